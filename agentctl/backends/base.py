@@ -1,0 +1,408 @@
+"""The backend contract: one async ABC that every storage implements.
+
+`CheckpointBackend` keeps the seven methods of the original AgentOS ABC (`put`, `get`,
+`get_latest`, `list_threads`, `list_checkpoints`, `delete_thread`, `delete_before`) with
+their signatures, and adds what a debugger needs. Every method returns the model's
+dataclasses (never driver rows) and raises `agentctl.errors.AgentctlError` subclasses
+for problems the user can act on.
+
+Ordering is the same on every backend:
+- within a thread: by `step`, then `created_at`, then the row `id` (the head of a thread
+  is the last row in that order);
+- threads (`list_threads`, `thread_summaries` by default): by their head's `created_at`,
+  newest first, then by `thread_id` (byte order).
+
+A repeated `put` of an existing `checkpoint_id` updates every column of that row in place
+(its row `id` stays), on every backend.
+
+Writes: every public write method is one transaction. `transaction()` gives the engine a
+transaction (with a per-thread lock on Postgres, `BEGIN IMMEDIATE` on SQLite) in which it
+runs several statements written once with `?` placeholders.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from contextlib import AbstractAsyncContextManager
+from typing import Any, AsyncIterator, Iterable, Mapping, Sequence
+
+from agentctl.errors import CorruptRowError
+from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+
+try:  # orjson parses several times faster; the stdlib is the fallback and the reference.
+    import orjson as _orjson
+
+    def _fast_loads(text: str | bytes) -> Any:
+        return _orjson.loads(text)
+
+except ImportError:  # pragma: no cover - orjson is optional
+    _fast_loads = json.loads
+
+# The columns of the format, in table order (without the row id).
+COLUMNS = (
+    "thread_id",
+    "checkpoint_id",
+    "parent_id",
+    "step",
+    "created_at",
+    "tags",
+    "summary",
+    "messages_blob",
+    "state_blob",
+    "tools_blob",
+    "next_node",
+)
+META_COLUMNS = "id, thread_id, checkpoint_id, parent_id, step, created_at, tags, summary"
+ALL_COLUMNS = "id, " + ", ".join(COLUMNS)
+
+# Order of rows within a thread, as SQL (both dialects), ascending and descending.
+THREAD_ORDER_ASC = "step ASC, created_at ASC, id ASC"
+THREAD_ORDER_DESC = "step DESC, created_at DESC, id DESC"
+
+THREAD_SORTS = ("updated", "thread", "checkpoints", "step", "created")
+
+
+def loads(text: Any) -> Any:
+    """Parse a JSON column value. orjson first; the stdlib for what orjson refuses
+    (NaN, Infinity, big integers), as the original writer's `json.dumps` can write them."""
+    if text is None:
+        raise ValueError("NULL")
+    if not isinstance(text, (str, bytes)):
+        return text
+    try:
+        return _fast_loads(text)
+    except ValueError:
+        return json.loads(text)
+
+
+def dumps(value: Any) -> str:
+    """Serialise as the original writer does (`ensure_ascii=False`)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
+    try:
+        value = loads(raw)
+    except ValueError as exc:
+        raise CorruptRowError(checkpoint_id, column, f"invalid JSON ({exc})") from None
+    if not isinstance(value, kind):
+        expected = "an object" if kind is dict else "an array"
+        raise CorruptRowError(
+            checkpoint_id, column, f"JSON {type(value).__name__} where {expected} is expected"
+        )
+    return value
+
+
+def decode_tags(raw: Any) -> list[str]:
+    """Tags are shown, not trusted: unreadable tags read as [] (`doctor` reports them)."""
+    try:
+        value = loads(raw)
+    except ValueError:
+        return []
+    if not isinstance(value, list):
+        return []
+    return [v if isinstance(v, str) else json.dumps(v) for v in value]
+
+
+def row_to_metadata(row: Any, created_at: str | None = None) -> CheckpointMetadata:
+    return CheckpointMetadata(
+        thread_id=row["thread_id"],
+        checkpoint_id=row["checkpoint_id"],
+        parent_checkpoint_id=row["parent_id"],
+        step=row["step"],
+        created_at=created_at if created_at is not None else row["created_at"],
+        tags=decode_tags(row["tags"]),
+        summary=row["summary"] if row["summary"] is not None else "",
+    )
+
+
+def row_to_checkpoint(row: Any, created_at: str | None = None) -> Checkpoint:
+    meta = row_to_metadata(row, created_at)
+    cid = meta.checkpoint_id
+    return Checkpoint(
+        metadata=meta,
+        messages=decode_column(cid, "messages_blob", row["messages_blob"], list),
+        state=decode_column(cid, "state_blob", row["state_blob"], dict),
+        tools_result=decode_column(cid, "tools_blob", row["tools_blob"], dict),
+        next_node=row["next_node"] if row["next_node"] is not None else "",
+    )
+
+
+def snippet_around(text: str, needle: str, width: int = 60) -> str:
+    """A one-line excerpt of `text` around the first case-insensitive match of `needle`."""
+    flat = " ".join(text.split())
+    pos = flat.lower().find(needle.lower())
+    if pos < 0:
+        return flat[: width * 2]
+    start = max(0, pos - width)
+    end = min(len(flat), pos + len(needle) + width)
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+def search_messages(
+    cp_meta: CheckpointMetadata, messages: Any, tools: Any, text: str, role: str | None
+) -> list[SearchHit]:
+    """Find `text` (case-insensitive) in a checkpoint's messages and tool results."""
+    hits: list[SearchHit] = []
+    needle = text.lower()
+    if isinstance(messages, list):
+        for msg in messages:
+            if not isinstance(msg, dict):
+                continue
+            msg_role = msg.get("role")
+            if role is not None and msg_role != role:
+                continue
+            content = msg.get("content", "")
+            body = content if isinstance(content, str) else dumps(content)
+            if needle in body.lower():
+                hits.append(SearchHit(cp_meta.thread_id, cp_meta.checkpoint_id, cp_meta.step,
+                                      "messages", msg_role if isinstance(msg_role, str) else None,
+                                      snippet_around(body, text)))
+                break
+    if role is None and isinstance(tools, dict) and tools:
+        body = dumps(tools)
+        if needle in body.lower():
+            hits.append(SearchHit(cp_meta.thread_id, cp_meta.checkpoint_id, cp_meta.step,
+                                  "tools_result", None, snippet_around(body, text)))
+    return hits
+
+
+class RowReads:
+    """Reads of single rows, usable on a backend and inside a transaction."""
+
+    COLLATE = ""
+
+    @abstractmethod
+    async def _fetch(self, sql: str, *params: Any) -> list[Mapping[str, Any]]:
+        """Rows as mappings by column name, created_at as an ISO string."""
+
+    async def _fetchval(self, sql: str, *params: Any) -> Any:
+        rows = await self._fetch(sql, *params)
+        if not rows:
+            return None
+        return next(iter(dict(rows[0]).values()))
+
+    async def get(self, checkpoint_id: str) -> Checkpoint | None:
+        rows = await self._fetch(
+            f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id)
+        return row_to_checkpoint(rows[0]) if rows else None
+
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        rows = await self._fetch(
+            f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
+            f"ORDER BY {THREAD_ORDER_DESC} LIMIT 1", thread_id)
+        return row_to_checkpoint(rows[0]) if rows else None
+
+    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
+        rows = await self._fetch(
+            f"SELECT {META_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id)
+        return row_to_metadata(rows[0]) if rows else None
+
+    async def max_step(self, thread_id: str) -> int | None:
+        return await self._fetchval(
+            "SELECT MAX(step) AS m FROM checkpoints WHERE thread_id = ?", thread_id)
+
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list[CheckpointMetadata]:
+        order = THREAD_ORDER_DESC if descending else THREAD_ORDER_ASC
+        rows = await self._fetch(
+            f"SELECT {META_COLUMNS} FROM checkpoints WHERE thread_id = ? "
+            f"ORDER BY {order} LIMIT ? OFFSET ?", thread_id, limit, offset)
+        return [row_to_metadata(r) for r in rows]
+
+
+
+class Transaction(RowReads, ABC):
+    """One open write transaction. Statements use `?` placeholders on every backend."""
+
+    kind: str  # "sqlite" or "postgres"
+
+    @abstractmethod
+    async def execute(self, sql: str, *params: Any) -> int:
+        """Run a statement; return the number of rows it changed."""
+
+    @abstractmethod
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run a statement once per parameter row."""
+
+    @abstractmethod
+    async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        """Run a query; return its rows as dicts (created_at as the ISO string)."""
+
+    async def _fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        return await self.fetch(sql, *params)
+
+    async def fetchval(self, sql: str, *params: Any) -> Any:
+        return await self._fetchval(sql, *params)
+
+    @abstractmethod
+    async def put(self, checkpoint: Checkpoint) -> str:
+        """Upsert one checkpoint inside this transaction."""
+
+    @abstractmethod
+    def timestamp(self, iso: str) -> Any:
+        """The parameter value for a `created_at` given as an ISO string."""
+
+    @abstractmethod
+    async def table_exists(self, name: str) -> bool:
+        """Whether a table of this name exists (in the current schema)."""
+
+
+class CheckpointBackend(ABC):
+    """Storage for checkpoints. Use as `async with backend:` or call `close()`.
+
+    Implementations: `agentctl.backends.sqlite.SQLiteCheckpointer`,
+    `agentctl.backends.postgres.PostgresCheckpointer`.
+    """
+
+    kind: str = ""
+    #: a display name of the database, safe to print (no password)
+    display_name: str = ""
+
+    async def __aenter__(self) -> "CheckpointBackend":
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Open connections and check the schema. Called lazily by every method."""
+
+    async def close(self) -> None:
+        """Release connections. Safe to call twice."""
+
+    # ---- the seven methods of the original ABC ------------------------------------
+
+    @abstractmethod
+    async def put(self, checkpoint: Checkpoint) -> str:
+        """Save a checkpoint (upsert by checkpoint_id); return its checkpoint_id."""
+
+    @abstractmethod
+    async def get(self, checkpoint_id: str) -> Checkpoint | None:
+        """The checkpoint with this id, or None. Raises CorruptRowError if it cannot be decoded."""
+
+    @abstractmethod
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        """The head of a thread (last in step, created_at, id order), or None."""
+
+    @abstractmethod
+    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
+        """The head metadata of each thread, most recently updated first."""
+
+    @abstractmethod
+    async def list_checkpoints(
+        self, thread_id: str, limit: int = 100, offset: int = 0
+    ) -> list[CheckpointMetadata]:
+        """A thread's checkpoints, newest first (step, created_at, id descending)."""
+
+    @abstractmethod
+    async def delete_thread(self, thread_id: str) -> int:
+        """Delete every checkpoint of a thread; return how many. (No undo: the engine's
+        `delete_thread` is the undoable one.)"""
+
+    @abstractmethod
+    async def delete_before(self, thread_id: str, before_step: int) -> int:
+        """Delete a thread's checkpoints with step < before_step; return how many."""
+
+    # ---- what the debugger adds ----------------------------------------------------
+
+    @abstractmethod
+    async def count(self, thread_id: str | None = None) -> int:
+        """Number of checkpoints (in one thread, or in all)."""
+
+    @abstractmethod
+    async def count_threads(self, prefix: str | None = None) -> int:
+        """Number of distinct threads (whose id starts with `prefix`, if given)."""
+
+    @abstractmethod
+    async def thread_summaries(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
+    ) -> list[ThreadSummary]:
+        """One row per thread with its count and head, in one query.
+
+        sort: "updated" (head created_at), "thread" (id), "checkpoints" (count),
+        "step" (head step), "created" (first checkpoint's created_at). Ties by thread id.
+        """
+
+    @abstractmethod
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        """The summary of one thread, or None when it has no checkpoints."""
+
+    @abstractmethod
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list[CheckpointMetadata]:
+        """A page of a thread's checkpoints in step order (oldest first by default)."""
+
+    @abstractmethod
+    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
+        """Only the metadata of a checkpoint (no blobs are read)."""
+
+    @abstractmethod
+    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
+        """Checkpoints whose parent is this one, in any thread."""
+
+    @abstractmethod
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
+        """Rows in other threads whose parent is a checkpoint of one of these threads
+        (the first rows of their branches)."""
+
+    @abstractmethod
+    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        """The checkpoint of a thread at a step (the last one if the step repeats)."""
+
+    @abstractmethod
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        """Checkpoint ids that start with `prefix`, sorted."""
+
+    @abstractmethod
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        """Thread ids that start with `prefix`, sorted."""
+
+    @abstractmethod
+    async def search(
+        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+    ) -> list[SearchHit]:
+        """Checkpoints whose messages (of `role`, if given) or tool results contain `text`,
+        case-insensitively; newest first."""
+
+    @abstractmethod
+    def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        """Every checkpoint (of these threads), in thread then step order, streamed.
+        A row that cannot be decoded is yielded as its CorruptRowError, not raised."""
+
+    @abstractmethod
+    def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
+        """The metadata of every row, streamed in thread then step order."""
+
+    @abstractmethod
+    async def stats(self) -> dict[str, Any]:
+        """{"threads", "checkpoints", "bytes", "per_thread": [{thread_id, checkpoints, bytes}],
+        "tags": {tag: count}} with per_thread sorted by bytes, largest first."""
+
+    @abstractmethod
+    async def duplicate_steps(self, limit: int = 100) -> list[dict[str, Any]]:
+        """[{thread_id, step, count}] for steps that occur more than once in a thread."""
+
+    @abstractmethod
+    async def orphan_parents(self, limit: int = 100) -> list[dict[str, Any]]:
+        """[{thread_id, checkpoint_id, parent_id}] whose parent_id names no row."""
+
+    @abstractmethod
+    async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
+        """[{checkpoint_id, column, reason}] for blobs that do not parse or have the wrong type."""
+
+    @abstractmethod
+    def transaction(self, lock_threads: Sequence[str] = ()) -> AbstractAsyncContextManager[Transaction]:
+        """A write transaction. It commits when the block ends normally and rolls back
+        when it raises. Raises ReadOnlyDatabase on a backend opened read-only."""

@@ -1,0 +1,395 @@
+"""Postgres backend on asyncpg, with a connection pool.
+
+Unlike the seeds' writer it stores `created_at` given as an ISO string or a datetime
+(TIMESTAMPTZ wants a datetime), and it reads JSONB as text and decodes it the same way
+the SQLite backend does, so both return identical checkpoints. Statements that the
+engine writes once with `?` placeholders are rewritten to `$n` here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+from typing import Any, AsyncIterator, Iterable, Sequence
+from urllib.parse import urlsplit
+
+from agentctl.backends.base import (
+    COLUMNS,
+    META_COLUMNS,
+    THREAD_ORDER_ASC,
+    THREAD_ORDER_DESC,
+    CheckpointBackend,
+    Transaction,
+    dumps,
+    row_to_metadata,
+)
+from agentctl.backends.queries import SharedQueries
+from agentctl.errors import (
+    AgentctlError,
+    ConnectionFailed,
+    DatabaseBusy,
+    DatabaseError,
+    DatabaseNotFound,
+    ReadOnlyDatabase,
+    SchemaError,
+    UsageError,
+    redact_dsn,
+)
+from agentctl.model import Checkpoint, CheckpointMetadata
+
+__all__ = ["PostgresCheckpointer", "SCHEMA"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id BIGSERIAL PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL UNIQUE,
+    parent_id TEXT,
+    step INTEGER NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+    tags JSONB NOT NULL DEFAULT '[]',
+    summary TEXT NOT NULL DEFAULT '',
+    messages_blob JSONB NOT NULL DEFAULT '[]',
+    state_blob JSONB NOT NULL DEFAULT '{}',
+    tools_blob JSONB NOT NULL DEFAULT '{}',
+    next_node TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS idx_thread_step ON checkpoints(thread_id, step DESC);
+CREATE INDEX IF NOT EXISTS idx_checkpoint_id ON checkpoints(checkpoint_id);
+CREATE INDEX IF NOT EXISTS idx_parent ON checkpoints(parent_id);
+CREATE INDEX IF NOT EXISTS idx_created_at ON checkpoints(created_at DESC);
+"""
+
+_REQUIRED = ("id",) + COLUMNS
+_C = 'COLLATE "C"'  # byte order for text, as SQLite compares
+
+UPSERT_SQL = (
+    f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) VALUES "
+    f"({', '.join(f'${i}' for i in range(1, len(COLUMNS) + 1))}) "
+    "ON CONFLICT (checkpoint_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c != "checkpoint_id")
+)
+
+_ROW_BYTES = (
+    "octet_length(messages_blob::text) + octet_length(state_blob::text) + "
+    "octet_length(tools_blob::text) + octet_length(tags::text) + octet_length(summary) + "
+    "octet_length(next_node)"
+)
+
+_PLACEHOLDER = re.compile(r"\?")
+
+
+def to_dollar(sql: str) -> str:
+    """Rewrite `?` placeholders as `$1, $2, ...` (our SQL has no `?` in literals)."""
+    counter = iter(range(1, 10_000))
+    return _PLACEHOLDER.sub(lambda _m: f"${next(counter)}", sql)
+
+
+def to_datetime(value: Any) -> datetime:
+    """A TIMESTAMPTZ parameter from an ISO-8601 string or a datetime (naive = UTC)."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise UsageError(f"created_at {value!r} is not an ISO-8601 timestamp") from None
+    else:
+        raise UsageError(f"created_at {value!r} is not a timestamp")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt
+
+
+def iso(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return "" if value is None else str(value)
+
+
+def _row(record: Any) -> dict[str, Any]:
+    d = dict(record.items())
+    for key in ("created_at", "h_created_at", "first_created_at"):
+        if key in d:
+            d[key] = iso(d[key])
+    return d
+
+
+def checkpoint_params(cp: Checkpoint) -> tuple[Any, ...]:
+    meta = cp.metadata
+    return (
+        meta.thread_id,
+        meta.checkpoint_id,
+        meta.parent_checkpoint_id,
+        meta.step,
+        to_datetime(meta.created_at),
+        dumps(meta.tags),
+        meta.summary,
+        dumps(cp.messages),
+        dumps(cp.state),
+        dumps(cp.tools_result),
+        cp.next_node,
+    )
+
+
+def describe_dsn(dsn: str) -> str:
+    """host:port/dbname of a DSN, for messages (never the password)."""
+    try:
+        parts = urlsplit(dsn)
+        host = parts.hostname or "localhost"
+        port = parts.port or 5432
+        db = parts.path.lstrip("/") or (parts.username or "postgres")
+        return f"{host}:{port}/{db}"
+    except ValueError:
+        return redact_dsn(dsn)
+
+
+def map_pg_error(exc: BaseException, where: str) -> AgentctlError:
+    import asyncpg
+
+    text = redact_dsn(str(exc))
+    if isinstance(exc, (asyncpg.UntranslatableCharacterError, asyncpg.CharacterNotInRepertoireError)):
+        return DatabaseError(
+            f"{where}: Postgres cannot store this text (NUL characters, \\u0000, are not "
+            f"allowed in TEXT or JSONB): {text}"
+        )
+    if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
+        return ReadOnlyDatabase(f"{where}: the database is read-only here ({text})")
+    if isinstance(exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
+        return DatabaseBusy(f"{where}: {text}")
+    if isinstance(exc, asyncpg.InsufficientPrivilegeError):
+        return ReadOnlyDatabase(f"{where}: permission denied ({text})")
+    return DatabaseError(f"{where}: {text}")
+
+
+class _PgTransaction(Transaction):
+    kind = "postgres"
+
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    async def execute(self, sql: str, *params: Any) -> int:
+        status = await self._conn.execute(to_dollar(sql), *params)
+        try:
+            return int(status.split()[-1])
+        except (ValueError, IndexError):
+            return 0
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        await self._conn.executemany(to_dollar(sql), list(rows))
+
+    async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        return [_row(r) for r in await self._conn.fetch(to_dollar(sql), *params)]
+
+    async def put(self, checkpoint: Checkpoint) -> str:
+        await self._conn.execute(UPSERT_SQL, *checkpoint_params(checkpoint))
+        return checkpoint.metadata.checkpoint_id
+
+    def timestamp(self, iso_text: str) -> Any:
+        return to_datetime(iso_text)
+
+    async def table_exists(self, name: str) -> bool:
+        return bool(await self._conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name))
+
+
+class PostgresCheckpointer(SharedQueries, CheckpointBackend):
+    """Checkpoints in Postgres.
+
+    `PostgresCheckpointer(dsn=..., **pool_kwargs)` is the seeds' constructor: it creates
+    the table on first use. agentctl's commands use `readonly=True, create=False`, which
+    also makes every session `default_transaction_read_only`.
+    """
+
+    kind = "postgres"
+    COLLATE = " " + _C
+
+    def __init__(self, dsn: str = "", *, readonly: bool = False, create: bool = True, **kwargs: Any):
+        self._dsn = dsn or "postgresql://localhost:5432/agentos"
+        self.display_name = describe_dsn(self._dsn)
+        self._readonly = readonly
+        self._create = create and not readonly
+        self._kwargs = kwargs
+        self._pool: Any = None
+        self._connect_lock = asyncio.Lock()
+
+    async def connect(self) -> None:
+        if self._pool is not None:
+            return
+        async with self._connect_lock:
+            if self._pool is not None:
+                return
+            import asyncpg
+
+            kwargs = dict(self._kwargs)
+            kwargs.setdefault("min_size", 1)
+            kwargs.setdefault("max_size", 4)
+            kwargs.setdefault("timeout", 10)
+            if self._readonly:
+                settings = dict(kwargs.pop("server_settings", None) or {})
+                settings.setdefault("default_transaction_read_only", "on")
+                kwargs["server_settings"] = settings
+            where = self.display_name
+            try:
+                pool = await asyncpg.create_pool(dsn=self._dsn, **kwargs)
+            except asyncpg.InvalidPasswordError:
+                raise ConnectionFailed(f"Postgres at {where} refused the login (wrong password or user)") from None
+            except asyncpg.InvalidAuthorizationSpecificationError as exc:
+                raise ConnectionFailed(f"Postgres at {where} refused the login: {redact_dsn(str(exc))}") from None
+            except asyncpg.InvalidCatalogNameError:
+                raise DatabaseNotFound(f"Postgres database not found: {where}") from None
+            except (OSError, asyncio.TimeoutError) as exc:
+                reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else (
+                    "timed out" if isinstance(exc, asyncio.TimeoutError) else redact_dsn(str(exc)))
+                raise ConnectionFailed(f"cannot connect to Postgres at {where}: {reason}") from None
+            except asyncpg.PostgresError as exc:
+                raise ConnectionFailed(f"Postgres at {where}: {redact_dsn(str(exc))}") from None
+            except ValueError as exc:  # a malformed DSN
+                raise UsageError(f"invalid Postgres DSN: {redact_dsn(str(exc))}") from None
+            try:
+                async with pool.acquire() as conn:
+                    if self._create:
+                        await conn.execute(SCHEMA)
+                    await self._check_schema(conn)
+            except BaseException:
+                await pool.close()
+                raise
+            self._pool = pool
+
+    async def _check_schema(self, conn: Any) -> None:
+        cols = {
+            r[0]
+            for r in await conn.fetch(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'checkpoints' AND table_schema = ANY(current_schemas(false))"
+            )
+        }
+        if not cols:
+            raise SchemaError(f"Postgres database {self.display_name} has no 'checkpoints' table")
+        missing = [c for c in _REQUIRED if c not in cols]
+        if missing:
+            raise SchemaError(
+                f"{self.display_name}: the 'checkpoints' table lacks column(s): {', '.join(missing)}"
+            )
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    # ---- helpers ------------------------------------------------------------------
+
+    async def _fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        await self.connect()
+        import asyncpg
+
+        try:
+            async with self._pool.acquire() as conn:
+                return [_row(r) for r in await conn.fetch(to_dollar(sql), *params)]
+        except asyncpg.PostgresError as exc:
+            raise map_pg_error(exc, self.display_name) from None
+
+    @asynccontextmanager
+    async def transaction(self, lock_threads: Sequence[str] = ()) -> AsyncIterator[Transaction]:
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
+        await self.connect()
+        import asyncpg
+
+        try:
+            async with self._pool.acquire() as conn:
+                async with conn.transaction():
+                    for thread in sorted(set(lock_threads)):
+                        await conn.execute(
+                            "SELECT pg_advisory_xact_lock(hashtextextended($1, 7340))", thread
+                        )
+                    yield _PgTransaction(conn)
+        except asyncpg.PostgresError as exc:
+            raise map_pg_error(exc, self.display_name) from None
+
+    # ---- dialect-specific reads ---------------------------------------------------
+
+    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
+        rows = await self._fetch(
+            f"""SELECT h.* FROM (SELECT DISTINCT thread_id FROM checkpoints) t
+            CROSS JOIN LATERAL (SELECT {META_COLUMNS} FROM checkpoints c
+                WHERE c.thread_id = t.thread_id ORDER BY {THREAD_ORDER_DESC} LIMIT 1) h
+            ORDER BY h.created_at DESC, h.thread_id {_C} ASC LIMIT ? OFFSET ?""",
+            limit, offset,
+        )
+        return [row_to_metadata(r) for r in rows]
+
+    async def _summary_rows(self, where: str, params: list[Any], order: str,
+                            limit: int | None, offset: int) -> list[Any]:
+        page = "" if limit is None else " LIMIT ? OFFSET ?"
+        args = [*params] + ([] if limit is None else [limit, offset])
+        return await self._fetch(
+            f"""SELECT g.thread_id, g.n, h.step AS h_step, h.checkpoint_id AS h_id,
+                   h.created_at AS h_created_at, h.summary AS h_summary,
+                   f.created_at AS first_created_at, f.parent_id AS first_parent,
+                   p.thread_id AS parent_thread
+            FROM (SELECT thread_id, COUNT(*) AS n FROM checkpoints {where} GROUP BY thread_id) g
+            CROSS JOIN LATERAL (SELECT step, checkpoint_id, created_at, summary FROM checkpoints c
+                WHERE c.thread_id = g.thread_id ORDER BY {THREAD_ORDER_DESC} LIMIT 1) h
+            CROSS JOIN LATERAL (SELECT created_at, parent_id FROM checkpoints c
+                WHERE c.thread_id = g.thread_id ORDER BY {THREAD_ORDER_ASC} LIMIT 1) f
+            LEFT JOIN LATERAL (SELECT thread_id FROM checkpoints pc
+                WHERE pc.checkpoint_id = f.parent_id LIMIT 1) p ON TRUE
+            ORDER BY {order.replace('thread_id', 'g.thread_id')}{page}""",
+            *args,
+        )
+
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
+        cols = ", ".join("c." + c.strip() for c in META_COLUMNS.split(","))
+        rows = await self._fetch(
+            f"SELECT {cols} FROM checkpoints p JOIN checkpoints c ON c.parent_id = p.checkpoint_id "
+            "WHERE p.thread_id = ANY(?::text[]) AND c.thread_id <> p.thread_id "
+            f"ORDER BY c.thread_id {_C}, c.step, c.created_at, c.id",
+            list(dict.fromkeys(thread_ids)),
+        )
+        return [row_to_metadata(r) for r in rows]
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        rows = await self._fetch(
+            f"SELECT checkpoint_id FROM checkpoints WHERE left(checkpoint_id, ?) = ? "
+            f"ORDER BY checkpoint_id {_C} LIMIT ?", len(prefix), prefix, limit)
+        return [r["checkpoint_id"] for r in rows]
+
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        rows = await self._fetch(
+            f"SELECT DISTINCT thread_id {_C} AS thread_id FROM checkpoints "
+            "WHERE left(thread_id, ?) = ? ORDER BY 1 LIMIT ?", len(prefix), prefix, limit)
+        return [r["thread_id"] for r in rows]
+
+    def _search_condition(self, text: str) -> tuple[str, list[Any]]:
+        # jsonb::text writes non-ASCII as is and escapes like json.dumps does.
+        needle = dumps(text)[1:-1]
+        pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return "(messages_blob::text ILIKE ? OR tools_blob::text ILIKE ?)", [pattern, pattern]
+
+    async def _bytes_per_thread(self) -> list[Any]:
+        return await self._fetch(
+            f"SELECT thread_id, COUNT(*) AS n, SUM({_ROW_BYTES})::bigint AS bytes FROM checkpoints "
+            f"GROUP BY thread_id ORDER BY bytes DESC, thread_id {_C}")
+
+    async def _tag_counts(self) -> list[Any]:
+        return await self._fetch(
+            "SELECT j AS tag, COUNT(*) AS n FROM checkpoints c CROSS JOIN LATERAL "
+            "jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.tags) = 'array' THEN c.tags "
+            f"ELSE '[]'::jsonb END) AS j GROUP BY j ORDER BY n DESC, j {_C}")
+
+    async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for column, kind in (("messages_blob", "array"), ("state_blob", "object"),
+                             ("tools_blob", "object"), ("tags", "array")):
+            rows = await self._fetch(
+                f"SELECT checkpoint_id, jsonb_typeof({column}::jsonb) AS t FROM checkpoints "
+                f"WHERE jsonb_typeof({column}::jsonb) <> ? ORDER BY id LIMIT ?", kind, limit)
+            for r in rows:
+                out.append({"checkpoint_id": r["checkpoint_id"], "column": column,
+                            "reason": f"JSON {r['t']} where an {kind} is expected"})
+        return out[:limit]

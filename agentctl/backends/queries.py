@@ -1,0 +1,230 @@
+"""The queries both backends share, written once.
+
+SQL here is the subset SQLite and Postgres agree on, with `?` placeholders (the Postgres
+backend rewrites them to `$n`). A backend supplies `_fetch` and `COLLATE` (the suffix
+that makes text sort by bytes: empty on SQLite, `COLLATE "C"` on Postgres).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+from agentctl.backends.base import (
+    RowReads,
+    ALL_COLUMNS,
+    META_COLUMNS,
+    THREAD_ORDER_ASC,
+    THREAD_ORDER_DESC,
+    decode_column,
+    row_to_checkpoint,
+    row_to_metadata,
+    search_messages,
+)
+from agentctl.errors import CorruptRowError, UsageError
+from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+
+SORTS = ("updated", "thread", "checkpoints", "step", "created")
+
+
+class SharedQueries(RowReads):
+    """The debugger's reads, for a backend (mixed in before CheckpointBackend)."""
+
+    async def _write(self, sql: str, *params: Any) -> int:
+        async with self.transaction() as tx:  # type: ignore[attr-defined]
+            return await tx.execute(sql, *params)
+
+    async def put(self, checkpoint: Checkpoint) -> str:
+        async with self.transaction() as tx:  # type: ignore[attr-defined]
+            return await tx.put(checkpoint)
+
+    async def list_checkpoints(
+        self, thread_id: str, limit: int = 100, offset: int = 0
+    ) -> list[CheckpointMetadata]:
+        return await self.read_thread(thread_id, limit, offset, descending=True)
+
+    async def delete_thread(self, thread_id: str) -> int:
+        return await self._write("DELETE FROM checkpoints WHERE thread_id = ?", thread_id)
+
+    async def delete_before(self, thread_id: str, before_step: int) -> int:
+        return await self._write(
+            "DELETE FROM checkpoints WHERE thread_id = ? AND step < ?", thread_id, before_step)
+
+    async def count(self, thread_id: str | None = None) -> int:
+        if thread_id is None:
+            return int(await self._fetchval("SELECT COUNT(*) AS n FROM checkpoints"))
+        return int(await self._fetchval(
+            "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?", thread_id))
+
+    async def count_threads(self, prefix: str | None = None) -> int:
+        if prefix:
+            return int(await self._fetchval(
+                "SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints "
+                "WHERE substr(thread_id, 1, ?) = ?", len(prefix), prefix))
+        return int(await self._fetchval("SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints"))
+
+    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        rows = await self._fetch(
+            f"SELECT {META_COLUMNS} FROM checkpoints WHERE thread_id = ? AND step = ? "
+            f"ORDER BY {THREAD_ORDER_DESC} LIMIT 1", thread_id, step)
+        return row_to_metadata(rows[0]) if rows else None
+
+    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
+        rows = await self._fetch(
+            f"SELECT {META_COLUMNS} FROM checkpoints WHERE parent_id = ? "
+            f"ORDER BY thread_id{self.COLLATE}, {THREAD_ORDER_ASC}", checkpoint_id)
+        return [row_to_metadata(r) for r in rows]
+
+    # ---- threads ------------------------------------------------------------------
+
+    @abstractmethod
+    async def _summary_rows(self, where: str, params: list[Any], order: str,
+                            limit: int | None, offset: int) -> list[Mapping[str, Any]]:
+        """Rows with thread_id, n, h_step, h_id, h_created_at, h_summary,
+        first_created_at, first_parent, parent_thread (the first parent's thread)."""
+
+    async def thread_summaries(
+        self, limit: int = 50, offset: int = 0, sort: str = "updated",
+        descending: bool = True, prefix: str | None = None,
+    ) -> list[ThreadSummary]:
+        columns = {"updated": "h_created_at", "thread": f"thread_id{self.COLLATE}",
+                   "checkpoints": "n", "step": "h_step", "created": "first_created_at"}
+        if sort not in columns:
+            raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
+        order = f"{columns[sort]} {'DESC' if descending else 'ASC'}"
+        if sort != "thread":
+            order += f", thread_id{self.COLLATE} ASC"
+        where, params = "", []
+        if prefix:
+            where, params = "WHERE substr(thread_id, 1, ?) = ?", [len(prefix), prefix]
+        return to_summaries(await self._summary_rows(where, params, order, limit, offset))
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        found = to_summaries(await self._summary_rows("WHERE thread_id = ?", [thread_id], "n", None, 0))
+        return found[0] if found else None
+
+    # ---- search and streaming -----------------------------------------------------
+
+    @abstractmethod
+    def _search_condition(self, text: str) -> tuple[str, list[Any]]:
+        """A SQL condition that keeps every row whose messages or tools contain `text`
+        (it may keep more; Python then checks)."""
+
+    async def search(
+        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+    ) -> list[SearchHit]:
+        if not text:
+            raise UsageError("search text is empty")
+        cond, params = self._search_condition(text)
+        if thread_id is not None:
+            cond += " AND thread_id = ?"
+            params.append(thread_id)
+        hits: list[SearchHit] = []
+        offset = 0
+        while len(hits) < limit:
+            rows = await self._fetch(
+                f"SELECT {META_COLUMNS}, messages_blob, tools_blob FROM checkpoints WHERE {cond} "
+                "ORDER BY created_at DESC, id DESC LIMIT 200 OFFSET ?", *params, offset)
+            if not rows:
+                break
+            offset += len(rows)
+            for r in rows:
+                meta = row_to_metadata(r)
+                msgs = decode_or(meta.checkpoint_id, "messages_blob", r["messages_blob"], list)
+                tools = decode_or(meta.checkpoint_id, "tools_blob", r["tools_blob"], dict)
+                hits.extend(search_messages(meta, msgs, tools, text, role))
+        return hits[:limit]
+
+    async def all_thread_ids(self) -> list[str]:
+        rows = await self._fetch(
+            f"SELECT DISTINCT thread_id{self.COLLATE} AS thread_id FROM checkpoints ORDER BY 1")
+        return [r["thread_id"] for r in rows]
+
+    async def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
+        for thread in threads:
+            offset = 0
+            while True:
+                rows = await self._fetch(
+                    f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
+                    f"ORDER BY {THREAD_ORDER_ASC} LIMIT ? OFFSET ?", thread, batch, offset)
+                for r in rows:
+                    try:
+                        yield row_to_checkpoint(r)
+                    except CorruptRowError as exc:
+                        yield exc
+                if len(rows) < batch:
+                    break
+                offset += batch
+
+    async def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
+        for thread in await self.all_thread_ids():
+            offset = 0
+            while True:
+                page = await self.read_thread(thread, batch, offset)
+                for meta in page:
+                    yield meta
+                if len(page) < batch:
+                    break
+                offset += batch
+
+    # ---- health -------------------------------------------------------------------
+
+    @abstractmethod
+    async def _bytes_per_thread(self) -> list[Mapping[str, Any]]:
+        """Rows of thread_id, n, bytes."""
+
+    @abstractmethod
+    async def _tag_counts(self) -> list[Mapping[str, Any]]:
+        """Rows of tag, n."""
+
+    async def stats(self) -> dict[str, Any]:
+        per = await self._bytes_per_thread()
+        tags = await self._tag_counts()
+        return {
+            "threads": len(per),
+            "checkpoints": sum(r["n"] for r in per),
+            "bytes": sum(r["bytes"] or 0 for r in per),
+            "per_thread": [{"thread_id": r["thread_id"], "checkpoints": r["n"],
+                            "bytes": r["bytes"] or 0} for r in per],
+            "tags": {str(r["tag"]): r["n"] for r in tags},
+        }
+
+    async def duplicate_steps(self, limit: int = 100) -> list[dict[str, Any]]:
+        rows = await self._fetch(
+            "SELECT thread_id, step, COUNT(*) AS n FROM checkpoints GROUP BY thread_id, step "
+            f"HAVING COUNT(*) > 1 ORDER BY thread_id{self.COLLATE}, step LIMIT ?", limit)
+        return [{"thread_id": r["thread_id"], "step": r["step"], "count": r["n"]} for r in rows]
+
+    async def orphan_parents(self, limit: int = 100) -> list[dict[str, Any]]:
+        rows = await self._fetch(
+            "SELECT c.thread_id, c.checkpoint_id, c.parent_id FROM checkpoints c "
+            "WHERE c.parent_id IS NOT NULL AND c.parent_id <> '' AND NOT EXISTS "
+            "(SELECT 1 FROM checkpoints p WHERE p.checkpoint_id = c.parent_id) "
+            f"ORDER BY c.thread_id{self.COLLATE}, c.step, c.id LIMIT ?", limit)
+        return [{"thread_id": r["thread_id"], "checkpoint_id": r["checkpoint_id"],
+                 "parent_id": r["parent_id"]} for r in rows]
+
+
+def decode_or(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
+    """The decoded column, or an empty value of its kind when it cannot be decoded."""
+    try:
+        return decode_column(checkpoint_id, column, raw, kind)
+    except CorruptRowError:
+        return kind()
+
+
+def to_summaries(rows: Sequence[Mapping[str, Any]]) -> list[ThreadSummary]:
+    out = []
+    for r in rows:
+        parent_thread = r["parent_thread"]
+        branch_of = parent_thread if parent_thread and parent_thread != r["thread_id"] else None
+        out.append(ThreadSummary(
+            thread_id=r["thread_id"], checkpoints=r["n"], head_step=r["h_step"],
+            head_checkpoint_id=r["h_id"], updated_at=r["h_created_at"],
+            head_summary=r["h_summary"] or "", first_created_at=r["first_created_at"],
+            branch_of=branch_of, branch_point=r["first_parent"] if branch_of else None,
+        ))
+    return out

@@ -1,0 +1,415 @@
+"""SQLite backend on aiosqlite.
+
+Two ways to open a file:
+- as the debugger (`open_backend`, readonly=True, create=False): the file must exist and
+  hold a `checkpoints` table; reads go through a `mode=ro` connection, so nothing is
+  created and the journal mode is never changed. A write connection (`mode=rw`, with
+  `busy_timeout`) opens only when a write transaction is asked for.
+- as an agent's checkpoint library (`SQLiteCheckpointer(db_path)`, the seeds' call):
+  the file and table are created when missing, and a new file is put in WAL mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterable, Sequence
+
+import aiosqlite
+
+from agentctl.backends.base import (
+    COLUMNS,
+    META_COLUMNS,
+    THREAD_ORDER_ASC,
+    THREAD_ORDER_DESC,
+    CheckpointBackend,
+    Transaction,
+    dumps,
+    row_to_metadata,
+)
+from agentctl.backends.queries import SharedQueries
+from agentctl.errors import (
+    AgentctlError,
+    DatabaseBusy,
+    DatabaseError,
+    DatabaseNotFound,
+    NotADatabase,
+    ReadOnlyDatabase,
+    SchemaError,
+    UsageError,
+)
+from agentctl.model import Checkpoint, CheckpointMetadata
+
+__all__ = ["SQLiteCheckpointer", "SCHEMA"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL UNIQUE,
+    parent_id TEXT,
+    step INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    summary TEXT NOT NULL DEFAULT '',
+    messages_blob TEXT NOT NULL DEFAULT '[]',
+    state_blob TEXT NOT NULL DEFAULT '{}',
+    tools_blob TEXT NOT NULL DEFAULT '{}',
+    next_node TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS idx_thread_step ON checkpoints(thread_id, step DESC);
+CREATE INDEX IF NOT EXISTS idx_checkpoint_id ON checkpoints(checkpoint_id);
+CREATE INDEX IF NOT EXISTS idx_parent ON checkpoints(parent_id);
+"""
+
+_REQUIRED = ("id",) + COLUMNS
+
+UPSERT_SQL = (
+    f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "
+    "ON CONFLICT(checkpoint_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "checkpoint_id")
+)
+
+# The bytes a checkpoint takes (text columns measured as UTF-8).
+_ROW_BYTES = (
+    "length(CAST(messages_blob AS BLOB)) + length(CAST(state_blob AS BLOB)) + "
+    "length(CAST(tools_blob AS BLOB)) + length(CAST(tags AS BLOB)) + "
+    "length(CAST(summary AS BLOB)) + length(CAST(next_node AS BLOB))"
+)
+
+
+def checkpoint_params(cp: Checkpoint) -> tuple[Any, ...]:
+    meta = cp.metadata
+    return (
+        meta.thread_id,
+        meta.checkpoint_id,
+        meta.parent_checkpoint_id,
+        meta.step,
+        meta.created_at.isoformat() if isinstance(meta.created_at, datetime) else meta.created_at,
+        dumps(meta.tags),
+        meta.summary,
+        dumps(cp.messages),
+        dumps(cp.state),
+        dumps(cp.tools_result),
+        cp.next_node,
+    )
+
+
+def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
+    text = str(exc)
+    low = text.lower()
+    if "locked" in low or "busy" in low:
+        return DatabaseBusy(f"{path}: the database is locked by another writer (waited, still busy)")
+    if "readonly" in low or "read-only" in low:
+        return ReadOnlyDatabase(f"{path}: the database is read-only, cannot write ({text})")
+    if "not a database" in low or "malformed" in low:
+        return NotADatabase(f"{path}: not a usable SQLite database ({text})")
+    return DatabaseError(f"{path}: {text}")
+
+
+class _SQLiteTransaction(Transaction):
+    kind = "sqlite"
+
+    def __init__(self, conn: aiosqlite.Connection, path: str):
+        self._conn = conn
+        self._path = path
+
+    async def execute(self, sql: str, *params: Any) -> int:
+        cur = await self._conn.execute(sql, params)
+        n = cur.rowcount
+        await cur.close()
+        return n
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        await self._conn.executemany(sql, list(rows))
+
+    async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        async with self._conn.execute(sql, params) as cur:
+            rows = await cur.fetchall()
+        return [dict(r) for r in rows]
+
+    async def put(self, checkpoint: Checkpoint) -> str:
+        await self._conn.execute(UPSERT_SQL, checkpoint_params(checkpoint))
+        return checkpoint.metadata.checkpoint_id
+
+    def timestamp(self, iso: str) -> Any:
+        return iso
+
+    async def table_exists(self, name: str) -> bool:
+        rows = await self.fetch(
+            "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?", name
+        )
+        return bool(rows)
+
+
+class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
+    """Checkpoints in a SQLite file.
+
+    `SQLiteCheckpointer(db_path="checkpoints.db")` is the seeds' constructor: it creates
+    the file and table if needed (a new file in WAL mode). agentctl's commands open files
+    with `readonly=True, create=False` instead.
+    """
+
+    kind = "sqlite"
+
+    def __init__(
+        self,
+        db_path: str = "checkpoints.db",
+        *,
+        readonly: bool = False,
+        create: bool = True,
+        busy_timeout_ms: int = 5000,
+    ):
+        self._db_path = str(db_path)
+        self.display_name = self._db_path
+        self._readonly = readonly
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self._reader: aiosqlite.Connection | None = None
+        self._writer: aiosqlite.Connection | None = None
+        self._connect_lock = asyncio.Lock()
+        self._write_lock = asyncio.Lock()
+        if create and not readonly:
+            self._create_if_missing()
+
+    @property
+    def path(self) -> str:
+        return self._db_path
+
+    # ---- lifecycle ----------------------------------------------------------------
+
+    def _create_if_missing(self) -> None:
+        path = self._db_path
+        if path != ":memory:":
+            if os.path.isdir(path):
+                raise NotADatabase(f"{path} is a directory, not a SQLite database")
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        is_new = path == ":memory:" or not os.path.exists(path) or os.path.getsize(path) == 0
+        try:
+            conn = sqlite3.connect(path, isolation_level=None)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+                if is_new and path != ":memory:":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.executescript("BEGIN;" + SCHEMA + "COMMIT;")
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, path) from None
+
+    def _uri(self, mode: str) -> str:
+        return Path(os.path.abspath(self._db_path)).as_uri() + f"?mode={mode}"
+
+    async def _open(self, mode: str) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        await conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        return conn
+
+    def _check_path(self) -> None:
+        path = self._db_path
+        if path == ":memory:":
+            raise UsageError("':memory:' cannot be opened by agentctl's reader; use a file")
+        if not os.path.exists(path):
+            raise DatabaseNotFound(f"database file not found: {path}")
+        if os.path.isdir(path):
+            raise NotADatabase(f"{path} is a directory, not a SQLite database")
+        if os.path.getsize(path) == 0:
+            raise SchemaError(f"{path} is an empty file, not a checkpoint database")
+
+    async def connect(self) -> None:
+        if self._reader is not None:
+            return
+        async with self._connect_lock:
+            if self._reader is not None:
+                return
+            self._check_path()
+            try:
+                conn = await self._open("ro")
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, self._db_path) from None
+            try:
+                await self._check_schema(conn)
+            except BaseException:
+                await conn.close()
+                raise
+            self._reader = conn
+
+    async def _check_schema(self, conn: aiosqlite.Connection) -> None:
+        path = self._db_path
+        try:
+            async with conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            ) as cur:
+                tables = [r[0] for r in await cur.fetchall()]
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc).lower():
+                raise NotADatabase(f"{path} is not a SQLite database") from None
+            raise map_sqlite_error(exc, path) from None
+        if "checkpoints" not in tables:
+            shown = ", ".join(tables[:8]) + (", …" if len(tables) > 8 else "")
+            raise SchemaError(
+                f"{path} has no 'checkpoints' table"
+                + (f" (it has: {shown})" if tables else " (it has no tables)")
+            )
+        async with conn.execute("PRAGMA table_info(checkpoints)") as cur:
+            cols = {r[1] for r in await cur.fetchall()}
+        missing = [c for c in _REQUIRED if c not in cols]
+        if missing:
+            raise SchemaError(
+                f"{path}: the 'checkpoints' table lacks column(s): {', '.join(missing)}"
+            )
+
+    async def close(self) -> None:
+        for attr in ("_writer", "_reader"):
+            conn = getattr(self, attr)
+            setattr(self, attr, None)
+            if conn is not None:
+                await conn.close()
+
+    # ---- helpers ------------------------------------------------------------------
+
+    async def _fetch(self, sql: str, *params: Any) -> list[sqlite3.Row]:
+        await self.connect()
+        assert self._reader is not None
+        try:
+            async with self._reader.execute(sql, params) as cur:
+                return list(await cur.fetchall())
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, self._db_path) from None
+
+    @asynccontextmanager
+    async def transaction(self, lock_threads: Sequence[str] = ()) -> AsyncIterator[Transaction]:
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
+        await self.connect()
+        async with self._write_lock:
+            try:
+                if self._writer is None:
+                    self._writer = await self._open("rw")
+                await self._writer.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, self._db_path) from None
+            tx = _SQLiteTransaction(self._writer, self._db_path)
+            try:
+                yield tx
+            except BaseException:
+                await self._writer.rollback()
+                raise
+            try:
+                await self._writer.commit()
+            except sqlite3.Error as exc:
+                await self._writer.rollback()
+                raise map_sqlite_error(exc, self._db_path) from None
+
+    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
+        rows = await self._fetch(
+            f"""SELECT {', '.join('h.' + c.strip() for c in META_COLUMNS.split(','))}
+            FROM (SELECT thread_id,
+                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
+                      ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id
+                  FROM (SELECT DISTINCT thread_id FROM checkpoints) t) g
+            JOIN checkpoints h ON h.id = g.head_id
+            ORDER BY h.created_at DESC, h.thread_id ASC LIMIT ? OFFSET ?""",
+            limit,
+            offset,
+        )
+        return [row_to_metadata(r) for r in rows]
+
+    async def _summary_rows(self, where: str, params: list[Any], order: str,
+                            limit: int | None, offset: int) -> list[Any]:
+        # Correlated subqueries walk idx_thread_step once per thread for the head and the
+        # first row; the parent's thread is looked up only for the page that is returned.
+        page = "" if limit is None else " LIMIT ? OFFSET ?"
+        args = [*params] + ([] if limit is None else [limit, offset])
+        rows = await self._fetch(
+            f"""SELECT g.thread_id AS thread_id, g.n AS n, h.step AS h_step,
+                   h.checkpoint_id AS h_id, h.created_at AS h_created_at, h.summary AS h_summary,
+                   f.created_at AS first_created_at, f.parent_id AS first_parent
+            FROM (SELECT thread_id, COUNT(*) AS n,
+                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
+                      ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id,
+                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
+                      ORDER BY {THREAD_ORDER_ASC} LIMIT 1) AS first_id
+                  FROM checkpoints t {where} GROUP BY thread_id) g
+            JOIN checkpoints h ON h.id = g.head_id
+            JOIN checkpoints f ON f.id = g.first_id
+            ORDER BY {order}{page}""",
+            *args,
+        )
+        out = [dict(r) for r in rows]
+        parents = sorted({r["first_parent"] for r in out if r["first_parent"]})
+        owner: dict[str, str] = {}
+        for i in range(0, len(parents), 500):
+            chunk = parents[i : i + 500]
+            for r in await self._fetch(
+                "SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ("
+                + ",".join("?" for _ in chunk) + ")", *chunk):
+                owner[r[0]] = r[1]
+        for r in out:
+            r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
+        return out
+
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
+        out: list[CheckpointMetadata] = []
+        ids = list(dict.fromkeys(thread_ids))
+        cols = ", ".join("c." + c.strip() for c in META_COLUMNS.split(","))
+        for i in range(0, len(ids), 400):
+            chunk = ids[i : i + 400]
+            rows = await self._fetch(
+                f"SELECT {cols} FROM checkpoints p JOIN checkpoints c ON c.parent_id = p.checkpoint_id "
+                f"WHERE p.thread_id IN ({','.join('?' for _ in chunk)}) AND c.thread_id <> p.thread_id "
+                "ORDER BY c.thread_id, c.step, c.created_at, c.id", *chunk)
+            out.extend(row_to_metadata(r) for r in rows)
+        return out
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        # A range scan on the checkpoint_id index (LIKE would treat % and _ as wildcards).
+        rows = await self._fetch(
+            "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
+            "ORDER BY checkpoint_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
+        return [r[0] for r in rows]
+
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        rows = await self._fetch(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id >= ? AND thread_id < ? "
+            "ORDER BY thread_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
+        return [r[0] for r in rows]
+
+    def _search_condition(self, text: str) -> tuple[str, list[Any]]:
+        # The text as stored raw or \u-escaped (writers differ in ensure_ascii);
+        # SQLite's lower() folds ASCII only, Python then decides exactly.
+        raw = dumps(text)[1:-1].lower()
+        escaped = json.dumps(text)[1:-1].lower()
+        cond = ("(instr(lower(messages_blob), ?) > 0 OR instr(lower(messages_blob), ?) > 0"
+                " OR instr(lower(tools_blob), ?) > 0 OR instr(lower(tools_blob), ?) > 0)")
+        return cond, [raw, escaped, raw, escaped]
+
+    async def _bytes_per_thread(self) -> list[Any]:
+        return await self._fetch(
+            f"SELECT thread_id, COUNT(*) AS n, SUM({_ROW_BYTES}) AS bytes FROM checkpoints "
+            "GROUP BY thread_id ORDER BY bytes DESC, thread_id")
+
+    async def _tag_counts(self) -> list[Any]:
+        return await self._fetch(
+            "SELECT j.value AS tag, COUNT(*) AS n FROM checkpoints c, json_each(c.tags) j "
+            "WHERE json_valid(c.tags) AND json_type(c.tags) = 'array' "
+            "GROUP BY j.value ORDER BY n DESC, tag")
+
+    async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for column, kind in (("messages_blob", "array"), ("state_blob", "object"),
+                             ("tools_blob", "object"), ("tags", "array")):
+            rows = await self._fetch(
+                f"SELECT checkpoint_id, json_valid({column}) AS ok, "
+                f"CASE WHEN json_valid({column}) THEN json_type({column}) END AS t "
+                f"FROM checkpoints WHERE NOT json_valid({column}) OR json_type({column}) <> ? "
+                "ORDER BY id LIMIT ?", kind, limit)
+            for r in rows:
+                reason = "invalid JSON" if not r["ok"] else f"JSON {r['t']} where an {kind} is expected"
+                out.append({"checkpoint_id": r[0], "column": column, "reason": reason})
+        return out[:limit]

@@ -1,0 +1,139 @@
+"""Typed errors and the exit codes they map to.
+
+Every error agentctl raises on purpose is an `AgentctlError`; the CLI catches them
+at one place, prints `agentctl: <message>` on stderr and exits with `exit_code`.
+Messages never contain a DSN password (use `redact_dsn`).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import IntEnum
+from typing import Any
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    ERROR = 1  # anything else that went wrong
+    USAGE = 2  # bad arguments or options
+    NOT_FOUND = 3  # database file, thread, checkpoint or operation does not exist
+    CONFLICT = 4  # merge conflict, nothing written
+    PROBLEMS = 5  # `doctor` found problems
+    DATABASE = 6  # the database cannot be used: not SQLite, wrong schema, refused, locked, read-only
+
+
+class AgentctlError(Exception):
+    exit_code: ExitCode = ExitCode.ERROR
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(AgentctlError):
+    exit_code = ExitCode.USAGE
+
+
+class NotFoundError(AgentctlError, ValueError):
+    """Subclasses ValueError: the seeds' callers catch ValueError ("... not found")."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
+class CheckpointNotFound(NotFoundError):
+    def __init__(self, ref: str, suggestions: list[str] | None = None):
+        self.ref = ref
+        self.suggestions = list(suggestions or [])
+        msg = f"checkpoint {ref!r} not found"
+        if self.suggestions:
+            msg += "; closest: " + ", ".join(self.suggestions)
+        super().__init__(msg)
+
+
+class ThreadNotFound(NotFoundError):
+    def __init__(self, thread_id: str, suggestions: list[str] | None = None):
+        self.thread_id = thread_id
+        self.suggestions = list(suggestions or [])
+        msg = f"thread {thread_id!r} not found"
+        if self.suggestions:
+            msg += "; closest: " + ", ".join(self.suggestions)
+        super().__init__(msg)
+
+
+class AmbiguousReference(UsageError):
+    def __init__(self, ref: str, candidates: list[str]):
+        self.ref = ref
+        self.candidates = candidates
+        super().__init__(
+            f"reference {ref!r} is ambiguous; it matches: " + ", ".join(candidates)
+        )
+
+
+class DatabaseError(AgentctlError):
+    """The database cannot be used as a checkpoint database."""
+
+    exit_code = ExitCode.DATABASE
+
+
+class DatabaseNotFound(NotFoundError):
+    pass
+
+
+class NotADatabase(DatabaseError):
+    pass
+
+
+class SchemaError(DatabaseError):
+    pass
+
+
+class ConnectionFailed(DatabaseError):
+    pass
+
+
+class DatabaseBusy(DatabaseError):
+    pass
+
+
+class ReadOnlyDatabase(DatabaseError):
+    pass
+
+
+class CorruptRowError(DatabaseError):
+    """One row cannot be decoded; the other rows still read."""
+
+    def __init__(self, checkpoint_id: str, column: str, reason: str):
+        self.checkpoint_id = checkpoint_id
+        self.column = column
+        self.reason = reason
+        super().__init__(f"checkpoint {checkpoint_id!r}: {column} is not usable: {reason}")
+
+
+class SnapshotTooLarge(AgentctlError, ValueError):
+    pass
+
+
+class MergeConflictError(AgentctlError):
+    exit_code = ExitCode.CONFLICT
+
+    def __init__(self, conflicts: list[Any], message: str | None = None):
+        self.conflicts = conflicts
+        n = len(conflicts)
+        super().__init__(message or f"merge has {n} conflict{'s' if n != 1 else ''}; nothing was written")
+
+
+class OperationError(AgentctlError):
+    """An engine operation cannot be carried out as asked (e.g. undo of a stale op)."""
+
+
+_DSN_PASSWORD = re.compile(r"(://[^:/@\s]*:)([^@\s]*)(@)")
+_KV_PASSWORD = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+
+
+def redact_dsn(text: str) -> str:
+    """Replace any password in a DSN-looking string (URL or key=value form) by ***."""
+    text = _DSN_PASSWORD.sub(r"\1***\3", text)
+    return _KV_PASSWORD.sub(r"\1***", text)

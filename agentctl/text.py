@@ -1,0 +1,48 @@
+"""Make text from a database safe to show: no escape sequence or control character
+reaches the terminal. Pure functions; no Rich here (markup is escaped in render)."""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls except \n and \t, DEL, C1 controls, and the Unicode bidi overrides / line
+# separators that can reorder or hide what a terminal shows.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+_UNSAFE_ONE_LINE = re.compile(
+    "[\x00-\x1f\x7f\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    code = ord(ch)
+    if ch == "\x1b":
+        return "\\e"
+    if ch == "\r":
+        return "\\r"
+    if ch == "\n":
+        return "\\n"
+    if ch == "\t":
+        return "\\t"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+def inert(text: object, *, one_line: bool = False) -> str:
+    """`text` with every control character written out visibly (ESC as `\\e`, CR as `\\r`).
+
+    Newlines and tabs are kept unless `one_line` (then they are escaped too)."""
+    s = text if isinstance(text, str) else str(text)
+    pattern = _UNSAFE_ONE_LINE if one_line else _UNSAFE
+    return pattern.sub(_escape, s)
+
+
+def shorten(text: str, width: int) -> str:
+    """One line of at most `width` characters, ending with … when cut."""
+    flat = " ".join(inert(text, one_line=True).split())
+    if width <= 0 or len(flat) <= width:
+        return flat
+    return flat[: max(0, width - 1)] + "…"

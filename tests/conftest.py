@@ -1,0 +1,113 @@
+"""Test rig: every backend test runs on SQLite AND a real Postgres server.
+
+Postgres: `AGENTCTL_TEST_PG_DSN` if set, else a throwaway server started here
+(tests/pgserver.py). Without server binaries the Postgres tests skip with the reason,
+except when `AGENTCTL_REQUIRE_PG=1`, where that is an error.
+Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import pgserver  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_DB = REPO / "sample_db" / "checkpoints.db"
+REQUIRE_PG = os.environ.get("AGENTCTL_REQUIRE_PG") == "1"
+
+
+def run_sync(coro_fn: Callable[[], Any]) -> Any:
+    """Run a coroutine to completion in a private thread (safe inside any event loop)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro_fn())
+        except BaseException as exc:  # re-raised in the caller
+            box["error"] = exc
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+@pytest.fixture(scope="session")
+def pg_base_dsn():
+    dsn = os.environ.get("AGENTCTL_TEST_PG_DSN")
+    if dsn:
+        yield dsn
+        return
+    if pgserver.find_bin_dir() is None:
+        reason = "Postgres server binaries (initdb, pg_ctl) not found; set AGENTCTL_TEST_PG_DSN or install postgresql"
+        if REQUIRE_PG:
+            pytest.fail("AGENTCTL_REQUIRE_PG=1 but " + reason)
+        pytest.skip(reason)
+    try:
+        server = pgserver.start()
+    except RuntimeError as exc:
+        if REQUIRE_PG:
+            pytest.fail(f"AGENTCTL_REQUIRE_PG=1 but the Postgres server did not start: {exc}")
+        pytest.skip(f"Postgres server did not start: {exc}")
+    yield server.dsn
+    server.stop()
+
+
+def _with_search_path(dsn: str, schema: str) -> str:
+    sep = "&" if "?" in dsn else "?"
+    return f"{dsn}{sep}search_path={schema}"
+
+
+@pytest.fixture
+def pg_dsn(pg_base_dsn):
+    """A DSN whose search_path is a fresh, empty schema (dropped afterwards)."""
+    import asyncpg
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+
+    async def create() -> None:
+        conn = await asyncpg.connect(pg_base_dsn)
+        try:
+            await conn.execute(f"CREATE SCHEMA {schema}")
+        finally:
+            await conn.close()
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(pg_base_dsn)
+        try:
+            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        finally:
+            await conn.close()
+
+    run_sync(create)
+    yield _with_search_path(pg_base_dsn, schema)
+    run_sync(drop)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path) -> str:
+    """A database URL of each kind, not yet created: a file path or a Postgres DSN."""
+    if request.param == "sqlite":
+        return str(tmp_path / "checkpoints.db")
+    return request.getfixturevalue("pg_dsn")
+
+
+@pytest.fixture
+def sample_copy(tmp_path) -> Path:
+    """A private copy of the bundled sample database."""
+    dest = tmp_path / "sample.db"
+    shutil.copyfile(SAMPLE_DB, dest)
+    return dest

@@ -1,0 +1,60 @@
+"""The headless core imports neither rich nor textual; --help and read commands skip textual."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def loaded_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, cwd=REPO, timeout=60, check=True,
+    ).stdout
+    return {m.split(".")[0] for m in out.split()}
+
+
+@pytest.mark.parametrize("module", [
+    "agentctl.model", "agentctl.errors", "agentctl.backends", "agentctl.backends.sqlite",
+    "agentctl.backends.postgres", "agentctl.text",
+])
+def test_core_is_headless(module):
+    mods = loaded_after(f"import {module}")
+    assert "rich" not in mods and "textual" not in mods
+
+
+def test_top_level_api_importable():
+    mods = loaded_after(
+        "from agentctl import Checkpoint, CheckpointMetadata, CheckpointBackend, "
+        "SQLiteCheckpointer, PostgresCheckpointer, create_checkpointer")
+    assert "textual" not in mods and "rich" not in mods
+
+
+def run_cli_modules(*args: str) -> set[str]:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['agentctl', *{list(args)!r}]\n"
+        "try:\n    runpy.run_module('agentctl', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('MODULES', ' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, timeout=60).stdout
+    line = [x for x in out.splitlines() if x.startswith("MODULES")][-1]
+    return {m.split(".")[0] for m in line.split()[1:]}
+
+
+def test_help_does_not_import_textual_or_asyncpg():
+    mods = run_cli_modules("--help")
+    assert "textual" not in mods
+    assert "asyncpg" not in mods
+
+
+def test_read_command_does_not_import_textual():
+    mods = run_cli_modules("--db", "sample_db/checkpoints.db", "threads", "list", "--json")
+    assert "textual" not in mods and "asyncpg" not in mods
