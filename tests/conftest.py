@@ -8,11 +8,9 @@ Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import sys
-import threading
 import uuid
 from pathlib import Path
 from typing import Any, Callable
@@ -22,27 +20,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import pgserver  # noqa: E402
 
+from agentctl.cli.context import run  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DB = REPO / "sample_db" / "checkpoints.db"
 REQUIRE_PG = os.environ.get("AGENTCTL_REQUIRE_PG") == "1"
 
 
 def run_sync(coro_fn: Callable[[], Any]) -> Any:
-    """Run a coroutine to completion in a private thread (safe inside any event loop)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro_fn())
-        except BaseException as exc:  # re-raised in the caller
-            box["error"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    """Run a coroutine function to completion, also from inside a running event loop."""
+    return run(coro_fn())
 
 
 @pytest.fixture(scope="session")

@@ -63,6 +63,36 @@ THREAD_ORDER_DESC = "step DESC, created_at DESC, id DESC"
 THREAD_SORTS = ("updated", "thread", "checkpoints", "step", "created")
 
 
+# The format's DDL (FORMAT.md), one template for both dialects.
+_SCHEMA_TEMPLATE = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id {id_type} PRIMARY KEY{autoincrement},
+    thread_id TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL UNIQUE,
+    parent_id TEXT,
+    step INTEGER NOT NULL,
+    created_at {ts_type} NOT NULL{ts_default},
+    tags {json} NOT NULL DEFAULT '[]',
+    summary TEXT NOT NULL DEFAULT '',
+    messages_blob {json} NOT NULL DEFAULT '[]',
+    state_blob {json} NOT NULL DEFAULT '{{}}',
+    tools_blob {json} NOT NULL DEFAULT '{{}}',
+    next_node TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS idx_thread_step ON checkpoints(thread_id, step DESC);
+CREATE INDEX IF NOT EXISTS idx_checkpoint_id ON checkpoints(checkpoint_id);
+CREATE INDEX IF NOT EXISTS idx_parent ON checkpoints(parent_id);
+"""
+
+SQLITE_SCHEMA = _SCHEMA_TEMPLATE.format(
+    id_type="INTEGER", autoincrement=" AUTOINCREMENT", ts_type="TEXT", ts_default="", json="TEXT")
+POSTGRES_SCHEMA = _SCHEMA_TEMPLATE.format(
+    id_type="BIGSERIAL", autoincrement="", ts_type="TIMESTAMPTZ", ts_default=" DEFAULT NOW()",
+    json="JSONB") + "CREATE INDEX IF NOT EXISTS idx_created_at ON checkpoints(created_at DESC);\n"
+
+REQUIRED_COLUMNS = ("id",) + COLUMNS
+
+
 def loads(text: Any) -> Any:
     """Parse a JSON column value. orjson first; the stdlib for what orjson refuses
     (NaN, Infinity, big integers), as the original writer's `json.dumps` can write them."""
@@ -79,6 +109,24 @@ def loads(text: Any) -> Any:
 def dumps(value: Any) -> str:
     """Serialise as the original writer does (`ensure_ascii=False`)."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def checkpoint_params(cp: Checkpoint, timestamp: Any) -> tuple[Any, ...]:
+    """The values of COLUMNS for a checkpoint; `timestamp` converts created_at."""
+    meta = cp.metadata
+    return (
+        meta.thread_id,
+        meta.checkpoint_id,
+        meta.parent_checkpoint_id,
+        meta.step,
+        timestamp(meta.created_at),
+        dumps(meta.tags),
+        meta.summary,
+        dumps(cp.messages),
+        dumps(cp.state),
+        dumps(cp.tools_result),
+        cp.next_node,
+    )
 
 
 def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:

@@ -16,6 +16,9 @@ from typing import Any, AsyncIterator, Iterable, Sequence
 from urllib.parse import urlsplit
 
 from agentctl.backends.base import (
+    POSTGRES_SCHEMA,
+    REQUIRED_COLUMNS,
+    checkpoint_params,
     COLUMNS,
     META_COLUMNS,
     THREAD_ORDER_ASC,
@@ -41,28 +44,8 @@ from agentctl.model import Checkpoint, CheckpointMetadata
 
 __all__ = ["PostgresCheckpointer", "SCHEMA"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS checkpoints (
-    id BIGSERIAL PRIMARY KEY,
-    thread_id TEXT NOT NULL,
-    checkpoint_id TEXT NOT NULL UNIQUE,
-    parent_id TEXT,
-    step INTEGER NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
-    tags JSONB NOT NULL DEFAULT '[]',
-    summary TEXT NOT NULL DEFAULT '',
-    messages_blob JSONB NOT NULL DEFAULT '[]',
-    state_blob JSONB NOT NULL DEFAULT '{}',
-    tools_blob JSONB NOT NULL DEFAULT '{}',
-    next_node TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS idx_thread_step ON checkpoints(thread_id, step DESC);
-CREATE INDEX IF NOT EXISTS idx_checkpoint_id ON checkpoints(checkpoint_id);
-CREATE INDEX IF NOT EXISTS idx_parent ON checkpoints(parent_id);
-CREATE INDEX IF NOT EXISTS idx_created_at ON checkpoints(created_at DESC);
-"""
-
-_REQUIRED = ("id",) + COLUMNS
+SCHEMA = POSTGRES_SCHEMA
+_REQUIRED = REQUIRED_COLUMNS
 _C = 'COLLATE "C"'  # byte order for text, as SQLite compares
 
 UPSERT_SQL = (
@@ -120,23 +103,6 @@ def _row(record: Any) -> dict[str, Any]:
     return d
 
 
-def checkpoint_params(cp: Checkpoint) -> tuple[Any, ...]:
-    meta = cp.metadata
-    return (
-        meta.thread_id,
-        meta.checkpoint_id,
-        meta.parent_checkpoint_id,
-        meta.step,
-        to_datetime(meta.created_at),
-        dumps(meta.tags),
-        meta.summary,
-        dumps(cp.messages),
-        dumps(cp.state),
-        dumps(cp.tools_result),
-        cp.next_node,
-    )
-
-
 def describe_dsn(dsn: str) -> str:
     """host:port/dbname of a DSN, for messages (never the password)."""
     try:
@@ -187,7 +153,7 @@ class _PgTransaction(Transaction):
         return [_row(r) for r in await self._conn.fetch(to_dollar(sql), *params)]
 
     async def put(self, checkpoint: Checkpoint) -> str:
-        await self._conn.execute(UPSERT_SQL, *checkpoint_params(checkpoint))
+        await self._conn.execute(UPSERT_SQL, *checkpoint_params(checkpoint, to_datetime))
         return checkpoint.metadata.checkpoint_id
 
     def timestamp(self, iso_text: str) -> Any:
@@ -382,14 +348,8 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
             "jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.tags) = 'array' THEN c.tags "
             f"ELSE '[]'::jsonb END) AS j GROUP BY j ORDER BY n DESC, j {_C}")
 
-    async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for column, kind in (("messages_blob", "array"), ("state_blob", "object"),
-                             ("tools_blob", "object"), ("tags", "array")):
-            rows = await self._fetch(
-                f"SELECT checkpoint_id, jsonb_typeof({column}::jsonb) AS t FROM checkpoints "
-                f"WHERE jsonb_typeof({column}::jsonb) <> ? ORDER BY id LIMIT ?", kind, limit)
-            for r in rows:
-                out.append({"checkpoint_id": r["checkpoint_id"], "column": column,
-                            "reason": f"JSON {r['t']} where an {kind} is expected"})
-        return out[:limit]
+    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Any]:
+        # JSONB always parses; a TEXT column of a foreign writer is cast (and must parse).
+        return await self._fetch(
+            f"SELECT checkpoint_id, TRUE AS ok, jsonb_typeof({column}::jsonb) AS t FROM checkpoints "
+            f"WHERE jsonb_typeof({column}::jsonb) <> ? ORDER BY id LIMIT ?", kind, limit)

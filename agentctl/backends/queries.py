@@ -192,6 +192,23 @@ class SharedQueries(RowReads):
             "tags": {str(r["tag"]): r["n"] for r in tags},
         }
 
+    JSON_COLUMNS = (("messages_blob", "array"), ("state_blob", "object"),
+                    ("tools_blob", "object"), ("tags", "array"))
+
+    @abstractmethod
+    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Mapping[str, Any]]:
+        """Rows of checkpoint_id, ok (parses), t (its JSON type) whose column does not
+        hold JSON of `kind` ("array" or "object")."""
+
+    async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for column, kind in self.JSON_COLUMNS:
+            for r in await self._invalid_json_rows(column, kind, limit):
+                reason = (f"JSON {r['t']} where an {kind} is expected" if r["ok"]
+                          else "invalid JSON")
+                out.append({"checkpoint_id": r["checkpoint_id"], "column": column, "reason": reason})
+        return out[:limit]
+
     async def duplicate_steps(self, limit: int = 100) -> list[dict[str, Any]]:
         rows = await self._fetch(
             "SELECT thread_id, step, COUNT(*) AS n FROM checkpoints GROUP BY thread_id, step "

@@ -23,6 +23,9 @@ from typing import Any, AsyncIterator, Iterable, Sequence
 import aiosqlite
 
 from agentctl.backends.base import (
+    REQUIRED_COLUMNS,
+    SQLITE_SCHEMA,
+    checkpoint_params,
     COLUMNS,
     META_COLUMNS,
     THREAD_ORDER_ASC,
@@ -47,27 +50,8 @@ from agentctl.model import Checkpoint, CheckpointMetadata
 
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS checkpoints (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    thread_id TEXT NOT NULL,
-    checkpoint_id TEXT NOT NULL UNIQUE,
-    parent_id TEXT,
-    step INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    tags TEXT NOT NULL DEFAULT '[]',
-    summary TEXT NOT NULL DEFAULT '',
-    messages_blob TEXT NOT NULL DEFAULT '[]',
-    state_blob TEXT NOT NULL DEFAULT '{}',
-    tools_blob TEXT NOT NULL DEFAULT '{}',
-    next_node TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS idx_thread_step ON checkpoints(thread_id, step DESC);
-CREATE INDEX IF NOT EXISTS idx_checkpoint_id ON checkpoints(checkpoint_id);
-CREATE INDEX IF NOT EXISTS idx_parent ON checkpoints(parent_id);
-"""
-
-_REQUIRED = ("id",) + COLUMNS
+SCHEMA = SQLITE_SCHEMA
+_REQUIRED = REQUIRED_COLUMNS
 
 UPSERT_SQL = (
     f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "
@@ -83,21 +67,9 @@ _ROW_BYTES = (
 )
 
 
-def checkpoint_params(cp: Checkpoint) -> tuple[Any, ...]:
-    meta = cp.metadata
-    return (
-        meta.thread_id,
-        meta.checkpoint_id,
-        meta.parent_checkpoint_id,
-        meta.step,
-        meta.created_at.isoformat() if isinstance(meta.created_at, datetime) else meta.created_at,
-        dumps(meta.tags),
-        meta.summary,
-        dumps(cp.messages),
-        dumps(cp.state),
-        dumps(cp.tools_result),
-        cp.next_node,
-    )
+def iso_text(value: Any) -> Any:
+    """created_at as stored in SQLite: the ISO string (a datetime is formatted)."""
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
@@ -134,7 +106,7 @@ class _SQLiteTransaction(Transaction):
         return [dict(r) for r in rows]
 
     async def put(self, checkpoint: Checkpoint) -> str:
-        await self._conn.execute(UPSERT_SQL, checkpoint_params(checkpoint))
+        await self._conn.execute(UPSERT_SQL, checkpoint_params(checkpoint, iso_text))
         return checkpoint.metadata.checkpoint_id
 
     def timestamp(self, iso: str) -> Any:
@@ -400,16 +372,9 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             "WHERE json_valid(c.tags) AND json_type(c.tags) = 'array' "
             "GROUP BY j.value ORDER BY n DESC, tag")
 
-    async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for column, kind in (("messages_blob", "array"), ("state_blob", "object"),
-                             ("tools_blob", "object"), ("tags", "array")):
-            rows = await self._fetch(
-                f"SELECT checkpoint_id, json_valid({column}) AS ok, "
-                f"CASE WHEN json_valid({column}) THEN json_type({column}) END AS t "
-                f"FROM checkpoints WHERE NOT json_valid({column}) OR json_type({column}) <> ? "
-                "ORDER BY id LIMIT ?", kind, limit)
-            for r in rows:
-                reason = "invalid JSON" if not r["ok"] else f"JSON {r['t']} where an {kind} is expected"
-                out.append({"checkpoint_id": r[0], "column": column, "reason": reason})
-        return out[:limit]
+    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Any]:
+        return await self._fetch(
+            f"SELECT checkpoint_id, json_valid({column}) AS ok, "
+            f"CASE WHEN json_valid({column}) THEN json_type({column}) END AS t "
+            f"FROM checkpoints WHERE NOT json_valid({column}) OR json_type({column}) <> ? "
+            "ORDER BY id LIMIT ?", kind, limit)
