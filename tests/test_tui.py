@@ -1,0 +1,361 @@
+"""The TUI, driven like a user would (Textual's Pilot), on the sample database, on
+SQLite and on Postgres; and SVG snapshots of its main views (pytest-textual-snapshot).
+
+Regenerate the snapshots after an intended change of the UI with
+`python -m pytest tests/test_tui.py --snapshot-update` and look at the SVG files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+import sqlite3
+
+import pytest
+from rich.console import Console
+from textual.screen import ModalScreen
+from textual.widgets import Static
+from textual.worker import WorkerState
+
+from agentctl.backends import make_backend
+from agentctl.errors import DatabaseNotFound
+from agentctl.tui.app import AgentctlApp
+from agentctl.tui.screens.confirm import ConfirmScreen
+from agentctl.tui.screens.search import SearchScreen
+from agentctl.tui.widgets.timeline import BranchItem, CheckpointItem, OlderItem
+from conftest import SAMPLE_DB
+from helpers import make_cp
+import sampledb
+
+SIZE = (120, 36)
+
+# The sample on SQLite and on Postgres, a private writable copy per test.
+sample_url = sampledb.sample_url
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+
+def busy(app: AgentctlApp) -> bool:
+    """Whether a worker is still loading (follow mode always runs; a write flow waits
+    for its modal while one is open)."""
+    modal = isinstance(app.screen, ModalScreen)
+    return any(w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+               for w in app.workers
+               if w.group != "follow" and not (modal and w.group == "write"))
+
+
+async def settle(pilot, timeout: float = 15.0) -> None:
+    """Wait until every load has finished and its messages are handled."""
+    app = pilot.app
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    quiet = 0
+    while quiet < 2:
+        await pilot.pause()
+        quiet = 0 if busy(app) else quiet + 1
+        if loop.time() > deadline:
+            raise AssertionError(f"the app kept working: {[w for w in app.workers]}")
+        if quiet == 0:
+            await asyncio.sleep(0.01)
+
+
+async def until(pilot, condition, timeout: float = 10.0, what: str = "condition") -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+async def press(pilot, *keys: str) -> None:
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+
+
+def plain(renderable, width: int = 100) -> str:
+    console = Console(width=width, file=io.StringIO(), color_system=None, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def view_text(app: AgentctlApp, widget_id: str) -> str:
+    return plain(app.query_one(f"#{widget_id}", Static).content)
+
+
+def tree_lines(app: AgentctlApp) -> list[str]:
+    out = []
+    def walk(node):
+        out.append(node.label.plain)
+        for child in node.children:
+            walk(child)
+    walk(app.timeline.root)
+    return out
+
+
+def selected_step(app: AgentctlApp) -> tuple[str, int]:
+    assert app.selected is not None
+    return app.selected.thread_id, app.selected.step
+
+
+async def select_thread(pilot, thread: str) -> None:
+    app = pilot.app
+    table = app.threads.table
+    table.focus()
+    table.move_cursor(row=table.get_row_index(thread))
+    await settle(pilot)
+    assert app.thread_id == thread
+
+
+@pytest.fixture
+def sample_sqlite(tmp_path) -> str:
+    dest = tmp_path / "sample.db"
+    shutil.copyfile(SAMPLE_DB, dest)
+    return str(dest)
+
+
+# ---- browsing ------------------------------------------------------------------------
+
+
+async def test_startup_shows_threads_newest_first_and_the_head(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.threads.table
+        assert table.row_count == 7
+        assert app.threads.current == "loop-research-7"
+        assert app.thread_id == "loop-research-7"
+        # the newest page of a long thread, the head selected, older rows behind a node
+        assert selected_step(app) == ("loop-research-7", 240)
+        first = app.timeline.root.children[0]
+        assert isinstance(first.data, OlderItem) and first.data.remaining == 40
+        assert "Iteration 240" in view_text(app, "messages-view")
+        assert "loop-research-7@240" in plain(app.query_one("#detail-header", Static).content)
+
+
+async def test_first_paint_does_not_wait_for_the_database(sample_sqlite):
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        # before the open worker has run: the panes are there, saying they are loading
+        assert "loading" in app.timeline.root.label.plain
+        await settle(pilot)
+        assert app.threads.table.row_count == 7
+
+
+async def test_select_thread_and_move_through_checkpoints(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "down")  # threads pane has the focus
+        assert app.thread_id == "coder-add-cli-flag"
+        assert selected_step(app) == ("coder-add-cli-flag", 9)
+        await press(pilot, "enter")  # to the checkpoints
+        assert app.focused is app.timeline
+        await press(pilot, "up", "k")
+        assert selected_step(app) == ("coder-add-cli-flag", 7)
+        assert "coder-add-cli-flag@7" in plain(app.query_one("#detail-header", Static).content)
+        await press(pilot, "j")
+        assert selected_step(app) == ("coder-add-cli-flag", 8)
+        await press(pilot, "shift+tab", "j")  # back to the threads, and down with j
+        assert app.thread_id == "coder-fix-flaky-test"
+
+
+async def test_every_tab(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "coder-fix-flaky-test")
+        app.timeline.focus()
+        await press(pilot, "up", "up")  # step 11: "[tool] 12 passed"
+        assert selected_step(app) == ("coder-fix-flaky-test", 11)
+        await press(pilot, "1")
+        assert app.detail.active_tab == "messages"
+        messages = view_text(app, "messages-view")
+        assert "system" in messages and "Fix the flaky test" in messages
+        await press(pilot, "2")
+        assert app.detail.active_tab == "state"
+        assert '"' in view_text(app, "state-view")
+        await press(pilot, "3")
+        assert app.detail.active_tab == "tools"
+        await press(pilot, "4")
+        assert app.detail.active_tab == "diff"
+        diff = view_text(app, "diff-view")
+        assert "parent coder-fix-flaky-test@10" in diff
+        assert "change" in diff
+
+
+async def test_older_checkpoints_load_a_page_at_a_time(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.timeline.focus()
+        await press(pilot, "home")  # the root
+        await press(pilot, "down")  # the "▲ 40 earlier" node
+        assert isinstance(app.timeline.cursor_node.data, OlderItem)
+        await press(pilot, "enter")
+        steps = [c.data.meta.step for c in app.timeline.root.children
+                 if isinstance(c.data, CheckpointItem)]
+        assert steps == list(range(1, 241))
+        assert not any(isinstance(c.data, OlderItem) for c in app.timeline.root.children)
+
+
+async def test_branches_load_when_expanded(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "coder-fix-flaky-test")
+        tree = app.timeline
+        point = tree.node_for("ckpt-coder-fix-flaky-test-6-4b9fe6")
+        assert point is not None and "branch-point" in point.data.labels
+        branch = point.children[0]
+        assert isinstance(branch.data, BranchItem) and not branch.data.loaded
+        assert branch.data.thread_id == "coder-fix-flaky-test-branch-retry-backoff-70e7"
+        tree.focus()
+        tree.move_cursor(point)
+        await settle(pilot)
+        await press(pilot, "space")  # expand the branch point
+        tree.move_cursor(branch)
+        await press(pilot, "space")  # expand the branch: its rows load now
+        steps = [c.data.meta.step for c in branch.children if isinstance(c.data, CheckpointItem)]
+        assert steps == [0, 1, 2, 3]
+        await press(pilot, "down")
+        assert selected_step(app) == ("coder-fix-flaky-test-branch-retry-backoff-70e7", 0)
+        # the merge checkpoint is labelled as such
+        assert "merge" in tree.node_for("ckpt-coder-fix-flaky-test-13-7fe041").data.labels
+
+
+async def test_mark_and_diff_across_threads(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "support-1042")
+        await press(pilot, "m")
+        assert app.mark is not None and app.mark.checkpoint_id == app.selected.checkpoint_id
+        assert "★" in tree_lines(app)[-1]
+        await select_thread(pilot, "support-1043")
+        await press(pilot, "4")
+        diff = view_text(app, "diff-view")
+        assert "marked support-1042@5" in diff and "support-1043@5" in diff
+        assert "messages" in diff
+        # m on the marked checkpoint again clears the mark: back to the parent
+        await select_thread(pilot, "support-1042")
+        await press(pilot, "m")
+        assert app.mark is None
+        await select_thread(pilot, "support-1043")
+        assert "parent support-1043@4" in view_text(app, "diff-view")
+
+
+async def test_filter_threads_by_prefix(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "t")
+        for ch in "support":
+            await pilot.press(ch)
+        await settle(pilot)
+        assert [app.threads.table.get_row_at(i)[1].plain
+                for i in range(app.threads.table.row_count)] == [
+            "support-1044", "support-1043", "support-1042"]
+        await press(pilot, "enter")  # back to the table
+        assert app.focused is app.threads.table
+        assert app.thread_id == "support-1044"
+
+
+async def test_search_jumps_to_the_checkpoint(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        assert isinstance(app.screen, SearchScreen)
+        for ch in "谢谢":
+            await pilot.press(ch)
+        await press(pilot, "enter")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        assert screen.hits and all(h.thread_id == "support-1043" for h in screen.hits)
+        hit = screen.hits[0]
+        await press(pilot, "enter")
+        assert not isinstance(app.screen, SearchScreen)
+        assert app.thread_id == "support-1043"
+        assert app.selected.checkpoint_id == hit.checkpoint_id
+        assert "谢谢" in view_text(app, "messages-view")
+
+
+async def test_command_palette_runs_the_actions(sample_sqlite):
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"Search", "Mark", "Rewind", "Branch", "Merge", "Prune", "Undo", "Refresh",
+                "Follow"} <= titles
+        await press(pilot, "ctrl+p")
+        for ch in "Mark":
+            await pilot.press(ch)
+        await pilot.pause(0.3)
+        await press(pilot, "enter")
+        await until(pilot, lambda: app.mark is not None, what="the mark from the palette")
+
+
+async def test_help_lists_keys_with_their_ids_and_keymap(sample_sqlite):
+    app = AgentctlApp(sample_sqlite, keymap={"rewind": "ctrl+r"})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "question_mark")
+        rows = {binding_id: key for key, _, binding_id in app.help_rows()}
+        assert rows["rewind"] == "ctrl+r" and rows["merge"] == "M" and rows["follow"] == "f"
+        await press(pilot, "escape")
+        await press(pilot, "ctrl+r")  # the remapped key opens the rewind preview
+        assert isinstance(app.screen, ConfirmScreen) or app.selected is not None
+
+
+# ---- robustness ---------------------------------------------------------------------------
+
+
+async def test_database_text_is_shown_inert(tmp_path):
+    url = str(tmp_path / "evil.db")
+    evil = "\x1b[31mRED\x1b[0m [bold]not bold[/bold] [link=http://x]y[/link]"
+    b = make_backend(url, readonly=False, create=True)
+    await b.put(make_cp("t-\x1b[2J-[red]x[/red]", 1, summary=evil,
+                        messages=[{"role": "user", "content": evil}], tags=["[b]tag[/b]"]))
+    await b.close()
+    app = AgentctlApp(url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        label = tree_lines(app)[-1]
+        assert "\\e[31mRED\\e[0m [bold]not bold[/bold]" in label
+        assert "\x1b" not in "".join(tree_lines(app))
+        assert "[red]x[/red]" in app.threads.table.get_row_at(0)[1].plain
+        messages = view_text(app, "messages-view")
+        assert "[bold]not bold[/bold]" in messages and "\x1b" not in messages
+        svg = app.export_screenshot().replace("&#160;", " ")
+        assert "[bold]not bold[/bold]" in svg and "\x1b" not in svg
+
+
+async def test_an_undecodable_row_is_reported_not_fatal(sample_sqlite):
+    conn = sqlite3.connect(sample_sqlite)
+    conn.execute("UPDATE checkpoints SET messages_blob = '{broken' "
+                 "WHERE checkpoint_id = 'ckpt-coder-add-cli-flag-9-' || substr(checkpoint_id, 27)"
+                 " AND thread_id = 'coder-add-cli-flag' AND step = 9")
+    conn.commit()
+    conn.close()
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "coder-add-cli-flag")
+        assert selected_step(app) == ("coder-add-cli-flag", 9)
+        assert "invalid JSON" in view_text(app, "messages-view")
+        app.timeline.focus()
+        await press(pilot, "up")
+        assert "Step" in view_text(app, "messages-view") or view_text(app, "messages-view")
+        assert app.is_running
+
+
+async def test_a_missing_database_exits_with_its_error(tmp_path):
+    app = AgentctlApp(str(tmp_path / "nope.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.open_error is not None, what="the open error")
+    assert isinstance(app.open_error, DatabaseNotFound)
+    assert not (tmp_path / "nope.db").exists()
