@@ -249,8 +249,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         await self.connect()
         assert self._reader is not None
         try:
-            async with self._reader.execute(sql, params) as cur:
-                return list(await cur.fetchall())
+            # One call on the connection's thread runs the statement to its end: a caller
+            # cancelled mid-query (a TUI worker superseded by a newer one) cannot leave an
+            # open cursor behind, whose read lock would block every writer (rollback journal).
+            return list(await self._reader.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, self._db_path) from None
 
