@@ -359,3 +359,36 @@ async def test_a_missing_database_exits_with_its_error(tmp_path):
         await until(pilot, lambda: app.open_error is not None, what="the open error")
     assert isinstance(app.open_error, DatabaseNotFound)
     assert not (tmp_path / "nope.db").exists()
+
+
+# ---- follow mode ------------------------------------------------------------------------
+
+
+async def test_follow_mode_shows_rows_another_writer_adds(sample_url):
+    app = AgentctlApp(sample_url)
+    writer = make_backend(sample_url, readonly=False, create=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await select_thread(pilot, "support-1042")
+            app.timeline.focus()
+            await press(pilot, "f")
+            assert app.following
+            head = app.selected
+            # another program (its own connection) appends to the shown thread...
+            await writer.put(make_cp("support-1042", 6, cid="ckpt-support-1042-new-6",
+                                     parent=head.checkpoint_id, summary="[user] one more thing"))
+            await until(pilot, lambda: app.selected.checkpoint_id == "ckpt-support-1042-new-6",
+                        what="the new head")
+            assert "one more thing" in tree_lines(app)[-1]
+            assert app.timeline.root.children[-2].data.meta.step == 5
+            # ...and starts a new thread: the thread list picks it up too
+            await writer.put(make_cp("agent-new", 1, cid="ckpt-agent-new-1"))
+            await until(pilot, lambda: "agent-new" in app.threads.summaries,
+                        what="the new thread")
+            assert app.thread_id == "support-1042"
+            await press(pilot, "f")
+            assert not app.following
+            assert not [w for w in app.workers if w.group == "follow" and w.is_running]
+    finally:
+        await writer.close()

@@ -301,6 +301,11 @@ class AgentctlApp(App[None]):
         self.post_message(message)
         self.post_message(BranchesLoaded(thread_id, await self.source.branches(thread_id)))
 
+    @work(group="thread", exclusive=True, exit_on_error=False)
+    async def load_tail(self, thread_id: str) -> None:
+        metas, total = await self.source.thread_page(thread_id)
+        self.post_message(ThreadPageLoaded(thread_id, metas, 0, total, tail=True))
+
     @on(ThreadPageLoaded)
     def _thread_page_loaded(self, message: ThreadPageLoaded) -> None:
         tree = self.timeline
@@ -309,6 +314,15 @@ class AgentctlApp(App[None]):
             return
         if message.thread_id != self.thread_id:
             return  # another thread was chosen since
+        if message.tail:
+            at_head = tree.is_at_head()
+            if tree.thread_id == message.thread_id and tree.append_new(message.metas, message.total):
+                if self.following and at_head:
+                    tree.select_head()
+                    self._checkpoint_highlighted(tree.cursor_node)
+            else:
+                self.load_thread(message.thread_id, keep_selection=True)
+            return
         previous = self.selected.checkpoint_id if self.selected is not None else None
         was_at_head = tree.is_at_head()
         if not message.metas:
@@ -476,8 +490,7 @@ class AgentctlApp(App[None]):
     @on(DatabaseChanged)
     def _database_changed(self, message: DatabaseChanged) -> None:
         if message.thread_changed and self.thread_id is not None:
-            self.detail_loaded = None
-            self.load_thread(self.thread_id, keep_selection=True)
+            self.load_tail(self.thread_id)
         if message.threads_changed and (
                 time.monotonic() - self._threads_refreshed_at >= THREADS_REFRESH_MIN
                 or not message.thread_changed):

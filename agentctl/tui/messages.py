@@ -45,7 +45,7 @@ class ThreadPageLoaded(Message):
 
     `offset` counts from the head (0 = the newest page); `total` is the thread's size.
     `into` is the tree node to fill, in the tree's `generation` (None: show the thread
-    anew).
+    anew). `tail`: the newest page, fetched because the thread grew (follow mode).
     """
 
     thread_id: str
@@ -56,6 +56,7 @@ class ThreadPageLoaded(Message):
     generation: int = 0
     select: str | None = None
     origin: CheckpointMetadata | None = None
+    tail: bool = False
 
 
 @dataclass

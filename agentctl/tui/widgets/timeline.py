@@ -104,6 +104,7 @@ class CheckpointTree(Tree[object]):
         self.show_root = True
         self.guide_depth = 3
         self.thread_id: str | None = None
+        self.origin: CheckpointMetadata | None = None
         self.states: dict[int, ThreadState] = {}
         self.branches: dict[str, list[CheckpointMetadata]] = {}
         self.marked: str | None = None
@@ -130,16 +131,21 @@ class CheckpointTree(Tree[object]):
         self.states.clear()
         self.branches = {}
         self.thread_id = thread_id
+        self.origin = origin
+        self.root.set_label(self._root_label(thread_id, total, origin))
+        self.root.data = None
+        self.states[self.root.id] = ThreadState(thread_id, total)
+        self.add_page(self.root, metas, offset=0, total=total)
+        self.root.expand()
+
+    @staticmethod
+    def _root_label(thread_id: str, total: int, origin: CheckpointMetadata | None) -> Text:
         label = Text(inert(thread_id, one_line=True), style="bold")
         label.append(f"  {total} checkpoint{'s' if total != 1 else ''}", style="dim")
         if origin is not None:
             label.append(f"  ⑂ from {inert(origin.thread_id, one_line=True)}@{origin.step}",
                          style="magenta")
-        self.root.set_label(label)
-        self.root.data = None
-        self.states[self.root.id] = ThreadState(thread_id, total)
-        self.add_page(self.root, metas, offset=0, total=total)
-        self.root.expand()
+        return label
 
     def add_page(self, node: TreeNode[object], metas: list[CheckpointMetadata], offset: int,
                  total: int) -> None:
@@ -166,13 +172,24 @@ class CheckpointTree(Tree[object]):
             item = OlderItem(state.thread_id, state.loaded, remaining)
             node.add(older_label(item), item, before=0, allow_expand=False)
 
-    def append_new(self, metas: list[CheckpointMetadata], total: int) -> list[str]:
-        """Add checkpoints written after the ones shown (follow mode) at the bottom.
-        Returns the ids added."""
+    def head_id(self) -> str | None:
+        for child in reversed(self.root.children):
+            if isinstance(child.data, CheckpointItem):
+                return child.data.meta.checkpoint_id
+        return None
+
+    def append_new(self, metas: list[CheckpointMetadata], total: int) -> bool:
+        """Add the checkpoints written after the shown head (follow mode) at the bottom,
+        given the newest page. False when that is not possible (the head is not in the
+        page, or rows went away): the caller reloads the thread."""
         state = self.states.get(self.root.id)
-        if state is None:
-            return []
-        added: list[str] = []
+        head = self.head_id()
+        ids = [m.checkpoint_id for m in metas]
+        if state is None or head is None or head not in ids:
+            return False
+        metas = metas[ids.index(head) + 1:]
+        if total != state.total + len(metas):
+            return False
         for child in self.root.children:
             item = child.data
             if isinstance(item, CheckpointItem) and "head" in item.labels:
@@ -188,12 +205,9 @@ class CheckpointTree(Tree[object]):
             state.ids.add(meta.checkpoint_id)
             state.loaded += 1
             self._by_id.setdefault(meta.checkpoint_id, child)
-            added.append(meta.checkpoint_id)
         state.total = total
-        label = Text(inert(state.thread_id, one_line=True), style="bold")
-        label.append(f"  {total} checkpoint{'s' if total != 1 else ''}", style="dim")
-        self.root.set_label(label)
-        return added
+        self.root.set_label(self._root_label(state.thread_id, total, self.origin))
+        return True
 
     def set_branches(self, branches: dict[str, list[CheckpointMetadata]]) -> None:
         """Mark the branch points of a shown thread and hang their branches on them."""
