@@ -22,6 +22,7 @@ from agentctl.backends import make_backend
 from agentctl.errors import DatabaseNotFound
 from agentctl.tui.app import AgentctlApp
 from agentctl.tui.screens.confirm import ConfirmScreen
+from agentctl.tui.screens.prompt import PromptScreen, PruneScreen
 from agentctl.tui.screens.search import SearchScreen
 from agentctl.tui.widgets.timeline import BranchItem, CheckpointItem, OlderItem
 from conftest import SAMPLE_DB
@@ -392,3 +393,244 @@ async def test_follow_mode_shows_rows_another_writer_adds(sample_url):
             assert not [w for w in app.workers if w.group == "follow" and w.is_running]
     finally:
         await writer.close()
+
+
+# ---- writes: each behind a confirm that shows the engine's plan ------------------------
+
+
+def notices(app: AgentctlApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def screen_text(app: AgentctlApp) -> str:
+    return "\n".join(plain(s.content, width=110) for s in app.screen.query(Static))
+
+
+async def thread_size(app: AgentctlApp, thread: str) -> int:
+    return await app.source.db.count(thread)
+
+
+async def to_step(pilot, thread: str, step: int) -> None:
+    app = pilot.app
+    await select_thread(pilot, thread)
+    app.timeline.focus()
+    node = app.timeline.node_for(next(
+        cid for cid, n in app.timeline._by_id.items()
+        if isinstance(n.data, CheckpointItem) and n.data.meta.step == step))
+    app.timeline.move_to_node(node)
+    await settle(pilot)
+    assert selected_step(app) == (thread, step)
+
+
+async def test_rewind_cancel_confirm_and_undo(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await to_step(pilot, "coder-add-cli-flag", 6)
+        await press(pilot, "r")
+        assert isinstance(app.screen, ConfirmScreen)
+        text = screen_text(app)
+        assert "rewind coder-add-cli-flag" in text and "move 3 checkpoints" in text
+        await press(pilot, "escape")  # cancel: nothing changes
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert await thread_size(app, "coder-add-cli-flag") == 9
+        assert any("cancelled" in n for n in notices(app))
+
+        await press(pilot, "r")
+        await press(pilot, "y")
+        assert await thread_size(app, "coder-add-cli-flag") == 6
+        assert any(n.startswith("rewound coder-add-cli-flag to step 6") for n in notices(app))
+        # the views follow: the tree ends at step 6, the archive thread is listed
+        assert app.thread_id == "coder-add-cli-flag"
+        assert app.timeline.head_id() == app.selected.checkpoint_id
+        assert selected_step(app) == ("coder-add-cli-flag", 6)
+        assert any(t.startswith("coder-add-cli-flag-branch-rewind-") for t in app.threads.summaries)
+
+        await press(pilot, "u")
+        assert isinstance(app.screen, ConfirmScreen) and "rewind" in screen_text(app)
+        await press(pilot, "y")
+        assert await thread_size(app, "coder-add-cli-flag") == 9
+        assert app.timeline.states[app.timeline.root.id].total == 9
+
+
+async def test_branch_asks_a_name(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await to_step(pilot, "support-1042", 3)
+        await press(pilot, "b")
+        assert isinstance(app.screen, PromptScreen)
+        await press(pilot, "escape")
+        assert not isinstance(app.screen, PromptScreen)
+        assert set(app.threads.summaries) == {
+            "loop-research-7", "coder-add-cli-flag", "coder-fix-flaky-test",
+            "coder-fix-flaky-test-branch-retry-backoff-70e7", "support-1044", "support-1043",
+            "support-1042"}
+        await press(pilot, "b")
+        for ch in "try-again":
+            await pilot.press(ch)
+        await press(pilot, "enter")
+        new = [t for t in app.threads.summaries if t.startswith("support-1042-branch-try-again-")]
+        assert len(new) == 1
+        assert app.thread_id == new[0]  # the new branch is shown
+        assert app.threads.summaries[new[0]].branch_of == "support-1042"
+        assert "⑂ from support-1042@3" in app.timeline.root.label.plain
+
+
+async def make_branch_with_edits(url: str, conflict: bool) -> str:
+    """A branch of coder-add-cli-flag with one more step on each side: both change
+    `state.plan` (a conflict) or each changes its own key."""
+    from agentctl.engine import CheckpointEngine
+
+    b = make_backend(url, readonly=False, create=False)
+    try:
+        engine = CheckpointEngine(b)
+        head = await b.get_latest("coder-add-cli-flag")
+        branch = await engine.branch(head.metadata.checkpoint_id, "alt")
+        bhead = await b.get_latest(branch)
+        for thread, parent, cp, key in ((branch, bhead, bhead, "theirs"),
+                                        ("coder-add-cli-flag", head, head, "ours")):
+            state = dict(cp.state)
+            state["plan" if conflict else f"only_{key}"] = f"plan of {key}"
+            await b.put(make_cp(thread, parent.metadata.step + 1, cid=f"ckpt-{key}-edit",
+                                parent=parent.metadata.checkpoint_id, state=state,
+                                messages=cp.messages, created_at="2026-11-02T10:00:00+00:00"))
+        return branch
+    finally:
+        await b.close()
+
+
+async def test_merge_clean(sample_url):
+    branch = await make_branch_with_edits(sample_url, conflict=False)
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, branch)
+        await press(pilot, "M")
+        assert isinstance(app.screen, PromptScreen)
+        # the target defaults to the thread the branch came from
+        assert app.screen.query_one("#prompt-input").value == "coder-add-cli-flag"
+        await press(pilot, "enter")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "merge" in screen_text(app) and "conflict" not in screen_text(app)
+        await press(pilot, "escape")
+        assert await thread_size(app, "coder-add-cli-flag") == 10
+        await press(pilot, "M", "enter", "y")
+        assert await thread_size(app, "coder-add-cli-flag") == 11
+        head = await app.source.db.get_latest("coder-add-cli-flag")
+        assert head.state["only_ours"] == "plan of ours" and head.state["only_theirs"] == "plan of theirs"
+        assert app.thread_id == "coder-add-cli-flag"
+        assert app.selected.checkpoint_id == head.metadata.checkpoint_id
+
+
+async def test_merge_conflict_is_shown_and_resolved_by_choice(sample_url):
+    branch = await make_branch_with_edits(sample_url, conflict=True)
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, branch)
+        await press(pilot, "M", "enter")
+        assert isinstance(app.screen, ConfirmScreen)
+        text = screen_text(app)
+        assert "conflict" in text and "plan" in text
+        assert "plan of ours" in text and "plan of theirs" in text
+        await press(pilot, "escape")
+        assert await thread_size(app, "coder-add-cli-flag") == 10
+        await press(pilot, "M", "enter")
+        app.screen.query_one("#theirs").press()
+        await settle(pilot)
+        head = await app.source.db.get_latest("coder-add-cli-flag")
+        assert await thread_size(app, "coder-add-cli-flag") == 11
+        assert head.state["plan"] == "plan of theirs"
+
+
+async def test_merge_into_an_unknown_thread_is_an_error_not_a_crash(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "support-1042")
+        await press(pilot, "M")
+        for ch in "no-such-thread":
+            await pilot.press(ch)
+        await press(pilot, "enter")
+        assert app.is_running and not isinstance(app.screen, ConfirmScreen)
+        assert any("no-such-thread" in n for n in notices(app))
+
+
+async def test_prune_cancel_confirm_and_undo(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "p")
+        assert isinstance(app.screen, PruneScreen)
+        await press(pilot, "escape")
+        await press(pilot, "p", "enter")  # keep_last_n 10: a preview of what goes
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "delete 230, keep 10" in screen_text(app)
+        await press(pilot, "escape")
+        assert await thread_size(app, "loop-research-7") == 240
+        await press(pilot, "p", "enter", "y")
+        assert await thread_size(app, "loop-research-7") == 10
+        assert [c.data.meta.step for c in app.timeline.root.children] == list(range(231, 241))
+        await press(pilot, "u", "y")
+        assert await thread_size(app, "loop-research-7") == 240
+
+
+async def test_undo_with_nothing_to_undo(sample_url):
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "u")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert "nothing to undo" in notices(app)
+
+
+async def test_readonly_mode_disables_writes(sample_sqlite):
+    before = open(sample_sqlite, "rb").read()
+    app = AgentctlApp(sample_sqlite, readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "READ-ONLY" in plain(app.query_one("#status", Static).content)
+        for key in ("r", "b", "M", "p", "u"):
+            await press(pilot, key)
+            assert not isinstance(app.screen, ModalScreen)
+        assert sum("read-only mode" in n for n in notices(app)) == 5
+    assert open(sample_sqlite, "rb").read() == before
+
+
+# ---- snapshots (SVG, pytest-textual-snapshot) ---------------------------------------------
+# A relative database path keeps the status line the same on every machine; a seeded
+# engine makes the names a preview shows (the archive thread) the same on every run.
+
+
+@pytest.fixture
+def sample_here(tmp_path, monkeypatch) -> str:
+    monkeypatch.chdir(tmp_path)
+    shutil.copyfile(SAMPLE_DB, tmp_path / "sample.db")
+    return "sample.db"
+
+
+def test_snapshot_main_screen(snap_compare, sample_here):
+    assert snap_compare(AgentctlApp(sample_here), terminal_size=SIZE, run_before=settle)
+
+
+def test_snapshot_diff_tab(snap_compare, sample_here):
+    async def run_before(pilot):
+        await settle(pilot)
+        await to_step(pilot, "coder-fix-flaky-test", 11)
+        await press(pilot, "4")
+
+    assert snap_compare(AgentctlApp(sample_here), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_rewind_confirm(snap_compare, sample_here):
+    import random
+
+    async def run_before(pilot):
+        await settle(pilot)
+        await to_step(pilot, "coder-add-cli-flag", 6)
+        await press(pilot, "r")
+        assert isinstance(pilot.app.screen, ConfirmScreen)
+
+    app = AgentctlApp(sample_here, engine_options={"rng": random.Random(7)})
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -37,10 +37,6 @@ from agentctl.tui.messages import (
     ThreadPageLoaded,
     ThreadsLoaded,
 )
-from agentctl.tui.screens.confirm import ConfirmScreen
-from agentctl.tui.screens.help import HelpScreen
-from agentctl.tui.screens.prompt import PromptScreen, PruneScreen
-from agentctl.tui.screens.search import SearchScreen
 from agentctl.tui.source import CHECKPOINT_PAGE, DataSource
 from agentctl.tui.widgets.detail import TABS, DetailPane
 from agentctl.tui.widgets.threads import ThreadList
@@ -120,9 +116,12 @@ class AgentctlApp(App[None]):
     }
 
     def __init__(self, db: str, *, readonly: bool = False,
-                 keymap: dict[str, str] | None = None) -> None:
+                 keymap: dict[str, str] | None = None,
+                 engine_options: dict[str, Any] | None = None) -> None:
+        """`keymap`: {binding id: keys}, else from AGENTCTL_KEYMAP. `engine_options`: extra
+        CheckpointEngine arguments (tests pass a seeded `rng` for stable thread names)."""
         super().__init__()
-        self.source = DataSource(db, readonly=readonly)
+        self.source = DataSource(db, readonly=readonly, engine_options=engine_options)
         self.readonly = readonly
         self.db_name = inert(db, one_line=True)
         self.open_error: BaseException | None = None
@@ -132,6 +131,7 @@ class AgentctlApp(App[None]):
         self.following = False
         self.detail_loaded: str | None = None
         self._threads_refreshed_at = 0.0
+        self.first_paint: float | None = None
         self._keymap = dict(keymap if keymap is not None
                             else parse_keymap(os.environ.get("AGENTCTL_KEYMAP", "")))
 
@@ -156,7 +156,13 @@ class AgentctlApp(App[None]):
         self.detail.show_message("opening the database…")
         self._show_status()
         self.threads.table.focus()
+        self.call_after_refresh(self._painted)
         self.open_database()
+
+    def _painted(self) -> None:
+        # When the first frame was on screen (time.perf_counter()): the benchmark reads it.
+        if self.first_paint is None:
+            self.first_paint = time.perf_counter()
 
     async def on_unmount(self) -> None:
         self.workers.cancel_all()
@@ -481,7 +487,14 @@ class AgentctlApp(App[None]):
         last_thread = self.thread_id
         while self.following:
             if self.source.backend is not None:
-                token = await self.source.change_token(self.thread_id)
+                try:
+                    token = await self.source.change_token(self.thread_id)
+                except AgentctlError as exc:
+                    self.following = False
+                    self._show_status()
+                    self.notify(inert(f"follow mode stopped: {exc}"), severity="error",
+                                markup=False)
+                    return
                 if last is not None and last_thread == self.thread_id and token != last:
                     self.post_message(DatabaseChanged(token[1] != last[1], token[0] != last[0]))
                 last, last_thread = token, self.thread_id
@@ -501,6 +514,8 @@ class AgentctlApp(App[None]):
     def action_search(self) -> None:
         if self.source.backend is None:
             return
+        from agentctl.tui.screens.search import SearchScreen
+
         self.push_screen(SearchScreen(), self._search_chosen)
 
     def search(self, text: str, screen: Screen) -> None:
@@ -537,6 +552,8 @@ class AgentctlApp(App[None]):
 
     async def _confirm(self, title: str, body: RenderableType,
                        choices: list[tuple[str, str, str]] | None = None) -> str | None:
+        from agentctl.tui.screens.confirm import ConfirmScreen
+
         return await self.push_screen_wait(ConfirmScreen(title, body, choices))
 
     def _done(self, kind: str, summary: str, select_thread: str | None = None) -> None:
@@ -567,7 +584,8 @@ class AgentctlApp(App[None]):
         if choice is None:
             self.notify("rewind cancelled: nothing changed")
             return
-        result = await engine.rewind(meta.checkpoint_id)
+        # The archive thread named in the preview is the one written.
+        result = await engine.rewind(meta.checkpoint_id, archive_thread=plan.archive_thread)
         archive = getattr(result, "archive_thread", None) or plan.archive_thread
         summary = (f"rewound {meta.thread_id} to step {meta.step}; {len(plan.moved)} later "
                    f"checkpoint(s) " + (f"moved to {archive}" if archive else "removed")
@@ -580,6 +598,8 @@ class AgentctlApp(App[None]):
 
     @work(group="write", exclusive=True, exit_on_error=False)
     async def branch_flow(self, meta: CheckpointMetadata) -> None:
+        from agentctl.tui.screens.prompt import PromptScreen
+
         body = Text.assemble(
             "A new thread ", ("<thread>-branch-<name>-<4 hex>", "cyan"),
             " starts with a copy of ", (short_meta(meta), "bold"), " (step 0, tags branch, "
@@ -606,6 +626,7 @@ class AgentctlApp(App[None]):
     @work(group="write", exclusive=True, exit_on_error=False)
     async def merge_flow(self, branch: str) -> None:
         from agentctl.render import conflicts_table, plan_text
+        from agentctl.tui.screens.prompt import PromptScreen
 
         summary = await self.source.db.thread_summary(branch)
         default = summary.branch_of if summary is not None and summary.branch_of else ""
@@ -660,6 +681,7 @@ class AgentctlApp(App[None]):
     @work(group="write", exclusive=True, exit_on_error=False)
     async def prune_flow(self, thread: str) -> None:
         from agentctl.render import plan_text
+        from agentctl.tui.screens.prompt import PruneScreen
 
         answer = await self.push_screen_wait(PruneScreen(inert(thread, one_line=True)))
         if answer is None:
@@ -694,7 +716,8 @@ class AgentctlApp(App[None]):
     @work(group="write", exclusive=True, exit_on_error=False)
     async def undo_flow(self) -> None:
         engine = self.source.engine
-        ops = [op for op in await engine.oplog(limit=50) if not op.undone]
+        ops = [op for op in await engine.oplog(limit=50)
+               if getattr(op, "undoable", not op.undone and op.kind not in ("undo", "purge"))]
         if not ops:
             self.notify("nothing to undo")
             return
@@ -728,6 +751,8 @@ class AgentctlApp(App[None]):
         return rows
 
     def action_help(self) -> None:
+        from agentctl.tui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen(self.help_rows()))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

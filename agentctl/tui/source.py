@@ -31,9 +31,11 @@ class Detail:
 class DataSource:
     """One backend (opened in the app's loop) and, for writes, one engine on it."""
 
-    def __init__(self, url: str, *, readonly: bool = False) -> None:
+    def __init__(self, url: str, *, readonly: bool = False,
+                 engine_options: dict[str, Any] | None = None) -> None:
         self.url = url
         self.readonly = readonly
+        self.engine_options = dict(engine_options or {})
         self.backend: CheckpointBackend | None = None
         self._engine: Any = None
 
@@ -59,7 +61,7 @@ class DataSource:
         if self._engine is None:
             from agentctl.engine import CheckpointEngine
 
-            self._engine = CheckpointEngine(self.db)
+            self._engine = CheckpointEngine(self.db, **self.engine_options)
         return self._engine
 
     # ---- reads ----------------------------------------------------------------------
@@ -133,7 +135,13 @@ class DataSource:
         return top, thread
 
 
+# The Diff tab lists what the agent changed first; metadata (ids, step, time, which
+# always differ from a parent) last.
+SECTION_ORDER = {"messages": 0, "state": 1, "tools_result": 2, "metadata": 3}
+
+
 def changes_between(base: Checkpoint, cp: Checkpoint) -> list[Any]:
     from agentctl.diff import diff_checkpoints
 
-    return diff_checkpoints(base, cp)
+    changes = diff_checkpoints(base, cp)
+    return sorted(changes, key=lambda c: SECTION_ORDER.get(c.section, 2))

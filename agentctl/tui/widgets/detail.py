@@ -19,12 +19,11 @@ TABS = ("messages", "state", "tools", "diff")
 
 
 def checkpoint_header(meta: CheckpointMetadata, next_node: str = "") -> Text:
-    """Two lines naming a checkpoint: id, thread@step; created_at, tags, next node, parent.
-
-    (A compact header for a narrow pane; render.metadata_table is the full table.)
-    """
-    text = Text()
-    text.append(inert(meta.checkpoint_id, one_line=True), style="bold")
+    """Three lines naming a checkpoint: id and thread@step; created_at, tags, next node;
+    its parent. (A compact header for a narrow pane; render.metadata_table is the full
+    two-column table.)"""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(inert(meta.checkpoint_id, one_line=True), style="bold yellow")
     text.append(f"  {inert(meta.thread_id, one_line=True)}@{meta.step}\n", style="cyan")
     text.append(inert(meta.created_at, one_line=True), style="dim")
     if meta.tags:
@@ -33,9 +32,9 @@ def checkpoint_header(meta: CheckpointMetadata, next_node: str = "") -> Text:
     if next_node:
         text.append("  next: ", style="dim")
         text.append(shorten(next_node, 20))
-    text.append("  parent: ", style="dim")
+    text.append("\nparent: ", style="dim")
     text.append(inert(meta.parent_checkpoint_id, one_line=True) if meta.parent_checkpoint_id
-                else "none")
+                else "none (a root)")
     return text
 
 

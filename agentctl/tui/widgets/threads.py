@@ -23,7 +23,17 @@ class ThreadTable(DataTable):
     BINDINGS = [
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
+        Binding("home,g", "scroll_top", "First", show=False),
+        Binding("end,G", "scroll_bottom", "Last", show=False),
     ]
+
+    def on_resize(self) -> None:
+        # The id column takes the width left: long ids are cut, never scrolled sideways.
+        column = self.columns.get("thread")  # type: ignore[call-overload]
+        if column is not None:
+            column.auto_width = False
+            column.width = max(8, self.size.width - 5 - 4 * self.cell_padding - 1)
+            self.refresh()
 
 
 def thread_row(summary: ThreadSummary) -> tuple[Text, Text]:
