@@ -131,6 +131,7 @@ class AgentctlApp(App[None]):
         self.following = False
         self.detail_loaded: str | None = None
         self._threads_refreshed_at = 0.0
+        self._threads_timer: Any = None
         self.first_paint: float | None = None
         self._keymap = dict(keymap if keymap is not None
                             else parse_keymap(os.environ.get("AGENTCTL_KEYMAP", "")))
@@ -495,7 +496,10 @@ class AgentctlApp(App[None]):
                     self.notify(inert(f"follow mode stopped: {exc}"), severity="error",
                                 markup=False)
                     return
-                if last is not None and last_thread == self.thread_id and token != last:
+                if last is None or last_thread != self.thread_id:
+                    # Rows may have come between the last load and this first look.
+                    self.post_message(DatabaseChanged(True, last is None))
+                elif token != last:
                     self.post_message(DatabaseChanged(token[1] != last[1], token[0] != last[0]))
                 last, last_thread = token, self.thread_id
             await asyncio.sleep(FOLLOW_INTERVAL)
@@ -504,10 +508,25 @@ class AgentctlApp(App[None]):
     def _database_changed(self, message: DatabaseChanged) -> None:
         if message.thread_changed and self.thread_id is not None:
             self.load_tail(self.thread_id)
-        if message.threads_changed and (
-                time.monotonic() - self._threads_refreshed_at >= THREADS_REFRESH_MIN
-                or not message.thread_changed):
+        if message.threads_changed:
+            self._refresh_threads_soon()
+
+    def _refresh_threads_soon(self) -> None:
+        """Reload the thread list, at most every THREADS_REFRESH_MIN seconds (it is the
+        expensive query on a big database); a change inside that window is picked up
+        when it ends."""
+        if self._threads_timer is not None:
+            return
+        wait = THREADS_REFRESH_MIN - (time.monotonic() - self._threads_refreshed_at)
+
+        def reload() -> None:
+            self._threads_timer = None
             self.load_threads(self.threads.prefix, 0, keep=self.thread_id)
+
+        if wait <= 0:
+            reload()
+        else:
+            self._threads_timer = self.set_timer(wait, reload)
 
     # ---- search --------------------------------------------------------------------------
 
