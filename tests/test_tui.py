@@ -269,7 +269,7 @@ async def test_search_jumps_to_the_checkpoint(sample_url):
         hit = screen.hits[0]
         await press(pilot, "enter")
         assert not isinstance(app.screen, SearchScreen)
-        assert app.thread_id == "support-1043"
+        assert app.thread_id == app.threads.current == "support-1043"
         assert app.selected.checkpoint_id == hit.checkpoint_id
         assert "谢谢" in view_text(app, "messages-view")
 
@@ -366,6 +366,9 @@ async def test_follow_mode_shows_rows_another_writer_adds(sample_url):
             await press(pilot, "f")
             assert app.following
             head = app.selected
+            # the writer comes after follow mode has looked at least twice
+            await until(pilot, lambda: app.follow_polls >= 2, what="follow polls")
+            await settle(pilot)
             # another program (its own connection) appends to the shown thread...
             await writer.put(make_cp("support-1042", 6, cid="ckpt-support-1042-new-6",
                                      parent=head.checkpoint_id, summary="[user] one more thing"))

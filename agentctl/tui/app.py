@@ -9,6 +9,7 @@ Every write goes through the engine, behind a ConfirmScreen that shows the engin
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from typing import Any, Awaitable, Callable, Iterable
@@ -37,7 +38,7 @@ from agentctl.tui.messages import (
     ThreadPageLoaded,
     ThreadsLoaded,
 )
-from agentctl.tui.source import CHECKPOINT_PAGE, DataSource
+from agentctl.tui.source import CHECKPOINT_PAGE, THREAD_PAGE, DataSource, changes_between
 from agentctl.tui.widgets.detail import TABS, DetailPane
 from agentctl.tui.widgets.threads import ThreadList
 from agentctl.tui.widgets.timeline import (
@@ -64,6 +65,17 @@ def parse_keymap(spec: str) -> dict[str, str]:
             if binding_id.strip() and keys.strip():
                 out[binding_id.strip()] = keys.strip()
     return out
+
+
+def while_shown(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """For handlers of what workers post: do nothing once the main view is gone (the
+    app is closing and its screen was removed before the queue emptied)."""
+    @functools.wraps(handler)
+    def wrapper(self: "AgentctlApp", message: Any) -> Any:
+        if not self.query(ThreadList):
+            return None
+        return handler(self, message)
+    return wrapper
 
 
 def short_meta(meta: CheckpointMetadata) -> str:
@@ -133,6 +145,7 @@ class AgentctlApp(App[None]):
         self._threads_refreshed_at = 0.0
         self._threads_timer: Any = None
         self.first_paint: float | None = None
+        self.follow_polls = 0  # how many times follow mode has looked (tests wait on it)
         self._keymap = dict(keymap if keymap is not None
                             else parse_keymap(os.environ.get("AGENTCTL_KEYMAP", "")))
 
@@ -221,6 +234,7 @@ class AgentctlApp(App[None]):
         self.post_message(DatabaseOpened(backend.display_name, backend.kind))
 
     @on(DatabaseOpened)
+    @while_shown
     def _opened(self, message: DatabaseOpened) -> None:
         self._show_status()
         self.timeline.set_message("select a thread")
@@ -237,15 +251,21 @@ class AgentctlApp(App[None]):
 
     @work(group="threads", exclusive=True, exit_on_error=False)
     async def load_threads(self, prefix: str, offset: int, delay: float = 0.0,
-                           keep: str | None = None) -> None:
+                           keep: str | None = None, limit: int = THREAD_PAGE) -> None:
         if delay:
             await asyncio.sleep(delay)  # typing in the filter: wait for a pause
-        summaries, has_more = await self.source.threads(prefix, offset)
+        summaries, has_more = await self.source.threads(prefix, offset, limit)
         message = ThreadsLoaded(prefix, offset, summaries, has_more)
         message.keep = keep  # type: ignore[attr-defined]
         self.post_message(message)
 
+    def reload_threads(self, keep: str | None) -> None:
+        """Reload the rows shown (as many as are loaded), the cursor staying on `keep`."""
+        self.load_threads(self.threads.prefix, 0, keep=keep,
+                          limit=max(THREAD_PAGE, self.threads.loaded))
+
     @on(ThreadsLoaded)
+    @while_shown
     def _threads_loaded(self, message: ThreadsLoaded) -> None:
         threads = self.threads
         if message.prefix != threads.prefix:
@@ -261,21 +281,25 @@ class AgentctlApp(App[None]):
                 self.timeline.set_message("no threads" if not threads.prefix else "no matching threads")
 
     @on(ThreadList.Highlighted)
+    @while_shown
     def _thread_highlighted(self, message: ThreadList.Highlighted) -> None:
         if message.thread_id != self.thread_id:
             self.show_thread(message.thread_id, delay=0.05)
 
     @on(ThreadList.Chosen)
+    @while_shown
     def _thread_chosen(self, message: ThreadList.Chosen) -> None:
         if message.thread_id != self.thread_id:
             self.show_thread(message.thread_id)
         self.timeline.focus()
 
     @on(ThreadList.MoreWanted)
+    @while_shown
     def _more_threads(self, message: ThreadList.MoreWanted) -> None:
         self.load_threads(message.prefix, message.offset)
 
     @on(ThreadList.FilterChanged)
+    @while_shown
     def _filter_changed(self, message: ThreadList.FilterChanged) -> None:
         self.load_threads(message.prefix, 0, delay=0.15)
 
@@ -286,6 +310,7 @@ class AgentctlApp(App[None]):
         if thread_id != self.thread_id:
             self.thread_id = thread_id
             self.timeline.set_message(f"loading {inert(thread_id, one_line=True)}…")
+            self.threads.select(thread_id)  # its row (if loaded) follows, loading nothing
         self.load_thread(thread_id, select=select, delay=delay, keep_selection=keep_selection)
 
     @work(group="thread", exclusive=True, exit_on_error=False)
@@ -314,6 +339,7 @@ class AgentctlApp(App[None]):
         self.post_message(ThreadPageLoaded(thread_id, metas, 0, total, tail=True))
 
     @on(ThreadPageLoaded)
+    @while_shown
     def _thread_page_loaded(self, message: ThreadPageLoaded) -> None:
         tree = self.timeline
         if message.into is not None:
@@ -367,6 +393,7 @@ class AgentctlApp(App[None]):
             tree.move_to_node(cursor)
 
     @on(BranchesLoaded)
+    @while_shown
     def _branches_loaded(self, message: BranchesLoaded) -> None:
         self.timeline.set_branches(message.branches)
 
@@ -422,6 +449,7 @@ class AgentctlApp(App[None]):
                                        d.changes, d.error))
 
     @on(DetailLoaded)
+    @while_shown
     def _detail_loaded(self, message: DetailLoaded) -> None:
         if self.selected is not None and message.checkpoint_id != self.selected.checkpoint_id:
             return  # the cursor moved on
@@ -464,7 +492,7 @@ class AgentctlApp(App[None]):
         if self.source.backend is None:
             return
         thread = select_thread or self.thread_id
-        self.load_threads(self.threads.prefix, 0, keep=thread)
+        self.reload_threads(thread)
         if thread is not None:
             if thread != self.thread_id:
                 self.thread_id = thread
@@ -502,9 +530,11 @@ class AgentctlApp(App[None]):
                 elif token != last:
                     self.post_message(DatabaseChanged(token[1] != last[1], token[0] != last[0]))
                 last, last_thread = token, self.thread_id
+                self.follow_polls += 1
             await asyncio.sleep(FOLLOW_INTERVAL)
 
     @on(DatabaseChanged)
+    @while_shown
     def _database_changed(self, message: DatabaseChanged) -> None:
         if message.thread_changed and self.thread_id is not None:
             self.load_tail(self.thread_id)
@@ -521,7 +551,7 @@ class AgentctlApp(App[None]):
 
         def reload() -> None:
             self._threads_timer = None
-            self.load_threads(self.threads.prefix, 0, keep=self.thread_id)
+            self.reload_threads(self.thread_id)
 
         if wait <= 0:
             reload()
@@ -579,6 +609,7 @@ class AgentctlApp(App[None]):
         self.post_message(OperationFinished(kind, summary, select_thread))
 
     @on(OperationFinished)
+    @while_shown
     def _operation_finished(self, message: OperationFinished) -> None:
         self.notify(inert(message.summary), title=message.kind.capitalize(), markup=False,
                     timeout=8)
@@ -644,7 +675,7 @@ class AgentctlApp(App[None]):
 
     @work(group="write", exclusive=True, exit_on_error=False)
     async def merge_flow(self, branch: str) -> None:
-        from agentctl.render import conflicts_table, plan_text
+        from agentctl.render import diff_table, plan_text
         from agentctl.tui.screens.prompt import PromptScreen
 
         summary = await self.source.db.thread_summary(branch)
@@ -662,16 +693,23 @@ class AgentctlApp(App[None]):
         engine = self.source.engine
         plan = await engine.plan_merge(branch, target)
         if plan.conflicts:
+            # plan_text lists the conflicts; the result depends on the side chosen.
             body: RenderableType = Group(
                 plan_text(plan),
-                Text(f"\n{len(plan.conflicts)} conflict(s): a three-way merge cannot decide "
-                     "these; merge keeping ours (the target) or theirs (the branch), or cancel.",
-                     style="bold red"),
-                conflicts_table(plan.conflicts))
+                Text(f"\na three-way merge cannot decide {len(plan.conflicts)} conflict(s): "
+                     "merge keeping ours (the target's values) or theirs (the branch's), "
+                     "or cancel.", style="bold red"))
             choices = [("ours", "Keep ours", "warning"), ("theirs", "Keep theirs", "warning")]
             title = f"Merge {branch} into {target}: conflicts"
         else:
-            body = plan_text(plan)
+            # What the target's head would become: the merged checkpoint against it.
+            changes = [c for c in changes_between(plan.ours, plan.merged)
+                       if c.section != "metadata"]
+            effect: RenderableType = Group(
+                Text(f"\nchanges to {inert(target, one_line=True)}'s head:", style="bold"),
+                diff_table(changes)) if changes else Text(
+                "\nno change to the target's messages, state or tools", style="dim")
+            body = Group(plan_text(plan), effect)
             choices = [("three-way", "Merge", "primary")]
             title = f"Merge {branch} into {target}?"
         choice = await self._confirm(inert(title, one_line=True), body, choices)
@@ -755,7 +793,7 @@ class AgentctlApp(App[None]):
             return
         result = await engine.undo(op.op_id)
         select = op.threads[0] if op.threads else None
-        self._done("undo", f"undid #{op.op_id} {op.kind}: {result.summary}", select)
+        self._done("undo", result.summary, select)
 
     # ---- help and the command palette --------------------------------------------------
 

@@ -22,7 +22,8 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     def __init__(self, title: str, body: RenderableType,
                  choices: list[tuple[str, str, str]] | None = None) -> None:
-        """`choices`: (id, label, variant) buttons before Cancel; the first is `y`."""
+        """`choices`: (id, label, variant) buttons before Cancel. With one choice `y`
+        takes it; between several the user picks a button (tab, enter)."""
         super().__init__()
         self.title_text = title
         self.body = body
@@ -37,6 +38,9 @@ class ConfirmScreen(ModalScreen[str | None]):
                 for choice_id, label, variant in self.choices:
                     yield Button(label, id=choice_id, variant=variant)  # type: ignore[arg-type]
                 yield Button("Cancel", id="cancel")
+            keys = ("y: " + self.choices[0][1].lower() if len(self.choices) == 1
+                    else "tab / shift+tab: choose, enter: press")
+            yield Static(Text(f"{keys} · n or escape: cancel", style="dim"), id="dialog-keys")
 
     def on_mount(self) -> None:
         self.query_one(f"#{self.choices[0][0]}", Button).focus()
@@ -50,4 +54,5 @@ class ConfirmScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
     def action_confirm(self) -> None:
-        self.dismiss(self.choices[0][0])
+        if len(self.choices) == 1:
+            self.dismiss(self.choices[0][0])

@@ -93,6 +93,13 @@ class ThreadList(Vertical):
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
         return key.value
 
+    def select(self, thread_id: str) -> bool:
+        """Put the cursor on a thread if it is among the loaded rows."""
+        if thread_id not in self.summaries:
+            return False
+        self.table.move_cursor(row=self.table.get_row_index(thread_id), animate=False)
+        return True
+
     def show_fetching(self, text: str = "loading threads…") -> None:
         self.fetching = True
         self.query_one("#thread-status", Static).update(Text(text, style="italic"))
@@ -129,6 +136,8 @@ class ThreadList(Vertical):
     @on(DataTable.RowHighlighted, "#thread-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
+        if event.row_key.value != self.current:
+            return  # stale: the rows were rebuilt (a reload) and the cursor moved on
         if event.row_key.value is not None:
             self.post_message(self.Highlighted(event.row_key.value))
         if self.has_more and not self.fetching and event.cursor_row >= self.table.row_count - PREFETCH_ROWS:

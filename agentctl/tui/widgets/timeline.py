@@ -190,6 +190,8 @@ class CheckpointTree(Tree[object]):
         metas = metas[ids.index(head) + 1:]
         if total != state.total + len(metas):
             return False
+        if not metas:
+            return True
         for child in self.root.children:
             item = child.data
             if isinstance(item, CheckpointItem) and "head" in item.labels:
