@@ -246,8 +246,8 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60) -> Renderab
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
     for name, justify in (("THREAD", "left"), ("CKPTS", "right"), ("HEAD", "right"),
                           ("UPDATED", "left"), ("BRANCH-OF", "left"), ("SUMMARY", "left")):
-        t.add_column(name, justify=justify, overflow="fold", no_wrap=name != "SUMMARY",
-                     ratio=1 if name == "SUMMARY" else None)
+        t.add_column(name, justify=justify, overflow="fold", no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
+                     min_width=20 if name == "SUMMARY" else None)
     for s in summaries:
         t.add_row(safe(s.thread_id, "bold", one_line=True), Text(str(s.checkpoints)),
                   Text(str(s.head_step)), safe(str(s.updated_at)[:19], DIM, one_line=True),

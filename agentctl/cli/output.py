@@ -29,7 +29,9 @@ def set_pager(flag: bool) -> None:
 
 
 def stdout_is_tty() -> bool:
-    return sys.stdout.isatty()
+    """Whether stdout is a terminal, as Rich decides it (so FORCE_COLOR / TTY_COMPATIBLE
+    force the terminal layout when piping)."""
+    return console().is_terminal
 
 
 def stderr_is_tty() -> bool:

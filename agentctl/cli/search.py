@@ -160,7 +160,8 @@ def _hits_table(hits: list[SearchHit], text: str) -> Any:
 
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
     for name in ("THREAD", "STEP", "CHECKPOINT", "WHERE", "SNIPPET"):
-        t.add_column(name, overflow="fold", no_wrap=name != "SNIPPET", ratio=1 if name == "SNIPPET" else None)
+        t.add_column(name, overflow="fold", no_wrap=name in ("STEP", "WHERE"),
+                     min_width=30 if name == "SNIPPET" else None)
     needle = re.compile(re.escape(inert(text, one_line=True)), re.IGNORECASE)
     for h in hits:
         snippet = render.safe(h.snippet, one_line=True)
