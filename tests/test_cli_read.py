@@ -145,7 +145,7 @@ def test_search(sample_ro):  # noqa: F811
     assert r.stdout.splitlines()[1].startswith(f"{MAIN}\t13\t{HEAD}\tmessages\tassistant\t")
 
 
-def test_search_index_agrees_with_scan(sample_url):
+def test_search_index_agrees_with_scan(sample_url):  # noqa: F811
     """On SQLite the FTS5 index and the plain scan give the same hits."""
     for args in (["passed"], ["flaky", "--role", "user"], ["module_1.py", "--role", "tool"], ["exit_code"],
                  ["PASSED", "--thread", MAIN], ["Iteration 2", "-n", "500"]):

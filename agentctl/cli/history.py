@@ -14,7 +14,7 @@ import typer
 
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import run, state
-from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, RefArg, ThreadArg, YesOpt
+from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, RefArg, YesOpt
 from agentctl.cli.output import confirm, emit_json, info, progress, say, show, show_plan
 
 
