@@ -25,10 +25,6 @@ def register(app: typer.Typer) -> None:
     app.command("prune")(prune)
 
 
-def _metas(metas: list[Any]) -> list[str]:
-    return [m.checkpoint_id for m in metas]
-
-
 def rewind(
     ctx: typer.Context,
     ref: RefArg,
@@ -57,8 +53,7 @@ def rewind(
 
     p = run(plan())
     if json_out and dry_run:
-        emit_json({"thread_id": p.thread_id, "target": p.target.to_dict(), "hard": p.hard,
-                   "archive_thread": p.archive_thread, "moved": _metas(p.moved)})
+        emit_json(p.to_dict())
         return
     show_plan(render.plan_text(p), to_stdout=dry_run)
     if dry_run or not p.moved:
@@ -71,27 +66,30 @@ def rewind(
 
     async def go():
         async with st.engine() as (_, engine):
-            return await engine.rewind(p.target.checkpoint_id, hard=hard)
+            if hard:
+                return await engine.rewind(p.target.checkpoint_id, hard=True)
+            # the archive thread the plan announced, not a new random name
+            return await engine.rewind(p.target.checkpoint_id, archive_thread=p.archive_thread)
 
     result = run(go())
     op_id = getattr(result, "op_id", None)
     if json_out:
-        emit_json({"thread_id": result.thread_id, "checkpoint_id": result.checkpoint.metadata.checkpoint_id,
-                   "rewind_depth": result.rewind_depth, "hard": hard,
-                   "archive_thread": getattr(result, "archive_thread", None), "op_id": op_id})
+        emit_json(result.to_dict())
         return
     where = "deleted" if hard else f"moved to {getattr(result, 'archive_thread', None)}"
     say(f"{result.thread_id} is now at {p.target.checkpoint_id} (step {p.target.step}); "
         f"{result.rewind_depth} checkpoint(s) {where} (op {op_id}; undo: agentctl undo {op_id})")
 
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# No spaces, controls, or the reference syntax's @ and ~ (they would make the thread
+# id hard to name on the command line).
+_NAME = re.compile(r"^[^\s@~\x00-\x1f\x7f-\x9f]{1,64}$")
 
 
 def branch(
     ctx: typer.Context,
     ref: RefArg,
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (letters, digits, . _ -).")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@' or '~').")],
     json_out: JsonOpt = False,
 ) -> None:
     """Start a new thread from a checkpoint (the writer's naming:
@@ -103,7 +101,7 @@ def branch(
     from agentctl.refs import resolve
 
     if not _NAME.match(name):
-        raise UsageError(f"bad branch name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+        raise UsageError(f"bad branch name {name!r}: no spaces, control characters, '@' or '~' (at most 64)")
     st = state(ctx)
 
     async def go():
@@ -177,11 +175,11 @@ def merge(
         conflicts_out()
         raise MergeConflictError(p.conflicts, f"merge of {src} into {dst} has {len(p.conflicts)} "
                                               "conflict(s); nothing was written (try --strategy ours|theirs)")
-    if dry_run:
+    if dry_run or getattr(p, "up_to_date", False):
         if json_out:
-            emit_json({"branch": src, "into": dst, "strategy": strategy, "conflicts": [],
-                       "base": p.base.checkpoint_id if p.base else None,
-                       "merged": p.merged.to_dict()})
+            emit_json(p.to_dict())
+        elif getattr(p, "up_to_date", False):
+            say(f"{dst} already contains {src}; nothing to merge")
         else:
             show(render.plan_text(p))
         return
@@ -282,8 +280,7 @@ def prune(
     todo = [p for p in plans if p.delete]
     total = sum(len(p.delete) for p in todo)
     if json_out and dry_run:
-        emit_json([{"thread_id": p.thread_id, "policy": p.policy, "param": p.param,
-                    "delete": _metas(p.delete), "keep_count": p.keep_count} for p in plans])
+        emit_json([p.to_dict() for p in plans])
         return
     from rich.text import Text
 

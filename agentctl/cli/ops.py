@@ -93,17 +93,19 @@ def purge(
     st = state(ctx)
 
     async def preview():
-        async with st.engine() as (_, engine):
+        async with st.engine(write=False) as (_, engine):
             return await engine.purge(dry_run=True)
 
     before = run(preview())
     if json_out and dry_run:
         emit_json(_fields(before))
         return
-    fields = _fields(before)
-    text = Text("purge: " + ", ".join(f"{k} {v}" for k, v in fields.items() if not isinstance(v, (list, dict))))
+    rows, ops = getattr(before, "rows", 0), list(getattr(before, "ops", []))
+    text = Text(f"purge: free {rows} row(s) kept for undo by {len(ops)} operation(s)"
+                + (f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})" if ops else "")
+                + "; they can no longer be undone")
     show_plan(text, to_stdout=dry_run)
-    if dry_run:
+    if dry_run or not ops:
         return
     confirm("purge what undo could bring back (this cannot be undone)", yes=yes)
     auto_backup(st, no_backup)
@@ -116,5 +118,5 @@ def purge(
     if json_out:
         emit_json(_fields(result))
         return
-    say("purged: " + ", ".join(f"{k} {v}" for k, v in _fields(result).items()
-                               if not isinstance(v, (list, dict))))
+    say(f"purged {getattr(result, 'rows', 0)} row(s) of {len(getattr(result, 'ops', []))} operation(s)"
+        + (" and compacted the file" if getattr(result, "vacuumed", False) else ""))
