@@ -15,7 +15,7 @@ import typer
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, RefArg, YesOpt
-from agentctl.cli.output import confirm, emit_json, info, progress, say, show, show_plan
+from agentctl.cli.output import confirm, done, emit_json, info, progress, say, show, show_plan
 
 
 def register(app: typer.Typer) -> None:
@@ -310,7 +310,7 @@ def prune(
         emit_json([r.to_dict() for r in results])
         return
     for r in results:
-        say(f"{r.summary} (op {r.op_id}; undo: agentctl undo {r.op_id})")
+        done(r.summary, r.op_id)
 
 
 def _group(parts: list[Any]) -> Any:

@@ -8,7 +8,7 @@ import typer
 
 from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, YesOpt
-from agentctl.cli.output import confirm, emit_json, say, show, show_plan, stdout_is_tty, tsv
+from agentctl.cli.output import confirm, done, emit_json, say, show, show_plan, stdout_is_tty, tsv
 
 
 def register(app: typer.Typer) -> None:
@@ -71,7 +71,7 @@ def undo(
     if json_out:
         emit_json(result.to_dict())
         return
-    say(f"{result.summary} (op {result.op_id})")
+    done(result.summary, result.op_id, undoable=False)
 
 
 def purge(

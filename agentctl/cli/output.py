@@ -64,6 +64,16 @@ def say(message: str) -> None:
     sys.stdout.write(inert(message) + "\n")
 
 
+def done(summary: str, op_id: int | None, *, undoable: bool = True) -> None:
+    """The result line of an engine operation, with how to undo it."""
+    if op_id is None:
+        say(summary)
+    elif undoable:
+        say(f"{summary} (op {op_id}; undo: agentctl undo {op_id})")
+    else:
+        say(f"{summary} (op {op_id})")
+
+
 def info(message: str) -> None:
     """A progress or status line on stderr."""
     sys.stderr.write(inert(message) + "\n")

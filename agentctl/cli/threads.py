@@ -8,7 +8,7 @@ import typer
 
 from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, YesOpt
-from agentctl.cli.output import confirm, emit_json, info, say, show, show_plan, stdout_is_tty, table
+from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
 from agentctl.text import shorten
 
 app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl threads list --limit 5",
@@ -139,5 +139,4 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     if json_out:
         emit_json(result.to_dict())
         return
-    say(f"deleted thread {tid}: {len(result.deleted)} checkpoints (op {result.op_id}; "
-         f"undo: agentctl undo {result.op_id})")
+    done(result.summary, result.op_id)

@@ -17,7 +17,7 @@ import typer
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import JsonOpt
-from agentctl.cli.output import emit_json, info, progress, say
+from agentctl.cli.output import done, emit_json, info, progress, say
 
 LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
 
@@ -244,5 +244,4 @@ def import_(
     if json_out:
         emit_json(result.to_dict())
         return
-    say(f"imported {len(result.created)} checkpoints from {file} (op {result.op_id}; "
-        f"undo: agentctl undo {result.op_id})")
+    done(result.summary, result.op_id)
