@@ -180,3 +180,49 @@ def test_tree(sample_ro):  # noqa: F811
     assert {"from": "ckpt-coder-fix-flaky-test-6-4b9fe6", "to": f"ckpt-{BRANCH}-0", "kind": "branch"} in t["edges"]
     r = cli(sample_ro, "tree", MAIN)
     assert r.exit_code == 0 and f"thread {BRANCH}" in r.stdout
+
+
+async def test_doctor_finds_problems(db_url):
+    from agentctl.backends import open_backend
+    from helpers import make_cp
+
+    async with open_backend(db_url, readonly=False, create=True) as b:
+        async with b.transaction() as tx:
+            await tx.put(make_cp("dup", 1, cid="d1"))
+            await tx.put(make_cp("dup", 1, cid="d1b", parent="d1"))
+            await tx.put(make_cp("orph", 2, cid="o2", parent="gone-by-gc"))
+            await tx.put(make_cp("loop", 1, cid="c1", parent="c3"))
+            await tx.put(make_cp("loop", 2, cid="c2", parent="c1"))
+            await tx.put(make_cp("loop", 3, cid="c3", parent="c2"))
+            await tx.put(make_cp("self", 1, cid="s1", parent="s1"))
+            await tx.put(make_cp("bad", 1, cid="b1"))
+            # a messages column holding an object (JSONB and TEXT alike)
+            await tx.execute("UPDATE checkpoints SET messages_blob = ? WHERE checkpoint_id = ?",
+                             '{"not": "a list"}', "b1")
+    d = cli_json(db_url, "doctor", code=ExitCode.PROBLEMS)
+    assert d["ok"] is False
+    p = d["problems"]
+    assert p["duplicate_steps"] == [{"thread_id": "dup", "step": 1, "count": 2}]
+    assert p["orphan_parents"] == [{"thread_id": "orph", "checkpoint_id": "o2", "parent_id": "gone-by-gc"}]
+    assert p["invalid_json"] == [{"checkpoint_id": "b1", "column": "messages_blob",
+                                  "reason": "JSON object where an array is expected"}]
+    assert sorted(sorted(c) for c in p["cycles"]) == [["c1", "c2", "c3"], ["s1"]]
+    r = cli(db_url, "doctor")
+    assert r.exit_code == ExitCode.PROBLEMS
+    kinds = [line.split("\t")[0] for line in r.stdout.splitlines()[1:]]
+    assert kinds == ["duplicate-step", "orphan-parent", "invalid-json", "cycle", "cycle"]
+    # the other commands still read around the broken row
+    assert cli(db_url, "log", "bad").exit_code == 0
+    r = cli(db_url, "show", "b1")
+    assert r.exit_code == ExitCode.DATABASE and "messages_blob" in r.stderr
+
+
+def test_doctor_warns_about_missing_indexes(sample_copy):
+    import sqlite3
+
+    conn = sqlite3.connect(sample_copy)
+    conn.execute("DROP INDEX idx_parent")
+    conn.commit()
+    conn.close()
+    d = cli_json(str(sample_copy), "doctor")  # a warning is not a problem: exit 0
+    assert d["ok"] is True and d["warnings"] == ["index idx_parent is missing (reads are slower)"]

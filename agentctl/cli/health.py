@@ -78,30 +78,50 @@ def stats(
     show(head, Text(""), threads, Text(""), hist)
 
 
-async def find_cycles(backend: Any, limit: int = 20) -> list[list[str]]:
-    """Parent chains that loop back on themselves (each cycle once)."""
-    parent: dict[str, str] = {}
-    async for meta in backend.iter_metadata():
-        if meta.parent_checkpoint_id:
-            parent[meta.checkpoint_id] = meta.parent_checkpoint_id
-    state_of: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    cycles: list[list[str]] = []
+async def find_cycles(backend: Any, limit: int = 20, page: int = 50_000) -> list[list[str]]:
+    """Parent chains that loop back on themselves (each cycle once), as checkpoint ids.
+
+    The parent links are read as pairs of row ids (a join on the checkpoint_id index,
+    paged by row id), so memory holds integers, not every id string."""
+    parent: dict[int, int] = {}
+    last = -1
+    while True:
+        rows = await backend._fetch(
+            "SELECT c.id AS child, p.id AS parent FROM checkpoints c "
+            "JOIN checkpoints p ON p.checkpoint_id = c.parent_id "
+            "WHERE c.id > ? ORDER BY c.id LIMIT ?", last, page)
+        for r in rows:
+            parent[r["child"]] = r["parent"]
+        if len(rows) < page:
+            break
+        last = rows[-1]["child"]
+    done: dict[int, int] = {}  # 1 = on the path being walked, 2 = finished
+    cycles: list[list[int]] = []
     for start in parent:
-        if start in state_of:
+        if start in done:
             continue
-        path: list[str] = []
-        node: str | None = start
-        while node is not None and node not in state_of:
-            state_of[node] = 1
+        path: list[int] = []
+        node: int | None = start
+        while node is not None and node not in done:
+            done[node] = 1
             path.append(node)
             node = parent.get(node)
-        if node is not None and state_of.get(node) == 1:  # came back onto this path
+        if node is not None and done[node] == 1:  # came back onto this path
             cycles.append(path[path.index(node):])
-            if len(cycles) >= limit:
-                break
         for n in path:
-            state_of[n] = 2
-    return cycles
+            done[n] = 2
+        if len(cycles) >= limit:
+            break
+    if not cycles:
+        return []
+    wanted = sorted({n for c in cycles for n in c})
+    names: dict[int, str] = {}
+    for i in range(0, len(wanted), 500):
+        chunk = wanted[i:i + 500]
+        for r in await backend._fetch(
+                f"SELECT id, checkpoint_id FROM checkpoints WHERE id IN ({', '.join('?' for _ in chunk)})", *chunk):
+            names[r["id"]] = r["checkpoint_id"]
+    return [[names[n] for n in c] for c in cycles]
 
 
 async def schema_notes(backend: Any) -> list[str]:

@@ -62,48 +62,68 @@ def _fts_available(con: sqlite3.Connection) -> bool:
 
 def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: str | None,
                role: str | None, limit: int) -> list[SearchHit] | None:
-    """The hits, or None when this SQLite build cannot do it (then scan instead)."""
+    """The hits, or None when this SQLite build cannot do it (then scan instead).
+
+    Candidate rows are taken newest first in growing batches (keyset paging on
+    created_at, id), each batch indexed and queried, until `limit` hits are found: a
+    search for a common word stops early, like the scan does."""
     from agentctl.backends.base import snippet_around
 
     if len(text) < 3:  # a trigram index cannot match shorter strings
         return None
     con = sqlite3.connect(":memory:", uri=True)
+    hits: list[SearchHit] = []
     try:
         if not _fts_available(con):
             return None
         uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
         con.execute("ATTACH DATABASE ? AS src", (uri,))
         con.execute("PRAGMA src.busy_timeout = 5000")
+        con.execute("CREATE TEMP TABLE candidates (id INTEGER PRIMARY KEY)")
         cond, params = condition
         where = cond + (" AND thread_id = ?" if thread is not None else "")
         params = list(params) + ([thread] if thread is not None else [])
-        con.execute(f"CREATE TEMP TABLE candidates AS SELECT id FROM src.checkpoints WHERE {where}", params)
-        con.execute(_INDEX_MESSAGES.format(role="AND json_extract(m.value, '$.role') = ?" if role else ""),
-                    [role] if role else [])
-        if role is None:
-            con.execute(_INDEX_TOOLS)
+        index_messages = _INDEX_MESSAGES.format(role="AND json_extract(m.value, '$.role') = ?" if role else "")
         phrase = '"' + text.replace('"', '""') + '"'
-        rows = con.execute(
-            "SELECT c.thread_id, c.checkpoint_id, c.step, h.place, h.role, h.body "
-            "FROM temp.hits h JOIN src.checkpoints c ON c.id = h.rid WHERE h.body MATCH ? "
-            "ORDER BY c.created_at DESC, c.id DESC, h.place >= 0 DESC, h.place", (phrase,)).fetchall()
+        seen: set[tuple[str, str]] = set()
+        cursor: tuple[str, int] | None = None
+        batch = 200
+        while len(hits) < limit:
+            after = " AND (created_at < ? OR (created_at = ? AND id < ?))" if cursor else ""
+            page = con.execute(
+                f"SELECT id, created_at FROM src.checkpoints WHERE {where}{after} "
+                "ORDER BY created_at DESC, id DESC LIMIT ?",
+                params + ([cursor[0], cursor[0], cursor[1]] if cursor else []) + [batch]).fetchall()
+            if not page:
+                break
+            cursor = (page[-1][1], page[-1][0])
+            batch = min(batch * 2, 5000)
+            con.execute("DELETE FROM temp.candidates")
+            con.execute("DELETE FROM temp.hits")
+            con.executemany("INSERT INTO temp.candidates (id) VALUES (?)", [(r[0],) for r in page])
+            con.execute(index_messages, [role] if role else [])
+            if role is None:
+                con.execute(_INDEX_TOOLS)
+            rows = con.execute(
+                "SELECT c.thread_id, c.checkpoint_id, c.step, h.place, h.role, h.body "
+                "FROM temp.hits h JOIN src.checkpoints c ON c.id = h.rid WHERE h.body MATCH ? "
+                "ORDER BY c.created_at DESC, c.id DESC, h.place >= 0 DESC, h.place", (phrase,)).fetchall()
+            for thread_id, cid, step, place, msg_role, body in rows:
+                kind = "messages" if place >= 0 else "tools_result"
+                if (cid, kind) in seen:
+                    continue
+                seen.add((cid, kind))
+                hits.append(SearchHit(thread_id, cid, step, kind,
+                                      msg_role if isinstance(msg_role, str) else None,
+                                      snippet_around(str(body), text)))
+                if len(hits) >= limit:
+                    break
     except sqlite3.Error as exc:
         from agentctl.backends.sqlite import map_sqlite_error
 
         raise map_sqlite_error(exc, path) from None
     finally:
         con.close()
-    hits: list[SearchHit] = []
-    seen: set[tuple[str, str]] = set()
-    for thread_id, cid, step, place, msg_role, body in rows:
-        where_ = "messages" if place >= 0 else "tools_result"
-        if (cid, where_) in seen:
-            continue
-        seen.add((cid, where_))
-        hits.append(SearchHit(thread_id, cid, step, where_, msg_role if isinstance(msg_role, str) else None,
-                              snippet_around(str(body), text)))
-        if len(hits) >= limit:
-            break
     return hits
 
 
