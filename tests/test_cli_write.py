@@ -326,3 +326,11 @@ def test_write_commands_on_a_missing_database(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+
+
+def test_import_from_stdin(tmp_path):
+    lines = cli(str(SAMPLE_DB), "export", "support-1044").stdout
+    db = tmp_path / "new.db"
+    r = cli(str(db), "import", "--create", "-", input=lines)
+    assert r.exit_code == 0, r.stderr
+    assert cli_json(str(db), "log", "support-1044") == cli_json(str(SAMPLE_DB), "log", "support-1044")
