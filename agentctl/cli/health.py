@@ -179,7 +179,7 @@ def _print_report(problems: dict[str, list[Any]], notes: list[str]) -> None:
     for d in problems["invalid_json"]:
         rows.append(["invalid-json", d["checkpoint_id"], f"{d['column']}: {d['reason']}"])
     for cycle in problems["cycles"]:
-        rows.append(["cycle", cycle[0], " -> ".join(cycle + [cycle[0]])])
+        rows.append(["cycle", cycle[0], " -> ".join(cycle + [cycle[0]]) + " (each the parent of the one before)"])
     for note in notes:
         rows.append(["warning", "", note])
     if not stdout_is_tty():
