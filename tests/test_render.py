@@ -83,7 +83,7 @@ def test_diff_and_conflict_tables():
     assert "\x1b[31mRED" not in to_text(render.diff_table(changes))
     out = to_text(render.diff_table(changes, value_width=200), terminal=False)
     assert "SECTION" in out and "changed" in out and "added" in out
-    assert "files" in out and "[bold red]loud" in out and "\x1b" not in out
+    assert "files.a" in out and "[bold red]loud" in out and "\x1b" not in out
     assert "no differences" in to_text(render.diff_table([]))
     out = to_text(render.conflicts_table([Conflict("/x", 1, 2, EVIL)]), terminal=False)
     assert out.split()[:4] == ["PATH", "BASE", "OURS", "THEIRS"] and "\x1b[31m" not in out
@@ -121,7 +121,8 @@ def test_graph_parent_listed_before_child_does_not_dangle():
 
 def test_tree_view_nests_branches_and_labels():
     tree = {
-        "thread_id": "t", "total_checkpoints": 4, "threads": ["t", "b"],
+        "thread_id": "t", "total_checkpoints": 4,
+        "threads": [{"thread_id": "t", "parent_thread": None}, {"thread_id": "b", "parent_thread": "t"}],
         "nodes": [
             {"id": "m1", "thread_id": "t", "step": 1, "tags": [], "summary": "one", "created_at": "", "parent_id": None, "labels": ["root"]},
             {"id": "m2", "thread_id": "t", "step": 2, "tags": [], "summary": EVIL, "created_at": "", "parent_id": "m1", "labels": ["head", "merge"]},
