@@ -19,7 +19,7 @@ from textual.widgets import Static
 from textual.worker import WorkerState
 
 from agentctl.backends import make_backend
-from agentctl.errors import DatabaseNotFound
+from agentctl.errors import ConnectionFailed, DatabaseNotFound
 from agentctl.tui.app import AgentctlApp
 from agentctl.tui.screens.confirm import ConfirmScreen
 from agentctl.tui.screens.prompt import PromptScreen, PruneScreen
@@ -352,6 +352,15 @@ async def test_a_missing_database_exits_with_its_error(tmp_path):
     assert not (tmp_path / "nope.db").exists()
 
 
+async def test_a_refused_postgres_login_never_shows_the_password():
+    app = AgentctlApp("postgresql://user:s3cret@127.0.0.1:1/db")
+    async with app.run_test(size=SIZE) as pilot:
+        assert "s3cret" not in plain(app.query_one("#status", Static).content)
+        await until(pilot, lambda: app.open_error is not None, what="the open error")
+    assert isinstance(app.open_error, ConnectionFailed)
+    assert "s3cret" not in str(app.open_error)
+
+
 # ---- follow mode ------------------------------------------------------------------------
 
 
@@ -440,7 +449,9 @@ async def test_rewind_cancel_confirm_and_undo(sample_url):
 
         await press(pilot, "u")
         assert isinstance(app.screen, ConfirmScreen) and "rewind" in screen_text(app)
-        await press(pilot, "y")
+        await press(pilot, "n")  # cancel the undo: still rewound
+        assert await thread_size(app, "coder-add-cli-flag") == 6
+        await press(pilot, "u", "y")
         assert await thread_size(app, "coder-add-cli-flag") == 9
         assert app.timeline.states[app.timeline.root.id].total == 9
 

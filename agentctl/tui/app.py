@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, Tree
 from textual.worker import Worker, WorkerState
 
-from agentctl.errors import AgentctlError, MergeConflictError
+from agentctl.errors import AgentctlError, MergeConflictError, redact_dsn
 from agentctl.model import CheckpointMetadata, SearchHit
 from agentctl.text import inert
 from agentctl.tui.messages import (
@@ -135,7 +135,7 @@ class AgentctlApp(App[None]):
         super().__init__()
         self.source = DataSource(db, readonly=readonly, engine_options=engine_options)
         self.readonly = readonly
-        self.db_name = inert(db, one_line=True)
+        self.db_name = inert(redact_dsn(db), one_line=True)  # until the backend names it
         self.open_error: BaseException | None = None
         self.thread_id: str | None = None        # the thread shown in the tree
         self.selected: CheckpointMetadata | None = None
@@ -216,11 +216,12 @@ class AgentctlApp(App[None]):
             return
         error = event.worker.error
         if isinstance(error, AgentctlError):
-            self.notify(inert(str(error)), title="Error", severity="error", markup=False)
+            self.notify(inert(redact_dsn(str(error))), title="Error", severity="error",
+                        markup=False)
         else:
             self.log.error(repr(error))
-            self.notify(inert(f"{type(error).__name__}: {error}"), title="Unexpected error",
-                        severity="error", markup=False, timeout=15)
+            self.notify(inert(redact_dsn(f"{type(error).__name__}: {error}")),
+                        title="Unexpected error", severity="error", markup=False, timeout=15)
 
     # ---- opening --------------------------------------------------------------------
 

@@ -125,14 +125,16 @@ class DataSource:
 
     async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
         """Something that changes when another writer adds rows anywhere (the highest row
-        id) or changes the shown thread (its size and head). Index lookups only."""
-        # MAX(id) is the primary key's last entry on both backends: O(log n).
-        top = await self.db._fetchval("SELECT MAX(id) AS m FROM checkpoints")  # noqa: SLF001
-        thread: Any = None
-        if thread_id is not None:
-            head = await self.db.read_thread(thread_id, limit=1, descending=True)
-            thread = (await self.db.count(thread_id), head[0].checkpoint_id if head else None)
-        return top, thread
+        id) or changes the shown thread (its size and highest row id). Index lookups
+        only, in one round trip."""
+        if thread_id is None:
+            rows = await self.db.query("SELECT MAX(id) AS top FROM checkpoints")
+            return rows[0]["top"], None
+        rows = await self.db.query(
+            "SELECT (SELECT MAX(id) FROM checkpoints) AS top, COUNT(*) AS n, MAX(id) AS last "
+            "FROM checkpoints WHERE thread_id = ?", thread_id)
+        row = rows[0]
+        return row["top"], (row["n"], row["last"])
 
 
 # The Diff tab lists what the agent changed first; metadata (ids, step, time, which
