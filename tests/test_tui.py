@@ -326,6 +326,24 @@ async def test_database_text_is_shown_inert(tmp_path):
         assert "[bold]not bold[/bold]" in svg and "\x1b" not in svg
 
 
+def test_a_huge_checkpoint_is_shown_cut_not_frozen():
+    from agentctl.tui.widgets.detail import MAX_JSON_CHARS, MAX_MESSAGES, build_views
+
+    messages = [{"role": "user", "content": f"message {i}"} for i in range(1000)]
+    state = {"docs": [{"id": i, "text": "x" * 100} for i in range(5000)]}  # ~600 KB
+    big = make_cp("t", 2, messages=messages, state=state,
+                  tools={"out": "\x1b[31m" + "y" * (2 * MAX_JSON_CHARS)})
+    views = build_views(big, make_cp("t", 1), "parent", [], "")
+    state_text = plain(views["state"])
+    assert "characters of JSON; the first" in state_text
+    assert len(state_text) < 2 * MAX_JSON_CHARS
+    messages_text = plain(views["messages"])
+    assert f"1000 messages; the last {MAX_MESSAGES} shown" in messages_text
+    assert "message 999" in messages_text and "message 10\n" not in messages_text
+    tools_text = plain(views["tools"])
+    assert "\x1b" not in tools_text and "the first" in tools_text
+
+
 async def test_an_undecodable_row_is_reported_not_fatal(sample_sqlite):
     conn = sqlite3.connect(sample_sqlite)
     conn.execute("UPDATE checkpoints SET messages_blob = '{broken' "

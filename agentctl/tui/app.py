@@ -39,7 +39,7 @@ from agentctl.tui.messages import (
     ThreadsLoaded,
 )
 from agentctl.tui.source import CHECKPOINT_PAGE, THREAD_PAGE, DataSource, changes_between
-from agentctl.tui.widgets.detail import TABS, DetailPane
+from agentctl.tui.widgets.detail import TABS, DetailPane, build_views
 from agentctl.tui.widgets.threads import ThreadList
 from agentctl.tui.widgets.timeline import (
     BranchItem,
@@ -446,8 +446,12 @@ class AgentctlApp(App[None]):
     async def load_detail(self, checkpoint_id: str) -> None:
         mark = self.mark.checkpoint_id if self.mark is not None else None
         d = await self.source.detail(checkpoint_id, mark)
-        self.post_message(DetailLoaded(checkpoint_id, d.checkpoint, d.base, d.base_kind,
-                                       d.changes, d.error))
+        views: dict[str, Any] = {}
+        if d.checkpoint is not None:
+            # Diffing and laying out a big checkpoint is CPU work: off the event loop.
+            views = await asyncio.to_thread(build_views, d.checkpoint, d.base, d.base_kind,
+                                            d.changes, d.error)
+        self.post_message(DetailLoaded(checkpoint_id, d.checkpoint, views, d.error))
 
     @on(DetailLoaded)
     @while_shown
@@ -460,8 +464,7 @@ class AgentctlApp(App[None]):
             return
         if self.selected is None:
             self.selected = message.checkpoint.metadata
-        self.detail.show_checkpoint(message.checkpoint, message.base, message.base_kind,
-                                    message.changes, message.error)
+        self.detail.show_checkpoint(message.checkpoint, message.views)
 
     def action_tab(self, tab: str) -> None:
         if tab in TABS:

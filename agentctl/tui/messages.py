@@ -69,13 +69,11 @@ class BranchesLoaded(Message):
 
 @dataclass
 class DetailLoaded(Message):
-    """The selected checkpoint, what its Diff tab compares it with, and the changes."""
+    """The selected checkpoint and its tabs' renderables (built off the event loop)."""
 
     checkpoint_id: str
     checkpoint: Checkpoint | None
-    base: Checkpoint | None
-    base_kind: str  # "parent", "mark" or "" (nothing to compare with)
-    changes: list[Any] = field(default_factory=list)
+    views: dict[str, Any] = field(default_factory=dict)
     error: str = ""
 
 

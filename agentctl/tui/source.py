@@ -7,6 +7,7 @@ thread is shown, a checkpoint's blobs only when it is selected.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,7 +121,7 @@ class DataSource:
                 error = f"cannot compare: {exc}"
             if base is None and not error:
                 error = f"the {kind} {base_id} no longer exists"
-        changes = changes_between(base, cp) if base is not None else []
+        changes = (await asyncio.to_thread(changes_between, base, cp)) if base is not None else []
         return Detail(cp, base, kind if base is not None else "", changes, error)
 
     async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:

@@ -1,11 +1,18 @@
 """The selected checkpoint's detail: a header and the Messages, State, Tools and Diff tabs.
-Every view comes from agentctl.render (the layer the CLI uses too)."""
+Every view comes from agentctl.render (the layer the CLI uses too).
+
+`build_views` makes the tabs' renderables; the app runs it on a thread (a big checkpoint
+takes a while), and caps what it shows: rendering 5 MB of JSON would freeze the screen
+for half a minute.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.highlighter import JSONHighlighter
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -16,6 +23,81 @@ from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.text import inert, shorten
 
 TABS = ("messages", "state", "tools", "diff")
+
+# What a tab shows at most; the CLI (`agentctl show REF --json`) prints everything.
+MAX_JSON_CHARS = 60_000
+MAX_MESSAGES = 200
+MAX_MESSAGE_CHARS = 60_000
+MAX_CHANGES = 300
+
+_CLI_HINT = "agentctl show REF --json prints all of it"
+
+
+def _note(text: str) -> Text:
+    return Text(text, style="italic yellow")
+
+
+def json_preview(value: Any) -> RenderableType:
+    """render.json_view, or for a value whose JSON is longer than MAX_JSON_CHARS its
+    first MAX_JSON_CHARS characters, highlighted the same way, and a note.
+
+    (render.json_view has no size limit; this could move there as a `limit` argument.)
+    """
+    text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    if len(text) <= MAX_JSON_CHARS:
+        return render.json_view(value)
+    cut = text[:MAX_JSON_CHARS]
+    cut = cut[: cut.rfind("\n") + 1] or cut
+    shown = JSONHighlighter()(Text(inert(cut)))
+    return Group(_note(f"{len(text):,} characters of JSON; the first {len(cut):,} shown "
+                       f"({_CLI_HINT})"), shown, _note("… (cut)"))
+
+
+def transcript_preview(messages: Any) -> RenderableType:
+    """render.transcript of the last messages that fit in MAX_MESSAGES and
+    MAX_MESSAGE_CHARS (a long run's later messages matter most), with a note.
+
+    (The message numbers restart at [0] for the messages shown; the note says where
+    they start.)
+    """
+    if not isinstance(messages, list) or not messages:
+        return render.transcript(messages)
+    start, size = len(messages), 0
+    while start > 0 and len(messages) - start < MAX_MESSAGES:
+        add = len(json.dumps(messages[start - 1], ensure_ascii=False, default=str))
+        if size + add > MAX_MESSAGE_CHARS:
+            break
+        size += add
+        start -= 1
+    if start == 0:
+        return render.transcript(messages)
+    if start == len(messages):  # one message larger than the limit: its JSON, cut
+        return Group(_note(f"{len(messages)} messages; the last is too large for this view "
+                           f"({_CLI_HINT})"), json_preview(messages[-1]))
+    return Group(_note(f"{len(messages)} messages; the last {len(messages) - start} shown, "
+                       f"[0] below is message {start} ({_CLI_HINT})"),
+                 render.transcript(messages[start:]))
+
+
+def build_views(cp: Checkpoint, base: Checkpoint | None, base_kind: str,
+                changes: list[Any], error: str = "") -> dict[str, RenderableType]:
+    """The renderables of the four tabs (pure: safe to run on a thread)."""
+    shown = changes[:MAX_CHANGES]
+    diff: RenderableType = diff_heading(cp, base, base_kind, changes, error)
+    if shown:
+        parts: list[RenderableType] = [diff, Text(""), render.diff_table(shown)]
+        if len(changes) > len(shown):
+            parts.append(_note(f"… and {len(changes) - len(shown)} more changes "
+                               "(agentctl diff lists all)"))
+        diff = Group(*parts)
+    return {
+        "messages": transcript_preview(cp.messages) if cp.messages
+        else Text("no messages", style="italic"),
+        "state": json_preview(cp.state),
+        "tools": json_preview(cp.tools_result) if cp.tools_result
+        else Text("no tool results", style="italic"),
+        "diff": diff,
+    }
 
 
 def checkpoint_header(meta: CheckpointMetadata, next_node: str = "") -> Text:
@@ -90,19 +172,9 @@ class DetailPane(Vertical):
         for tab in TABS:
             self._view(tab).update(body)
 
-    def show_checkpoint(self, cp: Checkpoint, base: Checkpoint | None, base_kind: str,
-                        changes: list[Any], error: str = "") -> None:
+    def show_checkpoint(self, cp: Checkpoint, views: dict[str, RenderableType]) -> None:
+        """Show a checkpoint's tabs, made by `build_views`."""
         self.query_one("#detail-header", Static).update(checkpoint_header(cp.metadata, cp.next_node))
-        views: dict[str, RenderableType] = {
-            "messages": render.transcript(cp.messages) if cp.messages
-            else Text("no messages", style="italic"),
-            "state": render.json_view(cp.state),
-            "tools": render.json_view(cp.tools_result) if cp.tools_result
-            else Text("no tool results", style="italic"),
-            "diff": Group(diff_heading(cp, base, base_kind, changes, error), Text(""),
-                          render.diff_table(changes)) if changes
-            else diff_heading(cp, base, base_kind, changes, error),
-        }
         for tab, renderable in views.items():
             self._view(tab).update(renderable)
 
