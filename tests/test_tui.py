@@ -415,6 +415,24 @@ async def test_follow_mode_shows_rows_another_writer_adds(sample_url):
         await writer.close()
 
 
+async def test_an_empty_database_then_refresh(tmp_path):
+    url = str(tmp_path / "empty.db")
+    make_backend(url, readonly=False, create=True)  # the table, no rows
+    app = AgentctlApp(url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.threads.table.row_count == 0 and app.selected is None
+        assert "no threads" in plain(app.query_one("#thread-status", Static).content)
+        for key in ("m", "r", "b", "4", "slash", "escape"):  # nothing to act on: no crash
+            await press(pilot, key)
+        assert app.is_running
+        writer = make_backend(url, readonly=False, create=False)
+        await writer.put(make_cp("late", 1, summary="[user] hello"))
+        await writer.close()
+        await press(pilot, "R")  # refresh picks up what another program wrote
+        assert app.thread_id == "late" and selected_step(app) == ("late", 1)
+
+
 # ---- writes: each behind a confirm that shows the engine's plan ------------------------
 
 

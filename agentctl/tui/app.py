@@ -580,6 +580,7 @@ class AgentctlApp(App[None]):
         screen.post_message(SearchFinished(text, hits))
 
     def _search_chosen(self, hit: SearchHit | None) -> None:
+        self.workers.cancel_group(self, "search")  # a search still running is not wanted
         if hit is None:
             return
         self.selected = None
