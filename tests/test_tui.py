@@ -281,10 +281,19 @@ async def test_command_palette_runs_the_actions(sample_sqlite):
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert {"Search", "Mark", "Rewind", "Branch", "Merge", "Prune", "Undo", "Refresh",
                 "Follow"} <= titles
+        from textual.command import CommandList, CommandPalette
+
         await press(pilot, "ctrl+p")
+        assert isinstance(app.screen, CommandPalette)
         for ch in "Mark":
             await pilot.press(ch)
-        await pilot.pause(0.3)
+        results = app.screen.query_one(CommandList)
+
+        def mark_first() -> bool:
+            return (results.option_count > 0 and results.highlighted == 0
+                    and "Mark" in str(results.get_option_at_index(0).prompt))
+
+        await until(pilot, mark_first, what="the palette offering Mark")
         await press(pilot, "enter")
         await until(pilot, lambda: app.mark is not None, what="the mark from the palette")
 
