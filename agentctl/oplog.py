@@ -356,12 +356,13 @@ async def check_undo(tx: Transaction, op: OpRecord) -> None:
         raise OperationError(
             f"cannot undo operation {op.op_id} ({op.kind}): checkpoint(s) "
             f"{_short([r['checkpoint_id'] for r in taken])} exist again; delete them first")
+    # A row the undo deletes must not be the parent of a row that stays (unless the
+    # undo brings back an older row of that id, as after an import that replaced it).
     children = await tx.fetch(
-        f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN "
-        f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert') "
-        f"AND c.checkpoint_id NOT IN "
-        f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert') "
-        "ORDER BY c.checkpoint_id LIMIT 6", op.op_id, op.op_id)
+        f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN {mine} "
+        f"AND c.checkpoint_id NOT IN {mine} "
+        f"AND c.parent_id NOT IN (SELECT checkpoint_id FROM {TRASH} WHERE op_id = ?) "
+        "ORDER BY c.checkpoint_id LIMIT 6", op.op_id, op.op_id, op.op_id)
     if children:
         raise OperationError(
             f"cannot undo operation {op.op_id} ({op.kind}): checkpoint(s) "
