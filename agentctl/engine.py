@@ -811,13 +811,16 @@ class CheckpointEngine:
 
     async def merge_base(self, a: str, b: str, reader: RowReads | None = None) -> CheckpointMetadata | None:
         """The nearest common ancestor of checkpoints a and b (None if they share none):
-        the first ancestor of b, breadth-first, that is also an ancestor of a."""
+        the first ancestor of b, breadth-first, that is also an ancestor of a and still
+        exists (a deleted checkpoint both name as parent cannot serve as a base)."""
         reader = reader or self._checkpointer
         graph = _Graph(reader)
         ancestors = {cid async for cid in graph.walk(a)}
         async for cid in graph.walk(b):
             if cid in ancestors:
-                return await reader.get_metadata(cid)
+                meta = await reader.get_metadata(cid)
+                if meta is not None:
+                    return meta
         return None
 
     async def _plan_merge(self, reader: RowReads, branch_thread_id: str, into_thread_id: str,

@@ -174,6 +174,16 @@ async def test_merge_without_common_ancestor_and_broken_links(backend, engine):
     assert merged.messages == [msg("m2"), msg("y"), msg("y2")]
 
 
+async def test_merge_when_the_common_ancestor_was_deleted(backend, engine):
+    base, branch = await fork(engine, {"a": 1}, {"a": 1, "o": 1}, {"a": 1, "t": 1})
+    await engine.prune("main", "keep_last_n", 1)  # deletes the branch point
+    assert await engine.merge_base((await backend.get_latest("main")).metadata.checkpoint_id,
+                                   (await backend.get_latest(branch)).metadata.checkpoint_id) is None
+    plan = await engine.plan_merge(branch, "main")
+    assert plan.base is None and plan.conflicts == []
+    assert plan.merged.state == {"a": 1, "o": 1, "t": 1}
+
+
 async def test_merge_errors(backend, engine):
     await engine.snapshot("main", [], {}, {})
     with pytest.raises(ThreadNotFound, match="not found"):

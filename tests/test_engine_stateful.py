@@ -18,9 +18,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
 
 from agentctl.backends import make_backend
 from agentctl.backends.base import loads
@@ -31,7 +37,7 @@ from agentctl.merge import merge_messages, three_way_merge
 from engine_helpers import T0, Clock
 
 JSON_COLUMNS = ("tags", "messages_blob", "state_blob", "tools_blob")
-SETTINGS = settings(max_examples=20, stateful_step_count=12, deadline=None)
+SETTINGS = settings(max_examples=20, stateful_step_count=15, deadline=None)
 
 states = st.dictionaries(st.sampled_from("abc"), st.integers(0, 2), max_size=3)
 picks = st.integers(0, 10**6)
@@ -143,18 +149,34 @@ class EngineMachine(RuleBasedStateMachine):
         before = {cid: dict(r) for cid, r in self.rows.items() if r["thread_id"] in threads}
         return ModelOp(0, kind, threads, before)
 
-    def record(self, op: ModelOp, op_id: int) -> None:
+    def record(self, op: ModelOp, op_id: int, undo_now: bool) -> None:
         op.op_id = op_id
         assert self.engine.last_op_id == op_id
         op.after = {t: {(r["checkpoint_id"], r["id"]) for r in self.thread_rows(t)} for t in op.threads}
         self.ops.append(op)
+        if undo_now:  # straight back: the exact rows of before
+            before = {cid: r for cid, r in self.rows.items() if r["thread_id"] not in op.threads}
+            before.update(op.before)
+            self.try_undo(op, None)
+            assert self.db_rows() == before
 
     # ---- rules ------------------------------------------------------------------------
 
-    @rule(i=picks, new=st.booleans(), state=states, text=st.sampled_from(["hi", "ok", "你好"]))
-    def snapshot(self, i: int, new: bool, state: dict, text: str) -> None:
+    @initialize(first=st.lists(states, min_size=2, max_size=6), second=st.lists(states, max_size=4))
+    def two_threads(self, first: list, second: list) -> None:
+        for thread, seq in (("t0", first), ("t1", second)):
+            for state in seq:
+                self.snapshot_to(thread, state, "init")
+
+    @rule(i=picks, new=st.integers(0, 5), state=states, text=st.sampled_from(["hi", "ok", "你好"]),
+          seconds=st.sampled_from([0, 0, 1, 5, 30]))
+    def snapshot(self, i: int, new: int, state: dict, text: str, seconds: int) -> None:
+        self.clock.now += timedelta(seconds=seconds)
         threads = self.threads()
-        thread = f"t{len(threads)}" if new or not threads else self.pick(threads, i)
+        self.snapshot_to(f"t{len(threads)}" if new == 0 or not threads else self.pick(threads, i),
+                         state, text)
+
+    def snapshot_to(self, thread: str, state: dict, text: str) -> None:
         step = self.next_step(thread)
         head = self.head(thread)
         messages = [{"role": "user", "content": f"{text} {self.n}"}]
@@ -167,12 +189,8 @@ class EngineMachine(RuleBasedStateMachine):
         self.rows[cid] = row
         self.counters[thread] = max(self.counters.get(thread, 0), step)
 
-    @rule(seconds=st.integers(1, 30))
-    def tick(self, seconds: int) -> None:
-        self.clock.now += timedelta(seconds=seconds)
-
-    @rule(i=picks, hard=st.booleans())
-    def rewind(self, i: int, hard: bool) -> None:
+    @rule(i=picks, hard=st.booleans(), undo_now=st.booleans())
+    def rewind(self, i: int, hard: bool, undo_now: bool) -> None:
         if not self.rows:
             return
         target = self.rows[self.pick(sorted(self.rows), i)]
@@ -183,6 +201,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert result.rewind_depth == len(later)
         assert result.checkpoint.metadata.checkpoint_id == target["checkpoint_id"]
         self.counters[thread] = target["step"]
+        event(f"rewind hard={hard} moved={bool(later)}")
         if not later:
             assert result.op_id is None
             return
@@ -200,10 +219,10 @@ class EngineMachine(RuleBasedStateMachine):
                 self.rows[cid] = {**self.rows[cid], "thread_id": archive}
             if not self.rows[ids[0]]["parent_id"]:
                 self.rows[ids[0]]["parent_id"] = target["checkpoint_id"]
-        self.record(op, result.op_id)
+        self.record(op, result.op_id, undo_now)
 
-    @rule(i=picks, name=st.sampled_from(["x", "fix"]))
-    def branch(self, i: int, name: str) -> None:
+    @rule(i=picks, name=st.sampled_from(["x", "fix"]), undo_now=st.booleans())
+    def branch(self, i: int, name: str, undo_now: bool) -> None:
         if not self.rows:
             return
         source = self.rows[self.pick(sorted(self.rows), i)]
@@ -217,7 +236,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.rows[row["checkpoint_id"]] = row
         op.inserted.add(row["checkpoint_id"])
         self.counters[thread] = 0
-        self.record(op, self.engine.last_op_id)
+        self.record(op, self.engine.last_op_id, undo_now)
 
     def parents(self, cid: str) -> list[str]:
         row = self.rows.get(cid)
@@ -237,8 +256,9 @@ class EngineMachine(RuleBasedStateMachine):
                     queue.append(p)
         return out
 
-    @rule(i=picks, j=picks, strategy=st.sampled_from(["three-way", "ours", "theirs"]))
-    def merge(self, i: int, j: int, strategy: str) -> None:
+    @rule(i=picks, j=picks, strategy=st.sampled_from(["three-way", "ours", "theirs"]),
+          undo_now=st.booleans())
+    def merge(self, i: int, j: int, strategy: str, undo_now: bool) -> None:
         threads = self.threads()
         if len(threads) < 2:
             return
@@ -246,13 +266,15 @@ class EngineMachine(RuleBasedStateMachine):
         into = self.pick([t for t in threads if t != branch], j)
         ours, theirs = self.head(into), self.head(branch)
         ancestors = set(self.walk(ours["checkpoint_id"]))
-        base_id = next((c for c in self.walk(theirs["checkpoint_id"]) if c in ancestors), None)
+        base_id = next((c for c in self.walk(theirs["checkpoint_id"])
+                        if c in ancestors and c in self.rows), None)
         base = self.rows[base_id] if base_id else None
         merged, conflicts = {}, []
         for col in ("state_blob", "tools_blob"):
             res = three_way_merge(base[col] if base else {}, ours[col], theirs[col], strategy)
             merged[col] = {} if res.value is MISSING else res.value
             conflicts += res.conflicts
+        event(f"merge conflicts={bool(conflicts)} up_to_date={base_id == theirs['checkpoint_id']}")
         if conflicts:
             with pytest.raises(MergeConflictError):
                 self.run(self.engine.merge_branch(branch, into, strategy))
@@ -273,18 +295,18 @@ class EngineMachine(RuleBasedStateMachine):
         self.rows[cid] = row
         op.inserted.add(cid)
         self.counters[into] = max(self.counters.get(into, 0), step)
-        self.record(op, self.engine.last_op_id)
+        self.record(op, self.engine.last_op_id, undo_now)
 
     @rule(i=picks, policy=st.sampled_from(["keep_last_n", "keep_milestones", "keep_age"]),
-          param=st.integers(0, 6))
-    def prune(self, i: int, policy: str, param: int) -> None:
+          param=st.integers(0, 3), undo_now=st.booleans())
+    def prune(self, i: int, policy: str, param: int, undo_now: bool) -> None:
         if not self.rows:
             return
-        thread = self.pick(self.threads(), i)
+        thread = self.rows[self.pick(sorted(self.rows), i)]["thread_id"]  # longer threads likelier
         rows = self.thread_rows(thread)
         total = len(rows)
         if policy == "keep_age":
-            param *= 10
+            param *= 5
             cutoff = (self.clock.now - timedelta(seconds=param)).isoformat()
             doomed = [r for p, r in enumerate(rows) if p < total - 1 and r["created_at"] < cutoff]
         elif policy == "keep_last_n" or param <= 1:
@@ -297,15 +319,16 @@ class EngineMachine(RuleBasedStateMachine):
         op = self.begin("prune", [thread])
         result = self.run(self.engine.prune(thread, policy, param))
         assert sorted(result.deleted) == sorted(r["checkpoint_id"] for r in doomed)
+        event(f"prune deleted={bool(doomed)}")
         if not doomed:
             assert result.op_id is None
             return
         for r in doomed:
             op.trash[r["checkpoint_id"]] = self.rows.pop(r["checkpoint_id"])
-        self.record(op, result.op_id)
+        self.record(op, result.op_id, undo_now)
 
-    @rule(i=picks)
-    def delete_thread(self, i: int) -> None:
+    @rule(i=picks, undo_now=st.booleans())
+    def delete_thread(self, i: int, undo_now: bool) -> None:
         if not self.rows:
             return
         thread = self.pick(self.threads(), i)
@@ -314,7 +337,7 @@ class EngineMachine(RuleBasedStateMachine):
         for r in self.thread_rows(thread):
             op.trash[r["checkpoint_id"]] = self.rows.pop(r["checkpoint_id"])
         self.counters.pop(thread, None)
-        self.record(op, result.op_id)
+        self.record(op, result.op_id, undo_now)
 
     def undoable(self, op: ModelOp) -> bool:
         if op.undone or op.purged:
@@ -339,6 +362,7 @@ class EngineMachine(RuleBasedStateMachine):
         self.ops.append(ModelOp(undo_id, "undo", [], {}, undone=True))
 
     def try_undo(self, op: ModelOp | None, op_id: int | None) -> None:
+        event(f"undo {'refused' if op is None or not self.undoable(op) else op.kind}")
         if op is None or not self.undoable(op):
             with pytest.raises(OperationError):
                 self.run(self.engine.undo(op_id))
