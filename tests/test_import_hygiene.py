@@ -21,7 +21,7 @@ def loaded_after(code: str) -> set[str]:
 
 @pytest.mark.parametrize("module", [
     "agentctl.model", "agentctl.errors", "agentctl.backends", "agentctl.backends.sqlite",
-    "agentctl.backends.postgres", "agentctl.text",
+    "agentctl.backends.postgres", "agentctl.text", "agentctl.refs",
 ])
 def test_core_is_headless(module):
     mods = loaded_after(f"import {module}")
@@ -58,3 +58,8 @@ def test_help_does_not_import_textual_or_asyncpg():
 def test_read_command_does_not_import_textual():
     mods = run_cli_modules("--db", "sample_db/checkpoints.db", "threads", "list", "--json")
     assert "textual" not in mods and "asyncpg" not in mods
+
+
+def test_render_imports_rich_not_textual():
+    mods = loaded_after("import agentctl.render")
+    assert "rich" in mods and "textual" not in mods and "asyncpg" not in mods

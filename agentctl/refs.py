@@ -1,0 +1,146 @@
+"""Naming checkpoints and threads on the command line (headless: no rich, no textual).
+
+A checkpoint reference is, in the order tried:
+
+1. a full checkpoint id;
+2. a thread id: the thread's head;
+3. `THREAD~N`: N checkpoints before the thread's head (`THREAD~` is `THREAD~1`);
+4. `THREAD@STEP`: the checkpoint of the thread at that step (the last one when the
+   writer repeated the step);
+5. a unique prefix of a checkpoint id (an ambiguous prefix lists the candidates).
+
+Nothing matching raises CheckpointNotFound / ThreadNotFound naming the closest ids.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from agentctl.errors import (
+    AmbiguousReference,
+    CheckpointNotFound,
+    ThreadNotFound,
+    UsageError,
+)
+from agentctl.model import CheckpointMetadata
+
+__all__ = ["resolve", "resolve_thread", "closest_checkpoints", "closest_threads"]
+
+_TILDE = re.compile(r"^(?P<thread>.+)~(?P<n>\d*)$")
+_AT = re.compile(r"^(?P<thread>.+)@(?P<step>-?\d+)$")
+MAX_CANDIDATES = 10
+
+
+async def _thread_exists(backend: Any, thread: str) -> bool:
+    found = await backend.find_thread_ids(thread, limit=1)
+    return bool(found) and found[0] == thread
+
+
+async def _head(backend: Any, thread: str) -> CheckpointMetadata | None:
+    page = await backend.read_thread(thread, limit=1, offset=0, descending=True)
+    return page[0] if page else None
+
+
+async def _near_ids(finder: Any, ref: str, want: int = 40) -> list[str]:
+    """Ids sharing ever shorter prefixes with `ref` (indexed prefix scans, no full read)."""
+    seen: dict[str, None] = {}
+    lengths = sorted({len(ref), len(ref) * 3 // 4, len(ref) // 2, len(ref) // 4, 0}, reverse=True)
+    for n in lengths:
+        for cid in await finder(ref[:n], limit=want):
+            seen.setdefault(cid, None)
+        if len(seen) >= want:
+            break
+    return list(seen)
+
+
+def _closest(ref: str, candidates: list[str], n: int = 3) -> list[str]:
+    return difflib.get_close_matches(ref, candidates, n=n, cutoff=0.4)
+
+
+async def closest_checkpoints(backend: Any, ref: str, n: int = 3) -> list[str]:
+    return _closest(ref, await _near_ids(backend.find_checkpoint_ids, ref), n)
+
+
+async def closest_threads(backend: Any, ref: str, n: int = 3) -> list[str]:
+    return _closest(ref, await _near_ids(backend.find_thread_ids, ref), n)
+
+
+async def resolve(backend: Any, ref: str) -> CheckpointMetadata:
+    """The checkpoint a reference names (see the module docstring)."""
+    ref = (ref or "").strip()
+    if not ref:
+        raise UsageError("empty checkpoint reference")
+    meta = await backend.get_metadata(ref)
+    if meta is not None:
+        return meta
+    if await _thread_exists(backend, ref):
+        head = await _head(backend, ref)
+        if head is not None:
+            return head
+
+    m = _TILDE.match(ref)
+    if m and await _thread_exists(backend, m["thread"]):
+        thread, back = m["thread"], int(m["n"] or 1)
+        page = await backend.read_thread(thread, limit=1, offset=back, descending=True)
+        if page:
+            return page[0]
+        total = await backend.count(thread)
+        raise CheckpointNotFound(ref, [f"{thread}~{total - 1} (the oldest of its {total})"])
+
+    m = _AT.match(ref)
+    if m:
+        thread, step = m["thread"], int(m["step"])
+        if not await _thread_exists(backend, thread):
+            raise ThreadNotFound(thread, await closest_threads(backend, thread))
+        found = await backend.at_step(thread, step)
+        if found is not None:
+            return found
+        raise CheckpointNotFound(ref, await _nearest_steps(backend, thread, step))
+
+    candidates = await backend.find_checkpoint_ids(ref, limit=MAX_CANDIDATES + 1)
+    if len(candidates) == 1:
+        meta = await backend.get_metadata(candidates[0])
+        if meta is not None:
+            return meta
+    if len(candidates) > 1:
+        shown = candidates[:MAX_CANDIDATES]
+        if len(candidates) > MAX_CANDIDATES:
+            shown = shown + ["…"]
+        raise AmbiguousReference(ref, shown)
+    near = await _near_ids(backend.find_checkpoint_ids, ref)
+    near += [t for t in await _near_ids(backend.find_thread_ids, ref) if t not in near]
+    raise CheckpointNotFound(ref, _closest(ref, near, n=4))
+
+
+async def _nearest_steps(backend: Any, thread: str, step: int) -> list[str]:
+    """The thread's first and last steps, as references."""
+    first = await backend.read_thread(thread, limit=1, offset=0)
+    last = await _head(backend, thread)
+    return list(dict.fromkeys(f"{thread}@{m.step}" for m in first + ([last] if last else [])))
+
+
+async def resolve_thread(backend: Any, ref: str) -> str:
+    """The thread a reference names: a thread id, a unique thread-id prefix, or any
+    checkpoint reference (its thread)."""
+    ref = (ref or "").strip()
+    if not ref:
+        raise UsageError("empty thread name")
+    found = await backend.find_thread_ids(ref, limit=MAX_CANDIDATES + 1)
+    if found and found[0] == ref:
+        return ref
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        shown = found[:MAX_CANDIDATES] + (["…"] if len(found) > MAX_CANDIDATES else [])
+        raise AmbiguousReference(ref, shown)
+    meta = await backend.get_metadata(ref)
+    if meta is not None:
+        return meta.thread_id
+    if _TILDE.match(ref) or _AT.match(ref):
+        try:
+            return (await resolve(backend, ref)).thread_id
+        except (CheckpointNotFound, ThreadNotFound):
+            pass
+    raise ThreadNotFound(ref, await closest_threads(backend, ref))

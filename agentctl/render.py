@@ -1,0 +1,530 @@
+"""Rich renderables shared by the CLI and the TUI.
+
+Everything that comes from a database is passed through `agentctl.text.inert` and put
+into `rich.text.Text` objects, never parsed as markup: an escape sequence, a carriage
+return or `[bold red]` in a message shows up as the characters it is made of.
+
+This module imports rich (never textual). Renderables are built from the model's
+dataclasses and the engine's plain results (duck-typed by their documented fields).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Sequence
+
+from rich.console import Group, RenderableType
+from rich.highlighter import JSONHighlighter
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from agentctl.text import inert, shorten
+
+__all__ = [
+    "safe",
+    "value_text",
+    "transcript",
+    "json_view",
+    "metadata_table",
+    "diff_table",
+    "conflicts_table",
+    "tree_view",
+    "threads_table",
+    "log_lines",
+    "graph_lines",
+    "op_table",
+    "plan_text",
+    "ROLE_STYLES",
+    "OP_STYLES",
+]
+
+ROLE_STYLES = {
+    "system": "bold magenta",
+    "user": "bold green",
+    "assistant": "bold cyan",
+    "tool": "bold yellow",
+    "function": "bold yellow",
+}
+OP_STYLES = {"added": "green", "removed": "red", "changed": "yellow"}
+LABEL_STYLES = {
+    "head": "bold green",
+    "root": "dim",
+    "branch-point": "magenta",
+    "merge": "bold magenta",
+    "abandoned": "red",
+    "orphan": "bold red",
+}
+ID_STYLE = "yellow"
+DIM = "dim"
+
+_json_highlighter = JSONHighlighter()
+
+
+# ---- text helpers -------------------------------------------------------------------
+
+
+def safe(value: Any, style: str = "", *, one_line: bool = False) -> Text:
+    """A Text of `value` shown literally: control characters escaped, no markup."""
+    s = "" if value is None else (value if isinstance(value, str) else str(value))
+    return Text(inert(s, one_line=one_line), style=style)
+
+
+def _dumps(value: Any, indent: int | None = None) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=str,
+                      separators=None if indent else (", ", ": "))
+
+
+def _is_missing(value: Any) -> bool:
+    from agentctl.diff import MISSING
+
+    return value is MISSING
+
+
+def value_text(value: Any, width: int | None = 120) -> Text:
+    """A JSON value on one line (shortened to `width`), highlighted; `MISSING` as a dim
+    dash. Strings show as JSON strings so `"1"` and `1` differ."""
+    if _is_missing(value):
+        return Text("—", style=DIM)
+    s = _dumps(value)
+    s = shorten(s, width) if width else inert(s, one_line=True)
+    return _json_highlighter(Text(s))
+
+
+def json_view(value: Any) -> RenderableType:
+    """Indented, highlighted JSON. json.dumps escapes C0 controls itself; `inert`
+    catches the rest (C1 controls, bidi overrides) that ensure_ascii=False keeps."""
+    text = Text(inert(_dumps(value, indent=2)), no_wrap=False)
+    return _json_highlighter(text)
+
+
+# ---- a checkpoint ---------------------------------------------------------------------
+
+
+def _content_text(content: Any) -> Text:
+    if isinstance(content, str):
+        return safe(content)
+    if isinstance(content, list):
+        # multi-part content: [{"type": "text", "text": ...}, {"type": "image_url", ...}]
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(safe(part["text"]))
+            else:
+                parts.append(value_text(part, width=None))
+        return Text("\n").join(parts)
+    return value_text(content, width=None)
+
+
+def transcript(messages: Any) -> RenderableType:
+    """A chat transcript: each message's role (and tool name), its content, and the
+    tool calls it makes."""
+    if not isinstance(messages, list):
+        return Group(Text("(messages are not a list)", style="red"), json_view(messages))
+    if not messages:
+        return Text("(no messages)", style=DIM)
+    items: list[RenderableType] = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, Mapping):
+            items.append(Text.assemble((f"[{i}] ", DIM), ("(not an object) ", "red"),
+                                       value_text(msg, width=None)))
+            continue
+        role = msg.get("role")
+        role_s = role if isinstance(role, str) else "?"
+        header = Text.assemble((f"[{i}] ", DIM), safe(role_s, ROLE_STYLES.get(role_s, "bold"), one_line=True))
+        if msg.get("name"):
+            header.append(" ")
+            header.append_text(safe(msg["name"], "yellow", one_line=True))
+        if msg.get("tool_call_id"):
+            header.append(" ")
+            header.append_text(safe(f"({msg['tool_call_id']})", DIM, one_line=True))
+        items.append(header)
+        content = msg.get("content", "")
+        if content not in ("", None):
+            items.append(_indent(_content_text(content)))
+        for call in msg.get("tool_calls") or []:
+            items.append(_indent(_tool_call_text(call)))
+        extra = {k: v for k, v in msg.items()
+                 if k not in ("role", "content", "name", "tool_calls", "tool_call_id")}
+        if extra:
+            items.append(_indent(Text.assemble(("extra ", DIM), value_text(extra, width=None))))
+    return Group(*items)
+
+
+def _indent(text: Text, n: int = 4) -> Text:
+    pad = " " * n
+    lines = text.split("\n", allow_blank=True)
+    out = Text()
+    for j, line in enumerate(lines):
+        if j:
+            out.append("\n")
+        out.append(pad)
+        out.append_text(line)
+    return out
+
+
+def _tool_call_text(call: Any) -> Text:
+    if not isinstance(call, Mapping):
+        return Text.assemble(("→ ", "yellow"), value_text(call, width=None))
+    fn = call.get("function") if isinstance(call.get("function"), Mapping) else None
+    name = call.get("name") or (fn or {}).get("name") or "?"
+    args = call.get("arguments", (fn or {}).get("arguments", {}))
+    if isinstance(args, str):  # OpenAI style: arguments as a JSON string
+        try:
+            args = json.loads(args)
+        except ValueError:
+            pass
+    out = Text.assemble(("→ ", "yellow"), safe(name, "bold yellow", one_line=True), "(")
+    out.append_text(value_text(args, width=None) if not isinstance(args, str) else safe(args, one_line=True))
+    out.append(")")
+    if call.get("id"):
+        out.append_text(safe(f" [{call['id']}]", DIM, one_line=True))
+    return out
+
+
+def metadata_table(meta: Any, next_node: str = "") -> RenderableType:
+    """The fields of a CheckpointMetadata as a two-column grid."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("checkpoint", safe(meta.checkpoint_id, ID_STYLE, one_line=True))
+    grid.add_row("thread", safe(meta.thread_id, one_line=True))
+    grid.add_row("step", Text(str(meta.step)))
+    grid.add_row("parent", safe(meta.parent_checkpoint_id, one_line=True)
+                 if meta.parent_checkpoint_id else Text("—", style=DIM))
+    grid.add_row("created", safe(meta.created_at, one_line=True))
+    grid.add_row("tags", _tags_text(meta.tags) if meta.tags else Text("—", style=DIM))
+    grid.add_row("summary", safe(meta.summary))
+    if next_node:
+        grid.add_row("next node", safe(next_node, one_line=True))
+    return grid
+
+
+def _tags_text(tags: Iterable[Any]) -> Text:
+    return Text(", ").join(safe(t, "cyan", one_line=True) for t in tags)
+
+
+# ---- diffs and conflicts --------------------------------------------------------------
+
+
+def _format_path(pointer: str) -> str:
+    from agentctl.diff import format_path
+
+    return format_path(pointer)
+
+
+def diff_table(changes: Sequence[Any], value_width: int = 60) -> RenderableType:
+    """SECTION, PATH (human form), OP, OLD, NEW for each Change."""
+    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
+    for name in ("SECTION", "PATH", "OP", "OLD", "NEW"):
+        t.add_column(name, overflow="fold", no_wrap=name in ("SECTION", "OP"))
+    for c in changes:
+        style = OP_STYLES.get(c.op, "")
+        t.add_row(safe(c.section, one_line=True), safe(_format_path(c.path), one_line=True),
+                  Text(c.op, style=style), value_text(c.old, value_width),
+                  value_text(c.new, value_width))
+    if not changes:
+        return Text("no differences", style=DIM)
+    return t
+
+
+def conflicts_table(conflicts: Sequence[Any], value_width: int = 50) -> RenderableType:
+    """PATH, BASE, OURS, THEIRS for each merge Conflict."""
+    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
+    for name in ("PATH", "BASE", "OURS", "THEIRS"):
+        t.add_column(name, overflow="fold")
+    for c in conflicts:
+        t.add_row(safe(_format_path(c.path), "bold", one_line=True), value_text(c.base, value_width),
+                  value_text(c.ours, value_width), value_text(c.theirs, value_width))
+    return t
+
+
+# ---- threads, log, tree ----------------------------------------------------------------
+
+
+def threads_table(summaries: Sequence[Any], summary_width: int = 60) -> RenderableType:
+    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
+    for name, justify in (("THREAD", "left"), ("CKPTS", "right"), ("HEAD", "right"),
+                          ("UPDATED", "left"), ("BRANCH-OF", "left"), ("SUMMARY", "left")):
+        t.add_column(name, justify=justify, overflow="fold", no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
+                     min_width=20 if name == "SUMMARY" else None)
+    for s in summaries:
+        t.add_row(safe(s.thread_id, "bold", one_line=True), Text(str(s.checkpoints)),
+                  Text(str(s.head_step)), safe(str(s.updated_at)[:19], DIM, one_line=True),
+                  safe(s.branch_of or "", "magenta", one_line=True),
+                  safe(shorten(s.head_summary or "", summary_width)))
+    return t
+
+
+def merge_parents(meta: Any) -> list[str]:
+    """The checkpoints a merge checkpoint merged in, from its `merged:<id>` tags."""
+    return [t[len("merged:"):] for t in (meta.tags or [])
+            if isinstance(t, str) and t.startswith("merged:") and len(t) > len("merged:")]
+
+
+def _log_line(meta: Any, decorations: Sequence[str], summary_width: int | None) -> Text:
+    line = Text()
+    line.append_text(safe(meta.checkpoint_id, ID_STYLE, one_line=True))
+    if decorations:
+        line.append(" (")
+        line.append_text(Text(", ").join(safe(d, "bold green", one_line=True) for d in decorations))
+        line.append(")")
+    line.append(f" #{meta.step}", style="cyan")
+    tags = [t for t in (meta.tags or []) if not str(t).startswith(("merged:", "branch:"))]
+    if tags:
+        line.append(" [")
+        line.append_text(_tags_text(tags))
+        line.append("]")
+    summary = meta.summary or ""
+    if summary:
+        line.append(" ")
+        line.append_text(safe(shorten(summary, summary_width) if summary_width else
+                              inert(summary, one_line=True)))
+    return line
+
+
+def graph_lines(metas: Sequence[Any]) -> list[tuple[str, Any | None]]:
+    """Lay out checkpoints (newest first) as a commit graph, git-style.
+
+    Returns rows of (graph prefix, meta or None): a row with a meta draws the
+    checkpoint ("*" in its lane); rows without one draw lanes forking ("┘") or a merge
+    bringing in another parent ("┐"). A lane waits for the parent of the checkpoint
+    above it; parents not in `metas` end their lane.
+    """
+    present = {m.checkpoint_id for m in metas}
+    lanes: list[str | None] = []
+    rows: list[tuple[str, Any | None]] = []
+    drawn: set[str] = set()
+
+    def prefix(marks: dict[int, str], width: int) -> str:
+        cells = []
+        for i in range(width):
+            if i in marks:
+                cells.append(marks[i])
+            else:
+                cells.append("│" if i < len(lanes) and lanes[i] is not None else " ")
+        return " ".join(cells).rstrip()
+
+    def connector(low: int, high: int, end: str) -> str:
+        # "├─┘" / "├─┐" between two lanes; lanes crossed in between show "┼".
+        cells = []
+        for i in range(max(len(lanes), high + 1)):
+            if i == low:
+                cells.append("├")
+            elif i == high:
+                cells.append(end)
+            elif low < i < high:
+                cells.append("┼" if i < len(lanes) and lanes[i] is not None else "─")
+            else:
+                cells.append("│" if i < len(lanes) and lanes[i] is not None else " ")
+        out = ""
+        for i, cell in enumerate(cells):
+            if i:
+                out += "─" if low <= i - 1 < high else " "
+            out += cell
+        return out.rstrip()
+
+    for meta in metas:
+        cid = meta.checkpoint_id
+        waiting = [i for i, lane in enumerate(lanes) if lane == cid]
+        if waiting:
+            col = waiting[0]
+        else:
+            col = lanes.index(None) if None in lanes else len(lanes)
+            if col == len(lanes):
+                lanes.append(None)
+        # Other lanes that waited for this checkpoint join it: they forked off here.
+        for j in reversed(waiting[1:]):
+            rows.append((connector(col, j, "┘"), None))
+            lanes[j] = None
+        rows.append((prefix({col: "*"}, len(lanes)), meta))
+        drawn.add(cid)
+        parent = meta.parent_checkpoint_id
+        lanes[col] = parent if parent in present and parent not in drawn else None
+        for other in merge_parents(meta):
+            if other not in present or other in drawn or other in lanes:
+                continue
+            slot = next((i for i, lane in enumerate(lanes) if lane is None and i > col), None)
+            if slot is None:
+                lanes.append(None)
+                slot = len(lanes) - 1
+            lanes[slot] = other
+            rows.append((connector(col, slot, "┐"), None))
+        while lanes and lanes[-1] is None:
+            lanes.pop()
+    return rows
+
+
+def log_lines(metas: Sequence[Any], graph: bool = False, *, heads: Mapping[str, Sequence[str]] | None = None,
+              summary_width: int | None = 80) -> list[Text]:
+    """One line per checkpoint, newest first as given: id, (decorations), #step, [tags],
+    summary. `heads` maps checkpoint ids to names shown as decorations (e.g. the thread
+    whose head it is). With `graph`, a lane graph of forks and merges is drawn on the
+    left (the checkpoints must be in child-before-parent order)."""
+    heads = heads or {}
+    if not graph:
+        return [_log_line(m, heads.get(m.checkpoint_id, ()), summary_width) for m in metas]
+    out = []
+    for pre, meta in graph_lines(metas):
+        line = Text(pre, style="magenta")
+        if meta is not None:
+            line.append(" ")
+            line.append_text(_log_line(meta, heads.get(meta.checkpoint_id, ()), summary_width))
+        out.append(line)
+    return out
+
+
+def tree_view(tree: Mapping[str, Any], summary_width: int = 60) -> RenderableType:
+    """The DAG of `get_checkpoint_tree` as a Rich tree: each thread's checkpoints in
+    order, a branch nested under its branch point, merges and labels marked."""
+    nodes = list(tree.get("nodes") or [])
+    edges = list(tree.get("edges") or [])
+    root = Tree(Text.assemble(("tree of ", DIM), safe(tree.get("thread_id", ""), "bold", one_line=True),
+                              (f"  ({tree.get('total_checkpoints', len(nodes))} checkpoints)", DIM)))
+    by_id = {n["id"]: n for n in nodes}
+    by_thread: dict[str, list[Mapping[str, Any]]] = {}
+    for n in nodes:
+        by_thread.setdefault(n["thread_id"], []).append(n)
+    # Branch edges: the first node of a thread hangs under a node of another thread.
+    branch_children: dict[str, list[str]] = {}
+    merged_from: dict[str, list[str]] = {}
+    child_threads: set[str] = set()
+    for e in edges:
+        if e.get("kind") == "branch" and e.get("to") in by_id and e.get("from") in by_id:
+            thread = by_id[e["to"]]["thread_id"]
+            if thread not in child_threads and by_id[e["from"]]["thread_id"] != thread:
+                branch_children.setdefault(e["from"], []).append(thread)
+                child_threads.add(thread)
+        elif e.get("kind") == "merge":
+            merged_from.setdefault(e.get("to"), []).append(e.get("from"))
+
+    def node_label(n: Mapping[str, Any]) -> Text:
+        line = Text.assemble(safe(n["id"], ID_STYLE, one_line=True), (f" #{n.get('step')}", "cyan"))
+        for label in n.get("labels") or []:
+            line.append(" ")
+            line.append_text(safe(label, LABEL_STYLES.get(label, "bold"), one_line=True))
+        if n.get("summary"):
+            line.append(" ")
+            line.append_text(safe(shorten(n["summary"], summary_width)))
+        for src in merged_from.get(n["id"], []):
+            line.append("  ← merged ", style="magenta")
+            line.append_text(safe(src, ID_STYLE, one_line=True))
+        return line
+
+    seen: set[str] = set()
+
+    def add_thread(parent: Tree, thread: str) -> None:
+        if thread in seen:
+            return
+        seen.add(thread)
+        branch = parent.add(Text.assemble(("thread ", DIM), safe(thread, "bold", one_line=True)))
+        for n in by_thread.get(thread, []):
+            leaf = branch.add(node_label(n))
+            for child in branch_children.get(n["id"], []):
+                add_thread(leaf, child)
+
+    # "threads" lists ids or {thread_id, parent_thread, ...} records
+    listed = [t if isinstance(t, str) else t.get("thread_id") for t in (tree.get("threads") or [])]
+    ordered = [t for t in listed if t in by_thread]
+    ordered += [t for t in by_thread if t not in ordered]
+    main = tree.get("thread_id")
+    for thread in ([main] if main in by_thread else []) + ordered:
+        if thread not in child_threads or thread == main:
+            add_thread(root, thread)
+    for thread in ordered:  # branches whose branch point is not shown
+        add_thread(root, thread)
+    return root
+
+
+# ---- the operation log and plans ------------------------------------------------------
+
+
+def op_table(ops: Sequence[Any]) -> RenderableType:
+    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
+    for name, justify in (("OP", "right"), ("WHEN", "left"), ("KIND", "left"), ("SUMMARY", "left"),
+                          ("THREADS", "left"), ("STATUS", "left")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for op in ops:
+        if op.undone:
+            status = Text("undone", style=DIM)
+        elif getattr(op, "undo_of", None):
+            status = Text(f"undo of {op.undo_of}", style="cyan")
+        else:
+            status = Text("done", style="green")
+        t.add_row(Text(str(op.op_id)), safe(str(op.created_at)[:19], DIM, one_line=True),
+                  safe(op.kind, "bold", one_line=True), safe(op.summary, one_line=True),
+                  safe(", ".join(op.threads or []), one_line=True), status)
+    return t
+
+
+def _meta_line(meta: Any, style: str = "") -> Text:
+    return Text.assemble("  ", safe(meta.checkpoint_id, ID_STYLE, one_line=True),
+                         (f" #{meta.step} ", "cyan"),
+                         safe(shorten(meta.summary or "", 60), style))
+
+
+def _listing(title: Text, metas: Sequence[Any], style: str = "", limit: int = 20) -> list[RenderableType]:
+    out: list[RenderableType] = [title]
+    for m in list(metas)[:limit]:
+        out.append(_meta_line(m, style))
+    if len(metas) > limit:
+        out.append(Text(f"  … and {len(metas) - limit} more", style=DIM))
+    return out
+
+
+def plan_text(plan: Any) -> RenderableType:
+    """What a write will do, for a confirmation prompt or `--dry-run`.
+
+    Knows the engine's RewindPlan, MergePlan and PrunePlan (by their fields)."""
+    fields = set(getattr(plan, "__dataclass_fields__", {}) or vars(plan))
+    parts: list[RenderableType] = []
+    if {"target", "moved"} <= fields:  # RewindPlan
+        target = plan.target
+        parts.append(Text.assemble(("rewind ", "bold"), safe(plan.thread_id, "bold", one_line=True),
+                                   " to ", safe(target.checkpoint_id, ID_STYLE, one_line=True),
+                                   (f" (step {target.step})", "cyan")))
+        n = len(plan.moved)
+        if not n:
+            parts.append(Text("  nothing after it: nothing to do", style=DIM))
+        elif plan.hard:
+            parts.extend(_listing(Text(f"DELETE {n} checkpoint{'s' if n != 1 else ''} after it "
+                                       "(undoable until purge):", style="bold red"), plan.moved, "red"))
+        else:
+            parts.extend(_listing(Text.assemble(f"move {n} checkpoint{'s' if n != 1 else ''} after it to ",
+                                                safe(plan.archive_thread or "?", "bold", one_line=True), ":"),
+                                  plan.moved))
+    elif {"ours", "theirs", "merged"} <= fields:  # MergePlan
+        theirs, ours = plan.theirs.metadata, plan.ours.metadata
+        parts.append(Text.assemble(("merge ", "bold"), safe(theirs.thread_id, "bold", one_line=True),
+                                   " into ", safe(ours.thread_id, "bold", one_line=True),
+                                   (f" (strategy {plan.strategy})", DIM)))
+        base = plan.base
+        parts.append(Text.assemble("  base:   ", safe(base.checkpoint_id, ID_STYLE, one_line=True)
+                                   if base else Text("none (no common ancestor)", style="red")))
+        parts.append(Text.assemble("  ours:   ", safe(ours.checkpoint_id, ID_STYLE, one_line=True)))
+        parts.append(Text.assemble("  theirs: ", safe(theirs.checkpoint_id, ID_STYLE, one_line=True)))
+        merged = plan.merged.metadata
+        parts.append(Text.assemble("  writes: ", safe(merged.checkpoint_id, ID_STYLE, one_line=True),
+                                   (f" #{merged.step}", "cyan")))
+        resolved = getattr(plan, "resolved", None) or []
+        if resolved:
+            parts.append(Text(f"{len(resolved)} conflict(s) settled by strategy {plan.strategy}:", style="yellow"))
+            parts.append(conflicts_table(resolved))
+        if plan.conflicts:
+            parts.append(Text(f"{len(plan.conflicts)} conflict(s):", style="bold red"))
+            parts.append(conflicts_table(plan.conflicts))
+    elif {"delete", "keep_count"} <= fields:  # PrunePlan
+        n = len(plan.delete)
+        policy = getattr(plan.policy, "value", plan.policy)
+        head = Text.assemble(("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True),
+                             (f" ({policy} {plan.param:g}): " if isinstance(plan.param, (int, float))
+                              else f" ({policy} {plan.param}): ", DIM))
+        if n:
+            head.append(f"delete {n}, keep {plan.keep_count}", style="bold red")
+            parts.extend(_listing(head, plan.delete, "red", limit=10))
+        else:
+            head.append(f"nothing to delete, keep {plan.keep_count}", style=DIM)
+            parts.append(head)
+    else:
+        parts.append(safe(repr(plan)))
+    return Group(*parts)
