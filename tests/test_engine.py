@@ -535,3 +535,30 @@ def test_config_defaults_match_the_seeds_except_delta():
     assert c.gc_policy is CheckpointGC.KEEP_LAST_N and c.gc_param == 100
     assert c.max_snapshot_size_mb == 10.0 and c.delta_snapshots is False
     assert CheckpointEngine(None)._config == c  # type: ignore[arg-type]
+
+
+# ---- the bundled sample ---------------------------------------------------------------
+
+
+async def test_sample_branch_and_merge_made_by_the_engine(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO, SAMPLE_DB
+
+    async with make_backend(str(SAMPLE_DB), readonly=True) as b:
+        for table in SIDE_TABLES:
+            assert not await b.table_exists(table)
+        branch = "coder-fix-flaky-test-branch-retry-backoff-70e7"
+        head = await b.get_latest("coder-fix-flaky-test")
+        assert head.metadata.step == 13 and head.metadata.tags == [
+            "merge", "merged:" + (await b.get_latest(branch)).metadata.checkpoint_id, "branch:" + branch]
+        assert head.state["retry"] == {"strategy": "exponential", "attempts": 3}
+        tree = await CheckpointEngine(b).get_checkpoint_tree("coder-fix-flaky-test")
+        assert {t["thread_id"] for t in tree["threads"]} == {"coder-fix-flaky-test", branch}
+        assert sum(e["kind"] == "merge" for e in tree["edges"]) == 1
+    # the shipped file is what the script writes (deterministic)
+    out = tmp_path / "sample.db"
+    subprocess.run([sys.executable, str(REPO / "sample_db" / "make_sample.py"), str(out)],
+                   check=True, capture_output=True, timeout=120)
+    assert out.read_bytes() == SAMPLE_DB.read_bytes()
