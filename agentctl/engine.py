@@ -323,32 +323,32 @@ _AFTER = ("thread_id = ? AND (step, created_at, id) > "
           "(SELECT step, created_at, id FROM checkpoints WHERE checkpoint_id = ?)")
 
 
-def _positions(where: str) -> str:
-    """Rows of a thread with their 0-based position and the thread's count."""
-    return (f"SELECT id, created_at, ROW_NUMBER() OVER (ORDER BY {THREAD_ORDER_ASC}) - 1 AS pos, "
-            f"COUNT(*) OVER () AS total FROM checkpoints WHERE {where}")
-
-
-def _gc_selection(kind: str, policy: CheckpointGC, param: float,
+def _gc_selection(kind: str, thread_id: str, policy: CheckpointGC, param: float,
                   cutoff: Any) -> tuple[str, list[Any]] | None:
-    """SQL selecting the ids a policy deletes from one thread (first parameter: the
-    thread), or None when the policy deletes nothing. Never selects the head."""
+    """A WHERE condition (and its parameters) selecting the rows a policy deletes from
+    one thread, or None when the policy deletes nothing. Never selects the head."""
+    head = f"(SELECT id FROM checkpoints WHERE thread_id = ? ORDER BY {THREAD_ORDER_DESC} LIMIT 1)"
     if policy is CheckpointGC.KEEP_ALL:
         return None
     if policy is CheckpointGC.KEEP_AGE:
-        older = ("julianday(r.created_at) < julianday(?)" if kind == "sqlite"
-                 else "r.created_at < ?")
-        return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
-                f"WHERE r.pos < r.total - 1 AND {older}", [cutoff])
+        older = "julianday(created_at) < julianday(?)" if kind == "sqlite" else "created_at < ?"
+        return f"thread_id = ? AND {older} AND id <> {head}", [thread_id, cutoff, thread_id]
     n = max(int(param), 1)
     if policy is CheckpointGC.KEEP_LAST_N or n == 1:
-        return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
-                "WHERE r.pos < r.total - CAST(? AS BIGINT)", [n])
-    # keep_milestones: n >= 2 rows kept, the first and the last among them.
+        # The last n come from the (thread_id, step) index; no pass over the whole thread.
+        return (f"thread_id = ? AND id NOT IN (SELECT id FROM checkpoints WHERE thread_id = ? "
+                f"ORDER BY {THREAD_ORDER_DESC} LIMIT CAST(? AS BIGINT))", [thread_id, thread_id, n])
+    # keep_milestones: n >= 2 rows kept, the first and the last among them; positions
+    # come from a window over the thread.
     keep = ("(r.pos = 0 OR (r.pos * CAST(? AS BIGINT)) / NULLIF(r.total - 1, 0) > "
             "((r.pos - 1) * CAST(? AS BIGINT)) / NULLIF(r.total - 1, 0))")
-    return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
-            f"WHERE r.total > CAST(? AS BIGINT) AND NOT {keep}", [n, n - 1, n - 1])
+    return (f"id IN (SELECT r.id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY {THREAD_ORDER_ASC}) - 1 "
+            "AS pos, COUNT(*) OVER () AS total FROM checkpoints WHERE thread_id = ?) r "
+            f"WHERE r.total > CAST(? AS BIGINT) AND NOT {keep})", [thread_id, n, n - 1, n - 1])
+
+
+class _NothingToDo(Exception):
+    """Raised inside a write transaction that turned out to change nothing (rolls it back)."""
 
 
 class _Graph:
@@ -604,18 +604,19 @@ class CheckpointEngine:
         if policy is not CheckpointGC.KEEP_AGE:
             if await self._thread_count(tx, thread_id) <= max(int(param), 1):
                 return
-        selection = self._selection(tx.kind, policy, param)
+        selection = self._selection(tx.kind, thread_id, policy, param)
         if selection is None:
             return
-        sql, params = selection
-        await delta.before_delete(tx, thread_id, f"id IN ({sql})", [thread_id, *params])
-        await tx.execute(f"DELETE FROM checkpoints WHERE id IN ({sql})", thread_id, *params)
+        where, params = selection
+        await delta.before_delete(tx, thread_id, where, params)
+        await tx.execute(f"DELETE FROM checkpoints WHERE {where}", *params)
 
-    def _selection(self, kind: str, policy: CheckpointGC, param: float) -> tuple[str, list[Any]] | None:
+    def _selection(self, kind: str, thread_id: str, policy: CheckpointGC,
+                   param: float) -> tuple[str, list[Any]] | None:
         cutoff = None
         if policy is CheckpointGC.KEEP_AGE:
             cutoff = self._ts_param(kind, (self._now_dt() - timedelta(seconds=float(param))).isoformat())
-        return _gc_selection(kind, policy, param, cutoff)
+        return _gc_selection(kind, thread_id, policy, param, cutoff)
 
     # ---- the seeds' decorator and scope ------------------------------------------------
 
@@ -920,13 +921,13 @@ class CheckpointEngine:
         total = await self._thread_count(b, thread_id)
         if total == 0:
             raise ThreadNotFound(thread_id)
-        selection = self._selection(b.kind, pol, param)
+        selection = self._selection(b.kind, thread_id, pol, param)
         delete: list[CheckpointMetadata] = []
         if selection is not None:
-            sql, params = selection
+            where, params = selection
             delete = [row_to_metadata(r) for r in await b.query(
-                f"SELECT {META_COLUMNS} FROM checkpoints WHERE id IN ({sql}) ORDER BY {THREAD_ORDER_ASC}",
-                thread_id, *params)]
+                f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} ORDER BY {THREAD_ORDER_ASC}",
+                *params)]
         return PrunePlan(thread_id, pol, param, delete, total - len(delete))
 
     def _check_param(self, policy: CheckpointGC, param: Any) -> float:
@@ -942,26 +943,29 @@ class CheckpointEngine:
         """Delete a thread's checkpoints by a GC policy, into the trash (undoable)."""
         pol = as_policy(policy)
         param = self._check_param(pol, param)
-        async with self._write([thread_id]) as tx:
-            if await self._thread_count(tx, thread_id) == 0:
-                raise ThreadNotFound(thread_id)
-            selection = self._selection(tx.kind, pol, param)
-            if selection is None:
-                return OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
-            sql, params = selection
-            where = f"id IN ({sql})"
-            n = int(await tx.fetchval(f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}",
-                                      thread_id, *params) or 0)
-            if n == 0:
-                return OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
-            summary = f"prune {thread_id} ({pol.value} {param:g}): deleted {n} checkpoint(s)"
-            op_id = await oplog.start(tx, "prune", summary, [thread_id],
-                                      {"thread": thread_id, "policy": pol.value, "param": param},
-                                      self._now())
-            await delta.before_delete(tx, thread_id, where, [thread_id, *params])
-            await oplog.trash(tx, op_id, where, thread_id, *params)
-            await oplog.finish(tx, op_id, [thread_id])
-            deleted = await oplog.trashed_ids(tx, op_id)
+        nothing = OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
+        try:
+            async with self._write([thread_id]) as tx:
+                if not await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1",
+                                      thread_id):
+                    raise ThreadNotFound(thread_id)
+                selection = self._selection(tx.kind, thread_id, pol, param)
+                if selection is None:
+                    return nothing
+                where, params = selection
+                op_id = await oplog.start(tx, "prune", f"prune {thread_id}", [thread_id],
+                                          {"thread": thread_id, "policy": pol.value, "param": param},
+                                          self._now())
+                await delta.before_delete(tx, thread_id, where, params)
+                deleted = await oplog.trash(tx, op_id, where, *params)
+                if not deleted:
+                    raise _NothingToDo()  # rolls back the op record (and new side tables)
+                summary = (f"prune {thread_id} ({pol.value} {param:g}): "
+                           f"deleted {len(deleted)} checkpoint(s)")
+                await oplog.set_summary(tx, op_id, summary)
+                await oplog.finish(tx, op_id, [thread_id])
+        except _NothingToDo:
+            return nothing
         self.last_op_id = op_id
         return OpResult(op_id, "prune", summary, deleted=deleted)
 
@@ -974,9 +978,8 @@ class CheckpointEngine:
             summary = f"delete thread {thread_id} ({n} checkpoint(s))"
             op_id = await oplog.start(tx, "delete_thread", summary, [thread_id],
                                       {"thread": thread_id, "count": n}, self._now())
-            await oplog.trash(tx, op_id, "thread_id = ?", thread_id)
+            deleted = await oplog.trash(tx, op_id, "thread_id = ?", thread_id)
             await oplog.finish(tx, op_id, [thread_id])
-            deleted = await oplog.trashed_ids(tx, op_id)
         self.last_op_id = op_id
         self._snapshot_counters.pop(thread_id, None)
         return OpResult(op_id, "delete_thread", summary, deleted=deleted)
