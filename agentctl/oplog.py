@@ -178,6 +178,12 @@ async def ensure_tables(tx: Transaction) -> None:
     """Create the side tables (inside the caller's write transaction) if missing."""
     if await tx.table_exists(OPLOG) and await tx.table_exists(TRASH):
         return
+    if tx.kind == "postgres":
+        # Two first writes at once would both create the tables (one fails): serialize
+        # them (SQLite's BEGIN IMMEDIATE already does), then look again.
+        await tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('agentctl_oplog', 7340))")
+        if await tx.table_exists(OPLOG) and await tx.table_exists(TRASH):
+            return
     ddl = _SQLITE_DDL if tx.kind == "sqlite" else _POSTGRES_DDL
     for statement in ddl.split(";"):
         if statement.strip():

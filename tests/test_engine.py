@@ -562,3 +562,20 @@ async def test_sample_branch_and_merge_made_by_the_engine(tmp_path):
     subprocess.run([sys.executable, str(REPO / "sample_db" / "make_sample.py"), str(out)],
                    check=True, capture_output=True, timeout=120)
     assert out.read_bytes() == SAMPLE_DB.read_bytes()
+
+
+async def test_first_writes_of_two_engines_at_once(db_url):
+    """Both create the side tables in their first write: neither fails."""
+    import asyncio
+
+    b1, b2 = await open_rw(db_url), await open_rw(db_url)
+    try:
+        e1, e2 = make_engine(b1, seed=1), make_engine(b2, seed=2)
+        a = await e1.snapshot("a", [], {}, {})
+        b = await e1.snapshot("b", [], {}, {})
+        threads = await asyncio.gather(e1.branch(a, "x"), e2.branch(b, "y"))
+        assert len({t for t in threads}) == 2
+        assert len(await e1.oplog()) == 2
+    finally:
+        await b1.close()
+        await b2.close()
