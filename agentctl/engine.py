@@ -59,14 +59,16 @@ or "/tools_result/...") and nothing is written. A branch head that is already an
 ancestor of the target's head raises OperationError ("already merged"). Without any
 common ancestor the base is empty ({} and no messages).
 
-GC. Policies are computed in SQL over the whole thread (window functions), applied
-only to the thread asked, and never to its head: keep_last_n n (the last max(n, 1)),
-keep_age s (created_at older than s seconds, by the engine's clock), keep_milestones
-n (the first, the last and evenly spaced ones: n rows in all; position p of N is kept
-when p = 0 or floor(p(n-1)/(N-1)) > floor((p-1)(n-1)/(N-1))), keep_all. `prune`
-moves the deleted rows into the trash (undoable); the automatic GC after `snapshot`
-(`SnapshotConfig.gc_policy`, the agent's own retention policy) deletes for real and is
-not logged: keeping its deletions would grow the file forever.
+GC. Each policy is one SQL condition over the whole thread (any length), applied only
+to the thread asked and never to its head: keep_last_n n (the last max(n, 1), found
+through the (thread_id, step) index), keep_age s (created_at older than s seconds by
+the engine's clock; SQLite compares julianday(), so mixed ISO offsets compare right),
+keep_milestones n (the first, the last and evenly spaced ones, n rows in all: position
+p of N is kept when p = 0 or floor(p(n-1)/(N-1)) > floor((p-1)(n-1)/(N-1)); a window
+function gives positions), keep_all. `prune` moves the deleted rows into the trash
+(undoable); the automatic GC after `snapshot` (`SnapshotConfig.gc_policy`, the agent's
+own retention policy, in the snapshot's transaction) deletes for real and is not
+logged: keeping its deletions would grow the file forever.
 
 Size and deltas. `max_snapshot_size_mb` is enforced (`SnapshotTooLarge`, with the size).
 `delta_snapshots` (opt-in; default False) stores a snapshot as a JSON Patch against a
@@ -1065,6 +1067,8 @@ class CheckpointEngine:
             item = Checkpoint.from_dict(item)
         if not isinstance(item, Checkpoint):
             raise UsageError(f"cannot import {type(item).__name__}; expected a Checkpoint")
+        if isinstance(item.metadata.created_at, datetime):  # stored as the ISO text, as put() does
+            item.metadata.created_at = _iso(item.metadata.created_at)
         return item
 
     # ---- undo, oplog, purge ------------------------------------------------------------

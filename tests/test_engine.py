@@ -394,6 +394,13 @@ async def test_import_skip_replace_error(backend, engine):
     assert (await dump(backend))["checkpoints"] == before["checkpoints"]
     nothing = await engine.import_checkpoints([make_cp("t", 1)], on_conflict="skip")
     assert nothing.op_id is None
+    from datetime import datetime, timezone
+
+    dated = make_cp("d", 1)
+    dated.metadata.created_at = datetime(2026, 5, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+    await engine.import_checkpoints([dated, {"metadata": make_cp("d", 2).metadata.to_dict()}])
+    assert (await backend.get("ckpt-d-1")).metadata.created_at == "2026-05-01T12:30:15.123456+00:00"
+    assert (await backend.get("ckpt-d-2")).messages == []
     with pytest.raises(UsageError):
         await engine.import_checkpoints([], on_conflict="merge")
 
