@@ -703,7 +703,9 @@ class CheckpointEngine:
         deleted into the trash). `archive_thread` names the archive (e.g. a plan's)."""
         meta = await self._require_meta(self._checkpointer, checkpoint_id)
         thread = meta.thread_id
-        archive = archive_thread
+        archive = None if hard else archive_thread
+        if archive is not None and (not archive.strip() or archive == thread):
+            raise UsageError(f"invalid archive thread name {archive_thread!r}")
         if not hard and archive is None:
             archive = await self._fresh_thread(self._checkpointer, lambda: self._archive_name(thread))
         async with self._write([thread] + ([archive] if archive else [])) as tx:

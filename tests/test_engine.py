@@ -220,6 +220,14 @@ async def test_rewind_to_head_and_errors(backend, engine):
     assert result.rewind_depth == 0 and result.op_id is None and result.archive_thread is None
     with pytest.raises(CheckpointNotFound, match="not found"):
         await engine.rewind("ckpt-nope")
+    with pytest.raises(UsageError):
+        await engine.rewind(ids[0], archive_thread=" ")
+    with pytest.raises(UsageError):
+        await engine.rewind(ids[0], archive_thread="t")
+    other = await engine.snapshot("other", [], {}, {})
+    with pytest.raises(UsageError, match="already exists"):
+        await engine.rewind(ids[0], archive_thread="other")
+    assert await thread_ids(backend, "t") == ids and other
     with pytest.raises(ValueError, match="not found"):
         await engine.plan_rewind("ckpt-nope")
     assert not await backend.table_exists("agentctl_oplog")
@@ -523,6 +531,19 @@ async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     with pytest.raises(ValueError, match="not found"):
         await engine.rewind("checkpoint-42")
     assert await engine.time_travel_to_step("thread-1", 1) is not None
+
+    # The docstring's lines, verbatim, once a checkpoint "checkpoint-42" exists
+    from agentctl import Checkpoint, CheckpointMetadata
+
+    await engine._checkpointer.put(Checkpoint(
+        CheckpointMetadata("thread-1", "checkpoint-42", 42), [{"role": "user", "content": "q"}],
+        {"k": 42}, {}))
+    await engine.snapshot("thread-1", [], {"k": 43}, {})
+    await engine.rewind("checkpoint-42")
+    # Now continue execution from that point
+    assert (await engine.get_latest("thread-1")).metadata.checkpoint_id == "checkpoint-42"
+    branch_id = await engine.branch("checkpoint-42", "bugfix-experiment")
+    assert (await engine.get_latest(branch_id)).state == {"k": 42}
     await engine._checkpointer.close()
 
 
