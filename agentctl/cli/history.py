@@ -239,7 +239,6 @@ def prune(
     milestones: Annotated[int | None, typer.Option("--milestones", min=2, help="Keep N evenly spaced checkpoints (first and last included).")] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
-    no_backup: NoBackupOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete old checkpoints by a policy; a thread's head is always kept. Undoable with
@@ -248,7 +247,6 @@ def prune(
     Example: agentctl prune loop-research-7 --keep-last 20 --dry-run
     """
     from agentctl import render
-    from agentctl.cli.transfer import auto_backup
     from agentctl.errors import UsageError
     from agentctl.refs import resolve_thread
 
@@ -289,7 +287,6 @@ def prune(
     if dry_run or not total:
         return
     confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
-    auto_backup(st, no_backup)
 
     async def go():
         results = []
