@@ -107,6 +107,31 @@ async def test_concurrent_snapshots_get_distinct_steps(db_url):
         await b2.close()
 
 
+async def test_an_agent_writing_during_debugger_writes_gets_no_error(db_url):
+    import asyncio
+
+    b1, b2 = await open_rw(db_url), await open_rw(db_url)
+    try:
+        debugger, agent = make_engine(b1, seed=1), make_engine(b2, seed=2)
+        ids = await bulk(b1, "t", 2000)
+
+        async def agent_loop():
+            return [await agent.snapshot(t, [], {"k": i}, {}) for i in range(10) for t in ("t", "u")]
+
+        async def debugger_ops():
+            await debugger.prune("t", "keep_milestones", 50)
+            await debugger.branch(ids[0], "side")  # the first row: milestones keep it
+            await debugger.undo()  # the branch: the agent does not write to it
+            await debugger.rewind(ids[0])
+
+        written, _ = await asyncio.gather(agent_loop(), debugger_ops())
+        assert all(written) and await b1.count("u") == 10
+        assert await b1.duplicate_steps() == []
+    finally:
+        await b1.close()
+        await b2.close()
+
+
 async def test_max_snapshot_size(backend):
     engine = make_engine(backend, max_snapshot_size_mb=0.01)
     await engine.snapshot("t", [], {"small": 1}, {})
