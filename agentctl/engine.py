@@ -116,6 +116,7 @@ from agentctl.backends.base import (
 from agentctl.errors import (
     AgentctlError,
     CheckpointNotFound,
+    DatabaseBusy,
     MergeConflictError,
     NotFoundError,
     OperationError,
@@ -1119,7 +1120,11 @@ class CheckpointEngine:
                 tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} checkpoint(s)",
                 [], {"ops": ops, "rows": rows}, self._now())
         self.last_op_id = op_id
-        await self._checkpointer.vacuum(["checkpoints", oplog.TRASH])
+        try:
+            await self._checkpointer.vacuum(["checkpoints", oplog.TRASH])
+        except DatabaseBusy as exc:  # the purge is done; only the compaction waits
+            logger.warning("purge: VACUUM skipped, the database is busy (%s)", exc)
+            return PurgeResult(ops, rows, False, vacuumed=False, op_id=op_id)
         return PurgeResult(ops, rows, False, vacuumed=True, op_id=op_id)
 
     # ---- the tree ----------------------------------------------------------------------

@@ -632,3 +632,31 @@ async def test_first_writes_of_two_engines_at_once(db_url):
     finally:
         await b1.close()
         await b2.close()
+
+
+async def test_purge_when_vacuum_must_wait(tmp_path):
+    import sqlite3
+
+    path = str(tmp_path / "c.db")
+    b = make_backend(path, readonly=False, create=True, busy_timeout_ms=100)
+    real_vacuum = b.vacuum
+
+    async def vacuum_while_another_writer_holds_the_lock(tables):
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # e.g. an agent in the middle of a write
+        try:
+            await real_vacuum(tables)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+
+    try:
+        engine = make_engine(b)
+        ids = await snap(engine, "t", 4)
+        await engine.rewind(ids[0], hard=True)
+        b.vacuum = vacuum_while_another_writer_holds_the_lock
+        res = await engine.purge()
+        assert res.rows == 3 and not res.vacuumed  # purged; the compaction is left for later
+        assert (await engine.purge(dry_run=True)).rows == 0
+    finally:
+        await b.close()
