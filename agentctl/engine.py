@@ -82,6 +82,16 @@ or from uuid4; the time from `clock` (a callable returning a datetime or ISO str
 Unknown ids raise `CheckpointNotFound` / `ThreadNotFound` (ValueErrors whose message
 says "not found").
 
+Where the seeds' behaviour was a defect, or unspecified, this engine differs: rewind
+moves (not deletes) and reports rewind_depth = checkpoints set aside and
+snapshot_count_before = checkpoints in the thread before (the seeds used the in-memory
+counter); a branch's first row copies the source's next_node; merge_branch is three-way
+with conflicts; `get_checkpoint_tree(thread, limit=None)` returns every checkpoint of
+the thread and its branches (the seeds' limit=200 cut to the newest rows of one thread;
+a limit now applies per thread); snapshot links a parent. Unchanged: an unknown trigger
+returns "", `time_travel_to_step` returns None when no checkpoint is at or before the
+step (also for an unknown thread), `get_checkpoint_tree` of an unknown thread is empty.
+
 Test-only: `engine._fail_at_statement = n` makes the n-th statement of the next write
 transactions raise `InjectedFault` (used to prove that every write is atomic).
 """
