@@ -18,6 +18,7 @@ from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.cli.output import done, emit_json, info, progress, say
+from agentctl.text import json_text
 
 LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
 
@@ -148,7 +149,7 @@ def export(
                         if isinstance(item, CorruptRowError):
                             bad.append(str(item))
                         else:
-                            out.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+                            out.write(json_text(json.dumps(item.to_dict(), ensure_ascii=False)) + "\n")
                             written += 1
                         advance(1)
             return written, bad
