@@ -68,7 +68,7 @@ def write_import_file(path: Path) -> None:
 
 
 OPS = {
-    "prune": ["prune", BIG, "--keep-last", "5", "--yes", "--no-backup"],
+    "prune": ["prune", BIG, "--keep-last", "5", "--yes"],
     "rewind": ["rewind", f"{BIG}@100", "--yes"],
     "merge": ["merge", BRANCH, "--into", BIG],
     "import": ["import", "{import_file}"],

@@ -214,7 +214,7 @@ def test_broken_rows_are_named_and_the_rest_still_works(tmp_path):
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["moved"] == [f"t{i}" for i in range(2, 8)]
     assert cli(db, "undo").exit_code == 0
-    r = cli(db, "prune", "t", "--keep-last", "2", "--yes", "--no-backup", "--json")
+    r = cli(db, "prune", "t", "--keep-last", "2", "--yes", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["deleted"] == ["t1", "t2", "t3", "t4", "t5"]
     assert cli(db, "undo").exit_code == 0
     conn = sqlite3.connect(path)
@@ -408,7 +408,7 @@ def test_ids_with_quotes_and_sql_are_just_text(evil_db):
     assert branch.startswith(thread + "-branch-b-")
     r = cli(db, "rewind", "--yes", "--json", "--", f"{thread}~2")
     assert r.exit_code == 0 and json.loads(r.stdout)["moved"] == [f"{thread}#2", f"{thread}#3"]
-    r = cli(db, "prune", "--keep-last", "1", "--yes", "--no-backup", "--json", "--", EVIL_IDS[1])
+    r = cli(db, "prune", "--keep-last", "1", "--yes", "--json", "--", EVIL_IDS[1])
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["deleted"] == [f"{EVIL_IDS[1]}#1", f"{EVIL_IDS[1]}#2"]
     assert cli(db, "undo").exit_code == 0 and cli(db, "undo").exit_code == 0
     r = cli(db, "merge", "--into", thread, "--strategy", "theirs", "--json", "--", branch)
@@ -467,7 +467,7 @@ def test_read_only_file_reads_and_refuses_writes(tmp_path, journal):
         assert r.returncode == 0 and r.stdout, (args, r.stderr)
     writes = [["rewind", MAIN + "@6", "--yes"], ["import", str(new_rows)]]
     if journal == "delete":
-        writes += [["branch", MAIN, "x"], ["prune", MAIN, "--keep-last", "2", "--yes", "--no-backup"]]
+        writes += [["branch", MAIN, "x"], ["prune", MAIN, "--keep-last", "2", "--yes"]]
     for args in writes:
         r = run(*args)
         assert r.returncode == ExitCode.DATABASE, (args, r.returncode, r.stderr)

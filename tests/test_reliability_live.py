@@ -148,7 +148,7 @@ def test_agentctl_next_to_a_live_writer(live_url, tmp_path):
         archive = rewind["archive_thread"]
         assert archive and rewind["moved"]
         ok(url, "merge", branch, "--into", "live-a", "--strategy", "theirs", "--json")
-        pruned = ok(url, "prune", "live-b", "--keep-last", "3", "--yes", "--no-backup", "--json")
+        pruned = ok(url, "prune", "live-b", "--keep-last", "3", "--yes", "--json")
         deleted = [cid for res in pruned for cid in res["deleted"]]
         assert deleted
 

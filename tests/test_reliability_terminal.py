@@ -130,7 +130,7 @@ def test_every_command_shows_database_text_inert(evil_url, tty, monkeypatch):
 
     # writes report on names taken from the database, and errors quote them, inertly
     for args in (["branch", "--", EVIL_THREAD, "b2"], ["rewind", "--yes", "--", f"{EVIL_THREAD}-1"],
-                 ["prune", "--keep-last", "1", "--yes", "--no-backup", "--", PLAIN], ["undo"],
+                 ["prune", "--keep-last", "1", "--yes", "--", PLAIN], ["undo"],
                  ["rewind", "--dry-run", "--", f"{PLAIN}-1"],
                  ["show", "--", EVIL_THREAD + "-nope"], ["log", "--", "\x1b]0;pwned\x07"]):
         r = cli(url, *args)
