@@ -130,6 +130,14 @@ def test_every_command_on_an_unusable_database(kind, tmp_path):
         assert not path.exists()
 
 
+def test_a_failed_import_create_leaves_no_file(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(make_cp("t", 1).to_dict()) + "\n{not json\n")
+    r = cli(str(tmp_path / "new.db"), "import", "--create", str(bad))
+    assert r.exit_code == ExitCode.USAGE and "bad.jsonl:2" in one_clean_line(r.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
+
+
 def test_one_clean_line_from_a_real_process(tmp_path):
     """The same, through the installed entry point's error boundary (no CliRunner)."""
     path = make_bad("other-app", tmp_path)
@@ -342,8 +350,12 @@ def test_nul_bytes_in_sqlite_are_shown_and_refused_by_postgres(tmp_path, pg_dsn)
     exported = tmp_path / "nul.jsonl"
     assert cli(db, "export", "n", "-o", str(exported)).exit_code == 0
 
-    # Postgres cannot store U+0000 in TEXT or JSONB: a clear error, nothing written
-    assert cli(pg_dsn, "import", "--create", str(tmp_path / "nothing.jsonl")).exit_code == ExitCode.NOT_FOUND
+    # Postgres cannot store U+0000 in TEXT or JSONB: a clear error, nothing written,
+    # not even the table --create made
+    r = cli(pg_dsn, "import", "--create", str(exported))
+    assert r.exit_code == ExitCode.DATABASE and "NUL" in one_clean_line(r.stderr)
+    r = cli(pg_dsn, "threads", "list")
+    assert r.exit_code == ExitCode.DATABASE and "no 'checkpoints' table" in r.stderr
     seed = tmp_path / "seed.jsonl"
     seed.write_text(exported.read_text().splitlines()[1] + "\n")  # n2: no NUL
     assert cli(pg_dsn, "import", "--create", str(seed)).exit_code == 0

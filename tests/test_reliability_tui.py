@@ -8,11 +8,14 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from rich.console import Console
 
-from sampledb import cli
-from test_reliability_terminal import EVIL_THREAD, FORBIDDEN, PLAIN, make_evil
-from test_tui import SIZE, press, select_thread, settle
+pytest.importorskip("agentctl.tui.app", reason="the TUI is not part of this checkout")
+
+from sampledb import cli  # noqa: E402
+from test_reliability_terminal import EVIL_THREAD, FORBIDDEN, PLAIN, make_evil  # noqa: E402
+from test_tui import SIZE, press, select_thread, settle  # noqa: E402
 
 from agentctl.tui.app import AgentctlApp  # noqa: E402
 from agentctl.tui.screens.confirm import ConfirmScreen  # noqa: E402
