@@ -3,17 +3,20 @@ so a test can kill it there (kill -9) and check that nothing of the write remain
 
     python tests/paused_agentctl.py READY_FILE POINT -- AGENTCTL_ARGS...
 
-POINT is where the write stops, never to go on:
+POINT is where the write stops:
 - `first-change`: right after the first statement that changed the `checkpoints`
   table (an INSERT INTO / UPDATE / DELETE FROM checkpoints, or a put);
+- `before-first-change`: just before that statement;
 - `commit`: after the last statement, just before the commit.
-There the process creates READY_FILE and sleeps. The hook wraps the backends' public
-`transaction()` (every write of the engine goes through it); agentctl's code is
-otherwise untouched.
+There the process creates READY_FILE and sleeps: for ever, or, when the environment
+variable AGENTCTL_TEST_RESUME_FILE names a file, until that file exists (then the
+write goes on). The hook wraps the backends' public `transaction()` (every write of
+the engine goes through it); agentctl's code is otherwise untouched.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -23,37 +26,47 @@ from typing import Any
 _CHANGES_CHECKPOINTS = re.compile(r"^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+checkpoints\b", re.I)
 
 
-def pause_forever(ready: str) -> None:
+def pause(ready: str) -> None:
     with open(ready, "w") as f:
         f.write("paused\n")
-    while True:  # blocks the event loop too: the transaction stays open
-        time.sleep(60)
+    resume = os.environ.get("AGENTCTL_TEST_RESUME_FILE")
+    # blocks the event loop too: the transaction stays open
+    while not (resume and os.path.exists(resume)):
+        time.sleep(0.02)
 
 
 class _Watched:
-    """A transaction that pauses after its first change to `checkpoints`."""
+    """A transaction that pauses once, before or after its first change to `checkpoints`."""
 
-    def __init__(self, tx: Any, ready: str):
+    def __init__(self, tx: Any, ready: str, before: bool):
         self._tx = tx
         self._ready = ready
+        self._before = before
+        self._paused = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tx, name)
 
+    def _pause(self, changes: bool, before: bool) -> None:
+        if changes and before == self._before and not self._paused:
+            self._paused = True
+            pause(self._ready)
+
     async def execute(self, sql: str, *params: Any) -> int:
+        self._pause(bool(_CHANGES_CHECKPOINTS.match(sql)), True)
         n = await self._tx.execute(sql, *params)
-        if _CHANGES_CHECKPOINTS.match(sql):
-            pause_forever(self._ready)
+        self._pause(bool(_CHANGES_CHECKPOINTS.match(sql)), False)
         return n
 
     async def executemany(self, sql: str, rows: Any) -> None:
+        self._pause(bool(_CHANGES_CHECKPOINTS.match(sql)), True)
         await self._tx.executemany(sql, rows)
-        if _CHANGES_CHECKPOINTS.match(sql):
-            pause_forever(self._ready)
+        self._pause(bool(_CHANGES_CHECKPOINTS.match(sql)), False)
 
     async def put(self, checkpoint: Any) -> str:
+        self._pause(True, True)
         cid = await self._tx.put(checkpoint)
-        pause_forever(self._ready)
+        self._pause(True, False)
         return cid
 
 
@@ -61,7 +74,7 @@ def install(ready: str, point: str) -> None:
     from agentctl.backends.postgres import PostgresCheckpointer
     from agentctl.backends.sqlite import SQLiteCheckpointer
 
-    if point not in ("first-change", "commit"):
+    if point not in ("first-change", "before-first-change", "commit"):
         raise SystemExit(f"unknown pause point {point!r}")
     for cls in (SQLiteCheckpointer, PostgresCheckpointer):
         original = cls.transaction
@@ -70,11 +83,11 @@ def install(ready: str, point: str) -> None:
             @asynccontextmanager
             async def transaction(self: Any, lock_threads: Any = ()) -> Any:
                 async with original(self, lock_threads) as tx:
-                    if point == "first-change":
-                        yield _Watched(tx, ready)
-                    else:
+                    if point == "commit":
                         yield tx
-                        pause_forever(ready)
+                        pause(ready)
+                    else:
+                        yield _Watched(tx, ready, before=point == "before-first-change")
 
             return transaction
 

@@ -188,3 +188,68 @@ def test_agentctl_next_to_a_live_writer(live_url, tmp_path):
     assert len(theirs) == len(ok(url, "log", branch, "--all", "--json")) + 1  # + the merge
     if not url.startswith("postgres"):
         assert not os.path.exists(url + "-journal") or os.path.getsize(url + "-journal") == 0
+
+
+def test_a_row_an_agent_writes_during_a_rewind_is_not_moved_unrecorded(pg_dsn, tmp_path):
+    """Deterministically, the race the live test can only hope to hit: rewind paused
+    inside its transaction (tests/paused_agentctl.py) just before it moves rows; an
+    agent then writes a new head. The agent waits for the rewind (on SQLite BEGIN
+    IMMEDIATE sees to that; on Postgres the engine's table lock), so the rewind moves
+    exactly the rows it recorded, and the agent's row stays in its thread."""
+    import asyncio
+
+    import asyncpg
+
+    from seed_writer import init_postgres, snapshot, write_postgres
+
+    async def seed() -> list[str]:
+        await init_postgres(pg_dsn)
+        ids, parent = [], None
+        for step in range(1, 7):
+            cp = snapshot("live-a", step, parent)
+            await write_postgres(pg_dsn, cp)
+            ids.append(parent := cp["checkpoint_id"])
+        return ids
+
+    ids = run_sync(seed)
+    ready, resume = tmp_path / "ready", tmp_path / "resume"
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "paused_agentctl.py"), str(ready), "before-first-change", "--",
+         "--db", pg_dsn, "rewind", ids[1], "--yes", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent), "AGENTCTL_TEST_RESUME_FILE": str(resume)})
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the rewind did not reach its pause: {proc.communicate()}")
+        time.sleep(0.02)
+    agent_row = snapshot("live-a", 7, ids[-1])
+
+    async def agent_writes_meanwhile() -> bool:
+        """The agent's write; True when it had to wait for the rewind's transaction."""
+        monitor = await asyncpg.connect(pg_dsn)
+        try:
+            task = asyncio.ensure_future(write_postgres(pg_dsn, agent_row))
+            waiting = False
+            while not task.done() and not waiting:
+                waiting = await monitor.fetchval(
+                    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted "
+                    "AND relation = to_regclass('checkpoints'))")
+                await asyncio.sleep(0.02)
+            resume.touch()  # let the rewind go on (and commit)
+            await asyncio.wait_for(task, 120)
+            return waiting
+        finally:
+            await monitor.close()
+
+    waited = run_sync(agent_writes_meanwhile)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    result = json.loads(out)
+    assert result["moved"] == ids[2:]
+    rows = read_rows(pg_dsn, "checkpoints")
+    archive = sorted((r["step"], c) for c, r in rows.items() if r["thread_id"] == result["archive_thread"])
+    assert [c for _, c in archive] == ids[2:], "rows moved that the rewind did not record"
+    assert rows[agent_row["checkpoint_id"]]["thread_id"] == "live-a"
+    assert waited
