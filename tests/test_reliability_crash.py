@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_sync
+from conftest import _with_search_path, run_sync
 from sampledb import cli
 from seed_writer import POSTGRES_DDL, SQLITE_DDL
 
@@ -26,9 +26,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BIG = "big"
 BRANCH = "big-branch-try-c0de"
-ROWS = 2500  # with the padding, a few MB: more than SQLite's page cache, so the
-PAD = "x" * 1200  # database file itself is written before the commit (a hot journal)
-FORK = 2000
+ROWS = 1500  # with the padding, a few MB: more than SQLite's page cache, so the
+PAD = "x" * 2000  # database file itself is written before the commit (a hot journal)
+FORK = 1200
 T0 = datetime(2026, 5, 1, tzinfo=timezone.utc)
 
 COLUMNS = ("thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, "
@@ -139,27 +139,30 @@ async def dump_postgres(dsn: str) -> dict:
         await conn.close()
 
 
-def run_paused(url: str, point: str, args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
-    """Start agentctl paused inside its write transaction, wait until it is there,
-    kill -9 it; return what it printed."""
+def start_paused(url: str, point: str, args: list[str], tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """agentctl on its way to a pause inside its write transaction."""
     ready = tmp_path / f"ready-{uuid.uuid4().hex[:6]}"
     proc = subprocess.Popen(
         [sys.executable, str(HERE / "paused_agentctl.py"), str(ready), point, "--", "--db", url, *args],
         cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)})
+    return proc, ready
+
+
+def kill_when_paused(proc: subprocess.Popen, ready: Path, what: object) -> None:
+    """Wait until the process is paused inside its transaction, then kill -9 it."""
     deadline = time.monotonic() + 120
     while not ready.exists():
         if proc.poll() is not None:
             out, err = proc.communicate()
-            pytest.fail(f"agentctl {args} ended (exit {proc.returncode}) before the pause:\n{out}\n{err}")
+            pytest.fail(f"agentctl {what} ended (exit {proc.returncode}) before the pause:\n{out}\n{err}")
         if time.monotonic() > deadline:
             proc.kill()
-            pytest.fail(f"agentctl {args} never reached the pause point {point}")
+            pytest.fail(f"agentctl {what} never reached its pause point")
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
-    out, err = proc.communicate(timeout=60)
+    proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def doctor(url: str) -> tuple[int, dict]:
@@ -168,22 +171,42 @@ def doctor(url: str) -> tuple[int, dict]:
     return r.exit_code, json.loads(r.stdout)
 
 
-def make_db(kind: str, request, template: Path, tmp_path: Path) -> tuple[str, dict]:
-    """A private copy of the starting database: (url, {"import_file": ...})."""
-    extra = {"import_file": str(template.parent / "import.jsonl")}
-    if kind == "postgres":
-        dsn = request.getfixturevalue("pg_dsn")
-        run_sync(lambda: load_postgres(dsn))
-        return dsn, extra
-    d = tmp_path / "db"
-    d.mkdir()
-    path = d / "checkpoints.db"
-    path.write_bytes(template.read_bytes())
-    if kind == "sqlite-wal":
-        conn = sqlite3.connect(path)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.close()
-    return str(path), extra
+@pytest.fixture
+def databases(request, template, tmp_path):
+    """make(kind, name) -> the URL of a private copy of the starting database."""
+    schemas: list[str] = []
+
+    def make(kind: str, name: str) -> str:
+        if kind == "postgres":
+            schema = "crash_" + uuid.uuid4().hex[:10]
+            run_sync(lambda: _sql(request.getfixturevalue("pg_base_dsn"), f"CREATE SCHEMA {schema}"))
+            schemas.append(schema)
+            dsn = _with_search_path(request.getfixturevalue("pg_base_dsn"), schema)
+            run_sync(lambda: load_postgres(dsn))
+            return dsn
+        d = tmp_path / name
+        d.mkdir()
+        path = d / "checkpoints.db"
+        path.write_bytes(template.read_bytes())
+        if kind == "sqlite-wal":
+            conn = sqlite3.connect(path)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.close()
+        return str(path)
+
+    yield make
+    for schema in schemas:
+        run_sync(lambda: _sql(request.getfixturevalue("pg_base_dsn"), f"DROP SCHEMA {schema} CASCADE"))
+
+
+async def _sql(dsn: str, statement: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
 
 
 def dump(url: str) -> dict:
@@ -192,40 +215,41 @@ def dump(url: str) -> dict:
     return dump_sqlite(Path(url))
 
 
-def pytest_generate_tests(metafunc):
-    # Both pause points on the seeds' rollback-journal files (where a killed write can
-    # leave a hot journal); just before the commit on WAL files and on Postgres.
-    if "crash_case" in metafunc.fixturenames:
-        cases = [(kind, op, point) for op in OPS
-                 for kind, point in (("sqlite-delete", "first-change"), ("sqlite-delete", "commit"),
-                                     ("sqlite-wal", "commit"), ("postgres", "commit"))]
-        metafunc.parametrize("crash_case", cases, ids=["-".join(c) for c in cases])
+# Both pause points on the seeds' rollback-journal files (where a killed write can leave
+# a hot journal); just before the commit on WAL files and on Postgres.
+@pytest.mark.parametrize("kind,point", [("sqlite-delete", "first-change"), ("sqlite-delete", "commit"),
+                                        ("sqlite-wal", "commit"), ("postgres", "commit")])
+def test_kill_9_inside_the_write_changes_nothing(kind, point, databases, template, tmp_path):
+    """Each operation on its own copy of the database (on SQLite all running at once)."""
+    extra = {"import_file": str(template.parent / "import.jsonl")}
+    cases = []
+    for op, args in OPS.items():
+        url = databases(kind, op)
+        cases.append((op, url, [a.format(**extra) for a in args], doctor(url), dump(url)))
+    assert all(len(before["checkpoints"]) == ROWS + 3 for *_, before in cases)
+    if kind == "postgres":
+        # one at a time: the engine's advisory locks are per database, not per schema
+        for op, url, args, *_ in cases:
+            kill_when_paused(*start_paused(url, point, args, tmp_path), op)
+    else:
+        running = [(op, *start_paused(url, point, args, tmp_path)) for op, url, args, *_ in cases]
+        for op, proc, ready in running:
+            kill_when_paused(proc, ready, op)
 
-
-def test_kill_9_inside_the_write_changes_nothing(crash_case, request, template, tmp_path):
-    kind, op, point = crash_case
-    url, extra = make_db(kind, request, template, tmp_path)
-    args = [a.format(**extra) for a in OPS[op]]
-    code_before, report_before = doctor(url)
-    before = dump(url)
-    assert len(before["checkpoints"]) == ROWS + 3
-
-    run_paused(url, point, args, tmp_path)
-
-    # the first thing to open the database after the crash is agentctl's read path
-    assert doctor(url) == (code_before, report_before)
-    after = dump(url)
-    assert after.keys() == before.keys()
-    for table in before:
-        assert after[table] == before[table], f"{table} changed by the killed {op}"
-    if not url.startswith("postgres"):
-        # (a journal that never became hot, from a write that had not touched the
-        # file yet, may stay: SQLite ignores it)
-        left = {p.name for p in Path(url).parent.iterdir()}
-        assert left <= {"checkpoints.db", "checkpoints.db-journal", "checkpoints.db-shm",
-                         "checkpoints.db-wal"}, left
-
-    # nothing is left locked: the same command now runs to its end
-    r = cli(url, *args)
-    assert r.exit_code == 0, r.stderr
-    assert dump(url)["checkpoints"] != before["checkpoints"]
+    for op, url, args, doctor_before, before in cases:
+        # the first thing to open the database after the crash is agentctl's read path
+        assert doctor(url) == doctor_before, op
+        after = dump(url)
+        assert after.keys() == before.keys(), op
+        for table in before:
+            assert after[table] == before[table], f"{table} changed by the killed {op}"
+        if not url.startswith("postgres"):
+            # (a journal that never became hot, from a write that had not touched the
+            # file yet, may stay: SQLite ignores it)
+            left = {p.name for p in Path(url).parent.iterdir()}
+            assert left <= {"checkpoints.db", "checkpoints.db-journal", "checkpoints.db-shm",
+                             "checkpoints.db-wal"}, left
+        # nothing is left locked: the same command now runs to its end
+        r = cli(url, *args)
+        assert r.exit_code == 0, (op, r.stderr)
+        assert dump(url)["checkpoints"] != before["checkpoints"], op

@@ -26,8 +26,8 @@ from test_diff import KEYS, same
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-FEW = settings(FUZZ, max_examples=20)
-CLI_FEW = settings(FUZZ, max_examples=12)  # each example runs several commands
+FEW = settings(FUZZ, max_examples=12)
+CLI_FEW = settings(FUZZ, max_examples=8)  # each example runs several commands
 
 MAIN = "coder-fix-flaky-test"
 KNOWN = [MAIN, "coder-fix-flaky-test-branch-retry-backoff-70e7", "loop-research-7", "support-1042",

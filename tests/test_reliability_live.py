@@ -110,16 +110,11 @@ def fast_dir(tmp_path):
         shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.fixture(params=["sqlite", "sqlite-wal", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres"])
 def live_url(request, fast_dir) -> str:
     if request.param == "postgres":
         return request.getfixturevalue("pg_dsn")
-    path = fast_dir / "agent.db"
-    if request.param == "sqlite-wal":  # a file made by an agent using agentctl's library
-        conn = sqlite3.connect(path)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.close()
-    return str(path)  # else the writer creates it: the seeds' rollback journal
+    return str(fast_dir / "agent.db")  # the writer creates it: the seeds' rollback journal
 
 
 def test_agentctl_next_to_a_live_writer(live_url, tmp_path):
