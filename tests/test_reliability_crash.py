@@ -13,13 +13,14 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import ExitStack
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from conftest import _with_search_path, run_sync
-from sampledb import cli
+from conftest import run_sync
+from sampledb import cli, fresh_schema
 from seed_writer import POSTGRES_DDL, SQLITE_DDL
 
 HERE = Path(__file__).resolve().parent
@@ -174,39 +175,23 @@ def doctor(url: str) -> tuple[int, dict]:
 @pytest.fixture
 def databases(request, template, tmp_path):
     """make(kind, name) -> the URL of a private copy of the starting database."""
-    schemas: list[str] = []
+    with ExitStack() as schemas:
+        def make(kind: str, name: str) -> str:
+            if kind == "postgres":
+                dsn = schemas.enter_context(fresh_schema(request.getfixturevalue("pg_base_dsn"), "crash_"))
+                run_sync(lambda: load_postgres(dsn))
+                return dsn
+            d = tmp_path / name
+            d.mkdir()
+            path = d / "checkpoints.db"
+            path.write_bytes(template.read_bytes())
+            if kind == "sqlite-wal":
+                conn = sqlite3.connect(path)
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.close()
+            return str(path)
 
-    def make(kind: str, name: str) -> str:
-        if kind == "postgres":
-            schema = "crash_" + uuid.uuid4().hex[:10]
-            run_sync(lambda: _sql(request.getfixturevalue("pg_base_dsn"), f"CREATE SCHEMA {schema}"))
-            schemas.append(schema)
-            dsn = _with_search_path(request.getfixturevalue("pg_base_dsn"), schema)
-            run_sync(lambda: load_postgres(dsn))
-            return dsn
-        d = tmp_path / name
-        d.mkdir()
-        path = d / "checkpoints.db"
-        path.write_bytes(template.read_bytes())
-        if kind == "sqlite-wal":
-            conn = sqlite3.connect(path)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.close()
-        return str(path)
-
-    yield make
-    for schema in schemas:
-        run_sync(lambda: _sql(request.getfixturevalue("pg_base_dsn"), f"DROP SCHEMA {schema} CASCADE"))
-
-
-async def _sql(dsn: str, statement: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
+        yield make
 
 
 def dump(url: str) -> dict:

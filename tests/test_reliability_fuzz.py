@@ -19,9 +19,9 @@ from agentctl.diff import MISSING, Change, apply_patch, checkpoint_sections, dif
 from agentctl.errors import AgentctlError, ExitCode
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.refs import resolve, resolve_thread
-from conftest import _with_search_path, run_sync
+from conftest import run_sync
 from helpers import make_cp
-from sampledb import cli, sample_ro  # noqa: F401  (fixture)
+from sampledb import cli, fresh_schema, sample_ro  # noqa: F401  (fixture)
 from test_diff import KEYS, same
 
 FUZZ = settings(max_examples=60, deadline=None,
@@ -219,23 +219,9 @@ def scratch_url(request, tmp_path_factory):
         run_sync(lambda: _create(url))
         yield url
         return
-    import asyncpg
-
-    base = request.getfixturevalue("pg_base_dsn")
-    schema = "fz_" + uuid.uuid4().hex[:12]
-
-    async def sql(statement: str) -> None:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(statement)
-        finally:
-            await conn.close()
-
-    run_sync(lambda: sql(f"CREATE SCHEMA {schema}"))
-    url = _with_search_path(base, schema)
-    run_sync(lambda: _create(url))
-    yield url
-    run_sync(lambda: sql(f"DROP SCHEMA {schema} CASCADE"))
+    with fresh_schema(request.getfixturevalue("pg_base_dsn"), "fz_") as url:
+        run_sync(lambda: _create(url))
+        yield url
 
 
 async def _create(url: str) -> None:
