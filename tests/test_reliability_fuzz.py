@@ -104,7 +104,7 @@ def test_fuzz_reference_edge_cases(sample_loop):
 
 
 @CLI_FEW
-@given(ref=REFS.filter(lambda r: not r.startswith("-")))
+@given(ref=REFS)
 def test_fuzz_references_on_the_command_line(sample_ro, ref):  # noqa: F811
     """`show REF` exits 0, 2 or 3 with one clean line on stderr; never a traceback."""
     r = cli(sample_ro, "show", "--json", "--", ref)
