@@ -495,8 +495,15 @@ class CheckpointEngine:
         return datetime.now(timezone.utc).isoformat()
 
     @asynccontextmanager
-    async def _write(self, threads: Sequence[str]) -> AsyncIterator[Transaction]:
+    async def _write(self, threads: Sequence[str], *, exclusive: bool = True) -> AsyncIterator[Transaction]:
         async with self._checkpointer.transaction(lock_threads=list(dict.fromkeys(threads))) as tx:
+            if exclusive and tx.kind == "postgres":
+                # Agents write without our advisory locks, and under READ COMMITTED each
+                # statement sees what committed before it: a row an agent adds between
+                # two statements of a rewind would be moved without being recorded. Hold
+                # their writes off (reads go on) until the commit, as BEGIN IMMEDIATE
+                # does on SQLite. An agent's own snapshot does not need this.
+                await tx.execute("LOCK TABLE checkpoints IN EXCLUSIVE MODE")
             self._statements = 0
             yield _GuardedTx(tx, self)
 
@@ -570,7 +577,7 @@ class CheckpointEngine:
         tools = dict(tools_result or {})
         self._check_size(thread_id, messages, state, tools)
         summary = self._auto_summary(messages, state)
-        async with self._write([thread_id]) as tx:
+        async with self._write([thread_id], exclusive=False) as tx:
             step = await self._next_step(tx, thread_id)
             head = await self._head_meta(tx, thread_id)
             parent = parent_checkpoint_id
