@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
 from rich.console import Console
 
 from sampledb import cli
