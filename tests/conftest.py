@@ -98,3 +98,22 @@ def sample_copy(tmp_path) -> Path:
     dest = tmp_path / "sample.db"
     shutil.copyfile(SAMPLE_DB, dest)
     return dest
+
+
+@pytest.fixture
+async def backend(db_url):
+    """A connected read-write backend on a fresh database of each kind (created)."""
+    from agentctl.backends import make_backend
+
+    b = make_backend(db_url, readonly=False, create=True)
+    await b.connect()
+    yield b
+    await b.close()
+
+
+@pytest.fixture
+def engine(backend):
+    """A seeded engine (reproducible ids and clock, no automatic GC) over `backend`."""
+    from engine_helpers import make_engine
+
+    return make_engine(backend)

@@ -6,17 +6,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from agentctl.backends import make_backend, open_backend
+from agentctl.backends import open_backend
 from agentctl.errors import CorruptRowError, ReadOnlyDatabase
 from helpers import make_cp, ts
-
-
-@pytest.fixture
-async def backend(db_url):
-    b = make_backend(db_url, readonly=False, create=True)
-    await b.connect()
-    yield b
-    await b.close()
 
 
 async def put_thread(b, thread, n, start=1, parent=None, **kw):

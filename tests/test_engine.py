@@ -27,18 +27,6 @@ from engine_helpers import SIDE_TABLES, T0, Clock, bulk, dump, make_engine, open
 from helpers import make_cp, ts
 
 
-@pytest.fixture
-async def backend(db_url):
-    b = await open_rw(db_url)
-    yield b
-    await b.close()
-
-
-@pytest.fixture
-def engine(backend):
-    return make_engine(backend)
-
-
 # ---- snapshots --------------------------------------------------------------------------
 
 

@@ -11,15 +11,8 @@ from typing import Any, Awaitable, Callable
 import pytest
 
 from agentctl.engine import InjectedFault
-from engine_helpers import dump, make_engine, open_rw, snap
+from engine_helpers import dump, make_engine, snap
 from helpers import make_cp
-
-
-@pytest.fixture
-async def backend(db_url):
-    b = await open_rw(db_url)
-    yield b
-    await b.close()
 
 
 async def state_of(backend: Any) -> Any:

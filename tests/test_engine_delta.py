@@ -10,14 +10,7 @@ import pytest
 
 from agentctl.backends.base import DELTA_MARKER, DELTA_TAG, loads
 from agentctl.errors import CorruptRowError
-from engine_helpers import make_engine, open_rw
-
-
-@pytest.fixture
-async def backend(db_url):
-    b = await open_rw(db_url)
-    yield b
-    await b.close()
+from engine_helpers import make_engine
 
 
 def content(k: int) -> tuple[list, dict, dict]:

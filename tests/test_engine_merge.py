@@ -7,20 +7,8 @@ import pytest
 
 from agentctl.diff import MISSING
 from agentctl.errors import ExitCode, MergeConflictError, OperationError, ThreadNotFound, UsageError
-from engine_helpers import dump, make_engine, open_rw
+from engine_helpers import dump
 from helpers import make_cp
-
-
-@pytest.fixture
-async def backend(db_url):
-    b = await open_rw(db_url)
-    yield b
-    await b.close()
-
-
-@pytest.fixture
-def engine(backend):
-    return make_engine(backend)
 
 
 def msg(text: str) -> dict:

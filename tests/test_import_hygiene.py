@@ -63,3 +63,18 @@ def test_read_command_does_not_import_textual():
 def test_render_imports_rich_not_textual():
     mods = loaded_after("import agentctl.render")
     assert "rich" in mods and "textual" not in mods and "asyncpg" not in mods
+
+
+@pytest.mark.parametrize("module", ["agentctl.diff", "agentctl.merge"])
+def test_pure_modules_import_only_the_standard_library(module):
+    """diff and merge are pure: nothing outside the stdlib but optional orjson."""
+    code = (
+        "import sys\nimport agentctl\nbefore = set(sys.modules)\n"
+        f"import {module}\n"
+        "loaded = {name.split('.')[0] for name in set(sys.modules) - before}\n"
+        "allowed = set(sys.stdlib_module_names) | {'agentctl', 'orjson'}\n"
+        "print(sorted(n for n in loaded - allowed if not n.startswith('_sysconfigdata')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=REPO, timeout=60)
+    assert out.stdout.strip() == "[]"

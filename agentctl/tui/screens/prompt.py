@@ -20,7 +20,31 @@ PRUNE_POLICIES = [
 ]
 
 
-class PromptScreen(ModalScreen[str | None]):
+class _FormScreen(ModalScreen):
+    """A dialog with an input and OK / Cancel: enter or OK submits, escape or Cancel
+    dismisses with None. Subclasses say what submitting means."""
+
+    def _submit(self) -> None:
+        raise NotImplementedError
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._submit()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PromptScreen(_FormScreen):
     """Asks for one value; dismisses with it (stripped) or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
@@ -57,24 +81,8 @@ class PromptScreen(ModalScreen[str | None]):
             return
         self.dismiss(value)
 
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self._submit()
 
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "ok":
-            self._submit()
-        else:
-            self.dismiss(None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class PruneScreen(ModalScreen[tuple[str, str] | None]):
+class PruneScreen(_FormScreen):
     """Asks for a GC policy and its parameter; dismisses with (policy, param) or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prune.cancel")]
@@ -110,19 +118,3 @@ class PruneScreen(ModalScreen[tuple[str, str] | None]):
         policy = str(self.query_one("#prune-policy", Select).value)
         param = self.query_one("#prune-param", Input).value.strip()
         self.dismiss((policy, param))
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self._submit()
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "ok":
-            self._submit()
-        else:
-            self.dismiss(None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
