@@ -35,7 +35,7 @@ from agentctl.backends.base import (
     dumps,
     row_to_metadata,
 )
-from agentctl.backends.queries import SharedQueries
+from agentctl.backends.queries import SharedQueries, check_sort, to_summaries
 from agentctl.errors import (
     AgentctlError,
     DatabaseBusy,
@@ -46,7 +46,7 @@ from agentctl.errors import (
     SchemaError,
     UsageError,
 )
-from agentctl.model import Checkpoint, CheckpointMetadata
+from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
 
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
 
@@ -58,6 +58,16 @@ UPSERT_SQL = (
     "ON CONFLICT(checkpoint_id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "checkpoint_id")
 )
+
+# thread_summaries: a thread's sort key, from the skip-scan's `t.tid` (index only).
+_SORT_KEYS = {
+    "thread": "t.tid",
+    "checkpoints": "(SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = t.tid)",
+    "step": "(SELECT MAX(step) FROM checkpoints c WHERE c.thread_id = t.tid)",
+}
+# ... or, for "updated" (the head's created_at) and "created" (the first row's), the
+# thread's last / first step and the row order that picks one row there.
+_END_KEYS = {"updated": ("MAX", "DESC"), "created": ("MIN", "ASC")}
 
 # The bytes a checkpoint takes (text columns measured as UTF-8).
 _ROW_BYTES = (
@@ -313,7 +323,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             ORDER BY {order}{page}""",
             *args,
         )
-        out = [dict(r) for r in rows]
+        return await self._with_parent_threads([dict(r) for r in rows])
+
+    async def _with_parent_threads(self, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Adds parent_thread: the thread of each row's first_parent (looked up for these rows only)."""
         parents = sorted({r["first_parent"] for r in out if r["first_parent"]})
         owner: dict[str, str] = {}
         for i in range(0, len(parents), 500):
@@ -325,6 +338,65 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         for r in out:
             r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
         return out
+
+    async def thread_summaries(
+        self, limit: int = 50, offset: int = 0, sort: str = "updated",
+        descending: bool = True, prefix: str | None = None,
+    ) -> list[ThreadSummary]:
+        # Not one GROUP BY over every row (a million index entries and rows): a skip-scan of
+        # idx_thread_step lists the threads, one index seek each (SQLite skip-scans only
+        # with sqlite_stat1, which a reader must not create); each thread gets just its
+        # sort key; only the page's threads get their count, head, first row and parent.
+        # The "updated" / "created" keys need the created_at of each thread's head / first
+        # row: their row ids come from the index, and the rows are then read in id order
+        # (neighbouring pages) rather than thread by thread (a random read each).
+        check_sort(sort)
+        direction = "DESC" if descending else "ASC"
+        tiebreak = ", tid ASC" if sort != "thread" else ""
+        params: list[Any] = []
+        start = stop = only = ""
+        if prefix:
+            # Byte order: every id starting with the prefix is in [prefix, prefix + U+10FFFF).
+            start, stop, only = "WHERE thread_id >= ?", " AND t.tid < ?", " AND substr(tid, 1, ?) = ?"
+            params = [prefix, prefix + "\U0010ffff", len(prefix), prefix]
+        if sort in _END_KEYS:
+            end, order = _END_KEYS[sort]
+            keys = f"""ends AS (
+                SELECT c.id FROM t JOIN checkpoints c ON c.thread_id = t.tid
+                    AND c.step = (SELECT {end}(step) FROM checkpoints m WHERE m.thread_id = t.tid)
+                WHERE tid IS NOT NULL{only}),
+            keyed AS (
+                SELECT thread_id AS tid, created_at AS k, ROW_NUMBER() OVER (
+                    PARTITION BY thread_id ORDER BY created_at {order}, id {order}) AS rn
+                FROM checkpoints WHERE id IN (SELECT id FROM ends)),
+            page AS (
+                SELECT tid, k FROM keyed WHERE rn = 1
+                ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)"""
+        else:
+            keys = f"""page AS (
+                SELECT tid, {_SORT_KEYS[sort]} AS k FROM t WHERE tid IS NOT NULL{only}
+                ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)"""
+        rows = await self._fetch(
+            f"""WITH RECURSIVE t(tid) AS (
+                SELECT (SELECT MIN(thread_id) FROM checkpoints {start})
+                UNION ALL
+                SELECT (SELECT MIN(thread_id) FROM checkpoints WHERE thread_id > t.tid)
+                FROM t WHERE t.tid IS NOT NULL{stop}),
+            {keys}
+            SELECT p.tid AS thread_id,
+                   (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = p.tid) AS n,
+                   h.step AS h_step, h.checkpoint_id AS h_id, h.created_at AS h_created_at,
+                   h.summary AS h_summary, f.created_at AS first_created_at,
+                   f.parent_id AS first_parent
+            FROM page p
+            JOIN checkpoints h ON h.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
+                                          ORDER BY {THREAD_ORDER_DESC} LIMIT 1)
+            JOIN checkpoints f ON f.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
+                                          ORDER BY {THREAD_ORDER_ASC} LIMIT 1)
+            ORDER BY p.k {direction}{tiebreak.replace("tid", "p.tid")}""",
+            *params, limit, offset,
+        )
+        return to_summaries(await self._with_parent_threads([dict(r) for r in rows]))
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         out: list[CheckpointMetadata] = []
