@@ -12,9 +12,11 @@ from typing import Annotated
 
 import typer
 
-from agentctl.cli import threads
+from agentctl.cli import coercion, threads
 from agentctl.cli.context import CliState
 from agentctl.cli.output import set_no_color
+
+coercion.install()  # plain str/int/float options: no pydantic on every command run
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 merge conflict, "

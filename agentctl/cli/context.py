@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Coroutine, TypeVar
@@ -35,6 +34,8 @@ def state(ctx: typer.Context) -> CliState:
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a command's coroutine. Inside a running loop (a test, a notebook) it runs on
     a private thread with its own loop, since asyncio.run cannot nest."""
+    import asyncio  # here, not at the top: `agentctl --help` needs no event loop
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
