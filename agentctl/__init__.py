@@ -23,6 +23,11 @@ _EXPORTS = {
     "PostgresCheckpointer": "agentctl.backends.postgres",
     "create_checkpointer": "agentctl.backends",
     "open_backend": "agentctl.backends",
+    "CheckpointEngine": "agentctl.engine",
+    "SnapshotConfig": "agentctl.engine",
+    "SnapshotTrigger": "agentctl.engine",
+    "CheckpointGC": "agentctl.engine",
+    "TimeTravelResult": "agentctl.engine",
     "AgentctlError": "agentctl.errors",
     "ExitCode": "agentctl.errors",
 }

@@ -17,7 +17,9 @@ A repeated `put` of an existing `checkpoint_id` updates every column of that row
 
 Writes: every public write method is one transaction. `transaction()` gives the engine a
 transaction (with a per-thread lock on Postgres, `BEGIN IMMEDIATE` on SQLite) in which it
-runs several statements written once with `?` placeholders.
+runs several statements written once with `?` placeholders. `query()` and `table_exists()`
+let the engine read its side tables (`agentctl_*`, see agentctl/oplog.py) without writing;
+`vacuum()` frees the space of what the engine purged.
 """
 
 from __future__ import annotations
@@ -142,7 +144,13 @@ def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
     return value
 
 
-def decode_tags(raw: Any) -> list[str]:
+# Delta snapshots (agentctl/delta.py): the marker key of a delta row's state_blob, and
+# the prefix of the tag that names its base (dropped from the tags agentctl returns).
+DELTA_MARKER = "__agentctl_delta__"
+DELTA_TAG = "agentctl-delta:"
+
+
+def decode_tags_raw(raw: Any) -> list[str]:
     """Tags are shown, not trusted: unreadable tags read as [] (`doctor` reports them)."""
     try:
         value = loads(raw)
@@ -151,6 +159,24 @@ def decode_tags(raw: Any) -> list[str]:
     if not isinstance(value, list):
         return []
     return [v if isinstance(v, str) else json.dumps(v) for v in value]
+
+
+def decode_tags(raw: Any) -> list[str]:
+    """The tags of a row as agentctl returns them (without a delta row's base tag)."""
+    tags = decode_tags_raw(raw)
+    if any(t.startswith(DELTA_TAG) for t in tags):
+        return [t for t in tags if not t.startswith(DELTA_TAG)]
+    return tags
+
+
+async def complete_checkpoint(reader: Any, cp: Checkpoint, cache: dict | None = None) -> Checkpoint:
+    """The full checkpoint of a row: a delta row (agentctl/delta.py) is resolved."""
+    marker = cp.state.get(DELTA_MARKER) if isinstance(cp.state, dict) else None
+    if not isinstance(marker, dict):
+        return cp
+    from agentctl.delta import resolve
+
+    return await resolve(reader, cp, cache)
 
 
 def row_to_metadata(row: Any, created_at: str | None = None) -> CheckpointMetadata:
@@ -231,16 +257,22 @@ class RowReads:
             return None
         return next(iter(dict(rows[0]).values()))
 
+    async def query(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        """Run a read-only query written with `?` placeholders (both dialects); rows as
+        dicts by column name, created_at as an ISO string. For the engine's reads of
+        its side tables and of what a write will do; it never writes."""
+        return [dict(r) for r in await self._fetch(sql, *params)]
+
     async def get(self, checkpoint_id: str) -> Checkpoint | None:
         rows = await self._fetch(
             f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id)
-        return row_to_checkpoint(rows[0]) if rows else None
+        return await complete_checkpoint(self, row_to_checkpoint(rows[0])) if rows else None
 
     async def get_latest(self, thread_id: str) -> Checkpoint | None:
         rows = await self._fetch(
             f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
             f"ORDER BY {THREAD_ORDER_DESC} LIMIT 1", thread_id)
-        return row_to_checkpoint(rows[0]) if rows else None
+        return await complete_checkpoint(self, row_to_checkpoint(rows[0])) if rows else None
 
     async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
         rows = await self._fetch(
@@ -449,6 +481,16 @@ class CheckpointBackend(ABC):
     @abstractmethod
     async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
         """[{checkpoint_id, column, reason}] for blobs that do not parse or have the wrong type."""
+
+    @abstractmethod
+    async def table_exists(self, name: str) -> bool:
+        """Whether a table of this name exists (read-only; creates nothing)."""
+
+    async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
+        """Give the space of deleted rows back (SQLite: VACUUM of the whole file, which
+        shrinks it; Postgres: VACUUM of these tables (those that exist), which makes
+        their space reusable). Runs outside any
+        transaction and waits for other writers like a write does."""
 
     @abstractmethod
     def transaction(self, lock_threads: Sequence[str] = ()) -> AbstractAsyncContextManager[Transaction]:

@@ -277,6 +277,25 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         except asyncpg.PostgresError as exc:
             raise map_pg_error(exc, self.display_name) from None
 
+    async def table_exists(self, name: str) -> bool:
+        return bool(await self._fetchval("SELECT to_regclass(?) IS NOT NULL AS e", name))
+
+    async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
+        await self.connect()
+        import asyncpg
+
+        tables = [t for t in dict.fromkeys(tables) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t)
+                  and await self.table_exists(t)]
+        if not tables:
+            return
+        try:
+            async with self._pool.acquire() as conn:
+                await conn.execute("VACUUM " + ", ".join(tables))
+        except asyncpg.PostgresError as exc:
+            raise map_pg_error(exc, self.display_name) from None
+
     # ---- dialect-specific reads ---------------------------------------------------
 
     async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:

@@ -16,6 +16,7 @@ from agentctl.backends.base import (
     META_COLUMNS,
     THREAD_ORDER_ASC,
     THREAD_ORDER_DESC,
+    complete_checkpoint,
     decode_column,
     row_to_checkpoint,
     row_to_metadata,
@@ -145,13 +146,14 @@ class SharedQueries(RowReads):
         threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         for thread in threads:
             offset = 0
+            bases: dict[str, Checkpoint] = {}  # delta rows' bases, per thread
             while True:
                 rows = await self._fetch(
                     f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
                     f"ORDER BY {THREAD_ORDER_ASC} LIMIT ? OFFSET ?", thread, batch, offset)
                 for r in rows:
                     try:
-                        yield row_to_checkpoint(r)
+                        yield await complete_checkpoint(self, row_to_checkpoint(r), bases)
                     except CorruptRowError as exc:
                         yield exc
                 if len(rows) < batch:

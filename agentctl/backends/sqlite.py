@@ -187,7 +187,13 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         return Path(os.path.abspath(self._db_path)).as_uri() + f"?mode={mode}"
 
     async def _open(self, mode: str) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None)
+        pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None)
+        # A library user who never closes the checkpointer (the seeds' usage) must not
+        # have the interpreter wait forever at exit on aiosqlite's worker thread.
+        worker = getattr(pending, "_thread", None)
+        if worker is not None and not worker.is_alive():
+            worker.daemon = True
+        conn = await pending
         conn.row_factory = sqlite3.Row
         await conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         return conn
@@ -270,12 +276,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
         await self.connect()
         async with self._write_lock:
-            try:
-                if self._writer is None:
-                    self._writer = await self._open("rw")
-                await self._writer.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise map_sqlite_error(exc, self._db_path) from None
+            await self._writer_execute("BEGIN IMMEDIATE")
             tx = _SQLiteTransaction(self._writer, self._db_path)
             try:
                 yield tx
@@ -287,6 +288,28 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             except sqlite3.Error as exc:
                 await self._writer.rollback()
                 raise map_sqlite_error(exc, self._db_path) from None
+
+    async def table_exists(self, name: str) -> bool:
+        rows = await self._fetch(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name)
+        return bool(rows)
+
+    async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
+        await self.connect()
+        async with self._write_lock:
+            await self._writer_execute("VACUUM")
+
+    async def _writer_execute(self, sql: str) -> aiosqlite.Connection:
+        """Run a statement on the write connection (opened on first use)."""
+        try:
+            if self._writer is None:
+                self._writer = await self._open("rw")
+            await self._writer.execute(sql)
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, self._db_path) from None
+        return self._writer
 
     async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
         rows = await self._fetch(

@@ -1,0 +1,1226 @@
+"""The checkpoint engine: snapshots, time travel, branches, merges, GC, undo.
+
+A drop-in for the AgentOS engine (same names, signatures and call shapes:
+`CheckpointEngine(checkpointer, config)`, `snapshot`, `snapshot_safe`, `rewind`,
+`time_travel_to_step`, `list_time_travel_points`, `branch`, `merge_branch`, the
+`snapshot_on` decorator, the `snapshot_scope` context manager, `get_latest`,
+`get_checkpoint_tree`), and the one place where agentctl changes history.
+
+    engine = CheckpointEngine(SQLiteCheckpointer("checkpoints.db"))
+
+    @engine.snapshot_on(SnapshotTrigger.TOOL_CALL)
+    async def my_tool(query): ...
+
+    await engine.rewind(checkpoint_id)              # the later checkpoints are set aside
+    branch = await engine.branch(checkpoint_id, "bugfix-experiment")
+    await engine.merge_branch(branch, "thread-1")   # three-way, conflicts raise
+
+Design
+------
+Writes. Every write is one backend transaction (`BEGIN IMMEDIATE` on SQLite; a
+transaction plus per-thread advisory locks on Postgres), its op-log records included:
+a failure midway leaves the database as before, and an agent writing at the same time
+waits (busy_timeout / the lock) instead of failing. Every debugger write (rewind,
+branch, merge, prune, delete_thread, import, undo, purge) is recorded in the op log of
+`agentctl.oplog` (side tables created by the first such write; see there for the
+tables, the fingerprints and the undo rules). An agent's `snapshot` is not logged and
+creates no side table.
+
+Steps. The next step of a thread is max(highest step in the database for the thread,
+this engine's counter) + 1, computed inside the write transaction, so a restarted
+process or a second engine on the same database never repeats a step. `rewind` sets the
+counter to the target's step (as the seeds did), `branch` to 0, `undo` and
+`delete_thread` forget it.
+
+Parents. `snapshot` without `parent_checkpoint_id` links the new checkpoint to the
+thread's head (the seeds stored no parent); an explicit parent is kept as given.
+
+Order and head. Within a thread: step, created_at, row id. The head is the last row;
+no GC policy or prune ever deletes it.
+
+Rewind. `rewind(id)` moves the checkpoints after the target (in that order) to a new
+archive thread `{thread}-branch-rewind-{4 hex}`: the format's reader (`get_latest`,
+ORDER BY step DESC) then sees the target as head, and the abandoned future stays as a
+branch: the first moved row keeps its parent link to the target (a NULL parent is set
+to the target, and undo restores it). Moved rows keep their ids, steps and content.
+`hard=True` deletes them instead, into the trash, so undo works until `purge`.
+Caveat: rows of the target's step ordered before it (duplicate steps a restarted
+writer left) stay in the thread; the format's reader may then pick either as head.
+
+Merge. The base is the nearest common ancestor through parent links across threads; a
+merge checkpoint's `merged:<id>` tag counts as its second parent, so merging a branch
+again only brings what is new. state and tools_result merge with
+`agentctl.merge.three_way_merge` (strategy "three-way", "ours", "theirs"), messages with
+`merge_messages`. The merge checkpoint is the new head of the target: parent = the
+target's old head, step = next step, tags ["merge", "merged:<branch head>",
+"branch:<branch thread>"], next_node of the target's head. Conflicts raise
+`MergeConflictError` (their paths are JSON pointers into the checkpoint: "/state/..."
+or "/tools_result/...") and nothing is written. A branch head that is already an
+ancestor of the target's head raises OperationError ("already merged"). Without any
+common ancestor the base is empty ({} and no messages).
+
+GC. Policies are computed in SQL over the whole thread (window functions), applied
+only to the thread asked, and never to its head: keep_last_n n (the last max(n, 1)),
+keep_age s (created_at older than s seconds, by the engine's clock), keep_milestones
+n (the first, the last and evenly spaced ones: n rows in all; position p of N is kept
+when p = 0 or floor(p(n-1)/(N-1)) > floor((p-1)(n-1)/(N-1))), keep_all. `prune`
+moves the deleted rows into the trash (undoable); the automatic GC after `snapshot`
+(`SnapshotConfig.gc_policy`, the agent's own retention policy) deletes for real and is
+not logged: keeping its deletions would grow the file forever.
+
+Size and deltas. `max_snapshot_size_mb` is enforced (`SnapshotTooLarge`, with the size).
+`delta_snapshots` (opt-in; default False) stores a snapshot as a JSON Patch against a
+full row of the same thread; see `agentctl.delta` for the encoding, chosen so a foreign
+reader sees an explicit placeholder, never a plausible but wrong state. agentctl's own
+reads return the full checkpoint either way.
+
+Ids. `ckpt-{thread}-{step}-{6 hex}`; branch threads `{thread}-branch-{name}-{4 hex}`.
+The hex digits come from `rng` (a `random.Random`, injectable for reproducible output)
+or from uuid4; the time from `clock` (a callable returning a datetime or ISO string).
+Unknown ids raise `CheckpointNotFound` / `ThreadNotFound` (ValueErrors whose message
+says "not found").
+
+Test-only: `engine._fail_at_statement = n` makes the n-th statement of the next write
+transactions raise `InjectedFault` (used to prove that every write is atomic).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import uuid
+from collections import deque
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from enum import Enum
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+
+from agentctl import delta, oplog
+from agentctl.backends.base import (
+    COLUMNS,
+    META_COLUMNS,
+    THREAD_ORDER_ASC,
+    THREAD_ORDER_DESC,
+    CheckpointBackend,
+    RowReads,
+    Transaction,
+    checkpoint_params,
+    decode_tags,
+    dumps,
+    row_to_metadata,
+)
+from agentctl.errors import (
+    AgentctlError,
+    CheckpointNotFound,
+    MergeConflictError,
+    NotFoundError,
+    OperationError,
+    SnapshotTooLarge,
+    ThreadNotFound,
+    UsageError,
+)
+from agentctl.model import Checkpoint, CheckpointMetadata
+from agentctl.oplog import OpRecord, OpResult, PurgeResult
+
+__all__ = [
+    "CheckpointEngine",
+    "CheckpointGC",
+    "InjectedFault",
+    "MergePlan",
+    "OpRecord",
+    "OpResult",
+    "PrunePlan",
+    "PurgeResult",
+    "RewindPlan",
+    "SnapshotConfig",
+    "SnapshotTrigger",
+    "TimeTravelResult",
+    "create_checkpoint_engine",
+]
+
+logger = logging.getLogger(__name__)
+
+MERGE_STRATEGIES = ("three-way", "ours", "theirs")
+_HEX = "0123456789abcdef"
+
+
+# ---- types (the seeds' names and defaults) -------------------------------------------
+
+
+class SnapshotTrigger(str, Enum):
+    """What made a snapshot; its value is the checkpoint's tag."""
+
+    TOOL_CALL = "tool_call"
+    LLM_CALL = "llm_call"
+    STATE_CHANGE = "state_change"
+    TASK_BOUNDARY = "task_boundary"
+    MANUAL = "manual"
+    INTERVAL = "interval"
+
+
+class CheckpointGC(str, Enum):
+    """Retention policies (see the module doc for their exact meaning)."""
+
+    KEEP_ALL = "keep_all"
+    KEEP_LAST_N = "keep_last_n"
+    KEEP_AGE = "keep_age"
+    KEEP_MILESTONES = "keep_milestones"
+
+
+@dataclass
+class SnapshotConfig:
+    """Which triggers snapshot, the automatic GC after each snapshot, deltas, size limit."""
+
+    triggers: set[SnapshotTrigger] = field(default_factory=lambda: {
+        SnapshotTrigger.MANUAL,
+        SnapshotTrigger.TOOL_CALL,
+        SnapshotTrigger.LLM_CALL,
+        SnapshotTrigger.STATE_CHANGE,
+    })
+    gc_policy: CheckpointGC = CheckpointGC.KEEP_LAST_N
+    gc_param: float = 100  # n for keep_last_n / keep_milestones, seconds for keep_age
+    delta_snapshots: bool = False  # the seeds' default was True, but it did nothing
+    max_snapshot_size_mb: float = 10.0
+    delta_keyframe_every: int = 16  # a full row at least every this many snapshots
+
+
+@dataclass
+class TimeTravelResult:
+    """What a rewind did. The seeds' five fields, then agentctl's."""
+
+    checkpoint: Checkpoint
+    thread_id: str
+    rewind_depth: int  # how many checkpoints were set aside (moved or deleted)
+    snapshot_count_before: int  # checkpoints in the thread before the rewind
+    can_replay: bool = True
+    op_id: int | None = None  # None when nothing was after the target
+    archive_thread: str | None = None  # where they went (None when hard or nothing moved)
+    moved: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checkpoint_id": self.checkpoint.metadata.checkpoint_id,
+            "thread_id": self.thread_id,
+            "step": self.checkpoint.metadata.step,
+            "rewind_depth": self.rewind_depth,
+            "snapshot_count_before": self.snapshot_count_before,
+            "can_replay": self.can_replay,
+            "op_id": self.op_id,
+            "archive_thread": self.archive_thread,
+            "moved": list(self.moved),
+            "deleted": list(self.deleted),
+        }
+
+
+@dataclass
+class RewindPlan:
+    """What `rewind(target, hard)` would do. Nothing is written to make it."""
+
+    target: CheckpointMetadata
+    thread_id: str
+    moved: list[CheckpointMetadata]  # the checkpoints after the target, in order
+    archive_thread: str | None  # where they would go; None when hard or nothing moves
+    hard: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target.to_dict(), "thread_id": self.thread_id,
+                "moved": [m.to_dict() for m in self.moved],
+                "archive_thread": self.archive_thread, "hard": self.hard}
+
+
+@dataclass
+class MergePlan:
+    """What `merge_branch` would write. `conflicts` are unresolved (three-way);
+    `resolved` are those the strategy settled. `up_to_date`: nothing to merge."""
+
+    base: CheckpointMetadata | None
+    ours: Checkpoint
+    theirs: Checkpoint
+    merged: Checkpoint
+    conflicts: list[Any]
+    strategy: str
+    branch_thread_id: str = ""
+    into_thread_id: str = ""
+    resolved: list[Any] = field(default_factory=list)
+    up_to_date: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": self.base.to_dict() if self.base else None,
+            "ours": self.ours.metadata.to_dict(),
+            "theirs": self.theirs.metadata.to_dict(),
+            "merged": self.merged.to_dict(),
+            "conflicts": [c.to_dict() for c in self.conflicts],
+            "resolved": [c.to_dict() for c in self.resolved],
+            "strategy": self.strategy,
+            "branch_thread_id": self.branch_thread_id,
+            "into_thread_id": self.into_thread_id,
+            "up_to_date": self.up_to_date,
+        }
+
+
+@dataclass
+class PrunePlan:
+    """What `prune` would delete (in thread order) and how many checkpoints stay."""
+
+    thread_id: str
+    policy: CheckpointGC
+    param: float
+    delete: list[CheckpointMetadata]
+    keep_count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"thread_id": self.thread_id, "policy": self.policy.value, "param": self.param,
+                "delete": [m.to_dict() for m in self.delete], "keep_count": self.keep_count}
+
+
+class InjectedFault(RuntimeError):
+    """Raised by the test-only fault hook (`_fail_at_statement`)."""
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+
+def _as_trigger(trigger: Any) -> SnapshotTrigger | None:
+    if isinstance(trigger, SnapshotTrigger):
+        return trigger
+    try:
+        return SnapshotTrigger(trigger)
+    except ValueError:
+        return None
+
+
+def as_policy(policy: CheckpointGC | str) -> CheckpointGC:
+    if isinstance(policy, CheckpointGC):
+        return policy
+    try:
+        return CheckpointGC(str(policy).replace("-", "_"))
+    except ValueError:
+        raise UsageError(f"unknown GC policy {policy!r}; use one of: "
+                         + ", ".join(p.value for p in CheckpointGC)) from None
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _to_datetime(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        text = str(value).strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        dt = datetime.fromisoformat(text)
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+# The rows of a thread after a given checkpoint, in (step, created_at, id) order.
+_AFTER = ("thread_id = ? AND (step, created_at, id) > "
+          "(SELECT step, created_at, id FROM checkpoints WHERE checkpoint_id = ?)")
+
+
+def _positions(where: str) -> str:
+    """Rows of a thread with their 0-based position and the thread's count."""
+    return (f"SELECT id, created_at, ROW_NUMBER() OVER (ORDER BY {THREAD_ORDER_ASC}) - 1 AS pos, "
+            f"COUNT(*) OVER () AS total FROM checkpoints WHERE {where}")
+
+
+def _gc_selection(kind: str, policy: CheckpointGC, param: float,
+                  cutoff: Any) -> tuple[str, list[Any]] | None:
+    """SQL selecting the ids a policy deletes from one thread (first parameter: the
+    thread), or None when the policy deletes nothing. Never selects the head."""
+    if policy is CheckpointGC.KEEP_ALL:
+        return None
+    if policy is CheckpointGC.KEEP_AGE:
+        older = ("julianday(r.created_at) < julianday(?)" if kind == "sqlite"
+                 else "r.created_at < ?")
+        return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
+                f"WHERE r.pos < r.total - 1 AND {older}", [cutoff])
+    n = max(int(param), 1)
+    if policy is CheckpointGC.KEEP_LAST_N or n == 1:
+        return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
+                "WHERE r.pos < r.total - CAST(? AS BIGINT)", [n])
+    # keep_milestones: n >= 2 rows kept, the first and the last among them.
+    keep = ("(r.pos = 0 OR (r.pos * CAST(? AS BIGINT)) / NULLIF(r.total - 1, 0) > "
+            "((r.pos - 1) * CAST(? AS BIGINT)) / NULLIF(r.total - 1, 0))")
+    return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
+            f"WHERE r.total > CAST(? AS BIGINT) AND NOT {keep}", [n, n - 1, n - 1])
+
+
+class _Graph:
+    """Parent links (and merges' `merged:` tags) loaded a thread at a time."""
+
+    def __init__(self, reader: RowReads):
+        self.reader = reader
+        self.parents: dict[str, list[str]] = {}
+        self.missing: set[str] = set()
+
+    async def parents_of(self, cid: str) -> list[str]:
+        if cid in self.parents:
+            return self.parents[cid]
+        if cid in self.missing:
+            return []
+        rows = await self.reader.query(
+            "SELECT thread_id FROM checkpoints WHERE checkpoint_id = ?", cid)
+        if not rows:
+            self.missing.add(cid)
+            return []
+        for r in await self.reader.query(
+                "SELECT checkpoint_id, parent_id, tags FROM checkpoints WHERE thread_id = ?",
+                rows[0]["thread_id"]):
+            links = [r["parent_id"]] if r["parent_id"] else []
+            links += [t[len("merged:"):] for t in decode_tags(r["tags"]) if t.startswith("merged:")]
+            self.parents[r["checkpoint_id"]] = links
+        return self.parents.get(cid, [])
+
+    async def walk(self, start: str) -> AsyncIterator[str]:
+        """start and its ancestors, nearest first (breadth-first); cycles end the walk."""
+        seen = {start}
+        queue = deque([start])
+        while queue:
+            cid = queue.popleft()
+            yield cid
+            for parent in await self.parents_of(cid):
+                if parent not in seen:
+                    seen.add(parent)
+                    queue.append(parent)
+
+
+class _GuardedTx(Transaction):
+    """A transaction whose statements pass the engine's test-only fault hook."""
+
+    def __init__(self, tx: Transaction, engine: "CheckpointEngine"):
+        self._tx = tx
+        self._engine = engine
+        self.kind = tx.kind
+
+    def _tick(self) -> None:
+        self._engine._statements += 1
+        limit = self._engine._fail_at_statement
+        if limit is not None and self._engine._statements >= limit:
+            raise InjectedFault(f"fault injected at statement {self._engine._statements}")
+
+    async def execute(self, sql: str, *params: Any) -> int:
+        self._tick()
+        return await self._tx.execute(sql, *params)
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._tick()
+        await self._tx.executemany(sql, rows)
+
+    async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        self._tick()
+        return await self._tx.fetch(sql, *params)
+
+    async def put(self, checkpoint: Checkpoint) -> str:
+        self._tick()
+        return await self._tx.put(checkpoint)
+
+    def timestamp(self, iso: str) -> Any:
+        return self._tx.timestamp(iso)
+
+    async def table_exists(self, name: str) -> bool:
+        self._tick()
+        return await self._tx.table_exists(name)
+
+
+_INSERT_SQL = (f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) "
+               f"VALUES ({', '.join('?' for _ in COLUMNS)})")
+
+
+# ---- the engine ------------------------------------------------------------------------
+
+
+class CheckpointEngine:
+    """Step-level checkpoints with non-destructive time travel, branches, merges and undo."""
+
+    def __init__(
+        self,
+        checkpointer: CheckpointBackend,
+        config: SnapshotConfig | None = None,
+        *,
+        rng: random.Random | None = None,
+        clock: Callable[[], Any] | None = None,
+    ):
+        self._checkpointer = checkpointer
+        self._config = config or SnapshotConfig()
+        self._snapshot_counters: dict[str, int] = {}
+        self._last_delta: dict[str, dict[str, Any]] = {}  # the seeds' attribute, unused
+        self._rng = rng
+        self._clock = clock
+        #: the op id of the last write this engine recorded (None before any)
+        self.last_op_id: int | None = None
+        # Test-only fault hook (see the module doc).
+        self._fail_at_statement: int | None = None
+        self._statements = 0
+
+    @property
+    def checkpointer(self) -> CheckpointBackend:
+        return self._checkpointer
+
+    @property
+    def config(self) -> SnapshotConfig:
+        return self._config
+
+    # ---- small helpers -----------------------------------------------------------------
+
+    def _hex(self, n: int) -> str:
+        if self._rng is not None:
+            return "".join(self._rng.choice(_HEX) for _ in range(n))
+        return uuid.uuid4().hex[:n]
+
+    def _now_dt(self) -> datetime:
+        return _to_datetime(self._clock()) if self._clock else datetime.now(timezone.utc)
+
+    def _now(self) -> str:
+        if self._clock:
+            return _iso(self._clock())
+        return datetime.now(timezone.utc).isoformat()
+
+    @asynccontextmanager
+    async def _write(self, threads: Sequence[str]) -> AsyncIterator[Transaction]:
+        async with self._checkpointer.transaction(lock_threads=list(dict.fromkeys(threads))) as tx:
+            self._statements = 0
+            yield _GuardedTx(tx, self)
+
+    async def _next_step(self, reader: RowReads, thread_id: str) -> int:
+        top = await reader.max_step(thread_id)
+        return max(int(top) if top is not None else 0,
+                   self._snapshot_counters.get(thread_id, 0)) + 1
+
+    def _bump(self, thread_id: str, step: int) -> None:
+        self._snapshot_counters[thread_id] = max(self._snapshot_counters.get(thread_id, 0), step)
+
+    async def _head_meta(self, reader: RowReads, thread_id: str) -> CheckpointMetadata | None:
+        page = await reader.read_thread(thread_id, 1, 0, descending=True)
+        return page[0] if page else None
+
+    async def _require_meta(self, reader: RowReads, checkpoint_id: str) -> CheckpointMetadata:
+        meta = await reader.get_metadata(checkpoint_id)
+        if meta is None:
+            raise CheckpointNotFound(checkpoint_id)
+        return meta
+
+    async def _thread_count(self, reader: RowReads, thread_id: str) -> int:
+        return int(await reader._fetchval(
+            "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?", thread_id) or 0)
+
+    async def _fresh_thread(self, reader: RowReads, make: Callable[[], str]) -> str:
+        for _ in range(50):
+            name = make()
+            if not await reader.query(
+                    "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", name):
+                return name
+        raise OperationError("could not find an unused thread name")  # pragma: no cover
+
+    def _ts_param(self, kind: str, iso: str) -> Any:
+        if kind == "postgres":
+            from agentctl.backends.postgres import to_datetime
+
+            return to_datetime(iso)
+        return iso
+
+    def _auto_summary(self, messages: list[dict[str, Any]], state: dict[str, Any]) -> str:
+        if messages:
+            last = messages[-1]
+            if isinstance(last, dict):
+                role = last.get("role", "unknown")
+                content = str(last.get("content", ""))[:100]
+                return f"[{role}] {content}"
+            return str(last)[:100]
+        return f"State: {len(state)} keys"
+
+    # ---- snapshots ---------------------------------------------------------------------
+
+    async def snapshot(
+        self,
+        thread_id: str,
+        messages: list[dict[str, Any]],
+        state: dict[str, Any],
+        tools_result: dict[str, Any],
+        trigger: SnapshotTrigger = SnapshotTrigger.MANUAL,
+        parent_checkpoint_id: str | None = None,
+        next_node: str = "",
+    ) -> str:
+        """Write a checkpoint; return its id ("" when the trigger is not enabled)."""
+        trig = _as_trigger(trigger)
+        if trig is None or trig not in self._config.triggers:
+            return ""
+        if not isinstance(thread_id, str) or not thread_id:
+            raise UsageError("thread_id must be a non-empty string")
+        messages = list(messages)
+        state = dict(state)
+        tools = dict(tools_result or {})
+        self._check_size(thread_id, messages, state, tools)
+        summary = self._auto_summary(messages, state)
+        async with self._write([thread_id]) as tx:
+            step = await self._next_step(tx, thread_id)
+            head = await self._head_meta(tx, thread_id)
+            parent = parent_checkpoint_id
+            if parent is None and head is not None:
+                parent = head.checkpoint_id
+            cid = f"ckpt-{thread_id}-{step}-{self._hex(6)}"
+            cp = Checkpoint(
+                CheckpointMetadata(thread_id, cid, step, parent, self._now(), [trig.value], summary),
+                messages, state, tools, next_node)
+            if self._config.delta_snapshots:
+                row = await delta.encode_for_thread(tx, cp, self._config.delta_keyframe_every)
+            else:
+                row = cp
+            await tx.put(row)
+            await self._auto_gc(tx, thread_id)
+        self._bump(thread_id, step)
+        return cid
+
+    def _check_size(self, thread_id: str, messages: Any, state: Any, tools: Any) -> None:
+        limit = self._config.max_snapshot_size_mb
+        if not limit or limit <= 0:
+            return
+        size = sum(len(dumps(v).encode("utf-8")) for v in (messages, state, tools))
+        if size > limit * 1024 * 1024:
+            raise SnapshotTooLarge(
+                f"snapshot of thread {thread_id!r} is {size / 1048576:.2f} MB "
+                f"({size} bytes), over max_snapshot_size_mb={limit:g}; nothing was written")
+
+    async def snapshot_safe(self, *args: Any, **kwargs: Any) -> str:
+        """`snapshot` (the same arguments) that never raises: a failure is logged and ""
+        returned, so checkpointing never breaks the agent's own flow."""
+        try:
+            return await self.snapshot(*args, **kwargs)
+        except Exception as exc:  # the seeds' contract: never break the agent's flow
+            logger.error("Snapshot failed (non-blocking): %s", exc)
+            return ""
+
+    async def _auto_gc(self, tx: Transaction, thread_id: str) -> None:
+        """The configured retention after a snapshot: deletes for real (not logged)."""
+        policy = as_policy(self._config.gc_policy)
+        param = self._config.gc_param
+        if policy is CheckpointGC.KEEP_ALL:
+            return
+        if policy is not CheckpointGC.KEEP_AGE:
+            if await self._thread_count(tx, thread_id) <= max(int(param), 1):
+                return
+        selection = self._selection(tx.kind, policy, param)
+        if selection is None:
+            return
+        sql, params = selection
+        await delta.before_delete(tx, thread_id, f"id IN ({sql})", [thread_id, *params])
+        await tx.execute(f"DELETE FROM checkpoints WHERE id IN ({sql})", thread_id, *params)
+
+    def _selection(self, kind: str, policy: CheckpointGC, param: float) -> tuple[str, list[Any]] | None:
+        cutoff = None
+        if policy is CheckpointGC.KEEP_AGE:
+            cutoff = self._ts_param(kind, (self._now_dt() - timedelta(seconds=float(param))).isoformat())
+        return _gc_selection(kind, policy, param, cutoff)
+
+    # ---- the seeds' decorator and scope ------------------------------------------------
+
+    def snapshot_on(self, trigger: SnapshotTrigger):
+        """Decorator: snapshot before and after each call of an async function.
+
+        The thread and state come from the keyword arguments `_checkpoint_thread_id`
+        (default "default") and `_checkpoint_state` (default {}), removed before the call.
+        """
+        trig = _as_trigger(trigger) or trigger
+
+        def decorator(func):
+            @functools.wraps(func)
+            async def wrapper(*args, **kwargs):
+                thread_id = kwargs.pop("_checkpoint_thread_id", "default")
+                state = kwargs.pop("_checkpoint_state", {})
+                await self.snapshot_safe(
+                    thread_id=thread_id,
+                    messages=[{"role": "tool_call", "content": f"{func.__name__}({kwargs})"}],
+                    state=state, tools_result={}, trigger=trig)
+                result = await func(*args, **kwargs)
+                await self.snapshot_safe(
+                    thread_id=thread_id,
+                    messages=[{"role": "tool_result", "content": str(result)[:500]}],
+                    state=state, tools_result={"result": str(result)[:1000]}, trigger=trig)
+                return result
+            return wrapper
+        return decorator
+
+    @asynccontextmanager
+    async def snapshot_scope(
+        self,
+        thread_id: str,
+        state: dict[str, Any],
+        trigger: SnapshotTrigger = SnapshotTrigger.STATE_CHANGE,
+    ):
+        """Snapshot on entering and on leaving the block (also when it raises)."""
+        trig = _as_trigger(trigger) or SnapshotTrigger.STATE_CHANGE
+        await self.snapshot_safe(
+            thread_id=thread_id,
+            messages=[{"role": "system", "content": f"Enter scope ({trig.value})"}],
+            state=state, tools_result={}, trigger=trig)
+        try:
+            yield
+        finally:
+            await self.snapshot_safe(
+                thread_id=thread_id,
+                messages=[{"role": "system", "content": f"Exit scope ({trig.value})"}],
+                state=state, tools_result={}, trigger=trig)
+
+    # ---- reads -------------------------------------------------------------------------
+
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        return await self._checkpointer.get_latest(thread_id)
+
+    async def list_time_travel_points(self, thread_id: str, limit: int = 50) -> list[CheckpointMetadata]:
+        """A thread's checkpoints, newest first (the seeds' order)."""
+        return await self._checkpointer.list_checkpoints(thread_id, limit=limit)
+
+    # ---- rewind ------------------------------------------------------------------------
+
+    def _archive_name(self, thread_id: str) -> str:
+        return f"{thread_id}-branch-rewind-{self._hex(4)}"
+
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
+        """What `rewind` would do (nothing is written)."""
+        b = self._checkpointer
+        target = await self._require_meta(b, checkpoint_id)
+        rows = await b.query(f"SELECT {META_COLUMNS} FROM checkpoints WHERE {_AFTER} "
+                             f"ORDER BY {THREAD_ORDER_ASC}", target.thread_id, checkpoint_id)
+        moved = [row_to_metadata(r) for r in rows]
+        archive = None
+        if moved and not hard:
+            archive = await self._fresh_thread(b, lambda: self._archive_name(target.thread_id))
+        return RewindPlan(target, target.thread_id, moved, archive, hard)
+
+    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
+                     archive_thread: str | None = None) -> TimeTravelResult:
+        """Make `checkpoint_id` the head of its thread again.
+
+        The checkpoints after it move to a new archive thread (or, with hard=True, are
+        deleted into the trash). `archive_thread` names the archive (e.g. a plan's)."""
+        meta = await self._require_meta(self._checkpointer, checkpoint_id)
+        thread = meta.thread_id
+        archive = archive_thread
+        if not hard and archive is None:
+            archive = await self._fresh_thread(self._checkpointer, lambda: self._archive_name(thread))
+        async with self._write([thread] + ([archive] if archive else [])) as tx:
+            target = await self._require_meta(tx, checkpoint_id)
+            if target.thread_id != thread:
+                raise OperationError(f"checkpoint {checkpoint_id!r} moved to another thread meanwhile; retry")
+            before = await self._thread_count(tx, thread)
+            moved = [r["checkpoint_id"] for r in await tx.fetch(
+                f"SELECT checkpoint_id FROM checkpoints WHERE {_AFTER} ORDER BY {THREAD_ORDER_ASC}",
+                thread, checkpoint_id)]
+            full = await tx.get(checkpoint_id)
+            if not moved:
+                result = TimeTravelResult(full, thread, 0, before)
+            elif hard:
+                op_id = await oplog.start(
+                    tx, "rewind", f"hard rewind {thread} to step {target.step} "
+                    f"({checkpoint_id}): deleted {len(moved)} checkpoint(s)", [thread],
+                    {"target": checkpoint_id, "thread": thread, "hard": True, "count": len(moved)},
+                    self._now())
+                await delta.before_delete(tx, thread, _AFTER, [thread, checkpoint_id])
+                await oplog.trash(tx, op_id, _AFTER, thread, checkpoint_id)
+                await oplog.finish(tx, op_id, [thread])
+                result = TimeTravelResult(full, thread, len(moved), before, op_id=op_id, deleted=moved)
+            else:
+                if await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", archive):
+                    raise UsageError(f"thread {archive!r} already exists; choose another archive name")
+                op_id = await oplog.start(
+                    tx, "rewind", f"rewind {thread} to step {target.step} ({checkpoint_id}): "
+                    f"moved {len(moved)} checkpoint(s) to {archive}", [thread, archive],
+                    {"target": checkpoint_id, "thread": thread, "hard": False,
+                     "archive_thread": archive, "count": len(moved)}, self._now())
+                await delta.before_move(tx, thread, _AFTER, [thread, checkpoint_id])
+                await tx.execute(
+                    f"INSERT INTO {oplog.OPLOG_ROWS} (op_id, checkpoint_id, action, thread_id, "
+                    "old_thread_id, old_parent_id, parent_id) SELECT CAST(? AS BIGINT), checkpoint_id, "
+                    f"'move', CAST(? AS TEXT), thread_id, parent_id, parent_id FROM checkpoints WHERE {_AFTER}",
+                    op_id, archive, thread, checkpoint_id)
+                await tx.execute(f"UPDATE checkpoints SET thread_id = ? WHERE {_AFTER}",
+                                 archive, thread, checkpoint_id)
+                # The abandoned future hangs off the target: a first row without a
+                # parent gets the target as parent (undo restores NULL).
+                first = moved[0]
+                await tx.execute(
+                    "UPDATE checkpoints SET parent_id = ? WHERE checkpoint_id = ? "
+                    "AND (parent_id IS NULL OR parent_id = '')", checkpoint_id, first)
+                await tx.execute(
+                    f"UPDATE {oplog.OPLOG_ROWS} SET parent_id = ? WHERE op_id = ? AND checkpoint_id = ? "
+                    "AND (old_parent_id IS NULL OR old_parent_id = '')", checkpoint_id, op_id, first)
+                await oplog.finish(tx, op_id, [thread, archive])
+                result = TimeTravelResult(full, thread, len(moved), before, op_id=op_id,
+                                          archive_thread=archive, moved=moved)
+        if result.op_id is not None:
+            self.last_op_id = result.op_id
+        self._snapshot_counters[thread] = target.step
+        logger.info("Time travel: rewound %s to %s (step %s), set aside %d checkpoint(s)",
+                    thread, checkpoint_id, target.step, len(moved))
+        return result
+
+    async def time_travel_to_step(self, thread_id: str, step: int) -> TimeTravelResult | None:
+        """Rewind to the last checkpoint of the thread whose step is <= step (None if none)."""
+        rows = await self._checkpointer.query(
+            f"SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND step <= ? "
+            f"ORDER BY {THREAD_ORDER_DESC} LIMIT 1", thread_id, step)
+        if not rows:
+            return None
+        return await self.rewind(rows[0]["checkpoint_id"])
+
+    # ---- branch ------------------------------------------------------------------------
+
+    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
+        """Fork a new thread from a checkpoint; return the new thread id.
+
+        The thread is `{source thread}-branch-{name}-{4 hex}`; its first row (step 0,
+        tags ["branch", name]) copies the source's content and points at it."""
+        name = str(branch_name)
+        if not name or any(ord(ch) < 32 or ch == "\x7f" for ch in name):
+            raise UsageError(f"invalid branch name {branch_name!r}")
+        source_meta = await self._require_meta(self._checkpointer, from_checkpoint_id)
+        thread = await self._fresh_thread(
+            self._checkpointer, lambda: f"{source_meta.thread_id}-branch-{name}-{self._hex(4)}")
+        async with self._write([thread]) as tx:
+            source = await tx.get(from_checkpoint_id)
+            if source is None:
+                raise CheckpointNotFound(from_checkpoint_id)
+            if await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", thread):
+                raise OperationError(f"thread {thread!r} appeared meanwhile; retry")
+            cid = f"ckpt-{thread}-0"
+            if await tx.get_metadata(cid) is not None:
+                raise OperationError(f"checkpoint {cid!r} already exists")
+            cp = Checkpoint(
+                CheckpointMetadata(thread, cid, 0, from_checkpoint_id, self._now(),
+                                   ["branch", name], f"Branch '{name}' from {from_checkpoint_id}"),
+                list(source.messages), dict(source.state), dict(source.tools_result),
+                source.next_node)
+            op_id = await oplog.start(
+                tx, "branch", f"branch {thread} from {from_checkpoint_id}",
+                [thread, source.metadata.thread_id],
+                {"from": from_checkpoint_id, "branch_thread": thread, "name": name}, self._now())
+            await tx.put(cp)
+            await oplog.record_inserts(tx, op_id, [(cid, thread)])
+            await oplog.finish(tx, op_id, [thread])
+        self.last_op_id = op_id
+        self._snapshot_counters[thread] = 0
+        logger.info("Created branch: %s from %s", thread, from_checkpoint_id)
+        return thread
+
+    # ---- merge -------------------------------------------------------------------------
+
+    async def merge_base(self, a: str, b: str, reader: RowReads | None = None) -> CheckpointMetadata | None:
+        """The nearest common ancestor of checkpoints a and b (None if they share none):
+        the first ancestor of b, breadth-first, that is also an ancestor of a."""
+        reader = reader or self._checkpointer
+        graph = _Graph(reader)
+        ancestors = {cid async for cid in graph.walk(a)}
+        async for cid in graph.walk(b):
+            if cid in ancestors:
+                return await reader.get_metadata(cid)
+        return None
+
+    async def _plan_merge(self, reader: RowReads, branch_thread_id: str, into_thread_id: str,
+                          strategy: str) -> MergePlan:
+        from agentctl.merge import Conflict, merge_messages, three_way_merge
+        from agentctl.diff import MISSING
+
+        if strategy not in MERGE_STRATEGIES:
+            raise UsageError(f"unknown merge strategy {strategy!r}; use one of: "
+                             + ", ".join(MERGE_STRATEGIES))
+        if branch_thread_id == into_thread_id:
+            raise UsageError("cannot merge a thread into itself")
+        theirs = await reader.get_latest(branch_thread_id)
+        if theirs is None:
+            raise ThreadNotFound(branch_thread_id)
+        ours = await reader.get_latest(into_thread_id)
+        if ours is None:
+            raise ThreadNotFound(into_thread_id)
+        base_meta = await self.merge_base(ours.metadata.checkpoint_id, theirs.metadata.checkpoint_id,
+                                          reader)
+        base = await reader.get(base_meta.checkpoint_id) if base_meta else None
+        conflicts: list[Any] = []
+        resolved: list[Any] = []
+        sections = {}
+        for section in ("state", "tools_result"):
+            result = three_way_merge(getattr(base, section) if base else {},
+                                     getattr(ours, section), getattr(theirs, section), strategy)
+            sections[section] = {} if result.value is MISSING else result.value
+            conflicts += [Conflict(f"/{section}{c.path}", c.base, c.ours, c.theirs)
+                          for c in result.conflicts]
+            resolved += [Conflict(f"/{section}{c.path}", c.base, c.ours, c.theirs)
+                         for c in result.resolved]
+        messages = merge_messages(base.messages if base else None, ours.messages, theirs.messages)
+        step = await self._next_step(reader, into_thread_id)
+        theirs_id = theirs.metadata.checkpoint_id
+        merged = Checkpoint(
+            CheckpointMetadata(
+                into_thread_id, f"ckpt-{into_thread_id}-{step}-{self._hex(6)}", step,
+                ours.metadata.checkpoint_id, self._now(),
+                ["merge", f"merged:{theirs_id}", f"branch:{branch_thread_id}"],
+                f"Merge {branch_thread_id} into {into_thread_id}"),
+            list(messages), dict(sections["state"]), dict(sections["tools_result"]),
+            ours.next_node)
+        up_to_date = base_meta is not None and base_meta.checkpoint_id == theirs_id
+        return MergePlan(base_meta, ours, theirs, merged, conflicts, strategy,
+                         branch_thread_id, into_thread_id, resolved, up_to_date)
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str,
+                         strategy: str = "three-way") -> MergePlan:
+        """What `merge_branch` would write, with its conflicts (nothing is written)."""
+        return await self._plan_merge(self._checkpointer, branch_thread_id, into_thread_id, strategy)
+
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
+                           strategy: str = "three-way") -> str:
+        """Merge the head of a branch thread into a thread; return the merge checkpoint id.
+
+        Raises MergeConflictError (nothing written) when conflicts remain."""
+        async with self._write([into_thread_id, branch_thread_id]) as tx:
+            plan = await self._plan_merge(tx, branch_thread_id, into_thread_id, strategy)
+            if plan.conflicts:
+                raise MergeConflictError(
+                    plan.conflicts,
+                    f"merging {branch_thread_id} into {into_thread_id} has {len(plan.conflicts)} "
+                    f"conflict{'s' if len(plan.conflicts) != 1 else ''} "
+                    f"({', '.join(c.path for c in plan.conflicts[:5])}"
+                    f"{', …' if len(plan.conflicts) > 5 else ''}); nothing was written; "
+                    "use strategy 'ours' or 'theirs' to resolve them")
+            if plan.up_to_date:
+                raise OperationError(
+                    f"nothing to merge: {branch_thread_id} (head {plan.theirs.metadata.checkpoint_id}) "
+                    f"is already merged into {into_thread_id}")
+            merged = plan.merged
+            mid = merged.metadata.checkpoint_id
+            op_id = await oplog.start(
+                tx, "merge", f"merge {branch_thread_id} into {into_thread_id} as {mid}",
+                [into_thread_id, branch_thread_id],
+                {"branch_thread": branch_thread_id, "into": into_thread_id, "merge_checkpoint": mid,
+                 "theirs": plan.theirs.metadata.checkpoint_id,
+                 "ours": plan.ours.metadata.checkpoint_id,
+                 "base": plan.base.checkpoint_id if plan.base else None, "strategy": strategy,
+                 "resolved": [c.path for c in plan.resolved]}, self._now())
+            await tx.put(merged)
+            await oplog.record_inserts(tx, op_id, [(mid, into_thread_id)])
+            await oplog.finish(tx, op_id, [into_thread_id])
+        self.last_op_id = op_id
+        self._bump(into_thread_id, merged.metadata.step)
+        logger.info("Merged branch %s -> %s (merge ckpt: %s)", branch_thread_id, into_thread_id, mid)
+        return mid
+
+    # ---- prune and delete --------------------------------------------------------------
+
+    async def plan_prune(self, thread_id: str, policy: CheckpointGC | str, param: float = 0) -> PrunePlan:
+        """Which checkpoints `prune` would delete (never the head)."""
+        pol = as_policy(policy)
+        param = self._check_param(pol, param)
+        b = self._checkpointer
+        total = await self._thread_count(b, thread_id)
+        if total == 0:
+            raise ThreadNotFound(thread_id)
+        selection = self._selection(b.kind, pol, param)
+        delete: list[CheckpointMetadata] = []
+        if selection is not None:
+            sql, params = selection
+            delete = [row_to_metadata(r) for r in await b.query(
+                f"SELECT {META_COLUMNS} FROM checkpoints WHERE id IN ({sql}) ORDER BY {THREAD_ORDER_ASC}",
+                thread_id, *params)]
+        return PrunePlan(thread_id, pol, param, delete, total - len(delete))
+
+    def _check_param(self, policy: CheckpointGC, param: Any) -> float:
+        try:
+            value = float(param)
+        except (TypeError, ValueError):
+            raise UsageError(f"the parameter of {policy.value} must be a number, not {param!r}") from None
+        if value < 0 or value != value:
+            raise UsageError(f"the parameter of {policy.value} must be >= 0, not {param!r}")
+        return int(value) if policy is not CheckpointGC.KEEP_AGE else value
+
+    async def prune(self, thread_id: str, policy: CheckpointGC | str, param: float = 0) -> OpResult:
+        """Delete a thread's checkpoints by a GC policy, into the trash (undoable)."""
+        pol = as_policy(policy)
+        param = self._check_param(pol, param)
+        async with self._write([thread_id]) as tx:
+            if await self._thread_count(tx, thread_id) == 0:
+                raise ThreadNotFound(thread_id)
+            selection = self._selection(tx.kind, pol, param)
+            if selection is None:
+                return OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
+            sql, params = selection
+            where = f"id IN ({sql})"
+            n = int(await tx.fetchval(f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}",
+                                      thread_id, *params) or 0)
+            if n == 0:
+                return OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
+            summary = f"prune {thread_id} ({pol.value} {param:g}): deleted {n} checkpoint(s)"
+            op_id = await oplog.start(tx, "prune", summary, [thread_id],
+                                      {"thread": thread_id, "policy": pol.value, "param": param},
+                                      self._now())
+            await delta.before_delete(tx, thread_id, where, [thread_id, *params])
+            await oplog.trash(tx, op_id, where, thread_id, *params)
+            await oplog.finish(tx, op_id, [thread_id])
+            deleted = await oplog.trashed_ids(tx, op_id)
+        self.last_op_id = op_id
+        return OpResult(op_id, "prune", summary, deleted=deleted)
+
+    async def delete_thread(self, thread_id: str) -> OpResult:
+        """Delete every checkpoint of a thread, into the trash (undoable)."""
+        async with self._write([thread_id]) as tx:
+            n = await self._thread_count(tx, thread_id)
+            if n == 0:
+                raise ThreadNotFound(thread_id)
+            summary = f"delete thread {thread_id} ({n} checkpoint(s))"
+            op_id = await oplog.start(tx, "delete_thread", summary, [thread_id],
+                                      {"thread": thread_id, "count": n}, self._now())
+            await oplog.trash(tx, op_id, "thread_id = ?", thread_id)
+            await oplog.finish(tx, op_id, [thread_id])
+            deleted = await oplog.trashed_ids(tx, op_id)
+        self.last_op_id = op_id
+        self._snapshot_counters.pop(thread_id, None)
+        return OpResult(op_id, "delete_thread", summary, deleted=deleted)
+
+    # ---- import ------------------------------------------------------------------------
+
+    async def import_checkpoints(
+        self,
+        checkpoints: AsyncIterable[Checkpoint] | Iterable[Checkpoint],
+        on_conflict: str = "skip",
+    ) -> OpResult:
+        """Write checkpoints as they are (ids, steps, created_at kept), in one transaction.
+
+        on_conflict for an id that exists: "skip" it, "replace" the row (the old one goes
+        to the trash), or "error" (nothing is written). An item that is an exception
+        (e.g. a CorruptRowError from `iter_checkpoints`) is raised; nothing is written."""
+        if on_conflict not in ("skip", "replace", "error"):
+            raise UsageError(f"unknown on_conflict {on_conflict!r}; use skip, replace or error")
+        items: list[Checkpoint] = []
+        if hasattr(checkpoints, "__aiter__"):
+            async for item in checkpoints:  # type: ignore[union-attr]
+                items.append(self._import_item(item))
+        else:
+            for item in checkpoints:  # type: ignore[union-attr]
+                items.append(self._import_item(item))
+        by_id: dict[str, Checkpoint] = {}
+        for cp in items:
+            cid = cp.metadata.checkpoint_id
+            if cid in by_id:
+                if on_conflict == "error":
+                    raise OperationError(f"checkpoint {cid!r} occurs twice in the import; nothing was written")
+                if on_conflict == "skip":
+                    continue
+            by_id[cid] = cp
+        threads = sorted({cp.metadata.thread_id for cp in by_id.values()})
+        async with self._write(threads) as tx:
+            existing: dict[str, str] = {}
+            ids = list(by_id)
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                for r in await tx.fetch(
+                        "SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ("
+                        + ", ".join("?" for _ in chunk) + ")", *chunk):
+                    existing[r["checkpoint_id"]] = r["thread_id"]
+            if existing and on_conflict == "error":
+                shown = sorted(existing)
+                raise OperationError(
+                    f"{len(shown)} checkpoint(s) exist already ({oplog._short(shown)}); nothing was written")
+            if on_conflict == "skip":
+                for cid in existing:
+                    by_id.pop(cid)
+                existing = {}
+            if not by_id:
+                return OpResult(None, "import", "nothing to import (all checkpoints exist)")
+            changed = sorted(set(threads) | set(existing.values()))
+            summary = (f"import {len(by_id)} checkpoint(s) into {len(changed)} thread(s)"
+                       + (f", replacing {len(existing)}" if existing else ""))
+            op_id = await oplog.start(tx, "import", summary, changed,
+                                      {"on_conflict": on_conflict, "count": len(by_id),
+                                       "replaced": len(existing)}, self._now())
+            replaced = sorted(existing)
+            for i in range(0, len(replaced), 500):
+                chunk = replaced[i:i + 500]
+                where = "checkpoint_id IN (" + ", ".join("?" for _ in chunk) + ")"
+                for thread in sorted({existing[c] for c in chunk}):
+                    await delta.before_delete(tx, thread, where, chunk)
+                await oplog.trash(tx, op_id, where, *chunk)
+            cps = list(by_id.values())
+            for i in range(0, len(cps), 1000):
+                batch = cps[i:i + 1000]
+                await tx.executemany(_INSERT_SQL, [checkpoint_params(cp, tx.timestamp) for cp in batch])
+                await oplog.record_inserts(
+                    tx, op_id, [(cp.metadata.checkpoint_id, cp.metadata.thread_id) for cp in batch])
+            await oplog.finish(tx, op_id, changed)
+        self.last_op_id = op_id
+        return OpResult(op_id, "import", summary, created=list(by_id), deleted=replaced)
+
+    @staticmethod
+    def _import_item(item: Any) -> Checkpoint:
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, dict):
+            item = Checkpoint.from_dict(item)
+        if not isinstance(item, Checkpoint):
+            raise UsageError(f"cannot import {type(item).__name__}; expected a Checkpoint")
+        return item
+
+    # ---- undo, oplog, purge ------------------------------------------------------------
+
+    async def oplog(self, limit: int = 50) -> list[OpRecord]:
+        """The newest operations first."""
+        return await oplog.list_ops(self._checkpointer, limit)
+
+    async def undo(self, op_id: int | None = None) -> OpResult:
+        """Revert an operation exactly (None: the last one not undone)."""
+        b = self._checkpointer
+        if op_id is None:
+            op_id = await oplog.last_undoable(b)
+            if op_id is None:
+                raise OperationError("nothing to undo: no operation recorded that is not undone")
+        elif await oplog.get_op(b, int(op_id)) is None:
+            raise NotFoundError(f"operation {op_id} not found")
+        op_id = int(op_id)
+        threads = await oplog.changed_threads(b, op_id)
+        async with self._write(threads) as tx:
+            op = await oplog.get_op(tx, op_id)
+            if op is None:  # pragma: no cover - ops are never deleted
+                raise NotFoundError(f"operation {op_id} not found")
+            await oplog.check_undo(tx, op)
+            summary = f"undo operation {op_id} ({op.summary})"
+            undo_id = await oplog.start(tx, "undo", summary, op.threads,
+                                        {"undo_of": op_id, "kind": op.kind}, self._now(), undo_of=op_id)
+            restored, deleted, moved = await oplog.revert(tx, op_id)
+            await oplog.mark_undone(tx, op_id, undo_id)
+        self.last_op_id = undo_id
+        for thread in threads:
+            self._snapshot_counters.pop(thread, None)
+        return OpResult(undo_id, "undo", summary, created=restored, deleted=deleted, moved=moved)
+
+    async def purge(self, dry_run: bool = False) -> PurgeResult:
+        """Free what undo could still bring back (the trash); VACUUM on SQLite.
+        The ops whose trash is purged can no longer be undone."""
+        counts = await oplog.trash_counts(self._checkpointer)
+        if dry_run or not counts:
+            return PurgeResult([op for op, _ in counts], sum(n for _, n in counts), dry_run)
+        async with self._write([]) as tx:
+            counts = await oplog.trash_counts(tx)
+            ops = [op for op, _ in counts]
+            rows = await oplog.purge_ops(tx, ops)
+            op_id = await oplog.start(
+                tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} checkpoint(s)",
+                [], {"ops": ops, "rows": rows}, self._now())
+        self.last_op_id = op_id
+        await self._checkpointer.vacuum(["checkpoints", oplog.TRASH])
+        return PurgeResult(ops, rows, False, vacuumed=True, op_id=op_id)
+
+    # ---- the tree ----------------------------------------------------------------------
+
+    async def get_checkpoint_tree(self, thread_id: str, limit: int | None = None) -> dict[str, Any]:
+        """The thread, its branch threads (recursively) and the edges between them.
+
+        {thread_id, total_checkpoints, threads: [{thread_id, parent_thread, branch_point,
+        checkpoints, head, archive}], nodes: [{id, thread_id, step, tags, summary,
+        created_at, parent_id, labels}], edges: [{from, to, kind}]}. labels: "head",
+        "root", "branch-point", "merge", "abandoned" (tip of a rewind's archive thread),
+        "orphan" (its parent names no row). Edge kinds: "parent" (same thread), "branch"
+        (into another thread), "merge" (a merged branch head into its merge checkpoint).
+        `limit` keeps the newest `limit` checkpoints of each thread (None: all)."""
+        b = self._checkpointer
+        threads: list[str] = []
+        first_rows: dict[str, CheckpointMetadata] = {}
+        frontier = [thread_id]
+        seen = {thread_id}
+        while frontier:
+            threads.extend(frontier)
+            found = await b.branches_of(frontier)
+            frontier = []
+            for meta in found:
+                if meta.thread_id not in seen:
+                    seen.add(meta.thread_id)
+                    frontier.append(meta.thread_id)
+                    first_rows[meta.thread_id] = meta
+        metas: list[CheckpointMetadata] = []
+        per_thread: dict[str, list[CheckpointMetadata]] = {}
+        for thread in threads:
+            if limit is None:
+                rows = []
+                offset = 0
+                while True:
+                    page = await b.read_thread(thread, 5000, offset)
+                    rows.extend(page)
+                    if len(page) < 5000:
+                        break
+                    offset += 5000
+            else:
+                rows = list(reversed(await b.read_thread(thread, int(limit), 0, descending=True)))
+            per_thread[thread] = rows
+            metas.extend(rows)
+        if not metas:
+            return {"thread_id": thread_id, "total_checkpoints": 0, "threads": [], "nodes": [], "edges": []}
+        by_id = {m.checkpoint_id: m for m in metas}
+        outside = sorted({m.parent_checkpoint_id for m in metas
+                          if m.parent_checkpoint_id and m.parent_checkpoint_id not in by_id})
+        existing: set[str] = set()
+        for i in range(0, len(outside), 500):
+            chunk = outside[i:i + 500]
+            existing |= {r["checkpoint_id"] for r in await b.query(
+                "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id IN ("
+                + ", ".join("?" for _ in chunk) + ")", *chunk)}
+        archives = await oplog.archive_threads(b)
+        heads = {t: rows[-1].checkpoint_id for t, rows in per_thread.items() if rows}
+        cross_parents = {m.parent_checkpoint_id for m in metas
+                         if m.parent_checkpoint_id in by_id
+                         and by_id[m.parent_checkpoint_id].thread_id != m.thread_id}
+        nodes = []
+        edges = []
+        for m in metas:
+            labels = []
+            if heads.get(m.thread_id) == m.checkpoint_id:
+                labels.append("head")
+                if m.thread_id in archives or "-branch-rewind-" in m.thread_id:
+                    labels.append("abandoned")
+            parent = m.parent_checkpoint_id
+            if not parent:
+                labels.append("root")
+            elif parent not in by_id and parent not in existing:
+                labels.append("orphan")
+            if m.checkpoint_id in cross_parents:
+                labels.append("branch-point")
+            merged_from = [t[len("merged:"):] for t in m.tags if t.startswith("merged:")]
+            if "merge" in m.tags or merged_from:
+                labels.append("merge")
+            nodes.append({"id": m.checkpoint_id, "thread_id": m.thread_id, "step": m.step,
+                          "tags": m.tags, "summary": m.summary, "created_at": m.created_at,
+                          "parent_id": parent, "labels": labels})
+            if parent and parent in by_id:
+                kind = "parent" if by_id[parent].thread_id == m.thread_id else "branch"
+                edges.append({"from": parent, "to": m.checkpoint_id, "kind": kind})
+            for source in merged_from:
+                if source in by_id:
+                    edges.append({"from": source, "to": m.checkpoint_id, "kind": "merge"})
+        thread_info = []
+        for thread in threads:
+            rows = per_thread[thread]
+            if not rows:
+                continue
+            first = first_rows.get(thread)
+            thread_info.append({
+                "thread_id": thread,
+                "parent_thread": by_id[first.parent_checkpoint_id].thread_id
+                if first and first.parent_checkpoint_id in by_id else None,
+                "branch_point": first.parent_checkpoint_id if first else None,
+                "checkpoints": len(rows),
+                "head": rows[-1].checkpoint_id,
+                "archive": thread in archives or "-branch-rewind-" in thread,
+            })
+        return {"thread_id": thread_id, "total_checkpoints": len(metas), "threads": thread_info,
+                "nodes": nodes, "edges": edges}
+
+
+async def create_checkpoint_engine(backend: str = "sqlite", db_path: str = "checkpoints.db",
+                                   **kwargs: Any) -> CheckpointEngine:
+    """The seeds' quick start: an engine over a new or existing checkpointer."""
+    from agentctl.backends import create_checkpointer
+
+    return CheckpointEngine(create_checkpointer(backend, db_path=db_path, **kwargs))
+
+
+# The error types callers of the engine catch, re-exported for convenience.
+__all__ += ["AgentctlError", "MergeConflictError", "SnapshotTooLarge"]

@@ -1,0 +1,422 @@
+"""The engine's operation log, trash and undo, in side tables of the same database.
+
+The `checkpoints` table keeps its exact shape; what the engine needs to undo a write
+lives next to it, in four tables created inside the first write transaction that needs
+them (never by a read, never by an agent's plain `snapshot`):
+
+- `agentctl_oplog`: one row per operation: op_id, created_at, kind (rewind, branch,
+  merge, prune, delete_thread, import, undo, purge), summary, threads (JSON list),
+  details (JSON), undone_by (the op id of the undo that reverted it), undo_of (for an
+  undo: the op it reverted), purged (1 when its trash was purged).
+- `agentctl_oplog_rows`: what an op inserted (`action = 'insert'`) or moved to another
+  thread (`action = 'move'`, with the row's old thread_id and parent_id).
+- `agentctl_trash`: the exact rows an op deleted (every column of `checkpoints`, the row
+  `id` included, plus op_id). Filled with one `INSERT INTO agentctl_trash SELECT ...`
+  and emptied from `checkpoints` with one `DELETE`: set-based, whatever the row count.
+  On SQLite it is created with `CREATE TABLE ... AS SELECT` (the same column affinities),
+  on Postgres with `LIKE checkpoints` (the same column types), so rows copy back exactly.
+- `agentctl_oplog_threads`: for each thread an op changed, a fingerprint of the thread
+  right after the op: row count, min, max and sum of row ids. Row ids only grow (SQLite
+  AUTOINCREMENT, Postgres sequences), so a new checkpoint, a deleted one or a moved one
+  changes the fingerprint.
+
+Undo of an op is allowed when the op is not undone, is not itself an undo or a purge,
+its trash was not purged, and every thread it changed still has its fingerprint (so
+undo works like a stack per thread: undo later operations on those threads first, and
+a thread an agent wrote to since cannot be silently mixed with its restored rows). It
+also refuses when a restored row's id or checkpoint_id is taken, or when another row
+names a row it would delete as its parent. Then, in one transaction, it deletes the
+rows the op inserted, moves the moved rows back (thread and parent), and copies the
+trashed rows back with their row ids. Undo itself is recorded but cannot be undone.
+
+`purge` deletes the trash (those ops can no longer be undone); the caller VACUUMs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from agentctl.backends.base import ALL_COLUMNS, RowReads, Transaction, loads
+from agentctl.errors import OperationError
+
+OPLOG = "agentctl_oplog"
+OPLOG_ROWS = "agentctl_oplog_rows"
+OPLOG_THREADS = "agentctl_oplog_threads"
+TRASH = "agentctl_trash"
+SIDE_TABLES = (OPLOG, OPLOG_ROWS, OPLOG_THREADS, TRASH)
+
+_DDL_TEMPLATE = """
+CREATE TABLE IF NOT EXISTS {oplog} (
+    op_id {serial} PRIMARY KEY{autoincrement},
+    created_at TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    summary TEXT NOT NULL DEFAULT '',
+    threads TEXT NOT NULL DEFAULT '[]',
+    details TEXT NOT NULL DEFAULT '{{}}',
+    undone_by {int},
+    undo_of {int},
+    purged INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS {rows} (
+    op_id {int} NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    action TEXT NOT NULL,
+    thread_id TEXT,
+    old_thread_id TEXT,
+    old_parent_id TEXT,
+    parent_id TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_agentctl_oplog_rows_op ON {rows}(op_id, checkpoint_id);
+CREATE TABLE IF NOT EXISTS {threads} (
+    op_id {int} NOT NULL,
+    thread_id TEXT NOT NULL,
+    n {int} NOT NULL,
+    min_id {int} NOT NULL,
+    max_id {int} NOT NULL,
+    sum_id {bignum} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_agentctl_oplog_threads_op ON {threads}(op_id);
+{trash};
+CREATE INDEX IF NOT EXISTS idx_agentctl_trash_op ON {trash_name}(op_id);
+"""
+_NAMES = {"oplog": OPLOG, "rows": OPLOG_ROWS, "threads": OPLOG_THREADS, "trash_name": TRASH}
+# The trash copies the checkpoints table's columns: their affinities on SQLite (CREATE
+# TABLE AS), their types on Postgres (LIKE), so rows copy back exactly.
+_SQLITE_DDL = _DDL_TEMPLATE.format(
+    serial="INTEGER", autoincrement=" AUTOINCREMENT", int="INTEGER", bignum="INTEGER", **_NAMES,
+    trash=f"CREATE TABLE IF NOT EXISTS {TRASH} AS SELECT CAST(NULL AS INTEGER) AS op_id, "
+          f"{ALL_COLUMNS} FROM checkpoints WHERE 0")
+_POSTGRES_DDL = _DDL_TEMPLATE.format(
+    serial="BIGSERIAL", autoincrement="", int="BIGINT", bignum="NUMERIC", **_NAMES,
+    trash=f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id BIGINT NOT NULL, LIKE checkpoints)")
+
+# The kinds an undo cannot revert.
+NOT_UNDOABLE = ("undo", "purge")
+
+
+@dataclass
+class OpRecord:
+    """One entry of the operation log (`engine.oplog()`)."""
+
+    op_id: int
+    created_at: str
+    kind: str
+    summary: str
+    threads: list[str] = field(default_factory=list)
+    undone: bool = False
+    undo_of: int | None = None
+    purgeable_rows: int = 0
+    undone_by: int | None = None
+    purged: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def undoable(self) -> bool:
+        """Whether `undo` may revert it (the threads' fingerprints are checked then)."""
+        return not self.undone and not self.purged and self.kind not in NOT_UNDOABLE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op_id": self.op_id,
+            "created_at": self.created_at,
+            "kind": self.kind,
+            "summary": self.summary,
+            "threads": list(self.threads),
+            "undone": self.undone,
+            "undo_of": self.undo_of,
+            "purgeable_rows": self.purgeable_rows,
+            "undone_by": self.undone_by,
+            "purged": self.purged,
+            "undoable": self.undoable,
+            "details": self.details,
+        }
+
+
+@dataclass
+class OpResult:
+    """What a write did. `op_id` is None when there was nothing to do (nothing written)."""
+
+    op_id: int | None
+    kind: str
+    summary: str
+    created: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op_id": self.op_id,
+            "kind": self.kind,
+            "summary": self.summary,
+            "created": list(self.created),
+            "deleted": list(self.deleted),
+            "moved": list(self.moved),
+        }
+
+
+@dataclass
+class PurgeResult:
+    """What `purge` freed (or would free, with dry_run): the trashed rows of `ops`."""
+
+    ops: list[int]
+    rows: int
+    dry_run: bool
+    vacuumed: bool = False
+    op_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ops": list(self.ops), "rows": self.rows, "dry_run": self.dry_run,
+                "vacuumed": self.vacuumed, "op_id": self.op_id}
+
+
+# ---- writing the log ------------------------------------------------------------------
+
+
+async def ensure_tables(tx: Transaction) -> None:
+    """Create the side tables (inside the caller's write transaction) if missing."""
+    if await tx.table_exists(OPLOG) and await tx.table_exists(TRASH):
+        return
+    ddl = _SQLITE_DDL if tx.kind == "sqlite" else _POSTGRES_DDL
+    for statement in ddl.split(";"):
+        if statement.strip():
+            await tx.execute(statement)
+
+
+async def start(tx: Transaction, kind: str, summary: str, threads: Sequence[str],
+                details: dict[str, Any], created_at: str, undo_of: int | None = None) -> int:
+    """Record a new operation; return its op_id."""
+    await ensure_tables(tx)
+    rows = await tx.fetch(
+        f"INSERT INTO {OPLOG} (created_at, kind, summary, threads, details, undo_of) "
+        "VALUES (?, ?, ?, ?, ?, ?) RETURNING op_id",
+        created_at, kind, summary, json.dumps(list(dict.fromkeys(threads)), ensure_ascii=False),
+        json.dumps(details, ensure_ascii=False), undo_of)
+    return int(rows[0]["op_id"])
+
+
+async def set_summary(tx: Transaction, op_id: int, summary: str,
+                      details: dict[str, Any] | None = None) -> None:
+    if details is None:
+        await tx.execute(f"UPDATE {OPLOG} SET summary = ? WHERE op_id = ?", summary, op_id)
+    else:
+        await tx.execute(f"UPDATE {OPLOG} SET summary = ?, details = ? WHERE op_id = ?",
+                         summary, json.dumps(details, ensure_ascii=False), op_id)
+
+
+async def finish(tx: Transaction, op_id: int, changed_threads: Iterable[str]) -> None:
+    """Fingerprint every thread the op changed, as it is now."""
+    for thread in dict.fromkeys(changed_threads):
+        await tx.execute(
+            f"INSERT INTO {OPLOG_THREADS} (op_id, thread_id, n, min_id, max_id, sum_id) "
+            "SELECT CAST(? AS BIGINT), CAST(? AS TEXT), COUNT(*), COALESCE(MIN(id), 0), "
+            "COALESCE(MAX(id), 0), COALESCE(SUM(id), 0) FROM checkpoints WHERE thread_id = ?",
+            op_id, thread, thread)
+
+
+async def record_inserts(tx: Transaction, op_id: int, rows: Sequence[tuple[str, str]]) -> None:
+    """Record checkpoints (checkpoint_id, thread_id) the op inserted."""
+    if rows:
+        await tx.executemany(
+            f"INSERT INTO {OPLOG_ROWS} (op_id, checkpoint_id, action, thread_id) "
+            "VALUES (?, ?, 'insert', ?)", [(op_id, cid, thread) for cid, thread in rows])
+
+
+async def trash(tx: Transaction, op_id: int, where: str, *params: Any) -> int:
+    """Move the checkpoints matching `where` into the trash of op_id (two statements)."""
+    await tx.execute(
+        f"INSERT INTO {TRASH} (op_id, {ALL_COLUMNS}) SELECT CAST(? AS BIGINT), {ALL_COLUMNS} "
+        f"FROM checkpoints WHERE {where}", op_id, *params)
+    return await tx.execute(
+        f"DELETE FROM checkpoints WHERE id IN (SELECT id FROM {TRASH} WHERE op_id = ?)", op_id)
+
+
+async def trashed_ids(reader: RowReads, op_id: int) -> list[str]:
+    rows = await reader.query(
+        f"SELECT checkpoint_id FROM {TRASH} WHERE op_id = ? ORDER BY thread_id, step, created_at, id",
+        op_id)
+    return [r["checkpoint_id"] for r in rows]
+
+
+# ---- reading the log ------------------------------------------------------------------
+
+
+def _record(row: dict[str, Any], purgeable: int) -> OpRecord:
+    def parse(text: Any, default: Any) -> Any:
+        try:
+            value = loads(text)
+        except ValueError:
+            return default
+        return value if isinstance(value, type(default)) else default
+
+    return OpRecord(
+        op_id=int(row["op_id"]), created_at=row["created_at"], kind=row["kind"],
+        summary=row["summary"], threads=[str(t) for t in parse(row["threads"], [])],
+        undone=row["undone_by"] is not None,
+        undo_of=int(row["undo_of"]) if row["undo_of"] is not None else None,
+        purgeable_rows=purgeable,
+        undone_by=int(row["undone_by"]) if row["undone_by"] is not None else None,
+        purged=bool(row["purged"]), details=parse(row["details"], {}))
+
+
+_RECORD_SQL = (f"SELECT o.op_id, o.created_at, o.kind, o.summary, o.threads, o.details, "
+               f"o.undone_by, o.undo_of, o.purged, "
+               f"(SELECT COUNT(*) FROM {TRASH} t WHERE t.op_id = o.op_id) AS purgeable FROM {OPLOG} o")
+
+
+async def has_log(reader: Any) -> bool:
+    return bool(await reader.table_exists(OPLOG))
+
+
+async def list_ops(reader: Any, limit: int = 50) -> list[OpRecord]:
+    if not await has_log(reader):
+        return []
+    rows = await reader.query(f"{_RECORD_SQL} ORDER BY o.op_id DESC LIMIT ?", limit)
+    return [_record(r, int(r["purgeable"])) for r in rows]
+
+
+async def get_op(reader: Any, op_id: int) -> OpRecord | None:
+    if not await has_log(reader):
+        return None
+    rows = await reader.query(f"{_RECORD_SQL} WHERE o.op_id = ?", op_id)
+    return _record(rows[0], int(rows[0]["purgeable"])) if rows else None
+
+
+async def last_undoable(reader: Any) -> int | None:
+    if not await has_log(reader):
+        return None
+    rows = await reader.query(
+        f"SELECT op_id FROM {OPLOG} WHERE undone_by IS NULL AND kind NOT IN ('undo', 'purge') "
+        "ORDER BY op_id DESC LIMIT 1")
+    return int(rows[0]["op_id"]) if rows else None
+
+
+async def changed_threads(reader: Any, op_id: int) -> list[str]:
+    rows = await reader.query(
+        f"SELECT thread_id FROM {OPLOG_THREADS} WHERE op_id = ? ORDER BY thread_id", op_id)
+    return [r["thread_id"] for r in rows]
+
+
+async def archive_threads(reader: Any) -> set[str]:
+    """Threads that rewinds (not undone) set the abandoned future aside into."""
+    if not await has_log(reader):
+        return set()
+    rows = await reader.query(
+        f"SELECT DISTINCT thread_id FROM {OPLOG_ROWS} r JOIN {OPLOG} o ON o.op_id = r.op_id "
+        "WHERE o.kind = 'rewind' AND o.undone_by IS NULL AND r.action = 'move'")
+    return {r["thread_id"] for r in rows}
+
+
+# ---- undo and purge -------------------------------------------------------------------
+
+
+def _short(ids: Sequence[str], n: int = 5) -> str:
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
+async def check_undo(tx: Transaction, op: OpRecord) -> None:
+    """Raise OperationError when `op` cannot be reverted exactly now."""
+    if op.undone:
+        raise OperationError(f"operation {op.op_id} ({op.kind}) was already undone by operation {op.undone_by}")
+    if op.kind in NOT_UNDOABLE:
+        raise OperationError(f"operation {op.op_id} is {'an' if op.kind == 'undo' else 'a'} "
+                             f"{op.kind}; it cannot be undone")
+    if op.purged:
+        raise OperationError(f"operation {op.op_id} ({op.kind}) cannot be undone: its deleted "
+                             "checkpoints were purged")
+    stale = await tx.fetch(
+        f"SELECT f.thread_id FROM {OPLOG_THREADS} f WHERE f.op_id = ? AND ("
+        "f.n <> (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = f.thread_id) OR "
+        "f.min_id <> (SELECT COALESCE(MIN(id), 0) FROM checkpoints c WHERE c.thread_id = f.thread_id) OR "
+        "f.max_id <> (SELECT COALESCE(MAX(id), 0) FROM checkpoints c WHERE c.thread_id = f.thread_id) OR "
+        "f.sum_id <> (SELECT COALESCE(SUM(id), 0) FROM checkpoints c WHERE c.thread_id = f.thread_id)) "
+        "ORDER BY f.thread_id", op.op_id)
+    if stale:
+        threads = [r["thread_id"] for r in stale]
+        later = await tx.fetch(
+            f"SELECT DISTINCT o.op_id FROM {OPLOG} o JOIN {OPLOG_THREADS} f ON f.op_id = o.op_id "
+            f"WHERE o.op_id > ? AND o.undone_by IS NULL AND o.kind NOT IN ('undo', 'purge') "
+            f"AND f.thread_id IN ({', '.join('?' for _ in threads)}) ORDER BY o.op_id DESC",
+            op.op_id, *threads)
+        hint = (f"; undo operation{'s' if len(later) > 1 else ''} "
+                f"{', '.join(str(r['op_id']) for r in later)} first" if later
+                else "; checkpoints were written to or removed from it since")
+        raise OperationError(
+            f"cannot undo operation {op.op_id} ({op.kind}): thread{'s' if len(threads) > 1 else ''} "
+            f"{_short(threads)} changed after it{hint}")
+    # Rows the undo deletes first (what the op inserted) do not count as taken.
+    mine = f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert')"
+    taken = await tx.fetch(
+        f"SELECT t.checkpoint_id FROM {TRASH} t WHERE t.op_id = ? AND (EXISTS "
+        f"(SELECT 1 FROM checkpoints c WHERE c.checkpoint_id = t.checkpoint_id AND c.checkpoint_id NOT IN {mine}) "
+        f"OR EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = t.id AND c.checkpoint_id NOT IN {mine})) "
+        "ORDER BY t.checkpoint_id LIMIT 6", op.op_id, op.op_id, op.op_id)
+    if taken:
+        raise OperationError(
+            f"cannot undo operation {op.op_id} ({op.kind}): checkpoint(s) "
+            f"{_short([r['checkpoint_id'] for r in taken])} exist again; delete them first")
+    children = await tx.fetch(
+        f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN "
+        f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert') "
+        f"AND c.checkpoint_id NOT IN "
+        f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert') "
+        "ORDER BY c.checkpoint_id LIMIT 6", op.op_id, op.op_id)
+    if children:
+        raise OperationError(
+            f"cannot undo operation {op.op_id} ({op.kind}): checkpoint(s) "
+            f"{_short([r['checkpoint_id'] for r in children])} continue from what it created")
+
+
+async def revert(tx: Transaction, op_id: int) -> tuple[list[str], list[str], list[str]]:
+    """Revert op_id (checked by check_undo): return (restored, deleted, moved) ids."""
+    inserted = [r["checkpoint_id"] for r in await tx.fetch(
+        f"SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert' "
+        "ORDER BY checkpoint_id", op_id)]
+    moved = [r["checkpoint_id"] for r in await tx.fetch(
+        f"SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'move' "
+        "ORDER BY checkpoint_id", op_id)]
+    restored = await trashed_ids(tx, op_id)
+    if inserted:
+        await tx.execute(
+            "DELETE FROM checkpoints WHERE checkpoint_id IN "
+            f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert')", op_id)
+    if moved:
+        sub = (f"FROM {OPLOG_ROWS} r WHERE r.op_id = ? AND r.action = 'move' "
+               "AND r.checkpoint_id = checkpoints.checkpoint_id")
+        await tx.execute(
+            f"UPDATE checkpoints SET thread_id = (SELECT r.old_thread_id {sub}), "
+            f"parent_id = (SELECT r.old_parent_id {sub}) WHERE checkpoint_id IN "
+            f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'move')",
+            op_id, op_id, op_id)
+    if restored:
+        await tx.execute(
+            f"INSERT INTO checkpoints ({ALL_COLUMNS}) SELECT {ALL_COLUMNS} FROM {TRASH} "
+            "WHERE op_id = ? ORDER BY id", op_id)
+        await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?", op_id)
+    return restored, inserted, moved
+
+
+async def mark_undone(tx: Transaction, op_id: int, undo_op_id: int) -> None:
+    await tx.execute(f"UPDATE {OPLOG} SET undone_by = ? WHERE op_id = ?", undo_op_id, op_id)
+
+
+async def trash_counts(reader: Any) -> list[tuple[int, int]]:
+    """[(op_id, rows)] of every op whose trash still holds rows."""
+    if not await reader.table_exists(TRASH):
+        return []
+    rows = await reader.query(
+        f"SELECT op_id, COUNT(*) AS n FROM {TRASH} GROUP BY op_id ORDER BY op_id")
+    return [(int(r["op_id"]), int(r["n"])) for r in rows]
+
+
+async def purge_ops(tx: Transaction, op_ids: Sequence[int]) -> int:
+    """Delete the trash of these ops and mark them purged; return the rows freed."""
+    total = 0
+    for i in range(0, len(op_ids), 500):
+        chunk = list(op_ids[i:i + 500])
+        marks = ", ".join("?" for _ in chunk)
+        total += await tx.execute(f"DELETE FROM {TRASH} WHERE op_id IN ({marks})", *chunk)
+        await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id IN ({marks})", *chunk)
+        await tx.execute(f"DELETE FROM {OPLOG_ROWS} WHERE op_id IN ({marks})", *chunk)
+    return total
