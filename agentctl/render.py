@@ -246,8 +246,8 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60) -> Renderab
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
     for name, justify in (("THREAD", "left"), ("CKPTS", "right"), ("HEAD", "right"),
                           ("UPDATED", "left"), ("BRANCH-OF", "left"), ("SUMMARY", "left")):
-        t.add_column(name, justify=justify, overflow="fold", no_wrap=name != "SUMMARY",
-                     ratio=1 if name == "SUMMARY" else None)
+        t.add_column(name, justify=justify, overflow="fold", no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
+                     min_width=20 if name == "SUMMARY" else None)
     for s in summaries:
         t.add_row(safe(s.thread_id, "bold", one_line=True), Text(str(s.checkpoints)),
                   Text(str(s.head_step)), safe(str(s.updated_at)[:19], DIM, one_line=True),
@@ -423,7 +423,9 @@ def tree_view(tree: Mapping[str, Any], summary_width: int = 60) -> RenderableTyp
             for child in branch_children.get(n["id"], []):
                 add_thread(leaf, child)
 
-    ordered = [t for t in (tree.get("threads") or []) if t in by_thread]
+    # "threads" lists ids or {thread_id, parent_thread, ...} records
+    listed = [t if isinstance(t, str) else t.get("thread_id") for t in (tree.get("threads") or [])]
+    ordered = [t for t in listed if t in by_thread]
     ordered += [t for t in by_thread if t not in ordered]
     main = tree.get("thread_id")
     for thread in ([main] if main in by_thread else []) + ordered:
@@ -504,13 +506,19 @@ def plan_text(plan: Any) -> RenderableType:
         merged = plan.merged.metadata
         parts.append(Text.assemble("  writes: ", safe(merged.checkpoint_id, ID_STYLE, one_line=True),
                                    (f" #{merged.step}", "cyan")))
+        resolved = getattr(plan, "resolved", None) or []
+        if resolved:
+            parts.append(Text(f"{len(resolved)} conflict(s) settled by strategy {plan.strategy}:", style="yellow"))
+            parts.append(conflicts_table(resolved))
         if plan.conflicts:
             parts.append(Text(f"{len(plan.conflicts)} conflict(s):", style="bold red"))
             parts.append(conflicts_table(plan.conflicts))
     elif {"delete", "keep_count"} <= fields:  # PrunePlan
         n = len(plan.delete)
+        policy = getattr(plan.policy, "value", plan.policy)
         head = Text.assemble(("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True),
-                             (f" ({plan.policy} {plan.param}): ", DIM))
+                             (f" ({policy} {plan.param:g}): " if isinstance(plan.param, (int, float))
+                              else f" ({policy} {plan.param}): ", DIM))
         if n:
             head.append(f"delete {n}, keep {plan.keep_count}", style="bold red")
             parts.extend(_listing(head, plan.delete, "red", limit=10))

@@ -65,3 +65,22 @@ def sample_ro(request, tmp_path_factory) -> str:
     run_sync(lambda: load_sample(dsn))
     yield dsn
     run_sync(lambda: sql(f"DROP SCHEMA {schema} CASCADE"))
+
+
+def cli(db: str | None, *args: str, input: str | None = None, env: dict | None = None):
+    """Run `agentctl [--db DB] ARGS...` in-process; the result has exit_code, stdout, stderr."""
+    from typer.testing import CliRunner
+
+    from agentctl.cli import app
+
+    argv = (["--db", db] if db is not None else []) + list(args)
+    return CliRunner().invoke(app, argv, input=input, env=env, catch_exceptions=False)
+
+
+def cli_json(db: str | None, *args: str, code: int = 0):
+    """Run a command with --json, check its exit code, return the parsed stdout."""
+    import json
+
+    r = cli(db, *args, "--json")
+    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    return json.loads(r.stdout)

@@ -121,7 +121,8 @@ def test_graph_parent_listed_before_child_does_not_dangle():
 
 def test_tree_view_nests_branches_and_labels():
     tree = {
-        "thread_id": "t", "total_checkpoints": 4, "threads": ["t", "b"],
+        "thread_id": "t", "total_checkpoints": 4,
+        "threads": [{"thread_id": "t", "parent_thread": None}, {"thread_id": "b", "parent_thread": "t"}],
         "nodes": [
             {"id": "m1", "thread_id": "t", "step": 1, "tags": [], "summary": "one", "created_at": "", "parent_id": None, "labels": ["root"]},
             {"id": "m2", "thread_id": "t", "step": 2, "tags": [], "summary": EVIL, "created_at": "", "parent_id": "m1", "labels": ["head", "merge"]},

@@ -1,4 +1,4 @@
-"""What every command shares: the database URL and running a coroutine."""
+"""What every command shares: the database URL, opening it, running a coroutine."""
 
 from __future__ import annotations
 
@@ -16,18 +16,35 @@ class CliState:
     db: str
 
     @asynccontextmanager
-    async def open(self, write: bool = False) -> AsyncIterator[Any]:
-        """The backend, read-only unless the command writes. Nothing is created."""
+    async def open(self, write: bool = False, create: bool = False) -> AsyncIterator[Any]:
+        """The backend, read-only unless the command writes. Nothing is created unless
+        `create` (import --create)."""
         from agentctl.backends import open_backend
 
-        async with open_backend(self.db, readonly=not write, create=False) as backend:
+        async with open_backend(self.db, readonly=not write, create=create and write) as backend:
             yield backend
+
+    @asynccontextmanager
+    async def engine(self, write: bool = True, create: bool = False) -> AsyncIterator[tuple[Any, Any]]:
+        """(backend, CheckpointEngine over it), opened for writing unless `write=False`
+        (the engine's plans and reads write nothing)."""
+        from agentctl.engine import CheckpointEngine
+
+        async with self.open(write=write, create=create) as backend:
+            yield backend, CheckpointEngine(backend)
+
+    def sqlite_path(self) -> str | None:
+        """The file path when the database is SQLite, else None."""
+        from agentctl.backends import parse_url
+
+        kind, target = parse_url(self.db)
+        return target if kind == "sqlite" else None
 
 
 def state(ctx: typer.Context) -> CliState:
     root = ctx.find_root()
     if not isinstance(root.obj, CliState):
-        root.obj = CliState(db="./checkpoints.db")
+        root.obj = CliState(db=root.params.get("db") or "./checkpoints.db")
     return root.obj
 
 

@@ -1,4 +1,4 @@
-"""Options shared by the commands, as Annotated aliases."""
+"""Options and arguments shared by the commands, as Annotated aliases."""
 
 from __future__ import annotations
 
@@ -6,6 +6,19 @@ from typing import Annotated
 
 import typer
 
+from agentctl.cli.complete import complete_checkpoint, complete_ref, complete_thread
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="How many rows at most.")]
 OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Skip this many rows (paging).")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking (needed off a terminal).")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]
+NoBackupOpt = Annotated[bool, typer.Option(
+    "--no-backup", help="SQLite: do not copy the database file aside before deleting.")]
+
+ThreadArg = Annotated[str, typer.Argument(
+    metavar="THREAD", help="A thread id (or a unique prefix of one).", autocompletion=complete_thread)]
+RefArg = Annotated[str, typer.Argument(
+    metavar="REF", help="A checkpoint: id, unique id prefix, THREAD (its head), THREAD~N or THREAD@STEP.",
+    autocompletion=complete_ref)]
+CheckpointIdArg = Annotated[str, typer.Argument(metavar="CHECKPOINT", autocompletion=complete_checkpoint)]

@@ -1,4 +1,4 @@
-"""`agentctl threads ...`"""
+"""`agentctl threads list|show|delete`"""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from typing import Annotated
 import typer
 
 from agentctl.cli.context import run, state
-from agentctl.cli.options import JsonOpt, LimitOpt, OffsetOpt
-from agentctl.cli.output import emit_json, table
+from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, YesOpt
+from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
 from agentctl.text import shorten
 
-app = typer.Typer(help="List and inspect threads.", no_args_is_help=True)
+app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl threads list --limit 5",
+                  no_args_is_help=True, rich_markup_mode=None)
 
 SortOpt = Annotated[
     str,
@@ -29,7 +30,8 @@ def list_threads(
     asc: Annotated[bool, typer.Option("--asc", help="Ascending order.")] = False,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Only threads whose id starts with this.")] = None,
 ) -> None:
-    """List threads, most recently updated first.
+    """List threads, most recently updated first: checkpoints, head step, last update,
+    the thread a branch came from, the head's summary.
 
     Example: agentctl --db sample_db/checkpoints.db threads list --limit 5
     """
@@ -42,8 +44,99 @@ def list_threads(
     if json_out:
         emit_json([r.to_dict() for r in rows])
         return
+    from agentctl import render
+
     table(
         ["THREAD", "CKPTS", "HEAD", "UPDATED", "BRANCH-OF", "SUMMARY"],
         [[r.thread_id, r.checkpoints, r.head_step, r.updated_at[:19], r.branch_of or "",
           shorten(r.head_summary, 60)] for r in rows],
+        renderable=lambda: render.threads_table(rows),
     )
+
+
+@app.command("show")
+def show_thread(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False,
+                limit: LimitOpt = 10) -> None:
+    """One thread: its summary, where it branched from, its branches, and its latest
+    checkpoints.
+
+    Example: agentctl --db sample_db/checkpoints.db threads show coder-fix-flaky-test
+    """
+    from agentctl.refs import resolve_thread
+
+    async def go():
+        async with state(ctx).open() as backend:
+            tid = await resolve_thread(backend, thread)
+            summary = await backend.thread_summary(tid)
+            branches = await backend.branches_of([tid])
+            latest = await backend.read_thread(tid, limit, 0, descending=True)
+            return summary, branches, latest
+
+    summary, branches, latest = run(go())
+    data = summary.to_dict()
+    data["branches"] = [{"thread_id": b.thread_id, "branch_point": b.parent_checkpoint_id,
+                         "first_checkpoint_id": b.checkpoint_id} for b in branches]
+    if json_out:
+        data["latest"] = [m.to_dict() for m in latest]
+        emit_json(data)
+        return
+    from rich.table import Table
+
+    from agentctl import render
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("thread", render.safe(summary.thread_id, "bold", one_line=True))
+    grid.add_row("checkpoints", str(summary.checkpoints))
+    grid.add_row("head", render.safe(f"{summary.head_checkpoint_id} (step {summary.head_step})",
+                                     render.ID_STYLE, one_line=True))
+    grid.add_row("first", render.safe(summary.first_created_at, one_line=True))
+    grid.add_row("updated", render.safe(summary.updated_at, one_line=True))
+    if summary.branch_of:
+        grid.add_row("branch of", render.safe(f"{summary.branch_of} at {summary.branch_point}", one_line=True))
+    for b in data["branches"]:
+        grid.add_row("branch", render.safe(f"{b['thread_id']} from {b['branch_point']}", one_line=True))
+    grid.add_row("summary", render.safe(summary.head_summary))
+    heads = {summary.head_checkpoint_id: ["head"]}
+    show(grid, render.safe(""), *render.log_lines(latest, heads=heads))
+    if summary.checkpoints > len(latest) and stdout_is_tty():
+        info(f"(latest {len(latest)} of {summary.checkpoints}; see `agentctl log {summary.thread_id}`)")
+
+
+@app.command("delete")
+def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dry_run: DryRunOpt = False,
+                  no_backup: NoBackupOpt = False, json_out: JsonOpt = False) -> None:
+    """Delete a thread and all its checkpoints. Undoable (`agentctl undo`) until `purge`.
+
+    Example: agentctl threads delete support-1042 --yes
+    """
+    from agentctl import render
+    from agentctl.cli.transfer import auto_backup
+    from agentctl.refs import resolve_thread
+
+    st = state(ctx)
+
+    async def plan():
+        async with st.open() as backend:
+            tid = await resolve_thread(backend, thread)
+            return tid, await backend.count(tid), await backend.branches_of([tid])
+
+    tid, n, branches = run(plan())
+    text = render.safe(f"delete thread {tid}: {n} checkpoint{'s' if n != 1 else ''}"
+                       + (f" (it has {len(branches)} branch(es), which are kept)" if branches else ""))
+    show_plan(text, to_stdout=dry_run)
+    if dry_run:
+        return
+    confirm(f"delete thread {tid} ({n} checkpoints)", yes=yes)
+    auto_backup(st, no_backup)
+
+    async def go():
+        async with st.engine() as (_, engine):
+            return await engine.delete_thread(tid)
+
+    result = run(go())
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    done(result.summary, result.op_id)

@@ -1,0 +1,319 @@
+"""Changing history through the engine: `rewind`, `branch`, `merge`, `prune`.
+
+Each write is one engine operation (one transaction, recorded in the op log, undoable).
+Destructive ones show their plan first, ask on a terminal, need --yes otherwise, and
+write nothing with --dry-run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli.complete import complete_thread
+from agentctl.cli.context import run, state
+from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, RefArg, YesOpt
+from agentctl.cli.output import confirm, done, emit_json, info, progress, say, show, show_plan
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rewind")(rewind)
+    app.command("branch")(branch)
+    app.command("merge")(merge)
+    app.command("prune")(prune)
+
+
+def rewind(
+    ctx: typer.Context,
+    ref: RefArg,
+    hard: Annotated[bool, typer.Option("--hard", help="Delete the later checkpoints instead of moving them to an archive thread.")] = False,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    no_backup: NoBackupOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Make a checkpoint the head of its thread again. The checkpoints after it move to
+    an archive thread (shown as abandoned in `tree`), or with --hard are deleted.
+    Undoable with `agentctl undo` (until `purge`).
+
+    Example: agentctl rewind coder-fix-flaky-test@6 --dry-run
+    """
+    from agentctl import render
+    from agentctl.cli.transfer import auto_backup
+    from agentctl.refs import resolve
+
+    st = state(ctx)
+
+    async def plan():
+        async with st.engine(write=False) as (backend, engine):
+            meta = await resolve(backend, ref)
+            return await engine.plan_rewind(meta.checkpoint_id, hard=hard)
+
+    p = run(plan())
+    if json_out and dry_run:
+        emit_json(p.to_dict())
+        return
+    show_plan(render.plan_text(p), to_stdout=dry_run)
+    if dry_run or not p.moved:
+        return
+    what = (f"delete {len(p.moved)} checkpoint(s) of {p.thread_id}" if hard
+            else f"move {len(p.moved)} checkpoint(s) of {p.thread_id} to {p.archive_thread}")
+    confirm(what, yes=yes)
+    if hard:
+        auto_backup(st, no_backup)
+
+    async def go():
+        async with st.engine() as (_, engine):
+            if hard:
+                return await engine.rewind(p.target.checkpoint_id, hard=True)
+            # the archive thread the plan announced, not a new random name
+            return await engine.rewind(p.target.checkpoint_id, archive_thread=p.archive_thread)
+
+    result = run(go())
+    op_id = getattr(result, "op_id", None)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    where = "deleted" if hard else f"moved to {getattr(result, 'archive_thread', None)}"
+    say(f"{result.thread_id} is now at {p.target.checkpoint_id} (step {p.target.step}); "
+        f"{result.rewind_depth} checkpoint(s) {where} (op {op_id}; undo: agentctl undo {op_id})")
+
+
+# No spaces, controls, or the reference syntax's @ and ~ (they would make the thread
+# id hard to name on the command line).
+_NAME = re.compile(r"^[^\s@~\x00-\x1f\x7f-\x9f]{1,64}$")
+
+
+def branch(
+    ctx: typer.Context,
+    ref: RefArg,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@' or '~').")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Start a new thread from a checkpoint (the writer's naming:
+    THREAD-branch-NAME-XXXX). Prints the new thread id.
+
+    Example: agentctl branch coder-fix-flaky-test@6 try-mocks
+    """
+    from agentctl.errors import UsageError
+    from agentctl.refs import resolve
+
+    if not _NAME.match(name):
+        raise UsageError(f"bad branch name {name!r}: no spaces, control characters, '@' or '~' (at most 64)")
+    st = state(ctx)
+
+    async def go():
+        async with st.engine() as (backend, engine):
+            meta = await resolve(backend, ref)
+            thread_id = await engine.branch(meta.checkpoint_id, name)
+            return meta, thread_id, getattr(engine, "last_op_id", None)
+
+    meta, thread_id, op_id = run(go())
+    if json_out:
+        emit_json({"thread_id": thread_id, "from_checkpoint_id": meta.checkpoint_id, "op_id": op_id})
+        return
+    say(thread_id)
+    info(f"branched {thread_id} from {meta.checkpoint_id} (op {op_id}; undo: agentctl undo {op_id})")
+
+
+def merge(
+    ctx: typer.Context,
+    branch_thread: Annotated[str, typer.Argument(
+        metavar="BRANCH", help="The branch thread to merge.", autocompletion=complete_thread)],
+    into: Annotated[str | None, typer.Option(
+        "--into", help="Thread to merge into (default: the thread the branch came from).",
+        autocompletion=complete_thread)] = None,
+    strategy: Annotated[str, typer.Option(
+        "--strategy", "-s", help="three-way (conflicts stop the merge) | ours | theirs")] = "three-way",
+    dry_run: DryRunOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Merge a branch's head into a thread: a three-way merge of state and tool results
+    from their common ancestor, the branch's new messages appended. Writes one new
+    checkpoint. Conflicts print a table (path, base, ours, theirs), exit 4, write nothing.
+
+    Example: agentctl merge coder-fix-flaky-test-branch-retry-backoff-70e7 --dry-run
+    """
+    from agentctl import render
+    from agentctl.errors import MergeConflictError, UsageError
+    from agentctl.refs import resolve_thread
+
+    if strategy not in ("three-way", "ours", "theirs"):
+        raise UsageError(f"unknown strategy {strategy!r}; use three-way, ours or theirs")
+    st = state(ctx)
+
+    async def target(backend: Any) -> tuple[str, str]:
+        src = await resolve_thread(backend, branch_thread)
+        if into is not None:
+            dst = await resolve_thread(backend, into)
+        else:
+            summary = await backend.thread_summary(src)
+            if summary is None or not summary.branch_of:
+                raise UsageError(f"{src} is not a branch of another thread; say where with --into THREAD")
+            dst = summary.branch_of
+        if dst == src:
+            raise UsageError("cannot merge a thread into itself")
+        return src, dst
+
+    async def plan():
+        async with st.engine(write=False) as (backend, engine):
+            src, dst = await target(backend)
+            return src, dst, await engine.plan_merge(src, dst, strategy=strategy)
+
+    src, dst, p = run(plan())
+
+    def conflicts_out() -> None:
+        if json_out:
+            emit_json({"branch": src, "into": dst, "strategy": strategy,
+                       "conflicts": [c.to_dict() for c in p.conflicts]})
+        else:
+            _conflicts_plain(p.conflicts)
+
+    if p.conflicts:
+        conflicts_out()
+        raise MergeConflictError(p.conflicts, f"merge of {src} into {dst} has {len(p.conflicts)} "
+                                              "conflict(s); nothing was written (try --strategy ours|theirs)")
+    if dry_run or getattr(p, "up_to_date", False):
+        if json_out:
+            emit_json(p.to_dict())
+        elif getattr(p, "up_to_date", False):
+            say(f"{dst} already contains {src}; nothing to merge")
+        else:
+            show(render.plan_text(p))
+        return
+
+    async def go():
+        async with st.engine() as (_, engine):
+            cid = await engine.merge_branch(src, dst, strategy=strategy)
+            return cid, getattr(engine, "last_op_id", None)
+
+    try:
+        cid, op_id = run(go())
+    except MergeConflictError as exc:  # the threads moved on since the plan
+        p.conflicts = exc.conflicts
+        conflicts_out()
+        raise
+    if json_out:
+        emit_json({"branch": src, "into": dst, "strategy": strategy, "checkpoint_id": cid, "op_id": op_id})
+        return
+    say(cid)
+    info(f"merged {src} into {dst} as {cid} (op {op_id}; undo: agentctl undo {op_id})")
+
+
+def _conflicts_plain(conflicts: list[Any]) -> None:
+    import json as _json
+
+    from agentctl.cli.output import stdout_is_tty, tsv
+
+    if stdout_is_tty():
+        from agentctl import render
+
+        show(render.conflicts_table(conflicts))
+        return
+
+    def cell(v: Any) -> str:
+        return "" if type(v).__name__ == "_Missing" else _json.dumps(v, ensure_ascii=False, default=str)
+
+    tsv(["PATH", "BASE", "OURS", "THEIRS"], [[c.path, cell(c.base), cell(c.ours), cell(c.theirs)] for c in conflicts])
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """'7d', '12h', '1d12h', '90m', '30s', '2w' -> seconds."""
+    from agentctl.errors import UsageError
+
+    s = text.strip().lower()
+    parts = _DURATION.findall(s)
+    if not s or not parts or "".join(n + u for n, u in parts) != s:
+        raise UsageError(f"bad duration {text!r}; use e.g. 7d, 12h, 90m, 1d12h")
+    return sum(float(n) * _UNIT[u] for n, u in parts)
+
+
+def prune(
+    ctx: typer.Context,
+    thread: Annotated[str | None, typer.Argument(
+        metavar="[THREAD]", help="The thread to prune (or --all).", autocompletion=complete_thread)] = None,
+    all_threads: Annotated[bool, typer.Option("--all", help="Prune every thread.")] = False,
+    keep_last: Annotated[int | None, typer.Option("--keep-last", min=1, help="Keep the newest N checkpoints.")] = None,
+    older_than: Annotated[str | None, typer.Option("--older-than", help="Delete checkpoints older than this (7d, 12h, ...).")] = None,
+    milestones: Annotated[int | None, typer.Option("--milestones", min=2, help="Keep N evenly spaced checkpoints (first and last included).")] = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    no_backup: NoBackupOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete old checkpoints by a policy; a thread's head is always kept. Undoable with
+    `agentctl undo` until `purge`.
+
+    Example: agentctl prune loop-research-7 --keep-last 20 --dry-run
+    """
+    from agentctl import render
+    from agentctl.cli.transfer import auto_backup
+    from agentctl.errors import UsageError
+    from agentctl.refs import resolve_thread
+
+    chosen = [(n, v) for n, v in (("keep_last_n", keep_last), ("keep_age", older_than),
+                                  ("keep_milestones", milestones)) if v is not None]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one of --keep-last N, --older-than AGE, --milestones N")
+    policy, param = chosen[0]
+    if policy == "keep_age":
+        param = parse_duration(str(param))
+    if (thread is None) == (not all_threads):
+        raise UsageError("give a THREAD or --all (not both)")
+    st = state(ctx)
+
+    async def plan():
+        async with st.engine(write=False) as (backend, engine):
+            if all_threads:
+                tids = await backend.all_thread_ids()
+            else:
+                tids = [await resolve_thread(backend, thread)]
+            return [await engine.plan_prune(t, policy, param) for t in tids]
+
+    plans = run(plan())
+    todo = [p for p in plans if p.delete]
+    total = sum(len(p.delete) for p in todo)
+    if json_out and dry_run:
+        emit_json([p.to_dict() for p in plans])
+        return
+    from rich.text import Text
+
+    shown = todo[:20] if len(todo) > 1 else plans
+    parts: list[Any] = [render.plan_text(p) for p in shown]
+    if len(todo) > 20:
+        parts.append(Text(f"… and {len(todo) - 20} more threads"))
+    if len(plans) > 1:
+        parts.append(Text(f"in all: delete {total} checkpoint(s) in {len(todo)} of {len(plans)} threads", style="bold"))
+    show_plan(parts[0] if len(parts) == 1 else _group(parts), to_stdout=dry_run)
+    if dry_run or not total:
+        return
+    confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
+    auto_backup(st, no_backup)
+
+    async def go():
+        results = []
+        async with st.engine() as (_, engine):
+            with progress("prune", len(todo), enabled=len(todo) > 1) as advance:
+                for p in todo:
+                    results.append(await engine.prune(p.thread_id, policy, param))
+                    advance(1)
+        return results
+
+    results = run(go())
+    if json_out:
+        emit_json([r.to_dict() for r in results])
+        return
+    for r in results:
+        done(r.summary, r.op_id)
+
+
+def _group(parts: list[Any]) -> Any:
+    from rich.console import Group
+
+    return Group(*parts)

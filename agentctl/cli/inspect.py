@@ -1,0 +1,223 @@
+"""Reading checkpoints: `log`, `show`, `diff`, `tree`."""
+
+from __future__ import annotations
+
+import heapq
+import json
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli.complete import complete_ref
+from agentctl.cli.context import run, state
+from agentctl.cli.options import JsonOpt, OffsetOpt, RefArg, ThreadArg
+from agentctl.cli.output import emit_json, info, show, show_lines, stderr_is_tty, stdout_is_tty, tsv
+from agentctl.model import Checkpoint, CheckpointMetadata
+
+MAX_GRAPH_THREADS = 64
+
+
+def register(app: typer.Typer) -> None:
+    app.command("log")(log)
+    app.command("show")(show_checkpoint)
+    app.command("diff")(diff)
+    app.command("tree")(tree)
+
+
+async def _family(backend: Any, thread: str) -> list[str]:
+    """The thread and the threads branched from it, recursively (breadth first)."""
+    threads, frontier = [thread], [thread]
+    while frontier and len(threads) < MAX_GRAPH_THREADS:
+        found = []
+        for b in await backend.branches_of(frontier):
+            if b.thread_id not in threads and b.thread_id not in found:
+                found.append(b.thread_id)
+        threads += found[: MAX_GRAPH_THREADS - len(threads)]
+        frontier = found
+    return threads
+
+
+def _newest_first(per_thread: list[list[CheckpointMetadata]]) -> list[CheckpointMetadata]:
+    """Interleave threads by time, keeping each thread's own order (children first)."""
+    return list(heapq.merge(*per_thread, key=lambda m: str(m.created_at), reverse=True))
+
+
+def log(
+    ctx: typer.Context,
+    thread: ThreadArg,
+    graph: Annotated[bool, typer.Option("--graph", help="Also show the thread's branches, with forks and merges drawn.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many checkpoints at most.")] = 100,
+    offset: OffsetOpt = 0,
+    all_rows: Annotated[bool, typer.Option("--all", help="No limit.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """The checkpoints of a thread, newest first, one per line (like git log --oneline).
+
+    THREAD may also be a checkpoint reference (its thread is shown).
+
+    Example: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph
+    """
+    from agentctl.refs import resolve_thread
+
+    n = 2**62 if all_rows else limit
+
+    async def go():
+        async with state(ctx).open() as backend:
+            tid = await resolve_thread(backend, thread)
+            total = await backend.count(tid)
+            threads = await _family(backend, tid) if graph else [tid]
+            pages = [await backend.read_thread(t, n, offset if t == tid else 0, descending=True)
+                     for t in threads]
+            heads = {}
+            for t, page in zip(threads, pages):
+                head = page[0] if page and (offset == 0 or t != tid) else None
+                if head is not None:
+                    heads.setdefault(head.checkpoint_id, []).append(t)
+            if not graph:
+                for b in await backend.branches_of([tid]):
+                    if b.parent_checkpoint_id:
+                        heads.setdefault(b.parent_checkpoint_id, []).append(f"fork: {b.thread_id}")
+            return tid, total, _newest_first(pages)[:n], heads
+
+    tid, total, metas, heads = run(go())
+    if json_out:
+        emit_json([m.to_dict() for m in metas])
+        return
+    from agentctl import render
+
+    show_lines(render.log_lines(metas, graph=graph, heads=heads,
+                                summary_width=80 if stdout_is_tty() else None))
+    shown = len([m for m in metas if m.thread_id == tid])
+    if offset + shown < total and stderr_is_tty():
+        info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
+
+
+def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False) -> None:
+    """One checkpoint: metadata, the messages as a chat transcript, the state and tool
+    results as JSON. --json prints the checkpoint's to_dict() form exactly.
+
+    Example: agentctl --db sample_db/checkpoints.db show coder-fix-flaky-test@6
+    """
+    from agentctl.errors import CheckpointNotFound
+    from agentctl.refs import resolve
+
+    async def go():
+        async with state(ctx).open() as backend:
+            meta = await resolve(backend, ref)
+            cp = await backend.get(meta.checkpoint_id)
+            if cp is None:  # deleted between the two reads
+                raise CheckpointNotFound(meta.checkpoint_id)
+            return cp
+
+    cp = run(go())
+    if json_out:
+        emit_json(cp.to_dict())
+        return
+    from rich.rule import Rule
+    from rich.text import Text
+
+    from agentctl import render
+
+    def rule(title: str) -> Rule:
+        return Rule(Text(title, style="bold"), align="left", style="dim")
+
+    show(render.metadata_table(cp.metadata, cp.next_node),
+         rule(f"messages ({len(cp.messages)})"), render.transcript(cp.messages),
+         rule("state"), render.json_view(cp.state),
+         rule("tool results"), render.json_view(cp.tools_result))
+
+
+def _empty_like(meta: CheckpointMetadata) -> Checkpoint:
+    return Checkpoint(CheckpointMetadata(thread_id=meta.thread_id, checkpoint_id="", step=0,
+                                         created_at="", tags=[], summary=""), [], {}, {})
+
+
+def diff(
+    ctx: typer.Context,
+    a: RefArg,
+    b: Annotated[str | None, typer.Argument(
+        metavar="[B]", help="The checkpoint to compare A with; default: A's parent (then the diff shows what A changed).",
+        autocompletion=complete_ref)] = None,
+    json_out: JsonOpt = False,
+    patch: Annotated[bool, typer.Option("--patch", help="Print RFC 6902 JSON Patch per section.")] = False,
+) -> None:
+    """Structural diff of two checkpoints: metadata, messages, state and tool results
+    by JSON path (added / removed / changed, with old and new values). With one
+    checkpoint, what it changed from its parent. Works across threads and branches.
+
+    --json prints [{section, path, op, old, new}]; --patch prints {section: JSON Patch}.
+
+    Example: agentctl --db sample_db/checkpoints.db diff coder-fix-flaky-test~1 coder-fix-flaky-test
+    """
+    from agentctl.diff import diff_checkpoints, patch_by_section
+    from agentctl.errors import CheckpointNotFound, UsageError
+    from agentctl.refs import resolve
+
+    if json_out and patch:
+        raise UsageError("use one of --json and --patch")
+
+    async def go():
+        async with state(ctx).open() as backend:
+            meta_a = await resolve(backend, a)
+            cp_a = await backend.get(meta_a.checkpoint_id)
+            if b is not None:
+                meta_b = await resolve(backend, b)
+                return cp_a, await backend.get(meta_b.checkpoint_id)
+            parent_id = meta_a.parent_checkpoint_id
+            if not parent_id:
+                return _empty_like(meta_a), cp_a  # a root: everything in it was added
+            parent = await backend.get(parent_id)
+            if parent is None:
+                raise CheckpointNotFound(
+                    parent_id, [f"the parent of {meta_a.checkpoint_id} no longer exists; name B explicitly"])
+            return parent, cp_a
+
+    old, new = run(go())
+    if old is None or new is None:
+        raise CheckpointNotFound(a if old is None else str(b))
+    changes = diff_checkpoints(old, new)
+    if json_out:
+        emit_json([c.to_dict() for c in changes])
+        return
+    if patch:
+        emit_json(patch_by_section(changes))
+        return
+    if not stdout_is_tty():
+        tsv(["SECTION", "PATH", "OP", "OLD", "NEW"],
+            [[c.section, c.path, c.op, _compact(c.old), _compact(c.new)] for c in changes])
+        return
+    from rich.text import Text
+
+    from agentctl import render
+
+    head = Text.assemble(("--- ", "red"), render.safe(old.metadata.checkpoint_id or "(nothing)", one_line=True),
+                                "\n", ("+++ ", "green"), render.safe(new.metadata.checkpoint_id, one_line=True))
+    show(head, render.diff_table(changes))
+
+
+def _compact(value: Any) -> str:
+    if type(value).__name__ == "_Missing":
+        return ""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> None:
+    """The checkpoint DAG of a thread and its branches: heads, branch points, merges and
+    abandoned tips (what a rewind set aside) are labelled. --json gives nodes and edges.
+
+    Example: agentctl --db sample_db/checkpoints.db tree coder-fix-flaky-test
+    """
+    from agentctl.refs import resolve_thread
+
+    async def go():
+        async with state(ctx).engine(write=False) as (backend, engine):
+            tid = await resolve_thread(backend, thread)
+            return await engine.get_checkpoint_tree(tid)
+
+    result = run(go())
+    if json_out:
+        emit_json(result)
+        return
+    from agentctl import render
+
+    show(render.tree_view(result))

@@ -1,0 +1,122 @@
+"""The operation log: `oplog`, `undo`, `purge`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli.context import run, state
+from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, YesOpt
+from agentctl.cli.output import confirm, done, emit_json, say, show, show_plan, stdout_is_tty, tsv
+
+
+def register(app: typer.Typer) -> None:
+    app.command("oplog")(oplog)
+    app.command("undo")(undo)
+    app.command("purge")(purge)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    return dict(vars(obj))
+
+
+def oplog(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many operations at most.")] = 50,
+    json_out: JsonOpt = False,
+) -> None:
+    """The operations agentctl wrote (rewind, branch, merge, prune, delete, import,
+    undo), newest first, and whether they were undone.
+
+    Example: agentctl --db sample_db/checkpoints.db oplog
+    """
+
+    async def go():
+        async with state(ctx).engine(write=False) as (_, engine):
+            return await engine.oplog(limit)
+
+    ops = run(go())
+    if json_out:
+        emit_json([op.to_dict() for op in ops])
+        return
+    if not stdout_is_tty():
+        tsv(["OP", "WHEN", "KIND", "SUMMARY", "THREADS", "STATUS"],
+            [[op.op_id, op.created_at, op.kind, op.summary, ",".join(op.threads or []),
+              "undone" if op.undone else (f"undo of {op.undo_of}" if op.undo_of else "done")] for op in ops])
+        return
+    from agentctl import render
+
+    show(render.op_table(ops))
+
+
+def undo(
+    ctx: typer.Context,
+    op: Annotated[int | None, typer.Argument(metavar="[OP]", help="The operation id (default: the last one not undone).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Undo an operation (default: the latest not yet undone): a rewind, branch, merge,
+    prune, thread delete or import. The undo is itself an operation.
+
+    Example: agentctl undo 12
+    """
+
+    async def go():
+        async with state(ctx).engine() as (_, engine):
+            return await engine.undo(op)
+
+    result = run(go())
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    done(result.summary, result.op_id, undoable=False)
+
+
+def purge(
+    ctx: typer.Context,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
+    no_backup: NoBackupOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Free for good what undo could still bring back (rows set aside by rewind --hard,
+    prune, delete); then VACUUM on SQLite. Not undoable.
+
+    Example: agentctl purge --dry-run
+    """
+    from rich.text import Text
+
+    from agentctl.cli.transfer import auto_backup
+
+    st = state(ctx)
+
+    async def preview():
+        async with st.engine(write=False) as (_, engine):
+            return await engine.purge(dry_run=True)
+
+    before = run(preview())
+    if json_out and dry_run:
+        emit_json(_fields(before))
+        return
+    rows, ops = getattr(before, "rows", 0), list(getattr(before, "ops", []))
+    text = Text(f"purge: free {rows} row(s) kept for undo by {len(ops)} operation(s)"
+                + (f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})" if ops else "")
+                + "; they can no longer be undone")
+    show_plan(text, to_stdout=dry_run)
+    if dry_run or not ops:
+        return
+    confirm("purge what undo could bring back (this cannot be undone)", yes=yes)
+    auto_backup(st, no_backup)
+
+    async def go():
+        async with st.engine() as (_, engine):
+            return await engine.purge()
+
+    result = run(go())
+    if json_out:
+        emit_json(_fields(result))
+        return
+    say(f"purged {getattr(result, 'rows', 0)} row(s) of {len(getattr(result, 'ops', []))} operation(s)"
+        + (" and compacted the file" if getattr(result, "vacuumed", False) else ""))

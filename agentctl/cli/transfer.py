@@ -1,0 +1,247 @@
+"""Moving data in and out: `export`, `import`, `backup`; and the safety copy taken
+before destructive writes on SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Annotated, Any, Iterator
+
+import typer
+
+from agentctl.cli.complete import complete_thread
+from agentctl.cli.context import CliState, run, state
+from agentctl.cli.options import JsonOpt
+from agentctl.cli.output import done, emit_json, info, progress, say
+
+LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)
+    app.command("import")(import_)
+    app.command("backup")(backup)
+
+
+# ---- SQLite online backup ---------------------------------------------------------------
+
+
+def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
+    """Copy a live SQLite database with the online backup API (a consistent snapshot
+    while others write). Writes a temporary file next to `dest` and renames it, so
+    `dest` is never half written. Returns the bytes written."""
+    from agentctl.backends.sqlite import map_sqlite_error
+    from agentctl.errors import DatabaseNotFound, UsageError
+
+    if not os.path.isfile(src):
+        raise DatabaseNotFound(f"database file not found: {src}")
+    dest_path = Path(dest)
+    if dest_path.is_dir():
+        dest_path = dest_path / Path(src).name
+    if dest_path.exists() and not force:
+        raise UsageError(f"{dest_path} exists; use --force to overwrite it")
+    if dest_path.resolve() == Path(src).resolve():
+        raise UsageError("the backup destination is the database itself")
+    dest_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".agentctl-backup-", suffix=".db", dir=dest_path.parent)
+    os.close(fd)
+    size = os.path.getsize(src)
+    try:
+        source = sqlite3.connect(Path(os.path.abspath(src)).as_uri() + "?mode=ro", uri=True)
+        target = sqlite3.connect(tmp)
+        try:
+            with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
+                def step(status: int, remaining: int, total: int) -> None:
+                    advance(0)
+
+                source.execute("PRAGMA busy_timeout = 5000")
+                source.backup(target, pages=4096, progress=step)
+            # a copy in rollback-journal mode is one self-contained file
+            target.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            target.close()
+            source.close()
+        os.replace(tmp, dest_path)
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, src) from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return os.path.getsize(dest_path)
+
+
+def auto_backup(st: CliState, no_backup: bool) -> str | None:
+    """Before a hard delete or purge on SQLite: copy the file aside (unless --no-backup)
+    and say where on stderr."""
+    path = st.sqlite_path()
+    if no_backup or path is None:
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    dest = f"{path}.{stamp}.bak"
+    sqlite_backup(path, dest)
+    info(f"agentctl: backup of {path} written to {dest} (skip with --no-backup)")
+    return dest
+
+
+def backup(
+    ctx: typer.Context,
+    dest: Annotated[str, typer.Argument(metavar="DEST", help="File (or directory) to write the copy to.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite DEST if it exists.")] = False,
+) -> None:
+    """Copy a SQLite database with SQLite's online backup API: a consistent copy even
+    while agents write to it. Refuses to overwrite DEST unless --force.
+
+    Example: agentctl --db sample_db/checkpoints.db backup /tmp/checkpoints-copy.db
+    """
+    from agentctl.errors import UsageError
+
+    st = state(ctx)
+    path = st.sqlite_path()
+    if path is None:
+        raise UsageError("backup works on SQLite files; for Postgres use pg_dump or `agentctl export`")
+
+    async def check():  # the source must be a checkpoint database
+        async with st.open():
+            return None
+
+    run(check())
+    n = sqlite_backup(path, dest, force=force)
+    say(f"backed up {path} to {dest} ({n} bytes)")
+
+
+# ---- export -----------------------------------------------------------------------------
+
+
+def export(
+    ctx: typer.Context,
+    threads: Annotated[list[str] | None, typer.Argument(
+        metavar="[THREAD]...", help="Threads to export (default: all).", autocompletion=complete_thread)] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="JSONL file to write; - for stdout.")] = "-",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
+) -> None:
+    """Write checkpoints as JSON Lines, one checkpoint's to_dict() per line, in thread
+    and step order. `agentctl import` reads it back (also into the other backend).
+
+    Example: agentctl --db sample_db/checkpoints.db export support-1042 -o support.jsonl
+    """
+    from agentctl.errors import AgentctlError, CorruptRowError, UsageError
+    from agentctl.refs import resolve_thread
+
+    st = state(ctx)
+    to_stdout = output == "-"
+    if not to_stdout and os.path.exists(output) and not force:
+        raise UsageError(f"{output} exists; use --force to overwrite it")
+
+    def write_all(out: IO[str]) -> tuple[int, list[str]]:
+        async def go():
+            written, bad = 0, []
+            async with st.open() as backend:
+                tids = [await resolve_thread(backend, t) for t in threads] if threads else None
+                total = sum([await backend.count(t) for t in tids]) if tids else await backend.count()
+                with progress("export", total, enabled=total >= 10_000) as advance:
+                    async for item in backend.iter_checkpoints(tids):
+                        if isinstance(item, CorruptRowError):
+                            bad.append(str(item))
+                        else:
+                            out.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+                            written += 1
+                        advance(1)
+            return written, bad
+
+        return run(go())
+
+    if to_stdout:
+        written, bad = write_all(sys.stdout)
+    else:
+        target = Path(output)
+        fd, tmp = tempfile.mkstemp(prefix=".agentctl-export-", suffix=".jsonl", dir=target.parent or ".")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                written, bad = write_all(out)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        info(f"exported {written} checkpoints to {output}")
+    if bad:
+        for line in bad[:10]:
+            info("agentctl: skipped " + line)
+        raise AgentctlError(f"{len(bad)} row(s) could not be read and were not exported "
+                            "(see `agentctl doctor`); the rest were")
+
+
+# ---- import -----------------------------------------------------------------------------
+
+
+def _read_jsonl(stream: IO[str], name: str, advance: Any) -> Iterator[Any]:
+    from agentctl.errors import UsageError
+    from agentctl.model import Checkpoint
+
+    for lineno, line in enumerate(stream, 1):
+        advance(len(line.encode("utf-8", "replace")))
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            cp = Checkpoint.from_dict(d)
+            if not isinstance(cp.metadata.step, int) or not cp.metadata.checkpoint_id:
+                raise ValueError("step must be an integer and checkpoint_id non-empty")
+            if not isinstance(cp.messages, list) or not isinstance(cp.state, dict) \
+                    or not isinstance(cp.tools_result, dict):
+                raise ValueError("messages must be a list, state and tools_result objects")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise UsageError(f"{name}:{lineno}: not a checkpoint ({detail}); nothing was imported") from None
+        yield cp
+
+
+def import_(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(metavar="FILE.jsonl", help="JSON Lines from `agentctl export`; - for stdin.")],
+    on_conflict: Annotated[str, typer.Option(
+        "--on-conflict", help="When a checkpoint id exists: skip | replace | error.")] = "skip",
+    create: Annotated[bool, typer.Option(
+        "--create", help="Create the database (file or table) if it does not exist.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Import checkpoints from JSON Lines in one transaction (undoable). With --create a
+    new SQLite file or Postgres table is made, so a database can move between backends.
+
+    Example: agentctl --db postgresql://me@localhost/agents import --create support.jsonl
+    """
+    from agentctl.errors import DatabaseNotFound, SchemaError, UsageError
+
+    if on_conflict not in ("skip", "replace", "error"):
+        raise UsageError(f"unknown --on-conflict {on_conflict!r}; use skip, replace or error")
+    st = state(ctx)
+    if file != "-" and not os.path.isfile(file):
+        raise DatabaseNotFound(f"file not found: {file}")
+    size = os.path.getsize(file) if file != "-" else None
+
+    async def go(stream: IO[str]):
+        try:
+            async with st.engine(create=create) as (_, engine):
+                with progress("import", size, enabled=(size or 0) >= 8 * 1024 * 1024) as advance:
+                    return await engine.import_checkpoints(_read_jsonl(stream, file, advance),
+                                                           on_conflict=on_conflict)
+        except DatabaseNotFound as exc:
+            raise DatabaseNotFound(f"{exc}; use --create to make a new database") from None
+        except SchemaError as exc:
+            if "no 'checkpoints' table" not in str(exc):
+                raise
+            raise SchemaError(f"{exc}; use --create to make the table") from None
+
+    if file == "-":
+        result = run(go(sys.stdin))
+    else:
+        with open(file, encoding="utf-8") as stream:
+            result = run(go(stream))
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    done(result.summary, result.op_id)
