@@ -1,9 +1,8 @@
 """Reading checkpoints: `log`, `show`, `diff`, `tree`."""
 
-from __future__ import annotations
 
 import heapq
-import json
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -11,7 +10,8 @@ import typer
 from agentctl.cli.complete import complete_ref
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt, OffsetOpt, RefArg, ThreadArg
-from agentctl.cli.output import emit_json, info, show, show_lines, stderr_is_tty, stdout_is_tty, tsv
+from agentctl.cli.output import (emit_json, info, plain_output, show, show_segments, stderr_is_tty,
+                                 stdout_is_tty, tsv)
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 MAX_GRAPH_THREADS = 64
@@ -83,10 +83,10 @@ def log(
     if json_out:
         emit_json([m.to_dict() for m in metas])
         return
-    from agentctl import render
+    from agentctl import lines
 
-    show_lines(render.log_lines(metas, graph=graph, heads=heads,
-                                summary_width=80 if stdout_is_tty() else None))
+    show_segments(lines.log_lines(metas, graph=graph, heads=heads,
+                                  summary_width=80 if stdout_is_tty() else None))
     shown = len([m for m in metas if m.thread_id == tid])
     if offset + shown < total and stderr_is_tty():
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
@@ -196,6 +196,8 @@ def diff(
 
 
 def _compact(value: Any) -> str:
+    import json
+
     if type(value).__name__ == "_Missing":
         return ""
     return json.dumps(value, ensure_ascii=False, default=str)
@@ -217,6 +219,11 @@ def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> No
     result = run(go())
     if json_out:
         emit_json(result)
+        return
+    if plain_output():  # piped: the same text, without building and drawing Rich objects
+        from agentctl import lines
+
+        sys.stdout.write("".join(line + "\n" for line in lines.tree_nodes(result).lines()))
         return
     from agentctl import render
 
