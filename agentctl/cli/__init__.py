@@ -5,13 +5,11 @@ AgentctlError prints one line on stderr, `agentctl: <message>`, and exits with i
 a traceback only with AGENTCTL_DEBUG=1.
 """
 
-from __future__ import annotations
 
 import os
 import sys
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -39,7 +37,7 @@ class AgentctlGroup(TyperGroup):
     """The root group: turns AgentctlError into its message and exit code, also when
     the app is invoked in-process (tests, `typer.testing.CliRunner`)."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         from agentctl.errors import AgentctlError
 
         try:

@@ -1,6 +1,5 @@
 """`agentctl stats` and `agentctl doctor`."""
 
-from __future__ import annotations
 
 from typing import Annotated, Any
 

@@ -1,6 +1,5 @@
 """`agentctl threads list|show|delete`"""
 
-from __future__ import annotations
 
 from typing import Annotated
 
