@@ -71,7 +71,9 @@ def _dumps(value: Any, indent: int | None = None) -> str:
 
 
 def _is_missing(value: Any) -> bool:
-    return type(value).__name__ == "_Missing"
+    from agentctl.diff import MISSING
+
+    return value is MISSING
 
 
 def value_text(value: Any, width: int | None = 120) -> Text:
@@ -205,10 +207,8 @@ def _text(segments: Sequence[Segment]) -> Text:
 
 
 def _format_path(pointer: str) -> str:
-    try:
-        from agentctl.diff import format_path
-    except ImportError:  # pragma: no cover - before agentctl.diff exists
-        return pointer or "(root)"
+    from agentctl.diff import format_path
+
     return format_path(pointer)
 
 

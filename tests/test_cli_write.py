@@ -170,7 +170,7 @@ def test_prune(sample_url):  # noqa: F811
     r = cli(sample_url, "prune", LOOP, "--keep-last", "20")
     assert r.exit_code == ExitCode.USAGE and "without --yes" in r.stderr
     assert len(steps(sample_url, LOOP)) == 240
-    res = cli_json(sample_url, "prune", LOOP, "--keep-last", "20", "--yes", "--no-backup")
+    res = cli_json(sample_url, "prune", LOOP, "--keep-last", "20", "--yes")
     assert len(res) == 1 and len(res[0]["deleted"]) == 220
     assert steps(sample_url, LOOP) == list(range(240, 220, -1))
     assert cli(sample_url, "undo").exit_code == 0
@@ -191,7 +191,7 @@ def test_threads_delete(sample_url):  # noqa: F811
     assert r.exit_code == 0 and "delete thread support-1042: 5 checkpoints" in r.stdout
     r = cli(sample_url, "threads", "delete", "support-1042")
     assert r.exit_code == ExitCode.USAGE
-    d = cli_json(sample_url, "threads", "delete", "support-1042", "--yes", "--no-backup")
+    d = cli_json(sample_url, "threads", "delete", "support-1042", "--yes")
     assert d["kind"] == "delete_thread" and len(d["deleted"]) == 5
     assert cli(sample_url, "log", "support-1042").exit_code == ExitCode.NOT_FOUND
     assert cli(sample_url, "undo").exit_code == 0
@@ -200,7 +200,7 @@ def test_threads_delete(sample_url):  # noqa: F811
 
 def test_purge(sample_url):  # noqa: F811
     assert cli_json(sample_url, "purge", "--dry-run")["rows"] == 0
-    cli(sample_url, "threads", "delete", "support-1042", "--yes", "--no-backup")
+    cli(sample_url, "threads", "delete", "support-1042", "--yes")
     d = cli_json(sample_url, "purge", "--dry-run")
     assert d["rows"] == 5 and len(d["ops"]) == 1
     r = cli(sample_url, "purge")
@@ -225,7 +225,7 @@ def test_destructive_without_yes_off_a_terminal_writes_nothing(tmp_path, args):
     db = tmp_path / "c.db"
     db.write_bytes(SAMPLE_DB.read_bytes())
     if args == ["purge"]:  # give purge something to purge
-        assert cli(str(db), "threads", "delete", "support-1044", "--yes", "--no-backup").exit_code == 0
+        assert cli(str(db), "threads", "delete", "support-1044", "--yes").exit_code == 0
     before = digest(str(db))
     listing = sorted(p.name for p in tmp_path.iterdir())
     r = cli(str(db), *args)

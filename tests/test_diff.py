@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentctl.diff as diff_module
+from helpers import same
 from agentctl.diff import (
     CHECKPOINT_SECTIONS,
     MISSING,
@@ -38,32 +39,6 @@ from agentctl.diff import (
 )
 
 # --------------------------------------------------------------------------- helpers
-
-
-def same(a, b) -> bool:
-    """Type-strict JSON equality written independently of the module under test:
-    bool never equals a number, ints and floats compare by value, MISSING only
-    equals itself. Iterative, so it works on deeply nested values."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if isinstance(x, bool) or isinstance(y, bool):
-            if type(x) is not type(y) or x != y:
-                return False
-        elif isinstance(x, (int, float)) and isinstance(y, (int, float)):
-            if x != y:
-                return False
-        elif isinstance(x, dict):
-            if not isinstance(y, dict) or x.keys() != y.keys():
-                return False
-            stack.extend((x[k], y[k]) for k in x)
-        elif isinstance(x, list):
-            if not isinstance(y, list) or len(x) != len(y):
-                return False
-            stack.extend(zip(x, y, strict=True))
-        elif type(x) is not type(y) or x != y:
-            return False
-    return True
 
 
 def roundtrip(a, b):

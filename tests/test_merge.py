@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import same
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -25,29 +26,6 @@ from agentctl.merge import (
 # --------------------------------------------------------------------------- helpers
 
 
-def same(a, b) -> bool:
-    """Type-strict JSON equality, independent of agentctl (bool is not a number,
-    ints and floats compare by value, MISSING equals only itself); iterative."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if isinstance(x, bool) or isinstance(y, bool):
-            if type(x) is not type(y) or x != y:
-                return False
-        elif isinstance(x, (int, float)) and isinstance(y, (int, float)):
-            if x != y:
-                return False
-        elif isinstance(x, dict):
-            if not isinstance(y, dict) or x.keys() != y.keys():
-                return False
-            stack.extend((x[k], y[k]) for k in x)
-        elif isinstance(x, list):
-            if not isinstance(y, list) or len(x) != len(y):
-                return False
-            stack.extend(zip(x, y, strict=True))
-        elif type(x) is not type(y) or x != y:
-            return False
-    return True
 
 
 KEYS = st.one_of(st.sampled_from(["a", "b", "c", "~", "a/b", "b c", "中文", ""]), st.text(max_size=3))

@@ -83,7 +83,7 @@ def test_diff_and_conflict_tables():
     assert "\x1b[31mRED" not in to_text(render.diff_table(changes))
     out = to_text(render.diff_table(changes, value_width=200), terminal=False)
     assert "SECTION" in out and "changed" in out and "added" in out
-    assert "files" in out and "[bold red]loud" in out and "\x1b" not in out
+    assert "files.a" in out and "[bold red]loud" in out and "\x1b" not in out
     assert "no differences" in to_text(render.diff_table([]))
     out = to_text(render.conflicts_table([Conflict("/x", 1, 2, EVIL)]), terminal=False)
     assert out.split()[:4] == ["PATH", "BASE", "OURS", "THEIRS"] and "\x1b[31m" not in out

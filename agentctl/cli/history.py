@@ -71,11 +71,11 @@ def rewind(
             return await engine.rewind(p.target.checkpoint_id, archive_thread=p.archive_thread)
 
     result = run(go())
-    op_id = getattr(result, "op_id", None)
+    op_id = result.op_id
     if json_out:
         emit_json(result.to_dict())
         return
-    where = "deleted" if hard else f"moved to {getattr(result, 'archive_thread', None)}"
+    where = "deleted" if hard else f"moved to {result.archive_thread}"
     say(f"{result.thread_id} is now at {p.target.checkpoint_id} (step {p.target.step}); "
         f"{result.rewind_depth} checkpoint(s) {where} (op {op_id}; undo: agentctl undo {op_id})")
 
@@ -107,7 +107,7 @@ def branch(
         async with st.engine() as (backend, engine):
             meta = await resolve(backend, ref)
             thread_id = await engine.branch(meta.checkpoint_id, name)
-            return meta, thread_id, getattr(engine, "last_op_id", None)
+            return meta, thread_id, engine.last_op_id
 
     meta, thread_id, op_id = run(go())
     if json_out:
@@ -174,10 +174,10 @@ def merge(
         conflicts_out()
         raise MergeConflictError(p.conflicts, f"merge of {src} into {dst} has {len(p.conflicts)} "
                                               "conflict(s); nothing was written (try --strategy ours|theirs)")
-    if dry_run or getattr(p, "up_to_date", False):
+    if dry_run or p.up_to_date:
         if json_out:
             emit_json(p.to_dict())
-        elif getattr(p, "up_to_date", False):
+        elif p.up_to_date:
             say(f"{dst} already contains {src}; nothing to merge")
         else:
             show(render.plan_text(p))
@@ -186,7 +186,7 @@ def merge(
     async def go():
         async with st.engine() as (_, engine):
             cid = await engine.merge_branch(src, dst, strategy=strategy)
-            return cid, getattr(engine, "last_op_id", None)
+            return cid, engine.last_op_id
 
     try:
         cid, op_id = run(go())
@@ -202,20 +202,15 @@ def merge(
 
 
 def _conflicts_plain(conflicts: list[Any]) -> None:
-    import json as _json
-
-    from agentctl.cli.output import stdout_is_tty, tsv
+    from agentctl.cli.output import compact_json, stdout_is_tty, tsv
 
     if stdout_is_tty():
         from agentctl import render
 
         show(render.conflicts_table(conflicts))
         return
-
-    def cell(v: Any) -> str:
-        return "" if type(v).__name__ == "_Missing" else _json.dumps(v, ensure_ascii=False, default=str)
-
-    tsv(["PATH", "BASE", "OURS", "THEIRS"], [[c.path, cell(c.base), cell(c.ours), cell(c.theirs)] for c in conflicts])
+    tsv(["PATH", "BASE", "OURS", "THEIRS"],
+        [[c.path, compact_json(c.base), compact_json(c.ours), compact_json(c.theirs)] for c in conflicts])
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -243,7 +238,6 @@ def prune(
     milestones: Annotated[int | None, typer.Option("--milestones", min=2, help="Keep N evenly spaced checkpoints (first and last included).")] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
-    no_backup: NoBackupOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete old checkpoints by a policy; a thread's head is always kept. Undoable with
@@ -252,7 +246,6 @@ def prune(
     Example: agentctl prune loop-research-7 --keep-last 20 --dry-run
     """
     from agentctl import render
-    from agentctl.cli.transfer import auto_backup
     from agentctl.errors import UsageError
     from agentctl.refs import resolve_thread
 
@@ -293,7 +286,6 @@ def prune(
     if dry_run or not total:
         return
     confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
-    auto_backup(st, no_backup)
 
     async def go():
         results = []

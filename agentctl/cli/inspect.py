@@ -10,8 +10,8 @@ import typer
 from agentctl.cli.complete import complete_ref
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt, OffsetOpt, RefArg, ThreadArg
-from agentctl.cli.output import (emit_json, info, plain_output, show, show_segments, stderr_is_tty,
-                                 stdout_is_tty, tsv)
+from agentctl.cli.output import (compact_json, emit_json, info, plain_output, show, show_segments,
+                                 stderr_is_tty, stdout_is_tty, tsv)
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 MAX_GRAPH_THREADS = 64
@@ -184,7 +184,7 @@ def diff(
         return
     if not stdout_is_tty():
         tsv(["SECTION", "PATH", "OP", "OLD", "NEW"],
-            [[c.section, c.path, c.op, _compact(c.old), _compact(c.new)] for c in changes])
+            [[c.section, c.path, c.op, compact_json(c.old), compact_json(c.new)] for c in changes])
         return
     from rich.text import Text
 
@@ -193,14 +193,6 @@ def diff(
     head = Text.assemble(("--- ", "red"), render.safe(old.metadata.checkpoint_id or "(nothing)", one_line=True),
                                 "\n", ("+++ ", "green"), render.safe(new.metadata.checkpoint_id, one_line=True))
     show(head, render.diff_table(changes))
-
-
-def _compact(value: Any) -> str:
-    import json
-
-    if type(value).__name__ == "_Missing":
-        return ""
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> None:

@@ -1,7 +1,7 @@
 """The operation log: `oplog`, `undo`, `purge`."""
 
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -14,12 +14,6 @@ def register(app: typer.Typer) -> None:
     app.command("oplog")(oplog)
     app.command("undo")(undo)
     app.command("purge")(purge)
-
-
-def _fields(obj: Any) -> dict[str, Any]:
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    return dict(vars(obj))
 
 
 def oplog(
@@ -97,9 +91,9 @@ def purge(
 
     before = run(preview())
     if json_out and dry_run:
-        emit_json(_fields(before))
+        emit_json(before.to_dict())
         return
-    rows, ops = getattr(before, "rows", 0), list(getattr(before, "ops", []))
+    rows, ops = before.rows, before.ops
     text = Text(f"purge: free {rows} row(s) kept for undo by {len(ops)} operation(s)"
                 + (f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})" if ops else "")
                 + "; they can no longer be undone")
@@ -115,7 +109,7 @@ def purge(
 
     result = run(go())
     if json_out:
-        emit_json(_fields(result))
+        emit_json(result.to_dict())
         return
-    say(f"purged {getattr(result, 'rows', 0)} row(s) of {len(getattr(result, 'ops', []))} operation(s)"
-        + (" and compacted the file" if getattr(result, "vacuumed", False) else ""))
+    say(f"purged {result.rows} row(s) of {len(result.ops)} operation(s)"
+        + (" and compacted the file" if result.vacuumed else ""))

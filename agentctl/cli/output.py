@@ -192,6 +192,15 @@ def show_lines(lines: Sequence[Any]) -> None:
     show(Text("\n").join(lines), soft_wrap=True)
 
 
+def compact_json(value: Any) -> str:
+    """A JSON value on one line for a plain-text cell; an absent value (diff.MISSING) is ""."""
+    import json
+
+    from agentctl.diff import MISSING
+
+    return "" if value is MISSING else json.dumps(value, ensure_ascii=False, default=str)
+
+
 def plain_cell(value: Any) -> str:
     return inert("" if value is None else str(value), one_line=True)
 
