@@ -65,9 +65,10 @@ _SORT_KEYS = {
     "checkpoints": "(SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = t.tid)",
     "step": "(SELECT MAX(step) FROM checkpoints c WHERE c.thread_id = t.tid)",
 }
-# ... or, for "updated" (the head's created_at) and "created" (the first row's), the
-# thread's last / first step and the row order that picks one row there.
-_END_KEYS = {"updated": ("MAX", "DESC"), "created": ("MIN", "ASC")}
+# ... or, for "updated" (the head's created_at) and "created" (the first row's): the
+# thread's last / first step, where the head / first row has the latest / earliest
+# created_at (the row id only breaks ties between equal created_at values).
+_END_KEYS = {"updated": "MAX", "created": "MIN"}
 
 # The bytes a checkpoint takes (text columns measured as UTF-8).
 _ROW_BYTES = (
@@ -471,17 +472,14 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             start, stop, only = "WHERE thread_id >= ?", " AND t.tid < ?", " AND substr(tid, 1, ?) = ?"
             params = [prefix, prefix + "\U0010ffff", len(prefix), prefix]
         if sort in _END_KEYS:
-            end, order = _END_KEYS[sort]
+            end = _END_KEYS[sort]
             keys = f"""ends AS (
                 SELECT c.id FROM t JOIN checkpoints c ON c.thread_id = t.tid
                     AND c.step = (SELECT {end}(step) FROM checkpoints m WHERE m.thread_id = t.tid)
                 WHERE tid IS NOT NULL{only}),
-            keyed AS (
-                SELECT thread_id AS tid, created_at AS k, ROW_NUMBER() OVER (
-                    PARTITION BY thread_id ORDER BY created_at {order}, id {order}) AS rn
-                FROM checkpoints WHERE id IN (SELECT id FROM ends)),
             page AS (
-                SELECT tid, k FROM keyed WHERE rn = 1
+                SELECT thread_id AS tid, {end}(created_at) AS k FROM checkpoints
+                WHERE id IN (SELECT id FROM ends) GROUP BY thread_id
                 ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)"""
         else:
             keys = f"""page AS (
