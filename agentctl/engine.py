@@ -59,14 +59,16 @@ or "/tools_result/...") and nothing is written. A branch head that is already an
 ancestor of the target's head raises OperationError ("already merged"). Without any
 common ancestor the base is empty ({} and no messages).
 
-GC. Policies are computed in SQL over the whole thread (window functions), applied
-only to the thread asked, and never to its head: keep_last_n n (the last max(n, 1)),
-keep_age s (created_at older than s seconds, by the engine's clock), keep_milestones
-n (the first, the last and evenly spaced ones: n rows in all; position p of N is kept
-when p = 0 or floor(p(n-1)/(N-1)) > floor((p-1)(n-1)/(N-1))), keep_all. `prune`
-moves the deleted rows into the trash (undoable); the automatic GC after `snapshot`
-(`SnapshotConfig.gc_policy`, the agent's own retention policy) deletes for real and is
-not logged: keeping its deletions would grow the file forever.
+GC. Each policy is one SQL condition over the whole thread (any length), applied only
+to the thread asked and never to its head: keep_last_n n (the last max(n, 1), found
+through the (thread_id, step) index), keep_age s (created_at older than s seconds by
+the engine's clock; SQLite compares julianday(), so mixed ISO offsets compare right),
+keep_milestones n (the first, the last and evenly spaced ones, n rows in all: position
+p of N is kept when p = 0 or floor(p(n-1)/(N-1)) > floor((p-1)(n-1)/(N-1)); a window
+function gives positions), keep_all. `prune` moves the deleted rows into the trash
+(undoable); the automatic GC after `snapshot` (`SnapshotConfig.gc_policy`, the agent's
+own retention policy, in the snapshot's transaction) deletes for real and is not
+logged: keeping its deletions would grow the file forever.
 
 Size and deltas. `max_snapshot_size_mb` is enforced (`SnapshotTooLarge`, with the size).
 `delta_snapshots` (opt-in; default False) stores a snapshot as a JSON Patch against a
@@ -79,6 +81,16 @@ The hex digits come from `rng` (a `random.Random`, injectable for reproducible o
 or from uuid4; the time from `clock` (a callable returning a datetime or ISO string).
 Unknown ids raise `CheckpointNotFound` / `ThreadNotFound` (ValueErrors whose message
 says "not found").
+
+Where the seeds' behaviour was a defect, or unspecified, this engine differs: rewind
+moves (not deletes) and reports rewind_depth = checkpoints set aside and
+snapshot_count_before = checkpoints in the thread before (the seeds used the in-memory
+counter); a branch's first row copies the source's next_node; merge_branch is three-way
+with conflicts; `get_checkpoint_tree(thread, limit=None)` returns every checkpoint of
+the thread and its branches (the seeds' limit=200 cut to the newest rows of one thread;
+a limit now applies per thread); snapshot links a parent. Unchanged: an unknown trigger
+returns "", `time_travel_to_step` returns None when no checkpoint is at or before the
+step (also for an unknown thread), `get_checkpoint_tree` of an unknown thread is empty.
 
 Test-only: `engine._fail_at_statement = n` makes the n-th statement of the next write
 transactions raise `InjectedFault` (used to prove that every write is atomic).
@@ -114,6 +126,7 @@ from agentctl.backends.base import (
 from agentctl.errors import (
     AgentctlError,
     CheckpointNotFound,
+    DatabaseBusy,
     MergeConflictError,
     NotFoundError,
     OperationError,
@@ -323,32 +336,32 @@ _AFTER = ("thread_id = ? AND (step, created_at, id) > "
           "(SELECT step, created_at, id FROM checkpoints WHERE checkpoint_id = ?)")
 
 
-def _positions(where: str) -> str:
-    """Rows of a thread with their 0-based position and the thread's count."""
-    return (f"SELECT id, created_at, ROW_NUMBER() OVER (ORDER BY {THREAD_ORDER_ASC}) - 1 AS pos, "
-            f"COUNT(*) OVER () AS total FROM checkpoints WHERE {where}")
-
-
-def _gc_selection(kind: str, policy: CheckpointGC, param: float,
+def _gc_selection(kind: str, thread_id: str, policy: CheckpointGC, param: float,
                   cutoff: Any) -> tuple[str, list[Any]] | None:
-    """SQL selecting the ids a policy deletes from one thread (first parameter: the
-    thread), or None when the policy deletes nothing. Never selects the head."""
+    """A WHERE condition (and its parameters) selecting the rows a policy deletes from
+    one thread, or None when the policy deletes nothing. Never selects the head."""
+    head = f"(SELECT id FROM checkpoints WHERE thread_id = ? ORDER BY {THREAD_ORDER_DESC} LIMIT 1)"
     if policy is CheckpointGC.KEEP_ALL:
         return None
     if policy is CheckpointGC.KEEP_AGE:
-        older = ("julianday(r.created_at) < julianday(?)" if kind == "sqlite"
-                 else "r.created_at < ?")
-        return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
-                f"WHERE r.pos < r.total - 1 AND {older}", [cutoff])
+        older = "julianday(created_at) < julianday(?)" if kind == "sqlite" else "created_at < ?"
+        return f"thread_id = ? AND {older} AND id <> {head}", [thread_id, cutoff, thread_id]
     n = max(int(param), 1)
     if policy is CheckpointGC.KEEP_LAST_N or n == 1:
-        return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
-                "WHERE r.pos < r.total - CAST(? AS BIGINT)", [n])
-    # keep_milestones: n >= 2 rows kept, the first and the last among them.
+        # The last n come from the (thread_id, step) index; no pass over the whole thread.
+        return (f"thread_id = ? AND id NOT IN (SELECT id FROM checkpoints WHERE thread_id = ? "
+                f"ORDER BY {THREAD_ORDER_DESC} LIMIT CAST(? AS BIGINT))", [thread_id, thread_id, n])
+    # keep_milestones: n >= 2 rows kept, the first and the last among them; positions
+    # come from a window over the thread.
     keep = ("(r.pos = 0 OR (r.pos * CAST(? AS BIGINT)) / NULLIF(r.total - 1, 0) > "
             "((r.pos - 1) * CAST(? AS BIGINT)) / NULLIF(r.total - 1, 0))")
-    return (f"SELECT r.id FROM ({_positions('thread_id = ?')}) r "
-            f"WHERE r.total > CAST(? AS BIGINT) AND NOT {keep}", [n, n - 1, n - 1])
+    return (f"id IN (SELECT r.id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY {THREAD_ORDER_ASC}) - 1 "
+            "AS pos, COUNT(*) OVER () AS total FROM checkpoints WHERE thread_id = ?) r "
+            f"WHERE r.total > CAST(? AS BIGINT) AND NOT {keep})", [thread_id, n, n - 1, n - 1])
+
+
+class _NothingToDo(Exception):
+    """Raised inside a write transaction that turned out to change nothing (rolls it back)."""
 
 
 class _Graph:
@@ -619,18 +632,19 @@ class CheckpointEngine:
                 count = await self._thread_count(tx, thread_id)
             if count <= max(int(param), 1):
                 return
-        selection = self._selection(tx.kind, policy, param)
+        selection = self._selection(tx.kind, thread_id, policy, param)
         if selection is None:
             return
-        sql, params = selection
-        await delta.before_delete(tx, thread_id, f"id IN ({sql})", [thread_id, *params])
-        await tx.execute(f"DELETE FROM checkpoints WHERE id IN ({sql})", thread_id, *params)
+        where, params = selection
+        await delta.before_delete(tx, thread_id, where, params)
+        await tx.execute(f"DELETE FROM checkpoints WHERE {where}", *params)
 
-    def _selection(self, kind: str, policy: CheckpointGC, param: float) -> tuple[str, list[Any]] | None:
+    def _selection(self, kind: str, thread_id: str, policy: CheckpointGC,
+                   param: float) -> tuple[str, list[Any]] | None:
         cutoff = None
         if policy is CheckpointGC.KEEP_AGE:
             cutoff = self._ts_param(kind, (self._now_dt() - timedelta(seconds=float(param))).isoformat())
-        return _gc_selection(kind, policy, param, cutoff)
+        return _gc_selection(kind, thread_id, policy, param, cutoff)
 
     # ---- the seeds' decorator and scope ------------------------------------------------
 
@@ -715,7 +729,9 @@ class CheckpointEngine:
         deleted into the trash). `archive_thread` names the archive (e.g. a plan's)."""
         meta = await self._require_meta(self._checkpointer, checkpoint_id)
         thread = meta.thread_id
-        archive = archive_thread
+        archive = None if hard else archive_thread
+        if archive is not None and (not archive.strip() or archive == thread):
+            raise UsageError(f"invalid archive thread name {archive_thread!r}")
         if not hard and archive is None:
             archive = await self._fresh_thread(self._checkpointer, lambda: self._archive_name(thread))
         async with self._write([thread] + ([archive] if archive else [])) as tx:
@@ -826,13 +842,16 @@ class CheckpointEngine:
 
     async def merge_base(self, a: str, b: str, reader: RowReads | None = None) -> CheckpointMetadata | None:
         """The nearest common ancestor of checkpoints a and b (None if they share none):
-        the first ancestor of b, breadth-first, that is also an ancestor of a."""
+        the first ancestor of b, breadth-first, that is also an ancestor of a and still
+        exists (a deleted checkpoint both name as parent cannot serve as a base)."""
         reader = reader or self._checkpointer
         graph = _Graph(reader)
         ancestors = {cid async for cid in graph.walk(a)}
         async for cid in graph.walk(b):
             if cid in ancestors:
-                return await reader.get_metadata(cid)
+                meta = await reader.get_metadata(cid)
+                if meta is not None:
+                    return meta
         return None
 
     async def _plan_merge(self, reader: RowReads, branch_thread_id: str, into_thread_id: str,
@@ -932,13 +951,13 @@ class CheckpointEngine:
         total = await self._thread_count(b, thread_id)
         if total == 0:
             raise ThreadNotFound(thread_id)
-        selection = self._selection(b.kind, pol, param)
+        selection = self._selection(b.kind, thread_id, pol, param)
         delete: list[CheckpointMetadata] = []
         if selection is not None:
-            sql, params = selection
+            where, params = selection
             delete = [row_to_metadata(r) for r in await b.query(
-                f"SELECT {META_COLUMNS} FROM checkpoints WHERE id IN ({sql}) ORDER BY {THREAD_ORDER_ASC}",
-                thread_id, *params)]
+                f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} ORDER BY {THREAD_ORDER_ASC}",
+                *params)]
         return PrunePlan(thread_id, pol, param, delete, total - len(delete))
 
     def _check_param(self, policy: CheckpointGC, param: Any) -> float:
@@ -954,26 +973,29 @@ class CheckpointEngine:
         """Delete a thread's checkpoints by a GC policy, into the trash (undoable)."""
         pol = as_policy(policy)
         param = self._check_param(pol, param)
-        async with self._write([thread_id]) as tx:
-            if await self._thread_count(tx, thread_id) == 0:
-                raise ThreadNotFound(thread_id)
-            selection = self._selection(tx.kind, pol, param)
-            if selection is None:
-                return OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
-            sql, params = selection
-            where = f"id IN ({sql})"
-            n = int(await tx.fetchval(f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}",
-                                      thread_id, *params) or 0)
-            if n == 0:
-                return OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
-            summary = f"prune {thread_id} ({pol.value} {param:g}): deleted {n} checkpoint(s)"
-            op_id = await oplog.start(tx, "prune", summary, [thread_id],
-                                      {"thread": thread_id, "policy": pol.value, "param": param},
-                                      self._now())
-            await delta.before_delete(tx, thread_id, where, [thread_id, *params])
-            await oplog.trash(tx, op_id, where, thread_id, *params)
-            await oplog.finish(tx, op_id, [thread_id])
-            deleted = await oplog.trashed_ids(tx, op_id)
+        nothing = OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
+        try:
+            async with self._write([thread_id]) as tx:
+                if not await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1",
+                                      thread_id):
+                    raise ThreadNotFound(thread_id)
+                selection = self._selection(tx.kind, thread_id, pol, param)
+                if selection is None:
+                    return nothing
+                where, params = selection
+                op_id = await oplog.start(tx, "prune", f"prune {thread_id}", [thread_id],
+                                          {"thread": thread_id, "policy": pol.value, "param": param},
+                                          self._now())
+                await delta.before_delete(tx, thread_id, where, params)
+                deleted = await oplog.trash(tx, op_id, where, *params)
+                if not deleted:
+                    raise _NothingToDo()  # rolls back the op record (and new side tables)
+                summary = (f"prune {thread_id} ({pol.value} {param:g}): "
+                           f"deleted {len(deleted)} checkpoint(s)")
+                await oplog.set_summary(tx, op_id, summary)
+                await oplog.finish(tx, op_id, [thread_id])
+        except _NothingToDo:
+            return nothing
         self.last_op_id = op_id
         return OpResult(op_id, "prune", summary, deleted=deleted)
 
@@ -986,9 +1008,8 @@ class CheckpointEngine:
             summary = f"delete thread {thread_id} ({n} checkpoint(s))"
             op_id = await oplog.start(tx, "delete_thread", summary, [thread_id],
                                       {"thread": thread_id, "count": n}, self._now())
-            await oplog.trash(tx, op_id, "thread_id = ?", thread_id)
+            deleted = await oplog.trash(tx, op_id, "thread_id = ?", thread_id)
             await oplog.finish(tx, op_id, [thread_id])
-            deleted = await oplog.trashed_ids(tx, op_id)
         self.last_op_id = op_id
         self._snapshot_counters.pop(thread_id, None)
         return OpResult(op_id, "delete_thread", summary, deleted=deleted)
@@ -1074,6 +1095,8 @@ class CheckpointEngine:
             item = Checkpoint.from_dict(item)
         if not isinstance(item, Checkpoint):
             raise UsageError(f"cannot import {type(item).__name__}; expected a Checkpoint")
+        if isinstance(item.metadata.created_at, datetime):  # stored as the ISO text, as put() does
+            item.metadata.created_at = _iso(item.metadata.created_at)
         return item
 
     # ---- undo, oplog, purge ------------------------------------------------------------
@@ -1122,7 +1145,11 @@ class CheckpointEngine:
                 tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} checkpoint(s)",
                 [], {"ops": ops, "rows": rows}, self._now())
         self.last_op_id = op_id
-        await self._checkpointer.vacuum(["checkpoints", oplog.TRASH])
+        try:
+            await self._checkpointer.vacuum(["checkpoints", oplog.TRASH])
+        except DatabaseBusy as exc:  # the purge is done; only the compaction waits
+            logger.warning("purge: VACUUM skipped, the database is busy (%s)", exc)
+            return PurgeResult(ops, rows, False, vacuumed=False, op_id=op_id)
         return PurgeResult(ops, rows, False, vacuumed=True, op_id=op_id)
 
     # ---- the tree ----------------------------------------------------------------------

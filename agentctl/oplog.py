@@ -178,6 +178,12 @@ async def ensure_tables(tx: Transaction) -> None:
     """Create the side tables (inside the caller's write transaction) if missing."""
     if await tx.table_exists(OPLOG) and await tx.table_exists(TRASH):
         return
+    if tx.kind == "postgres":
+        # Two first writes at once would both create the tables (one fails): serialize
+        # them (SQLite's BEGIN IMMEDIATE already does), then look again.
+        await tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('agentctl_oplog', 7340))")
+        if await tx.table_exists(OPLOG) and await tx.table_exists(TRASH):
+            return
     ddl = _SQLITE_DDL if tx.kind == "sqlite" else _POSTGRES_DDL
     for statement in ddl.split(";"):
         if statement.strip():
@@ -223,16 +229,21 @@ async def record_inserts(tx: Transaction, op_id: int, rows: Sequence[tuple[str, 
             "VALUES (?, ?, 'insert', ?)", [(op_id, cid, thread) for cid, thread in rows])
 
 
-async def trash(tx: Transaction, op_id: int, where: str, *params: Any) -> int:
-    """Move the checkpoints matching `where` into the trash of op_id (two statements)."""
-    await tx.execute(
+async def trash(tx: Transaction, op_id: int, where: str, *params: Any) -> list[str]:
+    """Move the checkpoints matching `where` into the trash of op_id (two statements);
+    return their ids in thread order."""
+    n = await tx.execute(
         f"INSERT INTO {TRASH} (op_id, {ALL_COLUMNS}) SELECT CAST(? AS BIGINT), {ALL_COLUMNS} "
         f"FROM checkpoints WHERE {where}", op_id, *params)
-    return await tx.execute(
+    if not n:
+        return []
+    await tx.execute(
         f"DELETE FROM checkpoints WHERE id IN (SELECT id FROM {TRASH} WHERE op_id = ?)", op_id)
+    return await trashed_ids(tx, op_id)
 
 
 async def trashed_ids(reader: RowReads, op_id: int) -> list[str]:
+    # Sorting in SQL is cheaper than returning the sort keys to Python.
     rows = await reader.query(
         f"SELECT checkpoint_id FROM {TRASH} WHERE op_id = ? ORDER BY thread_id, step, created_at, id",
         op_id)
@@ -356,12 +367,13 @@ async def check_undo(tx: Transaction, op: OpRecord) -> None:
         raise OperationError(
             f"cannot undo operation {op.op_id} ({op.kind}): checkpoint(s) "
             f"{_short([r['checkpoint_id'] for r in taken])} exist again; delete them first")
+    # A row the undo deletes must not be the parent of a row that stays (unless the
+    # undo brings back an older row of that id, as after an import that replaced it).
     children = await tx.fetch(
-        f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN "
-        f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert') "
-        f"AND c.checkpoint_id NOT IN "
-        f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert') "
-        "ORDER BY c.checkpoint_id LIMIT 6", op.op_id, op.op_id)
+        f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN {mine} "
+        f"AND c.checkpoint_id NOT IN {mine} "
+        f"AND c.parent_id NOT IN (SELECT checkpoint_id FROM {TRASH} WHERE op_id = ?) "
+        "ORDER BY c.checkpoint_id LIMIT 6", op.op_id, op.op_id, op.op_id)
     if children:
         raise OperationError(
             f"cannot undo operation {op.op_id} ({op.kind}): checkpoint(s) "
@@ -376,19 +388,27 @@ async def revert(tx: Transaction, op_id: int) -> tuple[list[str], list[str], lis
     moved = [r["checkpoint_id"] for r in await tx.fetch(
         f"SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'move' "
         "ORDER BY checkpoint_id", op_id)]
-    restored = await trashed_ids(tx, op_id)
     if inserted:
         await tx.execute(
             "DELETE FROM checkpoints WHERE checkpoint_id IN "
             f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert')", op_id)
     if moved:
-        sub = (f"FROM {OPLOG_ROWS} r WHERE r.op_id = ? AND r.action = 'move' "
-               "AND r.checkpoint_id = checkpoints.checkpoint_id")
+        # One set-based UPDATE per thread the rows came from (a rewind: one), then the
+        # parents the op changed (a rewind: at most one row) back to their old value.
+        for r in await tx.fetch(
+                f"SELECT DISTINCT old_thread_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'move'",
+                op_id):
+            await tx.execute(
+                "UPDATE checkpoints SET thread_id = ? WHERE checkpoint_id IN "
+                f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'move' "
+                "AND old_thread_id = ?)", r["old_thread_id"], op_id, r["old_thread_id"])
         await tx.execute(
-            f"UPDATE checkpoints SET thread_id = (SELECT r.old_thread_id {sub}), "
-            f"parent_id = (SELECT r.old_parent_id {sub}) WHERE checkpoint_id IN "
-            f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'move')",
-            op_id, op_id, op_id)
+            f"UPDATE checkpoints SET parent_id = (SELECT r.old_parent_id FROM {OPLOG_ROWS} r "
+            "WHERE r.op_id = ? AND r.action = 'move' AND r.checkpoint_id = checkpoints.checkpoint_id) "
+            f"WHERE checkpoint_id IN (SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? "
+            "AND action = 'move' AND COALESCE(parent_id, '') <> COALESCE(old_parent_id, ''))",
+            op_id, op_id)
+    restored = await trashed_ids(tx, op_id)
     if restored:
         await tx.execute(
             f"INSERT INTO checkpoints ({ALL_COLUMNS}) SELECT {ALL_COLUMNS} FROM {TRASH} "

@@ -4,8 +4,9 @@
 
 Deterministic: fixed clock and seed, so the file only changes when this script does.
 It holds a support agent's and a coding agent's threads with tool and LLM calls, a
-branch off a middle step and its later merge, a 240-step agent loop, Chinese text,
-and a state that grows.
+branch off a middle step and its later merge (made with `engine.branch` and
+`engine.merge_branch`; the op log they write is dropped, the sample holds only the
+format's `checkpoints` table), a 240-step agent loop, Chinese text, and a state that grows.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentctl.backends.sqlite import SQLiteCheckpointer  # noqa: E402
+from agentctl.engine import CheckpointEngine, CheckpointGC, SnapshotConfig  # noqa: E402
 from agentctl.model import Checkpoint, CheckpointMetadata  # noqa: E402
+from agentctl.oplog import SIDE_TABLES  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "agentctl" / "sample" / "checkpoints.db"
 T0 = datetime(2026, 11, 2, 9, 0, 0, tzinfo=timezone.utc)
@@ -138,28 +141,23 @@ async def build(out: Path) -> None:
     await support_thread(w, "support-1044", "Sam Ortiz", "A-78001",
                          "I was charged twice for order A-78001.")
 
-    # A coding thread, a branch off a middle step that tries another fix, and its merge.
+    # A coding thread, a branch off a middle step that tries another fix, and its merge,
+    # made by the engine (its ids and clock drawn from the same seeded stream).
+    engine = CheckpointEngine(cp, SnapshotConfig(gc_policy=CheckpointGC.KEEP_ALL),
+                              rng=rng, clock=lambda: w.tick(7.0))
     main = await coder_thread(w, "coder-fix-flaky-test", "Fix the flaky test in tests/test_io.py", 12)
     base_id = main[5]
     base = await cp.get(base_id)
-    branch = f"coder-fix-flaky-test-branch-retry-backoff-{w.hex(4)}"
+    branch = await engine.branch(base_id, "retry-backoff")
+    parent = f"ckpt-{branch}-0"
     bstate = dict(base.state)
-    parent = await w.put(branch, 0, base.messages, bstate, base.tools_result,
-                         ["branch", "retry-backoff"], base_id,
-                         cid=f"ckpt-{branch}-0", summary=f"Branch 'retry-backoff' from {base_id}")
     bmsgs = list(base.messages)
     for step in range(1, 4):
         bmsgs = bmsgs + [{"role": "assistant", "content": f"Trying exponential backoff, attempt {step}."}]
         bstate = {**bstate, "retry": {"strategy": "exponential", "attempts": step}}
         parent = await w.put(branch, step, bmsgs, bstate, {"run_tests": {"exit_code": 0}},
                              ["tool_call"], parent, "tests")
-    head = await cp.get_latest("coder-fix-flaky-test")
-    merged_state = {**head.state, "retry": bstate["retry"]}
-    merged_msgs = head.messages + bmsgs[len(base.messages):]
-    await w.put("coder-fix-flaky-test", head.metadata.step + 1, merged_msgs, merged_state,
-                head.tools_result, ["merge", f"branch:{branch}", f"merged:{parent}"],
-                head.metadata.checkpoint_id,
-                summary=f"Merge {branch} into coder-fix-flaky-test")
+    await engine.merge_branch(branch, "coder-fix-flaky-test")
 
     await coder_thread(w, "coder-add-cli-flag", "Add a --verbose flag to the CLI", 9)
 
@@ -182,6 +180,8 @@ async def build(out: Path) -> None:
     import sqlite3
 
     conn = sqlite3.connect(out)
+    for table in SIDE_TABLES:  # the sample holds only the format's table
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.execute("VACUUM")
     conn.close()

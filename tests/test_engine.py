@@ -107,6 +107,31 @@ async def test_concurrent_snapshots_get_distinct_steps(db_url):
         await b2.close()
 
 
+async def test_an_agent_writing_during_debugger_writes_gets_no_error(db_url):
+    import asyncio
+
+    b1, b2 = await open_rw(db_url), await open_rw(db_url)
+    try:
+        debugger, agent = make_engine(b1, seed=1), make_engine(b2, seed=2)
+        ids = await bulk(b1, "t", 2000)
+
+        async def agent_loop():
+            return [await agent.snapshot(t, [], {"k": i}, {}) for i in range(10) for t in ("t", "u")]
+
+        async def debugger_ops():
+            await debugger.prune("t", "keep_milestones", 50)
+            await debugger.branch(ids[0], "side")  # the first row: milestones keep it
+            await debugger.undo()  # the branch: the agent does not write to it
+            await debugger.rewind(ids[0])
+
+        written, _ = await asyncio.gather(agent_loop(), debugger_ops())
+        assert all(written) and await b1.count("u") == 10
+        assert await b1.duplicate_steps() == []
+    finally:
+        await b1.close()
+        await b2.close()
+
+
 async def test_max_snapshot_size(backend):
     engine = make_engine(backend, max_snapshot_size_mb=0.01)
     await engine.snapshot("t", [], {"small": 1}, {})
@@ -220,6 +245,14 @@ async def test_rewind_to_head_and_errors(backend, engine):
     assert result.rewind_depth == 0 and result.op_id is None and result.archive_thread is None
     with pytest.raises(CheckpointNotFound, match="not found"):
         await engine.rewind("ckpt-nope")
+    with pytest.raises(UsageError):
+        await engine.rewind(ids[0], archive_thread=" ")
+    with pytest.raises(UsageError):
+        await engine.rewind(ids[0], archive_thread="t")
+    other = await engine.snapshot("other", [], {}, {})
+    with pytest.raises(UsageError, match="already exists"):
+        await engine.rewind(ids[0], archive_thread="other")
+    assert await thread_ids(backend, "t") == ids and other
     with pytest.raises(ValueError, match="not found"):
         await engine.plan_rewind("ckpt-nope")
     assert not await backend.table_exists("agentctl_oplog")
@@ -394,6 +427,13 @@ async def test_import_skip_replace_error(backend, engine):
     assert (await dump(backend))["checkpoints"] == before["checkpoints"]
     nothing = await engine.import_checkpoints([make_cp("t", 1)], on_conflict="skip")
     assert nothing.op_id is None
+    from datetime import datetime, timezone
+
+    dated = make_cp("d", 1)
+    dated.metadata.created_at = datetime(2026, 5, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+    await engine.import_checkpoints([dated, {"metadata": make_cp("d", 2).metadata.to_dict()}])
+    assert (await backend.get("ckpt-d-1")).metadata.created_at == "2026-05-01T12:30:15.123456+00:00"
+    assert (await backend.get("ckpt-d-2")).messages == []
     with pytest.raises(UsageError):
         await engine.import_checkpoints([], on_conflict="merge")
 
@@ -516,6 +556,19 @@ async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     with pytest.raises(ValueError, match="not found"):
         await engine.rewind("checkpoint-42")
     assert await engine.time_travel_to_step("thread-1", 1) is not None
+
+    # The docstring's lines, verbatim, once a checkpoint "checkpoint-42" exists
+    from agentctl import Checkpoint, CheckpointMetadata
+
+    await engine._checkpointer.put(Checkpoint(
+        CheckpointMetadata("thread-1", "checkpoint-42", 42), [{"role": "user", "content": "q"}],
+        {"k": 42}, {}))
+    await engine.snapshot("thread-1", [], {"k": 43}, {})
+    await engine.rewind("checkpoint-42")
+    # Now continue execution from that point
+    assert (await engine.get_latest("thread-1")).metadata.checkpoint_id == "checkpoint-42"
+    branch_id = await engine.branch("checkpoint-42", "bugfix-experiment")
+    assert (await engine.get_latest(branch_id)).state == {"k": 42}
     await engine._checkpointer.close()
 
 
@@ -535,3 +588,75 @@ def test_config_defaults_match_the_seeds_except_delta():
     assert c.gc_policy is CheckpointGC.KEEP_LAST_N and c.gc_param == 100
     assert c.max_snapshot_size_mb == 10.0 and c.delta_snapshots is False
     assert CheckpointEngine(None)._config == c  # type: ignore[arg-type]
+
+
+# ---- the bundled sample ---------------------------------------------------------------
+
+
+async def test_sample_branch_and_merge_made_by_the_engine(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO, SAMPLE_DB
+
+    async with make_backend(str(SAMPLE_DB), readonly=True) as b:
+        for table in SIDE_TABLES:
+            assert not await b.table_exists(table)
+        branch = "coder-fix-flaky-test-branch-retry-backoff-70e7"
+        head = await b.get_latest("coder-fix-flaky-test")
+        assert head.metadata.step == 13 and head.metadata.tags == [
+            "merge", "merged:" + (await b.get_latest(branch)).metadata.checkpoint_id, "branch:" + branch]
+        assert head.state["retry"] == {"strategy": "exponential", "attempts": 3}
+        tree = await CheckpointEngine(b).get_checkpoint_tree("coder-fix-flaky-test")
+        assert {t["thread_id"] for t in tree["threads"]} == {"coder-fix-flaky-test", branch}
+        assert sum(e["kind"] == "merge" for e in tree["edges"]) == 1
+    # the shipped file is what the script writes (deterministic)
+    out = tmp_path / "sample.db"
+    subprocess.run([sys.executable, str(REPO / "sample_db" / "make_sample.py"), str(out)],
+                   check=True, capture_output=True, timeout=120)
+    assert out.read_bytes() == SAMPLE_DB.read_bytes()
+
+
+async def test_first_writes_of_two_engines_at_once(db_url):
+    """Both create the side tables in their first write: neither fails."""
+    import asyncio
+
+    b1, b2 = await open_rw(db_url), await open_rw(db_url)
+    try:
+        e1, e2 = make_engine(b1, seed=1), make_engine(b2, seed=2)
+        a = await e1.snapshot("a", [], {}, {})
+        b = await e1.snapshot("b", [], {}, {})
+        threads = await asyncio.gather(e1.branch(a, "x"), e2.branch(b, "y"))
+        assert len({t for t in threads}) == 2
+        assert len(await e1.oplog()) == 2
+    finally:
+        await b1.close()
+        await b2.close()
+
+
+async def test_purge_when_vacuum_must_wait(tmp_path):
+    import sqlite3
+
+    path = str(tmp_path / "c.db")
+    b = make_backend(path, readonly=False, create=True, busy_timeout_ms=100)
+    real_vacuum = b.vacuum
+
+    async def vacuum_while_another_writer_holds_the_lock(tables):
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # e.g. an agent in the middle of a write
+        try:
+            await real_vacuum(tables)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+
+    try:
+        engine = make_engine(b)
+        ids = await snap(engine, "t", 4)
+        await engine.rewind(ids[0], hard=True)
+        b.vacuum = vacuum_while_another_writer_holds_the_lock
+        res = await engine.purge()
+        assert res.rows == 3 and not res.vacuumed  # purged; the compaction is left for later
+        assert (await engine.purge(dry_run=True)).rows == 0
+    finally:
+        await b.close()
