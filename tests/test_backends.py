@@ -124,6 +124,18 @@ async def test_thread_summaries_every_sort_matches_the_rows(backend):
     """Every sort, direction, prefix and page against an oracle computed from the rows:
     ties at a thread's last step (the head is the last by created_at, then row id),
     equal keys across threads (broken by thread id) and non-ASCII thread ids."""
+    await check_every_sort(backend)
+
+
+async def test_thread_summaries_with_a_created_at_index(backend):
+    """The same with an index on created_at (Postgres has it; `doctor --fix-indexes`
+    adds it on SQLite), with which the newest heads are found from that index."""
+    async with backend.transaction() as tx:
+        await tx.execute("CREATE INDEX IF NOT EXISTS idx_created_at ON checkpoints(created_at DESC)")
+    await check_every_sort(backend)
+
+
+async def check_every_sort(backend):
     rows = []  # (thread, step, created_at) in insertion (row id) order
     names = ["a", "a-1", "a-10", "a-2", "ab", "b", "é-1", "é-2", "日本", "z"]
     for i, thread in enumerate(names):

@@ -170,6 +170,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         self._connect_lock = asyncio.Lock()
         self._write_lock = asyncio.Lock()
         self._batch: _Batch | None = None  # the open group-commit transaction
+        self._created_at_index: bool | None = None  # see _created_at_indexed
         if create and not readonly:
             self._create_if_missing()
 
@@ -467,6 +468,18 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         tiebreak = ", tid ASC" if sort != "thread" else ""
         params: list[Any] = []
         start = stop = only = ""
+        if sort == "updated" and descending and await self._created_at_indexed():
+            # With an index on created_at (the Postgres format has one; `agentctl doctor
+            # --fix-indexes` adds it here): walk the newest rows and keep the heads, as
+            # the Postgres backend does, instead of reading every thread's head.
+            if prefix:
+                only, params = " AND substr(c.thread_id, 1, ?) = ?", [len(prefix), prefix]
+            keys = f"""page AS (
+                SELECT c.thread_id AS tid, c.created_at AS k FROM checkpoints c
+                WHERE NOT EXISTS (SELECT 1 FROM checkpoints d WHERE d.thread_id = c.thread_id
+                                  AND (d.step, d.created_at, d.id) > (c.step, c.created_at, c.id)){only}
+                ORDER BY c.created_at DESC, c.thread_id ASC LIMIT ? OFFSET ?)"""
+            return await self._summary_page(keys, params, limit, offset, "DESC", tiebreak)
         if prefix:
             # Byte order: every id starting with the prefix is in [prefix, prefix + U+10FFFF).
             start, stop, only = "WHERE thread_id >= ?", " AND t.tid < ?", " AND substr(tid, 1, ?) = ?"
@@ -485,13 +498,20 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             keys = f"""page AS (
                 SELECT tid, {_SORT_KEYS[sort]} AS k FROM t WHERE tid IS NOT NULL{only}
                 ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)"""
-        rows = await self._fetch(
-            f"""WITH RECURSIVE t(tid) AS (
+        skip = f"""RECURSIVE t(tid) AS (
                 SELECT (SELECT MIN(thread_id) FROM checkpoints {start})
                 UNION ALL
                 SELECT (SELECT MIN(thread_id) FROM checkpoints WHERE thread_id > t.tid)
                 FROM t WHERE t.tid IS NOT NULL{stop}),
-            {keys}
+            """
+        return await self._summary_page(skip + keys, params, limit, offset, direction, tiebreak)
+
+    async def _summary_page(self, keys: str, params: list[Any], limit: int, offset: int,
+                            direction: str, tiebreak: str) -> list[ThreadSummary]:
+        """thread_summaries' page: `keys` defines `page(tid, k)`, the page's threads and
+        their sort key; then each gets its count, head, first row and parent thread."""
+        rows = await self._fetch(
+            f"""WITH {keys}
             SELECT p.tid AS thread_id,
                    (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = p.tid) AS n,
                    h.step AS h_step, h.checkpoint_id AS h_id, h.created_at AS h_created_at,
@@ -506,6 +526,18 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             *params, limit, offset,
         )
         return to_summaries(await self._with_parent_threads([dict(r) for r in rows]))
+
+    async def _created_at_indexed(self) -> bool:
+        """Whether an index leads with created_at (looked up once per backend)."""
+        if self._created_at_index is None:
+            try:
+                rows = await self._fetch(
+                    "SELECT 1 FROM pragma_index_list('checkpoints') l, pragma_index_info(l.name) i "
+                    "WHERE i.seqno = 0 AND i.name = 'created_at' AND l.partial = 0 LIMIT 1")
+            except DatabaseError:  # an SQLite without pragma functions (< 3.16)
+                rows = []
+            self._created_at_index = bool(rows)
+        return self._created_at_index
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         out: list[CheckpointMetadata] = []
