@@ -777,6 +777,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pg", metavar="DSN", help="a Postgres database loaded by make_db.py")
     p.add_argument("--pg-start", action="store_true",
                    help="start a throwaway Postgres (tests/pgserver.py), load it, measure, stop")
+    p.add_argument("--pg-checkpoints", type=int, default=1_000_000,
+                   help="rows --pg-start loads (default 1000000, over rows/100 threads)")
     p.add_argument("--only", help="comma-separated figure keys (see --list)")
     p.add_argument("--skip", help="comma-separated figure keys to leave out")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
@@ -809,13 +811,16 @@ def start_postgres(bench: Bench) -> None:
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import pgserver  # type: ignore[import-not-found]
 
-    print("starting a throwaway Postgres and loading 1M rows (about 90 s) ...", file=sys.stderr)
+    print(f"starting a throwaway Postgres and loading {bench.args.pg_checkpoints:,} rows "
+          "(1M: about 90-150 s) ...", file=sys.stderr)
     bench.pg = pgserver.start()
     base = bench.pg.dsn
     subprocess.run(["psql", base, "-X", "-q", "-c", "CREATE DATABASE bench"], check=True,
                    env=bench.env, stdout=subprocess.DEVNULL)
     dsn = base.rsplit("/", 1)[0] + "/bench"
-    subprocess.run([bench.python, MAKE_DB, "postgres", dsn], check=True, stdout=subprocess.DEVNULL)
+    rows = bench.args.pg_checkpoints
+    subprocess.run([bench.python, MAKE_DB, "postgres", dsn, "--checkpoints", str(rows),
+                    "--threads", str(max(10, rows // 100))], check=True, stdout=subprocess.DEVNULL)
     bench.pg_dsn = dsn
 
 
