@@ -74,9 +74,17 @@ def log(
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
             if not graph:
-                for b in await backend.branches_of([tid]):
-                    if b.parent_checkpoint_id:
-                        heads.setdefault(b.parent_checkpoint_id, []).append(f"fork: {b.thread_id}")
+                # Forks off the checkpoints shown: their children in other threads (an
+                # idx_parent probe each), not branches_of(thread), which reads every row
+                # of the thread (80 ms for 10,000 steps to decorate a page of 100).
+                shown = sorted({m.checkpoint_id for m in pages[0]})
+                for i in range(0, len(shown), 500):
+                    chunk = shown[i:i + 500]
+                    for r in await backend.query(
+                            "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
+                            + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
+                            f"ORDER BY thread_id{backend.COLLATE}, step, created_at, id", *chunk, tid):
+                        heads.setdefault(r["parent_id"], []).append(f"fork: {r['thread_id']}")
             return tid, total, _newest_first(pages)[:n], heads
 
     tid, total, metas, heads = run(go())
