@@ -632,10 +632,18 @@ class CheckpointEngine:
                 count = await self._thread_count(tx, thread_id)
             if count <= max(int(param), 1):
                 return
-        selection = self._selection(tx.kind, thread_id, policy, param)
-        if selection is None:
-            return
-        where, params = selection
+        if policy is CheckpointGC.KEEP_LAST_N and count is not None:
+            # The thread has `count` rows (counted in this transaction): the oldest
+            # count - n go, found from the front of the thread's index order. A snapshot
+            # in steady state reads one row for this instead of the whole thread.
+            where, params = (f"id IN (SELECT id FROM checkpoints WHERE thread_id = ? "
+                             f"ORDER BY {THREAD_ORDER_ASC} LIMIT CAST(? AS BIGINT))",
+                             [thread_id, count - max(int(param), 1)])
+        else:
+            selection = self._selection(tx.kind, thread_id, policy, param)
+            if selection is None:
+                return
+            where, params = selection
         await delta.before_delete(tx, thread_id, where, params)
         await tx.execute(f"DELETE FROM checkpoints WHERE {where}", *params)
 
