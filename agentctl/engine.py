@@ -495,8 +495,15 @@ class CheckpointEngine:
         return datetime.now(timezone.utc).isoformat()
 
     @asynccontextmanager
-    async def _write(self, threads: Sequence[str]) -> AsyncIterator[Transaction]:
+    async def _write(self, threads: Sequence[str], *, exclusive: bool = True) -> AsyncIterator[Transaction]:
         async with self._checkpointer.transaction(lock_threads=list(dict.fromkeys(threads))) as tx:
+            if exclusive and tx.kind == "postgres":
+                # Agents write without our advisory locks, and under READ COMMITTED each
+                # statement sees what committed before it: a row an agent adds between
+                # two statements of a rewind would be moved without being recorded. Hold
+                # their writes off (reads go on) until the commit, as BEGIN IMMEDIATE
+                # does on SQLite. An agent's own snapshot does not need this.
+                await tx.execute("LOCK TABLE checkpoints IN EXCLUSIVE MODE")
             self._statements = 0
             yield _GuardedTx(tx, self)
 
@@ -572,7 +579,7 @@ class CheckpointEngine:
         summary = self._auto_summary(messages, state)
         policy = as_policy(self._config.gc_policy)
         counted = policy in (CheckpointGC.KEEP_LAST_N, CheckpointGC.KEEP_MILESTONES)
-        async with self._write([thread_id]) as tx:
+        async with self._write([thread_id], exclusive=False) as tx:
             # One statement for the head (its id is the parent, its step the highest) and,
             # when the GC policy needs it, the row count: each statement is a round trip
             # to the connection's thread, which costs about as much as the commit's fsync.

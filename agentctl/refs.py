@@ -33,6 +33,26 @@ _AT = re.compile(r"^(?P<thread>.+)@(?P<step>-?\d+)$")
 MAX_CANDIDATES = 10
 
 
+def _checked(backend: Any, ref: str, not_found: Any) -> str:
+    """`ref` stripped, or an AgentctlError for text no database can hold: lone
+    surrogates (undecodable bytes in argv) and, on Postgres, NUL characters."""
+    ref = (ref or "").strip()
+    try:
+        ref.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"reference {ref!r} is not valid UTF-8 text") from None
+    if "\x00" in ref and getattr(backend, "kind", "") == "postgres":
+        raise not_found(ref)
+    return ref
+
+
+def _storable_step(backend: Any, n: int) -> bool:
+    """Whether a step number fits the step column (INTEGER: 32 bits on Postgres, 64 on
+    SQLite); a larger one names nothing, and the drivers reject it as a parameter."""
+    bits = 31 if getattr(backend, "kind", "") == "postgres" else 63
+    return -(2**bits) <= n < 2**bits
+
+
 async def _thread_exists(backend: Any, thread: str) -> bool:
     found = await backend.find_thread_ids(thread, limit=1)
     return bool(found) and found[0] == thread
@@ -69,7 +89,7 @@ async def closest_threads(backend: Any, ref: str, n: int = 3) -> list[str]:
 
 async def resolve(backend: Any, ref: str) -> CheckpointMetadata:
     """The checkpoint a reference names (see the module docstring)."""
-    ref = (ref or "").strip()
+    ref = _checked(backend, ref, CheckpointNotFound)
     if not ref:
         raise UsageError("empty checkpoint reference")
     meta = await backend.get_metadata(ref)
@@ -83,7 +103,8 @@ async def resolve(backend: Any, ref: str) -> CheckpointMetadata:
     m = _TILDE.match(ref)
     if m and await _thread_exists(backend, m["thread"]):
         thread, back = m["thread"], int(m["n"] or 1)
-        page = await backend.read_thread(thread, limit=1, offset=back, descending=True)
+        page = (await backend.read_thread(thread, limit=1, offset=back, descending=True)
+                if back < 2**62 else [])
         if page:
             return page[0]
         total = await backend.count(thread)
@@ -94,7 +115,7 @@ async def resolve(backend: Any, ref: str) -> CheckpointMetadata:
         thread, step = m["thread"], int(m["step"])
         if not await _thread_exists(backend, thread):
             raise ThreadNotFound(thread, await closest_threads(backend, thread))
-        found = await backend.at_step(thread, step)
+        found = await backend.at_step(thread, step) if _storable_step(backend, step) else None
         if found is not None:
             return found
         raise CheckpointNotFound(ref, await _nearest_steps(backend, thread, step))
@@ -124,7 +145,7 @@ async def _nearest_steps(backend: Any, thread: str, step: int) -> list[str]:
 async def resolve_thread(backend: Any, ref: str) -> str:
     """The thread a reference names: a thread id, a unique thread-id prefix, or any
     checkpoint reference (its thread)."""
-    ref = (ref or "").strip()
+    ref = _checked(backend, ref, ThreadNotFound)
     if not ref:
         raise UsageError("empty thread name")
     found = await backend.find_thread_ids(ref, limit=MAX_CANDIDATES + 1)

@@ -40,6 +40,17 @@ def inert(text: object, *, one_line: bool = False) -> str:
     return pattern.sub(_escape, s)
 
 
+# What json.dumps(ensure_ascii=False) leaves raw that a terminal may act on (it escapes
+# C0 controls itself): DEL, C1 controls (\x9b is an 8-bit CSI), line separators, bidi.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(text: str) -> str:
+    """JSON text (json.dumps with ensure_ascii=False) with those characters written as
+    \\u escapes: the same JSON value, safe to print. They can only occur in strings."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
 def shorten(text: str, width: int) -> str:
     """One line of at most `width` characters, ending with … when cut."""
     flat = " ".join(inert(text, one_line=True).split())

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from contextlib import contextmanager
+from typing import Iterator
 
 import pytest
 
@@ -39,6 +41,29 @@ def sample_url(request, tmp_path) -> str:
     return dsn
 
 
+async def pg_sql(dsn: str, statement: str) -> None:
+    """Run one statement on its own connection."""
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+@contextmanager
+def fresh_schema(base: str, prefix: str = "s_") -> Iterator[str]:
+    """A new, empty Postgres schema, dropped afterwards; yields a DSN whose search_path
+    is that schema."""
+    schema = prefix + uuid.uuid4().hex[:12]
+    run_sync(lambda: pg_sql(base, f"CREATE SCHEMA {schema}"))
+    try:
+        yield _with_search_path(base, schema)
+    finally:
+        run_sync(lambda: pg_sql(base, f"DROP SCHEMA {schema} CASCADE"))
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def sample_ro(request, tmp_path_factory) -> str:
     """The sample for read-only tests, shared by a module: a SQLite copy or a Postgres
@@ -48,23 +73,9 @@ def sample_ro(request, tmp_path_factory) -> str:
         shutil.copyfile(SAMPLE_DB, dest)
         yield str(dest)
         return
-    import asyncpg
-
-    base = request.getfixturevalue("pg_base_dsn")
-    schema = "ro_" + uuid.uuid4().hex[:12]
-
-    async def sql(statement: str) -> None:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(statement)
-        finally:
-            await conn.close()
-
-    run_sync(lambda: sql(f"CREATE SCHEMA {schema}"))
-    dsn = _with_search_path(base, schema)
-    run_sync(lambda: load_sample(dsn))
-    yield dsn
-    run_sync(lambda: sql(f"DROP SCHEMA {schema} CASCADE"))
+    with fresh_schema(request.getfixturevalue("pg_base_dsn"), "ro_") as dsn:
+        run_sync(lambda: load_sample(dsn))
+        yield dsn
 
 
 def cli(db: str | None, *args: str, input: str | None = None, env: dict | None = None):

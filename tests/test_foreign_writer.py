@@ -9,30 +9,8 @@ from datetime import datetime
 
 from agentctl.backends import open_backend
 
-SQLITE_DDL = """
-CREATE TABLE IF NOT EXISTS checkpoints (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    thread_id TEXT NOT NULL,
-    checkpoint_id TEXT NOT NULL UNIQUE,
-    parent_id TEXT,
-    step INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    tags TEXT NOT NULL DEFAULT '[]',
-    summary TEXT NOT NULL DEFAULT '',
-    messages_blob TEXT NOT NULL DEFAULT '[]',
-    state_blob TEXT NOT NULL DEFAULT '{}',
-    tools_blob TEXT NOT NULL DEFAULT '{}',
-    next_node TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS idx_thread_step ON checkpoints(thread_id, step DESC);
-CREATE INDEX IF NOT EXISTS idx_checkpoint_id ON checkpoints(checkpoint_id);
-CREATE INDEX IF NOT EXISTS idx_parent ON checkpoints(parent_id);
-"""
-
-PG_DDL = SQLITE_DDL.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY").replace(
-    "created_at TEXT NOT NULL", "created_at TIMESTAMPTZ NOT NULL DEFAULT NOW()").replace(
-    "tags TEXT", "tags JSONB").replace("messages_blob TEXT", "messages_blob JSONB").replace(
-    "state_blob TEXT", "state_blob JSONB").replace("tools_blob TEXT", "tools_blob JSONB")
+# The format's DDL, as the independent seed-like writer of the reliability tests has it.
+from seed_writer import POSTGRES_DDL as PG_DDL, SQLITE_DDL  # noqa: E402
 
 
 def rows():

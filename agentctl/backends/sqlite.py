@@ -233,15 +233,46 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 return
             self._check_path()
             try:
-                conn = await self._open("ro")
-            except sqlite3.Error as exc:
-                raise map_sqlite_error(exc, self._db_path) from None
-            try:
-                await self._check_schema(conn)
-            except BaseException:
-                await conn.close()
-                raise
+                conn = await self._open_checked()
+            except ReadOnlyDatabase:
+                if not self._has_hot_journal():
+                    raise
+                # A writer was killed mid-transaction (rollback journal mode): SQLite
+                # restores the last committed state on the next open with write access,
+                # which a read-only connection cannot do. Do that, then read.
+                await asyncio.to_thread(self._roll_back_hot_journal)
+                conn = await self._open_checked()
             self._reader = conn
+
+    async def _open_checked(self) -> aiosqlite.Connection:
+        try:
+            conn = await self._open("ro")
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, self._db_path) from None
+        try:
+            await self._check_schema(conn)
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+    def _has_hot_journal(self) -> bool:
+        journal = self._db_path + "-journal"
+        return os.path.isfile(journal) and os.path.getsize(journal) > 0
+
+    def _roll_back_hot_journal(self) -> None:
+        path = self._db_path
+        try:
+            conn = sqlite3.connect(self._uri("rw"), uri=True, timeout=self._busy_timeout_ms / 1000)
+            try:
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise ReadOnlyDatabase(
+                f"{path}: a writer stopped in the middle of a transaction and left {path}-journal; "
+                f"SQLite rolls it back on the next open with write access, which failed here ({exc})"
+            ) from None
 
     async def _check_schema(self, conn: aiosqlite.Connection) -> None:
         path = self._db_path
@@ -285,8 +316,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         await self.connect()
         assert self._reader is not None
         try:
-            async with self._reader.execute(sql, params) as cur:
-                return list(await cur.fetchall())
+            # One call on the connection's thread runs the statement to its end: a caller
+            # cancelled mid-query (a TUI worker superseded by a newer one) cannot leave an
+            # open cursor behind, whose read lock would block every writer (rollback journal).
+            return list(await self._reader.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, self._db_path) from None
 
@@ -319,6 +352,9 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             tx = _SQLiteTransaction(self._writer, self._db_path)
             try:
                 yield tx
+            except sqlite3.Error as exc:  # a statement failed: read-only file, disk full, ...
+                await self._writer.rollback()
+                raise map_sqlite_error(exc, self._db_path) from None
             except BaseException:
                 await self._undo_member(batch)
                 raise

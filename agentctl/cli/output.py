@@ -14,7 +14,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-from agentctl.text import inert
+from agentctl.text import inert, json_text
 
 _state: dict[str, Any] = {"no_color": False, "pager": False}
 
@@ -62,14 +62,14 @@ def console(stderr: bool = False, **kw: Any):
 def emit_json(value: Any) -> None:
     import json  # here: --help and TSV output do not need it
 
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    sys.stdout.write(json_text(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
     sys.stdout.write("\n")
 
 
 def emit_jsonl(value: Any) -> None:
     import json
 
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_text(json.dumps(value, ensure_ascii=False, default=str)) + "\n")
 
 
 def say(message: str) -> None:

@@ -16,6 +16,7 @@ from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.cli.output import done, emit_json, info, progress, say
+from agentctl.text import json_text
 
 LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
 
@@ -148,7 +149,7 @@ def export(
                         if isinstance(item, CorruptRowError):
                             bad.append(str(item))
                         else:
-                            out.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+                            out.write(json_text(json.dumps(item.to_dict(), ensure_ascii=False)) + "\n")
                             written += 1
                         advance(1)
             return written, bad
@@ -200,6 +201,35 @@ def _read_jsonl(stream: IO[str], name: str, advance: Any) -> Iterator[Any]:
         yield cp
 
 
+async def _would_create(st: CliState) -> bool:
+    """Whether `--create` is about to make the database: a new SQLite file, or the
+    table in a Postgres database that has none."""
+    from agentctl.errors import SchemaError
+
+    path = st.sqlite_path()
+    if path is not None:
+        return not os.path.lexists(path)
+    try:
+        async with st.open():
+            return False
+    except SchemaError as exc:
+        return "no 'checkpoints' table" in str(exc)
+
+
+async def _remove_created(st: CliState) -> None:
+    """Undo what `--create` made (the new file; the table, if it is still empty)."""
+    path = st.sqlite_path()
+    if path is not None:
+        for name in (path, path + "-wal", path + "-shm", path + "-journal"):
+            if os.path.exists(name):
+                os.remove(name)
+        return
+    async with st.open(write=True) as backend:
+        async with backend.transaction() as tx:
+            if not await tx.fetch("SELECT 1 AS x FROM checkpoints LIMIT 1"):
+                await tx.execute("DROP TABLE checkpoints")
+
+
 def import_(
     ctx: typer.Context,
     file: Annotated[str, typer.Argument(metavar="FILE.jsonl", help="JSON Lines from `agentctl export`; - for stdin.")],
@@ -224,6 +254,15 @@ def import_(
     size = os.path.getsize(file) if file != "-" else None
 
     async def go(stream: IO[str]):
+        made = create and await _would_create(st)
+        try:
+            return await load(stream)
+        except BaseException:
+            if made:  # a failed import leaves nothing behind, not even what --create made
+                await _remove_created(st)
+            raise
+
+    async def load(stream: IO[str]):
         try:
             async with st.engine(create=create) as (_, engine):
                 with progress("import", size, enabled=(size or 0) >= 8 * 1024 * 1024) as advance:

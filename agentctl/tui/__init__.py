@@ -1,0 +1,16 @@
+"""agentctl's terminal UI (Textual). Imported only by `agentctl tui` / `agentctl demo`."""
+
+from __future__ import annotations
+
+
+def run(db: str, *, readonly: bool = False) -> None:
+    """Open the TUI on a database (a SQLite path or a Postgres DSN) until the user quits.
+
+    Raises the database's AgentctlError (after the app has closed) when it cannot be opened.
+    """
+    from agentctl.tui.app import run as run_app
+
+    run_app(db, readonly=readonly)
+
+
+__all__ = ["run"]

@@ -1,0 +1,1 @@
+"""The TUI's modal screens: confirm, prompts, search, help."""

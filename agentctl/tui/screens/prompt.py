@@ -1,0 +1,128 @@
+"""Small forms that ask for what a write needs: a branch name, a merge target, a prune policy."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Input, Select, Static
+
+PRUNE_POLICIES = [
+    ("keep_last_n", "keep the last N checkpoints", "10"),
+    ("keep_age", "keep checkpoints younger than N seconds", "86400"),
+    ("keep_milestones", "keep N milestones (first, last, evenly spaced)", "5"),
+    ("keep_all", "keep everything (nothing to prune)", "0"),
+]
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """Asks for one value; dismisses with it (stripped) or None."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
+
+    def __init__(self, title: str, description: RenderableType, *, value: str = "",
+                 placeholder: str = "", suggestions: list[str] | None = None,
+                 ok_label: str = "OK") -> None:
+        super().__init__()
+        self.title_text = title
+        self.description = description
+        self.value = value
+        self.placeholder = placeholder
+        self.suggestions = suggestions or []
+        self.ok_label = ok_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield Static(self.description, id="dialog-text")
+            yield Input(self.value, placeholder=self.placeholder, id="prompt-input",
+                        suggester=SuggestFromList(self.suggestions, case_sensitive=True)
+                        if self.suggestions else None)
+            with Horizontal(id="dialog-buttons"):
+                yield Button(self.ok_label, id="ok", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def _submit(self) -> None:
+        value = self.query_one(Input).value.strip()
+        if not value:
+            self.notify("a value is needed (escape cancels)", severity="warning")
+            return
+        self.dismiss(value)
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._submit()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PruneScreen(ModalScreen[tuple[str, str] | None]):
+    """Asks for a GC policy and its parameter; dismisses with (policy, param) or None."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prune.cancel")]
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__()
+        self.thread_id = thread_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text("Prune thread", style="bold"), id="dialog-title")
+            yield Static(Text.assemble("Thread ", (self.thread_id, "cyan"),
+                                       ": choose what to keep. The head is always kept; "
+                                       "the next screen lists what would be deleted."),
+                         id="dialog-text")
+            yield Select([(f"{name}: {text}", name) for name, text, _ in PRUNE_POLICIES],
+                         value="keep_last_n", allow_blank=False, id="prune-policy")
+            yield Input(PRUNE_POLICIES[0][2], placeholder="N", id="prune-param")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Preview", id="ok", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#prune-param", Input).focus()
+
+    @on(Select.Changed, "#prune-policy")
+    def _policy_changed(self, event: Select.Changed) -> None:
+        for name, _, default in PRUNE_POLICIES:
+            if name == event.value:
+                self.query_one("#prune-param", Input).value = default
+
+    def _submit(self) -> None:
+        policy = str(self.query_one("#prune-policy", Select).value)
+        param = self.query_one("#prune-param", Input).value.strip()
+        self.dismiss((policy, param))
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._submit()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

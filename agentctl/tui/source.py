@@ -1,0 +1,150 @@
+"""The TUI's reads and writes, as coroutines over one backend (and the engine).
+
+Every method here runs inside a worker on the app's event loop, never on the UI path.
+Reads are paged: threads and checkpoints come a page at a time, branches only when a
+thread is shown, a checkpoint's blobs only when it is selected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.backends import make_backend
+from agentctl.backends.base import CheckpointBackend
+from agentctl.errors import CorruptRowError
+from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
+
+THREAD_PAGE = 100
+CHECKPOINT_PAGE = 200
+
+
+@dataclass
+class Detail:
+    checkpoint: Checkpoint | None
+    base: Checkpoint | None
+    base_kind: str
+    changes: list[Any]
+    error: str = ""
+
+
+class DataSource:
+    """One backend (opened in the app's loop) and, for writes, one engine on it."""
+
+    def __init__(self, url: str, *, readonly: bool = False,
+                 engine_options: dict[str, Any] | None = None) -> None:
+        self.url = url
+        self.readonly = readonly
+        self.engine_options = dict(engine_options or {})
+        self.backend: CheckpointBackend | None = None
+        self._engine: Any = None
+
+    async def open(self) -> CheckpointBackend:
+        backend = make_backend(self.url, readonly=self.readonly, create=False)
+        await backend.connect()
+        self.backend = backend
+        return backend
+
+    async def close(self) -> None:
+        backend, self.backend = self.backend, None
+        if backend is not None:
+            await backend.close()
+
+    @property
+    def db(self) -> CheckpointBackend:
+        if self.backend is None:
+            raise RuntimeError("the database is not open yet")
+        return self.backend
+
+    @property
+    def engine(self) -> Any:
+        if self._engine is None:
+            from agentctl.engine import CheckpointEngine
+
+            self._engine = CheckpointEngine(self.db, **self.engine_options)
+        return self._engine
+
+    # ---- reads ----------------------------------------------------------------------
+
+    async def threads(self, prefix: str = "", offset: int = 0,
+                      limit: int = THREAD_PAGE) -> tuple[list[ThreadSummary], bool]:
+        # One row more than a page tells whether another page exists, without a COUNT.
+        rows = await self.db.thread_summaries(limit=limit + 1, offset=offset,
+                                              prefix=prefix or None)
+        return rows[:limit], len(rows) > limit
+
+    async def thread_page(self, thread_id: str, offset: int = 0,
+                          limit: int = CHECKPOINT_PAGE) -> tuple[list[CheckpointMetadata], int]:
+        """A page counted from the head (offset 0 = the newest), oldest first, and the
+        thread's size."""
+        metas = await self.db.read_thread(thread_id, limit=limit, offset=offset, descending=True)
+        total = await self.db.count(thread_id)
+        metas.reverse()
+        return metas, total
+
+    async def origin(self, thread_id: str) -> CheckpointMetadata | None:
+        """Where a thread was forked from: the parent of its first row, when that
+        parent lives in another thread."""
+        first = await self.db.read_thread(thread_id, limit=1)
+        if not first or not first[0].parent_checkpoint_id:
+            return None
+        parent = await self.db.get_metadata(first[0].parent_checkpoint_id)
+        if parent is None or parent.thread_id == thread_id:
+            return None
+        return parent
+
+    async def branches(self, thread_id: str) -> dict[str, list[CheckpointMetadata]]:
+        out: dict[str, list[CheckpointMetadata]] = {}
+        for first in await self.db.branches_of([thread_id]):
+            if first.parent_checkpoint_id:
+                out.setdefault(first.parent_checkpoint_id, []).append(first)
+        return out
+
+    async def detail(self, checkpoint_id: str, mark: str | None = None) -> Detail:
+        """A checkpoint, and what its Diff tab compares it with: the marked checkpoint
+        (any thread) or else its parent."""
+        try:
+            cp = await self.db.get(checkpoint_id)
+        except CorruptRowError as exc:
+            return Detail(None, None, "", [], error=str(exc))
+        if cp is None:
+            return Detail(None, None, "", [], error=f"checkpoint {checkpoint_id} no longer exists")
+        base_id, kind = (mark, "mark") if mark and mark != checkpoint_id else (
+            cp.metadata.parent_checkpoint_id, "parent")
+        base: Checkpoint | None = None
+        error = ""
+        if base_id:
+            try:
+                base = await self.db.get(base_id)
+            except CorruptRowError as exc:
+                error = f"cannot compare: {exc}"
+            if base is None and not error:
+                error = f"the {kind} {base_id} no longer exists"
+        changes = (await asyncio.to_thread(changes_between, base, cp)) if base is not None else []
+        return Detail(cp, base, kind if base is not None else "", changes, error)
+
+    async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
+        """Something that changes when another writer adds rows anywhere (the highest row
+        id) or changes the shown thread (its size and highest row id). Index lookups
+        only, in one round trip."""
+        if thread_id is None:
+            rows = await self.db.query("SELECT MAX(id) AS top FROM checkpoints")
+            return rows[0]["top"], None
+        rows = await self.db.query(
+            "SELECT (SELECT MAX(id) FROM checkpoints) AS top, COUNT(*) AS n, MAX(id) AS last "
+            "FROM checkpoints WHERE thread_id = ?", thread_id)
+        row = rows[0]
+        return row["top"], (row["n"], row["last"])
+
+
+# The Diff tab lists what the agent changed first; metadata (ids, step, time, which
+# always differ from a parent) last.
+SECTION_ORDER = {"messages": 0, "state": 1, "tools_result": 2, "metadata": 3}
+
+
+def changes_between(base: Checkpoint, cp: Checkpoint) -> list[Any]:
+    from agentctl.diff import diff_checkpoints
+
+    changes = diff_checkpoints(base, cp)
+    return sorted(changes, key=lambda c: SECTION_ORDER.get(c.section, 2))
