@@ -203,7 +203,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         return Path(os.path.abspath(self._db_path)).as_uri() + f"?mode={mode}"
 
     async def _open(self, mode: str) -> aiosqlite.Connection:
-        pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None)
+        # timeout= is sqlite3's busy timeout (sqlite3_busy_timeout), set when the connection
+        # opens: no PRAGMA round trip to the connection's thread.
+        pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None,
+                                    timeout=self._busy_timeout_ms / 1000)
         # A library user who never closes the checkpointer (the seeds' usage) must not
         # have the interpreter wait forever at exit on aiosqlite's worker thread.
         worker = getattr(pending, "_thread", None)
@@ -211,7 +214,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             worker.daemon = True
         conn = await pending
         conn.row_factory = sqlite3.Row
-        await conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         return conn
 
     def _check_path(self) -> None:
@@ -276,11 +278,9 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
 
     async def _check_schema(self, conn: aiosqlite.Connection) -> None:
         path = self._db_path
-        try:
-            async with conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            ) as cur:
-                tables = [r[0] for r in await cur.fetchall()]
+        try:  # execute_fetchall: one round trip to the connection's thread, not three
+            tables = [r[0] for r in await conn.execute_fetchall(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         except sqlite3.DatabaseError as exc:
             if "not a database" in str(exc).lower():
                 raise NotADatabase(f"{path} is not a SQLite database") from None
@@ -291,8 +291,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 f"{path} has no 'checkpoints' table"
                 + (f" (it has: {shown})" if tables else " (it has no tables)")
             )
-        async with conn.execute("PRAGMA table_info(checkpoints)") as cur:
-            cols = {r[1] for r in await cur.fetchall()}
+        cols = {r[1] for r in await conn.execute_fetchall("PRAGMA table_info(checkpoints)")}
         missing = [c for c in _REQUIRED if c not in cols]
         if missing:
             raise SchemaError(
