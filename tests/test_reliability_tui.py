@@ -8,16 +8,13 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
 from rich.console import Console
 
-pytest.importorskip("agentctl.tui.app", reason="the TUI is not part of this checkout")
+from sampledb import cli
+from test_reliability_terminal import EVIL_THREAD, FORBIDDEN, PLAIN, make_evil
+from test_tui import SIZE, press, select_thread, settle
 
-from sampledb import cli  # noqa: E402
-from test_reliability_terminal import EVIL_THREAD, FORBIDDEN, PLAIN, make_evil  # noqa: E402
-from test_tui import SIZE, press, select_thread, settle  # noqa: E402
-
-from agentctl.tui.app import AgentctlApp  # noqa: E402
+from agentctl.tui.app import AgentctlApp
 from agentctl.tui.screens.confirm import ConfirmScreen  # noqa: E402
 from agentctl.tui.screens.search import SearchScreen  # noqa: E402
 
