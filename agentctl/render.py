@@ -19,6 +19,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from agentctl import lines
+from agentctl.lines import DIM, ID_STYLE, LABEL_STYLES, Segment, graph_lines, merge_parents
 from agentctl.text import inert, shorten
 
 __all__ = [
@@ -33,6 +35,9 @@ __all__ = [
     "threads_table",
     "log_lines",
     "graph_lines",
+    "merge_parents",
+    "LABEL_STYLES",
+    "ID_STYLE",
     "op_table",
     "plan_text",
     "ROLE_STYLES",
@@ -47,16 +52,6 @@ ROLE_STYLES = {
     "function": "bold yellow",
 }
 OP_STYLES = {"added": "green", "removed": "red", "changed": "yellow"}
-LABEL_STYLES = {
-    "head": "bold green",
-    "root": "dim",
-    "branch-point": "magenta",
-    "merge": "bold magenta",
-    "abandoned": "red",
-    "orphan": "bold red",
-}
-ID_STYLE = "yellow"
-DIM = "dim"
 
 _json_highlighter = JSONHighlighter()
 
@@ -201,7 +196,11 @@ def metadata_table(meta: Any, next_node: str = "") -> RenderableType:
 
 
 def _tags_text(tags: Iterable[Any]) -> Text:
-    return Text(", ").join(safe(t, "cyan", one_line=True) for t in tags)
+    return _text(lines.tag_segments(list(tags)))
+
+
+def _text(segments: Sequence[Segment]) -> Text:
+    return Text.assemble(*segments)
 
 
 # ---- diffs and conflicts --------------------------------------------------------------
@@ -256,183 +255,28 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60) -> Renderab
     return t
 
 
-def merge_parents(meta: Any) -> list[str]:
-    """The checkpoints a merge checkpoint merged in, from its `merged:<id>` tags."""
-    return [t[len("merged:"):] for t in (meta.tags or [])
-            if isinstance(t, str) and t.startswith("merged:") and len(t) > len("merged:")]
-
-
-def _log_line(meta: Any, decorations: Sequence[str], summary_width: int | None) -> Text:
-    line = Text()
-    line.append_text(safe(meta.checkpoint_id, ID_STYLE, one_line=True))
-    if decorations:
-        line.append(" (")
-        line.append_text(Text(", ").join(safe(d, "bold green", one_line=True) for d in decorations))
-        line.append(")")
-    line.append(f" #{meta.step}", style="cyan")
-    tags = [t for t in (meta.tags or []) if not str(t).startswith(("merged:", "branch:"))]
-    if tags:
-        line.append(" [")
-        line.append_text(_tags_text(tags))
-        line.append("]")
-    summary = meta.summary or ""
-    if summary:
-        line.append(" ")
-        line.append_text(safe(shorten(summary, summary_width) if summary_width else
-                              inert(summary, one_line=True)))
-    return line
-
-
-def graph_lines(metas: Sequence[Any]) -> list[tuple[str, Any | None]]:
-    """Lay out checkpoints (newest first) as a commit graph, git-style.
-
-    Returns rows of (graph prefix, meta or None): a row with a meta draws the
-    checkpoint ("*" in its lane); rows without one draw lanes forking ("┘") or a merge
-    bringing in another parent ("┐"). A lane waits for the parent of the checkpoint
-    above it; parents not in `metas` end their lane.
-    """
-    present = {m.checkpoint_id for m in metas}
-    lanes: list[str | None] = []
-    rows: list[tuple[str, Any | None]] = []
-    drawn: set[str] = set()
-
-    def prefix(marks: dict[int, str], width: int) -> str:
-        cells = []
-        for i in range(width):
-            if i in marks:
-                cells.append(marks[i])
-            else:
-                cells.append("│" if i < len(lanes) and lanes[i] is not None else " ")
-        return " ".join(cells).rstrip()
-
-    def connector(low: int, high: int, end: str) -> str:
-        # "├─┘" / "├─┐" between two lanes; lanes crossed in between show "┼".
-        cells = []
-        for i in range(max(len(lanes), high + 1)):
-            if i == low:
-                cells.append("├")
-            elif i == high:
-                cells.append(end)
-            elif low < i < high:
-                cells.append("┼" if i < len(lanes) and lanes[i] is not None else "─")
-            else:
-                cells.append("│" if i < len(lanes) and lanes[i] is not None else " ")
-        out = ""
-        for i, cell in enumerate(cells):
-            if i:
-                out += "─" if low <= i - 1 < high else " "
-            out += cell
-        return out.rstrip()
-
-    for meta in metas:
-        cid = meta.checkpoint_id
-        waiting = [i for i, lane in enumerate(lanes) if lane == cid]
-        if waiting:
-            col = waiting[0]
-        else:
-            col = lanes.index(None) if None in lanes else len(lanes)
-            if col == len(lanes):
-                lanes.append(None)
-        # Other lanes that waited for this checkpoint join it: they forked off here.
-        for j in reversed(waiting[1:]):
-            rows.append((connector(col, j, "┘"), None))
-            lanes[j] = None
-        rows.append((prefix({col: "*"}, len(lanes)), meta))
-        drawn.add(cid)
-        parent = meta.parent_checkpoint_id
-        lanes[col] = parent if parent in present and parent not in drawn else None
-        for other in merge_parents(meta):
-            if other not in present or other in drawn or other in lanes:
-                continue
-            slot = next((i for i, lane in enumerate(lanes) if lane is None and i > col), None)
-            if slot is None:
-                lanes.append(None)
-                slot = len(lanes) - 1
-            lanes[slot] = other
-            rows.append((connector(col, slot, "┐"), None))
-        while lanes and lanes[-1] is None:
-            lanes.pop()
-    return rows
-
-
 def log_lines(metas: Sequence[Any], graph: bool = False, *, heads: Mapping[str, Sequence[str]] | None = None,
               summary_width: int | None = 80) -> list[Text]:
     """One line per checkpoint, newest first as given: id, (decorations), #step, [tags],
-    summary. `heads` maps checkpoint ids to names shown as decorations (e.g. the thread
-    whose head it is). With `graph`, a lane graph of forks and merges is drawn on the
-    left (the checkpoints must be in child-before-parent order)."""
-    heads = heads or {}
-    if not graph:
-        return [_log_line(m, heads.get(m.checkpoint_id, ()), summary_width) for m in metas]
-    out = []
-    for pre, meta in graph_lines(metas):
-        line = Text(pre, style="magenta")
-        if meta is not None:
-            line.append(" ")
-            line.append_text(_log_line(meta, heads.get(meta.checkpoint_id, ()), summary_width))
-        out.append(line)
-    return out
+    summary (the layout of `agentctl.lines.log_lines`). `heads` maps checkpoint ids to
+    names shown as decorations (e.g. the thread whose head it is). With `graph`, a lane
+    graph of forks and merges is drawn on the left (the checkpoints must be in
+    child-before-parent order)."""
+    return [_text(line) for line in lines.log_lines(metas, graph, heads=heads,
+                                                    summary_width=summary_width)]
 
 
 def tree_view(tree: Mapping[str, Any], summary_width: int = 60) -> RenderableType:
-    """The DAG of `get_checkpoint_tree` as a Rich tree: each thread's checkpoints in
-    order, a branch nested under its branch point, merges and labels marked."""
-    nodes = list(tree.get("nodes") or [])
-    edges = list(tree.get("edges") or [])
-    root = Tree(Text.assemble(("tree of ", DIM), safe(tree.get("thread_id", ""), "bold", one_line=True),
-                              (f"  ({tree.get('total_checkpoints', len(nodes))} checkpoints)", DIM)))
-    by_id = {n["id"]: n for n in nodes}
-    by_thread: dict[str, list[Mapping[str, Any]]] = {}
-    for n in nodes:
-        by_thread.setdefault(n["thread_id"], []).append(n)
-    # Branch edges: the first node of a thread hangs under a node of another thread.
-    branch_children: dict[str, list[str]] = {}
-    merged_from: dict[str, list[str]] = {}
-    child_threads: set[str] = set()
-    for e in edges:
-        if e.get("kind") == "branch" and e.get("to") in by_id and e.get("from") in by_id:
-            thread = by_id[e["to"]]["thread_id"]
-            if thread not in child_threads and by_id[e["from"]]["thread_id"] != thread:
-                branch_children.setdefault(e["from"], []).append(thread)
-                child_threads.add(thread)
-        elif e.get("kind") == "merge":
-            merged_from.setdefault(e.get("to"), []).append(e.get("from"))
-
-    def node_label(n: Mapping[str, Any]) -> Text:
-        line = Text.assemble(safe(n["id"], ID_STYLE, one_line=True), (f" #{n.get('step')}", "cyan"))
-        for label in n.get("labels") or []:
-            line.append(" ")
-            line.append_text(safe(label, LABEL_STYLES.get(label, "bold"), one_line=True))
-        if n.get("summary"):
-            line.append(" ")
-            line.append_text(safe(shorten(n["summary"], summary_width)))
-        for src in merged_from.get(n["id"], []):
-            line.append("  ← merged ", style="magenta")
-            line.append_text(safe(src, ID_STYLE, one_line=True))
-        return line
-
-    seen: set[str] = set()
-
-    def add_thread(parent: Tree, thread: str) -> None:
-        if thread in seen:
-            return
-        seen.add(thread)
-        branch = parent.add(Text.assemble(("thread ", DIM), safe(thread, "bold", one_line=True)))
-        for n in by_thread.get(thread, []):
-            leaf = branch.add(node_label(n))
-            for child in branch_children.get(n["id"], []):
-                add_thread(leaf, child)
-
-    # "threads" lists ids or {thread_id, parent_thread, ...} records
-    listed = [t if isinstance(t, str) else t.get("thread_id") for t in (tree.get("threads") or [])]
-    ordered = [t for t in listed if t in by_thread]
-    ordered += [t for t in by_thread if t not in ordered]
-    main = tree.get("thread_id")
-    for thread in ([main] if main in by_thread else []) + ordered:
-        if thread not in child_threads or thread == main:
-            add_thread(root, thread)
-    for thread in ordered:  # branches whose branch point is not shown
-        add_thread(root, thread)
+    """The DAG of `get_checkpoint_tree` as a Rich tree (the layout of
+    `agentctl.lines.tree_nodes`): each thread's checkpoints in order, a branch nested
+    under its branch point, merges and labels marked."""
+    top = lines.tree_nodes(tree, summary_width)
+    root = Tree(_text(top.label))
+    stack = [(top, root)]
+    while stack:
+        node, branch = stack.pop()
+        for child in node.children:
+            stack.append((child, branch.add(_text(child.label))))
     return root
 
 

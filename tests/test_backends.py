@@ -112,6 +112,60 @@ async def test_thread_summaries(backend):
     assert await backend.thread_summary("none") is None
 
 
+async def test_thread_summaries_every_sort_matches_the_rows(backend):
+    """Every sort, direction, prefix and page against an oracle computed from the rows:
+    ties at a thread's last step (the head is the last by created_at, then row id),
+    equal keys across threads (broken by thread id) and non-ASCII thread ids."""
+    await check_every_sort(backend)
+
+
+async def test_thread_summaries_with_a_created_at_index(backend):
+    """The same with an index on created_at (Postgres has it; `doctor --fix-indexes`
+    adds it on SQLite), with which the newest heads are found from that index."""
+    async with backend.transaction() as tx:
+        await tx.execute("CREATE INDEX IF NOT EXISTS idx_created_at ON checkpoints(created_at DESC)")
+    await check_every_sort(backend)
+
+
+async def check_every_sort(backend):
+    rows = []  # (thread, step, created_at) in insertion (row id) order
+    names = ["a", "a-1", "a-10", "a-2", "ab", "b", "é-1", "é-2", "日本", "z"]
+    for i, thread in enumerate(names):
+        for step in range(1, 2 + i % 4):
+            rows.append((thread, step, ts(10 * step + i % 3)))
+    rows.append(("a-1", 2, ts(5)))                 # a second row at a-1's last step, older
+    rows.append(("a-2", 3, ts(35)))                # a-2's last step twice, same created_at
+    rows.append(("a-2", 3, ts(35)))
+    rows.append(("b", 0, ts(59)))                  # b's first step is 0, written last
+    for n, (thread, step, created) in enumerate(rows):
+        await backend.put(make_cp(thread, step, cid=f"c{n:03d}", created_at=created))
+    threads = {}
+    for n, (thread, step, created) in enumerate(rows):
+        threads.setdefault(thread, []).append((step, created, n))
+    for t in threads.values():
+        t.sort()
+    key = {"updated": lambda t: threads[t][-1][1], "created": lambda t: threads[t][0][1],
+           "checkpoints": lambda t: len(threads[t]), "step": lambda t: threads[t][-1][0]}
+    for sort in ("updated", "thread", "checkpoints", "step", "created"):
+        for descending in (True, False):
+            for prefix in (None, "a", "a-1", "é", "日", "q"):
+                ids = [t for t in threads if prefix is None or t.startswith(prefix)]
+                if sort == "thread":
+                    ids.sort(reverse=descending)
+                else:
+                    ids.sort()
+                    ids.sort(key=key[sort], reverse=descending)
+                for limit, offset in ((50, 0), (3, 2)):
+                    got = await backend.thread_summaries(limit, offset, sort, descending, prefix)
+                    want = ids[offset:offset + limit]
+                    assert [s.thread_id for s in got] == want, (sort, descending, prefix, offset)
+                    for s in got:
+                        head, first = threads[s.thread_id][-1], threads[s.thread_id][0]
+                        assert (s.checkpoints, s.head_step, s.head_checkpoint_id, s.updated_at,
+                                s.first_created_at) == (len(threads[s.thread_id]), head[0],
+                                                        f"c{head[2]:03d}", head[1], first[1])
+
+
 async def test_children_branches_and_prefix_lookup(backend):
     main = await put_thread(backend, "m", 3)
     await backend.put(make_cp("m-branch-b", 0, cid="ckpt-m-branch-b-0", parent=main[0]))

@@ -53,11 +53,14 @@ def test_help_does_not_import_textual_or_asyncpg():
     mods = run_cli_modules("--help")
     assert "textual" not in mods
     assert "asyncpg" not in mods
+    # nor what only running a command needs (bench/README.md: --help in < 0.15 s)
+    assert "pydantic" not in mods and "asyncio" not in mods
 
 
 def test_read_command_does_not_import_textual():
     mods = run_cli_modules("--db", "sample_db/checkpoints.db", "threads", "list", "--json")
     assert "textual" not in mods and "asyncpg" not in mods
+    assert "pydantic" not in mods  # agentctl.cli.coercion converts the option values
 
 
 def test_render_imports_rich_not_textual():

@@ -119,19 +119,22 @@ def test_graph_parent_listed_before_child_does_not_dangle():
     assert [p for p, _ in rows] == ["*", "*"]
 
 
+TREE = {
+    "thread_id": "t", "total_checkpoints": 4,
+    "threads": [{"thread_id": "t", "parent_thread": None}, {"thread_id": "b", "parent_thread": "t"}],
+    "nodes": [
+        {"id": "m1", "thread_id": "t", "step": 1, "tags": [], "summary": "one", "created_at": "", "parent_id": None, "labels": ["root"]},
+        {"id": "m2", "thread_id": "t", "step": 2, "tags": [], "summary": EVIL, "created_at": "", "parent_id": "m1", "labels": ["head", "merge"]},
+        {"id": "b1", "thread_id": "b", "step": 0, "tags": [], "summary": "br", "created_at": "", "parent_id": "m1", "labels": []},
+        {"id": "b2", "thread_id": "b", "step": 1, "tags": [], "summary": "br2", "created_at": "", "parent_id": "b1", "labels": ["head"]},
+    ],
+    "edges": [{"from": "m1", "to": "m2", "kind": "parent"}, {"from": "m1", "to": "b1", "kind": "branch"},
+              {"from": "b1", "to": "b2", "kind": "parent"}, {"from": "b2", "to": "m2", "kind": "merge"}],
+}
+
+
 def test_tree_view_nests_branches_and_labels():
-    tree = {
-        "thread_id": "t", "total_checkpoints": 4,
-        "threads": [{"thread_id": "t", "parent_thread": None}, {"thread_id": "b", "parent_thread": "t"}],
-        "nodes": [
-            {"id": "m1", "thread_id": "t", "step": 1, "tags": [], "summary": "one", "created_at": "", "parent_id": None, "labels": ["root"]},
-            {"id": "m2", "thread_id": "t", "step": 2, "tags": [], "summary": EVIL, "created_at": "", "parent_id": "m1", "labels": ["head", "merge"]},
-            {"id": "b1", "thread_id": "b", "step": 0, "tags": [], "summary": "br", "created_at": "", "parent_id": "m1", "labels": []},
-            {"id": "b2", "thread_id": "b", "step": 1, "tags": [], "summary": "br2", "created_at": "", "parent_id": "b1", "labels": ["head"]},
-        ],
-        "edges": [{"from": "m1", "to": "m2", "kind": "parent"}, {"from": "m1", "to": "b1", "kind": "branch"},
-                  {"from": "b1", "to": "b2", "kind": "parent"}, {"from": "b2", "to": "m2", "kind": "merge"}],
-    }
+    tree = TREE
     out = to_text(render.tree_view(tree), terminal=False)
     lines = out.splitlines()
     i_m1 = next(i for i, line in enumerate(lines) if "m1 #1" in line)
@@ -200,3 +203,18 @@ def test_op_and_threads_tables():
 
     out = to_text(render.threads_table([S(EVIL)]))
     assert "\x1b[31mRED" not in out and "\\e[31m" in out
+
+
+def test_piped_lines_are_what_rich_prints():
+    """agentctl.lines gives piped output the text Rich draws for the same log and tree."""
+    from agentctl import lines
+
+    metas = [meta("m3", 3, "m2", tags=["merge", "merged:b2"]), meta("b2", 2, "b1", thread="b"),
+             meta("b1", 1, "m1", thread="b"), meta("m2", 2, "m1", summary=EVIL), meta("m1", 1)]
+    for graph in (False, True):
+        rows = lines.log_lines(metas, graph=graph, heads={"m3": ["t", EVIL]}, summary_width=None)
+        assert [lines.plain(r) for r in rows] == [t.plain for t in render.log_lines(
+            metas, graph=graph, heads={"m3": ["t", EVIL]}, summary_width=None)]
+    drawn = to_text(render.tree_view(TREE), terminal=False).splitlines()
+    assert lines.tree_nodes(TREE).lines() == [line.rstrip() for line in drawn]
+    assert "\x1b" not in "".join(lines.tree_nodes(TREE).lines())

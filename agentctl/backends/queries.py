@@ -90,8 +90,7 @@ class SharedQueries(RowReads):
     ) -> list[ThreadSummary]:
         columns = {"updated": "h_created_at", "thread": f"thread_id{self.COLLATE}",
                    "checkpoints": "n", "step": "h_step", "created": "first_created_at"}
-        if sort not in columns:
-            raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
+        check_sort(sort)
         order = f"{columns[sort]} {'DESC' if descending else 'ASC'}"
         if sort != "thread":
             order += f", thread_id{self.COLLATE} ASC"
@@ -225,6 +224,11 @@ class SharedQueries(RowReads):
             f"ORDER BY c.thread_id{self.COLLATE}, c.step, c.id LIMIT ?", limit)
         return [{"thread_id": r["thread_id"], "checkpoint_id": r["checkpoint_id"],
                  "parent_id": r["parent_id"]} for r in rows]
+
+
+def check_sort(sort: str) -> None:
+    if sort not in SORTS:
+        raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
 
 
 def decode_or(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:

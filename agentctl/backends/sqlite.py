@@ -35,7 +35,7 @@ from agentctl.backends.base import (
     dumps,
     row_to_metadata,
 )
-from agentctl.backends.queries import SharedQueries
+from agentctl.backends.queries import SharedQueries, check_sort, to_summaries
 from agentctl.errors import (
     AgentctlError,
     DatabaseBusy,
@@ -46,7 +46,7 @@ from agentctl.errors import (
     SchemaError,
     UsageError,
 )
-from agentctl.model import Checkpoint, CheckpointMetadata
+from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
 
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
 
@@ -58,6 +58,17 @@ UPSERT_SQL = (
     "ON CONFLICT(checkpoint_id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "checkpoint_id")
 )
+
+# thread_summaries: a thread's sort key, from the skip-scan's `t.tid` (index only).
+_SORT_KEYS = {
+    "thread": "t.tid",
+    "checkpoints": "(SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = t.tid)",
+    "step": "(SELECT MAX(step) FROM checkpoints c WHERE c.thread_id = t.tid)",
+}
+# ... or, for "updated" (the head's created_at) and "created" (the first row's): the
+# thread's last / first step, where the head / first row has the latest / earliest
+# created_at (the row id only breaks ties between equal created_at values).
+_END_KEYS = {"updated": "MAX", "created": "MIN"}
 
 # The bytes a checkpoint takes (text columns measured as UTF-8).
 _ROW_BYTES = (
@@ -92,18 +103,17 @@ class _SQLiteTransaction(Transaction):
         self._path = path
 
     async def execute(self, sql: str, *params: Any) -> int:
+        # One call on the connection's thread: the statement has run to its end, so the
+        # cursor needs no close() round trip (like put's).
         cur = await self._conn.execute(sql, params)
-        n = cur.rowcount
-        await cur.close()
-        return n
+        return cur.rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         await self._conn.executemany(sql, list(rows))
 
     async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
-        async with self._conn.execute(sql, params) as cur:
-            rows = await cur.fetchall()
-        return [dict(r) for r in rows]
+        # One call on the connection's thread (execute + fetchall + close would be three).
+        return [dict(r) for r in await self._conn.execute_fetchall(sql, params)]
 
     async def put(self, checkpoint: Checkpoint) -> str:
         await self._conn.execute(UPSERT_SQL, checkpoint_params(checkpoint, iso_text))
@@ -117,6 +127,20 @@ class _SQLiteTransaction(Transaction):
             "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?", name
         )
         return bool(rows)
+
+
+class _Batch:
+    """Write transactions sharing one SQLite transaction and its COMMIT."""
+
+    def __init__(self) -> None:
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.members = 0  # bodies run so far (the first one has no savepoint)
+        self.task: asyncio.Task[None] | None = None
+
+    def fail(self, error: BaseException) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
+            self.done.exception()  # retrieved: no warning when no writer waits for it
 
 
 class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
@@ -145,6 +169,8 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         self._writer: aiosqlite.Connection | None = None
         self._connect_lock = asyncio.Lock()
         self._write_lock = asyncio.Lock()
+        self._batch: _Batch | None = None  # the open group-commit transaction
+        self._created_at_index: bool | None = None  # see _created_at_indexed
         if create and not readonly:
             self._create_if_missing()
 
@@ -177,7 +203,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         return Path(os.path.abspath(self._db_path)).as_uri() + f"?mode={mode}"
 
     async def _open(self, mode: str) -> aiosqlite.Connection:
-        pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None)
+        # timeout= is sqlite3's busy timeout (sqlite3_busy_timeout), set when the connection
+        # opens: no PRAGMA round trip to the connection's thread.
+        pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None,
+                                    timeout=self._busy_timeout_ms / 1000)
         # A library user who never closes the checkpointer (the seeds' usage) must not
         # have the interpreter wait forever at exit on aiosqlite's worker thread.
         worker = getattr(pending, "_thread", None)
@@ -185,7 +214,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             worker.daemon = True
         conn = await pending
         conn.row_factory = sqlite3.Row
-        await conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         return conn
 
     def _check_path(self) -> None:
@@ -250,11 +278,9 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
 
     async def _check_schema(self, conn: aiosqlite.Connection) -> None:
         path = self._db_path
-        try:
-            async with conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            ) as cur:
-                tables = [r[0] for r in await cur.fetchall()]
+        try:  # execute_fetchall: one round trip to the connection's thread, not three
+            tables = [r[0] for r in await conn.execute_fetchall(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         except sqlite3.DatabaseError as exc:
             if "not a database" in str(exc).lower():
                 raise NotADatabase(f"{path} is not a SQLite database") from None
@@ -265,8 +291,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 f"{path} has no 'checkpoints' table"
                 + (f" (it has: {shown})" if tables else " (it has no tables)")
             )
-        async with conn.execute("PRAGMA table_info(checkpoints)") as cur:
-            cols = {r[1] for r in await cur.fetchall()}
+        cols = {r[1] for r in await conn.execute_fetchall("PRAGMA table_info(checkpoints)")}
         missing = [c for c in _REQUIRED if c not in cols]
         if missing:
             raise SchemaError(
@@ -274,6 +299,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             )
 
     async def close(self) -> None:
+        if self._batch is not None:
+            async with self._write_lock:
+                if self._batch is not None:
+                    await self._end_batch(self._batch, None)
         for attr in ("_writer", "_reader"):
             conn = getattr(self, attr)
             setattr(self, attr, None)
@@ -295,11 +324,30 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
 
     @asynccontextmanager
     async def transaction(self, lock_threads: Sequence[str] = ()) -> AsyncIterator[Transaction]:
+        """A write transaction: atomic, serialised with the others, durable when the
+        `async with` block is left.
+
+        Group commit: writers that are already waiting for the write lock when one
+        begins run their bodies in the same SQLite transaction, each in its own savepoint
+        (a body that raises undoes only its own statements), and share its COMMIT: one
+        fsync for the group instead of one each. Every caller still returns only after
+        the COMMIT that holds its writes (or gets its error). A lone writer pays nothing
+        extra: no savepoint, one COMMIT.
+        """
         if self._readonly:
             raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
         await self.connect()
         async with self._write_lock:
-            await self._writer_execute("BEGIN IMMEDIATE")
+            batch = self._batch
+            if batch is None:
+                await self._writer_execute("BEGIN IMMEDIATE")
+                batch = self._batch = _Batch()
+                # The COMMIT runs in its own task, queued for the lock behind the writers
+                # waiting now (the lock is FIFO): they join; a cancelled caller cannot
+                # leave the transaction open.
+                batch.task = asyncio.get_running_loop().create_task(self._commit_later(batch))
+            else:
+                await self._writer_execute("SAVEPOINT agentctl_write")
             tx = _SQLiteTransaction(self._writer, self._db_path)
             try:
                 yield tx
@@ -307,13 +355,62 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 await self._writer.rollback()
                 raise map_sqlite_error(exc, self._db_path) from None
             except BaseException:
-                await self._writer.rollback()
+                await self._undo_member(batch)
                 raise
+            if batch.members:
+                await self._writer_execute("RELEASE agentctl_write")
+            batch.members += 1
+        await asyncio.shield(batch.done)
+
+    async def _undo_member(self, batch: "_Batch") -> None:
+        """Undo the statements of a body that raised (the lock is held)."""
+        writer = self._writer
+        if batch.members and writer is not None:
             try:
-                await self._writer.commit()
-            except sqlite3.Error as exc:
-                await self._writer.rollback()
-                raise map_sqlite_error(exc, self._db_path) from None
+                if writer.in_transaction:
+                    await writer.execute("ROLLBACK TO agentctl_write")
+                    await writer.execute("RELEASE agentctl_write")
+                    return
+            except sqlite3.Error:
+                pass
+            # SQLite itself rolled the whole transaction back (an I/O error, a full disk):
+            # the writes of the bodies before this one are gone too.
+            await self._end_batch(batch, DatabaseError(
+                f"{self._db_path}: the write was rolled back with another one in its "
+                "transaction, which failed"))
+        else:
+            await self._end_batch(batch, None, commit=False)
+
+    async def _commit_later(self, batch: "_Batch") -> None:
+        async with self._write_lock:
+            await self._end_batch(batch, None)
+
+    async def _end_batch(self, batch: "_Batch", error: BaseException | None,
+                         commit: bool = True) -> None:
+        """COMMIT (or roll back) the group's transaction and tell its writers (lock held)."""
+        if self._batch is not batch:
+            return  # already ended
+        self._batch = None
+        writer = self._writer
+        try:
+            if writer is not None and writer.in_transaction:
+                if commit and error is None:
+                    await writer.commit()
+                else:
+                    await writer.rollback()
+        except sqlite3.Error as exc:
+            error = map_sqlite_error(exc, self._db_path)
+            try:
+                await writer.rollback()  # type: ignore[union-attr]
+            except sqlite3.Error:
+                pass
+        except BaseException as exc:  # cancelled (the loop is closing): no writer waits forever
+            batch.fail(DatabaseError(f"{self._db_path}: the write was interrupted"))
+            raise exc
+        if error is not None:
+            batch.fail(error)
+        else:
+            batch.done.set_result(None)
 
     async def table_exists(self, name: str) -> bool:
         rows = await self._fetch(
@@ -325,6 +422,8 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
         await self.connect()
         async with self._write_lock:
+            if self._batch is not None:
+                await self._end_batch(self._batch, None)
             await self._writer_execute("VACUUM")
 
     async def _writer_execute(self, sql: str) -> aiosqlite.Connection:
@@ -372,7 +471,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             ORDER BY {order}{page}""",
             *args,
         )
-        out = [dict(r) for r in rows]
+        return await self._with_parent_threads([dict(r) for r in rows])
+
+    async def _with_parent_threads(self, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Adds parent_thread: the thread of each row's first_parent (looked up for these rows only)."""
         parents = sorted({r["first_parent"] for r in out if r["first_parent"]})
         owner: dict[str, str] = {}
         for i in range(0, len(parents), 500):
@@ -384,6 +486,93 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         for r in out:
             r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
         return out
+
+    async def thread_summaries(
+        self, limit: int = 50, offset: int = 0, sort: str = "updated",
+        descending: bool = True, prefix: str | None = None,
+    ) -> list[ThreadSummary]:
+        # Not one GROUP BY over every row (a million index entries and rows): a skip-scan of
+        # idx_thread_step lists the threads, one index seek each (SQLite skip-scans only
+        # with sqlite_stat1, which a reader must not create); each thread gets just its
+        # sort key; only the page's threads get their count, head, first row and parent.
+        # The "updated" / "created" keys need the created_at of each thread's head / first
+        # row: their row ids come from the index, and the rows are then read in id order
+        # (neighbouring pages) rather than thread by thread (a random read each).
+        check_sort(sort)
+        direction = "DESC" if descending else "ASC"
+        tiebreak = ", tid ASC" if sort != "thread" else ""
+        params: list[Any] = []
+        start = stop = only = ""
+        if sort == "updated" and descending and await self._created_at_indexed():
+            # With an index on created_at (the Postgres format has one; `agentctl doctor
+            # --fix-indexes` adds it here): walk the newest rows and keep the heads, as
+            # the Postgres backend does, instead of reading every thread's head.
+            if prefix:
+                only, params = " AND substr(c.thread_id, 1, ?) = ?", [len(prefix), prefix]
+            keys = f"""page AS (
+                SELECT c.thread_id AS tid, c.created_at AS k FROM checkpoints c
+                WHERE NOT EXISTS (SELECT 1 FROM checkpoints d WHERE d.thread_id = c.thread_id
+                                  AND (d.step, d.created_at, d.id) > (c.step, c.created_at, c.id)){only}
+                ORDER BY c.created_at DESC, c.thread_id ASC LIMIT ? OFFSET ?)"""
+            return await self._summary_page(keys, params, limit, offset, "DESC", tiebreak)
+        if prefix:
+            # Byte order: every id starting with the prefix is in [prefix, prefix + U+10FFFF).
+            start, stop, only = "WHERE thread_id >= ?", " AND t.tid < ?", " AND substr(tid, 1, ?) = ?"
+            params = [prefix, prefix + "\U0010ffff", len(prefix), prefix]
+        if sort in _END_KEYS:
+            end = _END_KEYS[sort]
+            keys = f"""ends AS (
+                SELECT c.id FROM t JOIN checkpoints c ON c.thread_id = t.tid
+                    AND c.step = (SELECT {end}(step) FROM checkpoints m WHERE m.thread_id = t.tid)
+                WHERE tid IS NOT NULL{only}),
+            page AS (
+                SELECT thread_id AS tid, {end}(created_at) AS k FROM checkpoints
+                WHERE id IN (SELECT id FROM ends) GROUP BY thread_id
+                ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)"""
+        else:
+            keys = f"""page AS (
+                SELECT tid, {_SORT_KEYS[sort]} AS k FROM t WHERE tid IS NOT NULL{only}
+                ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)"""
+        skip = f"""RECURSIVE t(tid) AS (
+                SELECT (SELECT MIN(thread_id) FROM checkpoints {start})
+                UNION ALL
+                SELECT (SELECT MIN(thread_id) FROM checkpoints WHERE thread_id > t.tid)
+                FROM t WHERE t.tid IS NOT NULL{stop}),
+            """
+        return await self._summary_page(skip + keys, params, limit, offset, direction, tiebreak)
+
+    async def _summary_page(self, keys: str, params: list[Any], limit: int, offset: int,
+                            direction: str, tiebreak: str) -> list[ThreadSummary]:
+        """thread_summaries' page: `keys` defines `page(tid, k)`, the page's threads and
+        their sort key; then each gets its count, head, first row and parent thread."""
+        rows = await self._fetch(
+            f"""WITH {keys}
+            SELECT p.tid AS thread_id,
+                   (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = p.tid) AS n,
+                   h.step AS h_step, h.checkpoint_id AS h_id, h.created_at AS h_created_at,
+                   h.summary AS h_summary, f.created_at AS first_created_at,
+                   f.parent_id AS first_parent
+            FROM page p
+            JOIN checkpoints h ON h.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
+                                          ORDER BY {THREAD_ORDER_DESC} LIMIT 1)
+            JOIN checkpoints f ON f.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
+                                          ORDER BY {THREAD_ORDER_ASC} LIMIT 1)
+            ORDER BY p.k {direction}{tiebreak.replace("tid", "p.tid")}""",
+            *params, limit, offset,
+        )
+        return to_summaries(await self._with_parent_threads([dict(r) for r in rows]))
+
+    async def _created_at_indexed(self) -> bool:
+        """Whether an index leads with created_at (looked up once per backend)."""
+        if self._created_at_index is None:
+            try:
+                rows = await self._fetch(
+                    "SELECT 1 FROM pragma_index_list('checkpoints') l, pragma_index_info(l.name) i "
+                    "WHERE i.seqno = 0 AND i.name = 'created_at' AND l.partial = 0 LIMIT 1")
+            except DatabaseError:  # an SQLite without pragma functions (< 3.16)
+                rows = []
+            self._created_at_index = bool(rows)
+        return self._created_at_index
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         out: list[CheckpointMetadata] = []

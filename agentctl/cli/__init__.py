@@ -5,19 +5,19 @@ AgentctlError prints one line on stderr, `agentctl: <message>`, and exits with i
 a traceback only with AGENTCTL_DEBUG=1.
 """
 
-from __future__ import annotations
 
 import os
 import sys
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
-from agentctl.cli import health, history, inspect, ops, search, threads, transfer, tui
+from agentctl.cli import coercion, health, history, inspect, ops, search, threads, transfer, tui
 from agentctl.cli.context import CliState
 from agentctl.cli.output import set_no_color, set_pager
+
+coercion.install()  # plain str/int/float options: no pydantic on every command run
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 merge conflict, "
@@ -37,7 +37,7 @@ class AgentctlGroup(TyperGroup):
     """The root group: turns AgentctlError into its message and exit code, also when
     the app is invoked in-process (tests, `typer.testing.CliRunner`)."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         from agentctl.errors import AgentctlError
 
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Coroutine, TypeVar
@@ -52,17 +51,27 @@ def state(ctx: typer.Context) -> CliState:
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a command's coroutine. Inside a running loop (a test, a notebook) it runs on
     a private thread with its own loop, since asyncio.run cannot nest."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    import threading
+    import asyncio  # here, not at the top: `agentctl --help` needs no event loop
 
     box: dict[str, Any] = {}
 
+    async def main() -> None:
+        # The result is handed over in `box`, not as the task's result: when asyncio.run
+        # restores the SIGINT handler it builds (and drops) an error message holding
+        # repr(main task), result included, which for a 5 MB state or 10,000 rows took
+        # longer than the command itself (CPython 3.11, signal._int_to_enum).
+        box["value"] = await coro
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(main())
+        return box["value"]
+    import threading
+
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coro)
+            asyncio.run(main())
         except BaseException as exc:  # handed to the caller's thread
             box["error"] = exc
 

@@ -1,6 +1,5 @@
 """`agentctl stats` and `agentctl doctor`."""
 
-from __future__ import annotations
 
 from typing import Annotated, Any
 
@@ -124,8 +123,7 @@ async def find_cycles(backend: Any, limit: int = 20, page: int = 50_000) -> list
     return [[names[n] for n in c] for c in cycles]
 
 
-async def schema_notes(backend: Any) -> list[str]:
-    """What differs from the format's schema and only slows things down (missing indexes)."""
+async def index_names(backend: Any) -> set[str]:
     if backend.kind == "sqlite":
         rows = await backend._fetch(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints'")
@@ -133,24 +131,62 @@ async def schema_notes(backend: Any) -> list[str]:
         rows = await backend._fetch(
             "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'checkpoints' "
             "AND schemaname = current_schema()")
-    have = {r["name"] for r in rows}
+    return {r["name"] for r in rows}
+
+
+async def schema_notes(backend: Any) -> list[str]:
+    """What differs from the format's schema and only slows things down (missing indexes)."""
+    have = await index_names(backend)
     return [f"index {name} is missing (reads are slower)" for name in EXPECTED_INDEXES if name not in have]
+
+
+def index_ddl() -> dict[str, str]:
+    """The indexes --fix-indexes creates, by name: the format's, and idx_created_at, which
+    the format's Postgres variant has and which on SQLite lets `threads list` walk the
+    newest rows instead of every thread's head (bench/README.md)."""
+    from agentctl.backends.base import POSTGRES_SCHEMA
+
+    out = {}
+    for statement in POSTGRES_SCHEMA.split(";"):
+        words = statement.split()
+        if words[:2] == ["CREATE", "INDEX"]:
+            out[words[5]] = " ".join(words)  # CREATE INDEX IF NOT EXISTS <name> ON ...
+    return out
+
+
+async def fix_indexes(backend: Any) -> list[str]:
+    """Create the missing indexes of index_ddl() in one transaction; their names."""
+    have = await index_names(backend)
+    missing = {name: ddl for name, ddl in index_ddl().items() if name not in have}
+    if missing:
+        async with backend.transaction() as tx:
+            for ddl in missing.values():
+                await tx.execute(ddl)
+    return list(missing)
 
 
 def doctor(
     ctx: typer.Context,
     json_out: JsonOpt = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many findings of each kind at most.")] = 100,
+    fix_indexes_: Annotated[bool, typer.Option(
+        "--fix-indexes", help="First create the format's missing indexes and idx_created_at "
+        "(faster `threads list` on SQLite). A write: it holds the write lock while the "
+        "indexes build (seconds for a million rows).")] = False,
 ) -> None:
     """Check the database: schema, duplicate steps in a thread, parents that do not
     exist, JSON that does not parse, parent cycles. Exits 5 when it finds problems.
+    Nothing is written unless --fix-indexes is given.
 
     Example: agentctl --db sample_db/checkpoints.db doctor
     """
     from agentctl.errors import ExitCode
 
     async def go():
-        async with state(ctx).open() as backend:
+        async with state(ctx).open(write=fix_indexes_) as backend:
+            if fix_indexes_:
+                for name in await fix_indexes(backend):
+                    info(f"created index {name}")
             return {
                 "duplicate_steps": await backend.duplicate_steps(limit),
                 "orphan_parents": await backend.orphan_parents(limit),

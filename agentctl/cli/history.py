@@ -5,7 +5,6 @@ Destructive ones show their plan first, ask on a terminal, need --yes otherwise,
 write nothing with --dry-run.
 """
 
-from __future__ import annotations
 
 import re
 from typing import Annotated, Any

@@ -1,8 +1,8 @@
 """Reading checkpoints: `log`, `show`, `diff`, `tree`."""
 
-from __future__ import annotations
 
 import heapq
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -10,7 +10,8 @@ import typer
 from agentctl.cli.complete import complete_ref
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt, OffsetOpt, RefArg, ThreadArg
-from agentctl.cli.output import compact_json, emit_json, info, show, show_lines, stderr_is_tty, stdout_is_tty, tsv
+from agentctl.cli.output import (compact_json, emit_json, info, plain_output, show, show_segments,
+                                 stderr_is_tty, stdout_is_tty, tsv)
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 MAX_GRAPH_THREADS = 64
@@ -73,19 +74,27 @@ def log(
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
             if not graph:
-                for b in await backend.branches_of([tid]):
-                    if b.parent_checkpoint_id:
-                        heads.setdefault(b.parent_checkpoint_id, []).append(f"fork: {b.thread_id}")
+                # Forks off the checkpoints shown: their children in other threads (an
+                # idx_parent probe each), not branches_of(thread), which reads every row
+                # of the thread (80 ms for 10,000 steps to decorate a page of 100).
+                shown = sorted({m.checkpoint_id for m in pages[0]})
+                for i in range(0, len(shown), 500):
+                    chunk = shown[i:i + 500]
+                    for r in await backend.query(
+                            "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
+                            + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
+                            f"ORDER BY thread_id{backend.COLLATE}, step, created_at, id", *chunk, tid):
+                        heads.setdefault(r["parent_id"], []).append(f"fork: {r['thread_id']}")
             return tid, total, _newest_first(pages)[:n], heads
 
     tid, total, metas, heads = run(go())
     if json_out:
         emit_json([m.to_dict() for m in metas])
         return
-    from agentctl import render
+    from agentctl import lines
 
-    show_lines(render.log_lines(metas, graph=graph, heads=heads,
-                                summary_width=80 if stdout_is_tty() else None))
+    show_segments(lines.log_lines(metas, graph=graph, heads=heads,
+                                  summary_width=80 if stdout_is_tty() else None))
     shown = len([m for m in metas if m.thread_id == tid])
     if offset + shown < total and stderr_is_tty():
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
@@ -210,6 +219,11 @@ def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> No
     result = run(go())
     if json_out:
         emit_json(result)
+        return
+    if plain_output():  # piped: the same text, without building and drawing Rich objects
+        from agentctl import lines
+
+        sys.stdout.write("".join(line + "\n" for line in lines.tree_nodes(result).lines()))
         return
     from agentctl import render
 

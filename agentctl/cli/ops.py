@@ -1,6 +1,5 @@
 """The operation log: `oplog`, `undo`, `purge`."""
 
-from __future__ import annotations
 
 from typing import Annotated
 

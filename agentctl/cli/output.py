@@ -7,7 +7,6 @@ Rich Text objects by `agentctl.render`, so markup in it is never interpreted).
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -28,10 +27,20 @@ def set_pager(flag: bool) -> None:
     _state["pager"] = flag
 
 
+# Environment variables with which Rich decides "terminal" for a pipe (or not for a TTY).
+_RICH_TTY_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+
+
 def stdout_is_tty() -> bool:
     """Whether stdout is a terminal, as Rich decides it (so FORCE_COLOR / TTY_COMPATIBLE
-    force the terminal layout when piping)."""
-    return console().is_terminal
+    force the terminal layout when piping). Without those variables it is isatty(), and
+    Rich is not imported: piped output (TSV, JSON) does not pay for it."""
+    if any(os.environ.get(name) is not None for name in _RICH_TTY_ENV):
+        return console().is_terminal
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # no stdout, or closed
+        return False
 
 
 def stderr_is_tty() -> bool:
@@ -51,11 +60,15 @@ def console(stderr: bool = False, **kw: Any):
 
 
 def emit_json(value: Any) -> None:
+    import json  # here: --help and TSV output do not need it
+
     sys.stdout.write(json_text(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
     sys.stdout.write("\n")
 
 
 def emit_jsonl(value: Any) -> None:
+    import json
+
     sys.stdout.write(json_text(json.dumps(value, ensure_ascii=False, default=str)) + "\n")
 
 
@@ -105,6 +118,10 @@ def show(*renderables: Any, soft_wrap: bool | None = None) -> None:
             con.print(r, soft_wrap=wrap)
         return
     if pager is None:  # piped: the same text without the padding Rich adds to lines
+        plain = [_plain_lines(r, con) if wrap else None for r in renderables]
+        if all(lines is not None for lines in plain):
+            sys.stdout.write("".join(line + "\n" for lines in plain for line in lines))  # type: ignore[union-attr]
+            return
         with con.capture() as cap:
             for r in renderables:
                 con.print(r, soft_wrap=wrap)
@@ -131,6 +148,41 @@ def show(*renderables: Any, soft_wrap: bool | None = None) -> None:
     proc.wait()
 
 
+def _plain_lines(renderable: Any, con: Any) -> list[str] | None:
+    """The lines Rich prints for a Text without wrapping (soft wrap, no colours),
+    rstripped; None for other renderables (Rich takes 0.3-0.5 ms a line)."""
+    from rich.text import Text
+
+    if not isinstance(renderable, Text):
+        return None
+    plain = renderable.plain
+    if "\t" in plain:
+        plain = plain.expandtabs(8)
+    return [line.rstrip() for line in plain.split("\n")]
+
+
+def plain_output() -> bool:
+    """Piped to a UTF-8 stream: lines laid out by `agentctl.lines` can be written as
+    they are, without Rich (which would draw ASCII guides for another encoding)."""
+    if stdout_is_tty():
+        return False
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
+    return encoding.startswith("utf")
+
+
+def show_segments(rows: Sequence[Sequence[tuple[str, str]]]) -> None:
+    """Lines of (text, style) segments (`agentctl.lines`): Rich Text on a terminal,
+    plain text when piped, without importing Rich."""
+    if not rows:
+        return
+    if plain_output():
+        sys.stdout.write("".join("".join(t for t, _ in row).rstrip() + "\n" for row in rows))
+        return
+    from rich.text import Text
+
+    show_lines([Text.assemble(*row) for row in rows])
+
+
 def show_lines(lines: Sequence[Any]) -> None:
     """Rich Text lines, one per output line, never wrapped."""
     from rich.text import Text
@@ -142,6 +194,8 @@ def show_lines(lines: Sequence[Any]) -> None:
 
 def compact_json(value: Any) -> str:
     """A JSON value on one line for a plain-text cell; an absent value (diff.MISSING) is ""."""
+    import json
+
     from agentctl.diff import MISSING
 
     return "" if value is MISSING else json.dumps(value, ensure_ascii=False, default=str)

@@ -8,12 +8,9 @@ Otherwise (Postgres: ILIKE; no FTS5) the backend's scan answers. Both give the s
 case-insensitive substring matches, newest first, one per checkpoint and place.
 """
 
-from __future__ import annotations
 
 import os
-import sqlite3
-from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +18,9 @@ from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.model import SearchHit
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 def register(app: typer.Typer) -> None:
@@ -52,7 +52,9 @@ GROUP BY c.id
 """
 
 
-def _fts_available(con: sqlite3.Connection) -> bool:
+def _fts_available(con: "sqlite3.Connection") -> bool:
+    import sqlite3
+
     try:
         con.execute(_INDEX_DDL)
     except sqlite3.OperationalError:  # no FTS5 or no trigram tokenizer in this build
@@ -67,6 +69,9 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
     Candidate rows are taken newest first in growing batches (keyset paging on
     created_at, id), each batch indexed and queried, until `limit` hits are found: a
     search for a common word stops early, like the scan does."""
+    import sqlite3  # here, not at the top: --help and the other commands do not need it
+    from pathlib import Path
+
     from agentctl.backends.base import snippet_around
 
     if len(text) < 3:  # a trigram index cannot match shorter strings

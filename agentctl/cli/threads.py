@@ -1,6 +1,5 @@
 """`agentctl threads list|show|delete`"""
 
-from __future__ import annotations
 
 from typing import Annotated
 
@@ -44,13 +43,16 @@ def list_threads(
     if json_out:
         emit_json([r.to_dict() for r in rows])
         return
-    from agentctl import render
+    def rich_table():
+        from agentctl import render  # Rich only on a terminal: piped output is TSV
+
+        return render.threads_table(rows)
 
     table(
         ["THREAD", "CKPTS", "HEAD", "UPDATED", "BRANCH-OF", "SUMMARY"],
         [[r.thread_id, r.checkpoints, r.head_step, r.updated_at[:19], r.branch_of or "",
           shorten(r.head_summary, 60)] for r in rows],
-        renderable=lambda: render.threads_table(rows),
+        renderable=rich_table,
     )
 
 

@@ -1,11 +1,9 @@
 """Moving data in and out: `export`, `import`, `backup`; and the safety copy taken
 before destructive writes on SQLite."""
 
-from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -36,6 +34,8 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
     """Copy a live SQLite database with the online backup API (a consistent snapshot
     while others write). Writes a temporary file next to `dest` and renames it, so
     `dest` is never half written. Returns the bytes written."""
+    import sqlite3
+
     from agentctl.backends.sqlite import map_sqlite_error
     from agentctl.errors import DatabaseNotFound, UsageError
 

@@ -1,6 +1,5 @@
 """`agentctl tui` and `agentctl demo`. Textual is imported only here, when they run."""
 
-from __future__ import annotations
 
 import shutil
 import tempfile

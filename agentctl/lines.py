@@ -1,0 +1,266 @@
+"""The layout of log lines and checkpoint trees as styled segments, without Rich.
+
+`agentctl.render` turns the segments into Rich Text for a terminal; piped output joins
+their text as it is, without importing or running Rich (10,000 log lines take about
+0.4 s as Rich Text, 0.03 s as strings). One layout for both, so they cannot drift.
+Every text from the database is passed through `agentctl.text.inert` here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from agentctl.text import inert, shorten
+
+Segment = tuple[str, str]  # (text, Rich style)
+
+ID_STYLE = "yellow"
+DIM = "dim"
+LABEL_STYLES = {
+    "head": "bold green",
+    "root": "dim",
+    "branch-point": "magenta",
+    "merge": "bold magenta",
+    "abandoned": "red",
+    "orphan": "bold red",
+}
+# Rich's tree guides (unicode, not bold): space, continue, fork, end.
+TREE_GUIDES = ("    ", "│   ", "├── ", "└── ")
+
+
+def seg(value: Any, style: str = "") -> Segment:
+    """A segment of `value` shown literally, on one line."""
+    s = "" if value is None else (value if isinstance(value, str) else str(value))
+    return inert(s, one_line=True), style
+
+
+def plain(segments: Sequence[Segment]) -> str:
+    return "".join(text for text, _ in segments)
+
+
+# ---- log lines ------------------------------------------------------------------------
+
+
+def merge_parents(meta: Any) -> list[str]:
+    """The checkpoints a merge checkpoint merged in, from its `merged:<id>` tags."""
+    return [t[len("merged:"):] for t in (meta.tags or [])
+            if isinstance(t, str) and t.startswith("merged:") and len(t) > len("merged:")]
+
+
+def tag_segments(tags: Sequence[Any]) -> list[Segment]:
+    out: list[Segment] = []
+    for i, t in enumerate(tags):
+        if i:
+            out.append((", ", ""))
+        out.append(seg(t, "cyan"))
+    return out
+
+
+def log_line(meta: Any, decorations: Sequence[str], summary_width: int | None) -> list[Segment]:
+    """id (decorations) #step [tags] summary."""
+    out = [seg(meta.checkpoint_id, ID_STYLE)]
+    if decorations:
+        out.append((" (", ""))
+        for i, d in enumerate(decorations):
+            if i:
+                out.append((", ", ""))
+            out.append(seg(d, "bold green"))
+        out.append((")", ""))
+    out.append(seg(f" #{meta.step}", "cyan"))
+    tags = [t for t in (meta.tags or []) if not str(t).startswith(("merged:", "branch:"))]
+    if tags:
+        out.append((" [", ""))
+        out += tag_segments(tags)
+        out.append(("]", ""))
+    summary = meta.summary or ""
+    if summary:
+        out.append((" ", ""))
+        out.append((shorten(summary, summary_width) if summary_width else
+                    inert(summary, one_line=True), ""))
+    return out
+
+
+def graph_lines(metas: Sequence[Any]) -> list[tuple[str, Any | None]]:
+    """Lay out checkpoints (newest first) as a commit graph, git-style.
+
+    Returns rows of (graph prefix, meta or None): a row with a meta draws the
+    checkpoint ("*" in its lane); rows without one draw lanes forking ("┘") or a merge
+    bringing in another parent ("┐"). A lane waits for the parent of the checkpoint
+    above it; parents not in `metas` end their lane.
+    """
+    present = {m.checkpoint_id for m in metas}
+    lanes: list[str | None] = []
+    rows: list[tuple[str, Any | None]] = []
+    drawn: set[str] = set()
+
+    def prefix(marks: dict[int, str], width: int) -> str:
+        cells = []
+        for i in range(width):
+            if i in marks:
+                cells.append(marks[i])
+            else:
+                cells.append("│" if i < len(lanes) and lanes[i] is not None else " ")
+        return " ".join(cells).rstrip()
+
+    def connector(low: int, high: int, end: str) -> str:
+        # "├─┘" / "├─┐" between two lanes; lanes crossed in between show "┼".
+        cells = []
+        for i in range(max(len(lanes), high + 1)):
+            if i == low:
+                cells.append("├")
+            elif i == high:
+                cells.append(end)
+            elif low < i < high:
+                cells.append("┼" if i < len(lanes) and lanes[i] is not None else "─")
+            else:
+                cells.append("│" if i < len(lanes) and lanes[i] is not None else " ")
+        out = ""
+        for i, cell in enumerate(cells):
+            if i:
+                out += "─" if low <= i - 1 < high else " "
+            out += cell
+        return out.rstrip()
+
+    for meta in metas:
+        cid = meta.checkpoint_id
+        waiting = [i for i, lane in enumerate(lanes) if lane == cid]
+        if waiting:
+            col = waiting[0]
+        else:
+            col = lanes.index(None) if None in lanes else len(lanes)
+            if col == len(lanes):
+                lanes.append(None)
+        # Other lanes that waited for this checkpoint join it: they forked off here.
+        for j in reversed(waiting[1:]):
+            rows.append((connector(col, j, "┘"), None))
+            lanes[j] = None
+        rows.append((prefix({col: "*"}, len(lanes)), meta))
+        drawn.add(cid)
+        parent = meta.parent_checkpoint_id
+        lanes[col] = parent if parent in present and parent not in drawn else None
+        for other in merge_parents(meta):
+            if other not in present or other in drawn or other in lanes:
+                continue
+            slot = next((i for i, lane in enumerate(lanes) if lane is None and i > col), None)
+            if slot is None:
+                lanes.append(None)
+                slot = len(lanes) - 1
+            lanes[slot] = other
+            rows.append((connector(col, slot, "┐"), None))
+        while lanes and lanes[-1] is None:
+            lanes.pop()
+    return rows
+
+
+def log_lines(metas: Sequence[Any], graph: bool = False, *,
+              heads: Mapping[str, Sequence[str]] | None = None,
+              summary_width: int | None = 80) -> list[list[Segment]]:
+    """One line per checkpoint, newest first as given: id, (decorations), #step, [tags],
+    summary. `heads` maps checkpoint ids to names shown as decorations (e.g. the thread
+    whose head it is). With `graph`, a lane graph of forks and merges is drawn on the
+    left (the checkpoints must be in child-before-parent order)."""
+    heads = heads or {}
+    if not graph:
+        return [log_line(m, heads.get(m.checkpoint_id, ()), summary_width) for m in metas]
+    out = []
+    for pre, meta in graph_lines(metas):
+        line = [(pre, "magenta")]
+        if meta is not None:
+            line.append((" ", ""))
+            line += log_line(meta, heads.get(meta.checkpoint_id, ()), summary_width)
+        out.append(line)
+    return out
+
+
+# ---- the checkpoint tree ----------------------------------------------------------------
+
+
+class Node:
+    """A line of the tree (its segments) and the nodes under it."""
+
+    __slots__ = ("label", "children")
+
+    def __init__(self, label: list[Segment]):
+        self.label = label
+        self.children: list[Node] = []
+
+    def add(self, label: list[Segment]) -> "Node":
+        node = Node(label)
+        self.children.append(node)
+        return node
+
+    def lines(self) -> list[str]:
+        """The tree as text, drawn as Rich draws a Tree (one-line labels)."""
+        out: list[str] = []
+        # (node, guide before its line, guide before its children's)
+        stack: list[tuple[Node, str, str]] = [(self, "", "")]
+        while stack:
+            node, first, inner = stack.pop()
+            out.append((first + plain(node.label)).rstrip())
+            last = len(node.children) - 1
+            for k in range(last, -1, -1):
+                stack.append((node.children[k], inner + TREE_GUIDES[3 if k == last else 2],
+                              inner + TREE_GUIDES[0 if k == last else 1]))
+        return out
+
+
+def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
+    """The DAG of `get_checkpoint_tree` as a tree: each thread's checkpoints in order, a
+    branch nested under its branch point, merges and labels marked."""
+    nodes = list(tree.get("nodes") or [])
+    edges = list(tree.get("edges") or [])
+    root = Node([("tree of ", DIM), seg(tree.get("thread_id", ""), "bold"),
+                 (f"  ({tree.get('total_checkpoints', len(nodes))} checkpoints)", DIM)])
+    by_id = {n["id"]: n for n in nodes}
+    by_thread: dict[str, list[Mapping[str, Any]]] = {}
+    for n in nodes:
+        by_thread.setdefault(n["thread_id"], []).append(n)
+    # Branch edges: the first node of a thread hangs under a node of another thread.
+    branch_children: dict[str, list[str]] = {}
+    merged_from: dict[str, list[str]] = {}
+    child_threads: set[str] = set()
+    for e in edges:
+        if e.get("kind") == "branch" and e.get("to") in by_id and e.get("from") in by_id:
+            thread = by_id[e["to"]]["thread_id"]
+            if thread not in child_threads and by_id[e["from"]]["thread_id"] != thread:
+                branch_children.setdefault(e["from"], []).append(thread)
+                child_threads.add(thread)
+        elif e.get("kind") == "merge":
+            merged_from.setdefault(e.get("to"), []).append(e.get("from"))
+
+    def node_label(n: Mapping[str, Any]) -> list[Segment]:
+        line = [seg(n["id"], ID_STYLE), seg(f" #{n.get('step')}", "cyan")]
+        for label in n.get("labels") or []:
+            line.append((" ", ""))
+            line.append(seg(label, LABEL_STYLES.get(label, "bold")))
+        if n.get("summary"):
+            line.append((" ", ""))
+            line.append((shorten(n["summary"], summary_width), ""))
+        for src in merged_from.get(n["id"], []):
+            line.append(("  ← merged ", "magenta"))
+            line.append(seg(src, ID_STYLE))
+        return line
+
+    seen: set[str] = set()
+
+    def add_thread(parent: Node, thread: str) -> None:
+        if thread in seen:
+            return
+        seen.add(thread)
+        branch = parent.add([("thread ", DIM), seg(thread, "bold")])
+        for n in by_thread.get(thread, []):
+            leaf = branch.add(node_label(n))
+            for child in branch_children.get(n["id"], []):
+                add_thread(leaf, child)
+
+    # "threads" lists ids or {thread_id, parent_thread, ...} records
+    listed = [t if isinstance(t, str) else t.get("thread_id") for t in (tree.get("threads") or [])]
+    ordered = [t for t in listed if t in by_thread]
+    ordered += [t for t in by_thread if t not in ordered]
+    main = tree.get("thread_id")
+    for thread in ([main] if main in by_thread else []) + ordered:
+        if thread not in child_threads or thread == main:
+            add_thread(root, thread)
+    for thread in ordered:  # branches whose branch point is not shown
+        add_thread(root, thread)
+    return root

@@ -1,0 +1,138 @@
+"""SQLite group commit: write transactions that wait for the write lock share one COMMIT,
+each still atomic, isolated from the others' failures, and durable when it returns."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from agentctl.backends.sqlite import SQLiteCheckpointer
+from agentctl.engine import CheckpointEngine
+from helpers import make_cp
+
+
+class Boom(Exception):
+    pass
+
+
+def committed_ids(path) -> set[str]:
+    """What another connection sees: only committed rows."""
+    con = sqlite3.connect(path)
+    try:
+        return {r[0] for r in con.execute("SELECT checkpoint_id FROM checkpoints")}
+    finally:
+        con.close()
+
+
+@pytest.fixture
+async def backend(tmp_path):
+    b = SQLiteCheckpointer(str(tmp_path / "g.db"))
+    yield b
+    await b.close()
+
+
+async def test_waiting_writers_share_commits_and_each_is_committed_on_return(backend):
+    commits = 0
+    await backend.connect()
+    async with backend.transaction() as tx:  # opens the write connection
+        await tx.put(make_cp("warm", 1))
+    real_commit = backend._writer.commit
+
+    async def counting_commit():
+        nonlocal commits
+        commits += 1
+        await real_commit()
+
+    backend._writer.commit = counting_commit
+    seen_on_return: dict[str, bool] = {}
+
+    async def writer(i: int) -> None:
+        cid = f"c{i}"
+        async with backend.transaction() as tx:
+            await tx.put(make_cp(f"t{i % 3}", i, cid=cid))
+            await tx.fetch("SELECT COUNT(*) AS n FROM checkpoints")
+        seen_on_return[cid] = cid in committed_ids(backend.path)
+
+    await asyncio.gather(*(writer(i) for i in range(20)))
+    assert seen_on_return == {f"c{i}": True for i in range(20)}
+    assert 1 <= commits < 20  # grouped: fewer COMMITs (fsyncs) than writers
+
+
+async def test_a_failing_writer_undoes_only_its_own_writes(backend):
+    async def good(i: int) -> None:
+        async with backend.transaction() as tx:
+            await tx.put(make_cp("t", i, cid=f"ok{i}"))
+
+    async def bad() -> None:
+        async with backend.transaction() as tx:
+            await tx.put(make_cp("t", 100, cid="bad"))
+            await tx.execute("UPDATE checkpoints SET summary = 'clobbered'")
+            raise Boom()
+
+    results = await asyncio.gather(good(1), bad(), good(2), bad(), good(3), return_exceptions=True)
+    assert [type(r) for r in results] == [type(None), Boom, type(None), Boom, type(None)]
+    assert committed_ids(backend.path) == {"ok1", "ok2", "ok3"}
+    assert {m.summary for m in await backend.read_thread("t")} == {"step 1", "step 2", "step 3"}
+
+
+async def test_the_first_writer_failing_does_not_lose_the_others(backend):
+    started = asyncio.Event()
+
+    async def first() -> None:
+        async with backend.transaction() as tx:
+            await tx.put(make_cp("t", 1, cid="first"))
+            started.set()
+            await asyncio.sleep(0.05)  # the others queue up behind it meanwhile
+            raise Boom()
+
+    async def later(i: int) -> None:
+        await started.wait()
+        async with backend.transaction() as tx:
+            await tx.put(make_cp("t", i, cid=f"later{i}"))
+
+    results = await asyncio.gather(first(), later(2), later(3), return_exceptions=True)
+    assert isinstance(results[0], Boom) and results[1:] == [None, None]
+    assert committed_ids(backend.path) == {"later2", "later3"}
+
+
+async def test_a_cancelled_waiter_leaves_no_transaction_open(backend):
+    gate = asyncio.Event()
+
+    async def holder() -> None:
+        async with backend.transaction() as tx:
+            await tx.put(make_cp("t", 1, cid="held"))
+            await gate.wait()
+
+    async def waiter(cid: str) -> None:
+        async with backend.transaction() as tx:
+            await tx.put(make_cp("t", 2, cid=cid))
+
+    h = asyncio.create_task(holder())
+    await asyncio.sleep(0.01)
+    w = asyncio.create_task(waiter("cancelled"))
+    await asyncio.sleep(0.01)
+    w.cancel()
+    gate.set()
+    await asyncio.wait_for(h, 5)
+    with pytest.raises(asyncio.CancelledError):
+        await w
+    await asyncio.wait_for(waiter("after"), 5)
+    assert committed_ids(backend.path) == {"held", "after"}
+
+
+async def test_concurrent_agents_snapshot_in_order(backend):
+    engine = CheckpointEngine(backend)
+
+    async def agent(k: int) -> list[str]:
+        return [await engine.snapshot(f"agent-{k}", [{"role": "user", "content": str(i)}], {"i": i}, {})
+                for i in range(15)]
+
+    ids = await asyncio.gather(*(agent(k) for k in range(6)))
+    for k, cids in enumerate(ids):
+        metas = await backend.read_thread(f"agent-{k}")
+        assert [m.checkpoint_id for m in metas] == cids
+        assert [m.step for m in metas] == list(range(1, 16))
+        assert [m.parent_checkpoint_id for m in metas] == [None] + cids[:-1]
+    assert len(committed_ids(backend.path)) == 90
