@@ -20,6 +20,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static, Tree
 from textual.worker import Worker, WorkerState
@@ -416,8 +417,12 @@ class AgentctlApp(App[None]):
             if self.selected is not None and self.selected.checkpoint_id == item.meta.checkpoint_id \
                     and self.detail_loaded == item.meta.checkpoint_id:
                 return
+            try:
+                detail = self.detail
+            except NoMatches:  # the app is closing: its panes are already gone
+                return
             self.selected = item.meta
-            self.detail.show_loading(item.meta)
+            detail.show_loading(item.meta)
             self.load_detail(item.meta.checkpoint_id)
 
     @on(Tree.NodeSelected, "#tree")
