@@ -583,43 +583,46 @@ class _PatchTarget:
             node = owned
         return node
 
-    def add(self, pointer: str, value: Any) -> None:
+    def _target(self, pointer: str) -> tuple[Any, str] | None:
+        """(writable parent, last token) of a pointer; None for the document root."""
         tokens = parse_pointer(pointer)
         if not tokens:
+            return None
+        return self._writable_parent(pointer, tokens), tokens[-1]
+
+    def _existing_index(self, parent: Any, last: str, pointer: str) -> Any:
+        """The key or index of an existing member (PatchError when there is none)."""
+        if isinstance(parent, dict):
+            if last not in parent:
+                raise PatchError(f"{pointer!r}: key {last!r} not found")
+            return last
+        return _list_index(last, len(parent), for_add=False, pointer=pointer)
+
+    def add(self, pointer: str, value: Any) -> None:
+        target = self._target(pointer)
+        if target is None:
             self.root = value
             return
-        parent = self._writable_parent(pointer, tokens)
-        last = tokens[-1]
+        parent, last = target
         if isinstance(parent, dict):
             parent[last] = value
         else:
             parent.insert(_list_index(last, len(parent), for_add=True, pointer=pointer), value)
 
     def remove(self, pointer: str) -> Any:
-        tokens = parse_pointer(pointer)
-        if not tokens:
+        target = self._target(pointer)
+        if target is None:
             raise PatchError("cannot remove the document root")
-        parent = self._writable_parent(pointer, tokens)
-        last = tokens[-1]
-        if isinstance(parent, dict):
-            if last not in parent:
-                raise PatchError(f"{pointer!r}: key {last!r} not found")
-            return parent.pop(last)
-        return parent.pop(_list_index(last, len(parent), for_add=False, pointer=pointer))
+        parent, last = target
+        return parent.pop(self._existing_index(parent, last, pointer))
 
     def replace(self, pointer: str, value: Any) -> None:
-        tokens = parse_pointer(pointer)
-        if not tokens:
+        target = self._target(pointer)
+        if target is None:
             self.root = value
             return
-        parent = self._writable_parent(pointer, tokens)
-        last = tokens[-1]
-        if isinstance(parent, dict):
-            if last not in parent:
-                raise PatchError(f"{pointer!r}: key {last!r} not found")
-            parent[last] = value
-        else:
-            parent[_list_index(last, len(parent), for_add=False, pointer=pointer)] = value
+        parent, last = target
+        parent[self._existing_index(parent, last, pointer)] = value
 
 
 _NEEDS_VALUE = ("add", "replace", "test")
