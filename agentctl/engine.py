@@ -103,7 +103,7 @@ import logging
 import random
 import uuid
 from collections import deque
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
@@ -112,6 +112,7 @@ from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequen
 from agentctl import delta, oplog
 from agentctl.backends.base import (
     COLUMNS,
+    DELTA_TAG,
     META_COLUMNS,
     THREAD_ORDER_ASC,
     THREAD_ORDER_DESC,
@@ -277,13 +278,21 @@ class MergePlan:
 
 @dataclass
 class PrunePlan:
-    """What `prune` would delete (in thread order) and how many checkpoints stay."""
+    """What `prune` would delete (in thread order) and how many checkpoints stay.
+
+    `delete_count`: how many it deletes; `len(delete)` unless the plan is a preview
+    (`plan_prune(..., preview=N)`), whose `delete` holds only the first N."""
 
     thread_id: str
     policy: CheckpointGC
     param: float
     delete: list[CheckpointMetadata]
     keep_count: int
+    delete_count: int = -1
+
+    def __post_init__(self) -> None:
+        if self.delete_count < 0:
+            self.delete_count = len(self.delete)
 
     def to_dict(self) -> dict[str, Any]:
         return {"thread_id": self.thread_id, "policy": self.policy.value, "param": self.param,
@@ -958,8 +967,13 @@ class CheckpointEngine:
 
     # ---- prune and delete --------------------------------------------------------------
 
-    async def plan_prune(self, thread_id: str, policy: CheckpointGC | str, param: float = 0) -> PrunePlan:
-        """Which checkpoints `prune` would delete (never the head)."""
+    async def plan_prune(self, thread_id: str, policy: CheckpointGC | str, param: float = 0,
+                         *, preview: int | None = None) -> PrunePlan:
+        """Which checkpoints `prune` would delete (never the head).
+
+        With `preview=N`, `delete` holds only the first N of them and `delete_count`
+        how many there are: a plan to show, without reading the metadata of every row
+        (a prune of 100,000 rows would hold 100,000 of them)."""
         pol = as_policy(policy)
         param = self._check_param(pol, param)
         b = self._checkpointer
@@ -967,13 +981,28 @@ class CheckpointEngine:
         if total == 0:
             raise ThreadNotFound(thread_id)
         selection = self._selection(b.kind, thread_id, pol, param)
-        delete: list[CheckpointMetadata] = []
-        if selection is not None:
-            where, params = selection
+        if selection is None:
+            return PrunePlan(thread_id, pol, param, [], total)
+        where, params = selection
+        order = f"ORDER BY {THREAD_ORDER_ASC}"
+        if preview is None:
             delete = [row_to_metadata(r) for r in await b.query(
-                f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} ORDER BY {THREAD_ORDER_ASC}",
-                *params)]
-        return PrunePlan(thread_id, pol, param, delete, total - len(delete))
+                f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} {order}", *params)]
+            return PrunePlan(thread_id, pol, param, delete, total - len(delete))
+        count = int(await b._fetchval(
+            f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0)
+        delete = []
+        if count and preview > 0:
+            # The first N in thread order are among the rows up to the N-th smallest step
+            # (found in the (thread_id, step) index): only those are read and sorted.
+            edge = await b.query(
+                f"SELECT step FROM checkpoints WHERE {where} ORDER BY step LIMIT 1 OFFSET ?",
+                *params, preview - 1)
+            bound, bound_params = ("", []) if not edge else (" AND step <= ?", [edge[0]["step"]])
+            delete = [row_to_metadata(r) for r in await b.query(
+                f"SELECT {META_COLUMNS} FROM checkpoints WHERE ({where}){bound} {order} LIMIT ?",
+                *params, *bound_params, preview)]
+        return PrunePlan(thread_id, pol, param, delete, total - count, count)
 
     def _check_param(self, policy: CheckpointGC, param: Any) -> float:
         try:
@@ -1001,8 +1030,16 @@ class CheckpointEngine:
                 op_id = await oplog.start(tx, "prune", f"prune {thread_id}", [thread_id],
                                           {"thread": thread_id, "policy": pol.value, "param": param},
                                           self._now())
-                await delta.before_delete(tx, thread_id, where, params)
-                deleted = await oplog.trash(tx, op_id, where, *params)
+                if await tx.query(
+                        "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
+                        f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
+                        thread_id, *params, f"%{DELTA_TAG}%"):
+                    # A delta that stays may lose its base. (Looked for among the rows
+                    # that stay: those the prune deletes are not read for this.)
+                    await delta.before_delete(tx, thread_id, where, params)
+                bulk = getattr(self._checkpointer, "bulk_write", None)
+                async with bulk() if bulk is not None else nullcontext():
+                    deleted = await oplog.trash(tx, op_id, where, *params)
                 if not deleted:
                     raise _NothingToDo()  # rolls back the op record (and new side tables)
                 summary = (f"prune {thread_id} ({pol.value} {param:g}): "

@@ -11,8 +11,9 @@ them (never by a read, never by an agent's plain `snapshot`):
 - `agentctl_oplog_rows`: what an op inserted (`action = 'insert'`) or moved to another
   thread (`action = 'move'`, with the row's old thread_id and parent_id).
 - `agentctl_trash`: the exact rows an op deleted (every column of `checkpoints`, the row
-  `id` included, plus op_id). Filled with one `INSERT INTO agentctl_trash SELECT ...`
-  and emptied from `checkpoints` with one `DELETE`: set-based, whatever the row count.
+  `id` included, plus op_id). Filled with `INSERT INTO agentctl_trash SELECT ...` and
+  emptied from `checkpoints` with `DELETE`: on Postgres one statement each; on SQLite a
+  chunk of row ids at a time in row-id order (see `trash`).
   On SQLite it is created with `CREATE TABLE ... AS SELECT` (the same column affinities),
   on Postgres with `LIKE checkpoints` (the same column types), so rows copy back exactly.
 - `agentctl_oplog_threads`: for each thread an op changed, a fingerprint of the thread
@@ -229,17 +230,75 @@ async def record_inserts(tx: Transaction, op_id: int, rows: Sequence[tuple[str, 
             "VALUES (?, ?, 'insert', ?)", [(op_id, cid, thread) for cid, thread in rows])
 
 
+# SQLite: rows move into the trash a chunk of row ids at a time, in row-id order (the
+# order of the table's pages), each chunk read, copied and deleted while its pages are
+# in the page cache: every row is read once and every page is changed (and journaled)
+# in file order. A chunk stays well under what a 64 MB cache keeps clean while the
+# transaction's dirty pages fill the rest (SQLiteCheckpointer.bulk_write).
+_TRASH_CHUNK = 500
+_CHUNK_ROWS = "rowid IN (SELECT value FROM json_each(?))"
+
+
+def _sql_order(value: Any) -> tuple[int, Any]:
+    """Sort key of a column value as SQL orders mixed types: NULL, numbers, text, blobs
+    (a SQLite column may hold several types)."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, str):
+        return (2, value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return (3, bytes(value))
+    return (1, value)
+
+
 async def trash(tx: Transaction, op_id: int, where: str, *params: Any) -> list[str]:
-    """Move the checkpoints matching `where` into the trash of op_id (two statements);
-    return their ids in thread order."""
-    n = await tx.execute(
-        f"INSERT INTO {TRASH} (op_id, {ALL_COLUMNS}) SELECT CAST(? AS BIGINT), {ALL_COLUMNS} "
-        f"FROM checkpoints WHERE {where}", op_id, *params)
-    if not n:
-        return []
-    await tx.execute(
-        f"DELETE FROM checkpoints WHERE id IN (SELECT id FROM {TRASH} WHERE op_id = ?)", op_id)
-    return await trashed_ids(tx, op_id)
+    """Move the checkpoints matching `where` into the trash of op_id; return their ids
+    in thread order (thread, step, created_at, id)."""
+    if tx.kind != "sqlite":
+        # Two set-based statements; the server sorts the ids.
+        n = await tx.execute(
+            f"INSERT INTO {TRASH} (op_id, {ALL_COLUMNS}) SELECT CAST(? AS BIGINT), {ALL_COLUMNS} "
+            f"FROM checkpoints WHERE {where}", op_id, *params)
+        if not n:
+            return []
+        await tx.execute(
+            f"DELETE FROM checkpoints WHERE id IN (SELECT id FROM {TRASH} WHERE op_id = ?)", op_id)
+        return await trashed_ids(tx, op_id)
+    # The row ids (rowid: the row itself, whatever the file's `id` column holds), as one
+    # JSON text rather than a row each, and whether row-id order is thread order: it is
+    # when (thread_id, step) grows strictly from each row to the next (no equal steps
+    # for created_at and id to order). Both from the (thread_id, step) index.
+    found = (await tx.fetch(
+        "SELECT json_group_array(r) AS ids, COALESCE(SUM(NOT (t > pt OR (t = pt AND s > ps))), 0) "
+        "AS unordered FROM (SELECT rowid AS r, thread_id AS t, step AS s, "
+        "LAG(thread_id) OVER (ORDER BY rowid) AS pt, LAG(step) OVER (ORDER BY rowid) AS ps "
+        f"FROM checkpoints WHERE {where} ORDER BY rowid)", *params))[0]
+    rowids = loads(found["ids"])
+    in_order = not found["unordered"]
+    ids: list[str] = []
+    keyed: list[tuple[Any, ...]] = []
+    for i in range(0, len(rowids), _TRASH_CHUNK):
+        chunk = json.dumps(rowids[i:i + _TRASH_CHUNK])
+        copy = (f"INSERT INTO {TRASH} (op_id, {ALL_COLUMNS}) SELECT ?, {ALL_COLUMNS} "
+                f"FROM checkpoints WHERE {_CHUNK_ROWS}")
+        if in_order:
+            # The chunk's ids as one JSON text (this reads its pages into the cache).
+            ids += loads((await tx.fetch(
+                "SELECT json_group_array(CASE WHEN typeof(checkpoint_id) = 'blob' "
+                "THEN CAST(checkpoint_id AS TEXT) ELSE checkpoint_id END) AS ids FROM "
+                f"(SELECT checkpoint_id FROM checkpoints WHERE {_CHUNK_ROWS} ORDER BY rowid)",
+                chunk))[0]["ids"])
+            await tx.execute(copy, op_id, chunk)
+        else:
+            keyed.extend(((_sql_order(r["thread_id"]), _sql_order(r["step"]),
+                           _sql_order(r["created_at"]), _sql_order(r["id"])), r["checkpoint_id"])
+                         for r in await tx.fetch(
+                copy + " RETURNING thread_id, step, created_at, id, checkpoint_id", op_id, chunk))
+        await tx.execute(f"DELETE FROM checkpoints WHERE {_CHUNK_ROWS}", chunk)
+    if not in_order:
+        keyed.sort(key=lambda k: k[0])
+        ids = [cid for _, cid in keyed]
+    return ids
 
 
 async def trashed_ids(reader: RowReads, op_id: int) -> list[str]:

@@ -11,6 +11,7 @@ dataclasses and the engine's plain results (duck-typed by their documented field
 from __future__ import annotations
 
 import json
+from itertools import islice
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich.console import Group, RenderableType
@@ -52,6 +53,8 @@ ROLE_STYLES = {
     "function": "bold yellow",
 }
 OP_STYLES = {"added": "green", "removed": "red", "changed": "yellow"}
+# How many of the checkpoints a prune deletes its plan lists (`plan_prune(preview=)`).
+PRUNE_LISTED = 10
 
 _json_highlighter = JSONHighlighter()
 
@@ -307,12 +310,16 @@ def _meta_line(meta: Any, style: str = "") -> Text:
                          safe(shorten(meta.summary or "", 60), style))
 
 
-def _listing(title: Text, metas: Sequence[Any], style: str = "", limit: int = 20) -> list[RenderableType]:
+def _listing(title: Text, metas: Sequence[Any], style: str = "", limit: int = 20,
+             total: int | None = None) -> list[RenderableType]:
+    """title, the first `limit` of metas, and how many more there are (of `total`, when
+    metas holds only the first ones)."""
+    total = len(metas) if total is None else total
     out: list[RenderableType] = [title]
-    for m in list(metas)[:limit]:
+    for m in islice(metas, limit):
         out.append(_meta_line(m, style))
-    if len(metas) > limit:
-        out.append(Text(f"  … and {len(metas) - limit} more", style=DIM))
+    if total > limit:
+        out.append(Text(f"  … and {total - limit} more", style=DIM))
     return out
 
 
@@ -358,14 +365,15 @@ def plan_text(plan: Any) -> RenderableType:
             parts.append(Text(f"{len(plan.conflicts)} conflict(s):", style="bold red"))
             parts.append(conflicts_table(plan.conflicts))
     elif {"delete", "keep_count"} <= fields:  # PrunePlan
-        n = len(plan.delete)
+        n = getattr(plan, "delete_count", None)  # the engine's preview holds the first rows only
+        n = len(plan.delete) if n is None else n
         policy = getattr(plan.policy, "value", plan.policy)
         head = Text.assemble(("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True),
                              (f" ({policy} {plan.param:g}): " if isinstance(plan.param, (int, float))
                               else f" ({policy} {plan.param}): ", DIM))
         if n:
             head.append(f"delete {n}, keep {plan.keep_count}", style="bold red")
-            parts.extend(_listing(head, plan.delete, "red", limit=10))
+            parts.extend(_listing(head, plan.delete, "red", limit=PRUNE_LISTED, total=n))
         else:
             head.append(f"nothing to delete, keep {plan.keep_count}", style=DIM)
             parts.append(head)

@@ -426,6 +426,34 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 await self._end_batch(self._batch, None)
             await self._writer_execute("VACUUM")
 
+    @asynccontextmanager
+    async def bulk_write(self, cache_kib: int = 65536) -> AsyncIterator[None]:
+        """Inside a write transaction that rewrites pages all over the file (a prune of
+        100,000 rows): the write connection's page cache is `cache_kib` KiB while the
+        body runs, then its previous size again.
+
+        SQLite's default cache (2 MB) fills with dirty pages after a few hundred rows;
+        from then on the pages a statement has just read are recycled before the next
+        one can change them (read twice), and every spill of a dirty page syncs the
+        journal first. `cache_size` is a setting of this connection only: the file, its
+        journal mode and the durability of the commit are unchanged."""
+        conn = self._writer
+        if conn is None or not conn.in_transaction:
+            yield  # not inside a write transaction: nothing to tune
+            return
+        try:
+            old = int((await conn.execute_fetchall("PRAGMA main.cache_size"))[0][0])
+            await conn.execute(f"PRAGMA main.cache_size = {-int(cache_kib)}")
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, self._db_path) from None
+        try:
+            yield
+        finally:
+            try:
+                await conn.execute(f"PRAGMA main.cache_size = {old}")
+            except (sqlite3.Error, ValueError):  # the connection was closed meanwhile
+                pass
+
     async def _writer_execute(self, sql: str) -> aiosqlite.Connection:
         """Run a statement on the write connection (opened on first use)."""
         try:

@@ -266,11 +266,13 @@ def prune(
                 tids = await backend.all_thread_ids()
             else:
                 tids = [await resolve_thread(backend, thread)]
-            return [await engine.plan_prune(t, policy, param) for t in tids]
+            # The plan printed lists the first rows only; --json --dry-run prints all.
+            preview = None if json_out and dry_run else render.PRUNE_LISTED
+            return [await engine.plan_prune(t, policy, param, preview=preview) for t in tids]
 
     plans = run(plan())
-    todo = [p for p in plans if p.delete]
-    total = sum(len(p.delete) for p in todo)
+    todo = [p for p in plans if p.delete_count]
+    total = sum(p.delete_count for p in todo)
     if json_out and dry_run:
         emit_json([p.to_dict() for p in plans])
         return
