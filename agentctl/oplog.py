@@ -264,17 +264,18 @@ async def trash(tx: Transaction, op_id: int, where: str, *params: Any) -> list[s
         await tx.execute(
             f"DELETE FROM checkpoints WHERE id IN (SELECT id FROM {TRASH} WHERE op_id = ?)", op_id)
         return await trashed_ids(tx, op_id)
-    # The row ids (rowid: the row itself, whatever the file's `id` column holds), as one
-    # JSON text rather than a row each, and whether row-id order is thread order: it is
-    # when (thread_id, step) grows strictly from each row to the next (no equal steps
-    # for created_at and id to order). Both from the (thread_id, step) index.
+    # The row ids (rowid: the row itself, whatever the file's `id` column holds) in the
+    # order of the (thread_id, step) index, as one JSON text rather than a row each, and
+    # how many steps occur twice in a thread. Row-id order is thread order when the two
+    # orders agree and no step needs created_at and id to order it.
     found = (await tx.fetch(
-        "SELECT json_group_array(r) AS ids, COALESCE(SUM(NOT (t > pt OR (t = pt AND s > ps))), 0) "
-        "AS unordered FROM (SELECT rowid AS r, thread_id AS t, step AS s, "
-        "LAG(thread_id) OVER (ORDER BY rowid) AS pt, LAG(step) OVER (ORDER BY rowid) AS ps "
-        f"FROM checkpoints WHERE {where} ORDER BY rowid)", *params))[0]
-    rowids = loads(found["ids"])
-    in_order = not found["unordered"]
+        "SELECT json_group_array(r) AS ids, (SELECT COUNT(*) FROM (SELECT 1 AS x FROM checkpoints "
+        f"WHERE {where} GROUP BY thread_id, step HAVING COUNT(*) > 1)) AS twice "
+        f"FROM (SELECT rowid AS r FROM checkpoints WHERE {where} ORDER BY thread_id, step)",
+        *params, *params))[0]
+    by_step = loads(found["ids"])
+    rowids = sorted(by_step)
+    in_order = not found["twice"] and rowids == by_step
     ids: list[str] = []
     keyed: list[tuple[Any, ...]] = []
     for i in range(0, len(rowids), _TRASH_CHUNK):
