@@ -65,12 +65,12 @@ class LazyGroup(AgentctlGroup):
     """AgentctlGroup whose commands are imported and built when first looked up, from
     the table in agentctl/cli/helptext.py (name -> module, help texts)."""
 
+    listing = False  # True while the root help lists the commands
+
     def list_commands(self, ctx: typer.Context) -> list[str]:
         from agentctl.cli import helptext
 
         return list(helptext.COMMANDS)
-
-    listing = False  # True while the root help lists the commands
 
     def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
         from agentctl.cli import helptext
@@ -81,7 +81,7 @@ class LazyGroup(AgentctlGroup):
             return cmd
         if self.listing:  # what click's get_short_help_str reads, nothing more
             return TyperCommand(cmd_name, help=entry["help"], short_help=entry["short_help"],
-                           hidden=entry["hidden"], deprecated=entry["deprecated"])
+                                hidden=entry["hidden"], deprecated=entry["deprecated"])
         cmd = self.commands[cmd_name] = build_command(cmd_name, entry["module"])
         return cmd
 
