@@ -132,3 +132,14 @@ async def test_a_missing_base_reads_as_a_corrupt_row(backend):
     items = [item async for item in backend.iter_checkpoints(["t"])]
     assert all(isinstance(i, CorruptRowError) for i in items)
     assert ids[0] in str(items[0])
+
+
+async def test_auto_gc_of_a_plain_engine_on_a_thread_with_deltas(backend):
+    """An engine without delta snapshots meeting delta rows (written by another engine)
+    when its keep_last_n deletes their base: they are rewritten full, nothing is lost."""
+    written = await write(make_engine(backend, delta_snapshots=True), "t", 6)
+    plain = make_engine(backend, gc_policy="keep_last_n", gc_param=4)
+    written.update(await write(plain, "t", 3, start=6))
+    kept = list(written)[-4:]
+    assert [m.checkpoint_id for m in await backend.read_thread("t")] == kept
+    await check_full(backend, {c: written[c] for c in kept})
