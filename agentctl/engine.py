@@ -658,11 +658,14 @@ class CheckpointEngine:
                                           messages, state, tools, made)
         yield ("put", cp, blobs)
         if keep is not None and count > keep:
-            if (yield ("fetch", "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND tags LIKE ? "
-                       "LIMIT 1", [thread_id, f"%{DELTA_TAG}%"])):
-                raise _HasDeltas()
+            # Not when the thread holds delta rows (one statement: the condition is
+            # evaluated once); their bases would have to be rewritten first.
             where, params = _keep_last_where(thread_id, count, keep)
-            yield ("execute", f"DELETE FROM checkpoints WHERE {where}", params)
+            deleted = yield ("execute", f"DELETE FROM checkpoints WHERE {where} AND NOT EXISTS "
+                             "(SELECT 1 FROM checkpoints WHERE thread_id = ? AND tags LIKE ?)",
+                             [*params, thread_id, f"%{DELTA_TAG}%"])
+            if deleted == 0:
+                raise _HasDeltas()
         return cp.metadata.checkpoint_id, cp.metadata.step
 
     def _guarded_steps(self, steps: WriteSteps) -> WriteSteps:
