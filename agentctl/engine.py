@@ -479,6 +479,9 @@ class CheckpointEngine:
         self._checkpointer = checkpointer
         self._config = config or SnapshotConfig()
         self._snapshot_counters: dict[str, int] = {}
+        # SQLite: thread -> (data_version, write_generation) when a scan last found no
+        # delta rows in it (see _snapshot_steps).
+        self._delta_free: dict[str, tuple[int, int]] = {}
         self._last_delta: dict[str, dict[str, Any]] = {}  # the seeds' attribute, unused
         self._rng = rng
         self._clock = clock
@@ -658,14 +661,25 @@ class CheckpointEngine:
                                           messages, state, tools, made)
         yield ("put", cp, blobs)
         if keep is not None and count > keep:
-            # Not when the thread holds delta rows (one statement: the condition is
-            # evaluated once); their bases would have to be rewritten first.
             where, params = _keep_last_where(thread_id, count, keep)
-            deleted = yield ("execute", f"DELETE FROM checkpoints WHERE {where} AND NOT EXISTS "
-                             "(SELECT 1 FROM checkpoints WHERE thread_id = ? AND tags LIKE ?)",
-                             [*params, thread_id, f"%{DELTA_TAG}%"])
-            if deleted == 0:
-                raise _HasDeltas()
+            # Not when the thread holds delta rows: their bases would have to be
+            # rewritten first. Looking costs a pass over the thread's rows, so it is
+            # skipped when nothing but this process's own snapshots (which write no
+            # deltas) changed the file since the last pass found none: no other
+            # connection committed (data_version) and no other write of ours did.
+            version = (yield ("fetch", "PRAGMA data_version", []))[0]["data_version"]
+            seen = (int(version), getattr(self._checkpointer, "write_generation", None))
+            if self._delta_free.get(thread_id) == seen:
+                yield ("execute", f"DELETE FROM checkpoints WHERE {where}", params)
+            else:
+                deleted = yield ("execute", f"DELETE FROM checkpoints WHERE {where} AND NOT "
+                                 "EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ? AND "
+                                 "tags LIKE ?)", [*params, thread_id, f"%{DELTA_TAG}%"])
+                if deleted == 0:
+                    raise _HasDeltas()
+                if len(self._delta_free) > 4096:
+                    self._delta_free.clear()
+                self._delta_free[thread_id] = seen
         return cp.metadata.checkpoint_id, cp.metadata.step
 
     def _guarded_steps(self, steps: WriteSteps) -> WriteSteps:

@@ -220,6 +220,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         self._batch: _Batch | None = None  # the open group-commit transaction
         self._jobs: list[tuple[WriteSteps, asyncio.Future[Any]]] = []  # see write_steps
         self._jobs_task: asyncio.Task[None] | None = None
+        #: bumped by every write made through `transaction` (not `write_steps`): with
+        #: `PRAGMA data_version` (other connections' commits) it tells a caller that
+        #: nothing but its own `write_steps` changed the file since it last looked
+        self.write_generation = 0
         self._created_at_index: bool | None = None  # see _created_at_indexed
         if create and not readonly:
             self._create_if_missing()
@@ -503,6 +507,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         try:
             if writer is not None and writer.in_transaction:
                 if commit and error is None:
+                    self.write_generation += 1
                     await writer.commit()
                 else:
                     await writer.rollback()
