@@ -28,7 +28,7 @@ import gc
 import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
-from typing import Any, AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, AsyncIterator, Generator, Iterable, Mapping, Sequence
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
@@ -130,22 +130,16 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def checkpoint_params(cp: Checkpoint, timestamp: Any) -> tuple[Any, ...]:
-    """The values of COLUMNS for a checkpoint; `timestamp` converts created_at."""
+def checkpoint_params(cp: Checkpoint, timestamp: Any,
+                      blobs: Sequence[str] | None = None) -> tuple[Any, ...]:
+    """The values of COLUMNS for a checkpoint; `timestamp` converts created_at.
+    `blobs`: messages, state and tools_result already serialised with `dumps`."""
     meta = cp.metadata
-    return (
-        meta.thread_id,
-        meta.checkpoint_id,
-        meta.parent_checkpoint_id,
-        meta.step,
-        timestamp(meta.created_at),
-        dumps(meta.tags),
-        meta.summary,
-        dumps(cp.messages),
-        dumps(cp.state),
-        dumps(cp.tools_result),
-        cp.next_node,
-    )
+    messages, state, tools = blobs if blobs is not None else (
+        dumps(cp.messages), dumps(cp.state), dumps(cp.tools_result))
+    return (meta.thread_id, meta.checkpoint_id, meta.parent_checkpoint_id, meta.step,
+            timestamp(meta.created_at), dumps(meta.tags), meta.summary,
+            messages, state, tools, cp.next_node)
 
 
 def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
@@ -311,6 +305,30 @@ class RowReads:
 
 
 
+# ---- a write given as steps ------------------------------------------------------------
+# A write can be written once for every backend as a generator of steps that yields
+#   ("fetch", sql, params)     -> its rows, as dicts
+#   ("execute", sql, params)   -> the number of rows changed
+#   ("put", checkpoint, blobs) -> the checkpoint id (blobs: see checkpoint_params)
+# and returns the write's result. `run_steps` runs one in an open Transaction;
+# SQLiteCheckpointer.write_steps runs one whole on its connection's thread.
+WriteSteps = Generator[tuple, Any, Any]
+
+
+async def run_steps(tx: "Transaction", steps: WriteSteps) -> Any:
+    """Run a write given as steps in the open transaction `tx`; return its result."""
+    result: Any = None
+    try:
+        while True:
+            op = steps.send(result)
+            if op[0] == "put":
+                result = await tx.put(op[1], op[2])
+            else:
+                result = await getattr(tx, op[0])(op[1], *op[2])
+    except StopIteration as done:
+        return done.value
+
+
 class Transaction(RowReads, ABC):
     """One open write transaction. Statements use `?` placeholders on every backend."""
 
@@ -335,8 +353,8 @@ class Transaction(RowReads, ABC):
         return await self._fetchval(sql, *params)
 
     @abstractmethod
-    async def put(self, checkpoint: Checkpoint) -> str:
-        """Upsert one checkpoint inside this transaction."""
+    async def put(self, checkpoint: Checkpoint, blobs: Sequence[str] | None = None) -> str:
+        """Upsert one checkpoint inside this transaction (`blobs`: see checkpoint_params)."""
 
     @abstractmethod
     def timestamp(self, iso: str) -> Any:

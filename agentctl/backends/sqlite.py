@@ -32,6 +32,7 @@ from agentctl.backends.base import (
     THREAD_ORDER_DESC,
     CheckpointBackend,
     Transaction,
+    WriteSteps,
     dumps,
     row_to_metadata,
 )
@@ -115,8 +116,8 @@ class _SQLiteTransaction(Transaction):
         # One call on the connection's thread (execute + fetchall + close would be three).
         return [dict(r) for r in await self._conn.execute_fetchall(sql, params)]
 
-    async def put(self, checkpoint: Checkpoint) -> str:
-        await self._conn.execute(UPSERT_SQL, checkpoint_params(checkpoint, iso_text))
+    async def put(self, checkpoint: Checkpoint, blobs: Sequence[str] | None = None) -> str:
+        await self._conn.execute(UPSERT_SQL, checkpoint_params(checkpoint, iso_text, blobs))
         return checkpoint.metadata.checkpoint_id
 
     def timestamp(self, iso: str) -> Any:
@@ -141,6 +142,53 @@ class _Batch:
         if not self.done.done():
             self.done.set_exception(error)
             self.done.exception()  # retrieved: no warning when no writer waits for it
+
+
+def _run_steps_here(conn: sqlite3.Connection, steps: WriteSteps) -> Any:
+    """`run_steps` on a sqlite3 connection, in the calling thread."""
+    result: Any = None
+    try:
+        while True:
+            op = steps.send(result)
+            if op[0] == "fetch":
+                result = [dict(r) for r in conn.execute(op[1], op[2]).fetchall()]
+            elif op[0] == "execute":
+                result = conn.execute(op[1], op[2]).rowcount
+            else:  # put
+                conn.execute(UPSERT_SQL, checkpoint_params(op[1], iso_text, op[2]))
+                result = op[1].metadata.checkpoint_id
+    except StopIteration as done:
+        return done.value
+
+
+def _run_jobs(conn: sqlite3.Connection, jobs: list[WriteSteps]) -> list[tuple[bool, Any]]:
+    """On the connection's thread: the writes `jobs` in one transaction and one COMMIT,
+    each in a savepoint when there are several; (True, result) or (False, error) each.
+    An error that ends the transaction itself (BEGIN or COMMIT failing, SQLite rolling
+    everything back) is raised: then none of the writes happened."""
+    group = len(jobs) > 1
+    outcomes: list[tuple[bool, Any]] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for steps in jobs:
+            if group:
+                conn.execute("SAVEPOINT agentctl_write")
+            try:
+                outcomes.append((True, _run_steps_here(conn, steps)))
+            except Exception as exc:
+                if not conn.in_transaction:
+                    raise  # SQLite rolled back the whole transaction (I/O error, full disk)
+                conn.execute("ROLLBACK TO agentctl_write" if group else "ROLLBACK")
+                outcomes.append((False, exc))
+            if group:
+                conn.execute("RELEASE agentctl_write")
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return outcomes
 
 
 class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
@@ -170,6 +218,12 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         self._connect_lock = asyncio.Lock()
         self._write_lock = asyncio.Lock()
         self._batch: _Batch | None = None  # the open group-commit transaction
+        self._jobs: list[tuple[WriteSteps, asyncio.Future[Any]]] = []  # see write_steps
+        self._jobs_task: asyncio.Task[None] | None = None
+        #: bumped by every write made through `transaction` (not `write_steps`): with
+        #: `PRAGMA data_version` (other connections' commits) it tells a caller that
+        #: nothing but its own `write_steps` changed the file since it last looked
+        self.write_generation = 0
         self._created_at_index: bool | None = None  # see _created_at_indexed
         if create and not readonly:
             self._create_if_missing()
@@ -299,10 +353,11 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             )
 
     async def close(self) -> None:
-        if self._batch is not None:
-            async with self._write_lock:
-                if self._batch is not None:
-                    await self._end_batch(self._batch, None)
+        while self._jobs_task is not None:  # queued writes run first
+            await asyncio.shield(self._jobs_task)
+        async with self._write_lock:  # after the writes under way
+            if self._batch is not None:
+                await self._end_batch(self._batch, None)
         for attr in ("_writer", "_reader"):
             conn = getattr(self, attr)
             setattr(self, attr, None)
@@ -362,6 +417,63 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             batch.members += 1
         await asyncio.shield(batch.done)
 
+    async def write_steps(self, steps: WriteSteps) -> Any:
+        """Run a write given as steps (see `agentctl.backends.base.run_steps`) whole on
+        the write connection's thread, in its own transaction: no round trip to that
+        thread per statement; return its result.
+
+        Group commit, as for `transaction`: the writes queued while another group is
+        being written run together in the next transaction, each in its own savepoint (a
+        write that raises undoes only its own statements), and share its COMMIT. Each
+        caller returns once the COMMIT that holds its writes is durable, or gets its error.
+        """
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
+        await self.connect()
+        job: tuple[WriteSteps, asyncio.Future[Any]] = (
+            steps, asyncio.get_running_loop().create_future())
+        self._jobs.append(job)
+        if self._jobs_task is None:
+            self._jobs_task = asyncio.get_running_loop().create_task(self._write_jobs())
+        try:
+            return await asyncio.shield(job[1])
+        except asyncio.CancelledError:
+            if job in self._jobs:  # not started: it never runs
+                self._jobs.remove(job)
+            raise
+
+    async def _write_jobs(self) -> None:
+        async with self._write_lock:
+            jobs, self._jobs, self._jobs_task = self._jobs, [], None
+            if not jobs:
+                return
+            try:
+                if self._batch is not None:  # a `transaction` group waits for its COMMIT
+                    await self._end_batch(self._batch, None)
+                if self._writer is None:
+                    self._writer = await self._open("rw")
+                writer = self._writer
+                outcomes = await writer._execute(  # aiosqlite: run on its thread
+                    _run_jobs, writer._conn, [steps for steps, _ in jobs])
+            except BaseException as exc:
+                error = map_sqlite_error(exc, self._db_path) if isinstance(exc, sqlite3.Error) else exc
+                for _, done in jobs:
+                    if not done.done():
+                        done.set_exception(error)
+                        done.exception()  # retrieved: no warning for a cancelled caller
+                if not isinstance(exc, Exception):
+                    raise
+                return
+            for (_, done), (ok, value) in zip(jobs, outcomes):
+                if done.done():
+                    continue
+                if ok:
+                    done.set_result(value)
+                else:
+                    done.set_exception(map_sqlite_error(value, self._db_path)
+                                       if isinstance(value, sqlite3.Error) else value)
+                    done.exception()
+
     async def _undo_member(self, batch: "_Batch") -> None:
         """Undo the statements of a body that raised (the lock is held)."""
         writer = self._writer
@@ -395,6 +507,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         try:
             if writer is not None and writer.in_transaction:
                 if commit and error is None:
+                    self.write_generation += 1
                     await writer.commit()
                 else:
                     await writer.rollback()
