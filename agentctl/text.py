@@ -40,6 +40,20 @@ def inert(text: object, *, one_line: bool = False) -> str:
     return pattern.sub(_escape, s)
 
 
+_SEPARATOR = "\uffff"  # a noncharacter, which inert leaves as it is
+
+
+def inert_all(texts: list[str], *, one_line: bool = False) -> list[str]:
+    """[inert(t, one_line=...) for t in texts] for many str, in one scan of them all."""
+    joined = _SEPARATOR.join(texts)
+    if joined.count(_SEPARATOR) != max(len(texts) - 1, 0):  # a text holds the separator
+        return [inert(t, one_line=one_line) for t in texts]
+    pattern = _UNSAFE_ONE_LINE if one_line else _UNSAFE
+    if pattern.search(joined) is None:
+        return texts
+    return pattern.sub(_escape, joined).split(_SEPARATOR)
+
+
 # What json.dumps(ensure_ascii=False) leaves raw that a terminal may act on (it escapes
 # C0 controls itself): DEL, C1 controls (\x9b is an 8-bit CSI), line separators, bidi.
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -57,3 +71,15 @@ def shorten(text: str, width: int) -> str:
     if width <= 0 or len(flat) <= width:
         return flat
     return flat[: max(0, width - 1)] + "…"
+
+
+def shorten_all(texts: list[str], width: int) -> list[str]:
+    """[shorten(t, width) for t in texts], escaping them all in one scan."""
+    try:
+        escaped = inert_all(texts, one_line=True)
+    except TypeError:  # a value that is not a str
+        return [shorten(t, width) for t in texts]
+    out = []
+    for flat in map(" ".join, map(str.split, escaped)):
+        out.append(flat if width <= 0 or len(flat) <= width else flat[: max(0, width - 1)] + "…")
+    return out

@@ -95,6 +95,16 @@ def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
     return DatabaseError(f"{path}: {text}")
 
 
+def _tuple_rows(conn: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    """On the connection's thread: the rows of a query as tuples."""
+    cur = conn._conn.cursor()
+    try:
+        cur.row_factory = None
+        return cur.execute(sql, params).fetchall()
+    finally:
+        cur.close()
+
+
 class _SQLiteTransaction(Transaction):
     kind = "sqlite"
 
@@ -319,6 +329,20 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             # cancelled mid-query (a TUI worker superseded by a newer one) cannot leave an
             # open cursor behind, whose read lock would block every writer (rollback journal).
             return list(await self._reader.execute_fetchall(sql, params))
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, self._db_path) from None
+
+    async def _fetch_tuples(self, sql: str, *params: Any) -> list[Any]:
+        await self.connect()
+        reader = self._reader
+        assert reader is not None
+        run_on_thread = getattr(reader, "_execute", None)  # aiosqlite's queue to its thread
+        if run_on_thread is None:  # pragma: no cover - an aiosqlite without it
+            return [tuple(r) for r in await self._fetch(sql, *params)]
+        try:
+            # Plain tuples (no sqlite3.Row per row: a third of the time for 10,000 rows),
+            # in one call on the connection's thread, like _fetch.
+            return await run_on_thread(_tuple_rows, reader, sql, params)
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, self._db_path) from None
 

@@ -66,26 +66,30 @@ def log(
             tid = await resolve_thread(backend, thread)
             total = await backend.count(tid)
             threads = await _family(backend, tid) if graph else [tid]
-            pages = [await backend.read_thread(t, n, offset if t == tid else 0, descending=True)
-                     for t in threads]
+            forked: list[str] = []
+            if graph:
+                pages = [await backend.read_thread(t, n, offset if t == tid else 0, descending=True)
+                         for t in threads]
+            else:
+                # Which checkpoints shown have children in other threads, found while
+                # the page is read (an idx_parent probe per row), not by a second pass.
+                page, forked = await backend.read_thread_forks(tid, n, offset, descending=True)
+                pages = [page]
             heads = {}
             for t, page in zip(threads, pages):
                 head = page[0] if page and (offset == 0 or t != tid) else None
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
-            if not graph:
-                # Forks off the checkpoints shown: their children in other threads (an
-                # idx_parent probe each), not branches_of(thread), which reads every row
-                # of the thread (80 ms for 10,000 steps to decorate a page of 100).
-                shown = sorted({m.checkpoint_id for m in pages[0]})
-                for i in range(0, len(shown), 500):
-                    chunk = shown[i:i + 500]
-                    for r in await backend.query(
-                            "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
-                            + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
-                            f"ORDER BY thread_id{backend.COLLATE}, step, created_at, id", *chunk, tid):
-                        heads.setdefault(r["parent_id"], []).append(f"fork: {r['thread_id']}")
-            return tid, total, _newest_first(pages)[:n], heads
+            # Forks off the checkpoints shown: their children in other threads.
+            shown = sorted(set(forked))
+            for i in range(0, len(shown), 500):
+                chunk = shown[i:i + 500]
+                for r in await backend.query(
+                        "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
+                        + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
+                        f"ORDER BY thread_id{backend.COLLATE}, step, created_at, id", *chunk, tid):
+                    heads.setdefault(r["parent_id"], []).append(f"fork: {r['thread_id']}")
+            return tid, total, pages[0] if len(pages) == 1 else _newest_first(pages)[:n], heads
 
     tid, total, metas, heads = run(go())
     if json_out:
@@ -93,8 +97,12 @@ def log(
         return
     from agentctl import lines
 
-    show_segments(lines.log_lines(metas, graph=graph, heads=heads,
-                                  summary_width=80 if stdout_is_tty() else None))
+    rows = lines.log_lines(metas, graph=graph, heads=heads,
+                           summary_width=80 if stdout_is_tty() else None)
+    if rows and plain_output():  # piped: written in one go (show_segments' text)
+        sys.stdout.write(lines.plain_text(rows))
+    else:
+        show_segments(rows)
     shown = len([m for m in metas if m.thread_id == tid])
     if offset + shown < total and stderr_is_tty():
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
