@@ -334,10 +334,7 @@ class RowReads:
     async def read_thread(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
     ) -> list[CheckpointMetadata]:
-        order = THREAD_ORDER_DESC if descending else THREAD_ORDER_ASC
-        return metadata_rows(thread_id, await self._fetch_tuples(
-            f"SELECT {THREAD_ROW_COLUMNS} FROM checkpoints WHERE thread_id = ? "
-            f"ORDER BY {order} LIMIT ? OFFSET ?", thread_id, limit, offset))
+        return metadata_rows(thread_id, await self._thread_rows(thread_id, limit, offset, descending))
 
     async def read_thread_forks(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
@@ -345,15 +342,23 @@ class RowReads:
         """read_thread, and the ids of those checkpoints that have children in other
         threads (forks), found while the rows are read: an idx_parent probe per row,
         whose child is mostly the next step, a row just read."""
-        order = THREAD_ORDER_DESC if descending else THREAD_ORDER_ASC
-        rows = await self._fetch_tuples(
-            f"SELECT {THREAD_ROW_COLUMNS}, CASE WHEN EXISTS (SELECT 1 FROM checkpoints k "
-            "WHERE k.parent_id = t.checkpoint_id AND k.thread_id <> t.thread_id) THEN 1 ELSE 0 END "
-            f"FROM checkpoints t WHERE thread_id = ? ORDER BY {order} LIMIT ? OFFSET ?",
-            thread_id, limit, offset)
+        rows = await self._thread_rows(thread_id, limit, offset, descending, FORKED)
         forks = [r[0] for r in rows if r[6]]
         return metadata_rows(thread_id, [r[:6] for r in rows]), forks
 
+    async def _thread_rows(self, thread_id: str, limit: int, offset: int, descending: bool,
+                           extra: str = "") -> list[Sequence[Any]]:
+        """A page of a thread's rows (table `t`) as tuples of THREAD_ROW_COLUMNS, then
+        the `extra` columns."""
+        order = THREAD_ORDER_DESC if descending else THREAD_ORDER_ASC
+        return await self._fetch_tuples(
+            f"SELECT {THREAD_ROW_COLUMNS}{extra} FROM checkpoints t WHERE thread_id = ? "
+            f"ORDER BY {order} LIMIT ? OFFSET ?", thread_id, limit, offset)
+
+
+# An extra column of _thread_rows: 1 if the row has a child in another thread, else 0.
+FORKED = (", CASE WHEN EXISTS (SELECT 1 FROM checkpoints k WHERE k.parent_id = t.checkpoint_id "
+          "AND k.thread_id <> t.thread_id) THEN 1 ELSE 0 END")
 
 
 class Transaction(RowReads, ABC):

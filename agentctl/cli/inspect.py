@@ -1,9 +1,11 @@
 """Reading checkpoints: `log`, `show`, `diff`, `tree`."""
 
 
+import gc
 import heapq
 import sys
-from typing import Annotated, Any
+from contextlib import contextmanager
+from typing import Annotated, Any, Iterator
 
 import typer
 
@@ -15,6 +17,21 @@ from agentctl.cli.output import (compact_json, emit_json, info, plain_output, sh
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 MAX_GRAPH_THREADS = 64
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while thousands of rows become objects and lines: none of them is
+    garbage yet, and the collector would walk them again and again (and every object
+    of the start-up with them)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def register(app: typer.Typer) -> None:
@@ -91,18 +108,20 @@ def log(
                     heads.setdefault(r["parent_id"], []).append(f"fork: {r['thread_id']}")
             return tid, total, pages[0] if len(pages) == 1 else _newest_first(pages)[:n], heads
 
-    tid, total, metas, heads = run(go())
+    with _gc_paused():
+        tid, total, metas, heads = run(go())
     if json_out:
         emit_json([m.to_dict() for m in metas])
         return
     from agentctl import lines
 
-    rows = lines.log_lines(metas, graph=graph, heads=heads,
-                           summary_width=80 if stdout_is_tty() else None)
-    if rows and plain_output():  # piped: written in one go (show_segments' text)
-        sys.stdout.write(lines.plain_text(rows))
-    else:
-        show_segments(rows)
+    with _gc_paused():
+        rows = lines.log_lines(metas, graph=graph, heads=heads,
+                               summary_width=80 if stdout_is_tty() else None)
+        if rows and plain_output():  # piped: written in one go (show_segments' text)
+            sys.stdout.write(lines.plain_text(rows))
+        else:
+            show_segments(rows)
     shown = len([m for m in metas if m.thread_id == tid])
     if offset + shown < total and stderr_is_tty():
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
@@ -224,14 +243,16 @@ def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> No
             tid = await resolve_thread(backend, thread)
             return await engine.get_checkpoint_tree(tid)
 
-    result = run(go())
+    with _gc_paused():
+        result = run(go())
     if json_out:
         emit_json(result)
         return
     if plain_output():  # piped: the same text, without building and drawing Rich objects
         from agentctl import lines
 
-        sys.stdout.write("".join(line + "\n" for line in lines.tree_nodes(result).lines()))
+        with _gc_paused():
+            sys.stdout.write("".join([line + "\n" for line in lines.tree_nodes(result).lines()]))
         return
     from agentctl import render
 
