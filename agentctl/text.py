@@ -46,7 +46,16 @@ def inert_all(texts: list[str], *, one_line: bool = False) -> list[str]:
     every character inert escapes) is left as it is, without a regex scan."""
     if "".join(texts).isprintable():
         return texts
-    return [t if t.isprintable() else inert(t, one_line=one_line) for t in texts]
+    if not one_line:
+        return [t if t.isprintable() else inert(t) for t in texts]
+    out = []
+    for t in texts:
+        if not t.isprintable():
+            t = t.replace("\n", "\\n")  # what inert makes of a newline, the most common
+            if not t.isprintable():
+                t = inert(t, one_line=True)
+        out.append(t)
+    return out
 
 
 # What json.dumps(ensure_ascii=False) leaves raw that a terminal may act on (it escapes

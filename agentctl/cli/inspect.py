@@ -110,19 +110,19 @@ def log(
 
     with _gc_paused():
         tid, total, metas, heads = run(go())
-    if json_out:
-        emit_json([m.to_dict() for m in metas])
-        return
-    from agentctl import lines
+        shown = len([m for m in metas if m.thread_id == tid])
+        if json_out:
+            emit_json([m.to_dict() for m in metas])
+            return
+        from agentctl import lines
 
-    with _gc_paused():
         rows = lines.log_lines(metas, graph=graph, heads=heads,
                                summary_width=80 if stdout_is_tty() else None)
         if rows and plain_output():  # piped: written in one go (show_segments' text)
             sys.stdout.write(lines.plain_text(rows))
         else:
             show_segments(rows)
-    shown = len([m for m in metas if m.thread_id == tid])
+        del metas, rows  # freed while the collector is paused: it would walk them once more
     if offset + shown < total and stderr_is_tty():
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
 
@@ -256,15 +256,15 @@ def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> No
 
     with _gc_paused():
         result = run(go())
-    if json_out:
-        emit_json(result)
-        return
-    if plain_output():  # piped: the same text, without building and drawing Rich objects
-        from agentctl import lines
+        if json_out:
+            emit_json(result)
+            return
+        if plain_output():  # piped: the same text, without building and drawing Rich objects
+            from agentctl import lines
 
-        with _gc_paused():
             sys.stdout.write("".join([line + "\n" for line in lines.tree_nodes(result).lines()]))
-        return
+            del result  # freed while the collector is paused: it would walk it once more
+            return
     from agentctl import render
 
     show(render.tree_view(result))
