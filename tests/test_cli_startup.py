@@ -121,3 +121,34 @@ def test_broken_pipe_and_full_disk_keep_their_exit_codes(tmp_path):
                            env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
         os.close(writer)
         assert r.returncode == 1 and r.stderr == b"", args
+
+
+def test_the_collector_is_paused_for_the_start_up_only(monkeypatch, capsys):
+    """main() pauses the cyclic GC while the CLI and the command's module are imported
+    and resumes it (start-up objects frozen) before the command runs: a long command
+    such as the TUI must not run without it."""
+    import gc
+
+    import agentctl.cli as cli
+
+    seen: list[bool] = []
+    real_end = cli.end_start_up
+
+    def end() -> None:
+        seen.append(gc.isenabled())
+        real_end()
+        seen.append(gc.isenabled())
+
+    monkeypatch.setattr(cli, "end_start_up", end)
+    monkeypatch.setattr(sys, "argv", ["agentctl", "--db", str(SAMPLE_DB), "threads", "list"])
+    assert gc.isenabled()
+    try:
+        with pytest.raises(SystemExit) as done:
+            cli.main()
+        assert done.value.code in (0, None)
+        assert seen == [False, True]
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        assert "support-1042" in capsys.readouterr().out
+    finally:
+        gc.unfreeze()
+        gc.enable()

@@ -40,7 +40,29 @@ def _silence_stdout() -> None:
         pass
 
 
+_START_UP_GC_PAUSED = False
+
+
+def end_start_up() -> None:
+    """Called once the command's module is imported: the objects of the start-up
+    (modules, functions, the app) go to the collector's permanent generation, so that
+    it does not walk them again, and collection resumes if `main` paused it."""
+    global _START_UP_GC_PAUSED
+    if _START_UP_GC_PAUSED:
+        import gc
+
+        _START_UP_GC_PAUSED = False
+        gc.freeze()
+        gc.enable()
+
+
 def main() -> None:
+    import gc
+
+    global _START_UP_GC_PAUSED
+    if gc.isenabled():  # imports make no cyclic garbage; the collector would walk them
+        gc.disable()    # again and again (about a tenth of the start-up)
+        _START_UP_GC_PAUSED = True
     from agentctl.cli import fasthelp
 
     code = fasthelp.serve(sys.argv)

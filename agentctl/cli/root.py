@@ -160,6 +160,9 @@ def _root(
     set_no_color(no_color)
     set_pager(pager)
     ctx.obj = CliState(db=db)
+    from agentctl.cli import end_start_up
+
+    end_start_up()  # the command's module is imported by now
 
 
 def eager_app() -> typer.Typer:
