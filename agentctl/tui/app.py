@@ -71,12 +71,12 @@ def parse_keymap(spec: str) -> dict[str, str]:
 
 def while_shown(handler: Callable[..., Any]) -> Callable[..., Any]:
     """For handlers of what workers post: do nothing once the main view is gone (the
-    app is closing and its screen was removed before the queue emptied)."""
+    app is closing: its screen is being, or has been, removed before the queue emptied)."""
     @functools.wraps(handler)
-    def wrapper(self: "AgentctlApp", message: Any) -> Any:
-        if not self.query(ThreadList):
+    def wrapper(self: "AgentctlApp", *message: Any) -> Any:
+        if not self.is_running or not self.query(ThreadList):
             return None
-        return handler(self, message)
+        return handler(self, *message)
     return wrapper
 
 
@@ -294,8 +294,9 @@ class AgentctlApp(App[None]):
         loaded and laid out): show the one under the cursor, if none is shown."""
         self.call_after_refresh(self._show_current_thread)
 
+    @while_shown
     def _show_current_thread(self) -> None:
-        if self.thread_id is not None or not self.query(ThreadList):
+        if self.thread_id is not None:
             return
         threads = self.threads
         current = threads.current

@@ -16,9 +16,11 @@ class KeyFooter(Footer):
 
     def _keys(self) -> tuple[Any, ...]:
         """What compose() shows, as a comparable value."""
+        palette = self.app.COMMAND_PALETTE_BINDING
         return (self.compact, self.show_command_palette, tuple(
             (binding, self.app.get_key_display(binding), enabled, tooltip)
-            for _node, binding, enabled, tooltip in self.screen.active_bindings.values()))
+            for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
+            if binding.show or key == palette))
 
     def compose(self):  # type: ignore[no-untyped-def]
         self._shown = self._keys() if self._bindings_ready else None
