@@ -10,7 +10,7 @@ from textual.widgets import Footer
 class KeyFooter(Footer):
     """Textual's Footer rebuilds all its keys (a dozen widgets here: mounted, styled,
     laid out) after every focus change, although the app's keys stay the same; this one
-    skips a rebuild that would show the same keys."""
+    skips a rebuild that would show the same keys, and shows them from the first frame."""
 
     _shown: tuple[Any, ...] | None = None
 
@@ -23,6 +23,11 @@ class KeyFooter(Footer):
             if binding.show or key == palette))
 
     def compose(self):  # type: ignore[no-untyped-def]
+        if not self._bindings_ready and self.app.app_focus:
+            # Textual's Footer starts empty and shows its keys in a later frame, after
+            # the first change of bindings: here they are in the first frame (the app's
+            # keys; a change of bindings rebuilds it if the keys shown differ).
+            self.set_reactive(Footer._bindings_ready, True)
         self._shown = self._keys() if self._bindings_ready else None
         yield from super().compose()
 
