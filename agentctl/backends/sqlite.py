@@ -808,3 +808,45 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             f"CASE WHEN json_valid({column}) THEN json_type({column}) END AS t "
             f"FROM checkpoints WHERE NOT json_valid({column}) OR json_type({column}) <> ? "
             "ORDER BY id LIMIT ?", kind, limit)
+
+
+class _PlainReader(SQLiteCheckpointer):
+    """The backend's reads on a plain sqlite3 connection (`mode=ro`) of the calling
+    thread, with no event loop: `_fetch` never suspends, so a read coroutine of the
+    backend runs to its end on its first step (`run`). Same SQL, same results."""
+
+    def __init__(self, path: str, busy_timeout_ms: int = 5000) -> None:
+        super().__init__(path, readonly=True, create=False, busy_timeout_ms=busy_timeout_ms)
+        self._check_path()
+        try:
+            self._plain = sqlite3.connect(self._uri("ro"), uri=True, isolation_level=None,
+                                          timeout=self._busy_timeout_ms / 1000)
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, path) from None
+        self._plain.row_factory = sqlite3.Row
+
+    async def _fetch(self, sql: str, *params: Any) -> list[sqlite3.Row]:
+        try:
+            return self._plain.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, self._db_path) from None
+
+    def run(self, coro: Any) -> Any:
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            return done.value
+        coro.close()
+        raise RuntimeError("a plain read waited for something other than its queries")
+
+
+def read_thread_summaries(path: str, **kwargs: Any) -> list[ThreadSummary]:
+    """`SQLiteCheckpointer.thread_summaries(**kwargs)` of a SQLite file, as a blocking call
+    for a plain thread (no event loop, no aiosqlite thread): the TUI reads its first page
+    of threads this way while Textual starts (sqlite3 releases the GIL while a statement
+    runs). Opens the file read-only and closes it before returning."""
+    reader = _PlainReader(path)
+    try:
+        return reader.run(reader.thread_summaries(**kwargs))
+    finally:
+        reader._plain.close()
