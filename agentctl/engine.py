@@ -78,7 +78,7 @@ reads return the full checkpoint either way.
 
 Ids. `ckpt-{thread}-{step}-{6 hex}`; branch threads `{thread}-branch-{name}-{4 hex}`.
 The hex digits come from `rng` (a `random.Random`, injectable for reproducible output)
-or from uuid4; the time from `clock` (a callable returning a datetime or ISO string).
+or from the `random` module (seeded from os.urandom); the time from `clock` (a callable returning a datetime or ISO string).
 Unknown ids raise `CheckpointNotFound` / `ThreadNotFound` (ValueErrors whose message
 says "not found").
 
@@ -101,7 +101,6 @@ from __future__ import annotations
 import functools
 import logging
 import random
-import uuid
 from collections import deque
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -118,7 +117,9 @@ from agentctl.backends.base import (
     THREAD_ORDER_DESC,
     CheckpointBackend,
     RowReads,
+    DELTA_TAG,
     Transaction,
+    WriteSteps,
     checkpoint_params,
     decode_tags,
     dumps,
@@ -345,6 +346,25 @@ _AFTER = ("thread_id = ? AND (step, created_at, id) > "
           "(SELECT step, created_at, id FROM checkpoints WHERE checkpoint_id = ?)")
 
 
+def _head_query(thread_id: str, counted: bool) -> tuple[str, list[Any]]:
+    """A thread's head (its id is a snapshot's parent, its step the highest) and, when
+    `counted`, the thread's row count as `n`: one statement."""
+    count = ", (SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?) AS n" if counted else ""
+    return (f"SELECT checkpoint_id, step{count} FROM checkpoints WHERE thread_id = ? "
+            f"ORDER BY {THREAD_ORDER_DESC} LIMIT 1", [thread_id] * (2 if counted else 1))
+
+
+def _keep_last_where(thread_id: str, count: int, keep: int) -> tuple[str, list[Any]]:
+    """The oldest rows of a thread of `count` rows beyond the last `keep`, from the front
+    of the thread's index order: in steady state one row read, no pass over the thread."""
+    return (f"id IN (SELECT id FROM checkpoints WHERE thread_id = ? "
+            f"ORDER BY {THREAD_ORDER_ASC} LIMIT CAST(? AS BIGINT))", [thread_id, count - keep])
+
+
+class _HasDeltas(Exception):
+    """A snapshot's keep_last_n delete meets delta rows: the general path rewrites them."""
+
+
 def _gc_selection(kind: str, thread_id: str, policy: CheckpointGC, param: float,
                   cutoff: Any) -> tuple[str, list[Any]] | None:
     """A WHERE condition (and its parameters) selecting the rows a policy deletes from
@@ -421,10 +441,7 @@ class _GuardedTx(Transaction):
         self.kind = tx.kind
 
     def _tick(self) -> None:
-        self._engine._statements += 1
-        limit = self._engine._fail_at_statement
-        if limit is not None and self._engine._statements >= limit:
-            raise InjectedFault(f"fault injected at statement {self._engine._statements}")
+        self._engine._tick()
 
     async def execute(self, sql: str, *params: Any) -> int:
         self._tick()
@@ -438,9 +455,9 @@ class _GuardedTx(Transaction):
         self._tick()
         return await self._tx.fetch(sql, *params)
 
-    async def put(self, checkpoint: Checkpoint) -> str:
+    async def put(self, checkpoint: Checkpoint, blobs: Sequence[str] | None = None) -> str:
         self._tick()
-        return await self._tx.put(checkpoint)
+        return await self._tx.put(checkpoint, blobs)
 
     def timestamp(self, iso: str) -> Any:
         return self._tx.timestamp(iso)
@@ -471,6 +488,9 @@ class CheckpointEngine:
         self._checkpointer = checkpointer
         self._config = config or SnapshotConfig()
         self._snapshot_counters: dict[str, int] = {}
+        # SQLite: thread -> (data_version, write_generation) when a scan last found no
+        # delta rows in it (see _snapshot_steps).
+        self._delta_free: dict[str, tuple[int, int]] = {}
         self._last_delta: dict[str, dict[str, Any]] = {}  # the seeds' attribute, unused
         self._rng = rng
         self._clock = clock
@@ -490,10 +510,19 @@ class CheckpointEngine:
 
     # ---- small helpers -----------------------------------------------------------------
 
+    def _tick(self) -> None:
+        """The test-only fault hook: count a statement, fail the n-th one."""
+        self._statements += 1
+        limit = self._fail_at_statement
+        if limit is not None and self._statements >= limit:
+            raise InjectedFault(f"fault injected at statement {self._statements}")
+
     def _hex(self, n: int) -> str:
         if self._rng is not None:
             return "".join(self._rng.choice(_HEX) for _ in range(n))
-        return uuid.uuid4().hex[:n]
+        # `random` is seeded from os.urandom at import; uuid4() would ask the kernel
+        # for 16 bytes per id (tens of microseconds a call in some VMs).
+        return f"{random.getrandbits(4 * n):0{n}x}"
 
     def _now_dt(self) -> datetime:
         return _to_datetime(self._clock()) if self._clock else datetime.now(timezone.utc)
@@ -584,48 +613,107 @@ class CheckpointEngine:
         messages = list(messages)
         state = dict(state)
         tools = dict(tools_result or {})
-        self._check_size(thread_id, messages, state, tools)
+        blobs = self._serialize(thread_id, messages, state, tools)
         summary = self._auto_summary(messages, state)
         policy = as_policy(self._config.gc_policy)
         counted = policy in (CheckpointGC.KEEP_LAST_N, CheckpointGC.KEEP_MILESTONES)
+        # Computed here, not in the write: the write may run on the database's thread.
+        made = (trig, summary, parent_checkpoint_id, next_node, self._hex(6), self._now(),
+                self._snapshot_counters.get(thread_id, 0))
+        write_steps = getattr(self._checkpointer, "write_steps", None)
+        if (write_steps is not None and not self._config.delta_snapshots
+                and policy in (CheckpointGC.KEEP_ALL, CheckpointGC.KEEP_LAST_N)):
+            # The usual case, in one call on SQLite's connection thread (no round trip
+            # per statement): the head, the row, the keep_last_n deletes.
+            keep = max(int(self._config.gc_param), 1) if counted else None
+            self._statements = 0
+            try:
+                cid, step = await write_steps(self._guarded_steps(
+                    self._snapshot_steps(thread_id, messages, state, tools, blobs, made, keep)))
+            except _HasDeltas:  # rolled back; the general way rewrites them
+                pass
+            else:
+                self._bump(thread_id, step)
+                return cid
         async with self._write([thread_id], exclusive=False) as tx:
-            # One statement for the head (its id is the parent, its step the highest) and,
-            # when the GC policy needs it, the row count: each statement is a round trip
-            # to the connection's thread, which costs about as much as the commit's fsync.
-            found = await tx.fetch(
-                "SELECT checkpoint_id, step"
-                + (", (SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?) AS n" if counted else "")
-                + f" FROM checkpoints WHERE thread_id = ? ORDER BY {THREAD_ORDER_DESC} LIMIT 1",
-                *([thread_id] if counted else []), thread_id)
-            head = found[0] if found else None
-            top = int(head["step"]) if head is not None else 0
-            step = max(top, self._snapshot_counters.get(thread_id, 0)) + 1
-            parent = parent_checkpoint_id
-            if parent is None and head is not None:
-                parent = head["checkpoint_id"]
-            cid = f"ckpt-{thread_id}-{step}-{self._hex(6)}"
-            cp = Checkpoint(
-                CheckpointMetadata(thread_id, cid, step, parent, self._now(), [trig.value], summary),
-                messages, state, tools, next_node)
+            sql, params = _head_query(thread_id, counted)
+            cp, count = self._next_checkpoint(await tx.fetch(sql, *params), thread_id,
+                                              messages, state, tools, made)
             if self._config.delta_snapshots:
                 row = await delta.encode_for_thread(tx, cp, self._config.delta_keyframe_every)
             else:
                 row = cp
-            await tx.put(row)
-            await self._auto_gc(tx, thread_id, (int(head["n"]) if head is not None else 0) + 1
-                                if counted else None)
-        self._bump(thread_id, step)
-        return cid
+            await tx.put(row, blobs if row is cp else None)
+            await self._auto_gc(tx, thread_id, count if counted else None)
+        self._bump(thread_id, cp.metadata.step)
+        return cp.metadata.checkpoint_id
 
-    def _check_size(self, thread_id: str, messages: Any, state: Any, tools: Any) -> None:
+    def _next_checkpoint(self, found: list[dict[str, Any]], thread_id: str, messages: Any,
+                         state: Any, tools: Any, made: tuple) -> tuple[Checkpoint, int]:
+        """The checkpoint a snapshot writes after the head `found` (_head_query's rows),
+        and the thread's row count with it."""
+        trig, summary, parent, next_node, hex6, now, counter = made
+        head = found[0] if found else None
+        step = max(int(head["step"]) if head is not None else 0, counter) + 1
+        if parent is None and head is not None:
+            parent = head["checkpoint_id"]
+        cid = f"ckpt-{thread_id}-{step}-{hex6}"
+        cp = Checkpoint(CheckpointMetadata(thread_id, cid, step, parent, now, [trig.value], summary),
+                        messages, state, tools, next_node)
+        return cp, (int(head.get("n") or 0) if head is not None else 0) + 1
+
+    def _snapshot_steps(self, thread_id: str, messages: Any, state: Any, tools: Any,
+                        blobs: tuple[str, str, str], made: tuple, keep: int | None) -> WriteSteps:
+        """A snapshot under keep_all / keep_last_n without delta rows, as write steps."""
+        sql, params = _head_query(thread_id, keep is not None)
+        cp, count = self._next_checkpoint((yield ("fetch", sql, params)), thread_id,
+                                          messages, state, tools, made)
+        yield ("put", cp, blobs)
+        if keep is not None and count > keep:
+            where, params = _keep_last_where(thread_id, count, keep)
+            # Not when the thread holds delta rows: their bases would have to be
+            # rewritten first. Looking costs a pass over the thread's rows, so it is
+            # skipped when nothing but this process's own snapshots (which write no
+            # deltas) changed the file since the last pass found none: no other
+            # connection committed (data_version) and no other write of ours did.
+            version = (yield ("fetch", "PRAGMA data_version", []))[0]["data_version"]
+            seen = (int(version), getattr(self._checkpointer, "write_generation", None))
+            if self._delta_free.get(thread_id) == seen:
+                yield ("execute", f"DELETE FROM checkpoints WHERE {where}", params)
+            else:
+                deleted = yield ("execute", f"DELETE FROM checkpoints WHERE {where} AND NOT "
+                                 "EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ? AND "
+                                 "tags LIKE ?)", [*params, thread_id, f"%{DELTA_TAG}%"])
+                if deleted == 0:
+                    raise _HasDeltas()
+                if len(self._delta_free) > 4096:
+                    self._delta_free.clear()
+                self._delta_free[thread_id] = seen
+        return cp.metadata.checkpoint_id, cp.metadata.step
+
+    def _guarded_steps(self, steps: WriteSteps) -> WriteSteps:
+        """`steps` passing each statement through the test-only fault hook, as _GuardedTx."""
+        result = None
+        try:
+            while True:
+                op = steps.send(result)
+                self._tick()
+                result = yield op
+        except StopIteration as done:
+            return done.value
+
+    def _serialize(self, thread_id: str, messages: Any, state: Any,
+                   tools: Any) -> tuple[str, str, str]:
+        """The three JSON columns, checked against max_snapshot_size_mb."""
+        blobs = (dumps(messages), dumps(state), dumps(tools))
         limit = self._config.max_snapshot_size_mb
-        if not limit or limit <= 0:
-            return
-        size = sum(len(dumps(v).encode("utf-8")) for v in (messages, state, tools))
-        if size > limit * 1024 * 1024:
-            raise SnapshotTooLarge(
-                f"snapshot of thread {thread_id!r} is {size / 1048576:.2f} MB "
-                f"({size} bytes), over max_snapshot_size_mb={limit:g}; nothing was written")
+        if limit and limit > 0:
+            size = sum(len(b.encode("utf-8")) for b in blobs)
+            if size > limit * 1024 * 1024:
+                raise SnapshotTooLarge(
+                    f"snapshot of thread {thread_id!r} is {size / 1048576:.2f} MB "
+                    f"({size} bytes), over max_snapshot_size_mb={limit:g}; nothing was written")
+        return blobs
 
     async def snapshot_safe(self, *args: Any, **kwargs: Any) -> str:
         """`snapshot` (the same arguments) that never raises: a failure is logged and ""
@@ -652,9 +740,7 @@ class CheckpointEngine:
             # The thread has `count` rows (counted in this transaction): the oldest
             # count - n go, found from the front of the thread's index order. A snapshot
             # in steady state reads one row for this instead of the whole thread.
-            where, params = (f"id IN (SELECT id FROM checkpoints WHERE thread_id = ? "
-                             f"ORDER BY {THREAD_ORDER_ASC} LIMIT CAST(? AS BIGINT))",
-                             [thread_id, count - max(int(param), 1)])
+            where, params = _keep_last_where(thread_id, count, max(int(param), 1))
         else:
             selection = self._selection(tx.kind, thread_id, policy, param)
             if selection is None:

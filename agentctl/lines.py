@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from agentctl.text import inert, shorten
+from agentctl.text import inert, inert_all, shorten, shorten_all
 
 Segment = tuple[str, str]  # (text, Rich style)
 
@@ -58,26 +58,67 @@ def tag_segments(tags: Sequence[Any]) -> list[Segment]:
 
 def log_line(meta: Any, decorations: Sequence[str], summary_width: int | None) -> list[Segment]:
     """id (decorations) #step [tags] summary."""
-    out = [seg(meta.checkpoint_id, ID_STYLE)]
-    if decorations:
-        out.append((" (", ""))
-        for i, d in enumerate(decorations):
-            if i:
-                out.append((", ", ""))
-            out.append(seg(d, "bold green"))
-        out.append((")", ""))
-    out.append(seg(f" #{meta.step}", "cyan"))
-    tags = [t for t in (meta.tags or []) if not str(t).startswith(("merged:", "branch:"))]
-    if tags:
-        out.append((" [", ""))
-        out += tag_segments(tags)
-        out.append(("]", ""))
-    summary = meta.summary or ""
-    if summary:
-        out.append((" ", ""))
-        out.append((shorten(summary, summary_width) if summary_width else
-                    inert(summary, one_line=True), ""))
-    return out
+    return _log_rows([meta], {meta.checkpoint_id: decorations} if decorations else {},
+                     summary_width)[0]
+
+
+def _shown(values: list[Any]) -> list[str]:
+    """[seg(v)[0] for v in values], in one scan when they are all str."""
+    try:
+        return inert_all(values, one_line=True)
+    except TypeError:  # a value that is not a str (None, a number)
+        return [seg(v)[0] for v in values]
+
+
+def _log_rows(metas: Sequence[Any], heads: Mapping[str, Sequence[str]],
+              summary_width: int | None) -> list[list[Segment]]:
+    """The log line of each checkpoint, with what the lines share worked out once: the
+    ids and summaries escaped in one pass, the segments of each distinct list of tags.
+    The same segments as laying out each line on its own."""
+    ids = _shown([m.checkpoint_id for m in metas])
+    if summary_width:
+        summaries = [shorten(s, summary_width) if s else None
+                     for s in [m.summary or "" for m in metas]]
+    else:
+        summaries = [s or None for s in _shown([m.summary or "" for m in metas])]
+    tag_tails: dict[tuple[Any, ...], list[Segment]] = {}
+
+    def tags_tail(all_tags: Sequence[Any]) -> list[Segment]:
+        tags = [t for t in all_tags if not str(t).startswith(("merged:", "branch:"))]
+        return [(" [", ""), *tag_segments(tags), ("]", "")] if tags else []
+
+    rows = []
+    for meta, cid, summary in zip(metas, ids, summaries):
+        out = [(cid, ID_STYLE)]
+        decorations = heads.get(meta.checkpoint_id) if heads else None
+        if decorations:
+            out.append((" (", ""))
+            for i, d in enumerate(decorations):
+                if i:
+                    out.append((", ", ""))
+                out.append(seg(d, "bold green"))
+            out.append((")", ""))
+        step = meta.step
+        out.append((f" #{step}", "cyan") if type(step) is int else seg(f" #{step}", "cyan"))
+        all_tags = meta.tags
+        if all_tags:
+            try:
+                key = tuple(all_tags)
+                tail = tag_tails.get(key)
+                if tail is None:
+                    tail = tag_tails[key] = tags_tail(all_tags)
+            except TypeError:  # a tag that cannot be a key
+                tail = tags_tail(all_tags)
+            out += tail
+        if summary is not None:
+            out.append((" " + summary, ""))
+        rows.append(out)
+    return rows
+
+
+def plain_text(rows: Sequence[Sequence[Segment]]) -> str:
+    """Lines of segments as the text written when piped: each line rstripped."""
+    return "".join(["".join([text for text, _ in row]).rstrip() + "\n" for row in rows])
 
 
 def graph_lines(metas: Sequence[Any]) -> list[tuple[str, Any | None]]:
@@ -159,16 +200,17 @@ def log_lines(metas: Sequence[Any], graph: bool = False, *,
     summary. `heads` maps checkpoint ids to names shown as decorations (e.g. the thread
     whose head it is). With `graph`, a lane graph of forks and merges is drawn on the
     left (the checkpoints must be in child-before-parent order)."""
-    heads = heads or {}
+    rows = _log_rows(metas, heads or {}, summary_width)
     if not graph:
-        return [log_line(m, heads.get(m.checkpoint_id, ()), summary_width) for m in metas]
+        return rows
+    row_of = {id(m): row for m, row in zip(metas, rows)}
     out = []
     for pre, meta in graph_lines(metas):
-        line = [(pre, "magenta")]
+        row = [(pre, "magenta")]
         if meta is not None:
-            line.append((" ", ""))
-            line += log_line(meta, heads.get(meta.checkpoint_id, ()), summary_width)
-        out.append(line)
+            row.append((" ", ""))
+            row += row_of[id(meta)]
+        out.append(row)
     return out
 
 
@@ -192,15 +234,18 @@ class Node:
     def lines(self) -> list[str]:
         """The tree as text, drawn as Rich draws a Tree (one-line labels)."""
         out: list[str] = []
+        append = out.append
+        space, cont, fork, end = TREE_GUIDES
         # (node, guide before its line, guide before its children's)
         stack: list[tuple[Node, str, str]] = [(self, "", "")]
         while stack:
             node, first, inner = stack.pop()
-            out.append((first + plain(node.label)).rstrip())
-            last = len(node.children) - 1
-            for k in range(last, -1, -1):
-                stack.append((node.children[k], inner + TREE_GUIDES[3 if k == last else 2],
-                              inner + TREE_GUIDES[0 if k == last else 1]))
+            append((first + "".join([text for text, _ in node.label])).rstrip())
+            children = node.children
+            if children:  # pushed last first: the first child is drawn next
+                stack.append((children[-1], inner + end, inner + space))
+                first, inner = inner + fork, inner + cont
+                stack.extend([(child, first, inner) for child in children[-2::-1]])
         return out
 
 
@@ -212,9 +257,9 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
     root = Node([("tree of ", DIM), seg(tree.get("thread_id", ""), "bold"),
                  (f"  ({tree.get('total_checkpoints', len(nodes))} checkpoints)", DIM)])
     by_id = {n["id"]: n for n in nodes}
-    by_thread: dict[str, list[Mapping[str, Any]]] = {}
-    for n in nodes:
-        by_thread.setdefault(n["thread_id"], []).append(n)
+    by_thread: dict[str, list[int]] = {}  # the nodes of each thread, by index
+    for i, n in enumerate(nodes):
+        by_thread.setdefault(n["thread_id"], []).append(i)
     # Branch edges: the first node of a thread hangs under a node of another thread.
     branch_children: dict[str, list[str]] = {}
     merged_from: dict[str, list[str]] = {}
@@ -228,17 +273,39 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
         elif e.get("kind") == "merge":
             merged_from.setdefault(e.get("to"), []).append(e.get("from"))
 
-    def node_label(n: Mapping[str, Any]) -> list[Segment]:
-        line = [seg(n["id"], ID_STYLE), seg(f" #{n.get('step')}", "cyan")]
-        for label in n.get("labels") or []:
-            line.append((" ", ""))
-            line.append(seg(label, LABEL_STYLES.get(label, "bold")))
+    # What the node lines share, worked out once: the ids and summaries escaped in one
+    # pass, the segments of each distinct list of labels.
+    ids = _shown([n["id"] for n in nodes])
+    summaries = shorten_all([n.get("summary") or "" for n in nodes], summary_width)
+    label_tails: dict[tuple[Any, ...], list[Segment]] = {}
+
+    def labels_tail(labels: Sequence[Any]) -> list[Segment]:
+        out: list[Segment] = []
+        for label in labels:
+            out.append((" ", ""))
+            out.append(seg(label, LABEL_STYLES.get(label, "bold")))
+        return out
+
+    def node_label(i: int, n: Mapping[str, Any]) -> list[Segment]:
+        step = n.get("step")
+        line = [(ids[i], ID_STYLE),
+                (f" #{step}", "cyan") if type(step) is int else seg(f" #{step}", "cyan")]
+        labels = n.get("labels")
+        if labels:
+            try:
+                key = tuple(labels)
+                tail = label_tails.get(key)
+                if tail is None:
+                    tail = label_tails[key] = labels_tail(labels)
+            except TypeError:  # a label that cannot be a key
+                tail = labels_tail(labels)
+            line += tail
         if n.get("summary"):
-            line.append((" ", ""))
-            line.append((shorten(n["summary"], summary_width), ""))
-        for src in merged_from.get(n["id"], []):
-            line.append(("  ← merged ", "magenta"))
-            line.append(seg(src, ID_STYLE))
+            line.append((" " + summaries[i], ""))
+        if merged_from:
+            for src in merged_from.get(n["id"], []):
+                line.append(("  ← merged ", "magenta"))
+                line.append(seg(src, ID_STYLE))
         return line
 
     seen: set[str] = set()
@@ -248,8 +315,9 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
             return
         seen.add(thread)
         branch = parent.add([("thread ", DIM), seg(thread, "bold")])
-        for n in by_thread.get(thread, []):
-            leaf = branch.add(node_label(n))
+        for i in by_thread.get(thread, []):
+            n = nodes[i]
+            leaf = branch.add(node_label(i, n))
             for child in branch_children.get(n["id"], []):
                 add_thread(leaf, child)
 

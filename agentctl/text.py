@@ -40,6 +40,24 @@ def inert(text: object, *, one_line: bool = False) -> str:
     return pattern.sub(_escape, s)
 
 
+def inert_all(texts: list[str], *, one_line: bool = False) -> list[str]:
+    """[inert(t, one_line=...) for t in texts] for many str. A printable text (str.
+    isprintable: no character of Unicode's Other or Separator categories, which hold
+    every character inert escapes) is left as it is, without a regex scan."""
+    if "".join(texts).isprintable():
+        return texts
+    if not one_line:
+        return [t if t.isprintable() else inert(t) for t in texts]
+    out = []
+    for t in texts:
+        if not t.isprintable():
+            t = t.replace("\n", "\\n")  # what inert makes of a newline, the most common
+            if not t.isprintable():
+                t = inert(t, one_line=True)
+        out.append(t)
+    return out
+
+
 # What json.dumps(ensure_ascii=False) leaves raw that a terminal may act on (it escapes
 # C0 controls itself): DEL, C1 controls (\x9b is an 8-bit CSI), line separators, bidi.
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -57,3 +75,15 @@ def shorten(text: str, width: int) -> str:
     if width <= 0 or len(flat) <= width:
         return flat
     return flat[: max(0, width - 1)] + "…"
+
+
+def shorten_all(texts: list[str], width: int) -> list[str]:
+    """[shorten(t, width) for t in texts], escaping them all in one scan."""
+    try:
+        escaped = inert_all(texts, one_line=True)
+    except TypeError:  # a value that is not a str
+        return [shorten(t, width) for t in texts]
+    out = []
+    for flat in map(" ".join, map(str.split, escaped)):
+        out.append(flat if width <= 0 or len(flat) <= width else flat[: max(0, width - 1)] + "…")
+    return out

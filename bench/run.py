@@ -409,6 +409,16 @@ class Bench:
                            shown=f"python bench/run.py _snapshots seed {n} DIR {tasks}"),
                 "≥ 8 × seed-style writer", kind="rate", ratio_ge=8.0,
                 check=self.snapshot_durability(tasks)))
+        # The most any writer committing each snapshot durably on its own can do here.
+        figs.append(Figure(
+            "snapshot-floor", "bare sqlite3 loop, one agent: persistent connection, WAL, "
+            "synchronous=FULL, one INSERT + COMMIT per snapshot (not agentctl: the ceiling "
+            "for one agent at this durability)",
+            self.child("bare loop", "_snapshots", "bare", n, self.workdir, "1",
+                       shown=f"python bench/run.py _snapshots bare {n} DIR 1"),
+            self.child("seed-style writer", "_snapshots", "seed", n, self.workdir, "1",
+                       shown=f"python bench/run.py _snapshots seed {n} DIR 1"),
+            "none (reported)", kind="rate"))
 
         tui = os.path.exists(os.path.join(ROOT, "agentctl", "tui", "app.py")) or self.args.agentctl
         tuis = [("tui-frame", "frame", "TUI first frame on screen", self.db, "DB"),
@@ -549,7 +559,36 @@ def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[st
     per = max(1, n // tasks)
     path = tempfile.mktemp(prefix=f"snap-{which}-", suffix=".db", dir=workdir)
     try:
-        if which == "seed":
+        if which == "bare":
+            # The floor of a durable commit per snapshot: one connection for the run,
+            # WAL, synchronous=FULL, BEGIN IMMEDIATE + INSERT + COMMIT, one agent.
+            from make_db import SQLITE_INDEX_DDL, SQLITE_TABLE_DDL
+
+            conn = sqlite3.connect(path, isolation_level=None)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.executescript(SQLITE_TABLE_DDL + "\n".join(SQLITE_INDEX_DDL))
+            sql = ("INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, "
+                   "created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            t0 = time.perf_counter()
+            parent = None
+            for step in range(1, per * tasks + 1):
+                messages, state, tools = payload(step)
+                cid = f"ckpt-bare-{step}-{step:06x}"
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(sql, ("bare", cid, parent, step, datetime.now(timezone.utc).isoformat(),
+                                   json.dumps(["manual"]), "[user] step",
+                                   json.dumps(messages, ensure_ascii=False),
+                                   json.dumps(state, ensure_ascii=False),
+                                   json.dumps(tools, ensure_ascii=False), ""))
+                conn.execute("COMMIT")
+                parent = cid
+            seconds = time.perf_counter() - t0
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            sync = conn.execute("PRAGMA synchronous").fetchone()[0]
+            conn.close()
+        elif which == "seed":
             # The seeds' SQLiteCheckpointer: the schema once, then per put a new connection,
             # INSERT OR REPLACE, commit (rollback journal, default synchronous=FULL).
             from make_db import SQLITE_INDEX_DDL, SQLITE_TABLE_DDL  # FORMAT.md's DDL, as the seeds

@@ -63,9 +63,9 @@ class _Watched:
         await self._tx.executemany(sql, rows)
         self._pause(bool(_CHANGES_CHECKPOINTS.match(sql)), False)
 
-    async def put(self, checkpoint: Any) -> str:
+    async def put(self, checkpoint: Any, blobs: Any = None) -> str:
         self._pause(True, True)
-        cid = await self._tx.put(checkpoint)
+        cid = await self._tx.put(checkpoint, blobs)
         self._pause(True, False)
         return cid
 

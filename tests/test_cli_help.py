@@ -11,9 +11,10 @@ from sampledb import cli
 
 def walk(cmd, path: tuple[str, ...] = ()):
     yield path, cmd
-    if hasattr(cmd, "commands"):  # a group (Typer may vendor its own click)
-        for name, sub in cmd.commands.items():
-            yield from walk(sub, path + (name,))
+    if hasattr(cmd, "list_commands"):  # a group (the root one builds its commands when asked)
+        ctx = cmd.make_context("agentctl", ["--help"], resilient_parsing=True)
+        for name in cmd.list_commands(ctx):
+            yield from walk(cmd.get_command(ctx, name), path + (name,))
 
 
 COMMANDS = [path for path, _ in walk(typer.main.get_command(app))]

@@ -132,3 +132,35 @@ async def test_a_missing_base_reads_as_a_corrupt_row(backend):
     items = [item async for item in backend.iter_checkpoints(["t"])]
     assert all(isinstance(i, CorruptRowError) for i in items)
     assert ids[0] in str(items[0])
+
+
+async def test_auto_gc_of_a_plain_engine_on_a_thread_with_deltas(backend):
+    """An engine without delta snapshots meeting delta rows (written by another engine)
+    when its keep_last_n deletes their base: they are rewritten full, nothing is lost."""
+    written = await write(make_engine(backend, delta_snapshots=True), "t", 6)
+    plain = make_engine(backend, gc_policy="keep_last_n", gc_param=4)
+    written.update(await write(plain, "t", 3, start=6))
+    kept = list(written)[-4:]
+    assert [m.checkpoint_id for m in await backend.read_thread("t")] == kept
+    await check_full(backend, {c: written[c] for c in kept})
+
+
+@pytest.mark.parametrize("writer", ["same backend", "another connection"])
+async def test_deltas_written_after_plain_snapshots_are_kept_whole_by_their_gc(backend, db_url, writer):
+    """A plain engine with keep_last_n that has already snapshotted the thread (and found
+    no delta rows in it) still notices delta rows added later, by an engine on the same
+    backend or by another connection, before its GC deletes their base."""
+    from agentctl.backends import make_backend
+
+    plain = make_engine(backend, gc_policy="keep_last_n", gc_param=4)
+    written = await write(plain, "t", 6)
+    other = backend if writer == "same backend" else make_backend(db_url, readonly=False, create=False)
+    try:
+        written.update(await write(make_engine(other, seed=2, delta_snapshots=True), "t", 3, start=6))
+    finally:
+        if other is not backend:
+            await other.close()
+    written.update(await write(plain, "t", 2, start=9))
+    kept = list(written)[-4:]
+    assert [m.checkpoint_id for m in await backend.read_thread("t")] == kept
+    await check_full(backend, {c: written[c] for c in kept})

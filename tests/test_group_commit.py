@@ -97,7 +97,8 @@ async def test_the_first_writer_failing_does_not_lose_the_others(backend):
     assert committed_ids(backend.path) == {"later2", "later3"}
 
 
-async def test_a_cancelled_waiter_leaves_no_transaction_open(backend):
+@pytest.mark.parametrize("how", ["transaction", "write_steps"])
+async def test_a_cancelled_waiter_leaves_no_transaction_open_and_writes_nothing(backend, how):
     gate = asyncio.Event()
 
     async def holder() -> None:
@@ -106,20 +107,23 @@ async def test_a_cancelled_waiter_leaves_no_transaction_open(backend):
             await gate.wait()
 
     async def waiter(cid: str) -> None:
+        if how == "write_steps":
+            await backend.write_steps(put_steps(cid))
+            return
         async with backend.transaction() as tx:
             await tx.put(make_cp("t", 2, cid=cid))
 
     h = asyncio.create_task(holder())
     await asyncio.sleep(0.01)
-    w = asyncio.create_task(waiter("cancelled"))
+    w = asyncio.create_task(waiter("cancelled2"))
     await asyncio.sleep(0.01)
     w.cancel()
     gate.set()
     await asyncio.wait_for(h, 5)
     with pytest.raises(asyncio.CancelledError):
         await w
-    await asyncio.wait_for(waiter("after"), 5)
-    assert committed_ids(backend.path) == {"held", "after"}
+    await asyncio.wait_for(waiter("after3"), 5)
+    assert committed_ids(backend.path) == {"held", "after3"}
 
 
 async def test_concurrent_agents_snapshot_in_order(backend):
@@ -136,3 +140,83 @@ async def test_concurrent_agents_snapshot_in_order(backend):
         assert [m.step for m in metas] == list(range(1, 16))
         assert [m.parent_checkpoint_id for m in metas] == [None] + cids[:-1]
     assert len(committed_ids(backend.path)) == 90
+
+
+# ---- write_steps: a write run whole on the connection's thread -------------------------
+
+
+def put_steps(cid: str, fail: bool = False):
+    """A write as steps: put a row, read, and (when `fail`) change another row and raise."""
+    yield ("put", make_cp("t", int(cid.strip("abcdefghijklmnopqrstuvwxyz") or 0), cid=cid), None)
+    rows = yield ("fetch", "SELECT COUNT(*) AS n FROM checkpoints WHERE checkpoint_id = ?", [cid])
+    assert rows == [{"n": 1}]
+    if fail:
+        yield ("execute", "UPDATE checkpoints SET summary = 'clobbered'", [])
+        raise Boom()
+    return cid
+
+
+async def test_write_steps_share_commits_and_are_committed_on_return(backend, monkeypatch):
+    import agentctl.backends.sqlite as sqlite_backend
+
+    groups: list[int] = []
+    real = sqlite_backend._run_jobs
+
+    def counting(conn, jobs):
+        groups.append(len(jobs))
+        return real(conn, jobs)
+
+    monkeypatch.setattr(sqlite_backend, "_run_jobs", counting)
+    seen_on_return: dict[str, bool] = {}
+
+    async def writer(i: int) -> None:
+        cid = await backend.write_steps(put_steps(f"c{i}"))
+        seen_on_return[cid] = cid in committed_ids(backend.path)
+
+    await asyncio.gather(*(writer(i) for i in range(20)))
+    assert seen_on_return == {f"c{i}": True for i in range(20)}
+    assert sum(groups) == 20 and 1 <= len(groups) < 20  # grouped: fewer COMMITs than writes
+
+
+@pytest.mark.parametrize("together", [True, False])
+async def test_a_failing_write_steps_undoes_only_its_own_writes(backend, together):
+    calls = [backend.write_steps(put_steps(cid, fail=cid.startswith("bad")))
+             for cid in ("ok1", "bad1", "ok2", "bad2", "ok3")]
+    if together:
+        results = await asyncio.gather(*calls, return_exceptions=True)
+    else:
+        results = []
+        for call in calls:
+            try:
+                results.append(await call)
+            except Boom as exc:
+                results.append(exc)
+    assert [type(r) for r in results] == [str, Boom, str, Boom, str]
+    assert committed_ids(backend.path) == {"ok1", "ok2", "ok3"}
+    assert {m.summary for m in await backend.read_thread("t")} == {"step 1", "step 2", "step 3"}
+
+
+async def test_write_steps_and_transactions_interleave(backend):
+    async def tx_writer(i: int) -> None:
+        async with backend.transaction() as tx:
+            await tx.put(make_cp("t", i, cid=f"tx{i}"))
+
+    await asyncio.gather(*[tx_writer(i) if i % 2 else backend.write_steps(put_steps(f"s{i}"))
+                           for i in range(12)])
+    assert committed_ids(backend.path) == {f"tx{i}" if i % 2 else f"s{i}" for i in range(12)}
+    await backend.close()
+    assert committed_ids(backend.path) == {f"tx{i}" if i % 2 else f"s{i}" for i in range(12)}
+
+
+async def test_write_steps_on_a_read_only_backend_is_refused(tmp_path):
+    from agentctl.errors import ReadOnlyDatabase
+
+    path = tmp_path / "ro.db"
+    SQLiteCheckpointer(str(path))
+    ro = SQLiteCheckpointer(str(path), readonly=True, create=False)
+    try:
+        with pytest.raises(ReadOnlyDatabase):
+            await ro.write_steps(put_steps("x1"))
+    finally:
+        await ro.close()
+    assert committed_ids(path) == set()

@@ -18,9 +18,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual.worker import WorkerState
 
-from agentctl.backends import make_backend
+from agentctl.backends import make_backend, open_backend
+from agentctl.backends.sqlite import SQLiteCheckpointer, read_thread_summaries
 from agentctl.errors import ConnectionFailed, DatabaseNotFound
 from agentctl.tui.app import AgentctlApp
+from agentctl.tui.source import THREAD_PAGE, FirstPage
 from agentctl.tui.screens.confirm import ConfirmScreen
 from agentctl.tui.screens.prompt import PromptScreen, PruneScreen
 from agentctl.tui.screens.search import SearchScreen
@@ -213,6 +215,71 @@ async def test_first_paint_does_not_wait_for_the_database(sample_sqlite):
         assert app.threads.table.row_count == 7
 
 
+@pytest.mark.parametrize("indexed", [False, True], ids=["plain", "created_at-index"])
+async def test_the_first_page_of_threads_is_the_backends(sample_sqlite, indexed):
+    """What the TUI reads on a plain thread at start-up: the backend's own query."""
+    if indexed:  # (as `agentctl doctor --fix-indexes` leaves it: another query plan)
+        conn = sqlite3.connect(sample_sqlite)
+        conn.execute("CREATE INDEX idx_created_at ON checkpoints (created_at)")
+        conn.close()
+    async with open_backend(sample_sqlite) as backend:
+        for kwargs in ({"limit": THREAD_PAGE + 1}, {"limit": 3, "offset": 2},
+                       {"prefix": "coder"}, {"sort": "thread", "descending": False}):
+            expected = await backend.thread_summaries(**kwargs)
+            assert read_thread_summaries(sample_sqlite, **kwargs) == expected, kwargs
+    assert any(s.branch_of for s in expected)  # the parent lookup ran too
+
+
+@pytest.fixture
+def count_backend_thread_lists(monkeypatch) -> list[dict]:
+    """The calls of the app's backend (not the start-up read) to thread_summaries."""
+    calls: list[dict] = []
+    original = SQLiteCheckpointer.thread_summaries
+
+    async def counted(self, *args, **kwargs):
+        if type(self) is SQLiteCheckpointer:
+            calls.append(kwargs)
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLiteCheckpointer, "thread_summaries", counted)
+    return calls
+
+
+async def test_threads_read_at_start_are_in_the_first_frame_and_not_read_again(
+        sample_sqlite, count_backend_thread_lists):
+    FirstPage.start(sample_sqlite)  # what `agentctl tui` does before importing Textual
+    page = FirstPage._started[sample_sqlite]
+    app = AgentctlApp(sample_sqlite)
+    assert app.source._first_page is page and sample_sqlite not in FirstPage._started
+    page.future.result(timeout=20)  # read before the app mounts
+    async with app.run_test(size=SIZE) as pilot:
+        # mounted, the backend perhaps not open yet: the rows are there
+        assert app.threads.table.row_count == 7
+        await settle(pilot)
+        assert app.threads.current == app.thread_id == "loop-research-7"
+        assert selected_step(app) == ("loop-research-7", 240)
+        assert "7 threads" in plain(app.query_one("#thread-status", Static).content)
+        assert count_backend_thread_lists == []
+        await press(pilot, "R")  # a refresh asks the database again
+        assert len(count_backend_thread_lists) == 1
+        assert app.threads.table.row_count == 7 and app.thread_id == "loop-research-7"
+
+
+async def test_threads_come_from_the_backend_when_the_start_up_read_fails(
+        sample_sqlite, count_backend_thread_lists, monkeypatch):
+    def fails(path, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr("agentctl.backends.sqlite.read_thread_summaries", fails)
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.threads.table.row_count == 7
+        assert selected_step(app) == ("loop-research-7", 240)
+        assert len(count_backend_thread_lists) == 1
+        assert not app._notifications  # nothing to report: the database is fine
+
+
 async def test_branches_load_when_expanded(sample_sqlite):
     app = AgentctlApp(sample_sqlite)
     async with app.run_test(size=SIZE) as pilot:
@@ -296,6 +363,25 @@ async def test_command_palette_runs_the_actions(sample_sqlite):
         await until(pilot, mark_first, what="the palette offering Mark")
         await press(pilot, "enter")
         await until(pilot, lambda: app.mark is not None, what="the mark from the palette")
+
+
+async def test_the_footer_follows_focus_and_keymap_changes(sample_sqlite):
+    from textual.widgets._footer import FooterKey
+
+    def keys() -> dict[str, str]:
+        return {k.action: k.key_display for k in app.screen.query(FooterKey)}
+
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        shown = keys()
+        assert shown["rewind"] == "r" and shown["quit"] == "q" and "cursor_down" not in shown
+        app.timeline.focus()
+        await settle(pilot)
+        assert keys() == shown  # the same keys (the footer was not rebuilt for nothing)
+        app.set_keymap({"rewind": "ctrl+r"})
+        await settle(pilot)
+        assert keys()["rewind"] == "^r"
 
 
 async def test_help_lists_keys_with_their_ids_and_keymap(sample_sqlite):

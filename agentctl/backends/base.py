@@ -28,7 +28,7 @@ import gc
 import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
-from typing import Any, AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, AsyncIterator, Generator, Iterable, Mapping, Sequence
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
@@ -130,22 +130,16 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def checkpoint_params(cp: Checkpoint, timestamp: Any) -> tuple[Any, ...]:
-    """The values of COLUMNS for a checkpoint; `timestamp` converts created_at."""
+def checkpoint_params(cp: Checkpoint, timestamp: Any,
+                      blobs: Sequence[str] | None = None) -> tuple[Any, ...]:
+    """The values of COLUMNS for a checkpoint; `timestamp` converts created_at.
+    `blobs`: messages, state and tools_result already serialised with `dumps`."""
     meta = cp.metadata
-    return (
-        meta.thread_id,
-        meta.checkpoint_id,
-        meta.parent_checkpoint_id,
-        meta.step,
-        timestamp(meta.created_at),
-        dumps(meta.tags),
-        meta.summary,
-        dumps(cp.messages),
-        dumps(cp.state),
-        dumps(cp.tools_result),
-        cp.next_node,
-    )
+    messages, state, tools = blobs if blobs is not None else (
+        dumps(cp.messages), dumps(cp.state), dumps(cp.tools_result))
+    return (meta.thread_id, meta.checkpoint_id, meta.parent_checkpoint_id, meta.step,
+            timestamp(meta.created_at), dumps(meta.tags), meta.summary,
+            messages, state, tools, cp.next_node)
 
 
 def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
@@ -208,6 +202,31 @@ def row_to_metadata(row: Any, created_at: str | None = None) -> CheckpointMetada
     )
 
 
+# The columns of a thread's rows read as tuples (`metadata_rows`): META_COLUMNS without
+# the row id and the thread (known), each a Python object per row less.
+THREAD_ROW_COLUMNS = "checkpoint_id, parent_id, step, created_at, tags, summary"
+
+
+def metadata_rows(thread_id: str, rows: Iterable[Sequence[Any]]) -> list[CheckpointMetadata]:
+    """CheckpointMetadata of a thread's rows given as tuples of THREAD_ROW_COLUMNS: what
+    `row_to_metadata` makes of each, for thousands of rows at a time (positional
+    fields; the tags of equal `tags` texts decoded once, each row getting its own list)."""
+    tags_of: dict[Any, list[str]] = {}
+    out = []
+    append = out.append
+    meta = CheckpointMetadata
+    for checkpoint_id, parent_id, step, created_at, raw_tags, summary in rows:
+        try:
+            tags = tags_of.get(raw_tags)
+        except TypeError:  # an unhashable value (a driver's JSON object): not cached
+            tags = decode_tags(raw_tags)
+        if tags is None:
+            tags = tags_of[raw_tags] = decode_tags(raw_tags)
+        append(meta(thread_id, checkpoint_id, step, parent_id, created_at, tags.copy(),
+                    summary if summary is not None else ""))
+    return out
+
+
 def row_to_checkpoint(row: Any, created_at: str | None = None) -> Checkpoint:
     meta = row_to_metadata(row, created_at)
     cid = meta.checkpoint_id
@@ -268,6 +287,12 @@ class RowReads:
     async def _fetch(self, sql: str, *params: Any) -> list[Mapping[str, Any]]:
         """Rows as mappings by column name, created_at as an ISO string."""
 
+    async def _fetch_tuples(self, sql: str, *params: Any) -> list[Sequence[Any]]:
+        """Rows as tuples in the order of the selected columns (for many rows: cheaper
+        than mappings); created_at as an ISO string."""
+        return [tuple(r.values()) if isinstance(r, Mapping) else tuple(r)
+                for r in await self._fetch(sql, *params)]
+
     async def _fetchval(self, sql: str, *params: Any) -> Any:
         rows = await self._fetch(sql, *params)
         if not rows:
@@ -303,12 +328,55 @@ class RowReads:
     async def read_thread(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
     ) -> list[CheckpointMetadata]:
-        order = THREAD_ORDER_DESC if descending else THREAD_ORDER_ASC
-        rows = await self._fetch(
-            f"SELECT {META_COLUMNS} FROM checkpoints WHERE thread_id = ? "
-            f"ORDER BY {order} LIMIT ? OFFSET ?", thread_id, limit, offset)
-        return [row_to_metadata(r) for r in rows]
+        return metadata_rows(thread_id, await self._thread_rows(thread_id, limit, offset, descending))
 
+    async def read_thread_forks(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> tuple[list[CheckpointMetadata], list[str]]:
+        """read_thread, and the ids of those checkpoints that have children in other
+        threads (forks), found while the rows are read: an idx_parent probe per row,
+        whose child is mostly the next step, a row just read."""
+        rows = await self._thread_rows(thread_id, limit, offset, descending, FORKED)
+        forks = [r[0] for r in rows if r[6]]
+        return metadata_rows(thread_id, [r[:6] for r in rows]), forks
+
+    async def _thread_rows(self, thread_id: str, limit: int, offset: int, descending: bool,
+                           extra: str = "") -> list[Sequence[Any]]:
+        """A page of a thread's rows (table `t`) as tuples of THREAD_ROW_COLUMNS, then
+        the `extra` columns."""
+        order = THREAD_ORDER_DESC if descending else THREAD_ORDER_ASC
+        return await self._fetch_tuples(
+            f"SELECT {THREAD_ROW_COLUMNS}{extra} FROM checkpoints t WHERE thread_id = ? "
+            f"ORDER BY {order} LIMIT ? OFFSET ?", thread_id, limit, offset)
+
+
+# An extra column of _thread_rows: 1 if the row has a child in another thread, else 0.
+FORKED = (", CASE WHEN EXISTS (SELECT 1 FROM checkpoints k WHERE k.parent_id = t.checkpoint_id "
+          "AND k.thread_id <> t.thread_id) THEN 1 ELSE 0 END")
+
+
+# ---- a write given as steps ------------------------------------------------------------
+# A write can be written once for every backend as a generator of steps that yields
+#   ("fetch", sql, params)     -> its rows, as dicts
+#   ("execute", sql, params)   -> the number of rows changed
+#   ("put", checkpoint, blobs) -> the checkpoint id (blobs: see checkpoint_params)
+# and returns the write's result. `run_steps` runs one in an open Transaction;
+# SQLiteCheckpointer.write_steps runs one whole on its connection's thread.
+WriteSteps = Generator[tuple, Any, Any]
+
+
+async def run_steps(tx: "Transaction", steps: WriteSteps) -> Any:
+    """Run a write given as steps in the open transaction `tx`; return its result."""
+    result: Any = None
+    try:
+        while True:
+            op = steps.send(result)
+            if op[0] == "put":
+                result = await tx.put(op[1], op[2])
+            else:
+                result = await getattr(tx, op[0])(op[1], *op[2])
+    except StopIteration as done:
+        return done.value
 
 
 class Transaction(RowReads, ABC):
@@ -335,8 +403,8 @@ class Transaction(RowReads, ABC):
         return await self._fetchval(sql, *params)
 
     @abstractmethod
-    async def put(self, checkpoint: Checkpoint) -> str:
-        """Upsert one checkpoint inside this transaction."""
+    async def put(self, checkpoint: Checkpoint, blobs: Sequence[str] | None = None) -> str:
+        """Upsert one checkpoint inside this transaction (`blobs`: see checkpoint_params)."""
 
     @abstractmethod
     def timestamp(self, iso: str) -> Any:

@@ -152,8 +152,8 @@ class _PgTransaction(Transaction):
     async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return [_row(r) for r in await self._conn.fetch(to_dollar(sql), *params)]
 
-    async def put(self, checkpoint: Checkpoint) -> str:
-        await self._conn.execute(UPSERT_SQL, *checkpoint_params(checkpoint, to_datetime))
+    async def put(self, checkpoint: Checkpoint, blobs: Sequence[str] | None = None) -> str:
+        await self._conn.execute(UPSERT_SQL, *checkpoint_params(checkpoint, to_datetime, blobs))
         return checkpoint.metadata.checkpoint_id
 
     def timestamp(self, iso_text: str) -> Any:

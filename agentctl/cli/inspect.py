@@ -1,9 +1,11 @@
 """Reading checkpoints: `log`, `show`, `diff`, `tree`."""
 
 
+import gc
 import heapq
 import sys
-from typing import Annotated, Any
+from contextlib import contextmanager
+from typing import Annotated, Any, Iterator
 
 import typer
 
@@ -15,6 +17,21 @@ from agentctl.cli.output import (compact_json, emit_json, info, plain_output, sh
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 MAX_GRAPH_THREADS = 64
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while thousands of rows become objects and lines: none of them is
+    garbage yet, and the collector would walk them again and again (and every object
+    of the start-up with them)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def register(app: typer.Typer) -> None:
@@ -66,36 +83,46 @@ def log(
             tid = await resolve_thread(backend, thread)
             total = await backend.count(tid)
             threads = await _family(backend, tid) if graph else [tid]
-            pages = [await backend.read_thread(t, n, offset if t == tid else 0, descending=True)
-                     for t in threads]
+            forked: list[str] = []
+            if graph:
+                pages = [await backend.read_thread(t, n, offset if t == tid else 0, descending=True)
+                         for t in threads]
+            else:
+                # Which checkpoints shown have children in other threads, found while
+                # the page is read (an idx_parent probe per row), not by a second pass.
+                page, forked = await backend.read_thread_forks(tid, n, offset, descending=True)
+                pages = [page]
             heads = {}
             for t, page in zip(threads, pages):
                 head = page[0] if page and (offset == 0 or t != tid) else None
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
-            if not graph:
-                # Forks off the checkpoints shown: their children in other threads (an
-                # idx_parent probe each), not branches_of(thread), which reads every row
-                # of the thread (80 ms for 10,000 steps to decorate a page of 100).
-                shown = sorted({m.checkpoint_id for m in pages[0]})
-                for i in range(0, len(shown), 500):
-                    chunk = shown[i:i + 500]
-                    for r in await backend.query(
-                            "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
-                            + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
-                            f"ORDER BY thread_id{backend.COLLATE}, step, created_at, id", *chunk, tid):
-                        heads.setdefault(r["parent_id"], []).append(f"fork: {r['thread_id']}")
-            return tid, total, _newest_first(pages)[:n], heads
+            # Forks off the checkpoints shown: their children in other threads.
+            shown = sorted(set(forked))
+            for i in range(0, len(shown), 500):
+                chunk = shown[i:i + 500]
+                for r in await backend.query(
+                        "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
+                        + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
+                        f"ORDER BY thread_id{backend.COLLATE}, step, created_at, id", *chunk, tid):
+                    heads.setdefault(r["parent_id"], []).append(f"fork: {r['thread_id']}")
+            return tid, total, pages[0] if len(pages) == 1 else _newest_first(pages)[:n], heads
 
-    tid, total, metas, heads = run(go())
-    if json_out:
-        emit_json([m.to_dict() for m in metas])
-        return
-    from agentctl import lines
+    with _gc_paused():
+        tid, total, metas, heads = run(go())
+        shown = len([m for m in metas if m.thread_id == tid])
+        if json_out:
+            emit_json([m.to_dict() for m in metas])
+            return
+        from agentctl import lines
 
-    show_segments(lines.log_lines(metas, graph=graph, heads=heads,
-                                  summary_width=80 if stdout_is_tty() else None))
-    shown = len([m for m in metas if m.thread_id == tid])
+        rows = lines.log_lines(metas, graph=graph, heads=heads,
+                               summary_width=80 if stdout_is_tty() else None)
+        if rows and plain_output():  # piped: written in one go (show_segments' text)
+            sys.stdout.write(lines.plain_text(rows))
+        else:
+            show_segments(rows)
+        del metas, rows  # freed while the collector is paused: it would walk them once more
     if offset + shown < total and stderr_is_tty():
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
 
@@ -157,7 +184,7 @@ def diff(
 
     Example: agentctl --db sample_db/checkpoints.db diff coder-fix-flaky-test~1 coder-fix-flaky-test
     """
-    from agentctl.diff import diff_checkpoints, patch_by_section
+    from agentctl.diff import diff_checkpoints
     from agentctl.errors import CheckpointNotFound, UsageError
     from agentctl.refs import resolve
 
@@ -180,10 +207,21 @@ def diff(
                     parent_id, [f"the parent of {meta_a.checkpoint_id} no longer exists; name B explicitly"])
             return parent, cp_a
 
-    old, new = run(go())
-    if old is None or new is None:
-        raise CheckpointNotFound(a if old is None else str(b))
-    changes = diff_checkpoints(old, new)
+    # No cyclic GC from the read to the end: the parsed states are hundreds of thousands
+    # of containers (7% of a diff of two 5 MB states went to collections walking them),
+    # and they are freed (by reference counts) before the collector runs again.
+    with _gc_paused():
+        old, new = run(go())
+        if old is None or new is None:
+            raise CheckpointNotFound(a if old is None else str(b))
+        changes = diff_checkpoints(old, new)
+        _show_diff(old, new, changes, json_out, patch)
+        del old, new, changes
+
+
+def _show_diff(old: Checkpoint, new: Checkpoint, changes: list[Any], json_out: bool, patch: bool) -> None:
+    from agentctl.diff import patch_by_section
+
     if json_out:
         emit_json([c.to_dict() for c in changes])
         return
@@ -216,15 +254,17 @@ def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> No
             tid = await resolve_thread(backend, thread)
             return await engine.get_checkpoint_tree(tid)
 
-    result = run(go())
-    if json_out:
-        emit_json(result)
-        return
-    if plain_output():  # piped: the same text, without building and drawing Rich objects
-        from agentctl import lines
+    with _gc_paused():
+        result = run(go())
+        if json_out:
+            emit_json(result)
+            return
+        if plain_output():  # piped: the same text, without building and drawing Rich objects
+            from agentctl import lines
 
-        sys.stdout.write("".join(line + "\n" for line in lines.tree_nodes(result).lines()))
-        return
+            sys.stdout.write("".join([line + "\n" for line in lines.tree_nodes(result).lines()]))
+            del result  # freed while the collector is paused: it would walk it once more
+            return
     from agentctl import render
 
     show(render.tree_view(result))

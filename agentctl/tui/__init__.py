@@ -8,6 +8,9 @@ def run(db: str, *, readonly: bool = False) -> None:
 
     Raises the database's AgentctlError (after the app has closed) when it cannot be opened.
     """
+    from agentctl.tui.source import FirstPage
+
+    FirstPage.start(db)  # the thread list's query runs while Textual is imported
     from agentctl.tui.app import run as run_app
 
     run_app(db, readonly=readonly)

@@ -22,7 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Static, Tree
 from textual.worker import Worker, WorkerState
 
 from agentctl.errors import AgentctlError, MergeConflictError, redact_dsn
@@ -41,6 +41,7 @@ from agentctl.tui.messages import (
 )
 from agentctl.tui.source import CHECKPOINT_PAGE, THREAD_PAGE, DataSource, changes_between
 from agentctl.tui.widgets.detail import TABS, DetailPane, build_views
+from agentctl.tui.widgets.footer import KeyFooter
 from agentctl.tui.widgets.threads import ThreadList
 from agentctl.tui.widgets.timeline import (
     BranchItem,
@@ -70,12 +71,12 @@ def parse_keymap(spec: str) -> dict[str, str]:
 
 def while_shown(handler: Callable[..., Any]) -> Callable[..., Any]:
     """For handlers of what workers post: do nothing once the main view is gone (the
-    app is closing and its screen was removed before the queue emptied)."""
+    app is closing: its screen is being, or has been, removed before the queue emptied)."""
     @functools.wraps(handler)
-    def wrapper(self: "AgentctlApp", message: Any) -> Any:
-        if not self.query(ThreadList):
+    def wrapper(self: "AgentctlApp", *message: Any) -> Any:
+        if not self.is_running or not self.query(ThreadList):
             return None
-        return handler(self, message)
+        return handler(self, *message)
     return wrapper
 
 
@@ -159,7 +160,7 @@ class AgentctlApp(App[None]):
                 yield ThreadList(id="threads-pane")
                 yield CheckpointTree(id="tree")
             yield DetailPane(id="detail")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if self._keymap:
@@ -171,6 +172,13 @@ class AgentctlApp(App[None]):
         self.detail.show_message("opening the database…")
         self._show_status()
         self.threads.table.focus()
+        first = self.source.first_threads()
+        if first is not None:  # read while the app started: shown in the first frame
+            self.threads.set_threads(first[0], 0, first[1])
+            self._threads_refreshed_at = time.monotonic()
+            self._show_first_thread()
+        else:  # still being read (or a Postgres database): shown when it comes
+            self.load_threads("", 0)
         self.call_after_refresh(self._painted)
         self.open_database()
 
@@ -239,9 +247,12 @@ class AgentctlApp(App[None]):
     @while_shown
     def _opened(self, message: DatabaseOpened) -> None:
         self._show_status()
-        self.timeline.set_message("select a thread")
-        self.detail.show_message("select a checkpoint")
-        self.load_threads("", 0)
+        if self.thread_id is None:
+            self.timeline.set_message("select a thread")
+        if self.selected is None:
+            self.detail.show_message("select a checkpoint")
+        if not self.threads.fetching:  # the threads came before the database opened
+            self._show_first_thread()
 
     @on(DatabaseFailed)
     def _failed(self, message: DatabaseFailed) -> None:
@@ -275,17 +286,31 @@ class AgentctlApp(App[None]):
         keep = getattr(message, "keep", None) or self.thread_id
         threads.set_threads(message.summaries, message.offset, message.has_more, keep=keep)
         self._threads_refreshed_at = time.monotonic()
-        if message.offset == 0 and self.thread_id is None:
-            current = threads.current
-            if current is not None:
-                self.show_thread(current)
-            else:
-                self.timeline.set_message("no threads" if not threads.prefix else "no matching threads")
+        if message.offset == 0:
+            self._show_first_thread()
+
+    def _show_first_thread(self) -> None:
+        """Once the threads are listed (and that frame drawn, before the checkpoints are
+        loaded and laid out): show the one under the cursor, if none is shown."""
+        self.call_after_refresh(self._show_current_thread)
+
+    @while_shown
+    def _show_current_thread(self) -> None:
+        if self.thread_id is not None:
+            return
+        threads = self.threads
+        current = threads.current
+        if current is not None:
+            self.show_thread(current)
+        else:
+            self.timeline.set_message("no threads" if not threads.prefix else "no matching threads")
 
     @on(ThreadList.Highlighted)
     @while_shown
     def _thread_highlighted(self, message: ThreadList.Highlighted) -> None:
-        if message.thread_id != self.thread_id:
+        if self.thread_id is None:
+            self._show_first_thread()
+        elif message.thread_id != self.thread_id:
             self.show_thread(message.thread_id, delay=0.05)
 
     @on(ThreadList.Chosen)

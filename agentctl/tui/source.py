@@ -3,15 +3,21 @@
 Every method here runs inside a worker on the app's event loop, never on the UI path.
 Reads are paged: threads and checkpoints come a page at a time, branches only when a
 thread is shown, a checkpoint's blobs only when it is selected.
+
+The one exception is the first page of threads of a SQLite file: a plain thread reads it
+from the moment the app is created (`FirstPage`), while Textual starts and draws, and
+the app shows it when it mounts (or as soon as it is read).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.backends import make_backend
+from agentctl.backends import make_backend, parse_url
 from agentctl.backends.base import CheckpointBackend
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
@@ -29,6 +35,47 @@ class Detail:
     error: str = ""
 
 
+class FirstPage:
+    """The thread list's first page (`DataSource.threads("", 0)`) of a SQLite file, read
+    on a plain thread with its own read-only connection: the same query as the
+    backend's, run while the app imports, starts and draws instead of after it opened
+    the database. Any error is left to the normal path, which reports it."""
+
+    _started: dict[str, "FirstPage"] = {}
+
+    def __init__(self, path: str) -> None:
+        self.future: Future[list[ThreadSummary]] = Future()
+        threading.Thread(target=self._read, args=(path,), name="agentctl-first-threads",
+                         daemon=True).start()
+
+    def _read(self, path: str) -> None:
+        try:
+            from agentctl.backends.sqlite import read_thread_summaries
+
+            self.future.set_result(read_thread_summaries(path, limit=THREAD_PAGE + 1))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+            self.future.set_exception(exc)
+
+    @classmethod
+    def start(cls, url: str) -> None:
+        """Start reading (`agentctl tui` calls this before it imports Textual)."""
+        if url not in cls._started and (page := cls._make(url)) is not None:
+            cls._started[url] = page
+
+    @classmethod
+    def take(cls, url: str) -> "FirstPage | None":
+        """The read started for `url` (started now if it was not), once."""
+        return cls._started.pop(url, None) or cls._make(url)
+
+    @classmethod
+    def _make(cls, url: str) -> "FirstPage | None":
+        try:
+            kind, path = parse_url(url)
+        except Exception:  # noqa: BLE001 - the normal path reports a bad URL
+            return None
+        return cls(path) if kind == "sqlite" else None
+
+
 class DataSource:
     """One backend (opened in the app's loop) and, for writes, one engine on it."""
 
@@ -39,12 +86,20 @@ class DataSource:
         self.engine_options = dict(engine_options or {})
         self.backend: CheckpointBackend | None = None
         self._engine: Any = None
+        self._opened = asyncio.Event()
+        self._first_page: FirstPage | None = FirstPage.take(url)
 
     async def open(self) -> CheckpointBackend:
         backend = make_backend(self.url, readonly=self.readonly, create=False)
         await backend.connect()
         self.backend = backend
+        self._opened.set()
         return backend
+
+    async def ready(self) -> CheckpointBackend:
+        """The backend, once `open` has connected it (reads asked for earlier wait)."""
+        await self._opened.wait()
+        return self.db
 
     async def close(self) -> None:
         backend, self.backend = self.backend, None
@@ -67,36 +122,56 @@ class DataSource:
 
     # ---- reads ----------------------------------------------------------------------
 
+    def first_threads(self) -> tuple[list[ThreadSummary], bool] | None:
+        """`threads()` if its page has been read already (by FirstPage), else None."""
+        page = self._first_page
+        if page is None or not page.future.done() or page.future.exception() is not None:
+            return None
+        self._first_page = None
+        return self._page(page.future.result(), THREAD_PAGE)
+
     async def threads(self, prefix: str = "", offset: int = 0,
                       limit: int = THREAD_PAGE) -> tuple[list[ThreadSummary], bool]:
+        page, self._first_page = self._first_page, None
+        if page is not None and (prefix, offset, limit) == ("", 0, THREAD_PAGE):
+            try:
+                return self._page(await asyncio.wrap_future(page.future), limit)
+            except Exception:  # noqa: BLE001 - read it the normal way (which reports it)
+                pass
         # One row more than a page tells whether another page exists, without a COUNT.
-        rows = await self.db.thread_summaries(limit=limit + 1, offset=offset,
-                                              prefix=prefix or None)
+        rows = await (await self.ready()).thread_summaries(limit=limit + 1, offset=offset,
+                                                          prefix=prefix or None)
+        return self._page(rows, limit)
+
+    @staticmethod
+    def _page(rows: list[ThreadSummary], limit: int) -> tuple[list[ThreadSummary], bool]:
         return rows[:limit], len(rows) > limit
 
     async def thread_page(self, thread_id: str, offset: int = 0,
                           limit: int = CHECKPOINT_PAGE) -> tuple[list[CheckpointMetadata], int]:
         """A page counted from the head (offset 0 = the newest), oldest first, and the
         thread's size."""
-        metas = await self.db.read_thread(thread_id, limit=limit, offset=offset, descending=True)
-        total = await self.db.count(thread_id)
+        db = await self.ready()
+        metas = await db.read_thread(thread_id, limit=limit, offset=offset, descending=True)
+        total = await db.count(thread_id)
         metas.reverse()
         return metas, total
 
     async def origin(self, thread_id: str) -> CheckpointMetadata | None:
         """Where a thread was forked from: the parent of its first row, when that
         parent lives in another thread."""
-        first = await self.db.read_thread(thread_id, limit=1)
+        db = await self.ready()
+        first = await db.read_thread(thread_id, limit=1)
         if not first or not first[0].parent_checkpoint_id:
             return None
-        parent = await self.db.get_metadata(first[0].parent_checkpoint_id)
+        parent = await db.get_metadata(first[0].parent_checkpoint_id)
         if parent is None or parent.thread_id == thread_id:
             return None
         return parent
 
     async def branches(self, thread_id: str) -> dict[str, list[CheckpointMetadata]]:
         out: dict[str, list[CheckpointMetadata]] = {}
-        for first in await self.db.branches_of([thread_id]):
+        for first in await (await self.ready()).branches_of([thread_id]):
             if first.parent_checkpoint_id:
                 out.setdefault(first.parent_checkpoint_id, []).append(first)
         return out
@@ -104,8 +179,9 @@ class DataSource:
     async def detail(self, checkpoint_id: str, mark: str | None = None) -> Detail:
         """A checkpoint, and what its Diff tab compares it with: the marked checkpoint
         (any thread) or else its parent."""
+        db = await self.ready()
         try:
-            cp = await self.db.get(checkpoint_id)
+            cp = await db.get(checkpoint_id)
         except CorruptRowError as exc:
             return Detail(None, None, "", [], error=str(exc))
         if cp is None:
@@ -116,7 +192,7 @@ class DataSource:
         error = ""
         if base_id:
             try:
-                base = await self.db.get(base_id)
+                base = await db.get(base_id)
             except CorruptRowError as exc:
                 error = f"cannot compare: {exc}"
             if base is None and not error:

@@ -1,0 +1,177 @@
+"""The root Typer app, whose commands are built on first use.
+
+`agentctl show` imports and builds only `show` (agentctl.cli.inspect); the root help
+lists every command from the names and help texts stored in agentctl/cli/helptext.py
+(generated: `python -m agentctl.cli.genhelp`; tests/test_cli_startup.py fails when it is
+stale). The command modules still register their commands with `register(app)`.
+"""
+
+import importlib
+import os
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from agentctl.cli import _silence_stdout, coercion, report
+from agentctl.cli.context import CliState
+from agentctl.cli.output import set_no_color, set_pager
+
+coercion.install()  # plain str/int/float options: no pydantic on every command run
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 merge conflict, "
+    "5 doctor found problems, 6 database unusable (not SQLite, wrong schema, refused, "
+    "locked, read-only)."
+)
+
+# The modules that hold commands, in the order the commands are listed; `threads` is a
+# group (its module's `app`), the others have `register(app)`.
+GROUPS = {"threads": "agentctl.cli.threads"}
+MODULES = ("agentctl.cli.inspect", "agentctl.cli.search", "agentctl.cli.history", "agentctl.cli.ops",
+           "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui")
+
+
+def register_module(app: typer.Typer, module_name: str) -> None:
+    """Register the commands of one module (or the group it holds) on `app`."""
+    module = importlib.import_module(module_name)
+    for name, group_module in GROUPS.items():
+        if group_module == module_name:
+            app.add_typer(module.app, name=name)
+            return
+    module.register(app)
+
+
+class AgentctlGroup(TyperGroup):
+    """The root group: turns AgentctlError into its message and exit code, also when
+    the app is invoked in-process (tests, `typer.testing.CliRunner`)."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        from agentctl.errors import AgentctlError
+
+        try:
+            return super().invoke(ctx)
+        except AgentctlError as exc:
+            if os.environ.get("AGENTCTL_DEBUG") == "1":
+                raise
+            report(exc)
+            ctx.exit(int(exc.exit_code))
+        except BrokenPipeError:  # `agentctl log ... | head`: stop quietly
+            _silence_stdout()
+            ctx.exit(1)
+
+
+class LazyGroup(AgentctlGroup):
+    """AgentctlGroup whose commands are imported and built when first looked up, from
+    the table in agentctl/cli/helptext.py (name -> module, help texts)."""
+
+    listing = False  # True while the root help lists the commands
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        from agentctl.cli import helptext
+
+        return list(helptext.COMMANDS)
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+        from agentctl.cli import helptext
+
+        cmd = self.commands.get(cmd_name)
+        entry = helptext.COMMANDS.get(cmd_name)
+        if cmd is not None or entry is None:
+            return cmd
+        if self.listing:  # what click's get_short_help_str reads, nothing more
+            return TyperCommand(cmd_name, help=entry["help"], short_help=entry["short_help"],
+                                hidden=entry["hidden"], deprecated=entry["deprecated"])
+        cmd = self.commands[cmd_name] = build_command(cmd_name, entry["module"])
+        return cmd
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
+        """Typer's, with "Did you mean" drawn from every command, not only those built."""
+        from difflib import get_close_matches
+
+        from typer._click.exceptions import UsageError
+
+        suggest, self.suggest_commands = self.suggest_commands, False
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as e:
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if suggest and args else []
+            if matches:
+                suggestions = ", ".join(f"{m!r}" for m in matches)
+                e.message = f"{e.message.rstrip('.')}. Did you mean {suggestions}?"
+            raise
+        finally:
+            self.suggest_commands = suggest
+
+    def format_commands(self, ctx: typer.Context, formatter: Any) -> None:
+        """Typer's listing, from the stored help texts instead of building every command."""
+        self.listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self.listing = False
+
+
+def build_command(name: str, module_name: str) -> Any:
+    """Typer's click command for one command of `module_name`, as typer.main.get_group
+    builds it for the root app."""
+    from typer.main import get_command_from_info, get_command_name, get_group_from_info
+
+    scratch = typer.Typer()
+    register_module(scratch, module_name)
+    short, rich_markup_mode = app.pretty_exceptions_short, app.rich_markup_mode
+    for info in scratch.registered_commands:
+        if (info.name or get_command_name(info.callback.__name__)) == name:  # type: ignore[union-attr]
+            return get_command_from_info(info, pretty_exceptions_short=short, rich_markup_mode=rich_markup_mode)
+    for group in scratch.registered_groups:
+        if group.name == name:
+            return get_group_from_info(group, pretty_exceptions_short=short, rich_markup_mode=rich_markup_mode,
+                                       suggest_commands=app.suggest_commands)
+    return None
+
+
+def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
+    new = typer.Typer(
+        name="agentctl",
+        cls=cls,
+        help="Time-travel debugger for AI agent checkpoint databases (SQLite or Postgres).\n\n"
+             "Example: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
+        epilog=EXIT_CODES_HELP,
+        no_args_is_help=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    new.callback()(_root)
+    return new
+
+
+def _root(
+    ctx: typer.Context,
+    db: Annotated[
+        str,
+        typer.Option("--db", envvar="AGENTCTL_DB", show_envvar=True,
+                     help="SQLite file, sqlite:///path, or postgresql://user@host/db."),
+    ] = "./checkpoints.db",
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")] = False,
+    pager: Annotated[bool, typer.Option(
+        "--pager", help="Page long output on a terminal (also when $PAGER is set).")] = False,
+) -> None:
+    set_no_color(no_color)
+    set_pager(pager)
+    ctx.obj = CliState(db=db)
+    from agentctl.cli import end_start_up
+
+    end_start_up()  # the command's module is imported by now
+
+
+def eager_app() -> typer.Typer:
+    """The same app with every command registered up front, as before lazy loading:
+    what agentctl/cli/genhelp.py reads the command table from."""
+    full = make_app(AgentctlGroup)
+    for module_name in (*GROUPS.values(), *MODULES):
+        register_module(full, module_name)
+    return full
+
+
+app = make_app(LazyGroup)
