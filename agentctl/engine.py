@@ -111,7 +111,6 @@ from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequen
 from agentctl import delta, oplog
 from agentctl.backends.base import (
     COLUMNS,
-    DELTA_TAG,
     META_COLUMNS,
     THREAD_ORDER_ASC,
     THREAD_ORDER_DESC,
