@@ -672,6 +672,12 @@ def child_tui(which: str, what: str, db: str, spawned: float) -> dict[str, Any]:
     has rows ("listed"), in a headless Pilot session (160x48)."""
     import asyncio
 
+    if which != "bare":
+        # As `agentctl tui` does (agentctl.tui.run): the thread list's read starts before
+        # Textual is imported.
+        from agentctl.tui.source import FirstPage
+
+        FirstPage.start(db)
     from textual.widgets import DataTable
 
     if which == "bare":

@@ -456,7 +456,7 @@ class AgentctlApp(App[None]):
         if isinstance(item, OlderItem) and event.node.parent is not None:
             event.node.set_label(Text("loading…", style="italic"))
             self.load_page(event.node.parent, self.timeline.generation, item.thread_id, item.offset)
-        elif isinstance(item, CheckpointItem) and not event.node.allow_expand:
+        elif isinstance(item, CheckpointItem) and not event.node.allow_expand and self.detail.tabs_ready:
             self.query_one(f"#{self.detail.active_tab}-scroll").focus()
 
     @on(Tree.NodeExpanded, "#tree")

@@ -144,43 +144,66 @@ def diff_heading(cp: Checkpoint, base: Checkpoint | None, base_kind: str,
 
 
 class DetailPane(Vertical):
-    """Shows one checkpoint; `show_*` are called by the app with loaded data."""
+    """Shows one checkpoint; `show_*` are called by the app with loaded data.
+
+    The tabs (about twenty widgets) are mounted just after the first frame, so that the
+    first frame, with the thread list, comes sooner; what is shown before that is kept
+    and put in them when they are there."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._contents: dict[str, RenderableType] = {tab: "" for tab in TABS}
+        self._tab = "messages"
+        self.tabs_ready = False
 
     def compose(self) -> ComposeResult:
         yield Static(Text("select a checkpoint", style="italic"), id="detail-header")
-        with TabbedContent(initial="messages", id="detail-tabs"):
-            for tab in TABS:
-                with TabPane(tab.capitalize(), id=tab):
-                    with VerticalScroll(id=f"{tab}-scroll"):
-                        yield Static(id=f"{tab}-view")
 
-    def _view(self, tab: str) -> Static:
-        return self.query_one(f"#{tab}-view", Static)
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._mount_tabs)
+
+    async def _mount_tabs(self) -> None:
+        if not self.is_attached:  # the app closed at once (a database that cannot be opened)
+            return
+        panes = [TabPane(tab.capitalize(), VerticalScroll(
+                    Static(self._contents[tab], id=f"{tab}-view"), id=f"{tab}-scroll"), id=tab)
+                 for tab in TABS]
+        tabbed = TabbedContent(initial=self._tab, id="detail-tabs")
+        for pane in panes:  # as `with TabbedContent(): yield TabPane(...)` in a compose
+            tabbed.compose_add_child(pane)
+        await self.mount(tabbed)
+        self.tabs_ready = True
+
+    def _set(self, contents: dict[str, RenderableType]) -> None:
+        self._contents.update(contents)
+        if self.tabs_ready:
+            for tab, renderable in contents.items():
+                self.query_one(f"#{tab}-view", Static).update(renderable)
 
     def show_loading(self, meta: CheckpointMetadata) -> None:
         self.query_one("#detail-header", Static).update(checkpoint_header(meta))
 
     def show_message(self, text: str) -> None:
         self.query_one("#detail-header", Static).update(Text(text, style="italic"))
-        for tab in TABS:
-            self._view(tab).update("")
+        self._set({tab: "" for tab in TABS})
 
     def show_error(self, meta: CheckpointMetadata | None, error: str) -> None:
         if meta is not None:
             self.query_one("#detail-header", Static).update(checkpoint_header(meta))
         body = Text(inert(error), style="bold red")
-        for tab in TABS:
-            self._view(tab).update(body)
+        self._set({tab: body for tab in TABS})
 
     def show_checkpoint(self, cp: Checkpoint, views: dict[str, RenderableType]) -> None:
         """Show a checkpoint's tabs, made by `build_views`."""
         self.query_one("#detail-header", Static).update(checkpoint_header(cp.metadata, cp.next_node))
-        for tab, renderable in views.items():
-            self._view(tab).update(renderable)
+        self._set(views)
 
     @property
     def active_tab(self) -> str:
-        return self.query_one(TabbedContent).active
+        return self.query_one(TabbedContent).active if self.tabs_ready else self._tab
 
     def show_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        if self.tabs_ready:
+            self.query_one(TabbedContent).active = tab
+        else:
+            self._tab = tab
