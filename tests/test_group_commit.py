@@ -220,3 +220,41 @@ async def test_write_steps_on_a_read_only_backend_is_refused(tmp_path):
     finally:
         await ro.close()
     assert committed_ids(path) == set()
+
+
+async def test_a_transaction_is_not_starved_by_agents_that_keep_snapshotting(backend):
+    """More agents than a group holds keep the connection's thread writing group after
+    group; a transaction asked for meanwhile (a rewind, an undo) gets the write lock
+    after the current group, not when the agents stop."""
+    backend.group_max = 1
+    engine = CheckpointEngine(backend)
+    stop = asyncio.Event()
+    written = 0
+
+    async def agent(k: int) -> None:
+        nonlocal written
+        while not stop.is_set():
+            await engine.snapshot(f"agent-{k}", [{"role": "user", "content": "x"}], {"k": k}, {})
+            written += 1
+
+    agents = [asyncio.create_task(agent(k)) for k in range(8)]
+    try:
+        while written < 40:
+            await asyncio.sleep(0.001)
+
+        async def other() -> int:
+            asked = written
+            async with backend.transaction() as tx:
+                await tx.put(make_cp("other", 1, cid="from-a-transaction"))
+                return written - asked
+
+        # after the group being written (one snapshot here), a few that were delivered
+        assert await asyncio.wait_for(other(), 10) < 30
+        assert not any(a.done() for a in agents)
+        assert "from-a-transaction" in committed_ids(backend.path)
+        before = written
+        while written < before + 40:  # and the agents go on after it
+            await asyncio.sleep(0.001)
+    finally:
+        stop.set()
+        await asyncio.gather(*agents)

@@ -16,6 +16,7 @@ import json
 import operator
 import os
 import sqlite3
+import threading
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -185,6 +186,9 @@ def _run_steps_here(conn: sqlite3.Connection, steps: WriteSteps) -> Any:
         return done.value
 
 
+_Job = tuple[WriteSteps, "asyncio.Future[Any]"]
+
+
 def _run_jobs(conn: sqlite3.Connection, jobs: list[WriteSteps]) -> list[tuple[bool, Any]]:
     """On the connection's thread: the writes `jobs` in one transaction and one COMMIT,
     each in a savepoint when there are several; (True, result) or (False, error) each.
@@ -224,6 +228,8 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     """
 
     kind = "sqlite"
+    #: the most writes of `write_steps` that share one transaction (bounds its latency)
+    group_max = 256
 
     def __init__(
         self,
@@ -242,8 +248,14 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         self._connect_lock = asyncio.Lock()
         self._write_lock = asyncio.Lock()
         self._batch: _Batch | None = None  # the open group-commit transaction
-        self._jobs: list[tuple[WriteSteps, asyncio.Future[Any]]] = []  # see write_steps
-        self._jobs_task: asyncio.Task[None] | None = None
+        # write_steps: the queued writes, shared with the connection's thread (under
+        # _jobs_lock), whether that thread is writing them, and the tasks holding the
+        # write lock meanwhile
+        self._jobs: list[_Job] = []
+        self._jobs_lock = threading.Lock()
+        self._draining = False
+        self._lock_wanted = 0  # callers of _locked() waiting for the write lock
+        self._jobs_tasks: set[asyncio.Task[None]] = set()
         #: bumped by every write made through `transaction` (not `write_steps`): with
         #: `PRAGMA data_version` (other connections' commits) it tells a caller that
         #: nothing but its own `write_steps` changed the file since it last looked
@@ -377,9 +389,9 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             )
 
     async def close(self) -> None:
-        while self._jobs_task is not None:  # queued writes run first
-            await asyncio.shield(self._jobs_task)
-        async with self._write_lock:  # after the writes under way
+        while self._jobs_tasks:  # queued writes run first
+            await asyncio.wait(set(self._jobs_tasks))
+        async with self._locked():  # after the writes under way
             if self._batch is not None:
                 await self._end_batch(self._batch, None)
         for attr in ("_writer", "_reader"):
@@ -461,7 +473,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         if self._readonly:
             raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
         await self.connect()
-        async with self._write_lock:
+        async with self._locked():
             batch = self._batch
             if batch is None:
                 await self._writer_execute("BEGIN IMMEDIATE")
@@ -491,57 +503,98 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         the write connection's thread, in its own transaction: no round trip to that
         thread per statement; return its result.
 
-        Group commit, as for `transaction`: the writes queued while another group is
-        being written run together in the next transaction, each in its own savepoint (a
-        write that raises undoes only its own statements), and share its COMMIT. Each
+        Group commit: the writes queued while a group is being written run together in
+        the next transaction, each in its own savepoint (a write that raises undoes only
+        its own statements), and share its COMMIT. The connection's thread takes the
+        next group as soon as a COMMIT is done, while this loop prepares more. Each
         caller returns once the COMMIT that holds its writes is durable, or gets its error.
         """
         if self._readonly:
             raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
         await self.connect()
-        job: tuple[WriteSteps, asyncio.Future[Any]] = (
-            steps, asyncio.get_running_loop().create_future())
-        self._jobs.append(job)
-        if self._jobs_task is None:
-            self._jobs_task = asyncio.get_running_loop().create_task(self._write_jobs())
+        loop = asyncio.get_running_loop()
+        job: _Job = (steps, loop.create_future())
+        with self._jobs_lock:
+            self._jobs.append(job)
+            start = not self._draining
+            self._draining = True
+        if start:
+            self._jobs_tasks.add(task := loop.create_task(self._write_jobs(loop)))
+            task.add_done_callback(self._jobs_tasks.discard)
         try:
             return await asyncio.shield(job[1])
         except asyncio.CancelledError:
-            if job in self._jobs:  # not started: it never runs
-                self._jobs.remove(job)
+            with self._jobs_lock:
+                if job in self._jobs:  # not taken yet: it never runs
+                    self._jobs.remove(job)
             raise
 
-    async def _write_jobs(self) -> None:
+    @asynccontextmanager
+    async def _locked(self) -> AsyncIterator[None]:
+        """The write lock, for anything but the write_steps drain: counted while it is
+        waited for, so that a drain hands it over after its current group."""
+        self._lock_wanted += 1
+        try:
+            await self._write_lock.acquire()
+        finally:
+            self._lock_wanted -= 1
+        try:
+            yield
+        finally:
+            self._write_lock.release()
+
+    async def _write_jobs(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Holds the write lock while the connection's thread writes every queued group."""
         async with self._write_lock:
-            jobs, self._jobs, self._jobs_task = self._jobs, [], None
-            if not jobs:
-                return
             try:
                 if self._batch is not None:  # a `transaction` group waits for its COMMIT
                     await self._end_batch(self._batch, None)
                 if self._writer is None:
                     self._writer = await self._open("rw")
                 writer = self._writer
-                outcomes = await writer._execute(  # aiosqlite: run on its thread
-                    _run_jobs, writer._conn, [steps for steps, _ in jobs])
+                await writer._execute(  # aiosqlite: run on its thread
+                    self._drain_jobs, writer._conn, loop)
+                with self._jobs_lock:
+                    more = self._draining  # it stopped for a transaction: another round
+                if more:
+                    self._jobs_tasks.add(task := loop.create_task(self._write_jobs(loop)))
+                    task.add_done_callback(self._jobs_tasks.discard)
             except BaseException as exc:
-                error = map_sqlite_error(exc, self._db_path) if isinstance(exc, sqlite3.Error) else exc
-                for _, done in jobs:
-                    if not done.done():
-                        done.set_exception(error)
-                        done.exception()  # retrieved: no warning for a cancelled caller
+                with self._jobs_lock:
+                    jobs, self._jobs, self._draining = self._jobs, [], False
+                self._deliver(jobs, None, exc)
                 if not isinstance(exc, Exception):
                     raise
-                return
-            for (_, done), (ok, value) in zip(jobs, outcomes):
-                if done.done():
-                    continue
-                if ok:
-                    done.set_result(value)
-                else:
-                    done.set_exception(map_sqlite_error(value, self._db_path)
-                                       if isinstance(value, sqlite3.Error) else value)
-                    done.exception()
+
+    def _drain_jobs(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
+        """On the connection's thread: write the queued groups one after the other until
+        none is left; the outcomes go back to the loop after each COMMIT."""
+        while True:
+            with self._jobs_lock:
+                jobs, self._jobs = self._jobs[:self.group_max], self._jobs[self.group_max:]
+                if not jobs:
+                    self._draining = False
+                    return
+            try:
+                outcomes, error = _run_jobs(conn, [steps for steps, _ in jobs]), None
+            except Exception as exc:  # BEGIN or COMMIT failed: none of them happened
+                outcomes, error = None, exc
+            loop.call_soon_threadsafe(self._deliver, jobs, outcomes, error)
+            if self._lock_wanted:  # a transaction waits for the write lock: it goes
+                return             # first, the queued writes after it (_write_jobs)
+
+    def _deliver(self, jobs: list["_Job"], outcomes: list[tuple[bool, Any]] | None,
+                 error: BaseException | None) -> None:
+        for i, (_, done) in enumerate(jobs):
+            if done.done():  # its caller was cancelled
+                continue
+            ok, value = (False, error) if outcomes is None else outcomes[i]
+            if ok:
+                done.set_result(value)
+            else:
+                done.set_exception(map_sqlite_error(value, self._db_path)
+                                   if isinstance(value, sqlite3.Error) else value)
+                done.exception()  # retrieved: no warning when nobody waits any more
 
     async def _undo_member(self, batch: "_Batch") -> None:
         """Undo the statements of a body that raised (the lock is held)."""
@@ -563,7 +616,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             await self._end_batch(batch, None, commit=False)
 
     async def _commit_later(self, batch: "_Batch") -> None:
-        async with self._write_lock:
+        async with self._locked():
             await self._end_batch(batch, None)
 
     async def _end_batch(self, batch: "_Batch", error: BaseException | None,
@@ -603,7 +656,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         if self._readonly:
             raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
         await self.connect()
-        async with self._write_lock:
+        async with self._locked():
             if self._batch is not None:
                 await self._end_batch(self._batch, None)
             await self._writer_execute("VACUUM")
