@@ -356,27 +356,13 @@ FORKED = (", CASE WHEN EXISTS (SELECT 1 FROM checkpoints k WHERE k.parent_id = t
 
 
 # ---- a write given as steps ------------------------------------------------------------
-# A write can be written once for every backend as a generator of steps that yields
+# SQLiteCheckpointer.write_steps runs a write given as a generator of steps whole on its
+# connection's thread. The generator yields
 #   ("fetch", sql, params)     -> its rows, as dicts
 #   ("execute", sql, params)   -> the number of rows changed
 #   ("put", checkpoint, blobs) -> the checkpoint id (blobs: see checkpoint_params)
-# and returns the write's result. `run_steps` runs one in an open Transaction;
-# SQLiteCheckpointer.write_steps runs one whole on its connection's thread.
+# and returns the write's result.
 WriteSteps = Generator[tuple, Any, Any]
-
-
-async def run_steps(tx: "Transaction", steps: WriteSteps) -> Any:
-    """Run a write given as steps in the open transaction `tx`; return its result."""
-    result: Any = None
-    try:
-        while True:
-            op = steps.send(result)
-            if op[0] == "put":
-                result = await tx.put(op[1], op[2])
-            else:
-                result = await getattr(tx, op[0])(op[1], *op[2])
-    except StopIteration as done:
-        return done.value
 
 
 class Transaction(RowReads, ABC):

@@ -170,7 +170,8 @@ class _Batch:
 
 
 def _run_steps_here(conn: sqlite3.Connection, steps: WriteSteps) -> Any:
-    """`run_steps` on a sqlite3 connection, in the calling thread."""
+    """Run a write given as steps (see `WriteSteps`) on a sqlite3 connection, in the
+    calling thread; return its result."""
     result: Any = None
     try:
         while True:
@@ -499,7 +500,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         await asyncio.shield(batch.done)
 
     async def write_steps(self, steps: WriteSteps) -> Any:
-        """Run a write given as steps (see `agentctl.backends.base.run_steps`) whole on
+        """Run a write given as steps (see `agentctl.backends.base.WriteSteps`) whole on
         the write connection's thread, in its own transaction: no round trip to that
         thread per statement; return its result.
 
