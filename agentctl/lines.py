@@ -70,6 +70,23 @@ def _shown(values: list[Any]) -> list[str]:
         return [seg(v)[0] for v in values]
 
 
+def _per_distinct(make: Any) -> Any:
+    """`make(values)` (a list of segments for a list of tags or labels) computed once
+    per distinct list: thousands of lines share a handful of them."""
+    made: dict[tuple[Any, ...], list[Segment]] = {}
+
+    def get(values: Sequence[Any]) -> list[Segment]:
+        try:
+            key = tuple(values)
+            out = made.get(key)
+            if out is None:
+                out = made[key] = make(values)
+            return out
+        except TypeError:  # a value that cannot be a key
+            return make(values)
+    return get
+
+
 def _log_rows(metas: Sequence[Any], heads: Mapping[str, Sequence[str]],
               summary_width: int | None) -> list[list[Segment]]:
     """The log line of each checkpoint, with what the lines share worked out once: the
@@ -81,8 +98,7 @@ def _log_rows(metas: Sequence[Any], heads: Mapping[str, Sequence[str]],
                      for s in [m.summary or "" for m in metas]]
     else:
         summaries = [s or None for s in _shown([m.summary or "" for m in metas])]
-    tag_tails: dict[tuple[Any, ...], list[Segment]] = {}
-
+    @_per_distinct
     def tags_tail(all_tags: Sequence[Any]) -> list[Segment]:
         tags = [t for t in all_tags if not str(t).startswith(("merged:", "branch:"))]
         return [(" [", ""), *tag_segments(tags), ("]", "")] if tags else []
@@ -102,14 +118,7 @@ def _log_rows(metas: Sequence[Any], heads: Mapping[str, Sequence[str]],
         out.append((f" #{step}", "cyan") if type(step) is int else seg(f" #{step}", "cyan"))
         all_tags = meta.tags
         if all_tags:
-            try:
-                key = tuple(all_tags)
-                tail = tag_tails.get(key)
-                if tail is None:
-                    tail = tag_tails[key] = tags_tail(all_tags)
-            except TypeError:  # a tag that cannot be a key
-                tail = tags_tail(all_tags)
-            out += tail
+            out += tags_tail(all_tags)
         if summary is not None:
             out.append((" " + summary, ""))
         rows.append(out)
@@ -277,8 +286,7 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
     # pass, the segments of each distinct list of labels.
     ids = _shown([n["id"] for n in nodes])
     summaries = shorten_all([n.get("summary") or "" for n in nodes], summary_width)
-    label_tails: dict[tuple[Any, ...], list[Segment]] = {}
-
+    @_per_distinct
     def labels_tail(labels: Sequence[Any]) -> list[Segment]:
         out: list[Segment] = []
         for label in labels:
@@ -292,14 +300,7 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
                 (f" #{step}", "cyan") if type(step) is int else seg(f" #{step}", "cyan")]
         labels = n.get("labels")
         if labels:
-            try:
-                key = tuple(labels)
-                tail = label_tails.get(key)
-                if tail is None:
-                    tail = label_tails[key] = labels_tail(labels)
-            except TypeError:  # a label that cannot be a key
-                tail = labels_tail(labels)
-            line += tail
+            line += labels_tail(labels)
         if n.get("summary"):
             line.append((" " + summaries[i], ""))
         if merged_from:
