@@ -548,6 +548,22 @@ def payload(i: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any
     return messages, state, tools
 
 
+ROW_SQL = ("INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, "
+           "summary, messages_blob, state_blob, tools_blob, next_node) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def plain_row(thread: str, step: int, parent: str | None) -> tuple[str, tuple[Any, ...]]:
+    """A snapshot's id and its row for ROW_SQL, as the seeds' writer makes it (the
+    payload of `step`, JSON with ensure_ascii=False)."""
+    messages, state, tools = payload(step)
+    cid = f"ckpt-{thread}-{step}-{step:06x}"
+    return cid, (thread, cid, parent, step, datetime.now(timezone.utc).isoformat(),
+                 json.dumps(["manual"]), "[user] step",
+                 json.dumps(messages, ensure_ascii=False), json.dumps(state, ensure_ascii=False),
+                 json.dumps(tools, ensure_ascii=False), "")
+
+
 def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[str, Any]:
     """`tasks` agents (asyncio tasks) each write n/tasks snapshots, one after the other,
     into a thread of their own, in a new file; the total rate. "engine": agentctl's
@@ -568,22 +584,13 @@ def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[st
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             conn.executescript(SQLITE_TABLE_DDL + "\n".join(SQLITE_INDEX_DDL))
-            sql = ("INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, "
-                   "created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             t0 = time.perf_counter()
             parent = None
             for step in range(1, per * tasks + 1):
-                messages, state, tools = payload(step)
-                cid = f"ckpt-bare-{step}-{step:06x}"
+                parent, row = plain_row("bare", step, parent)
                 conn.execute("BEGIN IMMEDIATE")
-                conn.execute(sql, ("bare", cid, parent, step, datetime.now(timezone.utc).isoformat(),
-                                   json.dumps(["manual"]), "[user] step",
-                                   json.dumps(messages, ensure_ascii=False),
-                                   json.dumps(state, ensure_ascii=False),
-                                   json.dumps(tools, ensure_ascii=False), ""))
+                conn.execute("INSERT " + ROW_SQL, row)
                 conn.execute("COMMIT")
-                parent = cid
             seconds = time.perf_counter() - t0
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             sync = conn.execute("PRAGMA synchronous").fetchone()[0]
@@ -596,21 +603,11 @@ def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[st
             with sqlite3.connect(path) as conn:
                 conn.executescript(SQLITE_TABLE_DDL + "\n".join(SQLITE_INDEX_DDL))
             conn.close()
-            sql = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_id, parent_id, step, "
-                   "created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-
             async def put(thread: str, step: int, parent: str | None) -> str:
-                messages, state, tools = payload(step)
-                cid = f"ckpt-{thread}-{step}-{step:06x}"
+                cid, row = plain_row(thread, step, parent)
                 conn = sqlite3.connect(path)
                 with conn:
-                    conn.execute(sql, (thread, cid, parent, step,
-                                       datetime.now(timezone.utc).isoformat(),
-                                       json.dumps(["manual"]), "[user] step",
-                                       json.dumps(messages, ensure_ascii=False),
-                                       json.dumps(state, ensure_ascii=False),
-                                       json.dumps(tools, ensure_ascii=False), ""))
+                    conn.execute("INSERT OR REPLACE " + ROW_SQL, row)
                     conn.commit()
                 conn.close()
                 return cid
