@@ -423,10 +423,7 @@ async def check_undo(tx: Transaction, op: OpRecord) -> None:
         f"(SELECT 1 FROM checkpoints c WHERE c.checkpoint_id = t.checkpoint_id AND c.checkpoint_id NOT IN {mine}) "
         f"OR EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = t.id AND c.checkpoint_id NOT IN {mine})) "
         "ORDER BY t.checkpoint_id LIMIT 6", op.op_id, op.op_id, op.op_id)
-    if taken:
-        raise OperationError(
-            f"cannot undo operation {op.op_id} ({op.kind}): checkpoint(s) "
-            f"{_short([r['checkpoint_id'] for r in taken])} exist again; delete them first")
+    _refuse_undo(op, taken, "exist again; delete them first")
     # A row the undo deletes must not be the parent of a row that stays (unless the
     # undo brings back an older row of that id, as after an import that replaced it).
     children = await tx.fetch(
@@ -434,10 +431,15 @@ async def check_undo(tx: Transaction, op: OpRecord) -> None:
         f"AND c.checkpoint_id NOT IN {mine} "
         f"AND c.parent_id NOT IN (SELECT checkpoint_id FROM {TRASH} WHERE op_id = ?) "
         "ORDER BY c.checkpoint_id LIMIT 6", op.op_id, op.op_id, op.op_id)
-    if children:
+    _refuse_undo(op, children, "continue from what it created")
+
+
+def _refuse_undo(op: Any, rows: list[dict[str, Any]], why: str) -> None:
+    """Refuse the undo of `op` when `rows` (checkpoint ids) stand in its way."""
+    if rows:
         raise OperationError(
             f"cannot undo operation {op.op_id} ({op.kind}): checkpoint(s) "
-            f"{_short([r['checkpoint_id'] for r in children])} continue from what it created")
+            f"{_short([r['checkpoint_id'] for r in rows])} {why}")
 
 
 async def revert(tx: Transaction, op_id: int) -> tuple[list[str], list[str], list[str]]:
