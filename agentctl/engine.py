@@ -135,6 +135,7 @@ from agentctl.errors import (
     ThreadNotFound,
     UsageError,
 )
+from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.oplog import OpRecord, OpResult, PurgeResult
 
@@ -473,8 +474,9 @@ _INSERT_SQL = (f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) "
 # ---- the engine ------------------------------------------------------------------------
 
 
-class CheckpointEngine:
-    """Step-level checkpoints with non-destructive time travel, branches, merges and undo."""
+class CheckpointEngine(History):
+    """Step-level checkpoints with non-destructive time travel, branches, merges and undo.
+    The History of the AgentOS format (agentctl.storage.contract)."""
 
     def __init__(
         self,
@@ -1135,6 +1137,32 @@ class CheckpointEngine:
             return nothing
         self.last_op_id = op_id
         return OpResult(op_id, "prune", summary, deleted=deleted)
+
+    def _spec_policy(self, spec: PruneSpec) -> tuple[CheckpointGC, float]:
+        if spec.statuses:
+            raise Unsupported("agentos", "prune --status (checkpoints have no status)")
+        chosen = [(p, v) for p, v in ((CheckpointGC.KEEP_LAST_N, spec.keep_last),
+                                      (CheckpointGC.KEEP_AGE, spec.older_than),
+                                      (CheckpointGC.KEEP_MILESTONES, spec.milestones)) if v is not None]
+        if len(chosen) != 1:
+            raise UsageError("give exactly one of --keep-last N, --older-than AGE, --milestones N")
+        return chosen[0]
+
+    async def _spec_threads(self, spec: PruneSpec) -> list[str]:
+        if spec.threads is not None:
+            return list(spec.threads)
+        return await self._checkpointer.all_thread_ids()
+
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
+        """The plans of `prune_spec` (one per thread)."""
+        policy, param = self._spec_policy(spec)
+        return [await self.plan_prune(t, policy, param, preview=preview)
+                for t in await self._spec_threads(spec)]
+
+    async def prune_spec(self, spec: PruneSpec) -> list[OpResult]:
+        """Prune each thread of the spec by its policy (each one operation)."""
+        policy, param = self._spec_policy(spec)
+        return [await self.prune(t, policy, param) for t in await self._spec_threads(spec)]
 
     async def delete_thread(self, thread_id: str) -> OpResult:
         """Delete every checkpoint of a thread, into the trash (undoable)."""

@@ -32,6 +32,7 @@ from typing import Any, AsyncIterator, Generator, Iterable, Mapping, Sequence
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.contract import FormatSpec, Store
 
 try:  # orjson parses several times faster; the stdlib is the fallback and the reference.
     import orjson as _orjson
@@ -401,8 +402,9 @@ class Transaction(RowReads, ABC):
         """Whether a table of this name exists (in the current schema)."""
 
 
-class CheckpointBackend(ABC):
-    """Storage for checkpoints. Use as `async with backend:` or call `close()`.
+class CheckpointBackend(Store):
+    """Storage for checkpoints: the store of the AgentOS format. Use as
+    `async with backend:` or call `close()`.
 
     Implementations: `agentctl.backends.sqlite.SQLiteCheckpointer`,
     `agentctl.backends.postgres.PostgresCheckpointer`.
@@ -412,18 +414,21 @@ class CheckpointBackend(ABC):
     #: a display name of the database, safe to print (no password)
     display_name: str = ""
 
+    @property
+    def format(self) -> FormatSpec:  # type: ignore[override]
+        from agentctl.storage.agentos import FORMAT
+
+        return FORMAT
+
+    def history(self) -> Any:
+        """The engine over this backend (the AgentOS format's History)."""
+        from agentctl.engine import CheckpointEngine
+
+        return CheckpointEngine(self)
+
     async def __aenter__(self) -> "CheckpointBackend":
         await self.connect()
         return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()
-
-    async def connect(self) -> None:
-        """Open connections and check the schema. Called lazily by every method."""
-
-    async def close(self) -> None:
-        """Release connections. Safe to call twice."""
 
     # ---- the seven methods of the original ABC ------------------------------------
 

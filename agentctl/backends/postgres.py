@@ -133,6 +133,28 @@ def map_pg_error(exc: BaseException, where: str) -> AgentctlError:
     return DatabaseError(f"{where}: {text}")
 
 
+def connect_error(exc: BaseException, dsn: str) -> BaseException:
+    """The AgentctlError for a failed connection attempt (other exceptions as they are)."""
+    import asyncpg
+
+    where = describe_dsn(dsn)
+    if isinstance(exc, asyncpg.InvalidPasswordError):
+        return ConnectionFailed(f"Postgres at {where} refused the login (wrong password or user)")
+    if isinstance(exc, asyncpg.InvalidAuthorizationSpecificationError):
+        return ConnectionFailed(f"Postgres at {where} refused the login: {redact_dsn(str(exc))}")
+    if isinstance(exc, asyncpg.InvalidCatalogNameError):
+        return DatabaseNotFound(f"Postgres database not found: {where}")
+    if isinstance(exc, (OSError, asyncio.TimeoutError)):
+        reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else (
+            "timed out" if isinstance(exc, asyncio.TimeoutError) else redact_dsn(str(exc)))
+        return ConnectionFailed(f"cannot connect to Postgres at {where}: {reason}")
+    if isinstance(exc, asyncpg.PostgresError):
+        return ConnectionFailed(f"Postgres at {where}: {redact_dsn(str(exc))}")
+    if isinstance(exc, ValueError):  # a malformed DSN
+        return UsageError(f"invalid Postgres DSN: {redact_dsn(str(exc))}")
+    return exc
+
+
 class _PgTransaction(Transaction):
     kind = "postgres"
 
@@ -199,23 +221,10 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
                 settings = dict(kwargs.pop("server_settings", None) or {})
                 settings.setdefault("default_transaction_read_only", "on")
                 kwargs["server_settings"] = settings
-            where = self.display_name
             try:
                 pool = await asyncpg.create_pool(dsn=self._dsn, **kwargs)
-            except asyncpg.InvalidPasswordError:
-                raise ConnectionFailed(f"Postgres at {where} refused the login (wrong password or user)") from None
-            except asyncpg.InvalidAuthorizationSpecificationError as exc:
-                raise ConnectionFailed(f"Postgres at {where} refused the login: {redact_dsn(str(exc))}") from None
-            except asyncpg.InvalidCatalogNameError:
-                raise DatabaseNotFound(f"Postgres database not found: {where}") from None
-            except (OSError, asyncio.TimeoutError) as exc:
-                reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else (
-                    "timed out" if isinstance(exc, asyncio.TimeoutError) else redact_dsn(str(exc)))
-                raise ConnectionFailed(f"cannot connect to Postgres at {where}: {reason}") from None
-            except asyncpg.PostgresError as exc:
-                raise ConnectionFailed(f"Postgres at {where}: {redact_dsn(str(exc))}") from None
-            except ValueError as exc:  # a malformed DSN
-                raise UsageError(f"invalid Postgres DSN: {redact_dsn(str(exc))}") from None
+            except BaseException as exc:
+                raise connect_error(exc, self._dsn) from None
             try:
                 async with pool.acquire() as conn:
                     if self._create:

@@ -1,0 +1,341 @@
+"""The storage contract: what every agent-store format provides to agentctl.
+
+A *format* (AgentOS checkpoints, the article's session store, LangGraph, ...) is an
+adapter that
+
+- recognises a database by its schema (`FormatSpec.matches`, from the tables and
+  their columns; never the file name), on SQLite and on Postgres;
+- maps it onto agentctl's model (`agentctl.model`): threads, checkpoints with messages,
+  state and tool results, parent edges, branches — the read side, `Store`;
+- declares what it can do (`Capability`) and owns every line of SQL and every dialect
+  difference of its format; its writes (rewind, branch, merge, prune, delete, undo)
+  are a `History`, reached through `Store.history()`.
+
+The CLI and the TUI see only this module's types and the model's dataclasses. An
+operation a format cannot do raises `Unsupported` (exit 2), naming the format and the
+operation.
+
+Ordering promises every format keeps:
+- within a thread, `read_thread` returns checkpoints by `step` (oldest first unless
+  `descending`), ties in the format's own order; a thread's head is its last checkpoint;
+- `thread_summaries` sorts by the head's time (newest first) unless told otherwise,
+  ties by thread id.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
+
+from agentctl.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentctl.errors import CorruptRowError
+    from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+
+
+class Capability(str, Enum):
+    """What a format can do. The CLI and the TUI ask before they offer an operation."""
+
+    READ = "read"            # threads, log, show, diff, tree
+    SEARCH = "search"        # full-text search (an index of the format's own or a scan)
+    STATS = "stats"          # usage statistics
+    REWIND = "rewind"
+    BRANCH = "branch"
+    MERGE = "merge"
+    PRUNE = "prune"
+    DELETE = "delete"        # threads delete
+    UNDO = "undo"            # oplog, undo, purge
+    FOLLOW = "follow"        # the TUI's follow mode (new rows polled)
+    BACKUP = "backup"        # an online copy of the database (SQLite)
+    DOCTOR = "doctor"        # problem checks (and index fixes where offered)
+    IMPORT = "import"        # import / export of JSON Lines
+    SNAPSHOT = "snapshot"    # the library's snapshot writer (AgentOS)
+
+
+ALL_CAPABILITIES = tuple(Capability)
+
+
+class Unsupported(UsageError):
+    """The format of this database cannot do the operation asked for (exit 2)."""
+
+    def __init__(self, format_name: str, operation: str):
+        self.format_name = format_name
+        self.operation = operation
+        super().__init__(f"the {format_name} format does not support {operation}")
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """One format: its name (`--format NAME`), what it can do, how it is recognised and
+    opened. `matches(tables)` gets {table name: set of column names} of the database
+    (its current schema on Postgres) and says whether the database is of this format.
+    `open(kind, target, readonly, create)` makes the format's `Store` (not connected):
+    kind is "sqlite" (target a file path) or "postgres" (target a DSN)."""
+
+    name: str
+    title: str
+    description: str
+    capabilities: frozenset[Capability]
+    matches: Callable[[Mapping[str, set[str]]], bool]
+    open: Callable[..., "Store"]
+    #: the tables whose presence the detection looks for (for messages)
+    tables: tuple[str, ...] = ()
+    #: capabilities only one dialect has, e.g. {"backup": ("sqlite",)}
+    dialects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def can(self, capability: Capability | str, kind: str | None = None) -> bool:
+        cap = Capability(capability)
+        if cap not in self.capabilities:
+            return False
+        only = self.dialects.get(cap.value)
+        return kind is None or only is None or kind in only
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "description": self.description,
+                "capabilities": [c.value for c in ALL_CAPABILITIES if c in self.capabilities],
+                "tables": list(self.tables)}
+
+
+@dataclass
+class Problem:
+    """One thing `doctor` found: `kind` "error" or "warning", `check` a short name,
+    `subject` what it is about (a thread, a row, a table), `detail` one line."""
+
+    kind: str
+    check: str
+    subject: str
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "check": self.check, "subject": self.subject, "detail": self.detail}
+
+
+@dataclass
+class PruneSpec:
+    """What `prune` deletes, as the user asked it. Each format uses the fields that have
+    a meaning for it and refuses the others with `Unsupported` (AgentOS prunes the
+    checkpoints of threads; the article's store prunes whole sessions).
+
+    threads: the threads asked for (None: every thread); keep_last: keep the newest N
+    (checkpoints of a thread, or sessions of a user); older_than: seconds; milestones:
+    keep N evenly spaced checkpoints; statuses: only sessions in these statuses."""
+
+    threads: list[str] | None = None
+    keep_last: int | None = None
+    older_than: float | None = None
+    milestones: int | None = None
+    statuses: list[str] | None = None
+
+
+class Store(ABC):
+    """The read side of a format on one database. Use as `async with store:`.
+
+    Every method returns the model's dataclasses (never driver rows) and raises
+    `agentctl.errors.AgentctlError` subclasses for what the user can act on.
+    """
+
+    #: the format (set by each adapter class)
+    format: FormatSpec
+    #: "sqlite" or "postgres"
+    kind: str = ""
+    #: a display name of the database, safe to print (no password)
+    display_name: str = ""
+
+    async def __aenter__(self) -> "Store":
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Open connections and check the schema. Called lazily by every method."""
+
+    async def close(self) -> None:
+        """Release connections. Safe to call twice."""
+
+    # ---- what it can do ----------------------------------------------------------
+
+    def can(self, capability: Capability | str) -> bool:
+        return self.format.can(capability, self.kind)
+
+    def require(self, capability: Capability | str, operation: str | None = None) -> None:
+        """Raise Unsupported unless the format can do this here."""
+        cap = Capability(capability)
+        if not self.can(cap):
+            where = f" on {self.kind}" if cap in self.format.capabilities else ""
+            raise Unsupported(self.format.name + where, operation or cap.value)
+
+    def history(self) -> "History":
+        """The write side (rewind, branch, merge, prune, delete, undo)."""
+        raise Unsupported(self.format.name, "writes")
+
+    # ---- threads -------------------------------------------------------------------
+
+    @abstractmethod
+    async def thread_summaries(
+        self, limit: int = 50, offset: int = 0, sort: str = "updated",
+        descending: bool = True, prefix: str | None = None,
+    ) -> list["ThreadSummary"]:
+        """One row per thread with its count and head. sort: "updated", "thread",
+        "checkpoints", "step", "created". Ties by thread id."""
+
+    @abstractmethod
+    async def count_threads(self, prefix: str | None = None) -> int:
+        """Number of threads (whose id starts with `prefix`, if given)."""
+
+    @abstractmethod
+    async def thread_summary(self, thread_id: str) -> "ThreadSummary | None":
+        """The summary of one thread, or None when it does not exist."""
+
+    async def all_thread_ids(self) -> list[str]:
+        """Every thread id, sorted."""
+        out: list[str] = []
+        offset = 0
+        while True:
+            page = await self.thread_summaries(1000, offset, "thread", False)
+            out.extend(t.thread_id for t in page)
+            if len(page) < 1000:
+                return out
+            offset += 1000
+
+    @abstractmethod
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        """Thread ids that start with `prefix`, sorted."""
+
+    # ---- checkpoints ---------------------------------------------------------------
+
+    @abstractmethod
+    async def count(self, thread_id: str | None = None) -> int:
+        """Number of checkpoints (in one thread, or in all)."""
+
+    @abstractmethod
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list["CheckpointMetadata"]:
+        """A page of a thread's checkpoints in step order (oldest first by default)."""
+
+    async def read_thread_forks(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> tuple[list["CheckpointMetadata"], list[str]]:
+        """read_thread, and the ids of those checkpoints with children in other threads."""
+        rows = await self.read_thread(thread_id, limit, offset, descending)
+        ids = {m.checkpoint_id for m in rows}
+        forks = {m.parent_checkpoint_id for m in await self.branches_of([thread_id])}
+        return rows, [cid for cid in (m.checkpoint_id for m in rows) if cid in forks and cid in ids]
+
+    @abstractmethod
+    async def get(self, checkpoint_id: str) -> "Checkpoint | None":
+        """The checkpoint with this id, or None. Raises CorruptRowError if it cannot be decoded."""
+
+    @abstractmethod
+    async def get_metadata(self, checkpoint_id: str) -> "CheckpointMetadata | None":
+        """Only the metadata of a checkpoint."""
+
+    @abstractmethod
+    async def get_latest(self, thread_id: str) -> "Checkpoint | None":
+        """The head of a thread, or None."""
+
+    @abstractmethod
+    async def at_step(self, thread_id: str, step: int) -> "CheckpointMetadata | None":
+        """The checkpoint of a thread at a step (the last one if the step repeats)."""
+
+    @abstractmethod
+    async def children(self, checkpoint_id: str) -> list["CheckpointMetadata"]:
+        """Checkpoints whose parent is this one, in any thread."""
+
+    @abstractmethod
+    async def branches_of(self, thread_ids: Sequence[str]) -> list["CheckpointMetadata"]:
+        """First checkpoints of other threads whose parent is in one of these threads."""
+
+    @abstractmethod
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        """Checkpoint ids that start with `prefix`, sorted."""
+
+    @abstractmethod
+    def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator["Checkpoint | CorruptRowError"]:
+        """Every checkpoint (of these threads), in thread then step order, streamed.
+        A row that cannot be decoded is yielded as its CorruptRowError, not raised."""
+
+    # ---- capabilities as library calls ------------------------------------------------
+
+    @abstractmethod
+    async def search(
+        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+    ) -> list["SearchHit"]:
+        """Checkpoints whose messages (of `role`, if given) or tool results contain
+        `text`, case-insensitively; newest first."""
+
+    async def doctor(self) -> list[Problem]:
+        """What is wrong with the database, as this format sees it."""
+        self.require(Capability.DOCTOR, "doctor")
+        return []
+
+    async def usage_stats(self, user: str | None = None, days: float | None = None) -> dict[str, Any]:
+        """Usage statistics of the format (`agentctl stats`)."""
+        raise Unsupported(self.format.name, "stats")
+
+
+class History(ABC):
+    """The write side of a format: every write is one transaction, recorded in the
+    format's operation log and undoable until `purge`. Plans (`plan_*`) write nothing.
+
+    The plan and result types are the engine's (`RewindPlan`, `TimeTravelResult`,
+    `MergePlan`, `PrunePlan`, `OpResult`, `OpRecord`, `PurgeResult`), so the CLI and
+    the TUI render every format's writes alike."""
+
+    #: the id of the last operation this object recorded
+    last_op_id: int | None = None
+
+    @abstractmethod
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+        """What `rewind` would do."""
+
+    @abstractmethod
+    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
+                     archive_thread: str | None = None) -> Any:
+        """Make the checkpoint its thread's head again; later ones go to an archive
+        thread (or the trash with hard=True)."""
+
+    @abstractmethod
+    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
+        """A new thread holding the history up to the checkpoint; its id."""
+
+    @abstractmethod
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str,
+                         strategy: str = "fail") -> Any:
+        """What `merge_branch` would write (a MergePlan)."""
+
+    @abstractmethod
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
+                           strategy: str = "fail") -> str:
+        """Merge a branch into a thread; the new head's checkpoint id."""
+
+    @abstractmethod
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
+        """The PrunePlans of a prune as the user asked it."""
+
+    @abstractmethod
+    async def prune_spec(self, spec: PruneSpec) -> list[Any]:
+        """Carry out a prune; its OpResults."""
+
+    @abstractmethod
+    async def delete_thread(self, thread_id: str) -> Any:
+        """Delete a thread (to the trash); its OpResult."""
+
+    @abstractmethod
+    async def oplog(self, limit: int = 50) -> list[Any]:
+        """The newest operations first (OpRecords)."""
+
+    @abstractmethod
+    async def undo(self, op_id: int | None = None) -> Any:
+        """Revert an operation (the newest undoable one by default)."""
+
+    @abstractmethod
+    async def purge(self, dry_run: bool = False) -> Any:
+        """Empty the trash (a PurgeResult)."""

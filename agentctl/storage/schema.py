@@ -1,0 +1,96 @@
+"""Reading a database's schema (tables and their columns) without changing anything,
+for format detection: SQLite through a `mode=ro` connection, Postgres through
+information_schema of the current schemas."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+def where(kind: str, target: str) -> str:
+    if kind == "postgres":
+        from agentctl.backends.postgres import describe_dsn
+
+        return f"Postgres database {describe_dsn(target)}"
+    return target
+
+
+async def tables(kind: str, target: str) -> dict[str, set[str]]:
+    """{table: {column, ...}}; raises the driver's errors as AgentctlErrors."""
+    if kind == "postgres":
+        return await _postgres_tables(target)
+    return sqlite_tables(target)
+
+
+async def tables_or_none(kind: str, target: str) -> dict[str, set[str]] | None:
+    """tables(), or None when the schema cannot be read (the store's own open then
+    reports why, with its usual message)."""
+    from agentctl.errors import AgentctlError
+
+    if kind == "sqlite" and (target == ":memory:" or not os.path.isfile(target)
+                             or os.path.getsize(target) == 0):
+        return None
+    try:
+        return await tables(kind, target)
+    except AgentctlError:
+        return None
+
+
+def sqlite_tables(path: str) -> dict[str, set[str]]:
+    import sqlite3
+
+    from agentctl.backends.sqlite import map_sqlite_error
+
+    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, path) from None
+    try:
+        rows = conn.execute(
+            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+            "WHERE m.type IN ('table', 'view')").fetchall()
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()]
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, path) from None
+    finally:
+        conn.close()
+    out: dict[str, set[str]] = {n: set() for n in names}
+    for table, column in rows:
+        out.setdefault(table, set()).add(column)
+    return out
+
+
+async def _postgres_tables(dsn: str) -> dict[str, set[str]]:
+    import asyncpg
+
+    from agentctl.backends.postgres import connect_error, map_pg_error
+
+    try:
+        conn = await asyncpg.connect(dsn=dsn, timeout=10,
+                                     server_settings={"default_transaction_read_only": "on"})
+    except BaseException as exc:  # noqa: BLE001 - mapped to one clear error
+        raise connect_error(exc, dsn) from None
+    try:
+        rows = await conn.fetch(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = ANY(current_schemas(false))")
+    except asyncpg.PostgresError as exc:
+        raise map_pg_error(exc, where("postgres", dsn)) from None
+    finally:
+        await conn.close()
+    out: dict[str, set[str]] = {}
+    for r in rows:
+        out.setdefault(r[0], set()).add(r[1])
+    return out
+
+
+def columns_of(found: dict[str, set[str]], table: str) -> set[str]:
+    return found.get(table, set())
+
+
+def has_all(found: dict[str, Any], table: str, cols: tuple[str, ...]) -> bool:
+    return table in found and all(c in found[table] for c in cols)
