@@ -1320,100 +1320,11 @@ class CheckpointEngine(History):
     # ---- the tree ----------------------------------------------------------------------
 
     async def get_checkpoint_tree(self, thread_id: str, limit: int | None = None) -> dict[str, Any]:
-        """The thread, its branch threads (recursively) and the edges between them.
+        """The thread, its branch threads (recursively) and the edges between them
+        (see agentctl.tree.checkpoint_tree)."""
+        from agentctl.tree import checkpoint_tree
 
-        {thread_id, total_checkpoints, threads: [{thread_id, parent_thread, branch_point,
-        checkpoints, head, archive}], nodes: [{id, thread_id, step, tags, summary,
-        created_at, parent_id, labels}], edges: [{from, to, kind}]}. labels: "head",
-        "root", "branch-point", "merge", "abandoned" (tip of a rewind's archive thread),
-        "orphan" (its parent names no row). Edge kinds: "parent" (same thread), "branch"
-        (into another thread), "merge" (a merged branch head into its merge checkpoint).
-        `limit` keeps the newest `limit` checkpoints of each thread (None: all)."""
-        b = self._checkpointer
-        threads: list[str] = []
-        first_rows: dict[str, CheckpointMetadata] = {}
-        frontier = [thread_id]
-        seen = {thread_id}
-        while frontier:
-            threads.extend(frontier)
-            found = await b.branches_of(frontier)
-            frontier = []
-            for meta in found:
-                if meta.thread_id not in seen:
-                    seen.add(meta.thread_id)
-                    frontier.append(meta.thread_id)
-                    first_rows[meta.thread_id] = meta
-        metas: list[CheckpointMetadata] = []
-        per_thread: dict[str, list[CheckpointMetadata]] = {}
-        for thread in threads:
-            if limit is None:
-                # One query: pages by OFFSET would sort and skip the rows before each page
-                # again (a 10,000-step thread read 25,000 rows in three pages).
-                rows = await b.read_thread(thread, 2**62, 0)
-            else:
-                rows = list(reversed(await b.read_thread(thread, int(limit), 0, descending=True)))
-            per_thread[thread] = rows
-            metas.extend(rows)
-        if not metas:
-            return {"thread_id": thread_id, "total_checkpoints": 0, "threads": [], "nodes": [], "edges": []}
-        by_id = {m.checkpoint_id: m for m in metas}
-        outside = sorted({m.parent_checkpoint_id for m in metas
-                          if m.parent_checkpoint_id and m.parent_checkpoint_id not in by_id})
-        existing: set[str] = set()
-        for i in range(0, len(outside), 500):
-            chunk = outside[i:i + 500]
-            existing |= {r["checkpoint_id"] for r in await b.query(
-                "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id IN ("
-                + ", ".join("?" for _ in chunk) + ")", *chunk)}
-        archives = await oplog.archive_threads(b)
-        heads = {t: rows[-1].checkpoint_id for t, rows in per_thread.items() if rows}
-        cross_parents = {m.parent_checkpoint_id for m in metas
-                         if m.parent_checkpoint_id in by_id
-                         and by_id[m.parent_checkpoint_id].thread_id != m.thread_id}
-        nodes = []
-        edges = []
-        for m in metas:
-            labels = []
-            if heads.get(m.thread_id) == m.checkpoint_id:
-                labels.append("head")
-                if m.thread_id in archives or "-branch-rewind-" in m.thread_id:
-                    labels.append("abandoned")
-            parent = m.parent_checkpoint_id
-            if not parent:
-                labels.append("root")
-            elif parent not in by_id and parent not in existing:
-                labels.append("orphan")
-            if m.checkpoint_id in cross_parents:
-                labels.append("branch-point")
-            merged_from = [t[len("merged:"):] for t in m.tags if t.startswith("merged:")]
-            if "merge" in m.tags or merged_from:
-                labels.append("merge")
-            nodes.append({"id": m.checkpoint_id, "thread_id": m.thread_id, "step": m.step,
-                          "tags": m.tags, "summary": m.summary, "created_at": m.created_at,
-                          "parent_id": parent, "labels": labels})
-            if parent and parent in by_id:
-                kind = "parent" if by_id[parent].thread_id == m.thread_id else "branch"
-                edges.append({"from": parent, "to": m.checkpoint_id, "kind": kind})
-            for source in merged_from:
-                if source in by_id:
-                    edges.append({"from": source, "to": m.checkpoint_id, "kind": "merge"})
-        thread_info = []
-        for thread in threads:
-            rows = per_thread[thread]
-            if not rows:
-                continue
-            first = first_rows.get(thread)
-            thread_info.append({
-                "thread_id": thread,
-                "parent_thread": by_id[first.parent_checkpoint_id].thread_id
-                if first and first.parent_checkpoint_id in by_id else None,
-                "branch_point": first.parent_checkpoint_id if first else None,
-                "checkpoints": len(rows),
-                "head": rows[-1].checkpoint_id,
-                "archive": thread in archives or "-branch-rewind-" in thread,
-            })
-        return {"thread_id": thread_id, "total_checkpoints": len(metas), "threads": thread_info,
-                "nodes": nodes, "edges": edges}
+        return await checkpoint_tree(self._checkpointer, thread_id, limit)
 
 
 async def create_checkpoint_engine(backend: str = "sqlite", db_path: str = "checkpoints.db",

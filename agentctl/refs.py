@@ -41,7 +41,7 @@ def _checked(backend: Any, ref: str, not_found: Any) -> str:
         ref.encode("utf-8")
     except UnicodeEncodeError:
         raise UsageError(f"reference {ref!r} is not valid UTF-8 text") from None
-    if "\x00" in ref and getattr(backend, "kind", "") == "postgres":
+    if "\x00" in ref and not backend.stores_nul:
         raise not_found(ref)
     return ref
 
@@ -49,7 +49,7 @@ def _checked(backend: Any, ref: str, not_found: Any) -> str:
 def _storable_step(backend: Any, n: int) -> bool:
     """Whether a step number fits the step column (INTEGER: 32 bits on Postgres, 64 on
     SQLite); a larger one names nothing, and the drivers reject it as a parameter."""
-    bits = 31 if getattr(backend, "kind", "") == "postgres" else 63
+    bits = backend.step_bits
     return -(2**bits) <= n < 2**bits
 
 

@@ -19,7 +19,7 @@ def fake_tui(monkeypatch) -> list:
     """Stand in for agentctl.tui (built separately; its own tests drive the app)."""
     calls: list = []
 
-    def run(db: str, *, readonly: bool = False) -> None:
+    def run(db: str, *, readonly: bool = False, format: str | None = None) -> None:
         calls.append({"db": db, "readonly": readonly, "existed": Path(db).exists(),
                       "threads": len(cli_json(db, "threads", "list"))})
 

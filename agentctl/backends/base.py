@@ -420,11 +420,79 @@ class CheckpointBackend(Store):
 
         return FORMAT
 
-    def history(self) -> Any:
-        """The engine over this backend (the AgentOS format's History)."""
+    doctor_checks = ("duplicate_steps", "orphan_parents", "invalid_json", "cycles")
+
+    async def doctor(self, limit: int = 100) -> list[Any]:
+        from agentctl.storage import agentos_doctor
+
+        return await agentos_doctor.problems(self, limit)
+
+    async def fix_indexes(self) -> list[str]:
+        from agentctl.storage import agentos_doctor
+
+        return await agentos_doctor.fix_indexes(self)
+
+    async def usage_stats(self, user: str | None = None, days: float | None = None) -> dict[str, Any]:
+        """`stats()`: AgentOS checkpoints have no users or sessions to filter by."""
+        if user is not None or days is not None:
+            from agentctl.storage.contract import Unsupported
+
+            raise Unsupported("agentos", "stats --user/--days (checkpoints have no users)")
+        return await self.stats()
+
+    async def existing_checkpoint_ids(self, ids: Sequence[str]) -> set[str]:
+        existing: set[str] = set()
+        ids = list(ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            existing |= {r["checkpoint_id"] for r in await self.query(
+                "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id IN ("
+                + ", ".join("?" for _ in chunk) + ")", *chunk)}
+        return existing
+
+    async def drop_if_empty(self) -> bool:
+        """Drop the checkpoints table if it holds no row (what `import --create` made,
+        when the import failed); whether it was dropped."""
+        async with self.transaction() as tx:
+            if await tx.fetch("SELECT 1 AS x FROM checkpoints LIMIT 1"):
+                return False
+            await tx.execute("DROP TABLE checkpoints")
+            return True
+
+    async def fork_children(self, parent_ids: Sequence[str], thread_id: str) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        ids = list(parent_ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out.extend((r["thread_id"], r["parent_id"]) for r in await self.query(
+                "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
+                + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
+                f"ORDER BY thread_id{self.COLLATE}, step, created_at, id", *chunk, thread_id))
+        return out
+
+    async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
+        """The highest row id (rows added anywhere) and the thread's size and highest
+        row id: index lookups only, in one round trip."""
+        if thread_id is None:
+            rows = await self.query("SELECT MAX(id) AS top FROM checkpoints")
+            return rows[0]["top"], None
+        rows = await self.query(
+            "SELECT (SELECT MAX(id) FROM checkpoints) AS top, COUNT(*) AS n, MAX(id) AS last "
+            "FROM checkpoints WHERE thread_id = ?", thread_id)
+        row = rows[0]
+        return row["top"], (row["n"], row["last"])
+
+    async def archive_threads(self) -> set[str]:
+        from agentctl import oplog
+
+        return await oplog.archive_threads(self)
+
+    def history(self, **options: Any) -> Any:
+        """The engine over this backend (the AgentOS format's History); `options` go to
+        CheckpointEngine (config, rng, clock)."""
         from agentctl.engine import CheckpointEngine
 
-        return CheckpointEngine(self)
+        return CheckpointEngine(self, **options)
 
     async def __aenter__(self) -> "CheckpointBackend":
         await self.connect()

@@ -111,10 +111,17 @@ class SharedQueries(RowReads):
         (it may keep more; Python then checks)."""
 
     async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
+        scan: bool = False,
     ) -> list[SearchHit]:
         if not text:
             raise UsageError("search text is empty")
+        if not scan:
+            found = await self._indexed_search(text, thread_id, role, limit)
+            if found is not None:
+                self.last_search_path = "index"
+                return found
+        self.last_search_path = "scan"
         cond, params = self._search_condition(text)
         if thread_id is not None:
             cond += " AND thread_id = ?"
@@ -134,6 +141,11 @@ class SharedQueries(RowReads):
                 tools = decode_or(meta.checkpoint_id, "tools_blob", r["tools_blob"], dict)
                 hits.extend(search_messages(meta, msgs, tools, text, role))
         return hits[:limit]
+
+    async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
+                              limit: int) -> list[SearchHit] | None:
+        """The hits through a full-text index, or None where there is none (scan then)."""
+        return None
 
     async def all_thread_ids(self) -> list[str]:
         rows = await self._fetch(

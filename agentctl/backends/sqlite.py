@@ -864,6 +864,14 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             "ORDER BY thread_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
         return [r[0] for r in rows]
 
+    async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
+                              limit: int) -> list[Any] | None:
+        from agentctl.backends.fts import fts_search
+
+        await self.connect()
+        return await asyncio.to_thread(fts_search, self._db_path, self._search_condition(text),
+                                       text, thread_id, role, limit)
+
     def _search_condition(self, text: str) -> tuple[str, list[Any]]:
         # The text as stored raw or \u-escaped (writers differ in ensure_ascii);
         # SQLite's lower() folds ASCII only, Python then decides exactly.

@@ -20,12 +20,14 @@ def _db(ctx: typer.Context) -> str:
 
 
 def _complete(ctx: typer.Context, incomplete: str, *, threads: bool, checkpoints: bool) -> list[str]:
-    from agentctl.backends import open_backend
     from agentctl.cli.context import run
+    from agentctl.storage import open_store
 
     async def go() -> list[str]:
         out: list[str] = []
-        async with open_backend(_db(ctx)) as backend:
+        root = ctx.find_root()
+        fmt = root.params.get("format_") or os.environ.get("AGENTCTL_FORMAT") or None
+        async with open_store(_db(ctx), format=fmt) as backend:
             if threads:
                 out += await backend.find_thread_ids(incomplete, limit=LIMIT)
             if checkpoints:

@@ -14,31 +14,39 @@ T = TypeVar("T")
 @dataclass
 class CliState:
     db: str
+    format: str | None = None
 
     @asynccontextmanager
-    async def open(self, write: bool = False, create: bool = False) -> AsyncIterator[Any]:
-        """The backend, read-only unless the command writes. Nothing is created unless
-        `create` (import --create)."""
-        from agentctl.backends import open_backend
+    async def open(self, write: bool = False, create: bool = False,
+                   need: str | None = None) -> AsyncIterator[Any]:
+        """The store of the database's format (agentctl.storage), read-only unless the
+        command writes. Nothing is created unless `create` (import --create, AgentOS).
+        `need`: a Capability the command needs; without it, exit 2 naming the format."""
+        from agentctl.storage import open_store
 
-        async with open_backend(self.db, readonly=not write, create=create and write) as backend:
-            yield backend
+        async with open_store(self.db, format=self.format, readonly=not write,
+                              create=create and write) as store:
+            if need is not None:
+                store.require(need, _OPERATION.get(need, need))
+            yield store
 
     @asynccontextmanager
-    async def engine(self, write: bool = True, create: bool = False) -> AsyncIterator[tuple[Any, Any]]:
-        """(backend, CheckpointEngine over it), opened for writing unless `write=False`
-        (the engine's plans and reads write nothing)."""
-        from agentctl.engine import CheckpointEngine
-
-        async with self.open(write=write, create=create) as backend:
-            yield backend, CheckpointEngine(backend)
+    async def engine(self, write: bool = True, create: bool = False,
+                     need: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
+        """(store, its History: the writes of its format), opened for writing unless
+        `write=False` (plans and reads write nothing)."""
+        async with self.open(write=write, create=create, need=need) as store:
+            yield store, store.history()
 
     def sqlite_path(self) -> str | None:
         """The file path when the database is SQLite, else None."""
-        from agentctl.backends import parse_url
+        from agentctl.storage import parse_url
 
         kind, target = parse_url(self.db)
         return target if kind == "sqlite" else None
+
+
+_OPERATION = {"delete": "threads delete", "undo": "undo", "import": "import/export"}
 
 
 def state(ctx: typer.Context) -> CliState:

@@ -9,9 +9,6 @@ from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.cli.output import emit_json, info, show, stdout_is_tty, tsv
 
-EXPECTED_INDEXES = ("idx_thread_step", "idx_checkpoint_id", "idx_parent")
-
-
 def register(app: typer.Typer) -> None:
     app.command("stats")(stats)
     app.command("doctor")(doctor)
@@ -29,19 +26,26 @@ def stats(
     ctx: typer.Context,
     json_out: JsonOpt = False,
     top: Annotated[int, typer.Option("--top", min=1, help="How many threads and tags to list.")] = 20,
+    user: Annotated[str | None, typer.Option("--user", help="Session stores: only this user's sessions.")] = None,
+    days: Annotated[float | None, typer.Option("--days", min=0, help="Session stores: only the last N days.")] = None,
 ) -> None:
-    """Threads, checkpoints, bytes (per thread, largest first) and the tag histogram.
+    """Usage statistics. AgentOS: threads, checkpoints, bytes (per thread, largest
+    first) and the tag histogram. Session stores: sessions, tokens and messages per
+    user, and per tool its calls, mean latency and failures (--user, --days).
 
     Example: agentctl --db sample_db/checkpoints.db stats
     """
 
     async def go():
-        async with state(ctx).open() as backend:
-            return await backend.stats()
+        async with state(ctx).open() as store:
+            return await store.usage_stats(user, days)
 
     data = run(go())
     if json_out:
         emit_json(data)
+        return
+    if "per_thread" not in data:
+        _print_usage(data, top)
         return
     per = data["per_thread"][:top]
     tags = sorted(data["tags"].items(), key=lambda kv: (-kv[1], kv[0]))[:top]
@@ -77,92 +81,49 @@ def stats(
     show(head, Text(""), threads, Text(""), hist)
 
 
-async def find_cycles(backend: Any, limit: int = 20, page: int = 50_000) -> list[list[str]]:
-    """Parent chains that loop back on themselves (each cycle once), as checkpoint ids.
+def _print_usage(data: dict[str, Any], top: int) -> None:
+    """A format's usage statistics: its scalar figures, then each list of records as a
+    table (piped: tab-separated, one table after the other)."""
+    scalars = [[k, v] for k, v in data.items() if not isinstance(v, (list, dict))]
+    tables = [(k, v[:top]) for k, v in data.items()
+              if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)]
+    if not stdout_is_tty():
+        tsv(["FIGURE", "VALUE"], scalars)
+        for name, rows in tables:
+            cols = list(rows[0])
+            tsv([name.upper() + ":" + cols[0].upper()] + [c.upper() for c in cols[1:]],
+                [[r.get(c, "") for c in cols] for r in rows])
+        return
+    from rich.table import Table
+    from rich.text import Text
 
-    The parent links are read as pairs of row ids (a join on the checkpoint_id index,
-    paged by row id), so memory holds integers, not every id string."""
-    parent: dict[int, int] = {}
-    last = -1
-    while True:
-        rows = await backend._fetch(
-            "SELECT c.id AS child, p.id AS parent FROM checkpoints c "
-            "JOIN checkpoints p ON p.checkpoint_id = c.parent_id "
-            "WHERE c.id > ? ORDER BY c.id LIMIT ?", last, page)
+    from agentctl import render
+
+    parts: list[Any] = []
+    head = Table(box=None, show_header=False, pad_edge=False)
+    head.add_column(style="bold")
+    head.add_column()
+    for k, v in scalars:
+        head.add_row(k.replace("_", " "), render.safe(_fmt(v), one_line=True))
+    parts.append(head)
+    for name, rows in tables:
+        t = Table(header_style="bold", box=None, pad_edge=False, title=name.replace("_", " "),
+                  title_justify="left", title_style="bold")
+        cols = list(rows[0])
+        for c in cols:
+            t.add_column(c.upper(), overflow="fold")
         for r in rows:
-            parent[r["child"]] = r["parent"]
-        if len(rows) < page:
-            break
-        last = rows[-1]["child"]
-    done: dict[int, int] = {}  # 1 = on the path being walked, 2 = finished
-    cycles: list[list[int]] = []
-    for start in parent:
-        if start in done:
-            continue
-        path: list[int] = []
-        node: int | None = start
-        while node is not None and node not in done:
-            done[node] = 1
-            path.append(node)
-            node = parent.get(node)
-        if node is not None and done[node] == 1:  # came back onto this path
-            cycles.append(path[path.index(node):])
-        for n in path:
-            done[n] = 2
-        if len(cycles) >= limit:
-            break
-    if not cycles:
-        return []
-    wanted = sorted({n for c in cycles for n in c})
-    names: dict[int, str] = {}
-    for i in range(0, len(wanted), 500):
-        chunk = wanted[i:i + 500]
-        for r in await backend._fetch(
-                f"SELECT id, checkpoint_id FROM checkpoints WHERE id IN ({', '.join('?' for _ in chunk)})", *chunk):
-            names[r["id"]] = r["checkpoint_id"]
-    return [[names[n] for n in c] for c in cycles]
+            t.add_row(*[render.safe(_fmt(r.get(c)), one_line=True) for c in cols])
+        parts.extend([Text(""), t])
+    show(*parts)
 
 
-async def index_names(backend: Any) -> set[str]:
-    if backend.kind == "sqlite":
-        rows = await backend._fetch(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints'")
-    else:
-        rows = await backend._fetch(
-            "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'checkpoints' "
-            "AND schemaname = current_schema()")
-    return {r["name"] for r in rows}
-
-
-async def schema_notes(backend: Any) -> list[str]:
-    """What differs from the format's schema and only slows things down (missing indexes)."""
-    have = await index_names(backend)
-    return [f"index {name} is missing (reads are slower)" for name in EXPECTED_INDEXES if name not in have]
-
-
-def index_ddl() -> dict[str, str]:
-    """The indexes --fix-indexes creates, by name: the format's, and idx_created_at, which
-    the format's Postgres variant has and which on SQLite lets `threads list` walk the
-    newest rows instead of every thread's head (bench/README.md)."""
-    from agentctl.backends.base import POSTGRES_SCHEMA
-
-    out = {}
-    for statement in POSTGRES_SCHEMA.split(";"):
-        words = statement.split()
-        if words[:2] == ["CREATE", "INDEX"]:
-            out[words[5]] = " ".join(words)  # CREATE INDEX IF NOT EXISTS <name> ON ...
-    return out
-
-
-async def fix_indexes(backend: Any) -> list[str]:
-    """Create the missing indexes of index_ddl() in one transaction; their names."""
-    have = await index_names(backend)
-    missing = {name: ddl for name, ddl in index_ddl().items() if name not in have}
-    if missing:
-        async with backend.transaction() as tx:
-            for ddl in missing.values():
-                await tx.execute(ddl)
-    return list(missing)
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    return str(v)
 
 
 def doctor(
@@ -183,44 +144,37 @@ def doctor(
     from agentctl.errors import ExitCode
 
     async def go():
-        async with state(ctx).open(write=fix_indexes_) as backend:
+        async with state(ctx).open(write=fix_indexes_) as store:
             if fix_indexes_:
-                for name in await fix_indexes(backend):
+                for name in await store.fix_indexes():
                     info(f"created index {name}")
-            return {
-                "duplicate_steps": await backend.duplicate_steps(limit),
-                "orphan_parents": await backend.orphan_parents(limit),
-                "invalid_json": await backend.invalid_json(limit),
-                "cycles": await find_cycles(backend, limit),
-            }, await schema_notes(backend)
+            found = await store.doctor(limit)
+            return found, store.doctor_checks
 
-    problems, notes = run(go())
-    ok = not any(problems.values())
+    found, checks = run(go())
+    errors = [p for p in found if p.kind != "warning"]
+    notes = [p.detail for p in found if p.kind == "warning"]
+    problems: dict[str, list[Any]] = {name: [] for name in checks}
+    for p in errors:
+        problems.setdefault(p.check, []).append(p.json_value())
+    ok = not errors
     report = {"ok": ok, "problems": problems, "warnings": notes,
               "counts": {k: len(v) for k, v in problems.items()}}
     if json_out:
         emit_json(report)
     else:
-        _print_report(problems, notes)
+        _print_report(found)
     if not ok:
         raise typer.Exit(int(ExitCode.PROBLEMS))
 
 
-def _print_report(problems: dict[str, list[Any]], notes: list[str]) -> None:
-    rows: list[list[Any]] = []
-    for d in problems["duplicate_steps"]:
-        rows.append(["duplicate-step", d["thread_id"], f"step {d['step']} occurs {d['count']} times"])
-    for d in problems["orphan_parents"]:
-        rows.append(["orphan-parent", d["thread_id"], f"{d['checkpoint_id']}: parent {d['parent_id']} does not exist"])
-    for d in problems["invalid_json"]:
-        rows.append(["invalid-json", d["checkpoint_id"], f"{d['column']}: {d['reason']}"])
-    for cycle in problems["cycles"]:
-        rows.append(["cycle", cycle[0], " -> ".join(cycle + [cycle[0]]) + " (each the parent of the one before)"])
-    for note in notes:
-        rows.append(["warning", "", note])
+def _print_report(found: list[Any]) -> None:
+    rows: list[list[Any]] = [[p.label or p.check, p.subject, p.detail] for p in found]
+    notes = [p.detail for p in found if p.kind == "warning"]
+    clean = all(p.kind == "warning" for p in found)
     if not stdout_is_tty():
         tsv(["PROBLEM", "WHERE", "DETAIL"], rows)
-        if not any(problems.values()):
+        if clean:
             info("no problems found")
         return
     from rich.table import Table
@@ -228,7 +182,7 @@ def _print_report(problems: dict[str, list[Any]], notes: list[str]) -> None:
 
     from agentctl import render
 
-    if not any(problems.values()):
+    if clean:
         show(Text("no problems found", style="bold green"), *[Text("warning: " + n, style="yellow") for n in notes])
         return
     t = Table(header_style="bold", box=None, pad_edge=False)

@@ -46,7 +46,7 @@ def rewind(
     st = state(ctx)
 
     async def plan():
-        async with st.engine(write=False) as (backend, engine):
+        async with st.engine(write=False, need="rewind") as (backend, engine):
             meta = await resolve(backend, ref)
             return await engine.plan_rewind(meta.checkpoint_id, hard=hard)
 
@@ -64,7 +64,7 @@ def rewind(
         auto_backup(st, no_backup)
 
     async def go():
-        async with st.engine() as (_, engine):
+        async with st.engine(need="rewind") as (_, engine):
             if hard:
                 return await engine.rewind(p.target.checkpoint_id, hard=True)
             # the archive thread the plan announced, not a new random name
@@ -104,7 +104,7 @@ def branch(
     st = state(ctx)
 
     async def go():
-        async with st.engine() as (backend, engine):
+        async with st.engine(need="branch") as (backend, engine):
             meta = await resolve(backend, ref)
             thread_id = await engine.branch(meta.checkpoint_id, name)
             return meta, thread_id, engine.last_op_id
@@ -157,7 +157,7 @@ def merge(
         return src, dst
 
     async def plan():
-        async with st.engine(write=False) as (backend, engine):
+        async with st.engine(write=False, need="merge") as (backend, engine):
             src, dst = await target(backend)
             return src, dst, await engine.plan_merge(src, dst, strategy=strategy)
 
@@ -184,7 +184,7 @@ def merge(
         return
 
     async def go():
-        async with st.engine() as (_, engine):
+        async with st.engine(need="merge") as (_, engine):
             cid = await engine.merge_branch(src, dst, strategy=strategy)
             return cid, engine.last_op_id
 
@@ -261,7 +261,7 @@ def prune(
     st = state(ctx)
 
     async def plan():
-        async with st.engine(write=False) as (backend, engine):
+        async with st.engine(write=False, need="prune") as (backend, engine):
             if all_threads:
                 tids = await backend.all_thread_ids()
             else:
@@ -291,7 +291,7 @@ def prune(
 
     async def go():
         results = []
-        async with st.engine() as (_, engine):
+        async with st.engine(need="prune") as (_, engine):
             with progress("prune", len(todo), enabled=len(todo) > 1) as advance:
                 for p in todo:
                     results.append(await engine.prune(p.thread_id, policy, param))

@@ -98,14 +98,8 @@ def log(
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
             # Forks off the checkpoints shown: their children in other threads.
-            shown = sorted(set(forked))
-            for i in range(0, len(shown), 500):
-                chunk = shown[i:i + 500]
-                for r in await backend.query(
-                        "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
-                        + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
-                        f"ORDER BY thread_id{backend.COLLATE}, step, created_at, id", *chunk, tid):
-                    heads.setdefault(r["parent_id"], []).append(f"fork: {r['thread_id']}")
+            for thread_id, parent_id in await backend.fork_children(sorted(set(forked)), tid):
+                heads.setdefault(parent_id, []).append(f"fork: {thread_id}")
             return tid, total, pages[0] if len(pages) == 1 else _newest_first(pages)[:n], heads
 
     with _gc_paused():
@@ -250,9 +244,11 @@ def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> No
     from agentctl.refs import resolve_thread
 
     async def go():
-        async with state(ctx).engine(write=False) as (backend, engine):
-            tid = await resolve_thread(backend, thread)
-            return await engine.get_checkpoint_tree(tid)
+        from agentctl.tree import checkpoint_tree
+
+        async with state(ctx).open() as store:
+            tid = await resolve_thread(store, thread)
+            return await checkpoint_tree(store, tid)
 
     with _gc_paused():
         result = run(go())

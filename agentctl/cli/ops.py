@@ -28,7 +28,7 @@ def oplog(
     """
 
     async def go():
-        async with state(ctx).engine(write=False) as (_, engine):
+        async with state(ctx).engine(write=False, need="undo") as (_, engine):
             return await engine.oplog(limit)
 
     ops = run(go())
@@ -57,7 +57,7 @@ def undo(
     """
 
     async def go():
-        async with state(ctx).engine() as (_, engine):
+        async with state(ctx).engine(need="undo") as (_, engine):
             return await engine.undo(op)
 
     result = run(go())
@@ -86,7 +86,7 @@ def purge(
     st = state(ctx)
 
     async def preview():
-        async with st.engine(write=False) as (_, engine):
+        async with st.engine(write=False, need="undo") as (_, engine):
             return await engine.purge(dry_run=True)
 
     before = run(preview())
@@ -104,7 +104,7 @@ def purge(
     auto_backup(st, no_backup)
 
     async def go():
-        async with st.engine() as (_, engine):
+        async with st.engine(need="undo") as (_, engine):
             return await engine.purge()
 
     result = run(go())

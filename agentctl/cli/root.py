@@ -29,7 +29,7 @@ EXIT_CODES_HELP = (
 # group (its module's `app`), the others have `register(app)`.
 GROUPS = {"threads": "agentctl.cli.threads"}
 MODULES = ("agentctl.cli.inspect", "agentctl.cli.search", "agentctl.cli.history", "agentctl.cli.ops",
-           "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui")
+           "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui", "agentctl.cli.formats")
 
 
 def register_module(app: typer.Typer, module_name: str) -> None:
@@ -134,7 +134,8 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
     new = typer.Typer(
         name="agentctl",
         cls=cls,
-        help="Time-travel debugger for AI agent checkpoint databases (SQLite or Postgres).\n\n"
+        help="Time-travel debugger for AI agent databases (SQLite or Postgres): AgentOS "
+             "checkpoints and the article's session store (`agentctl formats`).\n\n"
              "Example: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
         epilog=EXIT_CODES_HELP,
         no_args_is_help=True,
@@ -153,13 +154,19 @@ def _root(
         typer.Option("--db", envvar="AGENTCTL_DB", show_envvar=True,
                      help="SQLite file, sqlite:///path, or postgresql://user@host/db."),
     ] = "./checkpoints.db",
+    format_: Annotated[
+        str | None,
+        typer.Option("--format", envvar="AGENTCTL_FORMAT", show_envvar=True, metavar="NAME",
+                     help="The database's format (agentos, article, ...); detected from "
+                          "its schema when not given. See `agentctl formats`."),
+    ] = None,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")] = False,
     pager: Annotated[bool, typer.Option(
         "--pager", help="Page long output on a terminal (also when $PAGER is set).")] = False,
 ) -> None:
     set_no_color(no_color)
     set_pager(pager)
-    ctx.obj = CliState(db=db)
+    ctx.obj = CliState(db=db, format=format_ or None)
     from agentctl.cli import end_start_up
 
     end_start_up()  # the command's module is imported by now

@@ -1,16 +1,9 @@
-"""`agentctl search TEXT`: find text in messages and tool results.
-
-On SQLite (with FTS5 and a search of 3 characters or more) the matching runs in an FTS5
-trigram index built for this one search in an in-memory database: the user's file is
-attached read-only and never written, its tables untouched. Rows are first narrowed by
-the backend's cheap substring test on the raw JSON, so only candidate rows are indexed.
-Otherwise (Postgres: ILIKE; no FTS5) the backend's scan answers. Both give the same hits:
-case-insensitive substring matches, newest first, one per checkpoint and place.
-"""
+"""`agentctl search TEXT`: find text in messages and tool results, through the store
+of the database's format (`Store.search`: an index where the format has one, else a
+scan; `--scan` forces the scan)."""
 
 
-import os
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -19,117 +12,9 @@ from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.model import SearchHit
 
-if TYPE_CHECKING:
-    import sqlite3
-
 
 def register(app: typer.Typer) -> None:
     app.command("search")(search)
-
-
-_INDEX_DDL = (
-    "CREATE VIRTUAL TABLE temp.hits USING fts5(rid UNINDEXED, place UNINDEXED, role UNINDEXED, "
-    "body, tokenize = 'trigram')"
-)
-# One indexed text per message (its content, decoded), and per leaf of the tool results.
-_INDEX_MESSAGES = """
-INSERT INTO temp.hits (rid, place, role, body)
-SELECT c.id, CAST(m.key AS INTEGER), json_extract(m.value, '$.role'),
-       CASE json_type(m.value, '$.content') WHEN 'text' THEN json_extract(m.value, '$.content')
-            ELSE json_extract(m.value, '$.content') END
-FROM src.checkpoints c, json_each(c.messages_blob) m
-WHERE c.id IN (SELECT id FROM temp.candidates) AND json_valid(c.messages_blob)
-  AND json_type(c.messages_blob) = 'array' AND m.type = 'object'
-  AND json_type(m.value, '$.content') NOT IN ('null') {role}
-"""
-_INDEX_TOOLS = """
-INSERT INTO temp.hits (rid, place, role, body)
-SELECT c.id, -1, NULL, group_concat(coalesce(j.key, '') || ': ' || j.atom, char(10))
-FROM src.checkpoints c, json_tree(c.tools_blob) j
-WHERE c.id IN (SELECT id FROM temp.candidates) AND json_valid(c.tools_blob)
-  AND json_type(c.tools_blob) = 'object' AND j.atom IS NOT NULL
-GROUP BY c.id
-"""
-
-
-def _fts_available(con: "sqlite3.Connection") -> bool:
-    import sqlite3
-
-    try:
-        con.execute(_INDEX_DDL)
-    except sqlite3.OperationalError:  # no FTS5 or no trigram tokenizer in this build
-        return False
-    return True
-
-
-def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: str | None,
-               role: str | None, limit: int) -> list[SearchHit] | None:
-    """The hits, or None when this SQLite build cannot do it (then scan instead).
-
-    Candidate rows are taken newest first in growing batches (keyset paging on
-    created_at, id), each batch indexed and queried, until `limit` hits are found: a
-    search for a common word stops early, like the scan does."""
-    import sqlite3  # here, not at the top: --help and the other commands do not need it
-    from pathlib import Path
-
-    from agentctl.backends.base import snippet_around
-
-    if len(text) < 3:  # a trigram index cannot match shorter strings
-        return None
-    con = sqlite3.connect(":memory:", uri=True)
-    hits: list[SearchHit] = []
-    try:
-        if not _fts_available(con):
-            return None
-        uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
-        con.execute("ATTACH DATABASE ? AS src", (uri,))
-        con.execute("PRAGMA src.busy_timeout = 5000")
-        con.execute("CREATE TEMP TABLE candidates (id INTEGER PRIMARY KEY)")
-        cond, params = condition
-        where = cond + (" AND thread_id = ?" if thread is not None else "")
-        params = list(params) + ([thread] if thread is not None else [])
-        index_messages = _INDEX_MESSAGES.format(role="AND json_extract(m.value, '$.role') = ?" if role else "")
-        phrase = '"' + text.replace('"', '""') + '"'
-        seen: set[tuple[str, str]] = set()
-        cursor: tuple[str, int] | None = None
-        batch = 200
-        while len(hits) < limit:
-            after = " AND (created_at < ? OR (created_at = ? AND id < ?))" if cursor else ""
-            page = con.execute(
-                f"SELECT id, created_at FROM src.checkpoints WHERE {where}{after} "
-                "ORDER BY created_at DESC, id DESC LIMIT ?",
-                params + ([cursor[0], cursor[0], cursor[1]] if cursor else []) + [batch]).fetchall()
-            if not page:
-                break
-            cursor = (page[-1][1], page[-1][0])
-            batch = min(batch * 2, 5000)
-            con.execute("DELETE FROM temp.candidates")
-            con.execute("DELETE FROM temp.hits")
-            con.executemany("INSERT INTO temp.candidates (id) VALUES (?)", [(r[0],) for r in page])
-            con.execute(index_messages, [role] if role else [])
-            if role is None:
-                con.execute(_INDEX_TOOLS)
-            rows = con.execute(
-                "SELECT c.thread_id, c.checkpoint_id, c.step, h.place, h.role, h.body "
-                "FROM temp.hits h JOIN src.checkpoints c ON c.id = h.rid WHERE h.body MATCH ? "
-                "ORDER BY c.created_at DESC, c.id DESC, h.place >= 0 DESC, h.place", (phrase,)).fetchall()
-            for thread_id, cid, step, place, msg_role, body in rows:
-                kind = "messages" if place >= 0 else "tools_result"
-                if (cid, kind) in seen:
-                    continue
-                seen.add((cid, kind))
-                hits.append(SearchHit(thread_id, cid, step, kind,
-                                      msg_role if isinstance(msg_role, str) else None,
-                                      snippet_around(str(body), text)))
-                if len(hits) >= limit:
-                    break
-    except sqlite3.Error as exc:
-        from agentctl.backends.sqlite import map_sqlite_error
-
-        raise map_sqlite_error(exc, path) from None
-    finally:
-        con.close()
-    return hits
 
 
 def search(
@@ -156,11 +41,7 @@ def search(
     async def go():
         async with state(ctx).open() as backend:
             tid = await resolve_thread(backend, thread) if thread is not None else None
-            if backend.kind == "sqlite" and not scan:
-                found = fts_search(backend.path, backend._search_condition(text), text, tid, role, limit)
-                if found is not None:
-                    return found
-            return await backend.search(text, tid, role, limit)
+            return await backend.search(text, tid, role, limit, scan=scan)
 
     hits = run(go())
     if json_out:

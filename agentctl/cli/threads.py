@@ -132,7 +132,7 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     confirm(f"delete thread {tid} ({n} checkpoints)", yes=yes)
 
     async def go():
-        async with st.engine() as (_, engine):
+        async with st.engine(need="delete") as (_, engine):
             return await engine.delete_thread(tid)
 
     result = run(go())

@@ -31,49 +31,13 @@ def register(app: typer.Typer) -> None:
 
 
 def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
-    """Copy a live SQLite database with the online backup API (a consistent snapshot
-    while others write). Writes a temporary file next to `dest` and renames it, so
-    `dest` is never half written. Returns the bytes written."""
-    import sqlite3
+    """agentctl.storage.backup.sqlite_backup, with a progress bar on a terminal for a
+    large database."""
+    from agentctl.storage.backup import sqlite_backup as backup
 
-    from agentctl.backends.sqlite import map_sqlite_error
-    from agentctl.errors import DatabaseNotFound, UsageError
-
-    if not os.path.isfile(src):
-        raise DatabaseNotFound(f"database file not found: {src}")
-    dest_path = Path(dest)
-    if dest_path.is_dir():
-        dest_path = dest_path / Path(src).name
-    if dest_path.exists() and not force:
-        raise UsageError(f"{dest_path} exists; use --force to overwrite it")
-    if dest_path.resolve() == Path(src).resolve():
-        raise UsageError("the backup destination is the database itself")
-    dest_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".agentctl-backup-", suffix=".db", dir=dest_path.parent)
-    os.close(fd)
-    size = os.path.getsize(src)
-    try:
-        source = sqlite3.connect(Path(os.path.abspath(src)).as_uri() + "?mode=ro", uri=True)
-        target = sqlite3.connect(tmp)
-        try:
-            with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
-                def step(status: int, remaining: int, total: int) -> None:
-                    advance(0)
-
-                source.execute("PRAGMA busy_timeout = 5000")
-                source.backup(target, pages=4096, progress=step)
-            # a copy in rollback-journal mode is one self-contained file
-            target.execute("PRAGMA journal_mode = DELETE")
-        finally:
-            target.close()
-            source.close()
-        os.replace(tmp, dest_path)
-    except sqlite3.Error as exc:
-        raise map_sqlite_error(exc, src) from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return os.path.getsize(dest_path)
+    size = os.path.getsize(src) if os.path.isfile(src) else 0
+    with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
+        return backup(src, dest, force=force, on_step=lambda: advance(0))
 
 
 def auto_backup(st: CliState, no_backup: bool) -> str | None:
@@ -225,9 +189,7 @@ async def _remove_created(st: CliState) -> None:
                 os.remove(name)
         return
     async with st.open(write=True) as backend:
-        async with backend.transaction() as tx:
-            if not await tx.fetch("SELECT 1 AS x FROM checkpoints LIMIT 1"):
-                await tx.execute("DROP TABLE checkpoints")
+        await backend.drop_if_empty()
 
 
 def import_(
@@ -264,7 +226,7 @@ def import_(
 
     async def load(stream: IO[str]):
         try:
-            async with st.engine(create=create) as (_, engine):
+            async with st.engine(create=create, need="import") as (_, engine):
                 with progress("import", size, enabled=(size or 0) >= 8 * 1024 * 1024) as advance:
                     return await engine.import_checkpoints(_read_jsonl(stream, file, advance),
                                                            on_conflict=on_conflict)

@@ -34,7 +34,8 @@ def tui(
 
     Example: agentctl --db sample_db/checkpoints.db tui --read-only
     """
-    _tui_run()(state(ctx).db, readonly=readonly)
+    st = state(ctx)
+    _tui_run()(st.db, readonly=readonly, format=st.format)
 
 
 def sample_database() -> Any:

@@ -30,7 +30,7 @@ from agentctl.storage.contract import (
 
 __all__ = [
     "Capability", "FormatSpec", "History", "Problem", "PruneSpec", "Store", "Unsupported",
-    "formats", "get_format", "detect", "make_store", "open_store", "parse_url",
+    "formats", "get_format", "detect", "make_store", "open_store", "parse_url", "first_thread_page",
 ]
 
 
@@ -77,7 +77,11 @@ async def detect(url: str | None) -> FormatSpec:
     from agentctl.storage import schema
 
     kind, target = parse_url(url)
-    tables = await schema.tables(kind, target)
+    tables = await schema.tables_or_none(kind, target)
+    if not tables:  # the AgentOS store's own checks say why (missing file, not a database)
+        async with open_store(url, format="agentos"):
+            pass
+        tables = await schema.tables(kind, target)
     spec = _pick(tables)
     if spec is None:
         raise no_format_error(schema.where(kind, target), tables)
@@ -106,6 +110,15 @@ async def make_store(url: str | None = None, *, format: str | None = None, reado
             if spec is None:
                 raise no_format_error(schema.where(kind, target), tables)
     return spec.open(kind, target, readonly=readonly, create=create, **kwargs)
+
+
+def first_thread_page(path: str, limit: int) -> list[Any]:
+    """The first page of `threads list` of an AgentOS SQLite file, read synchronously on
+    the caller's thread with a connection of its own (the TUI starts it before Textual
+    is imported). Raises for anything else; the caller then reads the normal way."""
+    from agentctl.backends.sqlite import read_thread_summaries
+
+    return read_thread_summaries(path, limit=limit)
 
 
 @asynccontextmanager

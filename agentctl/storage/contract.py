@@ -101,16 +101,26 @@ class FormatSpec:
 
 @dataclass
 class Problem:
-    """One thing `doctor` found: `kind` "error" or "warning", `check` a short name,
-    `subject` what it is about (a thread, a row, a table), `detail` one line."""
+    """One thing `doctor` found: `kind` "error" or "warning" (a warning is not a
+    problem: slower reads, a missing optional table), `check` the name of the check
+    (the key `doctor --json` groups problems by, e.g. "orphan_parents"), `subject` what
+    it is about (a thread, a row, a table), `detail` one line, `label` the short name
+    shown in the PROBLEM column (default: check), `data` what `--json` lists for it
+    (default: {subject, detail})."""
 
     kind: str
     check: str
     subject: str
     detail: str
+    label: str = ""
+    data: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "check": self.check, "subject": self.subject, "detail": self.detail}
+        return {"kind": self.kind, "check": self.check, "subject": self.subject,
+                "detail": self.detail}
+
+    def json_value(self) -> Any:
+        return self.data if self.data is not None else {"subject": self.subject, "detail": self.detail}
 
 
 @dataclass
@@ -144,6 +154,16 @@ class Store(ABC):
     #: a display name of the database, safe to print (no password)
     display_name: str = ""
 
+    @property
+    def stores_nul(self) -> bool:
+        """Whether text with NUL characters can be stored or looked up (not on Postgres)."""
+        return self.kind != "postgres"
+
+    @property
+    def step_bits(self) -> int:
+        """The bits of a step number, sign excluded (INTEGER: 32 on Postgres, 64 on SQLite)."""
+        return 31 if self.kind == "postgres" else 63
+
     async def __aenter__(self) -> "Store":
         await self.connect()
         return self
@@ -169,8 +189,9 @@ class Store(ABC):
             where = f" on {self.kind}" if cap in self.format.capabilities else ""
             raise Unsupported(self.format.name + where, operation or cap.value)
 
-    def history(self) -> "History":
-        """The write side (rewind, branch, merge, prune, delete, undo)."""
+    def history(self, **options: Any) -> "History":
+        """The write side (rewind, branch, merge, prune, delete, undo); `options` are
+        the format's (e.g. a seeded clock in tests)."""
         raise Unsupported(self.format.name, "writes")
 
     # ---- threads -------------------------------------------------------------------
@@ -251,6 +272,30 @@ class Store(ABC):
     async def branches_of(self, thread_ids: Sequence[str]) -> list["CheckpointMetadata"]:
         """First checkpoints of other threads whose parent is in one of these threads."""
 
+    async def existing_checkpoint_ids(self, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` that name a checkpoint."""
+        return {cid for cid in ids if await self.get_metadata(cid) is not None}
+
+    async def fork_children(self, parent_ids: Sequence[str], thread_id: str) -> list[tuple[str, str]]:
+        """(thread_id, parent_id) of the checkpoints outside `thread_id` whose parent is
+        one of `parent_ids`, by thread then step."""
+        out: list[tuple[str, str]] = []
+        for pid in parent_ids:
+            out.extend((c.thread_id, pid) for c in await self.children(pid) if c.thread_id != thread_id)
+        return sorted(out)
+
+    async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
+        """Something that changes when another writer adds rows anywhere, and when the
+        given thread changes (the TUI's follow mode polls it)."""
+        if thread_id is None:
+            return await self.count(), None
+        head = await self.read_thread(thread_id, 1, 0, descending=True)
+        return await self.count(), (await self.count(thread_id), head[0].checkpoint_id if head else None)
+
+    async def archive_threads(self) -> set[str]:
+        """Threads that hold what a rewind set aside (shown as "abandoned")."""
+        return set()
+
     @abstractmethod
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         """Checkpoint ids that start with `prefix`, sorted."""
@@ -264,21 +309,41 @@ class Store(ABC):
 
     # ---- capabilities as library calls ------------------------------------------------
 
+    #: which way the last `search` went: "index" (a full-text index) or "scan"
+    last_search_path: str = ""
+
     @abstractmethod
     async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+        self, text: str, thread_id: str | None = None, role: str | None = None,
+        limit: int = 50, scan: bool = False,
     ) -> list["SearchHit"]:
         """Checkpoints whose messages (of `role`, if given) or tool results contain
-        `text`, case-insensitively; newest first."""
+        `text`, case-insensitively; newest first. Through the format's full-text index
+        where it has a usable one, unless `scan`; `last_search_path` says which ran."""
 
-    async def doctor(self) -> list[Problem]:
-        """What is wrong with the database, as this format sees it."""
+    #: the checks `doctor --json` lists even when they find nothing
+    doctor_checks: tuple[str, ...] = ()
+
+    async def doctor(self, limit: int = 100) -> list[Problem]:
+        """What is wrong with the database, as this format sees it (at most `limit`
+        findings of each check). Reads only."""
         self.require(Capability.DOCTOR, "doctor")
         return []
 
+    async def fix_indexes(self) -> list[str]:
+        """Create the indexes the format's reads want and the database lacks, in one
+        write transaction; their names. (`doctor --fix-indexes`)"""
+        raise Unsupported(self.format.name, "doctor --fix-indexes")
+
     async def usage_stats(self, user: str | None = None, days: float | None = None) -> dict[str, Any]:
-        """Usage statistics of the format (`agentctl stats`)."""
+        """Usage statistics of the format (`agentctl stats`), as plain JSON data."""
         raise Unsupported(self.format.name, "stats")
+
+    async def backup(self, dest: str) -> str:
+        """An online, consistent copy of the database at `dest` (SQLite's backup API);
+        the path written."""
+        self.require(Capability.BACKUP, "backup")
+        raise Unsupported(self.format.name, "backup")
 
 
 class History(ABC):

@@ -131,11 +131,12 @@ class AgentctlApp(App[None]):
 
     def __init__(self, db: str, *, readonly: bool = False,
                  keymap: dict[str, str] | None = None,
-                 engine_options: dict[str, Any] | None = None) -> None:
+                 engine_options: dict[str, Any] | None = None, format: str | None = None) -> None:
         """`keymap`: {binding id: keys}, else from AGENTCTL_KEYMAP. `engine_options`: extra
-        CheckpointEngine arguments (tests pass a seeded `rng` for stable thread names)."""
+        arguments of the format's History (tests pass a seeded `rng` for stable thread
+        names). `format`: the database's format, detected when None."""
         super().__init__()
-        self.source = DataSource(db, readonly=readonly, engine_options=engine_options)
+        self.source = DataSource(db, readonly=readonly, engine_options=engine_options, format=format)
         self.readonly = readonly
         self.db_name = inert(redact_dsn(db), one_line=True)  # until the backend names it
         self.open_error: BaseException | None = None
@@ -862,10 +863,10 @@ class AgentctlApp(App[None]):
         return run
 
 
-def run(db: str, *, readonly: bool = False) -> None:
+def run(db: str, *, readonly: bool = False, format: str | None = None) -> None:
     """Run the TUI on a database until the user quits. A database that cannot be opened
     raises its AgentctlError after the app has closed (the CLI reports it)."""
-    app = AgentctlApp(db, readonly=readonly)
+    app = AgentctlApp(db, readonly=readonly, format=format)
     app.run()
     if app.open_error is not None:
         raise app.open_error

@@ -17,8 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.backends import make_backend, parse_url
-from agentctl.backends.base import CheckpointBackend
+from agentctl.storage import Store, make_store, parse_url
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
 
@@ -50,9 +49,9 @@ class FirstPage:
 
     def _read(self, path: str) -> None:
         try:
-            from agentctl.backends.sqlite import read_thread_summaries
+            from agentctl.storage import first_thread_page
 
-            self.future.set_result(read_thread_summaries(path, limit=THREAD_PAGE + 1))
+            self.future.set_result(first_thread_page(path, limit=THREAD_PAGE + 1))
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
             self.future.set_exception(exc)
 
@@ -77,26 +76,28 @@ class FirstPage:
 
 
 class DataSource:
-    """One backend (opened in the app's loop) and, for writes, one engine on it."""
+    """One store of the database's format (opened in the app's loop) and, for writes,
+    its History."""
 
     def __init__(self, url: str, *, readonly: bool = False,
-                 engine_options: dict[str, Any] | None = None) -> None:
+                 engine_options: dict[str, Any] | None = None, format: str | None = None) -> None:
         self.url = url
+        self.format = format
         self.readonly = readonly
         self.engine_options = dict(engine_options or {})
-        self.backend: CheckpointBackend | None = None
+        self.backend: Store | None = None
         self._engine: Any = None
         self._opened = asyncio.Event()
         self._first_page: FirstPage | None = FirstPage.take(url)
 
-    async def open(self) -> CheckpointBackend:
-        backend = make_backend(self.url, readonly=self.readonly, create=False)
+    async def open(self) -> Store:
+        backend = await make_store(self.url, format=self.format, readonly=self.readonly)
         await backend.connect()
         self.backend = backend
         self._opened.set()
         return backend
 
-    async def ready(self) -> CheckpointBackend:
+    async def ready(self) -> Store:
         """The backend, once `open` has connected it (reads asked for earlier wait)."""
         await self._opened.wait()
         return self.db
@@ -107,7 +108,7 @@ class DataSource:
             await backend.close()
 
     @property
-    def db(self) -> CheckpointBackend:
+    def db(self) -> Store:
         if self.backend is None:
             raise RuntimeError("the database is not open yet")
         return self.backend
@@ -115,9 +116,7 @@ class DataSource:
     @property
     def engine(self) -> Any:
         if self._engine is None:
-            from agentctl.engine import CheckpointEngine
-
-            self._engine = CheckpointEngine(self.db, **self.engine_options)
+            self._engine = self.db.history(**self.engine_options)
         return self._engine
 
     # ---- reads ----------------------------------------------------------------------
@@ -204,14 +203,7 @@ class DataSource:
         """Something that changes when another writer adds rows anywhere (the highest row
         id) or changes the shown thread (its size and highest row id). Index lookups
         only, in one round trip."""
-        if thread_id is None:
-            rows = await self.db.query("SELECT MAX(id) AS top FROM checkpoints")
-            return rows[0]["top"], None
-        rows = await self.db.query(
-            "SELECT (SELECT MAX(id) FROM checkpoints) AS top, COUNT(*) AS n, MAX(id) AS last "
-            "FROM checkpoints WHERE thread_id = ?", thread_id)
-        row = rows[0]
-        return row["top"], (row["n"], row["last"])
+        return await self.db.change_token(thread_id)
 
 
 # The Diff tab lists what the agent changed first; metadata (ids, step, time, which
