@@ -928,9 +928,7 @@ def write_sqlite(path: str, make_factory: Callable[[], RowFactory], replace: boo
                  phase: Phases) -> tuple[RowFactory, int]:
     if os.path.exists(path) and not replace:
         raise UsageError("%s exists; pass --replace to overwrite it" % path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UsageError("directory %s does not exist" % directory)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # e.g. bench/data/
     factory = make_factory()
     phase("plan")
     # Build beside the target and rename at the end: an interrupted run leaves no

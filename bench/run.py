@@ -199,6 +199,20 @@ def measure(fig: Figure, runs: int, warmup: int, log: Callable[[str], None]) -> 
 # ------------------------------------------------------------------------- environment
 
 
+class _MissingMeta(dict):
+    """The ids of a database that was not generated: any one reads as a placeholder."""
+
+    def __init__(self, db: str) -> None:
+        super().__init__()
+        self.db = db
+
+    def __missing__(self, key: str) -> str:
+        return f"<{key}: generate {os.path.relpath(self.db, ROOT)} with bench/make_db.py>"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return default
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -207,7 +221,11 @@ class Bench:
         self.prune_db = os.path.abspath(args.prune_db)
         self.indexed_db = os.path.abspath(args.indexed_db)
         self.indexed_seconds: float | None = None
-        self.meta = self._load_meta(self.db)
+        # Without the AgentOS database its figures are listed but fail when run (say so);
+        # the others (article store, snapshots) do not need it.
+        self.meta = (self._load_meta(self.db) if os.path.exists(self.db + ".meta.json")
+                     else _MissingMeta(self.db))
+        os.makedirs(DATA, exist_ok=True)
         self.env = dict(os.environ)
         for k in list(self.env):
             if k.startswith("AGENTCTL_") or k in ("NO_COLOR", "FORCE_COLOR", "PAGER"):
@@ -435,6 +453,8 @@ class Bench:
                            shown=f"python bench/run.py _tui bare {what}"),
                 "< 1 s", kind="paint", limit=1.0))
 
+        figs.extend(self.article_figures())
+
         if self.pg_dsn:
             figs.append(Figure(
                 "threads-pg", "`threads list` (50 newest), Postgres",
@@ -444,6 +464,51 @@ class Bench:
                      "psql DSN -X -q -A -t -c " + quote(THREADS_SQL)),
                 "≤ 2 × psql", ratio_le=2.0))
             figs[-1].ours.command = figs[-1].ours.command.replace("--db DB", "--db DSN")
+        return figs
+
+    def article_figures(self) -> list[Figure]:
+        """The article's session store (bench/make_article_db.py: 20,000 sessions, 1M
+        messages), when --article-db exists."""
+        db = self.args.article_db
+        if not os.path.exists(db + ".meta.json"):
+            return []
+        am = self._load_meta(db)
+        q = lambda s: "'" + s.replace("'", "''") + "'"  # noqa: E731
+
+        def ac(*argv: str) -> Side:
+            side = self.ac(*argv, db=db)
+            side.command = side.command.replace("--db DB", "--db ARTICLE")
+            return side
+
+        def sql(text: str) -> Side:
+            side = self.sqlite(text, db=db)
+            side.command = side.command.replace("DB", "ARTICLE", 1)
+            return side
+
+        long_s, n = am["long_session"], am["long_messages"]
+        figs = [
+            Figure("article-threads", "article store: `threads list` (50 newest sessions)",
+                   ac("threads", "list"), sql(ARTICLE_THREADS_SQL), "≤ 1.5 × sqlite3 CLI", ratio_le=1.5),
+            Figure("article-show", f"article store: `show` of message {n:,} of a {n:,}-message session",
+                   ac("show", f"{long_s}@{n}"),
+                   sql(f"SELECT * FROM messages WHERE session_id = {q(long_s)} ORDER BY id LIMIT {n}"),
+                   "< 0.3 s", limit=0.3),
+            Figure("article-diff", "article store: `diff` of the last two messages of that session",
+                   ac("diff", f"{long_s}@{n - 1}", f"{long_s}@{n}"),
+                   sql(f"SELECT * FROM messages WHERE session_id = {q(long_s)} ORDER BY id LIMIT {n}"),
+                   "< 0.3 s", limit=0.3),
+            Figure("article-log", "article store: `log` of that session (first page, 100)",
+                   ac("log", long_s),
+                   sql(f"SELECT id, role, substr(content, 1, 80), created_at FROM messages "
+                       f"WHERE session_id = {q(long_s)} ORDER BY id DESC LIMIT 100"),
+                   "< 0.3 s", limit=0.3),
+            Figure("article-search", f"article store: `search {am['search']}` through messages_fts "
+                   "(50 newest hits)", ac("search", am["search"], "--limit", "50"),
+                   sql("SELECT m.session_id, m.id, snippet(messages_fts, 0, '', '', '…', 10) "
+                       "FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+                       f"WHERE messages_fts MATCH {q(am['search'])} ORDER BY f.rowid DESC LIMIT 50"),
+                   "≤ 1.5 × sqlite3 CLI", ratio_le=1.5),
+        ]
         return figs
 
     # ---- checks and helpers -------------------------------------------------------------
@@ -519,6 +584,14 @@ class Bench:
             return None
         return check
 
+
+# What `threads list` shows of the article's sessions, as one query: the 50 most
+# recently updated sessions, their user, counters and last message.
+ARTICLE_THREADS_SQL = (
+    "SELECT s.id, u.name, s.title, s.status, s.model, s.message_count, s.total_tokens, "
+    "s.total_cost, s.updated_at, (SELECT MAX(m.id) FROM messages m WHERE m.session_id = s.id) "
+    "FROM sessions s LEFT JOIN users u ON u.id = s.user_id ORDER BY s.updated_at DESC, s.id LIMIT 50"
+)
 
 THREADS_SQL = (
     "SELECT c.thread_id, g.n, c.step, c.checkpoint_id, c.created_at, c.summary "
@@ -822,6 +895,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--indexed-db", default=os.path.join(DATA, "bench-indexed.db"),
                    help="a copy of --db after `agentctl doctor --fix-indexes`, for the "
                         "threads-indexed figure (made from --db with --make-indexed)")
+    p.add_argument("--article-db", default=os.path.join(DATA, "article.db"),
+                   help="the article-format db (bench/make_article_db.py PATH); its figures "
+                        "are skipped when missing")
     p.add_argument("--make-indexed", action="store_true",
                    help="make --indexed-db when it is missing (a 2 GB copy + doctor, ~1 min)")
     p.add_argument("--generate", action="store_true",
