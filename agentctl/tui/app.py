@@ -26,6 +26,7 @@ from textual.widgets import Static, Tree
 from textual.worker import Worker, WorkerState
 
 from agentctl.errors import AgentctlError, MergeConflictError, redact_dsn
+from agentctl.storage import PruneSpec
 from agentctl.model import CheckpointMetadata, SearchHit
 from agentctl.text import inert
 from agentctl.tui.messages import (
@@ -628,6 +629,10 @@ class AgentctlApp(App[None]):
             return False
         if self.source.backend is None:
             return False
+        if not self.source.backend.can(action):  # what this database's format cannot do
+            self.notify(f"the {self.source.backend.format.name} format does not support {action}",
+                        severity="warning", markup=False)
+            return False
         return True
 
     def _need_selection(self, action: str) -> CheckpointMetadata | None:
@@ -787,20 +792,28 @@ class AgentctlApp(App[None]):
             self.notify(f"the parameter must be a whole number, not {inert(raw, one_line=True)!r}",
                         severity="error", markup=False)
             return
+        spec = prune_spec(thread, policy, param)
         engine = self.source.engine
-        plan = await engine.plan_prune(thread, policy, param)
-        if not plan.delete:
-            self.notify(f"{policy} {param} keeps all {plan.keep_count} checkpoints of "
+        plans = await engine.plan_prune_spec(spec)
+        count = sum(p.delete_count for p in plans)
+        kept = sum(p.keep_count for p in plans)
+        if not count:
+            self.notify(f"{policy} {param} keeps all {kept} checkpoints of "
                         f"{thread}: nothing to prune", markup=False)
             return
-        choice = await self._confirm(f"Prune {inert(thread, one_line=True)}?", plan_text(plan),
-                                     [("confirm", f"Delete {len(plan.delete)}", "error")])
+        from rich.console import Group
+
+        body = plan_text(plans[0]) if len(plans) == 1 else Group(*[plan_text(p) for p in plans])
+        choice = await self._confirm(f"Prune {inert(thread, one_line=True)}?", body,
+                                     [("confirm", f"Delete {count}", "error")])
         if choice is None:
             self.notify("prune cancelled: nothing changed")
             return
-        result = await engine.prune(thread, policy, param)
-        self._done("prune", f"pruned {thread}: {len(result.deleted)} checkpoint(s) deleted, "
-                   f"{plan.keep_count} kept (u undoes)", thread)
+        results = await engine.prune_spec(spec)
+        results = results if isinstance(results, list) else [results]
+        deleted = sum(len(r.deleted) for r in results)
+        self._done("prune", f"pruned {thread}: {deleted} checkpoint(s) deleted, "
+                   f"{kept} kept (u undoes)", thread)
 
     def action_undo(self) -> None:
         if self._can_write("undo"):
@@ -861,6 +874,13 @@ class AgentctlApp(App[None]):
         async def run() -> None:
             await self.run_action(action)
         return run
+
+
+def prune_spec(thread: str, policy: str, param: int) -> PruneSpec:
+    """The PruneSpec of the prune dialog's answer (a policy of CheckpointGC's names)."""
+    field = {"keep_last_n": "keep_last", "keep_age": "older_than",
+             "keep_milestones": "milestones"}.get(str(getattr(policy, "value", policy)), "keep_last")
+    return PruneSpec(threads=[thread], **{field: param})
 
 
 def run(db: str, *, readonly: bool = False, format: str | None = None) -> None:
