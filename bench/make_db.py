@@ -4,7 +4,7 @@
     python bench/make_db.py sqlite PATH     [--threads 10000] [--checkpoints 1000000] [--seed 1]
     python bench/make_db.py postgres DSN    [same options] [--meta FILE]
 
-The table follows shared/reference/FORMAT.md (the AgentOS checkpoint format) and is
+The table follows docs/formats/agentos.md (the AgentOS checkpoint format) and is
 filled the way the AgentOS writer would have filled it over ~60 days: rows interleaved
 in time order across threads, `ckpt-{thread}-{step}-{6 hex}` ids, parent links, branch
 threads, one long thread, two ~5 MB states, and the odd rows real writers leave behind

@@ -67,7 +67,7 @@ THREAD_ORDER_DESC = "step DESC, created_at DESC, id DESC"
 THREAD_SORTS = ("updated", "thread", "checkpoints", "step", "created")
 
 
-# The format's DDL (FORMAT.md), one template for both dialects.
+# The format's DDL (docs/formats/agentos.md), one template for both dialects.
 _SCHEMA_TEMPLATE = """
 CREATE TABLE IF NOT EXISTS checkpoints (
     id {id_type} PRIMARY KEY{autoincrement},

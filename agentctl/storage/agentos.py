@@ -1,4 +1,4 @@
-"""The AgentOS checkpoint format (FORMAT.md): one `checkpoints` table of full snapshots.
+"""The AgentOS checkpoint format (docs/formats/agentos.md): one `checkpoints` table of full snapshots.
 
 Its store is the checkpointer itself (`agentctl.backends`: `SQLiteCheckpointer`,
 `PostgresCheckpointer`, which implement `Store`), its history the engine
