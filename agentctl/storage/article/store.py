@@ -673,7 +673,7 @@ class ArticleStore(Store):
     ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         if thread_ids is None:
             sessions = [r["sid"] for r in await self.q(
-                f"SELECT DISTINCT session_id AS sid FROM messages ORDER BY session_id{self.C}")]
+                f"SELECT session_id AS sid FROM messages GROUP BY session_id ORDER BY session_id{self.C}")]
         else:
             sessions = list(dict.fromkeys(thread_ids))
         for sid in sessions:
