@@ -561,10 +561,8 @@ async def test_branch_merge_and_undo(article_url):
         await h.undo()  # the merge
         assert await dump(article_url) == mid
         with pytest.raises(OperationError, match="changed after it"):
-            await h.undo()  # the branch: written to since
-        await _drop_last(store, b)
-        await h.undo()
-        assert await dump(article_url) == before
+            await h.undo()  # the branch: an agent wrote to it since
+        assert await dump(article_url) == mid
         await valid(article_url)
 
 
@@ -600,27 +598,18 @@ async def _append(store, session: str, role: str, content: str, tokens: int) -> 
             await tx.execute("INSERT INTO messages_fts(rowid, content) VALUES (?, ?)", rows[0]["id"], content)
 
 
-async def _drop_last(store, session: str) -> None:
-    h = store.history()
-    async with h.db.transaction() as tx:
-        row = (await tx.fetch("SELECT id, content, token_count FROM messages WHERE session_id = ? "
-                              "ORDER BY id DESC LIMIT 1", session))[0]
-        if tx.kind == "sqlite":
-            await tx.execute("INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', ?, ?)",
-                             row["id"], row["content"])
-        await tx.execute("DELETE FROM messages WHERE id = ?", row["id"])
-        # restore the counters and time the branch op fingerprinted
-        await tx.execute("UPDATE sessions SET message_count = message_count - 1, "
-                         "total_tokens = total_tokens - ? WHERE id = ?", row["token_count"], session)
-    (await store.tables())
-    op = (await h.oplog(10))
-    branch_op = next(o for o in op if o.kind == "branch" and not o.undone)
-    async with h.db.transaction() as tx:
-        fp = (await tx.fetch(f"SELECT fingerprint FROM {S.AFTER} WHERE op_id = ?", branch_op.op_id))[0]["fingerprint"]
-        import json
-
-        updated = json.loads(fp)["session"][4]
-        await tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", updated, session)
+async def test_branch_undo_restores_everything(article_url):
+    before = await dump(article_url)
+    async with open_store(article_url, readonly=False) as store:
+        h = store.history()
+        b = await h.branch("msg-5", "try2")
+        assert await store.count(b) == 5
+        assert [x.thread_id for x in await store.branches_of(["s-agent-basics"])] == [b]
+        u = await h.undo()
+        assert len(u.deleted) == 5
+        assert await store.thread_summary(b) is None and await store.branches_of(["s-agent-basics"]) == []
+    assert await dump(article_url) == before
+    await valid(article_url)
 
 
 async def test_prune_and_delete_and_undo(article_url):
@@ -687,14 +676,17 @@ async def test_undo_refuses_taken_ids_and_changed_sessions(sqlite_url):
         conn.commit()
         conn.close()
         await h.undo(d.op_id)
+        assert await dump(sqlite_url) == before
         r = await h.rewind("msg-29")
-        AgentStorage(sqlite_url).save_message("s-wang-report", "user", "继续", token_count=2)
+        AgentStorage(sqlite_url).pause_session("s-wang-report")  # the article's code changes the session
         with pytest.raises(OperationError, match="changed after it"):
             await h.undo(r.op_id)
-        # purge: undo is no longer possible
-        p = await h.purge()
-        assert p.ops == [] or p.rows >= 0
-    assert (await dump(sqlite_url))["users"] == before["users"]
+        AgentStorage(sqlite_url).save_message(r.archive_thread, "user", "继续", token_count=2)
+        with pytest.raises(OperationError, match="changed after it"):
+            await h.undo(r.op_id)
+    conn = sqlite3.connect(sqlite_url)  # (the article's save_message left messages_fts stale)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    conn.close()
 
 
 async def test_writes_refuse_on_readonly_and_purge(article_url):

@@ -37,8 +37,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl.backends.base import snippet_around
-from agentctl.backends.postgres import PostgresCheckpointer
-from agentctl.backends.sqlite import SQLiteCheckpointer
 from agentctl.errors import (
     CorruptRowError,
     NotADatabase,
@@ -136,36 +134,50 @@ def _check_tables(where: str, tables: dict[str, set[str]]) -> None:
             raise SchemaError(f"{where}: the '{table}' table lacks column(s): {', '.join(missing)}")
 
 
-class ArticleSQLite(SQLiteCheckpointer):
-    """The SQLite backend's connections (mode=ro reader, busy timeout, hot journal,
-    BEGIN IMMEDIATE writes) over the article's tables."""
-
-    async def _check_schema(self, conn: Any) -> None:
-        import sqlite3
-
-        try:
-            tables = await _sqlite_tables(conn)
-        except sqlite3.DatabaseError as exc:
-            raise NotADatabase(f"{self._db_path} is not a usable SQLite database ({exc})") from None
-        _check_tables(self._db_path, tables)
-        self.article_tables = tables
+_BACKENDS: dict[str, type] = {}
 
 
-class ArticlePostgres(PostgresCheckpointer):
-    """The Postgres backend's pool (read-only sessions when readonly) over the article's tables."""
+def backend_class(kind: str) -> type:
+    """The SQLite / Postgres backend (its connections: the mode=ro reader, busy timeout,
+    hot-journal handling and BEGIN IMMEDIATE writes; the pool with read-only sessions
+    and `?` placeholders) with the article's schema check instead of AgentOS's. The
+    driver is imported only when a database of its kind is opened."""
+    if kind in _BACKENDS:
+        return _BACKENDS[kind]
+    if kind == "postgres":
+        from agentctl.backends.postgres import PostgresCheckpointer
 
-    async def _check_schema(self, conn: Any) -> None:
-        rows = await conn.fetch(
-            "SELECT table_name, column_name, data_type FROM information_schema.columns "
-            "WHERE table_schema = ANY(current_schemas(false))")
-        tables: dict[str, set[str]] = {}
-        types: dict[tuple[str, str], str] = {}
-        for r in rows:
-            tables.setdefault(r[0], set()).add(r[1])
-            types[(r[0], r[1])] = r[2]
-        _check_tables(f"Postgres database {self.display_name}", tables)
-        self.article_tables = tables
-        self.article_types = types
+        class ArticlePostgres(PostgresCheckpointer):
+            async def _check_schema(self, conn: Any) -> None:
+                rows = await conn.fetch(
+                    "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = ANY(current_schemas(false))")
+                tables: dict[str, set[str]] = {}
+                types: dict[tuple[str, str], str] = {}
+                for r in rows:
+                    tables.setdefault(r[0], set()).add(r[1])
+                    types[(r[0], r[1])] = r[2]
+                _check_tables(f"Postgres database {self.display_name}", tables)
+                self.article_tables = tables
+                self.article_types = types
+
+        _BACKENDS[kind] = ArticlePostgres
+    else:
+        from agentctl.backends.sqlite import SQLiteCheckpointer
+
+        class ArticleSQLite(SQLiteCheckpointer):
+            async def _check_schema(self, conn: Any) -> None:
+                import sqlite3
+
+                try:
+                    tables = await _sqlite_tables(conn)
+                except sqlite3.DatabaseError as exc:
+                    raise NotADatabase(f"{self._db_path} is not a usable SQLite database ({exc})") from None
+                _check_tables(self._db_path, tables)
+                self.article_tables = tables
+
+        _BACKENDS[kind] = ArticleSQLite
+    return _BACKENDS[kind]
 
 
 class ArticleStore(Store):
@@ -179,10 +191,7 @@ class ArticleStore(Store):
         self.kind = kind
         self._readonly = readonly
         self._clock = clock
-        if kind == "postgres":
-            self.db: Any = ArticlePostgres(target, readonly=readonly, create=False, **kwargs)
-        else:
-            self.db = ArticleSQLite(target, readonly=readonly, create=False, **kwargs)
+        self.db: Any = backend_class(kind)(target, readonly=readonly, create=False, **kwargs)
         self.display_name = self.db.display_name
         #: which path the last `search` took: "fts" or "scan"
         self.last_search_path: str | None = None
@@ -313,6 +322,11 @@ class ArticleStore(Store):
     # ---- threads ---------------------------------------------------------------------------
 
     def _summary_sql(self, where: str, order: str) -> str:
+        """One row per session of `where`; `order` (with LIMIT) picks the page in a
+        subquery first, so the counts and heads are computed for the page only."""
+        page = f"SELECT s.id AS pid, ROW_NUMBER() OVER ({order.split(' LIMIT')[0]}) AS rn FROM sessions s {where}"
+        if " LIMIT" in order:
+            page = f"SELECT pid, rn FROM ({page}) q ORDER BY rn LIMIT ? OFFSET ?"
         return (
             "SELECT s.id AS sid, s.user_id, s.title, s.status, s.model, s.message_count, "
             f"s.total_tokens, s.total_cost, {self.t('s.created_at')} AS s_created, "
@@ -320,7 +334,7 @@ class ArticleStore(Store):
             "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
             "(SELECT MAX(id) FROM messages m WHERE m.session_id = s.id) AS head_id, "
             "(SELECT MIN(id) FROM messages m WHERE m.session_id = s.id) AS first_id"
-            f" FROM sessions s {where} {order}")
+            f" FROM ({page}) p JOIN sessions s ON s.id = p.pid ORDER BY p.rn")
 
     async def _filters(self, prefix: str | None, user: str | None, status: Any,
                        thread: str | None = None) -> tuple[str, list[Any]]:
@@ -768,7 +782,8 @@ class ArticleStore(Store):
             rows = await self.q(
                 f"SELECT {self._msg_cols()} FROM messages m WHERE {self.contains('m.content')}{extra} "
                 "ORDER BY m.id DESC LIMIT ?", needle, *params, limit)
-            rows = [r for r in rows if needle in str(r["content"]).lower()] or rows
+            if self.kind == "sqlite":  # SQLite's lower() folds ASCII only: Python decides
+                rows = [r for r in rows if needle in str(r["content"]).lower()]
         for r in rows:
             step = await self._step_of(r["session_id"], r["id"])
             hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), step, "messages", r["role"],
