@@ -704,3 +704,38 @@ async def test_writes_refuse_on_readonly_and_purge(article_url):
         assert kinds == ["purge", "delete_thread"]
         with pytest.raises(AgentctlError):
             await h.undo(p.op_id)
+
+
+async def test_fts_with_triggers_is_left_to_them(sqlite_url):
+    """An app that added the usual FTS5 triggers: agentctl's writes go through them."""
+    conn = sqlite3.connect(sqlite_url)
+    conn.executescript("""
+        CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+          INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END;
+        CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+          INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content); END;
+        CREATE TRIGGER messages_au AFTER UPDATE ON messages BEGIN
+          INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+          INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END;
+    """)
+    conn.commit()
+    conn.close()
+    before = await dump(sqlite_url)
+    async with open_store(sqlite_url, readonly=False) as store:
+        h = store.history()
+        await h.rewind("msg-10", hard=True)
+        sqlite_valid(sqlite_url)
+        assert fts_search(sqlite_url, "umbrella") == []
+        await h.undo()
+        sqlite_valid(sqlite_url)
+        b = await h.branch("msg-13", "t")
+        sqlite_valid(sqlite_url)
+        assert len(fts_search(sqlite_url, "umbrella")) == 2
+        await h.rewind("msg-9")
+        sqlite_valid(sqlite_url)
+        await h.undo()
+        await h.undo()
+        sqlite_valid(sqlite_url)
+        assert await store.thread_summary(b) is None
+        assert await store.search("umbrella") and store.last_search_path == "fts"
+    assert await dump(sqlite_url) == before

@@ -431,7 +431,13 @@ class ArticleHistory(History):
                                              f"{src.get('title') or ''} (rewound from {sid} at step {step})")
                     await self._record(tx, op_id, "sessions", [archive], "insert")
                     await self._record(tx, op_id, "messages", later, "move", sid)
-                    await self._record(tx, op_id, "tool_logs", logs, "move", sid)
+                    by_session: dict[str, list[int]] = {}
+                    for chunk in _chunks(logs):
+                        for r in await tx.fetch(f"SELECT id, session_id FROM tool_logs WHERE id IN "
+                                                f"({_marks(len(chunk))}) ORDER BY id", *chunk):
+                            by_session.setdefault(r["session_id"], []).append(int(r["id"]))
+                    for old_sid, ids in by_session.items():
+                        await self._record(tx, op_id, "tool_logs", ids, "move", old_sid)
                     for chunk in _chunks(later):
                         await tx.execute(f"UPDATE messages SET session_id = ? WHERE id IN ({_marks(len(chunk))})",
                                          archive, *chunk)
