@@ -13,7 +13,6 @@ messages_fts is filled with FTS5's 'rebuild' at the end: it is in step.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 from datetime import datetime, timedelta

@@ -14,7 +14,6 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,7 +27,7 @@ from agentctl.errors import (
 )
 from agentctl.storage import PruneSpec, Unsupported, detect, open_store
 from agentctl.storage.article import schema as S
-from support.article_storage import FTS_SCHEMA, AgentStorage, init_database
+from support.article_storage import AgentStorage, init_database
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_db" / "sessions.db"
@@ -739,3 +738,16 @@ async def test_fts_with_triggers_is_left_to_them(sqlite_url):
         assert await store.thread_summary(b) is None
         assert await store.search("umbrella") and store.last_search_path == "fts"
     assert await dump(sqlite_url) == before
+
+
+def test_sample_is_reproducible(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_sessions", REPO / "sample_db" / "make_sessions.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "again.db"
+    mod.main(out)
+    assert {t: _sqlite_rows(str(out), t) for t in TABLES} == {t: _sqlite_rows(str(SAMPLE), t) for t in TABLES}
+    assert SAMPLE.stat().st_size < 200_000
+    sqlite_valid(str(out))
