@@ -751,3 +751,14 @@ def test_sample_is_reproducible(tmp_path):
     assert {t: _sqlite_rows(str(out), t) for t in TABLES} == {t: _sqlite_rows(str(SAMPLE), t) for t in TABLES}
     assert SAMPLE.stat().st_size < 200_000
     sqlite_valid(str(out))
+
+
+async def test_change_token_follows_the_articles_writes(sqlite_url):
+    async with open_store(sqlite_url) as store:
+        a = await store.change_token("s-bob-trip")
+        AgentStorage(sqlite_url).save_message("s-bob-trip", "user", "one more", token_count=2)
+        b = await store.change_token("s-bob-trip")
+        assert a[0] != b[0] and a[1] != b[1]
+        AgentStorage(sqlite_url).pause_session("s-wang-report")
+        c = await store.change_token("s-bob-trip")
+        assert c[0] != b[0] and c[1] == b[1]

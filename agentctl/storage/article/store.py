@@ -344,8 +344,12 @@ class ArticleStore(Store):
             conds.append("s.id = ?")
             params.append(thread)
         if prefix:
-            conds.append("substr(s.id, 1, ?) = ?")
-            params += [len(prefix), prefix]
+            if self.kind == "sqlite":  # a range of the primary key (byte order)
+                conds.append("s.id >= ? AND s.id < ?")
+                params += [prefix, prefix + "\U0010ffff"]
+            else:
+                conds.append("left(s.id, ?) = ?")
+                params += [len(prefix), prefix]
         if user:
             if await self.has("users"):
                 conds.append("(s.user_id = ? OR s.user_id IN (SELECT id FROM users WHERE name = ?))")
@@ -444,9 +448,23 @@ class ArticleStore(Store):
         return found[0] if found else None
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        rows = await self.q(f"SELECT id FROM sessions WHERE substr(id, 1, ?) = ? "
-                            f"ORDER BY id{self.C} LIMIT ?", len(prefix), prefix, int(limit))
+        where, params = await self._filters(prefix or None, None, None)
+        rows = await self.q(f"SELECT s.id FROM sessions s {where} ORDER BY s.id{self.C} LIMIT ?",
+                            *params, int(limit))
         return [r["id"] for r in rows]
+
+    async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
+        """For a follow mode: changes when a message is added anywhere (the highest
+        message id) or a session row changes (count and latest updated_at), and when the
+        shown thread changes (its message count and highest id). Aggregates only."""
+        top = (await self.q(f"SELECT (SELECT MAX(id) FROM messages) AS top, COUNT(*) AS n, "
+                            f"MAX({self.t('updated_at')}) AS u FROM sessions"))[0]
+        token = (top["top"], top["n"], top["u"])
+        if thread_id is None:
+            return token, None
+        row = (await self.q("SELECT COUNT(*) AS n, MAX(id) AS last FROM messages WHERE session_id = ?",
+                            thread_id))[0]
+        return token, (row["n"], row["last"])
 
     # ---- checkpoints -----------------------------------------------------------------------
 
