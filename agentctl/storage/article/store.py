@@ -455,11 +455,14 @@ class ArticleStore(Store):
 
     async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
         """For a follow mode: changes when a message is added anywhere (the highest
-        message id) or a session row changes (count and latest updated_at), and when the
+        message id), sessions are added or updated (count, latest updated_at; on SQLite
+        any commit of another connection, `PRAGMA data_version`), and when the
         shown thread changes (its message count and highest id). Aggregates only."""
         top = (await self.q(f"SELECT (SELECT MAX(id) FROM messages) AS top, COUNT(*) AS n, "
                             f"MAX({self.t('updated_at')}) AS u FROM sessions"))[0]
-        token = (top["top"], top["n"], top["u"])
+        token: tuple[Any, ...] = (top["top"], top["n"], top["u"])
+        if self.kind == "sqlite":  # another connection committed (any change at all)
+            token += ((await self.q("PRAGMA data_version"))[0]["data_version"],)
         if thread_id is None:
             return token, None
         row = (await self.q("SELECT COUNT(*) AS n, MAX(id) AS last FROM messages WHERE session_id = ?",
