@@ -541,7 +541,7 @@ async def test_branch_merge_and_undo(article_url):
         assert plan.conflicts and not plan.up_to_date
         with pytest.raises(MergeConflictError) as exc:
             await h.merge_branch(b, "s-wang-report")
-        assert exc.value.exit_code == 4
+        assert exc.value.exit_code == 4 and [c.path for c in exc.value.conflicts] == ["/messages"]
         assert await dump(article_url) == mid
         with pytest.raises(OperationError, match="ours"):
             await h.merge_branch(b, "s-wang-report", "ours")
@@ -696,7 +696,7 @@ async def test_writes_refuse_on_readonly_and_purge(article_url):
         h = store.history()
         d = await h.delete_thread("s-bob-trip")
         p = await h.purge()
-        assert p.ops == [d.op_id] and p.rows == 2 + 2 + 1 and not p.dry_run
+        assert p.ops == [d.op_id] and p.rows == 2 + 2 + 1 and not p.dry_run and p.vacuumed
         with pytest.raises(OperationError, match="purged"):
             await h.undo(d.op_id)
         kinds = [o.kind for o in await h.oplog()]

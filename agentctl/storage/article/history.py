@@ -46,6 +46,7 @@ from typing import Any, AsyncIterator, Sequence
 
 from agentctl.engine import CheckpointGC, MergePlan, PrunePlan, RewindPlan, TimeTravelResult
 from agentctl.errors import (
+    AgentctlError,
     CheckpointNotFound,
     MergeConflictError,
     NotFoundError,
@@ -556,8 +557,13 @@ class ArticleHistory(History):
                                      f"(or its last merge) into {into}; nothing was written")
             if f["moved"]:
                 if strategy in ("fail", "three-way"):
+                    from agentctl.merge import Conflict
+
+                    conflict = Conflict("/messages", checkpoint_id(f["info"]["into_head"]),
+                                        checkpoint_id(f["head"]) if f["head"] is not None else None,
+                                        [checkpoint_id(i) for i in f["new"]])
                     raise MergeConflictError(
-                        [], f"merging {branch} into {into} conflicts: {into} has changed since the fork "
+                        [conflict], f"merging {branch} into {into} conflicts: {into} has changed since the fork "
                         f"(head {checkpoint_id(f['head']) if f['head'] is not None else 'none'}, forked at "
                         f"{checkpoint_id(f['info']['into_head'])}); nothing was written; use strategy 'theirs' "
                         "to append the branch's messages anyway")
@@ -856,11 +862,9 @@ class ArticleHistory(History):
             op_id = await self._start(tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} row(s)",
                                       [], {"ops": ops, "rows": rows})
         self.last_op_id = op_id
-        vacuumed = False
-        if self.kind == "sqlite":
-            try:
-                await self.db.vacuum()
-                vacuumed = True
-            except Exception:  # noqa: BLE001 - the purge is done; only the compaction waits
-                vacuumed = False
+        try:  # SQLite: the whole file; Postgres: the trash tables
+            await self.db.vacuum([S.trash_name(t) for t in trash])
+            vacuumed = True
+        except AgentctlError:  # the purge is done; only the compaction waits (busy)
+            vacuumed = False
         return PurgeResult(ops, rows, False, vacuumed=vacuumed, op_id=op_id)
