@@ -557,6 +557,7 @@ async def test_branch_merge_and_undo(article_url):
             assert fts_search(article_url, "合并") == []
         with pytest.raises(OperationError, match="nothing to merge"):
             await h.merge_branch(b, "s-wang-report", "theirs")
+        assert (await h.purge(dry_run=True)).ops == []  # a merge deletes nothing
         await h.undo()  # the merge
         assert await dump(article_url) == mid
         with pytest.raises(OperationError, match="changed after it"):

@@ -842,23 +842,31 @@ class ArticleHistory(History):
                              d.get("old_merged_message_id"), d.get("old_into_head"), d.get("branch_thread"))
         return restored, removed, moved_ids
 
+    async def _deleted_counts(self, reader: Any, trash: Sequence[str]) -> dict[int, int]:
+        """{op_id: rows} of the ops whose trash holds deleted rows (a session row kept as
+        it was 'before' an update is no deleted data: a soft rewind or a merge stays
+        undoable after a purge)."""
+        counts: dict[int, int] = {}
+        for t in trash:
+            for r in await reader.query(f"SELECT agentctl_op_id AS op, COUNT(*) AS n FROM {S.trash_name(t)} "
+                                        "WHERE agentctl_action = 'deleted' GROUP BY agentctl_op_id"):
+                counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
+        return counts
+
     async def purge(self, dry_run: bool = False) -> PurgeResult:
         await self.store.connect()
         trash = await self._trash_tables(self.db)
-        counts: dict[int, int] = {}
-        for t in trash:
-            for r in await self.db.query(f"SELECT agentctl_op_id AS op, COUNT(*) AS n FROM {S.trash_name(t)} "
-                                         "GROUP BY agentctl_op_id"):
-                counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
-        ops = sorted(counts)
-        if dry_run or not ops:
-            return PurgeResult(ops, sum(counts.values()), dry_run)
+        counts = await self._deleted_counts(self.db, trash)
+        if dry_run or not counts:
+            return PurgeResult(sorted(counts), sum(counts.values()), dry_run)
         async with self._write([]) as tx:
-            rows = 0
-            for t in trash:
-                rows += await tx.execute(f"DELETE FROM {S.trash_name(t)} WHERE agentctl_op_id IN "
-                                         f"({_marks(len(ops))})", *ops)
-            await tx.execute(f"UPDATE {S.OPLOG} SET purged = 1 WHERE op_id IN ({_marks(len(ops))})", *ops)
+            counts = await self._deleted_counts(tx, trash)
+            ops, rows = sorted(counts), sum(counts.values())
+            for chunk in _chunks(ops):
+                for t in trash:
+                    await tx.execute(f"DELETE FROM {S.trash_name(t)} WHERE agentctl_op_id IN "
+                                     f"({_marks(len(chunk))})", *chunk)
+                await tx.execute(f"UPDATE {S.OPLOG} SET purged = 1 WHERE op_id IN ({_marks(len(chunk))})", *chunk)
             op_id = await self._start(tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} row(s)",
                                       [], {"ops": ops, "rows": rows})
         self.last_op_id = op_id
