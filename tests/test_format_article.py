@@ -763,3 +763,17 @@ async def test_change_token_follows_the_articles_writes(sqlite_url):
         AgentStorage(sqlite_url).pause_session("s-wang-report")
         c = await store.change_token("s-bob-trip")
         assert c[0] != b[0] and c[1] == b[1]
+
+
+async def test_read_thread_pages_agree_with_the_whole(sqlite_url):
+    async with open_store(sqlite_url) as store:
+        whole = await store.read_thread("s-wang-report", 100)
+        assert [m.step for m in whole] == list(range(1, 12))
+        for limit in range(0, 13):
+            for offset in range(0, 13):
+                assert await store.read_thread("s-wang-report", limit, offset) == whole[offset:offset + limit]
+                want = list(reversed(whole))[offset:offset + limit]
+                assert await store.read_thread("s-wang-report", limit, offset, descending=True) == want
+        for step, meta in enumerate(whole, 1):
+            assert await store.at_step("s-wang-report", step) == meta
+            assert await store.get_metadata(meta.checkpoint_id) == meta
