@@ -1,0 +1,250 @@
+"""The article's five tables as DDL for both dialects, and agentctl's side tables.
+
+SQLite: the article's own `init_database()` DDL (TEXT times from `datetime('now')`,
+TEXT JSON columns). Postgres: the same tables, names and columns; TEXT ids for
+users/sessions/tasks, BIGSERIAL ids for messages and tool_logs, TEXT times in the
+article's `YYYY-MM-DD HH:MM:SS` form (the reader also copes with TIMESTAMPTZ: it casts
+times to text) and TEXT JSON columns (the reader casts, so JSONB works too). Postgres
+has no messages_fts.
+
+Side tables (prefix `agentctl_article_`, never read by the article's code), created by
+the first write that needs them:
+- `agentctl_article_oplog`: one row per operation (op_id, created_at, kind, summary,
+  threads, details, undone_by, undo_of, purged), as agentctl/oplog.py;
+- `agentctl_article_rows`: rows an operation inserted (action 'insert') or moved to
+  another session (action 'move', with the old session id); `tbl` names the table,
+  `row_key` (text ids) or `row_num` (integer ids) the row;
+- `agentctl_article_sessions_after`: a fingerprint of each session an operation changed,
+  right after it (undo refuses when a session changed since);
+- `agentctl_article_branches`: sessions made by `branch` (and rewind archives): the
+  source session and message (the fork point), and for merges the last merged message;
+- `agentctl_article_trash_<table>` for sessions, messages, tasks, tool_logs: exact
+  copies of the rows an operation deleted (`agentctl_action` 'deleted') or of a session
+  row before the operation updated it ('before'), with `agentctl_op_id`.
+"""
+
+from __future__ import annotations
+
+SQLITE_DDL = """
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    email TEXT,
+    api_key_hash TEXT,
+    quota_total INTEGER DEFAULT 100000,
+    quota_used INTEGER DEFAULT 0,
+    preferences_json TEXT DEFAULT '{}',
+    created_at TEXT NOT NULL DEFAULT (datetime('now')),
+    updated_at TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    title TEXT DEFAULT '新对话',
+    status TEXT DEFAULT 'active'
+        CHECK(status IN ('active','paused','completed','cancelled')),
+    model TEXT DEFAULT 'gpt-4o-mini',
+    total_tokens INTEGER DEFAULT 0,
+    total_cost REAL DEFAULT 0.0,
+    message_count INTEGER DEFAULT 0,
+    metadata_json TEXT DEFAULT '{}',
+    created_at TEXT NOT NULL DEFAULT (datetime('now')),
+    updated_at TEXT NOT NULL DEFAULT (datetime('now')),
+    FOREIGN KEY (user_id) REFERENCES users(id)
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    role TEXT NOT NULL CHECK(role IN ('system','user','assistant','tool')),
+    content TEXT NOT NULL DEFAULT '',
+    tool_calls_json TEXT,
+    tool_call_id TEXT,
+    token_count INTEGER DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT (datetime('now')),
+    FOREIGN KEY (session_id) REFERENCES sessions(id)
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    payload_json TEXT NOT NULL DEFAULT '{}',
+    status TEXT DEFAULT 'pending'
+        CHECK(status IN ('pending','running','paused','completed','failed','cancelled')),
+    result_json TEXT,
+    priority INTEGER DEFAULT 0,
+    max_retries INTEGER DEFAULT 3,
+    retry_count INTEGER DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT (datetime('now')),
+    started_at TEXT,
+    completed_at TEXT,
+    FOREIGN KEY (session_id) REFERENCES sessions(id)
+);
+CREATE TABLE IF NOT EXISTS tool_logs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    message_id INTEGER,
+    tool_name TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    output_json TEXT,
+    elapsed_ms REAL,
+    success INTEGER DEFAULT 1,
+    error_message TEXT,
+    created_at TEXT NOT NULL DEFAULT (datetime('now')),
+    FOREIGN KEY (session_id) REFERENCES sessions(id),
+    FOREIGN KEY (message_id) REFERENCES messages(id)
+);
+CREATE INDEX IF NOT EXISTS idx_sessions_user ON sessions(user_id);
+CREATE INDEX IF NOT EXISTS idx_sessions_updated ON sessions(updated_at DESC);
+CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, created_at);
+CREATE INDEX IF NOT EXISTS idx_messages_role ON messages(session_id, role);
+CREATE INDEX IF NOT EXISTS idx_tasks_status ON tasks(status, priority DESC);
+CREATE INDEX IF NOT EXISTS idx_tool_logs_session ON tool_logs(session_id, created_at);
+CREATE INDEX IF NOT EXISTS idx_tool_logs_name ON tool_logs(tool_name, created_at);
+"""
+
+SQLITE_FTS_DDL = """
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content,
+  content='messages', content_rowid='id');
+"""
+
+_NOW_TEXT = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
+
+POSTGRES_DDL = f"""
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    email TEXT,
+    api_key_hash TEXT,
+    quota_total INTEGER DEFAULT 100000,
+    quota_used INTEGER DEFAULT 0,
+    preferences_json TEXT DEFAULT '{{}}',
+    created_at TEXT NOT NULL DEFAULT {_NOW_TEXT},
+    updated_at TEXT NOT NULL DEFAULT {_NOW_TEXT}
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL REFERENCES users(id),
+    title TEXT DEFAULT '新对话',
+    status TEXT DEFAULT 'active'
+        CHECK(status IN ('active','paused','completed','cancelled')),
+    model TEXT DEFAULT 'gpt-4o-mini',
+    total_tokens INTEGER DEFAULT 0,
+    total_cost DOUBLE PRECISION DEFAULT 0.0,
+    message_count INTEGER DEFAULT 0,
+    metadata_json TEXT DEFAULT '{{}}',
+    created_at TEXT NOT NULL DEFAULT {_NOW_TEXT},
+    updated_at TEXT NOT NULL DEFAULT {_NOW_TEXT}
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id BIGSERIAL PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL CHECK(role IN ('system','user','assistant','tool')),
+    content TEXT NOT NULL DEFAULT '',
+    tool_calls_json TEXT,
+    tool_call_id TEXT,
+    token_count INTEGER DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT {_NOW_TEXT}
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    type TEXT NOT NULL,
+    payload_json TEXT NOT NULL DEFAULT '{{}}',
+    status TEXT DEFAULT 'pending'
+        CHECK(status IN ('pending','running','paused','completed','failed','cancelled')),
+    result_json TEXT,
+    priority INTEGER DEFAULT 0,
+    max_retries INTEGER DEFAULT 3,
+    retry_count INTEGER DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT {_NOW_TEXT},
+    started_at TEXT,
+    completed_at TEXT
+);
+CREATE TABLE IF NOT EXISTS tool_logs (
+    id BIGSERIAL PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    message_id BIGINT REFERENCES messages(id),
+    tool_name TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    output_json TEXT,
+    elapsed_ms DOUBLE PRECISION,
+    success INTEGER DEFAULT 1,
+    error_message TEXT,
+    created_at TEXT NOT NULL DEFAULT {_NOW_TEXT}
+);
+CREATE INDEX IF NOT EXISTS idx_sessions_user ON sessions(user_id);
+CREATE INDEX IF NOT EXISTS idx_sessions_updated ON sessions(updated_at DESC);
+CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, created_at);
+CREATE INDEX IF NOT EXISTS idx_messages_role ON messages(session_id, role);
+CREATE INDEX IF NOT EXISTS idx_tasks_status ON tasks(status, priority DESC);
+CREATE INDEX IF NOT EXISTS idx_tool_logs_session ON tool_logs(session_id, created_at);
+CREATE INDEX IF NOT EXISTS idx_tool_logs_name ON tool_logs(tool_name, created_at);
+"""
+
+PREFIX = "agentctl_article_"
+OPLOG = PREFIX + "oplog"
+ROWS = PREFIX + "rows"
+AFTER = PREFIX + "sessions_after"
+BRANCHES = PREFIX + "branches"
+DATA_TABLES = ("sessions", "messages", "tasks", "tool_logs")
+
+
+def trash_name(table: str) -> str:
+    return f"{PREFIX}trash_{table}"
+
+
+TRASH_TABLES = tuple(trash_name(t) for t in DATA_TABLES)
+SIDE_TABLES = (OPLOG, ROWS, AFTER, BRANCHES) + TRASH_TABLES
+
+
+def side_ddl(kind: str) -> list[str]:
+    """The side tables except the trash (whose columns copy the data tables')."""
+    serial = "BIGSERIAL" if kind == "postgres" else "INTEGER"
+    auto = "" if kind == "postgres" else " AUTOINCREMENT"
+    big = "BIGINT" if kind == "postgres" else "INTEGER"
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {OPLOG} (
+            op_id {serial} PRIMARY KEY{auto},
+            created_at TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            summary TEXT NOT NULL DEFAULT '',
+            threads TEXT NOT NULL DEFAULT '[]',
+            details TEXT NOT NULL DEFAULT '{{}}',
+            undone_by {big},
+            undo_of {big},
+            purged INTEGER NOT NULL DEFAULT 0)""",
+        f"""CREATE TABLE IF NOT EXISTS {ROWS} (
+            op_id {big} NOT NULL,
+            tbl TEXT NOT NULL,
+            row_key TEXT,
+            row_num {big},
+            action TEXT NOT NULL,
+            old_session_id TEXT)""",
+        f"CREATE INDEX IF NOT EXISTS idx_{ROWS}_op ON {ROWS}(op_id, tbl)",
+        f"""CREATE TABLE IF NOT EXISTS {AFTER} (
+            op_id {big} NOT NULL,
+            session_id TEXT NOT NULL,
+            fingerprint TEXT NOT NULL)""",
+        f"CREATE INDEX IF NOT EXISTS idx_{AFTER}_op ON {AFTER}(op_id)",
+        f"""CREATE TABLE IF NOT EXISTS {BRANCHES} (
+            session_id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            name TEXT,
+            source_session_id TEXT NOT NULL,
+            source_message_id {big} NOT NULL,
+            base_step {big} NOT NULL,
+            merged_message_id {big},
+            into_head {big},
+            created_at TEXT NOT NULL)""",
+        f"CREATE INDEX IF NOT EXISTS idx_{BRANCHES}_source ON {BRANCHES}(source_session_id)",
+    ]
+
+
+def trash_ddl(kind: str, table: str) -> str:
+    """A trash table with the columns (and types) of `table`, plus op id and action."""
+    name = trash_name(table)
+    if kind == "postgres":
+        return (f"CREATE TABLE IF NOT EXISTS {name} (agentctl_op_id BIGINT NOT NULL, "
+                f"agentctl_action TEXT NOT NULL, LIKE {table})")
+    return (f"CREATE TABLE IF NOT EXISTS {name} AS SELECT CAST(NULL AS INTEGER) AS agentctl_op_id, "
+            f"CAST(NULL AS TEXT) AS agentctl_action, * FROM {table} WHERE 0")

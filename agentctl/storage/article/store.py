@@ -1,0 +1,982 @@
+"""The read side of the article's session store (`ArticleStore`), on SQLite and Postgres.
+
+Mapping onto agentctl's model:
+
+- a session is a thread: `thread_id` = `sessions.id`;
+- its messages in `messages.id` order are its steps: step N is the N-th message (from 1);
+- checkpoint ids are `msg-<messages.id>` (stable while the message exists; a message
+  moved to another session by a rewind keeps its id);
+- checkpoint N holds the transcript up to and including message N (role, content,
+  tool_calls decoded from `tool_calls_json` — the raw text when it is not JSON, with
+  `tool_calls_error` —, tool_call_id, id, token_count, created_at);
+  `state` = {"session": the session row with `metadata` decoded from metadata_json,
+  "user": {id, name, quota_total, quota_used} or None, "tasks": the session's tasks};
+  `tools_result` = {"<tool_name>#<tool_logs.id>": the log row (input/output decoded)}
+  for the tool_logs linked to that message (`message_id`) and the unlinked ones
+  (`message_id` NULL) attributed to it. Attribution rule for an unlinked log: the last
+  message of its session (highest id) whose created_at <= the log's created_at; the
+  session's first message when none is that old;
+- metadata: parent = the previous message's checkpoint (the first message of a branch
+  session made by `branch` points at the source message it was forked from; see
+  history.py), created_at = messages.created_at, tags = [role] (+ "tool_call" when the
+  message has tool calls), summary = "[role] " + the first 80 characters of the content
+  on one line.
+
+`thread_summaries` returns `SessionSummary` (a ThreadSummary with the session's own
+fields). `search` uses messages_fts when it exists and is in step with messages (see
+`fts_state`), else a scan; `last_search_path` says which ran ("fts" or "scan").
+No rich/textual imports here: the CLI and the TUI reach this through the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, AsyncIterator, Sequence
+
+from agentctl.backends.base import snippet_around
+from agentctl.errors import (
+    CorruptRowError,
+    NotADatabase,
+    ReadOnlyDatabase,
+    SchemaError,
+    UsageError,
+)
+from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.article import schema as S
+from agentctl.storage.contract import Capability, Problem, Store
+
+CID_PREFIX = "msg-"
+_CID = re.compile(r"^msg-([0-9]{1,18})$")
+SORTS = ("updated", "thread", "checkpoints", "step", "created")
+_REQUIRED = {
+    "sessions": ("id", "user_id", "status", "message_count", "total_tokens", "updated_at"),
+    "messages": ("id", "session_id", "role", "content", "tool_calls_json", "tool_call_id"),
+}
+
+
+def checkpoint_id(message_id: int) -> str:
+    return f"{CID_PREFIX}{int(message_id)}"
+
+
+def message_id_of(cid: str) -> int | None:
+    m = _CID.match(cid or "")
+    return int(m.group(1)) if m else None
+
+
+def one_line(text: Any, width: int = 80) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def now_text(clock: Any = None) -> str:
+    """The article's time format (`datetime('now')`: UTC, seconds)."""
+    dt = clock() if clock else datetime.now(timezone.utc)
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def decode_json(raw: Any) -> tuple[Any, str | None]:
+    """(value, None) or (the raw text, the error)."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, (str, bytes)):
+        return raw, None
+    try:
+        return json.loads(raw), None
+    except ValueError as exc:
+        return raw, f"not JSON ({exc})"
+
+
+@dataclass
+class SessionSummary(ThreadSummary):
+    """A thread summary with the article's session fields."""
+
+    user_id: str | None = None
+    user_name: str | None = None
+    title: str | None = None
+    status: str | None = None
+    model: str | None = None
+    message_count: int | None = None
+    total_tokens: int | None = None
+    total_cost: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d.update(user_id=self.user_id, user_name=self.user_name, title=self.title,
+                 status=self.status, model=self.model, message_count=self.message_count,
+                 total_tokens=self.total_tokens, total_cost=self.total_cost)
+        return d
+
+
+# ---- connections: the existing backends, with the article's schema check -------------------
+
+
+async def _sqlite_tables(conn: Any) -> dict[str, set[str]]:
+    rows = await conn.execute_fetchall(
+        "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+        "WHERE m.type = 'table'")
+    out: dict[str, set[str]] = {}
+    for t, c in rows:
+        out.setdefault(t, set()).add(c)
+    return out
+
+
+def _check_tables(where: str, tables: dict[str, set[str]]) -> None:
+    for table, cols in _REQUIRED.items():
+        if table not in tables:
+            shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:8])
+            raise SchemaError(f"{where} has no '{table}' table, not an article session store"
+                              + (f" (it has: {shown})" if shown else " (it has no tables)"))
+        missing = [c for c in cols if c not in tables[table]]
+        if missing:
+            raise SchemaError(f"{where}: the '{table}' table lacks column(s): {', '.join(missing)}")
+
+
+_BACKENDS: dict[str, type] = {}
+
+
+def backend_class(kind: str) -> type:
+    """The SQLite / Postgres backend (its connections: the mode=ro reader, busy timeout,
+    hot-journal handling and BEGIN IMMEDIATE writes; the pool with read-only sessions
+    and `?` placeholders) with the article's schema check instead of AgentOS's. The
+    driver is imported only when a database of its kind is opened."""
+    if kind in _BACKENDS:
+        return _BACKENDS[kind]
+    if kind == "postgres":
+        from agentctl.backends.postgres import PostgresCheckpointer
+
+        class ArticlePostgres(PostgresCheckpointer):
+            async def _check_schema(self, conn: Any) -> None:
+                rows = await conn.fetch(
+                    "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = ANY(current_schemas(false))")
+                tables: dict[str, set[str]] = {}
+                types: dict[tuple[str, str], str] = {}
+                for r in rows:
+                    tables.setdefault(r[0], set()).add(r[1])
+                    types[(r[0], r[1])] = r[2]
+                _check_tables(f"Postgres database {self.display_name}", tables)
+                self.article_tables = tables
+                self.article_types = types
+
+        _BACKENDS[kind] = ArticlePostgres
+    else:
+        from agentctl.backends.sqlite import SQLiteCheckpointer
+
+        class ArticleSQLite(SQLiteCheckpointer):
+            async def _check_schema(self, conn: Any) -> None:
+                import sqlite3
+
+                try:
+                    tables = await _sqlite_tables(conn)
+                except sqlite3.DatabaseError as exc:
+                    raise NotADatabase(f"{self._db_path} is not a usable SQLite database ({exc})") from None
+                _check_tables(self._db_path, tables)
+                self.article_tables = tables
+
+        _BACKENDS[kind] = ArticleSQLite
+    return _BACKENDS[kind]
+
+
+class ArticleStore(Store):
+    """The article's store on one database (see the module doc)."""
+
+    def __init__(self, kind: str, target: str, *, readonly: bool = True, clock: Any = None,
+                 **kwargs: Any):
+        from agentctl.storage.article import FORMAT
+
+        self.format = FORMAT
+        self.kind = kind
+        self._readonly = readonly
+        self._clock = clock
+        self.db: Any = backend_class(kind)(target, readonly=readonly, create=False, **kwargs)
+        self.display_name = self.db.display_name
+        #: which path the last `search` took: "fts" or "scan"
+        self.last_search_path: str | None = None
+        self._tables: dict[str, set[str]] | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        await self.db.connect()
+        if self._tables is None:
+            self._tables = dict(getattr(self.db, "article_tables", {}) or {})
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    def history(self) -> Any:
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only; writes need readonly=False")
+        from agentctl.storage.article.history import ArticleHistory
+
+        return ArticleHistory(self)
+
+    async def q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        await self.connect()
+        return await self.db.query(sql, *params)
+
+    async def has(self, table: str) -> bool:
+        await self.connect()
+        assert self._tables is not None
+        return table in self._tables
+
+    async def _reload_tables(self) -> None:
+        if self.kind == "sqlite":
+            rows = await self.db.query(
+                "SELECT m.name AS t, p.name AS c FROM sqlite_master m, pragma_table_info(m.name) p "
+                "WHERE m.type = 'table'")
+        else:
+            rows = await self.db.query(
+                "SELECT table_name AS t, column_name AS c FROM information_schema.columns "
+                "WHERE table_schema = ANY(current_schemas(false))")
+        tables: dict[str, set[str]] = {}
+        for r in rows:
+            tables.setdefault(r["t"], set()).add(r["c"])
+        self._tables = tables
+
+    async def tables(self) -> dict[str, set[str]]:
+        await self.connect()
+        await self._reload_tables()
+        assert self._tables is not None
+        return self._tables
+
+    # ---- dialect helpers -------------------------------------------------------------------
+
+    @property
+    def C(self) -> str:  # byte order for text on Postgres, as SQLite compares
+        return ' COLLATE "C"' if self.kind == "postgres" else ""
+
+    def t(self, expr: str) -> str:
+        """A column as text (times and JSON may be TIMESTAMPTZ / JSONB on Postgres)."""
+        return f"CAST({expr} AS TEXT)" if self.kind == "postgres" else expr
+
+    def contains(self, expr: str) -> str:
+        """A condition: `expr` contains the parameter (already lower-cased), case-insensitively."""
+        if self.kind == "postgres":
+            return f"strpos(lower(CAST({expr} AS TEXT)), ?) > 0"
+        return f"instr(lower({expr}), ?) > 0"
+
+    # ---- rows to model ---------------------------------------------------------------------
+
+    _MSG_COLS = "m.id, m.session_id, m.role, m.content, m.tool_calls_json, m.tool_call_id, m.token_count"
+
+    def _msg_cols(self) -> str:
+        return self._MSG_COLS + f", {self.t('m.created_at')} AS created_at"
+
+    @staticmethod
+    def _message(row: dict[str, Any]) -> dict[str, Any]:
+        msg: dict[str, Any] = {"id": row["id"], "role": row["role"], "content": row["content"]}
+        if row.get("tool_calls_json") is not None:
+            value, err = decode_json(row["tool_calls_json"])
+            msg["tool_calls"] = value
+            if err:
+                msg["tool_calls_error"] = err
+        if row.get("tool_call_id") is not None:
+            msg["tool_call_id"] = row["tool_call_id"]
+        msg["token_count"] = row.get("token_count")
+        msg["created_at"] = row.get("created_at")
+        return msg
+
+    @staticmethod
+    def _tags(row: dict[str, Any]) -> list[str]:
+        tags = [str(row["role"])]
+        raw = row.get("tool_calls_json")
+        if raw is not None and str(raw).strip() not in ("", "null", "[]"):
+            tags.append("tool_call")
+        return tags
+
+    def _meta(self, row: dict[str, Any], step: int, parent: str | None) -> CheckpointMetadata:
+        return CheckpointMetadata(
+            thread_id=row["session_id"], checkpoint_id=checkpoint_id(row["id"]), step=step,
+            parent_checkpoint_id=parent, created_at=str(row.get("created_at") or ""),
+            tags=self._tags(row), summary=f"[{row['role']}] {one_line(row['content'])}")
+
+    async def _fork_parent(self, session_id: str) -> str | None:
+        """The checkpoint a branch session's first message points at (None: not a branch)."""
+        info = await self.branch_info(session_id)
+        return checkpoint_id(info["source_message_id"]) if info else None
+
+    async def branch_info(self, session_id: str) -> dict[str, Any] | None:
+        if not await self.has(S.BRANCHES):
+            return None
+        rows = await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id = ?", session_id)
+        return rows[0] if rows else None
+
+    async def _step_of(self, session_id: str, message_id: int) -> int:
+        rows = await self.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?",
+                            session_id, message_id)
+        return int(rows[0]["n"])
+
+    async def _prev_id(self, session_id: str, message_id: int) -> int | None:
+        rows = await self.q("SELECT MAX(id) AS p FROM messages WHERE session_id = ? AND id < ?",
+                            session_id, message_id)
+        return rows[0]["p"]
+
+    async def _message_row(self, message_id: int) -> dict[str, Any] | None:
+        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id = ?", message_id)
+        return rows[0] if rows else None
+
+    # ---- threads ---------------------------------------------------------------------------
+
+    def _summary_sql(self, where: str, order: str) -> str:
+        """One row per session of `where`; `order` (with LIMIT) picks the page in a
+        subquery first, so the counts and heads are computed for the page only."""
+        page = f"SELECT s.id AS pid, ROW_NUMBER() OVER ({order.split(' LIMIT')[0]}) AS rn FROM sessions s {where}"
+        if " LIMIT" in order:
+            page = f"SELECT pid, rn FROM ({page}) q ORDER BY rn LIMIT ? OFFSET ?"
+        return (
+            "SELECT s.id AS sid, s.user_id, s.title, s.status, s.model, s.message_count, "
+            f"s.total_tokens, s.total_cost, {self.t('s.created_at')} AS s_created, "
+            f"{self.t('s.updated_at')} AS s_updated, "
+            "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
+            "(SELECT MAX(id) FROM messages m WHERE m.session_id = s.id) AS head_id, "
+            "(SELECT MIN(id) FROM messages m WHERE m.session_id = s.id) AS first_id"
+            f" FROM ({page}) p JOIN sessions s ON s.id = p.pid ORDER BY p.rn")
+
+    async def _filters(self, prefix: str | None, user: str | None, status: Any,
+                       thread: str | None = None) -> tuple[str, list[Any]]:
+        conds: list[str] = []
+        params: list[Any] = []
+        if thread is not None:
+            conds.append("s.id = ?")
+            params.append(thread)
+        if prefix:
+            if self.kind == "sqlite":  # a range of the primary key (byte order)
+                conds.append("s.id >= ? AND s.id < ?")
+                params += [prefix, prefix + "\U0010ffff"]
+            else:
+                conds.append("left(s.id, ?) = ?")
+                params += [len(prefix), prefix]
+        if user:
+            if await self.has("users"):
+                conds.append("(s.user_id = ? OR s.user_id IN (SELECT id FROM users WHERE name = ?))")
+                params += [user, user]
+            else:
+                conds.append("s.user_id = ?")
+                params.append(user)
+        if status:
+            statuses = [status] if isinstance(status, str) else list(status)
+            statuses = [x for s_ in statuses for x in str(s_).split(",") if x.strip()]
+            conds.append("s.status IN (" + ", ".join("?" for _ in statuses) + ")")
+            params += [x.strip() for x in statuses]
+        return ("WHERE " + " AND ".join(conds)) if conds else "", params
+
+    async def _summaries(self, rows: list[dict[str, Any]]) -> list[SessionSummary]:
+        if not rows:
+            return []
+        heads = [r["head_id"] for r in rows if r["head_id"] is not None]
+        head_rows: dict[int, dict[str, Any]] = {}
+        for i in range(0, len(heads), 400):
+            chunk = heads[i:i + 400]
+            for h in await self.q(
+                    f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ("
+                    + ", ".join("?" for _ in chunk) + ")", *chunk):
+                head_rows[int(h["id"])] = h
+        firsts = [r["first_id"] for r in rows if r["first_id"] is not None]
+        first_created: dict[int, str] = {}
+        for i in range(0, len(firsts), 400):
+            chunk = firsts[i:i + 400]
+            for h in await self.q(
+                    f"SELECT id, {self.t('created_at')} AS created_at FROM messages WHERE id IN ("
+                    + ", ".join("?" for _ in chunk) + ")", *chunk):
+                first_created[int(h["id"])] = h["created_at"]
+        names: dict[str, str] = {}
+        uids = sorted({r["user_id"] for r in rows if r["user_id"] is not None})
+        if uids and await self.has("users"):
+            for i in range(0, len(uids), 400):
+                chunk = uids[i:i + 400]
+                for u in await self.q("SELECT id, name FROM users WHERE id IN ("
+                                      + ", ".join("?" for _ in chunk) + ")", *chunk):
+                    names[u["id"]] = u["name"]
+        branches: dict[str, dict[str, Any]] = {}
+        if await self.has(S.BRANCHES):
+            sids = [r["sid"] for r in rows]
+            for i in range(0, len(sids), 400):
+                chunk = sids[i:i + 400]
+                for b in await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ("
+                                      + ", ".join("?" for _ in chunk) + ")", *chunk):
+                    branches[b["session_id"]] = b
+        out = []
+        for r in rows:
+            head = head_rows.get(int(r["head_id"])) if r["head_id"] is not None else None
+            b = branches.get(r["sid"])
+            out.append(SessionSummary(
+                thread_id=r["sid"], checkpoints=int(r["n"] or 0), head_step=int(r["n"] or 0),
+                head_checkpoint_id=checkpoint_id(head["id"]) if head else "",
+                updated_at=str(r["s_updated"] or ""),
+                head_summary=f"[{head['role']}] {one_line(head['content'])}" if head else "",
+                first_created_at=str(first_created.get(int(r["first_id"]), "") if r["first_id"] is not None
+                                     else (r["s_created"] or "")),
+                branch_of=b["source_session_id"] if b else None,
+                branch_point=checkpoint_id(b["source_message_id"]) if b else None,
+                user_id=r["user_id"], user_name=names.get(r["user_id"]), title=r["title"],
+                status=r["status"], model=r["model"],
+                message_count=r["message_count"], total_tokens=r["total_tokens"],
+                total_cost=r["total_cost"]))
+        return out
+
+    async def thread_summaries(
+        self, limit: int = 50, offset: int = 0, sort: str = "updated",
+        descending: bool = True, prefix: str | None = None, *, user: str | None = None,
+        status: Any = None,
+    ) -> list[ThreadSummary]:
+        if sort not in SORTS:
+            raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
+        where, params = await self._filters(prefix, user, status)
+        d = "DESC" if descending else "ASC"
+        key = {"updated": f"{self.t('s.updated_at')} {d}", "created": f"{self.t('s.created_at')} {d}",
+               "thread": f"s.id{self.C} {d}",
+               "checkpoints": f"(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) {d}",
+               "step": f"(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) {d}"}[sort]
+        tie = "" if sort == "thread" else f", s.id{self.C} ASC"
+        rows = await self.q(self._summary_sql(where, f"ORDER BY {key}{tie} LIMIT ? OFFSET ?"),
+                            *params, int(limit), int(offset))
+        return await self._summaries(rows)
+
+    async def count_threads(self, prefix: str | None = None, *, user: str | None = None,
+                            status: Any = None) -> int:
+        where, params = await self._filters(prefix, user, status)
+        rows = await self.q(f"SELECT COUNT(*) AS n FROM sessions s {where}", *params)
+        return int(rows[0]["n"])
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        rows = await self.q(self._summary_sql("WHERE s.id = ?", ""), thread_id)
+        found = await self._summaries(rows)
+        return found[0] if found else None
+
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        where, params = await self._filters(prefix or None, None, None)
+        rows = await self.q(f"SELECT s.id FROM sessions s {where} ORDER BY s.id{self.C} LIMIT ?",
+                            *params, int(limit))
+        return [r["id"] for r in rows]
+
+    async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
+        """For a follow mode: changes when a message is added anywhere (the highest
+        message id), sessions are added or updated (count, latest updated_at; on SQLite
+        any commit of another connection, `PRAGMA data_version`), and when the
+        shown thread changes (its message count and highest id). Aggregates only."""
+        top = (await self.q(f"SELECT (SELECT MAX(id) FROM messages) AS top, COUNT(*) AS n, "
+                            f"MAX({self.t('updated_at')}) AS u FROM sessions"))[0]
+        token: tuple[Any, ...] = (top["top"], top["n"], top["u"])
+        if self.kind == "sqlite":  # another connection committed (any change at all)
+            token += ((await self.q("PRAGMA data_version"))[0]["data_version"],)
+        if thread_id is None:
+            return token, None
+        row = (await self.q("SELECT COUNT(*) AS n, MAX(id) AS last FROM messages WHERE session_id = ?",
+                            thread_id))[0]
+        return token, (row["n"], row["last"])
+
+    # ---- checkpoints -----------------------------------------------------------------------
+
+    async def count(self, thread_id: str | None = None) -> int:
+        if thread_id is None:
+            rows = await self.q("SELECT COUNT(*) AS n FROM messages")
+        else:
+            rows = await self.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", thread_id)
+        return int(rows[0]["n"])
+
+    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
+                          descending: bool = False) -> list[CheckpointMetadata]:
+        limit, offset = int(limit), max(0, int(offset))
+        total = await self.count(thread_id) if descending else 0
+        # one row more before the page: the parent of its first row
+        start = max(0, offset - 1)
+        if descending:
+            # rows (ascending) from index total-offset-limit .. total-offset-1
+            hi = total - offset
+            lo = max(0, hi - limit)
+            if hi <= 0:
+                return []
+            start, want = max(0, lo - 1), hi - max(0, lo - 1)
+            first_step = lo + 1
+            skip_first = lo > 0
+        else:
+            want = limit + (1 if offset > 0 else 0)
+            first_step = offset + 1
+            skip_first = offset > 0
+        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+                            "ORDER BY m.id LIMIT ? OFFSET ?", thread_id, want, start)
+        fork = await self._fork_parent(thread_id) if start == 0 and rows else None
+        out: list[CheckpointMetadata] = []
+        prev: str | None = fork
+        for i, r in enumerate(rows):
+            cid = checkpoint_id(r["id"])
+            if skip_first and i == 0:
+                prev = cid
+                continue
+            out.append(self._meta(r, first_step + len(out), prev))
+            prev = cid
+        if descending:
+            out.reverse()
+        return out
+
+    async def get_metadata(self, checkpoint_id_: str) -> CheckpointMetadata | None:
+        mid = message_id_of(checkpoint_id_)
+        if mid is None:
+            return None
+        row = await self._message_row(mid)
+        if row is None:
+            return None
+        sid = row["session_id"]
+        step = await self._step_of(sid, mid)
+        prev = await self._prev_id(sid, mid)
+        parent = checkpoint_id(prev) if prev is not None else await self._fork_parent(sid)
+        return self._meta(row, step, parent)
+
+    async def _state(self, session_id: str) -> dict[str, Any]:
+        rows = await self.q(f"SELECT * FROM sessions WHERE id = ?", session_id)
+        session: dict[str, Any] | None = None
+        user = None
+        if rows:
+            session = {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in rows[0].items()}
+            if "metadata_json" in session:
+                value, err = decode_json(session.pop("metadata_json"))
+                session["metadata"] = value
+                if err:
+                    session["metadata_error"] = err
+            if await self.has("users") and session.get("user_id") is not None:
+                urows = await self.q("SELECT id, name, quota_total, quota_used FROM users WHERE id = ?",
+                                     session["user_id"])
+                user = urows[0] if urows else None
+        tasks: list[dict[str, Any]] = []
+        if await self.has("tasks"):
+            for t in await self.q(f"SELECT * FROM tasks WHERE session_id = ? ORDER BY "
+                                  f"{self.t('created_at')}, id{self.C}", session_id):
+                task = {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in t.items()}
+                for col, key in (("payload_json", "payload"), ("result_json", "result")):
+                    if col in task:
+                        value, err = decode_json(task.pop(col))
+                        task[key] = value
+                        if err:
+                            task[key + "_error"] = err
+                tasks.append(task)
+        return {"session": session, "user": user, "tasks": tasks}
+
+    def _attributed(self) -> str:
+        """SQL: the message id an unlinked tool log `l` belongs to (see the module doc)."""
+        return ("COALESCE((SELECT MAX(x.id) FROM messages x WHERE x.session_id = l.session_id "
+                f"AND {self.t('x.created_at')} <= {self.t('l.created_at')}), "
+                "(SELECT MIN(x.id) FROM messages x WHERE x.session_id = l.session_id))")
+
+    def _tool_log(self, r: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        entry: dict[str, Any] = {"id": r["id"], "tool_name": r["tool_name"], "message_id": r["message_id"]}
+        for col, key in (("input_json", "input"), ("output_json", "output")):
+            value, err = decode_json(r.get(col))
+            entry[key] = value
+            if err:
+                entry[key + "_error"] = err
+        for col in ("elapsed_ms", "success", "error_message", "created_at"):
+            entry[col] = r.get(col)
+        return f"{r['tool_name']}#{r['id']}", entry
+
+    def _log_cols(self) -> str:
+        return ("l.id, l.session_id, l.message_id, l.tool_name, l.input_json, l.output_json, "
+                f"l.elapsed_ms, l.success, l.error_message, {self.t('l.created_at')} AS created_at")
+
+    async def _tools_for(self, session_id: str, message_id: int) -> dict[str, Any]:
+        if not await self.has("tool_logs"):
+            return {}
+        rows = await self.q(
+            f"SELECT {self._log_cols()} FROM tool_logs l WHERE l.message_id = ? "
+            f"OR (l.message_id IS NULL AND l.session_id = ? AND {self._attributed()} = ?) ORDER BY l.id",
+            message_id, session_id, message_id)
+        return dict(self._tool_log(r) for r in rows)
+
+    async def _tools_by_message(self, session_id: str) -> dict[int, dict[str, Any]]:
+        """Every tool log of a session's messages, by the message they belong to."""
+        out: dict[int, dict[str, Any]] = {}
+        if not await self.has("tool_logs"):
+            return out
+        rows = await self.q(
+            f"SELECT {self._log_cols()}, CASE WHEN l.message_id IS NOT NULL THEN l.message_id "
+            f"ELSE {self._attributed()} END AS owner FROM tool_logs l WHERE l.session_id = ? "
+            "OR l.message_id IN (SELECT id FROM messages WHERE session_id = ?) ORDER BY l.id",
+            session_id, session_id)
+        for r in rows:
+            if r["owner"] is None:
+                continue
+            key, entry = self._tool_log(r)
+            out.setdefault(int(r["owner"]), {})[key] = entry
+        return out
+
+    async def get(self, checkpoint_id_: str) -> Checkpoint | None:
+        mid = message_id_of(checkpoint_id_)
+        if mid is None:
+            return None
+        row = await self._message_row(mid)
+        if row is None:
+            return None
+        sid = row["session_id"]
+        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+                            "AND m.id <= ? ORDER BY m.id", sid, mid)
+        parent = checkpoint_id(rows[-2]["id"]) if len(rows) > 1 else await self._fork_parent(sid)
+        meta = self._meta(row, len(rows), parent)
+        return Checkpoint(meta, [self._message(r) for r in rows], await self._state(sid),
+                          await self._tools_for(sid, mid), next_node="")
+
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        rows = await self.q("SELECT MAX(id) AS h FROM messages WHERE session_id = ?", thread_id)
+        if rows[0]["h"] is None:
+            return None
+        return await self.get(checkpoint_id(rows[0]["h"]))
+
+    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        step = int(step)
+        if step < 1 or step >= 2 ** 62:
+            return None
+        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+                            "ORDER BY m.id LIMIT 2 OFFSET ?", thread_id, max(0, step - 2))
+        if step == 1:
+            if not rows:
+                return None
+            return self._meta(rows[0], 1, await self._fork_parent(thread_id))
+        if len(rows) < 2:
+            return None
+        return self._meta(rows[1], step, checkpoint_id(rows[0]["id"]))
+
+    async def children(self, checkpoint_id_: str) -> list[CheckpointMetadata]:
+        meta = await self.get_metadata(checkpoint_id_)
+        if meta is None:
+            return []
+        mid = message_id_of(checkpoint_id_)
+        out: list[CheckpointMetadata] = []
+        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+                            "AND m.id > ? ORDER BY m.id LIMIT 1", meta.thread_id, mid)
+        if rows:
+            out.append(self._meta(rows[0], meta.step + 1, checkpoint_id_))
+        if await self.has(S.BRANCHES):
+            for b in await self.q(f"SELECT session_id FROM {S.BRANCHES} WHERE source_message_id = ? "
+                                  f"ORDER BY session_id{self.C}", mid):
+                first = await self.at_step(b["session_id"], 1)
+                if first is not None:
+                    out.append(first)
+        return out
+
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
+        if not await self.has(S.BRANCHES):
+            return []
+        ids = list(dict.fromkeys(thread_ids))
+        out: list[CheckpointMetadata] = []
+        for i in range(0, len(ids), 400):
+            chunk = ids[i:i + 400]
+            for b in await self.q(
+                    f"SELECT b.session_id FROM {S.BRANCHES} b WHERE b.source_session_id IN ("
+                    + ", ".join("?" for _ in chunk) + ") AND EXISTS (SELECT 1 FROM messages m "
+                    "WHERE m.id = b.source_message_id AND m.session_id = b.source_session_id) "
+                    f"ORDER BY b.session_id{self.C}", *chunk):
+                first = await self.at_step(b["session_id"], 1)
+                if first is not None:
+                    out.append(first)
+        return out
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        """Ids `msg-<n>` starting with `prefix`, in text order: for each number of digits
+        the smallest matching ids are a range of the primary key."""
+        limit = int(limit)
+        if limit <= 0:
+            return []
+        if len(prefix) <= len(CID_PREFIX):
+            if not CID_PREFIX.startswith(prefix):
+                return []
+            digits = ""
+        else:
+            if not prefix.startswith(CID_PREFIX):
+                return []
+            digits = prefix[len(CID_PREFIX):]
+            if not digits.isdigit() or not digits.isascii() or len(digits) > 18 or digits[0] == "0":
+                return []
+        top = (await self.q("SELECT MAX(id) AS m FROM messages"))[0]["m"]
+        if top is None:
+            return []
+        found: list[str] = []
+        for width in range(max(1, len(digits)), len(str(int(top))) + 1):
+            pad = width - len(digits)
+            if digits:
+                lo, hi = int(digits) * 10 ** pad, int(digits) * 10 ** pad + 10 ** pad - 1
+            else:
+                lo, hi = 10 ** (width - 1), 10 ** width - 1
+            for r in await self.q("SELECT id FROM messages WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?",
+                                  lo, hi, limit):
+                found.append(checkpoint_id(r["id"]))
+        return sorted(found)[:limit]
+
+    async def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        if thread_ids is None:
+            sessions = [r["sid"] for r in await self.q(
+                f"SELECT session_id AS sid FROM messages GROUP BY session_id ORDER BY session_id{self.C}")]
+        else:
+            sessions = list(dict.fromkeys(thread_ids))
+        for sid in sessions:
+            state = await self._state(sid)
+            tools = await self._tools_by_message(sid)
+            transcript: list[dict[str, Any]] = []
+            prev = await self._fork_parent(sid)
+            last = None
+            while True:
+                if last is None:
+                    rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+                                        "ORDER BY m.id LIMIT ?", sid, batch)
+                else:
+                    rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+                                        "AND m.id > ? ORDER BY m.id LIMIT ?", sid, last, batch)
+                for r in rows:
+                    transcript.append(self._message(r))
+                    meta = self._meta(r, len(transcript), prev)
+                    yield Checkpoint(meta, list(transcript), state, tools.get(int(r["id"]), {}), "")
+                    prev = meta.checkpoint_id
+                if len(rows) < batch:
+                    break
+                last = rows[-1]["id"]
+
+    # ---- search ----------------------------------------------------------------------------
+
+    async def fts_state(self) -> tuple[str, str]:
+        """("ok"|"missing"|"stale"|"corrupt"|"foreign", detail) of messages_fts (SQLite).
+        In step: the index holds exactly the rows of messages (count, max and sum of ids
+        of its docsize table equal those of messages); read-only, no integrity-check."""
+        if self.kind != "sqlite" or not await self.has("messages_fts"):
+            return "missing", "no messages_fts table"
+        try:
+            sql = (await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"] or ""
+            low = re.sub(r"\s+", "", sql.lower())
+            if "content='messages'" not in low and 'content="messages"' not in low:
+                return "foreign", "messages_fts is not an external-content table of messages"
+            if not await self.has("messages_fts_docsize"):
+                return "foreign", "messages_fts has no docsize table (columnsize=0)"
+            fts = (await self.q("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages_fts_docsize"))[0]
+            await self.q("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1", '"agentctl"')
+        except Exception as exc:  # noqa: BLE001 - a broken index is reported, not raised
+            return "corrupt", f"messages_fts cannot be read ({exc})"
+        msg = (await self.q("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages"))[0]
+        if (fts["n"], fts["mx"], fts["sm"]) != (msg["n"], msg["mx"], msg["sm"]):
+            return "stale", (f"messages_fts indexes {fts['n']} row(s), messages has {msg['n']} "
+                             "(nothing keeps the external-content index in step)")
+        return "ok", "in step"
+
+    @staticmethod
+    def _needs_scan(text: str) -> bool:
+        # unicode61 does not split CJK text into words: a substring of it is no token
+        return any(ord(ch) >= 0x2E80 for ch in text) or not re.search(r"\w", text)
+
+    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
+                     limit: int = 50) -> list[SearchHit]:
+        if not text:
+            raise UsageError("search text is empty")
+        limit = int(limit)
+        needle = text.lower()
+        hits: list[SearchHit] = []
+        use_fts = False
+        if self.kind == "sqlite" and not self._needs_scan(text):
+            state, _ = await self.fts_state()
+            use_fts = state == "ok"
+        self.last_search_path = "fts" if use_fts else "scan"
+        conds, params = [], []
+        if thread_id is not None:
+            conds.append("m.session_id = ?")
+            params.append(thread_id)
+        if role is not None:
+            conds.append("m.role = ?")
+            params.append(role)
+        extra = "".join(" AND " + c for c in conds)
+        rows: list[dict[str, Any]] = []
+        if use_fts:
+            tokens = re.findall(r"\w+", text)
+            match = " ".join('"' + t.replace('"', '""') + '"' for t in tokens[:-1])
+            match = (match + " " if match else "") + '"' + tokens[-1].replace('"', '""') + '"*'
+            last = None
+            while len(rows) < limit:
+                page = await self.q(
+                    f"SELECT {self._msg_cols()} FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+                    f"WHERE messages_fts MATCH ?{extra}" + (" AND m.id < ?" if last else "")
+                    + " ORDER BY m.id DESC LIMIT ?", match, *params, *([last] if last else []), limit * 2)
+                rows += [r for r in page if needle in str(r["content"]).lower()]
+                if len(page) < limit * 2:
+                    break
+                last = page[-1]["id"]
+            rows = rows[:limit]
+        else:
+            rows = await self.q(
+                f"SELECT {self._msg_cols()} FROM messages m WHERE {self.contains('m.content')}{extra} "
+                "ORDER BY m.id DESC LIMIT ?", needle, *params, limit)
+            if self.kind == "sqlite":  # SQLite's lower() folds ASCII only: Python decides
+                rows = [r for r in rows if needle in str(r["content"]).lower()]
+        for r in rows:
+            step = await self._step_of(r["session_id"], r["id"])
+            hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), step, "messages", r["role"],
+                                  snippet_around(str(r["content"]), text)))
+        if role is None and await self.has("tool_logs"):
+            tconds, tparams = [], []
+            if thread_id is not None:
+                tconds.append("l.session_id = ?")
+                tparams.append(thread_id)
+            tl = await self.q(
+                f"SELECT {self._log_cols()}, CASE WHEN l.message_id IS NOT NULL THEN l.message_id "
+                f"ELSE {self._attributed()} END AS owner FROM tool_logs l WHERE "
+                f"({self.contains('l.input_json')} OR {self.contains('l.output_json')} OR "
+                f"{self.contains('l.tool_name')} OR {self.contains('l.error_message')})"
+                + "".join(" AND " + c for c in tconds) + " ORDER BY l.id DESC LIMIT ?",
+                needle, needle, needle, needle, *tparams, limit)
+            for r in tl:
+                if r["owner"] is None:
+                    continue
+                owner = await self._message_row(int(r["owner"]))
+                if owner is None:
+                    continue
+                body = " ".join(str(r.get(c) or "") for c in ("tool_name", "input_json", "output_json",
+                                                                "error_message"))
+                step = await self._step_of(owner["session_id"], owner["id"])
+                hits.append(SearchHit(owner["session_id"], checkpoint_id(owner["id"]), step,
+                                      "tools_result", None, snippet_around(body, text)))
+        hits.sort(key=lambda h: -(message_id_of(h.checkpoint_id) or 0))
+        return hits[:limit]
+
+    # ---- statistics ------------------------------------------------------------------------
+
+    def _cutoff(self, days: float | None) -> str | None:
+        if days is None:
+            return None
+        dt = (self._clock() if self._clock else datetime.now(timezone.utc)) - timedelta(days=float(days))
+        return dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+    async def usage_stats(self, user: str | None = None, days: float | None = None) -> dict[str, Any]:
+        """The article's statistics (`get_usage_stats`): per user sessions, tokens and
+        messages of the sessions updated in the period; per tool calls, mean latency
+        and failures of the logs of the period. Totals over the users selected."""
+        cutoff = self._cutoff(days)
+        sconds, sparams = [], []
+        if cutoff is not None:
+            sconds.append(f"{self.t('s.updated_at')} > ?")
+            sparams.append(cutoff)
+        uid = None
+        if user is not None:
+            uid = user
+            if await self.has("users"):
+                found = await self.q("SELECT id FROM users WHERE id = ? OR name = ? ORDER BY "
+                                     "CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1", user, user, user)
+                if found:
+                    uid = found[0]["id"]
+            sconds.append("s.user_id = ?")
+            sparams.append(uid)
+        where = ("WHERE " + " AND ".join(sconds)) if sconds else ""
+        has_users = await self.has("users")
+        per_user = await self.q(
+            "SELECT s.user_id, " + ("(SELECT name FROM users u WHERE u.id = s.user_id) AS name, "
+                                    if has_users else "NULL AS name, ")
+            + "COUNT(*) AS session_count, SUM(s.total_tokens) AS total_tokens, "
+            f"SUM(s.message_count) AS total_messages FROM sessions s {where} GROUP BY s.user_id "
+            f"ORDER BY s.user_id{self.C}", *sparams)
+        tool_usage: list[dict[str, Any]] = []
+        if await self.has("tool_logs"):
+            tconds, tparams = [], []
+            if uid is not None:
+                tconds.append("l.session_id IN (SELECT id FROM sessions WHERE user_id = ?)")
+                tparams.append(uid)
+            if cutoff is not None:
+                tconds.append(f"{self.t('l.created_at')} > ?")
+                tparams.append(cutoff)
+            twhere = ("WHERE " + " AND ".join(tconds)) if tconds else ""
+            tool_usage = [
+                {"tool_name": r["tool_name"], "call_count": int(r["call_count"]),
+                 "avg_latency": float(r["avg_latency"]) if r["avg_latency"] is not None else None,
+                 "failures": int(r["failures"] or 0)}
+                for r in await self.q(
+                    "SELECT l.tool_name, COUNT(*) AS call_count, AVG(l.elapsed_ms) AS avg_latency, "
+                    "SUM(CASE WHEN l.success = 0 THEN 1 ELSE 0 END) AS failures "
+                    f"FROM tool_logs l {twhere} GROUP BY l.tool_name "
+                    f"ORDER BY call_count DESC, l.tool_name{self.C}", *tparams)]
+        users = [{"user_id": r["user_id"], "name": r["name"], "session_count": int(r["session_count"]),
+                  "total_tokens": int(r["total_tokens"] or 0),
+                  "total_messages": int(r["total_messages"] or 0)} for r in per_user]
+        return {
+            "period_days": days,
+            "user": uid,
+            "session_count": sum(u["session_count"] for u in users),
+            "total_tokens": sum(u["total_tokens"] for u in users),
+            "total_messages": sum(u["total_messages"] for u in users),
+            "tool_usage": tool_usage,
+            "users": users,
+        }
+
+    # ---- doctor ----------------------------------------------------------------------------
+
+    async def doctor(self) -> list[Problem]:
+        self.require(Capability.DOCTOR, "doctor")
+        tables = await self.tables()
+        out: list[Problem] = []
+        for t in ("users", "tasks", "tool_logs"):
+            if t not in tables:
+                out.append(Problem("warning", "missing_table", t,
+                                   f"the optional table {t!r} is missing; its data reads as empty"))
+        if self.kind == "sqlite":
+            state, detail = await self.fts_state()
+            if state == "missing":
+                out.append(Problem("warning", "missing_table", "messages_fts",
+                                   "no messages_fts: search scans the messages"))
+            elif state != "ok":
+                out.append(Problem("warning" if state != "corrupt" else "error", f"fts_{state}",
+                                   "messages_fts", detail + "; search scans the messages"))
+        for r in await self.q("SELECT m.session_id, COUNT(*) AS n FROM messages m WHERE NOT EXISTS "
+                              "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY m.session_id "
+                              f"ORDER BY m.session_id{self.C} LIMIT 100"):
+            out.append(Problem("error", "orphan_messages", str(r["session_id"]),
+                               f"{r['n']} message(s) of session {r['session_id']!r}, which does not exist"))
+        bad = await self._bad_json()
+        for r in bad:
+            out.append(Problem("error", "invalid_json", checkpoint_id(r["id"]),
+                               f"messages.tool_calls_json of message {r['id']} is not JSON"))
+        if self.kind == "sqlite":
+            for t in [t for t in ("sessions", "messages", "tasks", "tool_logs") if t in tables]:
+                for r in await self.q(f"SELECT * FROM pragma_foreign_key_check('{t}') LIMIT 100"):
+                    out.append(Problem("error", "foreign_key", f"{t}:{r.get('rowid')}",
+                                       f"{t} row {r.get('rowid')} names a missing {r.get('parent')} row"))
+        else:
+            checks = [("sessions", "user_id", "users", "id"), ("messages", "session_id", "sessions", "id"),
+                      ("tasks", "session_id", "sessions", "id"), ("tool_logs", "session_id", "sessions", "id"),
+                      ("tool_logs", "message_id", "messages", "id")]
+            for t, col, parent, pcol in checks:
+                if t in tables and parent in tables:
+                    for r in await self.q(
+                            f"SELECT c.id FROM {t} c WHERE c.{col} IS NOT NULL AND NOT EXISTS "
+                            f"(SELECT 1 FROM {parent} p WHERE p.{pcol} = c.{col}) LIMIT 100"):
+                        out.append(Problem("error", "foreign_key", f"{t}:{r['id']}",
+                                           f"{t} row {r['id']} names a missing {parent} row"))
+        for r in await self.q(
+                "SELECT s.id, s.message_count, s.total_tokens, "
+                "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
+                "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id) AS tok "
+                "FROM sessions s WHERE s.message_count IS DISTINCT FROM (SELECT COUNT(*) FROM messages m "
+                "WHERE m.session_id = s.id) OR s.total_tokens IS DISTINCT FROM (SELECT COALESCE(SUM(token_count), 0) "
+                f"FROM messages m WHERE m.session_id = s.id) ORDER BY s.id{self.C} LIMIT 100"
+                if self.kind == "postgres" else
+                "SELECT s.id, s.message_count, s.total_tokens, "
+                "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
+                "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id) AS tok "
+                "FROM sessions s WHERE s.message_count IS NOT n OR s.total_tokens IS NOT tok "
+                "ORDER BY s.id LIMIT 100"):
+            out.append(Problem("warning", "session_counters", str(r["id"]),
+                               f"message_count={r['message_count']} total_tokens={r['total_tokens']}, "
+                               f"but its messages count {r['n']} with {r['tok']} tokens"))
+        return out
+
+    async def _bad_json(self) -> list[dict[str, Any]]:
+        if self.kind == "sqlite":
+            return await self.q("SELECT id FROM messages WHERE tool_calls_json IS NOT NULL AND "
+                                "NOT json_valid(tool_calls_json) ORDER BY id LIMIT 100")
+        # Postgres: no json_valid before 16; check in Python, a page at a time
+        out: list[dict[str, Any]] = []
+        last = 0
+        while len(out) < 100:
+            rows = await self.q("SELECT id, CAST(tool_calls_json AS TEXT) AS j FROM messages WHERE "
+                                "tool_calls_json IS NOT NULL AND id > ? ORDER BY id LIMIT 2000", last)
+            for r in rows:
+                if decode_json(r["j"])[1]:
+                    out.append({"id": r["id"]})
+            if len(rows) < 2000:
+                break
+            last = rows[-1]["id"]
+        return out[:100]
