@@ -101,6 +101,11 @@ class ThreadSummary:
     branch_of: str | None = None
     branch_point: str | None = None
 
+    def extra_columns(self) -> list[tuple[str, Any]]:
+        """The format's own fields that `threads list` shows between HEAD and UPDATED, as
+        (HEADER, value); none for AgentOS."""
+        return []
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "thread_id": self.thread_id,

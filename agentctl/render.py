@@ -246,13 +246,17 @@ def conflicts_table(conflicts: Sequence[Any], value_width: int = 50) -> Renderab
 
 def threads_table(summaries: Sequence[Any], summary_width: int = 60) -> RenderableType:
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
+    extra = [name for name, _ in summaries[0].extra_columns()] if summaries else []
     for name, justify in (("THREAD", "left"), ("CKPTS", "right"), ("HEAD", "right"),
+                          *((n, "left") for n in extra),
                           ("UPDATED", "left"), ("BRANCH-OF", "left"), ("SUMMARY", "left")):
         t.add_column(name, justify=justify, overflow="fold", no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
                      min_width=20 if name == "SUMMARY" else None)
     for s in summaries:
         t.add_row(safe(s.thread_id, "bold", one_line=True), Text(str(s.checkpoints)),
-                  Text(str(s.head_step)), safe(str(s.updated_at)[:19], DIM, one_line=True),
+                  Text(str(s.head_step)),
+                  *(safe(str(v), one_line=True) for _, v in s.extra_columns()),
+                  safe(str(s.updated_at)[:19], DIM, one_line=True),
                   safe(s.branch_of or "", "magenta", one_line=True),
                   safe(shorten(s.head_summary or "", summary_width)))
     return t

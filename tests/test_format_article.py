@@ -144,8 +144,8 @@ async def test_detection(article_url):
     async with open_store(article_url) as store:
         assert store.format.name == "article"
         assert store.kind == ("postgres" if article_url.startswith("postgres") else "sqlite")
-        with pytest.raises(ReadOnlyDatabase):
-            store.history()
+        with pytest.raises(ReadOnlyDatabase):  # plans work read-only; a write does not
+            await store.history().delete_thread("s-bob-trip")
 
 
 async def test_thread_summaries_and_filters(article_url):
@@ -187,7 +187,7 @@ async def test_read_thread_get_state_tools(article_url):
         assert [m.checkpoint_id for m in metas] == [f"msg-{i}" for i in range(8, 14)]
         assert [m.step for m in metas] == list(range(1, 7))
         assert metas[0].parent_checkpoint_id is None and metas[3].parent_checkpoint_id == "msg-10"
-        assert metas[1].tags == ["assistant", "tool_call"] and metas[2].tags == ["tool"]
+        assert metas[1].tags == ["tool_call"] and metas[2].tags == ["tool_result"]
         page = await store.read_thread("s-weather-paris", 2, 2)
         assert [(m.step, m.checkpoint_id, m.parent_checkpoint_id) for m in page] == \
             [(3, "msg-10", "msg-9"), (4, "msg-11", "msg-10")]
@@ -691,8 +691,10 @@ async def test_undo_refuses_taken_ids_and_changed_sessions(sqlite_url):
 
 async def test_writes_refuse_on_readonly_and_purge(article_url):
     async with open_store(article_url) as store:
+        assert (await store.history().plan_rewind("msg-10")).moved
         with pytest.raises(ReadOnlyDatabase):
-            store.history()
+            await store.history().delete_thread("s-bob-trip")
+        assert await store.count("s-bob-trip") > 0
     async with open_store(article_url, readonly=False) as store:
         h = store.history()
         d = await h.delete_thread("s-bob-trip")

@@ -201,6 +201,9 @@ def test_op_and_threads_tables():
         branch_of: str | None = None
         head_summary: str = EVIL
 
+        def extra_columns(self):
+            return [("TITLE", EVIL)]
+
     out = to_text(render.threads_table([S(EVIL)]))
     assert "\x1b[31mRED" not in out and "\\e[31m" in out
 

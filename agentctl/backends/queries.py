@@ -119,7 +119,7 @@ class SharedQueries(RowReads):
         if not scan:
             found = await self._indexed_search(text, thread_id, role, limit)
             if found is not None:
-                self.last_search_path = "index"
+                self.last_search_path = "fts"
                 return found
         self.last_search_path = "scan"
         cond, params = self._search_condition(text)

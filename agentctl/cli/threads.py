@@ -28,6 +28,8 @@ def list_threads(
     sort: SortOpt = "updated",
     asc: Annotated[bool, typer.Option("--asc", help="Ascending order.")] = False,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Only threads whose id starts with this.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Session stores: only this user's sessions (id or name).")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="Session stores: only sessions in these statuses (comma-separated).")] = None,
 ) -> None:
     """List threads, most recently updated first: checkpoints, head step, last update,
     the thread a branch came from, the head's summary.
@@ -35,9 +37,18 @@ def list_threads(
     Example: agentctl --db sample_db/checkpoints.db threads list --limit 5
     """
 
+    from agentctl.storage import Unsupported
+
+    filters = {k: v for k, v in (("user", user), ("status", status)) if v is not None}
+    if status is not None:
+        filters["status"] = [s.strip() for s in status.split(",") if s.strip()]
+
     async def go():
         async with state(ctx).open() as backend:
-            return await backend.thread_summaries(limit, offset, sort, not asc, prefix)
+            for name in filters:
+                if name not in backend.thread_filters:
+                    raise Unsupported(backend.format.name, f"threads list --{name}")
+            return await backend.thread_summaries(limit, offset, sort, not asc, prefix, **filters)
 
     rows = run(go())
     if json_out:
@@ -48,10 +59,11 @@ def list_threads(
 
         return render.threads_table(rows)
 
+    extra = [name for name, _ in rows[0].extra_columns()] if rows else []
     table(
-        ["THREAD", "CKPTS", "HEAD", "UPDATED", "BRANCH-OF", "SUMMARY"],
-        [[r.thread_id, r.checkpoints, r.head_step, r.updated_at[:19], r.branch_of or "",
-          shorten(r.head_summary, 60)] for r in rows],
+        ["THREAD", "CKPTS", "HEAD", *extra, "UPDATED", "BRANCH-OF", "SUMMARY"],
+        [[r.thread_id, r.checkpoints, r.head_step, *(v for _, v in r.extra_columns()),
+          r.updated_at[:19], r.branch_of or "", shorten(r.head_summary, 60)] for r in rows],
         renderable=rich_table,
     )
 
@@ -93,6 +105,8 @@ def show_thread(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False
     grid.add_row("checkpoints", str(summary.checkpoints))
     grid.add_row("head", render.safe(f"{summary.head_checkpoint_id} (step {summary.head_step})",
                                      render.ID_STYLE, one_line=True))
+    for name, value in summary.extra_columns():
+        grid.add_row(name.lower(), render.safe(str(value), one_line=True))
     grid.add_row("first", render.safe(summary.first_created_at, one_line=True))
     grid.add_row("updated", render.safe(summary.updated_at, one_line=True))
     if summary.branch_of:

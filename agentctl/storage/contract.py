@@ -196,13 +196,18 @@ class Store(ABC):
 
     # ---- threads -------------------------------------------------------------------
 
+    #: the keyword filters `thread_summaries` and `count_threads` take besides prefix
+    #: (e.g. "user", "status" for session stores)
+    thread_filters: tuple[str, ...] = ()
+
     @abstractmethod
     async def thread_summaries(
         self, limit: int = 50, offset: int = 0, sort: str = "updated",
         descending: bool = True, prefix: str | None = None,
     ) -> list["ThreadSummary"]:
         """One row per thread with its count and head. sort: "updated", "thread",
-        "checkpoints", "step", "created". Ties by thread id."""
+        "checkpoints", "step", "created". Ties by thread id. A format with
+        `thread_filters` also takes those as keyword arguments."""
 
     @abstractmethod
     async def count_threads(self, prefix: str | None = None) -> int:
@@ -309,7 +314,7 @@ class Store(ABC):
 
     # ---- capabilities as library calls ------------------------------------------------
 
-    #: which way the last `search` went: "index" (a full-text index) or "scan"
+    #: which way the last `search` went: "fts" (a full-text index) or "scan"
     last_search_path: str = ""
 
     @abstractmethod

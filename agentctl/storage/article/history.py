@@ -76,7 +76,7 @@ def _chunks(ids: Sequence[Any]) -> list[list[Any]]:
 class ArticleHistory(History):
     """Writes of the article's format (see the module doc)."""
 
-    def __init__(self, store: Any):
+    def __init__(self, store: Any, **options: Any):
         self.store = store
         self.db = store.db
         self.kind = store.kind

@@ -18,8 +18,8 @@ Mapping onto agentctl's model:
   session's first message when none is that old;
 - metadata: parent = the previous message's checkpoint (the first message of a branch
   session made by `branch` points at the source message it was forked from; see
-  history.py), created_at = messages.created_at, tags = [role] (+ "tool_call" when the
-  message has tool calls), summary = "[role] " + the first 80 characters of the content
+  history.py), created_at = messages.created_at, tags = ["tool_call"] (a message with
+  tool calls) or ["tool_result"] (a tool message) or none, summary = "[role] " + the first 80 characters of the content
   on one line.
 
 `thread_summaries` returns `SessionSummary` (a ThreadSummary with the session's own
@@ -102,6 +102,12 @@ class SessionSummary(ThreadSummary):
     total_tokens: int | None = None
     total_cost: float | None = None
 
+    def extra_columns(self) -> list[tuple[str, Any]]:
+        return [("USER", self.user_name or self.user_id or ""), ("TITLE", self.title or ""),
+                ("STATUS", self.status or ""), ("MODEL", self.model or ""),
+                ("TOKENS", self.total_tokens if self.total_tokens is not None else ""),
+                ("COST", self.total_cost if self.total_cost is not None else "")]
+
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
         d.update(user_id=self.user_id, user_name=self.user_name, title=self.title,
@@ -183,6 +189,8 @@ def backend_class(kind: str) -> type:
 class ArticleStore(Store):
     """The article's store on one database (see the module doc)."""
 
+    thread_filters = ("user", "status")
+
     def __init__(self, kind: str, target: str, *, readonly: bool = True, clock: Any = None,
                  **kwargs: Any):
         from agentctl.storage.article import FORMAT
@@ -207,12 +215,12 @@ class ArticleStore(Store):
     async def close(self) -> None:
         await self.db.close()
 
-    def history(self) -> Any:
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only; writes need readonly=False")
+    def history(self, **options: Any) -> Any:
+        """The writes; on a store opened read-only its plans and oplog work and its
+        writes raise ReadOnlyDatabase (as the connection refuses them)."""
         from agentctl.storage.article.history import ArticleHistory
 
-        return ArticleHistory(self)
+        return ArticleHistory(self, **options)
 
     async def q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
@@ -282,11 +290,11 @@ class ArticleStore(Store):
 
     @staticmethod
     def _tags(row: dict[str, Any]) -> list[str]:
-        tags = [str(row["role"])]
+        # The role is in the summary ("[assistant] ..."); tags mark what a step did.
         raw = row.get("tool_calls_json")
         if raw is not None and str(raw).strip() not in ("", "null", "[]"):
-            tags.append("tool_call")
-        return tags
+            return ["tool_call"]
+        return ["tool_result"] if row["role"] == "tool" else []
 
     def _meta(self, row: dict[str, Any], step: int, parent: str | None) -> CheckpointMetadata:
         return CheckpointMetadata(
@@ -764,14 +772,14 @@ class ArticleStore(Store):
         return any(ord(ch) >= 0x2E80 for ch in text) or not re.search(r"\w", text)
 
     async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50) -> list[SearchHit]:
+                     limit: int = 50, scan: bool = False) -> list[SearchHit]:
         if not text:
             raise UsageError("search text is empty")
         limit = int(limit)
         needle = text.lower()
         hits: list[SearchHit] = []
         use_fts = False
-        if self.kind == "sqlite" and not self._needs_scan(text):
+        if self.kind == "sqlite" and not scan and not self._needs_scan(text):
             state, _ = await self.fts_state()
             use_fts = state == "ok"
         self.last_search_path = "fts" if use_fts else "scan"
@@ -904,7 +912,7 @@ class ArticleStore(Store):
 
     # ---- doctor ----------------------------------------------------------------------------
 
-    async def doctor(self) -> list[Problem]:
+    async def doctor(self, limit: int = 100) -> list[Problem]:
         self.require(Capability.DOCTOR, "doctor")
         tables = await self.tables()
         out: list[Problem] = []
