@@ -1,0 +1,1 @@
+"""The LangGraph checkpoint format (see store.py and serde.py)."""
