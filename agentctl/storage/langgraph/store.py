@@ -281,8 +281,9 @@ class LangGraphStore(Store):
             return "", []
         if NS_SEP in prefix:
             tid, ns = split_address(prefix)
-            return (f" WHERE {a}thread_id = ? AND {a}checkpoint_ns{self._C} >= ? "
-                    f"AND {a}checkpoint_ns{self._C} < ?", [tid, ns, ns + _TOP])
+            return (f" WHERE {a}thread_id = ? AND {a}checkpoint_ns <> '' "
+                    f"AND {a}checkpoint_ns{self._C} >= ? AND {a}checkpoint_ns{self._C} < ?",
+                    [tid, ns, ns + _TOP])
         return f" WHERE {a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?", [prefix, prefix + _TOP]
 
     def _order(self, sort: str, descending: bool) -> str:
@@ -368,13 +369,13 @@ class LangGraphStore(Store):
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         where, params = self._prefix_where(prefix)
         rows = await self._q(
-            f"SELECT DISTINCT thread_id, checkpoint_ns FROM {{cp}}{where} "
-            f"ORDER BY thread_id{self._C}, checkpoint_ns{self._C} LIMIT ?", *params, int(limit))
+            f"SELECT thread_id, checkpoint_ns FROM {{cp}}{where} "
+            f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C} LIMIT ?", *params, int(limit))
         return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
 
     async def all_thread_ids(self) -> list[str]:
-        rows = await self._q(f"SELECT DISTINCT thread_id, checkpoint_ns FROM {{cp}} "
-                             f"ORDER BY thread_id{self._C}, checkpoint_ns{self._C}")
+        rows = await self._q(f"SELECT thread_id, checkpoint_ns FROM {{cp}} "
+                             f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C}")
         return sorted(address(r["thread_id"], r["checkpoint_ns"]) for r in rows)
 
     # ---- checkpoints --------------------------------------------------------------
@@ -475,8 +476,8 @@ class LangGraphStore(Store):
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         rows = await self._q(
-            f"SELECT DISTINCT checkpoint_id FROM {{cp}} WHERE checkpoint_id{self._C} >= ? "
-            f"AND checkpoint_id{self._C} < ? ORDER BY checkpoint_id{self._C} LIMIT ?",
+            f"SELECT checkpoint_id FROM {{cp}} WHERE checkpoint_id{self._C} >= ? "
+            f"AND checkpoint_id{self._C} < ? GROUP BY checkpoint_id ORDER BY checkpoint_id{self._C} LIMIT ?",
             prefix, prefix + _TOP, int(limit))
         return [r["checkpoint_id"] for r in rows]
 
@@ -685,7 +686,7 @@ class LangGraphStore(Store):
         else:
             rows = await self._q(
                 f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
-                f"GROUP BY thread_id, checkpoint_ns ORDER BY head{self._C} DESC")
+                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")
             threads = [(r["thread_id"], r["checkpoint_ns"]) for r in rows]
         for tid, ns in threads:
             after: str | None = None
@@ -762,16 +763,4 @@ class LangGraphStore(Store):
                     "warning", "orphan-writes", address(r["thread_id"], r["checkpoint_ns"]),
                     f"{r['n']} pending writes of checkpoint {r['checkpoint_id']}, which is not "
                     "in the database"))
-        if self._pg and not self._db.shallow:
-            for r in await self._q(
-                    "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, v.key AS channel "
-                    "FROM checkpoints c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> "
-                    "'channel_versions') v LEFT JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
-                    "AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = v.key AND bl.version = v.value "
-                    "WHERE bl.channel IS NULL AND NOT jsonb_exists(c.checkpoint -> 'channel_values', v.key) "
-                    "LIMIT 100"):
-                problems.append(Problem(
-                    "error", "missing-blob", address(r["thread_id"], r["checkpoint_ns"]),
-                    f"checkpoint {r['checkpoint_id']}: channel {r['channel']!r} has a version but "
-                    "no value (no checkpoint_blobs row): LangGraph reads it as empty"))
         return problems
