@@ -444,3 +444,46 @@ def test_foreign_classes_and_pickles_are_neither_imported_nor_unpickled(tmp_path
     (pickled, enc) = cp["tools_result"]["writes"]
     assert pickled["value"]["__opaque__"] and pickled["value"]["__type__"] == "pickle"
     assert enc["value"]["__opaque__"] and enc["value"]["__type__"] == "msgpack+aes"
+
+
+def test_bench_generator_writes_what_langgraph_reads(tmp_path):
+    """bench/make_langgraph_db.py writes LangGraph's format: SqliteSaver reads it as
+    LangChain messages, and agentctl reads the same channel values and writes."""
+    path = tmp_path / "gen.db"
+    res = subprocess.run([sys.executable, str(REPO / "bench" / "make_langgraph_db.py"), str(path),
+                          "--threads", "5", "--checkpoints", "300", "--long-steps", "30"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    meta = json.loads(res.stdout)
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    saver = SqliteSaver(conn)
+    tuples = list(saver.list(None))
+    assert len(tuples) == meta["rows"] == 300
+    assert any(isinstance(m, ToolMessage) for t in tuples
+               for m in t.checkpoint["channel_values"].get("messages", []))
+    by_id = {t.config["configurable"]["checkpoint_id"]: t for t in tuples}
+
+    async def check() -> None:
+        async with open_store(str(path)) as store:
+            assert await store.count_threads() == 5
+            seen = 0
+            async for cp in store.iter_checkpoints():
+                tup = by_id[cp.metadata.checkpoint_id]
+                assert channel_view(cp) == lg_channels(tup)
+                assert our_writes(cp) == lg_writes(tup)
+                assert cp.metadata.step == tup.metadata["step"]
+                assert cp.metadata.created_at[:23] == tup.checkpoint["ts"][:23]
+                seen += 1
+            assert seen == 300
+            long = await store.read_thread("long-thread", limit=1000)
+            assert len(long) == 30 and long[-1].step == 28
+            for m in long[-3:]:  # the agent answered (nothing next), or a tool ran (agent next)
+                cp = await store.get(m.checkpoint_id)
+                last = cp.messages[-1]
+                assert cp.next_node == ("" if last["role"] == "assistant" and not last.get("tool_calls")
+                                        else "tools" if last["role"] == "assistant" else "agent")
+
+    from conftest import run_sync
+
+    run_sync(check)
+    conn.close()
