@@ -487,3 +487,45 @@ def test_bench_generator_writes_what_langgraph_reads(tmp_path):
 
     run_sync(check)
     conn.close()
+
+
+async def test_a_thread_id_holding_the_separator(tmp_path):
+    path = tmp_path / "sep.db"
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    graph = hitl_graph().compile(checkpointer=SqliteSaver(conn))
+    graph.invoke({"request": "x", "approved": ""}, {"configurable": {"thread_id": "team|42"}})
+    history = list(graph.get_state_history({"configurable": {"thread_id": "team|42"}}))
+    async with open_store(str(path)) as store:
+        assert await store.all_thread_ids() == ["team|42"]
+        ours = await store.read_thread("team|42", descending=True)
+        assert [m.checkpoint_id for m in ours] == [s.config["configurable"]["checkpoint_id"] for s in history]
+        assert await store.count("team|42") == len(history)
+        assert (await store.get_latest("team|42")).next_node == "ask"
+    conn.close()
+
+
+async def test_shallow_postgres_saver(pg_dsn):
+    """The shallow saver keeps only each thread's latest checkpoint (no checkpoint_id
+    column): read-only, one checkpoint per thread, LangGraph's latest state."""
+    shallow = pytest.importorskip("langgraph.checkpoint.postgres.shallow")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with shallow.ShallowPostgresSaver.from_conn_string(psycopg_dsn(pg_dsn)) as saver:
+            saver.setup()
+            graph = agent_graph().compile(checkpointer=saver)
+            cfg = {"configurable": {"thread_id": "s-1"}}
+            graph.invoke({"messages": [HumanMessage(content="hi")]}, cfg)
+            state = graph.get_state(cfg)
+    assert (await detect(pg_dsn)).name == "langgraph"
+    async with open_store(pg_dsn) as store:
+        assert await store.all_thread_ids() == ["s-1"]
+        assert await store.count("s-1") == 1
+        (summary,) = await store.thread_summaries()
+        assert summary.head_checkpoint_id == state.config["configurable"]["checkpoint_id"]
+        cp = await store.get_latest("s-1")
+        assert cp.messages == plain(state.values["messages"])
+        assert cp.state["count"] == state.values["count"]
+        assert (await store.get(summary.head_checkpoint_id)).metadata.step == state.metadata["step"]
+        assert await store.doctor() == []

@@ -27,6 +27,7 @@ them); nothing here writes.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
@@ -48,6 +49,7 @@ SPECIAL_WRITES = ("__error__", "__scheduled__", "__interrupt__", "__resume__")
 LG_METADATA = ("source", "step", "parents", "run_id", "thread_id", "checkpoint_ns",
                "checkpoint_id", "langgraph_step", "writes")
 
+_ALIASED = re.compile(r"\{cp\}(?= [cf] )")
 _UUID_EPOCH = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
 _TOP = "\U0010ffff"
 
@@ -82,6 +84,22 @@ def id_time(checkpoint_id: str) -> str:
         return datetime.fromtimestamp(micros / 1e6, tz=timezone.utc).isoformat()
     except (ValueError, OverflowError, OSError):
         return ""
+
+
+#: what a DeltaChannel's value shows as in a checkpoint that holds no snapshot of it
+DELTA_MARKER = {
+    serde.TYPE_KEY: "langgraph.channels.delta.DeltaChannel", serde.OPAQUE_KEY: True,
+    "note": "DeltaChannel (beta): LangGraph rebuilds this value by replaying the writes since "
+            "the channel's last snapshot through the graph's reducer; agentctl runs no "
+            "reducer, see the nearest ancestor checkpoint holding a snapshot",
+}
+
+
+def _unwrap_snapshot(value: Any) -> Any:
+    """A DeltaChannel snapshot is the channel's whole value: show it as such."""
+    if isinstance(value, dict) and value.get(serde.TYPE_KEY) == serde.DELTA_SNAPSHOT:
+        return value.get("value")
+    return value
 
 
 def is_internal_channel(name: str) -> bool:
@@ -231,6 +249,7 @@ class LangGraphStore(Store):
             self._db = _SQLite(target, readonly=readonly, create=False, **kwargs)
         self.display_name = self._db.display_name
         self._pg = kind == "postgres"
+        self._splits: dict[str, tuple[str, str]] = {}
         # dialect pieces
         self._C = ' COLLATE "C"' if self._pg else ""
         if self._pg:
@@ -263,7 +282,25 @@ class LangGraphStore(Store):
 
     async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
-        return await self._db.query(sql.replace("{cp}", self._cp), *params)
+        if self._cp != "checkpoints":  # a subquery: aliased where the SQL gives none
+            sql = _ALIASED.sub(self._cp, sql).replace("{cp}", self._cp + " AS cp")
+        else:
+            sql = sql.replace("{cp}", "checkpoints")
+        return await self._db.query(sql, *params)
+
+    async def _split(self, addr: str) -> tuple[str, str]:
+        """(thread_id, checkpoint_ns) of an address; a root thread whose own id holds
+        a "|" is found as such first."""
+        if NS_SEP not in addr:
+            return addr, ""
+        found = self._splits.get(addr)
+        if found is None:
+            rows = await self._q("SELECT 1 AS x FROM {cp} WHERE thread_id = ? AND checkpoint_ns = '' "
+                                 "LIMIT 1", addr)
+            found = (addr, "") if rows else split_address(addr)
+            if len(self._splits) < 10_000:
+                self._splits[addr] = found
+        return found
 
     @property
     def _writes_table(self) -> str:
@@ -352,7 +389,7 @@ class LangGraphStore(Store):
         return int(rows[0]["n"])
 
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
-        tid, ns = split_address(thread_id)
+        tid, ns = await self._split(thread_id)
         head_cols = (f"{self._step} AS head_step, {self._meta} AS head_meta, "
                      f"f.parent_checkpoint_id AS first_parent, "
                      f"{self._meta.replace('c.', 'f.')} AS first_meta")
@@ -403,7 +440,7 @@ class LangGraphStore(Store):
         if thread_id is None:
             rows = await self._q("SELECT COUNT(*) AS n FROM {cp}")
         else:
-            tid, ns = split_address(thread_id)
+            tid, ns = await self._split(thread_id)
             rows = await self._q("SELECT COUNT(*) AS n FROM {cp} WHERE thread_id = ? "
                                  "AND checkpoint_ns = ?", tid, ns)
         return int(rows[0]["n"])
@@ -411,7 +448,7 @@ class LangGraphStore(Store):
     async def read_thread(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
     ) -> list[CheckpointMetadata]:
-        tid, ns = split_address(thread_id)
+        tid, ns = await self._split(thread_id)
         d = " DESC" if descending else ""
         rows = await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
@@ -431,7 +468,7 @@ class LangGraphStore(Store):
         return self._metadata(row) if row else None
 
     async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
-        tid, ns = split_address(thread_id)
+        tid, ns = await self._split(thread_id)
         rows = await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
             f"AND {self._step} = ? ORDER BY c.checkpoint_id{self._C} DESC LIMIT 1",
@@ -497,7 +534,7 @@ class LangGraphStore(Store):
         page = await self.read_thread(thread_id, limit=1, descending=True)
         if not page:
             return None
-        tid, ns = split_address(thread_id)
+        tid, ns = await self._split(thread_id)
         cps = await self._load(tid, ns, [page[0].checkpoint_id])
         cp = cps[0] if cps else None
         if isinstance(cp, CorruptRowError):
@@ -603,8 +640,14 @@ class LangGraphStore(Store):
                               state={"__checkpoint__": data, "__metadata__": md},
                               tools_result={}, next_node="")
         raw_values = data.get("channel_values") or {}
-        values = {k: serde.transcript(v) for k, v in raw_values.items()} \
-            if isinstance(raw_values, dict) else {"__channel_values__": raw_values}
+        if isinstance(raw_values, dict):
+            values = {k: serde.transcript(_unwrap_snapshot(v)) for k, v in raw_values.items()}
+            delta = md.get("counters_since_delta_snapshot")
+            for channel in (delta if isinstance(delta, dict) else {}):
+                if channel not in values and channel in (data.get("channel_versions") or {}):
+                    values[channel] = dict(DELTA_MARKER)
+        else:
+            values = {"__channel_values__": raw_values}
         messages = values.get("messages")
         messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
         state: dict[str, Any] = {k: v for k, v in values.items()
@@ -656,7 +699,7 @@ class LangGraphStore(Store):
         addrs = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         batch = max(1, int(batch))
         for addr in addrs:
-            tid, ns = split_address(addr)
+            tid, ns = await self._split(addr)
             after: str | None = None
             while True:
                 rows = await self._rows(tid, ns, after=after, limit=batch)
@@ -682,7 +725,7 @@ class LangGraphStore(Store):
         hits: list[SearchHit] = []
         scanned = 0
         if thread_id is not None:
-            threads = [split_address(thread_id)]
+            threads = [await self._split(thread_id)]
         else:
             rows = await self._q(
                 f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
