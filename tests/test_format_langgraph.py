@@ -244,7 +244,7 @@ async def test_detected_and_threads_match(lg_db):
         summaries = await store.thread_summaries(limit=100, sort="thread", descending=False)
         assert {s.thread_id for s in summaries} == lg_threads
         assert await store.count_threads() == len(lg_threads)
-        assert await store.all_thread_ids() == sorted(lg_threads)
+        assert await store.all_thread_ids() == [s.thread_id for s in summaries]
         assert await store.count() == sum(1 for _ in saver.list(None))
         # a subgraph's namespace shows under its parent thread, as a branch of it
         subs = [s for s in summaries if s.thread_id.startswith("par-1|")]
@@ -501,6 +501,8 @@ async def test_a_thread_id_holding_the_separator(tmp_path):
         assert [m.checkpoint_id for m in ours] == [s.config["configurable"]["checkpoint_id"] for s in history]
         assert await store.count("team|42") == len(history)
         assert (await store.get_latest("team|42")).next_node == "ask"
+        assert await store.find_thread_ids("team|4") == ["team|42"]
+        assert (await store.thread_summary("team|42")).checkpoints == len(history)
     conn.close()
 
 

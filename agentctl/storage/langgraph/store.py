@@ -316,11 +316,12 @@ class LangGraphStore(Store):
         a = f"{alias}." if alias else ""
         if not prefix:
             return "", []
-        if NS_SEP in prefix:
+        if NS_SEP in prefix:  # a subgraph's namespaces, or a thread id holding "|"
             tid, ns = split_address(prefix)
-            return (f" WHERE {a}thread_id = ? AND {a}checkpoint_ns <> '' "
-                    f"AND {a}checkpoint_ns{self._C} >= ? AND {a}checkpoint_ns{self._C} < ?",
-                    [tid, ns, ns + _TOP])
+            return (f" WHERE ({a}thread_id = ? AND {a}checkpoint_ns <> '' "
+                    f"AND {a}checkpoint_ns{self._C} >= ? AND {a}checkpoint_ns{self._C} < ?) "
+                    f"OR ({a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?)",
+                    [tid, ns, ns + _TOP, prefix, prefix + _TOP])
         return f" WHERE {a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?", [prefix, prefix + _TOP]
 
     def _order(self, sort: str, descending: bool) -> str:
@@ -411,9 +412,11 @@ class LangGraphStore(Store):
         return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
 
     async def all_thread_ids(self) -> list[str]:
+        """Every thread, each subgraph namespace right after its parent thread (the
+        order of thread_summaries(sort="thread"))."""
         rows = await self._q(f"SELECT thread_id, checkpoint_ns FROM {{cp}} "
                              f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C}")
-        return sorted(address(r["thread_id"], r["checkpoint_ns"]) for r in rows)
+        return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
 
     # ---- checkpoints --------------------------------------------------------------
 
