@@ -460,10 +460,17 @@ class LangGraphStore(Store):
 
     async def _locate(self, checkpoint_id: str) -> dict[str, Any] | None:
         """The metadata row of a checkpoint id (the root namespace's first when several
-        threads hold the same id, as LangGraph's copies of a thread do)."""
+        threads hold the same id, as LangGraph's copies of a thread do). LangGraph has
+        no index on checkpoint_id alone: the (thread, namespace) comes from a scan of
+        the primary key's index, then the row by its key."""
+        keys = await self._q("SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?",
+                             checkpoint_id)
+        if not keys:
+            return None
+        key = min(keys, key=lambda k: (k["checkpoint_ns"].encode(), k["thread_id"].encode()))
         rows = await self._q(
-            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.checkpoint_id = ? "
-            f"ORDER BY c.checkpoint_ns{self._C}, c.thread_id{self._C} LIMIT 1", checkpoint_id)
+            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
+            "AND c.checkpoint_id = ?", key["thread_id"], key["checkpoint_ns"], checkpoint_id)
         return rows[0] if rows else None
 
     async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
