@@ -137,7 +137,39 @@ def run_all(saver) -> dict[str, Any]:
     par = subgraph_parallel_graph().compile(checkpointer=saver)
     pcfg = {"configurable": {"thread_id": "par-1"}}
     par.invoke({"items": [], "note": ""}, pcfg)
-    return {"agent-1": agent, "hitl-1": hitl, "hitl-2": hitl, "par-1": par}
+
+    # time travel the LangGraph way: replay from an old checkpoint (a fork in the
+    # thread), and a copy of one (update_state as_node="__copy__")
+    fcfg = {"configurable": {"thread_id": "fork-1"}}
+    agent.invoke({"messages": [HumanMessage(content="fork me")]}, fcfg)
+    old = [s for s in agent.get_state_history(fcfg) if s.metadata["step"] == 1][0]
+    agent.invoke(None, old.config)
+    agent.update_state(old.config, None, as_node="__copy__")
+
+    # a node that fails: LangGraph keeps the error as a pending write
+    err = failing_graph().compile(checkpointer=saver)
+    try:
+        err.invoke({"request": "boom", "approved": ""}, {"configurable": {"thread_id": "err-1"}})
+    except RuntimeError:
+        pass
+    return {"agent-1": agent, "hitl-1": hitl, "hitl-2": hitl, "par-1": par, "fork-1": agent,
+            "err-1": err}
+
+
+def failing_graph():
+    def ok(s):
+        return {"approved": "maybe"}
+
+    def fail(s):
+        raise RuntimeError("tool exploded: disk full")
+
+    g = StateGraph(HitlState)
+    g.add_node("ok", ok)
+    g.add_node("fail", fail)
+    g.add_edge(START, "ok")
+    g.add_edge("ok", "fail")
+    g.add_edge("fail", END)
+    return g
 
 
 # ---- LangGraph's values as plain data ----------------------------------------------------
@@ -296,6 +328,16 @@ async def test_history_and_channel_values_match_langgraph(lg_db):
                 assert meta.created_at[:19] == snap.created_at[:19]
             head = await store.get_latest(thread)
             assert head.metadata.checkpoint_id == history[0].config["configurable"]["checkpoint_id"]
+            # parent edges: every checkpoint's children, forks included
+            kids: dict[str, list[str]] = {}
+            for snap in history:
+                if snap.parent_config:
+                    kids.setdefault(snap.parent_config["configurable"]["checkpoint_id"], []).append(
+                        snap.config["configurable"]["checkpoint_id"])
+            for meta in ours:
+                got = [c.checkpoint_id for c in await store.children(meta.checkpoint_id)
+                       if c.thread_id == thread]
+                assert got == sorted(kids.get(meta.checkpoint_id, [])), (thread, meta.step)
 
 
 async def test_every_namespace_and_pending_write_matches_the_saver(lg_db):
@@ -355,12 +397,30 @@ async def test_tool_results_interrupts_and_update_state(lg_db):
         assert await store.find_checkpoint_ids(first[:20]) == [first]
         # search: messages, tool results and channel values, newest first
         hits = await store.search("answer is 42")
-        assert hits and hits[0].thread_id == "agent-1" and hits[0].role == "assistant"
+        assert hits and hits[0].thread_id == "fork-1" and hits[0].role == "assistant"
+        mine = await store.search("answer is 42", thread_id="agent-1")
+        assert mine and {h.thread_id for h in mine} == {"agent-1"}
         assert [h.checkpoint_id for h in hits] == sorted((h.checkpoint_id for h in hits), reverse=True)
         assert await store.search("answer is 42", role="user") == []
         assert any(h.where == "state" for h in await store.search("rollback (done)"))
         assert any(h.where == "tools_result" for h in await store.search("approve deploy"))
         assert await store.doctor() == []
+        # forks, as langgraph 1.2 writes them: replaying from REF (invoke with its
+        # checkpoint_id) first writes a "fork" checkpoint whose parent is REF; a copy
+        # (update_state(REF, None, as_node="__copy__")) is a "fork" checkpoint whose
+        # parent is REF's parent. Both at REF's step + 1.
+        fork = await store.read_thread("fork-1", limit=100)
+        ref = [m for m in fork if m.step == 1 and "loop" in m.tags][0]
+        forked = {m.checkpoint_id for m in fork if len(await store.children(m.checkpoint_id)) > 1}
+        assert forked == {ref.checkpoint_id, ref.parent_checkpoint_id}
+        forks = [m for m in fork if m.tags == ["fork"]]
+        assert sorted(m.parent_checkpoint_id for m in forks) == sorted([ref.checkpoint_id, ref.parent_checkpoint_id])
+        assert {m.step for m in forks} == {2}
+        # an error kept as a pending write, labelled
+        e = await store.get_latest("err-1")
+        (error,) = e.tools_result["__error__"]
+        assert "tool exploded: disk full" in json.dumps(error["value"])
+        assert e.next_node == "fail"
 
 
 def _read_everything_script(url: str, marker: str | None = None) -> str:
