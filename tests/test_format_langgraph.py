@@ -416,6 +416,10 @@ async def test_tool_results_interrupts_and_update_state(lg_db):
         forks = [m for m in fork if m.tags == ["fork"]]
         assert sorted(m.parent_checkpoint_id for m in forks) == sorted([ref.checkpoint_id, ref.parent_checkpoint_id])
         assert {m.step for m in forks} == {2}
+        page, fork_points = await store.read_thread_forks("fork-1", limit=100)
+        assert page == fork and set(fork_points) == forked
+        page, fork_points = await store.read_thread_forks("par-1", limit=100)
+        assert set(fork_points) == {m.parent_checkpoint_id for m in await store.branches_of(["par-1"])}
         # an error kept as a pending write, labelled
         e = await store.get_latest("err-1")
         (error,) = e.tools_result["__error__"]

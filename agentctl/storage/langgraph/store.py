@@ -43,6 +43,8 @@ NS_SEP = "|"
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
 #: `search` decodes at most this many checkpoints (newest first) per call
 SEARCH_SCAN_MAX = 20_000
+#: how many checkpoint ids' places a store remembers
+WHERE_CACHE_MAX = 200_000
 #: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
 SPECIAL_WRITES = ("__error__", "__scheduled__", "__interrupt__", "__resume__")
 #: metadata keys LangGraph itself writes (the others are the user's)
@@ -250,6 +252,9 @@ class LangGraphStore(Store):
         self.display_name = self._db.display_name
         self._pg = kind == "postgres"
         self._splits: dict[str, tuple[str, str]] = {}
+        #: checkpoint id -> (thread_id, checkpoint_ns) of the rows read so far: the
+        #: id alone has no index in LangGraph's schema
+        self._where: dict[str, tuple[str, str]] = {}
         # dialect pieces
         self._C = ' COLLATE "C"' if self._pg else ""
         if self._pg:
@@ -423,6 +428,8 @@ class LangGraphStore(Store):
     def _metadata(self, r: dict[str, Any]) -> CheckpointMetadata:
         meta = _meta_dict(r.get("meta"))
         ns = r["checkpoint_ns"]
+        if len(self._where) < WHERE_CACHE_MAX:  # where each id seen lives (see _locate)
+            self._where.setdefault(r["checkpoint_id"], (r["thread_id"], ns))
         parent = r.get("parent_checkpoint_id")
         if not parent and ns:
             parent = self._outer(ns, meta)[1]
@@ -463,8 +470,12 @@ class LangGraphStore(Store):
         threads hold the same id, as LangGraph's copies of a thread do). LangGraph has
         no index on checkpoint_id alone: the (thread, namespace) comes from a scan of
         the primary key's index, then the row by its key."""
-        keys = await self._q("SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?",
-                             checkpoint_id)
+        known = self._where.get(checkpoint_id)
+        if known is not None:
+            keys = [{"thread_id": known[0], "checkpoint_ns": known[1]}]
+        else:
+            keys = await self._q("SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?",
+                                 checkpoint_id)
         if not keys:
             return None
         key = min(keys, key=lambda k: (k["checkpoint_ns"].encode(), k["thread_id"].encode()))
@@ -498,6 +509,31 @@ class LangGraphStore(Store):
         out += [m for m in await self._subgraph_starts(tid)
                 if m.parent_checkpoint_id == checkpoint_id and self._outer_ns(m.thread_id) == ns]
         return out
+
+    async def read_thread_forks(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> tuple[list[CheckpointMetadata], list[str]]:
+        """read_thread, and the ids of the page's fork points: checkpoints with more
+        than one child in the thread (LangGraph's time travel forks in place: a replay
+        from a checkpoint, an update_state on an old one) or a subgraph's first
+        checkpoint as a child (a subgraph namespace is a thread of its own here)."""
+        rows = await self.read_thread(thread_id, limit, offset, descending)
+        if not rows:
+            return rows, []
+        tid, ns = await self._split(thread_id)
+        ids = [m.checkpoint_id for m in rows]
+        forks: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found = await self._q(
+                f"SELECT parent_checkpoint_id AS p FROM {{cp}} WHERE thread_id = ? AND checkpoint_ns = ? "
+                f"AND parent_checkpoint_id IN ({marks}) GROUP BY parent_checkpoint_id "
+                "HAVING COUNT(*) > 1", tid, ns, *chunk)
+            forks.update(r["p"] for r in found)
+        forks.update(m.parent_checkpoint_id for m in await self.branches_of([thread_id])
+                     if m.parent_checkpoint_id)
+        return rows, [cid for cid in ids if cid in forks]
 
     @staticmethod
     def _outer_ns(addr: str) -> str:
