@@ -595,3 +595,25 @@ async def test_shallow_postgres_saver(pg_dsn):
         assert cp.state["count"] == state.values["count"]
         assert (await store.get(summary.head_checkpoint_id)).metadata.step == state.metadata["step"]
         assert await store.doctor() == []
+
+
+async def test_an_undecodable_row_is_reported_not_fatal(tmp_path):
+    from agentctl.errors import CorruptRowError
+
+    path = tmp_path / "bad.db"
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    graph = hitl_graph().compile(checkpointer=SqliteSaver(conn))
+    graph.invoke({"request": "x", "approved": ""}, {"configurable": {"thread_id": "t"}})
+    bad = "1f000000-0000-6000-8000-000000000000"  # older than every real one: sorts first
+    conn.execute("INSERT INTO checkpoints VALUES ('t', '', ?, NULL, 'msgpack', ?, ?)",
+                 (bad, b"\xc1\xc1", b'{"source": "input", "step": -5}'))
+    conn.commit()
+    async with open_store(str(path)) as store:
+        with pytest.raises(CorruptRowError) as err:
+            await store.get(bad)
+        assert err.value.checkpoint_id == bad
+        got = [cp async for cp in store.iter_checkpoints(["t"])]
+        assert isinstance(got[0], CorruptRowError) and len(got) == await store.count("t")
+        assert all(not isinstance(cp, CorruptRowError) for cp in got[1:])
+        assert (await store.get_metadata(bad)).step == -5
+    conn.close()
