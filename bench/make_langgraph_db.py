@@ -19,6 +19,11 @@ One difference from a real run, to keep the file to a few GB: the `messages` cha
 holds the last `--window` messages (as a graph that trims its history would), not the
 whole conversation.
 
+With a `postgresql://` DSN instead of a file, the same data goes into the layout of
+`langgraph-checkpoint-postgres` 3.2 (`PostgresSaver`: its migrations, primitive channel
+values inline in the checkpoint JSONB, the others in `checkpoint_blobs` by version,
+`checkpoint_writes`), with COPY through asyncpg; `--meta FILE` is then required.
+
 Rows are inserted in time order across threads, as a live server would. Deterministic
 for a given seed and size. Prints the ids a benchmark needs as JSON on stdout (and in
 PATH.meta.json); one summary line on stderr.
@@ -124,6 +129,7 @@ class Thread:
         self.turns = 0
         self.pending_call: tuple[str, str] | None = None
         self.done = 0
+        self._before: dict[str, str] = {}
 
     def _bump(self, *channels: str) -> None:
         """One new version for the channels a step updates (LangGraph: the next after
@@ -136,8 +142,10 @@ class Thread:
     def _mid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
-    def next_row(self) -> tuple[tuple, list[tuple]]:
-        """(the checkpoint row, the writes of the task that runs from the previous one)."""
+    def next_row(self) -> tuple[str, str | None, dict, dict, list[str], list[tuple]]:
+        """(checkpoint id, parent id, checkpoint, metadata, the channels given a new
+        version, the writes (task_id, task_path, idx, channel, type, bytes) of the task
+        that ran from the parent)."""
         rng = self.rng
         step = self.step
         ticks = int(self.t * 10_000_000) + UUID_EPOCH
@@ -205,21 +213,22 @@ class Thread:
                       "channel_versions": dict(self.versions),
                       "versions_seen": {k: dict(v) for k, v in self.seen.items()},
                       "updated_channels": updated}
-        meta = json.dumps({"source": source, "step": step, "parents": {}}, ensure_ascii=False)
-        row = (self.id, "", cid, self.parent, "msgpack", ormsgpack.packb(checkpoint),
-               meta.encode("utf-8"))
+        meta = {"source": source, "step": step, "parents": {}}
         write_rows = []
         if self.parent is not None and writes:
             task_id = str(uuid.UUID(int=rng.getrandbits(128)))
             for idx, (channel, value) in enumerate(writes):
                 typ, data = ("null", b"") if value is None else ("msgpack", ormsgpack.packb(value))
-                write_rows.append((self.id, "", self.parent, task_id, f"~__pregel_pull, {task_node}",
-                                   idx, channel, typ, data))
+                write_rows.append((task_id, f"~__pregel_pull, {task_node}", idx, channel, typ, data))
+        parent = self.parent
+        new_versions = [ch for ch, v in checkpoint["channel_versions"].items()
+                        if self._before.get(ch) != v]
+        self._before = dict(checkpoint["channel_versions"])
         self.parent = cid
         self.step += 1
         self.done += 1
         self.t += rng.uniform(0.5, 30.0)
-        return row, write_rows
+        return cid, parent, checkpoint, meta, new_versions, write_rows
 
 
 def lengths(rng: random.Random, threads: int, total: int, long_steps: int) -> list[int]:
@@ -244,9 +253,140 @@ def lengths(rng: random.Random, threads: int, total: int, long_steps: int) -> li
     return [long_steps] + out
 
 
+PG_MIGRATIONS = [  # langgraph-checkpoint-postgres 3.2's MIGRATIONS, in order (v = index)
+    "CREATE TABLE IF NOT EXISTS checkpoint_migrations (v INTEGER PRIMARY KEY);",
+    """CREATE TABLE IF NOT EXISTS checkpoints (
+    thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', checkpoint_id TEXT NOT NULL,
+    parent_checkpoint_id TEXT, type TEXT, checkpoint JSONB NOT NULL,
+    metadata JSONB NOT NULL DEFAULT '{}', PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id));""",
+    """CREATE TABLE IF NOT EXISTS checkpoint_blobs (
+    thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', channel TEXT NOT NULL,
+    version TEXT NOT NULL, type TEXT NOT NULL, blob BYTEA,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, version));""",
+    """CREATE TABLE IF NOT EXISTS checkpoint_writes (
+    thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL, type TEXT,
+    blob BYTEA NOT NULL, PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx));""",
+    "ALTER TABLE checkpoint_blobs ALTER COLUMN blob DROP not null;",
+    "SELECT 1;",
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS checkpoints_thread_id_idx ON checkpoints(thread_id);",
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS checkpoint_blobs_thread_id_idx ON checkpoint_blobs(thread_id);",
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS checkpoint_writes_thread_id_idx ON checkpoint_writes(thread_id);",
+    "ALTER TABLE checkpoint_writes ADD COLUMN IF NOT EXISTS task_path TEXT NOT NULL DEFAULT '';",
+]
+
+
+class SQLiteWriter:
+    """SqliteSaver's layout: the whole checkpoint as one msgpack payload."""
+
+    def __init__(self, path: str, replace: bool):
+        if os.path.exists(path):
+            if not replace:
+                raise SystemExit(f"make_langgraph_db: {path} exists (use --replace)")
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                if os.path.exists(path + suffix):
+                    os.remove(path + suffix)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.path = path
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode = WAL")  # as SqliteSaver.setup()
+        self.conn.execute("PRAGMA synchronous = OFF")
+        self.conn.executescript(SCHEMA)
+        self.cps: list[tuple] = []
+        self.ws: list[tuple] = []
+
+    def add(self, tid: str, cid: str, parent: str | None, checkpoint: dict, meta: dict,
+            new_versions: list[str], writes: list[tuple]) -> None:
+        self.cps.append((tid, "", cid, parent, "msgpack", ormsgpack.packb(checkpoint),
+                         json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+        self.ws.extend((tid, "", parent, *w) for w in writes)
+
+    def flush(self) -> None:
+        self.conn.execute("BEGIN")
+        self.conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", self.cps)
+        self.conn.executemany("INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
+                              "task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                              self.ws)
+        self.conn.execute("COMMIT")
+        self.cps.clear()
+        self.ws.clear()
+
+    def close(self) -> int:
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.conn.close()
+        return os.path.getsize(self.path)
+
+
+class PostgresWriter:
+    """PostgresSaver's layout: primitive channel values inline in the checkpoint JSONB,
+    the others in checkpoint_blobs under the version that wrote them."""
+
+    def __init__(self, dsn: str, replace: bool):
+        import asyncio
+
+        import asyncpg
+
+        self.loop = asyncio.new_event_loop()
+        self.conn = self.loop.run_until_complete(asyncpg.connect(dsn))
+        run = self.loop.run_until_complete
+        existing = run(self.conn.fetchval("SELECT to_regclass('checkpoints') IS NOT NULL"))
+        if existing:
+            if not replace and run(self.conn.fetchval("SELECT EXISTS (SELECT 1 FROM checkpoints)")):
+                raise SystemExit("make_langgraph_db: the checkpoints table is not empty (use --replace)")
+            run(self.conn.execute("DROP TABLE IF EXISTS checkpoints, checkpoint_blobs, "
+                                  "checkpoint_writes, checkpoint_migrations"))
+        for sql in PG_MIGRATIONS:
+            run(self.conn.execute(sql))
+        run(self.conn.executemany("INSERT INTO checkpoint_migrations (v) VALUES ($1)",
+                                  [(v,) for v in range(len(PG_MIGRATIONS))]))
+        self.cps: list[tuple] = []
+        self.blobs: list[tuple] = []
+        self.ws: list[tuple] = []
+
+    def add(self, tid: str, cid: str, parent: str | None, checkpoint: dict, meta: dict,
+            new_versions: list[str], writes: list[tuple]) -> None:
+        inline = dict(checkpoint)
+        values = {}
+        for k, v in checkpoint["channel_values"].items():
+            if v is None or isinstance(v, (str, int, float, bool)):
+                values[k] = v
+            elif k in new_versions:
+                self.blobs.append((tid, "", k, checkpoint["channel_versions"][k], "msgpack",
+                                   ormsgpack.packb(v)))
+        inline["channel_values"] = values
+        self.cps.append((tid, "", cid, parent, None, json.dumps(inline), json.dumps(meta)))
+        self.ws.extend((tid, "", parent, w[0], w[2], w[3], w[4], w[5], w[1]) for w in writes)
+
+    def flush(self) -> None:
+        async def go() -> None:
+            async with self.conn.transaction():
+                await self.conn.copy_records_to_table("checkpoints", records=self.cps, columns=[
+                    "thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type",
+                    "checkpoint", "metadata"])
+                await self.conn.copy_records_to_table("checkpoint_blobs", records=self.blobs, columns=[
+                    "thread_id", "checkpoint_ns", "channel", "version", "type", "blob"])
+                await self.conn.copy_records_to_table("checkpoint_writes", records=self.ws, columns=[
+                    "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "type",
+                    "blob", "task_path"])
+
+        self.loop.run_until_complete(go())
+        self.cps.clear()
+        self.blobs.clear()
+        self.ws.clear()
+
+    def close(self) -> int:
+        size = self.loop.run_until_complete(self.conn.fetchval(
+            "SELECT pg_total_relation_size('checkpoints') + pg_total_relation_size('checkpoint_blobs')"
+            " + pg_total_relation_size('checkpoint_writes')"))
+        self.loop.run_until_complete(self.conn.execute("ANALYZE"))
+        self.loop.run_until_complete(self.conn.close())
+        self.loop.close()
+        return int(size)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("path")
+    ap.add_argument("target", help="a SQLite file, or a postgresql:// DSN (its current schema)")
     ap.add_argument("--threads", type=int, default=10_000)
     ap.add_argument("--checkpoints", type=int, default=1_000_000)
     ap.add_argument("--long-steps", type=int, default=10_000)
@@ -259,14 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.threads < 1 or args.checkpoints < 2 * args.threads:
         ap.error("need at least one thread and two checkpoints per thread")
-    if os.path.exists(args.path):
-        if not args.replace:
-            print(f"make_langgraph_db: {args.path} exists (use --replace)", file=sys.stderr)
-            return 2
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            if os.path.exists(args.path + suffix):
-                os.remove(args.path + suffix)
-    os.makedirs(os.path.dirname(os.path.abspath(args.path)), exist_ok=True)
+    pg = args.target.lower().startswith(("postgres://", "postgresql://"))
+    if pg and not args.meta:
+        ap.error("--meta FILE is needed with a Postgres target")
     began = time.time()
     rng = random.Random(args.seed)
     sizes = lengths(rng, args.threads, args.checkpoints, args.long_steps)
@@ -275,54 +410,40 @@ def main(argv: list[str] | None = None) -> int:
         name = "long-thread" if i == 0 else f"{rng.choice(('support', 'support', 'coder'))}-{i:06d}"
         start = START_UNIX + rng.uniform(0, SPAN_SECONDS * 0.9)
         threads.append(Thread(name, n, start, rng, args.window))
-    conn = sqlite3.connect(args.path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")  # as SqliteSaver.setup()
-    conn.execute("PRAGMA synchronous = OFF")
-    conn.executescript(SCHEMA)
+    writer = PostgresWriter(args.target, args.replace) if pg else SQLiteWriter(args.target, args.replace)
     heap = [(t.t, i) for i, t in enumerate(threads)]
     heapq.heapify(heap)
-    cps: list[tuple] = []
-    ws: list[tuple] = []
-    rows = writes = 0
+    rows = writes = pending = 0
     sample: dict[str, str] = {}
-
-    def flush() -> None:
-        conn.execute("BEGIN")
-        conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", cps)
-        if ws:
-            conn.executemany("INSERT INTO writes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", ws)
-        conn.execute("COMMIT")
-        cps.clear()
-        ws.clear()
-
     while heap:
         _, i = heapq.heappop(heap)
         t = threads[i]
-        row, wrows = t.next_row()
-        cps.append(row)
+        cid, parent, checkpoint, meta, new_versions, wrows = t.next_row()
+        if args.no_writes:
+            wrows = []
+        writer.add(t.id, cid, parent, checkpoint, meta, new_versions, wrows)
         rows += 1
-        if not args.no_writes:
-            ws.extend(wrows)
-            writes += len(wrows)
+        pending += 1
+        writes += len(wrows)
         if i == 1 and t.done == t.length // 2:
-            sample = {"sample_thread": t.id, "sample_checkpoint": row[2]}
+            sample = {"sample_thread": t.id, "sample_checkpoint": cid}
         if t.done < t.length:
             heapq.heappush(heap, (t.t, i))
-        if len(cps) >= 5000:
-            flush()
+        if pending >= 5000:
+            writer.flush()
+            pending = 0
             if args.verbose and rows % 100_000 == 0:
                 print(f"  {rows} rows, {time.time() - began:.1f} s", file=sys.stderr)
-    flush()
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    meta = {"long_thread": "long-thread", **sample, "rows": rows, "threads": len(threads),
-            "writes": writes, "seed": args.seed, "format": "langgraph"}
-    text_out = json.dumps(meta)
+    writer.flush()
+    size = writer.close()
+    meta_out = {"long_thread": "long-thread", **sample, "rows": rows, "threads": len(threads),
+                "writes": writes, "seed": args.seed, "format": "langgraph"}
+    text_out = json.dumps(meta_out)
     print(text_out)
-    with open(args.meta or args.path + ".meta.json", "w") as fh:
+    with open(args.meta or args.target + ".meta.json", "w") as fh:
         fh.write(text_out + "\n")
-    print(f"make_langgraph_db: sqlite rows={rows} writes={writes} threads={len(threads)} "
-          f"bytes={os.path.getsize(args.path)} seconds={time.time() - began:.1f}", file=sys.stderr)
+    print(f"make_langgraph_db: {'postgres' if pg else 'sqlite'} rows={rows} writes={writes} "
+          f"threads={len(threads)} bytes={size} seconds={time.time() - began:.1f}", file=sys.stderr)
     return 0
 
 

@@ -510,25 +510,40 @@ def test_foreign_classes_and_pickles_are_neither_imported_nor_unpickled(tmp_path
     assert enc["value"]["__opaque__"] and enc["value"]["__type__"] == "msgpack+aes"
 
 
-def test_bench_generator_writes_what_langgraph_reads(tmp_path):
-    """bench/make_langgraph_db.py writes LangGraph's format: SqliteSaver reads it as
-    LangChain messages, and agentctl reads the same channel values and writes."""
-    path = tmp_path / "gen.db"
-    res = subprocess.run([sys.executable, str(REPO / "bench" / "make_langgraph_db.py"), str(path),
-                          "--threads", "5", "--checkpoints", "300", "--long-steps", "30"],
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_bench_generator_writes_what_langgraph_reads(kind, tmp_path, request):
+    """bench/make_langgraph_db.py writes LangGraph's format: SqliteSaver / PostgresSaver
+    read it as LangChain messages, and agentctl reads the same channel values and writes."""
+    if kind == "sqlite":
+        target = str(tmp_path / "gen.db")
+    else:
+        pytest.importorskip("langgraph.checkpoint.postgres")
+        target = request.getfixturevalue("pg_dsn")
+    res = subprocess.run([sys.executable, str(REPO / "bench" / "make_langgraph_db.py"), target,
+                          "--threads", "5", "--checkpoints", "300", "--long-steps", "30",
+                          "--meta", str(tmp_path / "meta.json")],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     meta = json.loads(res.stdout)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    saver = SqliteSaver(conn)
-    tuples = list(saver.list(None))
+    if kind == "sqlite":
+        conn = sqlite3.connect(target, check_same_thread=False)
+        saver = SqliteSaver(conn)
+        tuples = list(saver.list(None))
+        conn.close()
+    else:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(psycopg_dsn(target)) as saver:
+            saver.setup()  # a no-op: the generator recorded every migration
+            tuples = list(saver.list(None))
     assert len(tuples) == meta["rows"] == 300
     assert any(isinstance(m, ToolMessage) for t in tuples
                for m in t.checkpoint["channel_values"].get("messages", []))
     by_id = {t.config["configurable"]["checkpoint_id"]: t for t in tuples}
 
     async def check() -> None:
-        async with open_store(str(path)) as store:
+        async with open_store(target) as store:
+            assert store.format.name == "langgraph"
             assert await store.count_threads() == 5
             seen = 0
             async for cp in store.iter_checkpoints():
@@ -550,7 +565,6 @@ def test_bench_generator_writes_what_langgraph_reads(tmp_path):
     from conftest import run_sync
 
     run_sync(check)
-    conn.close()
 
 
 async def test_a_thread_id_holding_the_separator(tmp_path):
