@@ -101,9 +101,14 @@ def subgraph_parallel_graph():
         items: Annotated[list, operator.add]
         note: str
 
+    grandchild = StateGraph(ChildState)
+    grandchild.add_node("g1", lambda s: {"items": ["g1"]})
+    grandchild.add_edge(START, "g1")
+    grandchild.add_edge("g1", END)
+
     child = StateGraph(ChildState)
     child.add_node("c1", lambda s: {"items": ["c1"], "note": "child ran"})
-    child.add_node("c2", lambda s: {"items": ["c2"]})
+    child.add_node("c2", grandchild.compile())
     child.add_edge(START, "c1")
     child.add_edge("c1", "c2")
     child.add_edge("c2", END)
@@ -283,10 +288,16 @@ async def test_detected_and_threads_match(lg_db):
         assert subs and all(s.thread_id.startswith("par-1|child:") for s in subs)
         names = [s.thread_id for s in summaries]
         assert names.index("par-1") + 1 == names.index(subs[0].thread_id)
+        (child,) = [s for s in subs if s.thread_id.count("|") == 1]
+        (grand,) = [s for s in subs if s.thread_id.count("|") == 2]
+        assert grand.thread_id.startswith(child.thread_id + "|c2:")
+        assert child.branch_of == "par-1" and grand.branch_of == child.thread_id
         for s in subs:
-            assert s.branch_of == "par-1" and s.branch_point is not None
-            assert (await store.get_metadata(s.branch_point)).thread_id == "par-1"
-        assert {m.thread_id for m in await store.branches_of(["par-1"])} == {s.thread_id for s in subs}
+            assert (await store.get_metadata(s.branch_point)).thread_id == s.branch_of
+        assert [m.thread_id for m in await store.branches_of(["par-1"])] == [child.thread_id]
+        assert [m.thread_id for m in await store.branches_of([child.thread_id])] == [grand.thread_id]
+        kids = await store.children(grand.branch_point)
+        assert grand.thread_id in [k.thread_id for k in kids]
         # newest first by default; every sort runs in SQL
         newest = await store.thread_summaries(limit=100)
         assert [s.head_checkpoint_id for s in newest] == sorted(

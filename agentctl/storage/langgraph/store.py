@@ -104,6 +104,11 @@ def _unwrap_snapshot(value: Any) -> Any:
     return value
 
 
+def _parent_ns(ns: str) -> str:
+    """The namespace a subgraph's namespace runs in ('' for a top-level subgraph)."""
+    return ns.rsplit(NS_SEP, 1)[0] if NS_SEP in ns else ""
+
+
 def is_internal_channel(name: str) -> bool:
     return name.startswith("__") or ":" in name
 
@@ -383,7 +388,7 @@ class LangGraphStore(Store):
     def _outer(ns: str, meta: dict[str, Any]) -> tuple[str, str | None]:
         """The namespace a subgraph's namespace runs in, and the checkpoint there that
         its first checkpoint started from (metadata.parents), if recorded."""
-        parent_ns = ns.rsplit(NS_SEP, 1)[0] if NS_SEP in ns else ""
+        parent_ns = _parent_ns(ns)
         parents = meta.get("parents")
         point = parents.get(parent_ns) if isinstance(parents, dict) else None
         return parent_ns, point if isinstance(point, str) else None
@@ -506,8 +511,8 @@ class LangGraphStore(Store):
             f"AND c.parent_checkpoint_id = ? ORDER BY c.checkpoint_id{self._C}",
             tid, ns, checkpoint_id)
         out = [self._metadata(r) for r in rows]
-        out += [m for m in await self._subgraph_starts(tid)
-                if m.parent_checkpoint_id == checkpoint_id and self._outer_ns(m.thread_id) == ns]
+        out += [m for sub_ns, m in await self._subgraph_starts(tid)
+                if m.parent_checkpoint_id == checkpoint_id and _parent_ns(sub_ns) == ns]
         return out
 
     async def read_thread_forks(
@@ -535,25 +540,22 @@ class LangGraphStore(Store):
                      if m.parent_checkpoint_id)
         return rows, [cid for cid in ids if cid in forks]
 
-    @staticmethod
-    def _outer_ns(addr: str) -> str:
-        ns = split_address(addr)[1]
-        return ns.rsplit(NS_SEP, 1)[0] if NS_SEP in ns else ""
-
-    async def _subgraph_starts(self, tid: str) -> list[CheckpointMetadata]:
-        """The first checkpoint of every subgraph namespace of a thread."""
+    async def _subgraph_starts(self, tid: str) -> list[tuple[str, CheckpointMetadata]]:
+        """(namespace, first checkpoint) of every subgraph namespace of a thread whose
+        first checkpoint names the parent graph's checkpoint it started from."""
         rows = await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns <> '' "
             f"AND c.parent_checkpoint_id IS NULL ORDER BY c.checkpoint_ns{self._C}, "
             f"c.checkpoint_id{self._C}", tid)
-        return [m for m in map(self._metadata, rows) if m.parent_checkpoint_id]
+        return [(r["checkpoint_ns"], m) for r, m in zip(rows, map(self._metadata, rows))
+                if m.parent_checkpoint_id]
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
-        wanted = set(thread_ids)
+        wanted = {await self._split(t) for t in thread_ids}
         out: list[CheckpointMetadata] = []
-        for tid in dict.fromkeys(split_address(t)[0] for t in thread_ids):
-            for m in await self._subgraph_starts(tid):
-                if address(tid, self._outer_ns(m.thread_id)) in wanted:
+        for tid in dict.fromkeys(t for t, _ in wanted):
+            for ns, m in await self._subgraph_starts(tid):
+                if (tid, _parent_ns(ns)) in wanted:
                     out.append(m)
         return out
 
