@@ -415,6 +415,8 @@ async def test_tool_results_interrupts_and_update_state(lg_db):
         assert await store.search("answer is 42", role="user") == []
         assert any(h.where == "state" for h in await store.search("rollback (done)"))
         assert any(h.where == "tools_result" for h in await store.search("approve deploy"))
+        # a needle with a quote is not looked for in the raw bytes (JSON escapes it)
+        assert any(h.where == "tools_result" for h in await store.search('"question": "approve'))
         assert await store.doctor() == []
         # forks, as langgraph 1.2 writes them: replaying from REF (invoke with its
         # checkpoint_id) first writes a "fork" checkpoint whose parent is REF; a copy

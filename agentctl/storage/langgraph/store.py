@@ -769,7 +769,11 @@ class LangGraphStore(Store):
         if not text:
             return []
         needle = text.lower()
-        raw_needle = needle.encode("utf-8") if needle.isascii() else None
+        # msgpack (and JSON) keep plain ASCII text as it is: a payload without the
+        # needle's bytes cannot match (text JSON escapes, with quotes or backslashes,
+        # is looked for the slow way)
+        plain_ascii = needle.isascii() and needle.isprintable() and not any(c in needle for c in '"\\')
+        raw_needle = needle.encode("ascii") if plain_ascii else None
         hits: list[SearchHit] = []
         scanned = 0
         if thread_id is not None:
@@ -788,8 +792,7 @@ class LangGraphStore(Store):
                 after = rows[-1]["checkpoint_id"]
                 scanned += len(rows)
                 if raw_needle is not None and not self._pg:
-                    # msgpack keeps text as UTF-8: a row whose checkpoint and writes lack
-                    # the bytes cannot match, and is not decoded
+                    # a row whose checkpoint and writes lack the bytes is not decoded
                     ids = [r["checkpoint_id"] for r in rows]
                     keep = {r["checkpoint_id"] for r in rows
                             if raw_needle in bytes(r["payload"] or b"").lower()}
