@@ -289,8 +289,7 @@ _MESSAGE_MODULES = ("langchain_core.messages.", "langchain.schema.messages.",
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system",
           "function": "tool", "developer": "system"}
 _CLASS_ROLES = {"HumanMessage": "user", "AIMessage": "assistant", "ToolMessage": "tool",
-                "SystemMessage": "system", "FunctionMessage": "tool", "ChatMessage": None,
-                "RemoveMessage": "remove"}
+                "SystemMessage": "system", "FunctionMessage": "tool", "RemoveMessage": "remove"}
 
 
 def is_message(value: Any) -> bool:
@@ -307,15 +306,13 @@ def is_message(value: Any) -> bool:
 def message_to_transcript(msg: dict[str, Any]) -> dict[str, Any]:
     """A labelled LangChain message as a transcript dict."""
     cls = str(msg.get(TYPE_KEY, "")).rsplit(".", 1)[-1]
-    base = cls[:-len("Chunk")] if cls.endswith("Chunk") else cls
-    kind = msg.get("type")
-    role = _CLASS_ROLES.get(base, "")
-    if role is None or base == "ChatMessage":
+    base = cls.removesuffix("Chunk")
+    kind = msg.get("type") if isinstance(msg.get("type"), str) else ""
+    if base == "ChatMessage" or kind == "chat":
         role = msg.get("role") or "user"
-    elif not role:
-        role = _ROLES.get(str(kind).removesuffix("Chunk").lower().removesuffix("message"), "") \
-            if isinstance(kind, str) else ""
-        role = role or (kind if isinstance(kind, str) else base or "?")
+    else:
+        role = (_CLASS_ROLES.get(base) or _ROLES.get(kind.lower().removesuffix("messagechunk"))
+                or kind or base or "?")
     out: dict[str, Any] = {"role": role, "content": msg.get("content", "")}
     calls = msg.get("tool_calls")
     if calls is None and isinstance(msg.get("additional_kwargs"), dict):
