@@ -642,6 +642,8 @@ async def test_an_undecodable_row_is_reported_not_fatal(tmp_path):
     bad = "1f000000-0000-6000-8000-000000000000"  # older than every real one: sorts first
     conn.execute("INSERT INTO checkpoints VALUES ('t', '', ?, NULL, 'msgpack', ?, ?)",
                  (bad, b"\xc1\xc1", b'{"source": "input", "step": -5}'))
+    conn.execute("INSERT INTO checkpoints VALUES ('u', '', ?, NULL, 'msgpack', ?, ?)",
+                 (bad, b"\x80", b'{"source": not json'))
     conn.commit()
     async with open_store(str(path)) as store:
         with pytest.raises(CorruptRowError) as err:
@@ -651,4 +653,8 @@ async def test_an_undecodable_row_is_reported_not_fatal(tmp_path):
         assert isinstance(got[0], CorruptRowError) and len(got) == await store.count("t")
         assert all(not isinstance(cp, CorruptRowError) for cp in got[1:])
         assert (await store.get_metadata(bad)).step == -5
+        # malformed metadata: listed, its step unknown (0), nothing else fails
+        (u,) = [t for t in await store.thread_summaries(sort="step") if t.thread_id == "u"]
+        assert u.head_step == 0 and (await store.get_latest("u")).state["__metadata__"]["__invalid__"]
+        assert await store.at_step("t", -5) is not None
     conn.close()

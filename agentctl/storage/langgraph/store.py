@@ -264,10 +264,13 @@ class LangGraphStore(Store):
         self._C = ' COLLATE "C"' if self._pg else ""
         if self._pg:
             self._meta = "c.metadata::text"
-            self._step = "(c.metadata->>'step')::bigint"
+            self._step = ("CASE WHEN jsonb_typeof(c.metadata->'step') = 'number' "
+                          "THEN (c.metadata->>'step')::numeric::bigint END")
         else:
             self._meta = "CAST(c.metadata AS TEXT)"
-            self._step = "CAST(json_extract(CAST(c.metadata AS TEXT), '$.step') AS INTEGER)"
+            # json_valid first: json_extract on one malformed row fails the whole query
+            self._step = ("CASE WHEN json_valid(CAST(c.metadata AS TEXT)) THEN CAST(json_extract("
+                          "CAST(c.metadata AS TEXT), '$.step') AS INTEGER) END")
 
     # ---- lifecycle ----------------------------------------------------------------
 
