@@ -448,7 +448,7 @@ async def test_tool_results_interrupts_and_update_state(lg_db):
         assert e.next_node == "fail"
 
 
-def _read_everything_script(url: str, marker: str | None = None) -> str:
+def _read_everything_script(url: str) -> str:
     return f"""
 import asyncio, json, sys
 before = set(sys.modules)
