@@ -43,9 +43,10 @@ def parse_url(url: str | None) -> tuple[str, str]:
 
 def formats() -> list[FormatSpec]:
     """Every format agentctl knows, in detection order."""
-    from agentctl.storage import agentos, article
+    from agentctl.storage import agentos, article, langgraph
 
-    return [agentos.FORMAT, article.FORMAT]
+    # LangGraph first: its `checkpoints` table also satisfies looser matchers
+    return [langgraph.FORMAT, agentos.FORMAT, article.FORMAT]
 
 
 def get_format(name: str) -> FormatSpec:

@@ -1,0 +1,71 @@
+"""The LangGraph checkpoint format: databases written by LangGraph's savers
+`langgraph-checkpoint-sqlite` (tables `checkpoints`, `writes`) and
+`langgraph-checkpoint-postgres` (`checkpoints`, `checkpoint_blobs`, `checkpoint_writes`,
+`checkpoint_migrations`; the shallow saver's layout too), read without LangGraph:
+payloads are decoded by `serde` (no module named in the data is imported, nothing is
+unpickled or decrypted), the mapping onto agentctl's model is in `store`.
+
+Mapping, in short:
+- thread = `thread_id`; a subgraph's namespace (`checkpoint_ns`) is the thread
+  `THREAD|NS`, listed right after its parent thread, its first checkpoint a branch of
+  the parent graph's checkpoint it ran from (metadata.parents);
+- checkpoints in checkpoint_id order (UUIDv6: time order), created_at the id's time;
+  step = metadata.step, parent = parent_checkpoint_id, tags = [metadata.source];
+- messages = the `messages` channel (LangChain messages as transcript dicts);
+  state = every state channel's value + `__metadata__` (the checkpoint's whole metadata)
+  + `__internal__` (LangGraph's own channels holding a value);
+  tools_result = `tool_messages` (the tool messages the step appended), `writes` (the
+  pending writes) and `__error__` / `__interrupt__` / `__resume__` / `__scheduled__`;
+  next_node = the nodes LangGraph would run next.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from agentctl.storage.contract import Capability, FormatSpec, Store
+
+#: the columns detection requires, per dialect
+SQLITE_TABLES = {
+    "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
+                    "type", "checkpoint", "metadata"),
+    "writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel",
+               "type", "value"),
+}
+POSTGRES_TABLES = {
+    "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint", "metadata"),
+    "checkpoint_blobs": ("thread_id", "checkpoint_ns", "channel", "type", "blob"),
+    "checkpoint_writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx",
+                          "channel", "type", "blob"),
+}
+
+
+def _has(tables: Mapping[str, set[str]], wanted: Mapping[str, tuple[str, ...]]) -> bool:
+    return all(t in tables and all(c in tables[t] for c in cols) for t, cols in wanted.items())
+
+
+def _matches(tables: Mapping[str, set[str]]) -> bool:
+    return _has(tables, SQLITE_TABLES) or _has(tables, POSTGRES_TABLES)
+
+
+def _open(kind: str, target: str, *, readonly: bool = True, create: bool = False,
+          **kwargs: Any) -> Store:
+    from agentctl.storage.langgraph.store import LangGraphStore
+
+    return LangGraphStore(kind, target, readonly=readonly, **kwargs)
+
+
+FORMAT = FormatSpec(
+    name="langgraph",
+    title="LangGraph checkpoints",
+    description="LangGraph's checkpoint savers (langgraph-checkpoint-sqlite, "
+                "langgraph-checkpoint-postgres): a thread_id is a thread, a subgraph's "
+                "namespace the thread THREAD|NS; channel values as state, the messages "
+                "channel as the transcript",
+    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
+                            Capability.DOCTOR}),
+    matches=_matches,
+    open=_open,
+    tables=("checkpoints", "writes", "checkpoint_blobs", "checkpoint_writes",
+            "checkpoint_migrations"),
+)

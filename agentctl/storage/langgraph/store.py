@@ -1,0 +1,863 @@
+"""The read side of the LangGraph format: `LangGraphStore`, on SQLite
+(`langgraph-checkpoint-sqlite`) and Postgres (`langgraph-checkpoint-postgres`).
+
+Mapping (see the package docstring for the whole list):
+
+- A thread is a (thread_id, checkpoint_ns). The root graph's namespace '' is addressed
+  by the bare thread id `T`; a subgraph's namespace `ns` by `T|ns` (LangGraph's own
+  separator of nested namespaces is also "|", so `T|outer:1|inner:2` reads as a path).
+  A subgraph thread sorts right after its parent, and its first checkpoint (which has no
+  parent_checkpoint_id in LangGraph) gets as parent the parent graph's checkpoint it ran
+  from (`metadata.parents`), so it shows as a branch of its parent thread.
+- Checkpoint ids are LangGraph's (UUIDv6, time-ordered): a thread's checkpoints are in
+  checkpoint_id order, its head is the greatest id, created_at is the time in the id.
+- step = metadata.step; parent = parent_checkpoint_id; tags = [metadata.source];
+  summary = the source and the user's own metadata keys.
+- messages = the `messages` channel as a transcript; state = every channel value of the
+  graph's state, plus `__metadata__` (the whole metadata: source, step, parents, run_id,
+  ...) and `__internal__` (LangGraph's own channels that hold a value: `__start__`,
+  `branch:to:*`, ...); tools_result = the tool messages this step appended and the
+  checkpoint's pending writes, with `__error__`, `__interrupt__`, `__resume__` and
+  `__scheduled__` under their own keys.
+
+Every SQL statement is written with `?` placeholders (the Postgres connection rewrites
+them); nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from typing import Any, AsyncIterator, Sequence
+
+from agentctl.backends.base import search_messages, snippet_around
+from agentctl.backends.postgres import PostgresCheckpointer
+from agentctl.backends.sqlite import SQLiteCheckpointer
+from agentctl.errors import CorruptRowError, SchemaError, UsageError
+from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.contract import Capability, Problem, Store
+from agentctl.storage.langgraph import serde
+
+NS_SEP = "|"
+SORTS = ("updated", "thread", "checkpoints", "step", "created")
+#: `search` decodes at most this many checkpoints (newest first) per call
+SEARCH_SCAN_MAX = 20_000
+#: how many checkpoint ids' places a store remembers
+WHERE_CACHE_MAX = 200_000
+#: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
+SPECIAL_WRITES = ("__error__", "__scheduled__", "__interrupt__", "__resume__")
+#: metadata keys LangGraph itself writes (the others are the user's)
+LG_METADATA = ("source", "step", "parents", "run_id", "thread_id", "checkpoint_ns",
+               "checkpoint_id", "langgraph_step", "writes")
+
+_ALIASED = re.compile(r"\{cp\}(?= [cf] )")
+_UUID_EPOCH = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
+_TOP = "\U0010ffff"
+
+
+def address(thread_id: str, ns: str) -> str:
+    """The thread id agentctl shows for a LangGraph (thread_id, checkpoint_ns)."""
+    return thread_id if not ns else f"{thread_id}{NS_SEP}{ns}"
+
+
+def split_address(addr: str) -> tuple[str, str]:
+    """(thread_id, checkpoint_ns) of an address (split at the first "|")."""
+    if NS_SEP in addr:
+        tid, ns = addr.split(NS_SEP, 1)
+        return tid, ns
+    return addr, ""
+
+
+def id_time(checkpoint_id: str) -> str:
+    """The creation time of a UUIDv6 (or v1) checkpoint id as ISO-8601, '' if none."""
+    try:
+        h = checkpoint_id.replace("-", "")
+        if len(h) != 32:
+            return ""
+        version = h[12]
+        if version == "6":
+            ticks = (int(h[0:8], 16) << 28) | (int(h[8:12], 16) << 12) | int(h[13:16], 16)
+        elif version == "1":
+            ticks = (int(h[13:16], 16) << 48) | (int(h[8:12], 16) << 32) | int(h[0:8], 16)
+        else:
+            return ""
+        micros = (ticks - _UUID_EPOCH) // 10
+        return datetime.fromtimestamp(micros / 1e6, tz=timezone.utc).isoformat()
+    except (ValueError, OverflowError, OSError):
+        return ""
+
+
+#: what a DeltaChannel's value shows as in a checkpoint that holds no snapshot of it
+DELTA_MARKER = {
+    serde.TYPE_KEY: "langgraph.channels.delta.DeltaChannel", serde.OPAQUE_KEY: True,
+    "note": "DeltaChannel (beta): LangGraph rebuilds this value by replaying the writes since "
+            "the channel's last snapshot through the graph's reducer; agentctl runs no "
+            "reducer, see the nearest ancestor checkpoint holding a snapshot",
+}
+
+
+def _unwrap_snapshot(value: Any) -> Any:
+    """A DeltaChannel snapshot is the channel's whole value: show it as such."""
+    if isinstance(value, dict) and value.get(serde.TYPE_KEY) == serde.DELTA_SNAPSHOT:
+        return value.get("value")
+    return value
+
+
+def _parent_ns(ns: str) -> str:
+    """The namespace a subgraph's namespace runs in ('' for a top-level subgraph)."""
+    return ns.rsplit(NS_SEP, 1)[0] if NS_SEP in ns else ""
+
+
+def is_internal_channel(name: str) -> bool:
+    return name.startswith("__") or ":" in name
+
+
+def _meta_dict(text: Any) -> dict[str, Any]:
+    if text is None:
+        return {}
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        text = bytes(text).decode("utf-8", "replace")
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"__invalid__": str(text)[:200]}
+    return value if isinstance(value, dict) else {"__value__": value}
+
+
+def _step(meta: dict[str, Any]) -> int:
+    step = meta.get("step")
+    try:
+        return int(step)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _summary(meta: dict[str, Any]) -> str:
+    parts = [str(meta.get("source") or "")]
+    extra = [f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+             for k, v in meta.items() if k not in LG_METADATA]
+    if extra:
+        parts.append(" ".join(extra))
+    text = " · ".join(p for p in parts if p)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _version_newer(current: Any, seen: Any) -> bool:
+    if seen is None:
+        return current is not None
+    if type(current) is type(seen):
+        try:
+            return current > seen
+        except TypeError:
+            return current != seen
+    return str(current) > str(seen)
+
+
+def next_nodes(checkpoint: dict[str, Any]) -> list[str]:
+    """The nodes LangGraph would run next from this checkpoint: those whose trigger
+    channel (`branch:to:NODE`, or `__start__`) holds a value (is in channel_values) at
+    a version the node has not seen."""
+    versions = checkpoint.get("channel_versions") or {}
+    values = checkpoint.get("channel_values")
+    values = values if isinstance(values, dict) else {}
+    seen = checkpoint.get("versions_seen") or {}
+    out = []
+    if not isinstance(versions, dict) or not isinstance(seen, dict):
+        return out
+    for channel, version in versions.items():
+        if not isinstance(channel, str):
+            continue
+        if channel == "__start__":
+            node = "__start__"
+        elif channel.startswith("branch:to:"):
+            node = channel[len("branch:to:"):]
+        else:
+            continue
+        if channel not in values:
+            continue
+        node_seen = seen.get(node) if isinstance(seen.get(node), dict) else {}
+        if _version_newer(version, node_seen.get(channel)):
+            out.append(node)
+    return sorted(out)
+
+
+# ---- connections ---------------------------------------------------------------------
+
+
+class _SQLite(SQLiteCheckpointer):
+    """A connection to a LangGraph SQLite file (read-only unless asked otherwise)."""
+
+    has_task_path = True
+
+    async def _check_schema(self, conn: Any) -> None:
+        path = self._db_path
+        rows = await conn.execute_fetchall(
+            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+            "WHERE m.type = 'table' AND m.name IN ('checkpoints', 'writes')")
+        cols: dict[str, set[str]] = {}
+        for table, column in rows:
+            cols.setdefault(table, set()).add(column)
+        need = {"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id",
+                                "parent_checkpoint_id", "type", "checkpoint", "metadata"},
+                "writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx",
+                           "channel", "type", "value"}}
+        for table, wanted in need.items():
+            missing = sorted(wanted - cols.get(table, set()))
+            if missing:
+                raise SchemaError(f"{path}: not a LangGraph SQLite database (table {table!r} "
+                                  f"lacks: {', '.join(missing)})")
+        self.has_task_path = "task_path" in cols["writes"]
+
+
+class _Postgres(PostgresCheckpointer):
+    """A connection to a LangGraph Postgres schema (read-only sessions unless asked)."""
+
+    has_task_path = True
+    shallow = False
+
+    async def _check_schema(self, conn: Any) -> None:
+        rows = await conn.fetch(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = ANY(current_schemas(false)) AND table_name IN "
+            "('checkpoints', 'checkpoint_blobs', 'checkpoint_writes')")
+        cols: dict[str, set[str]] = {}
+        for r in rows:
+            cols.setdefault(r[0], set()).add(r[1])
+        need = {"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint", "metadata"},
+                "checkpoint_blobs": {"thread_id", "checkpoint_ns", "channel", "type", "blob"},
+                "checkpoint_writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id",
+                                      "idx", "channel", "type", "blob"}}
+        for table, wanted in need.items():
+            missing = sorted(wanted - cols.get(table, set()))
+            if missing:
+                raise SchemaError(f"{self.display_name}: not a LangGraph Postgres database "
+                                  f"(table {table!r} lacks: {', '.join(missing)})")
+        self.has_task_path = "task_path" in cols["checkpoint_writes"]
+        self.shallow = "checkpoint_id" not in cols["checkpoints"]
+
+
+# ---- the store -----------------------------------------------------------------------
+
+
+class LangGraphStore(Store):
+    """LangGraph checkpoints (SQLite or Postgres), read through the `Store` contract."""
+
+    def __init__(self, kind: str, target: str, *, readonly: bool = True, **kwargs: Any):
+        from agentctl.storage.langgraph import FORMAT
+
+        self.format = FORMAT
+        self.kind = kind
+        if kind == "postgres":
+            self._db: Any = _Postgres(target, readonly=readonly, create=False, **kwargs)
+        else:
+            self._db = _SQLite(target, readonly=readonly, create=False, **kwargs)
+        self.display_name = self._db.display_name
+        self._pg = kind == "postgres"
+        self._splits: dict[str, tuple[str, str]] = {}
+        #: checkpoint id -> (thread_id, checkpoint_ns) of the rows read so far: the
+        #: id alone has no index in LangGraph's schema
+        self._where: dict[str, tuple[str, str]] = {}
+        # dialect pieces
+        self._C = ' COLLATE "C"' if self._pg else ""
+        if self._pg:
+            self._meta = "c.metadata::text"
+            self._step = ("CASE WHEN jsonb_typeof(c.metadata->'step') = 'number' "
+                          "THEN (c.metadata->>'step')::numeric::bigint END")
+        else:
+            self._meta = "CAST(c.metadata AS TEXT)"
+            # json_valid first: json_extract on one malformed row fails the whole query
+            self._step = ("CASE WHEN json_valid(CAST(c.metadata AS TEXT)) THEN CAST(json_extract("
+                          "CAST(c.metadata AS TEXT), '$.step') AS INTEGER) END")
+
+    # ---- lifecycle ----------------------------------------------------------------
+
+    async def connect(self) -> None:
+        await self._db.connect()
+        if self._pg and self._db.shallow:
+            # The shallow saver keeps one checkpoint per (thread, namespace) and no
+            # checkpoint_id column: read it through a view-like subquery.
+            self._cp = ("(SELECT thread_id, checkpoint_ns, checkpoint->>'id' AS checkpoint_id, "
+                        "NULL::text AS parent_checkpoint_id, type, checkpoint, metadata "
+                        "FROM checkpoints)")
+        else:
+            self._cp = "checkpoints"
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    @property
+    def connection(self) -> Any:
+        """The backend connection (`query`, `transaction`) for the write side."""
+        return self._db
+
+    async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        await self.connect()
+        if self._cp != "checkpoints":  # a subquery: aliased where the SQL gives none
+            sql = _ALIASED.sub(self._cp, sql).replace("{cp}", self._cp + " AS cp")
+        else:
+            sql = sql.replace("{cp}", "checkpoints")
+        return await self._db.query(sql, *params)
+
+    async def _split(self, addr: str) -> tuple[str, str]:
+        """(thread_id, checkpoint_ns) of an address; a root thread whose own id holds
+        a "|" is found as such first."""
+        if NS_SEP not in addr:
+            return addr, ""
+        found = self._splits.get(addr)
+        if found is None:
+            rows = await self._q("SELECT 1 AS x FROM {cp} WHERE thread_id = ? AND checkpoint_ns = '' "
+                                 "LIMIT 1", addr)
+            found = (addr, "") if rows else split_address(addr)
+            if len(self._splits) < 10_000:
+                self._splits[addr] = found
+        return found
+
+    @property
+    def _writes_table(self) -> str:
+        return "checkpoint_writes" if self._pg else "writes"
+
+    @property
+    def _writes_value(self) -> str:
+        return "blob" if self._pg else "value"
+
+    # ---- threads ------------------------------------------------------------------
+
+    def _prefix_where(self, prefix: str | None, alias: str = "") -> tuple[str, list[Any]]:
+        a = f"{alias}." if alias else ""
+        if not prefix:
+            return "", []
+        if NS_SEP in prefix:  # a subgraph's namespaces, or a thread id holding "|"
+            tid, ns = split_address(prefix)
+            return (f" WHERE ({a}thread_id = ? AND {a}checkpoint_ns <> '' "
+                    f"AND {a}checkpoint_ns{self._C} >= ? AND {a}checkpoint_ns{self._C} < ?) "
+                    f"OR ({a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?)",
+                    [tid, ns, ns + _TOP, prefix, prefix + _TOP])
+        return f" WHERE {a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?", [prefix, prefix + _TOP]
+
+    def _order(self, sort: str, descending: bool) -> str:
+        if sort not in SORTS:
+            raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
+        d = " DESC" if descending else ""
+        key = {"updated": "g.head", "created": "g.first", "checkpoints": "g.n",
+               "step": "head_step", "thread": None}[sort]
+        tie = f"g.thread_id{self._C}{d}, g.checkpoint_ns{self._C}{d}"
+        return f"{key}{d}, {tie}" if key else tie
+
+    async def thread_summaries(
+        self, limit: int = 50, offset: int = 0, sort: str = "updated",
+        descending: bool = True, prefix: str | None = None,
+    ) -> list[ThreadSummary]:
+        where, params = self._prefix_where(prefix)
+        order = self._order(sort, descending)
+        agg = (f"SELECT thread_id, checkpoint_ns, COUNT(*) AS n, MAX(checkpoint_id) AS head, "
+               f"MIN(checkpoint_id) AS first FROM {{cp}}{where} GROUP BY thread_id, checkpoint_ns")
+        head_cols = (f"{self._step} AS head_step, {self._meta} AS head_meta, "
+                     f"f.parent_checkpoint_id AS first_parent, "
+                     f"CASE WHEN g.checkpoint_ns <> '' THEN {self._meta.replace('c.', 'f.')} END AS first_meta")
+        joins = ("JOIN {cp} c ON c.thread_id = g.thread_id AND c.checkpoint_ns = g.checkpoint_ns "
+                 "AND c.checkpoint_id = g.head "
+                 "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
+                 "AND f.checkpoint_id = g.first")
+        if sort == "step":  # the head's step orders the groups: join them all first
+            sql = (f"SELECT * FROM (SELECT g.*, {head_cols} FROM ({agg}) g {joins}) g "
+                   f"ORDER BY {order} LIMIT ? OFFSET ?")
+        else:
+            sql = (f"SELECT g.*, {head_cols} FROM (SELECT * FROM ({agg}) g ORDER BY {order} "
+                   f"LIMIT ? OFFSET ?) g {joins} ORDER BY {order}")
+        rows = await self._q(sql, *params, int(limit), int(offset))
+        return [self._summary_row(r) for r in rows]
+
+    def _summary_row(self, r: dict[str, Any]) -> ThreadSummary:
+        meta = _meta_dict(r["head_meta"])
+        ns = r["checkpoint_ns"]
+        branch_of = branch_point = None
+        if ns:
+            first_meta = _meta_dict(r.get("first_meta"))
+            parent_ns, point = self._outer(ns, first_meta)
+            if point is not None and not r.get("first_parent"):
+                branch_of, branch_point = address(r["thread_id"], parent_ns), point
+        step = r.get("head_step")
+        return ThreadSummary(
+            thread_id=address(r["thread_id"], ns), checkpoints=int(r["n"]),
+            head_step=int(step) if step is not None else _step(meta),
+            head_checkpoint_id=r["head"], updated_at=id_time(r["head"]),
+            head_summary=_summary(meta), first_created_at=id_time(r["first"]),
+            branch_of=branch_of, branch_point=branch_point)
+
+    @staticmethod
+    def _outer(ns: str, meta: dict[str, Any]) -> tuple[str, str | None]:
+        """The namespace a subgraph's namespace runs in, and the checkpoint there that
+        its first checkpoint started from (metadata.parents), if recorded."""
+        parent_ns = _parent_ns(ns)
+        parents = meta.get("parents")
+        point = parents.get(parent_ns) if isinstance(parents, dict) else None
+        return parent_ns, point if isinstance(point, str) else None
+
+    async def count_threads(self, prefix: str | None = None) -> int:
+        where, params = self._prefix_where(prefix)
+        rows = await self._q(f"SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM {{cp}}{where} "
+                             f"GROUP BY thread_id, checkpoint_ns) g", *params)
+        return int(rows[0]["n"])
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        tid, ns = await self._split(thread_id)
+        head_cols = (f"{self._step} AS head_step, {self._meta} AS head_meta, "
+                     f"f.parent_checkpoint_id AS first_parent, "
+                     f"{self._meta.replace('c.', 'f.')} AS first_meta")
+        rows = await self._q(
+            f"SELECT g.*, {head_cols} FROM (SELECT thread_id, checkpoint_ns, COUNT(*) AS n, "
+            f"MAX(checkpoint_id) AS head, MIN(checkpoint_id) AS first FROM {{cp}} "
+            f"WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY thread_id, checkpoint_ns) g "
+            "JOIN {cp} c ON c.thread_id = g.thread_id AND c.checkpoint_ns = g.checkpoint_ns "
+            "AND c.checkpoint_id = g.head "
+            "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
+            "AND f.checkpoint_id = g.first", tid, ns)
+        return self._summary_row(rows[0]) if rows else None
+
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        where, params = self._prefix_where(prefix)
+        rows = await self._q(
+            f"SELECT thread_id, checkpoint_ns FROM {{cp}}{where} "
+            f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C} LIMIT ?", *params, int(limit))
+        return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
+
+    async def all_thread_ids(self) -> list[str]:
+        """Every thread, each subgraph namespace right after its parent thread (the
+        order of thread_summaries(sort="thread"))."""
+        rows = await self._q(f"SELECT thread_id, checkpoint_ns FROM {{cp}} "
+                             f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C}")
+        return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
+
+    # ---- checkpoints --------------------------------------------------------------
+
+    def _metadata(self, r: dict[str, Any]) -> CheckpointMetadata:
+        meta = _meta_dict(r.get("meta"))
+        ns = r["checkpoint_ns"]
+        if len(self._where) < WHERE_CACHE_MAX:  # where each id seen lives (see _locate)
+            self._where.setdefault(r["checkpoint_id"], (r["thread_id"], ns))
+        parent = r.get("parent_checkpoint_id")
+        if not parent and ns:
+            parent = self._outer(ns, meta)[1]
+        source = meta.get("source")
+        return CheckpointMetadata(
+            thread_id=address(r["thread_id"], ns), checkpoint_id=r["checkpoint_id"],
+            step=_step(meta), parent_checkpoint_id=parent or None,
+            created_at=id_time(r["checkpoint_id"]),
+            tags=[source] if isinstance(source, str) and source else [],
+            summary=_summary(meta))
+
+    @property
+    def _meta_cols(self) -> str:
+        return (f"c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, "
+                f"{self._meta} AS meta")
+
+    async def count(self, thread_id: str | None = None) -> int:
+        if thread_id is None:
+            rows = await self._q("SELECT COUNT(*) AS n FROM {cp}")
+        else:
+            tid, ns = await self._split(thread_id)
+            rows = await self._q("SELECT COUNT(*) AS n FROM {cp} WHERE thread_id = ? "
+                                 "AND checkpoint_ns = ?", tid, ns)
+        return int(rows[0]["n"])
+
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list[CheckpointMetadata]:
+        tid, ns = await self._split(thread_id)
+        d = " DESC" if descending else ""
+        rows = await self._q(
+            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
+            f"ORDER BY c.checkpoint_id{self._C}{d} LIMIT ? OFFSET ?", tid, ns, int(limit), int(offset))
+        return [self._metadata(r) for r in rows]
+
+    async def _locate(self, checkpoint_id: str) -> dict[str, Any] | None:
+        """The metadata row of a checkpoint id (the root namespace's first when several
+        threads hold the same id, as LangGraph's copies of a thread do). LangGraph has
+        no index on checkpoint_id alone: the (thread, namespace) comes from a scan of
+        the primary key's index, then the row by its key."""
+        known = self._where.get(checkpoint_id)
+        if known is not None:
+            keys = [{"thread_id": known[0], "checkpoint_ns": known[1]}]
+        else:
+            keys = await self._q("SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?",
+                                 checkpoint_id)
+        if not keys:
+            return None
+        key = min(keys, key=lambda k: (k["checkpoint_ns"].encode(), k["thread_id"].encode()))
+        rows = await self._q(
+            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
+            "AND c.checkpoint_id = ?", key["thread_id"], key["checkpoint_ns"], checkpoint_id)
+        return rows[0] if rows else None
+
+    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
+        row = await self._locate(checkpoint_id)
+        return self._metadata(row) if row else None
+
+    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        tid, ns = await self._split(thread_id)
+        rows = await self._q(
+            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
+            f"AND {self._step} = ? ORDER BY c.checkpoint_id{self._C} DESC LIMIT 1",
+            tid, ns, int(step))
+        return self._metadata(rows[0]) if rows else None
+
+    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
+        row = await self._locate(checkpoint_id)
+        if row is None:
+            return []
+        tid, ns = row["thread_id"], row["checkpoint_ns"]
+        rows = await self._q(
+            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
+            f"AND c.parent_checkpoint_id = ? ORDER BY c.checkpoint_id{self._C}",
+            tid, ns, checkpoint_id)
+        out = [self._metadata(r) for r in rows]
+        out += [m for sub_ns, m in await self._subgraph_starts(tid)
+                if m.parent_checkpoint_id == checkpoint_id and _parent_ns(sub_ns) == ns]
+        return out
+
+    async def read_thread_forks(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> tuple[list[CheckpointMetadata], list[str]]:
+        """read_thread, and the ids of the page's fork points: checkpoints with more
+        than one child in the thread (LangGraph's time travel forks in place: a replay
+        from a checkpoint, an update_state on an old one) or a subgraph's first
+        checkpoint as a child (a subgraph namespace is a thread of its own here)."""
+        rows = await self.read_thread(thread_id, limit, offset, descending)
+        if not rows:
+            return rows, []
+        tid, ns = await self._split(thread_id)
+        ids = [m.checkpoint_id for m in rows]
+        forks: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found = await self._q(
+                f"SELECT parent_checkpoint_id AS p FROM {{cp}} WHERE thread_id = ? AND checkpoint_ns = ? "
+                f"AND parent_checkpoint_id IN ({marks}) GROUP BY parent_checkpoint_id "
+                "HAVING COUNT(*) > 1", tid, ns, *chunk)
+            forks.update(r["p"] for r in found)
+        forks.update(m.parent_checkpoint_id for m in await self.branches_of([thread_id])
+                     if m.parent_checkpoint_id)
+        return rows, [cid for cid in ids if cid in forks]
+
+    async def _subgraph_starts(self, tid: str) -> list[tuple[str, CheckpointMetadata]]:
+        """(namespace, first checkpoint) of every subgraph namespace of a thread whose
+        first checkpoint names the parent graph's checkpoint it started from."""
+        rows = await self._q(
+            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns <> '' "
+            f"AND c.parent_checkpoint_id IS NULL ORDER BY c.checkpoint_ns{self._C}, "
+            f"c.checkpoint_id{self._C}", tid)
+        return [(r["checkpoint_ns"], m) for r, m in zip(rows, map(self._metadata, rows))
+                if m.parent_checkpoint_id]
+
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
+        wanted = {await self._split(t) for t in thread_ids}
+        out: list[CheckpointMetadata] = []
+        for tid in dict.fromkeys(t for t, _ in wanted):
+            for ns, m in await self._subgraph_starts(tid):
+                if (tid, _parent_ns(ns)) in wanted:
+                    out.append(m)
+        return out
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        rows = await self._q(
+            f"SELECT checkpoint_id FROM {{cp}} WHERE checkpoint_id{self._C} >= ? "
+            f"AND checkpoint_id{self._C} < ? GROUP BY checkpoint_id ORDER BY checkpoint_id{self._C} LIMIT ?",
+            prefix, prefix + _TOP, int(limit))
+        return [r["checkpoint_id"] for r in rows]
+
+    # ---- full checkpoints -----------------------------------------------------------
+
+    async def get(self, checkpoint_id: str) -> Checkpoint | None:
+        row = await self._locate(checkpoint_id)
+        if row is None:
+            return None
+        cps = await self._load(row["thread_id"], row["checkpoint_ns"], [checkpoint_id])
+        cp = cps[0] if cps else None
+        if isinstance(cp, CorruptRowError):
+            raise cp
+        return cp
+
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        page = await self.read_thread(thread_id, limit=1, descending=True)
+        if not page:
+            return None
+        tid, ns = await self._split(thread_id)
+        cps = await self._load(tid, ns, [page[0].checkpoint_id])
+        cp = cps[0] if cps else None
+        if isinstance(cp, CorruptRowError):
+            raise cp
+        return cp
+
+    async def _rows(self, tid: str, ns: str, ids: Sequence[str] | None = None,
+                    after: str | None = None, limit: int | None = None,
+                    descending: bool = False) -> list[dict[str, Any]]:
+        """Full checkpoint rows of one thread: these ids, or a page after an id."""
+        payload = "c.checkpoint::text AS payload" if self._pg else "c.checkpoint AS payload"
+        sql = (f"SELECT {self._meta_cols}, c.type, {payload} FROM {{cp}} c "
+               "WHERE c.thread_id = ? AND c.checkpoint_ns = ?")
+        params: list[Any] = [tid, ns]
+        if ids is not None:
+            marks = ", ".join("?" for _ in ids)
+            sql += f" AND c.checkpoint_id IN ({marks})"
+            params += list(ids)
+        if after is not None:
+            sql += f" AND c.checkpoint_id{self._C} {'<' if descending else '>'} ?"
+            params.append(after)
+        sql += f" ORDER BY c.checkpoint_id{self._C}{' DESC' if descending else ''}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return await self._q(sql, *params)
+
+    async def _blobs(self, tid: str, ns: str, ids: Sequence[str]) -> dict[str, list[Any]]:
+        """Postgres: the checkpoint_blobs rows of these checkpoints' channel_versions."""
+        if not ids:
+            return {}
+        if self._db.shallow:
+            sql = ("SELECT c.checkpoint_id, bl.channel, bl.type, bl.blob FROM {cp} c "
+                   "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
+                   "JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
+                   "AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = v.key "
+                   "WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ANY(?::text[])")
+        else:
+            sql = ("SELECT c.checkpoint_id, bl.channel, bl.type, bl.blob FROM checkpoints c "
+                   "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
+                   "JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
+                   "AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = v.key "
+                   "AND bl.version = v.value "
+                   "WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ANY(?::text[])")
+        out: dict[str, list[Any]] = {}
+        for r in await self._q(sql, tid, ns, list(ids)):
+            out.setdefault(r["checkpoint_id"], []).append((r["channel"], r["type"], r["blob"]))
+        return out
+
+    async def _writes(self, tid: str, ns: str, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        if not ids:
+            return {}
+        path = "task_path" if self._db.has_task_path else "'' AS task_path"
+        marks = ", ".join("?" for _ in ids)
+        rows = await self._q(
+            f"SELECT checkpoint_id, task_id, {path}, idx, channel, type, "
+            f"{self._writes_value} AS value FROM {self._writes_table} "
+            f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks})",
+            tid, ns, *ids)
+        out: dict[str, list[dict[str, Any]]] = {}
+        rows.sort(key=lambda r: (r["checkpoint_id"], r["task_path"] or "", r["task_id"], r["idx"]))
+        for r in rows:
+            out.setdefault(r["checkpoint_id"], []).append(r)
+        return out
+
+    async def _load(self, tid: str, ns: str, ids: Sequence[str] | None = None,
+                    rows: list[dict[str, Any]] | None = None) -> list[Checkpoint | CorruptRowError]:
+        if rows is None:
+            rows = await self._rows(tid, ns, ids=ids)
+        got = [r["checkpoint_id"] for r in rows]
+        writes = await self._writes(tid, ns, got)
+        blobs = await self._blobs(tid, ns, got) if self._pg else {}
+        out: list[Checkpoint | CorruptRowError] = []
+        for r in rows:
+            try:
+                out.append(self._build(r, writes.get(r["checkpoint_id"], []),
+                                       blobs.get(r["checkpoint_id"], [])))
+            except CorruptRowError as exc:
+                out.append(exc)
+        return out
+
+    def _build(self, r: dict[str, Any], writes: list[dict[str, Any]],
+               blobs: list[Any]) -> Checkpoint:
+        meta = self._metadata(r)
+        md = _meta_dict(r.get("meta"))
+        cid = r["checkpoint_id"]
+        try:
+            if self._pg:
+                data = json.loads(r["payload"])
+                values = dict(data.get("channel_values") or {})
+                for channel, type_, blob in blobs:
+                    if type_ == "empty":
+                        values.pop(channel, None)
+                        continue
+                    values[channel] = serde.decode_typed(type_, blob)
+                data["channel_values"] = values
+            else:
+                data = serde.decode_typed(r.get("type"), r.get("payload"))
+        except (serde.DecodeError, ValueError) as exc:
+            raise CorruptRowError(cid, "checkpoint", str(exc)) from None
+        if not isinstance(data, dict):
+            return Checkpoint(metadata=meta, messages=[],
+                              state={"__checkpoint__": data, "__metadata__": md},
+                              tools_result={}, next_node="")
+        raw_values = data.get("channel_values") or {}
+        if isinstance(raw_values, dict):
+            values = {k: serde.transcript(_unwrap_snapshot(v)) for k, v in raw_values.items()}
+            delta = md.get("counters_since_delta_snapshot")
+            for channel in (delta if isinstance(delta, dict) else {}):
+                if channel not in values and channel in (data.get("channel_versions") or {}):
+                    values[channel] = dict(DELTA_MARKER)
+        else:
+            values = {"__channel_values__": raw_values}
+        messages = values.get("messages")
+        messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+        state: dict[str, Any] = {k: v for k, v in values.items()
+                                 if not (isinstance(k, str) and is_internal_channel(k))}
+        internal = {k: v for k, v in values.items()
+                    if isinstance(k, str) and is_internal_channel(k) and v is not None}
+        state["__metadata__"] = md
+        if internal:
+            state["__internal__"] = internal
+        tools = self._tools_result(data, messages, writes)
+        return Checkpoint(metadata=meta, messages=messages, state=state, tools_result=tools,
+                          next_node=", ".join(next_nodes(data)))
+
+    @staticmethod
+    def _tools_result(data: dict[str, Any], messages: list[dict[str, Any]],
+                      writes: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        updated = data.get("updated_channels")
+        if messages and (updated is None or "messages" in (updated or [])):
+            trailing = []
+            for m in reversed(messages):
+                if m.get("role") != "tool":
+                    break
+                trailing.append(m)
+            if trailing:
+                out["tool_messages"] = trailing[::-1]
+        pending: list[dict[str, Any]] = []
+        for w in writes:
+            try:
+                value = serde.transcript(serde.decode_typed(w["type"], w["value"]))
+            except serde.DecodeError as exc:
+                value = serde.opaque(w["type"] or "?", len(w["value"] or b""), f"undecodable: {exc}")
+            item = {"task_id": w["task_id"], "channel": w["channel"], "value": value}
+            if w.get("task_path"):
+                item["task_path"] = w["task_path"]
+            if w["channel"] in SPECIAL_WRITES:
+                out.setdefault(w["channel"], []).append(
+                    {k: v for k, v in item.items() if k != "channel"})
+            else:
+                item["idx"] = w["idx"]
+                pending.append(item)
+        if pending:
+            out["writes"] = pending
+        return out
+
+    async def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        addrs = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
+        batch = max(1, int(batch))
+        for addr in addrs:
+            tid, ns = await self._split(addr)
+            after: str | None = None
+            while True:
+                rows = await self._rows(tid, ns, after=after, limit=batch)
+                if not rows:
+                    break
+                for cp in await self._load(tid, ns, rows=rows):
+                    yield cp
+                if len(rows) < batch:
+                    break
+                after = rows[-1]["checkpoint_id"]
+
+    # ---- search and doctor ----------------------------------------------------------
+
+    async def search(
+        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+    ) -> list[SearchHit]:
+        """A scan, newest first, of at most SEARCH_SCAN_MAX checkpoints: their messages,
+        tool results and (without `role`) other channel values, case-insensitively."""
+        if not text:
+            return []
+        needle = text.lower()
+        # msgpack (and JSON) keep plain ASCII text as it is: a payload without the
+        # needle's bytes cannot match (text JSON escapes, with quotes or backslashes,
+        # is looked for the slow way)
+        plain_ascii = needle.isascii() and needle.isprintable() and not any(c in needle for c in '"\\')
+        raw_needle = needle.encode("ascii") if plain_ascii else None
+        hits: list[SearchHit] = []
+        scanned = 0
+        if thread_id is not None:
+            threads = [await self._split(thread_id)]
+        else:
+            rows = await self._q(
+                f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
+                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")
+            threads = [(r["thread_id"], r["checkpoint_ns"]) for r in rows]
+        for tid, ns in threads:
+            after: str | None = None
+            while scanned < SEARCH_SCAN_MAX and len(hits) < limit:
+                rows = await self._rows(tid, ns, after=after, limit=200, descending=True)
+                if not rows:
+                    break
+                after = rows[-1]["checkpoint_id"]
+                scanned += len(rows)
+                if raw_needle is not None and not self._pg:
+                    # a row whose checkpoint and writes lack the bytes is not decoded
+                    ids = [r["checkpoint_id"] for r in rows]
+                    keep = {r["checkpoint_id"] for r in rows
+                            if raw_needle in bytes(r["payload"] or b"").lower()}
+                    keep |= await self._raw_write_hits(tid, ns, ids, raw_needle)
+                    rows = [r for r in rows if r["checkpoint_id"] in keep]
+                for cp in await self._load(tid, ns, rows=rows):
+                    if isinstance(cp, CorruptRowError):
+                        continue
+                    hits.extend(self._hits(cp, text, needle, role))
+                    if len(hits) >= limit:
+                        break
+            if scanned >= SEARCH_SCAN_MAX or len(hits) >= limit:
+                break
+        hits.sort(key=lambda h: h.checkpoint_id, reverse=True)
+        return hits[:limit]
+
+    async def _raw_write_hits(self, tid: str, ns: str, ids: list[str], raw: bytes) -> set[str]:
+        writes = await self._writes(tid, ns, ids)
+        return {cid for cid, ws in writes.items()
+                if any(raw in bytes(w["value"] or b"").lower() for w in ws)}
+
+    @staticmethod
+    def _hits(cp: Checkpoint, text: str, needle: str, role: str | None) -> list[SearchHit]:
+        hits = search_messages(cp.metadata, cp.messages, cp.tools_result, text, role)
+        if hits or role is not None:
+            return hits
+        rest = {k: v for k, v in cp.state.items() if k not in ("messages", "__metadata__")}
+        body = json.dumps(rest, ensure_ascii=False, default=str)
+        if needle in body.lower():
+            m = cp.metadata
+            hits.append(SearchHit(m.thread_id, m.checkpoint_id, m.step, "state", None,
+                                  snippet_around(body, text)))
+        return hits
+
+    async def doctor(self) -> list[Problem]:
+        self.require(Capability.DOCTOR, "doctor")
+        problems: list[Problem] = []
+        wt = self._writes_table
+        for table in ("checkpoints", wt) + (("checkpoint_blobs",) if self._pg else ()):
+            for r in await self._q(f"SELECT type, COUNT(*) AS n FROM {table} GROUP BY type"):
+                t = r["type"] or ""
+                if t == "pickle" or "+" in t:
+                    what = "pickled" if t == "pickle" else f"encrypted ({t})"
+                    problems.append(Problem("warning", "opaque-payloads", table,
+                                            f"{r['n']} {what} payloads: shown as opaque"))
+        if not (self._pg and self._db.shallow):
+            for r in await self._q(
+                    "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id "
+                    "FROM checkpoints c LEFT JOIN checkpoints p ON p.thread_id = c.thread_id "
+                    "AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id "
+                    "WHERE c.parent_checkpoint_id IS NOT NULL AND p.checkpoint_id IS NULL LIMIT 100"):
+                problems.append(Problem(
+                    "warning", "missing-parent", address(r["thread_id"], r["checkpoint_ns"]),
+                    f"checkpoint {r['checkpoint_id']}'s parent {r['parent_checkpoint_id']} is not "
+                    "in the database"))
+            for r in await self._q(
+                    f"SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, COUNT(*) AS n FROM {wt} w "
+                    "LEFT JOIN checkpoints c ON c.thread_id = w.thread_id AND c.checkpoint_ns = "
+                    "w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id WHERE c.checkpoint_id IS NULL "
+                    "GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id LIMIT 100"):
+                problems.append(Problem(
+                    "warning", "orphan-writes", address(r["thread_id"], r["checkpoint_ns"]),
+                    f"{r['n']} pending writes of checkpoint {r['checkpoint_id']}, which is not "
+                    "in the database"))
+        return problems

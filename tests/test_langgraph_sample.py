@@ -1,0 +1,34 @@
+"""The bundled LangGraph sample (sample_db/make_langgraph_sample.py, written by the real
+LangGraph) reads through the LangGraph format without LangGraph installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentctl.storage import detect, open_store
+
+SAMPLE = Path(__file__).resolve().parent.parent / "agentctl" / "sample" / "langgraph.db"
+
+
+async def test_the_langgraph_sample_reads():
+    assert (await detect(str(SAMPLE))).name == "langgraph"
+    async with open_store(str(SAMPLE)) as store:
+        threads = await store.all_thread_ids()
+        assert threads[:4] == ["deploy-approval", "deploy-approved", "flaky-tool", "research"]
+        assert threads[4].startswith("research|researcher:")
+        assert threads[5:] == ["support-refund", "support-refund-replay"]
+        assert await store.count() == 43
+        pending = await store.get_latest("deploy-approval")
+        assert pending.next_node == "ask"
+        assert pending.tools_result["__interrupt__"][0]["value"][0]["value"]["risk"] == "medium"
+        failed = await store.get_latest("flaky-tool")
+        assert "timed out" in failed.tools_result["__error__"][0]["value"]
+        support = await store.get_latest("support-refund")
+        assert support.metadata.tags == ["update"] and support.state["refund_cents"] == 12999
+        roles = [m["role"] for m in support.messages]
+        assert roles[:3] == ["user", "assistant", "tool"] and roles.count("tool") == 3
+        _, forks = await store.read_thread_forks("support-refund-replay", limit=100)
+        assert len(forks) == 2
+        assert [h.thread_id for h in await store.search("R-77", thread_id="support-refund", limit=1)] == [
+            "support-refund"]
+        assert await store.doctor() == []
