@@ -1104,39 +1104,68 @@ class CheckpointEngine(History):
         """Delete a thread's checkpoints by a GC policy, into the trash (undoable)."""
         pol = as_policy(policy)
         param = self._check_param(pol, param)
-        nothing = OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
+        return await self._prune_threads([thread_id], pol, param, label=thread_id,
+                                         details={"thread": thread_id, "policy": pol.value,
+                                                  "param": param})
+
+    async def _prune_threads(self, threads: Sequence[str], pol: CheckpointGC, param: float, *,
+                             label: str, details: dict[str, Any], must_exist: bool = True,
+                             progress: Callable[[int], None] | None = None) -> OpResult:
+        """Prune `threads` by one policy in ONE transaction recorded as ONE operation:
+        all or nothing (an error or a cancellation anywhere rolls every thread back),
+        and one undo restores every thread. `progress(1)` is called after each thread.
+        A thread that does not exist raises ThreadNotFound when `must_exist`, else is
+        skipped (`prune --all`: a thread deleted since the list was read)."""
+        nothing = OpResult(None, "prune", f"{pol.value}: nothing to prune in {label}")
+        threads = list(dict.fromkeys(threads))
+        if not threads:
+            return nothing
         try:
-            async with self._write([thread_id]) as tx:
-                if not await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1",
-                                      thread_id):
-                    raise ThreadNotFound(thread_id)
-                selection = self._selection(tx.kind, thread_id, pol, param)
-                if selection is None:
-                    return nothing
-                where, params = selection
-                op_id = await oplog.start(tx, "prune", f"prune {thread_id}", [thread_id],
-                                          {"thread": thread_id, "policy": pol.value, "param": param},
-                                          self._now())
-                if await tx.query(
-                        "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
-                        f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
-                        thread_id, *params, f"%{DELTA_TAG}%"):
-                    # A delta that stays may lose its base. (Looked for among the rows
-                    # that stay: those the prune deletes are not read for this.)
-                    await delta.before_delete(tx, thread_id, where, params)
+            async with self._write(threads) as tx:
+                op_id = await oplog.start(tx, "prune", f"prune {label}", threads, details, self._now())
+                deleted: list[str] = []
+                changed: list[str] = []
                 bulk = getattr(self._checkpointer, "bulk_write", None)
                 async with bulk() if bulk is not None else nullcontext():
-                    deleted = await oplog.trash(tx, op_id, where, *params)
+                    for thread_id in threads:
+                        gone = await self._prune_one(tx, op_id, thread_id, pol, param, must_exist)
+                        if gone:
+                            deleted += gone
+                            changed.append(thread_id)
+                        if progress is not None:
+                            progress(1)
                 if not deleted:
                     raise _NothingToDo()  # rolls back the op record (and new side tables)
-                summary = (f"prune {thread_id} ({pol.value} {param:g}): "
+                where = changed[0] if len(changed) == 1 else f"{len(changed)} threads"
+                summary = (f"prune {where} ({pol.value} {param:g}): "
                            f"deleted {len(deleted)} checkpoint(s)")
                 await oplog.set_summary(tx, op_id, summary)
-                await oplog.finish(tx, op_id, [thread_id])
+                await oplog.finish(tx, op_id, changed)
         except _NothingToDo:
             return nothing
         self.last_op_id = op_id
         return OpResult(op_id, "prune", summary, deleted=deleted)
+
+    async def _prune_one(self, tx: Transaction, op_id: int, thread_id: str, pol: CheckpointGC,
+                         param: float, must_exist: bool) -> list[str]:
+        """Move what the policy deletes from one thread into op_id's trash; the ids."""
+        if not await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1",
+                              thread_id):
+            if must_exist:
+                raise ThreadNotFound(thread_id)
+            return []
+        selection = self._selection(tx.kind, thread_id, pol, param)
+        if selection is None:
+            return []
+        where, params = selection
+        if await tx.query(
+                "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
+                f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
+                thread_id, *params, f"%{DELTA_TAG}%"):
+            # A delta that stays may lose its base. (Looked for among the rows
+            # that stay: those the prune deletes are not read for this.)
+            await delta.before_delete(tx, thread_id, where, params)
+        return await oplog.trash(tx, op_id, where, *params)
 
     def _spec_policy(self, spec: PruneSpec) -> tuple[CheckpointGC, float]:
         if spec.statuses:
@@ -1159,10 +1188,24 @@ class CheckpointEngine(History):
         return [await self.plan_prune(t, policy, param, preview=preview)
                 for t in await self._spec_threads(spec)]
 
-    async def prune_spec(self, spec: PruneSpec) -> list[OpResult]:
-        """Prune each thread of the spec by its policy (each one operation)."""
+    async def prune_spec(self, spec: PruneSpec, *,
+                         progress: Callable[[int], None] | None = None) -> list[OpResult]:
+        """Prune the threads of the spec (every thread when `spec.threads` is None) as
+        ONE operation in one transaction: all or nothing, one undo restores them all.
+        A list of one OpResult (its op_id None when there was nothing to prune).
+        `progress(1)` is called after each thread (a progress bar's advance)."""
         policy, param = self._spec_policy(spec)
-        return [await self.prune(t, policy, param) for t in await self._spec_threads(spec)]
+        pol = as_policy(policy)
+        param = self._check_param(pol, param)
+        threads = await self._spec_threads(spec)
+        every = spec.threads is None
+        label = (threads[0] if len(threads) == 1 and not every
+                 else f"{len(threads)} thread(s)" if not every else "all threads")
+        details = {"threads": None if every else threads, "policy": pol.value, "param": param}
+        if len(threads) == 1 and not every:
+            details = {"thread": threads[0], "policy": pol.value, "param": param}
+        return [await self._prune_threads(threads, pol, param, label=label, details=details,
+                                          must_exist=not every, progress=progress)]
 
     async def delete_thread(self, thread_id: str) -> OpResult:
         """Delete every checkpoint of a thread, into the trash (undoable)."""

@@ -334,3 +334,54 @@ def test_import_from_stdin(tmp_path):
     r = cli(str(db), "import", "--create", "-", input=lines)
     assert r.exit_code == 0, r.stderr
     assert cli_json(str(db), "log", "support-1044") == cli_json(str(SAMPLE_DB), "log", "support-1044")
+
+
+def test_prune_all_is_one_operation_undone_at_once(sample_url):  # noqa: F811
+    """issue 14: `prune --all` is ONE operation: one op in the log, one undo restores
+    every thread."""
+    before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
+    res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes")
+    assert len(res) == 1 and res[0]["op_id"] is not None
+    assert {t: len(steps(sample_url, t)) for t in before} == {t: 1 for t in before}
+    assert [o["kind"] for o in cli_json(sample_url, "oplog")] == ["prune"]
+    assert cli(sample_url, "undo").exit_code == 0
+    assert {t: steps(sample_url, t) for t in before} == before
+
+
+def test_prune_all_interrupted_changes_nothing_and_says_so(sample_url, tmp_path):  # noqa: F811
+    """Ctrl-C in the middle of `prune --all` (after the first thread's rows were moved):
+    exit 130, one line on stderr saying nothing was changed, every thread as before."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    here = Path(__file__).resolve().parent
+    before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
+    ready, resume = tmp_path / "ready", tmp_path / "resume"
+    proc = subprocess.Popen(
+        [sys.executable, str(here / "paused_agentctl.py"), str(ready), "first-change", "--",
+         "--db", sample_url, "prune", "--all", "--keep-last", "1", "--yes"],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(here.parent), "AGENTCTL_TEST_RESUME_FILE": str(resume)})
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        resume.write_text("go\n")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    # the plan, then one line
+    assert err.strip().splitlines()[-1] == \
+        "agentctl: interrupted; the prune was rolled back, nothing was changed", err
+    assert "Traceback" not in err
+    assert {t: steps(sample_url, t) for t in before} == before
+    assert cli_json(sample_url, "oplog") == []

@@ -248,13 +248,14 @@ def prune(
     from agentctl import render
     from agentctl.errors import UsageError
     from agentctl.refs import resolve_thread
+    from agentctl.storage.contract import PruneSpec
 
-    chosen = [(n, v) for n, v in (("keep_last_n", keep_last), ("keep_age", older_than),
-                                  ("keep_milestones", milestones)) if v is not None]
+    chosen = [(n, v) for n, v in (("keep_last", keep_last), ("older_than", older_than),
+                                  ("milestones", milestones)) if v is not None]
     if len(chosen) != 1:
         raise UsageError("give exactly one of --keep-last N, --older-than AGE, --milestones N")
     policy, param = chosen[0]
-    if policy == "keep_age":
+    if policy == "older_than":
         param = parse_duration(str(param))
     if (thread is None) == (not all_threads):
         raise UsageError("give a THREAD or --all (not both)")
@@ -262,15 +263,13 @@ def prune(
 
     async def plan():
         async with st.engine(write=False) as (backend, engine):
-            if all_threads:
-                tids = await backend.all_thread_ids()
-            else:
-                tids = [await resolve_thread(backend, thread)]
+            tids = None if all_threads else [await resolve_thread(backend, thread)]
             # The plan printed lists the first rows only; --json --dry-run prints all.
             preview = None if json_out and dry_run else render.PRUNE_LISTED
-            return [await engine.plan_prune(t, policy, param, preview=preview) for t in tids]
+            spec = PruneSpec(threads=tids, **{policy: param})
+            return spec, await engine.plan_prune_spec(spec, preview=preview)
 
-    plans = run(plan())
+    spec, plans = run(plan())
     todo = [p for p in plans if p.delete_count]
     total = sum(p.delete_count for p in todo)
     if json_out and dry_run:
@@ -290,20 +289,34 @@ def prune(
     confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
 
     async def go():
-        results = []
+        # One operation in one transaction (all threads or none), undone by one undo.
         async with st.engine() as (_, engine):
-            with progress("prune", len(todo), enabled=len(todo) > 1) as advance:
-                for p in todo:
-                    results.append(await engine.prune(p.thread_id, policy, param))
-                    advance(1)
-        return results
+            with progress("prune", len(plans), enabled=len(plans) > 1) as advance:
+                return await engine.prune_spec(spec, progress=advance)
 
-    results = run(go())
+    results = _all_or_nothing(lambda: run(go()), "prune")
     if json_out:
         emit_json([r.to_dict() for r in results])
         return
     for r in results:
         done(r.summary, r.op_id)
+
+
+def _all_or_nothing(write: Any, what: str) -> Any:
+    """Run a write that is one transaction; when it is interrupted (Ctrl-C) or fails,
+    say on stderr that nothing was changed."""
+    from agentctl.cli import report
+    from agentctl.errors import AgentctlError
+
+    try:
+        return write()
+    except KeyboardInterrupt:
+        report(RuntimeError(f"interrupted; the {what} was rolled back, nothing was changed"))
+        raise typer.Exit(130) from None
+    except AgentctlError as exc:
+        if "nothing was" not in exc.message:
+            exc.message = f"{exc.message} (the {what} was rolled back, nothing was changed)"
+        raise
 
 
 def _group(parts: list[Any]) -> Any:

@@ -321,8 +321,9 @@ class History(ABC):
         """The PrunePlans of a prune as the user asked it."""
 
     @abstractmethod
-    async def prune_spec(self, spec: PruneSpec) -> list[Any]:
-        """Carry out a prune; its OpResults."""
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
+        """Carry out a prune as ONE operation (one transaction: all or nothing, one
+        undo); its OpResults. `progress(n)`, when given, is called as the work advances."""
 
     @abstractmethod
     async def delete_thread(self, thread_id: str) -> Any:
