@@ -200,7 +200,7 @@ def test_threads_delete(sample_url):  # noqa: F811
 
 def test_purge(sample_url):  # noqa: F811
     assert cli_json(sample_url, "purge", "--dry-run")["rows"] == 0
-    cli(sample_url, "threads", "delete", "support-1042", "--yes")
+    cli(sample_url, "threads", "delete", "support-1042", "--yes", "--no-backup")
     d = cli_json(sample_url, "purge", "--dry-run")
     assert d["rows"] == 5 and len(d["ops"]) == 1
     r = cli(sample_url, "purge")
@@ -340,7 +340,7 @@ def test_prune_all_is_one_operation_undone_at_once(sample_url):  # noqa: F811
     """issue 14: `prune --all` is ONE operation: one op in the log, one undo restores
     every thread."""
     before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
-    res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes")
+    res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup")
     assert len(res) == 1 and res[0]["op_id"] is not None
     assert {t: len(steps(sample_url, t)) for t in before} == {t: 1 for t in before}
     assert [o["kind"] for o in cli_json(sample_url, "oplog")] == ["prune"]
@@ -362,7 +362,7 @@ def test_prune_all_interrupted_changes_nothing_and_says_so(sample_url, tmp_path)
     ready, resume = tmp_path / "ready", tmp_path / "resume"
     proc = subprocess.Popen(
         [sys.executable, str(here / "paused_agentctl.py"), str(ready), "first-change", "--",
-         "--db", sample_url, "prune", "--all", "--keep-last", "1", "--yes"],
+         "--db", sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup"],
         cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(here.parent), "AGENTCTL_TEST_RESUME_FILE": str(resume)})
     try:
@@ -385,3 +385,24 @@ def test_prune_all_interrupted_changes_nothing_and_says_so(sample_url, tmp_path)
     assert "Traceback" not in err
     assert {t: steps(sample_url, t) for t in before} == before
     assert cli_json(sample_url, "oplog") == []
+
+
+@pytest.mark.parametrize("args", [["prune", LOOP, "--keep-last", "20"], ["prune", "--all", "--milestones", "2"],
+                                  ["threads", "delete", "support-1042"]])
+def test_prune_and_threads_delete_copy_the_database_aside_first(sample_url, args):  # noqa: F811
+    """The README: `prune` and `threads delete` copy a SQLite file aside first (as
+    `rewind --hard` and `purge` do) unless --no-backup, which they accept."""
+    thread = "support-1042" if args[0] == "threads" else LOOP
+    before = steps(sample_url, thread)
+    r = cli(sample_url, *args, "--yes")
+    assert r.exit_code == 0, r.stderr
+    if sample_url.startswith("postgres"):
+        assert "backup" not in r.stderr
+    else:
+        made = backups(sample_url)
+        assert len(made) == 1 and f"backup of {sample_url} written to {made[0]}" in r.stderr
+        assert steps(str(made[0]), thread) == before  # the database before the write
+    assert cli(sample_url, "undo").exit_code == 0
+    r = cli(sample_url, *args, "--yes", "--no-backup")
+    assert r.exit_code == 0, r.stderr
+    assert "backup" not in r.stderr and len(backups(sample_url)) == (0 if sample_url.startswith("postgres") else 1)

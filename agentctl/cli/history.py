@@ -238,6 +238,7 @@ def prune(
     milestones: Annotated[int | None, typer.Option("--milestones", min=2, help="Keep N evenly spaced checkpoints (first and last included).")] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
+    no_backup: NoBackupOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete old checkpoints by a policy; a thread's head is always kept. Undoable with
@@ -287,6 +288,9 @@ def prune(
     if dry_run or not total:
         return
     confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
+    from agentctl.cli.transfer import auto_backup
+
+    auto_backup(st, no_backup)
 
     async def go():
         # One operation in one transaction (all threads or none), undone by one undo.
