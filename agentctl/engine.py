@@ -917,9 +917,9 @@ class CheckpointEngine(History):
 
         The thread is `{source thread}-branch-{name}-{4 hex}`; its first row (step 0,
         tags ["branch", name]) copies the source's content and points at it."""
-        name = str(branch_name)
-        if not name or any(ord(ch) < 32 or ch == "\x7f" for ch in name):
-            raise UsageError(f"invalid branch name {branch_name!r}")
+        from agentctl.refs import check_branch_name
+
+        name = check_branch_name(branch_name)
         source_meta = await self._require_meta(self._checkpointer, from_checkpoint_id)
         thread = await self._fresh_thread(
             self._checkpointer, lambda: f"{source_meta.thread_id}-branch-{name}-{self._hex(4)}")

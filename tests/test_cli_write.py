@@ -99,9 +99,10 @@ def test_branch(sample_url):  # noqa: F811
     assert cli_json(sample_url, "threads", "show", thread)["branch_of"] == MAIN
     d = cli_json(sample_url, "branch", thread, "second")
     assert d["from_checkpoint_id"] == rows[0]["checkpoint_id"] and d["op_id"]
-    for bad in ("has space", "a@b", "x~1", ""):
+    for bad in ("has space", "a@b", "x~1", "", "../../etc", "a/b", "a\\b", "x..y", "tab\tx"):
         r = cli(sample_url, "branch", MAIN, bad)
         assert r.exit_code == ExitCode.USAGE, bad
+        assert "bad branch name" in r.stderr, bad
     assert cli(sample_url, "branch", "nope@1", "x").exit_code == ExitCode.NOT_FOUND
 
 

@@ -648,3 +648,19 @@ async def test_purge_when_vacuum_must_wait(tmp_path):
         assert (await engine.purge(dry_run=True)).rows == 0
     finally:
         await b.close()
+
+
+@pytest.mark.parametrize("bad", ["x@1", "has space", "../../etc", "a/b", "a\\b", "..", "x\x01", "y~2", ""])
+async def test_branch_names_the_engine_refuses(backend, bad):
+    """The engine applies the CLI's rule (agentctl.refs.check_branch_name) too."""
+    from agentctl.errors import UsageError
+    from agentctl.refs import check_branch_name
+
+    engine = make_engine(backend)
+    [cid] = await snap(engine, "t", 1)
+    with pytest.raises(UsageError):
+        check_branch_name(bad)
+    with pytest.raises(UsageError, match="bad branch name"):
+        await engine.branch(cid, bad)
+    assert await backend.all_thread_ids() == ["t"]
+    assert check_branch_name("retry-backoff.v2") == "retry-backoff.v2"

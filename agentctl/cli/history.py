@@ -80,15 +80,10 @@ def rewind(
         f"{result.rewind_depth} checkpoint(s) {where} (op {op_id}; undo: agentctl undo {op_id})")
 
 
-# No spaces, controls, or the reference syntax's @ and ~ (they would make the thread
-# id hard to name on the command line).
-_NAME = re.compile(r"^[^\s@~\x00-\x1f\x7f-\x9f]{1,64}$")
-
-
 def branch(
     ctx: typer.Context,
     ref: RefArg,
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@' or '~').")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@', '~', '/', '\\' or '..').")],
     json_out: JsonOpt = False,
 ) -> None:
     """Start a new thread from a checkpoint (the writer's naming:
@@ -96,11 +91,9 @@ def branch(
 
     Example: agentctl branch coder-fix-flaky-test@6 try-mocks
     """
-    from agentctl.errors import UsageError
-    from agentctl.refs import resolve
+    from agentctl.refs import check_branch_name, resolve
 
-    if not _NAME.match(name):
-        raise UsageError(f"bad branch name {name!r}: no spaces, control characters, '@' or '~' (at most 64)")
+    check_branch_name(name)
     st = state(ctx)
 
     async def go():

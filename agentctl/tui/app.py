@@ -683,6 +683,7 @@ class AgentctlApp(App[None]):
 
     @work(group="write", exclusive=True, exit_on_error=False)
     async def branch_flow(self, meta: CheckpointMetadata) -> None:
+        from agentctl.refs import check_branch_name
         from agentctl.tui.screens.prompt import PromptScreen
 
         body = Text.assemble(
@@ -691,7 +692,7 @@ class AgentctlApp(App[None]):
             "<name>).\nNothing else changes. Name:")
         name = await self.push_screen_wait(PromptScreen(
             f"Branch from {short_meta(meta)}", body, placeholder="branch name, e.g. retry-backoff",
-            ok_label="Branch"))
+            ok_label="Branch", validate=check_branch_name))
         if name is None:
             self.notify("branch cancelled: nothing changed")
             return
