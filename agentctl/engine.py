@@ -966,7 +966,7 @@ class CheckpointEngine(History):
         return None
 
     async def _plan_merge(self, reader: RowReads, branch_thread_id: str, into_thread_id: str,
-                          strategy: str) -> MergePlan:
+                          strategy: str, checkpoint_id: str | None = None) -> MergePlan:
         from agentctl.merge import Conflict, merge_messages, three_way_merge
         from agentctl.diff import MISSING
 
@@ -998,15 +998,33 @@ class CheckpointEngine(History):
         messages = merge_messages(base.messages if base else None, ours.messages, theirs.messages)
         step = await self._next_step(reader, into_thread_id)
         theirs_id = theirs.metadata.checkpoint_id
+        if checkpoint_id is None and self._rng is not None:
+            # A seeded engine (tests, the bundled sample's script) draws it from its rng.
+            checkpoint_id = f"ckpt-{into_thread_id}-{step}-{self._hex(6)}"
+        elif checkpoint_id is None:
+            # Named after the two heads it merges: a plan (`merge --dry-run`) announces
+            # the id the merge of the same heads writes later.
+            import hashlib
+
+            digest = hashlib.sha256(f"{ours.metadata.checkpoint_id}\0{theirs_id}".encode(
+                "utf-8", "surrogatepass")).hexdigest()[:6]
+            checkpoint_id = f"ckpt-{into_thread_id}-{step}-{digest}"
+            if await reader.get_metadata(checkpoint_id) is not None:
+                checkpoint_id = f"ckpt-{into_thread_id}-{step}-{self._hex(6)}"
         merged = Checkpoint(
             CheckpointMetadata(
-                into_thread_id, f"ckpt-{into_thread_id}-{step}-{self._hex(6)}", step,
+                into_thread_id, checkpoint_id, step,
                 ours.metadata.checkpoint_id, self._now(),
                 ["merge", f"merged:{theirs_id}", f"branch:{branch_thread_id}"],
                 f"Merge {branch_thread_id} into {into_thread_id}"),
             list(messages), dict(sections["state"]), dict(sections["tools_result"]),
             ours.next_node)
-        up_to_date = base_meta is not None and base_meta.checkpoint_id == theirs_id
+        # Nothing to merge: the branch's head is the common ancestor, or merging it would
+        # change none of the target head's messages, state or tool results (a branch
+        # with no changes of its own).
+        up_to_date = ((base_meta is not None and base_meta.checkpoint_id == theirs_id)
+                      or (not conflicts and merged.messages == ours.messages
+                          and merged.state == ours.state and merged.tools_result == ours.tools_result))
         return MergePlan(base_meta, ours, theirs, merged, conflicts, strategy,
                          branch_thread_id, into_thread_id, resolved, up_to_date)
 
@@ -1016,12 +1034,17 @@ class CheckpointEngine(History):
         return await self._plan_merge(self._checkpointer, branch_thread_id, into_thread_id, strategy)
 
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
-                           strategy: str = "three-way") -> str:
+                           strategy: str = "three-way", *, checkpoint_id: str | None = None) -> str:
         """Merge the head of a branch thread into a thread; return the merge checkpoint id.
 
-        Raises MergeConflictError (nothing written) when conflicts remain."""
+        `checkpoint_id` names the merge checkpoint (the one a plan announced, as
+        `plan_merge(...).merged.metadata.checkpoint_id`). Raises MergeConflictError
+        (nothing written) when conflicts remain, OperationError when there is nothing
+        to merge (nothing written)."""
         async with self._write([into_thread_id, branch_thread_id]) as tx:
-            plan = await self._plan_merge(tx, branch_thread_id, into_thread_id, strategy)
+            plan = await self._plan_merge(tx, branch_thread_id, into_thread_id, strategy, checkpoint_id)
+            if checkpoint_id is not None and await tx.get_metadata(checkpoint_id) is not None:
+                raise OperationError(f"checkpoint {checkpoint_id!r} already exists; nothing was written")
             if plan.conflicts:
                 raise MergeConflictError(
                     plan.conflicts,
@@ -1032,8 +1055,8 @@ class CheckpointEngine(History):
                     "use strategy 'ours' or 'theirs' to resolve them")
             if plan.up_to_date:
                 raise OperationError(
-                    f"nothing to merge: {branch_thread_id} (head {plan.theirs.metadata.checkpoint_id}) "
-                    f"is already merged into {into_thread_id}")
+                    f"nothing to merge: {into_thread_id} already contains {branch_thread_id} "
+                    f"(head {plan.theirs.metadata.checkpoint_id}); nothing was written")
             merged = plan.merged
             mid = merged.metadata.checkpoint_id
             op_id = await oplog.start(

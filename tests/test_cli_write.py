@@ -407,3 +407,26 @@ def test_prune_and_threads_delete_copy_the_database_aside_first(sample_url, args
     r = cli(sample_url, *args, "--yes", "--no-backup")
     assert r.exit_code == 0, r.stderr
     assert "backup" not in r.stderr and len(backups(sample_url)) == (0 if sample_url.startswith("postgres") else 1)
+
+
+def test_merge_dry_run_announces_the_id_the_merge_uses_and_no_change_is_nothing(sample_url):  # noqa: F811
+    """issue 14: `merge --dry-run` shows the checkpoint id the merge then writes; a
+    branch without changes: "nothing to merge", nothing written."""
+    thread = cli_json(sample_url, "branch", "support-1042", "idle")["thread_id"]
+    ops = cli_json(sample_url, "oplog")
+    r = cli(sample_url, "merge", thread)
+    assert r.exit_code == 0 and "nothing to merge" in r.stdout
+    assert cli_json(sample_url, "oplog") == ops and steps(sample_url, "support-1042") == [5, 4, 3, 2, 1]
+    other = cli_json(sample_url, "branch", "support-1043", "changes")["thread_id"]
+    async def change():
+        async with open_backend(sample_url, readonly=False) as b:
+            head = await b.get_latest(other)
+            await b.put(make_cp(other, 1, cid="changed-1", parent=head.metadata.checkpoint_id,
+                                state={"new": "value"}))
+    from conftest import run_sync
+    run_sync(change)
+    plan = cli_json(sample_url, "merge", other, "--dry-run")
+    announced = plan["merged"]["metadata"]["checkpoint_id"]
+    assert announced in cli(sample_url, "merge", other, "--dry-run").stdout
+    res = cli_json(sample_url, "merge", other)
+    assert res["checkpoint_id"] == announced

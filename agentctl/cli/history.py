@@ -178,7 +178,9 @@ def merge(
 
     async def go():
         async with st.engine() as (_, engine):
-            cid = await engine.merge_branch(src, dst, strategy=strategy)
+            # the checkpoint id the plan announced, not a new random one
+            cid = await engine.merge_branch(src, dst, strategy=strategy,
+                                            checkpoint_id=p.merged.metadata.checkpoint_id)
             return cid, engine.last_op_id
 
     try:

@@ -313,8 +313,9 @@ class History(ABC):
 
     @abstractmethod
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
-                           strategy: str = "fail") -> str:
-        """Merge a branch into a thread; the new head's checkpoint id."""
+                           strategy: str = "fail", *, checkpoint_id: str | None = None) -> str:
+        """Merge a branch into a thread; the new head's checkpoint id (`checkpoint_id`:
+        the one its plan announced)."""
 
     @abstractmethod
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:

@@ -728,6 +728,9 @@ class AgentctlApp(App[None]):
             return
         engine = self.source.engine
         plan = await engine.plan_merge(branch, target)
+        if plan.up_to_date:
+            self.notify(inert(f"{target} already contains {branch}: nothing to merge", one_line=True))
+            return
         if plan.conflicts:
             # plan_text lists the conflicts; the result depends on the side chosen.
             body: RenderableType = Group(
@@ -753,7 +756,8 @@ class AgentctlApp(App[None]):
             self.notify("merge cancelled: nothing changed")
             return
         try:
-            cid = await engine.merge_branch(branch, target, strategy=choice)
+            cid = await engine.merge_branch(branch, target, strategy=choice,
+                                            checkpoint_id=plan.merged.metadata.checkpoint_id)
         except MergeConflictError as exc:
             # The target moved between the preview and the merge.
             self.notify(inert(str(exc)), title="Merge conflict", severity="error", markup=False)
