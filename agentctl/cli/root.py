@@ -89,8 +89,7 @@ class LazyGroup(AgentctlGroup):
         """Typer's, with "Did you mean" drawn from every command, not only those built."""
         from difflib import get_close_matches
 
-        from typer._click.exceptions import UsageError
-
+        UsageError = usage_error_class()  # noqa: N806
         suggest, self.suggest_commands = self.suggest_commands, False
         try:
             return super().resolve_command(ctx, args)
@@ -110,6 +109,13 @@ class LazyGroup(AgentctlGroup):
             super().format_commands(ctx, formatter)
         finally:
             self.listing = False
+
+
+def usage_error_class() -> type[Exception]:
+    """click's UsageError, from Typer's public API: `typer.BadParameter` is a subclass
+    of it both where Typer carries its own click (0.26 and later) and where it uses
+    click itself (no private module of either is imported)."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
 def build_command(name: str, module_name: str) -> Any:
