@@ -29,7 +29,7 @@ EXIT_CODES_HELP = (
 # group (its module's `app`), the others have `register(app)`.
 GROUPS = {"threads": "agentctl.cli.threads"}
 MODULES = ("agentctl.cli.inspect", "agentctl.cli.search", "agentctl.cli.history", "agentctl.cli.ops",
-           "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui")
+           "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui", "agentctl.cli.helpcmd")
 
 
 def register_module(app: typer.Typer, module_name: str) -> None:
@@ -152,6 +152,18 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
     return new
 
 
+def version_line() -> str:
+    from agentctl import __version__
+
+    return f"agentctl {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
 def _root(
     ctx: typer.Context,
     db: Annotated[
@@ -162,6 +174,8 @@ def _root(
     no_color: Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")] = False,
     pager: Annotated[bool, typer.Option(
         "--pager", help="Page long output on a terminal (also when $PAGER is set).")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", "-V", is_eager=True, callback=_print_version, help="Print the version and exit.")] = False,
 ) -> None:
     set_no_color(no_color)
     set_pager(pager)
