@@ -203,5 +203,6 @@ def _hits_table(hits: list[SearchHit], text: str) -> Any:
         snippet.highlight_regex(needle, "bold reverse")
         where = h.where if h.where != "messages" else f"messages ({h.role or '?'})"
         t.add_row(render.safe(h.thread_id, "bold", one_line=True), str(h.step),
-                  render.safe(h.checkpoint_id, render.ID_STYLE, one_line=True), where, snippet)
+                  render.safe(h.checkpoint_id, render.ID_STYLE, one_line=True),
+                  render.safe(where, one_line=True), snippet)  # a role is database text
     return t
