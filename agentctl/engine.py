@@ -917,9 +917,9 @@ class CheckpointEngine(History):
 
         The thread is `{source thread}-branch-{name}-{4 hex}`; its first row (step 0,
         tags ["branch", name]) copies the source's content and points at it."""
-        name = str(branch_name)
-        if not name or any(ord(ch) < 32 or ch == "\x7f" for ch in name):
-            raise UsageError(f"invalid branch name {branch_name!r}")
+        from agentctl.refs import check_branch_name
+
+        name = check_branch_name(branch_name)
         source_meta = await self._require_meta(self._checkpointer, from_checkpoint_id)
         thread = await self._fresh_thread(
             self._checkpointer, lambda: f"{source_meta.thread_id}-branch-{name}-{self._hex(4)}")
@@ -966,7 +966,7 @@ class CheckpointEngine(History):
         return None
 
     async def _plan_merge(self, reader: RowReads, branch_thread_id: str, into_thread_id: str,
-                          strategy: str) -> MergePlan:
+                          strategy: str, checkpoint_id: str | None = None) -> MergePlan:
         from agentctl.merge import Conflict, merge_messages, three_way_merge
         from agentctl.diff import MISSING
 
@@ -998,15 +998,33 @@ class CheckpointEngine(History):
         messages = merge_messages(base.messages if base else None, ours.messages, theirs.messages)
         step = await self._next_step(reader, into_thread_id)
         theirs_id = theirs.metadata.checkpoint_id
+        if checkpoint_id is None and self._rng is not None:
+            # A seeded engine (tests, the bundled sample's script) draws it from its rng.
+            checkpoint_id = f"ckpt-{into_thread_id}-{step}-{self._hex(6)}"
+        elif checkpoint_id is None:
+            # Named after the two heads it merges: a plan (`merge --dry-run`) announces
+            # the id the merge of the same heads writes later.
+            import hashlib
+
+            digest = hashlib.sha256(f"{ours.metadata.checkpoint_id}\0{theirs_id}".encode(
+                "utf-8", "surrogatepass")).hexdigest()[:6]
+            checkpoint_id = f"ckpt-{into_thread_id}-{step}-{digest}"
+            if await reader.get_metadata(checkpoint_id) is not None:
+                checkpoint_id = f"ckpt-{into_thread_id}-{step}-{self._hex(6)}"
         merged = Checkpoint(
             CheckpointMetadata(
-                into_thread_id, f"ckpt-{into_thread_id}-{step}-{self._hex(6)}", step,
+                into_thread_id, checkpoint_id, step,
                 ours.metadata.checkpoint_id, self._now(),
                 ["merge", f"merged:{theirs_id}", f"branch:{branch_thread_id}"],
                 f"Merge {branch_thread_id} into {into_thread_id}"),
             list(messages), dict(sections["state"]), dict(sections["tools_result"]),
             ours.next_node)
-        up_to_date = base_meta is not None and base_meta.checkpoint_id == theirs_id
+        # Nothing to merge: the branch's head is the common ancestor, or merging it would
+        # change none of the target head's messages, state or tool results (a branch
+        # with no changes of its own).
+        up_to_date = ((base_meta is not None and base_meta.checkpoint_id == theirs_id)
+                      or (not conflicts and merged.messages == ours.messages
+                          and merged.state == ours.state and merged.tools_result == ours.tools_result))
         return MergePlan(base_meta, ours, theirs, merged, conflicts, strategy,
                          branch_thread_id, into_thread_id, resolved, up_to_date)
 
@@ -1016,12 +1034,17 @@ class CheckpointEngine(History):
         return await self._plan_merge(self._checkpointer, branch_thread_id, into_thread_id, strategy)
 
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
-                           strategy: str = "three-way") -> str:
+                           strategy: str = "three-way", *, checkpoint_id: str | None = None) -> str:
         """Merge the head of a branch thread into a thread; return the merge checkpoint id.
 
-        Raises MergeConflictError (nothing written) when conflicts remain."""
+        `checkpoint_id` names the merge checkpoint (the one a plan announced, as
+        `plan_merge(...).merged.metadata.checkpoint_id`). Raises MergeConflictError
+        (nothing written) when conflicts remain, OperationError when there is nothing
+        to merge (nothing written)."""
         async with self._write([into_thread_id, branch_thread_id]) as tx:
-            plan = await self._plan_merge(tx, branch_thread_id, into_thread_id, strategy)
+            plan = await self._plan_merge(tx, branch_thread_id, into_thread_id, strategy, checkpoint_id)
+            if checkpoint_id is not None and await tx.get_metadata(checkpoint_id) is not None:
+                raise OperationError(f"checkpoint {checkpoint_id!r} already exists; nothing was written")
             if plan.conflicts:
                 raise MergeConflictError(
                     plan.conflicts,
@@ -1032,8 +1055,8 @@ class CheckpointEngine(History):
                     "use strategy 'ours' or 'theirs' to resolve them")
             if plan.up_to_date:
                 raise OperationError(
-                    f"nothing to merge: {branch_thread_id} (head {plan.theirs.metadata.checkpoint_id}) "
-                    f"is already merged into {into_thread_id}")
+                    f"nothing to merge: {into_thread_id} already contains {branch_thread_id} "
+                    f"(head {plan.theirs.metadata.checkpoint_id}); nothing was written")
             merged = plan.merged
             mid = merged.metadata.checkpoint_id
             op_id = await oplog.start(
@@ -1104,39 +1127,68 @@ class CheckpointEngine(History):
         """Delete a thread's checkpoints by a GC policy, into the trash (undoable)."""
         pol = as_policy(policy)
         param = self._check_param(pol, param)
-        nothing = OpResult(None, "prune", f"{pol.value}: nothing to prune in {thread_id}")
+        return await self._prune_threads([thread_id], pol, param, label=thread_id,
+                                         details={"thread": thread_id, "policy": pol.value,
+                                                  "param": param})
+
+    async def _prune_threads(self, threads: Sequence[str], pol: CheckpointGC, param: float, *,
+                             label: str, details: dict[str, Any], must_exist: bool = True,
+                             progress: Callable[[int], None] | None = None) -> OpResult:
+        """Prune `threads` by one policy in ONE transaction recorded as ONE operation:
+        all or nothing (an error or a cancellation anywhere rolls every thread back),
+        and one undo restores every thread. `progress(1)` is called after each thread.
+        A thread that does not exist raises ThreadNotFound when `must_exist`, else is
+        skipped (`prune --all`: a thread deleted since the list was read)."""
+        nothing = OpResult(None, "prune", f"{pol.value}: nothing to prune in {label}")
+        threads = list(dict.fromkeys(threads))
+        if not threads:
+            return nothing
         try:
-            async with self._write([thread_id]) as tx:
-                if not await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1",
-                                      thread_id):
-                    raise ThreadNotFound(thread_id)
-                selection = self._selection(tx.kind, thread_id, pol, param)
-                if selection is None:
-                    return nothing
-                where, params = selection
-                op_id = await oplog.start(tx, "prune", f"prune {thread_id}", [thread_id],
-                                          {"thread": thread_id, "policy": pol.value, "param": param},
-                                          self._now())
-                if await tx.query(
-                        "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
-                        f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
-                        thread_id, *params, f"%{DELTA_TAG}%"):
-                    # A delta that stays may lose its base. (Looked for among the rows
-                    # that stay: those the prune deletes are not read for this.)
-                    await delta.before_delete(tx, thread_id, where, params)
+            async with self._write(threads) as tx:
+                op_id = await oplog.start(tx, "prune", f"prune {label}", threads, details, self._now())
+                deleted: list[str] = []
+                changed: list[str] = []
                 bulk = getattr(self._checkpointer, "bulk_write", None)
                 async with bulk() if bulk is not None else nullcontext():
-                    deleted = await oplog.trash(tx, op_id, where, *params)
+                    for thread_id in threads:
+                        gone = await self._prune_one(tx, op_id, thread_id, pol, param, must_exist)
+                        if gone:
+                            deleted += gone
+                            changed.append(thread_id)
+                        if progress is not None:
+                            progress(1)
                 if not deleted:
                     raise _NothingToDo()  # rolls back the op record (and new side tables)
-                summary = (f"prune {thread_id} ({pol.value} {param:g}): "
+                where = changed[0] if len(changed) == 1 else f"{len(changed)} threads"
+                summary = (f"prune {where} ({pol.value} {param:g}): "
                            f"deleted {len(deleted)} checkpoint(s)")
                 await oplog.set_summary(tx, op_id, summary)
-                await oplog.finish(tx, op_id, [thread_id])
+                await oplog.finish(tx, op_id, changed)
         except _NothingToDo:
             return nothing
         self.last_op_id = op_id
         return OpResult(op_id, "prune", summary, deleted=deleted)
+
+    async def _prune_one(self, tx: Transaction, op_id: int, thread_id: str, pol: CheckpointGC,
+                         param: float, must_exist: bool) -> list[str]:
+        """Move what the policy deletes from one thread into op_id's trash; the ids."""
+        if not await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1",
+                              thread_id):
+            if must_exist:
+                raise ThreadNotFound(thread_id)
+            return []
+        selection = self._selection(tx.kind, thread_id, pol, param)
+        if selection is None:
+            return []
+        where, params = selection
+        if await tx.query(
+                "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
+                f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
+                thread_id, *params, f"%{DELTA_TAG}%"):
+            # A delta that stays may lose its base. (Looked for among the rows
+            # that stay: those the prune deletes are not read for this.)
+            await delta.before_delete(tx, thread_id, where, params)
+        return await oplog.trash(tx, op_id, where, *params)
 
     def _spec_policy(self, spec: PruneSpec) -> tuple[CheckpointGC, float]:
         if spec.statuses:
@@ -1159,10 +1211,24 @@ class CheckpointEngine(History):
         return [await self.plan_prune(t, policy, param, preview=preview)
                 for t in await self._spec_threads(spec)]
 
-    async def prune_spec(self, spec: PruneSpec) -> list[OpResult]:
-        """Prune each thread of the spec by its policy (each one operation)."""
+    async def prune_spec(self, spec: PruneSpec, *,
+                         progress: Callable[[int], None] | None = None) -> list[OpResult]:
+        """Prune the threads of the spec (every thread when `spec.threads` is None) as
+        ONE operation in one transaction: all or nothing, one undo restores them all.
+        A list of one OpResult (its op_id None when there was nothing to prune).
+        `progress(1)` is called after each thread (a progress bar's advance)."""
         policy, param = self._spec_policy(spec)
-        return [await self.prune(t, policy, param) for t in await self._spec_threads(spec)]
+        pol = as_policy(policy)
+        param = self._check_param(pol, param)
+        threads = await self._spec_threads(spec)
+        every = spec.threads is None
+        label = (threads[0] if len(threads) == 1 and not every
+                 else f"{len(threads)} thread(s)" if not every else "all threads")
+        details = {"threads": None if every else threads, "policy": pol.value, "param": param}
+        if len(threads) == 1 and not every:
+            details = {"thread": threads[0], "policy": pol.value, "param": param}
+        return [await self._prune_threads(threads, pol, param, label=label, details=details,
+                                          must_exist=not every, progress=progress)]
 
     async def delete_thread(self, thread_id: str) -> OpResult:
         """Delete every checkpoint of a thread, into the trash (undoable)."""

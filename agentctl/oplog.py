@@ -255,15 +255,19 @@ async def trash(tx: Transaction, op_id: int, where: str, *params: Any) -> list[s
     """Move the checkpoints matching `where` into the trash of op_id; return their ids
     in thread order (thread, step, created_at, id)."""
     if tx.kind != "sqlite":
-        # Two set-based statements; the server sorts the ids.
-        n = await tx.execute(
-            f"INSERT INTO {TRASH} (op_id, {ALL_COLUMNS}) SELECT CAST(? AS BIGINT), {ALL_COLUMNS} "
-            f"FROM checkpoints WHERE {where}", op_id, *params)
-        if not n:
+        # Two set-based statements; the server sorts the ids. Only the rows this call
+        # moved (an op may fill its trash in several calls: a prune of many threads).
+        moved = await tx.fetch(
+            f"WITH moved AS (INSERT INTO {TRASH} (op_id, {ALL_COLUMNS}) SELECT CAST(? AS BIGINT), "
+            f"{ALL_COLUMNS} FROM checkpoints WHERE {where} "
+            "RETURNING id, checkpoint_id, thread_id, step, created_at) "
+            "SELECT id, checkpoint_id FROM moved ORDER BY thread_id, step, created_at, id",
+            op_id, *params)
+        if not moved:
             return []
-        await tx.execute(
-            f"DELETE FROM checkpoints WHERE id IN (SELECT id FROM {TRASH} WHERE op_id = ?)", op_id)
-        return await trashed_ids(tx, op_id)
+        await tx.execute("DELETE FROM checkpoints WHERE id = ANY(CAST(? AS BIGINT[]))",
+                         [r["id"] for r in moved])
+        return [r["checkpoint_id"] for r in moved]
     # The row ids (rowid: the row itself, whatever the file's `id` column holds) in the
     # order of the (thread_id, step) index, as one JSON text rather than a row each, and
     # how many steps occur twice in a thread. Row-id order is thread order when the two

@@ -26,11 +26,37 @@ from agentctl.errors import (
 )
 from agentctl.model import CheckpointMetadata
 
-__all__ = ["resolve", "resolve_thread", "closest_checkpoints", "closest_threads"]
+__all__ = ["resolve", "resolve_thread", "closest_checkpoints", "closest_threads", "check_branch_name"]
 
 _TILDE = re.compile(r"^(?P<thread>.+)~(?P<n>\d*)$")
 _AT = re.compile(r"^(?P<thread>.+)@(?P<step>-?\d+)$")
 MAX_CANDIDATES = 10
+
+# A branch name becomes part of a thread id (THREAD-branch-NAME-XXXX), which is typed on
+# command lines and may end up in a file name: no spaces or control characters, not the
+# reference syntax's @ and ~, no path separators and no "..".
+BRANCH_NAME_MAX = 64
+_BRANCH_BAD = re.compile(r"[\s@~/\\\x00-\x1f\x7f-\x9f]")
+
+
+def check_branch_name(name: Any) -> str:
+    """`name` if it is a valid branch name, else UsageError saying why. The one rule
+    of the CLI's `branch`, the TUI's branch dialog and `CheckpointEngine.branch`."""
+    text = name if isinstance(name, str) else str(name)
+    why = None
+    if not text:
+        why = "it is empty"
+    elif len(text) > BRANCH_NAME_MAX:
+        why = f"it is longer than {BRANCH_NAME_MAX} characters"
+    elif (bad := _BRANCH_BAD.search(text)) is not None:
+        ch = bad.group()
+        why = ("it contains a space" if ch == " " else f"it contains {ch!r}")
+    elif ".." in text:
+        why = "it contains '..'"
+    if why is not None:
+        raise UsageError(f"bad branch name {text!r}: {why} (no spaces, control characters, "
+                         f"'@', '~', '/', '\\' or '..'; at most {BRANCH_NAME_MAX} characters)")
+    return text
 
 
 def _checked(backend: Any, ref: str, not_found: Any) -> str:

@@ -87,3 +87,25 @@ def shorten_all(texts: list[str], width: int) -> list[str]:
     for flat in map(" ".join, map(str.split, escaped)):
         out.append(flat if width <= 0 or len(flat) <= width else flat[: max(0, width - 1)] + "…")
     return out
+
+
+def centre_on(text: str, needle: str, width: int) -> str:
+    """One line of at most `width` characters of `text` that contains the first
+    case-insensitive match of `needle`, centred on it, with … where it was cut (the
+    start when `needle` is not found, or when the match alone is wider than `width`)."""
+    flat = " ".join(text.split())
+    if width <= 0 or len(flat) <= width:
+        return flat
+    pos = flat.lower().find(needle.lower()) if needle else -1
+    if pos < 0:
+        return flat[: max(0, width - 1)] + "…"
+    room = width - 2  # an … at each end, at most
+    start = max(0, pos + len(needle) // 2 - room // 2)
+    start = min(start, max(0, len(flat) - (width - 1)))
+    if len(needle) > room:
+        start = pos
+    head = "…" if start else ""
+    body = flat[start:start + width - len(head)]
+    if start + len(body) < len(flat):
+        body = body[:-1] + "…"
+    return head + body

@@ -289,3 +289,49 @@ async def test_corrupt_row_is_reported_others_read(db_url):
         bad = await b.invalid_json()
         assert {"checkpoint_id": "ckpt-a-3", "column": "messages_blob",
                 "reason": "JSON object where an array is expected"} in bad
+
+
+async def test_a_write_through_a_read_backends_own_connection_fails(db_url):
+    """The read connections themselves refuse writes (not only agentctl's checks):
+    SQLite's reader is opened `mode=ro`, and so is the TUI's first-page reader; every
+    Postgres session of a read backend is `default_transaction_read_only`."""
+    async with open_backend(db_url, readonly=False, create=True) as b:
+        await put_thread(b, "a", 2)
+    async with open_backend(db_url) as ro:
+        assert await ro.count() == 2
+        if ro.kind == "sqlite":
+            import sqlite3
+
+            from agentctl.backends.sqlite import _PlainReader
+
+            with pytest.raises(sqlite3.OperationalError, match="readonly|read-only"):
+                await ro._reader.execute("DELETE FROM checkpoints")
+            plain = _PlainReader(db_url)  # the TUI's first page (read_thread_summaries)
+            try:
+                with pytest.raises(sqlite3.OperationalError, match="readonly|read-only"):
+                    plain._plain.execute("DELETE FROM checkpoints")
+            finally:
+                plain._plain.close()
+        else:
+            import asyncpg
+
+            async with ro._pool.acquire() as conn:
+                assert await conn.fetchval("SHOW default_transaction_read_only") == "on"
+                with pytest.raises(asyncpg.exceptions.ReadOnlySQLTransactionError):
+                    await conn.execute("DELETE FROM checkpoints")
+    async with open_backend(db_url) as ro:
+        assert await ro.count() == 2
+
+
+def test_redact_dsn_hides_passwords_in_both_forms():
+    from agentctl.errors import redact_dsn
+
+    assert redact_dsn("postgresql://alice:s3cr%40t@db.example:5432/agents") == \
+        "postgresql://alice:***@db.example:5432/agents"
+    assert redact_dsn("cannot connect to postgres://bob:pw@host/db: refused") == \
+        "cannot connect to postgres://bob:***@host/db: refused"
+    assert redact_dsn("postgresql://carol@host/db") == "postgresql://carol@host/db"  # none to hide
+    assert redact_dsn("host=db user=dave password=hunter2 dbname=x") == \
+        "host=db user=dave password=*** dbname=x"
+    assert redact_dsn("PASSWORD = 'two words' port=5432") == "PASSWORD = *** port=5432"
+    assert "hunter2" not in redact_dsn("dsn postgresql://e:hunter2@h/d and password=hunter2")

@@ -47,3 +47,25 @@ def test_usage_errors_exit_2():
     assert r.exit_code == 2 and "Missing argument" in r.stderr
     r = cli(None, "no-such-command")
     assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag):
+    from agentctl import __version__
+
+    r = cli(None, flag)
+    assert r.exit_code == 0 and r.stdout == f"agentctl {__version__}\n"
+
+
+@pytest.mark.parametrize("path", [(), ("prune",), ("threads",), ("threads", "delete"), ("help",)],
+                         ids=lambda p: " ".join(p) or "agentctl")
+def test_help_command_is_dash_dash_help(path):
+    """`agentctl help [COMMAND]...` prints what `agentctl [COMMAND]... --help` prints."""
+    r = cli(None, "help", *path)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == cli(None, *path, "--help").stdout
+
+
+def test_help_of_an_unknown_command():
+    r = cli(None, "help", "threads", "nope")
+    assert r.exit_code == 2 and "no such command: 'threads nope'" in r.stderr

@@ -26,7 +26,28 @@ def fake_tui(monkeypatch) -> list:
     module = types.ModuleType("agentctl.tui")
     module.run = run
     monkeypatch.setitem(sys.modules, "agentctl.tui", module)
+    import agentctl.cli.tui
+
+    monkeypatch.setattr(agentctl.cli.tui, "_stdout_is_terminal", lambda: True)  # as on a terminal
     return calls
+
+
+def test_tui_off_a_terminal_refuses_before_writing_anything(tmp_path):
+    """issue 14: `agentctl tui > out.txt` drew escape codes into the file and hung; it
+    refuses with one line on stderr, exit 2, the file left empty (so does `demo`)."""
+    import os
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    for args in (["--db", str(SAMPLE_DB), "tui"], ["demo"]):
+        out = tmp_path / "out.txt"
+        with open(out, "w") as f:
+            r = subprocess.run([sys.executable, "-m", "agentctl", *args], stdout=f, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, text=True, timeout=60, cwd=tmp_path,
+                               env={**os.environ, "PYTHONPATH": str(repo)})
+        assert r.returncode == ExitCode.USAGE, (args, r.stderr)
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("agentctl: the terminal UI needs a terminal")
+        assert out.read_text() == ""
 
 
 def test_tui_opens_the_database(monkeypatch):
@@ -53,6 +74,9 @@ def test_demo_runs_on_a_temporary_copy(monkeypatch):
 
 
 def test_missing_tui_is_a_clear_error(monkeypatch):
+    import agentctl.cli.tui
+
+    monkeypatch.setattr(agentctl.cli.tui, "_stdout_is_terminal", lambda: True)
     monkeypatch.setitem(sys.modules, "agentctl.tui", None)  # import fails
     for args in (["tui"], ["demo"]):
         r = cli(str(SAMPLE_DB), *args)

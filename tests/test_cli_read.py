@@ -226,3 +226,40 @@ def test_doctor_warns_about_missing_indexes(sample_copy):
     conn.close()
     d = cli_json(str(sample_copy), "doctor")  # a warning is not a problem: exit 0
     assert d["ok"] is True and d["warnings"] == ["index idx_parent is missing (reads are slower)"]
+
+
+def test_search_snippet_comes_from_the_hits_own_message(sample_url):  # noqa: F811
+    """issue 14: each checkpoint of the branch added one "attempt N" message; the hit of
+    step N shows that message (the newest match), not the earliest, on both paths."""
+    for extra in ([], ["--scan"]):
+        hits = cli_json(sample_url, "search", "backoff", "--thread", BRANCH, *extra)
+        assert [(h["step"], h["snippet"]) for h in hits] == [
+            (3, "Trying exponential backoff, attempt 3."), (2, "Trying exponential backoff, attempt 2."),
+            (1, "Trying exponential backoff, attempt 1.")], extra
+
+
+def test_search_snippet_keeps_the_match_on_a_narrow_terminal(sample_ro, monkeypatch):  # noqa: F811
+    import re
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    for columns in ("90", "70"):
+        monkeypatch.setenv("COLUMNS", columns)
+        out = re.sub(r"\x1b\[[0-9;]*m", "", cli(sample_ro, "search", "backoff").stdout)
+        rows = [line for line in out.splitlines() if "messages" in line]
+        assert len(rows) == 4 and all("backoff" in line for line in rows), (columns, out)
+        assert all(len(line.rstrip()) <= int(columns) for line in out.splitlines())
+
+
+def test_centre_on():
+    from agentctl.text import centre_on
+
+    text = "a" * 50 + " needle " + "b" * 50
+    for width in (9, 20, 41):
+        cut = centre_on(text, "NEEDLE", width)
+        assert "needle" in cut and len(cut) <= width, (width, cut)
+        left, right = cut.split("needle")
+        assert abs(len(left) - len(right)) <= 1 and cut.startswith("…") and cut.endswith("…")
+    assert centre_on("short needle", "needle", 40) == "short needle"
+    assert centre_on("needle" + "x" * 50, "needle", 20) == "needle" + "x" * 13 + "…"
+    assert centre_on("x" * 50 + "needle", "needle", 20) == "…" + "x" * 13 + "needle"
+    assert centre_on("x" * 50, "nope", 10) == "x" * 9 + "…"

@@ -99,9 +99,10 @@ def test_branch(sample_url):  # noqa: F811
     assert cli_json(sample_url, "threads", "show", thread)["branch_of"] == MAIN
     d = cli_json(sample_url, "branch", thread, "second")
     assert d["from_checkpoint_id"] == rows[0]["checkpoint_id"] and d["op_id"]
-    for bad in ("has space", "a@b", "x~1", ""):
+    for bad in ("has space", "a@b", "x~1", "", "../../etc", "a/b", "a\\b", "x..y", "tab\tx"):
         r = cli(sample_url, "branch", MAIN, bad)
         assert r.exit_code == ExitCode.USAGE, bad
+        assert "bad branch name" in r.stderr, bad
     assert cli(sample_url, "branch", "nope@1", "x").exit_code == ExitCode.NOT_FOUND
 
 
@@ -200,7 +201,7 @@ def test_threads_delete(sample_url):  # noqa: F811
 
 def test_purge(sample_url):  # noqa: F811
     assert cli_json(sample_url, "purge", "--dry-run")["rows"] == 0
-    cli(sample_url, "threads", "delete", "support-1042", "--yes")
+    cli(sample_url, "threads", "delete", "support-1042", "--yes", "--no-backup")
     d = cli_json(sample_url, "purge", "--dry-run")
     assert d["rows"] == 5 and len(d["ops"]) == 1
     r = cli(sample_url, "purge")
@@ -334,3 +335,98 @@ def test_import_from_stdin(tmp_path):
     r = cli(str(db), "import", "--create", "-", input=lines)
     assert r.exit_code == 0, r.stderr
     assert cli_json(str(db), "log", "support-1044") == cli_json(str(SAMPLE_DB), "log", "support-1044")
+
+
+def test_prune_all_is_one_operation_undone_at_once(sample_url):  # noqa: F811
+    """issue 14: `prune --all` is ONE operation: one op in the log, one undo restores
+    every thread."""
+    before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
+    res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup")
+    assert len(res) == 1 and res[0]["op_id"] is not None
+    assert {t: len(steps(sample_url, t)) for t in before} == {t: 1 for t in before}
+    assert [o["kind"] for o in cli_json(sample_url, "oplog")] == ["prune"]
+    assert cli(sample_url, "undo").exit_code == 0
+    assert {t: steps(sample_url, t) for t in before} == before
+
+
+def test_prune_all_interrupted_changes_nothing_and_says_so(sample_url, tmp_path):  # noqa: F811
+    """Ctrl-C in the middle of `prune --all` (after the first thread's rows were moved):
+    exit 130, one line on stderr saying nothing was changed, every thread as before."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    here = Path(__file__).resolve().parent
+    before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
+    ready, resume = tmp_path / "ready", tmp_path / "resume"
+    proc = subprocess.Popen(
+        [sys.executable, str(here / "paused_agentctl.py"), str(ready), "first-change", "--",
+         "--db", sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup"],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(here.parent), "AGENTCTL_TEST_RESUME_FILE": str(resume)})
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        resume.write_text("go\n")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    # the plan, then one line
+    assert err.strip().splitlines()[-1] == \
+        "agentctl: interrupted; the prune was rolled back, nothing was changed", err
+    assert "Traceback" not in err
+    assert {t: steps(sample_url, t) for t in before} == before
+    assert cli_json(sample_url, "oplog") == []
+
+
+@pytest.mark.parametrize("args", [["prune", LOOP, "--keep-last", "20"], ["prune", "--all", "--milestones", "2"],
+                                  ["threads", "delete", "support-1042"]])
+def test_prune_and_threads_delete_copy_the_database_aside_first(sample_url, args):  # noqa: F811
+    """The README: `prune` and `threads delete` copy a SQLite file aside first (as
+    `rewind --hard` and `purge` do) unless --no-backup, which they accept."""
+    thread = "support-1042" if args[0] == "threads" else LOOP
+    before = steps(sample_url, thread)
+    r = cli(sample_url, *args, "--yes")
+    assert r.exit_code == 0, r.stderr
+    if sample_url.startswith("postgres"):
+        assert "backup" not in r.stderr
+    else:
+        made = backups(sample_url)
+        assert len(made) == 1 and f"backup of {sample_url} written to {made[0]}" in r.stderr
+        assert steps(str(made[0]), thread) == before  # the database before the write
+    assert cli(sample_url, "undo").exit_code == 0
+    r = cli(sample_url, *args, "--yes", "--no-backup")
+    assert r.exit_code == 0, r.stderr
+    assert "backup" not in r.stderr and len(backups(sample_url)) == (0 if sample_url.startswith("postgres") else 1)
+
+
+def test_merge_dry_run_announces_the_id_the_merge_uses_and_no_change_is_nothing(sample_url):  # noqa: F811
+    """issue 14: `merge --dry-run` shows the checkpoint id the merge then writes; a
+    branch without changes: "nothing to merge", nothing written."""
+    thread = cli_json(sample_url, "branch", "support-1042", "idle")["thread_id"]
+    ops = cli_json(sample_url, "oplog")
+    r = cli(sample_url, "merge", thread)
+    assert r.exit_code == 0 and "nothing to merge" in r.stdout
+    assert cli_json(sample_url, "oplog") == ops and steps(sample_url, "support-1042") == [5, 4, 3, 2, 1]
+    other = cli_json(sample_url, "branch", "support-1043", "changes")["thread_id"]
+    async def change():
+        async with open_backend(sample_url, readonly=False) as b:
+            head = await b.get_latest(other)
+            await b.put(make_cp(other, 1, cid="changed-1", parent=head.metadata.checkpoint_id,
+                                state={"new": "value"}))
+    from conftest import run_sync
+    run_sync(change)
+    plan = cli_json(sample_url, "merge", other, "--dry-run")
+    announced = plan["merged"]["metadata"]["checkpoint_id"]
+    assert announced in cli(sample_url, "merge", other, "--dry-run").stdout
+    res = cli_json(sample_url, "merge", other)
+    assert res["checkpoint_id"] == announced

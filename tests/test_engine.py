@@ -648,3 +648,38 @@ async def test_purge_when_vacuum_must_wait(tmp_path):
         assert (await engine.purge(dry_run=True)).rows == 0
     finally:
         await b.close()
+
+
+@pytest.mark.parametrize("bad", ["x@1", "has space", "../../etc", "a/b", "a\\b", "..", "x\x01", "y~2", ""])
+async def test_branch_names_the_engine_refuses(backend, bad):
+    """The engine applies the CLI's rule (agentctl.refs.check_branch_name) too."""
+    from agentctl.errors import UsageError
+    from agentctl.refs import check_branch_name
+
+    engine = make_engine(backend)
+    [cid] = await snap(engine, "t", 1)
+    with pytest.raises(UsageError):
+        check_branch_name(bad)
+    with pytest.raises(UsageError, match="bad branch name"):
+        await engine.branch(cid, bad)
+    assert await backend.all_thread_ids() == ["t"]
+    assert check_branch_name("retry-backoff.v2") == "retry-backoff.v2"
+
+
+async def test_undo_refuses_when_a_trashed_rows_id_was_taken_again(backend):
+    """A prune put rows in the trash; a writer then stored a checkpoint under one of
+    their ids (in another thread, so the pruned thread itself did not change): undo
+    refuses with a clear message (not a raw UNIQUE error) and writes nothing."""
+    from agentctl.errors import OperationError
+
+    engine = make_engine(backend)
+    await bulk(backend, "t", 5)
+    result = await engine.prune("t", "keep_last_n", 2)
+    taken = result.deleted[0]
+    async with backend.transaction() as tx:
+        await tx.put(make_cp("other", 1, cid=taken))
+    before = await dump(backend)
+    with pytest.raises(OperationError, match=rf"cannot undo operation {result.op_id} \(prune\).*"
+                                              rf"{taken}.*exist again"):
+        await engine.undo(result.op_id)
+    assert await dump(backend) == before

@@ -102,6 +102,7 @@ async def test_undo_is_atomic(backend, kind):
         await engine.prune("t", "keep_last_n", 2)
     elif kind == "merge":
         branch = await engine.branch(ids[1], "b")
+        await engine.snapshot(branch, [], {"i": 1, "thread": "t", "new": 1}, {})  # a change to merge
         await engine.merge_branch(branch, "t", strategy="theirs")
     elif kind == "import":
         await engine.import_checkpoints([make_cp("t", 1, cid=ids[0]), make_cp("u", 1)], on_conflict="replace")

@@ -7,7 +7,7 @@ import pytest
 
 from agentctl.diff import MISSING
 from agentctl.errors import ExitCode, MergeConflictError, OperationError, ThreadNotFound, UsageError
-from engine_helpers import dump
+from engine_helpers import dump, make_engine, snap
 from helpers import make_cp
 
 
@@ -127,7 +127,7 @@ async def test_merge_base_across_threads_and_repeated_merges(backend, engine):
     assert merged.state == {"n": 1, "b1": 1, "b2": 2}
     assert merged.messages == [msg("r"), msg("m"), msg("b1"), msg("b2")]
     # merging again: nothing new
-    with pytest.raises(OperationError, match="already merged"):
+    with pytest.raises(OperationError, match="nothing to merge"):
         await engine.merge_branch(b2, "main")
     assert (await engine.plan_merge(b2, "main")).up_to_date
     # the branch goes on: only what is new since the last merge comes over
@@ -182,3 +182,29 @@ async def test_merge_errors(backend, engine):
         await engine.merge_branch("main", "main")
     with pytest.raises(UsageError, match="strategy"):
         await engine.merge_branch("main", "other", strategy="union")
+
+
+async def test_merge_uses_the_checkpoint_id_its_plan_announced(backend):
+    """issue 14: the id `merge --dry-run` shows is the id the merge writes."""
+    engine = make_engine(backend)
+    [root] = await snap(engine, "main", 1)
+    b = await engine.branch(root, "b")
+    await engine.snapshot(b, [], {"i": 0, "thread": "main", "new": 1}, {})
+    plan = await engine.plan_merge(b, "main")
+    announced = plan.merged.metadata.checkpoint_id
+    assert not plan.up_to_date
+    assert await engine.merge_branch(b, "main", checkpoint_id=announced) == announced
+    assert (await backend.get(announced)).state["new"] == 1
+
+
+async def test_merging_a_branch_without_changes_writes_nothing(backend):
+    """A branch that changed nothing (just created, or changes the target has too):
+    the plan says up to date and the merge refuses, "nothing to merge", no row, no op."""
+    engine = make_engine(backend)
+    [root] = await snap(engine, "main", 1)
+    b = await engine.branch(root, "idle")
+    assert (await engine.plan_merge(b, "main")).up_to_date
+    ops = await engine.oplog()
+    with pytest.raises(OperationError, match="nothing to merge"):
+        await engine.merge_branch(b, "main")
+    assert await backend.count("main") == 1 and await engine.oplog() == ops

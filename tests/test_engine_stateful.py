@@ -279,8 +279,13 @@ class EngineMachine(RuleBasedStateMachine):
             with pytest.raises(MergeConflictError):
                 self.run(self.engine.merge_branch(branch, into, strategy))
             return
-        if base_id == theirs["checkpoint_id"]:
-            with pytest.raises(OperationError, match="already merged"):
+        messages = merge_messages(
+            base["messages_blob"] if base else None, ours["messages_blob"], theirs["messages_blob"])
+        if base_id == theirs["checkpoint_id"] or (
+                messages == ours["messages_blob"] and merged["state_blob"] == ours["state_blob"]
+                and merged["tools_blob"] == ours["tools_blob"]):
+            # nothing new on the branch, or nothing the merge would change: nothing written
+            with pytest.raises(OperationError, match="nothing to merge"):
                 self.run(self.engine.merge_branch(branch, into, strategy))
             return
         step = self.next_step(into)

@@ -173,3 +173,59 @@ async def test_the_write_cache_is_for_the_prune_only_and_the_file_keeps_its_sett
     # format, default cache size, auto-vacuum, text encoding, user version, ...) stay
     for lo, hi in ((16, 24), (44, 72)):
         assert now[lo:hi] == header[lo:hi], (lo, hi)
+
+
+# ---- prune of several threads (issue 14, item 1): one operation, all or nothing ----
+
+
+async def three_threads(backend):
+    engine = make_engine(backend)
+    for t in ("a", "b", "c"):
+        await bulk(backend, t, 6)
+    return engine
+
+
+async def test_prune_spec_of_every_thread_is_one_undoable_operation(backend):
+    from agentctl.storage.contract import PruneSpec
+
+    engine = await three_threads(backend)
+    before = await dump(backend)
+    seen = []
+    results = await engine.prune_spec(PruneSpec(threads=None, keep_last=2), progress=seen.append)
+    assert len(results) == 1 and results[0].op_id is not None
+    assert len(results[0].deleted) == 12
+    assert sum(seen) == 3  # one advance per thread
+    for t in ("a", "b", "c"):
+        assert await backend.count(t) == 2
+    ops = await engine.oplog()
+    assert [o.kind for o in ops] == ["prune"]
+    await engine.undo()
+    after = await dump(backend)
+    assert {k: v for k, v in after.items() if k == "checkpoints"} == \
+        {k: v for k, v in before.items() if k == "checkpoints"}
+
+
+async def test_prune_spec_failing_mid_way_changes_nothing(backend):
+    """A failure at any statement (so also after the first threads were pruned) leaves
+    every thread as it was: one transaction, not one per thread."""
+    from agentctl.storage.contract import PruneSpec
+
+    engine = await three_threads(backend)
+    n = await fails_cleanly_then_works(
+        backend, engine, lambda: engine.prune_spec(PruneSpec(threads=None, keep_last=2)))
+    assert n > 6  # statements after the first thread's trash were failed too
+    assert [o.kind for o in await engine.oplog()] == ["prune"]
+
+
+async def test_prune_spec_of_named_threads_and_nothing_to_do(backend):
+    from agentctl.errors import ThreadNotFound
+    from agentctl.storage.contract import PruneSpec
+
+    engine = await three_threads(backend)
+    [r] = await engine.prune_spec(PruneSpec(threads=["a", "b"], keep_last=3))
+    assert len(r.deleted) == 6 and await backend.count("c") == 6
+    [r] = await engine.prune_spec(PruneSpec(threads=["a", "b"], keep_last=3))
+    assert r.op_id is None and "nothing to prune" in r.summary
+    with pytest.raises(ThreadNotFound):
+        await engine.prune_spec(PruneSpec(threads=["a", "nope"], keep_last=1))
+    assert await backend.count("a") == 3

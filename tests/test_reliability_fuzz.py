@@ -311,6 +311,16 @@ async def _merge_case(url: str, base: dict, ours: dict, theirs: dict, strategy: 
         head = await b.get_latest(branch)
         await b.put(make_cp(branch, head.metadata.step + 1, cid=f"ckpt-{branch}-t",
                             parent=head.metadata.checkpoint_id, state=theirs))
+        if (await engine.plan_merge(branch, thread, strategy=strategy)).up_to_date:
+            # the merge would change nothing in the target's head: nothing is written,
+            # and the head (ours) is what the merge would have been
+            from agentctl.errors import OperationError
+
+            with pytest.raises(OperationError, match="nothing to merge"):
+                await engine.merge_branch(branch, thread, strategy=strategy)
+            latest = await b.get_latest(thread)
+            assert latest.metadata.checkpoint_id == f"ckpt-{thread}-2"
+            return latest, latest
         cid = await engine.merge_branch(branch, thread, strategy=strategy)
         return await b.get(cid), await b.get_latest(thread)
 

@@ -424,10 +424,21 @@ def test_ids_with_quotes_and_sql_are_just_text(evil_db):
     r = cli(db, "prune", "--keep-last", "1", "--yes", "--json", "--", EVIL_IDS[1])
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["deleted"] == [f"{EVIL_IDS[1]}#1", f"{EVIL_IDS[1]}#2"]
     assert cli(db, "undo").exit_code == 0 and cli(db, "undo").exit_code == 0
+    # the branch as it is changes nothing: nothing to merge, nothing written
+    r = cli(db, "merge", "--into", thread, "--strategy", "theirs", "--json", "--", branch)
+    assert r.exit_code == 0 and json.loads(r.stdout)["up_to_date"], r.stderr
+
+    async def change_the_branch() -> None:
+        async with open_backend(db, readonly=False) as b:
+            head = await b.get_latest(branch)
+            await b.put(make_cp(branch, 1, cid=f"{branch}#x'; --", parent=head.metadata.checkpoint_id,
+                                state={"'; DROP TABLE checkpoints; --": 1}))
+
+    run_sync(change_the_branch)
     r = cli(db, "merge", "--into", thread, "--strategy", "theirs", "--json", "--", branch)
     assert r.exit_code == 0, r.stderr
     after = {t["thread_id"]: t["checkpoints"] for t in json.loads(cli(db, "threads", "list", "--json").stdout)}
-    assert after == {**{t: 3 for t in EVIL_IDS}, thread: 4, branch: 1}
+    assert after == {**{t: 3 for t in EVIL_IDS}, thread: 4, branch: 2}
 
 
 # --------------------------------------------------------------------------- read-only files

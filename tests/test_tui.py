@@ -611,6 +611,24 @@ async def test_branch_asks_a_name(sample_url):
         assert "⑂ from support-1042@3" in app.timeline.root.label.plain
 
 
+async def test_branch_dialog_refuses_what_the_cli_refuses(sample_sqlite):
+    """One validation for the CLI, the engine and the TUI's dialog: `x@1`, spaces, path
+    separators and `..` keep the dialog open with the reason; nothing is written."""
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await to_step(pilot, "support-1042", 3)
+        before = set(app.threads.summaries)
+        for bad in ("x@1", "has space", "../../etc", "a\\b"):
+            await press(pilot, "b")
+            assert isinstance(app.screen, PromptScreen)
+            app.screen.query_one("#prompt-input").value = bad
+            await press(pilot, "enter")
+            assert isinstance(app.screen, PromptScreen), bad  # refused: still asking
+            await press(pilot, "escape")
+        assert set(app.threads.summaries) == before
+
+
 async def make_branches(url: str) -> tuple[str, str]:
     """Two branches of coder-add-cli-flag's head, one more step on each side: the main
     thread and branch "conflict" both change `state.plan`; branch "clean" adds its own key."""

@@ -241,7 +241,8 @@ def row_to_checkpoint(row: Any, created_at: str | None = None) -> Checkpoint:
 
 
 def snippet_around(text: str, needle: str, width: int = 60) -> str:
-    """A one-line excerpt of `text` around the first case-insensitive match of `needle`."""
+    """A one-line excerpt of `text` around the first case-insensitive match of `needle`
+    (up to `width` characters on each side of it)."""
     flat = " ".join(text.split())
     pos = flat.lower().find(needle.lower())
     if pos < 0:
@@ -258,7 +259,9 @@ def search_messages(
     hits: list[SearchHit] = []
     needle = text.lower()
     if isinstance(messages, list):
-        for msg in messages:
+        # The newest matching message is the hit's own (the earlier ones are history
+        # the checkpoint carries, and hits of the earlier checkpoints).
+        for msg in reversed(messages):
             if not isinstance(msg, dict):
                 continue
             msg_role = msg.get("role")

@@ -105,7 +105,7 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
             rows = con.execute(
                 "SELECT c.thread_id, c.checkpoint_id, c.step, h.place, h.role, h.body "
                 "FROM temp.hits h JOIN src.checkpoints c ON c.id = h.rid WHERE h.body MATCH ? "
-                "ORDER BY c.created_at DESC, c.id DESC, h.place >= 0 DESC, h.place", (phrase,)).fetchall()
+                "ORDER BY c.created_at DESC, c.id DESC, h.place >= 0 DESC, h.place DESC", (phrase,)).fetchall()
             for thread_id, cid, step, place, msg_role, body in rows:
                 kind = "messages" if place >= 0 else "tools_result"
                 if (cid, kind) in seen:

@@ -15,10 +15,11 @@ from typing import Any
 
 
 def install() -> None:
+    from typer import BadParameter  # public; click's (or Typer's own click's) class
+
     try:
         from typer import core as typer_core
-        from typer._coercion import RuntimeParam
-        from typer._click.exceptions import BadParameter
+        from typer._coercion import RuntimeParam  # Typer 0.29: this hook is worth its speed
     except ImportError:  # another Typer: its own conversion stays
         return
     parameter = getattr(typer_core, "_TyperParameter", None)

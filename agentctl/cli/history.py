@@ -80,15 +80,10 @@ def rewind(
         f"{result.rewind_depth} checkpoint(s) {where} (op {op_id}; undo: agentctl undo {op_id})")
 
 
-# No spaces, controls, or the reference syntax's @ and ~ (they would make the thread
-# id hard to name on the command line).
-_NAME = re.compile(r"^[^\s@~\x00-\x1f\x7f-\x9f]{1,64}$")
-
-
 def branch(
     ctx: typer.Context,
     ref: RefArg,
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@' or '~').")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@', '~', '/', '\\' or '..').")],
     json_out: JsonOpt = False,
 ) -> None:
     """Start a new thread from a checkpoint (the writer's naming:
@@ -96,11 +91,9 @@ def branch(
 
     Example: agentctl branch coder-fix-flaky-test@6 try-mocks
     """
-    from agentctl.errors import UsageError
-    from agentctl.refs import resolve
+    from agentctl.refs import check_branch_name, resolve
 
-    if not _NAME.match(name):
-        raise UsageError(f"bad branch name {name!r}: no spaces, control characters, '@' or '~' (at most 64)")
+    check_branch_name(name)
     st = state(ctx)
 
     async def go():
@@ -185,7 +178,9 @@ def merge(
 
     async def go():
         async with st.engine(need="merge") as (_, engine):
-            cid = await engine.merge_branch(src, dst, strategy=strategy)
+            # the checkpoint id the plan announced, not a new random one
+            cid = await engine.merge_branch(src, dst, strategy=strategy,
+                                            checkpoint_id=p.merged.metadata.checkpoint_id)
             return cid, engine.last_op_id
 
     try:
@@ -236,41 +231,46 @@ def prune(
     keep_last: Annotated[int | None, typer.Option("--keep-last", min=1, help="Keep the newest N checkpoints.")] = None,
     older_than: Annotated[str | None, typer.Option("--older-than", help="Delete checkpoints older than this (7d, 12h, ...).")] = None,
     milestones: Annotated[int | None, typer.Option("--milestones", min=2, help="Keep N evenly spaced checkpoints (first and last included).")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="Session stores: only sessions in these statuses (e.g. completed,cancelled).")] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
+    no_backup: NoBackupOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Delete old checkpoints by a policy; a thread's head is always kept. Undoable with
-    `agentctl undo` until `purge`.
+    """Delete old checkpoints by a policy; a thread's head is always kept. In a session
+    store, whole sessions go (with their messages, tool logs and tasks): --older-than
+    (not updated since), --status, --keep-last N per user, combinable. One operation,
+    undoable with `agentctl undo` until `purge`.
 
     Example: agentctl prune loop-research-7 --keep-last 20 --dry-run
     """
     from agentctl import render
     from agentctl.errors import UsageError
     from agentctl.refs import resolve_thread
+    from agentctl.storage.contract import PruneSpec
 
-    chosen = [(n, v) for n, v in (("keep_last_n", keep_last), ("keep_age", older_than),
-                                  ("keep_milestones", milestones)) if v is not None]
-    if len(chosen) != 1:
-        raise UsageError("give exactly one of --keep-last N, --older-than AGE, --milestones N")
-    policy, param = chosen[0]
-    if policy == "keep_age":
-        param = parse_duration(str(param))
+    statuses = [s.strip() for s in status.split(",") if s.strip()] if status is not None else None
+    policy: dict[str, Any] = {n: v for n, v in (("keep_last", keep_last), ("older_than", older_than),
+                                                ("milestones", milestones), ("statuses", statuses))
+                              if v is not None}
+    if not policy:
+        raise UsageError("give a policy: --keep-last N, --older-than AGE, --milestones N "
+                         "(or, for session stores, --status S)")
+    if "older_than" in policy:
+        policy["older_than"] = parse_duration(str(older_than))
     if (thread is None) == (not all_threads):
         raise UsageError("give a THREAD or --all (not both)")
     st = state(ctx)
 
     async def plan():
         async with st.engine(write=False, need="prune") as (backend, engine):
-            if all_threads:
-                tids = await backend.all_thread_ids()
-            else:
-                tids = [await resolve_thread(backend, thread)]
+            tids = None if all_threads else [await resolve_thread(backend, thread)]
             # The plan printed lists the first rows only; --json --dry-run prints all.
             preview = None if json_out and dry_run else render.PRUNE_LISTED
-            return [await engine.plan_prune(t, policy, param, preview=preview) for t in tids]
+            spec = PruneSpec(threads=tids, **policy)
+            return spec, await engine.plan_prune_spec(spec, preview=preview)
 
-    plans = run(plan())
+    spec, plans = run(plan())
     todo = [p for p in plans if p.delete_count]
     total = sum(p.delete_count for p in todo)
     if json_out and dry_run:
@@ -288,22 +288,39 @@ def prune(
     if dry_run or not total:
         return
     confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
+    from agentctl.cli.transfer import auto_backup
+
+    auto_backup(st, no_backup)
 
     async def go():
-        results = []
+        # One operation in one transaction (all threads or none), undone by one undo.
         async with st.engine(need="prune") as (_, engine):
-            with progress("prune", len(todo), enabled=len(todo) > 1) as advance:
-                for p in todo:
-                    results.append(await engine.prune(p.thread_id, policy, param))
-                    advance(1)
-        return results
+            with progress("prune", len(plans), enabled=len(plans) > 1) as advance:
+                return await engine.prune_spec(spec, progress=advance)
 
-    results = run(go())
+    results = _all_or_nothing(lambda: run(go()), "prune")
     if json_out:
         emit_json([r.to_dict() for r in results])
         return
     for r in results:
         done(r.summary, r.op_id)
+
+
+def _all_or_nothing(write: Any, what: str) -> Any:
+    """Run a write that is one transaction; when it is interrupted (Ctrl-C) or fails,
+    say on stderr that nothing was changed."""
+    from agentctl.cli import report
+    from agentctl.errors import AgentctlError
+
+    try:
+        return write()
+    except KeyboardInterrupt:
+        report(RuntimeError(f"interrupted; the {what} was rolled back, nothing was changed"))
+        raise typer.Exit(130) from None
+    except AgentctlError as exc:
+        if "nothing was" not in exc.message:
+            exc.message = f"{exc.message} (the {what} was rolled back, nothing was changed)"
+        raise
 
 
 def _group(parts: list[Any]) -> Any:

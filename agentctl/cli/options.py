@@ -14,7 +14,7 @@ OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Skip this many 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking (needed off a terminal).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]
 NoBackupOpt = Annotated[bool, typer.Option(
-    "--no-backup", help="SQLite: do not copy the database file aside first (taken before rewind --hard and purge).")]
+    "--no-backup", help="SQLite: do not copy the database file aside first (taken before rewind --hard, prune, threads delete and purge).")]
 
 ThreadArg = Annotated[str, typer.Argument(
     metavar="THREAD", help="A thread id (or a unique prefix of one).", autocompletion=complete_thread)]

@@ -29,7 +29,8 @@ EXIT_CODES_HELP = (
 # group (its module's `app`), the others have `register(app)`.
 GROUPS = {"threads": "agentctl.cli.threads"}
 MODULES = ("agentctl.cli.inspect", "agentctl.cli.search", "agentctl.cli.history", "agentctl.cli.ops",
-           "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui", "agentctl.cli.formats")
+           "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui", "agentctl.cli.formats",
+           "agentctl.cli.helpcmd")
 
 
 def register_module(app: typer.Typer, module_name: str) -> None:
@@ -89,8 +90,7 @@ class LazyGroup(AgentctlGroup):
         """Typer's, with "Did you mean" drawn from every command, not only those built."""
         from difflib import get_close_matches
 
-        from typer._click.exceptions import UsageError
-
+        UsageError = usage_error_class()  # noqa: N806
         suggest, self.suggest_commands = self.suggest_commands, False
         try:
             return super().resolve_command(ctx, args)
@@ -110,6 +110,13 @@ class LazyGroup(AgentctlGroup):
             super().format_commands(ctx, formatter)
         finally:
             self.listing = False
+
+
+def usage_error_class() -> type[Exception]:
+    """click's UsageError, from Typer's public API: `typer.BadParameter` is a subclass
+    of it both where Typer carries its own click (0.26 and later) and where it uses
+    click itself (no private module of either is imported)."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
 def build_command(name: str, module_name: str) -> Any:
@@ -147,6 +154,18 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
     return new
 
 
+def version_line() -> str:
+    from agentctl import __version__
+
+    return f"agentctl {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
 def _root(
     ctx: typer.Context,
     db: Annotated[
@@ -163,6 +182,8 @@ def _root(
     no_color: Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")] = False,
     pager: Annotated[bool, typer.Option(
         "--pager", help="Page long output on a terminal (also when $PAGER is set).")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", "-V", is_eager=True, callback=_print_version, help="Print the version and exit.")] = False,
 ) -> None:
     set_no_color(no_color)
     set_pager(pager)

@@ -64,15 +64,26 @@ def _hits_table(hits: list[SearchHit], text: str) -> Any:
     from agentctl import render
     from agentctl.text import inert
 
+    from agentctl.cli.output import console
+    from agentctl.text import centre_on
+
+    # The snippet keeps one line of a width it is given, cut around the match (centred):
+    # folded or cut by the table, a narrow column lost the match.
+    longest = max((len(inert(h.snippet, one_line=True)) for h in hits), default=0)
+    # STEP and WHERE (not folded) and the gaps take about 32 columns; of the rest the
+    # snippet gets three fifths, THREAD and CHECKPOINT (folded) the others.
+    width = max(20, min(longest, (console().width - 32) * 3 // 5))
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
-    for name in ("THREAD", "STEP", "CHECKPOINT", "WHERE", "SNIPPET"):
-        t.add_column(name, overflow="fold", no_wrap=name in ("STEP", "WHERE"),
-                     min_width=30 if name == "SNIPPET" else None)
+    for name in ("THREAD", "STEP", "CHECKPOINT", "WHERE"):
+        t.add_column(name, overflow="fold", no_wrap=name in ("STEP", "WHERE"))
+    t.add_column("SNIPPET", no_wrap=True, overflow="ellipsis", min_width=width)
     needle = re.compile(re.escape(inert(text, one_line=True)), re.IGNORECASE)
     for h in hits:
-        snippet = render.safe(h.snippet, one_line=True)
+        snippet = render.safe(centre_on(inert(h.snippet, one_line=True), inert(text, one_line=True), width),
+                              one_line=True)
         snippet.highlight_regex(needle, "bold reverse")
         where = h.where if h.where != "messages" else f"messages ({h.role or '?'})"
         t.add_row(render.safe(h.thread_id, "bold", one_line=True), str(h.step),
-                  render.safe(h.checkpoint_id, render.ID_STYLE, one_line=True), where, snippet)
+                  render.safe(h.checkpoint_id, render.ID_STYLE, one_line=True),
+                  render.safe(where, one_line=True), snippet)  # a role is database text
     return t

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from agentctl.cli.context import run, state
-from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, OffsetOpt, ThreadArg, YesOpt
+from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
 from agentctl.text import shorten
 
@@ -122,7 +122,7 @@ def show_thread(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False
 
 @app.command("delete")
 def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dry_run: DryRunOpt = False,
-                  json_out: JsonOpt = False) -> None:
+                  no_backup: NoBackupOpt = False, json_out: JsonOpt = False) -> None:
     """Delete a thread and all its checkpoints. Undoable (`agentctl undo`) until `purge`.
 
     Example: agentctl threads delete support-1042 --yes
@@ -144,6 +144,9 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     if dry_run:
         return
     confirm(f"delete thread {tid} ({n} checkpoints)", yes=yes)
+    from agentctl.cli.transfer import auto_backup
+
+    auto_backup(st, no_backup)
 
     async def go():
         async with st.engine(need="delete") as (_, engine):

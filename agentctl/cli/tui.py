@@ -16,8 +16,23 @@ def register(app: typer.Typer) -> None:
     app.command("demo")(demo)
 
 
+def _stdout_is_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed, or not a file
+        return False
+
+
 def _tui_run() -> Any:
-    from agentctl.errors import AgentctlError
+    from agentctl.errors import AgentctlError, UsageError
+
+    # The UI draws with escape codes and reads keys: into a file or a pipe it would
+    # write those and wait for ever. Refuse first, before anything is written.
+    if not _stdout_is_terminal():
+        raise UsageError("the terminal UI needs a terminal, and stdout is not one "
+                         "(for output to a file or a pipe, use the other commands)")
 
     try:
         from agentctl.tui import run as tui_run

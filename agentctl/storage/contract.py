@@ -383,16 +383,18 @@ class History(ABC):
 
     @abstractmethod
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
-                           strategy: str = "fail") -> str:
-        """Merge a branch into a thread; the new head's checkpoint id."""
+                           strategy: str = "fail", *, checkpoint_id: str | None = None) -> str:
+        """Merge a branch into a thread; the new head's checkpoint id (`checkpoint_id`:
+        the one its plan announced)."""
 
     @abstractmethod
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
         """The PrunePlans of a prune as the user asked it."""
 
     @abstractmethod
-    async def prune_spec(self, spec: PruneSpec) -> list[Any]:
-        """Carry out a prune; its OpResults."""
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
+        """Carry out a prune as ONE operation (one transaction: all or nothing, one
+        undo); its OpResults. `progress(n)`, when given, is called as the work advances."""
 
     @abstractmethod
     async def delete_thread(self, thread_id: str) -> Any:

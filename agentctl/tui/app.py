@@ -689,6 +689,7 @@ class AgentctlApp(App[None]):
 
     @work(group="write", exclusive=True, exit_on_error=False)
     async def branch_flow(self, meta: CheckpointMetadata) -> None:
+        from agentctl.refs import check_branch_name
         from agentctl.tui.screens.prompt import PromptScreen
 
         body = Text.assemble(
@@ -697,7 +698,7 @@ class AgentctlApp(App[None]):
             "<name>).\nNothing else changes. Name:")
         name = await self.push_screen_wait(PromptScreen(
             f"Branch from {short_meta(meta)}", body, placeholder="branch name, e.g. retry-backoff",
-            ok_label="Branch"))
+            ok_label="Branch", validate=check_branch_name))
         if name is None:
             self.notify("branch cancelled: nothing changed")
             return
@@ -733,6 +734,9 @@ class AgentctlApp(App[None]):
             return
         engine = self.source.engine
         plan = await engine.plan_merge(branch, target)
+        if plan.up_to_date:
+            self.notify(inert(f"{target} already contains {branch}: nothing to merge", one_line=True))
+            return
         if plan.conflicts:
             # plan_text lists the conflicts; the result depends on the side chosen.
             body: RenderableType = Group(
@@ -758,7 +762,8 @@ class AgentctlApp(App[None]):
             self.notify("merge cancelled: nothing changed")
             return
         try:
-            cid = await engine.merge_branch(branch, target, strategy=choice)
+            cid = await engine.merge_branch(branch, target, strategy=choice,
+                                            checkpoint_id=plan.merged.metadata.checkpoint_id)
         except MergeConflictError as exc:
             # The target moved between the preview and the merge.
             self.notify(inert(str(exc)), title="Merge conflict", severity="error", markup=False)

@@ -548,7 +548,10 @@ class ArticleHistory(History):
         return MergePlan(base, ours, theirs, merged, conflicts, strategy, branch_thread_id, into_thread_id,
                          resolved, up_to_date=not f["new"] or not take)
 
-    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> str:
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail",
+                           *, checkpoint_id: str | None = None) -> str:
+        """Append the branch's new messages to the target. (`checkpoint_id` is ignored:
+        the appended messages get their ids from the messages table.)"""
         branch, into = branch_thread_id, into_thread_id
         async with self._write([into, branch]) as tx:
             f = await self._merge_facts(tx, branch, into, strategy)
@@ -656,7 +659,7 @@ class ArticleHistory(History):
             deleted += [checkpoint_id(m) for m in mids]
         return deleted
 
-    async def prune_spec(self, spec: PruneSpec) -> list[OpResult]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[OpResult]:
         await self.store.connect()
         threads = spec.threads or []
         async with self._write(list(threads)) as tx:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from rich.console import RenderableType
 from rich.text import Text
 from textual import on
@@ -51,8 +53,10 @@ class PromptScreen(_FormScreen):
 
     def __init__(self, title: str, description: RenderableType, *, value: str = "",
                  placeholder: str = "", suggestions: list[str] | None = None,
-                 ok_label: str = "OK") -> None:
+                 ok_label: str = "OK", validate: Callable[[str], Any] | None = None) -> None:
         super().__init__()
+        #: raises agentctl.errors.UsageError for a value to refuse (the dialog stays)
+        self.validate = validate
         self.title_text = title
         self.description = description
         self.value = value
@@ -79,6 +83,14 @@ class PromptScreen(_FormScreen):
         if not value:
             self.notify("a value is needed (escape cancels)", severity="warning")
             return
+        if self.validate is not None:
+            from agentctl.errors import UsageError
+
+            try:
+                self.validate(value)
+            except UsageError as exc:
+                self.notify(f"{exc} (escape cancels)", severity="error")
+                return
         self.dismiss(value)
 
 

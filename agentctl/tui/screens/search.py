@@ -19,7 +19,7 @@ from agentctl.tui.messages import SearchFinished
 def hit_label(hit: SearchHit) -> Text:
     text = Text()
     text.append(f"{inert(hit.thread_id, one_line=True)}@{hit.step}", style="cyan")
-    text.append(f"  {hit.role or hit.where}: ", style="dim")
+    text.append(f"  {inert(hit.role or hit.where, one_line=True)}: ", style="dim")
     text.append(shorten(hit.snippet, 200))
     return text
 
