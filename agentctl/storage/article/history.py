@@ -73,6 +73,9 @@ def _chunks(ids: Sequence[Any]) -> list[list[Any]]:
     return [list(ids[i:i + _CHUNK]) for i in range(0, len(ids), _CHUNK)]
 
 
+# merge_branch takes a `checkpoint_id` argument (the contract's), which hides the function.
+_message_checkpoint_id = checkpoint_id
+
 class ArticleHistory(History):
     """Writes of the article's format (see the module doc)."""
 
@@ -562,13 +565,13 @@ class ArticleHistory(History):
                 if strategy in ("fail", "three-way"):
                     from agentctl.merge import Conflict
 
-                    conflict = Conflict("/messages", checkpoint_id(f["info"]["into_head"]),
-                                        checkpoint_id(f["head"]) if f["head"] is not None else None,
-                                        [checkpoint_id(i) for i in f["new"]])
+                    conflict = Conflict("/messages", _message_checkpoint_id(f["info"]["into_head"]),
+                                        _message_checkpoint_id(f["head"]) if f["head"] is not None else None,
+                                        [_message_checkpoint_id(i) for i in f["new"]])
                     raise MergeConflictError(
                         [conflict], f"merging {branch} into {into} conflicts: {into} has changed since the fork "
-                        f"(head {checkpoint_id(f['head']) if f['head'] is not None else 'none'}, forked at "
-                        f"{checkpoint_id(f['info']['into_head'])}); nothing was written; use strategy 'theirs' "
+                        f"(head {_message_checkpoint_id(f['head']) if f['head'] is not None else 'none'}, forked at "
+                        f"{_message_checkpoint_id(f['info']['into_head'])}); nothing was written; use strategy 'theirs' "
                         "to append the branch's messages anyway")
                 if strategy == "ours":
                     raise OperationError(f"strategy 'ours' keeps {into} as it is (it changed since the fork); "
@@ -585,7 +588,7 @@ class ArticleHistory(History):
             await self._recount(tx, into)
             await self._finish(tx, op_id, [into])
         self.last_op_id = op_id
-        return checkpoint_id(new_ids[-1])
+        return _message_checkpoint_id(new_ids[-1])
 
     # ---- prune and delete --------------------------------------------------------------
 
