@@ -290,6 +290,9 @@ class PrunePlan:
     delete: list[CheckpointMetadata]
     keep_count: int
     delete_count: int = -1
+    #: why, in words, when the policy alone does not say it (a session store's prune
+    #: deletes whole sessions: "the whole session (status cancelled)")
+    reason: str = ""
 
     def __post_init__(self) -> None:
         if self.delete_count < 0:

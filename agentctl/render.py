@@ -244,21 +244,47 @@ def conflicts_table(conflicts: Sequence[Any], value_width: int = 50) -> Renderab
 # ---- threads, log, tree ----------------------------------------------------------------
 
 
-def threads_table(summaries: Sequence[Any], summary_width: int = 60) -> RenderableType:
+def threads_table(summaries: Sequence[Any], summary_width: int = 60,
+                  width: int | None = None) -> RenderableType:
+    """The `threads list` table. A format's own columns (a session's user, title, ...)
+    come after HEAD, as many as fit in `width` (in their order), kept short; a column
+    empty in every row is left out."""
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
     extra = [name for name, _ in summaries[0].extra_columns()] if summaries else []
-    for name, justify in (("THREAD", "left"), ("CKPTS", "right"), ("HEAD", "right"),
-                          *((n, "left") for n in extra),
-                          ("UPDATED", "left"), ("BRANCH-OF", "left"), ("SUMMARY", "left")):
-        t.add_column(name, justify=justify, overflow="fold", no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
-                     min_width=20 if name == "SUMMARY" else None)
+    if extra and width is not None:
+        thread_w = min(30, max(len(s.thread_id) for s in summaries))
+        room = width - (thread_w + 2) - 7 - 6 - 21 - 32  # THREAD CKPTS HEAD UPDATED SUMMARY
+        fits = []
+        for i, name in enumerate(extra):
+            w = min(24, max(len(name), *(len(str(s.extra_columns()[i][1])) for s in summaries))) + 2
+            if w <= room:
+                fits.append(name)
+                room -= w
+        extra = fits
+    rows = []
     for s in summaries:
-        t.add_row(safe(s.thread_id, "bold", one_line=True), Text(str(s.checkpoints)),
-                  Text(str(s.head_step)),
-                  *(safe(str(v), one_line=True) for _, v in s.extra_columns()),
-                  safe(str(s.updated_at)[:19], DIM, one_line=True),
-                  safe(s.branch_of or "", "magenta", one_line=True),
-                  safe(shorten(s.head_summary or "", summary_width)))
+        rows.append([safe(s.thread_id, "bold", one_line=True), Text(str(s.checkpoints)),
+                     Text(str(s.head_step)),
+                     *(safe(str(v), one_line=True) for n, v in s.extra_columns() if n in extra),
+                     safe(str(s.updated_at)[:19], DIM, one_line=True),
+                     safe(s.branch_of or "", "magenta", one_line=True),
+                     safe(shorten(s.head_summary or "", summary_width))])
+    names = ["THREAD", "CKPTS", "HEAD", *extra, "UPDATED", "BRANCH-OF", "SUMMARY"]
+    narrow = width is not None and width < 72  # then no time, no branch column: one word a line is no table
+    keep = [i for i, name in enumerate(names)
+            if not (narrow and name in ("UPDATED", "BRANCH-OF"))
+            and (name in ("THREAD", "CKPTS", "HEAD", "UPDATED", "SUMMARY") or any(r[i].plain for r in rows))]
+    for i in keep:
+        name = names[i]
+        if name in extra:
+            t.add_column(name, no_wrap=True, overflow="ellipsis", max_width=24,
+                         justify="right" if name in ("TOKENS", "COST") else "left")
+        else:
+            t.add_column(name, justify="right" if name in ("CKPTS", "HEAD") else "left",
+                         overflow="fold", no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
+                         min_width={"SUMMARY": 12 if narrow else 20, "THREAD": 12}.get(name))
+    for r in rows:
+        t.add_row(*(r[i] for i in keep))
     return t
 
 
@@ -372,9 +398,10 @@ def plan_text(plan: Any) -> RenderableType:
         n = getattr(plan, "delete_count", None)  # the engine's preview holds the first rows only
         n = len(plan.delete) if n is None else n
         policy = getattr(plan.policy, "value", plan.policy)
+        why = getattr(plan, "reason", "") or (
+            f"{policy} {plan.param:g}" if isinstance(plan.param, (int, float)) else f"{policy} {plan.param}")
         head = Text.assemble(("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True),
-                             (f" ({policy} {plan.param:g}): " if isinstance(plan.param, (int, float))
-                              else f" ({policy} {plan.param}): ", DIM))
+                             (f" ({why}): ", DIM))
         if n:
             head.append(f"delete {n}, keep {plan.keep_count}", style="bold red")
             parts.extend(_listing(head, plan.delete, "red", limit=PRUNE_LISTED, total=n))

@@ -57,7 +57,9 @@ def list_threads(
     def rich_table():
         from agentctl import render  # Rich only on a terminal: piped output is TSV
 
-        return render.threads_table(rows)
+        from agentctl.cli.output import console
+
+        return render.threads_table(rows, width=console().width)
 
     extra = [name for name, _ in rows[0].extra_columns()] if rows else []
     table(

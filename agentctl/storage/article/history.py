@@ -632,6 +632,17 @@ class ArticleHistory(History):
             return CheckpointGC.KEEP_AGE, float(spec.older_than)
         return CheckpointGC.KEEP_LAST_N, 0.0
 
+    @staticmethod
+    def _reason(spec: PruneSpec) -> str:
+        parts = []
+        if spec.statuses:
+            parts.append("status " + ",".join(spec.statuses))
+        if spec.older_than is not None:
+            parts.append(f"not updated for {spec.older_than / 86400:g} days")
+        if spec.keep_last is not None:
+            parts.append(f"beyond its user's newest {spec.keep_last}")
+        return "the whole session: " + (", ".join(parts) or "asked for")
+
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
         await self.store.connect()
         sessions = await self._select_sessions(self._reader(), spec)
@@ -640,7 +651,7 @@ class ArticleHistory(History):
         for sid in sessions:
             n = await self.store.count(sid)
             metas = await self.store.read_thread(sid, n if preview is None else max(0, int(preview)), 0)
-            out.append(PrunePlan(sid, policy, param, metas, 0, n))
+            out.append(PrunePlan(sid, policy, param, metas, 0, n, reason=self._reason(spec)))
         return out
 
     async def _delete_sessions(self, tx: Any, op_id: int, sessions: Sequence[str]) -> list[str]:
