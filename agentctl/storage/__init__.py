@@ -43,9 +43,9 @@ def parse_url(url: str | None) -> tuple[str, str]:
 
 def formats() -> list[FormatSpec]:
     """Every format agentctl knows, in detection order."""
-    from agentctl.storage import agentos, article
+    from agentctl.storage import adk, agentos, article, openai_agents
 
-    return [agentos.FORMAT, article.FORMAT]
+    return [agentos.FORMAT, article.FORMAT, openai_agents.FORMAT, adk.FORMAT]
 
 
 def get_format(name: str) -> FormatSpec:
