@@ -1,0 +1,208 @@
+"""The openai-agents format against the real SDK (openai-agents, no model calls):
+sessions written through `SQLiteSession`, `AdvancedSQLiteSession` and, on Postgres,
+`SQLAlchemySession`; agentctl's reads must match the SDK's `get_items` item for item."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agentctl.errors import SchemaError  # noqa: E402
+from agentctl.storage import detect, open_store  # noqa: E402
+
+CONV = [
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Need the weather tool"}]},
+    {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+     "arguments": json.dumps({"city": "Paris"}), "id": "fc_1", "status": "completed"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "sunny, 21°C"},
+    {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+     "content": [{"type": "output_text", "text": "It is sunny in Paris (21°C).", "annotations": []}]},
+    {"role": "user", "content": [{"type": "input_text", "text": "And in Lyon?"}]},
+    {"type": "function_call", "call_id": "call_2", "name": "get_weather",
+     "arguments": json.dumps({"city": "Lyon"})},
+    {"type": "function_call_output", "call_id": "call_2", "output": "rain"},
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Rain in Lyon."}]},
+]
+
+
+async def check_matches_sdk(url: str, sessions: dict[str, object]) -> None:
+    """Every step of every session equals the SDK's item at that position."""
+    async with open_store(url) as store:
+        assert store.format.name == "openai-agents"
+        assert await store.count_threads() == len(sessions)
+        for sid, session in sessions.items():
+            items = await session.get_items()
+            metas = await store.read_thread(sid, 10_000)
+            assert [m.step for m in metas] == list(range(1, len(items) + 1))
+            assert metas[0].parent_checkpoint_id is None
+            for prev, meta in zip(metas, metas[1:]):
+                assert meta.parent_checkpoint_id == prev.checkpoint_id
+            summary = await store.thread_summary(sid)
+            assert summary.checkpoints == len(items) and summary.head_checkpoint_id == metas[-1].checkpoint_id
+            streamed = [cp async for cp in store.iter_checkpoints([sid])]
+            for n, (meta, item) in enumerate(zip(metas, items), 1):
+                cp = await store.get(meta.checkpoint_id)
+                assert cp.metadata.step == n and cp.state["item"] == item
+                assert len(cp.messages) == n
+                assert streamed[n - 1].state["item"] == item
+                assert (await store.at_step(sid, n)).checkpoint_id == meta.checkpoint_id
+            desc = await store.read_thread(sid, 3, 1, descending=True)
+            assert [m.step for m in desc] == [n for n in (len(items) - 1, len(items) - 2, len(items) - 3)
+                                              if n >= 1]
+            assert (await store.get_latest(sid)).state["item"] == items[-1]
+
+
+def check_transcript(cp) -> None:
+    """The head of CONV: calls paired with their outputs, reasoning, message texts."""
+    roles = [m["role"] for m in cp.messages]
+    assert roles == ["user", "reasoning", "assistant", "tool", "assistant", "user", "assistant",
+                     "tool", "assistant"]
+    assert cp.messages[1]["content"] == "Need the weather tool"
+    assert cp.messages[2]["tool_calls"] == [{"id": "call_1", "name": "get_weather",
+                                             "arguments": '{"city": "Paris"}'}]
+    assert cp.messages[3] == {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
+                              "content": "sunny, 21°C"}
+    assert cp.messages[4]["content"] == "It is sunny in Paris (21°C)."
+    assert cp.messages[5]["content"] == "And in Lyon?"
+    assert cp.tools_result["call_2"] == {"name": "get_weather", "arguments": '{"city": "Lyon"}',
+                                         "output": "rain"}
+
+
+async def test_sqlite_session_reads_match_the_sdk(tmp_path):
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "agents.db")
+    a = SQLiteSession("conv-a", path)
+    b = SQLiteSession("conv-b", path)
+    await a.add_items(CONV[:5])
+    await b.add_items([{"role": "user", "content": "hello"}])
+    await a.add_items(CONV[5:])
+    assert (await detect(path)).name == "openai-agents"
+    await check_matches_sdk(path, {"conv-a": a, "conv-b": b})
+    async with open_store(path) as store:
+        check_transcript(await store.get_latest("conv-a"))
+        page = await store.thread_summaries(10, 0, "thread", False)
+        assert [t.thread_id for t in page] == ["conv-a", "conv-b"]
+        assert await store.find_thread_ids("conv-") == ["conv-a", "conv-b"]
+        head = await store.thread_summary("conv-b")
+        assert head.head_summary == "user: hello"
+        hits = await store.search("LYON")
+        assert [h.step for h in hits] == [9, 7, 6]  # newest first
+        assert {h.role for h in await store.search("lyon", role="user")} == {"user"}
+        assert [h.where for h in await store.search("rain", role="tool")] == ["tools_result"]
+        assert [h.step for h in await store.search("21°c")] == [5, 4]  # non-ASCII: a full scan
+        assert await store.search("nothing like this") == []
+        ids = await store.find_checkpoint_ids("item-1")
+        assert "item-1" in ids and all(i.startswith("item-1") for i in ids)
+        first = (await store.read_thread("conv-a", 1))[0]
+        assert [c.step for c in await store.children(first.checkpoint_id)] == [2]
+        assert await store.get("item-999") is None and await store.get("nope") is None
+    a.close()
+    b.close()
+    # read-only: the file is not changed by agentctl's reads
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0] == len(CONV) + 1
+    conn.close()
+
+
+async def test_custom_table_names_and_ambiguous_pairs(tmp_path, monkeypatch):
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "custom.db")
+    s = SQLiteSession("x", path, sessions_table="my_sessions", messages_table="my_items")
+    await s.add_items(CONV[:2])
+    assert (await detect(path)).name == "openai-agents"
+    await check_matches_sdk(path, {"x": s})
+    t = SQLiteSession("y", path)  # a second pair in the same file
+    await t.add_items(CONV[:3])
+    with pytest.raises(SchemaError, match="several OpenAI Agents session table pairs"):
+        async with open_store(path):
+            pass
+    monkeypatch.setenv("AGENTCTL_OPENAI_TABLES", "agent_sessions,agent_messages")
+    await check_matches_sdk(path, {"y": t})
+    async with open_store(path, sessions_table="my_sessions", messages_table="my_items") as store:
+        assert await store.all_thread_ids() == ["x"]
+    s.close()
+    t.close()
+
+
+async def test_advanced_session_branches_and_usage(tmp_path):
+    from agents.extensions.memory import AdvancedSQLiteSession
+    from agents.usage import Usage
+
+    path = str(tmp_path / "adv.db")
+    s = AdvancedSQLiteSession(session_id="adv", db_path=path, create_tables=True)
+    await s.add_items(CONV[:5])
+    await s.store_run_usage(SimpleNamespace(context_wrapper=SimpleNamespace(
+        usage=Usage(requests=1, input_tokens=10, output_tokens=5, total_tokens=15))))
+    await s.add_items(CONV[5:])
+    branch = await s.create_branch_from_turn(2)  # a branch holding turn 1
+    await s.add_items([{"role": "user", "content": "And in Nice?"}])
+    assert (await detect(path)).name == "openai-agents"
+    async with open_store(path) as store:
+        metas = await store.read_thread("adv", 100)
+        assert len(metas) == len(CONV) + 1  # every stored item, in id order
+        assert "branch:main" in metas[0].tags and f"branch:{branch}" in metas[0].tags
+        assert "turn:1" in metas[0].tags
+        assert f"branch:{branch}" not in metas[6].tags  # turn 2 stays on main
+        assert metas[-1].tags[-2:] == [f"branch:{branch}", "turn:2"]
+        cp = await store.get(metas[4].checkpoint_id)
+        assert set(cp.state["branches"]) == {"main", branch}
+        assert cp.state["turn_usage"][0]["total_tokens"] == 15
+        # the SDK's branch reads are a subsequence of the session's steps
+        on_branch = [m for m in metas if f"branch:{branch}" in m.tags]
+        items = [(await store.get(m.checkpoint_id)).state["item"] for m in on_branch]
+        assert items == await s.get_items(branch_id=branch)
+        on_main = [m for m in metas if "branch:main" in m.tags]
+        assert [(await store.get(m.checkpoint_id)).state["item"] for m in on_main] == \
+            await s.get_items(branch_id="main")
+    s.close()
+
+
+def _engine_for(pg_dsn: str):
+    """A SQLAlchemy asyncpg engine on the DSN's schema (search_path as a server setting)."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    parts = urlsplit(pg_dsn)
+    schema = parse_qs(parts.query).get("search_path", ["public"])[0]
+    url = urlunsplit(("postgresql+asyncpg", parts.netloc, parts.path, "", ""))
+    return create_async_engine(url, connect_args={"server_settings": {"search_path": schema}})
+
+
+@pytest.mark.pg
+async def test_sqlalchemy_session_on_postgres(pg_dsn):
+    pytest.importorskip("sqlalchemy")
+    from agents.extensions.memory import SQLAlchemySession
+
+    engine = _engine_for(pg_dsn)
+    try:
+        a = SQLAlchemySession("pg-a", engine=engine, create_tables=True)
+        b = SQLAlchemySession("pg-b", engine=engine, create_tables=True)
+        await a.add_items(CONV[:4])
+        await b.add_items([{"role": "user", "content": "bonjour"}])
+        await a.add_items(CONV[4:])
+        assert (await detect(pg_dsn)).name == "openai-agents"
+        await check_matches_sdk(pg_dsn, {"pg-a": a, "pg-b": b})
+        async with open_store(pg_dsn) as store:
+            check_transcript(await store.get_latest("pg-a"))
+            assert [h.step for h in await store.search("LYON")] == [9, 7, 6]
+            assert [h.thread_id for h in await store.search("bonjour")] == ["pg-b"]
+            assert [t.thread_id for t in await store.thread_summaries(10, 0, "checkpoints")] == ["pg-a", "pg-b"]
+            assert await store.count() == len(CONV) + 1
+    finally:
+        await engine.dispose()
+
+
+async def test_other_formats_do_not_claim_sdk_tables(tmp_path):
+    from agentctl.storage import formats
+
+    tables = {"agent_sessions": {"session_id", "created_at", "updated_at"},
+              "agent_messages": {"id", "session_id", "message_data", "created_at"}}
+    assert [f.name for f in formats() if f.matches(tables)] == ["openai-agents"]
