@@ -1,0 +1,409 @@
+"""Reads of Google ADK's DatabaseSessionService tables (see the package's docstring for
+the mapping, `events.py` for the transcript and the state fold)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+from agentctl.errors import CorruptRowError, SchemaError
+from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.adk import FORMAT, layout
+from agentctl.storage.contract import Store
+from agentctl.storage.adk.events import (
+    StateFold,
+    decode_json,
+    searchable_text,
+    summary_of,
+    tags_of,
+    to_message,
+    tools_of,
+)
+from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape
+
+#: a thread id's parts are joined by this
+SEP = "/"
+_V0_COLUMNS = ("author", "content", "error_code", "error_message", "branch", "partial",
+               "turn_complete", "interrupted")
+OPAQUE = "(pickled in the v0 layout; agentctl never unpickles it)"
+
+
+def thread_id_of(app: str, user: str, session: str) -> str:
+    return f"{app}{SEP}{user}{SEP}{session}"
+
+
+class ADKStore(Store):
+    format = FORMAT
+
+    def __init__(self, kind: str, target: str, *, readonly: bool = True, **_: Any) -> None:
+        self.kind = kind
+        self._db = connection(kind, target, self._check, readonly=readonly)
+        self.display_name = self._db.display_name
+        self.layout = ""
+        self._event_cols = ""
+        self.has_app_states = self.has_user_states = False
+        self._C = ' COLLATE "C"' if kind == "postgres" else ""
+        self._TID = "(app_name || '/' || user_id || '/' || session_id)"
+
+    def _check(self, tables: Mapping[str, set[str]]) -> None:
+        found = layout(tables)
+        if found is None:
+            raise SchemaError("not a Google ADK session database (want tables sessions and events "
+                              "with DatabaseSessionService's columns)")
+        self.layout = found
+        if found == "v1":
+            self._event_cols = "id, app_name, user_id, session_id, invocation_id, timestamp, event_data"
+        else:  # never the pickled `actions`
+            cols = [c for c in _V0_COLUMNS if c in tables["events"]]
+            self._event_cols = ("id, app_name, user_id, session_id, invocation_id, timestamp"
+                                + "".join(f", {c}" for c in cols))
+        self.has_app_states = {"app_name", "state"} <= tables.get("app_states", set())
+        self.has_user_states = {"app_name", "user_id", "state"} <= tables.get("user_states", set())
+
+    async def connect(self) -> None:
+        await self._db.connect()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        await self.connect()
+        return await self._db.query(sql, *params)
+
+    # ---- rows ----------------------------------------------------------------------
+
+    def _event(self, row: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """The event of a row as a dict (v1: its event_data; v0: its plain columns)."""
+        if self.layout == "v1":
+            data, err = decode_json(row.get("event_data"))
+            if err is not None or not isinstance(data, dict):
+                return None, err or "event_data is not an object"
+            data = dict(data)
+            data.setdefault("id", row["id"])
+            data["invocation_id"] = row.get("invocation_id") or data.get("invocation_id")
+            return data, None
+        content, err = decode_json(row.get("content"))
+        ev = {k: row.get(k) for k in _V0_COLUMNS if row.get(k) is not None and k != "content"}
+        ev.update(id=row["id"], invocation_id=row.get("invocation_id"), content=content,
+                  actions_opaque=OPAQUE)
+        return ev, None
+
+    async def _key(self, thread_id: str) -> tuple[str, str, str] | None:
+        parts = thread_id.split(SEP)
+        if len(parts) == 3:
+            return parts[0], parts[1], parts[2]
+        if len(parts) < 3:
+            return None
+        rows = await self._q("SELECT app_name, user_id, id FROM sessions WHERE "
+                             "app_name || '/' || user_id || '/' || id = ? ORDER BY app_name, user_id, id "
+                             "LIMIT 1", thread_id)
+        return (rows[0]["app_name"], rows[0]["user_id"], rows[0]["id"]) if rows else None
+
+    async def _rows(self, key: tuple[str, str, str], first_step: int, last_step: int | None,
+                    ) -> list[dict[str, Any]]:
+        """Events of steps first_step..last_step (None: to the end) in ADK's order
+        (timestamp, id), with the one before them; each with its `step`."""
+        start = max(first_step - 1, 1)
+        limit = 2**62 if last_step is None else max(last_step - start + 1, 0)
+        if limit == 0:
+            return []
+        rows = await self._q(
+            f"SELECT {self._event_cols} FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+            f"ORDER BY timestamp, id LIMIT ? OFFSET ?", *key, limit, start - 1)
+        for i, r in enumerate(rows):
+            r["step"] = start + i
+        return rows
+
+    def _meta(self, row: dict[str, Any], parent: str | None, msg: dict[str, Any]) -> CheckpointMetadata:
+        return CheckpointMetadata(
+            thread_id=thread_id_of(row["app_name"], row["user_id"], row["session_id"]),
+            checkpoint_id=row["id"], step=row["step"], parent_checkpoint_id=parent,
+            created_at=iso_time(row["timestamp"]), tags=tags_of(msg), summary=summary_of(msg))
+
+    def _metas(self, rows: list[dict[str, Any]], first_step: int) -> list[CheckpointMetadata]:
+        out = []
+        prev = None
+        for r in rows:
+            if r["step"] >= first_step:
+                ev, err = self._event(r)
+                msg = to_message(ev) if err is None else {"role": "invalid", "content": err}
+                out.append(self._meta(r, prev, msg))
+            prev = r["id"]
+        return out
+
+    async def _states(self, key: tuple[str, str, str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The stored (session, app, user) states of a session."""
+        def obj(value: Any) -> dict[str, Any]:
+            data, _err = decode_json(value)
+            return data if isinstance(data, dict) else {}
+
+        rows = await self._q("SELECT state FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
+        session = obj(rows[0]["state"]) if rows else {}
+        app: dict[str, Any] = {}
+        user: dict[str, Any] = {}
+        if self.has_app_states:
+            rows = await self._q("SELECT state FROM app_states WHERE app_name = ?", key[0])
+            app = obj(rows[0]["state"]) if rows else {}
+        if self.has_user_states:
+            rows = await self._q("SELECT state FROM user_states WHERE app_name = ? AND user_id = ?",
+                                 key[0], key[1])
+            user = obj(rows[0]["state"]) if rows else {}
+        return session, app, user
+
+    async def _build(self, key: tuple[str, str, str], rows: list[dict[str, Any]],
+                     upto: int | None = None) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        """Checkpoints of a session's events (rows: all of them, from step 1); only the one
+        at step `upto` when given."""
+        events = [self._event(r) for r in rows]
+        session, app, user = await self._states(key)
+        fold = StateFold(session, app, user, [e for e, _ in events if e is not None]) \
+            if self.layout == "v1" else None
+        messages: list[dict[str, Any]] = []
+        tools: dict[str, Any] = {}
+        prev = None
+        for r, (ev, err) in zip(rows, events):
+            msg = to_message(ev) if err is None else {"role": "invalid", "content": f"(event_data: {err})"}
+            messages.append(msg)
+            tools_of(ev, tools)
+            if fold is not None and ev is not None:
+                fold.apply(ev)
+            meta = self._meta(r, prev, msg)
+            prev = r["id"]
+            if upto is not None and r["step"] != upto:
+                continue
+            if err is not None:
+                yield CorruptRowError(meta.checkpoint_id, "event_data", err)
+                continue
+            if fold is not None:
+                state = fold.state()
+            else:
+                state = {"_agentctl": "v0 layout: the events' state deltas are pickled (never "
+                                      "unpickled), so the state of a step is unknown; the session's "
+                                      "current state is `current`",
+                         "current": {**session, **{"app:" + k: v for k, v in app.items()},
+                                     **{"user:" + k: v for k, v in user.items()}}}
+            yield Checkpoint(meta, list(messages), state, {k: dict(v) for k, v in tools.items()},
+                             next_node=str((ev or {}).get("author") or ""))
+
+    # ---- threads -------------------------------------------------------------------
+
+    def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
+        if not prefix:
+            return ""
+        params.extend([len(prefix), prefix])
+        return f" WHERE substr({self._TID}, 1, ?) = ?"
+
+    async def _summaries(self, where: str, params: list[Any], order: str, limit: int,
+                         offset: int) -> list[ThreadSummary]:
+        rows = await self._q(
+            f"SELECT app_name, user_id, session_id, COUNT(*) AS n, MIN(timestamp) AS first, "
+            f"MAX(timestamp) AS last FROM events{where} GROUP BY app_name, user_id, session_id "
+            f"ORDER BY {order} LIMIT ? OFFSET ?", *params, int(limit), int(offset))
+        out = []
+        for r in rows:
+            key = (r["app_name"], r["user_id"], r["session_id"])
+            n = int(r["n"])
+            head = await self._rows(key, n, n)
+            head_meta = self._metas(head, n)[-1] if head else None
+            out.append(ThreadSummary(
+                thread_id=thread_id_of(*key), checkpoints=n, head_step=n,
+                head_checkpoint_id=head_meta.checkpoint_id if head_meta else "",
+                updated_at=iso_time(r["last"]), head_summary=head_meta.summary if head_meta else "",
+                first_created_at=iso_time(r["first"])))
+        return out
+
+    async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
+                               descending: bool = True, prefix: str | None = None) -> list[ThreadSummary]:
+        key = {"updated": "MAX(timestamp)", "created": "MIN(timestamp)", "checkpoints": "COUNT(*)",
+               "step": "COUNT(*)", "thread": f"{self._TID}{self._C}"}[check_sort(sort)]
+        d = "DESC" if descending else "ASC"
+        params: list[Any] = []
+        where = self._prefix_where(prefix, params)
+        order = f"{key} {d}" + ("" if sort == "thread" else f", {self._TID}{self._C} ASC")
+        return await self._summaries(where, params, order, limit, offset)
+
+    async def count_threads(self, prefix: str | None = None) -> int:
+        params: list[Any] = []
+        where = self._prefix_where(prefix, params)
+        rows = await self._q(f"SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM events{where} "
+                             "GROUP BY app_name, user_id, session_id) t", *params)
+        return int(rows[0]["n"])
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        key = await self._key(thread_id)
+        if key is None:
+            return None
+        found = await self._summaries(" WHERE app_name = ? AND user_id = ? AND session_id = ?",
+                                      list(key), "app_name", 1, 0)
+        return found[0] if found else None
+
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        params: list[Any] = []
+        where = self._prefix_where(prefix, params)
+        rows = await self._q(f"SELECT DISTINCT {self._TID} AS tid FROM events{where} "
+                             f"ORDER BY 1{self._C} LIMIT ?", *params, int(limit))
+        return [r["tid"] for r in rows]
+
+    # ---- checkpoints ---------------------------------------------------------------
+
+    async def count(self, thread_id: str | None = None) -> int:
+        if thread_id is None:
+            rows = await self._q("SELECT COUNT(*) AS n FROM events")
+            return int(rows[0]["n"])
+        key = await self._key(thread_id)
+        if key is None:
+            return 0
+        rows = await self._q("SELECT COUNT(*) AS n FROM events WHERE app_name = ? AND user_id = ? "
+                             "AND session_id = ?", *key)
+        return int(rows[0]["n"])
+
+    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
+                          descending: bool = False) -> list[CheckpointMetadata]:
+        limit, offset = max(int(limit), 0), max(int(offset), 0)
+        key = await self._key(thread_id)
+        if key is None or limit == 0:
+            return []
+        if descending:
+            total = await self.count(thread_id)
+            last = total - offset
+            if last < 1:
+                return []
+            first = max(last - limit + 1, 1)
+            return list(reversed(self._metas(await self._rows(key, first, last), first)))
+        first = offset + 1
+        last = None if limit >= 2**62 else offset + limit
+        return self._metas(await self._rows(key, first, last), first)
+
+    async def _locate(self, event_id: str) -> tuple[tuple[str, str, str], int] | None:
+        """The session of an event and the event's step."""
+        rows = await self._q("SELECT app_name, user_id, session_id FROM events WHERE id = ? "
+                             "ORDER BY app_name, user_id, session_id LIMIT 1", event_id)
+        if not rows:
+            return None
+        key = (rows[0]["app_name"], rows[0]["user_id"], rows[0]["session_id"])
+        ids = await self._q(f"SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+                            f"ORDER BY timestamp, id", *key)
+        for i, r in enumerate(ids, 1):
+            if r["id"] == event_id:
+                return key, i
+        return None
+
+    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
+        found = await self._locate(checkpoint_id)
+        if found is None:
+            return None
+        key, step = found
+        metas = self._metas(await self._rows(key, step, step), step)
+        return metas[0] if metas else None
+
+    async def _checkpoint_at(self, key: tuple[str, str, str], step: int) -> Checkpoint | None:
+        if step < 1:
+            return None
+        rows = await self._rows(key, 1, None)
+        if len(rows) < step:
+            return None
+        async for cp in self._build(key, rows, upto=step):
+            if isinstance(cp, CorruptRowError):
+                raise cp
+            return cp
+        return None
+
+    async def get(self, checkpoint_id: str) -> Checkpoint | None:
+        found = await self._locate(checkpoint_id)
+        return None if found is None else await self._checkpoint_at(*found)
+
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        key = await self._key(thread_id)
+        if key is None:
+            return None
+        return await self._checkpoint_at(key, await self.count(thread_id))
+
+    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        key = await self._key(thread_id)
+        if key is None or step < 1:
+            return None
+        metas = self._metas(await self._rows(key, step, step), step)
+        return metas[0] if metas and metas[0].step == step else None
+
+    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
+        found = await self._locate(checkpoint_id)
+        if found is None:
+            return []
+        key, step = found
+        metas = self._metas(await self._rows(key, step + 1, step + 1), step + 1)
+        return [m for m in metas if m.step == step + 1]
+
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
+        return []
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        rows = await self._q(f"SELECT DISTINCT id FROM events WHERE id LIKE ? ESCAPE '!' "
+                             f"ORDER BY id{self._C} LIMIT ?", like_escape(prefix) + "%", int(limit))
+        return [r["id"] for r in rows]
+
+    async def iter_checkpoints(self, thread_ids: Sequence[str] | None = None, batch: int = 500
+                               ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
+        for tid in threads:
+            key = await self._key(tid)
+            if key is None:
+                continue
+            async for cp in self._build(key, await self._rows(key, 1, None)):
+                yield cp
+
+    # ---- search ----------------------------------------------------------------------
+
+    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
+                     limit: int = 50, scan: bool = False) -> list[SearchHit]:
+        """A scan of the events: a LIKE prefilter on the stored JSON (ASCII text), then
+        each candidate decoded and matched against its message's text."""
+        self.last_search_path = "scan"
+        needle = text.casefold()
+        params: list[Any] = []
+        where = []
+        if thread_id is not None:
+            key = await self._key(thread_id)
+            if key is None:
+                return []
+            where.append("app_name = ? AND user_id = ? AND session_id = ?")
+            params.extend(key)
+        column = "event_data" if self.layout == "v1" else "content"
+        if text.isascii() and text:
+            op = "ILIKE" if self.kind == "postgres" else "LIKE"
+            where.append(f"CAST({column} AS TEXT) {op} ? ESCAPE '!'")
+            params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
+        sql = (f"SELECT {self._event_cols} FROM events" + (" WHERE " + " AND ".join(where) if where else "")
+               + f" ORDER BY timestamp DESC, id DESC LIMIT ? OFFSET ?")
+        hits: list[SearchHit] = []
+        offset = 0
+        page = 500
+        steps: dict[tuple[str, str, str], dict[str, int]] = {}
+        while len(hits) < limit:
+            rows = await self._q(sql, *params, page, offset)
+            for r in rows:
+                ev, err = self._event(r)
+                if err is not None:
+                    continue
+                msg = to_message(ev)
+                if role is not None and msg.get("role") != role:
+                    continue
+                body = searchable_text(msg)
+                pos = body.casefold().find(needle)
+                if pos < 0:
+                    continue
+                key = (r["app_name"], r["user_id"], r["session_id"])
+                if key not in steps:
+                    ids = await self._q(f"SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
+                                        f"session_id = ? ORDER BY timestamp, id", *key)
+                    steps[key] = {x["id"]: i for i, x in enumerate(ids, 1)}
+                lo = max(pos - 40, 0)
+                hits.append(SearchHit(
+                    thread_id=thread_id_of(*key), checkpoint_id=r["id"], step=steps[key].get(r["id"], 0),
+                    where="tools_result" if msg.get("role") == "tool" else "messages",
+                    role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
+                if len(hits) >= limit:
+                    break
+            if len(rows) < page:
+                break
+            offset += page
+        return hits
