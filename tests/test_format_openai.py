@@ -196,6 +196,11 @@ async def test_sqlalchemy_session_on_postgres(pg_dsn):
             assert [h.thread_id for h in await store.search("bonjour")] == ["pg-b"]
             assert [t.thread_id for t in await store.thread_summaries(10, 0, "checkpoints")] == ["pg-a", "pg-b"]
             assert await store.count() == len(CONV) + 1
+            assert await store.find_thread_ids("pg-") == ["pg-a", "pg-b"]
+            assert await store.all_thread_ids() == ["pg-a", "pg-b"]
+            assert await store.count_threads("pg-a") == 1
+            first = (await store.read_thread("pg-a", 1))[0]
+            assert first.checkpoint_id in await store.find_checkpoint_ids(first.checkpoint_id)
     finally:
         await engine.dispose()
 

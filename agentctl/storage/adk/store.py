@@ -240,8 +240,8 @@ class ADKStore(Store):
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
         where = self._prefix_where(prefix, params)
-        rows = await self._q(f"SELECT DISTINCT {self._TID} AS tid FROM events{where} "
-                             f"ORDER BY 1{self._C} LIMIT ?", *params, int(limit))
+        rows = await self._q(f"SELECT DISTINCT {self._TID}{self._C} AS tid FROM events{where} "
+                             "ORDER BY tid LIMIT ?", *params, int(limit))
         return [r["tid"] for r in rows]
 
     # ---- checkpoints ---------------------------------------------------------------
@@ -337,8 +337,8 @@ class ADKStore(Store):
         return []
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        rows = await self._q(f"SELECT DISTINCT id FROM events WHERE id LIKE ? ESCAPE '!' "
-                             f"ORDER BY id{self._C} LIMIT ?", like_escape(prefix) + "%", int(limit))
+        rows = await self._q(f"SELECT DISTINCT id{self._C} AS id FROM events WHERE id LIKE ? ESCAPE '!' "
+                             "ORDER BY id LIMIT ?", like_escape(prefix) + "%", int(limit))
         return [r["id"] for r in rows]
 
     async def iter_checkpoints(self, thread_ids: Sequence[str] | None = None, batch: int = 500

@@ -152,8 +152,8 @@ class OpenAIAgentsStore(Store):
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
         where = self._prefix_where(prefix, params)
-        rows = await self._q(f"SELECT DISTINCT session_id AS tid FROM {self._M}{where} "
-                             f"ORDER BY session_id{self._C} LIMIT ?", *params, int(limit))
+        rows = await self._q(f"SELECT DISTINCT session_id{self._C} AS tid FROM {self._M}{where} "
+                             "ORDER BY tid LIMIT ?", *params, int(limit))
         return [r["tid"] for r in rows]
 
     # ---- checkpoints ---------------------------------------------------------------
