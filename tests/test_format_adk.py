@@ -233,3 +233,31 @@ def test_detection_keeps_the_formats_apart():
                "messages": {"id", "session_id", "role", "content", "tool_calls_json", "tool_call_id",
                             "token_count", "created_at"}}
     assert [f.name for f in formats() if f.matches(article)] == ["article"]
+
+
+def test_cli_shows_the_state_at_a_step(tmp_path):
+    import asyncio
+
+    from sampledb import cli
+
+    path = str(tmp_path / "cli.db")
+
+    async def write() -> None:
+        svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+        s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+        for ev in conversation():
+            await svc.append_event(s, ev)
+        await svc.close()
+
+    asyncio.run(write())
+    r = cli(path, "--no-color", "threads", "list")
+    assert r.exit_code == 0 and "app/u1/s1\t7\t7" in r.stdout
+    r = cli(path, "--no-color", "show", "app/u1/s1@3", "--json")
+    assert r.exit_code == 0, r.stderr
+    import json
+
+    shown = json.loads(r.stdout)
+    assert shown["state"] == {"init": 1, "nested": {"a": [1, 2]}, "counter": 1, "app:theme": "dark",
+                              "app:count": 5, "user:lang": "fr", "user:seen": True}
+    r = cli(path, "--no-color", "diff", "app/u1/s1@3", "app/u1/s1@7")
+    assert r.exit_code == 0 and "/counter" in r.stdout and "/note" in r.stdout

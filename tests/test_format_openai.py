@@ -211,3 +211,32 @@ async def test_other_formats_do_not_claim_sdk_tables(tmp_path):
     tables = {"agent_sessions": {"session_id", "created_at", "updated_at"},
               "agent_messages": {"id", "session_id", "message_data", "created_at"}}
     assert [f.name for f in formats() if f.matches(tables)] == ["openai-agents"]
+
+
+def test_cli_reads_an_sdk_database(tmp_path):
+    """threads list, log, show THREAD@N, search and a refused write, through the CLI."""
+    import asyncio
+
+    from agents import SQLiteSession
+    from sampledb import cli
+
+    path = str(tmp_path / "cli.db")
+
+    async def write() -> None:
+        s = SQLiteSession("conv-cli", path)
+        await s.add_items(CONV)
+        s.close()
+
+    asyncio.run(write())
+    r = cli(path, "--no-color", "threads", "list")
+    assert r.exit_code == 0 and "conv-cli\t9\t9" in r.stdout
+    r = cli(path, "--no-color", "show", "conv-cli@4")
+    assert r.exit_code == 0
+    assert "get_weather" in r.stdout and "(call_1)" in r.stdout and "sunny, 21°C" in r.stdout
+    assert "Rain in Lyon" not in r.stdout
+    r = cli(path, "--no-color", "log", "conv-cli")
+    assert r.exit_code == 0 and r.stdout.count("\n") == 9
+    r = cli(path, "--no-color", "search", "lyon")
+    assert r.exit_code == 0 and "item-9" in r.stdout
+    r = cli(path, "rewind", "conv-cli@2")
+    assert r.exit_code == 2 and "openai-agents format does not support rewind" in r.stderr

@@ -182,8 +182,7 @@ class ADKStore(Store):
                                       "current state is `current`",
                          "current": {**session, **{"app:" + k: v for k, v in app.items()},
                                      **{"user:" + k: v for k, v in user.items()}}}
-            yield Checkpoint(meta, list(messages), state, {k: dict(v) for k, v in tools.items()},
-                             next_node=str((ev or {}).get("author") or ""))
+            yield Checkpoint(meta, list(messages), state, {k: dict(v) for k, v in tools.items()})
 
     # ---- threads -------------------------------------------------------------------
 
