@@ -214,7 +214,8 @@ async def test_other_formats_do_not_claim_sdk_tables(tmp_path):
 
 
 def test_cli_reads_an_sdk_database(tmp_path):
-    """threads list, log, show THREAD@N, search and a refused write, through the CLI."""
+    """threads list, log, show THREAD@N, search, rewind and undo, a refused branch,
+    through the CLI."""
     import asyncio
 
     from agents import SQLiteSession
@@ -238,5 +239,127 @@ def test_cli_reads_an_sdk_database(tmp_path):
     assert r.exit_code == 0 and r.stdout.count("\n") == 9
     r = cli(path, "--no-color", "search", "lyon")
     assert r.exit_code == 0 and "item-9" in r.stdout
-    r = cli(path, "rewind", "conv-cli@2")
-    assert r.exit_code == 2 and "openai-agents format does not support rewind" in r.stderr
+    r = cli(path, "rewind", "conv-cli@2", "--yes")
+    assert r.exit_code == 0 and "conv-cli is now at item-2 (step 2); 7 checkpoint(s) moved" in r.stdout
+    r = cli(path, "--no-color", "threads", "list")
+    assert "conv-cli\t2\t2" in r.stdout
+    r = cli(path, "undo")
+    assert r.exit_code == 0 and "undid operation 1" in r.stdout
+    r = cli(path, "branch", "conv-cli@2", "try")
+    assert r.exit_code == 2 and "openai-agents format does not support branch" in r.stderr
+
+
+def _dump(path: str) -> dict[str, list]:
+    """Every row of the SDK's tables (sessions without updated_at, which writes bump)."""
+    conn = sqlite3.connect(path)
+    try:
+        return {"messages": conn.execute("SELECT id, session_id, message_data, created_at FROM agent_messages "
+                                         "ORDER BY id").fetchall(),
+                "sessions": conn.execute("SELECT session_id, created_at FROM agent_sessions "
+                                         "ORDER BY session_id").fetchall()}
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("hard", [False, True])
+async def test_rewind_then_the_sdk_reads_items_up_to_n_and_undo_restores_every_row(tmp_path, hard):
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "rw.db")
+    s = SQLiteSession("conv", path)
+    await s.add_items(CONV)
+    other = SQLiteSession("other", path)
+    await other.add_items([{"role": "user", "content": "untouched"}])
+    before = _dump(path)
+    async with open_store(path, readonly=False) as store:
+        history = store.history()
+        target = await store.at_step("conv", 4)
+        plan = await history.plan_rewind(target.checkpoint_id, hard=hard)
+        assert [m.step for m in plan.moved] == [5, 6, 7, 8, 9] and (plan.archive_thread is None) == hard
+        assert _dump(path) == before  # a plan writes nothing
+        result = await history.rewind(target.checkpoint_id, hard=hard, archive_thread=plan.archive_thread)
+        assert result.rewind_depth == 5 and result.checkpoint.metadata.checkpoint_id == target.checkpoint_id
+        op = result.op_id
+    assert await s.get_items() == CONV[:4]  # the SDK's own read
+    assert await other.get_items() == [{"role": "user", "content": "untouched"}]
+    async with open_store(path) as store:
+        assert (await store.thread_summary("conv")).checkpoints == 4
+        if hard:
+            assert await store.all_thread_ids() == ["conv", "other"]
+        else:
+            archive = SQLiteSession(plan.archive_thread, path)
+            assert await archive.get_items() == CONV[4:]
+            archive.close()
+            assert await store.archive_threads() == {plan.archive_thread}
+            summary = await store.thread_summary(plan.archive_thread)
+            assert summary.branch_of == "conv" and summary.branch_point == target.checkpoint_id
+            first = await store.at_step(plan.archive_thread, 1)
+            assert first.parent_checkpoint_id == target.checkpoint_id
+            assert [m.thread_id for m in await store.branches_of(["conv"])] == [plan.archive_thread]
+    async with open_store(path, readonly=False) as store:
+        ops = await store.history().oplog()
+        assert [(o.op_id, o.kind, o.undone) for o in ops] == [(op, "rewind", False)]
+        await store.history().undo()
+    assert _dump(path) == before  # every row back, with its id and created_at
+    assert await s.get_items() == CONV
+    async with open_store(path) as store:
+        assert [o.undone for o in await store.history().oplog()] == [False, True]
+        assert await store.archive_threads() == set()
+    s.close()
+    other.close()
+
+
+async def test_undo_refuses_when_the_sdk_added_items_since(tmp_path):
+    from agentctl.errors import OperationError
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "rw2.db")
+    s = SQLiteSession("conv", path)
+    await s.add_items(CONV)
+    async with open_store(path, readonly=False) as store:
+        await store.history().rewind((await store.at_step("conv", 5)).checkpoint_id, hard=True)
+    await s.add_items([{"role": "user", "content": "a new question"}])  # the agent goes on
+    assert await s.get_items() == CONV[:5] + [{"role": "user", "content": "a new question"}]
+    async with open_store(path, readonly=False) as store:
+        with pytest.raises(OperationError, match="added since"):
+            await store.history().undo()
+        purged = await store.history().purge()
+        assert purged.rows == 4
+    assert await s.get_items() == CONV[:5] + [{"role": "user", "content": "a new question"}]
+    s.close()
+
+
+async def test_rewind_refuses_an_advanced_session(tmp_path):
+    from agentctl.errors import UsageError
+    from agents.extensions.memory import AdvancedSQLiteSession
+
+    path = str(tmp_path / "adv-rw.db")
+    s = AdvancedSQLiteSession(session_id="adv", db_path=path, create_tables=True)
+    await s.add_items(CONV)
+    async with open_store(path, readonly=False) as store:
+        with pytest.raises(UsageError, match="AdvancedSQLiteSession"):
+            await store.history().plan_rewind((await store.at_step("adv", 2)).checkpoint_id)
+    assert await s.get_items() == CONV
+    s.close()
+
+
+@pytest.mark.pg
+async def test_rewind_on_postgres_sqlalchemy_session(pg_dsn):
+    pytest.importorskip("sqlalchemy")
+    from agents.extensions.memory import SQLAlchemySession
+
+    engine = _engine_for(pg_dsn)
+    try:
+        s = SQLAlchemySession("pg", engine=engine, create_tables=True)
+        await s.add_items(CONV)
+        for hard in (False, True):
+            async with open_store(pg_dsn, readonly=False) as store:
+                await store.history().rewind((await store.at_step("pg", 3)).checkpoint_id, hard=hard)
+            assert await s.get_items() == CONV[:3]
+            async with open_store(pg_dsn, readonly=False) as store:
+                await store.history().undo()
+            assert await s.get_items() == CONV
+        await s.add_items([{"role": "user", "content": "later"}])  # ids go on after the restored rows
+        assert (await s.get_items())[-1] == {"role": "user", "content": "later"}
+    finally:
+        await engine.dispose()

@@ -16,6 +16,9 @@ Mapping (see `store.py`):
   branches are shown as tags (`branch:<id>` for every branch the item belongs to,
   `turn:<n>`), and its `turn_usage` rows of the turns so far in the state.
 
+Writes (`history.py`): `rewind` of a `SQLiteSession` session (later items to an
+archive session, or the trash), undoable.
+
 When a database holds several pairs of such tables, the pair is chosen with
 `AGENTCTL_OPENAI_TABLES=SESSIONS_TABLE,MESSAGES_TABLE` (or the store's
 `sessions_table=`/`messages_table=` options); without one agentctl refuses and lists
@@ -90,7 +93,8 @@ FORMAT = FormatSpec(
     title="OpenAI Agents SDK sessions",
     description="SQLiteSession / AdvancedSQLiteSession / SQLAlchemySession tables: a session "
                 "is a thread, each stored item a step",
-    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW}),
+    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
+                            Capability.REWIND, Capability.UNDO}),
     matches=_matches,
     open=_open,
     tables=("agent_sessions", "agent_messages"),

@@ -71,6 +71,7 @@ class OpenAIAgentsStore(Store):
         self.has_structure = False
         self.has_usage = False
         self._C = ' COLLATE "C"' if kind == "postgres" else ""
+        self._archive_map: dict[str, tuple[str, int]] | None = None
 
     def _check(self, tables: Mapping[str, set[str]]) -> None:
         s, m = choose_pair(tables, *self._asked)
@@ -84,6 +85,31 @@ class OpenAIAgentsStore(Store):
 
     async def close(self) -> None:
         await self._db.close()
+
+    def history(self, **options: Any) -> Any:
+        """rewind (SQLiteSession sessions) and its undo; see `history.py`."""
+        from agentctl.storage.openai_agents.history import OpenAIHistory
+
+        return OpenAIHistory(self, **options)
+
+    async def _archives(self) -> dict[str, tuple[str, int]]:
+        """{archive session: (session, row id of the rewind's target)} of the rewinds not
+        undone (read once per store)."""
+        if self._archive_map is None:
+            from agentctl.storage.openai_agents.history import OPLOG
+
+            await self.connect()
+            found: dict[str, tuple[str, int]] = {}
+            if await self._db.table_exists(OPLOG):
+                rows = await self._q(f"SELECT details FROM {OPLOG} WHERE kind = 'rewind' AND undone = 0")
+                for d in (json.loads(r["details"]) for r in rows):
+                    if d.get("archive"):
+                        found[d["archive"]] = (d["session"], int(d["target"]))
+            self._archive_map = found
+        return self._archive_map
+
+    async def archive_threads(self) -> set[str]:
+        return set(await self._archives())
 
     async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
@@ -104,11 +130,15 @@ class OpenAIAgentsStore(Store):
             f"MAX(created_at) AS last FROM {self._M}{where} GROUP BY session_id "
             f"ORDER BY {order} LIMIT ? OFFSET ?", *params, int(limit), int(offset))
         heads = await self._items_by_id([r["head"] for r in rows])
+        archives = await self._archives()
         out = []
         for r in rows:
             item = heads.get(int(r["head"]), (None, ""))[0]
             msg = to_message(item, {})
+            origin = archives.get(r["tid"])
             out.append(ThreadSummary(
+                branch_of=origin[0] if origin else None,
+                branch_point=checkpoint_id(origin[1]) if origin else None,
                 thread_id=r["tid"], checkpoints=int(r["n"]), head_step=int(r["n"]),
                 head_checkpoint_id=checkpoint_id(r["head"]), updated_at=iso_time(r["last"]),
                 head_summary=summary_of(item, msg), first_created_at=iso_time(r["first"])))
@@ -206,10 +236,18 @@ class OpenAIAgentsStore(Store):
             parent_checkpoint_id=checkpoint_id(parent) if parent is not None else None,
             created_at=iso_time(row["created_at"]), tags=tags, summary=summary_of(item, msg))
 
+    async def _first_parent(self, rows: list[dict[str, Any]]) -> int | None:
+        """The parent of a page's first row when it is step 1: the rewind target of an
+        archive session, else None."""
+        if not rows or rows[0]["step"] != 1:
+            return None
+        origin = (await self._archives()).get(rows[0]["session_id"])
+        return origin[1] if origin else None
+
     async def _metas(self, rows: list[dict[str, Any]], first_step: int) -> list[CheckpointMetadata]:
         structure = await self._structure([int(r["id"]) for r in rows])
         out = []
-        prev: int | None = None
+        prev: int | None = await self._first_parent(rows)
         names: dict[str, str] = {}
         for r in rows:
             item = decode(r["message_data"])[0]
@@ -293,7 +331,7 @@ class OpenAIAgentsStore(Store):
         names: dict[str, str] = {}
         messages: list[dict[str, Any]] = []
         tools: dict[str, Any] = {}
-        prev: int | None = None
+        prev: int | None = await self._first_parent(rows)
         for i, r in enumerate(rows):
             item, err = decode(r["message_data"])
             if err is not None:
@@ -346,7 +384,16 @@ class OpenAIAgentsStore(Store):
         return [found] if found else []
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
-        return []  # AdvancedSQLiteSession branches are tags of the session's items
+        """The first items of the archive sessions of rewinds of these sessions (an
+        AdvancedSQLiteSession's branches are tags of the session's items, not threads)."""
+        wanted = set(thread_ids)
+        out = []
+        for archive, (session, _target) in sorted((await self._archives()).items()):
+            if session in wanted:
+                first = await self.at_step(archive, 1)
+                if first is not None:
+                    out.append(first)
+        return out
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         if PREFIX.startswith(prefix):

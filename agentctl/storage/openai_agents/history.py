@@ -1,0 +1,261 @@
+"""Writes on the OpenAI Agents SDK's session tables: `rewind` (and its `undo`).
+
+`rewind SESSION@N` keeps the session's items 1..N; the later items move, with their
+row ids, to an archive session `SESSION-rewind-XXXX` (a new row of the sessions
+table), so `SQLiteSession.get_items()` of the session returns items 1..N and the
+archive session's `get_items()` the rest. With `hard=True` they go to agentctl's trash
+table instead (until `purge`). Each rewind is one transaction, recorded in
+`agentctl_openai_oplog` (the trash is `agentctl_openai_trash`); `undo` moves the items
+back, refusing when the session got new items since (they would interleave).
+
+Sessions of an `AdvancedSQLiteSession` (rows in `message_structure`, whose branches
+share item rows) are refused: moving their rows would break the SDK's branches.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from agentctl.errors import CheckpointNotFound, OperationError, UsageError
+from agentctl.model import utc_now_iso
+from agentctl.storage.contract import History, PruneSpec, Unsupported
+
+OPLOG = "agentctl_openai_oplog"
+TRASH = "agentctl_openai_trash"
+
+
+class OpenAIHistory(History):
+    def __init__(self, store: Any, *, now: Any = None, hex4: Any = None) -> None:
+        self.store = store
+        self._now = now or utc_now_iso
+        self._hex = hex4 or (lambda: secrets.token_hex(2))
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    async def _ensure_tables(self, tx: Any) -> None:
+        await tx.execute(
+            f"CREATE TABLE IF NOT EXISTS {OPLOG} (op_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, "
+            "kind TEXT NOT NULL, summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, "
+            "undone INTEGER NOT NULL DEFAULT 0, undo_of INTEGER, undone_by INTEGER, "
+            "purged INTEGER NOT NULL DEFAULT 0)")
+        await tx.execute(
+            f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id INTEGER NOT NULL, row_id BIGINT NOT NULL, "
+            "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP)")
+        if self.store.kind == "postgres":
+            await tx.execute(f"LOCK TABLE {OPLOG} IN EXCLUSIVE MODE")
+
+    async def _record(self, tx: Any, kind: str, summary: str, threads: list[str],
+                      details: dict[str, Any], undo_of: int | None = None) -> int:
+        rows = await tx.fetch(f"SELECT COALESCE(MAX(op_id), 0) + 1 AS n FROM {OPLOG}")
+        op_id = int(rows[0]["n"])
+        await tx.execute(
+            f"INSERT INTO {OPLOG} (op_id, created_at, kind, summary, threads, details, undo_of) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", op_id, self._now(), kind, summary, json.dumps(threads),
+            json.dumps(details), undo_of)
+        self.last_op_id = op_id
+        return op_id
+
+    async def _oplog_exists(self) -> bool:
+        return await self.store._db.table_exists(OPLOG)
+
+    async def _target(self, checkpoint_id: str) -> Any:
+        meta = await self.store.get_metadata(checkpoint_id)
+        if meta is None:
+            raise CheckpointNotFound(checkpoint_id)
+        if self.store.has_structure:
+            rows = await self.store._q("SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1",
+                                       meta.thread_id)
+            if rows:
+                raise UsageError(
+                    f"session {meta.thread_id!r} is an AdvancedSQLiteSession (its branches share "
+                    "item rows); agentctl rewinds only SQLiteSession sessions")
+        return meta
+
+    async def _fresh_archive(self, session: str) -> str:
+        for _ in range(20):
+            name = f"{session}-rewind-{self._hex()}"
+            if not await self.store._q(f"SELECT 1 AS x FROM {self.store._M} WHERE session_id = ? LIMIT 1", name) \
+                    and not await self.store._q(
+                        f"SELECT 1 AS x FROM {self.store._S} WHERE session_id = ? LIMIT 1", name):
+                return name
+        raise OperationError(f"no free archive session name for {session!r}; retry")
+
+    # ---- rewind ----------------------------------------------------------------------
+
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+        from agentctl.engine import RewindPlan
+
+        meta = await self._target(checkpoint_id)
+        moved = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
+        archive = None if hard or not moved else await self._fresh_archive(meta.thread_id)
+        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=moved, archive_thread=archive, hard=hard)
+
+    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
+                     archive_thread: str | None = None) -> Any:
+        from agentctl.engine import TimeTravelResult
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of, row_id_of
+
+        meta = await self._target(checkpoint_id)
+        session = meta.thread_id
+        target_id = row_id_of(meta.checkpoint_id)
+        before = await self.store.count(session)
+        S, M = self.store._S, self.store._M
+        archive = None if hard else (archive_thread or await self._fresh_archive(session))
+        op_id = None
+        moved: list[int] = []
+        async with self.store._db.transaction([session]) as tx:
+            rows = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? AND id > ? ORDER BY id",
+                                  session, target_id)
+            moved = [int(r["id"]) for r in rows]
+            if moved:
+                await self._ensure_tables(tx)
+                details: dict[str, Any] = {"session": session, "target": target_id, "moved": moved,
+                                           "hard": hard, "archive": archive, "archive_created": False}
+                if hard:
+                    summary = f"rewind {session} to step {meta.step}; {len(moved)} item(s) to the trash"
+                else:
+                    summary = f"rewind {session} to step {meta.step}; {len(moved)} item(s) to {archive}"
+                op_id = await self._record(tx, "rewind", summary, [session] + ([archive] if archive else []),
+                                           details)
+                if hard:
+                    await tx.execute(
+                        f"INSERT INTO {TRASH} (op_id, row_id, session_id, message_data, created_at) "
+                        f"SELECT CAST(? AS INTEGER), id, session_id, message_data, created_at FROM {M} "
+                        "WHERE session_id = ? AND id > ?", op_id, session, target_id)
+                    await tx.execute(f"DELETE FROM {M} WHERE session_id = ? AND id > ?", session, target_id)
+                else:
+                    exists = await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", archive)
+                    if await tx.fetch(f"SELECT 1 AS x FROM {M} WHERE session_id = ? LIMIT 1", archive):
+                        raise OperationError(f"archive session {archive!r} appeared meanwhile; retry")
+                    if not exists:
+                        await tx.execute(f"INSERT INTO {S} (session_id) VALUES (?)", archive)
+                        details["archive_created"] = True
+                        await tx.execute(f"UPDATE {OPLOG} SET details = ? WHERE op_id = ?",
+                                         json.dumps(details), op_id)
+                    await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ? AND id > ?",
+                                     archive, session, target_id)
+                await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
+        cp = await self.store.get(meta.checkpoint_id)
+        ids = [cid_of(i) for i in moved]
+        return TimeTravelResult(checkpoint=cp, thread_id=session, rewind_depth=len(moved),
+                                snapshot_count_before=before, op_id=op_id,
+                                archive_thread=archive if moved else None,
+                                moved=[] if hard else ids, deleted=ids if hard else [])
+
+    # ---- the log ---------------------------------------------------------------------
+
+    def _op(self, row: dict[str, Any]) -> Any:
+        from agentctl.oplog import OpRecord
+
+        details = json.loads(row["details"])
+        return OpRecord(op_id=int(row["op_id"]), created_at=row["created_at"], kind=row["kind"],
+                        summary=row["summary"], threads=json.loads(row["threads"]),
+                        undone=bool(row["undone"]), undo_of=row["undo_of"], undone_by=row["undone_by"],
+                        purged=bool(row["purged"]),
+                        purgeable_rows=len(details.get("moved", [])) if details.get("hard")
+                        and not row["undone"] and not row["purged"] else 0,
+                        details=details)
+
+    async def oplog(self, limit: int = 50) -> list[Any]:
+        if not await self._oplog_exists():
+            return []
+        rows = await self.store._q(f"SELECT * FROM {OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))
+        return [self._op(r) for r in rows]
+
+    async def undo(self, op_id: int | None = None) -> Any:
+        from agentctl.oplog import OpResult
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
+
+        if not await self._oplog_exists():
+            raise OperationError("nothing to undo")
+        S, M = self.store._S, self.store._M
+        if op_id is None:
+            rows = await self.store._q(f"SELECT op_id FROM {OPLOG} WHERE kind = 'rewind' AND undone = 0 "
+                                       "AND purged = 0 ORDER BY op_id DESC LIMIT 1")
+            if not rows:
+                raise OperationError("nothing to undo")
+            op_id = int(rows[0]["op_id"])
+        rows = await self.store._q(f"SELECT * FROM {OPLOG} WHERE op_id = ?", int(op_id))
+        if not rows:
+            from agentctl.errors import NotFoundError
+
+            raise NotFoundError(f"operation {op_id} not found")
+        op = self._op(rows[0])
+        if op.kind != "rewind":
+            raise OperationError(f"operation {op_id} ({op.kind}) cannot be undone")
+        if op.undone or op.purged:
+            raise OperationError(f"operation {op_id} was already {'undone' if op.undone else 'purged'}")
+        d = op.details
+        session, moved = d["session"], [int(i) for i in d["moved"]]
+        async with self.store._db.transaction([session] + ([d["archive"]] if d.get("archive") else [])) as tx:
+            newer = await tx.fetch(f"SELECT COUNT(*) AS n FROM {M} WHERE session_id = ? AND id > ?",
+                                   session, int(d["target"]))
+            if int(newer[0]["n"]):
+                raise OperationError(
+                    f"session {session!r} has {newer[0]['n']} item(s) added since operation {op_id}; "
+                    "undoing it would interleave them with the restored items")
+            if d["hard"]:
+                trash = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", int(op_id))
+                if int(trash[0]["n"]) != len(moved):
+                    raise OperationError(f"the trash of operation {op_id} is incomplete")
+                await tx.execute(
+                    f"INSERT INTO {M} (id, session_id, message_data, created_at) "
+                    f"SELECT row_id, session_id, message_data, created_at FROM {TRASH} WHERE op_id = ?",
+                    int(op_id))
+                await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?", int(op_id))
+            else:
+                archive = d["archive"]
+                here = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id", archive)
+                if [int(r["id"]) for r in here] != moved:
+                    raise OperationError(f"archive session {archive!r} changed since operation {op_id}")
+                await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ?", session, archive)
+                if d.get("archive_created"):
+                    await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", archive)
+            await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
+            new_id = await self._record(tx, "undo", f"undo {op_id}: {op.summary}", op.threads,
+                                        {"undo_of": int(op_id)}, undo_of=int(op_id))
+            await tx.execute(f"UPDATE {OPLOG} SET undone = 1, undone_by = ? WHERE op_id = ?", new_id, int(op_id))
+        ids = [cid_of(i) for i in moved]
+        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op_id} ({op.summary})",
+                        created=ids if d["hard"] else [], moved=[] if d["hard"] else ids)
+
+    async def purge(self, dry_run: bool = False) -> Any:
+        from agentctl.oplog import PurgeResult
+
+        if not await self._oplog_exists():
+            return PurgeResult(ops=[], rows=0, dry_run=dry_run)
+        rows = await self.store._q(f"SELECT op_id, COUNT(*) AS n FROM {TRASH} GROUP BY op_id ORDER BY op_id")
+        ops = [int(r["op_id"]) for r in rows]
+        total = sum(int(r["n"]) for r in rows)
+        if dry_run or not ops:
+            return PurgeResult(ops=ops, rows=total, dry_run=dry_run)
+        async with self.store._db.transaction() as tx:
+            await tx.execute(f"DELETE FROM {TRASH}")
+            for op in ops:
+                await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id = ?", op)
+        return PurgeResult(ops=ops, rows=total, dry_run=False)
+
+    # ---- not offered -----------------------------------------------------------------
+
+    def _no(self, what: str) -> Unsupported:
+        return Unsupported(self.store.format.name, what)
+
+    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
+        raise self._no("branch")
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
+        raise self._no("merge")
+
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> str:
+        raise self._no("merge")
+
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
+        raise self._no("prune")
+
+    async def prune_spec(self, spec: PruneSpec) -> list[Any]:
+        raise self._no("prune")
+
+    async def delete_thread(self, thread_id: str) -> Any:
+        raise self._no("threads delete")
