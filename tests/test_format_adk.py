@@ -168,6 +168,11 @@ async def test_overwritten_initial_keys_are_absent_until_their_first_delta(tmp_p
         metas = await store.read_thread("a/u/s")
         assert (await store.get(metas[0].checkpoint_id)).state == {"kept": 1}
         assert (await store.get(metas[1].checkpoint_id)).state == {"kept": 1, "changed": "later"}
+        # thread id prefixes: APP/USER/SESS… through the key, anything else by the whole id
+        assert await store.find_thread_ids("a/u/s") == ["a/u/s"]
+        assert await store.find_thread_ids("a/u/") == ["a/u/s"]
+        assert await store.find_thread_ids("a/u/t") == []
+        assert await store.count_threads("a/") == 1
 
 
 async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch):

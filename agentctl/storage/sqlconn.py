@@ -89,3 +89,15 @@ def check_sort(sort: str) -> str:
 def one_line(text: Any, width: int = 80) -> str:
     s = " ".join(str(text or "").split())
     return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def prefix_range(column: str, prefix: str, params: list[Any]) -> str:
+    """A condition "`column` starts with `prefix`" that an index on the column can serve
+    (a range in code point order, as SQLite's BINARY and Postgres' "C" collations
+    compare), with the exact test too; appends its parameters."""
+    last = prefix[-1]
+    if ord(last) < 0x10FFFF and not 0xD7FF <= ord(last) < 0xE000:
+        params.extend([prefix, prefix[:-1] + chr(ord(last) + 1), len(prefix), prefix])
+        return f"{column} >= ? AND {column} < ? AND substr({column}, 1, ?) = ?"
+    params.extend([len(prefix), prefix])
+    return f"substr({column}, 1, ?) = ?"

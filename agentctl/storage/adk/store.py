@@ -19,7 +19,7 @@ from agentctl.storage.adk.events import (
     to_message,
     tools_of,
 )
-from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape
+from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape, prefix_range
 
 #: a thread id's parts are joined by this
 SEP = "/"
@@ -44,6 +44,7 @@ class ADKStore(Store):
         self.has_app_states = self.has_user_states = False
         self._C = ' COLLATE "C"' if kind == "postgres" else ""
         self._TID = "(app_name || '/' || user_id || '/' || session_id)"
+        self._slashes: bool | None = None
 
     def _check(self, tables: Mapping[str, set[str]]) -> None:
         found = layout(tables)
@@ -186,9 +187,23 @@ class ADKStore(Store):
 
     # ---- threads -------------------------------------------------------------------
 
-    def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
+    async def _names_hold_sep(self) -> bool:
+        """Whether an app name or user id holds "/" (then a thread id cannot be split)."""
+        if self._slashes is None:
+            rows = await self._q("SELECT 1 AS x FROM sessions WHERE app_name LIKE ? OR user_id LIKE ? LIMIT 1",
+                                 "%/%", "%/%")
+            self._slashes = bool(rows)
+        return self._slashes
+
+    async def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
         if not prefix:
             return ""
+        parts = prefix.split(SEP)
+        if len(parts) == 3 and parts[2] and not await self._names_hold_sep():
+            # APP/USER/SESS…: the primary key's app_name and user_id, a range of session ids
+            params.extend(parts[:2])
+            return " WHERE app_name = ? AND user_id = ? AND " + prefix_range(
+                "session_id" + self._C, parts[2], params)
         params.extend([len(prefix), prefix])
         return f" WHERE substr({self._TID}, 1, ?) = ?"
 
@@ -217,13 +232,13 @@ class ADKStore(Store):
                "step": "COUNT(*)", "thread": f"{self._TID}{self._C}"}[check_sort(sort)]
         d = "DESC" if descending else "ASC"
         params: list[Any] = []
-        where = self._prefix_where(prefix, params)
+        where = await self._prefix_where(prefix, params)
         order = f"{key} {d}" + ("" if sort == "thread" else f", {self._TID}{self._C} ASC")
         return await self._summaries(where, params, order, limit, offset)
 
     async def count_threads(self, prefix: str | None = None) -> int:
         params: list[Any] = []
-        where = self._prefix_where(prefix, params)
+        where = await self._prefix_where(prefix, params)
         rows = await self._q(f"SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM events{where} "
                              "GROUP BY app_name, user_id, session_id) t", *params)
         return int(rows[0]["n"])
@@ -238,7 +253,7 @@ class ADKStore(Store):
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
-        where = self._prefix_where(prefix, params)
+        where = await self._prefix_where(prefix, params)
         rows = await self._q(f"SELECT DISTINCT {self._TID}{self._C} AS tid FROM events{where} "
                              "ORDER BY tid LIMIT ?", *params, int(limit))
         return [r["tid"] for r in rows]

@@ -23,7 +23,7 @@ from agentctl.storage.openai_agents.items import (
     tags_of,
     to_message,
 )
-from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape
+from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape, prefix_range
 
 PREFIX = "item-"
 
@@ -117,19 +117,22 @@ class OpenAIAgentsStore(Store):
 
     # ---- threads -------------------------------------------------------------------
 
-    def _prefix_where(self, prefix: str | None, params: list[Any], col: str = "session_id") -> str:
+    def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
         if not prefix:
             return ""
-        params.extend([len(prefix), prefix])
-        return f" WHERE substr({col}, 1, ?) = ?"
+        col = "session_id" if self.kind == "sqlite" else f"session_id{self._C}"
+        return " WHERE " + prefix_range(col, prefix, params)
 
     async def _summaries(self, where: str, params: list[Any], order: str, limit: int,
                          offset: int) -> list[ThreadSummary]:
+        # Only the index (session_id, id): the head is the newest row id, and the SDK
+        # writes ids in time order, so "updated"/"created" order by MAX(id)/MIN(id); the
+        # times shown are those rows' created_at, read for the page alone.
         rows = await self._q(
-            f"SELECT session_id AS tid, COUNT(*) AS n, MAX(id) AS head, MIN(created_at) AS first, "
-            f"MAX(created_at) AS last FROM {self._M}{where} GROUP BY session_id "
+            f"SELECT session_id AS tid, COUNT(*) AS n, MAX(id) AS head, MIN(id) AS first "
+            f"FROM {self._M}{where} GROUP BY session_id "
             f"ORDER BY {order} LIMIT ? OFFSET ?", *params, int(limit), int(offset))
-        heads = await self._items_by_id([r["head"] for r in rows])
+        heads = await self._items_by_id([r["head"] for r in rows] + [r["first"] for r in rows])
         archives = await self._archives()
         out = []
         for r in rows:
@@ -140,8 +143,10 @@ class OpenAIAgentsStore(Store):
                 branch_of=origin[0] if origin else None,
                 branch_point=checkpoint_id(origin[1]) if origin else None,
                 thread_id=r["tid"], checkpoints=int(r["n"]), head_step=int(r["n"]),
-                head_checkpoint_id=checkpoint_id(r["head"]), updated_at=iso_time(r["last"]),
-                head_summary=summary_of(item, msg), first_created_at=iso_time(r["first"])))
+                head_checkpoint_id=checkpoint_id(r["head"]),
+                updated_at=heads.get(int(r["head"]), (None, ""))[1],
+                head_summary=summary_of(item, msg),
+                first_created_at=heads.get(int(r["first"]), (None, ""))[1]))
         return out
 
     async def _items_by_id(self, ids: Sequence[Any]) -> dict[int, tuple[Any, str]]:
@@ -161,7 +166,7 @@ class OpenAIAgentsStore(Store):
 
     async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
                                descending: bool = True, prefix: str | None = None) -> list[ThreadSummary]:
-        key = {"updated": "MAX(created_at)", "created": "MIN(created_at)", "checkpoints": "COUNT(*)",
+        key = {"updated": "MAX(id)", "created": "MIN(id)", "checkpoints": "COUNT(*)",
                "step": "COUNT(*)", "thread": f"session_id{self._C}"}[check_sort(sort)]
         d = "DESC" if descending else "ASC"
         params: list[Any] = []
