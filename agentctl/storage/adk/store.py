@@ -168,10 +168,11 @@ class ADKStore(Store):
             tools_of(ev, tools)
             if fold is not None and ev is not None:
                 fold.apply(ev)
+            if upto is not None and r["step"] != upto:
+                prev = r["id"]
+                continue
             meta = self._meta(r, prev, msg)
             prev = r["id"]
-            if upto is not None and r["step"] != upto:
-                continue
             if err is not None:
                 yield CorruptRowError(meta.checkpoint_id, "event_data", err)
                 continue
@@ -217,7 +218,11 @@ class ADKStore(Store):
         for r in rows:
             key = (r["app_name"], r["user_id"], r["session_id"])
             n = int(r["n"])
-            head = await self._rows(key, n, n)
+            head = await self._q(
+                f"SELECT {self._event_cols} FROM events WHERE app_name = ? AND user_id = ? AND "
+                "session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1", *key)
+            for h in head:
+                h["step"] = n
             head_meta = self._metas(head, n)[-1] if head else None
             out.append(ThreadSummary(
                 thread_id=thread_id_of(*key), checkpoints=n, head_step=n,

@@ -12,6 +12,8 @@ Mapping (see `store.py`):
 - an item is a step: step N is the session's N-th row of the messages table in `id`
   order (what `SQLiteSession.get_items` returns, in that order), from 1;
 - the checkpoint id of a step is `item-<messages.id>` (stable while the row lives);
+- `threads list` orders sessions by their newest (or, sorted by creation, first) row id:
+  the SDK writes ids in time order, and the (session_id, id) index alone answers it;
 - checkpoint N shows the transcript of items 1..N; the AdvancedSQLiteSession's
   branches are shown as tags (`branch:<id>` for every branch the item belongs to,
   `turn:<n>`), and its `turn_usage` rows of the turns so far in the state.
