@@ -266,3 +266,18 @@ def test_cli_shows_the_state_at_a_step(tmp_path):
                               "app:count": 5, "user:lang": "fr", "user:seen": True}
     r = cli(path, "--no-color", "diff", "app/u1/s1@3", "app/u1/s1@7")
     assert r.exit_code == 0 and "/counter" in r.stdout and "/note" in r.stdout
+
+
+async def test_bundled_sample(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "sample.db"
+    shutil.copyfile(Path(__file__).resolve().parent.parent / "sample_db" / "adk.db", path)
+    async with open_store(str(path)) as store:
+        assert store.format.name == "adk"
+        assert await store.all_thread_ids() == ["trip-planner/alice/s-1", "trip-planner/bob/s-2"]
+        first = await store.get("ev-01")
+        assert first.state == {"budget": 500, "app:currency": "EUR", "user:home": "Lyon"}
+        head = await store.get_latest("trip-planner/alice/s-1")
+        assert head.state["booking"] == "failed" and head.state["app:searches"] == 2

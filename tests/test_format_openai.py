@@ -363,3 +363,18 @@ async def test_rewind_on_postgres_sqlalchemy_session(pg_dsn):
         assert (await s.get_items())[-1] == {"role": "user", "content": "later"}
     finally:
         await engine.dispose()
+
+
+async def test_bundled_sample(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "sample.db"
+    shutil.copyfile(Path(__file__).resolve().parent.parent / "sample_db" / "openai_agents.db", path)
+    async with open_store(str(path)) as store:
+        assert store.format.name == "openai-agents"
+        assert await store.all_thread_ids() == ["planner-3", "support-7", "weather-1"]
+        head = await store.get_latest("weather-1")
+        assert head.tools_result["call_2"]["output"] == "light rain, 14°C"
+        first = await store.at_step("planner-3", 1)
+        assert {"branch:main", "branch:museums", "turn:1"} <= set(first.tags)
