@@ -17,6 +17,8 @@ from google.adk.events import Event, EventActions  # noqa: E402
 from google.adk.sessions import DatabaseSessionService  # noqa: E402
 from google.genai import types  # noqa: E402
 
+from format_contract import check_store  # noqa: E402
+
 from agentctl.storage import detect, formats, open_store  # noqa: E402
 
 INITIAL = {"init": 1, "nested": {"a": [1, 2]}, "app:theme": "dark", "user:lang": "fr"}
@@ -107,6 +109,7 @@ async def test_reads_and_state_at_every_step(adk_db):
     assert (await detect(url)).name == "adk"
     async with open_store(url) as store:
         assert await store.all_thread_ids() == ["app/org/alice/s2", "app/u1/s1"]
+        await check_store(store)
         assert await store.count_threads() == 2 and await store.count() == len(adk.events) + 1
         metas = await store.read_thread("app/u1/s1", 1000)
         assert [m.checkpoint_id for m in metas] == [e.id for e in adk.events]
@@ -221,6 +224,7 @@ async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch):
         assert await store.all_thread_ids() == ["a/u/s"]
         cp = await store.get_latest("a/u/s")
         assert [m["content"] for m in cp.messages] == ["hello v0", "hi from v0"]
+        await check_store(store)
         assert cp.messages[1]["name"] == "agent"
         assert "pickled" in cp.state["_agentctl"] and cp.state["current"] == {"x": 1}
         assert [h.step for h in await store.search("v0")] == [2, 1]
@@ -276,6 +280,7 @@ async def test_bundled_sample(tmp_path):
     shutil.copyfile(Path(__file__).resolve().parent.parent / "sample_db" / "adk.db", path)
     async with open_store(str(path)) as store:
         assert store.format.name == "adk"
+        await check_store(store)
         assert await store.all_thread_ids() == ["trip-planner/alice/s-1", "trip-planner/bob/s-2"]
         first = await store.get("ev-01")
         assert first.state == {"budget": 500, "app:currency": "EUR", "user:home": "Lyon"}

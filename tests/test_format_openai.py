@@ -14,6 +14,8 @@ import pytest
 pytest.importorskip("agents")
 
 from agentctl.errors import SchemaError  # noqa: E402
+from format_contract import check_store  # noqa: E402
+
 from agentctl.storage import detect, open_store  # noqa: E402
 
 CONV = [
@@ -88,6 +90,7 @@ async def test_sqlite_session_reads_match_the_sdk(tmp_path):
     await check_matches_sdk(path, {"conv-a": a, "conv-b": b})
     async with open_store(path) as store:
         check_transcript(await store.get_latest("conv-a"))
+        await check_store(store)
         page = await store.thread_summaries(10, 0, "thread", False)
         assert [t.thread_id for t in page] == ["conv-a", "conv-b"]
         assert await store.find_thread_ids("conv-") == ["conv-a", "conv-b"]
@@ -148,6 +151,7 @@ async def test_advanced_session_branches_and_usage(tmp_path):
     assert (await detect(path)).name == "openai-agents"
     async with open_store(path) as store:
         metas = await store.read_thread("adv", 100)
+        await check_store(store)
         assert len(metas) == len(CONV) + 1  # every stored item, in id order
         assert "branch:main" in metas[0].tags and f"branch:{branch}" in metas[0].tags
         assert "turn:1" in metas[0].tags
@@ -192,6 +196,7 @@ async def test_sqlalchemy_session_on_postgres(pg_dsn):
         await check_matches_sdk(pg_dsn, {"pg-a": a, "pg-b": b})
         async with open_store(pg_dsn) as store:
             check_transcript(await store.get_latest("pg-a"))
+            await check_store(store)
             assert [h.step for h in await store.search("LYON")] == [9, 7, 6]
             assert [h.thread_id for h in await store.search("bonjour")] == ["pg-b"]
             assert [t.thread_id for t in await store.thread_summaries(10, 0, "checkpoints")] == ["pg-a", "pg-b"]
@@ -374,6 +379,7 @@ async def test_bundled_sample(tmp_path):
     async with open_store(str(path)) as store:
         assert store.format.name == "openai-agents"
         assert await store.all_thread_ids() == ["planner-3", "support-7", "weather-1"]
+        await check_store(store)
         head = await store.get_latest("weather-1")
         assert head.tools_result["call_2"]["output"] == "light rain, 14°C"
         first = await store.at_step("planner-3", 1)
