@@ -384,3 +384,31 @@ async def test_bundled_sample(tmp_path):
         assert head.tools_result["call_2"]["output"] == "light rain, 14°C"
         first = await store.at_step("planner-3", 1)
         assert {"branch:main", "branch:museums", "turn:1"} <= set(first.tags)
+
+
+async def test_an_undecodable_item(tmp_path):
+    """The SDK's get_items skips a row that is not JSON; agentctl keeps it as a step whose
+    checkpoint is a CorruptRowError (the later steps still read)."""
+    from agentctl.errors import CorruptRowError
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "bad.db")
+    s = SQLiteSession("conv", path)
+    await s.add_items(CONV[:2])
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('conv', '{not json')")
+    conn.commit()
+    conn.close()
+    await s.add_items(CONV[2:4])
+    assert await s.get_items() == CONV[:4]
+    async with open_store(path) as store:
+        metas = await store.read_thread("conv")
+        assert len(metas) == 5 and "invalid" in metas[2].tags
+        with pytest.raises(CorruptRowError):
+            await store.get(metas[2].checkpoint_id)
+        later = await store.get(metas[4].checkpoint_id)
+        assert later.messages[2]["role"] == "invalid" and later.state["item"] == CONV[3]
+        streamed = [cp async for cp in store.iter_checkpoints(["conv"])]
+        assert isinstance(streamed[2], CorruptRowError)
+        assert [cp.state["item"] for i, cp in enumerate(streamed) if i != 2] == CONV[:4]
+    s.close()

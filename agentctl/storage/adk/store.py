@@ -77,6 +77,8 @@ class ADKStore(Store):
         """The event of a row as a dict (v1: its event_data; v0: its plain columns)."""
         if self.layout == "v1":
             data, err = decode_json(row.get("event_data"))
+            if data is None and err is None:  # ADK reads a NULL event_data as an empty event
+                data = {}
             if err is not None or not isinstance(data, dict):
                 return None, err or "event_data is not an object"
             data = dict(data)

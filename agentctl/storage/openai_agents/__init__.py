@@ -12,6 +12,8 @@ Mapping (see `store.py`):
 - an item is a step: step N is the session's N-th row of the messages table in `id`
   order (what `SQLiteSession.get_items` returns, in that order), from 1;
 - the checkpoint id of a step is `item-<messages.id>` (stable while the row lives);
+- a row whose `message_data` is not JSON (which `get_items` skips) is still a step: its
+  checkpoint reads as a CorruptRowError, later ones show it as an "invalid" message;
 - `threads list` orders sessions by their newest (or, sorted by creation, first) row id:
   the SDK writes ids in time order, and the (session_id, id) index alone answers it;
 - checkpoint N shows the transcript of items 1..N; the AdvancedSQLiteSession's

@@ -355,7 +355,7 @@ class OpenAIAgentsStore(Store):
             prev = int(r["id"])
             if only_last and i != len(rows) - 1:
                 continue
-            if err is not None and only_last:
+            if err is not None:
                 yield CorruptRowError(meta.checkpoint_id, "message_data", err)
                 continue
             state: dict[str, Any] = {"session_id": r["session_id"], "items": r["step"], "item_type": kind,
