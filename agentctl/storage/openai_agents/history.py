@@ -21,6 +21,7 @@ from typing import Any
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.sidelog import SideLog
 
 OPLOG = "agentctl_openai_oplog"
 TRASH = "agentctl_openai_trash"
@@ -31,29 +32,19 @@ class OpenAIHistory(History):
         self.store = store
         self._now = now or utc_now_iso
         self._hex = hex4 or (lambda: secrets.token_hex(2))
+        self.log = SideLog(OPLOG, store.kind)
 
     # ---- helpers ---------------------------------------------------------------------
 
     async def _ensure_tables(self, tx: Any) -> None:
-        await tx.execute(
-            f"CREATE TABLE IF NOT EXISTS {OPLOG} (op_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, "
-            "kind TEXT NOT NULL, summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, "
-            "undone INTEGER NOT NULL DEFAULT 0, undo_of INTEGER, undone_by INTEGER, "
-            "purged INTEGER NOT NULL DEFAULT 0)")
+        await self.log.ensure(tx)
         await tx.execute(
             f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id INTEGER NOT NULL, row_id BIGINT NOT NULL, "
             "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP)")
-        if self.store.kind == "postgres":
-            await tx.execute(f"LOCK TABLE {OPLOG} IN EXCLUSIVE MODE")
 
     async def _record(self, tx: Any, kind: str, summary: str, threads: list[str],
                       details: dict[str, Any], undo_of: int | None = None) -> int:
-        rows = await tx.fetch(f"SELECT COALESCE(MAX(op_id), 0) + 1 AS n FROM {OPLOG}")
-        op_id = int(rows[0]["n"])
-        await tx.execute(
-            f"INSERT INTO {OPLOG} (op_id, created_at, kind, summary, threads, details, undo_of) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", op_id, self._now(), kind, summary, json.dumps(threads),
-            json.dumps(details), undo_of)
+        op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
         self.last_op_id = op_id
         return op_id
 
@@ -132,8 +123,7 @@ class OpenAIHistory(History):
                     if not exists:
                         await tx.execute(f"INSERT INTO {S} (session_id) VALUES (?)", archive)
                         details["archive_created"] = True
-                        await tx.execute(f"UPDATE {OPLOG} SET details = ? WHERE op_id = ?",
-                                         json.dumps(details), op_id)
+                        await self.log.set_details(tx, op_id, details)
                     await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ? AND id > ?",
                                      archive, session, target_id)
                 await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
@@ -147,46 +137,21 @@ class OpenAIHistory(History):
     # ---- the log ---------------------------------------------------------------------
 
     def _op(self, row: dict[str, Any]) -> Any:
-        from agentctl.oplog import OpRecord
-
         details = json.loads(row["details"])
-        return OpRecord(op_id=int(row["op_id"]), created_at=row["created_at"], kind=row["kind"],
-                        summary=row["summary"], threads=json.loads(row["threads"]),
-                        undone=bool(row["undone"]), undo_of=row["undo_of"], undone_by=row["undone_by"],
-                        purged=bool(row["purged"]),
-                        purgeable_rows=len(details.get("moved", [])) if details.get("hard")
-                        and not row["undone"] and not row["purged"] else 0,
-                        details=details)
+        purgeable = len(details.get("moved", [])) if details.get("hard") and not row["undone"] \
+            and not row["purged"] else 0
+        return SideLog.record_of(row, purgeable)
 
     async def oplog(self, limit: int = 50) -> list[Any]:
-        if not await self._oplog_exists():
-            return []
-        rows = await self.store._q(f"SELECT * FROM {OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))
-        return [self._op(r) for r in rows]
+        return [self._op(r) for r in await self.log.rows(self.store, limit)]
 
     async def undo(self, op_id: int | None = None) -> Any:
         from agentctl.oplog import OpResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
-        if not await self._oplog_exists():
-            raise OperationError("nothing to undo")
         S, M = self.store._S, self.store._M
-        if op_id is None:
-            rows = await self.store._q(f"SELECT op_id FROM {OPLOG} WHERE kind = 'rewind' AND undone = 0 "
-                                       "AND purged = 0 ORDER BY op_id DESC LIMIT 1")
-            if not rows:
-                raise OperationError("nothing to undo")
-            op_id = int(rows[0]["op_id"])
-        rows = await self.store._q(f"SELECT * FROM {OPLOG} WHERE op_id = ?", int(op_id))
-        if not rows:
-            from agentctl.errors import NotFoundError
-
-            raise NotFoundError(f"operation {op_id} not found")
-        op = self._op(rows[0])
-        if op.kind != "rewind":
-            raise OperationError(f"operation {op_id} ({op.kind}) cannot be undone")
-        if op.undone or op.purged:
-            raise OperationError(f"operation {op_id} was already {'undone' if op.undone else 'purged'}")
+        op = await self.log.pick(self.store, op_id, ("rewind",))
+        op_id = op.op_id
         d = op.details
         session, moved = d["session"], [int(i) for i in d["moved"]]
         async with self.store._db.transaction([session] + ([d["archive"]] if d.get("archive") else [])) as tx:
@@ -216,7 +181,7 @@ class OpenAIHistory(History):
             await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
             new_id = await self._record(tx, "undo", f"undo {op_id}: {op.summary}", op.threads,
                                         {"undo_of": int(op_id)}, undo_of=int(op_id))
-            await tx.execute(f"UPDATE {OPLOG} SET undone = 1, undone_by = ? WHERE op_id = ?", new_id, int(op_id))
+            await self.log.mark_undone(tx, int(op_id), new_id)
         ids = [cid_of(i) for i in moved]
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op_id} ({op.summary})",
                         created=ids if d["hard"] else [], moved=[] if d["hard"] else ids)
