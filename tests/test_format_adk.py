@@ -19,7 +19,9 @@ from google.genai import types  # noqa: E402
 
 from format_contract import check_store  # noqa: E402
 
+from agentctl.errors import OperationError, UsageError  # noqa: E402
 from agentctl.storage import detect, formats, open_store  # noqa: E402
+from agentctl.tree import checkpoint_tree  # noqa: E402
 
 INITIAL = {"init": 1, "nested": {"a": [1, 2]}, "app:theme": "dark", "user:lang": "fr"}
 
@@ -286,3 +288,135 @@ async def test_bundled_sample(tmp_path):
         assert first.state == {"budget": 500, "app:currency": "EUR", "user:home": "Lyon"}
         head = await store.get_latest("trip-planner/alice/s-1")
         assert head.state["booking"] == "failed" and head.state["app:searches"] == 2
+
+
+async def dump(url: str) -> dict[str, list]:
+    """Every row of ADK's tables, as text."""
+    tables = {"sessions": "app_name, user_id, id", "events": "app_name, user_id, session_id, id",
+              "app_states": "app_name", "user_states": "app_name, user_id"}
+    out = {}
+    if url.startswith("postgres"):
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            for t, order in tables.items():
+                out[t] = [tuple(str(v) for v in r.values()) for r in await conn.fetch(f"SELECT * FROM {t} ORDER BY {order}")]
+        finally:
+            await conn.close()
+        return out
+    import sqlite3
+
+    conn = sqlite3.connect(url)
+    try:
+        for t, order in tables.items():
+            out[t] = [tuple(str(v) for v in r) for r in conn.execute(f"SELECT * FROM {t} ORDER BY {order}")]
+    finally:
+        conn.close()
+    return out
+
+
+def session_part(state: dict) -> dict:
+    return {k: v for k, v in state.items() if not k.startswith(("app:", "user:"))}
+
+
+async def test_rewind_as_adk_does_it_then_undo(adk_db):
+    from google.adk.errors._stale_session_error import StaleSessionError
+    from google.adk.events._rewind_events import _apply_rewinds
+
+    url, svc = adk_db
+    s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    for ev in conversation():
+        await svc.append_event(s, ev)
+    held = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    expected = await replayed_states(held.events, INITIAL)
+    before = await dump(url)
+    tid = "app/u1/s1"
+    async with open_store(url, readonly=False) as store:
+        history = store.history()
+        with pytest.raises(UsageError, match="inside invocation 'inv-2'"):
+            await history.plan_rewind((await store.at_step(tid, 5)).checkpoint_id)
+        target = await store.at_step(tid, 4)
+        plan = await history.plan_rewind(target.checkpoint_id)
+        assert [m.step for m in plan.moved] == [5, 6, 7]
+        assert await dump(url) == before
+        result = await history.rewind(target.checkpoint_id, archive_thread=plan.archive_thread)
+        assert result.rewind_depth == 3 and result.op_id
+    got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    # ADK's own view: the later invocation is rewound, the session state is step 4's,
+    # and the keys create_session set survive (adk-python#4933)
+    assert [e.id for e in _apply_rewinds(got.events)] == [e.id for e in held.events[:4]]
+    assert session_part(got.state) == session_part(expected[3])
+    assert got.state["init"] == 1 and got.state["nested"] == {"a": [1, 2]}
+    assert got.state["app:count"] == 6  # app: and user: keys are not rewound (as in ADK)
+    async with open_store(url) as store:
+        metas = await store.read_thread(tid, 100)
+        assert len(metas) == 8 and "rewind" in metas[7].tags
+        assert ["rewound" in m.tags for m in metas] == [False] * 4 + [True] * 3 + [False]
+        assert (await store.get_latest(tid)).state == got.state
+        await check_store(store)
+    # the session ADK held from before is stale: ADK's own error, nothing written
+    with pytest.raises(StaleSessionError):
+        await svc.append_event(held, Event(author="user", invocation_id="inv-x", content=_text("user", "late")))
+    async with open_store(url, readonly=False) as store:
+        await store.history().undo()
+    assert await dump(url) == before  # every row as it was
+    # rewind again; a reloaded session appends normally; undo then refuses
+    async with open_store(url, readonly=False) as store:
+        await store.history().rewind((await store.at_step(tid, 4)).checkpoint_id)
+    fresh = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    await svc.append_event(fresh, Event(author="user", invocation_id="inv-3", content=_text("user", "again")))
+    again = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert [e.content.parts[0].text for e in _apply_rewinds(again.events) if e.content][-1] == "again"
+    async with open_store(url, readonly=False) as store:
+        with pytest.raises(OperationError, match="changed since operation"):
+            await store.history().undo()
+
+
+async def test_hard_rewind_and_branch_then_undo(adk_db):
+    url, svc = adk_db
+    s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    for ev in conversation():
+        await svc.append_event(s, ev)
+    held = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    expected = await replayed_states(held.events, INITIAL)
+    before = await dump(url)
+    tid = "app/u1/s1"
+    async with open_store(url, readonly=False) as store:
+        result = await store.history().rewind((await store.at_step(tid, 3)).checkpoint_id, hard=True)
+        assert result.deleted == [e.id for e in held.events[3:]]
+    got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert [e.id for e in got.events] == [e.id for e in held.events[:3]]
+    assert session_part(got.state) == session_part(expected[2])
+    async with open_store(url, readonly=False) as store:
+        assert [o.purgeable_rows for o in await store.history().oplog()] == [4]
+        await store.history().undo()
+    assert await dump(url) == before
+
+    async with open_store(url, readonly=False) as store:
+        branch = await store.history().branch((await store.at_step(tid, 4)).checkpoint_id, "try")
+        assert branch.startswith("app/u1/s1-branch-try-")
+        await check_store(store)
+        summary = await store.thread_summary(branch)
+        assert summary.branch_of == tid and summary.branch_point == held.events[3].id
+        tree = await checkpoint_tree(store, tid)
+        assert [t["thread_id"] for t in tree["threads"]] == [tid, branch]
+    sid = branch.split("/")[2]
+    b = await svc.get_session(app_name="app", user_id="u1", session_id=sid)
+
+    def same(e):
+        return (e.invocation_id, e.author, e.content, e.actions.state_delta, e.timestamp)
+
+    assert [same(e) for e in b.events] == [same(e) for e in held.events[:4]]
+    assert not {e.id for e in b.events} & {e.id for e in held.events}  # copies have ids of their own
+    assert session_part(b.state) == session_part(expected[3])
+    async with open_store(url, readonly=False) as store:
+        await store.history().undo()
+    assert await dump(url) == before
+    async with open_store(url, readonly=False) as store:
+        branch = await store.history().branch((await store.at_step(tid, 4)).checkpoint_id, "go")
+    b = await svc.get_session(app_name="app", user_id="u1", session_id=branch.split("/")[2])
+    await svc.append_event(b, Event(author="user", invocation_id="inv-b", content=_text("user", "on the branch")))
+    async with open_store(url) as store:
+        assert (await store.thread_summary(branch)).checkpoints == 5
+        assert (await store.get_latest(branch)).state["counter"] == 2

@@ -16,7 +16,12 @@ Mapping (see `store.py`):
   started with, as far as it can be recovered, folded with every event's
   `actions.state_delta` up to N, with `app:`/`user:` keys (see `state.py`);
 - events render as a transcript: author, text parts, function calls and responses,
-  artifact versions, errors, invocation id.
+  artifact versions, errors, invocation id; events a rewind dropped (ADK's
+  `_apply_rewinds`) are tagged `rewound`.
+
+Writes (`history.py`, schema v1): `rewind` (ADK's way: an appended event that marks
+the later invocations rewound and restores the session state; or `--hard`), `branch`
+(a new session with the events up to a step), undoable.
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ FORMAT = FormatSpec(
     description="DatabaseSessionService tables (sessions, events, app_states, user_states): "
                 "a session is a thread (APP/USER/SESSION), each event a step with the state "
                 "as of that event",
-    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW}),
+    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
+                            Capability.REWIND, Capability.BRANCH, Capability.UNDO}),
     matches=_matches,
     open=_open,
     tables=("sessions", "events", "app_states", "user_states", "adk_internal_metadata"),

@@ -45,6 +45,7 @@ class ADKStore(Store):
         self._C = ' COLLATE "C"' if kind == "postgres" else ""
         self._TID = "(app_name || '/' || user_id || '/' || session_id)"
         self._slashes: bool | None = None
+        self._origin_map: dict[str, tuple[str, str]] | None = None
 
     def _check(self, tables: Mapping[str, set[str]]) -> None:
         found = layout(tables)
@@ -66,6 +67,36 @@ class ADKStore(Store):
 
     async def close(self) -> None:
         await self._db.close()
+
+    def history(self, **options: Any) -> Any:
+        """rewind, branch and their undo (schema v1); see `history.py`."""
+        from agentctl.storage.adk.history import ADKHistory
+
+        return ADKHistory(self, **options)
+
+    async def _origins(self) -> dict[str, tuple[str, str]]:
+        """{branch thread: (source thread, source checkpoint)} of agentctl's branches not
+        undone (read once per store)."""
+        if self._origin_map is None:
+            from agentctl.storage.adk.history import OPLOG
+
+            await self.connect()
+            found: dict[str, tuple[str, str]] = {}
+            if await self._db.table_exists(OPLOG):
+                for r in await self._q(f"SELECT details FROM {OPLOG} WHERE kind = 'branch' AND undone = 0"):
+                    d = json.loads(r["details"])
+                    found["/".join(d["key"])] = (d["from_thread"], d["from"])
+            self._origin_map = found
+        return self._origin_map
+
+    async def _first_parent(self, rows: list[dict[str, Any]]) -> str | None:
+        """The parent of a page's first row when it is step 1: the branch point of a
+        branch made by agentctl, else None."""
+        if not rows or rows[0]["step"] != 1:
+            return None
+        origin = (await self._origins()).get(
+            thread_id_of(rows[0]["app_name"], rows[0]["user_id"], rows[0]["session_id"]))
+        return origin[1] if origin else None
 
     async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
@@ -117,20 +148,53 @@ class ADKStore(Store):
             r["step"] = start + i
         return rows
 
-    def _meta(self, row: dict[str, Any], parent: str | None, msg: dict[str, Any]) -> CheckpointMetadata:
+    def _meta(self, row: dict[str, Any], parent: str | None, msg: dict[str, Any],
+              rewound: frozenset[str] = frozenset()) -> CheckpointMetadata:
+        tags = tags_of(msg)
+        if row["id"] in rewound:
+            tags.append("rewound")
         return CheckpointMetadata(
             thread_id=thread_id_of(row["app_name"], row["user_id"], row["session_id"]),
             checkpoint_id=row["id"], step=row["step"], parent_checkpoint_id=parent,
-            created_at=iso_time(row["timestamp"]), tags=tags_of(msg), summary=summary_of(msg))
+            created_at=iso_time(row["timestamp"]), tags=tags, summary=summary_of(msg))
 
-    def _metas(self, rows: list[dict[str, Any]], first_step: int) -> list[CheckpointMetadata]:
+    async def _rewound(self, key: tuple[str, str, str]) -> frozenset[str]:
+        """The ids of the session's events that a later rewind event drops, as ADK's
+        `_apply_rewinds` decides (whole invocations, back to the earliest event of the
+        invocation the rewind names)."""
+        if self.layout != "v1":
+            return frozenset()
+        if not await self._q("SELECT 1 AS x FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+                             "AND CAST(event_data AS TEXT) LIKE ? LIMIT 1", *key, "%rewind_before_invocation_id%"):
+            return frozenset()
+        rows = await self._q("SELECT id, invocation_id, event_data FROM events WHERE app_name = ? AND "
+                             "user_id = ? AND session_id = ? ORDER BY timestamp, id", *key)
+        first: dict[str, int] = {}
+        for i, r in enumerate(rows):
+            first.setdefault(r["invocation_id"], i)
+        dropped: set[str] = set()
+        i = len(rows) - 1
+        while i >= 0:
+            ev, _err = self._event(rows[i])
+            actions = (ev or {}).get("actions") or {}
+            target = actions.get("rewind_before_invocation_id") if isinstance(actions, dict) else None
+            if target:
+                start = first.get(target)
+                if start is not None and start < i:
+                    dropped.update(r["id"] for r in rows[start:i])
+                    i = start
+            i -= 1
+        return frozenset(dropped)
+
+    def _metas(self, rows: list[dict[str, Any]], first_step: int,
+               rewound: frozenset[str] = frozenset(), parent: str | None = None) -> list[CheckpointMetadata]:
         out = []
-        prev = None
+        prev = parent
         for r in rows:
             if r["step"] >= first_step:
                 ev, err = self._event(r)
                 msg = to_message(ev) if err is None else {"role": "invalid", "content": err}
-                out.append(self._meta(r, prev, msg))
+                out.append(self._meta(r, prev, msg, rewound))
             prev = r["id"]
         return out
 
@@ -161,9 +225,10 @@ class ADKStore(Store):
         session, app, user = await self._states(key)
         fold = StateFold(session, app, user, [e for e, _ in events if e is not None]) \
             if self.layout == "v1" else None
+        rewound = await self._rewound(key)
         messages: list[dict[str, Any]] = []
         tools: dict[str, Any] = {}
-        prev = None
+        prev = await self._first_parent(rows)
         for r, (ev, err) in zip(rows, events):
             msg = to_message(ev) if err is None else {"role": "invalid", "content": f"(event_data: {err})"}
             messages.append(msg)
@@ -173,7 +238,7 @@ class ADKStore(Store):
             if upto is not None and r["step"] != upto:
                 prev = r["id"]
                 continue
-            meta = self._meta(r, prev, msg)
+            meta = self._meta(r, prev, msg, rewound)
             prev = r["id"]
             if err is not None:
                 yield CorruptRowError(meta.checkpoint_id, "event_data", err)
@@ -225,8 +290,10 @@ class ADKStore(Store):
                 "session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1", *key)
             for h in head:
                 h["step"] = n
-            head_meta = self._metas(head, n)[-1] if head else None
+            head_meta = self._metas(head, n, await self._rewound(key))[-1] if head else None
+            origin = (await self._origins()).get(thread_id_of(*key))
             out.append(ThreadSummary(
+                branch_of=origin[0] if origin else None, branch_point=origin[1] if origin else None,
                 thread_id=thread_id_of(*key), checkpoints=n, head_step=n,
                 head_checkpoint_id=head_meta.checkpoint_id if head_meta else "",
                 updated_at=iso_time(r["last"]), head_summary=head_meta.summary if head_meta else "",
@@ -290,10 +357,13 @@ class ADKStore(Store):
             if last < 1:
                 return []
             first = max(last - limit + 1, 1)
-            return list(reversed(self._metas(await self._rows(key, first, last), first)))
+            rows = await self._rows(key, first, last)
+            return list(reversed(self._metas(rows, first, await self._rewound(key),
+                                             await self._first_parent(rows))))
         first = offset + 1
         last = None if limit >= 2**62 else offset + limit
-        return self._metas(await self._rows(key, first, last), first)
+        rows = await self._rows(key, first, last)
+        return self._metas(rows, first, await self._rewound(key), await self._first_parent(rows))
 
     async def _locate(self, event_id: str) -> tuple[tuple[str, str, str], int] | None:
         """The session of an event and the event's step."""
@@ -314,7 +384,8 @@ class ADKStore(Store):
         if found is None:
             return None
         key, step = found
-        metas = self._metas(await self._rows(key, step, step), step)
+        rows = await self._rows(key, step, step)
+        metas = self._metas(rows, step, await self._rewound(key), await self._first_parent(rows))
         return metas[0] if metas else None
 
     async def _checkpoint_at(self, key: tuple[str, str, str], step: int) -> Checkpoint | None:
@@ -343,7 +414,8 @@ class ADKStore(Store):
         key = await self._key(thread_id)
         if key is None or step < 1:
             return None
-        metas = self._metas(await self._rows(key, step, step), step)
+        rows = await self._rows(key, step, step)
+        metas = self._metas(rows, step, await self._rewound(key), await self._first_parent(rows))
         return metas[0] if metas and metas[0].step == step else None
 
     async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
@@ -351,11 +423,19 @@ class ADKStore(Store):
         if found is None:
             return []
         key, step = found
-        metas = self._metas(await self._rows(key, step + 1, step + 1), step + 1)
+        metas = self._metas(await self._rows(key, step + 1, step + 1), step + 1, await self._rewound(key))
         return [m for m in metas if m.step == step + 1]
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
-        return []
+        """The first events of the branches agentctl made from these threads."""
+        wanted = set(thread_ids)
+        out = []
+        for branch, (source, _cid) in sorted((await self._origins()).items()):
+            if source in wanted:
+                first = await self.at_step(branch, 1)
+                if first is not None:
+                    out.append(first)
+        return out
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         rows = await self._q(f"SELECT DISTINCT id{self._C} AS id FROM events WHERE id LIKE ? ESCAPE '!' "
