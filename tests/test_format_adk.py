@@ -394,8 +394,10 @@ async def test_hard_rewind_and_branch_then_undo(adk_db):
     assert await dump(url) == before
 
     async with open_store(url, readonly=False) as store:
+        assert await store.branches_of([tid]) == []
         branch = await store.history().branch((await store.at_step(tid, 4)).checkpoint_id, "try")
         assert branch.startswith("app/u1/s1-branch-try-")
+        assert [m.thread_id for m in await store.branches_of([tid])] == [branch]  # the same store
         await check_store(store)
         summary = await store.thread_summary(branch)
         assert summary.branch_of == tid and summary.branch_point == held.events[3].id

@@ -284,6 +284,9 @@ async def test_rewind_then_the_sdk_reads_items_up_to_n_and_undo_restores_every_r
         assert _dump(path) == before  # a plan writes nothing
         result = await history.rewind(target.checkpoint_id, hard=hard, archive_thread=plan.archive_thread)
         assert result.rewind_depth == 5 and result.checkpoint.metadata.checkpoint_id == target.checkpoint_id
+        # the same store reads the new history
+        assert (await store.thread_summary("conv")).checkpoints == 4
+        assert await store.archive_threads() == (set() if hard else {plan.archive_thread})
         op = result.op_id
     assert await s.get_items() == CONV[:4]  # the SDK's own read
     assert await other.get_items() == [{"role": "user", "content": "untouched"}]

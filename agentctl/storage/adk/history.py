@@ -285,6 +285,7 @@ class ADKHistory(History):
                 "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) "
                 f"VALUES (?, ?, ?, ?, ?, ?, {self._json})", copies)
         self.last_op_id = op_id
+        self.store._origin_map = None  # the store reads the log again
         return tid
 
     # ---- the log ---------------------------------------------------------------------
@@ -337,6 +338,7 @@ class ADKHistory(History):
             new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
                                         {"undo_of": op.op_id}, undo_of=op.op_id)
             await self.log.mark_undone(tx, op.op_id, new_id)
+        self.store._origin_map = None
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
                         created=result[0], deleted=result[1])
 

@@ -127,6 +127,7 @@ class OpenAIHistory(History):
                     await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ? AND id > ?",
                                      archive, session, target_id)
                 await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
+        self.store._archive_map = None  # the store reads the log again
         cp = await self.store.get(meta.checkpoint_id)
         ids = [cid_of(i) for i in moved]
         return TimeTravelResult(checkpoint=cp, thread_id=session, rewind_depth=len(moved),
@@ -182,6 +183,7 @@ class OpenAIHistory(History):
             new_id = await self._record(tx, "undo", f"undo {op_id}: {op.summary}", op.threads,
                                         {"undo_of": int(op_id)}, undo_of=int(op_id))
             await self.log.mark_undone(tx, int(op_id), new_id)
+        self.store._archive_map = None
         ids = [cid_of(i) for i in moved]
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op_id} ({op.summary})",
                         created=ids if d["hard"] else [], moved=[] if d["hard"] else ids)
