@@ -263,73 +263,94 @@ class ADKStore(Store):
             self._slashes = bool(rows)
         return self._slashes
 
-    async def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
+    async def _prefix_where(self, prefix: str | None, params: list[Any], session_col: str = "session_id",
+                            glue: str = " WHERE ") -> str:
         if not prefix:
             return ""
         parts = prefix.split(SEP)
         if len(parts) == 3 and parts[2] and not await self._names_hold_sep():
             # APP/USER/SESS…: the primary key's app_name and user_id, a range of session ids
             params.extend(parts[:2])
-            return " WHERE app_name = ? AND user_id = ? AND " + prefix_range(
-                "session_id" + self._C, parts[2], params)
+            return glue + "app_name = ? AND user_id = ? AND " + prefix_range(
+                session_col + self._C, parts[2], params)
         params.extend([len(prefix), prefix])
-        return f" WHERE substr({self._TID}, 1, ?) = ?"
+        return glue + f"substr(app_name || '/' || user_id || '/' || {session_col}, 1, ?) = ?"
 
-    async def _summaries(self, where: str, params: list[Any], order: str, limit: int,
-                         offset: int) -> list[ThreadSummary]:
-        rows = await self._q(
-            f"SELECT app_name, user_id, session_id, COUNT(*) AS n, MIN(timestamp) AS first, "
-            f"MAX(timestamp) AS last FROM events{where} GROUP BY app_name, user_id, session_id "
-            f"ORDER BY {order} LIMIT ? OFFSET ?", *params, int(limit), int(offset))
-        out = []
-        for r in rows:
-            key = (r["app_name"], r["user_id"], r["session_id"])
-            n = int(r["n"])
-            head = await self._q(
-                f"SELECT {self._event_cols} FROM events WHERE app_name = ? AND user_id = ? AND "
-                "session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1", *key)
-            for h in head:
-                h["step"] = n
-            head_meta = self._metas(head, n, await self._rewound(key))[-1] if head else None
-            origin = (await self._origins()).get(thread_id_of(*key))
-            out.append(ThreadSummary(
-                branch_of=origin[0] if origin else None, branch_point=origin[1] if origin else None,
-                thread_id=thread_id_of(*key), checkpoints=n, head_step=n,
-                head_checkpoint_id=head_meta.checkpoint_id if head_meta else "",
-                updated_at=iso_time(r["last"]), head_summary=head_meta.summary if head_meta else "",
-                first_created_at=iso_time(r["first"])))
-        return out
+    #: sessions that have events (a session without any is no thread)
+    _HAS_EVENTS = ("EXISTS (SELECT 1 FROM events e WHERE e.app_name = s.app_name AND e.user_id = s.user_id "
+                   "AND e.session_id = s.id)")
+    _S_TID = "(s.app_name || '/' || s.user_id || '/' || s.id)"
+
+    async def _summary_of(self, key: tuple[str, str, str], update_time: Any = None) -> ThreadSummary | None:
+        rows = await self._q("SELECT COUNT(*) AS n, MIN(timestamp) AS first FROM events WHERE app_name = ? "
+                             "AND user_id = ? AND session_id = ?", *key)
+        n = int(rows[0]["n"])
+        if not n:
+            return None
+        if update_time is None:
+            found = await self._q("SELECT update_time FROM sessions WHERE app_name = ? AND user_id = ? "
+                                  "AND id = ?", *key)
+            update_time = found[0]["update_time"] if found else None
+        head = await self._q(
+            f"SELECT {self._event_cols} FROM events WHERE app_name = ? AND user_id = ? AND "
+            "session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1", *key)
+        for h in head:
+            h["step"] = n
+        # (a session's last event is never one a rewind dropped: no rewind comes after it)
+        head_meta = self._metas(head, n)[-1]
+        if update_time is None:  # an event without its session row (no FK enforced)
+            update_time = head[0]["timestamp"]
+        origin = (await self._origins()).get(thread_id_of(*key))
+        return ThreadSummary(
+            thread_id=thread_id_of(*key), checkpoints=n, head_step=n,
+            head_checkpoint_id=head_meta.checkpoint_id, updated_at=iso_time(update_time),
+            head_summary=head_meta.summary, first_created_at=iso_time(rows[0]["first"]),
+            branch_of=origin[0] if origin else None, branch_point=origin[1] if origin else None)
 
     async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
                                descending: bool = True, prefix: str | None = None) -> list[ThreadSummary]:
-        key = {"updated": "MAX(timestamp)", "created": "MIN(timestamp)", "checkpoints": "COUNT(*)",
-               "step": "COUNT(*)", "thread": f"{self._TID}{self._C}"}[check_sort(sort)]
+        """"updated" is the session's `update_time` (ADK sets it to its last event's time;
+        agentctl's writes move it), read from the sessions table: no scan of the events.
+        "thread" also reads the sessions; the other sorts aggregate the events."""
         d = "DESC" if descending else "ASC"
         params: list[Any] = []
-        where = await self._prefix_where(prefix, params)
-        order = f"{key} {d}" + ("" if sort == "thread" else f", {self._TID}{self._C} ASC")
-        return await self._summaries(where, params, order, limit, offset)
+        if check_sort(sort) in ("updated", "thread"):
+            where = await self._prefix_where(prefix, params, "s.id", " AND ")
+            order = (f"s.update_time {d}, {self._S_TID}{self._C} ASC" if sort == "updated"
+                     else f"{self._S_TID}{self._C} {d}")
+            rows = await self._q(
+                f"SELECT s.app_name, s.user_id, s.id AS session_id, s.update_time FROM sessions s "
+                f"WHERE {self._HAS_EVENTS}{where} ORDER BY {order} LIMIT ? OFFSET ?",
+                *params, int(limit), int(offset))
+        else:
+            key = {"created": "MIN(timestamp)", "checkpoints": "COUNT(*)", "step": "COUNT(*)"}[sort]
+            where = await self._prefix_where(prefix, params)
+            rows = await self._q(
+                f"SELECT app_name, user_id, session_id FROM events{where} GROUP BY app_name, user_id, "
+                f"session_id ORDER BY {key} {d}, {self._TID}{self._C} ASC LIMIT ? OFFSET ?",
+                *params, int(limit), int(offset))
+        out = []
+        for r in rows:
+            found = await self._summary_of((r["app_name"], r["user_id"], r["session_id"]), r.get("update_time"))
+            if found is not None:
+                out.append(found)
+        return out
 
     async def count_threads(self, prefix: str | None = None) -> int:
         params: list[Any] = []
-        where = await self._prefix_where(prefix, params)
-        rows = await self._q(f"SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM events{where} "
-                             "GROUP BY app_name, user_id, session_id) t", *params)
+        where = await self._prefix_where(prefix, params, "s.id", " AND ")
+        rows = await self._q(f"SELECT COUNT(*) AS n FROM sessions s WHERE {self._HAS_EVENTS}{where}", *params)
         return int(rows[0]["n"])
 
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
         key = await self._key(thread_id)
-        if key is None:
-            return None
-        found = await self._summaries(" WHERE app_name = ? AND user_id = ? AND session_id = ?",
-                                      list(key), "app_name", 1, 0)
-        return found[0] if found else None
+        return None if key is None else await self._summary_of(key)
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
-        where = await self._prefix_where(prefix, params)
-        rows = await self._q(f"SELECT DISTINCT {self._TID}{self._C} AS tid FROM events{where} "
-                             "ORDER BY tid LIMIT ?", *params, int(limit))
+        where = await self._prefix_where(prefix, params, "s.id", " AND ")
+        rows = await self._q(f"SELECT {self._S_TID}{self._C} AS tid FROM sessions s WHERE {self._HAS_EVENTS}"
+                             f"{where} ORDER BY tid LIMIT ?", *params, int(limit))
         return [r["tid"] for r in rows]
 
     # ---- checkpoints ---------------------------------------------------------------
