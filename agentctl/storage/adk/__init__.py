@@ -11,7 +11,9 @@ Mapping (see `store.py`):
 - a thread is one session, named `APP/USER/SESSION` (app name, user id and session id
   joined by "/"; a name that itself holds "/" is still found, by the whole text);
 - an event is a step: step N is the session's N-th event in ADK's own order
-  (`timestamp`, then `id`), from 1; the checkpoint id of a step is the event's id;
+  (`timestamp`, then `id`), from 1; the checkpoint id of a step is the event's id
+  (uuid4 in ADK; should two sessions hold the same id, it names the event of the first
+  session by app, user and session id); a session without events is not a thread;
 - the state of step N is the session's state as ADK rebuilds it: the state the session
   started with, as far as it can be recovered, folded with every event's
   `actions.state_delta` up to N, with `app:`/`user:` keys (see `state.py`);

@@ -8,7 +8,7 @@ as JSON. `AdvancedSQLiteSession` adds `message_structure` (branch, turn numbers,
 name per message) and `turn_usage` (tokens per user turn and branch).
 
 Mapping (see `store.py`):
-- a session is a thread (its `session_id` is the thread id);
+- a session is a thread (its `session_id` is the thread id); one without items is not;
 - an item is a step: step N is the session's N-th row of the messages table in `id`
   order (what `SQLiteSession.get_items` returns, in that order), from 1;
 - the checkpoint id of a step is `item-<messages.id>` (stable while the row lives);
