@@ -219,8 +219,8 @@ async def test_other_formats_do_not_claim_sdk_tables(tmp_path):
 
 
 def test_cli_reads_an_sdk_database(tmp_path):
-    """threads list, log, show THREAD@N, search, rewind and undo, a refused branch,
-    through the CLI."""
+    """threads list, log, show THREAD@N, search, rewind, undo and branch, a refused
+    prune, through the CLI."""
     import asyncio
 
     from agents import SQLiteSession
@@ -251,7 +251,9 @@ def test_cli_reads_an_sdk_database(tmp_path):
     r = cli(path, "undo")
     assert r.exit_code == 0 and "undid operation 1" in r.stdout
     r = cli(path, "branch", "conv-cli@2", "try")
-    assert r.exit_code == 2 and "openai-agents format does not support branch" in r.stderr
+    assert r.exit_code == 0 and "conv-cli-branch-try-" in r.stdout
+    r = cli(path, "prune", "conv-cli", "--keep-last", "1", "--yes")
+    assert r.exit_code == 2 and "openai-agents format does not support prune" in r.stderr
 
 
 def _dump(path: str) -> dict[str, list]:
@@ -414,4 +416,70 @@ async def test_an_undecodable_item(tmp_path):
         streamed = [cp async for cp in store.iter_checkpoints(["conv"])]
         assert isinstance(streamed[2], CorruptRowError)
         assert [cp.state["item"] for i, cp in enumerate(streamed) if i != 2] == CONV[:4]
+    s.close()
+
+
+async def test_branch_of_a_sqlite_session(tmp_path):
+    from agentctl.errors import OperationError
+    from agentctl.tree import checkpoint_tree
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "br.db")
+    s = SQLiteSession("conv", path)
+    await s.add_items(CONV)
+    before = _dump(path)
+    async with open_store(path, readonly=False) as store:
+        source = await store.at_step("conv", 5)
+        new = await store.history().branch(source.checkpoint_id, "try")
+        assert new.startswith("conv-branch-try-")
+        summary = await store.thread_summary(new)
+        assert summary.branch_of == "conv" and summary.branch_point == source.checkpoint_id
+        tree = await checkpoint_tree(store, "conv")
+        assert [t["thread_id"] for t in tree["threads"]] == ["conv", new]
+        await check_store(store)
+    b = SQLiteSession(new, path)
+    assert await b.get_items() == CONV[:5] and await s.get_items() == CONV
+    async with open_store(path, readonly=False) as store:
+        await store.history().undo()
+    assert _dump(path) == before
+    async with open_store(path, readonly=False) as store:
+        new = await store.history().branch((await store.at_step("conv", 2)).checkpoint_id, "go")
+    b2 = SQLiteSession(new, path)
+    await b2.add_items([{"role": "user", "content": "on the branch"}])
+    assert await b2.get_items() == CONV[:2] + [{"role": "user", "content": "on the branch"}]
+    async with open_store(path, readonly=False) as store:
+        with pytest.raises(OperationError, match="changed since"):
+            await store.history().undo()
+    for x in (s, b, b2):
+        x.close()
+
+
+async def test_branch_of_an_advanced_session_the_sdk_sees(tmp_path):
+    from agentctl.errors import OperationError, UsageError
+    from agents.extensions.memory import AdvancedSQLiteSession
+
+    path = str(tmp_path / "adv-br.db")
+    s = AdvancedSQLiteSession(session_id="adv", db_path=path, create_tables=True)
+    await s.add_items(CONV)
+    async with open_store(path, readonly=False) as store:
+        target = await store.at_step("adv", 7)  # inside turn 2: the call for Lyon
+        assert await store.history().branch(target.checkpoint_id, "lyon-retry") == "adv"
+        with pytest.raises(UsageError, match="exists"):
+            await store.history().branch(target.checkpoint_id, "lyon-retry")
+        metas = await store.read_thread("adv")
+        assert ["branch:lyon-retry" in m.tags for m in metas] == [True] * 7 + [False] * 2
+    assert "lyon-retry" in {b["branch_id"] for b in await s.list_branches()}
+    assert await s.get_items(branch_id="lyon-retry") == CONV[:7]
+    await s.switch_to_branch("lyon-retry")
+    await s.add_items([{"type": "function_call_output", "call_id": "call_2", "output": "sunny"}])
+    assert (await s.get_items())[-1] == {"type": "function_call_output", "call_id": "call_2", "output": "sunny"}
+    assert await s.get_items(branch_id="main") == CONV
+    async with open_store(path, readonly=False) as store:
+        with pytest.raises(OperationError, match="changed since"):
+            await store.history().undo()
+        await store.history().branch((await store.at_step("adv", 3)).checkpoint_id, "short")
+    assert await s.get_items(branch_id="short") == CONV[:3]
+    async with open_store(path, readonly=False) as store:
+        await store.history().undo()
+    assert "short" not in {b["branch_id"] for b in await s.list_branches()}
     s.close()

@@ -21,7 +21,8 @@ Mapping (see `store.py`):
   `turn:<n>`), and its `turn_usage` rows of the turns so far in the state.
 
 Writes (`history.py`): `rewind` of a `SQLiteSession` session (later items to an
-archive session, or the trash), undoable.
+archive session, or the trash); `branch` (a new session with copies of the items, or
+on an `AdvancedSQLiteSession` a branch the SDK's `switch_to_branch` sees); undoable.
 
 When a database holds several pairs of such tables, the pair is chosen with
 `AGENTCTL_OPENAI_TABLES=SESSIONS_TABLE,MESSAGES_TABLE` (or the store's
@@ -98,7 +99,7 @@ FORMAT = FormatSpec(
     description="SQLiteSession / AdvancedSQLiteSession / SQLAlchemySession tables: a session "
                 "is a thread, each stored item a step",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.REWIND, Capability.UNDO}),
+                            Capability.REWIND, Capability.BRANCH, Capability.UNDO}),
     matches=_matches,
     open=_open,
     tables=("agent_sessions", "agent_messages"),

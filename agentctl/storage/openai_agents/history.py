@@ -9,12 +9,21 @@ table instead (until `purge`). Each rewind is one transaction, recorded in
 back, refusing when the session got new items since (they would interleave).
 
 Sessions of an `AdvancedSQLiteSession` (rows in `message_structure`, whose branches
-share item rows) are refused: moving their rows would break the SDK's branches.
+share item rows) are refused by rewind: moving their rows would break the SDK's branches.
+
+`branch SESSION@N NAME`: on a `SQLiteSession` session, a new session
+`SESSION-branch-NAME-XXXX` with copies of items 1..N (the SDK reads it like any
+session); on an `AdvancedSQLiteSession` session, a branch NAME of the same session
+holding items 1..N of the item's branch (`message_structure` rows, as the SDK's
+`create_branch_from_turn` makes them, and a `branch_reservations` row), which
+`list_branches` lists and `switch_to_branch` opens. Undo removes what the branch
+added, refusing once the SDK added items to it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from typing import Any
 
@@ -23,6 +32,7 @@ from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.sidelog import SideLog
 
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 OPLOG = "agentctl_openai_oplog"
 TRASH = "agentctl_openai_trash"
 
@@ -135,6 +145,95 @@ class OpenAIHistory(History):
                                 archive_thread=archive if moved else None,
                                 moved=[] if hard else ids, deleted=ids if hard else [])
 
+    # ---- branch ----------------------------------------------------------------------
+
+    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
+        """A SQLiteSession session: a new session `SESSION-branch-NAME-XXXX` with copies of
+        items 1..N (new row ids, same data and times); its id. An AdvancedSQLiteSession
+        session: a branch NAME of the session (rows of `message_structure` naming the
+        items 1..N of the item's branch, as `create_branch_from_turn` copies them), which
+        the SDK's `list_branches` / `switch_to_branch` see; the session's id."""
+        from agentctl.storage.openai_agents.store import row_id_of
+
+        name = str(branch_name)
+        if not _NAME.match(name):
+            raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
+        meta = await self.store.get_metadata(from_checkpoint_id)
+        if meta is None:
+            raise CheckpointNotFound(from_checkpoint_id)
+        session, target = meta.thread_id, row_id_of(meta.checkpoint_id)
+        if self.store.has_structure and await self.store._q(
+                "SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1", session):
+            return await self._sdk_branch(meta, session, target, name)
+        S, M = self.store._S, self.store._M
+        new = await self._fresh_name(session, f"{session}-branch-{name}")
+        async with self.store._db.transaction([session, new]) as tx:
+            rows = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? AND id <= ? ORDER BY id",
+                                  session, target)
+            if await tx.fetch(f"SELECT 1 AS x FROM {M} WHERE session_id = ? LIMIT 1", new):
+                raise OperationError(f"session {new!r} appeared meanwhile; retry")
+            await self._ensure_tables(tx)
+            op_id = await self._record(tx, "branch", f"branch {new} from {session} step {meta.step}",
+                                       [new, session], {"session": session, "target": target,
+                                                        "branch_session": new, "created": []})
+            if not await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", new):
+                await tx.execute(f"INSERT INTO {S} (session_id) VALUES (?)", new)
+            for r in rows:  # one by one: the copies' ids in the items' order
+                await tx.execute(f"INSERT INTO {M} (session_id, message_data, created_at) "
+                                 f"SELECT ?, message_data, created_at FROM {M} WHERE id = ?", new, int(r["id"]))
+            created = [int(r["id"]) for r in await tx.fetch(
+                f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id", new)]
+            await self.log.set_details(tx, op_id, {"session": session, "target": target,
+                                                   "branch_session": new, "created": created})
+        self.store._archive_map = None
+        return new
+
+    async def _fresh_name(self, session: str, stem: str) -> str:
+        for _ in range(20):
+            name = f"{stem}-{self._hex()}"
+            if not await self.store._q(f"SELECT 1 AS x FROM {self.store._M} WHERE session_id = ? LIMIT 1", name) \
+                    and not await self.store._q(
+                        f"SELECT 1 AS x FROM {self.store._S} WHERE session_id = ? LIMIT 1", name):
+                return name
+        raise OperationError(f"no free session name for a branch of {session!r}; retry")
+
+    async def _sdk_branch(self, meta: Any, session: str, target: int, name: str) -> str:
+        async with self.store._db.transaction([session]) as tx:
+            have = await tx.fetch("SELECT branch_id, sequence_number FROM message_structure WHERE session_id = ? "
+                                  "AND message_id = ? ORDER BY branch_id", session, target)
+            if not have:
+                raise UsageError(f"item {meta.checkpoint_id} is on no branch of session {session!r}")
+            source = next((h for h in have if h["branch_id"] == "main"), have[0])
+            taken = await tx.fetch("SELECT 1 AS x FROM message_structure WHERE session_id = ? AND branch_id = ? "
+                                   "LIMIT 1", session, name)
+            reservations = await tx.table_exists("branch_reservations")
+            if reservations:
+                taken = taken or await tx.fetch("SELECT 1 AS x FROM branch_reservations WHERE session_id = ? "
+                                                "AND branch_id = ?", session, name)
+            if taken:
+                raise UsageError(f"branch {name!r} of session {session!r} exists (or was used); choose another name")
+            rows = await tx.fetch(
+                "SELECT message_id, message_type, user_turn_number, branch_turn_number, tool_name "
+                "FROM message_structure WHERE session_id = ? AND branch_id = ? AND sequence_number <= ? "
+                "ORDER BY sequence_number", session, source["branch_id"], source["sequence_number"])
+            start = (await tx.fetch("SELECT COALESCE(MAX(sequence_number), 0) AS n FROM message_structure "
+                                    "WHERE session_id = ?", session))[0]["n"]
+            await self._ensure_tables(tx)
+            op_id = await self._record(
+                tx, "branch", f"branch {name} of {session} from {source['branch_id']} step {meta.step}",
+                [session], {"session": session, "target": target, "sdk_branch": name,
+                            "from_branch": source["branch_id"], "rows": len(rows), "reserved": reservations})
+            for i, r in enumerate(rows, 1):
+                await tx.execute(
+                    "INSERT INTO message_structure (session_id, message_id, branch_id, message_type, "
+                    "sequence_number, user_turn_number, branch_turn_number, tool_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    session, r["message_id"], name, r["message_type"], int(start) + i, r["user_turn_number"],
+                    r["branch_turn_number"], r["tool_name"])
+            if reservations:
+                await tx.execute("INSERT INTO branch_reservations (session_id, branch_id) VALUES (?, ?)", session, name)
+        self.last_op_id = op_id
+        return session
+
     # ---- the log ---------------------------------------------------------------------
 
     def _op(self, row: dict[str, Any]) -> Any:
@@ -151,9 +250,11 @@ class OpenAIHistory(History):
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
         S, M = self.store._S, self.store._M
-        op = await self.log.pick(self.store, op_id, ("rewind",))
+        op = await self.log.pick(self.store, op_id, ("rewind", "branch"))
         op_id = op.op_id
         d = op.details
+        if op.kind == "branch":
+            return await self._undo_branch(op)
         session, moved = d["session"], [int(i) for i in d["moved"]]
         async with self.store._db.transaction([session] + ([d["archive"]] if d.get("archive") else [])) as tx:
             newer = await tx.fetch(f"SELECT COUNT(*) AS n FROM {M} WHERE session_id = ? AND id > ?",
@@ -188,6 +289,42 @@ class OpenAIHistory(History):
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op_id} ({op.summary})",
                         created=ids if d["hard"] else [], moved=[] if d["hard"] else ids)
 
+    async def _undo_branch(self, op: Any) -> Any:
+        from agentctl.oplog import OpResult
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
+
+        S, M = self.store._S, self.store._M
+        d = op.details
+        session = d.get("branch_session") or d["session"]
+        async with self.store._db.transaction([session]) as tx:
+            if d.get("sdk_branch"):
+                name = d["sdk_branch"]
+                n = await tx.fetch("SELECT COUNT(*) AS n FROM message_structure WHERE session_id = ? AND branch_id = ?",
+                                   session, name)
+                if int(n[0]["n"]) != int(d["rows"]):
+                    raise OperationError(f"branch {name!r} of {session!r} changed since operation {op.op_id} "
+                                         "(the SDK added items on it); undoing it would lose them")
+                await tx.execute("DELETE FROM message_structure WHERE session_id = ? AND branch_id = ?", session, name)
+                if d.get("reserved"):
+                    await tx.execute("DELETE FROM branch_reservations WHERE session_id = ? AND branch_id = ?",
+                                     session, name)
+                deleted: list[str] = []
+            else:
+                here = [int(r["id"]) for r in await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id",
+                                                             session)]
+                if here != [int(i) for i in d["created"]]:
+                    raise OperationError(f"session {session!r} changed since operation {op.op_id}; "
+                                         "undoing the branch would lose its new items")
+                await tx.execute(f"DELETE FROM {M} WHERE session_id = ?", session)
+                await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", session)
+                deleted = [cid_of(i) for i in here]
+            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
+                                        {"undo_of": op.op_id}, undo_of=op.op_id)
+            await self.log.mark_undone(tx, op.op_id, new_id)
+        self.store._archive_map = None
+        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
+                        deleted=deleted)
+
     async def purge(self, dry_run: bool = False) -> Any:
         from agentctl.oplog import PurgeResult
 
@@ -208,9 +345,6 @@ class OpenAIHistory(History):
 
     def _no(self, what: str) -> Unsupported:
         return Unsupported(self.store.format.name, what)
-
-    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
-        raise self._no("branch")
 
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
         raise self._no("merge")

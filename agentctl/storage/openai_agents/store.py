@@ -71,7 +71,7 @@ class OpenAIAgentsStore(Store):
         self.has_structure = False
         self.has_usage = False
         self._C = ' COLLATE "C"' if kind == "postgres" else ""
-        self._archive_map: dict[str, tuple[str, int]] | None = None
+        self._archive_map: dict[str, tuple[str, int, str]] | None = None
 
     def _check(self, tables: Mapping[str, set[str]]) -> None:
         s, m = choose_pair(tables, *self._asked)
@@ -92,24 +92,29 @@ class OpenAIAgentsStore(Store):
 
         return OpenAIHistory(self, **options)
 
-    async def _archives(self) -> dict[str, tuple[str, int]]:
-        """{archive session: (session, row id of the rewind's target)} of the rewinds not
-        undone (read once per store)."""
+    async def _archives(self) -> dict[str, tuple[str, int, str]]:
+        """{session: (the session it came from, row id of the item it came after, "rewind"
+        or "branch")} of the archive sessions of rewinds and the sessions of branches
+        agentctl made, not undone (read once per store)."""
         if self._archive_map is None:
             from agentctl.storage.openai_agents.history import OPLOG
 
             await self.connect()
-            found: dict[str, tuple[str, int]] = {}
+            found: dict[str, tuple[str, int, str]] = {}
             if await self._db.table_exists(OPLOG):
-                rows = await self._q(f"SELECT details FROM {OPLOG} WHERE kind = 'rewind' AND undone = 0")
-                for d in (json.loads(r["details"]) for r in rows):
-                    if d.get("archive"):
-                        found[d["archive"]] = (d["session"], int(d["target"]))
+                rows = await self._q(f"SELECT kind, details FROM {OPLOG} WHERE kind IN ('rewind', 'branch') "
+                                     "AND undone = 0")
+                for r in rows:
+                    d = json.loads(r["details"])
+                    if r["kind"] == "rewind" and d.get("archive"):
+                        found[d["archive"]] = (d["session"], int(d["target"]), "rewind")
+                    elif r["kind"] == "branch" and d.get("branch_session"):
+                        found[d["branch_session"]] = (d["session"], int(d["target"]), "branch")
             self._archive_map = found
         return self._archive_map
 
     async def archive_threads(self) -> set[str]:
-        return set(await self._archives())
+        return {t for t, origin in (await self._archives()).items() if origin[2] == "rewind"}
 
     async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
@@ -393,7 +398,7 @@ class OpenAIAgentsStore(Store):
         AdvancedSQLiteSession's branches are tags of the session's items, not threads)."""
         wanted = set(thread_ids)
         out = []
-        for archive, (session, _target) in sorted((await self._archives()).items()):
+        for archive, (session, _target, _kind) in sorted((await self._archives()).items()):
             if session in wanted:
                 first = await self.at_step(archive, 1)
                 if first is not None:
