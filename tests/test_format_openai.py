@@ -371,6 +371,14 @@ async def test_rewind_on_postgres_sqlalchemy_session(pg_dsn):
             assert await s.get_items() == CONV
         await s.add_items([{"role": "user", "content": "later"}])  # ids go on after the restored rows
         assert (await s.get_items())[-1] == {"role": "user", "content": "later"}
+        async with open_store(pg_dsn, readonly=False) as store:
+            new = await store.history().branch((await store.at_step("pg", 4)).checkpoint_id, "pg-try")
+            await check_store(store)
+        b = SQLAlchemySession(new, engine=engine)
+        assert await b.get_items() == CONV[:4]
+        async with open_store(pg_dsn, readonly=False) as store:
+            await store.history().undo()
+        assert await b.get_items() == []
     finally:
         await engine.dispose()
 
