@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, AsyncIterator, Mapping, Sequence
 
-from agentctl.errors import CorruptRowError, SchemaError
+from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import Store
 from agentctl.storage.openai_agents import (
