@@ -180,49 +180,72 @@ async def test_overwritten_initial_keys_are_absent_until_their_first_delta(tmp_p
         assert await store.count_threads("a/") == 1
 
 
-async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch):
-    """A v0 database (pickled `actions`): the transcript reads, the pickled column is never
-    loaded (pickle.loads is made to fail), the state is reported as unknown."""
+V0_DDL = [
+    "CREATE TABLE sessions (app_name VARCHAR(128), user_id VARCHAR(128), id VARCHAR(128), state {json}, "
+    "create_time {ts}, update_time {ts}, PRIMARY KEY (app_name, user_id, id))",
+    "CREATE TABLE events (id VARCHAR(128), app_name VARCHAR(128), user_id VARCHAR(128), "
+    "session_id VARCHAR(128), invocation_id VARCHAR(256), author VARCHAR(256), actions {blob}, "
+    "long_running_tool_ids_json TEXT, branch VARCHAR(256), timestamp {ts}, content {json}, "
+    "grounding_metadata {json}, custom_metadata {json}, usage_metadata {json}, citation_metadata {json}, "
+    "partial BOOLEAN, turn_complete BOOLEAN, error_code VARCHAR(256), error_message TEXT, interrupted BOOLEAN, "
+    "input_transcription {json}, output_transcription {json}, PRIMARY KEY (id, app_name, user_id, session_id))",
+    "CREATE TABLE app_states (app_name VARCHAR(128) PRIMARY KEY, state {json}, update_time {ts})",
+    "CREATE TABLE user_states (app_name VARCHAR(128), user_id VARCHAR(128), state {json}, update_time {ts}, "
+    "PRIMARY KEY (app_name, user_id))",
+]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch, request, kind):
+    """A v0 database (pickled `actions`) on SQLite and Postgres: the transcript reads,
+    the pickled column is never loaded (pickle.loads is made to fail), the state is
+    reported as unknown, writes are refused."""
     import pickle
+    from datetime import datetime
 
-    from sqlalchemy import create_engine, text
+    from agentctl.storage import Unsupported
 
-    path = str(tmp_path / "v0.db")
-    engine = create_engine(f"sqlite:///{path}")
-    with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE sessions (app_name VARCHAR(128), user_id VARCHAR(128), id VARCHAR(128), "
-                          "state TEXT, create_time DATETIME, update_time DATETIME, "
-                          "PRIMARY KEY (app_name, user_id, id))"))
-        conn.execute(text("CREATE TABLE events (id VARCHAR(128), app_name VARCHAR(128), user_id VARCHAR(128), "
-                          "session_id VARCHAR(128), invocation_id VARCHAR(256), author VARCHAR(256), "
-                          "actions BLOB, long_running_tool_ids_json TEXT, branch VARCHAR(256), "
-                          "timestamp DATETIME, content TEXT, grounding_metadata TEXT, custom_metadata TEXT, "
-                          "usage_metadata TEXT, citation_metadata TEXT, partial BOOLEAN, turn_complete BOOLEAN, "
-                          "error_code VARCHAR(256), error_message TEXT, interrupted BOOLEAN, "
-                          "input_transcription TEXT, output_transcription TEXT, "
-                          "PRIMARY KEY (id, app_name, user_id, session_id))"))
-        conn.execute(text("CREATE TABLE app_states (app_name VARCHAR(128) PRIMARY KEY, state TEXT, update_time DATETIME)"))
-        conn.execute(text("CREATE TABLE user_states (app_name VARCHAR(128), user_id VARCHAR(128), state TEXT, "
-                          "update_time DATETIME, PRIMARY KEY (app_name, user_id))"))
-        conn.execute(text("INSERT INTO sessions VALUES ('a', 'u', 's', '{\"x\": 1}', "
-                          "'2025-01-01 00:00:00.000000', '2025-01-01 00:00:02.000000')"))
-        for i, (author, body) in enumerate([("user", "hello v0"), ("agent", "hi from v0")]):
-            conn.execute(text("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, "
-                              "actions, timestamp, content) VALUES (:id, 'a', 'u', 's', 'inv', :author, "
-                              ":actions, :ts, :content)"),
-                         {"id": f"e{i}", "author": author, "actions": pickle.dumps({"state_delta": {"x": i}}),
-                          "ts": f"2025-01-01 00:00:0{i}.000000",
-                          "content": '{"role": "%s", "parts": [{"text": "%s"}]}' % (
-                              "user" if author == "user" else "model", body)})
-    engine.dispose()
+    events = [(f"e{i}", author, pickle.dumps({"state_delta": {"x": i}}), datetime(2025, 1, 1, 0, 0, i),
+               '{"role": "%s", "parts": [{"text": "%s"}]}' % ("user" if author == "user" else "model", body))
+              for i, (author, body) in enumerate([("user", "hello v0"), ("agent", "hi from v0")])]
+    if kind == "sqlite":
+        import sqlite3
+
+        url = str(tmp_path / "v0.db")
+        conn = sqlite3.connect(url)
+        for ddl in V0_DDL:
+            conn.execute(ddl.format(json="TEXT", ts="DATETIME", blob="BLOB"))
+        conn.execute("INSERT INTO sessions VALUES ('a', 'u', 's', '{\"x\": 1}', "
+                      "'2025-01-01 00:00:00.000000', '2025-01-01 00:00:02.000000')")
+        conn.executemany("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, actions, "
+                         "timestamp, content) VALUES (?, 'a', 'u', 's', 'inv', ?, ?, ?, ?)",
+                         [(i, a, p, t.strftime("%Y-%m-%d %H:%M:%S.%f"), c) for i, a, p, t, c in events])
+        conn.commit()
+        conn.close()
+    else:
+        import asyncpg
+
+        url = request.getfixturevalue("pg_dsn")
+        conn = await asyncpg.connect(url)
+        try:
+            for ddl in V0_DDL:
+                await conn.execute(ddl.format(json="JSONB", ts="TIMESTAMP", blob="BYTEA"))
+            await conn.execute("INSERT INTO sessions VALUES ('a', 'u', 's', '{\"x\": 1}', $1, $2)",
+                               datetime(2025, 1, 1), datetime(2025, 1, 1, 0, 0, 2))
+            await conn.executemany("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, "
+                                   "actions, timestamp, content) VALUES ($1, 'a', 'u', 's', 'inv', $2, $3, $4, "
+                                   "$5::jsonb)", events)
+        finally:
+            await conn.close()
 
     def no_unpickling(*_a, **_k):
         raise AssertionError("agentctl unpickled a column")
 
     monkeypatch.setattr(pickle, "loads", no_unpickling)
     monkeypatch.setattr(pickle, "load", no_unpickling)
-    assert (await detect(path)).name == "adk"
-    async with open_store(path) as store:
+    assert (await detect(url)).name == "adk"
+    async with open_store(url) as store:
+        assert store.layout == "v0"
         assert await store.all_thread_ids() == ["a/u/s"]
         cp = await store.get_latest("a/u/s")
         assert [m["content"] for m in cp.messages] == ["hello v0", "hi from v0"]
@@ -230,6 +253,9 @@ async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch):
         assert cp.messages[1]["name"] == "agent"
         assert "pickled" in cp.state["_agentctl"] and cp.state["current"] == {"x": 1}
         assert [h.step for h in await store.search("v0")] == [2, 1]
+    async with open_store(url, readonly=False) as store:
+        with pytest.raises(Unsupported, match="v0"):
+            await store.history().rewind("e0")
 
 
 def test_detection_keeps_the_formats_apart():
