@@ -43,10 +43,10 @@ def parse_url(url: str | None) -> tuple[str, str]:
 
 def formats() -> list[FormatSpec]:
     """Every format agentctl knows, in detection order."""
-    from agentctl.storage import agentos, article, langgraph
+    from agentctl.storage import adk, agentos, article, langgraph, openai_agents
 
     # LangGraph first: its `checkpoints` table also satisfies looser matchers
-    return [langgraph.FORMAT, agentos.FORMAT, article.FORMAT]
+    return [langgraph.FORMAT, agentos.FORMAT, article.FORMAT, openai_agents.FORMAT, adk.FORMAT]
 
 
 def get_format(name: str) -> FormatSpec:

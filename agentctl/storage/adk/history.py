@@ -1,0 +1,381 @@
+"""Writes on Google ADK's DatabaseSessionService tables (schema v1): `rewind`, `branch`
+and their `undo`.
+
+- `rewind APP/USER/SESSION@N` does what ADK's `Runner.rewind_async` does, at the step
+  asked for: it appends an event (author "user") whose `actions.rewind_before_invocation_id`
+  names the invocation of step N+1 and whose `state_delta` brings the session-scoped
+  state back to step N's, so ADK's own reads (`_apply_rewinds`) drop the later events,
+  which stay in the table. Step N+1 must start an invocation (ADK rewinds whole
+  invocations). Unlike ADK's rewind (adk-python#4933), keys that `create_session` set
+  and that no event changed are kept; a key that some event after step N set first is
+  removed (set to None, as ADK does) — the database cannot tell whether
+  `create_session` had set it before. `app:` and `user:` keys are shared with other
+  sessions and are not rewound (as in ADK); artifacts are not rewound (agentctl has no
+  artifact service).
+- `--hard` moves the later events to agentctl's trash instead and writes step N's
+  session state into the session row.
+- `branch` makes a new session `SESSION-branch-NAME-XXXX` of the same app and user with
+  copies of events 1..N and step N's session state.
+
+Each write sets the session's `update_time` (ADK's optimistic-lock marker) to a new
+value, so an ADK service holding the session from before gets ADK's stale-session error
+on its next `append_event` instead of overwriting the change. Every write is one
+transaction, recorded in `agentctl_adk_oplog` (the trash is `agentctl_adk_trash`) and
+undoable: undo restores every row, and refuses when ADK wrote to the session since.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from agentctl.errors import CheckpointNotFound, OperationError, UsageError
+from agentctl.model import utc_now_iso
+from agentctl.storage.adk.events import StateFold, decode_json
+from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.sidelog import SideLog
+
+OPLOG = "agentctl_adk_oplog"
+TRASH = "agentctl_adk_trash"
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+def to_datetime(value: Any) -> datetime:
+    """A stored timestamp (SQLite text, a Postgres datetime) as a naive UTC datetime."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value
+    text = str(value).replace("T", " ")
+    if text.endswith("+00:00"):
+        text = text[:-6]
+    return datetime.fromisoformat(text)
+
+
+class ADKHistory(History):
+    def __init__(self, store: Any, *, now: Any = None, hex4: Any = None) -> None:
+        self.store = store
+        self._now = now or utc_now_iso
+        self._hex = hex4 or (lambda: secrets.token_hex(2))
+        self.log = SideLog(OPLOG, store.kind)
+        pg = store.kind == "postgres"
+        self._json = "CAST(? AS JSONB)" if pg else "?"
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    def _ts(self, dt: datetime) -> Any:
+        """A naive UTC datetime as the parameter of a timestamp column."""
+        if self.store.kind == "postgres":
+            return dt
+        return dt.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    @staticmethod
+    def _ts_text(value: Any) -> str:
+        return to_datetime(value).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    async def _ensure_tables(self, tx: Any) -> None:
+        await self.log.ensure(tx)
+        data = "JSONB" if self.store.kind == "postgres" else "TEXT"
+        await tx.execute(
+            f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id INTEGER NOT NULL, id VARCHAR(128) NOT NULL, "
+            "app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, session_id VARCHAR(128) NOT NULL, "
+            f"invocation_id VARCHAR(256) NOT NULL, timestamp TIMESTAMP NOT NULL, event_data {data})")
+
+    async def _record(self, tx: Any, kind: str, summary: str, threads: list[str],
+                      details: dict[str, Any], undo_of: int | None = None) -> int:
+        op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
+        self.last_op_id = op_id
+        return op_id
+
+    async def _target(self, checkpoint_id: str) -> tuple[Any, tuple[str, str, str]]:
+        if self.store.layout != "v1":
+            raise Unsupported("adk (v0 layout, read-only)", "writes")
+        meta = await self.store.get_metadata(checkpoint_id)
+        if meta is None:
+            raise CheckpointNotFound(checkpoint_id)
+        key = await self.store._key(meta.thread_id)
+        assert key is not None
+        return meta, key
+
+    async def _session_row(self, tx: Any, key: tuple[str, str, str]) -> dict[str, Any]:
+        sel = "SELECT state, create_time, update_time FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?"
+        if self.store.kind == "postgres":
+            sel += " FOR UPDATE"
+        rows = await tx.fetch(sel, *key)
+        if not rows:
+            raise OperationError(f"session {'/'.join(key)} is gone")
+        row = rows[0]
+        state, _err = decode_json(row["state"])
+        row["state"] = state if isinstance(state, dict) else {}
+        return row
+
+    async def _events(self, tx: Any, key: tuple[str, str, str]) -> list[dict[str, Any]]:
+        rows = await tx.fetch(
+            "SELECT id, invocation_id, timestamp, event_data FROM events WHERE app_name = ? AND user_id = ? "
+            "AND session_id = ? ORDER BY timestamp, id", *key)
+        for i, r in enumerate(rows, 1):
+            r["step"] = i
+            data, _err = decode_json(r["event_data"])
+            r["event"] = data if isinstance(data, dict) else {}
+        return rows
+
+    @staticmethod
+    def _session_state_at(session_state: dict[str, Any], events: list[dict[str, Any]], step: int
+                          ) -> tuple[dict[str, Any], list[str]]:
+        """The session-scoped state as of `step` and the keys of the current state whose
+        value there is unknown (first set by an event after `step`)."""
+        fold = StateFold(session_state, {}, {}, [r["event"] for r in events])
+        for r in events[:step]:
+            fold.apply(r["event"])
+        at = dict(fold.session)
+        unknown = [k for k in session_state if k not in at]
+        return at, unknown
+
+    def _new_marker(self, old: Any, *others: Any) -> datetime:
+        """A new update_time: now, and after the old marker and the given times."""
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        latest = max([to_datetime(old)] + [to_datetime(o) for o in others])
+        return max(now, latest + timedelta(microseconds=1))
+
+    # ---- rewind ----------------------------------------------------------------------
+
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+        from agentctl.engine import RewindPlan
+
+        meta, key = await self._target(checkpoint_id)
+        later = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
+        if later and not hard:
+            self._check_boundary(meta.step, await self._invocations(key))
+        archive = None if hard or not later else \
+            f"(kept in {meta.thread_id}, marked rewound by a new event)"
+        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=archive, hard=hard)
+
+    async def _invocations(self, key: tuple[str, str, str]) -> list[str]:
+        rows = await self.store._q("SELECT invocation_id FROM events WHERE app_name = ? AND user_id = ? "
+                                   "AND session_id = ? ORDER BY timestamp, id", *key)
+        return [r["invocation_id"] for r in rows]
+
+    @staticmethod
+    def _check_boundary(step: int, invocations: list[str]) -> str:
+        """The invocation that step `step`+1 starts (invocations: of every step, in
+        order); UsageError when that invocation started at an earlier step."""
+        inv = invocations[step]
+        first = invocations.index(inv) + 1
+        if first != step + 1:
+            last = len(invocations) - invocations[::-1].index(inv)
+            raise UsageError(
+                f"step {step} is inside invocation {inv!r} (steps {first}..{last}); ADK rewinds whole "
+                f"invocations: rewind to step {first - 1} or {last}, or use --hard")
+        return inv
+
+    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
+                     archive_thread: str | None = None) -> Any:
+        from agentctl.engine import TimeTravelResult
+
+        meta, key = await self._target(checkpoint_id)
+        tid = meta.thread_id
+        op_id = None
+        moved: list[str] = []
+        before = 0
+        async with self.store._db.transaction([tid]) as tx:
+            row = await self._session_row(tx, key)
+            events = await self._events(tx, key)
+            before = len(events)
+            ids = [r["id"] for r in events]
+            if meta.checkpoint_id not in ids:
+                raise CheckpointNotFound(checkpoint_id)
+            step = ids.index(meta.checkpoint_id) + 1
+            later = events[step:]
+            moved = [r["id"] for r in later]
+            if later:
+                await self._ensure_tables(tx)
+                at, unknown = self._session_state_at(row["state"], events, step)
+                details: dict[str, Any] = {
+                    "key": list(key), "target": meta.checkpoint_id, "step": step, "hard": hard,
+                    "moved": moved, "state_before": row["state"],
+                    "update_time_before": self._ts_text(row["update_time"]), "removed_keys": unknown}
+                if hard:
+                    marker = self._new_marker(row["update_time"])
+                    op_id = await self._record(tx, "rewind", f"rewind {tid} to step {step}; "
+                                               f"{len(later)} event(s) to the trash", [tid], details)
+                    await tx.execute(
+                        f"INSERT INTO {TRASH} (op_id, id, app_name, user_id, session_id, invocation_id, "
+                        "timestamp, event_data) SELECT CAST(? AS INTEGER), id, app_name, user_id, session_id, "
+                        "invocation_id, timestamp, event_data FROM events WHERE app_name = ? AND user_id = ? "
+                        f"AND session_id = ? AND id IN ({', '.join('?' for _ in moved)})",
+                        op_id, *key, *moved)
+                    await tx.execute(
+                        "DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+                        f"AND id IN ({', '.join('?' for _ in moved)})", *key, *moved)
+                    new_state = at
+                else:
+                    inv = self._check_boundary(step, [r["invocation_id"] for r in events])
+                    delta = {k: v for k, v in at.items() if k not in row["state"] or row["state"][k] != v}
+                    delta.update({k: None for k, v in row["state"].items() if k not in at and v is not None})
+                    marker = self._new_marker(row["update_time"], events[-1]["timestamp"])
+                    stamp = marker.replace(tzinfo=timezone.utc).timestamp()
+                    event_id = str(uuid.uuid4())
+                    event = {"invocation_id": f"e-{uuid.uuid4()}", "author": "user",
+                             "actions": {"state_delta": delta, "artifact_delta": {},
+                                         "requested_auth_configs": {}, "requested_tool_confirmations": {},
+                                         "rewind_before_invocation_id": inv},
+                             "node_info": {"path": ""}, "id": event_id, "timestamp": stamp,
+                             "custom_metadata": {"agentctl": f"rewind to step {step}"}}
+                    details.update(event_id=event_id, rewind_before_invocation_id=inv)
+                    op_id = await self._record(tx, "rewind", f"rewind {tid} to step {step}; "
+                                               f"{len(later)} event(s) marked rewound", [tid], details)
+                    await tx.execute(
+                        "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
+                        f"event_data) VALUES (?, ?, ?, ?, ?, ?, {self._json})", event_id, *key,
+                        event["invocation_id"], self._ts(marker), json.dumps(event))
+                    new_state = {**row["state"], **delta}
+                details["update_time_after"] = self._ts_text(marker)
+                await self.log.set_details(tx, op_id, details)
+                await tx.execute(
+                    f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
+                    "AND user_id = ? AND id = ?", json.dumps(new_state), self._ts(marker), *key)
+        cp = await self.store.get_latest(tid)
+        return TimeTravelResult(checkpoint=cp, thread_id=tid, rewind_depth=len(moved),
+                                snapshot_count_before=before, op_id=op_id,
+                                archive_thread=None if hard or not moved else archive_thread,
+                                moved=[] if hard else moved, deleted=moved if hard else [])
+
+    # ---- branch ----------------------------------------------------------------------
+
+    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
+        name = str(branch_name)
+        if not _NAME.match(name):
+            raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
+        meta, key = await self._target(from_checkpoint_id)
+        async with self.store._db.transaction([meta.thread_id]) as tx:
+            row = await self._session_row(tx, key)
+            events = await self._events(tx, key)
+            step = [r["id"] for r in events].index(meta.checkpoint_id) + 1
+            at, unknown = self._session_state_at(row["state"], events, step)
+            for _ in range(20):
+                new_id = f"{key[2]}-branch-{name}-{self._hex()}"
+                if not await tx.fetch("SELECT 1 AS x FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
+                                      key[0], key[1], new_id):
+                    break
+            else:
+                raise OperationError("no free session id for the branch; retry")
+            new_key = (key[0], key[1], new_id)
+            tid = "/".join(new_key)
+            now = datetime.now(timezone.utc).replace(tzinfo=None)
+            await self._ensure_tables(tx)
+            op_id = await self._record(
+                tx, "branch", f"branch {tid} from {meta.thread_id} step {step}", [tid, meta.thread_id],
+                {"key": list(new_key), "from": meta.checkpoint_id, "from_thread": meta.thread_id,
+                 "events": step, "update_time": self._ts_text(now), "removed_keys": unknown})
+            await tx.execute(
+                "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) "
+                f"VALUES (?, ?, ?, {self._json}, ?, ?)", *new_key, json.dumps(at), self._ts(now), self._ts(now))
+            # copies with ids of their own (a checkpoint id names one event), same invocations
+            copies = []
+            for r in events[:step]:
+                event = dict(r["event"])
+                event["id"] = str(uuid.uuid4())
+                copies.append((event["id"], *new_key, r["invocation_id"], self._ts(to_datetime(r["timestamp"])),
+                               json.dumps(event)))
+            await tx.executemany(
+                "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) "
+                f"VALUES (?, ?, ?, ?, ?, ?, {self._json})", copies)
+        self.last_op_id = op_id
+        self.store._origin_map = None  # the store reads the log again
+        return tid
+
+    # ---- the log ---------------------------------------------------------------------
+
+    def _op(self, row: dict[str, Any]) -> Any:
+        d = json.loads(row["details"])
+        purgeable = len(d.get("moved", [])) if d.get("hard") and not row["undone"] and not row["purged"] else 0
+        return SideLog.record_of(row, purgeable)
+
+    async def oplog(self, limit: int = 50) -> list[Any]:
+        return [self._op(r) for r in await self.log.rows(self.store, limit)]
+
+    async def undo(self, op_id: int | None = None) -> Any:
+        from agentctl.oplog import OpResult
+
+        op = await self.log.pick(self.store, op_id, ("rewind", "branch"))
+        d = op.details
+        key = tuple(d["key"])
+        tid = "/".join(key)
+        async with self.store._db.transaction([tid]) as tx:
+            row = await self._session_row(tx, key)
+            expected = d["update_time_after"] if op.kind == "rewind" else d["update_time"]
+            if self._ts_text(row["update_time"]) != expected:
+                raise OperationError(
+                    f"session {tid} changed since operation {op.op_id} (ADK wrote to it); undoing it would "
+                    "lose that write")
+            if op.kind == "branch":
+                await tx.execute("DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)
+                await tx.execute("DELETE FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
+                result = ([], [tid])
+            else:
+                if d["hard"]:
+                    n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op.op_id)
+                    if int(n[0]["n"]) != len(d["moved"]):
+                        raise OperationError(f"the trash of operation {op.op_id} is incomplete")
+                    await tx.execute(
+                        "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
+                        f"event_data) SELECT id, app_name, user_id, session_id, invocation_id, timestamp, "
+                        f"event_data FROM {TRASH} WHERE op_id = ?", op.op_id)
+                    await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?", op.op_id)
+                    result = (d["moved"], [])
+                else:
+                    await tx.execute("DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+                                     "AND id = ?", *key, d["event_id"])
+                    result = ([], [d["event_id"]])
+                await tx.execute(
+                    f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
+                    "AND user_id = ? AND id = ?", json.dumps(d["state_before"]),
+                    self._ts(to_datetime(d["update_time_before"])), *key)
+            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
+                                        {"undo_of": op.op_id}, undo_of=op.op_id)
+            await self.log.mark_undone(tx, op.op_id, new_id)
+        self.store._origin_map = None
+        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
+                        created=result[0], deleted=result[1])
+
+    async def purge(self, dry_run: bool = False) -> Any:
+        from agentctl.oplog import PurgeResult
+
+        await self.store.connect()
+        if not await self.store._db.table_exists(TRASH):
+            return PurgeResult(ops=[], rows=0, dry_run=dry_run)
+        rows = await self.store._q(f"SELECT op_id, COUNT(*) AS n FROM {TRASH} GROUP BY op_id ORDER BY op_id")
+        ops = [int(r["op_id"]) for r in rows]
+        total = sum(int(r["n"]) for r in rows)
+        if dry_run or not ops:
+            return PurgeResult(ops=ops, rows=total, dry_run=dry_run)
+        async with self.store._db.transaction() as tx:
+            await tx.execute(f"DELETE FROM {TRASH}")
+            for op in ops:
+                await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id = ?", op)
+        return PurgeResult(ops=ops, rows=total, dry_run=False)
+
+    # ---- not offered -----------------------------------------------------------------
+
+    def _no(self, what: str) -> Unsupported:
+        return Unsupported(self.store.format.name, what)
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
+        raise self._no("merge")
+
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> str:
+        raise self._no("merge")
+
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
+        raise self._no("prune")
+
+    async def prune_spec(self, spec: PruneSpec) -> list[Any]:
+        raise self._no("prune")
+
+    async def delete_thread(self, thread_id: str) -> Any:
+        raise self._no("threads delete")
+

@@ -1,0 +1,531 @@
+"""Reads of Google ADK's DatabaseSessionService tables (see the package's docstring for
+the mapping, `events.py` for the transcript and the state fold)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+from agentctl.errors import CorruptRowError, SchemaError
+from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.adk import FORMAT, layout
+from agentctl.storage.contract import Store
+from agentctl.storage.adk.events import (
+    StateFold,
+    decode_json,
+    searchable_text,
+    summary_of,
+    tags_of,
+    to_message,
+    tools_of,
+)
+from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape, prefix_range
+
+#: a thread id's parts are joined by this
+SEP = "/"
+_V0_COLUMNS = ("author", "content", "error_code", "error_message", "branch", "partial",
+               "turn_complete", "interrupted")
+OPAQUE = "(pickled in the v0 layout; agentctl never unpickles it)"
+
+
+def thread_id_of(app: str, user: str, session: str) -> str:
+    return f"{app}{SEP}{user}{SEP}{session}"
+
+
+class ADKStore(Store):
+    format = FORMAT
+
+    def __init__(self, kind: str, target: str, *, readonly: bool = True, **_: Any) -> None:
+        self.kind = kind
+        self._db = connection(kind, target, self._check, readonly=readonly)
+        self.display_name = self._db.display_name
+        self.layout = ""
+        self._event_cols = ""
+        self.has_app_states = self.has_user_states = False
+        self._C = ' COLLATE "C"' if kind == "postgres" else ""
+        self._TID = "(app_name || '/' || user_id || '/' || session_id)"
+        self._slashes: bool | None = None
+        self._origin_map: dict[str, tuple[str, str]] | None = None
+
+    def _check(self, tables: Mapping[str, set[str]]) -> None:
+        found = layout(tables)
+        if found is None:
+            raise SchemaError("not a Google ADK session database (want tables sessions and events "
+                              "with DatabaseSessionService's columns)")
+        self.layout = found
+        if found == "v1":
+            self._event_cols = "id, app_name, user_id, session_id, invocation_id, timestamp, event_data"
+        else:  # never the pickled `actions`
+            cols = [c for c in _V0_COLUMNS if c in tables["events"]]
+            self._event_cols = ("id, app_name, user_id, session_id, invocation_id, timestamp"
+                                + "".join(f", {c}" for c in cols))
+        self.has_app_states = {"app_name", "state"} <= tables.get("app_states", set())
+        self.has_user_states = {"app_name", "user_id", "state"} <= tables.get("user_states", set())
+
+    async def connect(self) -> None:
+        await self._db.connect()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    def history(self, **options: Any) -> Any:
+        """rewind, branch and their undo (schema v1); see `history.py`."""
+        from agentctl.storage.adk.history import ADKHistory
+
+        return ADKHistory(self, **options)
+
+    async def _origins(self) -> dict[str, tuple[str, str]]:
+        """{branch thread: (source thread, source checkpoint)} of agentctl's branches not
+        undone (read once per store)."""
+        if self._origin_map is None:
+            from agentctl.storage.adk.history import OPLOG
+
+            await self.connect()
+            found: dict[str, tuple[str, str]] = {}
+            if await self._db.table_exists(OPLOG):
+                for r in await self._q(f"SELECT details FROM {OPLOG} WHERE kind = 'branch' AND undone = 0"):
+                    d = json.loads(r["details"])
+                    found["/".join(d["key"])] = (d["from_thread"], d["from"])
+            self._origin_map = found
+        return self._origin_map
+
+    async def _first_parent(self, rows: list[dict[str, Any]]) -> str | None:
+        """The parent of a page's first row when it is step 1: the branch point of a
+        branch made by agentctl, else None."""
+        if not rows or rows[0]["step"] != 1:
+            return None
+        origin = (await self._origins()).get(
+            thread_id_of(rows[0]["app_name"], rows[0]["user_id"], rows[0]["session_id"]))
+        return origin[1] if origin else None
+
+    async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        await self.connect()
+        return await self._db.query(sql, *params)
+
+    # ---- rows ----------------------------------------------------------------------
+
+    def _event(self, row: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """The event of a row as a dict (v1: its event_data; v0: its plain columns)."""
+        if self.layout == "v1":
+            data, err = decode_json(row.get("event_data"))
+            if data is None and err is None:  # ADK reads a NULL event_data as an empty event
+                data = {}
+            if err is not None or not isinstance(data, dict):
+                return None, err or "event_data is not an object"
+            data = dict(data)
+            data.setdefault("id", row["id"])
+            data["invocation_id"] = row.get("invocation_id") or data.get("invocation_id")
+            return data, None
+        content, err = decode_json(row.get("content"))
+        ev = {k: row.get(k) for k in _V0_COLUMNS if row.get(k) is not None and k != "content"}
+        ev.update(id=row["id"], invocation_id=row.get("invocation_id"), content=content,
+                  actions_opaque=OPAQUE)
+        return ev, None
+
+    async def _key(self, thread_id: str) -> tuple[str, str, str] | None:
+        parts = thread_id.split(SEP)
+        if len(parts) == 3:
+            return parts[0], parts[1], parts[2]
+        if len(parts) < 3:
+            return None
+        rows = await self._q("SELECT app_name, user_id, id FROM sessions WHERE "
+                             "app_name || '/' || user_id || '/' || id = ? ORDER BY app_name, user_id, id "
+                             "LIMIT 1", thread_id)
+        return (rows[0]["app_name"], rows[0]["user_id"], rows[0]["id"]) if rows else None
+
+    async def _rows(self, key: tuple[str, str, str], first_step: int, last_step: int | None,
+                    ) -> list[dict[str, Any]]:
+        """Events of steps first_step..last_step (None: to the end) in ADK's order
+        (timestamp, id), with the one before them; each with its `step`."""
+        start = max(first_step - 1, 1)
+        limit = 2**62 if last_step is None else max(last_step - start + 1, 0)
+        if limit == 0:
+            return []
+        rows = await self._q(
+            f"SELECT {self._event_cols} FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+            f"ORDER BY timestamp, id LIMIT ? OFFSET ?", *key, limit, start - 1)
+        for i, r in enumerate(rows):
+            r["step"] = start + i
+        return rows
+
+    def _meta(self, row: dict[str, Any], parent: str | None, msg: dict[str, Any],
+              rewound: frozenset[str] = frozenset()) -> CheckpointMetadata:
+        tags = tags_of(msg)
+        if row["id"] in rewound:
+            tags.append("rewound")
+        return CheckpointMetadata(
+            thread_id=thread_id_of(row["app_name"], row["user_id"], row["session_id"]),
+            checkpoint_id=row["id"], step=row["step"], parent_checkpoint_id=parent,
+            created_at=iso_time(row["timestamp"]), tags=tags, summary=summary_of(msg))
+
+    async def _rewound(self, key: tuple[str, str, str]) -> frozenset[str]:
+        """The ids of the session's events that a later rewind event drops, as ADK's
+        `_apply_rewinds` decides (whole invocations, back to the earliest event of the
+        invocation the rewind names)."""
+        if self.layout != "v1":
+            return frozenset()
+        if not await self._q("SELECT 1 AS x FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+                             "AND CAST(event_data AS TEXT) LIKE ? LIMIT 1", *key, "%rewind_before_invocation_id%"):
+            return frozenset()
+        rows = await self._q("SELECT id, invocation_id, event_data FROM events WHERE app_name = ? AND "
+                             "user_id = ? AND session_id = ? ORDER BY timestamp, id", *key)
+        first: dict[str, int] = {}
+        for i, r in enumerate(rows):
+            first.setdefault(r["invocation_id"], i)
+        dropped: set[str] = set()
+        i = len(rows) - 1
+        while i >= 0:
+            ev, _err = self._event(rows[i])
+            actions = (ev or {}).get("actions") or {}
+            target = actions.get("rewind_before_invocation_id") if isinstance(actions, dict) else None
+            if target:
+                start = first.get(target)
+                if start is not None and start < i:
+                    dropped.update(r["id"] for r in rows[start:i])
+                    i = start
+            i -= 1
+        return frozenset(dropped)
+
+    def _metas(self, rows: list[dict[str, Any]], first_step: int,
+               rewound: frozenset[str] = frozenset(), parent: str | None = None) -> list[CheckpointMetadata]:
+        out = []
+        prev = parent
+        for r in rows:
+            if r["step"] >= first_step:
+                ev, err = self._event(r)
+                msg = to_message(ev) if err is None else {"role": "invalid", "content": err}
+                out.append(self._meta(r, prev, msg, rewound))
+            prev = r["id"]
+        return out
+
+    async def _states(self, key: tuple[str, str, str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The stored (session, app, user) states of a session."""
+        def obj(value: Any) -> dict[str, Any]:
+            data, _err = decode_json(value)
+            return data if isinstance(data, dict) else {}
+
+        rows = await self._q("SELECT state FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
+        session = obj(rows[0]["state"]) if rows else {}
+        app: dict[str, Any] = {}
+        user: dict[str, Any] = {}
+        if self.has_app_states:
+            rows = await self._q("SELECT state FROM app_states WHERE app_name = ?", key[0])
+            app = obj(rows[0]["state"]) if rows else {}
+        if self.has_user_states:
+            rows = await self._q("SELECT state FROM user_states WHERE app_name = ? AND user_id = ?",
+                                 key[0], key[1])
+            user = obj(rows[0]["state"]) if rows else {}
+        return session, app, user
+
+    async def _build(self, key: tuple[str, str, str], rows: list[dict[str, Any]],
+                     upto: int | None = None) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        """Checkpoints of a session's events (rows: all of them, from step 1); only the one
+        at step `upto` when given."""
+        events = [self._event(r) for r in rows]
+        session, app, user = await self._states(key)
+        fold = StateFold(session, app, user, [e for e, _ in events if e is not None]) \
+            if self.layout == "v1" else None
+        rewound = await self._rewound(key)
+        messages: list[dict[str, Any]] = []
+        tools: dict[str, Any] = {}
+        prev = await self._first_parent(rows)
+        for r, (ev, err) in zip(rows, events):
+            msg = to_message(ev) if err is None else {"role": "invalid", "content": f"(event_data: {err})"}
+            messages.append(msg)
+            tools_of(ev, tools)
+            if fold is not None and ev is not None:
+                fold.apply(ev)
+            if upto is not None and r["step"] != upto:
+                prev = r["id"]
+                continue
+            meta = self._meta(r, prev, msg, rewound)
+            prev = r["id"]
+            if err is not None:
+                yield CorruptRowError(meta.checkpoint_id, "event_data", err)
+                continue
+            if fold is not None:
+                state = fold.state()
+            else:
+                state = {"_agentctl": "v0 layout: the events' state deltas are pickled (never "
+                                      "unpickled), so the state of a step is unknown; the session's "
+                                      "current state is `current`",
+                         "current": {**session, **{"app:" + k: v for k, v in app.items()},
+                                     **{"user:" + k: v for k, v in user.items()}}}
+            yield Checkpoint(meta, list(messages), state, {k: dict(v) for k, v in tools.items()})
+
+    # ---- threads -------------------------------------------------------------------
+
+    async def _names_hold_sep(self) -> bool:
+        """Whether an app name or user id holds "/" (then a thread id cannot be split)."""
+        if self._slashes is None:
+            rows = await self._q("SELECT 1 AS x FROM sessions WHERE app_name LIKE ? OR user_id LIKE ? LIMIT 1",
+                                 "%/%", "%/%")
+            self._slashes = bool(rows)
+        return self._slashes
+
+    async def _prefix_where(self, prefix: str | None, params: list[Any], session_col: str = "session_id",
+                            glue: str = " WHERE ") -> str:
+        if not prefix:
+            return ""
+        parts = prefix.split(SEP)
+        if len(parts) == 3 and parts[2] and not await self._names_hold_sep():
+            # APP/USER/SESS…: the primary key's app_name and user_id, a range of session ids
+            params.extend(parts[:2])
+            return glue + "app_name = ? AND user_id = ? AND " + prefix_range(
+                session_col + self._C, parts[2], params)
+        params.extend([len(prefix), prefix])
+        return glue + f"substr(app_name || '/' || user_id || '/' || {session_col}, 1, ?) = ?"
+
+    #: sessions that have events (a session without any is no thread)
+    _HAS_EVENTS = ("EXISTS (SELECT 1 FROM events e WHERE e.app_name = s.app_name AND e.user_id = s.user_id "
+                   "AND e.session_id = s.id)")
+    _S_TID = "(s.app_name || '/' || s.user_id || '/' || s.id)"
+
+    async def _summary_of(self, key: tuple[str, str, str], update_time: Any = None) -> ThreadSummary | None:
+        rows = await self._q("SELECT COUNT(*) AS n, MIN(timestamp) AS first FROM events WHERE app_name = ? "
+                             "AND user_id = ? AND session_id = ?", *key)
+        n = int(rows[0]["n"])
+        if not n:
+            return None
+        if update_time is None:
+            found = await self._q("SELECT update_time FROM sessions WHERE app_name = ? AND user_id = ? "
+                                  "AND id = ?", *key)
+            update_time = found[0]["update_time"] if found else None
+        head = await self._q(
+            f"SELECT {self._event_cols} FROM events WHERE app_name = ? AND user_id = ? AND "
+            "session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1", *key)
+        for h in head:
+            h["step"] = n
+        # (a session's last event is never one a rewind dropped: no rewind comes after it)
+        head_meta = self._metas(head, n)[-1]
+        if update_time is None:  # an event without its session row (no FK enforced)
+            update_time = head[0]["timestamp"]
+        origin = (await self._origins()).get(thread_id_of(*key))
+        return ThreadSummary(
+            thread_id=thread_id_of(*key), checkpoints=n, head_step=n,
+            head_checkpoint_id=head_meta.checkpoint_id, updated_at=iso_time(update_time),
+            head_summary=head_meta.summary, first_created_at=iso_time(rows[0]["first"]),
+            branch_of=origin[0] if origin else None, branch_point=origin[1] if origin else None)
+
+    async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
+                               descending: bool = True, prefix: str | None = None) -> list[ThreadSummary]:
+        """"updated" is the session's `update_time` (ADK sets it to its last event's time;
+        agentctl's writes move it), read from the sessions table: no scan of the events.
+        "thread" also reads the sessions; the other sorts aggregate the events."""
+        d = "DESC" if descending else "ASC"
+        params: list[Any] = []
+        if check_sort(sort) in ("updated", "thread"):
+            where = await self._prefix_where(prefix, params, "s.id", " AND ")
+            order = (f"s.update_time {d}, {self._S_TID}{self._C} ASC" if sort == "updated"
+                     else f"{self._S_TID}{self._C} {d}")
+            rows = await self._q(
+                f"SELECT s.app_name, s.user_id, s.id AS session_id, s.update_time FROM sessions s "
+                f"WHERE {self._HAS_EVENTS}{where} ORDER BY {order} LIMIT ? OFFSET ?",
+                *params, int(limit), int(offset))
+        else:
+            key = {"created": "MIN(timestamp)", "checkpoints": "COUNT(*)", "step": "COUNT(*)"}[sort]
+            where = await self._prefix_where(prefix, params)
+            rows = await self._q(
+                f"SELECT app_name, user_id, session_id FROM events{where} GROUP BY app_name, user_id, "
+                f"session_id ORDER BY {key} {d}, {self._TID}{self._C} ASC LIMIT ? OFFSET ?",
+                *params, int(limit), int(offset))
+        out = []
+        for r in rows:
+            found = await self._summary_of((r["app_name"], r["user_id"], r["session_id"]), r.get("update_time"))
+            if found is not None:
+                out.append(found)
+        return out
+
+    async def count_threads(self, prefix: str | None = None) -> int:
+        params: list[Any] = []
+        where = await self._prefix_where(prefix, params, "s.id", " AND ")
+        rows = await self._q(f"SELECT COUNT(*) AS n FROM sessions s WHERE {self._HAS_EVENTS}{where}", *params)
+        return int(rows[0]["n"])
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        key = await self._key(thread_id)
+        return None if key is None else await self._summary_of(key)
+
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        params: list[Any] = []
+        where = await self._prefix_where(prefix, params, "s.id", " AND ")
+        rows = await self._q(f"SELECT {self._S_TID}{self._C} AS tid FROM sessions s WHERE {self._HAS_EVENTS}"
+                             f"{where} ORDER BY tid LIMIT ?", *params, int(limit))
+        return [r["tid"] for r in rows]
+
+    # ---- checkpoints ---------------------------------------------------------------
+
+    async def count(self, thread_id: str | None = None) -> int:
+        if thread_id is None:
+            rows = await self._q("SELECT COUNT(*) AS n FROM events")
+            return int(rows[0]["n"])
+        key = await self._key(thread_id)
+        if key is None:
+            return 0
+        rows = await self._q("SELECT COUNT(*) AS n FROM events WHERE app_name = ? AND user_id = ? "
+                             "AND session_id = ?", *key)
+        return int(rows[0]["n"])
+
+    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
+                          descending: bool = False) -> list[CheckpointMetadata]:
+        limit, offset = max(int(limit), 0), max(int(offset), 0)
+        key = await self._key(thread_id)
+        if key is None or limit == 0:
+            return []
+        if descending:
+            total = await self.count(thread_id)
+            last = total - offset
+            if last < 1:
+                return []
+            first = max(last - limit + 1, 1)
+            rows = await self._rows(key, first, last)
+            return list(reversed(self._metas(rows, first, await self._rewound(key),
+                                             await self._first_parent(rows))))
+        first = offset + 1
+        last = None if limit >= 2**62 else offset + limit
+        rows = await self._rows(key, first, last)
+        return self._metas(rows, first, await self._rewound(key), await self._first_parent(rows))
+
+    async def _locate(self, event_id: str) -> tuple[tuple[str, str, str], int] | None:
+        """The session of an event and the event's step."""
+        rows = await self._q("SELECT app_name, user_id, session_id FROM events WHERE id = ? "
+                             "ORDER BY app_name, user_id, session_id LIMIT 1", event_id)
+        if not rows:
+            return None
+        key = (rows[0]["app_name"], rows[0]["user_id"], rows[0]["session_id"])
+        ids = await self._q(f"SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+                            f"ORDER BY timestamp, id", *key)
+        for i, r in enumerate(ids, 1):
+            if r["id"] == event_id:
+                return key, i
+        return None
+
+    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
+        found = await self._locate(checkpoint_id)
+        if found is None:
+            return None
+        key, step = found
+        rows = await self._rows(key, step, step)
+        metas = self._metas(rows, step, await self._rewound(key), await self._first_parent(rows))
+        return metas[0] if metas else None
+
+    async def _checkpoint_at(self, key: tuple[str, str, str], step: int) -> Checkpoint | None:
+        if step < 1:
+            return None
+        rows = await self._rows(key, 1, None)
+        if len(rows) < step:
+            return None
+        async for cp in self._build(key, rows, upto=step):
+            if isinstance(cp, CorruptRowError):
+                raise cp
+            return cp
+        return None
+
+    async def get(self, checkpoint_id: str) -> Checkpoint | None:
+        found = await self._locate(checkpoint_id)
+        return None if found is None else await self._checkpoint_at(*found)
+
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        key = await self._key(thread_id)
+        if key is None:
+            return None
+        return await self._checkpoint_at(key, await self.count(thread_id))
+
+    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        key = await self._key(thread_id)
+        if key is None or step < 1:
+            return None
+        rows = await self._rows(key, step, step)
+        metas = self._metas(rows, step, await self._rewound(key), await self._first_parent(rows))
+        return metas[0] if metas and metas[0].step == step else None
+
+    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
+        found = await self._locate(checkpoint_id)
+        if found is None:
+            return []
+        key, step = found
+        metas = self._metas(await self._rows(key, step + 1, step + 1), step + 1, await self._rewound(key))
+        return [m for m in metas if m.step == step + 1]
+
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
+        """The first events of the branches agentctl made from these threads."""
+        wanted = set(thread_ids)
+        out = []
+        for branch, (source, _cid) in sorted((await self._origins()).items()):
+            if source in wanted:
+                first = await self.at_step(branch, 1)
+                if first is not None:
+                    out.append(first)
+        return out
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        rows = await self._q(f"SELECT DISTINCT id{self._C} AS id FROM events WHERE id LIKE ? ESCAPE '!' "
+                             "ORDER BY id LIMIT ?", like_escape(prefix) + "%", int(limit))
+        return [r["id"] for r in rows]
+
+    async def iter_checkpoints(self, thread_ids: Sequence[str] | None = None, batch: int = 500
+                               ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
+        for tid in threads:
+            key = await self._key(tid)
+            if key is None:
+                continue
+            async for cp in self._build(key, await self._rows(key, 1, None)):
+                yield cp
+
+    # ---- search ----------------------------------------------------------------------
+
+    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
+                     limit: int = 50, scan: bool = False) -> list[SearchHit]:
+        """A scan of the events: a LIKE prefilter on the stored JSON (ASCII text), then
+        each candidate decoded and matched against its message's text."""
+        self.last_search_path = "scan"
+        needle = text.casefold()
+        params: list[Any] = []
+        where = []
+        if thread_id is not None:
+            key = await self._key(thread_id)
+            if key is None:
+                return []
+            where.append("app_name = ? AND user_id = ? AND session_id = ?")
+            params.extend(key)
+        column = "event_data" if self.layout == "v1" else "content"
+        if text.isascii() and text:
+            op = "ILIKE" if self.kind == "postgres" else "LIKE"
+            where.append(f"CAST({column} AS TEXT) {op} ? ESCAPE '!'")
+            params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
+        sql = (f"SELECT {self._event_cols} FROM events" + (" WHERE " + " AND ".join(where) if where else "")
+               + f" ORDER BY timestamp DESC, id DESC LIMIT ? OFFSET ?")
+        hits: list[SearchHit] = []
+        offset = 0
+        page = 500
+        steps: dict[tuple[str, str, str], dict[str, int]] = {}
+        while len(hits) < limit:
+            rows = await self._q(sql, *params, page, offset)
+            for r in rows:
+                ev, err = self._event(r)
+                if err is not None:
+                    continue
+                msg = to_message(ev)
+                if role is not None and msg.get("role") != role:
+                    continue
+                body = searchable_text(msg)
+                pos = body.casefold().find(needle)
+                if pos < 0:
+                    continue
+                key = (r["app_name"], r["user_id"], r["session_id"])
+                if key not in steps:
+                    ids = await self._q(f"SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
+                                        f"session_id = ? ORDER BY timestamp, id", *key)
+                    steps[key] = {x["id"]: i for i, x in enumerate(ids, 1)}
+                lo = max(pos - 40, 0)
+                hits.append(SearchHit(
+                    thread_id=thread_id_of(*key), checkpoint_id=r["id"], step=steps[key].get(r["id"], 0),
+                    where="tools_result" if msg.get("role") == "tool" else "messages",
+                    role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
+                if len(hits) >= limit:
+                    break
+            if len(rows) < page:
+                break
+            offset += page
+        return hits

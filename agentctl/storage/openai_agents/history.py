@@ -1,0 +1,362 @@
+"""Writes on the OpenAI Agents SDK's session tables: `rewind` (and its `undo`).
+
+`rewind SESSION@N` keeps the session's items 1..N; the later items move, with their
+row ids, to an archive session `SESSION-rewind-XXXX` (a new row of the sessions
+table), so `SQLiteSession.get_items()` of the session returns items 1..N and the
+archive session's `get_items()` the rest. With `hard=True` they go to agentctl's trash
+table instead (until `purge`). Each rewind is one transaction, recorded in
+`agentctl_openai_oplog` (the trash is `agentctl_openai_trash`); `undo` moves the items
+back, refusing when the session got new items since (they would interleave).
+
+Sessions of an `AdvancedSQLiteSession` (rows in `message_structure`, whose branches
+share item rows) are refused by rewind: moving their rows would break the SDK's branches.
+
+`branch SESSION@N NAME`: on a `SQLiteSession` session, a new session
+`SESSION-branch-NAME-XXXX` with copies of items 1..N (the SDK reads it like any
+session); on an `AdvancedSQLiteSession` session, a branch NAME of the same session
+holding items 1..N of the item's branch (`message_structure` rows, as the SDK's
+`create_branch_from_turn` makes them, and a `branch_reservations` row), which
+`list_branches` lists and `switch_to_branch` opens. Undo removes what the branch
+added, refusing once the SDK added items to it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from typing import Any
+
+from agentctl.errors import CheckpointNotFound, OperationError, UsageError
+from agentctl.model import utc_now_iso
+from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.sidelog import SideLog
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+OPLOG = "agentctl_openai_oplog"
+TRASH = "agentctl_openai_trash"
+
+
+class OpenAIHistory(History):
+    def __init__(self, store: Any, *, now: Any = None, hex4: Any = None) -> None:
+        self.store = store
+        self._now = now or utc_now_iso
+        self._hex = hex4 or (lambda: secrets.token_hex(2))
+        self.log = SideLog(OPLOG, store.kind)
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    async def _ensure_tables(self, tx: Any) -> None:
+        await self.log.ensure(tx)
+        await tx.execute(
+            f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id INTEGER NOT NULL, row_id BIGINT NOT NULL, "
+            "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP)")
+
+    async def _record(self, tx: Any, kind: str, summary: str, threads: list[str],
+                      details: dict[str, Any], undo_of: int | None = None) -> int:
+        op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
+        self.last_op_id = op_id
+        return op_id
+
+    async def _oplog_exists(self) -> bool:
+        return await self.store._db.table_exists(OPLOG)
+
+    async def _target(self, checkpoint_id: str) -> Any:
+        meta = await self.store.get_metadata(checkpoint_id)
+        if meta is None:
+            raise CheckpointNotFound(checkpoint_id)
+        if self.store.has_structure:
+            rows = await self.store._q("SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1",
+                                       meta.thread_id)
+            if rows:
+                raise UsageError(
+                    f"session {meta.thread_id!r} is an AdvancedSQLiteSession (its branches share "
+                    "item rows); agentctl rewinds only SQLiteSession sessions")
+        return meta
+
+    async def _fresh_archive(self, session: str) -> str:
+        for _ in range(20):
+            name = f"{session}-rewind-{self._hex()}"
+            if not await self.store._q(f"SELECT 1 AS x FROM {self.store._M} WHERE session_id = ? LIMIT 1", name) \
+                    and not await self.store._q(
+                        f"SELECT 1 AS x FROM {self.store._S} WHERE session_id = ? LIMIT 1", name):
+                return name
+        raise OperationError(f"no free archive session name for {session!r}; retry")
+
+    # ---- rewind ----------------------------------------------------------------------
+
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+        from agentctl.engine import RewindPlan
+
+        meta = await self._target(checkpoint_id)
+        moved = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
+        archive = None if hard or not moved else await self._fresh_archive(meta.thread_id)
+        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=moved, archive_thread=archive, hard=hard)
+
+    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
+                     archive_thread: str | None = None) -> Any:
+        from agentctl.engine import TimeTravelResult
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of, row_id_of
+
+        meta = await self._target(checkpoint_id)
+        session = meta.thread_id
+        target_id = row_id_of(meta.checkpoint_id)
+        before = await self.store.count(session)
+        S, M = self.store._S, self.store._M
+        archive = None if hard else (archive_thread or await self._fresh_archive(session))
+        op_id = None
+        moved: list[int] = []
+        async with self.store._db.transaction([session]) as tx:
+            rows = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? AND id > ? ORDER BY id",
+                                  session, target_id)
+            moved = [int(r["id"]) for r in rows]
+            if moved:
+                await self._ensure_tables(tx)
+                details: dict[str, Any] = {"session": session, "target": target_id, "moved": moved,
+                                           "hard": hard, "archive": archive, "archive_created": False}
+                if hard:
+                    summary = f"rewind {session} to step {meta.step}; {len(moved)} item(s) to the trash"
+                else:
+                    summary = f"rewind {session} to step {meta.step}; {len(moved)} item(s) to {archive}"
+                op_id = await self._record(tx, "rewind", summary, [session] + ([archive] if archive else []),
+                                           details)
+                if hard:
+                    await tx.execute(
+                        f"INSERT INTO {TRASH} (op_id, row_id, session_id, message_data, created_at) "
+                        f"SELECT CAST(? AS INTEGER), id, session_id, message_data, created_at FROM {M} "
+                        "WHERE session_id = ? AND id > ?", op_id, session, target_id)
+                    await tx.execute(f"DELETE FROM {M} WHERE session_id = ? AND id > ?", session, target_id)
+                else:
+                    exists = await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", archive)
+                    if await tx.fetch(f"SELECT 1 AS x FROM {M} WHERE session_id = ? LIMIT 1", archive):
+                        raise OperationError(f"archive session {archive!r} appeared meanwhile; retry")
+                    if not exists:
+                        await tx.execute(f"INSERT INTO {S} (session_id) VALUES (?)", archive)
+                        details["archive_created"] = True
+                        await self.log.set_details(tx, op_id, details)
+                    await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ? AND id > ?",
+                                     archive, session, target_id)
+                await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
+        self.store._archive_map = None  # the store reads the log again
+        cp = await self.store.get(meta.checkpoint_id)
+        ids = [cid_of(i) for i in moved]
+        return TimeTravelResult(checkpoint=cp, thread_id=session, rewind_depth=len(moved),
+                                snapshot_count_before=before, op_id=op_id,
+                                archive_thread=archive if moved else None,
+                                moved=[] if hard else ids, deleted=ids if hard else [])
+
+    # ---- branch ----------------------------------------------------------------------
+
+    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
+        """A SQLiteSession session: a new session `SESSION-branch-NAME-XXXX` with copies of
+        items 1..N (new row ids, same data and times); its id. An AdvancedSQLiteSession
+        session: a branch NAME of the session (rows of `message_structure` naming the
+        items 1..N of the item's branch, as `create_branch_from_turn` copies them), which
+        the SDK's `list_branches` / `switch_to_branch` see; the session's id."""
+        from agentctl.storage.openai_agents.store import row_id_of
+
+        name = str(branch_name)
+        if not _NAME.match(name):
+            raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
+        meta = await self.store.get_metadata(from_checkpoint_id)
+        if meta is None:
+            raise CheckpointNotFound(from_checkpoint_id)
+        session, target = meta.thread_id, row_id_of(meta.checkpoint_id)
+        if self.store.has_structure and await self.store._q(
+                "SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1", session):
+            return await self._sdk_branch(meta, session, target, name)
+        S, M = self.store._S, self.store._M
+        new = await self._fresh_name(session, f"{session}-branch-{name}")
+        async with self.store._db.transaction([session, new]) as tx:
+            rows = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? AND id <= ? ORDER BY id",
+                                  session, target)
+            if await tx.fetch(f"SELECT 1 AS x FROM {M} WHERE session_id = ? LIMIT 1", new):
+                raise OperationError(f"session {new!r} appeared meanwhile; retry")
+            await self._ensure_tables(tx)
+            op_id = await self._record(tx, "branch", f"branch {new} from {session} step {meta.step}",
+                                       [new, session], {"session": session, "target": target,
+                                                        "branch_session": new, "created": []})
+            if not await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", new):
+                await tx.execute(f"INSERT INTO {S} (session_id) VALUES (?)", new)
+            for r in rows:  # one by one: the copies' ids in the items' order
+                await tx.execute(f"INSERT INTO {M} (session_id, message_data, created_at) "
+                                 f"SELECT ?, message_data, created_at FROM {M} WHERE id = ?", new, int(r["id"]))
+            created = [int(r["id"]) for r in await tx.fetch(
+                f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id", new)]
+            await self.log.set_details(tx, op_id, {"session": session, "target": target,
+                                                   "branch_session": new, "created": created})
+        self.store._archive_map = None
+        return new
+
+    async def _fresh_name(self, session: str, stem: str) -> str:
+        for _ in range(20):
+            name = f"{stem}-{self._hex()}"
+            if not await self.store._q(f"SELECT 1 AS x FROM {self.store._M} WHERE session_id = ? LIMIT 1", name) \
+                    and not await self.store._q(
+                        f"SELECT 1 AS x FROM {self.store._S} WHERE session_id = ? LIMIT 1", name):
+                return name
+        raise OperationError(f"no free session name for a branch of {session!r}; retry")
+
+    async def _sdk_branch(self, meta: Any, session: str, target: int, name: str) -> str:
+        async with self.store._db.transaction([session]) as tx:
+            have = await tx.fetch("SELECT branch_id, sequence_number FROM message_structure WHERE session_id = ? "
+                                  "AND message_id = ? ORDER BY branch_id", session, target)
+            if not have:
+                raise UsageError(f"item {meta.checkpoint_id} is on no branch of session {session!r}")
+            source = next((h for h in have if h["branch_id"] == "main"), have[0])
+            taken = await tx.fetch("SELECT 1 AS x FROM message_structure WHERE session_id = ? AND branch_id = ? "
+                                   "LIMIT 1", session, name)
+            reservations = await tx.table_exists("branch_reservations")
+            if reservations:
+                taken = taken or await tx.fetch("SELECT 1 AS x FROM branch_reservations WHERE session_id = ? "
+                                                "AND branch_id = ?", session, name)
+            if taken:
+                raise UsageError(f"branch {name!r} of session {session!r} exists (or was used); choose another name")
+            rows = await tx.fetch(
+                "SELECT message_id, message_type, user_turn_number, branch_turn_number, tool_name "
+                "FROM message_structure WHERE session_id = ? AND branch_id = ? AND sequence_number <= ? "
+                "ORDER BY sequence_number", session, source["branch_id"], source["sequence_number"])
+            start = (await tx.fetch("SELECT COALESCE(MAX(sequence_number), 0) AS n FROM message_structure "
+                                    "WHERE session_id = ?", session))[0]["n"]
+            await self._ensure_tables(tx)
+            op_id = await self._record(
+                tx, "branch", f"branch {name} of {session} from {source['branch_id']} step {meta.step}",
+                [session], {"session": session, "target": target, "sdk_branch": name,
+                            "from_branch": source["branch_id"], "rows": len(rows), "reserved": reservations})
+            for i, r in enumerate(rows, 1):
+                await tx.execute(
+                    "INSERT INTO message_structure (session_id, message_id, branch_id, message_type, "
+                    "sequence_number, user_turn_number, branch_turn_number, tool_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    session, r["message_id"], name, r["message_type"], int(start) + i, r["user_turn_number"],
+                    r["branch_turn_number"], r["tool_name"])
+            if reservations:
+                await tx.execute("INSERT INTO branch_reservations (session_id, branch_id) VALUES (?, ?)", session, name)
+        self.last_op_id = op_id
+        return session
+
+    # ---- the log ---------------------------------------------------------------------
+
+    def _op(self, row: dict[str, Any]) -> Any:
+        details = json.loads(row["details"])
+        purgeable = len(details.get("moved", [])) if details.get("hard") and not row["undone"] \
+            and not row["purged"] else 0
+        return SideLog.record_of(row, purgeable)
+
+    async def oplog(self, limit: int = 50) -> list[Any]:
+        return [self._op(r) for r in await self.log.rows(self.store, limit)]
+
+    async def undo(self, op_id: int | None = None) -> Any:
+        from agentctl.oplog import OpResult
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
+
+        S, M = self.store._S, self.store._M
+        op = await self.log.pick(self.store, op_id, ("rewind", "branch"))
+        op_id = op.op_id
+        d = op.details
+        if op.kind == "branch":
+            return await self._undo_branch(op)
+        session, moved = d["session"], [int(i) for i in d["moved"]]
+        async with self.store._db.transaction([session] + ([d["archive"]] if d.get("archive") else [])) as tx:
+            newer = await tx.fetch(f"SELECT COUNT(*) AS n FROM {M} WHERE session_id = ? AND id > ?",
+                                   session, int(d["target"]))
+            if int(newer[0]["n"]):
+                raise OperationError(
+                    f"session {session!r} has {newer[0]['n']} item(s) added since operation {op_id}; "
+                    "undoing it would interleave them with the restored items")
+            if d["hard"]:
+                trash = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", int(op_id))
+                if int(trash[0]["n"]) != len(moved):
+                    raise OperationError(f"the trash of operation {op_id} is incomplete")
+                await tx.execute(
+                    f"INSERT INTO {M} (id, session_id, message_data, created_at) "
+                    f"SELECT row_id, session_id, message_data, created_at FROM {TRASH} WHERE op_id = ?",
+                    int(op_id))
+                await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?", int(op_id))
+            else:
+                archive = d["archive"]
+                here = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id", archive)
+                if [int(r["id"]) for r in here] != moved:
+                    raise OperationError(f"archive session {archive!r} changed since operation {op_id}")
+                await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ?", session, archive)
+                if d.get("archive_created"):
+                    await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", archive)
+            await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
+            new_id = await self._record(tx, "undo", f"undo {op_id}: {op.summary}", op.threads,
+                                        {"undo_of": int(op_id)}, undo_of=int(op_id))
+            await self.log.mark_undone(tx, int(op_id), new_id)
+        self.store._archive_map = None
+        ids = [cid_of(i) for i in moved]
+        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op_id} ({op.summary})",
+                        created=ids if d["hard"] else [], moved=[] if d["hard"] else ids)
+
+    async def _undo_branch(self, op: Any) -> Any:
+        from agentctl.oplog import OpResult
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
+
+        S, M = self.store._S, self.store._M
+        d = op.details
+        session = d.get("branch_session") or d["session"]
+        async with self.store._db.transaction([session]) as tx:
+            if d.get("sdk_branch"):
+                name = d["sdk_branch"]
+                n = await tx.fetch("SELECT COUNT(*) AS n FROM message_structure WHERE session_id = ? AND branch_id = ?",
+                                   session, name)
+                if int(n[0]["n"]) != int(d["rows"]):
+                    raise OperationError(f"branch {name!r} of {session!r} changed since operation {op.op_id} "
+                                         "(the SDK added items on it); undoing it would lose them")
+                await tx.execute("DELETE FROM message_structure WHERE session_id = ? AND branch_id = ?", session, name)
+                if d.get("reserved"):
+                    await tx.execute("DELETE FROM branch_reservations WHERE session_id = ? AND branch_id = ?",
+                                     session, name)
+                deleted: list[str] = []
+            else:
+                here = [int(r["id"]) for r in await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id",
+                                                             session)]
+                if here != [int(i) for i in d["created"]]:
+                    raise OperationError(f"session {session!r} changed since operation {op.op_id}; "
+                                         "undoing the branch would lose its new items")
+                await tx.execute(f"DELETE FROM {M} WHERE session_id = ?", session)
+                await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", session)
+                deleted = [cid_of(i) for i in here]
+            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
+                                        {"undo_of": op.op_id}, undo_of=op.op_id)
+            await self.log.mark_undone(tx, op.op_id, new_id)
+        self.store._archive_map = None
+        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
+                        deleted=deleted)
+
+    async def purge(self, dry_run: bool = False) -> Any:
+        from agentctl.oplog import PurgeResult
+
+        if not await self._oplog_exists():
+            return PurgeResult(ops=[], rows=0, dry_run=dry_run)
+        rows = await self.store._q(f"SELECT op_id, COUNT(*) AS n FROM {TRASH} GROUP BY op_id ORDER BY op_id")
+        ops = [int(r["op_id"]) for r in rows]
+        total = sum(int(r["n"]) for r in rows)
+        if dry_run or not ops:
+            return PurgeResult(ops=ops, rows=total, dry_run=dry_run)
+        async with self.store._db.transaction() as tx:
+            await tx.execute(f"DELETE FROM {TRASH}")
+            for op in ops:
+                await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id = ?", op)
+        return PurgeResult(ops=ops, rows=total, dry_run=False)
+
+    # ---- not offered -----------------------------------------------------------------
+
+    def _no(self, what: str) -> Unsupported:
+        return Unsupported(self.store.format.name, what)
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
+        raise self._no("merge")
+
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> str:
+        raise self._no("merge")
+
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
+        raise self._no("prune")
+
+    async def prune_spec(self, spec: PruneSpec) -> list[Any]:
+        raise self._no("prune")
+
+    async def delete_thread(self, thread_id: str) -> Any:
+        raise self._no("threads delete")

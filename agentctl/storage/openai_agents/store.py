@@ -1,0 +1,475 @@
+"""Reads of the OpenAI Agents SDK's session tables (see the package's docstring for the
+mapping). Every read is a query of the messages table by `session_id` and `id` (the
+SDK's index `(session_id, id)`); the transcript of step N decodes items 1..N."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+from agentctl.errors import CorruptRowError
+from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.contract import Store
+from agentctl.storage.openai_agents import (
+    FORMAT,
+    STRUCTURE_COLUMNS,
+    USAGE_COLUMNS,
+    choose_pair,
+)
+from agentctl.storage.openai_agents.items import (
+    item_kind,
+    searchable_text,
+    summary_of,
+    tags_of,
+    to_message,
+)
+from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape, prefix_range
+
+PREFIX = "item-"
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def decode(data: Any) -> tuple[Any, str | None]:
+    """(item, None) or (None, reason)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        data = bytes(data).decode("utf-8", "replace")
+    try:
+        return json.loads(data), None
+    except (TypeError, ValueError) as exc:
+        return None, str(exc)
+
+
+def checkpoint_id(row_id: Any) -> str:
+    return f"{PREFIX}{int(row_id)}"
+
+
+def row_id_of(cid: str) -> int | None:
+    if not isinstance(cid, str) or not cid.startswith(PREFIX):
+        return None
+    digits = cid[len(PREFIX):]
+    if not digits.isdigit() or len(digits) > 18:
+        return None
+    return int(digits)
+
+
+class OpenAIAgentsStore(Store):
+    format = FORMAT
+
+    def __init__(self, kind: str, target: str, *, readonly: bool = True,
+                 sessions_table: str | None = None, messages_table: str | None = None,
+                 **_: Any) -> None:
+        self.kind = kind
+        self._asked = (sessions_table, messages_table)
+        self._db = connection(kind, target, self._check, readonly=readonly)
+        self.display_name = self._db.display_name
+        self.sessions_table = ""
+        self.messages_table = ""
+        self._S = self._M = ""
+        self.has_structure = False
+        self.has_usage = False
+        self._C = ' COLLATE "C"' if kind == "postgres" else ""
+        self._archive_map: dict[str, tuple[str, int, str]] | None = None
+
+    def _check(self, tables: Mapping[str, set[str]]) -> None:
+        s, m = choose_pair(tables, *self._asked)
+        self.sessions_table, self.messages_table = s, m
+        self._S, self._M = quote(s), quote(m)
+        self.has_structure = all(c in tables.get("message_structure", ()) for c in STRUCTURE_COLUMNS)
+        self.has_usage = all(c in tables.get("turn_usage", ()) for c in USAGE_COLUMNS)
+
+    async def connect(self) -> None:
+        await self._db.connect()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    def history(self, **options: Any) -> Any:
+        """rewind (SQLiteSession sessions) and its undo; see `history.py`."""
+        from agentctl.storage.openai_agents.history import OpenAIHistory
+
+        return OpenAIHistory(self, **options)
+
+    async def _archives(self) -> dict[str, tuple[str, int, str]]:
+        """{session: (the session it came from, row id of the item it came after, "rewind"
+        or "branch")} of the archive sessions of rewinds and the sessions of branches
+        agentctl made, not undone (read once per store)."""
+        if self._archive_map is None:
+            from agentctl.storage.openai_agents.history import OPLOG
+
+            await self.connect()
+            found: dict[str, tuple[str, int, str]] = {}
+            if await self._db.table_exists(OPLOG):
+                rows = await self._q(f"SELECT kind, details FROM {OPLOG} WHERE kind IN ('rewind', 'branch') "
+                                     "AND undone = 0")
+                for r in rows:
+                    d = json.loads(r["details"])
+                    if r["kind"] == "rewind" and d.get("archive"):
+                        found[d["archive"]] = (d["session"], int(d["target"]), "rewind")
+                    elif r["kind"] == "branch" and d.get("branch_session"):
+                        found[d["branch_session"]] = (d["session"], int(d["target"]), "branch")
+            self._archive_map = found
+        return self._archive_map
+
+    async def archive_threads(self) -> set[str]:
+        return {t for t, origin in (await self._archives()).items() if origin[2] == "rewind"}
+
+    async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        await self.connect()
+        return await self._db.query(sql, *params)
+
+    # ---- threads -------------------------------------------------------------------
+
+    def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
+        if not prefix:
+            return ""
+        col = "session_id" if self.kind == "sqlite" else f"session_id{self._C}"
+        return " WHERE " + prefix_range(col, prefix, params)
+
+    async def _summaries(self, where: str, params: list[Any], order: str, limit: int,
+                         offset: int) -> list[ThreadSummary]:
+        # Only the index (session_id, id): the head is the newest row id, and the SDK
+        # writes ids in time order, so "updated"/"created" order by MAX(id)/MIN(id); the
+        # times shown are those rows' created_at, read for the page alone.
+        rows = await self._q(
+            f"SELECT session_id AS tid, COUNT(*) AS n, MAX(id) AS head, MIN(id) AS first "
+            f"FROM {self._M}{where} GROUP BY session_id "
+            f"ORDER BY {order} LIMIT ? OFFSET ?", *params, int(limit), int(offset))
+        heads = await self._items_by_id([r["head"] for r in rows] + [r["first"] for r in rows])
+        archives = await self._archives()
+        out = []
+        for r in rows:
+            item = heads.get(int(r["head"]), (None, ""))[0]
+            msg = to_message(item, {})
+            origin = archives.get(r["tid"])
+            out.append(ThreadSummary(
+                branch_of=origin[0] if origin else None,
+                branch_point=checkpoint_id(origin[1]) if origin else None,
+                thread_id=r["tid"], checkpoints=int(r["n"]), head_step=int(r["n"]),
+                head_checkpoint_id=checkpoint_id(r["head"]),
+                updated_at=heads.get(int(r["head"]), (None, ""))[1],
+                head_summary=summary_of(item, msg),
+                first_created_at=heads.get(int(r["first"]), (None, ""))[1]))
+        return out
+
+    async def _items_by_id(self, ids: Sequence[Any]) -> dict[int, tuple[Any, str]]:
+        """{row id: (item, created_at)} of these rows (an undecodable item as None)."""
+        out: dict[int, tuple[Any, str]] = {}
+        ids = [int(i) for i in ids]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            if not chunk:
+                continue
+            rows = await self._q(
+                f"SELECT id, message_data, created_at FROM {self._M} WHERE id IN "
+                f"({', '.join('?' for _ in chunk)})", *chunk)
+            for r in rows:
+                out[int(r["id"])] = (decode(r["message_data"])[0], iso_time(r["created_at"]))
+        return out
+
+    async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
+                               descending: bool = True, prefix: str | None = None) -> list[ThreadSummary]:
+        key = {"updated": "MAX(id)", "created": "MIN(id)", "checkpoints": "COUNT(*)",
+               "step": "COUNT(*)", "thread": f"session_id{self._C}"}[check_sort(sort)]
+        d = "DESC" if descending else "ASC"
+        params: list[Any] = []
+        where = self._prefix_where(prefix, params)
+        order = f"{key} {d}" + ("" if sort == "thread" else f", session_id{self._C} ASC")
+        return await self._summaries(where, params, order, limit, offset)
+
+    async def count_threads(self, prefix: str | None = None) -> int:
+        params: list[Any] = []
+        where = self._prefix_where(prefix, params)
+        rows = await self._q(f"SELECT COUNT(DISTINCT session_id) AS n FROM {self._M}{where}", *params)
+        return int(rows[0]["n"])
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        found = await self._summaries(" WHERE session_id = ?", [thread_id], "session_id", 1, 0)
+        return found[0] if found else None
+
+    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        params: list[Any] = []
+        where = self._prefix_where(prefix, params)
+        rows = await self._q(f"SELECT DISTINCT session_id{self._C} AS tid FROM {self._M}{where} "
+                             "ORDER BY tid LIMIT ?", *params, int(limit))
+        return [r["tid"] for r in rows]
+
+    # ---- checkpoints ---------------------------------------------------------------
+
+    async def count(self, thread_id: str | None = None) -> int:
+        if thread_id is None:
+            rows = await self._q(f"SELECT COUNT(*) AS n FROM {self._M}")
+        else:
+            rows = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ?", thread_id)
+        return int(rows[0]["n"])
+
+    async def _rows(self, thread_id: str, first_step: int, last_step: int | None) -> list[dict[str, Any]]:
+        """The rows of steps first_step..last_step (None: to the end), with the row before
+        them (for the parent), in id order; each with its `step`."""
+        start = max(first_step - 1, 1)
+        limit = -1 if last_step is None else max(last_step - start + 1, 0)
+        if limit == 0:
+            return []
+        rows = await self._q(
+            f"SELECT id, session_id, message_data, created_at FROM {self._M} WHERE session_id = ? "
+            f"ORDER BY id LIMIT ? OFFSET ?", thread_id, limit if limit >= 0 else 2**62, start - 1)
+        for i, r in enumerate(rows):
+            r["step"] = start + i
+        return rows
+
+    async def _structure(self, ids: Sequence[int]) -> dict[int, list[tuple[str, Any]]]:
+        """{message id: [(branch, user turn), ...]} (AdvancedSQLiteSession)."""
+        out: dict[int, list[tuple[str, Any]]] = {}
+        if not self.has_structure:
+            return out
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = await self._q(
+                "SELECT message_id, branch_id, user_turn_number FROM message_structure WHERE "
+                f"message_id IN ({', '.join('?' for _ in chunk)}) ORDER BY branch_id, id", *chunk)
+            for r in rows:
+                out.setdefault(int(r["message_id"]), []).append((r["branch_id"], r["user_turn_number"]))
+        return out
+
+    def _meta(self, row: dict[str, Any], parent: int | None, item: Any, msg: dict[str, Any],
+              structure: list[tuple[str, Any]]) -> CheckpointMetadata:
+        tags = tags_of(item, msg)
+        for branch, _turn in structure:
+            tags.append(f"branch:{branch}")
+        turns = sorted({t for _b, t in structure if t is not None})
+        tags.extend(f"turn:{t}" for t in turns)
+        return CheckpointMetadata(
+            thread_id=row["session_id"], checkpoint_id=checkpoint_id(row["id"]), step=row["step"],
+            parent_checkpoint_id=checkpoint_id(parent) if parent is not None else None,
+            created_at=iso_time(row["created_at"]), tags=tags, summary=summary_of(item, msg))
+
+    async def _first_parent(self, rows: list[dict[str, Any]]) -> int | None:
+        """The parent of a page's first row when it is step 1: the rewind target of an
+        archive session, else None."""
+        if not rows or rows[0]["step"] != 1:
+            return None
+        origin = (await self._archives()).get(rows[0]["session_id"])
+        return origin[1] if origin else None
+
+    async def _metas(self, rows: list[dict[str, Any]], first_step: int) -> list[CheckpointMetadata]:
+        structure = await self._structure([int(r["id"]) for r in rows])
+        out = []
+        prev: int | None = await self._first_parent(rows)
+        names: dict[str, str] = {}
+        for r in rows:
+            item = decode(r["message_data"])[0]
+            msg = to_message(item, names)
+            if r["step"] >= first_step:
+                out.append(self._meta(r, prev, item, msg, structure.get(int(r["id"]), [])))
+            prev = int(r["id"])
+        return out
+
+    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
+                          descending: bool = False) -> list[CheckpointMetadata]:
+        limit, offset = max(int(limit), 0), max(int(offset), 0)
+        if limit == 0:
+            return []
+        if descending:
+            total = await self.count(thread_id)
+            last = total - offset
+            first = max(last - limit + 1, 1)
+            if last < 1:
+                return []
+            metas = await self._metas(await self._rows(thread_id, first, last), first)
+            return list(reversed(metas))
+        first = offset + 1
+        last = None if limit >= 2**62 else offset + limit
+        return await self._metas(await self._rows(thread_id, first, last), first)
+
+    async def _locate(self, cid: str) -> dict[str, Any] | None:
+        rid = row_id_of(cid)
+        if rid is None:
+            return None
+        rows = await self._q(f"SELECT id, session_id, message_data, created_at FROM {self._M} "
+                             "WHERE id = ?", rid)
+        if not rows:
+            return None
+        row = rows[0]
+        n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
+                          row["session_id"], rid)
+        row["step"] = int(n[0]["n"])
+        return row
+
+    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
+        row = await self._locate(checkpoint_id)
+        if row is None:
+            return None
+        metas = await self._metas(await self._rows(row["session_id"], row["step"], row["step"]), row["step"])
+        return metas[0] if metas else None
+
+    async def get(self, checkpoint_id: str) -> Checkpoint | None:
+        row = await self._locate(checkpoint_id)
+        if row is None:
+            return None
+        return await self._checkpoint_at(row["session_id"], row["step"])
+
+    async def _checkpoint_at(self, thread_id: str, step: int) -> Checkpoint | None:
+        rows = await self._rows(thread_id, 1, step)
+        rows = [r for r in rows if r["step"] <= step]
+        if not rows or rows[-1]["step"] != step:
+            return None
+        cps = [cp async for cp in self._build(rows, only_last=True)]
+        cp = cps[-1]
+        if isinstance(cp, CorruptRowError):
+            raise cp
+        return cp
+
+    async def _usage(self, session_id: str) -> list[dict[str, Any]]:
+        if not self.has_usage:
+            return []
+        rows = await self._q(
+            "SELECT branch_id, user_turn_number, requests, input_tokens, output_tokens, total_tokens "
+            "FROM turn_usage WHERE session_id = ? ORDER BY branch_id, user_turn_number", session_id)
+        return [{k: r[k] for k in ("branch_id", "user_turn_number", "requests", "input_tokens",
+                                   "output_tokens", "total_tokens")} for r in rows]
+
+    async def _build(self, rows: list[dict[str, Any]], only_last: bool = False
+                     ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        """The checkpoints of consecutive rows of one session starting at step 1."""
+        if not rows:
+            return
+        structure = await self._structure([int(r["id"]) for r in rows])
+        usage = await self._usage(rows[0]["session_id"])
+        names: dict[str, str] = {}
+        messages: list[dict[str, Any]] = []
+        tools: dict[str, Any] = {}
+        prev: int | None = await self._first_parent(rows)
+        for i, r in enumerate(rows):
+            item, err = decode(r["message_data"])
+            if err is not None:
+                msg = {"role": "invalid", "content": f"(message_data is not JSON: {err})"}
+            else:
+                msg = to_message(item, names)
+            messages.append(msg)
+            kind = item_kind(item)
+            for call in msg.get("tool_calls") or []:
+                tools[str(call.get("id"))] = {"name": call.get("name"), "arguments": call.get("arguments")}
+            if msg.get("role") == "tool" and msg.get("tool_call_id"):
+                entry = tools.setdefault(str(msg["tool_call_id"]), {"name": msg.get("name")})
+                entry["output"] = msg.get("content")
+            st = structure.get(int(r["id"]), [])
+            meta = self._meta(r, prev, item, msg, st)
+            prev = int(r["id"])
+            if only_last and i != len(rows) - 1:
+                continue
+            if err is not None:
+                yield CorruptRowError(meta.checkpoint_id, "message_data", err)
+                continue
+            state: dict[str, Any] = {"session_id": r["session_id"], "items": r["step"], "item_type": kind,
+                                     "item": item}
+            if st:
+                turns = sorted({t for _b, t in st if t is not None})
+                state["branches"] = sorted({b for b, _t in st})
+                state["user_turn"] = turns[-1] if turns else None
+                if usage:
+                    upto = turns[-1] if turns else 0
+                    state["turn_usage"] = [u for u in usage if u["branch_id"] in state["branches"]
+                                           and (u["user_turn_number"] or 0) <= upto]
+            yield Checkpoint(meta, list(messages), state, {k: dict(v) for k, v in tools.items()},
+                             next_node="")
+
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        n = await self.count(thread_id)
+        return await self._checkpoint_at(thread_id, n) if n else None
+
+    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        if step < 1:
+            return None
+        metas = await self._metas(await self._rows(thread_id, step, step), step)
+        return metas[0] if metas and metas[0].step == step else None
+
+    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
+        row = await self._locate(checkpoint_id)
+        if row is None:
+            return []
+        found = await self.at_step(row["session_id"], row["step"] + 1)
+        return [found] if found else []
+
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
+        """The first items of the archive sessions of rewinds of these sessions (an
+        AdvancedSQLiteSession's branches are tags of the session's items, not threads)."""
+        wanted = set(thread_ids)
+        out = []
+        for archive, (session, _target, _kind) in sorted((await self._archives()).items()):
+            if session in wanted:
+                first = await self.at_step(archive, 1)
+                if first is not None:
+                    out.append(first)
+        return out
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        if PREFIX.startswith(prefix):
+            digits = ""
+        elif prefix.startswith(PREFIX) and prefix[len(PREFIX):].isdigit():
+            digits = prefix[len(PREFIX):]
+        else:
+            return []
+        rows = await self._q(
+            f"SELECT CAST(id AS TEXT) AS t FROM {self._M} WHERE CAST(id AS TEXT) LIKE ? "
+            f"ORDER BY CAST(id AS TEXT){self._C} LIMIT ?", digits + "%", int(limit))
+        return [PREFIX + r["t"] for r in rows]
+
+    async def iter_checkpoints(self, thread_ids: Sequence[str] | None = None, batch: int = 500
+                               ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+        threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
+        for tid in threads:
+            rows = await self._rows(tid, 1, None)
+            async for cp in self._build(rows):
+                yield cp
+
+    # ---- search ----------------------------------------------------------------------
+
+    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
+                     limit: int = 50, scan: bool = False) -> list[SearchHit]:
+        """A scan of message_data: a LIKE prefilter (for ASCII text, matched against the
+        JSON-escaped form the SDK stores), then each candidate decoded and matched."""
+        self.last_search_path = "scan"
+        needle = text.casefold()
+        params: list[Any] = []
+        where = []
+        if thread_id is not None:
+            where.append("session_id = ?")
+            params.append(thread_id)
+        if text.isascii() and text:
+            op = "ILIKE" if self.kind == "postgres" else "LIKE"
+            where.append(f"message_data {op} ? ESCAPE '!'")
+            params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
+        sql = (f"SELECT id, session_id, message_data, created_at FROM {self._M}"
+               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC LIMIT ? OFFSET ?")
+        hits: list[SearchHit] = []
+        offset = 0
+        page = 500
+        while len(hits) < limit:
+            rows = await self._q(sql, *params, page, offset)
+            for r in rows:
+                item, err = decode(r["message_data"])
+                if err is not None:
+                    continue
+                msg = to_message(item, {})
+                if role is not None and msg.get("role") != role:
+                    continue
+                body = searchable_text(msg)
+                pos = body.casefold().find(needle)
+                if pos < 0:
+                    continue
+                n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
+                                  r["session_id"], int(r["id"]))
+                lo = max(pos - 40, 0)
+                hits.append(SearchHit(
+                    thread_id=r["session_id"], checkpoint_id=checkpoint_id(r["id"]), step=int(n[0]["n"]),
+                    where="tools_result" if msg.get("role") == "tool" else "messages",
+                    role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
+                if len(hits) >= limit:
+                    break
+            if len(rows) < page:
+                break
+            offset += page
+        return hits

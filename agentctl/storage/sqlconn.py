@@ -1,0 +1,103 @@
+"""Connections for the formats that read another program's tables (the OpenAI Agents
+SDK's sessions, Google ADK's sessions): the AgentOS backends with their own schema
+check replaced, so a format gets read-only SQLite (`mode=ro`) or read-only Postgres
+sessions (`default_transaction_read_only`), their error mapping, and their public
+`query(sql, *params)` (`?` placeholders on both dialects) and `transaction()`.
+
+`check(tables)` gets {table: {columns}} of the database (its current schemas on
+Postgres) and raises SchemaError when the format cannot read it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping
+
+Check = Callable[[Mapping[str, set[str]]], None]
+
+
+def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -> Any:
+    """A backend (not connected) on the database whose schema `check` accepts."""
+    if kind == "postgres":
+        from agentctl.backends.postgres import PostgresCheckpointer
+
+        class _PgConn(PostgresCheckpointer):
+            async def _check_schema(self, conn: Any) -> None:
+                rows = await conn.fetch(
+                    "SELECT table_name, column_name FROM information_schema.columns "
+                    "WHERE table_schema = ANY(current_schemas(false))")
+                found: dict[str, set[str]] = {}
+                for r in rows:
+                    found.setdefault(r[0], set()).add(r[1])
+                check(found)
+
+        return _PgConn(target, readonly=readonly, create=False)
+
+    from agentctl.backends.sqlite import SQLiteCheckpointer, map_sqlite_error
+    from agentctl.errors import NotADatabase
+
+    class _SqliteConn(SQLiteCheckpointer):
+        async def _check_schema(self, conn: Any) -> None:
+            import sqlite3
+
+            try:
+                rows = await conn.execute_fetchall(
+                    "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+                    "WHERE m.type IN ('table', 'view')")
+            except sqlite3.DatabaseError as exc:
+                if "not a database" in str(exc).lower():
+                    raise NotADatabase(f"{self.path} is not a SQLite database") from None
+                raise map_sqlite_error(exc, self.path) from None
+            found: dict[str, set[str]] = {}
+            for table, column in rows:
+                found.setdefault(table, set()).add(column)
+            check(found)
+
+    return _SqliteConn(target, readonly=readonly, create=False)
+
+
+def iso_time(value: Any) -> str:
+    """A stored time as ISO-8601 text: SQLite's `CURRENT_TIMESTAMP` text
+    ("YYYY-MM-DD HH:MM:SS", UTC) gets its "T" and "+00:00"; a datetime (Postgres) is
+    formatted (naive ones are UTC); anything else as text."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.isoformat()
+    text = str(value)
+    if len(text) >= 19 and text[10] == " " and text[4] == "-" and "+" not in text[19:] \
+            and not text.endswith("Z"):
+        return text[:10] + "T" + text[11:] + "+00:00"
+    return text
+
+
+def like_escape(text: str) -> str:
+    """`text` for a LIKE pattern with ESCAPE '!'."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def check_sort(sort: str) -> str:
+    from agentctl.errors import UsageError
+
+    if sort not in ("updated", "thread", "checkpoints", "step", "created"):
+        raise UsageError(f"unknown sort {sort!r}; use updated, thread, checkpoints, step or created")
+    return sort
+
+
+def one_line(text: Any, width: int = 80) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def prefix_range(column: str, prefix: str, params: list[Any]) -> str:
+    """A condition "`column` starts with `prefix`" that an index on the column can serve
+    (a range in code point order, as SQLite's BINARY and Postgres' "C" collations
+    compare), with the exact test too; appends its parameters."""
+    last = prefix[-1]
+    if ord(last) < 0x10FFFF and not 0xD7FF <= ord(last) < 0xE000:
+        params.extend([prefix, prefix[:-1] + chr(ord(last) + 1), len(prefix), prefix])
+        return f"{column} >= ? AND {column} < ? AND substr({column}, 1, ?) = ?"
+    params.extend([len(prefix), prefix])
+    return f"substr({column}, 1, ?) = ?"
