@@ -114,15 +114,16 @@ def _content_text(content: Any) -> Text:
     return value_text(content, width=None)
 
 
-def transcript(messages: Any) -> RenderableType:
+def transcript(messages: Any, first_index: int = 0) -> RenderableType:
     """A chat transcript: each message's role (and tool name), its content, and the
-    tool calls it makes."""
+    tool calls it makes. `first_index`: the index of the first message given (when they
+    are the tail of a longer transcript)."""
     if not isinstance(messages, list):
         return Group(Text("(messages are not a list)", style="red"), json_view(messages))
     if not messages:
         return Text("(no messages)", style=DIM)
     items: list[RenderableType] = []
-    for i, msg in enumerate(messages):
+    for i, msg in enumerate(messages, first_index):
         if not isinstance(msg, Mapping):
             items.append(Text.assemble((f"[{i}] ", DIM), ("(not an object) ", "red"),
                                        value_text(msg, width=None)))

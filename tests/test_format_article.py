@@ -266,12 +266,15 @@ async def test_search_fts_and_scan(sqlite_url):
         assert {(h.checkpoint_id, h.where) for h in hits} == {("msg-5", "messages"), ("msg-6", "messages"),
                                                               ("msg-5", "tools_result")}
         assert all("规划器" in h.snippet for h in hits)
-    # stale index (the article's own save_message never feeds it): scan, and no wrong hit
+    # stale index (the article's own save_message never feeds it): the index serves the
+    # rows it has, the rows written since are scanned in the same search; no wrong hit
     AgentStorage(sqlite_url).save_message("s-bob-trip", "user", "Add a day in Osaka please", token_count=7)
     async with open_store(sqlite_url) as store:
         hits = await store.search("osaka")
-        assert store.last_search_path == "scan"
+        assert store.last_search_path == "fts"
         assert [h.snippet for h in hits] == ["Add a day in Osaka please"]
+        hits = await store.search("umbrella")  # an indexed row still found through the index
+        assert [h.checkpoint_id for h in hits] == ["msg-13"] and store.last_search_path == "fts"
         assert (await store.fts_state())[0] == "stale"
         assert any(p.check == "fts_stale" for p in await store.doctor())
 

@@ -121,14 +121,26 @@ def log(
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
 
 
-def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False) -> None:
-    """One checkpoint: metadata, the messages as a chat transcript, the state and tool
-    results as JSON. --json prints the checkpoint's to_dict() form exactly.
+def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
+                    messages: Annotated[str, typer.Option(
+                        "--messages", "-m", metavar="N|all",
+                        help="How many of the last messages the transcript shows (default 50; all).")] = "50",
+                    ) -> None:
+    """One checkpoint: metadata, the messages as a chat transcript (the last 50 unless
+    --messages), the state and tool results as JSON. --json prints the checkpoint's
+    to_dict() form exactly.
 
     Example: agentctl --db sample_db/checkpoints.db show coder-fix-flaky-test@6
     """
-    from agentctl.errors import CheckpointNotFound
+    from agentctl.errors import CheckpointNotFound, UsageError
     from agentctl.refs import resolve
+
+    if messages.strip().lower() == "all":
+        last = None
+    elif messages.strip().isdigit():
+        last = int(messages)
+    else:
+        raise UsageError(f"--messages takes a number or 'all', not {messages!r}")
 
     async def go():
         async with state(ctx).open() as backend:
@@ -150,8 +162,14 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False) 
     def rule(title: str) -> Rule:
         return Rule(Text(title, style="bold"), align="left", style="dim")
 
+    msgs = cp.messages
+    skipped = len(msgs) - last if isinstance(msgs, list) and last is not None and len(msgs) > last else 0
+    title = f"messages ({len(msgs)}" + (f", the last {last}" if skipped else "") + ")" \
+        if isinstance(msgs, list) else "messages"
+    head: list[Any] = [Text(f"… {skipped} earlier message(s) (--messages all shows them)", style="dim")] \
+        if skipped else []
     show(render.metadata_table(cp.metadata, cp.next_node),
-         rule(f"messages ({len(cp.messages)})"), render.transcript(cp.messages),
+         rule(title), *head, render.transcript(msgs[skipped:] if skipped else msgs, first_index=skipped),
          rule("state"), render.json_view(cp.state),
          rule("tool results"), render.json_view(cp.tools_result))
 

@@ -318,6 +318,19 @@ class ArticleStore(Store):
                             session_id, message_id)
         return int(rows[0]["n"])
 
+    async def _steps_of(self, message_ids: list[int], with_session: bool = False) -> dict[int, Any]:
+        """{message id: its step} (or (session, step)) of existing messages, in one query."""
+        out: dict[int, Any] = {}
+        ids = sorted(set(message_ids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for r in await self.q(
+                    "SELECT m.id, m.session_id, (SELECT COUNT(*) FROM messages x WHERE "
+                    "x.session_id = m.session_id AND x.id <= m.id) AS step FROM messages m "
+                    f"WHERE m.id IN ({', '.join('?' for _ in chunk)})", *chunk):
+                out[int(r["id"])] = (r["session_id"], int(r["step"])) if with_session else int(r["step"])
+        return out
+
     async def _prev_id(self, session_id: str, message_id: int) -> int | None:
         rows = await self.q("SELECT MAX(id) AS p FROM messages WHERE session_id = ? AND id < ?",
                             session_id, message_id)
@@ -766,6 +779,26 @@ class ArticleStore(Store):
                              "(nothing keeps the external-content index in step)")
         return "ok", "in step"
 
+    async def _fts_searchable(self) -> int | None:
+        """For a search: the highest message id messages_fts indexes when it can serve
+        (an external-content table of messages, readable), else None. Cheaper than
+        `fts_state` (two index lookups, no count): hits are joined with messages and
+        their content checked again, so a deleted or rewritten row is never returned
+        stale; the rows above that id (written since the index was last built) are
+        scanned in the same search; a row missing below it is what `doctor` reports."""
+        if self.kind != "sqlite" or not await self.has("messages_fts") \
+                or not await self.has("messages_fts_docsize"):
+            return None
+        sql = (await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"] or ""
+        low = re.sub(r"\s+", "", sql.lower())
+        if "content='messages'" not in low and 'content="messages"' not in low:
+            return None
+        try:
+            top = (await self.q("SELECT MAX(id) AS mx FROM messages_fts_docsize"))[0]["mx"]
+        except Exception:  # noqa: BLE001 - a broken index: scan (doctor reports it)
+            return None
+        return int(top or 0)
+
     @staticmethod
     def _needs_scan(text: str) -> bool:
         # unicode61 does not split CJK text into words: a substring of it is no token
@@ -778,10 +811,10 @@ class ArticleStore(Store):
         limit = int(limit)
         needle = text.lower()
         hits: list[SearchHit] = []
-        use_fts = False
+        indexed = None
         if self.kind == "sqlite" and not scan and not self._needs_scan(text):
-            state, _ = await self.fts_state()
-            use_fts = state == "ok"
+            indexed = await self._fts_searchable()
+        use_fts = bool(indexed)  # an index never built (empty) serves nothing: scan
         self.last_search_path = "fts" if use_fts else "scan"
         conds, params = [], []
         if thread_id is not None:
@@ -796,12 +829,18 @@ class ArticleStore(Store):
             tokens = re.findall(r"\w+", text)
             match = " ".join('"' + t.replace('"', '""') + '"' for t in tokens[:-1])
             match = (match + " " if match else "") + '"' + tokens[-1].replace('"', '""') + '"*'
+            # The rows written since the index was built, newest first, then the index's
+            # hits in its own rowid order (descending: no sort of every match).
+            rows = [r for r in await self.q(
+                f"SELECT {self._msg_cols()} FROM messages m WHERE m.id > ? AND "
+                f"{self.contains('m.content')}{extra} ORDER BY m.id DESC LIMIT ?",
+                indexed, needle, *params, limit) if needle in str(r["content"]).lower()]
             last = None
             while len(rows) < limit:
                 page = await self.q(
                     f"SELECT {self._msg_cols()} FROM messages_fts f JOIN messages m ON m.id = f.rowid "
-                    f"WHERE messages_fts MATCH ?{extra}" + (" AND m.id < ?" if last else "")
-                    + " ORDER BY m.id DESC LIMIT ?", match, *params, *([last] if last else []), limit * 2)
+                    f"WHERE messages_fts MATCH ?{extra}" + (" AND f.rowid < ?" if last else "")
+                    + " ORDER BY f.rowid DESC LIMIT ?", match, *params, *([last] if last else []), limit * 2)
                 rows += [r for r in page if needle in str(r["content"]).lower()]
                 if len(page) < limit * 2:
                     break
@@ -813,10 +852,10 @@ class ArticleStore(Store):
                 "ORDER BY m.id DESC LIMIT ?", needle, *params, limit)
             if self.kind == "sqlite":  # SQLite's lower() folds ASCII only: Python decides
                 rows = [r for r in rows if needle in str(r["content"]).lower()]
+        steps = await self._steps_of([r["id"] for r in rows])
         for r in rows:
-            step = await self._step_of(r["session_id"], r["id"])
-            hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), step, "messages", r["role"],
-                                  snippet_around(str(r["content"]), text)))
+            hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), steps[r["id"]], "messages",
+                                  r["role"], snippet_around(str(r["content"]), text)))
         if role is None and await self.has("tool_logs"):
             tconds, tparams = [], []
             if thread_id is not None:
@@ -829,16 +868,15 @@ class ArticleStore(Store):
                 f"{self.contains('l.tool_name')} OR {self.contains('l.error_message')})"
                 + "".join(" AND " + c for c in tconds) + " ORDER BY l.id DESC LIMIT ?",
                 needle, needle, needle, needle, *tparams, limit)
+            owners = await self._steps_of([int(r["owner"]) for r in tl if r["owner"] is not None],
+                                          with_session=True)
             for r in tl:
-                if r["owner"] is None:
+                if r["owner"] is None or int(r["owner"]) not in owners:
                     continue
-                owner = await self._message_row(int(r["owner"]))
-                if owner is None:
-                    continue
+                session_id, step = owners[int(r["owner"])]
                 body = " ".join(str(r.get(c) or "") for c in ("tool_name", "input_json", "output_json",
                                                                 "error_message"))
-                step = await self._step_of(owner["session_id"], owner["id"])
-                hits.append(SearchHit(owner["session_id"], checkpoint_id(owner["id"]), step,
+                hits.append(SearchHit(session_id, checkpoint_id(int(r["owner"])), step,
                                       "tools_result", None, snippet_around(body, text)))
         hits.sort(key=lambda h: -(message_id_of(h.checkpoint_id) or 0))
         return hits[:limit]
