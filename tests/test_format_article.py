@@ -510,7 +510,6 @@ async def test_rewind_hard_and_undo(article_url):
 
 
 async def test_branch_merge_and_undo(article_url):
-    before = await dump(article_url)
     sqlite = not article_url.startswith("postgres")
     async with open_store(article_url, readonly=False) as store:
         h = store.history()

@@ -393,8 +393,8 @@ class ADKStore(Store):
         if not rows:
             return None
         key = (rows[0]["app_name"], rows[0]["user_id"], rows[0]["session_id"])
-        ids = await self._q(f"SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
-                            f"ORDER BY timestamp, id", *key)
+        ids = await self._q("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+                            "ORDER BY timestamp, id", *key)
         for i, r in enumerate(ids, 1):
             if r["id"] == event_id:
                 return key, i
@@ -495,7 +495,7 @@ class ADKStore(Store):
             where.append(f"CAST({column} AS TEXT) {op} ? ESCAPE '!'")
             params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
         sql = (f"SELECT {self._event_cols} FROM events" + (" WHERE " + " AND ".join(where) if where else "")
-               + f" ORDER BY timestamp DESC, id DESC LIMIT ? OFFSET ?")
+               + " ORDER BY timestamp DESC, id DESC LIMIT ? OFFSET ?")
         hits: list[SearchHit] = []
         offset = 0
         page = 500
@@ -515,8 +515,8 @@ class ADKStore(Store):
                     continue
                 key = (r["app_name"], r["user_id"], r["session_id"])
                 if key not in steps:
-                    ids = await self._q(f"SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
-                                        f"session_id = ? ORDER BY timestamp, id", *key)
+                    ids = await self._q("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
+                                        "session_id = ? ORDER BY timestamp, id", *key)
                     steps[key] = {x["id"]: i for i, x in enumerate(ids, 1)}
                 lo = max(pos - 40, 0)
                 hits.append(SearchHit(

@@ -40,7 +40,6 @@ from agentctl.backends.base import snippet_around
 from agentctl.errors import (
     CorruptRowError,
     NotADatabase,
-    ReadOnlyDatabase,
     SchemaError,
     UsageError,
 )
@@ -548,7 +547,7 @@ class ArticleStore(Store):
         return self._meta(row, step, parent)
 
     async def _state(self, session_id: str) -> dict[str, Any]:
-        rows = await self.q(f"SELECT * FROM sessions WHERE id = ?", session_id)
+        rows = await self.q("SELECT * FROM sessions WHERE id = ?", session_id)
         session: dict[str, Any] | None = None
         user = None
         if rows:
