@@ -21,7 +21,7 @@ Mapping (see the package docstring for the whole list):
   `__scheduled__` under their own keys.
 
 Every SQL statement is written with `?` placeholders (the Postgres connection rewrites
-them); nothing here writes.
+them); nothing here writes (the writes are `history.py`'s).
 """
 
 from __future__ import annotations
@@ -287,6 +287,12 @@ class LangGraphStore(Store):
 
     async def close(self) -> None:
         await self._db.close()
+
+    def history(self, **options: Any) -> Any:
+        """rewind, branch, prune, threads delete, undo, purge; see `history.py`."""
+        from agentctl.storage.langgraph.history import LangGraphHistory
+
+        return LangGraphHistory(self, **options)
 
     @property
     def connection(self) -> Any:
