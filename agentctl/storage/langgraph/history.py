@@ -21,7 +21,9 @@ is REF (not REF's parent, as `update_state(..., as_node="__copy__")` gives) beca
 fork then sits in the tree exactly where LangGraph's replay puts its own, the abandoned
 run stays a sibling branch, and a DeltaChannel's ancestor walk from the fork passes
 through REF itself. The only pending writes that go with it are REF's "null task"
-writes (`update_state`/`Command` input, task id 0000...): a task's writes are keyed by a
+writes (`update_state`/`Command` input, task id 0000...) but for `__resume__` and
+`__interrupt__` (time travel re-asks an interrupt, as LangGraph's replay drops those
+too): a task's writes are keyed by a
 task id LangGraph derives from the checkpoint's id, so REF's task writes would never be
 matched on the fork (LangGraph's own fork drops them too, and re-runs the tasks). A REF
 whose pending writes touch a DeltaChannel not snapshotted at REF is refused: LangGraph
@@ -34,8 +36,9 @@ for the root namespace, also the subgraph namespaces' checkpoints after it) with
 pending writes and the blobs no remaining checkpoint names to the trash.
 
 `branch REF NAME` (a root-namespace checkpoint): the thread `T-branch-NAME-XXXX` holding
-REF and its ancestors (parent chain), their pending writes, the subgraph namespaces'
-checkpoints up to REF, and (Postgres) each blob they name once: one INSERT ... SELECT
+REF and its ancestors (parent chain) with the same ids, their pending writes (REF's own
+only when nothing ran from REF: a continued run consumed them, and LangGraph applies a
+head's pending writes), the subgraph namespaces' checkpoints up to REF, and (Postgres) each blob they name once: one INSERT ... SELECT
 per table.
 
 `prune` (--keep-last N per thread and namespace, --older-than): the head, fork points
@@ -386,8 +389,8 @@ class LangGraphHistory(History):
         wcols = [c for c in await self._columns(tx, self.W) if c != "checkpoint_id"]
         await tx.execute(
             f"INSERT INTO {self.W} ({', '.join(wcols)}, checkpoint_id) SELECT {', '.join(wcols)}, CAST(? AS TEXT) "
-            f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ?",
-            new_id, tid, ns, ref, NULL_TASK_ID)
+            f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? "
+            "AND channel NOT IN ('__resume__', '__interrupt__')", new_id, tid, ns, ref, NULL_TASK_ID)
 
     # ---- branch ----------------------------------------------------------------------
 
@@ -412,14 +415,19 @@ class LangGraphHistory(History):
             details: dict[str, Any] = {"thread_id": tid, "ref": ref, "new_thread": new}
             op_id = await self._record(tx, "branch", f"branch {new} from {tid} step {self._meta(row).step} "
                                        f"({ref})", [new, tid], details)
+            # REF's own pending writes go only when nothing ran from it: once a child
+            # exists they were consumed, and on the branch's head LangGraph would apply them
+            continued = bool(await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
+                                            "checkpoint_ns = '' AND parent_checkpoint_id = ? LIMIT 1", tid, ref))
             for table in ("checkpoints", self.W):
                 cols = [c for c in await self._columns(tx, table) if c != "thread_id"]
                 sel = ", ".join("x." + c for c in cols)
                 ins = f"INSERT INTO {table} (thread_id, {', '.join(cols)}) "
+                skip = " AND x.checkpoint_id <> ?" if table == self.W and continued else ""
                 # the chain up to REF in the root namespace
                 await tx.execute(ins + chain + f"SELECT CAST(? AS TEXT), {sel} FROM {table} x WHERE x.thread_id = ? "
-                                 "AND x.checkpoint_ns = '' AND x.checkpoint_id IN (SELECT id FROM chain)",
-                                 ref, tid, new, tid)
+                                 f"AND x.checkpoint_ns = '' AND x.checkpoint_id IN (SELECT id FROM chain){skip}",
+                                 ref, tid, new, tid, *([ref] if skip else []))
                 # the subgraph runs up to REF
                 await tx.execute(ins + f"SELECT CAST(? AS TEXT), {sel} FROM {table} x WHERE x.thread_id = ? "
                                  f"AND x.checkpoint_ns <> '' AND x.checkpoint_id{self.C} <= ?", new, tid, ref)
