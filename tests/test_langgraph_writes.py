@@ -121,6 +121,14 @@ class DState(TypedDict):
     log: Annotated[list, DeltaChannel(concat, snapshot_frequency=5)] if DeltaChannel else list
 
 
+def delta_graph(limit: int):
+    g = StateGraph(DState)
+    g.add_node("step", lambda s: {"n": s["n"] + 1, "log": [s["n"]]})
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: "step" if s["n"] < limit else END, ["step", END])
+    return g
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def lg(request, tmp_path):
     """(url, saver) of an empty LangGraph database of each kind."""
@@ -169,12 +177,14 @@ async def test_rewind_resumes_like_langgraphs_own_replay(lg):
     finally:
         await cm.__aexit__(None, None, None)
 
-    # LangGraph sees the fork as the head: REF's values, REF's next, source fork, parent REF
+    # LangGraph sees the fork as the head: REF's values, REF's next, source fork
     head = agent.get_state(cfg("t"))
     assert head.config["configurable"]["checkpoint_id"] == fork_id
     assert strip_ids(head.values) == ref_values and head.next == ref.next
     assert head.metadata["source"] == "fork" and head.metadata["step"] == ref.metadata["step"] + 1
-    assert head.parent_config["configurable"]["checkpoint_id"] == ref_id
+    # parent: REF's parent, as update_state(..., as_node="__copy__") gives (see history.py)
+    assert head.parent_config["configurable"]["checkpoint_id"] == \
+        ref.parent_config["configurable"]["checkpoint_id"]
     assert len(ids_of(agent, "t")) == n_before + 1  # nothing deleted
 
     # resuming the thread == LangGraph's own replay from REF
@@ -333,12 +343,8 @@ async def test_prune_keep_last_keeps_langgraph_working_and_undo_restores(lg):
 async def test_prune_keeps_delta_channel_ancestors(lg):
     if DeltaChannel is None:  # pragma: no cover
         pytest.skip("no DeltaChannel in this LangGraph")
-    g = StateGraph(DState)
-    g.add_node("step", lambda s: {"n": s["n"] + 1, "log": [s["n"]]})
-    g.add_edge(START, "step")
-    g.add_conditional_edges("step", lambda s: "step" if s["n"] < 12 else END, ["step", END])
     url, saver = lg
-    graph = g.compile(checkpointer=saver)
+    graph = delta_graph(12).compile(checkpointer=saver)
     graph.invoke({"n": 0, "log": []}, cfg("d"))
     want = graph.get_state(cfg("d")).values
     assert want["log"] == list(range(12))
@@ -422,3 +428,86 @@ def test_cli_rewind_branch_prune_undo_on_the_sample(tmp_path):
     after = {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall()) for t in ("checkpoints", "writes")}
     conn.close()
     assert after == before
+
+
+# ---- more: subgraphs, older-than, refusals -------------------------------------------------
+
+
+async def test_rewind_and_branch_of_a_graph_with_subgraphs(lg):
+    from test_format_langgraph import subgraph_parallel_graph
+
+    url, saver = lg
+    par = subgraph_parallel_graph().compile(checkpointer=saver)
+    par.invoke({"items": [], "note": ""}, cfg("p"))
+    ref = at_step(par, "p", 1)  # after left/right, before the child subgraph
+    ref_id = ref.config["configurable"]["checkpoint_id"]
+    rows = dump(url, saver)
+    cm, store, h = await history(url)
+    try:
+        new = await h.branch(ref_id, "sub")
+        assert plain(par.get_state(cfg(new)).values) == plain(ref.values)
+        await h.undo()
+        assert dump(url, saver) == rows
+        new = await h.branch(ref_id, "sub2")
+        assert par.invoke(None, cfg(new)) == par.get_state(cfg("p")).values
+        res = await h.rewind(ref_id, hard=True)
+        assert res.deleted
+        # the subgraph runs after REF went with it (their namespaces are empty now)
+        with_ns = [t for t in await store.all_thread_ids() if t.startswith("p|")]
+        assert not with_ns
+        assert all(s.config["configurable"]["checkpoint_id"] <= ref_id
+                   for s in list(par.get_state_history(cfg("p")))[1:])
+        out = par.invoke(None, cfg("p"))
+        assert out == par.invoke(None, cfg("p", ref_id))  # LangGraph's own replay from REF
+        assert {"c1", "g1"} <= set(out["items"])
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+async def test_prune_older_than_and_nothing_to_do(lg):
+    url, saver = lg
+    loop = loop_graph(4).compile(checkpointer=saver)
+    loop.invoke({"n": 0, "log": []}, cfg("l"))
+    cm, store, h = await history(url)
+    try:
+        (plan,) = await h.plan_prune_spec(PruneSpec(threads=["l"], older_than=3600))
+        assert plan.delete_count == 0  # nothing is an hour old
+        res = await h.prune_spec(PruneSpec(threads=["l"], older_than=3600))
+        assert res[0].op_id is None
+        (plan,) = await h.plan_prune_spec(PruneSpec(threads=["l"], older_than=0))
+        assert plan.delete_count == len(ids_of(loop, "l")) - 1  # all but the head
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+async def test_merge_is_refused(lg):
+    from agentctl.storage.contract import Unsupported
+
+    url, saver = lg
+    loop_graph(2).compile(checkpointer=saver).invoke({"n": 0, "log": []}, cfg("l"))
+    cm, store, h = await history(url)
+    try:
+        with pytest.raises(Unsupported):
+            await h.plan_merge("a", "b")
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+async def test_rewind_with_a_delta_channel_resumes_like_langgraphs_replay(lg):
+    if DeltaChannel is None:  # pragma: no cover
+        pytest.skip("no DeltaChannel in this LangGraph")
+    url, saver = lg
+    graph = delta_graph(12).compile(checkpointer=saver)
+    graph.invoke({"n": 0, "log": []}, cfg("d"))
+    ref = at_step(graph, "d", 7)  # between two snapshots (every 5 updates)
+    ref_id = ref.config["configurable"]["checkpoint_id"]
+    assert ref.values["log"] == list(range(7))
+    cm, store, h = await history(url)
+    try:
+        await h.rewind(ref_id)
+    finally:
+        await cm.__aexit__(None, None, None)
+    assert graph.get_state(cfg("d")).values == ref.values
+    ours = graph.invoke(None, cfg("d"))
+    theirs = graph.invoke(None, cfg("d", ref_id))
+    assert ours == theirs and ours["log"] == list(range(12))

@@ -14,20 +14,22 @@ count of its pending writes and blobs), e.g. because LangGraph ran on it.
 
 `rewind REF` is LangGraph's own time travel, made the head of the thread: LangGraph
 resumes a thread from its latest checkpoint, so agentctl writes a NEW checkpoint copying
-REF -- what LangGraph's replay (`graph.invoke(None, {... "checkpoint_id": REF})`)
-writes first: `source` "fork", step = REF's step + 1, parent = REF, the same channel
-values and channel versions (so no blob is copied on Postgres), a fresh id. The parent
-is REF (not REF's parent, as `update_state(..., as_node="__copy__")` gives) because the
-fork then sits in the tree exactly where LangGraph's replay puts its own, the abandoned
-run stays a sibling branch, and a DeltaChannel's ancestor walk from the fork passes
-through REF itself. The only pending writes that go with it are REF's "null task"
+REF, as LangGraph's `update_state(REF config, None, as_node="__copy__")` does: `source`
+"fork", step = REF's step + 1, parent = REF's parent, the same channel values and
+channel versions (so no blob is copied on Postgres), a fresh id. LangGraph's replay
+(`graph.invoke(None, {... "checkpoint_id": REF})`) also writes a fork first, but as a
+child of REF; agentctl takes REF's parent because a DeltaChannel's value is rebuilt by
+walking the parent chain and replaying each ancestor's pending writes: under REF the
+walk would also replay REF's own pending writes (the abandoned run's next step), which
+LangGraph's replay avoids by snapshotting the channel through the graph's reducer --
+something agentctl cannot run. With REF's parent as parent the fork is rebuilt exactly
+as REF is. Resuming the thread then gives what LangGraph's replay from REF gives (the
+tests check it). The only pending writes that go with it are REF's "null task"
 writes (`update_state`/`Command` input, task id 0000...) but for `__resume__` and
 `__interrupt__` (time travel re-asks an interrupt, as LangGraph's replay drops those
-too): a task's writes are keyed by a
-task id LangGraph derives from the checkpoint's id, so REF's task writes would never be
-matched on the fork (LangGraph's own fork drops them too, and re-runs the tasks). A REF
-whose pending writes touch a DeltaChannel not snapshotted at REF is refused: LangGraph
-snapshots such a channel on its fork (it runs the reducer), agentctl cannot.
+too): a task's writes are keyed by a task id LangGraph derives from the checkpoint's id,
+so REF's task writes would never be matched on the fork (LangGraph's own fork drops
+them too, and re-runs the tasks).
 
 The new id is a UUIDv6 like LangGraph's, at the current time or, when the thread holds
 a greater id (a clock behind), one 100 ns tick after the greatest id of the thread.
@@ -285,7 +287,7 @@ class LangGraphHistory(History):
 
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> Any:
-        """A fork checkpoint copying REF as the thread's new head (see the module doc);
+        """A fork checkpoint copying REF (parent: REF's parent) as the thread's new head (see the module doc);
         with `hard`, the checkpoints after REF to the trash. The result's
         `archive_thread` is the thread itself: the abandoned run stays there as a branch."""
         from agentctl.engine import TimeTravelResult
@@ -297,6 +299,7 @@ class LangGraphHistory(History):
         addr = target.thread_id
         before = await self.store.count(addr)
         async with self._tx([tid]) as tx:
+            await self._begin(tx)
             later = await self._rows_after(tx.fetch, tid, ns, ref, hard and ns == "")
             if not later:
                 cp = await self.store.get(ref)
@@ -304,11 +307,9 @@ class LangGraphHistory(History):
                                         snapshot_count_before=before)
             payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
             meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
-            full = (await tx.fetch(f"SELECT type, {payload}, {meta_sql} FROM checkpoints WHERE thread_id = ? "
+            full = (await tx.fetch(f"SELECT parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints WHERE thread_id = ? "
                                    "AND checkpoint_ns = ? AND checkpoint_id = ?", tid, ns, ref))[0]
             meta = json.loads(full["metadata"] or "{}")
-            await self._refuse_delta(tx, tid, ns, ref, meta)
-            await self._begin(tx)
             greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
                                        "WHERE thread_id = ?", tid))[0]["m"]
             new_id = uuid6_after(greatest)
@@ -335,20 +336,6 @@ class LangGraphHistory(History):
                                 archive_thread=None if hard else addr,
                                 moved=[] if hard else moved_ids, deleted=moved_ids if hard else [])
 
-    async def _refuse_delta(self, tx: Any, tid: str, ns: str, ref: str, meta: dict[str, Any]) -> None:
-        counters = meta.get("counters_since_delta_snapshot")
-        if not isinstance(counters, dict) or not counters:
-            return
-        marks = _marks(len(counters))
-        hit = await tx.fetch(f"SELECT DISTINCT channel FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? "
-                             f"AND checkpoint_id = ? AND channel IN ({marks})", tid, ns, ref, *counters)
-        if hit:
-            raise UsageError(
-                f"cannot rewind to {ref}: its pending writes update the DeltaChannel(s) "
-                f"{', '.join(sorted(r['channel'] for r in hit))}, which are not snapshotted there; "
-                "LangGraph's own replay snapshots them through the graph's reducer, agentctl runs no "
-                "reducer (use graph.invoke(None, {'configurable': {'thread_id': ..., 'checkpoint_id': ...}}))")
-
     async def _insert_fork(self, tx: Any, tid: str, ns: str, ref: str, new_id: str,
                            full: dict[str, Any], meta: dict[str, Any]) -> None:
         ts = datetime.now(timezone.utc).isoformat()
@@ -356,15 +343,12 @@ class LangGraphHistory(History):
         new_meta["source"] = "fork"
         step = meta.get("step")
         new_meta["step"] = (step + 1) if isinstance(step, int) else step
-        counters = meta.get("counters_since_delta_snapshot")
-        if isinstance(counters, dict) and counters:  # one more superstep on the walk
-            new_meta["counters_since_delta_snapshot"] = {
-                ch: [v[0], v[1] + 1] if isinstance(v, list) and len(v) == 2 else v for ch, v in counters.items()}
+        # counters_since_delta_snapshot stay REF's: the fork has REF's place in the chain
         meta_text = json.dumps(new_meta, ensure_ascii=False)
         if self._pg:
             await tx.execute(
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-                "checkpoint, metadata) SELECT thread_id, checkpoint_ns, CAST(? AS TEXT), checkpoint_id, type, "
+                "checkpoint, metadata) SELECT thread_id, checkpoint_ns, CAST(? AS TEXT), parent_checkpoint_id, type, "
                 "jsonb_set(jsonb_set(checkpoint, '{id}', to_jsonb(CAST(? AS TEXT))), '{ts}', "
                 "to_jsonb(CAST(? AS TEXT))), CAST(? AS JSONB) FROM checkpoints WHERE thread_id = ? "
                 "AND checkpoint_ns = ? AND checkpoint_id = ?", new_id, new_id, ts, meta_text, tid, ns, ref)
@@ -385,7 +369,7 @@ class LangGraphHistory(History):
             await tx.execute(
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                tid, ns, new_id, ref, full["type"], data, meta_text.encode("utf-8"))
+                tid, ns, new_id, full["parent_checkpoint_id"], full["type"], data, meta_text.encode("utf-8"))
         wcols = [c for c in await self._columns(tx, self.W) if c != "checkpoint_id"]
         await tx.execute(
             f"INSERT INTO {self.W} ({', '.join(wcols)}, checkpoint_id) SELECT {', '.join(wcols)}, CAST(? AS TEXT) "
@@ -594,6 +578,7 @@ class LangGraphHistory(History):
         targets = await self._prune_threads(spec)
         now = time.time()
         async with self._tx([t for _, t, _ in targets]) as tx:
+            await self._begin(tx)
             plans = []
             for addr, tid, ns in targets:
                 gone, facts = await self._plan_thread(tx.fetch, tid, ns, spec, now)
@@ -601,7 +586,6 @@ class LangGraphHistory(History):
                     plans.append((addr, tid, ns, gone, facts))
             if not plans:
                 return [OpResult(None, "prune", "nothing to prune")]
-            await self._begin(tx)
             n = sum(len(p[3]) for p in plans)
             size = sum(p[4]["bytes"] for p in plans)
             details: dict[str, Any] = {"threads": {p[0]: len(p[3]) for p in plans}, "bytes": size}
