@@ -480,15 +480,74 @@ async def test_prune_older_than_and_nothing_to_do(lg):
         await cm.__aexit__(None, None, None)
 
 
-async def test_merge_is_refused(lg):
-    from agentctl.storage.contract import Unsupported
+class MState(TypedDict):
+    notes: dict
+    n: int
+
+
+def notes_graph():
+    g = StateGraph(MState)
+    g.add_node("step", lambda s: {"n": s["n"] + 1})
+    g.add_edge(START, "step")
+    g.add_edge("step", END)
+    return g
+
+
+async def test_merge_three_way_of_channel_values_and_its_undo(lg):
+    from agentctl.errors import MergeConflictError
 
     url, saver = lg
-    loop_graph(2).compile(checkpointer=saver).invoke({"n": 0, "log": []}, cfg("l"))
+    g = notes_graph().compile(checkpointer=saver)
+    g.invoke({"notes": {"a": 1}, "n": 0}, cfg("m"))
+    head = g.get_state(cfg("m")).config["configurable"]["checkpoint_id"]
     cm, store, h = await history(url)
     try:
-        with pytest.raises(Unsupported):
-            await h.plan_merge("a", "b")
+        b = await h.branch(head, "notes")
+        g.update_state(cfg(b), {"notes": {"a": 1, "b": 2}})          # theirs: notes
+        g.update_state(cfg("m"), {"n": 10})                           # ours: n
+        g.update_state(cfg("m"), {"notes": {"a": 1, "c": 3}})         # and notes, another key
+        rows = dump(url, saver)
+        plan = await h.plan_merge(b, "m")
+        assert not plan.conflicts and not plan.up_to_date and plan.base.checkpoint_id == head
+        cid = await h.merge_branch(b, "m", checkpoint_id=plan.merged.metadata.checkpoint_id)
+        assert cid == plan.merged.metadata.checkpoint_id
+        st = g.get_state(cfg("m"))
+        assert st.values == {"notes": {"a": 1, "c": 3, "b": 2}, "n": 10}
+        assert st.metadata["source"] == "update" and st.config["configurable"]["checkpoint_id"] == cid
+        assert list(g.get_state_history(cfg("m")))
+        await h.undo()
+        assert dump(url, saver) == rows
+        # both sides change n: a conflict at /n, nothing written; --strategy theirs takes theirs
+        g.update_state(cfg(b), {"n": 99})
+        rows = dump(url, saver)
+        with pytest.raises(MergeConflictError) as exc:
+            await h.merge_branch(b, "m")
+        assert [c.path for c in exc.value.conflicts] == ["/n"]
+        assert dump(url, saver) == rows
+        await h.merge_branch(b, "m", strategy="theirs")
+        assert g.get_state(cfg("m")).values == {"notes": {"a": 1, "c": 3, "b": 2}, "n": 99}
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+async def test_merge_of_messages_appends_the_branchs_new_messages(lg):
+    url, saver = lg
+    agent = agent_graph().compile(checkpointer=saver)
+    agent.invoke({"messages": [HumanMessage(content="what is 0+2 and 1+2?")]}, cfg("t"))
+    head = agent.get_state(cfg("t")).config["configurable"]["checkpoint_id"]
+    cm, store, h = await history(url)
+    try:
+        b = await h.branch(head, "msgs")
+        agent.update_state(cfg(b), {"messages": [HumanMessage(content="from the branch")]})
+        agent.update_state(cfg("t"), {"messages": [HumanMessage(content="from main")]})
+        before = [m.content for m in agent.get_state(cfg("t")).values["messages"]]
+        await h.merge_branch(b, "t")
+        after = [m.content for m in agent.get_state(cfg("t")).values["messages"]]
+        assert after == before + ["from the branch"]
+        # and LangGraph goes on from the merged checkpoint
+        agent.update_state(cfg("t"), {"count": 7})
+        assert agent.get_state(cfg("t")).values["count"] == 7
+        assert [m.content for m in agent.get_state(cfg("t")).values["messages"]] == after
     finally:
         await cm.__aexit__(None, None, None)
 

@@ -20,7 +20,7 @@ Mapping, in short:
 
 Writes (`history`): rewind (a fork checkpoint copying REF as the new head, the way
 LangGraph's replay forks), branch, prune, threads delete, undo and purge; side tables
-`agentctl_langgraph_*`. Not merge.
+`agentctl_langgraph_*`; merge (three-way, of channel values).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ FORMAT = FormatSpec(
                 "namespace the thread THREAD|NS; channel values as state, the messages "
                 "channel as the transcript",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.DOCTOR, Capability.REWIND, Capability.BRANCH,
+                            Capability.DOCTOR, Capability.REWIND, Capability.BRANCH, Capability.MERGE,
                             Capability.PRUNE, Capability.DELETE, Capability.UNDO}),
     matches=_matches,
     open=_open,

@@ -43,13 +43,20 @@ only when nothing ran from REF: a continued run consumed them, and LangGraph app
 head's pending writes), the subgraph namespaces' checkpoints up to REF, and (Postgres) each blob they name once: one INSERT ... SELECT
 per table.
 
+`merge BRANCH --into T`: a three-way merge of the channel values of the two heads from
+their newest common checkpoint (a branch's copies keep their ids), written on T as a
+new checkpoint (`source` "update", parent T's head, new versions for the changed
+channels). Conflicts per path as for AgentOS; a value that is not plain data (LangChain
+messages, other extension types) conflicts unless equal, but for the `messages` list:
+ours, then the messages the branch added since the common checkpoint.
+
 `prune` (--keep-last N per thread and namespace, --older-than): the head, fork points
 (checkpoints with several children, or a subgraph run's start) and checkpoints with a
 pending interrupt (an `__interrupt__` write and no `__resume__`) are kept, and so is
 what a kept checkpoint needs: its pending writes, the blobs its channel_versions name
 (Postgres), and for each DeltaChannel not stored in it (metadata
 `counters_since_delta_snapshot`) its ancestors back to the nearest one storing the
-channel, with their writes. `merge` is not offered (see the README).
+channel, with their writes.
 """
 
 from __future__ import annotations
@@ -71,7 +78,7 @@ TRASH_CP = "agentctl_langgraph_trash_checkpoints"
 TRASH_W = "agentctl_langgraph_trash_writes"
 TRASH_B = "agentctl_langgraph_trash_blobs"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
-UNDOABLE = ("rewind", "branch", "prune", "delete_thread")
+UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread")
 _CHUNK = 500
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
@@ -664,8 +671,16 @@ class LangGraphHistory(History):
                     "after it (LangGraph or another operation wrote to them); nothing was changed")
             created: list[str] = []
             deleted: list[str] = []
-            if op.kind == "rewind":
+            if op.kind in ("rewind", "merge"):
                 tid, ns, fork = d["thread_id"], d["ns"], d["fork"]
+                if op.kind == "merge" and self._pg:  # the blobs it added: versions no other checkpoint names
+                    await tx.execute(
+                        "DELETE FROM checkpoint_blobs b WHERE b.thread_id = ? AND b.checkpoint_ns = '' AND "
+                        "(b.channel, b.version) IN (SELECT v.key, v.value FROM checkpoints c CROSS JOIN LATERAL "
+                        "jsonb_each_text(c.checkpoint -> 'channel_versions') v WHERE c.thread_id = ? AND "
+                        "c.checkpoint_ns = '' AND c.checkpoint_id = ?) AND NOT EXISTS (SELECT 1 FROM checkpoints c "
+                        "WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id <> ? AND "
+                        "c.checkpoint -> 'channel_versions' ->> b.channel = b.version)", tid, tid, fork, fork)
                 await tx.execute(f"DELETE FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? "
                                  "AND checkpoint_id = ?", tid, ns, fork)
                 await tx.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
@@ -722,14 +737,271 @@ class LangGraphHistory(History):
                                     [], {"ops": ops, "rows": rows})
         return PurgeResult(ops=ops, rows=rows, dry_run=False, op_id=op)
 
-    # ---- not offered -------------------------------------------------------------------
+    # ---- merge ----------------------------------------------------------------------
+
+    async def _head_raw(self, q: Any, tid: str) -> dict[str, Any]:
+        """The head of a root thread: its row, its channel values as (raw, plain) by
+        channel (raw: what is stored -- ormsgpack objects with ext values kept as
+        `ormsgpack.Ext`, or on Postgres ("inline", value) / ("blob", type, bytes))."""
+        from agentctl.storage.langgraph import serde
+
+        payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
+        meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
+        rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
+                       f"WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id{self.C} DESC LIMIT 1", tid)
+        if not rows:
+            raise NotFoundError(f"thread {tid!r} not found")
+        return await self._raw_of(q, tid, rows[0], serde)
+
+    async def _raw_of(self, q: Any, tid: str, row: dict[str, Any], serde: Any) -> dict[str, Any]:
+        import ormsgpack
+
+        out = dict(row)
+        values: dict[str, tuple[Any, Any]] = {}
+        if self._pg:
+            data = json.loads(row["checkpoint"])
+            for k, v in (data.get("channel_values") or {}).items():
+                values[k] = (("inline", v), v)
+            versions = data.get("channel_versions") or {}
+            if versions:
+                for r in await q("SELECT channel, type, blob FROM checkpoint_blobs WHERE thread_id = ? "
+                                 "AND checkpoint_ns = '' AND (channel, version) IN (SELECT v.key, v.value FROM "
+                                 "checkpoints c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> "
+                                 "'channel_versions') v WHERE c.thread_id = ? AND c.checkpoint_ns = '' AND "
+                                 "c.checkpoint_id = ?)", tid, tid, row["checkpoint_id"]):
+                    if r["type"] == "empty":
+                        continue
+                    blob = bytes(r["blob"]) if r["blob"] is not None else None
+                    values[r["channel"]] = (("blob", r["type"], blob), serde.decode_typed(r["type"], blob))
+        else:
+            if (row["type"] or "msgpack") != "msgpack":
+                raise UsageError(f"cannot merge checkpoint {row['checkpoint_id']}: stored as {row['type']!r} "
+                                 "(agentctl rewrites only msgpack checkpoints)")
+            data = ormsgpack.unpackb(bytes(row["checkpoint"]), ext_hook=lambda t, d: ormsgpack.Ext(t, d),
+                                     option=ormsgpack.OPT_NON_STR_KEYS)
+            plain = serde.decode_msgpack(bytes(row["checkpoint"]))
+            pv = plain.get("channel_values") or {}
+            for k, v in (data.get("channel_values") or {}).items():
+                values[k] = (v, pv.get(k))
+        out["data"] = data
+        out["values"] = values
+        return out
+
+    @staticmethod
+    def _is_plain(value: Any) -> bool:
+        from agentctl.storage.langgraph import serde
+
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, dict):
+                if serde.TYPE_KEY in v:
+                    return False
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+            elif isinstance(v, (bytes, bytearray)):
+                return False
+        return True
+
+    async def _merge_facts(self, q: Any, branch: str, into: str, strategy: str) -> dict[str, Any]:
+        from agentctl.diff import MISSING, json_equal
+        from agentctl.merge import Conflict, three_way_merge
+        from agentctl.storage.langgraph import serde
+        from agentctl.storage.langgraph.store import is_internal_channel
+
+        if strategy == "fail":
+            strategy = "three-way"
+        for t in (branch, into):
+            if (await self.store._split(t))[1]:
+                raise UsageError(f"{t} is a subgraph's namespace; merge root threads")
+        theirs = await self._head_raw(q, branch)
+        ours = await self._head_raw(q, into)
+        found = await q(f"SELECT b.checkpoint_id FROM checkpoints b JOIN checkpoints i ON i.thread_id = ? "
+                        "AND i.checkpoint_ns = '' AND i.checkpoint_id = b.checkpoint_id WHERE b.thread_id = ? "
+                        f"AND b.checkpoint_ns = '' ORDER BY b.checkpoint_id{self.C} DESC LIMIT 1", into, branch)
+        base = None
+        if found:
+            payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
+            meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
+            rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
+                           "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?", into,
+                           found[0]["checkpoint_id"])
+            base = await self._raw_of(q, into, rows[0], serde)
+        changed: dict[str, Any] = {}  # channel -> new raw value (None: plain value to encode)
+        merged_plain: dict[str, Any] = {}
+        conflicts: list[Any] = []
+        resolved: list[Any] = []
+        bvals = base["values"] if base else {}
+        names = list(ours["values"]) + [k for k in theirs["values"] if k not in ours["values"]]
+        for ch in names:
+            if not isinstance(ch, str) or is_internal_channel(ch):
+                continue  # LangGraph's own channels (triggers) stay ours
+            o = ours["values"].get(ch, (MISSING, MISSING))
+            t = theirs["values"].get(ch, (MISSING, MISSING))
+            b = bvals.get(ch, (MISSING, MISSING))
+            if json_equal(o[1], t[1]) or json_equal(t[1], b[1]):
+                continue
+            if json_equal(o[1], b[1]):
+                if t[0] is MISSING:
+                    conflicts.append(Conflict(f"/{ch}", b[1], o[1], t[1]))  # a removed channel
+                    continue
+                changed[ch], merged_plain[ch] = t[0], t[1]
+                continue
+            # both changed
+            if ch == "messages" and all(isinstance(x[1], list) for x in (b, o, t)) and \
+                    len(o[1]) >= len(b[1]) and len(t[1]) >= len(b[1]) and \
+                    json_equal(o[1][:len(b[1])], b[1]) and json_equal(t[1][:len(b[1])], b[1]):
+                # ours' messages, then those the branch added since the base
+                n = len(b[1])
+                if self._pg:
+                    if o[0][0] != "blob" or t[0][0] != "blob" or o[0][1] != "msgpack" or t[0][1] != "msgpack":
+                        conflicts.append(Conflict(f"/{ch}", b[1], o[1], t[1]))
+                        continue
+                    import ormsgpack
+
+                    unpack = lambda raw: ormsgpack.unpackb(  # noqa: E731
+                        raw, ext_hook=lambda tg, d: ormsgpack.Ext(tg, d), option=ormsgpack.OPT_NON_STR_KEYS)
+                    raw_list = unpack(o[0][2]) + unpack(t[0][2])[n:]
+                else:
+                    raw_list = list(o[0]) + list(t[0])[n:]
+                changed[ch], merged_plain[ch] = raw_list, o[1] + t[1][n:]
+                continue
+            if all(x[1] is MISSING or self._is_plain(x[1]) for x in (b, o, t)):
+                r = three_way_merge(b[1], o[1], t[1], strategy)
+                conflicts += [Conflict(f"/{ch}{c.path}", c.base, c.ours, c.theirs) for c in r.conflicts]
+                resolved += [Conflict(f"/{ch}{c.path}", c.base, c.ours, c.theirs) for c in r.resolved]
+                if not r.conflicts and r.value is not MISSING and not json_equal(r.value, o[1]):
+                    changed[ch], merged_plain[ch] = None, r.value
+                continue
+            c = Conflict(f"/{ch}", b[1], o[1], t[1])  # not plain data: equal or a conflict
+            if strategy == "theirs" and t[0] is not MISSING:
+                resolved.append(c)
+                changed[ch], merged_plain[ch] = t[0], t[1]
+            elif strategy == "ours":
+                resolved.append(c)
+            else:
+                conflicts.append(c)
+        return {"ours": ours, "theirs": theirs, "base": base, "changed": changed, "plain": merged_plain,
+                "conflicts": conflicts, "resolved": resolved, "strategy": strategy}
 
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
-        raise Unsupported("langgraph", "merge")
+        from dataclasses import replace
+
+        from agentctl.engine import MergePlan
+        from agentctl.storage.langgraph import serde
+
+        await self._ready()
+        f = await self._merge_facts(self.store._q, branch_thread_id, into_thread_id, strategy)
+        ours_cp = await self.store.get(f["ours"]["checkpoint_id"])
+        theirs_cp = await self.store.get(f["theirs"]["checkpoint_id"])
+        base_meta = await self.store.get_metadata(f["base"]["checkpoint_id"]) if f["base"] else None
+        greatest = (await self.store._q(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
+                                        "WHERE thread_id = ?", into_thread_id))[0]["m"]
+        state = dict(ours_cp.state)
+        messages = ours_cp.messages
+        for ch, v in f["plain"].items():
+            state[ch] = serde.transcript(v)
+            if ch == "messages" and isinstance(state[ch], list):
+                messages = [m for m in state[ch] if isinstance(m, dict)]
+        meta = replace(ours_cp.metadata, checkpoint_id=uuid6_after(greatest), step=ours_cp.metadata.step + 1,
+                       parent_checkpoint_id=ours_cp.metadata.checkpoint_id, tags=["update"],
+                       summary=f"update · merge of {branch_thread_id}")
+        merged = replace(ours_cp, metadata=meta, state=state, messages=messages)
+        return MergePlan(base=base_meta, ours=ours_cp, theirs=theirs_cp, merged=merged,
+                         conflicts=f["conflicts"], strategy=f["strategy"], branch_thread_id=branch_thread_id,
+                         into_thread_id=into_thread_id, resolved=f["resolved"],
+                         up_to_date=not f["changed"] and not f["conflicts"])
 
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
                            checkpoint_id: str | None = None) -> str:
-        raise Unsupported("langgraph", "merge")
+        """A new checkpoint on `into` (source "update", parent its head): its channel
+        values three-way merged with the branch's head from their common checkpoint
+        (the newest id both threads hold); its id. Raises MergeConflictError."""
+        from agentctl.errors import MergeConflictError
+
+        await self._ready()
+        into, branch = into_thread_id, branch_thread_id
+        async with self._tx([into, branch]) as tx:
+            await self._begin(tx)
+            f = await self._merge_facts(tx.fetch, branch, into, strategy)
+            if f["conflicts"]:
+                raise MergeConflictError(f["conflicts"])
+            if f["base"] is None and not f["changed"]:
+                raise OperationError(f"{branch} and {into} have no checkpoint in common")
+            ours = f["ours"]
+            if not f["changed"]:
+                return ours["checkpoint_id"]
+            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
+                                       "WHERE thread_id = ?", into))[0]["m"]
+            new_id = checkpoint_id if checkpoint_id and (greatest is None or checkpoint_id > greatest) \
+                else uuid6_after(greatest)
+            details: dict[str, Any] = {"thread_id": into, "ns": "", "fork": new_id, "branch": branch,
+                                       "channels": sorted(f["changed"])}
+            op_id = await self._record(tx, "merge", f"merge {branch} into {into} as {new_id} "
+                                       f"({', '.join(sorted(f['changed']))})", [into, branch], details)
+            await self._write_merge(tx, into, ours, f, new_id, branch)
+            await self._finish(tx, op_id, details, [into])
+        self.store._where.clear()
+        return new_id
+
+    async def _write_merge(self, tx: Any, tid: str, ours: dict[str, Any], f: dict[str, Any],
+                           new_id: str, branch: str) -> None:
+        import random
+
+        import ormsgpack
+
+        data = ours["data"]
+        versions = dict(data.get("channel_versions") or {})
+        top = 0
+        for v in versions.values():
+            try:
+                top = max(top, int(str(v).split(".")[0]))
+            except ValueError:
+                pass
+        ints = bool(versions) and all(isinstance(v, int) for v in versions.values())
+        meta = json.loads(ours["metadata"] or "{}")
+        new_meta = {"source": "update", "step": (meta.get("step") + 1) if isinstance(meta.get("step"), int)
+                    else meta.get("step"), "parents": {}, "agentctl_merge": branch}
+        ts = datetime.now(timezone.utc).isoformat()
+        cp = dict(data)
+        values = dict(cp.get("channel_values") or {})
+        blobs: list[tuple[str, str, str, bytes]] = []
+        for i, (ch, raw) in enumerate(sorted(f["changed"].items())):
+            version: Any = top + 1 if ints else f"{top + 1:032}.{random.random():016}"
+            versions[ch] = version
+            if raw is None:  # a merged plain value
+                raw = f["plain"][ch]
+                if self._pg:
+                    raw = ("inline", raw) if raw is None or isinstance(raw, (str, int, float, bool)) else \
+                        ("blob", "msgpack", ormsgpack.packb(raw, option=ormsgpack.OPT_NON_STR_KEYS))
+            elif self._pg and isinstance(raw, list):  # a merged messages list (ormsgpack objects)
+                raw = ("blob", "msgpack", ormsgpack.packb(raw, option=ormsgpack.OPT_NON_STR_KEYS))
+            if self._pg:
+                if raw[0] == "inline":
+                    values[ch] = raw[1]
+                else:
+                    values.pop(ch, None)
+                    blobs.append((ch, str(version), raw[1], raw[2]))
+            else:
+                values[ch] = raw
+        cp.update(id=new_id, ts=ts, channel_values=values, channel_versions=versions,
+                  updated_channels=sorted(f["changed"]))
+        meta_text = json.dumps(new_meta, ensure_ascii=False)
+        if self._pg:
+            await tx.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata) VALUES (?, '', ?, ?, ?, CAST(? AS JSONB), CAST(? AS JSONB))",
+                tid, new_id, ours["checkpoint_id"], ours["type"], json.dumps(cp), meta_text)
+            for ch, version, type_, blob in blobs:
+                await tx.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, "
+                                 "blob) VALUES (?, '', ?, ?, ?, ?)", tid, ch, version, type_, blob)
+        else:
+            payload = ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS)
+            await tx.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata) VALUES (?, '', ?, ?, ?, ?, ?)",
+                tid, new_id, ours["checkpoint_id"], ours["type"] or "msgpack", payload, meta_text.encode("utf-8"))
 
 
 __all__ = ["LangGraphHistory", "uuid6_after", "OPLOG", "TRASH_CP", "TRASH_W", "TRASH_B"]
