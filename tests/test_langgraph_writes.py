@@ -570,3 +570,52 @@ async def test_rewind_with_a_delta_channel_resumes_like_langgraphs_replay(lg):
     ours = graph.invoke(None, cfg("d"))
     theirs = graph.invoke(None, cfg("d", ref_id))
     assert ours == theirs and ours["log"] == list(range(12))
+
+
+async def test_a_saver_migration_after_the_trash_was_made(lg):
+    """A column LangGraph's saver adds later goes into the trash tables too."""
+    url, saver = lg
+    hitl = hitl_graph().compile(checkpointer=saver)
+    for t in ("h1", "h2"):
+        hitl.invoke({"request": "deploy", "approved": ""}, cfg(t))
+    cm, store, h = await history(url)
+    try:
+        await h.delete_thread("h1")
+        table = "writes" if "://" not in url else "checkpoint_writes"
+        if "://" not in url:
+            conn = sqlite3.connect(url)
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN extra TEXT")
+            conn.commit()
+            conn.close()
+        else:
+            with saver.conn.cursor() as cur:
+                cur.execute(f"ALTER TABLE {table} ADD COLUMN extra TEXT")
+        h._cols.clear()
+        rows = dump(url, saver)
+        await h.delete_thread("h2")
+        await h.undo()
+        assert dump(url, saver) == rows
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+async def test_the_shallow_savers_tables_are_not_written(pg_dsn):
+    shallow = pytest.importorskip("langgraph.checkpoint.postgres.shallow")
+    import warnings
+
+    from agentctl.storage.contract import Unsupported
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with shallow.ShallowPostgresSaver.from_conn_string(psycopg_dsn(pg_dsn)) as saver:
+            saver.setup()
+            loop_graph(3).compile(checkpointer=saver).invoke({"n": 0, "log": []}, cfg("s"))
+    cm, store, h = await history(pg_dsn)
+    try:
+        head = (await store.get_latest("s")).metadata.checkpoint_id
+        for call in (h.plan_rewind(head), h.branch(head, "x"), h.delete_thread("s"),
+                     h.prune_spec(PruneSpec(keep_last=1))):
+            with pytest.raises(Unsupported, match="shallow"):
+                await call
+    finally:
+        await cm.__aexit__(None, None, None)

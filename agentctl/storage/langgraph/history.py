@@ -194,6 +194,20 @@ class LangGraphHistory(History):
                 await tx.execute(f"CREATE TABLE {trash} AS SELECT CAST(0 AS BIGINT) AS agentctl_op_id, "
                                  f"{cols} FROM {table} WHERE 1 = 0")
                 await tx.execute(f"CREATE INDEX {trash}_op ON {trash} (agentctl_op_id)")
+                continue
+            # a saver's migration may have added columns since the trash was made
+            self._cols.pop(trash, None)
+            have = set(await self._columns(tx, trash))
+            for col in await self._columns(tx, table):
+                if col in have:
+                    continue
+                typ = ""
+                if self._pg:
+                    typ = " " + (await tx.fetch(
+                        "SELECT format_type(a.atttypid, a.atttypmod) AS t FROM pg_attribute a "
+                        "WHERE a.attrelid = to_regclass(?) AND a.attname = ?", table, col))[0]["t"]
+                await tx.execute(f"ALTER TABLE {trash} ADD COLUMN {col}{typ}")
+            self._cols.pop(trash, None)
 
     async def _columns(self, tx: Any, table: str) -> list[str]:
         if table not in self._cols:
