@@ -252,9 +252,29 @@ class LangGraphHistory(History):
         return await tx.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT x.rowid FROM {table} x "
                                 f"WHERE {where})", *params)
 
-    async def _trash_ids(self, tx: Any, op_id: int, tid: str, ns: str, ids: Sequence[str]) -> int:
-        """Checkpoints of (tid, ns) by id, with their pending writes, to the trash."""
+    async def _trash_ids(self, tx: Any, op_id: int, tid: str, ns: str, ids: Sequence[str],
+                         all_ids: Sequence[str] | None = None) -> int:
+        """Checkpoints of (tid, ns) by id, with their pending writes, to the trash. With
+        `all_ids` (every id of the namespace, in order) on SQLite, the ids go as runs of
+        consecutive ids, one range statement per run (a prune's usual case: one run)."""
         n = 0
+        if all_ids is not None and not self._pg:
+            wanted = set(ids)
+            runs: list[list[str]] = []
+            prev_in = False
+            for cid in all_ids:
+                if cid in wanted:
+                    if prev_in:
+                        runs[-1][1] = cid
+                    else:
+                        runs.append([cid, cid])
+                prev_in = cid in wanted
+            if len(runs) * 10 <= len(ids):
+                for lo, hi in runs:
+                    where = "x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id >= ? AND x.checkpoint_id <= ?"
+                    await self._trash(tx, op_id, self.W, where, tid, ns, lo, hi)
+                    n += await self._trash(tx, op_id, "checkpoints", where, tid, ns, lo, hi)
+                return n
         for chunk in _chunks(list(ids)):
             where = f"x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id IN ({_marks(len(chunk))})"
             await self._trash(tx, op_id, self.W, where, tid, ns, *chunk)
@@ -345,8 +365,8 @@ class LangGraphHistory(History):
                 by_ns: dict[str, list[str]] = {}
                 for r in later:
                     by_ns.setdefault(r["checkpoint_ns"], []).append(r["checkpoint_id"])
-                for each_ns, ids in by_ns.items():
-                    await self._trash_ids(tx, op_id, tid, each_ns, ids)
+                for each_ns, ids in by_ns.items():  # all after REF: one run
+                    await self._trash_ids(tx, op_id, tid, each_ns, ids, all_ids=ids)
                 details["blobs_trashed"] = await self._trash_unused_blobs(tx, op_id, tid)
             await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
             await self._finish(tx, op_id, details, [tid])
@@ -498,7 +518,15 @@ class LangGraphHistory(History):
         if not delete:
             return [], facts
         parent = {r["checkpoint_id"]: r["parent_checkpoint_id"] for r in rows}
-        metas = {r["checkpoint_id"]: _meta_dict(r["meta"]) for r in rows}
+        # DeltaChannel counters, parsed only from the metadata that names them
+        counters_of: dict[str, set[str]] = {}
+        for r in rows:
+            text = r["meta"]
+            if text is not None and "counters_since_delta_snapshot" in (
+                    text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")):
+                c = _meta_dict(text).get("counters_since_delta_snapshot")
+                if isinstance(c, dict) and c:
+                    counters_of[r["checkpoint_id"]] = set(c)
         # fork points: several children here, or a subgraph run's start
         kids: dict[str, int] = {}
         for p in parent.values():
@@ -526,17 +554,16 @@ class LangGraphHistory(History):
         for cid in ids:
             if cid in delete:
                 continue
-            counters = metas[cid].get("counters_since_delta_snapshot")
-            chans = set(counters) if isinstance(counters, dict) else set()
+            chans = set(counters_of.get(cid, ()))
             cur = parent.get(cid)
             while chans and cur and cur in parent:
                 needed.add(cur)
-                c2 = metas[cur].get("counters_since_delta_snapshot")
-                chans &= set(c2) if isinstance(c2, dict) else set()
+                chans &= counters_of.get(cur, set())
                 cur = parent.get(cur)
         facts["delta"] = len(needed & delete)
         delete -= needed
         gone = [r for r in rows if r["checkpoint_id"] in delete]
+        facts["ids"] = ids
         await self._sizes(q, tid, ns, delete, set(ids) - delete, facts)
         return gone, facts
 
@@ -613,9 +640,9 @@ class LangGraphHistory(History):
             summary = f"prune {n} checkpoint(s) of {len(plans)} thread(s) ({size} bytes)"
             op_id = await self._record(tx, "prune", summary, [p[0] for p in plans], details)
             deleted: list[str] = []
-            for i, (addr, tid, ns, gone, _) in enumerate(plans):
+            for i, (addr, tid, ns, gone, facts) in enumerate(plans):
                 ids = [r["checkpoint_id"] for r in gone]
-                await self._trash_ids(tx, op_id, tid, ns, ids)
+                await self._trash_ids(tx, op_id, tid, ns, ids, all_ids=facts["ids"])
                 deleted += ids
                 if progress is not None:
                     progress(1)
