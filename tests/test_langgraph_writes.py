@@ -416,7 +416,8 @@ def test_cli_rewind_branch_prune_undo_on_the_sample(tmp_path):
     assert "support-refund" in out
     out = run("rewind", "support-refund@3", "--yes", "--no-backup")
     assert "fork" in out or "branch" in out
-    run("branch", "support-refund@5", "try")
+    branch = run("branch", "support-refund@5", "try").splitlines()[0]
+    assert "nothing to merge" in run("merge", branch)  # into the thread it came from
     run("prune", "--all", "--keep-last", "2", "--yes", "--no-backup")
     run("threads", "delete", "research", "--yes", "--no-backup")
     log = run("oplog")
@@ -503,6 +504,8 @@ async def test_merge_three_way_of_channel_values_and_its_undo(lg):
     cm, store, h = await history(url)
     try:
         b = await h.branch(head, "notes")
+        summary = await store.thread_summary(b)  # where it came from: the merge's default target
+        assert (summary.branch_of, summary.branch_point) == ("m", head)
         g.update_state(cfg(b), {"notes": {"a": 1, "b": 2}})          # theirs: notes
         g.update_state(cfg("m"), {"n": 10})                           # ours: n
         g.update_state(cfg("m"), {"notes": {"a": 1, "c": 3}})         # and notes, another key
@@ -617,5 +620,30 @@ async def test_the_shallow_savers_tables_are_not_written(pg_dsn):
                      h.prune_spec(PruneSpec(keep_last=1))):
             with pytest.raises(Unsupported, match="shallow"):
                 await call
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+async def test_prune_around_a_fork_in_the_middle_of_a_long_thread(lg):
+    url, saver = lg
+    loop = loop_graph(40).compile(checkpointer=saver)
+    loop.invoke({"n": 0, "log": []}, cfg("l"))
+    mid = at_step(loop, "l", 20)
+    loop.update_state(mid.config, {"n": 38})  # a second child of step 20: a fork point
+    loop.invoke(None, cfg("l"))
+    fork_id = mid.config["configurable"]["checkpoint_id"]
+    values = loop.get_state(cfg("l")).values
+    n = len(ids_of(loop, "l"))
+    rows = dump(url, saver)
+    cm, store, h = await history(url)
+    try:
+        (plan,) = await h.plan_prune_spec(PruneSpec(threads=["l"], keep_last=3))
+        assert plan.delete_count == n - 4 and "1 fork point" in plan.reason
+        await h.prune_spec(PruneSpec(threads=["l"], keep_last=3))
+        left = ids_of(loop, "l")
+        assert len(left) == 4 and fork_id in left
+        assert loop.get_state(cfg("l")).values == values
+        await h.undo()
+        assert dump(url, saver) == rows
     finally:
         await cm.__aexit__(None, None, None)

@@ -371,6 +371,7 @@ class LangGraphHistory(History):
             await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
             await self._finish(tx, op_id, details, [tid])
         self.store._where.clear()
+        self.store._branch_map = None
         cp = await self.store.get(new_id)
         return TimeTravelResult(checkpoint=cp, thread_id=addr, rewind_depth=len(later),
                                 snapshot_count_before=before, op_id=op_id,
@@ -466,6 +467,7 @@ class LangGraphHistory(History):
             details["copied"] = (await self._fingerprint(tx, new))[0]
             await self._finish(tx, op_id, details, [new, tid])
         self.store._where.clear()
+        self.store._branch_map = None
         return new
 
     async def _fresh_thread(self, stem: str) -> str:
@@ -650,6 +652,7 @@ class LangGraphHistory(History):
                 await self._trash_unused_blobs(tx, op_id, tid)
             await self._finish(tx, op_id, details, [p[1] for p in plans])
         self.store._where.clear()
+        self.store._branch_map = None
         return [OpResult(op_id, "prune", summary, deleted=deleted)]
 
     # ---- threads delete ---------------------------------------------------------------
@@ -678,6 +681,7 @@ class LangGraphHistory(History):
                 await self._trash(tx, op_id, "checkpoint_blobs", where, *params)
             await self._finish(tx, op_id, details, [tid])
         self.store._where.clear()
+        self.store._branch_map = None
         return OpResult(op_id, "delete_thread", summary, deleted=ids)
 
     # ---- oplog, undo, purge -----------------------------------------------------------
@@ -738,6 +742,7 @@ class LangGraphHistory(History):
                                         {"undo_of": op.op_id}, undo_of=op.op_id)
             await self.log.mark_undone(tx, op.op_id, new_id)
         self.store._where.clear()
+        self.store._branch_map = None
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
                         created=created, deleted=deleted)
 
@@ -984,6 +989,7 @@ class LangGraphHistory(History):
             await self._write_merge(tx, into, ours, f, new_id, branch)
             await self._finish(tx, op_id, details, [into])
         self.store._where.clear()
+        self.store._branch_map = None
         return new_id
 
     async def _write_merge(self, tx: Any, tid: str, ours: dict[str, Any], f: dict[str, Any],
