@@ -490,6 +490,12 @@ class LangGraphHistory(History):
         return CheckpointGC.KEEP_ALL, 0.0
 
     async def _prune_threads(self, spec: PruneSpec) -> list[tuple[str, str, str]]:
+        if spec.milestones is not None:
+            raise Unsupported("langgraph", "prune --milestones")
+        if spec.statuses is not None:
+            raise Unsupported("langgraph", "prune --status")
+        if spec.keep_last is None and spec.older_than is None:
+            raise UsageError("give a policy: --keep-last N or --older-than AGE")
         addrs = list(spec.threads) if spec.threads is not None else await self.store.all_thread_ids()
         out = []
         for a in addrs:
@@ -515,8 +521,6 @@ class LangGraphHistory(History):
             cutoff = now - float(spec.older_than)
             delete = {cid for cid in delete if (t := id_time(cid)) and
                       datetime.fromisoformat(t).timestamp() < cutoff}
-        if spec.milestones is not None or spec.statuses is not None:
-            raise Unsupported("langgraph", "prune --milestones/--status")
         if not delete:
             return [], facts
         parent = {r["checkpoint_id"]: r["parent_checkpoint_id"] for r in rows}
