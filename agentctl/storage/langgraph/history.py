@@ -33,9 +33,10 @@ them too, and re-runs the tasks).
 
 The new id is a UUIDv6 like LangGraph's, at the current time or, when the thread holds
 a greater id (a clock behind), one 100 ns tick after the greatest id of the thread.
-Nothing is deleted; `--hard` also moves the checkpoints after REF (in REF's namespace;
-for the root namespace, also the subgraph namespaces' checkpoints after it) with their
-pending writes and the blobs no remaining checkpoint names to the trash.
+Nothing is deleted; `--hard` also moves the checkpoints after REF (and the subgraph
+namespaces' checkpoints after it) with their pending writes and the blobs no remaining
+checkpoint names to the trash. REF is a checkpoint of the root graph: a subgraph's
+checkpoint is refused (the parent graph drives its subgraphs; rewind the parent's).
 
 `branch REF NAME` (a root-namespace checkpoint): the thread `T-branch-NAME-XXXX` holding
 REF and its ancestors (parent chain) with the same ids, their pending writes (REF's own
@@ -295,10 +296,15 @@ class LangGraphHistory(History):
 
     # ---- reading (outside or inside a transaction) -----------------------------------
 
-    async def _ref(self, checkpoint_id: str) -> dict[str, Any]:
+    async def _ref(self, checkpoint_id: str, what: str = "") -> dict[str, Any]:
+        """The row of a checkpoint; with `what`, refused when it is a subgraph's (the
+        parent graph drives a subgraph: time travel goes through the parent's checkpoint)."""
         row = await self.store._locate(checkpoint_id)
         if row is None:
             raise CheckpointNotFound(checkpoint_id)
+        if what and row["checkpoint_ns"]:
+            raise UsageError(f"{checkpoint_id} is a checkpoint of a subgraph ({self._meta(row).thread_id}); "
+                             f"{what} from the parent graph's checkpoint")
         return row
 
     def _meta(self, r: dict[str, Any]) -> CheckpointMetadata:
@@ -319,7 +325,7 @@ class LangGraphHistory(History):
         from agentctl.engine import RewindPlan
 
         await self._ready()
-        row = await self._ref(checkpoint_id)
+        row = await self._ref(checkpoint_id, "rewind")
         tid, ns = row["thread_id"], row["checkpoint_ns"]
         later = await self._rows_after(self.store._q, tid, ns, row["checkpoint_id"], hard and ns == "")
         addr = self._meta(row).thread_id
@@ -334,7 +340,7 @@ class LangGraphHistory(History):
         from agentctl.engine import TimeTravelResult
 
         await self._ready()
-        row = await self._ref(checkpoint_id)
+        row = await self._ref(checkpoint_id, "rewind")
         tid, ns, ref = row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]
         target = self._meta(row)
         addr = target.thread_id
@@ -425,11 +431,8 @@ class LangGraphHistory(History):
         if not _NAME.match(name):
             raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
         await self._ready()
-        row = await self._ref(from_checkpoint_id)
+        row = await self._ref(from_checkpoint_id, "branch")
         tid, ns, ref = row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]
-        if ns:
-            raise UsageError(f"{ref} is a checkpoint of a subgraph ({self._meta(row).thread_id}); "
-                             "branch from the parent graph's checkpoint")
         new = await self._fresh_thread(f"{tid}-branch-{name}")
         chain = ("WITH RECURSIVE chain(id) AS (SELECT CAST(? AS TEXT) UNION ALL SELECT c.parent_checkpoint_id "
                  "FROM checkpoints c JOIN chain ON c.thread_id = ? AND c.checkpoint_ns = '' "
