@@ -371,6 +371,10 @@ def plan_text(plan: Any) -> RenderableType:
         elif plan.hard:
             parts.extend(_listing(Text(f"DELETE {n} checkpoint{'s' if n != 1 else ''} after it "
                                        "(undoable until purge):", style="bold red"), plan.moved, "red"))
+        elif plan.archive_thread == plan.thread_id:  # LangGraph: a fork copy becomes the head
+            parts.extend(_listing(Text(f"write a fork checkpoint copying it as the new head; the {n} "
+                                       f"checkpoint{'s' if n != 1 else ''} after it stay as a branch:"),
+                                  plan.moved))
         else:
             parts.extend(_listing(Text.assemble(f"move {n} checkpoint{'s' if n != 1 else ''} after it to ",
                                                 safe(plan.archive_thread or "?", "bold", one_line=True), ":"),

@@ -454,6 +454,7 @@ class Bench:
                 "< 1 s", kind="paint", limit=1.0))
 
         figs.extend(self.article_figures())
+        figs.extend(self.langgraph_figures())
 
         if self.pg_dsn:
             figs.append(Figure(
@@ -509,6 +510,83 @@ class Bench:
                        f"WHERE messages_fts MATCH {q(am['search'])} ORDER BY f.rowid DESC LIMIT 50"),
                    "≤ 1.5 × sqlite3 CLI", ratio_le=1.5),
         ]
+        return figs
+
+    def langgraph_figures(self) -> list[Figure]:
+        """LangGraph's SqliteSaver format (bench/make_langgraph_db.py: 1,000,000
+        checkpoints over 10,000 threads, a 10,000-step `long-thread`), when --langgraph-db
+        exists; the prune figure when --langgraph-prune-db exists (make_langgraph_db.py
+        PATH --threads 10 --checkpoints 100010: `prune --all --keep-last 1` frees 100,000)."""
+        db = self.args.langgraph_db
+        figs: list[Figure] = []
+        q = lambda s: "'" + s.replace("'", "''") + "'"  # noqa: E731
+
+        def ac(*argv: str, on: str = db, name: str = "LANGGRAPH") -> Side:
+            side = self.ac(*argv, db=on)
+            side.command = side.command.replace("--db DB", f"--db {name}")
+            return side
+
+        def sql(text: str, on: str = db, name: str = "LANGGRAPH", readonly: bool = True) -> Side:
+            side = self.sqlite(text, db=on, readonly=readonly)
+            side.command = side.command.replace("DB", name, 1)
+            return side
+
+        if os.path.exists(db + ".meta.json"):
+            lm = self._load_meta(db)
+            long_t, cp, thread = lm["long_thread"], lm["sample_checkpoint"], lm["sample_thread"]
+            threads_sql = ("SELECT thread_id, checkpoint_ns, COUNT(*), MAX(checkpoint_id) FROM checkpoints "
+                           "GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id) DESC LIMIT 50")
+            row_sql = f"SELECT * FROM checkpoints WHERE thread_id = {q(thread)} AND checkpoint_id = {q(cp)}"
+            log_sql = (f"SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
+                       f"WHERE thread_id = {q(long_t)} AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 100")
+            saver_code = ("import sqlite3; from langgraph.checkpoint.sqlite import SqliteSaver; "
+                          "c = sqlite3.connect(%r, check_same_thread=False); "
+                          "n = sum(1 for _ in SqliteSaver(c).list({'configurable': {'thread_id': %r}})); "
+                          "print(n)" % (db, long_t))
+            saver = self.py(saver_code, "python: iterate SqliteSaver.list")
+            saver.command = saver.command.replace(repr(db), "LANGGRAPH")
+            figs += [
+                Figure("lg-threads", "LangGraph: `threads list` (50 newest)", ac("threads", "list"),
+                       sql(threads_sql), "≤ 1.5 × sqlite3 CLI", ratio_le=1.5),
+                Figure("lg-show", "LangGraph: `show` a checkpoint", ac("show", cp), sql(row_sql),
+                       "< 0.3 s", limit=0.3),
+                Figure("lg-diff", "LangGraph: `diff` a thread's head and the checkpoint before it",
+                       ac("diff", f"{thread}~1", thread), sql(row_sql), "< 0.3 s", limit=0.3),
+                Figure("lg-log", f"LangGraph: `log` of the {lm.get('long_steps', 10000):,}-step thread "
+                       "(first page, 100)", ac("log", long_t), sql(log_sql), "< 0.3 s", limit=0.3),
+                Figure("lg-log-all", "LangGraph: `log --all` of that thread vs iterating SqliteSaver.list "
+                       "for it", ac("log", long_t, "--all"), saver, "≥ 5 × faster (ratio ≤ 0.2)",
+                       ratio_le=0.2),
+            ]
+            setup = self._fresh_copy(db, "lg-branch.db")
+            copy = os.path.join(self.workdir, "lg-branch.db")
+            ours = ac("branch", long_t, "bench", on=copy, name="COPY")
+            ours.setup = setup
+            base = sql(f"INSERT INTO checkpoints SELECT 'copy', checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+                       f"type, checkpoint, metadata FROM checkpoints WHERE thread_id = {q(long_t)}",
+                       on=copy, name="COPY", readonly=False)
+            base.setup = setup
+            base.label = "sqlite3 CLI: plain INSERT … SELECT of the checkpoints"
+            figs.append(Figure("lg-branch", f"LangGraph: `branch` of the {lm.get('long_steps', 10000):,}-step "
+                               "thread (on a copy)", ours, base, "< 2 s", limit=2.0,
+                               runs=self.args.prune_runs))
+        pdb = self.args.langgraph_prune_db
+        if os.path.exists(pdb + ".meta.json"):
+            setup = self._fresh_copy(pdb, "lg-prune.db")
+            copy = os.path.join(self.workdir, "lg-prune.db")
+            ours = ac("prune", "--all", "--keep-last", "1", "--yes", "--no-backup", on=copy, name="COPY")
+            ours.setup = setup
+            keep = ("(SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
+                    "GROUP BY thread_id, checkpoint_ns)")
+            base = sql(f"DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) NOT IN {keep}; "
+                       f"DELETE FROM checkpoints WHERE (thread_id, checkpoint_ns, checkpoint_id) NOT IN {keep}",
+                       on=copy, name="COPY", readonly=False)
+            base.setup = setup
+            base.label = "sqlite3 CLI: plain DELETE"
+            rows = self._load_meta(pdb).get("rows", 0)
+            figs.append(Figure("lg-prune", f"LangGraph: `prune --all --keep-last 1` of {rows:,} checkpoints "
+                               "(on a copy; undoable: the rows go to the trash)", ours, base,
+                               "≤ 1.3 × plain DELETE", ratio_le=1.3, runs=self.args.prune_runs))
         return figs
 
     # ---- checks and helpers -------------------------------------------------------------
@@ -898,6 +976,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--article-db", default=os.path.join(DATA, "article.db"),
                    help="the article-format db (bench/make_article_db.py PATH); its figures "
                         "are skipped when missing")
+    p.add_argument("--langgraph-db", default=os.path.join(DATA, "langgraph.db"),
+                   help="the LangGraph db (bench/make_langgraph_db.py PATH); its figures are "
+                        "skipped when missing")
+    p.add_argument("--langgraph-prune-db", default=os.path.join(DATA, "langgraph-prune.db"),
+                   help="the LangGraph prune figure's db (make_langgraph_db.py PATH --threads 10 "
+                        "--checkpoints 100010); skipped when missing")
     p.add_argument("--make-indexed", action="store_true",
                    help="make --indexed-db when it is missing (a 2 GB copy + doctor, ~1 min)")
     p.add_argument("--generate", action="store_true",

@@ -57,7 +57,9 @@ def rewind(
     show_plan(render.plan_text(p), to_stdout=dry_run)
     if dry_run or not p.moved:
         return
+    in_place = p.archive_thread == p.thread_id  # LangGraph: a fork copy becomes the head
     what = (f"delete {len(p.moved)} checkpoint(s) of {p.thread_id}" if hard
+            else f"write a fork of {p.target.checkpoint_id} as the head of {p.thread_id}" if in_place
             else f"move {len(p.moved)} checkpoint(s) of {p.thread_id} to {p.archive_thread}")
     confirm(what, yes=yes)
     if hard:
@@ -76,7 +78,11 @@ def rewind(
         emit_json(result.to_dict())
         return
     where = "deleted" if hard else f"moved to {result.archive_thread}"
-    say(f"{result.thread_id} is now at {p.target.checkpoint_id} (step {p.target.step}); "
+    head = p.target.checkpoint_id
+    if result.checkpoint.metadata.checkpoint_id != head:  # a fork copy is the new head
+        head = f"{result.checkpoint.metadata.checkpoint_id}, a fork of {p.target.checkpoint_id}"
+        where = "deleted" if hard else "kept as a branch"
+    say(f"{result.thread_id} is now at {head} (step {p.target.step}); "
         f"{result.rewind_depth} checkpoint(s) {where} (op {op_id}; undo: agentctl undo {op_id})")
 
 

@@ -679,7 +679,9 @@ class AgentctlApp(App[None]):
         result = await engine.rewind(meta.checkpoint_id, archive_thread=plan.archive_thread)
         archive = getattr(result, "archive_thread", None) or plan.archive_thread
         summary = (f"rewound {meta.thread_id} to step {meta.step}; {len(plan.moved)} later "
-                   f"checkpoint(s) " + (f"moved to {archive}" if archive else "removed")
+                   f"checkpoint(s) " + ("kept as a branch (a fork is the new head)"
+                                        if archive == meta.thread_id  # LangGraph
+                                        else f"moved to {archive}" if archive else "removed")
                    + " (u undoes)")
         self._done("rewind", summary, meta.thread_id)
 

@@ -17,6 +17,10 @@ Mapping, in short:
   tools_result = `tool_messages` (the tool messages the step appended), `writes` (the
   pending writes) and `__error__` / `__interrupt__` / `__resume__` / `__scheduled__`;
   next_node = the nodes LangGraph would run next.
+
+Writes (`history`): rewind (a fork checkpoint copying REF as the new head, the way
+LangGraph's replay forks), branch, prune, threads delete, undo and purge; side tables
+`agentctl_langgraph_*`; merge (three-way, of channel values).
 """
 
 from __future__ import annotations
@@ -63,7 +67,8 @@ FORMAT = FormatSpec(
                 "namespace the thread THREAD|NS; channel values as state, the messages "
                 "channel as the transcript",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.DOCTOR}),
+                            Capability.DOCTOR, Capability.REWIND, Capability.BRANCH, Capability.MERGE,
+                            Capability.PRUNE, Capability.DELETE, Capability.UNDO}),
     matches=_matches,
     open=_open,
     tables=("checkpoints", "writes", "checkpoint_blobs", "checkpoint_writes",

@@ -21,7 +21,7 @@ Mapping (see the package docstring for the whole list):
   `__scheduled__` under their own keys.
 
 Every SQL statement is written with `?` placeholders (the Postgres connection rewrites
-them); nothing here writes.
+them); nothing here writes (the writes are `history.py`'s).
 """
 
 from __future__ import annotations
@@ -257,6 +257,8 @@ class LangGraphStore(Store):
         self.display_name = self._db.display_name
         self._pg = kind == "postgres"
         self._splits: dict[str, tuple[str, str]] = {}
+        #: threads made by agentctl's branch (read from its oplog when first needed)
+        self._branch_map: dict[str, tuple[str, str]] | None = None
         #: checkpoint id -> (thread_id, checkpoint_ns) of the rows read so far: the
         #: id alone has no index in LangGraph's schema
         self._where: dict[str, tuple[str, str]] = {}
@@ -287,6 +289,12 @@ class LangGraphStore(Store):
 
     async def close(self) -> None:
         await self._db.close()
+
+    def history(self, **options: Any) -> Any:
+        """rewind, branch, prune, threads delete, undo, purge; see `history.py`."""
+        from agentctl.storage.langgraph.history import LangGraphHistory
+
+        return LangGraphHistory(self, **options)
 
     @property
     def connection(self) -> Any:
@@ -368,12 +376,33 @@ class LangGraphStore(Store):
             sql = (f"SELECT g.*, {head_cols} FROM (SELECT * FROM ({agg}) g ORDER BY {order} "
                    f"LIMIT ? OFFSET ?) g {joins} ORDER BY {order}")
         rows = await self._q(sql, *params, int(limit), int(offset))
+        await self._load_branches()
         return [self._summary_row(r) for r in rows]
+
+    async def _load_branches(self) -> None:
+        """The threads agentctl's `branch` made (not undone), from its operation log:
+        {thread: (the thread it came from, the checkpoint it was branched at)}."""
+        if self._branch_map is not None:
+            return
+        from agentctl.storage.langgraph.history import OPLOG
+
+        self._branch_map = {}
+        if not await self._db.table_exists(OPLOG):
+            return
+        for r in await self._q(f"SELECT details FROM {OPLOG} WHERE kind = 'branch' AND undone = 0"):
+            try:
+                d = json.loads(r["details"])
+                self._branch_map[d["new_thread"]] = (d["thread_id"], d["ref"])
+            except (ValueError, KeyError, TypeError):
+                continue
 
     def _summary_row(self, r: dict[str, Any]) -> ThreadSummary:
         meta = _meta_dict(r["head_meta"])
         ns = r["checkpoint_ns"]
         branch_of = branch_point = None
+        made = (self._branch_map or {}).get(r["thread_id"]) if not ns else None
+        if made is not None:
+            branch_of, branch_point = made
         if ns:
             first_meta = _meta_dict(r.get("first_meta"))
             parent_ns, point = self._outer(ns, first_meta)
@@ -415,6 +444,7 @@ class LangGraphStore(Store):
             "AND c.checkpoint_id = g.head "
             "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
             "AND f.checkpoint_id = g.first", tid, ns)
+        await self._load_branches()
         return self._summary_row(rows[0]) if rows else None
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:

@@ -1,0 +1,1061 @@
+"""Writes on LangGraph's checkpoint tables (SQLite and Postgres savers): rewind, branch,
+prune, threads delete, and their undo. Every write is one transaction, recorded in
+side tables LangGraph's savers never read:
+
+- `agentctl_langgraph_oplog`: the operation log (`agentctl.storage.sidelog.SideLog`);
+- `agentctl_langgraph_trash_checkpoints`, `..._trash_writes` and (Postgres)
+  `..._trash_blobs`: the rows an operation deleted, column for column, with the
+  operation's id (`agentctl_op_id`), until `purge`.
+
+Undo restores every table row for row: the rows an operation added are deleted, the
+rows it deleted come back from the trash. It refuses when a thread the operation wrote
+changed since (its fingerprint: the count and greatest id of its checkpoints, the
+count of its pending writes and blobs), e.g. because LangGraph ran on it.
+
+`rewind REF` is LangGraph's own time travel, made the head of the thread: LangGraph
+resumes a thread from its latest checkpoint, so agentctl writes a NEW checkpoint copying
+REF, as LangGraph's `update_state(REF config, None, as_node="__copy__")` does: `source`
+"fork", step = REF's step + 1, parent = REF's parent, the same channel values and
+channel versions (so no blob is copied on Postgres), a fresh id. LangGraph's replay
+(`graph.invoke(None, {... "checkpoint_id": REF})`) also writes a fork first, but as a
+child of REF; agentctl takes REF's parent because a DeltaChannel's value is rebuilt by
+walking the parent chain and replaying each ancestor's pending writes: under REF the
+walk would also replay REF's own pending writes (the abandoned run's next step), which
+LangGraph's replay avoids by snapshotting the channel through the graph's reducer --
+something agentctl cannot run. With REF's parent as parent the fork is rebuilt exactly
+as REF is. Resuming the thread then gives what LangGraph's replay from REF gives (the
+tests check it). The only pending writes that go with it are REF's "null task"
+writes (`update_state`/`Command` input, task id 0000...) but for `__resume__` and
+`__interrupt__` (time travel re-asks an interrupt, as LangGraph's replay drops those
+too): a task's writes are keyed by a task id LangGraph derives from the checkpoint's id,
+so REF's task writes would never be matched on the fork (LangGraph's own fork drops
+them too, and re-runs the tasks).
+
+The new id is a UUIDv6 like LangGraph's, at the current time or, when the thread holds
+a greater id (a clock behind), one 100 ns tick after the greatest id of the thread.
+Nothing is deleted; `--hard` also moves the checkpoints after REF (and the subgraph
+namespaces' checkpoints after it) with their pending writes and the blobs no remaining
+checkpoint names to the trash. REF is a checkpoint of the root graph: a subgraph's
+checkpoint is refused (the parent graph drives its subgraphs; rewind the parent's).
+
+`branch REF NAME` (a root-namespace checkpoint): the thread `T-branch-NAME-XXXX` holding
+REF and its ancestors (parent chain) with the same ids, their pending writes (REF's own
+only when nothing ran from REF: a continued run consumed them, and LangGraph applies a
+head's pending writes), the subgraph namespaces' checkpoints up to REF, and (Postgres) each blob they name once: one INSERT ... SELECT
+per table.
+
+`merge BRANCH --into T`: a three-way merge of the channel values of the two heads from
+their newest common checkpoint (a branch's copies keep their ids), written on T as a
+new checkpoint (`source` "update", parent T's head, new versions for the changed
+channels). Conflicts per path as for AgentOS; a value that is not plain data (LangChain
+messages, other extension types) conflicts unless equal, but for the `messages` list:
+ours, then the messages the branch added since the common checkpoint.
+
+`prune` (--keep-last N per thread and namespace, --older-than): the head, fork points
+(checkpoints with several children, or a subgraph run's start) and checkpoints with a
+pending interrupt (an `__interrupt__` write and no `__resume__`) are kept, and so is
+what a kept checkpoint needs: its pending writes, the blobs its channel_versions name
+(Postgres), and for each DeltaChannel not stored in it (metadata
+`counters_since_delta_snapshot`) its ancestors back to the nearest one storing the
+channel, with their writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from datetime import datetime, timezone
+from typing import Any, Iterable, Sequence
+
+from agentctl.errors import CheckpointNotFound, NotFoundError, OperationError, UsageError
+from agentctl.model import CheckpointMetadata, utc_now_iso
+from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.sidelog import SideLog
+
+OPLOG = "agentctl_langgraph_oplog"
+TRASH_CP = "agentctl_langgraph_trash_checkpoints"
+TRASH_W = "agentctl_langgraph_trash_writes"
+TRASH_B = "agentctl_langgraph_trash_blobs"
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread")
+_CHUNK = 500
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
+
+
+def _chunks(items: Sequence[Any], n: int = _CHUNK) -> Iterable[list[Any]]:
+    for i in range(0, len(items), n):
+        yield list(items[i:i + n])
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" for _ in range(n))
+
+
+def _ticks_of(checkpoint_id: str) -> int | None:
+    h = checkpoint_id.replace("-", "")
+    if len(h) != 32 or h[12] != "6":
+        return None
+    try:
+        return (int(h[0:8], 16) << 28) | (int(h[8:12], 16) << 12) | int(h[13:16], 16)
+    except ValueError:
+        return None
+
+
+def uuid6_after(greatest: str | None, now_ns: int | None = None) -> str:
+    """A UUIDv6 string (LangGraph's checkpoint id format) at the current time, or one
+    tick after `greatest` when that is later; always > `greatest` as text."""
+    ns = time.time_ns() if now_ns is None else now_ns
+    ticks = ns // 100 + _UUID_EPOCH
+    if greatest:
+        g = _ticks_of(greatest)
+        if g is not None and g >= ticks:
+            ticks = g + 1
+    clock_seq = secrets.randbits(14)
+    node = secrets.randbits(48)
+    time_high, time_mid, time_low = (ticks >> 28) & 0xFFFFFFFF, (ticks >> 12) & 0xFFFF, ticks & 0x0FFF
+    value = (time_high << 96) | (time_mid << 80) | (0x6 << 76) | (time_low << 64) \
+        | ((0x8000 | clock_seq) << 48) | node
+    h = f"{value:032x}"
+    out = f"{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    if greatest and not out > greatest:
+        raise OperationError(f"cannot make a checkpoint id greater than {greatest!r} (not a UUIDv6)")
+    return out
+
+
+def _msgpack_str(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    n = len(raw)
+    if n < 32:
+        return bytes([0xA0 | n]) + raw
+    if n < 256:
+        return b"\xd9" + bytes([n]) + raw
+    return b"\xda" + n.to_bytes(2, "big") + raw
+
+
+def _replace_str_value(payload: bytes, key: str, new: str, old: str | None = None) -> bytes:
+    """The msgpack map `payload` with the string value of its top-level `key` replaced;
+    every other byte kept (no re-encoding of ext types)."""
+    k = _msgpack_str(key)
+    pos = payload.find(k)
+    while pos >= 0:
+        start = pos + len(k)
+        head = payload[start]
+        if 0xA0 <= head <= 0xBF:
+            n, body = head & 0x1F, start + 1
+        elif head == 0xD9:
+            n, body = payload[start + 1], start + 2
+        elif head == 0xDA:
+            n, body = int.from_bytes(payload[start + 1:start + 3], "big"), start + 3
+        else:
+            n, body = -1, start
+        if n >= 0 and (old is None or payload[body:body + n] == old.encode("utf-8")):
+            return payload[:start] + _msgpack_str(new) + payload[body + n:]
+        pos = payload.find(k, pos + 1)
+    raise OperationError(f"checkpoint payload has no {key!r} string to rewrite")
+
+
+class LangGraphHistory(History):
+    """The write side of the LangGraph format (see the module doc)."""
+
+    def __init__(self, store: Any, *, now: Any = None, hex4: Any = None) -> None:
+        self.store = store
+        self.kind = store.kind
+        self._pg = store.kind == "postgres"
+        self._now = now or utc_now_iso
+        self._hex = hex4 or (lambda: secrets.token_hex(2))
+        self.log = SideLog(OPLOG, store.kind)
+        self.W = "checkpoint_writes" if self._pg else "writes"
+        self.WV = "blob" if self._pg else "value"
+        self.C = ' COLLATE "C"' if self._pg else ""
+        self._cols: dict[str, list[str]] = {}
+
+    # ---- plumbing --------------------------------------------------------------------
+
+    async def _ready(self) -> None:
+        await self.store.connect()
+        if self._pg and self.store._db.shallow:
+            raise Unsupported("langgraph (shallow saver)", "writes")
+
+    def _tx(self, threads: Sequence[str]) -> Any:
+        return self.store._db.transaction(sorted(set(threads)))
+
+    async def _begin(self, tx: Any) -> None:
+        """Side tables, and on Postgres the data tables locked against LangGraph's writers
+        (the fingerprints of undo and the plans read here must stay true)."""
+        await self.log.ensure(tx)
+        if self._pg:
+            await tx.execute(f"LOCK TABLE checkpoints, {self.W}, checkpoint_blobs IN SHARE ROW EXCLUSIVE MODE")
+        for trash, table in ((TRASH_CP, "checkpoints"), (TRASH_W, self.W)) + (
+                ((TRASH_B, "checkpoint_blobs"),) if self._pg else ()):
+            if not await tx.table_exists(trash):
+                cols = ", ".join(await self._columns(tx, table))
+                await tx.execute(f"CREATE TABLE {trash} AS SELECT CAST(0 AS BIGINT) AS agentctl_op_id, "
+                                 f"{cols} FROM {table} WHERE 1 = 0")
+                await tx.execute(f"CREATE INDEX {trash}_op ON {trash} (agentctl_op_id)")
+                continue
+            # a saver's migration may have added columns since the trash was made
+            self._cols.pop(trash, None)
+            have = set(await self._columns(tx, trash))
+            for col in await self._columns(tx, table):
+                if col in have:
+                    continue
+                typ = ""
+                if self._pg:
+                    typ = " " + (await tx.fetch(
+                        "SELECT format_type(a.atttypid, a.atttypmod) AS t FROM pg_attribute a "
+                        "WHERE a.attrelid = to_regclass(?) AND a.attname = ?", table, col))[0]["t"]
+                await tx.execute(f"ALTER TABLE {trash} ADD COLUMN {col}{typ}")
+            self._cols.pop(trash, None)
+
+    async def _columns(self, tx: Any, table: str) -> list[str]:
+        if table not in self._cols:
+            if self._pg:
+                rows = await tx.fetch(
+                    "SELECT column_name AS name FROM information_schema.columns WHERE table_name = ? "
+                    "AND table_schema = ANY(current_schemas(false)) ORDER BY ordinal_position", table)
+            else:
+                rows = await tx.fetch("SELECT name FROM pragma_table_info(?) ORDER BY cid", table)
+            self._cols[table] = [r["name"] for r in rows]
+        return self._cols[table]
+
+    async def _record(self, tx: Any, kind: str, summary: str, threads: list[str],
+                      details: dict[str, Any], undo_of: int | None = None) -> int:
+        op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
+        self.last_op_id = op_id
+        return op_id
+
+    async def _fingerprint(self, tx: Any, tid: str) -> list[Any]:
+        a = await tx.fetch(f"SELECT COUNT(*) AS n, MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
+                           "WHERE thread_id = ?", tid)
+        b = await tx.fetch(f"SELECT COUNT(*) AS n FROM {self.W} WHERE thread_id = ?", tid)
+        out = [int(a[0]["n"]), a[0]["m"], int(b[0]["n"])]
+        if self._pg:
+            c = await tx.fetch("SELECT COUNT(*) AS n FROM checkpoint_blobs WHERE thread_id = ?", tid)
+            out.append(int(c[0]["n"]))
+        return out
+
+    async def _finish(self, tx: Any, op_id: int, details: dict[str, Any], tids: Sequence[str]) -> None:
+        details["after"] = {t: await self._fingerprint(tx, t) for t in dict.fromkeys(tids)}
+        await self.log.set_details(tx, op_id, details)
+
+    async def _trash(self, tx: Any, op_id: int, table: str, where: str, *params: Any) -> int:
+        """Move the rows of `table` matching `where` (aliased `x`) to its trash."""
+        trash = {"checkpoints": TRASH_CP, self.W: TRASH_W, "checkpoint_blobs": TRASH_B}[table]
+        cols = await self._columns(tx, table)
+        names = ", ".join(cols)
+        await tx.execute(f"INSERT INTO {trash} (agentctl_op_id, {names}) SELECT CAST(? AS BIGINT), "
+                         f"{', '.join('x.' + c for c in cols)} FROM {table} x WHERE {where}", op_id, *params)
+        if self._pg:
+            return await tx.execute(f"DELETE FROM {table} AS x WHERE {where}", *params)
+        return await tx.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT x.rowid FROM {table} x "
+                                f"WHERE {where})", *params)
+
+    async def _trash_ids(self, tx: Any, op_id: int, tid: str, ns: str, ids: Sequence[str],
+                         all_ids: Sequence[str] | None = None) -> int:
+        """Checkpoints of (tid, ns) by id, with their pending writes, to the trash. With
+        `all_ids` (every id of the namespace, in order) on SQLite, the ids go as runs of
+        consecutive ids, one range statement per run (a prune's usual case: one run)."""
+        n = 0
+        if all_ids is not None and not self._pg:
+            wanted = set(ids)
+            runs: list[list[str]] = []
+            prev_in = False
+            for cid in all_ids:
+                if cid in wanted:
+                    if prev_in:
+                        runs[-1][1] = cid
+                    else:
+                        runs.append([cid, cid])
+                prev_in = cid in wanted
+            if len(runs) * 10 <= len(ids):
+                for lo, hi in runs:
+                    where = "x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id >= ? AND x.checkpoint_id <= ?"
+                    await self._trash(tx, op_id, self.W, where, tid, ns, lo, hi)
+                    n += await self._trash(tx, op_id, "checkpoints", where, tid, ns, lo, hi)
+                return n
+        for chunk in _chunks(list(ids)):
+            where = f"x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id IN ({_marks(len(chunk))})"
+            await self._trash(tx, op_id, self.W, where, tid, ns, *chunk)
+            n += await self._trash(tx, op_id, "checkpoints", where, tid, ns, *chunk)
+        return n
+
+    async def _trash_unused_blobs(self, tx: Any, op_id: int, tid: str) -> int:
+        """Postgres: the blobs of a thread named by the checkpoints this operation
+        trashed and by no checkpoint left, to the trash."""
+        if not self._pg:
+            return 0
+        where = ("x.thread_id = ? AND (x.checkpoint_ns, x.channel, x.version) IN (SELECT t.checkpoint_ns, v.key, "
+                 f"v.value FROM {TRASH_CP} t CROSS JOIN LATERAL jsonb_each_text(t.checkpoint -> 'channel_versions') v "
+                 "WHERE t.agentctl_op_id = CAST(? AS BIGINT) AND t.thread_id = x.thread_id) "
+                 "AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = x.thread_id "
+                 "AND c.checkpoint_ns = x.checkpoint_ns AND c.checkpoint -> 'channel_versions' ->> x.channel = x.version)")
+        return await self._trash(tx, op_id, "checkpoint_blobs", where, tid, op_id)
+
+    # ---- reading (outside or inside a transaction) -----------------------------------
+
+    async def _ref(self, checkpoint_id: str, what: str = "") -> dict[str, Any]:
+        """The row of a checkpoint; with `what`, refused when it is a subgraph's (the
+        parent graph drives a subgraph: time travel goes through the parent's checkpoint)."""
+        row = await self.store._locate(checkpoint_id)
+        if row is None:
+            raise CheckpointNotFound(checkpoint_id)
+        if what and row["checkpoint_ns"]:
+            raise UsageError(f"{checkpoint_id} is a checkpoint of a subgraph ({self._meta(row).thread_id}); "
+                             f"{what} from the parent graph's checkpoint")
+        return row
+
+    def _meta(self, r: dict[str, Any]) -> CheckpointMetadata:
+        return self.store._metadata(r)
+
+    async def _rows_after(self, q: Any, tid: str, ns: str, after: str, subgraphs: bool) -> list[dict[str, Any]]:
+        """The metadata rows after a checkpoint (in its namespace; with `subgraphs`,
+        in every subgraph namespace of the thread too), in id order."""
+        where = "c.checkpoint_ns <> '' OR c.checkpoint_ns = ?" if subgraphs else "c.checkpoint_ns = ?"
+        return await q(
+            f"SELECT {self.store._meta_cols} FROM checkpoints c WHERE c.thread_id = ? AND ({where}) "
+            f"AND c.checkpoint_id{self.C} > ? ORDER BY c.checkpoint_ns{self.C}, c.checkpoint_id{self.C}",
+            tid, ns, after)
+
+    # ---- rewind ----------------------------------------------------------------------
+
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+        from agentctl.engine import RewindPlan
+
+        await self._ready()
+        row = await self._ref(checkpoint_id, "rewind")
+        tid, ns = row["thread_id"], row["checkpoint_ns"]
+        later = await self._rows_after(self.store._q, tid, ns, row["checkpoint_id"], hard and ns == "")
+        addr = self._meta(row).thread_id
+        return RewindPlan(target=self._meta(row), thread_id=addr, moved=[self._meta(r) for r in later],
+                          archive_thread=None if hard or not later else addr, hard=hard)
+
+    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
+                     archive_thread: str | None = None) -> Any:
+        """A fork checkpoint copying REF (parent: REF's parent) as the thread's new head (see the module doc);
+        with `hard`, the checkpoints after REF to the trash. The result's
+        `archive_thread` is the thread itself: the abandoned run stays there as a branch."""
+        from agentctl.engine import TimeTravelResult
+
+        await self._ready()
+        row = await self._ref(checkpoint_id, "rewind")
+        tid, ns, ref = row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]
+        target = self._meta(row)
+        addr = target.thread_id
+        before = await self.store.count(addr)
+        async with self._tx([tid]) as tx:
+            await self._begin(tx)
+            later = await self._rows_after(tx.fetch, tid, ns, ref, hard and ns == "")
+            if not later:
+                cp = await self.store.get(ref)
+                return TimeTravelResult(checkpoint=cp, thread_id=addr, rewind_depth=0,
+                                        snapshot_count_before=before)
+            payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
+            meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
+            full = (await tx.fetch(f"SELECT parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints WHERE thread_id = ? "
+                                   "AND checkpoint_ns = ? AND checkpoint_id = ?", tid, ns, ref))[0]
+            meta = json.loads(full["metadata"] or "{}")
+            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
+                                       "WHERE thread_id = ?", tid))[0]["m"]
+            new_id = uuid6_after(greatest)
+            moved_ids = [r["checkpoint_id"] for r in later]
+            details: dict[str, Any] = {"thread_id": tid, "ns": ns, "ref": ref, "fork": new_id, "hard": hard,
+                                       "later": len(later)}
+            verb = "to the trash" if hard else "kept as a branch"
+            op_id = await self._record(
+                tx, "rewind", f"rewind {addr} to step {target.step} ({ref}): fork {new_id}; "
+                f"{len(later)} later checkpoint(s) {verb}", [addr], details)
+            if hard:
+                by_ns: dict[str, list[str]] = {}
+                for r in later:
+                    by_ns.setdefault(r["checkpoint_ns"], []).append(r["checkpoint_id"])
+                for each_ns, ids in by_ns.items():  # all after REF: one run
+                    await self._trash_ids(tx, op_id, tid, each_ns, ids, all_ids=ids)
+                details["blobs_trashed"] = await self._trash_unused_blobs(tx, op_id, tid)
+            await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
+            await self._finish(tx, op_id, details, [tid])
+        self.store._where.clear()
+        self.store._branch_map = None
+        cp = await self.store.get(new_id)
+        return TimeTravelResult(checkpoint=cp, thread_id=addr, rewind_depth=len(later),
+                                snapshot_count_before=before, op_id=op_id,
+                                archive_thread=None if hard else addr,
+                                moved=[] if hard else moved_ids, deleted=moved_ids if hard else [])
+
+    async def _insert_fork(self, tx: Any, tid: str, ns: str, ref: str, new_id: str,
+                           full: dict[str, Any], meta: dict[str, Any]) -> None:
+        ts = datetime.now(timezone.utc).isoformat()
+        new_meta = {k: v for k, v in meta.items() if k not in ("run_id", "writes")}
+        new_meta["source"] = "fork"
+        step = meta.get("step")
+        new_meta["step"] = (step + 1) if isinstance(step, int) else step
+        # counters_since_delta_snapshot stay REF's: the fork has REF's place in the chain
+        meta_text = json.dumps(new_meta, ensure_ascii=False)
+        if self._pg:
+            await tx.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata) SELECT thread_id, checkpoint_ns, CAST(? AS TEXT), parent_checkpoint_id, type, "
+                "jsonb_set(jsonb_set(checkpoint, '{id}', to_jsonb(CAST(? AS TEXT))), '{ts}', "
+                "to_jsonb(CAST(? AS TEXT))), CAST(? AS JSONB) FROM checkpoints WHERE thread_id = ? "
+                "AND checkpoint_ns = ? AND checkpoint_id = ?", new_id, new_id, ts, meta_text, tid, ns, ref)
+        else:
+            if (full["type"] or "msgpack") != "msgpack":
+                raise UsageError(f"cannot rewind to {ref}: its checkpoint is stored as {full['type']!r} "
+                                 "(agentctl rewrites only msgpack checkpoints, never decrypts or unpickles)")
+            from agentctl.storage.langgraph import serde
+
+            data = bytes(full["checkpoint"])
+            data = _replace_str_value(data, "id", new_id, old=ref)
+            old_ts = serde.decode_msgpack(data).get("ts")
+            if isinstance(old_ts, str):
+                data = _replace_str_value(data, "ts", ts, old=old_ts)
+            check = serde.decode_msgpack(data)
+            if not isinstance(check, dict) or check.get("id") != new_id:
+                raise OperationError(f"cannot rewrite the id of checkpoint {ref}")
+            await tx.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                tid, ns, new_id, full["parent_checkpoint_id"], full["type"], data, meta_text.encode("utf-8"))
+        wcols = [c for c in await self._columns(tx, self.W) if c != "checkpoint_id"]
+        await tx.execute(
+            f"INSERT INTO {self.W} ({', '.join(wcols)}, checkpoint_id) SELECT {', '.join(wcols)}, CAST(? AS TEXT) "
+            f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? "
+            "AND channel NOT IN ('__resume__', '__interrupt__')", new_id, tid, ns, ref, NULL_TASK_ID)
+
+    # ---- branch ----------------------------------------------------------------------
+
+    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
+        name = str(branch_name)
+        if not _NAME.match(name):
+            raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
+        await self._ready()
+        row = await self._ref(from_checkpoint_id, "branch")
+        tid, ns, ref = row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]
+        new = await self._fresh_thread(f"{tid}-branch-{name}")
+        chain = ("WITH RECURSIVE chain(id) AS (SELECT CAST(? AS TEXT) UNION ALL SELECT c.parent_checkpoint_id "
+                 "FROM checkpoints c JOIN chain ON c.thread_id = ? AND c.checkpoint_ns = '' "
+                 "AND c.checkpoint_id = chain.id WHERE c.parent_checkpoint_id IS NOT NULL) ")
+        async with self._tx([tid, new]) as tx:
+            if await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", new):
+                raise OperationError(f"thread {new!r} appeared meanwhile; retry")
+            await self._begin(tx)
+            details: dict[str, Any] = {"thread_id": tid, "ref": ref, "new_thread": new}
+            op_id = await self._record(tx, "branch", f"branch {new} from {tid} step {self._meta(row).step} "
+                                       f"({ref})", [new, tid], details)
+            # REF's own pending writes go only when nothing ran from it: once a child
+            # exists they were consumed, and on the branch's head LangGraph would apply them
+            continued = bool(await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
+                                            "checkpoint_ns = '' AND parent_checkpoint_id = ? LIMIT 1", tid, ref))
+            for table in ("checkpoints", self.W):
+                cols = [c for c in await self._columns(tx, table) if c != "thread_id"]
+                sel = ", ".join("x." + c for c in cols)
+                ins = f"INSERT INTO {table} (thread_id, {', '.join(cols)}) "
+                skip = " AND x.checkpoint_id <> ?" if table == self.W and continued else ""
+                # the chain up to REF in the root namespace
+                await tx.execute(ins + chain + f"SELECT CAST(? AS TEXT), {sel} FROM {table} x WHERE x.thread_id = ? "
+                                 f"AND x.checkpoint_ns = '' AND x.checkpoint_id IN (SELECT id FROM chain){skip}",
+                                 ref, tid, new, tid, *([ref] if skip else []))
+                # the subgraph runs up to REF
+                await tx.execute(ins + f"SELECT CAST(? AS TEXT), {sel} FROM {table} x WHERE x.thread_id = ? "
+                                 f"AND x.checkpoint_ns <> '' AND x.checkpoint_id{self.C} <= ?", new, tid, ref)
+            if self._pg:
+                await tx.execute(
+                    "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                    "SELECT CAST(? AS TEXT), b.checkpoint_ns, b.channel, b.version, b.type, b.blob "
+                    "FROM checkpoint_blobs b WHERE b.thread_id = ? AND (b.checkpoint_ns, b.channel, b.version) IN "
+                    "(SELECT DISTINCT c.checkpoint_ns, v.key, v.value FROM checkpoints c CROSS JOIN LATERAL "
+                    "jsonb_each_text(c.checkpoint -> 'channel_versions') v WHERE c.thread_id = ?)", new, tid, new)
+            details["copied"] = (await self._fingerprint(tx, new))[0]
+            await self._finish(tx, op_id, details, [new, tid])
+        self.store._where.clear()
+        self.store._branch_map = None
+        return new
+
+    async def _fresh_thread(self, stem: str) -> str:
+        for _ in range(20):
+            name = f"{stem}-{self._hex()}"
+            if not await self.store._q("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", name):
+                return name
+        raise OperationError(f"no free thread name for {stem!r}; retry")
+
+    # ---- prune -----------------------------------------------------------------------
+
+    @staticmethod
+    def _policy(spec: PruneSpec) -> tuple[Any, float]:
+        from agentctl.engine import CheckpointGC
+
+        if spec.keep_last is not None:
+            return CheckpointGC.KEEP_LAST_N, float(spec.keep_last)
+        if spec.older_than is not None:
+            return CheckpointGC.KEEP_AGE, float(spec.older_than)
+        return CheckpointGC.KEEP_ALL, 0.0
+
+    async def _prune_threads(self, spec: PruneSpec) -> list[tuple[str, str, str]]:
+        if spec.milestones is not None:
+            raise Unsupported("langgraph", "prune --milestones")
+        if spec.statuses is not None:
+            raise Unsupported("langgraph", "prune --status")
+        if spec.keep_last is None and spec.older_than is None:
+            raise UsageError("give a policy: --keep-last N or --older-than AGE")
+        addrs = list(spec.threads) if spec.threads is not None else await self.store.all_thread_ids()
+        out = []
+        for a in addrs:
+            tid, ns = await self.store._split(a)
+            out.append((a, tid, ns))
+        return out
+
+    async def _plan_thread(self, q: Any, tid: str, ns: str, spec: PruneSpec,
+                           now: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """(metadata rows to delete, facts: kept reasons and sizes) of one (thread, ns)."""
+        from agentctl.storage.langgraph.store import _meta_dict, id_time
+
+        rows = await q(f"SELECT {self.store._meta_cols} FROM checkpoints c WHERE c.thread_id = ? "
+                       f"AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id{self.C}", tid, ns)
+        facts: dict[str, Any] = {"forks": 0, "interrupts": 0, "delta": 0, "bytes": 0, "writes": 0, "blobs": 0}
+        if not rows:
+            return [], facts
+        ids = [r["checkpoint_id"] for r in rows]
+        delete: set[str] = set(ids[:-1])  # the head always stays
+        if spec.keep_last is not None:
+            delete -= set(ids[-int(spec.keep_last):]) if spec.keep_last > 0 else set()
+        if spec.older_than is not None:
+            cutoff = now - float(spec.older_than)
+            delete = {cid for cid in delete if (t := id_time(cid)) and
+                      datetime.fromisoformat(t).timestamp() < cutoff}
+        if not delete:
+            return [], facts
+        parent = {r["checkpoint_id"]: r["parent_checkpoint_id"] for r in rows}
+        # DeltaChannel counters, parsed only from the metadata that names them
+        counters_of: dict[str, set[str]] = {}
+        for r in rows:
+            text = r["meta"]
+            if text is not None and "counters_since_delta_snapshot" in (
+                    text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")):
+                c = _meta_dict(text).get("counters_since_delta_snapshot")
+                if isinstance(c, dict) and c:
+                    counters_of[r["checkpoint_id"]] = set(c)
+        # fork points: several children here, or a subgraph run's start
+        kids: dict[str, int] = {}
+        for p in parent.values():
+            if p:
+                kids[p] = kids.get(p, 0) + 1
+        forks = {cid for cid, n in kids.items() if n > 1}
+        if ns == "":
+            for r in await q("SELECT metadata" + ("::text" if self._pg else "") + " AS meta FROM checkpoints "
+                             "WHERE thread_id = ? AND checkpoint_ns <> '' AND parent_checkpoint_id IS NULL", tid):
+                parents = _meta_dict(r["meta"]).get("parents")
+                if isinstance(parents, dict) and isinstance(parents.get(""), str):
+                    forks.add(parents[""])
+        # pending interrupts: an __interrupt__ write, no __resume__
+        special: dict[str, set[str]] = {}
+        for r in await q(f"SELECT checkpoint_id, channel FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? "
+                         "AND channel IN ('__interrupt__', '__resume__') GROUP BY checkpoint_id, channel", tid, ns):
+            special.setdefault(r["checkpoint_id"], set()).add(r["channel"])
+        interrupts = {cid for cid, chans in special.items() if chans == {"__interrupt__"}}
+        keep_forks = forks & delete
+        keep_int = interrupts & delete
+        delete -= keep_forks | keep_int
+        facts["forks"], facts["interrupts"] = len(keep_forks), len(keep_int)
+        # DeltaChannel: ancestors of a kept checkpoint back to the one storing the channel
+        needed: set[str] = set()
+        for cid in ids:
+            if cid in delete:
+                continue
+            chans = set(counters_of.get(cid, ()))
+            cur = parent.get(cid)
+            while chans and cur and cur in parent:
+                needed.add(cur)
+                chans &= counters_of.get(cur, set())
+                cur = parent.get(cur)
+        facts["delta"] = len(needed & delete)
+        delete -= needed
+        gone = [r for r in rows if r["checkpoint_id"] in delete]
+        facts["ids"] = ids
+        await self._sizes(q, tid, ns, delete, set(ids) - delete, facts)
+        return gone, facts
+
+    async def _sizes(self, q: Any, tid: str, ns: str, delete: set[str], kept: set[str],
+                     facts: dict[str, Any]) -> None:
+        size = "pg_column_size" if self._pg else "LENGTH"
+        for r in await q(f"SELECT checkpoint_id, COALESCE({size}(checkpoint), 0) + COALESCE({size}(metadata), 0) "
+                         "AS n FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?", tid, ns):
+            if r["checkpoint_id"] in delete:
+                facts["bytes"] += int(r["n"])
+        for r in await q(f"SELECT checkpoint_id, COUNT(*) AS k, SUM(COALESCE({size}({self.WV}), 0)) AS n "
+                         f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_id", tid, ns):
+            if r["checkpoint_id"] in delete:
+                facts["bytes"] += int(r["n"] or 0)
+                facts["writes"] += int(r["k"])
+        if self._pg:
+            refs: dict[tuple[str, str], bool] = {}
+            for r in await q("SELECT c.checkpoint_id, v.key, v.value FROM checkpoints c CROSS JOIN LATERAL "
+                             "jsonb_each_text(c.checkpoint -> 'channel_versions') v WHERE c.thread_id = ? "
+                             "AND c.checkpoint_ns = ?", tid, ns):
+                k = (r["key"], r["value"])
+                refs[k] = refs.get(k, False) or r["checkpoint_id"] in kept
+            freed = {k for k, used in refs.items() if not used}
+            if freed:
+                for r in await q("SELECT channel, version, COALESCE(pg_column_size(blob), 0) AS n FROM "
+                                 "checkpoint_blobs WHERE thread_id = ? AND checkpoint_ns = ?", tid, ns):
+                    if (r["channel"], r["version"]) in freed:
+                        facts["blobs"] += 1
+                        facts["bytes"] += int(r["n"])
+
+    @staticmethod
+    def _reason(gone: int, facts: dict[str, Any]) -> str:
+        kept = [f"{facts[k]} {label}" for k, label in (("forks", "fork point(s)"),
+                                                      ("interrupts", "with a pending interrupt"),
+                                                      ("delta", "DeltaChannel ancestor(s)")) if facts[k]]
+        text = (f"frees {gone} checkpoint(s), {facts['writes']} pending write(s)"
+                + (f", {facts['blobs']} blob(s)" if facts.get("blobs") else "")
+                + f": {facts['bytes']} bytes")
+        return text + (f"; kept besides: {', '.join(kept)}" if kept else "")
+
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
+        from agentctl.engine import PrunePlan
+
+        await self._ready()
+        policy, param = self._policy(spec)
+        now = time.time()
+        out = []
+        for addr, tid, ns in await self._prune_threads(spec):
+            gone, facts = await self._plan_thread(self.store._q, tid, ns, spec, now)
+            total = await self.store.count(addr)
+            metas = [self._meta(r) for r in (gone if preview is None else gone[:preview])]
+            out.append(PrunePlan(addr, policy, param, metas, total - len(gone), len(gone),
+                                 reason=self._reason(len(gone), facts) if gone else ""))
+        return out
+
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
+        from agentctl.oplog import OpResult
+
+        await self._ready()
+        targets = await self._prune_threads(spec)
+        now = time.time()
+        async with self._tx([t for _, t, _ in targets]) as tx:
+            await self._begin(tx)
+            plans = []
+            for addr, tid, ns in targets:
+                gone, facts = await self._plan_thread(tx.fetch, tid, ns, spec, now)
+                if gone:
+                    plans.append((addr, tid, ns, gone, facts))
+            if not plans:
+                return [OpResult(None, "prune", "nothing to prune")]
+            n = sum(len(p[3]) for p in plans)
+            size = sum(p[4]["bytes"] for p in plans)
+            details: dict[str, Any] = {"threads": {p[0]: len(p[3]) for p in plans}, "bytes": size}
+            summary = f"prune {n} checkpoint(s) of {len(plans)} thread(s) ({size} bytes)"
+            op_id = await self._record(tx, "prune", summary, [p[0] for p in plans], details)
+            deleted: list[str] = []
+            for i, (addr, tid, ns, gone, facts) in enumerate(plans):
+                ids = [r["checkpoint_id"] for r in gone]
+                await self._trash_ids(tx, op_id, tid, ns, ids, all_ids=facts["ids"])
+                deleted += ids
+                if progress is not None:
+                    progress(1)
+            for tid in dict.fromkeys(p[1] for p in plans):
+                await self._trash_unused_blobs(tx, op_id, tid)
+            await self._finish(tx, op_id, details, [p[1] for p in plans])
+        self.store._where.clear()
+        self.store._branch_map = None
+        return [OpResult(op_id, "prune", summary, deleted=deleted)]
+
+    # ---- threads delete ---------------------------------------------------------------
+
+    async def delete_thread(self, thread_id: str) -> Any:
+        from agentctl.oplog import OpResult
+
+        await self._ready()
+        tid, ns = await self.store._split(thread_id)
+        if not await self.store._q("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? LIMIT 1",
+                                   tid, ns):
+            raise NotFoundError(f"thread {thread_id!r} not found")
+        # the root thread goes with its subgraphs' namespaces (as LangGraph's delete_thread)
+        where = "x.thread_id = ?" + ("" if ns == "" else " AND x.checkpoint_ns = ?")
+        params = [tid] if ns == "" else [tid, ns]
+        async with self._tx([tid]) as tx:
+            await self._begin(tx)
+            ids = [r["checkpoint_id"] for r in await tx.fetch(
+                f"SELECT x.checkpoint_id FROM checkpoints x WHERE {where} ORDER BY x.checkpoint_id{self.C}", *params)]
+            details: dict[str, Any] = {"thread_id": tid, "ns": ns, "count": len(ids)}
+            summary = f"delete thread {thread_id} ({len(ids)} checkpoint(s))"
+            op_id = await self._record(tx, "delete_thread", summary, [thread_id], details)
+            await self._trash(tx, op_id, self.W, where, *params)
+            await self._trash(tx, op_id, "checkpoints", where, *params)
+            if self._pg:
+                await self._trash(tx, op_id, "checkpoint_blobs", where, *params)
+            await self._finish(tx, op_id, details, [tid])
+        self.store._where.clear()
+        self.store._branch_map = None
+        return OpResult(op_id, "delete_thread", summary, deleted=ids)
+
+    # ---- oplog, undo, purge -----------------------------------------------------------
+
+    async def _purgeable(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for t in (TRASH_CP, TRASH_W, TRASH_B):
+            if await self.store._db.table_exists(t):
+                for r in await self.store._q(f"SELECT agentctl_op_id AS op, COUNT(*) AS n FROM {t} "
+                                             "GROUP BY agentctl_op_id"):
+                    counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
+        return counts
+
+    async def oplog(self, limit: int = 50) -> list[Any]:
+        rows = await self.log.rows(self.store, limit)
+        counts = await self._purgeable() if rows else {}
+        return [SideLog.record_of(r, counts.get(int(r["op_id"]), 0) if not r["undone"] else 0) for r in rows]
+
+    async def undo(self, op_id: int | None = None) -> Any:
+        from agentctl.oplog import OpResult
+
+        await self._ready()
+        op = await self.log.pick(self.store, op_id, UNDOABLE)
+        d = op.details
+        tids = list((d.get("after") or {}).keys())
+        async with self._tx(tids) as tx:
+            await self._begin(tx)
+            changed = [t for t, fp in (d.get("after") or {}).items() if await self._fingerprint(tx, t) != fp]
+            if changed:
+                raise OperationError(
+                    f"cannot undo operation {op.op_id} ({op.kind}): thread(s) {', '.join(changed)} changed "
+                    "after it (LangGraph or another operation wrote to them); nothing was changed")
+            created: list[str] = []
+            deleted: list[str] = []
+            if op.kind in ("rewind", "merge"):
+                tid, ns, fork = d["thread_id"], d["ns"], d["fork"]
+                if op.kind == "merge" and self._pg:  # the blobs it added: versions no other checkpoint names
+                    await tx.execute(
+                        "DELETE FROM checkpoint_blobs b WHERE b.thread_id = ? AND b.checkpoint_ns = '' AND "
+                        "(b.channel, b.version) IN (SELECT v.key, v.value FROM checkpoints c CROSS JOIN LATERAL "
+                        "jsonb_each_text(c.checkpoint -> 'channel_versions') v WHERE c.thread_id = ? AND "
+                        "c.checkpoint_ns = '' AND c.checkpoint_id = ?) AND NOT EXISTS (SELECT 1 FROM checkpoints c "
+                        "WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id <> ? AND "
+                        "c.checkpoint -> 'channel_versions' ->> b.channel = b.version)", tid, tid, fork, fork)
+                await tx.execute(f"DELETE FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? "
+                                 "AND checkpoint_id = ?", tid, ns, fork)
+                await tx.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                                 "AND checkpoint_id = ?", tid, ns, fork)
+                deleted.append(fork)
+            elif op.kind == "branch":
+                new = d["new_thread"]
+                deleted = [r["checkpoint_id"] for r in await tx.fetch(
+                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?", new)]
+                for table in (self.W, "checkpoints") + (("checkpoint_blobs",) if self._pg else ()):
+                    await tx.execute(f"DELETE FROM {table} WHERE thread_id = ?", new)
+            created = await self._restore(tx, op.op_id)
+            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
+                                        {"undo_of": op.op_id}, undo_of=op.op_id)
+            await self.log.mark_undone(tx, op.op_id, new_id)
+        self.store._where.clear()
+        self.store._branch_map = None
+        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
+                        created=created, deleted=deleted)
+
+    async def _restore(self, tx: Any, op_id: int) -> list[str]:
+        restored: list[str] = []
+        for trash, table in ((TRASH_CP, "checkpoints"), (TRASH_W, self.W)) + (
+                ((TRASH_B, "checkpoint_blobs"),) if self._pg else ()):
+            if not await tx.table_exists(trash):
+                continue
+            cols = await self._columns(tx, table)
+            have = set(await self._columns(tx, trash))
+            names = ", ".join(c for c in cols if c in have)
+            if table == "checkpoints":
+                restored = [r["checkpoint_id"] for r in await tx.fetch(
+                    f"SELECT checkpoint_id FROM {trash} WHERE agentctl_op_id = ? ORDER BY checkpoint_id{self.C}",
+                    op_id)]
+            await tx.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {trash} "
+                             "WHERE agentctl_op_id = ?", op_id)
+            await tx.execute(f"DELETE FROM {trash} WHERE agentctl_op_id = ?", op_id)
+        return restored
+
+    async def purge(self, dry_run: bool = False) -> Any:
+        from agentctl.oplog import PurgeResult
+
+        await self._ready()
+        counts = await self._purgeable()
+        ops = sorted(counts)
+        rows = sum(counts.values())
+        if dry_run or not ops:
+            return PurgeResult(ops=ops, rows=rows, dry_run=dry_run)
+        async with self._tx([]) as tx:
+            await self._begin(tx)
+            for t in (TRASH_CP, TRASH_W) + ((TRASH_B,) if self._pg else ()):
+                await tx.execute(f"DELETE FROM {t}")
+            for chunk in _chunks(ops):
+                await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id IN ({_marks(len(chunk))})", *chunk)
+            op = await self._record(tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} row(s)",
+                                    [], {"ops": ops, "rows": rows})
+        return PurgeResult(ops=ops, rows=rows, dry_run=False, op_id=op)
+
+    # ---- merge ----------------------------------------------------------------------
+
+    async def _head_raw(self, q: Any, tid: str) -> dict[str, Any]:
+        """The head of a root thread: its row, its channel values as (raw, plain) by
+        channel (raw: what is stored -- ormsgpack objects with ext values kept as
+        `ormsgpack.Ext`, or on Postgres ("inline", value) / ("blob", type, bytes))."""
+        from agentctl.storage.langgraph import serde
+
+        payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
+        meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
+        rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
+                       f"WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id{self.C} DESC LIMIT 1", tid)
+        if not rows:
+            raise NotFoundError(f"thread {tid!r} not found")
+        return await self._raw_of(q, tid, rows[0], serde)
+
+    async def _raw_of(self, q: Any, tid: str, row: dict[str, Any], serde: Any) -> dict[str, Any]:
+        import ormsgpack
+
+        out = dict(row)
+        values: dict[str, tuple[Any, Any]] = {}
+        if self._pg:
+            data = json.loads(row["checkpoint"])
+            for k, v in (data.get("channel_values") or {}).items():
+                values[k] = (("inline", v), v)
+            versions = data.get("channel_versions") or {}
+            if versions:
+                for r in await q("SELECT channel, type, blob FROM checkpoint_blobs WHERE thread_id = ? "
+                                 "AND checkpoint_ns = '' AND (channel, version) IN (SELECT v.key, v.value FROM "
+                                 "checkpoints c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> "
+                                 "'channel_versions') v WHERE c.thread_id = ? AND c.checkpoint_ns = '' AND "
+                                 "c.checkpoint_id = ?)", tid, tid, row["checkpoint_id"]):
+                    if r["type"] == "empty":
+                        continue
+                    blob = bytes(r["blob"]) if r["blob"] is not None else None
+                    values[r["channel"]] = (("blob", r["type"], blob), serde.decode_typed(r["type"], blob))
+        else:
+            if (row["type"] or "msgpack") != "msgpack":
+                raise UsageError(f"cannot merge checkpoint {row['checkpoint_id']}: stored as {row['type']!r} "
+                                 "(agentctl rewrites only msgpack checkpoints)")
+            data = ormsgpack.unpackb(bytes(row["checkpoint"]), ext_hook=lambda t, d: ormsgpack.Ext(t, d),
+                                     option=ormsgpack.OPT_NON_STR_KEYS)
+            plain = serde.decode_msgpack(bytes(row["checkpoint"]))
+            pv = plain.get("channel_values") or {}
+            for k, v in (data.get("channel_values") or {}).items():
+                values[k] = (v, pv.get(k))
+        out["data"] = data
+        out["values"] = values
+        return out
+
+    @staticmethod
+    def _is_plain(value: Any) -> bool:
+        from agentctl.storage.langgraph import serde
+
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, dict):
+                if serde.TYPE_KEY in v:
+                    return False
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+            elif isinstance(v, (bytes, bytearray)):
+                return False
+        return True
+
+    async def _merge_facts(self, q: Any, branch: str, into: str, strategy: str) -> dict[str, Any]:
+        from agentctl.diff import MISSING, json_equal
+        from agentctl.merge import Conflict, three_way_merge
+        from agentctl.storage.langgraph import serde
+        from agentctl.storage.langgraph.store import is_internal_channel
+
+        if strategy == "fail":
+            strategy = "three-way"
+        for t in (branch, into):
+            if (await self.store._split(t))[1]:
+                raise UsageError(f"{t} is a subgraph's namespace; merge root threads")
+        theirs = await self._head_raw(q, branch)
+        ours = await self._head_raw(q, into)
+        found = await q(f"SELECT b.checkpoint_id FROM checkpoints b JOIN checkpoints i ON i.thread_id = ? "
+                        "AND i.checkpoint_ns = '' AND i.checkpoint_id = b.checkpoint_id WHERE b.thread_id = ? "
+                        f"AND b.checkpoint_ns = '' ORDER BY b.checkpoint_id{self.C} DESC LIMIT 1", into, branch)
+        base = None
+        if found:
+            payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
+            meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
+            rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
+                           "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?", into,
+                           found[0]["checkpoint_id"])
+            base = await self._raw_of(q, into, rows[0], serde)
+        changed: dict[str, Any] = {}  # channel -> new raw value (None: plain value to encode)
+        merged_plain: dict[str, Any] = {}
+        conflicts: list[Any] = []
+        resolved: list[Any] = []
+        bvals = base["values"] if base else {}
+        names = list(ours["values"]) + [k for k in theirs["values"] if k not in ours["values"]]
+        for ch in names:
+            if not isinstance(ch, str) or is_internal_channel(ch):
+                continue  # LangGraph's own channels (triggers) stay ours
+            o = ours["values"].get(ch, (MISSING, MISSING))
+            t = theirs["values"].get(ch, (MISSING, MISSING))
+            b = bvals.get(ch, (MISSING, MISSING))
+            if json_equal(o[1], t[1]) or json_equal(t[1], b[1]):
+                continue
+            if json_equal(o[1], b[1]):
+                if t[0] is MISSING:
+                    conflicts.append(Conflict(f"/{ch}", b[1], o[1], t[1]))  # a removed channel
+                    continue
+                changed[ch], merged_plain[ch] = t[0], t[1]
+                continue
+            # both changed
+            if ch == "messages" and all(isinstance(x[1], list) for x in (b, o, t)) and \
+                    len(o[1]) >= len(b[1]) and len(t[1]) >= len(b[1]) and \
+                    json_equal(o[1][:len(b[1])], b[1]) and json_equal(t[1][:len(b[1])], b[1]):
+                # ours' messages, then those the branch added since the base
+                n = len(b[1])
+                if self._pg:
+                    if o[0][0] != "blob" or t[0][0] != "blob" or o[0][1] != "msgpack" or t[0][1] != "msgpack":
+                        conflicts.append(Conflict(f"/{ch}", b[1], o[1], t[1]))
+                        continue
+                    import ormsgpack
+
+                    unpack = lambda raw: ormsgpack.unpackb(  # noqa: E731
+                        raw, ext_hook=lambda tg, d: ormsgpack.Ext(tg, d), option=ormsgpack.OPT_NON_STR_KEYS)
+                    raw_list = unpack(o[0][2]) + unpack(t[0][2])[n:]
+                else:
+                    raw_list = list(o[0]) + list(t[0])[n:]
+                changed[ch], merged_plain[ch] = raw_list, o[1] + t[1][n:]
+                continue
+            if all(x[1] is MISSING or self._is_plain(x[1]) for x in (b, o, t)):
+                r = three_way_merge(b[1], o[1], t[1], strategy)
+                conflicts += [Conflict(f"/{ch}{c.path}", c.base, c.ours, c.theirs) for c in r.conflicts]
+                resolved += [Conflict(f"/{ch}{c.path}", c.base, c.ours, c.theirs) for c in r.resolved]
+                if not r.conflicts and r.value is not MISSING and not json_equal(r.value, o[1]):
+                    changed[ch], merged_plain[ch] = None, r.value
+                continue
+            c = Conflict(f"/{ch}", b[1], o[1], t[1])  # not plain data: equal or a conflict
+            if strategy == "theirs" and t[0] is not MISSING:
+                resolved.append(c)
+                changed[ch], merged_plain[ch] = t[0], t[1]
+            elif strategy == "ours":
+                resolved.append(c)
+            else:
+                conflicts.append(c)
+        return {"ours": ours, "theirs": theirs, "base": base, "changed": changed, "plain": merged_plain,
+                "conflicts": conflicts, "resolved": resolved, "strategy": strategy}
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
+        from dataclasses import replace
+
+        from agentctl.engine import MergePlan
+        from agentctl.storage.langgraph import serde
+
+        await self._ready()
+        f = await self._merge_facts(self.store._q, branch_thread_id, into_thread_id, strategy)
+        ours_cp = await self.store.get(f["ours"]["checkpoint_id"])
+        theirs_cp = await self.store.get(f["theirs"]["checkpoint_id"])
+        base_meta = await self.store.get_metadata(f["base"]["checkpoint_id"]) if f["base"] else None
+        greatest = (await self.store._q(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
+                                        "WHERE thread_id = ?", into_thread_id))[0]["m"]
+        state = dict(ours_cp.state)
+        messages = ours_cp.messages
+        for ch, v in f["plain"].items():
+            state[ch] = serde.transcript(v)
+            if ch == "messages" and isinstance(state[ch], list):
+                messages = [m for m in state[ch] if isinstance(m, dict)]
+        meta = replace(ours_cp.metadata, checkpoint_id=uuid6_after(greatest), step=ours_cp.metadata.step + 1,
+                       parent_checkpoint_id=ours_cp.metadata.checkpoint_id, tags=["update"],
+                       summary=f"update · merge of {branch_thread_id}")
+        merged = replace(ours_cp, metadata=meta, state=state, messages=messages)
+        return MergePlan(base=base_meta, ours=ours_cp, theirs=theirs_cp, merged=merged,
+                         conflicts=f["conflicts"], strategy=f["strategy"], branch_thread_id=branch_thread_id,
+                         into_thread_id=into_thread_id, resolved=f["resolved"],
+                         up_to_date=not f["changed"] and not f["conflicts"])
+
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
+                           checkpoint_id: str | None = None) -> str:
+        """A new checkpoint on `into` (source "update", parent its head): its channel
+        values three-way merged with the branch's head from their common checkpoint
+        (the newest id both threads hold); its id. Raises MergeConflictError."""
+        from agentctl.errors import MergeConflictError
+
+        await self._ready()
+        into, branch = into_thread_id, branch_thread_id
+        async with self._tx([into, branch]) as tx:
+            await self._begin(tx)
+            f = await self._merge_facts(tx.fetch, branch, into, strategy)
+            if f["conflicts"]:
+                raise MergeConflictError(f["conflicts"])
+            if f["base"] is None and not f["changed"]:
+                raise OperationError(f"{branch} and {into} have no checkpoint in common")
+            ours = f["ours"]
+            if not f["changed"]:
+                return ours["checkpoint_id"]
+            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
+                                       "WHERE thread_id = ?", into))[0]["m"]
+            new_id = checkpoint_id if checkpoint_id and (greatest is None or checkpoint_id > greatest) \
+                else uuid6_after(greatest)
+            details: dict[str, Any] = {"thread_id": into, "ns": "", "fork": new_id, "branch": branch,
+                                       "channels": sorted(f["changed"])}
+            op_id = await self._record(tx, "merge", f"merge {branch} into {into} as {new_id} "
+                                       f"({', '.join(sorted(f['changed']))})", [into, branch], details)
+            await self._write_merge(tx, into, ours, f, new_id, branch)
+            await self._finish(tx, op_id, details, [into])
+        self.store._where.clear()
+        self.store._branch_map = None
+        return new_id
+
+    async def _write_merge(self, tx: Any, tid: str, ours: dict[str, Any], f: dict[str, Any],
+                           new_id: str, branch: str) -> None:
+        import random
+
+        import ormsgpack
+
+        data = ours["data"]
+        versions = dict(data.get("channel_versions") or {})
+        top = 0
+        for v in versions.values():
+            try:
+                top = max(top, int(str(v).split(".")[0]))
+            except ValueError:
+                pass
+        ints = bool(versions) and all(isinstance(v, int) for v in versions.values())
+        meta = json.loads(ours["metadata"] or "{}")
+        new_meta = {"source": "update", "step": (meta.get("step") + 1) if isinstance(meta.get("step"), int)
+                    else meta.get("step"), "parents": {}, "agentctl_merge": branch}
+        ts = datetime.now(timezone.utc).isoformat()
+        cp = dict(data)
+        values = dict(cp.get("channel_values") or {})
+        blobs: list[tuple[str, str, str, bytes]] = []
+        for i, (ch, raw) in enumerate(sorted(f["changed"].items())):
+            version: Any = top + 1 if ints else f"{top + 1:032}.{random.random():016}"
+            versions[ch] = version
+            if raw is None:  # a merged plain value
+                raw = f["plain"][ch]
+                if self._pg:
+                    raw = ("inline", raw) if raw is None or isinstance(raw, (str, int, float, bool)) else \
+                        ("blob", "msgpack", ormsgpack.packb(raw, option=ormsgpack.OPT_NON_STR_KEYS))
+            elif self._pg and isinstance(raw, list):  # a merged messages list (ormsgpack objects)
+                raw = ("blob", "msgpack", ormsgpack.packb(raw, option=ormsgpack.OPT_NON_STR_KEYS))
+            if self._pg:
+                if raw[0] == "inline":
+                    values[ch] = raw[1]
+                else:
+                    values.pop(ch, None)
+                    blobs.append((ch, str(version), raw[1], raw[2]))
+            else:
+                values[ch] = raw
+        cp.update(id=new_id, ts=ts, channel_values=values, channel_versions=versions,
+                  updated_channels=sorted(f["changed"]))
+        meta_text = json.dumps(new_meta, ensure_ascii=False)
+        if self._pg:
+            await tx.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata) VALUES (?, '', ?, ?, ?, CAST(? AS JSONB), CAST(? AS JSONB))",
+                tid, new_id, ours["checkpoint_id"], ours["type"], json.dumps(cp), meta_text)
+            for ch, version, type_, blob in blobs:
+                await tx.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, "
+                                 "blob) VALUES (?, '', ?, ?, ?, ?)", tid, ch, version, type_, blob)
+        else:
+            payload = ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS)
+            await tx.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata) VALUES (?, '', ?, ?, ?, ?, ?)",
+                tid, new_id, ours["checkpoint_id"], ours["type"] or "msgpack", payload, meta_text.encode("utf-8"))
+
+
+__all__ = ["LangGraphHistory", "uuid6_after", "OPLOG", "TRASH_CP", "TRASH_W", "TRASH_B"]
