@@ -432,7 +432,7 @@ class LangGraphHistory(History):
             raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
         await self._ready()
         row = await self._ref(from_checkpoint_id, "branch")
-        tid, ns, ref = row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]
+        tid, ref = row["thread_id"], row["checkpoint_id"]
         new = await self._fresh_thread(f"{tid}-branch-{name}")
         chain = ("WITH RECURSIVE chain(id) AS (SELECT CAST(? AS TEXT) UNION ALL SELECT c.parent_checkpoint_id "
                  "FROM checkpoints c JOIN chain ON c.thread_id = ? AND c.checkpoint_ns = '' "
