@@ -32,3 +32,22 @@ async def test_the_langgraph_sample_reads():
         assert [h.thread_id for h in await store.search("R-77", thread_id="support-refund", limit=1)] == [
             "support-refund"]
         assert await store.doctor() == []
+
+
+def test_the_cli_doctor_on_the_langgraph_sample(tmp_path):
+    """The CLI passes the contract's `limit` to doctor (LangGraphStore.doctor took none:
+    a TypeError traceback)."""
+    import shutil
+
+    from sampledb import cli
+
+    path = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE, path)
+    r = cli(str(path), "doctor")
+    assert r.exit_code == 0 and "Traceback" not in r.stderr
+
+
+async def test_doctor_takes_the_contracts_limit():
+    async with open_store(str(SAMPLE)) as store:
+        assert await store.doctor(limit=1) == []
+
