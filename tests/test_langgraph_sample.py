@@ -51,3 +51,21 @@ async def test_doctor_takes_the_contracts_limit():
     async with open_store(str(SAMPLE)) as store:
         assert await store.doctor(limit=1) == []
 
+
+async def test_search_takes_the_contracts_scan_and_says_it_scanned(tmp_path):
+    """`agentctl search` passes scan= (LangGraphStore.search took none: every CLI search
+    of a LangGraph database was a TypeError traceback); last_search_path says "scan"."""
+    import shutil
+
+    from sampledb import cli
+
+    async with open_store(str(SAMPLE)) as store:
+        for scan in (False, True):
+            store.last_search_path = ""
+            hits = await store.search("R-77", scan=scan)
+            assert "support-refund" in {h.thread_id for h in hits} and store.last_search_path == "scan"
+    path = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE, path)
+    for extra in ((), ("--scan",)):
+        r = cli(str(path), "--no-color", "search", "R-77", *extra)
+        assert r.exit_code == 0 and "support-refund" in r.stdout, r.stderr

@@ -765,10 +765,13 @@ class LangGraphStore(Store):
     # ---- search and doctor ----------------------------------------------------------
 
     async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
+        scan: bool = False,
     ) -> list[SearchHit]:
         """A scan, newest first, of at most SEARCH_SCAN_MAX checkpoints: their messages,
-        tool results and (without `role`) other channel values, case-insensitively."""
+        tool results and (without `role`) other channel values, case-insensitively.
+        LangGraph has no full-text index: every search is a scan, whatever `scan` says."""
+        self.last_search_path = "scan"
         if not text:
             return []
         needle = text.lower()
