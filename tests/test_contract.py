@@ -19,7 +19,7 @@ from format_contract import check_store
 from sampledb import cli
 from support.contract_formats import CASES, NEEDLE, Built, FormatCase, copy_sample, dump
 
-from agentctl.errors import AmbiguousReference
+from agentctl.errors import AgentctlError, AmbiguousReference, NotFoundError
 from agentctl.model import Checkpoint
 from agentctl.refs import resolve
 from agentctl.storage import (
@@ -114,6 +114,16 @@ async def test_refs(built):
                     await resolve(store, prefix)
 
 
+async def test_refs_that_name_nothing(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        n = await store.count(b.main)
+        last = (await store.read_thread(b.main, 1, descending=True))[0].step
+        for ref in ("no-such-checkpoint-zz", f"{b.main}~{n}", f"{b.main}@{last + 1000}", "no-such-thread@1"):
+            with pytest.raises(NotFoundError):
+                await resolve(store, ref)
+
+
 async def test_tree(built):
     _, b = built
     async with open_store(b.url) as store:
@@ -143,6 +153,49 @@ async def test_search(built):
         assert store.last_search_path == "scan"
         assert {(h.thread_id, h.checkpoint_id) for h in scanned} == {(h.thread_id, h.checkpoint_id) for h in hits}
         assert await store.search("no such text anywhere 0xdeadbeef") == []
+
+
+async def test_search_filters(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        hits = await store.search(NEEDLE)
+        assert len(await store.search(NEEDLE, limit=1)) == 1
+        for role in {h.role for h in hits if h.role}:
+            assert {h.role for h in await store.search(NEEDLE, role=role)} == {role}
+        for h in hits:  # a hit names a checkpoint of its thread
+            meta = await store.get_metadata(h.checkpoint_id)
+            assert meta is not None and meta.thread_id == h.thread_id and meta.step == h.step
+
+
+async def test_follow_sees_another_writer(built):
+    """FOLLOW: the change token moves when the format's own program writes a step."""
+    case, b = built
+    async with open_store(b.url) as store:
+        if not store.can(Capability.FOLLOW):
+            pytest.skip(f"{case.name} does not declare follow")
+        everything, thread = await store.change_token(None), await store.change_token(b.main)
+    await case.append(b.url, b.main, "one more step")
+    async with open_store(b.url) as store:
+        assert await store.change_token(None) != everything
+        assert await store.change_token(b.main) != thread
+        head = await store.get_latest(b.main)
+        assert "one more step" in json.dumps(head.messages, ensure_ascii=False)
+
+
+async def test_writes_refused_on_a_read_only_store(built):
+    _, b = built
+    before = await dump(b.url)
+    async with open_store(b.url) as store:
+        first = (await store.read_thread(b.main, 1))[0].checkpoint_id
+        try:
+            history = store.history()
+        except Unsupported:
+            return
+        for call in (lambda: history.rewind(first), lambda: history.branch(first, "ro"),
+                     lambda: history.delete_thread(b.main)):
+            with pytest.raises(AgentctlError):
+                await call()
+    assert await dump(b.url) == before
 
 
 async def test_doctor(built):
@@ -315,6 +368,29 @@ async def test_cli_reads(built):
                 json.loads(r.stdout)
     r = cli(b.url, "--no-color", "search", NEEDLE, "--json")
     assert b.main in r.stdout
+    rows = json.loads(cli(b.url, "threads", "list", "--json").stdout)
+    keys = {"thread_id", "checkpoints", "head_step", "head_checkpoint_id", "updated_at", "branch_of"}
+    assert all(keys <= set(row) for row in rows)
+    assert {row["thread_id"] for row in rows} >= set(b.threads)
+    main = next(row for row in rows if row["thread_id"] == b.main)
+    assert (main["checkpoints"], main["head_checkpoint_id"]) == (len(metas), last)
+    log = json.loads(cli(b.url, "log", b.main, "--json").stdout)
+    assert sorted(e["checkpoint_id"] for e in _entries(log)) == sorted(m.checkpoint_id for m in metas)
+    shown = json.loads(cli(b.url, "show", first, "--json").stdout)
+    assert json.dumps(shown, sort_keys=True) == json.dumps(head_dict := await _cp_dict(b, first), sort_keys=True), head_dict
+    exported = cli(b.url, "export", b.main)
+    _ok(exported)
+    assert [json.loads(x)["metadata"]["checkpoint_id"] for x in exported.stdout.splitlines()] == \
+        [m.checkpoint_id for m in metas]
+
+
+def _entries(log):
+    return log if isinstance(log, list) else log.get("checkpoints", log.get("entries", []))
+
+
+async def _cp_dict(b: Built, cid: str) -> dict:
+    async with open_store(b.url) as store:
+        return json.loads(json.dumps((await store.get(cid)).to_dict(), default=str))
 
 
 async def _other_head(b: Built) -> str:
