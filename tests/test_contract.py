@@ -198,6 +198,25 @@ async def test_writes_refused_on_a_read_only_store(built):
     assert await dump(b.url) == before
 
 
+async def test_stats_and_backup_as_declared(built, tmp_path):
+    case, b = built
+    async with open_store(b.url) as store:
+        if store.can(Capability.STATS):
+            json.dumps(await store.usage_stats())
+        else:
+            with pytest.raises(Unsupported):
+                await store.usage_stats()
+        if store.can(Capability.BACKUP):
+            dest = str(tmp_path / "copy.db")
+            await store.backup(dest)
+            assert (await detect(dest)).name == case.name
+            async with open_store(dest) as copy:
+                assert await copy.all_thread_ids() == await store.all_thread_ids()
+        else:
+            with pytest.raises(Unsupported):
+                await store.backup(str(tmp_path / "copy.db"))
+
+
 async def test_doctor(built):
     _, b = built
     async with open_store(b.url) as store:
