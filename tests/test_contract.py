@@ -249,7 +249,7 @@ async def _rewind(case: FormatCase, b: Built) -> None:
             head = await store.get_latest(b.main)
             assert (head.metadata.checkpoint_id == target.checkpoint_id) != (hard in case.rewind_appends)
             assert content(case, head) == want
-            await check_store(store, **case.store_checks)
+            await check_store(store, **_written(case))
             await h.undo()
         assert await data_rows(case, b.url) == before, f"hard={hard}"
 
@@ -266,7 +266,7 @@ async def _branch(case: FormatCase, b: Built) -> None:
         summary = await store.thread_summary(new)
         assert summary.branch_of == b.main and summary.branch_point == source.checkpoint_id
         assert new in [t["thread_id"] for t in (await checkpoint_tree(store, b.main))["threads"]]
-        await check_store(store, **case.store_checks)
+        await check_store(store, **_written(case))
         await h.undo()
         assert await store.thread_summary(new) is None
     assert await data_rows(case, b.url) == before
@@ -288,7 +288,7 @@ async def _merge(case: FormatCase, b: Built) -> None:
         merged = await store.get_latest(b.main)
         assert merged.metadata.checkpoint_id == new_head
         assert merged.messages[-1]["content"] == text
-        await check_store(store, **case.store_checks)
+        await check_store(store, **_written(case))
         await h.undo()
     assert await data_rows(case, b.url) == before
 
@@ -302,9 +302,19 @@ async def _prune(case: FormatCase, b: Built) -> None:
         assert plans and await data_rows(case, b.url) == before
         results = await h.prune_spec(spec)
         assert results and await data_rows(case, b.url) != before
-        await check_store(store, **case.store_checks)
+        await check_store(store, **_gaps_allowed(case))
         await h.undo()
     assert await data_rows(case, b.url) == before
+
+
+def _written(case: FormatCase) -> dict:
+    """The store checks after one of agentctl's writes."""
+    return dict(case.store_checks if case.written_checks is None else case.written_checks)
+
+
+def _gaps_allowed(case: FormatCase) -> dict:
+    """The store checks after a prune, which may leave gaps in a thread's steps."""
+    return {k: v for k, v in _written(case).items() if k != "first_step"}
 
 
 async def _delete(case: FormatCase, b: Built) -> None:
@@ -314,7 +324,7 @@ async def _delete(case: FormatCase, b: Built) -> None:
         await h.delete_thread(b.main)
         assert await store.thread_summary(b.main) is None
         assert b.main not in await store.all_thread_ids()
-        await check_store(store, **case.store_checks)
+        await check_store(store, **_written(case))
         await h.undo()
         assert await store.thread_summary(b.main) is not None
     assert await data_rows(case, b.url) == before

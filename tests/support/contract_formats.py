@@ -62,6 +62,8 @@ class FormatCase:
     #: the builder writes; `sample_checks` of the bundled sample, default the same)
     store_checks: Mapping[str, Any] = field(default_factory=dict)
     sample_checks: Mapping[str, Any] | None = None
+    #: those after one of agentctl's writes (default store_checks)
+    written_checks: Mapping[str, Any] | None = None
     #: the Python packages the builder needs (skipped without them)
     needs: tuple[str, ...] = ()
 
@@ -422,6 +424,13 @@ def _article_content(cp) -> Any:
             sorted(repr({k: v for k, v in t.items() if k not in drop}) for t in cp.tools_result.values()))
 
 
+def _langgraph_content(cp) -> Any:
+    """The transcript and the channel values (without the checkpoint's own metadata,
+    which says how it was written, e.g. source "fork"); pending writes are the next
+    step's, not this checkpoint's content."""
+    return cp.messages, {k: v for k, v in cp.state.items() if k != "__metadata__"}
+
+
 def _openai_content(cp) -> Any:
     """The transcript, the tool results and the item (the state names the session)."""
     return cp.messages, cp.tools_result, {k: v for k, v in cp.state.items() if k != "session_id"}
@@ -441,7 +450,11 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1"),
                store_checks={"first_step": -1},
+               # a rewind writes a fork checkpoint copying the target (LangGraph's replay);
+               # its pending writes and checkpoint metadata are its own
+               rewind_appends=(False, True), content=_langgraph_content,
                sample_checks={"linear": False},  # its support-refund-replay thread was replayed
+               written_checks={"linear": False},  # a rewind forks inside the thread
                needs=("langgraph", "langgraph.checkpoint.sqlite")),
     FormatCase("openai-agents", "openai_agents.db", build_openai, append_openai, content=_openai_content,
                prune={"threads": ["THREAD"], "keep_last": 1},
