@@ -80,6 +80,23 @@ async def test_detection(built):
     assert case.name in [f["name"] for f in data["formats"]]
 
 
+async def test_forcing_a_format(built, monkeypatch):
+    """--format (and AGENTCTL_FORMAT) NAME: the right one reads; any other exits 6 with
+    one line, no traceback, nothing written."""
+    case, b = built
+    before = await dump(b.url)
+    for name in CASES:
+        r = cli(b.url, "--format", name, "threads", "list", "--json")
+        if name == case.name:
+            _ok(r)
+            assert {t["thread_id"] for t in json.loads(r.stdout)} >= set(b.threads)
+        else:
+            assert r.exit_code == 6 and "Traceback" not in r.stderr, (name, r.exit_code, r.stderr)
+    r = cli(b.url, "threads", "list", "--json", env={"AGENTCTL_FORMAT": case.name})
+    _ok(r)
+    assert await dump(b.url) == before
+
+
 async def test_read_invariants(built):
     case, b = built
     async with open_store(b.url) as store:
@@ -500,11 +517,7 @@ KEYS = {Capability.REWIND: "r", Capability.BRANCH: "b", Capability.MERGE: "M", C
 @pytest.mark.parametrize("name", list(CASES))
 async def test_tui_browses_the_sample_and_refuses_what_the_format_cannot_do(name, tmp_path, monkeypatch):
     pytest.importorskip("textual")
-    from test_format_sdk_tui import (  # the Pilot helpers
-        select_thread,
-        settle,
-        view_text,
-    )
+    from test_tui import select_thread, settle, view_text  # the Pilot helpers
 
     from agentctl.tui.app import AgentctlApp
 
@@ -550,3 +563,75 @@ async def test_tui_browses_the_sample_and_refuses_what_the_format_cannot_do(name
             said = [n.message for n in app._notifications]
             assert any("does not support" in m and cap.value in m for m in said), (cap, said)
     assert await dump(str(path)) == before
+
+
+async def _tui_to(pilot, thread: str, checkpoint_id: str) -> None:
+    from test_tui import select_thread, settle
+
+    from agentctl.tui.widgets.timeline import CheckpointItem
+
+    app = pilot.app
+    await select_thread(pilot, thread)
+    app.timeline.focus()
+    node = next(c for c in app.timeline.root.children
+                if isinstance(c.data, CheckpointItem) and c.data.meta.checkpoint_id == checkpoint_id)
+    app.timeline.move_to_node(node)
+    await settle(pilot)
+    assert app.selected.checkpoint_id == checkpoint_id
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeypatch):
+    """The TUI's r, b and u on a database each format's program wrote: the same result
+    as the library's, and undo puts every row back."""
+    pytest.importorskip("textual")
+    from test_tui import settle
+
+    from agentctl.tui.app import AgentctlApp
+
+    case = CASES[name]
+    _needs(case)
+    b = await case.build("sqlite", str(tmp_path / "db.sqlite"))
+    async with open_store(b.url) as store:
+        can = {c: store.can(c) for c in (Capability.REWIND, Capability.BRANCH, Capability.UNDO)}
+        target = (await store.read_thread(b.main, 1000))[1]
+        want = case.content(await store.get(target.checkpoint_id))
+        threads = set(await store.all_thread_ids())
+    if not (can[Capability.REWIND] or can[Capability.BRANCH]):
+        pytest.skip(f"{name} declares neither rewind nor branch")
+
+    async def idle(*args, **kwargs) -> None:
+        import asyncio
+
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr("textual.app.wait_for_idle", idle)
+    monkeypatch.setattr("textual.pilot.wait_for_idle", idle)
+    before = await data_rows(case, b.url)
+    app = AgentctlApp(b.url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+
+        async def keys(*names: str) -> None:
+            for k in names:
+                await pilot.press(k)
+                await settle(pilot)
+
+        if can[Capability.REWIND]:
+            await _tui_to(pilot, b.main, target.checkpoint_id)
+            await keys("r", "y")
+            async with open_store(b.url) as store:
+                assert case.content(await store.get_latest(b.main)) == want
+            await keys("u", "y")
+            assert await data_rows(case, b.url) == before, [n.message for n in app._notifications]
+        if can[Capability.BRANCH]:
+            await _tui_to(pilot, b.main, target.checkpoint_id)
+            await keys("b")
+            for ch in "tui":
+                await pilot.press(ch)
+            await keys("enter")
+            async with open_store(b.url) as store:
+                (new,) = set(await store.all_thread_ids()) - threads
+                assert case.content(await store.get_latest(new)) == want
+            await keys("u", "y")
+            assert await data_rows(case, b.url) == before, [n.message for n in app._notifications]
