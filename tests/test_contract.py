@@ -102,8 +102,9 @@ async def test_read_invariants(built):
     async with open_store(b.url) as store:
         await check_store(store, **case.store_checks)
         assert set(b.threads) <= set(await store.all_thread_ids())
-        if b.branch is not None:
-            assert (await store.thread_summary(b.branch)).branch_of == b.main
+        for source, branch in b.branches.items():
+            assert (await store.thread_summary(branch)).branch_of == source
+            assert branch in [m.thread_id for m in await store.branches_of([source])]
 
 
 async def test_refs(built):
@@ -149,6 +150,8 @@ async def test_tree(built):
         assert threads[0] == b.main
         if b.branch is not None:
             assert b.branch in threads
+        for source, branch in b.branches.items():
+            assert branch in [t["thread_id"] for t in (await checkpoint_tree(store, source))["threads"]]
         ids = {n["id"] for n in tree["nodes"]}
         for t in threads:
             assert {m.checkpoint_id for m in await store.read_thread(t, 1000)} <= ids

@@ -29,12 +29,19 @@ NEEDLE = "zephyrine"
 @dataclass
 class Built:
     """What a builder wrote: the database, its threads, the thread the write tests use
-    (at least 3 checkpoints, NEEDLE in one of its messages), its branch if any."""
+    (at least 3 checkpoints, NEEDLE in one of its messages), its branch if any, and
+    the format's own branch threads by source thread (LangGraph: a subgraph's)."""
 
     url: str
     threads: list[str]
     main: str
     branch: str | None = None
+    #: every branch thread the builder made, by its source thread (main's included)
+    branches: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.branch is not None:
+            self.branches.setdefault(self.main, self.branch)
 
 
 @dataclass(frozen=True)
@@ -249,6 +256,27 @@ def _lg_graph():
     return g
 
 
+def _lg_parent_graph():
+    """A graph whose second node is a compiled subgraph: its checkpoints are LangGraph's
+    namespace THREAD|child:TASK, a branch thread of THREAD in agentctl."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    S = TypedDict("S", {"notes": str})
+    child = StateGraph(S)
+    child.add_node("inner", lambda s: {"notes": s["notes"] + " +inner"})
+    child.add_edge(START, "inner")
+    child.add_edge("inner", END)
+    g = StateGraph(S)
+    g.add_node("outer", lambda s: {"notes": s["notes"] + " +outer"})
+    g.add_node("child", child.compile())
+    g.add_edge(START, "outer")
+    g.add_edge("outer", "child")
+    g.add_edge("child", END)
+    return g
+
+
 def _lg_write(saver, turns: Mapping[str, list[str]]) -> None:
     from langchain_core.messages import HumanMessage
 
@@ -290,9 +318,15 @@ def _lg_saver(url: str):
 
 
 async def build_langgraph(kind: str, url: str) -> Built:
+    from agentctl.storage import open_store
+
     with _lg_saver(url) as saver:
         _lg_write(saver, _LG_TURNS)
-    return Built(url, sorted(_LG_TURNS), "lg-main")
+        _lg_parent_graph().compile(checkpointer=saver).invoke(
+            {"notes": "start"}, {"configurable": {"thread_id": "lg-parent"}})
+    async with open_store(url) as store:  # the subgraph's thread id holds LangGraph's task id
+        (sub,) = [t for t in await store.all_thread_ids() if t.startswith("lg-parent|")]
+    return Built(url, sorted([*_LG_TURNS, "lg-parent", sub]), "lg-main", branches={"lg-parent": sub})
 
 
 async def append_langgraph(url: str, thread: str, text: str) -> None:
