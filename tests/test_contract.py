@@ -383,6 +383,55 @@ async def test_write(built, cap):
         await _refused(case, b, cap)
 
 
+@pytest.mark.parametrize("cap", (Capability.REWIND, Capability.BRANCH), ids=["rewind", "branch"])
+async def test_undo_refused_after_the_program_wrote(built, cap):
+    """After agentctl's write the format's own program writes to the thread: undo then
+    refuses (it would drop or garble what the program wrote) and writes nothing."""
+    case, b = built
+    async with open_store(b.url, readonly=False) as store:
+        if not (store.can(cap) and store.can(Capability.UNDO)):
+            pytest.skip(f"{case.name} does not declare {cap.value} with undo")
+        target = (await store.read_thread(b.main, 1000))[1].checkpoint_id
+        h = store.history()
+        if cap is Capability.REWIND:
+            plan = await h.plan_rewind(target)
+            await h.rewind(target, archive_thread=plan.archive_thread)
+            thread = b.main
+        else:
+            thread = await h.branch(target, "then-written")
+    await case.append(b.url, thread, "written after agentctl")
+    before = await dump(b.url)
+    async with open_store(b.url, readonly=False) as store:
+        with pytest.raises(AgentctlError):
+            await store.history().undo()
+    assert await dump(b.url) == before
+
+
+async def test_purge_frees_what_undo_could_bring_back(built):
+    """A hard rewind's rows wait in the trash: purge --dry-run lists the operation and
+    writes nothing, purge frees them, then that undo is refused and writes nothing."""
+    case, b = built
+    async with open_store(b.url, readonly=False) as store:
+        if not (store.can(Capability.REWIND) and store.can(Capability.UNDO)):
+            pytest.skip(f"{case.name} does not declare rewind with undo")
+        target = (await store.read_thread(b.main, 1000))[1].checkpoint_id
+        h = store.history()
+        op = (await h.rewind(target, hard=True)).op_id
+        rewound = await data_rows(case, b.url)
+        everything = await dump(b.url)
+        planned = await h.purge(dry_run=True)
+        assert op in planned.ops and planned.rows > 0
+        assert await dump(b.url) == everything
+        await h.purge()
+        assert await data_rows(case, b.url) == rewound
+        assert not (await h.purge(dry_run=True)).ops
+    everything = await dump(b.url)
+    async with open_store(b.url, readonly=False) as store:
+        with pytest.raises(AgentctlError):
+            await store.history().undo(op)
+    assert await dump(b.url) == everything
+
+
 # ---- the CLI -----------------------------------------------------------------------------------
 
 
