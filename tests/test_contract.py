@@ -17,7 +17,15 @@ import json
 import pytest
 from format_contract import check_store
 from sampledb import cli
-from support.contract_formats import CASES, NEEDLE, Built, FormatCase, copy_sample, dump
+from support.contract_formats import (
+    CASES,
+    NEEDLE,
+    WIDE,
+    Built,
+    FormatCase,
+    copy_sample,
+    dump,
+)
 
 from agentctl.errors import AgentctlError, AmbiguousReference, NotFoundError
 from agentctl.model import Checkpoint
@@ -173,6 +181,18 @@ async def test_search(built):
         assert store.last_search_path == "scan"
         assert {(h.thread_id, h.checkpoint_id) for h in scanned} == {(h.thread_id, h.checkpoint_id) for h in hits}
         assert await store.search("no such text anywhere 0xdeadbeef") == []
+
+
+async def test_search_beyond_ascii(built):
+    """Case-insensitive for any letter, through the index and by a scan alike."""
+    _, b = built
+    async with open_store(b.url) as store:
+        want = {(h.thread_id, h.checkpoint_id) for h in await store.search(WIDE, scan=True)}
+        assert b.main in {t for t, _ in want}
+        for text in (WIDE, WIDE.lower(), WIDE.upper()):
+            for scan in (False, True):
+                got = {(h.thread_id, h.checkpoint_id) for h in await store.search(text, scan=scan)}
+                assert got == want, (text, scan, store.last_search_path)
 
 
 async def test_search_filters(built):

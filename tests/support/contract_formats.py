@@ -24,6 +24,9 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 #: a text every builder writes into its main thread, found by `search`
 NEEDLE = "zephyrine"
+#: a non-ASCII word each builder writes in the same message (search is case-insensitive
+#: beyond ASCII too: "ZÜRICH" finds it)
+WIDE = "Zürich"
 
 
 @dataclass
@@ -121,7 +124,7 @@ async def _agentos_engine(url: str):
 def _agentos_messages(thread: str, k: int) -> list[dict]:
     msgs = [{"role": "user", "content": f"{thread} question {i}"} for i in range(k + 1)]
     if thread == "agent-main":
-        msgs[0]["content"] += f" about {NEEDLE}"
+        msgs[0]["content"] += f" about {NEEDLE} in {WIDE}"
     return msgs
 
 
@@ -162,7 +165,7 @@ def _article_sqlite(path: str) -> tuple[str, list[str]]:
     alice = st.create_user("alice", "alice@example.com")["id"]
     bob = st.create_user("bob")["id"]
     main = st.create_session(alice, "weather chat")["id"]
-    st.save_message(main, "user", f"what is the weather in {NEEDLE}?", token_count=7)
+    st.save_message(main, "user", f"what is the weather in {NEEDLE} near {WIDE}?", token_count=7)
     st.save_message(main, "assistant", "", tool_calls=[{"id": "c1", "type": "function", "function": {
         "name": "weather", "arguments": json.dumps({"city": NEEDLE})}}], token_count=5)
     st.log_tool_call(main, "weather", {"city": NEEDLE}, {"sky": "clear"}, 12.5, message_id=2)
@@ -287,7 +290,7 @@ def _lg_write(saver, turns: Mapping[str, list[str]]) -> None:
                          {"configurable": {"thread_id": thread}})
 
 
-_LG_TURNS = {"lg-main": [f"tell me about {NEEDLE}", "and more"], "lg-side": ["hello"],
+_LG_TURNS = {"lg-main": [f"tell me about {NEEDLE} in {WIDE}", "and more"], "lg-side": ["hello"],
              "lg-other": ["bonjour", "merci"]}
 
 
@@ -338,7 +341,7 @@ async def append_langgraph(url: str, thread: str, text: str) -> None:
 
 _OA_ITEMS = {
     "oa-main": [
-        {"role": "user", "content": f"weather in {NEEDLE}?"},
+        {"role": "user", "content": f"weather in {NEEDLE} near {WIDE}?"},
         {"type": "function_call", "call_id": "call_1", "name": "get_weather",
          "arguments": json.dumps({"city": NEEDLE})},
         {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
@@ -422,7 +425,7 @@ async def build_adk(kind: str, url: str) -> Built:
     svc, close = await _adk_service(url)
     try:
         s = await svc.create_session(app_name="app", user_id="u1", session_id="main", state={"init": 1})
-        for i, (role, text) in enumerate([("user", f"plan a trip to {NEEDLE}"), ("model", "Where from?"),
+        for i, (role, text) in enumerate([("user", f"plan a trip to {NEEDLE} via {WIDE}"), ("model", "Where from?"),
                                           ("user", "from Lyon"), ("model", "Booked.")]):
             author = "user" if role == "user" else "helper"
             await svc.append_event(s, Event(author=author, invocation_id=f"inv-{i}", content=_adk_text(role, text),
