@@ -563,6 +563,26 @@ async def _cli_branch_to_merge(case: FormatCase, b: Built) -> str:
     return branch
 
 
+async def test_cli_fix_indexes_and_import(built, tmp_path):
+    """doctor --fix-indexes and import (IMPORT) exit 0 where the format offers them,
+    else 2 with "does not support"; neither changes a row of the format's tables."""
+    case, b = built
+    async with open_store(b.url) as store:
+        can_import = store.can(Capability.IMPORT)
+    before = await data_rows(case, b.url)
+    r = cli(b.url, "doctor", "--fix-indexes")
+    assert r.exit_code in (0, 2) and "Traceback" not in r.stderr, r.stderr
+    assert r.exit_code == 0 or "does not support" in r.stderr
+    exported = tmp_path / "main.jsonl"
+    _ok(cli(b.url, "export", b.main, "-o", str(exported)))
+    r = cli(b.url, "import", str(exported), "--on-conflict", "skip")
+    if can_import:
+        _ok(r)
+    else:
+        assert r.exit_code == 2 and "does not support" in r.stderr, r.stderr
+    assert await data_rows(case, b.url) == before
+
+
 async def test_cli_undo_oplog_purge(built):
     """With nothing written yet: undo says so (exit 1), oplog and purge --dry-run exit 0;
     without the capability all three exit 2. Nothing is written either way."""
