@@ -1,13 +1,25 @@
 """Invariants every format's Store keeps (agentctl.storage.contract), checked on any
 database: `await check_store(store)` reads every thread through each read method and
-compares them with each other."""
+compares them with each other.
+
+What only some formats promise is asked for by the caller: `first_step` (every thread's
+steps are first_step, first_step + 1, ... with no gap), `message_per_step` (the
+checkpoint at step N shows N messages: a session store's transcript up to its N-th item)
+and `linear` (default: each thread is one chain, in step order, each checkpoint the
+parent of the next; without it, as in a LangGraph thread replayed from an old
+checkpoint, a thread is a tree read in the writer's order, parents before children).
+`check_session_store` asks for both, as the session stores (the article's, the OpenAI
+Agents SDK's, ADK's) keep them."""
 
 from __future__ import annotations
+
+from functools import partial
 
 from agentctl.tree import checkpoint_tree
 
 
-async def check_store(store) -> None:
+async def check_store(store, *, first_step: int | None = None, message_per_step: bool = False,
+                      linear: bool = True) -> None:
     tids = await store.all_thread_ids()
     assert tids == sorted(tids) and await store.count_threads() == len(tids)
     total = 0
@@ -31,9 +43,16 @@ async def check_store(store) -> None:
         metas = await store.read_thread(tid, 10_000)
         n = len(metas)
         total += n
-        assert n == s.checkpoints == await store.count(tid) and s.head_step == metas[-1].step
+        assert n == s.checkpoints == await store.count(tid)
+        if n == 0:  # a thread without checkpoints yet (the article's empty session)
+            assert not s.head_checkpoint_id and await store.get_latest(tid) is None
+            continue
+        assert s.head_step == metas[-1].step
         assert s.head_checkpoint_id == metas[-1].checkpoint_id
-        assert [m.step for m in metas] == list(range(1, n + 1))
+        steps = [m.step for m in metas]
+        assert steps == sorted(steps) or not linear
+        if first_step is not None:
+            assert steps == list(range(first_step, first_step + n))
         assert all(m.thread_id == tid for m in metas)
         assert await store.read_thread(tid, 10_000, descending=True) == metas[::-1]
         for limit in (1, 2, 3):
@@ -41,19 +60,31 @@ async def check_store(store) -> None:
                 assert await store.read_thread(tid, limit, offset) == metas[offset:offset + limit]
                 want = metas[::-1][offset:offset + limit]
                 assert await store.read_thread(tid, limit, offset, descending=True) == want
+        position = {m.checkpoint_id: i for i, m in enumerate(metas)}
         for prev, m in zip([None] + metas, metas):
-            if prev is not None:
+            if prev is not None and linear:
                 assert m.parent_checkpoint_id == prev.checkpoint_id
+            elif m.parent_checkpoint_id in position:
+                assert position[m.parent_checkpoint_id] < position[m.checkpoint_id]
             assert await store.get_metadata(m.checkpoint_id) == m
-            assert await store.at_step(tid, m.step) == m
+            if steps.count(m.step) == 1:
+                assert await store.at_step(tid, m.step) == m
             cp = await store.get(m.checkpoint_id)
-            assert cp.metadata == m and len(cp.messages) == m.step
+            assert cp.metadata == m
+            if message_per_step:
+                assert len(cp.messages) == m.step
             assert m.checkpoint_id in await store.find_checkpoint_ids(m.checkpoint_id)
             children = await store.children(m.checkpoint_id)
-            if m.step < n:
-                assert [c.checkpoint_id for c in children] == [metas[m.step].checkpoint_id]
+            assert all(c.parent_checkpoint_id == m.checkpoint_id for c in children)
+            in_thread = [c.checkpoint_id for c in children if c.thread_id == tid]
+            nxt = position[m.checkpoint_id] + 1
+            if linear:
+                assert in_thread == ([metas[nxt].checkpoint_id] if nxt < n else [])
+            else:
+                assert sorted(in_thread) == sorted(x.checkpoint_id for x in metas
+                                                   if x.parent_checkpoint_id == m.checkpoint_id)
         assert (await store.get_latest(tid)).metadata == metas[-1]
-        assert await store.at_step(tid, n + 1) is None and await store.at_step(tid, 0) is None
+        assert await store.at_step(tid, max(steps) + 1) is None and await store.at_step(tid, min(steps) - 1) is None
         streamed = [cp async for cp in store.iter_checkpoints([tid])]
         assert [cp.metadata for cp in streamed] == metas
         for cp in streamed:
@@ -68,3 +99,7 @@ async def check_store(store) -> None:
     assert await store.thread_summary("no/such/thread") is None
     assert await store.read_thread("no/such/thread") == []
     assert await store.find_thread_ids("zzz-no-such") == []
+
+
+#: the session stores' promises: steps 1..N, the N-th item's checkpoint shows N messages
+check_session_store = partial(check_store, first_step=1, message_per_step=True)

@@ -17,7 +17,7 @@ from google.adk.events import Event, EventActions  # noqa: E402
 from google.adk.sessions import DatabaseSessionService  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from format_contract import check_store  # noqa: E402
+from format_contract import check_session_store as check_store  # noqa: E402
 
 from agentctl.errors import OperationError, UsageError  # noqa: E402
 from agentctl.storage import detect, formats, open_store  # noqa: E402

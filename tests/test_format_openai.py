@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("agents")
 
 from agentctl.errors import SchemaError  # noqa: E402
-from format_contract import check_store  # noqa: E402
+from format_contract import check_session_store as check_store  # noqa: E402
 
 from agentctl.storage import detect, open_store  # noqa: E402
 

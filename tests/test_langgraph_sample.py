@@ -32,3 +32,40 @@ async def test_the_langgraph_sample_reads():
         assert [h.thread_id for h in await store.search("R-77", thread_id="support-refund", limit=1)] == [
             "support-refund"]
         assert await store.doctor() == []
+
+
+def test_the_cli_doctor_on_the_langgraph_sample(tmp_path):
+    """The CLI passes the contract's `limit` to doctor (LangGraphStore.doctor took none:
+    a TypeError traceback)."""
+    import shutil
+
+    from sampledb import cli
+
+    path = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE, path)
+    r = cli(str(path), "doctor")
+    assert r.exit_code == 0 and "Traceback" not in r.stderr
+
+
+async def test_doctor_takes_the_contracts_limit():
+    async with open_store(str(SAMPLE)) as store:
+        assert await store.doctor(limit=1) == []
+
+
+async def test_search_takes_the_contracts_scan_and_says_it_scanned(tmp_path):
+    """`agentctl search` passes scan= (LangGraphStore.search took none: every CLI search
+    of a LangGraph database was a TypeError traceback); last_search_path says "scan"."""
+    import shutil
+
+    from sampledb import cli
+
+    async with open_store(str(SAMPLE)) as store:
+        for scan in (False, True):
+            store.last_search_path = ""
+            hits = await store.search("R-77", scan=scan)
+            assert "support-refund" in {h.thread_id for h in hits} and store.last_search_path == "scan"
+    path = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE, path)
+    for extra in ((), ("--scan",)):
+        r = cli(str(path), "--no-color", "search", "R-77", *extra)
+        assert r.exit_code == 0 and "support-refund" in r.stdout, r.stderr

@@ -326,6 +326,19 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         if os.path.getsize(path) == 0:
             raise SchemaError(f"{path} is an empty file, not a checkpoint database")
 
+    async def backup(self, dest: str) -> str:
+        """An online, consistent copy of the database file at `dest` (a file, or a
+        directory to put one of the same name in), with SQLite's backup API; the path
+        written. Refuses to overwrite a file (UsageError)."""
+        from agentctl.storage.backup import sqlite_backup
+
+        self.require("backup")
+        target = Path(dest)
+        if target.is_dir():
+            target = target / Path(self._db_path).name
+        await asyncio.to_thread(sqlite_backup, self._db_path, str(target))
+        return str(target)
+
     async def connect(self) -> None:
         if self._reader is not None:
             return

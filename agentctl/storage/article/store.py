@@ -949,6 +949,10 @@ class ArticleStore(Store):
 
     # ---- doctor ----------------------------------------------------------------------------
 
+    async def backup(self, dest: str) -> str:
+        self.require(Capability.BACKUP, "backup")
+        return await self.db.backup(dest)
+
     async def doctor(self, limit: int = 100) -> list[Problem]:
         self.require(Capability.DOCTOR, "doctor")
         tables = await self.tables()

@@ -795,10 +795,13 @@ class LangGraphStore(Store):
     # ---- search and doctor ----------------------------------------------------------
 
     async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
+        scan: bool = False,
     ) -> list[SearchHit]:
         """A scan, newest first, of at most SEARCH_SCAN_MAX checkpoints: their messages,
-        tool results and (without `role`) other channel values, case-insensitively."""
+        tool results and (without `role`) other channel values, case-insensitively.
+        LangGraph has no full-text index: every search is a scan, whatever `scan` says."""
+        self.last_search_path = "scan"
         if not text:
             return []
         needle = text.lower()
@@ -860,7 +863,7 @@ class LangGraphStore(Store):
                                   snippet_around(body, text)))
         return hits
 
-    async def doctor(self) -> list[Problem]:
+    async def doctor(self, limit: int = 100) -> list[Problem]:
         self.require(Capability.DOCTOR, "doctor")
         problems: list[Problem] = []
         wt = self._writes_table
@@ -876,7 +879,8 @@ class LangGraphStore(Store):
                     "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id "
                     "FROM checkpoints c LEFT JOIN checkpoints p ON p.thread_id = c.thread_id "
                     "AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id "
-                    "WHERE c.parent_checkpoint_id IS NOT NULL AND p.checkpoint_id IS NULL LIMIT 100"):
+                    "WHERE c.parent_checkpoint_id IS NOT NULL AND p.checkpoint_id IS NULL "
+                    f"LIMIT {int(limit)}"):
                 problems.append(Problem(
                     "warning", "missing-parent", address(r["thread_id"], r["checkpoint_ns"]),
                     f"checkpoint {r['checkpoint_id']}'s parent {r['parent_checkpoint_id']} is not "
@@ -885,7 +889,7 @@ class LangGraphStore(Store):
                     f"SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, COUNT(*) AS n FROM {wt} w "
                     "LEFT JOIN checkpoints c ON c.thread_id = w.thread_id AND c.checkpoint_ns = "
                     "w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id WHERE c.checkpoint_id IS NULL "
-                    "GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id LIMIT 100"):
+                    f"GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id LIMIT {int(limit)}"):
                 problems.append(Problem(
                     "warning", "orphan-writes", address(r["thread_id"], r["checkpoint_ns"]),
                     f"{r['n']} pending writes of checkpoint {r['checkpoint_id']}, which is not "

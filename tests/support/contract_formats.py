@@ -1,0 +1,570 @@
+"""Builders of small databases of every format on every backend, for the contract suite
+(tests/test_contract.py).
+
+Each format has a `FormatCase`: a `build(kind, url)` that writes a small database the
+way the format's own program does (AgentOS: agentctl's engine; the article: its DDL and
+its `AgentStorage`; LangGraph: real graphs with SqliteSaver/PostgresSaver; OpenAI
+Agents: SQLiteSession/SQLAlchemySession; ADK: DatabaseSessionService), 3-4 threads, one
+with a branch where the format has them, and `append(url, thread, text)`, one more step
+written by that program (an agent going on). What legitimately differs between formats
+is data here (`FormatCase` fields), never if/else on format names in the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
+
+#: a text every builder writes into its main thread, found by `search`
+NEEDLE = "zephyrine"
+#: a non-ASCII word each builder writes in the same message (search is case-insensitive
+#: beyond ASCII too: "ZÜRICH" finds it)
+WIDE = "Zürich"
+
+
+@dataclass
+class Built:
+    """What a builder wrote: the database, its threads, the thread the write tests use
+    (at least 3 checkpoints, NEEDLE in one of its messages), its branch if any, and
+    the format's own branch threads by source thread (LangGraph: a subgraph's)."""
+
+    url: str
+    threads: list[str]
+    main: str
+    branch: str | None = None
+    #: every branch thread the builder made, by its source thread (main's included)
+    branches: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.branch is not None:
+            self.branches.setdefault(self.main, self.branch)
+
+
+@dataclass(frozen=True)
+class FormatCase:
+    name: str
+    #: the bundled sample of this format (sample_db/NAME)
+    sample: str
+    build: Callable[[str, str], Awaitable[Built]]
+    #: one more step on a thread, written by the format's own program (None: not offered)
+    append: Callable[[str, str, str], Awaitable[None]] | None = None
+    #: what "the same content" means after a rewind or a branch: the checkpoint seen
+    #: without what names its rows or its thread (a copy has ids of its own)
+    content: Callable[[Any], Any] = lambda cp: (cp.messages, cp.state, cp.tools_result)
+    #: the rewinds (by `hard`) that append a new head holding the target's content (ADK's
+    #: rewind event) instead of making the target the head again
+    rewind_appends: tuple[bool, ...] = ()
+    #: the prune the write tests run (PruneSpec fields; "THREAD" stands for the main thread)
+    prune: Mapping[str, Any] = field(default_factory=dict)
+    #: the CLI arguments of that prune
+    prune_cli: tuple[str, ...] = ()
+    #: columns the format's program keeps for itself and agentctl's writes move, which
+    #: undo does not put back ({table: {column}}); left out of the row-for-row dumps
+    volatile: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: what `format_contract.check_store` may also ask of this format's threads (those
+    #: the builder writes; `sample_checks` of the bundled sample, default the same)
+    store_checks: Mapping[str, Any] = field(default_factory=dict)
+    sample_checks: Mapping[str, Any] | None = None
+    #: those after one of agentctl's writes (default store_checks)
+    written_checks: Mapping[str, Any] | None = None
+    #: the Python packages the builder needs (skipped without them)
+    needs: tuple[str, ...] = ()
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+
+def pg_schema(dsn: str) -> str:
+    return parse_qs(urlsplit(dsn).query).get("search_path", ["public"])[0]
+
+
+def sqlalchemy_engine(dsn: str):
+    """A SQLAlchemy asyncpg engine on the DSN's schema (search_path as a server setting)."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    parts = urlsplit(dsn)
+    url = urlunsplit(("postgresql+asyncpg", parts.netloc, parts.path, "", ""))
+    return create_async_engine(url, connect_args={"server_settings": {"search_path": pg_schema(dsn)}})
+
+
+def psycopg_dsn(dsn: str) -> str:
+    """The rig's DSN with `search_path=` (asyncpg's server setting) as libpq's `options`."""
+    parts = urlsplit(dsn)
+    query = dict(parse_qsl(parts.query))
+    path = query.pop("search_path", None)
+    if path:
+        query["options"] = f"-csearch_path={path}"
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def is_pg(url: str) -> bool:
+    return url.startswith(("postgres://", "postgresql://"))
+
+
+# ---- AgentOS: agentctl's own engine writes the checkpoints -----------------------------------
+
+
+async def _agentos_engine(url: str):
+    from engine_helpers import make_engine
+
+    from agentctl.backends import make_backend
+
+    backend = make_backend(url, readonly=False, create=True)
+    await backend.connect()
+    return backend, make_engine(backend)
+
+
+def _agentos_messages(thread: str, k: int) -> list[dict]:
+    msgs = [{"role": "user", "content": f"{thread} question {i}"} for i in range(k + 1)]
+    if thread == "agent-main":
+        msgs[0]["content"] += f" about {NEEDLE} in {WIDE}"
+    return msgs
+
+
+async def build_agentos(kind: str, url: str) -> Built:
+    backend, engine = await _agentos_engine(url)
+    try:
+        for thread, n in (("agent-main", 4), ("agent-side", 3), ("agent-one", 1)):
+            for k in range(n):
+                await engine.snapshot(thread, _agentos_messages(thread, k),
+                                      {"k": k, "thread": thread}, {f"tool{k}": {"out": k}})
+        second = (await backend.read_thread("agent-main", 2))[1]
+        branch = await engine.branch(second.checkpoint_id, "alt")
+        await engine.snapshot(branch, [{"role": "user", "content": "on the branch"}],
+                              {"k": 9, "thread": branch}, {})
+    finally:
+        await backend.close()
+    return Built(url, ["agent-main", "agent-side", "agent-one", branch], "agent-main", branch)
+
+
+async def append_agentos(url: str, thread: str, text: str) -> None:
+    backend, engine = await _agentos_engine(url)
+    try:
+        head = await backend.get_latest(thread)
+        await engine.snapshot(thread, list(head.messages) + [{"role": "user", "content": text}],
+                              dict(head.state, appended=text), dict(head.tools_result))
+    finally:
+        await backend.close()
+
+
+# ---- the article's session store: its DDL and its AgentStorage -------------------------------
+
+
+def _article_sqlite(path: str) -> tuple[str, list[str]]:
+    from support.article_storage import AgentStorage, init_database
+
+    init_database(path)
+    st = AgentStorage(path)
+    alice = st.create_user("alice", "alice@example.com")["id"]
+    bob = st.create_user("bob")["id"]
+    main = st.create_session(alice, "weather chat")["id"]
+    st.save_message(main, "user", f"what is the weather in {NEEDLE} near {WIDE}?", token_count=7)
+    st.save_message(main, "assistant", "", tool_calls=[{"id": "c1", "type": "function", "function": {
+        "name": "weather", "arguments": json.dumps({"city": NEEDLE})}}], token_count=5)
+    st.log_tool_call(main, "weather", {"city": NEEDLE}, {"sky": "clear"}, 12.5, message_id=2)
+    st.save_message(main, "tool", json.dumps({"sky": "clear"}), tool_call_id="c1", token_count=3)
+    st.save_message(main, "assistant", "It is clear.", token_count=4)
+    st.create_task(main, "summarize", {"n": 1})
+    side = st.create_session(alice, "second")["id"]
+    st.save_message(side, "user", "hello", token_count=1)
+    st.save_message(side, "assistant", "hi", token_count=1)
+    other = st.create_session(bob, "bob's")["id"]
+    st.save_message(other, "user", "bonjour", token_count=2)
+    st.update_task_status(st.create_task(other, "report", {})["id"], "completed", {"ok": True})
+    return main, [main, side, other]
+
+
+async def _copy_sqlite_rows_to_pg(source: str, dsn: str) -> None:
+    import asyncpg
+
+    from agentctl.storage.article import schema as S
+
+    conn = await asyncpg.connect(dsn)
+    src = sqlite3.connect(source)
+    try:
+        await conn.execute(S.POSTGRES_DDL)
+        for table in ("users", "sessions", "messages", "tasks", "tool_logs"):
+            cur = src.execute(f"SELECT * FROM {table} ORDER BY id")
+            cols = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+            if rows:
+                await conn.executemany(
+                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
+                    f"({', '.join(f'${i + 1}' for i in range(len(cols)))})", rows)
+        for table in ("messages", "tool_logs"):
+            await conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                               f"(SELECT COALESCE(MAX(id), 1) FROM {table}))")
+    finally:
+        src.close()
+        await conn.close()
+
+
+async def build_article(kind: str, url: str) -> Built:
+    if kind == "sqlite":
+        main, threads = _article_sqlite(url)
+        return Built(url, sorted(threads), main)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "a.db")
+        main, threads = _article_sqlite(path)
+        await _copy_sqlite_rows_to_pg(path, url)
+    return Built(url, sorted(threads), main)
+
+
+async def append_article(url: str, thread: str, text: str) -> None:
+    if not is_pg(url):
+        from support.article_storage import AgentStorage
+
+        AgentStorage(url).save_message(thread, "assistant", text, token_count=2)
+        return
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:  # the article's save_message, in Postgres' dialect
+        async with conn.transaction():
+            await conn.execute("INSERT INTO messages (session_id, role, content, token_count) "
+                               "VALUES ($1, 'assistant', $2, 2)", thread, text)
+            await conn.execute("UPDATE sessions SET message_count = message_count + 1, "
+                               "total_tokens = total_tokens + 2 WHERE id = $1", thread)
+    finally:
+        await conn.close()
+
+
+# ---- LangGraph: real graphs with the real savers --------------------------------------------
+
+
+def _lg_graph():
+    from typing import Annotated, TypedDict
+
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    S = TypedDict("S", {"messages": Annotated[list, add_messages], "count": int})
+
+    def agent(s):
+        n = s.get("count", 0) + 1
+        return {"messages": [AIMessage(content=f"answer {n}")], "count": n}
+
+    g = StateGraph(S)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    g.add_edge("agent", END)
+    return g
+
+
+def _lg_parent_graph():
+    """A graph whose second node is a compiled subgraph: its checkpoints are LangGraph's
+    namespace THREAD|child:TASK, a branch thread of THREAD in agentctl."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    S = TypedDict("S", {"notes": str})
+    child = StateGraph(S)
+    child.add_node("inner", lambda s: {"notes": s["notes"] + " +inner"})
+    child.add_edge(START, "inner")
+    child.add_edge("inner", END)
+    g = StateGraph(S)
+    g.add_node("outer", lambda s: {"notes": s["notes"] + " +outer"})
+    g.add_node("child", child.compile())
+    g.add_edge(START, "outer")
+    g.add_edge("outer", "child")
+    g.add_edge("child", END)
+    return g
+
+
+def _lg_write(saver, turns: Mapping[str, list[str]]) -> None:
+    from langchain_core.messages import HumanMessage
+
+    graph = _lg_graph().compile(checkpointer=saver)
+    for thread, texts in turns.items():
+        for text in texts:
+            graph.invoke({"messages": [HumanMessage(content=text)]},
+                         {"configurable": {"thread_id": thread}})
+
+
+_LG_TURNS = {"lg-main": [f"tell me about {NEEDLE} in {WIDE}", "and more"], "lg-side": ["hello"],
+             "lg-other": ["bonjour", "merci"]}
+
+
+def _lg_saver(url: str):
+    """A context manager yielding the saver of the database (tables set up)."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def saver():
+        if is_pg(url):
+            from langgraph.checkpoint.postgres import PostgresSaver
+
+            with PostgresSaver.from_conn_string(psycopg_dsn(url)) as s:
+                s.setup()
+                yield s
+            return
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(url, check_same_thread=False)
+        try:
+            s = SqliteSaver(conn)
+            s.setup()
+            yield s
+        finally:
+            conn.close()
+
+    return saver()
+
+
+async def build_langgraph(kind: str, url: str) -> Built:
+    from agentctl.storage import open_store
+
+    with _lg_saver(url) as saver:
+        _lg_write(saver, _LG_TURNS)
+        _lg_parent_graph().compile(checkpointer=saver).invoke(
+            {"notes": "start"}, {"configurable": {"thread_id": "lg-parent"}})
+    async with open_store(url) as store:  # the subgraph's thread id holds LangGraph's task id
+        (sub,) = [t for t in await store.all_thread_ids() if t.startswith("lg-parent|")]
+    return Built(url, sorted([*_LG_TURNS, "lg-parent", sub]), "lg-main", branches={"lg-parent": sub})
+
+
+async def append_langgraph(url: str, thread: str, text: str) -> None:
+    with _lg_saver(url) as saver:
+        _lg_write(saver, {thread: [text]})
+
+
+# ---- OpenAI Agents SDK: its sessions ----------------------------------------------------------
+
+_OA_ITEMS = {
+    "oa-main": [
+        {"role": "user", "content": f"weather in {NEEDLE} near {WIDE}?"},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+         "arguments": json.dumps({"city": NEEDLE})},
+        {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}]},
+    ],
+    "oa-side": [{"role": "user", "content": "hello"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}],
+    "oa-other": [{"role": "user", "content": "bonjour"}],
+}
+
+
+async def _oa_sessions(url: str, ids):
+    """(sessions, close) of the SDK on this database."""
+    if is_pg(url):
+        from agents.extensions.memory import SQLAlchemySession
+
+        engine = sqlalchemy_engine(url)
+        sessions = {sid: SQLAlchemySession(sid, engine=engine, create_tables=True) for sid in ids}
+
+        async def close():
+            await engine.dispose()
+
+        return sessions, close
+    from agents import SQLiteSession
+
+    sessions = {sid: SQLiteSession(sid, url) for sid in ids}
+
+    async def close_all():
+        for s in sessions.values():
+            s.close()
+
+    return sessions, close_all
+
+
+async def build_openai(kind: str, url: str) -> Built:
+    sessions, close = await _oa_sessions(url, _OA_ITEMS)
+    try:
+        for sid, items in _OA_ITEMS.items():
+            await sessions[sid].add_items(items)
+    finally:
+        await close()
+    return Built(url, sorted(_OA_ITEMS), "oa-main")
+
+
+async def append_openai(url: str, thread: str, text: str) -> None:
+    sessions, close = await _oa_sessions(url, [thread])
+    try:
+        await sessions[thread].add_items([{"role": "user", "content": text}])
+    finally:
+        await close()
+
+
+# ---- Google ADK: DatabaseSessionService -------------------------------------------------------
+
+
+async def _adk_service(url: str):
+    from google.adk.sessions import DatabaseSessionService
+
+    if is_pg(url):
+        engine = sqlalchemy_engine(url)
+        svc = DatabaseSessionService(db_engine=engine)
+
+        async def close():
+            await svc.close()
+            await engine.dispose()
+
+        return svc, close
+    svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{url}")
+    return svc, svc.close
+
+
+def _adk_text(role: str, text: str):
+    from google.genai import types
+
+    return types.Content(role=role, parts=[types.Part(text=text)])
+
+
+async def build_adk(kind: str, url: str) -> Built:
+    from google.adk.events import Event, EventActions
+
+    svc, close = await _adk_service(url)
+    try:
+        s = await svc.create_session(app_name="app", user_id="u1", session_id="main", state={"init": 1})
+        for i, (role, text) in enumerate([("user", f"plan a trip to {NEEDLE} via {WIDE}"), ("model", "Where from?"),
+                                          ("user", "from Lyon"), ("model", "Booked.")]):
+            author = "user" if role == "user" else "helper"
+            await svc.append_event(s, Event(author=author, invocation_id=f"inv-{i}", content=_adk_text(role, text),
+                                            actions=EventActions(state_delta={"turn": i})))
+        t = await svc.create_session(app_name="app", user_id="u1", session_id="side")
+        await svc.append_event(t, Event(author="user", invocation_id="inv-s", content=_adk_text("user", "hello")))
+        o = await svc.create_session(app_name="app", user_id="u2", session_id="other", state={"k": "v"})
+        for i, text in enumerate(["bonjour", "merci"]):
+            await svc.append_event(o, Event(author="user", invocation_id=f"inv-o{i}", content=_adk_text("user", text)))
+    finally:
+        await close()
+    return Built(url, ["app/u1/main", "app/u1/side", "app/u2/other"], "app/u1/main")
+
+
+async def append_adk(url: str, thread: str, text: str) -> None:
+    from google.adk.events import Event
+
+    app, user, sid = thread.split("/")
+    svc, close = await _adk_service(url)
+    try:
+        s = await svc.get_session(app_name=app, user_id=user, session_id=sid)
+        await svc.append_event(s, Event(author="user", invocation_id="inv-appended", content=_adk_text("user", text)))
+    finally:
+        await close()
+
+
+def _article_content(cp) -> Any:
+    """A session's transcript and tool logs without their row ids (a branch copies the
+    rows under new ids); the state is the session row as it is now (its counters), not
+    a step's."""
+    drop = ("id", "message_id")
+    return ([{k: v for k, v in m.items() if k not in drop} for m in cp.messages],
+            sorted(repr({k: v for k, v in t.items() if k not in drop}) for t in cp.tools_result.values()))
+
+
+def _langgraph_content(cp) -> Any:
+    """The transcript and the channel values (without the checkpoint's own metadata,
+    which says how it was written, e.g. source "fork"); pending writes are the next
+    step's, not this checkpoint's content."""
+    return cp.messages, {k: v for k, v in cp.state.items() if k != "__metadata__"}
+
+
+def _openai_content(cp) -> Any:
+    """The transcript, the tool results and the item (the state names the session)."""
+    return cp.messages, cp.tools_result, {k: v for k, v in cp.state.items() if k != "session_id"}
+
+
+# ---- the cases --------------------------------------------------------------------------------
+
+CASES: dict[str, FormatCase] = {c.name: c for c in [
+    FormatCase("agentos", "checkpoints.db", build_agentos, append_agentos,
+               prune={"threads": ["THREAD"], "keep_last": 1},
+               prune_cli=("THREAD", "--keep-last", "1")),
+    FormatCase("article", "sessions.db", build_article, append_article, content=_article_content,
+               store_checks={"first_step": 1, "message_per_step": True},
+               prune={"statuses": ["active"], "keep_last": 1},
+               prune_cli=("--all", "--status", "active", "--keep-last", "1")),
+    FormatCase("langgraph", "langgraph.db", build_langgraph, append_langgraph,
+               prune={"threads": ["THREAD"], "keep_last": 1},
+               prune_cli=("THREAD", "--keep-last", "1"),
+               store_checks={"first_step": -1},
+               # a rewind writes a fork checkpoint copying the target (LangGraph's replay);
+               # its pending writes and checkpoint metadata are its own
+               rewind_appends=(False, True), content=_langgraph_content,
+               sample_checks={"linear": False},  # its support-refund-replay thread was replayed
+               written_checks={"linear": False},  # a rewind forks inside the thread
+               needs=("langgraph", "langgraph.checkpoint.sqlite")),
+    FormatCase("openai-agents", "openai_agents.db", build_openai, append_openai, content=_openai_content,
+               prune={"threads": ["THREAD"], "keep_last": 1},
+               prune_cli=("THREAD", "--keep-last", "1"),
+               volatile={"agent_sessions": frozenset({"updated_at"})},
+               store_checks={"first_step": 1, "message_per_step": True},
+               needs=("agents",)),
+    FormatCase("adk", "adk.db", build_adk, append_adk,
+               rewind_appends=(False,), content=lambda cp: cp.state,
+               store_checks={"first_step": 1, "message_per_step": True},
+               prune={"threads": ["THREAD"], "keep_last": 1},
+               prune_cli=("THREAD", "--keep-last", "1"),
+               needs=("google.adk", "sqlalchemy")),
+]}
+
+
+# ---- dumps of every table -----------------------------------------------------------------------
+
+
+async def table_names(url: str) -> list[str]:
+    """Every table of the database (its schema on Postgres), SQLite's own excluded."""
+    if is_pg(url):
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            rows = await conn.fetch("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                                    "current_schema() AND table_type = 'BASE TABLE' ORDER BY 1")
+            return [r[0] for r in rows]
+        finally:
+            await conn.close()
+    conn = sqlite3.connect(url)
+    try:
+        rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+    finally:
+        conn.close()
+    virtual = [n for n, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL TABLE")]
+    # an FTS table's content is its shadow tables' (checked through the format's own reads)
+    return [n for n, _ in rows if not n.startswith("sqlite_") and n not in virtual
+            and not any(n.startswith(v + "_") for v in virtual)]
+
+
+async def dump(url: str, *, side_tables: bool = True, volatile: Mapping[str, frozenset[str]] = {}) -> dict:
+    """Every row of every table as text, sorted; without agentctl's own side tables
+    (agentctl_*) when side_tables is False, and without the volatile columns."""
+    names = [t for t in await table_names(url) if side_tables or not t.startswith("agentctl_")]
+    out: dict[str, list] = {}
+    if is_pg(url):
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            for t in names:
+                rows = [dict(r) for r in await conn.fetch(f'SELECT * FROM "{t}"')]
+                out[t] = _rows(rows, volatile.get(t, ()))
+        finally:
+            await conn.close()
+        return out
+    conn = sqlite3.connect(url)
+    conn.row_factory = sqlite3.Row
+    try:
+        for t in names:
+            out[t] = _rows([dict(r) for r in conn.execute(f'SELECT * FROM "{t}"')], volatile.get(t, ()))
+    finally:
+        conn.close()
+    return out
+
+
+def _rows(rows: list[dict], drop) -> list:
+    return sorted(repr(sorted((k, str(v)) for k, v in r.items() if k not in drop)) for r in rows)
+
+
+def copy_sample(name: str, dest: Path) -> Path:
+    src = Path(__file__).resolve().parent.parent.parent / "sample_db" / name
+    shutil.copyfile(src, dest)
+    return dest
