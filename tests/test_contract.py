@@ -327,7 +327,9 @@ async def _merge(case: FormatCase, b: Built) -> None:
         new_head = await h.merge_branch(branch, b.main)
         merged = await store.get_latest(b.main)
         assert merged.metadata.checkpoint_id == new_head
-        assert merged.messages[-1]["content"] == text
+        # the branch's new message is in the merged head (a program may answer it, as
+        # LangGraph's graph does, so it need not be the last one)
+        assert text in [m.get("content") for m in merged.messages[-3:]]
         await check_store(store, **_written(case))
         await h.undo()
     assert await data_rows(case, b.url) == before

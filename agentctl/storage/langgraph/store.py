@@ -590,6 +590,17 @@ class LangGraphStore(Store):
             for ns, m in await self._subgraph_starts(tid):
                 if (tid, _parent_ns(ns)) in wanted:
                     out.append(m)
+        # Threads agentctl's `branch` made: they hold a copy of the chain up to the
+        # branch point (LangGraph's ids), so no parent edge leads into them; their
+        # first checkpoint is shown as forked from the branch point.
+        await self._load_branches()
+        for new, (source, point) in (self._branch_map or {}).items():
+            if (source, "") in wanted and new not in thread_ids:
+                first = await self.read_thread(new, limit=1)
+                if first:
+                    m = first[0]
+                    out.append(CheckpointMetadata(m.thread_id, m.checkpoint_id, m.step, point,
+                                                  m.created_at, list(m.tags), m.summary))
         return out
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
