@@ -1,0 +1,52 @@
+"""Habits users bring from git, gh, kubectl and sqlite-utils (issue 14)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import SAMPLE_DB
+from sampledb import cli
+
+SESSIONS_DB = SAMPLE_DB.with_name("sessions.db")
+
+
+# ---- global options after the command's name ------------------------------------------
+
+
+def test_global_options_after_the_command():
+    before = cli(None, "--db", str(SAMPLE_DB), "threads", "list", "-n", "2")
+    after = cli(None, "threads", "list", "-n", "2", "--db", str(SAMPLE_DB))
+    assert before.exit_code == after.exit_code == 0
+    assert after.stdout == before.stdout and "loop-research-7" in after.stdout
+    r = cli(None, "show", "coder-fix-flaky-test", f"--db={SAMPLE_DB}", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["metadata"]["thread_id"] == "coder-fix-flaky-test"
+    # the later one wins, as when both come first; --format too
+    r = cli(None, "--db", "nope.db", "threads", "list", "--db", str(SESSIONS_DB), "--format", "article",
+            "--json")
+    assert r.exit_code == 0 and any(t["thread_id"].startswith("s-") for t in json.loads(r.stdout))
+
+
+def test_global_flags_after_the_command(monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    plain = cli(str(SAMPLE_DB), "log", "support-1042", "--no-color").stdout
+    assert "\x1b[33m" not in plain and "ckpt-support-1042-5" in plain
+    r = cli(str(SAMPLE_DB), "log", "support-1042", "--pager")
+    assert r.exit_code == 0
+
+
+def test_global_options_after_the_command_take_the_env_vars(monkeypatch):
+    monkeypatch.setenv("AGENTCTL_DB", str(SAMPLE_DB))
+    r = cli(None, "threads", "show", "support-1042", "--no-color")
+    assert r.exit_code == 0 and "support-1042" in r.stdout
+
+
+def test_global_option_after_the_command_without_its_value():
+    r = cli(None, "threads", "list", "--db")
+    assert r.exit_code == 2 and "'--db' requires an argument" in r.stderr
+
+
+def test_nothing_after_double_dash_moves():
+    r = cli(None, "search", "--db", str(SAMPLE_DB), "--", "--db")
+    assert r.exit_code == 0  # searched for the text "--db"
