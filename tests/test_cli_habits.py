@@ -50,3 +50,45 @@ def test_global_option_after_the_command_without_its_value():
 def test_nothing_after_double_dash_moves():
     r = cli(None, "search", "--db", str(SAMPLE_DB), "--", "--db")
     assert r.exit_code == 0  # searched for the text "--db"
+
+
+# ---- --json with --dry-run; empty results on a terminal ---------------------------------
+
+
+def test_threads_delete_dry_run_json(tmp_path):
+    import shutil
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    r = cli(str(db), "threads", "delete", "support-1042", "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["thread_id"] == "support-1042" and data["checkpoints"] == 5 and data["dry_run"] is True
+    assert cli(str(db), "threads", "show", "support-1042").exit_code == 0  # nothing deleted
+
+
+@pytest.mark.parametrize("command", [["threads", "delete", "support-1042"], ["rewind", "support-1042@2"],
+                                     ["prune", "support-1042", "--keep-last", "1"], ["purge"]])
+def test_every_dry_run_takes_json(tmp_path, command):
+    import shutil
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    r = cli(str(db), *command, "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("command, message", [
+    (["search", "no-such-text-anywhere"], "no matches"),
+    (["oplog"], "no operations"),
+    (["threads", "list", "--prefix", "no-such-thread"], "no threads"),
+])
+def test_empty_results_on_a_terminal_say_so(monkeypatch, command, message):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    r = cli(str(SAMPLE_DB), *command)
+    assert r.exit_code == 0
+    assert message in r.stderr and r.stdout.strip() == ""
+    monkeypatch.delenv("FORCE_COLOR")  # piped: the header only (a table with no rows)
+    r = cli(str(SAMPLE_DB), *command)
+    assert r.exit_code == 0 and message not in r.stderr

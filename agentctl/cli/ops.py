@@ -40,6 +40,11 @@ def oplog(
             [[op.op_id, op.created_at, op.kind, op.summary, ",".join(op.threads or []),
               "undone" if op.undone else (f"undo of {op.undo_of}" if op.undo_of else "done")] for op in ops])
         return
+    if not ops:
+        from agentctl.cli.output import info
+
+        info("no operations")
+        return
     from agentctl import render
 
     show(render.op_table(ops))

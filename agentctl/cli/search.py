@@ -49,8 +49,11 @@ def search(
 
         emit_json([h.to_dict() for h in hits])
         return
-    from agentctl.cli.output import table
+    from agentctl.cli.output import info, stdout_is_tty, table
 
+    if not hits and stdout_is_tty():
+        info("no matches")
+        return
     table(["THREAD", "STEP", "CHECKPOINT", "WHERE", "ROLE", "SNIPPET"],
           [[h.thread_id, h.step, h.checkpoint_id, h.where, h.role or "", h.snippet] for h in hits],
           renderable=lambda: _hits_table(hits, text))

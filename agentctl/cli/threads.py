@@ -54,6 +54,9 @@ def list_threads(
     if json_out:
         emit_json([r.to_dict() for r in rows])
         return
+    if not rows and stdout_is_tty():
+        info("no threads" + (" match" if filters or prefix or offset else ""))
+        return
     def rich_table():
         from agentctl import render  # Rich only on a terminal: piped output is TSV
 
@@ -140,6 +143,10 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
             return tid, await backend.count(tid), await backend.branches_of([tid])
 
     tid, n, branches = run(plan())
+    if json_out and dry_run:
+        emit_json({"thread_id": tid, "checkpoints": n, "branches_kept": [b.thread_id for b in branches],
+                   "dry_run": True})
+        return
     text = render.safe(f"delete thread {tid}: {n} checkpoint{'s' if n != 1 else ''}"
                        + (f" (it has {len(branches)} branch(es), which are kept)" if branches else ""))
     show_plan(text, to_stdout=dry_run)
