@@ -92,3 +92,17 @@ def test_empty_results_on_a_terminal_say_so(monkeypatch, command, message):
     monkeypatch.delenv("FORCE_COLOR")  # piped: the header only (a table with no rows)
     r = cli(str(SAMPLE_DB), *command)
     assert r.exit_code == 0 and message not in r.stderr
+
+
+# ---- piped threads list: whole values ---------------------------------------------------
+
+
+def test_piped_threads_list_keeps_whole_values():
+    r = cli(str(SAMPLE_DB), "threads", "list")
+    assert r.exit_code == 0 and "…" not in r.stdout
+    rows = {line.split("\t")[0]: line.split("\t") for line in r.stdout.splitlines()[1:]}
+    whole = {t["thread_id"]: t for t in json.loads(cli(str(SAMPLE_DB), "threads", "list", "--json").stdout)}
+    assert rows.keys() == whole.keys()
+    for tid, cells in rows.items():
+        assert cells[-1] == whole[tid]["head_summary"] and cells[3] == whole[tid]["updated_at"]
+    assert any(len(t["head_summary"]) > 60 for t in whole.values())

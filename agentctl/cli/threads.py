@@ -8,7 +8,6 @@ import typer
 from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
-from agentctl.text import shorten
 
 app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl threads list --limit 5",
                   no_args_is_help=True, rich_markup_mode=None)
@@ -68,7 +67,7 @@ def list_threads(
     table(
         ["THREAD", "CKPTS", "HEAD", *extra, "UPDATED", "BRANCH-OF", "SUMMARY"],
         [[r.thread_id, r.checkpoints, r.head_step, *(v for _, v in r.extra_columns()),
-          r.updated_at[:19], r.branch_of or "", shorten(r.head_summary, 60)] for r in rows],
+          r.updated_at, r.branch_of or "", r.head_summary] for r in rows],  # piped: whole values
         renderable=rich_table,
     )
 
