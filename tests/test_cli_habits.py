@@ -106,3 +106,68 @@ def test_piped_threads_list_keeps_whole_values():
     for tid, cells in rows.items():
         assert cells[-1] == whole[tid]["head_summary"] and cells[3] == whole[tid]["updated_at"]
     assert any(len(t["head_summary"]) > 60 for t in whole.values())
+
+
+# ---- search in the state ----------------------------------------------------------------
+
+from sampledb import sample_ro  # noqa: E402,F401  (fixture)
+
+LANGGRAPH_DB = SAMPLE_DB.with_name("langgraph.db")
+
+
+def _search(db, *args):
+    r = cli(db, "search", *args, "--json")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_search_finds_text_in_the_state_with_its_path(sample_ro):  # noqa: F811
+    for scan in ([], ["--scan"]):
+        hits = _search(sample_ro, "whitfield", *scan)  # a customer's name lives in the state only
+        assert [h["checkpoint_id"].rsplit("-", 1)[0] for h in hits] == [
+            f"ckpt-support-1042-{i}" for i in (5, 4, 3, 2, 1)]
+        assert {(h["where"], h["path"], h["role"]) for h in hits} == {("state", "state.customer", None)}
+        assert all("Whitfield" in h["snippet"] for h in hits)
+        assert list(hits[0]) == ["thread_id", "checkpoint_id", "step", "where", "role", "snippet", "path"]
+        nested = _search(sample_ro, "exponential", "--in", "state", "--thread", "coder-fix-flaky-test", *scan)
+        assert nested and {h["path"] for h in nested} == {"state.retry.strategy"}
+
+
+def test_search_in_narrows_the_places(sample_ro):  # noqa: F811
+    assert _search(sample_ro, "whitfield", "--in", "messages,tools") == []
+    assert {h["where"] for h in _search(sample_ro, "exit_code", "--in", "tools")} == {"tools_result"}
+    assert {h["where"] for h in _search(sample_ro, "backoff", "--in", "messages")} == {"messages"}
+    hits = _search(sample_ro, "backoff", "-n", "1")
+    assert hits[0]["path"].startswith("messages[") and hits[0]["path"].endswith("].content")
+    tools = _search(sample_ro, "exit_code", "--in", "tools", "-n", "1")
+    assert tools[0]["path"].startswith("tools_result.") and tools[0]["path"].endswith(".exit_code")
+
+
+def test_search_in_refuses_unknown_places():
+    r = cli(str(SAMPLE_DB), "search", "x", "--in", "messages,stat")
+    assert r.exit_code == 2 and "unknown search place 'stat'" in r.stderr
+    r = cli(str(SAMPLE_DB), "search", "x", "--in", "state", "--role", "user")
+    assert r.exit_code == 2 and "--role" in r.stderr
+
+
+def test_store_search_takes_places(sample_ro):  # noqa: F811
+    from agentctl.storage import open_store
+    from conftest import run_sync
+
+    async def go():
+        async with open_store(sample_ro) as store:
+            default = await store.search("whitfield")
+            only_messages = await store.search("whitfield", places=("messages",))
+            fts_state = await store.search("A-77812", places=("state",))
+            return default, only_messages, fts_state
+
+    default, only_messages, state_hits = run_sync(go)
+    assert len(default) == 5 and only_messages == []
+    assert state_hits and all(h.where == "state" and h.path == "state.order_id" for h in state_hits)
+
+
+def test_langgraph_search_runs_and_finds_state():
+    hits = _search(str(LANGGRAPH_DB), "3 papers", "--in", "state")
+    assert hits and all(h["where"] == "state" and h["path"].startswith("state.notes[") for h in hits)
+    assert all(h["where"] != "state" for h in _search(str(LANGGRAPH_DB), "3 papers", "--in", "messages,tools"))
+    assert cli(str(LANGGRAPH_DB), "search", "loop", "--scan").exit_code == 0

@@ -114,7 +114,7 @@ class AgentctlApp(App[None]):
     ACTION_HELP = {
         "quit": "Quit agentctl",
         "help": "Show the keys",
-        "search": "Search messages and tool results in every thread",
+        "search": "Search messages, tool results and state in every thread",
         "mark": "Mark the selected checkpoint: the Diff tab then compares with it (again: unmark)",
         "rewind": "Rewind the thread to the selected checkpoint (later ones are archived, undoable)",
         "branch": "Branch a new thread from the selected checkpoint",
