@@ -171,3 +171,42 @@ def test_langgraph_search_runs_and_finds_state():
     assert hits and all(h["where"] == "state" and h["path"].startswith("state.notes[") for h in hits)
     assert all(h["where"] != "state" for h in _search(str(LANGGRAPH_DB), "3 papers", "--in", "messages,tools"))
     assert cli(str(LANGGRAPH_DB), "search", "loop", "--scan").exit_code == 0
+
+
+# ---- unknown --role values and bad AGENTCTL_KEYMAP entries are errors ---------------------
+
+
+def test_unknown_role_is_an_error():
+    r = cli(str(SAMPLE_DB), "search", "backoff", "--role", "asistant")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "unknown role 'asistant'; did you mean 'assistant'?" in r.stderr
+    assert cli(str(SAMPLE_DB), "search", "backoff", "--role", "assistant").exit_code == 0
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("rewind", "is not ID=KEY"),
+    ("rewind=", "is not ID=KEY"),
+    ("rwind=ctrl+r", "no key binding has the id 'rwind'"),
+    ("rewind=cntrl+r", "'cntrl+r' is not a key"),
+    ("quit=ctrl+q,rewind=ctrl+rr", "'ctrl+rr' is not a key"),
+])
+def test_bad_keymap_entries_are_errors(monkeypatch, spec, message):
+    import agentctl.cli.tui
+
+    monkeypatch.setattr(agentctl.cli.tui, "_stdout_is_terminal", lambda: True)
+    monkeypatch.setenv("AGENTCTL_KEYMAP", spec)
+    ran = []
+    monkeypatch.setattr("agentctl.tui.app.AgentctlApp.run", lambda self: ran.append(self))
+    r = cli(str(SAMPLE_DB), "tui")
+    assert r.exit_code == 2 and not ran
+    assert r.stderr.startswith("agentctl: AGENTCTL_KEYMAP entry") and r.stderr.count("\n") == 1
+    assert message in r.stderr
+
+
+def test_good_keymap_entries_are_taken(monkeypatch):
+    from agentctl.tui.app import AgentctlApp, binding_ids, parse_keymap
+
+    assert parse_keymap("rewind=ctrl+r, help=f1,search=question_mark,", binding_ids()) == {
+        "rewind": "ctrl+r", "help": "f1", "search": "question_mark"}
+    monkeypatch.setenv("AGENTCTL_KEYMAP", "confirm.yes=enter,quit=ctrl+q")
+    assert AgentctlApp(str(SAMPLE_DB))._keymap == {"confirm.yes": "enter", "quit": "ctrl+q"}

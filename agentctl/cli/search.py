@@ -13,6 +13,25 @@ from agentctl.cli.options import JsonOpt
 from agentctl.model import SearchHit
 
 
+#: the message roles of the formats agentctl reads (what `--role` can pick)
+ROLES = ("system", "developer", "user", "assistant", "tool", "function", "reasoning")
+
+
+def check_role(role: str) -> None:
+    """An unknown role is a UsageError naming the roles (and the closest one), not a
+    search that silently finds nothing."""
+    from difflib import get_close_matches
+
+    from agentctl.errors import UsageError
+    from agentctl.text import inert
+
+    if role in ROLES:
+        return
+    close = get_close_matches(role.lower(), ROLES, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise UsageError(f"unknown role {inert(role, one_line=True)!r}; {hint}use one of {', '.join(ROLES)}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("search")(search)
 
@@ -22,7 +41,7 @@ def search(
     text: Annotated[str, typer.Argument(help="Text to find (case-insensitive substring).")],
     thread: Annotated[str | None, typer.Option("--thread", "-t", help="Only this thread.",
                                                autocompletion=complete_thread)] = None,
-    role: Annotated[str | None, typer.Option("--role", "-r", help="Only messages of this role (user, assistant, tool, ...); skips tool results.")] = None,
+    role: Annotated[str | None, typer.Option("--role", "-r", help="Only messages of this role (system, developer, user, assistant, tool, function, reasoning); skips tool results and state.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many hits at most.")] = 50,
     places: Annotated[str, typer.Option(
         "--in", metavar="PLACES",
@@ -41,6 +60,8 @@ def search(
 
     if not text:
         raise UsageError("search text is empty")
+    if role is not None:
+        check_role(role)
     chosen = [p.strip() for p in places.split(",") if p.strip()]
     if not chosen:
         raise UsageError("--in is empty; use messages, tools, state (comma-separated)")
