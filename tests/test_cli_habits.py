@@ -210,3 +210,80 @@ def test_good_keymap_entries_are_taken(monkeypatch):
         "rewind": "ctrl+r", "help": "f1", "search": "question_mark"}
     monkeypatch.setenv("AGENTCTL_KEYMAP", "confirm.yes=enter,quit=ctrl+q")
     assert AgentctlApp(str(SAMPLE_DB))._keymap == {"confirm.yes": "enter", "quit": "ctrl+q"}
+
+
+# ---- narrow terminals ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(80, 24), (50, 24), (140, 40)])
+async def test_tui_footer_shows_every_key(size):
+    from textual.widgets._footer import FooterKey
+
+    from agentctl.tui.app import AgentctlApp
+
+    app = AgentctlApp(str(SAMPLE_DB), readonly=True)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        footer = app.query_one("KeyFooter")
+        keys = list(footer.query(FooterKey))
+        shown = {b.description for (_n, b, _e, _t) in app.screen.active_bindings.values() if b.show}
+        assert shown <= {k.description for k in keys}
+        screen = app.screen.region
+        for k in keys:  # each one whole on the screen, none over another
+            assert k.region.width and screen.contains_region(k.region), (k.key, k.region)
+            assert footer.region.contains_region(k.region)
+            assert all(not k.region.overlaps(o.region) for o in keys if o is not k), k.key
+        if size[0] >= 120:  # room for one line: Textual's footer as it was
+            assert footer.region.height == 1 and not footer.compact
+
+
+def _rows_at_40(monkeypatch, db, *args):
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    r = cli(db, *args)
+    assert r.exit_code == 0, r.stderr
+    import re
+
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout)
+    lines = [line.rstrip() for line in plain.splitlines() if line.strip()]
+    assert lines
+    return lines
+
+
+def _no_letter_columns(lines):
+    """Nothing reads one letter (or a few) per line: most lines keep a word of 6
+    characters or more whole (a table squeezed to columns of a few letters has none)."""
+    for line in lines:
+        assert len(line) <= 40, line
+    squeezed = [line for line in lines if max(len(w) for w in line.split()) < 6]
+    assert len(squeezed) <= len(lines) // 3, squeezed
+
+
+@pytest.mark.parametrize("args, words", [
+    (["log", "coder-fix-flaky-test", "-n", "5"], ["ckpt-coder-fix-flaky-test-13-7fe041"]),
+    (["search", "backoff"], ["THREAD", "CHECKPOINT", "coder-fix-flaky-test", "messages[20]"]),
+    (["search", "whitfield", "-n", "2"], ["THREAD", "support-1042", "state.customer", "Whitfield"]),
+    (["diff", "coder-fix-flaky-test@5", "coder-fix-flaky-test@6"], ["SECTION", "parent_checkpoint_id"]),
+])
+def test_tables_at_40_columns(monkeypatch, args, words):
+    lines = _rows_at_40(monkeypatch, str(SAMPLE_DB), *args)
+    if args[0] != "log":  # log is one line per checkpoint, not a table
+        _no_letter_columns(lines)
+    text = " ".join(" ".join(lines).split())
+    for word in words:  # each column there, and short values whole
+        assert word in text, word
+
+
+def test_oplog_at_40_columns(monkeypatch, tmp_path):
+    import shutil
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    assert cli(str(db), "rewind", "support-1042@3", "--yes").exit_code == 0
+    assert cli(str(db), "branch", "support-1042@2", "x").exit_code == 0
+    lines = _rows_at_40(monkeypatch, str(db), "oplog")
+    _no_letter_columns(lines)
+    text = " ".join(" ".join(lines).split())
+    for word in ("SUMMARY", "THREADS", "STATUS", "rewind", "support-1042"):
+        assert word in text, word

@@ -47,7 +47,9 @@ def oplog(
         return
     from agentctl import render
 
-    show(render.op_table(ops))
+    from agentctl.cli.output import console
+
+    show(render.op_table(ops, width=console().width))
 
 
 def undo(

@@ -105,24 +105,34 @@ def _hits_table(hits: list[SearchHit], text: str) -> Any:
     # folded or cut by the table, a narrow column lost the match.
     longest = max((len(inert(h.snippet, one_line=True)) for h in hits), default=0)
     wheres = [_where_label(h) for h in hits]
-    # STEP, WHERE (not folded) and the gaps take their columns; of the rest the snippet
-    # gets three fifths, THREAD and CHECKPOINT (folded) the others.
-    fixed = 14 + max((len(w) for w in wheres), default=5)
-    width = max(20, min(longest, (console().width - fixed) * 3 // 5))
-    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
-    for name in ("THREAD", "STEP", "CHECKPOINT", "WHERE"):
-        t.add_column(name, overflow="fold", no_wrap=name in ("STEP", "WHERE"))
-    t.add_column("SNIPPET", no_wrap=True, overflow="ellipsis", min_width=width)
+    term_width = console().width
+    narrow = render.is_narrow(term_width)
+    if narrow:  # records: the snippet gets the line less its label (SNIPPET and a gap)
+        width = max(10, min(longest, term_width - 12))
+    else:
+        # STEP, WHERE (not folded) and the gaps take their columns; of the rest the
+        # snippet gets three fifths, THREAD and CHECKPOINT (folded) the others.
+        fixed = 14 + max((len(w) for w in wheres), default=5)
+        width = max(20, min(longest, (term_width - fixed) * 3 // 5))
     needle = re.compile(re.escape(inert(text, one_line=True)), re.IGNORECASE)
+    rows = []
     for h, where in zip(hits, wheres):
         snippet = render.safe(centre_on(inert(h.snippet, one_line=True), inert(text, one_line=True), width),
                               one_line=True)
         snippet.highlight_regex(needle, "bold reverse")
-        t.add_row(render.safe(h.thread_id, "bold", one_line=True), str(h.step),
-                  render.safe(h.checkpoint_id, render.ID_STYLE, one_line=True),
-                  render.safe(where, one_line=True), snippet)  # a role is database text
+        rows.append([render.safe(h.thread_id, "bold", one_line=True), render.safe(str(h.step)),
+                     render.safe(h.checkpoint_id, render.ID_STYLE, one_line=True),
+                     render.safe(where, one_line=True), snippet])  # a role is database text
+    headers = ("THREAD", "STEP", "CHECKPOINT", "WHERE", "SNIPPET")
+    if narrow:
+        return render.records(headers, rows)
+    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
+    for name in headers[:-1]:
+        t.add_column(name, overflow="fold", no_wrap=name in ("STEP", "WHERE"))
+    t.add_column("SNIPPET", no_wrap=True, overflow="ellipsis", min_width=width)
+    for row in rows:
+        t.add_row(*row)
     return t
-
 
 def _where_label(hit: SearchHit) -> str:
     """Where the hit is, for the table: its path (a message's without `.content`), and
