@@ -287,3 +287,47 @@ def test_oplog_at_40_columns(monkeypatch, tmp_path):
     text = " ".join(" ".join(lines).split())
     for word in ("SUMMARY", "THREADS", "STATUS", "rewind", "support-1042"):
         assert word in text, word
+
+
+# ---- files agentctl creates get the database's permission bits (exports: the umask) -------
+
+
+def _mode(path) -> int:
+    import os
+    import stat
+
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o600])
+def test_backup_and_bak_files_get_the_databases_mode(tmp_path, mode):
+    import os
+    import shutil
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    os.chmod(db, mode)
+    r = cli(str(db), "backup", str(tmp_path / "copy.db"))
+    assert r.exit_code == 0 and _mode(tmp_path / "copy.db") == mode
+    (tmp_path / "dir").mkdir()
+    assert cli(str(db), "backup", str(tmp_path / "dir")).exit_code == 0
+    assert _mode(tmp_path / "dir" / "s.db") == mode
+    assert cli(str(db), "threads", "delete", "support-1042", "--yes").exit_code == 0
+    baks = list(tmp_path.glob("s.db.*.bak"))
+    assert len(baks) == 1 and _mode(baks[0]) == mode
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_export_files_follow_the_umask(tmp_path, umask):
+    import os
+
+    old = os.umask(umask)
+    try:
+        out = tmp_path / "out.jsonl"
+        assert cli(str(SAMPLE_DB), "export", "support-1042", "-o", str(out)).exit_code == 0
+        assert _mode(out) == 0o666 & ~umask
+        os.chmod(out, 0o640)  # replacing a file keeps its mode
+        assert cli(str(SAMPLE_DB), "export", "support-1042", "-o", str(out), "--force").exit_code == 0
+        assert _mode(out) == 0o640
+    finally:
+        os.umask(old)

@@ -4,6 +4,7 @@ before destructive writes on SQLite."""
 
 import json
 import os
+import stat
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -37,7 +38,19 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
 
     size = os.path.getsize(src) if os.path.isfile(src) else 0
     with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
-        return backup(src, dest, force=force, on_step=lambda: advance(0))
+        n = backup(src, dest, force=force, on_step=lambda: advance(0))
+    # The copy is written through a private temporary file (0600): it gets the
+    # database's own permission bits, so that who may read the database may read it.
+    written = Path(dest) / Path(src).name if Path(dest).is_dir() else Path(dest)
+    os.chmod(written, stat.S_IMODE(os.stat(src).st_mode))
+    return n
+
+
+def new_file_mode() -> int:
+    """The permission bits of a new file as open() would create it: 0666 less the umask."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def auto_backup(st: CliState, no_backup: bool) -> str | None:
@@ -128,6 +141,10 @@ def export(
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 written, bad = write_all(out)
+            # mkstemp's file is 0600: the export gets what a new file gets (the umask),
+            # or the mode of the file it replaces
+            mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else new_file_mode()
+            os.chmod(tmp, mode)
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
