@@ -331,3 +331,81 @@ def test_export_files_follow_the_umask(tmp_path, umask):
         assert _mode(out) == 0o640
     finally:
         os.umask(old)
+
+
+# ---- threads show: the thread's own update time; README examples reproducible ---------------
+
+from pathlib import Path  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory) -> Path:
+    """The databases sample_db/make_examples.py writes (broken.db, conflict.db)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("examples")
+    r = subprocess.run([sys.executable, str(REPO / "sample_db" / "make_examples.py"), str(out)],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def _readme_block(command: str) -> list[str]:
+    """The lines the README shows after `$ COMMAND`, up to the next command or fence."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index(f"$ {command}") + 1
+    out = []
+    for line in lines[start:]:
+        if line.startswith("$ ") or line.startswith("```"):
+            break
+        out.append(line.rstrip())
+    return out
+
+
+def _terminal(monkeypatch, *args, db):
+    import re
+
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    r = cli(str(db), *args)
+    return r, [line.rstrip() for line in re.sub(r"\x1b\[[0-9;]*m", "", r.stdout).splitlines()]
+
+
+def test_threads_show_updated_is_the_threads_own(examples, monkeypatch):
+    """conflict.db: the branch was written after the thread's head; `updated` is the
+    thread's head's time, not its branch's."""
+    db = examples / "conflict.db"
+    head = json.loads(cli(str(db), "log", "coder-fix-flaky-test", "-n", "1", "--json").stdout)[0]
+    shown = json.loads(cli(str(db), "threads", "show", "coder-fix-flaky-test", "--json").stdout)
+    branch = [t for t in json.loads(cli(str(db), "threads", "list", "--json").stdout)
+              if "try-mocks" in t["thread_id"]][0]
+    assert branch["updated_at"] > head["created_at"]
+    assert shown["updated_at"] == head["created_at"] == "2026-11-02T10:00:21+00:00"
+    _, lines = _terminal(monkeypatch, "threads", "show", "coder-fix-flaky-test", db=db)
+    assert "updated      2026-11-02T10:00:21+00:00" in lines
+    _, lines = _terminal(monkeypatch, "threads", "show", "coder-fix-flaky-test", db=SAMPLE_DB)
+    assert lines[:5] == _readme_block("agentctl threads show coder-fix-flaky-test")[:5]
+
+
+def test_readme_doctor_example_is_reproducible(examples, monkeypatch):
+    monkeypatch.chdir(examples)
+    r = cli("broken.db", "doctor")
+    expected = _readme_block('agentctl --db broken.db doctor; echo "exit $?"')
+    assert r.stdout.splitlines() + [f"exit {r.exit_code}"] == expected
+
+
+def test_readme_merge_conflict_example_is_reproducible(examples, monkeypatch):
+    branch = "coder-fix-flaky-test-branch-try-mocks-3788"
+    db = examples / "conflict.db"
+    r, lines = _terminal(monkeypatch, "merge", branch, db=db)
+    expected = _readme_block(f"agentctl --db conflict.db merge {branch}")
+    assert r.exit_code == 4
+    assert lines + [r.stderr.rstrip()] == expected
+    r, lines = _terminal(monkeypatch, "merge", branch, "--strategy", "theirs", "--dry-run", db=db)
+    assert r.exit_code == 0
+    assert lines == _readme_block(f"agentctl --db conflict.db merge {branch} --strategy theirs --dry-run")
