@@ -409,3 +409,77 @@ def test_readme_merge_conflict_example_is_reproducible(examples, monkeypatch):
     r, lines = _terminal(monkeypatch, "merge", branch, "--strategy", "theirs", "--dry-run", db=db)
     assert r.exit_code == 0
     assert lines == _readme_block(f"agentctl --db conflict.db merge {branch} --strategy theirs --dry-run")
+
+
+# ---- messages: nothing to purge, skipped imports, "object" ------------------------------------
+
+
+def test_purge_with_nothing_to_purge_says_so(tmp_path):
+    import shutil
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    for args in (["purge", "--dry-run"], ["purge", "--yes"]):
+        r = cli(str(db), *args)
+        assert r.exit_code == 0
+        out = r.stdout + r.stderr
+        assert "nothing to purge" in out and "free 0 row(s)" not in out and "0 operation(s)" not in out
+    assert list(tmp_path.glob("*.bak")) == []  # nothing to do: no backup either
+
+
+def _export(tmp_path, *threads):
+    out = tmp_path / "x.jsonl"
+    assert cli(str(SAMPLE_DB), "export", *threads, "-o", str(out), "--force").exit_code == 0
+    return out.read_text().splitlines(keepends=True)
+
+
+def test_an_import_that_skips_rows_says_how_many_and_why(tmp_path):
+    lines = _export(tmp_path, "support-1042")
+    db = str(tmp_path / "new.db")
+    (tmp_path / "first3.jsonl").write_text("".join(lines[:3]))
+    (tmp_path / "twice.jsonl").write_text("".join(lines + lines))
+    assert cli(db, "import", "--create", str(tmp_path / "first3.jsonl")).exit_code == 0
+    r = cli(db, "import", str(tmp_path / "twice.jsonl"))
+    assert r.exit_code == 0
+    assert "import 2 checkpoint(s) into 1 thread(s); skipped 8 checkpoint(s)" in r.stdout
+    assert "5: id repeated in the import" in r.stdout and "3: id exists in the database" in r.stdout
+    r = cli(db, "import", str(tmp_path / "twice.jsonl"), "--json")
+    data = json.loads(r.stdout)
+    assert data["op_id"] is None and data["summary"].startswith("nothing to import: skipped 10 checkpoint(s)")
+    assert len(data["skipped"]) == 5 and all("exists in the database" in v for v in data["skipped"].values())
+
+
+@pytest.mark.parametrize("line, message", [
+    ("[1, 2]", "a JSON array where an object is expected"),
+    ('{"metadata": 3}', "metadata: a JSON number where an object is expected"),
+    ('{"metadata": {"thread_id": "t", "checkpoint_id": "c", "step": 1, "created_at": "2026-01-01T00:00:00+00:00"},'
+     ' "messages": {"a": 1}}', "messages: a JSON object where an array is expected"),
+    ('{"metadata": {"thread_id": "t", "checkpoint_id": "c", "step": 1, "created_at": "2026-01-01T00:00:00+00:00"},'
+     ' "state": ["x"]}', "state: a JSON array where an object is expected"),
+])
+def test_import_names_json_types_as_json_does(tmp_path, line, message):
+    f = tmp_path / "bad.jsonl"
+    f.write_text(line + "\n")
+    r = cli(str(tmp_path / "new.db"), "import", "--create", str(f))
+    assert r.exit_code == 2 and message in r.stderr
+    assert "dict" not in r.stderr and "list" not in r.stderr
+
+
+def test_corrupt_rows_name_json_types_as_json_does(tmp_path):
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE checkpoints SET state_blob = '[1]', tools_blob = '\"x\"' "
+                     "WHERE checkpoint_id = 'ckpt-support-1042-5-f0f5ba'")
+        conn.execute("UPDATE checkpoints SET messages_blob = '{\"a\": 1}' "
+                     "WHERE checkpoint_id = 'ckpt-support-1042-4-3958a3'")
+    r = cli(str(db), "show", "ckpt-support-1042-5-f0f5ba")
+    assert "JSON array where an object is expected" in r.stderr, r.stderr
+    d = json.loads(cli(str(db), "doctor", "--json").stdout)
+    reasons = {(p["checkpoint_id"], p["column"]): p["reason"] for p in d["problems"]["invalid_json"]}
+    assert reasons == {("ckpt-support-1042-5-f0f5ba", "state_blob"): "JSON array where an object is expected",
+                       ("ckpt-support-1042-5-f0f5ba", "tools_blob"): "JSON string where an object is expected",
+                       ("ckpt-support-1042-4-3958a3", "messages_blob"): "JSON object where an array is expected"}

@@ -144,6 +144,8 @@ def checkpoint_params(cp: Checkpoint, timestamp: Any,
 
 
 def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
+    from agentctl.text import json_type_name
+
     try:
         value = loads(raw)
     except ValueError as exc:
@@ -151,7 +153,7 @@ def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
     if not isinstance(value, kind):
         expected = "an object" if kind is dict else "an array"
         raise CorruptRowError(
-            checkpoint_id, column, f"JSON {type(value).__name__} where {expected} is expected"
+            checkpoint_id, column, f"JSON {json_type_name(value)} where {expected} is expected"
         )
     return value
 

@@ -25,6 +25,7 @@ from agentctl.backends.base import (
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, check_search_places
+from agentctl.text import sql_json_type_name
 
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
 # The column each search place is stored in.
@@ -231,7 +232,7 @@ class SharedQueries(RowReads):
         out: list[dict[str, Any]] = []
         for column, kind in self.JSON_COLUMNS:
             for r in await self._invalid_json_rows(column, kind, limit):
-                reason = (f"JSON {r['t']} where an {kind} is expected" if r["ok"]
+                reason = (f"JSON {sql_json_type_name(str(r['t']))} where an {kind} is expected" if r["ok"]
                           else "invalid JSON")
                 out.append({"checkpoint_id": r["checkpoint_id"], "column": column, "reason": reason})
         return out[:limit]

@@ -101,11 +101,16 @@ def purge(
         emit_json(before.to_dict())
         return
     rows, ops = before.rows, before.ops
+    if not ops:
+        show_plan(Text("nothing to purge: no rows are kept for undo"), to_stdout=dry_run)
+        if json_out:  # (a real purge with nothing to do: its result, as the engine's would be)
+            emit_json(before.to_dict())
+        return
     text = Text(f"purge: free {rows} row(s) kept for undo by {len(ops)} operation(s)"
-                + (f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})" if ops else "")
+                + f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})"
                 + "; they can no longer be undone")
     show_plan(text, to_stdout=dry_run)
-    if dry_run or not ops:
+    if dry_run:
         return
     confirm("purge what undo could bring back (this cannot be undone)", yes=yes)
     auto_backup(st, no_backup)

@@ -17,7 +17,7 @@ from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.cli.output import done, emit_json, info, progress, say
-from agentctl.text import json_text
+from agentctl.text import json_text, json_type_name
 
 LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
 
@@ -170,12 +170,18 @@ def _read_jsonl(stream: IO[str], name: str, advance: Any) -> Iterator[Any]:
             continue
         try:
             d = json.loads(line)
+            if not isinstance(d, dict):
+                raise ValueError(f"a JSON {json_type_name(d)} where an object is expected")
+            if not isinstance(d.get("metadata"), dict):
+                raise ValueError(f"metadata: a JSON {json_type_name(d.get('metadata'))} where an object is expected")
             cp = Checkpoint.from_dict(d)
             if not isinstance(cp.metadata.step, int) or not cp.metadata.checkpoint_id:
                 raise ValueError("step must be an integer and checkpoint_id non-empty")
-            if not isinstance(cp.messages, list) or not isinstance(cp.state, dict) \
-                    or not isinstance(cp.tools_result, dict):
-                raise ValueError("messages must be a list, state and tools_result objects")
+            for field, value, kind in (("messages", cp.messages, list), ("state", cp.state, dict),
+                                       ("tools_result", cp.tools_result, dict)):
+                if not isinstance(value, kind):
+                    expected = "an array" if kind is list else "an object"
+                    raise ValueError(f"{field}: a JSON {json_type_name(value)} where {expected} is expected")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
             raise UsageError(f"{name}:{lineno}: not a checkpoint ({detail}); nothing was imported") from None
