@@ -483,3 +483,23 @@ def test_corrupt_rows_name_json_types_as_json_does(tmp_path):
     assert reasons == {("ckpt-support-1042-5-f0f5ba", "state_blob"): "JSON array where an object is expected",
                        ("ckpt-support-1042-5-f0f5ba", "tools_blob"): "JSON string where an object is expected",
                        ("ckpt-support-1042-4-3958a3", "messages_blob"): "JSON object where an array is expected"}
+
+
+# ---- the README's first steps -------------------------------------------------------------
+
+
+def test_readme_first_steps():
+    import re
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    quick = text[text.index("## Quick start"):text.index("## Formats") if "## Formats" in text else None]
+    requires = re.search(r'^requires-python\s*=\s*"([^"]+)"', (REPO / "pyproject.toml").read_text(),
+                         re.M).group(1)  # (tomllib is 3.11+)
+    assert requires == ">=3.10" and "Python 3.10 or newer" in quick
+    # a virtual environment first, then the README's two commands, unchanged
+    venv = quick.index("python3 -m venv .venv && . .venv/bin/activate")
+    assert venv < quick.index("pip install . && agentctl --db sample_db/checkpoints.db threads list")
+    assert "pip install -e '.[test]' && python -m pytest -q" in quick
+    assert "minutes" in quick  # how long the tests take
+    for need in ("`postgres` user", "runuser", "TMPDIR", "AGENTCTL_TEST_PG_DSN"):  # as root
+        assert need in quick, need
