@@ -425,6 +425,8 @@ def test_purge_with_nothing_to_purge_says_so(tmp_path):
         out = r.stdout + r.stderr
         assert "nothing to purge" in out and "free 0 row(s)" not in out and "0 operation(s)" not in out
     assert list(tmp_path.glob("*.bak")) == []  # nothing to do: no backup either
+    data = json.loads(cli(str(db), "purge", "--yes", "--json").stdout)
+    assert data["ops"] == [] and data["rows"] == 0 and data["dry_run"] is False
 
 
 def _export(tmp_path, *threads):

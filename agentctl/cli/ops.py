@@ -103,8 +103,10 @@ def purge(
     rows, ops = before.rows, before.ops
     if not ops:
         show_plan(Text("nothing to purge: no rows are kept for undo"), to_stdout=dry_run)
-        if json_out:  # (a real purge with nothing to do: its result, as the engine's would be)
-            emit_json(before.to_dict())
+        if json_out:  # (a purge with nothing to do: the result, nothing freed)
+            import dataclasses
+
+            emit_json(dataclasses.replace(before, dry_run=dry_run).to_dict())
         return
     text = Text(f"purge: free {rows} row(s) kept for undo by {len(ops)} operation(s)"
                 + f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})"
