@@ -67,8 +67,36 @@ def test_threads_delete_dry_run_json(tmp_path):
     assert cli(str(db), "threads", "show", "support-1042").exit_code == 0  # nothing deleted
 
 
+def _commands_with_dry_run() -> dict[str, set[str]]:
+    """Every command (by its path) that takes --dry-run, with its options."""
+    import typer
+
+    from agentctl.cli import root
+
+    out = {}
+
+    def walk(cmd, path):
+        if hasattr(cmd, "commands"):
+            for name, sub in cmd.commands.items():
+                walk(sub, path + (name,))
+            return
+        opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
+        if "--dry-run" in opts:
+            out[" ".join(path)] = opts
+
+    walk(typer.main.get_command(root.eager_app()), ())
+    return out
+
+
+def test_every_command_with_dry_run_has_json():
+    found = _commands_with_dry_run()
+    assert set(found) == {"threads delete", "rewind", "merge", "prune", "purge"}
+    assert all("--json" in opts for opts in found.values())
+
+
 @pytest.mark.parametrize("command", [["threads", "delete", "support-1042"], ["rewind", "support-1042@2"],
-                                     ["prune", "support-1042", "--keep-last", "1"], ["purge"]])
+                                     ["prune", "support-1042", "--keep-last", "1"], ["purge"],
+                                     ["merge", "coder-fix-flaky-test-branch-retry-backoff-70e7"]])
 def test_every_dry_run_takes_json(tmp_path, command):
     import shutil
 
