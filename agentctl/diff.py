@@ -36,6 +36,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentctl.text import json_type_name
+
 try:  # optional: settles "equal subtree" checks when key order differs
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment
@@ -258,7 +260,7 @@ def unescape_token(token: str) -> str:
 def parse_pointer(pointer: str) -> list[str]:
     """Split a JSON Pointer into unescaped reference tokens (``""`` -> ``[]``)."""
     if not isinstance(pointer, str):
-        raise PatchError(f"JSON Pointer must be a string, not {type(pointer).__name__}")
+        raise PatchError(f"JSON Pointer must be a string, not {json_type_name(pointer)}")
     if pointer == "":
         return []
     if not pointer.startswith("/"):
@@ -311,7 +313,7 @@ def _child(node: Any, token: str, pointer: str) -> Any:
         return node[token]
     if isinstance(node, list):
         return node[_list_index(token, len(node), for_add=False, pointer=pointer)]
-    raise PatchError(f"{pointer!r}: cannot index into {type(node).__name__} with {token!r}")
+    raise PatchError(f"{pointer!r}: cannot index into a JSON {json_type_name(node)} with {token!r}")
 
 
 _RAISE: Any = object()
@@ -569,13 +571,13 @@ class _PatchTarget:
         """The (owned) container holding the last token of ``tokens``."""
         if not isinstance(self.root, (dict, list)):
             raise PatchError(
-                f"{pointer!r}: the document root is a {type(self.root).__name__}, not a container"
+                f"{pointer!r}: the document root is a JSON {json_type_name(self.root)}, not an object or array"
             )
         self.root = node = self._own(self.root)
         for token in tokens[:-1]:
             child = _child(node, token, pointer)
             if not isinstance(child, (dict, list)):
-                raise PatchError(f"{pointer!r}: {token!r} holds a {type(child).__name__}, not a container")
+                raise PatchError(f"{pointer!r}: {token!r} holds a JSON {json_type_name(child)}, not an object or array")
             owned = self._own(child)
             if owned is not child:
                 key = token if isinstance(node, dict) else int(token)
@@ -640,7 +642,7 @@ def apply_patch(doc: Any, patch: Iterable[Mapping[str, Any]]) -> Any:
     target = _PatchTarget(doc)
     for number, operation in enumerate(patch):
         if not isinstance(operation, Mapping):
-            raise PatchError(f"patch operation {number} is a {type(operation).__name__}, not an object")
+            raise PatchError(f"patch operation {number} is a JSON {json_type_name(operation)}, not an object")
         op, path = operation.get("op"), operation.get("path")
         try:
             if not isinstance(path, str):

@@ -106,7 +106,7 @@ from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
-from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 from agentctl import delta, oplog
 from agentctl.backends.base import (
@@ -301,6 +301,16 @@ class PrunePlan:
     def to_dict(self) -> dict[str, Any]:
         return {"thread_id": self.thread_id, "policy": self.policy.value, "param": self.param,
                 "delete": [m.to_dict() for m in self.delete], "keep_count": self.keep_count}
+
+
+def _skipped_text(counts: Mapping[str, int]) -> str:
+    """'skipped 3 checkpoint(s): why' (rows left out, by reason) or ''."""
+    total = sum(counts.values())
+    if not total:
+        return ""
+    if len(counts) == 1:
+        return f"skipped {total} checkpoint(s): {next(iter(counts))}"
+    return f"skipped {total} checkpoint(s): " + "; ".join(f"{n}: {why}" for why, n in counts.items())
 
 
 class InjectedFault(RuntimeError):
@@ -1270,12 +1280,16 @@ class CheckpointEngine(History):
             for item in checkpoints:  # type: ignore[union-attr]
                 items.append(self._import_item(item))
         by_id: dict[str, Checkpoint] = {}
+        skipped: dict[str, str] = {}  # id -> why it was left out
+        counts: dict[str, int] = {}  # why -> how many rows
         for cp in items:
             cid = cp.metadata.checkpoint_id
             if cid in by_id:
                 if on_conflict == "error":
                     raise OperationError(f"checkpoint {cid!r} occurs twice in the import; nothing was written")
                 if on_conflict == "skip":
+                    skipped[cid] = why = "id repeated in the import (the first one is taken)"
+                    counts[why] = counts.get(why, 0) + 1
                     continue
             by_id[cid] = cp
         threads = sorted({cp.metadata.thread_id for cp in by_id.values()})
@@ -1295,12 +1309,17 @@ class CheckpointEngine(History):
             if on_conflict == "skip":
                 for cid in existing:
                     by_id.pop(cid)
+                    skipped[cid] = why = "id exists in the database (--on-conflict skip; replace overwrites)"
+                    counts[why] = counts.get(why, 0) + 1
                 existing = {}
+            why = _skipped_text(counts)
             if not by_id:
-                return OpResult(None, "import", "nothing to import (all checkpoints exist)")
+                return OpResult(None, "import", "nothing to import: " + (why or "no checkpoints"),
+                                skipped=skipped)
+            threads = sorted({cp.metadata.thread_id for cp in by_id.values()})
             changed = sorted(set(threads) | set(existing.values()))
             summary = (f"import {len(by_id)} checkpoint(s) into {len(changed)} thread(s)"
-                       + (f", replacing {len(existing)}" if existing else ""))
+                       + (f", replacing {len(existing)}" if existing else "") + (f"; {why}" if why else ""))
             op_id = await oplog.start(tx, "import", summary, changed,
                                       {"on_conflict": on_conflict, "count": len(by_id),
                                        "replaced": len(existing)}, self._now())
@@ -1319,7 +1338,7 @@ class CheckpointEngine(History):
                     tx, op_id, [(cp.metadata.checkpoint_id, cp.metadata.thread_id) for cp in batch])
             await oplog.finish(tx, op_id, changed)
         self.last_op_id = op_id
-        return OpResult(op_id, "import", summary, created=list(by_id), deleted=replaced)
+        return OpResult(op_id, "import", summary, created=list(by_id), deleted=replaced, skipped=skipped)
 
     @staticmethod
     def _import_item(item: Any) -> Checkpoint:

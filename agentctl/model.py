@@ -122,14 +122,17 @@ class ThreadSummary:
 
 @dataclass
 class SearchHit:
-    """A checkpoint whose messages or tool results match a search."""
+    """A checkpoint whose messages, tool results or state match a search."""
 
     thread_id: str
     checkpoint_id: str
     step: int
-    where: str  # "messages" or "tools_result"
+    where: str  # "messages", "tools_result" or "state"
     role: str | None
     snippet: str
+    #: where in the checkpoint the text is, as `diff` writes paths
+    #: (messages[3].content, state.trip.city, tools_result.weather.city); "" if unknown
+    path: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,4 +142,5 @@ class SearchHit:
             "where": self.where,
             "role": self.role,
             "snippet": self.snippet,
+            "path": self.path,
         }

@@ -145,6 +145,8 @@ class OpResult:
     created: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
+    #: what it left out, and why ({checkpoint id: reason}; an import's existing ids)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,6 +156,7 @@ class OpResult:
             "created": list(self.created),
             "deleted": list(self.deleted),
             "moved": list(self.moved),
+            "skipped": dict(self.skipped),
         }
 
 

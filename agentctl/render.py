@@ -31,6 +31,7 @@ __all__ = [
     "json_view",
     "metadata_table",
     "diff_table",
+    "records",
     "conflicts_table",
     "tree_view",
     "threads_table",
@@ -216,29 +217,62 @@ def _format_path(pointer: str) -> str:
     return format_path(pointer)
 
 
-def diff_table(changes: Sequence[Any], value_width: int = 60) -> RenderableType:
-    """SECTION, PATH (human form), OP, OLD, NEW for each Change."""
-    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
-    for name in ("SECTION", "PATH", "OP", "OLD", "NEW"):
-        t.add_column(name, overflow="fold", no_wrap=name in ("SECTION", "OP"))
-    for c in changes:
-        style = OP_STYLES.get(c.op, "")
-        t.add_row(safe(c.section, one_line=True), safe(_format_path(c.path), one_line=True),
-                  Text(c.op, style=style), value_text(c.old, value_width),
-                  value_text(c.new, value_width))
+#: below this many columns a table of several text columns is shown as records (one
+#: `NAME  value` line per column, a blank line between rows, as psql's expanded display)
+#: rather than columns of a few letters each
+NARROW_WIDTH = 60
+
+
+def is_narrow(width: int | None) -> bool:
+    return width is not None and width < NARROW_WIDTH
+
+
+def records(headers: Sequence[str], rows: Sequence[Sequence[RenderableType]]) -> RenderableType:
+    """Rows as blocks of `HEADER  value` lines, values folded to the width left: a
+    table for a narrow terminal."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for i, row in enumerate(rows):
+        if i:
+            grid.add_row("", "")
+        for name, value in zip(headers, row):
+            grid.add_row(name, value)
+    return grid
+
+
+def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None = None) -> RenderableType:
+    """SECTION, PATH (human form), OP, OLD, NEW for each Change (as records when
+    `width` is narrow)."""
     if not changes:
         return Text("no differences", style=DIM)
+    headers = ("SECTION", "PATH", "OP", "OLD", "NEW")
+    rows = [[safe(c.section, one_line=True), safe(_format_path(c.path), one_line=True),
+             Text(c.op, style=OP_STYLES.get(c.op, "")), value_text(c.old, value_width),
+             value_text(c.new, value_width)] for c in changes]
+    if is_narrow(width):
+        return records(headers, rows)
+    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
+    for name in headers:
+        t.add_column(name, overflow="fold", no_wrap=name in ("SECTION", "OP"))
+    for row in rows:
+        t.add_row(*row)
     return t
 
 
-def conflicts_table(conflicts: Sequence[Any], value_width: int = 50) -> RenderableType:
-    """PATH, BASE, OURS, THEIRS for each merge Conflict."""
+def conflicts_table(conflicts: Sequence[Any], value_width: int = 50, width: int | None = None) -> RenderableType:
+    """PATH, BASE, OURS, THEIRS for each merge Conflict (as records when `width` is
+    narrow)."""
+    headers = ("PATH", "BASE", "OURS", "THEIRS")
+    rows = [[safe(_format_path(c.path), "bold", one_line=True), value_text(c.base, value_width),
+             value_text(c.ours, value_width), value_text(c.theirs, value_width)] for c in conflicts]
+    if is_narrow(width):
+        return records(headers, rows)
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
-    for name in ("PATH", "BASE", "OURS", "THEIRS"):
+    for name in headers:
         t.add_column(name, overflow="fold")
-    for c in conflicts:
-        t.add_row(safe(_format_path(c.path), "bold", one_line=True), value_text(c.base, value_width),
-                  value_text(c.ours, value_width), value_text(c.theirs, value_width))
+    for row in rows:
+        t.add_row(*row)
     return t
 
 
@@ -317,11 +351,10 @@ def tree_view(tree: Mapping[str, Any], summary_width: int = 60) -> RenderableTyp
 # ---- the operation log and plans ------------------------------------------------------
 
 
-def op_table(ops: Sequence[Any]) -> RenderableType:
-    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
-    for name, justify in (("OP", "right"), ("WHEN", "left"), ("KIND", "left"), ("SUMMARY", "left"),
-                          ("THREADS", "left"), ("STATUS", "left")):
-        t.add_column(name, justify=justify, overflow="fold")
+def op_table(ops: Sequence[Any], width: int | None = None) -> RenderableType:
+    """The operation log (as records when `width` is narrow)."""
+    headers = ("OP", "WHEN", "KIND", "SUMMARY", "THREADS", "STATUS")
+    rows = []
     for op in ops:
         if op.undone:
             status = Text("undone", style=DIM)
@@ -329,9 +362,16 @@ def op_table(ops: Sequence[Any]) -> RenderableType:
             status = Text(f"undo of {op.undo_of}", style="cyan")
         else:
             status = Text("done", style="green")
-        t.add_row(Text(str(op.op_id)), safe(str(op.created_at)[:19], DIM, one_line=True),
-                  safe(op.kind, "bold", one_line=True), safe(op.summary, one_line=True),
-                  safe(", ".join(op.threads or []), one_line=True), status)
+        rows.append([Text(str(op.op_id)), safe(str(op.created_at)[:19], DIM, one_line=True),
+                     safe(op.kind, "bold", one_line=True), safe(op.summary, one_line=True),
+                     safe(", ".join(op.threads or []), one_line=True), status])
+    if is_narrow(width):
+        return records(headers, rows)
+    t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
+    for name in headers:
+        t.add_column(name, justify="right" if name == "OP" else "left", overflow="fold")
+    for row in rows:
+        t.add_row(*row)
     return t
 
 

@@ -109,3 +109,30 @@ def centre_on(text: str, needle: str, width: int) -> str:
     if start + len(body) < len(flat):
         body = body[:-1] + "…"
     return head + body
+
+
+# The one name of each JSON type in what agentctl says (never Python's dict, list, str):
+# "object", "array", "string", "number", "boolean", "null". SQLite's json_type() names
+# are mapped onto them too.
+_JSON_TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number",
+                    float: "number", type(None): "null"}
+_SQL_JSON_TYPES = {"text": "string", "integer": "number", "real": "number", "true": "boolean",
+                   "false": "boolean"}
+
+
+def json_type_name(value: object) -> str:
+    """The JSON name of a decoded value's type ("object" for a dict, "array" for a list)."""
+    for kind, name in _JSON_TYPE_NAMES.items():
+        if type(value) is kind:
+            return name
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return type(value).__name__
+
+
+def sql_json_type_name(name: str) -> str:
+    """A database's name of a JSON type (SQLite's json_type, Postgres's jsonb_typeof) as
+    `json_type_name` says it."""
+    return _SQL_JSON_TYPES.get(name, name)

@@ -141,18 +141,19 @@ def test_search(sample_ro):  # noqa: F811
     assert tools and {h["where"] for h in tools} == {"tools_result"}
     assert len(cli_json(sample_ro, "search", "谢谢")) == 1
     r = cli(sample_ro, "search", "backoff", "-n", "1")
-    assert r.stdout.splitlines()[0] == "THREAD\tSTEP\tCHECKPOINT\tWHERE\tROLE\tSNIPPET"
+    assert r.stdout.splitlines()[0] == "THREAD\tSTEP\tCHECKPOINT\tWHERE\tROLE\tSNIPPET\tPATH"
     assert r.stdout.splitlines()[1].startswith(f"{MAIN}\t13\t{HEAD}\tmessages\tassistant\t")
 
 
 def test_search_index_agrees_with_scan(sample_url):  # noqa: F811
     """On SQLite the FTS5 index and the plain scan give the same hits."""
     for args in (["passed"], ["flaky", "--role", "user"], ["module_1.py", "--role", "tool"], ["exit_code"],
-                 ["PASSED", "--thread", MAIN], ["Iteration 2", "-n", "500"]):
+                 ["PASSED", "--thread", MAIN], ["Iteration 2", "-n", "500"], ["exponential", "--in", "state"],
+                 ["retry", "--in", "tools,state"], ["strategy", "-n", "500"]):
         fts = cli_json(sample_url, "search", *args)
         scan = cli_json(sample_url, "search", *args, "--scan")
-        key = [(h["checkpoint_id"], h["where"], h["role"]) for h in fts]
-        assert key == [(h["checkpoint_id"], h["where"], h["role"]) for h in scan], args
+        key = [(h["checkpoint_id"], h["where"], h["role"], h["path"]) for h in fts]
+        assert key == [(h["checkpoint_id"], h["where"], h["role"], h["path"]) for h in scan], args
         assert key
 
 

@@ -446,7 +446,7 @@ def test_apply_patch_does_not_mutate_shared_subtrees_or_patch_values():
         ({"a": [1]}, {"op": "remove", "path": "/a/1"}, "out of range"),
         ({"a": [1]}, {"op": "add", "path": "/a/2", "value": 1}, "out of range"),
         ({"a": [1]}, {"op": "add", "path": "/a/x", "value": 1}, "not a valid array index"),
-        ({"a": 1}, {"op": "add", "path": "/a/b", "value": 1}, "not a container"),
+        ({"a": 1}, {"op": "add", "path": "/a/b", "value": 1}, "not an object or array"),
         ({"a": 1}, {"op": "add", "path": "/x/y/z", "value": 1}, "not found"),
         ({"a": 1}, {"op": "add", "path": "a", "value": 1}, "must be empty or start with '/'"),
         ({"a": 1}, {"op": "add", "path": "/a~2", "value": 1}, "invalid escape"),
@@ -456,7 +456,7 @@ def test_apply_patch_does_not_mutate_shared_subtrees_or_patch_values():
         ({"a": 1}, {"op": "move", "path": "/b"}, "'from'"),
         ({"a": {"b": 1}}, {"op": "move", "from": "/a", "path": "/a/b/c"}, "own child"),
         ({"a": True}, {"op": "test", "path": "/a", "value": 1}, "test failed"),
-        (5, {"op": "add", "path": "/a", "value": 1}, "not a container"),
+        (5, {"op": "add", "path": "/a", "value": 1}, "not an object or array"),
     ],
 )
 def test_apply_patch_errors_are_clear(doc, operation, message):

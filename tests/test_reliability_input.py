@@ -189,7 +189,7 @@ def test_broken_rows_are_named_and_the_rest_still_works(tmp_path):
     assert r.exit_code == 0 and [m["checkpoint_id"] for m in json.loads(r.stdout)] == [f"t{i}" for i in range(7, 0, -1)]
     assert json.loads(r.stdout)[2]["tags"] == []  # t5's unreadable tags
     for ref, column, reason in (("t2", "state_blob", "invalid JSON"), ("t3", "messages_blob", "invalid JSON"),
-                                ("t4", "state_blob", "JSON list where an object is expected")):
+                                ("t4", "state_blob", "JSON array where an object is expected")):
         for args in (["show", ref], ["show", ref, "--json"], ["diff", "t1", ref], ["diff", ref]):
             r = cli(db, *args)
             assert r.exit_code == ExitCode.DATABASE, (args, r.stderr)

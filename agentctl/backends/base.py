@@ -144,6 +144,8 @@ def checkpoint_params(cp: Checkpoint, timestamp: Any,
 
 
 def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
+    from agentctl.text import json_type_name
+
     try:
         value = loads(raw)
     except ValueError as exc:
@@ -151,7 +153,7 @@ def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
     if not isinstance(value, kind):
         expected = "an object" if kind is dict else "an array"
         raise CorruptRowError(
-            checkpoint_id, column, f"JSON {type(value).__name__} where {expected} is expected"
+            checkpoint_id, column, f"JSON {json_type_name(value)} where {expected} is expected"
         )
     return value
 
@@ -252,16 +254,69 @@ def snippet_around(text: str, needle: str, width: int = 60) -> str:
     return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
+_KEY_HIT = object()
+
+
+def json_hit_tokens(value: Any, needle: str) -> list[Any] | None:
+    """Where `needle` (lower case) first occurs in a JSON value, in document order: the
+    tokens (keys, indexes) of the first leaf whose text, or of the value under the
+    first key whose name, contains it; [] when only the serialised whole does (a match
+    across a key and its value), None when not even that. Iterative (deep values)."""
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while stack:
+        v, tokens = stack.pop()
+        if isinstance(v, dict):
+            children = []
+            for k, x in v.items():
+                if needle in str(k).lower():
+                    children.append((_KEY_HIT, tokens + [k]))  # a key: the path of its value
+                    break
+                children.append((x, tokens + [k]))
+            stack.extend(reversed(children))
+        elif isinstance(v, list):
+            stack.extend(reversed([(x, tokens + [i]) for i, x in enumerate(v)]))
+        elif v is _KEY_HIT:
+            return tokens
+        else:
+            text = v if isinstance(v, str) else dumps(v)
+            if needle in text.lower():
+                return tokens
+    return [] if needle in dumps(value).lower() else None
+
+
+def hit_path(place: str, tokens: Sequence[Any]) -> str:
+    """A hit's path as `diff` writes paths: state.trip.city, messages[3].content."""
+    from agentctl.diff import format_path, join_pointer
+
+    return format_path(join_pointer([place, *tokens]))
+
+
+def search_json(meta: CheckpointMetadata, where: str, value: Any, text: str) -> SearchHit | None:
+    """The hit of `text` in the tool results or the state of a checkpoint, or None: the
+    snippet from the whole value, the path to the first leaf (or key) that has it."""
+    if not isinstance(value, dict) or not value:
+        return None
+    needle = text.lower()
+    tokens = json_hit_tokens(value, needle)
+    if tokens is None:
+        return None
+    return SearchHit(meta.thread_id, meta.checkpoint_id, meta.step, where, None,
+                     snippet_around(dumps(value), text), hit_path(where, tokens))
+
+
 def search_messages(
-    cp_meta: CheckpointMetadata, messages: Any, tools: Any, text: str, role: str | None
+    cp_meta: CheckpointMetadata, messages: Any, tools: Any, text: str, role: str | None,
+    state: Any = None, places: Any = ("messages", "tools", "state"),
 ) -> list[SearchHit]:
-    """Find `text` (case-insensitive) in a checkpoint's messages and tool results."""
+    """Find `text` (case-insensitive) in a checkpoint's messages, tool results and
+    state (of `places`; with a `role`, in the messages only)."""
     hits: list[SearchHit] = []
     needle = text.lower()
-    if isinstance(messages, list):
+    if isinstance(messages, list) and "messages" in places:
         # The newest matching message is the hit's own (the earlier ones are history
         # the checkpoint carries, and hits of the earlier checkpoints).
-        for msg in reversed(messages):
+        for i in range(len(messages) - 1, -1, -1):
+            msg = messages[i]
             if not isinstance(msg, dict):
                 continue
             msg_role = msg.get("role")
@@ -272,13 +327,17 @@ def search_messages(
             if needle in body.lower():
                 hits.append(SearchHit(cp_meta.thread_id, cp_meta.checkpoint_id, cp_meta.step,
                                       "messages", msg_role if isinstance(msg_role, str) else None,
-                                      snippet_around(body, text)))
+                                      snippet_around(body, text), hit_path("messages", [i, "content"])))
                 break
-    if role is None and isinstance(tools, dict) and tools:
-        body = dumps(tools)
-        if needle in body.lower():
-            hits.append(SearchHit(cp_meta.thread_id, cp_meta.checkpoint_id, cp_meta.step,
-                                  "tools_result", None, snippet_around(body, text)))
+    if role is None and "tools" in places:
+        hit = search_json(cp_meta, "tools_result", tools, text)
+        if hit is not None:
+            hits.append(hit)
+    if role is None and "state" in places and not (isinstance(state, dict) and DELTA_MARKER in state):
+        # (a delta row's state holds patches: not searched, like its placeholder messages)
+        hit = search_json(cp_meta, "state", state, text)
+        if hit is not None:
+            hits.append(hit)
     return hits
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from agentctl.model import SearchHit
+from agentctl.model import CheckpointMetadata, SearchHit
 
 if TYPE_CHECKING:
     import sqlite3
@@ -35,14 +35,24 @@ WHERE c.id IN (SELECT id FROM temp.candidates) AND json_valid(c.messages_blob)
   AND json_type(c.messages_blob) = 'array' AND m.type = 'object'
   AND json_type(m.value, '$.content') NOT IN ('null') {role}
 """
-_INDEX_TOOLS = """
+# The tool results (place -1) and the state (place -2): one text per checkpoint, every
+# key and leaf of the object; the hit's path and snippet are then taken in Python from
+# the decoded object, as the scan takes them. A delta row's state (patches) is not
+# searched, as the scan does not search it.
+_INDEX_OBJECT = """
 INSERT INTO temp.hits (rid, place, role, body)
-SELECT c.id, -1, NULL, group_concat(coalesce(j.key, '') || ': ' || j.atom, char(10))
-FROM src.checkpoints c, json_tree(c.tools_blob) j
-WHERE c.id IN (SELECT id FROM temp.candidates) AND json_valid(c.tools_blob)
-  AND json_type(c.tools_blob) = 'object' AND j.atom IS NOT NULL
+SELECT c.id, {place}, NULL, group_concat(coalesce(j.key, '') || ': ' || coalesce(j.atom, ''), char(10))
+FROM src.checkpoints c, json_tree(c.{column}) j
+WHERE c.id IN (SELECT id FROM temp.candidates) AND json_valid(c.{column})
+  AND json_type(c.{column}) = 'object' {extra}
 GROUP BY c.id
 """
+_INDEX_TOOLS = _INDEX_OBJECT.format(place=-1, column="tools_blob", extra="")
+_INDEX_STATE = _INDEX_OBJECT.format(place=-2, column="state_blob",
+                                    extra="AND json_type(c.state_blob, '$.__agentctl_delta__') IS NULL")
+#: the search places (agentctl.storage.contract.SEARCH_PLACES) and their columns
+PLACE_COLUMNS = (("messages", "messages_blob"), ("tools", "tools_blob"), ("state", "state_blob"))
+_OBJECT_PLACES = {-1: "tools_result", -2: "state"}
 
 
 def _fts_available(con: "sqlite3.Connection") -> bool:
@@ -56,7 +66,8 @@ def _fts_available(con: "sqlite3.Connection") -> bool:
 
 
 def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: str | None,
-               role: str | None, limit: int) -> list[SearchHit] | None:
+               role: str | None, limit: int,
+               places: Any = ("messages", "tools", "state")) -> list[SearchHit] | None:
     """The hits, or None when this SQLite build cannot do it (then scan instead).
 
     Candidate rows are taken newest first in growing batches (keyset paging on
@@ -65,7 +76,9 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
     import sqlite3  # here, not at the top: --help and the other commands do not need it
     from pathlib import Path
 
-    from agentctl.backends.base import snippet_around
+    import json
+
+    from agentctl.backends.base import hit_path, search_json, snippet_around
 
     if len(text) < 3:  # a trigram index cannot match shorter strings
         return None
@@ -99,21 +112,31 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
             con.execute("DELETE FROM temp.candidates")
             con.execute("DELETE FROM temp.hits")
             con.executemany("INSERT INTO temp.candidates (id) VALUES (?)", [(r[0],) for r in page])
-            con.execute(index_messages, [role] if role else [])
-            if role is None:
+            if "messages" in places:
+                con.execute(index_messages, [role] if role else [])
+            if role is None and "tools" in places:
                 con.execute(_INDEX_TOOLS)
+            if role is None and "state" in places:
+                con.execute(_INDEX_STATE)
             rows = con.execute(
-                "SELECT c.thread_id, c.checkpoint_id, c.step, h.place, h.role, h.body "
+                "SELECT c.thread_id, c.checkpoint_id, c.step, h.place, h.role, h.body, "
+                "CASE h.place WHEN -1 THEN c.tools_blob WHEN -2 THEN c.state_blob END "
                 "FROM temp.hits h JOIN src.checkpoints c ON c.id = h.rid WHERE h.body MATCH ? "
                 "ORDER BY c.created_at DESC, c.id DESC, h.place >= 0 DESC, h.place DESC", (phrase,)).fetchall()
-            for thread_id, cid, step, place, msg_role, body in rows:
-                kind = "messages" if place >= 0 else "tools_result"
+            for thread_id, cid, step, place, msg_role, body, doc in rows:
+                kind = "messages" if place >= 0 else _OBJECT_PLACES[place]
                 if (cid, kind) in seen:
                     continue
+                if place >= 0:
+                    hit = SearchHit(thread_id, cid, step, kind, msg_role if isinstance(msg_role, str) else None,
+                                    snippet_around(str(body), text), hit_path("messages", [place, "content"]))
+                else:  # as the scan finds it in the decoded object (or not at all)
+                    meta = CheckpointMetadata(thread_id, cid, step)
+                    hit = search_json(meta, kind, json.loads(doc), text)
+                    if hit is None:
+                        continue
                 seen.add((cid, kind))
-                hits.append(SearchHit(thread_id, cid, step, kind,
-                                      msg_role if isinstance(msg_role, str) else None,
-                                      snippet_around(str(body), text)))
+                hits.append(hit)
                 if len(hits) >= limit:
                     break
     except sqlite3.Error as exc:

@@ -396,11 +396,12 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
             "WHERE left(thread_id, ?) = ? ORDER BY 1 LIMIT ?", len(prefix), prefix, limit)
         return [r["thread_id"] for r in rows]
 
-    def _search_condition(self, text: str) -> tuple[str, list[Any]]:
+    def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
+                          ) -> tuple[str, list[Any]]:
         # jsonb::text writes non-ASCII as is and escapes like json.dumps does.
         needle = dumps(text)[1:-1]
         pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        return "(messages_blob::text ILIKE ? OR tools_blob::text ILIKE ?)", [pattern, pattern]
+        return "(" + " OR ".join(f"{c}::text ILIKE ?" for c in columns) + ")", [pattern] * len(columns)
 
     async def _bytes_per_thread(self) -> list[Any]:
         return await self._fetch(

@@ -24,8 +24,13 @@ from agentctl.backends.base import (
 )
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.contract import SEARCH_PLACES, check_search_places
+from agentctl.text import sql_json_type_name
 
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
+# The column each search place is stored in.
+_PLACE_COLUMN = {"messages": "messages_blob", "tools": "tools_blob", "state": "state_blob"}
+SEARCH_COLUMNS = tuple(_PLACE_COLUMN.values())
 
 
 class SharedQueries(RowReads):
@@ -106,32 +111,39 @@ class SharedQueries(RowReads):
     # ---- search and streaming -----------------------------------------------------
 
     @abstractmethod
-    def _search_condition(self, text: str) -> tuple[str, list[Any]]:
-        """A SQL condition that keeps every row whose messages or tools contain `text`
-        (it may keep more; Python then checks)."""
+    def _search_condition(self, text: str, columns: Sequence[str] = SEARCH_COLUMNS) -> tuple[str, list[Any]]:
+        """A SQL condition that keeps every row whose `columns` (of messages_blob,
+        tools_blob, state_blob) contain `text` (it may keep more; Python then checks)."""
 
     async def search(
         self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
-        scan: bool = False,
+        scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
     ) -> list[SearchHit]:
         if not text:
             raise UsageError("search text is empty")
+        chosen = check_search_places(places)
+        if role is not None:  # a role is a message's: tool results and state have none
+            chosen &= {"messages"}
+        if not chosen:
+            self.last_search_path = "scan"
+            return []
         if not scan:
-            found = await self._indexed_search(text, thread_id, role, limit)
+            found = await self._indexed_search(text, thread_id, role, limit, chosen)
             if found is not None:
                 self.last_search_path = "fts"
                 return found
         self.last_search_path = "scan"
-        cond, params = self._search_condition(text)
+        cond, params = self._search_condition(text, [_PLACE_COLUMN[p] for p in SEARCH_PLACES if p in chosen])
         if thread_id is not None:
             cond += " AND thread_id = ?"
             params.append(thread_id)
+        state_column = "state_blob" if "state" in chosen else "NULL AS state_blob"
         hits: list[SearchHit] = []
         offset = 0
         while len(hits) < limit:
             rows = await self._fetch(
-                f"SELECT {META_COLUMNS}, messages_blob, tools_blob FROM checkpoints WHERE {cond} "
-                "ORDER BY created_at DESC, id DESC LIMIT 200 OFFSET ?", *params, offset)
+                f"SELECT {META_COLUMNS}, messages_blob, tools_blob, {state_column} FROM checkpoints "
+                f"WHERE {cond} ORDER BY created_at DESC, id DESC LIMIT 200 OFFSET ?", *params, offset)
             if not rows:
                 break
             offset += len(rows)
@@ -139,11 +151,14 @@ class SharedQueries(RowReads):
                 meta = row_to_metadata(r)
                 msgs = decode_or(meta.checkpoint_id, "messages_blob", r["messages_blob"], list)
                 tools = decode_or(meta.checkpoint_id, "tools_blob", r["tools_blob"], dict)
-                hits.extend(search_messages(meta, msgs, tools, text, role))
+                state = (decode_or(meta.checkpoint_id, "state_blob", r["state_blob"], dict)
+                         if "state" in chosen else None)
+                hits.extend(search_messages(meta, msgs, tools, text, role, state, chosen))
         return hits[:limit]
 
     async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
-                              limit: int) -> list[SearchHit] | None:
+                              limit: int, places: frozenset[str] = frozenset(SEARCH_PLACES),
+                              ) -> list[SearchHit] | None:
         """The hits through a full-text index, or None where there is none (scan then)."""
         return None
 
@@ -217,7 +232,7 @@ class SharedQueries(RowReads):
         out: list[dict[str, Any]] = []
         for column, kind in self.JSON_COLUMNS:
             for r in await self._invalid_json_rows(column, kind, limit):
-                reason = (f"JSON {r['t']} where an {kind} is expected" if r["ok"]
+                reason = (f"JSON {sql_json_type_name(str(r['t']))} where an {kind} is expected" if r["ok"]
                           else "invalid JSON")
                 out.append({"checkpoint_id": r["checkpoint_id"], "column": column, "reason": reason})
         return out[:limit]

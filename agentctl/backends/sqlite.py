@@ -891,21 +891,23 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         return [r[0] for r in rows]
 
     async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
-                              limit: int) -> list[Any] | None:
-        from agentctl.backends.fts import fts_search
+                              limit: int, places: frozenset[str] = frozenset(("messages", "tools", "state")),
+                              ) -> list[Any] | None:
+        from agentctl.backends.fts import PLACE_COLUMNS, fts_search
 
         await self.connect()
-        return await asyncio.to_thread(fts_search, self._db_path, self._search_condition(text),
-                                       text, thread_id, role, limit)
+        columns = [c for p, c in PLACE_COLUMNS if p in places]
+        return await asyncio.to_thread(fts_search, self._db_path, self._search_condition(text, columns),
+                                       text, thread_id, role, limit, places)
 
-    def _search_condition(self, text: str) -> tuple[str, list[Any]]:
+    def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
+                          ) -> tuple[str, list[Any]]:
         # The text as stored raw or \u-escaped (writers differ in ensure_ascii);
         # SQLite's lower() folds ASCII only, Python then decides exactly.
         raw = dumps(text)[1:-1].lower()
         escaped = json.dumps(text)[1:-1].lower()
-        cond = ("(instr(lower(messages_blob), ?) > 0 OR instr(lower(messages_blob), ?) > 0"
-                " OR instr(lower(tools_blob), ?) > 0 OR instr(lower(tools_blob), ?) > 0)")
-        return cond, [raw, escaped, raw, escaped]
+        cond = " OR ".join(f"instr(lower({c}), ?) > 0 OR instr(lower({c}), ?) > 0" for c in columns)
+        return f"({cond})", [raw, escaped] * len(columns)
 
     async def _bytes_per_thread(self) -> list[Any]:
         return await self._fetch(

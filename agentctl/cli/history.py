@@ -208,7 +208,9 @@ def _conflicts_plain(conflicts: list[Any]) -> None:
     if stdout_is_tty():
         from agentctl import render
 
-        show(render.conflicts_table(conflicts))
+        from agentctl.cli.output import console
+
+        show(render.conflicts_table(conflicts, width=console().width))
         return
     tsv(["PATH", "BASE", "OURS", "THEIRS"],
         [[c.path, compact_json(c.base), compact_json(c.ours), compact_json(c.theirs)] for c in conflicts])

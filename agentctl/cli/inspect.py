@@ -250,7 +250,9 @@ def _show_diff(old: Checkpoint, new: Checkpoint, changes: list[Any], json_out: b
 
     head = Text.assemble(("--- ", "red"), render.safe(old.metadata.checkpoint_id or "(nothing)", one_line=True),
                                 "\n", ("+++ ", "green"), render.safe(new.metadata.checkpoint_id, one_line=True))
-    show(head, render.diff_table(changes))
+    from agentctl.cli.output import console
+
+    show(head, render.diff_table(changes, width=console().width))
 
 
 def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> None:

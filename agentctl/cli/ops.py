@@ -40,9 +40,16 @@ def oplog(
             [[op.op_id, op.created_at, op.kind, op.summary, ",".join(op.threads or []),
               "undone" if op.undone else (f"undo of {op.undo_of}" if op.undo_of else "done")] for op in ops])
         return
+    if not ops:
+        from agentctl.cli.output import info
+
+        info("no operations")
+        return
     from agentctl import render
 
-    show(render.op_table(ops))
+    from agentctl.cli.output import console
+
+    show(render.op_table(ops, width=console().width))
 
 
 def undo(
@@ -94,11 +101,18 @@ def purge(
         emit_json(before.to_dict())
         return
     rows, ops = before.rows, before.ops
+    if not ops:
+        show_plan(Text("nothing to purge: no rows are kept for undo"), to_stdout=dry_run)
+        if json_out:  # (a purge with nothing to do: the result, nothing freed)
+            import dataclasses
+
+            emit_json(dataclasses.replace(before, dry_run=dry_run).to_dict())
+        return
     text = Text(f"purge: free {rows} row(s) kept for undo by {len(ops)} operation(s)"
-                + (f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})" if ops else "")
+                + f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})"
                 + "; they can no longer be undone")
     show_plan(text, to_stdout=dry_run)
-    if dry_run or not ops:
+    if dry_run:
         return
     confirm("purge what undo could bring back (this cannot be undone)", yes=yes)
     auto_backup(st, no_backup)

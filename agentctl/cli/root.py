@@ -43,9 +43,67 @@ def register_module(app: typer.Typer, module_name: str) -> None:
     module.register(app)
 
 
+# The root's options a command line may also give after the command's name
+# (`agentctl threads list --db x.db`, as git, gh and kubectl allow): those that take a
+# value, and flags.
+GLOBAL_VALUE_OPTIONS = ("--db", "--format")
+GLOBAL_FLAG_OPTIONS = ("--no-color", "--pager")
+
+
+def hoist_global_options(args: list[str], ctx: Any = None) -> list[str]:
+    """`args` with the global options found after the command's name moved before it,
+    where the root parses them (a later one wins over an earlier one, as when both come
+    first). Nothing after `--` moves."""
+    i = 0
+    while i < len(args):  # the command's name: the first argument that is not a root option
+        arg = args[i]
+        if arg == "--":
+            return args
+        if arg in GLOBAL_VALUE_OPTIONS:
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            break
+    else:
+        return args
+    moved: list[str] = []
+    kept: list[str] = []
+    rest = args[i + 1:]
+    j = 0
+    while j < len(rest):
+        arg = rest[j]
+        if arg == "--":
+            kept.extend(rest[j:])
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_VALUE_OPTIONS:
+            if "=" in arg:
+                moved.append(arg)
+                j += 1
+            elif j + 1 == len(rest):
+                raise usage_error_class()(f"Option {arg!r} requires an argument.", ctx=ctx)
+            else:
+                moved += rest[j:j + 2]
+                j += 2
+            continue
+        if arg in GLOBAL_FLAG_OPTIONS:
+            moved.append(arg)
+        else:
+            kept.append(arg)
+        j += 1
+    if not moved:
+        return args
+    return [*args[:i], *moved, args[i], *kept]
+
+
 class AgentctlGroup(TyperGroup):
     """The root group: turns AgentctlError into its message and exit code, also when
-    the app is invoked in-process (tests, `typer.testing.CliRunner`)."""
+    the app is invoked in-process (tests, `typer.testing.CliRunner`), and takes the
+    global options also after the command's name."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(list(args), ctx))
 
     def invoke(self, ctx: typer.Context) -> Any:
         from agentctl.errors import AgentctlError
@@ -143,6 +201,8 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
         cls=cls,
         help="Time-travel debugger for AI agent databases (SQLite or Postgres): AgentOS "
              "checkpoints and the article's session store (`agentctl formats`).\n\n"
+             "--db, --format, --no-color and --pager may also follow the command: "
+             "agentctl threads list --db x.db.\n\n"
              "Example: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
         epilog=EXIT_CODES_HELP,
         no_args_is_help=True,

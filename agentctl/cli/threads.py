@@ -8,7 +8,6 @@ import typer
 from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
-from agentctl.text import shorten
 
 app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl threads list --limit 5",
                   no_args_is_help=True, rich_markup_mode=None)
@@ -54,6 +53,9 @@ def list_threads(
     if json_out:
         emit_json([r.to_dict() for r in rows])
         return
+    if not rows and stdout_is_tty():
+        info("no threads" + (" match" if filters or prefix or offset else ""))
+        return
     def rich_table():
         from agentctl import render  # Rich only on a terminal: piped output is TSV
 
@@ -65,7 +67,7 @@ def list_threads(
     table(
         ["THREAD", "CKPTS", "HEAD", *extra, "UPDATED", "BRANCH-OF", "SUMMARY"],
         [[r.thread_id, r.checkpoints, r.head_step, *(v for _, v in r.extra_columns()),
-          r.updated_at[:19], r.branch_of or "", shorten(r.head_summary, 60)] for r in rows],
+          r.updated_at, r.branch_of or "", r.head_summary] for r in rows],  # piped: whole values
         renderable=rich_table,
     )
 
@@ -140,6 +142,10 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
             return tid, await backend.count(tid), await backend.branches_of([tid])
 
     tid, n, branches = run(plan())
+    if json_out and dry_run:
+        emit_json({"thread_id": tid, "checkpoints": n, "branches_kept": [b.thread_id for b in branches],
+                   "dry_run": True})
+        return
     text = render.safe(f"delete thread {tid}: {n} checkpoint{'s' if n != 1 else ''}"
                        + (f" (it has {len(branches)} branch(es), which are kept)" if branches else ""))
     show_plan(text, to_stdout=dry_run)

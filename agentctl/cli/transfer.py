@@ -4,6 +4,7 @@ before destructive writes on SQLite."""
 
 import json
 import os
+import stat
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -16,7 +17,7 @@ from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.cli.output import done, emit_json, info, progress, say
-from agentctl.text import json_text
+from agentctl.text import json_text, json_type_name
 
 LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
 
@@ -37,7 +38,19 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
 
     size = os.path.getsize(src) if os.path.isfile(src) else 0
     with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
-        return backup(src, dest, force=force, on_step=lambda: advance(0))
+        n = backup(src, dest, force=force, on_step=lambda: advance(0))
+    # The copy is written through a private temporary file (0600): it gets the
+    # database's own permission bits, so that who may read the database may read it.
+    written = Path(dest) / Path(src).name if Path(dest).is_dir() else Path(dest)
+    os.chmod(written, stat.S_IMODE(os.stat(src).st_mode))
+    return n
+
+
+def new_file_mode() -> int:
+    """The permission bits of a new file as open() would create it: 0666 less the umask."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def auto_backup(st: CliState, no_backup: bool) -> str | None:
@@ -128,6 +141,10 @@ def export(
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 written, bad = write_all(out)
+            # mkstemp's file is 0600: the export gets what a new file gets (the umask),
+            # or the mode of the file it replaces
+            mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else new_file_mode()
+            os.chmod(tmp, mode)
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
@@ -153,12 +170,18 @@ def _read_jsonl(stream: IO[str], name: str, advance: Any) -> Iterator[Any]:
             continue
         try:
             d = json.loads(line)
+            if not isinstance(d, dict):
+                raise ValueError(f"a JSON {json_type_name(d)} where an object is expected")
+            if not isinstance(d.get("metadata"), dict):
+                raise ValueError(f"metadata: a JSON {json_type_name(d.get('metadata'))} where an object is expected")
             cp = Checkpoint.from_dict(d)
             if not isinstance(cp.metadata.step, int) or not cp.metadata.checkpoint_id:
                 raise ValueError("step must be an integer and checkpoint_id non-empty")
-            if not isinstance(cp.messages, list) or not isinstance(cp.state, dict) \
-                    or not isinstance(cp.tools_result, dict):
-                raise ValueError("messages must be a list, state and tools_result objects")
+            for field, value, kind in (("messages", cp.messages, list), ("state", cp.state, dict),
+                                       ("tools_result", cp.tools_result, dict)):
+                if not isinstance(value, kind):
+                    expected = "an array" if kind is list else "an object"
+                    raise ValueError(f"{field}: a JSON {json_type_name(value)} where {expected} is expected")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
             raise UsageError(f"{name}:{lineno}: not a checkpoint ({detail}); nothing was imported") from None

@@ -14,6 +14,7 @@ from agentctl.cli.context import state
 def register(app: typer.Typer) -> None:
     app.command("tui")(tui)
     app.command("demo")(demo)
+    app.command("serve")(serve)
 
 
 def _stdout_is_terminal() -> bool:
@@ -25,12 +26,20 @@ def _stdout_is_terminal() -> bool:
         return False
 
 
+def _web_driver() -> bool:
+    """Whether Textual draws for a browser (textual-serve sets TEXTUAL_DRIVER)."""
+    import os
+
+    return "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")
+
+
 def _tui_run() -> Any:
     from agentctl.errors import AgentctlError, UsageError
 
     # The UI draws with escape codes and reads keys: into a file or a pipe it would
-    # write those and wait for ever. Refuse first, before anything is written.
-    if not _stdout_is_terminal():
+    # write those and wait for ever. Refuse first, before anything is written. (Under
+    # `agentctl serve` stdout is textual-serve's pipe, and Textual's web driver draws.)
+    if not _stdout_is_terminal() and not _web_driver():
         raise UsageError("the terminal UI needs a terminal, and stdout is not one "
                          "(for output to a file or a pipe, use the other commands)")
 
@@ -83,3 +92,58 @@ def demo(
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (another than localhost "
+                                                      "makes the database reachable from other machines).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8000,
+    allow_writes: Annotated[bool, typer.Option(
+        "--allow-writes", help="Let the browser rewind, branch, merge, prune and undo (read-only without).")] = False,
+) -> None:
+    """Serve the terminal UI to a web browser (textual-serve: pip install 'agentctl[web]'),
+    read-only unless --allow-writes, on localhost unless --host says otherwise. Each
+    browser tab runs its own UI on the database. Ctrl+C stops it.
+
+    Example: agentctl --db sample_db/checkpoints.db serve --port 8000
+    """
+    import os
+    import shlex
+    import sys
+
+    from agentctl.cli.output import info
+    from agentctl.errors import AgentctlError, redact_dsn
+
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise AgentctlError("agentctl serve needs textual-serve: pip install 'agentctl[web]'") from None
+    st = state(ctx)
+
+    async def check():  # the database opens (and is one agentctl reads) before serving it
+        async with st.open():
+            return None
+
+    from agentctl.cli.context import run
+
+    run(check())
+    if host not in LOCAL_HOSTS:
+        info(f"agentctl: warning: serving on {host}:{port}, not localhost: whoever can reach it sees "
+             "this database" + (" and can change it (--allow-writes)" if allow_writes else "")
+             + "; there is no login")
+    # The database goes to the UI's processes through the environment, not on a command
+    # line that `ps` shows (a Postgres URL may hold a password).
+    os.environ["AGENTCTL_DB"] = st.db
+    if st.format:
+        os.environ["AGENTCTL_FORMAT"] = st.format
+    else:
+        os.environ.pop("AGENTCTL_FORMAT", None)
+    command = f"{shlex.quote(sys.executable)} -m agentctl tui" + ("" if allow_writes else " --read-only")
+    title = f"agentctl: {redact_dsn(st.db)}" + ("" if allow_writes else " (read-only)")
+    info(f"agentctl: serving {redact_dsn(st.db)} on http://{host if ':' not in host else f'[{host}]'}:{port}"
+         + ("" if allow_writes else " (read-only)") + "; Ctrl+C stops it")
+    Server(command, host=host, port=port, title=title).serve()

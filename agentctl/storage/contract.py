@@ -57,6 +57,18 @@ class Capability(str, Enum):
 
 ALL_CAPABILITIES = tuple(Capability)
 
+#: the places `Store.search` looks in (`agentctl search --in`): the messages, the tool
+#: results (hits' `where` "tools_result") and the state; all three unless narrowed
+SEARCH_PLACES: tuple[str, ...] = ("messages", "tools", "state")
+
+
+def check_search_places(places: Sequence[str]) -> frozenset[str]:
+    """The places as a set; an unknown one is a UsageError."""
+    bad = [p for p in places if p not in SEARCH_PLACES]
+    if bad:
+        raise UsageError(f"unknown search place {bad[0]!r}; use {', '.join(SEARCH_PLACES)}")
+    return frozenset(places)
+
 
 class Unsupported(UsageError):
     """The format of this database cannot do the operation asked for (exit 2)."""
@@ -320,11 +332,14 @@ class Store(ABC):
     @abstractmethod
     async def search(
         self, text: str, thread_id: str | None = None, role: str | None = None,
-        limit: int = 50, scan: bool = False,
+        limit: int = 50, scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
     ) -> list["SearchHit"]:
-        """Checkpoints whose messages (of `role`, if given) or tool results contain
-        `text`, case-insensitively; newest first. Through the format's full-text index
-        where it has a usable one, unless `scan`; `last_search_path` says which ran."""
+        """Checkpoints whose messages (of `role`, if given), tool results or state
+        contain `text`, case-insensitively; newest first, one hit per checkpoint and
+        place, its `path` saying where. `places`: of SEARCH_PLACES, where to look (a
+        `role` looks in messages only); a format looks where it can (its state may not
+        be searched). Through the format's full-text index where it has a usable one,
+        unless `scan`; `last_search_path` says which ran."""
 
     #: the checks `doctor --json` lists even when they find nothing
     doctor_checks: tuple[str, ...] = ()

@@ -59,14 +59,49 @@ THREADS_REFRESH_MIN = 2.0
 # loading the whole timeline up to it.
 JUMP_MAX_ROWS = 20 * CHECKPOINT_PAGE
 
-def parse_keymap(spec: str) -> dict[str, str]:
-    """`"rewind=ctrl+r,quit=ctrl+q"` -> {binding id: keys}."""
+_MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
+
+
+def _key_names() -> set[str]:
+    """The names Textual gives keys: its Keys, and the printable ASCII characters (as
+    themselves and by name: slash, question_mark, ...)."""
+    import unicodedata
+
+    from textual.keys import KEY_NAME_REPLACEMENTS, Keys
+
+    names = {k.value.split("+")[-1] for k in Keys if not k.value.startswith("<")}
+    for code in range(33, 127):
+        char = chr(code)
+        name = unicodedata.name(char).lower().replace(" ", "_").replace("-", "_")
+        names |= {char, KEY_NAME_REPLACEMENTS.get(name, name)}
+    return names
+
+
+def parse_keymap(spec: str, known: Iterable[str] | None = None) -> dict[str, str]:
+    """`"rewind=ctrl+r,quit=ctrl+q"` -> {binding id: keys}. An entry that is not
+    ID=KEY, a binding id not in `known` or a key Textual has no name for is a
+    UsageError (one line, exit 2), not silently ignored."""
+    from agentctl.errors import UsageError
+
+    ids = set(known) if known is not None else None
+    names: set[str] | None = None
     out: dict[str, str] = {}
     for part in spec.split(","):
-        if "=" in part:
-            binding_id, keys = part.split("=", 1)
-            if binding_id.strip() and keys.strip():
-                out[binding_id.strip()] = keys.strip()
+        if not part.strip():
+            continue
+        binding_id, sep, key = (x.strip() for x in part.partition("="))
+        what = f"AGENTCTL_KEYMAP entry {inert(part.strip(), one_line=True)!r}"
+        if not sep or not binding_id or not key:
+            raise UsageError(f"{what} is not ID=KEY (e.g. rewind=ctrl+r)")
+        if ids is not None and binding_id not in ids:
+            raise UsageError(f"{what}: no key binding has the id {inert(binding_id, one_line=True)!r} "
+                             f"(ids: {', '.join(sorted(ids))})")
+        *mods, name = key.split("+")
+        names = names if names is not None else _key_names()
+        if any(m not in _MODIFIERS for m in mods) or name not in names:
+            raise UsageError(f"{what}: {inert(key, one_line=True)!r} is not a key "
+                             "(e.g. ctrl+r, f5, question_mark)")
+        out[binding_id] = key
     return out
 
 
@@ -114,7 +149,7 @@ class AgentctlApp(App[None]):
     ACTION_HELP = {
         "quit": "Quit agentctl",
         "help": "Show the keys",
-        "search": "Search messages and tool results in every thread",
+        "search": "Search messages, tool results and state in every thread",
         "mark": "Mark the selected checkpoint: the Diff tab then compares with it (again: unmark)",
         "rewind": "Rewind the thread to the selected checkpoint (later ones are archived, undoable)",
         "branch": "Branch a new thread from the selected checkpoint",
@@ -151,7 +186,7 @@ class AgentctlApp(App[None]):
         self.first_paint: float | None = None
         self.follow_polls = 0  # how many times follow mode has looked (tests wait on it)
         self._keymap = dict(keymap if keymap is not None
-                            else parse_keymap(os.environ.get("AGENTCTL_KEYMAP", "")))
+                            else parse_keymap(os.environ.get("AGENTCTL_KEYMAP", ""), binding_ids()))
 
     # ---- layout ---------------------------------------------------------------------
 
@@ -888,6 +923,17 @@ def prune_spec(thread: str, policy: str, param: int) -> PruneSpec:
     field = {"keep_last_n": "keep_last", "keep_age": "older_than",
              "keep_milestones": "milestones"}.get(str(getattr(policy, "value", policy)), "keep_last")
     return PruneSpec(threads=[thread], **{field: param})
+
+
+def binding_ids() -> list[str]:
+    """The ids AGENTCTL_KEYMAP can remap: the app's bindings' and its dialogs'."""
+    from agentctl.tui.screens.confirm import ConfirmScreen
+    from agentctl.tui.screens.help import HelpScreen
+    from agentctl.tui.screens.prompt import PromptScreen, PruneScreen
+    from agentctl.tui.screens.search import SearchScreen
+
+    owners = (AgentctlApp, ConfirmScreen, HelpScreen, PromptScreen, PruneScreen, SearchScreen)
+    return [b.id for owner in owners for b in owner.BINDINGS if isinstance(b, Binding) and b.id]
 
 
 def run(db: str, *, readonly: bool = False, format: str | None = None) -> None:

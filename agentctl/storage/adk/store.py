@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import Store
+from agentctl.storage.contract import SEARCH_PLACES, Store, check_search_places
 from agentctl.storage.adk.events import (
     StateFold,
     decode_json,
@@ -476,10 +476,14 @@ class ADKStore(Store):
     # ---- search ----------------------------------------------------------------------
 
     async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50, scan: bool = False) -> list[SearchHit]:
+                     limit: int = 50, scan: bool = False,
+                     places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
         """A scan of the events: a LIKE prefilter on the stored JSON (ASCII text), then
         each candidate decoded and matched against its message's text."""
         self.last_search_path = "scan"
+        places = check_search_places(places)
+        if not places & {"messages", "tools"}:  # (the state is not searched)
+            return []
         needle = text.casefold()
         params: list[Any] = []
         where = []
@@ -511,7 +515,7 @@ class ADKStore(Store):
                     continue
                 body = searchable_text(msg)
                 pos = body.casefold().find(needle)
-                if pos < 0:
+                if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in places:
                     continue
                 key = (r["app_name"], r["user_id"], r["session_id"])
                 if key not in steps:

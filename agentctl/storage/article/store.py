@@ -45,7 +45,7 @@ from agentctl.errors import (
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.article import schema as S
-from agentctl.storage.contract import Capability, Problem, Store
+from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
 
 CID_PREFIX = "msg-"
 _CID = re.compile(r"^msg-([0-9]{1,18})$")
@@ -804,9 +804,13 @@ class ArticleStore(Store):
         return any(ord(ch) >= 0x2E80 for ch in text) or not re.search(r"\w", text)
 
     async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50, scan: bool = False) -> list[SearchHit]:
+                     limit: int = 50, scan: bool = False,
+                     places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
+        """The messages and the tool logs (`places` messages, tools); the session's
+        state is not searched."""
         if not text:
             raise UsageError("search text is empty")
+        places = check_search_places(places)
         limit = int(limit)
         needle = text.lower()
         hits: list[SearchHit] = []
@@ -851,11 +855,11 @@ class ArticleStore(Store):
                 "ORDER BY m.id DESC LIMIT ?", needle, *params, limit)
             if self.kind == "sqlite":  # SQLite's lower() folds ASCII only: Python decides
                 rows = [r for r in rows if needle in str(r["content"]).lower()]
-        steps = await self._steps_of([r["id"] for r in rows])
-        for r in rows:
+        steps = await self._steps_of([r["id"] for r in rows]) if "messages" in places else {}
+        for r in rows if "messages" in places else []:
             hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), steps[r["id"]], "messages",
                                   r["role"], snippet_around(str(r["content"]), text)))
-        if role is None and await self.has("tool_logs"):
+        if role is None and "tools" in places and await self.has("tool_logs"):
             tconds, tparams = [], []
             if thread_id is not None:
                 tconds.append("l.session_id = ?")

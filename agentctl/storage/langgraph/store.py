@@ -31,12 +31,12 @@ import re
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
-from agentctl.backends.base import search_messages, snippet_around
+from agentctl.backends.base import hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.backends.postgres import PostgresCheckpointer
 from agentctl.backends.sqlite import SQLiteCheckpointer
 from agentctl.errors import CorruptRowError, SchemaError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import Capability, Problem, Store
+from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
 from agentctl.storage.langgraph import serde
 
 NS_SEP = "|"
@@ -807,12 +807,13 @@ class LangGraphStore(Store):
 
     async def search(
         self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
-        scan: bool = False,
+        scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
     ) -> list[SearchHit]:
         """A scan, newest first, of at most SEARCH_SCAN_MAX checkpoints: their messages,
-        tool results and (without `role`) other channel values, case-insensitively.
-        LangGraph has no full-text index: every search is a scan, whatever `scan` says."""
+        tool results and (without `role`) other channel values (`places`),
+        case-insensitively."""
         self.last_search_path = "scan"
+        places = check_search_places(places)
         if not text:
             return []
         needle = text.lower()
@@ -848,7 +849,7 @@ class LangGraphStore(Store):
                 for cp in await self._load(tid, ns, rows=rows):
                     if isinstance(cp, CorruptRowError):
                         continue
-                    hits.extend(self._hits(cp, text, needle, role))
+                    hits.extend(self._hits(cp, text, needle, role, places))
                     if len(hits) >= limit:
                         break
             if scanned >= SEARCH_SCAN_MAX or len(hits) >= limit:
@@ -862,16 +863,18 @@ class LangGraphStore(Store):
                 if any(raw in bytes(w["value"] or b"").lower() for w in ws)}
 
     @staticmethod
-    def _hits(cp: Checkpoint, text: str, needle: str, role: str | None) -> list[SearchHit]:
-        hits = search_messages(cp.metadata, cp.messages, cp.tools_result, text, role)
-        if hits or role is not None:
+    def _hits(cp: Checkpoint, text: str, needle: str, role: str | None,
+              places: Any = SEARCH_PLACES) -> list[SearchHit]:
+        hits = search_messages(cp.metadata, cp.messages, cp.tools_result, text, role, places=places)
+        if hits or role is not None or "state" not in places:
             return hits
         rest = {k: v for k, v in cp.state.items() if k not in ("messages", "__metadata__")}
         body = json.dumps(rest, ensure_ascii=False, default=str)
         if needle in body.lower():
             m = cp.metadata
+            tokens = json_hit_tokens(json.loads(body), needle)
             hits.append(SearchHit(m.thread_id, m.checkpoint_id, m.step, "state", None,
-                                  snippet_around(body, text)))
+                                  snippet_around(body, text), hit_path("state", tokens or [])))
         return hits
 
     async def doctor(self, limit: int = 100) -> list[Problem]:

@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import Store
+from agentctl.storage.contract import SEARCH_PLACES, Store, check_search_places
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -428,10 +428,14 @@ class OpenAIAgentsStore(Store):
     # ---- search ----------------------------------------------------------------------
 
     async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50, scan: bool = False) -> list[SearchHit]:
+                     limit: int = 50, scan: bool = False,
+                     places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
         """A scan of message_data: a LIKE prefilter (for ASCII text, matched against the
         JSON-escaped form the SDK stores), then each candidate decoded and matched."""
         self.last_search_path = "scan"
+        places = check_search_places(places)
+        if not places & {"messages", "tools"}:  # (the state is not searched)
+            return []
         needle = text.casefold()
         params: list[Any] = []
         where = []
@@ -458,7 +462,7 @@ class OpenAIAgentsStore(Store):
                     continue
                 body = searchable_text(msg)
                 pos = body.casefold().find(needle)
-                if pos < 0:
+                if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in places:
                     continue
                 n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
                                   r["session_id"], int(r["id"]))

@@ -1,16 +1,37 @@
-"""The key bar: Textual's Footer, rebuilt only when the keys it shows change."""
+"""The key bar: Textual's Footer, rebuilt only when the keys it shows change, and on a
+terminal too narrow for one line of keys, laid out on as many lines as they need."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from textual import events
 from textual.widgets import Footer
+
+# The columns Textual's Footer gives a key besides its key and description: a space
+# between them and the padding (one line), or the margin (compact, on several lines).
+_KEY_EXTRA = 3
+_KEY_EXTRA_COMPACT = 2
+_PALETTE_WIDTH = 14  # "▏^p palette" and its padding, docked on the right
 
 
 class KeyFooter(Footer):
     """Textual's Footer rebuilds all its keys (a dozen widgets here: mounted, styled,
     laid out) after every focus change, although the app's keys stay the same; this one
-    skips a rebuild that would show the same keys, and shows them from the first frame."""
+    skips a rebuild that would show the same keys, and shows them from the first frame.
+
+    Textual's Footer is one line: keys past its width are cut off (at 80 columns, the
+    last three). When they do not fit, this one is compact and a grid of as many lines
+    as the keys need, so that every key is shown."""
+
+    DEFAULT_CSS = """
+    KeyFooter.-wrap {
+        layout: grid;
+        height: auto;
+        grid-columns: auto;
+        grid-rows: 1;
+    }
+    """
 
     _shown: tuple[Any, ...] | None = None
 
@@ -28,6 +49,7 @@ class KeyFooter(Footer):
             # the first change of bindings: here they are in the first frame (the app's
             # keys; a change of bindings rebuilds it if the keys shown differ).
             self.set_reactive(Footer._bindings_ready, True)
+        self._fit(self.app.size.width)
         self._shown = self._keys() if self._bindings_ready else None
         yield from super().compose()
 
@@ -35,3 +57,28 @@ class KeyFooter(Footer):
         if self._shown is not None and self._bindings_ready and self._keys() == self._shown:
             return
         await super().recompose()
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._fit(self.app.size.width):
+            self.refresh(layout=True)
+
+    def _fit(self, width: int) -> bool:
+        """One line when every key fits in `width`, else compact on a grid of enough
+        lines; whether that changed."""
+        shown = [(self.app.get_key_display(binding), binding.description)
+                 for (_node, binding, _enabled, _tip) in self.screen.active_bindings.values()
+                 if binding.show]
+        palette = _PALETTE_WIDTH if self.show_command_palette else 0
+        one_line = sum(len(k) + len(d) + _KEY_EXTRA for k, d in shown) + palette
+        wrap = bool(shown) and one_line > width
+        columns = 0
+        if wrap:
+            item = max(len(k) + len(d) + _KEY_EXTRA_COMPACT for k, d in shown)
+            columns = max(1, (width - palette) // item)
+        before = (self.has_class("-wrap"), self.styles.grid_size_columns if wrap else 0)
+        self.set_class(wrap, "-wrap")
+        self.set_reactive(Footer.compact, wrap)
+        self.set_class(wrap, "-compact")
+        if wrap:
+            self.styles.grid_size_columns = columns
+        return before != (wrap, columns if wrap else 0)
