@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import gc
 import json
+import sqlite3
 from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
-from typing import Any, AsyncIterator, Generator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence, Union
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import FormatSpec, Store
+from agentctl.storage.contract import SEARCH_PLACES, FormatSpec, Store
 
 try:  # orjson parses several times faster; the stdlib is the fallback and the reference.
     import orjson as _orjson
@@ -41,7 +42,7 @@ try:  # orjson parses several times faster; the stdlib is the fallback and the r
         return _orjson.loads(text)
 
 except ImportError:  # pragma: no cover - orjson is optional
-    _fast_loads = json.loads
+    _fast_loads: Callable[[str | bytes], Any] = json.loads  # type: ignore[no-redef]  # the fallback of the def above
 
 # The columns of the format, in table order (without the row id).
 COLUMNS = (
@@ -215,7 +216,7 @@ def metadata_rows(thread_id: str, rows: Iterable[Sequence[Any]]) -> list[Checkpo
     `row_to_metadata` makes of each, for thousands of rows at a time (positional
     fields; the tags of equal `tags` texts decoded once, each row getting its own list)."""
     tags_of: dict[Any, list[str]] = {}
-    out = []
+    out: list[CheckpointMetadata] = []
     append = out.append
     meta = CheckpointMetadata
     for checkpoint_id, parent_id, step, created_at, raw_tags, summary in rows:
@@ -341,13 +342,18 @@ def search_messages(
     return hits
 
 
+# A row as a backend's driver gives it: a mapping by column name, or SQLite's Row
+# (indexable by column name, not a Mapping to the type checker).
+Row = Union[Mapping[str, Any], sqlite3.Row]
+
+
 class RowReads:
     """Reads of single rows, usable on a backend and inside a transaction."""
 
     COLLATE = ""
 
     @abstractmethod
-    async def _fetch(self, sql: str, *params: Any) -> list[Mapping[str, Any]]:
+    async def _fetch(self, sql: str, *params: Any) -> Sequence[Row]:
         """Rows as mappings by column name, created_at as an ISO string."""
 
     async def _fetch_tuples(self, sql: str, *params: Any) -> list[Sequence[Any]]:
@@ -475,6 +481,15 @@ class CheckpointBackend(Store):
     kind: str = ""
     #: a display name of the database, safe to print (no password)
     display_name: str = ""
+
+    if TYPE_CHECKING:
+        # Supplied by the mix-in every implementation puts first, SharedQueries (a
+        # RowReads): declared here for the type checker only.
+        COLLATE: str
+
+        async def query(self, sql: str, *params: Any) -> list[dict[str, Any]]: ...
+
+        async def _fetchval(self, sql: str, *params: Any) -> Any: ...
 
     @property
     def format(self) -> FormatSpec:  # type: ignore[override]
@@ -655,10 +670,11 @@ class CheckpointBackend(Store):
 
     @abstractmethod
     async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50
+        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
+        scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
     ) -> list[SearchHit]:
-        """Checkpoints whose messages (of `role`, if given) or tool results contain `text`,
-        case-insensitively; newest first."""
+        """Checkpoints whose messages (of `role`, if given), tool results or state
+        contain `text`, case-insensitively; newest first (see Store.search)."""
 
     @abstractmethod
     def iter_checkpoints(

@@ -132,9 +132,10 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
                                     snippet_around(str(body), text), hit_path("messages", [place, "content"]))
                 else:  # as the scan finds it in the decoded object (or not at all)
                     meta = CheckpointMetadata(thread_id, cid, step)
-                    hit = search_json(meta, kind, json.loads(doc), text)
-                    if hit is None:
+                    found = search_json(meta, kind, json.loads(doc), text)
+                    if found is None:
                         continue
+                    hit = found
                 seen.add((cid, kind))
                 hits.append(hit)
                 if len(hits) >= limit:

@@ -20,7 +20,7 @@ import threading
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
 
 import aiosqlite
 
@@ -507,11 +507,13 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 batch.task = asyncio.get_running_loop().create_task(self._commit_later(batch))
             else:
                 await self._writer_execute("SAVEPOINT agentctl_write")
-            tx = _SQLiteTransaction(self._writer, self._db_path)
+            writer = self._writer
+            assert writer is not None  # opened by connect()
+            tx = _SQLiteTransaction(writer, self._db_path)
             try:
                 yield tx
             except sqlite3.Error as exc:  # a statement failed: read-only file, disk full, ...
-                await self._writer.rollback()
+                await writer.rollback()
                 raise map_sqlite_error(exc, self._db_path) from None
             except BaseException:
                 await self._undo_member(batch)
@@ -620,7 +622,8 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 done.set_result(value)
             else:
                 done.set_exception(map_sqlite_error(value, self._db_path)
-                                   if isinstance(value, sqlite3.Error) else value)
+                                   if isinstance(value, sqlite3.Error)
+                                   else cast(BaseException, value))  # a failed job's outcome is its exception
                 done.exception()  # retrieved: no warning when nobody waits any more
 
     async def _undo_member(self, batch: "_Batch") -> None:
@@ -704,7 +707,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             yield  # not inside a write transaction: nothing to tune
             return
         try:
-            old = int((await conn.execute_fetchall("PRAGMA main.cache_size"))[0][0])
+            old = int(list(await conn.execute_fetchall("PRAGMA main.cache_size"))[0][0])
             await conn.execute(f"PRAGMA main.cache_size = {-int(cache_kib)}")
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, self._db_path) from None
@@ -769,10 +772,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         owner: dict[str, str] = {}
         for i in range(0, len(parents), 500):
             chunk = parents[i : i + 500]
-            for r in await self._fetch(
+            for row in await self._fetch(
                 "SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ("
                 + ",".join("?" for _ in chunk) + ")", *chunk):
-                owner[r[0]] = r[1]
+                owner[row[0]] = row[1]
         for r in out:
             r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
         return out
