@@ -33,7 +33,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from agentctl.backends.base import ALL_COLUMNS, DELTA_MARKER, DELTA_TAG, dumps, row_to_checkpoint
+from agentctl.backends.base import (
+    ALL_COLUMNS, DELTA_MARKER, DELTA_TAG, RowReads, Transaction, dumps, row_to_checkpoint,
+)
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata
 
@@ -71,13 +73,13 @@ def encode(cp: Checkpoint, base: Checkpoint, depth: int) -> Checkpoint | None:
         _placeholder(base_id), state, {DELTA_MARKER: "see state_blob"}, cp.next_node)
 
 
-async def _raw(reader: Any, checkpoint_id: str) -> Checkpoint | None:
+async def _raw(reader: RowReads, checkpoint_id: str) -> Checkpoint | None:
     rows = await reader.query(f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?",
                               checkpoint_id)
     return row_to_checkpoint(rows[0]) if rows else None
 
 
-async def resolve(reader: Any, cp: Checkpoint,
+async def resolve(reader: RowReads, cp: Checkpoint,
                   cache: dict[str, Checkpoint] | None = None) -> Checkpoint:
     """The full checkpoint of a delta row (`cp` as decoded from the row)."""
     from agentctl.diff import PatchError, apply_patch
@@ -116,7 +118,7 @@ async def resolve(reader: Any, cp: Checkpoint,
     return full
 
 
-async def encode_for_thread(tx: Any, cp: Checkpoint, every: int) -> Checkpoint:
+async def encode_for_thread(tx: Transaction, cp: Checkpoint, every: int) -> Checkpoint:
     """The row to write for a new snapshot `cp` (full, or a delta; see the module doc)."""
     thread = cp.metadata.thread_id
     rows = await tx.query(
@@ -148,7 +150,7 @@ def _tags_text(kind: str) -> str:
     return "tags" if kind == "sqlite" else "tags::text"
 
 
-async def _deltas_in(tx: Any, thread: str) -> list[tuple[str, str]]:
+async def _deltas_in(tx: Transaction, thread: str) -> list[tuple[str, str]]:
     """(checkpoint_id, base id) of the delta rows of a thread, read from their tags."""
     from agentctl.backends.base import decode_tags_raw
 
@@ -163,7 +165,7 @@ async def _deltas_in(tx: Any, thread: str) -> list[tuple[str, str]]:
     return out
 
 
-async def _rehydrate(tx: Any, thread: str, where: str, params: list[Any],
+async def _rehydrate(tx: Transaction, thread: str, where: str, params: list[Any],
                      needs: Callable[[bool, bool], bool]) -> int:
     deltas = await _deltas_in(tx, thread)
     if not deltas:
@@ -179,12 +181,12 @@ async def _rehydrate(tx: Any, thread: str, where: str, params: list[Any],
     return len(todo)
 
 
-async def before_delete(tx: Any, thread: str, where: str, params: list[Any]) -> int:
+async def before_delete(tx: Transaction, thread: str, where: str, params: list[Any]) -> int:
     """Rewrite full the deltas of `thread` that survive a delete of `where` but whose
     base does not."""
     return await _rehydrate(tx, thread, where, params, lambda row, base: base and not row)
 
 
-async def before_move(tx: Any, thread: str, where: str, params: list[Any]) -> int:
+async def before_move(tx: Transaction, thread: str, where: str, params: list[Any]) -> int:
     """Rewrite full the deltas of `thread` that a move of `where` separates from their base."""
     return await _rehydrate(tx, thread, where, params, lambda row, base: row != base)

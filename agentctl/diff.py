@@ -32,12 +32,14 @@ from __future__ import annotations
 import json
 import marshal
 import re
+from types import ModuleType
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agentctl.text import json_type_name
 
+_orjson: ModuleType | None
 try:  # optional: settles "equal subtree" checks when key order differs
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment

@@ -115,7 +115,7 @@ from agentctl.backends.base import (
     THREAD_ORDER_ASC,
     THREAD_ORDER_DESC,
     CheckpointBackend,
-    RowReads,
+    Reader,
     DELTA_TAG,
     Transaction,
     WriteSteps,
@@ -409,7 +409,7 @@ class _NothingToDo(Exception):
 class _Graph:
     """Parent links (and merges' `merged:` tags) loaded a thread at a time."""
 
-    def __init__(self, reader: RowReads):
+    def __init__(self, reader: Reader):
         self.reader = reader
         self.parents: dict[str, list[str]] = {}
         self.missing: set[str] = set()
@@ -504,7 +504,7 @@ class CheckpointEngine(History):
         self._snapshot_counters: dict[str, int] = {}
         # SQLite: thread -> (data_version, write_generation) when a scan last found no
         # delta rows in it (see _snapshot_steps).
-        self._delta_free: dict[str, tuple[int, int]] = {}
+        self._delta_free: dict[str, tuple[int, Any]] = {}
         self._last_delta: dict[str, dict[str, Any]] = {}  # the seeds' attribute, unused
         self._rng = rng
         self._clock = clock
@@ -559,7 +559,7 @@ class CheckpointEngine(History):
             self._statements = 0
             yield _GuardedTx(tx, self)
 
-    async def _next_step(self, reader: RowReads, thread_id: str) -> int:
+    async def _next_step(self, reader: Reader, thread_id: str) -> int:
         top = await reader.max_step(thread_id)
         return max(int(top) if top is not None else 0,
                    self._snapshot_counters.get(thread_id, 0)) + 1
@@ -567,21 +567,21 @@ class CheckpointEngine(History):
     def _bump(self, thread_id: str, step: int) -> None:
         self._snapshot_counters[thread_id] = max(self._snapshot_counters.get(thread_id, 0), step)
 
-    async def _head_meta(self, reader: RowReads, thread_id: str) -> CheckpointMetadata | None:
+    async def _head_meta(self, reader: Reader, thread_id: str) -> CheckpointMetadata | None:
         page = await reader.read_thread(thread_id, 1, 0, descending=True)
         return page[0] if page else None
 
-    async def _require_meta(self, reader: RowReads, checkpoint_id: str) -> CheckpointMetadata:
+    async def _require_meta(self, reader: Reader, checkpoint_id: str) -> CheckpointMetadata:
         meta = await reader.get_metadata(checkpoint_id)
         if meta is None:
             raise CheckpointNotFound(checkpoint_id)
         return meta
 
-    async def _thread_count(self, reader: RowReads, thread_id: str) -> int:
+    async def _thread_count(self, reader: Reader, thread_id: str) -> int:
         return int(await reader._fetchval(
             "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?", thread_id) or 0)
 
-    async def _fresh_thread(self, reader: RowReads, make: Callable[[], str]) -> str:
+    async def _fresh_thread(self, reader: Reader, make: Callable[[], str]) -> str:
         for _ in range(50):
             name = make()
             if not await reader.query(
@@ -867,6 +867,8 @@ class CheckpointEngine(History):
                 f"SELECT checkpoint_id FROM checkpoints WHERE {_AFTER} ORDER BY {THREAD_ORDER_ASC}",
                 thread, checkpoint_id)]
             full = await tx.get(checkpoint_id)
+            if full is None:  # read just above in this transaction
+                raise CheckpointNotFound(checkpoint_id)
             if not moved:
                 result = TimeTravelResult(full, thread, 0, before)
             elif hard:
@@ -880,6 +882,7 @@ class CheckpointEngine(History):
                 await oplog.finish(tx, op_id, [thread])
                 result = TimeTravelResult(full, thread, len(moved), before, op_id=op_id, deleted=moved)
             else:
+                assert archive is not None  # not hard: given, or made above
                 if await tx.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", archive):
                     raise UsageError(f"thread {archive!r} already exists; choose another archive name")
                 op_id = await oplog.start(
@@ -964,7 +967,7 @@ class CheckpointEngine(History):
 
     # ---- merge -------------------------------------------------------------------------
 
-    async def merge_base(self, a: str, b: str, reader: RowReads | None = None) -> CheckpointMetadata | None:
+    async def merge_base(self, a: str, b: str, reader: Reader | None = None) -> CheckpointMetadata | None:
         """The nearest common ancestor of checkpoints a and b (None if they share none):
         the first ancestor of b, breadth-first, that is also an ancestor of a and still
         exists (a deleted checkpoint both name as parent cannot serve as a base)."""
@@ -978,7 +981,7 @@ class CheckpointEngine(History):
                     return meta
         return None
 
-    async def _plan_merge(self, reader: RowReads, branch_thread_id: str, into_thread_id: str,
+    async def _plan_merge(self, reader: Reader, branch_thread_id: str, into_thread_id: str,
                           strategy: str, checkpoint_id: str | None = None) -> MergePlan:
         from agentctl.merge import Conflict, merge_messages, three_way_merge
         from agentctl.diff import MISSING
@@ -1274,10 +1277,10 @@ class CheckpointEngine(History):
             raise UsageError(f"unknown on_conflict {on_conflict!r}; use skip, replace or error")
         items: list[Checkpoint] = []
         if hasattr(checkpoints, "__aiter__"):
-            async for item in checkpoints:  # type: ignore[union-attr]
+            async for item in checkpoints:
                 items.append(self._import_item(item))
         else:
-            for item in checkpoints:  # type: ignore[union-attr]
+            for item in checkpoints:
                 items.append(self._import_item(item))
         by_id: dict[str, Checkpoint] = {}
         skipped: dict[str, str] = {}  # id -> why it was left out

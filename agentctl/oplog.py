@@ -39,7 +39,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from agentctl.backends.base import ALL_COLUMNS, RowReads, Transaction, loads
+from agentctl.backends.base import ALL_COLUMNS, Reader, RowReads, Transaction, loads
 from agentctl.errors import OperationError
 
 OPLOG = "agentctl_oplog"
@@ -343,25 +343,25 @@ _RECORD_SQL = (f"SELECT o.op_id, o.created_at, o.kind, o.summary, o.threads, o.d
                f"(SELECT COUNT(*) FROM {TRASH} t WHERE t.op_id = o.op_id) AS purgeable FROM {OPLOG} o")
 
 
-async def has_log(reader: Any) -> bool:
+async def has_log(reader: Reader) -> bool:
     return bool(await reader.table_exists(OPLOG))
 
 
-async def list_ops(reader: Any, limit: int = 50) -> list[OpRecord]:
+async def list_ops(reader: Reader, limit: int = 50) -> list[OpRecord]:
     if not await has_log(reader):
         return []
     rows = await reader.query(f"{_RECORD_SQL} ORDER BY o.op_id DESC LIMIT ?", limit)
     return [_record(r, int(r["purgeable"])) for r in rows]
 
 
-async def get_op(reader: Any, op_id: int) -> OpRecord | None:
+async def get_op(reader: Reader, op_id: int) -> OpRecord | None:
     if not await has_log(reader):
         return None
     rows = await reader.query(f"{_RECORD_SQL} WHERE o.op_id = ?", op_id)
     return _record(rows[0], int(rows[0]["purgeable"])) if rows else None
 
 
-async def last_undoable(reader: Any) -> int | None:
+async def last_undoable(reader: Reader) -> int | None:
     if not await has_log(reader):
         return None
     rows = await reader.query(
@@ -370,13 +370,13 @@ async def last_undoable(reader: Any) -> int | None:
     return int(rows[0]["op_id"]) if rows else None
 
 
-async def changed_threads(reader: Any, op_id: int) -> list[str]:
+async def changed_threads(reader: Reader, op_id: int) -> list[str]:
     rows = await reader.query(
         f"SELECT thread_id FROM {OPLOG_THREADS} WHERE op_id = ? ORDER BY thread_id", op_id)
     return [r["thread_id"] for r in rows]
 
 
-async def archive_threads(reader: Any) -> set[str]:
+async def archive_threads(reader: Reader) -> set[str]:
     """Threads that rewinds (not undone) set the abandoned future aside into."""
     if not await has_log(reader):
         return set()
@@ -490,7 +490,7 @@ async def mark_undone(tx: Transaction, op_id: int, undo_op_id: int) -> None:
     await tx.execute(f"UPDATE {OPLOG} SET undone_by = ? WHERE op_id = ?", undo_op_id, op_id)
 
 
-async def trash_counts(reader: Any) -> list[tuple[int, int]]:
+async def trash_counts(reader: Reader) -> list[tuple[int, int]]:
     """[(op_id, rows)] of every op whose trash still holds rows."""
     if not await reader.table_exists(TRASH):
         return []

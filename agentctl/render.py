@@ -440,8 +440,8 @@ def plan_text(plan: Any) -> RenderableType:
             parts.append(Text(f"{len(plan.conflicts)} conflict(s):", style="bold red"))
             parts.append(conflicts_table(plan.conflicts))
     elif {"delete", "keep_count"} <= fields:  # PrunePlan
-        n = getattr(plan, "delete_count", None)  # the engine's preview holds the first rows only
-        n = len(plan.delete) if n is None else n
+        preview = getattr(plan, "delete_count", None)  # the engine's preview holds the first rows only
+        n = len(plan.delete) if preview is None else preview
         policy = getattr(plan.policy, "value", plan.policy)
         why = getattr(plan, "reason", "") or (
             f"{policy} {plan.param:g}" if isinstance(plan.param, (int, float)) else f"{policy} {plan.param}")

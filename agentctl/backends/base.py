@@ -184,7 +184,7 @@ def decode_tags(raw: Any) -> list[str]:
     return tags
 
 
-async def complete_checkpoint(reader: Any, cp: Checkpoint, cache: dict | None = None) -> Checkpoint:
+async def complete_checkpoint(reader: RowReads, cp: Checkpoint, cache: dict | None = None) -> Checkpoint:
     """The full checkpoint of a row: a delta row (agentctl/delta.py) is resolved."""
     marker = cp.state.get(DELTA_MARKER) if isinstance(cp.state, dict) else None
     if not isinstance(marker, dict):
@@ -487,9 +487,13 @@ class CheckpointBackend(Store):
         # RowReads): declared here for the type checker only.
         COLLATE: str
 
+        async def _fetch(self, sql: str, *params: Any) -> Sequence[Row]: ...
+
         async def query(self, sql: str, *params: Any) -> list[dict[str, Any]]: ...
 
         async def _fetchval(self, sql: str, *params: Any) -> Any: ...
+
+        async def max_step(self, thread_id: str) -> int | None: ...
 
     @property
     def format(self) -> FormatSpec:  # type: ignore[override]
@@ -718,3 +722,7 @@ class CheckpointBackend(Store):
     def transaction(self, lock_threads: Sequence[str] = ()) -> AbstractAsyncContextManager[Transaction]:
         """A write transaction. It commits when the block ends normally and rolls back
         when it raises. Raises ReadOnlyDatabase on a backend opened read-only."""
+
+
+# What reads rows: an open transaction or a backend (both RowReads).
+Reader = Union[Transaction, CheckpointBackend]

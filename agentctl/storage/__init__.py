@@ -107,9 +107,10 @@ async def make_store(url: str | None = None, *, format: str | None = None, reado
         if tables is None or not tables:
             spec = get_format("agentos")
         else:
-            spec = _pick(tables)
-            if spec is None:
+            picked = _pick(tables)
+            if picked is None:
                 raise no_format_error(schema.where(kind, target), tables)
+            spec = picked
     return spec.open(kind, target, readonly=readonly, create=create, **kwargs)
 
 

@@ -3,14 +3,17 @@ that does not parse, parent cycles, and the indexes the reads want (`fix_indexes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentctl.storage.contract import Problem
+
+if TYPE_CHECKING:
+    from agentctl.backends.base import CheckpointBackend
 
 EXPECTED_INDEXES = ("idx_thread_step", "idx_checkpoint_id", "idx_parent")
 
 
-async def problems(backend: Any, limit: int = 100) -> list[Problem]:
+async def problems(backend: CheckpointBackend, limit: int = 100) -> list[Problem]:
     """Every finding, errors first, then warnings (missing indexes)."""
     out: list[Problem] = []
     for d in await backend.duplicate_steps(limit):
@@ -30,7 +33,7 @@ async def problems(backend: Any, limit: int = 100) -> list[Problem]:
     return out
 
 
-async def find_cycles(backend: Any, limit: int = 20, page: int = 50_000) -> list[list[str]]:
+async def find_cycles(backend: CheckpointBackend, limit: int = 20, page: int = 50_000) -> list[list[str]]:
     """Parent chains that loop back on themselves (each cycle once), as checkpoint ids.
 
     The parent links are read as pairs of row ids (a join on the checkpoint_id index,
@@ -76,7 +79,7 @@ async def find_cycles(backend: Any, limit: int = 20, page: int = 50_000) -> list
     return [[names[n] for n in c] for c in cycles]
 
 
-async def index_names(backend: Any) -> set[str]:
+async def index_names(backend: CheckpointBackend) -> set[str]:
     if backend.kind == "sqlite":
         rows = await backend._fetch(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints'")
@@ -87,7 +90,7 @@ async def index_names(backend: Any) -> set[str]:
     return {r["name"] for r in rows}
 
 
-async def schema_notes(backend: Any) -> list[str]:
+async def schema_notes(backend: CheckpointBackend) -> list[str]:
     """What differs from the format's schema and only slows things down (missing indexes)."""
     have = await index_names(backend)
     return [f"index {name} is missing (reads are slower)" for name in EXPECTED_INDEXES if name not in have]
@@ -107,7 +110,7 @@ def index_ddl() -> dict[str, str]:
     return out
 
 
-async def fix_indexes(backend: Any) -> list[str]:
+async def fix_indexes(backend: CheckpointBackend) -> list[str]:
     """Create the missing indexes of index_ddl() in one transaction; their names."""
     have = await index_names(backend)
     missing = {name: ddl for name, ddl in index_ddl().items() if name not in have}
