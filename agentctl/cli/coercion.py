@@ -27,7 +27,7 @@ def install() -> None:
     if original is None or getattr(original, "agentctl_plain", False):
         return
 
-    class PlainParam(RuntimeParam):  # type: ignore[misc, valid-type]
+    class PlainParam(RuntimeParam):
         """str, int or float, with the parameter's min / max."""
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:

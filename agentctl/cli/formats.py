@@ -3,6 +3,7 @@
 
 
 import os
+from typing import Any
 
 import typer
 
@@ -40,7 +41,7 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         detected = run(go())
     specs = formats()
     if json_out:
-        out = {"formats": [f.to_dict() for f in specs]}
+        out: dict[str, Any] = {"formats": [f.to_dict() for f in specs]}
         if detected is not None:
             out["database"] = {"format": detected[0].name, "kind": detected[1]}
         emit_json(out)

@@ -31,6 +31,7 @@ eager_app()()
 
 def command_table() -> dict[str, dict[str, Any]]:
     import typer
+    from typer.core import TyperGroup
 
     from agentctl.cli import root
 
@@ -38,13 +39,16 @@ def command_table() -> dict[str, dict[str, Any]]:
     for module_name in (*root.GROUPS.values(), *root.MODULES):
         scratch = typer.Typer()
         root.register_module(scratch, module_name)
-        names = [info.name for info in scratch.registered_commands + scratch.registered_groups]
+        names = [info.name for info in scratch.registered_commands + scratch.registered_groups
+                 if info.name is not None]
         module_of.update(dict.fromkeys(names, module_name))
     group = typer.main.get_command(root.eager_app())
+    assert isinstance(group, TyperGroup)  # the root app: a group of commands
     ctx = group.make_context("agentctl", ["--help"], resilient_parsing=True)
     table: dict[str, dict[str, Any]] = {}
     for name in group.list_commands(ctx):
         cmd = group.get_command(ctx, name)
+        assert cmd is not None  # a name the group listed
         table[name] = {"module": module_of[name], "help": cmd.help, "short_help": cmd.short_help,
                        "hidden": cmd.hidden, "deprecated": cmd.deprecated}
     return table

@@ -1,13 +1,16 @@
 """`agentctl stats` and `agentctl doctor`."""
 
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.cli.output import emit_json, info, show, stdout_is_tty, tsv
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 def register(app: typer.Typer) -> None:
     app.command("stats")(stats)
@@ -64,7 +67,9 @@ def stats(
     head = Text(f"{data['threads']} threads, {data['checkpoints']} checkpoints, "
                 f"{human_bytes(data['bytes'])} of JSON", style="bold")
     threads = Table(header_style="bold", box=None, pad_edge=False, title_justify="left")
-    for name, justify in (("THREAD", "left"), ("CKPTS", "right"), ("BYTES", "right"), ("AVG", "right")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("THREAD", "left"), ("CKPTS", "right"), ("BYTES", "right"), ("AVG", "right"))
+    for name, justify in columns:
         threads.add_column(name, justify=justify, overflow="fold")
     for p in per:
         avg = p["bytes"] / p["checkpoints"] if p["checkpoints"] else 0

@@ -240,14 +240,21 @@ def progress(description: str, total: float | None, *, enabled: bool = True) -> 
     """A Rich progress bar on stderr when it is a terminal (else nothing); yields
     `advance(n)`."""
     if not (enabled and stderr_is_tty()):
-        yield lambda n=1: None
+        def nothing(n: float = 1) -> None:
+            return None
+
+        yield nothing
         return
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                   TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
         task = bar.add_task(inert(description, one_line=True), total=total)
-        yield lambda n=1: bar.advance(task, n)
+
+        def advance(n: float = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance
 
 
 # ---- confirmation -----------------------------------------------------------------------

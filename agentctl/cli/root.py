@@ -102,10 +102,10 @@ class AgentctlGroup(TyperGroup):
     the app is invoked in-process (tests, `typer.testing.CliRunner`), and takes the
     global options also after the command's name."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
         return super().parse_args(ctx, hoist_global_options(list(args), ctx))
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
         from agentctl.errors import AgentctlError
 
         try:
@@ -126,16 +126,16 @@ class LazyGroup(AgentctlGroup):
 
     listing = False  # True while the root help lists the commands
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
         from agentctl.cli import helptext
 
         return list(helptext.COMMANDS)
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
         from agentctl.cli import helptext
 
         cmd = self.commands.get(cmd_name)
-        entry = helptext.COMMANDS.get(cmd_name)
+        entry: dict[str, Any] | None = helptext.COMMANDS.get(cmd_name)
         if cmd is not None or entry is None:
             return cmd
         if self.listing:  # what click's get_short_help_str reads, nothing more
@@ -144,7 +144,7 @@ class LazyGroup(AgentctlGroup):
         cmd = self.commands[cmd_name] = build_command(cmd_name, entry["module"])
         return cmd
 
-    def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
+    def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
         """Typer's, with "Did you mean" drawn from every command, not only those built."""
         from difflib import get_close_matches
 
@@ -161,7 +161,7 @@ class LazyGroup(AgentctlGroup):
         finally:
             self.suggest_commands = suggest
 
-    def format_commands(self, ctx: typer.Context, formatter: Any) -> None:
+    def format_commands(self, ctx: typer.Context, formatter: Any) -> None:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
         """Typer's listing, from the stored help texts instead of building every command."""
         self.listing = True
         try:
@@ -170,10 +170,10 @@ class LazyGroup(AgentctlGroup):
             self.listing = False
 
 
-def usage_error_class() -> type[Exception]:
+def usage_error_class() -> type[Any]:
     """click's UsageError, from Typer's public API: `typer.BadParameter` is a subclass
     of it both where Typer carries its own click (0.26 and later) and where it uses
-    click itself (no private module of either is imported)."""
+    click itself (no private module of either is imported; hence no static type)."""
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 

@@ -66,7 +66,7 @@ def sample_database() -> Any:
     """The bundled sample database (a Traversable inside the installed package)."""
     from importlib.resources import files
 
-    return files("agentctl").joinpath("sample", "checkpoints.db")
+    return files("agentctl").joinpath("sample").joinpath("checkpoints.db")  # one part a call: Python 3.10
 
 
 def demo(

@@ -922,7 +922,8 @@ def prune_spec(thread: str, policy: str, param: int) -> PruneSpec:
     """The PruneSpec of the prune dialog's answer (a policy of CheckpointGC's names)."""
     field = {"keep_last_n": "keep_last", "keep_age": "older_than",
              "keep_milestones": "milestones"}.get(str(getattr(policy, "value", policy)), "keep_last")
-    return PruneSpec(threads=[thread], **{field: param})
+    options: dict[str, Any] = {field: param}
+    return PruneSpec(threads=[thread], **options)
 
 
 def binding_ids() -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual import events
+from textual.app import ComposeResult
 from textual.widgets import Footer
 
 # The columns Textual's Footer gives a key besides its key and description: a space
@@ -43,7 +44,7 @@ class KeyFooter(Footer):
             for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
             if binding.show or key == palette))
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         if not self._bindings_ready and self.app.app_focus:
             # Textual's Footer starts empty and shows its keys in a later frame, after
             # the first change of bindings: here they are in the first frame (the app's
