@@ -143,7 +143,9 @@ def to_message(event: Any) -> dict[str, Any]:
         msg["other_parts"] = other
     if event.get("invocation_id"):
         msg["invocation_id"] = event["invocation_id"]
-    actions = event.get("actions") if isinstance(event.get("actions"), dict) else {}
+    actions = event.get("actions")
+    if not isinstance(actions, dict):
+        actions = {}
     for key in ("state_delta", "artifact_delta"):
         if actions.get(key):
             msg[key] = actions[key]

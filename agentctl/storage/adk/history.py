@@ -315,7 +315,7 @@ class ADKHistory(History):
             if op.kind == "branch":
                 await tx.execute("DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)
                 await tx.execute("DELETE FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
-                result = ([], [tid])
+                result: tuple[list[str], list[str]] = ([], [tid])
             else:
                 if d["hard"]:
                     n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op.op_id)
@@ -367,13 +367,14 @@ class ADKHistory(History):
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
         raise self._no("merge")
 
-    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> str:
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
+                           checkpoint_id: str | None = None) -> str:
         raise self._no("merge")
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
         raise self._no("prune")
 
-    async def prune_spec(self, spec: PruneSpec) -> list[Any]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
         raise self._no("prune")
 
     async def delete_thread(self, thread_id: str) -> Any:

@@ -382,8 +382,8 @@ class ADKStore(Store):
             return list(reversed(self._metas(rows, first, await self._rewound(key),
                                              await self._first_parent(rows))))
         first = offset + 1
-        last = None if limit >= 2**62 else offset + limit
-        rows = await self._rows(key, first, last)
+        upto = None if limit >= 2**62 else offset + limit
+        rows = await self._rows(key, first, upto)
         return self._metas(rows, first, await self._rewound(key), await self._first_parent(rows))
 
     async def _locate(self, event_id: str) -> tuple[tuple[str, str, str], int] | None:
@@ -481,8 +481,8 @@ class ADKStore(Store):
         """A scan of the events: a LIKE prefilter on the stored JSON (ASCII text), then
         each candidate decoded and matched against its message's text."""
         self.last_search_path = "scan"
-        places = check_search_places(places)
-        if not places & {"messages", "tools"}:  # (the state is not searched)
+        wanted = check_search_places(places)
+        if not wanted & {"messages", "tools"}:  # (the state is not searched)
             return []
         needle = text.casefold()
         params: list[Any] = []
@@ -515,7 +515,7 @@ class ADKStore(Store):
                     continue
                 body = searchable_text(msg)
                 pos = body.casefold().find(needle)
-                if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in places:
+                if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in wanted:
                     continue
                 key = (r["app_name"], r["user_id"], r["session_id"])
                 if key not in steps:

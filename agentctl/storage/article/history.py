@@ -248,7 +248,7 @@ class ArticleHistory(History):
         """(message id, session id, step) of a checkpoint id, or CheckpointNotFound."""
         mid = message_id_of(cid)
         rows = await reader.fetch("SELECT session_id FROM messages WHERE id = ?", mid) if mid is not None else []
-        if not rows:
+        if mid is None or not rows:
             raise CheckpointNotFound(cid)
         sid = rows[0]["session_id"]
         step = (await reader.fetch("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?",
@@ -334,7 +334,8 @@ class ArticleHistory(History):
             new_logs = []
             for lid in log_ids:
                 link = (await tx.fetch("SELECT message_id FROM tool_logs WHERE id = ?", lid))[0]["message_id"]
-                lexprs, lparams = [], []
+                lexprs: list[str] = []
+                lparams: list[Any] = []
                 for c in lcols:
                     if c == "session_id":
                         lexprs.append("CAST(? AS TEXT)")
@@ -370,6 +371,7 @@ class ArticleHistory(History):
         if target is None:
             raise CheckpointNotFound(checkpoint_id_)
         mid = message_id_of(checkpoint_id_)
+        assert mid is not None  # the id of a message get_metadata found
         moved = await self._later(self.store, target.thread_id, mid)
         archive = None
         if moved and not hard:
@@ -430,6 +432,7 @@ class ArticleHistory(History):
                         {"target": checkpoint_id_, "thread": sid, "hard": False, "archive_thread": archive,
                          "count": len(later)})
                     src = await self._session(tx, sid)
+                    assert src is not None  # the session of the target, read in this transaction
                     await self._trash(tx, op_id, "sessions", [sid], "before")
                     await self._copy_session(tx, sid, archive,
                                              f"{src.get('title') or ''} (rewound from {sid} at step {step})")
@@ -844,14 +847,14 @@ class ArticleHistory(History):
             if table not in trash:
                 continue
             tn = S.trash_name(table)
-            cols = ", ".join(await self._columns(tx, table))
+            column_list = ", ".join(await self._columns(tx, table))
             if table == "messages":
                 restored = [checkpoint_id(r["id"]) for r in await tx.fetch(
                     f"SELECT id FROM {tn} WHERE agentctl_op_id = ? AND agentctl_action = 'deleted' ORDER BY id", oid)]
-            await tx.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {tn} WHERE agentctl_op_id = ? "
+            await tx.execute(f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {tn} WHERE agentctl_op_id = ? "
                              "AND agentctl_action = 'deleted' ORDER BY id", oid)
             await tx.execute(f"DELETE FROM {tn} WHERE agentctl_op_id = ?", oid)
-        await self._fts_insert(tx, [message_id_of(c) for c in restored])
+        await self._fts_insert(tx, [m for c in restored if (m := message_id_of(c)) is not None])  # ids made above
         # 4. a merge's branch record gets its old fork point back
         if op.kind == "merge":
             d = op.details

@@ -201,7 +201,7 @@ class ArticleStore(Store):
         self.db: Any = backend_class(kind)(target, readonly=readonly, create=False, **kwargs)
         self.display_name = self.db.display_name
         #: which path the last `search` took: "fts" or "scan"
-        self.last_search_path: str | None = None
+        self.last_search_path = ""  # (the contract's type: a str, empty before a search)
         self._tables: dict[str, set[str]] | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------
@@ -384,7 +384,7 @@ class ArticleStore(Store):
             params += [x.strip() for x in statuses]
         return ("WHERE " + " AND ".join(conds)) if conds else "", params
 
-    async def _summaries(self, rows: list[dict[str, Any]]) -> list[SessionSummary]:
+    async def _summaries(self, rows: list[dict[str, Any]]) -> list[ThreadSummary]:
         if not rows:
             return []
         heads = [r["head_id"] for r in rows if r["head_id"] is not None]
@@ -419,10 +419,10 @@ class ArticleStore(Store):
                 for b in await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ("
                                       + ", ".join("?" for _ in chunk) + ")", *chunk):
                     branches[b["session_id"]] = b
-        out = []
+        out: list[ThreadSummary] = []
         for r in rows:
             head = head_rows.get(int(r["head_id"])) if r["head_id"] is not None else None
-            b = branches.get(r["sid"])
+            branch = branches.get(r["sid"])
             out.append(SessionSummary(
                 thread_id=r["sid"], checkpoints=int(r["n"] or 0), head_step=int(r["n"] or 0),
                 head_checkpoint_id=checkpoint_id(head["id"]) if head else "",
@@ -430,8 +430,8 @@ class ArticleStore(Store):
                 head_summary=f"[{head['role']}] {one_line(head['content'])}" if head else "",
                 first_created_at=str(first_created.get(int(r["first_id"]), "") if r["first_id"] is not None
                                      else (r["s_created"] or "")),
-                branch_of=b["source_session_id"] if b else None,
-                branch_point=checkpoint_id(b["source_message_id"]) if b else None,
+                branch_of=branch["source_session_id"] if branch else None,
+                branch_point=checkpoint_id(branch["source_message_id"]) if branch else None,
                 user_id=r["user_id"], user_name=names.get(r["user_id"]), title=r["title"],
                 status=r["status"], model=r["model"],
                 message_count=r["message_count"], total_tokens=r["total_tokens"],
@@ -810,7 +810,7 @@ class ArticleStore(Store):
         state is not searched."""
         if not text:
             raise UsageError("search text is empty")
-        places = check_search_places(places)
+        wanted = check_search_places(places)
         limit = int(limit)
         needle = text.lower()
         hits: list[SearchHit] = []
@@ -855,11 +855,11 @@ class ArticleStore(Store):
                 "ORDER BY m.id DESC LIMIT ?", needle, *params, limit)
             if self.kind == "sqlite":  # SQLite's lower() folds ASCII only: Python decides
                 rows = [r for r in rows if needle in str(r["content"]).lower()]
-        steps = await self._steps_of([r["id"] for r in rows]) if "messages" in places else {}
-        for r in rows if "messages" in places else []:
+        steps = await self._steps_of([r["id"] for r in rows]) if "messages" in wanted else {}
+        for r in rows if "messages" in wanted else []:
             hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), steps[r["id"]], "messages",
                                   r["role"], snippet_around(str(r["content"]), text)))
-        if role is None and "tools" in places and await self.has("tool_logs"):
+        if role is None and "tools" in wanted and await self.has("tool_logs"):
             tconds, tparams = [], []
             if thread_id is not None:
                 tconds.append("l.session_id = ?")

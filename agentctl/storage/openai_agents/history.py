@@ -162,6 +162,7 @@ class OpenAIHistory(History):
         if meta is None:
             raise CheckpointNotFound(from_checkpoint_id)
         session, target = meta.thread_id, row_id_of(meta.checkpoint_id)
+        assert target is not None  # the id of a row get_metadata found
         if self.store.has_structure and await self.store._q(
                 "SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1", session):
             return await self._sdk_branch(meta, session, target, name)
@@ -349,13 +350,14 @@ class OpenAIHistory(History):
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
         raise self._no("merge")
 
-    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> str:
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
+                           checkpoint_id: str | None = None) -> str:
         raise self._no("merge")
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
         raise self._no("prune")
 
-    async def prune_spec(self, spec: PruneSpec) -> list[Any]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
         raise self._no("prune")
 
     async def delete_thread(self, thread_id: str) -> Any:

@@ -281,8 +281,8 @@ class OpenAIAgentsStore(Store):
             metas = await self._metas(await self._rows(thread_id, first, last), first)
             return list(reversed(metas))
         first = offset + 1
-        last = None if limit >= 2**62 else offset + limit
-        return await self._metas(await self._rows(thread_id, first, last), first)
+        upto = None if limit >= 2**62 else offset + limit
+        return await self._metas(await self._rows(thread_id, first, upto), first)
 
     async def _locate(self, cid: str) -> dict[str, Any] | None:
         rid = row_id_of(cid)
@@ -345,7 +345,7 @@ class OpenAIAgentsStore(Store):
         for i, r in enumerate(rows):
             item, err = decode(r["message_data"])
             if err is not None:
-                msg = {"role": "invalid", "content": f"(message_data is not JSON: {err})"}
+                msg: dict[str, Any] = {"role": "invalid", "content": f"(message_data is not JSON: {err})"}
             else:
                 msg = to_message(item, names)
             messages.append(msg)
@@ -433,8 +433,8 @@ class OpenAIAgentsStore(Store):
         """A scan of message_data: a LIKE prefilter (for ASCII text, matched against the
         JSON-escaped form the SDK stores), then each candidate decoded and matched."""
         self.last_search_path = "scan"
-        places = check_search_places(places)
-        if not places & {"messages", "tools"}:  # (the state is not searched)
+        wanted = check_search_places(places)
+        if not wanted & {"messages", "tools"}:  # (the state is not searched)
             return []
         needle = text.casefold()
         params: list[Any] = []
@@ -462,7 +462,7 @@ class OpenAIAgentsStore(Store):
                     continue
                 body = searchable_text(msg)
                 pos = body.casefold().find(needle)
-                if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in places:
+                if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in wanted:
                     continue
                 n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
                                   r["session_id"], int(r["id"]))
