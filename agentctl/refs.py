@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import (
     AmbiguousReference,
@@ -25,6 +25,9 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import CheckpointMetadata
+
+if TYPE_CHECKING:
+    from agentctl.storage.contract import Store
 
 __all__ = ["resolve", "resolve_thread", "closest_checkpoints", "closest_threads", "check_branch_name"]
 
@@ -59,7 +62,7 @@ def check_branch_name(name: Any) -> str:
     return text
 
 
-def _checked(backend: Any, ref: str, not_found: Any) -> str:
+def _checked(backend: Store, ref: str, not_found: Any) -> str:
     """`ref` stripped, or an AgentctlError for text no database can hold: lone
     surrogates (undecodable bytes in argv) and, on Postgres, NUL characters."""
     ref = (ref or "").strip()
@@ -72,19 +75,19 @@ def _checked(backend: Any, ref: str, not_found: Any) -> str:
     return ref
 
 
-def _storable_step(backend: Any, n: int) -> bool:
+def _storable_step(backend: Store, n: int) -> bool:
     """Whether a step number fits the step column (INTEGER: 32 bits on Postgres, 64 on
     SQLite); a larger one names nothing, and the drivers reject it as a parameter."""
     bits = backend.step_bits
     return -(2**bits) <= n < 2**bits
 
 
-async def _thread_exists(backend: Any, thread: str) -> bool:
+async def _thread_exists(backend: Store, thread: str) -> bool:
     found = await backend.find_thread_ids(thread, limit=1)
     return bool(found) and found[0] == thread
 
 
-async def _head(backend: Any, thread: str) -> CheckpointMetadata | None:
+async def _head(backend: Store, thread: str) -> CheckpointMetadata | None:
     page = await backend.read_thread(thread, limit=1, offset=0, descending=True)
     return page[0] if page else None
 
@@ -105,15 +108,15 @@ def _closest(ref: str, candidates: list[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(ref, candidates, n=n, cutoff=0.4)
 
 
-async def closest_checkpoints(backend: Any, ref: str, n: int = 3) -> list[str]:
+async def closest_checkpoints(backend: Store, ref: str, n: int = 3) -> list[str]:
     return _closest(ref, await _near_ids(backend.find_checkpoint_ids, ref), n)
 
 
-async def closest_threads(backend: Any, ref: str, n: int = 3) -> list[str]:
+async def closest_threads(backend: Store, ref: str, n: int = 3) -> list[str]:
     return _closest(ref, await _near_ids(backend.find_thread_ids, ref), n)
 
 
-async def resolve(backend: Any, ref: str) -> CheckpointMetadata:
+async def resolve(backend: Store, ref: str) -> CheckpointMetadata:
     """The checkpoint a reference names (see the module docstring)."""
     ref = _checked(backend, ref, CheckpointNotFound)
     if not ref:
@@ -161,14 +164,14 @@ async def resolve(backend: Any, ref: str) -> CheckpointMetadata:
     raise CheckpointNotFound(ref, _closest(ref, near, n=4))
 
 
-async def _nearest_steps(backend: Any, thread: str, step: int) -> list[str]:
+async def _nearest_steps(backend: Store, thread: str, step: int) -> list[str]:
     """The thread's first and last steps, as references."""
     first = await backend.read_thread(thread, limit=1, offset=0)
     last = await _head(backend, thread)
     return list(dict.fromkeys(f"{thread}@{m.step}" for m in first + ([last] if last else [])))
 
 
-async def resolve_thread(backend: Any, ref: str) -> str:
+async def resolve_thread(backend: Store, ref: str) -> str:
     """The thread a reference names: a thread id, a unique thread-id prefix, or any
     checkpoint reference (its thread)."""
     ref = _checked(backend, ref, ThreadNotFound)

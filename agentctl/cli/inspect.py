@@ -5,7 +5,7 @@ import gc
 import heapq
 import sys
 from contextlib import contextmanager
-from typing import Annotated, Any, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, Iterator
 
 import typer
 
@@ -15,6 +15,9 @@ from agentctl.cli.options import JsonOpt, OffsetOpt, RefArg, ThreadArg
 from agentctl.cli.output import (compact_json, emit_json, info, plain_output, show, show_segments,
                                  stderr_is_tty, stdout_is_tty, tsv)
 from agentctl.model import Checkpoint, CheckpointMetadata
+
+if TYPE_CHECKING:
+    from agentctl.storage.contract import Store
 
 MAX_GRAPH_THREADS = 64
 
@@ -41,7 +44,7 @@ def register(app: typer.Typer) -> None:
     app.command("tree")(tree)
 
 
-async def _family(backend: Any, thread: str) -> list[str]:
+async def _family(backend: "Store", thread: str) -> list[str]:
     """The thread and the threads branched from it, recursively (breadth first)."""
     threads, frontier = [thread], [thread]
     while frontier and len(threads) < MAX_GRAPH_THREADS:

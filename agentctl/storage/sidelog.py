@@ -7,7 +7,10 @@ undo_of, undone_by, purged)`, written in the caller's write transaction. `detail
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentctl.backends.base import Transaction
 
 
 class SideLog:
@@ -15,7 +18,7 @@ class SideLog:
         self.table = table
         self.kind = kind  # "sqlite" or "postgres"
 
-    async def ensure(self, tx: Any) -> None:
+    async def ensure(self, tx: Transaction) -> None:
         await tx.execute(
             f"CREATE TABLE IF NOT EXISTS {self.table} (op_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, "
             "kind TEXT NOT NULL, summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, "
@@ -24,7 +27,7 @@ class SideLog:
         if self.kind == "postgres":  # op ids: one writer at a time
             await tx.execute(f"LOCK TABLE {self.table} IN EXCLUSIVE MODE")
 
-    async def record(self, tx: Any, now: str, kind: str, summary: str, threads: list[str],
+    async def record(self, tx: Transaction, now: str, kind: str, summary: str, threads: list[str],
                      details: dict[str, Any], undo_of: int | None = None) -> int:
         rows = await tx.fetch(f"SELECT COALESCE(MAX(op_id), 0) + 1 AS n FROM {self.table}")
         op_id = int(rows[0]["n"])
@@ -34,10 +37,10 @@ class SideLog:
             json.dumps(details), undo_of)
         return op_id
 
-    async def set_details(self, tx: Any, op_id: int, details: dict[str, Any]) -> None:
+    async def set_details(self, tx: Transaction, op_id: int, details: dict[str, Any]) -> None:
         await tx.execute(f"UPDATE {self.table} SET details = ? WHERE op_id = ?", json.dumps(details), op_id)
 
-    async def mark_undone(self, tx: Any, op_id: int, by: int) -> None:
+    async def mark_undone(self, tx: Transaction, op_id: int, by: int) -> None:
         await tx.execute(f"UPDATE {self.table} SET undone = 1, undone_by = ? WHERE op_id = ?", by, op_id)
 
     @staticmethod

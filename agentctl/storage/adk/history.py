@@ -31,13 +31,16 @@ import re
 import secrets
 import uuid
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.adk.events import StateFold, decode_json
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.sidelog import SideLog
+
+if TYPE_CHECKING:
+    from agentctl.backends.base import Transaction
 
 OPLOG = "agentctl_adk_oplog"
 TRASH = "agentctl_adk_trash"
@@ -77,7 +80,7 @@ class ADKHistory(History):
     def _ts_text(value: Any) -> str:
         return to_datetime(value).strftime("%Y-%m-%d %H:%M:%S.%f")
 
-    async def _ensure_tables(self, tx: Any) -> None:
+    async def _ensure_tables(self, tx: Transaction) -> None:
         await self.log.ensure(tx)
         data = "JSONB" if self.store.kind == "postgres" else "TEXT"
         await tx.execute(
@@ -85,7 +88,7 @@ class ADKHistory(History):
             "app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, session_id VARCHAR(128) NOT NULL, "
             f"invocation_id VARCHAR(256) NOT NULL, timestamp TIMESTAMP NOT NULL, event_data {data})")
 
-    async def _record(self, tx: Any, kind: str, summary: str, threads: list[str],
+    async def _record(self, tx: Transaction, kind: str, summary: str, threads: list[str],
                       details: dict[str, Any], undo_of: int | None = None) -> int:
         op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
         self.last_op_id = op_id
@@ -101,7 +104,7 @@ class ADKHistory(History):
         assert key is not None
         return meta, key
 
-    async def _session_row(self, tx: Any, key: tuple[str, str, str]) -> dict[str, Any]:
+    async def _session_row(self, tx: Transaction, key: tuple[str, str, str]) -> dict[str, Any]:
         sel = "SELECT state, create_time, update_time FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?"
         if self.store.kind == "postgres":
             sel += " FOR UPDATE"
@@ -113,7 +116,7 @@ class ADKHistory(History):
         row["state"] = state if isinstance(state, dict) else {}
         return row
 
-    async def _events(self, tx: Any, key: tuple[str, str, str]) -> list[dict[str, Any]]:
+    async def _events(self, tx: Transaction, key: tuple[str, str, str]) -> list[dict[str, Any]]:
         rows = await tx.fetch(
             "SELECT id, invocation_id, timestamp, event_data FROM events WHERE app_name = ? AND user_id = ? "
             "AND session_id = ? ORDER BY timestamp, id", *key)

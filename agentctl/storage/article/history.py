@@ -42,7 +42,7 @@ import json
 import re
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
 from agentctl.engine import CheckpointGC, MergePlan, PrunePlan, RewindPlan, TimeTravelResult
 from agentctl.errors import (
@@ -59,6 +59,9 @@ from agentctl.oplog import OpRecord, OpResult, PurgeResult
 from agentctl.storage.article import schema as S
 from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
 from agentctl.storage.contract import History, PruneSpec, Unsupported
+
+if TYPE_CHECKING:
+    from agentctl.backends.base import Transaction
 
 _NAME = re.compile(r"^[\w.-]{1,64}$")
 _CHUNK = 500
@@ -111,10 +114,10 @@ class ArticleHistory(History):
             yield tx
         await self.store._reload_tables()
 
-    async def _has(self, tx: Any, table: str) -> bool:
+    async def _has(self, tx: Transaction, table: str) -> bool:
         return bool(await tx.table_exists(table))
 
-    async def _columns(self, tx: Any, table: str) -> list[str]:
+    async def _columns(self, tx: Transaction, table: str) -> list[str]:
         if table not in self._cols:
             if tx.kind == "sqlite":
                 rows = await tx.fetch("SELECT name FROM pragma_table_info(?) ORDER BY cid", table)
@@ -126,7 +129,7 @@ class ArticleHistory(History):
                 self._cols[table] = [r["column_name"] for r in rows]
         return self._cols[table]
 
-    async def _ensure_side(self, tx: Any) -> None:
+    async def _ensure_side(self, tx: Transaction) -> None:
         if await self._has(tx, S.OPLOG) and await self._has(tx, S.BRANCHES):
             return
         if tx.kind == "postgres":
@@ -134,11 +137,11 @@ class ArticleHistory(History):
         for ddl in S.side_ddl(tx.kind):
             await tx.execute(ddl)
 
-    async def _ensure_trash(self, tx: Any, table: str) -> None:
+    async def _ensure_trash(self, tx: Transaction, table: str) -> None:
         if not await self._has(tx, S.trash_name(table)):
             await tx.execute(S.trash_ddl(tx.kind, table))
 
-    async def _fts_mode(self, tx: Any) -> str:
+    async def _fts_mode(self, tx: Transaction) -> str:
         """"maintain", "triggers" or "off" (no FTS, not the article's kind, or stale)."""
         if tx.kind != "sqlite":
             return "off"
@@ -157,21 +160,21 @@ class ArticleHistory(History):
         b = (await tx.fetch("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages"))[0]
         return "maintain" if (a["n"], a["mx"], a["sm"]) == (b["n"], b["mx"], b["sm"]) else "off"
 
-    async def _fts_delete(self, tx: Any, ids: Sequence[int]) -> None:
+    async def _fts_delete(self, tx: Transaction, ids: Sequence[int]) -> None:
         if self._fts != "maintain":
             return
         for chunk in _chunks(ids):
             await tx.execute("INSERT INTO messages_fts(messages_fts, rowid, content) SELECT 'delete', id, "
                              f"content FROM messages WHERE id IN ({_marks(len(chunk))})", *chunk)
 
-    async def _fts_insert(self, tx: Any, ids: Sequence[int]) -> None:
+    async def _fts_insert(self, tx: Transaction, ids: Sequence[int]) -> None:
         if self._fts != "maintain":
             return
         for chunk in _chunks(ids):
             await tx.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
                              f"WHERE id IN ({_marks(len(chunk))})", *chunk)
 
-    async def _start(self, tx: Any, kind: str, summary: str, threads: Sequence[str],
+    async def _start(self, tx: Transaction, kind: str, summary: str, threads: Sequence[str],
                      details: dict[str, Any], undo_of: int | None = None) -> int:
         await self._ensure_side(tx)
         rows = await tx.fetch(
@@ -182,11 +185,11 @@ class ArticleHistory(History):
             json.dumps(details, ensure_ascii=False), undo_of)
         return int(rows[0]["op_id"])
 
-    async def _set_summary(self, tx: Any, op_id: int, summary: str, details: dict[str, Any]) -> None:
+    async def _set_summary(self, tx: Transaction, op_id: int, summary: str, details: dict[str, Any]) -> None:
         await tx.execute(f"UPDATE {S.OPLOG} SET summary = ?, details = ? WHERE op_id = ?",
                          summary, json.dumps(details, ensure_ascii=False), op_id)
 
-    async def _record(self, tx: Any, op_id: int, table: str, ids: Sequence[Any], action: str,
+    async def _record(self, tx: Transaction, op_id: int, table: str, ids: Sequence[Any], action: str,
                       old_session: str | None = None) -> None:
         if not ids:
             return
@@ -197,7 +200,7 @@ class ArticleHistory(History):
             [(op_id, table, None if numeric else str(i), int(i) if numeric else None, action, old_session)
              for i in ids])
 
-    async def _trash(self, tx: Any, op_id: int, table: str, ids: Sequence[Any], action: str = "deleted") -> int:
+    async def _trash(self, tx: Transaction, op_id: int, table: str, ids: Sequence[Any], action: str = "deleted") -> int:
         """Copy the rows of `table` with these ids into its trash; delete them unless
         action is 'before' (a copy of a row the op then updates)."""
         if not ids:
@@ -214,7 +217,7 @@ class ArticleHistory(History):
                 n += await tx.execute(f"DELETE FROM {table} WHERE id IN ({_marks(len(chunk))})", *chunk)
         return n
 
-    async def _fingerprint(self, tx: Any, sid: str) -> str:
+    async def _fingerprint(self, tx: Transaction, sid: str) -> str:
         s = await tx.fetch(f"SELECT message_count, total_tokens, status, title, {self.store.t('updated_at')} "
                            "AS u FROM sessions WHERE id = ?", sid)
         parts: dict[str, Any] = {"session": [str(v) for v in s[0].values()] if s else None}
@@ -228,12 +231,12 @@ class ArticleHistory(History):
                 parts[table] = [str(v) for v in r[0].values()]
         return json.dumps(parts, sort_keys=True, ensure_ascii=False)
 
-    async def _finish(self, tx: Any, op_id: int, sessions: Sequence[str]) -> None:
+    async def _finish(self, tx: Transaction, op_id: int, sessions: Sequence[str]) -> None:
         for sid in dict.fromkeys(sessions):
             await tx.execute(f"INSERT INTO {S.AFTER} (op_id, session_id, fingerprint) VALUES (?, ?, ?)",
                              op_id, sid, await self._fingerprint(tx, sid))
 
-    async def _recount(self, tx: Any, sid: str) -> None:
+    async def _recount(self, tx: Transaction, sid: str) -> None:
         await tx.execute(
             "UPDATE sessions SET message_count = (SELECT COUNT(*) FROM messages m WHERE m.session_id = ?), "
             "total_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = ?), "
@@ -263,7 +266,7 @@ class ArticleHistory(History):
             name = f"{base}-{i}"
         raise OperationError("could not find an unused session id")  # pragma: no cover
 
-    async def _copy_session(self, tx: Any, src: str, new: str, title: str) -> None:
+    async def _copy_session(self, tx: Transaction, src: str, new: str, title: str) -> None:
         cols = await self._columns(tx, "sessions")
         exprs, params = [], []
         now = self._now()
@@ -282,7 +285,7 @@ class ArticleHistory(History):
         await tx.execute(f"INSERT INTO sessions ({', '.join(cols)}) SELECT {', '.join(exprs)} "
                          "FROM sessions WHERE id = ?", *params, src)
 
-    async def _logs_of(self, tx: Any, sid: str, after: int | None = None, upto: int | None = None) -> list[int]:
+    async def _logs_of(self, tx: Transaction, sid: str, after: int | None = None, upto: int | None = None) -> list[int]:
         """Ids of the tool_logs belonging to the messages of `sid` with after < id <= upto
         (linked by message_id, or unlinked and attributed to them: see store.py)."""
         if not await self._has(tx, "tool_logs"):
@@ -305,7 +308,7 @@ class ArticleHistory(History):
             sid, *params, sid, sid, *params)
         return [int(r["id"]) for r in rows]
 
-    async def _copy_messages(self, tx: Any, op_id: int, src: str, dst: str, after: int | None,
+    async def _copy_messages(self, tx: Transaction, op_id: int, src: str, dst: str, after: int | None,
                              upto: int | None) -> list[int]:
         """Copy the messages of `src` with after < id <= upto (and their tool_logs) into
         `dst` with new ids, in id order; return the new message ids."""
@@ -657,7 +660,7 @@ class ArticleHistory(History):
             out.append(PrunePlan(sid, policy, param, metas, 0, n, reason=self._reason(spec)))
         return out
 
-    async def _delete_sessions(self, tx: Any, op_id: int, sessions: Sequence[str]) -> list[str]:
+    async def _delete_sessions(self, tx: Transaction, op_id: int, sessions: Sequence[str]) -> list[str]:
         deleted: list[str] = []
         for sid in sessions:
             mids = [int(r["id"]) for r in await tx.fetch(
@@ -774,7 +777,7 @@ class ArticleHistory(History):
         self.last_op_id = undo_id
         return OpResult(undo_id, "undo", summary, created=restored, deleted=removed, moved=moved)
 
-    async def _check_undo(self, tx: Any, op: OpRecord) -> None:
+    async def _check_undo(self, tx: Transaction, op: OpRecord) -> None:
         if op.undone:
             raise OperationError(f"operation {op.op_id} ({op.kind}) was already undone by operation {op.undone_by}")
         if op.kind in ("undo", "purge"):
@@ -804,7 +807,7 @@ class ArticleHistory(History):
                 raise OperationError(f"cannot undo operation {op.op_id} ({op.kind}): {t} id(s) "
                                      f"{', '.join(str(r['id']) for r in taken)} exist again; delete them first")
 
-    async def _revert(self, tx: Any, op: OpRecord) -> tuple[list[str], list[str], list[str]]:
+    async def _revert(self, tx: Transaction, op: OpRecord) -> tuple[list[str], list[str], list[str]]:
         oid = op.op_id
         rows = await tx.fetch(f"SELECT tbl, row_key, row_num, action, old_session_id FROM {S.ROWS} WHERE op_id = ?",
                               oid)

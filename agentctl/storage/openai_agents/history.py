@@ -25,12 +25,15 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.sidelog import SideLog
+
+if TYPE_CHECKING:
+    from agentctl.backends.base import Transaction
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 OPLOG = "agentctl_openai_oplog"
@@ -46,13 +49,13 @@ class OpenAIHistory(History):
 
     # ---- helpers ---------------------------------------------------------------------
 
-    async def _ensure_tables(self, tx: Any) -> None:
+    async def _ensure_tables(self, tx: Transaction) -> None:
         await self.log.ensure(tx)
         await tx.execute(
             f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id INTEGER NOT NULL, row_id BIGINT NOT NULL, "
             "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP)")
 
-    async def _record(self, tx: Any, kind: str, summary: str, threads: list[str],
+    async def _record(self, tx: Transaction, kind: str, summary: str, threads: list[str],
                       details: dict[str, Any], undo_of: int | None = None) -> int:
         op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
         self.last_op_id = op_id
