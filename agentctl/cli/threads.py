@@ -38,7 +38,7 @@ def list_threads(
 
     from agentctl.storage import Unsupported
 
-    filters = {k: v for k, v in (("user", user), ("status", status)) if v is not None}
+    filters: dict[str, str | list[str]] = {k: v for k, v in (("user", user), ("status", status)) if v is not None}
     if status is not None:
         filters["status"] = [s.strip() for s in status.split(",") if s.strip()]
 

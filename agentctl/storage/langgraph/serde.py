@@ -307,7 +307,7 @@ def message_to_transcript(msg: dict[str, Any]) -> dict[str, Any]:
     """A labelled LangChain message as a transcript dict."""
     cls = str(msg.get(TYPE_KEY, "")).rsplit(".", 1)[-1]
     base = cls.removesuffix("Chunk")
-    kind = msg.get("type") if isinstance(msg.get("type"), str) else ""
+    kind = got if isinstance(got := msg.get("type"), str) else ""
     if base == "ChatMessage" or kind == "chat":
         role = msg.get("role") or "user"
     else:

@@ -128,7 +128,7 @@ def _meta_dict(text: Any) -> dict[str, Any]:
 
 
 def _step(meta: dict[str, Any]) -> int:
-    step = meta.get("step")
+    step: Any = meta.get("step")  # anything: what int() refuses is caught
     try:
         return int(step)
     except (TypeError, ValueError):
@@ -164,7 +164,7 @@ def next_nodes(checkpoint: dict[str, Any]) -> list[str]:
     values = checkpoint.get("channel_values")
     values = values if isinstance(values, dict) else {}
     seen = checkpoint.get("versions_seen") or {}
-    out = []
+    out: list[str] = []
     if not isinstance(versions, dict) or not isinstance(seen, dict):
         return out
     for channel, version in versions.items():
@@ -178,7 +178,7 @@ def next_nodes(checkpoint: dict[str, Any]) -> list[str]:
             continue
         if channel not in values:
             continue
-        node_seen = seen.get(node) if isinstance(seen.get(node), dict) else {}
+        node_seen = got if isinstance(got := seen.get(node), dict) else {}
         if _version_newer(version, node_seen.get(channel)):
             out.append(node)
     return sorted(out)
@@ -813,7 +813,7 @@ class LangGraphStore(Store):
         tool results and (without `role`) other channel values (`places`),
         case-insensitively."""
         self.last_search_path = "scan"
-        places = check_search_places(places)
+        wanted = check_search_places(places)
         if not text:
             return []
         needle = text.lower()
@@ -849,7 +849,7 @@ class LangGraphStore(Store):
                 for cp in await self._load(tid, ns, rows=rows):
                     if isinstance(cp, CorruptRowError):
                         continue
-                    hits.extend(self._hits(cp, text, needle, role, places))
+                    hits.extend(self._hits(cp, text, needle, role, wanted))
                     if len(hits) >= limit:
                         break
             if scanned >= SEARCH_SCAN_MAX or len(hits) >= limit:
