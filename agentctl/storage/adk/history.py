@@ -41,6 +41,7 @@ from agentctl.storage.sidelog import SideLog
 
 if TYPE_CHECKING:
     from agentctl.backends.base import Transaction
+    from agentctl.storage.adk.store import ADKStore
 
 OPLOG = "agentctl_adk_oplog"
 TRASH = "agentctl_adk_trash"
@@ -60,7 +61,7 @@ def to_datetime(value: Any) -> datetime:
 
 
 class ADKHistory(History):
-    def __init__(self, store: Any, *, now: Any = None, hex4: Any = None) -> None:
+    def __init__(self, store: ADKStore, *, now: Any = None, hex4: Any = None) -> None:
         self.store = store
         self._now = now or utc_now_iso
         self._hex = hex4 or (lambda: secrets.token_hex(2))
@@ -242,6 +243,8 @@ class ADKHistory(History):
                     f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
                     "AND user_id = ? AND id = ?", json.dumps(new_state), self._ts(marker), *key)
         cp = await self.store.get_latest(tid)
+        if cp is None:  # the target, kept by the rewind
+            raise CheckpointNotFound(checkpoint_id)
         return TimeTravelResult(checkpoint=cp, thread_id=tid, rewind_depth=len(moved),
                                 snapshot_count_before=before, op_id=op_id,
                                 archive_thread=None if hard or not moved else archive_thread,

@@ -62,6 +62,7 @@ from agentctl.storage.contract import History, PruneSpec, Unsupported
 
 if TYPE_CHECKING:
     from agentctl.backends.base import Transaction
+    from agentctl.storage.article.store import ArticleStore
 
 _NAME = re.compile(r"^[\w.-]{1,64}$")
 _CHUNK = 500
@@ -82,7 +83,7 @@ _message_checkpoint_id = checkpoint_id
 class ArticleHistory(History):
     """Writes of the article's format (see the module doc)."""
 
-    def __init__(self, store: Any, **options: Any):
+    def __init__(self, store: ArticleStore, **options: Any):
         self.store = store
         self.db = store.db
         self.kind = store.kind
@@ -467,6 +468,8 @@ class ArticleHistory(History):
         if result["op_id"] is not None:
             self.last_op_id = result["op_id"]
         cp = await self.store.get(checkpoint_id_)
+        if cp is None:  # the target, kept by the rewind
+            raise CheckpointNotFound(checkpoint_id_)
         later_ids = [checkpoint_id(i) for i in result["later"]]
         return TimeTravelResult(
             cp, result["sid"], len(later_ids), result["before"], op_id=result["op_id"],
@@ -536,7 +539,8 @@ class ArticleHistory(History):
         f = await self._merge_facts(self._reader(), branch_thread_id, into_thread_id, strategy)
         ours = await self.store.get_latest(into_thread_id) or Checkpoint(
             CheckpointMetadata(into_thread_id, "", 0), [], {}, {})
-        theirs = await self.store.get_latest(branch_thread_id)
+        theirs = await self.store.get_latest(branch_thread_id) or Checkpoint(  # (as ours)
+            CheckpointMetadata(branch_thread_id, "", 0), [], {}, {})
         base = await self.store.get_metadata(checkpoint_id(f["info"]["into_head"]))
         appended = [m for m in (theirs.messages if theirs else []) if int(m.get("id", 0)) in set(f["new"])]
         conflicts = []
@@ -603,7 +607,8 @@ class ArticleHistory(History):
             raise Unsupported("article", "prune --milestones (sessions are pruned whole)")
         if spec.keep_last is None and spec.older_than is None and not spec.statuses:
             raise UsageError("give at least one of --keep-last N (sessions per user), --older-than AGE, --status")
-        conds, params = [], []
+        conds: list[str] = []
+        params: list[Any] = []
         t = self.store.t
         if spec.older_than is not None:
             if float(spec.older_than) < 0:

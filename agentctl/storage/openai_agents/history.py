@@ -34,6 +34,7 @@ from agentctl.storage.sidelog import SideLog
 
 if TYPE_CHECKING:
     from agentctl.backends.base import Transaction
+    from agentctl.storage.openai_agents.store import OpenAIAgentsStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 OPLOG = "agentctl_openai_oplog"
@@ -41,7 +42,7 @@ TRASH = "agentctl_openai_trash"
 
 
 class OpenAIHistory(History):
-    def __init__(self, store: Any, *, now: Any = None, hex4: Any = None) -> None:
+    def __init__(self, store: OpenAIAgentsStore, *, now: Any = None, hex4: Any = None) -> None:
         self.store = store
         self._now = now or utc_now_iso
         self._hex = hex4 or (lambda: secrets.token_hex(2))
@@ -142,6 +143,8 @@ class OpenAIHistory(History):
                 await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
         self.store._archive_map = None  # the store reads the log again
         cp = await self.store.get(meta.checkpoint_id)
+        if cp is None:  # the target, kept by the rewind
+            raise CheckpointNotFound(meta.checkpoint_id)
         ids = [cid_of(i) for i in moved]
         return TimeTravelResult(checkpoint=cp, thread_id=session, rewind_depth=len(moved),
                                 snapshot_count_before=before, op_id=op_id,
