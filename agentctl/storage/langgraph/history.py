@@ -74,7 +74,7 @@ from agentctl.model import CheckpointMetadata, utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.sidelog import SideLog
 
-OPLOG = "agentctl_langgraph_oplog"
+from agentctl.storage.langgraph.store import OPLOG
 TRASH_CP = "agentctl_langgraph_trash_checkpoints"
 TRASH_W = "agentctl_langgraph_trash_writes"
 TRASH_B = "agentctl_langgraph_trash_blobs"
