@@ -292,6 +292,21 @@ class LangGraphStore(Store):
     async def close(self) -> None:
         await self._db.close()
 
+    async def compact(self) -> dict[str, Any]:
+        """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
+        tables (Postgres), with the sizes before and after (see `Store.compact`)."""
+        from agentctl.storage.langgraph.history import TRASH_B, TRASH_CP, TRASH_W
+
+        await self.connect()
+        tables = (["checkpoints", "checkpoint_blobs", "checkpoint_writes"] if self._pg
+                  else ["checkpoints", "writes"]) + [TRASH_CP, TRASH_W] + ([TRASH_B] if self._pg else [])
+        before = await self._db.size_bytes(tables)
+        await self._db.vacuum(tables)
+        if not self._pg:
+            await self._db.truncate_wal()
+        return {"vacuumed": tables if self._pg else "file", "before": before,
+                "after": await self._db.size_bytes(tables)}
+
     def history(self, **options: Any) -> Any:
         """rewind, branch, prune, threads delete, undo, purge; see `history.py`."""
         from agentctl.storage.langgraph.history import LangGraphHistory
