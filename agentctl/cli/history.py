@@ -329,7 +329,7 @@ def require_compact(store: Any) -> None:
 
 
 def run_vacuum(st: Any) -> dict[str, Any]:
-    """VACUUM after a delete (the store's `compact`), its sizes said on stderr."""
+    """The store's `compact` after a delete, its sizes said on stderr."""
     async def go():
         async with st.open(write=True) as store:
             return await store.compact()
