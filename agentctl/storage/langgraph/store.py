@@ -390,7 +390,28 @@ class LangGraphStore(Store):
                  "AND c.checkpoint_id = g.head "
                  "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
                  "AND f.checkpoint_id = g.first")
-        if sort == "step":  # the head's step orders the groups: join them all first
+        if sort == "updated" and not prefix and not self._pg:
+            # SQLite, newest first: the (thread, namespace) pairs by a skip scan of the
+            # primary key's index (a seek per pair, not a pass over every checkpoint),
+            # each pair's head by a seek, and counts for the page's threads only.
+            k = "k.tid, k.ns"
+            nxt_ns = ("(SELECT MIN(x.checkpoint_ns) FROM {cp} x WHERE x.thread_id = k.tid "
+                      "AND x.checkpoint_ns > k.ns)")
+            nxt_t = "(SELECT MIN(x.thread_id) FROM {cp} x WHERE x.thread_id > k.tid)"
+            pairs = (f"WITH RECURSIVE k(tid, ns) AS (SELECT * FROM (SELECT thread_id, checkpoint_ns FROM {{cp}} "
+                     f"ORDER BY thread_id, checkpoint_ns LIMIT 1) UNION ALL "
+                     f"SELECT CASE WHEN {nxt_ns} IS NOT NULL THEN k.tid ELSE {nxt_t} END, "
+                     f"COALESCE({nxt_ns}, (SELECT MIN(y.checkpoint_ns) FROM {{cp}} y WHERE y.thread_id = {nxt_t})) "
+                     f"FROM k WHERE k.tid IS NOT NULL) ")
+            page = (f"SELECT {k.replace('k.tid', 'k.tid AS thread_id').replace('k.ns', 'k.ns AS checkpoint_ns')}, "
+                    "(SELECT MAX(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = k.tid AND x.checkpoint_ns = k.ns) "
+                    f"AS head FROM k WHERE k.tid IS NOT NULL ORDER BY {self._order(sort, descending, '')} "
+                    "LIMIT ? OFFSET ?")
+            sql = (f"{pairs}SELECT g.*, {head_cols} FROM (SELECT g.thread_id, g.checkpoint_ns, "
+                   "(SELECT COUNT(*) FROM {cp} x WHERE x.thread_id = g.thread_id AND x.checkpoint_ns = g.checkpoint_ns) AS n, "
+                   "g.head, (SELECT MIN(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = g.thread_id "
+                   f"AND x.checkpoint_ns = g.checkpoint_ns) AS first FROM ({page}) g) g {joins} ORDER BY {order}")
+        elif sort == "step":  # the head's step orders the groups: join them all first
             sql = (f"SELECT * FROM (SELECT g.*, {head_cols} FROM ({agg}) g {joins}) g "
                    f"ORDER BY {order} LIMIT ? OFFSET ?")
         elif first:
