@@ -249,8 +249,8 @@ def prune(
     """Delete old checkpoints by a policy; a thread's head is always kept. In a session
     store, whole sessions go (with their messages, tool logs and tasks): --older-than
     (not updated since), --status, --keep-last N per user, combinable. One operation,
-    undoable with `agentctl undo` until `purge` (the rows wait in the trash until then:
-    --vacuum frees the pages the delete left, `purge` then VACUUM the rest).
+    undoable with `agentctl undo` until `purge`. --vacuum runs VACUUM afterwards and
+    reports the size before and after (the rows removed stay in the trash until `purge`).
 
     Example: agentctl prune loop-research-7 --keep-last 20 --dry-run
     """

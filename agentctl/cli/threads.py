@@ -128,8 +128,9 @@ def show_thread(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False
 def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dry_run: DryRunOpt = False,
                   no_backup: NoBackupOpt = False, vacuum: VacuumOpt = False,
                   json_out: JsonOpt = False) -> None:
-    """Delete a thread and all its checkpoints. Undoable (`agentctl undo`) until `purge`
-    (the rows wait in the trash until then: --vacuum frees what the delete left).
+    """Delete a thread and all its checkpoints. Undoable (`agentctl undo`) until `purge`.
+    --vacuum runs VACUUM afterwards and reports the size before and after (the rows
+    removed stay in the trash until `purge`).
 
     Example: agentctl threads delete support-1042 --yes
     """
