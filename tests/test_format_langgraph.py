@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import operator
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -658,3 +659,28 @@ async def test_an_undecodable_row_is_reported_not_fatal(tmp_path):
         assert u.head_step == 0 and (await store.get_latest("u")).state["__metadata__"]["__invalid__"]
         assert await store.at_step("t", -5) is not None
     conn.close()
+
+
+async def test_threads_newest_first_by_skip_scan_match_the_plain_aggregate(tmp_path):
+    """SQLite's newest-first `threads list` finds (thread, namespace) pairs by a skip
+    scan; every page of it equals what one GROUP BY over the table gives."""
+    db = tmp_path / "lg.db"
+    shutil.copy(REPO / "agentctl" / "sample" / "langgraph.db", db)
+    conn = sqlite3.connect(db)
+    want = conn.execute(
+        "SELECT thread_id, checkpoint_ns, COUNT(*), MAX(checkpoint_id), MIN(checkpoint_id) FROM checkpoints "
+        "GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id) DESC, thread_id DESC, "
+        "checkpoint_ns DESC").fetchall()
+    conn.close()
+    assert any(ns for _, ns, *_ in want)  # subgraph namespaces among them
+    async with open_store(str(db)) as store:
+        for limit, offset in ((50, 0), (2, 1), (3, len(want) - 2), (5, len(want) + 3)):
+            got = await store.thread_summaries(limit=limit, offset=offset)
+            rows = want[offset:offset + limit]
+            assert [(t.thread_id, t.checkpoints, t.head_checkpoint_id) for t in got] == [
+                (t if not ns else f"{t}|{ns}", n, head) for t, ns, n, head, _ in rows]
+            assert [t.first_created_at for t in got] == [
+                (await store.thread_summary(t.thread_id)).first_created_at for t in got]
+        ascending = await store.thread_summaries(limit=50, descending=False)
+        assert [t.thread_id for t in ascending] == [t.thread_id for t in reversed(
+            await store.thread_summaries(limit=50))]

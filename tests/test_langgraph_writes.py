@@ -654,3 +654,91 @@ async def test_prune_around_a_fork_in_the_middle_of_a_long_thread(lg):
         assert dump(url, saver) == rows
     finally:
         await cm.__aexit__(None, None, None)
+
+
+def test_cli_prune_and_threads_delete_with_vacuum_report_the_sizes(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from agentctl.cli import app
+
+    db = tmp_path / "lg.db"
+    shutil.copy(REPO / "agentctl" / "sample" / "langgraph.db", db)
+    conn = sqlite3.connect(db)
+    before = {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall()) for t in ("checkpoints", "writes")}
+    conn.close()
+
+    def run(*args: str) -> Any:
+        r = CliRunner().invoke(app, ["--db", str(db), *args])
+        assert r.exit_code == 0, r.output
+        return r
+
+    r = run("prune", "--all", "--keep-last", "1", "--yes", "--no-backup", "--vacuum", "--json")
+    out = json.loads(r.stdout)
+    assert out["results"] and out["vacuum"]["vacuumed"] == "file"
+    assert out["vacuum"]["after"] == db.stat().st_size and out["vacuum"]["before"] > 0
+    assert "vacuum: file size" in r.stderr
+    r = run("threads", "delete", "research", "--yes", "--no-backup", "--vacuum")
+    assert "vacuum: file size" in r.stderr and "before" in r.stderr
+    run("purge", "--yes", "--no-backup")
+    r = run("threads", "list", "--json")
+    assert "research" not in r.stdout
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    left = conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+    conn.close()
+    assert 0 < left < len(before["checkpoints"])
+
+
+async def test_compact_vacuums_and_reports_sizes(lg):
+    url, saver = lg
+    g = loop_graph(12).compile(checkpointer=saver)
+    g.invoke({"n": 0, "log": []}, cfg("v"))
+    cm, store, h = await history(url)
+    try:
+        await h.prune_spec(PruneSpec(threads=["v"], keep_last=1))
+        await h.purge()
+        report = await store.compact()
+        assert report["before"] > 0 and report["after"] > 0
+        if url.endswith(".db"):
+            assert report["vacuumed"] == "file" and report["after"] <= report["before"]
+        else:
+            assert "checkpoints" in report["vacuumed"]
+        assert list(g.get_state_history(cfg("v")))
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+def test_vacuum_is_refused_before_anything_is_written_where_a_format_has_none(tmp_path):
+    from agentctl.cli.history import require_compact
+    from agentctl.storage.contract import Store, Unsupported
+
+    class NoVacuum:
+        format = type("F", (), {"name": "x"})()
+        compact = Store.compact
+
+    with pytest.raises(Unsupported):
+        require_compact(NoVacuum())
+
+
+def test_cli_vacuum_on_agentos_and_refused_on_a_format_without_one(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from agentctl.cli import app
+
+    db = tmp_path / "a.db"
+    shutil.copy(REPO / "sample_db" / "checkpoints.db", db)
+    r = CliRunner().invoke(app, ["--db", str(db), "prune", "--all", "--keep-last", "1", "--yes",
+                                 "--no-backup", "--vacuum", "--json"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)["vacuum"]
+    assert report["vacuumed"] == "file" and report["after"] == db.stat().st_size
+    adk = tmp_path / "adk.db"
+    shutil.copy(REPO / "sample_db" / "adk.db", adk)
+    r = CliRunner().invoke(app, ["--db", str(adk), "prune", "--all", "--keep-last", "1", "--yes",
+                                 "--no-backup", "--vacuum"])
+    assert r.exit_code == 2, r.output
+    assert "does not support" in r.output

@@ -712,6 +712,22 @@ class CheckpointBackend(Store):
     async def table_exists(self, name: str) -> bool:
         """Whether a table of this name exists (read-only; creates nothing)."""
 
+    async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
+        """The database's size in bytes (SQLite: the file and its WAL; Postgres: these
+        tables, those that exist, with their indexes and TOAST)."""
+        raise NotImplementedError
+
+    async def compact(self) -> dict[str, Any]:
+        from agentctl import oplog
+
+        tables = ["checkpoints", oplog.TRASH]
+        before = await self.size_bytes(tables)
+        await self.vacuum(tables)
+        if self.kind == "sqlite":
+            await self.truncate_wal()  # type: ignore[attr-defined]
+        return {"vacuumed": "file" if self.kind == "sqlite" else tables,
+                "before": before, "after": await self.size_bytes(tables)}
+
     async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
         """Give the space of deleted rows back (SQLite: VACUUM of the whole file, which
         shrinks it; Postgres: VACUUM of these tables (those that exist), which makes

@@ -289,6 +289,12 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
     async def table_exists(self, name: str) -> bool:
         return bool(await self._fetchval("SELECT to_regclass(?) IS NOT NULL AS e", name))
 
+    async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
+        total = await self._fetchval(
+            "SELECT COALESCE(SUM(pg_total_relation_size(to_regclass(t))), 0)::bigint AS n "
+            "FROM unnest(CAST(? AS text[])) AS t", list(dict.fromkeys(tables)))
+        return int(total or 0)
+
     async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
         if self._readonly:
             raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")

@@ -682,6 +682,21 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name)
         return bool(rows)
 
+    async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
+        return sum(os.path.getsize(self._db_path + suffix) for suffix in ("", "-wal")
+                   if os.path.exists(self._db_path + suffix))
+
+    async def truncate_wal(self) -> None:
+        """In WAL mode, copy the WAL into the file and empty it (after a VACUUM, which
+        writes the whole new file there first); nothing otherwise."""
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
+        await self.connect()
+        async with self._locked():
+            if self._batch is not None:
+                await self._end_batch(self._batch, None)
+            await self._writer_execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
         if self._readonly:
             raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")

@@ -13,7 +13,7 @@ import typer
 
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import run, state
-from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, RefArg, YesOpt
+from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, RefArg, VacuumOpt, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, progress, say, show, show_plan
 
 
@@ -243,12 +243,14 @@ def prune(
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     no_backup: NoBackupOpt = False,
+    vacuum: VacuumOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete old checkpoints by a policy; a thread's head is always kept. In a session
     store, whole sessions go (with their messages, tool logs and tasks): --older-than
     (not updated since), --status, --keep-last N per user, combinable. One operation,
-    undoable with `agentctl undo` until `purge`.
+    undoable with `agentctl undo` until `purge`. --vacuum runs VACUUM afterwards and
+    reports the size before and after (the rows removed stay in the trash until `purge`).
 
     Example: agentctl prune loop-research-7 --keep-last 20 --dry-run
     """
@@ -272,6 +274,8 @@ def prune(
 
     async def plan():
         async with st.engine(write=False, need="prune") as (backend, engine):
+            if vacuum and not dry_run:
+                require_compact(backend)
             tids = None if all_threads else [await resolve_thread(backend, thread)]
             # The plan printed lists the first rows only; --json --dry-run prints all.
             preview = None if json_out and dry_run else render.PRUNE_LISTED
@@ -307,11 +311,46 @@ def prune(
                 return await engine.prune_spec(spec, progress=advance)
 
     results = _all_or_nothing(lambda: run(go()), "prune")
+    report = run_vacuum(st) if vacuum else None
     if json_out:
-        emit_json([r.to_dict() for r in results])
+        listed = [r.to_dict() for r in results]
+        emit_json({"results": listed, "vacuum": report} if vacuum else listed)
         return
     for r in results:
         done(r.summary, r.op_id)
+
+
+def require_compact(store: Any) -> None:
+    """Refuse --vacuum (exit 2, before anything is written) where the format has no VACUUM."""
+    from agentctl.storage.contract import Store, Unsupported
+
+    if type(store).compact is Store.compact:
+        raise Unsupported(store.format.name, "--vacuum")
+
+
+def run_vacuum(st: Any) -> dict[str, Any]:
+    """The store's `compact` after a delete, its sizes said on stderr."""
+    async def go():
+        async with st.open(write=True) as store:
+            return await store.compact()
+
+    info("running VACUUM …")
+    report = run(go())
+    where = "file" if report.get("vacuumed") == "file" else "tables"
+    info(f"vacuum: {where} size {_size(report['before'])} before, {_size(report['after'])} after")
+    return report
+
+
+def _size(n: Any) -> str:
+    if n is None:
+        return "unknown"
+    n = int(n)
+    value, unit = float(n), "B"
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            break
+        value /= 1024
+    return f"{n:,} B" if unit == "B" else f"{value:.1f} {unit} ({n:,} B)"
 
 
 def _all_or_nothing(write: Any, what: str) -> Any:

@@ -16,6 +16,9 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be d
 NoBackupOpt = Annotated[bool, typer.Option(
     "--no-backup", help="SQLite: do not copy the database file aside first (taken before rewind --hard, prune, threads delete and purge).")]
 
+VacuumOpt = Annotated[bool, typer.Option(
+    "--vacuum", help="Afterwards run VACUUM (SQLite: the file shrinks; Postgres: of the format's tables) and report the size before and after.")]
+
 ThreadArg = Annotated[str, typer.Argument(
     metavar="THREAD", help="A thread id (or a unique prefix of one).", autocompletion=complete_thread)]
 RefArg = Annotated[str, typer.Argument(

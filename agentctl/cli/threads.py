@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from agentctl.cli.context import run, state
-from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, YesOpt
+from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, VacuumOpt, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
 
 app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl threads list --limit 5",
@@ -126,8 +126,11 @@ def show_thread(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False
 
 @app.command("delete")
 def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dry_run: DryRunOpt = False,
-                  no_backup: NoBackupOpt = False, json_out: JsonOpt = False) -> None:
+                  no_backup: NoBackupOpt = False, vacuum: VacuumOpt = False,
+                  json_out: JsonOpt = False) -> None:
     """Delete a thread and all its checkpoints. Undoable (`agentctl undo`) until `purge`.
+    --vacuum runs VACUUM afterwards and reports the size before and after (the rows
+    removed stay in the trash until `purge`).
 
     Example: agentctl threads delete support-1042 --yes
     """
@@ -138,6 +141,10 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
 
     async def plan():
         async with st.open() as backend:
+            if vacuum and not dry_run:
+                from agentctl.cli.history import require_compact
+
+                require_compact(backend)
             tid = await resolve_thread(backend, thread)
             return tid, await backend.count(tid), await backend.branches_of([tid])
 
@@ -161,7 +168,12 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
             return await engine.delete_thread(tid)
 
     result = run(go())
+    report = None
+    if vacuum:
+        from agentctl.cli.history import run_vacuum
+
+        report = run_vacuum(st)
     if json_out:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "vacuum": report} if vacuum else result.to_dict())
         return
     done(result.summary, result.op_id)

@@ -365,6 +365,14 @@ class Store(ABC):
         self.require(Capability.BACKUP, "backup")
         raise Unsupported(self.format.name, "backup")
 
+    async def compact(self) -> dict[str, Any]:
+        """VACUUM after a delete (`prune --vacuum`, `threads delete --vacuum`): SQLite
+        rewrites the file (it shrinks), Postgres runs VACUUM on the format's tables
+        (their space becomes reusable). Outside any transaction; needs write access.
+        Returns {"vacuumed": "file" or the tables' names, "before": bytes, "after":
+        bytes}: the file's size (SQLite) or the tables' total size (Postgres)."""
+        raise Unsupported(self.format.name, "--vacuum")
+
 
 class History(ABC):
     """The write side of a format: every write is one transaction, recorded in the

@@ -74,7 +74,7 @@ from agentctl.model import CheckpointMetadata, utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.sidelog import SideLog
 
-OPLOG = "agentctl_langgraph_oplog"
+from agentctl.storage.langgraph.store import OPLOG
 TRASH_CP = "agentctl_langgraph_trash_checkpoints"
 TRASH_W = "agentctl_langgraph_trash_writes"
 TRASH_B = "agentctl_langgraph_trash_blobs"
@@ -511,7 +511,10 @@ class LangGraphHistory(History):
         """(metadata rows to delete, facts: kept reasons and sizes) of one (thread, ns)."""
         from agentctl.storage.langgraph.store import _meta_dict, id_time
 
-        rows = await q(f"SELECT {self.store._meta_cols} FROM checkpoints c WHERE c.thread_id = ? "
+        size = "pg_column_size" if self._pg else "LENGTH"
+        # the sizes (the plan's "bytes") in the same pass over the thread
+        rows = await q(f"SELECT {self.store._meta_cols}, COALESCE({size}(c.checkpoint), 0) + "
+                       f"COALESCE({size}(c.metadata), 0) AS agentctl_n FROM checkpoints c WHERE c.thread_id = ? "
                        f"AND c.checkpoint_ns = ? ORDER BY c.checkpoint_id{self.C}", tid, ns)
         facts: dict[str, Any] = {"forks": 0, "interrupts": 0, "delta": 0, "bytes": 0, "writes": 0, "blobs": 0}
         if not rows:
@@ -549,11 +552,16 @@ class LangGraphHistory(History):
                 if isinstance(parents, dict) and isinstance(parents.get(""), str):
                     forks.add(parents[""])
         # pending interrupts: an __interrupt__ write, no __resume__
-        special: dict[str, set[str]] = {}
-        for r in await q(f"SELECT checkpoint_id, channel FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? "
-                         "AND channel IN ('__interrupt__', '__resume__') GROUP BY checkpoint_id, channel", tid, ns):
-            special.setdefault(r["checkpoint_id"], set()).add(r["channel"])
-        interrupts = {cid for cid, chans in special.items() if chans == {"__interrupt__"}}
+        # and, in the same pass over the thread's writes, their count and size
+        interrupts: set[str] = set()
+        writes: list[tuple[str, int, int]] = []
+        for r in await q(f"SELECT checkpoint_id, COUNT(*) AS k, SUM(COALESCE({size}({self.WV}), 0)) AS n, "
+                         "SUM(CASE WHEN channel = '__interrupt__' THEN 1 ELSE 0 END) AS i, "
+                         "SUM(CASE WHEN channel = '__resume__' THEN 1 ELSE 0 END) AS r "
+                         f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_id", tid, ns):
+            if int(r["i"] or 0) and not int(r["r"] or 0):
+                interrupts.add(r["checkpoint_id"])
+            writes.append((r["checkpoint_id"], int(r["k"]), int(r["n"] or 0)))
         keep_forks = forks & delete
         keep_int = interrupts & delete
         delete -= keep_forks | keep_int
@@ -573,21 +581,19 @@ class LangGraphHistory(History):
         delete -= needed
         gone = [r for r in rows if r["checkpoint_id"] in delete]
         facts["ids"] = ids
-        await self._sizes(q, tid, ns, delete, set(ids) - delete, facts)
+        await self._sizes(q, tid, ns, delete, set(ids) - delete, facts, rows, writes)
         return gone, facts
 
     async def _sizes(self, q: Any, tid: str, ns: str, delete: set[str], kept: set[str],
-                     facts: dict[str, Any]) -> None:
-        size = "pg_column_size" if self._pg else "LENGTH"
-        for r in await q(f"SELECT checkpoint_id, COALESCE({size}(checkpoint), 0) + COALESCE({size}(metadata), 0) "
-                         "AS n FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?", tid, ns):
+                     facts: dict[str, Any], rows: list[dict[str, Any]],
+                     writes: list[tuple[str, int, int]]) -> None:
+        for r in rows:
             if r["checkpoint_id"] in delete:
-                facts["bytes"] += int(r["n"])
-        for r in await q(f"SELECT checkpoint_id, COUNT(*) AS k, SUM(COALESCE({size}({self.WV}), 0)) AS n "
-                         f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_id", tid, ns):
-            if r["checkpoint_id"] in delete:
-                facts["bytes"] += int(r["n"] or 0)
-                facts["writes"] += int(r["k"])
+                facts["bytes"] += int(r["agentctl_n"])
+        for cid, k, n in writes:
+            if cid in delete:
+                facts["bytes"] += n
+                facts["writes"] += k
         if self._pg:
             refs: dict[tuple[str, str], bool] = {}
             for r in await q("SELECT c.checkpoint_id, v.key, v.value FROM checkpoints c CROSS JOIN LATERAL "

@@ -41,7 +41,6 @@ import json
 import struct
 from typing import Any
 
-import ormsgpack
 
 __all__ = [
     "TYPE_KEY", "OPAQUE_KEY", "DELTA_SNAPSHOT", "decode_typed", "decode_msgpack",
@@ -67,7 +66,18 @@ EXT_PYDANTIC_V2 = 5
 EXT_NUMPY_ARRAY = 6
 EXT_DELTA_SNAPSHOT = 7
 
-_UNPACK_OPTIONS = ormsgpack.OPT_NON_STR_KEYS
+_msgpack: Any = None
+
+
+def _ormsgpack() -> Any:
+    """ormsgpack, imported when a payload is first decoded (listing threads or a log
+    decodes none)."""
+    global _msgpack
+    if _msgpack is None:
+        import ormsgpack
+
+        _msgpack = ormsgpack
+    return _msgpack
 
 
 class DecodeError(ValueError):
@@ -122,8 +132,9 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
 
 
 def decode_msgpack(data: bytes) -> Any:
+    ormsgpack = _ormsgpack()
     try:
-        return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=_UNPACK_OPTIONS)
+        return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
     except ormsgpack.MsgpackDecodeError as exc:
         raise DecodeError(f"not valid msgpack: {exc}") from None
     except (TypeError, ValueError) as exc:  # e.g. a dict used as a map key
@@ -131,7 +142,8 @@ def decode_msgpack(data: bytes) -> Any:
 
 
 def _unpack(data: bytes) -> Any:
-    return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=_UNPACK_OPTIONS)
+    ormsgpack = _ormsgpack()
+    return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
 def _name(tup: Any) -> str:

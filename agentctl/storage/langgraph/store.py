@@ -46,12 +46,14 @@ SEARCH_SCAN_MAX = 20_000
 #: how many checkpoint ids' places a store remembers
 WHERE_CACHE_MAX = 200_000
 #: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
+#: agentctl's operation log in a LangGraph database (`history.py` writes it)
+OPLOG = "agentctl_langgraph_oplog"
 SPECIAL_WRITES = ("__error__", "__scheduled__", "__interrupt__", "__resume__")
 #: metadata keys LangGraph itself writes (the others are the user's)
 LG_METADATA = ("source", "step", "parents", "run_id", "thread_id", "checkpoint_ns",
                "checkpoint_id", "langgraph_step", "writes")
 
-_ALIASED = re.compile(r"\{cp\}(?= [cf] )")
+_ALIASED = re.compile(r"\{cp\}(?= [cfm] )")
 _UUID_EPOCH = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
 _TOP = "\U0010ffff"
 
@@ -290,6 +292,21 @@ class LangGraphStore(Store):
     async def close(self) -> None:
         await self._db.close()
 
+    async def compact(self) -> dict[str, Any]:
+        """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
+        tables (Postgres), with the sizes before and after (see `Store.compact`)."""
+        from agentctl.storage.langgraph.history import TRASH_B, TRASH_CP, TRASH_W
+
+        await self.connect()
+        tables = (["checkpoints", "checkpoint_blobs", "checkpoint_writes"] if self._pg
+                  else ["checkpoints", "writes"]) + [TRASH_CP, TRASH_W] + ([TRASH_B] if self._pg else [])
+        before = await self._db.size_bytes(tables)
+        await self._db.vacuum(tables)
+        if not self._pg:
+            await self._db.truncate_wal()
+        return {"vacuumed": tables if self._pg else "file", "before": before,
+                "after": await self._db.size_bytes(tables)}
+
     def history(self, **options: Any) -> Any:
         """rewind, branch, prune, threads delete, undo, purge; see `history.py`."""
         from agentctl.storage.langgraph.history import LangGraphHistory
@@ -345,13 +362,13 @@ class LangGraphStore(Store):
                     [tid, ns, ns + _TOP, prefix, prefix + _TOP])
         return f" WHERE {a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?", [prefix, prefix + _TOP]
 
-    def _order(self, sort: str, descending: bool) -> str:
+    def _order(self, sort: str, descending: bool, g: str = "g.") -> str:
         if sort not in SORTS:
             raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
         d = " DESC" if descending else ""
-        key = {"updated": "g.head", "created": "g.first", "checkpoints": "g.n",
+        key = {"updated": f"{g}head", "created": f"{g}first", "checkpoints": f"{g}n",
                "step": "head_step", "thread": None}[sort]
-        tie = f"g.thread_id{self._C}{d}, g.checkpoint_ns{self._C}{d}"
+        tie = f"{g}thread_id{self._C}{d}, {g}checkpoint_ns{self._C}{d}"
         return f"{key}{d}, {tie}" if key else tie
 
     async def thread_summaries(
@@ -360,8 +377,12 @@ class LangGraphStore(Store):
     ) -> list[ThreadSummary]:
         where, params = self._prefix_where(prefix)
         order = self._order(sort, descending)
-        agg = (f"SELECT thread_id, checkpoint_ns, COUNT(*) AS n, MAX(checkpoint_id) AS head, "
-               f"MIN(checkpoint_id) AS first FROM {{cp}}{where} GROUP BY thread_id, checkpoint_ns")
+        # The aggregate is one scan of the primary key's index (as `sqlite3` would do
+        # it); a thread's first checkpoint is looked up by that index for the page's
+        # threads only, unless the order needs it for all of them.
+        first = "MIN(checkpoint_id) AS first, " if sort in ("created", "step") else ""
+        agg = (f"SELECT thread_id, checkpoint_ns, COUNT(*) AS n, {first}MAX(checkpoint_id) AS head "
+               f"FROM {{cp}}{where} GROUP BY thread_id, checkpoint_ns")
         head_cols = (f"{self._step} AS head_step, {self._meta} AS head_meta, "
                      f"f.parent_checkpoint_id AS first_parent, "
                      f"CASE WHEN g.checkpoint_ns <> '' THEN {self._meta.replace('c.', 'f.')} END AS first_meta")
@@ -369,12 +390,38 @@ class LangGraphStore(Store):
                  "AND c.checkpoint_id = g.head "
                  "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
                  "AND f.checkpoint_id = g.first")
-        if sort == "step":  # the head's step orders the groups: join them all first
+        if sort == "updated" and not prefix and not self._pg:
+            # SQLite, newest first: the (thread, namespace) pairs by a skip scan of the
+            # primary key's index (a seek per pair, not a pass over every checkpoint),
+            # each pair's head by a seek, and counts for the page's threads only.
+            k = "k.tid, k.ns"
+            nxt_ns = ("(SELECT MIN(x.checkpoint_ns) FROM {cp} x WHERE x.thread_id = k.tid "
+                      "AND x.checkpoint_ns > k.ns)")
+            nxt_t = "(SELECT MIN(x.thread_id) FROM {cp} x WHERE x.thread_id > k.tid)"
+            pairs = (f"WITH RECURSIVE k(tid, ns) AS (SELECT * FROM (SELECT thread_id, checkpoint_ns FROM {{cp}} "
+                     f"ORDER BY thread_id, checkpoint_ns LIMIT 1) UNION ALL "
+                     f"SELECT CASE WHEN {nxt_ns} IS NOT NULL THEN k.tid ELSE {nxt_t} END, "
+                     f"COALESCE({nxt_ns}, (SELECT MIN(y.checkpoint_ns) FROM {{cp}} y WHERE y.thread_id = {nxt_t})) "
+                     f"FROM k WHERE k.tid IS NOT NULL) ")
+            page = (f"SELECT {k.replace('k.tid', 'k.tid AS thread_id').replace('k.ns', 'k.ns AS checkpoint_ns')}, "
+                    "(SELECT MAX(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = k.tid AND x.checkpoint_ns = k.ns) "
+                    f"AS head FROM k WHERE k.tid IS NOT NULL ORDER BY {self._order(sort, descending, '')} "
+                    "LIMIT ? OFFSET ?")
+            sql = (f"{pairs}SELECT g.*, {head_cols} FROM (SELECT g.thread_id, g.checkpoint_ns, "
+                   "(SELECT COUNT(*) FROM {cp} x WHERE x.thread_id = g.thread_id AND x.checkpoint_ns = g.checkpoint_ns) AS n, "
+                   "g.head, (SELECT MIN(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = g.thread_id "
+                   f"AND x.checkpoint_ns = g.checkpoint_ns) AS first FROM ({page}) g) g {joins} ORDER BY {order}")
+        elif sort == "step":  # the head's step orders the groups: join them all first
             sql = (f"SELECT * FROM (SELECT g.*, {head_cols} FROM ({agg}) g {joins}) g "
                    f"ORDER BY {order} LIMIT ? OFFSET ?")
-        else:
-            sql = (f"SELECT g.*, {head_cols} FROM (SELECT * FROM ({agg}) g ORDER BY {order} "
+        elif first:
+            sql = (f"SELECT g.*, {head_cols} FROM ({agg} ORDER BY {self._order(sort, descending, '')} "
                    f"LIMIT ? OFFSET ?) g {joins} ORDER BY {order}")
+        else:
+            sql = (f"SELECT g.*, {head_cols} FROM (SELECT g.*, (SELECT MIN(m.checkpoint_id) FROM {{cp}} m "
+                   f"WHERE m.thread_id = g.thread_id AND m.checkpoint_ns = g.checkpoint_ns) AS first "
+                   f"FROM ({agg} ORDER BY {self._order(sort, descending, '')} LIMIT ? OFFSET ?) g) g "
+                   f"{joins} ORDER BY {order}")
         rows = await self._q(sql, *params, int(limit), int(offset))
         await self._load_branches()
         return [self._summary_row(r) for r in rows]
@@ -384,8 +431,6 @@ class LangGraphStore(Store):
         {thread: (the thread it came from, the checkpoint it was branched at)}."""
         if self._branch_map is not None:
             return
-        from agentctl.storage.langgraph.history import OPLOG
-
         self._branch_map = {}
         if not await self._db.table_exists(OPLOG):
             return
@@ -555,19 +600,30 @@ class LangGraphStore(Store):
         than one child in the thread (LangGraph's time travel forks in place: a replay
         from a checkpoint, an update_state on an old one) or a subgraph's first
         checkpoint as a child (a subgraph namespace is a thread of its own here)."""
-        rows = await self.read_thread(thread_id, limit, offset, descending)
+        tid, ns = await self._split(thread_id)
+        d = " DESC" if descending else ""
+        raw = await self._q(
+            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
+            f"ORDER BY c.checkpoint_id{self._C}{d} LIMIT ? OFFSET ?", tid, ns, int(limit), int(offset))
+        rows = [self._metadata(r) for r in raw]
         if not rows:
             return rows, []
-        tid, ns = await self._split(thread_id)
         ids = [m.checkpoint_id for m in rows]
         forks: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        if offset == 0 and len(raw) < limit:
+            # The page is the whole thread: its parent edges are all here.
+            seen: set[str] = set()
+            for r in raw:
+                p = r["parent_checkpoint_id"]
+                if p:
+                    (forks if p in seen else seen).add(p)
+        else:
+            # One pass over the thread (by the primary key) for its fork points, not
+            # one per chunk of the page's ids.
             found = await self._q(
-                f"SELECT parent_checkpoint_id AS p FROM {{cp}} WHERE thread_id = ? AND checkpoint_ns = ? "
-                f"AND parent_checkpoint_id IN ({marks}) GROUP BY parent_checkpoint_id "
-                "HAVING COUNT(*) > 1", tid, ns, *chunk)
+                "SELECT parent_checkpoint_id AS p FROM {cp} WHERE thread_id = ? AND checkpoint_ns = ? "
+                "AND parent_checkpoint_id IS NOT NULL GROUP BY parent_checkpoint_id "
+                "HAVING COUNT(*) > 1", tid, ns)
             forks.update(r["p"] for r in found)
         forks.update(m.parent_checkpoint_id for m in await self.branches_of([thread_id])
                      if m.parent_checkpoint_id)
