@@ -599,9 +599,9 @@ class LangGraphHistory(History):
             for r in await q("SELECT c.checkpoint_id, v.key, v.value FROM checkpoints c CROSS JOIN LATERAL "
                              "jsonb_each_text(c.checkpoint -> 'channel_versions') v WHERE c.thread_id = ? "
                              "AND c.checkpoint_ns = ?", tid, ns):
-                k = (r["key"], r["value"])
-                refs[k] = refs.get(k, False) or r["checkpoint_id"] in kept
-            freed = {k for k, used in refs.items() if not used}
+                version = (r["key"], r["value"])
+                refs[version] = refs.get(version, False) or r["checkpoint_id"] in kept
+            freed = {v for v, used in refs.items() if not used}
             if freed:
                 for r in await q("SELECT channel, version, COALESCE(pg_column_size(blob), 0) AS n FROM "
                                  "checkpoint_blobs WHERE thread_id = ? AND checkpoint_ns = ?", tid, ns):
