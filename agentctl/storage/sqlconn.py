@@ -23,9 +23,9 @@ def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -
 
         class _PgConn(PostgresCheckpointer):
             async def _check_schema(self, conn: Any) -> None:
-                rows = await conn.fetch(
-                    "SELECT table_name, column_name FROM information_schema.columns "
-                    "WHERE table_schema = ANY(current_schemas(false))")
+                from agentctl.storage.schema import PG_COLUMNS_SQL
+
+                rows = await conn.fetch(PG_COLUMNS_SQL)
                 found: dict[str, set[str]] = {}
                 for r in rows:
                     found.setdefault(r[0], set()).add(r[1])

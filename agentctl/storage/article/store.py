@@ -236,9 +236,9 @@ class ArticleStore(Store):
                 "SELECT m.name AS t, p.name AS c FROM sqlite_master m, pragma_table_info(m.name) p "
                 "WHERE m.type = 'table'")
         else:
-            rows = await self.db.query(
-                "SELECT table_name AS t, column_name AS c FROM information_schema.columns "
-                "WHERE table_schema = ANY(current_schemas(false))")
+            from agentctl.storage.schema import PG_COLUMNS_SQL
+
+            rows = await self.db.query(f"SELECT table_name AS t, column_name AS c FROM ({PG_COLUMNS_SQL}) q")
         tables: dict[str, set[str]] = {}
         for r in rows:
             tables.setdefault(r["t"], set()).add(r["c"])

@@ -32,9 +32,7 @@ from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl.backends.base import hit_path, json_hit_tokens, search_messages, snippet_around
-from agentctl.backends.postgres import PostgresCheckpointer
-from agentctl.backends.sqlite import SQLiteCheckpointer
-from agentctl.errors import CorruptRowError, SchemaError, UsageError
+from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
 from agentctl.storage.langgraph import serde
@@ -189,58 +187,6 @@ def next_nodes(checkpoint: dict[str, Any]) -> list[str]:
 # ---- connections ---------------------------------------------------------------------
 
 
-class _SQLite(SQLiteCheckpointer):
-    """A connection to a LangGraph SQLite file (read-only unless asked otherwise)."""
-
-    has_task_path = True
-
-    async def _check_schema(self, conn: Any) -> None:
-        path = self._db_path
-        rows = await conn.execute_fetchall(
-            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
-            "WHERE m.type = 'table' AND m.name IN ('checkpoints', 'writes')")
-        cols: dict[str, set[str]] = {}
-        for table, column in rows:
-            cols.setdefault(table, set()).add(column)
-        need = {"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id",
-                                "parent_checkpoint_id", "type", "checkpoint", "metadata"},
-                "writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx",
-                           "channel", "type", "value"}}
-        for table, wanted in need.items():
-            missing = sorted(wanted - cols.get(table, set()))
-            if missing:
-                raise SchemaError(f"{path}: not a LangGraph SQLite database (table {table!r} "
-                                  f"lacks: {', '.join(missing)})")
-        self.has_task_path = "task_path" in cols["writes"]
-
-
-class _Postgres(PostgresCheckpointer):
-    """A connection to a LangGraph Postgres schema (read-only sessions unless asked)."""
-
-    has_task_path = True
-    shallow = False
-
-    async def _check_schema(self, conn: Any) -> None:
-        rows = await conn.fetch(
-            "SELECT table_name, column_name FROM information_schema.columns "
-            "WHERE table_schema = ANY(current_schemas(false)) AND table_name IN "
-            "('checkpoints', 'checkpoint_blobs', 'checkpoint_writes')")
-        cols: dict[str, set[str]] = {}
-        for r in rows:
-            cols.setdefault(r[0], set()).add(r[1])
-        need = {"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint", "metadata"},
-                "checkpoint_blobs": {"thread_id", "checkpoint_ns", "channel", "type", "blob"},
-                "checkpoint_writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id",
-                                      "idx", "channel", "type", "blob"}}
-        for table, wanted in need.items():
-            missing = sorted(wanted - cols.get(table, set()))
-            if missing:
-                raise SchemaError(f"{self.display_name}: not a LangGraph Postgres database "
-                                  f"(table {table!r} lacks: {', '.join(missing)})")
-        self.has_task_path = "task_path" in cols["checkpoint_writes"]
-        self.shallow = "checkpoint_id" not in cols["checkpoints"]
-
-
 # ---- the store -----------------------------------------------------------------------
 
 
@@ -252,9 +198,14 @@ class LangGraphStore(Store):
 
         self.format = FORMAT
         self.kind = kind
+        # each kind's driver and backend imported only when a database of its kind opens
         if kind == "postgres":
+            from agentctl.storage.langgraph.conn_postgres import _Postgres
+
             self._db: Any = _Postgres(target, readonly=readonly, create=False, **kwargs)
         else:
+            from agentctl.storage.langgraph.conn_sqlite import _SQLite
+
             self._db = _SQLite(target, readonly=readonly, create=False, **kwargs)
         self.display_name = self._db.display_name
         self._pg = kind == "postgres"
@@ -391,21 +342,25 @@ class LangGraphStore(Store):
                  "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
                  "AND f.checkpoint_id = g.first")
         if sort == "updated" and not prefix and not self._pg:
-            # SQLite, newest first: the (thread, namespace) pairs by a skip scan of the
+            # SQLite, newest first (on Postgres the one aggregate is faster: 0.17 s against
+            # 0.23 s for 10,000 threads): the (thread, namespace) pairs by a skip scan of the
             # primary key's index (a seek per pair, not a pass over every checkpoint),
             # each pair's head by a seek, and counts for the page's threads only.
             k = "k.tid, k.ns"
+            d = " DESC" if descending else ""
+            # the CTE's own columns (Postgres does not take an output alias in an expression)
+            page_order = f"head{d}, k.tid{self._C}{d}, k.ns{self._C}{d}"
             nxt_ns = ("(SELECT MIN(x.checkpoint_ns) FROM {cp} x WHERE x.thread_id = k.tid "
                       "AND x.checkpoint_ns > k.ns)")
             nxt_t = "(SELECT MIN(x.thread_id) FROM {cp} x WHERE x.thread_id > k.tid)"
             pairs = (f"WITH RECURSIVE k(tid, ns) AS (SELECT * FROM (SELECT thread_id, checkpoint_ns FROM {{cp}} "
-                     f"ORDER BY thread_id, checkpoint_ns LIMIT 1) UNION ALL "
+                     f"ORDER BY thread_id, checkpoint_ns LIMIT 1) k0 UNION ALL "
                      f"SELECT CASE WHEN {nxt_ns} IS NOT NULL THEN k.tid ELSE {nxt_t} END, "
                      f"COALESCE({nxt_ns}, (SELECT MIN(y.checkpoint_ns) FROM {{cp}} y WHERE y.thread_id = {nxt_t})) "
                      f"FROM k WHERE k.tid IS NOT NULL) ")
             page = (f"SELECT {k.replace('k.tid', 'k.tid AS thread_id').replace('k.ns', 'k.ns AS checkpoint_ns')}, "
                     "(SELECT MAX(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = k.tid AND x.checkpoint_ns = k.ns) "
-                    f"AS head FROM k WHERE k.tid IS NOT NULL ORDER BY {self._order(sort, descending, '')} "
+                    f"AS head FROM k WHERE k.tid IS NOT NULL ORDER BY {page_order} "
                     "LIMIT ? OFFSET ?")
             sql = (f"{pairs}SELECT g.*, {head_cols} FROM (SELECT g.thread_id, g.checkpoint_ns, "
                    "(SELECT COUNT(*) FROM {cp} x WHERE x.thread_id = g.thread_id AND x.checkpoint_ns = g.checkpoint_ns) AS n, "
