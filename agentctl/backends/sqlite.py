@@ -689,22 +689,22 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     async def truncate_wal(self) -> None:
         """In WAL mode, copy the WAL into the file and empty it (after a VACUUM, which
         writes the whole new file there first); nothing otherwise."""
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
-        await self.connect()
-        async with self._locked():
-            if self._batch is not None:
-                await self._end_batch(self._batch, None)
-            await self._writer_execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        await self._outside_transaction("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
+        await self._outside_transaction("VACUUM")
+
+    async def _outside_transaction(self, statement: str) -> None:
+        """Run a statement that cannot run in a transaction (VACUUM, a WAL checkpoint)
+        on the write connection, after the open group commit ends, waiting for the
+        other writers like a write does."""
         if self._readonly:
             raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
         await self.connect()
         async with self._locked():
             if self._batch is not None:
                 await self._end_batch(self._batch, None)
-            await self._writer_execute("VACUUM")
+            await self._writer_execute(statement)
 
     @asynccontextmanager
     async def bulk_write(self, cache_kib: int = 65536) -> AsyncIterator[None]:

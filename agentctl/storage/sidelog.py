@@ -83,3 +83,51 @@ class SideLog:
         if op.undone or op.purged:
             raise OperationError(f"operation {op.op_id} was already {'undone' if op.undone else 'purged'}")
         return op
+
+
+async def purge_trash(store: Any, trash: str, oplog: str, dry_run: bool) -> Any:
+    """Empty a format's trash table (`trash`, rows by op_id) and mark its operations
+    purged in `oplog`; a PurgeResult (what it would free, with dry_run)."""
+    from agentctl.oplog import PurgeResult
+
+    await store.connect()
+    if not await store._db.table_exists(trash):
+        return PurgeResult(ops=[], rows=0, dry_run=dry_run)
+    rows = await store._q(f"SELECT op_id, COUNT(*) AS n FROM {trash} GROUP BY op_id ORDER BY op_id")
+    ops = [int(r["op_id"]) for r in rows]
+    total = sum(int(r["n"]) for r in rows)
+    if dry_run or not ops:
+        return PurgeResult(ops=ops, rows=total, dry_run=dry_run)
+    async with store._db.transaction() as tx:
+        await tx.execute(f"DELETE FROM {trash}")
+        for op in ops:
+            await tx.execute(f"UPDATE {oplog} SET purged = 1 WHERE op_id = ?", op)
+    return PurgeResult(ops=ops, rows=total, dry_run=False)
+
+
+class RewindAndBranchOnly:
+    """The History methods a format that offers only rewind and branch (and undo)
+    refuses: merge, prune and threads delete raise Unsupported naming the format."""
+
+    store: Any
+
+    def _no(self, what: str) -> Any:
+        from agentctl.storage.contract import Unsupported
+
+        return Unsupported(self.store.format.name, what)
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
+        raise self._no("merge")
+
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
+                           checkpoint_id: str | None = None) -> str:
+        raise self._no("merge")
+
+    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[Any]:
+        raise self._no("prune")
+
+    async def prune_spec(self, spec: Any, *, progress: Any = None) -> list[Any]:
+        raise self._no("prune")
+
+    async def delete_thread(self, thread_id: str) -> Any:
+        raise self._no("threads delete")

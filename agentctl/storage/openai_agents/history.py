@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
-from agentctl.storage.contract import History, PruneSpec, Unsupported
-from agentctl.storage.sidelog import SideLog
+from agentctl.storage.contract import History
+from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
 
 if TYPE_CHECKING:
     from agentctl.backends.base import Transaction
@@ -41,7 +41,7 @@ OPLOG = "agentctl_openai_oplog"
 TRASH = "agentctl_openai_trash"
 
 
-class OpenAIHistory(History):
+class OpenAIHistory(RewindAndBranchOnly, History):
     def __init__(self, store: OpenAIAgentsStore, *, now: Any = None, hex4: Any = None) -> None:
         self.store = store
         self._now = now or utc_now_iso
@@ -333,38 +333,4 @@ class OpenAIHistory(History):
                         deleted=deleted)
 
     async def purge(self, dry_run: bool = False) -> Any:
-        from agentctl.oplog import PurgeResult
-
-        if not await self._oplog_exists():
-            return PurgeResult(ops=[], rows=0, dry_run=dry_run)
-        rows = await self.store._q(f"SELECT op_id, COUNT(*) AS n FROM {TRASH} GROUP BY op_id ORDER BY op_id")
-        ops = [int(r["op_id"]) for r in rows]
-        total = sum(int(r["n"]) for r in rows)
-        if dry_run or not ops:
-            return PurgeResult(ops=ops, rows=total, dry_run=dry_run)
-        async with self.store._db.transaction() as tx:
-            await tx.execute(f"DELETE FROM {TRASH}")
-            for op in ops:
-                await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id = ?", op)
-        return PurgeResult(ops=ops, rows=total, dry_run=False)
-
-    # ---- not offered -----------------------------------------------------------------
-
-    def _no(self, what: str) -> Unsupported:
-        return Unsupported(self.store.format.name, what)
-
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
-        raise self._no("merge")
-
-    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
-                           checkpoint_id: str | None = None) -> str:
-        raise self._no("merge")
-
-    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
-        raise self._no("prune")
-
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
-        raise self._no("prune")
-
-    async def delete_thread(self, thread_id: str) -> Any:
-        raise self._no("threads delete")
+        return await purge_trash(self.store, TRASH, OPLOG, dry_run)
