@@ -13,6 +13,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
+from agentctl.storage.contract import Store
+
 Check = Callable[[Mapping[str, set[str]]], None]
 
 
@@ -101,3 +103,16 @@ def prefix_range(column: str, prefix: str, params: list[Any]) -> str:
         return f"{column} >= ? AND {column} < ? AND substr({column}, 1, ?) = ?"
     params.extend([len(prefix), prefix])
     return f"substr({column}, 1, ?) = ?"
+
+
+class ConnectedStore(Store):
+    """A Store whose connection is `self._db` (one of `connection`'s): it opens and
+    closes with it."""
+
+    _db: Any
+
+    async def connect(self) -> None:
+        await self._db.connect()
+
+    async def close(self) -> None:
+        await self._db.close()

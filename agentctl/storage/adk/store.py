@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import SEARCH_PLACES, Store, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, check_search_places
 from agentctl.storage.adk.events import (
     StateFold,
     decode_json,
@@ -19,7 +19,7 @@ from agentctl.storage.adk.events import (
     to_message,
     tools_of,
 )
-from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape, prefix_range
+from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, iso_time, like_escape, prefix_range
 
 #: a thread id's parts are joined by this
 SEP = "/"
@@ -32,7 +32,7 @@ def thread_id_of(app: str, user: str, session: str) -> str:
     return f"{app}{SEP}{user}{SEP}{session}"
 
 
-class ADKStore(Store):
+class ADKStore(ConnectedStore):
     format = FORMAT
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True, **_: Any) -> None:
@@ -61,12 +61,6 @@ class ADKStore(Store):
                                 + "".join(f", {c}" for c in cols))
         self.has_app_states = {"app_name", "state"} <= tables.get("app_states", set())
         self.has_user_states = {"app_name", "user_id", "state"} <= tables.get("user_states", set())
-
-    async def connect(self) -> None:
-        await self._db.connect()
-
-    async def close(self) -> None:
-        await self._db.close()
 
     def history(self, **options: Any) -> Any:
         """rewind, branch and their undo (schema v1); see `history.py`."""

@@ -533,13 +533,17 @@ class ArticleStore(Store):
             out.reverse()
         return out
 
-    async def get_metadata(self, checkpoint_id_: str) -> CheckpointMetadata | None:
+    async def _message_of(self, checkpoint_id_: str) -> tuple[int, dict[str, Any]] | None:
+        """(message id, its row) of a checkpoint id, or None when it names no message."""
         mid = message_id_of(checkpoint_id_)
-        if mid is None:
+        row = await self._message_row(mid) if mid is not None else None
+        return (mid, row) if mid is not None and row is not None else None
+
+    async def get_metadata(self, checkpoint_id_: str) -> CheckpointMetadata | None:
+        found = await self._message_of(checkpoint_id_)
+        if found is None:
             return None
-        row = await self._message_row(mid)
-        if row is None:
-            return None
+        mid, row = found
         sid = row["session_id"]
         step = await self._step_of(sid, mid)
         prev = await self._prev_id(sid, mid)
@@ -623,12 +627,10 @@ class ArticleStore(Store):
         return out
 
     async def get(self, checkpoint_id_: str) -> Checkpoint | None:
-        mid = message_id_of(checkpoint_id_)
-        if mid is None:
+        found = await self._message_of(checkpoint_id_)
+        if found is None:
             return None
-        row = await self._message_row(mid)
-        if row is None:
-            return None
+        mid, row = found
         sid = row["session_id"]
         rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
                             "AND m.id <= ? ORDER BY m.id", sid, mid)

@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Store, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, check_search_places
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -23,7 +23,7 @@ from agentctl.storage.openai_agents.items import (
     tags_of,
     to_message,
 )
-from agentctl.storage.sqlconn import check_sort, connection, iso_time, like_escape, prefix_range
+from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, iso_time, like_escape, prefix_range
 
 PREFIX = "item-"
 
@@ -55,7 +55,7 @@ def row_id_of(cid: str) -> int | None:
     return int(digits)
 
 
-class OpenAIAgentsStore(Store):
+class OpenAIAgentsStore(ConnectedStore):
     format = FORMAT
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True,
@@ -79,12 +79,6 @@ class OpenAIAgentsStore(Store):
         self._S, self._M = quote(s), quote(m)
         self.has_structure = all(c in tables.get("message_structure", ()) for c in STRUCTURE_COLUMNS)
         self.has_usage = all(c in tables.get("turn_usage", ()) for c in USAGE_COLUMNS)
-
-    async def connect(self) -> None:
-        await self._db.connect()
-
-    async def close(self) -> None:
-        await self._db.close()
 
     def history(self, **options: Any) -> Any:
         """rewind (SQLiteSession sessions) and its undo; see `history.py`."""
