@@ -249,9 +249,15 @@ async def test_tui_footer_shows_every_key(size):
 
     from agentctl.tui.app import AgentctlApp
 
+    from agentctl.tui.widgets.detail import DetailPane
+
     app = AgentctlApp(str(SAMPLE_DB), readonly=True)
     async with app.run_test(size=size) as pilot:
         await pilot.pause(0.3)
+        for _ in range(100):  # the detail pane's tabs mount after the first frame: the
+            if app.query_one(DetailPane).tabs_ready:  # app is whole once they are (a loaded
+                break                                  # machine may take longer than 0.3 s)
+            await pilot.pause(0.05)
         footer = app.query_one("KeyFooter")
         keys = list(footer.query(FooterKey))
         shown = {b.description for (_n, b, _e, _t) in app.screen.active_bindings.values() if b.show}

@@ -163,8 +163,8 @@ class DetailPane(Vertical):
         self.call_after_refresh(self._mount_tabs)
 
     async def _mount_tabs(self) -> None:
-        if not self.is_attached:  # the app closed at once (a database that cannot be opened)
-            return
+        if not self.is_attached or not self.app.is_running:  # the app closed at once (a
+            return                                       # database that cannot be opened, q)
         panes = [TabPane(tab.capitalize(), VerticalScroll(
                     Static(self._contents[tab], id=f"{tab}-view"), id=f"{tab}-scroll"), id=tab)
                  for tab in TABS]
