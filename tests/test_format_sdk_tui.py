@@ -3,15 +3,14 @@ the Store methods alone, like any format."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import shutil
 from pathlib import Path
 
 import pytest
+from support.tui import settle, skip_idle_waits
 from rich.console import Console
 from textual.widgets import Static
-from textual.worker import WorkerState
 
 from agentctl.tui.app import AgentctlApp
 
@@ -21,25 +20,7 @@ SIZE = (120, 36)
 
 @pytest.fixture(autouse=True)
 def _no_idle_waits(monkeypatch):
-    async def yield_once(*args, **kwargs) -> None:
-        await asyncio.sleep(0)
-
-    monkeypatch.setattr("textual.app.wait_for_idle", yield_once)
-    monkeypatch.setattr("textual.pilot.wait_for_idle", yield_once)
-
-
-async def settle(pilot, timeout: float = 20.0) -> None:
-    app = pilot.app
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    quiet = 0
-    while quiet < 3:
-        await pilot.pause()
-        working = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING)
-                      for w in app.workers if w.group != "follow")
-        quiet = 0 if working else quiet + 1
-        assert loop.time() < deadline, f"the app kept working: {list(app.workers)}"
-        await asyncio.sleep(0.002 if quiet else 0.01)
+    skip_idle_waits(monkeypatch)
 
 
 def view_text(app: AgentctlApp, widget_id: str) -> str:

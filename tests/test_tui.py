@@ -13,10 +13,10 @@ import shutil
 import sqlite3
 
 import pytest
+from support.tui import settle, skip_idle_waits
 from rich.console import Console
 from textual.screen import ModalScreen
 from textual.widgets import Static
-from textual.worker import WorkerState
 
 from agentctl.backends import make_backend, open_backend
 from agentctl.backends.sqlite import SQLiteCheckpointer, read_thread_summaries
@@ -40,39 +40,9 @@ sample_url = sampledb.sample_url
 # ---- helpers ---------------------------------------------------------------------------
 
 
-def busy(app: AgentctlApp) -> bool:
-    """Whether a worker is still loading (follow mode always runs; a write flow waits
-    for its modal while one is open)."""
-    modal = isinstance(app.screen, ModalScreen)
-    return any(w.state in (WorkerState.PENDING, WorkerState.RUNNING)
-               for w in app.workers
-               if w.group != "follow" and not (modal and w.group == "write"))
-
-
 @pytest.fixture(autouse=True)
 def _no_idle_waits(monkeypatch):
-    """Pilot waits after each key until the process looks idle (CPU time against wall
-    time), which on a loaded machine takes up to a second per key. `settle` waits for
-    what matters here instead: the screen's messages and the app's workers."""
-    async def yield_once(*args, **kwargs) -> None:
-        await asyncio.sleep(0)
-
-    monkeypatch.setattr("textual.app.wait_for_idle", yield_once)
-    monkeypatch.setattr("textual.pilot.wait_for_idle", yield_once)
-
-
-async def settle(pilot, timeout: float = 20.0) -> None:
-    """Wait until every load has finished and its messages are handled."""
-    app = pilot.app
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    quiet = 0
-    while quiet < 3:
-        await pilot.pause()
-        quiet = 0 if busy(app) else quiet + 1
-        if loop.time() > deadline:
-            raise AssertionError(f"the app kept working: {[w for w in app.workers]}")
-        await asyncio.sleep(0.002 if quiet else 0.01)
+    skip_idle_waits(monkeypatch)
 
 
 async def until(pilot, condition, timeout: float = 10.0, what: str = "condition") -> None:
