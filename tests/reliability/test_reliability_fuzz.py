@@ -22,7 +22,8 @@ from agentctl.refs import resolve, resolve_thread
 from tests.support.rig import run_sync
 from tests.support.helpers import make_cp
 from tests.support.sampledb import cli, fresh_schema, sample_ro  # noqa: F401  (fixture)
-from tests.unit.test_diff import KEYS, same
+from tests.support.helpers import same
+from tests.support.strategies import KEYS, json_values, scalars
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -124,11 +125,7 @@ def test_fuzz_references_on_the_command_line(sample_ro, ref):  # noqa: F811
 
 TEXT = st.text(max_size=8)
 # Smaller than test_diff's JSON: a checkpoint holds several of them.
-SMALL_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | TEXT,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(KEYS, children, max_size=3),
-    max_leaves=8,
-)
+SMALL_JSON = json_values(scalars(text_size=8), KEYS, width=3, max_leaves=8)
 MESSAGE = st.one_of(
     st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool", "system"]),
                            "content": st.one_of(TEXT, SMALL_JSON)},
@@ -269,11 +266,8 @@ _names = (f"m{i}" for i in itertools.count())
 
 # JSON every backend stores and reads back unchanged (JSONB: no NUL, no float drift).
 DB_TEXT = st.text(max_size=4).filter(lambda s: "\x00" not in s)
-DB_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | DB_TEXT,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(DB_TEXT, children, max_size=3),
-    max_leaves=12,
-)
+DB_JSON = json_values(st.none() | st.booleans() | st.integers(-(2**53), 2**53) | DB_TEXT, DB_TEXT,
+                      width=3, max_leaves=12)
 DB_STATES = st.dictionaries(DB_TEXT, DB_JSON, max_size=5)
 
 

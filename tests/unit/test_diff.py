@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import agentctl.diff as diff_module
 from tests.support.helpers import same
+from tests.support.strategies import JSON, KEYS  # keys likely to collide, values of up to 25 leaves
 from agentctl.diff import (
     CHECKPOINT_SECTIONS,
     MISSING,
@@ -54,25 +55,6 @@ def nested(depth: int, leaf, *, lists: bool = False):
     for level in range(depth):
         value = [value] if lists and level % 2 else {"k": value}
     return value
-
-
-# Keys likely to collide between two values, and ones that need escaping.
-KEYS = st.one_of(
-    st.sampled_from(["a", "b", "", "~", "/", "~1", "a/b", "m~n", "0", "b c", "中文", "ключ"]),
-    st.text(max_size=4),
-)
-SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=6),
-)
-JSON = st.recursive(
-    SCALARS,
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(KEYS, children, max_size=5),
-    max_leaves=25,
-)
 
 
 @st.composite

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from tests.support.helpers import same
+from tests.support.strategies import json_values, keys, scalars
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -25,19 +26,9 @@ from agentctl.merge import (
 
 
 
-KEYS = st.one_of(st.sampled_from(["a", "b", "c", "~", "a/b", "b c", "中文", ""]), st.text(max_size=3))
-SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=5),
-)
-JSON = st.recursive(
-    SCALARS,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(KEYS, children, max_size=4),
-    max_leaves=20,
-)
+KEYS = keys(["a", "b", "c", "~", "a/b", "b c", "中文", ""], text_size=3)
+SCALARS = scalars(text_size=5)
+JSON = json_values(SCALARS, KEYS, width=4, max_leaves=20)
 DICTS = st.dictionaries(KEYS, JSON, max_size=5)
 
 
