@@ -1,5 +1,5 @@
 """Crash mid-write: `kill -9` agentctl inside the transaction of a large prune, rewind,
-merge and import (paused there by tests/paused_agentctl.py). Afterwards `doctor` says
+merge and import (paused there by tests/scripts/paused_agentctl.py). Afterwards `doctor` says
 what it said before, every table holds exactly the rows it held before, and the same
 command then runs to its end (no lock or journal left behind)."""
 

@@ -1,6 +1,6 @@
 """Property-based fuzzing (hypothesis) of what users type and what databases hold:
 references, whole-checkpoint diffs and their JSON output applied back, merges through
-the engine. (Value-level diff and merge properties live in test_diff.py / test_merge.py.)
+the engine. (Value-level diff and merge properties live in tests/unit/test_diff.py / test_merge.py.)
 """
 
 from __future__ import annotations

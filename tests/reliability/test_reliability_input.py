@@ -1,5 +1,5 @@
 """Hostile and broken input, on every command: one line on stderr, the documented exit
-code, no traceback, nothing created, nothing changed. (tests/test_bad_input.py checks
+code, no traceback, nothing created, nothing changed. (tests/cli/test_bad_input.py checks
 the opening of each kind of bad database; this file runs all the commands on them, and
 adds what databases really hold: broken rows, huge rows, NUL bytes, quotes and SQL in
 ids, read-only and locked files.)"""

@@ -1,4 +1,4 @@
-"""agentctl next to a live agent: a separate process (tests/seed_writer.py, a writer like
+"""agentctl next to a live agent: a separate process (tests/support/seed_writer.py, a writer like
 the seeds': its own connection per write, the driver's default timeout, no WAL) writes
 snapshots as fast as it can while agentctl lists, shows, diffs, searches, branches,
 rewinds, merges and prunes the same database. Nobody sees an error, and every
@@ -188,7 +188,7 @@ def test_agentctl_next_to_a_live_writer(live_url, tmp_path):
 
 def test_a_row_an_agent_writes_during_a_rewind_is_not_moved_unrecorded(pg_dsn, tmp_path):
     """Deterministically, the race the live test can only hope to hit: rewind paused
-    inside its transaction (tests/paused_agentctl.py) just before it moves rows; an
+    inside its transaction (tests/scripts/paused_agentctl.py) just before it moves rows; an
     agent then writes a new head. The agent waits for the rewind (on SQLite BEGIN
     IMMEDIATE sees to that; on Postgres the engine's table lock), so the rewind moves
     exactly the rows it recorded, and the agent's row stays in its thread."""

@@ -1,7 +1,7 @@
 """Terminal safety: text from the database (messages, states, tool results, ids, tags,
 summaries) carrying escape sequences, carriage returns or Rich markup is shown inert by
 every command, piped, on a forced terminal and on a real pseudo-terminal. (The TUI's
-part is in test_reliability_tui.py; tests/test_cli_safety.py checks the main read
+part is in test_reliability_tui.py; tests/cli/test_cli_safety.py checks the main read
 commands against a shorter payload.)"""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Run the agentctl command line with a test-only pause inside its write transaction,
 so a test can kill it there (kill -9) and check that nothing of the write remains.
 
-    python tests/paused_agentctl.py READY_FILE POINT -- AGENTCTL_ARGS...
+    python tests/scripts/paused_agentctl.py READY_FILE POINT -- AGENTCTL_ARGS...
 
 POINT is where the write stops:
 - `first-change`: right after the first statement that changed the `checkpoints`

@@ -1,5 +1,5 @@
 """Builders of small databases of every format on every backend, for the contract suite
-(tests/test_contract.py).
+(tests/formats/test_contract.py).
 
 Each format has a `FormatCase`: a `build(kind, url)` that writes a small database the
 way the format's own program does (AgentOS: agentctl's engine; the article: its DDL and

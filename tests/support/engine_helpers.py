@@ -1,4 +1,4 @@
-"""Builders shared by the engine tests (tests/test_engine*.py)."""
+"""Builders shared by the engine tests (tests/engine/test_engine*.py)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ has the same effect under load: a connection per concurrent write) and upserts w
 
 As a script (the tests run it as a separate process, an agent next to agentctl):
 
-    python tests/seed_writer.py URL --log committed.txt --stop stop-file \
+    python tests/support/seed_writer.py URL --log committed.txt --stop stop-file \
         [--threads live-a,live-b] [--max-seconds 60] [--max-rows N]
 
 writes snapshots round-robin over the threads as fast as it can until the stop file

@@ -2,7 +2,7 @@
 SQLite and on Postgres; and SVG snapshots of its main views (pytest-textual-snapshot).
 
 Regenerate the snapshots after an intended change of the UI with
-`python -m pytest tests/test_tui.py --snapshot-update` and look at the SVG files.
+`python -m pytest tests/tui/test_tui.py --snapshot-update` and look at the SVG files.
 """
 
 from __future__ import annotations
