@@ -19,9 +19,9 @@ def marks(n: int) -> str:
 
 def chunks(items: Sequence[T] | Iterable[T], n: int = CHUNK) -> Iterator[list[T]]:
     """`items` in lists of at most `n`, in order (none for no items)."""
-    seq = items if isinstance(items, Sequence) else list(items)
+    seq = items if isinstance(items, list) else list(items)
     for i in range(0, len(seq), n):
-        yield list(seq[i:i + n])
+        yield seq[i:i + n]  # a list slice is a new list
 
 
 def in_chunks(items: Sequence[T] | Iterable[T], n: int = CHUNK) -> Iterator[tuple[str, list[T]]]:
