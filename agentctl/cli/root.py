@@ -1,19 +1,19 @@
 """The root Typer app, whose commands are built on first use.
 
-`agentctl show` imports and builds only `show` (agentctl.cli.inspect); the root help
-lists every command from the names and help texts stored in agentctl/cli/helptext.py
-(generated: `python -m agentctl.cli.genhelp`; tests/test_cli_startup.py fails when it is
-stale). The command modules still register their commands with `register(app)`.
+`agentctl show` imports and builds only `show` (agentctl/cli/commands/inspect.py); the
+root help lists every command from the table in agentctl/cli/registry.py (names,
+modules, summaries; tests/cli/test_cli_registry.py keeps it in step with the commands). The
+command modules register their commands with `register(app)` (a group: its `app`).
 """
 
-import importlib
 import os
+import sys
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from agentctl.cli import _silence_stdout, coercion, report
+from agentctl.cli import coercion, registry, report
 from agentctl.cli.context import CliState
 from agentctl.cli.output import set_no_color, set_pager
 
@@ -25,22 +25,13 @@ EXIT_CODES_HELP = (
     "locked, read-only)."
 )
 
-# The modules that hold commands, in the order the commands are listed; `threads` is a
-# group (its module's `app`), the others have `register(app)`.
-GROUPS = {"threads": "agentctl.cli.threads"}
-MODULES = ("agentctl.cli.inspect", "agentctl.cli.search", "agentctl.cli.history", "agentctl.cli.ops",
-           "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui", "agentctl.cli.formats",
-           "agentctl.cli.helpcmd")
 
-
-def register_module(app: typer.Typer, module_name: str) -> None:
-    """Register the commands of one module (or the group it holds) on `app`."""
-    module = importlib.import_module(module_name)
-    for name, group_module in GROUPS.items():
-        if group_module == module_name:
-            app.add_typer(module.app, name=name)
-            return
-    module.register(app)
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's buffer)
+        pass
 
 
 # The root's options a command line may also give after the command's name
@@ -122,26 +113,20 @@ class AgentctlGroup(TyperGroup):
 
 class LazyGroup(AgentctlGroup):
     """AgentctlGroup whose commands are imported and built when first looked up, from
-    the table in agentctl/cli/helptext.py (name -> module, help texts)."""
+    the table in agentctl/cli/registry.py (name -> module, summary)."""
 
     listing = False  # True while the root help lists the commands
 
     def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
-        from agentctl.cli import helptext
-
-        return list(helptext.COMMANDS)
+        return list(registry.COMMANDS)
 
     def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
-        from agentctl.cli import helptext
-
         cmd = self.commands.get(cmd_name)
-        entry: dict[str, Any] | None = helptext.COMMANDS.get(cmd_name)
-        if cmd is not None or entry is None:
+        if cmd is not None or cmd_name not in registry.COMMANDS:
             return cmd
         if self.listing:  # what click's get_short_help_str reads, nothing more
-            return TyperCommand(cmd_name, help=entry["help"], short_help=entry["short_help"],
-                                hidden=entry["hidden"], deprecated=entry["deprecated"])
-        cmd = self.commands[cmd_name] = build_command(cmd_name, entry["module"])
+            return TyperCommand(cmd_name, help=registry.COMMANDS[cmd_name][1])
+        cmd = self.commands[cmd_name] = build_command(cmd_name, registry.module_of(cmd_name))
         return cmd
 
     def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
@@ -162,7 +147,7 @@ class LazyGroup(AgentctlGroup):
             self.suggest_commands = suggest
 
     def format_commands(self, ctx: typer.Context, formatter: Any) -> None:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
-        """Typer's listing, from the stored help texts instead of building every command."""
+        """Typer's listing, from the registry's summaries instead of building every command."""
         self.listing = True
         try:
             super().format_commands(ctx, formatter)
@@ -183,7 +168,7 @@ def build_command(name: str, module_name: str) -> Any:
     from typer.main import get_command_from_info, get_command_name, get_group_from_info
 
     scratch = typer.Typer()
-    register_module(scratch, module_name)
+    registry.register_module(scratch, module_name)
     short, rich_markup_mode = app.pretty_exceptions_short, app.rich_markup_mode
     for info in scratch.registered_commands:
         if (info.name or get_command_name(info.callback.__name__)) == name:  # type: ignore[union-attr]
@@ -248,17 +233,17 @@ def _root(
     set_no_color(no_color)
     set_pager(pager)
     ctx.obj = CliState(db=db, format=format_ or None)
-    from agentctl.cli import end_start_up
+    from agentctl.cli import startup
 
-    end_start_up()  # the command's module is imported by now
+    startup.end_start_up()  # the command's module is imported by now
 
 
 def eager_app() -> typer.Typer:
     """The same app with every command registered up front, as before lazy loading:
-    what agentctl/cli/genhelp.py reads the command table from."""
+    what the tests compare the lazy app and the registry with."""
     full = make_app(AgentctlGroup)
-    for module_name in (*GROUPS.values(), *MODULES):
-        register_module(full, module_name)
+    for module_name in registry.modules():
+        registry.register_module(full, module_name)
     return full
 
 

@@ -219,9 +219,9 @@ def test_unknown_role_is_an_error():
     ("quit=ctrl+q,rewind=ctrl+rr", "'ctrl+rr' is not a key"),
 ])
 def test_bad_keymap_entries_are_errors(monkeypatch, spec, message):
-    import agentctl.cli.tui
+    import agentctl.cli.commands.tui
 
-    monkeypatch.setattr(agentctl.cli.tui, "_stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(agentctl.cli.commands.tui, "_stdout_is_terminal", lambda: True)
     monkeypatch.setenv("AGENTCTL_KEYMAP", spec)
     ran = []
     monkeypatch.setattr("agentctl.tui.app.AgentctlApp.run", lambda self: ran.append(self))

@@ -26,9 +26,9 @@ def fake_tui(monkeypatch) -> list:
     module = types.ModuleType("agentctl.tui")
     module.run = run
     monkeypatch.setitem(sys.modules, "agentctl.tui", module)
-    import agentctl.cli.tui
+    import agentctl.cli.commands.tui
 
-    monkeypatch.setattr(agentctl.cli.tui, "_stdout_is_terminal", lambda: True)  # as on a terminal
+    monkeypatch.setattr(agentctl.cli.commands.tui, "_stdout_is_terminal", lambda: True)  # as on a terminal
     return calls
 
 
@@ -74,9 +74,9 @@ def test_demo_runs_on_a_temporary_copy(monkeypatch):
 
 
 def test_missing_tui_is_a_clear_error(monkeypatch):
-    import agentctl.cli.tui
+    import agentctl.cli.commands.tui
 
-    monkeypatch.setattr(agentctl.cli.tui, "_stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(agentctl.cli.commands.tui, "_stdout_is_terminal", lambda: True)
     monkeypatch.setitem(sys.modules, "agentctl.tui", None)  # import fails
     for args in (["tui"], ["demo"]):
         r = cli(str(SAMPLE_DB), *args)

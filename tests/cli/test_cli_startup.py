@@ -1,6 +1,7 @@
-"""Start-up: the stored root help (agentctl/cli/helptext.py) is what Typer renders, the
-lazily built commands are the ones Typer would build, and the fast ways in and out of
-the process (fasthelp, os._exit after a command) change no byte and no exit code."""
+"""Start-up: the lazily built commands (and the root help listed from
+agentctl/cli/registry.py) are the ones Typer would build, and the fast way out of the
+process (os._exit after a command, agentctl/cli/startup.py) changes no byte and no exit
+code."""
 
 from __future__ import annotations
 
@@ -12,17 +13,12 @@ from pathlib import Path
 import pytest
 import typer
 
-from agentctl.cli import genhelp, helptext, root
+from agentctl.cli import root
 from tests.support.sampledb import SAMPLE_DB
 
 from tests.support.rig import REPO
 
-
-def test_stored_help_is_what_typer_renders():
-    """Fails when a command, its help or the root options changed without regenerating:
-    run `python -m agentctl.cli.genhelp`."""
-    assert genhelp.TARGET.read_text(encoding="utf-8") == genhelp.render(), \
-        "agentctl/cli/helptext.py is stale: run `python -m agentctl.cli.genhelp`"
+ROOT_HELP_ARGS = ((), ("--help",), ("-h",))
 
 
 def _help_tree(app: typer.Typer, width: int) -> dict[tuple[str, ...], str]:
@@ -62,13 +58,26 @@ def _run(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL, timeout=120, cwd=REPO)
 
 
-@pytest.mark.parametrize("args", genhelp.ROOT_HELP_ARGS, ids=lambda a: " ".join(a) or "no-args")
-def test_fast_root_help_is_byte_identical_and_skips_typer(tmp_path, args):
-    # typer cannot be imported: the output can only come from the stored text
-    script = _launcher(tmp_path, "sys.modules['typer'] = None")
-    r = _run(str(script), *args)
-    code, out, err = helptext.ROOT[" ".join(args)]
-    assert (r.returncode, r.stdout.decode(), r.stderr.decode()) == (code, out, err)
+# The app with every command built up front (as before lazy loading), run as the
+# console script would be: what the lazy root help must write, byte for byte.
+_EAGER = """
+import sys
+sys.argv = ["agentctl", *sys.argv[1:]]
+from agentctl.cli.root import eager_app
+eager_app()()
+"""
+
+
+@pytest.mark.parametrize("args", ROOT_HELP_ARGS, ids=lambda a: " ".join(a) or "no-args")
+def test_root_help_is_byte_identical_to_the_eager_app(tmp_path, args):
+    r = _run(str(_launcher(tmp_path)), *args)
+    eager = _run("-c", _EAGER, *args)
+    assert (r.returncode, r.stdout.decode(), r.stderr.decode()) == \
+        (eager.returncode, eager.stdout.decode(), eager.stderr.decode())
+    assert r.returncode == (2 if not args else 0)
+    code, out, err = r.returncode, r.stdout.decode(), r.stderr.decode()
+    assert (out or err).startswith("Usage: agentctl [OPTIONS] COMMAND [ARGS]...")
+    assert "  threads  List, inspect and delete threads." in (out or err)
     # and a terminal-width setting that changes the wrapping goes to Typer
     r = _run(str(_launcher(tmp_path)), *args, env={"COLUMNS": "60"})
     assert r.returncode == code and (r.stdout or r.stderr).decode() != (out or err)
@@ -89,9 +98,9 @@ def test_a_command_imports_only_its_own_module():
     )
     r = _run("-c", code)
     loaded = set(r.stdout.decode().splitlines()[-1].split())
-    assert "agentctl.cli.inspect" in loaded
-    assert not loaded & {"agentctl.cli.history", "agentctl.cli.threads", "agentctl.cli.transfer",
-                         "agentctl.cli.health", "agentctl.cli.ops", "agentctl.cli.search", "agentctl.cli.tui"}
+    assert "agentctl.cli.commands.inspect" in loaded
+    assert not loaded & {"agentctl.cli.commands.history", "agentctl.cli.commands.threads", "agentctl.cli.commands.transfer",
+                         "agentctl.cli.commands.health", "agentctl.cli.commands.ops", "agentctl.cli.commands.search", "agentctl.cli.commands.tui"}
 
 
 def test_exit_after_a_command_keeps_output_atexit_and_exit_code(tmp_path):
@@ -130,16 +139,17 @@ def test_the_collector_is_paused_for_the_start_up_only(monkeypatch, capsys):
     import gc
 
     import agentctl.cli as cli
+    from agentctl.cli import startup
 
     seen: list[bool] = []
-    real_end = cli.end_start_up
+    real_end = startup.end_start_up
 
     def end() -> None:
         seen.append(gc.isenabled())
         real_end()
         seen.append(gc.isenabled())
 
-    monkeypatch.setattr(cli, "end_start_up", end)
+    monkeypatch.setattr(startup, "end_start_up", end)
     monkeypatch.setattr(sys, "argv", ["agentctl", "--db", str(SAMPLE_DB), "threads", "list"])
     assert gc.isenabled()
     try:

@@ -258,7 +258,7 @@ def test_serve_is_read_only_on_localhost_unless_told(monkeypatch):
 
 def test_tui_under_the_web_driver_runs_off_a_terminal(monkeypatch):
     """textual-serve gives the UI a pipe, not a terminal: `tui` must not refuse there."""
-    import agentctl.cli.tui as tui_cli
+    import agentctl.cli.commands.tui as tui_cli
 
     monkeypatch.setattr(tui_cli, "_stdout_is_terminal", lambda: False)
     ran = []

@@ -40,7 +40,7 @@ def rewind(
     Example: agentctl rewind coder-fix-flaky-test@6 --dry-run
     """
     from agentctl import render
-    from agentctl.cli.transfer import auto_backup
+    from agentctl.cli.commands.transfer import auto_backup
     from agentctl.refs import resolve
 
     st = state(ctx)
@@ -300,7 +300,7 @@ def prune(
     if dry_run or not total:
         return
     confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
-    from agentctl.cli.transfer import auto_backup
+    from agentctl.cli.commands.transfer import auto_backup
 
     auto_backup(st, no_backup)
 
