@@ -232,26 +232,17 @@ class Bench:
         for k in list(self.env):
             if k.startswith("AGENTCTL_") or k in ("NO_COLOR", "FORCE_COLOR", "PAGER"):
                 del self.env[k]
-        # --list and --help only name the figures: nothing is compiled or written under
-        # bench/data/ (a fresh clone has no bench/data/).
-        listing = bool(getattr(args, "list", False))
-        if listing:
-            self.workdir = tempfile.mkdtemp(prefix="agentctl-bench-")
-        else:
-            os.makedirs(DATA, exist_ok=True)
-            self.workdir = tempfile.mkdtemp(prefix="agentctl-bench-", dir=DATA)
-        if listing:
-            self.agentctl = ["agentctl"]
-            self.agentctl_note = "(listing only)"
-        elif args.agentctl:
+        # Nothing is compiled or written (bench/data/ made) until a figure is measured
+        # (prepare()): --list, and a run whose databases are all missing, write nothing.
+        self.workdir = os.path.join(DATA, f"agentctl-bench-{os.getpid()}-{os.urandom(3).hex()}")
+        self.prepared = False
+        if args.agentctl:
             self.agentctl = shlex.split(args.agentctl)
             self.agentctl_note = f"`{args.agentctl}`"
         else:
-            self.agentctl = [self._launcher()]
+            self.agentctl = [os.path.join(DATA, "bin", "agentctl")]  # written by prepare()
             self.env["PYTHONPATH"] = ROOT + (os.pathsep + self.env["PYTHONPATH"]
                                              if self.env.get("PYTHONPATH") else "")
-            subprocess.run([self.python, "-m", "compileall", "-q", os.path.join(ROOT, "agentctl")],
-                           check=True)
             self.agentctl_note = ("this checkout, precompiled (`python -m compileall agentctl`), "
                                   "through `bench/data/bin/agentctl` (the console-script launcher "
                                   "pip writes), PYTHONPATH=checkout")
@@ -259,6 +250,17 @@ class Bench:
         self.pg_dsn: str | None = args.pg
         self.durability: dict[tuple[str, int], dict[str, Any]] = {}
         self.help_loaded: list[str] | None = None
+
+    def prepare(self) -> None:
+        """Before the first measurement: the work folder, the launcher, the .pyc files."""
+        if self.prepared:
+            return
+        self.prepared = True
+        os.makedirs(self.workdir, exist_ok=True)
+        if not self.args.agentctl:
+            self._launcher()
+            subprocess.run([self.python, "-m", "compileall", "-q", os.path.join(ROOT, "agentctl")],
+                           check=True)
 
     def close(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -795,6 +797,7 @@ class Bench:
             return True
         if not self.args.make_indexed or self.args.list or not os.path.exists(self.db):
             return False
+        self.prepare()
         print(f"copying {self._short(self.db)} to {self._short(path)} and running "
               "`agentctl doctor --fix-indexes` on it ...", file=sys.stderr)
         tmp = path + ".making"
@@ -1249,6 +1252,7 @@ def start_postgres(bench: Bench) -> None:
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import pgserver  # type: ignore[import-not-found]
 
+    bench.prepare()
     print(f"starting a throwaway Postgres and loading {bench.args.pg_checkpoints:,} rows "
           "(1M: about 90-150 s) ...", file=sys.stderr)
     bench.pg = pgserver.start()
@@ -1310,6 +1314,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{f.key} skipped: {f.needs}", file=sys.stderr)
                 skipped.append(f)
             elif f.key in only and f.key not in skip:
+                bench.prepare()
                 print(f"{f.key}: {f.title} ...", file=sys.stderr)
                 try:
                     results.append(measure(f, args.runs, args.warmup,
