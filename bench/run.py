@@ -675,7 +675,8 @@ class Bench:
         same rows, as the SQLite figures against the sqlite3 CLI."""
         keys = (("show-pg", "`show` a checkpoint, Postgres"),
                 ("diff-pg", "`diff` two consecutive checkpoints, Postgres"),
-                ("log-pg", "`log` of the 10,000-step thread (first page, 100), Postgres"))
+                ("log-pg", "`log` of the 10,000-step thread (first page, 100), Postgres"),
+                ("pg-floor", "Python floor on Postgres (asyncpg connect + one row) against psql"))
         m = self.pg_meta() if self.pg_dsn else None
         if not self.pg_dsn or m is None:
             why = ("needs --pg DSN (a database loaded by `python bench/make_db.py postgres DSN "
@@ -697,7 +698,23 @@ class Bench:
                         "psql DSN -X -q -A -t -c " + quote(sql))
 
         long_t = m["long_thread"]
+        # The floor of any Python tool: start, import asyncio and asyncpg, connect, read
+        # the row `show` reads, close (no CLI, no format detection, no output).
+        floor_code = ("import asyncio, asyncpg, sys\n"
+                      "async def main():\n"
+                      "    c = await asyncpg.connect(sys.argv[1])\n"
+                      "    r = await c.fetch('SELECT * FROM checkpoints WHERE checkpoint_id = $1', sys.argv[2])\n"
+                      "    await c.close()\n"
+                      "asyncio.run(main())\n")
+        floor_argv = [self.python, "-c", floor_code, dsn, m["sample_checkpoint"]]
+        floor = Side("python: asyncpg connect + fetch the row", lambda: run_process(floor_argv, env=self.env),
+                     "python -c " + quote(floor_code.replace("\n", "; ").replace(":; ", ": "))
+                     + " DSN " + m["sample_checkpoint"])
+        show_sql = f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"
         return [
+            Figure("pg-floor", "Python floor on Postgres: start, import asyncio + asyncpg, connect, "
+                   "read one row (not agentctl: the least any Python tool can take)",
+                   floor, psql(show_sql), "none (reported)"),
             Figure("show-pg", keys[0][1], ac("show", m["sample_checkpoint"]),
                    psql(f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"),
                    "< 0.3 s and ≤ 2 × psql", limit=0.3, ratio_le=2.0),
@@ -1230,7 +1247,7 @@ def issue16_keys(figs: list[Figure]) -> set[str]:
     """The figures of issue 16's table (--issue16): Postgres show/diff/log, prune and its
     floor, log --all / tree of the long thread, and for peak RSS the 5 MB diff and the new
     formats' figures whose databases exist."""
-    table = {"show-pg", "diff-pg", "log-pg", "prune", "prune-floor", "log-all", "tree-long",
+    table = {"show-pg", "diff-pg", "log-pg", "pg-floor", "prune", "prune-floor", "log-all", "tree-long",
              "diff-big"}
     rss = {f.key for f in figs if f.key.startswith(("article-", "lg-", "sdk-")) and not f.needs}
     return table | rss
