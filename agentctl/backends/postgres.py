@@ -231,7 +231,9 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
                 # A read-only session leaves nothing to reset when a connection goes back
                 # to the pool (no session locks, LISTEN, cursors or SET: transactions are
                 # refused): skip asyncpg's reset statement, a round trip per read.
-                kwargs.setdefault("reset", _no_reset)
+                # (`reset=` exists from asyncpg 0.30; 0.29 keeps its reset statement.)
+                if "_reset" in getattr(asyncpg.pool.Pool, "__slots__", ()):
+                    kwargs.setdefault("reset", _no_reset)
             try:
                 pool = await asyncpg.create_pool(dsn=self._dsn, **kwargs)
             except BaseException as exc:
