@@ -700,16 +700,13 @@ class Bench:
         long_t = m["long_thread"]
         # The floor of any Python tool: start, import asyncio and asyncpg, connect, read
         # the row `show` reads, close (no CLI, no format detection, no output).
-        floor_code = ("import asyncio, asyncpg, sys\n"
-                      "async def main():\n"
-                      "    c = await asyncpg.connect(sys.argv[1])\n"
-                      "    r = await c.fetch('SELECT * FROM checkpoints WHERE checkpoint_id = $1', sys.argv[2])\n"
-                      "    await c.close()\n"
-                      "asyncio.run(main())\n")
+        floor_code = ("import asyncio, asyncpg, sys; loop = asyncio.new_event_loop(); "
+                      "c = loop.run_until_complete(asyncpg.connect(sys.argv[1])); "
+                      "r = loop.run_until_complete(c.fetch('SELECT * FROM checkpoints "
+                      "WHERE checkpoint_id = $1', sys.argv[2])); loop.run_until_complete(c.close())")
         floor_argv = [self.python, "-c", floor_code, dsn, m["sample_checkpoint"]]
         floor = Side("python: asyncpg connect + fetch the row", lambda: run_process(floor_argv, env=self.env),
-                     "python -c " + quote(floor_code.replace("\n", "; ").replace(":; ", ": "))
-                     + " DSN " + m["sample_checkpoint"])
+                     "python -c " + quote(floor_code) + " DSN " + m["sample_checkpoint"])
         show_sql = f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"
         return [
             Figure("pg-floor", "Python floor on Postgres: start, import asyncio + asyncpg, connect, "
