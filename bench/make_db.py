@@ -1063,6 +1063,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     t0 = time.perf_counter()
     phase = Phases(args.verbose)
+    if args.meta:  # made before the load: a missing folder must not fail it at the end
+        os.makedirs(os.path.dirname(os.path.abspath(args.meta)), exist_ok=True)
 
     def make_factory() -> RowFactory:
         return RowFactory(Plan(args), args.seed, args.big_mb, pg=args.backend == "postgres")

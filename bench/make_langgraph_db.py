@@ -402,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     pg = args.target.lower().startswith(("postgres://", "postgresql://"))
     if pg and not args.meta:
         ap.error("--meta FILE is needed with a Postgres target")
+    if args.meta:  # made before the load: a missing folder must not fail it at the end
+        os.makedirs(os.path.dirname(os.path.abspath(args.meta)), exist_ok=True)
     began = time.time()
     rng = random.Random(args.seed)
     sizes = lengths(rng, args.threads, args.checkpoints, args.long_steps)

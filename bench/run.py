@@ -123,6 +123,9 @@ class Figure:
     runs: int | None = None
     notes: list[str] = field(default_factory=list)
     check: Callable[[], str | None] | None = None  # extra condition (None = ok, else why not)
+    # When its database is missing: the one line saying which command makes it (the
+    # figure is listed, and skipped when run).
+    needs: str | None = None
 
 
 @dataclass
@@ -225,21 +228,21 @@ class Bench:
         # the others (article store, snapshots) do not need it.
         self.meta = (self._load_meta(self.db) if os.path.exists(self.db + ".meta.json")
                      else _MissingMeta(self.db))
-        os.makedirs(DATA, exist_ok=True)
         self.env = dict(os.environ)
         for k in list(self.env):
             if k.startswith("AGENTCTL_") or k in ("NO_COLOR", "FORCE_COLOR", "PAGER"):
                 del self.env[k]
-        self.workdir = tempfile.mkdtemp(prefix="agentctl-bench-", dir=DATA)
+        # Nothing is compiled or written (bench/data/ made) until a figure is measured
+        # (prepare()): --list, and a run whose databases are all missing, write nothing.
+        self.workdir = os.path.join(DATA, f"agentctl-bench-{os.getpid()}-{os.urandom(3).hex()}")
+        self.prepared = False
         if args.agentctl:
             self.agentctl = shlex.split(args.agentctl)
             self.agentctl_note = f"`{args.agentctl}`"
         else:
-            self.agentctl = [self._launcher()]
+            self.agentctl = [os.path.join(DATA, "bin", "agentctl")]  # written by prepare()
             self.env["PYTHONPATH"] = ROOT + (os.pathsep + self.env["PYTHONPATH"]
                                              if self.env.get("PYTHONPATH") else "")
-            subprocess.run([self.python, "-m", "compileall", "-q", os.path.join(ROOT, "agentctl")],
-                           check=True)
             self.agentctl_note = ("this checkout, precompiled (`python -m compileall agentctl`), "
                                   "through `bench/data/bin/agentctl` (the console-script launcher "
                                   "pip writes), PYTHONPATH=checkout")
@@ -247,6 +250,17 @@ class Bench:
         self.pg_dsn: str | None = args.pg
         self.durability: dict[tuple[str, int], dict[str, Any]] = {}
         self.help_loaded: list[str] | None = None
+
+    def prepare(self) -> None:
+        """Before the first measurement: the work folder, the launcher, the .pyc files."""
+        if self.prepared:
+            return
+        self.prepared = True
+        os.makedirs(self.workdir, exist_ok=True)
+        if not self.args.agentctl:
+            self._launcher()
+            subprocess.run([self.python, "-m", "compileall", "-q", os.path.join(ROOT, "agentctl")],
+                           check=True)
 
     def close(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -429,7 +443,8 @@ class Bench:
             base.label = "sqlite3 CLI: plain DELETE"
             figs.append(Figure(
                 "prune", f"`prune` of {n - keep:,} checkpoints (one thread, on a copy)",
-                ours, base, "< 3 s", limit=3.0, runs=self.args.prune_runs))
+                ours, base, "≤ 1.3 × plain DELETE", ratio_le=1.3, runs=self.args.prune_runs))
+            figs.append(self.prune_floor_figure(ours, pm["long_thread"], keep, copy, setup))
 
         n = str(self.args.snapshots)
         for key, tasks, what in (("snapshot", 1, "one agent"), ("snapshot-8", 8, "8 agents at once")):
@@ -469,6 +484,7 @@ class Bench:
 
         figs.extend(self.article_figures())
         figs.extend(self.langgraph_figures())
+        figs.extend(self.sdk_figures())
 
         if self.pg_dsn:
             figs.append(Figure(
@@ -479,7 +495,8 @@ class Bench:
                      "psql DSN -X -q -A -t -c " + quote(THREADS_SQL)),
                 "≤ 2 × psql", ratio_le=2.0))
             figs[-1].ours.command = figs[-1].ours.command.replace("--db DB", "--db DSN")
-        return figs
+        figs.extend(self.pg_figures())
+        return self.mark_missing(figs)
 
     def article_figures(self) -> list[Figure]:
         """The article's session store (bench/make_article_db.py: 20,000 sessions, 1M
@@ -618,6 +635,173 @@ class Bench:
                                "none (reported)", runs=self.args.prune_runs))
         return figs
 
+    # ---- issue 16: Postgres reads, the AgentOS prune floor, SDK rows, missing databases --
+
+    def prune_floor_figure(self, ours: Side, thread: str, keep: int, copy: str,
+                           setup: Callable[[], None]) -> Figure:
+        """The floor of an undoable prune of the `prune` figure's rows: the same rows
+        copied into a table made like agentctl's AgentOS trash (`agentctl_trash`: op_id,
+        then every column of checkpoints, by CREATE TABLE AS; its op_id index) and
+        deleted, in one transaction typed into sqlite3 (what keeping them for undo costs)."""
+        lt = "'" + thread.replace("'", "''") + "'"
+        rows = (f"WHERE thread_id = {lt} AND id NOT IN (SELECT id FROM checkpoints WHERE "
+                f"thread_id = {lt} ORDER BY step DESC, created_at DESC, id DESC LIMIT {keep})")
+        floor = self.sqlite(
+            "BEGIN; CREATE TABLE t_trash AS SELECT CAST(NULL AS INTEGER) AS op_id, * "
+            "FROM checkpoints WHERE 0; CREATE INDEX t_trash_op ON t_trash(op_id); "
+            f"INSERT INTO t_trash SELECT 1, * FROM checkpoints {rows}; "
+            f"DELETE FROM checkpoints {rows}; COMMIT", db=copy, readonly=False)
+        floor.command = floor.command.replace("DB", "COPY", 1)
+        floor.setup = setup
+        floor.label = "sqlite3 CLI: the same rows copied to a trash table and deleted, one transaction"
+        return Figure("prune-floor", "the same prune against the floor of an undoable prune "
+                      "(copy to a trash table, then DELETE)", ours, floor, "none (reported)",
+                      runs=self.args.prune_runs)
+
+    def pg_meta(self) -> dict[str, Any] | None:
+        """The ids of the Postgres database: --pg-meta (what `make_db.py postgres DSN --meta
+        FILE` wrote; --pg-start writes its own), else those of --db (make_db writes the same
+        rows to SQLite and Postgres for the same seed and size)."""
+        for path in (self.args.pg_meta, os.path.join(self.workdir, "pg.meta.json")):
+            if path and os.path.exists(path):
+                with open(path, encoding="utf-8") as fh:
+                    return json.load(fh)
+        if isinstance(self.meta, _MissingMeta):
+            return None
+        return self.meta
+
+    def pg_figures(self) -> list[Figure]:
+        """`show`, `diff`, `log` on Postgres (make_db's 1M rows) against psql reading the
+        same rows, as the SQLite figures against the sqlite3 CLI."""
+        keys = (("show-pg", "`show` a checkpoint, Postgres"),
+                ("diff-pg", "`diff` two consecutive checkpoints, Postgres"),
+                ("log-pg", "`log` of the 10,000-step thread (first page, 100), Postgres"),
+                ("pg-floor", "Python floor on Postgres (asyncpg connect + one row) against psql"))
+        m = self.pg_meta() if self.pg_dsn else None
+        if not self.pg_dsn or m is None:
+            why = ("needs --pg DSN (a database loaded by `python bench/make_db.py postgres DSN "
+                   "--meta bench/data/pg.meta.json`) or --pg-start" if not self.pg_dsn else
+                   "needs the ids of the --pg database: --pg-meta FILE (make_db.py postgres "
+                   "DSN --meta FILE)")
+            return [self.missing_figure(k, t, why) for k, t in keys]
+        dsn = self.pg_dsn
+        q = lambda s: "'" + s.replace("'", "''") + "'"  # noqa: E731
+
+        def ac(*argv: str) -> Side:
+            side = self.ac(*argv, db=dsn)
+            side.command = side.command.replace("--db DB", "--db DSN")
+            return side
+
+        def psql(sql: str) -> Side:
+            argv = ["psql", dsn, "-X", "-q", "-A", "-t", "-c", sql]
+            return Side("psql", lambda: run_process(argv, env=self.env),
+                        "psql DSN -X -q -A -t -c " + quote(sql))
+
+        long_t = m["long_thread"]
+        # The floor of any Python tool: start, import asyncio and asyncpg, connect, read
+        # the row `show` reads, close (no CLI, no format detection, no output).
+        floor_code = ("import asyncio, asyncpg, sys; loop = asyncio.new_event_loop(); "
+                      "c = loop.run_until_complete(asyncpg.connect(sys.argv[1])); "
+                      "r = loop.run_until_complete(c.fetch('SELECT * FROM checkpoints "
+                      "WHERE checkpoint_id = $1', sys.argv[2])); loop.run_until_complete(c.close())")
+        floor_argv = [self.python, "-c", floor_code, dsn, m["sample_checkpoint"]]
+        floor = Side("python: asyncpg connect + fetch the row", lambda: run_process(floor_argv, env=self.env),
+                     "python -c " + quote(floor_code) + " DSN " + m["sample_checkpoint"])
+        show_sql = f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"
+        return [
+            Figure("pg-floor", "Python floor on Postgres: start, import asyncio + asyncpg, connect, "
+                   "read one row (not agentctl: the least any Python tool can take)",
+                   floor, psql(show_sql), "none (reported)"),
+            Figure("show-pg", keys[0][1], ac("show", m["sample_checkpoint"]),
+                   psql(f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"),
+                   "< 0.3 s and ≤ 2 × psql", limit=0.3, ratio_le=2.0),
+            Figure("diff-pg", keys[1][1], ac("diff", m["branch_parent"], m["sample_checkpoint"]),
+                   psql("SELECT * FROM checkpoints WHERE checkpoint_id IN "
+                        f"({q(m['branch_parent'])}, {q(m['sample_checkpoint'])})"),
+                   "< 0.3 s and ≤ 2 × psql", limit=0.3, ratio_le=2.0),
+            Figure("log-pg", keys[2][1], ac("log", long_t),
+                   psql(f"SELECT checkpoint_id, step, created_at, tags, summary FROM checkpoints "
+                        f"WHERE thread_id = {q(long_t)} ORDER BY step DESC LIMIT 100"),
+                   "< 0.3 s and ≤ 2 × psql", limit=0.3, ratio_le=2.0),
+        ]
+
+    def sdk_figures(self) -> list[Figure]:
+        """The SDK formats' rows of bench/sdk_bench.py (which makes their databases), here
+        so that they report peak RSS too; skipped when the databases are missing."""
+        oa, adk = self.args.sdk_openai_db, self.args.sdk_adk_db
+        rows = [
+            ("sdk-openai-threads", "openai-agents: `threads list` (50 newest)", oa, "SDK_OPENAI",
+             ("threads", "list"),
+             "SELECT m.session_id, COUNT(*), MAX(m.id), MAX(m.created_at) FROM agent_messages m "
+             "GROUP BY m.session_id ORDER BY MAX(m.created_at) DESC, m.session_id LIMIT 50",
+             "≤ 1.5 × sqlite3 CLI", None, 1.5),
+            ("sdk-openai-show", "openai-agents: `show SESSION@50` (the last item)", oa, "SDK_OPENAI",
+             ("show", "session-00042@50"),
+             "SELECT message_data FROM agent_messages WHERE session_id = 'session-00042' "
+             "ORDER BY id LIMIT 50", "< 0.3 s", 0.3, None),
+            ("sdk-adk-threads", "adk: `threads list` (50 newest)", adk, "SDK_ADK", ("threads", "list"),
+             "SELECT app_name, user_id, session_id, COUNT(*), MAX(timestamp) FROM events "
+             "GROUP BY app_name, user_id, session_id ORDER BY MAX(timestamp) DESC LIMIT 50",
+             "≤ 1.5 × sqlite3 CLI", None, 1.5),
+            ("sdk-adk-show", "adk: `show APP/USER/SESSION@4990 --json` (state rebuilt over 4,990 events)",
+             adk, "SDK_ADK", ("show", "bench/u2/s0042@4990", "--json"),
+             "SELECT event_data FROM events WHERE app_name = 'bench' AND user_id = 'u2' AND "
+             "session_id = 's0042' ORDER BY timestamp, id", "< 0.3 s", 0.3, None),
+        ]
+        figs = []
+        for key, title, db, name, argv, sql, target, limit, ratio in rows:
+            if not os.path.exists(db):
+                figs.append(self.missing_figure(
+                    key, title, f"{self._short(db)} is missing (make it with: python bench/sdk_bench.py)"))
+                continue
+            ours = self.ac(*argv, db=db)
+            ours.command = ours.command.replace("--db DB", f"--db {name}")
+            base = self.sqlite(sql, db=db)
+            base.command = base.command.replace("DB", name, 1)
+            figs.append(Figure(key, title, ours, base, target, limit=limit, ratio_le=ratio))
+        return figs
+
+    @staticmethod
+    def missing_figure(key: str, title: str, needs: str) -> Figure:
+        def absent() -> Sample:
+            raise BenchError(needs)
+        side = Side("-", absent, "-")
+        return Figure(key, title, side, side, "-", needs=needs)
+
+    def mark_missing(self, figs: list[Figure]) -> list[Figure]:
+        """Figures whose database was not generated stay listed, with the command that
+        makes it (and are skipped when run)."""
+        db_word = re.compile(r"(?<![A-Z_])DB(?![A-Z_])")
+        if isinstance(self.meta, _MissingMeta):
+            make = f"python bench/make_db.py sqlite {self._short(self.db)}"
+            for f in figs:
+                if f.needs is None and (db_word.search(f.ours.command) or db_word.search(f.base.command)):
+                    f.needs = f"{self._short(self.db)} is missing (make it with: {make})"
+        keys = {f.key for f in figs}
+        wanted = [
+            ("prune", "`prune` of 99,999 checkpoints (one thread, on a copy)", self.prune_db,
+             "python bench/make_db.py sqlite {} --long-steps 100000"),
+            ("prune-floor", "the same prune against the floor of an undoable prune", self.prune_db,
+             "python bench/make_db.py sqlite {} --long-steps 100000"),
+            ("threads-indexed", "`threads list`, SQLite, after `doctor --fix-indexes`", self.indexed_db,
+             "python bench/run.py --make-indexed --only threads-indexed (a copy of --db)"),
+        ]
+        for key in ("article-threads", "article-show", "article-diff", "article-log", "article-search"):
+            wanted.append((key, "article store: " + key.split("-", 1)[1], self.args.article_db,
+                           "python bench/make_article_db.py {}"))
+        for key in ("lg-threads", "lg-show", "lg-diff", "lg-log", "lg-log-all", "lg-branch"):
+            wanted.append((key, "LangGraph: " + key.split("-", 1)[1], self.args.langgraph_db,
+                           "python bench/make_langgraph_db.py {}"))
+        for key in ("lg-prune", "lg-prune-floor"):
+            wanted.append((key, "LangGraph: " + key.split("-", 1)[1], self.args.langgraph_prune_db,
+                           "python bench/make_langgraph_db.py {} --threads 10 --checkpoints 100010"))
+        for key, title, db, make in wanted:
+            if key not in keys:
+                figs.append(self.missing_figure(
+                    key, title, f"{self._short(db)} is missing (make it with: "
+                    f"{make.format(self._short(db))})"))
+        return figs
+
     # ---- checks and helpers -------------------------------------------------------------
 
     def indexed_ready(self) -> bool:
@@ -625,8 +809,9 @@ class Bench:
         path = self.indexed_db
         if os.path.exists(path):
             return True
-        if not self.args.make_indexed:
+        if not self.args.make_indexed or self.args.list or not os.path.exists(self.db):
             return False
+        self.prepare()
         print(f"copying {self._short(self.db)} to {self._short(path)} and running "
               "`agentctl doctor --fix-indexes` on it ...", file=sys.stderr)
         tmp = path + ".making"
@@ -966,6 +1151,10 @@ def report(results: list[Result], bench: Bench, started: datetime, loads: list[t
             f"| {'yes' if ok else 'no: ' + '; '.join(why)} |")
     lines += ["", f"Runs per figure: {bench.args.runs} timed after {bench.args.warmup} warm-up "
               "(interleaved with the baseline's); times are whole processes, spawn to exit.", ""]
+    if results:
+        top = max(results, key=lambda r: r.rss)
+        lines.append(f"Peak RSS, largest of these figures: {top.rss:.0f} MB ({top.figure.key}; "
+                     f"limit {RSS_LIMIT_MB} MB).")
     if bench.indexed_seconds is not None:
         lines.append(f"`agentctl doctor --fix-indexes` on the copy (INDEXED) took "
                      f"{bench.indexed_seconds:.1f} s (the full doctor checks included).")
@@ -1011,6 +1200,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--langgraph-prune-db", default=os.path.join(DATA, "langgraph-prune.db"),
                    help="the LangGraph prune figure's db (make_langgraph_db.py PATH --threads 10 "
                         "--checkpoints 100010); skipped when missing")
+    p.add_argument("--sdk-openai-db", default=os.path.join(DATA, "sdk_openai.db"),
+                   help="the openai-agents SQLiteSession db (made by bench/sdk_bench.py); its "
+                        "figures are skipped when missing")
+    p.add_argument("--sdk-adk-db", default=os.path.join(DATA, "sdk_adk.db"),
+                   help="the adk DatabaseSessionService db (made by bench/sdk_bench.py); its "
+                        "figures are skipped when missing")
+    p.add_argument("--pg-meta", default=os.path.join(DATA, "pg.meta.json"),
+                   help="the ids of the --pg database (make_db.py postgres DSN --meta FILE); "
+                        "default bench/data/pg.meta.json, else those of --db")
+    p.add_argument("--issue16", action="store_true",
+                   help="the figures of issue 16's table (see bench/README.md): Postgres show, "
+                        "diff, log; prune and its undoable floor; log --all and tree of the long "
+                        "thread; and, for peak RSS, the 5 MB diff and every article, LangGraph "
+                        "and SDK figure whose database exists")
     p.add_argument("--make-indexed", action="store_true",
                    help="make --indexed-db when it is missing (a 2 GB copy + doctor, ~1 min)")
     p.add_argument("--generate", action="store_true",
@@ -1022,7 +1225,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="rows --pg-start loads (default 1000000, over rows/100 threads)")
     p.add_argument("--only", help="comma-separated figure keys (see --list)")
     p.add_argument("--skip", help="comma-separated figure keys to leave out")
-    p.add_argument("--list", action="store_true", help="list the figures and exit")
+    p.add_argument("--list", action="store_true",
+                   help="list the figures (and the command that makes a missing database) and exit")
     p.add_argument("--runs", type=int, default=7, help="timed runs per figure (default 7)")
     p.add_argument("--warmup", type=int, default=1, help="warm-up runs per figure (default 1)")
     p.add_argument("--prune-runs", type=int, default=3, help="timed runs of prune (default 3)")
@@ -1034,6 +1238,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--python", default=sys.executable, help="interpreter (default: this one)")
     p.add_argument("--out", help="also write the markdown results to this file")
     return p.parse_args(argv)
+
+
+def issue16_keys(figs: list[Figure]) -> set[str]:
+    """The figures of issue 16's table (--issue16): Postgres show/diff/log, prune and its
+    floor, log --all / tree of the long thread, and for peak RSS the 5 MB diff and the new
+    formats' figures whose databases exist."""
+    table = {"show-pg", "diff-pg", "log-pg", "pg-floor", "prune", "prune-floor", "log-all", "tree-long",
+             "diff-big"}
+    rss = {f.key for f in figs if f.key.startswith(("article-", "lg-", "sdk-")) and not f.needs}
+    return table | rss
 
 
 def generate(args: argparse.Namespace) -> None:
@@ -1052,6 +1266,7 @@ def start_postgres(bench: Bench) -> None:
     sys.path.insert(0, ROOT)
     from tests.support import pgserver
 
+    bench.prepare()
     print(f"starting a throwaway Postgres and loading {bench.args.pg_checkpoints:,} rows "
           "(1M: about 90-150 s) ...", file=sys.stderr)
     bench.pg = pgserver.start()
@@ -1060,8 +1275,12 @@ def start_postgres(bench: Bench) -> None:
                    env=bench.env, stdout=subprocess.DEVNULL)
     dsn = base.rsplit("/", 1)[0] + "/bench"
     rows = bench.args.pg_checkpoints
+    t0 = time.perf_counter()
     subprocess.run([bench.python, MAKE_DB, "postgres", dsn, "--checkpoints", str(rows),
-                    "--threads", str(max(10, rows // 100))], check=True, stdout=subprocess.DEVNULL)
+                    "--threads", str(max(10, rows // 100)),
+                    "--meta", os.path.join(bench.workdir, "pg.meta.json")],
+                   check=True, stdout=subprocess.DEVNULL)
+    print(f"loaded in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     bench.pg_dsn = dsn
 
 
@@ -1091,18 +1310,25 @@ def main(argv: list[str] | None = None) -> int:
         figs = bench.figures()
         if args.list:
             for f in figs:
-                print(f"{f.key:12} {f.title}")
+                print(f"{f.key:18} {f.title}" + (f"  [skipped: {f.needs}]" if f.needs else ""))
             return 0
         keys = {f.key for f in figs}
         only = set(args.only.split(",")) if args.only else keys
+        if args.issue16:
+            only = issue16_keys(figs) | (only if args.only else set())
         skip = set(args.skip.split(",")) if args.skip else set()
         unknown = (only | skip) - keys
         if unknown:
             print(f"run.py: unknown figure(s): {', '.join(sorted(unknown))} (see --list)", file=sys.stderr)
             return 2
         results = []
+        skipped = []
         for f in figs:
-            if f.key in only and f.key not in skip:
+            if f.key in only and f.key not in skip and f.needs:
+                print(f"{f.key} skipped: {f.needs}", file=sys.stderr)
+                skipped.append(f)
+            elif f.key in only and f.key not in skip:
+                bench.prepare()
                 print(f"{f.key}: {f.title} ...", file=sys.stderr)
                 try:
                     results.append(measure(f, args.runs, args.warmup,
@@ -1110,12 +1336,15 @@ def main(argv: list[str] | None = None) -> int:
                 except BenchError as exc:
                     print(f"  {f.key} failed: {exc}", file=sys.stderr)
         loads.append(os.getloadavg())
-        text = report(results, bench, started, loads, machine_info(args.python))
+        text = report(results, bench, started, loads, machine_info(args.python)) if results else ""
+        text += "".join(f"- {f.key}: skipped, {f.needs}\n" for f in skipped)
         sys.stdout.write(text)
         if args.out:
             with open(args.out, "w", encoding="utf-8") as fh:
                 fh.write(text)
-        return 0 if all(r.verdict()[0] for r in results) else 1
+        if not all(r.verdict()[0] for r in results):
+            return 1
+        return 3 if skipped else 0
     finally:
         bench.close()
 
