@@ -710,7 +710,7 @@ async def test_compact_vacuums_and_reports_sizes(lg):
 
 
 def test_vacuum_is_refused_before_anything_is_written_where_a_format_has_none(tmp_path):
-    from agentctl.cli.commands.history import require_compact
+    from agentctl.cli.writes import require_compact
     from agentctl.storage.contract import Store, Unsupported
 
     class NoVacuum:

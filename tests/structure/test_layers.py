@@ -94,3 +94,15 @@ def test_the_sql_check_sees_sql():
     """The check above would find SQL if it were there (it is not vacuous)."""
     sample = PKG / "backends" / "queries.py"
     assert any(SQL.search(text) for _, text in _strings(sample))
+
+
+def test_no_command_module_imports_another():
+    """Each command module (cli/commands/) stands on the CLI's infrastructure and the
+    library only: what several commands share lives beside them (cli/writes.py, ...), so
+    that `agentctl COMMAND` imports one command module."""
+    found = []
+    for path in _files(lambda rel: rel.startswith("cli/commands/")):
+        for name in _imports(path):
+            if name.startswith("agentctl.cli.commands."):
+                found.append(f"{path.relative_to(PKG)} imports {name}")
+    assert not found, "\n".join(found)

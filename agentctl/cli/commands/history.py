@@ -15,6 +15,7 @@ from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, RefArg, VacuumOpt, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, progress, say, show, show_plan
+from agentctl.cli.writes import auto_backup, require_compact, run_vacuum
 
 
 def register(app: typer.Typer) -> None:
@@ -40,7 +41,6 @@ def rewind(
     Example: agentctl rewind coder-fix-flaky-test@6 --dry-run
     """
     from agentctl import render
-    from agentctl.cli.commands.transfer import auto_backup
     from agentctl.refs import resolve
 
     st = state(ctx)
@@ -300,7 +300,6 @@ def prune(
     if dry_run or not total:
         return
     confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
-    from agentctl.cli.commands.transfer import auto_backup
 
     auto_backup(st, no_backup)
 
@@ -318,39 +317,6 @@ def prune(
         return
     for r in results:
         done(r.summary, r.op_id)
-
-
-def require_compact(store: Any) -> None:
-    """Refuse --vacuum (exit 2, before anything is written) where the format has no VACUUM."""
-    from agentctl.storage.contract import Store, Unsupported
-
-    if type(store).compact is Store.compact:
-        raise Unsupported(store.format.name, "--vacuum")
-
-
-def run_vacuum(st: Any) -> dict[str, Any]:
-    """The store's `compact` after a delete, its sizes said on stderr."""
-    async def go():
-        async with st.open(write=True) as store:
-            return await store.compact()
-
-    info("running VACUUM …")
-    report = run(go())
-    where = "file" if report.get("vacuumed") == "file" else "tables"
-    info(f"vacuum: {where} size {_size(report['before'])} before, {_size(report['after'])} after")
-    return report
-
-
-def _size(n: Any) -> str:
-    if n is None:
-        return "unknown"
-    n = int(n)
-    value, unit = float(n), "B"
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            break
-        value /= 1024
-    return f"{n:,} B" if unit == "B" else f"{value:.1f} {unit} ({n:,} B)"
 
 
 def _all_or_nothing(write: Any, what: str) -> Any:

@@ -88,7 +88,7 @@ def purge(
     """
     from rich.text import Text
 
-    from agentctl.cli.commands.transfer import auto_backup
+    from agentctl.cli.writes import auto_backup
 
     st = state(ctx)
 

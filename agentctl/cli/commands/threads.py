@@ -142,7 +142,7 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     async def plan():
         async with st.open() as backend:
             if vacuum and not dry_run:
-                from agentctl.cli.commands.history import require_compact
+                from agentctl.cli.writes import require_compact
 
                 require_compact(backend)
             tid = await resolve_thread(backend, thread)
@@ -159,7 +159,7 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     if dry_run:
         return
     confirm(f"delete thread {tid} ({n} checkpoints)", yes=yes)
-    from agentctl.cli.commands.transfer import auto_backup
+    from agentctl.cli.writes import auto_backup
 
     auto_backup(st, no_backup)
 
@@ -170,7 +170,7 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     result = run(go())
     report = None
     if vacuum:
-        from agentctl.cli.commands.history import run_vacuum
+        from agentctl.cli.writes import run_vacuum
 
         report = run_vacuum(st)
     if json_out:

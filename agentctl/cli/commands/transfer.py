@@ -7,7 +7,6 @@ import os
 import stat
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Annotated, Any, Iterator
 
@@ -17,10 +16,8 @@ from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.cli.output import done, emit_json, info, progress, say
+from agentctl.cli.writes import sqlite_backup
 from agentctl.text import json_text, json_type_name
-
-LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
-
 
 def register(app: typer.Typer) -> None:
     app.command("export")(export)
@@ -28,22 +25,7 @@ def register(app: typer.Typer) -> None:
     app.command("backup")(backup)
 
 
-# ---- SQLite online backup ---------------------------------------------------------------
-
-
-def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
-    """agentctl.storage.backup.sqlite_backup, with a progress bar on a terminal for a
-    large database."""
-    from agentctl.storage.backup import sqlite_backup as backup
-
-    size = os.path.getsize(src) if os.path.isfile(src) else 0
-    with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
-        n = backup(src, dest, force=force, on_step=lambda: advance(0))
-    # The copy is written through a private temporary file (0600): it gets the
-    # database's own permission bits, so that who may read the database may read it.
-    written = Path(dest) / Path(src).name if Path(dest).is_dir() else Path(dest)
-    os.chmod(written, stat.S_IMODE(os.stat(src).st_mode))
-    return n
+# ---- files --------------------------------------------------------------------------
 
 
 def new_file_mode() -> int:
@@ -51,19 +33,6 @@ def new_file_mode() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return 0o666 & ~mask
-
-
-def auto_backup(st: CliState, no_backup: bool) -> str | None:
-    """Before a hard delete or purge on SQLite: copy the file aside (unless --no-backup)
-    and say where on stderr."""
-    path = st.sqlite_path()
-    if no_backup or path is None:
-        return None
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    dest = f"{path}.{stamp}.bak"
-    sqlite_backup(path, dest)
-    info(f"agentctl: backup of {path} written to {dest} (skip with --no-backup)")
-    return dest
 
 
 def backup(

@@ -1,0 +1,75 @@
+"""What the write commands share: the safety copy of a SQLite file before a destructive
+write, and VACUUM after one. Infrastructure beside the commands, so that no command module
+imports another (tests/structure/test_layers.py)."""
+
+import os
+import stat
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agentctl.cli.context import CliState, run
+from agentctl.cli.output import info, progress
+
+LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
+
+
+def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
+    """agentctl.storage.backup.sqlite_backup, with a progress bar on a terminal for a
+    large database."""
+    from agentctl.storage.backup import sqlite_backup as backup
+
+    size = os.path.getsize(src) if os.path.isfile(src) else 0
+    with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
+        n = backup(src, dest, force=force, on_step=lambda: advance(0))
+    # The copy is written through a private temporary file (0600): it gets the
+    # database's own permission bits, so that who may read the database may read it.
+    written = Path(dest) / Path(src).name if Path(dest).is_dir() else Path(dest)
+    os.chmod(written, stat.S_IMODE(os.stat(src).st_mode))
+    return n
+
+
+def auto_backup(st: CliState, no_backup: bool) -> str | None:
+    """Before a hard delete or purge on SQLite: copy the file aside (unless --no-backup)
+    and say where on stderr."""
+    path = st.sqlite_path()
+    if no_backup or path is None:
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    dest = f"{path}.{stamp}.bak"
+    sqlite_backup(path, dest)
+    info(f"agentctl: backup of {path} written to {dest} (skip with --no-backup)")
+    return dest
+
+
+def require_compact(store: Any) -> None:
+    """Refuse --vacuum (exit 2, before anything is written) where the format has no VACUUM."""
+    from agentctl.storage.contract import Store, Unsupported
+
+    if type(store).compact is Store.compact:
+        raise Unsupported(store.format.name, "--vacuum")
+
+
+def run_vacuum(st: Any) -> dict[str, Any]:
+    """The store's `compact` after a delete, its sizes said on stderr."""
+    async def go():
+        async with st.open(write=True) as store:
+            return await store.compact()
+
+    info("running VACUUM …")
+    report = run(go())
+    where = "file" if report.get("vacuumed") == "file" else "tables"
+    info(f"vacuum: {where} size {_size(report['before'])} before, {_size(report['after'])} after")
+    return report
+
+
+def _size(n: Any) -> str:
+    if n is None:
+        return "unknown"
+    n = int(n)
+    value, unit = float(n), "B"
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            break
+        value /= 1024
+    return f"{n:,} B" if unit == "B" else f"{value:.1f} {unit} ({n:,} B)"
