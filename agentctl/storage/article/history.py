@@ -55,7 +55,7 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata
-from agentctl.oplog import OpRecord, OpResult, PurgeResult
+from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult
 from agentctl.storage.article import schema as S
 from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
 from agentctl.storage.contract import History, PruneSpec, Unsupported
