@@ -108,42 +108,62 @@ clock, the id maker, the write transaction, the step counters):
 """
 
 
-from agentctl.engine.context import INSERT_SQL
-from agentctl.engine.history import CheckpointEngine, create_checkpoint_engine
-from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult
-from agentctl.engine.types import (
-    MERGE_STRATEGIES,
-    CheckpointGC,
-    MergePlan,
-    PrunePlan,
-    RewindPlan,
-    SnapshotConfig,
-    SnapshotTrigger,
-    TimeTravelResult,
-    as_policy,
-)
-from agentctl.errors import AgentctlError, MergeConflictError, SnapshotTooLarge
 
-# The INSERT of a full `checkpoints` row (tests and benchmarks write rows with it).
-_INSERT_SQL = INSERT_SQL
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "CheckpointEngine",
-    "CheckpointGC",
-    "MERGE_STRATEGIES",
-    "MergePlan",
-    "OpRecord",
-    "OpResult",
-    "PrunePlan",
-    "PurgeResult",
-    "RewindPlan",
-    "SnapshotConfig",
-    "SnapshotTrigger",
-    "TimeTravelResult",
-    "as_policy",
-    "create_checkpoint_engine",
+# Loaded on first use (as agentctl/__init__.py does): a reader that needs only
+# agentctl.engine.oplog or agentctl.engine.delta (e.g. `agentctl tree`) does not pay
+# for the engine's other modules.
+_EXPORTS = {
+    "CheckpointEngine": "agentctl.engine.history",
+    "create_checkpoint_engine": "agentctl.engine.history",
+    "OpRecord": "agentctl.engine.oplog",
+    "OpResult": "agentctl.engine.oplog",
+    "PurgeResult": "agentctl.engine.oplog",
+    "MERGE_STRATEGIES": "agentctl.engine.types",
+    "CheckpointGC": "agentctl.engine.types",
+    "MergePlan": "agentctl.engine.types",
+    "PrunePlan": "agentctl.engine.types",
+    "RewindPlan": "agentctl.engine.types",
+    "SnapshotConfig": "agentctl.engine.types",
+    "SnapshotTrigger": "agentctl.engine.types",
+    "TimeTravelResult": "agentctl.engine.types",
+    "as_policy": "agentctl.engine.types",
+    # The INSERT of a full `checkpoints` row (tests and benchmarks write rows with it).
+    "_INSERT_SQL": "agentctl.engine.context",
     # The error types callers of the engine catch, re-exported for convenience.
-    "AgentctlError",
-    "MergeConflictError",
-    "SnapshotTooLarge",
-]
+    "AgentctlError": "agentctl.errors",
+    "MergeConflictError": "agentctl.errors",
+    "SnapshotTooLarge": "agentctl.errors",
+}
+_RENAMED = {"_INSERT_SQL": "INSERT_SQL"}
+
+__all__ = [name for name in _EXPORTS if not name.startswith("_")]
+
+if TYPE_CHECKING:
+    from agentctl.engine.context import INSERT_SQL as _INSERT_SQL  # noqa: F401
+    from agentctl.engine.history import CheckpointEngine, create_checkpoint_engine  # noqa: F401
+    from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult  # noqa: F401
+    from agentctl.engine.types import (  # noqa: F401
+        MERGE_STRATEGIES,
+        CheckpointGC,
+        MergePlan,
+        PrunePlan,
+        RewindPlan,
+        SnapshotConfig,
+        SnapshotTrigger,
+        TimeTravelResult,
+        as_policy,
+    )
+    from agentctl.errors import AgentctlError, MergeConflictError, SnapshotTooLarge  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentctl.engine' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
