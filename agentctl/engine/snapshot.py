@@ -4,7 +4,7 @@ retention policy, in the snapshot's transaction, not logged), the size limit, de
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentctl.backends.base import (
     DELTA_TAG,
@@ -96,8 +96,13 @@ async def snapshot(
     return cp.metadata.checkpoint_id
 
 
+class NextCheckpoint(NamedTuple):
+    checkpoint: Checkpoint  # what the snapshot writes
+    rows: int  # the thread's rows with it (meaningful when head_query counted them)
+
+
 def next_checkpoint(found: list[dict[str, Any]], thread_id: str, messages: Any,
-                    state: Any, tools: Any, made: SnapshotInput) -> tuple[Checkpoint, int]:
+                    state: Any, tools: Any, made: SnapshotInput) -> NextCheckpoint:
     """The checkpoint a snapshot writes after the head `found` (head_query's rows),
     and the thread's row count with it."""
     head = found[0] if found else None
@@ -109,7 +114,7 @@ def next_checkpoint(found: list[dict[str, Any]], thread_id: str, messages: Any,
     cp = Checkpoint(CheckpointMetadata(thread_id, cid, step, parent, made.now, [made.trigger.value],
                                        made.summary),
                     messages, state, tools, made.next_node)
-    return cp, (int(head.get("n") or 0) if head is not None else 0) + 1
+    return NextCheckpoint(cp, (int(head.get("n") or 0) if head is not None else 0) + 1)
 
 
 def snapshot_steps(ctx: EngineContext, thread_id: str, messages: Any, state: Any, tools: Any,

@@ -31,12 +31,13 @@ async def undo(ctx: EngineContext, op_id: int | None = None) -> OpResult:
         summary = f"undo operation {op_id} ({op.summary})"
         undo_id = await oplog.start(tx, "undo", summary, op.threads,
                                     {"undo_of": op_id, "kind": op.kind}, ctx.now(), undo_of=op_id)
-        restored, deleted, moved = await oplog.revert(tx, op_id)
+        reverted = await oplog.revert(tx, op_id)
         await oplog.mark_undone(tx, op_id, undo_id)
     ctx.done(undo_id)
     for thread in threads:
         ctx.counters.pop(thread, None)
-    return OpResult(undo_id, "undo", summary, created=restored, deleted=deleted, moved=moved)
+    return OpResult(undo_id, "undo", summary, created=reverted.restored, deleted=reverted.deleted,
+                    moved=reverted.moved)
 
 
 async def purge(ctx: EngineContext, dry_run: bool = False) -> PurgeResult:
