@@ -1017,7 +1017,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="generate missing databases first (about 70-110 s each)")
     p.add_argument("--pg", metavar="DSN", help="a Postgres database loaded by make_db.py")
     p.add_argument("--pg-start", action="store_true",
-                   help="start a throwaway Postgres (tests/pgserver.py), load it, measure, stop")
+                   help="start a throwaway Postgres (tests/support/pgserver.py), load it, measure, stop")
     p.add_argument("--pg-checkpoints", type=int, default=1_000_000,
                    help="rows --pg-start loads (default 1000000, over rows/100 threads)")
     p.add_argument("--only", help="comma-separated figure keys (see --list)")
@@ -1049,8 +1049,8 @@ def generate(args: argparse.Namespace) -> None:
 
 
 def start_postgres(bench: Bench) -> None:
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
-    import pgserver  # type: ignore[import-not-found]
+    sys.path.insert(0, ROOT)
+    from tests.support import pgserver
 
     print(f"starting a throwaway Postgres and loading {bench.args.pg_checkpoints:,} rows "
           "(1M: about 90-150 s) ...", file=sys.stderr)

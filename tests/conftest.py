@@ -1,7 +1,7 @@
 """Test rig: every backend test runs on SQLite AND a real Postgres server.
 
 Postgres: `AGENTCTL_TEST_PG_DSN` if set, else a throwaway server started here
-(tests/pgserver.py). Without server binaries the Postgres tests skip with the reason,
+(tests/support/pgserver.py). Without server binaries the Postgres tests skip with the reason,
 except when `AGENTCTL_REQUIRE_PG=1`, where that is an error.
 Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`).
 """
@@ -10,26 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import uuid
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import pgserver  # noqa: E402
-
-from agentctl.cli.context import run  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE_DB = REPO / "sample_db" / "checkpoints.db"
-REQUIRE_PG = os.environ.get("AGENTCTL_REQUIRE_PG") == "1"
-
-
-def run_sync(coro_fn: Callable[[], Any]) -> Any:
-    """Run a coroutine function to completion, also from inside a running event loop."""
-    return run(coro_fn())
+from tests.support import pgserver
+from tests.support.rig import REQUIRE_PG, SAMPLE_DB, run_sync, with_search_path
 
 
 @pytest.fixture(scope="session")
@@ -51,11 +38,6 @@ def pg_base_dsn():
         pytest.skip(f"Postgres server did not start: {exc}")
     yield server.dsn
     server.stop()
-
-
-def _with_search_path(dsn: str, schema: str) -> str:
-    sep = "&" if "?" in dsn else "?"
-    return f"{dsn}{sep}search_path={schema}"
 
 
 @pytest.fixture
@@ -80,7 +62,7 @@ def pg_dsn(pg_base_dsn):
             await conn.close()
 
     run_sync(create)
-    yield _with_search_path(pg_base_dsn, schema)
+    yield with_search_path(pg_base_dsn, schema)
     run_sync(drop)
 
 
@@ -114,6 +96,6 @@ async def backend(db_url):
 @pytest.fixture
 def engine(backend):
     """A seeded engine (reproducible ids and clock, no automatic GC) over `backend`."""
-    from engine_helpers import make_engine
+    from tests.support.engine_helpers import make_engine
 
     return make_engine(backend)

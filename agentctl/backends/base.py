@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Itera
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, FormatSpec, Store
+from agentctl.storage.sqlutil import in_chunks
 
 try:  # orjson parses several times faster; the stdlib is the fallback and the reference.
     import orjson as _orjson
@@ -44,20 +45,22 @@ try:  # orjson parses several times faster; the stdlib is the fallback and the r
 except ImportError:  # pragma: no cover - orjson is optional
     _fast_loads: Callable[[str | bytes], Any] = json.loads  # type: ignore[no-redef]  # the fallback of the def above
 
-# The columns of the format, in table order (without the row id).
-COLUMNS = (
-    "thread_id",
-    "checkpoint_id",
-    "parent_id",
-    "step",
-    "created_at",
-    "tags",
-    "summary",
-    "messages_blob",
-    "state_blob",
-    "tools_blob",
-    "next_node",
+# The format's columns (docs/formats/agentos.md) in table order, without the row id, with
+# their definitions; {ts}, {ts_default} and {json} are the dialect's (DIALECTS).
+COLUMN_DEFS = (
+    ("thread_id", "TEXT NOT NULL"),
+    ("checkpoint_id", "TEXT NOT NULL UNIQUE"),
+    ("parent_id", "TEXT"),
+    ("step", "INTEGER NOT NULL"),
+    ("created_at", "{ts} NOT NULL{ts_default}"),
+    ("tags", "{json} NOT NULL DEFAULT '[]'"),
+    ("summary", "TEXT NOT NULL DEFAULT ''"),
+    ("messages_blob", "{json} NOT NULL DEFAULT '[]'"),
+    ("state_blob", "{json} NOT NULL DEFAULT '{{}}'"),
+    ("tools_blob", "{json} NOT NULL DEFAULT '{{}}'"),
+    ("next_node", "TEXT NOT NULL DEFAULT ''"),
 )
+COLUMNS = tuple(name for name, _ in COLUMN_DEFS)
 META_COLUMNS = "id, thread_id, checkpoint_id, parent_id, step, created_at, tags, summary"
 ALL_COLUMNS = "id, " + ", ".join(COLUMNS)
 
@@ -68,32 +71,35 @@ THREAD_ORDER_DESC = "step DESC, created_at DESC, id DESC"
 THREAD_SORTS = ("updated", "thread", "checkpoints", "step", "created")
 
 
-# The format's DDL (docs/formats/agentos.md), one template for both dialects.
-_SCHEMA_TEMPLATE = """
-CREATE TABLE IF NOT EXISTS checkpoints (
-    id {id_type} PRIMARY KEY{autoincrement},
-    thread_id TEXT NOT NULL,
-    checkpoint_id TEXT NOT NULL UNIQUE,
-    parent_id TEXT,
-    step INTEGER NOT NULL,
-    created_at {ts_type} NOT NULL{ts_default},
-    tags {json} NOT NULL DEFAULT '[]',
-    summary TEXT NOT NULL DEFAULT '',
-    messages_blob {json} NOT NULL DEFAULT '[]',
-    state_blob {json} NOT NULL DEFAULT '{{}}',
-    tools_blob {json} NOT NULL DEFAULT '{{}}',
-    next_node TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS idx_thread_step ON checkpoints(thread_id, step DESC);
-CREATE INDEX IF NOT EXISTS idx_checkpoint_id ON checkpoints(checkpoint_id);
-CREATE INDEX IF NOT EXISTS idx_parent ON checkpoints(parent_id);
-"""
+# What the format's DDL says differently in each dialect: the row id's and the columns'
+# types, and the indexes (name, columns). The Postgres variant indexes created_at too.
+DIALECTS: dict[str, dict[str, str]] = {
+    "sqlite": {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "ts": "TEXT", "ts_default": "", "json": "TEXT"},
+    "postgres": {"id": "BIGSERIAL PRIMARY KEY", "ts": "TIMESTAMPTZ", "ts_default": " DEFAULT NOW()",
+                 "json": "JSONB"},
+}
+INDEXES = (
+    ("idx_thread_step", "thread_id, step DESC"),
+    ("idx_checkpoint_id", "checkpoint_id"),
+    ("idx_parent", "parent_id"),
+)
+DIALECT_INDEXES = {"sqlite": INDEXES, "postgres": INDEXES + (("idx_created_at", "created_at DESC"),)}
 
-SQLITE_SCHEMA = _SCHEMA_TEMPLATE.format(
-    id_type="INTEGER", autoincrement=" AUTOINCREMENT", ts_type="TEXT", ts_default="", json="TEXT")
-POSTGRES_SCHEMA = _SCHEMA_TEMPLATE.format(
-    id_type="BIGSERIAL", autoincrement="", ts_type="TIMESTAMPTZ", ts_default=" DEFAULT NOW()",
-    json="JSONB") + "CREATE INDEX IF NOT EXISTS idx_created_at ON checkpoints(created_at DESC);\n"
+
+def index_sql(name: str, columns: str) -> str:
+    return f"CREATE INDEX IF NOT EXISTS {name} ON checkpoints({columns})"
+
+
+def schema_sql(dialect: str) -> str:
+    """The format's table and indexes in `dialect` ("sqlite", "postgres"), a script."""
+    types = DIALECTS[dialect]
+    columns = [f"id {types['id']}"] + [f"{name} {ddl.format(**types)}" for name, ddl in COLUMN_DEFS]
+    return ("\nCREATE TABLE IF NOT EXISTS checkpoints (\n    " + ",\n    ".join(columns) + "\n);\n"
+            + "".join(index_sql(name, cols) + ";\n" for name, cols in DIALECT_INDEXES[dialect]))
+
+
+SQLITE_SCHEMA = schema_sql("sqlite")
+POSTGRES_SCHEMA = schema_sql("postgres")
 
 REQUIRED_COLUMNS = ("id",) + COLUMNS
 
@@ -523,12 +529,9 @@ class CheckpointBackend(Store):
 
     async def existing_checkpoint_ids(self, ids: Sequence[str]) -> set[str]:
         existing: set[str] = set()
-        ids = list(ids)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for ph, chunk in in_chunks(ids):
             existing |= {r["checkpoint_id"] for r in await self.query(
-                "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id IN ("
-                + ", ".join("?" for _ in chunk) + ")", *chunk)}
+                f"SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk)}
         return existing
 
     async def drop_if_empty(self) -> bool:
@@ -542,12 +545,9 @@ class CheckpointBackend(Store):
 
     async def fork_children(self, parent_ids: Sequence[str], thread_id: str) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        ids = list(parent_ids)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for ph, chunk in in_chunks(parent_ids):
             out.extend((r["thread_id"], r["parent_id"]) for r in await self.query(
-                "SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ("
-                + ", ".join("?" for _ in chunk) + ") AND thread_id <> ? "
+                f"SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ({ph}) AND thread_id <> ? "
                 f"ORDER BY thread_id{self.COLLATE}, step, created_at, id", *chunk, thread_id))
         return out
 

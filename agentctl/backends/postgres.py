@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Iterable, Sequence
 from urllib.parse import urlsplit
 
@@ -41,6 +40,7 @@ from agentctl.errors import (
     redact_dsn,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
+from agentctl.storage.timefmt import iso, to_datetime
 
 __all__ = ["PostgresCheckpointer", "SCHEMA"]
 
@@ -68,31 +68,6 @@ def to_dollar(sql: str) -> str:
     """Rewrite `?` placeholders as `$1, $2, ...` (our SQL has no `?` in literals)."""
     counter = iter(range(1, 10_000))
     return _PLACEHOLDER.sub(lambda _m: f"${next(counter)}", sql)
-
-
-def to_datetime(value: Any) -> datetime:
-    """A TIMESTAMPTZ parameter from an ISO-8601 string or a datetime (naive = UTC)."""
-    if isinstance(value, datetime):
-        dt = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(text)
-        except ValueError:
-            raise UsageError(f"created_at {value!r} is not an ISO-8601 timestamp") from None
-    else:
-        raise UsageError(f"created_at {value!r} is not a timestamp")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt
-
-
-def iso(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return "" if value is None else str(value)
 
 
 def _row(record: Any) -> dict[str, Any]:

@@ -54,6 +54,8 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
+from agentctl.storage.sqlutil import in_chunks, marks
+from agentctl.storage.timefmt import iso
 
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
 
@@ -61,7 +63,7 @@ SCHEMA = SQLITE_SCHEMA
 _REQUIRED = REQUIRED_COLUMNS
 
 UPSERT_SQL = (
-    f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "
+    f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) VALUES ({marks(len(COLUMNS))}) "
     "ON CONFLICT(checkpoint_id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "checkpoint_id")
 )
@@ -86,8 +88,9 @@ _ROW_BYTES = (
 
 
 def iso_text(value: Any) -> Any:
-    """created_at as stored in SQLite: the ISO string (a datetime is formatted)."""
-    return value.isoformat() if isinstance(value, datetime) else value
+    """created_at as stored in SQLite: a datetime as its ISO text (timefmt.iso), any
+    other value as given (the column refuses NULL)."""
+    return iso(value) if isinstance(value, datetime) else value
 
 
 def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
@@ -785,11 +788,9 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         """Adds parent_thread: the thread of each row's first_parent (looked up for these rows only)."""
         parents = sorted({r["first_parent"] for r in out if r["first_parent"]})
         owner: dict[str, str] = {}
-        for i in range(0, len(parents), 500):
-            chunk = parents[i : i + 500]
+        for ph, chunk in in_chunks(parents):
             for row in await self._fetch(
-                "SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ("
-                + ",".join("?" for _ in chunk) + ")", *chunk):
+                f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk):
                 owner[row[0]] = row[1]
         for r in out:
             r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
@@ -886,11 +887,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         out: list[CheckpointMetadata] = []
         ids = list(dict.fromkeys(thread_ids))
         cols = ", ".join("c." + c.strip() for c in META_COLUMNS.split(","))
-        for i in range(0, len(ids), 400):
-            chunk = ids[i : i + 400]
+        for ph, chunk in in_chunks(ids, 400):
             rows = await self._fetch(
                 f"SELECT {cols} FROM checkpoints p JOIN checkpoints c ON c.parent_id = p.checkpoint_id "
-                f"WHERE p.thread_id IN ({','.join('?' for _ in chunk)}) AND c.thread_id <> p.thread_id "
+                f"WHERE p.thread_id IN ({ph}) AND c.thread_id <> p.thread_id "
                 "ORDER BY c.thread_id, c.step, c.created_at, c.id", *chunk)
             out.extend(row_to_metadata(r) for r in rows)
         return out

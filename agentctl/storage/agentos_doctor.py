@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentctl.backends.base import DIALECT_INDEXES, INDEXES, index_sql
 from agentctl.storage.contract import Problem
+from agentctl.storage.sqlutil import in_chunks
 
 if TYPE_CHECKING:
     from agentctl.backends.base import CheckpointBackend
 
-EXPECTED_INDEXES = ("idx_thread_step", "idx_checkpoint_id", "idx_parent")
+EXPECTED_INDEXES = tuple(name for name, _ in INDEXES)
 
 
 async def problems(backend: CheckpointBackend, limit: int = 100) -> list[Problem]:
@@ -71,10 +73,8 @@ async def find_cycles(backend: CheckpointBackend, limit: int = 20, page: int = 5
         return []
     wanted = sorted({n for c in cycles for n in c})
     names: dict[int, str] = {}
-    for i in range(0, len(wanted), 500):
-        chunk = wanted[i:i + 500]
-        for r in await backend._fetch(
-                f"SELECT id, checkpoint_id FROM checkpoints WHERE id IN ({', '.join('?' for _ in chunk)})", *chunk):
+    for ph, chunk in in_chunks(wanted):
+        for r in await backend._fetch(f"SELECT id, checkpoint_id FROM checkpoints WHERE id IN ({ph})", *chunk):
             names[r["id"]] = r["checkpoint_id"]
     return [[names[n] for n in c] for c in cycles]
 
@@ -100,14 +100,7 @@ def index_ddl() -> dict[str, str]:
     """The indexes --fix-indexes creates, by name: the format's, and idx_created_at, which
     the format's Postgres variant has and which on SQLite lets `threads list` walk the
     newest rows instead of every thread's head (bench/README.md)."""
-    from agentctl.backends.base import POSTGRES_SCHEMA
-
-    out = {}
-    for statement in POSTGRES_SCHEMA.split(";"):
-        words = statement.split()
-        if words[:2] == ["CREATE", "INDEX"]:
-            out[words[5]] = " ".join(words)  # CREATE INDEX IF NOT EXISTS <name> ON ...
-    return out
+    return {name: index_sql(name, columns) for name, columns in DIALECT_INDEXES["postgres"]}
 
 
 async def fix_indexes(backend: CheckpointBackend) -> list[str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agentctl.storage.sqlutil import marks
+
 if TYPE_CHECKING:
     from agentctl.backends.base import Transaction
 
@@ -68,8 +70,7 @@ class SideLog:
         if not await store._db.table_exists(self.table):
             raise OperationError("nothing to undo")
         if op_id is None:
-            marks = ", ".join("?" for _ in kinds)
-            rows = await store._q(f"SELECT * FROM {self.table} WHERE kind IN ({marks}) AND undone = 0 "
+            rows = await store._q(f"SELECT * FROM {self.table} WHERE kind IN ({marks(len(kinds))}) AND undone = 0 "
                                   "AND purged = 0 ORDER BY op_id DESC LIMIT 1", *kinds)
             if not rows:
                 raise OperationError("nothing to undo")

@@ -10,7 +10,6 @@ Postgres) and raises SchemaError when the format cannot read it.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
 from agentctl.storage.contract import Store
@@ -56,23 +55,6 @@ def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -
             check(found)
 
     return _SqliteConn(target, readonly=readonly, create=False)
-
-
-def iso_time(value: Any) -> str:
-    """A stored time as ISO-8601 text: SQLite's `CURRENT_TIMESTAMP` text
-    ("YYYY-MM-DD HH:MM:SS", UTC) gets its "T" and "+00:00"; a datetime (Postgres) is
-    formatted (naive ones are UTC); anything else as text."""
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.isoformat()
-    text = str(value)
-    if len(text) >= 19 and text[10] == " " and text[4] == "-" and "+" not in text[19:] \
-            and not text.endswith("Z"):
-        return text[:10] + "T" + text[11:] + "+00:00"
-    return text
 
 
 def like_escape(text: str) -> str:

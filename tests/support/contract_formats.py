@@ -1,5 +1,5 @@
 """Builders of small databases of every format on every backend, for the contract suite
-(tests/test_contract.py).
+(tests/formats/test_contract.py).
 
 Each format has a `FormatCase`: a `build(kind, url)` that writes a small database the
 way the format's own program does (AgentOS: agentctl's engine; the article: its DDL and
@@ -112,7 +112,7 @@ def is_pg(url: str) -> bool:
 
 
 async def _agentos_engine(url: str):
-    from engine_helpers import make_engine
+    from tests.support.engine_helpers import make_engine
 
     from agentctl.backends import make_backend
 
@@ -158,7 +158,7 @@ async def append_agentos(url: str, thread: str, text: str) -> None:
 
 
 def _article_sqlite(path: str) -> tuple[str, list[str]]:
-    from support.article_storage import AgentStorage, init_database
+    from tests.support.article_storage import AgentStorage, init_database
 
     init_database(path)
     st = AgentStorage(path)
@@ -219,7 +219,7 @@ async def build_article(kind: str, url: str) -> Built:
 
 async def append_article(url: str, thread: str, text: str) -> None:
     if not is_pg(url):
-        from support.article_storage import AgentStorage
+        from tests.support.article_storage import AgentStorage
 
         AgentStorage(url).save_message(thread, "assistant", text, token_count=2)
         return

@@ -38,6 +38,8 @@ from agentctl.model import utc_now_iso
 from agentctl.storage.adk.events import StateFold, decode_json
 from agentctl.storage.contract import History, Unsupported
 from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
+from agentctl.storage.sqlutil import marks
+from agentctl.storage.timefmt import naive_utc
 
 if TYPE_CHECKING:
     from agentctl.backends.base import Transaction
@@ -46,18 +48,6 @@ if TYPE_CHECKING:
 OPLOG = "agentctl_adk_oplog"
 TRASH = "agentctl_adk_trash"
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-
-
-def to_datetime(value: Any) -> datetime:
-    """A stored timestamp (SQLite text, a Postgres datetime) as a naive UTC datetime."""
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc).replace(tzinfo=None)
-        return value
-    text = str(value).replace("T", " ")
-    if text.endswith("+00:00"):
-        text = text[:-6]
-    return datetime.fromisoformat(text)
 
 
 class ADKHistory(RewindAndBranchOnly, History):
@@ -79,7 +69,7 @@ class ADKHistory(RewindAndBranchOnly, History):
 
     @staticmethod
     def _ts_text(value: Any) -> str:
-        return to_datetime(value).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return naive_utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")
 
     async def _ensure_tables(self, tx: Transaction) -> None:
         await self.log.ensure(tx)
@@ -142,7 +132,7 @@ class ADKHistory(RewindAndBranchOnly, History):
     def _new_marker(self, old: Any, *others: Any) -> datetime:
         """A new update_time: now, and after the old marker and the given times."""
         now = datetime.now(timezone.utc).replace(tzinfo=None)
-        latest = max([to_datetime(old)] + [to_datetime(o) for o in others])
+        latest = max([naive_utc(old)] + [naive_utc(o) for o in others])
         return max(now, latest + timedelta(microseconds=1))
 
     # ---- rewind ----------------------------------------------------------------------
@@ -210,11 +200,11 @@ class ADKHistory(RewindAndBranchOnly, History):
                         f"INSERT INTO {TRASH} (op_id, id, app_name, user_id, session_id, invocation_id, "
                         "timestamp, event_data) SELECT CAST(? AS INTEGER), id, app_name, user_id, session_id, "
                         "invocation_id, timestamp, event_data FROM events WHERE app_name = ? AND user_id = ? "
-                        f"AND session_id = ? AND id IN ({', '.join('?' for _ in moved)})",
+                        f"AND session_id = ? AND id IN ({marks(len(moved))})",
                         op_id, *key, *moved)
                     await tx.execute(
                         "DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
-                        f"AND id IN ({', '.join('?' for _ in moved)})", *key, *moved)
+                        f"AND id IN ({marks(len(moved))})", *key, *moved)
                     new_state = at
                 else:
                     inv = self._check_boundary(step, [r["invocation_id"] for r in events])
@@ -285,7 +275,7 @@ class ADKHistory(RewindAndBranchOnly, History):
             for r in events[:step]:
                 event = dict(r["event"])
                 event["id"] = str(uuid.uuid4())
-                copies.append((event["id"], *new_key, r["invocation_id"], self._ts(to_datetime(r["timestamp"])),
+                copies.append((event["id"], *new_key, r["invocation_id"], self._ts(naive_utc(r["timestamp"])),
                                json.dumps(event)))
             await tx.executemany(
                 "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) "
@@ -340,7 +330,7 @@ class ADKHistory(RewindAndBranchOnly, History):
                 await tx.execute(
                     f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
                     "AND user_id = ? AND id = ?", json.dumps(d["state_before"]),
-                    self._ts(to_datetime(d["update_time_before"])), *key)
+                    self._ts(naive_utc(d["update_time_before"])), *key)
             new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
                                         {"undo_of": op.op_id}, undo_of=op.op_id)
             await self.log.mark_undone(tx, op.op_id, new_id)

@@ -19,7 +19,8 @@ from agentctl.storage.adk.events import (
     to_message,
     tools_of,
 )
-from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, iso_time, like_escape, prefix_range
+from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
+from agentctl.storage.timefmt import iso_utc
 
 #: a thread id's parts are joined by this
 SEP = "/"
@@ -150,7 +151,7 @@ class ADKStore(ConnectedStore):
         return CheckpointMetadata(
             thread_id=thread_id_of(row["app_name"], row["user_id"], row["session_id"]),
             checkpoint_id=row["id"], step=row["step"], parent_checkpoint_id=parent,
-            created_at=iso_time(row["timestamp"]), tags=tags, summary=summary_of(msg))
+            created_at=iso_utc(row["timestamp"]), tags=tags, summary=summary_of(msg))
 
     async def _rewound(self, key: tuple[str, str, str]) -> frozenset[str]:
         """The ids of the session's events that a later rewind event drops, as ADK's
@@ -297,8 +298,8 @@ class ADKStore(ConnectedStore):
         origin = (await self._origins()).get(thread_id_of(*key))
         return ThreadSummary(
             thread_id=thread_id_of(*key), checkpoints=n, head_step=n,
-            head_checkpoint_id=head_meta.checkpoint_id, updated_at=iso_time(update_time),
-            head_summary=head_meta.summary, first_created_at=iso_time(rows[0]["first"]),
+            head_checkpoint_id=head_meta.checkpoint_id, updated_at=iso_utc(update_time),
+            head_summary=head_meta.summary, first_created_at=iso_utc(rows[0]["first"]),
             branch_of=origin[0] if origin else None, branch_point=origin[1] if origin else None)
 
     async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",

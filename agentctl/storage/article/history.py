@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import re
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
 from agentctl.engine import CheckpointGC, MergePlan, PrunePlan, RewindPlan, TimeTravelResult
@@ -54,27 +53,19 @@ from agentctl.errors import (
     ThreadNotFound,
     UsageError,
 )
-from agentctl.model import Checkpoint, CheckpointMetadata
+from agentctl.model import Checkpoint, CheckpointMetadata, utc_now_iso
 from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult
 from agentctl.storage.article import schema as S
 from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
 from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.sqlutil import in_chunks, marks
 
 if TYPE_CHECKING:
     from agentctl.backends.base import Transaction
     from agentctl.storage.article.store import ArticleStore
 
 _NAME = re.compile(r"^[\w.-]{1,64}$")
-_CHUNK = 500
 STRATEGIES = ("fail", "three-way", "ours", "theirs")
-
-
-def _marks(n: int) -> str:
-    return ", ".join("?" for _ in range(n))
-
-
-def _chunks(ids: Sequence[Any]) -> list[list[Any]]:
-    return [list(ids[i:i + _CHUNK]) for i in range(0, len(ids), _CHUNK)]
 
 
 # merge_branch takes a `checkpoint_id` argument (the contract's), which hides the function.
@@ -164,16 +155,16 @@ class ArticleHistory(History):
     async def _fts_delete(self, tx: Transaction, ids: Sequence[int]) -> None:
         if self._fts != "maintain":
             return
-        for chunk in _chunks(ids):
+        for ph, chunk in in_chunks(ids):
             await tx.execute("INSERT INTO messages_fts(messages_fts, rowid, content) SELECT 'delete', id, "
-                             f"content FROM messages WHERE id IN ({_marks(len(chunk))})", *chunk)
+                             f"content FROM messages WHERE id IN ({ph})", *chunk)
 
     async def _fts_insert(self, tx: Transaction, ids: Sequence[int]) -> None:
         if self._fts != "maintain":
             return
-        for chunk in _chunks(ids):
+        for ph, chunk in in_chunks(ids):
             await tx.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
-                             f"WHERE id IN ({_marks(len(chunk))})", *chunk)
+                             f"WHERE id IN ({ph})", *chunk)
 
     async def _start(self, tx: Transaction, kind: str, summary: str, threads: Sequence[str],
                      details: dict[str, Any], undo_of: int | None = None) -> int:
@@ -181,7 +172,7 @@ class ArticleHistory(History):
         rows = await tx.fetch(
             f"INSERT INTO {S.OPLOG} (created_at, kind, summary, threads, details, undo_of) "
             "VALUES (?, ?, ?, ?, ?, ?) RETURNING op_id",
-            datetime.now(timezone.utc).isoformat(), kind, summary,
+            utc_now_iso(), kind, summary,
             json.dumps(list(dict.fromkeys(threads)), ensure_ascii=False),
             json.dumps(details, ensure_ascii=False), undo_of)
         return int(rows[0]["op_id"])
@@ -209,13 +200,13 @@ class ArticleHistory(History):
         await self._ensure_trash(tx, table)
         cols = ", ".join(await self._columns(tx, table))
         n = 0
-        for chunk in _chunks(ids):
+        for ph, chunk in in_chunks(ids):
             await tx.execute(
                 f"INSERT INTO {S.trash_name(table)} (agentctl_op_id, agentctl_action, {cols}) "
-                f"SELECT CAST(? AS BIGINT), CAST(? AS TEXT), {cols} FROM {table} WHERE id IN ({_marks(len(chunk))})",
+                f"SELECT CAST(? AS BIGINT), CAST(? AS TEXT), {cols} FROM {table} WHERE id IN ({ph})",
                 op_id, action, *chunk)
             if action == "deleted":
-                n += await tx.execute(f"DELETE FROM {table} WHERE id IN ({_marks(len(chunk))})", *chunk)
+                n += await tx.execute(f"DELETE FROM {table} WHERE id IN ({ph})", *chunk)
         return n
 
     async def _fingerprint(self, tx: Transaction, sid: str) -> str:
@@ -443,17 +434,17 @@ class ArticleHistory(History):
                     await self._record(tx, op_id, "sessions", [archive], "insert")
                     await self._record(tx, op_id, "messages", later, "move", sid)
                     by_session: dict[str, list[int]] = {}
-                    for chunk in _chunks(logs):
+                    for ph, chunk in in_chunks(logs):
                         for r in await tx.fetch(f"SELECT id, session_id FROM tool_logs WHERE id IN "
-                                                f"({_marks(len(chunk))}) ORDER BY id", *chunk):
+                                                f"({ph}) ORDER BY id", *chunk):
                             by_session.setdefault(r["session_id"], []).append(int(r["id"]))
                     for old_sid, ids in by_session.items():
                         await self._record(tx, op_id, "tool_logs", ids, "move", old_sid)
-                    for chunk in _chunks(later):
-                        await tx.execute(f"UPDATE messages SET session_id = ? WHERE id IN ({_marks(len(chunk))})",
+                    for ph, chunk in in_chunks(later):
+                        await tx.execute(f"UPDATE messages SET session_id = ? WHERE id IN ({ph})",
                                          archive, *chunk)
-                    for chunk in _chunks(logs):
-                        await tx.execute(f"UPDATE tool_logs SET session_id = ? WHERE id IN ({_marks(len(chunk))})",
+                    for ph, chunk in in_chunks(logs):
+                        await tx.execute(f"UPDATE tool_logs SET session_id = ? WHERE id IN ({ph})",
                                          archive, *chunk)
                     await tx.execute(
                         f"INSERT INTO {S.BRANCHES} (session_id, kind, name, source_session_id, source_message_id, "
@@ -617,7 +608,7 @@ class ArticleHistory(History):
             params.append(self.store._cutoff(float(spec.older_than) / 86400))
         if spec.statuses:
             st = [x.strip() for s_ in spec.statuses for x in str(s_).split(",") if x.strip()]
-            conds.append(f"s.status IN ({_marks(len(st))})")
+            conds.append(f"s.status IN ({marks(len(st))})")
             params += st
         if spec.keep_last is not None:
             if int(spec.keep_last) < 0:
@@ -629,7 +620,7 @@ class ArticleHistory(History):
         if spec.threads is not None:
             if not spec.threads:
                 return []
-            conds.append(f"s.id IN ({_marks(len(spec.threads))})")
+            conds.append(f"s.id IN ({marks(len(spec.threads))})")
             params += list(spec.threads)
         rows = await reader.fetch(f"SELECT s.id FROM sessions s WHERE {' AND '.join(conds)} "
                                   f"ORDER BY s.id{self.store.C}", *params)
@@ -799,7 +790,7 @@ class ArticleHistory(History):
             later = await tx.fetch(
                 f"SELECT DISTINCT o.op_id FROM {S.OPLOG} o JOIN {S.AFTER} f ON f.op_id = o.op_id WHERE o.op_id > ? "
                 f"AND o.undone_by IS NULL AND o.kind NOT IN ('undo', 'purge') AND f.session_id IN "
-                f"({_marks(len(changed))}) ORDER BY o.op_id DESC", op.op_id, *changed)
+                f"({marks(len(changed))}) ORDER BY o.op_id DESC", op.op_id, *changed)
             hint = (f"; undo operation(s) {', '.join(str(r['op_id']) for r in later)} first" if later
                     else "; it was written to since")
             raise OperationError(f"cannot undo operation {op.op_id} ({op.kind}): session(s) "
@@ -824,8 +815,8 @@ class ArticleHistory(History):
                 if r["tbl"] == table and r["action"] == "move":
                     by_old.setdefault(r["old_session_id"], []).append(int(r["row_num"]))
             for old, ids in by_old.items():
-                for chunk in _chunks(ids):
-                    await tx.execute(f"UPDATE {table} SET session_id = ? WHERE id IN ({_marks(len(chunk))})",
+                for ph, chunk in in_chunks(ids):
+                    await tx.execute(f"UPDATE {table} SET session_id = ? WHERE id IN ({ph})",
                                      old, *chunk)
                 if table == "messages":
                     moved_ids += [checkpoint_id(i) for i in ids]
@@ -838,8 +829,8 @@ class ArticleHistory(History):
         await self._fts_delete(tx, [int(i) for i in inserted.get("messages", [])])
         for table in ("tool_logs", "messages", "tasks", S.BRANCHES, "sessions"):
             key = "session_id" if table == S.BRANCHES else "id"
-            for chunk in _chunks(inserted.get(table, [])):
-                await tx.execute(f"DELETE FROM {table} WHERE {key} IN ({_marks(len(chunk))})", *chunk)
+            for ph, chunk in in_chunks(inserted.get(table, [])):
+                await tx.execute(f"DELETE FROM {table} WHERE {key} IN ({ph})", *chunk)
         # 3. session rows the op updated get their old values; deleted rows come back
         restored: list[str] = []
         trash = await self._trash_tables(tx)
@@ -890,11 +881,11 @@ class ArticleHistory(History):
         async with self._write([]) as tx:
             counts = await self._deleted_counts(tx, trash)
             ops, rows = sorted(counts), sum(counts.values())
-            for chunk in _chunks(ops):
+            for ph, chunk in in_chunks(ops):
                 for t in trash:
                     await tx.execute(f"DELETE FROM {S.trash_name(t)} WHERE agentctl_op_id IN "
-                                     f"({_marks(len(chunk))})", *chunk)
-                await tx.execute(f"UPDATE {S.OPLOG} SET purged = 1 WHERE op_id IN ({_marks(len(chunk))})", *chunk)
+                                     f"({ph})", *chunk)
+                await tx.execute(f"UPDATE {S.OPLOG} SET purged = 1 WHERE op_id IN ({ph})", *chunk)
             op_id = await self._start(tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} row(s)",
                                       [], {"ops": ops, "rows": rows})
         self.last_op_id = op_id

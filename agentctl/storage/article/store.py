@@ -46,6 +46,7 @@ from agentctl.errors import (
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.article import schema as S
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
+from agentctl.storage.sqlutil import in_chunks, marks
 
 CID_PREFIX = "msg-"
 _CID = re.compile(r"^msg-([0-9]{1,18})$")
@@ -321,12 +322,11 @@ class ArticleStore(Store):
         """{message id: its step} (or (session, step)) of existing messages, in one query."""
         out: dict[int, Any] = {}
         ids = sorted(set(message_ids))
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for ph, chunk in in_chunks(ids):
             for r in await self.q(
                     "SELECT m.id, m.session_id, (SELECT COUNT(*) FROM messages x WHERE "
-                    "x.session_id = m.session_id AND x.id <= m.id) AS step FROM messages m "
-                    f"WHERE m.id IN ({', '.join('?' for _ in chunk)})", *chunk):
+                    f"x.session_id = m.session_id AND x.id <= m.id) AS step FROM messages m WHERE m.id IN ({ph})",
+                    *chunk):
                 out[int(r["id"])] = (r["session_id"], int(r["step"])) if with_session else int(r["step"])
         return out
 
@@ -380,7 +380,7 @@ class ArticleStore(Store):
         if status:
             statuses = [status] if isinstance(status, str) else list(status)
             statuses = [x for s_ in statuses for x in str(s_).split(",") if x.strip()]
-            conds.append("s.status IN (" + ", ".join("?" for _ in statuses) + ")")
+            conds.append(f"s.status IN ({marks(len(statuses))})")
             params += [x.strip() for x in statuses]
         return ("WHERE " + " AND ".join(conds)) if conds else "", params
 
@@ -389,35 +389,26 @@ class ArticleStore(Store):
             return []
         heads = [r["head_id"] for r in rows if r["head_id"] is not None]
         head_rows: dict[int, dict[str, Any]] = {}
-        for i in range(0, len(heads), 400):
-            chunk = heads[i:i + 400]
-            for h in await self.q(
-                    f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ("
-                    + ", ".join("?" for _ in chunk) + ")", *chunk):
+        for ph, chunk in in_chunks(heads, 400):
+            for h in await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ({ph})", *chunk):
                 head_rows[int(h["id"])] = h
         firsts = [r["first_id"] for r in rows if r["first_id"] is not None]
         first_created: dict[int, str] = {}
-        for i in range(0, len(firsts), 400):
-            chunk = firsts[i:i + 400]
+        for ph, chunk in in_chunks(firsts, 400):
             for h in await self.q(
-                    f"SELECT id, {self.t('created_at')} AS created_at FROM messages WHERE id IN ("
-                    + ", ".join("?" for _ in chunk) + ")", *chunk):
+                    f"SELECT id, {self.t('created_at')} AS created_at FROM messages WHERE id IN ({ph})", *chunk):
                 first_created[int(h["id"])] = h["created_at"]
         names: dict[str, str] = {}
         uids = sorted({r["user_id"] for r in rows if r["user_id"] is not None})
         if uids and await self.has("users"):
-            for i in range(0, len(uids), 400):
-                chunk = uids[i:i + 400]
-                for u in await self.q("SELECT id, name FROM users WHERE id IN ("
-                                      + ", ".join("?" for _ in chunk) + ")", *chunk):
+            for ph, chunk in in_chunks(uids, 400):
+                for u in await self.q(f"SELECT id, name FROM users WHERE id IN ({ph})", *chunk):
                     names[u["id"]] = u["name"]
         branches: dict[str, dict[str, Any]] = {}
         if await self.has(S.BRANCHES):
             sids = [r["sid"] for r in rows]
-            for i in range(0, len(sids), 400):
-                chunk = sids[i:i + 400]
-                for b in await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ("
-                                      + ", ".join("?" for _ in chunk) + ")", *chunk):
+            for ph, chunk in in_chunks(sids, 400):
+                for b in await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ({ph})", *chunk):
                     branches[b["session_id"]] = b
         out: list[ThreadSummary] = []
         for r in rows:
@@ -682,11 +673,10 @@ class ArticleStore(Store):
             return []
         ids = list(dict.fromkeys(thread_ids))
         out: list[CheckpointMetadata] = []
-        for i in range(0, len(ids), 400):
-            chunk = ids[i:i + 400]
+        for ph, chunk in in_chunks(ids, 400):
             for b in await self.q(
-                    f"SELECT b.session_id FROM {S.BRANCHES} b WHERE b.source_session_id IN ("
-                    + ", ".join("?" for _ in chunk) + ") AND EXISTS (SELECT 1 FROM messages m "
+                    f"SELECT b.session_id FROM {S.BRANCHES} b WHERE b.source_session_id IN ({ph}) "
+                    "AND EXISTS (SELECT 1 FROM messages m "
                     "WHERE m.id = b.source_message_id AND m.session_id = b.source_session_id) "
                     f"ORDER BY b.session_id{self.C}", *chunk):
                 first = await self.at_step(b["session_id"], 1)

@@ -66,13 +66,14 @@ import json
 import re
 import secrets
 import time
-from datetime import datetime, timezone
-from typing import Any, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Sequence
 
 from agentctl.errors import CheckpointNotFound, NotFoundError, OperationError, UsageError
 from agentctl.model import CheckpointMetadata, utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.sidelog import SideLog
+from agentctl.storage.sqlutil import in_chunks
 
 from agentctl.storage.langgraph.store import OPLOG
 TRASH_CP = "agentctl_langgraph_trash_checkpoints"
@@ -80,18 +81,8 @@ TRASH_W = "agentctl_langgraph_trash_writes"
 TRASH_B = "agentctl_langgraph_trash_blobs"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread")
-_CHUNK = 500
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
-
-
-def _chunks(items: Sequence[Any], n: int = _CHUNK) -> Iterable[list[Any]]:
-    for i in range(0, len(items), n):
-        yield list(items[i:i + n])
-
-
-def _marks(n: int) -> str:
-    return ", ".join("?" for _ in range(n))
 
 
 def _ticks_of(checkpoint_id: str) -> int | None:
@@ -276,8 +267,8 @@ class LangGraphHistory(History):
                     await self._trash(tx, op_id, self.W, where, tid, ns, lo, hi)
                     n += await self._trash(tx, op_id, "checkpoints", where, tid, ns, lo, hi)
                 return n
-        for chunk in _chunks(list(ids)):
-            where = f"x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id IN ({_marks(len(chunk))})"
+        for ph, chunk in in_chunks(ids):
+            where = f"x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id IN ({ph})"
             await self._trash(tx, op_id, self.W, where, tid, ns, *chunk)
             n += await self._trash(tx, op_id, "checkpoints", where, tid, ns, *chunk)
         return n
@@ -386,7 +377,7 @@ class LangGraphHistory(History):
 
     async def _insert_fork(self, tx: Any, tid: str, ns: str, ref: str, new_id: str,
                            full: dict[str, Any], meta: dict[str, Any]) -> None:
-        ts = datetime.now(timezone.utc).isoformat()
+        ts = utc_now_iso()
         new_meta = {k: v for k, v in meta.items() if k not in ("run_id", "writes")}
         new_meta["source"] = "fork"
         step = meta.get("step")
@@ -790,8 +781,8 @@ class LangGraphHistory(History):
             await self._begin(tx)
             for t in (TRASH_CP, TRASH_W) + ((TRASH_B,) if self._pg else ()):
                 await tx.execute(f"DELETE FROM {t}")
-            for chunk in _chunks(ops):
-                await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id IN ({_marks(len(chunk))})", *chunk)
+            for ph, chunk in in_chunks(ops):
+                await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id IN ({ph})", *chunk)
             op = await self._record(tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} row(s)",
                                     [], {"ops": ops, "rows": rows})
         return PurgeResult(ops=ops, rows=rows, dry_run=False, op_id=op)
@@ -1023,7 +1014,7 @@ class LangGraphHistory(History):
         meta = json.loads(ours["metadata"] or "{}")
         new_meta = {"source": "update", "step": (meta.get("step") + 1) if isinstance(meta.get("step"), int)
                     else meta.get("step"), "parents": {}, "agentctl_merge": branch}
-        ts = datetime.now(timezone.utc).isoformat()
+        ts = utc_now_iso()
         cp = dict(data)
         values = dict(cp.get("channel_values") or {})
         blobs: list[tuple[str, str, str, bytes]] = []

@@ -36,6 +36,7 @@ from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
 from agentctl.storage.langgraph import serde
+from agentctl.storage.sqlutil import marks
 
 NS_SEP = "|"
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
@@ -653,8 +654,7 @@ class LangGraphStore(Store):
                "WHERE c.thread_id = ? AND c.checkpoint_ns = ?")
         params: list[Any] = [tid, ns]
         if ids is not None:
-            marks = ", ".join("?" for _ in ids)
-            sql += f" AND c.checkpoint_id IN ({marks})"
+            sql += f" AND c.checkpoint_id IN ({marks(len(ids))})"
             params += list(ids)
         if after is not None:
             sql += f" AND c.checkpoint_id{self._C} {'<' if descending else '>'} ?"
@@ -691,11 +691,10 @@ class LangGraphStore(Store):
         if not ids:
             return {}
         path = "task_path" if self._db.has_task_path else "'' AS task_path"
-        marks = ", ".join("?" for _ in ids)
         rows = await self._q(
             f"SELECT checkpoint_id, task_id, {path}, idx, channel, type, "
             f"{self._writes_value} AS value FROM {self._writes_table} "
-            f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks})",
+            f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks(len(ids))})",
             tid, ns, *ids)
         out: dict[str, list[dict[str, Any]]] = {}
         rows.sort(key=lambda r: (r["checkpoint_id"], r["task_path"] or "", r["task_id"], r["idx"]))

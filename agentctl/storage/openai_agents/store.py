@@ -23,7 +23,9 @@ from agentctl.storage.openai_agents.items import (
     tags_of,
     to_message,
 )
-from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, iso_time, like_escape, prefix_range
+from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
+from agentctl.storage.sqlutil import in_chunks
+from agentctl.storage.timefmt import iso_utc
 
 PREFIX = "item-"
 
@@ -151,16 +153,11 @@ class OpenAIAgentsStore(ConnectedStore):
     async def _items_by_id(self, ids: Sequence[Any]) -> dict[int, tuple[Any, str]]:
         """{row id: (item, created_at)} of these rows (an undecodable item as None)."""
         out: dict[int, tuple[Any, str]] = {}
-        ids = [int(i) for i in ids]
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            if not chunk:
-                continue
+        for ph, chunk in in_chunks([int(i) for i in ids]):
             rows = await self._q(
-                f"SELECT id, message_data, created_at FROM {self._M} WHERE id IN "
-                f"({', '.join('?' for _ in chunk)})", *chunk)
+                f"SELECT id, message_data, created_at FROM {self._M} WHERE id IN ({ph})", *chunk)
             for r in rows:
-                out[int(r["id"])] = (decode(r["message_data"])[0], iso_time(r["created_at"]))
+                out[int(r["id"])] = (decode(r["message_data"])[0], iso_utc(r["created_at"]))
         return out
 
     async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
@@ -218,12 +215,10 @@ class OpenAIAgentsStore(ConnectedStore):
         out: dict[int, list[tuple[str, Any]]] = {}
         if not self.has_structure:
             return out
-        ids = list(ids)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+        for ph, chunk in in_chunks(ids):
             rows = await self._q(
                 "SELECT message_id, branch_id, user_turn_number FROM message_structure WHERE "
-                f"message_id IN ({', '.join('?' for _ in chunk)}) ORDER BY branch_id, id", *chunk)
+                f"message_id IN ({ph}) ORDER BY branch_id, id", *chunk)
             for r in rows:
                 out.setdefault(int(r["message_id"]), []).append((r["branch_id"], r["user_turn_number"]))
         return out
@@ -238,7 +233,7 @@ class OpenAIAgentsStore(ConnectedStore):
         return CheckpointMetadata(
             thread_id=row["session_id"], checkpoint_id=checkpoint_id(row["id"]), step=row["step"],
             parent_checkpoint_id=checkpoint_id(parent) if parent is not None else None,
-            created_at=iso_time(row["created_at"]), tags=tags, summary=summary_of(item, msg))
+            created_at=iso_utc(row["created_at"]), tags=tags, summary=summary_of(item, msg))
 
     async def _first_parent(self, rows: list[dict[str, Any]]) -> int | None:
         """The parent of a page's first row when it is step 1: the rewind target of an

@@ -1,0 +1,166 @@
+"""Bad input: one clear message, the documented exit code, nothing created or changed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentctl.backends import open_backend
+from agentctl.errors import (
+    ConnectionFailed,
+    DatabaseNotFound,
+    ExitCode,
+    NotADatabase,
+    SchemaError,
+    UsageError,
+)
+
+from tests.support.rig import REPO
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agentctl", *args], capture_output=True, text=True,
+        cwd=REPO, env={**os.environ, **(env or {})}, timeout=60,
+    )
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def snapshot_dir(d: Path) -> dict[str, str]:
+    return {p.name: digest(p) for p in d.iterdir() if p.is_file()}
+
+
+async def test_missing_file_is_named_and_not_created(tmp_path):
+    path = tmp_path / "typo.db"
+    with pytest.raises(DatabaseNotFound, match="database file not found: .*typo.db"):
+        async with open_backend(str(path)):
+            pass
+    assert not path.exists()
+    r = cli("--db", str(path), "threads", "list")
+    assert r.returncode == ExitCode.NOT_FOUND
+    assert r.stderr.strip() == f"agentctl: database file not found: {path}"
+    assert r.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_directory(tmp_path):
+    with pytest.raises(NotADatabase, match="is a directory"):
+        async with open_backend(str(tmp_path)):
+            pass
+    r = cli("--db", str(tmp_path), "threads", "list")
+    assert r.returncode == ExitCode.DATABASE
+    assert "is a directory" in r.stderr and "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("content,expected", [
+    (b"", "is an empty file"),
+    (b"hello, this is a text file\n" * 100, "is not a SQLite database"),
+])
+async def test_not_sqlite(tmp_path, content, expected):
+    path = tmp_path / "x.db"
+    path.write_bytes(content)
+    before = snapshot_dir(tmp_path)
+    with pytest.raises((NotADatabase, SchemaError), match=expected):
+        async with open_backend(str(path)):
+            pass
+    r = cli("--db", str(path), "threads", "list")
+    assert r.returncode == ExitCode.DATABASE
+    assert r.stderr.count("\n") == 1 and expected in r.stderr
+    assert snapshot_dir(tmp_path) == before
+
+
+def make_sqlite(path: Path, ddl: str) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(ddl)
+    conn.commit()
+    conn.close()
+
+
+async def test_other_application_database(tmp_path):
+    path = tmp_path / "app.db"
+    make_sqlite(path, "CREATE TABLE users (id INTEGER, name TEXT); CREATE TABLE orders (id INTEGER);")
+    before = snapshot_dir(tmp_path)
+    with pytest.raises(SchemaError, match=r"has no 'checkpoints' table \(it has: orders, users\)"):
+        async with open_backend(str(path)):
+            pass
+    r = cli("--db", str(path), "threads", "list", "--json")
+    assert r.returncode == ExitCode.DATABASE and r.stdout == ""
+    assert snapshot_dir(tmp_path) == before
+
+
+async def test_checkpoints_table_of_wrong_shape(tmp_path):
+    path = tmp_path / "wrong.db"
+    make_sqlite(path, "CREATE TABLE checkpoints (id INTEGER PRIMARY KEY, thread_id TEXT, data TEXT);")
+    before = snapshot_dir(tmp_path)
+    with pytest.raises(SchemaError, match="lacks column\\(s\\): checkpoint_id, parent_id, step"):
+        async with open_backend(str(path)):
+            pass
+    r = cli("--db", str(path), "threads", "list")
+    assert r.returncode == ExitCode.DATABASE and "lacks column(s)" in r.stderr
+    assert snapshot_dir(tmp_path) == before
+
+
+async def test_unknown_url_scheme(tmp_path):
+    with pytest.raises(UsageError, match="unsupported database URL scheme 'mysql'"):
+        async with open_backend("mysql://x/y"):
+            pass
+
+
+async def test_postgres_refused_names_no_password():
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dsn = f"postgresql://bob:hunter2secret@127.0.0.1:{port}/agentos"
+    with pytest.raises(ConnectionFailed) as info:
+        async with open_backend(dsn):
+            pass
+    assert "hunter2secret" not in str(info.value)
+    assert f"127.0.0.1:{port}/agentos" in str(info.value)
+    r = cli("--db", dsn, "threads", "list")
+    assert r.returncode == ExitCode.DATABASE
+    assert "connection refused" in r.stderr and "hunter2secret" not in r.stderr + r.stdout
+
+
+async def test_postgres_wrong_password_never_printed(pg_base_dsn):
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(pg_base_dsn)
+    if not parts.password:
+        pytest.skip("the test server takes no password (external AGENTCTL_TEST_PG_DSN)")
+    bad = pg_base_dsn.replace(f":{parts.password}@", ":Wr0ngPassw0rd@")
+    with pytest.raises(ConnectionFailed, match="refused the login") as info:
+        async with open_backend(bad):
+            pass
+    assert "Wr0ngPassw0rd" not in str(info.value) and parts.password not in str(info.value)
+    r = cli("--db", bad, "threads", "list")
+    assert r.returncode == ExitCode.DATABASE
+    assert "refused the login" in r.stderr
+    assert "Wr0ngPassw0rd" not in r.stderr + r.stdout
+
+
+async def test_postgres_without_table(pg_dsn):
+    with pytest.raises(SchemaError, match="has no 'checkpoints' table"):
+        async with open_backend(pg_dsn):
+            pass
+    r = cli("--db", pg_dsn, "threads", "list")
+    assert r.returncode == ExitCode.DATABASE
+    # nothing was created by the read
+    import asyncpg
+
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        assert await conn.fetchval("SELECT to_regclass('checkpoints')") is None
+    finally:
+        await conn.close()

@@ -1,0 +1,128 @@
+"""tui/demo wiring, shell completion, the pager, colours."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import typer
+
+from agentctl.cli import app
+from agentctl.cli.complete import complete_ref, complete_thread
+from agentctl.errors import ExitCode
+from tests.support.rig import REPO, SAMPLE_DB
+from tests.support.sampledb import cli, cli_json
+
+
+def fake_tui(monkeypatch) -> list:
+    """Stand in for agentctl.tui (built separately; its own tests drive the app)."""
+    calls: list = []
+
+    def run(db: str, *, readonly: bool = False, format: str | None = None) -> None:
+        calls.append({"db": db, "readonly": readonly, "existed": Path(db).exists(),
+                      "threads": len(cli_json(db, "threads", "list"))})
+
+    module = types.ModuleType("agentctl.tui")
+    module.run = run
+    monkeypatch.setitem(sys.modules, "agentctl.tui", module)
+    import agentctl.cli.tui
+
+    monkeypatch.setattr(agentctl.cli.tui, "_stdout_is_terminal", lambda: True)  # as on a terminal
+    return calls
+
+
+def test_tui_off_a_terminal_refuses_before_writing_anything(tmp_path):
+    """issue 14: `agentctl tui > out.txt` drew escape codes into the file and hung; it
+    refuses with one line on stderr, exit 2, the file left empty (so does `demo`)."""
+    import os
+    import subprocess
+
+    repo = REPO
+    for args in (["--db", str(SAMPLE_DB), "tui"], ["demo"]):
+        out = tmp_path / "out.txt"
+        with open(out, "w") as f:
+            r = subprocess.run([sys.executable, "-m", "agentctl", *args], stdout=f, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, text=True, timeout=60, cwd=tmp_path,
+                               env={**os.environ, "PYTHONPATH": str(repo)})
+        assert r.returncode == ExitCode.USAGE, (args, r.stderr)
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("agentctl: the terminal UI needs a terminal")
+        assert out.read_text() == ""
+
+
+def test_tui_opens_the_database(monkeypatch):
+    calls = fake_tui(monkeypatch)
+    r = cli(str(SAMPLE_DB), "tui", "--read-only")
+    assert r.exit_code == 0, r.stderr
+    assert calls == [{"db": str(SAMPLE_DB), "readonly": True, "existed": True, "threads": 7}]
+
+
+def test_demo_runs_on_a_temporary_copy(monkeypatch):
+    calls = fake_tui(monkeypatch)
+    r = cli(None, "demo")
+    assert r.exit_code == 0, r.stderr
+    (call,) = calls
+    assert call["existed"] and call["threads"] == 7 and call["readonly"] is False
+    assert Path(call["db"]).resolve() != SAMPLE_DB.resolve()
+    assert f"demo database: {call['db']}" in r.stderr
+    assert not Path(call["db"]).exists()  # removed afterwards
+    r = cli(None, "demo", "--keep")
+    kept = Path(calls[-1]["db"])
+    assert kept.exists()
+    kept.unlink()
+    kept.parent.rmdir()
+
+
+def test_missing_tui_is_a_clear_error(monkeypatch):
+    import agentctl.cli.tui
+
+    monkeypatch.setattr(agentctl.cli.tui, "_stdout_is_terminal", lambda: True)
+    monkeypatch.setitem(sys.modules, "agentctl.tui", None)  # import fails
+    for args in (["tui"], ["demo"]):
+        r = cli(str(SAMPLE_DB), *args)
+        assert r.exit_code == ExitCode.ERROR
+        assert r.stderr.startswith("agentctl: the terminal UI is not available") and "Traceback" not in r.stderr
+
+
+def context(db: str) -> typer.Context:
+    cmd = typer.main.get_command(app)
+    return cmd.make_context("agentctl", ["--db", db, "log", "x"], resilient_parsing=True)
+
+
+def test_completion_reads_ids_from_the_database(tmp_path):
+    ctx = context(str(SAMPLE_DB))
+    assert complete_thread(ctx, "support-104") == ["support-1042", "support-1043", "support-1044"]
+    refs = complete_ref(ctx, "coder-fix-flaky-test-b")
+    assert refs == ["coder-fix-flaky-test-branch-retry-backoff-70e7"]
+    assert "ckpt-coder-fix-flaky-test-6-4b9fe6" in complete_ref(ctx, "ckpt-coder-fix-flaky-test-6")
+    # a database that does not exist: nothing, silently, and no file is created
+    missing = tmp_path / "nope.db"
+    assert complete_ref(context(str(missing)), "x") == []
+    assert not missing.exists()
+
+
+def test_pager_used_on_a_terminal_for_long_output(tmp_path, monkeypatch):
+    out = tmp_path / "paged.txt"
+    pager = f"{sys.executable} -c \"import sys; open(r'{out}', 'w').write(sys.stdin.read())\""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("LINES", "10")
+    monkeypatch.setenv("PAGER", pager)
+    r = cli(str(SAMPLE_DB), "log", "loop-research-7", "-n", "30")
+    assert r.exit_code == 0 and r.stdout == ""
+    assert out.read_text().count("ckpt-loop-research-7-") == 30
+    out.unlink()
+    r = cli(str(SAMPLE_DB), "log", "loop-research-7", "-n", "3")  # fits the screen: no pager
+    assert r.stdout.count("ckpt-loop-research-7-") == 3 and not out.exists()
+    monkeypatch.delenv("FORCE_COLOR")  # piped: never paged
+    r = cli(str(SAMPLE_DB), "log", "loop-research-7", "-n", "30")
+    assert r.stdout.count("ckpt-loop-research-7-") == 30 and not out.exists()
+
+
+def test_no_color(monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    coloured = cli(str(SAMPLE_DB), "log", "support-1042").stdout
+    assert "\x1b[33m" in coloured  # ids in yellow
+    plain = cli(str(SAMPLE_DB), "--no-color", "log", "support-1042").stdout
+    assert "\x1b[33m" not in plain and "ckpt-support-1042-5" in plain
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[33m" not in cli(str(SAMPLE_DB), "log", "support-1042").stdout

@@ -1,0 +1,731 @@
+"""The storage contract suite: the same tests on every format × {SQLite, Postgres}.
+
+Each pair gets a small database written by the format's own program
+(tests/support/contract_formats.py). The tests ask the store what it can do
+(`store.can(cap)`): a declared capability is exercised (and undone, every table row for
+row); an undeclared one must be refused (`Unsupported`; the CLI exits 2 with "does not
+support" and writes nothing). A format that starts declaring a capability is therefore
+tested by this module without a change here. What legitimately differs between formats
+is data in the builders' `FormatCase`, not branches on format names.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from tests.support.format_contract import check_store
+from tests.support.sampledb import cli
+from tests.support.contract_formats import (
+    CASES,
+    NEEDLE,
+    WIDE,
+    Built,
+    FormatCase,
+    copy_sample,
+    dump,
+)
+
+from agentctl.errors import AgentctlError, AmbiguousReference, NotFoundError
+from agentctl.model import Checkpoint
+from agentctl.refs import resolve
+from agentctl.storage import (
+    Capability,
+    Problem,
+    PruneSpec,
+    Unsupported,
+    detect,
+    formats,
+    open_store,
+)
+from agentctl.tree import checkpoint_tree
+
+KINDS = ("sqlite", "postgres")
+PAIRS = [(name, kind) for name in CASES for kind in KINDS]
+WRITES = (Capability.REWIND, Capability.BRANCH, Capability.MERGE, Capability.PRUNE, Capability.DELETE)
+
+
+def test_every_format_has_a_builder():
+    assert sorted(CASES) == sorted(f.name for f in formats())
+
+
+def _needs(case: FormatCase) -> None:
+    for module in case.needs:
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            pytest.skip(f"{module} is not installed")
+        pytest.importorskip(module)
+
+
+@pytest.fixture(params=PAIRS, ids=[f"{n}-{k}" for n, k in PAIRS])
+async def built(request, tmp_path) -> tuple[FormatCase, Built]:
+    name, kind = request.param
+    case = CASES[name]
+    _needs(case)
+    url = str(tmp_path / "db.sqlite") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
+    return case, await case.build(kind, url)
+
+
+def content(case: FormatCase, cp: Checkpoint):
+    return case.content(cp)
+
+
+async def data_rows(case: FormatCase, url: str) -> dict:
+    """The format's own tables, row for row (agentctl's side tables left out)."""
+    return await dump(url, side_tables=False, volatile=case.volatile)
+
+
+# ---- detection and reads -----------------------------------------------------------------
+
+
+async def test_detection(built):
+    case, b = built
+    assert (await detect(b.url)).name == case.name
+    async with open_store(b.url) as store:
+        assert store.format.name == case.name
+    data = json.loads(cli(b.url, "formats", "--json").stdout)
+    assert data["database"]["format"] == case.name
+    assert case.name in [f["name"] for f in data["formats"]]
+
+
+async def test_forcing_a_format(built, monkeypatch):
+    """--format (and AGENTCTL_FORMAT) NAME: the right one reads; any other exits 6 with
+    one line, no traceback, nothing written."""
+    case, b = built
+    before = await dump(b.url)
+    for name in CASES:
+        r = cli(b.url, "--format", name, "threads", "list", "--json")
+        if name == case.name:
+            _ok(r)
+            assert {t["thread_id"] for t in json.loads(r.stdout)} >= set(b.threads)
+        else:
+            assert r.exit_code == 6 and "Traceback" not in r.stderr, (name, r.exit_code, r.stderr)
+    r = cli(b.url, "threads", "list", "--json", env={"AGENTCTL_FORMAT": case.name})
+    _ok(r)
+    assert await dump(b.url) == before
+
+
+async def test_read_invariants(built):
+    case, b = built
+    async with open_store(b.url) as store:
+        await check_store(store, **case.store_checks)
+        assert set(b.threads) <= set(await store.all_thread_ids())
+        for source, branch in b.branches.items():
+            assert (await store.thread_summary(branch)).branch_of == source
+            assert branch in [m.thread_id for m in await store.branches_of([source])]
+
+
+async def test_refs(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        metas = await store.read_thread(b.main, 1000)
+        assert len(metas) >= 3
+        for m in metas:
+            assert await resolve(store, m.checkpoint_id) == m
+        assert await resolve(store, b.main) == metas[-1]
+        assert await resolve(store, f"{b.main}~1") == metas[-2]
+        assert await resolve(store, f"{b.main}~") == metas[-2]
+        assert await resolve(store, f"{b.main}~{len(metas) - 1}") == metas[0]
+        for m in metas:
+            assert await resolve(store, f"{b.main}@{m.step}") == m
+        for m in metas:  # a prefix: unique, or ambiguous naming its candidates
+            prefix = m.checkpoint_id[:-1]
+            if not prefix or await store.thread_summary(prefix) is not None:
+                continue
+            found = await store.find_checkpoint_ids(prefix)
+            if found == [m.checkpoint_id]:
+                assert await resolve(store, prefix) == m
+            else:
+                with pytest.raises(AmbiguousReference):
+                    await resolve(store, prefix)
+
+
+async def test_refs_that_name_nothing(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        n = await store.count(b.main)
+        last = (await store.read_thread(b.main, 1, descending=True))[0].step
+        for ref in ("no-such-checkpoint-zz", f"{b.main}~{n}", f"{b.main}@{last + 1000}", "no-such-thread@1"):
+            with pytest.raises(NotFoundError):
+                await resolve(store, ref)
+
+
+async def test_tree(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        tree = await checkpoint_tree(store, b.main)
+        threads = [t["thread_id"] for t in tree["threads"]]
+        assert threads[0] == b.main
+        if b.branch is not None:
+            assert b.branch in threads
+        for source, branch in b.branches.items():
+            assert branch in [t["thread_id"] for t in (await checkpoint_tree(store, source))["threads"]]
+        ids = {n["id"] for n in tree["nodes"]}
+        for t in threads:
+            assert {m.checkpoint_id for m in await store.read_thread(t, 1000)} <= ids
+        assert tree["total_checkpoints"] == len(ids)
+        for e in tree["edges"]:
+            assert e["from"] in ids and e["to"] in ids
+
+
+async def test_search(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        store.last_search_path = ""
+        hits = await store.search(NEEDLE)
+        assert hits and b.main in {h.thread_id for h in hits}
+        assert store.last_search_path in ("fts", "scan")
+        assert {h.thread_id for h in await store.search(NEEDLE.upper())} == {h.thread_id for h in hits}
+        assert {h.thread_id for h in await store.search(NEEDLE, thread_id=b.main)} == {b.main}
+        scanned = await store.search(NEEDLE, scan=True)
+        assert store.last_search_path == "scan"
+        assert {(h.thread_id, h.checkpoint_id) for h in scanned} == {(h.thread_id, h.checkpoint_id) for h in hits}
+        assert await store.search("no such text anywhere 0xdeadbeef") == []
+
+
+async def test_search_beyond_ascii(built):
+    """Case-insensitive for any letter, through the index and by a scan alike."""
+    _, b = built
+    async with open_store(b.url) as store:
+        want = {(h.thread_id, h.checkpoint_id) for h in await store.search(WIDE, scan=True)}
+        assert b.main in {t for t, _ in want}
+        for text in (WIDE, WIDE.lower(), WIDE.upper()):
+            for scan in (False, True):
+                got = {(h.thread_id, h.checkpoint_id) for h in await store.search(text, scan=scan)}
+                assert got == want, (text, scan, store.last_search_path)
+
+
+async def test_search_filters(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        hits = await store.search(NEEDLE)
+        assert len(await store.search(NEEDLE, limit=1)) == 1
+        for role in {h.role for h in hits if h.role}:
+            assert {h.role for h in await store.search(NEEDLE, role=role)} == {role}
+        for h in hits:  # a hit names a checkpoint of its thread
+            meta = await store.get_metadata(h.checkpoint_id)
+            assert meta is not None and meta.thread_id == h.thread_id and meta.step == h.step
+
+
+async def test_follow_sees_another_writer(built):
+    """FOLLOW: the change token moves when the format's own program writes a step."""
+    case, b = built
+    async with open_store(b.url) as store:
+        if not store.can(Capability.FOLLOW):
+            pytest.skip(f"{case.name} does not declare follow")
+        everything, thread = await store.change_token(None), await store.change_token(b.main)
+    await case.append(b.url, b.main, "one more step")
+    async with open_store(b.url) as store:
+        assert await store.change_token(None) != everything
+        assert await store.change_token(b.main) != thread
+        head = await store.get_latest(b.main)
+        assert "one more step" in json.dumps(head.messages, ensure_ascii=False)
+
+
+async def test_writes_refused_on_a_read_only_store(built):
+    _, b = built
+    before = await dump(b.url)
+    async with open_store(b.url) as store:
+        first = (await store.read_thread(b.main, 1))[0].checkpoint_id
+        try:
+            history = store.history()
+        except Unsupported:
+            return
+        for call in (lambda: history.rewind(first), lambda: history.branch(first, "ro"),
+                     lambda: history.delete_thread(b.main)):
+            with pytest.raises(AgentctlError):
+                await call()
+    assert await dump(b.url) == before
+
+
+async def test_stats_and_backup_as_declared(built, tmp_path):
+    case, b = built
+    async with open_store(b.url) as store:
+        if store.can(Capability.STATS):
+            json.dumps(await store.usage_stats())
+        else:
+            with pytest.raises(Unsupported):
+                await store.usage_stats()
+        if store.can(Capability.BACKUP):
+            dest = str(tmp_path / "copy.db")
+            await store.backup(dest)
+            assert (await detect(dest)).name == case.name
+            async with open_store(dest) as copy:
+                assert await copy.all_thread_ids() == await store.all_thread_ids()
+        else:
+            with pytest.raises(Unsupported):
+                await store.backup(str(tmp_path / "copy.db"))
+
+
+async def test_doctor(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        if store.can(Capability.DOCTOR):
+            problems = await store.doctor()
+            assert isinstance(problems, list) and all(isinstance(p, Problem) for p in problems)
+            assert all(p.kind in ("error", "warning") for p in problems)
+            assert not [p for p in problems if p.kind == "error"], problems
+        else:
+            with pytest.raises(Unsupported):
+                await store.doctor()
+
+
+# ---- writes through the library ------------------------------------------------------------
+
+
+async def _rewind(case: FormatCase, b: Built) -> None:
+    before = await data_rows(case, b.url)
+    for hard in (False, True):
+        async with open_store(b.url, readonly=False) as store:
+            metas = await store.read_thread(b.main, 1000)
+            target = metas[1]
+            want = content(case, await store.get(target.checkpoint_id))
+            h = store.history()
+            plan = await h.plan_rewind(target.checkpoint_id, hard=hard)
+            assert [m.checkpoint_id for m in plan.moved] == [m.checkpoint_id for m in metas[2:]]
+            assert await data_rows(case, b.url) == before  # a plan writes nothing
+            result = await h.rewind(target.checkpoint_id, hard=hard, archive_thread=plan.archive_thread)
+            assert result.op_id
+            head = await store.get_latest(b.main)
+            assert (head.metadata.checkpoint_id == target.checkpoint_id) != (hard in case.rewind_appends)
+            assert content(case, head) == want
+            await check_store(store, **_written(case))
+            await h.undo()
+        assert await data_rows(case, b.url) == before, f"hard={hard}"
+
+
+async def _branch(case: FormatCase, b: Built) -> None:
+    before = await data_rows(case, b.url)
+    async with open_store(b.url, readonly=False) as store:
+        source = (await store.read_thread(b.main, 1000))[1]
+        want = content(case, await store.get(source.checkpoint_id))
+        h = store.history()
+        new = await h.branch(source.checkpoint_id, "contract")
+        assert new not in b.threads
+        assert content(case, await store.get_latest(new)) == want
+        summary = await store.thread_summary(new)
+        assert summary.branch_of == b.main and summary.branch_point == source.checkpoint_id
+        assert new in [t["thread_id"] for t in (await checkpoint_tree(store, b.main))["threads"]]
+        await check_store(store, **_written(case))
+        await h.undo()
+        assert await store.thread_summary(new) is None
+    assert await data_rows(case, b.url) == before
+
+
+async def _merge(case: FormatCase, b: Built) -> None:
+    text = "merged from the branch"
+    async with open_store(b.url, readonly=False) as store:
+        head = await store.get_latest(b.main)
+        branch = await store.history().branch(head.metadata.checkpoint_id, "to-merge")
+    await case.append(b.url, branch, text)  # an agent goes on on the branch
+    before = await data_rows(case, b.url)
+    async with open_store(b.url, readonly=False) as store:
+        h = store.history()
+        plan = await h.plan_merge(branch, b.main)
+        assert not plan.conflicts
+        assert await data_rows(case, b.url) == before
+        new_head = await h.merge_branch(branch, b.main)
+        merged = await store.get_latest(b.main)
+        assert merged.metadata.checkpoint_id == new_head
+        # the branch's new message is in the merged head (a program may answer it, as
+        # LangGraph's graph does, so it need not be the last one)
+        assert text in [m.get("content") for m in merged.messages[-3:]]
+        await check_store(store, **_written(case))
+        await h.undo()
+    assert await data_rows(case, b.url) == before
+
+
+async def _prune(case: FormatCase, b: Built) -> None:
+    spec = PruneSpec(**{k: ([b.main] if v == ["THREAD"] else v) for k, v in case.prune.items()})
+    before = await data_rows(case, b.url)
+    async with open_store(b.url, readonly=False) as store:
+        h = store.history()
+        plans = await h.plan_prune_spec(spec)
+        assert plans and await data_rows(case, b.url) == before
+        results = await h.prune_spec(spec)
+        assert results and await data_rows(case, b.url) != before
+        await check_store(store, **_gaps_allowed(case))
+        await h.undo()
+    assert await data_rows(case, b.url) == before
+
+
+def _written(case: FormatCase) -> dict:
+    """The store checks after one of agentctl's writes."""
+    return dict(case.store_checks if case.written_checks is None else case.written_checks)
+
+
+def _gaps_allowed(case: FormatCase) -> dict:
+    """The store checks after a prune, which may leave gaps in a thread's steps."""
+    return {k: v for k, v in _written(case).items() if k != "first_step"}
+
+
+async def _delete(case: FormatCase, b: Built) -> None:
+    before = await data_rows(case, b.url)
+    async with open_store(b.url, readonly=False) as store:
+        h = store.history()
+        await h.delete_thread(b.main)
+        assert await store.thread_summary(b.main) is None
+        assert b.main not in await store.all_thread_ids()
+        await check_store(store, **_written(case))
+        await h.undo()
+        assert await store.thread_summary(b.main) is not None
+    assert await data_rows(case, b.url) == before
+
+
+async def _refused(case: FormatCase, b: Built, cap: Capability) -> None:
+    """An undeclared capability: the library raises Unsupported and writes nothing."""
+    before = await dump(b.url)
+    async with open_store(b.url, readonly=False) as store:
+        first = (await store.read_thread(b.main, 1))[0].checkpoint_id
+        calls = {
+            Capability.REWIND: lambda h: h.rewind(first),
+            Capability.BRANCH: lambda h: h.branch(first, "refused"),
+            Capability.MERGE: lambda h: h.merge_branch(b.main, b.threads[-1]),
+            Capability.PRUNE: lambda h: h.prune_spec(PruneSpec(threads=[b.main], keep_last=1)),
+            Capability.DELETE: lambda h: h.delete_thread(b.main),
+        }
+        with pytest.raises(Unsupported, match="does not support"):
+            await calls[cap](store.history())
+    assert await dump(b.url) == before
+
+
+DO = {Capability.REWIND: _rewind, Capability.BRANCH: _branch, Capability.MERGE: _merge,
+      Capability.PRUNE: _prune, Capability.DELETE: _delete}
+
+
+@pytest.mark.parametrize("cap", WRITES, ids=[c.value for c in WRITES])
+async def test_write(built, cap):
+    case, b = built
+    async with open_store(b.url) as store:
+        declared = store.can(cap)
+        assert store.can(Capability.UNDO) or not declared, "a write without undo"
+    if declared:
+        await DO[cap](case, b)
+    else:
+        await _refused(case, b, cap)
+
+
+@pytest.mark.parametrize("cap", (Capability.REWIND, Capability.BRANCH), ids=["rewind", "branch"])
+async def test_undo_refused_after_the_program_wrote(built, cap):
+    """After agentctl's write the format's own program writes to the thread: undo then
+    refuses (it would drop or garble what the program wrote) and writes nothing."""
+    case, b = built
+    async with open_store(b.url, readonly=False) as store:
+        if not (store.can(cap) and store.can(Capability.UNDO)):
+            pytest.skip(f"{case.name} does not declare {cap.value} with undo")
+        target = (await store.read_thread(b.main, 1000))[1].checkpoint_id
+        h = store.history()
+        if cap is Capability.REWIND:
+            plan = await h.plan_rewind(target)
+            await h.rewind(target, archive_thread=plan.archive_thread)
+            thread = b.main
+        else:
+            thread = await h.branch(target, "then-written")
+    await case.append(b.url, thread, "written after agentctl")
+    before = await dump(b.url)
+    async with open_store(b.url, readonly=False) as store:
+        with pytest.raises(AgentctlError):
+            await store.history().undo()
+    assert await dump(b.url) == before
+
+
+async def test_purge_frees_what_undo_could_bring_back(built):
+    """A hard rewind's rows wait in the trash: purge --dry-run lists the operation and
+    writes nothing, purge frees them, then that undo is refused and writes nothing."""
+    case, b = built
+    async with open_store(b.url, readonly=False) as store:
+        if not (store.can(Capability.REWIND) and store.can(Capability.UNDO)):
+            pytest.skip(f"{case.name} does not declare rewind with undo")
+        target = (await store.read_thread(b.main, 1000))[1].checkpoint_id
+        h = store.history()
+        op = (await h.rewind(target, hard=True)).op_id
+        rewound = await data_rows(case, b.url)
+        everything = await dump(b.url)
+        planned = await h.purge(dry_run=True)
+        assert op in planned.ops and planned.rows > 0
+        assert await dump(b.url) == everything
+        await h.purge()
+        assert await data_rows(case, b.url) == rewound
+        assert not (await h.purge(dry_run=True)).ops
+    everything = await dump(b.url)
+    async with open_store(b.url, readonly=False) as store:
+        with pytest.raises(AgentctlError):
+            await store.history().undo(op)
+    assert await dump(b.url) == everything
+
+
+# ---- the CLI -----------------------------------------------------------------------------------
+
+
+def _ok(r, codes=(0,)) -> None:
+    assert r.exit_code in codes, (r.exit_code, r.stdout, r.stderr)
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+async def test_cli_reads(built):
+    _, b = built
+    async with open_store(b.url) as store:
+        metas = await store.read_thread(b.main, 1000)
+        can = {c: store.can(c) for c in Capability}
+    first, last = metas[0].checkpoint_id, metas[-1].checkpoint_id
+    other = (await _other_head(b))
+    commands = [
+        (("threads", "list"), True), (("threads", "show", b.main), True), (("log", b.main), True),
+        (("log", b.main, "--graph"), False), (("show", b.main), True), (("show", f"{b.main}@{metas[1].step}"), True),
+        (("diff", first, last), True), (("diff", last, other), True), (("tree", b.main), True),
+        (("search", NEEDLE), True), (("stats",), True), (("doctor",), True), (("oplog",), True),
+    ]
+    needs = {"stats": Capability.STATS, "doctor": Capability.DOCTOR, "oplog": Capability.UNDO}
+    for args, has_json in commands:
+        cap = needs.get(args[0])
+        for extra in ((), ("--json",)) if has_json else ((),):
+            r = cli(b.url, "--no-color", *args, *extra)
+            if cap is not None and not can[cap]:
+                assert r.exit_code == 2 and "does not support" in r.stderr, (args, r.stderr)
+                continue
+            _ok(r, (0, 5) if args[0] == "doctor" else (0,))
+            if extra:
+                json.loads(r.stdout)
+    r = cli(b.url, "--no-color", "search", NEEDLE, "--json")
+    assert b.main in r.stdout
+    rows = json.loads(cli(b.url, "threads", "list", "--json").stdout)
+    keys = {"thread_id", "checkpoints", "head_step", "head_checkpoint_id", "updated_at", "branch_of"}
+    assert all(keys <= set(row) for row in rows)
+    assert {row["thread_id"] for row in rows} >= set(b.threads)
+    main = next(row for row in rows if row["thread_id"] == b.main)
+    assert (main["checkpoints"], main["head_checkpoint_id"]) == (len(metas), last)
+    log = json.loads(cli(b.url, "log", b.main, "--json").stdout)
+    assert sorted(e["checkpoint_id"] for e in _entries(log)) == sorted(m.checkpoint_id for m in metas)
+    shown = json.loads(cli(b.url, "show", first, "--json").stdout)
+    assert json.dumps(shown, sort_keys=True) == json.dumps(head_dict := await _cp_dict(b, first), sort_keys=True), head_dict
+    exported = cli(b.url, "export", b.main)
+    _ok(exported)
+    assert [json.loads(x)["metadata"]["checkpoint_id"] for x in exported.stdout.splitlines()] == \
+        [m.checkpoint_id for m in metas]
+
+
+def _entries(log):
+    return log if isinstance(log, list) else log.get("checkpoints", log.get("entries", []))
+
+
+async def _cp_dict(b: Built, cid: str) -> dict:
+    async with open_store(b.url) as store:
+        return json.loads(json.dumps((await store.get(cid)).to_dict(), default=str))
+
+
+async def _other_head(b: Built) -> str:
+    async with open_store(b.url) as store:
+        other = next(t for t in b.threads if t != b.main)
+        return (await store.get_latest(other)).metadata.checkpoint_id
+
+
+def _cli_write_args(case: FormatCase, b: Built, cap: Capability, ref: str, other: str) -> list[str]:
+    return {
+        Capability.REWIND: ["rewind", ref, "--yes"],
+        Capability.BRANCH: ["branch", ref, "cli"],
+        Capability.MERGE: ["merge", other, "--into", b.main],
+        Capability.PRUNE: ["prune", *[b.main if a == "THREAD" else a for a in case.prune_cli], "--yes"],
+        Capability.DELETE: ["threads", "delete", b.main, "--yes"],
+    }[cap]
+
+
+@pytest.mark.parametrize("cap", WRITES, ids=[c.value for c in WRITES])
+async def test_cli_write(built, cap):
+    """A declared write exits 0 and `undo` puts every row back; an undeclared one exits
+    2 with one line naming the format and the operation, and writes nothing."""
+    case, b = built
+    async with open_store(b.url) as store:
+        declared = store.can(cap)
+        undo = store.can(Capability.UNDO)
+        ref = f"{b.main}@{(await store.read_thread(b.main, 2))[1].step}"
+        other = b.branch or next(t for t in b.threads if t != b.main)
+    if cap is Capability.MERGE and declared:
+        other = await _cli_branch_to_merge(case, b)
+    before_all = await dump(b.url)
+    before = await data_rows(case, b.url)
+    r = cli(b.url, "--no-color", *_cli_write_args(case, b, cap, ref, other))
+    if not declared:
+        assert r.exit_code == 2, (r.stdout, r.stderr)
+        lines = [x for x in r.stderr.splitlines() if "does not support" in x]
+        assert lines and case.name in lines[0], r.stderr
+        assert "Traceback" not in r.stderr
+        assert await dump(b.url) == before_all
+        return
+    _ok(r)
+    assert await data_rows(case, b.url) != before
+    if undo:
+        _ok(cli(b.url, "--no-color", "undo"))
+        assert await data_rows(case, b.url) == before
+
+
+async def _cli_branch_to_merge(case: FormatCase, b: Built) -> str:
+    async with open_store(b.url, readonly=False) as store:
+        branch = await store.history().branch((await store.get_latest(b.main)).metadata.checkpoint_id, "cli-m")
+    await case.append(b.url, branch, "from the cli branch")
+    return branch
+
+
+async def test_cli_fix_indexes_and_import(built, tmp_path):
+    """doctor --fix-indexes and import (IMPORT) exit 0 where the format offers them,
+    else 2 with "does not support"; neither changes a row of the format's tables."""
+    case, b = built
+    async with open_store(b.url) as store:
+        can_import = store.can(Capability.IMPORT)
+    before = await data_rows(case, b.url)
+    r = cli(b.url, "doctor", "--fix-indexes")
+    assert r.exit_code in (0, 2) and "Traceback" not in r.stderr, r.stderr
+    assert r.exit_code == 0 or "does not support" in r.stderr
+    exported = tmp_path / "main.jsonl"
+    _ok(cli(b.url, "export", b.main, "-o", str(exported)))
+    r = cli(b.url, "import", str(exported), "--on-conflict", "skip")
+    if can_import:
+        _ok(r)
+    else:
+        assert r.exit_code == 2 and "does not support" in r.stderr, r.stderr
+    assert await data_rows(case, b.url) == before
+
+
+async def test_cli_undo_oplog_purge(built):
+    """With nothing written yet: undo says so (exit 1), oplog and purge --dry-run exit 0;
+    without the capability all three exit 2. Nothing is written either way."""
+    _, b = built
+    async with open_store(b.url) as store:
+        undo = store.can(Capability.UNDO)
+    before = await dump(b.url)
+    for args, code in ((("undo",), 1), (("purge", "--dry-run"), 0), (("oplog",), 0)):
+        r = cli(b.url, "--no-color", *args)
+        assert "Traceback" not in r.stdout + r.stderr
+        if undo:
+            assert r.exit_code == code, (args, r.stdout, r.stderr)
+        else:
+            assert r.exit_code == 2 and "does not support" in r.stderr, (args, r.stderr)
+    assert await dump(b.url) == before
+
+
+# ---- the TUI on every format's bundled sample --------------------------------------------------
+
+KEYS = {Capability.REWIND: "r", Capability.BRANCH: "b", Capability.MERGE: "M", Capability.PRUNE: "p",
+        Capability.UNDO: "u"}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_tui_browses_the_sample_and_refuses_what_the_format_cannot_do(name, tmp_path, monkeypatch):
+    pytest.importorskip("textual")
+    from tests.tui.test_tui import select_thread, settle, view_text  # the Pilot helpers
+
+    from agentctl.tui.app import AgentctlApp
+
+    case = CASES[name]
+    path = copy_sample(case.sample, tmp_path / case.sample)
+    before = await dump(str(path))
+    async with open_store(str(path)) as store:
+        count = await store.count_threads()
+        cannot = [c for c in KEYS if not store.can(c)]
+        first = next(t.thread_id for t in await store.thread_summaries(100) if t.checkpoints)
+        steps = [m.step for m in await store.read_thread(first, 1000)]
+
+    async def idle(*args, **kwargs) -> None:
+        import asyncio
+
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr("textual.app.wait_for_idle", idle)
+    monkeypatch.setattr("textual.pilot.wait_for_idle", idle)
+    app = AgentctlApp(str(path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        assert app.threads.table.row_count == min(count, app.threads.table.row_count) > 0
+        await select_thread(pilot, first)
+        assert app.selected is not None and app.selected.step == steps[-1]
+        from agentctl.tui.widgets.timeline import CheckpointItem
+
+        app.timeline.focus()
+        nodes = [c for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
+        app.timeline.move_to_node(nodes[0])
+        await settle(pilot)
+        assert app.selected.step == nodes[0].data.meta.step
+        header = view_text(app, "detail-header")
+        assert f"{first}@{app.selected.step}" in header
+        view_text(app, "messages-view")
+        for tab in "234":
+            await pilot.press(tab)
+            await settle(pilot)
+        for cap in cannot:
+            app.clear_notifications()
+            await pilot.press(KEYS[cap])
+            await settle(pilot)
+            said = [n.message for n in app._notifications]
+            assert any("does not support" in m and cap.value in m for m in said), (cap, said)
+    assert await dump(str(path)) == before
+
+
+async def _tui_to(pilot, thread: str, checkpoint_id: str) -> None:
+    from tests.tui.test_tui import select_thread, settle
+
+    from agentctl.tui.widgets.timeline import CheckpointItem
+
+    app = pilot.app
+    await select_thread(pilot, thread)
+    app.timeline.focus()
+    node = next(c for c in app.timeline.root.children
+                if isinstance(c.data, CheckpointItem) and c.data.meta.checkpoint_id == checkpoint_id)
+    app.timeline.move_to_node(node)
+    await settle(pilot)
+    assert app.selected.checkpoint_id == checkpoint_id
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeypatch):
+    """The TUI's r, b and u on a database each format's program wrote: the same result
+    as the library's, and undo puts every row back."""
+    pytest.importorskip("textual")
+    from tests.tui.test_tui import settle
+
+    from agentctl.tui.app import AgentctlApp
+
+    case = CASES[name]
+    _needs(case)
+    b = await case.build("sqlite", str(tmp_path / "db.sqlite"))
+    async with open_store(b.url) as store:
+        can = {c: store.can(c) for c in (Capability.REWIND, Capability.BRANCH, Capability.UNDO)}
+        target = (await store.read_thread(b.main, 1000))[1]
+        want = case.content(await store.get(target.checkpoint_id))
+        threads = set(await store.all_thread_ids())
+    if not (can[Capability.REWIND] or can[Capability.BRANCH]):
+        pytest.skip(f"{name} declares neither rewind nor branch")
+
+    async def idle(*args, **kwargs) -> None:
+        import asyncio
+
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr("textual.app.wait_for_idle", idle)
+    monkeypatch.setattr("textual.pilot.wait_for_idle", idle)
+    before = await data_rows(case, b.url)
+    app = AgentctlApp(b.url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+
+        async def keys(*names: str) -> None:
+            for k in names:
+                await pilot.press(k)
+                await settle(pilot)
+
+        if can[Capability.REWIND]:
+            await _tui_to(pilot, b.main, target.checkpoint_id)
+            await keys("r", "y")
+            async with open_store(b.url) as store:
+                assert case.content(await store.get_latest(b.main)) == want
+            await keys("u", "y")
+            assert await data_rows(case, b.url) == before, [n.message for n in app._notifications]
+        if can[Capability.BRANCH]:
+            await _tui_to(pilot, b.main, target.checkpoint_id)
+            await keys("b")
+            for ch in "tui":
+                await pilot.press(ch)
+            await keys("enter")
+            async with open_store(b.url) as store:
+                (new,) = set(await store.all_thread_ids()) - threads
+                assert case.content(await store.get_latest(new)) == want
+            await keys("u", "y")
+            assert await data_rows(case, b.url) == before, [n.message for n in app._notifications]

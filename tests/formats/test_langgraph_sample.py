@@ -1,0 +1,72 @@
+"""The bundled LangGraph sample (sample_db/make_langgraph_sample.py, written by the real
+LangGraph) reads through the LangGraph format without LangGraph installed."""
+
+from __future__ import annotations
+
+
+from agentctl.storage import detect, open_store
+
+from tests.support.rig import REPO
+
+SAMPLE = REPO / "agentctl" / "sample" / "langgraph.db"
+
+
+async def test_the_langgraph_sample_reads():
+    assert (await detect(str(SAMPLE))).name == "langgraph"
+    async with open_store(str(SAMPLE)) as store:
+        threads = await store.all_thread_ids()
+        assert threads[:4] == ["deploy-approval", "deploy-approved", "flaky-tool", "research"]
+        assert threads[4].startswith("research|researcher:")
+        assert threads[5:] == ["support-refund", "support-refund-replay"]
+        assert await store.count() == 43
+        pending = await store.get_latest("deploy-approval")
+        assert pending.next_node == "ask"
+        assert pending.tools_result["__interrupt__"][0]["value"][0]["value"]["risk"] == "medium"
+        failed = await store.get_latest("flaky-tool")
+        assert "timed out" in failed.tools_result["__error__"][0]["value"]
+        support = await store.get_latest("support-refund")
+        assert support.metadata.tags == ["update"] and support.state["refund_cents"] == 12999
+        roles = [m["role"] for m in support.messages]
+        assert roles[:3] == ["user", "assistant", "tool"] and roles.count("tool") == 3
+        _, forks = await store.read_thread_forks("support-refund-replay", limit=100)
+        assert len(forks) == 2
+        assert [h.thread_id for h in await store.search("R-77", thread_id="support-refund", limit=1)] == [
+            "support-refund"]
+        assert await store.doctor() == []
+
+
+def test_the_cli_doctor_on_the_langgraph_sample(tmp_path):
+    """The CLI passes the contract's `limit` to doctor (LangGraphStore.doctor took none:
+    a TypeError traceback)."""
+    import shutil
+
+    from tests.support.sampledb import cli
+
+    path = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE, path)
+    r = cli(str(path), "doctor")
+    assert r.exit_code == 0 and "Traceback" not in r.stderr
+
+
+async def test_doctor_takes_the_contracts_limit():
+    async with open_store(str(SAMPLE)) as store:
+        assert await store.doctor(limit=1) == []
+
+
+async def test_search_takes_the_contracts_scan_and_says_it_scanned(tmp_path):
+    """`agentctl search` passes scan= (LangGraphStore.search took none: every CLI search
+    of a LangGraph database was a TypeError traceback); last_search_path says "scan"."""
+    import shutil
+
+    from tests.support.sampledb import cli
+
+    async with open_store(str(SAMPLE)) as store:
+        for scan in (False, True):
+            store.last_search_path = ""
+            hits = await store.search("R-77", scan=scan)
+            assert "support-refund" in {h.thread_id for h in hits} and store.last_search_path == "scan"
+    path = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE, path)
+    for extra in ((), ("--scan",)):
+        r = cli(str(path), "--no-color", "search", "R-77", *extra)
+        assert r.exit_code == 0 and "support-refund" in r.stdout, r.stderr

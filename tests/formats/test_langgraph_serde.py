@@ -1,0 +1,168 @@
+"""The LangGraph payload decoder: plain data out, nothing imported, called or unpickled.
+
+The payloads are built by hand with ormsgpack (the same extension codes and tuples as
+`langgraph.checkpoint.serde.jsonplus`), so this file needs no LangGraph; the format's
+tests (test_format_langgraph.py) decode what the real LangGraph writes.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+import subprocess
+import sys
+
+import ormsgpack
+import pytest
+
+from agentctl.storage.langgraph.serde import (
+    DELTA_SNAPSHOT,
+    OPAQUE_KEY,
+    TYPE_KEY,
+    DecodeError,
+    decode_typed,
+    message_to_transcript,
+    transcript,
+)
+
+from tests.support.rig import REPO
+
+
+def ext(code: int, value) -> ormsgpack.Ext:
+    return ormsgpack.Ext(code, ormsgpack.packb(value))
+
+
+def pack(value) -> bytes:
+    return ormsgpack.packb(value)
+
+
+def test_simple_types():
+    assert decode_typed("null", b"") is None
+    assert decode_typed("bytes", b"\x00\x01") == {TYPE_KEY: "bytes", "size": 2, "base64": "AAE="}
+    assert decode_typed("bytearray", b"ab")[TYPE_KEY] == "bytearray"
+    assert decode_typed("msgpack", pack({"a": [1, 2.5, "x", None, True]})) == {
+        "a": [1, 2.5, "x", None, True]}
+    assert decode_typed("json", json.dumps({"k": 1}).encode()) == {"k": 1}
+    assert decode_typed("empty", None) is None
+
+
+def test_extension_types():
+    payload = pack({
+        "uuid": ext(0, ("uuid", "UUID", "12345678123456781234567812345678")),
+        "set": ext(0, ("builtins", "set", [1, 2])),
+        "send": ext(1, ("langgraph.types", "Send", ("node", {"x": 1}))),
+        "dc": ext(2, ("my.mod", "Point", {"x": 1, "y": 2})),
+        "when": ext(3, ("datetime", "datetime", "2024-01-02T03:04:05+00:00", "fromisoformat")),
+        "weird": ext(3, ("my.mod", "Thing", "arg", "from_text")),
+        "p1": ext(4, ("my.models", "Old", {"a": 1})),
+        "p2": ext(5, ("my.models", "New", {"b": [1]}, "model_validate_json")),
+        "delta": ext(7, [1, 2, 3]),
+    })
+    out = decode_typed("msgpack", payload)
+    assert out["uuid"] == {TYPE_KEY: "uuid.UUID", "value": "12345678-1234-5678-1234-567812345678"}
+    assert out["set"] == {TYPE_KEY: "builtins.set", "value": [1, 2]}
+    assert out["send"] == {TYPE_KEY: "langgraph.types.Send", "args": ["node", {"x": 1}]}
+    assert out["dc"] == {TYPE_KEY: "my.mod.Point", "x": 1, "y": 2}
+    assert out["when"] == {TYPE_KEY: "datetime.datetime", "value": "2024-01-02T03:04:05+00:00"}
+    assert out["weird"] == {TYPE_KEY: "my.mod.Thing", "method": "from_text", "value": "arg"}
+    assert out["p1"] == {TYPE_KEY: "my.models.Old", "a": 1}
+    assert out["p2"] == {TYPE_KEY: "my.models.New", "b": [1]}
+    assert out["delta"] == {TYPE_KEY: DELTA_SNAPSHOT, "value": [1, 2, 3]}
+
+
+def test_numpy_arrays_without_numpy():
+    buf = struct.pack("<6d", *range(6))
+    out = decode_typed("msgpack", pack(ext(6, ("<f8", (2, 3), "C", buf))))
+    assert out == {TYPE_KEY: "numpy.ndarray", "dtype": "<f8", "shape": [2, 3],
+                   "values": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]}
+    fortran = struct.pack("<6q", 0, 3, 1, 4, 2, 5)  # the same matrix, column-major
+    out = decode_typed("msgpack", pack(ext(6, ("<i8", (2, 3), "F", fortran))))
+    assert out["values"] == [[0, 1, 2], [3, 4, 5]]
+    strings = decode_typed("msgpack", pack(ext(6, ("<U3", (2,), "C", b"\0" * 24))))
+    assert strings == {TYPE_KEY: "numpy.ndarray", "dtype": "<U3", "shape": [2], "nbytes": 24}
+
+
+def test_messages_become_a_transcript():
+    ai = ext(5, ("langchain_core.messages.ai", "AIMessage", {
+        "content": "", "type": "ai", "id": "m2", "name": None,
+        "tool_calls": [{"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}],
+        "additional_kwargs": {}, "response_metadata": {}}, "model_validate_json"))
+    tool = ext(5, ("langchain_core.messages.tool", "ToolMessage", {
+        "content": "3", "type": "tool", "tool_call_id": "c1", "name": "add", "id": "m3",
+        "status": "success"}, "model_validate_json"))
+    human = ext(5, ("langchain_core.messages.human", "HumanMessage", {
+        "content": "hi", "type": "human", "id": "m1"}, "model_validate_json"))
+    chat = ext(5, ("langchain_core.messages.chat", "ChatMessage", {
+        "content": "x", "type": "chat", "role": "critic"}, "model_validate_json"))
+    value = decode_typed("msgpack", pack({"messages": [human, ai, tool, chat]}))
+    assert value["messages"][0][TYPE_KEY] == "langchain_core.messages.human.HumanMessage"
+    assert transcript(value) == {"messages": [
+        {"role": "user", "content": "hi", "id": "m1"},
+        {"role": "assistant", "content": "", "id": "m2",
+         "tool_calls": [{"id": "c1", "name": "add", "arguments": {"a": 1}}]},
+        {"role": "tool", "content": "3", "tool_call_id": "c1", "name": "add", "id": "m3"},
+        {"role": "critic", "content": "x"},
+    ]}
+    # legacy JSON payloads: lc constructor envelopes
+    legacy = {"lc": 1, "type": "constructor",
+              "id": ["langchain", "schema", "messages", "SystemMessage"],
+              "kwargs": {"content": "be brief", "type": "system"}}
+    msg = decode_typed("json", json.dumps(legacy).encode())
+    assert message_to_transcript(msg) == {"role": "system", "content": "be brief"}
+
+
+def test_opaque_payloads():
+    class Boom:
+        def __reduce__(self):
+            return (print, ("unpickled!",))
+
+    data = pickle.dumps(Boom())
+    out = decode_typed("pickle", data)
+    assert out[OPAQUE_KEY] is True and out[TYPE_KEY] == "pickle" and "never unpickled" in out["note"]
+    enc = decode_typed("msgpack+aes", b"\x01" * 40)
+    assert enc[OPAQUE_KEY] is True and enc["size"] == 40 and "never decrypted" in enc["note"]
+    assert decode_typed("cbor", b"x")[OPAQUE_KEY] is True
+    with pytest.raises(DecodeError):
+        decode_typed("msgpack", b"\xc1")
+    with pytest.raises(DecodeError):
+        decode_typed("json", b"{")
+
+
+def test_nothing_named_in_the_data_is_imported_or_called(tmp_path):
+    """A payload naming a module that does not exist, os.system and a pickle: decoded in
+    a fresh interpreter, no new module appears in sys.modules but the decoder's own, and
+    no command runs (the marker file stays absent)."""
+    marker = tmp_path / "ran"
+    code = f"""
+import sys, pickle, ormsgpack, os
+from agentctl.storage.langgraph import serde
+def ext(code, value):
+    return ormsgpack.Ext(code, ormsgpack.packb(value))
+payload = ormsgpack.packb({{
+    "ghost": ext(2, ("no_such_module_xyz.sub", "Ghost", {{"a": 1}})),
+    "pyd": ext(5, ("another_missing_pkg", "Model", {{"b": 2}}, "model_validate_json")),
+    "sys": ext(0, ("os", "system", "touch {marker}")),
+    "meth": ext(3, ("os", "system", "touch {marker}", "__call__")),
+    "pos": ext(1, ("subprocess", "call", [["touch", "{marker}"]])),
+    "np": ext(6, ("<f8", (1,), "C", b"\\0" * 8)),
+}})
+class Boom:
+    def __reduce__(self):
+        return (os.system, ("touch {marker}",))
+pickled = pickle.dumps(Boom())
+before = set(sys.modules)
+out = serde.transcript(serde.decode_typed("msgpack", payload))
+op = serde.decode_typed("pickle", pickled)
+legacy = serde.decode_typed("json", b'{{"lc": 2, "type": "constructor", "id": ["evil_mod", "X"], "kwargs": {{}}}}')
+new = sorted(set(sys.modules) - before)
+print(new)
+print(out["ghost"], out["sys"], out["pos"], op["__opaque__"], legacy)
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, timeout=60, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr
+    new_modules, shown = res.stdout.splitlines()[:2]
+    assert new_modules == "[]"
+    assert "no_such_module_xyz.sub.Ghost" in shown and "os.system" in shown
+    assert not marker.exists()

@@ -1,0 +1,27 @@
+"""What the rig (tests/conftest.py) and the tests share: the repository's paths, a
+synchronous way to run a coroutine, and a Postgres DSN narrowed to one schema."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from agentctl.cli.context import run
+
+REPO = Path(__file__).resolve().parent.parent.parent
+SAMPLE_DB = REPO / "sample_db" / "checkpoints.db"
+# the files the tests run as separate processes (`python FILE ...`)
+SCRIPTS = REPO / "tests" / "scripts"
+SUPPORT = REPO / "tests" / "support"
+REQUIRE_PG = os.environ.get("AGENTCTL_REQUIRE_PG") == "1"
+
+
+def run_sync(coro_fn: Callable[[], Any]) -> Any:
+    """Run a coroutine function to completion, also from inside a running event loop."""
+    return run(coro_fn())
+
+
+def with_search_path(dsn: str, schema: str) -> str:
+    sep = "&" if "?" in dsn else "?"
+    return f"{dsn}{sep}search_path={schema}"

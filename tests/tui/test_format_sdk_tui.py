@@ -1,0 +1,65 @@
+"""The TUI on the SDK formats' bundled samples (Textual's Pilot): it reads them through
+the Store methods alone, like any format."""
+
+from __future__ import annotations
+
+import io
+import shutil
+
+import pytest
+from tests.support.tui import settle, skip_idle_waits
+from rich.console import Console
+from textual.widgets import Static
+
+from agentctl.tui.app import AgentctlApp
+
+from tests.support.rig import REPO
+
+SAMPLES = REPO / "sample_db"
+SIZE = (120, 36)
+
+
+@pytest.fixture(autouse=True)
+def _no_idle_waits(monkeypatch):
+    skip_idle_waits(monkeypatch)
+
+
+def view_text(app: AgentctlApp, widget_id: str) -> str:
+    console = Console(width=100, file=io.StringIO(), color_system=None, record=True)
+    console.print(app.query_one(f"#{widget_id}", Static).content)
+    return console.export_text()
+
+
+async def select_thread(pilot, thread: str) -> None:
+    table = pilot.app.threads.table
+    table.focus()
+    table.move_cursor(row=table.get_row_index(thread))
+    await settle(pilot)
+    assert pilot.app.thread_id == thread
+
+
+@pytest.mark.parametrize("name", ["openai_agents.db", "adk.db"])
+async def test_tui_browses_an_sdk_sample(tmp_path, name):
+    pytest.importorskip("textual")
+    path = tmp_path / name
+    shutil.copyfile(SAMPLES / name, path)
+    app = AgentctlApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        if name == "adk.db":
+            assert app.threads.table.row_count == 2
+            await select_thread(pilot, "trip-planner/alice/s-1")
+            assert app.selected.step == 7
+            assert "Your card was declined." in view_text(app, "messages-view")
+            await pilot.press("2")
+            await settle(pilot)
+            state = view_text(app, "state-view")
+            assert '"booking": "failed"' in state and '"app:searches": 2' in state
+        else:
+            assert app.threads.table.row_count == 3
+            await select_thread(pilot, "weather-1")
+            assert app.selected.step == 10
+            assert "light rain" in view_text(app, "messages-view")
+            await pilot.press("3")
+            await settle(pilot)
+            assert "get_weather" in view_text(app, "tools-view")
