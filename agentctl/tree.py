@@ -1,12 +1,42 @@
-"""The tree of a thread and its branches (`agentctl tree`, the TUI's tree, the
-library's `CheckpointEngine.get_checkpoint_tree`), built from any format's Store."""
+"""The tree of a thread and its branches (`agentctl tree`, `agentctl log --graph`, the
+TUI's tree, the library's `CheckpointEngine.get_checkpoint_tree`), built from any
+format's Store."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentctl.model import CheckpointMetadata
 from agentctl.storage.contract import Store
+
+
+class Family(NamedTuple):
+    """A thread and the threads branched off it."""
+
+    threads: list[str]  # the thread first, then its branches, breadth first
+    first_rows: dict[str, CheckpointMetadata]  # a branch's first row (links to its source)
+
+
+async def branch_family(store: Store, thread_id: str, max_threads: int | None = None) -> Family:
+    """The thread and the threads branched off it, recursively, breadth first (a level
+    in the order `store.branches_of` returns them), each once; at most `max_threads`
+    threads (None: all)."""
+    threads = [thread_id]
+    first_rows: dict[str, CheckpointMetadata] = {}
+    frontier = [thread_id]
+    while frontier and (max_threads is None or len(threads) < max_threads):
+        found: list[CheckpointMetadata] = []
+        for meta in await store.branches_of(frontier):
+            if meta.thread_id != thread_id and meta.thread_id not in first_rows:
+                first_rows[meta.thread_id] = meta
+                found.append(meta)
+        if max_threads is not None:
+            for meta in found[max_threads - len(threads):]:
+                del first_rows[meta.thread_id]
+            found = found[:max_threads - len(threads)]
+        frontier = [meta.thread_id for meta in found]
+        threads += frontier
+    return Family(threads, first_rows)
 
 
 async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None) -> dict[str, Any]:
@@ -20,19 +50,7 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
     (into another thread), "merge" (a merged branch head into its merge checkpoint).
     `limit` keeps the newest `limit` checkpoints of each thread (None: all)."""
     b = store
-    threads: list[str] = []
-    first_rows: dict[str, CheckpointMetadata] = {}
-    frontier = [thread_id]
-    seen = {thread_id}
-    while frontier:
-        threads.extend(frontier)
-        found = await b.branches_of(frontier)
-        frontier = []
-        for meta in found:
-            if meta.thread_id not in seen:
-                seen.add(meta.thread_id)
-                frontier.append(meta.thread_id)
-                first_rows[meta.thread_id] = meta
+    threads, first_rows = await branch_family(store, thread_id)
     metas: list[CheckpointMetadata] = []
     per_thread: dict[str, list[CheckpointMetadata]] = {}
     for thread in threads:

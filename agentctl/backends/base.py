@@ -18,7 +18,7 @@ A repeated `put` of an existing `checkpoint_id` updates every column of that row
 Writes: every public write method is one transaction. `transaction()` gives the engine a
 transaction (with a per-thread lock on Postgres, `BEGIN IMMEDIATE` on SQLite) in which it
 runs several statements written once with `?` placeholders. `query()` and `table_exists()`
-let the engine read its side tables (`agentctl_*`, see agentctl/oplog.py) without writing;
+let the engine read its side tables (`agentctl_*`, see agentctl/engine/oplog.py) without writing;
 `vacuum()` frees the space of what the engine purged.
 """
 
@@ -165,7 +165,7 @@ def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
     return value
 
 
-# Delta snapshots (agentctl/delta.py): the marker key of a delta row's state_blob, and
+# Delta snapshots (agentctl/engine/delta.py): the marker key of a delta row's state_blob, and
 # the prefix of the tag that names its base (dropped from the tags agentctl returns).
 DELTA_MARKER = "__agentctl_delta__"
 DELTA_TAG = "agentctl-delta:"
@@ -191,11 +191,11 @@ def decode_tags(raw: Any) -> list[str]:
 
 
 async def complete_checkpoint(reader: RowReads, cp: Checkpoint, cache: dict | None = None) -> Checkpoint:
-    """The full checkpoint of a row: a delta row (agentctl/delta.py) is resolved."""
+    """The full checkpoint of a row: a delta row (agentctl/engine/delta.py) is resolved."""
     marker = cp.state.get(DELTA_MARKER) if isinstance(cp.state, dict) else None
     if not isinstance(marker, dict):
         return cp
-    from agentctl.delta import resolve
+    from agentctl.engine.delta import resolve
 
     return await resolve(reader, cp, cache)
 
@@ -564,7 +564,7 @@ class CheckpointBackend(Store):
         return row["top"], (row["n"], row["last"])
 
     async def archive_threads(self) -> set[str]:
-        from agentctl import oplog
+        from agentctl.engine import oplog
 
         return await oplog.archive_threads(self)
 
@@ -718,7 +718,7 @@ class CheckpointBackend(Store):
         raise NotImplementedError
 
     async def compact(self) -> dict[str, Any]:
-        from agentctl import oplog
+        from agentctl.engine import oplog
 
         tables = ["checkpoints", oplog.TRASH]
         before = await self.size_bytes(tables)

@@ -528,7 +528,7 @@ async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     points = await engine.list_time_travel_points("thread-1")
     assert [p.step for p in points] == [4, 3, 2, 1]
     assert points[-1].tags == ["tool_call"] and points[0].tags == ["state_change"]
-    before_result = await engine._checkpointer.get(points[-1].checkpoint_id)
+    before_result = await engine.checkpointer.get(points[-1].checkpoint_id)
     assert before_result.messages == [{"role": "tool_call", "content": "my_tool({'query': 'a'})"}]
     assert before_result.state == {"k": 1}
     checkpoint_42 = points[2].checkpoint_id  # step 2
@@ -548,7 +548,7 @@ async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     # The docstring's lines, verbatim, once a checkpoint "checkpoint-42" exists
     from agentctl import Checkpoint, CheckpointMetadata
 
-    await engine._checkpointer.put(Checkpoint(
+    await engine.checkpointer.put(Checkpoint(
         CheckpointMetadata("thread-1", "checkpoint-42", 42), [{"role": "user", "content": "q"}],
         {"k": 42}, {}))
     await engine.snapshot("thread-1", [], {"k": 43}, {})
@@ -557,7 +557,7 @@ async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     assert (await engine.get_latest("thread-1")).metadata.checkpoint_id == "checkpoint-42"
     branch_id = await engine.branch("checkpoint-42", "bugfix-experiment")
     assert (await engine.get_latest(branch_id)).state == {"k": 42}
-    await engine._checkpointer.close()
+    await engine.checkpointer.close()
 
 
 async def test_create_checkpoint_engine_quick_start(tmp_path):
@@ -575,7 +575,7 @@ def test_config_defaults_match_the_seeds_except_delta():
                           SnapshotTrigger.STATE_CHANGE}
     assert c.gc_policy is CheckpointGC.KEEP_LAST_N and c.gc_param == 100
     assert c.max_snapshot_size_mb == 10.0 and c.delta_snapshots is False
-    assert CheckpointEngine(None)._config == c  # type: ignore[arg-type]
+    assert CheckpointEngine(None).config == c  # type: ignore[arg-type]
 
 
 # ---- the bundled sample ---------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Every engine write is all-or-nothing: a failure injected before any statement of the
-write (the engine's test-only `_fail_at_statement` hook) leaves the database exactly as
-it was, on SQLite (a full logical dump: schema, rows, sequences) and on Postgres (every
-row of every table agentctl touches). Then the write runs to its end and does change it."""
+write (tests/support/fault_injection.py wraps the backend's transactions) leaves the
+database exactly as it was, on SQLite (a full logical dump: schema, rows, sequences) and
+on Postgres (every row of every table agentctl touches). Then the write runs to its end
+and does change it."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any, Awaitable, Callable
 
 import pytest
 
-from agentctl.engine import InjectedFault
 from tests.support.engine_helpers import dump, make_engine, snap
+from tests.support.fault_injection import InjectedFault, failing_at
 from tests.support.helpers import make_cp
 
 
@@ -28,19 +29,18 @@ async def state_of(backend: Any) -> Any:
 async def fails_cleanly_then_works(backend: Any, engine: Any, op: Callable[[], Awaitable[Any]]) -> int:
     """Fail `op` at its 1st, 2nd, ... statement until it completes; each failure must
     leave the database unchanged. Returns how many statements the write has."""
+    assert engine.checkpointer is backend  # the faults are injected into the backend
     before = await state_of(backend)
     n = 1
     while True:
-        engine._fail_at_statement = n
         try:
-            await op()
+            with failing_at(backend, n):
+                await op()
         except InjectedFault:
             assert await state_of(backend) == before, f"statement {n} left a change behind"
             n += 1
             assert n < 200
             continue
-        finally:
-            engine._fail_at_statement = None
         break
     assert await state_of(backend) != before
     return n

@@ -45,16 +45,11 @@ def register(app: typer.Typer) -> None:
 
 
 async def _family(backend: "Store", thread: str) -> list[str]:
-    """The thread and the threads branched from it, recursively (breadth first)."""
-    threads, frontier = [thread], [thread]
-    while frontier and len(threads) < MAX_GRAPH_THREADS:
-        found = []
-        for b in await backend.branches_of(frontier):
-            if b.thread_id not in threads and b.thread_id not in found:
-                found.append(b.thread_id)
-        threads += found[: MAX_GRAPH_THREADS - len(threads)]
-        frontier = found
-    return threads
+    """The thread and the threads branched from it, recursively (breadth first), at
+    most MAX_GRAPH_THREADS."""
+    from agentctl.tree import branch_family
+
+    return (await branch_family(backend, thread, MAX_GRAPH_THREADS)).threads
 
 
 def _newest_first(per_thread: list[list[CheckpointMetadata]]) -> list[CheckpointMetadata]:

@@ -295,7 +295,7 @@ class ADKHistory(RewindAndBranchOnly, History):
         return [self._op(r) for r in await self.log.rows(self.store, limit)]
 
     async def undo(self, op_id: int | None = None) -> Any:
-        from agentctl.oplog import OpResult
+        from agentctl.engine.oplog import OpResult
 
         op = await self.log.pick(self.store, op_id, ("rewind", "branch"))
         d = op.details

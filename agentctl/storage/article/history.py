@@ -54,7 +54,7 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, utc_now_iso
-from agentctl.oplog import OpRecord, OpResult, PurgeResult
+from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult
 from agentctl.storage.article import schema as S
 from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
 from agentctl.storage.contract import History, PruneSpec, Unsupported

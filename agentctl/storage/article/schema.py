@@ -10,7 +10,7 @@ has no messages_fts.
 Side tables (prefix `agentctl_article_`, never read by the article's code), created by
 the first write that needs them:
 - `agentctl_article_oplog`: one row per operation (op_id, created_at, kind, summary,
-  threads, details, undone_by, undo_of, purged), as agentctl/oplog.py;
+  threads, details, undone_by, undo_of, purged), as agentctl/engine/oplog.py;
 - `agentctl_article_rows`: rows an operation inserted (action 'insert') or moved to
   another session (action 'move', with the old session id); `tbl` names the table,
   `row_key` (text ids) or `row_num` (integer ids) the row;

@@ -626,7 +626,7 @@ class LangGraphHistory(History):
         return out
 
     async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
-        from agentctl.oplog import OpResult
+        from agentctl.engine.oplog import OpResult
 
         await self._ready()
         targets = await self._prune_threads(spec)
@@ -662,7 +662,7 @@ class LangGraphHistory(History):
     # ---- threads delete ---------------------------------------------------------------
 
     async def delete_thread(self, thread_id: str) -> Any:
-        from agentctl.oplog import OpResult
+        from agentctl.engine.oplog import OpResult
 
         await self._ready()
         tid, ns = await self.store._split(thread_id)
@@ -705,7 +705,7 @@ class LangGraphHistory(History):
         return [SideLog.record_of(r, counts.get(int(r["op_id"]), 0) if not r["undone"] else 0) for r in rows]
 
     async def undo(self, op_id: int | None = None) -> Any:
-        from agentctl.oplog import OpResult
+        from agentctl.engine.oplog import OpResult
 
         await self._ready()
         op = await self.log.pick(self.store, op_id, UNDOABLE)
@@ -769,7 +769,7 @@ class LangGraphHistory(History):
         return restored
 
     async def purge(self, dry_run: bool = False) -> Any:
-        from agentctl.oplog import PurgeResult
+        from agentctl.engine.oplog import PurgeResult
 
         await self._ready()
         counts = await self._purgeable()

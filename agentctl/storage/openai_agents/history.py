@@ -253,7 +253,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         return [self._op(r) for r in await self.log.rows(self.store, limit)]
 
     async def undo(self, op_id: int | None = None) -> Any:
-        from agentctl.oplog import OpResult
+        from agentctl.engine.oplog import OpResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
         S, M = self.store._S, self.store._M
@@ -297,7 +297,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                         created=ids if d["hard"] else [], moved=[] if d["hard"] else ids)
 
     async def _undo_branch(self, op: Any) -> Any:
-        from agentctl.oplog import OpResult
+        from agentctl.engine.oplog import OpResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
         S, M = self.store._S, self.store._M

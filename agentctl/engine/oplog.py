@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from agentctl.backends.base import ALL_COLUMNS, Reader, RowReads, Transaction, loads
 from agentctl.errors import OperationError
@@ -449,8 +449,16 @@ def _refuse_undo(op: Any, rows: list[dict[str, Any]], why: str) -> None:
             f"{_short([r['checkpoint_id'] for r in rows])} {why}")
 
 
-async def revert(tx: Transaction, op_id: int) -> tuple[list[str], list[str], list[str]]:
-    """Revert op_id (checked by check_undo): return (restored, deleted, moved) ids."""
+class Reverted(NamedTuple):
+    """The checkpoint ids an undo brought back, deleted (the op's inserts) and moved back."""
+
+    restored: list[str]
+    deleted: list[str]
+    moved: list[str]
+
+
+async def revert(tx: Transaction, op_id: int) -> Reverted:
+    """Revert op_id (checked by check_undo): the ids it restored, deleted and moved."""
     inserted = [r["checkpoint_id"] for r in await tx.fetch(
         f"SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert' "
         "ORDER BY checkpoint_id", op_id)]
@@ -483,7 +491,7 @@ async def revert(tx: Transaction, op_id: int) -> tuple[list[str], list[str], lis
             f"INSERT INTO checkpoints ({ALL_COLUMNS}) SELECT {ALL_COLUMNS} FROM {TRASH} "
             "WHERE op_id = ? ORDER BY id", op_id)
         await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?", op_id)
-    return restored, inserted, moved
+    return Reverted(restored=restored, deleted=inserted, moved=moved)
 
 
 async def mark_undone(tx: Transaction, op_id: int, undo_op_id: int) -> None:

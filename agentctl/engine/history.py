@@ -1,0 +1,264 @@
+"""CheckpointEngine: the AgentOS engine's public class (the seeds' names and call
+shapes) and the AgentOS format's History, a thin facade over the engine's modules."""
+
+from __future__ import annotations
+
+import functools
+import random
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterable, Callable, Iterable
+
+from agentctl.backends.base import CheckpointBackend, Reader
+from agentctl.engine import merge, retention, rewind, snapshot, transfer, undo
+from agentctl.engine import oplog as _oplog
+from agentctl.engine.context import EngineContext
+from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult
+from agentctl.engine.types import (
+    CheckpointGC,
+    MergePlan,
+    PrunePlan,
+    RewindPlan,
+    SnapshotConfig,
+    SnapshotTrigger,
+    TimeTravelResult,
+    as_trigger,
+)
+from agentctl.model import Checkpoint, CheckpointMetadata
+from agentctl.storage.contract import History, PruneSpec
+
+
+class CheckpointEngine(History):
+    """Step-level checkpoints with non-destructive time travel, branches, merges and undo.
+    The History of the AgentOS format (agentctl.storage.contract)."""
+
+    def __init__(
+        self,
+        checkpointer: CheckpointBackend,
+        config: SnapshotConfig | None = None,
+        *,
+        rng: random.Random | None = None,
+        clock: Callable[[], Any] | None = None,
+    ):
+        self._ctx = EngineContext(checkpointer, config or SnapshotConfig(), rng, clock)
+        self._last_delta: dict[str, dict[str, Any]] = {}  # the seeds' attribute, unused
+
+    @property
+    def checkpointer(self) -> CheckpointBackend:
+        return self._ctx.backend
+
+    @property
+    def config(self) -> SnapshotConfig:
+        return self._ctx.config
+
+    @property
+    def last_op_id(self) -> int | None:
+        """The op id of the last write this engine recorded (None before any)."""
+        return self._ctx.last_op_id
+
+    @last_op_id.setter
+    def last_op_id(self, value: int | None) -> None:
+        self._ctx.last_op_id = value
+
+    # ---- snapshots ---------------------------------------------------------------------
+
+    async def snapshot(
+        self,
+        thread_id: str,
+        messages: list[dict[str, Any]],
+        state: dict[str, Any],
+        tools_result: dict[str, Any],
+        trigger: SnapshotTrigger = SnapshotTrigger.MANUAL,
+        parent_checkpoint_id: str | None = None,
+        next_node: str = "",
+    ) -> str:
+        """Write a checkpoint; return its id ("" when the trigger is not enabled)."""
+        return await snapshot.snapshot(self._ctx, thread_id, messages, state, tools_result,
+                                       trigger, parent_checkpoint_id, next_node)
+
+    async def snapshot_safe(self, *args: Any, **kwargs: Any) -> str:
+        """`snapshot` (the same arguments) that never raises: a failure is logged and ""
+        returned, so checkpointing never breaks the agent's own flow."""
+        return await snapshot.snapshot_safe(self._ctx, *args, **kwargs)
+
+    # ---- the seeds' decorator and scope ------------------------------------------------
+
+    def snapshot_on(self, trigger: SnapshotTrigger):
+        """Decorator: snapshot before and after each call of an async function.
+
+        The thread and state come from the keyword arguments `_checkpoint_thread_id`
+        (default "default") and `_checkpoint_state` (default {}), removed before the call.
+        """
+        trig = as_trigger(trigger) or trigger
+
+        def decorator(func):
+            @functools.wraps(func)
+            async def wrapper(*args, **kwargs):
+                thread_id = kwargs.pop("_checkpoint_thread_id", "default")
+                state = kwargs.pop("_checkpoint_state", {})
+                await self.snapshot_safe(
+                    thread_id=thread_id,
+                    messages=[{"role": "tool_call", "content": f"{func.__name__}({kwargs})"}],
+                    state=state, tools_result={}, trigger=trig)
+                result = await func(*args, **kwargs)
+                await self.snapshot_safe(
+                    thread_id=thread_id,
+                    messages=[{"role": "tool_result", "content": str(result)[:500]}],
+                    state=state, tools_result={"result": str(result)[:1000]}, trigger=trig)
+                return result
+            return wrapper
+        return decorator
+
+    @asynccontextmanager
+    async def snapshot_scope(
+        self,
+        thread_id: str,
+        state: dict[str, Any],
+        trigger: SnapshotTrigger = SnapshotTrigger.STATE_CHANGE,
+    ):
+        """Snapshot on entering and on leaving the block (also when it raises)."""
+        trig = as_trigger(trigger) or SnapshotTrigger.STATE_CHANGE
+        await self.snapshot_safe(
+            thread_id=thread_id,
+            messages=[{"role": "system", "content": f"Enter scope ({trig.value})"}],
+            state=state, tools_result={}, trigger=trig)
+        try:
+            yield
+        finally:
+            await self.snapshot_safe(
+                thread_id=thread_id,
+                messages=[{"role": "system", "content": f"Exit scope ({trig.value})"}],
+                state=state, tools_result={}, trigger=trig)
+
+    # ---- reads -------------------------------------------------------------------------
+
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
+        return await self._ctx.backend.get_latest(thread_id)
+
+    async def list_time_travel_points(self, thread_id: str, limit: int = 50) -> list[CheckpointMetadata]:
+        """A thread's checkpoints, newest first (the seeds' order)."""
+        return await self._ctx.backend.list_checkpoints(thread_id, limit=limit)
+
+    async def get_checkpoint_tree(self, thread_id: str, limit: int | None = None) -> dict[str, Any]:
+        """The thread, its branch threads (recursively) and the edges between them
+        (see agentctl.tree.checkpoint_tree)."""
+        from agentctl.tree import checkpoint_tree
+
+        return await checkpoint_tree(self._ctx.backend, thread_id, limit)
+
+    # ---- rewind and branch -------------------------------------------------------------
+
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
+        """What `rewind` would do (nothing is written)."""
+        return await rewind.plan_rewind(self._ctx, checkpoint_id, hard)
+
+    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
+                     archive_thread: str | None = None) -> TimeTravelResult:
+        """Make `checkpoint_id` the head of its thread again.
+
+        The checkpoints after it move to a new archive thread (or, with hard=True, are
+        deleted into the trash). `archive_thread` names the archive (e.g. a plan's)."""
+        return await rewind.rewind(self._ctx, checkpoint_id, hard, archive_thread=archive_thread)
+
+    async def time_travel_to_step(self, thread_id: str, step: int) -> TimeTravelResult | None:
+        """Rewind to the last checkpoint of the thread whose step is <= step (None if none)."""
+        return await rewind.time_travel_to_step(self._ctx, thread_id, step)
+
+    async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
+        """Fork a new thread from a checkpoint; return the new thread id.
+
+        The thread is `{source thread}-branch-{name}-{4 hex}`; its first row (step 0,
+        tags ["branch", name]) copies the source's content and points at it."""
+        return await rewind.branch(self._ctx, from_checkpoint_id, branch_name)
+
+    # ---- merge -------------------------------------------------------------------------
+
+    async def merge_base(self, a: str, b: str, reader: Reader | None = None) -> CheckpointMetadata | None:
+        """The nearest common ancestor of checkpoints a and b (None if they share none):
+        the first ancestor of b, breadth-first, that is also an ancestor of a and still
+        exists (a deleted checkpoint both name as parent cannot serve as a base)."""
+        return await merge.merge_base(reader or self._ctx.backend, a, b)
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str,
+                         strategy: str = "three-way") -> MergePlan:
+        """What `merge_branch` would write, with its conflicts (nothing is written)."""
+        return await merge.plan_merge(self._ctx, self._ctx.backend, branch_thread_id,
+                                      into_thread_id, strategy)
+
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
+                           strategy: str = "three-way", *, checkpoint_id: str | None = None) -> str:
+        """Merge the head of a branch thread into a thread; return the merge checkpoint id.
+
+        `checkpoint_id` names the merge checkpoint (the one a plan announced, as
+        `plan_merge(...).merged.metadata.checkpoint_id`). Raises MergeConflictError
+        (nothing written) when conflicts remain, OperationError when there is nothing
+        to merge (nothing written)."""
+        return await merge.merge_branch(self._ctx, branch_thread_id, into_thread_id, strategy,
+                                        checkpoint_id=checkpoint_id)
+
+    # ---- prune and delete --------------------------------------------------------------
+
+    async def plan_prune(self, thread_id: str, policy: CheckpointGC | str, param: float = 0,
+                         *, preview: int | None = None) -> PrunePlan:
+        """Which checkpoints `prune` would delete (never the head).
+
+        With `preview=N`, `delete` holds only the first N of them and `delete_count`
+        how many there are: a plan to show, without reading the metadata of every row
+        (a prune of 100,000 rows would hold 100,000 of them)."""
+        return await retention.plan_prune(self._ctx, thread_id, policy, param, preview=preview)
+
+    async def prune(self, thread_id: str, policy: CheckpointGC | str, param: float = 0) -> OpResult:
+        """Delete a thread's checkpoints by a GC policy, into the trash (undoable)."""
+        return await retention.prune(self._ctx, thread_id, policy, param)
+
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
+        """The plans of `prune_spec` (one per thread)."""
+        return await retention.plan_prune_spec(self._ctx, spec, preview)
+
+    async def prune_spec(self, spec: PruneSpec, *,
+                         progress: Callable[[int], None] | None = None) -> list[OpResult]:
+        """Prune the threads of the spec (every thread when `spec.threads` is None) as
+        ONE operation in one transaction: all or nothing, one undo restores them all.
+        A list of one OpResult (its op_id None when there was nothing to prune).
+        `progress(1)` is called after each thread (a progress bar's advance)."""
+        return await retention.prune_spec(self._ctx, spec, progress=progress)
+
+    async def delete_thread(self, thread_id: str) -> OpResult:
+        """Delete every checkpoint of a thread, into the trash (undoable)."""
+        return await retention.delete_thread(self._ctx, thread_id)
+
+    # ---- import ------------------------------------------------------------------------
+
+    async def import_checkpoints(
+        self,
+        checkpoints: AsyncIterable[Checkpoint] | Iterable[Checkpoint],
+        on_conflict: str = "skip",
+    ) -> OpResult:
+        """Write checkpoints as they are (ids, steps, created_at kept), in one transaction.
+
+        on_conflict for an id that exists: "skip" it, "replace" the row (the old one goes
+        to the trash), or "error" (nothing is written). An item that is an exception
+        (e.g. a CorruptRowError from `iter_checkpoints`) is raised; nothing is written."""
+        return await transfer.import_checkpoints(self._ctx, checkpoints, on_conflict)
+
+    # ---- undo, oplog, purge ------------------------------------------------------------
+
+    async def oplog(self, limit: int = 50) -> list[OpRecord]:
+        """The newest operations first."""
+        return await _oplog.list_ops(self._ctx.backend, limit)
+
+    async def undo(self, op_id: int | None = None) -> OpResult:
+        """Revert an operation exactly (None: the last one not undone)."""
+        return await undo.undo(self._ctx, op_id)
+
+    async def purge(self, dry_run: bool = False) -> PurgeResult:
+        """Free what undo could still bring back (the trash); VACUUM on SQLite.
+        The ops whose trash is purged can no longer be undone."""
+        return await undo.purge(self._ctx, dry_run)
+
+
+async def create_checkpoint_engine(backend: str = "sqlite", db_path: str = "checkpoints.db",
+                                   **kwargs: Any) -> CheckpointEngine:
+    """The seeds' quick start: an engine over a new or existing checkpointer."""
+    from agentctl.backends import create_checkpointer
+
+    return CheckpointEngine(create_checkpointer(backend, db_path=db_path, **kwargs))
