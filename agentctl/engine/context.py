@@ -13,7 +13,9 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 from agentctl.backends.base import COLUMNS, CheckpointBackend, Reader, Transaction
 from agentctl.engine.types import SnapshotConfig
 from agentctl.errors import CheckpointNotFound, OperationError
-from agentctl.model import CheckpointMetadata
+from agentctl.model import CheckpointMetadata, utc_now_iso
+from agentctl.storage.sqlutil import marks
+from agentctl.storage.timefmt import iso, to_datetime
 
 _HEX = "0123456789abcdef"
 T = TypeVar("T")
@@ -24,26 +26,11 @@ class _RollBack(Exception):
     only way: the block raises). Raised and caught there, nowhere else."""
 
 INSERT_SQL = (f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) "
-              f"VALUES ({', '.join('?' for _ in COLUMNS)})")
+              f"VALUES ({marks(len(COLUMNS))})")
 
 # The rows of a thread after a given checkpoint, in (step, created_at, id) order.
 AFTER = ("thread_id = ? AND (step, created_at, id) > "
          "(SELECT step, created_at, id FROM checkpoints WHERE checkpoint_id = ?)")
-
-
-def _iso(value: Any) -> str:
-    return value.isoformat() if isinstance(value, datetime) else str(value)
-
-
-def _to_datetime(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        dt = value
-    else:
-        text = str(value).strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        dt = datetime.fromisoformat(text)
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
 @dataclass
@@ -68,12 +55,12 @@ class EngineContext:
         return f"{random.getrandbits(4 * n):0{n}x}"
 
     def now_dt(self) -> datetime:
-        return _to_datetime(self.clock()) if self.clock else datetime.now(timezone.utc)
+        return to_datetime(self.clock(), "the engine's clock") if self.clock else datetime.now(timezone.utc)
 
     def now(self) -> str:
         if self.clock:
-            return _iso(self.clock())
-        return datetime.now(timezone.utc).isoformat()
+            return iso(self.clock())
+        return utc_now_iso()
 
     @asynccontextmanager
     async def write(self, threads: Sequence[str], *, exclusive: bool = True) -> AsyncIterator[Transaction]:
@@ -148,7 +135,5 @@ async def fresh_thread(reader: Reader, make: Callable[[], str]) -> str:
 
 def ts_param(kind: str, iso: str) -> Any:
     if kind == "postgres":
-        from agentctl.backends.postgres import to_datetime
-
         return to_datetime(iso)
     return iso

@@ -41,6 +41,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 
 from agentctl.backends.base import ALL_COLUMNS, Reader, RowReads, Transaction, loads
 from agentctl.errors import OperationError
+from agentctl.storage.sqlutil import chunks, in_chunks, marks
 
 OPLOG = "agentctl_oplog"
 OPLOG_ROWS = "agentctl_oplog_rows"
@@ -285,8 +286,8 @@ async def trash(tx: Transaction, op_id: int, where: str, *params: Any) -> list[s
     in_order = not found["twice"] and rowids == by_step
     ids: list[str] = []
     keyed: list[tuple[Any, ...]] = []
-    for i in range(0, len(rowids), _TRASH_CHUNK):
-        chunk = json.dumps(rowids[i:i + _TRASH_CHUNK])
+    for part in chunks(rowids, _TRASH_CHUNK):
+        chunk = json.dumps(part)
         copy = (f"INSERT INTO {TRASH} (op_id, {ALL_COLUMNS}) SELECT ?, {ALL_COLUMNS} "
                 f"FROM checkpoints WHERE {_CHUNK_ROWS}")
         if in_order:
@@ -415,7 +416,7 @@ async def check_undo(tx: Transaction, op: OpRecord) -> None:
         later = await tx.fetch(
             f"SELECT DISTINCT o.op_id FROM {OPLOG} o JOIN {OPLOG_THREADS} f ON f.op_id = o.op_id "
             f"WHERE o.op_id > ? AND o.undone_by IS NULL AND o.kind NOT IN ('undo', 'purge') "
-            f"AND f.thread_id IN ({', '.join('?' for _ in threads)}) ORDER BY o.op_id DESC",
+            f"AND f.thread_id IN ({marks(len(threads))}) ORDER BY o.op_id DESC",
             op.op_id, *threads)
         hint = (f"; undo operation{'s' if len(later) > 1 else ''} "
                 f"{', '.join(str(r['op_id']) for r in later)} first" if later
@@ -510,10 +511,8 @@ async def trash_counts(reader: Reader) -> list[tuple[int, int]]:
 async def purge_ops(tx: Transaction, op_ids: Sequence[int]) -> int:
     """Delete the trash of these ops and mark them purged; return the rows freed."""
     total = 0
-    for i in range(0, len(op_ids), 500):
-        chunk = list(op_ids[i:i + 500])
-        marks = ", ".join("?" for _ in chunk)
-        total += await tx.execute(f"DELETE FROM {TRASH} WHERE op_id IN ({marks})", *chunk)
-        await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id IN ({marks})", *chunk)
-        await tx.execute(f"DELETE FROM {OPLOG_ROWS} WHERE op_id IN ({marks})", *chunk)
+    for ph, chunk in in_chunks(list(op_ids)):
+        total += await tx.execute(f"DELETE FROM {TRASH} WHERE op_id IN ({ph})", *chunk)
+        await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id IN ({ph})", *chunk)
+        await tx.execute(f"DELETE FROM {OPLOG_ROWS} WHERE op_id IN ({ph})", *chunk)
     return total

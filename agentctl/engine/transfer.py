@@ -8,7 +8,9 @@ from typing import Any, AsyncIterable, Iterable
 
 from agentctl.backends.base import checkpoint_params
 from agentctl.engine import delta, oplog
-from agentctl.engine.context import INSERT_SQL, EngineContext, _iso
+from agentctl.engine.context import INSERT_SQL, EngineContext
+from agentctl.storage.sqlutil import chunks, in_chunks
+from agentctl.storage.timefmt import iso
 from agentctl.engine.oplog import OpResult
 from agentctl.engine.types import skipped_text
 from agentctl.errors import OperationError, UsageError
@@ -46,12 +48,9 @@ async def import_checkpoints(
     threads = sorted({cp.metadata.thread_id for cp in by_id.values()})
     async with ctx.write(threads) as tx:
         existing: dict[str, str] = {}
-        ids = list(by_id)
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for ph, chunk in in_chunks(list(by_id)):
             for r in await tx.fetch(
-                    "SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ("
-                    + ", ".join("?" for _ in chunk) + ")", *chunk):
+                    f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk):
                 existing[r["checkpoint_id"]] = r["thread_id"]
         if existing and on_conflict == "error":
             shown = sorted(existing)
@@ -75,15 +74,12 @@ async def import_checkpoints(
                                   {"on_conflict": on_conflict, "count": len(by_id),
                                    "replaced": len(existing)}, ctx.now())
         replaced = sorted(existing)
-        for i in range(0, len(replaced), 500):
-            chunk = replaced[i:i + 500]
-            where = "checkpoint_id IN (" + ", ".join("?" for _ in chunk) + ")"
+        for ph, chunk in in_chunks(replaced):
+            where = f"checkpoint_id IN ({ph})"
             for thread in sorted({existing[c] for c in chunk}):
                 await delta.before_delete(tx, thread, where, chunk)
             await oplog.trash(tx, op_id, where, *chunk)
-        cps = list(by_id.values())
-        for i in range(0, len(cps), 1000):
-            batch = cps[i:i + 1000]
+        for batch in chunks(list(by_id.values()), 1000):
             await tx.executemany(INSERT_SQL, [checkpoint_params(cp, tx.timestamp) for cp in batch])
             await oplog.record_inserts(
                 tx, op_id, [(cp.metadata.checkpoint_id, cp.metadata.thread_id) for cp in batch])
@@ -100,5 +96,5 @@ def import_item(item: Any) -> Checkpoint:
     if not isinstance(item, Checkpoint):
         raise UsageError(f"cannot import {type(item).__name__}; expected a Checkpoint")
     if isinstance(item.metadata.created_at, datetime):  # stored as the ISO text, as put() does
-        item.metadata.created_at = _iso(item.metadata.created_at)
+        item.metadata.created_at = iso(item.metadata.created_at)
     return item

@@ -4,7 +4,7 @@ the same order, breadth first, each branch with the first row linking it."""
 
 from __future__ import annotations
 
-from agentctl.cli.inspect import MAX_GRAPH_THREADS, _family
+from agentctl.cli.commands.inspect import MAX_GRAPH_THREADS, _family
 from agentctl.tree import branch_family
 from tests.support.engine_helpers import make_engine, snap
 
