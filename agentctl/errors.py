@@ -38,7 +38,7 @@ class UsageError(AgentctlError):
 
 
 class NotFoundError(AgentctlError, ValueError):
-    """Subclasses ValueError: the seeds' callers catch ValueError ("... not found")."""
+    """Subclasses ValueError: AgentOS's callers catch ValueError ("... not found")."""
 
     exit_code = ExitCode.NOT_FOUND
 

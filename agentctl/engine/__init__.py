@@ -29,11 +29,11 @@ creates no side table.
 Steps. The next step of a thread is max(highest step in the database for the thread,
 this engine's counter) + 1, computed inside the write transaction, so a restarted
 process or a second engine on the same database never repeats a step. `rewind` sets the
-counter to the target's step (as the seeds did), `branch` to 0, `undo` and
+counter to the target's step (as AgentOS did), `branch` to 0, `undo` and
 `delete_thread` forget it.
 
 Parents. `snapshot` without `parent_checkpoint_id` links the new checkpoint to the
-thread's head (the seeds stored no parent); an explicit parent is kept as given.
+thread's head (AgentOS stored no parent); an explicit parent is kept as given.
 
 Order and head. Within a thread: step, created_at, row id. The head is the last row;
 no GC policy or prune ever deletes it.
@@ -82,12 +82,12 @@ or from the `random` module (seeded from os.urandom); the time from `clock` (a c
 Unknown ids raise `CheckpointNotFound` / `ThreadNotFound` (ValueErrors whose message
 says "not found").
 
-Where the seeds' behaviour was a defect, or unspecified, this engine differs: rewind
+Where AgentOS's behaviour was a defect, or unspecified, this engine differs: rewind
 moves (not deletes) and reports rewind_depth = checkpoints set aside and
-snapshot_count_before = checkpoints in the thread before (the seeds used the in-memory
+snapshot_count_before = checkpoints in the thread before (AgentOS used the in-memory
 counter); a branch's first row copies the source's next_node; merge_branch is three-way
 with conflicts; `get_checkpoint_tree(thread, limit=None)` returns every checkpoint of
-the thread and its branches (the seeds' limit=200 cut to the newest rows of one thread;
+the thread and its branches (AgentOS's limit=200 cut to the newest rows of one thread;
 a limit now applies per thread); snapshot links a parent. Unchanged: an unknown trigger
 returns "", `time_travel_to_step` returns None when no checkpoint is at or before the
 step (also for an unknown thread), `get_checkpoint_tree` of an unknown thread is empty.

@@ -1,4 +1,4 @@
-"""CheckpointEngine: the AgentOS engine's public class (the seeds' names and call
+"""CheckpointEngine: the AgentOS engine's public class (AgentOS's names and call
 shapes) and the AgentOS format's History, a thin facade over the engine's modules."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class CheckpointEngine(History):
         clock: Callable[[], Any] | None = None,
     ):
         self._ctx = EngineContext(checkpointer, config or SnapshotConfig(), rng, clock)
-        self._last_delta: dict[str, dict[str, Any]] = {}  # the seeds' attribute, unused
+        self._last_delta: dict[str, dict[str, Any]] = {}  # AgentOS's attribute, unused
 
     @property
     def checkpointer(self) -> CheckpointBackend:
@@ -80,7 +80,7 @@ class CheckpointEngine(History):
         returned, so checkpointing never breaks the agent's own flow."""
         return await snapshot.snapshot_safe(self._ctx, *args, **kwargs)
 
-    # ---- the seeds' decorator and scope ------------------------------------------------
+    # ---- AgentOS's decorator and scope ------------------------------------------------
 
     def snapshot_on(self, trigger: SnapshotTrigger):
         """Decorator: snapshot before and after each call of an async function.
@@ -135,7 +135,7 @@ class CheckpointEngine(History):
         return await self._ctx.backend.get_latest(thread_id)
 
     async def list_time_travel_points(self, thread_id: str, limit: int = 50) -> list[CheckpointMetadata]:
-        """A thread's checkpoints, newest first (the seeds' order)."""
+        """A thread's checkpoints, newest first (AgentOS's order)."""
         return await self._ctx.backend.list_checkpoints(thread_id, limit=limit)
 
     async def get_checkpoint_tree(self, thread_id: str, limit: int | None = None) -> dict[str, Any]:
@@ -258,7 +258,7 @@ class CheckpointEngine(History):
 
 async def create_checkpoint_engine(backend: str = "sqlite", db_path: str = "checkpoints.db",
                                    **kwargs: Any) -> CheckpointEngine:
-    """The seeds' quick start: an engine over a new or existing checkpointer."""
+    """AgentOS's quick start: an engine over a new or existing checkpointer."""
     from agentctl.backends import create_checkpointer
 
     return CheckpointEngine(create_checkpointer(backend, db_path=db_path, **kwargs))

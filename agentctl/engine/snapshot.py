@@ -167,7 +167,7 @@ async def snapshot_safe(ctx: EngineContext, *args: Any, **kwargs: Any) -> str:
     returned, so checkpointing never breaks the agent's own flow."""
     try:
         return await snapshot(ctx, *args, **kwargs)
-    except Exception as exc:  # the seeds' contract: never break the agent's flow
+    except Exception as exc:  # AgentOS's contract: never break the agent's flow
         logger.error("Snapshot failed (non-blocking): %s", exc)
         return ""
 

@@ -1,5 +1,5 @@
 """The engine's types: triggers, retention policies, the configuration, the plans and
-results of its writes (the seeds' names and defaults), and the named values the
+results of its writes (AgentOS's names and defaults), and the named values the
 engine's modules pass each other."""
 
 from __future__ import annotations
@@ -46,14 +46,14 @@ class SnapshotConfig:
     })
     gc_policy: CheckpointGC = CheckpointGC.KEEP_LAST_N
     gc_param: float = 100  # n for keep_last_n / keep_milestones, seconds for keep_age
-    delta_snapshots: bool = False  # the seeds' default was True, but it did nothing
+    delta_snapshots: bool = False  # AgentOS's default was True, but it did nothing
     max_snapshot_size_mb: float = 10.0
     delta_keyframe_every: int = 16  # a full row at least every this many snapshots
 
 
 @dataclass
 class TimeTravelResult:
-    """What a rewind did. The seeds' five fields, then agentctl's."""
+    """What a rewind did. AgentOS's five fields, then agentctl's."""
 
     checkpoint: Checkpoint
     thread_id: str
