@@ -85,7 +85,7 @@ def _palette() -> Any:
 class AgentctlApp(App[None]):
     """agentctl's terminal UI on one database."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = os.path.join(os.path.dirname(__file__), "app.tcss")  # subclasses elsewhere too
     TITLE = "agentctl"
     BINDINGS = [QUIT]
     COMMANDS = App.COMMANDS | {_palette}
