@@ -58,7 +58,7 @@ JUMP_MAX_ROWS = 20 * CHECKPOINT_PAGE
 # The main screen's keys. The description is the footer's label and the command
 # palette's title, the tooltip what the help screen and the palette say it does.
 QUIT = Binding("q", "quit", "Quit", id="quit", tooltip="Quit agentctl")
-BINDINGS = [
+BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
     QUIT,  # the app's too (it quits from a dialog); here first in the footer
     Binding("question_mark", "help", "Help", id="help", key_display="?",
             tooltip="Show the keys"),
@@ -609,7 +609,7 @@ class MainScreen(Screen[None]):
         from agentctl.tui.palette import binding_help
 
         return [(self.app.key_shown(binding), binding_help(binding), binding.id or "")
-                for binding in BINDINGS]
+                for binding in BINDINGS if isinstance(binding, Binding)]
 
     def action_help(self) -> None:
         from agentctl.tui.screens.help import HelpScreen
