@@ -398,7 +398,7 @@ async def test_database_text_is_shown_inert(tmp_path):
 
 
 def test_a_huge_checkpoint_is_shown_cut_not_frozen():
-    from agentctl.tui.widgets.detail import MAX_JSON_CHARS, MAX_MESSAGES, build_views
+    from agentctl.tui.views import MAX_JSON_CHARS, MAX_MESSAGES, build_views
 
     messages = [{"role": "user", "content": f"message {i}"} for i in range(1000)]
     state = {"docs": [{"id": i, "text": "x" * 100} for i in range(5000)]}  # ~600 KB

@@ -34,7 +34,7 @@ from agentctl.tui.messages import (
     ThreadsLoaded,
 )
 from agentctl.tui.source import CHECKPOINT_PAGE, THREAD_PAGE, DataSource
-from agentctl.tui.widgets.detail import TABS, DetailPane, build_views
+from agentctl.tui.widgets.detail import TABS, DetailPane
 from agentctl.tui.widgets.footer import KeyFooter
 from agentctl.tui.widgets.threads import ThreadList
 from agentctl.tui.widgets.timeline import (
@@ -434,6 +434,8 @@ class MainScreen(Screen[None]):
         d = await self.source.detail(checkpoint_id, mark)
         views: dict[str, Any] = {}
         if d.checkpoint is not None:
+            from agentctl.tui.views import build_views
+
             # Diffing and laying out a big checkpoint is CPU work: off the event loop.
             views = await asyncio.to_thread(build_views, d.checkpoint, d.base, d.base_kind,
                                             d.changes, d.error)
