@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from rich.console import RenderableType
@@ -15,6 +16,7 @@ from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.text import inert, shorten
 
 TABS = ("messages", "state", "tools", "diff")
+TABS_AFTER = 0.1  # seconds after the pane is mounted
 
 
 def checkpoint_header(meta: CheckpointMetadata, next_node: str = "") -> Text:
@@ -40,7 +42,7 @@ def checkpoint_header(meta: CheckpointMetadata, next_node: str = "") -> Text:
 class DetailPane(Vertical):
     """Shows one checkpoint; `show_*` are called by the app with loaded data.
 
-    The tabs (about twenty widgets) are mounted just after the first frame, so that the
+    The tabs (about twenty widgets) are mounted a moment (TABS_AFTER) after the first frame, so that the
     first frame, with the thread list, comes sooner; what is shown before that is kept
     and put in them when they are there."""
 
@@ -54,7 +56,13 @@ class DetailPane(Vertical):
         yield Static(Text("select a checkpoint", style="italic"), id="detail-header")
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self._mount_tabs)
+        # In a worker, a moment after the first frame: that frame (the thread list) and
+        # the first thread's load come first; the tabs have nothing to show before that.
+        self.run_worker(self._mount_tabs_soon(), group="detail-tabs", exit_on_error=False)
+
+    async def _mount_tabs_soon(self) -> None:
+        await asyncio.sleep(TABS_AFTER)
+        await self._mount_tabs()
 
     async def _mount_tabs(self) -> None:
         if not self.is_attached or not self.app.is_running:  # the app closed at once (a
@@ -70,6 +78,10 @@ class DetailPane(Vertical):
             tabbed.compose_add_child(pane)
         await self.mount(tabbed)
         self.tabs_ready = True
+        # What was shown while they mounted (the first checkpoint may come meanwhile).
+        self._set({tab: self._contents[tab] for tab in TABS})
+        if tabbed.active != self._tab:
+            tabbed.active = self._tab
 
     def _set(self, contents: dict[str, RenderableType]) -> None:
         self._contents.update(contents)
