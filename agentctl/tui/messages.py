@@ -37,6 +37,7 @@ class ThreadsLoaded(Message):
     offset: int
     summaries: list[ThreadSummary]
     has_more: bool
+    keep: str | None = None  # the thread the cursor stays on (None: the shown one)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class ThreadPageLoaded(Message):
     `offset` counts from the head (0 = the newest page); `total` is the thread's size.
     `into` is the tree node to fill, in the tree's `generation` (None: show the thread
     anew). `tail`: the newest page, fetched because the thread grew (follow mode).
+    `keep_selection`: a reload (refresh, a write): the selection stays where it was.
     """
 
     thread_id: str
@@ -57,6 +59,7 @@ class ThreadPageLoaded(Message):
     select: str | None = None
     origin: CheckpointMetadata | None = None
     tail: bool = False
+    keep_selection: bool = False  # a reload: the cursor stays on the selected checkpoint
 
 
 @dataclass
@@ -79,10 +82,22 @@ class DetailLoaded(Message):
 
 @dataclass
 class DatabaseChanged(Message):
-    """Follow mode saw another writer change the database."""
+    """Follow mode saw another writer change the database.
+
+    Repeats waiting in the queue merge into one (what changed, or-ed): a busy UI loads
+    the tail and the thread list once, not once per poll."""
 
     thread_changed: bool
     threads_changed: bool
+
+    def can_replace(self, message: Message) -> bool:
+        """Whether `message` (the next in the queue) supersedes this one: another change
+        does, taking over what this one says changed."""
+        if not isinstance(message, DatabaseChanged):
+            return False
+        message.thread_changed |= self.thread_changed
+        message.threads_changed |= self.threads_changed
+        return True
 
 
 @dataclass

@@ -315,10 +315,16 @@ async def test_command_palette_runs_the_actions(sample_sqlite):
     app = AgentctlApp(sample_sqlite)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        titles = {c.title for c in app.get_system_commands(app.screen)}
-        assert {"Search", "Mark", "Rewind", "Branch", "Merge", "Prune", "Undo", "Refresh",
-                "Follow"} <= titles
         from textual.command import CommandList, CommandPalette
+
+        from agentctl.tui.palette import BindingCommands
+
+        # the palette's commands are the main screen's keys, each saying what it does
+        provider = BindingCommands(app.screen)
+        hits = {hit.text: hit.help async for hit in provider.discover()}
+        assert {"Search", "Mark", "Rewind", "Branch", "Merge", "Prune", "Undo", "Refresh",
+                "Follow"} <= set(hits)
+        assert hits["Rewind"].startswith("Rewind the thread to the selected checkpoint")
 
         await press(pilot, "ctrl+p")
         assert isinstance(app.screen, CommandPalette)
@@ -359,7 +365,7 @@ async def test_help_lists_keys_with_their_ids_and_keymap(sample_sqlite):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await press(pilot, "question_mark")
-        rows = {binding_id: key for key, _, binding_id in app.help_rows()}
+        rows = {binding_id: key for key, _, binding_id in app.main.help_rows()}
         assert rows["rewind"] == "ctrl+r" and rows["merge"] == "M" and rows["follow"] == "f"
         await press(pilot, "escape")
         app.timeline.focus()
@@ -392,7 +398,7 @@ async def test_database_text_is_shown_inert(tmp_path):
 
 
 def test_a_huge_checkpoint_is_shown_cut_not_frozen():
-    from agentctl.tui.widgets.detail import MAX_JSON_CHARS, MAX_MESSAGES, build_views
+    from agentctl.tui.views import MAX_JSON_CHARS, MAX_MESSAGES, build_views
 
     messages = [{"role": "user", "content": f"message {i}"} for i in range(1000)]
     state = {"docs": [{"id": i, "text": "x" * 100} for i in range(5000)]}  # ~600 KB
@@ -449,6 +455,17 @@ async def test_a_refused_postgres_login_never_shows_the_password():
 
 async def test_follow_mode_shows_rows_another_writer_adds(sample_url):
     app = AgentctlApp(sample_url)
+    # Follow mode's looks at the database, counted from outside: its data source's poll.
+    polls = 0
+    change_token = app.source.change_token
+
+    async def counted_change_token(thread_id):
+        nonlocal polls
+        token = await change_token(thread_id)
+        polls += 1
+        return token
+
+    app.source.change_token = counted_change_token  # type: ignore[method-assign]
     writer = make_backend(sample_url, readonly=False, create=False)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -459,7 +476,7 @@ async def test_follow_mode_shows_rows_another_writer_adds(sample_url):
             assert app.following
             head = app.selected
             # the writer comes after follow mode has looked at least twice
-            await until(pilot, lambda: app.follow_polls >= 2, what="follow polls")
+            await until(pilot, lambda: polls >= 2, what="follow polls")
             await settle(pilot)
             # another program (its own connection) appends to the shown thread...
             await writer.put(make_cp("support-1042", 6, cid="ckpt-support-1042-new-6",
