@@ -239,6 +239,11 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     kind = "sqlite"
     #: the most writes of `write_steps` that share one transaction (bounds its latency)
     group_max = 256
+    #: seconds the connection's thread waits for the next `write_steps` after the last
+    #: queued one is written, before it hands the write lock back: an agent's next
+    #: snapshot then reaches that thread in one wake-up, not a task, the lock and
+    #: aiosqlite's queue (a transaction asking for the lock ends the wait at once)
+    linger = 0.005
 
     def __init__(
         self,
@@ -262,8 +267,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         # write lock meanwhile
         self._jobs: list[_Job] = []
         self._jobs_lock = threading.Lock()
+        self._jobs_ready = threading.Condition(self._jobs_lock)  # a job, or the lock wanted
         self._draining = False
         self._lock_wanted = 0  # callers of _locked() waiting for the write lock
+        self._closing = 0  # close() waits for the drain: no lingering
         self._jobs_tasks: set[asyncio.Task[None]] = set()
         #: bumped by every write made through `transaction` (not `write_steps`): with
         #: `PRAGMA data_version` (other connections' commits) it tells a caller that
@@ -411,8 +418,13 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             )
 
     async def close(self) -> None:
-        while self._jobs_tasks:  # queued writes run first
-            await asyncio.wait(set(self._jobs_tasks))
+        self._closing += 1
+        self._wake_drain()
+        try:
+            while self._jobs_tasks:  # queued writes run first
+                await asyncio.wait(set(self._jobs_tasks))
+        finally:
+            self._closing -= 1
         async with self._locked():  # after the writes under way
             if self._batch is not None:
                 await self._end_batch(self._batch, None)
@@ -543,6 +555,8 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             self._jobs.append(job)
             start = not self._draining
             self._draining = True
+            if not start:
+                self._jobs_ready.notify()  # the connection's thread may be lingering
         if start:
             self._jobs_tasks.add(task := loop.create_task(self._write_jobs(loop)))
             task.add_done_callback(self._jobs_tasks.discard)
@@ -559,6 +573,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         """The write lock, for anything but the write_steps drain: counted while it is
         waited for, so that a drain hands it over after its current group."""
         self._lock_wanted += 1
+        self._wake_drain()
         try:
             await self._write_lock.acquire()
         finally:
@@ -567,6 +582,11 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             yield
         finally:
             self._write_lock.release()
+
+    def _wake_drain(self) -> None:
+        """End the connection's thread's wait for more write_steps (see `linger`)."""
+        with self._jobs_lock:
+            self._jobs_ready.notify()
 
     async def _write_jobs(self, loop: asyncio.AbstractEventLoop) -> None:
         """Holds the write lock while the connection's thread writes every queued group."""
@@ -597,9 +617,15 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
 
     def _drain_jobs(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
         """On the connection's thread: write the queued groups one after the other until
-        none is left; the outcomes go back to the loop after each COMMIT."""
+        none is left (none came within `linger` seconds of the last); the outcomes go
+        back to the loop after each COMMIT."""
+        def wanted() -> bool:
+            return bool(self._jobs or self._lock_wanted or self._closing)
+
         while True:
             with self._jobs_lock:
+                if not wanted() and self.linger > 0:
+                    self._jobs_ready.wait_for(wanted, self.linger)
                 jobs, self._jobs = self._jobs[:self.group_max], self._jobs[self.group_max:]
                 if not jobs:
                     self._draining = False
