@@ -17,6 +17,7 @@ import operator
 import os
 import sqlite3
 import threading
+import time
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -271,6 +272,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         self._draining = False
         self._lock_wanted = 0  # callers of _locked() waiting for the write lock
         self._closing = 0  # close() waits for the drain: no lingering
+        self._wake_at = 1  # queued writes that end the drain's wait (see _drain_jobs)
         self._jobs_tasks: set[asyncio.Task[None]] = set()
         #: bumped by every write made through `transaction` (not `write_steps`): with
         #: `PRAGMA data_version` (other connections' commits) it tells a caller that
@@ -555,8 +557,8 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             self._jobs.append(job)
             start = not self._draining
             self._draining = True
-            if not start:
-                self._jobs_ready.notify()  # the connection's thread may be lingering
+            if not start and len(self._jobs) >= self._wake_at:
+                self._jobs_ready.notify()  # the connection's thread may be waiting for it
         if start:
             self._jobs_tasks.add(task := loop.create_task(self._write_jobs(loop)))
             task.add_done_callback(self._jobs_tasks.discard)
@@ -618,22 +620,39 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     def _drain_jobs(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
         """On the connection's thread: write the queued groups one after the other until
         none is left (none came within `linger` seconds of the last); the outcomes go
-        back to the loop after each COMMIT."""
+        back to the loop after each COMMIT.
+
+        The writers of a group usually write again at once (agents snapshot step after
+        step): the next group waits for them, as long as the last group took to write
+        at most, so that they share its COMMIT. Otherwise, on a disk slower than the
+        agents, they split into cohorts that commit in turns, one fsync each."""
         def wanted() -> bool:
             return bool(self._jobs or self._lock_wanted or self._closing)
 
+        def gathered() -> bool:
+            return len(self._jobs) >= expect or bool(self._lock_wanted or self._closing)
+
+        expect, patience = 0, 0.0  # the writers to wait for, and for how long
         while True:
             with self._jobs_lock:
                 if not wanted() and self.linger > 0:
                     self._jobs_ready.wait_for(wanted, self.linger)
+                if self._jobs and not gathered():
+                    self._wake_at = expect
+                    self._jobs_ready.wait_for(gathered, patience)
+                    self._wake_at = 1
                 jobs, self._jobs = self._jobs[:self.group_max], self._jobs[self.group_max:]
                 if not jobs:
                     self._draining = False
                     return
+            started = time.perf_counter()
             try:
                 outcomes, error = _run_jobs(conn, [steps for steps, _ in jobs]), None
             except Exception as exc:  # BEGIN or COMMIT failed: none of them happened
                 outcomes, error = None, exc
+            patience = min(time.perf_counter() - started, self.linger)
+            with self._jobs_lock:  # these, and the writers just written
+                expect = min(len(self._jobs) + len(jobs), self.group_max)
             loop.call_soon_threadsafe(self._deliver, jobs, outcomes, error)
             if self._lock_wanted:  # a transaction waits for the write lock: it goes
                 return             # first, the queued writes after it (_write_jobs)
