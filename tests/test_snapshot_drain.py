@@ -124,3 +124,23 @@ async def test_a_group_does_not_wait_for_a_writer_that_stopped(backend, monkeypa
         await asyncio.wait_for(snap(engine, "a", i), 10)
     assert sum(groups) == 7
     assert len(committed(backend.path)["a"]) == 6
+
+
+def test_one_backend_across_event_loops(tmp_path):
+    """The seeds' usage: `asyncio.run` per call with one engine. Each loop's end stops
+    the drain waiting for more writes (it is done before the loop closes), so the next
+    loop's snapshots are written, and no thread reports a closed loop."""
+    import threading
+
+    errors: list[BaseException] = []
+    hook, threading.excepthook = threading.excepthook, lambda args: errors.append(args.exc_value)
+    try:
+        b = SQLiteCheckpointer(str(tmp_path / "loops.db"))
+        b.linger = 30.0
+        engine = CheckpointEngine(b)
+        ids = [asyncio.run(asyncio.wait_for(snap(engine, "a", i), 10)) for i in range(4)]
+        asyncio.run(b.close())
+    finally:
+        threading.excepthook = hook
+    assert errors == []
+    assert committed(b.path)["a"] == [(cid, i + 1, ids[i - 1] if i else None) for i, cid in enumerate(ids)]

@@ -273,6 +273,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         self._lock_wanted = 0  # callers of _locked() waiting for the write lock
         self._closing = 0  # close() waits for the drain: no lingering
         self._wake_at = 1  # queued writes that end the drain's wait (see _drain_jobs)
+        self._drain_done = threading.Event()  # set when the thread leaves _drain_jobs
         self._jobs_tasks: set[asyncio.Task[None]] = set()
         #: bumped by every write made through `transaction` (not `write_steps`): with
         #: `PRAGMA data_version` (other connections' commits) it tells a caller that
@@ -606,7 +607,19 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                         f"aiosqlite {getattr(aiosqlite, '__version__', '?')} cannot run agentctl's "
                         "writes on its thread; install aiosqlite>=0.20,<0.23")
                 run_on_thread, raw = runner
-                await run_on_thread(self._drain_jobs, raw, loop)  # on the connection's thread
+                self._drain_done.clear()
+                try:
+                    await run_on_thread(self._drain_jobs, raw, loop)  # on the connection's thread
+                except asyncio.CancelledError:
+                    # The loop is closing (asyncio.run cancels every task): the thread
+                    # stops waiting for more writes and is done (this blocks for a
+                    # group's COMMIT at most) before the loop closes, since the drain
+                    # and aiosqlite hand their results back to this loop.
+                    self._closing += 1
+                    self._wake_drain()
+                    self._drain_done.wait(self._busy_timeout_ms / 1000 + 30)
+                    self._closing -= 1
+                    raise
                 with self._jobs_lock:
                     more = self._draining  # it stopped for a transaction: another round
                 if more:
@@ -628,6 +641,12 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         step): the next group waits for them, as long as the last group took to write
         at most, so that they share its COMMIT. Otherwise, on a disk slower than the
         agents, they split into cohorts that commit in turns, one fsync each."""
+        try:
+            self._drain_groups(conn, loop)
+        finally:
+            self._drain_done.set()
+
+    def _drain_groups(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
         def wanted() -> bool:
             return bool(self._jobs or self._lock_wanted or self._closing)
 
