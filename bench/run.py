@@ -466,6 +466,30 @@ class Bench:
             self.child("seed-style writer", "_snapshots", "seed", n, self.workdir, "1",
                        shown=f"python bench/run.py _snapshots seed {n} DIR 1"),
             "none (reported)", kind="rate"))
+        figs.append(Figure(
+            "snapshot-8-floor", "bare sqlite3 group commit, 8 agents: persistent connection, WAL, "
+            "synchronous=FULL, each round the 8 agents' snapshots in one transaction (8 INSERTs, "
+            "one COMMIT, one fsync), in one thread (not agentctl: the ceiling for 8 agents at "
+            "this durability)",
+            self.child("bare group commit", "_snapshots", "bare", n, self.workdir, "8",
+                       shown=f"python bench/run.py _snapshots bare {n} DIR 8"),
+            self.child("seed-style writer", "_snapshots", "seed", n, self.workdir, "8",
+                       shown=f"python bench/run.py _snapshots seed {n} DIR 8"),
+            "none (reported)", kind="rate"))
+        # The engine against those floors, interleaved with them (the disk's speed
+        # drifts between figures on a shared machine).
+        for key, tasks, what in (("snapshot-vs-floor", 1, "one agent"),
+                                 ("snapshot-8-vs-floor", 8, "8 agents at once")):
+            floor = "bare sqlite3 loop" if tasks == 1 else "bare sqlite3 group commit"
+            figs.append(Figure(
+                key, f"engine snapshots/s on SQLite, {what} (each durable on return), "
+                f"against the {floor}",
+                self.child("engine", "_snapshots", "engine", n, self.workdir, str(tasks),
+                           shown=f"python bench/run.py _snapshots engine {n} DIR {tasks}"),
+                self.child(floor, "_snapshots", "bare", n, self.workdir, str(tasks),
+                           shown=f"python bench/run.py _snapshots bare {n} DIR {tasks}"),
+                "≥ 0.8 × bare loop" if tasks == 1 else "none (reported)", kind="rate",
+                ratio_ge=0.8 if tasks == 1 else None))
 
         tui = os.path.exists(os.path.join(ROOT, "agentctl", "tui", "app.py")) or self.args.agentctl
         tuis = [("tui-frame", "frame", "TUI first frame on screen", self.db, "DB"),
@@ -942,7 +966,10 @@ def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[st
     try:
         if which == "bare":
             # The floor of a durable commit per snapshot: one connection for the run,
-            # WAL, synchronous=FULL, BEGIN IMMEDIATE + INSERT + COMMIT, one agent.
+            # WAL, synchronous=FULL, BEGIN IMMEDIATE + INSERT + COMMIT, one agent. With
+            # `tasks` agents, the floor of group commit: each round every agent has its
+            # next snapshot ready, and the round is one transaction (one INSERT each, one
+            # COMMIT, one fsync for all), in this one thread (no hand-over to another).
             from make_db import SQLITE_INDEX_DDL, SQLITE_TABLE_DDL
 
             conn = sqlite3.connect(path, isolation_level=None)
@@ -950,12 +977,24 @@ def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[st
             conn.execute("PRAGMA synchronous = FULL")
             conn.executescript(SQLITE_TABLE_DDL + "\n".join(SQLITE_INDEX_DDL))
             t0 = time.perf_counter()
-            parent = None
-            for step in range(1, per * tasks + 1):
-                parent, row = plain_row("bare", step, parent)
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute("INSERT " + ROW_SQL, row)
-                conn.execute("COMMIT")
+            if tasks == 1:
+                parent = None
+                for step in range(1, per + 1):
+                    parent, row = plain_row("bare", step, parent)
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.execute("INSERT " + ROW_SQL, row)
+                    conn.execute("COMMIT")
+            else:
+                parents: list[str | None] = [None] * tasks
+                for step in range(1, per + 1):
+                    rows = []
+                    for k in range(tasks):
+                        parents[k], row = plain_row(f"agent-{k}", step, parents[k])
+                        rows.append(row)
+                    conn.execute("BEGIN IMMEDIATE")
+                    for row in rows:
+                        conn.execute("INSERT " + ROW_SQL, row)
+                    conn.execute("COMMIT")
             seconds = time.perf_counter() - t0
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             sync = conn.execute("PRAGMA synchronous").fetchone()[0]

@@ -17,6 +17,7 @@ import operator
 import os
 import sqlite3
 import threading
+import time
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -242,6 +243,11 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     kind = "sqlite"
     #: the most writes of `write_steps` that share one transaction (bounds its latency)
     group_max = 256
+    #: seconds the connection's thread waits for the next `write_steps` after the last
+    #: queued one is written, before it hands the write lock back: an agent's next
+    #: snapshot then reaches that thread in one wake-up, not a task, the lock and
+    #: aiosqlite's queue (a transaction asking for the lock ends the wait at once)
+    linger = 0.005
 
     def __init__(
         self,
@@ -265,8 +271,12 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         # write lock meanwhile
         self._jobs: list[_Job] = []
         self._jobs_lock = threading.Lock()
+        self._jobs_ready = threading.Condition(self._jobs_lock)  # a job, or the lock wanted
         self._draining = False
         self._lock_wanted = 0  # callers of _locked() waiting for the write lock
+        self._closing = 0  # close() waits for the drain: no lingering
+        self._wake_at = 1  # queued writes that end the drain's wait (see _drain_jobs)
+        self._drain_done = threading.Event()  # set when the thread leaves _drain_jobs
         self._jobs_tasks: set[asyncio.Task[None]] = set()
         #: bumped by every write made through `transaction` (not `write_steps`): with
         #: `PRAGMA data_version` (other connections' commits) it tells a caller that
@@ -414,8 +424,13 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             )
 
     async def close(self) -> None:
-        while self._jobs_tasks:  # queued writes run first
-            await asyncio.wait(set(self._jobs_tasks))
+        self._closing += 1
+        self._wake_drain()
+        try:
+            while self._jobs_tasks:  # queued writes run first
+                await asyncio.wait(set(self._jobs_tasks))
+        finally:
+            self._closing -= 1
         async with self._locked():  # after the writes under way
             if self._batch is not None:
                 await self._end_batch(self._batch, None)
@@ -546,11 +561,15 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             self._jobs.append(job)
             start = not self._draining
             self._draining = True
+            if not start and len(self._jobs) >= self._wake_at:
+                self._jobs_ready.notify()  # the connection's thread may be waiting for it
         if start:
             self._jobs_tasks.add(task := loop.create_task(self._write_jobs(loop)))
             task.add_done_callback(self._jobs_tasks.discard)
         try:
-            return await asyncio.shield(job[1])
+            # Not shielded: a cancelled caller cancels its future, which _deliver then
+            # skips (one loop iteration less per write than a shield's outer future).
+            return await job[1]
         except asyncio.CancelledError:
             with self._jobs_lock:
                 if job in self._jobs:  # not taken yet: it never runs
@@ -562,6 +581,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         """The write lock, for anything but the write_steps drain: counted while it is
         waited for, so that a drain hands it over after its current group."""
         self._lock_wanted += 1
+        self._wake_drain()
         try:
             await self._write_lock.acquire()
         finally:
@@ -570,6 +590,11 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             yield
         finally:
             self._write_lock.release()
+
+    def _wake_drain(self) -> None:
+        """End the connection's thread's wait for more write_steps (see `linger`)."""
+        with self._jobs_lock:
+            self._jobs_ready.notify()
 
     async def _write_jobs(self, loop: asyncio.AbstractEventLoop) -> None:
         """Holds the write lock while the connection's thread writes every queued group."""
@@ -585,7 +610,19 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                         f"aiosqlite {getattr(aiosqlite, '__version__', '?')} cannot run agentctl's "
                         "writes on its thread; install aiosqlite>=0.20,<0.23")
                 run_on_thread, raw = runner
-                await run_on_thread(self._drain_jobs, raw, loop)  # on the connection's thread
+                self._drain_done.clear()
+                try:
+                    await run_on_thread(self._drain_jobs, raw, loop)  # on the connection's thread
+                except asyncio.CancelledError:
+                    # The loop is closing (asyncio.run cancels every task): the thread
+                    # stops waiting for more writes and is done (this blocks for a
+                    # group's COMMIT at most) before the loop closes, since the drain
+                    # and aiosqlite hand their results back to this loop.
+                    self._closing += 1
+                    self._wake_drain()
+                    self._drain_done.wait(self._busy_timeout_ms / 1000 + 30)
+                    self._closing -= 1
+                    raise
                 with self._jobs_lock:
                     more = self._draining  # it stopped for a transaction: another round
                 if more:
@@ -600,17 +637,46 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
 
     def _drain_jobs(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
         """On the connection's thread: write the queued groups one after the other until
-        none is left; the outcomes go back to the loop after each COMMIT."""
+        none is left (none came within `linger` seconds of the last); the outcomes go
+        back to the loop after each COMMIT.
+
+        The writers of a group usually write again at once (agents snapshot step after
+        step): the next group waits for them, as long as the last group took to write
+        at most, so that they share its COMMIT. Otherwise, on a disk slower than the
+        agents, they split into cohorts that commit in turns, one fsync each."""
+        try:
+            self._drain_groups(conn, loop)
+        finally:
+            self._drain_done.set()
+
+    def _drain_groups(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
+        def wanted() -> bool:
+            return bool(self._jobs or self._lock_wanted or self._closing)
+
+        def gathered() -> bool:
+            return len(self._jobs) >= expect or bool(self._lock_wanted or self._closing)
+
+        expect, patience = 0, 0.0  # the writers to wait for, and for how long
         while True:
             with self._jobs_lock:
+                if not wanted() and self.linger > 0:
+                    self._jobs_ready.wait_for(wanted, self.linger)
+                if self._jobs and not gathered():
+                    self._wake_at = expect
+                    self._jobs_ready.wait_for(gathered, patience)
+                    self._wake_at = 1
                 jobs, self._jobs = self._jobs[:self.group_max], self._jobs[self.group_max:]
                 if not jobs:
                     self._draining = False
                     return
+            started = time.perf_counter()
             try:
                 outcomes, error = _run_jobs(conn, [steps for steps, _ in jobs]), None
             except Exception as exc:  # BEGIN or COMMIT failed: none of them happened
                 outcomes, error = None, exc
+            patience = min(time.perf_counter() - started, self.linger)
+            with self._jobs_lock:  # these, and the writers just written
+                expect = min(len(self._jobs) + len(jobs), self.group_max)
             loop.call_soon_threadsafe(self._deliver, jobs, outcomes, error)
             if self._lock_wanted:  # a transaction waits for the write lock: it goes
                 return             # first, the queued writes after it (_write_jobs)
