@@ -149,3 +149,111 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
     return hits
 
 
+
+
+# ---- the side index (agentctl.storage.textindex) of AgentOS checkpoints -----------------
+
+_ESCAPED = frozenset('"\\') | frozenset(chr(i) for i in range(32))
+
+
+def _object_text(value: Any) -> str:
+    """The lower-cased text the scan matches in a tool-results or state object: its
+    serialisation (a match across a key and its value), plus every key and string leaf
+    whose raw text differs from its serialised form (escapes)."""
+    from agentctl.backends.base import dumps
+
+    whole = dumps(value)
+    if "\\" not in whole:  # no string needed an escape: every key and leaf is in it as is
+        return whole.lower()
+    extra: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not _ESCAPED.isdisjoint(str(k)):
+                    extra.append(str(k))
+                stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str) and not _ESCAPED.isdisjoint(v):
+            extra.append(v)
+    return "\n".join([whole, *extra]).lower()
+
+
+def agentos_docs(values: Any) -> list[tuple[int, str]]:
+    """The index documents of one checkpoint row (messages_blob, tools_blob, state_blob):
+    kind 0 every message's content (as the scan reads it), 1 the tool results, 2 the
+    state (not a delta row's patches)."""
+    from agentctl.backends.base import DELTA_MARKER, dumps, loads
+
+    out: list[tuple[int, str]] = []
+    decoded = []
+    for raw in values:
+        try:
+            decoded.append(loads(raw))
+        except (ValueError, RecursionError):
+            decoded.append(None)
+    messages, tools, state = decoded
+    if isinstance(messages, list):
+        bodies = []
+        for msg in messages:
+            if isinstance(msg, dict):
+                content = msg.get("content", "")
+                bodies.append(content if isinstance(content, str) else dumps(content))
+        if bodies:
+            out.append((0, "\n".join(bodies).lower()))
+    if isinstance(tools, dict) and tools:
+        out.append((1, _object_text(tools)))
+    if isinstance(state, dict) and state and DELTA_MARKER not in state:
+        out.append((2, _object_text(state)))
+    return out
+
+
+def agentos_source() -> Any:
+    from agentctl.storage.textindex import Source
+
+    return Source(
+        format="agentos", table="checkpoints", key="id", sort="created_at",
+        fingerprint="length(messages_blob) * 1000000007 + length(tools_blob) * 1000003 + length(state_blob)",
+        columns=("messages_blob", "tools_blob", "state_blob"), kinds=("messages", "tools", "state"),
+        docs=agentos_docs)
+
+
+def side_index_search(path: str, text: str, thread: str | None, role: str | None, limit: int,
+                      places: Any = ("messages", "tools", "state")) -> list[SearchHit]:
+    """The hits through the side index (agentctl.storage.textindex), caught up first
+    when the database changed: its candidates, newest first, each read from the database
+    and matched as the scan matches it (so a hit is never stale). Raises Unusable when
+    the index cannot be trusted or updated; the caller scans."""
+    import sqlite3
+
+    from agentctl.backends.base import META_COLUMNS
+    from agentctl.backends.queries import match_rows
+    from agentctl.storage.textindex import open_for_search
+
+    session = open_for_search(path, agentos_source())
+    try:
+        kinds = [i for i, (place, _) in enumerate(PLACE_COLUMNS) if place in places]
+        candidates = session.candidates(text.lower(), kinds)
+        reader = session.con.cursor()
+        reader.row_factory = sqlite3.Row
+        chosen = frozenset(places)
+        hits: list[SearchHit] = []
+        batch = 100
+        while len(hits) < limit:
+            keys = [k for _, k in zip(range(batch), candidates)]
+            if not keys:
+                break
+            batch = min(batch * 2, 2000)
+            sql = (f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob FROM src.checkpoints "
+                   f"WHERE id IN ({', '.join('?' for _ in keys)})")
+            params: list[Any] = list(keys)
+            if thread is not None:
+                sql += " AND thread_id = ?"
+                params.append(thread)
+            found = {r["id"]: r for r in reader.execute(sql, params).fetchall()}
+            hits.extend(match_rows([found[k] for k in keys if k in found], text, role, chosen))
+        return hits[:limit]
+    finally:
+        session.close()

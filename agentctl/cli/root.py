@@ -27,7 +27,7 @@ EXIT_CODES_HELP = (
 
 # The modules that hold commands, in the order the commands are listed; `threads` is a
 # group (its module's `app`), the others have `register(app)`.
-GROUPS = {"threads": "agentctl.cli.threads"}
+GROUPS = {"threads": "agentctl.cli.threads", "index": "agentctl.cli.index"}
 MODULES = ("agentctl.cli.inspect", "agentctl.cli.search", "agentctl.cli.history", "agentctl.cli.ops",
            "agentctl.cli.health", "agentctl.cli.transfer", "agentctl.cli.tui", "agentctl.cli.formats",
            "agentctl.cli.helpcmd")

@@ -1,0 +1,85 @@
+"""`agentctl index build|status|drop`: the full-text index `search` uses, in a side file
+next to a SQLite database (`DB.agentctl-search`; the database itself is only read)."""
+
+
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli.context import run, state
+from agentctl.cli.options import JsonOpt
+
+app = typer.Typer(help="The search index: a side file next to a SQLite database that `search` "
+                  "uses when present (build, status, drop).", no_args_is_help=True)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="index")
+
+
+def _call(ctx: typer.Context, action: str) -> dict[str, Any]:
+    from agentctl.storage.contract import Unsupported
+
+    async def go():
+        async with state(ctx).open() as store:
+            fn = getattr(store, "search_index", None)
+            if fn is None:
+                raise Unsupported(store.format.name, "a search index (`agentctl index`)")
+            return await fn(action)
+
+    return run(go())
+
+
+def _print(data: dict[str, Any], json_out: bool) -> None:
+    from agentctl.cli.output import emit_json, say
+
+    if json_out:
+        emit_json(data)
+        return
+    lines = [f"state: {data['state']}", f"path: {data['path']}"]
+    if data["state"] in ("current", "behind"):
+        lines += [f"rows: {data['rows']}", f"bytes: {data['bytes']}", f"built: {data['built_at']}"]
+        if data.get("dead_documents"):
+            lines.append(f"dead documents: {data['dead_documents']} (rows deleted or rewritten since the build)")
+    if data.get("detail"):
+        lines.append(data["detail"])
+    for line in lines:
+        say(line)
+
+
+@app.command("build")
+def build(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Build (or rebuild) the search index of the database, next to it; `search` then
+    uses it and catches it up with later writes.
+
+    Example: agentctl --db checkpoints.db index build
+    """
+    from agentctl.cli.output import info
+
+    info("building the search index (the database is only read)…")
+    _print(_call(ctx, "build"), json_out)
+
+
+@app.command("status")
+def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Whether the database has a search index, and whether it is current, behind
+    (the next search catches up) or corrupt (search scans; rebuild it).
+
+    Example: agentctl --db checkpoints.db index status
+    """
+    _print(_call(ctx, "status"), json_out)
+
+
+@app.command("drop")
+def drop(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Remove the search index (the side file); `search` scans again.
+
+    Example: agentctl --db checkpoints.db index drop
+    """
+    from agentctl.cli.output import info
+
+    data = _call(ctx, "drop")
+    if json_out:
+        _print(data, json_out)
+    else:
+        info("removed " + data["path"] if data.get("dropped") else "there was no search index")
