@@ -220,12 +220,14 @@ def agentos_source() -> Any:
         docs=agentos_docs)
 
 
-def side_index_search(path: str, text: str, thread: str | None, role: str | None, limit: int,
+def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, thread: str | None,
+                      role: str | None, limit: int,
                       places: Any = ("messages", "tools", "state")) -> list[SearchHit]:
     """The hits through the side index (agentctl.storage.textindex), caught up first
     when the database changed: its candidates, newest first, each read from the database
-    and matched as the scan matches it (so a hit is never stale). Raises Unusable when
-    the index cannot be trusted or updated; the caller scans."""
+    and matched as the scan matches it (the backend's `condition`, then the same Python
+    test), so the hits are the scan's and never stale. Raises Unusable when the index
+    cannot be trusted or updated; the caller scans."""
     import sqlite3
 
     from agentctl.backends.base import META_COLUMNS
@@ -247,8 +249,8 @@ def side_index_search(path: str, text: str, thread: str | None, role: str | None
                 break
             batch = min(batch * 2, 2000)
             sql = (f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob FROM src.checkpoints "
-                   f"WHERE id IN ({', '.join('?' for _ in keys)})")
-            params: list[Any] = list(keys)
+                   f"WHERE id IN ({', '.join('?' for _ in keys)}) AND {condition[0]}")
+            params: list[Any] = list(keys) + list(condition[1])
             if thread is not None:
                 sql += " AND thread_id = ?"
                 params.append(thread)

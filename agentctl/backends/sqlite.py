@@ -916,10 +916,12 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
 
         await self.connect()
         self._index_route = "fts"
+        columns = [c for p, c in PLACE_COLUMNS if p in places]
         if len(text.lower()) >= 3 and os.path.exists(side_path(self._db_path)):
             try:
-                hits = await asyncio.to_thread(side_index_search, self._db_path, text, thread_id, role,
-                                               limit, places)
+                hits = await asyncio.to_thread(side_index_search, self._db_path,
+                                               self._search_condition(text, columns), text, thread_id,
+                                               role, limit, places)
             except Unusable as exc:
                 self.last_search_note = (f"search index {side_path(self._db_path)}: {exc}; "
                                          "fell back to the scan (`agentctl index build` rebuilds it)")
@@ -929,7 +931,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             else:
                 self._index_route = "index"
                 return hits
-        columns = [c for p, c in PLACE_COLUMNS if p in places]
         return await asyncio.to_thread(fts_search, self._db_path, self._search_condition(text, columns),
                                        text, thread_id, role, limit, places)
 
@@ -960,9 +961,14 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
                           ) -> tuple[str, list[Any]]:
         # The text as stored raw or \u-escaped (writers differ in ensure_ascii);
-        # SQLite's lower() folds ASCII only, Python then decides exactly.
-        raw = dumps(text)[1:-1].lower()
-        escaped = json.dumps(text)[1:-1].lower()
+        # SQLite's lower() folds ASCII only, so the test is on the longest part of the
+        # text without a non-ASCII letter that has case (CAFÉ is stored as CAF\u00c9 or
+        # CAFÉ: "caf" finds both); Python then decides exactly.
+        part = _caseless_part(text)
+        if not part:
+            return "(1)", []
+        raw = dumps(part)[1:-1].lower()
+        escaped = json.dumps(part)[1:-1].lower()
         cond = " OR ".join(f"instr(lower({c}), ?) > 0 OR instr(lower({c}), ?) > 0" for c in columns)
         return f"({cond})", [raw, escaped] * len(columns)
 
@@ -983,6 +989,20 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             f"CASE WHEN json_valid({column}) THEN json_type({column}) END AS t "
             f"FROM checkpoints WHERE NOT json_valid({column}) OR json_type({column}) <> ? "
             "ORDER BY id LIMIT ?", kind, limit)
+
+
+def _caseless_part(text: str) -> str:
+    """The longest run of `text` free of non-ASCII characters that have case (whose
+    stored form SQLite's ASCII-only lower() cannot fold)."""
+    best = run = ""
+    for ch in text:
+        if ch > "\x7f" and (ch.lower() != ch or ch.upper() != ch):
+            run = ""
+            continue
+        run += ch
+        if len(run) > len(best):
+            best = run
+    return best
 
 
 class _PlainReader(SQLiteCheckpointer):

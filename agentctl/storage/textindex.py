@@ -98,7 +98,8 @@ def file_identity(db_path: str) -> list[Any]:
     mtime and inode (a rollback-journal commit rewrites the file; a WAL commit appends to
     the WAL, a checkpoint rewrites the file)."""
     out: list[Any] = []
-    for p in (db_path, db_path + "-wal"):
+    real = os.path.realpath(db_path)  # SQLite keeps the WAL next to the file a symlink names
+    for p in (real, real + "-wal"):
         try:
             st = os.stat(p)
         except FileNotFoundError:
