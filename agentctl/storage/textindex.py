@@ -321,7 +321,7 @@ def build(db_path: str, source: Source) -> Status:
     try:
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
-        con.execute("PRAGMA cache_size = -200000")
+        con.execute("PRAGMA cache_size = -32000")
         for ddl in _SCHEMA:
             con.execute(ddl)
         con.execute("INSERT INTO meta (key, value) VALUES ('version', ?), ('format', ?)",
@@ -336,7 +336,7 @@ def build(db_path: str, source: Source) -> Status:
         try:
             session.con.execute("PRAGMA journal_mode = OFF")
             session.con.execute("PRAGMA synchronous = OFF")
-            session.con.execute("PRAGMA cache_size = -200000")
+            session.con.execute("PRAGMA cache_size = -32000")
             session.con.execute("ATTACH DATABASE ? AS src", (_ro_uri(db_path),))
             session.con.execute("PRAGMA src.busy_timeout = 5000")
             session.meta = {"version": VERSION, "format": source.format, "next_gen": 1, "dead": 0,
