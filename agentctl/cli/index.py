@@ -1,5 +1,6 @@
-"""`agentctl index build|status|drop`: the full-text index `search` uses, in a side file
-next to a SQLite database (`DB.agentctl-search`; the database itself is only read)."""
+"""`agentctl index build|status|drop`: the full-text index `search` uses: on SQLite a side
+file next to the database (`DB.agentctl-search`; the database itself is only read), on
+Postgres pg_trgm GIN indexes on the searched columns."""
 
 
 from typing import Annotated, Any
@@ -9,8 +10,8 @@ import typer
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt
 
-app = typer.Typer(help="The search index: a side file next to a SQLite database that `search` "
-                  "uses when present (build, status, drop).", no_args_is_help=True)
+app = typer.Typer(help="The search index `search` uses when present: a side file next to a SQLite "
+                  "database, pg_trgm indexes on Postgres (build, status, drop).", no_args_is_help=True)
 
 
 def register(root: typer.Typer) -> None:
@@ -20,8 +21,13 @@ def register(root: typer.Typer) -> None:
 def _call(ctx: typer.Context, action: str) -> dict[str, Any]:
     from agentctl.storage.contract import Unsupported
 
+    st = state(ctx)
+    # Postgres: the indexes are the database's own (a write, asked for by build and
+    # drop); SQLite: the side file is written, the database only read.
+    write = action in ("build", "drop") and st.sqlite_path() is None
+
     async def go():
-        async with state(ctx).open() as store:
+        async with st.open(write=write) as store:
             fn = getattr(store, "search_index", None)
             if fn is None:
                 raise Unsupported(store.format.name, "a search index (`agentctl index`)")
