@@ -3,7 +3,7 @@ file next to the database (`DB.agentctl-search`; the database itself is only rea
 Postgres pg_trgm GIN indexes on the searched columns."""
 
 
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 

@@ -248,7 +248,7 @@ class Session:
         cur = self.con.cursor()
         cur.execute(self._rows_sql(f"{self.source.key} > ?"), (key,))
         n = self._insert(iter(cur))
-        top = self.con.execute(f"SELECT max(id) FROM rows").fetchone()[0]
+        top = self.con.execute("SELECT max(id) FROM rows").fetchone()[0]
         self.meta["max_key"] = max(key, top or 0)
         return n
 
