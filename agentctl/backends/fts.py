@@ -237,7 +237,11 @@ def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, th
     session = open_for_search(path, agentos_source())
     try:
         kinds = [i for i, (place, _) in enumerate(PLACE_COLUMNS) if place in places]
-        candidates = session.candidates(text.lower(), kinds)
+        candidates: Any = session.candidates(text.lower(), kinds)
+        if thread is not None:  # the thread's rows (its index), not every thread's candidates
+            mine = {r[0] for r in session.con.execute("SELECT id FROM src.checkpoints WHERE thread_id = ?",
+                                                      (thread,))}
+            candidates = (k for k in candidates if k in mine)
         reader = session.con.cursor()
         reader.row_factory = sqlite3.Row
         chosen = frozenset(places)
