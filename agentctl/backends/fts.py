@@ -246,7 +246,7 @@ def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, th
         reader.row_factory = sqlite3.Row
         chosen = frozenset(places)
         hits: list[SearchHit] = []
-        batch = 100
+        batch = max(limit, 20)  # most candidates are hits: the first batch is often the last
         while len(hits) < limit:
             keys = [k for _, k in zip(range(batch), candidates)]
             if not keys:
