@@ -140,7 +140,8 @@ class Session:
             raise Unusable("there is none")
         try:
             uri = Path(self.path).as_uri() + ("" if write else "?mode=ro")
-            self.con = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10)
+            self.con = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10,
+                                       check_same_thread=False)  # (used in worker threads, one at a time)
         except sqlite3.Error as exc:
             raise Unusable(f"cannot open it ({exc})") from None
         try:
@@ -202,8 +203,10 @@ class Session:
 
     def _changed_keys(self, limit: int | None = None) -> list[int]:
         s = self.source
-        sql = (f"SELECT r.id FROM rows r LEFT JOIN src.{s.table} c ON c.{s.key} = r.id "
-               f"WHERE c.{s.key} IS NULL OR r.fp IS NOT ({s.fingerprint}) OR r.sort IS NOT ({s.sort})")
+        # (the source's expressions in a subquery of its own: its column names may be ours)
+        sql = (f"SELECT r.id FROM rows r LEFT JOIN (SELECT {s.key} AS k, {s.fingerprint} AS f, {s.sort} AS s "
+               f"FROM src.{s.table}) c ON c.k = r.id "
+               "WHERE c.k IS NULL OR r.fp IS NOT c.f OR r.sort IS NOT c.s")
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [r[0] for r in self.con.execute(sql)]
