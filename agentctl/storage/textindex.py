@@ -7,9 +7,9 @@ by an explicit command (`agentctl index build`).
 
 What it holds: an FTS5 table (trigram tokenizer, contentless, `detail=none`: small and
 quick to build) of the lower-cased texts a format's search matches, one document per
-row and place (kind), and a table `rows` of the indexed source rows: their key (the
+row (its places joined), and a table `rows` of the indexed source rows: their key (the
 rowid: new rows have larger ones), their sort key (newest first) and a fingerprint (the
-lengths of the searched columns). An FTS rowid is `gen * 4 + kind`, where `gen` names one
+lengths of the searched columns). An FTS rowid is `gen * 4` (room for a kind), where `gen` names one
 indexed version of a row: a row deleted or rewritten loses its `rows` entry, so its old
 documents match nothing any more (they stay in the FTS table until the next build).
 
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 SUFFIX = ".agentctl-search"
-VERSION = 1
+VERSION = 2
 _BATCH = 2000
 
 
@@ -229,10 +229,13 @@ class Session:
         fts: list[tuple[int, str]] = []
         index: list[tuple[Any, ...]] = []
         for row in rows:
+            # One document per row, its places joined: an FTS5 document per place would
+            # repeat every trigram they share (a larger, slower index); the caller's exact
+            # test on each candidate applies the places asked for.
             texts = docs(row[3:])
-            for kind, text in texts:
-                fts.append((gen * 4 + kind, text))
-            index.append((gen, row[0], row[1], row[2], len(texts)))
+            if texts:
+                fts.append((gen * 4, "\n".join(text for _, text in texts)))
+            index.append((gen, row[0], row[1], row[2], 1 if texts else 0))
             gen += 1
             n += 1
             if len(index) >= _BATCH:
@@ -275,14 +278,13 @@ class Session:
 
     # ---- searching -----------------------------------------------------------------
 
-    def candidates(self, needle: str, kinds: Sequence[int]) -> Iterator[int]:
-        """The keys of the rows whose documents of `kinds` may contain `needle` (lower
-        case, 3 characters or more), newest first."""
-        kind_list = ", ".join(str(int(k)) for k in kinds)
+    def candidates(self, needle: str, kinds: Sequence[int] = ()) -> Iterator[int]:
+        """The keys of the rows whose text may contain `needle` (folded as the
+        documents are, 3 characters or more), newest first. (`kinds`: the places asked
+        for; one document holds all of a row's, so the caller's test applies them.)"""
         cur = self.con.execute(
-            "SELECT r.id FROM (SELECT DISTINCT rowid >> 2 AS g FROM fts WHERE fts MATCH ? "
-            f"AND (rowid & 3) IN ({kind_list})) m JOIN rows r ON r.gen = m.g "
-            "ORDER BY r.sort DESC, r.id DESC", (trigram_query(needle),))
+            "SELECT r.id FROM (SELECT rowid >> 2 AS g FROM fts WHERE fts MATCH ?) m "
+            "JOIN rows r ON r.gen = m.g ORDER BY r.sort DESC, r.id DESC", (trigram_query(needle),))
         for (key,) in cur:
             yield key
 
