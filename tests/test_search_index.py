@@ -159,13 +159,18 @@ def test_hits_are_checked_against_the_real_row(db, tmp_path):
     assert hits(db, "paris", "-n", "500") == []
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "version"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "version", "pages"])
 def test_a_damaged_index_is_not_trusted(db, damage):
     assert cli(db, "index", "build").exit_code == 0
     side = db + ".agentctl-search"
     if damage == "garbage":
         with open(side, "wb") as f:
             f.write(b"not a database at all" * 100)
+    elif damage == "pages":  # the header and the meta table intact, the index's pages not
+        size = os.path.getsize(side)
+        with open(side, "r+b") as f:
+            f.seek(3 * 4096)
+            f.write(b"\xff" * (size - 3 * 4096))
     elif damage == "truncated":
         with open(side, "r+b") as f:
             f.truncate(4096)

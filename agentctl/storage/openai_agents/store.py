@@ -563,7 +563,12 @@ class OpenAIAgentsStore(ConnectedStore):
                 return [found.get(k) for k in keys]
 
             while len(hits) < limit:
-                rows = await asyncio.to_thread(next_rows)
+                try:
+                    rows = await asyncio.to_thread(next_rows)
+                except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
+                    self.last_search_note = (f"search index {side} is unreadable ({exc}); fell back to "
+                                             "the scan (`agentctl index build` rebuilds it)")
+                    return None
                 if not rows:
                     break
                 batch = min(batch * 2, 2000)
