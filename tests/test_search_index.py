@@ -249,3 +249,15 @@ def test_directory_not_writable(db, tmp_path):
         assert hits(db, "paris") == hits(db, "paris", "--scan")
     finally:
         os.chmod(tmp_path, stat.S_IRWXU)
+
+
+def test_build_in_chunks(db, monkeypatch):
+    """The build reads the database a chunk of rows per transaction (writers are not held
+    off for the whole build): with chunks of 7 rows, the same index."""
+    from agentctl.storage import textindex
+
+    monkeypatch.setattr(textindex, "_BUILD_CHUNK", 7)
+    assert cli(db, "index", "build").exit_code == 0
+    assert cli_json(db, "index", "status")["rows"] == 400
+    assert route(db, "paris") == "index"
+    assert_same_as_scan(db)

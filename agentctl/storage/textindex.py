@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator, Sequence
 SUFFIX = ".agentctl-search"
 VERSION = 2
 _BATCH = 2000
+_BUILD_CHUNK = 50_000
 
 
 class Unusable(Exception):
@@ -347,8 +348,23 @@ def build(db_path: str, source: Source) -> Status:
             session.meta = {"version": VERSION, "format": source.format, "next_gen": 1, "dead": 0,
                             "source": os.path.abspath(db_path),
                             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            # In chunks of rows, each its own transaction: a read of the database holds
+            # off its writers (rollback-journal mode) for seconds, not for the whole build.
+            # What they write meanwhile changes the identity recorded first: the next
+            # search catches up.
+            last = -(1 << 62)
+            while True:
+                session.con.execute("BEGIN")
+                cur = session.con.cursor()
+                cur.execute(session._rows_sql(f"{source.key} > ?") + f" LIMIT {_BUILD_CHUNK}", (last,))
+                n = session._insert(iter(cur))
+                top = session.con.execute("SELECT max(id) FROM rows").fetchone()[0]
+                session.con.execute("COMMIT")
+                if n < _BUILD_CHUNK or top is None:
+                    break
+                last = top
+            session.meta["max_key"] = max(last, top or 0)
             session.con.execute("BEGIN")
-            session._index_after(-(1 << 62))
             session._save_meta(identity)
             session.con.execute("COMMIT")
         finally:
