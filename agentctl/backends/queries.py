@@ -147,10 +147,15 @@ class SharedQueries(RowReads):
         state_column = "state_blob" if "state" in chosen else "NULL AS state_blob"
         hits: list[SearchHit] = []
         offset = 0
+        # The first page asks for as many rows as hits are wanted: most matching rows are
+        # hits, and Postgres then walks idx_created_at newest first and stops (asked for
+        # more rows than it expects to match, it scans the whole table and sorts).
+        page = max(1, min(limit, 5000))
         while len(hits) < limit:
             rows = await self._fetch(
                 f"SELECT {META_COLUMNS}, messages_blob, tools_blob, {state_column} FROM checkpoints "
-                f"WHERE {cond} ORDER BY created_at DESC, id DESC LIMIT 200 OFFSET ?", *params, offset)
+                f"WHERE {cond} ORDER BY created_at DESC, id DESC LIMIT {page} OFFSET ?", *params, offset)
+            page = 200
             if not rows:
                 break
             offset += len(rows)
