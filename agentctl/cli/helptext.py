@@ -24,7 +24,7 @@ COMMANDS = {
     'formats': {'module': 'agentctl.cli.formats', 'help': 'The formats agentctl reads and writes, and what each can do; with --db, which\nformat that database is (detected from its schema, or as --format forces it).\n\nExample: agentctl --db sample_db/sessions.db formats', 'short_help': None, 'hidden': False, 'deprecated': False},
     'help': {'module': 'agentctl.cli.helpcmd', 'help': 'Show the help of agentctl, or of a command: `agentctl help threads delete` is\n`agentctl threads delete --help`.\n\nExample: agentctl help prune', 'short_help': None, 'hidden': False, 'deprecated': False},
     'threads': {'module': 'agentctl.cli.threads', 'help': 'List, inspect and delete threads.\n\nExample: agentctl threads list --limit 5', 'short_help': None, 'hidden': False, 'deprecated': False},
-    'index': {'module': 'agentctl.cli.index', 'help': 'The search index `search` uses when present: a side file next to a SQLite database, pg_trgm indexes on Postgres (build, status, drop).', 'short_help': None, 'hidden': False, 'deprecated': False},
+    'index': {'module': 'agentctl.cli.index', 'help': 'The search index `search` uses when present: a side file next to a SQLite database, pg_trgm indexes on Postgres (build, status, drop).\n\nExample: agentctl --db checkpoints.db index build', 'short_help': None, 'hidden': False, 'deprecated': False},
 }
 
 ROOT = {

@@ -11,7 +11,9 @@ from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt
 
 app = typer.Typer(help="The search index `search` uses when present: a side file next to a SQLite "
-                  "database, pg_trgm indexes on Postgres (build, status, drop).", no_args_is_help=True)
+                  "database, pg_trgm indexes on Postgres (build, status, drop).\n\n"
+                  "Example: agentctl --db checkpoints.db index build",
+                  no_args_is_help=True, rich_markup_mode=None)
 
 
 def register(root: typer.Typer) -> None:
