@@ -130,6 +130,11 @@ def connect_error(exc: BaseException, dsn: str) -> BaseException:
     return exc
 
 
+#: the search index on Postgres: one pg_trgm GIN index per searched column
+_TRGM_INDEXES = {"messages_blob": "agentctl_search_messages", "tools_blob": "agentctl_search_tools",
+                 "state_blob": "agentctl_search_state"}
+
+
 async def _no_reset(conn: Any) -> None:
     """The pool's reset of a read-only session's connection: nothing to undo."""
 
@@ -423,6 +428,47 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
                 f"SELECT DISTINCT thread_id {_C} AS thread_id FROM checkpoints "
                 "WHERE left(thread_id, ?) = ? ORDER BY 1 LIMIT ?", len(prefix), prefix, limit)
         return [r["thread_id"] for r in rows]
+
+    async def search_index(self, action: str) -> dict[str, Any]:
+        """The search index on Postgres: pg_trgm GIN indexes on the searched columns'
+        text, which the search's ILIKE uses (Postgres keeps them current). "build"
+        creates them (and the pg_trgm extension), "drop" drops them, "status" says
+        which exist. Only through `agentctl index` (the user's database is not ours to
+        change unasked)."""
+        from agentctl.errors import OperationError
+
+        if action in ("build", "drop"):
+            try:
+                async with self.transaction() as tx:
+                    if action == "build":
+                        await tx.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+                        found = await tx.fetch(
+                            "SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n "
+                            "ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'")
+                        ops = '"' + found[0]["s"].replace('"', '""') + '".gin_trgm_ops'
+                        for column, name in _TRGM_INDEXES.items():
+                            await tx.execute(f"CREATE INDEX IF NOT EXISTS {name} ON checkpoints "
+                                             f"USING gin (({column}::text) {ops})")
+                    else:
+                        for name in _TRGM_INDEXES.values():
+                            await tx.execute(f"DROP INDEX IF EXISTS {name}")
+            except OperationError:
+                raise
+            except AgentctlError as exc:
+                raise OperationError(f"cannot {action} the search index: {exc}") from None
+        rows = await self._fetch(
+            "SELECT i.indexname AS name, pg_relation_size(c.oid) AS size FROM pg_indexes i "
+            "JOIN pg_class c ON c.relname = i.indexname JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "AND n.nspname = i.schemaname WHERE i.tablename = 'checkpoints' "
+            "AND i.schemaname = current_schema()")
+        have = {r["name"]: r["size"] for r in rows if r["name"] in _TRGM_INDEXES.values()}
+        state_ = ("current" if len(have) == len(_TRGM_INDEXES) else "absent" if not have else "partial")
+        detail = {"current": "pg_trgm GIN indexes: search's ILIKE uses them",
+                  "absent": "no search index (build one with `agentctl index build`)",
+                  "partial": "some of the pg_trgm indexes are missing (`agentctl index build`)"}[state_]
+        return {"state": state_, "path": "checkpoints: " + ", ".join(sorted(have) or ["-"]), "detail": detail,
+                "rows": 0, "dead_documents": 0, "bytes": int(sum(have.values())), "built_at": "",
+                "new_rows": 0, "changed_rows": 0, **({"dropped": True} if action == "drop" else {})}
 
     def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
                           ) -> tuple[str, list[Any]]:

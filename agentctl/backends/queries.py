@@ -36,6 +36,11 @@ SEARCH_COLUMNS = tuple(_PLACE_COLUMN.values())
 class SharedQueries(RowReads):
     """The debugger's reads, for a backend (mixed in before CheckpointBackend)."""
 
+    #: why the last search did not use the side index it found (for stderr), or ""
+    last_search_note: str = ""
+    #: the route of an indexed search: "fts" (an index of the candidates), "index" (the side index)
+    _index_route: str = "fts"
+
     async def _write(self, sql: str, *params: Any) -> int:
         async with self.transaction() as tx:  # type: ignore[attr-defined]
             return await tx.execute(sql, *params)
@@ -127,10 +132,12 @@ class SharedQueries(RowReads):
         if not chosen:
             self.last_search_path = "scan"
             return []
+        self.last_search_note = ""
         if not scan:
+            self._index_route = "fts"
             found = await self._indexed_search(text, thread_id, role, limit, chosen)
             if found is not None:
-                self.last_search_path = "fts"
+                self.last_search_path = self._index_route
                 return found
         self.last_search_path = "scan"
         cond, params = self._search_condition(text, [_PLACE_COLUMN[p] for p in SEARCH_PLACES if p in chosen])
@@ -140,20 +147,19 @@ class SharedQueries(RowReads):
         state_column = "state_blob" if "state" in chosen else "NULL AS state_blob"
         hits: list[SearchHit] = []
         offset = 0
+        # The first page asks for as many rows as hits are wanted: most matching rows are
+        # hits, and Postgres then walks idx_created_at newest first and stops (asked for
+        # more rows than it expects to match, it scans the whole table and sorts).
+        page = max(1, min(limit, 5000))
         while len(hits) < limit:
             rows = await self._fetch(
                 f"SELECT {META_COLUMNS}, messages_blob, tools_blob, {state_column} FROM checkpoints "
-                f"WHERE {cond} ORDER BY created_at DESC, id DESC LIMIT 200 OFFSET ?", *params, offset)
+                f"WHERE {cond} ORDER BY created_at DESC, id DESC LIMIT {page} OFFSET ?", *params, offset)
+            page = 200
             if not rows:
                 break
             offset += len(rows)
-            for r in rows:
-                meta = row_to_metadata(r)
-                msgs = decode_or(meta.checkpoint_id, "messages_blob", r["messages_blob"], list)
-                tools = decode_or(meta.checkpoint_id, "tools_blob", r["tools_blob"], dict)
-                state = (decode_or(meta.checkpoint_id, "state_blob", r["state_blob"], dict)
-                         if "state" in chosen else None)
-                hits.extend(search_messages(meta, msgs, tools, text, role, state, chosen))
+            hits.extend(match_rows(rows, text, role, chosen))
         return hits[:limit]
 
     async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
@@ -256,6 +262,20 @@ class SharedQueries(RowReads):
 def check_sort(sort: str) -> None:
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
+
+
+def match_rows(rows: Sequence[Any], text: str, role: str | None, chosen: Any) -> list[SearchHit]:
+    """The search's hits in rows ({META_COLUMNS}, messages_blob, tools_blob, state_blob):
+    the one match rule of the scan and of the side index's candidates."""
+    hits: list[SearchHit] = []
+    for r in rows:
+        meta = row_to_metadata(r)
+        msgs = decode_or(meta.checkpoint_id, "messages_blob", r["messages_blob"], list)
+        tools = decode_or(meta.checkpoint_id, "tools_blob", r["tools_blob"], dict)
+        state = (decode_or(meta.checkpoint_id, "state_blob", r["state_blob"], dict)
+                 if "state" in chosen else None)
+        hits.extend(search_messages(meta, msgs, tools, text, role, state, chosen))
+    return hits
 
 
 def decode_or(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:

@@ -977,19 +977,67 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
                               limit: int, places: frozenset[str] = frozenset(("messages", "tools", "state")),
                               ) -> list[Any] | None:
-        from agentctl.backends.fts import PLACE_COLUMNS, fts_search
+        from agentctl.backends.fts import PLACE_COLUMNS, fts_search, side_index_search
+        from agentctl.storage.textindex import Unusable, side_path
 
         await self.connect()
+        self._index_route = "fts"
         columns = [c for p, c in PLACE_COLUMNS if p in places]
+        if len(text.lower()) >= 3 and os.path.exists(side_path(self._db_path)):
+            try:
+                hits = await asyncio.to_thread(side_index_search, self._db_path,
+                                               self._search_condition(text, columns), text, thread_id,
+                                               role, limit, places)
+            except Unusable as exc:
+                self.last_search_note = (f"search index {side_path(self._db_path)}: {exc}; "
+                                         "fell back to the scan (`agentctl index build` rebuilds it)")
+            except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
+                self.last_search_note = (f"search index {side_path(self._db_path)} is unreadable ({exc}); "
+                                         "fell back to the scan (`agentctl index build` rebuilds it)")
+            else:
+                self._index_route = "index"
+                return hits
         return await asyncio.to_thread(fts_search, self._db_path, self._search_condition(text, columns),
                                        text, thread_id, role, limit, places)
+
+    async def search_index(self, action: str) -> dict[str, Any]:
+        """The side search index (agentctl.storage.textindex): "build" (or rebuild),
+        "status" or "drop"; returns its status as a dict (with "dropped" for drop)."""
+        from agentctl.backends.fts import agentos_source
+        from agentctl.errors import OperationError
+        from agentctl.storage import textindex
+
+        source = agentos_source()
+        if action == "build":
+            try:
+                st = await asyncio.to_thread(textindex.build, self._db_path, source)
+            except PermissionError as exc:
+                raise OperationError(f"cannot build the search index: {exc}") from None
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, self._db_path) from None
+            return st.to_dict()
+        if action == "drop":
+            try:
+                dropped = textindex.drop(self._db_path)
+            except OSError as exc:
+                raise OperationError(f"cannot remove the search index: {exc}") from None
+            return {**textindex.status(self._db_path, source).to_dict(), "dropped": dropped}
+        return (await asyncio.to_thread(textindex.status, self._db_path, source)).to_dict()
 
     def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
                           ) -> tuple[str, list[Any]]:
         # The text as stored raw or \u-escaped (writers differ in ensure_ascii);
-        # SQLite's lower() folds ASCII only, Python then decides exactly.
-        raw = dumps(text)[1:-1].lower()
-        escaped = json.dumps(text)[1:-1].lower()
+        # SQLite's lower() folds ASCII only, so the test is on the longest part of the
+        # text without a non-ASCII letter that has case (CAFÉ is stored as CAF\u00c9 or
+        # CAFÉ: "caf" finds both); Python then decides exactly.
+        part = _caseless_part(text)
+        if not part:
+            return "(1)", []
+        raw = dumps(part)[1:-1].lower()
+        escaped = json.dumps(part)[1:-1].lower()
+        if raw == escaped:  # (most text: one test, each column lower-cased once)
+            cond = " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns)
+            return f"({cond})", [raw] * len(columns)
         cond = " OR ".join(f"instr(lower({c}), ?) > 0 OR instr(lower({c}), ?) > 0" for c in columns)
         return f"({cond})", [raw, escaped] * len(columns)
 
@@ -1010,6 +1058,20 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             f"CASE WHEN json_valid({column}) THEN json_type({column}) END AS t "
             f"FROM checkpoints WHERE NOT json_valid({column}) OR json_type({column}) <> ? "
             "ORDER BY id LIMIT ?", kind, limit)
+
+
+def _caseless_part(text: str) -> str:
+    """The longest run of `text` free of non-ASCII characters that have case (whose
+    stored form SQLite's ASCII-only lower() cannot fold)."""
+    best = run = ""
+    for ch in text:
+        if ch > "\x7f" and (ch.lower() != ch or ch.upper() != ch):
+            run = ""
+            continue
+        run += ch
+        if len(run) > len(best):
+            best = run
+    return best
 
 
 class _PlainReader(SQLiteCheckpointer):

@@ -63,11 +63,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "help": ("helpcmd", "Show the help of agentctl, or of a command: `agentctl help threads delete` is "
                         "`agentctl threads delete --help`."),
     "threads": ("threads", "List, inspect and delete threads."),
+    "index": ("index", "The search index `search` uses when present: a side file next to a SQLite "
+                       "database, pg_trgm indexes on Postgres (build, status, drop)."),
 }
 
 # The commands that are groups: their module's `app` (a typer.Typer). Every other
 # module has `register(app)`, which adds its commands.
-GROUPS = ("threads",)
+GROUPS = ("threads", "index")
 
 
 def module_of(command: str) -> str:

@@ -365,6 +365,14 @@ class Store(ABC):
         self.require(Capability.BACKUP, "backup")
         raise Unsupported(self.format.name, "backup")
 
+    async def search_index(self, action: str) -> dict[str, Any]:
+        """The format's search index, for formats without full-text search of their own
+        (`agentctl index`): "build" (or rebuild), "status" or "drop"; returns its status
+        ({"state": "current" | "behind" | "corrupt" | "absent" | ..., "path", ...}).
+        SQLite: a side file next to the database (agentctl.storage.textindex), the
+        database only read; Postgres: indexes in the database, only on "build"."""
+        raise Unsupported(self.format.name, "a search index (`agentctl index`)")
+
     async def compact(self) -> dict[str, Any]:
         """VACUUM after a delete (`prune --vacuum`, `threads delete --vacuum`): SQLite
         rewrites the file (it shrinks), Postgres runs VACUUM on the format's tables

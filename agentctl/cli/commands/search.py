@@ -72,9 +72,14 @@ def search(
     async def go():
         async with state(ctx).open() as backend:
             tid = await resolve_thread(backend, thread) if thread is not None else None
-            return await backend.search(text, tid, role, limit, scan=scan, places=chosen)
+            found = await backend.search(text, tid, role, limit, scan=scan, places=chosen)
+            return found, getattr(backend, "last_search_note", "")
 
-    hits = run(go())
+    hits, note = run(go())
+    if note:  # a search index was found but not trusted: the scan ran instead
+        from agentctl.cli.output import info
+
+        info("agentctl: " + note)
     if json_out:
         from agentctl.cli.output import emit_json
 

@@ -422,6 +422,7 @@ class OpenAIAgentsStore(ConnectedStore):
         """A scan of message_data: a LIKE prefilter (for ASCII text, matched against the
         JSON-escaped form the SDK stores), then each candidate decoded and matched."""
         self.last_search_path = "scan"
+        self.last_search_note = ""
         wanted = check_search_places(places)
         if not wanted & {"messages", "tools"}:  # (the state is not searched)
             return []
@@ -437,32 +438,136 @@ class OpenAIAgentsStore(ConnectedStore):
             params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
         sql = (f"SELECT id, session_id, message_data, created_at FROM {self._M}"
                + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC LIMIT ? OFFSET ?")
+        if not scan and self.kind == "sqlite" and len(needle) >= 3:
+            found = await self._index_search(text, needle, thread_id, role, limit, wanted, where, params)
+            if found is not None:
+                self.last_search_path = "index"
+                return found
         hits: list[SearchHit] = []
         offset = 0
         page = 500
         while len(hits) < limit:
             rows = await self._q(sql, *params, page, offset)
-            for r in rows:
-                item, err = decode(r["message_data"])
-                if err is not None:
-                    continue
-                msg = to_message(item, {})
-                if role is not None and msg.get("role") != role:
-                    continue
-                body = searchable_text(msg)
-                pos = body.casefold().find(needle)
-                if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in wanted:
-                    continue
-                n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
-                                  r["session_id"], int(r["id"]))
-                lo = max(pos - 40, 0)
-                hits.append(SearchHit(
-                    thread_id=r["session_id"], checkpoint_id=checkpoint_id(r["id"]), step=int(n[0]["n"]),
-                    where="tools_result" if msg.get("role") == "tool" else "messages",
-                    role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
-                if len(hits) >= limit:
-                    break
+            await self._match(rows, text, needle, role, wanted, limit, hits)
             if len(rows) < page:
                 break
             offset += page
         return hits
+
+    async def _match(self, rows: Sequence[Mapping[str, Any]], text: str, needle: str, role: str | None,
+                     wanted: Any, limit: int, hits: list[SearchHit]) -> None:
+        """Add the hits of rows (id, session_id, message_data), in their order, up to `limit`."""
+        for r in rows:
+            item, err = decode(r["message_data"])
+            if err is not None:
+                continue
+            msg = to_message(item, {})
+            if role is not None and msg.get("role") != role:
+                continue
+            body = searchable_text(msg)
+            pos = body.casefold().find(needle)
+            if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in wanted:
+                continue
+            n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
+                              r["session_id"], int(r["id"]))
+            lo = max(pos - 40, 0)
+            hits.append(SearchHit(
+                thread_id=r["session_id"], checkpoint_id=checkpoint_id(r["id"]), step=int(n[0]["n"]),
+                where="tools_result" if msg.get("role") == "tool" else "messages",
+                role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
+            if len(hits) >= limit:
+                break
+
+    # ---- the side search index (agentctl.storage.textindex) ----------------------------
+
+    def text_source(self) -> Any:
+        """The side index's view of this store: one document per item (its searchable
+        text, casefolded as the search compares), kind 0 a message, 1 a tool output."""
+        from agentctl.storage.textindex import Source
+
+        def docs(values: Sequence[Any]) -> list[tuple[int, str]]:
+            item, err = decode(values[0])
+            if err is not None:
+                return []
+            msg = to_message(item, {})
+            return [(1 if msg.get("role") == "tool" else 0, searchable_text(msg).casefold())]
+
+        return Source(format=f"openai-agents:{self.messages_table}", table=self._M, key="id", sort="id",
+                      fingerprint="length(message_data)", columns=("message_data",),
+                      kinds=("messages", "tools"), docs=docs)
+
+    async def search_index(self, action: str) -> dict[str, Any]:
+        """`agentctl index build|status|drop` on SQLite (a side file; the database is only read)."""
+        import asyncio
+
+        from agentctl.errors import OperationError
+        from agentctl.storage import textindex
+        from agentctl.storage.contract import Unsupported
+
+        if self.kind != "sqlite":
+            raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
+        await self.connect()
+        path, source = self._db._db_path, self.text_source()
+        if action == "build":
+            try:
+                return (await asyncio.to_thread(textindex.build, path, source)).to_dict()
+            except PermissionError as exc:
+                raise OperationError(f"cannot build the search index: {exc}") from None
+        if action == "drop":
+            dropped = textindex.drop(path)
+            return {**textindex.status(path, source).to_dict(), "dropped": dropped}
+        return (await asyncio.to_thread(textindex.status, path, source)).to_dict()
+
+    async def _index_search(self, text: str, needle: str, thread_id: str | None, role: str | None,
+                            limit: int, wanted: Any, where: list[str], params: list[Any]
+                            ) -> list[SearchHit] | None:
+        """The hits through the side index when there is one (its candidates, newest
+        first, read from the database with the scan's own test), else None."""
+        import asyncio
+        import os
+        import sqlite3
+
+        from agentctl.storage import textindex
+
+        await self.connect()
+        path = self._db._db_path
+        side = textindex.side_path(path)
+        if not os.path.exists(side):
+            return None
+        try:
+            session = await asyncio.to_thread(textindex.open_for_search, path, self.text_source())
+        except (textindex.Unusable, sqlite3.DatabaseError) as exc:
+            self.last_search_note = (f"search index {side}: {exc}; fell back to the scan "
+                                     "(`agentctl index build` rebuilds it)")
+            return None
+        try:
+            kinds = [k for k, place in enumerate(("messages", "tools")) if place in wanted]
+            candidates = session.candidates(needle, kinds)
+            cond = "".join(" AND " + w for w in where)
+            hits: list[SearchHit] = []
+            batch = max(limit, 20)
+
+            def next_rows() -> list[Any]:
+                keys = [k for _, k in zip(range(batch), candidates)]
+                if not keys:
+                    return []
+                found = {r[0]: {"id": r[0], "session_id": r[1], "message_data": r[2]}
+                         for r in session.con.execute(
+                             f"SELECT id, session_id, message_data FROM src.{self._M} "
+                             f"WHERE id IN ({', '.join('?' for _ in keys)}){cond}", [*keys, *params])}
+                return [found.get(k) for k in keys]
+
+            while len(hits) < limit:
+                try:
+                    rows = await asyncio.to_thread(next_rows)
+                except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
+                    self.last_search_note = (f"search index {side} is unreadable ({exc}); fell back to "
+                                             "the scan (`agentctl index build` rebuilds it)")
+                    return None
+                if not rows:
+                    break
+                batch = min(batch * 2, 2000)
+                await self._match([r for r in rows if r is not None], text, needle, role, wanted, limit, hits)
+            return hits
+        finally:
+            session.close()

@@ -1,0 +1,289 @@
+"""The side search index of a SQLite database (`agentctl index`, agentctl/storage/textindex.py):
+the same hits as the scan, caught up with another program's writes, never trusted when
+damaged, and the user's database never written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import contextlib
+import os
+import random
+import sqlite3
+import stat
+import subprocess
+
+import pytest
+
+from agentctl.backends.base import SQLITE_SCHEMA
+from agentctl.errors import ExitCode
+from tests.support.sampledb import cli, cli_json
+
+WORDS = ["Paris", "paris", "PARIS", "backoff", "Café", "CAFÉ", "naïve", "Straße", "STRASSE", "你好世界",
+         "Ünïcödé", "quote\"d", "back\\slash", "tab\there", "line\nbreak", "weather", "refund", "ORDER-1234",
+         "order-12345", "ΣΊΣΥΦΟΣ", "σίσυφος", "emoji 🙂 ok", "İstanbul", "the", "retry"]
+ROLES = ["user", "assistant", "tool", "system"]
+
+QUERIES = [["paris"], ["PARIS"], ["café"], ["CAFÉ", "--in", "messages"], ["straße"], ["strasse"], ["你好"],
+           ["好世界"], ["ünïc"], ['quote"d'], ["back\\slash"], ["tab\there"], ["line\nbreak"], ["weather", "-n", "500"],
+           ["refund", "--role", "tool"], ["order-123", "-n", "500"], ["σίσυφος"], ["ΣΊΣ"], ["🙂 ok"], ["istanbul"],
+           ["the", "-n", "1000"], ["retry", "--in", "tools,state", "-n", "500"], ["city", "--in", "state"],
+           ['"city": "pa', "-n", "500"], ["back", "--in", "tools"], ["nowhere-to-be-found"], ["pa"], ["é"],
+           ["weather", "--thread", "t3", "-n", "500"], ["paris", "--role", "assistant", "-n", "500"]]
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6)))
+
+
+def _row(rng: random.Random, i: int, thread: str) -> tuple:
+    msgs = [{"role": rng.choice(ROLES), "content": _text(rng)} for _ in range(rng.randint(0, 4))]
+    if rng.random() < 0.2:
+        msgs.append({"role": "assistant", "content": [{"type": "text", "text": _text(rng)}]})
+    tools = {f"call_{i}": {"result": _text(rng), "ok": rng.random() < 0.5}} if rng.random() < 0.5 else {}
+    state = {"city": _text(rng), "n": i, "nested": {"note": _text(rng)}}
+    if rng.random() < 0.05:
+        state = {"__agentctl_delta__": {"base": "x"}, "patch": _text(rng)}
+    ascii_only = rng.random() < 0.4  # writers differ: \\u escapes or raw text
+    created = f"2026-03-01T10:{i // 60 % 60:02d}:{i % 60:02d}.{rng.randint(0, 3):06d}+00:00"
+    return (thread, f"ckpt-{thread}-{i}", None, i, created, "[]", "",
+            json.dumps(msgs, ensure_ascii=ascii_only), json.dumps(state, ensure_ascii=ascii_only),
+            json.dumps(tools, ensure_ascii=ascii_only), "")
+
+
+INSERT = ("INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, "
+          "messages_blob, state_blob, tools_blob, next_node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def make_db(path: str, n: int = 400, seed: int = 7) -> None:
+    """An AgentOS database written by plain sqlite3 (another program)."""
+    rng = random.Random(seed)
+    con = sqlite3.connect(path)
+    con.executescript(SQLITE_SCHEMA)
+    con.executemany(INSERT, [_row(rng, i, f"t{i % 7}") for i in range(n)])
+    con.commit()
+    con.close()
+
+
+def fingerprint(path: str) -> tuple[str, int]:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest(), os.stat(path).st_mtime_ns
+
+
+def hits(db: str, *args: str) -> list[tuple]:
+    return [(h["thread_id"], h["checkpoint_id"], h["where"], h["role"], h["path"], h["snippet"])
+            for h in cli_json(db, "search", *args)]
+
+
+def route(db: str, text: str, **kw) -> str:
+    """Which way the library's search went: "index", "fts" or "scan"."""
+    import asyncio
+
+    from agentctl.backends import open_backend
+
+    async def go():
+        async with open_backend(db, readonly=True) as b:
+            await b.search(text, **kw)
+            return b.last_search_path
+
+    return asyncio.run(go())
+
+
+def assert_same_as_scan(db: str) -> None:
+    for args in QUERIES:
+        assert hits(db, *args) == hits(db, *args, "--scan"), args
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    path = str(tmp_path / "agent.db")
+    make_db(path)
+    return path
+
+
+def test_without_the_index_the_temporary_fts_gives_the_scans_hits(db):
+    """No side index: the search's temporary FTS5 (fts.py) and the scan agree, snippets
+    of non-text message content (lists of parts) included."""
+    assert route(db, "paris") == "fts"
+    assert_same_as_scan(db)
+
+
+def test_index_gives_the_scans_hits(db):
+    before = fingerprint(db)
+    r = cli(db, "index", "build")
+    assert r.exit_code == 0, r.stderr
+    assert os.path.exists(db + ".agentctl-search")
+    st = cli_json(db, "index", "status")
+    assert st["state"] == "current" and st["rows"] == 400
+    assert route(db, "paris") == "index"
+    assert route(db, "pa") == "scan"  # under 3 characters: not through the trigram index
+    assert_same_as_scan(db)
+    assert any(hits(db, *q) for q in QUERIES[:5])
+    assert fingerprint(db) == before  # the user's database: not a byte, not its mtime
+
+
+def test_catch_up_with_another_programs_writes(db):
+    assert cli(db, "index", "build").exit_code == 0
+    rng = random.Random(99)
+    con = sqlite3.connect(db)
+    # appended rows, deleted rows, rows rewritten (to have and to lose the text)
+    con.executemany(INSERT, [_row(rng, i, "t-new") for i in range(400, 460)])
+    con.execute("DELETE FROM checkpoints WHERE id % 11 = 0")
+    con.execute("UPDATE checkpoints SET messages_blob = ? WHERE id % 13 = 0",
+                (json.dumps([{"role": "user", "content": "now about zanzibar and PARIS"}]),))
+    con.execute("UPDATE checkpoints SET messages_blob = '[]', state_blob = '{}', tools_blob = '{}' "
+                "WHERE id % 17 = 0")
+    con.execute("UPDATE checkpoints SET created_at = '2027-01-01T00:00:00+00:00' WHERE id = 5")
+    con.commit()
+    con.close()
+    assert cli_json(db, "index", "status")["state"] == "behind"
+    assert hits(db, "zanzibar", "-n", "500") == hits(db, "zanzibar", "-n", "500", "--scan")
+    assert len(hits(db, "zanzibar", "-n", "500")) > 20
+    st = cli_json(db, "index", "status")
+    assert st["state"] == "current" and st["dead_documents"] > 0
+    assert route(db, "paris") == "index"
+    assert_same_as_scan(db)
+    # a second program deletes everything: no hit is ever returned stale
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM checkpoints")
+    con.commit()
+    con.close()
+    assert hits(db, "paris") == [] and route(db, "paris") == "index"
+
+
+def test_hits_are_checked_against_the_real_row(db, tmp_path):
+    """Even an index wrongly believed current never returns a row that no longer matches."""
+    assert cli(db, "index", "build").exit_code == 0
+    from agentctl.storage.textindex import file_identity
+
+    w = sqlite3.connect(db)
+    w.execute("UPDATE checkpoints SET messages_blob = '[]', state_blob = '{}', tools_blob = '{}'")
+    w.commit()
+    w.close()
+    con = sqlite3.connect(db + ".agentctl-search")  # pretend the writes were seen
+    con.execute("UPDATE meta SET value = ? WHERE key = 'identity'", (json.dumps(file_identity(db)),))
+    con.commit()
+    con.close()
+    assert route(db, "paris") == "index"
+    assert hits(db, "paris", "-n", "500") == []
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "version", "pages"])
+def test_a_damaged_index_is_not_trusted(db, damage):
+    assert cli(db, "index", "build").exit_code == 0
+    side = db + ".agentctl-search"
+    if damage == "garbage":
+        with open(side, "wb") as f:
+            f.write(b"not a database at all" * 100)
+    elif damage == "pages":  # the header and the meta table intact, the index's pages not
+        size = os.path.getsize(side)
+        with open(side, "r+b") as f:
+            f.seek(3 * 4096)
+            f.write(b"\xff" * (size - 3 * 4096))
+    elif damage == "truncated":
+        with open(side, "r+b") as f:
+            f.truncate(4096)
+    else:
+        con = sqlite3.connect(side)
+        con.execute("UPDATE meta SET value = '999' WHERE key = 'version'")
+        con.commit()
+        con.close()
+    r = cli(db, "search", "paris", "--json")
+    assert r.exit_code == 0
+    assert "search index" in r.stderr and "fell back to the scan" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert [(h["checkpoint_id"], h["path"]) for h in json.loads(r.stdout)] == \
+        [(h[1], h[4]) for h in hits(db, "paris", "--scan")]
+    assert cli_json(db, "index", "status")["state"] == "corrupt"
+    d = cli(db, "doctor", "--json")
+    assert d.exit_code == ExitCode.PROBLEMS
+    assert len(json.loads(d.stdout)["problems"]["search_index"]) == 1
+    # a rebuild replaces it
+    assert cli(db, "index", "build").exit_code == 0
+    assert route(db, "paris") == "index"
+    assert cli(db, "search", "paris").stderr == ""
+
+
+def test_read_only_database_file(db):
+    os.chmod(db, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    before = fingerprint(db)
+    assert cli(db, "index", "build").exit_code == 0
+    assert route(db, "café") == "index"
+    assert_same_as_scan(db)
+    assert fingerprint(db) == before
+
+
+def test_doctor_reports_an_index_behind(db):
+    assert cli(db, "index", "build").exit_code == 0
+    d = cli_json(db, "doctor")
+    assert d["ok"] is True and d["warnings"] == []
+    con = sqlite3.connect(db)
+    con.executemany(INSERT, [_row(random.Random(1), i, "t-new") for i in range(400, 403)])
+    con.commit()
+    con.close()
+    d = cli_json(db, "doctor")
+    assert d["ok"] is True
+    assert any("search index" in w and "3 new" in w for w in d["warnings"]), d["warnings"]
+
+
+def test_status_and_drop(db):
+    st = cli_json(db, "index", "status")
+    assert st["state"] == "absent"
+    assert route(db, "paris") == "fts"
+    assert cli(db, "index", "build").exit_code == 0
+    r = cli(db, "index", "status")
+    assert r.exit_code == 0 and "state: current" in r.stdout and "rows: 400" in r.stdout
+    r = cli(db, "index", "drop")
+    assert r.exit_code == 0 and not os.path.exists(db + ".agentctl-search")
+    assert route(db, "paris") == "fts"
+    assert cli(db, "index", "drop").exit_code == 0
+
+
+def test_index_is_a_sqlite_file_format_command(tmp_path):
+    """The article's store has its own FTS: no side index for it (exit 2, nothing written)."""
+    from tests.support.rig import SAMPLE_DB
+
+    sessions = str(SAMPLE_DB.parent / "sessions.db")
+    r = cli(sessions, "index", "build")
+    assert r.exit_code == ExitCode.USAGE and "does not support" in r.stderr
+    assert not os.path.exists(sessions + ".agentctl-search")
+
+
+@contextlib.contextmanager
+def unwritable(directory):
+    """`directory` made unwritable, also for root (who ignores permission bits: then the
+    directory is made immutable with chattr +i, which binds root too)."""
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", str(directory)], check=True)
+        undo = ["chattr", "-i", str(directory)]
+    else:
+        os.chmod(directory, stat.S_IRUSR | stat.S_IXUSR)
+        undo = None
+    assert not os.access(directory, os.W_OK)
+    try:
+        yield
+    finally:
+        if undo:
+            subprocess.run(undo, check=True)
+        else:
+            os.chmod(directory, stat.S_IRWXU)
+
+
+def test_directory_not_writable(db, tmp_path):
+    with unwritable(tmp_path):
+        r = cli(db, "index", "build")
+        assert r.exit_code == ExitCode.ERROR and "not writable" in r.stderr
+        assert hits(db, "paris") == hits(db, "paris", "--scan")
+    assert not os.path.exists(db + ".agentctl-search")
+
+
+def test_build_in_chunks(db, monkeypatch):
+    """The build reads the database a chunk of rows per transaction (writers are not held
+    off for the whole build): with chunks of 7 rows, the same index."""
+    from agentctl.storage import textindex
+
+    monkeypatch.setattr(textindex, "_BUILD_CHUNK", 7)
+    assert cli(db, "index", "build").exit_code == 0
+    assert cli_json(db, "index", "status")["rows"] == 400
+    assert route(db, "paris") == "index"
+    assert_same_as_scan(db)
