@@ -446,6 +446,7 @@ class Bench:
                 "prune", f"`prune` of {n - keep:,} checkpoints (one thread, on a copy)",
                 ours, base, "≤ 1.3 × plain DELETE", ratio_le=1.3, runs=self.args.prune_runs))
             figs.append(self.prune_floor_figure(ours, pm["long_thread"], keep, copy, setup))
+            figs.append(self.prune_floor_min_figure(ours, pm["long_thread"], keep, n, copy, setup))
 
         n = str(self.args.snapshots)
         for key, tasks, what in (("snapshot", 1, "one agent"), ("snapshot-8", 8, "8 agents at once")):
@@ -683,6 +684,42 @@ class Bench:
                       "(copy to a trash table, then DELETE)", ours, floor, "none (reported)",
                       runs=self.args.prune_runs)
 
+    def prune_floor_min_figure(self, ours: Side, thread: str, keep: int, rows_in_thread: int,
+                               copy: str, setup: Callable[[], None]) -> Figure:
+        """The least an undoable prune of the `prune` figure's rows costs in SQLite: the
+        rows moved as agentctl moves them (oplog.trash: 500 row ids at a time in row-id
+        order, each chunk copied into a table made like the trash and deleted, so the
+        trash reuses the pages the chunk before it freed; the page cache 64 MB, as
+        `bulk_write` sets it), in one transaction typed into sqlite3: no Python, no plan,
+        no op log. `prune-floor` copies everything first and then deletes (the trash
+        grows the file: ~0.35 GB more written), so it is no floor for agentctl's prune."""
+        lt = "'" + thread.replace("'", "''") + "'"
+        rows = (f"WHERE thread_id = {lt} AND id NOT IN (SELECT id FROM checkpoints WHERE "
+                f"thread_id = {lt} ORDER BY step DESC, created_at DESC, id DESC LIMIT {keep})")
+        chunk = 500
+        parts = ["PRAGMA cache_size = -65536", "BEGIN",
+                 "CREATE TABLE t_trash AS SELECT CAST(NULL AS INTEGER) AS op_id, * FROM checkpoints WHERE 0",
+                 "CREATE INDEX t_trash_op ON t_trash(op_id)",
+                 f"CREATE TEMP TABLE t_sel AS SELECT rowid AS r, (ROW_NUMBER() OVER (ORDER BY rowid) - 1) "
+                 f"/ {chunk} AS c FROM checkpoints {rows}",
+                 "CREATE INDEX temp.t_sel_c ON t_sel(c, r)"]
+        for k in range(-(-max(rows_in_thread, 1) // chunk)):
+            part = f"rowid IN (SELECT r FROM t_sel WHERE c = {k})"
+            parts += [f"INSERT INTO t_trash SELECT 1, * FROM checkpoints WHERE {part}",
+                      f"DELETE FROM checkpoints WHERE {part}"]
+        parts.append("COMMIT")
+        floor = self.sqlite("; ".join(parts), db=copy, readonly=False)
+        floor.command = ("sqlite3 COPY " + quote("; ".join(parts[:6] + [
+            "INSERT INTO t_trash SELECT 1, * FROM checkpoints WHERE rowid IN (SELECT r FROM t_sel WHERE c = K)",
+            "DELETE FROM checkpoints WHERE rowid IN (SELECT r FROM t_sel WHERE c = K)"]))
+            + f" ... for K = 0 to {-(-max(rows_in_thread, 1) // chunk) - 1}; COMMIT")
+        floor.setup = setup
+        floor.label = ("sqlite3 CLI: the same rows moved to a trash table 500 at a time "
+                       "(as agentctl moves them), one transaction")
+        return Figure("prune-floor-min", "the same prune against the least an undoable prune costs "
+                      "(the rows moved to a trash table 500 at a time, sqlite3 alone)", ours, floor,
+                      "none (reported)", runs=self.args.prune_runs)
+
     def pg_meta(self) -> dict[str, Any] | None:
         """The ids of the Postgres database: --pg-meta (what `make_db.py postgres DSN --meta
         FILE` wrote; --pg-start writes its own), else those of --db (make_db writes the same
@@ -807,6 +844,8 @@ class Bench:
             ("prune", "`prune` of 99,999 checkpoints (one thread, on a copy)", self.prune_db,
              "python bench/make_db.py sqlite {} --long-steps 100000"),
             ("prune-floor", "the same prune against the floor of an undoable prune", self.prune_db,
+             "python bench/make_db.py sqlite {} --long-steps 100000"),
+            ("prune-floor-min", "the same prune against the least an undoable prune costs", self.prune_db,
              "python bench/make_db.py sqlite {} --long-steps 100000"),
             ("threads-indexed", "`threads list`, SQLite, after `doctor --fix-indexes`", self.indexed_db,
              "python bench/run.py --make-indexed --only threads-indexed (a copy of --db)"),
@@ -1364,8 +1403,8 @@ def issue16_keys(figs: list[Figure]) -> set[str]:
     """The figures of issue 16's table (--issue16): Postgres show/diff/log, prune and its
     floor, log --all / tree of the long thread, and for peak RSS the 5 MB diff and the new
     formats' figures whose databases exist."""
-    table = {"show-pg", "diff-pg", "log-pg", "pg-floor", "prune", "prune-floor", "log-all", "tree-long",
-             "diff-big"}
+    table = {"show-pg", "diff-pg", "log-pg", "pg-floor", "prune", "prune-floor", "prune-floor-min",
+             "log-all", "tree-long", "diff-big"}
     rss = {f.key for f in figs if f.key.startswith(("article-", "lg-", "sdk-")) and not f.needs}
     return table | rss
 
