@@ -954,6 +954,20 @@ class Bench:
 
         base_search.setup = build_once
         ours_search.setup = build_once
+        # The least any Python program can take for the same answer: start, import
+        # sqlite3, run the baseline's own SQL on the baseline's FTS5 table.
+        floor_code = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                      "c.execute('ATTACH ? AS src', (sys.argv[2],)); "
+                      "rows = c.execute(sys.argv[3]).fetchall()")
+        floor_select = search_sql.split("; ", 1)[1].rstrip(";")
+        floor = Side("python: sqlite3 module, the same FTS5 query",
+                     lambda: run_process([self.python, "-c", floor_code, base_db, self.db, floor_select],
+                                         env=self.env),
+                     "python -c " + quote(floor_code) + " FTS.db DB " + quote(floor_select))
+        floor.setup = build_once
+        base_floor = Side("sqlite3 CLI", lambda: run_process(["sqlite3", base_db, search_sql], env=self.env),
+                          "sqlite3 FTS.db " + quote(search_sql.replace(q(self.db), "DB")))
+        base_floor.setup = build_once
         return [
             Figure("index-build", "`index build`: the side search index of 1M rows, vs sqlite3 building "
                    "the same FTS5 table of the same columns", ours_build, base_build,
@@ -961,6 +975,9 @@ class Bench:
             Figure("search-index", f"`search {text} --in messages,tools` through the side index "
                    "(50 newest hits, 1M rows)", ours_search, base_search,
                    "< 0.2 s and ≤ 1.5 × sqlite3 CLI on the same FTS5 table", limit=0.2, ratio_le=1.5),
+            Figure("search-index-floor", "Python floor of an indexed search: start, import sqlite3, "
+                   "run the same FTS5 query (not agentctl: the least any Python tool can take)",
+                   floor, base_floor, "none (reported)"),
         ]
 
     def search_text(self) -> str:
@@ -1400,11 +1417,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def issue16_keys(figs: list[Figure]) -> set[str]:
-    """The figures of issue 16's table (--issue16): Postgres show/diff/log, prune and its
-    floor, log --all / tree of the long thread, and for peak RSS the 5 MB diff and the new
-    formats' figures whose databases exist."""
-    table = {"show-pg", "diff-pg", "log-pg", "pg-floor", "prune", "prune-floor", "prune-floor-min",
-             "log-all", "tree-long", "diff-big"}
+    """The figures of issue 16's table (--issue16): search without and with the side
+    index (its build, and the Python floor), the snapshot rates and their floors,
+    Postgres show/diff/log, prune and its floors, log --all / tree of the long thread,
+    the TUI, and for peak RSS the 5 MB diff and the new formats' figures whose databases
+    exist."""
+    table = {"search", "index-build", "search-index", "search-index-floor",
+             "snapshot", "snapshot-8", "snapshot-floor", "snapshot-8-floor", "snapshot-vs-floor",
+             "snapshot-8-vs-floor", "show-pg", "diff-pg", "log-pg", "pg-floor", "prune", "prune-floor",
+             "prune-floor-min", "log-all", "tree-long", "tui", "tui-frame", "diff-big"}
     rss = {f.key for f in figs if f.key.startswith(("article-", "lg-", "sdk-")) and not f.needs}
     return table | rss
 
