@@ -81,7 +81,7 @@ async def open_backend(url: str | None = None, *, readonly: bool = True, create:
 
 
 def create_checkpointer(backend: str = "sqlite", **kwargs: Any) -> CheckpointBackend:
-    """The seeds' factory: `create_checkpointer("sqlite", db_path=...)` or
+    """AgentOS's factory: `create_checkpointer("sqlite", db_path=...)` or
     `create_checkpointer("postgres", dsn=...)`. Creates the table when missing."""
     name = (backend or "sqlite").lower()
     if name in ("sqlite", "sqlite3"):

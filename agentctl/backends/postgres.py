@@ -1,6 +1,6 @@
 """Postgres backend on asyncpg, with a connection pool.
 
-Unlike the seeds' writer it stores `created_at` given as an ISO string or a datetime
+Unlike AgentOS's writer it stores `created_at` given as an ISO string or a datetime
 (TIMESTAMPTZ wants a datetime), and it reads JSONB as text and decodes it the same way
 the SQLite backend does, so both return identical checkpoints. Statements that the
 engine writes once with `?` placeholders are rewritten to `$n` here.
@@ -172,7 +172,7 @@ class _PgTransaction(Transaction):
 class PostgresCheckpointer(SharedQueries, CheckpointBackend):
     """Checkpoints in Postgres.
 
-    `PostgresCheckpointer(dsn=..., **pool_kwargs)` is the seeds' constructor: it creates
+    `PostgresCheckpointer(dsn=..., **pool_kwargs)` is AgentOS's constructor: it creates
     the table on first use. agentctl's commands use `readonly=True, create=False`, which
     also makes every session `default_transaction_read_only`.
     """

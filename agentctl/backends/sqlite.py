@@ -5,7 +5,7 @@ Two ways to open a file:
   hold a `checkpoints` table; reads go through a `mode=ro` connection, so nothing is
   created and the journal mode is never changed. A write connection (`mode=rw`, with
   `busy_timeout`) opens only when a write transaction is asked for.
-- as an agent's checkpoint library (`SQLiteCheckpointer(db_path)`, the seeds' call):
+- as an agent's checkpoint library (`SQLiteCheckpointer(db_path)`, AgentOS's call):
   the file and table are created when missing, and a new file is put in WAL mode.
 """
 
@@ -235,7 +235,7 @@ def _run_jobs(conn: sqlite3.Connection, jobs: list[WriteSteps]) -> list[tuple[bo
 class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     """Checkpoints in a SQLite file.
 
-    `SQLiteCheckpointer(db_path="checkpoints.db")` is the seeds' constructor: it creates
+    `SQLiteCheckpointer(db_path="checkpoints.db")` is AgentOS's constructor: it creates
     the file and table if needed (a new file in WAL mode). agentctl's commands open files
     with `readonly=True, create=False` instead.
     """
@@ -319,7 +319,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         # opens: no PRAGMA round trip to the connection's thread.
         pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None,
                                     timeout=self._busy_timeout_ms / 1000)
-        # A library user who never closes the checkpointer (the seeds' usage) must not
+        # A library user who never closes the checkpointer (AgentOS's usage) must not
         # have the interpreter wait forever at exit on aiosqlite's worker thread.
         worker = getattr(pending, "_thread", None)
         if worker is not None and not worker.is_alive():
