@@ -1083,7 +1083,10 @@ def child_tui(which: str, what: str, db: str, spawned: float) -> dict[str, Any]:
 
     app = Timed(db, readonly=True) if which != "bare" else Timed()
 
+    cpu = 0.0
+
     async def main() -> float:
+        nonlocal cpu
         value = None
         async with app.run_test(headless=True, size=(160, 48)) as pilot:
             deadline = time.perf_counter() + 60
@@ -1099,10 +1102,14 @@ def child_tui(which: str, what: str, db: str, spawned: float) -> dict[str, Any]:
                     await asyncio.sleep(0.002)
             if value is None:
                 raise BenchError(f"no {what} paint within 60 s")
+            cpu = time.process_time()
             await pilot.pause()  # let the loads it started finish before the app closes
         return value
 
-    return {"value": asyncio.run(main())}
+    value = asyncio.run(main())
+    # The process's CPU seconds (all threads, from its start) by then: what a busy
+    # machine's other processes do not change much, unlike the wall time.
+    return {"value": value, "cpu": cpu}
 
 
 # ---------------------------------------------------------------------------- reporting
