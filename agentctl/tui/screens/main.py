@@ -139,7 +139,8 @@ class MainScreen(Screen[None]):
         self.detail_loaded: str | None = None
         self._threads_refreshed_at = 0.0
         self._threads_timer: Any = None
-        self.assembled = False  # the tree, the detail pane, ... mounted (`_assemble`)
+        self.assembled = False  # the detail pane, ... mounted (`_assemble`)
+        self._keys_on = False  # the keys work (from the moment they are being mounted)
 
     @property
     def source(self) -> DataSource:
@@ -177,7 +178,10 @@ class MainScreen(Screen[None]):
         else:  # still being read (or a Postgres database): shown when it comes
             self.load_threads("", 0)
         self.app.open_database()
-        self.call_after_refresh(self._assemble)
+        # Once the first frame is on screen, in a task of its own (the callbacks that
+        # wait for that frame do not wait for this too).
+        self.call_after_refresh(self.run_worker, self._assemble, group="assemble",
+                                exit_on_error=False)
 
     async def _assemble(self) -> None:
         """Mount the rest of the screen (after the first frame)."""
@@ -186,11 +190,12 @@ class MainScreen(Screen[None]):
         detail = DetailPane(id="detail")
         with self.app.batch_update():
             mounts = [self.query_one("#panes").mount(detail), self.threads.add_filter()]
-            self.assembled = True  # (the footer's keys are enabled from its first compose)
+            self._keys_on = True  # (the footer's keys are enabled from its first compose)
             mounts.append(self.mount(KeyFooter(), before="#key-line"))
             self.query_one("#key-line").remove()
         for mount in mounts:
             await mount
+        self.assembled = True
         detail.border_title = "Detail"
         opened = self.source.backend is not None
         detail.show_message("select a checkpoint" if opened else "opening the database…")
@@ -200,7 +205,7 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Until the screen is whole (a moment after its first frame) only quit and help.
-        return self.assembled or action in ("quit", "help")
+        return self._keys_on or action in ("quit", "help")
 
     @property
     def threads(self) -> ThreadList:

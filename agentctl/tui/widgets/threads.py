@@ -9,6 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.widget import AwaitMount
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
@@ -82,11 +83,10 @@ class ThreadList(Vertical):
         yield table
         yield Static(Text("loading threads…", style="italic"), id="thread-status")
 
-    async def add_filter(self) -> None:
+    def add_filter(self) -> AwaitMount:
         """Mount the filter box above the table (the main screen does, after its first frame)."""
-        if not self.query("#thread-filter"):
-            await self.mount(Input(placeholder="filter: thread id prefix", id="thread-filter"),
-                             before=self.table)
+        return self.mount(Input(placeholder="filter: thread id prefix", id="thread-filter"),
+                          before=self.table)
 
     @property
     def table(self) -> ThreadTable:
