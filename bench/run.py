@@ -1042,7 +1042,32 @@ def child_tui(which: str, what: str, db: str, spawned: float) -> dict[str, Any]:
         FirstPage.start(db)
     from textual.widgets import DataTable
 
-    if which == "bare":
+    if which == "bare-read":
+        # The floor with the database read: the bare app, its table filled with the same
+        # first page of threads, read on the same plain thread (not agentctl's UI).
+        from textual.app import App
+        from textual.widgets import Footer
+
+        page = FirstPage.take(db)
+        assert page is not None
+
+        class BareRead(App[None]):
+            def compose(self):
+                yield DataTable()
+                yield Footer()
+
+            def on_mount(self) -> None:
+                self.query_one(DataTable).add_columns("CKPTS", "THREAD")
+                self.run_worker(self.fill())
+
+            async def fill(self) -> None:
+                rows = await asyncio.wrap_future(page.future)
+                t = self.query_one(DataTable)
+                for s in rows[:100]:
+                    t.add_row(str(s.checkpoints), s.thread_id)
+
+        base: Any = BareRead
+    elif which == "bare":
         from textual.app import App
         from textual.widgets import Footer
 
@@ -1081,7 +1106,7 @@ def child_tui(which: str, what: str, db: str, spawned: float) -> dict[str, Any]:
             elif self.first_paint is None:
                 self.first_paint = time.perf_counter()
 
-    app = Timed(db, readonly=True) if which != "bare" else Timed()
+    app = Timed(db, readonly=True) if which == "agentctl" else Timed()
 
     cpu = 0.0
 

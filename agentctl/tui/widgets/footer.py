@@ -111,15 +111,15 @@ class KeyLine(Widget):
     }
     """
 
-    def __init__(self, bindings: Iterable[Binding], **kwargs: Any) -> None:
+    def __init__(self, bindings: Iterable[object], **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._bindings = [b for b in bindings if b.show]
+        self._shown_keys = [b for b in bindings if isinstance(b, Binding) and b.show]
 
     def render(self) -> Text:
         key_style = self.get_component_rich_style("footer-key--key")
         description_style = self.get_component_rich_style("footer-key--description")
         text = Text(no_wrap=True, overflow="crop")
-        for binding in self._bindings:
+        for binding in self._shown_keys:
             text.append(f" {self.app.get_key_display(binding)} ", key_style)
             text.append(f"{binding.description} ", description_style)
         return text
