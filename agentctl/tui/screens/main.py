@@ -177,9 +177,10 @@ class MainScreen(Screen[None]):
             self._threads_refreshed_at = time.monotonic()
         else:  # still being read (or a Postgres database): shown when it comes
             self.load_threads("", 0)
-        self.app.open_database()
-        # Once the first frame is on screen, in a task of its own (the callbacks that
-        # wait for that frame do not wait for this too).
+        # Once the first frame is on screen: open the database (its drivers' imports and
+        # the schema read would come before that frame otherwise), and mount the rest,
+        # in a task of its own (the callbacks that wait for that frame do not wait for it).
+        self.call_after_refresh(self.app.open_database)
         self.call_after_refresh(self.run_worker, self._assemble, group="assemble",
                                 exit_on_error=False)
 
