@@ -68,11 +68,15 @@ class FirstPage:
 
     @classmethod
     def _make(cls, url: str) -> "FirstPage | None":
-        try:
-            kind, path = parse_url(url)
-        except Exception:  # noqa: BLE001 - the normal path reports a bad URL
-            return None
-        return cls(path) if kind == "sqlite" else None
+        path = (url or "").strip()
+        if not path or "://" in path:  # a URL (parse_url imports the backends' module
+            try:                         # and its imports: not for a plain file path)
+                kind, path = parse_url(url)
+            except Exception:  # noqa: BLE001 - the normal path reports a bad URL
+                return None
+            if kind != "sqlite":
+                return None
+        return cls(path)
 
 
 class DataSource:

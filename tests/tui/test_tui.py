@@ -185,6 +185,28 @@ async def test_first_paint_does_not_wait_for_the_database(sample_sqlite):
         assert app.threads.table.row_count == 7
 
 
+async def test_the_rest_of_the_screen_comes_after_the_first_frame_in_its_places(sample_sqlite):
+    from agentctl.tui.screens.main import MainScreen
+    from agentctl.tui.widgets.footer import KeyFooter, KeyLine
+
+    before = MainScreen()  # until it is whole, only quit and help work
+    assert not before.check_action("rewind", ()) and not before.check_action("filter_threads", ())
+    assert before.check_action("quit", ()) and before.check_action("help", ())
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await until(pilot, lambda: app.main.assembled, what="the screen whole")
+        assert app.main.check_action("rewind", ())
+        assert not app.main.query(KeyLine) and len(app.main.query(KeyFooter)) == 1
+        assert [w.id for w in app.threads.children] == ["thread-filter", "thread-table",
+                                                        "thread-status"]
+        assert [w.id for w in app.query_one("#panes").children] == ["left", "detail"]
+        assert [w.id for w in app.query_one("#left").children] == ["threads-pane", "tree"]
+        assert app.query_one("#detail").border_title == "Detail"
+        await press(pilot, "t")  # the filter box (mounted late) takes the focus
+        assert app.focused is app.query_one("#thread-filter")
+
+
 @pytest.mark.parametrize("indexed", [False, True], ids=["plain", "created_at-index"])
 async def test_the_first_page_of_threads_is_the_backends(sample_sqlite, indexed):
     """What the TUI reads on a plain thread at start-up: the backend's own query."""

@@ -35,7 +35,7 @@ from agentctl.tui.messages import (
 )
 from agentctl.tui.source import CHECKPOINT_PAGE, THREAD_PAGE, DataSource
 from agentctl.tui.widgets.detail import TABS, DetailPane
-from agentctl.tui.widgets.footer import KeyFooter
+from agentctl.tui.widgets.footer import KeyFooter, KeyLine
 from agentctl.tui.widgets.threads import ThreadList
 from agentctl.tui.widgets.timeline import (
     BranchItem,
@@ -139,6 +139,8 @@ class MainScreen(Screen[None]):
         self.detail_loaded: str | None = None
         self._threads_refreshed_at = 0.0
         self._threads_timer: Any = None
+        self.assembled = False  # the detail pane, ... mounted (`_assemble`)
+        self._keys_on = False  # the keys work (from the moment they are being mounted)
 
     @property
     def source(self) -> DataSource:
@@ -151,30 +153,60 @@ class MainScreen(Screen[None]):
     # ---- layout ---------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # The first frame has what is looked at first: the status line, the threads, the
+        # (empty) checkpoint tree and the keys (as one line of text). The detail pane,
+        # the filter box and the footer's key widgets (most of the widgets, and half of
+        # the time to that frame) are mounted right after it (`_assemble`), where the
+        # layout keeps their places: the threads pane's size does not change.
         yield Static(id="status")
         with Horizontal(id="panes"):
             with Vertical(id="left"):
                 yield ThreadList(id="threads-pane")
                 yield CheckpointTree(id="tree")
-            yield DetailPane(id="detail")
-        yield KeyFooter()
+        yield KeyLine(BINDINGS, id="key-line")
 
     def on_mount(self) -> None:
         self.query_one("#threads-pane").border_title = "Threads"
         self.query_one("#tree").border_title = "Checkpoints"
-        self.query_one("#detail").border_title = "Detail"
         self.timeline.set_message("loading…")
-        self.detail.show_message("opening the database…")
         self._show_status()
         self.threads.table.focus()
         first = self.source.first_threads()
         if first is not None:  # read while the app started: shown in the first frame
             self.threads.set_threads(first[0], 0, first[1])
             self._threads_refreshed_at = time.monotonic()
-            self._show_first_thread()
         else:  # still being read (or a Postgres database): shown when it comes
             self.load_threads("", 0)
-        self.app.open_database()
+        # Once the first frame is on screen: open the database (its drivers' imports and
+        # the schema read would come before that frame otherwise), and mount the rest,
+        # in a task of its own (the callbacks that wait for that frame do not wait for it).
+        self.call_after_refresh(self.app.open_database)
+        self.call_after_refresh(self.run_worker, self._assemble, group="assemble",
+                                exit_on_error=False)
+
+    async def _assemble(self) -> None:
+        """Mount the rest of the screen (after the first frame)."""
+        if not self.app.is_running or not self.is_attached:
+            return
+        detail = DetailPane(id="detail")
+        with self.app.batch_update():
+            mounts = [self.query_one("#panes").mount(detail), self.threads.add_filter()]
+            self._keys_on = True  # (the footer's keys are enabled from its first compose)
+            mounts.append(self.mount(KeyFooter(), before="#key-line"))
+            self.query_one("#key-line").remove()
+        for mount in mounts:
+            await mount
+        self.assembled = True
+        detail.border_title = "Detail"
+        opened = self.source.backend is not None
+        detail.show_message("select a checkpoint" if opened else "opening the database…")
+        self.refresh_bindings()
+        if not self.threads.fetching:  # the threads are listed
+            self._show_first_thread()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Until the screen is whole (a moment after its first frame) only quit and help.
+        return self._keys_on or action in ("quit", "help")
 
     @property
     def threads(self) -> ThreadList:
@@ -214,6 +246,8 @@ class MainScreen(Screen[None]):
         self._show_status()
         if self.thread_id is None:
             self.timeline.set_message("select a thread")
+        if not self.assembled:
+            return  # `_assemble` shows the rest
         if self.selected is None:
             self.detail.show_message("select a checkpoint")
         if not self.threads.fetching:  # the threads came before the database opened
@@ -253,8 +287,8 @@ class MainScreen(Screen[None]):
 
     @while_shown
     def _show_current_thread(self) -> None:
-        if self.thread_id is not None:
-            return
+        if self.thread_id is not None or not self.assembled:
+            return  # shown, or `_assemble` will
         threads = self.threads
         current = threads.current
         if current is not None:
@@ -273,6 +307,8 @@ class MainScreen(Screen[None]):
     @on(ThreadList.Chosen)
     @while_shown
     def _thread_chosen(self, message: ThreadList.Chosen) -> None:
+        if not self.assembled:
+            return
         if message.thread_id != self.thread_id:
             self.show_thread(message.thread_id)
         self.timeline.focus()

@@ -3,10 +3,13 @@ terminal too narrow for one line of keys, laid out on as many lines as they need
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widget import Widget
 from textual.widgets import Footer
 
 # The columns Textual's Footer gives a key besides its key and description: a space
@@ -83,3 +86,40 @@ class KeyFooter(Footer):
         if wrap:
             self.styles.grid_size_columns = columns
         return before != (wrap, columns if wrap else 0)
+
+
+class KeyLine(Widget):
+    """The keys as one line of text, where the footer goes, for the first frame: a
+    dozen FooterKey widgets cost about as much to mount and lay out as the rest of that
+    frame. The main screen replaces it with the KeyFooter right after that frame."""
+
+    COMPONENT_CLASSES = {"footer-key--key", "footer-key--description"}
+    DEFAULT_CSS = """
+    KeyLine {
+        dock: bottom;
+        height: 1;
+        background: $footer-background;
+        .footer-key--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        .footer-key--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+    }
+    """
+
+    def __init__(self, bindings: Iterable[object], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._shown_keys = [b for b in bindings if isinstance(b, Binding) and b.show]
+
+    def render(self) -> Text:
+        key_style = self.get_component_rich_style("footer-key--key")
+        description_style = self.get_component_rich_style("footer-key--description")
+        text = Text(no_wrap=True, overflow="crop")
+        for binding in self._shown_keys:
+            text.append(f" {self.app.get_key_display(binding)} ", key_style)
+            text.append(f"{binding.description} ", description_style)
+        return text

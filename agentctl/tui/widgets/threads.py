@@ -9,6 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.widget import AwaitMount
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
@@ -74,12 +75,18 @@ class ThreadList(Vertical):
         self.summaries: dict[str, ThreadSummary] = {}
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: thread id prefix", id="thread-filter")
+        # The filter box is mounted after the first frame (`add_filter`): that frame,
+        # with the rows, comes sooner without it.
         table = ThreadTable(id="thread-table", cursor_type="row", zebra_stripes=False)
         table.add_column("ckpts", key="count", width=5)
         table.add_column("thread", key="thread")
         yield table
         yield Static(Text("loading threads…", style="italic"), id="thread-status")
+
+    def add_filter(self) -> AwaitMount:
+        """Mount the filter box above the table (the main screen does, after its first frame)."""
+        return self.mount(Input(placeholder="filter: thread id prefix", id="thread-filter"),
+                          before=self.table)
 
     @property
     def table(self) -> ThreadTable:
