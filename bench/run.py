@@ -57,6 +57,11 @@ class BenchError(Exception):
     pass
 
 
+def q(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def quote(text: str) -> str:
     """Shell quoting that stays readable for SQL with single quotes."""
     if "'" in text and not any(c in text for c in '"$`\\!'):
@@ -294,9 +299,10 @@ class Bench:
 
     # ---- sides ----------------------------------------------------------------------
 
-    def ac(self, *argv: str, db: str | None = None, label: str | None = None) -> Side:
+    def ac(self, *argv: str, db: str | None = None, label: str | None = None, name: str = "DB") -> Side:
+        """agentctl on `db` (shown in the report as `--db NAME`)."""
         full = [*self.agentctl, "--db", db or self.db, *argv]
-        shown = "agentctl --db DB " + shlex.join(argv)
+        shown = f"agentctl --db {name} " + shlex.join(argv)
         return Side(label or "agentctl", lambda: run_process(full, env=self.env), shown)
 
     def sqlite(self, sql: str, db: str | None = None, readonly: bool = True) -> Side:
@@ -345,7 +351,6 @@ class Bench:
     def figures(self) -> list[Figure]:
         m = self.meta
         figs: list[Figure] = []
-        q = lambda s: "'" + s.replace("'", "''") + "'"  # noqa: E731
 
         figs.append(Figure(
             "threads", "`threads list` (50 newest), SQLite",
@@ -543,12 +548,9 @@ class Bench:
         if not os.path.exists(db + ".meta.json"):
             return []
         am = self._load_meta(db)
-        q = lambda s: "'" + s.replace("'", "''") + "'"  # noqa: E731
 
         def ac(*argv: str) -> Side:
-            side = self.ac(*argv, db=db)
-            side.command = side.command.replace("--db DB", "--db ARTICLE")
-            return side
+            return self.ac(*argv, db=db, name="ARTICLE")
 
         def sql(text: str) -> Side:
             side = self.sqlite(text, db=db)
@@ -588,12 +590,9 @@ class Bench:
         PATH --threads 10 --checkpoints 100010: `prune --all --keep-last 1` frees 100,000)."""
         db = self.args.langgraph_db
         figs: list[Figure] = []
-        q = lambda s: "'" + s.replace("'", "''") + "'"  # noqa: E731
 
         def ac(*argv: str, on: str = db, name: str = "LANGGRAPH") -> Side:
-            side = self.ac(*argv, db=on)
-            side.command = side.command.replace("--db DB", f"--db {name}")
-            return side
+            return self.ac(*argv, db=on, name=name)
 
         def sql(text: str, on: str = db, name: str = "LANGGRAPH", readonly: bool = True) -> Side:
             side = self.sqlite(text, db=on, readonly=readonly)
@@ -759,12 +758,9 @@ class Bench:
                    "DSN --meta FILE)")
             return [self.missing_figure(k, t, why) for k, t in keys]
         dsn = self.pg_dsn
-        q = lambda s: "'" + s.replace("'", "''") + "'"  # noqa: E731
 
         def ac(*argv: str) -> Side:
-            side = self.ac(*argv, db=dsn)
-            side.command = side.command.replace("--db DB", "--db DSN")
-            return side
+            return self.ac(*argv, db=dsn, name="DSN")
 
         def psql(sql: str) -> Side:
             argv = ["psql", dsn, "-X", "-q", "-A", "-t", "-c", sql]
@@ -921,7 +917,6 @@ class Bench:
         needle = text.lower()
         grams = " AND ".join('"' + g.replace('"', '""') + '"'
                              for g in sorted({needle[i:i + 3] for i in range(len(needle) - 2)}))
-        q = lambda v: "'" + v.replace("'", "''") + "'"  # noqa: E731
         build_sql = (f"ATTACH {q(self.db)} AS src; "
                      "CREATE VIRTUAL TABLE f USING fts5(body, content='', detail=none, "
                      "tokenize='trigram case_sensitive 1'); "
