@@ -147,3 +147,135 @@ def test_adk_side_index(tmp_path):
     assert _digest(db) == after
     _damaged_falls_back(db, "paris")
     assert _digest(db) == after
+
+
+# ---- LangGraph -------------------------------------------------------------------------------
+
+
+LG_QUERIES = [["paris"], ["PARIS", "--role", "user"], ["café"], ["straße"], ["你好"], ['"inside"'],
+              ["back\\slash"], ["σίσυφος"], ["lookup"], ["sunny", "--in", "tools"], ["paris", "--in", "messages"],
+              ["paris", "--in", "state"], ["task_id"], ["assistant"], ["zzz-not-there"], ["pa"],
+              ["paris", "--thread", "t1"]]
+
+
+def _lg_graph(saver):
+    from typing import Annotated, TypedDict
+
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    # (the functional form: this module's annotations are strings)
+    State = TypedDict("State", {"messages": Annotated[list, add_messages], "city": str})
+
+    def agent(s):
+        last = s["messages"][-1]
+        if isinstance(last, ToolMessage):
+            return {"messages": [AIMessage(content=f"done: {last.content}".upper())]}
+        text = last.content
+        return {"messages": [AIMessage(content="", tool_calls=[{"name": "lookup", "args": {"q": text},
+                                                                  "id": f"call-{len(s['messages'])}"}])],
+                "city": text}
+
+    def tools(s):
+        call = s["messages"][-1].tool_calls[0]
+        return {"messages": [ToolMessage(content=f"sunny in {call['args']['q']}", tool_call_id=call["id"],
+                                         name="lookup")]}
+
+    def route(s):
+        return "tools" if getattr(s["messages"][-1], "tool_calls", None) else END
+
+    g = StateGraph(State)
+    g.add_node("agent", agent)
+    g.add_node("tools", tools)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", route, ["tools", END])
+    g.add_edge("tools", "agent")
+    return g.compile(checkpointer=saver)
+
+
+def _lg_write(path: str, threads: dict[str, list[str]]) -> None:
+    import sqlite3
+
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    con = sqlite3.connect(path, check_same_thread=False)
+    try:
+        graph = _lg_graph(SqliteSaver(con))
+        for tid, texts in threads.items():
+            for t in texts:
+                graph.invoke({"messages": [HumanMessage(content=t)]}, {"configurable": {"thread_id": tid}})
+    finally:
+        con.close()
+
+
+def _lg_delete(path: str, tid: str) -> None:
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    con = sqlite3.connect(path, check_same_thread=False)
+    try:
+        SqliteSaver(con).delete_thread(tid)
+    finally:
+        con.close()
+
+
+def test_langgraph_side_index(tmp_path):
+    pytest.importorskip("langgraph")
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    db = str(tmp_path / "lg.db")
+    _lg_write(db, {"t1": TEXTS[:5], "t2": TEXTS[3:], "t3": TEXTS[::3]})
+    before = _digest(db)
+    assert cli(db, "index", "build").exit_code == 0
+    assert cli_json(db, "index", "status")["state"] == "current"
+    assert cli_json(db, "doctor")["ok"]
+    _same(db, LG_QUERIES)
+    assert _hits(db, "paris", "-n", "500")
+    assert _route(db, "paris") == "index" and _route(db, "pa") == "scan"
+    assert _digest(db) == before
+
+    # LangGraph again: a thread goes on (checkpoints and writes), another is deleted
+    _lg_write(db, {"t2": ["new: PARIS again, café"], "t4": ["Köln and Paris"]})
+    _lg_delete(db, "t1")
+    assert cli_json(db, "index", "status")["state"] == "behind"
+    d = cli_json(db, "doctor")
+    assert any("search index" in w for w in d["warnings"]), d
+    after = _digest(db)
+    _same(db, [q for q in LG_QUERIES if "--thread" not in q] + [["paris", "--thread", "t2"]])
+    assert cli_json(db, "index", "status")["state"] == "current"
+    found = _hits(db, "paris", "-n", "500")
+    assert not any(h[0] == "t1" for h in found) and any(h[0] == "t4" for h in found)
+    assert _digest(db) == after
+    _damaged_falls_back(db, "paris")
+    assert _digest(db) == after
+
+
+# ---- the OpenAI Agents SDK: doctor -----------------------------------------------------------
+
+
+def test_openai_doctor_reports_side_index(tmp_path):
+    pytest.importorskip("agents")
+    from agents import SQLiteSession
+
+    db = str(tmp_path / "sdk.db")
+
+    async def write(text: str) -> None:
+        s = SQLiteSession("s1", db)
+        try:
+            await s.add_items([{"role": "user", "content": text}])
+        finally:
+            s.close()
+
+    asyncio.run(write("Paris first"))
+    d = cli_json(db, "doctor")
+    assert d["ok"] and d["problems"] == {"search_index": []} and not d["warnings"]
+    assert cli(db, "index", "build").exit_code == 0
+    assert cli_json(db, "doctor")["ok"] and not cli_json(db, "doctor")["warnings"]
+    asyncio.run(write("Paris again"))
+    d = cli_json(db, "doctor")
+    assert d["ok"] and any("search index" in w for w in d["warnings"]), d
+    before = _digest(db)
+    _damaged_falls_back(db, "paris")
+    assert _digest(db) == before
