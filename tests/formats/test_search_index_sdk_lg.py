@@ -222,7 +222,7 @@ def _lg_delete(path: str, tid: str) -> None:
         con.close()
 
 
-def test_langgraph_side_index(tmp_path):
+def test_langgraph_side_index(tmp_path, monkeypatch):
     pytest.importorskip("langgraph")
     pytest.importorskip("langgraph.checkpoint.sqlite")
     db = str(tmp_path / "lg.db")
@@ -234,6 +234,11 @@ def test_langgraph_side_index(tmp_path):
     _same(db, LG_QUERIES)
     assert _hits(db, "paris", "-n", "500")
     assert _route(db, "paris") == "index" and _route(db, "pa") == "scan"
+    from agentctl.storage.langgraph import store as lg_store
+
+    with monkeypatch.context() as m:  # many candidates: looked for thread by thread
+        m.setattr(lg_store, "LAZY_CANDIDATES", 0)
+        _same(db, LG_QUERIES)
     assert _digest(db) == before
 
     # LangGraph again: a thread goes on (checkpoints and writes), another is deleted

@@ -42,6 +42,8 @@ NS_SEP = "|"
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
 #: `search` decodes at most this many checkpoints (newest first) per call
 SEARCH_SCAN_MAX = 20_000
+#: the side index's search locates up to this many candidates at once (more: thread by thread)
+LAZY_CANDIDATES = 5_000
 #: how many checkpoint ids' places a store remembers
 WHERE_CACHE_MAX = 200_000
 #: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
@@ -815,6 +817,12 @@ class LangGraphStore(Store):
 
     # ---- search and doctor ----------------------------------------------------------
 
+    @property
+    def _threads_by_head(self) -> str:
+        """The threads, newest head first (the order `search` goes through them)."""
+        return (f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
+                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")
+
     async def search(
         self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
         scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
@@ -839,9 +847,7 @@ class LangGraphStore(Store):
         if thread_id is not None:
             threads = [await self._split(thread_id)]
         else:
-            rows = await self._q(
-                f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
-                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")
+            rows = await self._q(self._threads_by_head)
             threads = [(r["thread_id"], r["checkpoint_ns"]) for r in rows]
         for tid, ns in threads:
             after: str | None = None
@@ -1035,9 +1041,11 @@ class LangGraphStore(Store):
         if thread_id is not None:
             cond, params = " AND thread_id = ? AND checkpoint_ns = ?", list(await self._split(thread_id))
 
-        def located() -> dict[tuple[str, str], list[str]]:
+        def candidate_keys() -> list[int]:
+            return list(session.candidates(needle))
+
+        def located(keys: list[int]) -> dict[tuple[str, str], list[str]]:
             """{(thread, namespace): [checkpoint id, ...]} of the candidates."""
-            keys = list(session.candidates(needle))
             out: dict[tuple[str, str], list[str]] = {}
             for i in range(0, len(keys), 500):
                 chunk = keys[i:i + 500]
@@ -1047,34 +1055,56 @@ class LangGraphStore(Store):
                     out.setdefault((tid, ns), []).append(cid)
             return out
 
+        def in_thread(tid: str, ns: str, keys: set[int]) -> list[str]:
+            """The ids of a thread's candidates, newest first (its primary key's index)."""
+            return [cid for rid, cid in session.con.execute(
+                "SELECT rowid, checkpoint_id FROM src.checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                "ORDER BY checkpoint_id DESC", (tid, ns)) if rid in keys]
+
         try:
             try:
-                found = await asyncio.to_thread(located)
+                keys = await asyncio.to_thread(candidate_keys)
+                # Few candidates: each located by its rowid. Many (a common word): the
+                # threads in the scan's order, each one's candidates from its rows' ids,
+                # until there are enough hits (the scan would stop as early).
+                found = await asyncio.to_thread(located, keys) if len(keys) <= LAZY_CANDIDATES else None
             except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
                 self.last_search_note = (f"search index {side} is unreadable ({exc}); fell back to "
                                          "the scan (`agentctl index build` rebuilds it)")
                 return None
-        finally:
-            session.close()
-        heads: list[tuple[str, str, str]] = []
-        for tid, ns in found:
-            rows = await self._q("SELECT MAX(checkpoint_id) AS head FROM {cp} WHERE thread_id = ? "
-                                 "AND checkpoint_ns = ?", tid, ns)
-            heads.append((rows[0]["head"] or "", tid, ns))
-        # the scan's order of threads: the newest head first (then by thread, namespace)
-        heads.sort(key=lambda h: (h[1], h[2]))
-        heads.sort(key=lambda h: h[0], reverse=True)
-        hits: list[SearchHit] = []
-        for _head, tid, ns in heads:
-            ids = sorted(found[(tid, ns)], reverse=True)
-            for i in range(0, len(ids), 200):
-                rows = await self._rows(tid, ns, ids=ids[i:i + 200])
-                rows.sort(key=lambda r: r["checkpoint_id"], reverse=True)
-                await self._match(tid, ns, rows, raw_needle, text, needle, role, wanted, limit, hits)
+            # the scan's order of threads: the newest head first
+            if found is None and thread_id is not None:
+                order = [(params[0], params[1])]
+            elif found is None or len(found) > 50:  # its own query (a pass over the primary key's index)
+                order = [(r["thread_id"], r["checkpoint_ns"]) for r in await self._q(self._threads_by_head)]
+            else:  # a seek per thread (then by thread and namespace)
+                heads: list[tuple[str, str, str]] = []
+                for tid, ns in found:
+                    rows = await self._q("SELECT MAX(checkpoint_id) AS head FROM {cp} WHERE thread_id = ? "
+                                         "AND checkpoint_ns = ?", tid, ns)
+                    heads.append((rows[0]["head"] or "", tid, ns))
+                heads.sort(key=lambda h: (h[1], h[2]))
+                heads.sort(key=lambda h: h[0], reverse=True)
+                order = [(tid, ns) for _head, tid, ns in heads]
+            keyset = set(keys) if found is None else set()
+            hits: list[SearchHit] = []
+            for tid, ns in order:
+                if found is not None:
+                    if (tid, ns) not in found:
+                        continue
+                    ids = sorted(found[(tid, ns)], reverse=True)
+                else:
+                    ids = await asyncio.to_thread(in_thread, tid, ns, keyset)
+                for i in range(0, len(ids), 200):
+                    rows = await self._rows(tid, ns, ids=ids[i:i + 200])
+                    rows.sort(key=lambda r: r["checkpoint_id"], reverse=True)
+                    await self._match(tid, ns, rows, raw_needle, text, needle, role, wanted, limit, hits)
+                    if len(hits) >= limit:
+                        break
                 if len(hits) >= limit:
                     break
-            if len(hits) >= limit:
-                break
+        finally:
+            session.close()
         hits.sort(key=lambda h: h.checkpoint_id, reverse=True)
         return hits[:limit]
 
