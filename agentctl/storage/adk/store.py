@@ -554,6 +554,7 @@ class ADKStore(ConnectedStore):
         return True
 
     # ---- the side search index (agentctl.storage.textindex) ----------------------------
+
     #: the checks `doctor --json` lists even when they find nothing
     doctor_checks = ("search_index",)
 
@@ -565,11 +566,11 @@ class ADKStore(ConnectedStore):
         self.require(Capability.DOCTOR, "doctor")
         return await search_index_problems(self)
 
-
     def text_source(self) -> Any:
         """The side index's view of the events (SQLite): key the table's rowid (ADK's
-        events have a text primary key; the rowid SQLite gives a new row is larger than
-        any before), newest first by timestamp (the scan's order; ties are put in the
+        events have a text primary key; SQLite gives a new row a rowid above the largest;
+        one that reuses a deleted newest row's is re-indexed when its timestamp or lengths
+        differ, as a rewrite is), newest first by timestamp (the scan's order; ties are put in the
         scan's order by the search), one document per event: its message's searchable
         text, casefolded as the search compares (kind 0 a message, 1 a tool result)."""
         from agentctl.storage.textindex import Source

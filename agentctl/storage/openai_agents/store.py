@@ -479,6 +479,7 @@ class OpenAIAgentsStore(ConnectedStore):
                 break
 
     # ---- the side search index (agentctl.storage.textindex) ----------------------------
+
     #: the checks `doctor --json` lists even when they find nothing
     doctor_checks = ("search_index",)
 
@@ -489,7 +490,6 @@ class OpenAIAgentsStore(ConnectedStore):
 
         self.require(Capability.DOCTOR, "doctor")
         return await search_index_problems(self)
-
 
     def text_source(self) -> Any:
         """The side index's view of this store: one document per item (its searchable
