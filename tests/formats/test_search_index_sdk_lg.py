@@ -284,3 +284,40 @@ def test_openai_doctor_reports_side_index(tmp_path):
     before = _digest(db)
     _damaged_falls_back(db, "paris")
     assert _digest(db) == before
+
+
+def test_adk_v0_side_index_never_unpickles(tmp_path, monkeypatch):
+    """ADK's v0 layout (pickled `actions`): the index is built from the plain columns,
+    the pickled one never loaded."""
+    pytest.importorskip("google.adk")
+    import pickle
+    import sqlite3
+
+    from tests.formats.test_format_adk import V0_DDL
+
+    db = str(tmp_path / "v0.db")
+    conn = sqlite3.connect(db)
+    for ddl in V0_DDL:
+        conn.execute(ddl.format(json="TEXT", ts="DATETIME", blob="BLOB"))
+    conn.execute("INSERT INTO sessions VALUES ('a', 'u', 's', '{}', '2025-01-01 00:00:00.000000', "
+                 "'2025-01-01 00:00:09.000000')")
+    conn.executemany(
+        "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, actions, timestamp, content) "
+        "VALUES (?, 'a', 'u', 's', 'inv', ?, ?, ?, ?)",
+        [(f"e{i}", "user" if i % 2 == 0 else "agent", pickle.dumps({"state_delta": {"x": i}}),
+          f"2025-01-01 00:00:0{i // 2}.000000",
+          '{"role": "%s", "parts": [{"text": "%s"}]}' % ("user" if i % 2 == 0 else "model", t.replace('"', "'")))
+         for i, t in enumerate(TEXTS)])
+    conn.commit()
+    conn.close()
+
+    def no_unpickling(*_a, **_k):
+        raise AssertionError("agentctl unpickled a column")
+
+    monkeypatch.setattr(pickle, "loads", no_unpickling)
+    monkeypatch.setattr(pickle, "load", no_unpickling)
+    before = _digest(db)
+    assert cli(db, "index", "build").exit_code == 0
+    _same(db, [["paris"], ["café"], ["σίσυφος"], ["paris", "--role", "user"], ["zzz-not-there"]])
+    assert _hits(db, "paris", "-n", "500") and _route(db, "paris") == "index"
+    assert _digest(db) == before
