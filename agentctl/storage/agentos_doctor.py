@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from agentctl.backends.base import DIALECT_INDEXES, INDEXES, index_sql
 from agentctl.storage.contract import Problem
 from agentctl.storage.sqlutil import in_chunks
+from agentctl.storage.textindex import search_index_problems
 
 if TYPE_CHECKING:
     from agentctl.backends.base import CheckpointBackend
@@ -34,26 +35,6 @@ async def problems(backend: CheckpointBackend, limit: int = 100) -> list[Problem
         out.append(Problem("warning", "schema", "", note, "warning", note))
     out.extend(await search_index_problems(backend))
     return out
-
-
-async def search_index_problems(backend: CheckpointBackend) -> list[Problem]:
-    """The side search index (SQLite, `agentctl index build`), when there is one: a
-    warning when it is behind the database (the next search catches up), an error when
-    it cannot be used (search then scans)."""
-    from agentctl.storage.contract import Unsupported
-
-    try:
-        st = await backend.search_index("status")
-    except Unsupported:
-        return []
-    if st["state"] == "behind":
-        detail = "search index: " + st["detail"]
-        return [Problem("warning", "search_index", st["path"], detail, "warning", detail)]
-    if st["state"] == "corrupt":
-        return [Problem("error", "search_index", st["path"],
-                        st["detail"] + "; search scans instead (`agentctl index build` rebuilds it, "
-                        "`agentctl index drop` removes it)", "search-index", st)]
-    return []
 
 
 async def find_cycles(backend: CheckpointBackend, limit: int = 20, page: int = 50_000) -> list[list[str]]:

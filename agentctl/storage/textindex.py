@@ -25,7 +25,9 @@ fingerprint finds rows deleted or rewritten (then re-indexed). A side file that 
 be read, or was made by another version, is never trusted (`Unusable`): the caller
 scans and says so.
 
-Formats describe their rows with a `Source`; AgentOS's is in agentctl.backends.fts.
+Formats describe their rows with a `Source`; AgentOS's is in agentctl.backends.fts, the
+OpenAI Agents SDK's, Google ADK's and LangGraph's are their stores' `text_source()`.
+`doctor` reports the side index's state through `search_index_problems`.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+if TYPE_CHECKING:
+    from agentctl.storage.contract import Problem
 
 SUFFIX = ".agentctl-search"
 VERSION = 2
@@ -418,3 +423,25 @@ def status(db_path: str, source: Source, check: bool = True) -> Status:
     finally:
         session.close()
     return st
+
+
+async def search_index_problems(store: Any) -> list[Problem]:
+    """`doctor`'s finding about a store's side search index (SQLite, `agentctl index
+    build`), when there is one: a warning when it is behind the database (the next
+    search catches up), an error when it cannot be used (search then scans). `store`
+    is any Store (or AgentOS backend) with `search_index("status")`; none where it has
+    no such index (Unsupported)."""
+    from agentctl.storage.contract import Problem, Unsupported
+
+    try:
+        st = await store.search_index("status")
+    except Unsupported:
+        return []
+    if st["state"] == "behind":
+        detail = "search index: " + st["detail"]
+        return [Problem("warning", "search_index", st["path"], detail, "warning", detail)]
+    if st["state"] == "corrupt":
+        return [Problem("error", "search_index", st["path"],
+                        st["detail"] + "; search scans instead (`agentctl index build` rebuilds it, "
+                        "`agentctl index drop` removes it)", "search-index", st)]
+    return []

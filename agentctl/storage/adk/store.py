@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import SEARCH_PLACES, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, check_search_places
 from agentctl.storage.adk.events import (
     StateFold,
     decode_json,
@@ -27,6 +27,18 @@ SEP = "/"
 _V0_COLUMNS = ("author", "content", "error_code", "error_message", "branch", "partial",
                "turn_complete", "interrupted")
 OPAQUE = "(pickled in the v0 layout; agentctl never unpickles it)"
+
+
+def _order_key(value: Any) -> tuple[int, Any]:
+    """A value as SQLite's ORDER BY compares it (NULL, numbers, text in code point
+    order as BINARY compares UTF-8, blobs)."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, bytes(value))
 
 
 def thread_id_of(app: str, user: str, session: str) -> str:
@@ -476,6 +488,7 @@ class ADKStore(ConnectedStore):
         """A scan of the events: a LIKE prefilter on the stored JSON (ASCII text), then
         each candidate decoded and matched against its message's text."""
         self.last_search_path = "scan"
+        self.last_search_note = ""
         wanted = check_search_places(places)
         if not wanted & {"messages", "tools"}:  # (the state is not searched)
             return []
@@ -495,36 +508,179 @@ class ADKStore(ConnectedStore):
             params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
         sql = (f"SELECT {self._event_cols} FROM events" + (" WHERE " + " AND ".join(where) if where else "")
                + " ORDER BY timestamp DESC, id DESC LIMIT ? OFFSET ?")
+        steps: dict[tuple[str, str, str], dict[str, int]] = {}
+        if not scan and self.kind == "sqlite" and len(needle) >= 3:
+            found = await self._index_search(text, needle, role, limit, wanted, where, params, steps)
+            if found is not None:
+                self.last_search_path = "index"
+                return found
         hits: list[SearchHit] = []
         offset = 0
         page = 500
-        steps: dict[tuple[str, str, str], dict[str, int]] = {}
         while len(hits) < limit:
             rows = await self._q(sql, *params, page, offset)
             for r in rows:
-                ev, err = self._event(r)
-                if err is not None:
-                    continue
-                msg = to_message(ev)
-                if role is not None and msg.get("role") != role:
-                    continue
-                body = searchable_text(msg)
-                pos = body.casefold().find(needle)
-                if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in wanted:
-                    continue
-                key = (r["app_name"], r["user_id"], r["session_id"])
-                if key not in steps:
-                    ids = await self._q("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
-                                        "session_id = ? ORDER BY timestamp, id", *key)
-                    steps[key] = {x["id"]: i for i, x in enumerate(ids, 1)}
-                lo = max(pos - 40, 0)
-                hits.append(SearchHit(
-                    thread_id=thread_id_of(*key), checkpoint_id=r["id"], step=steps[key].get(r["id"], 0),
-                    where="tools_result" if msg.get("role") == "tool" else "messages",
-                    role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
-                if len(hits) >= limit:
+                if await self._match(r, text, needle, role, wanted, steps, hits) and len(hits) >= limit:
                     break
             if len(rows) < page:
                 break
             offset += page
         return hits
+
+    async def _match(self, r: Mapping[str, Any], text: str, needle: str, role: str | None, wanted: Any,
+                     steps: dict[tuple[str, str, str], dict[str, int]], hits: list[SearchHit]) -> bool:
+        """Add the hit of an event row to `hits` when it matches, as the scan matches
+        (its message's text, casefolded); whether it did."""
+        ev, err = self._event(dict(r))
+        if err is not None:
+            return False
+        msg = to_message(ev)
+        if role is not None and msg.get("role") != role:
+            return False
+        body = searchable_text(msg)
+        pos = body.casefold().find(needle)
+        if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in wanted:
+            return False
+        key = (r["app_name"], r["user_id"], r["session_id"])
+        if key not in steps:
+            ids = await self._q("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
+                                "session_id = ? ORDER BY timestamp, id", *key)
+            steps[key] = {x["id"]: i for i, x in enumerate(ids, 1)}
+        lo = max(pos - 40, 0)
+        hits.append(SearchHit(
+            thread_id=thread_id_of(*key), checkpoint_id=r["id"], step=steps[key].get(r["id"], 0),
+            where="tools_result" if msg.get("role") == "tool" else "messages",
+            role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
+        return True
+
+    # ---- the side search index (agentctl.storage.textindex) ----------------------------
+
+    #: the checks `doctor --json` lists even when they find nothing
+    doctor_checks = ("search_index",)
+
+    async def doctor(self, limit: int = 100) -> list[Problem]:
+        """The side search index's state (SQLite): a warning when it is behind the
+        database, an error when it cannot be used."""
+        from agentctl.storage.textindex import search_index_problems
+
+        self.require(Capability.DOCTOR, "doctor")
+        return await search_index_problems(self)
+
+    def text_source(self) -> Any:
+        """The side index's view of the events (SQLite): key the table's rowid (ADK's
+        events have a text primary key; SQLite gives a new row a rowid above the largest;
+        one that reuses a deleted newest row's is re-indexed when its timestamp or lengths
+        differ, as a rewrite is), newest first by timestamp (the scan's order; ties are put in the
+        scan's order by the search), one document per event: its message's searchable
+        text, casefolded as the search compares (kind 0 a message, 1 a tool result)."""
+        from agentctl.storage.textindex import Source
+
+        names = tuple(c.strip() for c in self._event_cols.split(","))
+
+        def docs(values: Sequence[Any]) -> list[tuple[int, str]]:
+            ev, err = self._event(dict(zip(names, values)))
+            if err is not None:
+                return []
+            msg = to_message(ev)
+            return [(1 if msg.get("role") == "tool" else 0, searchable_text(msg).casefold())]
+
+        searched = [c for c in names if c not in ("app_name", "user_id", "session_id", "timestamp")]
+        fingerprint = " + ".join(f"coalesce(length({c}), -1) * {1 + 1000 * i}" for i, c in enumerate(searched))
+        return Source(format=f"adk:{self.layout}", table="events", key="rowid", sort="timestamp",
+                      fingerprint=fingerprint, columns=names, kinds=("messages", "tools"), docs=docs)
+
+    async def search_index(self, action: str) -> dict[str, Any]:
+        """`agentctl index build|status|drop` on SQLite (a side file; the database is only read)."""
+        import asyncio
+        import sqlite3
+
+        from agentctl.errors import OperationError
+        from agentctl.storage import textindex
+        from agentctl.storage.contract import Unsupported
+
+        if self.kind != "sqlite":
+            raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
+        await self.connect()
+        path, source = self._db._db_path, self.text_source()
+        try:
+            if action == "build":
+                try:
+                    return (await asyncio.to_thread(textindex.build, path, source)).to_dict()
+                except PermissionError as exc:
+                    raise OperationError(f"cannot build the search index: {exc}") from None
+            if action == "drop":
+                try:
+                    dropped = textindex.drop(path)
+                except OSError as exc:
+                    raise OperationError(f"cannot remove the search index: {exc}") from None
+                return {**textindex.status(path, source).to_dict(), "dropped": dropped}
+            return (await asyncio.to_thread(textindex.status, path, source)).to_dict()
+        except sqlite3.OperationalError as exc:  # e.g. an events table WITHOUT ROWID
+            raise OperationError(f"cannot index the events table: {exc}") from None
+
+    async def _index_search(self, text: str, needle: str, role: str | None, limit: int, wanted: Any,
+                            where: list[str], params: list[Any],
+                            steps: dict[tuple[str, str, str], dict[str, int]]) -> list[SearchHit] | None:
+        """The hits through the side index when there is one, else None: its candidates
+        (newest first by timestamp) read from the database and matched with the scan's
+        own test, until no later candidate can be among the first `limit` in the scan's
+        order (timestamp, then id, newest first)."""
+        import asyncio
+        import os
+        import sqlite3
+
+        from agentctl.storage import textindex
+
+        await self.connect()
+        path = self._db._db_path
+        side = textindex.side_path(path)
+        if not os.path.exists(side):
+            return None
+        try:
+            session = await asyncio.to_thread(textindex.open_for_search, path, self.text_source())
+        except (textindex.Unusable, sqlite3.DatabaseError) as exc:
+            self.last_search_note = (f"search index {side}: {exc}; fell back to the scan "
+                                     "(`agentctl index build` rebuilds it)")
+            return None
+        try:
+            candidates = session.candidates(needle)
+            cond = "".join(" AND " + w for w in where)
+            names = [c.strip() for c in self._event_cols.split(",")]
+            found: list[tuple[Any, SearchHit]] = []
+            batch = max(limit, 20)
+
+            def next_rows() -> list[dict[str, Any]] | None:
+                """The next batch's rows (those the scan's conditions keep), None at the end."""
+                keys = [k for _, k in zip(range(batch), candidates)]
+                if not keys:
+                    return None
+                got = {r[0]: dict(zip(names, r[1:])) for r in session.con.execute(
+                    f"SELECT rowid, {self._event_cols} FROM src.events "
+                    f"WHERE rowid IN ({', '.join('?' for _ in keys)}){cond}", [*keys, *params])}
+                return [got[k] for k in keys if k in got]
+
+            while True:
+                try:
+                    rows = await asyncio.to_thread(next_rows)
+                except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
+                    self.last_search_note = (f"search index {side} is unreadable ({exc}); fell back to "
+                                             "the scan (`agentctl index build` rebuilds it)")
+                    return None
+                if rows is None:
+                    break
+                batch = min(batch * 2, 2000)
+                for r in rows:
+                    hits: list[SearchHit] = []
+                    if await self._match(r, text, needle, role, wanted, steps, hits):
+                        found.append(((_order_key(r["timestamp"]), _order_key(r["id"])), hits[0]))
+                if len(found) >= limit and rows:
+                    found.sort(key=lambda kh: kh[0], reverse=True)
+                    del found[limit:]
+                    # the candidates come by timestamp: one older than the last kept hit's
+                    # (and all after it) cannot be among the first `limit`
+                    if _order_key(rows[-1]["timestamp"]) < found[-1][0][0]:
+                        break
+            found.sort(key=lambda kh: kh[0], reverse=True)
+            return [h for _, h in found[:limit]]
+        finally:
+            session.close()

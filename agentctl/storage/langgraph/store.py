@@ -31,7 +31,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
-from agentctl.backends.base import hit_path, json_hit_tokens, search_messages, snippet_around
+from agentctl.backends.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
@@ -42,6 +42,8 @@ NS_SEP = "|"
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
 #: `search` decodes at most this many checkpoints (newest first) per call
 SEARCH_SCAN_MAX = 20_000
+#: the side index's search locates up to this many candidates at once (more: thread by thread)
+LAZY_CANDIDATES = 5_000
 #: how many checkpoint ids' places a store remembers
 WHERE_CACHE_MAX = 200_000
 #: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
@@ -815,6 +817,12 @@ class LangGraphStore(Store):
 
     # ---- search and doctor ----------------------------------------------------------
 
+    @property
+    def _threads_by_head(self) -> str:
+        """The threads, newest head first (the order `search` goes through them)."""
+        return (f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
+                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")
+
     async def search(
         self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
         scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
@@ -823,23 +831,23 @@ class LangGraphStore(Store):
         tool results and (without `role`) other channel values (`places`),
         case-insensitively."""
         self.last_search_path = "scan"
+        self.last_search_note = ""
         wanted = check_search_places(places)
         if not text:
             return []
         needle = text.lower()
-        # msgpack (and JSON) keep plain ASCII text as it is: a payload without the
-        # needle's bytes cannot match (text JSON escapes, with quotes or backslashes,
-        # is looked for the slow way)
-        plain_ascii = needle.isascii() and needle.isprintable() and not any(c in needle for c in '"\\')
-        raw_needle = needle.encode("ascii") if plain_ascii else None
+        raw_needle = self._raw_needle(needle)
+        if not scan and not self._pg and len(needle) >= 3:
+            found = await self._index_search(text, needle, raw_needle, thread_id, role, limit, wanted)
+            if found is not None:
+                self.last_search_path = "index"
+                return found
         hits: list[SearchHit] = []
         scanned = 0
         if thread_id is not None:
             threads = [await self._split(thread_id)]
         else:
-            rows = await self._q(
-                f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
-                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")
+            rows = await self._q(self._threads_by_head)
             threads = [(r["thread_id"], r["checkpoint_ns"]) for r in rows]
         for tid, ns in threads:
             after: str | None = None
@@ -849,23 +857,37 @@ class LangGraphStore(Store):
                     break
                 after = rows[-1]["checkpoint_id"]
                 scanned += len(rows)
-                if raw_needle is not None and not self._pg:
-                    # a row whose checkpoint and writes lack the bytes is not decoded
-                    ids = [r["checkpoint_id"] for r in rows]
-                    keep = {r["checkpoint_id"] for r in rows
-                            if raw_needle in bytes(r["payload"] or b"").lower()}
-                    keep |= await self._raw_write_hits(tid, ns, ids, raw_needle)
-                    rows = [r for r in rows if r["checkpoint_id"] in keep]
-                for cp in await self._load(tid, ns, rows=rows):
-                    if isinstance(cp, CorruptRowError):
-                        continue
-                    hits.extend(self._hits(cp, text, needle, role, wanted))
-                    if len(hits) >= limit:
-                        break
+                await self._match(tid, ns, rows, raw_needle, text, needle, role, wanted, limit, hits)
             if scanned >= SEARCH_SCAN_MAX or len(hits) >= limit:
                 break
         hits.sort(key=lambda h: h.checkpoint_id, reverse=True)
         return hits[:limit]
+
+    @staticmethod
+    def _raw_needle(needle: str) -> bytes | None:
+        """The needle's bytes when a payload without them cannot match: msgpack (and
+        JSON) keep plain ASCII text as it is (text JSON escapes, with quotes or
+        backslashes, is looked for the slow way)."""
+        plain_ascii = needle.isascii() and needle.isprintable() and not any(c in needle for c in '"\\')
+        return needle.encode("ascii") if plain_ascii else None
+
+    async def _match(self, tid: str, ns: str, rows: list[dict[str, Any]], raw_needle: bytes | None, text: str,
+                     needle: str, role: str | None, wanted: Any, limit: int, hits: list[SearchHit]) -> None:
+        """Add the hits of checkpoint rows of one thread, in their order, until there
+        are `limit` (the scan's test, also the side index's on its candidates)."""
+        if raw_needle is not None and not self._pg:
+            # a row whose checkpoint and writes lack the bytes is not decoded
+            ids = [r["checkpoint_id"] for r in rows]
+            keep = {r["checkpoint_id"] for r in rows
+                    if raw_needle in bytes(r["payload"] or b"").lower()}
+            keep |= await self._raw_write_hits(tid, ns, ids, raw_needle)
+            rows = [r for r in rows if r["checkpoint_id"] in keep]
+        for cp in await self._load(tid, ns, rows=rows):
+            if isinstance(cp, CorruptRowError):
+                continue
+            hits.extend(self._hits(cp, text, needle, role, wanted))
+            if len(hits) >= limit:
+                break
 
     async def _raw_write_hits(self, tid: str, ns: str, ids: list[str], raw: bytes) -> set[str]:
         writes = await self._writes(tid, ns, ids)
@@ -886,6 +908,205 @@ class LangGraphStore(Store):
             hits.append(SearchHit(m.thread_id, m.checkpoint_id, m.step, "state", None,
                                   snippet_around(body, text), hit_path("state", tokens or [])))
         return hits
+
+    # ---- the side search index (agentctl.storage.textindex) ----------------------------
+
+    _SOURCE_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "meta", "type",
+                       "payload", "writes")
+
+    def text_source(self) -> Any:
+        """The side index's view of a SqliteSaver database: one document per checkpoint
+        (key: the checkpoints table's rowid; SqliteSaver's `INSERT OR REPLACE` gives a
+        rewritten checkpoint a new one), newest first by checkpoint id: the texts the
+        scan matches, lower-cased as it compares: its messages' bodies, its tool
+        results and its other channel values as the scan serialises them, decoded by
+        `serde` (nothing unpickled or imported). Its pending writes (the `writes` rows
+        of the checkpoint, written after it) are part of it: their lengths are in the
+        fingerprint, so a write added later re-indexes the checkpoint."""
+        from agentctl.storage.textindex import Source
+
+        wt = self._writes_table
+        same = ("w.thread_id = checkpoints.thread_id AND w.checkpoint_ns = checkpoints.checkpoint_ns "
+                "AND w.checkpoint_id = checkpoints.checkpoint_id")
+        path = "w.task_path" if self._db.has_task_path else "''"
+        writes = (f"(SELECT json_group_array(json_array(w.task_id, {path}, w.idx, w.channel, w.type, "
+                  f"hex(w.value))) FROM src.{wt} w WHERE {same})")
+        fingerprint = ("coalesce(length(checkpoint), -1) + coalesce(length(metadata), -1) * 1000 + "
+                       f"(SELECT coalesce(sum(length(w.value)), 0) + count(*) * 7 FROM src.{wt} w "
+                       f"WHERE {same}) * 1000003")
+        columns = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
+                   "CAST(metadata AS TEXT)", "type", "checkpoint", writes)
+
+        def docs(values: Sequence[Any]) -> list[tuple[int, str]]:
+            r = dict(zip(self._SOURCE_COLUMNS, values))
+            ws = []
+            try:
+                for task_id, task_path, idx, channel, type_, value in json.loads(r.pop("writes") or "[]"):
+                    ws.append({"task_id": task_id, "task_path": task_path, "idx": idx, "channel": channel,
+                               "type": type_, "value": bytes.fromhex(value) if value is not None else None})
+            except (TypeError, ValueError):
+                ws = []
+            ws.sort(key=lambda w: (w["task_path"] or "", w["task_id"], w["idx"]))
+            try:
+                cp = self._build(r, ws, [])
+            except CorruptRowError:
+                return []
+            return self._search_texts(cp)
+
+        return Source(format="langgraph", table="checkpoints", key="rowid", sort="checkpoint_id",
+                      fingerprint=fingerprint, columns=columns, kinds=("messages", "tools", "state"), docs=docs)
+
+    @staticmethod
+    def _search_texts(cp: Checkpoint) -> list[tuple[int, str]]:
+        """[(kind, text)] of what `_hits` matches in a checkpoint, lower-cased: each
+        message's body (0), the tool results serialised, with their keys and strings
+        that serialising escapes (1), the other channel values serialised (2)."""
+        out: list[tuple[int, str]] = []
+        for m in cp.messages:
+            content = m.get("content", "")
+            out.append((0, (content if isinstance(content, str) else dumps(content)).lower()))
+        tools = cp.tools_result
+        if isinstance(tools, dict) and tools:
+            out.append((1, dumps(tools).lower()))
+            stack: list[Any] = [tools]
+            while stack:  # (json_hit_tokens also matches a key or string as it is)
+                v = stack.pop()
+                if isinstance(v, dict):
+                    for k, x in v.items():
+                        k = str(k)
+                        if json.dumps(k, ensure_ascii=False)[1:-1] != k:
+                            out.append((1, k.lower()))
+                        stack.append(x)
+                elif isinstance(v, list):
+                    stack.extend(v)
+                elif isinstance(v, str) and json.dumps(v, ensure_ascii=False)[1:-1] != v:
+                    out.append((1, v.lower()))
+        rest = {k: v for k, v in cp.state.items() if k not in ("messages", "__metadata__")}
+        out.append((2, json.dumps(rest, ensure_ascii=False, default=str).lower()))
+        return out
+
+    async def search_index(self, action: str) -> dict[str, Any]:
+        """`agentctl index build|status|drop` on SQLite (a side file; the database is only read)."""
+        import asyncio
+        import sqlite3
+
+        from agentctl.errors import OperationError
+        from agentctl.storage import textindex
+        from agentctl.storage.contract import Unsupported
+
+        if self._pg:
+            raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
+        await self.connect()
+        path, source = self._db._db_path, self.text_source()
+        try:
+            if action == "build":
+                try:
+                    return (await asyncio.to_thread(textindex.build, path, source)).to_dict()
+                except PermissionError as exc:
+                    raise OperationError(f"cannot build the search index: {exc}") from None
+            if action == "drop":
+                try:
+                    dropped = textindex.drop(path)
+                except OSError as exc:
+                    raise OperationError(f"cannot remove the search index: {exc}") from None
+                return {**textindex.status(path, source).to_dict(), "dropped": dropped}
+            return (await asyncio.to_thread(textindex.status, path, source)).to_dict()
+        except sqlite3.OperationalError as exc:
+            raise OperationError(f"cannot index the checkpoints table: {exc}") from None
+
+    async def _index_search(self, text: str, needle: str, raw_needle: bytes | None, thread_id: str | None,
+                            role: str | None, limit: int, wanted: Any) -> list[SearchHit] | None:
+        """The hits through the side index when there is one, else None. The scan's
+        order: threads by their newest checkpoint, each thread's checkpoints newest
+        first, until `limit` hits, sorted by checkpoint id; only the candidates are read
+        (and the scan's cap of SEARCH_SCAN_MAX checkpoints does not apply)."""
+        import asyncio
+        import os
+        import sqlite3
+
+        from agentctl.storage import textindex
+
+        await self.connect()
+        path = self._db._db_path
+        side = textindex.side_path(path)
+        if not os.path.exists(side):
+            return None
+        try:
+            session = await asyncio.to_thread(textindex.open_for_search, path, self.text_source())
+        except (textindex.Unusable, sqlite3.DatabaseError) as exc:
+            self.last_search_note = (f"search index {side}: {exc}; fell back to the scan "
+                                     "(`agentctl index build` rebuilds it)")
+            return None
+        cond, params = "", []
+        if thread_id is not None:
+            cond, params = " AND thread_id = ? AND checkpoint_ns = ?", list(await self._split(thread_id))
+
+        def candidate_keys() -> list[int]:
+            return list(session.candidates(needle))
+
+        def located(keys: list[int]) -> dict[tuple[str, str], list[str]]:
+            """{(thread, namespace): [checkpoint id, ...]} of the candidates."""
+            out: dict[tuple[str, str], list[str]] = {}
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                for tid, ns, cid in session.con.execute(
+                        f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM src.checkpoints "
+                        f"WHERE rowid IN ({marks(len(chunk))}){cond}", [*chunk, *params]):
+                    out.setdefault((tid, ns), []).append(cid)
+            return out
+
+        def in_thread(tid: str, ns: str, keys: set[int]) -> list[str]:
+            """The ids of a thread's candidates, newest first (its primary key's index)."""
+            return [cid for rid, cid in session.con.execute(
+                "SELECT rowid, checkpoint_id FROM src.checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                "ORDER BY checkpoint_id DESC", (tid, ns)) if rid in keys]
+
+        try:
+            try:
+                keys = await asyncio.to_thread(candidate_keys)
+                # Few candidates: each located by its rowid. Many (a common word): the
+                # threads in the scan's order, each one's candidates from its rows' ids,
+                # until there are enough hits (the scan would stop as early).
+                found = await asyncio.to_thread(located, keys) if len(keys) <= LAZY_CANDIDATES else None
+            except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
+                self.last_search_note = (f"search index {side} is unreadable ({exc}); fell back to "
+                                         "the scan (`agentctl index build` rebuilds it)")
+                return None
+            # the scan's order of threads: the newest head first
+            if found is None and thread_id is not None:
+                order = [(params[0], params[1])]
+            elif found is None or len(found) > 50:  # its own query (a pass over the primary key's index)
+                order = [(r["thread_id"], r["checkpoint_ns"]) for r in await self._q(self._threads_by_head)]
+            else:  # a seek per thread (then by thread and namespace)
+                heads: list[tuple[str, str, str]] = []
+                for tid, ns in found:
+                    rows = await self._q("SELECT MAX(checkpoint_id) AS head FROM {cp} WHERE thread_id = ? "
+                                         "AND checkpoint_ns = ?", tid, ns)
+                    heads.append((rows[0]["head"] or "", tid, ns))
+                heads.sort(key=lambda h: (h[1], h[2]))
+                heads.sort(key=lambda h: h[0], reverse=True)
+                order = [(tid, ns) for _head, tid, ns in heads]
+            keyset = set(keys) if found is None else set()
+            hits: list[SearchHit] = []
+            for tid, ns in order:
+                if found is not None:
+                    if (tid, ns) not in found:
+                        continue
+                    ids = sorted(found[(tid, ns)], reverse=True)
+                else:
+                    ids = await asyncio.to_thread(in_thread, tid, ns, keyset)
+                for i in range(0, len(ids), 200):
+                    rows = await self._rows(tid, ns, ids=ids[i:i + 200])
+                    rows.sort(key=lambda r: r["checkpoint_id"], reverse=True)
+                    await self._match(tid, ns, rows, raw_needle, text, needle, role, wanted, limit, hits)
+                    if len(hits) >= limit:
+                        break
+                if len(hits) >= limit:
+                    break
+        finally:
+            session.close()
+        hits.sort(key=lambda h: h.checkpoint_id, reverse=True)
+        return hits[:limit]
 
     async def doctor(self, limit: int = 100) -> list[Problem]:
         self.require(Capability.DOCTOR, "doctor")
@@ -918,4 +1139,7 @@ class LangGraphStore(Store):
                     "warning", "orphan-writes", address(r["thread_id"], r["checkpoint_ns"]),
                     f"{r['n']} pending writes of checkpoint {r['checkpoint_id']}, which is not "
                     "in the database"))
+        from agentctl.storage.textindex import search_index_problems
+
+        problems.extend(await search_index_problems(self))
         return problems

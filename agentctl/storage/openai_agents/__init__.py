@@ -99,7 +99,9 @@ FORMAT = FormatSpec(
     description="SQLiteSession / AdvancedSQLiteSession / SQLAlchemySession tables: a session "
                 "is a thread, each stored item a step",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.REWIND, Capability.BRANCH, Capability.UNDO}),
+                            Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR}),
+    # doctor: the side search index's state (`agentctl index`), which only SQLite has
+    dialects={Capability.DOCTOR.value: ("sqlite",)},
     matches=_matches,
     open=_open,
     tables=("agent_sessions", "agent_messages"),
