@@ -1205,9 +1205,13 @@ def child_tui(which: str, what: str, db: str, spawned: float) -> dict[str, Any]:
     has rows ("listed"), in a headless Pilot session (160x48)."""
     import asyncio
 
-    if which != "bare":
+    if which == "agentctl":
         # As `agentctl tui` does (agentctl.tui.run): the thread list's read starts before
-        # Textual is imported.
+        # Textual is imported (and the cyclic collector pauses until the screen is whole).
+        from agentctl.tui import start_up
+
+        start_up(db)
+    elif which == "bare-read":
         from agentctl.tui.source import FirstPage
 
         FirstPage.start(db)

@@ -257,6 +257,29 @@ async def test_threads_read_at_start_are_in_the_first_frame_and_not_read_again(
         assert app.threads.table.row_count == 7 and app.thread_id == "loop-research-7"
 
 
+async def test_start_up_pauses_the_collector_until_the_screen_is_whole(sample_sqlite):
+    import gc
+
+    from agentctl.tui import resume_gc, start_up
+
+    if not gc.isenabled():
+        pytest.skip("the collector is off in this process")
+    try:
+        start_up(sample_sqlite)  # what `agentctl tui` does before importing Textual
+        assert not gc.isenabled() and sample_sqlite in FirstPage._started
+        app = AgentctlApp(sample_sqlite)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.main.assembled, what="the whole screen")
+            assert gc.isenabled()  # collecting again once the screen is whole
+            await settle(pilot)
+            assert app.threads.table.row_count == 7
+            assert selected_step(app) == ("loop-research-7", 240)
+    finally:
+        resume_gc()  # (if the app did not get that far)
+        gc.unfreeze()  # the objects `resume_gc` froze: back to the collector
+    assert gc.isenabled()
+
+
 async def test_threads_come_from_the_backend_when_the_start_up_read_fails(
         sample_sqlite, count_backend_thread_lists, monkeypatch):
     def fails(path, **kwargs):

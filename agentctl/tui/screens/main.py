@@ -203,6 +203,9 @@ class MainScreen(Screen[None]):
         self.refresh_bindings()
         if not self.threads.fetching:  # the threads are listed
             self._show_first_thread()
+        from agentctl.tui import resume_gc
+
+        resume_gc()  # the start-up is over (if `agentctl tui` paused the collector)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Until the screen is whole (a moment after its first frame) only quit and help.
