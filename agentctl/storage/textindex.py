@@ -445,3 +445,44 @@ async def search_index_problems(store: Any) -> list[Problem]:
                         st["detail"] + "; search scans instead (`agentctl index build` rebuilds it, "
                         "`agentctl index drop` removes it)", "search-index", st)]
     return []
+
+
+async def index_action(path: str, source: Source, action: str, table: str) -> dict[str, Any]:
+    """`agentctl index build|status|drop` on a format's SQLite file: the side file is
+    written, the database only read. Returns the index's status (with "dropped" for
+    drop); OperationError when it cannot be built, removed or read."""
+    import asyncio
+
+    from agentctl.errors import OperationError
+
+    try:
+        if action == "build":
+            try:
+                return (await asyncio.to_thread(build, path, source)).to_dict()
+            except PermissionError as exc:
+                raise OperationError(f"cannot build the search index: {exc}") from None
+        if action == "drop":
+            try:
+                dropped = drop(path)
+            except OSError as exc:
+                raise OperationError(f"cannot remove the search index: {exc}") from None
+            return {**status(path, source).to_dict(), "dropped": dropped}
+        return (await asyncio.to_thread(status, path, source)).to_dict()
+    except sqlite3.OperationalError as exc:  # e.g. a table WITHOUT ROWID
+        raise OperationError(f"cannot index the {table} table: {exc}") from None
+
+
+async def open_side(path: str, source: Source) -> tuple[Session | None, str | None]:
+    """The side index of `path`, opened (and caught up) for a search: (session, None);
+    (None, None) when there is none; (None, note) when it cannot be used: the caller
+    scans and says the note on stderr."""
+    import asyncio
+
+    side = side_path(path)
+    if not os.path.exists(side):
+        return None, None
+    try:
+        return await asyncio.to_thread(open_for_search, path, source), None
+    except (Unusable, sqlite3.DatabaseError) as exc:
+        return None, (f"search index {side}: {exc}; fell back to the scan "
+                      "(`agentctl index build` rebuilds it)")

@@ -591,32 +591,14 @@ class ADKStore(ConnectedStore):
 
     async def search_index(self, action: str) -> dict[str, Any]:
         """`agentctl index build|status|drop` on SQLite (a side file; the database is only read)."""
-        import asyncio
-        import sqlite3
 
-        from agentctl.errors import OperationError
         from agentctl.storage import textindex
         from agentctl.storage.contract import Unsupported
 
         if self.kind != "sqlite":
             raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
         await self.connect()
-        path, source = self._db._db_path, self.text_source()
-        try:
-            if action == "build":
-                try:
-                    return (await asyncio.to_thread(textindex.build, path, source)).to_dict()
-                except PermissionError as exc:
-                    raise OperationError(f"cannot build the search index: {exc}") from None
-            if action == "drop":
-                try:
-                    dropped = textindex.drop(path)
-                except OSError as exc:
-                    raise OperationError(f"cannot remove the search index: {exc}") from None
-                return {**textindex.status(path, source).to_dict(), "dropped": dropped}
-            return (await asyncio.to_thread(textindex.status, path, source)).to_dict()
-        except sqlite3.OperationalError as exc:  # e.g. an events table WITHOUT ROWID
-            raise OperationError(f"cannot index the events table: {exc}") from None
+        return await textindex.index_action(self._db._db_path, self.text_source(), action, "events")
 
     async def _index_search(self, text: str, needle: str, role: str | None, limit: int, wanted: Any,
                             where: list[str], params: list[Any],
@@ -626,22 +608,18 @@ class ADKStore(ConnectedStore):
         own test, until no later candidate can be among the first `limit` in the scan's
         order (timestamp, then id, newest first)."""
         import asyncio
-        import os
         import sqlite3
 
         from agentctl.storage import textindex
 
         await self.connect()
         path = self._db._db_path
+        session, note = await textindex.open_side(path, self.text_source())
+        if session is None:
+            if note:
+                self.last_search_note = note
+            return None
         side = textindex.side_path(path)
-        if not os.path.exists(side):
-            return None
-        try:
-            session = await asyncio.to_thread(textindex.open_for_search, path, self.text_source())
-        except (textindex.Unusable, sqlite3.DatabaseError) as exc:
-            self.last_search_note = (f"search index {side}: {exc}; fell back to the scan "
-                                     "(`agentctl index build` rebuilds it)")
-            return None
         try:
             candidates = session.candidates(needle)
             cond = "".join(" AND " + w for w in where)

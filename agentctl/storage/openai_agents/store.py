@@ -509,25 +509,14 @@ class OpenAIAgentsStore(ConnectedStore):
 
     async def search_index(self, action: str) -> dict[str, Any]:
         """`agentctl index build|status|drop` on SQLite (a side file; the database is only read)."""
-        import asyncio
 
-        from agentctl.errors import OperationError
         from agentctl.storage import textindex
         from agentctl.storage.contract import Unsupported
 
         if self.kind != "sqlite":
             raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
         await self.connect()
-        path, source = self._db._db_path, self.text_source()
-        if action == "build":
-            try:
-                return (await asyncio.to_thread(textindex.build, path, source)).to_dict()
-            except PermissionError as exc:
-                raise OperationError(f"cannot build the search index: {exc}") from None
-        if action == "drop":
-            dropped = textindex.drop(path)
-            return {**textindex.status(path, source).to_dict(), "dropped": dropped}
-        return (await asyncio.to_thread(textindex.status, path, source)).to_dict()
+        return await textindex.index_action(self._db._db_path, self.text_source(), action, "items")
 
     async def _index_search(self, text: str, needle: str, thread_id: str | None, role: str | None,
                             limit: int, wanted: Any, where: list[str], params: list[Any]
@@ -535,22 +524,18 @@ class OpenAIAgentsStore(ConnectedStore):
         """The hits through the side index when there is one (its candidates, newest
         first, read from the database with the scan's own test), else None."""
         import asyncio
-        import os
         import sqlite3
 
         from agentctl.storage import textindex
 
         await self.connect()
         path = self._db._db_path
+        session, note = await textindex.open_side(path, self.text_source())
+        if session is None:
+            if note:
+                self.last_search_note = note
+            return None
         side = textindex.side_path(path)
-        if not os.path.exists(side):
-            return None
-        try:
-            session = await asyncio.to_thread(textindex.open_for_search, path, self.text_source())
-        except (textindex.Unusable, sqlite3.DatabaseError) as exc:
-            self.last_search_note = (f"search index {side}: {exc}; fell back to the scan "
-                                     "(`agentctl index build` rebuilds it)")
-            return None
         try:
             kinds = [k for k, place in enumerate(("messages", "tools")) if place in wanted]
             candidates = session.candidates(needle, kinds)
