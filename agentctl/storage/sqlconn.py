@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from agentctl.storage.contract import Store
+from agentctl.storage.contract import Capability, Problem, Store
 
 Check = Callable[[Mapping[str, set[str]]], None]
 
@@ -98,3 +98,31 @@ class ConnectedStore(Store):
 
     async def close(self) -> None:
         await self._db.close()
+
+    # ---- the side search index (agentctl.storage.textindex), for the SDK formats -------
+
+    #: the checks `doctor --json` lists even when they find nothing
+    doctor_checks = ("search_index",)
+
+    async def doctor(self, limit: int = 100) -> list[Problem]:
+        """The side search index's state (SQLite): a warning when it is behind the
+        database, an error when it cannot be used."""
+        from agentctl.storage.textindex import search_index_problems
+
+        self.require(Capability.DOCTOR, "doctor")
+        return await search_index_problems(self)
+
+    def text_source(self) -> Any:
+        """The format's `textindex.Source` (its rows as index documents)."""
+        raise NotImplementedError
+
+    async def open_side_index(self) -> Any:
+        """The side index opened (and caught up) for a search, or None: none there, or
+        it cannot be used (then `last_search_note` says why; the caller scans)."""
+        from agentctl.storage import textindex
+
+        await self.connect()
+        session, note = await textindex.open_side(self._db._db_path, self.text_source())
+        if note:
+            self.last_search_note = note
+        return session

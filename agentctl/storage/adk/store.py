@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, check_search_places
 from agentctl.storage.adk.events import (
     StateFold,
     decode_json,
@@ -555,17 +555,6 @@ class ADKStore(ConnectedStore):
 
     # ---- the side search index (agentctl.storage.textindex) ----------------------------
 
-    #: the checks `doctor --json` lists even when they find nothing
-    doctor_checks = ("search_index",)
-
-    async def doctor(self, limit: int = 100) -> list[Problem]:
-        """The side search index's state (SQLite): a warning when it is behind the
-        database, an error when it cannot be used."""
-        from agentctl.storage.textindex import search_index_problems
-
-        self.require(Capability.DOCTOR, "doctor")
-        return await search_index_problems(self)
-
     def text_source(self) -> Any:
         """The side index's view of the events (SQLite): key the table's rowid (ADK's
         events have a text primary key; SQLite gives a new row a rowid above the largest;
@@ -612,14 +601,10 @@ class ADKStore(ConnectedStore):
 
         from agentctl.storage import textindex
 
-        await self.connect()
-        path = self._db._db_path
-        session, note = await textindex.open_side(path, self.text_source())
+        session = await self.open_side_index()
         if session is None:
-            if note:
-                self.last_search_note = note
             return None
-        side = textindex.side_path(path)
+        side = textindex.side_path(self._db._db_path)
         try:
             candidates = session.candidates(needle)
             cond = "".join(" AND " + w for w in where)

@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, check_search_places
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -480,17 +480,6 @@ class OpenAIAgentsStore(ConnectedStore):
 
     # ---- the side search index (agentctl.storage.textindex) ----------------------------
 
-    #: the checks `doctor --json` lists even when they find nothing
-    doctor_checks = ("search_index",)
-
-    async def doctor(self, limit: int = 100) -> list[Problem]:
-        """The side search index's state (SQLite): a warning when it is behind the
-        database, an error when it cannot be used."""
-        from agentctl.storage.textindex import search_index_problems
-
-        self.require(Capability.DOCTOR, "doctor")
-        return await search_index_problems(self)
-
     def text_source(self) -> Any:
         """The side index's view of this store: one document per item (its searchable
         text, casefolded as the search compares), kind 0 a message, 1 a tool output."""
@@ -528,14 +517,10 @@ class OpenAIAgentsStore(ConnectedStore):
 
         from agentctl.storage import textindex
 
-        await self.connect()
-        path = self._db._db_path
-        session, note = await textindex.open_side(path, self.text_source())
+        session = await self.open_side_index()
         if session is None:
-            if note:
-                self.last_search_note = note
             return None
-        side = textindex.side_path(path)
+        side = textindex.side_path(self._db._db_path)
         try:
             kinds = [k for k, place in enumerate(("messages", "tools")) if place in wanted]
             candidates = session.candidates(needle, kinds)
