@@ -749,7 +749,9 @@ class Bench:
         keys = (("show-pg", "`show` a checkpoint, Postgres"),
                 ("diff-pg", "`diff` two consecutive checkpoints, Postgres"),
                 ("log-pg", "`log` of the 10,000-step thread (first page, 100), Postgres"),
-                ("pg-floor", "Python floor on Postgres (asyncpg connect + one row) against psql"))
+                ("pg-floor", "Python floor on Postgres (asyncpg connect + one row) against psql"),
+                ("search-pg", "`search` on Postgres, no index (50 newest hits)"),
+                ("search-pg-index", "`search` on Postgres after `index build` (pg_trgm GIN indexes)"))
         m = self.pg_meta() if self.pg_dsn else None
         if not self.pg_dsn or m is None:
             why = ("needs --pg DSN (a database loaded by `python bench/make_db.py postgres DSN "
@@ -793,6 +795,35 @@ class Bench:
                    psql(f"SELECT checkpoint_id, step, created_at, tags, summary FROM checkpoints "
                         f"WHERE thread_id = {q(long_t)} ORDER BY step DESC LIMIT 100"),
                    "< 0.3 s and ≤ 2 × psql", limit=0.3, ratio_le=2.0),
+            *self.pg_search_figures(keys[4][1], keys[5][1], ac, psql),
+        ]
+
+    def pg_search_figures(self, title: str, title_index: str, ac: Callable[..., Side],
+                          psql: Callable[[str], Side]) -> list[Figure]:
+        """`search` on Postgres against psql running the same ILIKE query, without and
+        then with the pg_trgm indexes `agentctl index build` makes (built once, untimed,
+        before the second figure: ~4 min on 1M rows; they stay in the database)."""
+        text = self.search_text()
+        needle = json.dumps(text)[1:-1].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        cond = " OR ".join(f"{c}::text ILIKE {q('%' + needle + '%')}" for c in ("messages_blob", "tools_blob"))
+        sql = (f"SELECT thread_id, checkpoint_id, step FROM checkpoints WHERE {cond} "
+               "ORDER BY created_at DESC, id DESC LIMIT 50")
+        dsn = self.pg_dsn
+        assert dsn is not None
+        built = {"done": False}
+
+        def build_once() -> None:
+            if not built["done"]:
+                run_process([*self.agentctl, "--db", dsn, "index", "build"], env=self.env)
+                built["done"] = True
+
+        with_index = [ac("search", text, "--in", "messages,tools"), psql(sql)]
+        for side in with_index:
+            side.setup = build_once
+        return [
+            Figure("search-pg", title, ac("search", text, "--in", "messages,tools"), psql(sql),
+                   "none (reported)"),
+            Figure("search-pg-index", title_index, *with_index, "none (reported)"),
         ]
 
     def sdk_figures(self) -> list[Figure]:
@@ -1467,7 +1498,7 @@ def issue16_keys(figs: list[Figure]) -> set[str]:
     exist."""
     table = {"search", "index-build", "search-index", "search-index-floor",
              "snapshot", "snapshot-8", "snapshot-floor", "snapshot-8-floor", "snapshot-vs-floor",
-             "snapshot-8-vs-floor", "show-pg", "diff-pg", "log-pg", "pg-floor", "prune", "prune-floor",
+             "snapshot-8-vs-floor", "show-pg", "diff-pg", "log-pg", "pg-floor", "search-pg", "search-pg-index", "prune", "prune-floor",
              "prune-floor-min", "log-all", "tree-long", "tui", "tui-frame", "tui-floor", "diff-big"}
     rss = {f.key for f in figs if f.key.startswith(("article-", "lg-", "sdk-")) and not f.needs}
     return table | rss
