@@ -21,10 +21,6 @@ _HEX = "0123456789abcdef"
 T = TypeVar("T")
 
 
-class _RollBack(Exception):
-    """How `EngineContext.write_if` asks a backend's transaction() to roll back (its
-    only way: the block raises). Raised and caught there, nowhere else."""
-
 INSERT_SQL = (f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) "
               f"VALUES ({marks(len(COLUMNS))})")
 
@@ -77,19 +73,18 @@ class EngineContext:
 
     async def write_if(self, threads: Sequence[str],
                        body: Callable[[Transaction], Awaitable[T | None]]) -> T | None:
-        """`body(tx)` in one write transaction (as `write`): committed when it returns
-        a value, rolled back (nothing written, no side table created) when it returns
-        None, e.g. a prune that found nothing to delete after recording its op."""
-        done: list[T] = []
-        try:
-            async with self.write(threads) as tx:
-                value = await body(tx)
-                if value is None:
-                    raise _RollBack()
-                done.append(value)
-        except _RollBack:
-            return None
-        return done[0]
+        """`body(tx)` in one write transaction (as `write`): kept when it returns a
+        value, undone (nothing written, no side table created) when it returns None,
+        e.g. a prune that found nothing to delete after recording its op: the body runs
+        inside a savepoint, rolled back to when it returns None (the transaction then
+        commits nothing)."""
+        async with self.write(threads) as tx:
+            await tx.execute("SAVEPOINT agentctl_write_if")
+            value = await body(tx)
+            if value is None:
+                await tx.execute("ROLLBACK TO SAVEPOINT agentctl_write_if")
+            await tx.execute("RELEASE SAVEPOINT agentctl_write_if")
+            return value
 
     async def next_step(self, reader: Reader, thread_id: str) -> int:
         top = await reader.max_step(thread_id)

@@ -226,6 +226,17 @@ async def test_prune_spec_of_named_threads_and_nothing_to_do(backend):
     assert len(r.deleted) == 6 and await backend.count("c") == 6
     [r] = await engine.prune_spec(PruneSpec(threads=["a", "b"], keep_last=3))
     assert r.op_id is None and "nothing to prune" in r.summary
+    assert len(await engine.oplog()) == 1  # the empty prune's op record was undone
     with pytest.raises(ThreadNotFound):
         await engine.prune_spec(PruneSpec(threads=["a", "nope"], keep_last=1))
     assert await backend.count("a") == 3
+
+
+async def test_a_prune_with_nothing_to_delete_writes_nothing(backend):
+    """The op record and the side tables a prune makes are undone when it deletes
+    nothing (EngineContext.write_if): a database agentctl never wrote to stays so."""
+    engine = await three_threads(backend)
+    r = await engine.prune("a", "keep_last_n", 1000)
+    assert r.op_id is None and "nothing to prune" in r.summary
+    assert not await backend.table_exists("agentctl_oplog")
+    assert not await backend.table_exists("agentctl_trash")
