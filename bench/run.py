@@ -1460,10 +1460,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the ids of the --pg database (make_db.py postgres DSN --meta FILE); "
                         "default bench/data/pg.meta.json, else those of --db")
     p.add_argument("--issue16", action="store_true",
-                   help="the figures of issue 16's table (see bench/README.md): Postgres show, "
-                        "diff, log; prune and its undoable floor; log --all and tree of the long "
-                        "thread; and, for peak RSS, the 5 MB diff and every article, LangGraph "
-                        "and SDK figure whose database exists")
+                   help="the figures of issue 16's table (see bench/README.md and "
+                        "issue16_keys): search without and with the side index, snapshots and "
+                        "their floors, Postgres show/diff/log/search, prune and its floors, "
+                        "log --all and tree of the long thread, the TUI; and, for peak RSS, the "
+                        "5 MB diff and every article, LangGraph and SDK figure whose database exists")
     p.add_argument("--make-indexed", action="store_true",
                    help="make --indexed-db when it is missing (a 2 GB copy + doctor, ~1 min)")
     p.add_argument("--generate", action="store_true",

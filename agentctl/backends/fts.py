@@ -241,6 +241,7 @@ def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, th
 
     from agentctl.backends.base import META_COLUMNS
     from agentctl.backends.queries import match_rows
+    from agentctl.storage.sqlutil import marks
     from agentctl.storage.textindex import open_for_search
 
     session = open_for_search(path, agentos_source())
@@ -262,7 +263,7 @@ def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, th
                 break
             batch = min(batch * 2, 2000)
             sql = (f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob FROM src.checkpoints "
-                   f"WHERE id IN ({', '.join('?' for _ in keys)}) AND {condition[0]}")
+                   f"WHERE id IN ({marks(len(keys))}) AND {condition[0]}")
             params: list[Any] = list(keys) + list(condition[1])
             if thread is not None:
                 sql += " AND thread_id = ?"

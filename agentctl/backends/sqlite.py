@@ -978,7 +978,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                               limit: int, places: frozenset[str] = frozenset(("messages", "tools", "state")),
                               ) -> list[Any] | None:
         from agentctl.backends.fts import PLACE_COLUMNS, fts_search, side_index_search
-        from agentctl.storage.textindex import Unusable, side_path
+        from agentctl.storage.textindex import Unusable, fallback_note, side_path
 
         await self.connect()
         self._index_route = "fts"
@@ -989,11 +989,9 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                                                self._search_condition(text, columns), text, thread_id,
                                                role, limit, places)
             except Unusable as exc:
-                self.last_search_note = (f"search index {side_path(self._db_path)}: {exc}; "
-                                         "fell back to the scan (`agentctl index build` rebuilds it)")
+                self.last_search_note = fallback_note(side_path(self._db_path), str(exc))
             except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
-                self.last_search_note = (f"search index {side_path(self._db_path)} is unreadable ({exc}); "
-                                         "fell back to the scan (`agentctl index build` rebuilds it)")
+                self.last_search_note = fallback_note(side_path(self._db_path), f"unreadable ({exc})")
             else:
                 self._index_route = "index"
                 return hits

@@ -265,9 +265,9 @@ class Session:
         return n
 
     def _reindex(self, keys: list[int]) -> None:
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            marks = ", ".join("?" for _ in chunk)
+        from agentctl.storage.sqlutil import in_chunks
+
+        for marks, chunk in in_chunks(keys):
             dead = self.con.execute(f"SELECT coalesce(sum(docs), 0) FROM rows WHERE id IN ({marks})",
                                     chunk).fetchone()[0]
             self.meta["dead"] = int(self.meta.get("dead", 0)) + int(dead)
@@ -472,6 +472,11 @@ async def index_action(path: str, source: Source, action: str, table: str) -> di
         raise OperationError(f"cannot index the {table} table: {exc}") from None
 
 
+def fallback_note(side: str, why: str) -> str:
+    """The one stderr line of a search that could not use the side index `side`."""
+    return f"search index {side}: {why}; fell back to the scan (`agentctl index build` rebuilds it)"
+
+
 async def open_side(path: str, source: Source) -> tuple[Session | None, str | None]:
     """The side index of `path`, opened (and caught up) for a search: (session, None);
     (None, None) when there is none; (None, note) when it cannot be used: the caller
@@ -484,5 +489,4 @@ async def open_side(path: str, source: Source) -> tuple[Session | None, str | No
     try:
         return await asyncio.to_thread(open_for_search, path, source), None
     except (Unusable, sqlite3.DatabaseError) as exc:
-        return None, (f"search index {side}: {exc}; fell back to the scan "
-                      "(`agentctl index build` rebuilds it)")
+        return None, fallback_note(side, str(exc))

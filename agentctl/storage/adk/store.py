@@ -19,6 +19,7 @@ from agentctl.storage.adk.events import (
     to_message,
     tools_of,
 )
+from agentctl.storage.sqlutil import marks
 from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
 from agentctl.storage.timefmt import iso_utc
 
@@ -619,15 +620,14 @@ class ADKStore(ConnectedStore):
                     return None
                 got = {r[0]: dict(zip(names, r[1:])) for r in session.con.execute(
                     f"SELECT rowid, {self._event_cols} FROM src.events "
-                    f"WHERE rowid IN ({', '.join('?' for _ in keys)}){cond}", [*keys, *params])}
+                    f"WHERE rowid IN ({marks(len(keys))}){cond}", [*keys, *params])}
                 return [got[k] for k in keys if k in got]
 
             while True:
                 try:
                     rows = await asyncio.to_thread(next_rows)
                 except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
-                    self.last_search_note = (f"search index {side} is unreadable ({exc}); fell back to "
-                                             "the scan (`agentctl index build` rebuilds it)")
+                    self.last_search_note = textindex.fallback_note(side, f"unreadable ({exc})")
                     return None
                 if rows is None:
                     break

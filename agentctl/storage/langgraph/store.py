@@ -1047,8 +1047,7 @@ class LangGraphStore(Store):
                 # until there are enough hits (the scan would stop as early).
                 found = await asyncio.to_thread(located, keys) if len(keys) <= LAZY_CANDIDATES else None
             except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
-                self.last_search_note = (f"search index {side} is unreadable ({exc}); fell back to "
-                                         "the scan (`agentctl index build` rebuilds it)")
+                self.last_search_note = textindex.fallback_note(side, f"unreadable ({exc})")
                 return None
             # the scan's order of threads: the newest head first
             if found is None and thread_id is not None:

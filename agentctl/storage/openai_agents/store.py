@@ -24,7 +24,7 @@ from agentctl.storage.openai_agents.items import (
     to_message,
 )
 from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
-from agentctl.storage.sqlutil import in_chunks
+from agentctl.storage.sqlutil import in_chunks, marks
 from agentctl.storage.timefmt import iso_utc
 
 PREFIX = "item-"
@@ -535,15 +535,14 @@ class OpenAIAgentsStore(ConnectedStore):
                 found = {r[0]: {"id": r[0], "session_id": r[1], "message_data": r[2]}
                          for r in session.con.execute(
                              f"SELECT id, session_id, message_data FROM src.{self._M} "
-                             f"WHERE id IN ({', '.join('?' for _ in keys)}){cond}", [*keys, *params])}
+                             f"WHERE id IN ({marks(len(keys))}){cond}", [*keys, *params])}
                 return [found.get(k) for k in keys]
 
             while len(hits) < limit:
                 try:
                     rows = await asyncio.to_thread(next_rows)
                 except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
-                    self.last_search_note = (f"search index {side} is unreadable ({exc}); fell back to "
-                                             "the scan (`agentctl index build` rebuilds it)")
+                    self.last_search_note = textindex.fallback_note(side, f"unreadable ({exc})")
                     return None
                 if not rows:
                     break
