@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                         "JSON path (added / removed / changed, with old and new values)."),
     "tree": ("inspect", "The checkpoint DAG of a thread and its branches: heads, branch points, merges and "
                         "abandoned tips (what a rewind set aside) are labelled."),
+    "compare": ("compare", "Where two runs parted: the first step at which their states differ, and the diff there."),
     "search": ("search", "Find text in messages, tool results and state; newest first, one hit per checkpoint "
                          "and place, with the thread, step, where (the JSON path) and a snippet."),
     "rewind": ("history", "Make a checkpoint the head of its thread again."),

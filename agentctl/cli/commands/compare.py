@@ -1,0 +1,73 @@
+"""`compare`: where two runs parted."""
+
+
+from typing import Annotated
+
+import typer
+
+from agentctl.cli.complete import complete_ref
+from agentctl.cli.context import run, state
+from agentctl.cli.options import JsonOpt, RefArg
+from agentctl.cli.output import compact_json, emit_json, say, show, stdout_is_tty, tsv
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)
+
+
+def compare(
+    ctx: typer.Context,
+    a: RefArg,
+    b: Annotated[str, typer.Argument(metavar="B", help="The other run's checkpoint (or thread: its head).",
+                                     autocompletion=complete_ref)],
+    json_out: JsonOpt = False,
+) -> None:
+    """Where two runs parted: the first step at which their states differ, and the diff there.
+
+    A and B are checkpoints or threads (their heads). Each run is walked from its root to
+    A / B along parent links (across branches); a checkpoint whose messages, state and
+    tool results equal its parent's (a LangGraph fork copy) is not a step. The two runs'
+    steps are aligned from the root; the first pair that differs is reported with its
+    structural diff (the JSON paths of `diff`), then how many steps each run has after it.
+
+    --json: {first_divergent_step (null when one run is the other or a prefix of it), a, b
+    (checkpoint ids at the divergence), changes, a_steps, b_steps, common_steps, fork_point}.
+
+    Example: agentctl --db sample_db/langgraph.db compare support-refund-replay~2 support-refund-replay
+    """
+    from agentctl.compare import compare as compare_runs
+    from agentctl.refs import resolve
+
+    async def go():
+        async with state(ctx).open() as store:
+            meta_a = await resolve(store, a)
+            meta_b = await resolve(store, b)
+            return await compare_runs(store, meta_a, meta_b)
+
+    result = run(go())
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    changes = result.changes
+    if result.first_divergent_step is None:
+        say(f"the runs do not part: {result.common_steps} step(s) alike; "
+            f"then A has {result.a_steps} more step(s), B {result.b_steps}")
+        return
+    if not stdout_is_tty():
+        say(f"parted at step {result.first_divergent_step}: A {result.a_at}, B {result.b_at}; "
+            f"after it A has {result.a_steps} step(s), B {result.b_steps}")
+        tsv(["SECTION", "PATH", "OP", "OLD", "NEW"],
+            [[c.section, c.path, c.op, compact_json(c.old), compact_json(c.new)] for c in changes])
+        return
+    from rich.text import Text
+
+    from agentctl import render
+    from agentctl.cli.output import console
+
+    head = Text.assemble(
+        ("parted at step ", "bold"), (str(result.first_divergent_step), "bold"), "\n",
+        ("--- A ", "red"), render.safe(result.a_at or "", one_line=True),
+        f"  ({result.a_steps} step(s) after it)\n",
+        ("+++ B ", "green"), render.safe(result.b_at or "", one_line=True),
+        f"  ({result.b_steps} step(s) after it)")
+    show(head, render.diff_table(changes, width=console().width))
