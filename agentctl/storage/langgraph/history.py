@@ -80,7 +80,7 @@ TRASH_CP = "agentctl_langgraph_trash_checkpoints"
 TRASH_W = "agentctl_langgraph_trash_writes"
 TRASH_B = "agentctl_langgraph_trash_blobs"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
-UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread")
+UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread", "run")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
 
@@ -742,6 +742,8 @@ class LangGraphHistory(History):
                 for table in (self.W, "checkpoints") + (("checkpoint_blobs",) if self._pg else ()):
                     await tx.execute(f"DELETE FROM {table} WHERE thread_id = ?", new)
             created = await self._restore(tx, op.op_id)
+            if op.kind == "run":  # after _restore: its trash is what this undo sets aside
+                deleted = await self._unrun(tx, op.op_id, d)
             new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
                                         {"undo_of": op.op_id}, undo_of=op.op_id)
             await self.log.mark_undone(tx, op.op_id, new_id)
@@ -749,6 +751,64 @@ class LangGraphHistory(History):
         self.store._branch_map = None
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
                         created=created, deleted=deleted)
+
+    # ---- run: what the user's agent wrote, recorded after the fact -------------------
+
+    def _key_queries(self) -> dict[str, str]:
+        """Each data table's primary key of a thread's rows (the run's before/after sets)."""
+        q = {"checkpoints": "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ?",
+             self.W: f"SELECT checkpoint_ns, checkpoint_id, task_id, idx FROM {self.W} WHERE thread_id = ?"}
+        if self._pg:
+            q["checkpoint_blobs"] = "SELECT checkpoint_ns, channel, version FROM checkpoint_blobs WHERE thread_id = ?"
+        return q
+
+    async def run_keys(self, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
+        """The keys of every row the thread has now, by table (read before a run)."""
+        await self._ready()
+        return {t: {tuple(r.values()) for r in await self.store._db.query(sql, thread_id)}
+                for t, sql in self._key_queries().items()}
+
+    async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
+                         details: dict[str, Any]) -> int | None:
+        """One op for what a run of the user's agent wrote to the thread since `before`
+        (rows whose keys are new): undo moves them to the trash. None: it wrote nothing."""
+        await self._ready()
+        async with self._tx([thread_id]) as tx:
+            await self._begin(tx)
+            inserted: dict[str, list[list[Any]]] = {}
+            for table, sql in self._key_queries().items():
+                now = {tuple(r.values()) for r in await tx.fetch(sql, thread_id)}
+                new = sorted(now - before.get(table, set()), key=repr)
+                if new:
+                    inserted[table] = [list(k) for k in new]
+            if not inserted:
+                return None
+            details = dict(details, thread_id=thread_id, inserted=inserted)
+            op_id = await self._record(tx, "run", summary, [thread_id], details)
+            await self._finish(tx, op_id, details, [thread_id])
+        self.store._where.clear()
+        self.store._branch_map = None
+        return op_id
+
+    async def _unrun(self, tx: Any, op_id: int, d: dict[str, Any]) -> list[str]:
+        """Undo of a run: the rows it inserted to the trash (under the run's op id)."""
+        tid = d["thread_id"]
+        ins = d.get("inserted") or {}
+        cps = [tuple(k) for k in ins.get("checkpoints", [])]
+        by_ns: dict[str, list[str]] = {}
+        for ns, cid in cps:
+            by_ns.setdefault(ns, []).append(cid)
+        for ns, ids in by_ns.items():
+            await self._trash_ids(tx, op_id, tid, ns, ids)
+        gone = set(cps)
+        where = "x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id = ? AND x.task_id = ? AND x.idx = ?"
+        for ns, cid, task, idx in (tuple(k) for k in ins.get(self.W, [])):
+            if (ns, cid) not in gone:  # a write on a checkpoint that was there before the run
+                await self._trash(tx, op_id, self.W, where, tid, ns, cid, task, idx)
+        for ns, channel, version in (tuple(k) for k in ins.get("checkpoint_blobs", [])):
+            await self._trash(tx, op_id, "checkpoint_blobs", "x.thread_id = ? AND x.checkpoint_ns = ? AND "
+                              "x.channel = ? AND x.version = ?", tid, ns, channel, version)
+        return [cid for _, cid in cps]
 
     async def _restore(self, tx: Any, op_id: int) -> list[str]:
         restored: list[str] = []

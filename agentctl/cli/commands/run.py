@@ -1,0 +1,197 @@
+"""`run`: run the user's own agent on from a checkpoint, through the framework itself."""
+
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli.complete import complete_ref, complete_thread
+from agentctl.cli.context import run as run_coro
+from agentctl.cli.context import state
+from agentctl.cli.options import JsonOpt
+from agentctl.cli.output import emit_jsonl, info, say
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_agent)
+
+
+def _json_value(option: str, text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        from agentctl.errors import UsageError
+
+        raise UsageError(f"{option} is not JSON: {exc}") from None
+
+
+def run_agent(
+    ctx: typer.Context,
+    thread: Annotated[str, typer.Argument(metavar="THREAD", help="The thread to run (a new one with --input).",
+                                          autocompletion=complete_thread)],
+    from_ref: Annotated[str | None, typer.Option(
+        "--from", metavar="REF", help="Run from this checkpoint of the thread (LangGraph's replay / fork), "
+        "not from the head.", autocompletion=complete_ref)] = None,
+    input_json: Annotated[str | None, typer.Option(
+        "--input", metavar="JSON", help="The graph's input, e.g. '{\"messages\": [{\"role\": \"user\", "
+        "\"content\": \"hi\"}]}'.")] = None,
+    resume_json: Annotated[str | None, typer.Option(
+        "--resume", metavar="JSON", help="The answer to a pending interrupt() (LangGraph's Command(resume=...)).")] = None,
+    agent: Annotated[str | None, typer.Option(
+        "--agent", metavar="NAME|FILE.py:VAR|module:var",
+        help="The agent: a graph of langgraph.json, or where its graph object is.")] = None,
+    config: Annotated[str | None, typer.Option(
+        "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")] = None,
+    python: Annotated[str | None, typer.Option(
+        "--python", metavar="PATH", help="The interpreter of the agent's environment (default: "
+        "$AGENTCTL_PYTHON, the active virtualenv's, else agentctl's own).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run your own agent from a checkpoint, through its framework, on this database.
+
+    The agent's code runs in a child process in your interpreter (never inside agentctl),
+    with the framework's own saver on --db; each new checkpoint is printed as it is saved
+    (--json: JSON Lines). THREAD alone resumes the thread's head (LangGraph:
+    invoke(None)); --from REF runs from an earlier checkpoint; --input gives the graph
+    input; --resume answers a pending interrupt(). What the run saved is one operation in
+    the op log: `agentctl undo` moves it to the trash. An exception in your code is shown
+    with your own frames (exit 1); what was saved before it stays, undoable. Ctrl-C stops
+    the run (exit 130); what it saved stays, undoable.
+
+    Example: agentctl --db sample_db/langgraph.db run story-1 --config sample_db/story/langgraph.json
+    """
+    from agentctl.errors import NotFoundError, UsageError
+    from agentctl.refs import resolve
+    from agentctl.runners import RUNNERS, ChildRun, find_agent, pick_python
+
+    if input_json is not None and resume_json is not None:
+        raise UsageError("use one of --input and --resume")
+    value = _json_value("--input", input_json)
+    resume = _json_value("--resume", resume_json)
+    st = state(ctx)
+
+    async def prepare():
+        async with st.engine(write=False) as (store, history):
+            fmt = store.format.name
+            if fmt not in RUNNERS:
+                raise UsageError(f"the {fmt} format has no runtime agentctl can run (run works on "
+                                 f"{', '.join(sorted(RUNNERS))} databases)")
+            from_id = None
+            exists = await store.find_thread_ids(thread, 1) == [thread]
+            if from_ref is not None:
+                try:
+                    meta = await resolve(store, from_ref)
+                except NotFoundError as exc:
+                    raise UsageError(f"--from {from_ref}: {exc}") from None
+                if meta.thread_id != thread:
+                    raise UsageError(f"--from {from_ref} is a checkpoint of {meta.thread_id}, not of {thread}")
+                from_id = meta.checkpoint_id
+            elif not exists and input_json is None:
+                from agentctl.errors import ThreadNotFound
+
+                raise ThreadNotFound(thread)
+            before = await history.run_keys(thread)
+            return fmt, from_id, before
+
+    fmt, from_id, before = run_coro(prepare())
+    from agentctl.storage import parse_url
+
+    kind, target = parse_url(st.db)
+    who = find_agent(agent, config)
+    interpreter = pick_python(python)
+    request: dict[str, Any] = {"kind": kind, "target": target, "thread": thread, "from": from_id,
+                               "agent": who.target, "paths": who.paths}
+    if resume_json is not None:
+        request["resume"] = resume
+    else:
+        request["input"] = value
+    child = ChildRun(fmt, interpreter, request)
+    outcome: dict[str, Any] = {"event": "setup", "message": f"{interpreter} ended without a word"}
+    saved = 0
+    interrupted = False
+
+    def take(event: dict[str, Any]) -> None:
+        nonlocal saved, outcome
+        if event.get("event") != "checkpoint":
+            outcome = event
+            return
+        if ("", event.get("id")) in before.get("checkpoints", ()):
+            return  # where the run started (LangGraph streams it again)
+        saved += 1
+        if json_out:
+            emit_jsonl(event)
+        else:
+            _say_checkpoint(event)
+
+    events = iter(child)
+    while True:
+        try:
+            event = next(events, None)
+        except KeyboardInterrupt:
+            interrupted = True
+            child.interrupt()  # then read on: the child says what it saved, and ends
+            continue
+        if event is None:
+            break
+        take(event)
+    code = child.wait(10)
+    if interrupted or outcome.get("event") == "interrupted" or code == 130:
+        outcome = {"event": "interrupted"}
+    elif outcome.get("event") == "setup":
+        raise UsageError(str(outcome.get("message")))
+    result = {"done": "done", "error": f"error: {outcome.get('type')}", "interrupted": "interrupted"}.get(
+        str(outcome.get("event")), f"exit {code}")
+    shown_input = resume_json if resume_json is not None else input_json
+    summary = (f"run {thread}" + (f" from {from_id}" if from_id else "") + f" with {who.label}"
+               + (f" ({'resume' if resume_json is not None else 'input'} {_short(shown_input)})" if shown_input else "")
+               + f": {result}")
+
+    async def record():
+        async with st.engine(need="undo") as (_, history):
+            return await history.record_run(
+                thread, before, summary, {"agent": who.label, "input": value, "resume": resume,
+                                          "from": from_id, "result": result})
+
+    op_id = run_coro(record())
+    outcome["op_id"] = op_id
+    outcome["checkpoints"] = saved
+    if json_out:
+        emit_jsonl(outcome)
+    tail = f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else " (nothing was written)"
+    if outcome.get("event") == "error":
+        _say_error(outcome)
+        info(f"the run saved {saved} checkpoint(s) before the error{tail}")
+        raise typer.Exit(1)
+    if outcome.get("event") == "interrupted":
+        info(f"interrupted: the run saved {saved} checkpoint(s), which stay{tail}")
+        raise typer.Exit(130)
+    if not json_out:
+        waiting = outcome.get("interrupts") or []
+        nxt = outcome.get("next") or []
+        say(f"ran {thread}: {saved} new checkpoint(s){tail}"
+            + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
+            + (f"; interrupt: {_short(json.dumps(waiting[0], default=repr))} (answer with --resume JSON)"
+               if waiting else ""))
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _say_checkpoint(event: dict[str, Any]) -> None:
+    nodes = ", ".join(event.get("nodes") or []) or event.get("source") or ""
+    keys = ", ".join(event.get("keys") or [])
+    say(f"step {event.get('step')}  {event.get('id')}  {nodes}" + (f"  changed: {keys}" if keys else ""))
+
+
+def _say_error(event: dict[str, Any]) -> None:
+    where = f" in node {event['node']!r}" if event.get("node") else ""
+    info(f"your agent raised {event.get('type')}{where}: {event.get('message')}")
+    for f in event.get("frames") or []:
+        info(f'  File "{f.get("file")}", line {f.get("line")}, in {f.get("name")}')
+        if f.get("code"):
+            info(f"    {f['code']}")

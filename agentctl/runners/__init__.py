@@ -1,0 +1,176 @@
+"""Running the user's own agent (`agentctl run`): where its code is, which interpreter
+runs it, and the child process that does (headless: no rich, no textual).
+
+agentctl never imports the user's code: a child process in the user's interpreter runs a
+standalone script of this package (`langgraph_child.py`: the standard library, the
+framework and the user's code only), which attaches the framework's own saver to the
+database and streams one JSON line per new checkpoint back on a pipe. What the user's
+code prints goes to agentctl's stderr (stdout carries agentctl's data only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from agentctl.errors import UsageError
+
+__all__ = ["Agent", "find_agent", "pick_python", "ChildRun", "RUNNERS"]
+
+#: the formats `run` can drive, and the child script of each
+RUNNERS = {"langgraph": "langgraph_child.py"}
+
+CONFIG_NAME = "langgraph.json"
+
+
+@dataclass
+class Agent:
+    """The user's agent: what the child loads ({"file", "var"} or {"module", "var"}), the
+    directories it puts first on sys.path, and how to name it to the user."""
+
+    target: dict[str, str]
+    label: str
+    paths: list[str] = field(default_factory=list)
+
+
+def _spec(text: str, base: Path, what: str) -> dict[str, str]:
+    """FILE.py:VAR or module:var (a path relative to `base`)."""
+    where, sep, var = text.rpartition(":")
+    if not sep or not where or not var:
+        raise UsageError(f"{what} {text!r} is not FILE.py:VAR or module:var")
+    if where.endswith(".py") or "/" in where or os.sep in where:
+        path = (base / where).resolve()
+        if not path.is_file():
+            raise UsageError(f"{what} {text!r}: no file {path}")
+        return {"file": str(path), "var": var}
+    return {"module": where, "var": var}
+
+
+def find_agent(agent: str | None, config: str | None, cwd: str | None = None) -> Agent:
+    """The agent `--agent` names: FILE.py:VAR, module:var, or a graph of langgraph.json
+    (the one in the current directory, or `config`); without `--agent`, langgraph.json's
+    only graph. Its `dependencies` go on the path, as `langgraph dev` puts them."""
+    here = Path(cwd or os.getcwd())
+    if agent and ":" in agent:
+        target = _spec(agent, here, "--agent")
+        return Agent(target=target, label=agent,
+                     paths=[str(Path(target["file"]).parent)] if "file" in target else [str(here)])
+    path = Path(config).expanduser() if config else here / CONFIG_NAME
+    if not path.is_file():
+        if config:
+            raise UsageError(f"--config {config}: no such file")
+        raise UsageError(f"no {CONFIG_NAME} in {here}; name the agent with --agent FILE.py:VAR "
+                         f"(or module:var), or give --config PATH")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path}: not a readable JSON file ({exc})") from None
+    graphs = data.get("graphs") if isinstance(data, dict) else None
+    if not isinstance(graphs, dict) or not graphs:
+        raise UsageError(f"{path} names no graphs (a \"graphs\" object: name -> \"./file.py:var\")")
+    if agent is None:
+        if len(graphs) != 1:
+            raise UsageError(f"{path} names {len(graphs)} graphs; choose one with --agent "
+                             f"({', '.join(sorted(graphs))})")
+        agent = next(iter(graphs))
+    if agent not in graphs:
+        raise UsageError(f"{path} has no graph {agent!r} (it has: {', '.join(sorted(graphs))})")
+    entry = graphs[agent]
+    if isinstance(entry, dict):  # {"path": "./x.py:g", ...} in newer files
+        entry = entry.get("path")
+    if not isinstance(entry, str):
+        raise UsageError(f"{path}: graph {agent!r} is not \"./file.py:var\"")
+    base = path.parent.resolve()
+    deps = data.get("dependencies") or []
+    paths = [str((base / d).resolve()) for d in deps if isinstance(d, str) and not d.startswith(("http", "git+"))
+             and (base / d).is_dir()]
+    target = _spec(entry, base, f"{path.name} graph {agent!r}")
+    if "file" in target and str(Path(target["file"]).parent) not in paths:
+        paths.append(str(Path(target["file"]).parent))
+    return Agent(target=target, label=agent, paths=paths)
+
+
+def pick_python(python: str | None) -> str:
+    """The interpreter that runs the user's agent: --python, AGENTCTL_PYTHON, the active
+    virtual environment's, else agentctl's own."""
+    chosen = python or os.environ.get("AGENTCTL_PYTHON")
+    if not chosen and os.environ.get("VIRTUAL_ENV"):
+        venv = Path(os.environ["VIRTUAL_ENV"]) / "bin" / "python"
+        if venv.exists():
+            chosen = str(venv)
+    if not chosen:
+        return sys.executable
+    from shutil import which
+
+    found = which(chosen) if os.sep not in chosen else (chosen if os.access(chosen, os.X_OK) else None)
+    if not found:
+        raise UsageError(f"--python {chosen}: no such interpreter")
+    return found
+
+
+class ChildRun:
+    """The child process running the user's agent; iterate for its events."""
+
+    def __init__(self, fmt: str, python: str, request: dict[str, Any]) -> None:
+        script = Path(__file__).with_name(RUNNERS[fmt])
+        # what the user's code prints goes to our stderr; a stderr with no file behind it
+        # (an in-process test runner's) gets it when the child is done
+        self._spill: Any = None
+        try:
+            err: Any = sys.stderr.fileno()
+        except (AttributeError, OSError, ValueError):
+            import tempfile
+
+            self._spill = err = tempfile.TemporaryFile()
+        read_fd, write_fd = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [python, str(script), str(write_fd)], stdin=subprocess.PIPE, stdout=err,
+                stderr=err, pass_fds=(write_fd,), close_fds=True)
+        except OSError as exc:
+            os.close(read_fd)
+            os.close(write_fd)
+            raise UsageError(f"cannot start {python}: {exc.strerror or exc}") from None
+        os.close(write_fd)
+        self.events = os.fdopen(read_fd, "r", encoding="utf-8")
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+        self.proc.stdin.close()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for line in self.events:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                yield event
+
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGKILL)
+            return self.proc.wait()
+        finally:
+            self.events.close()
+            if self._spill is not None:
+                self._spill.seek(0)
+                sys.stderr.write(self._spill.read().decode("utf-8", "replace"))
+                self._spill.close()
+                self._spill = None
+
+    def interrupt(self) -> None:
+        """Ctrl-C reached agentctl: make sure the child got it too (it may run in its
+        own session when agentctl is driven by another program)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass

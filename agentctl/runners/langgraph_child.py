@@ -1,0 +1,203 @@
+"""The child process of `agentctl run` for LangGraph: runs the user's own graph, in the
+user's interpreter, through LangGraph itself, on the user's database.
+
+Standalone on purpose: it runs in an interpreter that may not have agentctl installed,
+so it imports only the standard library, LangGraph and the user's code. agentctl starts
+it as `PYTHON langgraph_child.py EVENTS_FD` and writes one JSON request on its stdin;
+the child writes one JSON object per line to the file descriptor EVENTS_FD:
+
+  {"event": "checkpoint", "id", "step", "source", "nodes": [...], "keys": [...], "next": [...]}
+  {"event": "done", "next": [...], "interrupts": [...], "head": id}
+  {"event": "error", "type", "message", "node", "frames": [{"file", "line", "name", "code"}]}
+  {"event": "setup", "message"}       (the agent or the framework cannot be loaded)
+  {"event": "interrupted"}            (Ctrl-C)
+
+Exit status: 0 done, 1 the user's code raised, 2 setup, 130 interrupted. What the user's
+code prints goes to the child's stdout and stderr (agentctl points both at its stderr).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+
+class SetupError(Exception):
+    pass
+
+
+def _emit(out: Any, event: dict[str, Any]) -> None:
+    out.write(json.dumps(event, default=repr) + "\n")
+    out.flush()
+
+
+def _load(agent: dict[str, Any]) -> Any:
+    """The object `agent` names: {"file": PATH, "var": NAME} or {"module": M, "var": NAME}."""
+    var = agent["var"]
+    if "file" in agent:
+        path = agent["file"]
+        name = "agentctl_user_graph_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise SetupError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise SetupError(f"loading {path} raised {type(exc).__name__}: {exc}") from exc
+        where = path
+    else:
+        try:
+            module = importlib.import_module(agent["module"])
+        except Exception as exc:
+            raise SetupError(f"importing {agent['module']} raised {type(exc).__name__}: {exc}") from exc
+        where = agent["module"]
+    if not hasattr(module, var):
+        names = sorted(n for n in vars(module) if not n.startswith("_"))[:12]
+        raise SetupError(f"{where} has no {var!r} (it has: {', '.join(names)})")
+    return getattr(module, var)
+
+
+def _graph(obj: Any, saver: Any) -> Any:
+    """A compiled graph of `obj` that writes through `saver`: a StateGraph is compiled,
+    a compiled graph copied with the saver, a factory (langgraph.json allows one) called."""
+    for _ in range(3):
+        if hasattr(obj, "compile") and not hasattr(obj, "invoke"):
+            return obj.compile(checkpointer=saver)
+        if hasattr(obj, "invoke") and hasattr(obj, "copy"):
+            return obj.copy(update={"checkpointer": saver})
+        if callable(obj):
+            obj = obj()
+            continue
+        break
+    raise SetupError(f"the agent is a {type(obj).__name__}, not a LangGraph graph (StateGraph or compiled)")
+
+
+def _saver(kind: str, target: str, stack: Any) -> Any:
+    if kind == "sqlite":
+        import sqlite3
+
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(target, check_same_thread=False)
+        stack.callback(conn.close)
+        return SqliteSaver(conn)
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    # agentctl's DSN may carry `search_path=` (a server setting, as asyncpg takes it):
+    # libpq takes it as `options`
+    parts = urlsplit(target)
+    query = dict(parse_qsl(parts.query))
+    path = query.pop("search_path", None)
+    if path:
+        query["options"] = f"-csearch_path={path}"
+    return stack.enter_context(PostgresSaver.from_conn_string(urlunsplit(parts._replace(query=urlencode(query)))))
+
+
+def _user_frames(exc: BaseException) -> list[dict[str, Any]]:
+    """The traceback's frames in the user's own files: not LangGraph's, not a library's,
+    not the standard library's, not this file's."""
+    import sysconfig
+
+    skip = {os.path.realpath(p) for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib",
+                                                                                  "purelib", "platlib")} if p}
+    here = os.path.realpath(__file__)
+    out = []
+    for fs in traceback.extract_tb(exc.__traceback__):
+        path = os.path.realpath(fs.filename)
+        if path == here or any(path.startswith(s + os.sep) for s in skip) or "site-packages" in path \
+                or fs.filename.startswith("<"):
+            continue
+        out.append({"file": fs.filename, "line": fs.lineno, "name": fs.name, "code": fs.line or ""})
+    return out
+
+
+def _node_of(exc: BaseException) -> str | None:
+    for note in getattr(exc, "__notes__", None) or []:
+        if note.startswith("During task with name '"):
+            return note.split("'")[1]
+    return None
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """The first Ctrl-C stops the run; later ones are ignored while it winds down (the
+    framework's clean-up must not be cut short by a second KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, _on_sigint)
+    out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
+    req = json.loads(sys.stdin.readline())
+    for p in reversed(req.get("paths") or []):
+        sys.path.insert(0, p)
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        try:
+            try:
+                import langgraph  # noqa: F401
+                from langgraph.types import Command
+            except ImportError as exc:
+                raise SetupError(f"{sys.executable} cannot import LangGraph ({exc}); name the interpreter "
+                                 "of your agent's environment with --python") from exc
+            try:
+                saver = _saver(req["kind"], req["target"], stack)
+            except ImportError as exc:
+                raise SetupError(f"{sys.executable} has no LangGraph saver for {req['kind']} ({exc})") from exc
+            graph = _graph(_load(req["agent"]), saver)
+        except SetupError as exc:
+            _emit(out, {"event": "setup", "message": str(exc)})
+            return 2
+        configurable = {"thread_id": req["thread"], "checkpoint_ns": ""}
+        if req.get("from"):
+            configurable["checkpoint_id"] = req["from"]
+        config = {"configurable": configurable}
+        if "resume" in req:
+            value: Any = Command(resume=req["resume"])
+        else:
+            value = req.get("input")
+        nodes: list[str] = []
+        keys: list[str] = []
+        try:
+            for mode, chunk in graph.stream(value, config, stream_mode=["updates", "checkpoints"]):
+                if mode == "updates":
+                    for node, update in (chunk or {}).items():
+                        nodes.append(node)
+                        if isinstance(update, dict):
+                            keys.extend(k for k in update if k not in keys)
+                    continue
+                meta = chunk.get("metadata") or {}
+                _emit(out, {"event": "checkpoint", "id": chunk["config"]["configurable"]["checkpoint_id"],
+                            "step": meta.get("step"), "source": meta.get("source"), "nodes": nodes,
+                            "keys": keys, "next": list(chunk.get("next") or [])})
+                nodes, keys = [], []
+            state = graph.get_state({"configurable": {"thread_id": req["thread"], "checkpoint_ns": ""}})
+            interrupts = [getattr(i, "value", None) for t in state.tasks for i in (t.interrupts or ())]
+            _emit(out, {"event": "done", "next": list(state.next), "interrupts": interrupts,
+                        "head": (state.config or {}).get("configurable", {}).get("checkpoint_id")})
+            return 0
+        except KeyboardInterrupt:
+            _emit(out, {"event": "interrupted"})
+            return 130
+        except Exception as exc:
+            _emit(out, {"event": "error", "type": type(exc).__name__, "message": str(exc),
+                        "node": _node_of(exc), "frames": _user_frames(exc)})
+            return 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # between the framework's steps, outside the run's own handler
+        sys.exit(130)
