@@ -212,6 +212,18 @@ def tsv(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         out.write("\t".join(plain_cell(v) for v in row) + "\n")
 
 
+def show_changes(changes: Sequence[Any], *, head: Any = None) -> None:
+    """A structural diff's changes (agentctl.diff.Change): a table under `head` (a Rich
+    renderable) on a terminal, tab-separated with full JSON values when piped."""
+    if not stdout_is_tty():
+        tsv(["SECTION", "PATH", "OP", "OLD", "NEW"],
+            [[c.section, c.path, c.op, compact_json(c.old), compact_json(c.new)] for c in changes])
+        return
+    from agentctl import render
+
+    show(*([head] if head is not None else []), render.diff_table(list(changes), width=console().width))
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None,
           renderable: Callable[[], Any] | None = None) -> None:
     """A Rich table on a terminal (`renderable()` when given); tab-separated text otherwise."""

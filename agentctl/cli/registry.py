@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("history", "Merge a branch's head into a thread: a three-way merge of state and tool results "
                          "from their common ancestor, the branch's new messages appended."),
     "prune": ("history", "Delete old checkpoints by a policy; a thread's head is always kept."),
+    "edit": ("edit", "Change the state at a checkpoint: a new checkpoint after REF that holds exactly the values given."),
     "run": ("run", "Run your own agent from a checkpoint, through its framework, on this database."),
     "oplog": ("ops", "The operations agentctl wrote (rewind, branch, merge, prune, delete, import, undo), "
                      "newest first, and whether they were undone."),

@@ -21,12 +21,19 @@ from typing import Any, Iterator
 
 from agentctl.errors import UsageError
 
-__all__ = ["Agent", "find_agent", "pick_python", "ChildRun", "RUNNERS"]
+__all__ = ["require_runtime", "Agent", "find_agent", "pick_python", "ChildRun", "run_child", "RUNNERS"]
 
 #: the formats `run` can drive, and the child script of each
 RUNNERS = {"langgraph": "langgraph_child.py"}
 
 CONFIG_NAME = "langgraph.json"
+
+
+def require_runtime(fmt: str, command: str) -> None:
+    """Exit 2 unless agentctl can run the agents of this format (`command`: run, edit)."""
+    if fmt not in RUNNERS:
+        raise UsageError(f"{command} needs the agent's framework, and agentctl runs none for the {fmt} format "
+                         f"({command} works on {', '.join(sorted(RUNNERS))} databases)")
 
 
 @dataclass
@@ -174,3 +181,19 @@ class ChildRun:
                 self.proc.send_signal(signal.SIGINT)
             except ProcessLookupError:
                 pass
+
+
+def run_child(fmt: str, python: str, request: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run a child to its end: (its last event that is not a checkpoint, the checkpoints)."""
+    child = ChildRun(fmt, python, request)
+    outcome: dict[str, Any] = {"event": "setup", "message": f"{python} ended without a word"}
+    saved: list[dict[str, Any]] = []
+    try:
+        for event in child:
+            if event.get("event") == "checkpoint":
+                saved.append(event)
+            else:
+                outcome = event
+    finally:
+        child.wait(10)
+    return outcome, saved

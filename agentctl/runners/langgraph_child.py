@@ -128,6 +128,89 @@ def _node_of(exc: BaseException) -> str | None:
     return None
 
 
+_UNSET = object()
+
+
+def _set_in(value: Any, path: list[Any], new: Any, where: str) -> Any:
+    """A copy of `value` with `new` at `path` (_UNSET: removed); dicts, lists and
+    pydantic models (LangChain's messages) along the way, the rest shared."""
+    if not path:
+        return new
+    key, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        if rest and key not in value:
+            raise SetupError(f"{where}: no key {key!r}")
+        out = dict(value)
+        if rest:
+            out[key] = _set_in(value[key], rest, new, where)
+        elif new is _UNSET:
+            if key not in out:
+                raise SetupError(f"{where}: no key {key!r} to unset")
+            del out[key]
+        else:
+            out[key] = new
+        return out
+    if isinstance(value, (list, tuple)):
+        try:
+            i = int(key)
+            value[i]
+        except (ValueError, IndexError):
+            raise SetupError(f"{where}: no item {key!r} in a list of {len(value)}") from None
+        items = list(value)
+        if rest:
+            items[i] = _set_in(items[i], rest, new, where)
+        elif new is _UNSET:
+            del items[i]
+        else:
+            items[i] = new
+        return type(value)(items) if isinstance(value, tuple) else items
+    if hasattr(value, "model_copy") and isinstance(key, str) and key in getattr(type(value), "model_fields", {}):
+        if new is _UNSET:
+            raise SetupError(f"{where}: a field of {type(value).__name__} cannot be unset")
+        inner = getattr(value, key)
+        return value.model_copy(update={key: _set_in(inner, rest, new, where) if rest else new})
+    raise SetupError(f"{where}: cannot change {key!r} inside a {type(value).__name__}")
+
+
+def _edit(graph: Any, config: dict[str, Any], edits: list[list[Any]], as_node: str | None) -> Any:
+    """LangGraph's own update_state at the checkpoint of `config`, writing exactly the
+    values given. `edits`: [path, value, "set" | "unset"]. A channel with a reducer gets
+    LangGraph's Overwrite (a whole value set from JSON first goes through the reducer
+    from empty, so that messages given as JSON become messages), a plain channel the value."""
+    from langgraph.types import Overwrite
+
+    state = graph.get_state(config)
+    channels = getattr(graph, "channels", {}) or {}
+    known = sorted(k for k in channels if not k.startswith(("__", "branch:")))
+    updates: dict[str, Any] = {}
+    from_json: set[str] = set()
+    for path, value, how in edits:
+        top = path[0]
+        if top not in known:
+            raise SetupError(f"the state has no key {top!r} (its keys: {', '.join(known)})")
+        new = _UNSET if how == "unset" else value
+        if len(path) == 1:
+            if new is _UNSET:
+                raise SetupError(f"{top!r} is a channel of the graph: it can be set, not unset")
+            updates[top] = new
+            from_json.add(top)
+            continue
+        current = updates.get(top, state.values.get(top))
+        updates[top] = _set_in(current, path[1:], new, ".".join(map(str, path)))
+    for top, value in list(updates.items()):
+        ch = channels[top]
+        operator = getattr(ch, "operator", None)
+        if operator is None:
+            continue
+        if top in from_json:
+            try:
+                value = operator(ch.typ(), value)
+            except Exception:  # no empty value to start from: the value as given
+                pass
+        updates[top] = Overwrite(value)
+    return graph.update_state(config, updates, as_node=as_node)
+
+
 def _on_sigint(signum: int, frame: Any) -> None:
     """The first Ctrl-C stops the run; later ones are ignored while it winds down (the
     framework's clean-up must not be cut short by a second KeyboardInterrupt)."""
@@ -163,6 +246,20 @@ def main() -> int:
         if req.get("from"):
             configurable["checkpoint_id"] = req["from"]
         config = {"configurable": configurable}
+        if req.get("mode") == "edit":
+            try:
+                new = _edit(graph, config, req["edits"], req.get("as_node"))
+            except SetupError as exc:
+                _emit(out, {"event": "setup", "message": str(exc)})
+                return 2
+            except Exception as exc:  # LangGraph refused the update (e.g. an unknown --as-node)
+                _emit(out, {"event": "setup", "message": f"LangGraph refused the update: "
+                                                         f"{type(exc).__name__}: {exc}"})
+                return 2
+            state = graph.get_state(new)
+            _emit(out, {"event": "edited", "id": new["configurable"]["checkpoint_id"],
+                        "step": (state.metadata or {}).get("step"), "next": list(state.next)})
+            return 0
         if "resume" in req:
             value: Any = Command(resume=req["resume"])
         else:

@@ -102,6 +102,28 @@ def _agentctl(url, *args, env=None, **kw):
                           text=True, cwd=kw.pop("cwd", REPO), env={**os.environ, **(env or {})}, **kw)
 
 
+def lg_db_with_a_run(tmp_path, project) -> str:
+    """A SQLite LangGraph database with thread `t` run to its end (closed)."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    url = str(tmp_path / "lg.db")
+    conn = sqlite3.connect(url, check_same_thread=False)
+    graph = _user_graph(project).compile(checkpointer=SqliteSaver(conn))
+    graph.invoke({"n": 0, "log": [], "fixed": True}, cfg("t"))
+    conn.close()
+    return url
+
+
+def assert_exit_2_one_line(url, command, cases, *common, cwd=REPO):
+    """Each case (args, words): exit 2, one line on stderr that holds the words."""
+    for args, words in cases:
+        r = _agentctl(url, command, "t", *args, *common, cwd=cwd)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert words in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
 def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, project, tmp_path):
     url, saver = lg
     saver.setup()
@@ -191,15 +213,7 @@ def test_resume_answers_an_interrupt(lg, project):
 
 
 def test_bad_agent_config_from_and_interpreter_exit_2_and_write_nothing(tmp_path, project):
-    import sqlite3
-
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    url = str(tmp_path / "lg.db")
-    conn = sqlite3.connect(url, check_same_thread=False)
-    graph = _user_graph(project).compile(checkpointer=SqliteSaver(conn))
-    graph.invoke({"n": 0, "log": [], "fixed": True}, cfg("t"))
-    conn.close()
+    url = lg_db_with_a_run(tmp_path, project)
     before = open(url, "rb").read()
     venv = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -211,10 +225,7 @@ def test_bad_agent_config_from_and_interpreter_exit_2_and_write_nothing(tmp_path
         (["--agent", "loop", "--python", str(venv / "bin" / "python")], "cannot import LangGraph"),
         (["--agent", "loop", "--input", "{bad"], "--input is not JSON"),
     ]
-    for args, words in cases:
-        r = _agentctl(url, "run", "t", *args, cwd=project)
-        assert r.returncode == 2, (args, r.stdout, r.stderr)
-        assert words in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+    assert_exit_2_one_line(url, "run", cases, cwd=project)
     r = _agentctl(url, "run", "t", cwd=tmp_path)
     assert r.returncode == 2 and "no langgraph.json in" in r.stderr
     assert open(url, "rb").read() == before
@@ -229,7 +240,7 @@ def test_run_refuses_formats_without_a_runtime(tmp_path):
     db = str(tmp_path / "s.db")
     shutil.copyfile(SAMPLE_DB, db)
     r = cli(db, "run", "coder-fix-flaky-test", "--agent", "x.py:g")
-    assert r.exit_code == 2 and "the agentos format has no runtime" in r.stderr
+    assert r.exit_code == 2 and "agentctl runs none for the agentos format" in r.stderr
 
 
 def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, project):

@@ -8,7 +8,7 @@ import typer
 from agentctl.cli.complete import complete_ref
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt, RefArg
-from agentctl.cli.output import compact_json, emit_json, say, show, stdout_is_tty, tsv
+from agentctl.cli.output import emit_json, say, show_changes, stdout_is_tty
 
 
 def register(app: typer.Typer) -> None:
@@ -48,7 +48,6 @@ def compare(
     if json_out:
         emit_json(result.to_dict())
         return
-    changes = result.changes
     if result.first_divergent_step is None:
         say(f"the runs do not part: {result.common_steps} step(s) alike; "
             f"then A has {result.a_steps} more step(s), B {result.b_steps}")
@@ -56,13 +55,11 @@ def compare(
     if not stdout_is_tty():
         say(f"parted at step {result.first_divergent_step}: A {result.a_at}, B {result.b_at}; "
             f"after it A has {result.a_steps} step(s), B {result.b_steps}")
-        tsv(["SECTION", "PATH", "OP", "OLD", "NEW"],
-            [[c.section, c.path, c.op, compact_json(c.old), compact_json(c.new)] for c in changes])
+        show_changes(result.changes)
         return
     from rich.text import Text
 
     from agentctl import render
-    from agentctl.cli.output import console
 
     head = Text.assemble(
         ("parted at step ", "bold"), (str(result.first_divergent_step), "bold"), "\n",
@@ -70,4 +67,4 @@ def compare(
         f"  ({result.a_steps} step(s) after it)\n",
         ("+++ B ", "green"), render.safe(result.b_at or "", one_line=True),
         f"  ({result.b_steps} step(s) after it)")
-    show(head, render.diff_table(changes, width=console().width))
+    show_changes(result.changes, head=head)

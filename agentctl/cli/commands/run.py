@@ -65,7 +65,7 @@ def run_agent(
     """
     from agentctl.errors import NotFoundError, UsageError
     from agentctl.refs import resolve
-    from agentctl.runners import RUNNERS, ChildRun, find_agent, pick_python
+    from agentctl.runners import ChildRun, find_agent, pick_python, require_runtime
 
     if input_json is not None and resume_json is not None:
         raise UsageError("use one of --input and --resume")
@@ -76,9 +76,7 @@ def run_agent(
     async def prepare():
         async with st.engine(write=False) as (store, history):
             fmt = store.format.name
-            if fmt not in RUNNERS:
-                raise UsageError(f"the {fmt} format has no runtime agentctl can run (run works on "
-                                 f"{', '.join(sorted(RUNNERS))} databases)")
+            require_runtime(fmt, "run")
             from_id = None
             exists = await store.find_thread_ids(thread, 1) == [thread]
             if from_ref is not None:
@@ -126,17 +124,26 @@ def run_agent(
         else:
             _say_checkpoint(event)
 
-    events = iter(child)
-    while True:
-        try:
-            event = next(events, None)
-        except KeyboardInterrupt:
-            interrupted = True
-            child.interrupt()  # then read on: the child says what it saved, and ends
-            continue
-        if event is None:
-            break
-        take(event)
+    # Ctrl-C: the child stops the run (it gets the terminal's SIGINT too; it is sent
+    # again in case it runs in another session) and says what it saved; we read on to
+    # its end, then record what it wrote. No KeyboardInterrupt here meanwhile.
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal interrupted
+        interrupted = True
+        child.interrupt()
+
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread (an embedding program's): its own handling
+        previous = None
+    try:
+        for event in child:
+            take(event)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     code = child.wait(10)
     if interrupted or outcome.get("event") == "interrupted" or code == 130:
         outcome = {"event": "interrupted"}

@@ -80,7 +80,10 @@ TRASH_CP = "agentctl_langgraph_trash_checkpoints"
 TRASH_W = "agentctl_langgraph_trash_writes"
 TRASH_B = "agentctl_langgraph_trash_blobs"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
-UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread", "run")
+UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread", "run", "edit")
+#: the ops whose rows LangGraph itself wrote (the user's agent run by `agentctl run` /
+#: `edit`), recorded afterwards by the keys of the rows they inserted
+BY_LANGGRAPH = ("run", "edit")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
 
@@ -742,7 +745,7 @@ class LangGraphHistory(History):
                 for table in (self.W, "checkpoints") + (("checkpoint_blobs",) if self._pg else ()):
                     await tx.execute(f"DELETE FROM {table} WHERE thread_id = ?", new)
             created = await self._restore(tx, op.op_id)
-            if op.kind == "run":  # after _restore: its trash is what this undo sets aside
+            if op.kind in BY_LANGGRAPH:  # after _restore: its trash is what this undo sets aside
                 deleted = await self._unrun(tx, op.op_id, d)
             new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
                                         {"undo_of": op.op_id}, undo_of=op.op_id)
@@ -769,9 +772,10 @@ class LangGraphHistory(History):
                 for t, sql in self._key_queries().items()}
 
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
-                         details: dict[str, Any]) -> int | None:
-        """One op for what a run of the user's agent wrote to the thread since `before`
-        (rows whose keys are new): undo moves them to the trash. None: it wrote nothing."""
+                         details: dict[str, Any], kind: str = "run") -> int | None:
+        """One op (`kind`: "run" or "edit") for what LangGraph, driven by the user's graph,
+        wrote to the thread since `before` (rows whose keys are new): undo moves them to
+        the trash. None: it wrote nothing."""
         await self._ready()
         async with self._tx([thread_id]) as tx:
             await self._begin(tx)
@@ -784,7 +788,7 @@ class LangGraphHistory(History):
             if not inserted:
                 return None
             details = dict(details, thread_id=thread_id, inserted=inserted)
-            op_id = await self._record(tx, "run", summary, [thread_id], details)
+            op_id = await self._record(tx, kind, summary, [thread_id], details)
             await self._finish(tx, op_id, details, [thread_id])
         self.store._where.clear()
         self.store._branch_map = None

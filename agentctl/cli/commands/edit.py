@@ -1,0 +1,111 @@
+"""`edit`: change the state at a step, in the framework's own meaning."""
+
+
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli.context import run as run_coro
+from agentctl.cli.context import state
+from agentctl.cli.options import DryRunOpt, JsonOpt, RefArg, YesOpt
+from agentctl.cli.output import confirm, emit_json, info, say, show_changes
+
+
+def register(app: typer.Typer) -> None:
+    app.command("edit")(edit)
+
+
+def edit(
+    ctx: typer.Context,
+    ref: RefArg,
+    sets: Annotated[list[str] | None, typer.Option(
+        "--set", metavar="KEY=JSON", help="Set a key of the state (dots for nested keys: plan.next_city). Repeatable.")] = None,
+    unsets: Annotated[list[str] | None, typer.Option(
+        "--unset", metavar="KEY", help="Remove a nested key of the state. Repeatable.")] = None,
+    as_node: Annotated[str | None, typer.Option(
+        "--as-node", metavar="NODE", help="LangGraph: the node the update is written as (update_state's as_node).")] = None,
+    agent: Annotated[str | None, typer.Option(
+        "--agent", metavar="NAME|FILE.py:VAR|module:var", help="The agent's graph (as `run` takes it).")] = None,
+    config: Annotated[str | None, typer.Option(
+        "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")] = None,
+    python: Annotated[str | None, typer.Option(
+        "--python", metavar="PATH", help="The interpreter of the agent's environment (as `run` takes it).")] = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Change the state at a checkpoint: a new checkpoint after REF that holds exactly the values given.
+
+    KEY is a key of the state as `show --json` shows it, dots for nested keys; the value is
+    JSON. LangGraph: LangGraph itself writes the update in your interpreter (update_state at
+    REF, as --as-node; a channel with a reducer gets the value, not an append), so your graph
+    is needed (langgraph.json or --agent); REF need not be the head (that is a fork). The plan
+    (the diff) first; --dry-run shows only it. One operation in the op log, undoable.
+
+    Example: agentctl --db lg.db edit t1 --set fixed=true --agent graph.py:graph --yes
+    """
+    from agentctl.diff import diff_values
+    from agentctl.edits import apply_edits, parse_edits
+    from agentctl.errors import UsageError
+    from agentctl.refs import resolve
+    from agentctl.runners import require_runtime
+
+    edits = parse_edits(sets, unsets)
+    st = state(ctx)
+
+    async def plan():
+        async with st.engine(write=False) as (store, history):
+            fmt = store.format.name
+            require_runtime(fmt, "edit")
+            meta = await resolve(store, ref)
+            if "|" in meta.thread_id and meta.thread_id.split("|", 1)[1]:
+                raise UsageError(f"{meta.checkpoint_id} is a checkpoint of a subgraph; edit the parent graph's")
+            cp = await store.get(meta.checkpoint_id)
+            own = {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
+            new = apply_edits(own, edits)
+            before = None if dry_run else await history.run_keys(meta.thread_id)
+            return fmt, meta, own, new, before
+
+    fmt, meta, old, new, before = run_coro(plan())
+    changes = diff_values(old, new, "state")
+    if dry_run:
+        if json_out:
+            emit_json({"ref": meta.checkpoint_id, "thread_id": meta.thread_id, "step": meta.step,
+                       "changes": [c.to_dict() for c in changes]})
+        else:
+            show_changes(changes)
+        return
+    from agentctl.runners import find_agent, pick_python, run_child
+
+    who = find_agent(agent, config)
+    interpreter = pick_python(python)
+    if not json_out:
+        info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
+        for c in changes:
+            info(f"  {c.op} {c.path}")
+    confirm(f"write a new checkpoint after {meta.checkpoint_id} with these values", yes=yes)
+    from agentctl.storage import parse_url
+
+    kind, target = parse_url(st.db)
+    request: dict[str, Any] = {"mode": "edit", "kind": kind, "target": target, "thread": meta.thread_id,
+                               "from": meta.checkpoint_id, "agent": who.target, "paths": who.paths,
+                               "edits": [e.to_wire() for e in edits], "as_node": as_node}
+    outcome, _ = run_child(fmt, interpreter, request)
+    if outcome.get("event") != "edited":
+        raise UsageError(str(outcome.get("message") or f"the edit did not happen ({outcome.get('event')})"))
+    summary = f"edit {meta.thread_id} at step {meta.step} ({meta.checkpoint_id}): " + \
+        ", ".join(("unset " if e.unset else "set ") + e.key for e in edits)
+
+    async def record():
+        async with st.engine(need="undo") as (_, history):
+            return await history.record_run(meta.thread_id, before, summary,
+                                            {"agent": who.label, "edits": [e.to_wire() for e in edits],
+                                             "as_node": as_node, "ref": meta.checkpoint_id}, kind="edit")
+
+    op_id = run_coro(record())
+    if json_out:
+        emit_json({"op_id": op_id, "checkpoint_id": outcome.get("id"), "step": outcome.get("step"),
+                   "next": outcome.get("next"), "changes": [c.to_dict() for c in changes]})
+        return
+    say(f"edited {meta.thread_id}: new checkpoint {outcome.get('id')} at step {outcome.get('step')}"
+        + (f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else ""))
