@@ -141,7 +141,9 @@ def _content(cp: Checkpoint) -> tuple[Any, ...]:
 
 
 def _same(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
-    return all(json_equal(p, q) for p, q in zip(x, y))
+    # Python's == first (in C): values it finds unequal are unequal as JSON too (JSON's
+    # rule is the stricter: 1, 1.0 and true differ); only equal ones need json_equal
+    return all(p == q and json_equal(p, q) for p, q in zip(x, y))
 
 
 def _steps(after: Checkpoint | None, line: list[Checkpoint]) -> list[tuple[Checkpoint, tuple[Any, ...]]]:

@@ -1,0 +1,145 @@
+"""The debugger's loop, timed (issue 21's targets): `run` of a 10-step LangGraph graph
+against the same graph's invoke in a bare `python -c`; `edit` of a LangGraph checkpoint
+against its floor (the child's interpreter importing LangGraph and the graph); `compare`
+of two 10,000-step runs against reading the same checkpoints through the store.
+
+    python bench/debug_loop.py [--runs 5] [--steps 10000] [--keep DIR]
+
+Whole processes, interleaved, medians. Needs LangGraph (the test extras). Makes its
+databases in a temporary directory (about 400 MB and 30 s for --steps 10000: make_db needs ten times the steps in rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+GRAPH = textwrap.dedent('''
+    import operator
+    from typing import Annotated, TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+
+    class S(TypedDict):
+        n: int
+        log: Annotated[list, operator.add]
+
+
+    g = StateGraph(S)
+    g.add_node("step", lambda s: {"n": s["n"] + 1, "log": [s["n"]]})
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: "step" if s["n"] < 10 else END, ["step", END])
+    graph = g
+''')
+
+BARE = textwrap.dedent('''
+    import sqlite3, sys
+    sys.path.insert(0, {dir!r})
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from ten import graph
+    g = graph.compile(checkpointer=SqliteSaver(sqlite3.connect({db!r}, check_same_thread=False)))
+    g.invoke({{"n": 0, "log": []}}, {{"configurable": {{"thread_id": {thread!r}}}}})
+''')
+
+FLOOR_EDIT = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, {dir!r})
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from ten import graph
+    graph.compile()
+''')
+
+
+def timed(cmd: list[str], **kw) -> float:
+    t = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:6])}... failed: {r.stderr.strip()[-400:]}")
+    return time.perf_counter() - t
+
+
+def agentctl(db: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "agentctl", "--db", db, *args]
+
+
+def make_long_runs(path: str, steps: int) -> None:
+    """An AgentOS database with two runs of `steps` checkpoints each that part at 90%."""
+
+    subprocess.run([sys.executable, str(Path(__file__).with_name("make_db.py")), "sqlite", path,
+                    "--threads", "10", "--checkpoints", str(steps * 10), "--long-steps", str(steps)],
+                   check=True, stdout=subprocess.DEVNULL)
+    conn = sqlite3.connect(path)
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(checkpoints)") if r[1] != "id"]
+    select = ", ".join(
+        "'copy-' || checkpoint_id" if c == "checkpoint_id" else
+        "CASE WHEN parent_id IS NULL THEN NULL ELSE 'copy-' || parent_id END" if c == "parent_id" else
+        "'long-copy'" if c == "thread_id" else
+        f"CASE WHEN step >= {int(steps * 0.9)} THEN json_set(state_blob, '$.edited', 1) ELSE state_blob END"
+        if c == "state_blob" else c for c in cols)
+    conn.execute(f"INSERT INTO checkpoints ({', '.join(cols)}) SELECT {select} FROM checkpoints "
+                 "WHERE thread_id = 'long-thread'")
+    conn.commit()
+    conn.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=10_000)
+    ap.add_argument("--keep", help="make the databases in DIR (kept) instead of a temporary one")
+    args = ap.parse_args()
+    work = Path(args.keep or tempfile.mkdtemp(prefix="agentctl-loop-"))
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "ten.py").write_text(GRAPH)
+    db = str(work / "ten.db")
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    SqliteSaver(sqlite3.connect(db)).setup()
+    ours, bare = [], []
+    for i in range(args.runs):
+        ours.append(timed(agentctl(db, "run", f"a{i}", "--agent", str(work / "ten.py") + ":graph",
+                                   "--input", json.dumps({"n": 0, "log": []}))))
+        bare.append(timed([sys.executable, "-c", BARE.format(dir=str(work), db=db, thread=f"b{i}")]))
+    o, b = statistics.median(ours), statistics.median(bare)
+    print(f"run (10-step graph): agentctl {o:.3f} s, bare python -c invoke {b:.3f} s: "
+          f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}")
+
+    edits, floors = [], []
+    for i in range(args.runs):
+        edits.append(timed(agentctl(db, "edit", f"a{i}", "--set", "n=3", "--agent",
+                                    str(work / "ten.py") + ":graph", "--yes")))
+        floors.append(timed([sys.executable, "-c", FLOOR_EDIT.format(dir=str(work))]))
+    e, f = statistics.median(edits), statistics.median(floors)
+    print(f"edit (LangGraph, through the user's graph): {e:.3f} s; floor (python importing LangGraph and "
+          f"the graph, nothing else) {f:.3f} s: {e / f:.2f}x the floor; target < 0.3 s: "
+          f"{'met' if e < 0.3 else 'under the floor' if f >= 0.3 else 'NOT met'}")
+
+    long_db = str(work / "long.db")
+    if not os.path.exists(long_db):
+        make_long_runs(long_db, args.steps)
+    cmp_t, read_t = [], []
+    read = ("import asyncio\nfrom agentctl.storage import open_store\nasync def m():\n"
+            f"    async with open_store({long_db!r}) as s:\n"
+            "        n = 0\n        async for _ in s.iter_checkpoints(['long-thread', 'long-copy']): n += 1\n"
+            "asyncio.run(m())")
+    for _ in range(args.runs):
+        cmp_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json")))
+        read_t.append(timed([sys.executable, "-c", read]))
+    c, r = statistics.median(cmp_t), statistics.median(read_t)
+    print(f"compare (two {args.steps:,}-step runs, parting at 90%): {c:.3f} s; floor (reading the two runs' "
+          f"checkpoints through the store API) {r:.3f} s: {c / r:.2f}x the floor; target < 0.5 s: "
+          f"{'met' if c < 0.5 else 'under the floor' if r >= 0.5 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
