@@ -240,6 +240,15 @@ class CheckpointEngine(History):
         (e.g. a CorruptRowError from `iter_checkpoints`) is raised; nothing is written."""
         return await transfer.import_checkpoints(self._ctx, checkpoints, on_conflict)
 
+    # ---- edit --------------------------------------------------------------------------
+
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
+        """A new head of the checkpoint's thread: the checkpoint again, with `state` as its
+        state (`agentctl edit`); `what` says what changed. One operation, undoable."""
+        from agentctl.engine.edit import edit_state
+
+        return await edit_state(self._ctx, checkpoint_id, state, what)
+
     # ---- undo, oplog, purge ------------------------------------------------------------
 
     async def oplog(self, limit: int = 50) -> list[OpRecord]:

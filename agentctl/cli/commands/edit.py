@@ -56,17 +56,19 @@ def edit(
     async def plan():
         async with st.engine(write=False) as (store, history):
             fmt = store.format.name
-            require_runtime(fmt, "edit")
+            native = hasattr(history, "edit_state")  # the format writes the edit itself
+            if not native:
+                require_runtime(fmt, "edit")
             meta = await resolve(store, ref)
             if "|" in meta.thread_id and meta.thread_id.split("|", 1)[1]:
                 raise UsageError(f"{meta.checkpoint_id} is a checkpoint of a subgraph; edit the parent graph's")
             cp = await store.get(meta.checkpoint_id)
             own = {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
             new = apply_edits(own, edits)
-            before = None if dry_run else await history.run_keys(meta.thread_id)
-            return fmt, meta, own, new, before
+            before = None if dry_run or native else await history.run_keys(meta.thread_id)
+            return fmt, native, meta, own, new, before
 
-    fmt, meta, old, new, before = run_coro(plan())
+    fmt, native, meta, old, new, before = run_coro(plan())
     changes = diff_values(old, new, "state")
     if dry_run:
         if json_out:
@@ -74,6 +76,10 @@ def edit(
                        "changes": [c.to_dict() for c in changes]})
         else:
             show_changes(changes)
+        return
+    what = ", ".join(("unset " if e.unset else "set ") + e.key for e in edits)
+    if native:
+        _edit_natively(st, meta, new, what, changes, yes, json_out)
         return
     from agentctl.runners import find_agent, pick_python, run_child
 
@@ -93,8 +99,7 @@ def edit(
     outcome, _ = run_child(fmt, interpreter, request)
     if outcome.get("event") != "edited":
         raise UsageError(str(outcome.get("message") or f"the edit did not happen ({outcome.get('event')})"))
-    summary = f"edit {meta.thread_id} at step {meta.step} ({meta.checkpoint_id}): " + \
-        ", ".join(("unset " if e.unset else "set ") + e.key for e in edits)
+    summary = f"edit {meta.thread_id} at step {meta.step} ({meta.checkpoint_id}): {what}"
 
     async def record():
         async with st.engine(need="undo") as (_, history):
@@ -109,3 +114,24 @@ def edit(
         return
     say(f"edited {meta.thread_id}: new checkpoint {outcome.get('id')} at step {outcome.get('step')}"
         + (f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else ""))
+
+
+def _edit_natively(st: Any, meta: Any, new: dict[str, Any], what: str, changes: list[Any], yes: bool,
+                   json_out: bool) -> None:
+    """A format whose History writes the edit itself (AgentOS: a new head holding REF's
+    checkpoint with the new state)."""
+    if not json_out:
+        info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
+        for c in changes:
+            info(f"  {c.op} {c.path}")
+    confirm(f"write a new head of {meta.thread_id} holding this checkpoint with these values", yes=yes)
+
+    async def go():
+        async with st.engine(need="undo") as (_, history):
+            return await history.edit_state(meta.checkpoint_id, new, what)
+
+    result = run_coro(go())
+    if json_out:
+        emit_json(dict(result.to_dict(), changes=[c.to_dict() for c in changes]))
+        return
+    say(f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")
