@@ -90,13 +90,14 @@ def _commands_with_dry_run() -> dict[str, set[str]]:
 
 def test_every_command_with_dry_run_has_json():
     found = _commands_with_dry_run()
-    assert set(found) == {"threads delete", "rewind", "merge", "prune", "purge"}
+    assert set(found) == {"threads delete", "rewind", "merge", "prune", "purge", "edit"}
     assert all("--json" in opts for opts in found.values())
 
 
 @pytest.mark.parametrize("command", [["threads", "delete", "support-1042"], ["rewind", "support-1042@2"],
                                      ["prune", "support-1042", "--keep-last", "1"], ["purge"],
-                                     ["merge", "coder-fix-flaky-test-branch-retry-backoff-70e7"]])
+                                     ["merge", "coder-fix-flaky-test-branch-retry-backoff-70e7"],
+                                     ["edit", "support-1042@2", "--set", "stage=\"closed\""]])
 def test_every_dry_run_takes_json(tmp_path, command):
     import shutil
 
