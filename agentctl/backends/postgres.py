@@ -34,6 +34,7 @@ from agentctl.errors import (
     DatabaseBusy,
     DatabaseError,
     DatabaseNotFound,
+    GaveWay,
     ReadOnlyDatabase,
     SchemaError,
     UsageError,
@@ -135,6 +136,26 @@ _TRGM_INDEXES = {"messages_blob": "agentctl_search_messages", "tools_blob": "age
                  "state_blob": "agentctl_search_state"}
 
 
+#: how long a write transaction on another program's tables waits for a lock before it
+#: gives way (`PostgresCheckpointer.yields_to_writers`), and when it looks for a deadlock
+#: (shorter than the server's default 1 s, so agentctl is the one that finds it and
+#: rolls back; set only where the role may: a superuser or one granted SET)
+YIELD_LOCK_TIMEOUT = "500ms"
+YIELD_DEADLOCK_TIMEOUT = "100ms"
+
+
+async def _give_way(conn: Any) -> None:
+    """Make the open transaction the one that yields to other writers."""
+    import asyncpg
+
+    await conn.execute(f"SET LOCAL lock_timeout = '{YIELD_LOCK_TIMEOUT}'")
+    try:
+        async with conn.transaction():  # a savepoint: a refused SET leaves the transaction usable
+            await conn.execute(f"SET LOCAL deadlock_timeout = '{YIELD_DEADLOCK_TIMEOUT}'")
+    except asyncpg.InsufficientPrivilegeError:
+        pass
+
+
 async def _no_reset(conn: Any) -> None:
     """The pool's reset of a read-only session's connection: nothing to undo."""
 
@@ -179,6 +200,10 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
 
     kind = "postgres"
     COLLATE = " " + _C
+    #: write transactions give way to other programs' writers (a connection to
+    #: LangGraph's or an SDK's tables): a short lock_timeout and deadlock_timeout, and a
+    #: lock wait or deadlock raises GaveWay (rolled back), which History's writes retry
+    yields_to_writers = False
 
     def __init__(self, dsn: str = "", *, readonly: bool = False, create: bool = True, **kwargs: Any):
         self._dsn = dsn or "postgresql://localhost:5432/agentos"
@@ -281,12 +306,17 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         try:
             async with self._pool.acquire() as conn:
                 async with conn.transaction():
+                    if self.yields_to_writers:
+                        await _give_way(conn)
                     for thread in sorted(set(lock_threads)):
                         await conn.execute(
                             "SELECT pg_advisory_xact_lock(hashtextextended($1, 7340))", thread
                         )
                     yield _PgTransaction(conn)
         except asyncpg.PostgresError as exc:
+            if self.yields_to_writers and isinstance(
+                    exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
+                raise GaveWay(self.display_name) from None
             raise map_pg_error(exc, self.display_name) from None
 
     async def table_exists(self, name: str) -> bool:

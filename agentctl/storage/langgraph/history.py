@@ -178,7 +178,10 @@ class LangGraphHistory(History):
         (the fingerprints of undo and the plans read here must stay true)."""
         await self.log.ensure(tx)
         if self._pg:
-            await tx.execute(f"LOCK TABLE checkpoints, {self.W}, checkpoint_blobs IN SHARE ROW EXCLUSIVE MODE")
+            # in the order LangGraph's PostgresSaver.put takes them (blobs, then
+            # checkpoints; put_writes: writes alone), so a saver's write in progress
+            # finishes first instead of deadlocking with this one
+            await tx.execute(f"LOCK TABLE checkpoint_blobs, checkpoints, {self.W} IN SHARE ROW EXCLUSIVE MODE")
         for trash, table in ((TRASH_CP, "checkpoints"), (TRASH_W, self.W)) + (
                 ((TRASH_B, "checkpoint_blobs"),) if self._pg else ()):
             if not await tx.table_exists(trash):
