@@ -14,14 +14,21 @@ framework write failed, no row was lost, nothing is orphaned and `doctor` exits 
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from typing import Any, Callable
 
 import pytest
 
-from tests.support.rig import REPO
+from tests.support.contract_formats import dump, is_pg, psycopg_dsn as pg_libpq
+from tests.support.rig import REPO, run_sync
+from tests.support.sampledb import cli
 
 pytest.importorskip("langgraph")
 
@@ -55,10 +62,9 @@ def test_langgraph_put_order_in_a_transaction_agentctl_writes_meanwhile(pg_dsn):
     from psycopg.types.json import Jsonb
 
     from agentctl.storage.langgraph.history import uuid6_after
-    from tests.formats.test_format_langgraph import psycopg_dsn
     from tests.formats.test_langgraph_writes import loop_graph
 
-    dsn = psycopg_dsn(pg_dsn)
+    dsn = pg_libpq(pg_dsn)
     with PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
         loop_graph(4).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "t"}})
@@ -106,16 +112,12 @@ def test_agentctl_gives_way_to_a_framework_transaction_that_stays_open(pg_dsn):
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    from tests.formats.test_format_langgraph import psycopg_dsn
     from tests.formats.test_langgraph_writes import loop_graph
-    from tests.support.contract_formats import dump
 
-    dsn = psycopg_dsn(pg_dsn)
+    dsn = pg_libpq(pg_dsn)
     with PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
         loop_graph(4).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "t"}})
-    from tests.support.rig import run_sync
-
     before = run_sync(lambda: dump(pg_dsn, side_tables=False))
     with psycopg.connect(dsn) as fw:
         with fw.cursor() as cur:
@@ -134,3 +136,236 @@ def test_agentctl_gives_way_to_a_framework_transaction_that_stays_open(pg_dsn):
     after = run_sync(lambda: dump(pg_dsn, side_tables=False))
     assert len(after["checkpoint_blobs"]) == len(before["checkpoint_blobs"]) + 1
     assert after["checkpoints"] == before["checkpoints"]
+
+
+# ---- a few hundred framework writes while agentctl writes ---------------------------------------
+
+WRITES = 300
+
+
+class LiveWriter(threading.Thread):
+    """The framework's writer on a thread: `write(i)` for i < n, each failure kept.
+    `setup()`/`teardown()` run on the thread (a connection, an event loop)."""
+
+    def __init__(self, n: int, write: Callable[[int], Any], setup: Callable[[], Any] = lambda: None,
+                 teardown: Callable[[], Any] = lambda: None):
+        super().__init__(daemon=True)
+        self.n, self.write, self.setup, self.teardown = n, write, setup, teardown
+        self.failures: list[str] = []
+        self.done = 0
+
+    def run(self) -> None:
+        self.setup()
+        try:
+            for i in range(self.n):
+                try:
+                    self.write(i)
+                    self.done += 1
+                except Exception as exc:  # noqa: BLE001 - what the agent would have crashed on
+                    self.failures.append(f"{i}: {type(exc).__name__}: {exc}")
+        finally:
+            self.teardown()
+
+
+def agentctl_meanwhile(writer: LiveWriter, db: str, commands: list[list[str]]) -> list[tuple[list[str], int, str]]:
+    """Run agentctl's writes (argvs), all of them again and again while the writer runs
+    (at least once); each must exit 0, or refuse an undo in one line (exit 1: the
+    framework wrote to what it would restore). Returns (argv, code, stderr)."""
+    writer.start()
+    seen: list[tuple[list[str], int, str]] = []
+    cycles = 0
+    while writer.is_alive() or cycles == 0:
+        for argv in commands:
+            r = cli(db, *argv)
+            assert "Traceback" not in r.stderr, (argv, r.stderr)
+            said = [line for line in r.stderr.splitlines() if line.startswith("agentctl:")]
+            assert r.exit_code == 0 or (argv[0] == "undo" and r.exit_code == 1 and len(said) == 1), \
+                (argv, r.exit_code, r.stderr)
+            seen.append((argv, r.exit_code, r.stderr))
+        cycles += 1
+    writer.join(120)
+    assert not writer.is_alive()
+    assert writer.failures == [], writer.failures[:5]
+    assert writer.done == writer.n
+    r = cli(db, "doctor")
+    assert r.exit_code == 0 or (r.exit_code == 2 and "does not support doctor" in r.stderr), (r.stdout, r.stderr)
+    return seen
+
+
+def rows(db: str, sql: str) -> list[tuple]:
+    """The rows of a query, SQLite or Postgres."""
+    if not is_pg(db):
+        conn = sqlite3.connect(db)
+        try:
+            return [tuple(r) for r in conn.execute(sql)]
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(pg_libpq(db)) as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        return [tuple(r) for r in cur.fetchall()]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def kind_db(request, tmp_path):
+    if request.param == "sqlite":
+        return str(tmp_path / "live.db")
+    return request.getfixturevalue("pg_dsn")
+
+
+def test_langgraph_live_saver_and_agentctl(kind_db):
+    """LangGraph's saver puts a few hundred checkpoints (graph runs on `live`) while
+    agentctl rewinds, prunes and undoes on `idle` and `live`."""
+    from tests.formats.test_langgraph_writes import loop_graph
+    from tests.support.contract_formats import _lg_saver
+
+    db = kind_db
+    put: list[str] = []
+    state: dict[str, Any] = {}
+    with _lg_saver(db) as saver:
+        loop_graph(6).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "idle"}})
+
+    def setup() -> None:
+        state["cm"] = _lg_saver(db)
+        saver = state["cm"].__enter__()
+        inner = saver.put
+
+        def recorded(config, checkpoint, metadata, new_versions):
+            out = inner(config, checkpoint, metadata, new_versions)
+            put.append(checkpoint["id"])
+            return out
+
+        saver.put = recorded
+        state["graph"] = loop_graph(3).compile(checkpointer=saver)
+
+    def write(i: int) -> None:
+        state["graph"].invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "live"}})
+
+    writer = LiveWriter(WRITES // 5, write, setup, lambda: state["cm"].__exit__(None, None, None))
+    agentctl_meanwhile(writer, db, [
+        ["rewind", "idle~1", "--yes"], ["undo"],
+        ["prune", "--all", "--keep-last", "3", "--yes", "--no-backup"], ["undo"],
+        ["rewind", "live~1", "--yes"],
+        ["rewind", "idle~2", "--hard", "--yes", "--no-backup"], ["undo"]])
+    assert len(put) >= WRITES
+    have = {r[0] for r in rows(db, "SELECT checkpoint_id FROM checkpoints")}
+    trashed = {r[0] for r in rows(db, "SELECT checkpoint_id FROM agentctl_langgraph_trash_checkpoints")}
+    assert set(put) <= have | trashed  # no row lost
+    W = "checkpoint_writes" if is_pg(db) else "writes"
+    orphans = rows(db, f"SELECT w.checkpoint_id FROM {W} w WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE "
+                       "c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns AND "
+                       "c.checkpoint_id = w.checkpoint_id)")
+    assert orphans == []
+
+
+def test_adk_live_service_and_agentctl(kind_db):
+    """ADK's DatabaseSessionService appends a few hundred events to `live` while agentctl
+    rewinds (soft and hard) and undoes on `idle` of the same app and user."""
+    from google.adk.events import Event, EventActions
+
+    from tests.support.contract_formats import _adk_service, _adk_text
+
+    db = kind_db
+
+    async def make() -> None:
+        svc, close = await _adk_service(db)
+        try:
+            s = await svc.create_session(app_name="app", user_id="u", session_id="idle")
+            for i in range(6):
+                await svc.append_event(s, Event(author="user", invocation_id=f"i-{i}", content=_adk_text("user", f"q{i}"),
+                                                actions=EventActions(state_delta={"turn": i})))
+            await svc.create_session(app_name="app", user_id="u", session_id="live")
+        finally:
+            await close()
+
+    run_sync(make)
+    st: dict[str, Any] = {}
+    appended: list[str] = []
+
+    def setup() -> None:
+        st["loop"] = loop = asyncio.new_event_loop()
+        st["svc"], st["close"] = loop.run_until_complete(_adk_service(db))
+        st["s"] = loop.run_until_complete(st["svc"].get_session(app_name="app", user_id="u", session_id="live"))
+
+    def write(i: int) -> None:
+        ev = Event(author="user", invocation_id=f"live-{i}", content=_adk_text("user", f"live {i}"),
+                   actions=EventActions(state_delta={"n": i}))
+        st["loop"].run_until_complete(st["svc"].append_event(st["s"], ev))
+        appended.append(ev.id)
+
+    def teardown() -> None:
+        st["loop"].run_until_complete(st["close"]())
+        st["loop"].close()
+
+    writer = LiveWriter(WRITES, write, setup, teardown)
+    agentctl_meanwhile(writer, db, [
+        ["rewind", "app/u/idle@4", "--yes"], ["undo"],
+        ["rewind", "app/u/idle@2", "--hard", "--yes", "--no-backup"], ["undo"]])
+    events = rows(db, "SELECT id, invocation_id FROM events WHERE session_id = 'live' ORDER BY timestamp, id")
+    assert [e[0] for e in events] == appended  # every one, in order
+    state = rows(db, "SELECT state FROM sessions WHERE id = 'live'")[0][0]
+    assert (state if isinstance(state, dict) else json.loads(state))["n"] == WRITES - 1
+    assert len(rows(db, "SELECT id FROM events WHERE session_id = 'idle'")) == 6
+
+
+def test_openai_live_session_and_agentctl(tmp_path):
+    """The SDK's SQLiteSession adds a few hundred items to `live` while agentctl rewinds
+    `live` (its later items to an archive session), rewinds and undoes on `idle`."""
+    from agents import SQLiteSession
+
+    db = str(tmp_path / "oa.db")
+
+    async def make() -> None:
+        s = SQLiteSession("idle", db)
+        await s.add_items([{"role": "user", "content": f"idle {i}"} for i in range(6)])
+        live = SQLiteSession("live", db)
+        await live.add_items([{"role": "user", "content": "live start"}])
+        s.close()
+        live.close()
+
+    run_sync(make)
+    st: dict[str, Any] = {}
+
+    def setup() -> None:
+        st["loop"] = asyncio.new_event_loop()
+        st["s"] = SQLiteSession("live", db)
+
+    def write(i: int) -> None:
+        st["loop"].run_until_complete(st["s"].add_items([{"role": "user", "content": f"live {i}"}]))
+
+    def teardown() -> None:
+        st["s"].close()
+        st["loop"].close()
+
+    writer = LiveWriter(WRITES, write, setup, teardown)
+    agentctl_meanwhile(writer, db, [
+        ["rewind", "idle@4", "--yes"], ["undo"], ["rewind", "live@1", "--yes"],
+        ["rewind", "idle@2", "--hard", "--yes", "--no-backup"], ["undo"]])
+    texts = [json.loads(r[0])["content"] for r in rows(db, "SELECT message_data FROM agent_messages "
+                                                          "WHERE session_id <> 'idle' ORDER BY id")]
+    assert texts == ["live start"] + [f"live {i}" for i in range(WRITES)]  # none lost, in order
+    assert len(rows(db, "SELECT id FROM agent_messages WHERE session_id = 'idle'")) == 6
+
+
+def test_article_live_store_and_agentctl(tmp_path):
+    """The article's AgentStorage saves a few hundred messages to a live session while
+    agentctl rewinds it, and rewinds, prunes and undoes another session."""
+    from tests.support.article_storage import AgentStorage, init_database
+
+    db = str(tmp_path / "article.db")
+    init_database(db)
+    st = AgentStorage(db)
+    user = st.create_user("alice")["id"]
+    idle = st.create_session(user, "idle")["id"]
+    for i in range(6):
+        st.save_message(idle, "user", f"idle {i}", token_count=1)
+    live = st.create_session(user, "live")["id"]
+    st.save_message(live, "user", "live start", token_count=1)
+    writer = LiveWriter(WRITES, lambda i: st.save_message(live, "assistant", f"live {i}", token_count=1))
+    agentctl_meanwhile(writer, db, [
+        ["rewind", f"{idle}@4", "--yes"], ["undo"], ["rewind", f"{live}@1", "--yes"],
+        ["prune", idle, "--keep-last", "2", "--yes", "--no-backup"], ["undo"]])
+    texts = [r[0] for r in rows(db, f"SELECT content FROM messages WHERE session_id <> '{idle}' ORDER BY id")]
+    assert texts == ["live start"] + [f"live {i}" for i in range(WRITES)]
+    assert len(rows(db, f"SELECT id FROM messages WHERE session_id = '{idle}'")) == 6
