@@ -424,6 +424,12 @@ def _retried(write: Callable[..., Any]) -> Callable[..., Any]:
     return retried
 
 
+def whole_undo_only(format_name: str, threads: Sequence[str] | None) -> None:
+    """Refuse `undo --thread` on a format whose operations are undone whole."""
+    if threads is not None:
+        raise UsageError(f"undo --thread is not offered on {format_name}: its operations are undone whole")
+
+
 class History(ABC):
     """The write side of a format: every write is one transaction, recorded in the
     format's operation log and undoable until `purge`. Plans (`plan_*`) write nothing.
@@ -488,8 +494,10 @@ class History(ABC):
         """The newest operations first (OpRecords)."""
 
     @abstractmethod
-    async def undo(self, op_id: int | None = None) -> Any:
-        """Revert an operation (the newest undoable one by default)."""
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        """Revert an operation (the newest undoable one by default). `threads`: of a
+        prune of several threads, restore those alone (the op stays undoable for the
+        others); a format whose operations are undone whole raises UsageError."""
 
     @abstractmethod
     async def purge(self, dry_run: bool = False) -> Any:

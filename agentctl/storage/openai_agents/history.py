@@ -30,11 +30,11 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
-from agentctl.storage.contract import History
+from agentctl.storage.contract import History, whole_undo_only
 from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
 from agentctl.storage.sqlutil import marks
 
@@ -299,7 +299,8 @@ class OpenAIHistory(RewindAndBranchOnly, History):
     async def oplog(self, limit: int = 50) -> list[Any]:
         return [self._op(r) for r in await self.log.rows(self.store, limit)]
 
-    async def undo(self, op_id: int | None = None) -> Any:
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        whole_undo_only("openai-agents", threads)
         from agentctl.engine.oplog import OpResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
