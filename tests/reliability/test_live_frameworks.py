@@ -40,16 +40,25 @@ def agentctl(db: str, *args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_until_blocked(conn, pid: int, timeout: float = 20) -> None:
-    """Wait until some other backend (agentctl's) waits on a lock `pid` holds."""
+def wait_until_blocked(conn, pid: int, timeout: float = 20) -> int:
+    """Wait until some other backend (agentctl's) waits on a lock `pid` holds; its pid."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with conn.cursor() as cur:
-            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (pid,))
-            if cur.fetchone()[0]:
-                return
+            cur.execute("SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (pid,))
+            found = cur.fetchone()
+            if found:
+                return found[0]
         time.sleep(0.02)
     pytest.fail("agentctl never waited on the framework's transaction")
+
+
+def locks_on(conn, pid: int, table: str) -> list[str]:
+    """The lock modes backend `pid` holds on `table`."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                    "WHERE l.pid = %s AND c.relname = %s AND l.granted", (pid, table))
+        return [r[0] for r in cur.fetchall()]
 
 
 def test_langgraph_put_order_in_a_transaction_agentctl_writes_meanwhile(pg_dsn):
@@ -78,7 +87,8 @@ def test_langgraph_put_order_in_a_transaction_agentctl_writes_meanwhile(pg_dsn):
                         "VALUES ('t', '', 'log', 'fw-1', 'msgpack', %s) ON CONFLICT DO NOTHING", (b"\x90",))
         proc = agentctl(pg_dsn, "rewind", "t~1", "--yes")
         try:
-            wait_until_blocked(watch, fw_pid)
+            waiting = wait_until_blocked(watch, fw_pid)
+            assert locks_on(watch, waiting, "checkpoints") == []  # it waits before taking checkpoints
             new_id = uuid6_after(None)
             with fw.cursor() as cur:  # the second half: must not deadlock
                 cur.execute(
@@ -369,3 +379,46 @@ def test_article_live_store_and_agentctl(tmp_path):
     texts = [r[0] for r in rows(db, f"SELECT content FROM messages WHERE session_id <> '{idle}' ORDER BY id")]
     assert texts == ["live start"] + [f"live {i}" for i in range(WRITES)]
     assert len(rows(db, f"SELECT id FROM messages WHERE session_id = '{idle}'")) == 6
+
+
+def test_openai_sdk_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
+    """The SDK's SQLAlchemySession order: the session's row locked (FOR UPDATE), then its
+    items (pop_item deletes the tail). agentctl's rewind starting in between waits for the
+    session's row instead of locking the items first: the SDK's transaction commits, and
+    agentctl rewinds what the SDK left."""
+    import psycopg
+    from agents.extensions.memory import SQLAlchemySession
+
+    from tests.support.contract_formats import sqlalchemy_engine
+
+    async def make() -> None:
+        engine = sqlalchemy_engine(pg_dsn)
+        try:
+            s = SQLAlchemySession("s", engine=engine, create_tables=True)
+            await s.add_items([{"role": "user", "content": f"q{i}"} for i in range(6)])
+        finally:
+            await engine.dispose()
+
+    run_sync(make)
+    with psycopg.connect(pg_libpq(pg_dsn), autocommit=True) as watch, psycopg.connect(pg_libpq(pg_dsn)) as sdk:
+        pid = sdk.info.backend_pid
+        with sdk.cursor() as cur:
+            cur.execute("SELECT session_id FROM agent_sessions WHERE session_id = 's' FOR UPDATE")
+        proc = agentctl(pg_dsn, "rewind", "s@3", "--yes")
+        try:
+            waiting = wait_until_blocked(watch, pid)
+            assert "RowExclusiveLock" not in locks_on(watch, waiting, "agent_messages")  # no item touched yet
+            with sdk.cursor() as cur:  # pop_item: the tail goes
+                cur.execute("DELETE FROM agent_messages WHERE id = (SELECT MAX(id) FROM agent_messages "
+                            "WHERE session_id = 's') RETURNING message_data")
+                assert cur.fetchone()
+            sdk.commit()  # raises DeadlockDetected when the SDK lost
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, err
+    texts = [json.loads(r[0])["content"] for r in rows(pg_dsn, "SELECT message_data FROM agent_messages "
+                                                               "WHERE session_id = 's' ORDER BY id")]
+    assert texts == ["q0", "q1", "q2"]
+    assert len(rows(pg_dsn, "SELECT id FROM agent_messages")) == 5  # q3, q4 in the archive session
