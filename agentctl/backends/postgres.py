@@ -103,7 +103,8 @@ def map_pg_error(exc: BaseException, where: str) -> AgentctlError:
     if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
         return ReadOnlyDatabase(f"{where}: the database is read-only here ({text})")
     if isinstance(exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
-        return DatabaseBusy(f"{where}: {text}")
+        # the first line: "deadlock detected" (not the processes and relations of DETAIL)
+        return DatabaseBusy(f"{where}: {(text.splitlines() or [''])[0]}; nothing was changed")
     if isinstance(exc, asyncpg.InsufficientPrivilegeError):
         return ReadOnlyDatabase(f"{where}: permission denied ({text})")
     return DatabaseError(f"{where}: {text}")

@@ -422,3 +422,18 @@ def test_openai_sdk_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
                                                                "WHERE session_id = 's' ORDER BY id")]
     assert texts == ["q0", "q1", "q2"]
     assert len(rows(pg_dsn, "SELECT id FROM agent_messages")) == 5  # q3, q4 in the archive session
+
+
+def test_a_deadlock_on_agentctls_own_tables_is_one_line():
+    """Where agentctl does not retry (AgentOS's tables, its own format), a deadlock or a
+    lock timeout is still one line, without Postgres's DETAIL and HINT."""
+    import asyncpg
+
+    from agentctl.backends.postgres import map_pg_error
+    from agentctl.errors import DatabaseBusy
+
+    exc = asyncpg.DeadlockDetectedError("deadlock detected\nDETAIL:  Process 1 waits for ShareLock on "
+                                        "relation 5; blocked by process 2.\nHINT:  See server log.")
+    err = map_pg_error(exc, "127.0.0.1:5432/db")
+    assert isinstance(err, DatabaseBusy) and err.exit_code == 6
+    assert str(err) == "127.0.0.1:5432/db: deadlock detected; nothing was changed"
