@@ -437,3 +437,36 @@ def test_a_deadlock_on_agentctls_own_tables_is_one_line():
     err = map_pg_error(exc, "127.0.0.1:5432/db")
     assert isinstance(err, DatabaseBusy) and err.exit_code == 6
     assert str(err) == "127.0.0.1:5432/db: deadlock detected; nothing was changed"
+
+
+def test_a_role_that_may_not_set_deadlock_timeout_still_writes(pg_dsn):
+    """deadlock_timeout is a superuser's setting: for another role agentctl keeps the
+    server's, sets only its lock_timeout, and the write goes through."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from tests.formats.test_langgraph_writes import loop_graph
+    from tests.support.contract_formats import pg_schema
+
+    dsn = pg_libpq(pg_dsn)
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        loop_graph(3).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "t"}})
+    role, schema = "u_" + uuid.uuid4().hex[:10], pg_schema(pg_dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+        conn.execute(f"GRANT ALL ON SCHEMA {schema} TO {role}")
+        conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA {schema} TO {role}")
+    try:
+        parts = urlsplit(pg_dsn)
+        as_role = urlunsplit(parts._replace(netloc=f"{role}:pw@{parts.hostname}:{parts.port}"))
+        r = cli(as_role, "rewind", "t~1", "--yes")
+        assert r.exit_code == 0, r.stderr
+        assert cli(as_role, "undo").exit_code == 0
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
