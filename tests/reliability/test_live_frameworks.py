@@ -317,6 +317,8 @@ def test_adk_live_service_and_agentctl(kind_db):
     state = rows(db, "SELECT state FROM sessions WHERE id = 'live'")[0][0]
     assert (state if isinstance(state, dict) else json.loads(state))["n"] == WRITES - 1
     assert len(rows(db, "SELECT id FROM events WHERE session_id = 'idle'")) == 6
+    assert rows(db, "SELECT e.id FROM events e WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE "
+                    "s.app_name = e.app_name AND s.user_id = e.user_id AND s.id = e.session_id)") == []
 
 
 def test_openai_live_session_and_agentctl(tmp_path):
@@ -356,6 +358,8 @@ def test_openai_live_session_and_agentctl(tmp_path):
                                                           "WHERE session_id <> 'idle' ORDER BY id")]
     assert texts == ["live start"] + [f"live {i}" for i in range(WRITES)]  # none lost, in order
     assert len(rows(db, "SELECT id FROM agent_messages WHERE session_id = 'idle'")) == 6
+    assert rows(db, "SELECT m.id FROM agent_messages m WHERE NOT EXISTS (SELECT 1 FROM agent_sessions s "
+                    "WHERE s.session_id = m.session_id)") == []
 
 
 def test_article_live_store_and_agentctl(tmp_path):
@@ -379,6 +383,8 @@ def test_article_live_store_and_agentctl(tmp_path):
     texts = [r[0] for r in rows(db, f"SELECT content FROM messages WHERE session_id <> '{idle}' ORDER BY id")]
     assert texts == ["live start"] + [f"live {i}" for i in range(WRITES)]
     assert len(rows(db, f"SELECT id FROM messages WHERE session_id = '{idle}'")) == 6
+    assert rows(db, "SELECT m.id FROM messages m WHERE NOT EXISTS (SELECT 1 FROM sessions s "
+                    "WHERE s.id = m.session_id)") == []
 
 
 def test_openai_sdk_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
