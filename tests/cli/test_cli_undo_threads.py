@@ -111,6 +111,9 @@ def test_undo_of_a_prune_restores_the_threads_that_did_not_move(db):
     ops = json.loads(cli(url, "oplog", "--json").stdout)
     prune = next(o for o in ops if o["op_id"] == op)
     assert not prune["undone"] and prune["undoable"]  # still undoable for the thread left
+    assert prune["details"]["restored"] == others
+    line = next(x for x in cli(url, "oplog").stdout.splitlines() if x.startswith(f"{op}\t"))
+    assert line.endswith(f"partly undone ({len(others)} thread(s))"), line
     r = cli(url, "undo", str(op))
     assert r.exit_code == 1 and built.main in r.stderr
 
