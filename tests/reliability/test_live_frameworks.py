@@ -476,3 +476,48 @@ def test_a_role_that_may_not_set_deadlock_timeout_still_writes(pg_dsn):
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")
+
+
+def test_adk_service_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
+    """ADK's append_event order: the session's row locked (FOR UPDATE), then the event
+    inserted and the row updated. agentctl's rewind starting in between waits on the
+    session's row before touching events: ADK's transaction commits, and agentctl's
+    rewind then sees ADK's event (its rewind event comes after it)."""
+    import psycopg
+    from google.adk.events import Event
+
+    from tests.support.contract_formats import _adk_service, _adk_text
+
+    async def make() -> None:
+        svc, close = await _adk_service(pg_dsn)
+        try:
+            s = await svc.create_session(app_name="app", user_id="u", session_id="s")
+            for i in range(4):
+                await svc.append_event(s, Event(author="user", invocation_id=f"i-{i}",
+                                                content=_adk_text("user", f"q{i}")))
+        finally:
+            await close()
+
+    run_sync(make)
+    with psycopg.connect(pg_libpq(pg_dsn), autocommit=True) as watch, psycopg.connect(pg_libpq(pg_dsn)) as adk:
+        pid = adk.info.backend_pid
+        with adk.cursor() as cur:
+            cur.execute("SELECT id FROM sessions WHERE app_name = 'app' AND user_id = 'u' AND id = 's' FOR UPDATE")
+        proc = agentctl(pg_dsn, "rewind", "app/u/s@2", "--yes")
+        try:
+            waiting = wait_until_blocked(watch, pid)
+            assert "RowExclusiveLock" not in locks_on(watch, waiting, "events")  # no event touched yet
+            with adk.cursor() as cur:  # the rest of append_event
+                cur.execute("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
+                            "event_data) SELECT 'adk-late', 'app', 'u', 's', 'i-late', timestamp + "
+                            "interval '1 millisecond', event_data FROM events WHERE session_id = 's' "
+                            "ORDER BY timestamp DESC LIMIT 1")
+                cur.execute("UPDATE sessions SET update_time = now() WHERE id = 's'")
+            adk.commit()
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, err
+    ids = [r[0] for r in rows(pg_dsn, "SELECT id FROM events WHERE session_id = 's' ORDER BY timestamp, id")]
+    assert len(ids) == 6 and ids[4] == "adk-late"  # ADK's event kept, agentctl's rewind event after it
