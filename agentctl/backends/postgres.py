@@ -137,11 +137,13 @@ _TRGM_INDEXES = {"messages_blob": "agentctl_search_messages", "tools_blob": "age
                  "state_blob": "agentctl_search_state"}
 
 
-#: how long a write transaction on another program's tables waits for a lock before it
-#: gives way (`PostgresCheckpointer.yields_to_writers`), and when it looks for a deadlock
-#: (shorter than the server's default 1 s, so agentctl is the one that finds it and
-#: rolls back; set only where the role may: a superuser or one granted SET)
-YIELD_LOCK_TIMEOUT = "500ms"
+#: how long (ms) a write transaction on another program's tables waits for a lock before
+#: it gives way (`PostgresCheckpointer.yields_to_writers`; at most half the server's
+#: deadlock_timeout, so it gives up before the other side looks for a deadlock), and
+#: when it looks for a deadlock itself (shorter than the server's default 1 s, so
+#: agentctl is the one that finds it and rolls back; set only where the role may: a
+#: superuser or one granted SET)
+YIELD_LOCK_TIMEOUT_MS = 500
 YIELD_DEADLOCK_TIMEOUT = "100ms"
 
 
@@ -149,7 +151,9 @@ async def _give_way(conn: Any) -> None:
     """Make the open transaction the one that yields to other writers."""
     import asyncpg
 
-    await conn.execute(f"SET LOCAL lock_timeout = '{YIELD_LOCK_TIMEOUT}'")
+    await conn.execute(
+        "SELECT set_config('lock_timeout', LEAST($1::int, GREATEST(10, (SELECT setting::int / 2 FROM pg_settings "
+        "WHERE name = 'deadlock_timeout')))::text || 'ms', true)", YIELD_LOCK_TIMEOUT_MS)
     try:
         async with conn.transaction():  # a savepoint: a refused SET leaves the transaction usable
             await conn.execute(f"SET LOCAL deadlock_timeout = '{YIELD_DEADLOCK_TIMEOUT}'")
