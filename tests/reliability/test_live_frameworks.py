@@ -521,3 +521,34 @@ def test_adk_service_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
     assert proc.returncode == 0, err
     ids = [r[0] for r in rows(pg_dsn, "SELECT id FROM events WHERE session_id = 's' ORDER BY timestamp, id")]
     assert len(ids) == 6 and ids[4] == "adk-late"  # ADK's event kept, agentctl's rewind event after it
+
+
+def test_agentctl_retries_after_giving_way_and_then_writes(pg_dsn):
+    """A framework transaction holds its lock a little longer than agentctl waits (1 s):
+    agentctl gives way, runs its write again, and succeeds once the framework committed."""
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from tests.formats.test_langgraph_writes import loop_graph
+
+    dsn = pg_libpq(pg_dsn)
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        loop_graph(4).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "t"}})
+    before = len(rows(pg_dsn, "SELECT checkpoint_id FROM checkpoints"))
+    with psycopg.connect(dsn, autocommit=True) as watch, psycopg.connect(dsn) as fw:
+        with fw.cursor() as cur:
+            cur.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                        "VALUES ('t', '', 'log', 'fw-1', 'msgpack', %s)", (b"\x90",))
+        proc = agentctl(pg_dsn, "rewind", "t~1", "--yes")
+        try:
+            wait_until_blocked(watch, fw.info.backend_pid)
+            time.sleep(1.0)  # longer than agentctl's lock_timeout: it gives way at least once
+            fw.commit()
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, err
+    assert len(rows(pg_dsn, "SELECT checkpoint_id FROM checkpoints")) == before + 1  # the fork
+    assert [r[0] for r in rows(pg_dsn, "SELECT kind FROM agentctl_langgraph_oplog")] == ["rewind"]
