@@ -723,7 +723,7 @@ class LangGraphHistory(History):
         touched = [d["new_thread"]] if op.kind == "branch" else (only if only is not None else tids)
         async with self._tx(touched) as tx:
             await self._begin(tx)
-            changed = [t for t in touched if await self._fingerprint(tx, t) != after[t]]
+            changed = [t for t in touched if t in after and await self._fingerprint(tx, t) != after[t]]
             if changed:
                 still = [t for t in tids if t not in changed]
                 hint = ""
