@@ -98,6 +98,17 @@ class DatabaseBusy(DatabaseError):
     pass
 
 
+class GaveWay(DatabaseBusy):
+    """A write transaction on another program's tables (LangGraph's, the SDKs') waited
+    on that program's lock longer than its `lock_timeout`, or was part of a deadlock,
+    and was rolled back: nothing was changed. `History`'s writes retry it."""
+
+    def __init__(self, where: str):
+        self.where = where
+        super().__init__(f"{where}: another program is writing the same rows (a live agent?); "
+                         "agentctl gave way, nothing was changed; try again")
+
+
 class ReadOnlyDatabase(DatabaseError):
     pass
 

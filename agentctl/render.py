@@ -360,6 +360,8 @@ def op_table(ops: Sequence[Any], width: int | None = None) -> RenderableType:
             status = Text("undone", style=DIM)
         elif getattr(op, "undo_of", None):
             status = Text(f"undo of {op.undo_of}", style="cyan")
+        elif (getattr(op, "details", None) or {}).get("restored"):
+            status = Text(f"partly undone ({len(op.details['restored'])} thread(s))", style="yellow")
         else:
             status = Text("done", style="green")
         rows.append([Text(str(op.op_id)), safe(str(op.created_at)[:19], DIM, one_line=True),

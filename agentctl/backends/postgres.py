@@ -34,6 +34,7 @@ from agentctl.errors import (
     DatabaseBusy,
     DatabaseError,
     DatabaseNotFound,
+    GaveWay,
     ReadOnlyDatabase,
     SchemaError,
     UsageError,
@@ -102,7 +103,8 @@ def map_pg_error(exc: BaseException, where: str) -> AgentctlError:
     if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
         return ReadOnlyDatabase(f"{where}: the database is read-only here ({text})")
     if isinstance(exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
-        return DatabaseBusy(f"{where}: {text}")
+        # the first line: "deadlock detected" (not the processes and relations of DETAIL)
+        return DatabaseBusy(f"{where}: {(text.splitlines() or [''])[0]}; nothing was changed")
     if isinstance(exc, asyncpg.InsufficientPrivilegeError):
         return ReadOnlyDatabase(f"{where}: permission denied ({text})")
     return DatabaseError(f"{where}: {text}")
@@ -133,6 +135,30 @@ def connect_error(exc: BaseException, dsn: str) -> BaseException:
 #: the search index on Postgres: one pg_trgm GIN index per searched column
 _TRGM_INDEXES = {"messages_blob": "agentctl_search_messages", "tools_blob": "agentctl_search_tools",
                  "state_blob": "agentctl_search_state"}
+
+
+#: how long (ms) a write transaction on another program's tables waits for a lock before
+#: it gives way (`PostgresCheckpointer.yields_to_writers`; at most half the server's
+#: deadlock_timeout, so it gives up before the other side looks for a deadlock), and
+#: when it looks for a deadlock itself (shorter than the server's default 1 s, so
+#: agentctl is the one that finds it and rolls back; set only where the role may: a
+#: superuser or one granted SET)
+YIELD_LOCK_TIMEOUT_MS = 500
+YIELD_DEADLOCK_TIMEOUT = "100ms"
+
+
+async def _give_way(conn: Any) -> None:
+    """Make the open transaction the one that yields to other writers."""
+    import asyncpg
+
+    await conn.execute(
+        "SELECT set_config('lock_timeout', LEAST($1::int, GREATEST(10, (SELECT setting::int / 2 FROM pg_settings "
+        "WHERE name = 'deadlock_timeout')))::text || 'ms', true)", YIELD_LOCK_TIMEOUT_MS)
+    try:
+        async with conn.transaction():  # a savepoint: a refused SET leaves the transaction usable
+            await conn.execute(f"SET LOCAL deadlock_timeout = '{YIELD_DEADLOCK_TIMEOUT}'")
+    except asyncpg.InsufficientPrivilegeError:
+        pass
 
 
 async def _no_reset(conn: Any) -> None:
@@ -179,6 +205,10 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
 
     kind = "postgres"
     COLLATE = " " + _C
+    #: write transactions give way to other programs' writers (a connection to
+    #: LangGraph's or an SDK's tables): a short lock_timeout and deadlock_timeout, and a
+    #: lock wait or deadlock raises GaveWay (rolled back), which History's writes retry
+    yields_to_writers = False
 
     def __init__(self, dsn: str = "", *, readonly: bool = False, create: bool = True, **kwargs: Any):
         self._dsn = dsn or "postgresql://localhost:5432/agentos"
@@ -281,12 +311,17 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         try:
             async with self._pool.acquire() as conn:
                 async with conn.transaction():
+                    if self.yields_to_writers:
+                        await _give_way(conn)
                     for thread in sorted(set(lock_threads)):
                         await conn.execute(
                             "SELECT pg_advisory_xact_lock(hashtextextended($1, 7340))", thread
                         )
                     yield _PgTransaction(conn)
         except asyncpg.PostgresError as exc:
+            if self.yields_to_writers and isinstance(
+                    exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
+                raise GaveWay(self.display_name) from None
             raise map_pg_error(exc, self.display_name) from None
 
     async def table_exists(self, name: str) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import random
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterable, Callable, Iterable
+from typing import Any, AsyncIterable, Callable, Iterable, Sequence
 
 from agentctl.backends.base import CheckpointBackend, Reader
 from agentctl.engine import merge, retention, rewind, snapshot, transfer, undo
@@ -255,9 +255,10 @@ class CheckpointEngine(History):
         """The newest operations first."""
         return await _oplog.list_ops(self._ctx.backend, limit)
 
-    async def undo(self, op_id: int | None = None) -> OpResult:
-        """Revert an operation exactly (None: the last one not undone)."""
-        return await undo.undo(self._ctx, op_id)
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
+        """Revert an operation exactly (None: the last one not undone); `threads`: of
+        a prune, restore those threads alone (the others stay undoable)."""
+        return await undo.undo(self._ctx, op_id, threads)
 
     async def purge(self, dry_run: bool = False) -> PurgeResult:
         """Free what undo could still bring back (the trash); VACUUM on SQLite.

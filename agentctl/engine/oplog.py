@@ -394,8 +394,30 @@ def _short(ids: Sequence[str], n: int = 5) -> str:
     return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
 
 
-async def check_undo(tx: Transaction, op: OpRecord) -> None:
-    """Raise OperationError when `op` cannot be reverted exactly now."""
+def restored_threads(op: OpRecord) -> list[str]:
+    """The threads of a prune that an undo with `--thread` already restored."""
+    return [str(t) for t in op.details.get("restored") or []]
+
+
+def only_threads(op: OpRecord, left: Sequence[str], threads: Sequence[str] | None) -> list[str] | None:
+    """`threads` checked against the threads `op` has left to restore (None: all)."""
+    from agentctl.errors import UsageError
+
+    if threads is None:
+        return None
+    if op.kind != "prune":
+        raise UsageError(f"--thread restores some threads of a prune; operation {op.op_id} is a {op.kind} "
+                         "(undo it whole)")
+    for t in threads:
+        if t not in left:
+            raise UsageError(f"operation {op.op_id} has no thread {t!r} left to restore "
+                             f"(it has: {', '.join(left[:10]) or 'none'})")
+    return list(dict.fromkeys(threads))
+
+
+async def check_undo(tx: Transaction, op: OpRecord, only: Sequence[str] | None = None) -> None:
+    """Raise OperationError when `op` cannot be reverted exactly now (`only`: its
+    restore of these threads alone)."""
     if op.undone:
         raise OperationError(f"operation {op.op_id} ({op.kind}) was already undone by operation {op.undone_by}")
     if op.kind in NOT_UNDOABLE:
@@ -404,13 +426,19 @@ async def check_undo(tx: Transaction, op: OpRecord) -> None:
     if op.purged:
         raise OperationError(f"operation {op.op_id} ({op.kind}) cannot be undone: its deleted "
                              "checkpoints were purged")
+    skip = restored_threads(op)
+    among = ""
+    if only is not None:
+        among = f" AND f.thread_id IN ({marks(len(only))})" if only else " AND 1 = 0"
+    elif skip:
+        among = f" AND f.thread_id NOT IN ({marks(len(skip))})"
     stale = await tx.fetch(
-        f"SELECT f.thread_id FROM {OPLOG_THREADS} f WHERE f.op_id = ? AND ("
+        f"SELECT f.thread_id FROM {OPLOG_THREADS} f WHERE f.op_id = ?{among} AND ("
         "f.n <> (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = f.thread_id) OR "
         "f.min_id <> (SELECT COALESCE(MIN(id), 0) FROM checkpoints c WHERE c.thread_id = f.thread_id) OR "
         "f.max_id <> (SELECT COALESCE(MAX(id), 0) FROM checkpoints c WHERE c.thread_id = f.thread_id) OR "
         "f.sum_id <> (SELECT COALESCE(SUM(id), 0) FROM checkpoints c WHERE c.thread_id = f.thread_id)) "
-        "ORDER BY f.thread_id", op.op_id)
+        "ORDER BY f.thread_id", op.op_id, *(only if only is not None else skip))
     if stale:
         threads = [r["thread_id"] for r in stale]
         later = await tx.fetch(
@@ -421,16 +449,24 @@ async def check_undo(tx: Transaction, op: OpRecord) -> None:
         hint = (f"; undo operation{'s' if len(later) > 1 else ''} "
                 f"{', '.join(str(r['op_id']) for r in later)} first" if later
                 else "; checkpoints were written to or removed from it since")
+        if op.kind == "prune" and only is None:
+            still = [r["thread_id"] for r in await tx.fetch(
+                f"SELECT thread_id FROM {OPLOG_THREADS} WHERE op_id = ? ORDER BY thread_id", op.op_id)
+                if r["thread_id"] not in threads and r["thread_id"] not in skip]
+            if still:
+                hint += (f"; `agentctl undo {op.op_id} --thread THREAD` (repeatable) restores the {len(still)} "
+                         f"that did not: {_short(still, 10)}")
         raise OperationError(
             f"cannot undo operation {op.op_id} ({op.kind}): thread{'s' if len(threads) > 1 else ''} "
             f"{_short(threads)} changed after it{hint}")
     # Rows the undo deletes first (what the op inserted) do not count as taken.
     mine = f"(SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert')"
+    of = "" if only is None else f" AND t.thread_id IN ({marks(len(only))})" if only else " AND 1 = 0"
     taken = await tx.fetch(
-        f"SELECT t.checkpoint_id FROM {TRASH} t WHERE t.op_id = ? AND (EXISTS "
+        f"SELECT t.checkpoint_id FROM {TRASH} t WHERE t.op_id = ?{of} AND (EXISTS "
         f"(SELECT 1 FROM checkpoints c WHERE c.checkpoint_id = t.checkpoint_id AND c.checkpoint_id NOT IN {mine}) "
         f"OR EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = t.id AND c.checkpoint_id NOT IN {mine})) "
-        "ORDER BY t.checkpoint_id LIMIT 6", op.op_id, op.op_id, op.op_id)
+        "ORDER BY t.checkpoint_id LIMIT 6", op.op_id, *(only or []), op.op_id, op.op_id)
     _refuse_undo(op, taken, "exist again; delete them first")
     # A row the undo deletes must not be the parent of a row that stays (unless the
     # undo brings back an older row of that id, as after an import that replaced it).
@@ -458,8 +494,20 @@ class Reverted(NamedTuple):
     moved: list[str]
 
 
-async def revert(tx: Transaction, op_id: int) -> Reverted:
-    """Revert op_id (checked by check_undo): the ids it restored, deleted and moved."""
+async def revert(tx: Transaction, op_id: int, only: Sequence[str] | None = None) -> Reverted:
+    """Revert op_id (checked by check_undo): the ids it restored, deleted and moved.
+    `only` (a prune's threads): restore the trashed rows of those threads alone."""
+    if only is not None:
+        if not only:
+            return Reverted([], [], [])
+        of = f" AND thread_id IN ({marks(len(only))})"
+        restored = [r["checkpoint_id"] for r in await tx.fetch(
+            f"SELECT checkpoint_id FROM {TRASH} WHERE op_id = ?{of} ORDER BY thread_id, step, created_at, id",
+            op_id, *only)]
+        await tx.execute(f"INSERT INTO checkpoints ({ALL_COLUMNS}) SELECT {ALL_COLUMNS} FROM {TRASH} "
+                         f"WHERE op_id = ?{of} ORDER BY id", op_id, *only)
+        await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?{of}", op_id, *only)
+        return Reverted(restored=restored, deleted=[], moved=[])
     inserted = [r["checkpoint_id"] for r in await tx.fetch(
         f"SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert' "
         "ORDER BY checkpoint_id", op_id)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Sequence
 
 from agentctl.engine import oplog
 from agentctl.engine.context import EngineContext
@@ -12,8 +13,10 @@ from agentctl.errors import DatabaseBusy, NotFoundError, OperationError
 logger = logging.getLogger("agentctl.engine")
 
 
-async def undo(ctx: EngineContext, op_id: int | None = None) -> OpResult:
-    """Revert an operation exactly (None: the last one not undone)."""
+async def undo(ctx: EngineContext, op_id: int | None = None,
+               threads: Sequence[str] | None = None) -> OpResult:
+    """Revert an operation exactly (None: the last one not undone). `threads`: of a
+    prune, restore those threads alone (the op stays undoable for the others)."""
     b = ctx.backend
     if op_id is None:
         op_id = await oplog.last_undoable(b)
@@ -22,19 +25,33 @@ async def undo(ctx: EngineContext, op_id: int | None = None) -> OpResult:
     elif await oplog.get_op(b, int(op_id)) is None:
         raise NotFoundError(f"operation {op_id} not found")
     op_id = int(op_id)
-    threads = await oplog.changed_threads(b, op_id)
-    async with ctx.write(threads) as tx:
+    first = await oplog.get_op(b, op_id)
+    assert first is not None
+    left = [t for t in await oplog.changed_threads(b, op_id) if t not in oplog.restored_threads(first)]
+    only = oplog.only_threads(first, left, threads)
+    async with ctx.write(only if only is not None else left) as tx:
         op = await oplog.get_op(tx, op_id)
         if op is None:  # pragma: no cover - ops are never deleted
             raise NotFoundError(f"operation {op_id} not found")
-        await oplog.check_undo(tx, op)
+        await oplog.check_undo(tx, op, only)
         summary = f"undo operation {op_id} ({op.summary})"
-        undo_id = await oplog.start(tx, "undo", summary, op.threads,
-                                    {"undo_of": op_id, "kind": op.kind}, ctx.now(), undo_of=op_id)
-        reverted = await oplog.revert(tx, op_id)
-        await oplog.mark_undone(tx, op_id, undo_id)
+        if only is not None:
+            summary += f" for thread(s) {', '.join(only)}"
+        undo_id = await oplog.start(tx, "undo", summary, only if only is not None else op.threads,
+                                    {"undo_of": op_id, "kind": op.kind,
+                                     **({"threads": only} if only is not None else {})},
+                                    ctx.now(), undo_of=op_id)
+        reverted = await oplog.revert(tx, op_id, only)
+        rest = [t for t in left if only is not None and t not in only]
+        if rest:  # the op stays undoable for the threads left
+            done = oplog.restored_threads(op) + list(only or [])
+            await oplog.set_summary(tx, op_id, op.summary, {**op.details, "restored": done})
+            summary += (f"; left {', '.join(rest[:10])}{', …' if len(rest) > 10 else ''} "
+                        f"(`agentctl undo {op_id} --thread THREAD` restores them while they do not change)")
+        else:
+            await oplog.mark_undone(tx, op_id, undo_id)
     ctx.done(undo_id)
-    for thread in threads:
+    for thread in only if only is not None else left:
         ctx.counters.pop(thread, None)
     return OpResult(undo_id, "undo", summary, created=reverted.restored, deleted=reverted.deleted,
                     moved=reverted.moved)

@@ -24,7 +24,9 @@ Ordering promises every format keeps:
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
@@ -382,16 +384,73 @@ class Store(ABC):
         raise Unsupported(self.format.name, "--vacuum")
 
 
+#: the writes of a History that are retried when their transaction gave way to another
+#: program's writer (GaveWay), how often, and the pause before the first retry (doubling)
+RETRIED_WRITES = ("rewind", "branch", "merge_branch", "prune_spec", "delete_thread", "undo", "purge",
+                  "record_run")
+WRITE_ATTEMPTS = 5
+RETRY_PAUSE = 0.05
+
+_retrying: ContextVar[bool] = ContextVar("agentctl_retrying", default=False)
+
+
+def _retried(write: Callable[..., Any]) -> Callable[..., Any]:
+    """`write` run again from the start (it re-reads and re-plans in its transaction)
+    when its transaction gave way to another program's writer; after WRITE_ATTEMPTS,
+    one DatabaseBusy line (nothing was changed)."""
+
+    @functools.wraps(write)
+    async def retried(self: Any, *args: Any, **kwargs: Any) -> Any:
+        import asyncio
+        import random
+
+        from agentctl.errors import DatabaseBusy, GaveWay
+
+        if _retrying.get():  # a write inside a write: the outer one retries
+            return await write(self, *args, **kwargs)
+        token = _retrying.set(True)
+        try:
+            for attempt in range(WRITE_ATTEMPTS):
+                try:
+                    return await write(self, *args, **kwargs)
+                except GaveWay as exc:
+                    where = exc.where
+                if attempt + 1 < WRITE_ATTEMPTS:
+                    await asyncio.sleep(RETRY_PAUSE * 2 ** attempt * (1 + random.random()))
+            raise DatabaseBusy(f"{where}: another program kept writing the same rows (a live agent?); agentctl "
+                               f"gave way {WRITE_ATTEMPTS} times, nothing was changed; try again")
+        finally:
+            _retrying.reset(token)
+
+    return retried
+
+
+def whole_undo_only(format_name: str, threads: Sequence[str] | None) -> None:
+    """Refuse `undo --thread` on a format whose operations are undone whole."""
+    if threads is not None:
+        raise UsageError(f"undo --thread is not offered on {format_name}: its operations are undone whole")
+
+
 class History(ABC):
     """The write side of a format: every write is one transaction, recorded in the
     format's operation log and undoable until `purge`. Plans (`plan_*`) write nothing.
 
     The plan and result types are the engine's (`RewindPlan`, `TimeTravelResult`,
     `MergePlan`, `PrunePlan`, `OpResult`, `OpRecord`, `PurgeResult`), so the CLI and
-    the TUI render every format's writes alike."""
+    the TUI render every format's writes alike.
+
+    On another program's Postgres tables a write's transaction gives way to that
+    program's writers (`GaveWay`); the writes of RETRIED_WRITES a subclass defines are
+    then run again, a few times (`_retried`)."""
 
     #: the id of the last operation this object recorded
     last_op_id: int | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in RETRIED_WRITES:
+            if name in cls.__dict__:
+                setattr(cls, name, _retried(cls.__dict__[name]))
 
     @abstractmethod
     async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
@@ -436,8 +495,10 @@ class History(ABC):
         """The newest operations first (OpRecords)."""
 
     @abstractmethod
-    async def undo(self, op_id: int | None = None) -> Any:
-        """Revert an operation (the newest undoable one by default)."""
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        """Revert an operation (the newest undoable one by default). `threads`: of a
+        prune of several threads, restore those alone (the op stays undoable for the
+        others); a format whose operations are undone whole raises UsageError."""
 
     @abstractmethod
     async def purge(self, dry_run: bool = False) -> Any:

@@ -23,6 +23,8 @@ def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -
         from agentctl.backends.postgres import PostgresCheckpointer
 
         class _PgConn(PostgresCheckpointer):
+            yields_to_writers = True  # the SDK's own service writes these tables
+
             async def _check_schema(self, conn: Any) -> None:
                 from agentctl.storage.schema import PG_COLUMNS_SQL
 

@@ -340,6 +340,66 @@ async def test_undo_refuses_when_the_sdk_added_items_since(tmp_path):
     s.close()
 
 
+def _all_rows(path: str) -> dict[str, list]:
+    """Every row of every table but agentctl's own (agentctl_*), updated_at included."""
+    conn = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
+                                            "LIKE 'agentctl!_%' ESCAPE '!' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'")]
+        return {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"').fetchall())) for t in names}
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("hard", [False, True])
+async def test_undo_of_a_rewind_puts_updated_at_back(tmp_path, hard):
+    """Undo is exact: the session's updated_at (which the rewind moved to its own time)
+    is as before the rewind, and so is every other row of the SDK's tables."""
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "ua.db")
+    s = SQLiteSession("conv", path)
+    await s.add_items(CONV)
+    s.close()
+    conn = sqlite3.connect(path)
+    with conn:  # a time the rewind cannot produce
+        conn.execute("UPDATE agent_sessions SET updated_at = '2020-01-02 03:04:05'")
+    conn.close()
+    before = _all_rows(path)
+    async with open_store(path, readonly=False) as store:
+        await store.history().rewind((await store.at_step("conv", 4)).checkpoint_id, hard=hard)
+    assert _all_rows(path) != before
+    async with open_store(path, readonly=False) as store:
+        await store.history().undo()
+    assert _all_rows(path) == before
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("sdk_write", ["pop_item", "clear_session"])
+async def test_undo_refuses_after_the_sdk_deleted_items(tmp_path, hard, sdk_write):
+    """rewind, then the SDK's pop_item() or clear_session(), then undo: refused (the
+    restored items would follow a hole, or a conversation the SDK cleared), nothing
+    changed, and the SDK reads what it left."""
+    from agentctl.errors import OperationError
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "pop.db")
+    s = SQLiteSession("conv", path)
+    await s.add_items(CONV)
+    async with open_store(path, readonly=False) as store:
+        await store.history().rewind((await store.at_step("conv", 5)).checkpoint_id, hard=hard)
+    await getattr(s, sdk_write)()
+    left = await s.get_items()
+    assert left == (CONV[:4] if sdk_write == "pop_item" else [])
+    rows = _all_rows(path)
+    async with open_store(path, readonly=False) as store:
+        with pytest.raises(OperationError, match="changed since"):
+            await store.history().undo()
+    assert _all_rows(path) == rows
+    assert await s.get_items() == left
+    s.close()
+
+
 async def test_rewind_refuses_an_advanced_session(tmp_path):
     from agentctl.errors import UsageError
     from agents.extensions.memory import AdvancedSQLiteSession

@@ -498,7 +498,6 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
     FormatCase("openai-agents", "openai_agents.db", build_openai, append_openai, content=_openai_content,
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1"),
-               volatile={"agent_sessions": frozenset({"updated_at"})},
                store_checks={"first_step": 1, "message_per_step": True},
                needs=("agents",)),
     FormatCase("adk", "adk.db", build_adk, append_adk,

@@ -38,7 +38,9 @@ def oplog(
     if not stdout_is_tty():
         tsv(["OP", "WHEN", "KIND", "SUMMARY", "THREADS", "STATUS"],
             [[op.op_id, op.created_at, op.kind, op.summary, ",".join(op.threads or []),
-              "undone" if op.undone else (f"undo of {op.undo_of}" if op.undo_of else "done")] for op in ops])
+              "undone" if op.undone else (f"undo of {op.undo_of}" if op.undo_of else
+                                          f"partly undone ({len(op.details['restored'])} thread(s))"
+                                          if op.details.get("restored") else "done")] for op in ops])
         return
     if not ops:
         from agentctl.cli.output import info
@@ -55,17 +57,24 @@ def oplog(
 def undo(
     ctx: typer.Context,
     op: Annotated[int | None, typer.Argument(metavar="[OP]", help="The operation id (default: the last one not undone).")] = None,
+    thread: Annotated[list[str] | None, typer.Option(
+        "--thread", "-t", metavar="THREAD",
+        help="Of a prune of several threads: restore this thread alone (repeatable); the threads "
+             "written to since stay pruned, and the op stays undoable for them.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Undo an operation (default: the latest not yet undone): a rewind, branch, merge,
-    prune, thread delete or import. The undo is itself an operation.
+    prune, thread delete or import. The undo is itself an operation. Undo is refused
+    when what it would touch changed since (nothing is changed then); of a prune, the
+    threads that did not change can be restored with --thread.
 
     Example: agentctl undo 12
+    Example: agentctl undo 12 --thread idle-1 --thread idle-2
     """
 
     async def go():
         async with state(ctx).engine(need="undo") as (_, engine):
-            return await engine.undo(op)
+            return await engine.undo(op, thread) if thread else await engine.undo(op)
 
     result = run(go())
     if json_out:

@@ -31,12 +31,12 @@ import re
 import secrets
 import uuid
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.adk.events import StateFold, decode_json
-from agentctl.storage.contract import History, Unsupported
+from agentctl.storage.contract import History, Unsupported, whole_undo_only
 from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import naive_utc
@@ -294,7 +294,8 @@ class ADKHistory(RewindAndBranchOnly, History):
     async def oplog(self, limit: int = 50) -> list[Any]:
         return [self._op(r) for r in await self.log.rows(self.store, limit)]
 
-    async def undo(self, op_id: int | None = None) -> Any:
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        whole_undo_only("adk", threads)
         from agentctl.engine.oplog import OpResult
 
         op = await self.log.pick(self.store, op_id, ("rewind", "branch"))

@@ -57,7 +57,7 @@ from agentctl.model import Checkpoint, CheckpointMetadata, utc_now_iso
 from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult
 from agentctl.storage.article import schema as S
 from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
-from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.contract import History, PruneSpec, Unsupported, whole_undo_only
 from agentctl.storage.sqlutil import in_chunks, marks
 
 if TYPE_CHECKING:
@@ -747,7 +747,8 @@ class ArticleHistory(History):
             else await reader.query(f"SELECT * FROM {S.OPLOG} WHERE op_id = ?", op_id)
         return self._op_record(rows[0], 0) if rows else None
 
-    async def undo(self, op_id: int | None = None) -> OpResult:
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
+        whole_undo_only("the article's store", threads)
         await self.store.connect()
         if not await self.db.table_exists(S.OPLOG):
             raise OperationError("nothing to undo: no operation recorded")

@@ -14,6 +14,7 @@ class _Postgres(PostgresCheckpointer):
 
     has_task_path = True
     shallow = False
+    yields_to_writers = True  # LangGraph's savers write these tables
 
     async def _check_schema(self, conn: Any) -> None:
         from agentctl.storage.schema import PG_COLUMNS_SQL

@@ -181,7 +181,10 @@ class LangGraphHistory(History):
         (the fingerprints of undo and the plans read here must stay true)."""
         await self.log.ensure(tx)
         if self._pg:
-            await tx.execute(f"LOCK TABLE checkpoints, {self.W}, checkpoint_blobs IN SHARE ROW EXCLUSIVE MODE")
+            # in the order LangGraph's PostgresSaver.put takes them (blobs, then
+            # checkpoints; put_writes: writes alone), so a saver's write in progress
+            # finishes first instead of deadlocking with this one
+            await tx.execute(f"LOCK TABLE checkpoint_blobs, checkpoints, {self.W} IN SHARE ROW EXCLUSIVE MODE")
         for trash, table in ((TRASH_CP, "checkpoints"), (TRASH_W, self.W)) + (
                 ((TRASH_B, "checkpoint_blobs"),) if self._pg else ()):
             if not await tx.table_exists(trash):
@@ -707,20 +710,32 @@ class LangGraphHistory(History):
         counts = await self._purgeable() if rows else {}
         return [SideLog.record_of(r, counts.get(int(r["op_id"]), 0) if not r["undone"] else 0) for r in rows]
 
-    async def undo(self, op_id: int | None = None) -> Any:
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        """Revert an operation. Only what the undo touches is checked: a branch's undo
+        deletes the branch thread, whatever its source did since. `threads` (a prune's):
+        restore those threads alone; the op stays undoable for its other threads."""
         from agentctl.engine.oplog import OpResult
 
         await self._ready()
         op = await self.log.pick(self.store, op_id, UNDOABLE)
         d = op.details
-        tids = list((d.get("after") or {}).keys())
-        async with self._tx(tids) as tx:
+        after = d.get("after") or {}
+        done_before = list(d.get("restored") or [])
+        tids = [t for t in after if t not in done_before]  # what is left to restore
+        only = await self._only_threads(op, tids, threads)
+        touched = [d["new_thread"]] if op.kind == "branch" else (only if only is not None else tids)
+        async with self._tx(touched) as tx:
             await self._begin(tx)
-            changed = [t for t, fp in (d.get("after") or {}).items() if await self._fingerprint(tx, t) != fp]
+            changed = [t for t in touched if t in after and await self._fingerprint(tx, t) != after[t]]
             if changed:
+                still = [t for t in tids if t not in changed]
+                hint = ""
+                if op.kind == "prune" and only is None and still:
+                    hint = (f"; `agentctl undo {op.op_id} --thread THREAD` (repeatable) restores the "
+                            f"{len(still)} that did not: {', '.join(still[:10])}{', …' if len(still) > 10 else ''}")
                 raise OperationError(
-                    f"cannot undo operation {op.op_id} ({op.kind}): thread(s) {', '.join(changed)} changed "
-                    "after it (LangGraph or another operation wrote to them); nothing was changed")
+                    f"cannot undo operation {op.op_id} ({op.kind}): thread(s) {', '.join(changed[:10])} changed "
+                    f"after it (LangGraph or another operation wrote to them); nothing was changed{hint}")
             created: list[str] = []
             deleted: list[str] = []
             if op.kind in ("rewind", "merge"):
@@ -744,16 +759,27 @@ class LangGraphHistory(History):
                     "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?", new)]
                 for table in (self.W, "checkpoints") + (("checkpoint_blobs",) if self._pg else ()):
                     await tx.execute(f"DELETE FROM {table} WHERE thread_id = ?", new)
-            created = await self._restore(tx, op.op_id)
+            created = await self._restore(tx, op.op_id, only)
             if op.kind in BY_LANGGRAPH:  # after _restore: its trash is what this undo sets aside
                 deleted = await self._unrun(tx, op.op_id, d)
-            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
-                                        {"undo_of": op.op_id}, undo_of=op.op_id)
-            await self.log.mark_undone(tx, op.op_id, new_id)
+            left = [t for t in tids if only is not None and t not in only]
+            what = f"undo {op.op_id}: {op.summary}" + (f" (thread(s) {', '.join(only)})" if only is not None else "")
+            new_id = await self._record(tx, "undo", what, only if only is not None else op.threads,
+                                        {"undo_of": op.op_id, **({"threads": only} if only is not None else {})},
+                                        undo_of=op.op_id)
+            if left:  # the op stays undoable for the threads left
+                await self.log.set_details(tx, op.op_id, {**d, "restored": done_before + list(only or [])})
+            else:
+                await self.log.mark_undone(tx, op.op_id, new_id)
         self.store._where.clear()
         self.store._branch_map = None
-        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
-                        created=created, deleted=deleted)
+        summary = f"undid operation {op.op_id} ({op.summary})"
+        if only is not None:
+            summary += f" for thread(s) {', '.join(only)}"
+            if left:
+                summary += (f"; left {', '.join(left[:10])}{', …' if len(left) > 10 else ''} "
+                            f"(`agentctl undo {op.op_id} --thread THREAD` restores them while they do not change)")
+        return OpResult(op_id=new_id, kind="undo", summary=summary, created=created, deleted=deleted)
 
     # ---- run: what the user's agent wrote, recorded after the fact -------------------
 
@@ -814,7 +840,29 @@ class LangGraphHistory(History):
                               "x.channel = ? AND x.version = ?", tid, ns, channel, version)
         return [cid for _, cid in cps]
 
-    async def _restore(self, tx: Any, op_id: int) -> list[str]:
+    async def _only_threads(self, op: Any, tids: list[str], threads: Sequence[str] | None) -> list[str] | None:
+        """The threads of `threads` (addresses: THREAD or THREAD|NS) among those op still
+        has to restore, or None (all of them); UsageError for another thread or op kind."""
+        if threads is None:
+            return None
+        if op.kind != "prune":
+            raise UsageError(f"--thread restores some threads of a prune; operation {op.op_id} is a {op.kind} "
+                             "(undo it whole)")
+        out: list[str] = []
+        for t in threads:
+            tid = t if t in tids else (await self.store._split(t))[0]
+            if tid not in tids:
+                raise UsageError(f"operation {op.op_id} has no thread {t!r} left to restore "
+                                 f"(it has: {', '.join(tids[:10]) or 'none'})")
+            if tid not in out:
+                out.append(tid)
+        return out
+
+    async def _restore(self, tx: Any, op_id: int, only: Sequence[str] | None = None) -> list[str]:
+        """The rows op_id moved to the trash (of the threads `only`, or all) back in
+        their tables; the restored checkpoint ids."""
+        pick = "" if only is None else f" AND thread_id IN ({', '.join('?' for _ in only)})"
+        args = [op_id, *(only or [])]
         restored: list[str] = []
         for trash, table in ((TRASH_CP, "checkpoints"), (TRASH_W, self.W)) + (
                 ((TRASH_B, "checkpoint_blobs"),) if self._pg else ()):
@@ -825,11 +873,11 @@ class LangGraphHistory(History):
             names = ", ".join(c for c in cols if c in have)
             if table == "checkpoints":
                 restored = [r["checkpoint_id"] for r in await tx.fetch(
-                    f"SELECT checkpoint_id FROM {trash} WHERE agentctl_op_id = ? ORDER BY checkpoint_id{self.C}",
-                    op_id)]
+                    f"SELECT checkpoint_id FROM {trash} WHERE agentctl_op_id = ?{pick} "
+                    f"ORDER BY checkpoint_id{self.C}", *args)]
             await tx.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {trash} "
-                             "WHERE agentctl_op_id = ?", op_id)
-            await tx.execute(f"DELETE FROM {trash} WHERE agentctl_op_id = ?", op_id)
+                             f"WHERE agentctl_op_id = ?{pick}", *args)
+            await tx.execute(f"DELETE FROM {trash} WHERE agentctl_op_id = ?{pick}", *args)
         return restored
 
     async def purge(self, dry_run: bool = False) -> Any:

@@ -6,7 +6,12 @@ table), so `SQLiteSession.get_items()` of the session returns items 1..N and the
 archive session's `get_items()` the rest. With `hard=True` they go to agentctl's trash
 table instead (until `purge`). Each rewind is one transaction, recorded in
 `agentctl_openai_oplog` (the trash is `agentctl_openai_trash`); `undo` moves the items
-back, refusing when the session got new items since (they would interleave).
+back and the session's `updated_at` to its value before the rewind, refusing when the
+session changed in any way since (items added, popped, cleared or replaced: its items'
+count and ids, and its row, are kept after the rewind and compared).
+
+On Postgres every write locks the sessions' rows first, as the SDK's SQLAlchemySession
+does before it touches their items.
 
 Sessions of an `AdvancedSQLiteSession` (rows in `message_structure`, whose branches
 share item rows) are refused by rewind: moving their rows would break the SDK's branches.
@@ -25,12 +30,13 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
-from agentctl.storage.contract import History
+from agentctl.storage.contract import History, whole_undo_only
 from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
+from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
     from agentctl.backends.base import Transaction
@@ -61,6 +67,41 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
         self.last_op_id = op_id
         return op_id
+
+    async def _lock_sessions(self, tx: Transaction, sessions: list[str]) -> None:
+        """Postgres: the sessions' rows locked first, as the SDK's SQLAlchemySession
+        locks a session's row before its items (an agentctl write and the SDK's then
+        wait on each other instead of deadlocking)."""
+        if self.store.kind == "postgres" and sessions:
+            names = sorted(set(sessions))
+            await tx.fetch(f"SELECT session_id FROM {self.store._S} WHERE session_id IN ({marks(len(names))}) "
+                           "ORDER BY session_id FOR UPDATE", *names)
+
+    async def _items_print(self, tx: Transaction, session: str) -> list[Any]:
+        """What changes whenever the SDK writes the session's items (ids only grow: an
+        added, popped, cleared or replaced item changes it) and whether its row exists."""
+        M, S = self.store._M, self.store._S
+        r = (await tx.fetch(f"SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS m, COALESCE(SUM(id), 0) AS s FROM {M} "
+                            "WHERE session_id = ?", session))[0]
+        row = await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", session)
+        return [int(r["n"]), int(r["m"]), int(r["s"]), bool(row)]
+
+    async def _updated_at(self, tx: Transaction, session: str) -> str | None:
+        rows = await tx.fetch(f"SELECT CAST(updated_at AS TEXT) AS u FROM {self.store._S} WHERE session_id = ?",
+                              session)
+        return rows[0]["u"] if rows else None
+
+    async def _set_updated_at(self, tx: Transaction, session: str, text: str | None) -> None:
+        """The session's updated_at back to `text` (as read by `_updated_at`)."""
+        S = self.store._S
+        if text is None:
+            return
+        value = "?"
+        if self.store.kind == "postgres":  # text to the column's own type
+            typ = (await tx.fetch("SELECT format_type(a.atttypid, a.atttypmod) AS t FROM pg_attribute a "
+                                  "WHERE a.attrelid = to_regclass(?) AND a.attname = 'updated_at'", S))[0]["t"]
+            value = f"CAST(CAST(? AS TEXT) AS {typ})"
+        await tx.execute(f"UPDATE {S} SET updated_at = {value} WHERE session_id = ?", text, session)
 
     async def _oplog_exists(self) -> bool:
         return await self.store._db.table_exists(OPLOG)
@@ -111,13 +152,15 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         op_id = None
         moved: list[int] = []
         async with self.store._db.transaction([session]) as tx:
+            await self._lock_sessions(tx, [session])
             rows = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? AND id > ? ORDER BY id",
                                   session, target_id)
             moved = [int(r["id"]) for r in rows]
             if moved:
                 await self._ensure_tables(tx)
                 details: dict[str, Any] = {"session": session, "target": target_id, "moved": moved,
-                                           "hard": hard, "archive": archive, "archive_created": False}
+                                           "hard": hard, "archive": archive, "archive_created": False,
+                                           "updated_at_before": await self._updated_at(tx, session)}
                 if hard:
                     summary = f"rewind {session} to step {meta.step}; {len(moved)} item(s) to the trash"
                 else:
@@ -141,6 +184,8 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                     await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ? AND id > ?",
                                      archive, session, target_id)
                 await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
+                details["after"] = await self._items_print(tx, session)
+                await self.log.set_details(tx, op_id, details)
         self.store._archive_map = None  # the store reads the log again
         cp = await self.store.get(meta.checkpoint_id)
         if cp is None:  # the target, kept by the rewind
@@ -175,6 +220,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         S, M = self.store._S, self.store._M
         new = await self._fresh_name(session, f"{session}-branch-{name}")
         async with self.store._db.transaction([session, new]) as tx:
+            await self._lock_sessions(tx, [session, new])
             rows = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? AND id <= ? ORDER BY id",
                                   session, target)
             if await tx.fetch(f"SELECT 1 AS x FROM {M} WHERE session_id = ? LIMIT 1", new):
@@ -206,6 +252,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
 
     async def _sdk_branch(self, meta: Any, session: str, target: int, name: str) -> str:
         async with self.store._db.transaction([session]) as tx:
+            await self._lock_sessions(tx, [session])
             have = await tx.fetch("SELECT branch_id, sequence_number FROM message_structure WHERE session_id = ? "
                                   "AND message_id = ? ORDER BY branch_id", session, target)
             if not have:
@@ -252,7 +299,8 @@ class OpenAIHistory(RewindAndBranchOnly, History):
     async def oplog(self, limit: int = 50) -> list[Any]:
         return [self._op(r) for r in await self.log.rows(self.store, limit)]
 
-    async def undo(self, op_id: int | None = None) -> Any:
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        whole_undo_only("openai-agents", threads)
         from agentctl.engine.oplog import OpResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
@@ -264,12 +312,17 @@ class OpenAIHistory(RewindAndBranchOnly, History):
             return await self._undo_branch(op)
         session, moved = d["session"], [int(i) for i in d["moved"]]
         async with self.store._db.transaction([session] + ([d["archive"]] if d.get("archive") else [])) as tx:
+            await self._lock_sessions(tx, [session] + ([d["archive"]] if d.get("archive") else []))
             newer = await tx.fetch(f"SELECT COUNT(*) AS n FROM {M} WHERE session_id = ? AND id > ?",
                                    session, int(d["target"]))
             if int(newer[0]["n"]):
                 raise OperationError(
                     f"session {session!r} has {newer[0]['n']} item(s) added since operation {op_id}; "
                     "undoing it would interleave them with the restored items")
+            if "after" in d and await self._items_print(tx, session) != d["after"]:
+                raise OperationError(
+                    f"session {session!r} changed since operation {op_id} (the SDK removed or replaced "
+                    "items); undoing it would leave a hole in the conversation; nothing was changed")
             if d["hard"]:
                 trash = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", int(op_id))
                 if int(trash[0]["n"]) != len(moved):
@@ -287,7 +340,10 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                 await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ?", session, archive)
                 if d.get("archive_created"):
                     await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", archive)
-            await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
+            if "updated_at_before" in d:  # as it was before the operation
+                await self._set_updated_at(tx, session, d["updated_at_before"])
+            else:  # an operation recorded before agentctl kept it
+                await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
             new_id = await self._record(tx, "undo", f"undo {op_id}: {op.summary}", op.threads,
                                         {"undo_of": int(op_id)}, undo_of=int(op_id))
             await self.log.mark_undone(tx, int(op_id), new_id)
@@ -304,6 +360,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         d = op.details
         session = d.get("branch_session") or d["session"]
         async with self.store._db.transaction([session]) as tx:
+            await self._lock_sessions(tx, [session])
             if d.get("sdk_branch"):
                 name = d["sdk_branch"]
                 n = await tx.fetch("SELECT COUNT(*) AS n FROM message_structure WHERE session_id = ? AND branch_id = ?",
