@@ -19,9 +19,10 @@ from agentctl.backends.base import (
 from agentctl.engine import delta, oplog
 from agentctl.engine.context import EngineContext, thread_count, thread_exists, ts_param
 from agentctl.engine.oplog import OpResult
-from agentctl.engine.types import CheckpointGC, PrunePlan, Where, as_policy
+from agentctl.engine.types import CheckpointGC, DeletePlan, PrunePlan, Where, as_policy
 from agentctl.errors import ThreadNotFound, UsageError
 from agentctl.storage.contract import PruneSpec, Unsupported
+from agentctl.storage.sqlutil import marks
 
 # ---- selections ---------------------------------------------------------------------
 
@@ -66,6 +67,46 @@ def selection(ctx: EngineContext, kind: str, thread_id: str, policy: CheckpointG
     return gc_selection(kind, thread_id, policy, param, cutoff)
 
 
+async def keep_fork_points(reader: Any, thread_id: str, chosen: Where) -> tuple[Where, int]:
+    """The selection of a prune less its fork points (as LangGraph's prune keeps them):
+    the selected checkpoints that are the parent of a checkpoint in another thread (a
+    branch, a rewind's archive) or of several. The new selection and how many it kept."""
+    where, params = chosen
+    forks = [r["parent_id"] for r in await reader.query(
+        "SELECT DISTINCT k.parent_id FROM checkpoints k WHERE k.parent_id IN "
+        f"(SELECT checkpoint_id FROM checkpoints WHERE {where}) AND (k.thread_id <> ? OR EXISTS "
+        "(SELECT 1 FROM checkpoints k2 WHERE k2.parent_id = k.parent_id AND k2.id <> k.id))",
+        *params, thread_id)]
+    if not forks:
+        return chosen, 0
+    return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), len(forks)
+
+
+async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[str, str | None, str | None]]:
+    """The kept checkpoints of a thread whose parent a prune of `chosen` deletes, each
+    with its old parent and its new one, None: they become roots, as the thread's
+    first checkpoint is (the format's reader takes a parent that does not exist, but
+    `doctor` rightly reports one). Fork points are kept, so no checkpoint of another
+    thread loses its parent. Rows are read by their row ids: the kept rows only."""
+    where, params = chosen
+    gone = f"(SELECT id FROM checkpoints WHERE {where})"
+    rows = await reader.query(
+        "SELECT k.checkpoint_id, k.parent_id FROM checkpoints k JOIN checkpoints p "
+        f"ON p.checkpoint_id = k.parent_id WHERE k.thread_id = ? AND k.id NOT IN {gone} "
+        f"AND p.id IN {gone} ORDER BY k.checkpoint_id", thread_id, *params, *params)
+    return [(r["checkpoint_id"], r["parent_id"], None) for r in rows]
+
+
+async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC,
+                          param: float) -> tuple[Where | None, int]:
+    """What a prune deletes from one thread: the policy's selection less the fork
+    points (None: nothing), and how many fork points it keeps."""
+    chosen = selection(ctx, reader.kind, thread_id, pol, param)
+    if chosen is None:
+        return None, 0
+    return await keep_fork_points(reader, thread_id, chosen)
+
+
 def check_param(policy: CheckpointGC, param: Any) -> float:
     try:
         value = float(param)
@@ -88,7 +129,7 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
     total = await thread_count(b, thread_id)
     if total == 0:
         raise ThreadNotFound(thread_id)
-    chosen = selection(ctx, b.kind, thread_id, pol, param)
+    chosen, forks = await prune_selection(ctx, b, thread_id, pol, param)
     if chosen is None:
         return PrunePlan(thread_id, pol, param, [], total)
     where, params = chosen
@@ -96,7 +137,8 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
     if preview is None:
         delete = [row_to_metadata(r) for r in await b.query(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} {order}", *params)]
-        return PrunePlan(thread_id, pol, param, delete, total - len(delete))
+        moved = await reparents(b, thread_id, chosen) if delete else []
+        return PrunePlan(thread_id, pol, param, delete, total - len(delete), reparent=moved, forks_kept=forks)
     count = int(await b._fetchval(
         f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0)
     delete = []
@@ -110,7 +152,8 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
         delete = [row_to_metadata(r) for r in await b.query(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE ({where}){bound} {order} LIMIT ?",
             *params, *bound_params, preview)]
-    return PrunePlan(thread_id, pol, param, delete, total - count, count)
+    moved = await reparents(b, thread_id, chosen) if count else []
+    return PrunePlan(thread_id, pol, param, delete, total - count, count, reparent=moved, forks_kept=forks)
 
 
 async def prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | str,
@@ -171,10 +214,12 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id:
         if must_exist:
             raise ThreadNotFound(thread_id)
         return []
-    chosen = selection(ctx, tx.kind, thread_id, pol, param)
+    chosen, _ = await prune_selection(ctx, tx, thread_id, pol, param)
     if chosen is None:
         return []
     where, params = chosen
+    # the parents of the kept rows whose parent goes, read before the rows go
+    moved = await reparents(tx, thread_id, chosen)
     if await tx.query(
             "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
             f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
@@ -182,7 +227,9 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id:
         # A delta that stays may lose its base. (Looked for among the rows
         # that stay: those the prune deletes are not read for this.)
         await delta.before_delete(tx, thread_id, where, params)
-    return await oplog.trash(tx, op_id, where, *params)
+    gone = await oplog.trash(tx, op_id, where, *params)
+    await oplog.record_reparents(tx, op_id, thread_id, moved)
+    return gone
 
 
 def spec_policy(spec: PruneSpec) -> tuple[CheckpointGC, float]:
@@ -228,6 +275,15 @@ async def prune_spec(ctx: EngineContext, spec: PruneSpec, *,
 
 
 # ---- delete ---------------------------------------------------------------------------
+
+
+async def plan_delete_thread(ctx: EngineContext, thread_id: str) -> DeletePlan:
+    """What delete_thread deletes: every checkpoint of the thread (its branches stay)."""
+    n = await thread_count(ctx.backend, thread_id)
+    if n == 0:
+        raise ThreadNotFound(thread_id)
+    branches = await ctx.backend.branches_of([thread_id])
+    return DeletePlan(thread_id, n, [], list(dict.fromkeys(b.thread_id for b in branches)))
 
 
 async def delete_thread(ctx: EngineContext, thread_id: str) -> OpResult:

@@ -130,5 +130,8 @@ class RewindAndBranchOnly:
     async def prune_spec(self, spec: Any, *, progress: Any = None) -> list[Any]:
         raise self._no("prune")
 
+    async def plan_delete_thread(self, thread_id: str) -> Any:
+        raise self._no("threads delete")
+
     async def delete_thread(self, thread_id: str) -> Any:
         raise self._no("threads delete")

@@ -178,10 +178,11 @@ def test_prune(sample_url):  # noqa: F811
     assert len(steps(sample_url, LOOP)) == 240
     allp = cli_json(sample_url, "prune", "--all", "--milestones", "3", "--dry-run")
     assert {p["thread_id"] for p in allp} >= {LOOP, MAIN, "support-1042"}
-    assert all(p["keep_count"] <= 3 or not p["delete"] for p in allp)
+    assert all(p["keep_count"] <= 3 + p["forks_kept"] or not p["delete"] for p in allp)
     old = cli_json(sample_url, "prune", "--all", "--older-than", "1d", "--dry-run")
-    assert all(len(p["delete"]) == p["keep_count"] + len(p["delete"]) - 1 for p in old)  # all but the head
-    for args in ([LOOP], [LOOP, "--keep-last", "2", "--milestones", "3"], ["--keep-last", "2"],
+    # all but the head and the fork points
+    assert all(p["keep_count"] == 1 + p["forks_kept"] for p in old if p["delete"])
+    for args in ([LOOP], [LOOP, "--keep-last", "2", "--milestones", "3"],
                  [LOOP, "--all", "--keep-last", "2"], [LOOP, "--older-than", "7 days"]):
         r = cli(sample_url, "prune", *args, "--dry-run")
         assert r.exit_code == ExitCode.USAGE, args
@@ -341,9 +342,13 @@ def test_prune_all_is_one_operation_undone_at_once(sample_url):  # noqa: F811
     """issue 14: `prune --all` is ONE operation: one op in the log, one undo restores
     every thread."""
     before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
+    keep = {p["thread_id"]: p["keep_count"] for p in cli_json(sample_url, "prune", "--all", "--keep-last", "1",
+                                                                "--dry-run")}
     res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup")
     assert len(res) == 1 and res[0]["op_id"] is not None
-    assert {t: len(steps(sample_url, t)) for t in before} == {t: 1 for t in before}
+    # the head, and MAIN's fork point (the parent of its branch)
+    assert {t: len(steps(sample_url, t)) for t in before} == {t: keep[t] for t in before} == \
+        {MAIN: 2, LOOP: 1, "support-1042": 1}
     assert [o["kind"] for o in cli_json(sample_url, "oplog")] == ["prune"]
     assert cli(sample_url, "undo").exit_code == 0
     assert {t: steps(sample_url, t) for t in before} == before
