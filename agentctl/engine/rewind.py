@@ -17,17 +17,23 @@ from agentctl.model import Checkpoint, CheckpointMetadata
 logger = logging.getLogger("agentctl.engine")
 
 
-def archive_names(thread_id: str, checkpoint_id: str) -> Callable[[], str]:
-    """The archive thread names of a rewind to `checkpoint_id`, in the order they are
-    tried: `{thread}-branch-rewind-{4 hex}`, the hex from a hash of the thread and
-    the target (so a `--dry-run` names the thread the write then uses)."""
+def hashed_names(prefix: str, key: str) -> Callable[[], str]:
+    """`{prefix}{4 hex}` names in the order they are tried, the hex from a hash of
+    `key` and the attempt: a plan and the write it announces (in another process, a
+    `--dry-run` before the real run) try the same names."""
     attempt = iter(range(1 << 30))
 
     def make() -> str:
-        key = f"{thread_id}\0{checkpoint_id}\0{next(attempt)}".encode("utf-8", "surrogatepass")
-        return f"{thread_id}-branch-rewind-{hashlib.sha256(key).hexdigest()[:4]}"
+        data = f"{key}\0{next(attempt)}".encode("utf-8", "surrogatepass")
+        return f"{prefix}{hashlib.sha256(data).hexdigest()[:4]}"
 
     return make
+
+
+def archive_names(thread_id: str, checkpoint_id: str) -> Callable[[], str]:
+    """The archive thread names of a rewind to `checkpoint_id`:
+    `{thread}-branch-rewind-{4 hex}`, from a hash of the thread and the target."""
+    return hashed_names(f"{thread_id}-branch-rewind-", f"{thread_id}\0{checkpoint_id}")
 
 
 async def plan_rewind(ctx: EngineContext, checkpoint_id: str, hard: bool = False) -> RewindPlan:

@@ -295,7 +295,10 @@ def prune(
         emit_json([p.to_dict() for p in plans])
         return
     if not plans:
-        say("nothing to prune: no thread matches")
+        if json_out:
+            emit_json([])
+        else:
+            say("nothing to prune: no thread matches")
         return
     from rich.text import Text
 
