@@ -434,3 +434,68 @@ def test_merge_dry_run_announces_the_id_the_merge_uses_and_no_change_is_nothing(
     assert announced in cli(sample_url, "merge", other, "--dry-run").stdout
     res = cli_json(sample_url, "merge", other)
     assert res["checkpoint_id"] == announced
+
+
+def parents(db: str, thread: str) -> dict[str, str | None]:
+    return {m["checkpoint_id"]: m["parent_checkpoint_id"] for m in cli_json(db, "log", thread, "--all")}
+
+
+def test_prune_keeps_fork_points_and_leaves_no_orphan(sample_url):  # noqa: F811
+    """issue 23 item 4: the README's prunes leave a database `doctor` calls sound; the
+    fork point of a branch stays; the kept checkpoint whose parent goes becomes a root,
+    as the plan says; undo puts every parent back."""
+    fork = "ckpt-coder-fix-flaky-test-6-4b9fe6"
+    before = parents(sample_url, MAIN)
+    (plan,) = cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run")
+    assert fork not in [m["checkpoint_id"] for m in plan["delete"]]
+    assert (plan["delete_count"], plan["keep_count"], plan["forks_kept"]) == (9, 4, 1)
+    assert {r["checkpoint_id"]: r["new_parent_id"] for r in plan["reparent"]} == \
+        {fork: None, "ckpt-coder-fix-flaky-test-11-6a967a": None}
+    assert f"parent of {fork} becomes none" in cli(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run").stdout
+    cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--yes", "--no-backup")
+    assert cli(sample_url, "doctor").exit_code == 0
+    assert fork in parents(sample_url, MAIN)
+    assert parents(sample_url, BRANCH)[BRANCH_ROOT] == fork
+    assert cli(sample_url, "undo").exit_code == 0
+    assert parents(sample_url, MAIN) == before
+    cli_json(sample_url, "prune", LOOP, "--keep-last", "20", "--yes", "--no-backup")
+    r = cli(sample_url, "doctor")
+    assert r.exit_code == 0, r.stdout
+    assert parents(sample_url, LOOP)["ckpt-loop-research-7-000221"] is None
+
+
+BRANCH_ROOT = "ckpt-coder-fix-flaky-test-branch-retry-backoff-70e7-0"
+
+
+def test_prune_without_thread_selects_every_thread(sample_url):  # noqa: F811
+    """issue 23 item 10: a policy with no THREAD means every thread it selects (as
+    --all), with the same plan and the same confirmation."""
+    for policy in (["--keep-last", "20"], ["--older-than", "30d"], ["--milestones", "3"]):
+        assert cli_json(sample_url, "prune", *policy, "--dry-run") == \
+            cli_json(sample_url, "prune", "--all", *policy, "--dry-run")
+    r = cli(sample_url, "prune", "--keep-last", "20")
+    assert r.exit_code == ExitCode.USAGE and "without --yes" in r.stderr
+    assert len(steps(sample_url, LOOP)) == 240
+    r = cli(sample_url, "prune", LOOP, "--all", "--keep-last", "2")
+    assert r.exit_code == ExitCode.USAGE and "not both" in r.stderr
+
+
+def test_article_prune_across_sessions_and_keep_last_of_one_session(tmp_path):
+    """issue 23 item 10 on the article store: --status with no SESSION selects across
+    sessions; SESSION --keep-last N (N counts a user's sessions there) says why it
+    cannot, exit 2, one line, nothing written; a SESSION the filter does not select
+    says there is nothing to prune."""
+    import shutil
+
+    db = tmp_path / "sessions.db"
+    shutil.copyfile(SAMPLE_DB.parent / "sessions.db", db)
+    url = str(db)
+    plans = cli_json(url, "prune", "--status", "completed", "--dry-run")
+    assert plans and plans == cli_json(url, "prune", "--all", "--status", "completed", "--dry-run")
+    data = db.read_bytes()
+    r = cli(url, "prune", "s-weather-paris", "--keep-last", "3", "--yes")
+    assert r.exit_code == ExitCode.USAGE and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and "whole sessions" in r.stderr
+    r = cli(url, "prune", "s-weather-paris", "--status", "cancelled", "--dry-run")
+    assert r.exit_code == 0 and "nothing to prune" in r.stdout
+    assert db.read_bytes() == data and not backups(url)

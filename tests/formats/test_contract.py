@@ -821,3 +821,54 @@ async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeyp
                 assert case.content(await store.get_latest(new)) == want
             await keys("u", "y")
             assert await data_rows(case, b.url) == before, [n.message for n in app._notifications]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_tui_prune_dialog_offers_what_the_format_means(name, tmp_path, monkeypatch):
+    """issue 23 item 10: the TUI's prune dialog offers the policies a prune of one
+    thread means in the format (History.prune_policies: the article's store prunes a
+    session whole, by age; LangGraph has no milestones), and each one it offers plans
+    without an error."""
+    pytest.importorskip("textual")
+    from textual.widgets import Select
+    from tests.tui.test_tui import settle
+
+    from agentctl.tui.app import AgentctlApp
+    from agentctl.tui.flows import prune_spec
+    from agentctl.tui.screens.prompt import PruneScreen
+
+    case = CASES[name]
+    _needs(case)
+    b = await case.build("sqlite", str(tmp_path / "db.sqlite"))
+    async with open_store(b.url) as store:
+        if not store.can(Capability.PRUNE):
+            pytest.skip(f"{name} does not declare prune")
+        h = store.history()
+        offered = h.prune_policies
+        for policy in offered:  # each means something here: a plan, no error
+            await h.plan_prune_spec(prune_spec(b.main, policy, 2))
+    assert {"article": ("keep_age",), "langgraph": ("keep_last_n", "keep_age")}.get(
+        name, ("keep_last_n", "keep_age", "keep_milestones")) == offered
+
+    async def idle(*args, **kwargs) -> None:
+        import asyncio
+
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr("textual.app.wait_for_idle", idle)
+    monkeypatch.setattr("textual.pilot.wait_for_idle", idle)
+    app = AgentctlApp(b.url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await _tui_to(pilot, b.main, (await _first(b)))
+        await pilot.press("p")
+        await settle(pilot)
+        assert isinstance(app.screen, PruneScreen)
+        select = app.screen.query_one("#prune-policy", Select)
+        assert [value for _, value in select._options if value != Select.BLANK] == list(offered)
+        await pilot.press("escape")
+
+
+async def _first(b: Built) -> str:
+    async with open_store(b.url) as store:
+        return (await store.read_thread(b.main, 1))[0].checkpoint_id
