@@ -149,6 +149,11 @@ class PrunePlan:
     #: how many checkpoints the policy would delete but the prune keeps as fork points
     #: (the parent of a checkpoint in another thread, or of several)
     forks_kept: int = 0
+    #: those fork points' ids
+    fork_points: list[str] = field(default_factory=list)
+    #: the database as the plan saw it (rows, last row id, last operation): a write
+    #: given this plan reuses its fork points while the stamp is unchanged
+    stamp: Any = None
 
     def __post_init__(self) -> None:
         if self.delete_count < 0:
@@ -158,6 +163,7 @@ class PrunePlan:
         return {"thread_id": self.thread_id, "policy": self.policy.value, "param": self.param,
                 "delete": [m.to_dict() for m in self.delete], "delete_count": self.delete_count,
                 "keep_count": self.keep_count, "forks_kept": self.forks_kept,
+                "fork_points": list(self.fork_points),
                 "reparent": [{"checkpoint_id": c, "old_parent_id": o, "new_parent_id": n}
                              for c, o, n in self.reparent]}
 

@@ -427,9 +427,11 @@ class History(ABC):
         """The PrunePlans of a prune as the user asked it."""
 
     @abstractmethod
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
         """Carry out a prune as ONE operation (one transaction: all or nothing, one
-        undo); its OpResults. `progress(n)`, when given, is called as the work advances."""
+        undo); its OpResults. `progress(n)`, when given, is called as the work advances.
+        `plans`: the plans of this prune shown to the user (plan_prune_spec), which a
+        format may reuse where the database is unchanged since (never trusted blindly)."""
 
     @abstractmethod
     async def plan_delete_thread(self, thread_id: str) -> Any:

@@ -319,7 +319,7 @@ def prune(
         # One operation in one transaction (all threads or none), undone by one undo.
         async with st.engine(need="prune") as (_, engine):
             with progress("prune", len(plans), enabled=len(plans) > 1) as advance:
-                return await engine.prune_spec(spec, progress=advance)
+                return await engine.prune_spec(spec, progress=advance, plans=plans)
 
     results = _all_or_nothing(lambda: run(go()), "prune")
     report = run_vacuum(st) if vacuum else None

@@ -681,7 +681,7 @@ class ArticleHistory(History):
             deleted += [checkpoint_id(m) for m in mids]
         return deleted
 
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[OpResult]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[OpResult]:
         await self.store.connect()
         threads = spec.threads or []
         async with self._write(list(threads)) as tx:

@@ -627,7 +627,7 @@ class LangGraphHistory(History):
                                  reason=self._reason(len(gone), facts) if gone else ""))
         return out
 
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
         from agentctl.engine.oplog import OpResult
 
         await self._ready()
