@@ -458,7 +458,7 @@ def plan_text(plan: Any) -> RenderableType:
             for cid, _, new in moved[:5]:
                 parts.append(Text.assemble("  parent of ", safe(cid, ID_STYLE, one_line=True), " becomes ",
                                            safe(new, ID_STYLE, one_line=True) if new
-                                           else Text("none (its ancestors all go)", style=DIM)))
+                                           else Text("none (a root: no ancestor of it stays)", style=DIM)))
             if len(moved) > 5:
                 parts.append(Text(f"  … and {len(moved) - 5} more parents", style=DIM))
         else:

@@ -106,19 +106,52 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where,
     return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks
 
 
+#: how far `reparents` walks up from a kept checkpoint through deleted ones
+REPARENT_WALK = 1_000
+
+
 async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[str, str | None, str | None]]:
     """The kept checkpoints of a thread whose parent a prune of `chosen` deletes, each
-    with its old parent and its new one, None: they become roots, as the thread's
-    first checkpoint is (the format's reader takes a parent that does not exist, but
-    `doctor` rightly reports one). Fork points are kept, so no checkpoint of another
-    thread loses its parent. Rows are read by their row ids: the kept rows only."""
+    with its old parent and its new one: its nearest ancestor the prune keeps, or None
+    (the oldest kept checkpoint, whose ancestors all go, becomes a root, as a thread's
+    first checkpoint is). Fork points are kept, so no checkpoint of another thread
+    loses its parent. The kept rows are listed by row id (the selected rows are not
+    read); from each such row the walk up reads the deleted rows between it and the
+    kept row before it in thread order (in a linear thread, its new parent), at most
+    REPARENT_WALK of them (beyond: None)."""
     where, params = chosen
-    gone = f"(SELECT id FROM checkpoints WHERE {where})"
-    rows = await reader.query(
-        "SELECT k.checkpoint_id, k.parent_id FROM checkpoints k JOIN checkpoints p "
-        f"ON p.checkpoint_id = k.parent_id WHERE k.thread_id = ? AND k.id NOT IN {gone} "
-        f"AND p.id IN {gone} ORDER BY k.checkpoint_id", thread_id, *params, *params)
-    return [(r["checkpoint_id"], r["parent_id"], None) for r in rows]
+    # the selection once (a CTE named twice is materialized), by row id
+    kept = await reader.query(
+        f"WITH gone(id) AS (SELECT id FROM checkpoints WHERE {where}) "
+        "SELECT k.checkpoint_id, k.parent_id, CASE WHEN EXISTS (SELECT 1 FROM checkpoints p WHERE "
+        "p.checkpoint_id = k.parent_id AND p.id IN (SELECT id FROM gone)) THEN 1 ELSE 0 END AS orphan "
+        "FROM checkpoints k WHERE k.id IN (SELECT id FROM checkpoints WHERE thread_id = ? "
+        f"AND id NOT IN (SELECT id FROM gone)) ORDER BY {THREAD_ORDER_ASC}",
+        *params, thread_id)
+    ids = {r["checkpoint_id"] for r in kept}
+    out: list[tuple[str, str | None, str | None]] = []
+    for i, r in enumerate(kept):
+        if not r["orphan"]:
+            continue
+        # the kept row before it in thread order: in a linear thread, the new parent
+        # (the walk stops there); else the walk goes on to the first ancestor kept
+        before = kept[i - 1]["checkpoint_id"] if i else ""
+        new = None
+        path = await reader.query(
+            "WITH RECURSIVE up(cur, thread, parent, n) AS (SELECT checkpoint_id, thread_id, parent_id, 1 "
+            "FROM checkpoints WHERE checkpoint_id = ? UNION ALL SELECT p.checkpoint_id, p.thread_id, "
+            "p.parent_id, up.n + 1 FROM up JOIN checkpoints p ON p.checkpoint_id = up.parent "
+            "WHERE up.n < ? AND up.thread = ? AND up.parent <> ?) SELECT cur, thread, parent FROM up ORDER BY n",
+            r["parent_id"], REPARENT_WALK, thread_id, before)
+        for step in path:
+            if step["cur"] in ids or step["thread"] != thread_id:
+                new = step["cur"]  # the first ancestor that stays
+                break
+            if step["parent"] is not None and step["parent"] in ids:
+                new = step["parent"]
+                break
+        out.append((r["checkpoint_id"], r["parent_id"], new))
+    return sorted(out)
 
 
 async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC,
@@ -253,6 +286,8 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id:
     if chosen is None:
         return []
     where, params = chosen
+    # the kept rows whose parent goes, and their new parents, read before the rows go
+    moved = await reparents(tx, thread_id, chosen)
     if await tx.query(
             "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
             f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
@@ -261,13 +296,6 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id:
         # that stay: those the prune deletes are not read for this.)
         await delta.before_delete(tx, thread_id, where, params)
     gone = await oplog.trash(tx, op_id, where, *params)
-    # The kept rows whose parent went (as `reparents` plans them), found among the
-    # rows left: those whose parent no longer exists and is one this prune trashed.
-    trashed = set(gone)
-    moved = [(r["checkpoint_id"], r["parent_id"], None) for r in await tx.query(
-        "SELECT k.checkpoint_id, k.parent_id FROM checkpoints k WHERE k.thread_id = ? AND k.parent_id IS NOT NULL "
-        "AND NOT EXISTS (SELECT 1 FROM checkpoints p WHERE p.checkpoint_id = k.parent_id) ORDER BY k.checkpoint_id",
-        thread_id) if r["parent_id"] in trashed]
     await oplog.record_reparents(tx, op_id, thread_id, moved)
     return gone
 

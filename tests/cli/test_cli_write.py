@@ -442,15 +442,16 @@ def parents(db: str, thread: str) -> dict[str, str | None]:
 
 def test_prune_keeps_fork_points_and_leaves_no_orphan(sample_url):  # noqa: F811
     """issue 23 item 4: the README's prunes leave a database `doctor` calls sound; the
-    fork point of a branch stays; the kept checkpoint whose parent goes becomes a root,
-    as the plan says; undo puts every parent back."""
+    fork point of a branch stays; a kept checkpoint whose parent goes gets its nearest
+    kept ancestor as parent (the oldest: none), as the plan says; undo puts every
+    parent back."""
     fork = "ckpt-coder-fix-flaky-test-6-4b9fe6"
     before = parents(sample_url, MAIN)
     (plan,) = cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run")
     assert fork not in [m["checkpoint_id"] for m in plan["delete"]]
     assert (plan["delete_count"], plan["keep_count"], plan["forks_kept"]) == (9, 4, 1)
     assert {r["checkpoint_id"]: r["new_parent_id"] for r in plan["reparent"]} == \
-        {fork: None, "ckpt-coder-fix-flaky-test-11-6a967a": None}
+        {fork: None, "ckpt-coder-fix-flaky-test-11-6a967a": fork}  # the nearest ancestor kept
     assert f"parent of {fork} becomes none" in cli(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run").stdout
     cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--yes", "--no-backup")
     assert cli(sample_url, "doctor").exit_code == 0
@@ -462,6 +463,10 @@ def test_prune_keeps_fork_points_and_leaves_no_orphan(sample_url):  # noqa: F811
     r = cli(sample_url, "doctor")
     assert r.exit_code == 0, r.stdout
     assert parents(sample_url, LOOP)["ckpt-loop-research-7-000221"] is None
+    # a branch whose first checkpoints go stays a branch: its head now forks from the fork point
+    cli_json(sample_url, "prune", BRANCH, "--keep-last", "1", "--yes", "--no-backup")
+    assert parents(sample_url, BRANCH) == {"ckpt-coder-fix-flaky-test-branch-retry-backoff-70e7-3-31c2c2": fork}
+    assert cli(sample_url, "doctor").exit_code == 0
 
 
 BRANCH_ROOT = "ckpt-coder-fix-flaky-test-branch-retry-backoff-70e7-0"

@@ -711,5 +711,6 @@ async def test_prune_reuses_its_plan_only_while_the_database_is_as_planned(backe
     assert sorted(result.deleted) == sorted(m.checkpoint_id for m in plans[0].delete)
     kept = {m.checkpoint_id: m.parent_checkpoint_id for m in await backend.read_thread("t", 100)}
     assert all(p is None or p in kept for p in kept.values())
-    assert {c for c, p in kept.items() if p is None} == {r[0] for r in plans[0].reparent} == \
-        {doomed, next(c for c in kept if c != doomed)}
+    first_kept = next(c for c in kept if c != doomed)
+    assert {r[0]: r[2] for r in plans[0].reparent} == {doomed: None, first_kept: doomed}
+    assert (kept[doomed], kept[first_kept]) == (None, doomed)

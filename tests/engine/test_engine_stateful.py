@@ -337,9 +337,12 @@ class EngineMachine(RuleBasedStateMachine):
             return
         for r in doomed:
             op.trash[r["checkpoint_id"]] = self.rows.pop(r["checkpoint_id"])
-        for r in self.rows.values():  # a kept row whose parent went becomes a root
+        for r in self.rows.values():  # a kept row whose parent went: its nearest kept ancestor
             if r["thread_id"] == thread and r["parent_id"] in op.trash:
-                r["parent_id"] = None
+                up = r["parent_id"]
+                while up in op.trash:
+                    up = op.trash[up]["parent_id"]
+                r["parent_id"] = up if up in self.rows else None
         self.record(op, result.op_id, undo_now)
 
     @rule(i=picks, undo_now=st.booleans())

@@ -249,7 +249,7 @@ def prune(
 ) -> None:
     """Delete old checkpoints by a policy; a thread's head and its fork points (the parent
     of a branch, or of several checkpoints) are always kept, and a kept checkpoint whose
-    parent goes becomes a root (parent none, as the plan says). Without THREAD, every
+    parent goes gets its nearest kept ancestor as parent, or none (as the plan says). Without THREAD, every
     thread the policy selects (as --all). In a session
     store, whole sessions go (with their messages, tool logs and tasks): --older-than
     (not updated since), --status, --keep-last N per user, combinable. One operation,
