@@ -81,29 +81,30 @@ async def db_stamp(reader: Any) -> tuple[int, int]:
 
 
 async def keep_fork_points(reader: Any, thread_id: str, chosen: Where,
-                           known: PrunePlan | None = None) -> tuple[Where, list[str]]:
+                           known: PrunePlan | None = None) -> tuple[Where, list[str], bool]:
     """The selection of a prune less its fork points (as LangGraph's prune keeps them):
     the selected checkpoints that are the parent of a checkpoint in another thread (a
     branch, a rewind's archive) or of several. The new selection and the fork points.
 
     `known`: the plan of this prune, made while the database had the stamp it has now
     (the caller checks): when the policy selects as many rows as then, they are the
-    same rows, and its fork points are reused (finding them reads every selected row)."""
+    same rows, and its fork points are reused (finding them reads every selected row);
+    the third value says whether the plan was reused."""
     where, params = chosen
     if known is not None and int(await reader._fetchval(
             f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0) == \
             known.delete_count + known.forks_kept:
         forks = list(known.fork_points)
         if not forks:
-            return chosen, []
-        return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks
+            return chosen, [], True
+        return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks, True
     forks = [r["checkpoint_id"] for r in await reader.query(
         f"SELECT p.checkpoint_id FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE {where}) "
         "AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.thread_id <> p.thread_id "
         "OR c.id <> (SELECT MIN(c2.id) FROM checkpoints c2 WHERE c2.parent_id = p.checkpoint_id)))", *params)]
     if not forks:
-        return chosen, []
-    return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks
+        return chosen, [], False
+    return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks, False
 
 
 #: how far `reparents` walks up from a kept checkpoint through deleted ones
@@ -155,12 +156,13 @@ async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[st
 
 
 async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC,
-                          param: float, known: PrunePlan | None = None) -> tuple[Where | None, list[str]]:
+                          param: float, known: PrunePlan | None = None) -> tuple[Where | None, list[str], bool]:
     """What a prune deletes from one thread: the policy's selection less the fork
-    points (None: nothing), and the fork points it keeps."""
+    points (None: nothing), the fork points it keeps, and whether `known` (its plan)
+    still holds (see keep_fork_points)."""
     chosen = selection(ctx, reader.kind, thread_id, pol, param)
     if chosen is None:
-        return None, []
+        return None, [], False
     return await keep_fork_points(reader, thread_id, chosen, known)
 
 
@@ -186,7 +188,7 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
     total = await thread_count(b, thread_id)
     if total == 0:
         raise ThreadNotFound(thread_id)
-    chosen, forks = await prune_selection(ctx, b, thread_id, pol, param)
+    chosen, forks, _ = await prune_selection(ctx, b, thread_id, pol, param)
     if chosen is None:
         return PrunePlan(thread_id, pol, param, [], total, stamp=stamp)
     where, params = chosen
@@ -282,12 +284,13 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id:
         if must_exist:
             raise ThreadNotFound(thread_id)
         return []
-    chosen, _ = await prune_selection(ctx, tx, thread_id, pol, param, known)
+    chosen, _, planned = await prune_selection(ctx, tx, thread_id, pol, param, known)
     if chosen is None:
         return []
     where, params = chosen
     # the kept rows whose parent goes, and their new parents, read before the rows go
-    moved = await reparents(tx, thread_id, chosen)
+    # (the same rows as the plan's while it holds)
+    moved = list(known.reparent) if planned and known is not None else await reparents(tx, thread_id, chosen)
     if await tx.query(
             "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
             f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
