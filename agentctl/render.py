@@ -452,6 +452,17 @@ def plan_text(plan: Any) -> RenderableType:
         if n:
             head.append(f"delete {n}, keep {plan.keep_count}", style="bold red")
             parts.extend(_listing(head, plan.delete, "red", limit=PRUNE_LISTED, total=n))
+            forks = getattr(plan, "forks_kept", 0)
+            if forks:
+                parts.append(Text(f"  kept: {forks} fork point{'s' if forks != 1 else ''} "
+                                  "(the parent of a branch, or of several checkpoints)", style=DIM))
+            moved = getattr(plan, "reparent", None) or []
+            for cid, _, new in moved[:5]:
+                parts.append(Text.assemble("  parent of ", safe(cid, ID_STYLE, one_line=True), " becomes ",
+                                           safe(new, ID_STYLE, one_line=True) if new
+                                           else Text("none (a root: no ancestor of it stays)", style=DIM)))
+            if len(moved) > 5:
+                parts.append(Text(f"  … and {len(moved) - 5} more parents", style=DIM))
         else:
             head.append(f"nothing to delete, keep {plan.keep_count}", style=DIM)
             parts.append(head)

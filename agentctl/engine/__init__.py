@@ -122,6 +122,7 @@ _EXPORTS = {
     "PurgeResult": "agentctl.engine.oplog",
     "MERGE_STRATEGIES": "agentctl.engine.types",
     "CheckpointGC": "agentctl.engine.types",
+    "DeletePlan": "agentctl.engine.types",
     "MergePlan": "agentctl.engine.types",
     "PrunePlan": "agentctl.engine.types",
     "RewindPlan": "agentctl.engine.types",
@@ -147,6 +148,7 @@ if TYPE_CHECKING:
     from agentctl.engine.types import (  # noqa: F401
         MERGE_STRATEGIES,
         CheckpointGC,
+        DeletePlan,
         MergePlan,
         PrunePlan,
         RewindPlan,

@@ -15,6 +15,7 @@ from agentctl.engine.context import EngineContext
 from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult
 from agentctl.engine.types import (
     CheckpointGC,
+    DeletePlan,
     MergePlan,
     PrunePlan,
     RewindPlan,
@@ -215,12 +216,17 @@ class CheckpointEngine(History):
         return await retention.plan_prune_spec(self._ctx, spec, preview)
 
     async def prune_spec(self, spec: PruneSpec, *,
-                         progress: Callable[[int], None] | None = None) -> list[OpResult]:
+                         progress: Callable[[int], None] | None = None,
+                         plans: list[PrunePlan] | None = None) -> list[OpResult]:
         """Prune the threads of the spec (every thread when `spec.threads` is None) as
         ONE operation in one transaction: all or nothing, one undo restores them all.
         A list of one OpResult (its op_id None when there was nothing to prune).
         `progress(1)` is called after each thread (a progress bar's advance)."""
-        return await retention.prune_spec(self._ctx, spec, progress=progress)
+        return await retention.prune_spec(self._ctx, spec, progress=progress, plans=plans)
+
+    async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
+        """What `delete_thread` would delete (nothing is written)."""
+        return await retention.plan_delete_thread(self._ctx, thread_id)
 
     async def delete_thread(self, thread_id: str) -> OpResult:
         """Delete every checkpoint of a thread, into the trash (undoable)."""

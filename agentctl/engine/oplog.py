@@ -9,7 +9,8 @@ them (never by a read, never by an agent's plain `snapshot`):
   details (JSON), undone_by (the op id of the undo that reverted it), undo_of (for an
   undo: the op it reverted), purged (1 when its trash was purged).
 - `agentctl_oplog_rows`: what an op inserted (`action = 'insert'`) or moved to another
-  thread (`action = 'move'`, with the row's old thread_id and parent_id).
+  thread (`action = 'move'`, with the row's old thread_id and parent_id; a prune's
+  re-parented rows are moves within their thread).
 - `agentctl_trash`: the exact rows an op deleted (every column of `checkpoints`, the row
   `id` included, plus op_id). Filled with `INSERT INTO agentctl_trash SELECT ...` and
   emptied from `checkpoints` with `DELETE`: on Postgres one statement each; on SQLite a
@@ -232,6 +233,20 @@ async def record_inserts(tx: Transaction, op_id: int, rows: Sequence[tuple[str, 
         await tx.executemany(
             f"INSERT INTO {OPLOG_ROWS} (op_id, checkpoint_id, action, thread_id) "
             "VALUES (?, ?, 'insert', ?)", [(op_id, cid, thread) for cid, thread in rows])
+
+
+async def record_reparents(tx: Transaction, op_id: int, thread_id: str,
+                           rows: Sequence[tuple[str, str | None, str | None]]) -> None:
+    """Set the parent of checkpoints of `thread_id` (checkpoint_id, old parent, new
+    parent), recorded as moves within the thread, so that undo puts the old parent back."""
+    if not rows:
+        return
+    await tx.executemany("UPDATE checkpoints SET parent_id = ? WHERE checkpoint_id = ?",
+                         [(new, cid) for cid, _, new in rows])
+    await tx.executemany(
+        f"INSERT INTO {OPLOG_ROWS} (op_id, checkpoint_id, action, thread_id, old_thread_id, "
+        "old_parent_id, parent_id) VALUES (?, ?, 'move', ?, ?, ?, ?)",
+        [(op_id, cid, thread_id, thread_id, old, new) for cid, old, new in rows])
 
 
 # SQLite: rows move into the trash a chunk of row ids at a time, in row-id order (the

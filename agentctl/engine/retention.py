@@ -19,9 +19,10 @@ from agentctl.backends.base import (
 from agentctl.engine import delta, oplog
 from agentctl.engine.context import EngineContext, thread_count, thread_exists, ts_param
 from agentctl.engine.oplog import OpResult
-from agentctl.engine.types import CheckpointGC, PrunePlan, Where, as_policy
+from agentctl.engine.types import CheckpointGC, DeletePlan, PrunePlan, Where, as_policy
 from agentctl.errors import ThreadNotFound, UsageError
 from agentctl.storage.contract import PruneSpec, Unsupported
+from agentctl.storage.sqlutil import marks
 
 # ---- selections ---------------------------------------------------------------------
 
@@ -66,6 +67,105 @@ def selection(ctx: EngineContext, kind: str, thread_id: str, policy: CheckpointG
     return gc_selection(kind, thread_id, policy, param, cutoff)
 
 
+async def db_stamp(reader: Any) -> tuple[int, int]:
+    """(greatest row id, last operation) of the database. Row ids only grow, and what
+    agentctl moves, re-parents or brings back is an operation: while the stamp is
+    unchanged, no checkpoint was added or re-parented, so no checkpoint became a fork
+    point (one deleted meanwhile may leave a fork point with one child: kept anyway,
+    as planned)."""
+    m = int(await reader._fetchval("SELECT COALESCE(MAX(id), 0) AS m FROM checkpoints") or 0)
+    op = 0
+    if await reader.table_exists(oplog.OPLOG):
+        op = int(await reader._fetchval(f"SELECT COALESCE(MAX(op_id), 0) AS o FROM {oplog.OPLOG}") or 0)
+    return m, op
+
+
+async def keep_fork_points(reader: Any, thread_id: str, chosen: Where,
+                           known: PrunePlan | None = None) -> tuple[Where, list[str], bool]:
+    """The selection of a prune less its fork points (as LangGraph's prune keeps them):
+    the selected checkpoints that are the parent of a checkpoint in another thread (a
+    branch, a rewind's archive) or of several. The new selection and the fork points.
+
+    `known`: the plan of this prune, made while the database had the stamp it has now
+    (the caller checks): when the policy selects as many rows as then, they are the
+    same rows, and its fork points are reused (finding them reads every selected row);
+    the third value says whether the plan was reused."""
+    where, params = chosen
+    if known is not None and int(await reader._fetchval(
+            f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0) == \
+            known.delete_count + known.forks_kept:
+        forks = list(known.fork_points)
+        if not forks:
+            return chosen, [], True
+        return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks, True
+    forks = [r["checkpoint_id"] for r in await reader.query(
+        f"SELECT p.checkpoint_id FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE {where}) "
+        "AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.thread_id <> p.thread_id "
+        "OR c.id <> (SELECT MIN(c2.id) FROM checkpoints c2 WHERE c2.parent_id = p.checkpoint_id)))", *params)]
+    if not forks:
+        return chosen, [], False
+    return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks, False
+
+
+#: how far `reparents` walks up from a kept checkpoint through deleted ones
+REPARENT_WALK = 1_000
+
+
+async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[str, str | None, str | None]]:
+    """The kept checkpoints of a thread whose parent a prune of `chosen` deletes, each
+    with its old parent and its new one: its nearest ancestor the prune keeps, or None
+    (the oldest kept checkpoint, whose ancestors all go, becomes a root, as a thread's
+    first checkpoint is). Fork points are kept, so no checkpoint of another thread
+    loses its parent. The kept rows are listed by row id (the selected rows are not
+    read); from each such row the walk up reads the deleted rows between it and the
+    kept row before it in thread order (in a linear thread, its new parent), at most
+    REPARENT_WALK of them (beyond: None)."""
+    where, params = chosen
+    # the selection once (a CTE named twice is materialized), by row id
+    kept = await reader.query(
+        f"WITH gone(id) AS (SELECT id FROM checkpoints WHERE {where}) "
+        "SELECT k.checkpoint_id, k.parent_id, CASE WHEN EXISTS (SELECT 1 FROM checkpoints p WHERE "
+        "p.checkpoint_id = k.parent_id AND p.id IN (SELECT id FROM gone)) THEN 1 ELSE 0 END AS orphan "
+        "FROM checkpoints k WHERE k.id IN (SELECT id FROM checkpoints WHERE thread_id = ? "
+        f"AND id NOT IN (SELECT id FROM gone)) ORDER BY {THREAD_ORDER_ASC}",
+        *params, thread_id)
+    ids = {r["checkpoint_id"] for r in kept}
+    out: list[tuple[str, str | None, str | None]] = []
+    for i, r in enumerate(kept):
+        if not r["orphan"]:
+            continue
+        # the kept row before it in thread order: in a linear thread, the new parent
+        # (the walk stops there); else the walk goes on to the first ancestor kept
+        before = kept[i - 1]["checkpoint_id"] if i else ""
+        new = None
+        path = await reader.query(
+            "WITH RECURSIVE up(cur, thread, parent, n) AS (SELECT checkpoint_id, thread_id, parent_id, 1 "
+            "FROM checkpoints WHERE checkpoint_id = ? UNION ALL SELECT p.checkpoint_id, p.thread_id, "
+            "p.parent_id, up.n + 1 FROM up JOIN checkpoints p ON p.checkpoint_id = up.parent "
+            "WHERE up.n < ? AND up.thread = ? AND up.parent <> ?) SELECT cur, thread, parent FROM up ORDER BY n",
+            r["parent_id"], REPARENT_WALK, thread_id, before)
+        for step in path:
+            if step["cur"] in ids or step["thread"] != thread_id:
+                new = step["cur"]  # the first ancestor that stays
+                break
+            if step["parent"] is not None and step["parent"] in ids:
+                new = step["parent"]
+                break
+        out.append((r["checkpoint_id"], r["parent_id"], new))
+    return sorted(out)
+
+
+async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC,
+                          param: float, known: PrunePlan | None = None) -> tuple[Where | None, list[str], bool]:
+    """What a prune deletes from one thread: the policy's selection less the fork
+    points (None: nothing), the fork points it keeps, and whether `known` (its plan)
+    still holds (see keep_fork_points)."""
+    chosen = selection(ctx, reader.kind, thread_id, pol, param)
+    if chosen is None:
+        return None, [], False
+    return await keep_fork_points(reader, thread_id, chosen, known)
+
+
 def check_param(policy: CheckpointGC, param: Any) -> float:
     try:
         value = float(param)
@@ -80,7 +180,7 @@ def check_param(policy: CheckpointGC, param: Any) -> float:
 
 
 async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | str,
-                     param: float = 0, *, preview: int | None = None) -> PrunePlan:
+                     param: float = 0, *, preview: int | None = None, stamp: Any = None) -> PrunePlan:
     """Which checkpoints `prune` would delete (never the head); see CheckpointEngine.plan_prune."""
     pol = as_policy(policy)
     param = check_param(pol, param)
@@ -88,15 +188,17 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
     total = await thread_count(b, thread_id)
     if total == 0:
         raise ThreadNotFound(thread_id)
-    chosen = selection(ctx, b.kind, thread_id, pol, param)
+    chosen, forks, _ = await prune_selection(ctx, b, thread_id, pol, param)
     if chosen is None:
-        return PrunePlan(thread_id, pol, param, [], total)
+        return PrunePlan(thread_id, pol, param, [], total, stamp=stamp)
     where, params = chosen
     order = f"ORDER BY {THREAD_ORDER_ASC}"
     if preview is None:
         delete = [row_to_metadata(r) for r in await b.query(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} {order}", *params)]
-        return PrunePlan(thread_id, pol, param, delete, total - len(delete))
+        moved = await reparents(b, thread_id, chosen) if delete else []
+        return PrunePlan(thread_id, pol, param, delete, total - len(delete), reparent=moved,
+                         forks_kept=len(forks), fork_points=forks, stamp=stamp)
     count = int(await b._fetchval(
         f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0)
     delete = []
@@ -110,7 +212,9 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
         delete = [row_to_metadata(r) for r in await b.query(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE ({where}){bound} {order} LIMIT ?",
             *params, *bound_params, preview)]
-    return PrunePlan(thread_id, pol, param, delete, total - count, count)
+    moved = await reparents(b, thread_id, chosen) if count else []
+    return PrunePlan(thread_id, pol, param, delete, total - count, count, reparent=moved,
+                     forks_kept=len(forks), fork_points=forks, stamp=stamp)
 
 
 async def prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | str,
@@ -125,24 +229,32 @@ async def prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | str,
 async def prune_threads(ctx: EngineContext, threads: Sequence[str], pol: CheckpointGC,
                         param: float, *, label: str, details: dict[str, Any],
                         must_exist: bool = True,
-                        progress: Callable[[int], None] | None = None) -> OpResult:
+                        progress: Callable[[int], None] | None = None,
+                        plans: Sequence[PrunePlan] | None = None) -> OpResult:
     """Prune `threads` by one policy in ONE transaction recorded as ONE operation:
     all or nothing (an error or a cancellation anywhere rolls every thread back),
     and one undo restores every thread. `progress(1)` is called after each thread.
     A thread that does not exist raises ThreadNotFound when `must_exist`, else is
-    skipped (`prune --all`: a thread deleted since the list was read)."""
+    skipped (`prune --all`: a thread deleted since the list was read). `plans`: the
+    plans shown for this prune, whose fork points are reused while the database is
+    as they saw it."""
     nothing = OpResult(None, "prune", f"{pol.value}: nothing to prune in {label}")
     threads = list(dict.fromkeys(threads))
     if not threads:
         return nothing
     async def body(tx: Transaction) -> OpResult | None:
+        known: dict[str, PrunePlan] = {}
+        stamps = {p.stamp for p in plans or ()}
+        if plans and len(stamps) == 1 and None not in stamps and await db_stamp(tx) in stamps:
+            known = {p.thread_id: p for p in plans if p.policy is pol and p.param == param}
         op_id = await oplog.start(tx, "prune", f"prune {label}", threads, details, ctx.now())
         deleted: list[str] = []
         changed: list[str] = []
         bulk = getattr(ctx.backend, "bulk_write", None)
         async with bulk() if bulk is not None else nullcontext():
             for thread_id in threads:
-                gone = await _prune_one(ctx, tx, op_id, thread_id, pol, param, must_exist)
+                gone = await _prune_one(ctx, tx, op_id, thread_id, pol, param, must_exist,
+                                        known.get(thread_id))
                 if gone:
                     deleted += gone
                     changed.append(thread_id)
@@ -165,16 +277,20 @@ async def prune_threads(ctx: EngineContext, threads: Sequence[str], pol: Checkpo
 
 
 async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id: str,
-                     pol: CheckpointGC, param: float, must_exist: bool) -> list[str]:
+                     pol: CheckpointGC, param: float, must_exist: bool,
+                     known: PrunePlan | None = None) -> list[str]:
     """Move what the policy deletes from one thread into op_id's trash; the ids."""
     if not await thread_exists(tx, thread_id):
         if must_exist:
             raise ThreadNotFound(thread_id)
         return []
-    chosen = selection(ctx, tx.kind, thread_id, pol, param)
+    chosen, _, planned = await prune_selection(ctx, tx, thread_id, pol, param, known)
     if chosen is None:
         return []
     where, params = chosen
+    # the kept rows whose parent goes, and their new parents, read before the rows go
+    # (the same rows as the plan's while it holds)
+    moved = list(known.reparent) if planned and known is not None else await reparents(tx, thread_id, chosen)
     if await tx.query(
             "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
             f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
@@ -182,7 +298,9 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id:
         # A delta that stays may lose its base. (Looked for among the rows
         # that stay: those the prune deletes are not read for this.)
         await delta.before_delete(tx, thread_id, where, params)
-    return await oplog.trash(tx, op_id, where, *params)
+    gone = await oplog.trash(tx, op_id, where, *params)
+    await oplog.record_reparents(tx, op_id, thread_id, moved)
+    return gone
 
 
 def spec_policy(spec: PruneSpec) -> tuple[CheckpointGC, float]:
@@ -206,12 +324,14 @@ async def plan_prune_spec(ctx: EngineContext, spec: PruneSpec,
                           preview: int | None = None) -> list[PrunePlan]:
     """The plans of `prune_spec` (one per thread)."""
     policy, param = spec_policy(spec)
-    return [await plan_prune(ctx, t, policy, param, preview=preview)
+    stamp = await db_stamp(ctx.backend)
+    return [await plan_prune(ctx, t, policy, param, preview=preview, stamp=stamp)
             for t in await spec_threads(ctx, spec)]
 
 
 async def prune_spec(ctx: EngineContext, spec: PruneSpec, *,
-                     progress: Callable[[int], None] | None = None) -> list[OpResult]:
+                     progress: Callable[[int], None] | None = None,
+                     plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
     """Prune the threads of the spec as ONE operation; see CheckpointEngine.prune_spec."""
     policy, param = spec_policy(spec)
     pol = as_policy(policy)
@@ -224,10 +344,19 @@ async def prune_spec(ctx: EngineContext, spec: PruneSpec, *,
     if len(threads) == 1 and not every:
         details = {"thread": threads[0], "policy": pol.value, "param": param}
     return [await prune_threads(ctx, threads, pol, param, label=label, details=details,
-                                must_exist=not every, progress=progress)]
+                                must_exist=not every, progress=progress, plans=plans)]
 
 
 # ---- delete ---------------------------------------------------------------------------
+
+
+async def plan_delete_thread(ctx: EngineContext, thread_id: str) -> DeletePlan:
+    """What delete_thread deletes: every checkpoint of the thread (its branches stay)."""
+    n = await thread_count(ctx.backend, thread_id)
+    if n == 0:
+        raise ThreadNotFound(thread_id)
+    branches = await ctx.backend.branches_of([thread_id])
+    return DeletePlan(thread_id, n, [], list(dict.fromkeys(b.thread_id for b in branches)))
 
 
 async def delete_thread(ctx: EngineContext, thread_id: str) -> OpResult:

@@ -3,7 +3,9 @@ trash), time travel to a step, and branch (a new thread forked from a checkpoint
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from typing import Callable
 
 from agentctl.backends.base import META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
 from agentctl.engine import delta, oplog
@@ -15,8 +17,23 @@ from agentctl.model import Checkpoint, CheckpointMetadata
 logger = logging.getLogger("agentctl.engine")
 
 
-def archive_name(ctx: EngineContext, thread_id: str) -> str:
-    return f"{thread_id}-branch-rewind-{ctx.hex(4)}"
+def hashed_names(prefix: str, key: str) -> Callable[[], str]:
+    """`{prefix}{4 hex}` names in the order they are tried, the hex from a hash of
+    `key` and the attempt: a plan and the write it announces (in another process, a
+    `--dry-run` before the real run) try the same names."""
+    attempt = iter(range(1 << 30))
+
+    def make() -> str:
+        data = f"{key}\0{next(attempt)}".encode("utf-8", "surrogatepass")
+        return f"{prefix}{hashlib.sha256(data).hexdigest()[:4]}"
+
+    return make
+
+
+def archive_names(thread_id: str, checkpoint_id: str) -> Callable[[], str]:
+    """The archive thread names of a rewind to `checkpoint_id`:
+    `{thread}-branch-rewind-{4 hex}`, from a hash of the thread and the target."""
+    return hashed_names(f"{thread_id}-branch-rewind-", f"{thread_id}\0{checkpoint_id}")
 
 
 async def plan_rewind(ctx: EngineContext, checkpoint_id: str, hard: bool = False) -> RewindPlan:
@@ -28,7 +45,7 @@ async def plan_rewind(ctx: EngineContext, checkpoint_id: str, hard: bool = False
     moved = [row_to_metadata(r) for r in rows]
     archive = None
     if moved and not hard:
-        archive = await fresh_thread(b, lambda: archive_name(ctx, target.thread_id))
+        archive = await fresh_thread(b, archive_names(target.thread_id, target.checkpoint_id))
     return RewindPlan(target, target.thread_id, moved, archive, hard)
 
 
@@ -41,7 +58,7 @@ async def rewind(ctx: EngineContext, checkpoint_id: str, hard: bool = False, *,
     if archive is not None and (not archive.strip() or archive == thread):
         raise UsageError(f"invalid archive thread name {archive_thread!r}")
     if not hard and archive is None:
-        archive = await fresh_thread(ctx.backend, lambda: archive_name(ctx, thread))
+        archive = await fresh_thread(ctx.backend, archive_names(thread, meta.checkpoint_id))
     async with ctx.write([thread] + ([archive] if archive else [])) as tx:
         target = await require_meta(tx, checkpoint_id)
         if target.thread_id != thread:

@@ -143,6 +143,17 @@ class PrunePlan:
     #: why, in words, when the policy alone does not say it (a session store's prune
     #: deletes whole sessions: "the whole session (status cancelled)")
     reason: str = ""
+    #: the kept checkpoints whose parent the prune deletes, and the parent each gets:
+    #: (checkpoint_id, old parent, new parent: the nearest kept ancestor, or None)
+    reparent: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    #: how many checkpoints the policy would delete but the prune keeps as fork points
+    #: (the parent of a checkpoint in another thread, or of several)
+    forks_kept: int = 0
+    #: those fork points' ids
+    fork_points: list[str] = field(default_factory=list)
+    #: the database as the plan saw it (rows, last row id, last operation): a write
+    #: given this plan reuses its fork points while the stamp is unchanged
+    stamp: Any = None
 
     def __post_init__(self) -> None:
         if self.delete_count < 0:
@@ -150,7 +161,27 @@ class PrunePlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"thread_id": self.thread_id, "policy": self.policy.value, "param": self.param,
-                "delete": [m.to_dict() for m in self.delete], "keep_count": self.keep_count}
+                "delete": [m.to_dict() for m in self.delete], "delete_count": self.delete_count,
+                "keep_count": self.keep_count, "forks_kept": self.forks_kept,
+                "fork_points": list(self.fork_points),
+                "reparent": [{"checkpoint_id": c, "old_parent_id": o, "new_parent_id": n}
+                             for c, o, n in self.reparent]}
+
+
+@dataclass
+class DeletePlan:
+    """What `threads delete` would delete: `checkpoints` rows of the thread and of the
+    threads that go with it (`included`: a LangGraph root thread's subgraph
+    namespaces), and the branches that stay (`branches_kept`)."""
+
+    thread_id: str
+    checkpoints: int
+    included: list[str] = field(default_factory=list)
+    branches_kept: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"thread_id": self.thread_id, "checkpoints": self.checkpoints,
+                "included": list(self.included), "branches_kept": list(self.branches_kept)}
 
 
 class SnapshotInput(NamedTuple):

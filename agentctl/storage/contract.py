@@ -445,6 +445,10 @@ class History(ABC):
 
     #: the id of the last operation this object recorded
     last_op_id: int | None = None
+    #: what a prune of ONE thread can keep, as CheckpointGC names (the TUI's prune
+    #: dialog offers these only): the last N checkpoints, those younger than an age,
+    #: N milestones
+    prune_policies: tuple[str, ...] = ("keep_last_n", "keep_age", "keep_milestones")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -482,9 +486,16 @@ class History(ABC):
         """The PrunePlans of a prune as the user asked it."""
 
     @abstractmethod
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
         """Carry out a prune as ONE operation (one transaction: all or nothing, one
-        undo); its OpResults. `progress(n)`, when given, is called as the work advances."""
+        undo); its OpResults. `progress(n)`, when given, is called as the work advances.
+        `plans`: the plans of this prune shown to the user (plan_prune_spec), which a
+        format may reuse where the database is unchanged since (never trusted blindly)."""
+
+    @abstractmethod
+    async def plan_delete_thread(self, thread_id: str) -> Any:
+        """What `delete_thread` would delete (a DeletePlan: the rows it counts are the
+        rows the write deletes)."""
 
     @abstractmethod
     async def delete_thread(self, thread_id: str) -> Any:

@@ -127,8 +127,11 @@ class RewindAndBranchOnly:
     async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[Any]:
         raise self._no("prune")
 
-    async def prune_spec(self, spec: Any, *, progress: Any = None) -> list[Any]:
+    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Any = None) -> list[Any]:
         raise self._no("prune")
+
+    async def plan_delete_thread(self, thread_id: str) -> Any:
+        raise self._no("threads delete")
 
     async def delete_thread(self, thread_id: str) -> Any:
         raise self._no("threads delete")

@@ -198,7 +198,9 @@ async def prune(screen: "MainScreen", thread: str) -> None:
     from agentctl.render import plan_text
     from agentctl.tui.screens.prompt import PruneScreen
 
-    answer = await screen.app.push_screen_wait(PruneScreen(inert(thread, one_line=True)))
+    engine = screen.source.engine
+    answer = await screen.app.push_screen_wait(
+        PruneScreen(inert(thread, one_line=True), getattr(engine, "prune_policies", None)))
     if answer is None:
         screen.notify("prune cancelled: nothing changed")
         return
@@ -210,7 +212,6 @@ async def prune(screen: "MainScreen", thread: str) -> None:
                       severity="error", markup=False)
         return
     spec = prune_spec(thread, policy, param)
-    engine = screen.source.engine
     plans = await engine.plan_prune_spec(spec)
     count = sum(p.delete_count for p in plans)
     kept = sum(p.keep_count for p in plans)

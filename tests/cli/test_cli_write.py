@@ -178,10 +178,11 @@ def test_prune(sample_url):  # noqa: F811
     assert len(steps(sample_url, LOOP)) == 240
     allp = cli_json(sample_url, "prune", "--all", "--milestones", "3", "--dry-run")
     assert {p["thread_id"] for p in allp} >= {LOOP, MAIN, "support-1042"}
-    assert all(p["keep_count"] <= 3 or not p["delete"] for p in allp)
+    assert all(p["keep_count"] <= 3 + p["forks_kept"] or not p["delete"] for p in allp)
     old = cli_json(sample_url, "prune", "--all", "--older-than", "1d", "--dry-run")
-    assert all(len(p["delete"]) == p["keep_count"] + len(p["delete"]) - 1 for p in old)  # all but the head
-    for args in ([LOOP], [LOOP, "--keep-last", "2", "--milestones", "3"], ["--keep-last", "2"],
+    # all but the head and the fork points
+    assert all(p["keep_count"] == 1 + p["forks_kept"] for p in old if p["delete"])
+    for args in ([LOOP], [LOOP, "--keep-last", "2", "--milestones", "3"],
                  [LOOP, "--all", "--keep-last", "2"], [LOOP, "--older-than", "7 days"]):
         r = cli(sample_url, "prune", *args, "--dry-run")
         assert r.exit_code == ExitCode.USAGE, args
@@ -341,9 +342,13 @@ def test_prune_all_is_one_operation_undone_at_once(sample_url):  # noqa: F811
     """issue 14: `prune --all` is ONE operation: one op in the log, one undo restores
     every thread."""
     before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
+    keep = {p["thread_id"]: p["keep_count"] for p in cli_json(sample_url, "prune", "--all", "--keep-last", "1",
+                                                                "--dry-run")}
     res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup")
     assert len(res) == 1 and res[0]["op_id"] is not None
-    assert {t: len(steps(sample_url, t)) for t in before} == {t: 1 for t in before}
+    # the head, and MAIN's fork point (the parent of its branch)
+    assert {t: len(steps(sample_url, t)) for t in before} == {t: keep[t] for t in before} == \
+        {MAIN: 2, LOOP: 1, "support-1042": 1}
     assert [o["kind"] for o in cli_json(sample_url, "oplog")] == ["prune"]
     assert cli(sample_url, "undo").exit_code == 0
     assert {t: steps(sample_url, t) for t in before} == before
@@ -429,3 +434,73 @@ def test_merge_dry_run_announces_the_id_the_merge_uses_and_no_change_is_nothing(
     assert announced in cli(sample_url, "merge", other, "--dry-run").stdout
     res = cli_json(sample_url, "merge", other)
     assert res["checkpoint_id"] == announced
+
+
+def parents(db: str, thread: str) -> dict[str, str | None]:
+    return {m["checkpoint_id"]: m["parent_checkpoint_id"] for m in cli_json(db, "log", thread, "--all")}
+
+
+def test_prune_keeps_fork_points_and_leaves_no_orphan(sample_url):  # noqa: F811
+    """issue 23 item 4: the README's prunes leave a database `doctor` calls sound; the
+    fork point of a branch stays; a kept checkpoint whose parent goes gets its nearest
+    kept ancestor as parent (the oldest: none), as the plan says; undo puts every
+    parent back."""
+    fork = "ckpt-coder-fix-flaky-test-6-4b9fe6"
+    before = parents(sample_url, MAIN)
+    (plan,) = cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run")
+    assert fork not in [m["checkpoint_id"] for m in plan["delete"]]
+    assert (plan["delete_count"], plan["keep_count"], plan["forks_kept"]) == (9, 4, 1)
+    assert {r["checkpoint_id"]: r["new_parent_id"] for r in plan["reparent"]} == \
+        {fork: None, "ckpt-coder-fix-flaky-test-11-6a967a": fork}  # the nearest ancestor kept
+    assert f"parent of {fork} becomes none" in cli(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run").stdout
+    cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--yes", "--no-backup")
+    assert cli(sample_url, "doctor").exit_code == 0
+    assert fork in parents(sample_url, MAIN)
+    assert parents(sample_url, BRANCH)[BRANCH_ROOT] == fork
+    assert cli(sample_url, "undo").exit_code == 0
+    assert parents(sample_url, MAIN) == before
+    cli_json(sample_url, "prune", LOOP, "--keep-last", "20", "--yes", "--no-backup")
+    r = cli(sample_url, "doctor")
+    assert r.exit_code == 0, r.stdout
+    assert parents(sample_url, LOOP)["ckpt-loop-research-7-000221"] is None
+    # a branch whose first checkpoints go stays a branch: its head now forks from the fork point
+    cli_json(sample_url, "prune", BRANCH, "--keep-last", "1", "--yes", "--no-backup")
+    assert parents(sample_url, BRANCH) == {"ckpt-coder-fix-flaky-test-branch-retry-backoff-70e7-3-31c2c2": fork}
+    assert cli(sample_url, "doctor").exit_code == 0
+
+
+BRANCH_ROOT = "ckpt-coder-fix-flaky-test-branch-retry-backoff-70e7-0"
+
+
+def test_prune_without_thread_selects_every_thread(sample_url):  # noqa: F811
+    """issue 23 item 10: a policy with no THREAD means every thread it selects (as
+    --all), with the same plan and the same confirmation."""
+    for policy in (["--keep-last", "20"], ["--older-than", "30d"], ["--milestones", "3"]):
+        assert cli_json(sample_url, "prune", *policy, "--dry-run") == \
+            cli_json(sample_url, "prune", "--all", *policy, "--dry-run")
+    r = cli(sample_url, "prune", "--keep-last", "20")
+    assert r.exit_code == ExitCode.USAGE and "without --yes" in r.stderr
+    assert len(steps(sample_url, LOOP)) == 240
+    r = cli(sample_url, "prune", LOOP, "--all", "--keep-last", "2")
+    assert r.exit_code == ExitCode.USAGE and "not both" in r.stderr
+
+
+def test_article_prune_across_sessions_and_keep_last_of_one_session(tmp_path):
+    """issue 23 item 10 on the article store: --status with no SESSION selects across
+    sessions; SESSION --keep-last N (N counts a user's sessions there) says why it
+    cannot, exit 2, one line, nothing written; a SESSION the filter does not select
+    says there is nothing to prune."""
+    import shutil
+
+    db = tmp_path / "sessions.db"
+    shutil.copyfile(SAMPLE_DB.parent / "sessions.db", db)
+    url = str(db)
+    plans = cli_json(url, "prune", "--status", "completed", "--dry-run")
+    assert plans and plans == cli_json(url, "prune", "--all", "--status", "completed", "--dry-run")
+    data = db.read_bytes()
+    r = cli(url, "prune", "s-weather-paris", "--keep-last", "3", "--yes")
+    assert r.exit_code == ExitCode.USAGE and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and "whole sessions" in r.stderr
+    r = cli(url, "prune", "s-weather-paris", "--status", "cancelled", "--dry-run")
+    assert r.exit_code == 0 and "nothing to prune" in r.stdout
+    assert db.read_bytes() == data and not backups(url)

@@ -683,3 +683,34 @@ async def test_undo_refuses_when_a_trashed_rows_id_was_taken_again(backend):
                                               rf"{taken}.*exist again"):
         await engine.undo(result.op_id)
     assert await dump(backend) == before
+
+
+async def test_prune_reuses_its_plan_only_while_the_database_is_as_planned(backend):
+    """issue 23 item 4: a prune given its plan reuses the plan's fork points (finding
+    them reads every row it selects) only while nothing was added since: a branch made
+    between the plan and the prune from a checkpoint the plan deletes makes it a fork
+    point, which the prune keeps; with the database as planned, the prune deletes
+    exactly what the plan said, and no kept checkpoint names a deleted parent."""
+    from agentctl.storage import PruneSpec
+
+    engine = make_engine(backend)
+    await bulk(backend, "t", 30)
+    spec = PruneSpec(threads=["t"], keep_last=5)
+    plans = await engine.plan_prune_spec(spec)
+    assert plans[0].delete_count == 25 and plans[0].forks_kept == 0
+    doomed = plans[0].delete[3].checkpoint_id
+    branch = await engine.branch(doomed, "late")  # after the plan
+    (result,) = await engine.prune_spec(spec, plans=plans)
+    assert doomed not in result.deleted and len(result.deleted) == 24
+    assert (await backend.get(doomed)) is not None
+    assert (await backend.read_thread(branch, 1))[0].parent_checkpoint_id == doomed
+    await engine.undo()
+    plans = await engine.plan_prune_spec(spec)  # now the branch's fork point is planned
+    assert plans[0].fork_points == [doomed] and plans[0].delete_count == 24
+    (result,) = await engine.prune_spec(spec, plans=plans)
+    assert sorted(result.deleted) == sorted(m.checkpoint_id for m in plans[0].delete)
+    kept = {m.checkpoint_id: m.parent_checkpoint_id for m in await backend.read_thread("t", 100)}
+    assert all(p is None or p in kept for p in kept.values())
+    first_kept = next(c for c in kept if c != doomed)
+    assert {r[0]: r[2] for r in plans[0].reparent} == {doomed: None, first_kept: doomed}
+    assert (kept[doomed], kept[first_kept]) == (None, doomed)

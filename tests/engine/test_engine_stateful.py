@@ -321,6 +321,13 @@ class EngineMachine(RuleBasedStateMachine):
             doomed = [] if total <= n else [
                 r for p, r in enumerate(rows)
                 if not (p == 0 or p * (n - 1) // (total - 1) > (p - 1) * (n - 1) // (total - 1))]
+        # fork points stay: the parent of a row in another thread, or of several rows
+        kids: dict[str, list[dict]] = {}
+        for r in self.rows.values():
+            if r["parent_id"]:
+                kids.setdefault(r["parent_id"], []).append(r)
+        doomed = [r for r in doomed if not (len(kids.get(r["checkpoint_id"], [])) > 1 or any(
+            k["thread_id"] != thread for k in kids.get(r["checkpoint_id"], [])))]
         op = self.begin("prune", [thread])
         result = self.run(self.engine.prune(thread, policy, param))
         assert sorted(result.deleted) == sorted(r["checkpoint_id"] for r in doomed)
@@ -330,6 +337,12 @@ class EngineMachine(RuleBasedStateMachine):
             return
         for r in doomed:
             op.trash[r["checkpoint_id"]] = self.rows.pop(r["checkpoint_id"])
+        for r in self.rows.values():  # a kept row whose parent went: its nearest kept ancestor
+            if r["thread_id"] == thread and r["parent_id"] in op.trash:
+                up = r["parent_id"]
+                while up in op.trash:
+                    up = op.trash[up]["parent_id"]
+                r["parent_id"] = up if up in self.rows else None
         self.record(op, result.op_id, undo_now)
 
     @rule(i=picks, undo_now=st.booleans())

@@ -16,7 +16,7 @@ import json
 
 import pytest
 from tests.support.format_contract import check_store
-from tests.support.sampledb import cli
+from tests.support.sampledb import cli, cli_json
 from tests.support.contract_formats import (
     CASES,
     NEEDLE,
@@ -558,6 +558,98 @@ async def test_cli_write(built, cap):
         assert await data_rows(case, b.url) == before
 
 
+async def _rows(case: FormatCase, b: Built) -> int:
+    """How many checkpoints the database holds (rows of the format's checkpoint table)."""
+    return len((await dump(b.url, side_tables=False))[case.rows_table])
+
+
+def _backups(b: Built) -> list[str]:
+    import glob
+
+    return [] if "://" in b.url else glob.glob(glob.escape(b.url) + ".*.bak")
+
+
+PLANNED = ("rewind", "rewind-hard", "merge", "prune", "delete")
+
+
+@pytest.mark.parametrize("what", PLANNED)
+async def test_cli_dry_run_plan_is_what_the_write_does(built, what):
+    """issue 23 item 3: for every write command with a plan, `--dry-run --json` says what
+    the write then does: the same ids, archive thread and checkpoint id, and the rows
+    it counts are the rows the write removes (counted in the database before and
+    after). Where the format cannot do it, `--dry-run` and the write both exit 2 before
+    any plan, prompt or backup, and write nothing."""
+    case, b = built
+    cap = {"rewind": Capability.REWIND, "rewind-hard": Capability.REWIND, "merge": Capability.MERGE,
+           "prune": Capability.PRUNE, "delete": Capability.DELETE}[what]
+    async with open_store(b.url) as store:
+        declared = store.can(cap)
+        target = (await store.read_thread(b.main, 2))[1]
+    ref = f"{b.main}@{target.step}"
+    # a thread with what goes with it or stays (a branch, a LangGraph subgraph's namespace)
+    victim = next(iter(b.branches), b.main)
+    args = {
+        "rewind": ["rewind", ref], "rewind-hard": ["rewind", ref, "--hard"],
+        "prune": ["prune", *[b.main if a == "THREAD" else a for a in case.prune_cli]],
+        "delete": ["threads", "delete", victim],
+    }.get(what)
+    if what == "merge":
+        args = ["merge", await _cli_branch_to_merge(case, b) if declared else b.threads[-1], "--into", b.main]
+    before_all = await dump(b.url)
+    if not declared:
+        for extra in (["--dry-run"], ["--dry-run", "--json"], [] if what == "merge" else ["--yes"]):
+            r = cli(b.url, "--no-color", *args, *extra)
+            assert r.exit_code == 2 and "does not support" in r.stderr, (extra, r.stdout, r.stderr)
+            assert r.stdout == "", r.stdout  # no plan
+        assert await dump(b.url) == before_all and not _backups(b)
+        return
+    plan = cli_json(b.url, *args, "--dry-run")
+    assert await dump(b.url) == before_all  # a plan writes nothing
+    rows = await _rows(case, b)
+    done = cli_json(b.url, *args, "--yes", "--no-backup") if what != "merge" else cli_json(b.url, *args)
+    gone = rows - await _rows(case, b)
+    if what.startswith("rewind"):
+        moved = [m["checkpoint_id"] for m in plan["moved"]]
+        async with open_store(b.url) as store:
+            head = (await store.get_latest(b.main)).metadata.checkpoint_id
+        written = int(head != target.checkpoint_id)  # a fork copy, or ADK's rewind event
+        if what == "rewind-hard":
+            assert sorted(done["deleted"]) == sorted(moved) and gone == len(moved) - written
+        else:
+            assert plan["archive_thread"] == done["archive_thread"]
+            assert sorted(done["moved"]) == sorted(moved) and gone == -written
+    elif what == "merge":  # one new head, the step the plan said (its id is the write's)
+        async with open_store(b.url) as store:
+            head = (await store.get_latest(b.main)).metadata
+        assert head.checkpoint_id == done["checkpoint_id"] and head.step == plan["merged"]["metadata"]["step"]
+    elif what == "prune":
+        planned = [m["checkpoint_id"] for p in plan for m in p["delete"]]
+        assert sum(p["delete_count"] for p in plan) == len(planned) == gone > 0
+        assert sorted(i for r in done for i in r["deleted"]) == sorted(planned)
+    else:
+        assert plan["checkpoints"] == gone == len(done["deleted"]) > 0
+        async with open_store(b.url) as store:
+            left = set(await store.all_thread_ids())
+        assert not left & set(plan["included"]) and set(plan["branches_kept"]) <= left
+
+
+async def test_doctor_agrees_after_prune(built):
+    """issue 23 item 4: after a prune (and after its undo) `doctor` finds nothing wrong
+    on every format that prunes: no parent left pointing at a deleted checkpoint."""
+    case, b = built
+    async with open_store(b.url) as store:
+        if not (store.can(Capability.PRUNE) and store.can(Capability.DOCTOR)):
+            pytest.skip(f"{case.name} does not declare prune and doctor")
+    _ok(cli(b.url, "doctor"))
+    for args in ([*[b.main if a == "THREAD" else a for a in case.prune_cli]], ["--all", "--keep-last", "1"]):
+        results = cli_json(b.url, "prune", *args, "--yes", "--no-backup")
+        assert any(r["deleted"] for r in results), args
+        r = cli(b.url, "doctor")
+        assert r.exit_code == 0, (args, r.stdout)
+        _ok(cli(b.url, "undo"))
+        _ok(cli(b.url, "doctor"))
+
+
 async def _cli_branch_to_merge(case: FormatCase, b: Built) -> str:
     async with open_store(b.url, readonly=False) as store:
         branch = await store.history().branch((await store.get_latest(b.main)).metadata.checkpoint_id, "cli-m")
@@ -729,3 +821,54 @@ async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeyp
                 assert case.content(await store.get_latest(new)) == want
             await keys("u", "y")
             assert await data_rows(case, b.url) == before, [n.message for n in app._notifications]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_tui_prune_dialog_offers_what_the_format_means(name, tmp_path, monkeypatch):
+    """issue 23 item 10: the TUI's prune dialog offers the policies a prune of one
+    thread means in the format (History.prune_policies: the article's store prunes a
+    session whole, by age; LangGraph has no milestones), and each one it offers plans
+    without an error."""
+    pytest.importorskip("textual")
+    from textual.widgets import Select
+    from tests.tui.test_tui import settle
+
+    from agentctl.tui.app import AgentctlApp
+    from agentctl.tui.flows import prune_spec
+    from agentctl.tui.screens.prompt import PruneScreen
+
+    case = CASES[name]
+    _needs(case)
+    b = await case.build("sqlite", str(tmp_path / "db.sqlite"))
+    async with open_store(b.url) as store:
+        if not store.can(Capability.PRUNE):
+            pytest.skip(f"{name} does not declare prune")
+        h = store.history()
+        offered = h.prune_policies
+        for policy in offered:  # each means something here: a plan, no error
+            await h.plan_prune_spec(prune_spec(b.main, policy, 2))
+    assert {"article": ("keep_age",), "langgraph": ("keep_last_n", "keep_age")}.get(
+        name, ("keep_last_n", "keep_age", "keep_milestones")) == offered
+
+    async def idle(*args, **kwargs) -> None:
+        import asyncio
+
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr("textual.app.wait_for_idle", idle)
+    monkeypatch.setattr("textual.pilot.wait_for_idle", idle)
+    app = AgentctlApp(b.url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await _tui_to(pilot, b.main, (await _first(b)))
+        await pilot.press("p")
+        await settle(pilot)
+        assert isinstance(app.screen, PruneScreen)
+        select = app.screen.query_one("#prune-policy", Select)
+        assert [value for _, value in select._options if value != Select.BLANK] == list(offered)
+        await pilot.press("escape")
+
+
+async def _first(b: Built) -> str:
+    async with open_store(b.url) as store:
+        return (await store.read_thread(b.main, 1))[0].checkpoint_id

@@ -639,8 +639,9 @@ async def test_prune_and_delete_and_undo(article_url):
 
         keep = await h.plan_prune_spec(PruneSpec(keep_last=1))
         assert [p.thread_id for p in keep] == ["s-agent-basics", "s-bob-regex", "s-weather-paris"]
-        only = await h.plan_prune_spec(PruneSpec(keep_last=1, threads=["s-bob-regex", "s-wang-report"]))
-        assert [p.thread_id for p in only] == ["s-bob-regex"]
+        # issue 23 item 10: --keep-last counts a user's sessions, so with SESSIONs it says why not
+        with pytest.raises(UsageError, match="whole sessions"):
+            await h.plan_prune_spec(PruneSpec(keep_last=1, threads=["s-bob-regex", "s-wang-report"]))
         old = await h.plan_prune_spec(PruneSpec(older_than=86400, statuses=["paused"]))
         assert [p.thread_id for p in old] == ["s-bob-trip"]
         assert await h.plan_prune_spec(PruneSpec(older_than=10 ** 10)) == []

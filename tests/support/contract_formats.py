@@ -76,6 +76,8 @@ class FormatCase:
     written_checks: Mapping[str, Any] | None = None
     #: the Python packages the builder needs (skipped without them)
     needs: tuple[str, ...] = ()
+    #: the table holding one row per checkpoint (what a plan's counts count)
+    rows_table: str = "checkpoints"
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -480,6 +482,7 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1")),
     FormatCase("article", "sessions.db", build_article, append_article, content=_article_content,
+               rows_table="messages",
                store_checks={"first_step": 1, "message_per_step": True},
                prune={"statuses": ["active"], "keep_last": 1},
                prune_cli=("--all", "--status", "active", "--keep-last", "1")),
@@ -496,11 +499,12 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                written_checks={"linear": False, "unique_ids": False},
                needs=("langgraph", "langgraph.checkpoint.sqlite")),
     FormatCase("openai-agents", "openai_agents.db", build_openai, append_openai, content=_openai_content,
+               rows_table="agent_messages",
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1"),
                store_checks={"first_step": 1, "message_per_step": True},
                needs=("agents",)),
-    FormatCase("adk", "adk.db", build_adk, append_adk,
+    FormatCase("adk", "adk.db", build_adk, append_adk, rows_table="events",
                rewind_appends=(False,), content=lambda cp: cp.state,
                store_checks={"first_step": 1, "message_per_step": True},
                prune={"threads": ["THREAD"], "keep_last": 1},

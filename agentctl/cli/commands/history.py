@@ -234,7 +234,8 @@ def parse_duration(text: str) -> float:
 def prune(
     ctx: typer.Context,
     thread: Annotated[str | None, typer.Argument(
-        metavar="[THREAD]", help="The thread to prune (or --all).", autocompletion=complete_thread)] = None,
+        metavar="[THREAD]", help="The thread to prune (none, or --all: every thread the policy selects).",
+        autocompletion=complete_thread)] = None,
     all_threads: Annotated[bool, typer.Option("--all", help="Prune every thread.")] = False,
     keep_last: Annotated[int | None, typer.Option("--keep-last", min=1, help="Keep the newest N checkpoints.")] = None,
     older_than: Annotated[str | None, typer.Option("--older-than", help="Delete checkpoints older than this (7d, 12h, ...).")] = None,
@@ -246,7 +247,10 @@ def prune(
     vacuum: VacuumOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Delete old checkpoints by a policy; a thread's head is always kept. In a session
+    """Delete old checkpoints by a policy; a thread's head and its fork points (the parent
+    of a branch, or of several checkpoints) are always kept, and a kept checkpoint whose
+    parent goes gets its nearest kept ancestor as parent, or none (as the plan says). Without THREAD, every
+    thread the policy selects (as --all). In a session
     store, whole sessions go (with their messages, tool logs and tasks): --older-than
     (not updated since), --status, --keep-last N per user, combinable. One operation,
     undoable with `agentctl undo` until `purge`. --vacuum runs VACUUM afterwards and
@@ -268,8 +272,10 @@ def prune(
                          "(or, for session stores, --status S)")
     if "older_than" in policy:
         policy["older_than"] = parse_duration(str(older_than))
-    if (thread is None) == (not all_threads):
+    if thread is not None and all_threads:
         raise UsageError("give a THREAD or --all (not both)")
+    # No THREAD: every thread the policy selects (as --all), with the same plan and prompt.
+    all_threads = thread is None
     st = state(ctx)
 
     async def plan():
@@ -287,6 +293,12 @@ def prune(
     total = sum(p.delete_count for p in todo)
     if json_out and dry_run:
         emit_json([p.to_dict() for p in plans])
+        return
+    if not plans:
+        if json_out:
+            emit_json([])
+        else:
+            say("nothing to prune: no thread matches")
         return
     from rich.text import Text
 
@@ -307,7 +319,7 @@ def prune(
         # One operation in one transaction (all threads or none), undone by one undo.
         async with st.engine(need="prune") as (_, engine):
             with progress("prune", len(plans), enabled=len(plans) > 1) as advance:
-                return await engine.prune_spec(spec, progress=advance)
+                return await engine.prune_spec(spec, progress=advance, plans=plans)
 
     results = _all_or_nothing(lambda: run(go()), "prune")
     report = run_vacuum(st) if vacuum else None

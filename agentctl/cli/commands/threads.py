@@ -140,21 +140,24 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     st = state(ctx)
 
     async def plan():
-        async with st.open() as backend:
+        # refused (exit 2) before any plan, prompt or backup where the format cannot
+        async with st.engine(write=False, need="delete") as (backend, history):
             if vacuum and not dry_run:
                 from agentctl.cli.writes import require_compact
 
                 require_compact(backend)
             tid = await resolve_thread(backend, thread)
-            return tid, await backend.count(tid), await backend.branches_of([tid])
+            return await history.plan_delete_thread(tid)
 
-    tid, n, branches = run(plan())
+    p = run(plan())
+    tid, n = p.thread_id, p.checkpoints
     if json_out and dry_run:
-        emit_json({"thread_id": tid, "checkpoints": n, "branches_kept": [b.thread_id for b in branches],
-                   "dry_run": True})
+        emit_json({**p.to_dict(), "dry_run": True})
         return
     text = render.safe(f"delete thread {tid}: {n} checkpoint{'s' if n != 1 else ''}"
-                       + (f" (it has {len(branches)} branch(es), which are kept)" if branches else ""))
+                       + (f", with {', '.join(p.included)}" if p.included else "")
+                       + (f" (it has {len(p.branches_kept)} branch(es), which are kept)"
+                          if p.branches_kept else ""))
     show_plan(text, to_stdout=dry_run)
     if dry_run:
         return

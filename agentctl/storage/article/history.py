@@ -43,7 +43,7 @@ import re
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
-from agentctl.engine import CheckpointGC, MergePlan, PrunePlan, RewindPlan, TimeTravelResult
+from agentctl.engine import CheckpointGC, DeletePlan, MergePlan, PrunePlan, RewindPlan, TimeTravelResult
 from agentctl.errors import (
     AgentctlError,
     CheckpointNotFound,
@@ -73,6 +73,9 @@ _message_checkpoint_id = checkpoint_id
 
 class ArticleHistory(History):
     """Writes of the article's format (see the module doc)."""
+
+    #: a session is pruned whole: by age only (--keep-last counts a user's sessions)
+    prune_policies = ("keep_age",)
 
     def __init__(self, store: ArticleStore, **options: Any):
         self.store = store
@@ -598,6 +601,9 @@ class ArticleHistory(History):
             raise Unsupported("article", "prune --milestones (sessions are pruned whole)")
         if spec.keep_last is None and spec.older_than is None and not spec.statuses:
             raise UsageError("give at least one of --keep-last N (sessions per user), --older-than AGE, --status")
+        if spec.keep_last is not None and spec.threads is not None:
+            raise UsageError("the article store prunes whole sessions: --keep-last N keeps each user's newest N "
+                             "sessions, so it takes no SESSION (to drop a session's later messages: rewind --hard)")
         conds: list[str] = []
         params: list[Any] = []
         t = self.store.t
@@ -675,7 +681,7 @@ class ArticleHistory(History):
             deleted += [checkpoint_id(m) for m in mids]
         return deleted
 
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[OpResult]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[OpResult]:
         await self.store.connect()
         threads = spec.threads or []
         async with self._write(list(threads)) as tx:
@@ -693,6 +699,15 @@ class ArticleHistory(History):
             await self._finish(tx, op_id, sessions)
         self.last_op_id = op_id
         return [OpResult(op_id, "prune", summary, deleted=deleted)]
+
+    async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
+        await self.store.connect()
+        if await self._session(self._reader(), thread_id) is None:
+            raise ThreadNotFound(thread_id)
+        n = int((await self.store.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?",
+                                    thread_id))[0]["n"])
+        branches = await self.store.branches_of([thread_id])
+        return DeletePlan(thread_id, n, [], list(dict.fromkeys(b.thread_id for b in branches)))
 
     async def delete_thread(self, thread_id: str) -> OpResult:
         async with self._write([thread_id]) as tx:

@@ -154,6 +154,8 @@ def _replace_str_value(payload: bytes, key: str, new: str, old: str | None = Non
 class LangGraphHistory(History):
     """The write side of the LangGraph format (see the module doc)."""
 
+    prune_policies = ("keep_last_n", "keep_age")  # no milestones
+
     def __init__(self, store: Any, *, now: Any = None, hex4: Any = None) -> None:
         self.store = store
         self.kind = store.kind
@@ -631,7 +633,7 @@ class LangGraphHistory(History):
                                  reason=self._reason(len(gone), facts) if gone else ""))
         return out
 
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None) -> list[Any]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
         from agentctl.engine.oplog import OpResult
 
         await self._ready()
@@ -667,17 +669,35 @@ class LangGraphHistory(History):
 
     # ---- threads delete ---------------------------------------------------------------
 
-    async def delete_thread(self, thread_id: str) -> Any:
-        from agentctl.engine.oplog import OpResult
-
-        await self._ready()
+    async def _delete_where(self, thread_id: str) -> tuple[str, str, str, list[str]]:
+        """(thread_id, ns, WHERE over `x`, its parameters) of what delete_thread deletes:
+        the root thread goes with its subgraphs' namespaces (as LangGraph's
+        delete_thread); a namespace alone."""
         tid, ns = await self.store._split(thread_id)
         if not await self.store._q("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? LIMIT 1",
                                    tid, ns):
             raise NotFoundError(f"thread {thread_id!r} not found")
-        # the root thread goes with its subgraphs' namespaces (as LangGraph's delete_thread)
         where = "x.thread_id = ?" + ("" if ns == "" else " AND x.checkpoint_ns = ?")
-        params = [tid] if ns == "" else [tid, ns]
+        return tid, ns, where, [tid] if ns == "" else [tid, ns]
+
+    async def plan_delete_thread(self, thread_id: str) -> Any:
+        from agentctl.engine import DeletePlan
+        from agentctl.storage.langgraph.store import address
+
+        await self._ready()
+        tid, ns, where, params = await self._delete_where(thread_id)
+        rows = await self.store._q(f"SELECT x.checkpoint_ns AS ns, COUNT(*) AS n FROM checkpoints x WHERE {where} "
+                                   f"GROUP BY x.checkpoint_ns ORDER BY x.checkpoint_ns{self.C}", *params)
+        included = [address(tid, r["ns"]) for r in rows if r["ns"] != ns]
+        branches = [b.thread_id for b in await self.store.branches_of([thread_id])]
+        kept = [b for b in dict.fromkeys(branches) if b not in included and b != thread_id]
+        return DeletePlan(thread_id, sum(int(r["n"]) for r in rows), included, kept)
+
+    async def delete_thread(self, thread_id: str) -> Any:
+        from agentctl.engine.oplog import OpResult
+
+        await self._ready()
+        tid, ns, where, params = await self._delete_where(thread_id)
         async with self._tx([tid]) as tx:
             await self._begin(tx)
             ids = [r["checkpoint_id"] for r in await tx.fetch(

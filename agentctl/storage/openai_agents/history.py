@@ -119,9 +119,13 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                     "item rows); agentctl rewinds only SQLiteSession sessions")
         return meta
 
-    async def _fresh_archive(self, session: str) -> str:
+    async def _fresh_archive(self, session: str, checkpoint_id: str) -> str:
+        from agentctl.engine.rewind import hashed_names
+
+        # from a hash of the session and the target: a --dry-run names the session the write uses
+        names = hashed_names(f"{session}-rewind-", f"{session}\0{checkpoint_id}")
         for _ in range(20):
-            name = f"{session}-rewind-{self._hex()}"
+            name = names()
             if not await self.store._q(f"SELECT 1 AS x FROM {self.store._M} WHERE session_id = ? LIMIT 1", name) \
                     and not await self.store._q(
                         f"SELECT 1 AS x FROM {self.store._S} WHERE session_id = ? LIMIT 1", name):
@@ -135,7 +139,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
 
         meta = await self._target(checkpoint_id)
         moved = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
-        archive = None if hard or not moved else await self._fresh_archive(meta.thread_id)
+        archive = None if hard or not moved else await self._fresh_archive(meta.thread_id, meta.checkpoint_id)
         return RewindPlan(target=meta, thread_id=meta.thread_id, moved=moved, archive_thread=archive, hard=hard)
 
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
@@ -148,7 +152,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         target_id = row_id_of(meta.checkpoint_id)
         before = await self.store.count(session)
         S, M = self.store._S, self.store._M
-        archive = None if hard else (archive_thread or await self._fresh_archive(session))
+        archive = None if hard else (archive_thread or await self._fresh_archive(session, meta.checkpoint_id))
         op_id = None
         moved: list[int] = []
         async with self.store._db.transaction([session]) as tx:

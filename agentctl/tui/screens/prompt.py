@@ -99,9 +99,11 @@ class PruneScreen(_FormScreen):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prune.cancel")]
 
-    def __init__(self, thread_id: str) -> None:
+    def __init__(self, thread_id: str, policies: tuple[str, ...] | None = None) -> None:
         super().__init__()
         self.thread_id = thread_id
+        # the policies the format means for one thread (History.prune_policies)
+        self.policies = [p for p in PRUNE_POLICIES if policies is None or p[0] in policies] or PRUNE_POLICIES
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -110,9 +112,9 @@ class PruneScreen(_FormScreen):
                                        ": choose what to keep. The head is always kept; "
                                        "the next screen lists what would be deleted."),
                          id="dialog-text")
-            yield Select([(f"{name}: {text}", name) for name, text, _ in PRUNE_POLICIES],
-                         value="keep_last_n", allow_blank=False, id="prune-policy")
-            yield Input(PRUNE_POLICIES[0][2], placeholder="N", id="prune-param")
+            yield Select([(f"{name}: {text}", name) for name, text, _ in self.policies],
+                         value=self.policies[0][0], allow_blank=False, id="prune-policy")
+            yield Input(self.policies[0][2], placeholder="N", id="prune-param")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Preview", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
