@@ -522,7 +522,17 @@ async def revert(tx: Transaction, op_id: int, only: Sequence[str] | None = None)
         await tx.execute(f"INSERT INTO checkpoints ({ALL_COLUMNS}) SELECT {ALL_COLUMNS} FROM {TRASH} "
                          f"WHERE op_id = ?{of} ORDER BY id", op_id, *only)
         await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?{of}", op_id, *only)
-        return Reverted(restored=restored, deleted=[], moved=[])
+        # the parents a prune changed in those threads (kept rows whose parent went) back
+        moved = [r["checkpoint_id"] for r in await tx.fetch(
+            f"SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'move' "
+            f"AND old_thread_id IN ({marks(len(only))}) ORDER BY checkpoint_id", op_id, *only)]
+        if moved:
+            await tx.execute(
+                f"UPDATE checkpoints SET parent_id = (SELECT r.old_parent_id FROM {OPLOG_ROWS} r "
+                "WHERE r.op_id = ? AND r.action = 'move' AND r.checkpoint_id = checkpoints.checkpoint_id) "
+                f"WHERE checkpoint_id IN (SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? "
+                f"AND action = 'move' AND old_thread_id IN ({marks(len(only))}))", op_id, op_id, *only)
+        return Reverted(restored=restored, deleted=[], moved=moved)
     inserted = [r["checkpoint_id"] for r in await tx.fetch(
         f"SELECT checkpoint_id FROM {OPLOG_ROWS} WHERE op_id = ? AND action = 'insert' "
         "ORDER BY checkpoint_id", op_id)]
