@@ -257,6 +257,18 @@ async def test_stats_and_backup_as_declared(built, tmp_path):
                 await store.backup(str(tmp_path / "copy.db"))
 
 
+async def test_backup_listed_where_the_command_works(built, tmp_path):
+    """`formats` lists backup exactly where `agentctl backup` copies the database (every
+    format on SQLite, none on Postgres)."""
+    case, b = built
+    r = cli(b.url, "backup", str(tmp_path / "cli-copy.db"))
+    async with open_store(b.url) as store:
+        assert (r.exit_code == 0) == store.can(Capability.BACKUP), r.stderr
+    if r.exit_code == 0:
+        listed = {f["name"]: f["capabilities"] for f in json.loads(cli(b.url, "formats", "--json").stdout)["formats"]}
+        assert "backup" in listed[case.name]
+
+
 async def test_doctor(built):
     _, b = built
     async with open_store(b.url) as store:

@@ -246,6 +246,10 @@ class LangGraphStore(Store):
     async def close(self) -> None:
         await self._db.close()
 
+    async def backup(self, dest: str) -> str:
+        self.require(Capability.BACKUP, "backup")
+        return await self._db.backup(dest)
+
     async def compact(self) -> dict[str, Any]:
         """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
         tables (Postgres), with the sizes before and after (see `Store.compact`)."""
