@@ -429,3 +429,22 @@ def test_merge_dry_run_announces_the_id_the_merge_uses_and_no_change_is_nothing(
     assert announced in cli(sample_url, "merge", other, "--dry-run").stdout
     res = cli_json(sample_url, "merge", other)
     assert res["checkpoint_id"] == announced
+
+
+# the write commands: every one takes --yes (a script may pass it to each)
+WRITE_COMMANDS = (["rewind"], ["branch"], ["merge"], ["prune"], ["edit"], ["run"], ["undo"], ["purge"],
+                  ["import"], ["threads", "delete"], ["index", "build"], ["index", "drop"])
+
+
+@pytest.mark.parametrize("command", WRITE_COMMANDS, ids=" ".join)
+def test_every_write_command_accepts_yes(command):
+    r = cli(None, *command, "--help")
+    assert r.exit_code == 0 and "--yes" in r.stdout
+
+
+def test_yes_on_commands_that_do_not_ask(sample_url):  # noqa: F811
+    """branch, merge, undo and import never ask; --yes is accepted and changes nothing."""
+    new = cli_json(sample_url, "branch", MAIN + "@6", "try", "--yes")["thread_id"]
+    assert cli_json(sample_url, "merge", BRANCH, "--dry-run", "--yes", "--strategy", "ours")["into_thread_id"] == MAIN
+    assert cli_json(sample_url, "undo", "--yes")["kind"] == "undo"
+    assert new not in [t["thread_id"] for t in cli_json(sample_url, "threads", "list")]
