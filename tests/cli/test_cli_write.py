@@ -56,7 +56,7 @@ def test_rewind_soft_then_undo(sample_url):  # noqa: F811
     ops = cli_json(sample_url, "oplog")
     assert ops[0]["op_id"] == res["op_id"] and ops[0]["kind"] == "rewind" and not ops[0]["undone"]
     r = cli(sample_url, "undo")
-    assert r.exit_code == 0 and f"undo operation {res['op_id']}" in r.stdout
+    assert r.exit_code == 0 and f"undid operation {res['op_id']}" in r.stdout
     assert steps(sample_url, MAIN) == list(range(13, 0, -1))
     assert cli_json(sample_url, "oplog")[1]["undone"] is True
     r = cli(sample_url, "undo", str(res["op_id"]))
