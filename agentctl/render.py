@@ -22,6 +22,7 @@ from rich.tree import Tree
 
 from agentctl import lines
 from agentctl.lines import DIM, ID_STYLE, LABEL_STYLES, Segment, graph_lines, merge_parents
+from agentctl.engine.types import policy_text
 from agentctl.text import inert, shorten
 
 __all__ = [
@@ -444,9 +445,7 @@ def plan_text(plan: Any) -> RenderableType:
     elif {"delete", "keep_count"} <= fields:  # PrunePlan
         preview = getattr(plan, "delete_count", None)  # the engine's preview holds the first rows only
         n = len(plan.delete) if preview is None else preview
-        policy = getattr(plan.policy, "value", plan.policy)
-        why = getattr(plan, "reason", "") or (
-            f"{policy} {plan.param:g}" if isinstance(plan.param, (int, float)) else f"{policy} {plan.param}")
+        why = getattr(plan, "reason", "") or policy_text(plan.policy, plan.param)
         head = Text.assemble(("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True),
                              (f" ({why}): ", DIM))
         if n:

@@ -448,3 +448,13 @@ def test_yes_on_commands_that_do_not_ask(sample_url):  # noqa: F811
     assert cli_json(sample_url, "merge", BRANCH, "--dry-run", "--yes", "--strategy", "ours")["into_thread_id"] == MAIN
     assert cli_json(sample_url, "undo", "--yes")["kind"] == "undo"
     assert new not in [t["thread_id"] for t in cli_json(sample_url, "threads", "list")]
+
+
+def test_prune_older_than_reads_as_a_duration(sample_url):  # noqa: F811
+    """The plan and the op summary show --older-than as given (30d, 1h), not seconds
+    in exponent notation (keep_age 2.592e+06)."""
+    r = cli(sample_url, "prune", LOOP, "--older-than", "30d", "--dry-run")
+    assert r.exit_code == 0 and f"prune {LOOP} (keep_age 30d)" in r.stdout, r.stdout
+    r = cli(sample_url, "prune", LOOP, "--older-than", "1d12h", "--yes", "--no-backup")
+    assert r.exit_code == 0 and "(keep_age 1d12h): deleted" in r.stdout, r.stdout
+    assert "(keep_age 1d12h)" in cli_json(sample_url, "oplog")[0]["summary"]
