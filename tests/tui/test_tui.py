@@ -815,3 +815,20 @@ def test_snapshot_rewind_confirm(snap_compare, sample_here):
 
     app = AgentctlApp(sample_here, engine_options={"rng": random.Random(7)})
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("driver, why", [("", "(started with --read-only)"),
+                                         ("textual_serve.web_driver:WebDriver",
+                                          "(agentctl serve without --allow-writes)")])
+async def test_read_only_names_the_option_that_made_it(sample_sqlite, monkeypatch, driver, why):
+    """A write key in read-only mode says which option did it: `tui --read-only`, or
+    `serve` without --allow-writes."""
+    monkeypatch.setenv("TEXTUAL_DRIVER", driver)
+    app = AgentctlApp(sample_sqlite, readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "coder-fix-flaky-test")
+        app.timeline.focus()
+        await press(pilot, "r")
+        said = [n.message for n in app._notifications]
+        assert f"read-only mode: rewind is disabled {why}" in said, said
