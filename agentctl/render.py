@@ -242,9 +242,29 @@ def records(headers: Sequence[str], rows: Sequence[Sequence[RenderableType]]) ->
     return grid
 
 
-def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None = None) -> RenderableType:
+class ByWidth:
+    """`wide`, or `narrow` below NARROW_WIDTH columns, chosen when drawn: for a pane
+    whose width is known only then (the TUI's detail pane, made off the event loop)."""
+
+    def __init__(self, wide: RenderableType, narrow: RenderableType):
+        self.wide, self.narrow = wide, narrow
+
+    def _pick(self, width: int) -> RenderableType:
+        return self.narrow if is_narrow(width) else self.wide
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield self._pick(options.max_width)
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, self._pick(options.max_width))
+
+
+def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None = None,
+               fit: bool = False) -> RenderableType:
     """SECTION, PATH (human form), OP, OLD, NEW for each Change (as records when
-    `width` is narrow)."""
+    `width` is narrow; with `fit`, as records when drawn narrower: ByWidth)."""
     if not changes:
         return Text("no differences", style=DIM)
     headers = ("SECTION", "PATH", "OP", "OLD", "NEW")
@@ -258,7 +278,7 @@ def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None 
         t.add_column(name, overflow="fold", no_wrap=name in ("SECTION", "OP"))
     for row in rows:
         t.add_row(*row)
-    return t
+    return ByWidth(t, records(headers, rows)) if fit else t
 
 
 def conflicts_table(conflicts: Sequence[Any], value_width: int = 50, width: int | None = None) -> RenderableType:

@@ -266,10 +266,45 @@ async def test_tui_footer_shows_every_key(size):
         screen = app.screen.region
         for k in keys:  # each one whole on the screen, none over another
             assert k.region.width and screen.contains_region(k.region), (k.key, k.region)
+            # and not cut: its key and description fit in its region ("r Rewin" at 80)
+            assert k.region.width >= len(k.key_display) + 1 + len(k.description), (k.key, k.region)
             assert footer.region.contains_region(k.region)
             assert all(not k.region.overlaps(o.region) for o in keys if o is not k), k.key
         if size[0] >= 120:  # room for one line: Textual's footer as it was
             assert footer.region.height == 1 and not footer.compact
+
+
+async def test_tui_at_80x24_threads_and_diff_are_readable(tmp_path):
+    """At 80x24: more than 3 threads visible, and the Diff tab (a 38-column pane) shows
+    each change as records, not a table with a 2-letter PATH column."""
+    import shutil
+
+    from textual.widgets import Static
+
+    from agentctl.tui.app import AgentctlApp
+    from agentctl.tui.widgets.detail import DetailPane
+    from tests.support.tui import settle
+
+    db = tmp_path / "c.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    app = AgentctlApp(str(db), readonly=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for _ in range(100):
+            if app.query_one(DetailPane).tabs_ready:
+                break
+            await pilot.pause(0.05)
+        table = app.threads.table
+        visible = table.scrollable_content_region.height - 1  # less the header row
+        assert min(visible, table.row_count) > 3, visible
+        await pilot.press("4")
+        await settle(pilot)
+        view = app.query_one("#diff-view", Static)
+        width = view.content_region.width
+        assert width < 60
+        lines = [view.render_line(y).text.strip() for y in range(view.size.height)]
+        assert any(line.startswith("PATH     [1].content") for line in lines), lines
+        assert not any(line.split()[:2] == ["SECTION", "PATH"] for line in lines if line.split())
 
 
 def _rows_at_40(monkeypatch, db, *args):

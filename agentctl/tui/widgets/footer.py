@@ -34,6 +34,12 @@ class KeyFooter(Footer):
         height: auto;
         grid-columns: auto;
         grid-rows: 1;
+        grid-gutter: 0 1;
+        /* a grid's auto column is as wide as its keys without their margin: the space
+           between keys is the gutter, or each key would lose its last letter */
+        FooterKey {
+            margin: 0;
+        }
     }
     """
 
