@@ -326,6 +326,9 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60,
                      safe(s.branch_of or "", "magenta", one_line=True),
                      safe(shorten(s.head_summary or "", summary_width))])
     names = ["THREAD", "CKPTS", "HEAD", *extra, "UPDATED", "BRANCH-OF", "SUMMARY"]
+    if is_narrow(width):  # records, every column that has a value
+        keep = [i for i, name in enumerate(names) if any(r[i].plain for r in rows)]
+        return records([names[i] for i in keep], [[r[i] for i in keep] for r in rows])
     narrow = width is not None and width < 72  # then no time, no branch column: one word a line is no table
     keep = [i for i, name in enumerate(names)
             if not (narrow and name in ("UPDATED", "BRANCH-OF"))

@@ -345,6 +345,21 @@ def test_tables_at_40_columns(monkeypatch, args, words):
         assert word in text, word
 
 
+@pytest.mark.parametrize("db, args, record", [
+    (SAMPLE_DB, ["threads", "list"], ["THREAD", "loop-research-7", "CKPTS", "240", "HEAD", "240"]),
+    (SAMPLE_DB, ["stats"], ["THREAD", "loop-research-7", "CKPTS", "240", "BYTES", "186.2", "KiB"]),
+    (SAMPLE_DB.parent / "sessions.db", ["stats"], ["TOOL_NAME", "get_weather", "CALL_COUNT", "2"]),
+    (SAMPLE_DB.parent / "sessions.db", ["threads", "list"], ["THREAD", "s-alice-empty", "CKPTS", "0"]),
+])
+def test_threads_list_and_stats_are_records_when_narrow(monkeypatch, db, args, record):
+    """Under 60 columns `threads list` and `stats` switch to records (NAME  value, a
+    blank line between rows), as search and diff do."""
+    lines = _rows_at_40(monkeypatch, str(db), *args)
+    assert all(len(line) <= 40 for line in lines), lines
+    words = " ".join(" ".join(lines).split())
+    assert " ".join(record) in words, lines[:12]
+
+
 def test_oplog_at_40_columns(monkeypatch, tmp_path):
     import shutil
 
