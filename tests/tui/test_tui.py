@@ -640,7 +640,7 @@ async def test_branch_asks_a_name(sample_url):
         assert len(new) == 1
         assert app.thread_id == new[0]  # the new branch is shown
         assert app.threads.summaries[new[0]].branch_of == "support-1042"
-        assert "⑂ from support-1042@3" in app.timeline.root.label.plain
+        assert "↳ from support-1042@3" in app.timeline.root.label.plain
 
 
 async def test_branch_dialog_refuses_what_the_cli_refuses(sample_sqlite):
@@ -832,3 +832,35 @@ async def test_read_only_names_the_option_that_made_it(sample_sqlite, monkeypatc
         await press(pilot, "r")
         said = [n.message for n in app._notifications]
         assert f"read-only mode: rewind is disabled {why}" in said, said
+
+
+def _contrast(a, b) -> float:
+    """WCAG contrast ratio of two rich colours."""
+    def lum(c):
+        r, g, b = (x / 255 for x in c.get_truecolor())
+        f = [(x / 12.92) if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in (r, g, b)]
+        return 0.2126 * f[0] + 0.7152 * f[1] + 0.0722 * f[2]
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+async def test_pane_titles_are_readable_and_keys_shown_without_focus(sample_sqlite):
+    """The pane titles stand out from their border (bold, contrast >= 4.5 against the
+    background: they were the dimmed border's colour), and the footer shows its keys
+    although the app has no focus (a browser page under `agentctl serve`)."""
+    from textual.widgets._footer import FooterKey
+
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        app.app_focus = False
+        await settle(pilot)
+        strips = app.screen._compositor.render_strips()  # the screen as drawn, line by line
+        for pane, title in (("#threads-pane", "Threads"), ("#tree", "Checkpoints"), ("#detail", "Detail")):
+            line = strips[app.query_one(pane).region.y]
+            segments = [s for s in line if title in s.text]
+            assert segments, (pane, line.text)
+            style = segments[0].style
+            assert style.bold, pane
+            assert _contrast(style.color, style.bgcolor) >= 4.5, (pane, style)
+        descriptions = {k.description for k in app.screen.query(FooterKey)}
+        assert {"Quit", "Rewind", "Refresh"} <= descriptions, descriptions
