@@ -70,3 +70,20 @@ async def test_search_takes_the_contracts_scan_and_says_it_scanned(tmp_path):
     for extra in ((), ("--scan",)):
         r = cli(str(path), "--no-color", "search", "R-77", *extra)
         assert r.exit_code == 0 and "support-refund" in r.stdout, r.stderr
+
+
+def test_thread_rows_summarise_the_last_message_and_rows_do_not_repeat_the_source():
+    """A LangGraph thread's summary is its head's last message (the source where the
+    graph has no messages); a checkpoint's row shows the source once, as its tag (it read
+    `[loop] loop`, the TUI `loop  loop`)."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    rows = {t["thread_id"]: t for t in json.loads(cli(str(SAMPLE), "threads", "list", "--json").stdout)}
+    assert rows["support-refund"]["head_summary"] == "[user] (operator) customer confirmed by phone"
+    assert rows["support-refund-replay"]["head_summary"].startswith("[tool] ")
+    assert rows["flaky-tool"]["head_summary"] == "loop"  # no messages channel: the source
+    log = cli(str(SAMPLE), "log", "flaky-tool").stdout.splitlines()
+    assert log and all(not line.endswith("[loop] loop") for line in log), log
+    assert log[0].endswith("#1 [loop]")
