@@ -864,3 +864,16 @@ async def test_pane_titles_are_readable_and_keys_shown_without_focus(sample_sqli
             assert _contrast(style.color, style.bgcolor) >= 4.5, (pane, style)
         descriptions = {k.description for k in app.screen.query(FooterKey)}
         assert {"Quit", "Rewind", "Refresh"} <= descriptions, descriptions
+
+
+async def test_langgraph_checkpoint_rows_name_the_source_once():
+    """LangGraph checkpoints have no summary of their own: the tree row shows the source
+    (its tag) once — it read `loop  loop`, and not the checkpoint id either."""
+    from agentctl.storage import open_store
+    from agentctl.tui.widgets.timeline import checkpoint_label
+
+    async with open_store(str(SAMPLE_DB.parent / "langgraph.db")) as store:
+        metas = await store.read_thread("flaky-tool")
+    labels = [checkpoint_label(m).plain for m in metas]
+    assert [label.split()[-1] for label in labels] == ["input", "loop", "loop"], labels
+    assert not any("loop  loop" in label or m.checkpoint_id in label for label, m in zip(labels, metas))

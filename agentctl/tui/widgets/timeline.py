@@ -74,10 +74,13 @@ def checkpoint_label(meta: CheckpointMetadata, labels: tuple[str, ...] = (),
     text.append(glyph + " ", style=style)
     if marked:
         text.append("★ ", style="bold yellow")
-    text.append(shorten(meta.summary or meta.checkpoint_id, 60))
     tags = [t for t in meta.tags if not t.startswith(("branch:", "merged:"))]
-    if tags:
-        text.append("  " + shorten(",".join(tags), 30), style="dim")
+    if meta.summary:
+        text.append(shorten(meta.summary, 60))
+        if tags:
+            text.append("  " + shorten(",".join(tags), 30), style="dim")
+    else:  # the tags say what it is (LangGraph's source: loop, input), else its id
+        text.append(shorten(",".join(tags), 30) if tags else shorten(meta.checkpoint_id, 60))
     for label in labels:
         if label in ("head", "branch-point", "merge"):
             text.append(f" [{label}]", style=_GLYPHS[label][1])
