@@ -87,3 +87,43 @@ def test_thread_rows_summarise_the_last_message_and_rows_do_not_repeat_the_sourc
     log = cli(str(SAMPLE), "log", "flaky-tool").stdout.splitlines()
     assert log and all(not line.endswith("[loop] loop") for line in log), log
     assert log[0].endswith("#1 [loop]")
+
+
+def test_a_huge_head_is_not_decoded_for_its_thread_row(tmp_path):
+    """A head checkpoint over HEAD_SUMMARY_MAX_BYTES is not read for the thread's summary
+    (the source is shown): the thread list stays fast on hostile values."""
+    import asyncio
+    import json
+    import sqlite3
+    from typing import Annotated, TypedDict
+
+    import pytest
+
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    from agentctl.storage.langgraph.store import HEAD_SUMMARY_MAX_BYTES
+    from tests.support.sampledb import cli
+
+    S = TypedDict("S", {"messages": Annotated[list, add_messages]})  # not a string annotation
+
+    graph = StateGraph(S)
+    graph.add_node("bot", lambda s: {"messages": [("assistant", "ok")]})
+    graph.add_edge(START, "bot")
+    graph.add_edge("bot", END)
+    db = tmp_path / "lg.db"
+    conn = sqlite3.connect(db, check_same_thread=False)
+    app = graph.compile(checkpointer=SqliteSaver(conn))
+    app.invoke({"messages": [("user", "small")]}, {"configurable": {"thread_id": "small"}})
+    app.invoke({"messages": [("user", "x" * (HEAD_SUMMARY_MAX_BYTES + 10))]}, {"configurable": {"thread_id": "huge"}})
+    conn.close()
+    rows = {t["thread_id"]: t["head_summary"] for t in json.loads(cli(str(db), "threads", "list", "--json").stdout)}
+    assert rows == {"small": "[assistant] ok", "huge": "loop"}
+    assert asyncio.run(_summary_of(str(db), "small")) == "[assistant] ok"
+
+
+async def _summary_of(url: str, thread: str) -> str:
+    async with open_store(url) as store:
+        return (await store.thread_summary(thread)).head_summary

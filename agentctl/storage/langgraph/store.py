@@ -414,6 +414,11 @@ class LangGraphStore(Store):
         out: dict[str, str] = {}
         for r in rows:
             tid, ns, head = r["thread_id"], r["checkpoint_ns"], r["head"]
+            size = "octet_length(c.checkpoint::text)" if self._pg else "length(c.checkpoint)"
+            n = await self._q(f"SELECT {size} AS n FROM {{cp}} c WHERE c.thread_id = ? "
+                              "AND c.checkpoint_ns = ? AND c.checkpoint_id = ?", tid, ns, head)
+            if not n or (n[0]["n"] or 0) > HEAD_SUMMARY_MAX_BYTES:  # not read at all
+                continue
             full = await self._rows(tid, ns, ids=[head])
             if not full or len(full[0].get("payload") or b"") > HEAD_SUMMARY_MAX_BYTES:
                 continue
