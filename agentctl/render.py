@@ -22,6 +22,7 @@ from rich.tree import Tree
 
 from agentctl import lines
 from agentctl.lines import DIM, ID_STYLE, LABEL_STYLES, Segment, graph_lines, merge_parents
+from agentctl.engine.types import policy_text
 from agentctl.text import inert, shorten
 
 __all__ = [
@@ -241,9 +242,29 @@ def records(headers: Sequence[str], rows: Sequence[Sequence[RenderableType]]) ->
     return grid
 
 
-def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None = None) -> RenderableType:
+class ByWidth:
+    """`wide`, or `narrow` below NARROW_WIDTH columns, chosen when drawn: for a pane
+    whose width is known only then (the TUI's detail pane, made off the event loop)."""
+
+    def __init__(self, wide: RenderableType, narrow: RenderableType):
+        self.wide, self.narrow = wide, narrow
+
+    def _pick(self, width: int) -> RenderableType:
+        return self.narrow if is_narrow(width) else self.wide
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield self._pick(options.max_width)
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, self._pick(options.max_width))
+
+
+def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None = None,
+               fit: bool = False) -> RenderableType:
     """SECTION, PATH (human form), OP, OLD, NEW for each Change (as records when
-    `width` is narrow)."""
+    `width` is narrow; with `fit`, as records when drawn narrower: ByWidth)."""
     if not changes:
         return Text("no differences", style=DIM)
     headers = ("SECTION", "PATH", "OP", "OLD", "NEW")
@@ -257,7 +278,7 @@ def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None 
         t.add_column(name, overflow="fold", no_wrap=name in ("SECTION", "OP"))
     for row in rows:
         t.add_row(*row)
-    return t
+    return ByWidth(t, records(headers, rows)) if fit else t
 
 
 def conflicts_table(conflicts: Sequence[Any], value_width: int = 50, width: int | None = None) -> RenderableType:
@@ -305,6 +326,9 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60,
                      safe(s.branch_of or "", "magenta", one_line=True),
                      safe(shorten(s.head_summary or "", summary_width))])
     names = ["THREAD", "CKPTS", "HEAD", *extra, "UPDATED", "BRANCH-OF", "SUMMARY"]
+    if is_narrow(width):  # records, every column that has a value
+        keep = [i for i, name in enumerate(names) if any(r[i].plain for r in rows)]
+        return records([names[i] for i in keep], [[r[i] for i in keep] for r in rows])
     narrow = width is not None and width < 72  # then no time, no branch column: one word a line is no table
     keep = [i for i, name in enumerate(names)
             if not (narrow and name in ("UPDATED", "BRANCH-OF"))
@@ -444,9 +468,7 @@ def plan_text(plan: Any) -> RenderableType:
     elif {"delete", "keep_count"} <= fields:  # PrunePlan
         preview = getattr(plan, "delete_count", None)  # the engine's preview holds the first rows only
         n = len(plan.delete) if preview is None else preview
-        policy = getattr(plan.policy, "value", plan.policy)
-        why = getattr(plan, "reason", "") or (
-            f"{policy} {plan.param:g}" if isinstance(plan.param, (int, float)) else f"{policy} {plan.param}")
+        why = getattr(plan, "reason", "") or policy_text(plan.policy, plan.param)
         head = Text.assemble(("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True),
                              (f" ({why}): ", DIM))
         if n:

@@ -46,7 +46,8 @@ class CliState:
         return target if kind == "sqlite" else None
 
 
-_OPERATION = {"delete": "threads delete", "undo": "undo", "import": "import/export"}
+# import: export reads every format, so the refusal names import alone
+_OPERATION = {"delete": "threads delete", "undo": "undo", "import": "import (export works on every format)"}
 
 
 def state(ctx: typer.Context) -> CliState:

@@ -12,6 +12,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 LimitOpt = Annotated[int, typer.Option("--limit", "-n", min=1, help="How many rows at most.")]
 OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Skip this many rows (paging).")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking (needed off a terminal).")]
+#: --yes on the write commands that never ask (undoable, nothing deleted): accepted so
+#: that a script can pass --yes to every write
+AcceptYesOpt = Annotated[bool, typer.Option(
+    "--yes", "-y", help="Accepted for scripts; this command does not ask (it is undoable).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]
 NoBackupOpt = Annotated[bool, typer.Option(
     "--no-backup", help="SQLite: do not copy the database file aside first (taken before rewind --hard, prune, threads delete and purge).")]

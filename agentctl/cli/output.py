@@ -55,6 +55,8 @@ def console(stderr: bool = False, **kw: Any):
     from rich.console import Console
 
     no_color = _state["no_color"] or bool(os.environ.get("NO_COLOR"))
+    if no_color:  # no escapes at all: Rich's no_color alone keeps bold, reverse, underline
+        kw.setdefault("color_system", None)
     return Console(stderr=stderr, no_color=no_color, highlight=False, markup=False,
                    soft_wrap=False, emoji=False, **kw)
 

@@ -184,8 +184,12 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
     new = typer.Typer(
         name="agentctl",
         cls=cls,
+        # the formats by hand (the help imports no format); tests/cli/test_cli_help.py
+        # checks the list against agentctl.storage.formats()
         help="Time-travel debugger for AI agent databases (SQLite or Postgres): AgentOS "
-             "checkpoints and the article's session store (`agentctl formats`).\n\n"
+             "checkpoints (agentos), the article's session store (article), LangGraph "
+             "checkpoints (langgraph), OpenAI Agents SDK sessions (openai-agents) and Google "
+             "ADK sessions (adk); `agentctl formats` says what each can do.\n\n"
              "--db, --format, --no-color and --pager may also follow the command: "
              "agentctl threads list --db x.db.\n\n"
              "Example: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",

@@ -51,6 +51,28 @@ class CheckpointEngine(History):
     def config(self) -> SnapshotConfig:
         return self._ctx.config
 
+    # AgentOS's private names, which its CheckpointEngine subclasses use
+    # (`self._checkpointer.get(...)`, `self._config.gc_param`): the same objects.
+    @property
+    def _checkpointer(self) -> CheckpointBackend:
+        return self._ctx.backend
+
+    @_checkpointer.setter
+    def _checkpointer(self, value: CheckpointBackend) -> None:
+        self._ctx.backend = value
+
+    @property
+    def _config(self) -> SnapshotConfig:
+        return self._ctx.config
+
+    @_config.setter
+    def _config(self, value: SnapshotConfig) -> None:
+        self._ctx.config = value
+
+    @property
+    def _snapshot_counters(self) -> dict[str, int]:
+        return self._ctx.counters
+
     @property
     def last_op_id(self) -> int | None:
         """The op id of the last write this engine recorded (None before any)."""

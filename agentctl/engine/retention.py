@@ -19,7 +19,7 @@ from agentctl.backends.base import (
 from agentctl.engine import delta, oplog
 from agentctl.engine.context import EngineContext, thread_count, thread_exists, ts_param
 from agentctl.engine.oplog import OpResult
-from agentctl.engine.types import CheckpointGC, DeletePlan, PrunePlan, Where, as_policy
+from agentctl.engine.types import CheckpointGC, DeletePlan, PrunePlan, Where, as_policy, policy_text
 from agentctl.errors import ThreadNotFound, UsageError
 from agentctl.storage.contract import PruneSpec, Unsupported
 from agentctl.storage.sqlutil import marks
@@ -263,7 +263,7 @@ async def prune_threads(ctx: EngineContext, threads: Sequence[str], pol: Checkpo
         if not deleted:
             return None  # rolls back the op record (and new side tables)
         where = changed[0] if len(changed) == 1 else f"{len(changed)} threads"
-        summary = (f"prune {where} ({pol.value} {param:g}): "
+        summary = (f"prune {where} ({policy_text(pol, param)}): "
                    f"deleted {len(deleted)} checkpoint(s)")
         await oplog.set_summary(tx, op_id, summary)
         await oplog.finish(tx, op_id, changed)

@@ -34,6 +34,27 @@ class CheckpointGC(str, Enum):
     KEEP_MILESTONES = "keep_milestones"
 
 
+def duration_text(seconds: float) -> str:
+    """Seconds as `prune --older-than` takes them: 2592000 -> '30d', 129600 -> '1d12h'."""
+    if seconds <= 0 or seconds != int(seconds):
+        return f"{seconds:g}s"
+    rest, out = int(seconds), ""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        n, rest = divmod(rest, size)
+        if n:
+            out += f"{n}{unit}"
+    return out
+
+
+def policy_text(policy: "CheckpointGC | str", param: Any) -> str:
+    """A retention policy and its parameter as plans and op summaries show them:
+    'keep_last_n 20', 'keep_age 30d'."""
+    name = getattr(policy, "value", policy)
+    if not isinstance(param, (int, float)):
+        return f"{name} {param}"
+    return f"{name} {duration_text(param) if name == CheckpointGC.KEEP_AGE.value else f'{param:g}'}"
+
+
 @dataclass
 class SnapshotConfig:
     """Which triggers snapshot, the automatic GC after each snapshot, deltas, size limit."""

@@ -34,7 +34,7 @@ async def undo(ctx: EngineContext, op_id: int | None = None,
         if op is None:  # pragma: no cover - ops are never deleted
             raise NotFoundError(f"operation {op_id} not found")
         await oplog.check_undo(tx, op, only)
-        summary = f"undo operation {op_id} ({op.summary})"
+        summary = f"undid operation {op_id} ({op.summary})"
         if only is not None:
             summary += f" for thread(s) {', '.join(only)}"
         undo_id = await oplog.start(tx, "undo", summary, only if only is not None else op.threads,

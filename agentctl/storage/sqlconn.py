@@ -101,6 +101,10 @@ class ConnectedStore(Store):
     async def close(self) -> None:
         await self._db.close()
 
+    async def backup(self, dest: str) -> str:
+        self.require(Capability.BACKUP, "backup")
+        return await self._db.backup(dest)
+
     # ---- the side search index (agentctl.storage.textindex), for the SDK formats -------
 
     #: the checks `doctor --json` lists even when they find nothing

@@ -51,8 +51,11 @@ def start(screen: "MainScreen", action: str) -> None:
 
 def can_write(screen: "MainScreen", action: str) -> bool:
     if screen.readonly:
-        screen.notify(f"read-only mode: {action} is disabled (started with --readonly)",
-                      severity="warning", markup=False)
+        import os
+
+        why = ("agentctl serve without --allow-writes" if "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")
+               else "started with --read-only")
+        screen.notify(f"read-only mode: {action} is disabled ({why})", severity="warning", markup=False)
         return False
     backend = screen.source.backend
     if backend is None:

@@ -78,7 +78,7 @@ def build_views(cp: Checkpoint, base: Checkpoint | None, base_kind: str,
     shown = changes[:MAX_CHANGES]
     diff: RenderableType = diff_heading(cp, base, base_kind, changes, error)
     if shown:
-        parts: list[RenderableType] = [diff, Text(""), render.diff_table(shown)]
+        parts: list[RenderableType] = [diff, Text(""), render.diff_table(shown, fit=True)]
         if len(changes) > len(shown):
             parts.append(_note(f"… and {len(changes) - len(shown)} more changes "
                                "(agentctl diff lists all)"))

@@ -266,10 +266,45 @@ async def test_tui_footer_shows_every_key(size):
         screen = app.screen.region
         for k in keys:  # each one whole on the screen, none over another
             assert k.region.width and screen.contains_region(k.region), (k.key, k.region)
+            # and not cut: its key and description fit in its region ("r Rewin" at 80)
+            assert k.region.width >= len(k.key_display) + 1 + len(k.description), (k.key, k.region)
             assert footer.region.contains_region(k.region)
             assert all(not k.region.overlaps(o.region) for o in keys if o is not k), k.key
         if size[0] >= 120:  # room for one line: Textual's footer as it was
             assert footer.region.height == 1 and not footer.compact
+
+
+async def test_tui_at_80x24_threads_and_diff_are_readable(tmp_path):
+    """At 80x24: more than 3 threads visible, and the Diff tab (a 38-column pane) shows
+    each change as records, not a table with a 2-letter PATH column."""
+    import shutil
+
+    from textual.widgets import Static
+
+    from agentctl.tui.app import AgentctlApp
+    from agentctl.tui.widgets.detail import DetailPane
+    from tests.support.tui import settle
+
+    db = tmp_path / "c.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    app = AgentctlApp(str(db), readonly=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for _ in range(100):
+            if app.query_one(DetailPane).tabs_ready:
+                break
+            await pilot.pause(0.05)
+        table = app.threads.table
+        visible = table.scrollable_content_region.height - 1  # less the header row
+        assert min(visible, table.row_count) > 3, visible
+        await pilot.press("4")
+        await settle(pilot)
+        view = app.query_one("#diff-view", Static)
+        width = view.content_region.width
+        assert width < 60
+        lines = [view.render_line(y).text.strip() for y in range(view.size.height)]
+        assert any(line.startswith("PATH     [1].content") for line in lines), lines
+        assert not any(line.split()[:2] == ["SECTION", "PATH"] for line in lines if line.split())
 
 
 def _rows_at_40(monkeypatch, db, *args):
@@ -308,6 +343,21 @@ def test_tables_at_40_columns(monkeypatch, args, words):
     text = " ".join(" ".join(lines).split())
     for word in words:  # each column there, and short values whole
         assert word in text, word
+
+
+@pytest.mark.parametrize("db, args, record", [
+    (SAMPLE_DB, ["threads", "list"], ["THREAD", "loop-research-7", "CKPTS", "240", "HEAD", "240"]),
+    (SAMPLE_DB, ["stats"], ["THREAD", "loop-research-7", "CKPTS", "240", "BYTES", "186.2", "KiB"]),
+    (SAMPLE_DB.parent / "sessions.db", ["stats"], ["TOOL_NAME", "get_weather", "CALL_COUNT", "2"]),
+    (SAMPLE_DB.parent / "sessions.db", ["threads", "list"], ["THREAD", "s-alice-empty", "CKPTS", "0"]),
+])
+def test_threads_list_and_stats_are_records_when_narrow(monkeypatch, db, args, record):
+    """Under 60 columns `threads list` and `stats` switch to records (NAME  value, a
+    blank line between rows), as search and diff do."""
+    lines = _rows_at_40(monkeypatch, str(db), *args)
+    assert all(len(line) <= 40 for line in lines), lines
+    words = " ".join(" ".join(lines).split())
+    assert " ".join(record) in words, lines[:12]
 
 
 def test_oplog_at_40_columns(monkeypatch, tmp_path):

@@ -42,6 +42,14 @@ def test_root_help_lists_exit_codes():
     assert "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 merge conflict, 5 doctor found problems" in text
 
 
+def test_root_help_names_every_format():
+    from agentctl.storage import formats
+
+    text = "".join(cli(None, "--help").stdout.split())  # wrapping may break at a hyphen
+    for spec in formats():
+        assert f"({spec.name})" in text, spec.name
+
+
 def test_usage_errors_exit_2():
     r = cli(None, "log")
     assert r.exit_code == 2 and "Missing argument" in r.stderr

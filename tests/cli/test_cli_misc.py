@@ -6,6 +6,7 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
 import typer
 
 from agentctl.cli import app
@@ -64,11 +65,12 @@ def test_demo_runs_on_a_temporary_copy(monkeypatch):
     (call,) = calls
     assert call["existed"] and call["threads"] == 7 and call["readonly"] is False
     assert Path(call["db"]).resolve() != SAMPLE_DB.resolve()
-    assert f"demo database: {call['db']}" in r.stderr
     assert not Path(call["db"]).exists()  # removed afterwards
+    # ... so its path is not printed (a path that is gone when one looks)
+    assert call["db"] not in r.stderr and "removed when you quit" in r.stderr
     r = cli(None, "demo", "--keep")
     kept = Path(calls[-1]["db"])
-    assert kept.exists()
+    assert kept.exists() and f"demo database: {kept} (kept after you quit)" in r.stderr
     kept.unlink()
     kept.parent.rmdir()
 
@@ -126,3 +128,22 @@ def test_no_color(monkeypatch):
     assert "\x1b[33m" not in plain and "ckpt-support-1042-5" in plain
     monkeypatch.setenv("NO_COLOR", "1")
     assert "\x1b[33m" not in cli(str(SAMPLE_DB), "log", "support-1042").stdout
+
+
+@pytest.mark.parametrize("args", [["formats"], ["threads", "list"], ["log", "support-1042", "--graph"],
+                                  ["show", "support-1042"], ["tree", "coder-fix-flaky-test"],
+                                  ["diff", "coder-fix-flaky-test@3", "coder-fix-flaky-test@4"],
+                                  ["search", "flaky"], ["stats"], ["threads", "show", "support-1042"], ["doctor"]])
+@pytest.mark.parametrize("how", ["env", "option"])
+def test_no_color_means_no_escapes_at_all(monkeypatch, args, how):
+    """NO_COLOR (or --no-color) on a terminal: no colour and no bold, reverse or
+    underline either (https://no-color.org asks for no ANSI styling)."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "120")
+    if how == "env":
+        monkeypatch.setenv("NO_COLOR", "1")
+        r = cli(str(SAMPLE_DB), *args)
+    else:
+        r = cli(str(SAMPLE_DB), "--no-color", *args)
+    assert r.exit_code in (0, 5), r.stderr
+    assert r.stdout.strip() and "\x1b[" not in r.stdout + r.stderr, r.stdout[:300]

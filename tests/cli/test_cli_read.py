@@ -264,3 +264,13 @@ def test_centre_on():
     assert centre_on("needle" + "x" * 50, "needle", 20) == "needle" + "x" * 13 + "…"
     assert centre_on("x" * 50 + "needle", "needle", 20) == "…" + "x" * 13 + "needle"
     assert centre_on("x" * 50, "nope", 10) == "x" * 9 + "…"
+
+
+def test_piped_log_that_stops_at_the_limit_says_so(sample_ro):  # noqa: F811
+    """Piped (stdout and stderr not terminals), log stops at 100 checkpoints and says so
+    on stderr; stdout holds only the rows."""
+    r = cli(sample_ro, "log", "loop-research-7")
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 100
+    assert "(showing 100 of 240; use -n N, --offset or --all)" in r.stderr
+    r = cli(sample_ro, "log", "loop-research-7", "--all")
+    assert len(r.stdout.splitlines()) == 240 and "showing" not in r.stderr

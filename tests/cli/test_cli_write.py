@@ -56,7 +56,7 @@ def test_rewind_soft_then_undo(sample_url):  # noqa: F811
     ops = cli_json(sample_url, "oplog")
     assert ops[0]["op_id"] == res["op_id"] and ops[0]["kind"] == "rewind" and not ops[0]["undone"]
     r = cli(sample_url, "undo")
-    assert r.exit_code == 0 and f"undo operation {res['op_id']}" in r.stdout
+    assert r.exit_code == 0 and f"undid operation {res['op_id']}" in r.stdout
     assert steps(sample_url, MAIN) == list(range(13, 0, -1))
     assert cli_json(sample_url, "oplog")[1]["undone"] is True
     r = cli(sample_url, "undo", str(res["op_id"]))
@@ -504,3 +504,32 @@ def test_article_prune_across_sessions_and_keep_last_of_one_session(tmp_path):
     r = cli(url, "prune", "s-weather-paris", "--status", "cancelled", "--dry-run")
     assert r.exit_code == 0 and "nothing to prune" in r.stdout
     assert db.read_bytes() == data and not backups(url)
+
+
+# the write commands: every one takes --yes (a script may pass it to each)
+WRITE_COMMANDS = (["rewind"], ["branch"], ["merge"], ["prune"], ["edit"], ["run"], ["undo"], ["purge"],
+                  ["import"], ["threads", "delete"], ["index", "build"], ["index", "drop"])
+
+
+@pytest.mark.parametrize("command", WRITE_COMMANDS, ids=" ".join)
+def test_every_write_command_accepts_yes(command):
+    r = cli(None, *command, "--help")
+    assert r.exit_code == 0 and "--yes" in r.stdout
+
+
+def test_yes_on_commands_that_do_not_ask(sample_url):  # noqa: F811
+    """branch, merge, undo and import never ask; --yes is accepted and changes nothing."""
+    new = cli_json(sample_url, "branch", MAIN + "@6", "try", "--yes")["thread_id"]
+    assert cli_json(sample_url, "merge", BRANCH, "--dry-run", "--yes", "--strategy", "ours")["into_thread_id"] == MAIN
+    assert cli_json(sample_url, "undo", "--yes")["kind"] == "undo"
+    assert new not in [t["thread_id"] for t in cli_json(sample_url, "threads", "list")]
+
+
+def test_prune_older_than_reads_as_a_duration(sample_url):  # noqa: F811
+    """The plan and the op summary show --older-than as given (30d, 1h), not seconds
+    in exponent notation (keep_age 2.592e+06)."""
+    r = cli(sample_url, "prune", LOOP, "--older-than", "30d", "--dry-run")
+    assert r.exit_code == 0 and f"prune {LOOP} (keep_age 30d)" in r.stdout, r.stdout
+    r = cli(sample_url, "prune", LOOP, "--older-than", "1d12h", "--yes", "--no-backup")
+    assert r.exit_code == 0 and "(keep_age 1d12h): deleted" in r.stdout, r.stdout
+    assert "(keep_age 1d12h)" in cli_json(sample_url, "oplog")[0]["summary"]

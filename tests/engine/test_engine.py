@@ -560,6 +560,38 @@ async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     await engine.checkpointer.close()
 
 
+async def test_seed_subclass_uses_the_private_checkpointer(tmp_path):
+    """AgentOS's subclasses of CheckpointEngine reach the backend as `self._checkpointer`
+    (and the configuration as `self._config`): both are the engine's own objects."""
+    from agentctl import SQLiteCheckpointer
+
+    class AuditedEngine(CheckpointEngine):
+        async def latest_summary(self, thread_id: str) -> str:
+            cp = await self._checkpointer.get_latest(thread_id)
+            return cp.metadata.summary if cp else ""
+
+        async def count_points(self, thread_id: str) -> int:
+            return len(await self._checkpointer.list_checkpoints(thread_id, limit=500))
+
+        async def restore(self, checkpoint_id: str) -> dict:
+            cp = await self._checkpointer.get(checkpoint_id)
+            return cp.state
+
+    backend = SQLiteCheckpointer(str(tmp_path / "c.db"))
+    engine = AuditedEngine(backend, SnapshotConfig(gc_param=7))
+    try:
+        assert engine._checkpointer is backend is engine.checkpointer
+        assert engine._config is engine.config and engine._config.gc_param == 7
+        first = await engine.snapshot("t", [{"role": "user", "content": "hello"}], {"k": 1}, {})
+        await engine.snapshot("t", [], {"k": 2}, {})
+        assert await engine.count_points("t") == 2
+        assert await engine.restore(first) == {"k": 1}
+        assert await engine.latest_summary("t") == "State: 1 keys"
+        assert engine._snapshot_counters == {"t": 2}
+    finally:
+        await backend.close()
+
+
 async def test_create_checkpoint_engine_quick_start(tmp_path):
     from agentctl.engine import create_checkpoint_engine
 

@@ -257,6 +257,18 @@ async def test_stats_and_backup_as_declared(built, tmp_path):
                 await store.backup(str(tmp_path / "copy.db"))
 
 
+async def test_backup_listed_where_the_command_works(built, tmp_path):
+    """`formats` lists backup exactly where `agentctl backup` copies the database (every
+    format on SQLite, none on Postgres)."""
+    case, b = built
+    r = cli(b.url, "backup", str(tmp_path / "cli-copy.db"))
+    async with open_store(b.url) as store:
+        assert (r.exit_code == 0) == store.can(Capability.BACKUP), r.stderr
+    if r.exit_code == 0:
+        listed = {f["name"]: f["capabilities"] for f in json.loads(cli(b.url, "formats", "--json").stdout)["formats"]}
+        assert "backup" in listed[case.name]
+
+
 async def test_doctor(built):
     _, b = built
     async with open_store(b.url) as store:
@@ -674,7 +686,22 @@ async def test_cli_fix_indexes_and_import(built, tmp_path):
         _ok(r)
     else:
         assert r.exit_code == 2 and "does not support" in r.stderr, r.stderr
+        # the refusal is of import alone: export (which just worked) is not said to fail
+        assert "does not support import (export works" in r.stderr and "import/export" not in r.stderr
     assert await data_rows(case, b.url) == before
+
+
+async def test_undo_says_undid_on_every_format(built):
+    """The undo's line (and its op summary) reads the same on every format."""
+    case, b = built
+    async with open_store(b.url) as store:
+        if not (store.can(Capability.BRANCH) and store.can(Capability.UNDO)):
+            pytest.skip(f"{case.name} cannot branch and undo")
+    _ok(cli(b.url, "branch", b.main, "wording"))
+    r = cli(b.url, "undo")
+    _ok(r)
+    assert r.stdout.startswith("undid operation "), r.stdout
+    assert json.loads(cli(b.url, "oplog", "--json").stdout)[0]["summary"].startswith("undid operation ")
 
 
 async def test_cli_undo_oplog_purge(built):

@@ -70,3 +70,60 @@ async def test_search_takes_the_contracts_scan_and_says_it_scanned(tmp_path):
     for extra in ((), ("--scan",)):
         r = cli(str(path), "--no-color", "search", "R-77", *extra)
         assert r.exit_code == 0 and "support-refund" in r.stdout, r.stderr
+
+
+def test_thread_rows_summarise_the_last_message_and_rows_do_not_repeat_the_source():
+    """A LangGraph thread's summary is its head's last message (the source where the
+    graph has no messages); a checkpoint's row shows the source once, as its tag (it read
+    `[loop] loop`, the TUI `loop  loop`)."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    rows = {t["thread_id"]: t for t in json.loads(cli(str(SAMPLE), "threads", "list", "--json").stdout)}
+    assert rows["support-refund"]["head_summary"] == "[user] (operator) customer confirmed by phone"
+    assert rows["support-refund-replay"]["head_summary"].startswith("[tool] ")
+    assert rows["flaky-tool"]["head_summary"] == "loop"  # no messages channel: the source
+    log = cli(str(SAMPLE), "log", "flaky-tool").stdout.splitlines()
+    assert log and all(not line.endswith("[loop] loop") for line in log), log
+    assert log[0].endswith("#1 [loop]")
+
+
+def test_a_huge_head_is_not_decoded_for_its_thread_row(tmp_path):
+    """A head checkpoint over HEAD_SUMMARY_MAX_BYTES is not read for the thread's summary
+    (the source is shown): the thread list stays fast on hostile values."""
+    import asyncio
+    import json
+    import sqlite3
+    from typing import Annotated, TypedDict
+
+    import pytest
+
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    from agentctl.storage.langgraph.store import HEAD_SUMMARY_MAX_BYTES
+    from tests.support.sampledb import cli
+
+    S = TypedDict("S", {"messages": Annotated[list, add_messages]})  # not a string annotation
+
+    graph = StateGraph(S)
+    graph.add_node("bot", lambda s: {"messages": [("assistant", "ok")]})
+    graph.add_edge(START, "bot")
+    graph.add_edge("bot", END)
+    db = tmp_path / "lg.db"
+    conn = sqlite3.connect(db, check_same_thread=False)
+    app = graph.compile(checkpointer=SqliteSaver(conn))
+    app.invoke({"messages": [("user", "small")]}, {"configurable": {"thread_id": "small"}})
+    app.invoke({"messages": [("user", "x" * (HEAD_SUMMARY_MAX_BYTES + 10))]}, {"configurable": {"thread_id": "huge"}})
+    conn.close()
+    rows = {t["thread_id"]: t["head_summary"] for t in json.loads(cli(str(db), "threads", "list", "--json").stdout)}
+    assert rows == {"small": "[assistant] ok", "huge": "loop"}
+    assert asyncio.run(_summary_of(str(db), "small")) == "[assistant] ok"
+
+
+async def _summary_of(url: str, thread: str) -> str:
+    async with open_store(url) as store:
+        return (await store.thread_summary(thread)).head_summary

@@ -12,6 +12,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -218,6 +219,21 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
     assert width == 1280 and height >= 400
     busy = [row for row in rows[::8] if len({row[i:i + 3] for i in range(0, len(row), 12)}) >= 4]
     assert len(busy) >= len(rows[::8]) // 2, len(busy)
+    # the footer's keys are drawn: text on the last line, not an empty bar (Textual's
+    # footer showed nothing while the page had no focus)
+    bpp = len(rows[0]) // width
+    footer = [row for row in rows[-40:] if len({row[i:i + 3] for i in range(0, len(row), bpp)}) >= 6]
+    assert footer, "the footer line is empty"
+    # every glyph the UI drew is one the browser can draw: xterm.js draws box drawing
+    # and block elements itself; anything else needs a font that has it (fc-list), or
+    # the browser draws tofu (the branch glyph "⑂" did)
+    _need("fc-list (fontconfig)", shutil.which("fc-list") is not None)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", received)
+    drawn = {ch for ch in text if ord(ch) > 0x7E and not 0x2500 <= ord(ch) <= 0x259F and ch.isprintable()}
+    tofu = [ch for ch in sorted(drawn) if not subprocess.run(
+        ["fc-list", f":charset={ord(ch):x}", "family"], capture_output=True, text=True).stdout.strip()]
+    assert not tofu, [f"{ch} U+{ord(ch):04X}" for ch in tofu]
+    assert "↳" in drawn  # the branch glyph is on the first screen (coder-fix-flaky-test's branch)
 
 
 def test_serve_refuses_without_textual_serve(monkeypatch):

@@ -640,7 +640,7 @@ async def test_branch_asks_a_name(sample_url):
         assert len(new) == 1
         assert app.thread_id == new[0]  # the new branch is shown
         assert app.threads.summaries[new[0]].branch_of == "support-1042"
-        assert "⑂ from support-1042@3" in app.timeline.root.label.plain
+        assert "↳ from support-1042@3" in app.timeline.root.label.plain
 
 
 async def test_branch_dialog_refuses_what_the_cli_refuses(sample_sqlite):
@@ -815,3 +815,65 @@ def test_snapshot_rewind_confirm(snap_compare, sample_here):
 
     app = AgentctlApp(sample_here, engine_options={"rng": random.Random(7)})
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("driver, why", [("", "(started with --read-only)"),
+                                         ("textual_serve.web_driver:WebDriver",
+                                          "(agentctl serve without --allow-writes)")])
+async def test_read_only_names_the_option_that_made_it(sample_sqlite, monkeypatch, driver, why):
+    """A write key in read-only mode says which option did it: `tui --read-only`, or
+    `serve` without --allow-writes."""
+    monkeypatch.setenv("TEXTUAL_DRIVER", driver)
+    app = AgentctlApp(sample_sqlite, readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "coder-fix-flaky-test")
+        app.timeline.focus()
+        await press(pilot, "r")
+        said = [n.message for n in app._notifications]
+        assert f"read-only mode: rewind is disabled {why}" in said, said
+
+
+def _contrast(a, b) -> float:
+    """WCAG contrast ratio of two rich colours."""
+    def lum(c):
+        r, g, b = (x / 255 for x in c.get_truecolor())
+        f = [(x / 12.92) if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in (r, g, b)]
+        return 0.2126 * f[0] + 0.7152 * f[1] + 0.0722 * f[2]
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+async def test_pane_titles_are_readable_and_keys_shown_without_focus(sample_sqlite):
+    """The pane titles stand out from their border (bold, contrast >= 4.5 against the
+    background: they were the dimmed border's colour), and the footer shows its keys
+    although the app has no focus (a browser page under `agentctl serve`)."""
+    from textual.widgets._footer import FooterKey
+
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        app.app_focus = False
+        await settle(pilot)
+        strips = app.screen._compositor.render_strips()  # the screen as drawn, line by line
+        for pane, title in (("#threads-pane", "Threads"), ("#tree", "Checkpoints"), ("#detail", "Detail")):
+            line = strips[app.query_one(pane).region.y]
+            segments = [s for s in line if title in s.text]
+            assert segments, (pane, line.text)
+            style = segments[0].style
+            assert style.bold, pane
+            assert _contrast(style.color, style.bgcolor) >= 4.5, (pane, style)
+        descriptions = {k.description for k in app.screen.query(FooterKey)}
+        assert {"Quit", "Rewind", "Refresh"} <= descriptions, descriptions
+
+
+async def test_langgraph_checkpoint_rows_name_the_source_once():
+    """LangGraph checkpoints have no summary of their own: the tree row shows the source
+    (its tag) once — it read `loop  loop`, and not the checkpoint id either."""
+    from agentctl.storage import open_store
+    from agentctl.tui.widgets.timeline import checkpoint_label
+
+    async with open_store(str(SAMPLE_DB.parent / "langgraph.db")) as store:
+        metas = await store.read_thread("flaky-tool")
+    labels = [checkpoint_label(m).plain for m in metas]
+    assert [label.split()[-1] for label in labels] == ["input", "loop", "loop"], labels
+    assert not any("loop  loop" in label or m.checkpoint_id in label for label, m in zip(labels, metas))

@@ -7,7 +7,7 @@ import typer
 
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt
-from agentctl.cli.output import emit_json, info, show, stdout_is_tty, tsv
+from agentctl.cli.output import console, emit_json, info, show, stdout_is_tty, tsv
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -66,15 +66,21 @@ def stats(
 
     head = Text(f"{data['threads']} threads, {data['checkpoints']} checkpoints, "
                 f"{human_bytes(data['bytes'])} of JSON", style="bold")
-    threads = Table(header_style="bold", box=None, pad_edge=False, title_justify="left")
+    width = console().width
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("THREAD", "left"), ("CKPTS", "right"), ("BYTES", "right"), ("AVG", "right"))
-    for name, justify in columns:
-        threads.add_column(name, justify=justify, overflow="fold")
-    for p in per:
-        avg = p["bytes"] / p["checkpoints"] if p["checkpoints"] else 0
-        threads.add_row(render.safe(p["thread_id"], one_line=True), str(p["checkpoints"]),
-                        human_bytes(p["bytes"]), human_bytes(avg))
+    rows = [[render.safe(p["thread_id"], one_line=True), Text(str(p["checkpoints"])),
+             Text(human_bytes(p["bytes"])),
+             Text(human_bytes(p["bytes"] / p["checkpoints"] if p["checkpoints"] else 0))] for p in per]
+    threads: Any
+    if render.is_narrow(width):  # records, as search and diff
+        threads = render.records([name for name, _ in columns], rows)
+    else:
+        threads = Table(header_style="bold", box=None, pad_edge=False, title_justify="left")
+        for name, justify in columns:
+            threads.add_column(name, justify=justify, overflow="fold")
+        for row in rows:
+            threads.add_row(*row)
     hist = Table(header_style="bold", box=None, pad_edge=False)
     hist.add_column("TAG")
     hist.add_column("COUNT", justify="right")
@@ -111,14 +117,20 @@ def _print_usage(data: dict[str, Any], top: int) -> None:
     for k, v in scalars:
         head.add_row(k.replace("_", " "), render.safe(_fmt(v), one_line=True))
     parts.append(head)
+    narrow = render.is_narrow(console().width)
     for name, rows in tables:
+        cols = list(rows[0])
+        cells = [[render.safe(_fmt(r.get(c)), one_line=True) for c in cols] for r in rows]
+        if narrow:  # records under a title, as search and diff
+            parts.extend([Text(""), Text(name.replace("_", " "), style="bold"),
+                          render.records([c.upper() for c in cols], cells)])
+            continue
         t = Table(header_style="bold", box=None, pad_edge=False, title=name.replace("_", " "),
                   title_justify="left", title_style="bold")
-        cols = list(rows[0])
         for c in cols:
             t.add_column(c.upper(), overflow="fold")
-        for r in rows:
-            t.add_row(*[render.safe(_fmt(r.get(c)), one_line=True) for c in cols])
+        for row in cells:
+            t.add_row(*row)
         parts.extend([Text(""), t])
     show(*parts)
 

@@ -13,7 +13,7 @@ import typer
 
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import run, state
-from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, RefArg, VacuumOpt, YesOpt
+from agentctl.cli.options import AcceptYesOpt, DryRunOpt, JsonOpt, NoBackupOpt, RefArg, VacuumOpt, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, progress, say, show, show_plan
 from agentctl.cli.writes import auto_backup, require_compact, run_vacuum
 
@@ -91,6 +91,7 @@ def branch(
     ref: RefArg,
     name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@', '~', '/', '\\' or '..').")],
     json_out: JsonOpt = False,
+    yes: AcceptYesOpt = False,
 ) -> None:
     """Start a new thread from a checkpoint (the writer's naming:
     THREAD-branch-NAME-XXXX). Prints the new thread id.
@@ -127,6 +128,7 @@ def merge(
         "--strategy", "-s", help="three-way (conflicts stop the merge) | ours | theirs")] = "three-way",
     dry_run: DryRunOpt = False,
     json_out: JsonOpt = False,
+    yes: AcceptYesOpt = False,
 ) -> None:
     """Merge a branch's head into a thread: a three-way merge of state and tool results
     from their common ancestor, the branch's new messages appended. Writes one new

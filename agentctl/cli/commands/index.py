@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from agentctl.cli.context import run, state
-from agentctl.cli.options import JsonOpt
+from agentctl.cli.options import AcceptYesOpt, JsonOpt
 
 app = typer.Typer(help="The search index `search` uses when present: a side file next to a SQLite "
                   "database, pg_trgm indexes on Postgres (build, status, drop).\n\n"
@@ -47,7 +47,7 @@ def _print(data: dict[str, Any], json_out: bool) -> None:
 
 
 @app.command("build")
-def build(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+def build(ctx: typer.Context, json_out: JsonOpt = False, yes: AcceptYesOpt = False) -> None:
     """Build (or rebuild) the search index of the database, next to it; `search` then
     uses it and catches it up with later writes.
 
@@ -70,7 +70,7 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
 
 
 @app.command("drop")
-def drop(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+def drop(ctx: typer.Context, json_out: JsonOpt = False, yes: AcceptYesOpt = False) -> None:
     """Remove the search index (the side file); `search` scans again.
 
     Example: agentctl --db checkpoints.db index drop

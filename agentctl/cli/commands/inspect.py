@@ -13,7 +13,7 @@ from agentctl.cli.complete import complete_ref
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt, OffsetOpt, RefArg, ThreadArg
 from agentctl.cli.output import (compact_json, emit_json, info, plain_output, show, show_segments,
-                                 stderr_is_tty, stdout_is_tty, tsv)
+                                 stdout_is_tty, tsv)
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def log(
         else:
             show_segments(rows)
         del metas, rows  # freed while the collector is paused: it would walk them once more
-    if offset + shown < total and stderr_is_tty():
+    if offset + shown < total:  # also piped: a script's output stops at the limit
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
 
 

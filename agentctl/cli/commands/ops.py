@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from agentctl.cli.context import run, state
-from agentctl.cli.options import DryRunOpt, JsonOpt, NoBackupOpt, YesOpt
+from agentctl.cli.options import AcceptYesOpt, DryRunOpt, JsonOpt, NoBackupOpt, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, say, show, show_plan, stdout_is_tty, tsv
 
 
@@ -62,6 +62,7 @@ def undo(
         help="Of a prune of several threads: restore this thread alone (repeatable); the threads "
              "written to since stay pruned, and the op stays undoable for them.")] = None,
     json_out: JsonOpt = False,
+    yes: AcceptYesOpt = False,
 ) -> None:
     """Undo an operation (default: the latest not yet undone): a rewind, branch, merge,
     prune, thread delete or import. The undo is itself an operation. Undo is refused

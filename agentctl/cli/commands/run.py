@@ -9,7 +9,7 @@ import typer
 from agentctl.cli.complete import complete_ref, complete_thread
 from agentctl.cli.context import run as run_coro
 from agentctl.cli.context import state
-from agentctl.cli.options import JsonOpt
+from agentctl.cli.options import AcceptYesOpt, JsonOpt
 from agentctl.cli.output import emit_jsonl, info, say
 
 
@@ -49,6 +49,7 @@ def run_agent(
         "--python", metavar="PATH", help="The interpreter of the agent's environment (default: "
         "$AGENTCTL_PYTHON, the active virtualenv's, else agentctl's own).")] = None,
     json_out: JsonOpt = False,
+    yes: AcceptYesOpt = False,
 ) -> None:
     """Run your own agent from a checkpoint, through its framework, on this database.
 

@@ -14,7 +14,7 @@ import typer
 
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
-from agentctl.cli.options import JsonOpt
+from agentctl.cli.options import AcceptYesOpt, JsonOpt
 from agentctl.cli.output import done, emit_json, info, progress, say
 from agentctl.cli.writes import sqlite_backup
 from agentctl.text import json_text, json_type_name
@@ -192,6 +192,7 @@ def import_(
     create: Annotated[bool, typer.Option(
         "--create", help="Create the database (file or table) if it does not exist.")] = False,
     json_out: JsonOpt = False,
+    yes: AcceptYesOpt = False,
 ) -> None:
     """Import checkpoints from JSON Lines in one transaction (undoable). With --create a
     new SQLite file or Postgres table is made, so a database can move between backends.

@@ -86,7 +86,9 @@ def demo(
     dest = tmp / "checkpoints.db"
     with as_file(sample_database()) as src:
         shutil.copyfile(src, dest)
-    info(f"demo database: {dest}")
+    # the path only when it will still be there: without --keep it is removed on quitting
+    info(f"demo database: {dest} (kept after you quit)" if keep else
+         "demo database: a temporary copy of the sample, removed when you quit (--keep keeps it)")
     try:
         run_tui(str(dest), readonly=False)
     finally:

@@ -68,9 +68,11 @@ FORMAT = FormatSpec(
                 "a session is a thread (APP/USER/SESSION), each event a step with the state "
                 "as of that event",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR}),
-    # doctor: the side search index's state (`agentctl index`), which only SQLite has
-    dialects={Capability.DOCTOR.value: ("sqlite",)},
+                            Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR,
+                            Capability.BACKUP}),
+    # doctor: the side search index's state (`agentctl index`), which only SQLite has;
+    # backup: SQLite's online backup API
+    dialects={Capability.DOCTOR.value: ("sqlite",), Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,
     open=_open,
     tables=("sessions", "events", "app_states", "user_states", "adk_internal_metadata"),

@@ -332,7 +332,7 @@ class ADKHistory(RewindAndBranchOnly, History):
                     f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
                     "AND user_id = ? AND id = ?", json.dumps(d["state_before"]),
                     self._ts(naive_utc(d["update_time_before"])), *key)
-            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
+            new_id = await self._record(tx, "undo", f"undid operation {op.op_id} ({op.summary})", op.threads,
                                         {"undo_of": op.op_id}, undo_of=op.op_id)
             await self.log.mark_undone(tx, op.op_id, new_id)
         self.store._origin_map = None

@@ -781,7 +781,7 @@ class ArticleHistory(History):
             op = await self._get_op(tx, op_id)
             assert op is not None
             await self._check_undo(tx, op)
-            summary = f"undo operation {op_id} ({op.summary})"
+            summary = f"undid operation {op_id} ({op.summary})"
             undo_id = await self._start(tx, "undo", summary, op.threads, {"undo_of": op_id, "kind": op.kind},
                                         undo_of=op_id)
             restored, removed, moved = await self._revert(tx, op)

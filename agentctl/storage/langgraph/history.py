@@ -783,7 +783,7 @@ class LangGraphHistory(History):
             if op.kind in BY_LANGGRAPH:  # after _restore: its trash is what this undo sets aside
                 deleted = await self._unrun(tx, op.op_id, d)
             left = [t for t in tids if only is not None and t not in only]
-            what = f"undo {op.op_id}: {op.summary}" + (f" (thread(s) {', '.join(only)})" if only is not None else "")
+            what = f"undid operation {op.op_id} ({op.summary})" + (f" for thread(s) {', '.join(only)}" if only is not None else "")
             new_id = await self._record(tx, "undo", what, only if only is not None else op.threads,
                                         {"undo_of": op.op_id, **({"threads": only} if only is not None else {})},
                                         undo_of=op.op_id)

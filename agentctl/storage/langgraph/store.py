@@ -12,7 +12,8 @@ Mapping (see the package docstring for the whole list):
 - Checkpoint ids are LangGraph's (UUIDv6, time-ordered): a thread's checkpoints are in
   checkpoint_id order, its head is the greatest id, created_at is the time in the id.
 - step = metadata.step; parent = parent_checkpoint_id; tags = [metadata.source];
-  summary = the source and the user's own metadata keys.
+  summary = the user's own metadata keys; a thread's summary is its head's last message
+  (else that, else the source).
 - messages = the `messages` channel as a transcript; state = every channel value of the
   graph's state, plus `__metadata__` (the whole metadata: source, step, parents, run_id,
   ...) and `__internal__` (LangGraph's own channels that hold a value: `__start__`,
@@ -36,6 +37,7 @@ from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
 from agentctl.storage.langgraph import serde
+from agentctl.storage.sqlconn import one_line
 from agentctl.storage.sqlutil import marks
 
 NS_SEP = "|"
@@ -139,13 +141,30 @@ def _step(meta: dict[str, Any]) -> int:
 
 
 def _summary(meta: dict[str, Any]) -> str:
-    parts = [str(meta.get("source") or "")]
-    extra = [f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
-             for k, v in meta.items() if k not in LG_METADATA]
-    if extra:
-        parts.append(" ".join(extra))
-    text = " · ".join(p for p in parts if p)
+    """A checkpoint's summary: the user's own metadata keys (the source is its tag: a
+    summary repeating it read "[loop] loop")."""
+    text = " ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+                    for k, v in meta.items() if k not in LG_METADATA)
     return text if len(text) <= 120 else text[:119] + "…"
+
+
+#: a head checkpoint larger than this is not decoded for its thread's summary (the
+#: source is shown instead): a thread list stays fast on hostile 50 MB values
+HEAD_SUMMARY_MAX_BYTES = 1 << 20
+
+
+def _message_summary(messages: list[dict[str, Any]]) -> str:
+    """A thread row's summary: its head's last message, "[role] content" as AgentOS's;
+    a message without text names its tool calls."""
+    if not messages:
+        return ""
+    last = messages[-1]
+    content = last.get("content")
+    if not content and isinstance(last.get("tool_calls"), list):
+        content = "→ " + ", ".join(str(c.get("name")) for c in last["tool_calls"] if isinstance(c, dict))
+    if not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, default=str)
+    return one_line(f"[{last.get('role') or last.get('type') or '?'}] {content}", 120)
 
 
 def _version_newer(current: Any, seen: Any) -> bool:
@@ -245,6 +264,10 @@ class LangGraphStore(Store):
 
     async def close(self) -> None:
         await self._db.close()
+
+    async def backup(self, dest: str) -> str:
+        self.require(Capability.BACKUP, "backup")
+        return await self._db.backup(dest)
 
     async def compact(self) -> dict[str, Any]:
         """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
@@ -382,7 +405,33 @@ class LangGraphStore(Store):
                    f"{joins} ORDER BY {order}")
         rows = await self._q(sql, *params, int(limit), int(offset))
         await self._load_branches()
-        return [self._summary_row(r) for r in rows]
+        last = await self._head_messages(rows)
+        return [self._summary_row(r, last) for r in rows]
+
+    async def _head_messages(self, rows: list[dict[str, Any]]) -> dict[str, str]:
+        """{head checkpoint id: its last message's summary} of these thread rows (heads
+        with no messages, or too large to decode here, left out)."""
+        out: dict[str, str] = {}
+        for r in rows:
+            tid, ns, head = r["thread_id"], r["checkpoint_ns"], r["head"]
+            size = "octet_length(c.checkpoint::text)" if self._pg else "length(c.checkpoint)"
+            n = await self._q(f"SELECT {size} AS n FROM {{cp}} c WHERE c.thread_id = ? "
+                              "AND c.checkpoint_ns = ? AND c.checkpoint_id = ?", tid, ns, head)
+            if not n or (n[0]["n"] or 0) > HEAD_SUMMARY_MAX_BYTES:  # not read at all
+                continue
+            full = await self._rows(tid, ns, ids=[head])
+            if not full or len(full[0].get("payload") or b"") > HEAD_SUMMARY_MAX_BYTES:
+                continue
+            blobs = (await self._blobs(tid, ns, [head])).get(head, []) if self._pg else []
+            if sum(len(b[2] or b"") for b in blobs) > HEAD_SUMMARY_MAX_BYTES:
+                continue
+            try:
+                text = _message_summary(self._build(full[0], [], blobs).messages)
+            except CorruptRowError:
+                continue
+            if text:
+                out[head] = text
+        return out
 
     async def _load_branches(self) -> None:
         """The threads agentctl's `branch` made (not undone), from its operation log:
@@ -399,7 +448,7 @@ class LangGraphStore(Store):
             except (ValueError, KeyError, TypeError):
                 continue
 
-    def _summary_row(self, r: dict[str, Any]) -> ThreadSummary:
+    def _summary_row(self, r: dict[str, Any], last: dict[str, str] | None = None) -> ThreadSummary:
         meta = _meta_dict(r["head_meta"])
         ns = r["checkpoint_ns"]
         branch_of = branch_point = None
@@ -416,7 +465,8 @@ class LangGraphStore(Store):
             thread_id=address(r["thread_id"], ns), checkpoints=int(r["n"]),
             head_step=int(step) if step is not None else _step(meta),
             head_checkpoint_id=r["head"], updated_at=id_time(r["head"]),
-            head_summary=_summary(meta), first_created_at=id_time(r["first"]),
+            head_summary=(last or {}).get(r["head"]) or _summary(meta) or str(meta.get("source") or ""),
+            first_created_at=id_time(r["first"]),
             branch_of=branch_of, branch_point=branch_point)
 
     @staticmethod
@@ -448,7 +498,7 @@ class LangGraphStore(Store):
             "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
             "AND f.checkpoint_id = g.first", tid, ns)
         await self._load_branches()
-        return self._summary_row(rows[0]) if rows else None
+        return self._summary_row(rows[0], await self._head_messages(rows[:1])) if rows else None
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         where, params = self._prefix_where(prefix)

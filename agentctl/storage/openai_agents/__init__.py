@@ -99,9 +99,11 @@ FORMAT = FormatSpec(
     description="SQLiteSession / AdvancedSQLiteSession / SQLAlchemySession tables: a session "
                 "is a thread, each stored item a step",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR}),
-    # doctor: the side search index's state (`agentctl index`), which only SQLite has
-    dialects={Capability.DOCTOR.value: ("sqlite",)},
+                            Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR,
+                            Capability.BACKUP}),
+    # doctor: the side search index's state (`agentctl index`), which only SQLite has;
+    # backup: SQLite's online backup API
+    dialects={Capability.DOCTOR.value: ("sqlite",), Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,
     open=_open,
     tables=("agent_sessions", "agent_messages"),

@@ -348,7 +348,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                 await self._set_updated_at(tx, session, d["updated_at_before"])
             else:  # an operation recorded before agentctl kept it
                 await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
-            new_id = await self._record(tx, "undo", f"undo {op_id}: {op.summary}", op.threads,
+            new_id = await self._record(tx, "undo", f"undid operation {op_id} ({op.summary})", op.threads,
                                         {"undo_of": int(op_id)}, undo_of=int(op_id))
             await self.log.mark_undone(tx, int(op_id), new_id)
         self.store._archive_map = None
@@ -386,7 +386,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                 await tx.execute(f"DELETE FROM {M} WHERE session_id = ?", session)
                 await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", session)
                 deleted = [cid_of(i) for i in here]
-            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
+            new_id = await self._record(tx, "undo", f"undid operation {op.op_id} ({op.summary})", op.threads,
                                         {"undo_of": op.op_id}, undo_of=op.op_id)
             await self.log.mark_undone(tx, op.op_id, new_id)
         self.store._archive_map = None

@@ -34,6 +34,12 @@ class KeyFooter(Footer):
         height: auto;
         grid-columns: auto;
         grid-rows: 1;
+        grid-gutter: 0 1;
+        /* a grid's auto column is as wide as its keys without their margin: the space
+           between keys is the gutter, or each key would lose its last letter */
+        FooterKey {
+            margin: 0;
+        }
     }
     """
 
@@ -48,10 +54,12 @@ class KeyFooter(Footer):
             if binding.show or key == palette))
 
     def compose(self) -> ComposeResult:
-        if not self._bindings_ready and self.app.app_focus:
+        if not self._bindings_ready:
             # Textual's Footer starts empty and shows its keys in a later frame, after
-            # the first change of bindings: here they are in the first frame (the app's
-            # keys; a change of bindings rebuilds it if the keys shown differ).
+            # the first change of bindings, and only while the app has focus (a browser
+            # page under `agentctl serve` may not have it: the footer stayed empty).
+            # Here they are in the first frame (the app's keys; a change of bindings
+            # rebuilds it if the keys shown differ).
             self.set_reactive(Footer._bindings_ready, True)
         self._fit(self.app.size.width)
         self._shown = self._keys() if self._bindings_ready else None

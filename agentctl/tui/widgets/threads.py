@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Input, Static
 
 from agentctl.model import ThreadSummary
 from agentctl.text import inert
+from agentctl.tui.widgets.timeline import BRANCH_GLYPH
 
 # Ask for the next page when the cursor gets this close to the last loaded row.
 PREFETCH_ROWS = 10
@@ -38,10 +39,10 @@ class ThreadTable(DataTable):
 
 
 def thread_row(summary: ThreadSummary) -> tuple[Text, Text]:
-    """The cells of one thread: its size and its id (⑂ for a branch)."""
+    """The cells of one thread: its size and its id (BRANCH_GLYPH for a branch)."""
     name = Text()
     if summary.branch_of:
-        name.append("⑂ ", style="magenta")
+        name.append(f"{BRANCH_GLYPH} ", style="magenta")
     name.append(inert(summary.thread_id, one_line=True))
     return Text(str(summary.checkpoints), justify="right"), name
 

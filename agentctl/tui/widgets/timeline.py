@@ -48,9 +48,14 @@ class ThreadState:
     ids: set[str] = field(default_factory=set)
 
 
+#: a branch (a branch point, a thread branched off another): a glyph the usual monospace
+#: fonts have (DejaVu Sans Mono, Menlo, ...), since a browser under `agentctl serve`
+#: falls back to them (textual-serve's Roboto Mono has none of these); "⑂" was tofu there
+BRANCH_GLYPH = "↳"
+
 # Tags worth a label of their own; the rest show as plain tags.
 _GLYPHS = {"head": ("◉", "bold green"), "merge": ("◆", "bold cyan"),
-           "branch-point": ("⑂", "bold magenta"), "root": ("○", "dim")}
+           "branch-point": (BRANCH_GLYPH, "bold magenta"), "root": ("○", "dim")}
 
 
 def checkpoint_label(meta: CheckpointMetadata, labels: tuple[str, ...] = (),
@@ -69,10 +74,13 @@ def checkpoint_label(meta: CheckpointMetadata, labels: tuple[str, ...] = (),
     text.append(glyph + " ", style=style)
     if marked:
         text.append("★ ", style="bold yellow")
-    text.append(shorten(meta.summary or meta.checkpoint_id, 60))
     tags = [t for t in meta.tags if not t.startswith(("branch:", "merged:"))]
-    if tags:
-        text.append("  " + shorten(",".join(tags), 30), style="dim")
+    if meta.summary:
+        text.append(shorten(meta.summary, 60))
+        if tags:
+            text.append("  " + shorten(",".join(tags), 30), style="dim")
+    else:  # the tags say what it is (LangGraph's source: loop, input), else its id
+        text.append(shorten(",".join(tags), 30) if tags else shorten(meta.checkpoint_id, 60))
     for label in labels:
         if label in ("head", "branch-point", "merge"):
             text.append(f" [{label}]", style=_GLYPHS[label][1])
@@ -81,7 +89,7 @@ def checkpoint_label(meta: CheckpointMetadata, labels: tuple[str, ...] = (),
 
 def branch_label(item: BranchItem) -> Text:
     text = Text()
-    text.append("⑂ ", style="bold magenta")
+    text.append(f"{BRANCH_GLYPH} ", style="bold magenta")
     text.append(inert(item.thread_id, one_line=True), style="magenta")
     return text
 
@@ -143,7 +151,7 @@ class CheckpointTree(Tree[object]):
         label = Text(inert(thread_id, one_line=True), style="bold")
         label.append(f"  {total} checkpoint{'s' if total != 1 else ''}", style="dim")
         if origin is not None:
-            label.append(f"  ⑂ from {inert(origin.thread_id, one_line=True)}@{origin.step}",
+            label.append(f"  {BRANCH_GLYPH} from {inert(origin.thread_id, one_line=True)}@{origin.step}",
                          style="magenta")
         return label
 
