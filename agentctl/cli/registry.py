@@ -39,7 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "branch": ("history", "Start a new thread from a checkpoint (the writer's naming: THREAD-branch-NAME-XXXX)."),
     "merge": ("history", "Merge a branch's head into a thread: a three-way merge of state and tool results "
                          "from their common ancestor, the branch's new messages appended."),
-    "prune": ("history", "Delete old checkpoints by a policy; a thread's head is always kept."),
+    "prune": ("history", "Delete old checkpoints by a policy; a thread's head and its fork points (the parent of "
+                         "a branch, or of several checkpoints) are always kept, and a kept checkpoint whose parent "
+                         "goes gets its nearest kept ancestor as parent, or none (as the plan says)."),
     "edit": ("edit", "Change the state at a checkpoint: a new checkpoint after REF that holds exactly the values given."),
     "run": ("run", "Run your own agent from a checkpoint, through its framework, on this database."),
     "oplog": ("ops", "The operations agentctl wrote (rewind, branch, merge, prune, delete, import, undo), "
