@@ -142,3 +142,29 @@ def test_an_interrupted_undo_or_delete_says_what_is_true(command, delays, big_ag
         seen[case] = seen.get(case, 0) + 1
     print(seen)
     assert "nothing" in seen, seen
+
+
+def test_ctrl_c_after_the_commit_says_the_op_was_written(big_agentos, tmp_path):
+    """SIGINT once the prune has committed (while `--vacuum` compacts the file): the
+    line names the op that was written, and the op log and the rows agree."""
+    db = tmp_path / "vac.db"
+    shutil.copyfile(big_agentos, db)
+    before = state(db)
+    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), "prune", "--all",
+                             "--keep-last", "5", "--yes", "--no-backup", "--vacuum"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    assert proc.stderr is not None
+    err = []
+    for line in proc.stderr:
+        err.append(line)
+        if line.startswith("running VACUUM"):
+            proc.send_signal(signal.SIGINT)
+            break
+    out, rest = proc.communicate(timeout=60)
+    r = subprocess.CompletedProcess(proc.args, proc.returncode, out, "".join(err) + rest)
+    case = check(r, before, state(db), "SIGINT during VACUUM")
+    print(case, r.stderr.splitlines()[-1])
+    assert case in ("written", "finished"), r.stderr
+    if r.returncode == 130:
+        assert "`agentctl undo 1` reverts it" in r.stderr
