@@ -15,6 +15,10 @@ T = TypeVar("T")
 class CliState:
     db: str
     format: str | None = None
+    #: set when the command first opens the database for writing: the newest op id in
+    #: the log then (None: unknown), for the line Ctrl-C prints (cli/writes.py)
+    writing: bool = False
+    op_before: int | None = None
 
     @asynccontextmanager
     async def open(self, write: bool = False, create: bool = False,

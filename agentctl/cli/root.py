@@ -113,7 +113,9 @@ class AgentctlGroup(TyperGroup):
             from agentctl.cli.writes import interrupted_line
 
             name = ctx.invoked_subcommand or "write"
-            report(RuntimeError(interrupted_line("threads delete" if name == "threads" else name)))
+            st = ctx.find_root().obj
+            report(RuntimeError(interrupted_line(st if isinstance(st, CliState) else None,
+                                                 "threads delete" if name == "threads" else name)))
             ctx.exit(130)
 
 

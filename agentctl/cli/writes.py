@@ -43,31 +43,26 @@ def auto_backup(st: CliState, no_backup: bool) -> str | None:
     return dest
 
 
-# The command's first write: its CliState and the newest op id in the log when it began
-# (None: unknown), recorded by `note_write` when the store is opened for writing.
-_write: dict[str, Any] = {}
-
-
 async def note_write(st: CliState, store: Any) -> None:
     """Called when a command opens the database for writing, before it writes: remember
     the newest operation of the log, so that after Ctrl-C `interrupted_line` can tell
     whether the write committed (every write records its op in the same transaction)."""
-    if _write:
+    if st.writing:
         return
     try:
         ops = await store.history().oplog(1)
         before: int | None = ops[0].op_id if ops else 0
     except Exception:  # noqa: BLE001 - no op log to read: the check says it could not tell
         before = None
-    _write.update(st=st, before=before)
+    st.writing, st.op_before = True, before
 
 
-def interrupted_line(what: str = "write") -> str:
+def interrupted_line(st: CliState | None, what: str = "write") -> str:
     """What is true after Ctrl-C: nothing written before the write began; after it, what
     the op log says (the op that committed, or nothing). `what`: the command's name."""
-    if not _write:
+    if st is None or not st.writing:
         return "interrupted; nothing was changed"
-    st, before = _write["st"], _write["before"]
+    before = st.op_before
     unknown = f"interrupted during the {what}; see `agentctl oplog` for whether it was committed"
     if before is None:
         return unknown
