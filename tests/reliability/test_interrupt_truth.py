@@ -168,3 +168,40 @@ def test_ctrl_c_after_the_commit_says_the_op_was_written(big_agentos, tmp_path):
     assert case in ("written", "finished"), r.stderr
     if r.returncode == 130:
         assert "`agentctl undo 1` reverts it" in r.stderr
+
+
+def test_ctrl_c_at_the_confirmation_prompt_says_nothing_was_changed(big_agentos, tmp_path):
+    """On a terminal: the plan, the question, then Ctrl-C (the terminal's ^C, a SIGINT):
+    exit 130, "nothing was changed", and nothing was."""
+    import pty
+
+    db = tmp_path / "tty.db"
+    shutil.copyfile(big_agentos, db)
+    before = state(db)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: agentctl on the terminal
+        os.environ.update(PYTHONPATH=str(REPO), NO_COLOR="1")
+        os.execv(sys.executable, [sys.executable, "-m", "agentctl", "--db", str(db), "prune",
+                                  "loop-research-7", "--keep-last", "5", "--no-backup"])
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"[y/N]" not in seen and time.monotonic() < deadline:
+        try:
+            seen += os.read(fd, 4096)
+        except OSError:
+            break
+    assert b"[y/N]" in seen, seen
+    os.write(fd, b"\x03")
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 130, seen
+    assert b"agentctl: interrupted; nothing was changed" in seen, seen
+    assert state(db) == before
