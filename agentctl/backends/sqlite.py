@@ -133,6 +133,30 @@ def _tuple_rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> li
         cur.close()
 
 
+#: how long the checkpoint after a write waits for another process's transaction
+WAL_CHECKPOINT_WAIT_MS = 200
+
+
+def checkpoint_wal(conn: sqlite3.Connection) -> bool:
+    """Copy a WAL database's WAL into its file and empty it (TRUNCATE), so that the file
+    alone holds what was committed; True when done. Under a live writer or reader that
+    keeps the WAL busy it waits at most WAL_CHECKPOINT_WAIT_MS, then copies what it can
+    without waiting (PASSIVE) and returns False: never an error, never a long wait. Not
+    in WAL mode: nothing to do (True)."""
+    try:
+        old = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        conn.execute(f"PRAGMA busy_timeout = {WAL_CHECKPOINT_WAIT_MS}")
+        try:
+            busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            return not busy
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(old)}")
+    except sqlite3.Error:  # busy, locked, read-only: the write itself is committed
+        return False
+
+
 class _SQLiteTransaction(Transaction):
     kind = "sqlite"
 
@@ -434,11 +458,21 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         async with self._locked():  # after the writes under way
             if self._batch is not None:
                 await self._end_batch(self._batch, None)
-        for attr in ("_writer", "_reader"):
-            conn = getattr(self, attr)
-            setattr(self, attr, None)
-            if conn is not None:
-                await conn.close()
+        # The reader first, the writer last: the last connection to close checkpoints a
+        # WAL database into its file and removes the -wal, which a read-only connection
+        # cannot do. After a write the WAL is checkpointed here too, so the file alone
+        # holds every write agentctl made even if another process keeps the WAL open.
+        reader, writer = self._reader, self._writer
+        self._reader = self._writer = None
+        if reader is not None:
+            await reader.close()
+        if writer is not None:
+            try:
+                runner = _thread_runner(writer)
+                if runner is not None:
+                    await runner[0](checkpoint_wal, runner[1])
+            finally:
+                await writer.close()
 
     # ---- helpers ------------------------------------------------------------------
 

@@ -40,7 +40,11 @@ def main() -> None:
     from agentctl.cli import startup
 
     startup.pause_gc()
-    from agentctl.cli.root import app
+    try:
+        from agentctl.cli.root import app
+    except KeyboardInterrupt:  # Ctrl-C while agentctl starts: before any command ran
+        sys.stderr.write("agentctl: interrupted; nothing was changed\n")
+        startup.leave(130)
     from agentctl.errors import AgentctlError
 
     try:

@@ -15,6 +15,10 @@ T = TypeVar("T")
 class CliState:
     db: str
     format: str | None = None
+    #: set when the command first opens the database for writing: the newest op id in
+    #: the log then (None: unknown), for the line Ctrl-C prints (cli/writes.py)
+    writing: bool = False
+    op_before: int | None = None
 
     @asynccontextmanager
     async def open(self, write: bool = False, create: bool = False,
@@ -28,6 +32,10 @@ class CliState:
                               create=create and write) as store:
             if need is not None:
                 store.require(need, _OPERATION.get(need, need))
+            if write:
+                from agentctl.cli.writes import note_write
+
+                await note_write(self, store)
             yield store
 
     @asynccontextmanager
@@ -69,7 +77,18 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         # restores the SIGINT handler it builds (and drops) an error message holding
         # repr(main task), result included, which for a 5 MB state or 10,000 rows took
         # longer than the command itself (CPython 3.11, signal._int_to_enum).
-        box["value"] = await coro
+        try:
+            box["value"] = await coro
+        except BaseException as exc:
+            task = asyncio.current_task()
+            if task is not None and getattr(task, "cancelling", lambda: 0)():  # Ctrl-C
+                _quiet_threads()
+                if isinstance(exc, Exception):
+                    # The cancellation came out as another error (a write told it was
+                    # interrupted): asyncio.run then raises KeyboardInterrupt, which
+                    # the CLI reports with what is true.
+                    raise asyncio.CancelledError() from None
+            raise
 
     try:
         asyncio.get_running_loop()
@@ -90,3 +109,12 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _quiet_threads() -> None:
+    """After Ctrl-C the command ends: a database driver's thread that finishes its
+    statement after the event loop closed (a connection being opened) must not print a
+    traceback over the one line that says what is true."""
+    import threading
+
+    threading.excepthook = lambda args: None

@@ -22,7 +22,7 @@ coercion.install()  # plain str/int/float options: no pydantic on every command 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 merge conflict, "
     "5 doctor found problems, 6 database unusable (not SQLite, wrong schema, refused, "
-    "locked, read-only)."
+    "locked, read-only), 130 interrupted (Ctrl-C)."
 )
 
 
@@ -109,6 +109,14 @@ class AgentctlGroup(TyperGroup):
         except BrokenPipeError:  # `agentctl log ... | head`: stop quietly
             _silence_stdout()
             ctx.exit(1)
+        except (KeyboardInterrupt, typer.Abort):  # Ctrl-C, at a prompt too
+            from agentctl.cli.writes import interrupted_line
+
+            name = ctx.invoked_subcommand or "write"
+            st = ctx.find_root().obj
+            report(RuntimeError(interrupted_line(st if isinstance(st, CliState) else None,
+                                                 "threads delete" if name == "threads" else name)))
+            ctx.exit(130)
 
 
 class LazyGroup(AgentctlGroup):

@@ -1,5 +1,6 @@
 """What the write commands share: the safety copy of a SQLite file before a destructive
-write, and VACUUM after one. Infrastructure beside the commands, so that no command module
+write, VACUUM after one, and the line said when Ctrl-C interrupts a command (checked
+against the database: whether the write committed). Infrastructure beside the commands, so that no command module
 imports another (tests/structure/test_layers.py)."""
 
 import os
@@ -40,6 +41,46 @@ def auto_backup(st: CliState, no_backup: bool) -> str | None:
     sqlite_backup(path, dest)
     info(f"agentctl: backup of {path} written to {dest} (skip with --no-backup)")
     return dest
+
+
+async def note_write(st: CliState, store: Any) -> None:
+    """Called when a command opens the database for writing, before it writes: remember
+    the newest operation of the log, so that after Ctrl-C `interrupted_line` can tell
+    whether the write committed (every write records its op in the same transaction)."""
+    if st.writing:
+        return
+    try:
+        ops = await store.history().oplog(1)
+        before: int | None = ops[0].op_id if ops else 0
+    except Exception:  # noqa: BLE001 - no op log to read: the check says it could not tell
+        before = None
+    st.writing, st.op_before = True, before
+
+
+def interrupted_line(st: CliState | None, what: str = "write") -> str:
+    """What is true after Ctrl-C: nothing written before the write began; after it, what
+    the op log says (the op that committed, or nothing). `what`: the command's name."""
+    if st is None or not st.writing:
+        return "interrupted; nothing was changed"
+    before = st.op_before
+    unknown = f"interrupted during the {what}; see `agentctl oplog` for whether it was committed"
+    if before is None:
+        return unknown
+
+    async def newest():
+        async with st.open() as store:
+            return await store.history().oplog(1)
+
+    try:
+        ops = run(newest())
+    except BaseException:  # noqa: BLE001 - a second Ctrl-C, or the database unusable now
+        return unknown
+    if not ops or ops[0].op_id <= before:
+        return f"interrupted; the {what} was rolled back, nothing was changed"
+    op = ops[0]
+    if op.kind in ("undo", "purge"):
+        return f"interrupted, but op {op.op_id} was written ({op.summary}); it was committed"
+    return f"interrupted, but op {op.op_id} was written ({op.summary}); `agentctl undo {op.op_id}` reverts it"
 
 
 def require_compact(store: Any) -> None:

@@ -1,5 +1,5 @@
-"""Online backup of a SQLite database (the backup API: a consistent copy even while
-agents write to it): `agentctl backup`, and the safety copy taken before destructive
+"""Backup of a live SQLite database (the backup API in one step: a consistent copy even
+while agents write to it): `agentctl backup`, and the safety copy taken before destructive
 writes."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from typing import Callable
 
 def sqlite_backup(src: str, dest: str, *, force: bool = False,
                   on_step: Callable[[], None] | None = None) -> int:
-    """Copy a live SQLite database with the online backup API (a consistent snapshot
-    while others write). Writes a temporary file next to `dest` and renames it, so
-    `dest` is never half written. Returns the bytes written. `on_step` is called
-    after each chunk of pages (a progress display)."""
+    """Copy a live SQLite database with the backup API, in one step (a consistent
+    snapshot while others write, in a time bounded by the file's size). Writes a
+    temporary file next to `dest` and renames it, so `dest` is never half written and
+    nothing is left when the copy fails or is interrupted. Returns the bytes written.
+    `on_step` is called when the pages are copied (a progress display)."""
     import sqlite3
 
     from agentctl.backends.sqlite import map_sqlite_error
@@ -37,12 +38,14 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False,
         source = sqlite3.connect(Path(os.path.abspath(src)).as_uri() + "?mode=ro", uri=True)
         target = sqlite3.connect(tmp)
         try:
-            def step(status: int, remaining: int, total: int) -> None:
-                if on_step is not None:
-                    on_step()
-
             source.execute("PRAGMA busy_timeout = 5000")
-            source.backup(target, pages=4096, progress=step)
+            # All pages in one step: one read transaction on the source, so a writer
+            # committing meanwhile (a live agent) neither restarts the copy nor changes
+            # what it holds. In steps, the backup API starts again after every commit
+            # another connection makes, and under a live writer never ends.
+            source.backup(target, pages=-1)
+            if on_step is not None:
+                on_step()
             # a copy in rollback-journal mode is one self-contained file
             target.execute("PRAGMA journal_mode = DELETE")
         finally:
@@ -51,7 +54,8 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False,
         os.replace(tmp, dest_path)
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, src) from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    finally:  # failed or interrupted (Ctrl-C): no partial file left
+        for leftover in (tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
     return os.path.getsize(dest_path)

@@ -334,16 +334,12 @@ def prune(
 
 
 def _all_or_nothing(write: Any, what: str) -> Any:
-    """Run a write that is one transaction; when it is interrupted (Ctrl-C) or fails,
-    say on stderr that nothing was changed."""
-    from agentctl.cli import report
+    """Run a write that is one transaction; when it fails, say on stderr that nothing
+    was changed. (Ctrl-C: AgentctlGroup.invoke says what the database holds.)"""
     from agentctl.errors import AgentctlError
 
     try:
         return write()
-    except KeyboardInterrupt:
-        report(RuntimeError(f"interrupted; the {what} was rolled back, nothing was changed"))
-        raise typer.Exit(130) from None
     except AgentctlError as exc:
         if "nothing was" not in exc.message:
             exc.message = f"{exc.message} (the {what} was rolled back, nothing was changed)"

@@ -1,0 +1,207 @@
+"""Ctrl-C says what is true (issue 22, item 2; issue 23, item 12's Ctrl-C part): SIGINT
+at many points of a long write (plan, backup, write, commit, after it), the real
+command line in a subprocess. Every time: exit 130 with one `agentctl: interrupted`
+line (or exit 0 when the command had finished), and the line agrees with the
+database: "nothing was changed" when the op log and the rows are as before, "op N was
+written" when op N is in the log and the rows are gone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.rig import REPO
+
+
+@pytest.fixture(scope="module")
+def big_agentos(tmp_path_factory) -> Path:
+    """The AgentOS sample with loop-research-7 copied 60 times (about 14,700
+    checkpoints, a prune of about a second)."""
+    path = tmp_path_factory.mktemp("big") / "big.db"
+    shutil.copyfile(REPO / "sample_db" / "checkpoints.db", path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    cols = "step, created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node"
+    conn.execute("BEGIN")
+    for k in range(60):
+        conn.execute(
+            f"INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, {cols}) "
+            f"SELECT thread_id || '-c{k}', checkpoint_id || '-c{k}', parent_id || '-c{k}', {cols} "
+            "FROM checkpoints WHERE thread_id = 'loop-research-7'")
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+def state(db: Path) -> tuple[int, list[int]]:
+    conn = sqlite3.connect(db)
+    try:
+        n = conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+        has_log = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'agentctl_oplog'").fetchone()
+        ops = [r[0] for r in conn.execute("SELECT op_id FROM agentctl_oplog ORDER BY op_id")] if has_log else []
+        return n, ops
+    finally:
+        conn.close()
+
+
+def interrupt(db: Path, args: list[str], delay: float) -> subprocess.CompletedProcess:
+    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(db.parent),
+                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def check(r: subprocess.CompletedProcess, before: tuple[int, list[int]], after: tuple[int, list[int]],
+          what: str) -> str:
+    """The exit code and the message agree with the database; which case it was."""
+    lines = [line for line in r.stderr.splitlines() if line.startswith("agentctl: interrupted")]
+    if r.returncode == 0:
+        assert not lines, r.stderr
+        assert after[1] == before[1] + [max(before[1], default=0) + 1], what
+        return "finished"
+    assert r.returncode == 130, (what, r.returncode, r.stderr)
+    assert len(lines) == 1, (what, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    line = lines[0]
+    if "nothing was changed" in line:
+        assert after == before, (what, line, before, after)
+        return "nothing"
+    new_op = max(before[1], default=0) + 1
+    assert f"op {new_op} was written" in line, (what, line)
+    assert after[1] == before[1] + [new_op], (what, line, after)
+    assert after[0] != before[0], (what, line)  # rows deleted (prune, delete) or back (undo)
+    return "written"
+
+
+def sweep(total: float) -> list[float]:
+    """Delays from just after start-up to the end of a run that takes `total` seconds,
+    denser towards the end (the commit, the WAL checkpoint, the result printed)."""
+    return [0.3 + (total - 0.3) * f for f in (0.0, 0.3, 0.55, 0.75, 0.85, 0.9, 0.94, 0.97, 0.99)]
+
+
+def test_ctrl_c_at_every_phase_of_a_prune_says_what_the_database_holds(big_agentos, tmp_path):
+    args = ["prune", "--all", "--keep-last", "5", "--yes"]
+    db = tmp_path / "timed.db"
+    shutil.copyfile(big_agentos, db)
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *args, "--no-backup"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    total = time.monotonic() - started
+    seen: dict[str, int] = {}
+    for i, delay in enumerate(sweep(total)):
+        db = tmp_path / f"run{i}.db"
+        shutil.copyfile(big_agentos, db)
+        backup = ["--no-backup"] if i % 3 else []  # some with the safety backup
+        before = state(db)
+        r = interrupt(db, [*args, *backup], delay)
+        case = check(r, before, state(db), f"SIGINT after {delay:.2f} s of {total:.2f}")
+        seen[case] = seen.get(case, 0) + 1
+        assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".agentctl-backup")]
+    print(seen)
+    assert seen.get("nothing", 0) >= 1, seen
+
+
+@pytest.fixture(scope="module")
+def pruned(big_agentos, tmp_path_factory) -> Path:
+    """big_agentos after `prune --all --keep-last 5` (op 1), for undo."""
+    path = tmp_path_factory.mktemp("pruned") / "pruned.db"
+    shutil.copyfile(big_agentos, path)
+    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(path), "prune", "--all",
+                        "--keep-last", "5", "--yes", "--no-backup"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    return path
+
+
+@pytest.mark.parametrize("command, delays", [
+    (["undo"], [0.3, 0.55, 0.75, 0.9, 1.05]),
+    (["threads", "delete", "loop-research-7", "--yes"], [0.3, 0.4, 0.5]),
+], ids=["undo", "threads-delete"])
+def test_an_interrupted_undo_or_delete_says_what_is_true(command, delays, big_agentos, pruned, tmp_path):
+    seen: dict[str, int] = {}
+    for i, delay in enumerate(delays):
+        db = tmp_path / f"run{i}.db"
+        shutil.copyfile(pruned if command == ["undo"] else big_agentos, db)
+        before = state(db)
+        r = interrupt(db, command, delay)
+        case = check(r, before, state(db), f"{command} after {delay} s")
+        seen[case] = seen.get(case, 0) + 1
+    print(seen)
+    assert "nothing" in seen, seen
+
+
+def test_ctrl_c_after_the_commit_says_the_op_was_written(big_agentos, tmp_path):
+    """SIGINT once the prune has committed (while `--vacuum` compacts the file): the
+    line names the op that was written, and the op log and the rows agree."""
+    db = tmp_path / "vac.db"
+    shutil.copyfile(big_agentos, db)
+    before = state(db)
+    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), "prune", "--all",
+                             "--keep-last", "5", "--yes", "--no-backup", "--vacuum"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    assert proc.stderr is not None
+    err = []
+    for line in proc.stderr:
+        err.append(line)
+        if line.startswith("running VACUUM"):
+            proc.send_signal(signal.SIGINT)
+            break
+    out, rest = proc.communicate(timeout=60)
+    r = subprocess.CompletedProcess(proc.args, proc.returncode, out, "".join(err) + rest)
+    case = check(r, before, state(db), "SIGINT during VACUUM")
+    print(case, r.stderr.splitlines()[-1])
+    assert case in ("written", "finished"), r.stderr
+    if r.returncode == 130:
+        assert "`agentctl undo 1` reverts it" in r.stderr
+
+
+def test_ctrl_c_at_the_confirmation_prompt_says_nothing_was_changed(big_agentos, tmp_path):
+    """On a terminal: the plan, the question, then Ctrl-C (the terminal's ^C, a SIGINT):
+    exit 130, "nothing was changed", and nothing was."""
+    import pty
+
+    db = tmp_path / "tty.db"
+    shutil.copyfile(big_agentos, db)
+    before = state(db)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: agentctl on the terminal
+        os.environ.update(PYTHONPATH=str(REPO), NO_COLOR="1")
+        os.execv(sys.executable, [sys.executable, "-m", "agentctl", "--db", str(db), "prune",
+                                  "loop-research-7", "--keep-last", "5", "--no-backup"])
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"[y/N]" not in seen and time.monotonic() < deadline:
+        try:
+            seen += os.read(fd, 4096)
+        except OSError:
+            break
+    assert b"[y/N]" in seen, seen
+    os.write(fd, b"\x03")
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 130, seen
+    assert b"agentctl: interrupted; nothing was changed" in seen, seen
+    assert state(db) == before
