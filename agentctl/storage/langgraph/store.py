@@ -31,6 +31,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
+from agentctl import deep
 from agentctl.backends.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
@@ -124,7 +125,7 @@ def _meta_dict(text: Any) -> dict[str, Any]:
     if isinstance(text, dict):
         return text
     try:
-        value = json.loads(text)
+        value = deep.loads(text)
     except ValueError:
         return {"__invalid__": str(text)[:200]}
     return value if isinstance(value, dict) else {"__value__": value}
@@ -225,7 +226,7 @@ class LangGraphStore(Store):
             self._step = ("CASE WHEN jsonb_typeof(c.metadata->'step') = 'number' "
                           "THEN (c.metadata->>'step')::numeric::bigint END")
         else:
-            self._meta = "CAST(c.metadata AS TEXT)"
+            self._meta = "CAST(c.metadata AS BLOB)"  # bytes: a row not in UTF-8 must not fail a query
             # json_valid first: json_extract on one malformed row fails the whole query
             self._step = ("CASE WHEN json_valid(CAST(c.metadata AS TEXT)) THEN CAST(json_extract("
                           "CAST(c.metadata AS TEXT), '$.step') AS INTEGER) END")
@@ -727,7 +728,7 @@ class LangGraphStore(Store):
         cid = r["checkpoint_id"]
         try:
             if self._pg:
-                data = json.loads(r["payload"])
+                data = deep.loads(r["payload"])
                 values = dict(data.get("channel_values") or {})
                 for channel, type_, blob in blobs:
                     if type_ == "empty":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, AsyncIterator, Mapping, Sequence
 
+from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, check_search_places
@@ -39,7 +40,7 @@ def decode(data: Any) -> tuple[Any, str | None]:
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data).decode("utf-8", "replace")
     try:
-        return json.loads(data), None
+        return deep.loads(data), None
     except (TypeError, ValueError) as exc:
         return None, str(exc)
 
