@@ -76,3 +76,36 @@ def test_deep_langgraph_metadata(hostile_dbs):
     db = hostile_dbs["langgraph"]
     r = _run(db, "show", "lg-deep-meta", "--json")
     assert "nested 100000 deep" in r.stdout
+
+
+def test_metadata_not_utf8_is_shown_and_flagged(hostile_dbs):
+    db = hostile_dbs["langgraph"]
+    for args in (("log", "lg-bad-utf8"), ("show", "lg-bad-utf8"), ("export",), ("threads", "list")):
+        r = _run(db, *args)
+        assert "lg-bad-utf8" in r.stdout or "\ufffd" in r.stdout, args
+    assert "\ufffd{not json" in _run(db, "show", "lg-bad-utf8").stdout
+    doctor = _run(db, "doctor", ok=(0, 5)).stdout
+    flagged = {line.split("\t")[1] for line in doctor.splitlines() if line.startswith("bad-metadata")}
+    assert flagged == {"lg-bad-utf8", "lg-deep-meta"}, doctor
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_tui_first_screen(hostile_dbs, fmt, monkeypatch):
+    from agentctl.tui.app import AgentctlApp
+    from tests.support.tui import settle, skip_idle_waits
+    from tests.tui.test_tui import SIZE
+
+    skip_idle_waits(monkeypatch)
+    app = AgentctlApp(hostile_dbs[fmt])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.threads.table
+        rows = {key.value for key in table.rows}
+        assert set(hostile.HOSTILE[fmt]) <= rows, rows
+        errors = [n.title for n in app._notifications if n.severity == "error"]
+        assert errors == [], errors
+        for thread in hostile.HOSTILE[fmt]:  # each hostile thread selected: its timeline and views
+            table.move_cursor(row=table.get_row_index(thread))
+            await settle(pilot)
+        errors = [(n.title, n.message[:200]) for n in app._notifications if n.severity == "error"]
+        assert all("Unexpected" not in t for t, _ in errors), errors

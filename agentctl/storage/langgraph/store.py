@@ -1117,7 +1117,32 @@ class LangGraphStore(Store):
                     "warning", "orphan-writes", address(r["thread_id"], r["checkpoint_ns"]),
                     f"{r['n']} pending writes of checkpoint {r['checkpoint_id']}, which is not "
                     "in the database"))
+        if not self._pg:  # Postgres keeps metadata as jsonb: always valid
+            problems.extend(await self._bad_metadata(limit))
         from agentctl.storage.textindex import search_index_problems
 
         problems.extend(await search_index_problems(self))
         return problems
+
+    async def _bad_metadata(self, limit: int) -> list[Problem]:
+        """SQLite rows whose metadata is not UTF-8 or not JSON SQLite can read (shown
+        decoded with replacement characters, or as `__invalid__`)."""
+        out: list[Problem] = []
+        rows = await self._q(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, CAST(metadata AS BLOB) AS meta, "
+            "json_valid(CAST(metadata AS TEXT)) AS ok FROM checkpoints WHERE metadata IS NOT NULL")
+        for r in rows:
+            raw = bytes(r["meta"])
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                why = f"is not UTF-8 (byte {exc.start}): shown with replacement characters"
+            else:
+                if r["ok"]:
+                    continue
+                why = "is not JSON SQLite can read (malformed or nested too deep)"
+            out.append(Problem("warning", "bad-metadata", address(r["thread_id"], r["checkpoint_ns"]),
+                               f"checkpoint {r['checkpoint_id']}'s metadata {why}"))
+            if len(out) >= limit:
+                break
+        return out
