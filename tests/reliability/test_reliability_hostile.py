@@ -109,3 +109,11 @@ async def test_tui_first_screen(hostile_dbs, fmt, monkeypatch):
             await settle(pilot)
         errors = [(n.title, n.message[:200]) for n in app._notifications if n.severity == "error"]
         assert all("Unexpected" not in t for t, _ in errors), errors
+
+
+def test_article_tool_calls_not_json_shown_once(hostile_dbs):
+    out = _run(hostile_dbs["article"], "show", "s-notjson").stdout
+    assert out.count("{not json at all") == 1 and "(not JSON)" in out, out
+    assert '→ "{"' not in out and '→ "n"' not in out
+    data = json.loads(_run(hostile_dbs["article"], "show", "s-notjson", "--json").stdout)
+    assert data["messages"][-1]["tool_calls"] == "{not json at all"  # --json: the raw text
