@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "placeholder", "loads", "cap", "is_placeholder"]
+__all__ = ["MAX_DEPTH", "MAX_TEXT", "placeholder", "loads", "cap", "clip", "is_placeholder"]
 
 #: lists and dicts below this many levels are kept, deeper ones become a placeholder
 MAX_DEPTH = 64
@@ -108,4 +108,33 @@ def cap(value: Any, limit: int = MAX_DEPTH) -> Any:
             if isinstance(child, tuple):
                 child = node[k] = list(child)
             stack.append((child, d + 1))
+    return value
+
+
+#: strings longer than this are cut by `clip` (what `show` prints without --full)
+MAX_TEXT = 20_000
+
+
+def _cut_text(text: str, limit: int, hint: str) -> str:
+    return f"{text[:limit]}… [{len(text):,} characters in all, {len(text) - limit:,} not shown{hint}]"
+
+
+def clip(value: Any, limit: int = MAX_TEXT, hint: str = "") -> Any:
+    """`value` with every string longer than `limit` cut to its first `limit` characters
+    and a note of its size (lists and dicts changed in place). Iterative."""
+    if isinstance(value, str):
+        return _cut_text(value, limit, hint) if len(value) > limit else value
+    if not isinstance(value, (list, dict)):
+        return value
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        keys = node.keys() if isinstance(node, dict) else range(len(node))
+        for k in list(keys):
+            child = node[k]
+            if isinstance(child, str):
+                if len(child) > limit:
+                    node[k] = _cut_text(child, limit, hint)
+            elif isinstance(child, (list, dict)):
+                stack.append(child)
     return value

@@ -171,3 +171,25 @@ def build(fmt: str, path: Path) -> str:
     asyncio.run(getattr(cf, f"build_{fmt}")("sqlite", url))
     _HOSTILE[fmt](url)
     return url
+
+
+def add_huge(fmt: str, url: str, thread: str, size: int) -> None:
+    """One value of `size` characters in a new thread `thread` (a LangGraph channel value,
+    an OpenAI item's content), written by the framework's own code."""
+    text = "x" * (size - 12) + "-END-OF-HUGE"
+    if fmt == "langgraph":
+        _lg_put(url, thread, {"big": text, "ok": "fine"})
+        return
+    if fmt == "openai":
+        from agents import SQLiteSession
+
+        async def add() -> None:
+            s = SQLiteSession(thread, url)
+            try:
+                await s.add_items([{"role": "user", "content": "hi"}, {"role": "assistant", "content": text}])
+            finally:
+                s.close()
+
+        asyncio.run(add())
+        return
+    raise ValueError(fmt)
