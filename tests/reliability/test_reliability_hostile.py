@@ -117,3 +117,59 @@ def test_article_tool_calls_not_json_shown_once(hostile_dbs):
     assert '→ "{"' not in out and '→ "n"' not in out
     data = json.loads(_run(hostile_dbs["article"], "show", "s-notjson", "--json").stdout)
     assert data["messages"][-1]["tool_calls"] == "{not json at all"  # --json: the raw text
+
+
+_PEAK = """
+import resource, subprocess, sys, time
+t = time.monotonic()
+r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+sys.stderr.buffer.write(r.stderr)
+sys.stdout.buffer.write(r.stdout[-3000:])
+print(f"\\nRC {r.returncode} SECONDS {time.monotonic() - t:.2f} PEAK_KB "
+      f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+"""
+
+
+def _measured(db: str, *args: str) -> tuple[str, float, int]:
+    """(the end of stdout, seconds, peak RSS in KB) of `agentctl --db DB ARGS` in a
+    process of its own."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    r = subprocess.run([sys.executable, "-c", _PEAK, sys.executable, "-m", "agentctl", "--db", db, *args],
+                       capture_output=True, text=True, env=env, timeout=300)
+    out, _, tail = r.stdout.rpartition("\nRC ")
+    rc, _, seconds, _, peak = tail.split()
+    assert rc == "0", (args, r.stderr[-2000:])
+    return out, float(seconds), int(peak)
+
+
+def test_a_50mb_value_is_shown_cut_in_bounded_memory(hostile_dbs, tmp_path):
+    import shutil
+
+    size = 50_000_000
+    for fmt, thread, args in (("langgraph", "lg-huge", ()), ("openai", "oa-huge", ("-m", "all"))):
+        db = str(tmp_path / f"{fmt}.db")
+        shutil.copyfile(hostile_dbs[fmt], db)
+        hostile.add_huge(fmt, db, thread, size)
+        out, seconds, peak_kb = _measured(db, "show", thread, *args)
+        assert f"{size:,} characters in all" in out and "--full shows it" in out
+        assert peak_kb < 200 * 1024, (fmt, peak_kb)  # was 423 MB (LangGraph), 716 MB (OpenAI)
+        assert seconds < 30, (fmt, seconds)  # was 8 s and 13 s; ~1.3 s on an idle machine
+
+
+@pytest.mark.parametrize("fmt", ["langgraph", "openai"])
+def test_full_shows_a_long_text_whole(hostile_dbs, tmp_path, fmt):
+    import shutil
+
+    db = str(tmp_path / f"{fmt}.db")
+    shutil.copyfile(hostile_dbs[fmt], db)
+    hostile.add_huge(fmt, db, "long", 30_000)
+    cut = _run(db, "show", "long").stdout
+    assert "30,000 characters in all" in cut and "-END-OF-HUGE" not in cut
+    whole = _run(db, "show", "long", "--full").stdout
+    assert "-END-OF-HUGE" in whole and "characters in all" not in whole
+    assert "-END-OF-HUGE" in _run(db, "show", "long", "--json").stdout  # --json: exact
