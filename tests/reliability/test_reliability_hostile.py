@@ -28,7 +28,11 @@ def _threads(db: str) -> list[str]:
 
 
 def _run(db: str, *args: str, ok=(0,)):
+    import time
+
+    start = time.monotonic()
     r = cli(db, *args)
+    assert time.monotonic() - start < 20, args  # bounded: each takes well under a second
     assert r.exit_code in ok, (args, r.exit_code, r.stdout[-2000:], r.stderr[-2000:])
     assert "Traceback" not in r.stdout + r.stderr
     assert "\x1b" not in r.stdout  # escapes from the data stay inert

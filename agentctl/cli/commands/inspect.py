@@ -128,7 +128,7 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
                                        "and their size).")] = False,
                     ) -> None:
     """One checkpoint: metadata, the messages as a chat transcript (the last 50 unless
-    --messages), the state and tool results as JSON; a text longer than 20,000 characters
+    --messages), the state and tool results as JSON. A text longer than 20,000 characters
     is cut, with its size (--full shows it whole). --json prints the checkpoint's
     to_dict() form exactly.
 
