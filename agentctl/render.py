@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from agentctl import lines
+from agentctl import deep, lines
 from agentctl.lines import DIM, ID_STYLE, LABEL_STYLES, Segment, graph_lines, merge_parents
 from agentctl.engine.types import policy_text
 from agentctl.text import inert, shorten
@@ -143,10 +143,16 @@ def transcript(messages: Any, first_index: int = 0) -> RenderableType:
         content = msg.get("content", "")
         if content not in ("", None):
             items.append(_indent(_content_text(content)))
-        for call in msg.get("tool_calls") or []:
-            items.append(_indent(_tool_call_text(call)))
+        calls = msg.get("tool_calls") or []
+        if isinstance(calls, list):
+            for call in calls:
+                items.append(_indent(_tool_call_text(call)))
+        else:  # text that is not JSON (or one object): shown once, as it is
+            note = " (not JSON)" if isinstance(calls, str) else ""
+            items.append(_indent(Text.assemble(("→ ", "yellow"), (f"tool calls{note}: ", "red" if note else DIM),
+                                               value_text(calls, width=None))))
         extra = {k: v for k, v in msg.items()
-                 if k not in ("role", "content", "name", "tool_calls", "tool_call_id")}
+                 if k not in ("role", "content", "name", "tool_calls", "tool_call_id", "tool_calls_error")}
         if extra:
             items.append(_indent(Text.assemble(("extra ", DIM), value_text(extra, width=None))))
     return Group(*items)
@@ -172,7 +178,7 @@ def _tool_call_text(call: Any) -> Text:
     args = call.get("arguments", (fn or {}).get("arguments", {}))
     if isinstance(args, str):  # OpenAI style: arguments as a JSON string
         try:
-            args = json.loads(args)
+            args = deep.loads(args)
         except ValueError:
             pass
     out = Text.assemble(("→ ", "yellow"), safe(name, "bold yellow", one_line=True), "(")

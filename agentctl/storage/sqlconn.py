@@ -73,7 +73,10 @@ def check_sort(sort: str) -> str:
 
 
 def one_line(text: Any, width: int = 80) -> str:
-    s = " ".join(str(text or "").split())
+    text = str(text or "")
+    if len(text) > 64 * width:  # a 50 MB text: split only what can show
+        text = text[:64 * width]
+    s = " ".join(text.split())
     return s if len(s) <= width else s[: width - 1] + "…"
 
 

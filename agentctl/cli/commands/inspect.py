@@ -123,9 +123,13 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
                     messages: Annotated[str, typer.Option(
                         "--messages", "-m", metavar="N|all",
                         help="How many of the last messages the transcript shows (default 50; all).")] = "50",
+                    full: Annotated[bool, typer.Option(
+                        "--full", help="Show long texts whole (default: the first 20,000 characters "
+                                       "and their size).")] = False,
                     ) -> None:
     """One checkpoint: metadata, the messages as a chat transcript (the last 50 unless
-    --messages), the state and tool results as JSON. --json prints the checkpoint's
+    --messages), the state and tool results as JSON. A text longer than 20,000 characters
+    is cut, with its size (--full shows it whole). --json prints the checkpoint's
     to_dict() form exactly.
 
     Example: agentctl --db sample_db/checkpoints.db show coder-fix-flaky-test@6
@@ -155,7 +159,11 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
     from rich.rule import Rule
     from rich.text import Text
 
-    from agentctl import render
+    from agentctl import deep, render
+
+    if not full:  # cut before rendering: a 50 MB text would cost Rich ~10 times its size
+        for part in (cp.messages, cp.state, cp.tools_result):
+            deep.clip(part, hint="; --full shows it")
 
     def rule(title: str) -> Rule:
         return Rule(Text(title, style="bold"), align="left", style="dim")

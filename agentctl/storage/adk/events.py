@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentctl import deep
 from agentctl.storage.sqlconn import one_line
 
 APP, USER, TEMP = "app:", "user:", "temp:"
@@ -38,7 +39,7 @@ def decode_json(value: Any) -> tuple[Any, str | None]:
     if isinstance(value, (bytes, bytearray, memoryview)):
         value = bytes(value).decode("utf-8", "replace")
     try:
-        return json.loads(value), None
+        return deep.loads(value), None
     except (TypeError, ValueError) as exc:
         return None, str(exc)
 

@@ -30,12 +30,12 @@ No rich/textual imports here: the CLI and the TUI reach this through the contrac
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, AsyncIterator, Sequence
 
+from agentctl import deep
 from agentctl.backends.base import snippet_around
 from agentctl.errors import (
     CorruptRowError,
@@ -84,7 +84,7 @@ def decode_json(raw: Any) -> tuple[Any, str | None]:
     if not isinstance(raw, (str, bytes)):
         return raw, None
     try:
-        return json.loads(raw), None
+        return deep.loads(raw), None
     except ValueError as exc:
         return raw, f"not JSON ({exc})"
 

@@ -41,6 +41,8 @@ import json
 import struct
 from typing import Any
 
+from agentctl import deep
+
 
 __all__ = [
     "TYPE_KEY", "OPAQUE_KEY", "DELTA_SNAPSHOT", "decode_typed", "decode_msgpack",
@@ -134,7 +136,8 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
 def decode_msgpack(data: bytes) -> Any:
     ormsgpack = _ormsgpack()
     try:
-        return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        value = ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        return deep.cap(value) if len(data) > deep.MAX_DEPTH else value
     except ormsgpack.MsgpackDecodeError as exc:
         raise DecodeError(f"not valid msgpack: {exc}") from None
     except (TypeError, ValueError) as exc:  # e.g. a dict used as a map key
@@ -289,7 +292,7 @@ def _json_hook(obj: dict[str, Any]) -> Any:
 
 def decode_json(data: bytes | str) -> Any:
     try:
-        return json.loads(data, object_hook=_json_hook)
+        return deep.loads(data, object_hook=_json_hook)
     except ValueError as exc:
         raise DecodeError(f"not valid JSON: {exc}") from None
 

@@ -32,6 +32,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
+from agentctl import deep
 from agentctl.backends.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
@@ -126,7 +127,7 @@ def _meta_dict(text: Any) -> dict[str, Any]:
     if isinstance(text, dict):
         return text
     try:
-        value = json.loads(text)
+        value = deep.loads(text)
     except ValueError:
         return {"__invalid__": str(text)[:200]}
     return value if isinstance(value, dict) else {"__value__": value}
@@ -244,7 +245,7 @@ class LangGraphStore(Store):
             self._step = ("CASE WHEN jsonb_typeof(c.metadata->'step') = 'number' "
                           "THEN (c.metadata->>'step')::numeric::bigint END")
         else:
-            self._meta = "CAST(c.metadata AS TEXT)"
+            self._meta = "CAST(c.metadata AS BLOB)"  # bytes: a row not in UTF-8 must not fail a query
             # json_valid first: json_extract on one malformed row fails the whole query
             self._step = ("CASE WHEN json_valid(CAST(c.metadata AS TEXT)) THEN CAST(json_extract("
                           "CAST(c.metadata AS TEXT), '$.step') AS INTEGER) END")
@@ -777,7 +778,7 @@ class LangGraphStore(Store):
         cid = r["checkpoint_id"]
         try:
             if self._pg:
-                data = json.loads(r["payload"])
+                data = deep.loads(r["payload"])
                 values = dict(data.get("channel_values") or {})
                 for channel, type_, blob in blobs:
                     if type_ == "empty":
@@ -1166,7 +1167,32 @@ class LangGraphStore(Store):
                     "warning", "orphan-writes", address(r["thread_id"], r["checkpoint_ns"]),
                     f"{r['n']} pending writes of checkpoint {r['checkpoint_id']}, which is not "
                     "in the database"))
+        if not self._pg:  # Postgres keeps metadata as jsonb: always valid
+            problems.extend(await self._bad_metadata(limit))
         from agentctl.storage.textindex import search_index_problems
 
         problems.extend(await search_index_problems(self))
         return problems
+
+    async def _bad_metadata(self, limit: int) -> list[Problem]:
+        """SQLite rows whose metadata is not UTF-8 or not JSON SQLite can read (shown
+        decoded with replacement characters, or as `__invalid__`)."""
+        out: list[Problem] = []
+        rows = await self._q(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, CAST(metadata AS BLOB) AS meta, "
+            "json_valid(CAST(metadata AS TEXT)) AS ok FROM checkpoints WHERE metadata IS NOT NULL")
+        for r in rows:
+            raw = bytes(r["meta"])
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                why = f"is not UTF-8 (byte {exc.start}): shown with replacement characters"
+            else:
+                if r["ok"]:
+                    continue
+                why = "is not JSON SQLite can read (malformed or nested too deep)"
+            out.append(Problem("warning", "bad-metadata", address(r["thread_id"], r["checkpoint_ns"]),
+                               f"checkpoint {r['checkpoint_id']}'s metadata {why}"))
+            if len(out) >= limit:
+                break
+        return out

@@ -99,6 +99,10 @@ def searchable_text(msg: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+#: how much of a text a one-line summary looks at
+_HEAD = 8192
+
+
 def summary_of(item: Any, msg: dict[str, Any]) -> str:
     from agentctl.storage.sqlconn import one_line
 
@@ -109,10 +113,10 @@ def summary_of(item: Any, msg: dict[str, Any]) -> str:
         args_s = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         return one_line(f"{role}: {call.get('name')}({args_s})")
     if role == "tool":
-        return one_line(f"tool {msg.get('name') or msg.get('tool_call_id')}: {msg.get('content')}")
+        return one_line(f"tool {msg.get('name') or msg.get('tool_call_id')}: {str(msg.get('content'))[:_HEAD]}")
     content = msg.get("content")
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    return one_line(f"{role}: {text}")
+    return one_line(f"{role}: {text[:_HEAD]}")  # not a copy of a 50 MB text
 
 
 def tags_of(item: Any, msg: dict[str, Any]) -> list[str]:

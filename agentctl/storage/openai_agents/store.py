@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, AsyncIterator, Mapping, Sequence
 
+from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, check_search_places
@@ -39,7 +40,7 @@ def decode(data: Any) -> tuple[Any, str | None]:
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data).decode("utf-8", "replace")
     try:
-        return json.loads(data), None
+        return deep.loads(data), None
     except (TypeError, ValueError) as exc:
         return None, str(exc)
 
@@ -249,7 +250,7 @@ class OpenAIAgentsStore(ConnectedStore):
         prev: int | None = await self._first_parent(rows)
         names: dict[str, str] = {}
         for r in rows:
-            item = decode(r["message_data"])[0]
+            item = decode(r.pop("message_data"))[0]  # the text freed as soon as it is decoded
             msg = to_message(item, names)
             if r["step"] >= first_step:
                 out.append(self._meta(r, prev, item, msg, structure.get(int(r["id"]), [])))
@@ -277,8 +278,8 @@ class OpenAIAgentsStore(ConnectedStore):
         rid = row_id_of(cid)
         if rid is None:
             return None
-        rows = await self._q(f"SELECT id, session_id, message_data, created_at FROM {self._M} "
-                             "WHERE id = ?", rid)
+        rows = await self._q(f"SELECT id, session_id, created_at FROM {self._M} "
+                             "WHERE id = ?", rid)  # not message_data: it may be 50 MB
         if not rows:
             return None
         row = rows[0]
@@ -332,7 +333,7 @@ class OpenAIAgentsStore(ConnectedStore):
         tools: dict[str, Any] = {}
         prev: int | None = await self._first_parent(rows)
         for i, r in enumerate(rows):
-            item, err = decode(r["message_data"])
+            item, err = decode(r.pop("message_data"))  # the text freed as soon as it is decoded
             if err is not None:
                 msg: dict[str, Any] = {"role": "invalid", "content": f"(message_data is not JSON: {err})"}
             else:

@@ -1,0 +1,140 @@
+"""Values nested too deep to show: a placeholder in their place, decoded without recursion.
+
+A database row may hold JSON nested 100,000 deep or msgpack nested ~1,000 deep. Python's
+`json.loads` raises RecursionError on the first, and every recursive walk (rendering,
+diff, `json.dumps`, search) on the second. Everything agentctl decodes from a database
+goes through `loads` (JSON text) or `cap` (a decoded value): a list or dict deeper than
+`MAX_DEPTH` levels becomes the string `placeholder(n)`, "… nested N deep", N being how
+deep the value went; the rest of the value is kept. Neither recurses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "MAX_TEXT", "placeholder", "loads", "cap", "clip", "is_placeholder"]
+
+#: lists and dicts below this many levels are kept, deeper ones become a placeholder
+MAX_DEPTH = 64
+
+_PREFIX = "… nested "
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
+
+
+def placeholder(depth: int) -> str:
+    return f"{_PREFIX}{depth} deep"
+
+
+def is_placeholder(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(_PREFIX) and value.endswith(" deep")
+
+
+def loads(text: str | bytes, **kwargs: Any) -> Any:
+    """`json.loads(text, **kwargs)` whose lists and dicts deeper than MAX_DEPTH are a
+    placeholder. Raises ValueError for text that is not JSON, as json.loads does."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return json.loads(text, **kwargs)  # cannot be too deep
+    try:
+        value = json.loads(text, **kwargs)
+    except RecursionError:
+        return json.loads(_cut(text), **kwargs)
+    return cap(value)
+
+
+def _cut(text: str) -> str:
+    """The JSON text with each value opened at depth MAX_DEPTH replaced by a placeholder
+    string (one pass over its brackets and strings)."""
+    out: list[str] = []
+    depth = 0
+    start = -1  # where the value being cut starts
+    deepest = 0
+    last = 0
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok in "[{":
+            depth += 1
+            if start < 0 and depth > MAX_DEPTH:
+                start, deepest = m.start(), depth
+            deepest = max(deepest, depth)
+        elif tok in "]}":
+            if start >= 0 and depth == MAX_DEPTH + 1:
+                out.append(text[last:start])
+                out.append(json.dumps(placeholder(deepest)))
+                last = m.end()
+                start = -1
+            depth -= 1
+    if start >= 0:  # unclosed: let json.loads say what is wrong with the rest
+        out.append(text[last:start])
+        out.append(json.dumps(placeholder(deepest)))
+        return "".join(out)
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _depth(value: Any) -> int:
+    """How many levels of lists/dicts `value` has (iteratively)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, tuple, dict)):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def cap(value: Any, limit: int = MAX_DEPTH) -> Any:
+    """`value` with every list or dict at depth `limit` + 1 replaced by a placeholder
+    (lists and dicts changed in place; tuples become lists). Iterative."""
+    if not isinstance(value, (list, tuple, dict)):
+        return value
+    if isinstance(value, tuple):
+        value = list(value)
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, d = stack.pop()
+        keys = node.keys() if isinstance(node, dict) else range(len(node))
+        for k in list(keys):
+            child = node[k]
+            if not isinstance(child, (list, tuple, dict)):
+                continue
+            if d + 1 > limit:
+                node[k] = placeholder(d + _depth(child))
+                continue
+            if isinstance(child, tuple):
+                child = node[k] = list(child)
+            stack.append((child, d + 1))
+    return value
+
+
+#: strings longer than this are cut by `clip` (what `show` prints without --full)
+MAX_TEXT = 20_000
+
+
+def _cut_text(text: str, limit: int, hint: str) -> str:
+    return f"{text[:limit]}… [{len(text):,} characters in all, {len(text) - limit:,} not shown{hint}]"
+
+
+def clip(value: Any, limit: int = MAX_TEXT, hint: str = "") -> Any:
+    """`value` with every string longer than `limit` cut to its first `limit` characters
+    and a note of its size (lists and dicts changed in place). Iterative."""
+    if isinstance(value, str):
+        return _cut_text(value, limit, hint) if len(value) > limit else value
+    if not isinstance(value, (list, dict)):
+        return value
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        keys = node.keys() if isinstance(node, dict) else range(len(node))
+        for k in list(keys):
+            child = node[k]
+            if isinstance(child, str):
+                if len(child) > limit:
+                    node[k] = _cut_text(child, limit, hint)
+            elif isinstance(child, (list, dict)):
+                stack.append(child)
+    return value

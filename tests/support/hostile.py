@@ -1,0 +1,195 @@
+"""Hostile-rows databases, one per format, built at test time (small: well under 1 MB).
+
+Each is the contract database of its format (tests/support/contract_formats.py, written
+by the framework's own program) plus rows a buggy writer could leave, each in a thread of
+its own so the good threads can be checked to still work:
+
+- deep nesting: JSON nested 100,000 deep; LangGraph channel values nested 800 deep and
+  5,000 nested msgpack ext values; LangGraph metadata of 100,000 nested JSON arrays
+- non-UTF-8 bytes (LangGraph metadata `\\xff{not json ...`)
+- text that is not JSON where JSON is expected (the article's tool_calls_json)
+- terminal escapes in text
+
+`huge_value(fmt, path, size)` adds one value of `size` bytes (the 50 MB test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+
+from tests.support import contract_formats as cf
+
+DEEP = 100_000
+ESC = "\x1b[31mRED\x1b]8;;http://x.example\x07link\x1b]8;;\x07 \x07bell"
+NOT_UTF8 = b"\xff{not json \xfe\xfd"
+
+#: the hostile threads of each format (the good ones are the contract database's)
+HOSTILE = {
+    "langgraph": ["lg-deep", "lg-deep-ext", "lg-deep-meta", "lg-bad-utf8", "lg-esc"],
+    "article": ["s-deep", "s-notjson", "s-esc"],
+    "openai": ["oa-deep", "oa-notjson", "oa-esc"],
+    "adk": ["app/u9/deep", "app/u9/notjson", "app/u9/esc"],
+}
+GOOD = {"langgraph": "lg-main", "article": None, "openai": "oa-main", "adk": "app/u1/main"}
+
+
+def deep_json(depth: int = DEEP, leaf: str = '"x"') -> str:
+    return "[" * depth + leaf + "]" * depth
+
+
+def _deep_list_msgpack(depth: int) -> bytes:
+    import ormsgpack
+
+    return b"\x91" * depth + ormsgpack.packb("leaf")  # fixarray of one, `depth` times
+
+
+def _deep_ext_msgpack(depth: int) -> bytes:
+    import ormsgpack
+
+    inner = ormsgpack.packb(["builtins", "set", ["leaf"]])
+    for _ in range(depth):
+        inner = ormsgpack.packb(["m", "C", ormsgpack.Ext(0, inner)])
+    return ormsgpack.packb(ormsgpack.Ext(0, inner))
+
+
+def _splice(path: str, thread: str, marker: str, raw: bytes) -> None:
+    """Put msgpack bytes the saver refuses to write in place of the string `marker` in the
+    thread's checkpoint (msgpack is self-delimiting: the bytes swap cleanly)."""
+    import ormsgpack
+
+    con = sqlite3.connect(path)
+    with con:
+        (blob,) = con.execute("SELECT checkpoint FROM checkpoints WHERE thread_id = ?", (thread,)).fetchone()
+        packed = ormsgpack.packb(marker)
+        assert blob.count(packed) == 1
+        con.execute("UPDATE checkpoints SET checkpoint = ? WHERE thread_id = ?",
+                    (blob.replace(packed, raw), thread))
+    con.close()
+
+
+def _lg_put(path: str, thread: str, channel_values: dict) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn)
+        cp = empty_checkpoint()
+        cp["channel_values"] = channel_values
+        cp["channel_versions"] = {k: 1 for k in channel_values}
+        saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, cp,
+                  {"source": "input", "step": 0}, cp["channel_versions"])
+    finally:
+        conn.close()
+
+
+def _hostile_langgraph(path: str) -> None:
+    _lg_put(path, "lg-deep", {"deep": "MARK-DEEP-LIST", "ok": "fine"})
+    _splice(path, "lg-deep", "MARK-DEEP-LIST", _deep_list_msgpack(800))
+    _lg_put(path, "lg-deep-ext", {"deep": "MARK-DEEP-EXT", "ok": "fine"})
+    _splice(path, "lg-deep-ext", "MARK-DEEP-EXT", _deep_ext_msgpack(5_000))
+    _lg_put(path, "lg-deep-meta", {"ok": "fine"})
+    _lg_put(path, "lg-bad-utf8", {"ok": "fine"})
+    _lg_put(path, "lg-esc", {"note": ESC})
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE checkpoints SET metadata = ? WHERE thread_id = 'lg-deep-meta'",
+                    (deep_json().encode(),))
+        con.execute("UPDATE checkpoints SET metadata = ? WHERE thread_id = 'lg-bad-utf8'",
+                    (NOT_UTF8,))
+    con.close()
+
+
+def _hostile_article(path: str) -> None:
+    con = sqlite3.connect(path)
+    user = con.execute("SELECT id FROM users LIMIT 1").fetchone()[0]
+    with con:
+        for sid in HOSTILE["article"]:
+            con.execute("INSERT INTO sessions (id, user_id, title) VALUES (?, ?, ?)", (sid, user, sid))
+            con.execute("INSERT INTO messages (session_id, role, content) VALUES (?, 'user', 'hi')", (sid,))
+        con.execute("INSERT INTO messages (session_id, role, content, tool_calls_json) "
+                    "VALUES ('s-deep', 'assistant', 'deep', ?)", (deep_json(),))
+        con.execute("INSERT INTO messages (session_id, role, content, tool_calls_json) "
+                    "VALUES ('s-notjson', 'assistant', 'broken', ?)", ("{not json at all",))
+        con.execute("INSERT INTO messages (session_id, role, content, tool_calls_json) "
+                    "VALUES ('s-esc', 'assistant', ?, ?)", (ESC, json.dumps([{"id": ESC}])))
+    con.close()
+
+
+def _hostile_openai(path: str) -> None:
+    con = sqlite3.connect(path)
+    with con:
+        for sid in HOSTILE["openai"]:
+            con.execute("INSERT INTO agent_sessions (session_id) VALUES (?)", (sid,))
+            con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+                        (sid, json.dumps({"role": "user", "content": "hi"})))
+        con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-deep', ?)",
+                    ('{"role": "assistant", "content": ' + deep_json() + "}",))
+        con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-notjson', ?)",
+                    ("{not json",))
+        con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-esc', ?)",
+                    (json.dumps({"role": "assistant", "content": ESC}),))
+    con.close()
+
+
+def _hostile_adk(path: str) -> None:
+    con = sqlite3.connect(path)
+    con.row_factory = sqlite3.Row
+    sess = dict(con.execute("SELECT * FROM sessions WHERE id = 'main'").fetchone())
+    event = dict(con.execute("SELECT * FROM events WHERE session_id = 'main' LIMIT 1").fetchone())
+    with con:
+        for thread in HOSTILE["adk"]:
+            _, user, sid = thread.split("/")
+            con.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
+                        (sess["app_name"], user, sid, "{}", sess["create_time"], sess["update_time"]))
+            data = json.loads(event["event_data"])
+            if sid == "deep":
+                text = json.dumps(data).replace('"state_delta": {', '"state_delta": {"deep": ' + deep_json() + ", ", 1)
+                assert text.count(deep_json()) == 1
+            elif sid == "notjson":
+                text = "{not json"
+            else:
+                data["content"] = {"role": "user", "parts": [{"text": ESC}]}
+                text = json.dumps(data)
+            con.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (str(uuid.uuid4()), sess["app_name"], user, sid, event["invocation_id"],
+                         event["timestamp"], text))
+    con.close()
+
+
+_HOSTILE = {"langgraph": _hostile_langgraph, "article": _hostile_article, "openai": _hostile_openai,
+            "adk": _hostile_adk}
+
+
+def build(fmt: str, path: Path) -> str:
+    """A hostile-rows SQLite database of `fmt` at `path`."""
+    url = str(path)
+    asyncio.run(getattr(cf, f"build_{fmt}")("sqlite", url))
+    _HOSTILE[fmt](url)
+    return url
+
+
+def add_huge(fmt: str, url: str, thread: str, size: int) -> None:
+    """One value of `size` characters in a new thread `thread` (a LangGraph channel value,
+    an OpenAI item's content), written by the framework's own code."""
+    text = "x" * (size - 12) + "-END-OF-HUGE"
+    if fmt == "langgraph":
+        _lg_put(url, thread, {"big": text, "ok": "fine"})
+        return
+    if fmt == "openai":
+        from agents import SQLiteSession
+
+        async def add() -> None:
+            s = SQLiteSession(thread, url)
+            try:
+                await s.add_items([{"role": "user", "content": "hi"}, {"role": "assistant", "content": text}])
+            finally:
+                s.close()
+
+        asyncio.run(add())
+        return
+    raise ValueError(fmt)
