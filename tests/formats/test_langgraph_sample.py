@@ -70,3 +70,31 @@ async def test_search_takes_the_contracts_scan_and_says_it_scanned(tmp_path):
     for extra in ((), ("--scan",)):
         r = cli(str(path), "--no-color", "search", "R-77", *extra)
         assert r.exit_code == 0 and "support-refund" in r.stdout, r.stderr
+
+
+def test_a_step_shared_by_forks_is_ambiguous_unless_the_heads_line_decides(tmp_path):
+    """support-refund-replay was replayed twice from old checkpoints: three checkpoints
+    at step 3, two at step 4. `@3` names the head (a step-3 fork); `@4` is on no line of
+    the head's parents: exit 2 listing both candidates (id, step, source, parent), and a
+    rewind to it plans nothing; `~N` follows the head's parents, not the thread's order."""
+    import json
+    import shutil
+
+    from tests.support.sampledb import cli
+
+    db = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE, db)
+    t = "support-refund-replay"
+    head = json.loads(cli(str(db), "show", t, "--json").stdout)["metadata"]
+    r = cli(str(db), "show", f"{t}@3", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["metadata"] == head
+    for args in (("show", f"{t}@4"), ("rewind", f"{t}@4", "--dry-run")):
+        r = cli(str(db), *args)
+        assert r.exit_code == 2 and "ambiguous" in r.stderr and not r.stdout, (args, r.stderr)
+        assert "1f1d69be-aeef-65c0-8004-6fb2885f1272 (step 4, source loop, parent 1f1d69be-9717" in r.stderr
+        assert "1f1d69be-37b9-6c80-8004-b894a101eb88 (step 4, source loop, parent 1f1d69be-1fe2" in r.stderr
+    parent = json.loads(cli(str(db), "show", f"{t}~1", "--json").stdout)["metadata"]
+    assert parent["checkpoint_id"] == head["parent_checkpoint_id"] and parent["step"] == 1
+    assert json.loads(cli(str(db), "show", f"{t}@1", "--json").stdout)["metadata"] == parent
+    r = cli(str(db), "show", f"{t}~4")
+    assert r.exit_code == 3 and f"{t}~3" in r.stderr
