@@ -98,3 +98,28 @@ def test_a_step_shared_by_forks_is_ambiguous_unless_the_heads_line_decides(tmp_p
     assert json.loads(cli(str(db), "show", f"{t}@1", "--json").stdout)["metadata"] == parent
     r = cli(str(db), "show", f"{t}~4")
     assert r.exit_code == 3 and f"{t}~3" in r.stderr
+
+
+def test_tree_shows_the_forks_inside_a_langgraph_thread():
+    """`tree support-refund-replay` (replayed twice from old checkpoints) nests each fork
+    under the checkpoint it forks from, labelled branch-point; the head's line stays at
+    the top level (it was one flat list)."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    r = cli(str(SAMPLE), "--no-color", "tree", "support-refund-replay")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == "└── thread support-refund-replay"
+    at = {line.strip("│├└─ ").split(" ")[0]: line for line in lines[2:]}
+    assert at["1f1d69bd-f033-63c0-8001-fda5fa3080ed"].startswith("    ├── ")  # on the head's line
+    assert "branch-point" in at["1f1d69bd-f033-63c0-8001-fda5fa3080ed"]
+    assert at["1f1d69bf-2624-6f00-8002-05e7e305e96b"].startswith("    └── ")  # the head, last
+    assert at["1f1d69be-080a-6c00-8002-5bfd74c0f638"].startswith("    │       ├── ")  # in a fork
+    assert "branch-point" in at["1f1d69be-080a-6c00-8002-5bfd74c0f638"]
+    assert at["1f1d69be-9717-6d80-8003-e28e4b3b2156"].startswith("    │       │       ├── ")  # nested
+    assert sum("fork (6 checkpoints" in line for line in lines) == 2
+    tree = json.loads(cli(str(SAMPLE), "tree", "support-refund-replay", "--json").stdout)
+    points = {n["id"] for n in tree["nodes"] if "branch-point" in n["labels"]}
+    assert points == {"1f1d69bd-f033-63c0-8001-fda5fa3080ed", "1f1d69be-080a-6c00-8002-5bfd74c0f638"}
