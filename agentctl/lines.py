@@ -316,11 +316,55 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
             return
         seen.add(thread)
         branch = parent.add([("thread ", DIM), seg(thread, "bold")])
-        for i in by_thread.get(thread, []):
+        rows = by_thread.get(thread, [])
+        # Forks inside the thread: the head's line of parents (and rows whose parent is
+        # outside the thread) are listed in order; any other row hangs, with the line
+        # that continues it, under the checkpoint it forks from.
+        at = {nodes[i]["id"]: i for i in rows}
+        kids: dict[str, list[int]] = {}
+        for i in rows:
+            pid = nodes[i].get("parent_id")
+            if pid in at and pid != nodes[i]["id"]:
+                kids.setdefault(pid, []).append(i)
+        top: set[int] = {i for i in rows if nodes[i].get("parent_id") not in at}
+        cur = rows[-1] if rows else None
+        while cur is not None and cur not in top:
+            top.add(cur)
+            pid = nodes[cur].get("parent_id")
+            cur = at.get(pid) if pid is not None else None
+        done: set[int] = set()
+
+        def add_row(under: Node, i: int) -> None:
+            done.add(i)
             n = nodes[i]
-            leaf = branch.add(node_label(i, n))
+            leaf = under.add(node_label(i, n))
             for child in branch_children.get(n["id"], []):
                 add_thread(leaf, child)
+            for k in kids.get(n["id"], []):
+                if k not in top and k not in done:
+                    add_fork(leaf, k)
+
+        def add_fork(under: Node, start: int) -> None:
+            chain = [start]
+            while True:  # the fork's line: each row's first child not yet placed
+                nxt = [k for k in kids.get(nodes[chain[-1]]["id"], []) if k not in top and k not in done
+                       and k not in chain]
+                if not nxt:
+                    break
+                chain.append(nxt[0])
+            fork = under.add([("fork ", DIM), (f"({len(chain)} checkpoint{'s' * (len(chain) != 1)}"
+                                                f", not on the head's line)", DIM)])
+            done.update(chain)
+            for i in chain:
+                done.discard(i)
+                add_row(fork, i)
+
+        for i in rows:
+            if i in top and i not in done:
+                add_row(branch, i)
+        for i in rows:  # rows no parent link reaches (a cycle of parents)
+            if i not in done:
+                add_row(branch, i)
 
     # "threads" lists ids or {thread_id, parent_thread, ...} records
     listed = [t if isinstance(t, str) else t.get("thread_id") for t in (tree.get("threads") or [])]

@@ -4,9 +4,14 @@ A checkpoint reference is, in the order tried:
 
 1. a full checkpoint id;
 2. a thread id: the thread's head;
-3. `THREAD~N`: N checkpoints before the thread's head (`THREAD~` is `THREAD~1`);
-4. `THREAD@STEP`: the checkpoint of the thread at that step (the last one when the
-   writer repeated the step);
+3. `THREAD~N`: the head's N-th ancestor, following the head's own line of parents
+   inside the thread (`THREAD~` is `THREAD~1`); a fork replayed inside the thread is not
+   on the head's line, so `~N` never lands on an abandoned checkpoint (a row that records
+   no parent is followed by the row before it in thread order);
+4. `THREAD@STEP`: the checkpoint of the thread at that step. When forks inside the thread
+   share the step, the one on the head's line of parents (the head itself included); when
+   none or several are, the reference is ambiguous (AmbiguousReference listing each
+   candidate's id, step, source and parent: exit 2);
 5. a unique prefix of a checkpoint id (an ambiguous prefix lists the candidates).
 
 Nothing matching raises CheckpointNotFound / ThreadNotFound naming the closest ids.
@@ -132,21 +137,21 @@ async def resolve(backend: Store, ref: str) -> CheckpointMetadata:
     m = _TILDE.match(ref)
     if m and await _thread_exists(backend, m["thread"]):
         thread, back = m["thread"], int(m["n"] or 1)
-        page = (await backend.read_thread(thread, limit=1, offset=back, descending=True)
-                if back < 2**62 else [])
-        if page:
-            return page[0]
-        total = await backend.count(thread)
-        raise CheckpointNotFound(ref, [f"{thread}~{total - 1} (the oldest of its {total})"])
+        line = await _head_line(backend, thread, back)
+        if len(line) > back:
+            return line[back]
+        raise CheckpointNotFound(ref, [f"{thread}~{len(line) - 1} (the oldest of the head's "
+                                       f"line of {len(line)})"] if line else [])
 
     m = _AT.match(ref)
     if m:
         thread, step = m["thread"], int(m["step"])
         if not await _thread_exists(backend, thread):
             raise ThreadNotFound(thread, await closest_threads(backend, thread))
-        found = await backend.at_step(thread, step) if _storable_step(backend, step) else None
-        if found is not None:
-            return found
+        if _storable_step(backend, step):
+            found = await _at_step(backend, ref, thread, step)
+            if found is not None:
+                return found
         raise CheckpointNotFound(ref, await _nearest_steps(backend, thread, step))
 
     candidates = await backend.find_checkpoint_ids(ref, limit=MAX_CANDIDATES + 1)
@@ -162,6 +167,63 @@ async def resolve(backend: Store, ref: str) -> CheckpointMetadata:
     near = await _near_ids(backend.find_checkpoint_ids, ref)
     near += [t for t in await _near_ids(backend.find_thread_ids, ref) if t not in near]
     raise CheckpointNotFound(ref, _closest(ref, near, n=4))
+
+
+async def _head_line(backend: Store, thread: str, back: int | None = None) -> list[CheckpointMetadata]:
+    """The thread's head and its ancestors inside the thread, newest first: the first
+    `back` + 1 of them (None: all). A row that records no parent (a writer that keeps
+    none) is followed by the row before it in thread order. The newest rows of a thread
+    without forks are that line, so one page of `back` + 1 rows answers; a line that
+    leaves the page (a fork inside the thread) reads the whole thread once."""
+    if back is not None and back >= 2**62:
+        back = None
+    want = None if back is None else back + 1
+    rows = await backend.read_thread(thread, limit=want or 2**62, offset=0, descending=True)
+    whole = want is None or len(rows) < want
+    while True:
+        at = {r.checkpoint_id: i for i, r in enumerate(rows)}
+        line = rows[:1]
+        seen = {r.checkpoint_id for r in line}
+        left_page = False
+        while line and (want is None or len(line) < want):
+            parent = line[-1].parent_checkpoint_id
+            i = at[line[-1].checkpoint_id] + 1 if not parent else at.get(parent)
+            if i is None or i >= len(rows):
+                left_page = not whole
+                break
+            nxt = rows[i]
+            if nxt.checkpoint_id in seen:
+                break
+            line.append(nxt)
+            seen.add(nxt.checkpoint_id)
+        if not left_page:
+            return line
+        rows = await backend.read_thread(thread, limit=2**62, offset=0, descending=True)
+        whole = True
+
+
+def _describe(meta: CheckpointMetadata) -> str:
+    source = ",".join(meta.tags) or "-"
+    return (f"{meta.checkpoint_id} (step {meta.step}, source {source}, "
+            f"parent {meta.parent_checkpoint_id or '-'})")
+
+
+async def _at_step(backend: Store, ref: str, thread: str, step: int) -> CheckpointMetadata | None:
+    """The checkpoint `THREAD@STEP` names: the thread's only one at the step, else the
+    one on the head's line of parents; AmbiguousReference when that does not decide."""
+    found = await backend.all_at_step(thread, step, MAX_CANDIDATES + 1)
+    if len(found) <= 1:
+        return found[0] if found else None
+    head = await _head(backend, thread)
+    if head is not None and head.step == step and head.checkpoint_id in {m.checkpoint_id for m in found}:
+        return head
+    on_line = [m for m in await _head_line(backend, thread) if m.step == step]
+    if len(on_line) == 1:
+        return on_line[0]
+    shown = [_describe(m) for m in found[:MAX_CANDIDATES]]
+    if len(found) > MAX_CANDIDATES:
+        shown.append("…")
+    raise AmbiguousReference(ref, shown)
 
 
 async def _nearest_steps(backend: Store, thread: str, step: int) -> list[str]:

@@ -45,7 +45,9 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
     {thread_id, total_checkpoints, threads: [{thread_id, parent_thread, branch_point,
     checkpoints, head, archive}], nodes: [{id, thread_id, step, tags, summary,
     created_at, parent_id, labels}], edges: [{from, to, kind}]}. labels: "head",
-    "root", "branch-point", "merge", "abandoned" (tip of a rewind's archive thread),
+    "root", "branch-point" (a checkpoint another thread branches from, or with two or
+    more children in its own thread: a fork inside the thread), "merge", "abandoned"
+    (tip of a rewind's archive thread),
     "orphan" (its parent names no row). Edge kinds: "parent" (same thread), "branch"
     (into another thread), "merge" (a merged branch head into its merge checkpoint).
     `limit` keeps the newest `limit` checkpoints of each thread (None: all)."""
@@ -73,6 +75,14 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
     cross_parents = {m.parent_checkpoint_id for m in metas
                      if m.parent_checkpoint_id in by_id
                      and by_id[m.parent_checkpoint_id].thread_id != m.thread_id}
+    # a fork inside a thread (a LangGraph thread replayed from an old checkpoint, or
+    # rewound): a checkpoint with two or more children in its own thread
+    in_thread_children: dict[str, int] = {}
+    for m in metas:
+        parent = m.parent_checkpoint_id
+        if parent in by_id and by_id[parent].thread_id == m.thread_id:
+            in_thread_children[parent] = in_thread_children.get(parent, 0) + 1
+    cross_parents |= {cid for cid, n in in_thread_children.items() if n > 1}
     nodes = []
     edges = []
     for m in metas:

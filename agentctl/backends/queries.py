@@ -75,10 +75,14 @@ class SharedQueries(RowReads):
         return int(await self._fetchval("SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints"))
 
     async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        found = await self.all_at_step(thread_id, step, 1)
+        return found[0] if found else None
+
+    async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list[CheckpointMetadata]:
         rows = await self._fetch(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE thread_id = ? AND step = ? "
-            f"ORDER BY {THREAD_ORDER_DESC} LIMIT 1", thread_id, step)
-        return row_to_metadata(rows[0]) if rows else None
+            f"ORDER BY {THREAD_ORDER_DESC} LIMIT ?", thread_id, step, int(limit))
+        return [row_to_metadata(r) for r in rows]
 
     async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         rows = await self._fetch(

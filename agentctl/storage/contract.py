@@ -283,6 +283,13 @@ class Store(ABC):
     async def at_step(self, thread_id: str, step: int) -> "CheckpointMetadata | None":
         """The checkpoint of a thread at a step (the last one if the step repeats)."""
 
+    async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list["CheckpointMetadata"]:
+        """Every checkpoint of a thread at a step (forks inside a thread repeat steps),
+        newest first, at most `limit`. A format whose steps never repeat in a thread
+        answers with `at_step`'s."""
+        found = await self.at_step(thread_id, step)
+        return [found] if found is not None else []
+
     @abstractmethod
     async def children(self, checkpoint_id: str) -> list["CheckpointMetadata"]:
         """Checkpoints whose parent is this one, in any thread."""

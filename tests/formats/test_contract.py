@@ -301,6 +301,10 @@ async def _rewind(case: FormatCase, b: Built) -> None:
             head = await store.get_latest(b.main)
             assert (head.metadata.checkpoint_id == target.checkpoint_id) != (hard in case.rewind_appends)
             assert content(case, head) == want
+            if head.metadata.checkpoint_id != target.checkpoint_id:
+                # the appended head's step may repeat an abandoned checkpoint's (a LangGraph
+                # fork has step REF+1, as the checkpoint after REF has): @STEP names the head
+                assert await resolve(store, f"{b.main}@{head.metadata.step}") == head.metadata
             await check_store(store, **_written(case))
             await h.undo()
         assert await data_rows(case, b.url) == before, f"hard={hard}"

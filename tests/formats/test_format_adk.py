@@ -21,6 +21,7 @@ from tests.support.format_contract import check_session_store as check_store  # 
 from tests.support.rig import REPO  # noqa: E402
 
 from agentctl.errors import OperationError, UsageError  # noqa: E402
+from agentctl.refs import resolve  # noqa: E402
 from agentctl.storage import detect, formats, open_store  # noqa: E402
 from agentctl.tree import checkpoint_tree  # noqa: E402
 
@@ -448,3 +449,40 @@ async def test_hard_rewind_and_branch_then_undo(adk_db):
     async with open_store(url) as store:
         assert (await store.thread_summary(branch)).checkpoints == 5
         assert (await store.get_latest(branch)).state["counter"] == 2
+
+
+async def test_app_and_user_keys_other_sessions_set_show_as_get_session_did(adk_db):
+    """`app:` keys are shared by the app's sessions and `user:` keys by the user's: the
+    state at each step of a session has the values ADK's `get_session` returned then,
+    including those another session's events set (before: the current app_states /
+    user_states row, so a later change by another session showed at every earlier step;
+    and a key this session sets later was missing even where another session had set
+    it). Another user's `user:` keys never show."""
+    url, svc = adk_db
+
+    def ev(text: str, delta: dict | None = None) -> Event:
+        return Event(author="user", invocation_id="inv", content=_text("user", text),
+                     actions=EventActions(state_delta=delta or {}))
+
+    a = await svc.create_session(app_name="app", user_id="u1", session_id="A")
+    c = await svc.create_session(app_name="app", user_id="u2", session_id="C")
+    b = await svc.create_session(app_name="app", user_id="u1", session_id="B", state={"k": 1})
+    seen = []
+
+    async def step_b(event: Event) -> None:
+        await svc.append_event(b, event)
+        seen.append((await svc.get_session(app_name="app", user_id="u1", session_id="B")).state)
+
+    await svc.append_event(a, ev("a0", {"user:tier": "gold", "app:theme": "dark"}))
+    await step_b(ev("b0"))
+    await step_b(ev("b1"))
+    await svc.append_event(c, ev("c0", {"user:tier": "other", "app:theme": "blue"}))
+    await step_b(ev("b2"))
+    await svc.append_event(a, ev("a1", {"user:tier": "vip"}))
+    await step_b(ev("b3", {"app:theme": "light"}))
+    assert seen[0] == {"k": 1, "user:tier": "gold", "app:theme": "dark"}
+    async with open_store(url) as store:
+        for n, want in enumerate(seen, 1):
+            cp = await store.get((await resolve(store, f"app/u1/B@{n}")).checkpoint_id)
+            assert cp.state == want, f"step {n}"
+        assert [cp.state async for cp in store.iter_checkpoints(["app/u1/B"])] == seen

@@ -127,3 +127,56 @@ def test_a_huge_head_is_not_decoded_for_its_thread_row(tmp_path):
 async def _summary_of(url: str, thread: str) -> str:
     async with open_store(url) as store:
         return (await store.thread_summary(thread)).head_summary
+
+
+def test_a_step_shared_by_forks_is_ambiguous_unless_the_heads_line_decides(tmp_path):
+    """support-refund-replay was replayed twice from old checkpoints: three checkpoints
+    at step 3, two at step 4. `@3` names the head (a step-3 fork); `@4` is on no line of
+    the head's parents: exit 2 listing both candidates (id, step, source, parent), and a
+    rewind to it plans nothing; `~N` follows the head's parents, not the thread's order."""
+    import json
+    import shutil
+
+    from tests.support.sampledb import cli
+
+    db = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE, db)
+    t = "support-refund-replay"
+    head = json.loads(cli(str(db), "show", t, "--json").stdout)["metadata"]
+    r = cli(str(db), "show", f"{t}@3", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["metadata"] == head
+    for args in (("show", f"{t}@4"), ("rewind", f"{t}@4", "--dry-run")):
+        r = cli(str(db), *args)
+        assert r.exit_code == 2 and "ambiguous" in r.stderr and not r.stdout, (args, r.stderr)
+        assert "1f1d69be-aeef-65c0-8004-6fb2885f1272 (step 4, source loop, parent 1f1d69be-9717" in r.stderr
+        assert "1f1d69be-37b9-6c80-8004-b894a101eb88 (step 4, source loop, parent 1f1d69be-1fe2" in r.stderr
+    parent = json.loads(cli(str(db), "show", f"{t}~1", "--json").stdout)["metadata"]
+    assert parent["checkpoint_id"] == head["parent_checkpoint_id"] and parent["step"] == 1
+    assert json.loads(cli(str(db), "show", f"{t}@1", "--json").stdout)["metadata"] == parent
+    r = cli(str(db), "show", f"{t}~4")
+    assert r.exit_code == 3 and f"{t}~3" in r.stderr
+
+
+def test_tree_shows_the_forks_inside_a_langgraph_thread():
+    """`tree support-refund-replay` (replayed twice from old checkpoints) nests each fork
+    under the checkpoint it forks from, labelled branch-point; the head's line stays at
+    the top level (it was one flat list)."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    r = cli(str(SAMPLE), "--no-color", "tree", "support-refund-replay")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == "└── thread support-refund-replay"
+    at = {line.strip("│├└─ ").split(" ")[0]: line for line in lines[2:]}
+    assert at["1f1d69bd-f033-63c0-8001-fda5fa3080ed"].startswith("    ├── ")  # on the head's line
+    assert "branch-point" in at["1f1d69bd-f033-63c0-8001-fda5fa3080ed"]
+    assert at["1f1d69bf-2624-6f00-8002-05e7e305e96b"].startswith("    └── ")  # the head, last
+    assert at["1f1d69be-080a-6c00-8002-5bfd74c0f638"].startswith("    │       ├── ")  # in a fork
+    assert "branch-point" in at["1f1d69be-080a-6c00-8002-5bfd74c0f638"]
+    assert at["1f1d69be-9717-6d80-8003-e28e4b3b2156"].startswith("    │       │       ├── ")  # nested
+    assert sum("fork (6 checkpoints" in line for line in lines) == 2
+    tree = json.loads(cli(str(SAMPLE), "tree", "support-refund-replay", "--json").stdout)
+    points = {n["id"] for n in tree["nodes"] if "branch-point" in n["labels"]}
+    assert points == {"1f1d69bd-f033-63c0-8001-fda5fa3080ed", "1f1d69be-080a-6c00-8002-5bfd74c0f638"}

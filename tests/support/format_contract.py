@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from functools import partial
 
+import pytest
+
+from agentctl.errors import AmbiguousReference
+from agentctl.refs import resolve
 from agentctl.tree import checkpoint_tree
 
 
@@ -91,6 +95,7 @@ async def check_store(store, *, first_step: int | None = None, message_per_step:
                 assert sorted(in_thread) == sorted(x.checkpoint_id for x in metas
                                                    if x.parent_checkpoint_id == m.checkpoint_id)
         assert (await store.get_latest(tid)).metadata == metas[-1]
+        await check_step_refs(store, tid, metas)
         assert await store.at_step(tid, max(steps) + 1) is None and await store.at_step(tid, min(steps) - 1) is None
         streamed = [cp async for cp in store.iter_checkpoints([tid])]
         assert [cp.metadata for cp in streamed] == metas
@@ -107,6 +112,33 @@ async def check_store(store, *, first_step: int | None = None, message_per_step:
     assert await store.thread_summary("no/such/thread") is None
     assert await store.read_thread("no/such/thread") == []
     assert await store.find_thread_ids("zzz-no-such") == []
+
+
+async def check_step_refs(store, tid: str, metas=None, max_steps: int = 200) -> None:
+    """`THREAD@STEP` and `THREAD~N` resolve as the README's rule says: a step held by one
+    checkpoint of the thread names it; a repeated step (forks inside the thread, as after
+    a rewind that appends) names the one on the head's line of parents (the head
+    included), and is ambiguous when none or several are; `~N` is the head's N-th
+    ancestor inside the thread."""
+    metas = metas if metas is not None else await store.read_thread(tid, 100_000)
+    by_id = {m.checkpoint_id: m for m in metas}
+    line: list = []
+    cur = metas[-1]
+    while cur is not None and cur not in line:
+        line.append(cur)
+        cur = by_id.get(cur.parent_checkpoint_id) if cur.parent_checkpoint_id else None
+    for n, m in enumerate(line[:max_steps]):
+        assert await resolve(store, f"{tid}~{n}") == m
+    for step in sorted({m.step for m in metas})[:max_steps]:
+        candidates = [m for m in metas if m.step == step]
+        on_line = [m for m in line if m.step == step]
+        want = candidates[0] if len(candidates) == 1 else on_line[0] if len(on_line) == 1 else None
+        if want is not None:
+            assert await resolve(store, f"{tid}@{step}") == want, (tid, step)
+        else:
+            with pytest.raises(AmbiguousReference) as err:
+                await resolve(store, f"{tid}@{step}")
+            assert all(m.checkpoint_id in str(err.value) for m in candidates[:10])
 
 
 #: the session stores' promises: steps 1..N, the N-th item's checkpoint shows N messages

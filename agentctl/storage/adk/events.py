@@ -13,9 +13,11 @@ State (what ADK's `get_session` reports, rebuilt for step N):
   delta. A key no event's delta sets kept its initial value, which the row still
   holds; a key some delta sets starts unknown (the database keeps no copy of the
   initial state; adk-python#4933) and is absent until the first delta that sets it;
-- `app:` / `user:` keys: the same, from `app_states` / `user_states` (their current
-  rows, so a key another session changed shows its current value until this session's
-  first delta of it);
+- `app:` / `user:` keys: the same, from `app_states` / `user_states`, folded with the
+  deltas of every session that shares them (the app's sessions for `app:`, the user's
+  for `user:`) in time order: a key some delta sets is absent until the first such
+  delta before the step, then has the latest one's value (the value another session's
+  create_session gave it is not stored);
 - `temp:` keys are never stored. A delta's `None` value stays as a `None` value, as
   `append_event` stores it.
 """
@@ -23,7 +25,7 @@ State (what ADK's `get_session` reports, rebuilt for step N):
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from agentctl import deep
 from agentctl.storage.sqlconn import one_line
@@ -71,10 +73,15 @@ class StateFold:
     merges it (session keys, then `app:` and `user:` keys)."""
 
     def __init__(self, session_state: dict[str, Any], app_state: dict[str, Any],
-                 user_state: dict[str, Any], events: list[dict[str, Any]]):
+                 user_state: dict[str, Any], events: list[dict[str, Any]],
+                 shared: Sequence[dict[str, Any]] = ()):
+        """`shared`: the `app:`/`user:` parts of other sessions' deltas (see `apply_shared`)."""
         touched: tuple[set[str], set[str], set[str]] = (set(), set(), set())
         for ev in events:
             for part, keys in zip(split_delta(state_delta(ev)), touched):
+                keys.update(part)
+        for delta in shared:
+            for part, keys in list(zip(split_delta(delta), touched))[1:]:
                 keys.update(part)
         self.unknown_initial = (
             sorted(k for k in session_state if k in touched[0])
@@ -87,6 +94,12 @@ class StateFold:
     def apply(self, event: dict[str, Any]) -> None:
         s, a, u = split_delta(state_delta(event))
         self.session.update(s)
+        self.app.update(a)
+        self.user.update(u)
+
+    def apply_shared(self, delta: dict[str, Any]) -> None:
+        """Another session's delta of the `app:` and `user:` keys this one shares."""
+        _s, a, u = split_delta(delta)
         self.app.update(a)
         self.user.update(u)
 

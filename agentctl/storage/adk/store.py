@@ -11,9 +11,12 @@ from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSumm
 from agentctl.storage.adk import FORMAT, layout
 from agentctl.storage.contract import SEARCH_PLACES, check_search_places
 from agentctl.storage.adk.events import (
+    APP,
+    USER,
     StateFold,
     decode_json,
     searchable_text,
+    state_delta,
     summary_of,
     tags_of,
     to_message,
@@ -225,14 +228,36 @@ class ADKStore(ConnectedStore):
             user = obj(rows[0]["state"]) if rows else {}
         return session, app, user
 
+    async def _shared_deltas(self, key: tuple[str, str, str]) -> list[tuple[Any, dict[str, Any]]]:
+        """(timestamp, delta) of the other sessions' events that set `app:` keys of this
+        session's app or `user:` keys of its user, in ADK's order; each delta keeps only
+        those keys."""
+        rows = await self._q(
+            "SELECT user_id, timestamp, event_data FROM events WHERE app_name = ? "
+            "AND NOT (user_id = ? AND session_id = ?) "
+            "AND (CAST(event_data AS TEXT) LIKE '%app:%' OR CAST(event_data AS TEXT) LIKE '%user:%') "
+            "ORDER BY timestamp, id", *key)
+        out = []
+        for r in rows:
+            data, err = decode_json(r["event_data"])
+            if err is not None or not isinstance(data, dict):
+                continue
+            delta = {k: v for k, v in state_delta(data).items()
+                     if k.startswith(APP) or (k.startswith(USER) and r["user_id"] == key[1])}
+            if delta:
+                out.append((r["timestamp"], delta))
+        return out
+
     async def _build(self, key: tuple[str, str, str], rows: list[dict[str, Any]],
                      upto: int | None = None) -> AsyncIterator[Checkpoint | CorruptRowError]:
         """Checkpoints of a session's events (rows: all of them, from step 1); only the one
         at step `upto` when given."""
         events = [self._event(r) for r in rows]
         session, app, user = await self._states(key)
-        fold = StateFold(session, app, user, [e for e, _ in events if e is not None]) \
-            if self.layout == "v1" else None
+        shared = await self._shared_deltas(key) if self.layout == "v1" else []
+        fold = StateFold(session, app, user, [e for e, _ in events if e is not None],
+                         [d for _, d in shared]) if self.layout == "v1" else None
+        next_shared = 0
         rewound = await self._rewound(key)
         messages: list[dict[str, Any]] = []
         tools: dict[str, Any] = {}
@@ -241,8 +266,12 @@ class ADKStore(ConnectedStore):
             msg = to_message(ev) if err is None else {"role": "invalid", "content": f"(event_data: {err})"}
             messages.append(msg)
             tools_of(ev, tools)
-            if fold is not None and ev is not None:
-                fold.apply(ev)
+            if fold is not None:
+                while next_shared < len(shared) and shared[next_shared][0] <= r["timestamp"]:
+                    fold.apply_shared(shared[next_shared][1])
+                    next_shared += 1
+                if ev is not None:
+                    fold.apply(ev)
             if upto is not None and r["step"] != upto:
                 prev = r["id"]
                 continue

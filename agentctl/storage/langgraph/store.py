@@ -581,12 +581,16 @@ class LangGraphStore(Store):
         return self._metadata(row) if row else None
 
     async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
+        found = await self.all_at_step(thread_id, step, 1)
+        return found[0] if found else None
+
+    async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list[CheckpointMetadata]:
         tid, ns = await self._split(thread_id)
         rows = await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
-            f"AND {self._step} = ? ORDER BY c.checkpoint_id{self._C} DESC LIMIT 1",
-            tid, ns, int(step))
-        return self._metadata(rows[0]) if rows else None
+            f"AND {self._step} = ? ORDER BY c.checkpoint_id{self._C} DESC LIMIT ?",
+            tid, ns, int(step), int(limit))
+        return [self._metadata(r) for r in rows]
 
     async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         row = await self._locate(checkpoint_id)
