@@ -213,6 +213,30 @@ def test_read_only_database_file(db):
     assert fingerprint(db) == before
 
 
+def test_deletions_are_counted_then_leave_the_index(db):
+    """Only deletions (200 of 400 rows): before catch-up, status counts them as changed
+    rows; after it, `rows` is the 200 left, the deleted rows' documents are counted dead
+    and no deleted row is indexed (or a candidate) any more."""
+    assert cli(db, "index", "build").exit_code == 0
+    side = sqlite3.connect(db + ".agentctl-search")
+    deleted_docs = side.execute("SELECT sum(docs) FROM rows WHERE id % 2 = 0").fetchone()[0]
+    side.close()
+    assert deleted_docs > 100
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM checkpoints WHERE id % 2 = 0")
+    con.commit()
+    con.close()
+    st = cli_json(db, "index", "status")
+    assert (st["state"], st["new_rows"], st["changed_rows"], st["rows"]) == ("behind", 0, 200, 400)
+    assert hits(db, "paris", "-n", "1000") == hits(db, "paris", "-n", "1000", "--scan")  # catches up
+    st = cli_json(db, "index", "status")
+    assert (st["state"], st["rows"], st["dead_documents"]) == ("current", 200, deleted_docs)
+    side = sqlite3.connect(db + ".agentctl-search")
+    assert side.execute("SELECT count(*) FROM rows WHERE id % 2 = 0").fetchone()[0] == 0
+    side.close()
+    assert_same_as_scan(db)
+
+
 def test_doctor_reports_an_index_behind(db):
     assert cli(db, "index", "build").exit_code == 0
     d = cli_json(db, "doctor")
