@@ -9,6 +9,7 @@ import json
 import contextlib
 import os
 import random
+import re
 import sqlite3
 import stat
 import subprocess
@@ -311,3 +312,73 @@ def test_build_in_chunks(db, monkeypatch):
     assert cli_json(db, "index", "status")["rows"] == 400
     assert route(db, "paris") == "index"
     assert_same_as_scan(db)
+
+
+# ---- the SQL prefilter of the search without an index -----------------------------------
+
+# (text, places, role, thread): ASCII, non-ASCII, case variants, what JSON escapes
+# (quotes, backslashes, control characters, \u escapes of either hex case), LIKE's
+# wildcards and the escape character.
+PREFILTER_CORPUS = [
+    ("paris", None, None, None), ("PARIS", None, None, None), ("PaRiS", ("messages", "tools"), None, None),
+    ("café", None, None, None), ("CAFÉ", ("messages",), None, None), ("Café", ("tools",), None, None),
+    ("straße", None, None, None), ("STRASSE", None, None, None), ("你好", None, None, None),
+    ("好世界", ("messages", "tools"), None, None), ("ünïc", None, None, None), ("ÜNÏCÖDÉ", None, None, None),
+    ('quote"d', None, None, None), ("back\\slash", None, None, None), ("tab\there", None, None, None),
+    ("line\nbreak", None, None, None), ("σίσυφος", None, None, None), ("ΣΊΣ", None, None, None),
+    ("🙂 ok", None, None, None), ("istanbul", None, None, None), ("İstanbul", None, None, None),
+    ("100%_done!", None, None, None), ("%_d", None, None, None), ("one!", ("messages", "tools"), None, None),
+    ("ée", None, None, None), ('"city": "pa', ("state",), None, None), ("refund", ("messages",), "tool", None),
+    ("weather", None, None, "t3"), ("order-123", ("messages", "tools"), None, None), ("nowhere-at-all", None, None, None),
+]
+
+
+def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path):
+    """The search without an index (its temporary FTS5, and --scan) narrows rows in SQL
+    first (LIKE on the raw JSON): on 30 queries its hits are exactly the match rule's
+    applied to every row with no prefilter, among them rows whose writer \\u-escapes
+    with upper-case hex digits."""
+    import asyncio
+
+    from agentctl.backends import open_backend
+    from agentctl.backends.base import META_COLUMNS
+    from agentctl.backends.queries import match_rows
+
+    path = str(tmp_path / "p.db")
+    make_db(path, n=300, seed=3)
+    con = sqlite3.connect(path)
+    extra = ["100%_done! and one!", "CAFÉ ée", "Ünïcödé", "İstanbul", "tab\there"]
+    for i, text in enumerate(extra * 4):
+        msgs = json.dumps([{"role": "user", "content": text}], ensure_ascii=i % 2 == 0)
+        if i % 4 == 0:  # a writer whose \u escapes use upper-case hex digits
+            msgs = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), msgs)
+        tools = json.dumps({f"c{i}": {"result": text}}, ensure_ascii=i % 3 == 0)
+        con.execute(INSERT, (f"x{i % 3}", f"ckpt-x-{i}", None, i, f"2026-04-01T00:00:{i:02d}+00:00", "[]", "",
+                             msgs, "{}", tools, ""))
+    con.commit()
+    con.row_factory = sqlite3.Row
+    rows = con.execute(f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob FROM checkpoints "
+                       "ORDER BY created_at DESC, id DESC").fetchall()
+    con.close()
+
+    def key(h):
+        return (h.checkpoint_id, h.where, h.role, h.path, h.snippet)
+
+    async def go():
+        async with open_backend(path, readonly=True) as b:
+            for text, places, role, thread in PREFILTER_CORPUS:
+                chosen = set(places or ("messages", "tools", "state"))
+                if role is not None:
+                    chosen &= {"messages"}
+                want = sorted(key(h) for h in match_rows(
+                    [r for r in rows if thread is None or r["thread_id"] == thread], text, role, chosen))
+                for scan in (False, True):
+                    got = await b.search(text, thread, role, limit=100_000, scan=scan,
+                                         places=places or ("messages", "tools", "state"))
+                    assert sorted(key(h) for h in got) == want, (text, places, scan)
+                    assert b.last_search_path == ("scan" if scan or len(text) < 3 else "fts")
+            return [text for text, *_ in PREFILTER_CORPUS
+                    if match_rows(rows, text, None, {"messages", "tools", "state"})]
+
+    found = asyncio.run(go())
+    assert {"100%_done!", "%_d", "one!", "CAFÉ", "ÜNÏCÖDÉ", "İstanbul", "ée", 'quote"d'} <= set(found)
