@@ -40,6 +40,7 @@ from agentctl.backends.base import (
     Transaction,
     WriteSteps,
     dumps,
+    token_part,
     row_to_metadata,
 )
 from agentctl.backends.queries import SharedQueries, check_sort, to_summaries
@@ -1026,13 +1027,13 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                           ) -> tuple[str, list[Any]]:
         # A condition every row with a hit meets (Python then decides exactly), on the
         # stored JSON: the longest part of the text that a hit always holds inside one
-        # JSON string, key or number (_token_part), as stored raw or \u-escaped (writers
+        # JSON string, key or number (base.token_part), as stored raw or \u-escaped (writers
         # differ in ensure_ascii). LIKE folds ASCII case as lower() does, without copying
         # each column lower-cased (3x faster on 1M rows); \u escapes' hex digits match in
         # either case. (A pattern too long for LIKE's limit is tested with instr.)
         from agentctl.storage.sqlconn import like_escape
 
-        part = _token_part(text)
+        part = token_part(text)
         if not part:
             return "(1)", []
         forms = dict.fromkeys([dumps(part)[1:-1].lower(), json.dumps(part)[1:-1].lower()])
@@ -1062,36 +1063,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
 
 
 _LIKE_MAX = 50_000  # SQLite's default SQLITE_MAX_LIKE_PATTERN_LENGTH (bytes)
-
-
-# What a text's part for the SQL test leaves out: JSON's structure (a hit in the JSON text
-# of a value may span it, and writers space it differently), what JSON escapes, and
-# non-ASCII letters with case (SQLite folds ASCII case only).
-_NOT_IN_PART = frozenset('"\\/,:[]{}')
-
-
-def _token_part(text: str) -> str:
-    """The longest run of `text` that any match of it holds inside one JSON string,
-    key or number of the stored text, in the same characters: no JSON structure or
-    escaped character, no non-ASCII character that has case, no space at its ends (a
-    space after a comma or colon is structure)."""
-    best = ""
-    for run in _split_runs(text):
-        run = run.strip(" ")
-        if len(run) > len(best):
-            best = run
-    return best
-
-
-def _split_runs(text: str) -> list[str]:
-    runs, run = [], ""
-    for ch in text:
-        if ch in _NOT_IN_PART or ch < " " or (ch > "\x7f" and (ch.lower() != ch or ch.upper() != ch)):
-            runs.append(run)
-            run = ""
-        else:
-            run += ch
-    return runs + [run]
 
 
 class _PlainReader(SQLiteCheckpointer):

@@ -333,16 +333,18 @@ PREFILTER_CORPUS = [
 ]
 
 
-def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path):
-    """The search without an index (its temporary FTS5, and --scan) narrows rows in SQL
-    first (LIKE on the raw JSON): on 30 queries its hits are exactly the match rule's
-    applied to every row with no prefilter, among them rows whose writer \\u-escapes
-    with upper-case hex digits."""
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path, request, kind):
+    """The search without an index (SQLite: its temporary FTS5, and --scan; Postgres:
+    ILIKE) narrows rows in SQL first: on 30 queries its hits are exactly the match
+    rule's applied to every row with no prefilter, among them rows whose writer
+    \\u-escapes with upper-case hex digits."""
     import asyncio
 
     from agentctl.backends import open_backend
     from agentctl.backends.base import META_COLUMNS
     from agentctl.backends.queries import match_rows
+    from tests.support.sampledb import load_sample
 
     path = str(tmp_path / "p.db")
     make_db(path, n=300, seed=3)
@@ -356,16 +358,23 @@ def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path):
         con.execute(INSERT, (f"x{i % 3}", f"ckpt-x-{i}", None, i, f"2026-04-01T00:00:{i:02d}+00:00", "[]", "",
                              msgs, "{}", tools, ""))
     con.commit()
-    con.row_factory = sqlite3.Row
-    rows = con.execute(f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob FROM checkpoints "
-                       "ORDER BY created_at DESC, id DESC").fetchall()
     con.close()
+    url = path
+    if kind == "postgres":
+        url = request.getfixturevalue("pg_dsn")
+        con = sqlite3.connect(path)  # (a copy cannot carry the delta rows: their base is made up)
+        con.execute("DELETE FROM checkpoints WHERE json_type(state_blob, '$.__agentctl_delta__') IS NOT NULL")
+        con.commit()
+        con.close()
+        asyncio.run(load_sample(url, source=path))
 
     def key(h):
         return (h.checkpoint_id, h.where, h.role, h.path, h.snippet)
 
     async def go():
-        async with open_backend(path, readonly=True) as b:
+        async with open_backend(url, readonly=True) as b:
+            rows = await b._fetch(f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob "
+                                  "FROM checkpoints")  # every row: the rule with no prefilter
             for text, places, role, thread in PREFILTER_CORPUS:
                 chosen = set(places or ("messages", "tools", "state"))
                 if role is not None:
@@ -376,7 +385,8 @@ def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path):
                     got = await b.search(text, thread, role, limit=100_000, scan=scan,
                                          places=places or ("messages", "tools", "state"))
                     assert sorted(key(h) for h in got) == want, (text, places, scan)
-                    assert b.last_search_path == ("scan" if scan or len(text) < 3 else "fts")
+                    if kind == "sqlite":
+                        assert b.last_search_path == ("scan" if scan or len(text) < 3 else "fts")
             return [text for text, *_ in PREFILTER_CORPUS
                     if match_rows(rows, text, None, {"messages", "tools", "state"})]
 
