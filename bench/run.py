@@ -426,6 +426,16 @@ class Bench:
                         "ORDER BY created_at DESC LIMIT 50"),
             "none (reported)", runs=3))
         figs.extend(self.search_index_figures(text))
+        # Issue 23 item 15: a text no row has (every row read), against the sqlite3 CLI's
+        # LIKE on the same two columns, as a user would write the scan.
+        absent = "zzqqxx"
+        figs.append(Figure(
+            "search-like", f"`search {absent} --in messages,tools`, no index, no hit (every row read)",
+            self.ac("search", absent, "--in", "messages,tools"),
+            self.sqlite("SELECT thread_id, checkpoint_id, step FROM checkpoints WHERE "
+                        f"messages_blob LIKE {q('%' + absent + '%')} OR tools_blob LIKE {q('%' + absent + '%')} "
+                        "ORDER BY created_at DESC LIMIT 50"),
+            "≤ 1.5 × sqlite3 LIKE", ratio_le=1.5, runs=3))
 
         if os.path.exists(self.prune_db + ".meta.json"):
             pm = self._load_meta(self.prune_db)

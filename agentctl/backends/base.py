@@ -742,3 +742,35 @@ class CheckpointBackend(Store):
 
 # What reads rows: an open transaction or a backend (both RowReads).
 Reader = Union[Transaction, CheckpointBackend]
+
+
+# What a text's part for the SQL test leaves out: JSON's structure (a hit in the JSON text
+# of a value may span it, and writers space it differently), what JSON escapes, and
+# non-ASCII letters with case (SQLite's LIKE folds ASCII case only). The SQL searches'
+# prefilter (SQLite LIKE, Postgres ILIKE) tests this part: it never drops a hit.
+_NOT_IN_PART = frozenset('"\\/,:[]{}')
+
+
+def token_part(text: str) -> str:
+    """The longest run of `text` that any match of it holds inside one JSON string,
+    key or number of the stored text, in the same characters: no JSON structure or
+    escaped character, no non-ASCII character that has case, no space at its ends (a
+    space after a comma or colon is structure)."""
+    best = ""
+    for run in _split_runs(text):
+        run = run.strip(" ")
+        if len(run) > len(best):
+            best = run
+    return best
+
+
+def _split_runs(text: str) -> list[str]:
+    runs: list[str] = []
+    run = ""
+    for ch in text:
+        if ch in _NOT_IN_PART or ch < " " or (ch > "\x7f" and (ch.lower() != ch or ch.upper() != ch)):
+            runs.append(run)
+            run = ""
+        else:
+            run += ch
+    return runs + [run]

@@ -26,6 +26,7 @@ from agentctl.backends.base import (
     Transaction,
     dumps,
     row_to_metadata,
+    token_part,
 )
 from agentctl.backends.queries import SharedQueries, to_summaries
 from agentctl.errors import (
@@ -507,8 +508,13 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
 
     def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
                           ) -> tuple[str, list[Any]]:
-        # jsonb::text writes non-ASCII as is and escapes like json.dumps does.
-        needle = dumps(text)[1:-1]
+        # The part of the text a hit holds inside one JSON string, key or number (the
+        # whole text can span JSON structure: '"city": "pa'); jsonb::text writes
+        # non-ASCII as is and escapes like json.dumps does.
+        part = token_part(text)
+        if not part:
+            return "(TRUE)", []
+        needle = dumps(part)[1:-1]
         pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return "(" + " OR ".join(f"{c}::text ILIKE ?" for c in columns) + ")", [pattern] * len(columns)
 

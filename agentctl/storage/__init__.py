@@ -68,8 +68,17 @@ def no_format_error(where: str, tables: Mapping[str, set[str]]) -> SchemaError:
     names = sorted(t for t in tables if not t.startswith(("sqlite_", "agentctl_")))
     shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
     known = ", ".join(f.name for f in formats())
+    cols = tables.get("checkpoints")
+    if cols is None:
+        why = "it has no 'checkpoints' table"
+    else:
+        from agentctl.storage.agentos import KEY_COLUMNS
+
+        lacks = ", ".join(c for c in KEY_COLUMNS if c not in cols)
+        why = (f"its 'checkpoints' table lacks column(s): {lacks}" if lacks
+               else "its 'checkpoints' table has LangGraph's checkpoint_ns without LangGraph's other tables")
     return SchemaError(
-        f"{where} matches no known format ({known}); it has no 'checkpoints' table"
+        f"{where} matches no known format ({known}); {why}"
         + (f" (it has: {shown})" if names else " (it has no tables)"))
 
 

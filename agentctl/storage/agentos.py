@@ -12,10 +12,17 @@ from typing import Any, Mapping
 from agentctl.storage.contract import ALL_CAPABILITIES, Capability, FormatSpec, Store
 
 
+# The columns that make a `checkpoints` table AgentOS's. Other stores name a table
+# `checkpoints` too: LangGraph's savers (with checkpoint_ns), CrewAI's (id, created_at,
+# parent_id, branch, data). A table with these but not every other column is still
+# AgentOS's, and its open says which columns it lacks.
+KEY_COLUMNS = ("thread_id", "checkpoint_id", "step")
+
+
 def _matches(tables: Mapping[str, set[str]]) -> bool:
     cols = tables.get("checkpoints")
-    # LangGraph's savers also have a `checkpoints` table: theirs has checkpoint_ns.
-    return cols is not None and "checkpoint_ns" not in cols
+    return (cols is not None and "checkpoint_ns" not in cols
+            and all(c in cols for c in KEY_COLUMNS))
 
 
 def _open(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:

@@ -110,6 +110,27 @@ async def test_checkpoints_table_of_wrong_shape(tmp_path):
     assert snapshot_dir(tmp_path) == before
 
 
+async def test_crewai_checkpoints_table_is_not_agentos(tmp_path):
+    """CrewAI's checkpoint store also has a `checkpoints` table: detection goes by the
+    AgentOS columns, so it matches no format (exit 6, naming its tables), not AgentOS."""
+    from agentctl.storage import detect
+
+    path = tmp_path / "crew.db"
+    make_sqlite(path, "CREATE TABLE checkpoints (id TEXT PRIMARY KEY, created_at TEXT, parent_id TEXT,"
+                      " branch TEXT, data TEXT); CREATE TABLE crew_runs (id TEXT);"
+                      "INSERT INTO checkpoints VALUES ('c1', '2026-01-01', NULL, 'main', '{}');")
+    before = snapshot_dir(tmp_path)
+    with pytest.raises(SchemaError, match=r"matches no known format .*lacks column\(s\): "
+                                          r"thread_id, checkpoint_id, step \(it has: checkpoints, crew_runs\)"):
+        await detect(str(path))
+    for args in (("formats",), ("threads", "list"), ("log", "c1")):
+        r = cli("--db", str(path), *args)
+        assert r.returncode == ExitCode.DATABASE, (args, r.stdout, r.stderr)
+        assert "matches no known format" in r.stderr and "it has: checkpoints, crew_runs" in r.stderr
+        assert "agentos" not in r.stdout
+    assert snapshot_dir(tmp_path) == before
+
+
 async def test_unknown_url_scheme(tmp_path):
     with pytest.raises(UsageError, match="unsupported database URL scheme 'mysql'"):
         async with open_backend("mysql://x/y"):

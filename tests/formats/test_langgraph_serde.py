@@ -1,7 +1,8 @@
 """The LangGraph payload decoder: plain data out, nothing imported, called or unpickled.
 
 The payloads are built by hand with ormsgpack (the same extension codes and tuples as
-`langgraph.checkpoint.serde.jsonplus`), so this file needs no LangGraph; the format's
+`langgraph.checkpoint.serde.jsonplus`); only the `show` probe test writes its checkpoint
+with LangGraph's serializer. The format's
 tests (test_format_langgraph.py) decode what the real LangGraph writes.
 """
 
@@ -166,3 +167,85 @@ print(out["ghost"], out["sys"], out["pos"], op["__opaque__"], legacy)
     assert new_modules == "[]"
     assert "no_such_module_xyz.sub.Ghost" in shown and "os.system" in shown
     assert not marker.exists()
+
+
+# For each constructor-like extension code (0-5): the tuple LangGraph's serde writes,
+# naming `module`; a decoder that imported the named module (or called what it names)
+# would import the probe module below.
+PROBE_EXTS = {
+    0: lambda mod: (mod, "Thing", "arg"),
+    1: lambda mod: (mod, "Thing", ["a", 1]),
+    2: lambda mod: (mod, "Thing", {"a": 1}),
+    3: lambda mod: (mod, "Thing", "arg", "from_text"),
+    4: lambda mod: (mod, "Thing", {"a": 1}),
+    5: lambda mod: (mod, "Thing", {"a": 1}, "model_validate_json"),
+}
+
+
+def _probe_modules(tmp_path, monkeypatch, tag: str) -> dict[int, str]:
+    """One not-yet-loaded module per code in tmp_path (on sys.path), whose import writes
+    a marker file; returns {code: module name}."""
+    names = {}
+    for code in PROBE_EXTS:
+        name = f"agentctl_probe_{tag}_{code}"
+        (tmp_path / f"{name}.py").write_text(
+            f"open({str(tmp_path / ('imported-' + name))!r}, 'w').close()\n"
+            "class Thing:\n    def __init__(self, *a, **k):\n        pass\n")
+        assert name not in sys.modules
+        names[code] = name
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return names
+
+
+def _no_probe_ran(tmp_path, names) -> None:
+    assert not [n for n in names.values() if n in sys.modules]
+    assert sorted(p.name for p in tmp_path.glob("imported-*")) == []
+
+
+def test_no_extension_code_imports_the_module_it_names(tmp_path, monkeypatch):
+    """Codes 0-5 each name a probe module that is importable: decoding imports nothing
+    (no new module in sys.modules) and the probe's marker is never written."""
+    names = _probe_modules(tmp_path, monkeypatch, "serde")
+    decode_typed("msgpack", pack({"warm": ext(2, ("x.y", "Z", {"a": 1}))}))  # the decoder's own imports
+    for code, make in PROBE_EXTS.items():
+        payload = pack({"v": ext(code, make(names[code]))})
+        before = set(sys.modules)
+        out = decode_typed("msgpack", payload)
+        assert set(sys.modules) - before == set(), code
+        assert out["v"][TYPE_KEY] == f"{names[code]}.Thing", (code, out)
+    _no_probe_ran(tmp_path, names)
+
+
+def test_show_imports_no_module_named_in_a_checkpoint(tmp_path, monkeypatch):
+    """The same through `show` on a LangGraph database whose head checkpoint carries the
+    six extension values in a channel."""
+    import shutil
+    import sqlite3
+
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from tests.support.sampledb import cli
+
+    names = _probe_modules(tmp_path, monkeypatch, "show")
+    db = tmp_path / "lg.db"
+    shutil.copy(REPO / "agentctl" / "sample" / "langgraph.db", db)
+    serde = JsonPlusSerializer()
+    conn = sqlite3.connect(db)
+    cid, type_, blob = conn.execute(
+        "SELECT checkpoint_id, type, checkpoint FROM checkpoints WHERE thread_id = 'deploy-approval'"
+        " AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1").fetchone()
+    checkpoint = serde.loads_typed((type_, blob))
+    checkpoint["channel_values"]["probe"] = {
+        str(code): ormsgpack.Ext(code, ormsgpack.packb(make(names[code])))
+        for code, make in PROBE_EXTS.items()}
+    checkpoint["channel_versions"]["probe"] = checkpoint["channel_versions"].get("probe", 1)
+    new_type, new_blob = serde.dumps_typed(checkpoint)
+    conn.execute("UPDATE checkpoints SET type = ?, checkpoint = ? WHERE checkpoint_id = ?",
+                 (new_type, new_blob, cid))
+    conn.commit()
+    conn.close()
+    r = cli(str(db), "show", "deploy-approval", "--json")
+    assert r.exit_code == 0, r.stdout
+    for name in names.values():
+        assert f"{name}.Thing" in r.stdout
+    _no_probe_ran(tmp_path, names)

@@ -9,6 +9,7 @@ import json
 import contextlib
 import os
 import random
+import re
 import sqlite3
 import stat
 import subprocess
@@ -213,6 +214,30 @@ def test_read_only_database_file(db):
     assert fingerprint(db) == before
 
 
+def test_deletions_are_counted_then_leave_the_index(db):
+    """Only deletions (200 of 400 rows): before catch-up, status counts them as changed
+    rows; after it, `rows` is the 200 left, the deleted rows' documents are counted dead
+    and no deleted row is indexed (or a candidate) any more."""
+    assert cli(db, "index", "build").exit_code == 0
+    side = sqlite3.connect(db + ".agentctl-search")
+    deleted_docs = side.execute("SELECT sum(docs) FROM rows WHERE id % 2 = 0").fetchone()[0]
+    side.close()
+    assert deleted_docs > 100
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM checkpoints WHERE id % 2 = 0")
+    con.commit()
+    con.close()
+    st = cli_json(db, "index", "status")
+    assert (st["state"], st["new_rows"], st["changed_rows"], st["rows"]) == ("behind", 0, 200, 400)
+    assert hits(db, "paris", "-n", "1000") == hits(db, "paris", "-n", "1000", "--scan")  # catches up
+    st = cli_json(db, "index", "status")
+    assert (st["state"], st["rows"], st["dead_documents"]) == ("current", 200, deleted_docs)
+    side = sqlite3.connect(db + ".agentctl-search")
+    assert side.execute("SELECT count(*) FROM rows WHERE id % 2 = 0").fetchone()[0] == 0
+    side.close()
+    assert_same_as_scan(db)
+
+
 def test_doctor_reports_an_index_behind(db):
     assert cli(db, "index", "build").exit_code == 0
     d = cli_json(db, "doctor")
@@ -287,3 +312,83 @@ def test_build_in_chunks(db, monkeypatch):
     assert cli_json(db, "index", "status")["rows"] == 400
     assert route(db, "paris") == "index"
     assert_same_as_scan(db)
+
+
+# ---- the SQL prefilter of the search without an index -----------------------------------
+
+# (text, places, role, thread): ASCII, non-ASCII, case variants, what JSON escapes
+# (quotes, backslashes, control characters, \u escapes of either hex case), LIKE's
+# wildcards and the escape character.
+PREFILTER_CORPUS = [
+    ("paris", None, None, None), ("PARIS", None, None, None), ("PaRiS", ("messages", "tools"), None, None),
+    ("café", None, None, None), ("CAFÉ", ("messages",), None, None), ("Café", ("tools",), None, None),
+    ("straße", None, None, None), ("STRASSE", None, None, None), ("你好", None, None, None),
+    ("好世界", ("messages", "tools"), None, None), ("ünïc", None, None, None), ("ÜNÏCÖDÉ", None, None, None),
+    ('quote"d', None, None, None), ("back\\slash", None, None, None), ("tab\there", None, None, None),
+    ("line\nbreak", None, None, None), ("σίσυφος", None, None, None), ("ΣΊΣ", None, None, None),
+    ("🙂 ok", None, None, None), ("istanbul", None, None, None), ("İstanbul", None, None, None),
+    ("100%_done!", None, None, None), ("%_d", None, None, None), ("one!", ("messages", "tools"), None, None),
+    ("ée", None, None, None), ('"city": "pa', ("state",), None, None), ("refund", ("messages",), "tool", None),
+    ("weather", None, None, "t3"), ("order-123", ("messages", "tools"), None, None), ("nowhere-at-all", None, None, None),
+]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path, request, kind):
+    """The search without an index (SQLite: its temporary FTS5, and --scan; Postgres:
+    ILIKE) narrows rows in SQL first: on 30 queries its hits are exactly the match
+    rule's applied to every row with no prefilter, among them rows whose writer
+    \\u-escapes with upper-case hex digits."""
+    import asyncio
+
+    from agentctl.backends import open_backend
+    from agentctl.backends.base import META_COLUMNS
+    from agentctl.backends.queries import match_rows
+    from tests.support.sampledb import load_sample
+
+    path = str(tmp_path / "p.db")
+    make_db(path, n=300, seed=3)
+    con = sqlite3.connect(path)
+    extra = ["100%_done! and one!", "CAFÉ ée", "Ünïcödé", "İstanbul", "tab\there"]
+    for i, text in enumerate(extra * 4):
+        msgs = json.dumps([{"role": "user", "content": text}], ensure_ascii=i % 2 == 0)
+        if i % 4 == 0:  # a writer whose \u escapes use upper-case hex digits
+            msgs = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), msgs)
+        tools = json.dumps({f"c{i}": {"result": text}}, ensure_ascii=i % 3 == 0)
+        con.execute(INSERT, (f"x{i % 3}", f"ckpt-x-{i}", None, i, f"2026-04-01T00:00:{i:02d}+00:00", "[]", "",
+                             msgs, "{}", tools, ""))
+    con.commit()
+    con.close()
+    url = path
+    if kind == "postgres":
+        url = request.getfixturevalue("pg_dsn")
+        con = sqlite3.connect(path)  # (a copy cannot carry the delta rows: their base is made up)
+        con.execute("DELETE FROM checkpoints WHERE json_type(state_blob, '$.__agentctl_delta__') IS NOT NULL")
+        con.commit()
+        con.close()
+        asyncio.run(load_sample(url, source=path))
+
+    def key(h):
+        return (h.checkpoint_id, h.where, h.role, h.path, h.snippet)
+
+    async def go():
+        async with open_backend(url, readonly=True) as b:
+            rows = await b._fetch(f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob "
+                                  "FROM checkpoints")  # every row: the rule with no prefilter
+            for text, places, role, thread in PREFILTER_CORPUS:
+                chosen = set(places or ("messages", "tools", "state"))
+                if role is not None:
+                    chosen &= {"messages"}
+                want = sorted(key(h) for h in match_rows(
+                    [r for r in rows if thread is None or r["thread_id"] == thread], text, role, chosen))
+                for scan in (False, True):
+                    got = await b.search(text, thread, role, limit=100_000, scan=scan,
+                                         places=places or ("messages", "tools", "state"))
+                    assert sorted(key(h) for h in got) == want, (text, places, scan)
+                    if kind == "sqlite":
+                        assert b.last_search_path == ("scan" if scan or len(text) < 3 else "fts")
+            return [text for text, *_ in PREFILTER_CORPUS
+                    if match_rows(rows, text, None, {"messages", "tools", "state"})]
+
+    found = asyncio.run(go())
+    assert {"100%_done!", "%_d", "one!", "CAFÉ", "ÜNÏCÖDÉ", "İstanbul", "ée", 'quote"d'} <= set(found)
