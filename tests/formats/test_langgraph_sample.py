@@ -14,10 +14,11 @@ SAMPLE = REPO / "agentctl" / "sample" / "langgraph.db"
 async def test_the_langgraph_sample_reads():
     assert (await detect(str(SAMPLE))).name == "langgraph"
     async with open_store(str(SAMPLE)) as store:
-        threads = await store.all_thread_ids()
-        assert threads[:4] == ["deploy-approval", "deploy-approved", "flaky-tool", "research"]
-        assert threads[4].startswith("research|researcher:")
-        assert threads[5:] == ["support-refund", "support-refund-replay"]
+        threads = await store.all_thread_ids()  # LangGraph's threads; the namespace is research's
+        assert threads == ["deploy-approval", "deploy-approved", "flaky-tool", "research", "support-refund",
+                           "support-refund-replay"]
+        addresses = await store.all_addresses()
+        assert addresses[4].startswith("research|researcher:") and len(addresses) == 7
         assert await store.count() == 43
         pending = await store.get_latest("deploy-approval")
         assert pending.next_node == "ask"
@@ -180,3 +181,26 @@ def test_tree_shows_the_forks_inside_a_langgraph_thread():
     tree = json.loads(cli(str(SAMPLE), "tree", "support-refund-replay", "--json").stdout)
     points = {n["id"] for n in tree["nodes"] if "branch-point" in n["labels"]}
     assert points == {"1f1d69bd-f033-63c0-8001-fda5fa3080ed", "1f1d69be-080a-6c00-8002-5bfd74c0f638"}
+
+
+def test_a_subgraph_namespace_shows_under_its_thread_not_as_a_thread():
+    """issue 23 item 6: `threads list` lists LangGraph's thread ids only; `tree` and
+    `log --graph` show the namespace's checkpoints under the thread (and plain `log`
+    names the fork); THREAD|NS still addresses them."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    listed = [t["thread_id"] for t in json.loads(cli(str(SAMPLE), "threads", "list", "--json").stdout)]
+    assert "research" in listed and not [t for t in listed if "|" in t]
+    ns = [t["thread_id"] for t in json.loads(cli(str(SAMPLE), "threads", "list", "--prefix", "research|",
+                                                 "--json").stdout)]
+    assert len(ns) == 1 and ns[0].startswith("research|researcher:")
+    sub_ids = [m["checkpoint_id"] for m in json.loads(cli(str(SAMPLE), "log", ns[0], "--json").stdout)]
+    assert len(sub_ids) == 4
+    tree = cli(str(SAMPLE), "tree", "research").stdout
+    assert f"thread {ns[0]}" in tree and all(i in tree for i in sub_ids)
+    graph = cli(str(SAMPLE), "log", "research", "--graph").stdout
+    assert all(i in graph for i in sub_ids)
+    assert f"(fork: {ns[0]})" in cli(str(SAMPLE), "log", "research").stdout
+    assert json.loads(cli(str(SAMPLE), "show", ns[0], "--json").stdout)["metadata"]["checkpoint_id"] == sub_ids[0]

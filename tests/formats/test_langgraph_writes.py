@@ -507,7 +507,7 @@ async def test_rewind_and_branch_of_a_graph_with_subgraphs(lg):
         assert par.invoke(None, cfg(new)) == par.get_state(cfg("p")).values
         from agentctl.errors import UsageError
 
-        sub = next(t for t in await store.all_thread_ids() if t.startswith("p|"))
+        sub = next(t for t in await store.all_addresses() if t.startswith("p|"))
         sub_head = (await store.get_latest(sub)).metadata.checkpoint_id
         for call in (h.plan_rewind(sub_head), h.branch(sub_head, "x")):
             with pytest.raises(UsageError, match="subgraph"):
@@ -515,7 +515,7 @@ async def test_rewind_and_branch_of_a_graph_with_subgraphs(lg):
         res = await h.rewind(ref_id, hard=True)
         assert res.deleted
         # the subgraph runs after REF went with it (their namespaces are empty now)
-        with_ns = [t for t in await store.all_thread_ids() if t.startswith("p|")]
+        with_ns = [t for t in await store.all_addresses() if t.startswith("p|")]
         assert not with_ns
         assert all(s.config["configurable"]["checkpoint_id"] <= ref_id
                    for s in list(par.get_state_history(cfg("p")))[1:])

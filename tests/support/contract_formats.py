@@ -330,8 +330,9 @@ async def build_langgraph(kind: str, url: str) -> Built:
         _lg_parent_graph().compile(checkpointer=saver).invoke(
             {"notes": "start"}, {"configurable": {"thread_id": "lg-parent"}})
     async with open_store(url) as store:  # the subgraph's thread id holds LangGraph's task id
-        (sub,) = [t for t in await store.all_thread_ids() if t.startswith("lg-parent|")]
-    return Built(url, sorted([*_LG_TURNS, "lg-parent", sub]), "lg-main", branches={"lg-parent": sub})
+        (sub,) = [t for t in await store.all_addresses() if t.startswith("lg-parent|")]
+    # the threads LangGraph has (a subgraph namespace is shown under its thread, not listed)
+    return Built(url, sorted([*_LG_TURNS, "lg-parent"]), "lg-main", branches={"lg-parent": sub})
 
 
 async def append_langgraph(url: str, thread: str, text: str) -> None:

@@ -498,7 +498,7 @@ class LangGraphHistory(History):
             raise Unsupported("langgraph", "prune --status")
         if spec.keep_last is None and spec.older_than is None:
             raise UsageError("give a policy: --keep-last N or --older-than AGE")
-        addrs = list(spec.threads) if spec.threads is not None else await self.store.all_thread_ids()
+        addrs = list(spec.threads) if spec.threads is not None else await self.store.all_addresses()
         out = []
         for a in addrs:
             tid, ns = await self.store._split(a)

@@ -328,17 +328,21 @@ class LangGraphStore(Store):
 
     # ---- threads ------------------------------------------------------------------
 
-    def _prefix_where(self, prefix: str | None, alias: str = "") -> tuple[str, list[Any]]:
+    def _prefix_where(self, prefix: str | None, alias: str = "", *, roots: bool = False) -> tuple[str, list[Any]]:
+        """The WHERE of threads whose address starts with `prefix`. `roots`: LangGraph's
+        threads only (the root namespace), unless the prefix names a namespace: a
+        subgraph's namespace is listed under its thread, not as a thread of its own."""
         a = f"{alias}." if alias else ""
         if not prefix:
-            return "", []
+            return (f" WHERE {a}checkpoint_ns = ''", []) if roots else ("", [])
         if NS_SEP in prefix:  # a subgraph's namespaces, or a thread id holding "|"
             tid, ns = split_address(prefix)
             return (f" WHERE ({a}thread_id = ? AND {a}checkpoint_ns <> '' "
                     f"AND {a}checkpoint_ns{self._C} >= ? AND {a}checkpoint_ns{self._C} < ?) "
                     f"OR ({a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?)",
                     [tid, ns, ns + _TOP, prefix, prefix + _TOP])
-        return f" WHERE {a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?", [prefix, prefix + _TOP]
+        root = f" AND {a}checkpoint_ns = ''" if roots else ""
+        return f" WHERE {a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?{root}", [prefix, prefix + _TOP]
 
     def _order(self, sort: str, descending: bool, g: str = "g.") -> str:
         if sort not in SORTS:
@@ -353,7 +357,7 @@ class LangGraphStore(Store):
         self, limit: int = 50, offset: int = 0, sort: str = "updated",
         descending: bool = True, prefix: str | None = None,
     ) -> list[ThreadSummary]:
-        where, params = self._prefix_where(prefix)
+        where, params = self._prefix_where(prefix, roots=True)
         order = self._order(sort, descending)
         # The aggregate is one scan of the primary key's index (as `sqlite3` would do
         # it); a thread's first checkpoint is looked up by that index for the page's
@@ -387,7 +391,7 @@ class LangGraphStore(Store):
                      f"FROM k WHERE k.tid IS NOT NULL) ")
             page = (f"SELECT {k.replace('k.tid', 'k.tid AS thread_id').replace('k.ns', 'k.ns AS checkpoint_ns')}, "
                     "(SELECT MAX(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = k.tid AND x.checkpoint_ns = k.ns) "
-                    f"AS head FROM k WHERE k.tid IS NOT NULL ORDER BY {page_order} "
+                    f"AS head FROM k WHERE k.tid IS NOT NULL AND k.ns = '' ORDER BY {page_order} "
                     "LIMIT ? OFFSET ?")
             sql = (f"{pairs}SELECT g.*, {head_cols} FROM (SELECT g.thread_id, g.checkpoint_ns, "
                    "(SELECT COUNT(*) FROM {cp} x WHERE x.thread_id = g.thread_id AND x.checkpoint_ns = g.checkpoint_ns) AS n, "
@@ -480,7 +484,7 @@ class LangGraphStore(Store):
         return parent_ns, point if isinstance(point, str) else None
 
     async def count_threads(self, prefix: str | None = None) -> int:
-        where, params = self._prefix_where(prefix)
+        where, params = self._prefix_where(prefix, roots=True)
         rows = await self._q(f"SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM {{cp}}{where} "
                              f"GROUP BY thread_id, checkpoint_ns) g", *params)
         return int(rows[0]["n"])
@@ -509,8 +513,15 @@ class LangGraphStore(Store):
         return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
 
     async def all_thread_ids(self) -> list[str]:
-        """Every thread, each subgraph namespace right after its parent thread (the
-        order of thread_summaries(sort="thread"))."""
+        """Every thread: LangGraph's thread ids (a subgraph's namespace is not a thread of
+        its own; `all_addresses` has them too), in the order of thread_summaries(sort="thread")."""
+        rows = await self._q(f"SELECT thread_id FROM {{cp}} WHERE checkpoint_ns = '' "
+                             f"GROUP BY thread_id ORDER BY thread_id{self._C}")
+        return [r["thread_id"] for r in rows]
+
+    async def all_addresses(self) -> list[str]:
+        """Every thread and every subgraph namespace (THREAD|NS), each namespace right
+        after its thread: what export and prune --all go through."""
         rows = await self._q(f"SELECT thread_id, checkpoint_ns FROM {{cp}} "
                              f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C}")
         return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
@@ -855,7 +866,7 @@ class LangGraphStore(Store):
     async def iter_checkpoints(
         self, thread_ids: Sequence[str] | None = None, batch: int = 500
     ) -> AsyncIterator[Checkpoint | CorruptRowError]:
-        addrs = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
+        addrs = list(thread_ids) if thread_ids is not None else await self.all_addresses()
         batch = max(1, int(batch))
         for addr in addrs:
             tid, ns = await self._split(addr)
