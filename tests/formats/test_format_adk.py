@@ -448,3 +448,48 @@ async def test_hard_rewind_and_branch_then_undo(adk_db):
     async with open_store(url) as store:
         assert (await store.thread_summary(branch)).checkpoints == 5
         assert (await store.get_latest(branch)).state["counter"] == 2
+
+
+async def test_doctor_reports_and_fixes_a_state_overwritten_inside_adks_window(adk_db):
+    """Issue 22 item 6: ADK reads the session row, agentctl's rewind commits, ADK
+    writes the state it read (SQLite has no lock between ADK's stale check and its
+    write). The row is left as ADK writes it then: the pre-rewind state. `doctor`
+    reports it (exit 5), `doctor --fix` sets the fold of the events (ADK's get_session
+    then shows it), `undo` restores the row."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    url, svc = adk_db
+    s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    for ev in conversation():
+        await svc.append_event(s, ev)
+    held = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    writer_state = session_part(held.state)  # what the stale writer read
+    tid = "app/u1/s1"
+    r = cli(url, "doctor", "--json")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    async with open_store(url, readonly=False) as store:
+        await store.history().rewind((await store.at_step(tid, 4)).checkpoint_id)
+    rewound = session_part((await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state)
+    assert rewound != writer_state
+    # ADK's write of the state it read before the rewind (its append_event's UPDATE)
+    async with open_store(url, readonly=False) as store:
+        async with store._db.transaction([tid]) as tx:
+            cast = "CAST(? AS JSONB)" if store.kind == "postgres" else "?"
+            await tx.execute(f"UPDATE sessions SET state = {cast} WHERE id = 's1'", json.dumps(writer_state))
+    r = cli(url, "doctor", "--json")
+    assert r.exit_code == 5, r.stdout + r.stderr
+    found = json.loads(r.stdout)["problems"]["session_state"]
+    assert [p["subject"] for p in found] == [tid] and "counter" in found[0]["keys"]
+    r = cli(url, "doctor", "--fix")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "set the state of app/u1/s1" in r.stderr
+    fixed = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert session_part(fixed.state) == rewound
+    assert cli(url, "doctor").exit_code == 0
+    r = cli(url, "undo")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    again = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert session_part(again.state) == writer_state
+    assert cli(url, "doctor").exit_code == 5
