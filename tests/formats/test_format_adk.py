@@ -461,23 +461,51 @@ async def test_doctor_reports_and_fixes_a_state_overwritten_inside_adks_window(a
     from tests.support.sampledb import cli
 
     url, svc = adk_db
+    kind = "postgres" if "://" in url else "sqlite"
     s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
     for ev in conversation():
         await svc.append_event(s, ev)
-    held = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
-    writer_state = session_part(held.state)  # what the stale writer read
     tid = "app/u1/s1"
     r = cli(url, "doctor", "--json")
     assert r.exit_code == 0, r.stdout + r.stderr
-    async with open_store(url, readonly=False) as store:
-        await store.history().rewind((await store.at_step(tid, 4)).checkpoint_id)
-    rewound = session_part((await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state)
-    assert rewound != writer_state
-    # ADK's write of the state it read before the rewind (its append_event's UPDATE)
-    async with open_store(url, readonly=False) as store:
-        async with store._db.transaction([tid]) as tx:
-            cast = "CAST(? AS JSONB)" if store.kind == "postgres" else "?"
-            await tx.execute(f"UPDATE sessions SET state = {cast} WHERE id = 's1'", json.dumps(writer_state))
+    if kind == "sqlite":
+        # the real window: agentctl's rewind commits when ADK has read (and checked)
+        # the row and is about to write it
+        import subprocess
+        import sys
+
+        from sqlalchemy import event as sa_event
+
+        ran: list[int] = []
+
+        def rewind_now(conn, cursor, statement, params, context, executemany):
+            if statement.lstrip().upper().startswith("UPDATE SESSIONS") and not ran:
+                ran.append(subprocess.run([sys.executable, "-m", "agentctl", "--db", url, "rewind",
+                                           f"{tid}@4", "--yes"], capture_output=True).returncode)
+
+        sa_event.listen(svc.db_engine.sync_engine, "before_cursor_execute", rewind_now)
+        try:
+            await svc.append_event(s, Event(author="helper", invocation_id="inv-3", content=_text("model", "late"),
+                                            actions=EventActions(state_delta={"counter": 9})))
+        finally:
+            sa_event.remove(svc.db_engine.sync_engine, "before_cursor_execute", rewind_now)
+        assert ran == [0]  # no StaleSessionError: ADK wrote the state it read, plus its delta
+        writer_state = session_part((await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state)
+        rewound = {**writer_state, "counter": 2, "note": "done"}  # step 4's, as the rewind event set it
+        assert writer_state["counter"] == 9 and writer_state["note"] is None
+    else:
+        # Postgres: ADK locks the row (FOR UPDATE), there is no such window; the row as
+        # ADK's write would leave it is made by hand to check doctor there too
+        held = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+        writer_state = session_part(held.state)
+        async with open_store(url, readonly=False) as store:
+            await store.history().rewind((await store.at_step(tid, 4)).checkpoint_id)
+        rewound = session_part((await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state)
+        assert rewound != writer_state
+        async with open_store(url, readonly=False) as store:
+            async with store._db.transaction([tid]) as tx:
+                await tx.execute("UPDATE sessions SET state = CAST(? AS JSONB) WHERE id = 's1'",
+                                 json.dumps(writer_state))
     r = cli(url, "doctor", "--json")
     assert r.exit_code == 5, r.stdout + r.stderr
     found = json.loads(r.stdout)["problems"]["session_state"]
