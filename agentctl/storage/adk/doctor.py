@@ -48,23 +48,40 @@ async def inconsistent_sessions(store: Any, limit: int | None = None) -> list[di
                               "ORDER BY app_name, user_id, id")
     for s in sessions:
         key = (s["app_name"], s["user_id"], s["id"])
+        found = await _check_session(store, key, s)
+        if found:
+            out.append(found)
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+async def _check_session(store: Any, key: tuple[str, str, str], s: dict[str, Any]) -> dict[str, Any] | None:
+    """The finding of one session, or None. The row and its events are two reads: a
+    session ADK wrote in between (its update_time moved) is read again, so a live
+    writer is not reported."""
+    where = "app_name = ? AND user_id = ? AND "
+    for _ in range(5):
         state, err = decode_json(s["state"])
         if err or not isinstance(state, dict):
-            continue
-        rows = await store._q("SELECT event_data FROM events WHERE app_name = ? AND user_id = ? AND "
-                              "session_id = ? ORDER BY timestamp, id", *key)
+            return None
+        rows = await store._q(f"SELECT event_data FROM events WHERE {where}session_id = ? "
+                              "ORDER BY timestamp, id", *key)
         events = []
         for r in rows:
             ev, _err = decode_json(r["event_data"])
             events.append(ev if isinstance(ev, dict) else {})
         folded = folded_state(state, events)
         keys = differing_keys(state, folded)
-        if keys:
-            out.append({"key": key, "state": state, "folded": folded, "keys": keys,
-                        "update_time": s["update_time"]})
-            if limit is not None and len(out) >= limit:
-                break
-    return out
+        if not keys:
+            return None
+        again = await store._q(f"SELECT state, update_time FROM sessions WHERE {where}id = ?", *key)
+        if not again:
+            return None
+        if again[0]["update_time"] == s["update_time"]:
+            return {"key": key, "state": state, "folded": folded, "keys": keys, "update_time": s["update_time"]}
+        s = again[0]
+    return None
 
 
 async def state_problems(store: Any, limit: int) -> list[Problem]:
