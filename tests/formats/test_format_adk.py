@@ -521,3 +521,23 @@ async def test_doctor_reports_and_fixes_a_state_overwritten_inside_adks_window(a
     again = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
     assert session_part(again.state) == writer_state
     assert cli(url, "doctor").exit_code == 5
+
+
+def test_doctor_fix_writes_nothing_when_nothing_is_wrong_or_the_format_cannot(tmp_path):
+    """`doctor --fix` on a consistent ADK database and on a format without repairs:
+    the file is byte for byte as it was; the latter exits 2 with one line."""
+    import hashlib
+    import shutil
+
+    from tests.support.sampledb import cli
+
+    for name, code in (("adk.db", 0), ("checkpoints.db", 2)):
+        path = tmp_path / name
+        shutil.copy(REPO / "sample_db" / name, path)
+        before = hashlib.sha256(path.read_bytes()).hexdigest()
+        r = cli(str(path), "doctor", "--fix")
+        assert r.exit_code == code, r.stdout + r.stderr
+        if code:
+            assert r.stderr.strip() == "agentctl: the agentos format does not support doctor --fix"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(name)) == [name]
