@@ -364,6 +364,11 @@ class Store(ABC):
         write transaction; their names. (`doctor --fix-indexes`)"""
         raise Unsupported(self.format.name, "doctor --fix-indexes")
 
+    async def fix(self) -> list[str]:
+        """Repair what `doctor` reports that the format can repair, in one write
+        transaction, undoably; one line per repair. (`doctor --fix`)"""
+        raise Unsupported(self.format.name, "doctor --fix")
+
     async def usage_stats(self, user: str | None = None, days: float | None = None) -> dict[str, Any]:
         """Usage statistics of the format (`agentctl stats`), as plain JSON data."""
         raise Unsupported(self.format.name, "stats")

@@ -111,7 +111,7 @@ class ConnectedStore(Store):
     # ---- the side search index (agentctl.storage.textindex), for the SDK formats -------
 
     #: the checks `doctor --json` lists even when they find nothing
-    doctor_checks = ("search_index",)
+    doctor_checks: tuple[str, ...] = ("search_index",)
 
     async def doctor(self, limit: int = 100) -> list[Problem]:
         """The side search index's state (SQLite): a warning when it is behind the

@@ -486,3 +486,96 @@ async def test_app_and_user_keys_other_sessions_set_show_as_get_session_did(adk_
             cp = await store.get((await resolve(store, f"app/u1/B@{n}")).checkpoint_id)
             assert cp.state == want, f"step {n}"
         assert [cp.state async for cp in store.iter_checkpoints(["app/u1/B"])] == seen
+
+
+async def test_doctor_reports_and_fixes_a_state_overwritten_inside_adks_window(adk_db):
+    """Issue 22 item 6: ADK reads the session row, agentctl's rewind commits, ADK
+    writes the state it read (SQLite has no lock between ADK's stale check and its
+    write). The row is left as ADK writes it then: the pre-rewind state. `doctor`
+    reports it (exit 5), `doctor --fix` sets the fold of the events (ADK's get_session
+    then shows it), `undo` restores the row."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    url, svc = adk_db
+    kind = "postgres" if "://" in url else "sqlite"
+    s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    for ev in conversation():
+        await svc.append_event(s, ev)
+    tid = "app/u1/s1"
+    r = cli(url, "doctor", "--json")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    if kind == "sqlite":
+        # the real window: agentctl's rewind commits when ADK has read (and checked)
+        # the row and is about to write it
+        import subprocess
+        import sys
+
+        from sqlalchemy import event as sa_event
+
+        ran: list[int] = []
+
+        def rewind_now(conn, cursor, statement, params, context, executemany):
+            if statement.lstrip().upper().startswith("UPDATE SESSIONS") and not ran:
+                ran.append(subprocess.run([sys.executable, "-m", "agentctl", "--db", url, "rewind",
+                                           f"{tid}@4", "--yes"], capture_output=True).returncode)
+
+        sa_event.listen(svc.db_engine.sync_engine, "before_cursor_execute", rewind_now)
+        try:
+            await svc.append_event(s, Event(author="helper", invocation_id="inv-3", content=_text("model", "late"),
+                                            actions=EventActions(state_delta={"counter": 9})))
+        finally:
+            sa_event.remove(svc.db_engine.sync_engine, "before_cursor_execute", rewind_now)
+        assert ran == [0]  # no StaleSessionError: ADK wrote the state it read, plus its delta
+        writer_state = session_part((await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state)
+        rewound = {**writer_state, "counter": 2, "note": "done"}  # step 4's, as the rewind event set it
+        assert writer_state["counter"] == 9 and writer_state["note"] is None
+    else:
+        # Postgres: ADK locks the row (FOR UPDATE), there is no such window; the row as
+        # ADK's write would leave it is made by hand to check doctor there too
+        held = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+        writer_state = session_part(held.state)
+        async with open_store(url, readonly=False) as store:
+            await store.history().rewind((await store.at_step(tid, 4)).checkpoint_id)
+        rewound = session_part((await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state)
+        assert rewound != writer_state
+        async with open_store(url, readonly=False) as store:
+            async with store._db.transaction([tid]) as tx:
+                await tx.execute("UPDATE sessions SET state = CAST(? AS JSONB) WHERE id = 's1'",
+                                 json.dumps(writer_state))
+    r = cli(url, "doctor", "--json")
+    assert r.exit_code == 5, r.stdout + r.stderr
+    found = json.loads(r.stdout)["problems"]["session_state"]
+    assert [p["subject"] for p in found] == [tid] and "counter" in found[0]["keys"]
+    r = cli(url, "doctor", "--fix")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "set the state of app/u1/s1" in r.stderr
+    fixed = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert session_part(fixed.state) == rewound
+    assert cli(url, "doctor").exit_code == 0
+    r = cli(url, "undo")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    again = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert session_part(again.state) == writer_state
+    assert cli(url, "doctor").exit_code == 5
+
+
+def test_doctor_fix_writes_nothing_when_nothing_is_wrong_or_the_format_cannot(tmp_path):
+    """`doctor --fix` on a consistent ADK database and on a format without repairs:
+    the file is byte for byte as it was; the latter exits 2 with one line."""
+    import hashlib
+    import shutil
+
+    from tests.support.sampledb import cli
+
+    for name, code in (("adk.db", 0), ("checkpoints.db", 2)):
+        path = tmp_path / name
+        shutil.copy(REPO / "sample_db" / name, path)
+        before = hashlib.sha256(path.read_bytes()).hexdigest()
+        r = cli(str(path), "doctor", "--fix")
+        assert r.exit_code == code, r.stdout + r.stderr
+        if code:
+            assert r.stderr.strip() == "agentctl: the agentos format does not support doctor --fix"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(name)) == [name]

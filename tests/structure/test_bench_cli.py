@@ -72,3 +72,11 @@ def test_tiny_make_db_into_a_new_folder_then_list(tmp_path) -> None:
     for key in ("threads", "show", "diff", "log", "log-all", "tree-long"):
         assert "[skipped" not in rows[key], rows[key]
     assert "[skipped" in rows["prune"]  # its own database is still missing
+
+
+def test_prune_live_writer_help(tmp_path) -> None:
+    """bench/prune_live_writer.py (issue 22's prune-vs-live-writer figure) answers --help
+    without a database (not run here: it makes 100k-row databases)."""
+    helped = _run([sys.executable, str(REPO / "bench" / "prune_live_writer.py"), "--help"], tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    assert "--pg-start" in helped.stdout and "--keep-last" in helped.stdout

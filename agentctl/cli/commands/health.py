@@ -151,20 +151,27 @@ def doctor(
         "--fix-indexes", help="First create the format's missing indexes and idx_created_at "
         "(faster `threads list` on SQLite). A write: it holds the write lock while the "
         "indexes build (seconds for a million rows).")] = False,
+    fix_: Annotated[bool, typer.Option(
+        "--fix", help="First repair what the format can repair (ADK: a session whose state is "
+        "not its events' fold), in one transaction, recorded so `agentctl undo` reverts it.")] = False,
 ) -> None:
     """Check the database: schema, duplicate steps in a thread, parents that do not
     exist, JSON that does not parse, parent cycles. Exits 5 when it finds problems.
-    Nothing is written unless --fix-indexes is given.
+    ADK: sessions whose state is not the fold of their events' state deltas.
+    Nothing is written unless --fix-indexes or --fix is given.
 
     Example: agentctl --db sample_db/checkpoints.db doctor
     """
     from agentctl.errors import ExitCode
 
     async def go():
-        async with state(ctx).open(write=fix_indexes_) as store:
+        async with state(ctx).open(write=fix_indexes_ or fix_) as store:
             if fix_indexes_:
                 for name in await store.fix_indexes():
                     info(f"created index {name}")
+            if fix_:
+                for line in await store.fix():
+                    info(line)
             found = await store.doctor(limit)
             return found, store.doctor_checks
 

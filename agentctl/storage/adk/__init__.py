@@ -23,7 +23,8 @@ Mapping (see `store.py`):
 
 Writes (`history.py`, schema v1): `rewind` (ADK's way: an appended event that marks
 the later invocations rewound and restores the session state; or `--hard`), `branch`
-(a new session with the events up to a step), undoable.
+(a new session with the events up to a step), undoable. `doctor` (`doctor.py`) reports
+a session whose state is not its events' fold; `doctor --fix` repairs it, undoably.
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ FORMAT = FormatSpec(
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
                             Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR,
                             Capability.BACKUP}),
-    # doctor: the side search index's state (`agentctl index`), which only SQLite has;
-    # backup: SQLite's online backup API
-    dialects={Capability.DOCTOR.value: ("sqlite",), Capability.BACKUP.value: ("sqlite",)},
+    # doctor runs on both (the session-state check; the side search index's part only on
+    # SQLite); backup: SQLite's online backup API
+    dialects={Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,
     open=_open,
     tables=("sessions", "events", "app_states", "user_states", "adk_internal_metadata"),

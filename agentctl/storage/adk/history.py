@@ -298,13 +298,13 @@ class ADKHistory(RewindAndBranchOnly, History):
         whole_undo_only("adk", threads)
         from agentctl.engine.oplog import OpResult
 
-        op = await self.log.pick(self.store, op_id, ("rewind", "branch"))
+        op = await self.log.pick(self.store, op_id, ("rewind", "branch", "fix-state"))
         d = op.details
         key = tuple(d["key"])
         tid = "/".join(key)
         async with self.store._db.transaction([tid]) as tx:
             row = await self._session_row(tx, key)
-            expected = d["update_time_after"] if op.kind == "rewind" else d["update_time"]
+            expected = d["update_time"] if op.kind == "branch" else d["update_time_after"]
             if self._ts_text(row["update_time"]) != expected:
                 raise OperationError(
                     f"session {tid} changed since operation {op.op_id} (ADK wrote to it); undoing it would "
@@ -314,7 +314,9 @@ class ADKHistory(RewindAndBranchOnly, History):
                 await tx.execute("DELETE FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
                 result: tuple[list[str], list[str]] = ([], [tid])
             else:
-                if d["hard"]:
+                if op.kind == "fix-state":
+                    result = ([], [])
+                elif d["hard"]:
                     n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op.op_id)
                     if int(n[0]["n"]) != len(d["moved"]):
                         raise OperationError(f"the trash of operation {op.op_id} is incomplete")
@@ -338,6 +340,43 @@ class ADKHistory(RewindAndBranchOnly, History):
         self.store._origin_map = None
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
                         created=result[0], deleted=result[1])
+
+    # ---- doctor --fix -----------------------------------------------------------------
+
+    async def fix_state(self) -> list[tuple[int, str, list[str]]]:
+        """Set the state of every session whose row disagrees with its events' fold
+        (`doctor.py`) to that fold, in one transaction; one undoable op per session
+        (kind "fix-state"). [(op id, session, keys changed)]."""
+        from agentctl.storage.adk.doctor import differing_keys, folded_state, inconsistent_sessions
+
+        if self.store.layout != "v1":
+            raise Unsupported("adk (v0 layout, read-only)", "doctor --fix")
+        found = await inconsistent_sessions(self.store)
+        if not found:
+            return []
+        tids = ["/".join(f["key"]) for f in found]
+        done: list[tuple[int, str, list[str]]] = []
+        async with self.store._db.transaction(tids) as tx:
+            await self._ensure_tables(tx)
+            for tid, f in zip(tids, found):
+                key = f["key"]
+                row = await self._session_row(tx, key)  # again, inside the transaction
+                events = [r["event"] for r in await self._events(tx, key)]
+                folded = folded_state(row["state"], events)
+                keys = differing_keys(row["state"], folded)
+                if not keys:
+                    continue
+                marker = self._new_marker(row["update_time"])
+                details = {"key": list(key), "keys": keys, "state_before": row["state"],
+                           "update_time_before": self._ts_text(row["update_time"]),
+                           "update_time_after": self._ts_text(marker)}
+                op_id = await self._record(tx, "fix-state", f"doctor --fix: state of {tid} set to its "
+                                           f"events' fold ({len(keys)} key(s))", [tid], details)
+                await tx.execute(
+                    f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
+                    "AND user_id = ? AND id = ?", json.dumps(folded), self._ts(marker), *key)
+                done.append((op_id, tid, keys))
+        return done
 
     async def purge(self, dry_run: bool = False) -> Any:
         return await purge_trash(self.store, TRASH, OPLOG, dry_run)

@@ -85,6 +85,21 @@ class ADKStore(ConnectedStore):
 
         return ADKHistory(self, **options)
 
+    doctor_checks: tuple[str, ...] = ("search_index", "session_state")
+
+    async def doctor(self, limit: int = 100) -> list[Any]:
+        """The side search index (SQLite) and sessions whose state is not their events'
+        fold (`doctor.py`)."""
+        from agentctl.storage.adk.doctor import state_problems
+
+        return await super().doctor(limit) + await state_problems(self, limit)
+
+    async def fix(self) -> list[str]:
+        """`doctor --fix`: sessions' state set to their events' fold (undoable)."""
+        done = await self.history().fix_state()
+        return [f"op {op}: set the state of {tid} to its events' fold ({', '.join(map(repr, keys))}); "
+                "`agentctl undo` reverts it" for op, tid, keys in done]
+
     async def _origins(self) -> dict[str, tuple[str, str]]:
         """{branch thread: (source thread, source checkpoint)} of agentctl's branches not
         undone (read once per store)."""
