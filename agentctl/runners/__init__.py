@@ -24,7 +24,7 @@ from agentctl.errors import UsageError
 __all__ = ["require_runtime", "Agent", "find_agent", "pick_python", "ChildRun", "run_child", "RUNNERS"]
 
 #: the formats `run` can drive, and the child script of each
-RUNNERS = {"langgraph": "langgraph_child.py"}
+RUNNERS = {"langgraph": "langgraph_child.py", "openai-agents": "openai_child.py"}
 
 CONFIG_NAME = "langgraph.json"
 
@@ -59,11 +59,14 @@ def _spec(text: str, base: Path, what: str) -> dict[str, str]:
     return {"module": where, "var": var}
 
 
-def find_agent(agent: str | None, config: str | None, cwd: str | None = None) -> Agent:
-    """The agent `--agent` names: FILE.py:VAR, module:var, or a graph of langgraph.json
-    (the one in the current directory, or `config`); without `--agent`, langgraph.json's
-    only graph. Its `dependencies` go on the path, as `langgraph dev` puts them."""
+def find_agent(agent: str | None, config: str | None, cwd: str | None = None, fmt: str = "langgraph") -> Agent:
+    """The agent `--agent` names: FILE.py:VAR, module:var, or (LangGraph) a graph of
+    langgraph.json (the one in the current directory, or `config`); without `--agent`,
+    langgraph.json's only graph. Its `dependencies` go on the path, as `langgraph dev`
+    puts them."""
     here = Path(cwd or os.getcwd())
+    if fmt != "langgraph" and not (agent and ":" in agent):
+        raise UsageError(f"name the agent of this {fmt} database with --agent FILE.py:VAR (or module:var)")
     if agent and ":" in agent:
         target = _spec(agent, here, "--agent")
         return Agent(target=target, label=agent,
