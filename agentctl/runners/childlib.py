@@ -17,7 +17,7 @@ import sys
 import traceback
 from typing import Any
 
-__all__ = ["SetupError", "emit", "load", "user_frames", "on_sigint", "start"]
+__all__ = ["SetupError", "emit", "load", "user_frames", "on_sigint", "start", "serve_async", "instance"]
 
 
 class SetupError(Exception):
@@ -91,3 +91,46 @@ def start() -> tuple[Any, dict[str, Any]]:
     for p in reversed(req.get("paths") or []):
         sys.path.insert(0, p)
     return out, req
+
+
+def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
+    """An asyncio child's whole life: the request, `module` imported (else a setup
+    error naming `framework`), `prepare(req)` -> args (SetupError: exit 2), then
+    `run(out, req, *args)`'s exit status (Ctrl-C: "interrupted", 130)."""
+    import asyncio
+
+    def main() -> int:
+        out, req = start()
+        try:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise SetupError(f"{sys.executable} cannot import {framework} ({exc}); name the interpreter of "
+                                 "your agent's environment with --python") from exc
+            args = prepare(req)
+        except SetupError as exc:
+            emit(out, {"event": "setup", "message": str(exc)})
+            return 2
+        try:
+            return int(asyncio.run(run(out, req, *args)))
+        except KeyboardInterrupt:
+            emit(out, {"event": "interrupted"})
+            return 130
+
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # outside the run's own handler
+        sys.exit(130)
+
+
+def instance(obj: Any, cls: type, what: str) -> Any:
+    """`obj` if it is a `cls`, else what the factory `obj` returns (a factory may return
+    a factory, a few times); SetupError naming `what` otherwise."""
+    for _ in range(3):
+        if isinstance(obj, cls):
+            return obj
+        if callable(obj) and not isinstance(obj, type):
+            obj = obj()
+            continue
+        break
+    raise SetupError(f"the agent is a {type(obj).__name__}, not {what} (or a function returning one)")

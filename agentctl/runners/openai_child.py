@@ -19,7 +19,6 @@ Exit status: 0 done, 1 the user's code raised, 2 setup, 130 interrupted.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -27,23 +26,16 @@ from typing import TYPE_CHECKING, Any
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # python -P: no script directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:  # for the type checker: the same file, as a module of the package
-    from agentctl.runners.childlib import SetupError, emit, load, start, user_frames
+    from agentctl.runners.childlib import SetupError, emit, instance, load, serve_async, user_frames
 else:  # this file's sibling, never the agentctl package
-    from childlib import SetupError, emit, load, start, user_frames
+    from childlib import SetupError, emit, instance, load, serve_async, user_frames
 
 
 def _agent(obj: Any) -> Any:
     """An `agents.Agent`: the object, or what a factory returns."""
     from agents import Agent
 
-    for _ in range(3):
-        if isinstance(obj, Agent):
-            return obj
-        if callable(obj) and not isinstance(obj, type):
-            obj = obj()
-            continue
-        break
-    raise SetupError(f"the agent is a {type(obj).__name__}, not an agents.Agent (or a function returning one)")
+    return instance(obj, Agent, "an agents.Agent")
 
 
 def _session(kind: str, target: str, thread: str, tables: list[str]) -> Any:
@@ -116,28 +108,5 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, session: Any) -> int:
     return 0
 
 
-def main() -> int:
-    out, req = start()
-    try:
-        try:
-            import agents  # noqa: F401
-        except ImportError as exc:
-            raise SetupError(f"{sys.executable} cannot import the OpenAI Agents SDK ({exc}); name the "
-                             "interpreter of your agent's environment with --python") from exc
-        agent = _agent(load(req["agent"]))
-        session = _session(req["kind"], req["target"], req["thread"], req["tables"])
-    except SetupError as exc:
-        emit(out, {"event": "setup", "message": str(exc)})
-        return 2
-    try:
-        return asyncio.run(_run(out, req, agent, session))
-    except KeyboardInterrupt:
-        emit(out, {"event": "interrupted"})
-        return 130
-
-
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    serve_async('the OpenAI Agents SDK', 'agents', lambda req: (_agent(load(req["agent"])), _session(req["kind"], req["target"], req["thread"], req["tables"])), _run)

@@ -36,8 +36,8 @@ def run_agent(
         "--from", metavar="REF", help="Run from this checkpoint of the thread (LangGraph's replay / fork), "
         "not from the head.", autocompletion=complete_ref)] = None,
     input_json: Annotated[str | None, typer.Option(
-        "--input", metavar="JSON", help="The graph's input, e.g. '{\"messages\": [{\"role\": \"user\", "
-        "\"content\": \"hi\"}]}'.")] = None,
+        "--input", metavar="JSON|TEXT", help="LangGraph: the graph's input (JSON), e.g. '{\"messages\": "
+        "[{\"role\": \"user\", \"content\": \"hi\"}]}'; OpenAI Agents SDK, Google ADK: the user's message (TEXT).")] = None,
     resume_json: Annotated[str | None, typer.Option(
         "--resume", metavar="JSON", help="The answer to a pending interrupt() (LangGraph's Command(resume=...)).")] = None,
     agent: Annotated[str | None, typer.Option(

@@ -298,7 +298,7 @@ class ADKHistory(RewindAndBranchOnly, History):
         whole_undo_only("adk", threads)
         from agentctl.engine.oplog import OpResult
 
-        op = await self.log.pick(self.store, op_id, ("rewind", "branch", "edit"))
+        op = await self.log.pick(self.store, op_id, ("rewind", "branch", "edit", "run"))
         d = op.details
         key = tuple(d["key"])
         tid = "/".join(key)
@@ -309,10 +309,13 @@ class ADKHistory(RewindAndBranchOnly, History):
                 raise OperationError(
                     f"session {tid} changed since operation {op.op_id} (ADK wrote to it); undoing it would "
                     "lose that write")
-            if op.kind == "branch":
+            result: tuple[list[str], list[str]]
+            if op.kind == "run":
+                result = ([], await self._unrun(tx, op.op_id, d, key))
+            elif op.kind == "branch":
                 await tx.execute("DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)
                 await tx.execute("DELETE FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
-                result: tuple[list[str], list[str]] = ([], [tid])
+                result = ([], [tid])
             else:
                 if d.get("hard"):
                     n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op.op_id)
@@ -345,6 +348,82 @@ class ADKHistory(RewindAndBranchOnly, History):
         self.store._origin_map = None
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
                         created=result[0], deleted=result[1])
+
+    # ---- run: what ADK's Runner wrote, recorded after the fact ----------------------
+
+    async def _images(self, fetch: Any, key: tuple[str, str, str]) -> dict[str, Any]:
+        """The session's, app's and user's state rows as they are ([state text, update_time
+        text], None: no row) and the session's event ids."""
+        out: dict[str, Any] = {}
+        for table, where, args in (("sessions", "app_name = ? AND user_id = ? AND id = ?", key),
+                                   ("app_states", "app_name = ?", key[:1]),
+                                   ("user_states", "app_name = ? AND user_id = ?", key[:2])):
+            if table != "sessions" and not await self.store._db.table_exists(table):
+                continue
+            rows = await fetch(f"SELECT CAST(state AS TEXT) AS state, update_time, CAST(update_time AS TEXT) AS "
+                               f"update_text FROM {table} WHERE {where}", *args)
+            out[table] = None if not rows else [rows[0]["state"], rows[0]["update_text"] if self.store.kind ==
+                                                "sqlite" else self._ts_text(rows[0]["update_time"])]
+        out["events"] = [r["id"] for r in await fetch(
+            "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)]
+        return out
+
+    async def _run_key(self, thread_id: str) -> tuple[str, str, str]:
+        key = await self.store._key(thread_id)
+        if key is None:
+            parts = thread_id.split("/", 2)
+            if len(parts) != 3 or not all(parts):
+                raise UsageError(f"an ADK session is APP/USER/SESSION, not {thread_id!r}")
+            key = (parts[0], parts[1], parts[2])
+        return key
+
+    async def run_keys(self, thread_id: str) -> dict[str, Any]:
+        """The rows a run may change, as they are (read before it)."""
+        await self.store.connect()
+        return await self._images(self.store._q, await self._run_key(thread_id))
+
+    async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
+                         kind: str = "run") -> int | None:
+        """One op for what ADK's Runner wrote: the events it appended (undo moves them to
+        the trash) and the session, app and user rows' before-images (undo puts them back,
+        deleting those the run created). None: the run wrote nothing."""
+        key = await self._run_key(thread_id)
+        async with self.store._db.transaction([thread_id]) as tx:
+            now = await self._images(tx.fetch, key)
+            if now == before:
+                return None
+            await self._ensure_tables(tx)
+            inserted = [e for e in now["events"] if e not in set(before["events"])]
+            after = await self._session_row(tx, key)
+            details = dict(details, key=list(key), inserted=inserted,
+                           images={t: v for t, v in before.items() if t != "events"},
+                           update_time_after=self._ts_text(after["update_time"]))
+            return await self._record(tx, kind, summary, ["/".join(key)], details)
+
+    async def _unrun(self, tx: Transaction, op_id: int, d: dict[str, Any], key: tuple[str, ...]) -> list[str]:
+        """Undo of a run: its events to the trash, the state rows as before it."""
+        ids = list(d["inserted"])
+        if ids:
+            await tx.execute(
+                f"INSERT INTO {TRASH} (op_id, id, app_name, user_id, session_id, invocation_id, timestamp, "
+                "event_data) SELECT CAST(? AS INTEGER), id, app_name, user_id, session_id, invocation_id, timestamp, "
+                f"event_data FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? AND id IN "
+                f"({marks(len(ids))})", op_id, *key, *ids)
+            await tx.execute(f"DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? AND id IN "
+                             f"({marks(len(ids))})", *key, *ids)
+        for table, where, args in (("sessions", "app_name = ? AND user_id = ? AND id = ?", key),
+                                   ("app_states", "app_name = ?", key[:1]),
+                                   ("user_states", "app_name = ? AND user_id = ?", key[:2])):
+            if table not in d["images"]:
+                continue
+            image = d["images"][table]
+            if image is None:  # the run created it
+                await tx.execute(f"DELETE FROM {table} WHERE {where}", *args)
+                continue
+            stamp = image[1] if self.store.kind == "sqlite" else self._ts(naive_utc(image[1]))
+            await tx.execute(f"UPDATE {table} SET state = {self._json}, update_time = ? WHERE {where}",
+                             image[0], stamp, *args)
+        return ids
 
     # ---- edit: an event with a state_delta, as ADK changes state outside a turn --------
 
