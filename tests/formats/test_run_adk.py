@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("google.adk")
 
+import tests.formats.test_format_adk as fa  # noqa: E402
 from tests.formats.test_format_adk import INITIAL, dump  # noqa: E402
 from tests.formats.test_run import _agentctl  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
@@ -143,3 +144,33 @@ async def test_the_users_error_and_bad_input_exit_2(tmp_path, project):
         assert r.returncode == 2 and words in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
     assert await dump(path) == before
     assert os.path.exists(path)
+
+
+adk_db = fa.adk_db  # (agentctl's URL, a DatabaseSessionService) on SQLite and on Postgres
+
+
+async def test_run_then_undo_on_both_backends_and_undo_refuses_after_adk_wrote(adk_db, project):
+    from google.adk.events import Event
+
+    from tests.formats.test_format_adk import _text
+
+    url, svc = adk_db
+    await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    before = await dump(url)
+    agent = str(project / "echo_agent")
+    r = _agentctl(url, "run", "app/u1/s1", "--agent", agent, "--input", "hello")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert [(e.author, e.content.parts[0].text) for e in got.events] == [("user", "hello"), ("echo", "olleh")]
+    assert got.state["count"] == 1 and got.state["user:seen"] is True and got.state["app:runs"] == 1
+    assert cli(url, "undo").exit_code == 0
+    assert await dump(url) == before
+
+    r = _agentctl(url, "run", "app/u1/s1", "--agent", agent, "--input", "again")
+    assert r.returncode == 0, r.stderr
+    fresh = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    await svc.append_event(fresh, Event(author="user", invocation_id="inv-z", content=_text("user", "later")))
+    rows = await dump(url)
+    r = cli(url, "undo")
+    assert r.exit_code != 0 and "changed since" in r.stderr and r.stderr.count("\n") == 1
+    assert await dump(url) == rows
