@@ -61,6 +61,13 @@ def run_agent(
     with your own frames (exit 1); what was saved before it stays, undoable. Ctrl-C stops
     the run (exit 130); what it saved stays, undoable.
 
+    OpenAI Agents SDK: --agent FILE.py:VAR (an Agent), --input TEXT (the user's message):
+    Runner.run(agent, TEXT, session=...) with the SDK's own session on --db; each new item
+    is printed; undo moves the items to the trash and puts the session row back. Google
+    ADK: THREAD is APP/USER/SESSION, --agent DIR (root_agent) or FILE.py:VAR, --input TEXT:
+    Runner.run_async with ADK's DatabaseSessionService on --db. --from and --resume are
+    LangGraph's.
+
     Example: agentctl --db sample_db/langgraph.db run story-1 --config sample_db/story/langgraph.json
     """
     from agentctl.errors import NotFoundError, UsageError
