@@ -24,7 +24,7 @@ from agentctl.errors import UsageError
 __all__ = ["require_runtime", "Agent", "find_agent", "pick_python", "ChildRun", "run_child", "RUNNERS"]
 
 #: the formats `run` can drive, and the child script of each
-RUNNERS = {"langgraph": "langgraph_child.py"}
+RUNNERS = {"langgraph": "langgraph_child.py", "openai-agents": "openai_child.py", "adk": "adk_child.py"}
 
 CONFIG_NAME = "langgraph.json"
 
@@ -59,11 +59,20 @@ def _spec(text: str, base: Path, what: str) -> dict[str, str]:
     return {"module": where, "var": var}
 
 
-def find_agent(agent: str | None, config: str | None, cwd: str | None = None) -> Agent:
-    """The agent `--agent` names: FILE.py:VAR, module:var, or a graph of langgraph.json
-    (the one in the current directory, or `config`); without `--agent`, langgraph.json's
-    only graph. Its `dependencies` go on the path, as `langgraph dev` puts them."""
+def find_agent(agent: str | None, config: str | None, cwd: str | None = None, fmt: str = "langgraph") -> Agent:
+    """The agent `--agent` names: FILE.py:VAR, module:var, or (LangGraph) a graph of
+    langgraph.json (the one in the current directory, or `config`); without `--agent`,
+    langgraph.json's only graph. Its `dependencies` go on the path, as `langgraph dev`
+    puts them."""
     here = Path(cwd or os.getcwd())
+    if fmt == "adk" and agent and ":" not in agent:  # an agents folder, as `adk run DIR` takes it
+        folder = (here / agent).resolve()
+        if not folder.is_dir():
+            raise UsageError(f"--agent {agent}: no agents folder {folder} (give DIR or FILE.py:VAR)")
+        return Agent(target={"dir": str(folder)}, label=agent)
+    if fmt != "langgraph" and not (agent and ":" in agent):
+        raise UsageError(f"name the agent of this {fmt} database with --agent "
+                         + ("DIR or " if fmt == "adk" else "") + "FILE.py:VAR (or module:var)")
     if agent and ":" in agent:
         target = _spec(agent, here, "--agent")
         return Agent(target=target, label=agent,

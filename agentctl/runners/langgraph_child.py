@@ -18,51 +18,16 @@ code prints goes to the child's stdout and stderr (agentctl points both at its s
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import json
 import os
-import signal
 import sys
-import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-
-class SetupError(Exception):
-    pass
-
-
-def _emit(out: Any, event: dict[str, Any]) -> None:
-    out.write(json.dumps(event, default=repr) + "\n")
-    out.flush()
-
-
-def _load(agent: dict[str, Any]) -> Any:
-    """The object `agent` names: {"file": PATH, "var": NAME} or {"module": M, "var": NAME}."""
-    var = agent["var"]
-    if "file" in agent:
-        path = agent["file"]
-        name = "agentctl_user_graph_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise SetupError(f"cannot load {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise SetupError(f"loading {path} raised {type(exc).__name__}: {exc}") from exc
-        where = path
-    else:
-        try:
-            module = importlib.import_module(agent["module"])
-        except Exception as exc:
-            raise SetupError(f"importing {agent['module']} raised {type(exc).__name__}: {exc}") from exc
-        where = agent["module"]
-    if not hasattr(module, var):
-        names = sorted(n for n in vars(module) if not n.startswith("_"))[:12]
-        raise SetupError(f"{where} has no {var!r} (it has: {', '.join(names)})")
-    return getattr(module, var)
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # python -P: no script directory
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if TYPE_CHECKING:  # for the type checker: the same file, as a module of the package
+    from agentctl.runners.childlib import SetupError, emit, load, start, user_frames
+else:  # this file's sibling, never the agentctl package
+    from childlib import SetupError, emit, load, start, user_frames
 
 
 def _graph(obj: Any, saver: Any) -> Any:
@@ -101,24 +66,6 @@ def _saver(kind: str, target: str, stack: Any) -> Any:
     if path:
         query["options"] = f"-csearch_path={path}"
     return stack.enter_context(PostgresSaver.from_conn_string(urlunsplit(parts._replace(query=urlencode(query)))))
-
-
-def _user_frames(exc: BaseException) -> list[dict[str, Any]]:
-    """The traceback's frames in the user's own files: not LangGraph's, not a library's,
-    not the standard library's, not this file's."""
-    import sysconfig
-
-    skip = {os.path.realpath(p) for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib",
-                                                                                  "purelib", "platlib")} if p}
-    here = os.path.realpath(__file__)
-    out = []
-    for fs in traceback.extract_tb(exc.__traceback__):
-        path = os.path.realpath(fs.filename)
-        if path == here or any(path.startswith(s + os.sep) for s in skip) or "site-packages" in path \
-                or fs.filename.startswith("<"):
-            continue
-        out.append({"file": fs.filename, "line": fs.lineno, "name": fs.name, "code": fs.line or ""})
-    return out
 
 
 def _node_of(exc: BaseException) -> str | None:
@@ -211,19 +158,8 @@ def _edit(graph: Any, config: dict[str, Any], edits: list[list[Any]], as_node: s
     return graph.update_state(config, updates, as_node=as_node)
 
 
-def _on_sigint(signum: int, frame: Any) -> None:
-    """The first Ctrl-C stops the run; later ones are ignored while it winds down (the
-    framework's clean-up must not be cut short by a second KeyboardInterrupt)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
-
-
 def main() -> int:
-    signal.signal(signal.SIGINT, _on_sigint)
-    out = os.fdopen(int(sys.argv[1]), "w", buffering=1)
-    req = json.loads(sys.stdin.readline())
-    for p in reversed(req.get("paths") or []):
-        sys.path.insert(0, p)
+    out, req = start()
     import contextlib
 
     with contextlib.ExitStack() as stack:
@@ -238,9 +174,9 @@ def main() -> int:
                 saver = _saver(req["kind"], req["target"], stack)
             except ImportError as exc:
                 raise SetupError(f"{sys.executable} has no LangGraph saver for {req['kind']} ({exc})") from exc
-            graph = _graph(_load(req["agent"]), saver)
+            graph = _graph(load(req["agent"]), saver)
         except SetupError as exc:
-            _emit(out, {"event": "setup", "message": str(exc)})
+            emit(out, {"event": "setup", "message": str(exc)})
             return 2
         configurable = {"thread_id": req["thread"], "checkpoint_ns": ""}
         if req.get("from"):
@@ -250,14 +186,14 @@ def main() -> int:
             try:
                 new = _edit(graph, config, req["edits"], req.get("as_node"))
             except SetupError as exc:
-                _emit(out, {"event": "setup", "message": str(exc)})
+                emit(out, {"event": "setup", "message": str(exc)})
                 return 2
             except Exception as exc:  # LangGraph refused the update (e.g. an unknown --as-node)
-                _emit(out, {"event": "setup", "message": f"LangGraph refused the update: "
+                emit(out, {"event": "setup", "message": f"LangGraph refused the update: "
                                                          f"{type(exc).__name__}: {exc}"})
                 return 2
             state = graph.get_state(new)
-            _emit(out, {"event": "edited", "id": new["configurable"]["checkpoint_id"],
+            emit(out, {"event": "edited", "id": new["configurable"]["checkpoint_id"],
                         "step": (state.metadata or {}).get("step"), "next": list(state.next)})
             return 0
         if "resume" in req:
@@ -275,21 +211,21 @@ def main() -> int:
                             keys.extend(k for k in update if k not in keys)
                     continue
                 meta = chunk.get("metadata") or {}
-                _emit(out, {"event": "checkpoint", "id": chunk["config"]["configurable"]["checkpoint_id"],
+                emit(out, {"event": "checkpoint", "id": chunk["config"]["configurable"]["checkpoint_id"],
                             "step": meta.get("step"), "source": meta.get("source"), "nodes": nodes,
                             "keys": keys, "next": list(chunk.get("next") or [])})
                 nodes, keys = [], []
             state = graph.get_state({"configurable": {"thread_id": req["thread"], "checkpoint_ns": ""}})
             interrupts = [getattr(i, "value", None) for t in state.tasks for i in (t.interrupts or ())]
-            _emit(out, {"event": "done", "next": list(state.next), "interrupts": interrupts,
+            emit(out, {"event": "done", "next": list(state.next), "interrupts": interrupts,
                         "head": (state.config or {}).get("configurable", {}).get("checkpoint_id")})
             return 0
         except KeyboardInterrupt:
-            _emit(out, {"event": "interrupted"})
+            emit(out, {"event": "interrupted"})
             return 130
         except Exception as exc:
-            _emit(out, {"event": "error", "type": type(exc).__name__, "message": str(exc),
-                        "node": _node_of(exc), "frames": _user_frames(exc)})
+            emit(out, {"event": "error", "type": type(exc).__name__, "message": str(exc),
+                        "node": _node_of(exc), "frames": user_frames(exc)})
             return 1
 
 

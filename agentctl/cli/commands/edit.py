@@ -42,6 +42,10 @@ def edit(
     is needed (langgraph.json or --agent); REF need not be the head (that is a fork). The plan
     (the diff) first; --dry-run shows only it. One operation in the op log, undoable.
 
+    OpenAI Agents SDK: REF is an item; KEY a key of the item as the SDK stores it
+    (`content`, `content.0.text`): the item is changed in place, and the SDK's get_items
+    returns the edited item where it was.
+
     Example: agentctl --db lg.db edit t1 --set fixed=true --agent graph.py:graph --yes
     """
     from agentctl.diff import diff_values
@@ -60,10 +64,13 @@ def edit(
             if not native:
                 require_runtime(fmt, "edit")
             meta = await resolve(store, ref)
-            if "|" in meta.thread_id and meta.thread_id.split("|", 1)[1]:
+            if fmt == "langgraph" and "|" in meta.thread_id and meta.thread_id.split("|", 1)[1]:
                 raise UsageError(f"{meta.checkpoint_id} is a checkpoint of a subgraph; edit the parent graph's")
             cp = await store.get(meta.checkpoint_id)
-            own = {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
+            if hasattr(history, "edit_view"):  # what the format edits is not the whole state (an SDK's item)
+                own = history.edit_view(cp)
+            else:
+                own = {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
             new = apply_edits(own, edits)
             before = None if dry_run or native else await history.run_keys(meta.thread_id)
             return fmt, native, meta, own, new, before
@@ -79,7 +86,7 @@ def edit(
         return
     what = ", ".join(("unset " if e.unset else "set ") + e.key for e in edits)
     if native:
-        _edit_natively(st, meta, new, what, changes, yes, json_out)
+        _edit_natively(st, fmt, meta, new, what, changes, yes, json_out)
         return
     from agentctl.runners import find_agent, pick_python, run_child
 
@@ -116,15 +123,16 @@ def edit(
         + (f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else ""))
 
 
-def _edit_natively(st: Any, meta: Any, new: dict[str, Any], what: str, changes: list[Any], yes: bool,
+def _edit_natively(st: Any, fmt: str, meta: Any, new: dict[str, Any], what: str, changes: list[Any], yes: bool,
                    json_out: bool) -> None:
     """A format whose History writes the edit itself (AgentOS: a new head holding REF's
-    checkpoint with the new state)."""
+    checkpoint with the new state; the OpenAI Agents SDK: the item changed in place)."""
     if not json_out:
         info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
         for c in changes:
             info(f"  {c.op} {c.path}")
-    confirm(f"write a new head of {meta.thread_id} holding this checkpoint with these values", yes=yes)
+    confirm(f"change item {meta.checkpoint_id} of {meta.thread_id} in place" if fmt == "openai-agents" else
+            f"write a new head of {meta.thread_id} holding this checkpoint with these values", yes=yes)
 
     async def go():
         async with st.engine(need="undo") as (_, history):

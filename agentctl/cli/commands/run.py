@@ -36,8 +36,8 @@ def run_agent(
         "--from", metavar="REF", help="Run from this checkpoint of the thread (LangGraph's replay / fork), "
         "not from the head.", autocompletion=complete_ref)] = None,
     input_json: Annotated[str | None, typer.Option(
-        "--input", metavar="JSON", help="The graph's input, e.g. '{\"messages\": [{\"role\": \"user\", "
-        "\"content\": \"hi\"}]}'.")] = None,
+        "--input", metavar="JSON|TEXT", help="LangGraph: the graph's input (JSON), e.g. '{\"messages\": "
+        "[{\"role\": \"user\", \"content\": \"hi\"}]}'; OpenAI Agents SDK, Google ADK: the user's message (TEXT).")] = None,
     resume_json: Annotated[str | None, typer.Option(
         "--resume", metavar="JSON", help="The answer to a pending interrupt() (LangGraph's Command(resume=...)).")] = None,
     agent: Annotated[str | None, typer.Option(
@@ -62,6 +62,13 @@ def run_agent(
     with your own frames (exit 1); what was saved before it stays, undoable. Ctrl-C stops
     the run (exit 130); what it saved stays, undoable.
 
+    OpenAI Agents SDK: --agent FILE.py:VAR (an Agent), --input TEXT (the user's message):
+    Runner.run(agent, TEXT, session=...) with the SDK's own session on --db; each new item
+    is printed; undo moves the items to the trash and puts the session row back. Google
+    ADK: THREAD is APP/USER/SESSION, --agent DIR (root_agent) or FILE.py:VAR, --input TEXT:
+    Runner.run_async with ADK's DatabaseSessionService on --db. --from and --resume are
+    LangGraph's.
+
     Example: agentctl --db sample_db/langgraph.db run story-1 --config sample_db/story/langgraph.json
     """
     from agentctl.errors import NotFoundError, UsageError
@@ -70,14 +77,19 @@ def run_agent(
 
     if input_json is not None and resume_json is not None:
         raise UsageError("use one of --input and --resume")
-    value = _json_value("--input", input_json)
-    resume = _json_value("--resume", resume_json)
     st = state(ctx)
 
     async def prepare():
         async with st.engine(write=False) as (store, history):
             fmt = store.format.name
             require_runtime(fmt, "run")
+            if fmt != "langgraph":  # the SDKs run a session on from its end, with the user's message
+                if from_ref is not None or resume_json is not None:
+                    raise UsageError(f"--from and --resume are LangGraph's; a {fmt} session runs on from its "
+                                     "end with --input TEXT")
+                if input_json is None:
+                    raise UsageError(f"a {fmt} run needs --input TEXT (the user's message)")
+            extra = history.run_options() if hasattr(history, "run_options") else {}
             from_id = None
             exists = await store.find_thread_ids(thread, 1) == [thread]
             if from_ref is not None:
@@ -93,16 +105,19 @@ def run_agent(
 
                 raise ThreadNotFound(thread)
             before = await history.run_keys(thread)
-            return fmt, from_id, before
+            return fmt, from_id, before, extra
 
-    fmt, from_id, before = run_coro(prepare())
+    fmt, from_id, before, extra = run_coro(prepare())
+    # LangGraph's --input is the graph's input (JSON); an SDK's, the user's message (TEXT)
+    value = _json_value("--input", input_json) if fmt == "langgraph" else input_json
+    resume = _json_value("--resume", resume_json)
     from agentctl.storage import parse_url
 
     kind, target = parse_url(st.db)
-    who = find_agent(agent, config)
+    who = find_agent(agent, config, fmt=fmt)
     interpreter = pick_python(python)
     request: dict[str, Any] = {"kind": kind, "target": target, "thread": thread, "from": from_id,
-                               "agent": who.target, "paths": who.paths}
+                               "agent": who.target, "paths": who.paths, **extra}
     if resume_json is not None:
         request["resume"] = resume
     else:
@@ -169,17 +184,19 @@ def run_agent(
     if json_out:
         emit_jsonl(outcome)
     tail = f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else " (nothing was written)"
+    what = "checkpoint(s)" if fmt == "langgraph" else "item(s)"
     if outcome.get("event") == "error":
         _say_error(outcome)
-        info(f"the run saved {saved} checkpoint(s) before the error{tail}")
+        info(f"the run saved {saved} {what} before the error{tail}")
         raise typer.Exit(1)
     if outcome.get("event") == "interrupted":
-        info(f"interrupted: the run saved {saved} checkpoint(s), which stay{tail}")
+        info(f"interrupted: the run saved {saved} {what}, which stay{tail}")
         raise typer.Exit(130)
     if not json_out:
         waiting = outcome.get("interrupts") or []
         nxt = outcome.get("next") or []
-        say(f"ran {thread}: {saved} new checkpoint(s){tail}"
+        say(f"ran {thread}: {saved} new {what}{tail}"
+            + (f"; output: {_short(str(outcome['output']))}" if outcome.get("output") is not None else "")
             + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
             + (f"; interrupt: {_short(json.dumps(waiting[0], default=repr))} (answer with --resume JSON)"
                if waiting else ""))
@@ -191,13 +208,17 @@ def _short(text: str | None, width: int = 60) -> str:
 
 
 def _say_checkpoint(event: dict[str, Any]) -> None:
+    if "text" in event:  # an SDK's item
+        say(f"item {event.get('step')}  {event.get('kind')}  {event.get('text')}")
+        return
     nodes = ", ".join(event.get("nodes") or []) or event.get("source") or ""
     keys = ", ".join(event.get("keys") or [])
     say(f"step {event.get('step')}  {event.get('id')}  {nodes}" + (f"  changed: {keys}" if keys else ""))
 
 
 def _say_error(event: dict[str, Any]) -> None:
-    where = f" in node {event['node']!r}" if event.get("node") else ""
+    where = f" in node {event['node']!r}" if event.get("node") else \
+        (f" in agent {event['agent']!r}" if event.get("agent") else "")
     info(f"your agent raised {event.get('type')}{where}: {event.get('message')}")
     for f in event.get("frames") or []:
         info(f'  File "{f.get("file")}", line {f.get("line")}, in {f.get("name")}')

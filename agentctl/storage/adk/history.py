@@ -298,7 +298,7 @@ class ADKHistory(RewindAndBranchOnly, History):
         whole_undo_only("adk", threads)
         from agentctl.engine.oplog import OpResult
 
-        op = await self.log.pick(self.store, op_id, ("rewind", "branch", "fix-state"))
+        op = await self.log.pick(self.store, op_id, ("rewind", "branch", "fix-state", "edit", "run"))
         d = op.details
         key = tuple(d["key"])
         tid = "/".join(key)
@@ -309,14 +309,17 @@ class ADKHistory(RewindAndBranchOnly, History):
                 raise OperationError(
                     f"session {tid} changed since operation {op.op_id} (ADK wrote to it); undoing it would "
                     "lose that write")
-            if op.kind == "branch":
+            result: tuple[list[str], list[str]]
+            if op.kind == "run":
+                result = ([], await self._unrun(tx, op.op_id, d, key))
+            elif op.kind == "branch":
                 await tx.execute("DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)
                 await tx.execute("DELETE FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
-                result: tuple[list[str], list[str]] = ([], [tid])
+                result = ([], [tid])
             else:
                 if op.kind == "fix-state":
                     result = ([], [])
-                elif d["hard"]:
+                elif d.get("hard"):
                     n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op.op_id)
                     if int(n[0]["n"]) != len(d["moved"]):
                         raise OperationError(f"the trash of operation {op.op_id} is incomplete")
@@ -330,6 +333,13 @@ class ADKHistory(RewindAndBranchOnly, History):
                     await tx.execute("DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
                                      "AND id = ?", *key, d["event_id"])
                     result = ([], [d["event_id"]])
+                for table, before in (d.get("shared_before") or {}).items():  # an edit's app:/user: rows
+                    owner = key[:1] if table == "app_states" else key[:2]
+                    where = "app_name = ?" + (" AND user_id = ?" if table == "user_states" else "")
+                    stamp = before["update_time"] if self.store.kind == "sqlite" else \
+                        self._ts(naive_utc(before["update_time"]))
+                    await tx.execute(f"UPDATE {table} SET state = {self._json}, update_time = ? WHERE {where}",
+                                     before["state"], stamp, *owner)
                 await tx.execute(
                     f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
                     "AND user_id = ? AND id = ?", json.dumps(d["state_before"]),
@@ -377,6 +387,164 @@ class ADKHistory(RewindAndBranchOnly, History):
                     "AND user_id = ? AND id = ?", json.dumps(folded), self._ts(marker), *key)
                 done.append((op_id, tid, keys))
         return done
+
+    # ---- run: what ADK's Runner wrote, recorded after the fact ----------------------
+
+    async def _images(self, fetch: Any, key: tuple[str, str, str]) -> dict[str, Any]:
+        """The session's, app's and user's state rows as they are ([state text, update_time
+        text], None: no row) and the session's event ids."""
+        out: dict[str, Any] = {}
+        for table, where, args in (("sessions", "app_name = ? AND user_id = ? AND id = ?", key),
+                                   ("app_states", "app_name = ?", key[:1]),
+                                   ("user_states", "app_name = ? AND user_id = ?", key[:2])):
+            if table != "sessions" and not await self.store._db.table_exists(table):
+                continue
+            rows = await fetch(f"SELECT CAST(state AS TEXT) AS state, update_time, CAST(update_time AS TEXT) AS "
+                               f"update_text FROM {table} WHERE {where}", *args)
+            out[table] = None if not rows else [rows[0]["state"], rows[0]["update_text"] if self.store.kind ==
+                                                "sqlite" else self._ts_text(rows[0]["update_time"])]
+        out["events"] = [r["id"] for r in await fetch(
+            "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)]
+        return out
+
+    async def _run_key(self, thread_id: str) -> tuple[str, str, str]:
+        key = await self.store._key(thread_id)
+        if key is None:
+            parts = thread_id.split("/", 2)
+            if len(parts) != 3 or not all(parts):
+                raise UsageError(f"an ADK session is APP/USER/SESSION, not {thread_id!r}")
+            key = (parts[0], parts[1], parts[2])
+        return key
+
+    async def run_keys(self, thread_id: str) -> dict[str, Any]:
+        """The rows a run may change, as they are (read before it)."""
+        await self.store.connect()
+        return await self._images(self.store._q, await self._run_key(thread_id))
+
+    async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
+                         kind: str = "run") -> int | None:
+        """One op for what ADK's Runner wrote: the events it appended (undo moves them to
+        the trash) and the session, app and user rows' before-images (undo puts them back,
+        deleting those the run created). None: the run wrote nothing."""
+        key = await self._run_key(thread_id)
+        async with self.store._db.transaction([thread_id]) as tx:
+            now = await self._images(tx.fetch, key)
+            if now == before:
+                return None
+            await self._ensure_tables(tx)
+            inserted = [e for e in now["events"] if e not in set(before["events"])]
+            after = await self._session_row(tx, key)
+            details = dict(details, key=list(key), inserted=inserted,
+                           images={t: v for t, v in before.items() if t != "events"},
+                           update_time_after=self._ts_text(after["update_time"]))
+            return await self._record(tx, kind, summary, ["/".join(key)], details)
+
+    async def _unrun(self, tx: Transaction, op_id: int, d: dict[str, Any], key: tuple[str, ...]) -> list[str]:
+        """Undo of a run: its events to the trash, the state rows as before it."""
+        ids = list(d["inserted"])
+        if ids:
+            await tx.execute(
+                f"INSERT INTO {TRASH} (op_id, id, app_name, user_id, session_id, invocation_id, timestamp, "
+                "event_data) SELECT CAST(? AS INTEGER), id, app_name, user_id, session_id, invocation_id, timestamp, "
+                f"event_data FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? AND id IN "
+                f"({marks(len(ids))})", op_id, *key, *ids)
+            await tx.execute(f"DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? AND id IN "
+                             f"({marks(len(ids))})", *key, *ids)
+        for table, where, args in (("sessions", "app_name = ? AND user_id = ? AND id = ?", key),
+                                   ("app_states", "app_name = ?", key[:1]),
+                                   ("user_states", "app_name = ? AND user_id = ?", key[:2])):
+            if table not in d["images"]:
+                continue
+            image = d["images"][table]
+            if image is None:  # the run created it
+                await tx.execute(f"DELETE FROM {table} WHERE {where}", *args)
+                continue
+            stamp = image[1] if self.store.kind == "sqlite" else self._ts(naive_utc(image[1]))
+            await tx.execute(f"UPDATE {table} SET state = {self._json}, update_time = ? WHERE {where}",
+                             image[0], stamp, *args)
+        return ids
+
+    # ---- edit: an event with a state_delta, as ADK changes state outside a turn --------
+
+    async def _shared_row(self, tx: Transaction, table: str, key: tuple[str, ...]) -> dict[str, Any] | None:
+        """The app_states (key: app) or user_states (app, user) row: its state (text) and update_time."""
+        where = "app_name = ?" + (" AND user_id = ?" if table == "user_states" else "")
+        rows = await tx.fetch(f"SELECT CAST(state AS TEXT) AS state, update_time, CAST(update_time AS TEXT) AS "
+                              f"update_text FROM {table} WHERE {where}"
+                              + (" FOR UPDATE" if self.store.kind == "postgres" else ""), *key)
+        return rows[0] if rows else None
+
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
+        """`agentctl edit`: an event (author "user") appended to REF's session whose
+        `actions.state_delta` holds the keys whose values `state` changes from REF's
+        (a removed key: None); `app:` and `user:` keys land in app_states / user_states,
+        the others in the session's state, as ADK's append_event puts them. The session's
+        update_time moves on (a service holding the session gets ADK's stale-session
+        error). One op; undo deletes the event and puts every row back (as a rewind's)."""
+        from agentctl.engine.oplog import OpResult
+
+        meta, key = await self._target(checkpoint_id)
+        ref = await self.store.get(checkpoint_id)
+        if ref is None:
+            raise CheckpointNotFound(checkpoint_id)
+        old = {k: v for k, v in (ref.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
+        delta = {k: v for k, v in state.items() if k not in old or old[k] != v}
+        delta.update({k: None for k in old if k not in state})
+        if any(k.startswith("temp:") for k in delta):
+            raise UsageError("temp: keys live only during an invocation (ADK does not store them)")
+        if not delta:
+            raise UsageError("the edit changes nothing")
+        parts: dict[str, dict[str, Any]] = {"session": {}, "app_states": {}, "user_states": {}}
+        for k, v in delta.items():
+            if k.startswith("app:"):
+                parts["app_states"][k[len("app:"):]] = v
+            elif k.startswith("user:"):
+                parts["user_states"][k[len("user:"):]] = v
+            else:
+                parts["session"][k] = v
+        tid = meta.thread_id
+        async with self.store._db.transaction([tid]) as tx:
+            row = await self._session_row(tx, key)
+            events = await self._events(tx, key)
+            marker = self._new_marker(row["update_time"], *[r["timestamp"] for r in events[-1:]])
+            event_id = str(uuid.uuid4())
+            event = {"invocation_id": f"e-{uuid.uuid4()}", "author": "user",
+                     "actions": {"state_delta": delta, "artifact_delta": {}, "requested_auth_configs": {},
+                                 "requested_tool_confirmations": {}},
+                     "node_info": {"path": ""}, "id": event_id,
+                     "timestamp": marker.replace(tzinfo=timezone.utc).timestamp(),
+                     "custom_metadata": {"agentctl": f"edit: {what}"}}
+            shared: dict[str, Any] = {}
+            sqlite = self.store.kind == "sqlite"
+            for table, owner in (("app_states", key[:1]), ("user_states", key[:2])):
+                if parts[table]:
+                    before = await self._shared_row(tx, table, owner)
+                    if before is None:
+                        raise OperationError(f"no {table} row for {'/'.join(owner)} (ADK's create_session makes it)")
+                    shared[table] = {"state": before["state"], "update_time": before["update_text"] if sqlite
+                                     else self._ts_text(before["update_time"])}  # SQLite: its text as it was
+            await self._ensure_tables(tx)
+            details = {"key": list(key), "ref": checkpoint_id, "event_id": event_id, "delta": delta,
+                       "state_before": row["state"], "update_time_before": self._ts_text(row["update_time"]),
+                       "update_time_after": self._ts_text(marker), "shared_before": shared}
+            op_id = await self._record(tx, "edit", f"edit {tid} at step {meta.step} ({checkpoint_id}): {what}",
+                                       [tid], details)
+            await tx.execute(
+                "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
+                f"event_data) VALUES (?, ?, ?, ?, ?, ?, {self._json})", event_id, *key,
+                event["invocation_id"], self._ts(marker), json.dumps(event))
+            for table, owner in (("app_states", key[:1]), ("user_states", key[:2])):
+                if parts[table]:
+                    merged = {**json.loads(shared[table]["state"] or "{}"), **parts[table]}
+                    where = "app_name = ?" + (" AND user_id = ?" if table == "user_states" else "")
+                    await tx.execute(f"UPDATE {table} SET state = {self._json}, update_time = ? WHERE {where}",
+                                     json.dumps(merged), self._ts(marker), *owner)
+            await tx.execute(
+                f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
+                "AND user_id = ? AND id = ?", json.dumps({**row["state"], **parts["session"]}), self._ts(marker),
+                *key)
+        return OpResult(op_id, "edit", f"edited {tid}: new event {event_id} (state_delta: "
+                        f"{', '.join(sorted(delta))})", created=[event_id])
 
     async def purge(self, dry_run: bool = False) -> Any:
         return await purge_trash(self.store, TRASH, OPLOG, dry_run)

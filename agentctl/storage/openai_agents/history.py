@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 OPLOG = "agentctl_openai_oplog"
 TRASH = "agentctl_openai_trash"
+#: the ops of `agentctl run` (the SDK's Runner wrote the items) and `agentctl edit`
+BY_THE_SDK = ("run", "edit")
 
 
 class OpenAIHistory(RewindAndBranchOnly, History):
@@ -309,11 +311,13 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
         S, M = self.store._S, self.store._M
-        op = await self.log.pick(self.store, op_id, ("rewind", "branch"))
+        op = await self.log.pick(self.store, op_id, ("rewind", "branch") + BY_THE_SDK)
         op_id = op.op_id
         d = op.details
         if op.kind == "branch":
             return await self._undo_branch(op)
+        if op.kind in BY_THE_SDK:
+            return await self._undo_sdk_write(op)
         session, moved = d["session"], [int(i) for i in d["moved"]]
         async with self.store._db.transaction([session] + ([d["archive"]] if d.get("archive") else [])) as tx:
             await self._lock_sessions(tx, [session] + ([d["archive"]] if d.get("archive") else []))
@@ -390,6 +394,117 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                                         {"undo_of": op.op_id}, undo_of=op.op_id)
             await self.log.mark_undone(tx, op.op_id, new_id)
         self.store._archive_map = None
+        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
+                        deleted=deleted)
+
+    # ---- run and edit: what the SDK's Runner wrote, an item's content -----------------
+
+    def run_options(self) -> dict[str, Any]:
+        """What the run's child needs besides the database: the session tables' names."""
+        return {"tables": [self.store.sessions_table, self.store.messages_table]}
+
+    async def run_keys(self, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
+        """The session's item ids and its row's updated_at now (read before a run)."""
+        await self.store.connect()
+        M, S = self.store._M, self.store._S
+        items = {(int(r["id"]),) for r in await self.store._q(f"SELECT id FROM {M} WHERE session_id = ?", thread_id)}
+        row = await self.store._q(f"SELECT CAST(updated_at AS TEXT) AS u FROM {S} WHERE session_id = ?", thread_id)
+        return {"items": items, "session": {(r["u"],) for r in row}}
+
+    async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
+                         details: dict[str, Any], kind: str = "run") -> int | None:
+        """One op for what the SDK's Runner wrote to the session since `before`: the item
+        rows it inserted (undo moves them to the trash) and the session row's before-image
+        (undo deletes the row the run created, or puts its updated_at back). None: the
+        run wrote nothing."""
+        M = self.store._M
+        async with self.store._db.transaction([thread_id]) as tx:
+            await self._lock_sessions(tx, [thread_id])
+            now = [int(r["id"]) for r in await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id",
+                                                        thread_id)]
+            inserted = [i for i in now if (i,) not in before.get("items", set())]
+            had = sorted(before.get("session", set()))
+            if not inserted and [(await self._updated_at(tx, thread_id),)] == had:
+                return None
+            await self._ensure_tables(tx)
+            details = dict(details, session=thread_id, inserted=inserted, session_created=not had,
+                           updated_at_before=had[0][0] if had else None, after=await self._items_print(tx, thread_id))
+            op_id = await self._record(tx, kind, summary, [thread_id], details)
+        return op_id
+
+    @staticmethod
+    def edit_view(cp: Any) -> dict[str, Any]:
+        """What `agentctl edit ITEM --set KEY=JSON` changes: the item as the SDK stores it."""
+        item = (cp.state or {}).get("item")
+        if not isinstance(item, dict):
+            raise UsageError(f"{cp.metadata.checkpoint_id} is not an item object; agentctl edits an item's keys")
+        return item
+
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
+        """The item's message_data, in place, is `state` (the edited item) as the SDK
+        writes it (`json.dumps`): `get_items` returns it where it was. One op; its undo
+        puts the row's message_data back byte for byte."""
+        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.openai_agents.store import row_id_of
+
+        meta = await self.store.get_metadata(checkpoint_id)
+        if meta is None:
+            raise CheckpointNotFound(checkpoint_id)
+        session, row = meta.thread_id, row_id_of(meta.checkpoint_id)
+        M = self.store._M
+        new = json.dumps(state)
+        async with self.store._db.transaction([session]) as tx:
+            await self._lock_sessions(tx, [session])
+            old = await tx.fetch(f"SELECT message_data FROM {M} WHERE id = ? AND session_id = ?", row, session)
+            if not old:
+                raise CheckpointNotFound(checkpoint_id)
+            before = old[0]["message_data"]
+            if isinstance(before, (bytes, bytearray, memoryview)):
+                raise UsageError(f"{checkpoint_id}: its message_data is not text; agentctl edits text rows only")
+            await self._ensure_tables(tx)
+            summary = f"edit {session} at step {meta.step} ({checkpoint_id}): {what}"
+            await tx.execute(f"UPDATE {M} SET message_data = ? WHERE id = ?", new, row)
+            op_id = await self._record(tx, "edit", summary, [session],
+                                       {"session": session, "row": row, "before": before, "new": new,
+                                        "after": await self._items_print(tx, session)})
+        return OpResult(op_id, "edit", f"edited {session}: item {checkpoint_id} (step {meta.step}) in place")
+
+    async def _undo_sdk_write(self, op: Any) -> Any:
+        """Undo of a run (its items to the trash; the session row as before it) or of an
+        edit (the item's message_data as before it); refused when the session changed."""
+        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
+
+        S, M = self.store._S, self.store._M
+        d = op.details
+        session = d["session"]
+        async with self.store._db.transaction([session]) as tx:
+            await self._lock_sessions(tx, [session])
+            changed = await self._items_print(tx, session) != d["after"]
+            if op.kind == "edit" and not changed:
+                now = await tx.fetch(f"SELECT message_data FROM {M} WHERE id = ?", int(d["row"]))
+                changed = not now or now[0]["message_data"] != d["new"]
+            if changed:
+                raise OperationError(f"cannot undo operation {op.op_id} ({op.kind}): session {session!r} changed "
+                                     "after it (the SDK or another operation wrote to it); nothing was changed")
+            deleted: list[str] = []
+            if op.kind == "edit":
+                await tx.execute(f"UPDATE {M} SET message_data = ? WHERE id = ?", d["before"], int(d["row"]))
+            else:
+                ids = [int(i) for i in d["inserted"]]
+                for i in ids:
+                    await tx.execute(f"INSERT INTO {TRASH} (op_id, row_id, session_id, message_data, created_at) "
+                                     f"SELECT CAST(? AS INTEGER), id, session_id, message_data, created_at FROM {M} "
+                                     "WHERE id = ?", op.op_id, i)
+                    await tx.execute(f"DELETE FROM {M} WHERE id = ?", i)
+                if d["session_created"]:
+                    await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", session)
+                else:
+                    await self._set_updated_at(tx, session, d["updated_at_before"])
+                deleted = [cid_of(i) for i in ids]
+            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
+                                        {"undo_of": op.op_id}, undo_of=op.op_id)
+            await self.log.mark_undone(tx, op.op_id, new_id)
         return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
                         deleted=deleted)
 

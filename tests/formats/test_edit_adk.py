@@ -1,0 +1,74 @@
+"""`agentctl edit` on Google ADK sessions (DatabaseSessionService, no model): an event
+appended with `actions.state_delta` (author "user"), `app:` / `user:` keys into
+app_states / user_states as ADK puts them; `get_session` shows the new state, a service
+holding the old session gets ADK's stale-session error; undo puts every row back."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("google.adk")
+
+from google.adk.events import Event  # noqa: E402
+
+import tests.formats.test_format_adk as fa  # noqa: E402
+from tests.formats.test_format_adk import INITIAL, _text, conversation, dump  # noqa: E402
+from tests.support.sampledb import cli, cli_json  # noqa: E402
+
+adk_db = fa.adk_db  # the fixture: (agentctl's URL, a DatabaseSessionService) on SQLite and on Postgres
+
+
+async def test_edit_appends_a_state_delta_event_as_adk_does_and_undo_restores_every_row(adk_db):
+    from google.adk.errors._stale_session_error import StaleSessionError
+
+    url, svc = adk_db
+    s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    for ev in conversation():
+        await svc.append_event(s, ev)
+    await svc.create_session(app_name="app", user_id="u1", session_id="s2")
+    held = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    before = await dump(url)
+    n = len(held.events)
+    sets = ["--set", 'init=41', "--set", 'nested.a.1=7', "--set", 'user:lang="de"', "--set", 'app:theme="light"']
+    plan = cli_json(url, "edit", f"app/u1/s1@{n}", *sets, "--dry-run")
+    assert sorted(c["path"] for c in plan["changes"]) == ["/app:theme", "/init", "/nested/a/1", "/user:lang"]
+    assert await dump(url) == before
+    r = cli(url, "edit", f"app/u1/s1@{n}", *sets, "--yes")
+    assert r.exit_code == 0, r.stderr
+    got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert len(got.events) == n + 1 and got.events[-1].author == "user"
+    assert got.events[-1].actions.state_delta == {"init": 41, "nested": {"a": [1, 7]}, "user:lang": "de",
+                                                  "app:theme": "light"}
+    assert got.state["init"] == 41 and got.state["nested"] == {"a": [1, 7]}
+    assert got.state["user:lang"] == "de" and got.state["app:theme"] == "light"
+    other = await svc.get_session(app_name="app", user_id="u1", session_id="s2")
+    assert other.state["user:lang"] == "de" and other.state["app:theme"] == "light"  # shared, as in ADK
+    with pytest.raises(StaleSessionError):  # ADK's own error; it wrote nothing
+        await svc.append_event(held, Event(author="user", invocation_id="inv-x", content=_text("user", "late")))
+    r = cli(url, "undo")
+    assert r.exit_code == 0, r.stderr
+    assert await dump(url) == before  # every row as it was
+    assert (await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state == held.state
+
+    # an edit, then ADK appends to the session: undo refuses, one line, nothing changed
+    assert cli(url, "edit", "app/u1/s1@2", "--set", "init=5", "--yes").exit_code == 0
+    fresh = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert fresh.state["init"] == 5
+    await svc.append_event(fresh, Event(author="user", invocation_id="inv-y", content=_text("user", "later")))
+    rows = await dump(url)
+    r = cli(url, "undo")
+    assert r.exit_code != 0 and "changed since" in r.stderr and r.stderr.count("\n") == 1
+    assert await dump(url) == rows
+
+
+async def test_edit_errors_exit_2_and_write_nothing(adk_db):
+    url, svc = adk_db
+    s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    for ev in conversation():
+        await svc.append_event(s, ev)
+    before = await dump(url)
+    for args, words in ((["--set", "nokey.x=1"], "no key 'nokey'"), (["--set", "init"], "use KEY=JSON"),
+                        (["--set", "init={bad"], "not JSON")):
+        r = cli(url, "edit", "app/u1/s1@2", *args, "--yes")
+        assert r.exit_code == 2 and words in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert await dump(url) == before

@@ -1,0 +1,176 @@
+"""`agentctl run` on Google ADK sessions: the user's own agent (a custom `BaseAgent`: no
+model) run in a child process through ADK's `Runner.run_async` with ADK's own
+`DatabaseSessionService` on --db; the result equals what ADK's Runner gives on a copy of
+the same database; undo gives every row back."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+pytest.importorskip("google.adk")
+
+import tests.formats.test_format_adk as fa  # noqa: E402
+from tests.formats.test_format_adk import INITIAL, dump  # noqa: E402
+from tests.formats.test_run import _agentctl  # noqa: E402
+from tests.support.sampledb import cli, cli_json  # noqa: E402
+
+AGENT = textwrap.dedent('''
+    from google.adk.agents import BaseAgent
+    from google.adk.events import Event, EventActions
+    from google.genai import types
+
+
+    class Echo(BaseAgent):
+        async def _run_async_impl(self, ctx):
+            text = ctx.user_content.parts[0].text
+            if text == "boom":
+                explode(text)
+            print("echo sees", text)  # the user's prints go to agentctl's stderr
+            n = ctx.session.state.get("count", 0) + 1
+            yield Event(author=self.name, invocation_id=ctx.invocation_id,
+                        content=types.Content(role="model", parts=[types.Part(text=text[::-1])]),
+                        actions=EventActions(state_delta={"count": n, "user:seen": True, "app:runs": n}))
+
+
+    def explode(text):
+        raise ValueError("cannot echo " + text)
+
+
+    root_agent = Echo(name="echo")
+''')
+
+
+@pytest.fixture
+def project(tmp_path):
+    d = tmp_path / "proj"
+    (d / "echo_agent").mkdir(parents=True)
+    (d / "echo_agent" / "__init__.py").write_text("from . import agent\n")
+    (d / "echo_agent" / "agent.py").write_text(AGENT)
+    return d
+
+
+async def _db(tmp_path):
+    from google.adk.sessions import DatabaseSessionService
+
+    path = str(tmp_path / "adk.db")
+    svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+    await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    await svc.close()
+    return path
+
+
+async def _reference(project, path: str, session: str) -> list:
+    """ADK's own Runner on the copy: [(author, text)] of the session's events, its state."""
+    import importlib.util
+    import sys
+
+    from google.adk.runners import Runner
+    from google.adk.sessions import DatabaseSessionService
+    from google.genai import types
+
+    spec = importlib.util.spec_from_file_location(f"echo_ref_{abs(hash(path))}", project / "echo_agent" / "agent.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+    try:
+        if await svc.get_session(app_name="app", user_id="u1", session_id=session) is None:
+            await svc.create_session(app_name="app", user_id="u1", session_id=session)
+        runner = Runner(app_name="app", agent=module.root_agent, session_service=svc)
+        async for _ in runner.run_async(user_id="u1", session_id=session,
+                                        new_message=types.Content(role="user", parts=[types.Part(text="hello")])):
+            pass
+        return await _view(path, session)
+    finally:
+        await svc.close()
+
+
+async def _view(path: str, session: str):
+    from google.adk.sessions import DatabaseSessionService
+
+    svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+    try:
+        s = await svc.get_session(app_name="app", user_id="u1", session_id=session)
+        return [(e.author, e.content.parts[0].text if e.content else None) for e in s.events], s.state
+    finally:
+        await svc.close()
+
+
+@pytest.mark.parametrize("session", ["s1", "fresh"])
+async def test_run_equals_adks_runner_on_a_copy_and_undo_restores_every_row(tmp_path, project, session):
+    path = await _db(tmp_path)
+    copy = str(tmp_path / "copy.db")
+    shutil.copyfile(path, copy)
+    before = await dump(path)
+    r = _agentctl(path, "run", f"app/u1/{session}", "--agent", str(project / "echo_agent"), "--input", "hello")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "echo sees hello" in r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["item 1  user  hello", "item 2  echo  olleh"]
+    assert lines[-1].startswith(f"ran app/u1/{session}: 2 new item(s) (op ") and "output: olleh" in lines[-1]
+    expect = await _reference(project, copy, session)
+    assert await _view(path, session) == expect
+    assert expect[1]["count"] == 1 and expect[1]["user:seen"] is True
+
+    assert cli_json(path, "oplog")[0]["kind"] == "run"
+    r = cli(path, "undo")
+    assert r.exit_code == 0, r.stderr
+    assert await dump(path) == before  # every row: events, the session, app and user state
+
+
+async def test_the_users_error_and_bad_input_exit_2(tmp_path, project):
+    path = await _db(tmp_path)
+    before = await dump(path)
+    r = _agentctl(path, "run", "app/u1/s1", "--agent", f"{project / 'echo_agent' / 'agent.py'}:root_agent",
+                  "--input", "boom")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "your agent raised ValueError in agent 'echo': cannot echo boom" in r.stderr
+    assert "explode(text)" in r.stderr and "site-packages" not in r.stderr
+    if "(op " in r.stderr:  # what ADK saved before the error (the user's message) is undoable
+        assert cli(path, "undo").exit_code == 0
+    assert await dump(path) == before
+    cases = [
+        (["--agent", str(project / "nope"), "--input", "x"], "no agents folder"),
+        (["--agent", str(project / "echo_agent"), "--input", "x", "--from", "t@1"], "LangGraph's"),
+        (["--agent", str(project / "echo_agent")], "needs --input TEXT"),
+    ]
+    import os
+
+    for args, words in cases:
+        r = _agentctl(path, "run", "app/u1/s1", *args)
+        assert r.returncode == 2 and words in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+    assert await dump(path) == before
+    assert os.path.exists(path)
+
+
+adk_db = fa.adk_db  # (agentctl's URL, a DatabaseSessionService) on SQLite and on Postgres
+
+
+async def test_run_then_undo_on_both_backends_and_undo_refuses_after_adk_wrote(adk_db, project):
+    from google.adk.events import Event
+
+    from tests.formats.test_format_adk import _text
+
+    url, svc = adk_db
+    await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    before = await dump(url)
+    agent = str(project / "echo_agent")
+    r = _agentctl(url, "run", "app/u1/s1", "--agent", agent, "--input", "hello")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert [(e.author, e.content.parts[0].text) for e in got.events] == [("user", "hello"), ("echo", "olleh")]
+    assert got.state["count"] == 1 and got.state["user:seen"] is True and got.state["app:runs"] == 1
+    assert cli(url, "undo").exit_code == 0
+    assert await dump(url) == before
+
+    r = _agentctl(url, "run", "app/u1/s1", "--agent", agent, "--input", "again")
+    assert r.returncode == 0, r.stderr
+    fresh = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    await svc.append_event(fresh, Event(author="user", invocation_id="inv-z", content=_text("user", "later")))
+    rows = await dump(url)
+    r = cli(url, "undo")
+    assert r.exit_code != 0 and "changed since" in r.stderr and r.stderr.count("\n") == 1
+    assert await dump(url) == rows
