@@ -164,7 +164,9 @@ async def test_merge_without_common_ancestor_and_broken_links(backend, engine):
 
 async def test_merge_when_the_common_ancestor_was_deleted(backend, engine):
     base, branch = await fork(engine, {"a": 1}, {"a": 1, "o": 1}, {"a": 1, "t": 1})
-    await engine.prune("main", "keep_last_n", 1)  # deletes the branch point
+    # another program deleted the branch point (agentctl's prune keeps fork points)
+    async with backend.transaction() as tx:
+        await tx.execute("DELETE FROM checkpoints WHERE checkpoint_id = ?", base)
     assert await engine.merge_base((await backend.get_latest("main")).metadata.checkpoint_id,
                                    (await backend.get_latest(branch)).metadata.checkpoint_id) is None
     plan = await engine.plan_merge(branch, "main")

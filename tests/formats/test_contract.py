@@ -654,8 +654,11 @@ async def test_doctor_agrees_after_prune(built):
     on every format that prunes: no parent left pointing at a deleted checkpoint."""
     case, b = built
     async with open_store(b.url) as store:
-        if not (store.can(Capability.PRUNE) and store.can(Capability.DOCTOR)):
-            pytest.skip(f"{case.name} does not declare prune and doctor")
+        prunes = store.can(Capability.PRUNE) and store.can(Capability.DOCTOR)
+    if not prunes:  # a format that does not prune refuses it: exit 2, nothing written
+        r = cli(b.url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup")
+        assert r.exit_code == 2 and "does not support" in r.stderr, (r.exit_code, r.stderr)
+        return
     _ok(cli(b.url, "doctor"))
     for args in ([*[b.main if a == "THREAD" else a for a in case.prune_cli]], ["--all", "--keep-last", "1"]):
         results = cli_json(b.url, "prune", *args, "--yes", "--no-backup")
@@ -872,8 +875,10 @@ async def test_tui_prune_dialog_offers_what_the_format_means(name, tmp_path, mon
     _needs(case)
     b = await case.build("sqlite", str(tmp_path / "db.sqlite"))
     async with open_store(b.url) as store:
-        if not store.can(Capability.PRUNE):
-            pytest.skip(f"{name} does not declare prune")
+        if not store.can(Capability.PRUNE):  # nothing to offer: the format refuses prune
+            r = cli(b.url, "prune", b.main, "--keep-last", "1", "--yes", "--no-backup")
+            assert r.exit_code == 2 and "does not support" in r.stderr, (r.exit_code, r.stderr)
+            return
         h = store.history()
         offered = h.prune_policies
         for policy in offered:  # each means something here: a plan, no error

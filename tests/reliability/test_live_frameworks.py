@@ -379,7 +379,7 @@ def test_article_live_store_and_agentctl(tmp_path):
     writer = LiveWriter(WRITES, lambda i: st.save_message(live, "assistant", f"live {i}", token_count=1))
     agentctl_meanwhile(writer, db, [
         ["rewind", f"{idle}@4", "--yes"], ["undo"], ["rewind", f"{live}@1", "--yes"],
-        ["prune", idle, "--keep-last", "2", "--yes", "--no-backup"], ["undo"]])
+        ["prune", idle, "--older-than", "0s", "--yes", "--no-backup"], ["undo"]])  # a session goes whole
     texts = [r[0] for r in rows(db, f"SELECT content FROM messages WHERE session_id <> '{idle}' ORDER BY id")]
     assert texts == ["live start"] + [f"live {i}" for i in range(WRITES)]
     assert len(rows(db, f"SELECT id FROM messages WHERE session_id = '{idle}'")) == 6
