@@ -127,18 +127,48 @@ def pruned(big_agentos, tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("command, delays", [
-    (["undo"], [0.3, 0.55, 0.75, 0.9, 1.05]),
-    (["threads", "delete", "loop-research-7", "--yes"], [0.3, 0.4, 0.5]),
-], ids=["undo", "threads-delete"])
-def test_an_interrupted_undo_or_delete_says_what_is_true(command, delays, big_agentos, pruned, tmp_path):
+@pytest.fixture(scope="module")
+def one_big_thread(tmp_path_factory) -> Path:
+    """The AgentOS sample whose loop-research-7 holds 60 times its checkpoints (about
+    14,400 in one thread: a `threads delete` of about a second, like the prune)."""
+    path = tmp_path_factory.mktemp("onebig") / "onebig.db"
+    shutil.copyfile(REPO / "sample_db" / "checkpoints.db", path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    cols = "created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node"
+    conn.execute("BEGIN")
+    for k in range(1, 60):
+        conn.execute(
+            f"INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, {cols}) "
+            f"SELECT thread_id, checkpoint_id || '-c{k}', parent_id || '-c{k}', step + {k * 1000}, {cols} "
+            "FROM checkpoints WHERE thread_id = 'loop-research-7' AND checkpoint_id NOT LIKE '%-c%'")
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("command", [["undo"], ["threads", "delete", "loop-research-7", "--yes"]],
+                         ids=["undo", "threads-delete"])
+def test_an_interrupted_undo_or_delete_says_what_is_true(command, one_big_thread, pruned, tmp_path):
+    """The delays are a sweep over the time one uninterrupted run takes here (fixed
+    delays were all too late on a fast, idle machine)."""
+    source = pruned if command == ["undo"] else one_big_thread
+    db = tmp_path / "timed.db"
+    shutil.copyfile(source, db)
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *command, "--no-backup"]
+                       if command[0] == "threads" else [sys.executable, "-m", "agentctl", "--db", str(db), *command],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    total = time.monotonic() - started
     seen: dict[str, int] = {}
-    for i, delay in enumerate(delays):
+    for i, delay in enumerate(sweep(total)[:6]):
         db = tmp_path / f"run{i}.db"
-        shutil.copyfile(pruned if command == ["undo"] else big_agentos, db)
+        shutil.copyfile(source, db)
         before = state(db)
         r = interrupt(db, command, delay)
-        case = check(r, before, state(db), f"{command} after {delay} s")
+        case = check(r, before, state(db), f"{command} after {delay:.2f} s of {total:.2f}")
         seen[case] = seen.get(case, 0) + 1
     print(seen)
     assert "nothing" in seen, seen
