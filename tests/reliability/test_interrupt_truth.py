@@ -21,25 +21,30 @@ import pytest
 from tests.support.rig import REPO
 
 
-@pytest.fixture(scope="module")
-def big_agentos(tmp_path_factory) -> Path:
+def grown_sample(path: Path, one_thread: bool) -> Path:
     """The AgentOS sample with loop-research-7 copied 60 times (about 14,700
-    checkpoints, a prune of about a second)."""
-    path = tmp_path_factory.mktemp("big") / "big.db"
+    checkpoints): as 60 threads of their own, or (`one_thread`) inside loop-research-7."""
     shutil.copyfile(REPO / "sample_db" / "checkpoints.db", path)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
-    cols = "step, created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node"
+    cols = "created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node"
     conn.execute("BEGIN")
-    for k in range(60):
+    for k in range(1 if one_thread else 0, 60):
+        thread, step = ("thread_id", f"step + {k * 1000}") if one_thread else (f"thread_id || '-c{k}'", "step")
         conn.execute(
-            f"INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, {cols}) "
-            f"SELECT thread_id || '-c{k}', checkpoint_id || '-c{k}', parent_id || '-c{k}', {cols} "
-            "FROM checkpoints WHERE thread_id = 'loop-research-7'")
+            f"INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, {cols}) "
+            f"SELECT {thread}, checkpoint_id || '-c{k}', parent_id || '-c{k}', {step}, {cols} "
+            "FROM checkpoints WHERE thread_id = 'loop-research-7' AND checkpoint_id NOT LIKE '%-c%'")
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return path
+
+
+@pytest.fixture(scope="module")
+def big_agentos(tmp_path_factory) -> Path:
+    """60 copies of loop-research-7 as threads of their own (a prune of about a second)."""
+    return grown_sample(tmp_path_factory.mktemp("big") / "big.db", one_thread=False)
 
 
 def state(db: Path) -> tuple[int, list[int]]:
@@ -129,23 +134,9 @@ def pruned(big_agentos, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def one_big_thread(tmp_path_factory) -> Path:
-    """The AgentOS sample whose loop-research-7 holds 60 times its checkpoints (about
-    14,400 in one thread: a `threads delete` of about a second, like the prune)."""
-    path = tmp_path_factory.mktemp("onebig") / "onebig.db"
-    shutil.copyfile(REPO / "sample_db" / "checkpoints.db", path)
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    cols = "created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node"
-    conn.execute("BEGIN")
-    for k in range(1, 60):
-        conn.execute(
-            f"INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, {cols}) "
-            f"SELECT thread_id, checkpoint_id || '-c{k}', parent_id || '-c{k}', step + {k * 1000}, {cols} "
-            "FROM checkpoints WHERE thread_id = 'loop-research-7' AND checkpoint_id NOT LIKE '%-c%'")
-    conn.execute("COMMIT")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    return path
+    """loop-research-7 holding about 14,400 checkpoints (a `threads delete` of about a
+    second, like the prune)."""
+    return grown_sample(tmp_path_factory.mktemp("onebig") / "onebig.db", one_thread=True)
 
 
 @pytest.mark.parametrize("command", [["undo"], ["threads", "delete", "loop-research-7", "--yes"]],
