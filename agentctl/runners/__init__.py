@@ -21,10 +21,25 @@ from typing import Any, Iterator
 
 from agentctl.errors import UsageError
 
-__all__ = ["require_runtime", "Agent", "find_agent", "pick_python", "ChildRun", "run_child", "RUNNERS"]
+__all__ = ["require_runtime", "Runtime", "RUNNERS", "Agent", "find_agent", "pick_python", "ChildRun",
+           "ChildOutcome", "run_child"]
 
-#: the formats `run` can drive, and the child script of each
-RUNNERS = {"langgraph": "langgraph_child.py", "openai-agents": "openai_child.py", "adk": "adk_child.py"}
+@dataclass(frozen=True)
+class Runtime:
+    """What `run` and `edit` need to know of a framework they drive."""
+
+    script: str           # the child script (beside this file)
+    graph_input: bool     # --input is the graph's input as JSON (else the user's message, TEXT)
+    replays: bool         # --from REF and --resume (LangGraph's replay and Command(resume=...))
+    unit: str             # what a run saves, for messages
+
+
+#: the formats `run` can drive
+RUNNERS = {
+    "langgraph": Runtime("langgraph_child.py", graph_input=True, replays=True, unit="checkpoint(s)"),
+    "openai-agents": Runtime("openai_child.py", graph_input=False, replays=False, unit="item(s)"),
+    "adk": Runtime("adk_child.py", graph_input=False, replays=False, unit="item(s)"),
+}
 
 CONFIG_NAME = "langgraph.json"
 
@@ -134,7 +149,7 @@ class ChildRun:
     """The child process running the user's agent; iterate for its events."""
 
     def __init__(self, fmt: str, python: str, request: dict[str, Any]) -> None:
-        script = Path(__file__).with_name(RUNNERS[fmt])
+        script = Path(__file__).with_name(RUNNERS[fmt].script)
         # what the user's code prints goes to our stderr; a stderr with no file behind it
         # (an in-process test runner's) gets it when the child is done
         self._spill: Any = None
@@ -192,17 +207,50 @@ class ChildRun:
                 pass
 
 
-def run_child(fmt: str, python: str, request: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run a child to its end: (its last event that is not a checkpoint, the checkpoints)."""
+@dataclass
+class ChildOutcome:
+    """How a child ended: its last event that is not a checkpoint (or a "setup" event when
+    it said nothing), its exit status, and whether Ctrl-C stopped it."""
+
+    event: dict[str, Any]
+    code: int
+    interrupted: bool
+
+    @property
+    def kind(self) -> str:
+        return "interrupted" if self.interrupted else str(self.event.get("event"))
+
+
+def run_child(fmt: str, python: str, request: dict[str, Any],
+              on_checkpoint: Any = None) -> ChildOutcome:
+    """Run a child to its end, `on_checkpoint(event)` for each checkpoint (or item) it
+    saves, as it comes. Ctrl-C meanwhile raises nothing here: the child stops the run (it
+    gets the terminal's SIGINT too, and is sent one in case it runs in another session)
+    and says what it saved; its events are read on to its end."""
     child = ChildRun(fmt, python, request)
-    outcome: dict[str, Any] = {"event": "setup", "message": f"{python} ended without a word"}
-    saved: list[dict[str, Any]] = []
+    last: dict[str, Any] = {"event": "setup", "message": f"{python} ended without a word"}
+    interrupted = False
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal interrupted
+        interrupted = True
+        child.interrupt()
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread (an embedding program's): its own handling
+        previous = None
     try:
         for event in child:
-            if event.get("event") == "checkpoint":
-                saved.append(event)
-            else:
-                outcome = event
+            if event.get("event") != "checkpoint":
+                last = event
+            elif on_checkpoint is not None:
+                on_checkpoint(event)
     finally:
-        child.wait(10)
-    return outcome, saved
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        code = child.wait(10)
+    interrupted = interrupted or last.get("event") == "interrupted" or code == 130
+    if not interrupted and last.get("event") == "setup":
+        raise UsageError(str(last.get("message")))
+    return ChildOutcome(last, code, interrupted)

@@ -103,7 +103,7 @@ def edit(
     request: dict[str, Any] = {"mode": "edit", "kind": kind, "target": target, "thread": meta.thread_id,
                                "from": meta.checkpoint_id, "agent": who.target, "paths": who.paths,
                                "edits": [e.to_wire() for e in edits], "as_node": as_node}
-    outcome, _ = run_child(fmt, interpreter, request)
+    outcome = run_child(fmt, interpreter, request).event
     if outcome.get("event") != "edited":
         raise UsageError(str(outcome.get("message") or f"the edit did not happen ({outcome.get('event')})"))
     summary = f"edit {meta.thread_id} at step {meta.step} ({meta.checkpoint_id}): {what}"

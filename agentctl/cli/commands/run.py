@@ -73,7 +73,7 @@ def run_agent(
     """
     from agentctl.errors import NotFoundError, UsageError
     from agentctl.refs import resolve
-    from agentctl.runners import ChildRun, find_agent, pick_python, require_runtime
+    from agentctl.runners import RUNNERS, find_agent, pick_python, require_runtime, run_child
 
     if input_json is not None and resume_json is not None:
         raise UsageError("use one of --input and --resume")
@@ -83,7 +83,7 @@ def run_agent(
         async with st.engine(write=False) as (store, history):
             fmt = store.format.name
             require_runtime(fmt, "run")
-            if fmt != "langgraph":  # the SDKs run a session on from its end, with the user's message
+            if not RUNNERS[fmt].replays:  # the SDKs run a session on from its end, with the user's message
                 if from_ref is not None or resume_json is not None:
                     raise UsageError(f"--from and --resume are LangGraph's; a {fmt} session runs on from its "
                                      "end with --input TEXT")
@@ -109,7 +109,7 @@ def run_agent(
 
     fmt, from_id, before, extra = run_coro(prepare())
     # LangGraph's --input is the graph's input (JSON); an SDK's, the user's message (TEXT)
-    value = _json_value("--input", input_json) if fmt == "langgraph" else input_json
+    value = _json_value("--input", input_json) if RUNNERS[fmt].graph_input else input_json
     resume = _json_value("--resume", resume_json)
     from agentctl.storage import parse_url
 
@@ -122,16 +122,10 @@ def run_agent(
         request["resume"] = resume
     else:
         request["input"] = value
-    child = ChildRun(fmt, interpreter, request)
-    outcome: dict[str, Any] = {"event": "setup", "message": f"{interpreter} ended without a word"}
     saved = 0
-    interrupted = False
 
     def take(event: dict[str, Any]) -> None:
-        nonlocal saved, outcome
-        if event.get("event") != "checkpoint":
-            outcome = event
-            return
+        nonlocal saved
         if ("", event.get("id")) in before.get("checkpoints", ()):
             return  # where the run started (LangGraph streams it again)
         saved += 1
@@ -140,31 +134,9 @@ def run_agent(
         else:
             _say_checkpoint(event)
 
-    # Ctrl-C: the child stops the run (it gets the terminal's SIGINT too; it is sent
-    # again in case it runs in another session) and says what it saved; we read on to
-    # its end, then record what it wrote. No KeyboardInterrupt here meanwhile.
-    def on_sigint(signum: int, frame: Any) -> None:
-        nonlocal interrupted
-        interrupted = True
-        child.interrupt()
-
-    import signal
-
-    try:
-        previous = signal.signal(signal.SIGINT, on_sigint)
-    except ValueError:  # not the main thread (an embedding program's): its own handling
-        previous = None
-    try:
-        for event in child:
-            take(event)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-    code = child.wait(10)
-    if interrupted or outcome.get("event") == "interrupted" or code == 130:
-        outcome = {"event": "interrupted"}
-    elif outcome.get("event") == "setup":
-        raise UsageError(str(outcome.get("message")))
+    ended = run_child(fmt, interpreter, request, take)
+    code = ended.code
+    outcome: dict[str, Any] = {"event": "interrupted"} if ended.interrupted else ended.event
     result = {"done": "done", "error": f"error: {outcome.get('type')}", "interrupted": "interrupted"}.get(
         str(outcome.get("event")), f"exit {code}")
     shown_input = resume_json if resume_json is not None else input_json
@@ -184,7 +156,7 @@ def run_agent(
     if json_out:
         emit_jsonl(outcome)
     tail = f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else " (nothing was written)"
-    what = "checkpoint(s)" if fmt == "langgraph" else "item(s)"
+    what = RUNNERS[fmt].unit
     if outcome.get("event") == "error":
         _say_error(outcome)
         info(f"the run saved {saved} {what} before the error{tail}")
