@@ -37,15 +37,25 @@ def edit(
     """Change the state at a checkpoint: a new checkpoint after REF that holds exactly the values given.
 
     KEY is a key of the state as `show --json` shows it, dots for nested keys; the value is
-    JSON. LangGraph: LangGraph itself writes the update in your interpreter (update_state at
-    REF, as --as-node; a channel with a reducer gets the value, not an append), so your graph
-    is needed (langgraph.json or --agent); REF need not be the head (that is a fork). The plan
-    (the diff) first; --dry-run shows only it. One operation in the op log, undoable.
+    JSON. The plan (the diff) first; --dry-run shows only it. One operation in the op log,
+    undoable.
+
+    LangGraph: a new checkpoint, child of REF (a fork when REF is not the head), as
+    update_state at REF writes it (source "update", step REF+1; a channel with a reducer
+    gets the value, not an append). Which path: with the graph at hand (--agent, --config,
+    or a langgraph.json in the current directory), LangGraph itself writes the update in
+    your interpreter (exact semantics: reducers, routing, messages). Without it, agentctl
+    writes the checkpoint itself, as update_state does for plain channels: new channel
+    versions, the edges --as-node (default: the node that wrote last) wrote when it last
+    ran, its versions_seen; LangGraph reads and resumes it as its own update. That path
+    refuses (exit 2) channels whose values are not plain data (LangChain messages, other
+    objects, pickled) and graphs with DeltaChannels: pass --agent for those.
 
     OpenAI Agents SDK: REF is an item; KEY a key of the item as the SDK stores it
     (`content`, `content.0.text`): the item is changed in place, and the SDK's get_items
     returns the edited item where it was.
 
+    Example: agentctl --db lg.db edit t1 --set fixed=true --yes   (no graph: agentctl writes it)
     Example: agentctl --db lg.db edit t1 --set fixed=true --agent graph.py:graph --yes
     """
     from agentctl.diff import diff_values
@@ -56,11 +66,17 @@ def edit(
 
     edits = parse_edits(sets, unsets)
     st = state(ctx)
+    from pathlib import Path
+
+    from agentctl.runners import CONFIG_NAME
+
+    graph_at_hand = agent is not None or config is not None or (Path.cwd() / CONFIG_NAME).is_file()
 
     async def plan():
         async with st.engine(write=False) as (store, history):
             fmt = store.format.name
-            native = hasattr(history, "edit_state")  # the format writes the edit itself
+            # the format writes the edit itself; LangGraph only without the user's graph
+            native = hasattr(history, "edit_state") and not (fmt == "langgraph" and graph_at_hand)
             if not native:
                 require_runtime(fmt, "edit")
             meta = await resolve(store, ref)
@@ -86,7 +102,9 @@ def edit(
         return
     what = ", ".join(("unset " if e.unset else "set ") + e.key for e in edits)
     if native:
-        _edit_natively(st, fmt, meta, new, what, changes, yes, json_out)
+        keys = list(dict.fromkeys(e.path[0] for e in edits))
+        _edit_natively(st, fmt, meta, new, what, changes, yes, json_out,
+                       {"keys": keys, "as_node": as_node} if fmt == "langgraph" else {})
         return
     from agentctl.runners import find_agent, pick_python, run_child
 
@@ -124,22 +142,27 @@ def edit(
 
 
 def _edit_natively(st: Any, fmt: str, meta: Any, new: dict[str, Any], what: str, changes: list[Any], yes: bool,
-                   json_out: bool) -> None:
+                   json_out: bool, extra: dict[str, Any]) -> None:
     """A format whose History writes the edit itself (AgentOS: a new head holding REF's
-    checkpoint with the new state; the OpenAI Agents SDK: the item changed in place)."""
+    checkpoint with the new state; the OpenAI Agents SDK: the item changed in place;
+    LangGraph without the graph: an update checkpoint after REF)."""
     if not json_out:
         info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
         for c in changes:
             info(f"  {c.op} {c.path}")
     confirm(f"change item {meta.checkpoint_id} of {meta.thread_id} in place" if fmt == "openai-agents" else
+            f"write a new checkpoint after {meta.checkpoint_id} with these values" if fmt == "langgraph" else
             f"write a new head of {meta.thread_id} holding this checkpoint with these values", yes=yes)
 
     async def go():
         async with st.engine(need="undo") as (_, history):
-            return await history.edit_state(meta.checkpoint_id, new, what)
+            return await history.edit_state(meta.checkpoint_id, new, what, **extra)
 
     result = run_coro(go())
     if json_out:
-        emit_json(dict(result.to_dict(), changes=[c.to_dict() for c in changes]))
+        out = dict(result.to_dict(), changes=[c.to_dict() for c in changes])
+        if fmt == "langgraph":
+            out["checkpoint_id"] = result.created[0]
+        emit_json(out)
         return
     say(f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")

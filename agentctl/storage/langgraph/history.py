@@ -921,18 +921,20 @@ class LangGraphHistory(History):
 
     # ---- merge ----------------------------------------------------------------------
 
-    async def _head_raw(self, q: Any, tid: str) -> dict[str, Any]:
-        """The head of a root thread: its row, its channel values as (raw, plain) by
-        channel (raw: what is stored -- ormsgpack objects with ext values kept as
-        `ormsgpack.Ext`, or on Postgres ("inline", value) / ("blob", type, bytes))."""
+    async def _head_raw(self, q: Any, tid: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """The head of a root thread (or its checkpoint `checkpoint_id`): its row, its
+        channel values as (raw, plain) by channel (raw: what is stored -- ormsgpack
+        objects with ext values kept as `ormsgpack.Ext`, or on Postgres ("inline", value)
+        / ("blob", type, bytes))."""
         from agentctl.storage.langgraph import serde
 
         payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
         meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
+        which = "AND checkpoint_id = ?" if checkpoint_id else f"ORDER BY checkpoint_id{self.C} DESC LIMIT 1"
         rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
-                       f"WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id{self.C} DESC LIMIT 1", tid)
+                       f"WHERE thread_id = ? AND checkpoint_ns = '' {which}", tid, *([checkpoint_id] if checkpoint_id else []))
         if not rows:
-            raise NotFoundError(f"thread {tid!r} not found")
+            raise CheckpointNotFound(checkpoint_id) if checkpoint_id else NotFoundError(f"thread {tid!r} not found")
         return await self._raw_of(q, tid, rows[0], serde)
 
     async def _raw_of(self, q: Any, tid: str, row: dict[str, Any], serde: Any) -> dict[str, Any]:
@@ -957,7 +959,7 @@ class LangGraphHistory(History):
                     values[r["channel"]] = (("blob", r["type"], blob), serde.decode_typed(r["type"], blob))
         else:
             if (row["type"] or "msgpack") != "msgpack":
-                raise UsageError(f"cannot merge checkpoint {row['checkpoint_id']}: stored as {row['type']!r} "
+                raise UsageError(f"cannot rewrite checkpoint {row['checkpoint_id']}: stored as {row['type']!r} "
                                  "(agentctl rewrites only msgpack checkpoints)")
             data = ormsgpack.unpackb(bytes(row["checkpoint"]), ext_hook=lambda t, d: ormsgpack.Ext(t, d),
                                      option=ormsgpack.OPT_NON_STR_KEYS)
@@ -1122,19 +1124,34 @@ class LangGraphHistory(History):
                                        "channels": sorted(f["changed"])}
             op_id = await self._record(tx, "merge", f"merge {branch} into {into} as {new_id} "
                                        f"({', '.join(sorted(f['changed']))})", [into, branch], details)
-            await self._write_merge(tx, into, ours, f, new_id, branch)
+            meta = json.loads(ours["metadata"] or "{}")
+            step = meta.get("step")
+            await self._write_update(tx, into, ours, f["changed"], f["plain"], new_id,
+                                     {"source": "update", "step": step + 1 if isinstance(step, int) else step,
+                                      "parents": {}, "agentctl_merge": branch},
+                                     updated_channels=sorted(f["changed"]))
             await self._finish(tx, op_id, details, [into])
         self.store._where.clear()
         self.store._branch_map = None
         return new_id
 
-    async def _write_merge(self, tx: Any, tid: str, ours: dict[str, Any], f: dict[str, Any],
-                           new_id: str, branch: str) -> None:
+    async def _write_update(self, tx: Any, tid: str, base: dict[str, Any], changed: dict[str, Any],
+                            plain: dict[str, Any], new_id: str, new_meta: dict[str, Any], *,
+                            cleared: Sequence[str] = (), versions_seen: dict[str, Any] | None = None,
+                            updated_channels: list[str] | None = None) -> list[list[str]]:
+        """Insert checkpoint `new_id`, a child of `base` (a `_head_raw`), as LangGraph's
+        update_state writes one: the `changed` channels (their raw stored value, or None:
+        the plain value in `plain`, encoded as the saver's serde encodes plain data) and
+        the `cleared` ones (ephemeral channels the step empties) get one new version, the
+        saver's `get_next_version` of the greatest version there is; the rest is `base`'s
+        (ext values kept byte for byte). Postgres: primitive values inline, the others in
+        a blob row at their new version, as PostgresSaver.put writes them. The blob keys
+        inserted."""
         import random
 
         import ormsgpack
 
-        data = ours["data"]
+        data = base["data"]
         versions = dict(data.get("channel_versions") or {})
         top = 0
         for v in versions.values():
@@ -1143,18 +1160,17 @@ class LangGraphHistory(History):
             except ValueError:
                 pass
         ints = bool(versions) and all(isinstance(v, int) for v in versions.values())
-        meta = json.loads(ours["metadata"] or "{}")
-        new_meta = {"source": "update", "step": (meta.get("step") + 1) if isinstance(meta.get("step"), int)
-                    else meta.get("step"), "parents": {}, "agentctl_merge": branch}
-        ts = utc_now_iso()
+        version: Any = top + 1 if ints else f"{top + 1:032}.{random.random():016}"
         cp = dict(data)
         values = dict(cp.get("channel_values") or {})
         blobs: list[tuple[str, str, str, bytes]] = []
-        for i, (ch, raw) in enumerate(sorted(f["changed"].items())):
-            version: Any = top + 1 if ints else f"{top + 1:032}.{random.random():016}"
+        for ch in cleared:
             versions[ch] = version
-            if raw is None:  # a merged plain value
-                raw = f["plain"][ch]
+            values.pop(ch, None)
+        for ch, raw in sorted(changed.items()):
+            versions[ch] = version
+            if raw is None:  # a plain value to encode
+                raw = plain[ch]
                 if self._pg:
                     raw = ("inline", raw) if raw is None or isinstance(raw, (str, int, float, bool)) else \
                         ("blob", "msgpack", ormsgpack.packb(raw, option=ormsgpack.OPT_NON_STR_KEYS))
@@ -1168,23 +1184,134 @@ class LangGraphHistory(History):
                     blobs.append((ch, str(version), raw[1], raw[2]))
             else:
                 values[ch] = raw
-        cp.update(id=new_id, ts=ts, channel_values=values, channel_versions=versions,
-                  updated_channels=sorted(f["changed"]))
+        cp.update(id=new_id, ts=utc_now_iso(), channel_values=values, channel_versions=versions,
+                  updated_channels=updated_channels)
+        if versions_seen is not None:
+            cp["versions_seen"] = versions_seen
         meta_text = json.dumps(new_meta, ensure_ascii=False)
         if self._pg:
             await tx.execute(
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata) VALUES (?, '', ?, ?, ?, CAST(? AS JSONB), CAST(? AS JSONB))",
-                tid, new_id, ours["checkpoint_id"], ours["type"], json.dumps(cp), meta_text)
-            for ch, version, type_, blob in blobs:
+                tid, new_id, base["checkpoint_id"], base["type"], json.dumps(cp), meta_text)
+            for ch, ver, type_, blob in blobs:
                 await tx.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, "
-                                 "blob) VALUES (?, '', ?, ?, ?, ?)", tid, ch, version, type_, blob)
+                                 "blob) VALUES (?, '', ?, ?, ?, ?)", tid, ch, ver, type_, blob)
         else:
             payload = ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS)
             await tx.execute(
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata) VALUES (?, '', ?, ?, ?, ?, ?)",
-                tid, new_id, ours["checkpoint_id"], ours["type"] or "msgpack", payload, meta_text.encode("utf-8"))
+                tid, new_id, base["checkpoint_id"], base["type"] or "msgpack", payload, meta_text.encode("utf-8"))
+        return [["", ch, ver] for ch, ver, _, _ in blobs] if self._pg else []
+
+    # ---- edit without the user's graph ----------------------------------------------
+
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str, *,
+                         keys: Sequence[str] | None = None, as_node: str | None = None) -> Any:
+        """A new checkpoint, child of REF (a fork when REF is not the head), as LangGraph's
+        `update_state(config_of_REF, values, as_node)` writes it for a graph of plain
+        channels, each value given whole (a reducer channel's as `Overwrite` gives it):
+        metadata source "update", step REF's + 1; the channels `keys` of `state` and the
+        edges `as_node` wrote the last time it ran (its `branch:to:*` writes) at one new
+        version; the other ephemeral channels REF holds cleared at that version;
+        `versions_seen` of `as_node` as LangGraph's apply_writes leaves it. `as_node`
+        None: the node that wrote last (LangGraph's `_infer_as_node`). Refused (exit 2)
+        where agentctl cannot write it faithfully without the graph: a channel whose value
+        is not plain data (LangChain messages, other extension types, pickled or encrypted
+        payloads), DeltaChannels. Not written: the update's pending writes on REF, which
+        LangGraph keeps when REF is the head (read only by DeltaChannels). One op, kind
+        "edit"; its undo moves the checkpoint (and its blobs) to the trash."""
+        from agentctl.engine.oplog import OpResult
+
+        await self._ready()
+        row = await self._ref(checkpoint_id, "edit")
+        tid, ref = row["thread_id"], row["checkpoint_id"]
+        keys = list(dict.fromkeys(keys if keys is not None else state))
+        graph_hint = "pass --agent (or run where langgraph.json is) so that LangGraph writes the edit"
+        async with self._tx([tid]) as tx:
+            await self._begin(tx)
+            base = await self._head_raw(tx.fetch, tid, ref)
+            data, meta = base["data"], json.loads(base["metadata"] or "{}")
+            if meta.get("counters_since_delta_snapshot"):
+                raise UsageError(f"the graph of {tid} has DeltaChannels, which agentctl does not write; {graph_hint}")
+            for k in keys:
+                if k not in state:
+                    raise UsageError(f"{k!r} is a channel of the graph: it can be set, not unset")
+                old = base["values"].get(k)
+                stored = old is not None and self._pg and old[0][0] == "blob" and old[0][1] != "msgpack"
+                if stored or not self._is_plain(state[k]) or (old is not None and not self._is_plain(old[1])):
+                    raise UsageError(f"cannot write {k!r} without your graph: its value is not plain data "
+                                     f"(LangChain messages, other objects, pickled or encrypted); {graph_hint}")
+            seen: dict[str, Any] = dict(data.get("versions_seen") or {})
+            versions = data.get("channel_versions") or {}
+            nodes = {n for n in seen if n not in ("__input__", "__interrupt__", "__snapshot_bumps__")}
+            nodes |= {c[len("branch:to:"):] for c in versions if isinstance(c, str) and c.startswith("branch:to:")}
+            if as_node is None:
+                as_node = self._last_writer(seen, nodes)
+            elif as_node not in nodes:
+                raise UsageError(f"--as-node {as_node}: no such node in {tid}'s checkpoints (nodes: "
+                                 f"{', '.join(sorted(nodes)) or 'none'}); {graph_hint} to check it")
+            edges = await self._edges_of(tx, tid, ref, as_node, data)
+            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
+                                       "WHERE thread_id = ?", tid))[0]["m"]
+            new_id = uuid6_after(greatest)
+            written = set(keys) | set(edges)
+            cleared = sorted(c for c in base["values"] if isinstance(c, str) and c not in written and (
+                c.startswith("branch:") or c in ("__start__", "__pregel_tasks")))
+            new_seen = dict(seen)
+            node_seen = dict(new_seen.get(as_node) or {})
+            if "__interrupt__" in versions:  # the update's task is triggered by __interrupt__
+                node_seen["__interrupt__"] = versions["__interrupt__"]
+            new_seen[as_node] = node_seen
+            step = meta.get("step")
+            new_meta = {"source": "update", "step": step + 1 if isinstance(step, int) else step,
+                        "parents": meta.get("parents") or {}}
+            summary = f"edit {tid} at step {step} ({ref}) as {as_node}: {what}"
+            details: dict[str, Any] = {"thread_id": tid, "ref": ref, "as_node": as_node, "keys": keys,
+                                       "by": "agentctl"}
+            op_id = await self._record(tx, "edit", summary, [tid], details)
+            changed: dict[str, Any] = {k: None for k in keys} | {e: None for e in edges}
+            plain = {k: state[k] for k in keys} | {e: None for e in edges}
+            blobs = await self._write_update(tx, tid, base, changed, plain, new_id, new_meta, cleared=cleared,
+                                             versions_seen=new_seen)
+            details["inserted"] = {"checkpoints": [["", new_id]], **({"checkpoint_blobs": blobs} if blobs else {})}
+            await self._finish(tx, op_id, details, [tid])
+        self.store._where.clear()
+        self.store._branch_map = None
+        return OpResult(op_id, "edit", f"edited {tid}: new checkpoint {new_id} at step {new_meta['step']} "
+                        f"(as {as_node})", created=[new_id])
+
+    @staticmethod
+    def _last_writer(seen: dict[str, Any], nodes: set[str]) -> str:
+        """LangGraph's `_infer_as_node`: the node that saw the greatest version."""
+        if len(nodes) == 1:
+            return next(iter(nodes))
+        last = sorted((v, n) for n in nodes for v in (seen.get(n) or {}).values())
+        if not last:
+            if "__start__" in nodes:
+                return "__start__"
+        elif len(last) == 1 or last[-1][0] != last[-2][0]:
+            return last[-1][1]
+        raise UsageError("cannot tell which node wrote last (several ran in the same step); "
+                         "name it with --as-node NODE")
+
+    async def _edges_of(self, tx: Any, tid: str, ref: str, node: str, data: dict[str, Any]) -> list[str]:
+        """The trigger channels (`branch:to:X`) `node` wrote the last time it ran to
+        completion up to REF: what its writers write again in update_state (the edges of
+        a graph whose routing does not depend on the edited values). Without the writes'
+        task_path (an old saver): REF's own updated branch channels."""
+        if not self.store._db.has_task_path:
+            return sorted(c for c in data.get("updated_channels") or [] if c.startswith("branch:"))
+        task = await tx.fetch(
+            f"SELECT checkpoint_id, task_id FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = '' "
+            f"AND checkpoint_id{self.C} <= ? AND task_path = ? AND channel NOT IN ('__error__', '__interrupt__', "
+            f"'__resume__') ORDER BY checkpoint_id{self.C} DESC LIMIT 1", tid, ref, f"~__pregel_pull, {node}")
+        if not task:
+            return []
+        rows = await tx.fetch(f"SELECT channel FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = '' AND "
+                              "checkpoint_id = ? AND task_id = ?", tid, task[0]["checkpoint_id"], task[0]["task_id"])
+        return sorted({r["channel"] for r in rows if str(r["channel"]).startswith("branch:")})
 
 
 __all__ = ["LangGraphHistory", "uuid6_after", "OPLOG", "TRASH_CP", "TRASH_W", "TRASH_B"]
