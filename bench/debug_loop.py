@@ -4,6 +4,13 @@ against its floor (the child's interpreter importing LangGraph and the graph); `
 of two 10,000-step runs against reading the same checkpoints through the store.
 
     python bench/debug_loop.py [--runs 5] [--steps 10000] [--keep DIR]
+    python bench/debug_loop.py --edit-1m [--runs 5]    # edit on the 1M databases (below)
+
+`--edit-1m`: `edit REF --set K=V --yes` (then `undo`, so the database is as before) on the
+1M AgentOS database (`make_db.py sqlite bench/data/bench.db`) and the 1M LangGraph one
+(`make_langgraph_db.py bench/data/langgraph.db`, edited without the graph: agentctl writes
+the update checkpoint), REF from their .meta.json files, against `show REF --json` and the
+`sqlite3` CLI reading REF's row; `--agentos-db` / `--langgraph-db` name other files.
 
 Whole processes, interleaved, medians. Needs LangGraph (the test extras). Makes its
 databases in a temporary directory (about 400 MB and 30 s for --steps 10000: make_db needs ten times the steps in rows).
@@ -92,12 +99,59 @@ def make_long_runs(path: str, steps: int) -> None:
     conn.close()
 
 
+def meta_of(db: str) -> dict:
+    for path in (Path(db).with_suffix(".meta.json"), Path(db + ".meta.json")):
+        if path.exists():
+            return json.loads(path.read_text())
+    raise SystemExit(f"{db}: no .meta.json next to it (made by bench/make_db.py / make_langgraph_db.py --meta)")
+
+
+def edit_1m(runs: int, agentos_db: str, langgraph_db: str) -> None:
+    """`edit` (then `undo`) on the 1M databases, whole processes, against reading REF."""
+    cases = []
+    if os.path.exists(agentos_db):
+        ref = meta_of(agentos_db)["sample_checkpoint"]
+        cases.append(("AgentOS", agentos_db, ref, ["--set", 'status="done"'],
+                      f"SELECT state_blob FROM checkpoints WHERE checkpoint_id = '{ref}'"))
+    if os.path.exists(langgraph_db):
+        m = meta_of(langgraph_db)
+        ref, thread = m["sample_checkpoint"], m["sample_thread"]
+        # no index on checkpoint_id alone: its thread comes from a scan of the key's index
+        cases.append(("LangGraph, REF an id", langgraph_db, ref, ["--set", "turns=3"],
+                      "SELECT checkpoint FROM checkpoints WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
+                      f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE checkpoint_id = '{ref}')"))
+        cases.append(("LangGraph, REF a thread (its head)", langgraph_db, thread, ["--set", "turns=3"],
+                      f"SELECT checkpoint FROM checkpoints WHERE thread_id = '{thread}' AND checkpoint_ns = '' "
+                      "ORDER BY checkpoint_id DESC LIMIT 1"))
+    if not cases:
+        raise SystemExit(f"neither {agentos_db} nor {langgraph_db} exists (see bench/README.md)")
+    here = Path(__file__).resolve().parent
+    start = statistics.median(timed(agentctl(cases[0][1], "--version")) for _ in range(runs))
+    print(f"the process floor: agentctl --version {start:.3f} s")
+    for name, db, ref, sets, sql in cases:
+        edits, undos, shows, reads = [], [], [], []
+        for _ in range(runs):
+            edits.append(timed(agentctl(db, "edit", ref, *sets, "--yes"), cwd=here))  # no langgraph.json there
+            undos.append(timed(agentctl(db, "undo")))
+            shows.append(timed(agentctl(db, "show", ref, "--json")))
+            reads.append(timed(["sqlite3", db, sql]))
+        e, u, sh, r = (statistics.median(x) for x in (edits, undos, shows, reads))
+        print(f"edit ({name}, 1M): {e:.3f} s (undo {u:.3f} s); floor: show REF --json {sh:.3f} s, "
+              f"sqlite3 reading the row {r:.3f} s; target < 0.3 s: {'met' if e < 0.3 else 'NOT met'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--steps", type=int, default=10_000)
     ap.add_argument("--keep", help="make the databases in DIR (kept) instead of a temporary one")
+    ap.add_argument("--edit-1m", action="store_true", help="only edit on the 1M databases")
+    ap.add_argument("--agentos-db", default="bench/data/bench.db")
+    ap.add_argument("--langgraph-db", default="bench/data/langgraph.db")
     args = ap.parse_args()
+    if args.edit_1m:
+        edit_1m(args.runs, os.path.abspath(args.agentos_db), os.path.abspath(args.langgraph_db))
+        return
     work = Path(args.keep or tempfile.mkdtemp(prefix="agentctl-loop-"))
     work.mkdir(parents=True, exist_ok=True)
     (work / "ten.py").write_text(GRAPH)

@@ -4,7 +4,8 @@ Typer (0.2x) converts every parameter value, defaults included, through a pydant
 `TypeAdapter`: the first command run imports pydantic and builds one adapter per
 parameter, about 100-150 ms of a command that should take 100 ms in all (bench/README.md).
 agentctl's parameters are plain strings, counts and numbers with an optional range, so
-`install()` gives those a direct conversion with pydantic's messages; anything else
+`install()` gives those (and lists of strings: repeatable options, variadic arguments) a
+direct conversion with pydantic's messages; anything else
 (enums, paths, files, custom parsers) keeps Typer's own. Typer versions without this
 internal hook are left alone.
 """
@@ -32,6 +33,10 @@ def install() -> None:
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             kind = self.annotation
+            if kind in _LISTS:  # a repeatable option / variadic argument of strings
+                if not isinstance(value, (list, tuple)):
+                    raise BadParameter("Input should be a valid list", ctx=ctx, param=param)
+                return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in value]
             if kind is bool:
                 return _to_bool(value, ctx, param, BadParameter)
             if kind is str:
@@ -66,7 +71,7 @@ def install() -> None:
         if self._runtime_param is None:
             desc = self.type_descriptor
             info = desc.parameter_info
-            if (desc.annotation in _NAMES and desc.file_annotation is None
+            if ((desc.annotation in _NAMES or desc.annotation in _LISTS) and desc.file_annotation is None
                     and info.parser is None and not info.clamp):
                 self._runtime_param = PlainParam(parameter_info=info, annotation=desc.annotation)
         return original(self)
@@ -76,6 +81,7 @@ def install() -> None:
 
 
 _NAMES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_LISTS = (list[str], list[str] | None)
 _BOOLS = {"0": False, "off": False, "f": False, "false": False, "n": False, "no": False, "": False,
           "1": True, "on": True, "t": True, "true": True, "y": True, "yes": True}
 

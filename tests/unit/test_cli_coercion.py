@@ -53,7 +53,7 @@ def test_plain_conversion_matches_typer():
     assert any("Input should be greater than or equal to 1" in line for line in plain)
     assert any("Invalid value for '--flag' (env var: 'FLAG')" in line for line in plain)
     assert typer_own[-1] == "True"  # Typer's own conversion imports pydantic ...
-    # ... the plain one only for what it leaves to Typer (here the list option)
+    assert plain[-1] == "False"  # ... the plain one not even for a repeatable option (edit's --set)
 
 
 def test_bad_limit_is_a_usage_error():

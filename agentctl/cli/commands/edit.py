@@ -104,7 +104,7 @@ def edit(
     if native:
         keys = list(dict.fromkeys(e.path[0] for e in edits))
         _edit_natively(st, fmt, meta, new, what, changes, yes, json_out,
-                       {"keys": keys, "as_node": as_node} if fmt == "langgraph" else {})
+                       {"keys": keys, "as_node": as_node, "thread_id": meta.thread_id} if fmt == "langgraph" else {})
         return
     from agentctl.runners import find_agent, pick_python, run_child
 

@@ -1208,7 +1208,8 @@ class LangGraphHistory(History):
     # ---- edit without the user's graph ----------------------------------------------
 
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str, *,
-                         keys: Sequence[str] | None = None, as_node: str | None = None) -> Any:
+                         keys: Sequence[str] | None = None, as_node: str | None = None,
+                         thread_id: str | None = None) -> Any:
         """A new checkpoint, child of REF (a fork when REF is not the head), as LangGraph's
         `update_state(config_of_REF, values, as_node)` writes it for a graph of plain
         channels, each value given whole (a reducer channel's as `Overwrite` gives it):
@@ -1221,10 +1222,14 @@ class LangGraphHistory(History):
         is not plain data (LangChain messages, other extension types, pickled or encrypted
         payloads), DeltaChannels. Not written: the update's pending writes on REF, which
         LangGraph keeps when REF is the head (read only by DeltaChannels). One op, kind
-        "edit"; its undo moves the checkpoint (and its blobs) to the trash."""
+        "edit"; its undo moves the checkpoint (and its blobs) to the trash. `thread_id`:
+        REF's thread when the caller knows it (LangGraph has no index on checkpoint ids:
+        finding an id's thread is a scan of the whole table's key index)."""
         from agentctl.engine.oplog import OpResult
 
         await self._ready()
+        if thread_id and "|" not in thread_id:  # REF's thread, resolved by the caller: no scan for it
+            self.store._where.setdefault(checkpoint_id, (thread_id, ""))
         row = await self._ref(checkpoint_id, "edit")
         tid, ref = row["thread_id"], row["checkpoint_id"]
         keys = list(dict.fromkeys(keys if keys is not None else state))
