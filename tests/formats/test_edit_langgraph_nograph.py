@@ -320,3 +320,4 @@ def test_which_path_langgraph_json_or_agent_means_langgraph_writes_it(tmp_path):
     assert r.returncode == 2 and r.stderr.splitlines()[-1].startswith("agentctl: --as-node nosuchnode: no such node")
     r = _agentctl(url, "edit", "t", "--set", "n=1", "--yes", cwd=elsewhere)  # and without the graph it writes
     assert r.returncode == 0 and r.stdout.startswith("edited t: new checkpoint "), r.stderr
+

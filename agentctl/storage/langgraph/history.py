@@ -1293,13 +1293,13 @@ class LangGraphHistory(History):
         if len(nodes) == 1:
             return next(iter(nodes))
         last = sorted((v, n) for n in nodes for v in (seen.get(n) or {}).values())
-        if not last:
-            if "__start__" in nodes:
-                return "__start__"
-        elif len(last) == 1 or last[-1][0] != last[-2][0]:
+        if not last:  # nothing ran yet: the input (a StateGraph's input node)
+            return "__start__"
+        if len(last) == 1 or last[-1][0] != last[-2][0]:
             return last[-1][1]
-        raise UsageError("cannot tell which node wrote last (several ran in the same step); "
-                         "name it with --as-node NODE")
+        tied = sorted({n for v, n in last if v == last[-1][0]})
+        raise UsageError(f"cannot tell which node wrote last ({', '.join(tied)} ran in the same step); "
+                         "name one with --as-node NODE")
 
     async def _edges_of(self, tx: Any, tid: str, ref: str, node: str, data: dict[str, Any]) -> list[str]:
         """The trigger channels (`branch:to:X`) `node` wrote the last time it ran to
