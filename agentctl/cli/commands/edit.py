@@ -56,6 +56,7 @@ def edit(
     returns the edited item where it was.
 
     Example: agentctl --db lg.db edit t1 --set fixed=true --yes   (no graph: agentctl writes it)
+
     Example: agentctl --db lg.db edit t1 --set fixed=true --agent graph.py:graph --yes
     """
     from agentctl.diff import diff_values
