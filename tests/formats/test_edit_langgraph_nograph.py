@@ -91,13 +91,13 @@ def source(tmp_path_factory) -> str:
 class Copy:
     """A copy of the source database with LangGraph's saver and graph on it."""
 
-    def __init__(self, src: str, path: str) -> None:
+    def __init__(self, src: str, path: str, make: Any = builder) -> None:
         self.path = path
         with sqlite3.connect(src) as a, sqlite3.connect(path) as b:
             a.backup(b)
         self.conn = sqlite3.connect(path, check_same_thread=False)
         self.saver = SqliteSaver(self.conn)
-        self.graph = builder().compile(checkpointer=self.saver)
+        self.graph = make().compile(checkpointer=self.saver)
 
     def count(self, thread: str = "t") -> int:
         return len(list(self.graph.get_state_history(cfg(thread))))
@@ -321,3 +321,37 @@ def test_which_path_langgraph_json_or_agent_means_langgraph_writes_it(tmp_path):
     r = _agentctl(url, "edit", "t", "--set", "n=1", "--yes", cwd=elsewhere)  # and without the graph it writes
     assert r.returncode == 0 and r.stdout.startswith("edited t: new checkpoint "), r.stderr
 
+
+
+class LoopState(TypedDict):
+    n: int
+    log: Annotated[list, operator.add]
+
+
+def loop_builder() -> StateGraph:
+    """agent -> (a conditional edge) tools -> agent ... until n reaches 3."""
+    b = StateGraph(LoopState)
+    b.add_node("agent", lambda s: {"log": [f"a{s['n']}"]})
+    b.add_node("tools", lambda s: {"n": s["n"] + 1, "log": ["t"]})
+    b.add_edge(START, "agent")
+    b.add_conditional_edges("agent", lambda s: "tools" if s["n"] < 3 else END, ["tools", END])
+    b.add_edge("tools", "agent")
+    return b
+
+
+@pytest.mark.parametrize("step", [2, 3])  # after tools (next: agent), after agent (next: tools)
+def test_edit_in_a_loop_with_a_conditional_edge(tmp_path, monkeypatch, step):
+    monkeypatch.chdir(tmp_path)
+    src = str(tmp_path / "loop.db")
+    conn = sqlite3.connect(src, check_same_thread=False)
+    loop_builder().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 0, "log": []}, cfg("t"))
+    conn.close()
+    a, b = Copy(src, str(tmp_path / "a.db"), loop_builder), Copy(src, str(tmp_path / "b.db"), loop_builder)
+    ref, count = a.at_step(step), a.count()
+    out = edit(a.path, ref, "--set", "n=0", "--set", 'log=["x"]')
+    new = b.graph.update_state(at(ref), {"n": 0, "log": Overwrite(["x"])})
+    assert_same_update(a, b, out["checkpoint_id"], new, ref, count)
+    resume_both(a, b)  # the loop runs again from n = 0, on both
+    assert a.graph.get_state(cfg("t")).values["n"] == 3
+    a.conn.close()
+    b.conn.close()
