@@ -116,6 +116,33 @@ def lg_db_with_a_run(tmp_path, project) -> str:
     return url
 
 
+def ctrl_c_when(url, args, ready, env=None, timeout=30):
+    """`agentctl --db URL ARGS...` in a process group of its own, as a terminal runs it;
+    once `ready()` holds, the terminal's Ctrl-C (SIGINT to the whole group). Returns
+    (exit status, stdout, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", url, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, **(env or {})},
+                            start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, ("the run ended before Ctrl-C", proc.communicate())
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
+
+
+def settled_bytes(path) -> bytes:
+    """A SQLite file's bytes once its WAL is folded in (what "nothing written" compares)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def assert_exit_2_one_line(url, command, cases, *common, cwd=REPO):
     """Each case (args, words): exit 2, one line on stderr that holds the words."""
     for args, words in cases:
@@ -212,17 +239,15 @@ def test_resume_answers_an_interrupt(lg, project):
     assert graph.get_state(cfg("h")).values["approved"] == "yes"
 
 
-def test_bad_agent_config_from_and_interpreter_exit_2_and_write_nothing(tmp_path, project):
+def test_bad_agent_config_from_and_interpreter_exit_2_and_write_nothing(tmp_path, project, bare_python):
     url = lg_db_with_a_run(tmp_path, project)
     before = open(url, "rb").read()
-    venv = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     cases = [
         (["--agent", f"{project / 'graph.py'}:nothing"], "has no 'nothing'"),
         (["--agent", "nosuch"], "has no graph 'nosuch'"),
         ([], "names 2 graphs; choose one with --agent"),
         (["--agent", "loop", "--from", "zzzz-none"], "--from zzzz-none"),
-        (["--agent", "loop", "--python", str(venv / "bin" / "python")], "cannot import LangGraph"),
+        (["--agent", "loop", "--python", bare_python], "cannot import LangGraph"),
         (["--agent", "loop", "--input", "{bad"], "--input is not JSON"),
     ]
     assert_exit_2_one_line(url, "run", cases, cwd=project)
@@ -250,23 +275,18 @@ def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, project
 
     url = str(tmp_path / "lg.db")
     SqliteSaver(sqlite3.connect(url, check_same_thread=False)).setup()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentctl", "--db", url, "run", "t", "--agent", f"{project / 'graph.py'}:long_graph",
-         "--input", json.dumps({"n": 0, "log": [], "fixed": True})],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-        env={**os.environ, "SLOW_GRAPH": "1"}, start_new_session=True)
-    assert proc.stdout is not None
-    seen = []
-    deadline = time.monotonic() + 30
-    while len(seen) < 4 and time.monotonic() < deadline:
-        seen.append(proc.stdout.readline())
-    os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole process group
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, (out, err)
+
+    def saved() -> int:
+        return sqlite3.connect(url).execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+
+    code, out, err = ctrl_c_when(url, ["run", "t", "--agent", f"{project / 'graph.py'}:long_graph", "--input",
+                                       json.dumps({"n": 0, "log": [], "fixed": True})],
+                                 lambda: saved() >= 4, env={"SLOW_GRAPH": "1"})
+    assert code == 130, (out, err)
     assert "interrupted: the run saved" in err and "agentctl undo" in err
-    n = sqlite3.connect(url).execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
-    assert 4 <= n < 62
+    n = saved()
+    assert 4 <= n < 62 and len(out.splitlines()) == n  # one line per checkpoint it saved
     ops = cli_json(url, "oplog")
     assert ops[0]["kind"] == "run" and ops[0]["summary"].endswith(": interrupted")
     assert cli(url, "undo").exit_code == 0
-    assert sqlite3.connect(url).execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0] == 0
+    assert saved() == 0
