@@ -156,3 +156,41 @@ def test_undo_refuses_once_the_article_wrote_to_the_session_or_the_message_chang
     AgentStorage(db).pause_session("s-weather-paris")  # the article's own write to the session
     r = cli(db, "undo")
     assert r.exit_code != 0 and "session(s) s-weather-paris changed after it" in r.stderr
+
+
+async def test_postgres_jsonb_metadata_and_timestamptz_times_round_trip(pg_dsn):
+    """The article's tables as a Postgres user may declare them (JSONB metadata, TIMESTAMPTZ
+    times): the edit writes through the columns' types and undo gives the rows back."""
+    import asyncpg
+
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        await conn.execute(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT, status TEXT, "
+            "model TEXT, total_tokens INTEGER DEFAULT 0, total_cost REAL DEFAULT 0, message_count INTEGER "
+            "DEFAULT 0, metadata_json JSONB DEFAULT '{}', created_at TIMESTAMPTZ DEFAULT now(), "
+            "updated_at TIMESTAMPTZ DEFAULT '2026-01-02 03:04:05.678901+00');"
+            "CREATE TABLE messages (id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, role TEXT, content "
+            "TEXT NOT NULL DEFAULT '', tool_calls_json JSONB, tool_call_id TEXT, token_count INTEGER DEFAULT 0, "
+            "created_at TIMESTAMPTZ DEFAULT now());"
+            "INSERT INTO sessions (id, user_id, status, metadata_json) VALUES ('p1', 'u', 'active', '{\"k\": 1}');"
+            "INSERT INTO messages (session_id, role, content) VALUES ('p1', 'user', 'hello');")
+
+        async def rows():
+            return [[tuple(r) for r in await conn.fetch(f"SELECT * FROM {t} ORDER BY id")]
+                    for t in ("sessions", "messages")]
+
+        before = await rows()
+        calls = [{"id": "c1", "name": "f"}]
+        _ok(cli(pg_dsn, "edit", "p1", "--set", "session.metadata.k=2", "--set", 'session.status="paused"',
+                "--set", f"tool_calls={json.dumps(calls)}", "--yes"))
+        s = await conn.fetchrow("SELECT metadata_json::text AS m, status, updated_at FROM sessions")
+        assert json.loads(s["m"]) == {"k": 2} and s["status"] == "paused" and s["updated_at"].year >= 2026
+        assert s["updated_at"] != before[0][0][-1]
+        m = await conn.fetchval("SELECT tool_calls_json::text FROM messages")
+        assert json.loads(m) == calls
+        assert cli_json(pg_dsn, "show", "p1")["messages"][-1]["tool_calls"] == calls
+        _ok(cli(pg_dsn, "undo"))
+        assert await rows() == before  # the microseconds of updated_at too
+    finally:
+        await conn.close()
