@@ -72,7 +72,7 @@ AGENT = textwrap.dedent('''
         """Calls `tick` eight times, a turn each, slowly (a long run to press Ctrl-C in)."""
 
         async def get_response(self, system_instructions, input, *args, **kwargs):
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.5)
             done = sum(1 for i in input if isinstance(i, dict) and i.get("type") == "function_call_output")
             if done >= 8:
                 msg = ResponseOutputMessage(id="m", type="message", role="assistant", status="completed",
@@ -325,7 +325,7 @@ async def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, p
     assert code == 130, (out, err)
     saved = items() - len(CONV)
     assert 3 <= saved < 18  # the input, some turns' calls and outputs; not the 8 turns and the answer
-    time.sleep(0.7)  # two more turns' time: the child is gone, nothing more comes
+    time.sleep(1.1)  # two more turns' time: the child is gone, nothing more comes
     assert items() - len(CONV) == saved
     assert f"interrupted: the run saved {saved} item(s), which stay (op " in err and "agentctl undo" in err
     assert len(out.splitlines()) == saved and out.splitlines()[0].startswith(f"item {len(CONV) + 1}  user  go")
