@@ -89,6 +89,7 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, service: Any) -> int:
     app, user, session_id = req["thread"].split("/", 2)
     failure: BaseException | None = None
     output = None
+    before = None
     try:
         session = await service.get_session(app_name=app, user_id=user, session_id=session_id)
         if session is None:
@@ -102,12 +103,14 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, service: Any) -> int:
                     output = _text(event)
         except Exception as exc:  # the user's bug: shown with the user's frames
             failure = exc
-        # the events ADK saved, as it stored them (the user's message included)
-        saved = await service.get_session(app_name=app, user_id=user, session_id=session_id)
-        for n, event in enumerate(saved.events[before:] if saved else [], before + 1):
-            emit(out, {"event": "checkpoint", "step": n, "kind": event.author, "text": _text(event)})
-    finally:
-        await service.close()
+    finally:  # also when Ctrl-C stopped the run: what it saved is said
+        try:
+            if before is not None:  # the events ADK saved, as it stored them (the user's message included)
+                saved = await service.get_session(app_name=app, user_id=user, session_id=session_id)
+                for n, event in enumerate(saved.events[before:] if saved else [], before + 1):
+                    emit(out, {"event": "checkpoint", "step": n, "kind": event.author, "text": _text(event)})
+        finally:
+            await service.close()
     if failure is not None:
         emit(out, {"event": "error", "type": type(failure).__name__, "message": str(failure),
                    "agent": getattr(agent, "name", None), "frames": user_frames(failure)})

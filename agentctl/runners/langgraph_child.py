@@ -6,7 +6,9 @@ so it imports only the standard library, LangGraph and the user's code. agentctl
 it as `PYTHON langgraph_child.py EVENTS_FD` and writes one JSON request on its stdin;
 the child writes one JSON object per line to the file descriptor EVENTS_FD:
 
-  {"event": "checkpoint", "id", "step", "source", "nodes": [...], "keys": [...], "next": [...]}
+  {"event": "checkpoint", "id", "ns", "step", "source", "nodes": [...], "keys": [...], "next": [...]}
+      (every checkpoint the run saves, a subgraph's too: `ns` is its checkpoint_ns, "" for
+      the graph's own; `nodes`/`keys`: the nodes of that graph that ran since its last one)
   {"event": "done", "next": [...], "interrupts": [...], "head": id}
   {"event": "error", "type", "message", "node", "frames": [{"file", "line", "name", "code"}]}
   {"event": "setup", "message"}       (the agent or the framework cannot be loaded)
@@ -200,21 +202,25 @@ def main() -> int:
             value: Any = Command(resume=req["resume"])
         else:
             value = req.get("input")
-        nodes: list[str] = []
-        keys: list[str] = []
+        ran: dict[Any, tuple[list[str], list[str]]] = {}  # per (sub)graph: the nodes and keys since its last checkpoint
         try:
-            for mode, chunk in graph.stream(value, config, stream_mode=["updates", "checkpoints"]):
+            for where, mode, chunk in graph.stream(value, config, stream_mode=["updates", "checkpoints"],
+                                                   subgraphs=True):
+                nodes, keys = ran.setdefault(where, ([], []))
                 if mode == "updates":
                     for node, update in (chunk or {}).items():
+                        if node == "__interrupt__":
+                            continue
                         nodes.append(node)
                         if isinstance(update, dict):
                             keys.extend(k for k in update if k not in keys)
                     continue
                 meta = chunk.get("metadata") or {}
-                emit(out, {"event": "checkpoint", "id": chunk["config"]["configurable"]["checkpoint_id"],
+                conf = chunk["config"]["configurable"]
+                emit(out, {"event": "checkpoint", "id": conf["checkpoint_id"], "ns": conf.get("checkpoint_ns") or "",
                             "step": meta.get("step"), "source": meta.get("source"), "nodes": nodes,
                             "keys": keys, "next": list(chunk.get("next") or [])})
-                nodes, keys = [], []
+                ran[where] = ([], [])
             state = graph.get_state({"configurable": {"thread_id": req["thread"], "checkpoint_ns": ""}})
             interrupts = [getattr(i, "value", None) for t in state.tasks for i in (t.interrupts or ())]
             emit(out, {"event": "done", "next": list(state.next), "interrupts": interrupts,

@@ -75,22 +75,75 @@ GRAPH = textwrap.dedent('''
 ''')
 
 
+NESTED = textwrap.dedent('''
+    import operator
+    from typing import Annotated, TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+
+    class S(TypedDict, total=False):
+        n: int
+        log: Annotated[list, operator.add]
+        answer: str
+
+
+    def bump(s):
+        return {"n": s["n"] + 1, "log": ["bump %d" % s["n"]]}
+
+
+    def ask(s):
+        return {"answer": interrupt({"question": "go on?", "n": s["n"]}), "log": ["asked"]}
+
+
+    inner = StateGraph(S)
+    inner.add_node("bump", bump)
+    inner.add_node("ask", ask)
+    inner.add_node("bump_again", bump)
+    inner.add_edge(START, "bump")
+    inner.add_edge("bump", "ask")
+    inner.add_edge("ask", "bump_again")
+    inner.add_edge("bump_again", END)
+
+
+    def prep(s):
+        return {"log": ["prep"]}
+
+
+    def after(s):
+        return {"log": ["after %d" % s["n"]]}
+
+
+    # a parent graph whose node `sub` is a compiled subgraph (its checkpoints: namespace sub:<task>)
+    nested = StateGraph(S)
+    nested.add_node("prep", prep)
+    nested.add_node("sub", inner.compile())
+    nested.add_node("after", after)
+    nested.add_edge(START, "prep")
+    nested.add_edge("prep", "sub")
+    nested.add_edge("sub", "after")
+    nested.add_edge("after", END)
+''')
+
+
 @pytest.fixture
 def project(tmp_path):
     """A user's project: graph.py and a langgraph.json naming two graphs."""
     d = tmp_path / "proj"
     d.mkdir()
     (d / "graph.py").write_text(GRAPH)
+    (d / "nested.py").write_text(NESTED)
     (d / "langgraph.json").write_text(json.dumps({"dependencies": ["."], "graphs": {
         "loop": "./graph.py:graph", "hitl": "./graph.py:hitl"}}))
     return d
 
 
-def _user_graph(project, var: str = "graph"):
+def _user_graph(project, var: str = "graph", file: str = "graph.py"):
     """The same graph object, imported in the test's own process (the reference run)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"user_graph_{abs(hash(str(project)))}", project / "graph.py")
+    spec = importlib.util.spec_from_file_location(f"user_graph_{abs(hash(str(project / file)))}", project / file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, var)
@@ -114,6 +167,33 @@ def lg_db_with_a_run(tmp_path, project) -> str:
     graph.invoke({"n": 0, "log": [], "fixed": True}, cfg("t"))
     conn.close()
     return url
+
+
+def ctrl_c_when(url, args, ready, env=None, timeout=30):
+    """`agentctl --db URL ARGS...` in a process group of its own, as a terminal runs it;
+    once `ready()` holds, the terminal's Ctrl-C (SIGINT to the whole group). Returns
+    (exit status, stdout, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", url, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, **(env or {})},
+                            start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, ("the run ended before Ctrl-C", proc.communicate())
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
+
+
+def settled_bytes(path) -> bytes:
+    """A SQLite file's bytes once its WAL is folded in (what "nothing written" compares)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def assert_exit_2_one_line(url, command, cases, *common, cwd=REPO):
@@ -212,17 +292,15 @@ def test_resume_answers_an_interrupt(lg, project):
     assert graph.get_state(cfg("h")).values["approved"] == "yes"
 
 
-def test_bad_agent_config_from_and_interpreter_exit_2_and_write_nothing(tmp_path, project):
+def test_bad_agent_config_from_and_interpreter_exit_2_and_write_nothing(tmp_path, project, bare_python):
     url = lg_db_with_a_run(tmp_path, project)
     before = open(url, "rb").read()
-    venv = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     cases = [
         (["--agent", f"{project / 'graph.py'}:nothing"], "has no 'nothing'"),
         (["--agent", "nosuch"], "has no graph 'nosuch'"),
         ([], "names 2 graphs; choose one with --agent"),
         (["--agent", "loop", "--from", "zzzz-none"], "--from zzzz-none"),
-        (["--agent", "loop", "--python", str(venv / "bin" / "python")], "cannot import LangGraph"),
+        (["--agent", "loop", "--python", bare_python], "cannot import LangGraph"),
         (["--agent", "loop", "--input", "{bad"], "--input is not JSON"),
     ]
     assert_exit_2_one_line(url, "run", cases, cwd=project)
@@ -250,23 +328,96 @@ def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, project
 
     url = str(tmp_path / "lg.db")
     SqliteSaver(sqlite3.connect(url, check_same_thread=False)).setup()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentctl", "--db", url, "run", "t", "--agent", f"{project / 'graph.py'}:long_graph",
-         "--input", json.dumps({"n": 0, "log": [], "fixed": True})],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-        env={**os.environ, "SLOW_GRAPH": "1"}, start_new_session=True)
-    assert proc.stdout is not None
-    seen = []
-    deadline = time.monotonic() + 30
-    while len(seen) < 4 and time.monotonic() < deadline:
-        seen.append(proc.stdout.readline())
-    os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole process group
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, (out, err)
+
+    def saved() -> int:
+        return sqlite3.connect(url).execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+
+    code, out, err = ctrl_c_when(url, ["run", "t", "--agent", f"{project / 'graph.py'}:long_graph", "--input",
+                                       json.dumps({"n": 0, "log": [], "fixed": True})],
+                                 lambda: saved() >= 4, env={"SLOW_GRAPH": "1"})
+    assert code == 130, (out, err)
     assert "interrupted: the run saved" in err and "agentctl undo" in err
-    n = sqlite3.connect(url).execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
-    assert 4 <= n < 62
+    n = saved()
+    assert 4 <= n < 62 and len(out.splitlines()) == n  # one line per checkpoint it saved
     ops = cli_json(url, "oplog")
     assert ops[0]["kind"] == "run" and ops[0]["summary"].endswith(": interrupted")
     assert cli(url, "undo").exit_code == 0
-    assert sqlite3.connect(url).execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0] == 0
+    assert saved() == 0
+
+
+def _namespaces(url, saver) -> list[tuple[bool, int]]:
+    """[(a subgraph's namespace?, its checkpoints)] of thread t (the subgraph's task ids differ run to run)."""
+    rows = [r for r in dump(url, saver)["checkpoints"] if r[0] == "t"]
+    ns = sorted({r[1] for r in rows})
+    return sorted((n != "", sum(1 for r in rows if r[1] == n)) for n in ns)
+
+
+def test_run_of_a_graph_with_a_subgraph_equals_langgraphs_and_undo_removes_the_subgraphs_rows(lg, project, tmp_path):
+    from langgraph.types import Command
+
+    url, saver = lg
+    saver.setup()
+    agent = f"{project / 'nested.py'}:nested"
+    empty = dump(url, saver)
+    graph = _user_graph(project, "nested", "nested.py").compile(checkpointer=saver)
+    ref = None
+    if "://" not in url:  # the reference: LangGraph's own invoke on a copy, step by step
+        import sqlite3
+
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        ref = (sqlite3.connect(str(tmp_path / "ref.db"), check_same_thread=False), str(tmp_path / "ref.db"))
+        src = sqlite3.connect(url)
+        src.backup(ref[0])  # the file alone may lack what the -wal holds
+        src.close()
+        ref_saver = SqliteSaver(ref[0])
+        ref_graph = _user_graph(project, "nested", "nested.py").compile(checkpointer=ref_saver)
+
+    # 1. the input: prep, then the subgraph runs to its interrupt()
+    r = _agentctl(url, "run", "t", "--agent", agent, "--input", json.dumps({"n": 0, "log": []}))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    lines = r.stdout.splitlines()  # every checkpoint as it is saved: the graph's, then the subgraph's
+    steps = [(ln.split()[1], ln.split()[3], ln.split("(subgraph ")[-1][:4] if "(subgraph " in ln else "")
+             for ln in lines[:-1]]
+    assert steps == [("-1", "input", ""), ("0", "loop", ""), ("1", "prep", ""),
+                     ("-1", "input", "sub:"), ("0", "loop", "sub:"), ("1", "bump", "sub:")]
+    assert lines[2].endswith("prep  changed: log") and "bump  changed: n, log  (subgraph sub:" in lines[5]
+    assert lines[-1].startswith("ran t: 6 new checkpoint(s) (op ") and "; waiting at sub; interrupt: " in lines[-1]
+    assert '"question": "go on?"' in lines[-1]
+    state = graph.get_state(cfg("t"), subgraphs=True)
+    assert strip_ids(state.values) == {"n": 0, "log": ["prep"]} and state.next == ("sub",)
+    sub = state.tasks[0].state
+    assert sub.next == ("ask",) and strip_ids(sub.values) == {"n": 1, "log": ["prep", "bump 0"]}
+    after_input = dump(url, saver)
+    assert _namespaces(url, saver) == [(False, 3), (True, 3)]
+    if ref is not None:
+        ref_graph.invoke({"n": 0, "log": []}, cfg("t"))
+        theirs = ref_graph.get_state(cfg("t"), subgraphs=True)
+        assert strip_ids(theirs.values) == strip_ids(state.values) and theirs.next == state.next
+        assert strip_ids(theirs.tasks[0].state.values) == strip_ids(sub.values)
+        assert _namespaces(ref[1], ref_saver) == _namespaces(url, saver)
+
+    # 2. the answer: the subgraph resumes inside its namespace, the parent goes on to its end
+    r = _agentctl(url, "run", "t", "--agent", agent, "--resume", json.dumps("yes"))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    lines = r.stdout.splitlines()  # not the checkpoints it resumed from (LangGraph streams them again)
+    steps = [(ln.split()[1], ln.split()[3], "(subgraph sub:" in ln) for ln in lines[:-1]]
+    assert steps == [("2", "ask", True), ("3", "bump_again", True), ("2", "sub", False), ("3", "after", False)]
+    assert lines[2].endswith("sub  changed: n, log, answer")
+    assert lines[-1].startswith("ran t: 4 new checkpoint(s) (op ") and "waiting" not in lines[-1]
+    state = graph.get_state(cfg("t"))
+    expect = {"n": 2, "log": ["prep", "prep", "bump 0", "asked", "bump 1", "after 2"], "answer": "yes"}
+    assert strip_ids(state.values) == expect and state.next == ()
+    assert _namespaces(url, saver) == [(False, 5), (True, 5)]
+    if ref is not None:
+        ref_graph.invoke(Command(resume="yes"), cfg("t"))
+        theirs = ref_graph.get_state(cfg("t"))
+        assert strip_ids(theirs.values) == expect and theirs.next == ()
+        assert _namespaces(ref[1], ref_saver) == _namespaces(url, saver)
+        ref[0].close()
+
+    # 3. undo, twice: every row each run wrote goes, the subgraph's namespace's too
+    assert cli(url, "undo").exit_code == 0
+    assert dump(url, saver) == after_input
+    assert cli(url, "undo").exit_code == 0
+    assert dump(url, saver) == empty

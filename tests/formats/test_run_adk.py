@@ -14,10 +14,12 @@ pytest.importorskip("google.adk")
 
 import tests.formats.test_format_adk as fa  # noqa: E402
 from tests.formats.test_format_adk import INITIAL, dump  # noqa: E402
-from tests.formats.test_run import _agentctl  # noqa: E402
+from tests.formats.test_run import _agentctl, ctrl_c_when, settled_bytes  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 AGENT = textwrap.dedent('''
+    import asyncio
+
     from google.adk.agents import BaseAgent
     from google.adk.events import Event, EventActions
     from google.genai import types
@@ -40,6 +42,19 @@ AGENT = textwrap.dedent('''
 
 
     root_agent = Echo(name="echo")
+
+
+    class Slow(BaseAgent):
+        """Says 40 things, one every 0.2 s (a long run to press Ctrl-C in)."""
+
+        async def _run_async_impl(self, ctx):
+            for i in range(40):
+                await asyncio.sleep(0.2)
+                yield Event(author=self.name, invocation_id=ctx.invocation_id,
+                            content=types.Content(role="model", parts=[types.Part(text=f"tick {i}")]))
+
+
+    slow_agent = Slow(name="slow")
 ''')
 
 
@@ -174,3 +189,46 @@ async def test_run_then_undo_on_both_backends_and_undo_refuses_after_adk_wrote(a
     r = cli(url, "undo")
     assert r.exit_code != 0 and "changed since" in r.stderr and r.stderr.count("\n") == 1
     assert await dump(url) == rows
+
+
+def _events(path: str) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM events WHERE session_id = 's1'").fetchone()[0]
+    finally:
+        conn.close()
+
+
+async def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, project):
+    import time
+
+    path = await _db(tmp_path)
+    before = await dump(path)
+    agent = f"{project / 'echo_agent' / 'agent.py'}:slow_agent"
+    code, out, err = ctrl_c_when(path, ["run", "app/u1/s1", "--agent", agent, "--input", "go"],
+                                 lambda: _events(path) >= 4)
+    assert code == 130, (out, err)
+    saved = _events(path)
+    assert 4 <= saved < 41  # the user's message and some of the agent's 40 events
+    time.sleep(0.5)  # two more events' time: the child is gone, nothing more comes
+    assert _events(path) == saved
+    assert f"interrupted: the run saved {saved} item(s), which stay (op " in err and "agentctl undo" in err
+    assert out.splitlines()[:2] == ["item 1  user  go", "item 2  slow  tick 0"] and len(out.splitlines()) == saved
+    ops = cli_json(path, "oplog")
+    assert ops[0]["kind"] == "run" and ops[0]["summary"].endswith(": interrupted")
+    assert cli(path, "undo").exit_code == 0
+    assert await dump(path) == before
+
+
+async def test_an_interpreter_without_adk_exits_2_naming_it_and_writes_nothing(tmp_path, project, bare_python):
+    path = await _db(tmp_path)
+    raw = settled_bytes(path)
+    r = _agentctl(path, "run", "app/u1/s1", "--agent", str(project / "echo_agent"), "--input", "hello",
+                  "--python", bare_python)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and f"{bare_python} cannot import Google ADK" in r.stderr
+    assert "--python" in r.stderr and r.stdout == ""
+    assert settled_bytes(path) == raw  # nothing written, no side table made
+    assert cli_json(path, "oplog") == []

@@ -9,26 +9,26 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 import textwrap
+import time
 
 import pytest
 
 pytest.importorskip("agents")
 
 from tests.formats.test_format_openai import CONV, _all_rows  # noqa: E402
-from tests.formats.test_run import _agentctl, assert_exit_2_one_line  # noqa: E402
+from tests.formats.test_run import _agentctl, assert_exit_2_one_line, ctrl_c_when, settled_bytes  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 AGENT = textwrap.dedent('''
+    import asyncio
     import os
 
-    from agents import Agent
+    from agents import Agent, function_tool
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.usage import Usage
-    from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 
     class Scripted(Model):
@@ -60,6 +60,34 @@ AGENT = textwrap.dedent('''
 
     def make_agent():
         return agent
+
+
+    @function_tool
+    def tick(n: int) -> str:
+        """One more tick."""
+        return f"tick {n}"
+
+
+    class Looping(Model):
+        """Calls `tick` eight times, a turn each, slowly (a long run to press Ctrl-C in)."""
+
+        async def get_response(self, system_instructions, input, *args, **kwargs):
+            await asyncio.sleep(0.5)
+            done = sum(1 for i in input if isinstance(i, dict) and i.get("type") == "function_call_output")
+            if done >= 8:
+                msg = ResponseOutputMessage(id="m", type="message", role="assistant", status="completed",
+                                            content=[ResponseOutputText(type="output_text", text="done",
+                                                                        annotations=[])])
+                return ModelResponse(output=[msg], usage=Usage(), response_id=None)
+            call = ResponseFunctionToolCall(id="fc%d" % done, call_id="c%d" % done, name="tick",
+                                            arguments='{"n": %d}' % done, type="function_call", status="completed")
+            return ModelResponse(output=[call], usage=Usage(), response_id=None)
+
+        def stream_response(self, *args, **kwargs):
+            raise NotImplementedError
+
+
+    looping = Agent(name="looper", instructions="tick", model=Looping(), tools=[tick])
 
 
     not_an_agent = 42
@@ -163,14 +191,9 @@ async def test_run_json_lines_and_the_users_error_with_their_frames(tmp_path, pr
     assert _all_rows(path) == before
 
 
-async def test_bad_agent_input_and_interpreter_exit_2_one_line_and_write_nothing(tmp_path, project):
+async def test_bad_agent_input_and_interpreter_exit_2_one_line_and_write_nothing(tmp_path, project, bare_python):
     path = await _db(tmp_path)
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    before = open(path, "rb").read()
-    venv = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    before = settled_bytes(path)
     agent = f"{project / 'agent.py'}:agent"
     cases = [
         (["--agent", f"{project / 'agent.py'}:nothing", "--input", "x"], "has no 'nothing'"),
@@ -180,7 +203,7 @@ async def test_bad_agent_input_and_interpreter_exit_2_one_line_and_write_nothing
         (["--agent", agent], "needs --input TEXT"),
         (["--agent", agent, "--input", "x", "--from", "t@1"], "--from and --resume are LangGraph's"),
         (["--agent", agent, "--resume", "1"], "--from and --resume are LangGraph's"),
-        (["--agent", agent, "--input", "x", "--python", str(venv / "bin" / "python")],
+        (["--agent", agent, "--input", "x", "--python", bare_python],
          "cannot import the OpenAI Agents SDK"),
     ]
     assert_exit_2_one_line(path, "run", cases)
@@ -284,3 +307,29 @@ async def test_run_edit_and_undo_on_postgres_sqlalchemy_session(pg_dsn, project)
         assert await conv.get_items() == CONV
     finally:
         await engine.dispose()
+
+
+async def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, project):
+    path = await _db(tmp_path)
+    before = _all_rows(path)
+
+    def items() -> int:
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM agent_messages WHERE session_id = 'conv'").fetchone()[0]
+        finally:
+            conn.close()
+
+    code, out, err = ctrl_c_when(path, ["run", "conv", "--agent", f"{project / 'agent.py'}:looping", "--input", "go"],
+                                 lambda: items() >= len(CONV) + 3)
+    assert code == 130, (out, err)
+    saved = items() - len(CONV)
+    assert 3 <= saved < 18  # the input, some turns' calls and outputs; not the 8 turns and the answer
+    time.sleep(1.1)  # two more turns' time: the child is gone, nothing more comes
+    assert items() - len(CONV) == saved
+    assert f"interrupted: the run saved {saved} item(s), which stay (op " in err and "agentctl undo" in err
+    assert len(out.splitlines()) == saved and out.splitlines()[0].startswith(f"item {len(CONV) + 1}  user  go")
+    ops = cli_json(path, "oplog")
+    assert ops[0]["kind"] == "run" and ops[0]["summary"].endswith(": interrupted")
+    assert cli(path, "undo").exit_code == 0
+    assert _all_rows(path) == before

@@ -55,6 +55,12 @@ def edit(
     (`content`, `content.0.text`): the item is changed in place, and the SDK's get_items
     returns the edited item where it was.
 
+    The article's store: REF is a message (a session id: its last message); KEY is one of
+    the message's `content`, `role`, `tool_calls`, `tool_call_id` (the message is changed
+    in place) or the session's `session.title`, `session.status`, `session.model`,
+    `session.metadata[.KEY]` (its updated_at becomes now). messages_fts follows the new
+    content; undo puts both rows back as they were.
+
     Example: agentctl --db lg.db edit t1 --set fixed=true --yes   (no graph: agentctl writes it)
 
     Example: agentctl --db lg.db edit t1 --set fixed=true --agent graph.py:graph --yes
@@ -89,6 +95,8 @@ def edit(
             else:
                 own = {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
             new = apply_edits(own, edits)
+            if hasattr(history, "edit_check"):  # what the format's rows can hold
+                history.edit_check(own, new)
             before = None if dry_run or native else await history.run_keys(meta.thread_id)
             return fmt, native, meta, own, new, before
 
@@ -153,6 +161,7 @@ def _edit_natively(st: Any, fmt: str, meta: Any, new: dict[str, Any], what: str,
             info(f"  {c.op} {c.path}")
     confirm(f"change item {meta.checkpoint_id} of {meta.thread_id} in place" if fmt == "openai-agents" else
             f"write a new checkpoint after {meta.checkpoint_id} with these values" if fmt == "langgraph" else
+            f"change message {meta.checkpoint_id} / session {meta.thread_id} in place" if fmt == "article" else
             f"write a new head of {meta.thread_id} holding this checkpoint with these values", yes=yes)
 
     async def go():
@@ -166,4 +175,5 @@ def _edit_natively(st: Any, fmt: str, meta: Any, new: dict[str, Any], what: str,
             out["checkpoint_id"] = result.created[0]
         emit_json(out)
         return
-    say(f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")
+    say(result.summary if result.op_id is None else
+        f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")

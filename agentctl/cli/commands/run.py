@@ -126,8 +126,8 @@ def run_agent(
 
     def take(event: dict[str, Any]) -> None:
         nonlocal saved
-        if ("", event.get("id")) in before.get("checkpoints", ()):
-            return  # where the run started (LangGraph streams it again)
+        if (event.get("ns") or "", event.get("id")) in before.get("checkpoints", ()):
+            return  # where the run started (LangGraph streams it again, a subgraph's too)
         saved += 1
         if json_out:
             emit_jsonl(event)
@@ -185,7 +185,8 @@ def _say_checkpoint(event: dict[str, Any]) -> None:
         return
     nodes = ", ".join(event.get("nodes") or []) or event.get("source") or ""
     keys = ", ".join(event.get("keys") or [])
-    say(f"step {event.get('step')}  {event.get('id')}  {nodes}" + (f"  changed: {keys}" if keys else ""))
+    say(f"step {event.get('step')}  {event.get('id')}  {nodes}" + (f"  changed: {keys}" if keys else "")
+        + (f"  (subgraph {event['ns']})" if event.get("ns") else ""))
 
 
 def _say_error(event: dict[str, Any]) -> None:

@@ -28,6 +28,9 @@ when an id it would restore was taken again.
   strategy "ours" keeps the target as it is.
 - prune / delete: whole sessions with their messages, tool_logs and tasks, into the
   trash, as one operation.
+- edit: a message's role/content/tool_calls/tool_call_id and its session's title/status/
+  model/metadata changed in place (edit.py); the rows' before-images are 'before' copies
+  in the trash, which undo writes back.
 
 messages_fts (SQLite): when it has triggers on messages, they keep it in step; when it
 is an external-content index in step with messages before the write, FTS5 'delete'
@@ -90,12 +93,15 @@ class ArticleHistory(History):
         return now_text(self.store._clock)
 
     def _ts(self, table: str, column: str) -> str:
-        """The placeholder of a time value written into table.column (TEXT or a timestamp type)."""
+        """The placeholder of a time or text value written into table.column (TEXT, or on
+        Postgres a timestamp or JSON type: the text cast to it)."""
         if self.kind != "postgres":
             return "?"
         typ = (getattr(self.db, "article_types", {}) or {}).get((table, column), "text")
         if typ.startswith("timestamp"):
             return f"CAST(CAST(? AS TEXT) AS {'TIMESTAMPTZ' if 'with time zone' in typ else 'TIMESTAMP'})"
+        if typ in ("json", "jsonb"):
+            return f"CAST(CAST(? AS TEXT) AS {typ.upper()})"
         return "CAST(? AS TEXT)"
 
     @asynccontextmanager
@@ -594,6 +600,29 @@ class ArticleHistory(History):
         self.last_op_id = op_id
         return _message_checkpoint_id(new_ids[-1])
 
+    # ---- edit (see edit.py) -------------------------------------------------------------
+
+    @staticmethod
+    def edit_view(cp: Any) -> dict[str, Any]:
+        """What `agentctl edit REF --set KEY=JSON` changes: REF's message and its session's fields."""
+        from agentctl.storage.article.edit import edit_view
+
+        return edit_view(cp)
+
+    @staticmethod
+    def edit_check(old: dict[str, Any], new: dict[str, Any]) -> None:
+        """UsageError when the edited view is nothing the article's tables could hold."""
+        from agentctl.storage.article.edit import edit_check
+
+        edit_check(old, new)
+
+    async def edit_state(self, checkpoint_id_: str, state: dict[str, Any], what: str) -> OpResult:
+        """The message REF and its session row changed in place to the edited view `state`;
+        one op, undone column for column."""
+        from agentctl.storage.article.edit import edit_state
+
+        return await edit_state(self, checkpoint_id_, state, what)
+
     # ---- prune and delete --------------------------------------------------------------
 
     async def _select_sessions(self, reader: Any, spec: PruneSpec) -> list[str]:
@@ -811,6 +840,12 @@ class ArticleHistory(History):
                     else "; it was written to since")
             raise OperationError(f"cannot undo operation {op.op_id} ({op.kind}): session(s) "
                                  f"{', '.join(changed[:5])} changed after it{hint}")
+        if op.kind == "edit" and op.details.get("after") is not None:
+            from agentctl.storage.article.edit import message_image
+
+            if await message_image(tx, int(op.details["message_id"])) != op.details["after"]:
+                raise OperationError(f"cannot undo operation {op.op_id} (edit): message {op.details.get('ref')} "
+                                     "changed after it (another write); nothing was changed")
         for t in await self._trash_tables(tx):
             taken = await tx.fetch(
                 f"SELECT t.id FROM {S.trash_name(t)} t WHERE t.agentctl_op_id = ? AND t.agentctl_action = 'deleted' "
@@ -847,17 +882,24 @@ class ArticleHistory(History):
             key = "session_id" if table == S.BRANCHES else "id"
             for ph, chunk in in_chunks(inserted.get(table, [])):
                 await tx.execute(f"DELETE FROM {table} WHERE {key} IN ({ph})", *chunk)
-        # 3. session rows the op updated get their old values; deleted rows come back
+        # 3. session (and an edit's message) rows the op updated get their old values;
+        #    deleted rows come back
         restored: list[str] = []
         trash = await self._trash_tables(tx)
-        if "sessions" in trash:
-            cols = [c for c in await self._columns(tx, "sessions") if c != "id"]
-            tn = S.trash_name("sessions")
+        for table in ("sessions", "messages"):
+            if table not in trash:
+                continue
+            cols = [c for c in await self._columns(tx, table) if c != "id"]
+            tn = S.trash_name(table)
+            edited = [] if table == "sessions" else [int(r["id"]) for r in await tx.fetch(
+                f"SELECT id FROM {tn} WHERE agentctl_op_id = ? AND agentctl_action = 'before'", oid)]
+            await self._fts_delete(tx, edited)  # the edited content's entries
             await tx.execute(
-                f"UPDATE sessions SET ({', '.join(cols)}) = (SELECT {', '.join('t.' + c for c in cols)} FROM {tn} t "
-                "WHERE t.agentctl_op_id = ? AND t.agentctl_action = 'before' AND t.id = sessions.id) "
+                f"UPDATE {table} SET ({', '.join(cols)}) = (SELECT {', '.join('t.' + c for c in cols)} FROM {tn} t "
+                f"WHERE t.agentctl_op_id = ? AND t.agentctl_action = 'before' AND t.id = {table}.id) "
                 f"WHERE id IN (SELECT id FROM {tn} WHERE agentctl_op_id = ? AND agentctl_action = 'before')",
                 oid, oid)
+            await self._fts_insert(tx, edited)
         for table in ("sessions", "messages", "tool_logs", "tasks"):
             if table not in trash:
                 continue

@@ -20,7 +20,8 @@ the first write that needs them:
   source session and message (the fork point), and for merges the last merged message;
 - `agentctl_article_trash_<table>` for sessions, messages, tasks, tool_logs: exact
   copies of the rows an operation deleted (`agentctl_action` 'deleted') or of a session
-  row before the operation updated it ('before'), with `agentctl_op_id`.
+  row (an edit's message row) before the operation updated it ('before'), with
+  `agentctl_op_id`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,21 @@
+"""Fixtures shared by the format tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def bare_python(tmp_path_factory) -> str:
+    """An interpreter with none of the agent frameworks: a venv without pip and without
+    the system's site-packages (`import langgraph`, `agents`, `google.adk` all fail)."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    for module in ("langgraph", "agents", "google.adk"):
+        probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True)
+        assert probe.returncode != 0, f"{python} imports {module}"
+    return python
