@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from rich.text import Text
 from textual import on, work
@@ -43,9 +43,6 @@ from agentctl.tui.widgets.timeline import (
     CheckpointTree,
     OlderItem,
 )
-
-if TYPE_CHECKING:
-    from agentctl.tui.app import AgentctlApp
 
 # How often follow mode asks the database whether something changed, and how often at
 # most it reloads the (more expensive) thread list when it did.
@@ -128,10 +125,22 @@ class MainScreen(Screen[None]):
     """The app's screen on one database (the App's data source)."""
 
     BINDINGS = BINDINGS
-    app: "AgentctlApp"
 
-    def __init__(self) -> None:
+    def __init__(self, source: DataSource, *, readonly: bool, db_name: str,
+                 open_database: Callable[[], Any], key_shown: Callable[[Binding], str],
+                 agent: dict[str, str | None] | None = None) -> None:
+        """What the screen needs of its app, given (the app imports the screen, not the
+        other way round): the data source, whether writes are off, the database's name
+        until it is open, the app's `open_database` (started once the first frame is on
+        screen), how the app shows a key (its keymap), and the agent that `R` runs
+        (`--agent`, `--config`, `--python` of `agentctl tui`)."""
         super().__init__()
+        self._source = source
+        self._readonly = readonly
+        self._db_name = db_name
+        self._open_database = open_database
+        self._key_shown = key_shown
+        self.agent = dict(agent or {})
         self.thread_id: str | None = None        # the thread shown in the tree
         self.selected: CheckpointMetadata | None = None
         self.mark: CheckpointMetadata | None = None
@@ -144,11 +153,11 @@ class MainScreen(Screen[None]):
 
     @property
     def source(self) -> DataSource:
-        return self.app.source
+        return self._source
 
     @property
     def readonly(self) -> bool:
-        return self.app.readonly
+        return self._readonly
 
     # ---- layout ---------------------------------------------------------------------
 
@@ -180,7 +189,7 @@ class MainScreen(Screen[None]):
         # Once the first frame is on screen: open the database (its drivers' imports and
         # the schema read would come before that frame otherwise), and mount the rest,
         # in a task of its own (the callbacks that wait for that frame do not wait for it).
-        self.call_after_refresh(self.app.open_database)
+        self.call_after_refresh(self._open_database)
         self.call_after_refresh(self.run_worker, self._assemble, group="assemble",
                                 exit_on_error=False)
 
@@ -227,7 +236,7 @@ class MainScreen(Screen[None]):
         text = Text()
         text.append(" agentctl ", style="bold reverse")
         text.append(" " + (self.source.backend.display_name if self.source.backend is not None
-                           else self.app.db_name), style="bold")
+                           else self._db_name), style="bold")
         if self.readonly:
             text.append("  READ-ONLY (writes disabled)", style="bold yellow")
         text.append("  follow: ", style="dim")
@@ -649,7 +658,7 @@ class MainScreen(Screen[None]):
         """(key, what it does, binding id) of this screen's keys."""
         from agentctl.tui.palette import binding_help
 
-        return [(self.app.key_shown(binding), binding_help(binding), binding.id or "")
+        return [(self._key_shown(binding), binding_help(binding), binding.id or "")
                 for binding in BINDINGS if isinstance(binding, Binding)]
 
     def action_help(self) -> None:
