@@ -16,7 +16,7 @@ from typing import Any
 
 from agentctl.errors import UsageError
 
-__all__ = ["Edit", "parse_edits", "apply_edits", "EditPlan", "editable_state", "plan_edit", "edit_natively",
+__all__ = ["Edit", "key_path", "value_at", "parse_edits", "apply_edits", "EditPlan", "editable_state", "plan_edit", "edit_natively",
            "edit_through_agent", "record_edit"]
 
 
@@ -40,6 +40,24 @@ def _path(key: str, option: str) -> tuple[str, ...]:
     if not key or any(not p for p in parts):
         raise UsageError(f"{option} {key!r}: a key is NAME or NAME.NESTED (no empty parts)")
     return parts
+
+
+def key_path(key: str) -> tuple[str, ...]:
+    """KEY (dots for nested keys) as a path; UsageError for an empty part."""
+    return _path(key, "key")
+
+
+def value_at(state: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
+    """(True, the value at `path`) in a state as `show --json` shows it, else (False, None)."""
+    node = state
+    for key in path:
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.lstrip("-").isdigit() and -len(node) <= int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return False, None
+    return True, node
 
 
 def parse_edits(sets: list[str] | None, unsets: list[str] | None) -> list[Edit]:

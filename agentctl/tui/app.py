@@ -126,6 +126,7 @@ class AgentctlApp(App[None]):
             self.set_keymap(self._keymap)
 
     async def on_unmount(self) -> None:
+        self._main.stop_run()
         self.workers.cancel_all()
         await self.source.close()
 
@@ -195,21 +196,25 @@ class AgentctlApp(App[None]):
 
 def binding_ids() -> list[str]:
     """The ids AGENTCTL_KEYMAP can remap: the app's bindings' and its dialogs'."""
+    from agentctl.tui.screens.compare import CompareScreen
     from agentctl.tui.screens.confirm import ConfirmScreen
+    from agentctl.tui.screens.edit import EditScreen
     from agentctl.tui.screens.help import HelpScreen
     from agentctl.tui.screens.prompt import PromptScreen, PruneScreen
+    from agentctl.tui.screens.run import RunScreen
     from agentctl.tui.screens.search import SearchScreen
 
     owners = (AgentctlApp, MainScreen, ConfirmScreen, HelpScreen, PromptScreen, PruneScreen,
-              SearchScreen)
+              SearchScreen, EditScreen, CompareScreen, RunScreen)
     return [b.id for owner in owners for b in owner.BINDINGS if isinstance(b, Binding) and b.id]
 
 
-def run(db: str, *, readonly: bool = False, format: str | None = None, **agent: str | None) -> None:
+def run(db: str, *, readonly: bool = False, format: str | None = None, agent: str | None = None,
+        config: str | None = None, python: str | None = None) -> None:
     """Run the TUI on a database until the user quits. A database that cannot be opened
-    raises its AgentctlError after the app has closed (the CLI reports it). `agent`:
-    agent, config, python (AgentctlApp's)."""
-    app = AgentctlApp(db, readonly=readonly, format=format, **agent)
+    raises its AgentctlError after the app has closed (the CLI reports it). `agent`,
+    `config`, `python`: AgentctlApp's."""
+    app = AgentctlApp(db, readonly=readonly, format=format, agent=agent, config=config, python=python)
     app.run()
     if app.open_error is not None:
         raise app.open_error

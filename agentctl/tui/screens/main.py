@@ -74,7 +74,16 @@ BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
     Binding("p", "prune", "Prune", id="prune",
             tooltip="Prune the selected thread's checkpoints by a policy"),
     Binding("u", "undo", "Undo", id="undo", tooltip="Undo the last operation"),
-    Binding("R", "refresh", "Refresh", id="refresh",
+    Binding("e", "edit", "Edit", id="edit",
+            tooltip="Edit the selected checkpoint's state: a key and its new value (JSON); "
+                    "the diff, then a new checkpoint (undoable)"),
+    Binding("R", "run", "Run", id="run",
+            tooltip="Run your agent from the selected checkpoint (as agentctl run THREAD --from "
+                    "REF), then compare the new run with the old"),
+    Binding("c", "compare", "Compare with…", id="compare",
+            tooltip="Compare the selected checkpoint's run with the marked checkpoint's "
+                    "(m marks one): where the two runs parted"),
+    Binding("f5", "refresh", "Refresh", id="refresh",
             tooltip="Reload threads, checkpoints and detail"),
     Binding("f", "follow", "Follow", id="follow",
             tooltip="Follow mode: show new checkpoints as an agent writes them"),
@@ -141,6 +150,8 @@ class MainScreen(Screen[None]):
         self._open_database = open_database
         self._key_shown = key_shown
         self.agent = dict(agent or {})
+        self.edit_path = ""  # the key the last edit changed (the editor starts there)
+        self.running: Any = None  # the child process of a run (R) going on
         self.thread_id: str | None = None        # the thread shown in the tree
         self.selected: CheckpointMetadata | None = None
         self.mark: CheckpointMetadata | None = None
@@ -150,6 +161,11 @@ class MainScreen(Screen[None]):
         self._threads_timer: Any = None
         self.assembled = False  # the detail pane, ... mounted (`_assemble`)
         self._keys_on = False  # the keys work (from the moment they are being mounted)
+
+    def stop_run(self) -> None:
+        """Stop a run going on (the app is closing): what it saved stays."""
+        if self.running is not None:
+            self.running.interrupt()
 
     @property
     def source(self) -> DataSource:
@@ -528,7 +544,9 @@ class MainScreen(Screen[None]):
     def action_refresh(self) -> None:
         self.refresh_views()
 
-    def refresh_views(self, select_thread: str | None = None) -> None:
+    def refresh_views(self, select_thread: str | None = None, select: str | None = None) -> None:
+        """Reload what is shown (on `select_thread`; the cursor on checkpoint `select`,
+        else where it was)."""
         if self.source.backend is None:
             return
         thread = select_thread or self.thread_id
@@ -537,7 +555,7 @@ class MainScreen(Screen[None]):
             if thread != self.thread_id:
                 self.thread_id = thread
             self.detail_loaded = None
-            self.load_thread(thread, keep_selection=True)
+            self.load_thread(thread, select=select, keep_selection=True)
 
     def action_follow(self) -> None:
         self.following = not self.following
@@ -623,6 +641,45 @@ class MainScreen(Screen[None]):
         self.show_thread(hit.thread_id, select=hit.checkpoint_id)
         self.timeline.focus()
 
+    # ---- compare -------------------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        """The selected checkpoint's run (B) against the marked one's (A)."""
+        if self.source.backend is None:
+            return
+        if self.selected is None:
+            self.notify("select a checkpoint to compare", severity="warning")
+            return
+        if self.mark is None:
+            self.notify("mark the other run's checkpoint with m first, then select this run's "
+                        "and compare (c)", severity="warning")
+            return
+        self.compare(self.mark, self.selected)
+
+    @work(group="compare", exclusive=True, exit_on_error=False)
+    async def compare(self, a: CheckpointMetadata, b: CheckpointMetadata, note: str = "") -> None:
+        """Open the compare view of the runs ending at `a` and `b` (agentctl.compare)."""
+        from agentctl.compare import compare
+        from agentctl.tui.screens.compare import CompareScreen
+
+        result = await compare(await self.source.ready(), a, b)
+        self.app.push_screen(
+            CompareScreen(result, f"{short_meta(a)} ({a.checkpoint_id})", f"{short_meta(b)} ({b.checkpoint_id})",
+                          note), self._go_to)
+
+    def _go_to(self, target: str | None) -> None:
+        if target:
+            self._compare_closed(target)
+
+    @work(group="compare", exclusive=True, exit_on_error=False)
+    async def _compare_closed(self, target: str) -> None:
+        """`g` in the compare view: show B's checkpoint where the runs parted."""
+        meta = await self.source.db.get_metadata(target)
+        if meta is not None:
+            self.selected = None
+            self.detail_loaded = None
+            self.show_thread(meta.thread_id, select=meta.checkpoint_id)
+
     # ---- writes: agentctl.tui.flows ----------------------------------------------------
 
     def _write(self, action: str) -> None:
@@ -645,12 +702,20 @@ class MainScreen(Screen[None]):
     def action_undo(self) -> None:
         self._write("undo")
 
+    def action_edit(self) -> None:
+        self._write("edit")
+
+    def action_run(self) -> None:
+        from agentctl.tui import agent_run
+
+        agent_run.start(self)
+
     @on(OperationFinished)
     @while_shown
     def _operation_finished(self, message: OperationFinished) -> None:
         self.notify(inert(message.summary), title=message.kind.capitalize(), markup=False,
                     timeout=8)
-        self.refresh_views(select_thread=message.select_thread)
+        self.refresh_views(select_thread=message.select_thread, select=message.select)
 
     # ---- help ----------------------------------------------------------------------------
 
