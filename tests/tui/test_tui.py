@@ -864,7 +864,7 @@ async def test_pane_titles_are_readable_and_keys_shown_without_focus(sample_sqli
             assert style.bold, pane
             assert _contrast(style.color, style.bgcolor) >= 4.5, (pane, style)
         descriptions = {k.description for k in app.screen.query(FooterKey)}
-        assert {"Quit", "Rewind", "Refresh"} <= descriptions, descriptions
+        assert {"Quit", "Rewind", "Edit", "Run"} <= descriptions, descriptions
 
 
 async def test_langgraph_checkpoint_rows_name_the_source_once():

@@ -80,10 +80,10 @@ BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
     Binding("R", "run", "Run", id="run",
             tooltip="Run your agent from the selected checkpoint (as agentctl run THREAD --from "
                     "REF), then compare the new run with the old"),
-    Binding("c", "compare", "Compare with…", id="compare",
+    Binding("c", "compare", "Compare with…", id="compare", show=False,
             tooltip="Compare the selected checkpoint's run with the marked checkpoint's "
                     "(m marks one): where the two runs parted"),
-    Binding("f5", "refresh", "Refresh", id="refresh",
+    Binding("f5", "refresh", "Refresh", id="refresh", show=False,
             tooltip="Reload threads, checkpoints and detail"),
     Binding("f", "follow", "Follow", id="follow",
             tooltip="Follow mode: show new checkpoints as an agent writes them"),
