@@ -289,3 +289,87 @@ def test_serve_passes_the_agent_to_the_ui(monkeypatch):
     r = cli(str(SAMPLE_DB), "serve", "--agent", "trip", "--config", "my dir/langgraph.json")
     assert r.exit_code == 0, r.stderr
     assert started[-1].endswith("-m agentctl tui --read-only --agent trip --config 'my dir/langgraph.json'")
+
+
+SLOW_GRAPH = """
+import time
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class S(TypedDict, total=False):
+    n: int
+    slow: bool
+
+
+def count(state: S) -> S:
+    return {"n": state.get("n", 0) + 1}
+
+
+def wait(state: S) -> S:
+    if state.get("slow"):
+        time.sleep(60)
+    return {"n": state["n"] + 1}
+
+
+builder = StateGraph(S)
+builder.add_node("count", count)
+builder.add_node("wait", wait)
+builder.add_edge(START, "count")
+builder.add_edge("count", "wait")
+builder.add_edge("wait", END)
+graph = builder
+"""
+
+
+async def test_R_asks_an_input_where_the_graph_ended_and_escape_stops_the_run(tmp_path):
+    pytest.importorskip("langgraph")
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from agentctl.tui.screens.prompt import PromptScreen
+    from agentctl.tui.screens.run import RunScreen
+    from tests.support.sampledb import cli
+
+    (tmp_path / "graph.py").write_text(SLOW_GRAPH)
+    (tmp_path / "langgraph.json").write_text('{"graphs": {"slow": "./graph.py:graph"}}')
+    db = str(tmp_path / "slow.db")
+    conn = sqlite3.connect(db)
+    SqliteSaver(conn).setup()
+    conn.close()
+    config = str(tmp_path / "langgraph.json")
+    r = cli(db, "run", "t", "--input", '{"n": 0}', "--config", config)
+    assert r.exit_code == 0, r.stderr
+    app = AgentctlApp(db, config=config)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "t")
+        size = await thread_size(app, "t")
+        app.timeline.focus()
+        await press(pilot, "R")  # at the head the graph has ended: it asks for an input
+        assert isinstance(app.screen, PromptScreen) and "The graph has ended here" in screen_text(app)
+        app.screen.query_one(Input).value = "{not json"
+        await press(pilot, "enter")
+        assert isinstance(app.screen, PromptScreen)  # refused, said
+        assert any(n.startswith("not JSON") for n in notices(app))
+        app.screen.query_one(Input).value = '{"n": 10, "slow": true}'
+        await press(pilot, "enter")
+        assert isinstance(app.screen, ConfirmScreen) and '"slow": true' in screen_text(app)
+        await press(pilot, "y")
+        # the run goes: its first checkpoints are listed, and in the tree
+        await until(pilot, lambda: isinstance(app.screen, RunScreen) and len(app.screen.lines) >= 2,
+                    timeout=60, what="the run's first checkpoints")
+        await until(pilot, lambda: app.timeline.states[app.timeline.root.id].total >= size + 2,
+                    timeout=20, what="the tree showing them")
+        await pilot.press("escape")  # stop it: the child is stopped, what it saved stays
+        await until(pilot, lambda: any(n.startswith("stopped: the run saved") for n in notices(app)),
+                    timeout=30, what="the run stopped")
+        said = next(n for n in notices(app) if n.startswith("stopped: the run saved"))
+        assert "which stay (u undoes)" in said
+        assert app.main.running is None
+        await settle(pilot)
+        assert await thread_size(app, "t") > size
+        head = (await app.source.db.read_thread("t", limit=1, descending=True))[0]
+        assert (await app.source.db.get(head.checkpoint_id)).state["n"] == 11  # `count` ran, `wait` did not end

@@ -107,7 +107,10 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
             except UsageError:
                 found, value = False, None
             if found:  # an existing key: its value to edit (a new key keeps what was typed)
-                self.query_one(TextArea).text = _json(value)
+                area = self.query_one(TextArea)
+                area.text = _json(value)
+                if path:
+                    area.select_all()  # typing replaces the value (the whole state is kept)
         self._check()
 
     @on(TextArea.Changed)
