@@ -16,6 +16,7 @@ from agentctl.tui.screens.compare import CompareScreen
 from agentctl.tui.screens.confirm import ConfirmScreen
 from agentctl.tui.screens.edit import EditScreen
 from tests.support.rig import SAMPLE_DB
+from tests.support import sampledb
 from tests.support.tui import settle, skip_idle_waits
 from tests.tui.test_tui import SIZE, notices, plain, press, screen_text, select_thread, thread_size, to_step, until
 
@@ -23,6 +24,10 @@ from tests.tui.test_tui import SIZE, notices, plain, press, screen_text, select_
 @pytest.fixture(autouse=True)
 def _no_idle_waits(monkeypatch):
     skip_idle_waits(monkeypatch)
+
+
+# the sample on SQLite and on Postgres, a private writable copy per test
+sample_url = sampledb.sample_url
 
 
 @pytest.fixture
@@ -47,8 +52,8 @@ def editor_state(app) -> tuple[str, bool]:
 # ---- e: edit a state value -------------------------------------------------------------
 
 
-async def test_e_edits_a_state_value_shows_it_and_undo_restores(sample_sqlite):
-    app = AgentctlApp(sample_sqlite)
+async def test_e_edits_a_state_value_shows_it_and_undo_restores(sample_url):
+    app = AgentctlApp(sample_url)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await to_step(pilot, "coder-add-cli-flag", 6)
