@@ -162,23 +162,33 @@ def story(tmp_path):
     """The README's story project (sample_db/story) with its failed run: `book` raised
     (no flights to Atlantis) two steps after `plan` set the bad value."""
     pytest.importorskip("langgraph")
+    from tests.support.rig import REPO
+
+    project = tmp_path / "story"
+    shutil.copytree(REPO / "sample_db" / "story", project, ignore=shutil.ignore_patterns("story.db*"))
+    db, config, r = langgraph_project(project, "trip", '{"request": "somewhere new, 3 nights"}')
+    assert r.exit_code == 1 and "no flights to Atlantis" in r.stderr, r.stderr
+    return db, config
+
+
+def langgraph_project(project, thread: str, input: str, graph: str | None = None):
+    """A LangGraph SQLite database in `project` (with `graph`: its graph.py and a
+    langgraph.json naming it), and the result of `agentctl run THREAD --input INPUT` on it."""
     import sqlite3
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from tests.support.rig import REPO
     from tests.support.sampledb import cli
 
-    project = tmp_path / "story"
-    shutil.copytree(REPO / "sample_db" / "story", project, ignore=shutil.ignore_patterns("story.db*"))
-    db = str(project / "story.db")
+    if graph is not None:
+        (project / "graph.py").write_text(graph)
+        (project / "langgraph.json").write_text('{"graphs": {"g": "./graph.py:graph"}}')
+    db = str(project / "run.db")
     conn = sqlite3.connect(db)
     SqliteSaver(conn).setup()
     conn.close()
     config = str(project / "langgraph.json")
-    r = cli(db, "run", "trip", "--input", '{"request": "somewhere new, 3 nights"}', "--config", config)
-    assert r.exit_code == 1 and "no flights to Atlantis" in r.stderr, r.stderr
-    return db, config
+    return db, config, cli(db, "run", thread, "--input", input, "--config", config)
 
 
 async def test_e_then_R_on_langgraph_runs_live_and_ends_on_the_compare_view(story):
@@ -330,22 +340,10 @@ graph = builder
 
 async def test_R_asks_an_input_where_the_graph_ended_and_escape_stops_the_run(tmp_path):
     pytest.importorskip("langgraph")
-    import sqlite3
-
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
     from agentctl.tui.screens.prompt import PromptScreen
     from agentctl.tui.screens.run import RunScreen
-    from tests.support.sampledb import cli
 
-    (tmp_path / "graph.py").write_text(SLOW_GRAPH)
-    (tmp_path / "langgraph.json").write_text('{"graphs": {"slow": "./graph.py:graph"}}')
-    db = str(tmp_path / "slow.db")
-    conn = sqlite3.connect(db)
-    SqliteSaver(conn).setup()
-    conn.close()
-    config = str(tmp_path / "langgraph.json")
-    r = cli(db, "run", "t", "--input", '{"n": 0}', "--config", config)
+    db, config, r = langgraph_project(tmp_path, "t", '{"n": 0}', SLOW_GRAPH)
     assert r.exit_code == 0, r.stderr
     app = AgentctlApp(db, config=config)
     async with app.run_test(size=SIZE) as pilot:
@@ -410,3 +408,52 @@ async def test_R_on_an_openai_session_asks_the_users_message_and_runs_the_agent(
         assert "olleh" in json.dumps((await app.source.db.get(head.checkpoint_id)).messages)
         await press(pilot, "u", "y")
         assert await thread_size(app, "conv") == size
+
+
+APPROVAL_GRAPH = """
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+
+class S(TypedDict, total=False):
+    item: str
+    approved: object
+
+
+def ask(state: S) -> S:
+    return {"approved": interrupt({"question": "approve " + state["item"] + "?"})}
+
+
+builder = StateGraph(S)
+builder.add_node("ask", ask)
+builder.add_edge(START, "ask")
+builder.add_edge("ask", END)
+graph = builder
+"""
+
+
+async def test_R_at_an_interrupt_asks_the_resume_value(tmp_path):
+    pytest.importorskip("langgraph")
+    from agentctl.tui.screens.prompt import PromptScreen
+
+    db, config, r = langgraph_project(tmp_path, "t", '{"item": "refund"}', APPROVAL_GRAPH)
+    assert r.exit_code == 0 and "waiting at ask" in r.stdout, (r.stdout, r.stderr)
+    app = AgentctlApp(db, config=config)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "t")
+        app.timeline.focus()
+        await press(pilot, "R")
+        assert isinstance(app.screen, PromptScreen)
+        text = screen_text(app)
+        assert "waiting at an interrupt" in text and "approve refund?" in text
+        app.screen.query_one(Input).value = '{"ok": true}'
+        await press(pilot, "enter")
+        assert isinstance(app.screen, ConfirmScreen) and "with resume" in screen_text(app)
+        await press(pilot, "y")
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen), timeout=60, what="the compare view")
+        head = (await app.source.db.read_thread("t", limit=1, descending=True))[0]
+        assert (await app.source.db.get(head.checkpoint_id)).state["approved"] == {"ok": True}
+        assert any(n.startswith("ran t: 1 new checkpoint(s)") for n in notices(app)), notices(app)
