@@ -1,5 +1,6 @@
 """`agentctl edit`'s changes: `--set KEY=JSON` and `--unset KEY`, parsed and applied to a
-state as `show --json` shows it (headless: no rich, no textual).
+state as `show --json` shows it, and the edit's plan and write that the CLI's `edit` and
+the TUI's `e` share (headless: no rich, no textual).
 
 KEY is a key of the state with dots for nested keys (`plan.next_city`, `messages.3.content`:
 a number indexes a list). The value is JSON. Applying them gives the state the edit
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentctl.errors import UsageError
 
-__all__ = ["Edit", "parse_edits", "apply_edits"]
+__all__ = ["Edit", "key_path", "value_at", "parse_edits", "apply_edits", "EditPlan", "editable_state", "plan_edit", "edit_natively",
+           "edit_through_agent", "record_edit"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,24 @@ def _path(key: str, option: str) -> tuple[str, ...]:
     if not key or any(not p for p in parts):
         raise UsageError(f"{option} {key!r}: a key is NAME or NAME.NESTED (no empty parts)")
     return parts
+
+
+def key_path(key: str) -> tuple[str, ...]:
+    """KEY (dots for nested keys) as a path; UsageError for an empty part."""
+    return _path(key, "key")
+
+
+def value_at(state: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
+    """(True, the value at `path`) in a state as `show --json` shows it, else (False, None)."""
+    node = state
+    for key in path:
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.lstrip("-").isdigit() and -len(node) <= int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return False, None
+    return True, node
 
 
 def parse_edits(sets: list[str] | None, unsets: list[str] | None) -> list[Edit]:
@@ -101,3 +121,128 @@ def apply_edits(state: dict[str, Any], edits: list[Edit], *, top_level: set[str]
             raise UsageError(f"the state has no key {e.path[0]!r} (its keys: {', '.join(sorted(known))})")
         _apply(out, e.path, e)
     return out
+
+
+# ---- one edit, planned then written (the CLI's `edit` and the TUI's `e`) ----------------
+
+
+@dataclass
+class EditPlan:
+    """What an edit of one checkpoint will write: the state as the format edits it
+    (`old`), the state after the edits (`new`), and how it is written: by the format's
+    History itself (`native`: AgentOS, the SDKs) or by the framework in the user's
+    interpreter (LangGraph's update_state; `before`: the run keys that record it)."""
+
+    fmt: str
+    native: bool
+    meta: Any               # the CheckpointMetadata edited
+    old: dict[str, Any]
+    new: dict[str, Any]
+    edits: list[Edit]
+    before: Any = None
+    changes: list[Any] = field(default_factory=list)
+
+    @property
+    def what(self) -> str:
+        return ", ".join(("unset " if e.unset else "set ") + e.key for e in self.edits)
+
+    @property
+    def confirm_text(self) -> str:
+        """What the write does, as the confirmation asks it."""
+        m = self.meta
+        if not self.native:
+            return f"write a new checkpoint after {m.checkpoint_id} with these values"
+        if self.fmt == "openai-agents":
+            return f"change item {m.checkpoint_id} of {m.thread_id} in place"
+        if self.fmt == "langgraph":
+            return f"write a new checkpoint after {m.checkpoint_id} with these values"
+        if self.fmt == "article":
+            return f"change message {m.checkpoint_id} / session {m.thread_id} in place"
+        return f"write a new head of {m.thread_id} holding this checkpoint with these values"
+
+
+def editable_state(history: Any, cp: Any) -> dict[str, Any]:
+    """What an edit's keys name: the format's own view (an SDK's item), else the state
+    without the keys a format adds of its own (dunder names)."""
+    if hasattr(history, "edit_view"):
+        return dict(history.edit_view(cp))
+    return {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
+
+
+def graph_at_hand(agent: str | None, config: str | None) -> bool:
+    """Whether the user's graph is at hand for a LangGraph edit (--agent, --config, or a
+    langgraph.json in the current directory): LangGraph itself writes the edit then;
+    else agentctl writes the update checkpoint (LangGraphHistory.edit_state)."""
+    from pathlib import Path
+
+    from agentctl.runners import CONFIG_NAME
+
+    return agent is not None or config is not None or (Path.cwd() / CONFIG_NAME).is_file()
+
+
+async def plan_edit(store: Any, history: Any, meta: Any, edits: list[Edit], *,
+                    for_write: bool = True, graph: bool = False) -> EditPlan:
+    """The plan of `edits` at checkpoint `meta` (nothing written). A format agentctl
+    cannot edit without the framework and runs none of, a subgraph's checkpoint, a key
+    that is not there: UsageError (exit 2). `for_write`: also read what a write through
+    the framework needs to record its op (not for a dry run). `graph`: the user's graph is
+    at hand (`graph_at_hand`): a LangGraph edit goes through it."""
+    from agentctl.diff import diff_values
+    from agentctl.runners import require_runtime
+
+    fmt = store.format.name
+    # the format writes the edit itself; LangGraph only without the user's graph
+    native = hasattr(history, "edit_state") and not (fmt == "langgraph" and graph)
+    if not native:
+        require_runtime(fmt, "edit")
+    if fmt == "langgraph" and "|" in meta.thread_id and meta.thread_id.split("|", 1)[1]:
+        raise UsageError(f"{meta.checkpoint_id} is a checkpoint of a subgraph; edit the parent graph's")
+    cp = await store.get(meta.checkpoint_id)
+    if cp is None:
+        raise UsageError(f"checkpoint {meta.checkpoint_id} no longer exists")
+    old = editable_state(history, cp)
+    new = apply_edits(old, edits)
+    if hasattr(history, "edit_check"):  # what the format's rows can hold
+        history.edit_check(old, new)
+    before = await history.run_keys(meta.thread_id) if for_write and not native else None
+    return EditPlan(fmt, native, meta, old, new, list(edits), before, diff_values(old, new, "state"))
+
+
+async def edit_natively(history: Any, plan: EditPlan, as_node: str | None = None) -> Any:
+    """Write a native edit (AgentOS: a new head holding the checkpoint with the new
+    state; the OpenAI Agents SDK, the article's store: changed in place; LangGraph
+    without the graph: an update checkpoint after REF, as `as_node`): the History's
+    OpResult."""
+    extra: dict[str, Any] = {}
+    if plan.fmt == "langgraph":
+        extra = {"keys": list(dict.fromkeys(e.path[0] for e in plan.edits)), "as_node": as_node,
+                 "thread_id": plan.meta.thread_id}
+    return await history.edit_state(plan.meta.checkpoint_id, plan.new, plan.what, **extra)
+
+
+def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node: str | None = None) -> dict[str, Any]:
+    """Let the framework write the edit in the user's interpreter (LangGraph's
+    update_state at the checkpoint, as `as_node`; `agent`: agentctl.runners.Agent). Blocks
+    until the child is done; returns its "edited" event (the new checkpoint's id, step,
+    next). The op is not recorded yet: `record_edit` does that."""
+    from agentctl.runners import run_child
+    from agentctl.storage import parse_url
+
+    kind, target = parse_url(db)
+    m = plan.meta
+    request: dict[str, Any] = {"mode": "edit", "kind": kind, "target": target, "thread": m.thread_id,
+                               "from": m.checkpoint_id, "agent": agent.target, "paths": agent.paths,
+                               "edits": [e.to_wire() for e in plan.edits], "as_node": as_node}
+    outcome = run_child(plan.fmt, python, request).event
+    if outcome.get("event") != "edited":
+        raise UsageError(str(outcome.get("message") or f"the edit did not happen ({outcome.get('event')})"))
+    return outcome
+
+
+async def record_edit(history: Any, plan: EditPlan, agent_label: str, as_node: str | None = None) -> Any:
+    """Record an edit the framework wrote (`edit_through_agent`) as one undoable op: its id."""
+    m = plan.meta
+    summary = f"edit {m.thread_id} at step {m.step} ({m.checkpoint_id}): {plan.what}"
+    return await history.record_run(m.thread_id, plan.before, summary,
+                                    {"agent": agent_label, "edits": [e.to_wire() for e in plan.edits],
+                                     "as_node": as_node, "ref": m.checkpoint_id}, kind="edit")

@@ -287,6 +287,29 @@ def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None 
     return ByWidth(t, records(headers, rows)) if fit else t
 
 
+def comparison_head(result: Any) -> Text:
+    """What `compare` found (agentctl.compare.Comparison), above its changes: the step
+    where the runs parted and A's and B's checkpoints there, with the steps each has after
+    it; or that they do not part."""
+    if result.first_divergent_step is None:
+        return Text(f"the runs do not part: {result.common_steps} step(s) alike; "
+                    f"then A has {result.a_steps} more step(s), B {result.b_steps}")
+    return Text.assemble(
+        ("parted at step ", "bold"), (str(result.first_divergent_step), "bold"), "\n",
+        ("--- A ", "red"), safe(result.a_at or "", one_line=True),
+        f"  ({result.a_steps} step(s) after it)\n",
+        ("+++ B ", "green"), safe(result.b_at or "", one_line=True),
+        f"  ({result.b_steps} step(s) after it)")
+
+
+def comparison_view(result: Any, width: int | None = None, fit: bool = False) -> RenderableType:
+    """`comparison_head` and the changes where the runs parted (`diff_table`)."""
+    head = comparison_head(result)
+    if result.first_divergent_step is None:
+        return head
+    return Group(head, diff_table(list(result.changes), width=width, fit=fit))
+
+
 def conflicts_table(conflicts: Sequence[Any], value_width: int = 50, width: int | None = None) -> RenderableType:
     """PATH, BASE, OURS, THEIRS for each merge Conflict (as records when `width` is
     narrow)."""

@@ -151,10 +151,12 @@ class ChildRun:
     def __init__(self, fmt: str, python: str, request: dict[str, Any]) -> None:
         script = Path(__file__).with_name(RUNNERS[fmt].script)
         # what the user's code prints goes to our stderr; a stderr with no file behind it
-        # (an in-process test runner's) gets it when the child is done
+        # (an in-process test runner's, the TUI's) gets it when the child is done
         self._spill: Any = None
         try:
             err: Any = sys.stderr.fileno()
+            if err < 0:  # a stand-in's (the TUI's print capture says -1, which is subprocess.PIPE)
+                raise ValueError(err)
         except (AttributeError, OSError, ValueError):
             import tempfile
 
@@ -222,12 +224,16 @@ class ChildOutcome:
 
 
 def run_child(fmt: str, python: str, request: dict[str, Any],
-              on_checkpoint: Any = None) -> ChildOutcome:
+              on_checkpoint: Any = None, on_start: Any = None) -> ChildOutcome:
     """Run a child to its end, `on_checkpoint(event)` for each checkpoint (or item) it
     saves, as it comes. Ctrl-C meanwhile raises nothing here: the child stops the run (it
     gets the terminal's SIGINT too, and is sent one in case it runs in another session)
-    and says what it saved; its events are read on to its end."""
+    and says what it saved; its events are read on to its end. `on_start(child)`: the
+    ChildRun once started (a program that is not the main thread's, the TUI, stops it
+    with `child.interrupt()`)."""
     child = ChildRun(fmt, python, request)
+    if on_start is not None:
+        on_start(child)
     last: dict[str, Any] = {"event": "setup", "message": f"{python} ended without a word"}
     interrupted = False
 

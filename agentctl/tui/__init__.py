@@ -40,16 +40,17 @@ def resume_gc() -> None:
         gc.enable()
 
 
-def run(db: str, *, readonly: bool = False, format: str | None = None) -> None:
+def run(db: str, *, readonly: bool = False, format: str | None = None, **agent: str | None) -> None:
     """Open the TUI on a database (a SQLite path or a Postgres DSN) until the user quits.
 
+    `agent`: agent, config, python: the user's agent that `R` runs (AgentctlApp's).
     Raises the database's AgentctlError (after the app has closed) when it cannot be opened.
     """
     start_up(db, format=format)
     try:
         from agentctl.tui.app import run as run_app
 
-        run_app(db, readonly=readonly, format=format)
+        run_app(db, readonly=readonly, format=format, **agent)
     finally:
         resume_gc()
 

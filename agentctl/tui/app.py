@@ -92,10 +92,14 @@ class AgentctlApp(App[None]):
 
     def __init__(self, db: str, *, readonly: bool = False,
                  keymap: dict[str, str] | None = None,
-                 engine_options: dict[str, Any] | None = None, format: str | None = None) -> None:
+                 engine_options: dict[str, Any] | None = None, format: str | None = None,
+                 agent: str | None = None, config: str | None = None,
+                 python: str | None = None) -> None:
         """`keymap`: {binding id: keys}, else from AGENTCTL_KEYMAP. `engine_options`: extra
         arguments of the format's History (tests pass a seeded `rng` for stable thread
-        names). `format`: the database's format, detected when None."""
+        names). `format`: the database's format, detected when None. `agent`, `config`,
+        `python`: the user's agent that `R` runs and that a LangGraph edit writes through
+        (as `agentctl run` takes them; default: langgraph.json in the current directory)."""
         super().__init__()
         self.source = DataSource(db, readonly=readonly, engine_options=engine_options, format=format)
         self.readonly = readonly
@@ -105,7 +109,9 @@ class AgentctlApp(App[None]):
             spec = os.environ.get("AGENTCTL_KEYMAP", "")
             keymap = parse_keymap(spec, binding_ids()) if spec.strip() else {}
         self._keymap = dict(keymap)
-        self._main = MainScreen()
+        self._main = MainScreen(self.source, readonly=readonly, db_name=self.db_name,
+                                open_database=self.open_database, key_shown=self.key_shown,
+                                agent={"agent": agent, "config": config, "python": python})
 
     def get_default_screen(self) -> MainScreen:
         return self._main
@@ -120,6 +126,7 @@ class AgentctlApp(App[None]):
             self.set_keymap(self._keymap)
 
     async def on_unmount(self) -> None:
+        self._main.stop_run()
         self.workers.cancel_all()
         await self.source.close()
 
@@ -189,20 +196,25 @@ class AgentctlApp(App[None]):
 
 def binding_ids() -> list[str]:
     """The ids AGENTCTL_KEYMAP can remap: the app's bindings' and its dialogs'."""
+    from agentctl.tui.screens.compare import CompareScreen
     from agentctl.tui.screens.confirm import ConfirmScreen
+    from agentctl.tui.screens.edit import EditScreen
     from agentctl.tui.screens.help import HelpScreen
     from agentctl.tui.screens.prompt import PromptScreen, PruneScreen
+    from agentctl.tui.screens.run import RunScreen
     from agentctl.tui.screens.search import SearchScreen
 
     owners = (AgentctlApp, MainScreen, ConfirmScreen, HelpScreen, PromptScreen, PruneScreen,
-              SearchScreen)
+              SearchScreen, EditScreen, CompareScreen, RunScreen)
     return [b.id for owner in owners for b in owner.BINDINGS if isinstance(b, Binding) and b.id]
 
 
-def run(db: str, *, readonly: bool = False, format: str | None = None) -> None:
+def run(db: str, *, readonly: bool = False, format: str | None = None, agent: str | None = None,
+        config: str | None = None, python: str | None = None) -> None:
     """Run the TUI on a database until the user quits. A database that cannot be opened
-    raises its AgentctlError after the app has closed (the CLI reports it)."""
-    app = AgentctlApp(db, readonly=readonly, format=format)
+    raises its AgentctlError after the app has closed (the CLI reports it). `agent`,
+    `config`, `python`: AgentctlApp's."""
+    app = AgentctlApp(db, readonly=readonly, format=format, agent=agent, config=config, python=python)
     app.run()
     if app.open_error is not None:
         raise app.open_error

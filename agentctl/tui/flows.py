@@ -25,12 +25,18 @@ if TYPE_CHECKING:
 
 
 def start(screen: "MainScreen", action: str) -> None:
-    """Start the write `action` (rewind, branch, merge, prune, undo) on what the screen
-    shows, if this database can do it and what it needs is selected."""
+    """Start the write `action` (rewind, branch, merge, prune, undo, edit) on what the
+    screen shows, if this database can do it and what it needs is selected. (`R`'s run
+    is agentctl.tui.agent_run's.)"""
     if not can_write(screen, action):
         return
     flow: Coroutine[Any, Any, None]
-    if action in ("rewind", "branch"):
+    if action == "edit":
+        meta = need_selection(screen, action)
+        if meta is None:
+            return
+        flow = edit(screen, meta)
+    elif action in ("rewind", "branch"):
         meta = need_selection(screen, "rewind" if action == "rewind" else "branch from")
         if meta is None:
             return
@@ -60,7 +66,10 @@ def can_write(screen: "MainScreen", action: str) -> bool:
     backend = screen.source.backend
     if backend is None:
         return False
-    if not backend.can(action):  # what this database's format cannot do
+    from agentctl.storage.contract import ALL_CAPABILITIES
+
+    # (edit and run are not capabilities: their flows say what a format cannot do)
+    if action in {c.value for c in ALL_CAPABILITIES} and not backend.can(action):
         screen.notify(f"the {backend.format.name} format does not support {action}",
                       severity="warning", markup=False)
         return False
@@ -89,8 +98,10 @@ async def confirm(screen: "MainScreen", title: str, body: RenderableType,
     return await screen.app.push_screen_wait(ConfirmScreen(title, body, choices))
 
 
-def done(screen: "MainScreen", kind: str, summary: str, select_thread: str | None = None) -> None:
-    screen.post_message(OperationFinished(kind, summary, select_thread))
+def done(screen: "MainScreen", kind: str, summary: str, select_thread: str | None = None,
+         select: str | None = None) -> None:
+    """Say what a write did; the views reload (on `select_thread`, on checkpoint `select`)."""
+    screen.post_message(OperationFinished(kind, summary, select_thread, select))
 
 
 # ---- the flows -----------------------------------------------------------------------------
@@ -258,6 +269,70 @@ async def undo(screen: "MainScreen") -> None:
     result = await engine.undo(op.op_id)
     select = op.threads[0] if op.threads else None
     done(screen, "undo", result.summary, select)
+
+
+async def edit(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+    """`e`: the editor (agentctl.tui.screens.edit), the diff, the write: as `agentctl
+    edit` does it (agentctl.edits: the format's own edit, or LangGraph's update_state in
+    the user's interpreter)."""
+    import asyncio
+
+    from agentctl.edits import edit_natively, edit_through_agent, graph_at_hand, plan_edit, record_edit
+    from agentctl.errors import UsageError
+    from agentctl.render import diff_table
+    from agentctl.tui.screens.edit import EditScreen
+
+    db, engine = screen.source.db, screen.source.engine
+    try:
+        # what the editor starts from (and a format that cannot edit: said before it opens)
+        graph = graph_at_hand(screen.agent.get("agent"), screen.agent.get("config"))
+        probe = await plan_edit(db, engine, meta, [], for_write=False, graph=graph)
+    except UsageError as exc:
+        screen.notify(inert(str(exc)), title="Edit", severity="warning", markup=False)
+        return
+    edits = await screen.app.push_screen_wait(EditScreen(
+        f"Edit the state of {short_meta(meta)} ({inert(meta.checkpoint_id, one_line=True)})", probe.old,
+        screen.edit_path))
+    if edits is None:
+        screen.notify("edit cancelled: nothing changed")
+        return
+    if edits:
+        screen.edit_path = edits[0].key if len(edits) == 1 else ""
+    try:
+        plan = await plan_edit(db, engine, meta, edits, graph=graph) if edits else probe
+        who = python = None
+        if not plan.native:  # the user's graph writes it: found before the confirmation
+            from agentctl.runners import find_agent, pick_python
+
+            who = find_agent(screen.agent.get("agent"), screen.agent.get("config"))
+            python = pick_python(screen.agent.get("python"))
+    except UsageError as exc:
+        screen.notify(inert(str(exc)), title="Edit", severity="error", markup=False)
+        return
+    if not plan.changes:
+        screen.notify("the value is as it was: nothing to edit")
+        return
+    body = Group(Text(plan.confirm_text[0].upper() + plan.confirm_text[1:] + ":"),
+                 Text(""), diff_table(plan.changes, fit=True))
+    choice = await confirm(screen, f"Edit {short_meta(meta)}?", body, [("confirm", "Write", "warning")])
+    if choice is None:
+        screen.notify("edit cancelled: nothing changed")
+        return
+    if plan.native:
+        result = await edit_natively(engine, plan)
+        created = getattr(result, "created", None) or [meta.checkpoint_id]
+        done(screen, "edit", f"{result.summary} (u undoes)", meta.thread_id, created[-1])
+        return
+    assert who is not None and python is not None
+    screen.notify(f"writing the edit through {who.label}…", markup=False)
+    try:
+        outcome = await asyncio.to_thread(edit_through_agent, plan, screen.source.url, who, python)
+    except UsageError as exc:
+        screen.notify(inert(str(exc)), title="Edit", severity="error", markup=False)
+        return
+    await record_edit(engine, plan, who.label)
+    done(screen, "edit", f"edited {meta.thread_id}: new checkpoint {outcome.get('id')} at step "
+         f"{outcome.get('step')} (u undoes)", meta.thread_id, str(outcome.get("id") or "") or None)
 
 
 def prune_spec(thread: str, policy: str, param: int) -> PruneSpec:

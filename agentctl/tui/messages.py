@@ -107,6 +107,7 @@ class OperationFinished(Message):
     kind: str
     summary: str
     select_thread: str | None = None
+    select: str | None = None   # the checkpoint to select (a new one the write made)
 
 
 @dataclass

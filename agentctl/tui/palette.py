@@ -6,13 +6,10 @@ to write."""
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-
-if TYPE_CHECKING:
-    from agentctl.tui.app import AgentctlApp
 
 
 def binding_help(binding: Binding) -> str:
@@ -21,14 +18,13 @@ def binding_help(binding: Binding) -> str:
 
 
 class BindingCommands(Provider):
-    """The main screen's actions (quit is one of Textual's own commands)."""
+    """The actions of the screen the palette was opened on (the main screen's keys; quit
+    is one of Textual's own commands)."""
 
     def _commands(self) -> Iterator[tuple[str, str, Callable[[], Any]]]:
-        app: AgentctlApp = self.app  # type: ignore[assignment]
-        main = app.main
+        main = self.screen
         for binding in main.BINDINGS:
-            assert isinstance(binding, Binding)
-            if binding.action == "quit":
+            if not isinstance(binding, Binding) or binding.action == "quit":
                 continue  # a built-in command
             yield binding.description, binding_help(binding), partial(main.run_action, binding.action)
 

@@ -283,7 +283,8 @@ def test_tui_under_the_web_driver_runs_off_a_terminal(monkeypatch):
     assert r.exit_code == 2 and not ran
     monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
     r = cli(str(SAMPLE_DB), "tui", "--read-only")
-    assert r.exit_code == 0 and ran == [(str(SAMPLE_DB), {"readonly": True, "format": None})]
+    assert r.exit_code == 0 and ran == [(str(SAMPLE_DB), {"readonly": True, "format": None, "agent": None,
+                                                      "config": None, "python": None})]
 
 
 def test_ci_installs_the_browser_and_requires_it():

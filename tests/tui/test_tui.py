@@ -189,7 +189,8 @@ async def test_the_rest_of_the_screen_comes_after_the_first_frame_in_its_places(
     from agentctl.tui.screens.main import MainScreen
     from agentctl.tui.widgets.footer import KeyFooter, KeyLine
 
-    before = MainScreen()  # until it is whole, only quit and help work
+    before = AgentctlApp(sample_sqlite).main  # until it is whole, only quit and help work
+    assert isinstance(before, MainScreen)
     assert not before.check_action("rewind", ()) and not before.check_action("filter_threads", ())
     assert before.check_action("quit", ()) and before.check_action("help", ())
     app = AgentctlApp(sample_sqlite)
@@ -252,7 +253,7 @@ async def test_threads_read_at_start_are_in_the_first_frame_and_not_read_again(
         assert selected_step(app) == ("loop-research-7", 240)
         assert "7 threads" in plain(app.query_one("#thread-status", Static).content)
         assert count_backend_thread_lists == []
-        await press(pilot, "R")  # a refresh asks the database again
+        await press(pilot, "f5")  # a refresh asks the database again
         assert len(count_backend_thread_lists) == 1
         assert app.threads.table.row_count == 7 and app.thread_id == "loop-research-7"
 
@@ -556,7 +557,7 @@ async def test_an_empty_database_then_refresh(tmp_path):
         writer = make_backend(url, readonly=False, create=False)
         await writer.put(make_cp("late", 1, summary="[user] hello"))
         await writer.close()
-        await press(pilot, "R")  # refresh picks up what another program wrote
+        await press(pilot, "f5")  # refresh picks up what another program wrote
         assert app.thread_id == "late" and selected_step(app) == ("late", 1)
 
 
@@ -863,7 +864,7 @@ async def test_pane_titles_are_readable_and_keys_shown_without_focus(sample_sqli
             assert style.bold, pane
             assert _contrast(style.color, style.bgcolor) >= 4.5, (pane, style)
         descriptions = {k.description for k in app.screen.query(FooterKey)}
-        assert {"Quit", "Rewind", "Refresh"} <= descriptions, descriptions
+        assert {"Quit", "Rewind", "Edit", "Run"} <= descriptions, descriptions
 
 
 async def test_langgraph_checkpoint_rows_name_the_source_once():

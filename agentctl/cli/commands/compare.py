@@ -48,23 +48,14 @@ def compare(
     if json_out:
         emit_json(result.to_dict())
         return
+    from agentctl import render
+
     if result.first_divergent_step is None:
-        say(f"the runs do not part: {result.common_steps} step(s) alike; "
-            f"then A has {result.a_steps} more step(s), B {result.b_steps}")
+        say(render.comparison_head(result).plain)
         return
     if not stdout_is_tty():
         say(f"parted at step {result.first_divergent_step}: A {result.a_at}, B {result.b_at}; "
             f"after it A has {result.a_steps} step(s), B {result.b_steps}")
         show_changes(result.changes)
         return
-    from rich.text import Text
-
-    from agentctl import render
-
-    head = Text.assemble(
-        ("parted at step ", "bold"), (str(result.first_divergent_step), "bold"), "\n",
-        ("--- A ", "red"), render.safe(result.a_at or "", one_line=True),
-        f"  ({result.a_steps} step(s) after it)\n",
-        ("+++ B ", "green"), render.safe(result.b_at or "", one_line=True),
-        f"  ({result.b_steps} step(s) after it)")
-    show_changes(result.changes, head=head)
+    show_changes(result.changes, head=render.comparison_head(result))

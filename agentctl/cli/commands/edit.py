@@ -1,7 +1,7 @@
 """`edit`: change the state at a step, in the framework's own meaning."""
 
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -65,43 +65,19 @@ def edit(
 
     Example: agentctl --db lg.db edit t1 --set fixed=true --agent graph.py:graph --yes
     """
-    from agentctl.diff import diff_values
-    from agentctl.edits import apply_edits, parse_edits
-    from agentctl.errors import UsageError
+    from agentctl.edits import edit_natively, edit_through_agent, graph_at_hand, parse_edits, plan_edit, record_edit
     from agentctl.refs import resolve
-    from agentctl.runners import require_runtime
 
     edits = parse_edits(sets, unsets)
     st = state(ctx)
-    from pathlib import Path
-
-    from agentctl.runners import CONFIG_NAME
-
-    graph_at_hand = agent is not None or config is not None or (Path.cwd() / CONFIG_NAME).is_file()
 
     async def plan():
         async with st.engine(write=False) as (store, history):
-            fmt = store.format.name
-            # the format writes the edit itself; LangGraph only without the user's graph
-            native = hasattr(history, "edit_state") and not (fmt == "langgraph" and graph_at_hand)
-            if not native:
-                require_runtime(fmt, "edit")
-            meta = await resolve(store, ref)
-            if fmt == "langgraph" and "|" in meta.thread_id and meta.thread_id.split("|", 1)[1]:
-                raise UsageError(f"{meta.checkpoint_id} is a checkpoint of a subgraph; edit the parent graph's")
-            cp = await store.get(meta.checkpoint_id)
-            if hasattr(history, "edit_view"):  # what the format edits is not the whole state (an SDK's item)
-                own = history.edit_view(cp)
-            else:
-                own = {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
-            new = apply_edits(own, edits)
-            if hasattr(history, "edit_check"):  # what the format's rows can hold
-                history.edit_check(own, new)
-            before = None if dry_run or native else await history.run_keys(meta.thread_id)
-            return fmt, native, meta, own, new, before
+            return await plan_edit(store, history, await resolve(store, ref), edits, for_write=not dry_run,
+                                   graph=graph_at_hand(agent, config))
 
-    fmt, native, meta, old, new, before = run_coro(plan())
-    changes = diff_values(old, new, "state")
+    p = run_coro(plan())
+    meta, changes = p.meta, p.changes
     if dry_run:
         if json_out:
             emit_json({"ref": meta.checkpoint_id, "thread_id": meta.thread_id, "step": meta.step,
@@ -109,37 +85,38 @@ def edit(
         else:
             show_changes(changes)
         return
-    what = ", ".join(("unset " if e.unset else "set ") + e.key for e in edits)
-    if native:
-        keys = list(dict.fromkeys(e.path[0] for e in edits))
-        _edit_natively(st, fmt, meta, new, what, changes, yes, json_out,
-                       {"keys": keys, "as_node": as_node, "thread_id": meta.thread_id} if fmt == "langgraph" else {})
-        return
-    from agentctl.runners import find_agent, pick_python, run_child
+    if not p.native:  # the agent first: a wrong --agent is one line, before anything else
+        from agentctl.runners import find_agent, pick_python
 
-    who = find_agent(agent, config)
-    interpreter = pick_python(python)
+        who = find_agent(agent, config)
+        interpreter = pick_python(python)
     if not json_out:
         info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
         for c in changes:
             info(f"  {c.op} {c.path}")
-    confirm(f"write a new checkpoint after {meta.checkpoint_id} with these values", yes=yes)
-    from agentctl.storage import parse_url
+    if p.native:
+        confirm(p.confirm_text, yes=yes)
 
-    kind, target = parse_url(st.db)
-    request: dict[str, Any] = {"mode": "edit", "kind": kind, "target": target, "thread": meta.thread_id,
-                               "from": meta.checkpoint_id, "agent": who.target, "paths": who.paths,
-                               "edits": [e.to_wire() for e in edits], "as_node": as_node}
-    outcome = run_child(fmt, interpreter, request).event
-    if outcome.get("event") != "edited":
-        raise UsageError(str(outcome.get("message") or f"the edit did not happen ({outcome.get('event')})"))
-    summary = f"edit {meta.thread_id} at step {meta.step} ({meta.checkpoint_id}): {what}"
+        async def go():
+            async with st.engine(need="undo") as (_, history):
+                return await edit_natively(history, p, as_node)
+
+        result = run_coro(go())
+        if json_out:
+            out = dict(result.to_dict(), changes=[c.to_dict() for c in changes])
+            if p.fmt == "langgraph":
+                out["checkpoint_id"] = result.created[0]
+            emit_json(out)
+            return
+        say(result.summary if result.op_id is None else
+            f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")
+        return
+    confirm(p.confirm_text, yes=yes)
+    outcome = edit_through_agent(p, st.db, who, interpreter, as_node)
 
     async def record():
         async with st.engine(need="undo") as (_, history):
-            return await history.record_run(meta.thread_id, before, summary,
-                                            {"agent": who.label, "edits": [e.to_wire() for e in edits],
-                                             "as_node": as_node, "ref": meta.checkpoint_id}, kind="edit")
+            return await record_edit(history, p, who.label, as_node)
 
     op_id = run_coro(record())
     if json_out:
@@ -148,32 +125,3 @@ def edit(
         return
     say(f"edited {meta.thread_id}: new checkpoint {outcome.get('id')} at step {outcome.get('step')}"
         + (f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else ""))
-
-
-def _edit_natively(st: Any, fmt: str, meta: Any, new: dict[str, Any], what: str, changes: list[Any], yes: bool,
-                   json_out: bool, extra: dict[str, Any]) -> None:
-    """A format whose History writes the edit itself (AgentOS: a new head holding REF's
-    checkpoint with the new state; the OpenAI Agents SDK: the item changed in place;
-    LangGraph without the graph: an update checkpoint after REF)."""
-    if not json_out:
-        info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
-        for c in changes:
-            info(f"  {c.op} {c.path}")
-    confirm(f"change item {meta.checkpoint_id} of {meta.thread_id} in place" if fmt == "openai-agents" else
-            f"write a new checkpoint after {meta.checkpoint_id} with these values" if fmt == "langgraph" else
-            f"change message {meta.checkpoint_id} / session {meta.thread_id} in place" if fmt == "article" else
-            f"write a new head of {meta.thread_id} holding this checkpoint with these values", yes=yes)
-
-    async def go():
-        async with st.engine(need="undo") as (_, history):
-            return await history.edit_state(meta.checkpoint_id, new, what, **extra)
-
-    result = run_coro(go())
-    if json_out:
-        out = dict(result.to_dict(), changes=[c.to_dict() for c in changes])
-        if fmt == "langgraph":
-            out["checkpoint_id"] = result.created[0]
-        emit_json(out)
-        return
-    say(result.summary if result.op_id is None else
-        f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")

@@ -17,17 +17,6 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run_agent)
 
 
-def _json_value(option: str, text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        from agentctl.errors import UsageError
-
-        raise UsageError(f"{option} is not JSON: {exc}") from None
-
-
 def run_agent(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(metavar="THREAD", help="The thread to run (a new one with --input).",
@@ -71,92 +60,43 @@ def run_agent(
 
     Example: agentctl --db sample_db/langgraph.db run story-1 --config sample_db/story/langgraph.json
     """
-    from agentctl.errors import NotFoundError, UsageError
-    from agentctl.refs import resolve
-    from agentctl.runners import RUNNERS, find_agent, pick_python, require_runtime, run_child
+    from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
+    from agentctl.runs import RunTally, plan_run, record_run, recorded_summary, short, start_request
 
-    if input_json is not None and resume_json is not None:
-        raise UsageError("use one of --input and --resume")
     st = state(ctx)
 
     async def prepare():
         async with st.engine(write=False) as (store, history):
-            fmt = store.format.name
-            require_runtime(fmt, "run")
-            if not RUNNERS[fmt].replays:  # the SDKs run a session on from its end, with the user's message
-                if from_ref is not None or resume_json is not None:
-                    raise UsageError(f"--from and --resume are LangGraph's; a {fmt} session runs on from its "
-                                     "end with --input TEXT")
-                if input_json is None:
-                    raise UsageError(f"a {fmt} run needs --input TEXT (the user's message)")
-            extra = history.run_options() if hasattr(history, "run_options") else {}
-            from_id = None
-            exists = await store.find_thread_ids(thread, 1) == [thread]
-            if from_ref is not None:
-                try:
-                    meta = await resolve(store, from_ref)
-                except NotFoundError as exc:
-                    raise UsageError(f"--from {from_ref}: {exc}") from None
-                if meta.thread_id != thread:
-                    raise UsageError(f"--from {from_ref} is a checkpoint of {meta.thread_id}, not of {thread}")
-                from_id = meta.checkpoint_id
-            elif not exists and input_json is None:
-                from agentctl.errors import ThreadNotFound
+            return await plan_run(store, history, thread, from_ref, input_json, resume_json)
 
-                raise ThreadNotFound(thread)
-            before = await history.run_keys(thread)
-            return fmt, from_id, before, extra
-
-    fmt, from_id, before, extra = run_coro(prepare())
-    # LangGraph's --input is the graph's input (JSON); an SDK's, the user's message (TEXT)
-    value = _json_value("--input", input_json) if RUNNERS[fmt].graph_input else input_json
-    resume = _json_value("--resume", resume_json)
-    from agentctl.storage import parse_url
-
-    kind, target = parse_url(st.db)
-    who = find_agent(agent, config, fmt=fmt)
+    plan = run_coro(prepare())
+    who = find_agent(agent, config, fmt=plan.fmt)
     interpreter = pick_python(python)
-    request: dict[str, Any] = {"kind": kind, "target": target, "thread": thread, "from": from_id,
-                               "agent": who.target, "paths": who.paths, **extra}
-    if resume_json is not None:
-        request["resume"] = resume
-    else:
-        request["input"] = value
-    saved = 0
+    tally = RunTally(plan)
 
     def take(event: dict[str, Any]) -> None:
-        nonlocal saved
-        if (event.get("ns") or "", event.get("id")) in before.get("checkpoints", ()):
-            return  # where the run started (LangGraph streams it again, a subgraph's too)
-        saved += 1
+        if not tally.take(event):
+            return
         if json_out:
             emit_jsonl(event)
         else:
             _say_checkpoint(event)
 
-    ended = run_child(fmt, interpreter, request, take)
-    code = ended.code
-    outcome: dict[str, Any] = {"event": "interrupted"} if ended.interrupted else ended.event
-    result = {"done": "done", "error": f"error: {outcome.get('type')}", "interrupted": "interrupted"}.get(
-        str(outcome.get("event")), f"exit {code}")
-    shown_input = resume_json if resume_json is not None else input_json
-    summary = (f"run {thread}" + (f" from {from_id}" if from_id else "") + f" with {who.label}"
-               + (f" ({'resume' if resume_json is not None else 'input'} {_short(shown_input)})" if shown_input else "")
-               + f": {result}")
+    ended = run_child(plan.fmt, interpreter, start_request(plan, st.db, who), take)
+    outcome, result, summary = recorded_summary(plan, who.label, ended)
 
     async def record():
         async with st.engine(need="undo") as (_, history):
-            return await history.record_run(
-                thread, before, summary, {"agent": who.label, "input": value, "resume": resume,
-                                          "from": from_id, "result": result})
+            return await record_run(history, plan, who.label, summary, result)
 
     op_id = run_coro(record())
+    saved = tally.saved
     outcome["op_id"] = op_id
     outcome["checkpoints"] = saved
     if json_out:
         emit_jsonl(outcome)
     tail = f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else " (nothing was written)"
-    what = RUNNERS[fmt].unit
+    what = RUNNERS[plan.fmt].unit
     if outcome.get("event") == "error":
         _say_error(outcome)
         info(f"the run saved {saved} {what} before the error{tail}")
@@ -168,15 +108,10 @@ def run_agent(
         waiting = outcome.get("interrupts") or []
         nxt = outcome.get("next") or []
         say(f"ran {thread}: {saved} new {what}{tail}"
-            + (f"; output: {_short(str(outcome['output']))}" if outcome.get("output") is not None else "")
+            + (f"; output: {short(str(outcome['output']))}" if outcome.get("output") is not None else "")
             + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
-            + (f"; interrupt: {_short(json.dumps(waiting[0], default=repr))} (answer with --resume JSON)"
+            + (f"; interrupt: {short(json.dumps(waiting[0], default=repr))} (answer with --resume JSON)"
                if waiting else ""))
-
-
-def _short(text: str | None, width: int = 60) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _say_checkpoint(event: dict[str, Any]) -> None:

@@ -50,16 +50,32 @@ def _tui_run() -> Any:
     return tui_run
 
 
+AgentOpt = Annotated[str | None, typer.Option(
+    "--agent", metavar="NAME|FILE.py:VAR|module:var",
+    help="The agent that R runs (and a LangGraph edit writes through), as `run` takes it.")]
+ConfigOpt = Annotated[str | None, typer.Option(
+    "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")]
+PythonOpt = Annotated[str | None, typer.Option(
+    "--python", metavar="PATH", help="The interpreter of the agent's environment (as `run` takes it).")]
+
+
 def tui(
     ctx: typer.Context,
     readonly: Annotated[bool, typer.Option("--read-only", "--readonly", help="Never write (hide rewind, branch, ...).")] = False,
+    agent: AgentOpt = None,
+    config: ConfigOpt = None,
+    python: PythonOpt = None,
 ) -> None:
     """Open the terminal UI on the database.
+
+    R runs your agent from the selected checkpoint (as `agentctl run THREAD --from REF`):
+    its graph is found as `run` finds it (langgraph.json in the current directory, or
+    --agent / --config), in --python's interpreter.
 
     Example: agentctl --db sample_db/checkpoints.db tui --read-only
     """
     st = state(ctx)
-    _tui_run()(st.db, readonly=readonly, format=st.format)
+    _tui_run()(st.db, readonly=readonly, format=st.format, agent=agent, config=config, python=python)
 
 
 def sample_database() -> Any:
@@ -105,7 +121,11 @@ def serve(
                                                       "makes the database reachable from other machines).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8000,
     allow_writes: Annotated[bool, typer.Option(
-        "--allow-writes", help="Let the browser rewind, branch, merge, prune and undo (read-only without).")] = False,
+        "--allow-writes", help="Let the browser rewind, branch, merge, prune, undo, edit and run the agent "
+        "(read-only without: nothing is run or written).")] = False,
+    agent: AgentOpt = None,
+    config: ConfigOpt = None,
+    python: PythonOpt = None,
 ) -> None:
     """Serve the terminal UI to a web browser (textual-serve: pip install 'agentctl[web]'),
     read-only unless --allow-writes, on localhost unless --host says otherwise. Each
@@ -145,6 +165,9 @@ def serve(
     else:
         os.environ.pop("AGENTCTL_FORMAT", None)
     command = f"{shlex.quote(sys.executable)} -m agentctl tui" + ("" if allow_writes else " --read-only")
+    for option, value in (("--agent", agent), ("--config", config), ("--python", python)):
+        if value is not None:
+            command += f" {option} {shlex.quote(value)}"
     title = f"agentctl: {redact_dsn(st.db)}" + ("" if allow_writes else " (read-only)")
     info(f"agentctl: serving {redact_dsn(st.db)} on http://{host if ':' not in host else f'[{host}]'}:{port}"
          + ("" if allow_writes else " (read-only)") + "; Ctrl+C stops it")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from rich.text import Text
 from textual import on, work
@@ -44,9 +44,6 @@ from agentctl.tui.widgets.timeline import (
     OlderItem,
 )
 
-if TYPE_CHECKING:
-    from agentctl.tui.app import AgentctlApp
-
 # How often follow mode asks the database whether something changed, and how often at
 # most it reloads the (more expensive) thread list when it did.
 FOLLOW_INTERVAL = 0.4
@@ -77,7 +74,16 @@ BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
     Binding("p", "prune", "Prune", id="prune",
             tooltip="Prune the selected thread's checkpoints by a policy"),
     Binding("u", "undo", "Undo", id="undo", tooltip="Undo the last operation"),
-    Binding("R", "refresh", "Refresh", id="refresh",
+    Binding("e", "edit", "Edit", id="edit",
+            tooltip="Edit the selected checkpoint's state: a key and its new value (JSON); "
+                    "the diff, then a new checkpoint (undoable)"),
+    Binding("R", "run", "Run", id="run",
+            tooltip="Run your agent from the selected checkpoint (as agentctl run THREAD --from "
+                    "REF), then compare the new run with the old"),
+    Binding("c", "compare", "Compare with…", id="compare", show=False,
+            tooltip="Compare the selected checkpoint's run with the marked checkpoint's "
+                    "(m marks one): where the two runs parted"),
+    Binding("f5", "refresh", "Refresh", id="refresh", show=False,
             tooltip="Reload threads, checkpoints and detail"),
     Binding("f", "follow", "Follow", id="follow",
             tooltip="Follow mode: show new checkpoints as an agent writes them"),
@@ -128,10 +134,24 @@ class MainScreen(Screen[None]):
     """The app's screen on one database (the App's data source)."""
 
     BINDINGS = BINDINGS
-    app: "AgentctlApp"
 
-    def __init__(self) -> None:
+    def __init__(self, source: DataSource, *, readonly: bool, db_name: str,
+                 open_database: Callable[[], Any], key_shown: Callable[[Binding], str],
+                 agent: dict[str, str | None] | None = None) -> None:
+        """What the screen needs of its app, given (the app imports the screen, not the
+        other way round): the data source, whether writes are off, the database's name
+        until it is open, the app's `open_database` (started once the first frame is on
+        screen), how the app shows a key (its keymap), and the agent that `R` runs
+        (`--agent`, `--config`, `--python` of `agentctl tui`)."""
         super().__init__()
+        self._source = source
+        self._readonly = readonly
+        self._db_name = db_name
+        self._open_database = open_database
+        self._key_shown = key_shown
+        self.agent = dict(agent or {})
+        self.edit_path = ""  # the key the last edit changed (the editor starts there)
+        self.running: Any = None  # the child process of a run (R) going on
         self.thread_id: str | None = None        # the thread shown in the tree
         self.selected: CheckpointMetadata | None = None
         self.mark: CheckpointMetadata | None = None
@@ -142,13 +162,18 @@ class MainScreen(Screen[None]):
         self.assembled = False  # the detail pane, ... mounted (`_assemble`)
         self._keys_on = False  # the keys work (from the moment they are being mounted)
 
+    def stop_run(self) -> None:
+        """Stop a run going on (the app is closing): what it saved stays."""
+        if self.running is not None:
+            self.running.interrupt()
+
     @property
     def source(self) -> DataSource:
-        return self.app.source
+        return self._source
 
     @property
     def readonly(self) -> bool:
-        return self.app.readonly
+        return self._readonly
 
     # ---- layout ---------------------------------------------------------------------
 
@@ -180,7 +205,7 @@ class MainScreen(Screen[None]):
         # Once the first frame is on screen: open the database (its drivers' imports and
         # the schema read would come before that frame otherwise), and mount the rest,
         # in a task of its own (the callbacks that wait for that frame do not wait for it).
-        self.call_after_refresh(self.app.open_database)
+        self.call_after_refresh(self._open_database)
         self.call_after_refresh(self.run_worker, self._assemble, group="assemble",
                                 exit_on_error=False)
 
@@ -227,7 +252,7 @@ class MainScreen(Screen[None]):
         text = Text()
         text.append(" agentctl ", style="bold reverse")
         text.append(" " + (self.source.backend.display_name if self.source.backend is not None
-                           else self.app.db_name), style="bold")
+                           else self._db_name), style="bold")
         if self.readonly:
             text.append("  READ-ONLY (writes disabled)", style="bold yellow")
         text.append("  follow: ", style="dim")
@@ -519,7 +544,9 @@ class MainScreen(Screen[None]):
     def action_refresh(self) -> None:
         self.refresh_views()
 
-    def refresh_views(self, select_thread: str | None = None) -> None:
+    def refresh_views(self, select_thread: str | None = None, select: str | None = None) -> None:
+        """Reload what is shown (on `select_thread`; the cursor on checkpoint `select`,
+        else where it was)."""
         if self.source.backend is None:
             return
         thread = select_thread or self.thread_id
@@ -528,7 +555,7 @@ class MainScreen(Screen[None]):
             if thread != self.thread_id:
                 self.thread_id = thread
             self.detail_loaded = None
-            self.load_thread(thread, keep_selection=True)
+            self.load_thread(thread, select=select, keep_selection=True)
 
     def action_follow(self) -> None:
         self.following = not self.following
@@ -614,6 +641,45 @@ class MainScreen(Screen[None]):
         self.show_thread(hit.thread_id, select=hit.checkpoint_id)
         self.timeline.focus()
 
+    # ---- compare -------------------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        """The selected checkpoint's run (B) against the marked one's (A)."""
+        if self.source.backend is None:
+            return
+        if self.selected is None:
+            self.notify("select a checkpoint to compare", severity="warning")
+            return
+        if self.mark is None:
+            self.notify("mark the other run's checkpoint with m first, then select this run's "
+                        "and compare (c)", severity="warning")
+            return
+        self.compare(self.mark, self.selected)
+
+    @work(group="compare", exclusive=True, exit_on_error=False)
+    async def compare(self, a: CheckpointMetadata, b: CheckpointMetadata, note: str = "") -> None:
+        """Open the compare view of the runs ending at `a` and `b` (agentctl.compare)."""
+        from agentctl.compare import compare
+        from agentctl.tui.screens.compare import CompareScreen
+
+        result = await compare(await self.source.ready(), a, b)
+        self.app.push_screen(
+            CompareScreen(result, f"{short_meta(a)} ({a.checkpoint_id})", f"{short_meta(b)} ({b.checkpoint_id})",
+                          note), self._go_to)
+
+    def _go_to(self, target: str | None) -> None:
+        if target:
+            self._compare_closed(target)
+
+    @work(group="compare", exclusive=True, exit_on_error=False)
+    async def _compare_closed(self, target: str) -> None:
+        """`g` in the compare view: show B's checkpoint where the runs parted."""
+        meta = await self.source.db.get_metadata(target)
+        if meta is not None:
+            self.selected = None
+            self.detail_loaded = None
+            self.show_thread(meta.thread_id, select=meta.checkpoint_id)
+
     # ---- writes: agentctl.tui.flows ----------------------------------------------------
 
     def _write(self, action: str) -> None:
@@ -636,12 +702,20 @@ class MainScreen(Screen[None]):
     def action_undo(self) -> None:
         self._write("undo")
 
+    def action_edit(self) -> None:
+        self._write("edit")
+
+    def action_run(self) -> None:
+        from agentctl.tui import agent_run
+
+        agent_run.start(self)
+
     @on(OperationFinished)
     @while_shown
     def _operation_finished(self, message: OperationFinished) -> None:
         self.notify(inert(message.summary), title=message.kind.capitalize(), markup=False,
                     timeout=8)
-        self.refresh_views(select_thread=message.select_thread)
+        self.refresh_views(select_thread=message.select_thread, select=message.select)
 
     # ---- help ----------------------------------------------------------------------------
 
@@ -649,7 +723,7 @@ class MainScreen(Screen[None]):
         """(key, what it does, binding id) of this screen's keys."""
         from agentctl.tui.palette import binding_help
 
-        return [(self.app.key_shown(binding), binding_help(binding), binding.id or "")
+        return [(self._key_shown(binding), binding_help(binding), binding.id or "")
                 for binding in BINDINGS if isinstance(binding, Binding)]
 
     def action_help(self) -> None:

@@ -53,8 +53,11 @@ class PromptScreen(_FormScreen):
 
     def __init__(self, title: str, description: RenderableType, *, value: str = "",
                  placeholder: str = "", suggestions: list[str] | None = None,
-                 ok_label: str = "OK", validate: Callable[[str], Any] | None = None) -> None:
+                 ok_label: str = "OK", validate: Callable[[str], Any] | None = None,
+                 allow_empty: bool = False) -> None:
+        """`allow_empty`: an empty value is an answer ("" : none), not refused."""
         super().__init__()
+        self.allow_empty = allow_empty
         #: raises agentctl.errors.UsageError for a value to refuse (the dialog stays)
         self.validate = validate
         self.title_text = title
@@ -80,10 +83,10 @@ class PromptScreen(_FormScreen):
 
     def _submit(self) -> None:
         value = self.query_one(Input).value.strip()
-        if not value:
+        if not value and not self.allow_empty:
             self.notify("a value is needed (escape cancels)", severity="warning")
             return
-        if self.validate is not None:
+        if value and self.validate is not None:
             from agentctl.errors import UsageError
 
             try:

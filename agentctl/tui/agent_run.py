@@ -1,0 +1,214 @@
+"""`R`: run the user's agent from the selected checkpoint, as `agentctl run THREAD --from
+REF` does (agentctl.runs: the plan and the op record; agentctl.runners: the child process
+in the user's interpreter), then compare the new run with the old.
+
+The flow: the format must have a runtime (else a message, nothing run); a LangGraph
+checkpoint waiting at an interrupt asks for the resume value, one where the graph has
+ended for an input (JSON; empty: none); the agent is found as `run` finds it
+(langgraph.json in the current directory or `agentctl tui --agent/--config/--python`); a
+confirmation; the run, its checkpoints shown as the child saves them (the tree reloads its
+tail; the run's dialog lists them), escape / ctrl+c stopping it; the op recorded (u undoes
+it); then the compare view: the run's new head against the thread's head before the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from agentctl.errors import UsageError
+from agentctl.model import CheckpointMetadata
+from agentctl.text import inert
+from agentctl.tui.flows import can_write, confirm, done, need_selection
+from agentctl.tui.screens.main import short_meta
+
+if TYPE_CHECKING:
+    from agentctl.tui.screens.main import MainScreen
+
+
+def _check_json(text: str) -> None:
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"not JSON: {exc} (a string needs quotes)") from None
+
+
+async def _ask(screen: "MainScreen", meta: CheckpointMetadata, graph_input: bool) -> tuple[bool, str | None, str | None]:
+    """(go on?, input text, resume text): what the run starts with."""
+    from agentctl.tui.screens.prompt import PromptScreen
+
+    cp = await screen.source.db.get(meta.checkpoint_id)
+    tools = (cp.tools_result or {}) if cp is not None else {}
+    waiting = bool(cp is not None and cp.next_node and isinstance(tools, dict)
+                   and "__interrupt__" in tools and "__resume__" not in tools)
+    if not graph_input:  # an SDK's session runs on with the user's message (TEXT)
+        text = await screen.app.push_screen_wait(PromptScreen(
+            f"Run {short_meta(meta)}: the user's message", Text("The session runs on from its end with this message."),
+            placeholder="the user's message", ok_label="Next"))
+        return text is not None, text, None
+    if cp is not None and cp.next_node and not waiting:
+        return True, None, None  # the graph goes on by itself (its next nodes)
+    what = "resume value" if waiting else "input"
+    body = Text.assemble(
+        "The graph is waiting at an interrupt" if waiting else "The graph has ended here",
+        (f" ({inert(cp.next_node, one_line=True)})" if waiting and cp is not None else ""),
+        f": the {what} to run on with, as JSON (empty: none), e.g. ",
+        ('true' if waiting else '{"messages": [{"role": "user", "content": "hi"}]}', "cyan"))
+    if waiting:
+        body.append("\nthe interrupt: ", style="dim")
+        body.append(inert(json.dumps(tools.get("__interrupt__"), default=str, ensure_ascii=False)[:300]))
+    text = await screen.app.push_screen_wait(PromptScreen(
+        f"Run {short_meta(meta)}: {what}", body, placeholder="JSON (empty: none)", ok_label="Next",
+        validate=_check_json, allow_empty=True))
+    if text is None:
+        return False, None, None
+    if not text:
+        return True, None, None
+    return (True, None, text) if waiting else (True, text, None)
+
+
+#: how many of a thread's newest checkpoints are looked at for the run to compare with
+RECENT = 200
+
+
+async def previous_run(screen: "MainScreen", meta: CheckpointMetadata) -> tuple[CheckpointMetadata, str]:
+    """What the new run is compared with, and how to say it: the thread's newest
+    checkpoint (before the run) that is not on the line the run starts from (the head
+    before the run, when the run starts before it: the REF's old continuation; when it
+    starts from the head, the run that went on from an earlier step, e.g. before an
+    edit), else the checkpoint the run starts from."""
+    from agentctl.compare import run_path
+
+    db = screen.source.db
+    line = {m.checkpoint_id for m in await run_path(db, meta)}
+    for m in await db.read_thread(meta.thread_id, limit=RECENT, descending=True):
+        if m.checkpoint_id not in line:
+            return m, f"the run before ({short_meta(m)})"
+    return meta, f"where the run started ({short_meta(meta)})"
+
+
+def start(screen: "MainScreen") -> None:
+    """`R` on the selected checkpoint (a write: refused in read-only mode, as under
+    `agentctl serve` without --allow-writes)."""
+    if not can_write(screen, "run"):
+        return
+    meta = need_selection(screen, "run from")
+    if meta is None:
+        return
+    screen.run_worker(run(screen, meta), name="run_flow", group="write", exclusive=True,
+                      exit_on_error=False)
+
+
+async def run(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+    from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
+    from agentctl.runs import RunTally, plan_run, record_run, recorded_summary, start_request
+    from agentctl.tui.screens.run import RunScreen, checkpoint_line
+
+    db, engine = screen.source.db, screen.source.engine
+    fmt = db.format.name
+    if fmt not in RUNNERS:
+        screen.notify(f"the {fmt} format has no runtime agentctl can run (R runs agents of "
+                      f"{', '.join(sorted(RUNNERS))} databases): nothing run", title="Run",
+                      severity="warning", markup=False)
+        return
+    runtime = RUNNERS[fmt]
+    thread = meta.thread_id
+    go, input_text, resume_text = await _ask(screen, meta, runtime.graph_input)
+    if not go:
+        screen.notify("run cancelled: nothing run")
+        return
+    try:
+        plan = await plan_run(db, engine, thread, meta.checkpoint_id if runtime.replays else None,
+                              input_text, resume_text)
+        who = find_agent(screen.agent.get("agent"), screen.agent.get("config"), fmt=fmt)
+        python = pick_python(screen.agent.get("python"))
+    except UsageError as exc:
+        screen.notify(inert(f"{exc}: nothing run"), title="Run", severity="error", markup=False, timeout=12)
+        return
+    against = await previous_run(screen, meta)
+    start = f"from {short_meta(meta)}" if plan.from_id else f"on from the end of {inert(thread, one_line=True)}"
+    body = Text.assemble(
+        "Runs ", (inert(who.label, one_line=True), "bold"), f" {start} in ",
+        (inert(python, one_line=True), "cyan"),
+        (f" with {'resume' if resume_text is not None else 'input'} " + inert(resume_text or input_text or "", one_line=True)
+         if (resume_text or input_text) else ""),
+        ".\nYour agent's code runs in a child process; what it saves is one operation (u undoes it). "
+        "Then the compare view shows where the new run parted from the old.")
+    choice = await confirm(screen, f"Run {inert(who.label, one_line=True)} {start}?", body,
+                           [("confirm", "Run", "warning")])
+    if choice is None:
+        screen.notify("run cancelled: nothing run")
+        return
+
+    loop = asyncio.get_running_loop()
+    tally = RunTally(plan)
+    child: list[Any] = []
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        stopped = True
+        if child:
+            child[0].interrupt()
+
+    dialog = RunScreen(f"Running {who.label} {start}", stop)
+    screen.app.push_screen(dialog)
+
+    def shown(event: dict[str, Any]) -> None:  # on the app's loop
+        if dialog.is_attached:
+            dialog.add(checkpoint_line(event))
+        if screen.thread_id == thread:
+            screen.load_tail(thread)  # the tree grows as the run goes (as follow mode's)
+
+    def on_checkpoint(event: dict[str, Any]) -> None:  # on the child's reading thread
+        if tally.take(event):
+            loop.call_soon_threadsafe(shown, event)
+
+    def on_start(started: Any) -> None:
+        child.append(started)
+        screen.running = started
+        if stopped:
+            started.interrupt()
+
+    try:
+        ended = await asyncio.to_thread(run_child, fmt, python, start_request(plan, screen.source.url, who),
+                                        on_checkpoint, on_start)
+    except UsageError as exc:
+        if dialog.is_attached:
+            dialog.dismiss()
+        screen.notify(inert(str(exc)), title="Run", severity="error", markup=False, timeout=12)
+        return
+    finally:
+        screen.running = None
+    if dialog.is_attached:
+        dialog.dismiss()
+    outcome, result, summary = recorded_summary(plan, who.label, ended)
+    op_id = await record_run(engine, plan, who.label, summary, result)
+    unit = runtime.unit
+    undo = " (u undoes)" if op_id is not None else " (nothing was written)"
+    kind = str(outcome.get("event"))
+    if kind == "interrupted":
+        said = f"stopped: the run saved {tally.saved} {unit}, which stay{undo}"
+    elif kind == "error":
+        where = f" in node {outcome['node']!r}" if outcome.get("node") else ""
+        frames = outcome.get("frames") or []
+        at = f" ({frames[-1].get('file')}, line {frames[-1].get('line')})" if frames else ""
+        said = (f"your agent raised {outcome.get('type')}{where}: {outcome.get('message')}{at}; "
+                f"the run saved {tally.saved} {unit} before the error{undo}")
+    else:
+        nxt = outcome.get("next") or []
+        said = (f"ran {thread}: {tally.saved} new {unit}{undo}"
+                + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else ""))
+    new_head = tally.ids[-1] if tally.ids else None
+    done(screen, "run", said, thread, new_head)
+    if kind == "error":
+        screen.notify(inert(said), title="Your agent raised", severity="error", markup=False, timeout=20)
+    if new_head is None:
+        return
+    b = await db.get_metadata(new_head)
+    if b is not None and runtime.replays:
+        a, what = against
+        screen.compare(a, b, note=f"A: {what} · B: the new run's last checkpoint")
