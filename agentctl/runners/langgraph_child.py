@@ -204,8 +204,12 @@ def main() -> int:
             value = req.get("input")
         ran: dict[Any, tuple[list[str], list[str]]] = {}  # per (sub)graph: the nodes and keys since its last checkpoint
         try:
-            for where, mode, chunk in graph.stream(value, config, stream_mode=["updates", "checkpoints"],
-                                                   subgraphs=True):
+            # a subgraph's checkpoints are streamed only with subgraphs=True, which runs every
+            # node in LangGraph's thread pool: Ctrl-C then waits for the running node, so
+            # it is asked for only when the graph has subgraphs
+            nested = _has_subgraphs(graph)
+            for item in graph.stream(value, config, stream_mode=["updates", "checkpoints"], subgraphs=nested):
+                where, mode, chunk = item if nested else ((), *item)
                 nodes, keys = ran.setdefault(where, ([], []))
                 if mode == "updates":
                     for node, update in (chunk or {}).items():
@@ -233,6 +237,13 @@ def main() -> int:
             emit(out, {"event": "error", "type": type(exc).__name__, "message": str(exc),
                         "node": _node_of(exc), "frames": user_frames(exc)})
             return 1
+
+
+def _has_subgraphs(graph: Any) -> bool:
+    try:
+        return any(True for _ in graph.get_subgraphs())
+    except Exception:  # an older LangGraph: stream what it can
+        return False
 
 
 if __name__ == "__main__":
