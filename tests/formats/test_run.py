@@ -19,10 +19,13 @@ pytest.importorskip("langgraph")
 
 import tests.formats.test_langgraph_writes as lgw  # noqa: E402
 from tests.formats.test_langgraph_writes import cfg, dump, strip_ids  # noqa: E402
+from tests.support import dbcopy  # noqa: E402
+from tests.support.dbcopy import langgraph_saver  # noqa: E402
 from tests.support.rig import REPO  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 lg = lgw.lg  # the fixture: an empty LangGraph database on SQLite and on Postgres
+db_copy = dbcopy.db_copy  # the fixture: copy(url) -> a copy's URL (the framework's reference run)
 
 GRAPH = textwrap.dedent('''
     import operator
@@ -124,7 +127,7 @@ def assert_exit_2_one_line(url, command, cases, *common, cwd=REPO):
         assert words in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
 
 
-def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, project, tmp_path):
+def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, project, db_copy):
     url, saver = lg
     saver.setup()
     agent = f"{project / 'graph.py'}:graph"
@@ -147,24 +150,13 @@ def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, projec
     fixed = dump(url, saver)
 
     # the reference: LangGraph's own invoke(None) on a copy of the same database
-    expect_values = None
-    if "://" not in url:
-        import sqlite3
-
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        copy = str(tmp_path / "copy.db")
-        ref_conn = sqlite3.connect(copy, check_same_thread=False)
-        src = sqlite3.connect(url)
-        src.backup(ref_conn)  # the file alone may lack what the -wal holds
-        src.close()
-        ref_graph = _user_graph(project).compile(checkpointer=SqliteSaver(ref_conn))
+    with langgraph_saver(db_copy(url)) as ref_saver:
+        ref_graph = _user_graph(project).compile(checkpointer=ref_saver)
         before_ref = len(list(ref_graph.get_state_history(cfg("t"))))
         ref_graph.invoke(None, cfg("t"))
         ref_state = ref_graph.get_state(cfg("t"))
         expect_values, expect_next = strip_ids(ref_state.values), ref_state.next
         expect_new = len(list(ref_graph.get_state_history(cfg("t")))) - before_ref
-        ref_conn.close()
 
     before = len(list(graph.get_state_history(cfg("t"))))
     r = _agentctl(url, "run", "t", "--agent", agent)
@@ -173,9 +165,8 @@ def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, projec
     state = graph.get_state(cfg("t"))
     assert state.values == {"n": 6, "log": [0, 1, 2, 3, 4, 5], "fixed": True}
     assert state.next == ()
-    if expect_values is not None:
-        assert strip_ids(state.values) == expect_values and state.next == expect_next
-        assert len(list(graph.get_state_history(cfg("t")))) - before == expect_new
+    assert strip_ids(state.values) == expect_values and state.next == expect_next
+    assert len(list(graph.get_state_history(cfg("t")))) - before == expect_new == 3
 
     # undo of the run: the database as after the fix, row for row
     r = cli(url, "undo")
