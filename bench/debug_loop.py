@@ -154,6 +154,7 @@ def compare_bench(long_db: str, steps: int, runs: int, before: str | None) -> No
     (a checkpoint compared with itself: start, imports, open) and the floor above."""
     root = sqlite3.connect(long_db).execute(
         "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'long-thread' AND parent_id IS NULL").fetchone()[0]
+    # `python -m` puts the working directory first on sys.path: each checkout runs from its root
     here = str(Path(__file__).resolve().parent.parent)
     env_here = {**os.environ, "PYTHONPATH": here}
     env_before = {**os.environ, "PYTHONPATH": before} if before else None
@@ -162,11 +163,12 @@ def compare_bench(long_db: str, steps: int, runs: int, before: str | None) -> No
     fixed_t: list[float] = []
     floor_t: list[float] = []
     for _ in range(runs):
-        cmp_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"), env=env_here))
+        cmp_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
+                           env=env_here, cwd=here))
         if env_before:
             before_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
-                                  env=env_before))
-        fixed_t.append(timed(agentctl(long_db, "compare", root, root, "--json"), env=env_here))
+                                  env=env_before, cwd=before))
+        fixed_t.append(timed(agentctl(long_db, "compare", root, root, "--json"), env=env_here, cwd=here))
         floor_t.append(timed([sys.executable, "-c", FLOOR_COMPARE.format(db=long_db)]))
     c, x, f = (statistics.median(v) for v in (cmp_t, fixed_t, floor_t))
     was = f"; before ({before}) {statistics.median(before_t):.3f} s" if before_t else ""

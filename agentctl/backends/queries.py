@@ -7,7 +7,6 @@ that makes text sort by bytes: empty on SQLite, `COLLATE "C"` on Postgres).
 
 from __future__ import annotations
 
-import functools
 from abc import abstractmethod
 from typing import Any, AsyncIterator, Mapping, Sequence
 
@@ -41,6 +40,19 @@ SEARCH_COLUMNS = tuple(_PLACE_COLUMN.values())
 def _decode_content(checkpoint_id: str, messages: Any, state: Any) -> tuple[Any, Any]:
     return (decode_column(checkpoint_id, "messages_blob", messages, list),
             decode_column(checkpoint_id, "state_blob", state, dict))
+
+
+class _StoredTexts(Content):
+    """A row's messages and state texts: the key, decoded at each `value()`."""
+
+    __slots__ = ("checkpoint_id",)
+
+    def __init__(self, checkpoint_id: str, messages: str, state: str):
+        super().__init__((messages, state))
+        self.checkpoint_id = checkpoint_id
+
+    def value(self) -> tuple[Any, Any]:
+        return _decode_content(self.checkpoint_id, *self.key)
 
 
 class SharedQueries(RowReads):
@@ -276,8 +288,7 @@ class SharedQueries(RowReads):
                 elif marker in state:
                     deltas.append(cid)
                 else:
-                    out[cid] = Content((messages, state), decode=functools.partial(
-                        _decode_content, cid, messages, state))
+                    out[cid] = _StoredTexts(cid, messages, state)
         bases: dict[str, Checkpoint] = {}
         for cid in deltas:
             rows = await self._fetch(f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", cid)
