@@ -96,46 +96,58 @@ class _Contents:
     """Whether two checkpoints' contents (messages, state) are equal, decoding as little
     as it can: checkpoints whose stored texts are equal (the store's `Content.key`) are
     equal without decoding; the answer for a pair of keys is kept (a copy of a run asks
-    the same questions again); a decoded value is kept only while it is one of the last
-    two asked for (keeping thousands of decoded states costs several times their
-    decoding)."""
+    the same questions again); the states are compared first (states that differ make
+    contents that differ: the messages are not decoded then); a decoded state is kept
+    only while it is one of the last two asked for (keeping thousands of decoded states
+    costs several times their decoding)."""
 
     def __init__(self, contents: dict[str, Content]):
         self._contents = contents
         self._pairs: dict[tuple[Any, Any], bool] = {}
-        self._recent: dict[str, tuple[Any, ...]] = {}
+        self._recent: dict[str, Any] = {}
 
-    def of(self, cid: str) -> tuple[Any, ...]:
-        found = self._recent.get(cid)
-        if found is not None:
-            return found
-        messages, state = self._contents[cid].value()
-        state = _own_keys(state)
-        # the messages only where the state does not hold them (LangGraph's transcript
-        # is its `messages` channel, shown once)
-        in_state = isinstance(state, dict) and "messages" in state
-        found = (None if in_state else messages, state)
+    def _state(self, cid: str) -> Any:
+        if cid in self._recent:
+            return self._recent[cid]
+        state = _own_keys(self._contents[cid].state())
         if len(self._recent) >= 2:
             del self._recent[next(iter(self._recent))]
-        self._recent[cid] = found
-        return found
+        self._recent[cid] = state
+        return state
+
+    def of(self, cid: str) -> tuple[Any, ...]:
+        """(messages, state): the messages only where the state does not hold them
+        (LangGraph's transcript is its `messages` channel, shown once)."""
+        state = self._state(cid)
+        if isinstance(state, dict) and "messages" in state:
+            return None, state
+        return self._contents[cid].value()[0], state
+
+    def _compare(self, x: str, y: str) -> bool:
+        if not _equal(self._state(x), self._state(y)):
+            return False
+        return _same(self.of(x), self.of(y))
 
     def same(self, x: str, y: str) -> bool:
         kx, ky = self._contents[x].key, self._contents[y].key
         if kx is None or ky is None:
-            return _same(self.of(x), self.of(y))
+            return self._compare(x, y)
         if kx == ky:
             return True
         found = self._pairs.get((kx, ky))
         if found is None:
-            found = self._pairs[kx, ky] = _same(self.of(x), self.of(y))
+            found = self._pairs[kx, ky] = self._compare(x, y)
         return found
 
 
-def _same(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
+def _equal(p: Any, q: Any) -> bool:
     # Python's == first (in C): values it finds unequal are unequal as JSON too (JSON's
     # rule is the stricter: 1, 1.0 and true differ); only equal ones need json_equal
-    return all(p == q and json_equal(p, q) for p, q in zip(x, y))
+    return p == q and json_equal(p, q)
+
+
+def _same(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
+    return all(_equal(p, q) for p, q in zip(x, y))
 
 
 def _steps(contents: _Contents, after: str | None, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:

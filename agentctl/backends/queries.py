@@ -54,6 +54,9 @@ class _StoredTexts(Content):
     def value(self) -> tuple[Any, Any]:
         return _decode_content(self.checkpoint_id, *self.key)
 
+    def state(self) -> Any:
+        return decode_column(self.checkpoint_id, "state_blob", self.key[1], dict)
+
 
 class SharedQueries(RowReads):
     """The debugger's reads, for a backend (mixed in before CheckpointBackend)."""

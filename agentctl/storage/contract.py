@@ -177,6 +177,10 @@ class Content:
         assert self._decode is not None
         return self._decode()
 
+    def state(self) -> Any:
+        """The state alone (a format that stores it apart decodes only it)."""
+        return self.value()[1]
+
 
 class Store(ABC):
     """The read side of a format on one database. Use as `async with store:`.

@@ -114,6 +114,36 @@ async def test_equal_contents_in_other_texts_are_equal_and_a_corrupt_row_is_an_e
             await compare(backend, await backend.get_metadata(a[-1]), await backend.get_metadata(b[-1]))
 
 
+async def test_a_step_that_changes_only_the_messages_is_a_step(backend):
+    """States are compared first; equal states then need the messages."""
+    ids: list[str] = []
+    prev = None
+    async with backend.transaction() as tx:
+        for k in range(40):
+            state = _state("m", k // 2)  # the state changes every other checkpoint
+            cid = f"m-{k:03d}"
+            await tx.put(Checkpoint(CheckpointMetadata("m", cid, k, prev), [{"role": "user", "content": f"say {k}"}],
+                                    state, {}, ""))
+            ids.append(cid)
+            prev = cid
+    out = await _both(backend, ids[10], ids[-1])
+    assert out["first_divergent_step"] is None and (out["a_steps"], out["b_steps"]) == (0, 29)
+    # the same states with other messages part where the messages first differ
+    prev = None
+    async with backend.transaction() as tx:
+        for k in range(40):
+            cid = f"o-{k:03d}"
+            text = f"say {k}" if k < 25 else "something else"
+            await tx.put(Checkpoint(CheckpointMetadata("o", cid, k, prev), [{"role": "user", "content": text}],
+                                    _state("m", k // 2), {}, ""))
+            prev = cid
+    out = await _both(backend, ids[-1], "o-039")
+    assert out["first_divergent_step"] == 25
+    assert [(c["section"], c["path"]) for c in out["changes"]] == [("messages", "/0/content")]
+    # after 25: a's 14 checkpoints are all steps; o's 26..39 change the state only at even k
+    assert (out["a_steps"], out["b_steps"]) == (14, 7)
+
+
 async def test_a_line_longer_than_its_thread_read_and_a_cycle(backend):
     # a thread much longer than the line of an early checkpoint: the recursive query
     a = await _run(backend, "big", 1400)
