@@ -48,7 +48,8 @@ class _StoredTexts(Content):
     __slots__ = ("checkpoint_id",)
 
     def __init__(self, checkpoint_id: str, messages: str, state: str):
-        super().__init__((messages, state))
+        self.key = (messages, state)
+        self._value = self._decode = None
         self.checkpoint_id = checkpoint_id
 
     def value(self) -> tuple[Any, Any]:
@@ -234,8 +235,7 @@ class SharedQueries(RowReads):
         while cur and cur not in seen:
             row = rows.get(cur)
             if row is None:
-                for r in await self._line_rows(cur):
-                    rows.setdefault(r[1], r)
+                rows = {**{r[1]: r for r in await self._line_rows(cur)}, **rows}
                 row = rows.get(cur)
                 if row is None:  # a pruned parent ends the line
                     break
@@ -282,10 +282,11 @@ class SharedQueries(RowReads):
         out: dict[str, Content] = {}
         deltas: list[str] = []
         marker = '"' + DELTA_MARKER + '"'
-        for ph, chunk in in_chunks(ids):
-            for cid, messages, state in await self._fetch_tuples(
-                    f"SELECT checkpoint_id, messages_blob, state_blob FROM checkpoints "
-                    f"WHERE checkpoint_id IN ({ph})", *chunk):
+        wanted = set(ids)
+        for rows in await self._content_rows(metas, ids):
+            for cid, messages, state in rows:
+                if cid not in wanted or cid in out:  # a thread read whole holds others
+                    continue
                 if not isinstance(messages, str) or not isinstance(state, str):
                     out[cid] = Content(value=_decode_content(cid, messages, state))
                 elif marker in state:
@@ -302,6 +303,27 @@ class SharedQueries(RowReads):
         if missing:
             raise CheckpointNotFound(missing[0])
         return out
+
+    async def _content_rows(self, metas: Sequence[CheckpointMetadata], ids: list[str]) -> list[list[Any]]:
+        """Pages of (checkpoint_id, messages_blob, state_blob) holding at least `ids`:
+        a thread whole where most of its rows are wanted (one scan of its rows), the
+        others by id."""
+        per_thread: dict[str, int] = {}
+        for m in metas:
+            per_thread[m.thread_id] = per_thread.get(m.thread_id, 0) + 1
+        pages: list[list[Any]] = []
+        whole: set[str] = set()
+        for thread, n in per_thread.items():
+            if n >= 500 and await self.count(thread) <= 2 * n:
+                whole.add(thread)
+                pages.append(await self._fetch_tuples(
+                    "SELECT checkpoint_id, messages_blob, state_blob FROM checkpoints WHERE thread_id = ?", thread))
+        rest = [m.checkpoint_id for m in metas if m.thread_id not in whole] if whole else ids
+        for ph, chunk in in_chunks(dict.fromkeys(rest)):
+            pages.append(await self._fetch_tuples(
+                f"SELECT checkpoint_id, messages_blob, state_blob FROM checkpoints WHERE checkpoint_id IN ({ph})",
+                *chunk))
+        return pages
 
     async def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
         for thread in await self.all_thread_ids():

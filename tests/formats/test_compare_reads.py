@@ -83,6 +83,11 @@ async def test_a_divergence_deep_in_two_long_runs_of_separate_threads(backend):
     # a copy whose texts are equal all along: no divergence, a prefix of the other
     same = await _both(backend, a[300], b[-1])
     assert same["first_divergent_step"] is None and (same["a_steps"], same["b_steps"]) == (0, 299)
+    # a branch off a[50]: most of a's thread after the fork is wanted (read whole, its
+    # first rows left out)
+    c = await _run(backend, "c", 3, parent=a[50], start=51, edit_from=51)
+    out = await _both(backend, a[-1], c[-1])
+    assert (out["fork_point"], out["first_divergent_step"], out["a_steps"], out["b_steps"]) == (a[50], 51, 548, 2)
 
 
 async def test_checkpoints_repeating_their_parent_are_not_steps_and_a_branch_parts_after_its_fork(backend):
