@@ -295,9 +295,9 @@ class SharedQueries(RowReads):
                     out[cid] = _StoredTexts(cid, messages, state)
         bases: dict[str, Checkpoint] = {}
         for cid in deltas:
-            rows = await self._fetch(f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", cid)
-            if rows:
-                cp = await complete_checkpoint(self, row_to_checkpoint(rows[0]), bases)
+            full = await self._fetch(f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", cid)
+            if full:
+                cp = await complete_checkpoint(self, row_to_checkpoint(full[0]), bases)
                 out[cid] = Content(value=(cp.messages, cp.state))
         missing = [cid for cid in ids if cid not in out]
         if missing:
