@@ -11,6 +11,7 @@ from abc import abstractmethod
 from typing import Any, AsyncIterator, Mapping, Sequence
 
 from agentctl.backends.base import (
+    BIG_JSON,
     RowReads,
     ALL_COLUMNS,
     META_COLUMNS,
@@ -20,6 +21,7 @@ from agentctl.backends.base import (
     THREAD_ROW_COLUMNS,
     complete_checkpoint,
     decode_column,
+    fast_loads,
     metadata_rows,
     row_to_checkpoint,
     row_to_metadata,
@@ -56,7 +58,15 @@ class _StoredTexts(Content):
         return _decode_content(self.checkpoint_id, *self.key)
 
     def state(self) -> Any:
-        return decode_column(self.checkpoint_id, "state_blob", self.key[1], dict)
+        text = self.key[1]
+        if len(text) < BIG_JSON:  # the usual case straight to orjson; anything else (big,
+            try:                  # not JSON, not an object, orjson refusing it) as always
+                value = fast_loads(text)
+                if isinstance(value, dict):
+                    return value
+            except ValueError:
+                pass
+        return decode_column(self.checkpoint_id, "state_blob", text, dict)
 
 
 class SharedQueries(RowReads):
