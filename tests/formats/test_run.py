@@ -175,11 +175,26 @@ def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, projec
     assert graph.get_state(cfg("t")).values["n"] == 3
 
 
-def test_run_from_an_earlier_checkpoint_replays_and_compare_finds_no_divergence(lg, project):
+def _reference_run(project, url: str, var: str, thread: str, value, at: str | None = None):
+    """LangGraph's own invoke(value) on the database at `url` (a copy): the values
+    (ids stripped), next, and how many checkpoints it added to the thread."""
+    with langgraph_saver(url) as ref_saver:
+        ref = _user_graph(project, var)
+        ref = ref.compile(checkpointer=ref_saver) if hasattr(ref, "compile") else ref.copy(update={"checkpointer": ref_saver})
+        before = len(list(ref.get_state_history(cfg(thread))))
+        ref.invoke(value, cfg(thread, at) if at else cfg(thread))
+        state = ref.get_state(cfg(thread))
+        return strip_ids(state.values), state.next, len(list(ref.get_state_history(cfg(thread)))) - before
+
+
+def test_run_from_an_earlier_checkpoint_replays_and_compare_finds_no_divergence(lg, project, db_copy):
     url, saver = lg
     graph = _user_graph(project).compile(checkpointer=saver)
     graph.invoke({"n": 0, "log": [], "fixed": True}, cfg("t"))
     original = graph.get_state(cfg("t")).config["configurable"]["checkpoint_id"]
+    at_2 = [s for s in graph.get_state_history(cfg("t")) if s.metadata["step"] == 2][0].config["configurable"]["checkpoint_id"]
+    expect = _reference_run(project, db_copy(url), "graph", "t", None, at_2)  # LangGraph's replay from t@2
+    count = len(list(graph.get_state_history(cfg("t"))))
     lines = _agentctl(url, "run", "t", "--from", "t@2", "--agent", "loop", "--json", cwd=project)
     assert lines.returncode == 0, lines.stderr
     events = [json.loads(x) for x in lines.stdout.splitlines()]
@@ -187,20 +202,31 @@ def test_run_from_an_earlier_checkpoint_replays_and_compare_finds_no_divergence(
     # LangGraph's replay from step 2: a fork copy of it (step 3), then the steps again
     assert [e["step"] for e in saved] == [3, 4, 5, 6, 7] and saved[0]["source"] == "fork"
     assert events[-1]["event"] == "done" and events[-1]["op_id"] is not None
+    state = graph.get_state(cfg("t"))
+    assert (strip_ids(state.values), state.next, len(list(graph.get_state_history(cfg("t")))) - count) == expect
     out = cli_json(url, "compare", original, "t")
     assert out["first_divergent_step"] is None
 
 
-def test_resume_answers_an_interrupt(lg, project):
+def test_resume_answers_an_interrupt(lg, project, db_copy):
+    from langgraph.types import Command
+
     url, saver = lg
     saver.setup()
     r = _agentctl(url, "run", "h", "--agent", "hitl", "--input", json.dumps({"n": 7}), cwd=project)
     assert r.returncode == 0, r.stderr
     assert "interrupt: " in r.stdout and '"question": "approve?"' in r.stdout
+    graph = _user_graph(project, "hitl").copy(update={"checkpointer": saver})
+    waiting = dump(url, saver)
+    count = len(list(graph.get_state_history(cfg("h"))))
+    expect = _reference_run(project, db_copy(url), "hitl", "h", Command(resume="yes"))  # LangGraph's own resume
     r = _agentctl(url, "run", "h", "--agent", "hitl", "--resume", json.dumps("yes"), cwd=project)
     assert r.returncode == 0, r.stderr
-    graph = _user_graph(project, "hitl").copy(update={"checkpointer": saver})
-    assert graph.get_state(cfg("h")).values["approved"] == "yes"
+    state = graph.get_state(cfg("h"))
+    assert state.values["approved"] == "yes"
+    assert (strip_ids(state.values), state.next, len(list(graph.get_state_history(cfg("h")))) - count) == expect
+    assert cli(url, "undo").exit_code == 0
+    assert dump(url, saver) == waiting  # the resume's rows gone, row for row
 
 
 def test_bad_agent_config_from_and_interpreter_exit_2_and_write_nothing(tmp_path, project):
