@@ -8,8 +8,12 @@ steps are aligned one to one from the root; the first pair whose contents differ
 they parted, with the structural diff there (the JSON paths of `diff`).
 
 Checkpoints both runs share (the same ids, from the root to their last common ancestor)
-are equal by definition and are not decoded: only what comes after the fork point is
-read in full, so comparing two long runs of one thread costs what they do not share.
+are equal by definition and are not read: only what comes after the fork point is, so
+comparing two long runs of one thread costs what they do not share. The lines come from
+the store's `lineage` (one recursive query where the format has one) and the contents
+from its `read_contents`: where a format gives keys (the stored texts), checkpoints with
+equal keys are equal without decoding, and a pair of keys is compared once, so a copy of
+a run (or its unchanged prefix) costs one decoding, not two.
 """
 
 from __future__ import annotations
@@ -18,11 +22,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentctl.diff import Change, diff_values, json_equal
-from agentctl.errors import CheckpointNotFound, CorruptRowError
 
 if TYPE_CHECKING:
-    from agentctl.model import Checkpoint, CheckpointMetadata
-    from agentctl.storage.contract import Store
+    from agentctl.model import CheckpointMetadata
+    from agentctl.storage.contract import Content, Store
 
 __all__ = ["Comparison", "compare", "run_path", "CONTENT_SECTIONS"]
 
@@ -71,91 +74,91 @@ class Comparison:
 
 
 async def run_path(store: Store, meta: CheckpointMetadata) -> list[CheckpointMetadata]:
-    """The checkpoints from the root to `meta` along parent links, root first. Each thread
-    met on the way is read once (its metadata, a page of all of it); a parent in another
-    thread is looked up by id. A parent that no longer exists (pruned) ends the line there;
-    a cycle (a buggy writer) ends it where it repeats."""
-    known: dict[str, CheckpointMetadata] = {}
-    read_threads: set[str] = set()
-
-    async def load(thread_id: str) -> None:
-        if thread_id in read_threads:
-            return
-        read_threads.add(thread_id)
-        total = await store.count(thread_id)
-        for m in await store.read_thread(thread_id, max(total, 1), 0):
-            known.setdefault(m.checkpoint_id, m)
-
-    path: list[CheckpointMetadata] = []
-    seen: set[str] = set()
-    cur: CheckpointMetadata | None = meta
-    while cur is not None and cur.checkpoint_id not in seen:
-        seen.add(cur.checkpoint_id)
-        path.append(cur)
-        pid = cur.parent_checkpoint_id
-        if not pid:
-            break
-        if pid not in known:
-            parent = await store.get_metadata(pid)
-            if parent is None:
-                break
-            await load(parent.thread_id)
-            known.setdefault(pid, parent)
-        cur = known.get(pid)
-    path.reverse()
-    return path
+    """The checkpoints from the root to `meta` along parent links, root first (the
+    store's `lineage`: across threads; a pruned parent or a cycle ends the line)."""
+    return await store.lineage(meta.checkpoint_id) or [meta]
 
 
-async def _full(store: Store, metas: list[CheckpointMetadata]) -> dict[str, Checkpoint]:
-    """The checkpoints of `metas`, decoded: streamed a thread at a time when many are
-    wanted (one query per batch), else read one by one."""
-    want = {m.checkpoint_id for m in metas}
-    out: dict[str, Checkpoint] = {}
-    if len(want) <= 32:
-        for cid in want:
-            cp = await store.get(cid)
-            if cp is None:
-                raise CheckpointNotFound(cid)
-            out[cid] = cp
-        return out
-    threads = sorted({m.thread_id for m in metas})
-    async for item in store.iter_checkpoints(threads):
-        if isinstance(item, CorruptRowError):
-            if item.checkpoint_id in want:
-                raise item
-            continue
-        if item.metadata.checkpoint_id in want:
-            out[item.metadata.checkpoint_id] = item
-    missing = want - out.keys()
-    if missing:
-        raise CheckpointNotFound(sorted(missing)[0])
-    return out
+def _own_keys(state: Any) -> Any:
+    """`_own_state`, without a copy when no key is a dunder name (the usual case: one
+    search of the keys joined, in C)."""
+    if not isinstance(state, dict):
+        return state
+    try:
+        if "__" not in "\0".join(state):
+            return state
+    except TypeError:  # a key that is not a string
+        pass
+    return _own_state(state)
 
 
-def _content(cp: Checkpoint) -> tuple[Any, ...]:
-    """(messages, state): the messages only where the state does not hold them (LangGraph's
-    transcript is its `messages` channel, shown once)."""
-    state = _own_state(cp.state)
-    in_state = isinstance(state, dict) and "messages" in state
-    return (None if in_state else cp.messages), state
+class _Contents:
+    """Whether two checkpoints' contents (messages, state) are equal, decoding as little
+    as it can: checkpoints whose stored texts are equal (the store's `Content.key`) are
+    equal without decoding; the answer for a pair of keys is kept (a copy of a run asks
+    the same questions again); the states are compared first (states that differ make
+    contents that differ: the messages are not decoded then); a decoded state is kept
+    only while it is one of the last two asked for (keeping thousands of decoded states
+    costs several times their decoding)."""
+
+    def __init__(self, contents: dict[str, Content]):
+        self._contents = contents
+        self._pairs: dict[tuple[Any, Any], bool] = {}
+        self._recent: dict[str, Any] = {}
+
+    def _state(self, cid: str) -> Any:
+        if cid in self._recent:
+            return self._recent[cid]
+        state = _own_keys(self._contents[cid].state())
+        if len(self._recent) >= 2:
+            del self._recent[next(iter(self._recent))]
+        self._recent[cid] = state
+        return state
+
+    def of(self, cid: str) -> tuple[Any, ...]:
+        """(messages, state): the messages only where the state does not hold them
+        (LangGraph's transcript is its `messages` channel, shown once)."""
+        state = self._state(cid)
+        if isinstance(state, dict) and "messages" in state:
+            return None, state
+        return self._contents[cid].value()[0], state
+
+    def _compare(self, x: str, y: str) -> bool:
+        if not _equal(self._state(x), self._state(y)):
+            return False
+        return _same(self.of(x), self.of(y))
+
+    def same(self, x: str, y: str) -> bool:
+        kx, ky = self._contents[x].key, self._contents[y].key
+        if kx is None or ky is None:
+            return self._compare(x, y)
+        if kx == ky:
+            return True
+        found = self._pairs.get((kx, ky))
+        if found is None:
+            found = self._pairs[kx, ky] = self._compare(x, y)
+        return found
+
+
+def _equal(p: Any, q: Any) -> bool:
+    # Python's == first (in C): values it finds unequal are unequal as JSON too (JSON's
+    # rule is the stricter: 1, 1.0 and true differ); only equal ones need json_equal
+    return p == q and json_equal(p, q)
 
 
 def _same(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
-    # Python's == first (in C): values it finds unequal are unequal as JSON too (JSON's
-    # rule is the stricter: 1, 1.0 and true differ); only equal ones need json_equal
-    return all(p == q and json_equal(p, q) for p, q in zip(x, y))
+    return all(_equal(p, q) for p, q in zip(x, y))
 
 
-def _steps(after: Checkpoint | None, line: list[Checkpoint]) -> list[tuple[Checkpoint, tuple[Any, ...]]]:
-    """`line` without the checkpoints whose content equals the one before (`after` first),
-    each with its content (computed once)."""
-    out: list[tuple[Checkpoint, tuple[Any, ...]]] = []
-    prev = _content(after) if after is not None else None
-    for cp in line:
-        content = _content(cp)
-        if prev is None or not _same(prev, content):
-            out.append((cp, content))
-        prev = content
+def _steps(contents: _Contents, after: str | None, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:
+    """`line` without the checkpoints whose content equals the one before (`after` first)."""
+    out: list[CheckpointMetadata] = []
+    prev = after
+    for m in line:
+        cid = m.checkpoint_id
+        if prev is None or not contents.same(prev, cid):
+            out.append(m)
+        prev = cid
     return out
 
 
@@ -176,20 +179,19 @@ async def compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata) ->
         shared += 1
     rest_a, rest_b = path_a[shared:], path_b[shared:]
     fork = path_a[shared - 1] if shared else None
-    decoded = await _full(store, ([fork] if fork else []) + rest_a + rest_b)
-    base = decoded[fork.checkpoint_id] if fork else None
+    contents = _Contents(await store.read_contents(([fork] if fork else []) + rest_a + rest_b))
+    base = fork.checkpoint_id if fork else None
     # The shared part is alike on both sides by definition (the same checkpoints): only
     # what follows the fork point is aligned step by step.
-    steps_a = _steps(base, [decoded[m.checkpoint_id] for m in rest_a])
-    steps_b = _steps(base, [decoded[m.checkpoint_id] for m in rest_b])
+    steps_a = _steps(contents, base, rest_a)
+    steps_b = _steps(contents, base, rest_b)
     result = Comparison(a=a.checkpoint_id, b=b.checkpoint_id, first_divergent_step=None,
-                        a_at=None, b_at=None, fork_point=fork.checkpoint_id if fork else None,
-                        common_steps=shared)
-    for i, ((x, cx), (y, cy)) in enumerate(zip(steps_a, steps_b)):
-        if not _same(cx, cy):
-            result.first_divergent_step = y.metadata.step
-            result.a_at, result.b_at = x.metadata.checkpoint_id, y.metadata.checkpoint_id
-            result.changes = _diff(cx, cy)
+                        a_at=None, b_at=None, fork_point=base, common_steps=shared)
+    for i, (x, y) in enumerate(zip(steps_a, steps_b)):
+        if not contents.same(x.checkpoint_id, y.checkpoint_id):
+            result.first_divergent_step = y.step
+            result.a_at, result.b_at = x.checkpoint_id, y.checkpoint_id
+            result.changes = _diff(contents.of(x.checkpoint_id), contents.of(y.checkpoint_id))
             result.common_steps = shared + i
             result.a_steps = len(steps_a) - i - 1
             result.b_steps = len(steps_b) - i - 1

@@ -3,7 +3,7 @@ against the same graph's invoke in a bare `python -c`; `edit` of a LangGraph che
 against its floor (the child's interpreter importing LangGraph and the graph); `compare`
 of two 10,000-step runs against reading the same checkpoints through the store.
 
-    python bench/debug_loop.py [--runs 5] [--steps 10000] [--keep DIR]
+    python bench/debug_loop.py [--runs 5] [--steps 10000] [--keep DIR] [--only-compare] [--before CHECKOUT]
     python bench/debug_loop.py --edit-1m [--runs 5]    # edit on the 1M databases (below)
 
 `--edit-1m`: `edit REF --set K=V --yes` (then `undo`, so the database is as before) on the
@@ -164,12 +164,20 @@ def main() -> None:
     ap.add_argument("--edit-1m", action="store_true", help="only edit on the 1M databases")
     ap.add_argument("--agentos-db", default="bench/data/bench.db")
     ap.add_argument("--langgraph-db", default="bench/data/langgraph.db")
+    ap.add_argument("--before", metavar="CHECKOUT", help="also time compare with another checkout's agentctl "
+                    "(its root on PYTHONPATH), interleaved: the before of a change")
+    ap.add_argument("--only-compare", action="store_true", help="time compare only")
     args = ap.parse_args()
     if args.edit_1m:
         edit_1m(args.runs, os.path.abspath(args.agentos_db), os.path.abspath(args.langgraph_db))
         return
     work = Path(args.keep or tempfile.mkdtemp(prefix="agentctl-loop-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.only_compare:
+        long_db = str(work / "long.db")
+        if not os.path.exists(long_db):
+            make_long_runs(long_db, args.steps)
+        return compare_bench(long_db, args.steps, args.runs, args.before)
     (work / "ten.py").write_text(GRAPH)
     db = str(work / "ten.db")
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -197,18 +205,47 @@ def main() -> None:
     long_db = str(work / "long.db")
     if not os.path.exists(long_db):
         make_long_runs(long_db, args.steps)
-    cmp_t, read_t = [], []
-    read = ("import asyncio\nfrom agentctl.storage import open_store\nasync def m():\n"
-            f"    async with open_store({long_db!r}) as s:\n"
-            "        n = 0\n        async for _ in s.iter_checkpoints(['long-thread', 'long-copy']): n += 1\n"
-            "asyncio.run(m())")
-    for _ in range(args.runs):
-        cmp_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json")))
-        read_t.append(timed([sys.executable, "-c", read]))
-    c, r = statistics.median(cmp_t), statistics.median(read_t)
-    print(f"compare (two {args.steps:,}-step runs, parting at 90%): {c:.3f} s; floor (reading the two runs' "
-          f"checkpoints through the store API) {r:.3f} s: {c / r:.2f}x the floor; target < 0.5 s: "
-          f"{'met' if c < 0.5 else 'under the floor' if r >= 0.5 else 'NOT met'}")
+    compare_bench(long_db, args.steps, args.runs, args.before)
+
+
+# The floor of `compare`: a bare interpreter reading, with the sqlite3 module, the rows
+# compare needs (both runs' parent links, messages and state texts), decoding nothing.
+FLOOR_COMPARE = textwrap.dedent('''
+    import sqlite3
+    c = sqlite3.connect({db!r})
+    for t in ("long-thread", "long-copy"):
+        c.execute("SELECT checkpoint_id, parent_id, step, messages_blob, state_blob "
+                  "FROM checkpoints WHERE thread_id = ?", (t,)).fetchall()
+''')
+
+
+def compare_bench(long_db: str, steps: int, runs: int, before: str | None) -> None:
+    """compare of the two runs (this checkout, and `before`'s when given), its fixed cost
+    (a checkpoint compared with itself: start, imports, open) and the floor above."""
+    root = sqlite3.connect(long_db).execute(
+        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'long-thread' AND parent_id IS NULL").fetchone()[0]
+    # `python -m` puts the working directory first on sys.path: each checkout runs from its root
+    here = str(Path(__file__).resolve().parent.parent)
+    env_here = {**os.environ, "PYTHONPATH": here}
+    env_before = {**os.environ, "PYTHONPATH": before} if before else None
+    cmp_t: list[float] = []
+    before_t: list[float] = []
+    fixed_t: list[float] = []
+    floor_t: list[float] = []
+    for _ in range(runs):
+        cmp_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
+                           env=env_here, cwd=here))
+        if env_before:
+            before_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
+                                  env=env_before, cwd=before))
+        fixed_t.append(timed(agentctl(long_db, "compare", root, root, "--json"), env=env_here, cwd=here))
+        floor_t.append(timed([sys.executable, "-c", FLOOR_COMPARE.format(db=long_db)]))
+    c, x, f = (statistics.median(v) for v in (cmp_t, fixed_t, floor_t))
+    was = f"; before ({before}) {statistics.median(before_t):.3f} s" if before_t else ""
+    print(f"compare (two {steps:,}-step runs, parting at 90%): {c:.3f} s{was}; its fixed cost (a root "
+          f"compared with itself: start, imports, open) {x:.3f} s; floor (a bare python reading the rows "
+          f"compare needs with sqlite3, no decoding) {f:.3f} s: {c / f:.2f}x the floor; target < 0.5 s: "
+          f"{'met' if c < 0.5 else 'under the floor' if f >= 0.5 else 'NOT met'}")
 
 
 if __name__ == "__main__":

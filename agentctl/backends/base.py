@@ -124,6 +124,11 @@ def loads(text: Any) -> Any:
 
 
 _BIG_JSON = 1 << 20
+#: for readers that parse small texts themselves (`fast_loads`) and leave big ones to `loads`
+BIG_JSON = _BIG_JSON
+#: orjson's loads where it is installed (the stdlib's otherwise): NaN, Infinity and big
+#: integers raise ValueError (`loads` falls back to the stdlib for them)
+fast_loads = _fast_loads
 
 
 def _parse(text: str | bytes) -> Any:

@@ -11,26 +11,62 @@ from abc import abstractmethod
 from typing import Any, AsyncIterator, Mapping, Sequence
 
 from agentctl.backends.base import (
+    BIG_JSON,
     RowReads,
     ALL_COLUMNS,
     META_COLUMNS,
     THREAD_ORDER_ASC,
     THREAD_ORDER_DESC,
+    DELTA_MARKER,
+    THREAD_ROW_COLUMNS,
     complete_checkpoint,
     decode_column,
+    fast_loads,
+    metadata_rows,
     row_to_checkpoint,
     row_to_metadata,
     search_messages,
 )
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Content, check_search_places
+from agentctl.storage.sqlutil import in_chunks
 from agentctl.text import sql_json_type_name
 
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
 # The column each search place is stored in.
 _PLACE_COLUMN = {"messages": "messages_blob", "tools": "tools_blob", "state": "state_blob"}
 SEARCH_COLUMNS = tuple(_PLACE_COLUMN.values())
+
+
+def _decode_content(checkpoint_id: str, messages: Any, state: Any) -> tuple[Any, Any]:
+    return (decode_column(checkpoint_id, "messages_blob", messages, list),
+            decode_column(checkpoint_id, "state_blob", state, dict))
+
+
+class _StoredTexts(Content):
+    """A row's messages and state texts: the key, decoded at each `value()`."""
+
+    __slots__ = ("checkpoint_id",)
+
+    def __init__(self, checkpoint_id: str, messages: str, state: str):
+        self.key = (messages, state)
+        self._value = self._decode = None
+        self.checkpoint_id = checkpoint_id
+
+    def value(self) -> tuple[Any, Any]:
+        return _decode_content(self.checkpoint_id, *self.key)
+
+    def state(self) -> Any:
+        text = self.key[1]
+        if len(text) < BIG_JSON:  # the usual case straight to orjson; anything else (big,
+            try:                  # not JSON, not an object, orjson refusing it) as always
+                value = fast_loads(text)
+                if isinstance(value, dict):
+                    return value
+            except ValueError:
+                pass
+        return decode_column(self.checkpoint_id, "state_blob", text, dict)
 
 
 class SharedQueries(RowReads):
@@ -196,6 +232,108 @@ class SharedQueries(RowReads):
                 if len(rows) < batch:
                     break
                 offset += batch
+
+    async def lineage(self, checkpoint_id: str) -> list[CheckpointMetadata]:
+        # The rows the line goes through, a thread at a time (its metadata: the cheapest
+        # read per row) where the thread is not much longer than the line can be (its
+        # step), else one recursive query from there; their order is the parent links',
+        # followed in Python.
+        rows: dict[str, Sequence[Any]] = {}
+        line: list[Sequence[Any]] = []
+        seen: set[str] = set()
+        cur: str | None = checkpoint_id
+        while cur and cur not in seen:
+            row = rows.get(cur)
+            if row is None:
+                rows = {**{r[1]: r for r in await self._line_rows(cur)}, **rows}
+                row = rows.get(cur)
+                if row is None:  # a pruned parent ends the line
+                    break
+            seen.add(cur)
+            line.append(row)
+            cur = row[2]
+        line.reverse()
+        by_id: dict[str, CheckpointMetadata] = {}
+        per_thread: dict[str, list[Sequence[Any]]] = {}
+        for r in line:
+            per_thread.setdefault(r[0], []).append(r[1:])
+        for thread, group in per_thread.items():
+            by_id.update((m.checkpoint_id, m) for m in metadata_rows(thread, group))
+        return [by_id[r[1]] for r in line]
+
+    async def _line_rows(self, checkpoint_id: str) -> list[Sequence[Any]]:
+        """Rows (thread_id, THREAD_ROW_COLUMNS...) holding the checkpoint and at least
+        the part of its line in its thread: the whole thread, or the line to its root."""
+        found = await self._fetch_tuples(
+            "SELECT thread_id, step, (SELECT COUNT(*) FROM checkpoints t WHERE t.thread_id = c.thread_id) "
+            "FROM checkpoints c WHERE checkpoint_id = ?", checkpoint_id)
+        if not found:
+            return []
+        thread, step, n = found[0]
+        columns = ", ".join("c." + col for col in THREAD_ROW_COLUMNS.split(", "))
+        if n <= 4 * (max(int(step), 0) + 1) + 1000:
+            return await self._fetch_tuples(
+                f"SELECT c.thread_id, {columns} FROM checkpoints c WHERE c.thread_id = ?", thread)
+        # UNION: a cycle ends where it repeats
+        return await self._fetch_tuples(
+            "WITH RECURSIVE line(cid) AS (SELECT CAST(? AS TEXT) UNION "
+            "SELECT c.parent_id FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid "
+            "WHERE c.parent_id IS NOT NULL AND c.parent_id <> '') "
+            f"SELECT c.thread_id, {columns} FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid",
+            checkpoint_id)
+
+    async def read_contents(self, metas: Sequence[CheckpointMetadata]) -> dict[str, Content]:
+        # Only the two columns, undecoded: equal texts are equal contents (the key), and
+        # a checkpoint is decoded only when compared with one whose texts differ. A delta
+        # row's texts are patches against its base: it is read whole and resolved.
+        from agentctl.errors import CheckpointNotFound
+
+        ids = list(dict.fromkeys(m.checkpoint_id for m in metas))
+        out: dict[str, Content] = {}
+        deltas: list[str] = []
+        marker = '"' + DELTA_MARKER + '"'
+        wanted = set(ids)
+        for rows in await self._content_rows(metas, ids):
+            for cid, messages, state in rows:
+                if cid not in wanted or cid in out:  # a thread read whole holds others
+                    continue
+                if not isinstance(messages, str) or not isinstance(state, str):
+                    out[cid] = Content(value=_decode_content(cid, messages, state))
+                elif marker in state:
+                    deltas.append(cid)
+                else:
+                    out[cid] = _StoredTexts(cid, messages, state)
+        bases: dict[str, Checkpoint] = {}
+        for cid in deltas:
+            full = await self._fetch(f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", cid)
+            if full:
+                cp = await complete_checkpoint(self, row_to_checkpoint(full[0]), bases)
+                out[cid] = Content(value=(cp.messages, cp.state))
+        missing = [cid for cid in ids if cid not in out]
+        if missing:
+            raise CheckpointNotFound(missing[0])
+        return out
+
+    async def _content_rows(self, metas: Sequence[CheckpointMetadata], ids: list[str]) -> list[list[Any]]:
+        """Pages of (checkpoint_id, messages_blob, state_blob) holding at least `ids`:
+        a thread whole where most of its rows are wanted (one scan of its rows), the
+        others by id."""
+        per_thread: dict[str, int] = {}
+        for m in metas:
+            per_thread[m.thread_id] = per_thread.get(m.thread_id, 0) + 1
+        pages: list[list[Any]] = []
+        whole: set[str] = set()
+        for thread, n in per_thread.items():
+            if n >= 500 and await self.count(thread) <= 2 * n:
+                whole.add(thread)
+                pages.append(await self._fetch_tuples(
+                    "SELECT checkpoint_id, messages_blob, state_blob FROM checkpoints WHERE thread_id = ?", thread))
+        rest = [m.checkpoint_id for m in metas if m.thread_id not in whole] if whole else ids
+        for ph, chunk in in_chunks(dict.fromkeys(rest)):
+            pages.append(await self._fetch_tuples(
+                f"SELECT checkpoint_id, messages_blob, state_blob FROM checkpoints WHERE checkpoint_id IN ({ph})",
+                *chunk))
+        return pages
 
     async def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
         for thread in await self.all_thread_ids():

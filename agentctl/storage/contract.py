@@ -154,6 +154,34 @@ class PruneSpec:
     statuses: list[str] | None = None
 
 
+class Content:
+    """A checkpoint's messages and state as `compare` reads them (`Store.read_contents`).
+
+    `key`: a hashable value such that equal keys mean equal messages and state (the
+    stored bytes of both, say), or None when the format cannot tell without decoding.
+    `value()`: (messages, state), decoded at each call when made from `decode` (not
+    kept: the caller keeps what it needs; a format's errors, e.g. CorruptRowError, are
+    raised then)."""
+
+    __slots__ = ("key", "_decode", "_value")
+
+    def __init__(self, key: Any = None, value: "tuple[Any, Any] | None" = None,
+                 decode: "Callable[[], tuple[Any, Any]] | None" = None):
+        self.key = key
+        self._value = value
+        self._decode = decode
+
+    def value(self) -> tuple[Any, Any]:
+        if self._value is not None:
+            return self._value
+        assert self._decode is not None
+        return self._decode()
+
+    def state(self) -> Any:
+        """The state alone (a format that stores it apart decodes only it)."""
+        return self.value()[1]
+
+
 class Store(ABC):
     """The read side of a format on one database. Use as `async with store:`.
 
@@ -332,6 +360,72 @@ class Store(ABC):
     ) -> AsyncIterator["Checkpoint | CorruptRowError"]:
         """Every checkpoint (of these threads), in thread then step order, streamed.
         A row that cannot be decoded is yielded as its CorruptRowError, not raised."""
+
+    # ---- runs (`compare`) ------------------------------------------------------------
+
+    async def lineage(self, checkpoint_id: str) -> list["CheckpointMetadata"]:
+        """The checkpoints from the root to this one along parent links, root first
+        (across threads: a branch's line starts in the thread it was branched from); []
+        when it does not exist. A parent that no longer exists (pruned) ends the line
+        there; a cycle (a buggy writer) ends it where it repeats. This default reads each
+        thread met on the way once (its metadata) and looks a parent in another thread
+        up by id."""
+        meta = await self.get_metadata(checkpoint_id)
+        if meta is None:
+            return []
+        known: dict[str, CheckpointMetadata] = {}
+        read_threads: set[str] = set()
+        path: list[CheckpointMetadata] = []
+        seen: set[str] = set()
+        cur: CheckpointMetadata | None = meta
+        while cur is not None and cur.checkpoint_id not in seen:
+            seen.add(cur.checkpoint_id)
+            path.append(cur)
+            pid = cur.parent_checkpoint_id
+            if not pid:
+                break
+            if pid not in known:
+                parent = await self.get_metadata(pid)
+                if parent is None:
+                    break
+                if parent.thread_id not in read_threads:
+                    read_threads.add(parent.thread_id)
+                    total = await self.count(parent.thread_id)
+                    for m in await self.read_thread(parent.thread_id, max(total, 1), 0):
+                        known.setdefault(m.checkpoint_id, m)
+                known.setdefault(pid, parent)
+            cur = known.get(pid)
+        path.reverse()
+        return path
+
+    async def read_contents(self, metas: Sequence["CheckpointMetadata"]) -> dict[str, Content]:
+        """The messages and state of these checkpoints, by id (CheckpointNotFound for
+        one that does not exist). This default decodes whole checkpoints (streamed a
+        thread at a time when many are wanted) and gives no keys; a format whose stored
+        bytes tell equal contents apart overrides it (keys, decoding on demand)."""
+        from agentctl.errors import CheckpointNotFound, CorruptRowError
+
+        want = {m.checkpoint_id for m in metas}
+        out: dict[str, Content] = {}
+        if len(want) <= 32:
+            for cid in want:
+                cp = await self.get(cid)
+                if cp is None:
+                    raise CheckpointNotFound(cid)
+                out[cid] = Content(value=(cp.messages, cp.state))
+            return out
+        threads = sorted({m.thread_id for m in metas})
+        async for item in self.iter_checkpoints(threads):
+            if isinstance(item, CorruptRowError):
+                if item.checkpoint_id in want:
+                    raise item
+                continue
+            if item.metadata.checkpoint_id in want:
+                out[item.metadata.checkpoint_id] = Content(value=(item.messages, item.state))
+        missing = want - out.keys()
+        if missing:
+            raise CheckpointNotFound(sorted(missing)[0])
+        return out
 
     # ---- capabilities as library calls ------------------------------------------------
 

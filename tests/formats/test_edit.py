@@ -6,7 +6,6 @@ Overwrite on a copy of the database; undo restores every row; bad input exits 2.
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
@@ -15,9 +14,12 @@ pytest.importorskip("langgraph")
 import tests.formats.test_langgraph_writes as lgw  # noqa: E402
 from tests.formats.test_langgraph_writes import cfg, dump, strip_ids  # noqa: E402
 from tests.formats.test_run import GRAPH, _agentctl, _user_graph, assert_exit_2_one_line, lg_db_with_a_run  # noqa: E402
+from tests.support import dbcopy  # noqa: E402
+from tests.support.dbcopy import langgraph_saver  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 lg = lgw.lg  # the fixture: an empty LangGraph database on SQLite and on Postgres
+db_copy = dbcopy.db_copy  # the fixture: copy(url) -> a copy's URL (the framework's reference run)
 
 MESSAGES = '''
 
@@ -43,18 +45,7 @@ def agent(tmp_path):
     return d
 
 
-def _ref_copy(url: str, tmp_path):
-    """A copy of a SQLite LangGraph database with its own saver (the reference)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    conn = sqlite3.connect(str(tmp_path / "ref.db"), check_same_thread=False)
-    src = sqlite3.connect(url)
-    src.backup(conn)
-    src.close()
-    return conn, SqliteSaver(conn)
-
-
-def test_edit_writes_exactly_the_values_like_update_state_with_overwrite(lg, agent, tmp_path):
+def test_edit_writes_exactly_the_values_like_update_state_with_overwrite(lg, agent, db_copy):
     url, saver = lg
     graph = _user_graph(agent).compile(checkpointer=saver)
     graph.invoke({"n": 0, "log": [], "fixed": True}, cfg("t"))
@@ -78,26 +69,25 @@ def test_edit_writes_exactly_the_values_like_update_state_with_overwrite(lg, age
     assert new.parent_config["configurable"]["checkpoint_id"] == ref_id  # a fork of REF
     assert len(list(graph.get_state_history(cfg("t")))) == count + 1
 
-    if "://" not in url:  # the same update by LangGraph's own API on a copy made before
-        from langgraph.types import Overwrite
+    # the same update by LangGraph's own API on a copy made before: undo, copy, redo the
+    # edit through agentctl again
+    from langgraph.types import Overwrite
 
-        conn = sqlite3.connect(str(tmp_path / "before.db"))
-        # rebuild the "before" copy: undo, copy, redo the edit through agentctl again
-        assert cli(url, "undo").exit_code == 0
-        assert dump(url, saver) == before_rows
-        ref_conn, ref_saver = _ref_copy(url, tmp_path)
+    assert cli(url, "undo").exit_code == 0
+    assert dump(url, saver) == before_rows
+    with langgraph_saver(db_copy(url)) as ref_saver:
         ref_graph = _user_graph(agent).compile(checkpointer=ref_saver)
         at = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": ref_id}}
         made = ref_graph.update_state(at, {"log": Overwrite([7]), "n": 1})
         theirs = ref_graph.get_state(made)
-        r = _agentctl(url, "edit", ref_id, "--set", "log=[7]", "--set", "n=1", "--agent",
-                      f"{agent / 'graph.py'}:graph", "--yes")
-        assert r.returncode == 0, r.stderr
-        ours = graph.get_state(cfg("t"))
-        assert strip_ids(ours.values) == strip_ids(theirs.values) and ours.next == theirs.next
-        assert ours.metadata["step"] == theirs.metadata["step"]
-        ref_conn.close()
-        conn.close()
+        their_count = len(list(ref_graph.get_state_history(cfg("t"))))
+    r = _agentctl(url, "edit", ref_id, "--set", "log=[7]", "--set", "n=1", "--agent",
+                  f"{agent / 'graph.py'}:graph", "--yes")
+    assert r.returncode == 0, r.stderr
+    ours = graph.get_state(cfg("t"))
+    assert strip_ids(ours.values) == strip_ids(theirs.values) and ours.next == theirs.next
+    assert ours.metadata["step"] == theirs.metadata["step"]
+    assert len(list(graph.get_state_history(cfg("t")))) == their_count == count + 1
 
     ops = cli_json(url, "oplog")
     assert ops[0]["kind"] == "edit" and "set log, set n" in ops[0]["summary"]

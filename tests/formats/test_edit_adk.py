@@ -13,12 +13,32 @@ from google.adk.events import Event  # noqa: E402
 
 import tests.formats.test_format_adk as fa  # noqa: E402
 from tests.formats.test_format_adk import INITIAL, _text, conversation, dump  # noqa: E402
+from tests.formats.test_run_adk import _service  # noqa: E402
+from tests.support import dbcopy  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 adk_db = fa.adk_db  # the fixture: (agentctl's URL, a DatabaseSessionService) on SQLite and on Postgres
+db_copy = dbcopy.db_copy  # the fixture: copy(url) -> a copy's URL (the framework's reference)
 
 
-async def test_edit_appends_a_state_delta_event_as_adk_does_and_undo_restores_every_row(adk_db):
+async def _adks_own_edit(url: str, delta: dict) -> tuple:
+    """ADK's own change of state outside a turn, on a database: an event by "user"
+    with the state delta. (events, state of s1, state of s2) after it."""
+    from google.adk.events import EventActions
+
+    async with _service(url) as svc:
+        s = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+        await svc.append_event(s, Event(author="user", invocation_id="edit", actions=EventActions(state_delta=delta)))
+        return await _seen(svc)
+
+
+async def _seen(svc) -> tuple:
+    s1 = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    s2 = await svc.get_session(app_name="app", user_id="u1", session_id="s2")
+    return ([(e.author, e.actions.state_delta) for e in s1.events], s1.state, s2.state)
+
+
+async def test_edit_appends_a_state_delta_event_as_adk_does_and_undo_restores_every_row(adk_db, db_copy):
     from google.adk.errors._stale_session_error import StaleSessionError
 
     url, svc = adk_db
@@ -28,6 +48,7 @@ async def test_edit_appends_a_state_delta_event_as_adk_does_and_undo_restores_ev
     await svc.create_session(app_name="app", user_id="u1", session_id="s2")
     held = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
     before = await dump(url)
+    copy = db_copy(url)
     n = len(held.events)
     sets = ["--set", 'init=41', "--set", 'nested.a.1=7', "--set", 'user:lang="de"', "--set", 'app:theme="light"']
     plan = cli_json(url, "edit", f"app/u1/s1@{n}", *sets, "--dry-run")
@@ -43,6 +64,9 @@ async def test_edit_appends_a_state_delta_event_as_adk_does_and_undo_restores_ev
     assert got.state["user:lang"] == "de" and got.state["app:theme"] == "light"
     other = await svc.get_session(app_name="app", user_id="u1", session_id="s2")
     assert other.state["user:lang"] == "de" and other.state["app:theme"] == "light"  # shared, as in ADK
+    # what ADK's own append_event of that delta gives on a copy: the same events and states
+    assert await _seen(svc) == await _adks_own_edit(copy, {"init": 41, "nested": {"a": [1, 7]},
+                                                           "user:lang": "de", "app:theme": "light"})
     with pytest.raises(StaleSessionError):  # ADK's own error; it wrote nothing
         await svc.append_event(held, Event(author="user", invocation_id="inv-x", content=_text("user", "late")))
     r = cli(url, "undo")

@@ -19,10 +19,13 @@ pytest.importorskip("langgraph")
 
 import tests.formats.test_langgraph_writes as lgw  # noqa: E402
 from tests.formats.test_langgraph_writes import cfg, dump, strip_ids  # noqa: E402
+from tests.support import dbcopy  # noqa: E402
+from tests.support.dbcopy import langgraph_saver  # noqa: E402
 from tests.support.rig import REPO  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 lg = lgw.lg  # the fixture: an empty LangGraph database on SQLite and on Postgres
+db_copy = dbcopy.db_copy  # the fixture: copy(url) -> a copy's URL (the framework's reference run)
 
 GRAPH = textwrap.dedent('''
     import operator
@@ -204,7 +207,7 @@ def assert_exit_2_one_line(url, command, cases, *common, cwd=REPO):
         assert words in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
 
 
-def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, project, tmp_path):
+def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, project, db_copy):
     url, saver = lg
     saver.setup()
     agent = f"{project / 'graph.py'}:graph"
@@ -227,24 +230,13 @@ def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, projec
     fixed = dump(url, saver)
 
     # the reference: LangGraph's own invoke(None) on a copy of the same database
-    expect_values = None
-    if "://" not in url:
-        import sqlite3
-
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        copy = str(tmp_path / "copy.db")
-        ref_conn = sqlite3.connect(copy, check_same_thread=False)
-        src = sqlite3.connect(url)
-        src.backup(ref_conn)  # the file alone may lack what the -wal holds
-        src.close()
-        ref_graph = _user_graph(project).compile(checkpointer=SqliteSaver(ref_conn))
+    with langgraph_saver(db_copy(url)) as ref_saver:
+        ref_graph = _user_graph(project).compile(checkpointer=ref_saver)
         before_ref = len(list(ref_graph.get_state_history(cfg("t"))))
         ref_graph.invoke(None, cfg("t"))
         ref_state = ref_graph.get_state(cfg("t"))
         expect_values, expect_next = strip_ids(ref_state.values), ref_state.next
         expect_new = len(list(ref_graph.get_state_history(cfg("t")))) - before_ref
-        ref_conn.close()
 
     before = len(list(graph.get_state_history(cfg("t"))))
     r = _agentctl(url, "run", "t", "--agent", agent)
@@ -253,9 +245,8 @@ def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, projec
     state = graph.get_state(cfg("t"))
     assert state.values == {"n": 6, "log": [0, 1, 2, 3, 4, 5], "fixed": True}
     assert state.next == ()
-    if expect_values is not None:
-        assert strip_ids(state.values) == expect_values and state.next == expect_next
-        assert len(list(graph.get_state_history(cfg("t")))) - before == expect_new
+    assert strip_ids(state.values) == expect_values and state.next == expect_next
+    assert len(list(graph.get_state_history(cfg("t")))) - before == expect_new == 3
 
     # undo of the run: the database as after the fix, row for row
     r = cli(url, "undo")
@@ -264,11 +255,26 @@ def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, projec
     assert graph.get_state(cfg("t")).values["n"] == 3
 
 
-def test_run_from_an_earlier_checkpoint_replays_and_compare_finds_no_divergence(lg, project):
+def _reference_run(project, url: str, var: str, thread: str, value, at: str | None = None):
+    """LangGraph's own invoke(value) on the database at `url` (a copy): the values
+    (ids stripped), next, and how many checkpoints it added to the thread."""
+    with langgraph_saver(url) as ref_saver:
+        ref = _user_graph(project, var)
+        ref = ref.compile(checkpointer=ref_saver) if hasattr(ref, "compile") else ref.copy(update={"checkpointer": ref_saver})
+        before = len(list(ref.get_state_history(cfg(thread))))
+        ref.invoke(value, cfg(thread, at) if at else cfg(thread))
+        state = ref.get_state(cfg(thread))
+        return strip_ids(state.values), state.next, len(list(ref.get_state_history(cfg(thread)))) - before
+
+
+def test_run_from_an_earlier_checkpoint_replays_and_compare_finds_no_divergence(lg, project, db_copy):
     url, saver = lg
     graph = _user_graph(project).compile(checkpointer=saver)
     graph.invoke({"n": 0, "log": [], "fixed": True}, cfg("t"))
     original = graph.get_state(cfg("t")).config["configurable"]["checkpoint_id"]
+    at_2 = [s for s in graph.get_state_history(cfg("t")) if s.metadata["step"] == 2][0].config["configurable"]["checkpoint_id"]
+    expect = _reference_run(project, db_copy(url), "graph", "t", None, at_2)  # LangGraph's replay from t@2
+    count = len(list(graph.get_state_history(cfg("t"))))
     lines = _agentctl(url, "run", "t", "--from", "t@2", "--agent", "loop", "--json", cwd=project)
     assert lines.returncode == 0, lines.stderr
     events = [json.loads(x) for x in lines.stdout.splitlines()]
@@ -276,20 +282,31 @@ def test_run_from_an_earlier_checkpoint_replays_and_compare_finds_no_divergence(
     # LangGraph's replay from step 2: a fork copy of it (step 3), then the steps again
     assert [e["step"] for e in saved] == [3, 4, 5, 6, 7] and saved[0]["source"] == "fork"
     assert events[-1]["event"] == "done" and events[-1]["op_id"] is not None
+    state = graph.get_state(cfg("t"))
+    assert (strip_ids(state.values), state.next, len(list(graph.get_state_history(cfg("t")))) - count) == expect
     out = cli_json(url, "compare", original, "t")
     assert out["first_divergent_step"] is None
 
 
-def test_resume_answers_an_interrupt(lg, project):
+def test_resume_answers_an_interrupt(lg, project, db_copy):
+    from langgraph.types import Command
+
     url, saver = lg
     saver.setup()
     r = _agentctl(url, "run", "h", "--agent", "hitl", "--input", json.dumps({"n": 7}), cwd=project)
     assert r.returncode == 0, r.stderr
     assert "interrupt: " in r.stdout and '"question": "approve?"' in r.stdout
+    graph = _user_graph(project, "hitl").copy(update={"checkpointer": saver})
+    waiting = dump(url, saver)
+    count = len(list(graph.get_state_history(cfg("h"))))
+    expect = _reference_run(project, db_copy(url), "hitl", "h", Command(resume="yes"))  # LangGraph's own resume
     r = _agentctl(url, "run", "h", "--agent", "hitl", "--resume", json.dumps("yes"), cwd=project)
     assert r.returncode == 0, r.stderr
-    graph = _user_graph(project, "hitl").copy(update={"checkpointer": saver})
-    assert graph.get_state(cfg("h")).values["approved"] == "yes"
+    state = graph.get_state(cfg("h"))
+    assert state.values["approved"] == "yes"
+    assert (strip_ids(state.values), state.next, len(list(graph.get_state_history(cfg("h")))) - count) == expect
+    assert cli(url, "undo").exit_code == 0
+    assert dump(url, saver) == waiting  # the resume's rows gone, row for row
 
 
 def test_bad_agent_config_from_and_interpreter_exit_2_and_write_nothing(tmp_path, project, bare_python):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -15,6 +16,7 @@ pytest.importorskip("google.adk")
 import tests.formats.test_format_adk as fa  # noqa: E402
 from tests.formats.test_format_adk import INITIAL, dump  # noqa: E402
 from tests.formats.test_run import _agentctl, ctrl_c_when, settled_bytes  # noqa: E402
+from tests.support import dbcopy  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 AGENT = textwrap.dedent('''
@@ -77,41 +79,53 @@ async def _db(tmp_path):
     return path
 
 
-async def _reference(project, path: str, session: str) -> list:
+@asynccontextmanager
+async def _service(url: str):
+    """ADK's DatabaseSessionService on agentctl's URL (a SQLite path or a Postgres DSN)."""
+    from google.adk.sessions import DatabaseSessionService
+
+    if "://" not in url:
+        svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{url}")
+        try:
+            yield svc
+        finally:
+            await svc.close()
+        return
+    engine = fa._engine_for(url)
+    svc = DatabaseSessionService(db_engine=engine)
+    try:
+        yield svc
+    finally:
+        await svc.close()
+        await engine.dispose()
+
+
+async def _reference(project, url: str, session: str) -> list:
     """ADK's own Runner on the copy: [(author, text)] of the session's events, its state."""
     import importlib.util
     import sys
 
     from google.adk.runners import Runner
-    from google.adk.sessions import DatabaseSessionService
     from google.genai import types
 
-    spec = importlib.util.spec_from_file_location(f"echo_ref_{abs(hash(path))}", project / "echo_agent" / "agent.py")
+    spec = importlib.util.spec_from_file_location(f"echo_ref_{abs(hash(url))}", project / "echo_agent" / "agent.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
-    try:
+    async with _service(url) as svc:
         if await svc.get_session(app_name="app", user_id="u1", session_id=session) is None:
             await svc.create_session(app_name="app", user_id="u1", session_id=session)
         runner = Runner(app_name="app", agent=module.root_agent, session_service=svc)
         async for _ in runner.run_async(user_id="u1", session_id=session,
                                         new_message=types.Content(role="user", parts=[types.Part(text="hello")])):
             pass
-        return await _view(path, session)
-    finally:
-        await svc.close()
+    return await _view(url, session)
 
 
-async def _view(path: str, session: str):
-    from google.adk.sessions import DatabaseSessionService
-
-    svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
-    try:
+async def _view(url: str, session: str):
+    async with _service(url) as svc:
         s = await svc.get_session(app_name="app", user_id="u1", session_id=session)
         return [(e.author, e.content.parts[0].text if e.content else None) for e in s.events], s.state
-    finally:
-        await svc.close()
 
 
 @pytest.mark.parametrize("session", ["s1", "fresh"])
@@ -162,9 +176,10 @@ async def test_the_users_error_and_bad_input_exit_2(tmp_path, project):
 
 
 adk_db = fa.adk_db  # (agentctl's URL, a DatabaseSessionService) on SQLite and on Postgres
+db_copy = dbcopy.db_copy  # copy(url) -> a copy's URL (the framework's reference run)
 
 
-async def test_run_then_undo_on_both_backends_and_undo_refuses_after_adk_wrote(adk_db, project):
+async def test_run_then_undo_on_both_backends_and_undo_refuses_after_adk_wrote(adk_db, db_copy, project):
     from google.adk.events import Event
 
     from tests.formats.test_format_adk import _text
@@ -172,12 +187,15 @@ async def test_run_then_undo_on_both_backends_and_undo_refuses_after_adk_wrote(a
     url, svc = adk_db
     await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
     before = await dump(url)
+    copy = db_copy(url)
     agent = str(project / "echo_agent")
     r = _agentctl(url, "run", "app/u1/s1", "--agent", agent, "--input", "hello")
     assert r.returncode == 0, (r.stdout, r.stderr)
     got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
     assert [(e.author, e.content.parts[0].text) for e in got.events] == [("user", "hello"), ("echo", "olleh")]
     assert got.state["count"] == 1 and got.state["user:seen"] is True and got.state["app:runs"] == 1
+    # what ADK's own Runner gives on a copy of the same database (events, state)
+    assert await _view(url, "s1") == await _reference(project, copy, "s1")
     assert cli(url, "undo").exit_code == 0
     assert await dump(url) == before
 

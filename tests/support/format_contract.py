@@ -106,6 +106,8 @@ async def check_store(store, *, first_step: int | None = None, message_per_step:
         for cp in streamed:
             same = await store.get(cp.metadata.checkpoint_id)
             assert cp.to_dict() == same.to_dict() or (not unique_ids and same.metadata.thread_id != tid)
+        if unique_ids:
+            await check_lineage(store, metas[-1].checkpoint_id)
         tree = await checkpoint_tree(store, tid)
         assert tree["total_checkpoints"] >= n
         token = await store.change_token(tid)
@@ -116,6 +118,30 @@ async def check_store(store, *, first_step: int | None = None, message_per_step:
     assert await store.thread_summary("no/such/thread") is None
     assert await store.read_thread("no/such/thread") == []
     assert await store.find_thread_ids("zzz-no-such") == []
+
+
+async def check_lineage(store, checkpoint_id: str) -> None:
+    """`compare`'s reads: `lineage` is the line of parents `get_metadata` walks (root
+    first), and `read_contents` holds each checkpoint's messages and state as `get` has
+    them, equal keys only for equal contents."""
+    walked = []
+    cur = await store.get_metadata(checkpoint_id)
+    while cur is not None and cur.checkpoint_id not in {m.checkpoint_id for m in walked}:
+        walked.append(cur)
+        cur = await store.get_metadata(cur.parent_checkpoint_id) if cur.parent_checkpoint_id else None
+    line = await store.lineage(checkpoint_id)
+    assert [m.checkpoint_id for m in line] == [m.checkpoint_id for m in reversed(walked)]
+    assert line == list(reversed(walked))
+    contents = await store.read_contents(line)
+    assert set(contents) == {m.checkpoint_id for m in line}
+    by_key: dict = {}
+    for m in line:
+        cp = await store.get(m.checkpoint_id)
+        c = contents[m.checkpoint_id]
+        assert c.value() == (cp.messages, cp.state) and c.state() == cp.state
+        if c.key is not None:
+            assert by_key.setdefault(c.key, c.value()) == c.value()
+    assert await store.lineage("no-such-checkpoint") == []
 
 
 async def check_step_refs(store, tid: str, metas=None, max_steps: int = 200) -> None:
