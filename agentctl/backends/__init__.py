@@ -59,6 +59,13 @@ def make_backend(url: str | None = None, *, readonly: bool = True, create: bool 
     """A backend for a URL, not yet connected. The debugger's default is read-only and
     never creates anything; the library's writers use `create_checkpointer`."""
     kind, target = parse_url(url)
+    return open_kind(kind, target, readonly=readonly, create=create, **kwargs)
+
+
+def open_kind(kind: str, target: str, *, readonly: bool = True, create: bool = False,
+              **kwargs: Any) -> CheckpointBackend:
+    """The AgentOS format's store opener (its FormatSpec names it): kind "sqlite"
+    (target a file path) or "postgres" (target a DSN)."""
     if kind == "postgres":
         from agentctl.backends.postgres import PostgresCheckpointer
 

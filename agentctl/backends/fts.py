@@ -150,7 +150,7 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
                 if len(hits) >= limit:
                     break
     except sqlite3.Error as exc:
-        from agentctl.backends.sqlite import map_sqlite_error
+        from agentctl.storage.sqlutil import map_sqlite_error
 
         raise map_sqlite_error(exc, path) from None
     finally:

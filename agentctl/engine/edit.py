@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentctl.backends.base import checkpoint_params
+from agentctl.backends.rows import checkpoint_params
 from agentctl.engine import oplog
 from agentctl.engine.context import INSERT_SQL, EngineContext, require_meta
 from agentctl.engine.oplog import OpResult

@@ -6,9 +6,8 @@ from __future__ import annotations
 import functools
 import random
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterable, Callable, Iterable, Sequence
 
-from agentctl.backends.base import CheckpointBackend, Reader
 from agentctl.engine import merge, retention, rewind, snapshot, transfer, undo
 from agentctl.engine import oplog as _oplog
 from agentctl.engine.context import EngineContext
@@ -26,6 +25,9 @@ from agentctl.engine.types import (
 )
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.contract import History, PruneSpec
+
+if TYPE_CHECKING:
+    from agentctl.backends.base import CheckpointBackend, Reader
 
 
 class CheckpointEngine(History):

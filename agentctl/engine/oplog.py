@@ -38,11 +38,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
-from agentctl.backends.base import ALL_COLUMNS, Reader, RowReads, Transaction, loads
+from agentctl.backends.rows import ALL_COLUMNS, loads
 from agentctl.errors import OperationError
 from agentctl.storage.sqlutil import chunks, in_chunks, marks
+
+if TYPE_CHECKING:
+    from agentctl.backends.base import Reader, RowReads, Transaction
 
 OPLOG = "agentctl_oplog"
 OPLOG_ROWS = "agentctl_oplog_rows"

@@ -6,16 +6,9 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from datetime import timedelta
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from agentctl.backends.base import (
-    DELTA_TAG,
-    META_COLUMNS,
-    THREAD_ORDER_ASC,
-    THREAD_ORDER_DESC,
-    Transaction,
-    row_to_metadata,
-)
+from agentctl.backends.rows import DELTA_TAG, META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
 from agentctl.engine import delta, oplog
 from agentctl.engine.context import EngineContext, thread_count, thread_exists, ts_param
 from agentctl.engine.oplog import OpResult
@@ -23,6 +16,9 @@ from agentctl.engine.types import CheckpointGC, DeletePlan, PrunePlan, Where, as
 from agentctl.errors import ThreadNotFound, UsageError
 from agentctl.storage.contract import PruneSpec, Unsupported
 from agentctl.storage.sqlutil import marks
+
+if TYPE_CHECKING:
+    from agentctl.backends.base import Transaction
 
 # ---- selections ---------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import hashlib
 import logging
 from typing import Callable
 
-from agentctl.backends.base import META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
+from agentctl.backends.rows import META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
 from agentctl.engine import delta, oplog
 from agentctl.engine.context import AFTER, EngineContext, fresh_thread, require_meta, thread_count, thread_exists
 from agentctl.engine.types import RewindPlan, TimeTravelResult

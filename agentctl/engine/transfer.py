@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, AsyncIterable, Iterable
 
-from agentctl.backends.base import checkpoint_params
+from agentctl.backends.rows import checkpoint_params
 from agentctl.engine import delta, oplog
 from agentctl.engine.context import INSERT_SQL, EngineContext
 from agentctl.storage.sqlutil import chunks, in_chunks

@@ -7,9 +7,9 @@ Its store is the checkpointer itself (`agentctl.backends`: `SQLiteCheckpointer`,
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
-from agentctl.storage.contract import ALL_CAPABILITIES, Capability, FormatSpec, Store
+from agentctl.storage.contract import ALL_CAPABILITIES, Capability, FormatSpec
 
 
 # The columns that make a `checkpoints` table AgentOS's. Other stores name a table
@@ -25,16 +25,6 @@ def _matches(tables: Mapping[str, set[str]]) -> bool:
             and all(c in cols for c in KEY_COLUMNS))
 
 
-def _open(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
-    if kind == "postgres":
-        from agentctl.backends.postgres import PostgresCheckpointer
-
-        return PostgresCheckpointer(target, readonly=readonly, create=create, **kwargs)
-    from agentctl.backends.sqlite import SQLiteCheckpointer
-
-    return SQLiteCheckpointer(target, readonly=readonly, create=create, **kwargs)
-
-
 FORMAT = FormatSpec(
     name="agentos",
     title="AgentOS checkpoints",
@@ -42,7 +32,8 @@ FORMAT = FormatSpec(
                 "results per step); also the format agentctl's own checkpointer writes",
     capabilities=frozenset(ALL_CAPABILITIES),
     matches=_matches,
-    open=_open,
+    store="agentctl.backends:open_kind",
+    history="agentctl.engine.history:CheckpointEngine",
     tables=("checkpoints",),
     dialects={Capability.BACKUP.value: ("sqlite",)},
 )

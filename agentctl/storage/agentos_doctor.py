@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentctl.backends.base import DIALECT_INDEXES, INDEXES, index_sql
+from agentctl.backends.rows import DIALECT_INDEXES, INDEXES, index_sql
 from agentctl.storage.contract import Problem
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.textindex import search_index_problems

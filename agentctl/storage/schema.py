@@ -52,7 +52,7 @@ async def tables_or_none(kind: str, target: str) -> dict[str, set[str]] | None:
 def sqlite_tables(path: str) -> dict[str, set[str]]:
     import sqlite3
 
-    from agentctl.backends.sqlite import map_sqlite_error
+    from agentctl.storage.sqlutil import map_sqlite_error
 
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
     try:

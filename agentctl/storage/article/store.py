@@ -215,13 +215,6 @@ class ArticleStore(Store):
     async def close(self) -> None:
         await self.db.close()
 
-    def history(self, **options: Any) -> Any:
-        """The writes; on a store opened read-only its plans and oplog work and its
-        writes raise ReadOnlyDatabase (as the connection refuses them)."""
-        from agentctl.storage.article.history import ArticleHistory
-
-        return ArticleHistory(self, **options)
-
     async def q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
         return await self.db.query(sql, *params)
@@ -1025,3 +1018,8 @@ class ArticleStore(Store):
                 break
             last = rows[-1]["id"]
         return out[:100]
+
+
+def opener(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
+    """The format's store (its FormatSpec names this opener)."""
+    return ArticleStore(kind, target, readonly=readonly, **kwargs)

@@ -36,6 +36,7 @@ from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History, whole_undo_only
 from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
+from agentctl.storage.openai_agents.store import OPLOG, TRASH
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from agentctl.storage.openai_agents.store import OpenAIAgentsStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-OPLOG = "agentctl_openai_oplog"
-TRASH = "agentctl_openai_trash"
 #: the ops of `agentctl run` (the SDK's Runner wrote the items) and `agentctl edit`
 BY_THE_SDK = ("run", "edit")
 
