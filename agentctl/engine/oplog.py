@@ -37,11 +37,16 @@ trashed rows back with their row ids. Undo itself is recorded but cannot be undo
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
 from agentctl.backends.rows import ALL_COLUMNS, loads
 from agentctl.errors import OperationError
+from agentctl.storage.results import (  # re-exported: agentctl.engine.oplog's names
+    NOT_UNDOABLE as NOT_UNDOABLE,
+    OpRecord as OpRecord,
+    OpResult as OpResult,
+    PurgeResult as PurgeResult,
+)
 from agentctl.storage.sqlutil import chunks, in_chunks, marks
 
 if TYPE_CHECKING:
@@ -97,87 +102,6 @@ _SQLITE_DDL = _DDL_TEMPLATE.format(
 _POSTGRES_DDL = _DDL_TEMPLATE.format(
     serial="BIGSERIAL", autoincrement="", int="BIGINT", bignum="NUMERIC", **_NAMES,
     trash=f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id BIGINT NOT NULL, LIKE checkpoints)")
-
-# The kinds an undo cannot revert.
-NOT_UNDOABLE = ("undo", "purge")
-
-
-@dataclass
-class OpRecord:
-    """One entry of the operation log (`engine.oplog()`)."""
-
-    op_id: int
-    created_at: str
-    kind: str
-    summary: str
-    threads: list[str] = field(default_factory=list)
-    undone: bool = False
-    undo_of: int | None = None
-    purgeable_rows: int = 0
-    undone_by: int | None = None
-    purged: bool = False
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def undoable(self) -> bool:
-        """Whether `undo` may revert it (the threads' fingerprints are checked then)."""
-        return not self.undone and not self.purged and self.kind not in NOT_UNDOABLE
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "op_id": self.op_id,
-            "created_at": self.created_at,
-            "kind": self.kind,
-            "summary": self.summary,
-            "threads": list(self.threads),
-            "undone": self.undone,
-            "undo_of": self.undo_of,
-            "purgeable_rows": self.purgeable_rows,
-            "undone_by": self.undone_by,
-            "purged": self.purged,
-            "undoable": self.undoable,
-            "details": self.details,
-        }
-
-
-@dataclass
-class OpResult:
-    """What a write did. `op_id` is None when there was nothing to do (nothing written)."""
-
-    op_id: int | None
-    kind: str
-    summary: str
-    created: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    moved: list[str] = field(default_factory=list)
-    #: what it left out, and why ({checkpoint id: reason}; an import's existing ids)
-    skipped: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "op_id": self.op_id,
-            "kind": self.kind,
-            "summary": self.summary,
-            "created": list(self.created),
-            "deleted": list(self.deleted),
-            "moved": list(self.moved),
-            "skipped": dict(self.skipped),
-        }
-
-
-@dataclass
-class PurgeResult:
-    """What `purge` freed (or would free, with dry_run): the trashed rows of `ops`."""
-
-    ops: list[int]
-    rows: int
-    dry_run: bool
-    vacuumed: bool = False
-    op_id: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ops": list(self.ops), "rows": self.rows, "dry_run": self.dry_run,
-                "vacuumed": self.vacuumed, "op_id": self.op_id}
 
 
 # ---- writing the log ------------------------------------------------------------------

@@ -121,7 +121,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         return meta
 
     async def _fresh_archive(self, session: str, checkpoint_id: str) -> str:
-        from agentctl.engine.rewind import hashed_names
+        from agentctl.storage.results import hashed_names
 
         # from a hash of the session and the target: a --dry-run names the session the write uses
         names = hashed_names(f"{session}-rewind-", f"{session}\0{checkpoint_id}")
