@@ -22,7 +22,7 @@ PG_COLUMNS_SQL = (
 
 def where(kind: str, target: str) -> str:
     if kind == "postgres":
-        from agentctl.backends.postgres import describe_dsn
+        from agentctl.storage.agentos.postgres import describe_dsn
 
         return f"Postgres database {describe_dsn(target)}"
     return target
@@ -78,7 +78,7 @@ def sqlite_tables(path: str) -> dict[str, set[str]]:
 async def _postgres_tables(dsn: str) -> dict[str, set[str]]:
     import asyncpg
 
-    from agentctl.backends.postgres import connect_error, map_pg_error
+    from agentctl.storage.agentos.postgres import connect_error, map_pg_error
 
     try:
         conn = await asyncpg.connect(dsn=dsn, timeout=10,

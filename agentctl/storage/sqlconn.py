@@ -21,7 +21,7 @@ Check = Callable[[Mapping[str, set[str]]], None]
 def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -> Any:
     """A backend (not connected) on the database whose schema `check` accepts."""
     if kind == "postgres":
-        from agentctl.backends.postgres import PostgresCheckpointer
+        from agentctl.storage.agentos.postgres import PostgresCheckpointer
 
         class _PgConn(PostgresCheckpointer):
             yields_to_writers = True  # the SDK's own service writes these tables
@@ -37,7 +37,7 @@ def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -
 
         return _PgConn(target, readonly=readonly, create=False)
 
-    from agentctl.backends.sqlite import SQLiteCheckpointer
+    from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
     from agentctl.storage.sqlutil import map_sqlite_error
     from agentctl.errors import NotADatabase
 

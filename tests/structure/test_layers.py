@@ -1,7 +1,8 @@
 """The layers, read from the source: all SQL lives in the storage layer (one adapter
 per format), the CLI and the TUI reach data only through agentctl.storage (never a
-backend or the engine module directly), and the storage layer imports neither rich nor
-textual."""
+format's store or history, nor the library's facades agentctl.backends / agentctl.engine),
+the storage layer imports neither rich nor textual, and no modules import each other in
+a circle."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from tests.support.rig import REPO
 
 PKG = REPO / "agentctl"
 
-# The storage layer: the formats' adapters and the connections they share. The AgentOS
-# format's writes (the engine package: CheckpointEngine, op log, deltas) are its History.
-STORAGE = ("storage/", "backends/", "engine/")
+# The storage layer: the formats' adapters (AgentOS's too: storage/agentos/, its store and
+# its History, the engine) and what they share. agentctl/backends/ and agentctl/engine/
+# are the library's public names only (re-exports, no SQL).
+STORAGE = ("storage/",)
 # SQL as the code writes it (keywords in capitals), not prose that starts with "Delete".
 SQL = re.compile(r"\b(SELECT\b.*\bFROM\b|INSERT\s+INTO\b|UPDATE\s+\w+\s+SET\b|DELETE\s+FROM\b|"
                  r"CREATE\s+(TABLE|INDEX|VIRTUAL|TEMP|UNIQUE)\b|DROP\s+(TABLE|INDEX)\b|"
@@ -66,8 +68,9 @@ def _imports(path: Path) -> set[str]:
 
 
 # The storage modules the faces may import besides agentctl.storage itself: the
-# contract's types and the library capabilities that are not a format's.
-LIBRARY_MODULES = ("agentctl.storage.contract", "agentctl.storage.backup")
+# contract's types, the plans and results every format's writes return, and the library
+# capabilities that are not a format's.
+LIBRARY_MODULES = ("agentctl.storage.contract", "agentctl.storage.results", "agentctl.storage.backup")
 
 
 def test_cli_and_tui_reach_data_only_through_the_storage_package():
@@ -89,9 +92,21 @@ def test_storage_layer_imports_no_rich_or_textual():
     assert not bad, "\n".join(bad)
 
 
+def test_the_facades_hold_no_logic():
+    """agentctl.backends and agentctl.engine are the library's public names: their
+    modules define no function or class but the lazy loader's `__getattr__`/`__dir__`."""
+    found = []
+    for path in _files(lambda rel: rel.startswith(("backends/", "engine/"))):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                    node.name not in ("__getattr__", "__dir__"):
+                found.append(f"{path.relative_to(PKG)}: {node.name}")
+    assert not found, "\n".join(found)
+
+
 def test_the_sql_check_sees_sql():
     """The check above would find SQL if it were there (it is not vacuous)."""
-    sample = PKG / "backends" / "queries.py"
+    sample = PKG / "storage" / "agentos" / "queries.py"
     assert any(SQL.search(text) for _, text in _strings(sample))
 
 

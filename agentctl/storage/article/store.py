@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl import deep
-from agentctl.backends.base import snippet_around
+from agentctl.storage.agentos.base import snippet_around
 from agentctl.errors import (
     CorruptRowError,
     NotADatabase,
@@ -151,7 +151,7 @@ def backend_class(kind: str) -> type:
     if kind in _BACKENDS:
         return _BACKENDS[kind]
     if kind == "postgres":
-        from agentctl.backends.postgres import PostgresCheckpointer
+        from agentctl.storage.agentos.postgres import PostgresCheckpointer
 
         class ArticlePostgres(PostgresCheckpointer):
             async def _check_schema(self, conn: Any) -> None:
@@ -169,7 +169,7 @@ def backend_class(kind: str) -> type:
 
         _BACKENDS[kind] = ArticlePostgres
     else:
-        from agentctl.backends.sqlite import SQLiteCheckpointer
+        from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 
         class ArticleSQLite(SQLiteCheckpointer):
             async def _check_schema(self, conn: Any) -> None:

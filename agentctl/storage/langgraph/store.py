@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl import deep
-from agentctl.backends.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
+from agentctl.storage.agentos.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places

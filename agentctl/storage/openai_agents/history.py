@@ -40,7 +40,7 @@ from agentctl.storage.openai_agents.store import OPLOG, TRASH
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
-    from agentctl.backends.base import Transaction
+    from agentctl.storage.agentos.base import Transaction
     from agentctl.storage.openai_agents.store import OpenAIAgentsStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")

@@ -146,7 +146,7 @@ def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
     return value
 
 
-# Delta snapshots (agentctl/engine/delta.py): the marker key of a delta row's state_blob, and
+# Delta snapshots (agentctl/storage/agentos/delta.py): the marker key of a delta row's state_blob, and
 # the prefix of the tag that names its base (dropped from the tags agentctl returns).
 DELTA_MARKER = "__agentctl_delta__"
 DELTA_TAG = "agentctl-delta:"

@@ -25,7 +25,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
 
 import aiosqlite
 
-from agentctl.backends.base import (
+from agentctl.storage.agentos.base import (
     REQUIRED_COLUMNS,
     SQLITE_SCHEMA,
     checkpoint_params,
@@ -43,7 +43,7 @@ from agentctl.backends.base import (
     token_part,
     row_to_metadata,
 )
-from agentctl.backends.queries import SharedQueries, check_sort, to_summaries
+from agentctl.storage.agentos.queries import SharedQueries, check_sort, to_summaries
 from agentctl.errors import (
     CorruptRowError,
     DatabaseError,
@@ -564,7 +564,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         await asyncio.shield(batch.done)
 
     async def write_steps(self, steps: WriteSteps) -> Any:
-        """Run a write given as steps (see `agentctl.backends.base.WriteSteps`) whole on
+        """Run a write given as steps (see `agentctl.storage.agentos.base.WriteSteps`) whole on
         the write connection's thread, in its own transaction: no round trip to that
         thread per statement; return its result.
 
@@ -999,7 +999,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
                               limit: int, places: frozenset[str] = frozenset(("messages", "tools", "state")),
                               ) -> list[Any] | None:
-        from agentctl.backends.fts import PLACE_COLUMNS, fts_search, side_index_search
+        from agentctl.storage.agentos.fts import PLACE_COLUMNS, fts_search, side_index_search
         from agentctl.storage.textindex import Unusable, fallback_note, side_path
 
         await self.connect()
@@ -1023,7 +1023,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     async def search_index(self, action: str) -> dict[str, Any]:
         """The side search index (agentctl.storage.textindex): "build" (or rebuild),
         "status" or "drop"; returns its status as a dict (with "dropped" for drop)."""
-        from agentctl.backends.fts import agentos_source
+        from agentctl.storage.agentos.fts import agentos_source
         from agentctl.errors import OperationError
         from agentctl.storage import textindex
 

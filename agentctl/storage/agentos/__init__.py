@@ -1,8 +1,11 @@
 """The AgentOS checkpoint format (docs/formats/agentos.md): one `checkpoints` table of full snapshots.
 
-Its store is the checkpointer itself (`agentctl.backends`: `SQLiteCheckpointer`,
-`PostgresCheckpointer`, which implement `Store`), its history the engine
-(`agentctl.engine.CheckpointEngine`, which implements `History`).
+This package is the format: this module its spec (a leaf: it imports no store), its
+store the checkpointer itself (base.py, sqlite.py, postgres.py: `SQLiteCheckpointer`,
+`PostgresCheckpointer`, which implement `Store`; opened by connect.py), its history the
+engine (history.py: `CheckpointEngine`, which implements `History`), its doctor
+doctor.py. The library's public names for them are `agentctl`, `agentctl.backends` and
+`agentctl.engine` (thin facades).
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ FORMAT = FormatSpec(
                 "results per step); also the format agentctl's own checkpointer writes",
     capabilities=frozenset(ALL_CAPABILITIES),
     matches=_matches,
-    store="agentctl.backends:open_kind",
-    history="agentctl.engine.history:CheckpointEngine",
+    store="agentctl.storage.agentos.connect:open_kind",
+    history="agentctl.storage.agentos.history:CheckpointEngine",
     tables=("checkpoints",),
     dialects={Capability.BACKUP.value: ("sqlite",)},
 )

@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from agentctl.backends.rows import META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
-from agentctl.engine import delta, oplog
-from agentctl.engine.context import AFTER, EngineContext, fresh_thread, require_meta, thread_count, thread_exists
-from agentctl.engine.types import RewindPlan, TimeTravelResult
+from agentctl.storage.agentos.rows import META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
+from agentctl.storage.agentos import delta, oplog
+from agentctl.storage.agentos.context import AFTER, EngineContext, fresh_thread, require_meta, thread_count, thread_exists
+from agentctl.storage.agentos.types import RewindPlan, TimeTravelResult
 from agentctl.storage.results import hashed_names
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, AsyncIterator, Mapping, Sequence
 
-from agentctl.backends.base import (
+from agentctl.storage.agentos.base import (
     RowReads,
     ALL_COLUMNS,
     META_COLUMNS,

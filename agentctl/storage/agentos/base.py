@@ -18,7 +18,7 @@ A repeated `put` of an existing `checkpoint_id` updates every column of that row
 Writes: every public write method is one transaction. `transaction()` gives the engine a
 transaction (with a per-thread lock on Postgres, `BEGIN IMMEDIATE` on SQLite) in which it
 runs several statements written once with `?` placeholders. `query()` and `table_exists()`
-let the engine read its side tables (`agentctl_*`, see agentctl/engine/oplog.py) without writing;
+let the engine read its side tables (`agentctl_*`, see agentctl/storage/agentos/oplog.py) without writing;
 `vacuum()` frees the space of what the engine purged.
 """
 
@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Generator, Iterable, Mapping, Sequence, Union
 
-from agentctl.backends.rows import (
+from agentctl.storage.agentos.rows import (
     ALL_COLUMNS,
     checkpoint_params,
     COLUMN_DEFS,
@@ -244,11 +244,11 @@ Reader = Union[Transaction, "CheckpointBackend"]
 
 
 async def complete_checkpoint(reader: RowReads, cp: Checkpoint, cache: dict | None = None) -> Checkpoint:
-    """The full checkpoint of a row: a delta row (agentctl/engine/delta.py) is resolved."""
+    """The full checkpoint of a row: a delta row (agentctl/storage/agentos/delta.py) is resolved."""
     marker = cp.state.get(DELTA_MARKER) if isinstance(cp.state, dict) else None
     if not isinstance(marker, dict):
         return cp
-    from agentctl.engine.delta import resolve
+    from agentctl.storage.agentos.delta import resolve
 
     return await resolve(reader, cp, cache)
 
@@ -257,8 +257,8 @@ class CheckpointBackend(Store):
     """Storage for checkpoints: the store of the AgentOS format. Use as
     `async with backend:` or call `close()`.
 
-    Implementations: `agentctl.backends.sqlite.SQLiteCheckpointer`,
-    `agentctl.backends.postgres.PostgresCheckpointer`.
+    Implementations: `agentctl.storage.agentos.sqlite.SQLiteCheckpointer`,
+    `agentctl.storage.agentos.postgres.PostgresCheckpointer`.
     """
 
     kind: str = ""
@@ -287,12 +287,12 @@ class CheckpointBackend(Store):
     doctor_checks = ("duplicate_steps", "orphan_parents", "invalid_json", "cycles")
 
     async def doctor(self, limit: int = 100) -> list[Any]:
-        from agentctl.storage import agentos_doctor
+        from agentctl.storage.agentos import doctor as agentos_doctor
 
         return await agentos_doctor.problems(self, limit)
 
     async def fix_indexes(self) -> list[str]:
-        from agentctl.storage import agentos_doctor
+        from agentctl.storage.agentos import doctor as agentos_doctor
 
         return await agentos_doctor.fix_indexes(self)
 
@@ -341,7 +341,7 @@ class CheckpointBackend(Store):
         return row["top"], (row["n"], row["last"])
 
     async def archive_threads(self) -> set[str]:
-        from agentctl.engine import oplog
+        from agentctl.storage.agentos import oplog
 
         return await oplog.archive_threads(self)
 
@@ -488,7 +488,7 @@ class CheckpointBackend(Store):
         raise NotImplementedError
 
     async def compact(self) -> dict[str, Any]:
-        from agentctl.engine import oplog
+        from agentctl.storage.agentos import oplog
 
         tables = ["checkpoints", oplog.TRASH]
         before = await self.size_bytes(tables)
