@@ -9,8 +9,7 @@ Names are imported lazily, so `import agentctl` stays cheap for the CLI.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from agentctl.lazy import loader
 
 __version__ = "0.1.0"
 
@@ -18,11 +17,11 @@ _EXPORTS = {
     "Checkpoint": "agentctl.model",
     "CheckpointMetadata": "agentctl.model",
     "ThreadSummary": "agentctl.model",
-    "CheckpointBackend": "agentctl.backends.base",
-    "SQLiteCheckpointer": "agentctl.backends.sqlite",
-    "PostgresCheckpointer": "agentctl.backends.postgres",
-    "create_checkpointer": "agentctl.backends",
-    "open_backend": "agentctl.backends",
+    "CheckpointBackend": "agentctl.storage.agentos.base",
+    "SQLiteCheckpointer": "agentctl.storage.agentos.sqlite",
+    "PostgresCheckpointer": "agentctl.storage.agentos.postgres",
+    "create_checkpointer": "agentctl.storage.agentos.connect",
+    "open_backend": "agentctl.storage.agentos.connect",
     "CheckpointEngine": "agentctl.engine",
     "SnapshotConfig": "agentctl.engine",
     "SnapshotTrigger": "agentctl.engine",
@@ -35,13 +34,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentctl' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = loader(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

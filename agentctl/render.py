@@ -22,7 +22,7 @@ from rich.tree import Tree
 
 from agentctl import deep, lines
 from agentctl.lines import DIM, ID_STYLE, LABEL_STYLES, Segment, graph_lines, merge_parents
-from agentctl.engine.types import policy_text
+from agentctl.storage.results import policy_text
 from agentctl.text import inert, shorten
 
 __all__ = [

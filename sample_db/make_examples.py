@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentctl.backends.sqlite import SQLiteCheckpointer  # noqa: E402
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer  # noqa: E402
 from agentctl.engine import CheckpointEngine  # noqa: E402
 from agentctl.model import Checkpoint, CheckpointMetadata  # noqa: E402
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentctl.backends.sqlite import SQLiteCheckpointer  # noqa: E402
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer  # noqa: E402
 from agentctl.engine import CheckpointEngine, CheckpointGC, SnapshotConfig  # noqa: E402
 from agentctl.model import Checkpoint, CheckpointMetadata  # noqa: E402
-from agentctl.engine.oplog import SIDE_TABLES  # noqa: E402
+from agentctl.storage.agentos.oplog import SIDE_TABLES  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "agentctl" / "sample" / "checkpoints.db"
 T0 = datetime(2026, 11, 2, 9, 0, 0, tzinfo=timezone.utc)

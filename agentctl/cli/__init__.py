@@ -18,6 +18,8 @@ import os
 import sys
 from typing import Any
 
+from agentctl.cli.startup import report
+
 _LAZY = ("app", "AgentctlGroup", "EXIT_CODES_HELP")
 
 
@@ -27,13 +29,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(root, name)
     raise AttributeError(f"module 'agentctl.cli' has no attribute {name!r}")
-
-
-def report(exc: BaseException) -> None:
-    from agentctl.errors import redact_dsn
-    from agentctl.text import inert
-
-    sys.stderr.write("agentctl: " + inert(redact_dsn(str(exc)), one_line=True) + "\n")
 
 
 def main() -> None:

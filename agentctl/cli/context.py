@@ -33,8 +33,6 @@ class CliState:
             if need is not None:
                 store.require(need, _OPERATION.get(need, need))
             if write:
-                from agentctl.cli.writes import note_write
-
                 await note_write(self, store)
             yield store
 
@@ -118,3 +116,17 @@ def _quiet_threads() -> None:
     import threading
 
     threading.excepthook = lambda args: None
+
+
+async def note_write(st: "CliState", store: Any) -> None:
+    """Called when a command opens the database for writing, before it writes: remember
+    the newest operation of the log, so that after Ctrl-C `interrupted_line` can tell
+    whether the write committed (every write records its op in the same transaction)."""
+    if st.writing:
+        return
+    try:
+        ops = await store.history().oplog(1)
+        before: int | None = ops[0].op_id if ops else 0
+    except Exception:  # noqa: BLE001 - no op log to read: the check says it could not tell
+        before = None
+    st.writing, st.op_before = True, before

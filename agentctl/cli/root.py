@@ -13,9 +13,10 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from agentctl.cli import coercion, registry, report
+from agentctl.cli import coercion, registry
 from agentctl.cli.context import CliState
 from agentctl.cli.output import set_no_color, set_pager
+from agentctl.cli.startup import report
 
 coercion.install()  # plain str/int/float options: no pydantic on every command run
 

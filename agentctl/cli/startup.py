@@ -94,3 +94,10 @@ def _flushed() -> bool:
     except Exception:  # noqa: BLE001 - Python's own exit reports it, as before
         return False
     return True
+
+
+def report(exc: BaseException) -> None:
+    from agentctl.errors import redact_dsn
+    from agentctl.text import inert
+
+    sys.stderr.write("agentctl: " + inert(redact_dsn(str(exc)), one_line=True) + "\n")

@@ -43,20 +43,6 @@ def auto_backup(st: CliState, no_backup: bool) -> str | None:
     return dest
 
 
-async def note_write(st: CliState, store: Any) -> None:
-    """Called when a command opens the database for writing, before it writes: remember
-    the newest operation of the log, so that after Ctrl-C `interrupted_line` can tell
-    whether the write committed (every write records its op in the same transaction)."""
-    if st.writing:
-        return
-    try:
-        ops = await store.history().oplog(1)
-        before: int | None = ops[0].op_id if ops else 0
-    except Exception:  # noqa: BLE001 - no op log to read: the check says it could not tell
-        before = None
-    st.writing, st.op_before = True, before
-
-
 def interrupted_line(st: CliState | None, what: str = "write") -> str:
     """What is true after Ctrl-C: nothing written before the write began; after it, what
     the op log says (the op that committed, or nothing). `what`: the command's name."""

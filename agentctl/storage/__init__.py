@@ -36,7 +36,7 @@ __all__ = [
 
 def parse_url(url: str | None) -> tuple[str, str]:
     """("sqlite", path) or ("postgres", dsn)."""
-    from agentctl.backends import parse_url as _parse
+    from agentctl.storage.agentos.connect import parse_url as _parse
 
     return _parse(url)
 
@@ -127,7 +127,7 @@ def first_thread_page(path: str, limit: int) -> list[Any]:
     """The first page of `threads list` of an AgentOS SQLite file, read synchronously on
     the caller's thread with a connection of its own (the TUI starts it before Textual
     is imported). Raises for anything else; the caller then reads the normal way."""
-    from agentctl.backends.sqlite import read_thread_summaries
+    from agentctl.storage.agentos.sqlite import read_thread_summaries
 
     return read_thread_summaries(path, limit=limit)
 

@@ -19,7 +19,7 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False,
     `on_step` is called when the pages are copied (a progress display)."""
     import sqlite3
 
-    from agentctl.backends.sqlite import map_sqlite_error
+    from agentctl.storage.sqlutil import map_sqlite_error
     from agentctl.errors import DatabaseNotFound, UsageError
 
     if not os.path.isfile(src):

@@ -81,24 +81,51 @@ class Unsupported(UsageError):
         super().__init__(f"the {format_name} format does not support {operation}")
 
 
+def _entry_point(name: str) -> Any:
+    """The object `module:attribute` names (a FormatSpec's store opener or history)."""
+    import importlib
+
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 @dataclass(frozen=True)
 class FormatSpec:
     """One format: its name (`--format NAME`), what it can do, how it is recognised and
     opened. `matches(tables)` gets {table name: set of column names} of the database
     (its current schema on Postgres) and says whether the database is of this format.
     `open(kind, target, readonly, create)` makes the format's `Store` (not connected):
-    kind is "sqlite" (target a file path) or "postgres" (target a DSN)."""
+    kind is "sqlite" (target a file path) or "postgres" (target a DSN).
+
+    `store` and `history` name the format's opener and its History class as entry
+    points, "module:name", imported when first used: detecting a format imports none of
+    its stores or drivers, and the layers of a format point one way: its spec (the
+    package, this object) <- its store (which names its spec as `format`) <- its history
+    (which reads through the store). `Store.history()` makes `history(store, **options)`."""
 
     name: str
     title: str
     description: str
     capabilities: frozenset[Capability]
     matches: Callable[[Mapping[str, set[str]]], bool]
-    open: Callable[..., "Store"]
+    #: "module:name" of `opener(kind, target, *, readonly, create, **kwargs) -> Store`
+    store: str
+    #: "module:name" of the History class (`cls(store, **options)`); "" when read-only
+    history: str = ""
     #: the tables whose presence the detection looks for (for messages)
     tables: tuple[str, ...] = ()
     #: capabilities only one dialect has, e.g. {"backup": ("sqlite",)}
     dialects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def open(self, kind: str, target: str, *, readonly: bool = True, create: bool = False,
+             **kwargs: Any) -> "Store":
+        opener = _entry_point(self.store)
+        return opener(kind, target, readonly=readonly, create=create, **kwargs)
+
+    def make_history(self, store: "Store", **options: Any) -> "History":
+        if not self.history:
+            raise Unsupported(self.name, "writes")
+        return _entry_point(self.history)(store, **options)
 
     def can(self, capability: Capability | str, kind: str | None = None) -> bool:
         cap = Capability(capability)
@@ -233,8 +260,8 @@ class Store(ABC):
 
     def history(self, **options: Any) -> "History":
         """The write side (rewind, branch, merge, prune, delete, undo); `options` are
-        the format's (e.g. a seeded clock in tests)."""
-        raise Unsupported(self.format.name, "writes")
+        the format's (e.g. a seeded clock in tests). The spec names the class."""
+        return self.format.make_history(self, **options)
 
     # ---- threads -------------------------------------------------------------------
 

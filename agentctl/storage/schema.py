@@ -22,7 +22,7 @@ PG_COLUMNS_SQL = (
 
 def where(kind: str, target: str) -> str:
     if kind == "postgres":
-        from agentctl.backends.postgres import describe_dsn
+        from agentctl.storage.agentos.postgres import describe_dsn
 
         return f"Postgres database {describe_dsn(target)}"
     return target
@@ -52,7 +52,7 @@ async def tables_or_none(kind: str, target: str) -> dict[str, set[str]] | None:
 def sqlite_tables(path: str) -> dict[str, set[str]]:
     import sqlite3
 
-    from agentctl.backends.sqlite import map_sqlite_error
+    from agentctl.storage.sqlutil import map_sqlite_error
 
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
     try:
@@ -78,7 +78,7 @@ def sqlite_tables(path: str) -> dict[str, set[str]]:
 async def _postgres_tables(dsn: str) -> dict[str, set[str]]:
     import asyncpg
 
-    from agentctl.backends.postgres import connect_error, map_pg_error
+    from agentctl.storage.agentos.postgres import connect_error, map_pg_error
 
     try:
         conn = await asyncpg.connect(dsn=dsn, timeout=10,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
-    from agentctl.backends.base import Transaction
+    from agentctl.storage.agentos.base import Transaction
 
 
 class SideLog:

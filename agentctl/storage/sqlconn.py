@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from agentctl.storage.contract import Capability, Problem, Store
+from agentctl.storage.sqlutil import like_escape  # noqa: F401 - the SDK stores import it from here
 
 Check = Callable[[Mapping[str, set[str]]], None]
 
@@ -20,7 +21,7 @@ Check = Callable[[Mapping[str, set[str]]], None]
 def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -> Any:
     """A backend (not connected) on the database whose schema `check` accepts."""
     if kind == "postgres":
-        from agentctl.backends.postgres import PostgresCheckpointer
+        from agentctl.storage.agentos.postgres import PostgresCheckpointer
 
         class _PgConn(PostgresCheckpointer):
             yields_to_writers = True  # the SDK's own service writes these tables
@@ -36,7 +37,8 @@ def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -
 
         return _PgConn(target, readonly=readonly, create=False)
 
-    from agentctl.backends.sqlite import SQLiteCheckpointer, map_sqlite_error
+    from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
+    from agentctl.storage.sqlutil import map_sqlite_error
     from agentctl.errors import NotADatabase
 
     class _SqliteConn(SQLiteCheckpointer):
@@ -58,10 +60,6 @@ def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -
 
     return _SqliteConn(target, readonly=readonly, create=False)
 
-
-def like_escape(text: str) -> str:
-    """`text` for a LIKE pattern with ESCAPE '!'."""
-    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 def check_sort(sort: str) -> str:

@@ -1,10 +1,15 @@
-"""Small pieces of SQL the storage layer writes in many places: `?` placeholders, and
-an `IN (...)` list a chunk at a time (SQLite's default limit is 999 parameters a
-statement; Postgres takes 32,767, and a long list plans slowly on both)."""
+"""Small pieces of SQL the storage layer writes in many places: `?` placeholders, an
+`IN (...)` list a chunk at a time (SQLite's default limit is 999 parameters a
+statement; Postgres takes 32,767, and a long list plans slowly on both), LIKE
+escapes, and SQLite's errors as agentctl's."""
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sequence, TypeVar
+import sqlite3
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, TypeVar
+
+if TYPE_CHECKING:
+    from agentctl.errors import AgentctlError
 
 T = TypeVar("T")
 
@@ -28,3 +33,23 @@ def in_chunks(items: Sequence[T] | Iterable[T], n: int = CHUNK) -> Iterator[tupl
     """(placeholders, chunk) for each chunk of `items`: `f"... IN ({ph})", *chunk`."""
     for chunk in chunks(items, n):
         yield marks(len(chunk)), chunk
+
+
+def like_escape(text: str) -> str:
+    """`text` for a LIKE pattern with ESCAPE '!'."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
+    """A SQLite error as the AgentctlError the user can act on (exit codes by kind)."""
+    from agentctl.errors import DatabaseBusy, DatabaseError, NotADatabase, ReadOnlyDatabase
+
+    text = str(exc)
+    low = text.lower()
+    if "locked" in low or "busy" in low:
+        return DatabaseBusy(f"{path}: the database is locked by another writer (waited, still busy)")
+    if "readonly" in low or "read-only" in low:
+        return ReadOnlyDatabase(f"{path}: the database is read-only, cannot write ({text})")
+    if "not a database" in low or "malformed" in low:
+        return NotADatabase(f"{path}: not a usable SQLite database ({text})")
+    return DatabaseError(f"{path}: {text}")

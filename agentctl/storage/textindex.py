@@ -25,7 +25,7 @@ fingerprint finds rows deleted or rewritten (then re-indexed). A side file that 
 be read, or was made by another version, is never trusted (`Unusable`): the caller
 scans and says so.
 
-Formats describe their rows with a `Source`; AgentOS's is in agentctl.backends.fts, the
+Formats describe their rows with a `Source`; AgentOS's is in agentctl.storage.agentos.fts, the
 OpenAI Agents SDK's, Google ADK's and LangGraph's are their stores' `text_source()`.
 `doctor` reports the side index's state through `search_index_problems`.
 """

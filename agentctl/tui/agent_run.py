@@ -23,7 +23,7 @@ from agentctl.errors import UsageError
 from agentctl.model import CheckpointMetadata
 from agentctl.text import inert
 from agentctl.tui.flows import can_write, confirm, done, need_selection
-from agentctl.tui.screens.main import short_meta
+from agentctl.tui.names import short_meta
 
 if TYPE_CHECKING:
     from agentctl.tui.screens.main import MainScreen

@@ -18,7 +18,7 @@ from agentctl.model import CheckpointMetadata
 from agentctl.storage import PruneSpec
 from agentctl.text import inert
 from agentctl.tui.messages import OperationFinished
-from agentctl.tui.screens.main import short_meta
+from agentctl.tui.names import short_meta
 
 if TYPE_CHECKING:
     from agentctl.tui.screens.main import MainScreen

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agentctl.backends.base import DELTA_MARKER, DELTA_TAG, loads
+from agentctl.storage.agentos.base import DELTA_MARKER, DELTA_TAG, loads
 from agentctl.errors import CorruptRowError
 from tests.support.engine_helpers import make_engine
 

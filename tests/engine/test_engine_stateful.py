@@ -29,7 +29,7 @@ from hypothesis.stateful import (
 )
 
 from agentctl.backends import make_backend
-from agentctl.backends.base import loads
+from agentctl.storage.agentos.base import loads
 from agentctl.diff import MISSING
 from agentctl.engine import CheckpointEngine, CheckpointGC, SnapshotConfig
 from agentctl.errors import MergeConflictError, OperationError

@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from agentctl.backends import make_backend
-from agentctl.backends.base import checkpoint_params
+from agentctl.storage.agentos.base import checkpoint_params
 from agentctl.engine import _INSERT_SQL
 from tests.support.engine_helpers import T0, Clock, bulk, dump, make_engine, thread_ids
 from tests.support.helpers import make_cp

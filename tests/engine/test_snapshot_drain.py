@@ -10,8 +10,8 @@ import sqlite3
 
 import pytest
 
-import agentctl.backends.sqlite as sqlite_backend
-from agentctl.backends.sqlite import SQLiteCheckpointer
+import agentctl.storage.agentos.sqlite as sqlite_backend
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 from agentctl.engine import CheckpointEngine
 
 
@@ -36,7 +36,7 @@ async def backend(tmp_path):
 
 
 def count_calls(monkeypatch, name: str) -> list[int]:
-    """Counts the calls of a function of agentctl.backends.sqlite (and the writes of each)."""
+    """Counts the calls of a function of agentctl.storage.agentos.sqlite (and the writes of each)."""
     calls: list[int] = []
     real = getattr(sqlite_backend, name)
 

@@ -302,7 +302,7 @@ async def test_a_write_through_a_read_backends_own_connection_fails(db_url):
         if ro.kind == "sqlite":
             import sqlite3
 
-            from agentctl.backends.sqlite import _PlainReader
+            from agentctl.storage.agentos.sqlite import _PlainReader
 
             with pytest.raises(sqlite3.OperationalError, match="readonly|read-only"):
                 await ro._reader.execute("DELETE FROM checkpoints")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from agentctl.backends.postgres import PostgresCheckpointer
+from agentctl.storage.agentos.postgres import PostgresCheckpointer
 from agentctl.refs import resolve, resolve_thread
 
 from tests.support.helpers import make_cp

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from agentctl.backends.base import SQLITE_SCHEMA
+from agentctl.storage.agentos.base import SQLITE_SCHEMA
 from agentctl.errors import ExitCode
 from tests.support.sampledb import cli, cli_json
 
@@ -342,8 +342,8 @@ def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path, request, kind):
     import asyncio
 
     from agentctl.backends import open_backend
-    from agentctl.backends.base import META_COLUMNS
-    from agentctl.backends.queries import match_rows
+    from agentctl.storage.agentos.base import META_COLUMNS
+    from agentctl.storage.agentos.queries import match_rows
     from tests.support.sampledb import load_sample
 
     path = str(tmp_path / "p.db")

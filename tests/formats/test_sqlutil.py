@@ -1,6 +1,6 @@
 """The storage layer's small shared helpers: placeholders and chunked IN lists
 (agentctl/storage/sqlutil.py), times (agentctl/storage/timefmt.py), and the AgentOS
-table's DDL as data (agentctl/backends/base.py), on real SQLite files."""
+table's DDL as data (agentctl/storage/agentos/base.py), on real SQLite files."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from agentctl.backends import base
+from agentctl.storage.agentos import base
 from agentctl.errors import UsageError
-from agentctl.storage import agentos_doctor
+from agentctl.storage.agentos import doctor as agentos_doctor
 from agentctl.storage.sqlutil import CHUNK, chunks, in_chunks, marks
 from agentctl.storage.timefmt import iso, iso_utc, naive_utc, to_datetime
 
@@ -121,7 +121,7 @@ def test_naive_utc():
 def test_sqlite_backend_stores_created_at_as_given():
     """The SQLite writer's converter: a datetime as its ISO text, text as it is, NULL refused
     by the column (not turned into "")."""
-    from agentctl.backends.sqlite import iso_text
+    from agentctl.storage.agentos.sqlite import iso_text
 
     assert iso_text(datetime(2025, 1, 2, tzinfo=timezone.utc)) == "2025-01-02T00:00:00+00:00"
     assert iso_text("2025-01-02") == "2025-01-02"

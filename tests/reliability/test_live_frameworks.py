@@ -435,7 +435,7 @@ def test_a_deadlock_on_agentctls_own_tables_is_one_line():
     lock timeout is still one line, without Postgres's DETAIL and HINT."""
     import asyncpg
 
-    from agentctl.backends.postgres import map_pg_error
+    from agentctl.storage.agentos.postgres import map_pg_error
     from agentctl.errors import DatabaseBusy
 
     exc = asyncpg.DeadlockDetectedError("deadlock detected\nDETAIL:  Process 1 waits for ShareLock on "

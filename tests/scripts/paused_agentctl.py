@@ -71,8 +71,8 @@ class _Watched:
 
 
 def install(ready: str, point: str) -> None:
-    from agentctl.backends.postgres import PostgresCheckpointer
-    from agentctl.backends.sqlite import SQLiteCheckpointer
+    from agentctl.storage.agentos.postgres import PostgresCheckpointer
+    from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 
     if point not in ("first-change", "before-first-change", "commit"):
         raise SystemExit(f"unknown pause point {point!r}")

@@ -50,7 +50,7 @@ async def snap(engine: CheckpointEngine, thread: str, n: int, **kw: Any) -> list
 async def bulk(backend: Any, thread: str, n: int, start: int = 1) -> list[str]:
     """n checkpoints of a thread written in one transaction (as a fast foreign writer),
     steps start.., each the parent of the next, created_at 1 s apart; their ids."""
-    from agentctl.backends.base import checkpoint_params
+    from agentctl.storage.agentos.base import checkpoint_params
     from agentctl.engine import _INSERT_SQL
     from tests.support.helpers import make_cp
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Iterable, Iterator, Sequence
 
-from agentctl.backends.base import Transaction, WriteSteps
+from agentctl.storage.agentos.base import Transaction, WriteSteps
 
 
 class InjectedFault(RuntimeError):

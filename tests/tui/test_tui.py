@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from agentctl.backends import make_backend, open_backend
-from agentctl.backends.sqlite import SQLiteCheckpointer, read_thread_summaries
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer, read_thread_summaries
 from agentctl.errors import ConnectionFailed, DatabaseNotFound
 from agentctl.tui.app import AgentctlApp
 from agentctl.tui.source import THREAD_PAGE, FirstPage
@@ -286,7 +286,7 @@ async def test_threads_come_from_the_backend_when_the_start_up_read_fails(
     def fails(path, **kwargs):
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr("agentctl.backends.sqlite.read_thread_summaries", fails)
+    monkeypatch.setattr("agentctl.storage.agentos.sqlite.read_thread_summaries", fails)
     app = AgentctlApp(sample_sqlite)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

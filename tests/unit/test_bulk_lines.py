@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 from rich.console import Console
 
-from agentctl.backends.base import SQLITE_SCHEMA
+from agentctl.storage.agentos.base import SQLITE_SCHEMA
 from agentctl.text import inert, inert_all, shorten, shorten_all
 from tests.support.helpers import make_cp, ts
 from tests.support.sampledb import cli

@@ -29,9 +29,9 @@ a session whose state is not its events' fold; `doctor --fix` repairs it, undoab
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
-from agentctl.storage.contract import Capability, FormatSpec, Store
+from agentctl.storage.contract import Capability, FormatSpec
 
 SESSION_COLUMNS = ("app_name", "user_id", "id", "state", "create_time", "update_time")
 EVENT_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "timestamp")
@@ -56,12 +56,6 @@ def _matches(tables: Mapping[str, set[str]]) -> bool:
     return layout(tables) is not None
 
 
-def _open(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
-    from agentctl.storage.adk.store import ADKStore
-
-    return ADKStore(kind, target, readonly=readonly, **kwargs)
-
-
 FORMAT = FormatSpec(
     name="adk",
     title="Google ADK sessions",
@@ -75,6 +69,7 @@ FORMAT = FormatSpec(
     # SQLite); backup: SQLite's online backup API
     dialects={Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,
-    open=_open,
+    store="agentctl.storage.adk.store:opener",
+    history="agentctl.storage.adk.history:ADKHistory",
     tables=("sessions", "events", "app_states", "user_states", "adk_internal_metadata"),
 )

@@ -38,15 +38,14 @@ from agentctl.model import utc_now_iso
 from agentctl.storage.adk.events import StateFold, decode_json
 from agentctl.storage.contract import History, Unsupported, whole_undo_only
 from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
+from agentctl.storage.adk.store import OPLOG, TRASH
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import naive_utc
 
 if TYPE_CHECKING:
-    from agentctl.backends.base import Transaction
+    from agentctl.storage.agentos.base import Transaction
     from agentctl.storage.adk.store import ADKStore
 
-OPLOG = "agentctl_adk_oplog"
-TRASH = "agentctl_adk_trash"
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 

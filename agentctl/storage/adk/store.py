@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import SEARCH_PLACES, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Store, check_search_places
 from agentctl.storage.adk.events import (
     APP,
     USER,
@@ -49,6 +49,10 @@ def thread_id_of(app: str, user: str, session: str) -> str:
     return f"{app}{SEP}{user}{SEP}{session}"
 
 
+#: agentctl's side tables in this format's database (`history.py` writes them)
+OPLOG = "agentctl_adk_oplog"
+TRASH = "agentctl_adk_trash"
+
 class ADKStore(ConnectedStore):
     format = FORMAT
 
@@ -79,12 +83,6 @@ class ADKStore(ConnectedStore):
         self.has_app_states = {"app_name", "state"} <= tables.get("app_states", set())
         self.has_user_states = {"app_name", "user_id", "state"} <= tables.get("user_states", set())
 
-    def history(self, **options: Any) -> Any:
-        """rewind, branch and their undo (schema v1); see `history.py`."""
-        from agentctl.storage.adk.history import ADKHistory
-
-        return ADKHistory(self, **options)
-
     doctor_checks: tuple[str, ...] = ("search_index", "session_state")
 
     async def doctor(self, limit: int = 100) -> list[Any]:
@@ -96,7 +94,8 @@ class ADKStore(ConnectedStore):
 
     async def fix(self) -> list[str]:
         """`doctor --fix`: sessions' state set to their events' fold (undoable)."""
-        done = await self.history().fix_state()
+        history: Any = self.history()  # ADKHistory: the spec names it, this module does not import it
+        done = await history.fix_state()
         return [f"op {op}: set the state of {tid} to its events' fold ({', '.join(map(repr, keys))}); "
                 "`agentctl undo` reverts it" for op, tid, keys in done]
 
@@ -104,8 +103,6 @@ class ADKStore(ConnectedStore):
         """{branch thread: (source thread, source checkpoint)} of agentctl's branches not
         undone (read once per store)."""
         if self._origin_map is None:
-            from agentctl.storage.adk.history import OPLOG
-
             await self.connect()
             found: dict[str, tuple[str, str]] = {}
             if await self._db.table_exists(OPLOG):
@@ -691,3 +688,8 @@ class ADKStore(ConnectedStore):
             return [h for _, h in found[:limit]]
         finally:
             session.close()
+
+
+def opener(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
+    """The format's store (its FormatSpec names this opener)."""
+    return ADKStore(kind, target, readonly=readonly, **kwargs)

@@ -8,9 +8,9 @@ N-th message, from 1). See `store.py` (reads) and `history.py` (writes).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
-from agentctl.storage.contract import Capability, FormatSpec, Store
+from agentctl.storage.contract import Capability, FormatSpec
 
 #: the tables of the format and the columns detection requires of each
 REQUIRED = {
@@ -24,12 +24,6 @@ def _matches(tables: Mapping[str, set[str]]) -> bool:
     return all(t in tables and all(c in tables[t] for c in cols) for t, cols in REQUIRED.items())
 
 
-def _open(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
-    from agentctl.storage.article.store import ArticleStore
-
-    return ArticleStore(kind, target, readonly=readonly, **kwargs)
-
-
 FORMAT = FormatSpec(
     name="article",
     title="Agent session store (the article's)",
@@ -41,7 +35,8 @@ FORMAT = FormatSpec(
         Capability.UNDO, Capability.FOLLOW, Capability.BACKUP, Capability.DOCTOR,
     }),
     matches=_matches,
-    open=_open,
+    store="agentctl.storage.article.store:opener",
+    history="agentctl.storage.article.history:ArticleHistory",
     tables=("users", "sessions", "messages", "tasks", "tool_logs"),
     dialects={Capability.BACKUP.value: ("sqlite",)},
 )

@@ -64,7 +64,7 @@ from agentctl.storage.contract import History, PruneSpec, Unsupported, whole_und
 from agentctl.storage.sqlutil import in_chunks, marks
 
 if TYPE_CHECKING:
-    from agentctl.backends.base import Transaction
+    from agentctl.storage.agentos.base import Transaction
     from agentctl.storage.article.store import ArticleStore
 
 _NAME = re.compile(r"^[\w.-]{1,64}$")

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl import deep
-from agentctl.backends.base import snippet_around
+from agentctl.storage.agentos.base import snippet_around
 from agentctl.errors import (
     CorruptRowError,
     NotADatabase,
@@ -151,7 +151,7 @@ def backend_class(kind: str) -> type:
     if kind in _BACKENDS:
         return _BACKENDS[kind]
     if kind == "postgres":
-        from agentctl.backends.postgres import PostgresCheckpointer
+        from agentctl.storage.agentos.postgres import PostgresCheckpointer
 
         class ArticlePostgres(PostgresCheckpointer):
             async def _check_schema(self, conn: Any) -> None:
@@ -169,7 +169,7 @@ def backend_class(kind: str) -> type:
 
         _BACKENDS[kind] = ArticlePostgres
     else:
-        from agentctl.backends.sqlite import SQLiteCheckpointer
+        from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 
         class ArticleSQLite(SQLiteCheckpointer):
             async def _check_schema(self, conn: Any) -> None:
@@ -214,13 +214,6 @@ class ArticleStore(Store):
 
     async def close(self) -> None:
         await self.db.close()
-
-    def history(self, **options: Any) -> Any:
-        """The writes; on a store opened read-only its plans and oplog work and its
-        writes raise ReadOnlyDatabase (as the connection refuses them)."""
-        from agentctl.storage.article.history import ArticleHistory
-
-        return ArticleHistory(self, **options)
 
     async def q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
@@ -1025,3 +1018,8 @@ class ArticleStore(Store):
                 break
             last = rows[-1]["id"]
         return out[:100]
+
+
+def opener(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
+    """The format's store (its FormatSpec names this opener)."""
+    return ArticleStore(kind, target, readonly=readonly, **kwargs)

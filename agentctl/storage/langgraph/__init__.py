@@ -25,9 +25,9 @@ LangGraph's replay forks), branch, prune, threads delete, undo and purge; side t
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
-from agentctl.storage.contract import Capability, FormatSpec, Store
+from agentctl.storage.contract import Capability, FormatSpec
 
 #: the columns detection requires, per dialect
 SQLITE_TABLES = {
@@ -52,13 +52,6 @@ def _matches(tables: Mapping[str, set[str]]) -> bool:
     return _has(tables, SQLITE_TABLES) or _has(tables, POSTGRES_TABLES)
 
 
-def _open(kind: str, target: str, *, readonly: bool = True, create: bool = False,
-          **kwargs: Any) -> Store:
-    from agentctl.storage.langgraph.store import LangGraphStore
-
-    return LangGraphStore(kind, target, readonly=readonly, **kwargs)
-
-
 FORMAT = FormatSpec(
     name="langgraph",
     title="LangGraph checkpoints",
@@ -71,7 +64,8 @@ FORMAT = FormatSpec(
                             Capability.PRUNE, Capability.DELETE, Capability.UNDO, Capability.BACKUP}),
     dialects={Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,
-    open=_open,
+    store="agentctl.storage.langgraph.store:opener",
+    history="agentctl.storage.langgraph.history:LangGraphHistory",
     tables=("checkpoints", "writes", "checkpoint_blobs", "checkpoint_writes",
             "checkpoint_migrations"),
 )

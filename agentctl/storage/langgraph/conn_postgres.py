@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentctl.backends.postgres import PostgresCheckpointer
+from agentctl.storage.agentos.postgres import PostgresCheckpointer
 from agentctl.errors import SchemaError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentctl.backends.sqlite import SQLiteCheckpointer
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 from agentctl.errors import SchemaError
 
 

@@ -75,10 +75,7 @@ from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.sidelog import SideLog
 from agentctl.storage.sqlutil import in_chunks
 
-from agentctl.storage.langgraph.store import OPLOG
-TRASH_CP = "agentctl_langgraph_trash_checkpoints"
-TRASH_W = "agentctl_langgraph_trash_writes"
-TRASH_B = "agentctl_langgraph_trash_blobs"
+from agentctl.storage.langgraph.store import OPLOG, TRASH_B, TRASH_CP, TRASH_W
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread", "run", "edit")
 #: the ops whose rows LangGraph itself wrote (the user's agent run by `agentctl run` /

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl import deep
-from agentctl.backends.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
+from agentctl.storage.agentos.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
@@ -52,6 +52,9 @@ WHERE_CACHE_MAX = 200_000
 #: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
 #: agentctl's operation log in a LangGraph database (`history.py` writes it)
 OPLOG = "agentctl_langgraph_oplog"
+TRASH_CP = "agentctl_langgraph_trash_checkpoints"
+TRASH_W = "agentctl_langgraph_trash_writes"
+TRASH_B = "agentctl_langgraph_trash_blobs"
 SPECIAL_WRITES = ("__error__", "__scheduled__", "__interrupt__", "__resume__")
 #: metadata keys LangGraph itself writes (the others are the user's)
 LG_METADATA = ("source", "step", "parents", "run_id", "thread_id", "checkpoint_ns",
@@ -273,8 +276,6 @@ class LangGraphStore(Store):
     async def compact(self) -> dict[str, Any]:
         """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
         tables (Postgres), with the sizes before and after (see `Store.compact`)."""
-        from agentctl.storage.langgraph.history import TRASH_B, TRASH_CP, TRASH_W
-
         await self.connect()
         tables = (["checkpoints", "checkpoint_blobs", "checkpoint_writes"] if self._pg
                   else ["checkpoints", "writes"]) + [TRASH_CP, TRASH_W] + ([TRASH_B] if self._pg else [])
@@ -284,12 +285,6 @@ class LangGraphStore(Store):
             await self._db.truncate_wal()
         return {"vacuumed": tables if self._pg else "file", "before": before,
                 "after": await self._db.size_bytes(tables)}
-
-    def history(self, **options: Any) -> Any:
-        """rewind, branch, prune, threads delete, undo, purge; see `history.py`."""
-        from agentctl.storage.langgraph.history import LangGraphHistory
-
-        return LangGraphHistory(self, **options)
 
     @property
     def connection(self) -> Any:
@@ -1211,3 +1206,9 @@ class LangGraphStore(Store):
             if len(out) >= limit:
                 break
         return out
+
+
+def opener(kind: str, target: str, *, readonly: bool = True, create: bool = False,
+          **kwargs: Any) -> Store:
+    """The format's store (its FormatSpec names this opener)."""
+    return LangGraphStore(kind, target, readonly=readonly, **kwargs)

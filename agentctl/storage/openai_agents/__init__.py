@@ -33,10 +33,10 @@ the pairs.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Mapping
 
 from agentctl.errors import SchemaError
-from agentctl.storage.contract import Capability, FormatSpec, Store
+from agentctl.storage.contract import Capability, FormatSpec
 
 SESSION_COLUMNS = ("session_id", "created_at", "updated_at")
 MESSAGE_COLUMNS = ("id", "session_id", "message_data", "created_at")
@@ -87,12 +87,6 @@ def _matches(tables: Mapping[str, set[str]]) -> bool:
     return bool(candidate_pairs(tables))
 
 
-def _open(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
-    from agentctl.storage.openai_agents.store import OpenAIAgentsStore
-
-    return OpenAIAgentsStore(kind, target, readonly=readonly, **kwargs)
-
-
 FORMAT = FormatSpec(
     name="openai-agents",
     title="OpenAI Agents SDK sessions",
@@ -105,6 +99,7 @@ FORMAT = FormatSpec(
     # backup: SQLite's online backup API
     dialects={Capability.DOCTOR.value: ("sqlite",), Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,
-    open=_open,
+    store="agentctl.storage.openai_agents.store:opener",
+    history="agentctl.storage.openai_agents.history:OpenAIHistory",
     tables=("agent_sessions", "agent_messages"),
 )

@@ -36,15 +36,14 @@ from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History, whole_undo_only
 from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
+from agentctl.storage.openai_agents.store import OPLOG, TRASH
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
-    from agentctl.backends.base import Transaction
+    from agentctl.storage.agentos.base import Transaction
     from agentctl.storage.openai_agents.store import OpenAIAgentsStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-OPLOG = "agentctl_openai_oplog"
-TRASH = "agentctl_openai_trash"
 #: the ops of `agentctl run` (the SDK's Runner wrote the items) and `agentctl edit`
 BY_THE_SDK = ("run", "edit")
 
@@ -122,7 +121,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         return meta
 
     async def _fresh_archive(self, session: str, checkpoint_id: str) -> str:
-        from agentctl.engine.rewind import hashed_names
+        from agentctl.storage.results import hashed_names
 
         # from a hash of the session and the target: a --dry-run names the session the write uses
         names = hashed_names(f"{session}-rewind-", f"{session}\0{checkpoint_id}")

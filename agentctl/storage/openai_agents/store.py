@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Store, check_search_places
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -58,6 +58,10 @@ def row_id_of(cid: str) -> int | None:
     return int(digits)
 
 
+#: agentctl's side tables in this format's database (`history.py` writes them)
+OPLOG = "agentctl_openai_oplog"
+TRASH = "agentctl_openai_trash"
+
 class OpenAIAgentsStore(ConnectedStore):
     format = FORMAT
 
@@ -83,19 +87,11 @@ class OpenAIAgentsStore(ConnectedStore):
         self.has_structure = all(c in tables.get("message_structure", ()) for c in STRUCTURE_COLUMNS)
         self.has_usage = all(c in tables.get("turn_usage", ()) for c in USAGE_COLUMNS)
 
-    def history(self, **options: Any) -> Any:
-        """rewind (SQLiteSession sessions) and its undo; see `history.py`."""
-        from agentctl.storage.openai_agents.history import OpenAIHistory
-
-        return OpenAIHistory(self, **options)
-
     async def _archives(self) -> dict[str, tuple[str, int, str]]:
         """{session: (the session it came from, row id of the item it came after, "rewind"
         or "branch")} of the archive sessions of rewinds and the sessions of branches
         agentctl made, not undone (read once per store)."""
         if self._archive_map is None:
-            from agentctl.storage.openai_agents.history import OPLOG
-
             await self.connect()
             found: dict[str, tuple[str, int, str]] = {}
             if await self._db.table_exists(OPLOG):
@@ -552,3 +548,8 @@ class OpenAIAgentsStore(ConnectedStore):
             return hits
         finally:
             session.close()
+
+
+def opener(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
+    """The format's store (its FormatSpec names this opener)."""
+    return OpenAIAgentsStore(kind, target, readonly=readonly, **kwargs)

@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 from agentctl.errors import AgentctlError, redact_dsn
 from agentctl.model import CheckpointMetadata, SearchHit
 from agentctl.text import inert
+from agentctl.tui.names import short_meta
 from agentctl.tui.messages import (
     BranchesLoaded,
     DatabaseChanged,
@@ -109,10 +110,6 @@ def while_shown(handler: Callable[..., Any]) -> Callable[..., Any]:
             return None
         return handler(self, *message)
     return wrapper
-
-
-def short_meta(meta: CheckpointMetadata) -> str:
-    return f"{inert(meta.thread_id, one_line=True)}@{meta.step}"
 
 
 def report_worker_error(node: Any, event: Worker.StateChanged) -> None:
@@ -228,7 +225,7 @@ class MainScreen(Screen[None]):
         self.refresh_bindings()
         if not self.threads.fetching:  # the threads are listed
             self._show_first_thread()
-        from agentctl.tui import resume_gc
+        from agentctl.tui.startup import resume_gc
 
         resume_gc()  # the start-up is over (if `agentctl tui` paused the collector)
 

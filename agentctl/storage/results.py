@@ -1,28 +1,22 @@
-"""The engine's types: triggers, retention policies, the configuration, the plans and
-results of its writes (AgentOS's names and defaults), and the named values the
-engine's modules pass each other."""
+"""What every format's writes plan and return, shown alike by `render.plan_text`, the
+CLI and the TUI: the plans (`RewindPlan`, `MergePlan`, `PrunePlan`, `DeletePlan`), the
+results (`TimeTravelResult`, `OpResult`, `PurgeResult`), an op-log entry (`OpRecord`)
+the retention policies (`CheckpointGC`), and the archive names a plan and its write
+agree on (`hashed_names`). The storage layer owns them: each format's
+History imports them from here (the AgentOS engine re-exports them as its own, from
+`agentctl.engine` as before)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Mapping, NamedTuple
+import hashlib
+from typing import Any, Callable, Mapping
 
 from agentctl.errors import UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 MERGE_STRATEGIES = ("three-way", "ours", "theirs")
-
-
-class SnapshotTrigger(str, Enum):
-    """What made a snapshot; its value is the checkpoint's tag."""
-
-    TOOL_CALL = "tool_call"
-    LLM_CALL = "llm_call"
-    STATE_CHANGE = "state_change"
-    TASK_BOUNDARY = "task_boundary"
-    MANUAL = "manual"
-    INTERVAL = "interval"
 
 
 class CheckpointGC(str, Enum):
@@ -53,23 +47,6 @@ def policy_text(policy: "CheckpointGC | str", param: Any) -> str:
     if not isinstance(param, (int, float)):
         return f"{name} {param}"
     return f"{name} {duration_text(param) if name == CheckpointGC.KEEP_AGE.value else f'{param:g}'}"
-
-
-@dataclass
-class SnapshotConfig:
-    """Which triggers snapshot, the automatic GC after each snapshot, deltas, size limit."""
-
-    triggers: set[SnapshotTrigger] = field(default_factory=lambda: {
-        SnapshotTrigger.MANUAL,
-        SnapshotTrigger.TOOL_CALL,
-        SnapshotTrigger.LLM_CALL,
-        SnapshotTrigger.STATE_CHANGE,
-    })
-    gc_policy: CheckpointGC = CheckpointGC.KEEP_LAST_N
-    gc_param: float = 100  # n for keep_last_n / keep_milestones, seconds for keep_age
-    delta_snapshots: bool = False  # AgentOS's default was True, but it did nothing
-    max_snapshot_size_mb: float = 10.0
-    delta_keyframe_every: int = 16  # a full row at least every this many snapshots
 
 
 @dataclass
@@ -205,26 +182,6 @@ class DeletePlan:
                 "included": list(self.included), "branches_kept": list(self.branches_kept)}
 
 
-class SnapshotInput(NamedTuple):
-    """What a snapshot computes before its write (the write may run on the database's
-    thread): everything of the new checkpoint but its step, parent default and id."""
-
-    trigger: SnapshotTrigger
-    summary: str
-    parent: str | None  # the caller's parent_checkpoint_id (None: the thread's head)
-    next_node: str
-    hex6: str  # the id's random part
-    now: str  # created_at
-    counter: int  # this engine's step counter for the thread
-
-
-class Where(NamedTuple):
-    """A WHERE condition over `checkpoints` and its parameters."""
-
-    sql: str
-    params: list[Any]
-
-
 def skipped_text(counts: Mapping[str, int]) -> str:
     """'skipped 3 checkpoint(s): why' (rows left out, by reason) or ''."""
     total = sum(counts.values())
@@ -235,15 +192,6 @@ def skipped_text(counts: Mapping[str, int]) -> str:
     return f"skipped {total} checkpoint(s): " + "; ".join(f"{n}: {why}" for why, n in counts.items())
 
 
-def as_trigger(trigger: Any) -> SnapshotTrigger | None:
-    if isinstance(trigger, SnapshotTrigger):
-        return trigger
-    try:
-        return SnapshotTrigger(trigger)
-    except ValueError:
-        return None
-
-
 def as_policy(policy: CheckpointGC | str) -> CheckpointGC:
     if isinstance(policy, CheckpointGC):
         return policy
@@ -252,3 +200,98 @@ def as_policy(policy: CheckpointGC | str) -> CheckpointGC:
     except ValueError:
         raise UsageError(f"unknown GC policy {policy!r}; use one of: "
                          + ", ".join(p.value for p in CheckpointGC)) from None
+
+
+# The kinds an undo cannot revert.
+NOT_UNDOABLE = ("undo", "purge")
+
+
+@dataclass
+class OpRecord:
+    """One entry of the operation log (`engine.oplog()`)."""
+
+    op_id: int
+    created_at: str
+    kind: str
+    summary: str
+    threads: list[str] = field(default_factory=list)
+    undone: bool = False
+    undo_of: int | None = None
+    purgeable_rows: int = 0
+    undone_by: int | None = None
+    purged: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def undoable(self) -> bool:
+        """Whether `undo` may revert it (the threads' fingerprints are checked then)."""
+        return not self.undone and not self.purged and self.kind not in NOT_UNDOABLE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op_id": self.op_id,
+            "created_at": self.created_at,
+            "kind": self.kind,
+            "summary": self.summary,
+            "threads": list(self.threads),
+            "undone": self.undone,
+            "undo_of": self.undo_of,
+            "purgeable_rows": self.purgeable_rows,
+            "undone_by": self.undone_by,
+            "purged": self.purged,
+            "undoable": self.undoable,
+            "details": self.details,
+        }
+
+
+@dataclass
+class OpResult:
+    """What a write did. `op_id` is None when there was nothing to do (nothing written)."""
+
+    op_id: int | None
+    kind: str
+    summary: str
+    created: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+    #: what it left out, and why ({checkpoint id: reason}; an import's existing ids)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op_id": self.op_id,
+            "kind": self.kind,
+            "summary": self.summary,
+            "created": list(self.created),
+            "deleted": list(self.deleted),
+            "moved": list(self.moved),
+            "skipped": dict(self.skipped),
+        }
+
+
+@dataclass
+class PurgeResult:
+    """What `purge` freed (or would free, with dry_run): the trashed rows of `ops`."""
+
+    ops: list[int]
+    rows: int
+    dry_run: bool
+    vacuumed: bool = False
+    op_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ops": list(self.ops), "rows": self.rows, "dry_run": self.dry_run,
+                "vacuumed": self.vacuumed, "op_id": self.op_id}
+
+
+def hashed_names(prefix: str, key: str) -> Callable[[], str]:
+    """`{prefix}{4 hex}` names in the order they are tried, the hex from a hash of
+    `key` and the attempt: a plan and the write it announces (in another process, a
+    `--dry-run` before the real run) try the same names."""
+    attempt = iter(range(1 << 30))
+
+    def make() -> str:
+        data = f"{key}\0{next(attempt)}".encode("utf-8", "surrogatepass")
+        return f"{prefix}{hashlib.sha256(data).hexdigest()[:4]}"
+
+    return make

@@ -77,7 +77,7 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
 
     import json
 
-    from agentctl.backends.base import dumps, hit_path, search_json, snippet_around
+    from agentctl.storage.agentos.base import dumps, hit_path, search_json, snippet_around
 
     if len(text) < 3:  # a trigram index cannot match shorter strings
         return None
@@ -150,7 +150,7 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
                 if len(hits) >= limit:
                     break
     except sqlite3.Error as exc:
-        from agentctl.backends.sqlite import map_sqlite_error
+        from agentctl.storage.sqlutil import map_sqlite_error
 
         raise map_sqlite_error(exc, path) from None
     finally:
@@ -169,7 +169,7 @@ def _object_text(value: Any) -> str:
     """The lower-cased text the scan matches in a tool-results or state object: its
     serialisation (a match across a key and its value), plus every key and string leaf
     whose raw text differs from its serialised form (escapes)."""
-    from agentctl.backends.base import dumps
+    from agentctl.storage.agentos.base import dumps
 
     whole = dumps(value)
     if "\\" not in whole:  # no string needed an escape: every key and leaf is in it as is
@@ -194,7 +194,7 @@ def agentos_docs(values: Any) -> list[tuple[int, str]]:
     """The index documents of one checkpoint row (messages_blob, tools_blob, state_blob):
     kind 0 every message's content (as the scan reads it), 1 the tool results, 2 the
     state (not a delta row's patches)."""
-    from agentctl.backends.base import DELTA_MARKER, dumps, loads
+    from agentctl.storage.agentos.base import DELTA_MARKER, dumps, loads
 
     out: list[tuple[int, str]] = []
     decoded = []
@@ -239,8 +239,8 @@ def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, th
     cannot be trusted or updated; the caller scans."""
     import sqlite3
 
-    from agentctl.backends.base import META_COLUMNS
-    from agentctl.backends.queries import match_rows
+    from agentctl.storage.agentos.base import META_COLUMNS
+    from agentctl.storage.agentos.queries import match_rows
     from agentctl.storage.sqlutil import marks
     from agentctl.storage.textindex import open_for_search
 

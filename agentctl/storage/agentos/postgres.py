@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Iterable, Sequence
 from urllib.parse import urlsplit
 
-from agentctl.backends.base import (
+from agentctl.storage.agentos.base import (
     POSTGRES_SCHEMA,
     REQUIRED_COLUMNS,
     checkpoint_params,
@@ -28,7 +28,7 @@ from agentctl.backends.base import (
     row_to_metadata,
     token_part,
 )
-from agentctl.backends.queries import SharedQueries, to_summaries
+from agentctl.storage.agentos.queries import SharedQueries, to_summaries
 from agentctl.errors import (
     AgentctlError,
     ConnectionFailed,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentctl.backends.base import DIALECT_INDEXES, INDEXES, index_sql
+from agentctl.storage.agentos.rows import DIALECT_INDEXES, INDEXES, index_sql
 from agentctl.storage.contract import Problem
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.textindex import search_index_problems
 
 if TYPE_CHECKING:
-    from agentctl.backends.base import CheckpointBackend
+    from agentctl.storage.agentos.base import CheckpointBackend
 
 EXPECTED_INDEXES = tuple(name for name, _ in INDEXES)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentctl.backends.base import checkpoint_params
-from agentctl.engine import oplog
-from agentctl.engine.context import INSERT_SQL, EngineContext, require_meta
-from agentctl.engine.oplog import OpResult
-from agentctl.engine.snapshot import head_query
+from agentctl.storage.agentos.rows import checkpoint_params
+from agentctl.storage.agentos import oplog
+from agentctl.storage.agentos.context import INSERT_SQL, EngineContext, require_meta
+from agentctl.storage.agentos.oplog import OpResult
+from agentctl.storage.agentos.snapshot import head_query
 from agentctl.errors import CheckpointNotFound
 from agentctl.model import Checkpoint, CheckpointMetadata
 

@@ -25,7 +25,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
 
 import aiosqlite
 
-from agentctl.backends.base import (
+from agentctl.storage.agentos.base import (
     REQUIRED_COLUMNS,
     SQLITE_SCHEMA,
     checkpoint_params,
@@ -43,11 +43,9 @@ from agentctl.backends.base import (
     token_part,
     row_to_metadata,
 )
-from agentctl.backends.queries import SharedQueries, check_sort, to_summaries
+from agentctl.storage.agentos.queries import SharedQueries, check_sort, to_summaries
 from agentctl.errors import (
-    AgentctlError,
     CorruptRowError,
-    DatabaseBusy,
     DatabaseError,
     DatabaseNotFound,
     NotADatabase,
@@ -56,7 +54,7 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
-from agentctl.storage.sqlutil import in_chunks, marks
+from agentctl.storage.sqlutil import in_chunks, map_sqlite_error, marks
 from agentctl.storage.timefmt import iso
 
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
@@ -94,17 +92,6 @@ def iso_text(value: Any) -> Any:
     other value as given (the column refuses NULL)."""
     return iso(value) if isinstance(value, datetime) else value
 
-
-def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
-    text = str(exc)
-    low = text.lower()
-    if "locked" in low or "busy" in low:
-        return DatabaseBusy(f"{path}: the database is locked by another writer (waited, still busy)")
-    if "readonly" in low or "read-only" in low:
-        return ReadOnlyDatabase(f"{path}: the database is read-only, cannot write ({text})")
-    if "not a database" in low or "malformed" in low:
-        return NotADatabase(f"{path}: not a usable SQLite database ({text})")
-    return DatabaseError(f"{path}: {text}")
 
 
 # _thread_rows reads by step alone up to this many rows (more: no LIMIT, the whole thread).
@@ -577,7 +564,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         await asyncio.shield(batch.done)
 
     async def write_steps(self, steps: WriteSteps) -> Any:
-        """Run a write given as steps (see `agentctl.backends.base.WriteSteps`) whole on
+        """Run a write given as steps (see `agentctl.storage.agentos.base.WriteSteps`) whole on
         the write connection's thread, in its own transaction: no round trip to that
         thread per statement; return its result.
 
@@ -1012,7 +999,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
                               limit: int, places: frozenset[str] = frozenset(("messages", "tools", "state")),
                               ) -> list[Any] | None:
-        from agentctl.backends.fts import PLACE_COLUMNS, fts_search, side_index_search
+        from agentctl.storage.agentos.fts import PLACE_COLUMNS, fts_search, side_index_search
         from agentctl.storage.textindex import Unusable, fallback_note, side_path
 
         await self.connect()
@@ -1036,7 +1023,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     async def search_index(self, action: str) -> dict[str, Any]:
         """The side search index (agentctl.storage.textindex): "build" (or rebuild),
         "status" or "drop"; returns its status as a dict (with "dropped" for drop)."""
-        from agentctl.backends.fts import agentos_source
+        from agentctl.storage.agentos.fts import agentos_source
         from agentctl.errors import OperationError
         from agentctl.storage import textindex
 
@@ -1065,7 +1052,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         # differ in ensure_ascii). LIKE folds ASCII case as lower() does, without copying
         # each column lower-cased (3x faster on 1M rows); \u escapes' hex digits match in
         # either case. (A pattern too long for LIKE's limit is tested with instr.)
-        from agentctl.storage.sqlconn import like_escape
+        from agentctl.storage.sqlutil import like_escape
 
         part = token_part(text)
         if not part:

@@ -4,21 +4,18 @@ retention policy, in the snapshot's transaction, not logged), the size limit, de
 from __future__ import annotations
 
 import logging
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentctl.backends.base import (
-    DELTA_TAG,
-    THREAD_ORDER_DESC,
-    Transaction,
-    WriteSteps,
-    dumps,
-)
-from agentctl.engine import delta
-from agentctl.engine.context import EngineContext, thread_count
-from agentctl.engine.retention import keep_last_where, selection
-from agentctl.engine.types import CheckpointGC, SnapshotInput, SnapshotTrigger, as_policy, as_trigger
+from agentctl.storage.agentos.rows import DELTA_TAG, THREAD_ORDER_DESC, dumps
+from agentctl.storage.agentos import delta
+from agentctl.storage.agentos.context import EngineContext, thread_count
+from agentctl.storage.agentos.retention import keep_last_where, selection
+from agentctl.storage.agentos.types import CheckpointGC, SnapshotInput, SnapshotTrigger, as_policy, as_trigger
 from agentctl.errors import SnapshotTooLarge, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata
+
+if TYPE_CHECKING:
+    from agentctl.storage.agentos.base import Transaction, WriteSteps
 
 logger = logging.getLogger("agentctl.engine")
 

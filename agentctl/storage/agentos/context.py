@@ -8,14 +8,17 @@ import random
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 
-from agentctl.backends.base import COLUMNS, CheckpointBackend, Reader, Transaction
-from agentctl.engine.types import SnapshotConfig
+from agentctl.storage.agentos.rows import COLUMNS
+from agentctl.storage.agentos.types import SnapshotConfig
 from agentctl.errors import CheckpointNotFound, OperationError
 from agentctl.model import CheckpointMetadata, utc_now_iso
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import iso, to_datetime
+
+if TYPE_CHECKING:
+    from agentctl.storage.agentos.base import CheckpointBackend, Reader, Transaction
 
 _HEX = "0123456789abcdef"
 T = TypeVar("T")

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from agentctl.backends.base import Reader, decode_tags
-from agentctl.engine import oplog
-from agentctl.engine.context import EngineContext
-from agentctl.engine.types import MERGE_STRATEGIES, MergePlan
+from agentctl.storage.agentos.rows import decode_tags
+from agentctl.storage.agentos import oplog
+from agentctl.storage.agentos.context import EngineContext
+from agentctl.storage.agentos.types import MERGE_STRATEGIES, MergePlan
 from agentctl.errors import MergeConflictError, OperationError, ThreadNotFound, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata
+
+if TYPE_CHECKING:
+    from agentctl.storage.agentos.base import Reader
 
 logger = logging.getLogger("agentctl.engine")
 

@@ -1,15 +1,18 @@
 """The AgentOS checkpoint format (docs/formats/agentos.md): one `checkpoints` table of full snapshots.
 
-Its store is the checkpointer itself (`agentctl.backends`: `SQLiteCheckpointer`,
-`PostgresCheckpointer`, which implement `Store`), its history the engine
-(`agentctl.engine.CheckpointEngine`, which implements `History`).
+This package is the format: this module its spec (a leaf: it imports no store), its
+store the checkpointer itself (base.py, sqlite.py, postgres.py: `SQLiteCheckpointer`,
+`PostgresCheckpointer`, which implement `Store`; opened by connect.py), its history the
+engine (history.py: `CheckpointEngine`, which implements `History`), its doctor
+doctor.py. The library's public names for them are `agentctl`, `agentctl.backends` and
+`agentctl.engine` (thin facades).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
-from agentctl.storage.contract import ALL_CAPABILITIES, Capability, FormatSpec, Store
+from agentctl.storage.contract import ALL_CAPABILITIES, Capability, FormatSpec
 
 
 # The columns that make a `checkpoints` table AgentOS's. Other stores name a table
@@ -25,16 +28,6 @@ def _matches(tables: Mapping[str, set[str]]) -> bool:
             and all(c in cols for c in KEY_COLUMNS))
 
 
-def _open(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
-    if kind == "postgres":
-        from agentctl.backends.postgres import PostgresCheckpointer
-
-        return PostgresCheckpointer(target, readonly=readonly, create=create, **kwargs)
-    from agentctl.backends.sqlite import SQLiteCheckpointer
-
-    return SQLiteCheckpointer(target, readonly=readonly, create=create, **kwargs)
-
-
 FORMAT = FormatSpec(
     name="agentos",
     title="AgentOS checkpoints",
@@ -42,7 +35,8 @@ FORMAT = FormatSpec(
                 "results per step); also the format agentctl's own checkpointer writes",
     capabilities=frozenset(ALL_CAPABILITIES),
     matches=_matches,
-    open=_open,
+    store="agentctl.storage.agentos.connect:open_kind",
+    history="agentctl.storage.agentos.history:CheckpointEngine",
     tables=("checkpoints",),
     dialects={Capability.BACKUP.value: ("sqlite",)},
 )

@@ -3,31 +3,19 @@ trash), time travel to a step, and branch (a new thread forked from a checkpoint
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Callable
 
-from agentctl.backends.base import META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
-from agentctl.engine import delta, oplog
-from agentctl.engine.context import AFTER, EngineContext, fresh_thread, require_meta, thread_count, thread_exists
-from agentctl.engine.types import RewindPlan, TimeTravelResult
+from agentctl.storage.agentos.rows import META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
+from agentctl.storage.agentos import delta, oplog
+from agentctl.storage.agentos.context import AFTER, EngineContext, fresh_thread, require_meta, thread_count, thread_exists
+from agentctl.storage.agentos.types import RewindPlan, TimeTravelResult
+from agentctl.storage.results import hashed_names
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 logger = logging.getLogger("agentctl.engine")
 
-
-def hashed_names(prefix: str, key: str) -> Callable[[], str]:
-    """`{prefix}{4 hex}` names in the order they are tried, the hex from a hash of
-    `key` and the attempt: a plan and the write it announces (in another process, a
-    `--dry-run` before the real run) try the same names."""
-    attempt = iter(range(1 << 30))
-
-    def make() -> str:
-        data = f"{key}\0{next(attempt)}".encode("utf-8", "surrogatepass")
-        return f"{prefix}{hashlib.sha256(data).hexdigest()[:4]}"
-
-    return make
 
 
 def archive_names(thread_id: str, checkpoint_id: str) -> Callable[[], str]:

@@ -31,13 +31,14 @@ first); a rewritten survivor stays full (same content, same row id).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from agentctl.backends.base import (
-    ALL_COLUMNS, DELTA_MARKER, DELTA_TAG, RowReads, Transaction, dumps, row_to_checkpoint,
-)
+from agentctl.storage.agentos.rows import ALL_COLUMNS, DELTA_MARKER, DELTA_TAG, dumps, row_to_checkpoint
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata
+
+if TYPE_CHECKING:
+    from agentctl.storage.agentos.base import RowReads, Transaction
 
 VERSION = 1
 _MAX_CHAIN = 64
@@ -152,7 +153,7 @@ def _tags_text(kind: str) -> str:
 
 async def _deltas_in(tx: Transaction, thread: str) -> list[tuple[str, str]]:
     """(checkpoint_id, base id) of the delta rows of a thread, read from their tags."""
-    from agentctl.backends.base import decode_tags_raw
+    from agentctl.storage.agentos.rows import decode_tags_raw
 
     rows = await tx.query(
         f"SELECT checkpoint_id, tags FROM checkpoints WHERE thread_id = ? "

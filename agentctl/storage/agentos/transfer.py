@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, AsyncIterable, Iterable
 
-from agentctl.backends.base import checkpoint_params
-from agentctl.engine import delta, oplog
-from agentctl.engine.context import INSERT_SQL, EngineContext
+from agentctl.storage.agentos.rows import checkpoint_params
+from agentctl.storage.agentos import delta, oplog
+from agentctl.storage.agentos.context import INSERT_SQL, EngineContext
 from agentctl.storage.sqlutil import chunks, in_chunks
 from agentctl.storage.timefmt import iso
-from agentctl.engine.oplog import OpResult
-from agentctl.engine.types import skipped_text
+from agentctl.storage.agentos.oplog import OpResult
+from agentctl.storage.agentos.types import skipped_text
 from agentctl.errors import OperationError, UsageError
 from agentctl.model import Checkpoint
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, AsyncIterator, Mapping, Sequence
 
-from agentctl.backends.base import (
-    BIG_JSON,
+from agentctl.storage.agentos.rows import BIG_JSON, fast_loads
+from agentctl.storage.agentos.base import (
     RowReads,
     ALL_COLUMNS,
     META_COLUMNS,
@@ -21,7 +21,6 @@ from agentctl.backends.base import (
     THREAD_ROW_COLUMNS,
     complete_checkpoint,
     decode_column,
-    fast_loads,
     metadata_rows,
     row_to_checkpoint,
     row_to_metadata,

@@ -1,13 +1,13 @@
-"""Undo (revert an operation exactly) and purge (free the trash), over agentctl.engine.oplog."""
+"""Undo (revert an operation exactly) and purge (free the trash), over agentctl.storage.agentos.oplog."""
 
 from __future__ import annotations
 
 import logging
 from typing import Sequence
 
-from agentctl.engine import oplog
-from agentctl.engine.context import EngineContext
-from agentctl.engine.oplog import OpResult, PurgeResult
+from agentctl.storage.agentos import oplog
+from agentctl.storage.agentos.context import EngineContext
+from agentctl.storage.agentos.oplog import OpResult, PurgeResult
 from agentctl.errors import DatabaseBusy, NotFoundError, OperationError
 
 logger = logging.getLogger("agentctl.engine")

@@ -6,23 +6,19 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from datetime import timedelta
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from agentctl.backends.base import (
-    DELTA_TAG,
-    META_COLUMNS,
-    THREAD_ORDER_ASC,
-    THREAD_ORDER_DESC,
-    Transaction,
-    row_to_metadata,
-)
-from agentctl.engine import delta, oplog
-from agentctl.engine.context import EngineContext, thread_count, thread_exists, ts_param
-from agentctl.engine.oplog import OpResult
-from agentctl.engine.types import CheckpointGC, DeletePlan, PrunePlan, Where, as_policy, policy_text
+from agentctl.storage.agentos.rows import DELTA_TAG, META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
+from agentctl.storage.agentos import delta, oplog
+from agentctl.storage.agentos.context import EngineContext, thread_count, thread_exists, ts_param
+from agentctl.storage.agentos.oplog import OpResult
+from agentctl.storage.agentos.types import CheckpointGC, DeletePlan, PrunePlan, Where, as_policy, policy_text
 from agentctl.errors import ThreadNotFound, UsageError
 from agentctl.storage.contract import PruneSpec, Unsupported
 from agentctl.storage.sqlutil import marks
+
+if TYPE_CHECKING:
+    from agentctl.storage.agentos.base import Transaction
 
 # ---- selections ---------------------------------------------------------------------
 
