@@ -20,9 +20,9 @@ def fake_tui(monkeypatch) -> list:
     """Stand in for agentctl.tui (built separately; its own tests drive the app)."""
     calls: list = []
 
-    def run(db: str, *, readonly: bool = False, format: str | None = None) -> None:
+    def run(db: str, *, readonly: bool = False, format: str | None = None, **agent: str | None) -> None:
         calls.append({"db": db, "readonly": readonly, "existed": Path(db).exists(),
-                      "threads": len(cli_json(db, "threads", "list"))})
+                      "threads": len(cli_json(db, "threads", "list")), **{k: v for k, v in agent.items() if v}})
 
     module = types.ModuleType("agentctl.tui")
     module.run = run
