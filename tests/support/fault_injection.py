@@ -8,6 +8,10 @@ wraps `transaction()`; agentctl's code is untouched.
 
     with failing_at(backend, 3):
         await engine.rewind(cid)   # raises InjectedFault at its 3rd statement
+
+`failing_at` takes a backend or any format's Store: every format's History writes
+through a backend's `transaction()` (`write_connection` finds it), so the same faults
+reach every format's writes.
 """
 
 from __future__ import annotations
@@ -79,10 +83,23 @@ def _failing_steps(steps: WriteSteps, counter: _Counter) -> WriteSteps:
         return done.value
 
 
+def write_connection(target: Any) -> Any:
+    """The backend a Store's History writes through: the AgentOS store is its backend;
+    the other formats' stores hold one (`_db`: LangGraph, the SDKs; `db`: the article)."""
+    for attr in ("_db", "db"):
+        inner = getattr(target, attr, None)
+        if inner is not None and hasattr(inner, "transaction"):
+            return inner
+    assert hasattr(target, "transaction"), f"{type(target).__name__} has no transaction()"
+    return target
+
+
 @contextmanager
-def failing_at(backend: Any, n: int) -> Iterator[None]:
-    """While the block runs, the n-th statement written through `backend` (and every
-    one after it) raises InjectedFault."""
+def failing_at(target: Any, n: int) -> Iterator[None]:
+    """While the block runs, the n-th statement written through `target`'s backend (a
+    backend or a Store, see `write_connection`; and every one after it) raises
+    InjectedFault."""
+    backend = write_connection(target)
     transaction = backend.transaction
     write_steps = getattr(backend, "write_steps", None)
     counter = _Counter(n)
