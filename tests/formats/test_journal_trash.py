@@ -1,0 +1,89 @@
+"""The journal's trash tables (agentctl/storage/journal/trash.py): rows set aside and put
+back are the same rows, value for value and type for type (BLOBs, JSON/JSONB, timestamps
+with microseconds, NULLs, floats), on SQLite and Postgres; the trash table is created in
+the write's transaction (a rolled-back write leaves none), and `free` drops an op's rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentctl.backends import make_backend
+from agentctl.storage.journal import trash
+from tests.support.contract_formats import dump
+
+SQLITE_DDL = ("CREATE TABLE items (id INTEGER PRIMARY KEY, body TEXT NOT NULL, raw BLOB, score REAL, "
+              "n NUMERIC, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
+PG_DDL = ("CREATE TABLE items (id bigint PRIMARY KEY, body text NOT NULL, raw bytea, score double precision, "
+          "n numeric, at timestamptz DEFAULT now(), doc jsonb)")
+
+
+class Boom(RuntimeError):
+    pass
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def backend(request, tmp_path):
+    url = str(tmp_path / "t.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+    b = make_backend(url, readonly=False, create=True)
+    await b.connect()
+    async with b.transaction() as tx:
+        if tx.kind == "postgres":
+            await tx.execute(PG_DDL)
+            await tx.execute("INSERT INTO items VALUES (1, 'a', '\\x00ff'::bytea, 0.1, 1.50, "
+                             "'2026-01-02 03:04:05.123456+00', '{\"k\": [1, \"ü\"]}'), "
+                             "(2, 'b', NULL, NULL, NULL, NULL, NULL), (3, 'c', '', 1e300, 7, now(), 'null')")
+        else:
+            await tx.execute(SQLITE_DDL)
+            await tx.execute("INSERT INTO items VALUES (1, 'a', x'00ff', 0.1, 1.50, '2026-01-02 03:04:05.123456'), "
+                             "(2, 'b', NULL, NULL, NULL, NULL), (3, '{\"k\": \"ü\"}', x'', 1e300, '7', 'x')")
+    try:
+        yield b, url
+    finally:
+        await b.close()
+
+
+async def test_set_aside_and_put_back_exact(backend) -> None:
+    b, url = backend
+    before = await dump(url)
+    async with b.transaction() as tx:
+        assert await trash.set_aside(tx, 7, "items", "id IN (?, ?)", (1, 3)) == 2
+        await tx.execute("DELETE FROM items WHERE id IN (?, ?)", 1, 3)
+    mid = await dump(url)
+    assert len(mid["items"]) == 1 and len(mid["agentctl_trash_items"]) == 2
+    async with b.transaction() as tx:
+        assert await trash.put_back(tx, 7, "items") == 2
+    after = await dump(url)
+    assert after.pop("agentctl_trash_items") == []
+    assert after == before
+    # type for type, not only as text
+    rows_before = await b.query("SELECT * FROM items ORDER BY id")
+    types = ("SELECT typeof(raw) AS a, typeof(score) AS b, typeof(n) AS c, typeof(at) AS d FROM items ORDER BY id"
+             if b.kind == "sqlite" else "SELECT 1 AS a")
+    types_before = await b.query(types)
+    async with b.transaction() as tx:
+        await trash.set_aside(tx, 8, "items", "1 = 1")
+        await tx.execute("DELETE FROM items")
+        await trash.put_back(tx, 8, "items")
+    assert await b.query("SELECT * FROM items ORDER BY id") == rows_before
+    assert await b.query(types) == types_before
+
+
+async def test_trash_table_made_inside_the_write(backend) -> None:
+    b, url = backend
+    before = await dump(url)
+    with pytest.raises(Boom):
+        async with b.transaction() as tx:
+            await trash.set_aside(tx, 1, "items", "id = ?", (2,))
+            raise Boom()
+    assert await dump(url) == before  # no trash table, no row
+
+
+async def test_free(backend) -> None:
+    b, url = backend
+    async with b.transaction() as tx:
+        await trash.set_aside(tx, 1, "items", "id = ?", (1,))
+        await trash.set_aside(tx, 2, "items", "id = ?", (2,))
+        assert await trash.free(tx, "items", [1]) == 1
+        assert await trash.free(tx, "items", []) == 0
+    rows = await b.query("SELECT agentctl_op_id AS op FROM agentctl_trash_items")
+    assert [r["op"] for r in rows] == [2]
