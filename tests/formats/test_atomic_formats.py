@@ -14,7 +14,7 @@ import pytest
 from agentctl.refs import resolve
 from agentctl.storage import Capability, open_store
 from tests.support.contract_formats import CASES, Built, FormatCase, dump
-from tests.support.fault_injection import InjectedFault, failing_at
+from tests.support.fault_injection import fails_cleanly_then_works as failing_everywhere
 
 KINDS = ("sqlite", "postgres")
 PAIRS = [(name, kind) for name in CASES for kind in KINDS]
@@ -32,22 +32,8 @@ async def built(request, tmp_path) -> tuple[FormatCase, Built]:
 
 
 async def fails_cleanly_then_works(url: str, store: Any, op: Callable[[], Awaitable[Any]]) -> int:
-    """Fail `op` at its 1st, 2nd, ... statement until it completes; each failure must
-    leave every table unchanged. Returns how many statements the write has."""
-    before = await dump(url)
-    n = 1
-    while True:
-        try:
-            with failing_at(store, n):
-                await op()
-        except InjectedFault:
-            assert await dump(url) == before, f"statement {n} left a change behind"
-            n += 1
-            assert n < 300
-            continue
-        break
-    assert await dump(url) != before
-    return n
+    """`op` failed at each statement leaves every table of `url` unchanged (then works)."""
+    return await failing_everywhere(store, lambda: dump(url), op)
 
 
 async def test_rewind_branch_undo_are_atomic(built) -> None:

@@ -122,3 +122,23 @@ def failing_at(target: Any, n: int) -> Iterator[None]:
         del backend.transaction
         if write_steps is not None:
             del backend.write_steps
+
+
+async def fails_cleanly_then_works(target: Any, state: Any, op: Any, *, limit: int = 300) -> int:
+    """Fail `op()` at its 1st, 2nd, ... statement written through `target` (see
+    `failing_at`) until it completes; after each failure `await state()` must be what it
+    was before, and after the completed run it must differ. Returns the statement count."""
+    before = await state()
+    n = 1
+    while True:
+        try:
+            with failing_at(target, n):
+                await op()
+        except InjectedFault:
+            assert await state() == before, f"statement {n} left a change behind"
+            n += 1
+            assert n < limit
+            continue
+        break
+    assert await state() != before
+    return n

@@ -1,5 +1,5 @@
 """Trash tables: `agentctl_trash_<table>`, the source table's own columns and types plus
-`agentctl_op_id` (the op that set the rows aside), created inside the caller's write
+`agentctl_op_id` (the op that set the rows aside) and `agentctl_image`, created inside the caller's write
 transaction on the first use, never by a read. Rows go in and come back by
 INSERT ... SELECT on the database's side, so their values are never converted in Python
 (BLOBs, JSONB, timestamps exact to the byte).
@@ -18,6 +18,9 @@ from typing import Any, Sequence
 
 PREFIX = "agentctl_trash_"
 OP = "agentctl_op_id"
+#: which image of a row: "before" the op (a deleted row, an updated row's old values) or
+#: "after" it (an inserted row, an updated row's new values: what redo puts back)
+IMAGE = "agentctl_image"
 
 
 def trash_name(table: str) -> str:
@@ -42,30 +45,43 @@ async def ensure(tx: Any, table: str) -> str:
     """The trash table of `table`, created in this transaction if missing."""
     name = trash_name(table)
     if tx.kind == "postgres":
-        await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, LIKE {_q(table)})")
+        await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, "
+                         f"LIKE {_q(table)})")
     else:
         await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} AS "
-                         f"SELECT 0 AS {OP}, * FROM {_q(table)} WHERE 0")
+                         f"SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0")
     return name
 
 
-async def set_aside(tx: Any, op_id: int, table: str, where: str, params: Sequence[Any] = ()) -> int:
+async def set_aside(tx: Any, op_id: int, table: str, where: str, params: Sequence[Any] = (),
+                    image: str = "before") -> int:
     """Copy the rows of `table` matching `where` (SQL, `?` parameters) into its trash
-    under `op_id`; returns how many. The caller then deletes or updates them."""
+    under `op_id` as `image`; returns how many. The caller then deletes or updates them."""
     name = await ensure(tx, table)
     cols = ", ".join(_q(c) for c in await columns(tx, table))
-    return await tx.execute(f"INSERT INTO {_q(name)} ({OP}, {cols}) SELECT ?, {cols} FROM {_q(table)} "
-                            f"WHERE {where}", op_id, *params)
+    return await tx.execute(f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} "
+                            f"FROM {_q(table)} WHERE {where}", op_id, image, *params)
 
 
-async def put_back(tx: Any, op_id: int, table: str) -> int:
-    """Insert the rows `op_id` set aside from `table` back into it, exactly, and drop
-    them from the trash; returns how many."""
+async def put_back(tx: Any, op_id: int, table: str, image: str = "before", *, keep: bool = False) -> int:
+    """Insert the rows `op_id` set aside from `table` as `image` back into it, exactly,
+    and (unless `keep`) drop them from the trash; returns how many."""
     name = trash_name(table)
     cols = ", ".join(_q(c) for c in await columns(tx, table))
-    n = await tx.execute(f"INSERT INTO {_q(table)} ({cols}) SELECT {cols} FROM {_q(name)} WHERE {OP} = ?", op_id)
-    await tx.execute(f"DELETE FROM {_q(name)} WHERE {OP} = ?", op_id)
+    n = await tx.execute(f"INSERT INTO {_q(table)} ({cols}) SELECT {cols} FROM {_q(name)} "
+                         f"WHERE {OP} = ? AND {IMAGE} = ?", op_id, image)
+    if not keep:
+        await tx.execute(f"DELETE FROM {_q(name)} WHERE {OP} = ? AND {IMAGE} = ?", op_id, image)
     return n
+
+
+async def remove_images(tx: Any, op_id: int, table: str, key: Sequence[str]) -> int:
+    """Delete from `table` the rows whose `key` columns match a row `op_id` holds in its
+    trash (either image): what stands where undo or redo puts rows back."""
+    name = trash_name(table)
+    match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
+    return await tx.execute(f"DELETE FROM {_q(table)} WHERE EXISTS "
+                            f"(SELECT 1 FROM {_q(name)} AS s WHERE s.{OP} = ? AND {match})", op_id)
 
 
 async def free(tx: Any, table: str, op_ids: Sequence[int]) -> int:

@@ -1,15 +1,25 @@
-"""The journal's trash tables (agentctl/storage/journal/trash.py): rows set aside and put
-back are the same rows, value for value and type for type (BLOBs, JSON/JSONB, timestamps
-with microseconds, NULLs, floats), on SQLite and Postgres; the trash table is created in
-the write's transaction (a rolled-back write leaves none), and `free` drops an op's rows."""
+"""The journal (agentctl/storage/journal/), SQLite and Postgres.
+
+Trash tables (trash.py): rows set aside and put back are the same rows, value for value
+and type for type (BLOBs, JSON/JSONB, timestamps with microseconds, NULLs, floats); the
+trash table is created in the write's transaction (a rolled-back write leaves none), and
+`free` drops an op's rows.
+
+The op log (ops.py): a write recorded as row changes (a delete, an update, an insert) then
+undone gives every table but agentctl's back row for row; redo gives the tables as after
+the write; a failure injected at each statement of the write, the undo and the redo
+leaves the database as it was."""
 
 from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
 
 import pytest
 
 from agentctl.backends import make_backend
-from agentctl.storage.journal import trash
+from agentctl.storage.journal import ops, trash
 from tests.support.contract_formats import dump
+from tests.support.fault_injection import fails_cleanly_then_works
 
 SQLITE_DDL = ("CREATE TABLE items (id INTEGER PRIMARY KEY, body TEXT NOT NULL, raw BLOB, score REAL, "
               "n NUMERIC, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
@@ -87,3 +97,62 @@ async def test_free(backend) -> None:
         assert await trash.free(tx, "items", []) == 0
     rows = await b.query("SELECT agentctl_op_id AS op FROM agentctl_trash_items")
     assert [r["op"] for r in rows] == [2]
+
+
+# ---- the op log ----
+
+NOW = "2026-11-27T00:00:00+00:00"
+
+
+async def frame(url: str) -> dict:
+    return await dump(url, side_tables=False)
+
+
+async def write(b: Any) -> int:
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "delete 1, update 2, insert 9", ["t"], {"n": 1}, NOW)
+        await op.delete("items", ("id",), "id = ?", (1,))
+        await op.update("items", ("id",), "id = ?", (2,), "body = ?, score = ?", ("B", 2.5))
+        await tx.execute("INSERT INTO items (id, body) VALUES (9, 'nine')")
+        await op.inserted("items", ("id",), "id = ?", (9,))
+        return await op.finish({"t": "fp"})
+
+
+async def atomic(url: str, b: Any, run: Callable[[], Awaitable[Any]]) -> None:
+    assert await fails_cleanly_then_works(b, lambda: dump(url), run) > 2
+
+
+async def test_write_undo_redo_row_for_row(backend) -> None:
+    b, url = backend
+    before = await frame(url)
+    op_id = await write(b)
+    after = await frame(url)
+    assert after != before
+    for _ in range(2):  # undo and redo again and again
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id)
+        assert await frame(url) == before
+        async with b.transaction() as tx:
+            await ops.redo(tx, op_id)
+        assert await frame(url) == after
+    async with b.transaction() as tx:
+        rec = await ops.record(tx, op_id)
+    assert rec["kind"] == "test" and rec["threads"] == ["t"] and rec["fingerprints"] == {"t": "fp"}
+    assert rec["tables"] == {"items": ["id"]} and rec["undone"] == 0
+
+
+async def test_write_undo_redo_are_atomic(backend) -> None:
+    b, url = backend
+    await atomic(url, b, lambda: write(b))
+    op_id = (await b.query("SELECT max(op_id) AS m FROM agentctl_journal"))[0]["m"]
+
+    async def undo() -> None:
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id)
+
+    async def redo() -> None:
+        async with b.transaction() as tx:
+            await ops.redo(tx, op_id)
+
+    await atomic(url, b, undo)
+    await atomic(url, b, redo)

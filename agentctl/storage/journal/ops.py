@@ -1,0 +1,115 @@
+"""The journal's op log: `agentctl_journal`, one row per op (kind, summary, threads,
+details, the tables it changed with their key columns, the fingerprints of its threads
+after it), and its row changes as images in the trash tables (`trash.py`): a deleted
+row's "before" image, an inserted row's "after" image, an updated row's both. Undo and
+redo are then one move: delete what stands at the op's keys, put back one image (undo:
+"before", redo: "after"); both images stay until purge, so an op can be undone and
+redone again. Everything runs in the caller's write transaction.
+
+A format's write:
+
+    op = await journal.begin(tx, "rewind", summary, threads, details)
+    await op.delete("events", ("id",), "session_id = ? AND seq > ?", (sid, n))
+    await op.update("sessions", ("id",), "id = ?", (sid,), "update_time = ?", (now,))
+    ... its own INSERTs ...;  await op.inserted("events", ("id",), "id = ?", (eid,))
+    await op.finish(fingerprints)   # {thread: the format's fingerprint after the write}
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from agentctl.storage.journal import trash
+
+LOG = "agentctl_journal"
+
+
+def _ddl(kind: str) -> str:
+    op_id = "bigserial PRIMARY KEY" if kind == "postgres" else "INTEGER PRIMARY KEY AUTOINCREMENT"
+    return (f"CREATE TABLE IF NOT EXISTS {LOG} (op_id {op_id}, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
+            "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, tables TEXT NOT NULL, "
+            "fingerprints TEXT NOT NULL DEFAULT '{}', undone INTEGER NOT NULL DEFAULT 0)")
+
+
+class Op:
+    """One op being written: its row changes, recorded as they are made."""
+
+    def __init__(self, tx: Any, op_id: int):
+        self.tx = tx
+        self.op_id = op_id
+        #: table -> key columns, in the order first changed
+        self.tables: dict[str, list[str]] = {}
+        self._updated: list[tuple[str, str, Sequence[Any]]] = []
+
+    def _touch(self, table: str, key: Sequence[str]) -> None:
+        self.tables.setdefault(table, list(key))
+
+    async def delete(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = ()) -> int:
+        """Delete the rows matching `where`, their before-images kept."""
+        self._touch(table, key)
+        await trash.set_aside(self.tx, self.op_id, table, where, params)
+        return await self.tx.execute(f'DELETE FROM "{table}" WHERE {where}', *params)
+
+    async def update(self, table: str, key: Sequence[str], where: str, params: Sequence[Any],
+                     assign: str, values: Sequence[Any]) -> int:
+        """`UPDATE table SET assign WHERE where`, the before-images kept (the after-images
+        at `finish`). The update must not change the key columns."""
+        self._touch(table, key)
+        await trash.set_aside(self.tx, self.op_id, table, where, params)
+        self._updated.append((table, where, params))
+        return await self.tx.execute(f'UPDATE "{table}" SET {assign} WHERE {where}', *values, *params)
+
+    async def inserted(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = ()) -> int:
+        """Record the rows the format inserted (those matching `where`) as the op's."""
+        self._touch(table, key)
+        return await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
+
+    async def finish(self, fingerprints: Mapping[str, Any] | None = None) -> int:
+        for table, where, params in self._updated:
+            await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
+        await self.tx.execute(f"UPDATE {LOG} SET tables = ?, fingerprints = ? WHERE op_id = ?",
+                              json.dumps(self.tables), json.dumps(dict(fingerprints or {})), self.op_id)
+        return self.op_id
+
+
+async def begin(tx: Any, kind: str, summary: str, threads: Sequence[str], details: Mapping[str, Any],
+                created_at: str) -> Op:
+    """Start recording an op in this transaction (the log created on the first write)."""
+    await tx.execute(_ddl(tx.kind))
+    rows = await tx.fetch(f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables) "
+                          "VALUES (?, ?, ?, ?, ?, '{}') RETURNING op_id",
+                          created_at, kind, summary, json.dumps(list(threads)), json.dumps(dict(details)))
+    return Op(tx, int(rows[0]["op_id"]))
+
+
+async def record(tx: Any, op_id: int) -> dict[str, Any]:
+    rows = await tx.fetch(f"SELECT * FROM {LOG} WHERE op_id = ?", op_id)
+    if not rows:
+        raise LookupError(f"operation {op_id} not found")
+    r = dict(rows[0])
+    for k in ("threads", "details", "tables", "fingerprints"):
+        r[k] = json.loads(r[k])
+    return r
+
+
+async def _move(tx: Any, op_id: int, image: str, undone: int) -> dict[str, Any]:
+    r = await record(tx, op_id)
+    tables = list(r["tables"].items())
+    for table, key in reversed(tables):
+        await trash.remove_images(tx, op_id, table, key)
+    for table, _ in tables:
+        await trash.put_back(tx, op_id, table, image, keep=True)
+    await tx.execute(f"UPDATE {LOG} SET undone = ? WHERE op_id = ?", undone, op_id)
+    return r
+
+
+async def undo(tx: Any, op_id: int) -> dict[str, Any]:
+    """Put the op's before-images back where its rows stand (the caller has checked the
+    fingerprints: nothing changed since)."""
+    return await _move(tx, op_id, "before", 1)
+
+
+async def redo(tx: Any, op_id: int) -> dict[str, Any]:
+    """Put the op's after-images back (after its undo, nothing changed since)."""
+    return await _move(tx, op_id, "after", 0)
