@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable
 import pytest
 
 from agentctl.backends import make_backend
+from agentctl.errors import OperationError
 from agentctl.storage.journal import ops, trash
 from tests.support.contract_formats import dump
 from tests.support.fault_injection import fails_cleanly_then_works
@@ -156,3 +157,40 @@ async def test_write_undo_redo_are_atomic(backend) -> None:
 
     await atomic(url, b, undo)
     await atomic(url, b, redo)
+
+
+async def _print(tx: Any, thread: str) -> Any:
+    """The test's fingerprint of its one thread: every row of items."""
+    return [list(map(str, r.values())) for r in await tx.fetch("SELECT * FROM items ORDER BY id")]
+
+
+async def test_undo_and_redo_refused_when_changed_since(backend) -> None:
+    b, url = backend
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "delete 1", ["t"], {}, NOW)
+        await op.delete("items", ("id",), "id = ?", (1,))
+        op_id = await op.finish({"t": await _print(tx, "t")})
+    async with b.transaction() as tx:
+        await tx.execute("UPDATE items SET body = 'changed' WHERE id = 2")
+    state = await dump(url)
+    with pytest.raises(OperationError, match="changed since operation"):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id, _print)
+    assert await dump(url) == state
+    async with b.transaction() as tx:
+        await tx.execute("UPDATE items SET body = 'b' WHERE id = 2")
+        await ops.undo(tx, op_id, _print)
+    with pytest.raises(OperationError, match="already undone"):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id, _print)
+    async with b.transaction() as tx:
+        await tx.execute("INSERT INTO items (id, body) VALUES (5, 'new')")
+    state = await dump(url)
+    with pytest.raises(OperationError, match="changed since operation"):
+        async with b.transaction() as tx:
+            await ops.redo(tx, op_id, _print)
+    assert await dump(url) == state
+    async with b.transaction() as tx:
+        await tx.execute("DELETE FROM items WHERE id = 5")
+        await ops.redo(tx, op_id, _print)
+    assert [r["id"] for r in await b.query("SELECT id FROM items ORDER BY id")] == [2, 3]

@@ -13,14 +13,21 @@ A format's write:
     await op.update("sessions", ("id",), "id = ?", (sid,), "update_time = ?", (now,))
     ... its own INSERTs ...;  await op.inserted("events", ("id",), "id = ?", (eid,))
     await op.finish(fingerprints)   # {thread: the format's fingerprint after the write}
+
+Undo and redo take the same fingerprint as a callable (tx, thread) -> value and refuse
+when a thread's differs from the one the op's last move left.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
+from agentctl.errors import OperationError
 from agentctl.storage.journal import trash
+
+#: the format's fingerprint of a thread in a transaction: what "nothing changed since" compares
+Fingerprint = Callable[[Any, str], Awaitable[Any]]
 
 LOG = "agentctl_journal"
 
@@ -30,6 +37,11 @@ def _ddl(kind: str) -> str:
     return (f"CREATE TABLE IF NOT EXISTS {LOG} (op_id {op_id}, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
             "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, tables TEXT NOT NULL, "
             "fingerprints TEXT NOT NULL DEFAULT '{}', undone INTEGER NOT NULL DEFAULT 0)")
+
+
+async def _prints(tx: Any, threads: Sequence[str], fingerprint: Fingerprint) -> dict[str, Any]:
+    # through JSON, so that what is compared is what is stored
+    return json.loads(json.dumps({t: await fingerprint(tx, t) for t in threads}))
 
 
 class Op:
@@ -93,23 +105,35 @@ async def record(tx: Any, op_id: int) -> dict[str, Any]:
     return r
 
 
-async def _move(tx: Any, op_id: int, image: str, undone: int) -> dict[str, Any]:
+async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
     r = await record(tx, op_id)
+    if bool(r["undone"]) == bool(undone):
+        raise OperationError(f"operation {op_id} is {'already undone' if undone else 'not undone'}")
+    if fingerprint is not None:
+        now = await _prints(tx, r["threads"], fingerprint)
+        changed = sorted(t for t in r["threads"] if now.get(t) != r["fingerprints"].get(t))
+        if changed:
+            raise OperationError(f"{', '.join(changed)} changed since operation {op_id} was "
+                                 f"{'written' if undone else 'undone'}; nothing was changed")
     tables = list(r["tables"].items())
     for table, key in reversed(tables):
         await trash.remove_images(tx, op_id, table, key)
     for table, _ in tables:
         await trash.put_back(tx, op_id, table, image, keep=True)
-    await tx.execute(f"UPDATE {LOG} SET undone = ? WHERE op_id = ?", undone, op_id)
+    # the fingerprints the next move of this op compares against
+    prints = await _prints(tx, r["threads"], fingerprint) if fingerprint is not None else r["fingerprints"]
+    await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ? WHERE op_id = ?",
+                     undone, json.dumps(prints), op_id)
     return r
 
 
-async def undo(tx: Any, op_id: int) -> dict[str, Any]:
-    """Put the op's before-images back where its rows stand (the caller has checked the
-    fingerprints: nothing changed since)."""
-    return await _move(tx, op_id, "before", 1)
+async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
+    """Put the op's before-images back where its rows stand, when each of its threads'
+    `fingerprint` is as the op left it (else OperationError, nothing changed)."""
+    return await _move(tx, op_id, "before", 1, fingerprint)
 
 
-async def redo(tx: Any, op_id: int) -> dict[str, Any]:
-    """Put the op's after-images back (after its undo, nothing changed since)."""
-    return await _move(tx, op_id, "after", 0)
+async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
+    """Put the op's after-images back, when each of its threads' `fingerprint` is as the
+    undo left it (else OperationError, nothing changed)."""
+    return await _move(tx, op_id, "after", 0, fingerprint)
