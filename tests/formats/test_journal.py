@@ -164,6 +164,14 @@ async def _print(tx: Any, thread: str) -> Any:
     return [list(map(str, r.values())) for r in await tx.fetch("SELECT * FROM items ORDER BY id")]
 
 
+async def _refused(b: Any, url: str, move: Any, op_id: int) -> None:
+    state = await dump(url)
+    with pytest.raises(OperationError, match="changed since operation"):
+        async with b.transaction() as tx:
+            await move(tx, op_id, _print)
+    assert await dump(url) == state
+
+
 async def test_undo_and_redo_refused_when_changed_since(backend) -> None:
     b, url = backend
     async with b.transaction() as tx:
@@ -172,11 +180,7 @@ async def test_undo_and_redo_refused_when_changed_since(backend) -> None:
         op_id = await op.finish({"t": await _print(tx, "t")})
     async with b.transaction() as tx:
         await tx.execute("UPDATE items SET body = 'changed' WHERE id = 2")
-    state = await dump(url)
-    with pytest.raises(OperationError, match="changed since operation"):
-        async with b.transaction() as tx:
-            await ops.undo(tx, op_id, _print)
-    assert await dump(url) == state
+    await _refused(b, url, ops.undo, op_id)
     async with b.transaction() as tx:
         await tx.execute("UPDATE items SET body = 'b' WHERE id = 2")
         await ops.undo(tx, op_id, _print)
@@ -185,11 +189,7 @@ async def test_undo_and_redo_refused_when_changed_since(backend) -> None:
             await ops.undo(tx, op_id, _print)
     async with b.transaction() as tx:
         await tx.execute("INSERT INTO items (id, body) VALUES (5, 'new')")
-    state = await dump(url)
-    with pytest.raises(OperationError, match="changed since operation"):
-        async with b.transaction() as tx:
-            await ops.redo(tx, op_id, _print)
-    assert await dump(url) == state
+    await _refused(b, url, ops.redo, op_id)
     async with b.transaction() as tx:
         await tx.execute("DELETE FROM items WHERE id = 5")
         await ops.redo(tx, op_id, _print)
