@@ -194,3 +194,23 @@ async def test_undo_and_redo_refused_when_changed_since(backend) -> None:
         await tx.execute("DELETE FROM items WHERE id = 5")
         await ops.redo(tx, op_id, _print)
     assert [r["id"] for r in await b.query("SELECT id FROM items ORDER BY id")] == [2, 3]
+
+
+async def test_purge_frees_the_trash(backend) -> None:
+    b, url = backend
+    async with b.transaction() as tx:
+        assert await ops.purge(tx) == ([], 0)  # no journal yet: nothing made
+    assert "agentctl_journal" not in await dump(url)
+    op_id = await write(b)
+    async with b.transaction() as tx:
+        assert await ops.purge(tx, dry_run=True) == ([op_id], 4)  # 1 deleted, 1 updated x2, 1 inserted
+    state = await dump(url)
+    async with b.transaction() as tx:
+        assert await ops.purge(tx) == ([op_id], 4)
+    after = await dump(url)
+    assert after["agentctl_trash_items"] == [] and after["items"] == state["items"]
+    with pytest.raises(OperationError, match="purged"):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id)
+    async with b.transaction() as tx:
+        assert await ops.purge(tx) == ([], 0)

@@ -36,7 +36,8 @@ def _ddl(kind: str) -> str:
     op_id = "bigserial PRIMARY KEY" if kind == "postgres" else "INTEGER PRIMARY KEY AUTOINCREMENT"
     return (f"CREATE TABLE IF NOT EXISTS {LOG} (op_id {op_id}, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
             "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, tables TEXT NOT NULL, "
-            "fingerprints TEXT NOT NULL DEFAULT '{}', undone INTEGER NOT NULL DEFAULT 0)")
+            "fingerprints TEXT NOT NULL DEFAULT '{}', undone INTEGER NOT NULL DEFAULT 0, "
+            "purged INTEGER NOT NULL DEFAULT 0)")
 
 
 async def _prints(tx: Any, threads: Sequence[str], fingerprint: Fingerprint) -> dict[str, Any]:
@@ -107,6 +108,8 @@ async def record(tx: Any, op_id: int) -> dict[str, Any]:
 
 async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
     r = await record(tx, op_id)
+    if r["purged"]:
+        raise OperationError(f"operation {op_id} was purged; it can no longer be undone or redone")
     if bool(r["undone"]) == bool(undone):
         raise OperationError(f"operation {op_id} is {'already undone' if undone else 'not undone'}")
     if fingerprint is not None:
@@ -137,3 +140,24 @@ async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> d
     """Put the op's after-images back, when each of its threads' `fingerprint` is as the
     undo left it (else OperationError, nothing changed)."""
     return await _move(tx, op_id, "after", 0, fingerprint)
+
+
+async def purge(tx: Any, dry_run: bool = False) -> tuple[list[int], int]:
+    """Free the trash of every op not purged yet (they can no longer be undone or
+    redone): (their ids, how many rows were freed). `dry_run`: count, write nothing."""
+    if not await tx.table_exists(LOG):
+        return [], 0
+    recs = await tx.fetch(f"SELECT op_id, tables FROM {LOG} WHERE purged = 0 ORDER BY op_id")
+    ids = [int(r["op_id"]) for r in recs]
+    tables = sorted({t for r in recs for t in json.loads(r["tables"])})
+    rows = 0
+    for table in tables:
+        if dry_run:
+            marks = ", ".join("?" for _ in ids)
+            rows += int((await tx.fetch(f'SELECT count(*) AS n FROM "{trash.trash_name(table)}" '
+                                        f"WHERE {trash.OP} IN ({marks})", *ids))[0]["n"])
+        else:
+            rows += await trash.free(tx, table, ids)
+    if ids and not dry_run:
+        await tx.execute(f"UPDATE {LOG} SET purged = 1 WHERE purged = 0")
+    return ids, rows
