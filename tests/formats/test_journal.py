@@ -196,17 +196,26 @@ async def test_undo_and_redo_refused_when_changed_since(backend) -> None:
     assert [r["id"] for r in await b.query("SELECT id FROM items ORDER BY id")] == [2, 3]
 
 
+async def write_nothing(b: Any) -> int:
+    async with b.transaction() as tx:
+        return await (await ops.begin(tx, "test", "no change", [], {}, NOW)).finish()
+
+
 async def test_purge_frees_the_trash(backend) -> None:
     b, url = backend
+    assert await ops.listing(b) == []
     async with b.transaction() as tx:
         assert await ops.purge(tx) == ([], 0)  # no journal yet: nothing made
     assert "agentctl_journal" not in await dump(url)
     op_id = await write(b)
+    second = await write_nothing(b)
+    assert [r["op_id"] for r in await ops.listing(b)] == [second, op_id]
+    assert [r["op_id"] for r in await ops.listing(b, limit=1)] == [second]
     async with b.transaction() as tx:
-        assert await ops.purge(tx, dry_run=True) == ([op_id], 4)  # 1 deleted, 1 updated x2, 1 inserted
+        assert await ops.purge(tx, dry_run=True) == ([op_id, second], 4)  # 1 deleted, 1 updated x2, 1 inserted
     state = await dump(url)
     async with b.transaction() as tx:
-        assert await ops.purge(tx) == ([op_id], 4)
+        assert await ops.purge(tx) == ([op_id, second], 4)
     after = await dump(url)
     assert after["agentctl_trash_items"] == [] and after["items"] == state["items"]
     with pytest.raises(OperationError, match="purged"):

@@ -96,14 +96,27 @@ async def begin(tx: Any, kind: str, summary: str, threads: Sequence[str], detail
     return Op(tx, int(rows[0]["op_id"]))
 
 
+def _decoded(row: Mapping[str, Any]) -> dict[str, Any]:
+    r = dict(row)
+    for k in ("threads", "details", "tables", "fingerprints"):
+        r[k] = json.loads(r[k])
+    return r
+
+
 async def record(tx: Any, op_id: int) -> dict[str, Any]:
     rows = await tx.fetch(f"SELECT * FROM {LOG} WHERE op_id = ?", op_id)
     if not rows:
         raise LookupError(f"operation {op_id} not found")
-    r = dict(rows[0])
-    for k in ("threads", "details", "tables", "fingerprints"):
-        r[k] = json.loads(r[k])
-    return r
+    return _decoded(rows[0])
+
+
+async def listing(reader: Any, limit: int = 50) -> list[dict[str, Any]]:
+    """The newest ops first, through a backend (`query`, a read) or a transaction; no
+    journal yet: none (a read creates nothing)."""
+    if not await reader.table_exists(LOG):
+        return []
+    fetch = getattr(reader, "fetch", None) or reader.query
+    return [_decoded(r) for r in await fetch(f"SELECT * FROM {LOG} ORDER BY op_id DESC LIMIT ?", limit)]
 
 
 async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
