@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "newest first, and whether they were undone."),
     "undo": ("ops", "Undo an operation (default: the latest not yet undone): a rewind, branch, merge, prune, "
                     "thread delete or import."),
+    "redo": ("ops", "Re-apply an undone operation (default: the newest undone one), when nothing it touched "
+                    "changed since its undo."),
     "purge": ("ops", "Free for good what undo could still bring back (rows set aside by rewind --hard, "
                      "prune, delete); then VACUUM on SQLite."),
     "stats": ("health", "Usage statistics."),

@@ -519,8 +519,8 @@ class Store(ABC):
 
 #: the writes of a History that are retried when their transaction gave way to another
 #: program's writer (GaveWay), how often, and the pause before the first retry (doubling)
-RETRIED_WRITES = ("rewind", "branch", "merge_branch", "prune_spec", "delete_thread", "undo", "purge",
-                  "record_run")
+RETRIED_WRITES = ("rewind", "branch", "merge_branch", "prune_spec", "delete_thread", "undo", "redo",
+                  "purge", "record_run")
 WRITE_ATTEMPTS = 5
 RETRY_PAUSE = 0.05
 
@@ -643,6 +643,15 @@ class History(ABC):
         """Revert an operation (the newest undoable one by default). `threads`: of a
         prune of several threads, restore those alone (the op stays undoable for the
         others); a format whose operations are undone whole raises UsageError."""
+
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
+        """Re-apply an undone operation (the newest undone one by default) when nothing
+        it touched changed since its undo; an OpResult (dry_run: what it would do,
+        nothing written). Offered by the formats on the journal (agentctl/storage/
+        journal/); the others raise Unsupported naming the format."""
+        store = getattr(self, "store", None) or getattr(self, "_checkpointer", None)
+        fmt = getattr(store, "format", None)
+        raise Unsupported(fmt.name if fmt is not None else type(self).__name__, "redo")
 
     @abstractmethod
     async def purge(self, dry_run: bool = False) -> Any:

@@ -8,6 +8,10 @@ wraps `transaction()`; agentctl's code is untouched.
 
     with failing_at(backend, 3):
         await engine.rewind(cid)   # raises InjectedFault at its 3rd statement
+
+`failing_at` takes a backend or any format's Store: every format's History writes
+through a backend's `transaction()` (`write_connection` finds it), so the same faults
+reach every format's writes.
 """
 
 from __future__ import annotations
@@ -79,10 +83,23 @@ def _failing_steps(steps: WriteSteps, counter: _Counter) -> WriteSteps:
         return done.value
 
 
+def write_connection(target: Any) -> Any:
+    """The backend a Store's History writes through: the AgentOS store is its backend;
+    the other formats' stores hold one (`_db`: LangGraph, the SDKs; `db`: the article)."""
+    for attr in ("_db", "db"):
+        inner = getattr(target, attr, None)
+        if inner is not None and hasattr(inner, "transaction"):
+            return inner
+    assert hasattr(target, "transaction"), f"{type(target).__name__} has no transaction()"
+    return target
+
+
 @contextmanager
-def failing_at(backend: Any, n: int) -> Iterator[None]:
-    """While the block runs, the n-th statement written through `backend` (and every
-    one after it) raises InjectedFault."""
+def failing_at(target: Any, n: int) -> Iterator[None]:
+    """While the block runs, the n-th statement written through `target`'s backend (a
+    backend or a Store, see `write_connection`; and every one after it) raises
+    InjectedFault."""
+    backend = write_connection(target)
     transaction = backend.transaction
     write_steps = getattr(backend, "write_steps", None)
     counter = _Counter(n)
@@ -105,3 +122,23 @@ def failing_at(backend: Any, n: int) -> Iterator[None]:
         del backend.transaction
         if write_steps is not None:
             del backend.write_steps
+
+
+async def fails_cleanly_then_works(target: Any, state: Any, op: Any, *, limit: int = 300) -> int:
+    """Fail `op()` at its 1st, 2nd, ... statement written through `target` (see
+    `failing_at`) until it completes; after each failure `await state()` must be what it
+    was before, and after the completed run it must differ. Returns the statement count."""
+    before = await state()
+    n = 1
+    while True:
+        try:
+            with failing_at(target, n):
+                await op()
+        except InjectedFault:
+            assert await state() == before, f"statement {n} left a change behind"
+            n += 1
+            assert n < limit
+            continue
+        break
+    assert await state() != before
+    return n

@@ -1,4 +1,4 @@
-"""The operation log: `oplog`, `undo`, `purge`."""
+"""The operation log: `oplog`, `undo`, `redo`, `purge`."""
 
 
 from typing import Annotated
@@ -13,6 +13,7 @@ from agentctl.cli.output import confirm, done, emit_json, say, show, show_plan, 
 def register(app: typer.Typer) -> None:
     app.command("oplog")(oplog)
     app.command("undo")(undo)
+    app.command("redo")(redo)
     app.command("purge")(purge)
 
 
@@ -82,6 +83,35 @@ def undo(
         emit_json(result.to_dict())
         return
     done(result.summary, result.op_id, undoable=False)
+
+
+def redo(
+    ctx: typer.Context,
+    op: Annotated[int | None, typer.Argument(metavar="[OP]", help="The operation id (default: the newest undone one).")] = None,
+    dry_run: DryRunOpt = False,
+    json_out: JsonOpt = False,
+    yes: AcceptYesOpt = False,
+) -> None:
+    """Re-apply an undone operation (default: the newest undone one), when nothing it
+    touched changed since its undo. Refused otherwise (nothing is changed then). The
+    redo is itself an operation, undoable. Offered by the formats on the journal.
+
+    Example: agentctl redo
+    Example: agentctl redo 12 --dry-run
+    """
+
+    async def go():
+        async with state(ctx).engine(write=not dry_run, need="undo") as (_, engine):
+            return await engine.redo(op, dry_run=dry_run)
+
+    result = run(go())
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    if dry_run:
+        show_plan(result.summary, to_stdout=True)
+        return
+    done(result.summary, result.op_id)
 
 
 def purge(

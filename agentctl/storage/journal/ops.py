@@ -1,0 +1,176 @@
+"""The journal's op log: `agentctl_journal`, one row per op (kind, summary, threads,
+details, the tables it changed with their key columns, the fingerprints of its threads
+after it), and its row changes as images in the trash tables (`trash.py`): a deleted
+row's "before" image, an inserted row's "after" image, an updated row's both. Undo and
+redo are then one move: delete what stands at the op's keys, put back one image (undo:
+"before", redo: "after"); both images stay until purge, so an op can be undone and
+redone again. Everything runs in the caller's write transaction.
+
+A format's write:
+
+    op = await journal.begin(tx, "rewind", summary, threads, details)
+    await op.delete("events", ("id",), "session_id = ? AND seq > ?", (sid, n))
+    await op.update("sessions", ("id",), "id = ?", (sid,), "update_time = ?", (now,))
+    ... its own INSERTs ...;  await op.inserted("events", ("id",), "id = ?", (eid,))
+    await op.finish(fingerprints)   # {thread: the format's fingerprint after the write}
+
+Undo and redo take the same fingerprint as a callable (tx, thread) -> value and refuse
+when a thread's differs from the one the op's last move left.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable, Mapping, Sequence
+
+from agentctl.errors import OperationError
+from agentctl.storage.journal import trash
+
+#: the format's fingerprint of a thread in a transaction: what "nothing changed since" compares
+Fingerprint = Callable[[Any, str], Awaitable[Any]]
+
+LOG = "agentctl_journal"
+
+
+def _ddl(kind: str) -> str:
+    op_id = "bigserial PRIMARY KEY" if kind == "postgres" else "INTEGER PRIMARY KEY AUTOINCREMENT"
+    return (f"CREATE TABLE IF NOT EXISTS {LOG} (op_id {op_id}, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
+            "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, tables TEXT NOT NULL, "
+            "fingerprints TEXT NOT NULL DEFAULT '{}', undone INTEGER NOT NULL DEFAULT 0, "
+            "purged INTEGER NOT NULL DEFAULT 0)")
+
+
+async def _prints(tx: Any, threads: Sequence[str], fingerprint: Fingerprint) -> dict[str, Any]:
+    # through JSON, so that what is compared is what is stored
+    return json.loads(json.dumps({t: await fingerprint(tx, t) for t in threads}))
+
+
+class Op:
+    """One op being written: its row changes, recorded as they are made."""
+
+    def __init__(self, tx: Any, op_id: int):
+        self.tx = tx
+        self.op_id = op_id
+        #: table -> key columns, in the order first changed
+        self.tables: dict[str, list[str]] = {}
+        self._updated: list[tuple[str, str, Sequence[Any]]] = []
+
+    def _touch(self, table: str, key: Sequence[str]) -> None:
+        self.tables.setdefault(table, list(key))
+
+    async def delete(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = ()) -> int:
+        """Delete the rows matching `where`, their before-images kept."""
+        self._touch(table, key)
+        await trash.set_aside(self.tx, self.op_id, table, where, params)
+        return await self.tx.execute(f'DELETE FROM "{table}" WHERE {where}', *params)
+
+    async def update(self, table: str, key: Sequence[str], where: str, params: Sequence[Any],
+                     assign: str, values: Sequence[Any]) -> int:
+        """`UPDATE table SET assign WHERE where`, the before-images kept (the after-images
+        at `finish`). The update must not change the key columns."""
+        self._touch(table, key)
+        await trash.set_aside(self.tx, self.op_id, table, where, params)
+        self._updated.append((table, where, params))
+        return await self.tx.execute(f'UPDATE "{table}" SET {assign} WHERE {where}', *values, *params)
+
+    async def inserted(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = ()) -> int:
+        """Record the rows the format inserted (those matching `where`) as the op's."""
+        self._touch(table, key)
+        return await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
+
+    async def finish(self, fingerprints: Mapping[str, Any] | None = None) -> int:
+        for table, where, params in self._updated:
+            await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
+        await self.tx.execute(f"UPDATE {LOG} SET tables = ?, fingerprints = ? WHERE op_id = ?",
+                              json.dumps(self.tables), json.dumps(dict(fingerprints or {})), self.op_id)
+        return self.op_id
+
+
+async def begin(tx: Any, kind: str, summary: str, threads: Sequence[str], details: Mapping[str, Any],
+                created_at: str) -> Op:
+    """Start recording an op in this transaction (the log created on the first write)."""
+    await tx.execute(_ddl(tx.kind))
+    rows = await tx.fetch(f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables) "
+                          "VALUES (?, ?, ?, ?, ?, '{}') RETURNING op_id",
+                          created_at, kind, summary, json.dumps(list(threads)), json.dumps(dict(details)))
+    return Op(tx, int(rows[0]["op_id"]))
+
+
+def _decoded(row: Mapping[str, Any]) -> dict[str, Any]:
+    r = dict(row)
+    for k in ("threads", "details", "tables", "fingerprints"):
+        r[k] = json.loads(r[k])
+    return r
+
+
+async def record(tx: Any, op_id: int) -> dict[str, Any]:
+    rows = await tx.fetch(f"SELECT * FROM {LOG} WHERE op_id = ?", op_id)
+    if not rows:
+        raise LookupError(f"operation {op_id} not found")
+    return _decoded(rows[0])
+
+
+async def listing(reader: Any, limit: int = 50) -> list[dict[str, Any]]:
+    """The newest ops first, through a backend (`query`, a read) or a transaction; no
+    journal yet: none (a read creates nothing)."""
+    if not await reader.table_exists(LOG):
+        return []
+    fetch = getattr(reader, "fetch", None) or reader.query
+    return [_decoded(r) for r in await fetch(f"SELECT * FROM {LOG} ORDER BY op_id DESC LIMIT ?", limit)]
+
+
+async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
+    r = await record(tx, op_id)
+    if r["purged"]:
+        raise OperationError(f"operation {op_id} was purged; it can no longer be undone or redone")
+    if bool(r["undone"]) == bool(undone):
+        raise OperationError(f"operation {op_id} is {'already undone' if undone else 'not undone'}")
+    if fingerprint is not None:
+        now = await _prints(tx, r["threads"], fingerprint)
+        changed = sorted(t for t in r["threads"] if now.get(t) != r["fingerprints"].get(t))
+        if changed:
+            raise OperationError(f"{', '.join(changed)} changed since operation {op_id} was "
+                                 f"{'written' if undone else 'undone'}; nothing was changed")
+    tables = list(r["tables"].items())
+    for table, key in reversed(tables):
+        await trash.remove_images(tx, op_id, table, key)
+    for table, _ in tables:
+        await trash.put_back(tx, op_id, table, image, keep=True)
+    # the fingerprints the next move of this op compares against
+    prints = await _prints(tx, r["threads"], fingerprint) if fingerprint is not None else r["fingerprints"]
+    await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ? WHERE op_id = ?",
+                     undone, json.dumps(prints), op_id)
+    return r
+
+
+async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
+    """Put the op's before-images back where its rows stand, when each of its threads'
+    `fingerprint` is as the op left it (else OperationError, nothing changed)."""
+    return await _move(tx, op_id, "before", 1, fingerprint)
+
+
+async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
+    """Put the op's after-images back, when each of its threads' `fingerprint` is as the
+    undo left it (else OperationError, nothing changed)."""
+    return await _move(tx, op_id, "after", 0, fingerprint)
+
+
+async def purge(tx: Any, dry_run: bool = False) -> tuple[list[int], int]:
+    """Free the trash of every op not purged yet (they can no longer be undone or
+    redone): (their ids, how many rows were freed). `dry_run`: count, write nothing."""
+    if not await tx.table_exists(LOG):
+        return [], 0
+    recs = await tx.fetch(f"SELECT op_id, tables FROM {LOG} WHERE purged = 0 ORDER BY op_id")
+    ids = [int(r["op_id"]) for r in recs]
+    tables = sorted({t for r in recs for t in json.loads(r["tables"])})
+    rows = 0
+    for table in tables:
+        if dry_run:
+            marks = ", ".join("?" for _ in ids)
+            rows += int((await tx.fetch(f'SELECT count(*) AS n FROM "{trash.trash_name(table)}" '
+                                        f"WHERE {trash.OP} IN ({marks})", *ids))[0]["n"])
+        else:
+            rows += await trash.free(tx, table, ids)
+    if ids and not dry_run:
+        await tx.execute(f"UPDATE {LOG} SET purged = 1 WHERE purged = 0")
+    return ids, rows

@@ -1,0 +1,51 @@
+"""Every format's writes are all-or-nothing: a failure injected before the 1st, 2nd, ...
+statement of a rewind, a hard rewind, a branch and an undo (tests/support/fault_injection.py,
+through the backend the format's History writes with) leaves every table of the database,
+agentctl's side tables included, exactly as it was; then the write runs to its end and
+does change it. The AgentOS engine's own writes: tests/engine/test_engine_atomic.py."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+from agentctl.refs import resolve
+from agentctl.storage import Capability, open_store
+from tests.support.contract_formats import CASES, Built, FormatCase, dump
+from tests.support.fault_injection import fails_cleanly_then_works as failing_everywhere
+
+KINDS = ("sqlite", "postgres")
+PAIRS = [(name, kind) for name in CASES for kind in KINDS]
+
+
+@pytest.fixture(params=PAIRS, ids=[f"{n}-{k}" for n, k in PAIRS])
+async def built(request, tmp_path) -> tuple[FormatCase, Built]:
+    name, kind = request.param
+    case = CASES[name]
+    for module in case.needs:
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            pytest.skip(f"{module} is not installed")
+    url = str(tmp_path / "db.sqlite") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
+    return case, await case.build(kind, url)
+
+
+async def fails_cleanly_then_works(url: str, store: Any, op: Callable[[], Awaitable[Any]]) -> int:
+    """`op` failed at each statement leaves every table of `url` unchanged (then works)."""
+    return await failing_everywhere(store, lambda: dump(url), op)
+
+
+async def test_rewind_branch_undo_are_atomic(built) -> None:
+    case, b = built
+    async with open_store(b.url, readonly=False) as store:
+        assert store.can(Capability.REWIND) and store.can(Capability.BRANCH)
+        history = store.history()
+        target = (await resolve(store, f"{b.main}@2")).checkpoint_id
+        assert await fails_cleanly_then_works(b.url, store, lambda: history.rewind(target)) > 1
+        assert await fails_cleanly_then_works(b.url, store, lambda: history.undo()) > 1
+        assert await fails_cleanly_then_works(b.url, store, lambda: history.rewind(target, hard=True)) > 1
+        assert await fails_cleanly_then_works(b.url, store, lambda: history.undo()) > 1
+        source = (await resolve(store, f"{b.main}@1")).checkpoint_id
+        assert await fails_cleanly_then_works(b.url, store, lambda: history.branch(source, "atomic")) > 1
+        assert await fails_cleanly_then_works(b.url, store, lambda: history.undo()) > 1

@@ -1,0 +1,225 @@
+"""The journal (agentctl/storage/journal/), SQLite and Postgres.
+
+Trash tables (trash.py): rows set aside and put back are the same rows, value for value
+and type for type (BLOBs, JSON/JSONB, timestamps with microseconds, NULLs, floats); the
+trash table is created in the write's transaction (a rolled-back write leaves none), and
+`free` drops an op's rows.
+
+The op log (ops.py): a write recorded as row changes (a delete, an update, an insert) then
+undone gives every table but agentctl's back row for row; redo gives the tables as after
+the write; a failure injected at each statement of the write, the undo and the redo
+leaves the database as it was."""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+from agentctl.backends import make_backend
+from agentctl.errors import OperationError
+from agentctl.storage.journal import ops, trash
+from tests.support.contract_formats import dump
+from tests.support.fault_injection import fails_cleanly_then_works
+
+SQLITE_DDL = ("CREATE TABLE items (id INTEGER PRIMARY KEY, body TEXT NOT NULL, raw BLOB, score REAL, "
+              "n NUMERIC, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
+PG_DDL = ("CREATE TABLE items (id bigint PRIMARY KEY, body text NOT NULL, raw bytea, score double precision, "
+          "n numeric, at timestamptz DEFAULT now(), doc jsonb)")
+
+
+class Boom(RuntimeError):
+    pass
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def backend(request, tmp_path):
+    url = str(tmp_path / "t.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+    b = make_backend(url, readonly=False, create=True)
+    await b.connect()
+    async with b.transaction() as tx:
+        if tx.kind == "postgres":
+            await tx.execute(PG_DDL)
+            await tx.execute("INSERT INTO items VALUES (1, 'a', '\\x00ff'::bytea, 0.1, 1.50, "
+                             "'2026-01-02 03:04:05.123456+00', '{\"k\": [1, \"ü\"]}'), "
+                             "(2, 'b', NULL, NULL, NULL, NULL, NULL), (3, 'c', '', 1e300, 7, now(), 'null')")
+        else:
+            await tx.execute(SQLITE_DDL)
+            await tx.execute("INSERT INTO items VALUES (1, 'a', x'00ff', 0.1, 1.50, '2026-01-02 03:04:05.123456'), "
+                             "(2, 'b', NULL, NULL, NULL, NULL), (3, '{\"k\": \"ü\"}', x'', 1e300, '7', 'x')")
+    try:
+        yield b, url
+    finally:
+        await b.close()
+
+
+async def test_set_aside_and_put_back_exact(backend) -> None:
+    b, url = backend
+    before = await dump(url)
+    async with b.transaction() as tx:
+        assert await trash.set_aside(tx, 7, "items", "id IN (?, ?)", (1, 3)) == 2
+        await tx.execute("DELETE FROM items WHERE id IN (?, ?)", 1, 3)
+    mid = await dump(url)
+    assert len(mid["items"]) == 1 and len(mid["agentctl_trash_items"]) == 2
+    async with b.transaction() as tx:
+        assert await trash.put_back(tx, 7, "items") == 2
+    after = await dump(url)
+    assert after.pop("agentctl_trash_items") == []
+    assert after == before
+    # type for type, not only as text
+    rows_before = await b.query("SELECT * FROM items ORDER BY id")
+    types = ("SELECT typeof(raw) AS a, typeof(score) AS b, typeof(n) AS c, typeof(at) AS d FROM items ORDER BY id"
+             if b.kind == "sqlite" else "SELECT 1 AS a")
+    types_before = await b.query(types)
+    async with b.transaction() as tx:
+        await trash.set_aside(tx, 8, "items", "1 = 1")
+        await tx.execute("DELETE FROM items")
+        await trash.put_back(tx, 8, "items")
+    assert await b.query("SELECT * FROM items ORDER BY id") == rows_before
+    assert await b.query(types) == types_before
+
+
+async def test_trash_table_made_inside_the_write(backend) -> None:
+    b, url = backend
+    before = await dump(url)
+    with pytest.raises(Boom):
+        async with b.transaction() as tx:
+            await trash.set_aside(tx, 1, "items", "id = ?", (2,))
+            raise Boom()
+    assert await dump(url) == before  # no trash table, no row
+
+
+async def test_free(backend) -> None:
+    b, url = backend
+    async with b.transaction() as tx:
+        await trash.set_aside(tx, 1, "items", "id = ?", (1,))
+        await trash.set_aside(tx, 2, "items", "id = ?", (2,))
+        assert await trash.free(tx, "items", [1]) == 1
+        assert await trash.free(tx, "items", []) == 0
+    rows = await b.query("SELECT agentctl_op_id AS op FROM agentctl_trash_items")
+    assert [r["op"] for r in rows] == [2]
+
+
+# ---- the op log ----
+
+NOW = "2026-11-27T00:00:00+00:00"
+
+
+async def frame(url: str) -> dict:
+    return await dump(url, side_tables=False)
+
+
+async def write(b: Any) -> int:
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "delete 1, update 2, insert 9", ["t"], {"n": 1}, NOW)
+        await op.delete("items", ("id",), "id = ?", (1,))
+        await op.update("items", ("id",), "id = ?", (2,), "body = ?, score = ?", ("B", 2.5))
+        await tx.execute("INSERT INTO items (id, body) VALUES (9, 'nine')")
+        await op.inserted("items", ("id",), "id = ?", (9,))
+        return await op.finish({"t": "fp"})
+
+
+async def atomic(url: str, b: Any, run: Callable[[], Awaitable[Any]]) -> None:
+    assert await fails_cleanly_then_works(b, lambda: dump(url), run) > 2
+
+
+async def test_write_undo_redo_row_for_row(backend) -> None:
+    b, url = backend
+    before = await frame(url)
+    op_id = await write(b)
+    after = await frame(url)
+    assert after != before
+    for _ in range(2):  # undo and redo again and again
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id)
+        assert await frame(url) == before
+        async with b.transaction() as tx:
+            await ops.redo(tx, op_id)
+        assert await frame(url) == after
+    async with b.transaction() as tx:
+        rec = await ops.record(tx, op_id)
+    assert rec["kind"] == "test" and rec["threads"] == ["t"] and rec["fingerprints"] == {"t": "fp"}
+    assert rec["tables"] == {"items": ["id"]} and rec["undone"] == 0
+
+
+async def test_write_undo_redo_are_atomic(backend) -> None:
+    b, url = backend
+    await atomic(url, b, lambda: write(b))
+    op_id = (await b.query("SELECT max(op_id) AS m FROM agentctl_journal"))[0]["m"]
+
+    async def undo() -> None:
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id)
+
+    async def redo() -> None:
+        async with b.transaction() as tx:
+            await ops.redo(tx, op_id)
+
+    await atomic(url, b, undo)
+    await atomic(url, b, redo)
+
+
+async def _print(tx: Any, thread: str) -> Any:
+    """The test's fingerprint of its one thread: every row of items."""
+    return [list(map(str, r.values())) for r in await tx.fetch("SELECT * FROM items ORDER BY id")]
+
+
+async def _refused(b: Any, url: str, move: Any, op_id: int) -> None:
+    state = await dump(url)
+    with pytest.raises(OperationError, match="changed since operation"):
+        async with b.transaction() as tx:
+            await move(tx, op_id, _print)
+    assert await dump(url) == state
+
+
+async def test_undo_and_redo_refused_when_changed_since(backend) -> None:
+    b, url = backend
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "delete 1", ["t"], {}, NOW)
+        await op.delete("items", ("id",), "id = ?", (1,))
+        op_id = await op.finish({"t": await _print(tx, "t")})
+    async with b.transaction() as tx:
+        await tx.execute("UPDATE items SET body = 'changed' WHERE id = 2")
+    await _refused(b, url, ops.undo, op_id)
+    async with b.transaction() as tx:
+        await tx.execute("UPDATE items SET body = 'b' WHERE id = 2")
+        await ops.undo(tx, op_id, _print)
+    with pytest.raises(OperationError, match="already undone"):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id, _print)
+    async with b.transaction() as tx:
+        await tx.execute("INSERT INTO items (id, body) VALUES (5, 'new')")
+    await _refused(b, url, ops.redo, op_id)
+    async with b.transaction() as tx:
+        await tx.execute("DELETE FROM items WHERE id = 5")
+        await ops.redo(tx, op_id, _print)
+    assert [r["id"] for r in await b.query("SELECT id FROM items ORDER BY id")] == [2, 3]
+
+
+async def write_nothing(b: Any) -> int:
+    async with b.transaction() as tx:
+        return await (await ops.begin(tx, "test", "no change", [], {}, NOW)).finish()
+
+
+async def test_purge_frees_the_trash(backend) -> None:
+    b, url = backend
+    assert await ops.listing(b) == []
+    async with b.transaction() as tx:
+        assert await ops.purge(tx) == ([], 0)  # no journal yet: nothing made
+    assert "agentctl_journal" not in await dump(url)
+    op_id = await write(b)
+    second = await write_nothing(b)
+    assert [r["op_id"] for r in await ops.listing(b)] == [second, op_id]
+    assert [r["op_id"] for r in await ops.listing(b, limit=1)] == [second]
+    async with b.transaction() as tx:
+        assert await ops.purge(tx, dry_run=True) == ([op_id, second], 4)  # 1 deleted, 1 updated x2, 1 inserted
+    state = await dump(url)
+    async with b.transaction() as tx:
+        assert await ops.purge(tx) == ([op_id, second], 4)
+    after = await dump(url)
+    assert after["agentctl_trash_items"] == [] and after["items"] == state["items"]
+    with pytest.raises(OperationError, match="purged"):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id)
+    async with b.transaction() as tx:
+        assert await ops.purge(tx) == ([], 0)
