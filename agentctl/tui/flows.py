@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def start(screen: "MainScreen", action: str) -> None:
-    """Start the write `action` (rewind, branch, merge, prune, undo, edit) on what the
+    """Start the write `action` (rewind, branch, merge, prune, undo, redo, edit) on what the
     screen shows, if this database can do it and what it needs is selected. (`R`'s run
     is agentctl.tui.agent_run's.)"""
     if not can_write(screen, action):
@@ -46,6 +46,8 @@ def start(screen: "MainScreen", action: str) -> None:
         if thread is None:
             return
         flow = merge(screen, thread) if action == "merge" else prune(screen, thread)
+    elif action == "redo":
+        flow = redo(screen)
     else:
         flow = undo(screen)
     screen.run_worker(flow, name=f"{action}_flow", group="write", exclusive=True,
@@ -269,6 +271,27 @@ async def undo(screen: "MainScreen") -> None:
     result = await engine.undo(op.op_id)
     select = op.threads[0] if op.threads else None
     done(screen, "undo", result.summary, select)
+
+
+async def redo(screen: "MainScreen") -> None:
+    """Ctrl-Y: re-apply the newest undone operation (as `agentctl redo`): what it would do
+    first (History.redo's dry run), then the write. A format whose writes are not on the
+    journal yet says so (Unsupported), nothing changed."""
+    from agentctl.errors import AgentctlError
+
+    engine = screen.source.engine
+    try:
+        plan = await engine.redo(None, dry_run=True)
+    except AgentctlError as exc:
+        screen.notify(inert(str(exc)), title="Redo", severity="warning", markup=False)
+        return
+    choice = await confirm(screen, "Redo the last undone operation?", Text(inert(plan.summary)),
+                           [("confirm", "Redo", "warning")])
+    if choice is None:
+        screen.notify("redo cancelled: nothing changed")
+        return
+    result = await engine.redo(plan.op_id)
+    done(screen, "redo", result.summary)
 
 
 async def edit(screen: "MainScreen", meta: CheckpointMetadata) -> None:

@@ -767,16 +767,30 @@ async def test_undo_with_nothing_to_undo(sample_sqlite):
         assert "nothing to undo" in notices(app)
 
 
+async def test_ctrl_y_redo_says_the_format_has_no_redo_yet_and_changes_nothing(sample_sqlite):
+    """Ctrl-Y is `agentctl redo`: the AgentOS format's writes are not on the journal yet,
+    so it says so (as the CLI's exit 2 line): no dialog, the file as it was."""
+    before = open(sample_sqlite, "rb").read()
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "ctrl+y")
+        await settle(pilot)
+        assert not isinstance(app.screen, ModalScreen)
+        assert "the agentos format does not support redo" in notices(app)
+    assert open(sample_sqlite, "rb").read() == before
+
+
 async def test_readonly_mode_disables_writes(sample_sqlite):
     before = open(sample_sqlite, "rb").read()
     app = AgentctlApp(sample_sqlite, readonly=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "READ-ONLY" in plain(app.query_one("#status", Static).content)
-        for key in ("r", "b", "M", "p", "u"):
+        for key in ("r", "b", "M", "p", "u", "ctrl+y"):
             await press(pilot, key)
             assert not isinstance(app.screen, ModalScreen)
-        assert sum("read-only mode" in n for n in notices(app)) == 5
+        assert sum("read-only mode" in n for n in notices(app)) == 6
     assert open(sample_sqlite, "rb").read() == before
 
 

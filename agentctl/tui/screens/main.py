@@ -75,6 +75,8 @@ BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
     Binding("p", "prune", "Prune", id="prune",
             tooltip="Prune the selected thread's checkpoints by a policy"),
     Binding("u", "undo", "Undo", id="undo", tooltip="Undo the last operation"),
+    Binding("ctrl+y", "redo", "Redo", id="redo", show=False,
+            tooltip="Redo the last undone operation (formats on the journal)"),
     Binding("e", "edit", "Edit", id="edit",
             tooltip="Edit the selected checkpoint's state: a key and its new value (JSON); "
                     "the diff, then a new checkpoint (undoable)"),
@@ -698,6 +700,9 @@ class MainScreen(Screen[None]):
 
     def action_undo(self) -> None:
         self._write("undo")
+
+    def action_redo(self) -> None:
+        self._write("redo")
 
     def action_edit(self) -> None:
         self._write("edit")
