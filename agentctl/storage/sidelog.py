@@ -47,7 +47,7 @@ class SideLog:
 
     @staticmethod
     def record_of(row: dict[str, Any], purgeable: int = 0) -> Any:
-        from agentctl.engine.oplog import OpRecord
+        from agentctl.storage.results import OpRecord
 
         return OpRecord(op_id=int(row["op_id"]), created_at=row["created_at"], kind=row["kind"],
                         summary=row["summary"], threads=json.loads(row["threads"]),
@@ -89,7 +89,7 @@ class SideLog:
 async def purge_trash(store: Any, trash: str, oplog: str, dry_run: bool) -> Any:
     """Empty a format's trash table (`trash`, rows by op_id) and mark its operations
     purged in `oplog`; a PurgeResult (what it would free, with dry_run)."""
-    from agentctl.engine.oplog import PurgeResult
+    from agentctl.storage.results import PurgeResult
 
     await store.connect()
     if not await store._db.table_exists(trash):

@@ -92,6 +92,17 @@ def test_storage_layer_imports_no_rich_or_textual():
     assert not bad, "\n".join(bad)
 
 
+def test_the_storage_layer_does_not_import_the_public_facades():
+    """The facades (agentctl.engine, agentctl.backends) are for the library's users: the
+    storage layer imports the modules behind them (agentctl.storage.agentos, .results)."""
+    bad = []
+    for path in _files(_in_storage):
+        for name in _imports(path):
+            if name.startswith(("agentctl.engine", "agentctl.backends")):
+                bad.append(f"{path.relative_to(PKG)}: imports {name}")
+    assert not bad, "\n".join(bad)
+
+
 def test_the_facades_hold_no_logic():
     """agentctl.backends and agentctl.engine are the library's public names: their
     modules define no function or class but the lazy loader's `__getattr__`/`__dir__`."""

@@ -137,7 +137,7 @@ class ADKHistory(RewindAndBranchOnly, History):
     # ---- rewind ----------------------------------------------------------------------
 
     async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
-        from agentctl.engine import RewindPlan
+        from agentctl.storage.results import RewindPlan
 
         meta, key = await self._target(checkpoint_id)
         later = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
@@ -167,7 +167,7 @@ class ADKHistory(RewindAndBranchOnly, History):
 
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> Any:
-        from agentctl.engine import TimeTravelResult
+        from agentctl.storage.results import TimeTravelResult
 
         meta, key = await self._target(checkpoint_id)
         tid = meta.thread_id
@@ -295,7 +295,7 @@ class ADKHistory(RewindAndBranchOnly, History):
 
     async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
         whole_undo_only("adk", threads)
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
 
         op = await self.log.pick(self.store, op_id, ("rewind", "branch", "fix-state", "edit", "run"))
         d = op.details
@@ -480,7 +480,7 @@ class ADKHistory(RewindAndBranchOnly, History):
         the others in the session's state, as ADK's append_event puts them. The session's
         update_time moves on (a service holding the session gets ADK's stale-session
         error). One op; undo deletes the event and puts every row back (as a rewind's)."""
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
 
         meta, key = await self._target(checkpoint_id)
         ref = await self.store.get(checkpoint_id)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from agentctl.engine.oplog import OpResult
+from agentctl.storage.results import OpResult
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.storage.article.store import decode_json, message_id_of
 

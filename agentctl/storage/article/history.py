@@ -46,7 +46,7 @@ import re
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
-from agentctl.engine import CheckpointGC, DeletePlan, MergePlan, PrunePlan, RewindPlan, TimeTravelResult
+from agentctl.storage.results import CheckpointGC, DeletePlan, MergePlan, PrunePlan, RewindPlan, TimeTravelResult
 from agentctl.errors import (
     AgentctlError,
     CheckpointNotFound,
@@ -57,7 +57,7 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, utc_now_iso
-from agentctl.engine.oplog import OpRecord, OpResult, PurgeResult
+from agentctl.storage.results import OpRecord, OpResult, PurgeResult
 from agentctl.storage.article import schema as S
 from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
 from agentctl.storage.contract import History, PruneSpec, Unsupported, whole_undo_only

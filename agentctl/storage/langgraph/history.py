@@ -318,7 +318,7 @@ class LangGraphHistory(History):
     # ---- rewind ----------------------------------------------------------------------
 
     async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
-        from agentctl.engine import RewindPlan
+        from agentctl.storage.results import RewindPlan
 
         await self._ready()
         row = await self._ref(checkpoint_id, "rewind")
@@ -333,7 +333,7 @@ class LangGraphHistory(History):
         """A fork checkpoint copying REF (parent: REF's parent) as the thread's new head (see the module doc);
         with `hard`, the checkpoints after REF to the trash. The result's
         `archive_thread` is the thread itself: the abandoned run stays there as a branch."""
-        from agentctl.engine import TimeTravelResult
+        from agentctl.storage.results import TimeTravelResult
 
         await self._ready()
         row = await self._ref(checkpoint_id, "rewind")
@@ -480,7 +480,7 @@ class LangGraphHistory(History):
 
     @staticmethod
     def _policy(spec: PruneSpec) -> tuple[Any, float]:
-        from agentctl.engine import CheckpointGC
+        from agentctl.storage.results import CheckpointGC
 
         if spec.keep_last is not None:
             return CheckpointGC.KEEP_LAST_N, float(spec.keep_last)
@@ -616,7 +616,7 @@ class LangGraphHistory(History):
         return text + (f"; kept besides: {', '.join(kept)}" if kept else "")
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
-        from agentctl.engine import PrunePlan
+        from agentctl.storage.results import PrunePlan
 
         await self._ready()
         policy, param = self._policy(spec)
@@ -631,7 +631,7 @@ class LangGraphHistory(History):
         return out
 
     async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
 
         await self._ready()
         targets = await self._prune_threads(spec)
@@ -678,7 +678,7 @@ class LangGraphHistory(History):
         return tid, ns, where, [tid] if ns == "" else [tid, ns]
 
     async def plan_delete_thread(self, thread_id: str) -> Any:
-        from agentctl.engine import DeletePlan
+        from agentctl.storage.results import DeletePlan
         from agentctl.storage.langgraph.store import address
 
         await self._ready()
@@ -691,7 +691,7 @@ class LangGraphHistory(History):
         return DeletePlan(thread_id, sum(int(r["n"]) for r in rows), included, kept)
 
     async def delete_thread(self, thread_id: str) -> Any:
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
 
         await self._ready()
         tid, ns, where, params = await self._delete_where(thread_id)
@@ -731,7 +731,7 @@ class LangGraphHistory(History):
         """Revert an operation. Only what the undo touches is checked: a branch's undo
         deletes the branch thread, whatever its source did since. `threads` (a prune's):
         restore those threads alone; the op stays undoable for its other threads."""
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
 
         await self._ready()
         op = await self.log.pick(self.store, op_id, UNDOABLE)
@@ -898,7 +898,7 @@ class LangGraphHistory(History):
         return restored
 
     async def purge(self, dry_run: bool = False) -> Any:
-        from agentctl.engine.oplog import PurgeResult
+        from agentctl.storage.results import PurgeResult
 
         await self._ready()
         counts = await self._purgeable()
@@ -1069,7 +1069,7 @@ class LangGraphHistory(History):
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
         from dataclasses import replace
 
-        from agentctl.engine import MergePlan
+        from agentctl.storage.results import MergePlan
         from agentctl.storage.langgraph import serde
 
         await self._ready()
@@ -1222,7 +1222,7 @@ class LangGraphHistory(History):
         "edit"; its undo moves the checkpoint (and its blobs) to the trash. `thread_id`:
         REF's thread when the caller knows it (LangGraph has no index on checkpoint ids:
         finding an id's thread is a scan of the whole table's key index)."""
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
 
         await self._ready()
         if thread_id and "|" not in thread_id:  # REF's thread, resolved by the caller: no scan for it

@@ -136,7 +136,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
     # ---- rewind ----------------------------------------------------------------------
 
     async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
-        from agentctl.engine import RewindPlan
+        from agentctl.storage.results import RewindPlan
 
         meta = await self._target(checkpoint_id)
         moved = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
@@ -145,7 +145,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
 
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> Any:
-        from agentctl.engine import TimeTravelResult
+        from agentctl.storage.results import TimeTravelResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of, row_id_of
 
         meta = await self._target(checkpoint_id)
@@ -306,7 +306,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
 
     async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
         whole_undo_only("openai-agents", threads)
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
         S, M = self.store._S, self.store._M
@@ -360,7 +360,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                         created=ids if d["hard"] else [], moved=[] if d["hard"] else ids)
 
     async def _undo_branch(self, op: Any) -> Any:
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
         S, M = self.store._S, self.store._M
@@ -443,7 +443,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         """The item's message_data, in place, is `state` (the edited item) as the SDK
         writes it (`json.dumps`): `get_items` returns it where it was. One op; its undo
         puts the row's message_data back byte for byte."""
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
         from agentctl.storage.openai_agents.store import row_id_of
 
         meta = await self.store.get_metadata(checkpoint_id)
@@ -471,7 +471,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
     async def _undo_sdk_write(self, op: Any) -> Any:
         """Undo of a run (its items to the trash; the session row as before it) or of an
         edit (the item's message_data as before it); refused when the session changed."""
-        from agentctl.engine.oplog import OpResult
+        from agentctl.storage.results import OpResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
 
         S, M = self.store._S, self.store._M
