@@ -10,7 +10,7 @@ import json
 import shutil
 
 import tests.formats.test_format_article as fa
-from tests.formats.test_format_article import SAMPLE, dump, fts_search, valid
+from tests.formats.test_format_article import SAMPLE, dump, fts_search, pg_typed_tables, valid
 from tests.support.article_storage import AgentStorage
 from tests.support.sampledb import cli, cli_json
 
@@ -166,13 +166,7 @@ async def test_postgres_jsonb_metadata_and_timestamptz_times_round_trip(pg_dsn):
     conn = await asyncpg.connect(pg_dsn)
     try:
         await conn.execute(
-            "CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT, status TEXT, "
-            "model TEXT, total_tokens INTEGER DEFAULT 0, total_cost REAL DEFAULT 0, message_count INTEGER "
-            "DEFAULT 0, metadata_json JSONB DEFAULT '{}', created_at TIMESTAMPTZ DEFAULT now(), "
-            "updated_at TIMESTAMPTZ DEFAULT '2026-01-02 03:04:05.678901+00');"
-            "CREATE TABLE messages (id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, role TEXT, content "
-            "TEXT NOT NULL DEFAULT '', tool_calls_json JSONB, tool_call_id TEXT, token_count INTEGER DEFAULT 0, "
-            "created_at TIMESTAMPTZ DEFAULT now());"
+            pg_typed_tables(updated_at="'2026-01-02 03:04:05.678901+00'", tool_calls="JSONB") +
             "INSERT INTO sessions (id, user_id, status, metadata_json) VALUES ('p1', 'u', 'active', '{\"k\": 1}');"
             "INSERT INTO messages (session_id, role, content) VALUES ('p1', 'user', 'hello');")
 

@@ -399,19 +399,25 @@ async def test_bad_input_writes_refuse_cleanly(tmp_path):
     assert {t: _sqlite_rows(path, t) for t in ("sessions", "messages")} == before
 
 
+def pg_typed_tables(updated_at: str = "now()", tool_calls: str = "TEXT") -> str:
+    """The article's sessions and messages as a Postgres user may declare them (JSONB
+    metadata, TIMESTAMPTZ times, no optional tables): DDL."""
+    return ("CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT, status TEXT, "
+            "model TEXT, total_tokens INTEGER DEFAULT 0, total_cost REAL DEFAULT 0, message_count INTEGER "
+            "DEFAULT 0, metadata_json JSONB DEFAULT '{}', created_at TIMESTAMPTZ DEFAULT now(), "
+            f"updated_at TIMESTAMPTZ DEFAULT {updated_at});"
+            "CREATE TABLE messages (id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, role TEXT, content "
+            f"TEXT NOT NULL DEFAULT '', tool_calls_json {tool_calls}, tool_call_id TEXT, token_count INTEGER "
+            "DEFAULT 0, created_at TIMESTAMPTZ DEFAULT now());")
+
+
 async def test_postgres_without_optional_tables(pg_dsn):
     import asyncpg
 
     conn = await asyncpg.connect(pg_dsn)
     try:
         await conn.execute(
-            "CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT, status TEXT, "
-            "model TEXT, total_tokens INTEGER DEFAULT 0, total_cost REAL DEFAULT 0, message_count INTEGER "
-            "DEFAULT 0, metadata_json JSONB DEFAULT '{}', created_at TIMESTAMPTZ DEFAULT now(), "
-            "updated_at TIMESTAMPTZ DEFAULT now());"
-            "CREATE TABLE messages (id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, role TEXT, content "
-            "TEXT NOT NULL DEFAULT '', tool_calls_json TEXT, tool_call_id TEXT, token_count INTEGER DEFAULT 0, "
-            "created_at TIMESTAMPTZ DEFAULT now());"
+            pg_typed_tables() +
             "INSERT INTO sessions (id, user_id, metadata_json) VALUES ('p1', 'u', '{\"k\": 1}');"
             "INSERT INTO messages (session_id, role, content, tool_calls_json) VALUES "
             "('p1', 'user', 'hello', NULL), ('p1', 'assistant', 'x', 'oops'), ('ghost', 'user', 'lost', NULL);")
