@@ -141,6 +141,8 @@ class EditPlan:
     edits: list[Edit]
     before: Any = None
     changes: list[Any] = field(default_factory=list)
+    #: what a native edit does, as the History says it (its EDIT_CONFIRM: {ref}, {thread})
+    confirm: str = "write a new head of {thread} holding this checkpoint with these values"
 
     @property
     def what(self) -> str:
@@ -150,15 +152,9 @@ class EditPlan:
     def confirm_text(self) -> str:
         """What the write does, as the confirmation asks it."""
         m = self.meta
-        if not self.native:
+        if not self.native:  # the framework writes it (LangGraph's update_state)
             return f"write a new checkpoint after {m.checkpoint_id} with these values"
-        if self.fmt == "openai-agents":
-            return f"change item {m.checkpoint_id} of {m.thread_id} in place"
-        if self.fmt == "langgraph":
-            return f"write a new checkpoint after {m.checkpoint_id} with these values"
-        if self.fmt == "article":
-            return f"change message {m.checkpoint_id} / session {m.thread_id} in place"
-        return f"write a new head of {m.thread_id} holding this checkpoint with these values"
+        return self.confirm.format(ref=m.checkpoint_id, thread=m.thread_id)
 
 
 def editable_state(history: Any, cp: Any) -> dict[str, Any]:
@@ -205,7 +201,8 @@ async def plan_edit(store: Any, history: Any, meta: Any, edits: list[Edit], *,
     if hasattr(history, "edit_check"):  # what the format's rows can hold
         history.edit_check(old, new)
     before = await history.run_keys(meta.thread_id) if for_write and not native else None
-    return EditPlan(fmt, native, meta, old, new, list(edits), before, diff_values(old, new, "state"))
+    return EditPlan(fmt, native, meta, old, new, list(edits), before, diff_values(old, new, "state"),
+                    getattr(history, "EDIT_CONFIRM", EditPlan.confirm))
 
 
 async def edit_natively(history: Any, plan: EditPlan, as_node: str | None = None) -> Any:

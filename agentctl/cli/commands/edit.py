@@ -104,8 +104,8 @@ def edit(
         result = run_coro(go())
         if json_out:
             out = dict(result.to_dict(), changes=[c.to_dict() for c in changes])
-            if p.fmt == "langgraph":
-                out["checkpoint_id"] = result.created[0]
+            if result.created:  # the checkpoint the edit made (in-place edits make none)
+                out["checkpoint_id"] = result.created[-1]
             emit_json(out)
             return
         say(result.summary if result.op_id is None else

@@ -473,6 +473,9 @@ class ADKHistory(RewindAndBranchOnly, History):
                               + (" FOR UPDATE" if self.store.kind == "postgres" else ""), *key)
         return rows[0] if rows else None
 
+    #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
+    EDIT_CONFIRM = "append an event to {thread} whose state_delta holds these values"
+
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
         """`agentctl edit`: an event (author "user") appended to REF's session whose
         `actions.state_delta` holds the keys whose values `state` changes from REF's

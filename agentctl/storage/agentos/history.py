@@ -385,6 +385,9 @@ class CheckpointEngine(History):
 
     # ---- edit --------------------------------------------------------------------------
 
+    #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
+    EDIT_CONFIRM = "write a new head of {thread} holding this checkpoint with these values"
+
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
         """A new head of the checkpoint's thread: the checkpoint again, with `state` as its
         state (`agentctl edit`); `what` says what changed. One operation, undoable."""

@@ -616,6 +616,9 @@ class ArticleHistory(History):
 
         edit_check(old, new)
 
+    #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
+    EDIT_CONFIRM = "change message {ref} / session {thread} in place"
+
     async def edit_state(self, checkpoint_id_: str, state: dict[str, Any], what: str) -> OpResult:
         """The message REF and its session row changed in place to the edited view `state`;
         one op, undone column for column."""

@@ -1204,6 +1204,9 @@ class LangGraphHistory(History):
 
     # ---- edit without the user's graph ----------------------------------------------
 
+    #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
+    EDIT_CONFIRM = "write a new checkpoint after {ref} with these values"
+
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str, *,
                          keys: Sequence[str] | None = None, as_node: str | None = None,
                          thread_id: str | None = None) -> Any:

@@ -439,6 +439,9 @@ class OpenAIHistory(RewindAndBranchOnly, History):
             raise UsageError(f"{cp.metadata.checkpoint_id} is not an item object; agentctl edits an item's keys")
         return item
 
+    #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
+    EDIT_CONFIRM = "change item {ref} of {thread} in place"
+
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
         """The item's message_data, in place, is `state` (the edited item) as the SDK
         writes it (`json.dumps`): `get_items` returns it where it was. One op; its undo
