@@ -31,13 +31,31 @@ async def built(request, tmp_path) -> tuple[FormatCase, Built]:
     return case, await case.build(kind, url)
 
 
-async def fails_cleanly_then_works(url: str, store: Any, op: Callable[[], Awaitable[Any]]) -> int:
-    """`op` failed at each statement leaves every table of `url` unchanged (then works)."""
-    return await failing_everywhere(store, lambda: dump(url), op)
-
-
 async def test_rewind_branch_undo_are_atomic(built) -> None:
     case, b = built
+    # the tables are read after every failed statement: through one connection on Postgres
+    conn = await asyncpg_connect(b.url)
+
+    async def fails_cleanly_then_works(url: str, store: Any, op: Callable[[], Awaitable[Any]]) -> int:
+        """`op` failed at each statement leaves every table of `url` unchanged (then works)."""
+        return await failing_everywhere(store, lambda: dump(url, conn=conn), op)
+
+    try:
+        await _atomic_writes(b, fails_cleanly_then_works)
+    finally:
+        if conn is not None:
+            await conn.close()
+
+
+async def asyncpg_connect(url: str) -> Any:
+    if "://" not in url:
+        return None
+    import asyncpg
+
+    return await asyncpg.connect(url)
+
+
+async def _atomic_writes(b: Built, fails_cleanly_then_works: Any) -> None:
     async with open_store(b.url, readonly=False) as store:
         assert store.can(Capability.REWIND) and store.can(Capability.BRANCH)
         history = store.history()

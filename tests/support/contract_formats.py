@@ -517,18 +517,21 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
 # ---- dumps of every table -----------------------------------------------------------------------
 
 
-async def table_names(url: str) -> list[str]:
-    """Every table of the database (its schema on Postgres), SQLite's own excluded."""
+async def table_names(url: str, conn: Any = None) -> list[str]:
+    """Every table of the database (its schema on Postgres), SQLite's own excluded.
+    `conn`: an open asyncpg connection to use (Postgres), else one is opened."""
     if is_pg(url):
         import asyncpg
 
-        conn = await asyncpg.connect(url)
+        own = conn is None
+        conn = await asyncpg.connect(url) if own else conn
         try:
             rows = await conn.fetch("SELECT table_name FROM information_schema.tables WHERE table_schema = "
                                     "current_schema() AND table_type = 'BASE TABLE' ORDER BY 1")
             return [r[0] for r in rows]
         finally:
-            await conn.close()
+            if own:
+                await conn.close()
     conn = sqlite3.connect(url)
     try:
         rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
@@ -540,22 +543,28 @@ async def table_names(url: str) -> list[str]:
             and not any(n.startswith(v + "_") for v in virtual)]
 
 
-async def dump(url: str, *, side_tables: bool = True, volatile: Mapping[str, frozenset[str]] = {}) -> dict:
+async def dump(url: str, *, side_tables: bool = True, volatile: Mapping[str, frozenset[str]] = {},
+               conn: Any = None) -> dict:
     """Every row of every table as text, sorted; without agentctl's own side tables
-    (agentctl_*) when side_tables is False, and without the volatile columns."""
-    names = [t for t in await table_names(url) if side_tables or not t.startswith("agentctl_")]
+    (agentctl_*) when side_tables is False, and without the volatile columns. `conn`: an
+    open asyncpg connection to read through (Postgres; a test dumping many times), else
+    one is opened."""
     out: dict[str, list] = {}
     if is_pg(url):
         import asyncpg
 
-        conn = await asyncpg.connect(url)
+        own = conn is None
+        conn = await asyncpg.connect(url) if own else conn
         try:
+            names = [t for t in await table_names(url, conn) if side_tables or not t.startswith("agentctl_")]
             for t in names:
                 rows = [dict(r) for r in await conn.fetch(f'SELECT * FROM "{t}"')]
                 out[t] = _rows(rows, volatile.get(t, ()))
         finally:
-            await conn.close()
+            if own:
+                await conn.close()
         return out
+    names = [t for t in await table_names(url) if side_tables or not t.startswith("agentctl_")]
     conn = sqlite3.connect(url)
     conn.row_factory = sqlite3.Row
     try:
