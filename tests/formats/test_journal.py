@@ -17,8 +17,9 @@ from typing import Any, Awaitable, Callable
 import pytest
 
 from agentctl.backends import make_backend
-from agentctl.errors import OperationError
+from agentctl.errors import NotFoundError, OperationError, UsageError
 from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal.history import JournalHistory
 from tests.support.contract_formats import dump
 from tests.support.fault_injection import fails_cleanly_then_works
 
@@ -223,3 +224,127 @@ async def test_purge_frees_the_trash(backend) -> None:
             await ops.undo(tx, op_id)
     async with b.transaction() as tx:
         assert await ops.purge(tx) == ([], 0)
+
+
+# ---- the History methods shared by the formats on the journal (history.py) ----
+
+
+class _Format:
+    name = "journal-test"
+
+
+class _Store:
+    """The store side the mixin reaches: `connect`, `_db`, `format`."""
+
+    format = _Format()
+
+    def __init__(self, b: Any) -> None:
+        self._db = b
+
+    async def connect(self) -> None:
+        await self._db.connect()
+
+
+class ItemsHistory(JournalHistory):
+    """A format of one thread "t" over the test's `items` table."""
+
+    def __init__(self, b: Any, migrate: Callable[[Any], Awaitable[None]] | None = None) -> None:
+        self.store = _Store(b)
+        self._now = lambda: NOW
+        self._migrate = migrate
+
+    async def fingerprint(self, tx: Any, thread: str) -> Any:
+        return await _print(tx, thread)
+
+    async def migrate(self, tx: Any) -> None:
+        if self._migrate is not None:
+            await self._migrate(tx)
+
+    def undo_result(self, record: dict, image: str) -> dict:
+        return {"created": [image]}
+
+    async def delete(self, item: int) -> int:
+        async with self.journal_tx(["t"]) as tx:
+            op = await self.journal_begin(tx, "delete", f"delete item {item}", ["t"], {"item": item})
+            await op.delete("items", ("id",), "id = ?", (item,))
+            return await self.journal_finish(op)
+
+
+async def test_history_undo_redo_oplog_purge(backend) -> None:
+    b, url = backend
+    h = ItemsHistory(b)
+    before = await frame(url)
+    assert await h.oplog() == [] and "agentctl_journal" not in await dump(url)
+    with pytest.raises(OperationError, match="nothing to undo"):
+        await h.undo()
+    with pytest.raises(OperationError, match="nothing to redo"):
+        await h.redo()
+    op_id = await h.delete(1)
+    assert h.last_op_id == op_id
+    after = await frame(url)
+    [rec] = await h.oplog()
+    assert (rec.op_id, rec.kind, rec.summary, rec.threads, rec.undone, rec.purgeable_rows) == \
+        (op_id, "delete", "delete item 1", ["t"], False, 1)
+    with pytest.raises(OperationError, match="not undone"):
+        await h.redo(op_id)
+    with pytest.raises(UsageError, match="undone whole"):
+        await h.undo(threads=["t"])
+    undone = await h.undo()
+    assert undone.summary == f"undid operation {op_id} (delete item 1)" and undone.created == ["before"]
+    assert await frame(url) == before
+    log = await h.oplog()
+    assert [(r.kind, r.undo_of, r.undone, r.undone_by) for r in log] == \
+        [("undo", op_id, False, None), ("delete", None, True, undone.op_id)]
+    with pytest.raises(OperationError, match="is an undo"):
+        await h.undo(undone.op_id)
+    with pytest.raises(NotFoundError):
+        await h.undo(999)
+    state = await dump(url)
+    planned = await h.redo(dry_run=True)
+    assert planned.op_id is None and planned.summary == f"redid operation {op_id} (delete item 1)"
+    assert await dump(url) == state
+    redone = await h.redo()
+    assert redone.summary == planned.summary and await frame(url) == after
+    assert (await h.oplog())[0].kind == "redo"
+    # the thread written to since the op: both directions refused, nothing changed
+    async with b.transaction() as tx:
+        await tx.execute("UPDATE items SET body = 'changed' WHERE id = 2")
+    state = await dump(url)
+    with pytest.raises(OperationError, match="changed since"):
+        await h.undo()
+    assert await dump(url) == state
+    async with b.transaction() as tx:
+        await tx.execute("UPDATE items SET body = 'b' WHERE id = 2")
+    planned = await h.purge(dry_run=True)
+    assert (planned.ops, planned.rows) == ([op_id], 1)
+    freed = await h.purge()
+    assert freed.rows == 1 and op_id in freed.ops and not (await h.purge(dry_run=True)).ops
+    with pytest.raises(OperationError, match="purged"):
+        await h.undo(op_id)
+
+
+async def test_history_migrates_inside_the_write(backend) -> None:
+    """The previous op log is migrated in the write's own transaction: a write that
+    fails leaves it as it was; one that succeeds finds it adopted under its op id."""
+    b, url = backend
+
+    async def migrate(tx: Any) -> None:
+        if await tx.table_exists("agentctl_old_oplog"):
+            for r in await tx.fetch("SELECT op_id, summary FROM agentctl_old_oplog"):
+                await ops.adopt(tx, {"op_id": r["op_id"], "created_at": NOW, "kind": "old",
+                                     "summary": r["summary"], "threads": ["t"]})
+            await tx.execute("DROP TABLE agentctl_old_oplog")
+
+    async with b.transaction() as tx:
+        await tx.execute("CREATE TABLE agentctl_old_oplog (op_id INTEGER PRIMARY KEY, summary TEXT)")
+        await tx.execute("INSERT INTO agentctl_old_oplog VALUES (41, 'old op')")
+    h = ItemsHistory(b, migrate)
+    state = await dump(url)
+    with pytest.raises(Boom):
+        async with h.journal_tx(["t"]) as tx:
+            await h.journal_begin(tx, "delete", "x", ["t"])
+            raise Boom()
+    assert await dump(url) == state
+    op_id = await h.delete(1)
+    assert op_id == 42  # after the adopted op's id
+    assert [(r.op_id, r.kind) for r in await h.oplog()] == [(42, "delete"), (41, "old")]

@@ -39,7 +39,7 @@ def oplog(
     if not stdout_is_tty():
         tsv(["OP", "WHEN", "KIND", "SUMMARY", "THREADS", "STATUS"],
             [[op.op_id, op.created_at, op.kind, op.summary, ",".join(op.threads or []),
-              "undone" if op.undone else (f"undo of {op.undo_of}" if op.undo_of else
+              "undone" if op.undone else (f"{op.kind} of {op.undo_of}" if op.undo_of else
                                           f"partly undone ({len(op.details['restored'])} thread(s))"
                                           if op.details.get("restored") else "done")] for op in ops])
         return

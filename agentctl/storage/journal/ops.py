@@ -37,7 +37,7 @@ def _ddl(kind: str) -> str:
     return (f"CREATE TABLE IF NOT EXISTS {LOG} (op_id {op_id}, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
             "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, tables TEXT NOT NULL, "
             "fingerprints TEXT NOT NULL DEFAULT '{}', undone INTEGER NOT NULL DEFAULT 0, "
-            "purged INTEGER NOT NULL DEFAULT 0)")
+            "purged INTEGER NOT NULL DEFAULT 0, undo_of INTEGER, undone_by INTEGER)")
 
 
 async def _prints(tx: Any, threads: Sequence[str], fingerprint: Fingerprint) -> dict[str, Any]:
@@ -48,9 +48,10 @@ async def _prints(tx: Any, threads: Sequence[str], fingerprint: Fingerprint) -> 
 class Op:
     """One op being written: its row changes, recorded as they are made."""
 
-    def __init__(self, tx: Any, op_id: int):
+    def __init__(self, tx: Any, op_id: int, threads: Sequence[str] = ()):
         self.tx = tx
         self.op_id = op_id
+        self.threads = list(threads)
         #: table -> key columns, in the order first changed
         self.tables: dict[str, list[str]] = {}
         self._updated: list[tuple[str, str, Sequence[Any]]] = []
@@ -93,7 +94,34 @@ async def begin(tx: Any, kind: str, summary: str, threads: Sequence[str], detail
     rows = await tx.fetch(f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables) "
                           "VALUES (?, ?, ?, ?, ?, '{}') RETURNING op_id",
                           created_at, kind, summary, json.dumps(list(threads)), json.dumps(dict(details)))
-    return Op(tx, int(rows[0]["op_id"]))
+    return Op(tx, int(rows[0]["op_id"]), threads)
+
+
+async def entry(tx: Any, kind: str, summary: str, threads: Sequence[str], of: int, created_at: str) -> int:
+    """A line of the log that changed no row itself: an undo or redo of op `of`."""
+    await tx.execute(_ddl(tx.kind))
+    rows = await tx.fetch(f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables, undo_of) "
+                          "VALUES (?, ?, ?, ?, ?, '{}', ?) RETURNING op_id", created_at, kind, summary,
+                          json.dumps(list(threads)), json.dumps({f"{kind}_of": of}), of)
+    return int(rows[0]["op_id"])
+
+
+async def adopt(tx: Any, record: Mapping[str, Any]) -> None:
+    """Put an op of a format's previous op log into the journal under its own op id
+    (migration): `record` has op_id, created_at, kind, summary, threads, details, and
+    optionally tables, fingerprints, undone, purged, undo_of, undone_by. Its images go
+    into the trash with `trash.add_images`. On Postgres the id sequence moves past it."""
+    await tx.execute(_ddl(tx.kind))
+    r = dict(record)
+    await tx.execute(f"INSERT INTO {LOG} (op_id, created_at, kind, summary, threads, details, tables, fingerprints, "
+                     "undone, purged, undo_of, undone_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     int(r["op_id"]), r["created_at"], r["kind"], r["summary"], json.dumps(list(r["threads"])),
+                     json.dumps(dict(r.get("details") or {})), json.dumps(dict(r.get("tables") or {})),
+                     json.dumps(dict(r.get("fingerprints") or {})), int(bool(r.get("undone"))),
+                     int(bool(r.get("purged"))), r.get("undo_of"), r.get("undone_by"))
+    if tx.kind == "postgres":
+        await tx.execute(f"SELECT setval(pg_get_serial_sequence('{LOG}', 'op_id'), "
+                         f"(SELECT MAX(op_id) FROM {LOG}))")
 
 
 def _decoded(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,8 +147,10 @@ async def listing(reader: Any, limit: int = 50) -> list[dict[str, Any]]:
     return [_decoded(r) for r in await fetch(f"SELECT * FROM {LOG} ORDER BY op_id DESC LIMIT ?", limit)]
 
 
-async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
-    r = await record(tx, op_id)
+async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerprint | None) -> None:
+    """Refuse (OperationError) to undo (`undone` 1) or redo (0) the op of record `r`:
+    purged, already so, or a thread's fingerprint not as the op's last move left it."""
+    op_id = r["op_id"]
     if r["purged"]:
         raise OperationError(f"operation {op_id} was purged; it can no longer be undone or redone")
     if bool(r["undone"]) == bool(undone):
@@ -131,6 +161,11 @@ async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Finge
         if changed:
             raise OperationError(f"{', '.join(changed)} changed since operation {op_id} was "
                                  f"{'written' if undone else 'undone'}; nothing was changed")
+
+
+async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
+    r = await record(tx, op_id)
+    await check(tx, r, undone, fingerprint)
     tables = list(r["tables"].items())
     for table, key in reversed(tables):
         await trash.remove_images(tx, op_id, table, key)

@@ -63,6 +63,15 @@ async def set_aside(tx: Any, op_id: int, table: str, where: str, params: Sequenc
                             f"FROM {_q(table)} WHERE {where}", op_id, image, *params)
 
 
+async def add_images(tx: Any, op_id: int, table: str, image: str, select: str, params: Sequence[Any] = ()) -> int:
+    """Put rows into `table`'s trash under `op_id` as `image` from any SELECT whose
+    columns are named as `table`'s (migration of an older trash); returns how many."""
+    name = await ensure(tx, table)
+    cols = ", ".join(_q(c) for c in await columns(tx, table))
+    return await tx.execute(f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} "
+                            f"FROM ({select}) AS agentctl_src", op_id, image, *params)
+
+
 async def put_back(tx: Any, op_id: int, table: str, image: str = "before", *, keep: bool = False) -> int:
     """Insert the rows `op_id` set aside from `table` as `image` back into it, exactly,
     and (unless `keep`) drop them from the trash; returns how many."""

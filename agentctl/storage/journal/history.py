@@ -1,0 +1,217 @@
+"""The History methods every format on the journal shares: `oplog`, `undo`, `redo`,
+`purge`, and how a write starts and ends (`journal_begin` / `journal_finish`).
+
+A format's History mixes this in and gives:
+
+- `fingerprint(tx, thread)`: what "nothing changed since" compares for a thread (JSON-able);
+- `lock(tx, threads)` (optional): the format's own locks, taken before a move (the OpenAI
+  store locks its sessions' rows first, as the SDK does);
+- `migrate(tx)` (optional): the format's previous op log and trash into the journal, run
+  first in every write's transaction (ops keep their ids; the old tables are dropped);
+- `legacy_oplog(limit)` / `legacy_purge(dry_run)` (optional): the previous op log read
+  as it stands, for the reads that come before the first write (a read migrates nothing);
+- `undo_result(record, image)` (optional): the checkpoint ids a move created, deleted or
+  moved, for the OpResult (default: none named).
+
+Its writes then read:
+
+    async with self.journal_tx(threads) as tx:
+        op = await self.journal_begin(tx, "rewind", summary, threads, details)
+        await op.delete(...); await op.update(...); ...; await op.inserted(...)
+        await self.journal_finish(op)
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Sequence
+
+from agentctl.errors import NotFoundError, OperationError
+from agentctl.storage.journal import ops, trash
+
+#: the log's own lines: they changed no row and are not undone or redone themselves
+ENTRIES = ("undo", "redo")
+
+
+class _Reader:
+    """A read-only backend dressed as a transaction (`fetch`, `kind`, `table_exists`)
+    for the checks of a dry run."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self.kind = db.kind
+
+    async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        return list(await self.db.query(sql, *params))
+
+    async def table_exists(self, name: str) -> bool:
+        return bool(await self.db.table_exists(name))
+
+
+class JournalHistory:
+    store: Any
+    last_op_id: int | None = None
+
+    # ---- what a format gives ---------------------------------------------------------------
+
+    async def fingerprint(self, tx: Any, thread: str) -> Any:
+        raise NotImplementedError
+
+    async def lock(self, tx: Any, threads: Sequence[str]) -> None:
+        """The format's own locks on these threads (default: none beyond the transaction's)."""
+
+    async def migrate(self, tx: Any) -> None:
+        """The previous op log into the journal (default: there was none)."""
+
+    async def legacy_oplog(self, limit: int) -> list[Any] | None:
+        """The previous op log's records, newest first, while it is not migrated (None: none)."""
+        return None
+
+    async def legacy_purge(self, dry_run: bool) -> Any | None:
+        """What purge frees in the previous op log's trash while it is not migrated (None: none)."""
+        return None
+
+    def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
+        """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
+        return {}
+
+    def journal_now(self) -> str:
+        now = getattr(self, "_now", None)
+        if now is None:
+            from agentctl.model import utc_now_iso
+            now = utc_now_iso
+        return str(now())
+
+    # ---- a write -----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def journal_tx(self, threads: Sequence[str] = ()) -> AsyncIterator[Any]:
+        """A write transaction, the previous op log migrated first and the format's locks taken."""
+        await self.store.connect()
+        async with self.store._db.transaction(list(threads)) as tx:
+            await self.migrate(tx)
+            await self.lock(tx, list(threads))
+            yield tx
+
+    async def journal_begin(self, tx: Any, kind: str, summary: str, threads: Sequence[str],
+                            details: dict[str, Any] | None = None) -> ops.Op:
+        op = await ops.begin(tx, kind, summary, list(threads), details or {}, self.journal_now())
+        self.last_op_id = op.op_id
+        return op
+
+    async def journal_finish(self, op: ops.Op) -> int:
+        """The op's fingerprints, as it leaves its threads, recorded."""
+        return await op.finish({t: await self.fingerprint(op.tx, t) for t in op.threads})
+
+    # ---- the log -------------------------------------------------------------------------------
+
+    async def oplog(self, limit: int = 50) -> list[Any]:
+        legacy = await self.legacy_oplog(limit)
+        if legacy is not None:
+            return legacy
+        await self.store.connect()
+        rows = await ops.listing(self.store._db, limit)
+        counts = await self._trash_counts(rows)
+        return [_record(r, counts.get(int(r["op_id"]), 0)) for r in rows]
+
+    async def _trash_counts(self, rows: list[dict[str, Any]]) -> dict[int, int]:
+        """Rows each op (not purged) holds in the trash: what purge would free of it."""
+        held = [r for r in rows if not r["purged"] and r["tables"]]
+        counts: dict[int, int] = {}
+        db = self.store._db
+        for table in sorted({t for r in held for t in r["tables"]}):
+            ids = [int(r["op_id"]) for r in held if table in r["tables"]]
+            marks = ", ".join("?" for _ in ids)
+            for c in await db.query(f'SELECT {trash.OP} AS op, COUNT(*) AS n FROM "{trash.trash_name(table)}" '
+                                    f"WHERE {trash.OP} IN ({marks}) GROUP BY {trash.OP}", *ids):
+                counts[int(c["op"])] = counts.get(int(c["op"]), 0) + int(c["n"])
+        return counts
+
+    async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
+        verb = "redo" if undone else "undo"
+        if op_id is None:
+            if not await tx.table_exists(ops.LOG):
+                raise OperationError(f"nothing to {verb}")
+            if undone:  # the op the newest undo entry undid, still undone
+                rows = await tx.fetch(f"SELECT t.op_id FROM {ops.LOG} AS e JOIN {ops.LOG} AS t ON t.op_id = e.undo_of "
+                                      "WHERE e.kind = 'undo' AND t.undone = 1 AND t.purged = 0 "
+                                      "ORDER BY e.op_id DESC LIMIT 1")
+            else:
+                rows = await tx.fetch(f"SELECT op_id FROM {ops.LOG} WHERE undone = 0 AND purged = 0 "
+                                      f"AND kind NOT IN ('undo', 'redo') ORDER BY op_id DESC LIMIT 1")
+            if not rows:
+                raise OperationError(f"nothing to {verb}")
+            op_id = int(rows[0]["op_id"])
+        if not await tx.table_exists(ops.LOG):
+            raise NotFoundError(f"operation {op_id} not found")
+        try:
+            rec = await ops.record(tx, int(op_id))
+        except LookupError:
+            raise NotFoundError(f"operation {op_id} not found") from None
+        if rec["kind"] in ENTRIES:
+            raise OperationError(f"operation {op_id} is an {rec['kind']} (of operation {rec['undo_of']}); "
+                                 f"{verb} operation {rec['undo_of']} instead")
+        return rec
+
+    async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False) -> Any:
+        from agentctl.storage.results import OpResult
+
+        verb, kind = ("redid", "redo") if undone else ("undid", "undo")
+        if dry_run:  # read only: what the move would do, when it would be refused
+            legacy = await self.legacy_oplog(1)
+            if legacy:
+                raise OperationError(f"{kind} --dry-run: this database's op log is of an older layout; "
+                                     f"it is moved to the journal by the first write")
+            await self.store.connect()
+            reader = _Reader(self.store._db)
+            rec = await self._pick(reader, op_id, undone)
+            await ops.check(reader, rec, 0 if undone else 1, self.fingerprint)
+            ids = self.undo_result(rec, "after" if undone else "before")
+            return OpResult(None, kind, f"{verb} operation {rec['op_id']} ({rec['summary']})",
+                            ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
+        async with self.journal_tx() as tx:
+            rec = await self._pick(tx, op_id, undone)
+            await self.lock(tx, rec["threads"])
+            await (ops.redo if undone else ops.undo)(tx, int(rec["op_id"]), self.fingerprint)
+            summary = f"{verb} operation {rec['op_id']} ({rec['summary']})"
+            new = await ops.entry(tx, kind, summary, rec["threads"], int(rec["op_id"]), self.journal_now())
+            await tx.execute(f"UPDATE {ops.LOG} SET undone_by = ? WHERE op_id = ?",
+                             None if undone else new, int(rec["op_id"]))
+        self.last_op_id = new
+        ids = self.undo_result(rec, "after" if undone else "before")
+        return OpResult(new, kind, summary, ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
+
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        from agentctl.storage.contract import whole_undo_only
+
+        whole_undo_only(self.store.format.name, threads)
+        return await self._move(op_id, False)
+
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
+        return await self._move(op_id, True, dry_run)
+
+    async def purge(self, dry_run: bool = False) -> Any:
+        from agentctl.storage.results import PurgeResult
+
+        if dry_run:
+            legacy = await self.legacy_purge(True)
+            if legacy is not None:
+                return legacy
+            await self.store.connect()
+            rows = [r for r in await ops.listing(self.store._db, 2**31) if not r["purged"]]
+            counts = await self._trash_counts(rows)
+            held = sorted(op for op, n in counts.items() if n)
+            return PurgeResult(ops=held, rows=sum(counts.values()), dry_run=True)
+        async with self.journal_tx() as tx:
+            freed, n = await ops.purge(tx)
+        return PurgeResult(ops=freed, rows=n, dry_run=False)
+
+
+def _record(row: dict[str, Any], held: int) -> Any:
+    from agentctl.storage.results import OpRecord
+
+    return OpRecord(op_id=int(row["op_id"]), created_at=row["created_at"], kind=row["kind"],
+                    summary=row["summary"], threads=list(row["threads"]), undone=bool(row["undone"]),
+                    undo_of=row.get("undo_of"), undone_by=row.get("undone_by"), purged=bool(row["purged"]),
+                    purgeable_rows=held, details=json.loads(json.dumps(row["details"])))
