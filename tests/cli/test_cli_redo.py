@@ -1,21 +1,23 @@
 """`agentctl redo`: on a format whose writes are not on the journal yet it exits 2 with one
-line naming the format, and writes nothing (the database file unchanged to the byte)."""
+line naming the format, and writes nothing (the database file unchanged to the byte); on
+a format on the journal it re-applies the undone op."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.support.sampledb import cli
+from tests.support.contract_formats import dump
+from tests.support.sampledb import cli, cli_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
 
 
 @pytest.mark.parametrize(("name", "fmt"), [("agentos", "agentos"), ("article", "article"),
-                                           ("langgraph", "langgraph"), ("openai_agents", "openai-agents"),
-                                           ("adk", "adk")])
+                                           ("langgraph", "langgraph"), ("adk", "adk")])
 @pytest.mark.parametrize("args", [(), ("3",), ("--dry-run",), ("--json",)])
 def test_redo_refused_off_the_journal(tmp_path: Path, name: str, fmt: str, args: tuple[str, ...]) -> None:
     db = tmp_path / f"{name}.db"
@@ -27,3 +29,25 @@ def test_redo_refused_off_the_journal(tmp_path: Path, name: str, fmt: str, args:
     assert r.stdout == ""
     assert db.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [db.name]
+
+
+def test_redo_on_the_journal(tmp_path: Path) -> None:
+    """openai-agents: an op of the previous release's log (migrated by the first write)
+    undone then redone gives the tables as before the undo; one the old log had undone
+    cannot be redone (exit 1, one line, nothing written)."""
+    db = tmp_path / "openai_agents.db"
+    shutil.copyfile(FIXTURES / "openai_agents.db", db)
+    before = asyncio.run(dump(str(db), side_tables=False))
+    assert cli(str(db), "undo", "1").exit_code == 0
+    assert asyncio.run(dump(str(db), side_tables=False)) != before
+    assert cli(str(db), "redo", "--dry-run").stdout.startswith("redid operation 1 ")
+    r = cli(str(db), "redo")
+    assert r.exit_code == 0 and "redid operation 1 (rewind oa-main to step 2" in r.stdout, (r.stdout, r.stderr)
+    assert asyncio.run(dump(str(db), side_tables=False)) == before
+    assert [(o["op_id"], o["kind"]) for o in cli_json(str(db), "oplog")][:2] == [(6, "redo"), (5, "undo")]
+    state = db.read_bytes()
+    r = cli(str(db), "redo", "3")
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == ["agentctl: operation 3 was undone before agentctl kept what redo "
+                                             "needs (an op log of an older layout); it cannot be redone"]
+    assert db.read_bytes() == state

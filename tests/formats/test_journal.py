@@ -348,3 +348,33 @@ async def test_history_migrates_inside_the_write(backend) -> None:
     op_id = await h.delete(1)
     assert op_id == 42  # after the adopted op's id
     assert [(r.op_id, r.kind) for r in await h.oplog()] == [(42, "delete"), (41, "old")]
+
+
+async def test_moves_keep_foreign_keys(backend) -> None:
+    """A parent row the op updated is put back in place, not deleted and inserted (its
+    children, ON DELETE CASCADE, stay); a parent the op inserted comes before and goes
+    after the children the op moved onto it (as a rewind moves items to a new archive
+    session and touches the session's row)."""
+    b, url = backend
+    async with b.transaction() as tx:
+        await tx.execute("CREATE TABLE parents (id TEXT PRIMARY KEY, at TEXT)")
+        await tx.execute("CREATE TABLE children (id INTEGER PRIMARY KEY, pid TEXT NOT NULL "
+                         "REFERENCES parents (id) ON DELETE CASCADE)")
+        await tx.execute("INSERT INTO parents VALUES ('p', 'then')")
+        await tx.execute("INSERT INTO children VALUES (1, 'p'), (2, 'p'), (3, 'p')")
+    before = await frame(url)
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "move 2, 3 to q", ["p", "q"], {}, NOW)
+        await op.update("parents", ("id",), "id = ?", ("p",), "at = ?", ("now",))
+        await tx.execute("INSERT INTO parents VALUES ('q', 'new')")
+        await op.inserted("parents", ("id",), "id = ?", ("q",))
+        await op.update("children", ("id",), "id > ?", (1,), "pid = ?", ("q",))
+        op_id = await op.finish()
+    after = await frame(url)
+    for _ in range(2):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id)
+        assert await frame(url) == before
+        async with b.transaction() as tx:
+            await ops.redo(tx, op_id)
+        assert await frame(url) == after

@@ -256,7 +256,7 @@ async def test_undo_refuses_when_the_session_changed_since(tmp_path, project):
     rows = _all_rows(path)
     for _ in range(2):  # the edit's undo, then (explicitly) the run's
         r = cli(path, "undo")
-        assert r.exit_code != 0 and "changed after it" in r.stderr and r.stderr.count("\n") == 1
+        assert r.exit_code != 0 and "conv changed since operation" in r.stderr and r.stderr.count("\n") == 1
         assert _all_rows(path) == rows
 
 

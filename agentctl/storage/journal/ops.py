@@ -2,8 +2,10 @@
 details, the tables it changed with their key columns, the fingerprints of its threads
 after it), and its row changes as images in the trash tables (`trash.py`): a deleted
 row's "before" image, an inserted row's "after" image, an updated row's both. Undo and
-redo are then one move: delete what stands at the op's keys, put back one image (undo:
-"before", redo: "after"); both images stay until purge, so an op can be undone and
+redo are then one move to one image (undo: "before", redo: "after"): rows held in that
+image alone are inserted, rows held in both are updated in place (so that a parent row
+the op updated is never deleted, which would cascade to its children), rows held in the
+other image alone are deleted; both images stay until purge, so an op can be undone and
 redone again. Everything runs in the caller's write transaction.
 
 A format's write:
@@ -166,11 +168,16 @@ async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerp
 async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
     r = await record(tx, op_id)
     await check(tx, r, undone, fingerprint)
+    # rows the op changed go back in place, rows it inserted or deleted come and go
+    # around them: parents before their children come, children before their parents go
+    # (in the order the op first touched its tables), so foreign keys hold throughout
     tables = list(r["tables"].items())
+    for table, key in tables:
+        await trash.insert_single(tx, op_id, table, key, image)
+    for table, key in tables:
+        await trash.update_both(tx, op_id, table, key, image)
     for table, key in reversed(tables):
-        await trash.remove_images(tx, op_id, table, key)
-    for table, _ in tables:
-        await trash.put_back(tx, op_id, table, image, keep=True)
+        await trash.delete_single(tx, op_id, table, key, image)
     # the fingerprints the next move of this op compares against
     prints = await _prints(tx, r["threads"], fingerprint) if fingerprint is not None else r["fingerprints"]
     await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ? WHERE op_id = ?",

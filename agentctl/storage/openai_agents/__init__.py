@@ -47,10 +47,12 @@ USAGE_COLUMNS = ("session_id", "branch_id", "user_turn_number", "requests", "inp
 
 
 def candidate_pairs(tables: Mapping[str, set[str]]) -> list[tuple[str, str]]:
-    """(sessions table, messages table) pairs of the database, sorted."""
-    sessions = sorted(t for t, cols in tables.items() if all(c in cols for c in SESSION_COLUMNS)
+    """(sessions table, messages table) pairs of the database, sorted (not agentctl's
+    own tables: the journal's trash copies the SDK's columns)."""
+    mine = {t: cols for t, cols in tables.items() if not t.startswith("agentctl_")}
+    sessions = sorted(t for t, cols in mine.items() if all(c in cols for c in SESSION_COLUMNS)
                       and "message_data" not in cols)
-    messages = sorted(t for t, cols in tables.items() if all(c in cols for c in MESSAGE_COLUMNS))
+    messages = sorted(t for t, cols in mine.items() if all(c in cols for c in MESSAGE_COLUMNS))
     return [(s, m) for s in sessions for m in messages]
 
 

@@ -1,14 +1,16 @@
-"""Writes on the OpenAI Agents SDK's session tables: `rewind` (and its `undo`).
+"""Writes on the OpenAI Agents SDK's session tables, as row changes recorded by the
+journal (agentctl/storage/journal/): undo, redo, oplog and purge are the journal's.
 
 `rewind SESSION@N` keeps the session's items 1..N; the later items move, with their
 row ids, to an archive session `SESSION-rewind-XXXX` (a new row of the sessions
 table), so `SQLiteSession.get_items()` of the session returns items 1..N and the
-archive session's `get_items()` the rest. With `hard=True` they go to agentctl's trash
-table instead (until `purge`). Each rewind is one transaction, recorded in
-`agentctl_openai_oplog` (the trash is `agentctl_openai_trash`); `undo` moves the items
-back and the session's `updated_at` to its value before the rewind, refusing when the
-session changed in any way since (items added, popped, cleared or replaced: its items'
-count and ids, and its row, are kept after the rewind and compared).
+archive session's `get_items()` the rest. With `hard=True` they are deleted (kept in
+the journal's trash until `purge`). The session row's `updated_at` moves to the time of
+the rewind, as an SDK write moves it; undo puts it back as it was, byte for byte.
+
+A session's fingerprint (what undo and redo compare: "nothing changed since") is its
+items' count, ids and sizes, its row and updated_at, and its `message_structure` rows:
+an SDK write (items added, popped, cleared, a branch made) changes it.
 
 On Postgres every write locks the sessions' rows first, as the SDK's SQLAlchemySession
 does before it touches their items.
@@ -21,8 +23,13 @@ share item rows) are refused by rewind: moving their rows would break the SDK's 
 session); on an `AdvancedSQLiteSession` session, a branch NAME of the same session
 holding items 1..N of the item's branch (`message_structure` rows, as the SDK's
 `create_branch_from_turn` makes them, and a `branch_reservations` row), which
-`list_branches` lists and `switch_to_branch` opens. Undo removes what the branch
-added, refusing once the SDK added items to it.
+`list_branches` lists and `switch_to_branch` opens.
+
+`record_run` (what the SDK's Runner wrote in `agentctl run`) and `edit_state` (an
+item's content in place) are ops like the others.
+
+The previous release's op log (`agentctl_openai_oplog`, trash `agentctl_openai_trash`)
+is moved into the journal by the first write (`migrate`), its ops under their ids.
 """
 
 from __future__ import annotations
@@ -34,9 +41,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
-from agentctl.storage.contract import History, whole_undo_only
-from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
-from agentctl.storage.openai_agents.store import OPLOG, TRASH
+from agentctl.storage.contract import History
+from agentctl.storage.journal import ops as journal, trash
+from agentctl.storage.journal.history import JournalHistory
+from agentctl.storage.openai_agents.store import OLD_OPLOG, OLD_TRASH
+from agentctl.storage.sidelog import RewindAndBranchOnly
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
@@ -44,68 +53,95 @@ if TYPE_CHECKING:
     from agentctl.storage.openai_agents.store import OpenAIAgentsStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-#: the ops of `agentctl run` (the SDK's Runner wrote the items) and `agentctl edit`
-BY_THE_SDK = ("run", "edit")
+SESSION_KEY = ("session_id",)
+ITEM_KEY = ("id",)
+#: the fingerprint of a thread whose old op (migrated) was already written over
+CHANGED = "changed before the journal"
 
 
-class OpenAIHistory(RewindAndBranchOnly, History):
+class OpenAIHistory(JournalHistory, RewindAndBranchOnly, History):
     def __init__(self, store: OpenAIAgentsStore, *, now: Any = None, hex4: Any = None) -> None:
         self.store = store
         self._now = now or utc_now_iso
         self._hex = hex4 or (lambda: secrets.token_hex(2))
-        self.log = SideLog(OPLOG, store.kind)
 
-    # ---- helpers ---------------------------------------------------------------------
+    # ---- the journal's hooks ---------------------------------------------------------
 
-    async def _ensure_tables(self, tx: Transaction) -> None:
-        await self.log.ensure(tx)
-        await tx.execute(
-            f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id INTEGER NOT NULL, row_id BIGINT NOT NULL, "
-            "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP)")
-
-    async def _record(self, tx: Transaction, kind: str, summary: str, threads: list[str],
-                      details: dict[str, Any], undo_of: int | None = None) -> int:
-        op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
-        self.last_op_id = op_id
-        return op_id
-
-    async def _lock_sessions(self, tx: Transaction, sessions: list[str]) -> None:
+    async def lock(self, tx: Transaction, threads: Sequence[str]) -> None:
         """Postgres: the sessions' rows locked first, as the SDK's SQLAlchemySession
         locks a session's row before its items (an agentctl write and the SDK's then
         wait on each other instead of deadlocking)."""
-        if self.store.kind == "postgres" and sessions:
-            names = sorted(set(sessions))
+        if self.store.kind == "postgres" and threads:
+            names = sorted(set(threads))
             await tx.fetch(f"SELECT session_id FROM {self.store._S} WHERE session_id IN ({marks(len(names))}) "
                            "ORDER BY session_id FOR UPDATE", *names)
 
-    async def _items_print(self, tx: Transaction, session: str) -> list[Any]:
-        """What changes whenever the SDK writes the session's items (ids only grow: an
-        added, popped, cleared or replaced item changes it) and whether its row exists."""
+    async def fingerprint(self, tx: Transaction, thread: str) -> list[Any]:
+        """[items, max id, sum of ids, row exists, sum of item sizes, updated_at(,
+        message_structure rows, max id)]: the first four are the previous op log's
+        print of a session."""
         M, S = self.store._M, self.store._S
-        r = (await tx.fetch(f"SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS m, COALESCE(SUM(id), 0) AS s FROM {M} "
-                            "WHERE session_id = ?", session))[0]
-        row = await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", session)
-        return [int(r["n"]), int(r["m"]), int(r["s"]), bool(row)]
+        r = (await tx.fetch(f"SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS m, COALESCE(SUM(id), 0) AS s, "
+                            f"COALESCE(SUM(LENGTH(message_data)), 0) AS b FROM {M} WHERE session_id = ?",
+                            thread))[0]
+        row = await tx.fetch(f"SELECT CAST(updated_at AS TEXT) AS u FROM {S} WHERE session_id = ?", thread)
+        out = [int(r["n"]), int(r["m"]), int(r["s"]), bool(row), int(r["b"]), row[0]["u"] if row else None]
+        if self.store.has_structure:
+            st = (await tx.fetch("SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS m FROM message_structure "
+                                 "WHERE session_id = ?", thread))[0]
+            out += [int(st["n"]), int(st["m"])]
+        return out
+
+    def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
+
+        d, kind, undo = record["details"], record["kind"], image == "before"
+        if kind == "rewind":
+            ids = [cid_of(i) for i in d.get("moved", [])]
+            if not d.get("hard"):
+                return {"moved": ids}
+            return {"created": ids} if undo else {"deleted": ids}
+        ids = [cid_of(i) for i in d.get("created", d.get("inserted", []))]
+        return {"deleted": ids} if undo else {"created": ids}
+
+    async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
+        rec = await super()._pick(tx, op_id, undone)
+        if undone and rec["details"].get("redo") is False:
+            raise OperationError(f"operation {rec['op_id']} was undone before agentctl kept what redo needs "
+                                 "(an op log of an older layout); it cannot be redone")
+        return rec
+
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        try:
+            return await super().undo(op_id, threads)
+        finally:
+            self.store._archive_map = None  # the store reads the log again
+
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
+        try:
+            return await super().redo(op_id, dry_run)
+        finally:
+            self.store._archive_map = None
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    async def _typed(self, tx: Transaction, table: str, column: str) -> str:
+        """A `?` holding a column's value as text, cast to the column's own type."""
+        if self.store.kind != "postgres":
+            return "?"
+        typ = (await tx.fetch("SELECT format_type(a.atttypid, a.atttypmod) AS t FROM pg_attribute a "
+                              "WHERE a.attrelid = to_regclass(?) AND a.attname = ?",
+                              trash._q(table), column))[0]["t"]
+        return f"CAST(CAST(? AS TEXT) AS {typ})"
 
     async def _updated_at(self, tx: Transaction, session: str) -> str | None:
         rows = await tx.fetch(f"SELECT CAST(updated_at AS TEXT) AS u FROM {self.store._S} WHERE session_id = ?",
                               session)
         return rows[0]["u"] if rows else None
 
-    async def _set_updated_at(self, tx: Transaction, session: str, text: str | None) -> None:
-        """The session's updated_at back to `text` (as read by `_updated_at`)."""
-        S = self.store._S
-        if text is None:
-            return
-        value = "?"
-        if self.store.kind == "postgres":  # text to the column's own type
-            typ = (await tx.fetch("SELECT format_type(a.atttypid, a.atttypmod) AS t FROM pg_attribute a "
-                                  "WHERE a.attrelid = to_regclass(?) AND a.attname = 'updated_at'", S))[0]["t"]
-            value = f"CAST(CAST(? AS TEXT) AS {typ})"
-        await tx.execute(f"UPDATE {S} SET updated_at = {value} WHERE session_id = ?", text, session)
-
-    async def _oplog_exists(self) -> bool:
-        return await self.store._db.table_exists(OPLOG)
+    async def _ids(self, tx: Transaction, session: str) -> list[int]:
+        return [int(r["id"]) for r in await tx.fetch(f"SELECT id FROM {self.store._M} WHERE session_id = ? "
+                                                     "ORDER BY id", session)]
 
     async def _target(self, checkpoint_id: str) -> Any:
         meta = await self.store.get_metadata(checkpoint_id)
@@ -153,44 +189,33 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         target_id = row_id_of(meta.checkpoint_id)
         before = await self.store.count(session)
         S, M = self.store._S, self.store._M
+        sessions, items = self.store.sessions_table, self.store.messages_table
         archive = None if hard else (archive_thread or await self._fresh_archive(session, meta.checkpoint_id))
+        threads = [session] + ([archive] if archive else [])
         op_id = None
-        moved: list[int] = []
-        async with self.store._db.transaction([session]) as tx:
-            await self._lock_sessions(tx, [session])
-            rows = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? AND id > ? ORDER BY id",
-                                  session, target_id)
-            moved = [int(r["id"]) for r in rows]
+        async with self.journal_tx(threads) as tx:
+            moved = [i for i in await self._ids(tx, session) if i > int(target_id or 0)]
             if moved:
-                await self._ensure_tables(tx)
-                details: dict[str, Any] = {"session": session, "target": target_id, "moved": moved,
-                                           "hard": hard, "archive": archive, "archive_created": False,
-                                           "updated_at_before": await self._updated_at(tx, session)}
                 if hard:
                     summary = f"rewind {session} to step {meta.step}; {len(moved)} item(s) to the trash"
                 else:
                     summary = f"rewind {session} to step {meta.step}; {len(moved)} item(s) to {archive}"
-                op_id = await self._record(tx, "rewind", summary, [session] + ([archive] if archive else []),
-                                           details)
-                if hard:
-                    await tx.execute(
-                        f"INSERT INTO {TRASH} (op_id, row_id, session_id, message_data, created_at) "
-                        f"SELECT CAST(? AS INTEGER), id, session_id, message_data, created_at FROM {M} "
-                        "WHERE session_id = ? AND id > ?", op_id, session, target_id)
-                    await tx.execute(f"DELETE FROM {M} WHERE session_id = ? AND id > ?", session, target_id)
-                else:
-                    exists = await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", archive)
                     if await tx.fetch(f"SELECT 1 AS x FROM {M} WHERE session_id = ? LIMIT 1", archive):
                         raise OperationError(f"archive session {archive!r} appeared meanwhile; retry")
-                    if not exists:
+                op = await self.journal_begin(tx, "rewind", summary, threads, {
+                    "session": session, "target": target_id, "moved": moved, "hard": hard, "archive": archive})
+                await op.update(sessions, SESSION_KEY, "session_id = ?", (session,),
+                                "updated_at = CURRENT_TIMESTAMP", ())
+                if hard:
+                    await op.delete(items, ITEM_KEY, "session_id = ? AND id > ?", (session, target_id))
+                else:
+                    if not await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", archive):
                         await tx.execute(f"INSERT INTO {S} (session_id) VALUES (?)", archive)
-                        details["archive_created"] = True
-                        await self.log.set_details(tx, op_id, details)
-                    await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ? AND id > ?",
-                                     archive, session, target_id)
-                await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
-                details["after"] = await self._items_print(tx, session)
-                await self.log.set_details(tx, op_id, details)
+                        await op.inserted(sessions, SESSION_KEY, "session_id = ?", (archive,))
+                    # (the rows before and after: the archive session holds no item but these)
+                    await op.update(items, ITEM_KEY, "session_id IN (?, ?) AND id > ?", (session, archive, target_id),
+                                    "session_id = ?", (archive,))
+                op_id = await self.journal_finish(op)
         self.store._archive_map = None  # the store reads the log again
         cp = await self.store.get(meta.checkpoint_id)
         if cp is None:  # the target, kept by the rewind
@@ -224,25 +249,23 @@ class OpenAIHistory(RewindAndBranchOnly, History):
             return await self._sdk_branch(meta, session, target, name)
         S, M = self.store._S, self.store._M
         new = await self._fresh_name(session, f"{session}-branch-{name}")
-        async with self.store._db.transaction([session, new]) as tx:
-            await self._lock_sessions(tx, [session, new])
-            rows = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? AND id <= ? ORDER BY id",
-                                  session, target)
+        async with self.journal_tx([session, new]) as tx:
+            rows = [i for i in await self._ids(tx, session) if i <= target]
             if await tx.fetch(f"SELECT 1 AS x FROM {M} WHERE session_id = ? LIMIT 1", new):
                 raise OperationError(f"session {new!r} appeared meanwhile; retry")
-            await self._ensure_tables(tx)
-            op_id = await self._record(tx, "branch", f"branch {new} from {session} step {meta.step}",
-                                       [new, session], {"session": session, "target": target,
-                                                        "branch_session": new, "created": []})
-            if not await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", new):
+            made = not await tx.fetch(f"SELECT 1 AS x FROM {S} WHERE session_id = ?", new)
+            if made:
                 await tx.execute(f"INSERT INTO {S} (session_id) VALUES (?)", new)
-            for r in rows:  # one by one: the copies' ids in the items' order
+            for i in rows:  # one by one: the copies' ids in the items' order
                 await tx.execute(f"INSERT INTO {M} (session_id, message_data, created_at) "
-                                 f"SELECT ?, message_data, created_at FROM {M} WHERE id = ?", new, int(r["id"]))
-            created = [int(r["id"]) for r in await tx.fetch(
-                f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id", new)]
-            await self.log.set_details(tx, op_id, {"session": session, "target": target,
-                                                   "branch_session": new, "created": created})
+                                 f"SELECT ?, message_data, created_at FROM {M} WHERE id = ?", new, i)
+            op = await self.journal_begin(tx, "branch", f"branch {new} from {session} step {meta.step}",
+                                          [new, session], {"session": session, "target": target,
+                                                           "branch_session": new, "created": await self._ids(tx, new)})
+            if made:
+                await op.inserted(self.store.sessions_table, SESSION_KEY, "session_id = ?", (new,))
+            await op.inserted(self.store.messages_table, ITEM_KEY, "session_id = ?", (new,))
+            await self.journal_finish(op)
         self.store._archive_map = None
         return new
 
@@ -256,8 +279,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         raise OperationError(f"no free session name for a branch of {session!r}; retry")
 
     async def _sdk_branch(self, meta: Any, session: str, target: int, name: str) -> str:
-        async with self.store._db.transaction([session]) as tx:
-            await self._lock_sessions(tx, [session])
+        async with self.journal_tx([session]) as tx:
             have = await tx.fetch("SELECT branch_id, sequence_number FROM message_structure WHERE session_id = ? "
                                   "AND message_id = ? ORDER BY branch_id", session, target)
             if not have:
@@ -277,8 +299,7 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                 "ORDER BY sequence_number", session, source["branch_id"], source["sequence_number"])
             start = (await tx.fetch("SELECT COALESCE(MAX(sequence_number), 0) AS n FROM message_structure "
                                     "WHERE session_id = ?", session))[0]["n"]
-            await self._ensure_tables(tx)
-            op_id = await self._record(
+            op = await self.journal_begin(
                 tx, "branch", f"branch {name} of {session} from {source['branch_id']} step {meta.step}",
                 [session], {"session": session, "target": target, "sdk_branch": name,
                             "from_branch": source["branch_id"], "rows": len(rows), "reserved": reservations})
@@ -288,113 +309,13 @@ class OpenAIHistory(RewindAndBranchOnly, History):
                     "sequence_number, user_turn_number, branch_turn_number, tool_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     session, r["message_id"], name, r["message_type"], int(start) + i, r["user_turn_number"],
                     r["branch_turn_number"], r["tool_name"])
+            await op.inserted("message_structure", ITEM_KEY, "session_id = ? AND branch_id = ?", (session, name))
             if reservations:
                 await tx.execute("INSERT INTO branch_reservations (session_id, branch_id) VALUES (?, ?)", session, name)
-        self.last_op_id = op_id
+                await op.inserted("branch_reservations", ("session_id", "branch_id"),
+                                  "session_id = ? AND branch_id = ?", (session, name))
+            await self.journal_finish(op)
         return session
-
-    # ---- the log ---------------------------------------------------------------------
-
-    def _op(self, row: dict[str, Any]) -> Any:
-        details = json.loads(row["details"])
-        purgeable = len(details.get("moved", [])) if details.get("hard") and not row["undone"] \
-            and not row["purged"] else 0
-        return SideLog.record_of(row, purgeable)
-
-    async def oplog(self, limit: int = 50) -> list[Any]:
-        return [self._op(r) for r in await self.log.rows(self.store, limit)]
-
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
-        whole_undo_only("openai-agents", threads)
-        from agentctl.storage.results import OpResult
-        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
-
-        S, M = self.store._S, self.store._M
-        op = await self.log.pick(self.store, op_id, ("rewind", "branch") + BY_THE_SDK)
-        op_id = op.op_id
-        d = op.details
-        if op.kind == "branch":
-            return await self._undo_branch(op)
-        if op.kind in BY_THE_SDK:
-            return await self._undo_sdk_write(op)
-        session, moved = d["session"], [int(i) for i in d["moved"]]
-        async with self.store._db.transaction([session] + ([d["archive"]] if d.get("archive") else [])) as tx:
-            await self._lock_sessions(tx, [session] + ([d["archive"]] if d.get("archive") else []))
-            newer = await tx.fetch(f"SELECT COUNT(*) AS n FROM {M} WHERE session_id = ? AND id > ?",
-                                   session, int(d["target"]))
-            if int(newer[0]["n"]):
-                raise OperationError(
-                    f"session {session!r} has {newer[0]['n']} item(s) added since operation {op_id}; "
-                    "undoing it would interleave them with the restored items")
-            if "after" in d and await self._items_print(tx, session) != d["after"]:
-                raise OperationError(
-                    f"session {session!r} changed since operation {op_id} (the SDK removed or replaced "
-                    "items); undoing it would leave a hole in the conversation; nothing was changed")
-            if d["hard"]:
-                trash = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", int(op_id))
-                if int(trash[0]["n"]) != len(moved):
-                    raise OperationError(f"the trash of operation {op_id} is incomplete")
-                await tx.execute(
-                    f"INSERT INTO {M} (id, session_id, message_data, created_at) "
-                    f"SELECT row_id, session_id, message_data, created_at FROM {TRASH} WHERE op_id = ?",
-                    int(op_id))
-                await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?", int(op_id))
-            else:
-                archive = d["archive"]
-                here = await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id", archive)
-                if [int(r["id"]) for r in here] != moved:
-                    raise OperationError(f"archive session {archive!r} changed since operation {op_id}")
-                await tx.execute(f"UPDATE {M} SET session_id = ? WHERE session_id = ?", session, archive)
-                if d.get("archive_created"):
-                    await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", archive)
-            if "updated_at_before" in d:  # as it was before the operation
-                await self._set_updated_at(tx, session, d["updated_at_before"])
-            else:  # an operation recorded before agentctl kept it
-                await tx.execute(f"UPDATE {S} SET updated_at = CURRENT_TIMESTAMP WHERE session_id = ?", session)
-            new_id = await self._record(tx, "undo", f"undid operation {op_id} ({op.summary})", op.threads,
-                                        {"undo_of": int(op_id)}, undo_of=int(op_id))
-            await self.log.mark_undone(tx, int(op_id), new_id)
-        self.store._archive_map = None
-        ids = [cid_of(i) for i in moved]
-        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op_id} ({op.summary})",
-                        created=ids if d["hard"] else [], moved=[] if d["hard"] else ids)
-
-    async def _undo_branch(self, op: Any) -> Any:
-        from agentctl.storage.results import OpResult
-        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
-
-        S, M = self.store._S, self.store._M
-        d = op.details
-        session = d.get("branch_session") or d["session"]
-        async with self.store._db.transaction([session]) as tx:
-            await self._lock_sessions(tx, [session])
-            if d.get("sdk_branch"):
-                name = d["sdk_branch"]
-                n = await tx.fetch("SELECT COUNT(*) AS n FROM message_structure WHERE session_id = ? AND branch_id = ?",
-                                   session, name)
-                if int(n[0]["n"]) != int(d["rows"]):
-                    raise OperationError(f"branch {name!r} of {session!r} changed since operation {op.op_id} "
-                                         "(the SDK added items on it); undoing it would lose them")
-                await tx.execute("DELETE FROM message_structure WHERE session_id = ? AND branch_id = ?", session, name)
-                if d.get("reserved"):
-                    await tx.execute("DELETE FROM branch_reservations WHERE session_id = ? AND branch_id = ?",
-                                     session, name)
-                deleted: list[str] = []
-            else:
-                here = [int(r["id"]) for r in await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id",
-                                                             session)]
-                if here != [int(i) for i in d["created"]]:
-                    raise OperationError(f"session {session!r} changed since operation {op.op_id}; "
-                                         "undoing the branch would lose its new items")
-                await tx.execute(f"DELETE FROM {M} WHERE session_id = ?", session)
-                await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", session)
-                deleted = [cid_of(i) for i in here]
-            new_id = await self._record(tx, "undo", f"undid operation {op.op_id} ({op.summary})", op.threads,
-                                        {"undo_of": op.op_id}, undo_of=op.op_id)
-            await self.log.mark_undone(tx, op.op_id, new_id)
-        self.store._archive_map = None
-        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
-                        deleted=deleted)
 
     # ---- run and edit: what the SDK's Runner wrote, an item's content -----------------
 
@@ -413,23 +334,30 @@ class OpenAIHistory(RewindAndBranchOnly, History):
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
                          details: dict[str, Any], kind: str = "run") -> int | None:
         """One op for what the SDK's Runner wrote to the session since `before`: the item
-        rows it inserted (undo moves them to the trash) and the session row's before-image
-        (undo deletes the row the run created, or puts its updated_at back). None: the
-        run wrote nothing."""
-        M = self.store._M
-        async with self.store._db.transaction([thread_id]) as tx:
-            await self._lock_sessions(tx, [thread_id])
-            now = [int(r["id"]) for r in await tx.fetch(f"SELECT id FROM {M} WHERE session_id = ? ORDER BY id",
-                                                        thread_id)]
-            inserted = [i for i in now if (i,) not in before.get("items", set())]
+        rows it inserted and the session row (inserted, or its updated_at moved: the row
+        is put back as before the run, then moved again through the journal, so that undo
+        has its before-image). None: the run wrote nothing."""
+        from agentctl.storage.sqlutil import in_chunks
+
+        S = self.store._S
+        sessions = self.store.sessions_table
+        async with self.journal_tx([thread_id]) as tx:
+            inserted = [i for i in await self._ids(tx, thread_id) if (i,) not in before.get("items", set())]
             had = sorted(before.get("session", set()))
-            if not inserted and [(await self._updated_at(tx, thread_id),)] == had:
+            now = await self._updated_at(tx, thread_id)
+            if not inserted and [(now,)] == had:
                 return None
-            await self._ensure_tables(tx)
-            details = dict(details, session=thread_id, inserted=inserted, session_created=not had,
-                           updated_at_before=had[0][0] if had else None, after=await self._items_print(tx, thread_id))
-            op_id = await self._record(tx, kind, summary, [thread_id], details)
-        return op_id
+            op = await self.journal_begin(tx, kind, summary, [thread_id],
+                                          dict(details, session=thread_id, inserted=inserted))
+            if had and had[0][0] != now:
+                value = await self._typed(tx, sessions, "updated_at")
+                await tx.execute(f"UPDATE {S} SET updated_at = {value} WHERE session_id = ?", had[0][0], thread_id)
+                await op.update(sessions, SESSION_KEY, "session_id = ?", (thread_id,), f"updated_at = {value}", (now,))
+            elif not had:
+                await op.inserted(sessions, SESSION_KEY, "session_id = ?", (thread_id,))
+            for ph, chunk in in_chunks(inserted):
+                await op.inserted(self.store.messages_table, ITEM_KEY, f"id IN ({ph})", chunk)
+            return await self.journal_finish(op)
 
     @staticmethod
     def edit_view(cp: Any) -> dict[str, Any]:
@@ -453,62 +381,131 @@ class OpenAIHistory(RewindAndBranchOnly, History):
         if meta is None:
             raise CheckpointNotFound(checkpoint_id)
         session, row = meta.thread_id, row_id_of(meta.checkpoint_id)
-        M = self.store._M
-        new = json.dumps(state)
-        async with self.store._db.transaction([session]) as tx:
-            await self._lock_sessions(tx, [session])
-            old = await tx.fetch(f"SELECT message_data FROM {M} WHERE id = ? AND session_id = ?", row, session)
+        async with self.journal_tx([session]) as tx:
+            old = await tx.fetch(f"SELECT message_data FROM {self.store._M} WHERE id = ? AND session_id = ?",
+                                 row, session)
             if not old:
                 raise CheckpointNotFound(checkpoint_id)
-            before = old[0]["message_data"]
-            if isinstance(before, (bytes, bytearray, memoryview)):
+            if isinstance(old[0]["message_data"], (bytes, bytearray, memoryview)):
                 raise UsageError(f"{checkpoint_id}: its message_data is not text; agentctl edits text rows only")
-            await self._ensure_tables(tx)
-            summary = f"edit {session} at step {meta.step} ({checkpoint_id}): {what}"
-            await tx.execute(f"UPDATE {M} SET message_data = ? WHERE id = ?", new, row)
-            op_id = await self._record(tx, "edit", summary, [session],
-                                       {"session": session, "row": row, "before": before, "new": new,
-                                        "after": await self._items_print(tx, session)})
+            op = await self.journal_begin(tx, "edit", f"edit {session} at step {meta.step} ({checkpoint_id}): {what}",
+                                          [session], {"session": session, "row": row})
+            await op.update(self.store.messages_table, ITEM_KEY, "id = ?", (row,), "message_data = ?",
+                            (json.dumps(state),))
+            op_id = await self.journal_finish(op)
         return OpResult(op_id, "edit", f"edited {session}: item {checkpoint_id} (step {meta.step}) in place")
 
-    async def _undo_sdk_write(self, op: Any) -> Any:
-        """Undo of a run (its items to the trash; the session row as before it) or of an
-        edit (the item's message_data as before it); refused when the session changed."""
-        from agentctl.storage.results import OpResult
-        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of
+    # ---- the previous release's op log -------------------------------------------------
 
-        S, M = self.store._S, self.store._M
-        d = op.details
-        session = d["session"]
-        async with self.store._db.transaction([session]) as tx:
-            await self._lock_sessions(tx, [session])
-            changed = await self._items_print(tx, session) != d["after"]
-            if op.kind == "edit" and not changed:
-                now = await tx.fetch(f"SELECT message_data FROM {M} WHERE id = ?", int(d["row"]))
-                changed = not now or now[0]["message_data"] != d["new"]
-            if changed:
-                raise OperationError(f"cannot undo operation {op.op_id} ({op.kind}): session {session!r} changed "
-                                     "after it (the SDK or another operation wrote to it); nothing was changed")
-            deleted: list[str] = []
-            if op.kind == "edit":
-                await tx.execute(f"UPDATE {M} SET message_data = ? WHERE id = ?", d["before"], int(d["row"]))
-            else:
-                ids = [int(i) for i in d["inserted"]]
-                for i in ids:
-                    await tx.execute(f"INSERT INTO {TRASH} (op_id, row_id, session_id, message_data, created_at) "
-                                     f"SELECT CAST(? AS INTEGER), id, session_id, message_data, created_at FROM {M} "
-                                     "WHERE id = ?", op.op_id, i)
-                    await tx.execute(f"DELETE FROM {M} WHERE id = ?", i)
-                if d["session_created"]:
-                    await tx.execute(f"DELETE FROM {S} WHERE session_id = ?", session)
-                else:
-                    await self._set_updated_at(tx, session, d["updated_at_before"])
-                deleted = [cid_of(i) for i in ids]
-            new_id = await self._record(tx, "undo", f"undo {op.op_id}: {op.summary}", op.threads,
-                                        {"undo_of": op.op_id}, undo_of=op.op_id)
-            await self.log.mark_undone(tx, op.op_id, new_id)
-        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
-                        deleted=deleted)
+    async def legacy_oplog(self, limit: int) -> list[Any] | None:
+        from agentctl.storage.journal.history import _record
 
-    async def purge(self, dry_run: bool = False) -> Any:
-        return await purge_trash(self.store, TRASH, OPLOG, dry_run)
+        await self.store.connect()
+        if not await self.store._db.table_exists(OLD_OPLOG):
+            return None
+        held = await self._old_trash_counts()
+        return [_record(dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"])),
+                        held.get(int(r["op_id"]), 0))
+                for r in await self.store._q(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))]
+
+    async def legacy_purge(self, dry_run: bool) -> Any | None:
+        from agentctl.storage.results import PurgeResult
+
+        await self.store.connect()
+        if not await self.store._db.table_exists(OLD_OPLOG):
+            return None
+        held = await self._old_trash_counts()
+        return PurgeResult(ops=sorted(held), rows=sum(held.values()), dry_run=True)
+
+    async def _old_trash_counts(self) -> dict[int, int]:
+        if not await self.store._db.table_exists(OLD_TRASH):
+            return {}
+        return {int(r["op_id"]): int(r["n"]) for r in await self.store._q(
+            f"SELECT op_id, COUNT(*) AS n FROM {OLD_TRASH} GROUP BY op_id")}
+
+    async def migrate(self, tx: Transaction) -> None:
+        """The previous op log into the journal, each op under its op id: a done op with
+        its rows' before- and after-images (from the old trash, its details and the rows
+        as they stand), so that it is undone (and then redone) exactly; its threads'
+        fingerprints as they stand, or CHANGED when the old log's own check already
+        finds them written over. An undone op cannot be redone (its after-images were
+        not kept): it is refused with one line."""
+        if not await tx.table_exists(OLD_OPLOG):
+            return
+        for r in await tx.fetch(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id"):
+            rec = dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"]))
+            if rec["kind"] != "undo" and not rec["undone"] and not rec["purged"]:
+                rec["tables"], ok = await self._old_images(tx, int(r["op_id"]), rec["kind"], rec["details"])
+                rec["fingerprints"] = {t: await self.fingerprint(tx, t) if ok else CHANGED for t in rec["threads"]}
+            elif rec["undone"]:
+                rec["details"] = dict(rec["details"], redo=False)
+            await journal.adopt(tx, rec)
+        await tx.execute(f"DROP TABLE {OLD_OPLOG}")
+        if await tx.table_exists(OLD_TRASH):
+            await tx.execute(f"DROP TABLE {OLD_TRASH}")
+
+    async def _image(self, tx: Transaction, op_id: int, table: str, image: str, where: str,
+                     params: Sequence[Any], **values: Any) -> None:
+        """The rows of `table` matching `where` as an image of op `op_id`, with `values`
+        ({column: value as text}) in place of theirs."""
+        if not values:
+            await trash.set_aside(tx, op_id, table, where, params, image=image)
+            return
+        cols, typed = await trash.columns(tx, table), []
+        for c in cols:
+            typed.append(f"{await self._typed(tx, table, c)} AS {trash._q(c)}" if c in values else trash._q(c))
+        await trash.add_images(tx, op_id, table, image, f"SELECT {', '.join(typed)} FROM {trash._q(table)} "
+                               f"WHERE {where}", [values[c] for c in cols if c in values] + list(params))
+
+    async def _old_images(self, tx: Transaction, op_id: int, kind: str, d: dict[str, Any]
+                          ) -> tuple[dict[str, list[str]], bool]:
+        """The images of an old done op in the journal's trash: ({table: key}, whether the
+        old log's check still finds its threads as the op left them)."""
+        S, M = self.store.sessions_table, self.store.messages_table
+        prints = self.fingerprint
+        if kind == "branch" and d.get("sdk_branch"):
+            where, key = ("session_id = ? AND branch_id = ?", (d["session"], d["sdk_branch"]))
+            tables = {"message_structure": list(ITEM_KEY)}
+            await self._image(tx, op_id, "message_structure", "after", where, key)
+            if d.get("reserved"):
+                tables["branch_reservations"] = ["session_id", "branch_id"]
+                await self._image(tx, op_id, "branch_reservations", "after", where, key)
+            n = await tx.fetch("SELECT COUNT(*) AS n FROM message_structure WHERE " + where, *key)
+            return tables, int(n[0]["n"]) == int(d["rows"])
+        session = d.get("branch_session") or d["session"]
+        ok = "after" not in d or (await prints(tx, session))[:4] == d["after"]
+        stamp = {"updated_at": d["updated_at_before"]} if d.get("updated_at_before") is not None else {}
+        if kind == "branch":
+            created = [int(i) for i in d["created"]]
+            await self._image(tx, op_id, S, "after", "session_id = ?", (session,))
+            await self._image(tx, op_id, M, "after", f"session_id = ? AND id IN ({marks(len(created))})",
+                              (session, *created))
+            return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, await self._ids(tx, session) == created
+        if kind == "edit":
+            await self._image(tx, op_id, M, "before", "id = ?", (int(d["row"]),), message_data=d["before"])
+            await self._image(tx, op_id, M, "after", "id = ?", (int(d["row"]),))
+            now = await tx.fetch(f"SELECT message_data FROM {self.store._M} WHERE id = ?", int(d["row"]))
+            return {M: list(ITEM_KEY)}, ok and bool(now) and now[0]["message_data"] == d["new"]
+        if kind == "run":
+            if not d["session_created"]:
+                await self._image(tx, op_id, S, "before", "session_id = ?", (session,), **stamp)
+            await self._image(tx, op_id, S, "after", "session_id = ?", (session,))
+            ids = [int(i) for i in d["inserted"]]
+            await self._image(tx, op_id, M, "after", f"id IN ({marks(len(ids))})" if ids else "1 = 0", ids)
+            return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, ok
+        # a rewind
+        moved = [int(i) for i in d["moved"]]
+        among = f"id IN ({marks(len(moved))})"
+        await self._image(tx, op_id, S, "before", "session_id = ?", (session,), **stamp)
+        await self._image(tx, op_id, S, "after", "session_id = ?", (session,))
+        if d["hard"]:
+            await trash.add_images(tx, op_id, M, "before", f"SELECT row_id AS id, session_id, message_data, created_at "
+                                   f"FROM {OLD_TRASH} WHERE op_id = ?", (op_id,))
+            n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {OLD_TRASH} WHERE op_id = ?", op_id)
+            return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, ok and int(n[0]["n"]) == len(moved)
+        archive = d["archive"]
+        if d.get("archive_created"):
+            await self._image(tx, op_id, S, "after", "session_id = ?", (archive,))
+        await self._image(tx, op_id, M, "before", among, moved, session_id=session)
+        await self._image(tx, op_id, M, "after", among, moved)
+        return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, ok and await self._ids(tx, archive) == moved

@@ -58,9 +58,10 @@ def row_id_of(cid: str) -> int | None:
     return int(digits)
 
 
-#: agentctl's side tables in this format's database (`history.py` writes them)
-OPLOG = "agentctl_openai_oplog"
-TRASH = "agentctl_openai_trash"
+#: the previous release's op log and trash (moved into the journal by the first write)
+OLD_OPLOG = "agentctl_openai_oplog"
+OLD_TRASH = "agentctl_openai_trash"
+
 
 class OpenAIAgentsStore(ConnectedStore):
     format = FORMAT
@@ -90,12 +91,17 @@ class OpenAIAgentsStore(ConnectedStore):
     async def _archives(self) -> dict[str, tuple[str, int, str]]:
         """{session: (the session it came from, row id of the item it came after, "rewind"
         or "branch")} of the archive sessions of rewinds and the sessions of branches
-        agentctl made, not undone (read once per store)."""
+        agentctl made, not undone (read once per store, from the journal, or the previous
+        release's op log while it is not migrated)."""
         if self._archive_map is None:
+            from agentctl.storage.journal.ops import LOG
+
             await self.connect()
             found: dict[str, tuple[str, int, str]] = {}
-            if await self._db.table_exists(OPLOG):
-                rows = await self._q(f"SELECT kind, details FROM {OPLOG} WHERE kind IN ('rewind', 'branch') "
+            for log in (LOG, OLD_OPLOG):
+                if not await self._db.table_exists(log):
+                    continue
+                rows = await self._q(f"SELECT kind, details FROM {log} WHERE kind IN ('rewind', 'branch') "
                                      "AND undone = 0")
                 for r in rows:
                     d = json.loads(r["details"])
