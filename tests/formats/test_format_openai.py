@@ -316,6 +316,12 @@ async def test_rewind_then_the_sdk_reads_items_up_to_n_and_undo_restores_every_r
     async with open_store(path) as store:
         assert [o.undone for o in await store.history().oplog()] == [False, True]
         assert await store.archive_threads() == set()
+    async with open_store(path, readonly=False) as store:  # redo: the SDK reads the rewound session again
+        await store.history().redo()
+        assert await store.archive_threads() == (set() if hard else {plan.archive_thread})
+    assert await s.get_items() == CONV[:4]
+    await s.add_items([{"role": "user", "content": "then"}])  # and goes on from there
+    assert await s.get_items() == CONV[:4] + [{"role": "user", "content": "then"}]
     s.close()
     other.close()
 

@@ -1,0 +1,141 @@
+"""The OpenAI Agents SDK format on the journal, SQLite and Postgres: each write kind
+(rewind, hard rewind, branch of a SQLiteSession, branch of an AdvancedSQLiteSession,
+a run the SDK wrote, an edit) then undo gives every table but agentctl's back row for
+row (timestamps included), redo gives them as after the write, again and again; a
+failure injected at each statement of the write, its undo and its redo leaves every
+table (agentctl's too) as it was. The session's updated_at, which a rewind moves to
+the time of the rewind, is back byte for byte after undo (issue 20). The previous
+release's op log: its migration is all-or-nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agentctl.storage import open_store  # noqa: E402
+from tests.support.contract_formats import append_openai, build_openai, dump  # noqa: E402
+from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
+KINDS = ("rewind", "rewind-hard", "branch", "branch-sdk", "run", "edit")
+ITEMS = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
+         {"role": "user", "content": "three"}, {"role": "assistant", "content": "four"}]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request, tmp_path) -> str:
+    return str(tmp_path / "oa.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+
+
+async def build(url: str, kind: str) -> str:
+    """The database for a write kind; the session the write is on."""
+    if kind != "branch-sdk":
+        await build_openai("", url)
+        return "oa-main"
+    if "://" in url:
+        pytest.skip("AdvancedSQLiteSession is SQLite's")
+    from agents.extensions.memory import AdvancedSQLiteSession
+
+    s = AdvancedSQLiteSession(session_id="adv", db_path=url, create_tables=True)
+    await s.add_items(ITEMS)
+    s.close()
+    return "adv"
+
+
+async def prepared(store: Any, url: str, kind: str, session: str) -> Callable[[], Awaitable[Any]]:
+    """The write of `kind` (anything it needs from outside agentctl done first)."""
+    h = store.history()
+    cid = (await store.at_step(session, 2)).checkpoint_id
+    if kind.startswith("rewind"):
+        plan = await h.plan_rewind(cid, hard=kind == "rewind-hard")
+        return lambda: h.rewind(cid, hard=plan.hard, archive_thread=plan.archive_thread)
+    if kind.startswith("branch"):
+        return lambda: h.branch(cid, "try")
+    if kind == "edit":
+        return lambda: h.edit_state(cid, {"role": "assistant", "content": "edited"}, "content")
+    before = await h.run_keys(session)
+    await append_openai(url, session, "the SDK's run wrote this")  # the SDK writes; agentctl records it
+    return lambda: h.record_run(session, before, "run test", {})
+
+
+async def frame(url: str) -> dict:
+    return await dump(url, side_tables=False)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_write_undo_redo_row_for_row(url: str, kind: str) -> None:
+    session = await build(url, kind)
+    async with open_store(url, readonly=False) as store:
+        before = await frame(url)  # (a run's items are written by the SDK before agentctl records them)
+        write = await prepared(store, url, kind, session)
+        await write()
+        after = await frame(url)
+        assert after != before
+        h = store.history()
+        for _ in range(2):
+            assert (await h.undo()).kind == "undo"
+            assert await frame(url) == before
+            assert (await h.redo()).kind == "redo"
+            assert await frame(url) == after
+        assert [o.kind for o in await h.oplog()][-1:] == ["run" if kind == "run" else kind.split("-")[0]]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_write_undo_redo_are_atomic(url: str, kind: str) -> None:
+    session = await build(url, kind)
+    conn = None
+    if "://" in url:
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+    try:
+        async with open_store(url, readonly=False) as store:
+            write = await prepared(store, url, kind, session)
+            h = store.history()
+            for op in (write, h.undo, h.redo):
+                assert await fails_cleanly_then_works(store, lambda: dump(url, conn=conn), op) > 2
+    finally:
+        if conn is not None:
+            await conn.close()
+
+
+@pytest.mark.parametrize("hard", [False, True])
+async def test_undo_of_a_rewind_puts_updated_at_back_byte_for_byte(url: str, hard: bool) -> None:
+    """Written, then > 1 s, rewound (CURRENT_TIMESTAMP: another second), > 1 s, undone:
+    the session row's updated_at is as before the rewind, as the database holds it."""
+    await build(url, "rewind")
+    sql = "SELECT CAST(updated_at AS TEXT) AS u, updated_at AS raw FROM agent_sessions WHERE session_id = 'oa-main'"
+    async with open_store(url, readonly=False) as store:
+        first = await store._q(sql)
+        await asyncio.sleep(1.1)
+        await store.history().rewind((await store.at_step("oa-main", 2)).checkpoint_id, hard=hard)
+        moved = await store._q(sql)
+        assert moved != first
+        await asyncio.sleep(1.1)
+        await store.history().undo()
+        assert await store._q(sql) == first
+        await store.history().redo()
+        assert await store._q(sql) == moved
+
+
+async def test_migration_is_all_or_nothing(tmp_path: Path) -> None:
+    """A failure at any statement of the first write (which migrates the previous op log
+    first) leaves the old op log and trash as they were; then the write migrates it."""
+    db = tmp_path / "openai_agents.db"
+    shutil.copyfile(FIXTURES / "openai_agents.db", db)
+    url = str(db)
+    async with open_store(url, readonly=False) as store:
+        listed = [(o.op_id, o.kind, o.undone) for o in await store.history().oplog()]
+        cid = (await store.at_step("oa-other", 1)).checkpoint_id
+        h = store.history()
+        n = await fails_cleanly_then_works(store, lambda: dump(url), lambda: h.branch(cid, "later"))
+        assert n > 10  # the migration's statements, then the branch's
+        log = [(o.op_id, o.kind, o.undone) for o in await h.oplog()]
+    assert log[1:] == listed and log[0][:2] == (5, "branch")
+    assert not [t for t in await dump(url) if t.startswith("agentctl_openai_")]
