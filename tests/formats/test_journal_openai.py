@@ -139,3 +139,29 @@ async def test_migration_is_all_or_nothing(tmp_path: Path) -> None:
         log = [(o.op_id, o.kind, o.undone) for o in await h.oplog()]
     assert log[1:] == listed and log[0][:2] == (5, "branch")
     assert not [t for t in await dump(url) if t.startswith("agentctl_openai_")]
+
+
+def test_every_old_op_kind_undone_then_redone(tmp_path: Path) -> None:
+    """A database of the previous release with one op of every kind it logged, each
+    done (tests/fixtures/journal/openai_agents_all.db): listed as it was, each undone
+    (newest first) gives the SDK's tables as before them, row for row, updated_at
+    included; each then redone (oldest first) gives them as they were."""
+    import json
+
+    from tests.support.sampledb import cli_json
+
+    db = tmp_path / "all.db"
+    shutil.copyfile(FIXTURES / "openai_agents_all.db", db)
+    built = json.loads((FIXTURES / "openai_agents_all.built.json").read_text())
+    written = asyncio.run(frame(str(db)))
+    ops = cli_json(str(db), "oplog")
+    assert [(o["op_id"], o["kind"], o["undone"]) for o in ops] == [
+        (6, "run", False), (5, "edit", False), (4, "branch", False), (3, "branch", False),
+        (2, "rewind", False), (1, "rewind", False)]
+    assert ops[-1]["purgeable_rows"] == 2  # the hard rewind's items in the old trash
+    for op in ops:
+        cli_json(str(db), "undo", str(op["op_id"]))
+    assert asyncio.run(frame(str(db))) == built["tables"]
+    for op in reversed(ops):
+        cli_json(str(db), "redo", str(op["op_id"]))
+    assert asyncio.run(frame(str(db))) == written

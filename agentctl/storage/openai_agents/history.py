@@ -424,22 +424,30 @@ class OpenAIHistory(JournalHistory, RewindAndBranchOnly, History):
             f"SELECT op_id, COUNT(*) AS n FROM {OLD_TRASH} GROUP BY op_id")}
 
     async def migrate(self, tx: Transaction) -> None:
-        """The previous op log into the journal, each op under its op id: a done op with
+        """The previous op log into the journal, each op under its op id. A done op gets
         its rows' before- and after-images (from the old trash, its details and the rows
-        as they stand), so that it is undone (and then redone) exactly; its threads'
-        fingerprints as they stand, or CHANGED when the old log's own check already
-        finds them written over. An undone op cannot be redone (its after-images were
-        not kept): it is refused with one line."""
+        as they stand) and its threads' fingerprints as it left them (CHANGED when the
+        old log's own check finds them written over since): the done ops are taken
+        newest first, each undone by the journal once adopted, so that the next one is
+        seen as it left the session; then all are redone, which gives the rows back as
+        they stand. An undone op cannot be redone (its after-images were not kept)."""
         if not await tx.table_exists(OLD_OPLOG):
             return
-        for r in await tx.fetch(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id"):
+        done: list[int] = []
+        for r in await tx.fetch(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id DESC"):
+            op_id = int(r["op_id"])
             rec = dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"]))
             if rec["kind"] != "undo" and not rec["undone"] and not rec["purged"]:
-                rec["tables"], ok = await self._old_images(tx, int(r["op_id"]), rec["kind"], rec["details"])
+                rec["tables"], ok = await self._old_images(tx, op_id, rec["kind"], rec["details"])
                 rec["fingerprints"] = {t: await self.fingerprint(tx, t) if ok else CHANGED for t in rec["threads"]}
+                done.append(op_id)
             elif rec["undone"]:
                 rec["details"] = dict(rec["details"], redo=False)
             await journal.adopt(tx, rec)
+            if done and done[-1] == op_id:
+                await journal.undo(tx, op_id)
+        for op_id in reversed(done):
+            await journal.redo(tx, op_id)
         await tx.execute(f"DROP TABLE {OLD_OPLOG}")
         if await tx.table_exists(OLD_TRASH):
             await tx.execute(f"DROP TABLE {OLD_TRASH}")
