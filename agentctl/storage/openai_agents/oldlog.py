@@ -1,0 +1,152 @@
+"""The OpenAI Agents SDK format's previous op log (`agentctl_openai_oplog`, trash
+`agentctl_openai_trash`, written by agentctl before the journal): listed as it stands
+until the first write, which moves it into the journal (`migrate`, in that write's
+transaction), each op under its op id and undoable as before."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+
+from agentctl.storage.journal import ops as journal, trash
+from agentctl.storage.openai_agents.store import OLD_OPLOG, OLD_TRASH
+from agentctl.storage.sqlutil import marks
+
+if TYPE_CHECKING:
+    from agentctl.storage.agentos.base import Transaction
+
+SESSION_KEY = ("session_id",)
+ITEM_KEY = ("id",)
+#: the fingerprint of a thread whose old op (migrated) was already written over
+CHANGED = "changed before the journal"
+
+
+class OldOplog:
+    """The journal's hooks `migrate`, `legacy_oplog` and `legacy_purge` of OpenAIHistory
+    (whose `fingerprint`, `_typed` and `_ids` it uses)."""
+
+    store: Any
+    fingerprint: Callable[[Any, str], Awaitable[Any]]
+    _typed: Callable[[Any, str, str], Awaitable[str]]
+    _ids: Callable[[Any, str], Awaitable[list[int]]]
+
+    async def legacy_oplog(self, limit: int) -> list[Any] | None:
+        from agentctl.storage.journal.history import _record
+
+        await self.store.connect()
+        if not await self.store._db.table_exists(OLD_OPLOG):
+            return None
+        held = await self._old_trash_counts()
+        return [_record(dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"])),
+                        held.get(int(r["op_id"]), 0))
+                for r in await self.store._q(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))]
+
+    async def legacy_purge(self, dry_run: bool) -> Any | None:
+        from agentctl.storage.results import PurgeResult
+
+        await self.store.connect()
+        if not await self.store._db.table_exists(OLD_OPLOG):
+            return None
+        held = await self._old_trash_counts()
+        return PurgeResult(ops=sorted(held), rows=sum(held.values()), dry_run=True)
+
+    async def _old_trash_counts(self) -> dict[int, int]:
+        if not await self.store._db.table_exists(OLD_TRASH):
+            return {}
+        return {int(r["op_id"]): int(r["n"]) for r in await self.store._q(
+            f"SELECT op_id, COUNT(*) AS n FROM {OLD_TRASH} GROUP BY op_id")}
+
+    async def migrate(self, tx: Transaction) -> None:
+        """The previous op log into the journal, each op under its op id. A done op gets
+        its rows' before- and after-images (from the old trash, its details and the rows
+        as they stand) and its threads' fingerprints as it left them (CHANGED when the
+        old log's own check finds them written over since): the done ops are taken
+        newest first, each undone by the journal once adopted, so that the next one is
+        seen as it left the session; then all are redone, which gives the rows back as
+        they stand. An undone op cannot be redone (its after-images were not kept)."""
+        if not await tx.table_exists(OLD_OPLOG):
+            return
+        done: list[int] = []
+        for r in await tx.fetch(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id DESC"):
+            op_id = int(r["op_id"])
+            rec = dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"]))
+            if rec["kind"] != "undo" and not rec["undone"] and not rec["purged"]:
+                rec["tables"], ok = await self._old_images(tx, op_id, rec["kind"], rec["details"])
+                rec["fingerprints"] = {t: await self.fingerprint(tx, t) if ok else CHANGED for t in rec["threads"]}
+                done.append(op_id)
+            elif rec["undone"]:
+                rec["details"] = dict(rec["details"], redo=False)
+            await journal.adopt(tx, rec)
+            if done and done[-1] == op_id:
+                await journal.undo(tx, op_id)
+        for op_id in reversed(done):
+            await journal.redo(tx, op_id)
+        await tx.execute(f"DROP TABLE {OLD_OPLOG}")
+        if await tx.table_exists(OLD_TRASH):
+            await tx.execute(f"DROP TABLE {OLD_TRASH}")
+
+    async def _image(self, tx: Transaction, op_id: int, table: str, image: str, where: str,
+                     params: Sequence[Any], **values: Any) -> None:
+        """The rows of `table` matching `where` as an image of op `op_id`, with `values`
+        ({column: value as text}) in place of theirs."""
+        if not values:
+            await trash.set_aside(tx, op_id, table, where, params, image=image)
+            return
+        cols, typed = await trash.columns(tx, table), []
+        for c in cols:
+            typed.append(f"{await self._typed(tx, table, c)} AS {trash._q(c)}" if c in values else trash._q(c))
+        await trash.add_images(tx, op_id, table, image, f"SELECT {', '.join(typed)} FROM {trash._q(table)} "
+                               f"WHERE {where}", [values[c] for c in cols if c in values] + list(params))
+
+    async def _old_images(self, tx: Transaction, op_id: int, kind: str, d: dict[str, Any]
+                          ) -> tuple[dict[str, list[str]], bool]:
+        """The images of an old done op in the journal's trash: ({table: key}, whether the
+        old log's check still finds its threads as the op left them)."""
+        S, M = self.store.sessions_table, self.store.messages_table
+        prints = self.fingerprint
+        if kind == "branch" and d.get("sdk_branch"):
+            where, key = ("session_id = ? AND branch_id = ?", (d["session"], d["sdk_branch"]))
+            tables = {"message_structure": list(ITEM_KEY)}
+            await self._image(tx, op_id, "message_structure", "after", where, key)
+            if d.get("reserved"):
+                tables["branch_reservations"] = ["session_id", "branch_id"]
+                await self._image(tx, op_id, "branch_reservations", "after", where, key)
+            n = await tx.fetch("SELECT COUNT(*) AS n FROM message_structure WHERE " + where, *key)
+            return tables, int(n[0]["n"]) == int(d["rows"])
+        session = d.get("branch_session") or d["session"]
+        ok = "after" not in d or (await prints(tx, session))[:4] == d["after"]
+        stamp = {"updated_at": d["updated_at_before"]} if d.get("updated_at_before") is not None else {}
+        if kind == "branch":
+            created = [int(i) for i in d["created"]]
+            await self._image(tx, op_id, S, "after", "session_id = ?", (session,))
+            await self._image(tx, op_id, M, "after", f"session_id = ? AND id IN ({marks(len(created))})",
+                              (session, *created))
+            return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, await self._ids(tx, session) == created
+        if kind == "edit":
+            await self._image(tx, op_id, M, "before", "id = ?", (int(d["row"]),), message_data=d["before"])
+            await self._image(tx, op_id, M, "after", "id = ?", (int(d["row"]),))
+            now = await tx.fetch(f"SELECT message_data FROM {self.store._M} WHERE id = ?", int(d["row"]))
+            return {M: list(ITEM_KEY)}, ok and bool(now) and now[0]["message_data"] == d["new"]
+        if kind == "run":
+            if not d["session_created"]:
+                await self._image(tx, op_id, S, "before", "session_id = ?", (session,), **stamp)
+            await self._image(tx, op_id, S, "after", "session_id = ?", (session,))
+            ids = [int(i) for i in d["inserted"]]
+            await self._image(tx, op_id, M, "after", f"id IN ({marks(len(ids))})" if ids else "1 = 0", ids)
+            return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, ok
+        # a rewind
+        moved = [int(i) for i in d["moved"]]
+        among = f"id IN ({marks(len(moved))})"
+        await self._image(tx, op_id, S, "before", "session_id = ?", (session,), **stamp)
+        await self._image(tx, op_id, S, "after", "session_id = ?", (session,))
+        if d["hard"]:
+            await trash.add_images(tx, op_id, M, "before", f"SELECT row_id AS id, session_id, message_data, created_at "
+                                   f"FROM {OLD_TRASH} WHERE op_id = ?", (op_id,))
+            n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {OLD_TRASH} WHERE op_id = ?", op_id)
+            return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, ok and int(n[0]["n"]) == len(moved)
+        archive = d["archive"]
+        if d.get("archive_created"):
+            await self._image(tx, op_id, S, "after", "session_id = ?", (archive,))
+        await self._image(tx, op_id, M, "before", among, moved, session_id=session)
+        await self._image(tx, op_id, M, "after", among, moved)
+        return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, ok and await self._ids(tx, archive) == moved
