@@ -105,22 +105,27 @@ async def test_write_undo_redo_are_atomic(url: str, kind: str) -> None:
             await conn.close()
 
 
-@pytest.mark.parametrize("hard", [False, True])
-async def test_undo_of_a_rewind_puts_updated_at_back_byte_for_byte(url: str, hard: bool) -> None:
-    """Written, then > 1 s, rewound (CURRENT_TIMESTAMP: another second), > 1 s, undone:
-    the session row's updated_at is as before the rewind, as the database holds it."""
+async def test_undo_of_a_rewind_puts_updated_at_back_byte_for_byte(url: str) -> None:
+    """Written, then > 1 s, rewound (CURRENT_TIMESTAMP: another second; oa-main to an
+    archive, oa-side hard), > 1 s, undone: each session row's updated_at is as before the
+    rewind, as the database holds it; redone: as the rewind left it."""
     await build(url, "rewind")
-    sql = "SELECT CAST(updated_at AS TEXT) AS u, updated_at AS raw FROM agent_sessions WHERE session_id = 'oa-main'"
+    sql = ("SELECT session_id, CAST(updated_at AS TEXT) AS u, updated_at AS raw FROM agent_sessions "
+           "WHERE session_id IN ('oa-main', 'oa-side') ORDER BY session_id")
     async with open_store(url, readonly=False) as store:
+        h = store.history()
         first = await store._q(sql)
         await asyncio.sleep(1.1)
-        await store.history().rewind((await store.at_step("oa-main", 2)).checkpoint_id, hard=hard)
+        await h.rewind((await store.at_step("oa-main", 2)).checkpoint_id)
+        await h.rewind((await store.at_step("oa-side", 1)).checkpoint_id, hard=True)
         moved = await store._q(sql)
-        assert moved != first
+        assert [r["u"] for r in moved] != [r["u"] for r in first] and moved[0] != first[0] and moved[1] != first[1]
         await asyncio.sleep(1.1)
-        await store.history().undo()
+        await h.undo()
+        await h.undo()
         assert await store._q(sql) == first
-        await store.history().redo()
+        await h.redo()
+        await h.redo()
         assert await store._q(sql) == moved
 
 
