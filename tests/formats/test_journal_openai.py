@@ -170,3 +170,66 @@ def test_every_old_op_kind_undone_then_redone(tmp_path: Path) -> None:
     for op in reversed(ops):
         cli_json(str(db), "redo", str(op["op_id"]))
     assert asyncio.run(frame(str(db))) == written
+
+
+@pytest.mark.pg
+async def test_old_op_log_migrated_on_postgres(pg_dsn: str) -> None:
+    """The previous op log on Postgres (its tables and rows as that release wrote them,
+    next to SQLAlchemySession's tables): a hard rewind (items in the old trash, the
+    session's updated_at moved) and an edit, each undone (newest first) gives the SDK's
+    tables back row for row (timestamps and all), each redone gives them as they were."""
+    import json
+
+    import asyncpg
+
+    await build_openai("", pg_dsn)
+    built = await frame(pg_dsn)
+    conn = await asyncpg.connect(pg_dsn)
+
+    async def prints(session: str) -> list:
+        r = await conn.fetchrow("SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS m, COALESCE(SUM(id), 0) AS s "
+                                "FROM agent_messages WHERE session_id = $1", session)
+        return [int(r["n"]), int(r["m"]), int(r["s"]), True]
+
+    try:
+        await conn.execute(
+            "CREATE TABLE agentctl_openai_oplog (op_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, kind TEXT "
+            "NOT NULL, summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, undone INTEGER NOT NULL "
+            "DEFAULT 0, undo_of INTEGER, undone_by INTEGER, purged INTEGER NOT NULL DEFAULT 0)")
+        await conn.execute("CREATE TABLE agentctl_openai_trash (op_id INTEGER NOT NULL, row_id BIGINT NOT NULL, "
+                           "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP)")
+        side = [r["id"] for r in await conn.fetch("SELECT id FROM agent_messages WHERE session_id = 'oa-side' "
+                                                  "ORDER BY id")]
+        stamp = await conn.fetchval("SELECT CAST(updated_at AS TEXT) FROM agent_sessions WHERE session_id = 'oa-side'")
+        await conn.execute("INSERT INTO agentctl_openai_trash SELECT 1, id, session_id, message_data, created_at "
+                           "FROM agent_messages WHERE session_id = 'oa-side' AND id > $1", side[0])
+        await conn.execute("DELETE FROM agent_messages WHERE session_id = 'oa-side' AND id > $1", side[0])
+        await conn.execute("UPDATE agent_sessions SET updated_at = updated_at + interval '1 hour' "
+                           "WHERE session_id = 'oa-side'")
+        details = {"session": "oa-side", "target": side[0], "moved": side[1:], "hard": True, "archive": None,
+                   "archive_created": False, "updated_at_before": stamp, "after": await prints("oa-side")}
+        await conn.execute("INSERT INTO agentctl_openai_oplog (op_id, created_at, kind, summary, threads, details) "
+                           "VALUES (1, '2026-11-26T00:00:00+00:00', 'rewind', 'rewind oa-side to step 1', $1, $2)",
+                           json.dumps(["oa-side"]), json.dumps(details))
+        row, old = await conn.fetchrow("SELECT id, message_data FROM agent_messages WHERE session_id = 'oa-main' "
+                                       "ORDER BY id LIMIT 1")
+        new = json.dumps({"role": "user", "content": "edited"})
+        await conn.execute("UPDATE agent_messages SET message_data = $1 WHERE id = $2", new, row)
+        details = {"session": "oa-main", "row": row, "before": old, "new": new, "after": await prints("oa-main")}
+        await conn.execute("INSERT INTO agentctl_openai_oplog (op_id, created_at, kind, summary, threads, details) "
+                           "VALUES (2, '2026-11-26T00:00:01+00:00', 'edit', 'edit oa-main', $1, $2)",
+                           json.dumps(["oa-main"]), json.dumps(details))
+    finally:
+        await conn.close()
+    written = await frame(pg_dsn)
+    async with open_store(pg_dsn, readonly=False) as store:
+        h = store.history()
+        assert [(o.op_id, o.kind, o.purgeable_rows) for o in await h.oplog()] == [(2, "edit", 0), (1, "rewind", 1)]
+        await h.undo()
+        await h.undo()
+        assert await frame(pg_dsn) == built
+        assert [o.kind for o in await h.oplog()] == ["undo", "undo", "edit", "rewind"]
+        await h.redo(1)
+        await h.redo(2)
+        assert await frame(pg_dsn) == written
+    assert not [t for t in await dump(pg_dsn) if t.startswith("agentctl_openai_")]
