@@ -54,10 +54,19 @@ class Op:
         self.threads = list(threads)
         #: table -> key columns, in the order first changed
         self.tables: dict[str, list[str]] = {}
+        #: tables whose rows undo and redo overwrite in place (`in_place`)
+        self.in_place: set[str] = set()
         self._updated: list[tuple[str, str, Sequence[Any]]] = []
 
     def _touch(self, table: str, key: Sequence[str]) -> None:
         self.tables.setdefault(table, list(key))
+
+    def put_in_place(self, table: str) -> None:
+        """Undo and redo of this op put `table`'s rows back by an UPDATE where a row with
+        their key stands (else an INSERT), deleting only the rows the other image alone
+        holds: for a table other rows reference ON DELETE CASCADE (a parent row deleted
+        and inserted again would take its children with it)."""
+        self.in_place.add(table)
 
     async def delete(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = ()) -> int:
         """Delete the rows matching `where`, their before-images kept."""
@@ -83,7 +92,9 @@ class Op:
         for table, where, params in self._updated:
             await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
         await self.tx.execute(f"UPDATE {LOG} SET tables = ?, fingerprints = ? WHERE op_id = ?",
-                              json.dumps(self.tables), json.dumps(dict(fingerprints or {})), self.op_id)
+                              json.dumps({t: {"key": k, "in_place": True} if t in self.in_place else k
+                                          for t, k in self.tables.items()}),
+                              json.dumps(dict(fingerprints or {})), self.op_id)
         return self.op_id
 
 
@@ -166,11 +177,15 @@ async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerp
 async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
     r = await record(tx, op_id)
     await check(tx, r, undone, fingerprint)
-    tables = list(r["tables"].items())
-    for table, key in reversed(tables):
-        await trash.remove_images(tx, op_id, table, key)
-    for table, _ in tables:
-        await trash.put_back(tx, op_id, table, image, keep=True)
+    # a table's key columns, or {"key": ..., "in_place": true} (Op.put_in_place)
+    tables = [(t, k["key"], True) if isinstance(k, dict) else (t, k, False) for t, k in r["tables"].items()]
+    for table, key, in_place in reversed(tables):
+        await trash.remove_images(tx, op_id, table, key, keep=image if in_place else None)
+    for table, key, in_place in tables:
+        if in_place:
+            await trash.put_back_in_place(tx, op_id, table, key, image)
+        else:
+            await trash.put_back(tx, op_id, table, image, keep=True)
     # the fingerprints the next move of this op compares against
     prints = await _prints(tx, r["threads"], fingerprint) if fingerprint is not None else r["fingerprints"]
     await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ? WHERE op_id = ?",

@@ -84,13 +84,41 @@ async def put_back(tx: Any, op_id: int, table: str, image: str = "before", *, ke
     return n
 
 
-async def remove_images(tx: Any, op_id: int, table: str, key: Sequence[str]) -> int:
+async def remove_images(tx: Any, op_id: int, table: str, key: Sequence[str], *, keep: str | None = None) -> int:
     """Delete from `table` the rows whose `key` columns match a row `op_id` holds in its
-    trash (either image): what stands where undo or redo puts rows back."""
+    trash (either image): what stands where undo or redo puts rows back. `keep`: an
+    image whose keys' rows stay (`put_back_in_place` then overwrites them)."""
     name = trash_name(table)
     match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
+    kept, args = "", ()
+    if keep is not None:
+        kept = (f" AND NOT EXISTS (SELECT 1 FROM {_q(name)} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? "
+                f"AND {match})")
+        args = (op_id, keep)
     return await tx.execute(f"DELETE FROM {_q(table)} WHERE EXISTS "
-                            f"(SELECT 1 FROM {_q(name)} AS s WHERE s.{OP} = ? AND {match})", op_id)
+                            f"(SELECT 1 FROM {_q(name)} AS s WHERE s.{OP} = ? AND {match}){kept}", op_id, *args)
+
+
+async def put_back_in_place(tx: Any, op_id: int, table: str, key: Sequence[str], image: str) -> int:
+    """Put the rows `op_id` set aside from `table` as `image` back, exactly, keeping them
+    in the trash: a row whose key stands is overwritten by an UPDATE (not deleted and
+    inserted again, so rows that reference it ON DELETE CASCADE stay), the others are
+    inserted; returns how many."""
+    name = trash_name(table)
+    cols = await columns(tx, table)
+    rest = [c for c in cols if c not in key]
+    match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
+    src = f"FROM {_q(name)} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? AND {match}"
+    n = 0
+    if rest:
+        target = _q(rest[0]) if len(rest) == 1 else "(" + ", ".join(_q(c) for c in rest) + ")"
+        n = await tx.execute(f"UPDATE {_q(table)} SET {target} = (SELECT {', '.join('s.' + _q(c) for c in rest)} "
+                             f"{src}) WHERE EXISTS (SELECT 1 {src})", op_id, image, op_id, image)
+    listed = ", ".join(_q(c) for c in cols)
+    return n + await tx.execute(
+        f"INSERT INTO {_q(table)} ({listed}) SELECT {', '.join('s.' + _q(c) for c in cols)} FROM {_q(name)} AS s "
+        f"WHERE s.{OP} = ? AND s.{IMAGE} = ? AND NOT EXISTS (SELECT 1 FROM {_q(table)} WHERE {match})",
+        op_id, image)
 
 
 async def free(tx: Any, table: str, op_ids: Sequence[int]) -> int:
