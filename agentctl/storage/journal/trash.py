@@ -14,7 +14,7 @@ both dialects, `kind`)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 PREFIX = "agentctl_trash_"
 OP = "agentctl_op_id"
@@ -90,7 +90,7 @@ async def remove_images(tx: Any, op_id: int, table: str, key: Sequence[str], *, 
     image whose keys' rows stay (`put_back_in_place` then overwrites them)."""
     name = trash_name(table)
     match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
-    kept, args = "", ()
+    kept, args = "", cast("tuple[Any, ...]", ())
     if keep is not None:
         kept = (f" AND NOT EXISTS (SELECT 1 FROM {_q(name)} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? "
                 f"AND {match})")
