@@ -11,6 +11,7 @@ inside the first write's transaction, all or nothing."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -157,17 +158,56 @@ async def test_write_undo_redo_row_for_row_and_atomic(adk, kind) -> None:
 # ---- the previous release's op log ----------------------------------------------------------
 
 
-def _fixture(tmp_path: Path) -> str:
+_OLD_DDL = ("CREATE TABLE agentctl_adk_oplog (op_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
+            "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, undone INTEGER NOT NULL DEFAULT 0, "
+            "undo_of INTEGER, undone_by INTEGER, purged INTEGER NOT NULL DEFAULT 0)",
+            "CREATE TABLE agentctl_adk_trash (op_id INTEGER NOT NULL, id VARCHAR(128) NOT NULL, app_name VARCHAR(128) "
+            "NOT NULL, user_id VARCHAR(128) NOT NULL, session_id VARCHAR(128) NOT NULL, invocation_id VARCHAR(256) "
+            "NOT NULL, timestamp TIMESTAMP NOT NULL, event_data JSONB)")
+_JSONB = {"sessions": "state", "app_states": "state", "user_states": "state", "events": "event_data",
+          "agentctl_adk_trash": "event_data"}
+
+
+async def _fixture(tmp_path: Path, kind: str, request: Any) -> str:
+    """The previous release's database (SQLite), or its rows in ADK's Postgres tables with
+    the old log's tables as that release made them there."""
+    import sqlite3
+
     db = tmp_path / "adk.db"
     shutil.copyfile(FIXTURES / "adk.db", db)
-    return str(db)
+    if kind == "sqlite":
+        return str(db)
+    import asyncpg
+
+    dsn = request.getfixturevalue("pg_dsn")
+    await build_adk("postgres", dsn)  # ADK's own tables
+    conn = await asyncpg.connect(dsn)
+    src = sqlite3.connect(db)
+    src.row_factory = sqlite3.Row
+    try:
+        for table in ("events", "sessions", "app_states", "user_states"):
+            await conn.execute(f"DELETE FROM {table}")
+        for ddl in _OLD_DDL:
+            await conn.execute(ddl)
+        for table in ("sessions", "app_states", "user_states", "events", "agentctl_adk_oplog", "agentctl_adk_trash"):
+            for r in src.execute(f"SELECT * FROM {table}"):
+                row = dict(r)
+                if table in _JSONB:
+                    row[_JSONB[table]] = json.loads(row[_JSONB[table]])
+                await conn.execute(f"INSERT INTO {table} SELECT * FROM json_populate_record(NULL::{table}, $1::json)",
+                                   json.dumps(row))
+    finally:
+        src.close()
+        await conn.close()
+    return dsn
 
 
-async def test_migration_is_atomic_and_keeps_every_op(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_migration_is_atomic_and_keeps_every_op(tmp_path: Path, kind: str, request: Any) -> None:
     """The first write moves the old log into the journal in its own transaction: a
     failure at any statement of it leaves the old tables as they were; done, the old ops
     are listed as before (same ids, kinds, summaries, states), the old tables are gone."""
-    url = _fixture(tmp_path)
+    url = await _fixture(tmp_path, kind, request)
     old = await dump(url)
     async with open_store(url, readonly=False) as store:
         h = store.history()
@@ -192,10 +232,11 @@ async def test_migration_is_atomic_and_keeps_every_op(tmp_path: Path) -> None:
     assert "agentctl_adk_oplog" not in tables and "agentctl_adk_trash" not in tables
 
 
-async def test_migrated_ops_undone_and_redone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_migrated_ops_undone_and_redone(tmp_path: Path, kind: str, request: Any) -> None:
     """Each old op still done is undone exactly and redone exactly; the op the old code
     undid refuses redo with one line, nothing written."""
-    url = _fixture(tmp_path)
+    url = await _fixture(tmp_path, kind, request)
     written = await frame(url)
     async with open_store(url, readonly=False) as store:
         h = store.history()
@@ -203,7 +244,12 @@ async def test_migrated_ops_undone_and_redone(tmp_path: Path) -> None:
         no_branch = await frame(url)
         await h.undo(1)
         built = json.loads((FIXTURES / "adk.built.json").read_text())["tables"]
-        assert await frame(url) == built  # as ADK's builder left it
+        undone = await frame(url)
+        if kind == "postgres":  # JSONB keeps its keys in an order of its own: the events by id
+            undone.pop("events")
+            ids = sorted(x["id"] for x in await _q(url, "SELECT id FROM events"))
+            assert ids == sorted(re.search(r"\('id', '([^']+)'\)", e).group(1) for e in built.pop("events"))
+        assert undone == built  # as ADK's builder left it
         await h.redo(1)
         assert await frame(url) == no_branch
         await h.redo(2)
@@ -212,3 +258,13 @@ async def test_migrated_ops_undone_and_redone(tmp_path: Path) -> None:
         with pytest.raises(OperationError, match="^operation 3 was undone by an agentctl release before the journal"):
             await h.redo(3)
         assert await dump(url) == state
+
+
+async def _q(url: str, sql: str) -> list:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        return [dict(r) for r in await conn.fetch(sql)]
+    finally:
+        await conn.close()
