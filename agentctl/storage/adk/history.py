@@ -104,8 +104,8 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         """Undo brings back what the op deleted and deletes what it made; redo the reverse."""
         d, kind = record["details"], record["kind"]
-        made: list[str] = (["/".join(d["key"])] if kind == "branch" else list(d.get("inserted") or [])
-                           if kind == "run" else [d["event_id"]] if d.get("event_id") and not d.get("hard") else [])
+        made: list[str] = (["/".join(d["key"])] if kind == "branch" else list(d["inserted"]) if "inserted" in d
+                           else [d["event_id"]] if d.get("event_id") and not d.get("hard") else [])
         gone: list[str] = list(d.get("moved") or []) if d.get("hard") else []
         return {"created": gone, "deleted": made} if image == "before" else {"created": made, "deleted": gone}
 
