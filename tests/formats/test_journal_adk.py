@@ -155,6 +155,22 @@ async def test_write_undo_redo_row_for_row_and_atomic(adk, kind) -> None:
             await conn.close()
 
 
+async def test_redo_refused_after_adk_wrote(adk) -> None:
+    """After an undo, ADK appends to the session (its update_time moves): redo of the
+    rewind is refused with one line, nothing written."""
+    url = adk
+    async with open_store(url, readonly=False) as store:
+        h = store.history()
+        await h.rewind(await _at(store, 2))
+        await h.undo()
+    await _adk_append(url, ("app", "u1", "main"), "meanwhile", {})
+    state = await dump(url)
+    async with open_store(url, readonly=False) as store:
+        with pytest.raises(OperationError, match=f"^{MAIN} changed since operation 1 was undone; nothing was changed$"):
+            await store.history().redo()
+    assert await dump(url) == state
+
+
 # ---- the previous release's op log ----------------------------------------------------------
 
 
