@@ -656,3 +656,32 @@ class History(ABC):
     @abstractmethod
     async def purge(self, dry_run: bool = False) -> Any:
         """Empty the trash (a PurgeResult)."""
+
+
+class RewindAndBranchOnly:
+    """The History methods a format that offers only rewind and branch (and undo)
+    refuses: merge, prune and threads delete raise Unsupported naming the format."""
+
+    store: Any
+
+    def _no(self, what: str) -> Any:
+        return Unsupported(self.store.format.name, what)
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
+        raise self._no("merge")
+
+    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
+                           checkpoint_id: str | None = None) -> str:
+        raise self._no("merge")
+
+    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[Any]:
+        raise self._no("prune")
+
+    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Any = None) -> list[Any]:
+        raise self._no("prune")
+
+    async def plan_delete_thread(self, thread_id: str) -> Any:
+        raise self._no("threads delete")
+
+    async def delete_thread(self, thread_id: str) -> Any:
+        raise self._no("threads delete")

@@ -17,7 +17,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
 
 
 @pytest.mark.parametrize(("name", "fmt"), [("agentos", "agentos"), ("article", "article"),
-                                           ("langgraph", "langgraph"), ("adk", "adk")])
+                                           ("langgraph", "langgraph")])
 @pytest.mark.parametrize("args", [(), ("3",), ("--dry-run",), ("--json",)])
 def test_redo_refused_off_the_journal(tmp_path: Path, name: str, fmt: str, args: tuple[str, ...]) -> None:
     db = tmp_path / f"{name}.db"
@@ -51,3 +51,24 @@ def test_redo_on_the_journal(tmp_path: Path) -> None:
     assert r.stderr.strip().splitlines() == ["agentctl: operation 3 was undone before agentctl kept what redo "
                                              "needs (an op log of an older layout); it cannot be redone"]
     assert db.read_bytes() == state
+
+
+async def test_redo_on_adk(tmp_path: Path) -> None:
+    """ADK (on the journal): the previous release's undone op cannot be redone (one line,
+    nothing written); an op undone now is redone, the tables as after it again."""
+    db = tmp_path / "adk.db"
+    shutil.copyfile(FIXTURES / "adk.db", db)
+    before = db.read_bytes()
+    r = cli(str(db), "redo")
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "agentctl: operation 3 was undone by an agentctl release before the journal; it cannot be redone"]
+    assert db.read_bytes() == before
+    written = await dump(str(db), side_tables=False)
+    cli_json(str(db), "undo", "2")
+    assert await dump(str(db), side_tables=False) != written
+    r = cli(str(db), "redo")
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    assert r.stdout.startswith("redid operation 2 (branch app/u1/side-branch-fixture-8a8b")
+    assert await dump(str(db), side_tables=False) == written
+    assert [(o["kind"], o["undo_of"]) for o in cli_json(str(db), "oplog")[:2]] == [("redo", 2), ("undo", 2)]

@@ -398,6 +398,35 @@ async def test_rewind_as_adk_does_it_then_undo(adk_db):
     async with open_store(url, readonly=False) as store:
         with pytest.raises(OperationError, match="changed since operation"):
             await store.history().undo()
+    # undo and redo put every row back, the session's update_time exactly as the op found
+    # or left it: ADK's own service, a fresh one, reads the session and appends to it
+    # after a redo and after an undo
+    for last in ("after redo", "after undo"):
+        async with open_store(url, readonly=False) as store:
+            h = store.history()
+            written = await dump(url)
+            await h.rewind((await store.at_step(tid, 4)).checkpoint_id)
+            rewound = await dump(url)
+            await h.undo()
+            assert await dump(url) == written
+            if last == "after redo":
+                await h.redo()
+                assert await dump(url) == rewound
+        fresh = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{url}") if "://" not in url else \
+            DatabaseSessionService(db_engine=_engine_for(url))
+        try:
+            s = await fresh.get_session(app_name="app", user_id="u1", session_id="s1")
+            visible = [e.content.parts[0].text for e in _apply_rewinds(s.events) if e.content]
+            if last == "after redo":  # the rewind to step 4 again
+                assert visible == [e.content.parts[0].text for e in held.events[:4] if e.content]
+            else:  # as before the rewind
+                assert visible[-1] == "after redo"
+            await fresh.append_event(s, Event(author="user", invocation_id=f"inv-{last}",
+                                              content=_text("user", last)))
+            s = await fresh.get_session(app_name="app", user_id="u1", session_id="s1")
+            assert [e.content.parts[0].text for e in _apply_rewinds(s.events) if e.content][-1] == last
+        finally:
+            await fresh.close()
 
 
 async def test_hard_rewind_and_branch_then_undo(adk_db):
@@ -416,7 +445,8 @@ async def test_hard_rewind_and_branch_then_undo(adk_db):
     assert [e.id for e in got.events] == [e.id for e in held.events[:3]]
     assert session_part(got.state) == session_part(expected[2])
     async with open_store(url, readonly=False) as store:
-        assert [o.purgeable_rows for o in await store.history().oplog()] == [4]
+        # the 4 events, the session row's before- and after-image (the journal's trash)
+        assert [o.purgeable_rows for o in await store.history().oplog()] == [6]
         await store.history().undo()
     assert await dump(url) == before
 

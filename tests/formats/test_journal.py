@@ -378,3 +378,43 @@ async def test_moves_keep_foreign_keys(backend) -> None:
         async with b.transaction() as tx:
             await ops.redo(tx, op_id)
         assert await frame(url) == after
+
+
+async def test_in_place_keeps_the_rows_that_cascade_from_it(backend) -> None:
+    """An updated parent row is put back by an UPDATE, not deleted and inserted again:
+    on Postgres the children it does not know of (ON DELETE CASCADE) stay; a parent the
+    op inserted goes on undo and comes back on redo."""
+    b, url = backend
+    ts = "timestamptz" if b.kind == "postgres" else "TIMESTAMP"
+    async with b.transaction() as tx:
+        await tx.execute(f"CREATE TABLE parents (a TEXT, b TEXT, state TEXT NOT NULL, at {ts}, PRIMARY KEY (a, b))")
+        await tx.execute("CREATE TABLE kids (id TEXT, a TEXT, b TEXT, PRIMARY KEY (id), FOREIGN KEY (a, b) "
+                         "REFERENCES parents (a, b) ON DELETE CASCADE)")
+        await tx.execute("INSERT INTO parents VALUES ('x', '1', '{}', '2026-01-02 03:04:05.123456')")
+        await tx.execute("INSERT INTO kids VALUES ('k1', 'x', '1'), ('k2', 'x', '1')")
+    before = await frame(url)
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "update x/1, insert y/2 and a kid", ["t"], {}, NOW)
+        await op.update("parents", ("a", "b"), "a = ? AND b = ?", ("x", "1"), "state = ?, at = NULL", ('{"n": 1}',))
+        await tx.execute("INSERT INTO parents VALUES ('y', '2', '{}', NULL)")
+        await op.inserted("parents", ("a", "b"), "a = ?", ("y",))
+        await tx.execute("INSERT INTO kids VALUES ('k3', 'x', '1'), ('k4', 'y', '2')")
+        await op.inserted("kids", ("id",), "id IN (?, ?)", ("k3", "k4"))
+        op_id = await op.finish()
+    after = await frame(url)
+    for _ in range(2):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id)
+        assert await frame(url) == before
+        async with b.transaction() as tx:
+            await ops.redo(tx, op_id)
+        assert await frame(url) == after
+    async with b.transaction() as tx:
+        assert (await ops.record(tx, op_id))["tables"] == {
+            "parents": ["a", "b"], "kids": ["id"]}
+    await atomic(url, b, lambda: _undo(b, op_id))
+
+
+async def _undo(b: Any, op_id: int) -> None:
+    async with b.transaction() as tx:
+        await ops.undo(tx, op_id)

@@ -195,7 +195,15 @@ async def test_run_then_undo_on_both_backends_and_undo_refuses_after_adk_wrote(a
     assert [(e.author, e.content.parts[0].text) for e in got.events] == [("user", "hello"), ("echo", "olleh")]
     assert got.state["count"] == 1 and got.state["user:seen"] is True and got.state["app:runs"] == 1
     # what ADK's own Runner gives on a copy of the same database (events, state)
-    assert await _view(url, "s1") == await _reference(project, copy, "s1")
+    reference = await _reference(project, copy, "s1")
+    assert await _view(url, "s1") == reference
+    ran = await dump(url)
+    assert cli(url, "undo").exit_code == 0
+    assert await dump(url) == before
+    # redo: the run's rows back, as ADK wrote them; ADK reads the session as after the run
+    assert cli(url, "redo").exit_code == 0
+    assert await dump(url) == ran
+    assert await _view(url, "s1") == reference
     assert cli(url, "undo").exit_code == 0
     assert await dump(url) == before
 

@@ -23,8 +23,9 @@ Mapping (see `store.py`):
 
 Writes (`history.py`, schema v1): `rewind` (ADK's way: an appended event that marks
 the later invocations rewound and restores the session state; or `--hard`), `branch`
-(a new session with the events up to a step), undoable. `doctor` (`doctor.py`) reports
-a session whose state is not its events' fold; `doctor --fix` repairs it, undoably.
+(a new session with the events up to a step), on the journal (undo, redo). `doctor`
+(`doctor.py`) reports a session whose state is not its events' fold; `doctor --fix`
+repairs it, undoably.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Writes on Google ADK's DatabaseSessionService tables (schema v1): `rewind`, `branch`
-and their `undo`.
+"""Writes on Google ADK's DatabaseSessionService tables (schema v1): `rewind`, `branch`,
+`edit`, `run` (recorded after ADK's Runner wrote), `doctor --fix`, each as row changes
+on the journal (agentctl/storage/journal/), which undoes and redoes them.
 
 - `rewind APP/USER/SESSION@N` does what ADK's `Runner.rewind_async` does, at the step
   asked for: it appends an event (author "user") whose `actions.rewind_before_invocation_id`
@@ -12,16 +13,19 @@ and their `undo`.
   `create_session` had set it before. `app:` and `user:` keys are shared with other
   sessions and are not rewound (as in ADK); artifacts are not rewound (agentctl has no
   artifact service).
-- `--hard` moves the later events to agentctl's trash instead and writes step N's
+- `--hard` deletes the later events (the journal keeps them) and writes step N's
   session state into the session row.
 - `branch` makes a new session `SESSION-branch-NAME-XXXX` of the same app and user with
   copies of events 1..N and step N's session state.
 
 Each write sets the session's `update_time` (ADK's optimistic-lock marker) to a new
 value, so an ADK service holding the session from before gets ADK's stale-session error
-on its next `append_event` instead of overwriting the change. Every write is one
-transaction, recorded in `agentctl_adk_oplog` (the trash is `agentctl_adk_trash`) and
-undoable: undo restores every row, and refuses when ADK wrote to the session since.
+on its next `append_event` instead of overwriting the change; undo and redo put it back
+exactly as the op found or left it. The fingerprint of a session is that marker: undo
+and redo refuse once ADK (or anyone moving the marker) wrote to the session since. The
+session, app and user rows are put back in place (events reference sessions ON DELETE
+CASCADE). The op log of the previous release (`agentctl_adk_oplog` and its trash) is
+moved into the journal by the first write (`legacy.py`).
 """
 
 from __future__ import annotations
@@ -35,10 +39,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
+from agentctl.storage.adk import legacy
 from agentctl.storage.adk.events import StateFold, decode_json
-from agentctl.storage.contract import History, Unsupported, whole_undo_only
-from agentctl.storage.sidelog import RewindAndBranchOnly, SideLog, purge_trash
-from agentctl.storage.adk.store import OPLOG, TRASH
+from agentctl.storage.contract import History, RewindAndBranchOnly, Unsupported
+from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import naive_utc
 
@@ -47,16 +52,75 @@ if TYPE_CHECKING:
     from agentctl.storage.adk.store import ADKStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+#: the key columns of ADK's tables, and the WHERE of a state row by its key
+KEYS = legacy.KEYS
+WHERE = legacy.WHERE
+_EVENT = "app_name = ? AND user_id = ? AND session_id = ?"
 
 
-class ADKHistory(RewindAndBranchOnly, History):
+class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
+    # the journal's, retried when they gave way to ADK's writer (History.__init_subclass__)
+    undo = JournalHistory.undo
+    redo = JournalHistory.redo
+    purge = JournalHistory.purge
+
     def __init__(self, store: ADKStore, *, now: Any = None, hex4: Any = None) -> None:
         self.store = store
         self._now = now or utc_now_iso
         self._hex = hex4 or (lambda: secrets.token_hex(2))
-        self.log = SideLog(OPLOG, store.kind)
-        pg = store.kind == "postgres"
-        self._json = "CAST(? AS JSONB)" if pg else "?"
+        self._json = "CAST(? AS JSONB)" if store.kind == "postgres" else "?"
+
+    # ---- what the journal asks of a format ---------------------------------------------
+
+    async def fingerprint(self, tx: Any, thread: str) -> Any:
+        """The session's update_time (ADK's own marker: every append_event moves it), as
+        text; None: no such session."""
+        key = await self._tx_key(tx, thread)
+        if key is None:
+            return None
+        rows = await tx.fetch(f"SELECT update_time FROM sessions WHERE {WHERE['sessions']}", *key)
+        return self._ts_text(rows[0]["update_time"]) if rows else None
+
+    async def lock(self, tx: Any, threads: Sequence[str]) -> None:
+        """Postgres: the sessions' rows, then their app's and user's state rows, FOR UPDATE
+        (ADK's append_event locks them in that order)."""
+        if self.store.kind != "postgres":
+            return
+        keys = [k for k in [await self._tx_key(tx, t) for t in threads] if k is not None]
+        for table, n in (("sessions", 3), ("app_states", 1), ("user_states", 2)):
+            for owner in sorted({k[:n] for k in keys}):
+                if table == "sessions" or await tx.table_exists(table):
+                    await tx.fetch(f"SELECT 1 AS x FROM {table} WHERE {WHERE[table]} FOR UPDATE", *owner)
+
+    async def migrate(self, tx: Any) -> None:
+        await legacy.migrate(self, tx)
+
+    async def legacy_oplog(self, limit: int) -> list[Any] | None:
+        return await legacy.oplog(self.store, limit)
+
+    async def legacy_purge(self, dry_run: bool) -> Any | None:
+        return await legacy.purge_plan(self.store)
+
+    def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
+        """Undo brings back what the op deleted and deletes what it made; redo the reverse."""
+        d, kind = record["details"], record["kind"]
+        made: list[str] = (["/".join(d["key"])] if kind == "branch" else list(d["inserted"]) if "inserted" in d
+                           else [d["event_id"]] if d.get("event_id") and not d.get("hard") else [])
+        gone: list[str] = list(d.get("moved") or []) if d.get("hard") else []
+        return {"created": gone, "deleted": made} if image == "before" else {"created": made, "deleted": gone}
+
+    async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
+        rec = await super()._pick(tx, op_id, undone)
+        why = legacy.no_redo(rec) if undone else None
+        if why:
+            raise OperationError(f"operation {rec['op_id']} was {why}")
+        return rec
+
+    async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False) -> Any:
+        try:
+            return await super()._move(op_id, undone, dry_run)
+        finally:
+            self.store._origin_map = None  # a branch may come or go
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -70,19 +134,33 @@ class ADKHistory(RewindAndBranchOnly, History):
     def _ts_text(value: Any) -> str:
         return naive_utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")
 
-    async def _ensure_tables(self, tx: Transaction) -> None:
-        await self.log.ensure(tx)
-        data = "JSONB" if self.store.kind == "postgres" else "TEXT"
-        await tx.execute(
-            f"CREATE TABLE IF NOT EXISTS {TRASH} (op_id INTEGER NOT NULL, id VARCHAR(128) NOT NULL, "
-            "app_name VARCHAR(128) NOT NULL, user_id VARCHAR(128) NOT NULL, session_id VARCHAR(128) NOT NULL, "
-            f"invocation_id VARCHAR(256) NOT NULL, timestamp TIMESTAMP NOT NULL, event_data {data})")
+    async def _tx_key(self, tx: Any, thread: str) -> tuple[str, str, str] | None:
+        parts = thread.split("/")
+        if len(parts) == 3:
+            return parts[0], parts[1], parts[2]
+        if len(parts) < 3:
+            return None
+        rows = await tx.fetch("SELECT app_name, user_id, id FROM sessions WHERE app_name || '/' || user_id || '/' "
+                              "|| id = ? ORDER BY app_name, user_id, id LIMIT 1", thread)
+        return (rows[0]["app_name"], rows[0]["user_id"], rows[0]["id"]) if rows else None
 
-    async def _record(self, tx: Transaction, kind: str, summary: str, threads: list[str],
-                      details: dict[str, Any], undo_of: int | None = None) -> int:
-        op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
-        self.last_op_id = op_id
-        return op_id
+    async def _begin(self, tx: Any, kind: str, summary: str, threads: list[str], details: dict[str, Any]) -> ops.Op:
+        op = await self.journal_begin(tx, kind, summary, threads, details)
+        for table in ("sessions", "app_states", "user_states"):
+            await op.declare(table, KEYS[table])  # before events, which refer to sessions
+        return op
+
+    async def _set_state(self, op: ops.Op, table: str, owner: Sequence[str], state: dict[str, Any],
+                         marker: datetime) -> None:
+        await op.update(table, KEYS[table], WHERE[table], tuple(owner), f"state = {self._json}, update_time = ?",
+                        (json.dumps(state), self._ts(marker)))
+
+    async def _add_event(self, op: ops.Op, key: Sequence[str], event: dict[str, Any], marker: datetime) -> None:
+        await op.tx.execute(
+            "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
+            f"event_data) VALUES (?, ?, ?, ?, ?, ?, {self._json})", event["id"], *key,
+            event["invocation_id"], self._ts(marker), json.dumps(event))
+        await op.inserted("events", KEYS["events"], f"{_EVENT} AND id = ?", (*key, event["id"]))
 
     async def _target(self, checkpoint_id: str) -> tuple[Any, tuple[str, str, str]]:
         if self.store.layout != "v1":
@@ -95,10 +173,7 @@ class ADKHistory(RewindAndBranchOnly, History):
         return meta, key
 
     async def _session_row(self, tx: Transaction, key: tuple[str, str, str]) -> dict[str, Any]:
-        sel = "SELECT state, create_time, update_time FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?"
-        if self.store.kind == "postgres":
-            sel += " FOR UPDATE"
-        rows = await tx.fetch(sel, *key)
+        rows = await tx.fetch(f"SELECT state, create_time, update_time FROM sessions WHERE {WHERE['sessions']}", *key)
         if not rows:
             raise OperationError(f"session {'/'.join(key)} is gone")
         row = rows[0]
@@ -108,8 +183,7 @@ class ADKHistory(RewindAndBranchOnly, History):
 
     async def _events(self, tx: Transaction, key: tuple[str, str, str]) -> list[dict[str, Any]]:
         rows = await tx.fetch(
-            "SELECT id, invocation_id, timestamp, event_data FROM events WHERE app_name = ? AND user_id = ? "
-            "AND session_id = ? ORDER BY timestamp, id", *key)
+            f"SELECT id, invocation_id, timestamp, event_data FROM events WHERE {_EVENT} ORDER BY timestamp, id", *key)
         for i, r in enumerate(rows, 1):
             r["step"] = i
             data, _err = decode_json(r["event_data"])
@@ -133,6 +207,15 @@ class ADKHistory(RewindAndBranchOnly, History):
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         latest = max([naive_utc(old)] + [naive_utc(o) for o in others])
         return max(now, latest + timedelta(microseconds=1))
+
+    @staticmethod
+    def _event(delta: dict[str, Any], note: str, marker: datetime, **actions: Any) -> dict[str, Any]:
+        """An event as ADK dumps it (author "user") with this state_delta."""
+        return {"invocation_id": f"e-{uuid.uuid4()}", "author": "user",
+                "actions": {"state_delta": delta, "artifact_delta": {}, "requested_auth_configs": {},
+                            "requested_tool_confirmations": {}, **actions},
+                "node_info": {"path": ""}, "id": str(uuid.uuid4()),
+                "timestamp": marker.replace(tzinfo=timezone.utc).timestamp(), "custom_metadata": {"agentctl": note}}
 
     # ---- rewind ----------------------------------------------------------------------
 
@@ -174,7 +257,7 @@ class ADKHistory(RewindAndBranchOnly, History):
         op_id = None
         moved: list[str] = []
         before = 0
-        async with self.store._db.transaction([tid]) as tx:
+        async with self.journal_tx([tid]) as tx:
             row = await self._session_row(tx, key)
             events = await self._events(tx, key)
             before = len(events)
@@ -185,52 +268,28 @@ class ADKHistory(RewindAndBranchOnly, History):
             later = events[step:]
             moved = [r["id"] for r in later]
             if later:
-                await self._ensure_tables(tx)
                 at, unknown = self._session_state_at(row["state"], events, step)
-                details: dict[str, Any] = {
-                    "key": list(key), "target": meta.checkpoint_id, "step": step, "hard": hard,
-                    "moved": moved, "state_before": row["state"],
-                    "update_time_before": self._ts_text(row["update_time"]), "removed_keys": unknown}
+                details: dict[str, Any] = {"key": list(key), "target": meta.checkpoint_id, "step": step,
+                                           "hard": hard, "moved": moved, "removed_keys": unknown}
                 if hard:
                     marker = self._new_marker(row["update_time"])
-                    op_id = await self._record(tx, "rewind", f"rewind {tid} to step {step}; "
-                                               f"{len(later)} event(s) to the trash", [tid], details)
-                    await tx.execute(
-                        f"INSERT INTO {TRASH} (op_id, id, app_name, user_id, session_id, invocation_id, "
-                        "timestamp, event_data) SELECT CAST(? AS INTEGER), id, app_name, user_id, session_id, "
-                        "invocation_id, timestamp, event_data FROM events WHERE app_name = ? AND user_id = ? "
-                        f"AND session_id = ? AND id IN ({marks(len(moved))})",
-                        op_id, *key, *moved)
-                    await tx.execute(
-                        "DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
-                        f"AND id IN ({marks(len(moved))})", *key, *moved)
-                    new_state = at
+                    op = await self._begin(tx, "rewind", f"rewind {tid} to step {step}; "
+                                           f"{len(later)} event(s) to the trash", [tid], details)
+                    await self._set_state(op, "sessions", key, at, marker)
+                    await op.delete("events", KEYS["events"], f"{_EVENT} AND id IN ({marks(len(moved))})",
+                                    (*key, *moved))
                 else:
                     inv = self._check_boundary(step, [r["invocation_id"] for r in events])
                     delta = {k: v for k, v in at.items() if k not in row["state"] or row["state"][k] != v}
                     delta.update({k: None for k, v in row["state"].items() if k not in at and v is not None})
                     marker = self._new_marker(row["update_time"], events[-1]["timestamp"])
-                    stamp = marker.replace(tzinfo=timezone.utc).timestamp()
-                    event_id = str(uuid.uuid4())
-                    event = {"invocation_id": f"e-{uuid.uuid4()}", "author": "user",
-                             "actions": {"state_delta": delta, "artifact_delta": {},
-                                         "requested_auth_configs": {}, "requested_tool_confirmations": {},
-                                         "rewind_before_invocation_id": inv},
-                             "node_info": {"path": ""}, "id": event_id, "timestamp": stamp,
-                             "custom_metadata": {"agentctl": f"rewind to step {step}"}}
-                    details.update(event_id=event_id, rewind_before_invocation_id=inv)
-                    op_id = await self._record(tx, "rewind", f"rewind {tid} to step {step}; "
-                                               f"{len(later)} event(s) marked rewound", [tid], details)
-                    await tx.execute(
-                        "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
-                        f"event_data) VALUES (?, ?, ?, ?, ?, ?, {self._json})", event_id, *key,
-                        event["invocation_id"], self._ts(marker), json.dumps(event))
-                    new_state = {**row["state"], **delta}
-                details["update_time_after"] = self._ts_text(marker)
-                await self.log.set_details(tx, op_id, details)
-                await tx.execute(
-                    f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
-                    "AND user_id = ? AND id = ?", json.dumps(new_state), self._ts(marker), *key)
+                    event = self._event(delta, f"rewind to step {step}", marker, rewind_before_invocation_id=inv)
+                    details.update(event_id=event["id"], rewind_before_invocation_id=inv)
+                    op = await self._begin(tx, "rewind", f"rewind {tid} to step {step}; "
+                                           f"{len(later)} event(s) marked rewound", [tid], details)
+                    await self._set_state(op, "sessions", key, {**row["state"], **delta}, marker)
+                    await self._add_event(op, key, event, marker)
+                op_id = await self.journal_finish(op)
         cp = await self.store.get_latest(tid)
         if cp is None:  # the target, kept by the rewind
             raise CheckpointNotFound(checkpoint_id)
@@ -246,29 +305,29 @@ class ADKHistory(RewindAndBranchOnly, History):
         if not _NAME.match(name):
             raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
         meta, key = await self._target(from_checkpoint_id)
-        async with self.store._db.transaction([meta.thread_id]) as tx:
+        async with self.journal_tx([meta.thread_id]) as tx:
             row = await self._session_row(tx, key)
             events = await self._events(tx, key)
             step = [r["id"] for r in events].index(meta.checkpoint_id) + 1
             at, unknown = self._session_state_at(row["state"], events, step)
             for _ in range(20):
                 new_id = f"{key[2]}-branch-{name}-{self._hex()}"
-                if not await tx.fetch("SELECT 1 AS x FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?",
-                                      key[0], key[1], new_id):
+                if not await tx.fetch(f"SELECT 1 AS x FROM sessions WHERE {WHERE['sessions']}", key[0], key[1], new_id):
                     break
             else:
                 raise OperationError("no free session id for the branch; retry")
             new_key = (key[0], key[1], new_id)
             tid = "/".join(new_key)
             now = datetime.now(timezone.utc).replace(tzinfo=None)
-            await self._ensure_tables(tx)
-            op_id = await self._record(
-                tx, "branch", f"branch {tid} from {meta.thread_id} step {step}", [tid, meta.thread_id],
-                {"key": list(new_key), "from": meta.checkpoint_id, "from_thread": meta.thread_id,
-                 "events": step, "update_time": self._ts_text(now), "removed_keys": unknown})
+            # the op's thread is the new session alone: ADK writing to the source since does not
+            # stop its undo
+            op = await self._begin(tx, "branch", f"branch {tid} from {meta.thread_id} step {step}", [tid],
+                                   {"key": list(new_key), "from": meta.checkpoint_id, "from_thread": meta.thread_id,
+                                    "events": step, "removed_keys": unknown})
             await tx.execute(
                 "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) "
                 f"VALUES (?, ?, ?, {self._json}, ?, ?)", *new_key, json.dumps(at), self._ts(now), self._ts(now))
+            await op.inserted("sessions", KEYS["sessions"], WHERE["sessions"], new_key)
             # copies with ids of their own (a checkpoint id names one event), same invocations
             copies = []
             for r in events[:step]:
@@ -279,76 +338,10 @@ class ADKHistory(RewindAndBranchOnly, History):
             await tx.executemany(
                 "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) "
                 f"VALUES (?, ?, ?, ?, ?, ?, {self._json})", copies)
-        self.last_op_id = op_id
+            await op.inserted("events", KEYS["events"], _EVENT, new_key)
+            await self.journal_finish(op)
         self.store._origin_map = None  # the store reads the log again
         return tid
-
-    # ---- the log ---------------------------------------------------------------------
-
-    def _op(self, row: dict[str, Any]) -> Any:
-        d = json.loads(row["details"])
-        purgeable = len(d.get("moved", [])) if d.get("hard") and not row["undone"] and not row["purged"] else 0
-        return SideLog.record_of(row, purgeable)
-
-    async def oplog(self, limit: int = 50) -> list[Any]:
-        return [self._op(r) for r in await self.log.rows(self.store, limit)]
-
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
-        whole_undo_only("adk", threads)
-        from agentctl.storage.results import OpResult
-
-        op = await self.log.pick(self.store, op_id, ("rewind", "branch", "fix-state", "edit", "run"))
-        d = op.details
-        key = tuple(d["key"])
-        tid = "/".join(key)
-        async with self.store._db.transaction([tid]) as tx:
-            row = await self._session_row(tx, key)
-            expected = d["update_time"] if op.kind == "branch" else d["update_time_after"]
-            if self._ts_text(row["update_time"]) != expected:
-                raise OperationError(
-                    f"session {tid} changed since operation {op.op_id} (ADK wrote to it); undoing it would "
-                    "lose that write")
-            result: tuple[list[str], list[str]]
-            if op.kind == "run":
-                result = ([], await self._unrun(tx, op.op_id, d, key))
-            elif op.kind == "branch":
-                await tx.execute("DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)
-                await tx.execute("DELETE FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
-                result = ([], [tid])
-            else:
-                if op.kind == "fix-state":
-                    result = ([], [])
-                elif d.get("hard"):
-                    n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op.op_id)
-                    if int(n[0]["n"]) != len(d["moved"]):
-                        raise OperationError(f"the trash of operation {op.op_id} is incomplete")
-                    await tx.execute(
-                        "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
-                        f"event_data) SELECT id, app_name, user_id, session_id, invocation_id, timestamp, "
-                        f"event_data FROM {TRASH} WHERE op_id = ?", op.op_id)
-                    await tx.execute(f"DELETE FROM {TRASH} WHERE op_id = ?", op.op_id)
-                    result = (d["moved"], [])
-                else:
-                    await tx.execute("DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
-                                     "AND id = ?", *key, d["event_id"])
-                    result = ([], [d["event_id"]])
-                for table, before in (d.get("shared_before") or {}).items():  # an edit's app:/user: rows
-                    owner = key[:1] if table == "app_states" else key[:2]
-                    where = "app_name = ?" + (" AND user_id = ?" if table == "user_states" else "")
-                    stamp = before["update_time"] if self.store.kind == "sqlite" else \
-                        self._ts(naive_utc(before["update_time"]))
-                    await tx.execute(f"UPDATE {table} SET state = {self._json}, update_time = ? WHERE {where}",
-                                     before["state"], stamp, *owner)
-                await tx.execute(
-                    f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
-                    "AND user_id = ? AND id = ?", json.dumps(d["state_before"]),
-                    self._ts(naive_utc(d["update_time_before"])), *key)
-            new_id = await self._record(tx, "undo", f"undid operation {op.op_id} ({op.summary})", op.threads,
-                                        {"undo_of": op.op_id}, undo_of=op.op_id)
-            await self.log.mark_undone(tx, op.op_id, new_id)
-        self.store._origin_map = None
-        return OpResult(op_id=new_id, kind="undo", summary=f"undid operation {op.op_id} ({op.summary})",
-                        created=result[0], deleted=result[1])
 
     # ---- doctor --fix -----------------------------------------------------------------
 
@@ -365,8 +358,7 @@ class ADKHistory(RewindAndBranchOnly, History):
             return []
         tids = ["/".join(f["key"]) for f in found]
         done: list[tuple[int, str, list[str]]] = []
-        async with self.store._db.transaction(tids) as tx:
-            await self._ensure_tables(tx)
+        async with self.journal_tx(tids) as tx:
             for tid, f in zip(tids, found):
                 key = f["key"]
                 row = await self._session_row(tx, key)  # again, inside the transaction
@@ -375,36 +367,13 @@ class ADKHistory(RewindAndBranchOnly, History):
                 keys = differing_keys(row["state"], folded)
                 if not keys:
                     continue
-                marker = self._new_marker(row["update_time"])
-                details = {"key": list(key), "keys": keys, "state_before": row["state"],
-                           "update_time_before": self._ts_text(row["update_time"]),
-                           "update_time_after": self._ts_text(marker)}
-                op_id = await self._record(tx, "fix-state", f"doctor --fix: state of {tid} set to its "
-                                           f"events' fold ({len(keys)} key(s))", [tid], details)
-                await tx.execute(
-                    f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
-                    "AND user_id = ? AND id = ?", json.dumps(folded), self._ts(marker), *key)
-                done.append((op_id, tid, keys))
+                op = await self._begin(tx, "fix-state", f"doctor --fix: state of {tid} set to its events' fold "
+                                       f"({len(keys)} key(s))", [tid], {"key": list(key), "keys": keys})
+                await self._set_state(op, "sessions", key, folded, self._new_marker(row["update_time"]))
+                done.append((await self.journal_finish(op), tid, keys))
         return done
 
     # ---- run: what ADK's Runner wrote, recorded after the fact ----------------------
-
-    async def _images(self, fetch: Any, key: tuple[str, str, str]) -> dict[str, Any]:
-        """The session's, app's and user's state rows as they are ([state text, update_time
-        text], None: no row) and the session's event ids."""
-        out: dict[str, Any] = {}
-        for table, where, args in (("sessions", "app_name = ? AND user_id = ? AND id = ?", key),
-                                   ("app_states", "app_name = ?", key[:1]),
-                                   ("user_states", "app_name = ? AND user_id = ?", key[:2])):
-            if table != "sessions" and not await self.store._db.table_exists(table):
-                continue
-            rows = await fetch(f"SELECT CAST(state AS TEXT) AS state, update_time, CAST(update_time AS TEXT) AS "
-                               f"update_text FROM {table} WHERE {where}", *args)
-            out[table] = None if not rows else [rows[0]["state"], rows[0]["update_text"] if self.store.kind ==
-                                                "sqlite" else self._ts_text(rows[0]["update_time"])]
-        out["events"] = [r["id"] for r in await fetch(
-            "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)]
-        return out
 
     async def _run_key(self, thread_id: str) -> tuple[str, str, str]:
         key = await self.store._key(thread_id)
@@ -415,63 +384,39 @@ class ADKHistory(RewindAndBranchOnly, History):
             key = (parts[0], parts[1], parts[2])
         return key
 
+
     async def run_keys(self, thread_id: str) -> dict[str, Any]:
-        """The rows a run may change, as they are (read before it)."""
+        """The rows a run may change, as they are (read before it): the session's, app's
+        and user's state rows (each column as stored; Postgres: as text) and the
+        session's event ids."""
         await self.store.connect()
-        return await self._images(self.store._q, await self._run_key(thread_id))
+        return await legacy.rows_of(self.store, self.store._q, await self._run_key(thread_id))
 
     async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
                          kind: str = "run") -> int | None:
-        """One op for what ADK's Runner wrote: the events it appended (undo moves them to
-        the trash) and the session, app and user rows' before-images (undo puts them back,
-        deleting those the run created). None: the run wrote nothing."""
+        """One op for what ADK's Runner wrote: the events it appended (inserted rows) and
+        the session, app and user rows as they were before it (their before-images from
+        `before`, their after-images as they are). None: the run wrote nothing."""
         key = await self._run_key(thread_id)
-        async with self.store._db.transaction([thread_id]) as tx:
-            now = await self._images(tx.fetch, key)
+        tid = "/".join(key)
+        async with self.journal_tx([tid]) as tx:
+            now = await legacy.rows_of(self.store, tx.fetch, key)
             if now == before:
                 return None
-            await self._ensure_tables(tx)
             inserted = [e for e in now["events"] if e not in set(before["events"])]
-            after = await self._session_row(tx, key)
-            details = dict(details, key=list(key), inserted=inserted,
-                           images={t: v for t, v in before.items() if t != "events"},
-                           update_time_after=self._ts_text(after["update_time"]))
-            return await self._record(tx, kind, summary, ["/".join(key)], details)
-
-    async def _unrun(self, tx: Transaction, op_id: int, d: dict[str, Any], key: tuple[str, ...]) -> list[str]:
-        """Undo of a run: its events to the trash, the state rows as before it."""
-        ids = list(d["inserted"])
-        if ids:
-            await tx.execute(
-                f"INSERT INTO {TRASH} (op_id, id, app_name, user_id, session_id, invocation_id, timestamp, "
-                "event_data) SELECT CAST(? AS INTEGER), id, app_name, user_id, session_id, invocation_id, timestamp, "
-                f"event_data FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? AND id IN "
-                f"({marks(len(ids))})", op_id, *key, *ids)
-            await tx.execute(f"DELETE FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? AND id IN "
-                             f"({marks(len(ids))})", *key, *ids)
-        for table, where, args in (("sessions", "app_name = ? AND user_id = ? AND id = ?", key),
-                                   ("app_states", "app_name = ?", key[:1]),
-                                   ("user_states", "app_name = ? AND user_id = ?", key[:2])):
-            if table not in d["images"]:
-                continue
-            image = d["images"][table]
-            if image is None:  # the run created it
-                await tx.execute(f"DELETE FROM {table} WHERE {where}", *args)
-                continue
-            stamp = image[1] if self.store.kind == "sqlite" else self._ts(naive_utc(image[1]))
-            await tx.execute(f"UPDATE {table} SET state = {self._json}, update_time = ? WHERE {where}",
-                             image[0], stamp, *args)
-        return ids
+            op = await self._begin(tx, kind, summary, [tid], dict(details, key=list(key), inserted=inserted))
+            for table, n in (("sessions", 3), ("app_states", 1), ("user_states", 2)):
+                if table in now and now[table] != before.get(table):
+                    if before.get(table) is not None:
+                        await trash.add_images(tx, op.op_id, table, "before",
+                                               *await legacy.row_select(tx, table, before[table]))
+                    await op.inserted(table, KEYS[table], WHERE[table], key[:n])  # its after-image (if any)
+            if inserted:
+                await op.inserted("events", KEYS["events"], f"{_EVENT} AND id IN ({marks(len(inserted))})",
+                                  (*key, *inserted))
+            return await self.journal_finish(op)
 
     # ---- edit: an event with a state_delta, as ADK changes state outside a turn --------
-
-    async def _shared_row(self, tx: Transaction, table: str, key: tuple[str, ...]) -> dict[str, Any] | None:
-        """The app_states (key: app) or user_states (app, user) row: its state (text) and update_time."""
-        where = "app_name = ?" + (" AND user_id = ?" if table == "user_states" else "")
-        rows = await tx.fetch(f"SELECT CAST(state AS TEXT) AS state, update_time, CAST(update_time AS TEXT) AS "
-                              f"update_text FROM {table} WHERE {where}"
-                              + (" FOR UPDATE" if self.store.kind == "postgres" else ""), *key)
-        return rows[0] if rows else None
 
     #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
     EDIT_CONFIRM = "append an event to {thread} whose state_delta holds these values"
@@ -482,7 +427,7 @@ class ADKHistory(RewindAndBranchOnly, History):
         (a removed key: None); `app:` and `user:` keys land in app_states / user_states,
         the others in the session's state, as ADK's append_event puts them. The session's
         update_time moves on (a service holding the session gets ADK's stale-session
-        error). One op; undo deletes the event and puts every row back (as a rewind's)."""
+        error). One op; undo deletes the event and puts every row back."""
         from agentctl.storage.results import OpResult
 
         meta, key = await self._target(checkpoint_id)
@@ -496,58 +441,29 @@ class ADKHistory(RewindAndBranchOnly, History):
             raise UsageError("temp: keys live only during an invocation (ADK does not store them)")
         if not delta:
             raise UsageError("the edit changes nothing")
-        parts: dict[str, dict[str, Any]] = {"session": {}, "app_states": {}, "user_states": {}}
+        parts: dict[str, dict[str, Any]] = {"sessions": {}, "app_states": {}, "user_states": {}}
         for k, v in delta.items():
-            if k.startswith("app:"):
-                parts["app_states"][k[len("app:"):]] = v
-            elif k.startswith("user:"):
-                parts["user_states"][k[len("user:"):]] = v
-            else:
-                parts["session"][k] = v
+            table = "app_states" if k.startswith("app:") else "user_states" if k.startswith("user:") else "sessions"
+            parts[table][k.split(":", 1)[1] if table != "sessions" else k] = v
         tid = meta.thread_id
-        async with self.store._db.transaction([tid]) as tx:
+        async with self.journal_tx([tid]) as tx:
             row = await self._session_row(tx, key)
             events = await self._events(tx, key)
             marker = self._new_marker(row["update_time"], *[r["timestamp"] for r in events[-1:]])
-            event_id = str(uuid.uuid4())
-            event = {"invocation_id": f"e-{uuid.uuid4()}", "author": "user",
-                     "actions": {"state_delta": delta, "artifact_delta": {}, "requested_auth_configs": {},
-                                 "requested_tool_confirmations": {}},
-                     "node_info": {"path": ""}, "id": event_id,
-                     "timestamp": marker.replace(tzinfo=timezone.utc).timestamp(),
-                     "custom_metadata": {"agentctl": f"edit: {what}"}}
+            event = self._event(delta, f"edit: {what}", marker)
             shared: dict[str, Any] = {}
-            sqlite = self.store.kind == "sqlite"
             for table, owner in (("app_states", key[:1]), ("user_states", key[:2])):
                 if parts[table]:
-                    before = await self._shared_row(tx, table, owner)
-                    if before is None:
+                    rows = await tx.fetch(f"SELECT state FROM {table} WHERE {WHERE[table]}", *owner)
+                    if not rows:
                         raise OperationError(f"no {table} row for {'/'.join(owner)} (ADK's create_session makes it)")
-                    shared[table] = {"state": before["state"], "update_time": before["update_text"] if sqlite
-                                     else self._ts_text(before["update_time"])}  # SQLite: its text as it was
-            await self._ensure_tables(tx)
-            details = {"key": list(key), "ref": checkpoint_id, "event_id": event_id, "delta": delta,
-                       "state_before": row["state"], "update_time_before": self._ts_text(row["update_time"]),
-                       "update_time_after": self._ts_text(marker), "shared_before": shared}
-            op_id = await self._record(tx, "edit", f"edit {tid} at step {meta.step} ({checkpoint_id}): {what}",
-                                       [tid], details)
-            await tx.execute(
-                "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
-                f"event_data) VALUES (?, ?, ?, ?, ?, ?, {self._json})", event_id, *key,
-                event["invocation_id"], self._ts(marker), json.dumps(event))
-            for table, owner in (("app_states", key[:1]), ("user_states", key[:2])):
-                if parts[table]:
-                    merged = {**json.loads(shared[table]["state"] or "{}"), **parts[table]}
-                    where = "app_name = ?" + (" AND user_id = ?" if table == "user_states" else "")
-                    await tx.execute(f"UPDATE {table} SET state = {self._json}, update_time = ? WHERE {where}",
-                                     json.dumps(merged), self._ts(marker), *owner)
-            await tx.execute(
-                f"UPDATE sessions SET state = {self._json}, update_time = ? WHERE app_name = ? "
-                "AND user_id = ? AND id = ?", json.dumps({**row["state"], **parts["session"]}), self._ts(marker),
-                *key)
-        return OpResult(op_id, "edit", f"edited {tid}: new event {event_id} (state_delta: "
-                        f"{', '.join(sorted(delta))})", created=[event_id])
-
-    async def purge(self, dry_run: bool = False) -> Any:
-        return await purge_trash(self.store, TRASH, OPLOG, dry_run)
-
+                    shared[table] = (owner, decode_json(rows[0]["state"])[0] or {})
+            op = await self._begin(tx, "edit", f"edit {tid} at step {meta.step} ({checkpoint_id}): {what}", [tid],
+                                   {"key": list(key), "ref": checkpoint_id, "event_id": event["id"], "delta": delta})
+            await self._set_state(op, "sessions", key, {**row["state"], **parts["sessions"]}, marker)
+            for table, (owner, current) in shared.items():
+                await self._set_state(op, table, owner, {**current, **parts[table]}, marker)
+            await self._add_event(op, key, event, marker)
+            op_id = await self.journal_finish(op)
+        return OpResult(op_id, "edit", f"edited {tid}: new event {event['id']} (state_delta: "
+                        f"{', '.join(sorted(delta))})", created=[event["id"]])

@@ -22,6 +22,8 @@ from agentctl.storage.adk.events import (
     to_message,
     tools_of,
 )
+from agentctl.storage.adk.legacy import OPLOG
+from agentctl.storage.journal.ops import LOG
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
 from agentctl.storage.timefmt import iso_utc
@@ -49,9 +51,6 @@ def thread_id_of(app: str, user: str, session: str) -> str:
     return f"{app}{SEP}{user}{SEP}{session}"
 
 
-#: agentctl's side tables in this format's database (`history.py` writes them)
-OPLOG = "agentctl_adk_oplog"
-TRASH = "agentctl_adk_trash"
 
 class ADKStore(ConnectedStore):
     format = FORMAT
@@ -105,10 +104,11 @@ class ADKStore(ConnectedStore):
         if self._origin_map is None:
             await self.connect()
             found: dict[str, tuple[str, str]] = {}
-            if await self._db.table_exists(OPLOG):
-                for r in await self._q(f"SELECT details FROM {OPLOG} WHERE kind = 'branch' AND undone = 0"):
-                    d = json.loads(r["details"])
-                    found["/".join(d["key"])] = (d["from_thread"], d["from"])
+            for log in (LOG, OPLOG):  # the journal; the previous release's log until it is moved there
+                if await self._db.table_exists(log):
+                    for r in await self._q(f"SELECT details FROM {log} WHERE kind = 'branch' AND undone = 0"):
+                        d = json.loads(r["details"])
+                        found["/".join(d["key"])] = (d["from_thread"], d["from"])
             self._origin_map = found
         return self._origin_map
 

@@ -61,6 +61,12 @@ class Op:
     def _touch(self, table: str, key: Sequence[str]) -> None:
         self.tables.setdefault(table, list(key))
 
+    async def declare(self, table: str, key: Sequence[str]) -> None:
+        """Name a table the op may change before it changes it: tables are put back in
+        the order they were first named (parents before the rows that refer to them)."""
+        await trash.ensure(self.tx, table)
+        self._touch(table, key)
+
     async def delete(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = ()) -> int:
         """Delete the rows matching `where`, their before-images kept."""
         self._touch(table, key)

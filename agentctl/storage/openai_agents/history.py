@@ -45,7 +45,7 @@ from agentctl.storage.contract import History
 from agentctl.storage.journal import trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.openai_agents.oldlog import ITEM_KEY, SESSION_KEY, OldOplog
-from agentctl.storage.sidelog import RewindAndBranchOnly
+from agentctl.storage.contract import RewindAndBranchOnly
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:

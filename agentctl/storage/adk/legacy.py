@@ -1,0 +1,210 @@
+"""ADK's rows as values (what a run may change, read before it) and the op log of the
+previous release (`agentctl_adk_oplog`, its trash `agentctl_adk_trash`), read as it
+stands until the first write moves it into the journal (`migrate`).
+
+The migration adopts every old op under its own op id. An op still done gets its images
+from what the old log kept: the session's (and an edit's app/user rows') state and
+update_time before it (its details), the events a hard rewind moved (the old trash),
+and as after-images the rows as they stand (or, for an older op on the same row, as the
+next op found them); its fingerprint is the update_time it left. An op the old code
+undid cannot be redone (its undo deleted what it had made; `NO_REDO`); a purged one
+stays purged."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable, Sequence
+
+from agentctl.storage.journal import ops, trash
+
+OPLOG = "agentctl_adk_oplog"
+TRASH = "agentctl_adk_trash"
+#: the key columns of ADK's tables, and the WHERE of a state row by its key
+KEYS = {"sessions": ("app_name", "user_id", "id"), "app_states": ("app_name",),
+        "user_states": ("app_name", "user_id"), "events": ("id", "app_name", "user_id", "session_id")}
+WHERE = {"sessions": "app_name = ? AND user_id = ? AND id = ?", "app_states": "app_name = ?",
+         "user_states": "app_name = ? AND user_id = ?"}
+STATE_TABLES = (("sessions", 3), ("app_states", 1), ("user_states", 2))
+COLUMNS = {"sessions": ("app_name", "user_id", "id", "state", "create_time", "update_time"),
+           "app_states": ("app_name", "state", "update_time"),
+           "user_states": ("app_name", "user_id", "state", "update_time")}
+NO_REDO = "journal"
+_NO_REDO_WHY = "undone by an agentctl release before the journal; it cannot be redone"
+_EVENT_COLS = "id, app_name, user_id, session_id, invocation_id, timestamp, event_data"
+
+Fetch = Callable[..., Awaitable[list[dict[str, Any]]]]
+
+
+# ---- rows as values ------------------------------------------------------------------------
+
+
+async def _row(kind: str, fetch: Fetch, table: str, owner: Sequence[str]) -> dict[str, Any] | None:
+    """A state row as values: each column as stored (Postgres: as text, exact)."""
+    cols = ", ".join(f"CAST({c} AS TEXT) AS {c}" if kind == "postgres" else c for c in COLUMNS[table])
+    rows = await fetch(f"SELECT {cols} FROM {table} WHERE {WHERE[table]}", *owner)
+    return dict(rows[0]) if rows else None
+
+
+async def rows_of(store: Any, fetch: Fetch, key: Sequence[str]) -> dict[str, Any]:
+    """The session's, app's and user's state rows (None: no row) and the session's event ids."""
+    out: dict[str, Any] = {}
+    for table, n in STATE_TABLES:
+        if table == "sessions" or await store._db.table_exists(table):
+            out[table] = await _row(store.kind, fetch, table, key[:n])
+    out["events"] = [r["id"] for r in await fetch(
+        "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)]
+    return out
+
+
+async def row_select(tx: Any, table: str, row: dict[str, Any]) -> tuple[str, list[Any]]:
+    """A SELECT of one row of `table` from its values (`_row`), typed as the table's
+    columns: (sql, params) for `trash.add_images`."""
+    cols = list(row)
+    if tx.kind != "postgres":
+        return "SELECT " + ", ".join(f"? AS {c}" for c in cols), [row[c] for c in cols]
+    types = {r["c"]: r["t"] for r in await tx.fetch(
+        "SELECT attname AS c, format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = "
+        "to_regclass(?) AND attnum > 0 AND NOT attisdropped", table)}
+    return ("SELECT " + ", ".join(f"CAST(CAST(? AS TEXT) AS {types[c]}) AS {c}" for c in cols),
+            [None if row[c] is None else str(row[c]) for c in cols])
+
+
+# ---- the old op log, read as it stands --------------------------------------------------------
+
+
+async def oplog(store: Any, limit: int) -> list[Any] | None:
+    """The old log's records, newest first (None: there is none)."""
+    from agentctl.storage.journal.history import _record
+
+    await store.connect()
+    if not await store._db.table_exists(OPLOG):
+        return None
+    out = []
+    for r in await store._q(f"SELECT * FROM {OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit)):
+        d = json.loads(r["details"])
+        held = len(d.get("moved", [])) if d.get("hard") and not r["undone"] and not r["purged"] else 0
+        out.append(_record({**r, "threads": json.loads(r["threads"]), "details": d}, held))
+    return out
+
+
+async def purge_plan(store: Any) -> Any | None:
+    """What purge frees of the old trash (None: there is no old log)."""
+    from agentctl.storage.results import PurgeResult
+
+    await store.connect()
+    if not await store._db.table_exists(OPLOG):
+        return None
+    if not await store._db.table_exists(TRASH):
+        return PurgeResult(ops=[], rows=0, dry_run=True)
+    rows = await store._q(f"SELECT op_id, COUNT(*) AS n FROM {TRASH} GROUP BY op_id ORDER BY op_id")
+    return PurgeResult(ops=[int(r["op_id"]) for r in rows], rows=sum(int(r["n"]) for r in rows), dry_run=True)
+
+
+def no_redo(record: dict[str, Any]) -> str | None:
+    """Why an adopted op cannot be redone (None: it can)."""
+    return _NO_REDO_WHY if record["details"].get(NO_REDO) == _NO_REDO_WHY else None
+
+
+# ---- the migration --------------------------------------------------------------------------
+
+
+class _Images:
+    """The images of the old ops, newest op first: `after[(table, key)]` is the row as the
+    op being adopted left it (the rows as they stand, then each op's before-image)."""
+
+    def __init__(self, h: Any, tx: Any) -> None:
+        self.h, self.tx = h, tx
+        self.after: dict[tuple[str, tuple[str, ...]], dict[str, Any] | None] = {}
+        self.claimed: set[str] = set()  # events a newer op inserted
+
+    async def row_after(self, table: str, owner: tuple[str, ...]) -> dict[str, Any] | None:
+        if (table, owner) not in self.after:
+            self.after[(table, owner)] = await _row(self.tx.kind, self.tx.fetch, table, owner)
+        return self.after[(table, owner)]
+
+    async def state_row(self, op_id: int, tables: dict[str, Any], table: str, owner: tuple[str, ...],
+                        before: dict[str, Any] | None) -> None:
+        """One state row the op changed: `before` (None: the op made it) and the row as it
+        left it as images; what older ops find after them is `before`."""
+        after = await self.row_after(table, owner)
+        for image, row in (("before", before), ("after", after)):
+            if row is not None:
+                await trash.add_images(self.tx, op_id, table, image, *await row_select(self.tx, table, row))
+        tables[table] = list(KEYS[table])
+        self.after[(table, owner)] = before
+
+    async def events(self, op_id: int, tables: dict[str, Any], key: Sequence[str], ids: Sequence[str]) -> None:
+        """Events the op inserted, as they stand."""
+        ids = [i for i in ids if i not in self.claimed]
+        self.claimed.update(ids)
+        for i in ids:
+            await trash.set_aside(self.tx, op_id, "events", "app_name = ? AND user_id = ? AND session_id = ? AND id = ?",
+                                  (*key, i), image="after")
+        tables["events"] = list(KEYS["events"])
+
+
+async def migrate(h: Any, tx: Any) -> None:
+    """Every op of the old log into the journal, with its images; the old tables dropped
+    (in the caller's transaction: all or nothing)."""
+    if not await tx.table_exists(OPLOG):
+        return
+    images = _Images(h, tx)
+    has_trash = await tx.table_exists(TRASH)
+    for r in reversed(await tx.fetch(f"SELECT * FROM {OPLOG} ORDER BY op_id")):
+        d, kind, op_id = json.loads(r["details"]), r["kind"], int(r["op_id"])
+        rec = {**r, "threads": json.loads(r["threads"]), "details": d, "undone": r["undone"], "purged": r["purged"]}
+        if kind != "undo" and r["undone"]:
+            rec["details"] = {**d, NO_REDO: _NO_REDO_WHY}
+        elif kind != "undo" and not r["purged"]:
+            tables: dict[str, Any] = {}
+            if not await _op_images(images, tx, op_id, kind, d, tables, has_trash):
+                rec["purged"] = 1  # its trash is gone: it can no longer be undone
+            rec["tables"] = tables
+            after = d.get("update_time") if kind == "branch" else d.get("update_time_after")
+            rec["fingerprints"] = {t: (after if t == "/".join(d["key"]) else await h.fingerprint(tx, t))
+                                   for t in rec["threads"]}
+        await ops.adopt(tx, rec)
+    await tx.execute(f"DROP TABLE {OPLOG}")
+    if has_trash:
+        await tx.execute(f"DROP TABLE {TRASH}")
+
+
+async def _op_images(images: _Images, tx: Any, op_id: int, kind: str, d: dict[str, Any], tables: dict[str, Any],
+                     has_trash: bool) -> bool:
+    """The images of one old op still done; False: the old trash lacks rows it needs."""
+    key = tuple(d["key"])
+    now = await images.row_after("sessions", key)
+    if kind == "branch":
+        await images.state_row(op_id, tables, "sessions", key, None)
+        rows = await tx.fetch("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)
+        await images.events(op_id, tables, key, [x["id"] for x in rows])
+        return True
+    if now is None:
+        return False
+    if kind == "run":
+        for table, n in STATE_TABLES:
+            if table in d["images"]:
+                was, owner = d["images"][table], key[:n]
+                base = await images.row_after(table, owner) or dict(zip(KEYS[table], owner))
+                before = None if was is None else {**base, "state": was[0], "update_time": was[1]}
+                await images.state_row(op_id, tables, table, owner, before)
+        await images.events(op_id, tables, key, d.get("inserted") or [])
+        return True
+    before = {**now, "state": json.dumps(d["state_before"]), "update_time": d["update_time_before"]}
+    await images.state_row(op_id, tables, "sessions", key, before)
+    for table, was in (d.get("shared_before") or {}).items():  # an edit's app:/user: rows
+        owner = key[:1] if table == "app_states" else key[:2]
+        base = await images.row_after(table, owner) or dict(zip(KEYS[table], owner))
+        await images.state_row(op_id, tables, table, owner, {**base, **was})
+    if d.get("event_id") and not d.get("hard"):
+        await images.events(op_id, tables, key, [d["event_id"]])
+    if d.get("hard"):
+        if not has_trash:
+            return False
+        n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op_id)
+        if int(n[0]["n"]) != len(d["moved"]):
+            return False
+        await trash.add_images(tx, op_id, "events", "before",
+                               f"SELECT {_EVENT_COLS} FROM {TRASH} WHERE op_id = ?", (op_id,))
+        tables["events"] = list(KEYS["events"])
+    return True
