@@ -163,14 +163,18 @@ async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerp
                                  f"{'written' if undone else 'undone'}; nothing was changed")
 
 
-async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
+async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None,
+                in_place: bool = False) -> dict[str, Any]:
     r = await record(tx, op_id)
     await check(tx, r, undone, fingerprint)
     tables = list(r["tables"].items())
-    for table, key in reversed(tables):
-        await trash.remove_images(tx, op_id, table, key)
-    for table, _ in tables:
-        await trash.put_back(tx, op_id, table, image, keep=True)
+    if in_place:
+        await trash.move_in_place(tx, op_id, tables, image)
+    else:
+        for table, key in reversed(tables):
+            await trash.remove_images(tx, op_id, table, key)
+        for table, _ in tables:
+            await trash.put_back(tx, op_id, table, image, keep=True)
     # the fingerprints the next move of this op compares against
     prints = await _prints(tx, r["threads"], fingerprint) if fingerprint is not None else r["fingerprints"]
     await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ? WHERE op_id = ?",
@@ -178,16 +182,21 @@ async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Finge
     return r
 
 
-async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
+async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None, *,
+               in_place: bool = False) -> dict[str, Any]:
     """Put the op's before-images back where its rows stand, when each of its threads'
-    `fingerprint` is as the op left it (else OperationError, nothing changed)."""
-    return await _move(tx, op_id, "before", 1, fingerprint)
+    `fingerprint` is as the op left it (else OperationError, nothing changed).
+    `in_place`: the rows the op updated are updated back, not deleted and inserted again
+    (`trash.move_in_place`: for tables other rows refer to by foreign keys); the tables
+    are then taken in the order the op first touched them, parents first."""
+    return await _move(tx, op_id, "before", 1, fingerprint, in_place)
 
 
-async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
+async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None, *,
+               in_place: bool = False) -> dict[str, Any]:
     """Put the op's after-images back, when each of its threads' `fingerprint` is as the
-    undo left it (else OperationError, nothing changed)."""
-    return await _move(tx, op_id, "after", 0, fingerprint)
+    undo left it (else OperationError, nothing changed). `in_place`: as for `undo`."""
+    return await _move(tx, op_id, "after", 0, fingerprint, in_place)
 
 
 async def purge(tx: Any, dry_run: bool = False) -> tuple[list[int], int]:

@@ -99,3 +99,32 @@ async def free(tx: Any, table: str, op_ids: Sequence[int]) -> int:
         return 0
     marks = ", ".join("?" for _ in op_ids)
     return await tx.execute(f"DELETE FROM {_q(trash_name(table))} WHERE {OP} IN ({marks})", *op_ids)
+
+
+async def move_in_place(tx: Any, op_id: int, tables: Sequence[tuple[str, Sequence[str]]], image: str) -> None:
+    """What `remove_images` then `put_back` give, with the rows the op updated (a key in
+    both images) updated in place rather than deleted and inserted again, so that the
+    rows of other tables referring to them (foreign keys checked at each statement, as on
+    Postgres) never see them missing: the rows only `image` holds inserted (`tables` in
+    order: parents first), then the rows both hold updated, then the rows at the keys only
+    the other image holds deleted (children first)."""
+    other = "after" if image == "before" else "before"
+    done: list[tuple[str, str, str, list[str]]] = []
+    for table, key in tables:
+        name, cols = _q(trash_name(table)), await columns(tx, table)
+        keys = ", ".join(_q(k) for k in key)
+        of = f"SELECT {keys} FROM {name} WHERE {OP} = ? AND {IMAGE} = ?"
+        listed = ", ".join(_q(c) for c in cols)
+        await tx.execute(f"INSERT INTO {_q(table)} ({listed}) SELECT {listed} FROM {name} WHERE {OP} = ? AND "
+                         f"{IMAGE} = ? AND ({keys}) NOT IN ({of})", op_id, image, op_id, other)
+        rest = [c for c in cols if c not in key]
+        if rest:
+            match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
+            own = ", ".join(f"{_q(table)}.{_q(k)}" for k in key)
+            await tx.execute(f"UPDATE {_q(table)} SET {', '.join(f'{_q(c)} = s.{_q(c)}' for c in rest)} "
+                             f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? AND {match} "
+                             f"AND ({own}) IN ({of})", op_id, image, op_id, other)
+        done.append((table, keys, of, cols))
+    for table, keys, of, _ in reversed(done):
+        await tx.execute(f"DELETE FROM {_q(table)} WHERE ({keys}) IN ({of}) AND ({keys}) NOT IN ({of})",
+                         op_id, other, op_id, image)
