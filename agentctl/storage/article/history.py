@@ -135,7 +135,7 @@ class ArticleHistory(JournalHistory, History):
     async def lock(self, tx: Any, threads: Sequence[str]) -> None:
         """Postgres: the article's tables locked against other writers (readers go on)."""
         if tx.kind == "postgres":
-            present = [t for t in S.DATA_TABLES if await tx.table_exists(t)]
+            present = [t for t in S.DATA_TABLES if await self.store.has(t)]
             await tx.execute(f"LOCK TABLE {', '.join(present)} IN EXCLUSIVE MODE")
 
     @asynccontextmanager
@@ -153,7 +153,7 @@ class ArticleHistory(JournalHistory, History):
                 await tx.execute(ddl)
         op = await self.journal_begin(tx, kind, summary, list(dict.fromkeys(threads)), details)
         for table in KEYS:
-            if table in tables and await tx.table_exists(table):
+            if table in tables and (table == S.BRANCHES or await self.store.has(table)):
                 await trash.ensure(tx, table)
                 op.tables.setdefault(table, [KEYS[table]])
         return op
@@ -163,7 +163,9 @@ class ArticleHistory(JournalHistory, History):
         return op.op_id
 
     async def _has(self, tx: Transaction, table: str) -> bool:
-        return bool(await tx.table_exists(table))
+        """Whether the article's optional table is there (as the store last read the tables;
+        a write never makes or drops one of them)."""
+        return await self.store.has(table) if table in S.DATA_TABLES else bool(await tx.table_exists(table))
 
     async def _columns(self, tx: Transaction, table: str) -> list[str]:
         if table not in self._cols:
@@ -203,22 +205,25 @@ class ArticleHistory(JournalHistory, History):
 
     async def fingerprint(self, tx: Any, sid: str) -> str:
         """The session row's counters, status, title and updated_at, and the count/min/max/
-        sum of the ids of its messages, tool logs and tasks (the previous release's too:
-        its ops keep theirs)."""
+        sum of the ids of its messages, tool logs and tasks, in one statement (the same
+        text as the previous release's: its ops keep their fingerprints)."""
         import json
 
-        s = await tx.fetch(f"SELECT message_count, total_tokens, status, title, {self.store.t('updated_at')} "
-                           "AS u FROM sessions WHERE id = ?", sid)
-        parts: dict[str, Any] = {"session": [str(v) for v in s[0].values()] if s else None}
-        m = await tx.fetch("SELECT COUNT(*) AS n, MIN(id) AS a, MAX(id) AS b, SUM(id) AS c FROM messages "
-                           "WHERE session_id = ?", sid)
-        parts["messages"] = [str(v) for v in m[0].values()]
-        for table in ("tool_logs", "tasks"):
-            if await self._has(tx, table):
-                key = "SUM(id)" if table == "tool_logs" else "MAX(id)"
-                r = await tx.fetch(f"SELECT COUNT(*) AS n, {key} AS k FROM {table} WHERE session_id = ?", sid)
-                parts[table] = [str(v) for v in r[0].values()]
-        return json.dumps(parts, sort_keys=True, ensure_ascii=False)
+        session = ["message_count", "total_tokens", "status", "title", self.store.t("updated_at")]
+        parts = {"messages": ("COUNT(*)", "MIN(id)", "MAX(id)", "SUM(id)"), "tool_logs": ("COUNT(*)", "SUM(id)"),
+                 "tasks": ("COUNT(*)", "MAX(id)")}
+        parts = {t: p for t, p in parts.items() if t == "messages" or await self.store.has(t)}
+        cols = ["(SELECT COUNT(*) FROM sessions WHERE id = ?)"]
+        cols += [f"(SELECT {c} FROM sessions WHERE id = ?)" for c in session]
+        cols += [f"(SELECT {e} FROM {t} WHERE session_id = ?)" for t, p in parts.items() for e in p]
+        row = list((await tx.fetch(f"SELECT {', '.join(f'{c} AS c{i}' for i, c in enumerate(cols))}",
+                                   *[sid] * len(cols)))[0].values())
+        out: dict[str, Any] = {"session": [str(v) for v in row[1:6]] if row[0] else None}
+        at = 6
+        for table, exprs in parts.items():
+            out[table] = [str(v) for v in row[at:at + len(exprs)]]
+            at += len(exprs)
+        return json.dumps(out, sort_keys=True, ensure_ascii=False)
 
     async def _recount(self, op: ops.Op | None, tx: Transaction, sid: str) -> None:
         """The session's message_count and total_tokens recomputed, updated_at now (`op`:
@@ -773,14 +778,14 @@ class ArticleHistory(JournalHistory, History):
         op_id = int(record["op_id"])
         for table, (key,) in record["tables"].items():
             tn = trash.trash_name(table)
-            cols = await trash.columns(tx, table)
+            cols = await self._columns(tx, table)
             same = " AND ".join(self._same(f's."{c}"', f't."{c}"') for c in cols)
-            n = (await tx.fetch(f"SELECT COUNT(*) AS n FROM {tn} WHERE {trash.OP} = ? AND {trash.IMAGE} = ?",
-                                op_id, left))[0]["n"]
-            at = (await tx.fetch(f"SELECT COUNT(*) AS n FROM {table} WHERE {key} IN "
-                                 f"(SELECT {key} FROM {tn} WHERE {trash.OP} = ?)", op_id))[0]["n"]
-            kept = (await tx.fetch(f"SELECT COUNT(*) AS n FROM {tn} s JOIN {table} t ON t.{key} = s.{key} "
-                                   f"WHERE s.{trash.OP} = ? AND s.{trash.IMAGE} = ? AND {same}", op_id, left))[0]["n"]
+            counts = (await tx.fetch(
+                f"SELECT (SELECT COUNT(*) FROM {tn} WHERE {trash.OP} = ? AND {trash.IMAGE} = ?) AS n, "
+                f"(SELECT COUNT(*) FROM {table} WHERE {key} IN (SELECT {key} FROM {tn} WHERE {trash.OP} = ?)) AS at, "
+                f"(SELECT COUNT(*) FROM {tn} s JOIN {table} t ON t.{key} = s.{key} WHERE s.{trash.OP} = ? "
+                f"AND s.{trash.IMAGE} = ? AND {same}) AS kept", op_id, left, op_id, op_id, left))[0]
+            n, at, kept = counts["n"], counts["at"], counts["kept"]
             if n == at == kept:
                 continue
             rows = await tx.fetch(
