@@ -513,6 +513,18 @@ async def test_rewind_hard_and_undo(article_url):
         await valid(article_url)
         if sqlite:
             assert fts_search(article_url, "Regional") == [26, 27]
+        # redo: the rewind again, and the article's code reads and goes on from it
+        rewound = await h.redo()
+        assert rewound.deleted == r.deleted
+        await valid(article_url)
+        assert await store.count("s-wang-report") == 4
+        if sqlite:
+            assert fts_search(article_url, "Regional") == []
+            st = AgentStorage(article_url)
+            assert len(st.get_conversation_history("s-wang-report")) == 4
+            assert st.list_user_sessions("u-wang")[0]["total_tokens"] == 14 + 20 + 60 + 18
+            st.save_message("s-wang-report", "user", "继续", token_count=2)
+            assert len(st.get_conversation_history("s-wang-report")) == 5
 
 
 async def test_branch_merge_and_undo(article_url):

@@ -81,9 +81,7 @@ if TYPE_CHECKING:
 
 _NAME = re.compile(r"^[\w.-]{1,64}$")
 STRATEGIES = ("fail", "three-way", "ours", "theirs")
-#: the tables a write changes, parents first (the journal puts rows back in this order
-#: and removes them in the reverse one), and their keys
-KEYS = {"sessions": "id", "messages": "id", "tool_logs": "id", "tasks": "id", S.BRANCHES: "session_id"}
+KEYS = S.KEYS
 #: how a refusal names the rows of a table that changed
 _LABELS = {"sessions": "session(s) {}", "messages": "message {}", S.BRANCHES: "the branch record of {}"}
 

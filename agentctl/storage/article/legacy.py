@@ -25,14 +25,11 @@ store reads it).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentctl.errors import OperationError
 from agentctl.storage.article import schema as S
 from agentctl.storage.journal import ops, trash
-
-if TYPE_CHECKING:
-    from agentctl.storage.article.history import ArticleHistory
 
 OPLOG = S.PREFIX + "oplog"
 ROWS = S.PREFIX + "rows"
@@ -95,7 +92,7 @@ def refuse_redo(record: dict[str, Any], undo: bool) -> None:
                              "nothing to redo it with; it cannot be redone")
 
 
-async def unchecked(history: ArticleHistory, tx: Any, record: dict[str, Any]) -> None:
+async def unchecked(history: Any, tx: Any, record: dict[str, Any]) -> None:
     """Before an adopted op's first move: the threads the old log did not check get their
     fingerprint as they stand (the old undo's check, no stricter)."""
     threads = record["details"].get(UNCHECKED)
@@ -163,20 +160,17 @@ async def _images(tx: Any, op_id: int, details: dict[str, Any], kind: str) -> li
         await _before_from_after(tx, op_id, S.BRANCHES, {"merged_message_id": f"CAST(? AS {big})",
                                                          "into_head": f"CAST(? AS {big})"},
                                  (details.get("old_merged_message_id"), details.get("old_into_head")))
-    from agentctl.storage.article.history import KEYS
-
     held = []
-    for table in KEYS:
+    for table in S.KEYS:
         if await tx.table_exists(trash.trash_name(table)) and (await tx.fetch(
                 f"SELECT 1 AS x FROM {trash.trash_name(table)} WHERE {trash.OP} = ? LIMIT 1", op_id)):
             held.append(table)
     return held
 
 
-async def migrate(history: ArticleHistory, tx: Any) -> None:
-    """The old op log into the journal, in this transaction (see the module doc)."""
-    from agentctl.storage.article.history import KEYS
-
+async def migrate(history: Any, tx: Any) -> None:
+    """The old op log into the journal, in this transaction (see the module doc);
+    `history`: the ArticleHistory (its fingerprint)."""
     if not await tx.table_exists(OPLOG):
         return
     prints: dict[int, dict[str, str]] = {}
@@ -196,7 +190,7 @@ async def migrate(history: ArticleHistory, tx: Any) -> None:
             held = await _images(tx, op_id, details, kind)
             old = prints.get(op_id, {})
             unchecked = [t for t in record["threads"] if t not in old]
-            record.update(tables={t: [KEYS[t]] for t in held}, fingerprints=old,
+            record.update(tables={t: [S.KEYS[t]] for t in held}, fingerprints=old,
                           details={**details, UNCHECKED: unchecked} if unchecked else details)
         await ops.adopt(tx, record)
     for name in (OPLOG, ROWS, AFTER, *OLD_TRASH.values()):

@@ -175,6 +175,9 @@ CREATE INDEX IF NOT EXISTS idx_tool_logs_name ON tool_logs(tool_name, created_at
 PREFIX = "agentctl_article_"
 BRANCHES = PREFIX + "branches"
 DATA_TABLES = ("sessions", "messages", "tasks", "tool_logs")
+#: the tables a write changes, parents first (the journal puts rows back in this order
+#: and removes them in the reverse one), and their keys
+KEYS = {"sessions": "id", "messages": "id", "tool_logs": "id", "tasks": "id", BRANCHES: "session_id"}
 
 
 def branches_ddl(kind: str) -> list[str]:
