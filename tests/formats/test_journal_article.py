@@ -265,3 +265,28 @@ async def test_undo_refused_when_a_row_the_op_left_changed(built) -> None:
         with pytest.raises(OperationError, match=f"message {first} changed after it"):
             await h.undo()
         assert await dump(b.url) == state
+
+
+def test_previous_release_merge_and_edit_migrated(tmp_path) -> None:
+    """article_more.db (see tests/fixtures/journal/README.md): its merge and edit, undone
+    and redone after the migration, give the tables exactly as before the merge and as the
+    previous release left them; the branch the article's program wrote to since cannot be
+    undone (one line, nothing changed); messages_fts stays in step and `search` follows."""
+    db = str(tmp_path / "more.db")
+    shutil.copyfile(FIXTURES / "article_more.db", db)
+    built = json.loads((FIXTURES / "article_more.built.json").read_text())
+    as_left = asyncio.run(dump(db, side_tables=False))
+    assert found(db, "edited") == ["msg-5"]
+    ops = {op["kind"]: op["op_id"] for op in cli_json(db, "oplog") if not op["undone"]}
+    for kind in ("delete_thread", "edit", "merge"):
+        cli_json(db, "undo", str(ops[kind]))
+    assert asyncio.run(dump(db, side_tables=False)) == built["before_merge"]
+    assert found(db, "edited") == [] and found(db, "Osaka") == ["msg-34"]
+    state = asyncio.run(dump(db))
+    r = cli(db, "undo", str(ops["branch"]))
+    assert r.exit_code == 1 and "changed" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert asyncio.run(dump(db)) == state
+    for kind in ("merge", "edit", "delete_thread"):
+        cli_json(db, "redo", str(ops[kind]))
+    assert asyncio.run(dump(db, side_tables=False)) == as_left
+    assert found(db, "edited") == ["msg-5"] and len(found(db, "Osaka")) == 2
