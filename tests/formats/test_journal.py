@@ -409,3 +409,30 @@ async def test_in_place_moves_keep_foreign_keys(backend) -> None:
 
     await atomic(url, b, undo)
     await atomic(url, b, redo)
+
+
+async def test_history_journal_move_is_the_formats_hook(backend) -> None:
+    """A format extends `journal_move` (checks first, keeps its own index in step): what
+    it raises refuses the undo with nothing changed; calling the journal's move undoes."""
+    b, url = backend
+    seen: list[str] = []
+
+    class Checked(ItemsHistory):
+        refuse = True
+
+        async def journal_move(self, tx: Any, record: dict, image: str) -> None:
+            seen.append(image)
+            if self.refuse:
+                raise OperationError("the format refuses")
+            await super().journal_move(tx, record, image)
+
+    h = Checked(b)
+    before = await frame(url)
+    await h.delete(1)
+    state = await dump(url)
+    with pytest.raises(OperationError, match="the format refuses"):
+        await h.undo()
+    assert await dump(url) == state
+    h.refuse = False
+    await h.undo()
+    assert await frame(url) == before and seen == ["before", "before"]
