@@ -16,8 +16,7 @@ from tests.support.sampledb import cli, cli_json
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
 
 
-@pytest.mark.parametrize(("name", "fmt"), [("agentos", "agentos"), ("article", "article"),
-                                           ("langgraph", "langgraph")])
+@pytest.mark.parametrize(("name", "fmt"), [("agentos", "agentos"), ("langgraph", "langgraph")])
 @pytest.mark.parametrize("args", [(), ("3",), ("--dry-run",), ("--json",)])
 def test_redo_refused_off_the_journal(tmp_path: Path, name: str, fmt: str, args: tuple[str, ...]) -> None:
     db = tmp_path / f"{name}.db"
@@ -72,3 +71,32 @@ async def test_redo_on_adk(tmp_path: Path) -> None:
     assert r.stdout.startswith("redid operation 2 (branch app/u1/side-branch-fixture-8a8b")
     assert await dump(str(db), side_tables=False) == written
     assert [(o["kind"], o["undo_of"]) for o in cli_json(str(db), "oplog")[:2]] == [("redo", 2), ("undo", 2)]
+
+
+def test_redo_on_the_article_store(tmp_path: Path) -> None:
+    """The previous release's database: a rewind undone then redone by the CLI gives the
+    tables as after the rewind; redo --dry-run writes nothing; a second redo exits 1."""
+    import asyncio
+
+    from tests.support.contract_formats import dump
+    from tests.support.sampledb import cli_json
+
+    db = tmp_path / "article.db"
+    shutil.copyfile(FIXTURES / "article.db", db)
+    thread = "15678ff42f7968c0-rewound-at-2"
+    before = asyncio.run(dump(str(db), side_tables=False))
+    rewound = cli_json(str(db), "rewind", f"{thread}@1", "--yes", "--no-backup")
+    after = asyncio.run(dump(str(db), side_tables=False))
+    assert after != before
+    cli_json(str(db), "undo")
+    assert asyncio.run(dump(str(db), side_tables=False)) == before
+    state = db.read_bytes()
+    r = cli(str(db), "redo", "--dry-run")
+    assert r.exit_code == 0 and r.stdout.startswith(f"redid operation {rewound['op_id']} ("), (r.stdout, r.stderr)
+    assert db.read_bytes() == state
+    r = cli(str(db), "redo")
+    assert r.exit_code == 0 and r.stdout.startswith(f"redid operation {rewound['op_id']} ("), (r.stdout, r.stderr)
+    assert asyncio.run(dump(str(db), side_tables=False)) == after
+    assert [op["kind"] for op in cli_json(str(db), "oplog")][:3] == ["redo", "undo", "rewind"]
+    r = cli(str(db), "redo")
+    assert r.exit_code == 1 and r.stderr.strip() == "agentctl: nothing to redo"

@@ -26,7 +26,7 @@ from agentctl.errors import (
 )
 from agentctl.storage import PruneSpec, Unsupported, detect, open_store
 from agentctl.storage.article import schema as S
-from tests.support.article_storage import AgentStorage, init_database
+from tests.support.article_storage import FTS_TRIGGERS, AgentStorage, init_database
 
 from tests.support.rig import REPO
 SAMPLE = REPO / "sample_db" / "sessions.db"
@@ -506,12 +506,25 @@ async def test_rewind_hard_and_undo(article_url):
             assert len(st.get_conversation_history("s-wang-report")) == 4
             assert st.list_user_sessions("u-wang")[0]["total_tokens"] == 14 + 20 + 60 + 18
             assert st.get_usage_stats("u-wang", 100000)["tool_usage"] == []
-        assert (await h.oplog())[0].purgeable_rows == 7 + 2  # the session row copy ("before") is not counted
+        # the messages and tool logs deleted, the session row before and after (redo's)
+        assert (await h.oplog())[0].purgeable_rows == 7 + 2 + 2
         await h.undo()
         assert await dump(article_url) == before
         await valid(article_url)
         if sqlite:
             assert fts_search(article_url, "Regional") == [26, 27]
+        # redo: the rewind again, and the article's code reads and goes on from it
+        rewound = await h.redo()
+        assert rewound.deleted == r.deleted
+        await valid(article_url)
+        assert await store.count("s-wang-report") == 4
+        if sqlite:
+            assert fts_search(article_url, "Regional") == []
+            st = AgentStorage(article_url)
+            assert len(st.get_conversation_history("s-wang-report")) == 4
+            assert st.list_user_sessions("u-wang")[0]["total_tokens"] == 14 + 20 + 60 + 18
+            st.save_message("s-wang-report", "user", "继续", token_count=2)
+            assert len(st.get_conversation_history("s-wang-report")) == 5
 
 
 async def test_branch_merge_and_undo(article_url):
@@ -564,7 +577,8 @@ async def test_branch_merge_and_undo(article_url):
             assert fts_search(article_url, "合并") == []
         with pytest.raises(OperationError, match="nothing to merge"):
             await h.merge_branch(b, "s-wang-report", "theirs")
-        assert (await h.purge(dry_run=True)).ops == []  # a merge deletes nothing
+        # the branch and the merge keep their rows' images (for undo and redo) until purge
+        assert (await h.purge(dry_run=True)).ops == sorted(o.op_id for o in await h.oplog())
         await h.undo()  # the merge
         assert await dump(article_url) == mid
         with pytest.raises(OperationError, match="changed after it"):
@@ -661,7 +675,8 @@ async def test_prune_and_delete_and_undo(article_url):
             assert st.get_session("s-agent-basics") is None
             assert st.get_usage_stats("u-alice", 100000)["tool_usage"][0]["tool_name"] == "get_weather"
         purge = await h.purge(dry_run=True)
-        assert purge.ops == [d.op_id] and purge.rows == 7 + 1 + 1 + 1
+        # the delete's rows, and the undone prune's (redo puts them back)
+        assert purge.ops == [res[0].op_id, d.op_id] and purge.rows > 7 + 1 + 1 + 1
         await h.undo()
         assert await dump(article_url) == before
         await valid(article_url)
@@ -710,24 +725,16 @@ async def test_writes_refuse_on_readonly_and_purge(article_url):
         assert p.ops == [d.op_id] and p.rows == 2 + 2 + 1 and not p.dry_run and p.vacuumed
         with pytest.raises(OperationError, match="purged"):
             await h.undo(d.op_id)
-        kinds = [o.kind for o in await h.oplog()]
-        assert kinds == ["purge", "delete_thread"]
+        # the journal's purge marks the ops it freed (it is no op of its own)
+        assert [(o.kind, o.purged) for o in await h.oplog()] == [("delete_thread", True)]
         with pytest.raises(AgentctlError):
-            await h.undo(p.op_id)
+            await h.undo()
 
 
 async def test_fts_with_triggers_is_left_to_them(sqlite_url):
     """An app that added the usual FTS5 triggers: agentctl's writes go through them."""
     conn = sqlite3.connect(sqlite_url)
-    conn.executescript("""
-        CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
-          INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END;
-        CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
-          INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content); END;
-        CREATE TRIGGER messages_au AFTER UPDATE ON messages BEGIN
-          INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
-          INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END;
-    """)
+    conn.executescript(FTS_TRIGGERS)
     conn.commit()
     conn.close()
     before = await dump(sqlite_url)

@@ -130,13 +130,7 @@ async def test_write_undo_redo_row_for_row(backend) -> None:
     op_id = await write(b)
     after = await frame(url)
     assert after != before
-    for _ in range(2):  # undo and redo again and again
-        async with b.transaction() as tx:
-            await ops.undo(tx, op_id)
-        assert await frame(url) == before
-        async with b.transaction() as tx:
-            await ops.redo(tx, op_id)
-        assert await frame(url) == after
+    await round_trips(url, b, op_id, before, after)
     async with b.transaction() as tx:
         rec = await ops.record(tx, op_id)
     assert rec["kind"] == "test" and rec["threads"] == ["t"] and rec["fingerprints"] == {"t": "fp"}
@@ -147,17 +141,27 @@ async def test_write_undo_redo_are_atomic(backend) -> None:
     b, url = backend
     await atomic(url, b, lambda: write(b))
     op_id = (await b.query("SELECT max(op_id) AS m FROM agentctl_journal"))[0]["m"]
+    await moves_atomic(url, b, op_id)
 
-    async def undo() -> None:
-        async with b.transaction() as tx:
-            await ops.undo(tx, op_id)
 
-    async def redo() -> None:
-        async with b.transaction() as tx:
-            await ops.redo(tx, op_id)
+async def _moved(b: Any, op_id: int, move: Any) -> None:
+    async with b.transaction() as tx:
+        await move(tx, op_id)
 
-    await atomic(url, b, undo)
-    await atomic(url, b, redo)
+
+async def moves_atomic(url: str, b: Any, op_id: int) -> None:
+    """The op's undo, then its redo, each failed at every statement, then done."""
+    await atomic(url, b, lambda: _moved(b, op_id, ops.undo))
+    await atomic(url, b, lambda: _moved(b, op_id, ops.redo))
+
+
+async def round_trips(url: str, b: Any, op_id: int, before: dict, after: dict) -> None:
+    """Undo gives `before`, redo `after`, again and again."""
+    for _ in range(2):
+        await _moved(b, op_id, ops.undo)
+        assert await frame(url) == before
+        await _moved(b, op_id, ops.redo)
+        assert await frame(url) == after
 
 
 async def _print(tx: Any, thread: str) -> Any:
@@ -371,13 +375,7 @@ async def test_moves_keep_foreign_keys(backend) -> None:
         await op.update("children", ("id",), "id > ?", (1,), "pid = ?", ("q",))
         op_id = await op.finish()
     after = await frame(url)
-    for _ in range(2):
-        async with b.transaction() as tx:
-            await ops.undo(tx, op_id)
-        assert await frame(url) == before
-        async with b.transaction() as tx:
-            await ops.redo(tx, op_id)
-        assert await frame(url) == after
+    await round_trips(url, b, op_id, before, after)
 
 
 async def test_in_place_keeps_the_rows_that_cascade_from_it(backend) -> None:
@@ -402,19 +400,75 @@ async def test_in_place_keeps_the_rows_that_cascade_from_it(backend) -> None:
         await op.inserted("kids", ("id",), "id IN (?, ?)", ("k3", "k4"))
         op_id = await op.finish()
     after = await frame(url)
-    for _ in range(2):
-        async with b.transaction() as tx:
-            await ops.undo(tx, op_id)
-        assert await frame(url) == before
-        async with b.transaction() as tx:
-            await ops.redo(tx, op_id)
-        assert await frame(url) == after
+    await round_trips(url, b, op_id, before, after)
     async with b.transaction() as tx:
         assert (await ops.record(tx, op_id))["tables"] == {
             "parents": ["a", "b"], "kids": ["id"]}
-    await atomic(url, b, lambda: _undo(b, op_id))
+    await atomic(url, b, lambda: _moved(b, op_id, ops.undo))
 
 
-async def _undo(b: Any, op_id: int) -> None:
+# ---- moves: tables that refer to each other ----
+
+
+async def _parent_child(b: Any) -> None:
     async with b.transaction() as tx:
-        await ops.undo(tx, op_id)
+        await tx.execute("CREATE TABLE parents (id TEXT PRIMARY KEY, n INTEGER, at TEXT)")
+        await tx.execute("CREATE TABLE kids (id INTEGER PRIMARY KEY, parent TEXT NOT NULL REFERENCES parents(id), "
+                         "body TEXT)")
+        await tx.execute("INSERT INTO parents VALUES ('p', 2, 't0'), ('q', 0, 't0')")
+        await tx.execute("INSERT INTO kids VALUES (1, 'p', 'a'), (2, 'p', 'b')")
+
+
+async def in_place_write(b: Any) -> int:
+    """Moves kid 2 to a new parent 'r', updates 'p' (kept referred to by kid 1), deletes
+    'q', inserts kid 3: parents first in the op's tables."""
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "parents and kids", ["t"], {}, NOW)
+        await tx.execute("INSERT INTO parents VALUES ('r', 1, 't1')")
+        await op.inserted("parents", ("id",), "id = ?", ("r",))
+        await op.update("kids", ("id",), "id = ?", (2,), "parent = ?", ("r",))
+        await tx.execute("INSERT INTO kids VALUES (3, 'p', 'c')")
+        await op.inserted("kids", ("id",), "id = ?", (3,))
+        await op.update("parents", ("id",), "id = ?", ("p",), "n = ?, at = ?", (2, "t1"))
+        await op.delete("parents", ("id",), "id = ?", ("q",))
+        return await op.finish({})
+
+
+async def test_in_place_moves_keep_foreign_keys(backend) -> None:
+    """Undo and redo: a row referred to by rows the op did not touch is updated back,
+    never deleted and inserted again (Postgres checks the foreign key at each
+    statement); row for row both ways, atomic."""
+    b, url = backend
+    await _parent_child(b)
+    before = await frame(url)
+    op_id = await in_place_write(b)
+    after = await frame(url)
+    await round_trips(url, b, op_id, before, after)
+    await moves_atomic(url, b, op_id)
+
+
+async def test_history_journal_move_is_the_formats_hook(backend) -> None:
+    """A format extends `journal_move` (checks first, keeps its own index in step): what
+    it raises refuses the undo with nothing changed; calling the journal's move undoes."""
+    b, url = backend
+    seen: list[str] = []
+
+    class Checked(ItemsHistory):
+        refuse = True
+
+        async def journal_move(self, tx: Any, record: dict, image: str) -> None:
+            seen.append(image)
+            if self.refuse:
+                raise OperationError("the format refuses")
+            await super().journal_move(tx, record, image)
+
+    h = Checked(b)
+    before = await frame(url)
+    await h.delete(1)
+    state = await dump(url)
+    with pytest.raises(OperationError, match="the format refuses"):
+        await h.undo()
+    assert await dump(url) == state
+    h.refuse = False
+    await h.undo()
+    assert await frame(url) == before and seen == ["before", "before"]

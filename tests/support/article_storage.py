@@ -335,3 +335,15 @@ class AgentStorage:
             "total_messages": total["total_messages"] or 0,
             "tool_usage": [dict(r) for r in tools],
         }
+
+
+#: the usual FTS5 triggers an app adds to keep messages_fts in step (agentctl then leaves it to them)
+FTS_TRIGGERS = """
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+  INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+  INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content); END;
+CREATE TRIGGER messages_au AFTER UPDATE ON messages BEGIN
+  INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+  INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END;
+"""

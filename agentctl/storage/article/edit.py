@@ -14,12 +14,12 @@ created_at stay: the transcript is the same length, the step the same); `session
 (nested keys too: `session.metadata.topic`) change the session row, whose `updated_at` is set
 to now as the article's own updates do. Only the columns whose value changes are written.
 
-One transaction, one op (kind "edit") in the article's op log; the before-images (the message
-row, the session row) go to the trash tables as 'before' copies, and undo writes them back
-column for column (updated_at included). messages_fts is kept in step when agentctl
-maintains it (see history.py): the old content's index entry is deleted and the new one
-inserted, and undo does the reverse. Undo refuses when the session changed after the edit
-(its fingerprint) or the message is no longer what the edit wrote.
+One transaction, one op (kind "edit") in the journal: the message row and the session row
+updated, their images kept, and undo (redo) writes them back column for column (updated_at
+included). messages_fts is kept in step when agentctl maintains it (see history.py): the
+old content's index entry is deleted and the new one inserted, and undo and redo do the
+same. Undo refuses when the session changed after the edit (its fingerprint) or either
+row is no longer what the edit wrote.
 """
 
 from __future__ import annotations
@@ -139,29 +139,19 @@ async def edit_state(h: ArticleHistory, checkpoint_id: str, new: dict[str, Any],
         summary = f"edit {sid} at step {step} ({checkpoint_id}): {what}"
         details: dict[str, Any] = {"thread": sid, "ref": checkpoint_id, "message_id": mid,
                                    "message_columns": sorted(msg_set), "session_columns": sorted(ses_set)}
-        op_id = await h._start(tx, "edit", summary, [sid], details)
+        op = await h._begin(tx, "edit", summary, [sid], details, ("sessions", "messages"))
         if msg_set:
-            await h._trash(tx, op_id, "messages", [mid], "before")
-            if "content" in msg_set:
-                await h._fts_delete(tx, [mid])  # the old content's entry (FTS5 needs the old value)
+            if "content" in msg_set:  # the old content's entry (FTS5 needs the old value)
+                await h._fts_index(tx, "delete", "id = ?", (mid,))
             assign = ", ".join(f"{c} = {h._ts('messages', c)}" for c in msg_set)
-            await tx.execute(f"UPDATE messages SET {assign} WHERE id = ?", *msg_set.values(), mid)
+            await op.update("messages", ("id",), "id = ?", (mid,), assign, tuple(msg_set.values()))
             if "content" in msg_set:
-                await h._fts_insert(tx, [mid])
+                await h._fts_index(tx, "insert", "id = ?", (mid,))
         if session is not None:
-            await h._trash(tx, op_id, "sessions", [sid], "before")
             sets = [f"{c} = {h._ts('sessions', c)}" for c in ses_set] + [f"updated_at = {h._ts('sessions', 'updated_at')}"]
-            await tx.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", *ses_set.values(), h._now(), sid)
-        details["after"] = await message_image(tx, mid)
-        await h._set_summary(tx, op_id, summary, details)
-        await h._finish(tx, op_id, [sid])
-    h.last_op_id = op_id
+            await op.update("sessions", ("id",), "id = ?", (sid,), ", ".join(sets), (*ses_set.values(), h._now()))
+        op_id = await h._done(op)
     return OpResult(op_id, "edit", f"edited {sid}: message {checkpoint_id} (step {step})"
                     + (f" in place ({', '.join(sorted(msg_set))})" if msg_set else "")
                     + (f"; session {', '.join(sorted(ses_set)) or 'updated_at'}" if session is not None else ""))
 
-
-async def message_image(tx: Any, mid: int) -> list[Any] | None:
-    """The edited columns of a message as text (what undo compares with what the edit wrote)."""
-    rows = await tx.fetch(f"SELECT {', '.join(MESSAGE_COLUMNS)} FROM messages WHERE id = ?", mid)
-    return [None if v is None else str(v) for v in rows[0].values()] if rows else None

@@ -2,20 +2,22 @@
 
 Every write is one transaction (the backends' `transaction()`: BEGIN IMMEDIATE on
 SQLite; on Postgres advisory locks plus `LOCK TABLE ... IN EXCLUSIVE MODE` on the
-article's tables, so an agent's writes wait for the commit) and is recorded in side
-tables the article's code never reads (see schema.py): the op log, the rows an op
-inserted or moved, a fingerprint of each session it changed, and trash tables holding
-exact copies of the rows it deleted (ids included) and of session rows before it
-updated them. Undo restores every row exactly; it refuses when a session the op
-changed has changed since (its fingerprint: the session row's counters, status, title
-and updated_at, and the count/min/max/sum of its message, tool log and task ids) or
-when an id it would restore was taken again.
+article's tables, so an agent's writes wait for the commit), recorded in the journal
+(agentctl/storage/journal/) as row changes of the article's tables: the rows it
+deletes, updates and inserts, their images kept in the journal's trash. Undo and redo
+are the journal's moves, rows the op updated updated back in place (the Postgres
+tables refer to each other by foreign keys). They refuse when a session the op
+changed has changed since (its `fingerprint`: the session row's counters, status,
+title and updated_at, and the count/min/max/sum of its message, tool log and task
+ids) or when a row the op left is no longer as it left it (`journal_move`). The
+previous release's op log (`agentctl_article_oplog` and its side tables) is moved
+into the journal by the first write (legacy.py).
 
 - rewind (soft): the later messages, and their tool_logs, move to a new archive session
   (a copy of the session row, id `<session>-rewound-at-<step>`, title
   "<title> (rewound from <session> at step N)"), recorded as a fork of the target in
-  `agentctl_article_branches` (kind 'rewind'); hard: they go to the trash. The
-  session's message_count and total_tokens are recomputed and updated_at set.
+  `agentctl_article_branches` (kind 'rewind'); hard: they are deleted. The session's
+  message_count and total_tokens are recomputed and updated_at set.
 - branch: a new session `<session>-branch-<name>` (a copy of the session row, title
   "<title> (branch <name> of <session> at step N)") with copies of the first N messages
   and their tool_logs (new ids); the fork point is recorded in
@@ -26,41 +28,51 @@ when an id it would restore was taken again.
   the branch forked from (or the last merge left); otherwise a conflict
   (MergeConflictError, nothing written) unless strategy "theirs" (appended anyway);
   strategy "ours" keeps the target as it is.
-- prune / delete: whole sessions with their messages, tool_logs and tasks, into the
-  trash, as one operation.
+- prune / delete: whole sessions with their messages, tool_logs and tasks, as one operation.
 - edit: a message's role/content/tool_calls/tool_call_id and its session's title/status/
-  model/metadata changed in place (edit.py); the rows' before-images are 'before' copies
-  in the trash, which undo writes back.
+  model/metadata changed in place (edit.py).
 
-messages_fts (SQLite): when it has triggers on messages, they keep it in step; when it
-is an external-content index in step with messages before the write, FTS5 'delete'
-commands (old values) are issued for every message deleted and inserts for every
-message copied or restored (a moved message keeps its rowid and content: nothing to do);
-when it was stale before, it is left alone (doctor reports it; search scans).
+messages_fts (SQLite): when it has triggers on messages, they keep it in step (the
+journal's moves go through them too); when it is an external-content index in step with
+messages before the write ("maintain"), FTS5 'delete' commands (old values) are issued
+for every message deleted or changed and inserts for every message written (a moved
+message keeps its rowid and content: nothing to do), and an undo or redo deletes the
+entries of the messages standing at the op's keys before its move and indexes the ones
+standing there after it; when it was stale before, it is left alone (doctor reports it;
+search scans).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
-from agentctl.storage.results import CheckpointGC, DeletePlan, MergePlan, PrunePlan, RewindPlan, TimeTravelResult
 from agentctl.errors import (
     AgentctlError,
     CheckpointNotFound,
     MergeConflictError,
-    NotFoundError,
     OperationError,
     ThreadNotFound,
     UsageError,
 )
-from agentctl.model import Checkpoint, CheckpointMetadata, utc_now_iso
-from agentctl.storage.results import OpRecord, OpResult, PurgeResult
+from agentctl.model import Checkpoint, CheckpointMetadata
+from agentctl.storage.article import legacy
 from agentctl.storage.article import schema as S
 from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
-from agentctl.storage.contract import History, PruneSpec, Unsupported, whole_undo_only
+from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal.history import JournalHistory
+from agentctl.storage.results import (
+    CheckpointGC,
+    DeletePlan,
+    MergePlan,
+    OpResult,
+    PrunePlan,
+    PurgeResult,
+    RewindPlan,
+    TimeTravelResult,
+)
 from agentctl.storage.sqlutil import in_chunks, marks
 
 if TYPE_CHECKING:
@@ -69,12 +81,16 @@ if TYPE_CHECKING:
 
 _NAME = re.compile(r"^[\w.-]{1,64}$")
 STRATEGIES = ("fail", "three-way", "ours", "theirs")
+KEYS = S.KEYS
+#: how a refusal names the rows of a table that changed
+_LABELS = {"sessions": "session(s) {}", "messages": "message {}", S.BRANCHES: "the branch record of {}"}
 
 
 # merge_branch takes a `checkpoint_id` argument (the contract's), which hides the function.
 _message_checkpoint_id = checkpoint_id
 
-class ArticleHistory(History):
+
+class ArticleHistory(JournalHistory, History):
     """Writes of the article's format (see the module doc)."""
 
     #: a session is pruned whole: by age only (--keep-last counts a user's sessions)
@@ -86,11 +102,20 @@ class ArticleHistory(History):
         self.kind = store.kind
         self.last_op_id: int | None = None
         self._cols: dict[str, list[str]] = {}
+        self._fts = "off"
+        #: the messages the last undo or redo created, deleted and moved (undo_result)
+        self._moved: dict[str, list[str]] = {}
 
     # ---- plumbing ----------------------------------------------------------------------
 
     def _now(self) -> str:
         return now_text(self.store._clock)
+
+    def journal_now(self) -> str:
+        """An op's time in the log (ISO, as the previous release's op log has it)."""
+        from agentctl.model import utc_now_iso
+
+        return utc_now_iso()
 
     def _ts(self, table: str, column: str) -> str:
         """The placeholder of a time or text value written into table.column (TEXT, or on
@@ -104,43 +129,45 @@ class ArticleHistory(History):
             return f"CAST(CAST(? AS TEXT) AS {typ.upper()})"
         return "CAST(? AS TEXT)"
 
+    async def lock(self, tx: Any, threads: Sequence[str]) -> None:
+        """Postgres: the article's tables locked against other writers (readers go on)."""
+        if tx.kind == "postgres":
+            present = [t for t in S.DATA_TABLES if await self.store.has(t)]
+            await tx.execute(f"LOCK TABLE {', '.join(present)} IN EXCLUSIVE MODE")
+
     @asynccontextmanager
     async def _write(self, threads: Sequence[str]) -> AsyncIterator[Any]:
-        await self.store.connect()
-        async with self.db.transaction(lock_threads=[str(t) for t in dict.fromkeys(threads)]) as tx:
-            if tx.kind == "postgres":
-                present = [t for t in S.DATA_TABLES if await tx.table_exists(t)]
-                await tx.execute(f"LOCK TABLE {', '.join(present)} IN EXCLUSIVE MODE")
+        async with self.journal_tx([str(t) for t in dict.fromkeys(threads)]) as tx:
             self._fts = await self._fts_mode(tx)
             yield tx
         await self.store._reload_tables()
 
+    async def _begin(self, tx: Transaction, kind: str, summary: str, threads: Sequence[str],
+                     details: dict[str, Any], tables: Sequence[str]) -> ops.Op:
+        """An op of the journal, the tables it may change taken parents first."""
+        if S.BRANCHES in tables:
+            for ddl in S.branches_ddl(tx.kind):
+                await tx.execute(ddl)
+        op = await self.journal_begin(tx, kind, summary, list(dict.fromkeys(threads)), details)
+        for table in KEYS:
+            if table in tables and (table == S.BRANCHES or await self.store.has(table)):
+                await trash.ensure(tx, table)
+                op.tables.setdefault(table, [KEYS[table]])
+        return op
+
+    async def _done(self, op: ops.Op) -> int:
+        await self.journal_finish(op)
+        return op.op_id
+
     async def _has(self, tx: Transaction, table: str) -> bool:
-        return bool(await tx.table_exists(table))
+        """Whether the article's optional table is there (as the store last read the tables;
+        a write never makes or drops one of them)."""
+        return await self.store.has(table) if table in S.DATA_TABLES else bool(await tx.table_exists(table))
 
     async def _columns(self, tx: Transaction, table: str) -> list[str]:
         if table not in self._cols:
-            if tx.kind == "sqlite":
-                rows = await tx.fetch("SELECT name FROM pragma_table_info(?) ORDER BY cid", table)
-                self._cols[table] = [r["name"] for r in rows]
-            else:
-                rows = await tx.fetch(
-                    "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-                    "AND table_schema = ANY(current_schemas(false)) ORDER BY ordinal_position", table)
-                self._cols[table] = [r["column_name"] for r in rows]
+            self._cols[table] = await trash.columns(tx, table)
         return self._cols[table]
-
-    async def _ensure_side(self, tx: Transaction) -> None:
-        if await self._has(tx, S.OPLOG) and await self._has(tx, S.BRANCHES):
-            return
-        if tx.kind == "postgres":
-            await tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('agentctl_article_oplog', 7340))")
-        for ddl in S.side_ddl(tx.kind):
-            await tx.execute(ddl)
-
-    async def _ensure_trash(self, tx: Transaction, table: str) -> None:
-        if not await self._has(tx, S.trash_name(table)):
-            await tx.execute(S.trash_ddl(tx.kind, table))
 
     async def _fts_mode(self, tx: Transaction) -> str:
         """"maintain", "triggers" or "off" (no FTS, not the article's kind, or stale)."""
@@ -161,87 +188,59 @@ class ArticleHistory(History):
         b = (await tx.fetch("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages"))[0]
         return "maintain" if (a["n"], a["mx"], a["sm"]) == (b["n"], b["mx"], b["sm"]) else "off"
 
-    async def _fts_delete(self, tx: Transaction, ids: Sequence[int]) -> None:
+    async def _fts_index(self, tx: Transaction, action: str, where: str, params: Sequence[Any] = ()) -> None:
+        """When agentctl keeps messages_fts in step: drop ("delete", with the values the
+        rows hold now) or add ("insert") the index entries of the messages matching `where`."""
         if self._fts != "maintain":
             return
+        if action == "delete":
+            await tx.execute("INSERT INTO messages_fts(messages_fts, rowid, content) SELECT 'delete', id, content "
+                             f"FROM messages WHERE {where}", *params)
+        else:
+            await tx.execute(f"INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
+                             f"WHERE {where}", *params)
+
+    async def fingerprint(self, tx: Any, sid: str) -> str:
+        """The session row's counters, status, title and updated_at, and the count/min/max/
+        sum of the ids of its messages, tool logs and tasks, in one statement (the same
+        text as the previous release's: its ops keep their fingerprints)."""
+        import json
+
+        session = ["message_count", "total_tokens", "status", "title", self.store.t("updated_at")]
+        parts = {"messages": ("COUNT(*)", "MIN(id)", "MAX(id)", "SUM(id)"), "tool_logs": ("COUNT(*)", "SUM(id)"),
+                 "tasks": ("COUNT(*)", "MAX(id)")}
+        parts = {t: p for t, p in parts.items() if t == "messages" or await self.store.has(t)}
+        cols = ["(SELECT COUNT(*) FROM sessions WHERE id = ?)"]
+        cols += [f"(SELECT {c} FROM sessions WHERE id = ?)" for c in session]
+        cols += [f"(SELECT {e} FROM {t} WHERE session_id = ?)" for t, p in parts.items() for e in p]
+        row = list((await tx.fetch(f"SELECT {', '.join(f'{c} AS c{i}' for i, c in enumerate(cols))}",
+                                   *[sid] * len(cols)))[0].values())
+        out: dict[str, Any] = {"session": [str(v) for v in row[1:6]] if row[0] else None}
+        at = 6
+        for table, exprs in parts.items():
+            out[table] = [str(v) for v in row[at:at + len(exprs)]]
+            at += len(exprs)
+        return json.dumps(out, sort_keys=True, ensure_ascii=False)
+
+    async def _recount(self, op: ops.Op | None, tx: Transaction, sid: str) -> None:
+        """The session's message_count and total_tokens recomputed, updated_at now (`op`:
+        recorded as its update; None: a row the op inserts)."""
+        assign = ("message_count = (SELECT COUNT(*) FROM messages m WHERE m.session_id = ?), "
+                  "total_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = ?), "
+                  f"updated_at = {self._ts('sessions', 'updated_at')}")
+        if op is None:
+            await tx.execute(f"UPDATE sessions SET {assign} WHERE id = ?", sid, sid, self._now(), sid)
+        else:
+            await op.update("sessions", ("id",), "id = ?", (sid,), assign, (sid, sid, self._now()))
+
+    async def _update_ids(self, op: ops.Op, table: str, ids: Sequence[Any], assign: str,
+                          values: Sequence[Any]) -> None:
         for ph, chunk in in_chunks(ids):
-            await tx.execute("INSERT INTO messages_fts(messages_fts, rowid, content) SELECT 'delete', id, "
-                             f"content FROM messages WHERE id IN ({ph})", *chunk)
+            await op.update(table, (KEYS[table],), f"id IN ({ph})", chunk, assign, values)
 
-    async def _fts_insert(self, tx: Transaction, ids: Sequence[int]) -> None:
-        if self._fts != "maintain":
-            return
+    async def _inserted_ids(self, op: ops.Op, table: str, ids: Sequence[Any]) -> None:
         for ph, chunk in in_chunks(ids):
-            await tx.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
-                             f"WHERE id IN ({ph})", *chunk)
-
-    async def _start(self, tx: Transaction, kind: str, summary: str, threads: Sequence[str],
-                     details: dict[str, Any], undo_of: int | None = None) -> int:
-        await self._ensure_side(tx)
-        rows = await tx.fetch(
-            f"INSERT INTO {S.OPLOG} (created_at, kind, summary, threads, details, undo_of) "
-            "VALUES (?, ?, ?, ?, ?, ?) RETURNING op_id",
-            utc_now_iso(), kind, summary,
-            json.dumps(list(dict.fromkeys(threads)), ensure_ascii=False),
-            json.dumps(details, ensure_ascii=False), undo_of)
-        return int(rows[0]["op_id"])
-
-    async def _set_summary(self, tx: Transaction, op_id: int, summary: str, details: dict[str, Any]) -> None:
-        await tx.execute(f"UPDATE {S.OPLOG} SET summary = ?, details = ? WHERE op_id = ?",
-                         summary, json.dumps(details, ensure_ascii=False), op_id)
-
-    async def _record(self, tx: Transaction, op_id: int, table: str, ids: Sequence[Any], action: str,
-                      old_session: str | None = None) -> None:
-        if not ids:
-            return
-        numeric = table in ("messages", "tool_logs")
-        await tx.executemany(
-            f"INSERT INTO {S.ROWS} (op_id, tbl, row_key, row_num, action, old_session_id) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [(op_id, table, None if numeric else str(i), int(i) if numeric else None, action, old_session)
-             for i in ids])
-
-    async def _trash(self, tx: Transaction, op_id: int, table: str, ids: Sequence[Any], action: str = "deleted") -> int:
-        """Copy the rows of `table` with these ids into its trash; delete them unless
-        action is 'before' (a copy of a row the op then updates)."""
-        if not ids:
-            return 0
-        await self._ensure_trash(tx, table)
-        cols = ", ".join(await self._columns(tx, table))
-        n = 0
-        for ph, chunk in in_chunks(ids):
-            await tx.execute(
-                f"INSERT INTO {S.trash_name(table)} (agentctl_op_id, agentctl_action, {cols}) "
-                f"SELECT CAST(? AS BIGINT), CAST(? AS TEXT), {cols} FROM {table} WHERE id IN ({ph})",
-                op_id, action, *chunk)
-            if action == "deleted":
-                n += await tx.execute(f"DELETE FROM {table} WHERE id IN ({ph})", *chunk)
-        return n
-
-    async def _fingerprint(self, tx: Transaction, sid: str) -> str:
-        s = await tx.fetch(f"SELECT message_count, total_tokens, status, title, {self.store.t('updated_at')} "
-                           "AS u FROM sessions WHERE id = ?", sid)
-        parts: dict[str, Any] = {"session": [str(v) for v in s[0].values()] if s else None}
-        m = await tx.fetch("SELECT COUNT(*) AS n, MIN(id) AS a, MAX(id) AS b, SUM(id) AS c FROM messages "
-                           "WHERE session_id = ?", sid)
-        parts["messages"] = [str(v) for v in m[0].values()]
-        for table in ("tool_logs", "tasks"):
-            if await self._has(tx, table):
-                key = "SUM(id)" if table == "tool_logs" else "MAX(id)"
-                r = await tx.fetch(f"SELECT COUNT(*) AS n, {key} AS k FROM {table} WHERE session_id = ?", sid)
-                parts[table] = [str(v) for v in r[0].values()]
-        return json.dumps(parts, sort_keys=True, ensure_ascii=False)
-
-    async def _finish(self, tx: Transaction, op_id: int, sessions: Sequence[str]) -> None:
-        for sid in dict.fromkeys(sessions):
-            await tx.execute(f"INSERT INTO {S.AFTER} (op_id, session_id, fingerprint) VALUES (?, ?, ?)",
-                             op_id, sid, await self._fingerprint(tx, sid))
-
-    async def _recount(self, tx: Transaction, sid: str) -> None:
-        await tx.execute(
-            "UPDATE sessions SET message_count = (SELECT COUNT(*) FROM messages m WHERE m.session_id = ?), "
-            "total_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = ?), "
-            f"updated_at = {self._ts('sessions', 'updated_at')} WHERE id = ?", sid, sid, self._now(), sid)
+            await op.inserted(table, (KEYS[table],), f"id IN ({ph})", chunk)
 
     async def _session(self, reader: Any, sid: str) -> dict[str, Any] | None:
         rows = await reader.query("SELECT * FROM sessions WHERE id = ?", sid) if hasattr(reader, "query") \
@@ -309,10 +308,10 @@ class ArticleHistory(History):
             sid, *params, sid, sid, *params)
         return [int(r["id"]) for r in rows]
 
-    async def _copy_messages(self, tx: Transaction, op_id: int, src: str, dst: str, after: int | None,
-                             upto: int | None) -> list[int]:
+    async def _copy_messages(self, tx: Transaction, src: str, dst: str, after: int | None,
+                             upto: int | None) -> tuple[list[int], list[int]]:
         """Copy the messages of `src` with after < id <= upto (and their tool_logs) into
-        `dst` with new ids, in id order; return the new message ids."""
+        `dst` with new ids, in id order; return the new message ids and tool log ids."""
         mcols = [c for c in await self._columns(tx, "messages") if c != "id"]
         exprs = ["CAST(? AS TEXT)" if c == "session_id" else c for c in mcols]
         conds, params = "", []
@@ -331,11 +330,11 @@ class ArticleHistory(History):
                                   "FROM messages WHERE id = ? RETURNING id", dst, old)
             mapping[old] = int(rows[0]["id"])
         new_ids = [mapping[o] for o in old_ids]
-        await self._record(tx, op_id, "messages", new_ids, "insert")
-        await self._fts_insert(tx, new_ids)
+        for ph, chunk in in_chunks(new_ids):
+            await self._fts_index(tx, "insert", f"id IN ({ph})", chunk)
+        new_logs = []
         if log_ids:
             lcols = [c for c in await self._columns(tx, "tool_logs") if c != "id"]
-            new_logs = []
             for lid in log_ids:
                 link = (await tx.fetch("SELECT message_id FROM tool_logs WHERE id = ?", lid))[0]["message_id"]
                 lexprs: list[str] = []
@@ -352,8 +351,7 @@ class ArticleHistory(History):
                 rows = await tx.fetch(f"INSERT INTO tool_logs ({', '.join(lcols)}) SELECT {', '.join(lexprs)} "
                                       "FROM tool_logs WHERE id = ? RETURNING id", *lparams, lid)
                 new_logs.append(int(rows[0]["id"]))
-            await self._record(tx, op_id, "tool_logs", new_logs, "insert")
-        return new_ids
+        return new_ids, new_logs
 
     # ---- rewind ------------------------------------------------------------------------
 
@@ -416,57 +414,41 @@ class ArticleHistory(History):
             if later:
                 logs = await self._logs_of(tx, sid, after=mid)
                 if hard:
-                    op_id = await self._start(
+                    op = await self._begin(
                         tx, "rewind", f"hard rewind {sid} to step {step} ({checkpoint_id_}): deleted "
                         f"{len(later)} message(s)", [sid],
-                        {"target": checkpoint_id_, "thread": sid, "hard": True, "count": len(later)})
-                    await self._trash(tx, op_id, "sessions", [sid], "before")
-                    await self._trash(tx, op_id, "tool_logs", logs)
-                    await self._fts_delete(tx, later)
-                    await self._trash(tx, op_id, "messages", later)
-                    await self._recount(tx, sid)
-                    await self._finish(tx, op_id, [sid])
+                        {"target": checkpoint_id_, "thread": sid, "hard": True, "count": len(later)},
+                        ("sessions", "messages", "tool_logs"))
+                    for ph, chunk in in_chunks(logs):
+                        await op.delete("tool_logs", ("id",), f"id IN ({ph})", chunk)
+                    await self._fts_index(tx, "delete", "session_id = ? AND id > ?", (sid, mid))
+                    await op.delete("messages", ("id",), "session_id = ? AND id > ?", (sid, mid))
+                    await self._recount(op, tx, sid)
                 else:
                     archive = archive_thread or await self._fresh_session(tx, f"{sid}-rewound-at-{step}")
                     if archive == sid or await self._session(tx, archive) is not None:
                         raise UsageError(f"session {archive!r} already exists; choose another archive name")
-                    op_id = await self._start(
+                    op = await self._begin(
                         tx, "rewind", f"rewind {sid} to step {step} ({checkpoint_id_}): moved {len(later)} "
                         f"message(s) to {archive}", [sid, archive],
                         {"target": checkpoint_id_, "thread": sid, "hard": False, "archive_thread": archive,
-                         "count": len(later)})
+                         "count": len(later)}, ("sessions", "messages", "tool_logs", S.BRANCHES))
                     src = await self._session(tx, sid)
                     assert src is not None  # the session of the target, read in this transaction
-                    await self._trash(tx, op_id, "sessions", [sid], "before")
                     await self._copy_session(tx, sid, archive,
                                              f"{src.get('title') or ''} (rewound from {sid} at step {step})")
-                    await self._record(tx, op_id, "sessions", [archive], "insert")
-                    await self._record(tx, op_id, "messages", later, "move", sid)
-                    by_session: dict[str, list[int]] = {}
-                    for ph, chunk in in_chunks(logs):
-                        for r in await tx.fetch(f"SELECT id, session_id FROM tool_logs WHERE id IN "
-                                                f"({ph}) ORDER BY id", *chunk):
-                            by_session.setdefault(r["session_id"], []).append(int(r["id"]))
-                    for old_sid, ids in by_session.items():
-                        await self._record(tx, op_id, "tool_logs", ids, "move", old_sid)
-                    for ph, chunk in in_chunks(later):
-                        await tx.execute(f"UPDATE messages SET session_id = ? WHERE id IN ({ph})",
-                                         archive, *chunk)
-                    for ph, chunk in in_chunks(logs):
-                        await tx.execute(f"UPDATE tool_logs SET session_id = ? WHERE id IN ({ph})",
-                                         archive, *chunk)
+                    await self._update_ids(op, "messages", later, "session_id = ?", (archive,))
+                    await self._update_ids(op, "tool_logs", logs, "session_id = ?", (archive,))
                     await tx.execute(
                         f"INSERT INTO {S.BRANCHES} (session_id, kind, name, source_session_id, source_message_id, "
                         "base_step, merged_message_id, into_head, created_at) VALUES (?, 'rewind', NULL, ?, ?, ?, "
                         "NULL, NULL, ?)", archive, sid, mid, step, self._now())
-                    await self._record(tx, op_id, S.BRANCHES, [archive], "insert")
-                    await self._recount(tx, sid)
-                    await self._recount(tx, archive)
-                    await self._finish(tx, op_id, [sid, archive])
+                    await op.inserted(S.BRANCHES, ("session_id",), "session_id = ?", (archive,))
+                    await self._recount(op, tx, sid)
+                    await self._recount(None, tx, archive)
+                    await op.inserted("sessions", ("id",), "id = ?", (archive,))
                     result["archive"] = archive
-                result["op_id"] = op_id
-        if result["op_id"] is not None:
-            self.last_op_id = result["op_id"]
+                result["op_id"] = await self._done(op)
         cp = await self.store.get(checkpoint_id_)
         if cp is None:  # the target, kept by the rewind
             raise CheckpointNotFound(checkpoint_id_)
@@ -493,20 +475,23 @@ class ArticleHistory(History):
                 raise OperationError(f"session {sid!r} of {from_checkpoint_id} does not exist; cannot branch")
             if await self._session(tx, new) is not None:
                 raise UsageError(f"session {new!r} already exists; choose another branch name")
-            op_id = await self._start(
+            op = await self._begin(
                 tx, "branch", f"branch {new} from {from_checkpoint_id} (step {step} of {sid})", [new, sid],
-                {"from": from_checkpoint_id, "branch_thread": new, "name": name, "step": step})
+                {"from": from_checkpoint_id, "branch_thread": new, "name": name, "step": step},
+                ("sessions", "messages", "tool_logs", S.BRANCHES))
             await self._copy_session(tx, sid, new, f"{src.get('title') or ''} (branch {name} of {sid} at step {step})")
-            await self._record(tx, op_id, "sessions", [new], "insert")
-            new_ids = await self._copy_messages(tx, op_id, sid, new, None, mid)
+            new_ids, _ = await self._copy_messages(tx, sid, new, None, mid)
             await tx.execute(
                 f"INSERT INTO {S.BRANCHES} (session_id, kind, name, source_session_id, source_message_id, base_step, "
                 "merged_message_id, into_head, created_at) VALUES (?, 'branch', ?, ?, ?, ?, ?, ?, ?)",
                 new, name, sid, mid, step, new_ids[-1], mid, self._now())
-            await self._record(tx, op_id, S.BRANCHES, [new], "insert")
-            await self._recount(tx, new)
-            await self._finish(tx, op_id, [new])
-        self.last_op_id = op_id
+            await self._recount(None, tx, new)
+            await op.inserted("sessions", ("id",), "id = ?", (new,))
+            await op.inserted("messages", ("id",), "session_id = ?", (new,))
+            if await self._has(tx, "tool_logs"):
+                await op.inserted("tool_logs", ("id",), "session_id = ?", (new,))
+            await op.inserted(S.BRANCHES, ("session_id",), "session_id = ?", (new,))
+            await self._done(op)
         return new
 
     # ---- merge -------------------------------------------------------------------------
@@ -587,17 +572,18 @@ class ArticleHistory(History):
                     raise OperationError(f"strategy 'ours' keeps {into} as it is (it changed since the fork); "
                                          "nothing was written")
             info = f["info"]
-            op_id = await self._start(
+            op = await self._begin(
                 tx, "merge", f"merge {branch} into {into}: appended {len(f['new'])} message(s)", [into, branch],
                 {"branch_thread": branch, "into": into, "strategy": strategy, "count": len(f["new"]),
-                 "old_merged_message_id": info["merged_message_id"], "old_into_head": info["into_head"]})
-            await self._trash(tx, op_id, "sessions", [into], "before")
-            new_ids = await self._copy_messages(tx, op_id, branch, into, info["merged_message_id"], None)
-            await tx.execute(f"UPDATE {S.BRANCHES} SET merged_message_id = ?, into_head = ? WHERE session_id = ?",
-                             f["new"][-1], new_ids[-1], branch)
-            await self._recount(tx, into)
-            await self._finish(tx, op_id, [into])
-        self.last_op_id = op_id
+                 "old_merged_message_id": info["merged_message_id"], "old_into_head": info["into_head"]},
+                ("sessions", "messages", "tool_logs", S.BRANCHES))
+            new_ids, new_logs = await self._copy_messages(tx, branch, into, info["merged_message_id"], None)
+            await op.update(S.BRANCHES, ("session_id",), "session_id = ?", (branch,),
+                            "merged_message_id = ?, into_head = ?", (f["new"][-1], new_ids[-1]))
+            await self._recount(op, tx, into)
+            await self._inserted_ids(op, "messages", new_ids)
+            await self._inserted_ids(op, "tool_logs", new_logs)
+            await self._done(op)
         return _message_checkpoint_id(new_ids[-1])
 
     # ---- edit (see edit.py) -------------------------------------------------------------
@@ -694,24 +680,23 @@ class ArticleHistory(History):
             out.append(PrunePlan(sid, policy, param, metas, 0, n, reason=self._reason(spec)))
         return out
 
-    async def _delete_sessions(self, tx: Transaction, op_id: int, sessions: Sequence[str]) -> list[str]:
-        deleted: list[str] = []
-        for sid in sessions:
-            mids = [int(r["id"]) for r in await tx.fetch(
-                "SELECT id FROM messages WHERE session_id = ? ORDER BY id", sid)]
+    async def _delete_sessions(self, op: ops.Op, tx: Transaction, sessions: Sequence[str]) -> None:
+        for ph, chunk in in_chunks(sessions):
             if await self._has(tx, "tool_logs"):
-                logs = [int(r["id"]) for r in await tx.fetch(
-                    "SELECT id FROM tool_logs WHERE session_id = ? OR message_id IN "
-                    "(SELECT id FROM messages WHERE session_id = ?) ORDER BY id", sid, sid)]
-                await self._trash(tx, op_id, "tool_logs", logs)
-            await self._fts_delete(tx, mids)
-            await self._trash(tx, op_id, "messages", mids)
+                await op.delete("tool_logs", ("id",), f"session_id IN ({ph}) OR message_id IN "
+                                f"(SELECT id FROM messages WHERE session_id IN ({ph}))", (*chunk, *chunk))
+            await self._fts_index(tx, "delete", f"session_id IN ({ph})", chunk)
+            await op.delete("messages", ("id",), f"session_id IN ({ph})", chunk)
             if await self._has(tx, "tasks"):
-                tasks = [r["id"] for r in await tx.fetch("SELECT id FROM tasks WHERE session_id = ?", sid)]
-                await self._trash(tx, op_id, "tasks", tasks)
-            await self._trash(tx, op_id, "sessions", [sid])
-            deleted += [checkpoint_id(m) for m in mids]
-        return deleted
+                await op.delete("tasks", ("id",), f"session_id IN ({ph})", chunk)
+            await op.delete("sessions", ("id",), f"id IN ({ph})", chunk)
+
+    async def _messages_of(self, tx: Transaction, sessions: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        for sid in sessions:
+            out += [checkpoint_id(r["id"]) for r in await tx.fetch(
+                "SELECT id FROM messages WHERE session_id = ? ORDER BY id", sid)]
+        return out
 
     async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[OpResult]:
         await self.store.connect()
@@ -720,16 +705,14 @@ class ArticleHistory(History):
             sessions = await self._select_sessions(tx, spec)
             if not sessions:
                 return [OpResult(None, "prune", "nothing to prune: no session matches")]
-            policy, param = self._policy(spec)
             details = {"sessions": sessions, "keep_last": spec.keep_last, "older_than": spec.older_than,
                        "statuses": spec.statuses, "threads": spec.threads}
-            op_id = await self._start(tx, "prune", "prune", sessions, details)
-            deleted = await self._delete_sessions(tx, op_id, sessions)
+            deleted = await self._messages_of(tx, sessions)
             summary = (f"prune {len(sessions)} session(s) ({', '.join(sessions[:5])}"
                        f"{', …' if len(sessions) > 5 else ''}): deleted {len(deleted)} message(s)")
-            await self._set_summary(tx, op_id, summary, details)
-            await self._finish(tx, op_id, sessions)
-        self.last_op_id = op_id
+            op = await self._begin(tx, "prune", summary, sessions, details, tuple(KEYS)[:4])
+            await self._delete_sessions(op, tx, sessions)
+            op_id = await self._done(op)
         return [OpResult(op_id, "prune", summary, deleted=deleted)]
 
     async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
@@ -745,214 +728,111 @@ class ArticleHistory(History):
         async with self._write([thread_id]) as tx:
             if await self._session(tx, thread_id) is None:
                 raise ThreadNotFound(thread_id)
-            op_id = await self._start(tx, "delete_thread", f"delete session {thread_id}", [thread_id],
-                                      {"thread": thread_id})
-            deleted = await self._delete_sessions(tx, op_id, [thread_id])
+            deleted = await self._messages_of(tx, [thread_id])
             summary = f"delete session {thread_id} ({len(deleted)} message(s))"
-            await self._set_summary(tx, op_id, summary, {"thread": thread_id, "count": len(deleted)})
-            await self._finish(tx, op_id, [thread_id])
-        self.last_op_id = op_id
+            op = await self._begin(tx, "delete_thread", summary, [thread_id],
+                                   {"thread": thread_id, "count": len(deleted)}, tuple(KEYS)[:4])
+            await self._delete_sessions(op, tx, [thread_id])
+            op_id = await self._done(op)
         return OpResult(op_id, "delete_thread", summary, deleted=deleted)
 
-    # ---- oplog, undo, purge ------------------------------------------------------------
+    # ---- undo, redo, purge: the journal's (agentctl/storage/journal/history.py) ------------
 
-    async def _trash_tables(self, reader: Any) -> list[str]:
-        return [t for t in S.DATA_TABLES if await reader.table_exists(S.trash_name(t))]
+    async def journal_move(self, tx: Any, record: dict[str, Any], image: str) -> None:
+        """The journal's move, after checking that every row the op (or its undo) left
+        is still as it left it (none changed, none deleted, no key taken again), and with
+        messages_fts kept in step where agentctl keeps it."""
+        undo = image == "before"
+        legacy.refuse_redo(record, undo)
+        await ops.check(tx, record, 1 if undo else 0, None)
+        await legacy.unchecked(self, tx, record)
+        await self._unchanged(tx, record, "after" if undo else "before", "undo" if undo else "redo")
+        self._fts = await self._fts_mode(tx)
+        keys = f"id IN (SELECT id FROM {trash.trash_name('messages')} WHERE {trash.OP} = ?)"
+        touched = "messages" in record["tables"]
+        if touched:
+            await self._fts_index(tx, "delete", keys, (record["op_id"],))
+        await super().journal_move(tx, record, image)
+        self._moved = {}
+        if touched:
+            await self._fts_index(tx, "insert", keys, (record["op_id"],))
+            images: dict[int, dict[str, Any]] = {}
+            for r in await tx.fetch(f"SELECT id, {trash.IMAGE} AS i, session_id FROM "
+                                    f"{trash.trash_name('messages')} WHERE {trash.OP} = ? ORDER BY id", record["op_id"]):
+                images.setdefault(int(r["id"]), {})[r["i"]] = r["session_id"]
+            other = "after" if undo else "before"
+            for kind, test in (("created", lambda d: other not in d), ("deleted", lambda d: image not in d),
+                               ("moved", lambda d: len(d) == 2 and d[image] != d[other])):
+                self._moved[kind] = [checkpoint_id(i) for i, d in images.items() if test(d)]
 
-    def _op_record(self, r: dict[str, Any], purgeable: int) -> OpRecord:
-        def parse(text: Any, default: Any) -> Any:
-            try:
-                v = json.loads(text)
-            except (TypeError, ValueError):
-                return default
-            return v if isinstance(v, type(default)) else default
+    def _same(self, a: str, b: str) -> str:
+        if self.kind == "postgres":
+            return f"CAST({a} AS TEXT) IS NOT DISTINCT FROM CAST({b} AS TEXT)"
+        return f"{a} IS {b}"
 
-        return OpRecord(op_id=int(r["op_id"]), created_at=r["created_at"], kind=r["kind"], summary=r["summary"],
-                        threads=[str(x) for x in parse(r["threads"], [])], undone=r["undone_by"] is not None,
-                        undo_of=int(r["undo_of"]) if r["undo_of"] is not None else None,
-                        purgeable_rows=purgeable,
-                        undone_by=int(r["undone_by"]) if r["undone_by"] is not None else None,
-                        purged=bool(r["purged"]), details=parse(r["details"], {}))
+    async def _unchanged(self, tx: Any, record: dict[str, Any], left: str, verb: str) -> None:
+        """OperationError unless the rows at the op's keys are exactly its `left` image."""
+        op_id = int(record["op_id"])
+        for table, (key,) in record["tables"].items():
+            tn = trash.trash_name(table)
+            cols = await self._columns(tx, table)
+            same = " AND ".join(self._same(f's."{c}"', f't."{c}"') for c in cols)
+            counts = (await tx.fetch(
+                f"SELECT (SELECT COUNT(*) FROM {tn} WHERE {trash.OP} = ? AND {trash.IMAGE} = ?) AS n, "
+                f"(SELECT COUNT(*) FROM {table} WHERE {key} IN (SELECT {key} FROM {tn} WHERE {trash.OP} = ?)) AS at, "
+                f"(SELECT COUNT(*) FROM {tn} s JOIN {table} t ON t.{key} = s.{key} WHERE s.{trash.OP} = ? "
+                f"AND s.{trash.IMAGE} = ? AND {same}) AS kept", op_id, left, op_id, op_id, left))[0]
+            n, at, kept = counts["n"], counts["at"], counts["kept"]
+            if n == at == kept:
+                continue
+            rows = await tx.fetch(
+                f"SELECT t.{key} AS k FROM {table} t WHERE t.{key} IN (SELECT {key} FROM {tn} WHERE {trash.OP} = ?) "
+                f"AND NOT EXISTS (SELECT 1 FROM {tn} s WHERE s.{trash.OP} = ? AND s.{trash.IMAGE} = ? "
+                f"AND s.{key} = t.{key} AND {same}) UNION SELECT s.{key} AS k FROM {tn} s WHERE s.{trash.OP} = ? "
+                f"AND s.{trash.IMAGE} = ? AND s.{key} NOT IN (SELECT {key} FROM {table}) ORDER BY 1 LIMIT 5",
+                op_id, op_id, left, op_id, left)
+            names = ", ".join(checkpoint_id(r["k"]) if table == "messages" else str(r["k"]) for r in rows)
+            what = _LABELS.get(table, table + " row(s) {}").format(names)
+            raise OperationError(f"cannot {verb} operation {op_id} ({record['kind']}): {what} changed after "
+                                 f"{'it' if verb == 'undo' else 'its undo'} (another write); nothing was changed")
 
-    async def _purgeable(self, reader: Any, op_id: int) -> int:
-        n = 0
-        for t in await self._trash_tables(reader):
-            rows = await reader.query(f"SELECT COUNT(*) AS n FROM {S.trash_name(t)} WHERE agentctl_op_id = ? "
-                                      "AND agentctl_action = 'deleted'", op_id)
-            n += int(rows[0]["n"])
-        return n
+    def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
+        """The messages the last move put back (created), took away (deleted) or moved."""
+        result, self._moved = self._moved, {}
+        return result
 
-    async def oplog(self, limit: int = 50) -> list[OpRecord]:
+    async def migrate(self, tx: Any) -> None:
+        await legacy.migrate(self, tx)
+
+    async def legacy_oplog(self, limit: int) -> list[Any] | None:
         await self.store.connect()
-        if not await self.db.table_exists(S.OPLOG):
-            return []
-        rows = await self.db.query(f"SELECT * FROM {S.OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))
-        return [self._op_record(r, await self._purgeable(self.db, int(r["op_id"]))) for r in rows]
+        return await legacy.oplog(self.db, limit)
 
-    async def _get_op(self, reader: Any, op_id: int) -> OpRecord | None:
-        rows = await reader.fetch(f"SELECT * FROM {S.OPLOG} WHERE op_id = ?", op_id) if hasattr(reader, "fetch") \
-            else await reader.query(f"SELECT * FROM {S.OPLOG} WHERE op_id = ?", op_id)
-        return self._op_record(rows[0], 0) if rows else None
+    async def legacy_purge(self, dry_run: bool) -> Any | None:
+        await self.store.connect()
+        return await legacy.purge_plan(self.db)
 
     async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
-        whole_undo_only("the article's store", threads)
-        await self.store.connect()
-        if not await self.db.table_exists(S.OPLOG):
-            raise OperationError("nothing to undo: no operation recorded")
-        if op_id is None:
-            rows = await self.db.query(f"SELECT op_id FROM {S.OPLOG} WHERE undone_by IS NULL AND kind NOT IN "
-                                       "('undo', 'purge') ORDER BY op_id DESC LIMIT 1")
-            if not rows:
-                raise OperationError("nothing to undo: no operation recorded that is not undone")
-            op_id = int(rows[0]["op_id"])
-        op_id = int(op_id)
-        pre = await self.db.query(f"SELECT threads FROM {S.OPLOG} WHERE op_id = ?", op_id)
-        if not pre:
-            raise NotFoundError(f"operation {op_id} not found")
-        async with self._write(json.loads(pre[0]["threads"] or "[]")) as tx:
-            op = await self._get_op(tx, op_id)
-            assert op is not None
-            await self._check_undo(tx, op)
-            summary = f"undid operation {op_id} ({op.summary})"
-            undo_id = await self._start(tx, "undo", summary, op.threads, {"undo_of": op_id, "kind": op.kind},
-                                        undo_of=op_id)
-            restored, removed, moved = await self._revert(tx, op)
-            await tx.execute(f"UPDATE {S.OPLOG} SET undone_by = ? WHERE op_id = ?", undo_id, op_id)
-        self.last_op_id = undo_id
-        return OpResult(undo_id, "undo", summary, created=restored, deleted=removed, moved=moved)
+        try:
+            return await JournalHistory.undo(self, op_id, threads)
+        finally:
+            await self.store._reload_tables()
 
-    async def _check_undo(self, tx: Transaction, op: OpRecord) -> None:
-        if op.undone:
-            raise OperationError(f"operation {op.op_id} ({op.kind}) was already undone by operation {op.undone_by}")
-        if op.kind in ("undo", "purge"):
-            raise OperationError(f"operation {op.op_id} is {'an' if op.kind == 'undo' else 'a'} {op.kind}; "
-                                 "it cannot be undone")
-        if op.purged:
-            raise OperationError(f"operation {op.op_id} ({op.kind}) cannot be undone: its trash was purged")
-        changed = []
-        for r in await tx.fetch(f"SELECT session_id, fingerprint FROM {S.AFTER} WHERE op_id = ? ORDER BY session_id",
-                                op.op_id):
-            if await self._fingerprint(tx, r["session_id"]) != r["fingerprint"]:
-                changed.append(r["session_id"])
-        if changed:
-            later = await tx.fetch(
-                f"SELECT DISTINCT o.op_id FROM {S.OPLOG} o JOIN {S.AFTER} f ON f.op_id = o.op_id WHERE o.op_id > ? "
-                f"AND o.undone_by IS NULL AND o.kind NOT IN ('undo', 'purge') AND f.session_id IN "
-                f"({marks(len(changed))}) ORDER BY o.op_id DESC", op.op_id, *changed)
-            hint = (f"; undo operation(s) {', '.join(str(r['op_id']) for r in later)} first" if later
-                    else "; it was written to since")
-            raise OperationError(f"cannot undo operation {op.op_id} ({op.kind}): session(s) "
-                                 f"{', '.join(changed[:5])} changed after it{hint}")
-        if op.kind == "edit" and op.details.get("after") is not None:
-            from agentctl.storage.article.edit import message_image
-
-            if await message_image(tx, int(op.details["message_id"])) != op.details["after"]:
-                raise OperationError(f"cannot undo operation {op.op_id} (edit): message {op.details.get('ref')} "
-                                     "changed after it (another write); nothing was changed")
-        for t in await self._trash_tables(tx):
-            taken = await tx.fetch(
-                f"SELECT t.id FROM {S.trash_name(t)} t WHERE t.agentctl_op_id = ? AND t.agentctl_action = 'deleted' "
-                f"AND EXISTS (SELECT 1 FROM {t} x WHERE x.id = t.id) LIMIT 5", op.op_id)
-            if taken:
-                raise OperationError(f"cannot undo operation {op.op_id} ({op.kind}): {t} id(s) "
-                                     f"{', '.join(str(r['id']) for r in taken)} exist again; delete them first")
-
-    async def _revert(self, tx: Transaction, op: OpRecord) -> tuple[list[str], list[str], list[str]]:
-        oid = op.op_id
-        rows = await tx.fetch(f"SELECT tbl, row_key, row_num, action, old_session_id FROM {S.ROWS} WHERE op_id = ?",
-                              oid)
-        moved_ids: list[str] = []
-        # 1. moved rows go back to their session
-        for table in ("messages", "tool_logs"):
-            by_old: dict[str, list[int]] = {}
-            for r in rows:
-                if r["tbl"] == table and r["action"] == "move":
-                    by_old.setdefault(r["old_session_id"], []).append(int(r["row_num"]))
-            for old, ids in by_old.items():
-                for ph, chunk in in_chunks(ids):
-                    await tx.execute(f"UPDATE {table} SET session_id = ? WHERE id IN ({ph})",
-                                     old, *chunk)
-                if table == "messages":
-                    moved_ids += [checkpoint_id(i) for i in ids]
-        # 2. inserted rows go (children first)
-        inserted: dict[str, list[Any]] = {}
-        for r in rows:
-            if r["action"] == "insert":
-                inserted.setdefault(r["tbl"], []).append(r["row_num"] if r["row_num"] is not None else r["row_key"])
-        removed = [checkpoint_id(i) for i in inserted.get("messages", [])]
-        await self._fts_delete(tx, [int(i) for i in inserted.get("messages", [])])
-        for table in ("tool_logs", "messages", "tasks", S.BRANCHES, "sessions"):
-            key = "session_id" if table == S.BRANCHES else "id"
-            for ph, chunk in in_chunks(inserted.get(table, [])):
-                await tx.execute(f"DELETE FROM {table} WHERE {key} IN ({ph})", *chunk)
-        # 3. session (and an edit's message) rows the op updated get their old values;
-        #    deleted rows come back
-        restored: list[str] = []
-        trash = await self._trash_tables(tx)
-        for table in ("sessions", "messages"):
-            if table not in trash:
-                continue
-            cols = [c for c in await self._columns(tx, table) if c != "id"]
-            tn = S.trash_name(table)
-            edited = [] if table == "sessions" else [int(r["id"]) for r in await tx.fetch(
-                f"SELECT id FROM {tn} WHERE agentctl_op_id = ? AND agentctl_action = 'before'", oid)]
-            await self._fts_delete(tx, edited)  # the edited content's entries
-            await tx.execute(
-                f"UPDATE {table} SET ({', '.join(cols)}) = (SELECT {', '.join('t.' + c for c in cols)} FROM {tn} t "
-                f"WHERE t.agentctl_op_id = ? AND t.agentctl_action = 'before' AND t.id = {table}.id) "
-                f"WHERE id IN (SELECT id FROM {tn} WHERE agentctl_op_id = ? AND agentctl_action = 'before')",
-                oid, oid)
-            await self._fts_insert(tx, edited)
-        for table in ("sessions", "messages", "tool_logs", "tasks"):
-            if table not in trash:
-                continue
-            tn = S.trash_name(table)
-            column_list = ", ".join(await self._columns(tx, table))
-            if table == "messages":
-                restored = [checkpoint_id(r["id"]) for r in await tx.fetch(
-                    f"SELECT id FROM {tn} WHERE agentctl_op_id = ? AND agentctl_action = 'deleted' ORDER BY id", oid)]
-            await tx.execute(f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {tn} WHERE agentctl_op_id = ? "
-                             "AND agentctl_action = 'deleted' ORDER BY id", oid)
-            await tx.execute(f"DELETE FROM {tn} WHERE agentctl_op_id = ?", oid)
-        await self._fts_insert(tx, [m for c in restored if (m := message_id_of(c)) is not None])  # ids made above
-        # 4. a merge's branch record gets its old fork point back
-        if op.kind == "merge":
-            d = op.details
-            await tx.execute(f"UPDATE {S.BRANCHES} SET merged_message_id = ?, into_head = ? WHERE session_id = ?",
-                             d.get("old_merged_message_id"), d.get("old_into_head"), d.get("branch_thread"))
-        return restored, removed, moved_ids
-
-    async def _deleted_counts(self, reader: Any, trash: Sequence[str]) -> dict[int, int]:
-        """{op_id: rows} of the ops whose trash holds deleted rows (a session row kept as
-        it was 'before' an update is no deleted data: a soft rewind or a merge stays
-        undoable after a purge)."""
-        counts: dict[int, int] = {}
-        for t in trash:
-            for r in await reader.query(f"SELECT agentctl_op_id AS op, COUNT(*) AS n FROM {S.trash_name(t)} "
-                                        "WHERE agentctl_action = 'deleted' GROUP BY agentctl_op_id"):
-                counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
-        return counts
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
+        try:
+            return await JournalHistory.redo(self, op_id, dry_run)
+        finally:
+            await self.store._reload_tables()
 
     async def purge(self, dry_run: bool = False) -> PurgeResult:
-        await self.store.connect()
-        trash = await self._trash_tables(self.db)
-        counts = await self._deleted_counts(self.db, trash)
-        if dry_run or not counts:
-            return PurgeResult(sorted(counts), sum(counts.values()), dry_run)
-        async with self._write([]) as tx:
-            counts = await self._deleted_counts(tx, trash)
-            ops, rows = sorted(counts), sum(counts.values())
-            for ph, chunk in in_chunks(ops):
-                for t in trash:
-                    await tx.execute(f"DELETE FROM {S.trash_name(t)} WHERE agentctl_op_id IN "
-                                     f"({ph})", *chunk)
-                await tx.execute(f"UPDATE {S.OPLOG} SET purged = 1 WHERE op_id IN ({ph})", *chunk)
-            op_id = await self._start(tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} row(s)",
-                                      [], {"ops": ops, "rows": rows})
-        self.last_op_id = op_id
-        try:  # SQLite: the whole file; Postgres: the trash tables
-            await self.db.vacuum([S.trash_name(t) for t in trash])
-            vacuumed = True
+        """The journal's purge, then VACUUM (SQLite: the whole file; Postgres: the trash tables)."""
+        result: PurgeResult = await JournalHistory.purge(self, dry_run)
+        if dry_run or not result.ops:
+            return result
+        await self.store._reload_tables()
+        try:
+            await self.db.vacuum([t for t in await self.store.tables() if t.startswith(trash.PREFIX)])
+            result.vacuumed = True
         except AgentctlError:  # the purge is done; only the compaction waits (busy)
-            vacuumed = False
-        return PurgeResult(ops, rows, False, vacuumed=vacuumed, op_id=op_id)
+            result.vacuumed = False
+        return result

@@ -7,21 +7,11 @@ article's `YYYY-MM-DD HH:MM:SS` form (the reader also copes with TIMESTAMPTZ: it
 times to text) and TEXT JSON columns (the reader casts, so JSONB works too). Postgres
 has no messages_fts.
 
-Side tables (prefix `agentctl_article_`, never read by the article's code), created by
-the first write that needs them:
-- `agentctl_article_oplog`: one row per operation (op_id, created_at, kind, summary,
-  threads, details, undone_by, undo_of, purged), as agentctl/engine/oplog.py;
-- `agentctl_article_rows`: rows an operation inserted (action 'insert') or moved to
-  another session (action 'move', with the old session id); `tbl` names the table,
-  `row_key` (text ids) or `row_num` (integer ids) the row;
-- `agentctl_article_sessions_after`: a fingerprint of each session an operation changed,
-  right after it (undo refuses when a session changed since);
-- `agentctl_article_branches`: sessions made by `branch` (and rewind archives): the
-  source session and message (the fork point), and for merges the last merged message;
-- `agentctl_article_trash_<table>` for sessions, messages, tasks, tool_logs: exact
-  copies of the rows an operation deleted (`agentctl_action` 'deleted') or of a session
-  row (an edit's message row) before the operation updated it ('before'), with
-  `agentctl_op_id`.
+Side table (never read by the article's code), created by the first write that needs
+it: `agentctl_article_branches`, the sessions made by `branch` (and rewind archives):
+the source session and message (the fork point), and for merges the last merged
+message. Its rows are written through the journal like the article's own
+(agentctl/storage/journal/). The previous release's op log: legacy.py.
 """
 
 from __future__ import annotations
@@ -183,51 +173,16 @@ CREATE INDEX IF NOT EXISTS idx_tool_logs_name ON tool_logs(tool_name, created_at
 """
 
 PREFIX = "agentctl_article_"
-OPLOG = PREFIX + "oplog"
-ROWS = PREFIX + "rows"
-AFTER = PREFIX + "sessions_after"
 BRANCHES = PREFIX + "branches"
 DATA_TABLES = ("sessions", "messages", "tasks", "tool_logs")
+#: the tables a write changes, parents first (the journal puts rows back in this order
+#: and removes them in the reverse one), and their keys
+KEYS = {"sessions": "id", "messages": "id", "tool_logs": "id", "tasks": "id", BRANCHES: "session_id"}
 
 
-def trash_name(table: str) -> str:
-    return f"{PREFIX}trash_{table}"
-
-
-TRASH_TABLES = tuple(trash_name(t) for t in DATA_TABLES)
-SIDE_TABLES = (OPLOG, ROWS, AFTER, BRANCHES) + TRASH_TABLES
-
-
-def side_ddl(kind: str) -> list[str]:
-    """The side tables except the trash (whose columns copy the data tables')."""
-    serial = "BIGSERIAL" if kind == "postgres" else "INTEGER"
-    auto = "" if kind == "postgres" else " AUTOINCREMENT"
+def branches_ddl(kind: str) -> list[str]:
     big = "BIGINT" if kind == "postgres" else "INTEGER"
-    return [
-        f"""CREATE TABLE IF NOT EXISTS {OPLOG} (
-            op_id {serial} PRIMARY KEY{auto},
-            created_at TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            summary TEXT NOT NULL DEFAULT '',
-            threads TEXT NOT NULL DEFAULT '[]',
-            details TEXT NOT NULL DEFAULT '{{}}',
-            undone_by {big},
-            undo_of {big},
-            purged INTEGER NOT NULL DEFAULT 0)""",
-        f"""CREATE TABLE IF NOT EXISTS {ROWS} (
-            op_id {big} NOT NULL,
-            tbl TEXT NOT NULL,
-            row_key TEXT,
-            row_num {big},
-            action TEXT NOT NULL,
-            old_session_id TEXT)""",
-        f"CREATE INDEX IF NOT EXISTS idx_{ROWS}_op ON {ROWS}(op_id, tbl)",
-        f"""CREATE TABLE IF NOT EXISTS {AFTER} (
-            op_id {big} NOT NULL,
-            session_id TEXT NOT NULL,
-            fingerprint TEXT NOT NULL)""",
-        f"CREATE INDEX IF NOT EXISTS idx_{AFTER}_op ON {AFTER}(op_id)",
-        f"""CREATE TABLE IF NOT EXISTS {BRANCHES} (
+    return [f"""CREATE TABLE IF NOT EXISTS {BRANCHES} (
             session_id TEXT PRIMARY KEY,
             kind TEXT NOT NULL,
             name TEXT,
@@ -237,15 +192,4 @@ def side_ddl(kind: str) -> list[str]:
             merged_message_id {big},
             into_head {big},
             created_at TEXT NOT NULL)""",
-        f"CREATE INDEX IF NOT EXISTS idx_{BRANCHES}_source ON {BRANCHES}(source_session_id)",
-    ]
-
-
-def trash_ddl(kind: str, table: str) -> str:
-    """A trash table with the columns (and types) of `table`, plus op id and action."""
-    name = trash_name(table)
-    if kind == "postgres":
-        return (f"CREATE TABLE IF NOT EXISTS {name} (agentctl_op_id BIGINT NOT NULL, "
-                f"agentctl_action TEXT NOT NULL, LIKE {table})")
-    return (f"CREATE TABLE IF NOT EXISTS {name} AS SELECT CAST(NULL AS INTEGER) AS agentctl_op_id, "
-            f"CAST(NULL AS TEXT) AS agentctl_action, * FROM {table} WHERE 0")
+            f"CREATE INDEX IF NOT EXISTS idx_{BRANCHES}_source ON {BRANCHES}(source_session_id)"]

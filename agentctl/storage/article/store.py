@@ -207,6 +207,11 @@ class ArticleStore(Store):
 
     # ---- lifecycle ---------------------------------------------------------------------
 
+    @property
+    def _db(self) -> Any:
+        """The backend, by the name the journal's History methods reach it."""
+        return self.db
+
     async def connect(self) -> None:
         await self.db.connect()
         if self._tables is None:

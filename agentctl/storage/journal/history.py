@@ -76,6 +76,13 @@ class JournalHistory:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
         return {}
 
+    async def journal_move(self, tx: Any, record: dict[str, Any], image: str) -> None:
+        """Put `image` of the op of `record` back ("before": undo, "after": redo), in the
+        move's transaction. A format extends it for what the journal does not hold (an
+        index it keeps in step by hand) or checks more first (OperationError: nothing changed)."""
+        move = ops.redo if image == "after" else ops.undo
+        await move(tx, int(record["op_id"]), self.fingerprint)
+
     def journal_now(self) -> str:
         now = getattr(self, "_now", None)
         if now is None:
@@ -173,7 +180,7 @@ class JournalHistory:
         async with self.journal_tx() as tx:
             rec = await self._pick(tx, op_id, undone)
             await self.lock(tx, rec["threads"])
-            await (ops.redo if undone else ops.undo)(tx, int(rec["op_id"]), self.fingerprint)
+            await self.journal_move(tx, rec, "after" if undone else "before")
             summary = f"{verb} operation {rec['op_id']} ({rec['summary']})"
             new = await ops.entry(tx, kind, summary, rec["threads"], int(rec["op_id"]), self.journal_now())
             await tx.execute(f"UPDATE {ops.LOG} SET undone_by = ? WHERE op_id = ?",

@@ -178,12 +178,7 @@ async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Finge
     # around them: parents before their children come, children before their parents go
     # (in the order the op first touched its tables), so foreign keys hold throughout
     tables = list(r["tables"].items())
-    for table, key in tables:
-        await trash.insert_single(tx, op_id, table, key, image)
-    for table, key in tables:
-        await trash.update_both(tx, op_id, table, key, image)
-    for table, key in reversed(tables):
-        await trash.delete_single(tx, op_id, table, key, image)
+    await trash.move(tx, op_id, tables, image)
     # the fingerprints the next move of this op compares against
     prints = await _prints(tx, r["threads"], fingerprint) if fingerprint is not None else r["fingerprints"]
     await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ? WHERE op_id = ?",
@@ -192,14 +187,14 @@ async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Finge
 
 
 async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
-    """Put the op's before-images back where its rows stand, when each of its threads'
-    `fingerprint` is as the op left it (else OperationError, nothing changed)."""
+    """Put the op's before-images back where its rows stand (`trash.move`), when each of
+    its threads' `fingerprint` is as the op left it (else OperationError, nothing changed)."""
     return await _move(tx, op_id, "before", 1, fingerprint)
 
 
 async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
-    """Put the op's after-images back, when each of its threads' `fingerprint` is as the
-    undo left it (else OperationError, nothing changed)."""
+    """Put the op's after-images back (`trash.move`), when each of its threads'
+    `fingerprint` is as the undo left it (else OperationError, nothing changed)."""
     return await _move(tx, op_id, "after", 0, fingerprint)
 
 

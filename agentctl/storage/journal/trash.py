@@ -84,47 +84,43 @@ async def put_back(tx: Any, op_id: int, table: str, image: str = "before", *, ke
     return n
 
 
-def _other(image: str) -> str:
-    return "after" if image == "before" else "before"
+def _held(tx: Any, table: str, key: Sequence[str], row: str) -> str:
+    """SQL: the op (`?`) holds an image (`?`) of the row `row` (a table's alias) by key.
+    SQLite: a row-value IN, which it answers from the table's key index; Postgres: an
+    EXISTS, which it plans as a (hash) semi-join, where a NOT IN may rescan per row."""
+    name = _q(trash_name(table))
+    if tx.kind == "postgres":
+        match = " AND ".join(f"o.{_q(k)} = {row}.{_q(k)}" for k in key)
+        return f"EXISTS (SELECT 1 FROM {name} AS o WHERE o.{OP} = ? AND o.{IMAGE} = ? AND {match})"
+    keys = ", ".join(f"{row}.{_q(k)}" for k in key)
+    return f"({keys}) IN (SELECT {', '.join(_q(k) for k in key)} FROM {name} WHERE {OP} = ? AND {IMAGE} = ?)"
 
 
-def _held(name: str, op_id_mark: str, image_mark: str, key: Sequence[str], row: str) -> str:
-    """SQL: the op holds an image (`image_mark`) of a row with the key of `row` in trash `name`."""
-    match = " AND ".join(f"o.{_q(k)} = {row}.{_q(k)}" for k in key)
-    return f"EXISTS (SELECT 1 FROM {_q(name)} AS o WHERE o.{OP} = {op_id_mark} AND o.{IMAGE} = {image_mark} AND {match})"
-
-
-async def insert_single(tx: Any, op_id: int, table: str, key: Sequence[str], image: str) -> int:
-    """Insert the rows `op_id` holds as `image` of `table` whose key it holds no other
-    image of (rows the op deleted, for undo; inserted, for redo); returns how many."""
-    name = trash_name(table)
-    cols = await columns(tx, table)
-    names = ", ".join(_q(c) for c in cols)
-    return await tx.execute(f"INSERT INTO {_q(table)} ({names}) SELECT {', '.join('s.' + _q(c) for c in cols)} "
-                            f"FROM {_q(name)} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? "
-                            f"AND NOT {_held(name, '?', '?', key, 's')}", op_id, image, op_id, _other(image))
-
-
-async def update_both(tx: Any, op_id: int, table: str, key: Sequence[str], image: str) -> int:
-    """Set, in place, the rows whose key `op_id` holds both images of (rows the op
-    updated) to `image`: an UPDATE, not a delete and insert, so that rows referring to
-    them (ON DELETE CASCADE) stay; returns how many."""
-    name = trash_name(table)
-    sets = ", ".join(f"{_q(c)} = s.{_q(c)}" for c in await columns(tx, table) if c not in key)
-    if not sets:
-        return 0
-    match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
-    return await tx.execute(f"UPDATE {_q(table)} SET {sets} FROM {_q(name)} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? "
-                            f"AND {match} AND {_held(name, '?', '?', key, 's')}", op_id, image, op_id, _other(image))
-
-
-async def delete_single(tx: Any, op_id: int, table: str, key: Sequence[str], image: str) -> int:
-    """Delete from `table` the rows at the keys `op_id` holds only the other image of
-    (rows the op inserted, for undo to `image` "before"; deleted, for redo); returns how many."""
-    name = trash_name(table)
-    here = _q(table)
-    return await tx.execute(f"DELETE FROM {here} WHERE {_held(name, '?', '?', key, here)} "
-                            f"AND NOT {_held(name, '?', '?', key, here)}", op_id, _other(image), op_id, image)
+async def move(tx: Any, op_id: int, tables: Sequence[tuple[str, Sequence[str]]], image: str) -> None:
+    """Put `image` ("before": undo, "after": redo) of the rows `op_id` changed in
+    `tables` (table, key columns; in the order the op first touched them) back, keeping
+    the images: the rows only `image` holds are inserted (tables in order: parents
+    first), the rows both images hold (the op updated them) are updated in place — never
+    deleted and inserted again, so rows of other tables that refer to them (foreign keys,
+    ON DELETE CASCADE) stay — and the rows at the keys only the other image holds are
+    deleted (tables in reverse order: children first)."""
+    other = "after" if image == "before" else "before"
+    for table, key in tables:
+        name, cols = _q(trash_name(table)), await columns(tx, table)
+        listed = ", ".join(_q(c) for c in cols)
+        await tx.execute(f"INSERT INTO {_q(table)} ({listed}) SELECT {', '.join('s.' + _q(c) for c in cols)} "
+                         f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? AND NOT {_held(tx, table, key, 's')}",
+                         op_id, image, op_id, other)
+        rest = [c for c in cols if c not in key]
+        if rest:
+            match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
+            await tx.execute(f"UPDATE {_q(table)} SET {', '.join(f'{_q(c)} = s.{_q(c)}' for c in rest)} "
+                             f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? AND {match} "
+                             f"AND {_held(tx, table, key, 's')}", op_id, image, op_id, other)
+    for table, key in reversed(tables):
+        here = _q(table)
+        await tx.execute(f"DELETE FROM {here} WHERE {_held(tx, table, key, here)} "
+                         f"AND NOT {_held(tx, table, key, here)}", op_id, other, op_id, image)
 
 
 async def free(tx: Any, table: str, op_ids: Sequence[int]) -> int:
