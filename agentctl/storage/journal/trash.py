@@ -14,7 +14,7 @@ both dialects, `kind`)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 PREFIX = "agentctl_trash_"
 OP = "agentctl_op_id"
@@ -72,25 +72,65 @@ async def add_images(tx: Any, op_id: int, table: str, image: str, select: str, p
                             f"FROM ({select}) AS agentctl_src", op_id, image, *params)
 
 
-async def put_back(tx: Any, op_id: int, table: str, image: str = "before", *, keep: bool = False) -> int:
+#: (a thread column, its values): the images of those threads alone (a partial undo)
+Only = Optional[Tuple[str, Sequence[str]]]
+
+
+def _only(only: Any, alias: str = "") -> tuple[str, list[Any]]:
+    if only is None:
+        return "", []
+    column, values = only
+    return f" AND {alias}{_q(column)} IN ({', '.join('?' for _ in values)})", list(values)
+
+
+async def put_back(tx: Any, op_id: int, table: str, image: str = "before", *, keep: bool = False,
+                   only: Only = None) -> int:
     """Insert the rows `op_id` set aside from `table` as `image` back into it, exactly,
-    and (unless `keep`) drop them from the trash; returns how many."""
+    and (unless `keep`) drop them from the trash; returns how many. `only` (column,
+    values): the rows of those threads alone."""
     name = trash_name(table)
     cols = ", ".join(_q(c) for c in await columns(tx, table))
+    pick, args = _only(only)
     n = await tx.execute(f"INSERT INTO {_q(table)} ({cols}) SELECT {cols} FROM {_q(name)} "
-                         f"WHERE {OP} = ? AND {IMAGE} = ?", op_id, image)
+                         f"WHERE {OP} = ? AND {IMAGE} = ?{pick}", op_id, image, *args)
     if not keep:
-        await tx.execute(f"DELETE FROM {_q(name)} WHERE {OP} = ? AND {IMAGE} = ?", op_id, image)
+        await tx.execute(f"DELETE FROM {_q(name)} WHERE {OP} = ? AND {IMAGE} = ?{pick}", op_id, image, *args)
     return n
 
 
-async def remove_images(tx: Any, op_id: int, table: str, key: Sequence[str]) -> int:
+async def remove_images(tx: Any, op_id: int, table: str, key: Sequence[str], *, only: Only = None) -> int:
     """Delete from `table` the rows whose `key` columns match a row `op_id` holds in its
-    trash (either image): what stands where undo or redo puts rows back."""
+    trash (either image): what stands where undo or redo puts rows back. `only`
+    (column, values): the images of those threads alone."""
     name = trash_name(table)
     match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
+    pick, args = _only(only, "s.")
     return await tx.execute(f"DELETE FROM {_q(table)} WHERE EXISTS "
-                            f"(SELECT 1 FROM {_q(name)} AS s WHERE s.{OP} = ? AND {match})", op_id)
+                            f"(SELECT 1 FROM {_q(name)} AS s WHERE s.{OP} = ? AND {match}{pick})", op_id, *args)
+
+
+def images_of(table: str, image: str = "before") -> str:
+    """A subquery (one `?`: the op id) of the rows an op set aside from `table` as
+    `image`, with the table's columns: for a write that needs what it set aside so far
+    (LangGraph's prune: the blobs only its deleted checkpoints named)."""
+    return f"(SELECT * FROM {_q(trash_name(table))} WHERE {OP} = ? AND {IMAGE} = '{image}')"
+
+
+async def widen(tx: Any, table: str) -> list[str]:
+    """Add to `table`'s trash (when it exists) the columns the source table gained since
+    it was made (a framework's own schema migration); the columns added."""
+    name = trash_name(table)
+    if not await tx.table_exists(name):
+        return []
+    have = set(await columns(tx, name))
+    added = [c for c in await columns(tx, table) if c not in have]
+    for col in added:
+        typ = ""
+        if tx.kind == "postgres":
+            typ = " " + (await tx.fetch("SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute "
+                                        "WHERE attrelid = to_regclass(?) AND attname = ?", _q(table), col))[0]["t"]
+        await tx.execute(f"ALTER TABLE {_q(name)} ADD COLUMN {_q(col)}{typ}")
+    return added
 
 
 async def free(tx: Any, table: str, op_ids: Sequence[int]) -> int:
