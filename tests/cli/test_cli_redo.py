@@ -14,8 +14,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
 
 
 @pytest.mark.parametrize(("name", "fmt"), [("agentos", "agentos"), ("article", "article"),
-                                           ("langgraph", "langgraph"), ("openai_agents", "openai-agents"),
-                                           ("adk", "adk")])
+                                           ("openai_agents", "openai-agents"), ("adk", "adk")])
 @pytest.mark.parametrize("args", [(), ("3",), ("--dry-run",), ("--json",)])
 def test_redo_refused_off_the_journal(tmp_path: Path, name: str, fmt: str, args: tuple[str, ...]) -> None:
     db = tmp_path / f"{name}.db"
