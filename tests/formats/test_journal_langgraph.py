@@ -4,8 +4,8 @@ LangGraph's own savers (tests/support/contract_formats.py):
 - each write kind (rewind, hard rewind, branch, merge, prune of several threads, threads
   delete, edit, the record of a run) then `undo` gives LangGraph's tables back row for
   row, `redo` gives them as after the write, and undo again as before;
-- a failure injected at each statement of the write, its undo and its redo leaves every
-  table (agentctl's included) as it was;
+- a failure injected at each statement of each write (and of the undo and redo of a
+  hard rewind, a merge and a prune) leaves every table (agentctl's included) as it was;
 - the previous release's op log (tests/fixtures/journal/langgraph.db) is moved into the
   journal atomically by the first write, lists the same ops, and its ops are undone and
   redone; an op the previous release undid cannot be redone (one line)."""
@@ -30,6 +30,10 @@ from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 WRITES = ("rewind", "rewind_hard", "branch", "merge", "prune", "delete", "edit", "run")
+#: the writes whose undo and redo are failed at each statement too: undo and redo are the
+#: journal's image moves whatever the kind (tests/formats/test_journal.py fails them for
+#: any op); these cover LangGraph's hooks on every table it writes (blobs: merge on Postgres)
+MOVES_FAILED = ("rewind_hard", "merge", "prune")
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "journal" / "langgraph.db"
 
 
@@ -67,7 +71,7 @@ async def prepare(kind: str, url: str, store: Any, h: Any) -> Callable[[], Await
         await append_langgraph(url, branch, "on the branch")
         return lambda: h.merge_branch(branch, "lg-side")
     if kind == "prune":
-        return lambda: h.prune_spec(PruneSpec(keep_last=1))
+        return lambda: h.prune_spec(PruneSpec(threads=["lg-main", "lg-other"], keep_last=1))
     if kind == "delete":
         return lambda: h.delete_thread("lg-other")
     if kind == "edit":
@@ -120,8 +124,9 @@ async def test_writes_undo_redo_are_atomic(kind, tmp_path, request) -> None:
             for write_kind in WRITES:
                 write = await prepare(write_kind, url, store, h)
                 assert await fails_cleanly_then_works(store, state, write) > 2, write_kind
-                assert await fails_cleanly_then_works(store, state, h.undo) > 2, write_kind
-                assert await fails_cleanly_then_works(store, state, h.redo) > 2, write_kind
+                if write_kind in MOVES_FAILED:
+                    assert await fails_cleanly_then_works(store, state, h.undo) > 2, write_kind
+                    assert await fails_cleanly_then_works(store, state, h.redo) > 2, write_kind
                 await h.undo()
     finally:
         if conn is not None:

@@ -161,6 +161,7 @@ class LangGraphHistory(JournalHistory, History):
         self.WV = "blob" if self._pg else "value"
         self.C = ' COLLATE "C"' if self._pg else ""
         self._cols: dict[str, list[str]] = {}
+        self._widened: Any = None  # the transaction whose trash tables were widened
         #: each table's primary key (the journal's row keys)
         self._keys = {"checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id"),
                       self.W: ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx")}
@@ -186,9 +187,11 @@ class LangGraphHistory(JournalHistory, History):
             # checkpoints; put_writes: writes alone), so a saver's write in progress
             # finishes first instead of deadlocking with this one
             await tx.execute(f"LOCK TABLE checkpoint_blobs, checkpoints, {self.W} IN SHARE ROW EXCLUSIVE MODE")
-        for table in self._keys:
-            if await trash.widen(tx, table):
-                self._cols.clear()
+        if self._widened is not tx:  # once a transaction (the journal locks again before a move)
+            self._widened = tx
+            for table in self._keys:
+                if await trash.widen(tx, table):
+                    self._cols.clear()
 
     async def migrate(self, tx: Any) -> None:
         from agentctl.storage.langgraph import legacy
