@@ -59,8 +59,8 @@ class Op:
         self.tx = tx
         self.op_id = op_id
         self.threads = list(threads)
-        #: table -> key columns, in the order first changed
-        self.tables: dict[str, list[str]] = {}
+        #: table -> key columns (or {"key": columns, "thread": column}), in the order first changed
+        self.tables: dict[str, Any] = {}
         self._updated: list[tuple[str, str, Sequence[Any]]] = []
 
     def _touch(self, table: str, key: Sequence[str], thread: str | None = None) -> None:
