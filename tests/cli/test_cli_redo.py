@@ -16,7 +16,7 @@ from tests.support.sampledb import cli, cli_json
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
 
 
-@pytest.mark.parametrize(("name", "fmt"), [("agentos", "agentos"), ("langgraph", "langgraph")])
+@pytest.mark.parametrize(("name", "fmt"), [("agentos", "agentos")])
 @pytest.mark.parametrize("args", [(), ("3",), ("--dry-run",), ("--json",)])
 def test_redo_refused_off_the_journal(tmp_path: Path, name: str, fmt: str, args: tuple[str, ...]) -> None:
     db = tmp_path / f"{name}.db"

@@ -119,11 +119,12 @@ def pair(source, tmp_path, monkeypatch):
 
 
 def rows(path: str) -> dict[str, list[tuple]]:
-    """Every row of every table but agentctl's side tables, sorted."""
+    """Every row of every table but agentctl's side tables (and SQLite's own, e.g. the
+    journal's AUTOINCREMENT counter in sqlite_sequence), sorted."""
     conn = sqlite3.connect(path)
     try:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                             "AND name NOT LIKE 'agentctl_%'")]
+                                             "AND name NOT LIKE 'agentctl_%' AND name NOT LIKE 'sqlite_%'")]
         return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
     finally:
         conn.close()

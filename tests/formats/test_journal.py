@@ -456,11 +456,11 @@ async def test_history_journal_move_is_the_formats_hook(backend) -> None:
     class Checked(ItemsHistory):
         refuse = True
 
-        async def journal_move(self, tx: Any, record: dict, image: str) -> None:
+        async def journal_move(self, tx: Any, record: dict, image: str, threads: Any = None) -> dict:
             seen.append(image)
             if self.refuse:
                 raise OperationError("the format refuses")
-            await super().journal_move(tx, record, image)
+            return await super().journal_move(tx, record, image, threads)
 
     h = Checked(b)
     before = await frame(url)
@@ -472,3 +472,94 @@ async def test_history_journal_move_is_the_formats_hook(backend) -> None:
     h.refuse = False
     await h.undo()
     assert await frame(url) == before and seen == ["before", "before"]
+
+
+# ---- undo thread by thread (a prune of several threads) ----
+
+
+async def _pieces(b: Any) -> None:
+    async with b.transaction() as tx:
+        await tx.execute("CREATE TABLE pieces (thread text NOT NULL, n integer NOT NULL, body text, "
+                         "PRIMARY KEY (thread, n))")
+        for t in ("a", "b", "c"):
+            for n in range(3):
+                await tx.execute("INSERT INTO pieces VALUES (?, ?, ?)", t, n, f"{t}{n}")
+
+
+async def _print_of(tx: Any, thread: str) -> Any:
+    return [[r["n"], r["body"]] for r in await tx.fetch("SELECT n, body FROM pieces WHERE thread = ? ORDER BY n",
+                                                      thread)]
+
+
+async def test_undo_thread_by_thread(backend) -> None:
+    b, url = backend
+    await _pieces(b)
+    before = await frame(url)
+    async with b.transaction() as tx:  # a "prune" of three threads
+        op = await ops.begin(tx, "prune", "prune a, b, c", ["a", "b", "c"], {}, NOW)
+        await op.delete("pieces", ("thread", "n"), "n < ?", (2,), thread="thread")
+        op_id = await op.finish({t: await _print_of(tx, t) for t in "abc"})
+    after = await frame(url)
+    async with b.transaction() as tx:  # the framework writes to b
+        await tx.execute("INSERT INTO pieces VALUES ('b', 9, 'new')")
+    moved = await frame(url)
+    with pytest.raises(OperationError, match=r"b changed since .*undo \d+ --thread THREAD.* 2 that did not: a, c"):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id, _print_of)
+    assert await frame(url) == moved
+    for bad, match in ((["b"], "b changed since"), (["zz"], "no thread 'zz'")):
+        with pytest.raises(OperationError, match=match):
+            async with b.transaction() as tx:
+                await ops.undo(tx, op_id, _print_of, bad)
+    async with b.transaction() as tx:
+        r = await ops.undo(tx, op_id, _print_of, ["a"])
+        assert (r["moved"], r["done"], r["left"]) == (["a"], False, ["b", "c"])
+        rec = await ops.record(tx, op_id)
+    assert not rec["undone"] and rec["details"]["restored"] == ["a"]
+    rows = (await frame(url))["pieces"]
+    assert [x for x in rows if "'a'" in x] == [x for x in before["pieces"] if "'a'" in x]
+    assert [x for x in rows if "'c'" in x] == [x for x in after["pieces"] if "'c'" in x]
+    with pytest.raises(OperationError, match="no thread 'a' left"):
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id, _print_of, ["a"])
+    with pytest.raises(OperationError, match="b changed since"):  # the rest: b still moved
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id, _print_of)
+    async with b.transaction() as tx:
+        await tx.execute("DELETE FROM pieces WHERE thread = 'b' AND n = 9")
+        await tx.execute("UPDATE pieces SET body = 'a changed' WHERE thread = 'a' AND n = 0")
+        r = await ops.undo(tx, op_id, _print_of)  # the rest (a, changed since its undo, is not checked)
+        assert (r["moved"], r["done"]) == (["b", "c"], True)
+        await tx.execute("UPDATE pieces SET body = 'a0' WHERE thread = 'a' AND n = 0")
+    assert await frame(url) == before
+    async with b.transaction() as tx:
+        rec = await ops.record(tx, op_id)
+        assert rec["undone"] and "restored" not in rec["details"]
+        await ops.redo(tx, op_id, _print_of)
+    assert await frame(url) == after
+    async with b.transaction() as tx:  # and whole again
+        await ops.undo(tx, op_id, _print_of)
+    assert await frame(url) == before
+    # an op whose tables have no thread column is undone whole
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "delete 1", ["a", "b"], {}, NOW)
+        await op.delete("items", ("id",), "id = ?", (1,))
+        other = await op.finish()
+    with pytest.raises(OperationError, match="cannot be undone thread by thread"):
+        async with b.transaction() as tx:
+            await ops.undo(tx, other, None, ["a"])
+
+
+async def test_undo_thread_by_thread_is_atomic(backend) -> None:
+    b, url = backend
+    await _pieces(b)
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "prune", "prune a, b", ["a", "b"], {}, NOW)
+        await op.delete("pieces", ("thread", "n"), "n < ?", (2,), thread="thread")
+        op_id = await op.finish({t: await _print_of(tx, t) for t in "ab"})
+
+    async def undo_a() -> None:
+        async with b.transaction() as tx:
+            await ops.undo(tx, op_id, _print_of, ["a"])
+
+    await atomic(url, b, undo_a)

@@ -237,6 +237,14 @@ async def test_rewind_hard_and_undo_restore_every_row(lg):
         assert strip_ids(agent.get_state(cfg("t")).values) == strip_ids(ref.values)
         ops = await h.oplog()
         assert ops[0].kind == "rewind" and ops[0].purgeable_rows > 0
+        rewound = dump(url, saver)
+        await h.undo()
+        assert dump(url, saver) == rows
+        # redo: the fork is the head again, LangGraph reads and resumes it as after the rewind
+        await h.redo()
+        assert dump(url, saver) == rewound
+        assert agent.get_state(cfg("t")).config["configurable"]["checkpoint_id"] == hist[0]
+        assert strip_ids(agent.get_state(cfg("t")).values) == strip_ids(ref.values)
         await h.undo()
         assert dump(url, saver) == rows
         # soft rewind, then LangGraph writes: undo refuses, nothing changed

@@ -260,7 +260,7 @@ def test_langgraph_live_saver_and_agentctl(kind_db):
         ["rewind", "idle~2", "--hard", "--yes", "--no-backup"], ["undo"]])
     assert len(put) >= WRITES
     have = {r[0] for r in rows(db, "SELECT checkpoint_id FROM checkpoints")}
-    trashed = {r[0] for r in rows(db, "SELECT checkpoint_id FROM agentctl_langgraph_trash_checkpoints")}
+    trashed = {r[0] for r in rows(db, "SELECT checkpoint_id FROM agentctl_trash_checkpoints")}
     assert set(put) <= have | trashed  # no row lost
     W = "checkpoint_writes" if is_pg(db) else "writes"
     orphans = rows(db, f"SELECT w.checkpoint_id FROM {W} w WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE "
@@ -551,4 +551,4 @@ def test_agentctl_retries_after_giving_way_and_then_writes(pg_dsn):
                 proc.kill()
     assert proc.returncode == 0, err
     assert len(rows(pg_dsn, "SELECT checkpoint_id FROM checkpoints")) == before + 1  # the fork
-    assert [r[0] for r in rows(pg_dsn, "SELECT kind FROM agentctl_langgraph_oplog")] == ["rewind"]
+    assert [r[0] for r in rows(pg_dsn, "SELECT kind FROM agentctl_journal")] == ["rewind"]

@@ -116,9 +116,10 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             raise OperationError(f"operation {rec['op_id']} was {why}")
         return rec
 
-    async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False) -> Any:
+    async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
+                    threads: Sequence[str] | None = None) -> Any:
         try:
-            return await super()._move(op_id, undone, dry_run)
+            return await super()._move(op_id, undone, dry_run, threads)
         finally:
             self.store._origin_map = None  # a branch may come or go
 

@@ -738,7 +738,8 @@ class ArticleHistory(JournalHistory, History):
 
     # ---- undo, redo, purge: the journal's (agentctl/storage/journal/history.py) ------------
 
-    async def journal_move(self, tx: Any, record: dict[str, Any], image: str) -> None:
+    async def journal_move(self, tx: Any, record: dict[str, Any], image: str,
+                           threads: Sequence[str] | None = None) -> dict[str, Any]:
         """The journal's move, after checking that every row the op (or its undo) left
         is still as it left it (none changed, none deleted, no key taken again), and with
         messages_fts kept in step where agentctl keeps it."""
@@ -752,7 +753,7 @@ class ArticleHistory(JournalHistory, History):
         touched = "messages" in record["tables"]
         if touched:
             await self._fts_index(tx, "delete", keys, (record["op_id"],))
-        await super().journal_move(tx, record, image)
+        moved = await super().journal_move(tx, record, image, threads)
         self._moved = {}
         if touched:
             await self._fts_index(tx, "insert", keys, (record["op_id"],))
@@ -764,6 +765,7 @@ class ArticleHistory(JournalHistory, History):
             for kind, test in (("created", lambda d: other not in d), ("deleted", lambda d: image not in d),
                                ("moved", lambda d: len(d) == 2 and d[image] != d[other])):
                 self._moved[kind] = [checkpoint_id(i) for i, d in images.items() if test(d)]
+        return moved
 
     def _same(self, a: str, b: str) -> str:
         if self.kind == "postgres":

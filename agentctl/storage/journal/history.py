@@ -11,7 +11,10 @@ A format's History mixes this in and gives:
 - `legacy_oplog(limit)` / `legacy_purge(dry_run)` (optional): the previous op log read
   as it stands, for the reads that come before the first write (a read migrates nothing);
 - `undo_result(record, image)` (optional): the checkpoint ids a move created, deleted or
-  moved, for the OpResult (default: none named).
+  moved, for the OpResult (default: none named);
+- `undo_by_thread` True and `undo_threads(record, threads)` (optional): `undo --thread`,
+  the threads the user named as the op's threads (the op's tables written with a thread
+  column: `op.delete(..., thread="thread_id")`); default: undone whole only.
 
 Its writes then read:
 
@@ -52,6 +55,8 @@ class _Reader:
 class JournalHistory:
     store: Any
     last_op_id: int | None = None
+    #: whether `undo --thread` is offered (the format's `undo_threads` names the threads)
+    undo_by_thread = False
 
     # ---- what a format gives ---------------------------------------------------------------
 
@@ -76,12 +81,20 @@ class JournalHistory:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
         return {}
 
-    async def journal_move(self, tx: Any, record: dict[str, Any], image: str) -> None:
-        """Put `image` of the op of `record` back ("before": undo, "after": redo), in the
-        move's transaction. A format extends it for what the journal does not hold (an
-        index it keeps in step by hand) or checks more first (OperationError: nothing changed)."""
-        move = ops.redo if image == "after" else ops.undo
-        await move(tx, int(record["op_id"]), self.fingerprint)
+    async def undo_threads(self, record: dict[str, Any], threads: Sequence[str]) -> list[str]:
+        """The op's threads the user named with `undo --thread` (UsageError for a thread
+        or an op kind the format does not undo so); default: as given."""
+        return list(threads)
+
+    async def journal_move(self, tx: Any, record: dict[str, Any], image: str,
+                           threads: Sequence[str] | None = None) -> dict[str, Any]:
+        """Put `image` of the op of `record` back ("before": undo, "after": redo; `threads`:
+        an undo of those threads alone), in the move's transaction; what `ops.undo` returns.
+        A format extends it for what the journal does not hold (an index it keeps in step
+        by hand) or checks more first (OperationError: nothing changed)."""
+        if image == "after":
+            return await ops.redo(tx, int(record["op_id"]), self.fingerprint)
+        return await ops.undo(tx, int(record["op_id"]), self.fingerprint, threads)
 
     def journal_now(self) -> str:
         now = getattr(self, "_now", None)
@@ -161,7 +174,8 @@ class JournalHistory:
                                  f"{verb} operation {rec['undo_of']} instead")
         return rec
 
-    async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False) -> Any:
+    async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
+                    threads: Sequence[str] | None = None) -> Any:
         from agentctl.storage.results import OpResult
 
         verb, kind = ("redid", "redo") if undone else ("undid", "undo")
@@ -180,20 +194,28 @@ class JournalHistory:
         async with self.journal_tx() as tx:
             rec = await self._pick(tx, op_id, undone)
             await self.lock(tx, rec["threads"])
-            await self.journal_move(tx, rec, "after" if undone else "before")
+            only = None if threads is None else await self.undo_threads(rec, threads)
+            moved = await self.journal_move(tx, rec, "after" if undone else "before", only)
             summary = f"{verb} operation {rec['op_id']} ({rec['summary']})"
-            new = await ops.entry(tx, kind, summary, rec["threads"], int(rec["op_id"]), self.journal_now())
-            await tx.execute(f"UPDATE {ops.LOG} SET undone_by = ? WHERE op_id = ?",
-                             None if undone else new, int(rec["op_id"]))
+            if moved.get("left") or rec["details"].get("restored") or only is not None:
+                summary += f" for thread(s) {', '.join(moved['moved'])}"
+            new = await ops.entry(tx, kind, summary, moved["moved"], int(rec["op_id"]), self.journal_now())
+            if moved["done"]:
+                await tx.execute(f"UPDATE {ops.LOG} SET undone_by = ? WHERE op_id = ?",
+                                 None if undone else new, int(rec["op_id"]))
         self.last_op_id = new
+        if moved.get("left"):
+            summary += (f"; left {ops.brief(moved['left'])} (`agentctl undo {rec['op_id']} --thread THREAD` "
+                        "restores them while they do not change)")
         ids = self.undo_result(rec, "after" if undone else "before")
         return OpResult(new, kind, summary, ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
 
     async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
         from agentctl.storage.contract import whole_undo_only
 
-        whole_undo_only(self.store.format.name, threads)
-        return await self._move(op_id, False)
+        if not self.undo_by_thread:
+            whole_undo_only(self.store.format.name, threads)
+        return await self._move(op_id, False, threads=threads)
 
     async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
         return await self._move(op_id, True, dry_run)

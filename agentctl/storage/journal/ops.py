@@ -18,6 +18,13 @@ A format's write:
 
 Undo and redo take the same fingerprint as a callable (tx, thread) -> value and refuse
 when a thread's differs from the one the op's last move left.
+
+Undo thread by thread (a prune of several threads, some of which the framework wrote to
+since): a write names each table's thread column (`thread=`, recorded in the op's
+`tables` as {"key": [...], "thread": column}); `undo(..., threads=[...])` then moves the
+images of those threads alone, checks their fingerprints alone, and keeps the threads it
+restored in the op's details ("restored"); the op stays not undone until every thread is
+restored (a later whole undo restores the rest), then is undone as a whole.
 """
 
 from __future__ import annotations
@@ -54,37 +61,40 @@ class Op:
         self.tx = tx
         self.op_id = op_id
         self.threads = list(threads)
-        #: table -> key columns, in the order first changed
-        self.tables: dict[str, list[str]] = {}
+        #: table -> key columns (or {"key": columns, "thread": column}), in the order first changed
+        self.tables: dict[str, Any] = {}
         self._updated: list[tuple[str, str, Sequence[Any]]] = []
 
-    def _touch(self, table: str, key: Sequence[str]) -> None:
-        self.tables.setdefault(table, list(key))
+    def _touch(self, table: str, key: Sequence[str], thread: str | None = None) -> None:
+        self.tables.setdefault(table, {"key": list(key), "thread": thread} if thread else list(key))
 
-    async def declare(self, table: str, key: Sequence[str]) -> None:
+    async def declare(self, table: str, key: Sequence[str], *, thread: str | None = None) -> None:
         """Name a table the op may change before it changes it: tables are put back in
         the order they were first named (parents before the rows that refer to them)."""
         await trash.ensure(self.tx, table)
-        self._touch(table, key)
+        self._touch(table, key, thread)
 
-    async def delete(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = ()) -> int:
-        """Delete the rows matching `where`, their before-images kept."""
-        self._touch(table, key)
+    async def delete(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = (), *,
+                     thread: str | None = None) -> int:
+        """Delete the rows matching `where`, their before-images kept. `thread`: the
+        table's thread column (the op can then be undone thread by thread)."""
+        self._touch(table, key, thread)
         await trash.set_aside(self.tx, self.op_id, table, where, params)
         return await self.tx.execute(f'DELETE FROM "{table}" WHERE {where}', *params)
 
     async def update(self, table: str, key: Sequence[str], where: str, params: Sequence[Any],
-                     assign: str, values: Sequence[Any]) -> int:
+                     assign: str, values: Sequence[Any], *, thread: str | None = None) -> int:
         """`UPDATE table SET assign WHERE where`, the before-images kept (the after-images
         at `finish`). The update must not change the key columns."""
-        self._touch(table, key)
+        self._touch(table, key, thread)
         await trash.set_aside(self.tx, self.op_id, table, where, params)
         self._updated.append((table, where, params))
         return await self.tx.execute(f'UPDATE "{table}" SET {assign} WHERE {where}', *values, *params)
 
-    async def inserted(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = ()) -> int:
+    async def inserted(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = (), *,
+                       thread: str | None = None) -> int:
         """Record the rows the format inserted (those matching `where`) as the op's."""
-        self._touch(table, key)
+        self._touch(table, key, thread)
         return await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
 
     async def finish(self, fingerprints: Mapping[str, Any] | None = None) -> int:
@@ -155,41 +165,96 @@ async def listing(reader: Any, limit: int = 50) -> list[dict[str, Any]]:
     return [_decoded(r) for r in await fetch(f"SELECT * FROM {LOG} ORDER BY op_id DESC LIMIT ?", limit)]
 
 
-async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerprint | None) -> None:
+def key_of(spec: Any) -> list[str]:
+    """The key columns of a table of an op's `tables`."""
+    return list(spec["key"]) if isinstance(spec, dict) else list(spec)
+
+
+def thread_column(spec: Any) -> str | None:
+    """The thread column of a table of an op's `tables` (None: not recorded)."""
+    return spec.get("thread") if isinstance(spec, dict) else None
+
+
+def by_thread(r: Mapping[str, Any]) -> bool:
+    """Whether the op of record `r` can be undone thread by thread."""
+    return bool(r["tables"]) and all(thread_column(s) for s in r["tables"].values())
+
+
+def left(r: Mapping[str, Any]) -> list[str]:
+    """The threads of the op of record `r` an undo has not restored yet."""
+    done = set(r["details"].get("restored") or ())
+    return [t for t in r["threads"] if t not in done]
+
+
+def brief(names: Sequence[str]) -> str:
+    return ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
+
+
+async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerprint | None,
+                threads: Sequence[str] | None = None) -> None:
     """Refuse (OperationError) to undo (`undone` 1) or redo (0) the op of record `r`:
-    purged, already so, or a thread's fingerprint not as the op's last move left it."""
+    purged, already so, or a thread's fingerprint not as the op's last move left it.
+    `threads`: an undo of those threads alone (only theirs are checked)."""
     op_id = r["op_id"]
     if r["purged"]:
         raise OperationError(f"operation {op_id} was purged; it can no longer be undone or redone")
     if bool(r["undone"]) == bool(undone):
         raise OperationError(f"operation {op_id} is {'already undone' if undone else 'not undone'}")
+    if threads is not None:
+        if not by_thread(r):
+            raise OperationError(f"operation {op_id} cannot be undone thread by thread; undo it whole")
+        unknown = [t for t in threads if t not in left(r)]
+        if unknown:
+            raise OperationError(f"operation {op_id} has no thread {unknown[0]!r} left to restore")
     if fingerprint is not None:
-        now = await _prints(tx, r["threads"], fingerprint)
-        changed = sorted(t for t in r["threads"] if now.get(t) != r["fingerprints"].get(t))
+        todo = list(threads) if threads is not None else left(r) if undone else list(r["threads"])
+        now = await _prints(tx, todo, fingerprint)
+        changed = sorted(t for t in todo if now.get(t) != r["fingerprints"].get(t))
         if changed:
+            still = [t for t in todo if t not in changed]
+            hint = ""
+            if undone and threads is None and still and by_thread(r):
+                hint = (f"; `agentctl undo {op_id} --thread THREAD` (repeatable) restores the {len(still)} "
+                        f"that did not: {brief(still)}")
             raise OperationError(f"{', '.join(changed)} changed since operation {op_id} was "
-                                 f"{'written' if undone else 'undone'}; nothing was changed")
+                                 f"{'written' if undone else 'undone'}; nothing was changed{hint}")
 
 
-async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None) -> dict[str, Any]:
+async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None,
+                threads: Sequence[str] | None = None) -> dict[str, Any]:
     r = await record(tx, op_id)
-    await check(tx, r, undone, fingerprint)
+    await check(tx, r, undone, fingerprint, threads)
+    restored = list(r["details"].get("restored") or [])
+    moving = list(threads) if threads is not None else left(r) if undone else list(r["threads"])
+    partial = bool(undone) and (threads is not None or bool(restored))
+    tables = list(r["tables"].items())
     # rows the op changed go back in place, rows it inserted or deleted come and go
     # around them: parents before their children come, children before their parents go
     # (in the order the op first touched its tables), so foreign keys hold throughout
-    tables = list(r["tables"].items())
-    await trash.move(tx, op_id, tables, image)
+    await trash.move(tx, op_id, [(t, key_of(spec), thread_column(spec)) for t, spec in tables], image,
+                     moving if partial else None)
     # the fingerprints the next move of this op compares against
-    prints = await _prints(tx, r["threads"], fingerprint) if fingerprint is not None else r["fingerprints"]
-    await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ? WHERE op_id = ?",
-                     undone, json.dumps(prints), op_id)
-    return r
+    prints = dict(r["fingerprints"])
+    if fingerprint is not None:
+        prints.update(await _prints(tx, moving, fingerprint))
+    done = not partial or set(restored + moving) >= set(r["threads"])
+    details = dict(r["details"])
+    details.pop("restored", None)
+    if not done:
+        details["restored"] = restored + moving
+    await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ?, details = ? WHERE op_id = ?",
+                     undone if done else 0, json.dumps(prints), json.dumps(details), op_id)
+    return {**r, "moved": moving, "done": done, "left": [t for t in left(r) if t not in moving] if undone else []}
 
 
-async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
-    """Put the op's before-images back where its rows stand (`trash.move`), when each of
-    its threads' `fingerprint` is as the op left it (else OperationError, nothing changed)."""
-    return await _move(tx, op_id, "before", 1, fingerprint)
+async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None,
+               threads: Sequence[str] | None = None) -> dict[str, Any]:
+    """Put the op's before-images back where its rows stand, when each of its threads'
+    `fingerprint` is as the op left it (else OperationError, nothing changed). `threads`:
+    those threads' images alone (the op stays undoable for the others; see the module
+    doc); the returned record's "moved" names the threads restored, "done" whether the
+    op is now undone, "left" the threads still to restore."""
+    return await _move(tx, op_id, "before", 1, fingerprint, threads)
 
 
 async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:

@@ -84,43 +84,79 @@ async def put_back(tx: Any, op_id: int, table: str, image: str = "before", *, ke
     return n
 
 
-def _held(tx: Any, table: str, key: Sequence[str], row: str) -> str:
-    """SQL: the op (`?`) holds an image (`?`) of the row `row` (a table's alias) by key.
+def _held(tx: Any, table: str, key: Sequence[str], row: str, pick: str) -> str:
+    """SQL: the op (`?`) holds an image (`?`) of the row `row` (a table's alias) by key,
+    of the threads `pick` names (a partial undo's filter on the trash rows, its own `?`s).
     SQLite: a row-value IN, which it answers from the table's key index; Postgres: an
     EXISTS, which it plans as a (hash) semi-join, where a NOT IN may rescan per row."""
     name = _q(trash_name(table))
     if tx.kind == "postgres":
         match = " AND ".join(f"o.{_q(k)} = {row}.{_q(k)}" for k in key)
-        return f"EXISTS (SELECT 1 FROM {name} AS o WHERE o.{OP} = ? AND o.{IMAGE} = ? AND {match})"
+        return f"EXISTS (SELECT 1 FROM {name} AS o WHERE o.{OP} = ? AND o.{IMAGE} = ? AND {match}{pick.format('o.')})"
     keys = ", ".join(f"{row}.{_q(k)}" for k in key)
-    return f"({keys}) IN (SELECT {', '.join(_q(k) for k in key)} FROM {name} WHERE {OP} = ? AND {IMAGE} = ?)"
+    return (f"({keys}) IN (SELECT {', '.join(_q(k) for k in key)} FROM {name} WHERE {OP} = ? AND {IMAGE} = ?"
+            f"{pick.format('')})")
 
 
-async def move(tx: Any, op_id: int, tables: Sequence[tuple[str, Sequence[str]]], image: str) -> None:
+async def move(tx: Any, op_id: int, tables: Sequence[tuple[str, Sequence[str], str | None]], image: str,
+               threads: Sequence[str] | None = None) -> None:
     """Put `image` ("before": undo, "after": redo) of the rows `op_id` changed in
-    `tables` (table, key columns; in the order the op first touched them) back, keeping
-    the images: the rows only `image` holds are inserted (tables in order: parents
-    first), the rows both images hold (the op updated them) are updated in place — never
-    deleted and inserted again, so rows of other tables that refer to them (foreign keys,
-    ON DELETE CASCADE) stay — and the rows at the keys only the other image holds are
-    deleted (tables in reverse order: children first)."""
+    `tables` (table, key columns, thread column; in the order the op first touched them)
+    back, keeping the images: the rows only `image` holds are inserted (tables in order:
+    parents first), the rows both images hold (the op updated them) are updated in place
+    — never deleted and inserted again, so rows of other tables that refer to them
+    (foreign keys, ON DELETE CASCADE) stay — and the rows at the keys only the other
+    image holds are deleted (tables in reverse order: children first). `threads`: the
+    images of those threads alone (by each table's thread column; a partial undo)."""
     other = "after" if image == "before" else "before"
-    for table, key in tables:
+    picks: dict[str, tuple[str, list[Any]]] = {}
+    for table, _, thread in tables:
+        if threads is None or thread is None:
+            picks[table] = ("", [])
+        else:
+            picks[table] = (f" AND {{}}{_q(thread)} IN ({', '.join('?' for _ in threads)})", list(threads))
+    for table, key, _ in tables:
         name, cols = _q(trash_name(table)), await columns(tx, table)
+        pick, args = picks[table]
         listed = ", ".join(_q(c) for c in cols)
         await tx.execute(f"INSERT INTO {_q(table)} ({listed}) SELECT {', '.join('s.' + _q(c) for c in cols)} "
-                         f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? AND NOT {_held(tx, table, key, 's')}",
-                         op_id, image, op_id, other)
+                         f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')} "
+                         f"AND NOT {_held(tx, table, key, 's', pick)}", op_id, image, *args, op_id, other, *args)
         rest = [c for c in cols if c not in key]
         if rest:
             match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
             await tx.execute(f"UPDATE {_q(table)} SET {', '.join(f'{_q(c)} = s.{_q(c)}' for c in rest)} "
-                             f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ? AND {match} "
-                             f"AND {_held(tx, table, key, 's')}", op_id, image, op_id, other)
-    for table, key in reversed(tables):
+                             f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')} AND {match} "
+                             f"AND {_held(tx, table, key, 's', pick)}", op_id, image, *args, op_id, other, *args)
+    for table, key, _ in reversed(tables):
         here = _q(table)
-        await tx.execute(f"DELETE FROM {here} WHERE {_held(tx, table, key, here)} "
-                         f"AND NOT {_held(tx, table, key, here)}", op_id, other, op_id, image)
+        pick, args = picks[table]
+        await tx.execute(f"DELETE FROM {here} WHERE {_held(tx, table, key, here, pick)} "
+                         f"AND NOT {_held(tx, table, key, here, pick)}", op_id, other, *args, op_id, image, *args)
+
+
+def images_of(table: str, image: str = "before") -> str:
+    """A subquery (one `?`: the op id) of the rows an op set aside from `table` as
+    `image`, with the table's columns: for a write that needs what it set aside so far
+    (LangGraph's prune: the blobs only its deleted checkpoints named)."""
+    return f"(SELECT * FROM {_q(trash_name(table))} WHERE {OP} = ? AND {IMAGE} = '{image}')"
+
+
+async def widen(tx: Any, table: str) -> list[str]:
+    """Add to `table`'s trash (when it exists) the columns the source table gained since
+    it was made (a framework's own schema migration); the columns added."""
+    name = trash_name(table)
+    if not await tx.table_exists(name):
+        return []
+    have = set(await columns(tx, name))
+    added = [c for c in await columns(tx, table) if c not in have]
+    for col in added:
+        typ = ""
+        if tx.kind == "postgres":
+            typ = " " + (await tx.fetch("SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute "
+                                        "WHERE attrelid = to_regclass(?) AND attname = ?", _q(table), col))[0]["t"]
+        await tx.execute(f"ALTER TABLE {_q(name)} ADD COLUMN {_q(col)}{typ}")
+    return added
 
 
 async def free(tx: Any, table: str, op_ids: Sequence[int]) -> int:

@@ -19,8 +19,9 @@ Mapping, in short:
   next_node = the nodes LangGraph would run next.
 
 Writes (`history`): rewind (a fork checkpoint copying REF as the new head, the way
-LangGraph's replay forks), branch, prune, threads delete, undo and purge; side tables
-`agentctl_langgraph_*`; merge (three-way, of channel values).
+LangGraph's replay forks), branch, prune, threads delete, merge (three-way, of channel
+values), edit, run records; on the journal (undo, redo, purge; side tables
+`agentctl_journal`, `agentctl_trash_*`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """Writes on LangGraph's checkpoint tables (SQLite and Postgres savers): rewind, branch,
-prune, threads delete, and their undo. Every write is one transaction, recorded in
-side tables LangGraph's savers never read:
+merge, prune, threads delete, edit, the record of a run. Each is one transaction on the
+journal (agentctl/storage/journal/): the rows it deletes and inserts, as row changes of
+`checkpoints`, `writes` / `checkpoint_writes` and (Postgres) `checkpoint_blobs`, each
+keyed by its primary key with `thread_id` as the thread column; undo and redo are the
+journal's (a prune's undo also thread by thread: `undo OP --thread T`). They refuse when
+a thread the operation wrote changed since (the fingerprint: the count and greatest id
+of its checkpoints, the count of its pending writes and blobs), e.g. because LangGraph
+ran on it. A branch's and a merge's op name only the thread they wrote (the branch, the
+thread merged into): their undo does not care what the source did since.
 
-- `agentctl_langgraph_oplog`: the operation log (`agentctl.storage.sidelog.SideLog`);
-- `agentctl_langgraph_trash_checkpoints`, `..._trash_writes` and (Postgres)
-  `..._trash_blobs`: the rows an operation deleted, column for column, with the
-  operation's id (`agentctl_op_id`), until `purge`.
-
-Undo restores every table row for row: the rows an operation added are deleted, the
-rows it deleted come back from the trash. It refuses when a thread the operation wrote
-changed since (its fingerprint: the count and greatest id of its checkpoints, the
-count of its pending writes and blobs), e.g. because LangGraph ran on it.
+The previous release's op log (`agentctl_langgraph_oplog` and its trash tables) is moved
+into the journal by the first write (`migrate`, see `legacy.py`).
 
 `rewind REF` is LangGraph's own time travel, made the head of the thread: LangGraph
 resumes a thread from its latest checkpoint, so agentctl writes a NEW checkpoint copying
@@ -72,15 +72,12 @@ from typing import Any, Sequence
 from agentctl.errors import CheckpointNotFound, NotFoundError, OperationError, UsageError
 from agentctl.model import CheckpointMetadata, utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
-from agentctl.storage.sidelog import SideLog
+from agentctl.storage.journal import trash
+from agentctl.storage.journal.history import JournalHistory
+from agentctl.storage.journal.ops import Op
 from agentctl.storage.sqlutil import in_chunks
 
-from agentctl.storage.langgraph.store import OPLOG, TRASH_B, TRASH_CP, TRASH_W
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
-UNDOABLE = ("rewind", "branch", "merge", "prune", "delete_thread", "run", "edit")
-#: the ops whose rows LangGraph itself wrote (the user's agent run by `agentctl run` /
-#: `edit`), recorded afterwards by the keys of the rows they inserted
-BY_LANGGRAPH = ("run", "edit")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
 
@@ -148,10 +145,11 @@ def _replace_str_value(payload: bytes, key: str, new: str, old: str | None = Non
     raise OperationError(f"checkpoint payload has no {key!r} string to rewrite")
 
 
-class LangGraphHistory(History):
+class LangGraphHistory(JournalHistory, History):
     """The write side of the LangGraph format (see the module doc)."""
 
     prune_policies = ("keep_last_n", "keep_age")  # no milestones
+    undo_by_thread = True
 
     def __init__(self, store: Any, *, now: Any = None, hex4: Any = None) -> None:
         self.store = store
@@ -159,11 +157,16 @@ class LangGraphHistory(History):
         self._pg = store.kind == "postgres"
         self._now = now or utc_now_iso
         self._hex = hex4 or (lambda: secrets.token_hex(2))
-        self.log = SideLog(OPLOG, store.kind)
         self.W = "checkpoint_writes" if self._pg else "writes"
         self.WV = "blob" if self._pg else "value"
         self.C = ' COLLATE "C"' if self._pg else ""
         self._cols: dict[str, list[str]] = {}
+        self._widened: Any = None  # the transaction whose trash tables were widened
+        #: each table's primary key (the journal's row keys)
+        self._keys = {"checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id"),
+                      self.W: ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx")}
+        if self._pg:
+            self._keys["checkpoint_blobs"] = ("thread_id", "checkpoint_ns", "channel", "version")
 
     # ---- plumbing --------------------------------------------------------------------
 
@@ -173,57 +176,44 @@ class LangGraphHistory(History):
             raise Unsupported("langgraph (shallow saver)", "writes")
 
     def _tx(self, threads: Sequence[str]) -> Any:
-        return self.store._db.transaction(sorted(set(threads)))
+        return self.journal_tx(sorted(set(threads)))
 
-    async def _begin(self, tx: Any) -> None:
-        """Side tables, and on Postgres the data tables locked against LangGraph's writers
-        (the fingerprints of undo and the plans read here must stay true)."""
-        await self.log.ensure(tx)
+    async def lock(self, tx: Any, threads: Sequence[str]) -> None:
+        """Postgres: LangGraph's tables locked against its writers (the fingerprints and
+        the plans read here must stay true). A trash made before a saver's migration
+        added a column gets that column."""
         if self._pg:
             # in the order LangGraph's PostgresSaver.put takes them (blobs, then
             # checkpoints; put_writes: writes alone), so a saver's write in progress
             # finishes first instead of deadlocking with this one
             await tx.execute(f"LOCK TABLE checkpoint_blobs, checkpoints, {self.W} IN SHARE ROW EXCLUSIVE MODE")
-        for trash, table in ((TRASH_CP, "checkpoints"), (TRASH_W, self.W)) + (
-                ((TRASH_B, "checkpoint_blobs"),) if self._pg else ()):
-            if not await tx.table_exists(trash):
-                cols = ", ".join(await self._columns(tx, table))
-                await tx.execute(f"CREATE TABLE {trash} AS SELECT CAST(0 AS BIGINT) AS agentctl_op_id, "
-                                 f"{cols} FROM {table} WHERE 1 = 0")
-                await tx.execute(f"CREATE INDEX {trash}_op ON {trash} (agentctl_op_id)")
-                continue
-            # a saver's migration may have added columns since the trash was made
-            self._cols.pop(trash, None)
-            have = set(await self._columns(tx, trash))
-            for col in await self._columns(tx, table):
-                if col in have:
-                    continue
-                typ = ""
-                if self._pg:
-                    typ = " " + (await tx.fetch(
-                        "SELECT format_type(a.atttypid, a.atttypmod) AS t FROM pg_attribute a "
-                        "WHERE a.attrelid = to_regclass(?) AND a.attname = ?", table, col))[0]["t"]
-                await tx.execute(f"ALTER TABLE {trash} ADD COLUMN {col}{typ}")
-            self._cols.pop(trash, None)
+        if self._widened is not tx:  # once a transaction (the journal locks again before a move)
+            self._widened = tx
+            for table in self._keys:
+                if await trash.widen(tx, table):
+                    self._cols.clear()
+
+    async def migrate(self, tx: Any) -> None:
+        from agentctl.storage.langgraph import legacy
+
+        await legacy.migrate(self, tx)
+
+    async def legacy_oplog(self, limit: int) -> list[Any] | None:
+        from agentctl.storage.langgraph import legacy
+
+        return await legacy.oplog(self, limit)
+
+    async def legacy_purge(self, dry_run: bool) -> Any | None:
+        from agentctl.storage.langgraph import legacy
+
+        return await legacy.purge_plan(self) if dry_run else None
 
     async def _columns(self, tx: Any, table: str) -> list[str]:
         if table not in self._cols:
-            if self._pg:
-                rows = await tx.fetch(
-                    "SELECT column_name AS name FROM information_schema.columns WHERE table_name = ? "
-                    "AND table_schema = ANY(current_schemas(false)) ORDER BY ordinal_position", table)
-            else:
-                rows = await tx.fetch("SELECT name FROM pragma_table_info(?) ORDER BY cid", table)
-            self._cols[table] = [r["name"] for r in rows]
+            self._cols[table] = await trash.columns(tx, table)
         return self._cols[table]
 
-    async def _record(self, tx: Any, kind: str, summary: str, threads: list[str],
-                      details: dict[str, Any], undo_of: int | None = None) -> int:
-        op_id = await self.log.record(tx, self._now(), kind, summary, threads, details, undo_of)
-        self.last_op_id = op_id
-        return op_id
-
-    async def _fingerprint(self, tx: Any, tid: str) -> list[Any]:
+    async def fingerprint(self, tx: Any, tid: str) -> list[Any]:
         a = await tx.fetch(f"SELECT COUNT(*) AS n, MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
                            "WHERE thread_id = ?", tid)
         b = await tx.fetch(f"SELECT COUNT(*) AS n FROM {self.W} WHERE thread_id = ?", tid)
@@ -233,26 +223,73 @@ class LangGraphHistory(History):
             out.append(int(c[0]["n"]))
         return out
 
-    async def _finish(self, tx: Any, op_id: int, details: dict[str, Any], tids: Sequence[str]) -> None:
-        details["after"] = {t: await self._fingerprint(tx, t) for t in dict.fromkeys(tids)}
-        await self.log.set_details(tx, op_id, details)
+    def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
+        """The checkpoint a rewind, merge or edit wrote: deleted by the undo, made again by the redo."""
+        fork = (record.get("details") or {}).get("fork")
+        if not fork:
+            return {}
+        return {"deleted" if image == "before" else "created": [fork]}
 
-    async def _trash(self, tx: Any, op_id: int, table: str, where: str, *params: Any) -> int:
-        """Move the rows of `table` matching `where` (aliased `x`) to its trash."""
-        trash = {"checkpoints": TRASH_CP, self.W: TRASH_W, "checkpoint_blobs": TRASH_B}[table]
-        cols = await self._columns(tx, table)
-        names = ", ".join(cols)
-        await tx.execute(f"INSERT INTO {trash} (agentctl_op_id, {names}) SELECT CAST(? AS BIGINT), "
-                         f"{', '.join('x.' + c for c in cols)} FROM {table} x WHERE {where}", op_id, *params)
-        if self._pg:
-            return await tx.execute(f"DELETE FROM {table} AS x WHERE {where}", *params)
-        return await tx.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT x.rowid FROM {table} x "
-                                f"WHERE {where})", *params)
+    async def undo_threads(self, record: dict[str, Any], threads: Sequence[str]) -> list[str]:
+        """`undo OP --thread T`: of a prune, the threads named (THREAD or THREAD|NS) among
+        those it still has to restore."""
+        from agentctl.storage.journal import ops
 
-    async def _trash_ids(self, tx: Any, op_id: int, tid: str, ns: str, ids: Sequence[str],
-                         all_ids: Sequence[str] | None = None) -> int:
-        """Checkpoints of (tid, ns) by id, with their pending writes, to the trash. With
-        `all_ids` (every id of the namespace, in order) on SQLite, the ids go as runs of
+        if record["kind"] != "prune":
+            raise UsageError(f"--thread restores some threads of a prune; operation {record['op_id']} is a "
+                             f"{record['kind']} (undo it whole)")
+        todo = ops.left(record)
+        out: list[str] = []
+        for t in threads:
+            tid = t if t in todo else (await self.store._split(t))[0]
+            if tid not in todo:
+                raise UsageError(f"operation {record['op_id']} has no thread {t!r} left to restore "
+                                 f"(it has: {ops.brief(todo) or 'none'})")
+            if tid not in out:
+                out.append(tid)
+        return out
+
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+        """The journal's undo (`threads`: of a prune, those threads alone; the op stays
+        undoable for its others); the store's caches dropped."""
+        await self._ready()
+        try:
+            return await JournalHistory.undo(self, op_id, threads)
+        finally:
+            self._forget()
+
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
+        from agentctl.storage.langgraph import legacy
+
+        await self._ready()
+        if op_id is not None:
+            await legacy.refuse_redo(self, op_id)
+        try:
+            return await JournalHistory.redo(self, op_id, dry_run)
+        finally:
+            self._forget()
+
+    async def purge(self, dry_run: bool = False) -> Any:
+        await self._ready()
+        return await JournalHistory.purge(self, dry_run)
+
+    def _forget(self) -> None:
+        """The store's caches of checkpoint places and branches: stale after a write."""
+        self.store._where.clear()
+        self.store._branch_map = None
+
+    async def _delete(self, op: Op, table: str, where: str, *params: Any) -> int:
+        """Delete the rows of `table` matching `where` (journal: to the trash)."""
+        return await op.delete(table, self._keys[table], where, params, thread="thread_id")
+
+    async def _inserted(self, op: Op, table: str, where: str, *params: Any) -> int:
+        """The rows of `table` matching `where`, just inserted, recorded as the op's."""
+        return await op.inserted(table, self._keys[table], where, params, thread="thread_id")
+
+    async def _delete_ids(self, op: Op, tid: str, ns: str, ids: Sequence[str],
+                          all_ids: Sequence[str] | None = None) -> int:
+        """Checkpoints of (tid, ns) by id, with their pending writes. With `all_ids`
+        (every id of the namespace, in order) on SQLite, the ids go as runs of
         consecutive ids, one range statement per run (a prune's usual case: one run)."""
         n = 0
         if all_ids is not None and not self._pg:
@@ -268,27 +305,38 @@ class LangGraphHistory(History):
                 prev_in = cid in wanted
             if len(runs) * 10 <= len(ids):
                 for lo, hi in runs:
-                    where = "x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id >= ? AND x.checkpoint_id <= ?"
-                    await self._trash(tx, op_id, self.W, where, tid, ns, lo, hi)
-                    n += await self._trash(tx, op_id, "checkpoints", where, tid, ns, lo, hi)
+                    where = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id >= ? AND checkpoint_id <= ?"
+                    await self._delete(op, self.W, where, tid, ns, lo, hi)
+                    n += await self._delete(op, "checkpoints", where, tid, ns, lo, hi)
                 return n
         for ph, chunk in in_chunks(ids):
-            where = f"x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id IN ({ph})"
-            await self._trash(tx, op_id, self.W, where, tid, ns, *chunk)
-            n += await self._trash(tx, op_id, "checkpoints", where, tid, ns, *chunk)
+            where = f"thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({ph})"
+            await self._delete(op, self.W, where, tid, ns, *chunk)
+            n += await self._delete(op, "checkpoints", where, tid, ns, *chunk)
         return n
 
-    async def _trash_unused_blobs(self, tx: Any, op_id: int, tid: str) -> int:
+    async def _delete_unused_blobs(self, op: Op, tid: str) -> int:
         """Postgres: the blobs of a thread named by the checkpoints this operation
-        trashed and by no checkpoint left, to the trash."""
+        deleted and by no checkpoint left."""
         if not self._pg:
             return 0
-        where = ("x.thread_id = ? AND (x.checkpoint_ns, x.channel, x.version) IN (SELECT t.checkpoint_ns, v.key, "
-                 f"v.value FROM {TRASH_CP} t CROSS JOIN LATERAL jsonb_each_text(t.checkpoint -> 'channel_versions') v "
-                 "WHERE t.agentctl_op_id = CAST(? AS BIGINT) AND t.thread_id = x.thread_id) "
-                 "AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = x.thread_id "
-                 "AND c.checkpoint_ns = x.checkpoint_ns AND c.checkpoint -> 'channel_versions' ->> x.channel = x.version)")
-        return await self._trash(tx, op_id, "checkpoint_blobs", where, tid, op_id)
+        b = "checkpoint_blobs"
+        where = (f"thread_id = ? AND (checkpoint_ns, channel, version) IN (SELECT t.checkpoint_ns, v.key, v.value "
+                 f"FROM {trash.images_of('checkpoints')} t CROSS JOIN LATERAL "
+                 f"jsonb_each_text(t.checkpoint -> 'channel_versions') v WHERE t.thread_id = {b}.thread_id) "
+                 f"AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = {b}.thread_id "
+                 f"AND c.checkpoint_ns = {b}.checkpoint_ns AND c.checkpoint -> 'channel_versions' ->> {b}.channel "
+                 f"= {b}.version)")
+        return await self._delete(op, b, where, tid, op.op_id)
+
+    async def _inserted_update(self, op: Op, tid: str, new_id: str, blobs: list[list[str]]) -> None:
+        """The checkpoint `_write_update` inserted and its blobs (all at one new version)."""
+        await self._inserted(op, "checkpoints", "thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
+                             tid, new_id)
+        if blobs:
+            chans = [ch for _, ch, _ in blobs]
+            await self._inserted(op, "checkpoint_blobs", f"thread_id = ? AND checkpoint_ns = '' AND version = ? "
+                                 f"AND channel IN ({', '.join('?' for _ in chans)})", tid, blobs[0][2], *chans)
 
     # ---- reading (outside or inside a transaction) -----------------------------------
 
@@ -342,7 +390,6 @@ class LangGraphHistory(History):
         addr = target.thread_id
         before = await self.store.count(addr)
         async with self._tx([tid]) as tx:
-            await self._begin(tx)
             later = await self._rows_after(tx.fetch, tid, ns, ref, hard and ns == "")
             if not later:
                 cp = await self.store.get(ref)
@@ -360,20 +407,21 @@ class LangGraphHistory(History):
             details: dict[str, Any] = {"thread_id": tid, "ns": ns, "ref": ref, "fork": new_id, "hard": hard,
                                        "later": len(later)}
             verb = "to the trash" if hard else "kept as a branch"
-            op_id = await self._record(
-                tx, "rewind", f"rewind {addr} to step {target.step} ({ref}): fork {new_id}; "
-                f"{len(later)} later checkpoint(s) {verb}", [addr], details)
+            op = await self.journal_begin(tx, "rewind", f"rewind {addr} to step {target.step} ({ref}): fork "
+                                          f"{new_id}; {len(later)} later checkpoint(s) {verb}", [tid], details)
             if hard:
                 by_ns: dict[str, list[str]] = {}
                 for r in later:
                     by_ns.setdefault(r["checkpoint_ns"], []).append(r["checkpoint_id"])
                 for each_ns, ids in by_ns.items():  # all after REF: one run
-                    await self._trash_ids(tx, op_id, tid, each_ns, ids, all_ids=ids)
-                details["blobs_trashed"] = await self._trash_unused_blobs(tx, op_id, tid)
+                    await self._delete_ids(op, tid, each_ns, ids, all_ids=ids)
+                await self._delete_unused_blobs(op, tid)
             await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
-            await self._finish(tx, op_id, details, [tid])
-        self.store._where.clear()
-        self.store._branch_map = None
+            for table in ("checkpoints", self.W):
+                await self._inserted(op, table, "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                                     tid, ns, new_id)
+            op_id = await self.journal_finish(op)
+        self._forget()
         cp = await self.store.get(new_id)
         return TimeTravelResult(checkpoint=cp, thread_id=addr, rewind_depth=len(later),
                                 snapshot_count_before=before, op_id=op_id,
@@ -436,10 +484,9 @@ class LangGraphHistory(History):
         async with self._tx([tid, new]) as tx:
             if await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", new):
                 raise OperationError(f"thread {new!r} appeared meanwhile; retry")
-            await self._begin(tx)
             details: dict[str, Any] = {"thread_id": tid, "ref": ref, "new_thread": new}
-            op_id = await self._record(tx, "branch", f"branch {new} from {tid} step {self._meta(row).step} "
-                                       f"({ref})", [new, tid], details)
+            op = await self.journal_begin(tx, "branch", f"branch {new} from {tid} step {self._meta(row).step} "
+                                          f"({ref})", [new], details)
             # REF's own pending writes go only when nothing ran from it: once a child
             # exists they were consumed, and on the branch's head LangGraph would apply them
             continued = bool(await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
@@ -463,10 +510,10 @@ class LangGraphHistory(History):
                     "FROM checkpoint_blobs b WHERE b.thread_id = ? AND (b.checkpoint_ns, b.channel, b.version) IN "
                     "(SELECT DISTINCT c.checkpoint_ns, v.key, v.value FROM checkpoints c CROSS JOIN LATERAL "
                     "jsonb_each_text(c.checkpoint -> 'channel_versions') v WHERE c.thread_id = ?)", new, tid, new)
-            details["copied"] = (await self._fingerprint(tx, new))[0]
-            await self._finish(tx, op_id, details, [new, tid])
-        self.store._where.clear()
-        self.store._branch_map = None
+            for table in self._keys:
+                await self._inserted(op, table, "thread_id = ?", new)
+            await self.journal_finish(op)
+        self._forget()
         return new
 
     async def _fresh_thread(self, stem: str) -> str:
@@ -637,7 +684,6 @@ class LangGraphHistory(History):
         targets = await self._prune_threads(spec)
         now = time.time()
         async with self._tx([t for _, t, _ in targets]) as tx:
-            await self._begin(tx)
             plans = []
             for addr, tid, ns in targets:
                 gone, facts = await self._plan_thread(tx.fetch, tid, ns, spec, now)
@@ -649,32 +695,32 @@ class LangGraphHistory(History):
             size = sum(p[4]["bytes"] for p in plans)
             details: dict[str, Any] = {"threads": {p[0]: len(p[3]) for p in plans}, "bytes": size}
             summary = f"prune {n} checkpoint(s) of {len(plans)} thread(s) ({size} bytes)"
-            op_id = await self._record(tx, "prune", summary, [p[0] for p in plans], details)
+            tids = list(dict.fromkeys(p[1] for p in plans))
+            op = await self.journal_begin(tx, "prune", summary, tids, details)
             deleted: list[str] = []
             for i, (addr, tid, ns, gone, facts) in enumerate(plans):
                 ids = [r["checkpoint_id"] for r in gone]
-                await self._trash_ids(tx, op_id, tid, ns, ids, all_ids=facts["ids"])
+                await self._delete_ids(op, tid, ns, ids, all_ids=facts["ids"])
                 deleted += ids
                 if progress is not None:
                     progress(1)
-            for tid in dict.fromkeys(p[1] for p in plans):
-                await self._trash_unused_blobs(tx, op_id, tid)
-            await self._finish(tx, op_id, details, [p[1] for p in plans])
-        self.store._where.clear()
-        self.store._branch_map = None
+            for tid in tids:
+                await self._delete_unused_blobs(op, tid)
+            op_id = await self.journal_finish(op)
+        self._forget()
         return [OpResult(op_id, "prune", summary, deleted=deleted)]
 
     # ---- threads delete ---------------------------------------------------------------
 
     async def _delete_where(self, thread_id: str) -> tuple[str, str, str, list[str]]:
-        """(thread_id, ns, WHERE over `x`, its parameters) of what delete_thread deletes:
+        """(thread_id, ns, WHERE, its parameters) of what delete_thread deletes:
         the root thread goes with its subgraphs' namespaces (as LangGraph's
         delete_thread); a namespace alone."""
         tid, ns = await self.store._split(thread_id)
         if not await self.store._q("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? LIMIT 1",
                                    tid, ns):
             raise NotFoundError(f"thread {thread_id!r} not found")
-        where = "x.thread_id = ?" + ("" if ns == "" else " AND x.checkpoint_ns = ?")
+        where = "thread_id = ?" + ("" if ns == "" else " AND checkpoint_ns = ?")
         return tid, ns, where, [tid] if ns == "" else [tid, ns]
 
     async def plan_delete_thread(self, thread_id: str) -> Any:
@@ -683,8 +729,8 @@ class LangGraphHistory(History):
 
         await self._ready()
         tid, ns, where, params = await self._delete_where(thread_id)
-        rows = await self.store._q(f"SELECT x.checkpoint_ns AS ns, COUNT(*) AS n FROM checkpoints x WHERE {where} "
-                                   f"GROUP BY x.checkpoint_ns ORDER BY x.checkpoint_ns{self.C}", *params)
+        rows = await self.store._q(f"SELECT checkpoint_ns AS ns, COUNT(*) AS n FROM checkpoints WHERE {where} "
+                                   f"GROUP BY checkpoint_ns ORDER BY checkpoint_ns{self.C}", *params)
         included = [address(tid, r["ns"]) for r in rows if r["ns"] != ns]
         branches = [b.thread_id for b in await self.store.branches_of([thread_id])]
         kept = [b for b in dict.fromkeys(branches) if b not in included and b != thread_id]
@@ -696,107 +742,16 @@ class LangGraphHistory(History):
         await self._ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         async with self._tx([tid]) as tx:
-            await self._begin(tx)
             ids = [r["checkpoint_id"] for r in await tx.fetch(
-                f"SELECT x.checkpoint_id FROM checkpoints x WHERE {where} ORDER BY x.checkpoint_id{self.C}", *params)]
+                f"SELECT checkpoint_id FROM checkpoints WHERE {where} ORDER BY checkpoint_id{self.C}", *params)]
             details: dict[str, Any] = {"thread_id": tid, "ns": ns, "count": len(ids)}
             summary = f"delete thread {thread_id} ({len(ids)} checkpoint(s))"
-            op_id = await self._record(tx, "delete_thread", summary, [thread_id], details)
-            await self._trash(tx, op_id, self.W, where, *params)
-            await self._trash(tx, op_id, "checkpoints", where, *params)
-            if self._pg:
-                await self._trash(tx, op_id, "checkpoint_blobs", where, *params)
-            await self._finish(tx, op_id, details, [tid])
-        self.store._where.clear()
-        self.store._branch_map = None
+            op = await self.journal_begin(tx, "delete_thread", summary, [tid], details)
+            for table in (self.W, "checkpoints") + (("checkpoint_blobs",) if self._pg else ()):
+                await self._delete(op, table, where, *params)
+            op_id = await self.journal_finish(op)
+        self._forget()
         return OpResult(op_id, "delete_thread", summary, deleted=ids)
-
-    # ---- oplog, undo, purge -----------------------------------------------------------
-
-    async def _purgeable(self) -> dict[int, int]:
-        counts: dict[int, int] = {}
-        for t in (TRASH_CP, TRASH_W, TRASH_B):
-            if await self.store._db.table_exists(t):
-                for r in await self.store._q(f"SELECT agentctl_op_id AS op, COUNT(*) AS n FROM {t} "
-                                             "GROUP BY agentctl_op_id"):
-                    counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
-        return counts
-
-    async def oplog(self, limit: int = 50) -> list[Any]:
-        rows = await self.log.rows(self.store, limit)
-        counts = await self._purgeable() if rows else {}
-        return [SideLog.record_of(r, counts.get(int(r["op_id"]), 0) if not r["undone"] else 0) for r in rows]
-
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
-        """Revert an operation. Only what the undo touches is checked: a branch's undo
-        deletes the branch thread, whatever its source did since. `threads` (a prune's):
-        restore those threads alone; the op stays undoable for its other threads."""
-        from agentctl.storage.results import OpResult
-
-        await self._ready()
-        op = await self.log.pick(self.store, op_id, UNDOABLE)
-        d = op.details
-        after = d.get("after") or {}
-        done_before = list(d.get("restored") or [])
-        tids = [t for t in after if t not in done_before]  # what is left to restore
-        only = await self._only_threads(op, tids, threads)
-        touched = [d["new_thread"]] if op.kind == "branch" else (only if only is not None else tids)
-        async with self._tx(touched) as tx:
-            await self._begin(tx)
-            changed = [t for t in touched if t in after and await self._fingerprint(tx, t) != after[t]]
-            if changed:
-                still = [t for t in tids if t not in changed]
-                hint = ""
-                if op.kind == "prune" and only is None and still:
-                    hint = (f"; `agentctl undo {op.op_id} --thread THREAD` (repeatable) restores the "
-                            f"{len(still)} that did not: {', '.join(still[:10])}{', …' if len(still) > 10 else ''}")
-                raise OperationError(
-                    f"cannot undo operation {op.op_id} ({op.kind}): thread(s) {', '.join(changed[:10])} changed "
-                    f"after it (LangGraph or another operation wrote to them); nothing was changed{hint}")
-            created: list[str] = []
-            deleted: list[str] = []
-            if op.kind in ("rewind", "merge"):
-                tid, ns, fork = d["thread_id"], d["ns"], d["fork"]
-                if op.kind == "merge" and self._pg:  # the blobs it added: versions no other checkpoint names
-                    await tx.execute(
-                        "DELETE FROM checkpoint_blobs b WHERE b.thread_id = ? AND b.checkpoint_ns = '' AND "
-                        "(b.channel, b.version) IN (SELECT v.key, v.value FROM checkpoints c CROSS JOIN LATERAL "
-                        "jsonb_each_text(c.checkpoint -> 'channel_versions') v WHERE c.thread_id = ? AND "
-                        "c.checkpoint_ns = '' AND c.checkpoint_id = ?) AND NOT EXISTS (SELECT 1 FROM checkpoints c "
-                        "WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id <> ? AND "
-                        "c.checkpoint -> 'channel_versions' ->> b.channel = b.version)", tid, tid, fork, fork)
-                await tx.execute(f"DELETE FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? "
-                                 "AND checkpoint_id = ?", tid, ns, fork)
-                await tx.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-                                 "AND checkpoint_id = ?", tid, ns, fork)
-                deleted.append(fork)
-            elif op.kind == "branch":
-                new = d["new_thread"]
-                deleted = [r["checkpoint_id"] for r in await tx.fetch(
-                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?", new)]
-                for table in (self.W, "checkpoints") + (("checkpoint_blobs",) if self._pg else ()):
-                    await tx.execute(f"DELETE FROM {table} WHERE thread_id = ?", new)
-            created = await self._restore(tx, op.op_id, only)
-            if op.kind in BY_LANGGRAPH:  # after _restore: its trash is what this undo sets aside
-                deleted = await self._unrun(tx, op.op_id, d)
-            left = [t for t in tids if only is not None and t not in only]
-            what = f"undid operation {op.op_id} ({op.summary})" + (f" for thread(s) {', '.join(only)}" if only is not None else "")
-            new_id = await self._record(tx, "undo", what, only if only is not None else op.threads,
-                                        {"undo_of": op.op_id, **({"threads": only} if only is not None else {})},
-                                        undo_of=op.op_id)
-            if left:  # the op stays undoable for the threads left
-                await self.log.set_details(tx, op.op_id, {**d, "restored": done_before + list(only or [])})
-            else:
-                await self.log.mark_undone(tx, op.op_id, new_id)
-        self.store._where.clear()
-        self.store._branch_map = None
-        summary = f"undid operation {op.op_id} ({op.summary})"
-        if only is not None:
-            summary += f" for thread(s) {', '.join(only)}"
-            if left:
-                summary += (f"; left {', '.join(left[:10])}{', …' if len(left) > 10 else ''} "
-                            f"(`agentctl undo {op.op_id} --thread THREAD` restores them while they do not change)")
-        return OpResult(op_id=new_id, kind="undo", summary=summary, created=created, deleted=deleted)
 
     # ---- run: what the user's agent wrote, recorded after the fact -------------------
 
@@ -817,104 +772,30 @@ class LangGraphHistory(History):
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
                          details: dict[str, Any], kind: str = "run") -> int | None:
         """One op (`kind`: "run" or "edit") for what LangGraph, driven by the user's graph,
-        wrote to the thread since `before` (rows whose keys are new): undo moves them to
-        the trash. None: it wrote nothing."""
+        wrote to the thread since `before` (rows whose keys are new): undo deletes them,
+        redo puts them back. None: it wrote nothing."""
         await self._ready()
         async with self._tx([thread_id]) as tx:
-            await self._begin(tx)
-            inserted: dict[str, list[list[Any]]] = {}
+            inserted: dict[str, list[tuple[Any, ...]]] = {}
             for table, sql in self._key_queries().items():
                 now = {tuple(r.values()) for r in await tx.fetch(sql, thread_id)}
                 new = sorted(now - before.get(table, set()), key=repr)
                 if new:
-                    inserted[table] = [list(k) for k in new]
+                    inserted[table] = new
             if not inserted:
                 return None
-            details = dict(details, thread_id=thread_id, inserted=inserted)
-            op_id = await self._record(tx, kind, summary, [thread_id], details)
-            await self._finish(tx, op_id, details, [thread_id])
-        self.store._where.clear()
-        self.store._branch_map = None
+            details = dict(details, thread_id=thread_id, inserted={t: len(k) for t, k in inserted.items()})
+            op = await self.journal_begin(tx, kind, summary, [thread_id], details)
+            for table, keys in inserted.items():
+                cols = self._keys[table][1:]  # the key but thread_id, as _key_queries reads it
+                one = "(" + " AND ".join(f"{c} = ?" for c in cols) + ")"
+                for at in range(0, len(keys), 100):
+                    chunk = keys[at:at + 100]
+                    await self._inserted(op, table, f"thread_id = ? AND ({' OR '.join(one for _ in chunk)})",
+                                         thread_id, *[v for k in chunk for v in k])
+            op_id = await self.journal_finish(op)
+        self._forget()
         return op_id
-
-    async def _unrun(self, tx: Any, op_id: int, d: dict[str, Any]) -> list[str]:
-        """Undo of a run: the rows it inserted to the trash (under the run's op id)."""
-        tid = d["thread_id"]
-        ins = d.get("inserted") or {}
-        cps = [tuple(k) for k in ins.get("checkpoints", [])]
-        by_ns: dict[str, list[str]] = {}
-        for ns, cid in cps:
-            by_ns.setdefault(ns, []).append(cid)
-        for ns, ids in by_ns.items():
-            await self._trash_ids(tx, op_id, tid, ns, ids)
-        gone = set(cps)
-        where = "x.thread_id = ? AND x.checkpoint_ns = ? AND x.checkpoint_id = ? AND x.task_id = ? AND x.idx = ?"
-        for ns, cid, task, idx in (tuple(k) for k in ins.get(self.W, [])):
-            if (ns, cid) not in gone:  # a write on a checkpoint that was there before the run
-                await self._trash(tx, op_id, self.W, where, tid, ns, cid, task, idx)
-        for ns, channel, version in (tuple(k) for k in ins.get("checkpoint_blobs", [])):
-            await self._trash(tx, op_id, "checkpoint_blobs", "x.thread_id = ? AND x.checkpoint_ns = ? AND "
-                              "x.channel = ? AND x.version = ?", tid, ns, channel, version)
-        return [cid for _, cid in cps]
-
-    async def _only_threads(self, op: Any, tids: list[str], threads: Sequence[str] | None) -> list[str] | None:
-        """The threads of `threads` (addresses: THREAD or THREAD|NS) among those op still
-        has to restore, or None (all of them); UsageError for another thread or op kind."""
-        if threads is None:
-            return None
-        if op.kind != "prune":
-            raise UsageError(f"--thread restores some threads of a prune; operation {op.op_id} is a {op.kind} "
-                             "(undo it whole)")
-        out: list[str] = []
-        for t in threads:
-            tid = t if t in tids else (await self.store._split(t))[0]
-            if tid not in tids:
-                raise UsageError(f"operation {op.op_id} has no thread {t!r} left to restore "
-                                 f"(it has: {', '.join(tids[:10]) or 'none'})")
-            if tid not in out:
-                out.append(tid)
-        return out
-
-    async def _restore(self, tx: Any, op_id: int, only: Sequence[str] | None = None) -> list[str]:
-        """The rows op_id moved to the trash (of the threads `only`, or all) back in
-        their tables; the restored checkpoint ids."""
-        pick = "" if only is None else f" AND thread_id IN ({', '.join('?' for _ in only)})"
-        args = [op_id, *(only or [])]
-        restored: list[str] = []
-        for trash, table in ((TRASH_CP, "checkpoints"), (TRASH_W, self.W)) + (
-                ((TRASH_B, "checkpoint_blobs"),) if self._pg else ()):
-            if not await tx.table_exists(trash):
-                continue
-            cols = await self._columns(tx, table)
-            have = set(await self._columns(tx, trash))
-            names = ", ".join(c for c in cols if c in have)
-            if table == "checkpoints":
-                restored = [r["checkpoint_id"] for r in await tx.fetch(
-                    f"SELECT checkpoint_id FROM {trash} WHERE agentctl_op_id = ?{pick} "
-                    f"ORDER BY checkpoint_id{self.C}", *args)]
-            await tx.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {trash} "
-                             f"WHERE agentctl_op_id = ?{pick}", *args)
-            await tx.execute(f"DELETE FROM {trash} WHERE agentctl_op_id = ?{pick}", *args)
-        return restored
-
-    async def purge(self, dry_run: bool = False) -> Any:
-        from agentctl.storage.results import PurgeResult
-
-        await self._ready()
-        counts = await self._purgeable()
-        ops = sorted(counts)
-        rows = sum(counts.values())
-        if dry_run or not ops:
-            return PurgeResult(ops=ops, rows=rows, dry_run=dry_run)
-        async with self._tx([]) as tx:
-            await self._begin(tx)
-            for t in (TRASH_CP, TRASH_W) + ((TRASH_B,) if self._pg else ()):
-                await tx.execute(f"DELETE FROM {t}")
-            for ph, chunk in in_chunks(ops):
-                await tx.execute(f"UPDATE {OPLOG} SET purged = 1 WHERE op_id IN ({ph})", *chunk)
-            op = await self._record(tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} row(s)",
-                                    [], {"ops": ops, "rows": rows})
-        return PurgeResult(ops=ops, rows=rows, dry_run=False, op_id=op)
 
     # ---- merge ----------------------------------------------------------------------
 
@@ -1104,7 +985,6 @@ class LangGraphHistory(History):
         await self._ready()
         into, branch = into_thread_id, branch_thread_id
         async with self._tx([into, branch]) as tx:
-            await self._begin(tx)
             f = await self._merge_facts(tx.fetch, branch, into, strategy)
             if f["conflicts"]:
                 raise MergeConflictError(f["conflicts"])
@@ -1119,17 +999,17 @@ class LangGraphHistory(History):
                 else uuid6_after(greatest)
             details: dict[str, Any] = {"thread_id": into, "ns": "", "fork": new_id, "branch": branch,
                                        "channels": sorted(f["changed"])}
-            op_id = await self._record(tx, "merge", f"merge {branch} into {into} as {new_id} "
-                                       f"({', '.join(sorted(f['changed']))})", [into, branch], details)
+            op = await self.journal_begin(tx, "merge", f"merge {branch} into {into} as {new_id} "
+                                          f"({', '.join(sorted(f['changed']))})", [into], details)
             meta = json.loads(ours["metadata"] or "{}")
             step = meta.get("step")
-            await self._write_update(tx, into, ours, f["changed"], f["plain"], new_id,
-                                     {"source": "update", "step": step + 1 if isinstance(step, int) else step,
-                                      "parents": {}, "agentctl_merge": branch},
-                                     updated_channels=sorted(f["changed"]))
-            await self._finish(tx, op_id, details, [into])
-        self.store._where.clear()
-        self.store._branch_map = None
+            blobs = await self._write_update(tx, into, ours, f["changed"], f["plain"], new_id,
+                                             {"source": "update", "step": step + 1 if isinstance(step, int) else step,
+                                              "parents": {}, "agentctl_merge": branch},
+                                             updated_channels=sorted(f["changed"]))
+            await self._inserted_update(op, into, new_id, blobs)
+            await self.journal_finish(op)
+        self._forget()
         return new_id
 
     async def _write_update(self, tx: Any, tid: str, base: dict[str, Any], changed: dict[str, Any],
@@ -1235,7 +1115,6 @@ class LangGraphHistory(History):
         keys = list(dict.fromkeys(keys if keys is not None else state))
         graph_hint = "pass --agent (or run where langgraph.json is) so that LangGraph writes the edit"
         async with self._tx([tid]) as tx:
-            await self._begin(tx)
             base = await self._head_raw(tx.fetch, tid, ref)
             data, meta = base["data"], json.loads(base["metadata"] or "{}")
             if meta.get("counters_since_delta_snapshot"):
@@ -1274,16 +1153,15 @@ class LangGraphHistory(History):
                         "parents": meta.get("parents") or {}}
             summary = f"edit {tid} at step {step} ({ref}) as {as_node}: {what}"
             details: dict[str, Any] = {"thread_id": tid, "ref": ref, "as_node": as_node, "keys": keys,
-                                       "by": "agentctl"}
-            op_id = await self._record(tx, "edit", summary, [tid], details)
+                                       "by": "agentctl", "fork": new_id}
+            op = await self.journal_begin(tx, "edit", summary, [tid], details)
             changed: dict[str, Any] = {k: None for k in keys} | {e: None for e in edges}
             plain = {k: state[k] for k in keys} | {e: None for e in edges}
             blobs = await self._write_update(tx, tid, base, changed, plain, new_id, new_meta, cleared=cleared,
                                              versions_seen=new_seen)
-            details["inserted"] = {"checkpoints": [["", new_id]], **({"checkpoint_blobs": blobs} if blobs else {})}
-            await self._finish(tx, op_id, details, [tid])
-        self.store._where.clear()
-        self.store._branch_map = None
+            await self._inserted_update(op, tid, new_id, blobs)
+            op_id = await self.journal_finish(op)
+        self._forget()
         return OpResult(op_id, "edit", f"edited {tid}: new checkpoint {new_id} at step {new_meta['step']} "
                         f"(as {as_node})", created=[new_id])
 
@@ -1319,4 +1197,4 @@ class LangGraphHistory(History):
         return sorted({r["channel"] for r in rows if str(r["channel"]).startswith("branch:")})
 
 
-__all__ = ["LangGraphHistory", "uuid6_after", "OPLOG", "TRASH_CP", "TRASH_W", "TRASH_B"]
+__all__ = ["LangGraphHistory", "uuid6_after"]

@@ -50,7 +50,8 @@ LAZY_CANDIDATES = 5_000
 #: how many checkpoint ids' places a store remembers
 WHERE_CACHE_MAX = 200_000
 #: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
-#: agentctl's operation log in a LangGraph database (`history.py` writes it)
+#: the previous release's op log in a LangGraph database and its trash (`legacy.py` moves
+#: them into the journal at the first write)
 OPLOG = "agentctl_langgraph_oplog"
 TRASH_CP = "agentctl_langgraph_trash_checkpoints"
 TRASH_W = "agentctl_langgraph_trash_writes"
@@ -277,8 +278,10 @@ class LangGraphStore(Store):
         """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
         tables (Postgres), with the sizes before and after (see `Store.compact`)."""
         await self.connect()
-        tables = (["checkpoints", "checkpoint_blobs", "checkpoint_writes"] if self._pg
-                  else ["checkpoints", "writes"]) + [TRASH_CP, TRASH_W] + ([TRASH_B] if self._pg else [])
+        from agentctl.storage.journal.trash import trash_name
+
+        data = ["checkpoints", "checkpoint_blobs", "checkpoint_writes"] if self._pg else ["checkpoints", "writes"]
+        tables = data + [trash_name(t) for t in data]
         before = await self._db.size_bytes(tables)
         await self._db.vacuum(tables)
         if not self._pg:
@@ -434,14 +437,19 @@ class LangGraphStore(Store):
         return out
 
     async def _load_branches(self) -> None:
-        """The threads agentctl's `branch` made (not undone), from its operation log:
-        {thread: (the thread it came from, the checkpoint it was branched at)}."""
+        """The threads agentctl's `branch` made (not undone), from the journal (or the
+        previous release's op log): {thread: (the thread it came from, the checkpoint it
+        was branched at)}."""
+        from agentctl.storage.journal.ops import LOG
+
         if self._branch_map is not None:
             return
         self._branch_map = {}
-        if not await self._db.table_exists(OPLOG):
-            return
-        for r in await self._q(f"SELECT details FROM {OPLOG} WHERE kind = 'branch' AND undone = 0"):
+        rows = []
+        for log in (OPLOG, LOG):
+            if await self._db.table_exists(log):
+                rows += await self._q(f"SELECT details FROM {log} WHERE kind = 'branch' AND undone = 0")
+        for r in rows:
             try:
                 d = json.loads(r["details"])
                 self._branch_map[d["new_thread"]] = (d["thread_id"], d["ref"])

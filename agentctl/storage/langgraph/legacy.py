@@ -1,0 +1,161 @@
+"""The previous release's op log of the LangGraph format (`agentctl_langgraph_oplog`, with
+its trash tables `agentctl_langgraph_trash_checkpoints`, `..._writes`, `..._blobs`), read
+as it stands until the first write, then moved into the journal inside that write's
+transaction (`migrate`): each op adopted under its own id, with the images its undo and
+redo need, and the old tables dropped.
+
+The images of an op still done: what it deleted (its rows in the old trash: "before")
+and what it inserted (the rows standing at the keys its details name: "after"): a
+rewind's fork (and a merge's blobs), a branch's thread, a run's or edit's rows. An op the
+old code undid kept no image (its undo emptied its trash): it stays listed as undone,
+marked purged, and cannot be redone. Its fingerprints are the old ones (the same
+function), so an op whose thread moved since stays refused."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentctl.storage.journal import ops, trash
+from agentctl.storage.langgraph.store import OPLOG, TRASH_B, TRASH_CP, TRASH_W
+
+
+def _trashes(h: Any) -> dict[str, str]:
+    """The old trash table of each data table."""
+    out = {h.W: TRASH_W, "checkpoints": TRASH_CP}
+    if h._pg:
+        out["checkpoint_blobs"] = TRASH_B
+    return out
+
+
+async def _held(db: Any, h: Any) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for t in _trashes(h).values():
+        if await db.table_exists(t):
+            for r in await db.query(f"SELECT agentctl_op_id AS op, COUNT(*) AS n FROM {t} GROUP BY agentctl_op_id"):
+                counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
+    return counts
+
+
+async def oplog(h: Any, limit: int) -> list[Any] | None:
+    """The old log's records, newest first (None: there is none)."""
+    from agentctl.storage.results import OpRecord
+
+    await h.store.connect()
+    db = h.store._db
+    if not await db.table_exists(OPLOG):
+        return None
+    held = await _held(db, h)
+    return [OpRecord(op_id=int(r["op_id"]), created_at=r["created_at"], kind=r["kind"], summary=r["summary"],
+                     threads=json.loads(r["threads"]), undone=bool(r["undone"]), undo_of=r["undo_of"],
+                     undone_by=r["undone_by"], purged=bool(r["purged"]),
+                     purgeable_rows=0 if r["undone"] else held.get(int(r["op_id"]), 0),
+                     details=json.loads(r["details"]))
+            for r in await db.query(f"SELECT * FROM {OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))]
+
+
+async def purge_plan(h: Any) -> Any | None:
+    """What purge would free of the old trash (None: there is no old log)."""
+    from agentctl.storage.results import PurgeResult
+
+    await h.store.connect()
+    if not await h.store._db.table_exists(OPLOG):
+        return None
+    held = await _held(h.store._db, h)
+    return PurgeResult(ops=sorted(op for op, n in held.items() if n), rows=sum(held.values()), dry_run=True)
+
+
+#: what an op the previous release undid says when asked to redo it
+NO_REDO = "was undone by an earlier agentctl, which kept no copy of its rows; it cannot be redone"
+
+
+async def refuse_redo(h: Any, op_id: int) -> None:
+    """OperationError (one line) for the redo of an op the previous release undid, in
+    its old log or adopted into the journal; a read."""
+    from agentctl.errors import OperationError
+
+    await h.store.connect()
+    db = h.store._db
+    for log in (OPLOG, ops.LOG):
+        if not await db.table_exists(log):
+            continue
+        for r in await db.query(f"SELECT kind, undone, details FROM {log} WHERE op_id = ?", int(op_id)):
+            old = log == OPLOG and r["undone"] and r["kind"] not in ("undo", "purge")
+            if old or json.loads(r["details"]).get("legacy_undone"):
+                raise OperationError(f"operation {op_id} {NO_REDO}")
+
+
+def _keyed(h: Any, table: str, keys: list[list[Any]]) -> tuple[str, list[Any]]:
+    """A WHERE for the rows of `table` at these keys (the key but thread_id)."""
+    one = "(" + " AND ".join(f"{c} = ?" for c in h._keys[table][1:]) + ")"
+    return " OR ".join(one for _ in keys) or "1 = 0", [v for k in keys for v in k]
+
+
+async def _after(h: Any, tx: Any, op_id: int, kind: str, d: dict[str, Any]) -> list[str]:
+    """Set aside the rows the op inserted (its "after" images); the tables written."""
+    async def take(table: str, where: str, *params: Any) -> str:
+        await trash.set_aside(tx, op_id, table, where, params, image="after")
+        return table
+
+    tid = d.get("thread_id")
+    if kind in ("rewind", "merge"):
+        where = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+        out = [await take(h.W, where, tid, d.get("ns", ""), d["fork"]),
+               await take("checkpoints", where, tid, d.get("ns", ""), d["fork"])]
+        if kind == "merge" and h._pg:  # the blobs it added: versions no other checkpoint names
+            b = "checkpoint_blobs"
+            out.append(await take(b, f"thread_id = ? AND checkpoint_ns = '' AND (channel, version) IN (SELECT v.key, "
+                                  "v.value FROM checkpoints c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> "
+                                  "'channel_versions') v WHERE c.thread_id = ? AND c.checkpoint_ns = '' AND "
+                                  "c.checkpoint_id = ?) AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id "
+                                  f"= {b}.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id <> ? AND "
+                                  f"c.checkpoint -> 'channel_versions' ->> {b}.channel = {b}.version)",
+                                  tid, tid, d["fork"], d["fork"]))
+        return out
+    if kind == "branch":
+        return [await take(t, "thread_id = ?", d["new_thread"]) for t in h._keys]
+    if kind in ("run", "edit"):
+        out = []
+        for table, keys in (d.get("inserted") or {}).items():
+            if table in h._keys and keys:
+                where, params = _keyed(h, table, keys)
+                out.append(await take(table, f"thread_id = ? AND ({where})", tid, *params))
+        return out
+    return []
+
+
+async def migrate(h: Any, tx: Any) -> None:
+    """The old op log and trash into the journal, in the caller's transaction."""
+    if not await tx.table_exists(OPLOG):
+        return
+    await h.lock(tx, [])
+    olds = _trashes(h)
+    present = {t: o for t, o in olds.items() if await tx.table_exists(o)}
+    for r in await tx.fetch(f"SELECT * FROM {OPLOG} ORDER BY op_id"):
+        op_id, kind = int(r["op_id"]), r["kind"]
+        d = json.loads(r["details"])
+        after = d.pop("after", None) or {}
+        threads = list(after) or json.loads(r["threads"])
+        if kind == "branch":
+            threads = [d["new_thread"]]
+        elif kind == "merge":
+            threads = [d["thread_id"]]
+        tables: list[str] = []
+        # an undone op kept no image (its undo emptied its trash); a purge is no op to undo
+        gone = bool(r["undone"]) or bool(r["purged"]) or kind in ("undo", "purge")
+        if r["undone"] and kind not in ("undo", "purge"):
+            d["legacy_undone"] = True
+        if not gone:
+            for table, old in present.items():
+                if await trash.add_images(tx, op_id, table, "before", f"SELECT * FROM {old} WHERE agentctl_op_id = ?",
+                                          (op_id,)):
+                    tables.append(table)
+            tables += await _after(h, tx, op_id, kind, d)
+        spec = {t: {"key": list(h._keys[t]), "thread": "thread_id"} for t in h._keys if t in tables}
+        await ops.adopt(tx, {"op_id": op_id, "created_at": r["created_at"], "kind": kind, "summary": r["summary"],
+                             "threads": threads if kind != "undo" else json.loads(r["threads"]), "details": d,
+                             "tables": spec, "fingerprints": {t: after[t] for t in threads if t in after},
+                             "undone": r["undone"], "purged": gone and kind not in ("undo",),
+                             "undo_of": r["undo_of"], "undone_by": r["undone_by"]})
+    for old in (OPLOG, *present.values()):
+        await tx.execute(f"DROP TABLE {old}")

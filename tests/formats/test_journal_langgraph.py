@@ -1,0 +1,194 @@
+"""LangGraph's writes on the journal (issue 20), SQLite and Postgres, databases written by
+LangGraph's own savers (tests/support/contract_formats.py):
+
+- each write kind (rewind, hard rewind, branch, merge, prune of several threads, threads
+  delete, edit, the record of a run) then `undo` gives LangGraph's tables back row for
+  row, `redo` gives them as after the write, and undo again as before;
+- a failure injected at each statement of each write (and of the undo and redo of a
+  hard rewind, a merge and a prune) leaves every table (agentctl's included) as it was;
+- the previous release's op log (tests/fixtures/journal/langgraph.db) is moved into the
+  journal atomically by the first write, lists the same ops, and its ops are undone and
+  redone; an op the previous release undid cannot be redone (one line)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.sqlite")
+
+from agentctl.errors import OperationError  # noqa: E402
+from agentctl.refs import resolve  # noqa: E402
+from agentctl.storage import open_store  # noqa: E402
+from agentctl.storage.contract import PruneSpec  # noqa: E402
+from tests.formats.test_atomic_formats import asyncpg_connect  # noqa: E402
+from tests.support.contract_formats import append_langgraph, build_langgraph, dump  # noqa: E402
+from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
+from tests.support.sampledb import cli, cli_json  # noqa: E402
+
+WRITES = ("rewind", "rewind_hard", "branch", "merge", "prune", "delete", "edit", "run")
+#: the writes whose undo and redo are failed at each statement too: undo and redo are the
+#: journal's image moves whatever the kind (tests/formats/test_journal.py fails them for
+#: any op); these cover LangGraph's hooks on every table it writes (blobs: merge on Postgres)
+MOVES_FAILED = ("rewind_hard", "merge", "prune")
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "journal" / "langgraph.db"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def lg(request, tmp_path):
+    if request.param == "postgres":
+        pytest.importorskip("langgraph.checkpoint.postgres")
+    url = str(tmp_path / "lg.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+    built = await build_langgraph(request.param, url)
+    async with open_store(url, readonly=False) as store:
+        yield url, built, store
+
+
+async def frame(url: str, conn: Any = None) -> dict:
+    return await dump(url, side_tables=False, conn=conn)
+
+
+async def cid(store: Any, ref: str) -> str:
+    return (await resolve(store, ref)).checkpoint_id
+
+
+async def prepare(kind: str, url: str, store: Any, h: Any) -> Callable[[], Awaitable[Any]]:
+    """The write of `kind`, its preparation (LangGraph's own writes) done."""
+    if kind == "rewind":
+        ref = await cid(store, "lg-main@1")
+        return lambda: h.rewind(ref)
+    if kind == "rewind_hard":
+        ref = await cid(store, "lg-main@1")
+        return lambda: h.rewind(ref, hard=True)
+    if kind == "branch":
+        ref = await cid(store, "lg-other@1")
+        return lambda: h.branch(ref, "j")
+    if kind == "merge":  # a branch of lg-side on which LangGraph ran one more turn
+        branch = await h.branch(await cid(store, "lg-side"), "m")
+        await append_langgraph(url, branch, "on the branch")
+        return lambda: h.merge_branch(branch, "lg-side")
+    if kind == "prune":
+        return lambda: h.prune_spec(PruneSpec(threads=["lg-main", "lg-other"], keep_last=1))
+    if kind == "delete":
+        return lambda: h.delete_thread("lg-other")
+    if kind == "edit":
+        ref = await cid(store, "lg-main")
+        return lambda: h.edit_state(ref, {"count": 7}, "set count", keys=["count"])
+    assert kind == "run"  # what LangGraph wrote, recorded after the fact
+    before = await h.run_keys("lg-main")
+    await append_langgraph(url, "lg-main", "one more turn")
+    return lambda: h.record_run("lg-main", before, "run of the agent", {"agent": "test"})
+
+
+@pytest.mark.parametrize("kind", WRITES)
+async def test_write_undo_redo_row_for_row(lg, kind) -> None:
+    url, built, store = lg
+    h = store.history()
+    ran = await frame(url)  # a run's undo takes back what LangGraph wrote before it was recorded
+    write = await prepare(kind, url, store, h)
+    before = ran if kind == "run" else await frame(url)
+    await write()
+    after = await frame(url)
+    assert after != before
+    [op] = [o for o in await h.oplog() if o.op_id == h.last_op_id]
+    assert op.kind == {"rewind_hard": "rewind", "delete": "delete_thread"}.get(kind, kind) and not op.undone
+    for _ in range(2):
+        undone = await h.undo()
+        assert undone.summary.startswith(f"undid operation {op.op_id} ")
+        assert await frame(url) == before
+        redone = await h.redo()
+        assert redone.summary.startswith(f"redid operation {op.op_id} ")
+        assert await frame(url) == after
+    await h.undo()
+    assert await frame(url) == before
+    assert "agentctl_langgraph_oplog" not in await dump(url)  # the previous op log is not made
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_writes_undo_redo_are_atomic(kind, tmp_path, request) -> None:
+    if kind == "postgres":
+        pytest.importorskip("langgraph.checkpoint.postgres")
+    url = str(tmp_path / "lg.db") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
+    await build_langgraph(kind, url)
+    conn = await asyncpg_connect(url)
+    try:
+        async with open_store(url, readonly=False) as store:
+            h = store.history()
+
+            async def state() -> dict:
+                return await dump(url, conn=conn)
+
+            for write_kind in WRITES:
+                write = await prepare(write_kind, url, store, h)
+                assert await fails_cleanly_then_works(store, state, write) > 2, write_kind
+                if write_kind in MOVES_FAILED:
+                    assert await fails_cleanly_then_works(store, state, h.undo) > 2, write_kind
+                    assert await fails_cleanly_then_works(store, state, h.redo) > 2, write_kind
+                await h.undo()
+    finally:
+        if conn is not None:
+            await conn.close()
+
+
+async def test_redo_refused_after_langgraph_wrote(lg) -> None:
+    url, built, store = lg
+    h = store.history()
+    await h.rewind(await cid(store, "lg-main@1"), hard=True)
+    await h.undo()
+    await append_langgraph(url, "lg-main", "the agent goes on")
+    state = await dump(url)
+    with pytest.raises(OperationError, match="lg-main changed since operation"):
+        await h.redo()
+    assert await dump(url) == state
+
+
+# ---- the previous release's op log ----
+
+
+def old_fixture(tmp_path: Path) -> str:
+    db = tmp_path / "langgraph.db"
+    shutil.copyfile(FIXTURE, db)
+    return str(db)
+
+
+async def test_migration_is_atomic(tmp_path: Path) -> None:
+    """A failure at any statement of the first write (the migration inside it) leaves
+    the old op log and trash as they were; then it is moved, its ops listed alike."""
+    url = old_fixture(tmp_path)
+    listed = [(o["op_id"], o["kind"], o["summary"], o["undone"]) for o in cli_json(url, "oplog")]
+    async with open_store(url, readonly=False) as store:
+        h = store.history()
+        ref = await cid(store, "lg-other@1")
+        assert await fails_cleanly_then_works(store, lambda: dump(url), lambda: h.branch(ref, "x")) > 10
+    tables = await dump(url)
+    assert not [t for t in tables if t.startswith("agentctl_langgraph")]
+    after = [(o["op_id"], o["kind"], o["summary"], o["undone"]) for o in cli_json(url, "oplog")]
+    assert after[1:] == listed and after[0][1] == "branch" and after[0][0] == listed[0][0] + 1
+
+
+async def test_old_ops_undone_and_redone_after_the_migration(tmp_path: Path) -> None:
+    url = old_fixture(tmp_path)
+    ops = {o["op_id"]: o for o in cli_json(url, "oplog")}
+    assert ops[3]["kind"] == "rewind" and ops[3]["undone"]  # undone by the previous release
+    # an op the previous release undid kept no copy of its rows: refused, nothing written
+    before = Path(url).read_bytes()
+    r = cli(url, "redo", "3")
+    assert r.exit_code == 1 and r.stderr.strip().splitlines() == [
+        "agentctl: operation 3 was undone by an earlier agentctl, which kept no copy of its rows; "
+        "it cannot be redone"]
+    assert Path(url).read_bytes() == before
+    done = [o for o in sorted(ops) if ops[o]["kind"] != "undo" and not ops[o]["undone"]]
+    assert done == [1, 2, 5, 6]
+    states = [await frame(url)]
+    for op in reversed(done):  # undo each (the first undo migrates), newest first
+        cli_json(url, "undo", str(op))
+        states.append(await frame(url))
+    for op, state in zip(done, reversed(states[:-1])):  # and redo each, oldest first
+        assert cli(url, "redo", str(op)).exit_code == 0
+        assert await frame(url) == state, op
+    assert cli(url, "redo", "3").exit_code == 1
+    log = {o["op_id"]: o for o in cli_json(url, "oplog")}
+    assert all(not log[o]["undone"] for o in done) and log[3]["undone"]
