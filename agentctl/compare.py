@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentctl.diff import Change, diff_values, json_equal
+from agentctl.storage.contract import shared_prefix
 
 if TYPE_CHECKING:
     from agentctl.model import CheckpointMetadata
@@ -95,15 +96,14 @@ def _own_keys(state: Any) -> Any:
 class _Contents:
     """Whether two checkpoints' contents (messages, state) are equal, decoding as little
     as it can: checkpoints whose stored texts are equal (the store's `Content.key`) are
-    equal without decoding; the answer for a pair of keys is kept (a copy of a run asks
-    the same questions again); the states are compared first (states that differ make
-    contents that differ: the messages are not decoded then); a decoded state is kept
-    only while it is one of the last two asked for (keeping thousands of decoded states
-    costs several times their decoding)."""
+    equal without decoding; a line that holds another's texts place by place takes that
+    line's answers (a copy of a run asks the same questions again); the states are
+    compared first (states that differ make contents that differ: the messages are not
+    decoded then); a decoded state is kept only while it is one of the last two asked
+    for (keeping thousands of decoded states costs several times their decoding)."""
 
     def __init__(self, contents: dict[str, Content]):
         self._contents = contents
-        self._pairs: dict[tuple[Any, Any], bool] = {}
         self._recent: dict[str, Any] = {}
 
     def _state(self, cid: str) -> Any:
@@ -123,21 +123,36 @@ class _Contents:
             return None, state
         return self._contents[cid].value()[0], state
 
-    def _compare(self, x: str, y: str) -> bool:
+    def same(self, x: str, y: str) -> bool:
+        kx = self._contents[x].key
+        if kx is not None and kx == self._contents[y].key:
+            return True
         if not _equal(self._state(x), self._state(y)):
             return False
         return _same(self.of(x), self.of(y))
 
-    def same(self, x: str, y: str) -> bool:
-        kx, ky = self._contents[x].key, self._contents[y].key
-        if kx is None or ky is None:
-            return self._compare(x, y)
-        if kx == ky:
-            return True
-        found = self._pairs.get((kx, ky))
-        if found is None:
-            found = self._pairs[kx, ky] = self._compare(x, y)
-        return found
+    def changes(self, after: str | None, line: list[tuple[str, int]],
+                like: tuple[list[tuple[str, int]], list[bool]] | None = None) -> list[bool]:
+        """For each checkpoint of `line`, whether its content differs from the one
+        before it (`after` first): whether it is a step. `like`: another line from
+        `after` and its answers; while this line holds that line's texts place by
+        place, its answers are that line's."""
+        contents = self._contents
+        other, answers = like if like is not None else ([], [])
+        out: list[bool] = []
+        prev = after
+        aligned = True
+        for j, (cid, _) in enumerate(line):
+            if aligned:
+                key = contents[cid].key
+                aligned = key is not None and j < len(other) and key == contents[other[j][0]].key
+                if aligned:
+                    out.append(answers[j])
+                    prev = cid
+                    continue
+            out.append(prev is None or not self.same(prev, cid))
+            prev = cid
+        return out
 
 
 def _equal(p: Any, q: Any) -> bool:
@@ -150,16 +165,8 @@ def _same(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
     return all(_equal(p, q) for p, q in zip(x, y))
 
 
-def _steps(contents: _Contents, after: str | None, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:
-    """`line` without the checkpoints whose content equals the one before (`after` first)."""
-    out: list[CheckpointMetadata] = []
-    prev = after
-    for m in line:
-        cid = m.checkpoint_id
-        if prev is None or not contents.same(prev, cid):
-            out.append(m)
-        prev = cid
-    return out
+def _steps(line: list[tuple[str, int]], changes: list[bool]) -> list[tuple[str, int]]:
+    return [point for point, changed in zip(line, changes) if changed]
 
 
 def _diff(x: tuple[Any, ...], y: tuple[Any, ...]) -> list[Change]:
@@ -171,27 +178,23 @@ def _diff(x: tuple[Any, ...], y: tuple[Any, ...]) -> list[Change]:
 
 async def compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata) -> Comparison:
     """Compare the runs that end at `a` and at `b` (see the module's text)."""
-    path_a, path_b = await run_path(store, a), await run_path(store, b)
-    shared = 0
-    for ma, mb in zip(path_a, path_b):
-        if ma.checkpoint_id != mb.checkpoint_id:
-            break
-        shared += 1
+    (path_a, path_b), found = await store.run_lines([a.checkpoint_id, b.checkpoint_id])
+    shared = shared_prefix([[p[0] for p in path_a], [p[0] for p in path_b]])
     rest_a, rest_b = path_a[shared:], path_b[shared:]
-    fork = path_a[shared - 1] if shared else None
-    contents = _Contents(await store.read_contents(([fork] if fork else []) + rest_a + rest_b))
-    base = fork.checkpoint_id if fork else None
+    base = path_a[shared - 1][0] if shared else None
+    contents = _Contents(found)
     # The shared part is alike on both sides by definition (the same checkpoints): only
     # what follows the fork point is aligned step by step.
-    steps_a = _steps(contents, base, rest_a)
-    steps_b = _steps(contents, base, rest_b)
+    changes_a = contents.changes(base, rest_a)
+    steps_a = _steps(rest_a, changes_a)
+    steps_b = _steps(rest_b, contents.changes(base, rest_b, (rest_a, changes_a)))
     result = Comparison(a=a.checkpoint_id, b=b.checkpoint_id, first_divergent_step=None,
                         a_at=None, b_at=None, fork_point=base, common_steps=shared)
-    for i, (x, y) in enumerate(zip(steps_a, steps_b)):
-        if not contents.same(x.checkpoint_id, y.checkpoint_id):
-            result.first_divergent_step = y.step
-            result.a_at, result.b_at = x.checkpoint_id, y.checkpoint_id
-            result.changes = _diff(contents.of(x.checkpoint_id), contents.of(y.checkpoint_id))
+    for i, ((x, _), (y, step)) in enumerate(zip(steps_a, steps_b)):
+        if not contents.same(x, y):
+            result.first_divergent_step = step
+            result.a_at, result.b_at = x, y
+            result.changes = _diff(contents.of(x), contents.of(y))
             result.common_steps = shared + i
             result.a_steps = len(steps_a) - i - 1
             result.b_steps = len(steps_b) - i - 1
