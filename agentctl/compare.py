@@ -18,10 +18,12 @@ a run (or its unchanged prefix) costs one decoding, not two.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentctl.diff import Change, diff_values, json_equal
+from agentctl.errors import CheckpointNotFound
 from agentctl.storage.contract import shared_prefix
 
 if TYPE_CHECKING:
@@ -131,8 +133,8 @@ class _Contents:
             return False
         return _same(self.of(x), self.of(y))
 
-    def changes(self, after: str | None, line: list[tuple[str, int]],
-                like: tuple[list[tuple[str, int]], list[bool]] | None = None) -> list[bool]:
+    def changes(self, after: str | None, line: list[str],
+                like: tuple[list[str], list[bool]] | None = None) -> list[bool]:
         """For each checkpoint of `line`, whether its content differs from the one
         before it (`after` first): whether it is a step. `like`: another line from
         `after` and its answers; while this line holds that line's texts place by
@@ -142,10 +144,10 @@ class _Contents:
         out: list[bool] = []
         prev = after
         aligned = True
-        for j, (cid, _) in enumerate(line):
+        for j, cid in enumerate(line):
             if aligned:
                 key = contents[cid].key
-                aligned = key is not None and j < len(other) and key == contents[other[j][0]].key
+                aligned = key is not None and j < len(other) and key == contents[other[j]].key
                 if aligned:
                     out.append(answers[j])
                     prev = cid
@@ -165,8 +167,8 @@ def _same(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
     return all(_equal(p, q) for p, q in zip(x, y))
 
 
-def _steps(line: list[tuple[str, int]], changes: list[bool]) -> list[tuple[str, int]]:
-    return [point for point, changed in zip(line, changes) if changed]
+def _steps(line: list[str], changes: list[bool]) -> list[str]:
+    return [cid for cid, changed in zip(line, changes) if changed]
 
 
 def _diff(x: tuple[Any, ...], y: tuple[Any, ...]) -> list[Change]:
@@ -178,10 +180,23 @@ def _diff(x: tuple[Any, ...], y: tuple[Any, ...]) -> list[Change]:
 
 async def compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata) -> Comparison:
     """Compare the runs that end at `a` and at `b` (see the module's text)."""
+    # No cyclic GC while thousands of texts are read and decoded: none of them is garbage
+    # until it is dropped (a decoded state is freed by its count as soon as it is
+    # compared), and the collector would walk them over and over.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return await _compare(store, a, b)
+    finally:
+        if paused:
+            gc.enable()
+
+
+async def _compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata) -> Comparison:
     (path_a, path_b), found = await store.run_lines([a.checkpoint_id, b.checkpoint_id])
-    shared = shared_prefix([[p[0] for p in path_a], [p[0] for p in path_b]])
+    shared = shared_prefix([path_a, path_b])
     rest_a, rest_b = path_a[shared:], path_b[shared:]
-    base = path_a[shared - 1][0] if shared else None
+    base = path_a[shared - 1] if shared else None
     contents = _Contents(found)
     # The shared part is alike on both sides by definition (the same checkpoints): only
     # what follows the fork point is aligned step by step.
@@ -190,9 +205,12 @@ async def compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata) ->
     steps_b = _steps(rest_b, contents.changes(base, rest_b, (rest_a, changes_a)))
     result = Comparison(a=a.checkpoint_id, b=b.checkpoint_id, first_divergent_step=None,
                         a_at=None, b_at=None, fork_point=base, common_steps=shared)
-    for i, ((x, _), (y, step)) in enumerate(zip(steps_a, steps_b)):
+    for i, (x, y) in enumerate(zip(steps_a, steps_b)):
         if not contents.same(x, y):
-            result.first_divergent_step = step
+            at = b if y == b.checkpoint_id else await store.get_metadata(y)
+            if at is None:
+                raise CheckpointNotFound(y)
+            result.first_divergent_step = at.step
             result.a_at, result.b_at = x, y
             result.changes = _diff(contents.of(x), contents.of(y))
             result.common_steps = shared + i

@@ -182,7 +182,7 @@ class PruneSpec:
 
 
 def shared_prefix(lines: Sequence[Sequence[str]]) -> int:
-    """How many checkpoint ids all these lines (root first) share from the root."""
+    """How many checkpoint ids all these lines of ids (root first) share from the root."""
     n = 0
     for ids in zip(*lines):
         if any(i != ids[0] for i in ids[1:]):
@@ -464,9 +464,9 @@ class Store(ABC):
             raise CheckpointNotFound(sorted(missing)[0])
         return out
 
-    async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[tuple[str, int]]], dict[str, Content]]:
-        """`compare`'s reads in one call: each checkpoint's line (`lineage`, as
-        (checkpoint_id, step) pairs, root first) and the contents (`read_contents`) of the
+    async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
+        """`compare`'s reads in one call: each checkpoint's line (`lineage`, as checkpoint
+        ids, root first) and the contents (`read_contents`) of the
         checkpoints on the lines after the part all of them share, the last shared one
         (their fork point) included. CheckpointNotFound for a checkpoint that does not
         exist. This default makes the two calls; a format that reads a thread's line and
@@ -477,10 +477,10 @@ class Store(ABC):
         for cid, line in zip(checkpoint_ids, lines):
             if not line:
                 raise CheckpointNotFound(cid)
-        shared = shared_prefix([[m.checkpoint_id for m in line] for line in lines])
-        wanted = {m.checkpoint_id: m for line in lines for m in line[max(shared - 1, 0):]}
-        contents = await self.read_contents(list(wanted.values()))
-        return [[(m.checkpoint_id, m.step) for m in line] for line in lines], contents
+        ids = [[m.checkpoint_id for m in line] for line in lines]
+        start = max(shared_prefix(ids) - 1, 0)
+        wanted = {m.checkpoint_id: m for line in lines for m in line[start:]}
+        return ids, await self.read_contents(list(wanted.values()))
 
     # ---- capabilities as library calls ------------------------------------------------
 

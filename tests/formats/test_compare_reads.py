@@ -35,6 +35,9 @@ class DefaultReads:
     async def run_lines(self, checkpoint_ids):
         return await Store.run_lines(self, checkpoint_ids)  # type: ignore[arg-type]
 
+    async def get_metadata(self, checkpoint_id: str):
+        return await self.store.get_metadata(checkpoint_id)
+
 
 def _state(thread: str, k: int, **extra: Any) -> dict[str, Any]:
     return {"step": k, "plan": {"next": f"城市-{k % 7}", "done": [i for i in range(k % 5)]},
@@ -198,7 +201,7 @@ async def test_two_branches_of_a_third_thread(backend):
     assert out["fork_point"] == a[60] and out["first_divergent_step"] == 70
     assert (out["common_steps"], out["a_steps"], out["b_steps"]) == (70, 35, 20)
     lines, contents = await backend.run_lines([c1[-1], c2[-1]])
-    assert [cid for cid, _ in lines[0]] == a[:101] + c1 and [cid for cid, _ in lines[1]] == a[:61] + c2
+    assert lines == [a[:101] + c1, a[:61] + c2]
     assert set(contents) == set(a[60:101] + c1 + c2)
 
 

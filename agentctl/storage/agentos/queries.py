@@ -272,28 +272,28 @@ class SharedQueries(RowReads):
                          found: Sequence[Any] | None = None) -> list[Sequence[Any]]:
         """Rows (thread_id, THREAD_ROW_COLUMNS...) holding the checkpoint and at least
         the part of its line in its thread: the whole thread, or the line to its root.
-        With `texts`: rows (thread_id, checkpoint_id, parent_id, step, messages_blob,
+        With `texts`: rows (checkpoint_id, parent_id, thread_id, messages_blob,
         state_blob) instead. `found`: the checkpoint's `_locate`, when known."""
         if found is None:
             found = await self._locate(checkpoint_id)
             if found is None:
                 return []
         thread, step, n = found
-        columns = ", ".join("c." + col for col in THREAD_ROW_COLUMNS.split(", "))
         if texts:
-            columns = "c.checkpoint_id, c.parent_id, c.step, " + await self._content_columns("c.")
+            columns = "c.checkpoint_id, c.parent_id, c.thread_id, " + await self._content_columns("c.")
+        else:
+            columns = "c.thread_id, " + ", ".join("c." + col for col in THREAD_ROW_COLUMNS.split(", "))
         if n <= 4 * (max(int(step), 0) + 1) + 1000:
-            return await self._fetch_tuples(
-                f"SELECT c.thread_id, {columns} FROM checkpoints c WHERE c.thread_id = ?", thread)
+            return await self._fetch_tuples(f"SELECT {columns} FROM checkpoints c WHERE c.thread_id = ?", thread)
         # UNION: a cycle ends where it repeats
         return await self._fetch_tuples(
             "WITH RECURSIVE line(cid) AS (SELECT CAST(? AS TEXT) UNION "
             "SELECT c.parent_id FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid "
             "WHERE c.parent_id IS NOT NULL AND c.parent_id <> '') "
-            f"SELECT c.thread_id, {columns} FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid",
+            f"SELECT {columns} FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid",
             checkpoint_id)
 
-    async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[tuple[str, int]]], dict[str, Content]]:
+    async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
         # Runs that start in threads of their own (two runs in separate threads, the
         # usual compare of a re-run): each thread's line and texts in one read, the rows
         # of another thread the lines go through (a branch's source) by their metadata and
@@ -309,43 +309,56 @@ class SharedQueries(RowReads):
             starts.append(found)
         if len({f[0] for f in starts}) < len(starts):
             return await super().run_lines(checkpoint_ids)
-        rows: dict[str, Sequence[Any]] = {}  # id -> (thread, id, parent, step[, messages, state])
+        # id -> (id, parent, thread, messages, state), or (id, parent, thread) read by metadata
+        rows: dict[str, Sequence[Any]] = {}
         for cid, found in zip(checkpoint_ids, starts):
             if cid not in rows:
-                rows.update((r[1], r) for r in await self._line_rows(cid, True, found) if r[1] not in rows)
-        lines: list[list[Sequence[Any]]] = []
+                got = {r[0]: r for r in await self._line_rows(cid, True, found)}
+                got.update(rows)
+                rows = got
+        lines: list[list[str]] = []
         for cid in checkpoint_ids:
-            line: list[Sequence[Any]] = []
-            seen: set[str] = set()
+            line: list[str] = []
             cur: str | None = cid
-            while cur and cur not in seen:
+            while cur:
                 row = rows.get(cur)
                 if row is None:
-                    rows.update((r[1], r[:4]) for r in await self._line_rows(cur) if r[1] not in rows)
+                    got = {r[1]: (r[1], r[2], r[0]) for r in await self._line_rows(cur)}
+                    got.update(rows)
+                    rows = got
                     row = rows.get(cur)
                     if row is None:  # a pruned parent ends the line
                         break
-                seen.add(cur)
-                line.append(row)
-                cur = row[2]
+                line.append(cur)
+                cur = row[1]
+                if len(line) > len(rows):  # a cycle: the line ends where it repeats
+                    seen: set[str] = set()
+                    line = [i for i in line if not (i in seen or seen.add(i))]
+                    break
             line.reverse()
             lines.append(line)
-        shared = shared_prefix([[r[1] for r in line] for line in lines])
-        wanted = {r[1]: r for line in lines for r in line[max(shared - 1, 0):]}
-        pages: list[list[Any]] = [[(r[1], r[4], r[5]) for r in wanted.values() if len(r) == 6]]
-        by_id = [(r[0], r[1]) for r in wanted.values() if len(r) != 6]
+        start = max(shared_prefix(lines) - 1, 0)
+        wanted = list(dict.fromkeys(cid for line in lines for cid in line[start:]))
+        texts: list[Sequence[Any]] = []
+        by_id: list[tuple[str, str]] = []
+        for cid in wanted:
+            row = rows[cid]
+            if len(row) == 5:
+                texts.append(row)
+            else:
+                by_id.append((row[2], cid))
+        pages = [texts]
         if by_id:
             pages.extend(await self._content_rows(by_id, [cid for _, cid in by_id]))
-        contents = await self._contents_of(list(wanted), pages)
-        return [[(r[1], int(r[3])) for r in line] for line in lines], contents
+        return lines, await self._contents_of(wanted, pages)
 
     async def read_contents(self, metas: Sequence[CheckpointMetadata]) -> dict[str, Content]:
         ids = list(dict.fromkeys(m.checkpoint_id for m in metas))
         return await self._contents_of(ids, await self._content_rows([(m.thread_id, m.checkpoint_id) for m in metas], ids))
 
-    async def _contents_of(self, ids: list[str], pages: list[list[Any]]) -> dict[str, Content]:
-        """The contents of `ids` from pages of (checkpoint_id, messages_blob, state_blob)
-        rows holding them (and maybe others). Only the two columns, undecoded: equal
+    async def _contents_of(self, ids: list[str], pages: list[list[Any]] | list[list[Sequence[Any]]]) -> dict[str, Content]:
+        """The contents of `ids` from pages of rows (checkpoint_id, ..., messages_blob,
+        state_blob) holding them (and maybe others). Only the two columns, undecoded: equal
         texts are equal contents (the key), and a checkpoint is decoded only when
         compared with one whose texts differ. A delta row's texts are patches against
         its base: it is read whole and resolved."""
@@ -357,7 +370,8 @@ class SharedQueries(RowReads):
         markers = {str: marker, bytes: marker.encode()}
         wanted = set(ids)
         for rows in pages:
-            for cid, messages, state in rows:
+            for row in rows:
+                cid, messages, state = row[0], row[-2], row[-1]
                 if cid not in wanted or cid in out:  # a thread read whole holds others
                     continue
                 kind = type(state)
