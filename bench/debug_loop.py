@@ -127,10 +127,16 @@ def edit_1m(runs: int, agentos_db: str, langgraph_db: str) -> None:
     if os.path.exists(langgraph_db):
         m = meta_of(langgraph_db)
         ref, thread = m["sample_checkpoint"], m["sample_thread"]
-        # no index on checkpoint_id alone: its thread comes from a scan of the key's index
-        cases.append(("LangGraph, REF an id", langgraph_db, ref, ["--set", "turns=3"],
-                      "SELECT checkpoint FROM checkpoints WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
-                      f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE checkpoint_id = '{ref}')"))
+        # the worst case of a lookup by id: a checkpoint of the thread that sorts last in
+        # the key (agentctl's scan of the key's index stops at the first match)
+        last = sqlite3.connect(langgraph_db).execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = (SELECT MAX(thread_id) FROM checkpoints) "
+            "AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1").fetchone()[0]
+        for name, cid in (("LangGraph, REF an id", ref), ("LangGraph, REF an id in the last thread", last)):
+            # no index on checkpoint_id alone: its thread comes from a scan of the key's index
+            cases.append((name, langgraph_db, cid, ["--set", "turns=3"],
+                          "SELECT checkpoint FROM checkpoints WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
+                          f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE checkpoint_id = '{cid}')"))
         cases.append(("LangGraph, REF a thread (its head)", langgraph_db, thread, ["--set", "turns=3"],
                       f"SELECT checkpoint FROM checkpoints WHERE thread_id = '{thread}' AND checkpoint_ns = '' "
                       "ORDER BY checkpoint_id DESC LIMIT 1"))
@@ -145,15 +151,18 @@ def edit_1m(runs: int, agentos_db: str, langgraph_db: str) -> None:
     start = [timed_cpu(agentctl(cases[0][1], "--version")) for _ in range(runs)]
     print(f"the process floor: agentctl --version {med(start)}")
     for name, db, ref, sets, sql in cases:
-        edits, undos, shows, reads = [], [], [], []
+        edits, undos, shows, reads, starts = [], [], [], [], []
         for _ in range(runs):
             edits.append(timed_cpu(agentctl(db, "edit", ref, *sets, "--yes"), cwd=here))  # no langgraph.json there
             undos.append(timed_cpu(agentctl(db, "undo")))
             shows.append(timed_cpu(agentctl(db, "show", ref, "--json")))
             reads.append(timed_cpu(["sqlite3", db, sql]))
+            starts.append(timed_cpu(agentctl(db, "--version")))
         e = statistics.median(p[0] for p in edits)
-        print(f"edit ({name}, 1M): {med(edits)}; undo {med(undos)}; floor: show REF --json {med(shows)}, "
-              f"sqlite3 reading the row {med(reads)}; target < 0.3 s: {'met' if e < 0.3 else 'NOT met'}")
+        floor = statistics.median(p[0] for p in reads) + statistics.median(p[0] for p in starts)
+        print(f"edit ({name}, 1M): {med(edits)}; undo {med(undos)}; show REF --json {med(shows)}; "
+              f"sqlite3 reading the row {med(reads)}; floor (that read + agentctl --version {med(starts)}) "
+              f"{floor:.3f} s: edit {e / floor:.2f}x the floor; target < 0.3 s: {'met' if e < 0.3 else 'NOT met'}")
 
 
 def main() -> None:
