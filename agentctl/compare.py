@@ -8,12 +8,15 @@ steps are aligned one to one from the root; the first pair whose contents differ
 they parted, with the structural diff there (the JSON paths of `diff`).
 
 Checkpoints both runs share (the same ids, from the root to their last common ancestor)
-are equal by definition and are not read: only what comes after the fork point is, so
-comparing two long runs of one thread costs what they do not share. The lines come from
-the store's `lineage` (one recursive query where the format has one) and the contents
-from its `read_contents`: where a format gives keys (the stored texts), checkpoints with
-equal keys are equal without decoding, and a pair of keys is compared once, so a copy of
-a run (or its unchanged prefix) costs one decoding, not two.
+are equal by definition and their contents are not read: only what comes after the fork
+point is, so comparing two long runs of one thread costs what they do not share. The
+lines and the contents come from the store's `run_lines` (AgentOS: a thread's line and
+texts in one read where the runs start in threads of their own; else `lineage`, then
+`read_contents`): where a format gives keys (the stored texts), checkpoints with equal
+keys are equal without decoding, and where B's line holds A's texts place by place it
+takes A's steps, so a copy of a run (or its unchanged prefix) costs one decoding, not
+two. The states themselves are decoded to find the steps: texts that differ can hold
+equal values (key order, spacing, escapes, 1 and 1.0, a `__dunder__` key of the format's).
 """
 
 from __future__ import annotations

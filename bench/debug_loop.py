@@ -237,24 +237,30 @@ def compare_bench(long_db: str, steps: int, runs: int, before: str | None) -> No
     here = str(Path(__file__).resolve().parent.parent)
     env_here = {**os.environ, "PYTHONPATH": here}
     env_before = {**os.environ, "PYTHONPATH": before} if before else None
-    cmp_t: list[float] = []
-    before_t: list[float] = []
-    fixed_t: list[float] = []
-    floor_t: list[float] = []
+    cmp_t: list[tuple[float, float]] = []
+    before_t: list[tuple[float, float]] = []
+    fixed_t: list[tuple[float, float]] = []
+    floor_t: list[tuple[float, float]] = []
     for _ in range(runs):
-        cmp_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
-                           env=env_here, cwd=here))
+        cmp_t.append(timed_cpu(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
+                               env=env_here, cwd=here))
         if env_before:
-            before_t.append(timed(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
-                                  env=env_before, cwd=before))
-        fixed_t.append(timed(agentctl(long_db, "compare", root, root, "--json"), env=env_here, cwd=here))
-        floor_t.append(timed([sys.executable, "-c", FLOOR_COMPARE.format(db=long_db)]))
-    c, x, f = (statistics.median(v) for v in (cmp_t, fixed_t, floor_t))
-    was = f"; before ({before}) {statistics.median(before_t):.3f} s" if before_t else ""
-    print(f"compare (two {steps:,}-step runs, parting at 90%): {c:.3f} s{was}; its fixed cost (a root "
-          f"compared with itself: start, imports, open) {x:.3f} s; floor (a bare python reading the rows "
-          f"compare needs with sqlite3, no decoding) {f:.3f} s: {c / f:.2f}x the floor; target < 0.5 s: "
-          f"{'met' if c < 0.5 else 'under the floor' if f >= 0.5 else 'NOT met'}")
+            before_t.append(timed_cpu(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
+                                      env=env_before, cwd=before))
+        fixed_t.append(timed_cpu(agentctl(long_db, "compare", root, root, "--json"), env=env_here, cwd=here))
+        floor_t.append(timed_cpu([sys.executable, "-c", FLOOR_COMPARE.format(db=long_db)]))
+
+    def med(pairs: list[tuple[float, float]]) -> str:
+        return (f"{statistics.median(p[0] for p in pairs):.3f} s "
+                f"(CPU {statistics.median(p[1] for p in pairs):.3f} s)")
+
+    c, f = (statistics.median(p[0] for p in v) for v in (cmp_t, floor_t))
+    cc, fc = (statistics.median(p[1] for p in v) for v in (cmp_t, floor_t))
+    was = f"; before ({before}) {med(before_t)}" if before_t else ""
+    print(f"compare (two {steps:,}-step runs, parting at 90%): {med(cmp_t)}{was}; its fixed cost (a root "
+          f"compared with itself: start, imports, open) {med(fixed_t)}; floor (a bare python reading the rows "
+          f"compare needs with sqlite3, no decoding) {med(floor_t)}: {c / f:.2f}x the floor (CPU {cc / fc:.2f}x); "
+          f"target < 0.5 s: {'met' if c < 0.5 else 'under the floor' if f >= 0.5 else 'NOT met'}")
 
 
 if __name__ == "__main__":
