@@ -171,6 +171,11 @@ async def test_a_line_longer_than_its_thread_read_and_a_cycle(backend):
     await backend._write("UPDATE checkpoints SET parent_id = ? WHERE checkpoint_id = ?", c[3], c[0])
     assert [m.checkpoint_id for m in await backend.lineage(c[3])] == [c[0], c[1], c[2], c[3]]
     await _both(backend, c[3], c[2])
+    # ... and where the run starts in a thread of its own (one read of its line and texts)
+    d = await _run(backend, "other", 3)
+    out = await _both(backend, c[3], d[-1])
+    assert (await backend.run_lines([c[3], d[-1]]))[0] == [c[:4], d]
+    assert out["fork_point"] is None
 
 
 async def test_delta_rows_are_resolved(backend):

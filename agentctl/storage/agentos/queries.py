@@ -8,7 +8,7 @@ that makes text sort by bytes: empty on SQLite, `COLLATE "C"` on Postgres).
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from agentctl.storage.agentos.rows import BIG_JSON, fast_loads
 from agentctl.storage.agentos.base import (
@@ -28,7 +28,7 @@ from agentctl.storage.agentos.base import (
 )
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Content, check_search_places, shared_prefix
+from agentctl.storage.contract import SEARCH_PLACES, Content, Store, check_search_places, shared_prefix
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.text import sql_json_type_name
 
@@ -308,7 +308,7 @@ class SharedQueries(RowReads):
                 raise CheckpointNotFound(cid)
             starts.append(found)
         if len({f[0] for f in starts}) < len(starts):
-            return await super().run_lines(checkpoint_ids)
+            return await Store.run_lines(cast(Store, self), checkpoint_ids)
         # id -> (id, parent, thread, messages, state), or (id, parent, thread) read by metadata
         rows: dict[str, Sequence[Any]] = {}
         for cid, found in zip(checkpoint_ids, starts):
@@ -333,7 +333,11 @@ class SharedQueries(RowReads):
                 cur = row[1]
                 if len(line) > len(rows):  # a cycle: the line ends where it repeats
                     seen: set[str] = set()
-                    line = [i for i in line if not (i in seen or seen.add(i))]
+                    for i, walked in enumerate(line):
+                        if walked in seen:
+                            line = line[:i]
+                            break
+                        seen.add(walked)
                     break
             line.reverse()
             lines.append(line)
@@ -367,7 +371,7 @@ class SharedQueries(RowReads):
         out: dict[str, Content] = {}
         deltas: list[str] = []
         marker = '"' + DELTA_MARKER + '"'
-        markers = {str: marker, bytes: marker.encode()}
+        markers: dict[type, Any] = {str: marker, bytes: marker.encode()}
         wanted = set(ids)
         for rows in pages:
             for row in rows:
