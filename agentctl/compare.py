@@ -8,20 +8,26 @@ steps are aligned one to one from the root; the first pair whose contents differ
 they parted, with the structural diff there (the JSON paths of `diff`).
 
 Checkpoints both runs share (the same ids, from the root to their last common ancestor)
-are equal by definition and are not read: only what comes after the fork point is, so
-comparing two long runs of one thread costs what they do not share. The lines come from
-the store's `lineage` (one recursive query where the format has one) and the contents
-from its `read_contents`: where a format gives keys (the stored texts), checkpoints with
-equal keys are equal without decoding, and a pair of keys is compared once, so a copy of
-a run (or its unchanged prefix) costs one decoding, not two.
+are equal by definition and their contents are not read: only what comes after the fork
+point is, so comparing two long runs of one thread costs what they do not share. The
+lines and the contents come from the store's `run_lines` (AgentOS: a thread's line and
+texts in one read where the runs start in threads of their own; else `lineage`, then
+`read_contents`): where a format gives keys (the stored texts), checkpoints with equal
+keys are equal without decoding, and where B's line holds A's texts place by place it
+takes A's steps, so a copy of a run (or its unchanged prefix) costs one decoding, not
+two. The states themselves are decoded to find the steps: texts that differ can hold
+equal values (key order, spacing, escapes, 1 and 1.0, a `__dunder__` key of the format's).
 """
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentctl.diff import Change, diff_values, json_equal
+from agentctl.errors import CheckpointNotFound
+from agentctl.storage.contract import shared_prefix
 
 if TYPE_CHECKING:
     from agentctl.model import CheckpointMetadata
@@ -95,15 +101,14 @@ def _own_keys(state: Any) -> Any:
 class _Contents:
     """Whether two checkpoints' contents (messages, state) are equal, decoding as little
     as it can: checkpoints whose stored texts are equal (the store's `Content.key`) are
-    equal without decoding; the answer for a pair of keys is kept (a copy of a run asks
-    the same questions again); the states are compared first (states that differ make
-    contents that differ: the messages are not decoded then); a decoded state is kept
-    only while it is one of the last two asked for (keeping thousands of decoded states
-    costs several times their decoding)."""
+    equal without decoding; a line that holds another's texts place by place takes that
+    line's answers (a copy of a run asks the same questions again); the states are
+    compared first (states that differ make contents that differ: the messages are not
+    decoded then); a decoded state is kept only while it is one of the last two asked
+    for (keeping thousands of decoded states costs several times their decoding)."""
 
     def __init__(self, contents: dict[str, Content]):
         self._contents = contents
-        self._pairs: dict[tuple[Any, Any], bool] = {}
         self._recent: dict[str, Any] = {}
 
     def _state(self, cid: str) -> Any:
@@ -123,21 +128,36 @@ class _Contents:
             return None, state
         return self._contents[cid].value()[0], state
 
-    def _compare(self, x: str, y: str) -> bool:
+    def same(self, x: str, y: str) -> bool:
+        kx = self._contents[x].key
+        if kx is not None and kx == self._contents[y].key:
+            return True
         if not _equal(self._state(x), self._state(y)):
             return False
         return _same(self.of(x), self.of(y))
 
-    def same(self, x: str, y: str) -> bool:
-        kx, ky = self._contents[x].key, self._contents[y].key
-        if kx is None or ky is None:
-            return self._compare(x, y)
-        if kx == ky:
-            return True
-        found = self._pairs.get((kx, ky))
-        if found is None:
-            found = self._pairs[kx, ky] = self._compare(x, y)
-        return found
+    def changes(self, after: str | None, line: list[str],
+                like: tuple[list[str], list[bool]] | None = None) -> list[bool]:
+        """For each checkpoint of `line`, whether its content differs from the one
+        before it (`after` first): whether it is a step. `like`: another line from
+        `after` and its answers; while this line holds that line's texts place by
+        place, its answers are that line's."""
+        contents = self._contents
+        other, answers = like if like is not None else ([], [])
+        out: list[bool] = []
+        prev = after
+        aligned = True
+        for j, cid in enumerate(line):
+            if aligned:
+                key = contents[cid].key
+                aligned = key is not None and j < len(other) and key == contents[other[j]].key
+                if aligned:
+                    out.append(answers[j])
+                    prev = cid
+                    continue
+            out.append(prev is None or not self.same(prev, cid))
+            prev = cid
+        return out
 
 
 def _equal(p: Any, q: Any) -> bool:
@@ -150,16 +170,8 @@ def _same(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
     return all(_equal(p, q) for p, q in zip(x, y))
 
 
-def _steps(contents: _Contents, after: str | None, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:
-    """`line` without the checkpoints whose content equals the one before (`after` first)."""
-    out: list[CheckpointMetadata] = []
-    prev = after
-    for m in line:
-        cid = m.checkpoint_id
-        if prev is None or not contents.same(prev, cid):
-            out.append(m)
-        prev = cid
-    return out
+def _steps(line: list[str], changes: list[bool]) -> list[str]:
+    return [cid for cid, changed in zip(line, changes) if changed]
 
 
 def _diff(x: tuple[Any, ...], y: tuple[Any, ...]) -> list[Change]:
@@ -171,27 +183,39 @@ def _diff(x: tuple[Any, ...], y: tuple[Any, ...]) -> list[Change]:
 
 async def compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata) -> Comparison:
     """Compare the runs that end at `a` and at `b` (see the module's text)."""
-    path_a, path_b = await run_path(store, a), await run_path(store, b)
-    shared = 0
-    for ma, mb in zip(path_a, path_b):
-        if ma.checkpoint_id != mb.checkpoint_id:
-            break
-        shared += 1
+    # No cyclic GC while thousands of texts are read and decoded: none of them is garbage
+    # until it is dropped (a decoded state is freed by its count as soon as it is
+    # compared), and the collector would walk them over and over.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return await _compare(store, a, b)
+    finally:
+        if paused:
+            gc.enable()
+
+
+async def _compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata) -> Comparison:
+    (path_a, path_b), found = await store.run_lines([a.checkpoint_id, b.checkpoint_id])
+    shared = shared_prefix([path_a, path_b])
     rest_a, rest_b = path_a[shared:], path_b[shared:]
-    fork = path_a[shared - 1] if shared else None
-    contents = _Contents(await store.read_contents(([fork] if fork else []) + rest_a + rest_b))
-    base = fork.checkpoint_id if fork else None
+    base = path_a[shared - 1] if shared else None
+    contents = _Contents(found)
     # The shared part is alike on both sides by definition (the same checkpoints): only
     # what follows the fork point is aligned step by step.
-    steps_a = _steps(contents, base, rest_a)
-    steps_b = _steps(contents, base, rest_b)
+    changes_a = contents.changes(base, rest_a)
+    steps_a = _steps(rest_a, changes_a)
+    steps_b = _steps(rest_b, contents.changes(base, rest_b, (rest_a, changes_a)))
     result = Comparison(a=a.checkpoint_id, b=b.checkpoint_id, first_divergent_step=None,
                         a_at=None, b_at=None, fork_point=base, common_steps=shared)
     for i, (x, y) in enumerate(zip(steps_a, steps_b)):
-        if not contents.same(x.checkpoint_id, y.checkpoint_id):
-            result.first_divergent_step = y.step
-            result.a_at, result.b_at = x.checkpoint_id, y.checkpoint_id
-            result.changes = _diff(contents.of(x.checkpoint_id), contents.of(y.checkpoint_id))
+        if not contents.same(x, y):
+            at = b if y == b.checkpoint_id else await store.get_metadata(y)
+            if at is None:
+                raise CheckpointNotFound(y)
+            result.first_divergent_step = at.step
+            result.a_at, result.b_at = x, y
+            result.changes = _diff(contents.of(x), contents.of(y))
             result.common_steps = shared + i
             result.a_steps = len(steps_a) - i - 1
             result.b_steps = len(steps_b) - i - 1

@@ -181,6 +181,16 @@ class PruneSpec:
     statuses: list[str] | None = None
 
 
+def shared_prefix(lines: Sequence[Sequence[str]]) -> int:
+    """How many checkpoint ids all these lines of ids (root first) share from the root."""
+    n = 0
+    for ids in zip(*lines):
+        if any(i != ids[0] for i in ids[1:]):
+            break
+        n += 1
+    return n
+
+
 class Content:
     """A checkpoint's messages and state as `compare` reads them (`Store.read_contents`).
 
@@ -453,6 +463,24 @@ class Store(ABC):
         if missing:
             raise CheckpointNotFound(sorted(missing)[0])
         return out
+
+    async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
+        """`compare`'s reads in one call: each checkpoint's line (`lineage`, as checkpoint
+        ids, root first) and the contents (`read_contents`) of the
+        checkpoints on the lines after the part all of them share, the last shared one
+        (their fork point) included. CheckpointNotFound for a checkpoint that does not
+        exist. This default makes the two calls; a format that reads a thread's line and
+        texts in one pass overrides it."""
+        from agentctl.errors import CheckpointNotFound
+
+        lines = [await self.lineage(cid) for cid in checkpoint_ids]
+        for cid, line in zip(checkpoint_ids, lines):
+            if not line:
+                raise CheckpointNotFound(cid)
+        ids = [[m.checkpoint_id for m in line] for line in lines]
+        start = max(shared_prefix(ids) - 1, 0)
+        wanted = {m.checkpoint_id: m for line in lines for m in line[start:]}
+        return ids, await self.read_contents(list(wanted.values()))
 
     # ---- capabilities as library calls ------------------------------------------------
 

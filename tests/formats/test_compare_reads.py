@@ -32,9 +32,15 @@ class DefaultReads:
     async def read_contents(self, metas):
         return await Store.read_contents(self.store, metas)
 
+    async def run_lines(self, checkpoint_ids):
+        return await Store.run_lines(self, checkpoint_ids)  # type: ignore[arg-type]
+
+    async def get_metadata(self, checkpoint_id: str):
+        return await self.store.get_metadata(checkpoint_id)
+
 
 def _state(thread: str, k: int, **extra: Any) -> dict[str, Any]:
-    return {"step": k, "plan": {"next": f"city-{k % 7}", "done": [i for i in range(k % 5)]},
+    return {"step": k, "plan": {"next": f"城市-{k % 7}", "done": [i for i in range(k % 5)]},
             "notes": ["x" * (k % 3)], **extra}
 
 
@@ -67,6 +73,11 @@ async def _both(backend, a: str, b: str) -> dict[str, Any]:
     fast = (await compare(backend, ma, mb)).to_dict()
     slow = (await compare(DefaultReads(backend), ma, mb)).to_dict()  # type: ignore[arg-type]
     assert fast == slow
+    # the store's run_lines and the default's: the same lines, the same contents
+    (lines, got), (want_lines, want) = (await backend.run_lines([a, b]),
+                                        await DefaultReads(backend).run_lines([a, b]))
+    assert lines == want_lines and set(got) == set(want)
+    assert all(got[cid].value() == want[cid].value() for cid in got)
     assert [m.checkpoint_id for m in await backend.lineage(b)] == \
         [m.checkpoint_id for m in await Store.lineage(backend, b)]
     return fast
@@ -160,6 +171,11 @@ async def test_a_line_longer_than_its_thread_read_and_a_cycle(backend):
     await backend._write("UPDATE checkpoints SET parent_id = ? WHERE checkpoint_id = ?", c[3], c[0])
     assert [m.checkpoint_id for m in await backend.lineage(c[3])] == [c[0], c[1], c[2], c[3]]
     await _both(backend, c[3], c[2])
+    # ... and where the run starts in a thread of its own (one read of its line and texts)
+    d = await _run(backend, "other", 3)
+    out = await _both(backend, c[3], d[-1])
+    assert (await backend.run_lines([c[3], d[-1]]))[0] == [c[:4], d]
+    assert out["fork_point"] is None
 
 
 async def test_delta_rows_are_resolved(backend):
@@ -178,6 +194,45 @@ async def test_delta_rows_are_resolved(backend):
     assert out["fork_point"] == ids[5]
     # k repeats in pairs: 12 checkpoints, 6 steps; after ids[5] (k=2): k=3,4,5 -> 3 steps
     assert out["first_divergent_step"] is not None and out["a_steps"] == 2
+
+
+async def test_two_branches_of_a_third_thread(backend):
+    """Runs that start in threads of their own and go through a third one (the source
+    of both branches): its rows are read by their metadata, their texts by id."""
+    a = await _run(backend, "a", 120)
+    c1 = await _run(backend, "c1", 5, parent=a[100], start=101, edit_from=103)
+    c2 = await _run(backend, "c2", 30, parent=a[60], start=61, edit_from=70)
+    out = await _both(backend, c1[-1], c2[-1])
+    assert out["fork_point"] == a[60] and out["first_divergent_step"] == 70
+    assert (out["common_steps"], out["a_steps"], out["b_steps"]) == (70, 35, 20)
+    lines, contents = await backend.run_lines([c1[-1], c2[-1]])
+    assert lines == [a[:101] + c1, a[:61] + c2]
+    assert set(contents) == set(a[60:101] + c1 + c2)
+
+
+async def test_a_utf16_sqlite_file(tmp_path):
+    """A SQLite file whose text encoding is UTF-16: its texts are read as text (their
+    bytes are not UTF-8 JSON), and compare finds what it finds in a UTF-8 file."""
+    import sqlite3
+
+    from agentctl.backends import make_backend
+
+    db = tmp_path / "utf16.db"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA encoding = 'UTF-16le'")
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("DROP TABLE t")
+    conn.close()
+    b = make_backend(str(db), readonly=False, create=True)
+    await b.connect()
+    try:
+        assert (await b._fetch_tuples("PRAGMA encoding"))[0][0] == "UTF-16le"
+        a = await _run(b, "a", 40)
+        c = await _run(b, "c", 40, edit_from=30, prefix="a-copy")
+        out = await _both(b, a[-1], c[-1])
+        assert (out["first_divergent_step"], out["common_steps"], out["a_steps"]) == (30, 30, 9)
+    finally:
+        await b.close()
 
 
 def test_the_cli_on_a_long_run_and_its_copy(tmp_path):

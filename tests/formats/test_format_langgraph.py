@@ -689,3 +689,27 @@ async def test_threads_newest_first_by_skip_scan_match_the_plain_aggregate(tmp_p
         ascending = await store.thread_summaries(limit=50, descending=False)
         assert [t.thread_id for t in ascending] == [t.thread_id for t in reversed(
             await store.thread_summaries(limit=50))]
+
+
+async def test_an_id_held_by_several_threads_names_the_least_root_thread(lg_db):
+    """A checkpoint id in several threads (LangGraph's copies of a thread): REF by id
+    names the root namespace's least thread, even where a subgraph namespace of a
+    thread that sorts first holds it too (SQLite stops its scan of the key there); an
+    id held by subgraph namespaces alone names the least (namespace, thread)."""
+    url, saver, _ = lg_db
+    conn = saver.conn
+    first = next(iter(saver.list(None)))
+    cid = first.config["configurable"]["checkpoint_id"]
+    cols = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
+    copies = [("0-0-sub", "sub:1", cid), ("0-aaa-copy", "", cid), ("zz-copy", "", cid),
+              ("m-sub", "sub:2", "only-sub-id"), ("k-sub", "sub:9", "only-sub-id"), ("a-sub", "sub:2", "only-sub-id")]
+    ph = "?" if isinstance(conn, sqlite3.Connection) else "%s"
+    for thread, ns, new_id in copies:
+        conn.execute(f"INSERT INTO checkpoints ({cols}) SELECT {ph}, {ph}, {ph}, parent_checkpoint_id, type, "
+                     f"checkpoint, metadata FROM checkpoints WHERE checkpoint_id = {ph} AND checkpoint_ns = '' LIMIT 1",
+                     (thread, ns, new_id, cid))
+    conn.commit()
+    async with open_store(url) as store:
+        assert (await store.get_metadata(cid)).thread_id == "0-aaa-copy"
+        assert (await store.get_metadata("only-sub-id")).thread_id == address("a-sub", "sub:2")
+        assert await store.get_metadata("no-such-id") is None

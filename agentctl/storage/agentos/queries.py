@@ -8,7 +8,7 @@ that makes text sort by bytes: empty on SQLite, `COLLATE "C"` on Postgres).
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from agentctl.storage.agentos.rows import BIG_JSON, fast_loads
 from agentctl.storage.agentos.base import (
@@ -28,7 +28,7 @@ from agentctl.storage.agentos.base import (
 )
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Content, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Content, Store, check_search_places, shared_prefix
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.text import sql_json_type_name
 
@@ -44,11 +44,12 @@ def _decode_content(checkpoint_id: str, messages: Any, state: Any) -> tuple[Any,
 
 
 class _StoredTexts(Content):
-    """A row's messages and state texts: the key, decoded at each `value()`."""
+    """A row's messages and state texts (str, or their UTF-8 bytes): the key, decoded at
+    each `value()`."""
 
     __slots__ = ("checkpoint_id",)
 
-    def __init__(self, checkpoint_id: str, messages: str, state: str):
+    def __init__(self, checkpoint_id: str, messages: str | bytes, state: str | bytes):
         self.key = (messages, state)
         self._value = self._decode = None
         self.checkpoint_id = checkpoint_id
@@ -260,45 +261,127 @@ class SharedQueries(RowReads):
             by_id.update((m.checkpoint_id, m) for m in metadata_rows(thread, group))
         return [by_id[r[1]] for r in line]
 
-    async def _line_rows(self, checkpoint_id: str) -> list[Sequence[Any]]:
-        """Rows (thread_id, THREAD_ROW_COLUMNS...) holding the checkpoint and at least
-        the part of its line in its thread: the whole thread, or the line to its root."""
+    async def _locate(self, checkpoint_id: str) -> Sequence[Any] | None:
+        """(thread_id, step, the thread's row count) of a checkpoint, or None."""
         found = await self._fetch_tuples(
             "SELECT thread_id, step, (SELECT COUNT(*) FROM checkpoints t WHERE t.thread_id = c.thread_id) "
             "FROM checkpoints c WHERE checkpoint_id = ?", checkpoint_id)
-        if not found:
-            return []
-        thread, step, n = found[0]
-        columns = ", ".join("c." + col for col in THREAD_ROW_COLUMNS.split(", "))
+        return found[0] if found else None
+
+    async def _line_rows(self, checkpoint_id: str, texts: bool = False,
+                         found: Sequence[Any] | None = None) -> list[Sequence[Any]]:
+        """Rows (thread_id, THREAD_ROW_COLUMNS...) holding the checkpoint and at least
+        the part of its line in its thread: the whole thread, or the line to its root.
+        With `texts`: rows (checkpoint_id, parent_id, thread_id, messages_blob,
+        state_blob) instead. `found`: the checkpoint's `_locate`, when known."""
+        if found is None:
+            found = await self._locate(checkpoint_id)
+            if found is None:
+                return []
+        thread, step, n = found
+        if texts:
+            columns = "c.checkpoint_id, c.parent_id, c.thread_id, " + await self._content_columns("c.")
+        else:
+            columns = "c.thread_id, " + ", ".join("c." + col for col in THREAD_ROW_COLUMNS.split(", "))
         if n <= 4 * (max(int(step), 0) + 1) + 1000:
-            return await self._fetch_tuples(
-                f"SELECT c.thread_id, {columns} FROM checkpoints c WHERE c.thread_id = ?", thread)
+            return await self._fetch_tuples(f"SELECT {columns} FROM checkpoints c WHERE c.thread_id = ?", thread)
         # UNION: a cycle ends where it repeats
         return await self._fetch_tuples(
             "WITH RECURSIVE line(cid) AS (SELECT CAST(? AS TEXT) UNION "
             "SELECT c.parent_id FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid "
             "WHERE c.parent_id IS NOT NULL AND c.parent_id <> '') "
-            f"SELECT c.thread_id, {columns} FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid",
+            f"SELECT {columns} FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid",
             checkpoint_id)
 
-    async def read_contents(self, metas: Sequence[CheckpointMetadata]) -> dict[str, Content]:
-        # Only the two columns, undecoded: equal texts are equal contents (the key), and
-        # a checkpoint is decoded only when compared with one whose texts differ. A delta
-        # row's texts are patches against its base: it is read whole and resolved.
+    async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
+        # Runs that start in threads of their own (two runs in separate threads, the
+        # usual compare of a re-run): each thread's line and texts in one read, the rows
+        # of another thread the lines go through (a branch's source) by their metadata and
+        # their texts by id where wanted. Runs that start in one thread share most of it:
+        # the default (the lines first, then the texts after the fork point only).
         from agentctl.errors import CheckpointNotFound
 
+        starts = []
+        for cid in checkpoint_ids:
+            found = await self._locate(cid)
+            if found is None:
+                raise CheckpointNotFound(cid)
+            starts.append(found)
+        if len({f[0] for f in starts}) < len(starts):
+            return await Store.run_lines(cast(Store, self), checkpoint_ids)
+        # id -> (id, parent, thread, messages, state), or (id, parent, thread) read by metadata
+        rows: dict[str, Sequence[Any]] = {}
+        for cid, found in zip(checkpoint_ids, starts):
+            if cid not in rows:
+                got = {r[0]: r for r in await self._line_rows(cid, True, found)}
+                got.update(rows)
+                rows = got
+        lines: list[list[str]] = []
+        for cid in checkpoint_ids:
+            line: list[str] = []
+            cur: str | None = cid
+            while cur:
+                row = rows.get(cur)
+                if row is None:
+                    got = {r[1]: (r[1], r[2], r[0]) for r in await self._line_rows(cur)}
+                    got.update(rows)
+                    rows = got
+                    row = rows.get(cur)
+                    if row is None:  # a pruned parent ends the line
+                        break
+                line.append(cur)
+                cur = row[1]
+                if len(line) > len(rows):  # a cycle: the line ends where it repeats
+                    seen: set[str] = set()
+                    for i, walked in enumerate(line):
+                        if walked in seen:
+                            line = line[:i]
+                            break
+                        seen.add(walked)
+                    break
+            line.reverse()
+            lines.append(line)
+        start = max(shared_prefix(lines) - 1, 0)
+        wanted = list(dict.fromkeys(cid for line in lines for cid in line[start:]))
+        texts: list[Sequence[Any]] = []
+        by_id: list[tuple[str, str]] = []
+        for cid in wanted:
+            row = rows[cid]
+            if len(row) == 5:
+                texts.append(row)
+            else:
+                by_id.append((row[2], cid))
+        pages = [texts]
+        if by_id:
+            pages.extend(await self._content_rows(by_id, [cid for _, cid in by_id]))
+        return lines, await self._contents_of(wanted, pages)
+
+    async def read_contents(self, metas: Sequence[CheckpointMetadata]) -> dict[str, Content]:
         ids = list(dict.fromkeys(m.checkpoint_id for m in metas))
+        return await self._contents_of(ids, await self._content_rows([(m.thread_id, m.checkpoint_id) for m in metas], ids))
+
+    async def _contents_of(self, ids: list[str], pages: list[list[Any]] | list[list[Sequence[Any]]]) -> dict[str, Content]:
+        """The contents of `ids` from pages of rows (checkpoint_id, ..., messages_blob,
+        state_blob) holding them (and maybe others). Only the two columns, undecoded: equal
+        texts are equal contents (the key), and a checkpoint is decoded only when
+        compared with one whose texts differ. A delta row's texts are patches against
+        its base: it is read whole and resolved."""
+        from agentctl.errors import CheckpointNotFound
+
         out: dict[str, Content] = {}
         deltas: list[str] = []
         marker = '"' + DELTA_MARKER + '"'
+        markers: dict[type, Any] = {str: marker, bytes: marker.encode()}
         wanted = set(ids)
-        for rows in await self._content_rows(metas, ids):
-            for cid, messages, state in rows:
+        for rows in pages:
+            for row in rows:
+                cid, messages, state = row[0], row[-2], row[-1]
                 if cid not in wanted or cid in out:  # a thread read whole holds others
                     continue
-                if not isinstance(messages, str) or not isinstance(state, str):
+                kind = type(state)
+                if kind not in markers or type(messages) is not kind:
                     out[cid] = Content(value=_decode_content(cid, messages, state))
-                elif marker in state:
+                elif markers[kind] in state:
                     deltas.append(cid)
                 else:
                     out[cid] = _StoredTexts(cid, messages, state)
@@ -313,26 +396,30 @@ class SharedQueries(RowReads):
             raise CheckpointNotFound(missing[0])
         return out
 
-    async def _content_rows(self, metas: Sequence[CheckpointMetadata], ids: list[str]) -> list[list[Any]]:
-        """Pages of (checkpoint_id, messages_blob, state_blob) holding at least `ids`:
-        a thread whole where most of its rows are wanted (one scan of its rows), the
-        others by id."""
+    async def _content_rows(self, where: Sequence[tuple[str, str]], ids: list[str]) -> list[list[Any]]:
+        """Pages of (checkpoint_id, messages_blob, state_blob) holding at least `ids`
+        (`where`: their (thread_id, checkpoint_id)): a thread whole where most of its
+        rows are wanted (one scan of its rows), the others by id."""
         per_thread: dict[str, int] = {}
-        for m in metas:
-            per_thread[m.thread_id] = per_thread.get(m.thread_id, 0) + 1
+        for thread, _ in where:
+            per_thread[thread] = per_thread.get(thread, 0) + 1
         pages: list[list[Any]] = []
         whole: set[str] = set()
+        columns = await self._content_columns()
         for thread, n in per_thread.items():
             if n >= 500 and await self.count(thread) <= 2 * n:
                 whole.add(thread)
                 pages.append(await self._fetch_tuples(
-                    "SELECT checkpoint_id, messages_blob, state_blob FROM checkpoints WHERE thread_id = ?", thread))
-        rest = [m.checkpoint_id for m in metas if m.thread_id not in whole] if whole else ids
+                    f"SELECT checkpoint_id, {columns} FROM checkpoints WHERE thread_id = ?", thread))
+        rest = [cid for thread, cid in where if thread not in whole] if whole else ids
         for ph, chunk in in_chunks(dict.fromkeys(rest)):
             pages.append(await self._fetch_tuples(
-                f"SELECT checkpoint_id, messages_blob, state_blob FROM checkpoints WHERE checkpoint_id IN ({ph})",
-                *chunk))
+                f"SELECT checkpoint_id, {columns} FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk))
         return pages
+
+    async def _content_columns(self, table: str = "") -> str:
+        """The messages and state columns as `read_contents` reads them (SQL)."""
+        return f"{table}messages_blob, {table}state_blob"
 
     async def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
         for thread in await self.all_thread_ids():

@@ -490,6 +490,13 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, self._db_path) from None
 
+    async def _content_columns(self, table: str = "") -> str:
+        # Their bytes (in the file's encoding): orjson parses UTF-8 as it is, where a str
+        # (UCS-2 for a text with Chinese in it) is made of each and then encoded back to
+        # UTF-8 for orjson; equal bytes are equal texts. A UTF-16 file's bytes are
+        # parsed by the stdlib, which finds their encoding (`rows.loads`).
+        return f"CAST({table}messages_blob AS BLOB), CAST({table}state_blob AS BLOB)"
+
     async def _thread_rows(self, thread_id: str, limit: int, offset: int, descending: bool,
                            extra: str = "") -> list[Any]:
         if offset or not 0 <= limit <= _STEP_ORDER_MAX:
