@@ -46,6 +46,7 @@ def test_bad_edits_exit_2_one_line_nothing_written(sample_url):  # noqa: F811
         (["--set", "nokey=1"], "the state has no key 'nokey' (its keys: files, last_test, plan, task, test_runs)"),
         (["--unset", "task.x"], "holds a str"),
         (["--set", "plan.9=1"], "no item '9' in a list of 3"),
+        (["--set", "plan=1", "--as-node", "agent"], "--as-node is LangGraph's"),
     ]:
         r = cli(sample_url, "edit", f"{T}@6", *args, "--yes")
         assert r.exit_code == 2, (args, r.stdout, r.stderr)

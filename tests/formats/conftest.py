@@ -19,3 +19,11 @@ def bare_python(tmp_path_factory) -> str:
         probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True)
         assert probe.returncode != 0, f"{python} imports {module}"
     return python
+
+
+@pytest.fixture(scope="session")
+def sqlite_builds(tmp_path_factory):
+    """Each format's SQLite test database built once, copied per test (SQLiteBuilds)."""
+    from tests.support.contract_formats import SQLiteBuilds
+
+    return SQLiteBuilds(tmp_path_factory.mktemp("builds"))

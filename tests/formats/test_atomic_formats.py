@@ -27,8 +27,9 @@ async def built(request, tmp_path) -> tuple[FormatCase, Built]:
     for module in case.needs:
         if importlib.util.find_spec(module.split(".")[0]) is None:
             pytest.skip(f"{module} is not installed")
-    url = str(tmp_path / "db.sqlite") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
-    return case, await case.build(kind, url)
+    if kind == "sqlite":
+        return case, await request.getfixturevalue("sqlite_builds").copy(case, tmp_path / "db.sqlite")
+    return case, await case.build(kind, request.getfixturevalue("pg_dsn"))
 
 
 async def test_rewind_branch_undo_are_atomic(built) -> None:

@@ -62,8 +62,9 @@ async def built(request, tmp_path) -> tuple[FormatCase, Built]:
     name, kind = request.param
     case = CASES[name]
     _needs(case)
-    url = str(tmp_path / "db.sqlite") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
-    return case, await case.build(kind, url)
+    if kind == "sqlite":
+        return case, await request.getfixturevalue("sqlite_builds").copy(case, tmp_path / "db.sqlite")
+    return case, await case.build(kind, request.getfixturevalue("pg_dsn"))
 
 
 def content(case: FormatCase, cp: Checkpoint):
@@ -801,7 +802,7 @@ async def _tui_to(pilot, thread: str, checkpoint_id: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeypatch):
+async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeypatch, sqlite_builds):
     """The TUI's r, b and u on a database each format's program wrote: the same result
     as the library's, and undo puts every row back."""
     pytest.importorskip("textual")
@@ -811,7 +812,7 @@ async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeyp
 
     case = CASES[name]
     _needs(case)
-    b = await case.build("sqlite", str(tmp_path / "db.sqlite"))
+    b = await sqlite_builds.copy(case, tmp_path / "db.sqlite")
     async with open_store(b.url) as store:
         can = {c: store.can(c) for c in (Capability.REWIND, Capability.BRANCH, Capability.UNDO)}
         target = (await store.read_thread(b.main, 1000))[1]
@@ -858,7 +859,7 @@ async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("name", list(CASES))
-async def test_tui_prune_dialog_offers_what_the_format_means(name, tmp_path, monkeypatch):
+async def test_tui_prune_dialog_offers_what_the_format_means(name, tmp_path, monkeypatch, sqlite_builds):
     """issue 23 item 10: the TUI's prune dialog offers the policies a prune of one
     thread means in the format (History.prune_policies: the article's store prunes a
     session whole, by age; LangGraph has no milestones), and each one it offers plans
@@ -873,7 +874,7 @@ async def test_tui_prune_dialog_offers_what_the_format_means(name, tmp_path, mon
 
     case = CASES[name]
     _needs(case)
-    b = await case.build("sqlite", str(tmp_path / "db.sqlite"))
+    b = await sqlite_builds.copy(case, tmp_path / "db.sqlite")
     async with open_store(b.url) as store:
         if not store.can(Capability.PRUNE):  # nothing to offer: the format refuses prune
             r = cli(b.url, "prune", b.main, "--keep-last", "1", "--yes", "--no-backup")

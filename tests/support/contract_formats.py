@@ -583,3 +583,34 @@ def copy_sample(name: str, dest: Path) -> Path:
     src = Path(__file__).resolve().parent.parent.parent / "sample_db" / name
     shutil.copyfile(src, dest)
     return dest
+
+
+class SQLiteBuilds:
+    """Each format's SQLite database built once per test session and copied for each
+    test (the file, exact to the byte: its format's program wrote it once): the contract
+    suite's 200-odd SQLite cases then cost a file copy each, not a framework's run."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._built: dict[str, Built] = {}
+
+    async def copy(self, case: FormatCase, dest: Path) -> Built:
+        first = self._built.get(case.name)
+        if first is None:
+            path = self.folder / case.name / dest.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            first = await case.build("sqlite", str(path))
+            conn = sqlite3.connect(path)  # everything in the main file: the copy is all of it
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                conn.close()
+            self._built[case.name] = first
+        source = Path(first.url)
+        shutil.copyfile(source, dest)
+        for suffix in ("-wal", "-shm"):
+            side = Path(str(source) + suffix)
+            if side.exists() and side.stat().st_size:
+                shutil.copyfile(side, str(dest) + suffix)
+        return Built(url=str(dest), threads=list(first.threads), main=first.main, branch=first.branch,
+                     branches=dict(first.branches))

@@ -73,6 +73,11 @@ def edit(
 
     async def plan():
         async with st.engine(write=False) as (store, history):
+            if as_node is not None and store.format.name != "langgraph":
+                from agentctl.errors import UsageError
+
+                raise UsageError(f"--as-node is LangGraph's (update_state's as_node); this is a "
+                                 f"{store.format.name} database")
             return await plan_edit(store, history, await resolve(store, ref), edits, for_write=not dry_run,
                                    graph=graph_at_hand(agent, config))
 
