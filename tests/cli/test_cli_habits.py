@@ -586,7 +586,9 @@ def test_readme_first_steps():
     # a virtual environment first, then the README's two commands, unchanged
     venv = quick.index("python3 -m venv .venv && . .venv/bin/activate")
     assert venv < quick.index("pip install . && agentctl --db sample_db/checkpoints.db threads list")
-    assert "pip install -e '.[test]' && python -m pytest -q" in quick
+    assert "pip install -e '.[test]' && python -m pytest -q -n auto" in quick
+    # and it is the command CI runs
+    assert "-e '.[test]' && python -m pytest -q -n auto" in (REPO / ".ci" / "run").read_text()
     assert "minutes" in quick  # how long the tests take
     for need in ("`postgres` user", "runuser", "TMPDIR", "AGENTCTL_TEST_PG_DSN"):  # as root
         assert need in quick, need
