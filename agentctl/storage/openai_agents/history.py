@@ -29,7 +29,7 @@ holding items 1..N of the item's branch (`message_structure` rows, as the SDK's
 item's content in place) are ops like the others.
 
 The previous release's op log (`agentctl_openai_oplog`, trash `agentctl_openai_trash`)
-is moved into the journal by the first write (`oldlog.py`), its ops under their ids.
+is moved into the journal by the first write (`legacy.py`), its ops under their ids.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History
 from agentctl.storage.journal import trash
 from agentctl.storage.journal.history import JournalHistory
-from agentctl.storage.openai_agents.oldlog import ITEM_KEY, SESSION_KEY, OldOplog
+from agentctl.storage.openai_agents.legacy import ITEM_KEY, SESSION_KEY, OldOplog
 from agentctl.storage.contract import RewindAndBranchOnly
 from agentctl.storage.sqlutil import marks
 
