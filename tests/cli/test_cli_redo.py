@@ -47,8 +47,8 @@ def test_redo_on_the_journal(tmp_path: Path) -> None:
     state = db.read_bytes()
     r = cli(str(db), "redo", "3")
     assert r.exit_code == 1 and r.stdout == ""
-    assert r.stderr.strip().splitlines() == ["agentctl: operation 3 was undone before agentctl kept what redo "
-                                             "needs (an op log of an older layout); it cannot be redone"]
+    assert r.stderr.strip().splitlines() == ["agentctl: operation 3 was undone by an agentctl release before the "
+                                             "journal, which kept no copy of what it wrote; it cannot be redone"]
     assert db.read_bytes() == state
 
 
@@ -61,7 +61,8 @@ async def test_redo_on_adk(tmp_path: Path) -> None:
     r = cli(str(db), "redo")
     assert r.exit_code == 1 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [
-        "agentctl: operation 3 was undone by an agentctl release before the journal; it cannot be redone"]
+        "agentctl: operation 3 was undone by an agentctl release before the journal, which kept no copy of "
+        "what it wrote; it cannot be redone"]
     assert db.read_bytes() == before
     written = await dump(str(db), side_tables=False)
     cli_json(str(db), "undo", "2")

@@ -234,8 +234,8 @@ def test_previous_release_ops_redone(tmp_path) -> None:
     state = asyncio.run(dump(str(db)))
     r = cli(str(db), "redo", str(old_undone[0]))
     assert r.exit_code == 1 and r.stderr.strip().splitlines() == [
-        f"agentctl: operation {old_undone[0]} was undone by agentctl's previous release, which kept nothing "
-        "to redo it with; it cannot be redone"]
+        f"agentctl: operation {old_undone[0]} was undone by an agentctl release before the journal, which kept "
+        "no copy of what it wrote; it cannot be redone"]
     assert asyncio.run(dump(str(db))) == state
     for op in done:
         cli_json(str(db), "redo", str(op))

@@ -177,8 +177,8 @@ async def test_old_ops_undone_and_redone_after_the_migration(tmp_path: Path) -> 
     before = Path(url).read_bytes()
     r = cli(url, "redo", "3")
     assert r.exit_code == 1 and r.stderr.strip().splitlines() == [
-        "agentctl: operation 3 was undone by an earlier agentctl, which kept no copy of its rows; "
-        "it cannot be redone"]
+        "agentctl: operation 3 was undone by an agentctl release before the journal, which kept no copy of "
+        "what it wrote; it cannot be redone"]
     assert Path(url).read_bytes() == before
     done = [o for o in sorted(ops) if ops[o]["kind"] != "undo" and not ops[o]["undone"]]
     assert done == [1, 2, 5, 6]

@@ -109,13 +109,6 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         gone: list[str] = list(d.get("moved") or []) if d.get("hard") else []
         return {"created": gone, "deleted": made} if image == "before" else {"created": made, "deleted": gone}
 
-    async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
-        rec = await super()._pick(tx, op_id, undone)
-        why = legacy.no_redo(rec) if undone else None
-        if why:
-            raise OperationError(f"operation {rec['op_id']} was {why}")
-        return rec
-
     async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
                     threads: Sequence[str] | None = None) -> Any:
         try:

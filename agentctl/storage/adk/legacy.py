@@ -7,7 +7,7 @@ from what the old log kept: the session's (and an edit's app/user rows') state a
 update_time before it (its details), the events a hard rewind moved (the old trash),
 and as after-images the rows as they stand (or, for an older op on the same row, as the
 next op found them); its fingerprint is the update_time it left. An op the old code
-undid cannot be redone (its undo deleted what it had made; `NO_REDO`); a purged one
+undid cannot be redone (its undo deleted what it had made; `ops.NO_REDO`); a purged one
 stays purged."""
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ STATE_TABLES = (("sessions", 3), ("app_states", 1), ("user_states", 2))
 COLUMNS = {"sessions": ("app_name", "user_id", "id", "state", "create_time", "update_time"),
            "app_states": ("app_name", "state", "update_time"),
            "user_states": ("app_name", "user_id", "state", "update_time")}
-NO_REDO = "journal"
-_NO_REDO_WHY = "undone by an agentctl release before the journal; it cannot be redone"
 _EVENT_COLS = "id, app_name, user_id, session_id, invocation_id, timestamp, event_data"
 
 Fetch = Callable[..., Awaitable[list[dict[str, Any]]]]
@@ -100,11 +98,6 @@ async def purge_plan(store: Any) -> Any | None:
     return PurgeResult(ops=[int(r["op_id"]) for r in rows], rows=sum(int(r["n"]) for r in rows), dry_run=True)
 
 
-def no_redo(record: dict[str, Any]) -> str | None:
-    """Why an adopted op cannot be redone (None: it can)."""
-    return _NO_REDO_WHY if record["details"].get(NO_REDO) == _NO_REDO_WHY else None
-
-
 # ---- the migration --------------------------------------------------------------------------
 
 
@@ -154,7 +147,7 @@ async def migrate(h: Any, tx: Any) -> None:
         d, kind, op_id = json.loads(r["details"]), r["kind"], int(r["op_id"])
         rec = {**r, "threads": json.loads(r["threads"]), "details": d, "undone": r["undone"], "purged": r["purged"]}
         if kind != "undo" and r["undone"]:
-            rec["details"] = {**d, NO_REDO: _NO_REDO_WHY}
+            rec["details"] = {**d, ops.NO_REDO: True}
         elif kind != "undo" and not r["purged"]:
             tables: dict[str, Any] = {}
             if not await _op_images(images, tx, op_id, kind, d, tables, has_trash):

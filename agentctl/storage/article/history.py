@@ -744,7 +744,6 @@ class ArticleHistory(JournalHistory, History):
         is still as it left it (none changed, none deleted, no key taken again), and with
         messages_fts kept in step where agentctl keeps it."""
         undo = image == "before"
-        legacy.refuse_redo(record, undo)
         await ops.check(tx, record, 1 if undo else 0, None)
         await legacy.unchecked(self, tx, record)
         await self._unchanged(tx, record, "after" if undo else "before", "undo" if undo else "redo")

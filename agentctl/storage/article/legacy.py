@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentctl.errors import OperationError
 from agentctl.storage.article import schema as S
 from agentctl.storage.journal import ops, trash
 
@@ -37,7 +36,6 @@ AFTER = S.PREFIX + "sessions_after"
 #: the previous release's trash of each table
 OLD_TRASH = {t: f"{S.PREFIX}trash_{t}" for t in ("sessions", "messages", "tool_logs", "tasks")}
 #: details of an adopted op that was undone before the journal (its images are gone)
-UNDONE_BEFORE = "undone_before_journal"
 #: details of an adopted op: its threads the old log kept no fingerprint of
 UNCHECKED = "unchecked_before_journal"
 
@@ -84,12 +82,6 @@ async def purge_plan(db: Any) -> Any | None:
         return None
     counts = await _deleted_counts(db)
     return PurgeResult(sorted(counts), sum(counts.values()), True)
-
-
-def refuse_redo(record: dict[str, Any], undo: bool) -> None:
-    if not undo and record["details"].get(UNDONE_BEFORE):
-        raise OperationError(f"operation {record['op_id']} was undone by agentctl's previous release, which kept "
-                             "nothing to redo it with; it cannot be redone")
 
 
 async def unchecked(history: Any, tx: Any, record: dict[str, Any]) -> None:
@@ -185,7 +177,7 @@ async def migrate(history: Any, tx: Any) -> None:
                   "threads": _parse(r["threads"], []), "details": details, "undone": undone,
                   "undo_of": r["undo_of"], "undone_by": r["undone_by"], "purged": purged}
         if kind != "undo" and undone:  # its undo emptied its trash: listed, not redone
-            record.update(purged=True, details={**details, UNDONE_BEFORE: True})
+            record.update(purged=True, details={**details, ops.NO_REDO: True})
         elif kind not in ("undo", "purge") and not purged:
             held = await _images(tx, op_id, details, kind)
             old = prints.get(op_id, {})

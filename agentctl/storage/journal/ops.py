@@ -39,6 +39,9 @@ from agentctl.storage.journal import trash
 Fingerprint = Callable[[Any, str], Awaitable[Any]]
 
 LOG = "agentctl_journal"
+#: in an adopted op's details: the release before the journal undid it and kept no copy
+#: of what it wrote, so it cannot be redone (`check` refuses with one line)
+NO_REDO = "agentctl_no_redo"
 
 
 def _ddl(kind: str) -> str:
@@ -196,6 +199,9 @@ async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerp
     purged, already so, or a thread's fingerprint not as the op's last move left it.
     `threads`: an undo of those threads alone (only theirs are checked)."""
     op_id = r["op_id"]
+    if not undone and r["details"].get(NO_REDO):
+        raise OperationError(f"operation {op_id} was undone by an agentctl release before the journal, which kept "
+                             "no copy of what it wrote; it cannot be redone")
     if r["purged"]:
         raise OperationError(f"operation {op_id} was purged; it can no longer be undone or redone")
     if bool(r["undone"]) == bool(undone):

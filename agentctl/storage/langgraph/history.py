@@ -259,11 +259,7 @@ class LangGraphHistory(JournalHistory, History):
             self._forget()
 
     async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
-        from agentctl.storage.langgraph import legacy
-
         await self._ready()
-        if op_id is not None:
-            await legacy.refuse_redo(self, op_id)
         try:
             return await JournalHistory.redo(self, op_id, dry_run)
         finally:

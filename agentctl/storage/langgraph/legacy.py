@@ -65,26 +65,6 @@ async def purge_plan(h: Any) -> Any | None:
     return PurgeResult(ops=sorted(op for op, n in held.items() if n), rows=sum(held.values()), dry_run=True)
 
 
-#: what an op the previous release undid says when asked to redo it
-NO_REDO = "was undone by an earlier agentctl, which kept no copy of its rows; it cannot be redone"
-
-
-async def refuse_redo(h: Any, op_id: int) -> None:
-    """OperationError (one line) for the redo of an op the previous release undid, in
-    its old log or adopted into the journal; a read."""
-    from agentctl.errors import OperationError
-
-    await h.store.connect()
-    db = h.store._db
-    for log in (OPLOG, ops.LOG):
-        if not await db.table_exists(log):
-            continue
-        for r in await db.query(f"SELECT kind, undone, details FROM {log} WHERE op_id = ?", int(op_id)):
-            old = log == OPLOG and r["undone"] and r["kind"] not in ("undo", "purge")
-            if old or json.loads(r["details"]).get("legacy_undone"):
-                raise OperationError(f"operation {op_id} {NO_REDO}")
-
-
 def _keyed(h: Any, table: str, keys: list[list[Any]]) -> tuple[str, list[Any]]:
     """A WHERE for the rows of `table` at these keys (the key but thread_id)."""
     one = "(" + " AND ".join(f"{c} = ?" for c in h._keys[table][1:]) + ")"
@@ -144,7 +124,7 @@ async def migrate(h: Any, tx: Any) -> None:
         # an undone op kept no image (its undo emptied its trash); a purge is no op to undo
         gone = bool(r["undone"]) or bool(r["purged"]) or kind in ("undo", "purge")
         if r["undone"] and kind not in ("undo", "purge"):
-            d["legacy_undone"] = True
+            d[ops.NO_REDO] = True
         if not gone:
             for table, old in present.items():
                 if await trash.add_images(tx, op_id, table, "before", f"SELECT * FROM {old} WHERE agentctl_op_id = ?",

@@ -100,13 +100,6 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         ids = [cid_of(i) for i in d.get("created", d.get("inserted", []))]
         return {"deleted": ids} if undo else {"created": ids}
 
-    async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
-        rec = await super()._pick(tx, op_id, undone)
-        if undone and rec["details"].get("redo") is False:
-            raise OperationError(f"operation {rec['op_id']} was undone before agentctl kept what redo needs "
-                                 "(an op log of an older layout); it cannot be redone")
-        return rec
-
     async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
         try:
             return await super().undo(op_id, threads)

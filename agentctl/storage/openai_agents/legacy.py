@@ -75,7 +75,7 @@ class OldOplog:
                 rec["fingerprints"] = {t: await self.fingerprint(tx, t) if ok else CHANGED for t in rec["threads"]}
                 done.append(op_id)
             elif rec["undone"]:
-                rec["details"] = dict(rec["details"], redo=False)
+                rec["details"] = {**rec["details"], journal.NO_REDO: True}
             await journal.adopt(tx, rec)
             if done and done[-1] == op_id:
                 await journal.undo(tx, op_id)
