@@ -563,3 +563,36 @@ async def test_undo_thread_by_thread_is_atomic(backend) -> None:
             await ops.undo(tx, op_id, _print_of, ["a"])
 
     await atomic(url, b, undo_a)
+
+
+async def test_undo_and_redo_wait_for_the_threads_lock(pg_dsn) -> None:
+    """Postgres: undo and redo take the op's threads' lock, as every agentctl write does:
+    while another agentctl write holds a thread's lock, they wait for it."""
+    import asyncio
+
+    import asyncpg
+
+    from agentctl.storage.agentos.postgres import THREAD_LOCK
+
+    b = make_backend(pg_dsn, readonly=False, create=True)
+    await b.connect()
+    try:
+        async with b.transaction() as tx:
+            await tx.execute(PG_DDL)
+            await tx.execute("INSERT INTO items (id, body) VALUES (1, 'a'), (2, 'b')")
+        h = ItemsHistory(b)
+        await h.delete(1)
+        for move in (h.undo, h.redo):
+            holder = await asyncpg.connect(pg_dsn)
+            try:
+                async with holder.transaction():
+                    await holder.execute(THREAD_LOCK.replace("?", "$1"), "t")
+                    task = asyncio.ensure_future(move())
+                    await asyncio.sleep(0.5)
+                    assert not task.done()
+                await asyncio.wait_for(task, 10)
+            finally:
+                await holder.close()
+        assert [r["id"] for r in await b.query("SELECT id FROM items ORDER BY id")] == [2]
+    finally:
+        await b.close()

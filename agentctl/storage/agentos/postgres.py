@@ -66,6 +66,10 @@ _ROW_BYTES = (
 _PLACEHOLDER = re.compile(r"\?")
 
 
+#: the lock of one thread's writes, held to the end of the transaction (`?`: the thread id)
+THREAD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 7340))"
+
+
 def to_dollar(sql: str) -> str:
     """Rewrite `?` placeholders as `$1, $2, ...` (our SQL has no `?` in literals)."""
     counter = iter(range(1, 10_000))
@@ -315,9 +319,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
                     if self.yields_to_writers:
                         await _give_way(conn)
                     for thread in sorted(set(lock_threads)):
-                        await conn.execute(
-                            "SELECT pg_advisory_xact_lock(hashtextextended($1, 7340))", thread
-                        )
+                        await conn.execute(THREAD_LOCK.replace("?", "$1"), thread)
                     yield _PgTransaction(conn)
         except asyncpg.PostgresError as exc:
             if self.yields_to_writers and isinstance(
