@@ -310,6 +310,12 @@ async def test_history_undo_redo_oplog_purge(backend) -> None:
     redone = await h.redo()
     assert redone.summary == planned.summary and await frame(url) == after
     assert (await h.oplog())[0].kind == "redo"
+    # the redo, undone, is the op undone again (as the CLI's "undo: agentctl undo N" says)
+    assert (await h.undo(redone.op_id)).summary == f"undid operation {op_id} (delete item 1)"
+    assert await frame(url) == before
+    with pytest.raises(OperationError, match=f"is a redo .*redo operation {op_id} instead"):
+        await h.redo(redone.op_id)
+    await h.redo()
     # the thread written to since the op: both directions refused, nothing changed
     async with b.transaction() as tx:
         await tx.execute("UPDATE items SET body = 'changed' WHERE id = 2")

@@ -169,9 +169,11 @@ class JournalHistory:
             rec = await ops.record(tx, int(op_id))
         except LookupError:
             raise NotFoundError(f"operation {op_id} not found") from None
+        if rec["kind"] == "redo" and not undone:  # the redo is undone as the op it redid
+            return await self._pick(tx, int(rec["undo_of"]), undone)
         if rec["kind"] in ENTRIES:
-            raise OperationError(f"operation {op_id} is an {rec['kind']} (of operation {rec['undo_of']}); "
-                                 f"{verb} operation {rec['undo_of']} instead")
+            raise OperationError(f"operation {op_id} is {'an undo' if rec['kind'] == 'undo' else 'a redo'} (of "
+                                 f"operation {rec['undo_of']}); {verb} operation {rec['undo_of']} instead")
         return rec
 
     async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
