@@ -149,13 +149,13 @@ def test_undo_refuses_once_the_article_wrote_to_the_session_or_the_message_chang
     conn.execute("UPDATE messages SET content = 'someone else' WHERE id = 13")
     conn.commit()
     r = cli(db, "undo")
-    assert r.exit_code != 0 and "message msg-13 changed after it" in r.stderr
+    assert r.exit_code != 0 and "message msg-13 changed after it" in r.stderr, r.stderr
     conn.execute("UPDATE messages SET content = ? WHERE id = 13", (NEW,))
     conn.commit()
     conn.close()
     AgentStorage(db).pause_session("s-weather-paris")  # the article's own write to the session
     r = cli(db, "undo")
-    assert r.exit_code != 0 and "session(s) s-weather-paris changed after it" in r.stderr
+    assert r.exit_code != 0 and "s-weather-paris changed since operation" in r.stderr, r.stderr
 
 
 async def test_postgres_jsonb_metadata_and_timestamptz_times_round_trip(pg_dsn):

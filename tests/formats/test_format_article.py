@@ -581,7 +581,7 @@ async def test_branch_merge_and_undo(article_url):
         assert (await h.purge(dry_run=True)).ops == sorted(o.op_id for o in await h.oplog())
         await h.undo()  # the merge
         assert await dump(article_url) == mid
-        with pytest.raises(OperationError, match="changed after it"):
+        with pytest.raises(OperationError, match="changed after it|changed since operation"):
             await h.undo()  # the branch: an agent wrote to it since
         assert await dump(article_url) == mid
         await valid(article_url)
@@ -692,7 +692,7 @@ async def test_undo_refuses_taken_ids_and_changed_sessions(sqlite_url):
         conn.execute("INSERT INTO sessions (id, user_id, title) VALUES ('s-bob-trip', 'u-bob', 'again')")
         conn.commit()
         conn.close()
-        with pytest.raises(OperationError, match="changed after it|exist again"):
+        with pytest.raises(OperationError, match="changed after it|changed since operation|exist again"):
             await h.undo(d.op_id)
         conn = sqlite3.connect(sqlite_url)
         conn.execute("DELETE FROM sessions WHERE id = 's-bob-trip'")
@@ -702,10 +702,10 @@ async def test_undo_refuses_taken_ids_and_changed_sessions(sqlite_url):
         assert await dump(sqlite_url) == before
         r = await h.rewind("msg-29")
         AgentStorage(sqlite_url).pause_session("s-wang-report")  # the article's code changes the session
-        with pytest.raises(OperationError, match="changed after it"):
+        with pytest.raises(OperationError, match="changed after it|changed since operation"):
             await h.undo(r.op_id)
         AgentStorage(sqlite_url).save_message(r.archive_thread, "user", "继续", token_count=2)
-        with pytest.raises(OperationError, match="changed after it"):
+        with pytest.raises(OperationError, match="changed after it|changed since operation"):
             await h.undo(r.op_id)
     conn = sqlite3.connect(sqlite_url)  # (the article's save_message left messages_fts stale)
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []

@@ -602,3 +602,36 @@ async def test_undo_and_redo_wait_for_the_threads_lock(pg_dsn) -> None:
         assert [r["id"] for r in await b.query("SELECT id FROM items ORDER BY id")] == [2]
     finally:
         await b.close()
+
+
+async def test_undo_and_redo_refused_when_a_row_the_op_holds_changed(backend) -> None:
+    """Whatever the format's fingerprint sees: a row the op changed that someone changed
+    since (or deleted, or a row standing again at a key the op deleted) stops undo and
+    redo with one line naming it, nothing changed; once it is back as the op left it,
+    they go on."""
+    b, url = backend
+    h = ItemsHistory(b)
+
+    async def blind(tx: Any, thread: str) -> Any:  # a fingerprint that sees nothing
+        return "same"
+
+    h.fingerprint = blind  # type: ignore[method-assign]
+    async with h.journal_tx(["t"]) as tx:
+        op = await h.journal_begin(tx, "test", "update 2, delete 3", ["t"])
+        await op.update("items", ("id",), "id = ?", (2,), "body = ?", ("B",))
+        await op.delete("items", ("id",), "id = ?", (3,))
+        op_id = await h.journal_finish(op)
+    for change, undo_back in (("UPDATE items SET body = 'other' WHERE id = 2", "UPDATE items SET body = 'B' WHERE id = 2"),
+                              ("INSERT INTO items (id, body) VALUES (3, 'again')", "DELETE FROM items WHERE id = 3"),
+                              ("DELETE FROM items WHERE id = 2", "INSERT INTO items (id, body, at) VALUES (2, 'B', NULL)")):
+        async with b.transaction() as tx:
+            await tx.execute(change)
+        state = await dump(url)
+        with pytest.raises(OperationError, match=r"^cannot undo operation \d+ \(test\): items row\(s\) [23] changed after it"):
+            await h.undo(op_id)
+        assert await dump(url) == state
+        async with b.transaction() as tx:
+            await tx.execute(undo_back)
+    await h.undo(op_id)
+    assert [r["body"] for r in await b.query("SELECT body FROM items ORDER BY id")] == ["a", "b", '{"k": "ü"}'] \
+        if b.kind == "sqlite" else ["a", "b", "c"]

@@ -81,6 +81,10 @@ class JournalHistory:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
         return {}
 
+    def describe_rows(self, table: str, keys: Sequence[tuple[Any, ...]]) -> str:
+        """How a refusal names rows of `table` by their keys (a format may say "message 3")."""
+        return f"{table} row(s) {', '.join('/'.join(map(str, k)) for k in keys)}"
+
     async def undo_threads(self, record: dict[str, Any], threads: Sequence[str]) -> list[str]:
         """The op's threads the user named with `undo --thread` (UsageError for a thread
         or an op kind the format does not undo so); default: as given."""
@@ -93,8 +97,8 @@ class JournalHistory:
         A format extends it for what the journal does not hold (an index it keeps in step
         by hand) or checks more first (OperationError: nothing changed)."""
         if image == "after":
-            return await ops.redo(tx, int(record["op_id"]), self.fingerprint)
-        return await ops.undo(tx, int(record["op_id"]), self.fingerprint, threads)
+            return await ops.redo(tx, int(record["op_id"]), self.fingerprint, self.describe_rows)
+        return await ops.undo(tx, int(record["op_id"]), self.fingerprint, threads, self.describe_rows)
 
     def journal_now(self) -> str:
         now = getattr(self, "_now", None)

@@ -226,14 +226,26 @@ async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerp
                                  f"{'written' if undone else 'undone'}; nothing was changed{hint}")
 
 
+#: how a format names rows of a table in a refusal: (table, their keys) -> text
+Describe = Callable[[str, Sequence[tuple[Any, ...]]], str]
+
+
 async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None,
-                threads: Sequence[str] | None = None) -> dict[str, Any]:
+                threads: Sequence[str] | None = None, describe: Describe | None = None) -> dict[str, Any]:
     r = await record(tx, op_id)
     await check(tx, r, undone, fingerprint, threads)
     restored = list(r["details"].get("restored") or [])
     moving = list(threads) if threads is not None else left(r) if undone else list(r["threads"])
     partial = bool(undone) and (threads is not None or bool(restored))
     tables = list(r["tables"].items())
+    left_image = "after" if undone else "before"  # what the op's last move left
+    for table, spec in tables:
+        bad = await trash.changed_keys(tx, op_id, table, key_of(spec), left_image, thread_column(spec),
+                                       moving if partial else None)
+        if bad:
+            what = describe(table, bad) if describe else f"{table} row(s) {bad}"
+            raise OperationError(f"cannot {'undo' if undone else 'redo'} operation {op_id} ({r['kind']}): {what} "
+                                 f"changed after {'it' if undone else 'its undo'} (another write); nothing was changed")
     # rows the op changed go back in place, rows it inserted or deleted come and go
     # around them: parents before their children come, children before their parents go
     # (in the order the op first touched its tables), so foreign keys hold throughout
@@ -254,19 +266,20 @@ async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Finge
 
 
 async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None,
-               threads: Sequence[str] | None = None) -> dict[str, Any]:
+               threads: Sequence[str] | None = None, describe: Describe | None = None) -> dict[str, Any]:
     """Put the op's before-images back where its rows stand, when each of its threads'
     `fingerprint` is as the op left it (else OperationError, nothing changed). `threads`:
     those threads' images alone (the op stays undoable for the others; see the module
     doc); the returned record's "moved" names the threads restored, "done" whether the
     op is now undone, "left" the threads still to restore."""
-    return await _move(tx, op_id, "before", 1, fingerprint, threads)
+    return await _move(tx, op_id, "before", 1, fingerprint, threads, describe)
 
 
-async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None) -> dict[str, Any]:
+async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None,
+               describe: Describe | None = None) -> dict[str, Any]:
     """Put the op's after-images back (`trash.move`), when each of its threads'
     `fingerprint` is as the undo left it (else OperationError, nothing changed)."""
-    return await _move(tx, op_id, "after", 0, fingerprint)
+    return await _move(tx, op_id, "after", 0, fingerprint, None, describe)
 
 
 async def purge(tx: Any, dry_run: bool = False) -> tuple[list[int], int]:

@@ -135,6 +135,46 @@ async def move(tx: Any, op_id: int, tables: Sequence[tuple[str, Sequence[str], s
                          f"AND NOT {_held(tx, table, key, here, pick)}", op_id, other, *args, op_id, image, *args)
 
 
+async def changed_keys(tx: Any, op_id: int, table: str, key: Sequence[str], image: str,
+                       thread: str | None = None, threads: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+    """The keys (five at most) at which the rows of `table` are not exactly the op's
+    `image` of them — the image its last move left ("after" a write or a redo, "before"
+    an undo): a row changed, gone, or standing where the image holds none. [] when every
+    row is as the op left it: what undo and redo check before they move (a write by
+    anyone since, on a row the op holds, would be lost). `thread`/`threads`: those
+    threads' rows alone (a partial undo)."""
+    other = "after" if image == "before" else "before"
+    name, here = _q(trash_name(table)), _q(table)
+    pick, args = "", []
+    if threads is not None and thread is not None:
+        pick, args = f" AND {{}}{_q(thread)} IN ({', '.join('?' for _ in threads)})", list(threads)
+    cols = await columns(tx, table)
+    if tx.kind == "postgres":
+        same = " AND ".join(f"CAST(s.{_q(c)} AS TEXT) IS NOT DISTINCT FROM CAST(t.{_q(c)} AS TEXT)" for c in cols)
+    else:
+        same = " AND ".join(f"s.{_q(c)} IS t.{_q(c)}" for c in cols)
+    match = " AND ".join(f"s.{_q(k)} = t.{_q(k)}" for k in key)
+    at = f"({_held(tx, table, key, 't', pick)} OR {_held(tx, table, key, 't', pick)})"
+    at_args = [op_id, image, *args, op_id, other, *args]
+    counts = (await tx.fetch(
+        f"SELECT (SELECT COUNT(*) FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')}) AS n, "
+        f"(SELECT COUNT(*) FROM {here} AS t WHERE {at}) AS at, "
+        f"(SELECT COUNT(*) FROM {name} AS s JOIN {here} AS t ON {match} WHERE s.{OP} = ? AND s.{IMAGE} = ?"
+        f"{pick.format('s.')} AND {same}) AS kept",
+        op_id, image, *args, *at_args, op_id, image, *args))[0]
+    if counts["n"] == counts["at"] == counts["kept"]:
+        return []
+    keys = ", ".join(f"t.{_q(k)}" for k in key)
+    skeys = ", ".join(f"s.{_q(k)}" for k in key)
+    rows = await tx.fetch(
+        f"SELECT {keys} FROM {here} AS t WHERE {at} AND NOT EXISTS (SELECT 1 FROM {name} AS s WHERE s.{OP} = ? "
+        f"AND s.{IMAGE} = ?{pick.format('s.')} AND {match} AND {same}) "
+        f"UNION SELECT {skeys} FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')} "
+        f"AND NOT EXISTS (SELECT 1 FROM {here} AS t WHERE {match}) ORDER BY 1 LIMIT 5",
+        *at_args, op_id, image, *args, op_id, image, *args)
+    return [tuple(r.values()) for r in rows]
+
+
 def images_of(table: str, image: str = "before") -> str:
     """A subquery (one `?`: the op id) of the rows an op set aside from `table` as
     `image`, with the table's columns: for a write that needs what it set aside so far
