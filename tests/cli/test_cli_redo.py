@@ -1,6 +1,6 @@
-"""`agentctl redo`: on a format whose writes are not on the journal yet it exits 2 with one
-line naming the format, and writes nothing (the database file unchanged to the byte); on
-a format on the journal it re-applies the undone op."""
+"""`agentctl redo` re-applies an undone op on every format (all are on the journal);
+what it cannot redo (an op the previous release undid) exits 1 with one line and
+writes nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import asyncio
 import shutil
 from pathlib import Path
 
-import pytest
 
 from tests.support.contract_formats import dump
 from tests.support.sampledb import cli, cli_json
@@ -16,18 +15,32 @@ from tests.support.sampledb import cli, cli_json
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
 
 
-@pytest.mark.parametrize(("name", "fmt"), [("agentos", "agentos")])
-@pytest.mark.parametrize("args", [(), ("3",), ("--dry-run",), ("--json",)])
-def test_redo_refused_off_the_journal(tmp_path: Path, name: str, fmt: str, args: tuple[str, ...]) -> None:
-    db = tmp_path / f"{name}.db"
-    shutil.copyfile(FIXTURES / f"{name}.db", db)
+def test_redo_on_agentos(tmp_path: Path) -> None:
+    """AgentOS (on the journal): the previous release's undone op cannot be redone (one
+    line, exit 1, nothing written); an op of the old log undone now (the log migrated by
+    that undo) is redone, the tables as after it again."""
+    db = tmp_path / "agentos.db"
+    shutil.copyfile(FIXTURES / "agentos.db", db)
     before = db.read_bytes()
-    r = cli(str(db), "redo", *args)
-    assert r.exit_code == 2, (r.stdout, r.stderr)
-    assert r.stderr.strip().splitlines() == [f"agentctl: the {fmt} format does not support redo"]
-    assert r.stdout == ""
+    r = cli(str(db), "redo")
+    assert r.exit_code == 1 and r.stdout == "" and r.stderr.strip().splitlines() == ["agentctl: nothing to redo"]
+    r = cli(str(db), "redo", "--dry-run")  # a read: the old log is not migrated by it
+    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1 and "older layout" in r.stderr
+    r = cli(str(db), "redo", "3")
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "agentctl: operation 3 was undone by an agentctl release before the journal, which kept no copy "
+        "of what it wrote; it cannot be redone"]
     assert db.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [db.name]
+    written = asyncio.run(dump(str(db), side_tables=False))
+    cli_json(str(db), "undo", "6")  # the prune (its deleted row and the row it re-parented)
+    assert asyncio.run(dump(str(db), side_tables=False)) != written
+    assert cli(str(db), "redo", "--dry-run").stdout.startswith("redid operation 6 (prune agent-main")
+    r = cli(str(db), "redo")
+    assert r.exit_code == 0 and r.stdout.startswith("redid operation 6 (prune agent-main"), (r.stdout, r.stderr)
+    assert asyncio.run(dump(str(db), side_tables=False)) == written
+    assert [(o["kind"], o["undo_of"]) for o in cli_json(str(db), "oplog")[:2]] == [("redo", 6), ("undo", 6)]
 
 
 def test_redo_on_the_journal(tmp_path: Path) -> None:

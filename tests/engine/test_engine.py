@@ -141,7 +141,7 @@ async def test_auto_gc_keep_last_n_exact_on_long_thread(backend):
     assert len(metas) == 100
     assert metas[-1].checkpoint_id == cid and metas[0].step == 522
     assert await backend.count("other") == 5  # only the thread written to
-    assert not await backend.table_exists("agentctl_trash")  # the agent's GC is not logged
+    assert not await backend.table_exists("agentctl_trash_checkpoints")  # the agent's GC is not logged
 
 
 async def test_auto_gc_policies(backend):
@@ -243,7 +243,7 @@ async def test_rewind_to_head_and_errors(backend, engine):
     assert await thread_ids(backend, "t") == ids and other
     with pytest.raises(ValueError, match="not found"):
         await engine.plan_rewind("ckpt-nope")
-    assert not await backend.table_exists("agentctl_oplog")
+    assert not await backend.table_exists("agentctl_journal")
 
 
 async def test_time_travel_to_step_on_long_thread(backend, engine):
@@ -375,7 +375,7 @@ async def test_prune_errors(backend, engine):
     with pytest.raises(UsageError):
         await engine.prune("t", "keep_last_n", -1)
     res = await engine.prune("t", "keep_last_n", 5)
-    assert res.op_id is None and not await backend.table_exists("agentctl_oplog")
+    assert res.op_id is None and not await backend.table_exists("agentctl_journal")
 
 
 async def test_delete_thread_and_undo(backend, engine):
@@ -469,18 +469,21 @@ async def test_undo_stack_per_thread(backend, engine):
 
 async def test_purge_frees_the_trash(backend, engine):
     ids = await snap(engine, "t", 6)
-    r = await engine.rewind(ids[1])  # soft: stays undoable after purge
-    p = await engine.prune(r.archive_thread, "keep_last_n", 1)
+    r = await engine.rewind(ids[1])  # soft: its 4 moved rows, as they were and as they are
+    p = await engine.prune(r.archive_thread, "keep_last_n", 1)  # 3 deleted, 1 re-parented
     dry = await engine.purge(dry_run=True)
-    assert dry.dry_run and dry.ops == [p.op_id] and dry.rows == 3
+    assert dry.dry_run and dry.ops == [r.op_id, p.op_id] and dry.rows == 4 + 4 + 3 + 2
     assert await backend.count() == 3
     res = await engine.purge()
-    assert res.rows == 3 and res.ops == [p.op_id] and res.vacuumed
-    assert int(await backend._fetchval("SELECT COUNT(*) FROM agentctl_trash")) == 0
-    with pytest.raises(OperationError, match="purged"):
-        await engine.undo(p.op_id)
+    assert res.rows == 13 and res.ops == [r.op_id, p.op_id] and res.vacuumed
+    assert int(await backend._fetchval("SELECT COUNT(*) FROM agentctl_trash_checkpoints")) == 0
+    for op in (p, r):
+        with pytest.raises(OperationError, match="purged"):
+            await engine.undo(op.op_id)
     ops = {o.op_id: o for o in await engine.oplog()}
     assert ops[p.op_id].purged and ops[res.op_id].kind == "purge"
+    with pytest.raises(OperationError, match="nothing to undo"):
+        await engine.undo()  # the purge is not undone either
     again = await engine.purge()
     assert again.rows == 0 and again.ops == []
 

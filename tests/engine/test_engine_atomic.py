@@ -12,7 +12,7 @@ from typing import Any, Awaitable, Callable
 import pytest
 
 from tests.support.engine_helpers import dump, make_engine, snap
-from tests.support.fault_injection import InjectedFault, failing_at
+from tests.support.fault_injection import fails_cleanly_then_works as fails_cleanly
 from tests.support.helpers import make_cp
 
 
@@ -27,23 +27,9 @@ async def state_of(backend: Any) -> Any:
 
 
 async def fails_cleanly_then_works(backend: Any, engine: Any, op: Callable[[], Awaitable[Any]]) -> int:
-    """Fail `op` at its 1st, 2nd, ... statement until it completes; each failure must
-    leave the database unchanged. Returns how many statements the write has."""
+    """The shared loop (tests/support/fault_injection.py) over the whole database's state."""
     assert engine.checkpointer is backend  # the faults are injected into the backend
-    before = await state_of(backend)
-    n = 1
-    while True:
-        try:
-            with failing_at(backend, n):
-                await op()
-        except InjectedFault:
-            assert await state_of(backend) == before, f"statement {n} left a change behind"
-            n += 1
-            assert n < 200
-            continue
-        break
-    assert await state_of(backend) != before
-    return n
+    return await fails_cleanly(backend, lambda: state_of(backend), op, limit=200)
 
 
 async def setup(backend):
@@ -60,9 +46,9 @@ async def test_soft_rewind_is_atomic(backend):
 
 async def test_first_write_creating_the_side_tables_is_atomic(backend):
     engine, ids = await setup(backend)
-    assert not await backend.table_exists("agentctl_oplog")
+    assert not await backend.table_exists("agentctl_journal")
     await fails_cleanly_then_works(backend, engine, lambda: engine.rewind(ids[2]))
-    assert await backend.table_exists("agentctl_oplog")
+    assert await backend.table_exists("agentctl_journal")
 
 
 async def test_hard_rewind_is_atomic(backend):

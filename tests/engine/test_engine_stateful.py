@@ -118,11 +118,20 @@ class EngineMachine(RuleBasedStateMachine):
         return {r["checkpoint_id"]: norm(r) for r in self.run(self.backend.query("SELECT * FROM checkpoints"))}
 
     def db_trash(self) -> dict[int, dict[str, dict]]:
-        if not self.run(self.backend.table_exists("agentctl_trash")):
+        """The rows each op (not undone, not purged) deleted: the journal's before-images
+        of rows it holds no after-image of."""
+        if not self.run(self.backend.table_exists("agentctl_trash_checkpoints")):
             return {}
         out: dict[int, dict[str, dict]] = {}
-        for r in self.run(self.backend.query("SELECT * FROM agentctl_trash")):
-            out.setdefault(int(r["op_id"]), {})[r["checkpoint_id"]] = norm(r)
+        for r in self.run(self.backend.query(
+                "SELECT t.* FROM agentctl_trash_checkpoints t JOIN agentctl_journal j "
+                "ON j.op_id = t.agentctl_op_id WHERE j.undone = 0 AND j.purged = 0 "
+                "AND t.agentctl_image = 'before' AND NOT EXISTS (SELECT 1 FROM agentctl_trash_checkpoints a "
+                "WHERE a.agentctl_op_id = t.agentctl_op_id AND a.agentctl_image = 'after' "
+                "AND a.checkpoint_id = t.checkpoint_id)")):
+            op = int(r.pop("agentctl_op_id"))
+            r.pop("agentctl_image")
+            out.setdefault(op, {})[r["checkpoint_id"]] = norm(r)
         return out
 
     def fetch(self, cid: str) -> dict:
@@ -405,9 +414,10 @@ class EngineMachine(RuleBasedStateMachine):
     @rule()
     def purge(self) -> None:
         result = self.run(self.engine.purge())
-        freed = [op for op in self.ops if op.trash and not op.undone and not op.purged]
+        # the journal keeps every op's images (an undone op's for redo) until purge
+        freed = [op for op in self.ops if op.kind not in ("undo", "purge") and not op.purged]
         assert result.ops == sorted(op.op_id for op in freed)
-        for op in freed:
+        for op in self.ops:
             op.purged = True
         if result.op_id is not None:
             self.ops.append(ModelOp(result.op_id, "purge", [], {}, undone=True))

@@ -55,7 +55,11 @@ async def test_prune_many_rows_returns_thread_order_and_undo_restores_them(backe
     assert result.deleted == order[:-3]
     assert await thread_ids(backend, "t") == order[-3:]
     assert await backend.count("other") == 3
-    trash = await backend.query("SELECT checkpoint_id FROM agentctl_trash WHERE op_id = ?", result.op_id)
+    trash = await backend.query(  # the deleted rows' images (not the re-parented row's)
+        "SELECT checkpoint_id FROM agentctl_trash_checkpoints WHERE agentctl_op_id = ? "
+        "AND agentctl_image = 'before' AND checkpoint_id NOT IN (SELECT checkpoint_id FROM "
+        "agentctl_trash_checkpoints WHERE agentctl_op_id = ? AND agentctl_image = 'after')",
+        result.op_id, result.op_id)
     assert sorted(r["checkpoint_id"] for r in trash) == sorted(result.deleted)
     await engine.undo(result.op_id)
     assert (await dump(backend))["checkpoints"] == before["checkpoints"]
@@ -238,5 +242,5 @@ async def test_a_prune_with_nothing_to_delete_writes_nothing(backend):
     engine = await three_threads(backend)
     r = await engine.prune("a", "keep_last_n", 1000)
     assert r.op_id is None and "nothing to prune" in r.summary
-    assert not await backend.table_exists("agentctl_oplog")
-    assert not await backend.table_exists("agentctl_trash")
+    assert not await backend.table_exists("agentctl_journal")
+    assert not await backend.table_exists("agentctl_trash_checkpoints")

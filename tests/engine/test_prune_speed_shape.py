@@ -41,10 +41,12 @@ async def test_prune_moves_rows_in_row_id_order_and_reuses_the_pages_it_frees(tm
         assert len(result.deleted) == ROWS - 1
         # the trash was filled in row-id order (the order of the table's pages)
         ids = [r["id"] for r in await backend.query(
-            "SELECT id FROM agentctl_trash WHERE op_id = ? ORDER BY rowid", result.op_id)]
+            "SELECT id FROM agentctl_trash_checkpoints WHERE agentctl_op_id = ? AND agentctl_image = 'before' "
+            "AND checkpoint_id NOT IN (SELECT checkpoint_id FROM agentctl_trash_checkpoints "
+            "WHERE agentctl_op_id = ? AND agentctl_image = 'after') ORDER BY rowid", result.op_id, result.op_id)]
         assert ids == sorted(ids) and len(ids) == ROWS - 1
         moved = (await backend.query(
-            "SELECT SUM(length(state_blob)) AS n FROM agentctl_trash WHERE op_id = ?",
+            "SELECT SUM(length(state_blob)) AS n FROM agentctl_trash_checkpoints WHERE agentctl_op_id = ?",
             result.op_id))[0]["n"]
     finally:
         await backend.close()

@@ -12,7 +12,6 @@ LangGraph's own savers (tests/support/contract_formats.py):
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -24,17 +23,22 @@ from agentctl.errors import OperationError  # noqa: E402
 from agentctl.refs import resolve  # noqa: E402
 from agentctl.storage import open_store  # noqa: E402
 from agentctl.storage.contract import PruneSpec  # noqa: E402
-from tests.formats.test_atomic_formats import asyncpg_connect  # noqa: E402
 from tests.support.contract_formats import append_langgraph, build_langgraph, dump  # noqa: E402
-from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
-from tests.support.sampledb import cli, cli_json  # noqa: E402
+from tests.support.journal_checks import (
+    frame,
+    old_fixture,
+    migration_is_atomic,
+    old_ops_undone_and_redone,
+    undo_redo_row_for_row,
+    writes_undo_redo_atomic,
+)  # noqa: E402
+from tests.support.sampledb import cli_json  # noqa: E402
 
 WRITES = ("rewind", "rewind_hard", "branch", "merge", "prune", "delete", "edit", "run")
 #: the writes whose undo and redo are failed at each statement too: undo and redo are the
 #: journal's image moves whatever the kind (tests/formats/test_journal.py fails them for
 #: any op); these cover LangGraph's hooks on every table it writes (blobs: merge on Postgres)
 MOVES_FAILED = ("rewind_hard", "merge", "prune")
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "journal" / "langgraph.db"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -45,10 +49,6 @@ async def lg(request, tmp_path):
     built = await build_langgraph(request.param, url)
     async with open_store(url, readonly=False) as store:
         yield url, built, store
-
-
-async def frame(url: str, conn: Any = None) -> dict:
-    return await dump(url, side_tables=False, conn=conn)
 
 
 async def cid(store: Any, ref: str) -> str:
@@ -91,19 +91,8 @@ async def test_write_undo_redo_row_for_row(lg, kind) -> None:
     write = await prepare(kind, url, store, h)
     before = ran if kind == "run" else await frame(url)
     await write()
-    after = await frame(url)
-    assert after != before
-    [op] = [o for o in await h.oplog() if o.op_id == h.last_op_id]
-    assert op.kind == {"rewind_hard": "rewind", "delete": "delete_thread"}.get(kind, kind) and not op.undone
-    for _ in range(2):
-        undone = await h.undo()
-        assert undone.summary.startswith(f"undid operation {op.op_id} ")
-        assert await frame(url) == before
-        redone = await h.redo()
-        assert redone.summary.startswith(f"redid operation {op.op_id} ")
-        assert await frame(url) == after
-    await h.undo()
-    assert await frame(url) == before
+    await undo_redo_row_for_row(h, lambda: frame(url), before,
+                                {"rewind_hard": "rewind", "delete": "delete_thread"}.get(kind, kind))
     assert "agentctl_langgraph_oplog" not in await dump(url)  # the previous op log is not made
 
 
@@ -113,24 +102,9 @@ async def test_writes_undo_redo_are_atomic(kind, tmp_path, request) -> None:
         pytest.importorskip("langgraph.checkpoint.postgres")
     url = str(tmp_path / "lg.db") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
     await build_langgraph(kind, url)
-    conn = await asyncpg_connect(url)
-    try:
-        async with open_store(url, readonly=False) as store:
-            h = store.history()
-
-            async def state() -> dict:
-                return await dump(url, conn=conn)
-
-            for write_kind in WRITES:
-                write = await prepare(write_kind, url, store, h)
-                assert await fails_cleanly_then_works(store, state, write) > 2, write_kind
-                if write_kind in MOVES_FAILED:
-                    assert await fails_cleanly_then_works(store, state, h.undo) > 2, write_kind
-                    assert await fails_cleanly_then_works(store, state, h.redo) > 2, write_kind
-                await h.undo()
-    finally:
-        if conn is not None:
-            await conn.close()
+    async with open_store(url, readonly=False) as store:
+        h = store.history()
+        await writes_undo_redo_atomic(url, store, lambda k: prepare(k, url, store, h), WRITES, MOVES_FAILED)
 
 
 async def test_redo_refused_after_langgraph_wrote(lg) -> None:
@@ -148,47 +122,23 @@ async def test_redo_refused_after_langgraph_wrote(lg) -> None:
 # ---- the previous release's op log ----
 
 
-def old_fixture(tmp_path: Path) -> str:
-    db = tmp_path / "langgraph.db"
-    shutil.copyfile(FIXTURE, db)
-    return str(db)
-
 
 async def test_migration_is_atomic(tmp_path: Path) -> None:
     """A failure at any statement of the first write (the migration inside it) leaves
     the old op log and trash as they were; then it is moved, its ops listed alike."""
-    url = old_fixture(tmp_path)
-    listed = [(o["op_id"], o["kind"], o["summary"], o["undone"]) for o in cli_json(url, "oplog")]
-    async with open_store(url, readonly=False) as store:
-        h = store.history()
+    url = old_fixture(tmp_path, "langgraph")
+
+    async def branch(store: Any) -> Callable[[], Awaitable[Any]]:
         ref = await cid(store, "lg-other@1")
-        assert await fails_cleanly_then_works(store, lambda: dump(url), lambda: h.branch(ref, "x")) > 10
-    tables = await dump(url)
-    assert not [t for t in tables if t.startswith("agentctl_langgraph")]
-    after = [(o["op_id"], o["kind"], o["summary"], o["undone"]) for o in cli_json(url, "oplog")]
-    assert after[1:] == listed and after[0][1] == "branch" and after[0][0] == listed[0][0] + 1
+        return lambda: store.history().branch(ref, "x")
+
+    await migration_is_atomic(url, branch, lambda t: t.startswith("agentctl_langgraph"))
 
 
 async def test_old_ops_undone_and_redone_after_the_migration(tmp_path: Path) -> None:
-    url = old_fixture(tmp_path)
+    url = old_fixture(tmp_path, "langgraph")
     ops = {o["op_id"]: o for o in cli_json(url, "oplog")}
     assert ops[3]["kind"] == "rewind" and ops[3]["undone"]  # undone by the previous release
-    # an op the previous release undid kept no copy of its rows: refused, nothing written
-    before = Path(url).read_bytes()
-    r = cli(url, "redo", "3")
-    assert r.exit_code == 1 and r.stderr.strip().splitlines() == [
-        "agentctl: operation 3 was undone by an agentctl release before the journal, which kept no copy of "
-        "what it wrote; it cannot be redone"]
-    assert Path(url).read_bytes() == before
     done = [o for o in sorted(ops) if ops[o]["kind"] != "undo" and not ops[o]["undone"]]
     assert done == [1, 2, 5, 6]
-    states = [await frame(url)]
-    for op in reversed(done):  # undo each (the first undo migrates), newest first
-        cli_json(url, "undo", str(op))
-        states.append(await frame(url))
-    for op, state in zip(done, reversed(states[:-1])):  # and redo each, oldest first
-        assert cli(url, "redo", str(op)).exit_code == 0
-        assert await frame(url) == state, op
-    assert cli(url, "redo", "3").exit_code == 1
-    log = {o["op_id"]: o for o in cli_json(url, "oplog")}
-    assert all(not log[o]["undone"] for o in done) and log[3]["undone"]
+    await old_ops_undone_and_redone(url, lambda: frame(url), 3, done)

@@ -52,8 +52,8 @@ def state(db: Path) -> tuple[int, list[int]]:
     try:
         n = conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
         has_log = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'agentctl_oplog'").fetchone()
-        ops = [r[0] for r in conn.execute("SELECT op_id FROM agentctl_oplog ORDER BY op_id")] if has_log else []
+            "SELECT 1 FROM sqlite_master WHERE name = 'agentctl_journal'").fetchone()
+        ops = [r[0] for r in conn.execute("SELECT op_id FROM agentctl_journal ORDER BY op_id")] if has_log else []
         return n, ops
     finally:
         conn.close()

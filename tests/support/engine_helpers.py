@@ -9,7 +9,7 @@ from typing import Any
 from agentctl.backends import make_backend
 from agentctl.engine import CheckpointEngine, CheckpointGC, SnapshotConfig
 
-SIDE_TABLES = ("agentctl_oplog", "agentctl_oplog_rows", "agentctl_oplog_threads", "agentctl_trash")
+SIDE_TABLES = ("agentctl_journal", "agentctl_trash_checkpoints")
 T0 = datetime(2026, 3, 1, 10, 0, 0, tzinfo=timezone.utc)
 
 

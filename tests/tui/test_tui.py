@@ -767,9 +767,9 @@ async def test_undo_with_nothing_to_undo(sample_sqlite):
         assert "nothing to undo" in notices(app)
 
 
-async def test_ctrl_y_redo_says_the_format_has_no_redo_yet_and_changes_nothing(sample_sqlite):
-    """Ctrl-Y is `agentctl redo`: the AgentOS format's writes are not on the journal yet,
-    so it says so (as the CLI's exit 2 line): no dialog, the file as it was."""
+async def test_ctrl_y_redo_with_nothing_to_redo_changes_nothing(sample_sqlite):
+    """Ctrl-Y is `agentctl redo`: with no op undone it says so (as the CLI's exit 1
+    line): no dialog, the file as it was."""
     before = open(sample_sqlite, "rb").read()
     app = AgentctlApp(sample_sqlite)
     async with app.run_test(size=SIZE) as pilot:
@@ -777,7 +777,7 @@ async def test_ctrl_y_redo_says_the_format_has_no_redo_yet_and_changes_nothing(s
         await press(pilot, "ctrl+y")
         await settle(pilot)
         assert not isinstance(app.screen, ModalScreen)
-        assert "the agentos format does not support redo" in notices(app)
+        assert "nothing to redo" in notices(app)
     assert open(sample_sqlite, "rb").read() == before
 
 

@@ -167,7 +167,7 @@ async def _deltas_in(tx: Transaction, thread: str) -> list[tuple[str, str]]:
 
 
 async def _rehydrate(tx: Transaction, thread: str, where: str, params: list[Any],
-                     needs: Callable[[bool, bool], bool]) -> int:
+                     needs: Callable[[bool, bool], bool], op: Any = None) -> int:
     deltas = await _deltas_in(tx, thread)
     if not deltas:
         return 0
@@ -178,16 +178,24 @@ async def _rehydrate(tx: Transaction, thread: str, where: str, params: list[Any]
         raw = await _raw(tx, cid)
         if raw is None:  # pragma: no cover - read in the same transaction
             continue
-        await tx.put(await resolve(tx, raw))
+        full = await resolve(tx, raw)
+        if op is None or cid in selected:  # a row of `where`: its images are the caller's
+            await tx.put(full)
+            continue
+        from agentctl.storage.agentos import oplog  # both images: the op's undo writes the delta back
+
+        await oplog.set_aside(tx, op, "checkpoint_id = ?", [cid], "before")
+        await tx.put(full)
+        await oplog.set_aside(tx, op, "checkpoint_id = ?", [cid], "after")
     return len(todo)
 
 
-async def before_delete(tx: Transaction, thread: str, where: str, params: list[Any]) -> int:
+async def before_delete(tx: Transaction, thread: str, where: str, params: list[Any], op: Any = None) -> int:
     """Rewrite full the deltas of `thread` that survive a delete of `where` but whose
-    base does not."""
-    return await _rehydrate(tx, thread, where, params, lambda row, base: base and not row)
+    base does not (`op`: a journal op, which keeps both images of them)."""
+    return await _rehydrate(tx, thread, where, params, lambda row, base: base and not row, op)
 
 
-async def before_move(tx: Transaction, thread: str, where: str, params: list[Any]) -> int:
+async def before_move(tx: Transaction, thread: str, where: str, params: list[Any], op: Any = None) -> int:
     """Rewrite full the deltas of `thread` that a move of `where` separates from their base."""
-    return await _rehydrate(tx, thread, where, params, lambda row, base: row != base)
+    return await _rehydrate(tx, thread, where, params, lambda row, base: row != base, op)

@@ -31,11 +31,11 @@ async def edit_state(ctx: EngineContext, checkpoint_id: str, state: dict[str, An
         summary = f"edit of step {meta.step}: {what}"
         cp = Checkpoint(CheckpointMetadata(tid, cid, step, head["checkpoint_id"], ctx.now(), ["edit"], summary),
                         ref.messages, state, ref.tools_result, ref.next_node)
-        op_id = await oplog.start(tx, "edit", f"edit {tid} at step {meta.step} ({checkpoint_id}) as {cid}: {what}",
-                                  [tid], {"ref": checkpoint_id, "new": cid}, ctx.now())
+        op = await oplog.start(tx, "edit", f"edit {tid} at step {meta.step} ({checkpoint_id}) as {cid}: {what}",
+                             [tid], {"ref": checkpoint_id, "new": cid}, ctx.now())
         await tx.execute(INSERT_SQL, *checkpoint_params(cp, tx.timestamp))
-        await oplog.record_inserts(tx, op_id, [(cid, tid)])
-        await oplog.finish(tx, op_id, [tid])
+        await oplog.record_inserts(tx, op, [(cid, tid)])
+        op_id = await oplog.finish(tx, op, [tid])
     ctx.bump(tid, step)
     ctx.done(op_id)
     return OpResult(op_id, "edit", f"edited {tid}: new checkpoint {cid} at step {step}", created=[cid])

@@ -25,10 +25,11 @@ Writes. Every write is one backend transaction (`BEGIN IMMEDIATE` on SQLite; a
 transaction plus per-thread advisory locks on Postgres), its op-log records included:
 a failure midway leaves the database as before, and an agent writing at the same time
 waits (busy_timeout / the lock) instead of failing. Every debugger write (rewind,
-branch, merge, prune, delete_thread, import, undo, purge) is recorded in the op log of
-`agentctl.storage.agentos.oplog` (side tables created by the first such write; see there for the
-tables, the fingerprints and the undo rules). An agent's `snapshot` is not logged and
-creates no side table.
+branch, merge, prune, delete_thread, import, edit, undo, redo, purge) is an op of the
+journal (`agentctl.storage.journal`: `agentctl_journal` and `agentctl_trash_checkpoints`,
+created by the first such write; the engine's side in `agentctl.storage.agentos.oplog`:
+its row changes and the fingerprint; `undo.py`: its checks before an undo). An agent's
+`snapshot` is not logged and creates no side table.
 
 Steps. The next step of a thread is max(highest step in the database for the thread,
 this engine's counter) + 1, computed inside the write transaction, so a restarted
@@ -108,8 +109,9 @@ the step counters):
 - merge.py      the merge base, plan_merge, merge_branch
 - retention.py  the GC policies as SQL, prune, delete_thread
 - transfer.py   import
-- undo.py       undo, purge
-- oplog.py      the op log, trash and undo rules (side tables)
+- oplog.py      the writes as journal row changes, the fingerprint
+- undo.py       the checks before an undo, the ids a move names, purge
+- legacy.py     the previous op log, moved into the journal by the first write
 - delta.py      delta snapshots
 - edit.py       edit (a new head with the state changed)
 """
@@ -119,12 +121,11 @@ from __future__ import annotations
 import functools
 import random
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 
-from agentctl.storage.agentos import merge, retention, rewind, snapshot, transfer, undo
-from agentctl.storage.agentos import oplog as _oplog
+from agentctl.storage.agentos import merge, oplog, retention, rewind, snapshot, transfer, undo
 from agentctl.storage.agentos.context import EngineContext
-from agentctl.storage.agentos.oplog import OpRecord, OpResult, PurgeResult
+from agentctl.storage.agentos.oplog import OpResult, PurgeResult
 from agentctl.storage.agentos.types import (
     CheckpointGC,
     DeletePlan,
@@ -138,14 +139,31 @@ from agentctl.storage.agentos.types import (
 )
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.contract import History, PruneSpec
+from agentctl.storage.journal import ops
+from agentctl.storage.journal.history import JournalHistory
 
 if TYPE_CHECKING:
     from agentctl.storage.agentos.base import CheckpointBackend, Reader
 
 
-class CheckpointEngine(History):
+class _Store:
+    """The engine's backend as the journal's History reads it (`store._db`, `store.connect`)."""
+
+    def __init__(self, backend: CheckpointBackend) -> None:
+        self._db = backend
+        self.format = backend.format
+
+    async def connect(self) -> None:
+        await self._db.connect()
+
+
+class CheckpointEngine(JournalHistory, History):
     """Step-level checkpoints with non-destructive time travel, branches, merges and undo.
-    The History of the AgentOS format (agentctl.storage.contract)."""
+    The History of the AgentOS format (agentctl.storage.contract); its writes are ops of
+    the journal (agentctl.storage.journal; the engine's side in oplog.py and undo.py)."""
+
+    #: a prune can be undone thread by thread (`undo --thread`)
+    undo_by_thread = True
 
     def __init__(
         self,
@@ -395,21 +413,82 @@ class CheckpointEngine(History):
 
         return await edit_state(self._ctx, checkpoint_id, state, what)
 
-    # ---- undo, oplog, purge ------------------------------------------------------------
+    # ---- the journal: undo, redo, oplog, purge ------------------------------------------
 
-    async def oplog(self, limit: int = 50) -> list[OpRecord]:
-        """The newest operations first."""
-        return await _oplog.list_ops(self._ctx.backend, limit)
+    @property
+    def store(self) -> _Store:
+        return _Store(self._ctx.backend)
+
+    def _now(self) -> str:
+        return self._ctx.now()
+
+    @asynccontextmanager
+    async def journal_tx(self, threads: Sequence[str] = ()) -> AsyncIterator[Any]:
+        """The engine's write transaction (Postgres: agents' writes held off), the previous
+        op log migrated first."""
+        async with self._ctx.write(list(threads)) as tx:
+            await self.migrate(tx)
+            yield tx
+
+    async def fingerprint(self, tx: Any, thread: str) -> Any:
+        return await oplog.fingerprint(tx, thread)
+
+    async def migrate(self, tx: Any) -> None:
+        from agentctl.storage.agentos import legacy
+
+        await legacy.migrate(tx)
+
+    async def legacy_oplog(self, limit: int) -> list[Any] | None:
+        from agentctl.storage.agentos import legacy
+
+        return await legacy.oplog(self._ctx.backend, limit)
+
+    async def legacy_purge(self, dry_run: bool) -> Any | None:
+        from agentctl.storage.agentos import legacy
+
+        return await legacy.purge_plan(self._ctx.backend) if dry_run else None
+
+    async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
+        if op_id is not None and not undone and await tx.table_exists(ops.LOG):
+            try:
+                rec = await ops.record(tx, int(op_id))
+            except LookupError:
+                rec = None
+            if rec is not None and rec["kind"] in undo.ENTRIES:
+                undo.refuse_entry(rec)
+        return await super()._pick(tx, op_id, undone)
+
+    async def undo_threads(self, record: dict[str, Any], threads: Sequence[str]) -> list[str]:
+        return undo.only_threads(record, threads)
+
+    async def journal_move(self, tx: Any, record: dict[str, Any], image: str,
+                           threads: Sequence[str] | None = None) -> dict[str, Any]:
+        if image == "before":
+            await undo.check_undo(tx, record, threads)
+        self._moved_ids = await undo.moved_ids(tx, int(record["op_id"]), image, threads)
+        moved = await super().journal_move(tx, record, image, threads)
+        for thread in moved["moved"]:
+            self._ctx.counters.pop(thread, None)
+        return moved
+
+    def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
+        return dict(getattr(self, "_moved_ids", None) or {})
 
     async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
         """Revert an operation exactly (None: the last one not undone); `threads`: of
         a prune, restore those threads alone (the others stay undoable)."""
-        return await undo.undo(self._ctx, op_id, threads)
+        self._moved_ids = {}
+        return await super().undo(op_id, threads)
+
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
+        """Write an undone operation again (None: the last one undone)."""
+        self._moved_ids = {}
+        return await super().redo(op_id, dry_run)
 
     async def purge(self, dry_run: bool = False) -> PurgeResult:
         """Free what undo could still bring back (the trash); VACUUM on SQLite.
         The ops whose trash is purged can no longer be undone."""
-        return await undo.purge(self._ctx, dry_run)
+        return await undo.purge(self._ctx, self, dry_run)
 
 
 async def create_checkpoint_engine(backend: str = "sqlite", db_path: str = "checkpoints.db",

@@ -159,7 +159,7 @@ async def merge_branch(ctx: EngineContext, branch_thread_id: str, into_thread_id
                 f"(head {plan.theirs.metadata.checkpoint_id}); nothing was written")
         merged = plan.merged
         mid = merged.metadata.checkpoint_id
-        op_id = await oplog.start(
+        op = await oplog.start(
             tx, "merge", f"merge {branch_thread_id} into {into_thread_id} as {mid}",
             [into_thread_id, branch_thread_id],
             {"branch_thread": branch_thread_id, "into": into_thread_id, "merge_checkpoint": mid,
@@ -168,8 +168,8 @@ async def merge_branch(ctx: EngineContext, branch_thread_id: str, into_thread_id
              "base": plan.base.checkpoint_id if plan.base else None, "strategy": strategy,
              "resolved": [c.path for c in plan.resolved]}, ctx.now())
         await tx.put(merged)
-        await oplog.record_inserts(tx, op_id, [(mid, into_thread_id)])
-        await oplog.finish(tx, op_id, [into_thread_id])
+        await oplog.record_inserts(tx, op, [(mid, into_thread_id)])
+        op_id = await oplog.finish(tx, op, [into_thread_id])
     ctx.done(op_id)
     ctx.bump(into_thread_id, merged.metadata.step)
     logger.info("Merged branch %s -> %s (merge ckpt: %s)", branch_thread_id, into_thread_id, mid)

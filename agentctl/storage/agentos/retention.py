@@ -18,6 +18,7 @@ from agentctl.storage.contract import PruneSpec, Unsupported
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
+    from agentctl.storage.journal import ops
     from agentctl.storage.agentos.base import Transaction
 
 # ---- selections ---------------------------------------------------------------------
@@ -71,8 +72,8 @@ async def db_stamp(reader: Any) -> tuple[int, int]:
     as planned)."""
     m = int(await reader._fetchval("SELECT COALESCE(MAX(id), 0) AS m FROM checkpoints") or 0)
     op = 0
-    if await reader.table_exists(oplog.OPLOG):
-        op = int(await reader._fetchval(f"SELECT COALESCE(MAX(op_id), 0) AS o FROM {oplog.OPLOG}") or 0)
+    if await reader.table_exists(oplog.LOG):
+        op = int(await reader._fetchval(f"SELECT COALESCE(MAX(op_id), 0) AS o FROM {oplog.LOG}") or 0)
     return m, op
 
 
@@ -243,13 +244,13 @@ async def prune_threads(ctx: EngineContext, threads: Sequence[str], pol: Checkpo
         stamps = {p.stamp for p in plans or ()}
         if plans and len(stamps) == 1 and None not in stamps and await db_stamp(tx) in stamps:
             known = {p.thread_id: p for p in plans if p.policy is pol and p.param == param}
-        op_id = await oplog.start(tx, "prune", f"prune {label}", threads, details, ctx.now())
+        op = await oplog.start(tx, "prune", f"prune {label}", threads, details, ctx.now())
         deleted: list[str] = []
         changed: list[str] = []
         bulk = getattr(ctx.backend, "bulk_write", None)
         async with bulk() if bulk is not None else nullcontext():
             for thread_id in threads:
-                gone = await _prune_one(ctx, tx, op_id, thread_id, pol, param, must_exist,
+                gone = await _prune_one(ctx, tx, op, thread_id, pol, param, must_exist,
                                         known.get(thread_id))
                 if gone:
                     deleted += gone
@@ -261,8 +262,8 @@ async def prune_threads(ctx: EngineContext, threads: Sequence[str], pol: Checkpo
         where = changed[0] if len(changed) == 1 else f"{len(changed)} threads"
         summary = (f"prune {where} ({policy_text(pol, param)}): "
                    f"deleted {len(deleted)} checkpoint(s)")
-        await oplog.set_summary(tx, op_id, summary)
-        await oplog.finish(tx, op_id, changed)
+        await oplog.set_summary(tx, op, summary)
+        op_id = await oplog.finish(tx, op, changed)
         return OpResult(op_id, "prune", summary, deleted=deleted)
 
     result = await ctx.write_if(threads, body)
@@ -272,7 +273,7 @@ async def prune_threads(ctx: EngineContext, threads: Sequence[str], pol: Checkpo
     return result
 
 
-async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id: str,
+async def _prune_one(ctx: EngineContext, tx: Transaction, op: ops.Op, thread_id: str,
                      pol: CheckpointGC, param: float, must_exist: bool,
                      known: PrunePlan | None = None) -> list[str]:
     """Move what the policy deletes from one thread into op_id's trash; the ids."""
@@ -293,9 +294,9 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op_id: int, thread_id:
             thread_id, *params, f"%{DELTA_TAG}%"):
         # A delta that stays may lose its base. (Looked for among the rows
         # that stay: those the prune deletes are not read for this.)
-        await delta.before_delete(tx, thread_id, where, params)
-    gone = await oplog.trash(tx, op_id, where, *params)
-    await oplog.record_reparents(tx, op_id, thread_id, moved)
+        await delta.before_delete(tx, thread_id, where, params, op)
+    gone = await oplog.trash(tx, op, where, *params)
+    await oplog.record_reparents(tx, op, thread_id, moved)
     return gone
 
 
@@ -362,10 +363,10 @@ async def delete_thread(ctx: EngineContext, thread_id: str) -> OpResult:
         if n == 0:
             raise ThreadNotFound(thread_id)
         summary = f"delete thread {thread_id} ({n} checkpoint(s))"
-        op_id = await oplog.start(tx, "delete_thread", summary, [thread_id],
-                                  {"thread": thread_id, "count": n}, ctx.now())
-        deleted = await oplog.trash(tx, op_id, "thread_id = ?", thread_id)
-        await oplog.finish(tx, op_id, [thread_id])
+        op = await oplog.start(tx, "delete_thread", summary, [thread_id],
+                               {"thread": thread_id, "count": n}, ctx.now())
+        deleted = await oplog.trash(tx, op, "thread_id = ?", thread_id)
+        op_id = await oplog.finish(tx, op, [thread_id])
     ctx.done(op_id)
     ctx.counters.pop(thread_id, None)
     return OpResult(op_id, "delete_thread", summary, deleted=deleted)

@@ -61,42 +61,36 @@ async def rewind(ctx: EngineContext, checkpoint_id: str, hard: bool = False, *,
         if not moved:
             result = TimeTravelResult(full, thread, 0, before)
         elif hard:
-            op_id = await oplog.start(
+            op = await oplog.start(
                 tx, "rewind", f"hard rewind {thread} to step {target.step} "
                 f"({checkpoint_id}): deleted {len(moved)} checkpoint(s)", [thread],
                 {"target": checkpoint_id, "thread": thread, "hard": True, "count": len(moved)},
                 ctx.now())
-            await delta.before_delete(tx, thread, AFTER, [thread, checkpoint_id])
-            await oplog.trash(tx, op_id, AFTER, thread, checkpoint_id)
-            await oplog.finish(tx, op_id, [thread])
+            await delta.before_delete(tx, thread, AFTER, [thread, checkpoint_id], op)
+            await oplog.trash(tx, op, AFTER, thread, checkpoint_id)
+            op_id = await oplog.finish(tx, op, [thread])
             result = TimeTravelResult(full, thread, len(moved), before, op_id=op_id, deleted=moved)
         else:
             assert archive is not None  # not hard: given, or made above
             if await thread_exists(tx, archive):
                 raise UsageError(f"thread {archive!r} already exists; choose another archive name")
-            op_id = await oplog.start(
+            op = await oplog.start(
                 tx, "rewind", f"rewind {thread} to step {target.step} ({checkpoint_id}): "
                 f"moved {len(moved)} checkpoint(s) to {archive}", [thread, archive],
                 {"target": checkpoint_id, "thread": thread, "hard": False,
                  "archive_thread": archive, "count": len(moved)}, ctx.now())
-            await delta.before_move(tx, thread, AFTER, [thread, checkpoint_id])
-            await tx.execute(
-                f"INSERT INTO {oplog.OPLOG_ROWS} (op_id, checkpoint_id, action, thread_id, "
-                "old_thread_id, old_parent_id, parent_id) SELECT CAST(? AS BIGINT), checkpoint_id, "
-                f"'move', CAST(? AS TEXT), thread_id, parent_id, parent_id FROM checkpoints WHERE {AFTER}",
-                op_id, archive, thread, checkpoint_id)
+            # the moved rows as they were, then as they are (all of the archive thread)
+            await oplog.set_aside(tx, op, AFTER, [thread, checkpoint_id], "before")
+            await delta.before_move(tx, thread, AFTER, [thread, checkpoint_id], op)
             await tx.execute(f"UPDATE checkpoints SET thread_id = ? WHERE {AFTER}",
                              archive, thread, checkpoint_id)
             # The abandoned future hangs off the target: a first row without a
             # parent gets the target as parent (undo restores NULL).
-            first = moved[0]
             await tx.execute(
                 "UPDATE checkpoints SET parent_id = ? WHERE checkpoint_id = ? "
-                "AND (parent_id IS NULL OR parent_id = '')", checkpoint_id, first)
-            await tx.execute(
-                f"UPDATE {oplog.OPLOG_ROWS} SET parent_id = ? WHERE op_id = ? AND checkpoint_id = ? "
-                "AND (old_parent_id IS NULL OR old_parent_id = '')", checkpoint_id, op_id, first)
-            await oplog.finish(tx, op_id, [thread, archive])
+                "AND (parent_id IS NULL OR parent_id = '')", checkpoint_id, moved[0])
+            await oplog.set_aside(tx, op, "thread_id = ?", [archive], "after")
+            op_id = await oplog.finish(tx, op, [thread, archive])
             result = TimeTravelResult(full, thread, len(moved), before, op_id=op_id,
                                       archive_thread=archive, moved=moved)
     ctx.done(result.op_id)
@@ -139,13 +133,13 @@ async def branch(ctx: EngineContext, from_checkpoint_id: str, branch_name: str) 
                                ["branch", name], f"Branch '{name}' from {from_checkpoint_id}"),
             list(source.messages), dict(source.state), dict(source.tools_result),
             source.next_node)
-        op_id = await oplog.start(
+        op = await oplog.start(
             tx, "branch", f"branch {thread} from {from_checkpoint_id}",
             [thread, source.metadata.thread_id],
             {"from": from_checkpoint_id, "branch_thread": thread, "name": name}, ctx.now())
         await tx.put(cp)
-        await oplog.record_inserts(tx, op_id, [(cid, thread)])
-        await oplog.finish(tx, op_id, [thread])
+        await oplog.record_inserts(tx, op, [(cid, thread)])
+        op_id = await oplog.finish(tx, op, [thread])
     ctx.done(op_id)
     ctx.counters[thread] = 0
     logger.info("Created branch: %s from %s", thread, from_checkpoint_id)

@@ -44,6 +44,10 @@ COLUMN_DEFS = (
 COLUMNS = tuple(name for name, _ in COLUMN_DEFS)
 META_COLUMNS = "id, thread_id, checkpoint_id, parent_id, step, created_at, tags, summary"
 ALL_COLUMNS = "id, " + ", ".join(COLUMNS)
+#: how the journal names the rows of `checkpoints` (agentctl/storage/journal): by key, and
+#: their thread column (so an undo can restore some threads of an op)
+JOURNAL_KEY = ("checkpoint_id",)
+JOURNAL_THREAD = "thread_id"
 
 # Order of rows within a thread, as SQL (both dialects), ascending and descending.
 THREAD_ORDER_ASC = "step ASC, created_at ASC, id ASC"

@@ -55,7 +55,7 @@ async def import_checkpoints(
         if existing and on_conflict == "error":
             shown = sorted(existing)
             raise OperationError(
-                f"{len(shown)} checkpoint(s) exist already ({oplog._short(shown)}); nothing was written")
+                f"{len(shown)} checkpoint(s) exist already ({oplog.short(shown)}); nothing was written")
         if on_conflict == "skip":
             for cid in existing:
                 by_id.pop(cid)
@@ -70,20 +70,20 @@ async def import_checkpoints(
         changed = sorted(set(threads) | set(existing.values()))
         summary = (f"import {len(by_id)} checkpoint(s) into {len(changed)} thread(s)"
                    + (f", replacing {len(existing)}" if existing else "") + (f"; {why}" if why else ""))
-        op_id = await oplog.start(tx, "import", summary, changed,
-                                  {"on_conflict": on_conflict, "count": len(by_id),
-                                   "replaced": len(existing)}, ctx.now())
+        op = await oplog.start(tx, "import", summary, changed,
+                               {"on_conflict": on_conflict, "count": len(by_id),
+                                "replaced": len(existing)}, ctx.now())
         replaced = sorted(existing)
         for ph, chunk in in_chunks(replaced):
             where = f"checkpoint_id IN ({ph})"
             for thread in sorted({existing[c] for c in chunk}):
-                await delta.before_delete(tx, thread, where, chunk)
-            await oplog.trash(tx, op_id, where, *chunk)
+                await delta.before_delete(tx, thread, where, chunk, op)
+            await oplog.trash(tx, op, where, *chunk)
         for batch in chunks(list(by_id.values()), 1000):
             await tx.executemany(INSERT_SQL, [checkpoint_params(cp, tx.timestamp) for cp in batch])
             await oplog.record_inserts(
-                tx, op_id, [(cp.metadata.checkpoint_id, cp.metadata.thread_id) for cp in batch])
-        await oplog.finish(tx, op_id, changed)
+                tx, op, [(cp.metadata.checkpoint_id, cp.metadata.thread_id) for cp in batch])
+        op_id = await oplog.finish(tx, op, changed)
     ctx.done(op_id)
     return OpResult(op_id, "import", summary, created=list(by_id), deleted=replaced, skipped=skipped)
 

@@ -1,78 +1,147 @@
-"""Undo (revert an operation exactly) and purge (free the trash), over agentctl.storage.agentos.oplog."""
+"""The engine's rules around the journal's undo and redo (`JournalHistory`): the
+checks an undo makes first (with the engine's messages: which later op to undo first,
+an id taken again, a row that continues from what the undo would delete), the checkpoint
+ids a move brings back, deletes and moves, and purge (logged, then VACUUM)."""
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Sequence
+from typing import Any, Sequence
 
+from agentctl.errors import DatabaseBusy, OperationError, UsageError
 from agentctl.storage.agentos import oplog
 from agentctl.storage.agentos.context import EngineContext
-from agentctl.storage.agentos.oplog import OpResult, PurgeResult
-from agentctl.errors import DatabaseBusy, NotFoundError, OperationError
+from agentctl.storage.journal import ops, trash
+from agentctl.storage.results import PurgeResult
+from agentctl.storage.sqlutil import marks
 
 logger = logging.getLogger("agentctl.engine")
 
+#: ops that are lines of the log, never undone themselves
+ENTRIES = ("undo", "redo", "purge")
 
-async def undo(ctx: EngineContext, op_id: int | None = None,
-               threads: Sequence[str] | None = None) -> OpResult:
-    """Revert an operation exactly (None: the last one not undone). `threads`: of a
-    prune, restore those threads alone (the op stays undoable for the others)."""
-    b = ctx.backend
-    if op_id is None:
-        op_id = await oplog.last_undoable(b)
-        if op_id is None:
-            raise OperationError("nothing to undo: no operation recorded that is not undone")
-    elif await oplog.get_op(b, int(op_id)) is None:
-        raise NotFoundError(f"operation {op_id} not found")
-    op_id = int(op_id)
-    first = await oplog.get_op(b, op_id)
-    assert first is not None
-    left = [t for t in await oplog.changed_threads(b, op_id) if t not in oplog.restored_threads(first)]
-    only = oplog.only_threads(first, left, threads)
-    async with ctx.write(only if only is not None else left) as tx:
-        op = await oplog.get_op(tx, op_id)
-        if op is None:  # pragma: no cover - ops are never deleted
-            raise NotFoundError(f"operation {op_id} not found")
-        await oplog.check_undo(tx, op, only)
-        summary = f"undid operation {op_id} ({op.summary})"
-        if only is not None:
-            summary += f" for thread(s) {', '.join(only)}"
-        undo_id = await oplog.start(tx, "undo", summary, only if only is not None else op.threads,
-                                    {"undo_of": op_id, "kind": op.kind,
-                                     **({"threads": only} if only is not None else {})},
-                                    ctx.now(), undo_of=op_id)
-        reverted = await oplog.revert(tx, op_id, only)
-        rest = [t for t in left if only is not None and t not in only]
-        if rest:  # the op stays undoable for the threads left
-            done = oplog.restored_threads(op) + list(only or [])
-            await oplog.set_summary(tx, op_id, op.summary, {**op.details, "restored": done})
-            summary += (f"; left {', '.join(rest[:10])}{', …' if len(rest) > 10 else ''} "
-                        f"(`agentctl undo {op_id} --thread THREAD` restores them while they do not change)")
+
+def refuse_entry(rec: dict[str, Any]) -> None:
+    """OperationError for the undo of an undo, a redo or a purge."""
+    kind, of = rec["kind"], rec.get("undo_of")
+    hint = f" ({'redo' if kind == 'undo' else 'undo'} operation {of} instead)" if of is not None else ""
+    raise OperationError(f"operation {rec['op_id']} is {'an' if kind == 'undo' else 'a'} {kind}; "
+                         f"it cannot be undone{hint}")
+
+
+def only_threads(rec: dict[str, Any], threads: Sequence[str]) -> list[str]:
+    """`undo --thread`: the threads of a prune named, checked against those left."""
+    if rec["kind"] != "prune":
+        raise UsageError(f"--thread restores some threads of a prune; operation {rec['op_id']} is a "
+                         f"{rec['kind']} (undo it whole)")
+    left = ops.left(rec)
+    for t in threads:
+        if t not in left:
+            raise UsageError(f"operation {rec['op_id']} has no thread {t!r} left to restore "
+                             f"(it has: {', '.join(left[:10]) or 'none'})")
+    return list(dict.fromkeys(threads))
+
+
+def _of(threads: Sequence[str] | None, alias: str = "") -> tuple[str, list[str]]:
+    if threads is None:
+        return "", []
+    return f" AND {alias}thread_id IN ({marks(len(threads))})" if threads else " AND 1 = 0", list(threads)
+
+
+async def check_undo(tx: Any, rec: dict[str, Any], threads: Sequence[str] | None) -> None:
+    """Refuse (OperationError, nothing changed) an undo of `rec` that cannot put its
+    rows back exactly now: purged, a thread changed since, a row id taken again, a row
+    that continues from one the undo deletes."""
+    op_id, kind = int(rec["op_id"]), rec["kind"]
+    if rec["undone"]:
+        raise OperationError(f"operation {op_id} ({kind}) was already undone by operation {rec['undone_by']}")
+    if rec["purged"]:
+        raise OperationError(f"operation {op_id} ({kind}) cannot be undone: its deleted checkpoints were purged")
+    todo = list(threads) if threads is not None else ops.left(rec)
+    stale = [t for t in todo if json.loads(json.dumps(await oplog.fingerprint(tx, t))) != rec["fingerprints"].get(t)]
+    if stale:
+        later = [int(r["op_id"]) for r in await tx.fetch(
+            f"SELECT op_id, threads FROM {ops.LOG} WHERE op_id > ? AND undone = 0 "
+            f"AND kind NOT IN ('undo', 'redo', 'purge') ORDER BY op_id DESC", op_id)
+            if set(json.loads(r["threads"])) & set(stale)]
+        hint = (f"; undo operation{'s' if len(later) > 1 else ''} {', '.join(map(str, later))} first" if later
+                else "; checkpoints were written to or removed from it since")
+        still = [t for t in todo if t not in stale]
+        if kind == "prune" and threads is None and still:
+            hint += (f"; `agentctl undo {op_id} --thread THREAD` (repeatable) restores the {len(still)} "
+                     f"that did not: {oplog.short(still, 10)}")
+        raise OperationError(f"cannot undo operation {op_id} ({kind}): thread{'s' if len(stale) > 1 else ''} "
+                             f"{oplog.short(stale)} changed after it{hint}")
+    of, args = _of(threads, "t.")
+    mine = f"(SELECT checkpoint_id FROM {oplog.TRASH} WHERE {trash.OP} = ? AND {trash.IMAGE} = ?)"
+    taken = await tx.fetch(
+        f"SELECT t.checkpoint_id FROM {oplog.TRASH} t WHERE t.{trash.OP} = ? AND t.{trash.IMAGE} = 'before'{of} "
+        f"AND t.checkpoint_id NOT IN {mine} AND (EXISTS (SELECT 1 FROM checkpoints c WHERE "
+        f"c.checkpoint_id = t.checkpoint_id) OR EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = t.id "
+        f"AND c.checkpoint_id NOT IN {mine})) ORDER BY t.checkpoint_id LIMIT 6",
+        op_id, *args, op_id, "after", op_id, "after")
+    _refuse(rec, taken, "exist again; delete them first")
+    # a row the undo deletes (the op inserted it) must not be the parent of one that stays
+    children = await tx.fetch(
+        f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN {mine} AND c.parent_id NOT IN {mine} "
+        f"AND c.checkpoint_id NOT IN {mine} ORDER BY c.checkpoint_id LIMIT 6",
+        op_id, "after", op_id, "before", op_id, "after")
+    _refuse(rec, children, "continue from what it created")
+
+
+def _refuse(rec: dict[str, Any], rows: list[dict[str, Any]], why: str) -> None:
+    if rows:
+        raise OperationError(f"cannot undo operation {rec['op_id']} ({rec['kind']}): checkpoint(s) "
+                             f"{oplog.short([r['checkpoint_id'] for r in rows])} {why}")
+
+
+async def moved_ids(tx: Any, op_id: int, image: str, threads: Sequence[str] | None) -> dict[str, list[str]]:
+    """{created, deleted, moved}: the checkpoint ids putting `image` of op back brings
+    back, deletes, and changes in place (in thread order)."""
+    of, args = _of(threads)
+    rows = await tx.fetch(f"SELECT checkpoint_id, {trash.IMAGE} AS image FROM {oplog.TRASH} WHERE {trash.OP} = ?{of} "
+                          "ORDER BY thread_id, step, created_at, id", op_id, *args)
+    held: dict[str, set[str]] = {}
+    for r in rows:
+        held.setdefault(r["checkpoint_id"], set()).add(r["image"])
+    out: dict[str, list[str]] = {"created": [], "deleted": [], "moved": []}
+    for r in rows:
+        images = held[r["checkpoint_id"]]
+        if len(images) > 1:
+            if r["image"] == image:
+                out["moved"].append(r["checkpoint_id"])
         else:
-            await oplog.mark_undone(tx, op_id, undo_id)
-    ctx.done(undo_id)
-    for thread in only if only is not None else left:
-        ctx.counters.pop(thread, None)
-    return OpResult(undo_id, "undo", summary, created=reverted.restored, deleted=reverted.deleted,
-                    moved=reverted.moved)
+            out["created" if r["image"] == image else "deleted"].append(r["checkpoint_id"])
+    return out
 
 
-async def purge(ctx: EngineContext, dry_run: bool = False) -> PurgeResult:
-    """Free what undo could still bring back (the trash); VACUUM on SQLite."""
-    counts = await oplog.trash_counts(ctx.backend)
-    if dry_run or not counts:
-        return PurgeResult([op for op, _ in counts], sum(n for _, n in counts), dry_run)
-    async with ctx.write([]) as tx:
-        counts = await oplog.trash_counts(tx)
-        ops = [op for op, _ in counts]
-        rows = await oplog.purge_ops(tx, ops)
-        op_id = await oplog.start(
-            tx, "purge", f"purge the trash of {len(ops)} operation(s): {rows} checkpoint(s)",
-            [], {"ops": ops, "rows": rows}, ctx.now())
+async def purge(ctx: EngineContext, history: Any, dry_run: bool = False) -> PurgeResult:
+    """Free what undo and redo could still bring back (the journal's trash), the purge
+    logged; VACUUM on SQLite."""
+    plan = await ops_held(history)
+    if dry_run or not plan.ops:
+        return PurgeResult(plan.ops, plan.rows, dry_run)
+    async with history.journal_tx() as tx:
+        freed = [int(r["op"]) for r in await tx.fetch(
+            f"SELECT DISTINCT t.{trash.OP} AS op FROM {oplog.TRASH} t JOIN {ops.LOG} j "
+            f"ON j.op_id = t.{trash.OP} WHERE j.purged = 0 ORDER BY t.{trash.OP}")]
+        _, rows = await ops.purge(tx)
+        op = await ops.begin(tx, "purge", f"purge the trash of {len(freed)} operation(s): {rows} row(s)",
+                             [], {"ops": freed, "rows": rows}, ctx.now())
+        op_id = await op.finish({})
+        await tx.execute(f"UPDATE {ops.LOG} SET purged = 1 WHERE op_id = ?", op_id)
     ctx.done(op_id)
     try:
         await ctx.backend.vacuum(["checkpoints", oplog.TRASH])
     except DatabaseBusy as exc:  # the purge is done; only the compaction waits
         logger.warning("purge: VACUUM skipped, the database is busy (%s)", exc)
-        return PurgeResult(ops, rows, False, vacuumed=False, op_id=op_id)
-    return PurgeResult(ops, rows, False, vacuumed=True, op_id=op_id)
+        return PurgeResult(freed, rows, False, vacuumed=False, op_id=op_id)
+    return PurgeResult(freed, rows, False, vacuumed=True, op_id=op_id)
+
+
+async def ops_held(history: Any) -> PurgeResult:
+    """The ops whose images the trash still holds, and how many rows (a read)."""
+    from agentctl.storage.journal.history import JournalHistory
+
+    return await JournalHistory.purge(history, dry_run=True)

@@ -42,14 +42,19 @@ async def columns(tx: Any, table: str) -> list[str]:
 
 
 async def ensure(tx: Any, table: str) -> str:
-    """The trash table of `table`, created in this transaction if missing."""
+    """The trash table of `table`, created in this transaction if missing, and given the
+    columns the source gained since it was made (a framework's migration, another
+    program's column): every image holds every column of the row."""
     name = trash_name(table)
-    if tx.kind == "postgres":
-        await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, "
-                         f"LIKE {_q(table)})")
-    else:
-        await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} AS "
-                         f"SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0")
+    if not await tx.table_exists(name):
+        if tx.kind == "postgres":
+            await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, "
+                             f"LIKE {_q(table)})")
+        else:
+            await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} AS "
+                             f"SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0")
+        return name
+    await widen(tx, table)
     return name
 
 
