@@ -171,6 +171,30 @@ async def test_redo_refused_after_adk_wrote(adk) -> None:
     assert await dump(url) == state
 
 
+async def test_undo_keeps_what_another_session_wrote_to_the_users_state(adk) -> None:
+    """`user:` keys live in one user_states row shared by every session of the user: an
+    edit of MAIN sets user:name, then ANOTHER session of the same user sets it again
+    (MAIN's fingerprint does not move). Undo of the edit is refused, naming the row, and
+    the other session's value stays."""
+    url = adk
+    async with open_store(url, readonly=False) as store:
+        write = await prepare("edit", url, store)
+        await write(store.history())
+    await _adk_append(url, ("app", "u1", "elsewhere"), "hi", {"user:name": "other session"}, create=True)
+    state = await dump(url)
+    async with open_store(url, readonly=False) as store:
+        with pytest.raises(OperationError, match=r"^cannot undo operation \d+ \(edit\): user_states row\(s\) app/u1 "
+                                                 r"changed after it"):
+            await store.history().undo()
+    assert await dump(url) == state
+    svc, close = await _adk_service(url)
+    try:
+        s = await svc.get_session(app_name="app", user_id="u1", session_id="elsewhere")
+        assert s.state["user:name"] == "other session"
+    finally:
+        await close()
+
+
 # ---- the previous release's op log ----------------------------------------------------------
 
 
