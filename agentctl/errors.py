@@ -140,6 +140,11 @@ class OperationError(AgentctlError):
     """An engine operation cannot be carried out as asked (e.g. undo of a stale op)."""
 
 
+class NothingToMerge(OperationError):
+    """The target already holds the branch's head (found by the merge's own transaction:
+    another writer may have got there since the plan)."""
+
+
 _DSN_PASSWORD = re.compile(r"(://[^:/@\s]*:)([^@\s]*)(@)")
 _KV_PASSWORD = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentctl.diff import MISSING
-from agentctl.errors import ExitCode, MergeConflictError, OperationError, ThreadNotFound, UsageError
+from agentctl.errors import ExitCode, MergeConflictError, NothingToMerge, OperationError, ThreadNotFound, UsageError
 from tests.support.engine_helpers import dump, make_engine, snap
 from tests.support.helpers import make_cp
 
@@ -201,12 +201,14 @@ async def test_merge_uses_the_checkpoint_id_its_plan_announced(backend):
 
 async def test_merging_a_branch_without_changes_writes_nothing(backend):
     """A branch that changed nothing (just created, or changes the target has too):
-    the plan says up to date and the merge refuses, "nothing to merge", no row, no op."""
+    the plan says up to date and the merge refuses, "nothing to merge" (NothingToMerge:
+    the CLI says "already contains" and exits 0 when another writer got there between
+    its plan and its write), no row, no op."""
     engine = make_engine(backend)
     [root] = await snap(engine, "main", 1)
     b = await engine.branch(root, "idle")
     assert (await engine.plan_merge(b, "main")).up_to_date
     ops = await engine.oplog()
-    with pytest.raises(OperationError, match="nothing to merge"):
+    with pytest.raises(NothingToMerge, match="nothing to merge"):
         await engine.merge_branch(b, "main")
     assert await backend.count("main") == 1 and await engine.oplog() == ops

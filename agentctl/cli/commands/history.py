@@ -191,12 +191,21 @@ def merge(
                                             checkpoint_id=p.merged.metadata.checkpoint_id)
             return cid, engine.last_op_id
 
+    from agentctl.errors import NothingToMerge
+
     try:
         cid, op_id = run(go())
     except MergeConflictError as exc:  # the threads moved on since the plan
         p.conflicts = exc.conflicts
         conflicts_out()
         raise
+    except NothingToMerge:  # another writer brought the branch's head in since the plan
+        p.up_to_date = True
+        if json_out:
+            emit_json(p.to_dict())
+        else:
+            say(f"{dst} already contains {src}; nothing to merge")
+        return
     if json_out:
         emit_json({"branch": src, "into": dst, "strategy": strategy, "checkpoint_id": cid, "op_id": op_id})
         return

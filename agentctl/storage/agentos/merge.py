@@ -11,7 +11,7 @@ from agentctl.storage.agentos.rows import decode_tags
 from agentctl.storage.agentos import oplog
 from agentctl.storage.agentos.context import EngineContext
 from agentctl.storage.agentos.types import MERGE_STRATEGIES, MergePlan
-from agentctl.errors import MergeConflictError, OperationError, ThreadNotFound, UsageError
+from agentctl.errors import MergeConflictError, NothingToMerge, OperationError, ThreadNotFound, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ async def merge_branch(ctx: EngineContext, branch_thread_id: str, into_thread_id
                 f"{', …' if len(plan.conflicts) > 5 else ''}); nothing was written; "
                 "use strategy 'ours' or 'theirs' to resolve them")
         if plan.up_to_date:
-            raise OperationError(
+            raise NothingToMerge(
                 f"nothing to merge: {into_thread_id} already contains {branch_thread_id} "
                 f"(head {plan.theirs.metadata.checkpoint_id}); nothing was written")
         merged = plan.merged
