@@ -46,6 +46,10 @@ async def ensure(tx: Any, table: str) -> str:
     columns the source gained since it was made (a framework's migration, another
     program's column): every image holds every column of the row."""
     name = trash_name(table)
+    done = tx.__dict__.setdefault("_agentctl_trash_ready", set())  # once per transaction and table
+    if table in done:
+        return name
+    done.add(table)
     if not await tx.table_exists(name):
         if tx.kind == "postgres":
             await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, "
