@@ -109,12 +109,8 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         gone: list[str] = list(d.get("moved") or []) if d.get("hard") else []
         return {"created": gone, "deleted": made} if image == "before" else {"created": made, "deleted": gone}
 
-    async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
-                    threads: Sequence[str] | None = None) -> Any:
-        try:
-            return await super()._move(op_id, undone, dry_run, threads)
-        finally:
-            self.store._origin_map = None  # a branch may come or go
+    async def journal_moved(self) -> None:
+        self.store._origin_map = None  # a branch may come or go
 
     # ---- helpers ---------------------------------------------------------------------
 

@@ -474,16 +474,9 @@ class CheckpointEngine(JournalHistory, History):
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         return dict(getattr(self, "_moved_ids", None) or {})
 
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
-        """Revert an operation exactly (None: the last one not undone); `threads`: of
-        a prune, restore those threads alone (the others stay undoable)."""
+    async def journal_ready(self) -> None:
         self._moved_ids = {}
-        return await super().undo(op_id, threads)
-
-    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
-        """Write an undone operation again (None: the last one undone)."""
-        self._moved_ids = {}
-        return await super().redo(op_id, dry_run)
+        await super().journal_ready()
 
     async def purge(self, dry_run: bool = False) -> PurgeResult:
         """Free what undo could still bring back (the trash); VACUUM on SQLite.

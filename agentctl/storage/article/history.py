@@ -785,17 +785,8 @@ class ArticleHistory(JournalHistory, History):
         await self.store.connect()
         return await legacy.purge_plan(self.db)
 
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
-        try:
-            return await JournalHistory.undo(self, op_id, threads)
-        finally:
-            await self.store._reload_tables()
-
-    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
-        try:
-            return await JournalHistory.redo(self, op_id, dry_run)
-        finally:
-            await self.store._reload_tables()
+    async def journal_moved(self) -> None:
+        await self.store._reload_tables()
 
     async def purge(self, dry_run: bool = False) -> PurgeResult:
         """The journal's purge, then VACUUM (SQLite: the whole file; Postgres: the trash tables)."""

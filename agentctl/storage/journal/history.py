@@ -81,6 +81,14 @@ class JournalHistory:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
         return {}
 
+    async def journal_ready(self) -> None:
+        """Before an undo, a redo or a purge: what the format checks or opens first."""
+        await self.store.connect()
+
+    async def journal_moved(self) -> None:
+        """After an undo or a redo, written or refused: what the format drops (its store's
+        caches of threads and branches)."""
+
     def describe_rows(self, table: str, keys: Sequence[tuple[Any, ...]]) -> str:
         """How a refusal names rows of `table` by their keys (a format may say "message 3")."""
         return f"{table} row(s) {', '.join('/'.join(map(str, k)) for k in keys)}"
@@ -182,6 +190,14 @@ class JournalHistory:
 
     async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
                     threads: Sequence[str] | None = None) -> Any:
+        await self.journal_ready()
+        try:
+            return await self._move_once(op_id, undone, dry_run, threads)
+        finally:
+            await self.journal_moved()
+
+    async def _move_once(self, op_id: int | None, undone: bool, dry_run: bool,
+                         threads: Sequence[str] | None) -> Any:
         from agentctl.storage.results import OpResult
 
         verb, kind = ("redid", "redo") if undone else ("undid", "undo")
@@ -234,6 +250,7 @@ class JournalHistory:
     async def purge(self, dry_run: bool = False) -> Any:
         from agentctl.storage.results import PurgeResult
 
+        await self.journal_ready()
         if dry_run:
             legacy = await self.legacy_purge(True)
             if legacy is not None:

@@ -249,25 +249,11 @@ class LangGraphHistory(JournalHistory, History):
                 out.append(tid)
         return out
 
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
-        """The journal's undo (`threads`: of a prune, those threads alone; the op stays
-        undoable for its others); the store's caches dropped."""
+    async def journal_ready(self) -> None:
         await self._ready()
-        try:
-            return await JournalHistory.undo(self, op_id, threads)
-        finally:
-            self._forget()
 
-    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
-        await self._ready()
-        try:
-            return await JournalHistory.redo(self, op_id, dry_run)
-        finally:
-            self._forget()
-
-    async def purge(self, dry_run: bool = False) -> Any:
-        await self._ready()
-        return await JournalHistory.purge(self, dry_run)
+    async def journal_moved(self) -> None:
+        self._forget()
 
     def _forget(self) -> None:
         """The store's caches of checkpoint places and branches: stale after a write."""

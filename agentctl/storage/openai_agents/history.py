@@ -100,17 +100,8 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         ids = [cid_of(i) for i in d.get("created", d.get("inserted", []))]
         return {"deleted": ids} if undo else {"created": ids}
 
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
-        try:
-            return await super().undo(op_id, threads)
-        finally:
-            self.store._archive_map = None  # the store reads the log again
-
-    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
-        try:
-            return await super().redo(op_id, dry_run)
-        finally:
-            self.store._archive_map = None
+    async def journal_moved(self) -> None:
+        self.store._archive_map = None  # the store reads the log again
 
     # ---- helpers ---------------------------------------------------------------------
 
