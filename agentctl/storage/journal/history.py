@@ -10,6 +10,8 @@ A format's History mixes this in and gives:
   first in every write's transaction (ops keep their ids; the old tables are dropped);
 - `legacy_oplog(limit)` / `legacy_purge(dry_run)` (optional): the previous op log read
   as it stands, for the reads that come before the first write (a read migrates nothing);
+- `journal_ready()` / `journal_moved()` (optional): before an undo, redo or purge (a check,
+  the store opened) and after a move, written or refused (the store's caches dropped);
 - `undo_result(record, image)` (optional): the checkpoint ids a move created, deleted or
   moved, for the OpResult (default: none named);
 - `undo_by_thread` True and `undo_threads(record, threads)` (optional): `undo --thread`,
