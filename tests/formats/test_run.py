@@ -438,3 +438,36 @@ def test_run_of_a_graph_with_a_subgraph_equals_langgraphs_and_undo_removes_the_s
     assert dump(url, saver) == after_input
     assert cli(url, "undo").exit_code == 0
     assert dump(url, saver) == empty
+
+
+def test_which_interpreter_runs_the_agent_and_module_var(tmp_path, project):
+    """The child runs in --python, else AGENTCTL_PYTHON, else the active virtual
+    environment's python ($VIRTUAL_ENV/bin/python), else agentctl's own; `--agent
+    module:var` imports the user's module (here `graph`, on PYTHONPATH)."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    url = str(tmp_path / "lg.db")
+    conn = sqlite3.connect(url)
+    SqliteSaver(conn).setup()
+    conn.close()
+
+    def interpreter(name: str) -> str:  # a python that notes it ran, then is the real one
+        path = tmp_path / name / "bin" / "python"
+        path.parent.mkdir(parents=True)
+        path.write_text(f'#!/bin/sh\necho {name} >> "{tmp_path / "ran"}"\nexec "{sys.executable}" "$@"\n')
+        path.chmod(0o755)
+        return str(path)
+
+    venv, env_py, flag_py = interpreter("venv"), interpreter("envvar"), interpreter("flag")
+    base = {"PYTHONPATH": f"{project}{os.pathsep}{REPO}", "VIRTUAL_ENV": str(tmp_path / "venv")}
+    for extra, env, want in (([], base, "venv"),
+                             ([], {**base, "AGENTCTL_PYTHON": env_py}, "envvar"),
+                             (["--python", flag_py], {**base, "AGENTCTL_PYTHON": env_py}, "flag")):
+        (tmp_path / "ran").unlink(missing_ok=True)
+        r = _agentctl(url, "run", f"t-{want}", "--agent", "graph:graph", "--input", json.dumps({"n": 0, "log": []}),
+                      *extra, env=env)
+        assert r.returncode == 1 and "your agent raised ValueError in node 'step'" in r.stderr, (r.stdout, r.stderr)
+        assert (tmp_path / "ran").read_text().split() == [want]
+    assert os.path.exists(venv)
