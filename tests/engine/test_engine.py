@@ -749,3 +749,58 @@ async def test_prune_reuses_its_plan_only_while_the_database_is_as_planned(backe
     first_kept = next(c for c in kept if c != doomed)
     assert {r[0]: r[2] for r in plans[0].reparent} == {doomed: None, first_kept: doomed}
     assert (kept[doomed], kept[first_kept]) == (None, doomed)
+
+
+async def test_prune_plan_fork_points_and_new_parents_on_a_random_forest(backend):
+    """A prune's plan on trees of three threads (seeded): forks inside a thread, branches
+    into other threads, a thread starting from another's checkpoint, a parent that does
+    not exist. The fork points are the selected checkpoints with a child in another
+    thread or several children; each kept checkpoint whose parent goes gets its nearest
+    ancestor that stays (None when the line ends first); the prune then leaves no kept
+    checkpoint naming a deleted parent."""
+    import random
+
+    from agentctl.storage.agentos.base import checkpoint_params
+    from agentctl.engine import _INSERT_SQL
+
+    rnd = random.Random(7)
+    rows: list[tuple[str, int, str, str | None]] = []  # thread, step, id, parent
+    for n in range(120):
+        thread = rnd.choice(["a", "a", "b", "c"])
+        mine = [r for r in rows if r[0] == thread]
+        if n == 5:
+            parent: str | None = "ckpt-gone"
+        elif mine and rnd.random() < 0.8:
+            parent = mine[-1][2] if rnd.random() < 0.75 else rnd.choice(mine)[2]
+        else:
+            parent = rnd.choice(rows)[2] if rows and rnd.random() < 0.7 else None
+        rows.append((thread, len(mine) + 1, f"ck{n}", parent))
+    cps = [make_cp(t, s, cid=c, parent=p, created_at=ts(i)) for i, (t, s, c, p) in enumerate(rows)]
+    async with backend.transaction() as tx:
+        await tx.executemany(_INSERT_SQL, [checkpoint_params(cp, tx.timestamp) for cp in cps])
+    engine = make_engine(backend)
+    parent_of = {c: p for _, _, c, p in rows}
+    thread_of = {c: t for t, _, c, _ in rows}
+    for thread in ("a", "b", "c"):
+        line = [c for t, _, c, _ in rows if t == thread]  # thread order (steps grow)
+        selected = set(line[:-4])
+        children = {c: [k for k in parent_of if parent_of[k] == c] for c in line}
+        forks = {c for c in selected if len(children[c]) > 1 or any(thread_of[k] != thread for k in children[c])}
+        gone = selected - forks
+        expected = {}
+        for k in line:
+            if k in gone or parent_of[k] not in gone:
+                continue
+            up = parent_of[k]
+            while up in gone:
+                up = parent_of[up]
+            expected[k] = up if up in parent_of else None
+        plan = await engine.plan_prune(thread, "keep_last_n", 4)
+        assert sorted(plan.fork_points) == sorted(forks), thread
+        assert plan.delete_count == len(gone) and {m.checkpoint_id for m in plan.delete} == gone
+        assert {k: new for k, _, new in plan.reparent} == expected, thread
+    for thread in ("a", "b", "c"):
+        await engine.prune(thread, "keep_last_n", 4)
+    kept = {m.checkpoint_id: m.parent_checkpoint_id for t in ("a", "b", "c")
+            for m in await backend.read_thread(t, 200)}
+    assert all(p is None or p in kept or p == "ckpt-gone" for p in kept.values())

@@ -95,10 +95,14 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where,
         if not forks:
             return chosen, [], True
         return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks, True
+    # A child is in another thread when its row id is not one of the thread's (read from
+    # the thread's index): only the selected rows are read, not their children.
     forks = [r["checkpoint_id"] for r in await reader.query(
         f"SELECT p.checkpoint_id FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE {where}) "
-        "AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.thread_id <> p.thread_id "
-        "OR c.id <> (SELECT MIN(c2.id) FROM checkpoints c2 WHERE c2.parent_id = p.checkpoint_id)))", *params)]
+        "AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.id NOT IN "
+        "(SELECT id FROM checkpoints WHERE thread_id = ?) "
+        "OR c.id <> (SELECT MIN(c2.id) FROM checkpoints c2 WHERE c2.parent_id = p.checkpoint_id)))",
+        *params, thread_id)]
     if not forks:
         return chosen, [], False
     return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks, False
@@ -118,14 +122,14 @@ async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[st
     kept row before it in thread order (in a linear thread, its new parent), at most
     REPARENT_WALK of them (beyond: None)."""
     where, params = chosen
-    # the selection once (a CTE named twice is materialized), by row id
+    # The kept rows: the thread's rows the selection leaves; a kept row is an orphan when
+    # the selection holds its parent (`where` tested on that one row: the selected rows
+    # are not listed).
     kept = await reader.query(
-        f"WITH gone(id) AS (SELECT id FROM checkpoints WHERE {where}) "
         "SELECT k.checkpoint_id, k.parent_id, CASE WHEN EXISTS (SELECT 1 FROM checkpoints p WHERE "
-        "p.checkpoint_id = k.parent_id AND p.id IN (SELECT id FROM gone)) THEN 1 ELSE 0 END AS orphan "
-        "FROM checkpoints k WHERE k.id IN (SELECT id FROM checkpoints WHERE thread_id = ? "
-        f"AND id NOT IN (SELECT id FROM gone)) ORDER BY {THREAD_ORDER_ASC}",
-        *params, thread_id)
+        f"p.checkpoint_id = k.parent_id AND ({where})) THEN 1 ELSE 0 END AS orphan "
+        f"FROM checkpoints k WHERE k.thread_id = ? AND ({where}) IS NOT TRUE ORDER BY {THREAD_ORDER_ASC}",
+        *params, thread_id, *params)
     ids = {r["checkpoint_id"] for r in kept}
     out: list[tuple[str, str | None, str | None]] = []
     for i, r in enumerate(kept):
