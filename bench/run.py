@@ -462,6 +462,7 @@ class Bench:
                 ours, base, "≤ 1.3 × plain DELETE", ratio_le=1.3, runs=self.args.prune_runs))
             figs.append(self.prune_floor_figure(ours, pm["long_thread"], keep, copy, setup))
             figs.append(self.prune_floor_min_figure(ours, pm["long_thread"], keep, n, copy, setup))
+            figs.append(self.prune_floor_min_figure(ours, pm["long_thread"], keep, n, copy, setup, forks=True))
 
         n = str(self.args.snapshots)
         for key, tasks, what in (("snapshot", 1, "one agent"), ("snapshot-8", 8, "8 agents at once")):
@@ -706,19 +707,28 @@ class Bench:
                       runs=self.args.prune_runs)
 
     def prune_floor_min_figure(self, ours: Side, thread: str, keep: int, rows_in_thread: int,
-                               copy: str, setup: Callable[[], None]) -> Figure:
+                               copy: str, setup: Callable[[], None], forks: bool = False) -> Figure:
         """The least an undoable prune of the `prune` figure's rows costs in SQLite: the
         rows moved as agentctl moves them (oplog.trash: 500 row ids at a time in row-id
         order, each chunk copied into a table made like the trash and deleted, so the
         trash reuses the pages the chunk before it freed; the page cache 64 MB, as
         `bulk_write` sets it), in one transaction typed into sqlite3: no Python, no plan,
         no op log. `prune-floor` copies everything first and then deletes (the trash
-        grows the file: ~0.35 GB more written), so it is no floor for agentctl's prune."""
+        grows the file: ~0.35 GB more written), so it is no floor for agentctl's prune.
+
+        `forks` (`prune-floor-forks`): first, the read a prune that keeps fork points
+        cannot skip: the selected checkpoints' ids and whether another thread or a
+        second child hangs from each (every selected row is read: no index holds a
+        checkpoint's id by thread), as agentctl's plan reads them."""
         lt = "'" + thread.replace("'", "''") + "'"
         rows = (f"WHERE thread_id = {lt} AND id NOT IN (SELECT id FROM checkpoints WHERE "
                 f"thread_id = {lt} ORDER BY step DESC, created_at DESC, id DESC LIMIT {keep})")
         chunk = 500
-        parts = ["PRAGMA cache_size = -65536", "BEGIN",
+        fork_read = (f"SELECT COUNT(*) FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints {rows}) AND EXISTS "
+                     f"(SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.id NOT IN (SELECT id FROM "
+                     f"checkpoints WHERE thread_id = {lt}) OR c.id <> (SELECT MIN(c2.id) FROM checkpoints c2 WHERE "
+                     "c2.parent_id = p.checkpoint_id)))")
+        parts = [*([fork_read] if forks else []), "PRAGMA cache_size = -65536", "BEGIN",
                  "CREATE TABLE t_trash AS SELECT CAST(NULL AS INTEGER) AS op_id, * FROM checkpoints WHERE 0",
                  "CREATE INDEX t_trash_op ON t_trash(op_id)",
                  f"CREATE TEMP TABLE t_sel AS SELECT rowid AS r, (ROW_NUMBER() OVER (ORDER BY rowid) - 1) "
@@ -730,13 +740,18 @@ class Bench:
                       f"DELETE FROM checkpoints WHERE {part}"]
         parts.append("COMMIT")
         floor = self.sqlite("; ".join(parts), db=copy, readonly=False)
-        floor.command = ("sqlite3 COPY " + quote("; ".join(parts[:6] + [
+        head = 7 if forks else 6
+        floor.command = ("sqlite3 COPY " + quote("; ".join(parts[:head] + [
             "INSERT INTO t_trash SELECT 1, * FROM checkpoints WHERE rowid IN (SELECT r FROM t_sel WHERE c = K)",
             "DELETE FROM checkpoints WHERE rowid IN (SELECT r FROM t_sel WHERE c = K)"]))
             + f" ... for K = 0 to {-(-max(rows_in_thread, 1) // chunk) - 1}; COMMIT")
         floor.setup = setup
-        floor.label = ("sqlite3 CLI: the same rows moved to a trash table 500 at a time "
-                       "(as agentctl moves them), one transaction")
+        floor.label = ("sqlite3 CLI: " + ("the fork points' read, then " if forks else "")
+                       + "the same rows moved to a trash table 500 at a time (as agentctl moves them), one transaction")
+        if forks:
+            return Figure("prune-floor-forks", "the same prune against the least a prune that keeps fork points "
+                          "costs (their read, then the rows moved as in prune-floor-min)", ours, floor,
+                          "≤ 1.1 × (issue 20)", ratio_le=1.1, runs=self.args.prune_runs)
         return Figure("prune-floor-min", "the same prune against the least an undoable prune costs "
                       "(the rows moved to a trash table 500 at a time, sqlite3 alone)", ours, floor,
                       "none (reported)", runs=self.args.prune_runs)
@@ -896,6 +911,8 @@ class Bench:
              "python bench/make_db.py sqlite {} --long-steps 100000"),
             ("prune-floor-min", "the same prune against the least an undoable prune costs", self.prune_db,
              "python bench/make_db.py sqlite {} --long-steps 100000"),
+            ("prune-floor-forks", "the same prune against the least a prune keeping fork points costs",
+             self.prune_db, "python bench/make_db.py sqlite {} --long-steps 100000"),
             ("threads-indexed", "`threads list`, SQLite, after `doctor --fix-indexes`", self.indexed_db,
              "python bench/run.py --make-indexed --only threads-indexed (a copy of --db)"),
         ]
@@ -1510,7 +1527,7 @@ def issue16_keys(figs: list[Figure]) -> set[str]:
     table = {"search", "index-build", "search-index", "search-index-floor",
              "snapshot", "snapshot-8", "snapshot-floor", "snapshot-8-floor", "snapshot-vs-floor",
              "snapshot-8-vs-floor", "show-pg", "diff-pg", "log-pg", "pg-floor", "search-pg", "search-pg-index", "prune", "prune-floor",
-             "prune-floor-min", "log-all", "tree-long", "tui", "tui-frame", "tui-floor", "diff-big"}
+             "prune-floor-min", "prune-floor-forks", "log-all", "tree-long", "tui", "tui-frame", "tui-floor", "diff-big"}
     rss = {f.key for f in figs if f.key.startswith(("article-", "lg-", "sdk-")) and not f.needs}
     return table | rss
 
