@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 
 # The tables (and views) of the current schemas and their columns, as (table_name,
@@ -95,11 +94,3 @@ async def _postgres_tables(dsn: str) -> dict[str, set[str]]:
     for r in rows:
         out.setdefault(r[0], set()).add(r[1])
     return out
-
-
-def columns_of(found: dict[str, set[str]], table: str) -> set[str]:
-    return found.get(table, set())
-
-
-def has_all(found: dict[str, Any], table: str, cols: tuple[str, ...]) -> bool:
-    return table in found and all(c in found[table] for c in cols)

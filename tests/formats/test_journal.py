@@ -54,7 +54,7 @@ async def backend(request, tmp_path):
         await b.close()
 
 
-async def test_set_aside_and_put_back_exact(backend) -> None:
+async def test_set_aside_and_move_back_exact(backend) -> None:
     b, url = backend
     before = await dump(url)
     async with b.transaction() as tx:
@@ -63,9 +63,9 @@ async def test_set_aside_and_put_back_exact(backend) -> None:
     mid = await dump(url)
     assert len(mid["items"]) == 1 and len(mid["agentctl_trash_items"]) == 2
     async with b.transaction() as tx:
-        assert await trash.put_back(tx, 7, "items") == 2
+        await trash.move(tx, 7, [("items", ["id"], None)], "before")
     after = await dump(url)
-    assert after.pop("agentctl_trash_items") == []
+    assert after.pop("agentctl_trash_items") == mid["agentctl_trash_items"]  # the images stay
     assert after == before
     # type for type, not only as text
     rows_before = await b.query("SELECT * FROM items ORDER BY id")
@@ -75,7 +75,7 @@ async def test_set_aside_and_put_back_exact(backend) -> None:
     async with b.transaction() as tx:
         await trash.set_aside(tx, 8, "items", "1 = 1")
         await tx.execute("DELETE FROM items")
-        await trash.put_back(tx, 8, "items")
+        await trash.move(tx, 8, [("items", ["id"], None)], "before")
     assert await b.query("SELECT * FROM items ORDER BY id") == rows_before
     assert await b.query(types) == types_before
 

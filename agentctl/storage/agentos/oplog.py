@@ -43,12 +43,6 @@ LOG = ops.LOG
 SIDE_TABLES = (LOG, TRASH)
 
 
-async def _columns(tx: Any) -> str:
-    """The checkpoints table's columns as they are (a column another program added
-    comes back with its value on undo, not as NULL), quoted, in their order."""
-    return ", ".join('"' + c.replace('"', '""') + '"' for c in await jtrash.columns(tx, TABLE))
-
-
 async def fingerprint(tx: Any, thread: str) -> list[Any]:
     """[rows, min id, max id, sum of ids] of a thread (the sum as text: exact on both)."""
     rows = await tx.fetch("SELECT COUNT(*) AS n, COALESCE(MIN(id), 0) AS lo, COALESCE(MAX(id), 0) AS hi, "
@@ -70,39 +64,27 @@ async def start(tx: Transaction, kind: str, summary: str, threads: Sequence[str]
     return op
 
 
-async def set_summary(tx: Transaction, op: ops.Op, summary: str) -> None:
-    await tx.execute(f"UPDATE {LOG} SET summary = ? WHERE op_id = ?", summary, op.op_id)
-
-
-async def finish(tx: Transaction, op: ops.Op, changed_threads: Iterable[str]) -> int:
+async def finish(tx: Transaction, op: ops.Op, changed_threads: Iterable[str], summary: str | None = None) -> int:
     """The op's threads are those it changed; their fingerprints, as they are now."""
-    threads = list(dict.fromkeys(changed_threads))
-    if threads != op.threads:
-        op.threads = threads
-        await tx.execute(f"UPDATE {LOG} SET threads = ? WHERE op_id = ?", json.dumps(threads), op.op_id)
-    return await op.finish({t: await fingerprint(tx, t) for t in threads})
+    op.threads = list(dict.fromkeys(changed_threads))
+    return await op.finish({t: await fingerprint(tx, t) for t in op.threads}, summary=summary)
 
 
 async def set_aside(tx: Transaction, op: ops.Op, where: str, params: Sequence[Any], image: str) -> int:
     """Copy the checkpoints matching `where` into the trash as `image` of op."""
-    cols = await _columns(tx)
-    return await tx.execute(f"INSERT INTO {TRASH} ({jtrash.OP}, {jtrash.IMAGE}, {cols}) SELECT ?, ?, {cols} "
-                            f"FROM checkpoints WHERE {where}", op.op_id, image, *params)
+    return await jtrash.set_aside(tx, op.op_id, TABLE, where, params, image)
 
 
 async def record_inserts(tx: Transaction, op: ops.Op, rows: Sequence[tuple[str, str]]) -> None:
     """Record checkpoints (checkpoint_id, thread_id) the op inserted (their after-images)."""
     for part in chunks([cid for cid, _ in rows], 500):
-        await set_aside(tx, op, f"checkpoint_id IN ({marks(len(part))})", part, "after")
+        await op.inserted(TABLE, KEY, f"checkpoint_id IN ({marks(len(part))})", part, thread=THREAD)
 
 
 async def update(tx: Transaction, op: ops.Op, ids: Sequence[str], assign: str, values: Sequence[Any]) -> None:
     """`UPDATE checkpoints SET assign` on these checkpoints, both images kept."""
     for part in chunks(list(ids), 500):
-        where = f"checkpoint_id IN ({marks(len(part))})"
-        await set_aside(tx, op, where, part, "before")
-        await tx.execute(f"UPDATE checkpoints SET {assign} WHERE {where}", *values, *part)
-        await set_aside(tx, op, where, part, "after")
+        await op.update(TABLE, KEY, f"checkpoint_id IN ({marks(len(part))})", part, assign, values, thread=THREAD)
 
 
 async def record_reparents(tx: Transaction, op: ops.Op, thread_id: str,
@@ -144,22 +126,14 @@ def _sql_order(value: Any) -> tuple[int, Any]:
 async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any) -> list[str]:
     """Delete the checkpoints matching `where`, their before-images in op's trash; return
     their ids in thread order (thread, step, created_at, id)."""
-    op_id = op.op_id
-    cols = await _columns(tx)
     if tx.kind != "sqlite":
-        # Two set-based statements; the server sorts the ids. Only the rows this call
-        # moved (an op may fill its trash in several calls: a prune of many threads).
-        moved = await tx.fetch(
-            f"WITH moved AS (INSERT INTO {TRASH} ({jtrash.OP}, {jtrash.IMAGE}, {cols}) SELECT CAST(? AS BIGINT), "
-            f"'before', {cols} FROM checkpoints WHERE {where} "
-            "RETURNING id, checkpoint_id, thread_id, step, created_at) "
-            "SELECT id, checkpoint_id FROM moved ORDER BY thread_id, step, created_at, id",
-            op_id, *params)
-        if not moved:
-            return []
-        await tx.execute("DELETE FROM checkpoints WHERE id = ANY(CAST(? AS BIGINT[]))",
-                         [r["id"] for r in moved])
-        return [r["checkpoint_id"] for r in moved]
+        # The rows by id (the server sorts them), then moved by those ids: only the rows
+        # read here, whatever another transaction adds meanwhile.
+        found = await tx.fetch(f"SELECT id, checkpoint_id FROM checkpoints WHERE {where} "
+                               "ORDER BY thread_id, step, created_at, id", *params)
+        if found:
+            await op.delete(TABLE, KEY, "id = ANY(CAST(? AS BIGINT[]))", [[r["id"] for r in found]], thread=THREAD)
+        return [r["checkpoint_id"] for r in found]
     # The row ids (rowid: the row itself, whatever the file's `id` column holds) in the
     # order of the (thread_id, step) index, as one JSON text rather than a row each, and
     # how many steps occur twice in a thread. Row-id order is thread order when the two
@@ -176,27 +150,23 @@ async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any) -> list[s
     keyed: list[tuple[Any, ...]] = []
     for part in chunks(rowids, _TRASH_CHUNK):
         chunk = json.dumps(part)
-        copy = (f"INSERT INTO {TRASH} ({jtrash.OP}, {jtrash.IMAGE}, {cols}) SELECT ?, 'before', {cols} "
-                f"FROM checkpoints WHERE {_CHUNK_ROWS}")
+        # The chunk's ids (this reads its pages into the cache for the copy).
         if in_order:
-            # The chunk's ids as one JSON text (this reads its pages into the cache).
             ids += loads((await tx.fetch(
                 "SELECT json_group_array(CASE WHEN typeof(checkpoint_id) = 'blob' "
                 "THEN CAST(checkpoint_id AS TEXT) ELSE checkpoint_id END) AS ids FROM "
                 f"(SELECT checkpoint_id FROM checkpoints WHERE {_CHUNK_ROWS} ORDER BY rowid)",
                 chunk))[0]["ids"])
-            await tx.execute(copy, op_id, chunk)
         else:
             keyed.extend(((_sql_order(r["thread_id"]), _sql_order(r["step"]),
                            _sql_order(r["created_at"]), _sql_order(r["id"])), r["checkpoint_id"])
-                         for r in await tx.fetch(
-                copy + " RETURNING thread_id, step, created_at, id, checkpoint_id", op_id, chunk))
-        await tx.execute(f"DELETE FROM checkpoints WHERE {_CHUNK_ROWS}", chunk)
+                         for r in await tx.fetch("SELECT thread_id, step, created_at, id, checkpoint_id "
+                                                 f"FROM checkpoints WHERE {_CHUNK_ROWS}", chunk))
+        await op.delete(TABLE, KEY, _CHUNK_ROWS, [chunk], thread=THREAD)
     if not in_order:
         keyed.sort(key=lambda k: k[0])
         ids = [cid for _, cid in keyed]
     return ids
-
 
 
 # ---- reading the log ------------------------------------------------------------------

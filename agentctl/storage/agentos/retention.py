@@ -266,8 +266,7 @@ async def prune_threads(ctx: EngineContext, threads: Sequence[str], pol: Checkpo
         where = changed[0] if len(changed) == 1 else f"{len(changed)} threads"
         summary = (f"prune {where} ({policy_text(pol, param)}): "
                    f"deleted {len(deleted)} checkpoint(s)")
-        await oplog.set_summary(tx, op, summary)
-        op_id = await oplog.finish(tx, op, changed)
+        op_id = await oplog.finish(tx, op, changed, summary)
         return OpResult(op_id, "prune", summary, deleted=deleted)
 
     result = await ctx.write_if(threads, body)

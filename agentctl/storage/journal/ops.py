@@ -100,11 +100,14 @@ class Op:
         self._touch(table, key, thread)
         return await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
 
-    async def finish(self, fingerprints: Mapping[str, Any] | None = None) -> int:
+    async def finish(self, fingerprints: Mapping[str, Any] | None = None, summary: str | None = None) -> int:
+        """The op's after-images of updated rows, its tables, its threads (`threads` may
+        have changed since `begin`), their fingerprints and (if given) its summary."""
         for table, where, params in self._updated:
             await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
-        await self.tx.execute(f"UPDATE {LOG} SET tables = ?, fingerprints = ? WHERE op_id = ?",
-                              json.dumps(self.tables), json.dumps(dict(fingerprints or {})), self.op_id)
+        await self.tx.execute(f"UPDATE {LOG} SET tables = ?, fingerprints = ?, threads = ?, "
+                              "summary = COALESCE(?, summary) WHERE op_id = ?", json.dumps(self.tables),
+                              json.dumps(dict(fingerprints or {})), json.dumps(self.threads), summary, self.op_id)
         return self.op_id
 
 

@@ -81,18 +81,6 @@ async def add_images(tx: Any, op_id: int, table: str, image: str, select: str, p
                             f"FROM ({select}) AS agentctl_src", op_id, image, *params)
 
 
-async def put_back(tx: Any, op_id: int, table: str, image: str = "before", *, keep: bool = False) -> int:
-    """Insert the rows `op_id` set aside from `table` as `image` back into it, exactly,
-    and (unless `keep`) drop them from the trash; returns how many."""
-    name = trash_name(table)
-    cols = ", ".join(_q(c) for c in await columns(tx, table))
-    n = await tx.execute(f"INSERT INTO {_q(table)} ({cols}) SELECT {cols} FROM {_q(name)} "
-                         f"WHERE {OP} = ? AND {IMAGE} = ?", op_id, image)
-    if not keep:
-        await tx.execute(f"DELETE FROM {_q(name)} WHERE {OP} = ? AND {IMAGE} = ?", op_id, image)
-    return n
-
-
 def _held(tx: Any, table: str, key: Sequence[str], row: str, pick: str) -> str:
     """SQL: the op (`?`) holds an image (`?`) of the row `row` (a table's alias) by key,
     of the threads `pick` names (a partial undo's filter on the trash rows, its own `?`s).
