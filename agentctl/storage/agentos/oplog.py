@@ -138,14 +138,14 @@ async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any) -> list[s
     # order of the (thread_id, step) index, as one JSON text rather than a row each, and
     # how many steps occur twice in a thread. Row-id order is thread order when the two
     # orders agree and no step needs created_at and id to order it.
-    found = (await tx.fetch(
+    head = (await tx.fetch(
         "SELECT json_group_array(r) AS ids, (SELECT COUNT(*) FROM (SELECT 1 AS x FROM checkpoints "
         f"WHERE {where} GROUP BY thread_id, step HAVING COUNT(*) > 1)) AS twice "
         f"FROM (SELECT rowid AS r FROM checkpoints WHERE {where} ORDER BY thread_id, step)",
         *params, *params))[0]
-    by_step = loads(found["ids"])
+    by_step = loads(head["ids"])
     rowids = sorted(by_step)
-    in_order = not found["twice"] and rowids == by_step
+    in_order = not head["twice"] and rowids == by_step
     ids: list[str] = []
     keyed: list[tuple[Any, ...]] = []
     for part in chunks(rowids, _TRASH_CHUNK):
