@@ -449,11 +449,8 @@ class CheckpointEngine(JournalHistory, History):
         return await legacy.purge_plan(self._ctx.backend) if dry_run else None
 
     async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
-        if op_id is not None and not undone and await tx.table_exists(ops.LOG):
-            try:
-                rec = await ops.record(tx, int(op_id))
-            except LookupError:
-                rec = None
+        if op_id is not None and not undone:
+            rec = await ops.find(tx, int(op_id))
             if rec is not None and rec["kind"] in undo.ENTRIES:
                 undo.refuse_entry(rec)
         return await super()._pick(tx, op_id, undone)
