@@ -34,15 +34,12 @@ from agentctl.storage.agentos.rows import (
     COLUMN_DEFS,
     COLUMNS,
     decode_column,
-    decode_tags,
-    decode_tags_raw,
     DELTA_MARKER,
     DELTA_TAG,
     DIALECT_INDEXES,
     DIALECTS,
     dumps,
     hit_path,
-    index_sql,
     INDEXES,
     json_hit_tokens,
     loads,
@@ -61,13 +58,11 @@ from agentctl.storage.agentos.rows import (
     THREAD_ORDER_ASC,
     THREAD_ORDER_DESC,
     THREAD_ROW_COLUMNS,
-    THREAD_SORTS,
     token_part,
 )
-from agentctl.errors import CorruptRowError
-from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.sqlutil import in_chunks
-from agentctl.storage.contract import SEARCH_PLACES, FormatSpec, Store
+from agentctl.storage.contract import FormatSpec, Store
 
 
 # The row layer's names are re-exported: callers import them from here.
@@ -79,8 +74,6 @@ __all__ = [
     "COLUMNS",
     "complete_checkpoint",
     "decode_column",
-    "decode_tags",
-    "decode_tags_raw",
     "DELTA_MARKER",
     "DELTA_TAG",
     "DIALECT_INDEXES",
@@ -88,7 +81,6 @@ __all__ = [
     "dumps",
     "FORKED",
     "hit_path",
-    "index_sql",
     "INDEXES",
     "json_hit_tokens",
     "loads",
@@ -109,7 +101,6 @@ __all__ = [
     "THREAD_ORDER_ASC",
     "THREAD_ORDER_DESC",
     "THREAD_ROW_COLUMNS",
-    "THREAD_SORTS",
     "token_part",
     "Transaction",
     "WriteSteps",
@@ -382,80 +373,7 @@ class CheckpointBackend(Store):
     async def delete_before(self, thread_id: str, before_step: int) -> int:
         """Delete a thread's checkpoints with step < before_step; return how many."""
 
-    # ---- what the debugger adds ----------------------------------------------------
-
-    @abstractmethod
-    async def count(self, thread_id: str | None = None) -> int:
-        """Number of checkpoints (in one thread, or in all)."""
-
-    @abstractmethod
-    async def count_threads(self, prefix: str | None = None) -> int:
-        """Number of distinct threads (whose id starts with `prefix`, if given)."""
-
-    @abstractmethod
-    async def thread_summaries(
-        self,
-        limit: int = 50,
-        offset: int = 0,
-        sort: str = "updated",
-        descending: bool = True,
-        prefix: str | None = None,
-    ) -> list[ThreadSummary]:
-        """One row per thread with its count and head, in one query.
-
-        sort: "updated" (head created_at), "thread" (id), "checkpoints" (count),
-        "step" (head step), "created" (first checkpoint's created_at). Ties by thread id.
-        """
-
-    @abstractmethod
-    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
-        """The summary of one thread, or None when it has no checkpoints."""
-
-    @abstractmethod
-    async def read_thread(
-        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
-    ) -> list[CheckpointMetadata]:
-        """A page of a thread's checkpoints in step order (oldest first by default)."""
-
-    @abstractmethod
-    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
-        """Only the metadata of a checkpoint (no blobs are read)."""
-
-    @abstractmethod
-    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
-        """Checkpoints whose parent is this one, in any thread."""
-
-    @abstractmethod
-    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
-        """Rows in other threads whose parent is a checkpoint of one of these threads
-        (the first rows of their branches)."""
-
-    @abstractmethod
-    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
-        """The checkpoint of a thread at a step (the last one if the step repeats)."""
-
-    @abstractmethod
-    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        """Checkpoint ids that start with `prefix`, sorted."""
-
-    @abstractmethod
-    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        """Thread ids that start with `prefix`, sorted."""
-
-    @abstractmethod
-    async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
-        scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
-    ) -> list[SearchHit]:
-        """Checkpoints whose messages (of `role`, if given), tool results or state
-        contain `text`, case-insensitively; newest first (see Store.search)."""
-
-    @abstractmethod
-    def iter_checkpoints(
-        self, thread_ids: Sequence[str] | None = None, batch: int = 500
-    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
-        """Every checkpoint (of these threads), in thread then step order, streamed.
-        A row that cannot be decoded is yielded as its CorruptRowError, not raised."""
+    # ---- what the debugger adds (beside the Store contract's reads) ----------------
 
     @abstractmethod
     def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
