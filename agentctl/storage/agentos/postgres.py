@@ -28,7 +28,7 @@ from agentctl.storage.agentos.base import (
     row_to_metadata,
     token_part,
 )
-from agentctl.storage.agentos.queries import SharedQueries, to_summaries
+from agentctl.storage.agentos.queries import SharedQueries, check_sort, to_summaries
 from agentctl.errors import (
     AgentctlError,
     ConnectionFailed,
@@ -389,7 +389,16 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         descending: bool = True, prefix: str | None = None,
     ) -> list[ThreadSummary]:
         if sort != "updated" or not descending:
-            return await super().thread_summaries(limit, offset, sort, descending, prefix)
+            columns = {"updated": "h_created_at", "thread": f"thread_id {_C}", "checkpoints": "n",
+                       "step": "h_step", "created": "first_created_at"}
+            check_sort(sort)
+            order = f"{columns[sort]} {'DESC' if descending else 'ASC'}"
+            if sort != "thread":
+                order += f", thread_id {_C} ASC"
+            where, args = "", []
+            if prefix:
+                where, args = "WHERE substr(thread_id, 1, ?) = ?", [len(prefix), prefix]
+            return to_summaries(await self._summary_rows(where, args, order, limit, offset))
         # The default listing, newest heads first, without grouping every row: walk
         # idx_created_at (the format's index) from the newest row and keep the rows no
         # other row of their thread comes after (the heads) until the page is full; only
@@ -420,6 +429,10 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
             *params, limit, offset,
         )
         return to_summaries(rows)
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        found = to_summaries(await self._summary_rows("WHERE thread_id = ?", [thread_id], "n", None, 0))
+        return found[0] if found else None
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         cols = ", ".join("c." + c.strip() for c in META_COLUMNS.split(","))

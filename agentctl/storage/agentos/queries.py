@@ -126,33 +126,6 @@ class SharedQueries(RowReads):
             f"ORDER BY thread_id{self.COLLATE}, {THREAD_ORDER_ASC}", checkpoint_id)
         return [row_to_metadata(r) for r in rows]
 
-    # ---- threads ------------------------------------------------------------------
-
-    @abstractmethod
-    async def _summary_rows(self, where: str, params: list[Any], order: str,
-                            limit: int | None, offset: int) -> list[Mapping[str, Any]]:
-        """Rows with thread_id, n, h_step, h_id, h_created_at, h_summary,
-        first_created_at, first_parent, parent_thread (the first parent's thread)."""
-
-    async def thread_summaries(
-        self, limit: int = 50, offset: int = 0, sort: str = "updated",
-        descending: bool = True, prefix: str | None = None,
-    ) -> list[ThreadSummary]:
-        columns = {"updated": "h_created_at", "thread": f"thread_id{self.COLLATE}",
-                   "checkpoints": "n", "step": "h_step", "created": "first_created_at"}
-        check_sort(sort)
-        order = f"{columns[sort]} {'DESC' if descending else 'ASC'}"
-        if sort != "thread":
-            order += f", thread_id{self.COLLATE} ASC"
-        where, params = "", []
-        if prefix:
-            where, params = "WHERE substr(thread_id, 1, ?) = ?", [len(prefix), prefix]
-        return to_summaries(await self._summary_rows(where, params, order, limit, offset))
-
-    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
-        found = to_summaries(await self._summary_rows("WHERE thread_id = ?", [thread_id], "n", None, 0))
-        return found[0] if found else None
-
     # ---- search and streaming -----------------------------------------------------
 
     @abstractmethod

@@ -856,29 +856,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         )
         return [row_to_metadata(r) for r in rows]
 
-    async def _summary_rows(self, where: str, params: list[Any], order: str,
-                            limit: int | None, offset: int) -> list[Any]:
-        # Correlated subqueries walk idx_thread_step once per thread for the head and the
-        # first row; the parent's thread is looked up only for the page that is returned.
-        page = "" if limit is None else " LIMIT ? OFFSET ?"
-        args = [*params] + ([] if limit is None else [limit, offset])
-        rows = await self._fetch(
-            f"""SELECT g.thread_id AS thread_id, g.n AS n, h.step AS h_step,
-                   h.checkpoint_id AS h_id, h.created_at AS h_created_at, h.summary AS h_summary,
-                   f.created_at AS first_created_at, f.parent_id AS first_parent
-            FROM (SELECT thread_id, COUNT(*) AS n,
-                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
-                      ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id,
-                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
-                      ORDER BY {THREAD_ORDER_ASC} LIMIT 1) AS first_id
-                  FROM checkpoints t {where} GROUP BY thread_id) g
-            JOIN checkpoints h ON h.id = g.head_id
-            JOIN checkpoints f ON f.id = g.first_id
-            ORDER BY {order}{page}""",
-            *args,
-        )
-        return await self._with_parent_threads([dict(r) for r in rows])
-
     async def _with_parent_threads(self, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Adds parent_thread: the thread of each row's first_parent (looked up for these rows only)."""
         parents = sorted({r["first_parent"] for r in out if r["first_parent"]})
@@ -944,6 +921,12 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 FROM t WHERE t.tid IS NOT NULL{stop}),
             """
         return await self._summary_page(skip + keys, params, limit, offset, direction, tiebreak)
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        found = await self._summary_page(
+            "page AS (SELECT thread_id AS tid, 0 AS k FROM checkpoints WHERE thread_id = ? LIMIT ? OFFSET ?)",
+            [thread_id], 1, 0, "ASC", "")
+        return found[0] if found else None
 
     async def _summary_page(self, keys: str, params: list[Any], limit: int, offset: int,
                             direction: str, tiebreak: str) -> list[ThreadSummary]:
