@@ -60,6 +60,7 @@ from agentctl.storage.agentos.rows import (
     THREAD_ROW_COLUMNS,
     token_part,
 )
+from agentctl.errors import SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.contract import FormatSpec, Store
@@ -70,6 +71,7 @@ __all__ = [
     "ALL_COLUMNS",
     "checkpoint_params",
     "CheckpointBackend",
+    "check_columns",
     "COLUMN_DEFS",
     "COLUMNS",
     "complete_checkpoint",
@@ -228,6 +230,13 @@ class Transaction(RowReads, ABC):
     @abstractmethod
     async def table_exists(self, name: str) -> bool:
         """Whether a table of this name exists (in the current schema)."""
+
+
+def check_columns(where: str, columns: Iterable[str]) -> None:
+    """SchemaError when the `checkpoints` table (its `columns`) lacks a column the format needs."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in set(columns)]
+    if missing:
+        raise SchemaError(f"{where}: the 'checkpoints' table lacks column(s): {', '.join(missing)}")
 
 
 # What reads rows: an open transaction or a backend (both RowReads).

@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 from agentctl.storage.agentos.base import (
     POSTGRES_SCHEMA,
-    REQUIRED_COLUMNS,
     checkpoint_params,
     COLUMNS,
     META_COLUMNS,
@@ -24,6 +23,7 @@ from agentctl.storage.agentos.base import (
     THREAD_ORDER_DESC,
     CheckpointBackend,
     Transaction,
+    check_columns,
     dumps,
     row_to_metadata,
     token_part,
@@ -47,7 +47,6 @@ from agentctl.storage.timefmt import iso, to_datetime
 __all__ = ["PostgresCheckpointer", "SCHEMA"]
 
 SCHEMA = POSTGRES_SCHEMA
-_REQUIRED = REQUIRED_COLUMNS
 _C = 'COLLATE "C"'  # byte order for text, as SQLite compares
 
 UPSERT_SQL = (
@@ -283,11 +282,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
             for r in rows if r["name"] in ("thread_id", "checkpoint_id"))
         if not cols:
             raise SchemaError(f"Postgres database {self.display_name} has no 'checkpoints' table")
-        missing = [c for c in _REQUIRED if c not in cols]
-        if missing:
-            raise SchemaError(
-                f"{self.display_name}: the 'checkpoints' table lacks column(s): {', '.join(missing)}"
-            )
+        check_columns(self.display_name, cols)
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -353,16 +348,6 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
             raise map_pg_error(exc, self.display_name) from None
 
     # ---- dialect-specific reads ---------------------------------------------------
-
-    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
-        rows = await self._fetch(
-            f"""SELECT h.* FROM (SELECT DISTINCT thread_id FROM checkpoints) t
-            CROSS JOIN LATERAL (SELECT {META_COLUMNS} FROM checkpoints c
-                WHERE c.thread_id = t.thread_id ORDER BY {THREAD_ORDER_DESC} LIMIT 1) h
-            ORDER BY h.created_at DESC, h.thread_id {_C} ASC LIMIT ? OFFSET ?""",
-            limit, offset,
-        )
-        return [row_to_metadata(r) for r in rows]
 
     async def _summary_rows(self, where: str, params: list[Any], order: str,
                             limit: int | None, offset: int) -> list[Any]:
@@ -445,23 +430,16 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         return [row_to_metadata(r) for r in rows]
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        if self._pool is None:
-            await self.connect()
-        if self._byte_order:
-            # The column compares in byte order: the prefix is a range of its unique index
-            # (as on SQLite), in the index's order.
-            rows = await self._fetch(
-                "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
-                "ORDER BY checkpoint_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
-        else:
-            rows = await self._fetch(
-                f"SELECT checkpoint_id FROM checkpoints WHERE left(checkpoint_id, ?) = ? "
-                f"ORDER BY checkpoint_id {_C} LIMIT ?", len(prefix), prefix, limit)
+        await self.connect()
+        if self._byte_order:  # the column compares in byte order: a range, as on SQLite
+            return await super().find_checkpoint_ids(prefix, limit)
+        rows = await self._fetch(
+            f"SELECT checkpoint_id FROM checkpoints WHERE left(checkpoint_id, ?) = ? "
+            f"ORDER BY checkpoint_id {_C} LIMIT ?", len(prefix), prefix, limit)
         return [r["checkpoint_id"] for r in rows]
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        if self._pool is None:
-            await self.connect()
+        await self.connect()
         if self._byte_order:
             # The prefix is a range of idx_thread_step: walk its distinct values, one index
             # seek each (a skip scan), rather than a pass over every row (left() cannot

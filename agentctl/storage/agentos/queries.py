@@ -114,6 +114,24 @@ class SharedQueries(RowReads):
         found = await self.all_at_step(thread_id, step, 1)
         return found[0] if found else None
 
+    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
+        rows = await self._fetch(
+            f"""SELECT {', '.join('h.' + c.strip() for c in META_COLUMNS.split(','))}
+            FROM (SELECT thread_id,
+                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
+                      ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id
+                  FROM (SELECT DISTINCT thread_id FROM checkpoints) t) g
+            JOIN checkpoints h ON h.id = g.head_id
+            ORDER BY h.created_at DESC, h.thread_id{self.COLLATE} ASC LIMIT ? OFFSET ?""", limit, offset)
+        return [row_to_metadata(r) for r in rows]
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        # A range scan on the checkpoint_id index (LIKE would treat % and _ as wildcards).
+        rows = await self._fetch(
+            "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
+            "ORDER BY checkpoint_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
+        return [r["checkpoint_id"] for r in rows]
+
     async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list[CheckpointMetadata]:
         rows = await self._fetch(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE thread_id = ? AND step = ? "

@@ -26,7 +26,6 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
 import aiosqlite
 
 from agentctl.storage.agentos.base import (
-    REQUIRED_COLUMNS,
     SQLITE_SCHEMA,
     checkpoint_params,
     COLUMNS,
@@ -39,6 +38,7 @@ from agentctl.storage.agentos.base import (
     CheckpointBackend,
     Transaction,
     WriteSteps,
+    check_columns,
     dumps,
     token_part,
     row_to_metadata,
@@ -60,7 +60,6 @@ from agentctl.storage.timefmt import iso
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
 
 SCHEMA = SQLITE_SCHEMA
-_REQUIRED = REQUIRED_COLUMNS
 
 UPSERT_SQL = (
     f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) VALUES ({marks(len(COLUMNS))}) "
@@ -428,12 +427,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 f"{path} has no 'checkpoints' table"
                 + (f" (it has: {shown})" if tables else " (it has no tables)")
             )
-        cols = {r[1] for r in await conn.execute_fetchall("PRAGMA table_info(checkpoints)")}
-        missing = [c for c in _REQUIRED if c not in cols]
-        if missing:
-            raise SchemaError(
-                f"{path}: the 'checkpoints' table lacks column(s): {', '.join(missing)}"
-            )
+        check_columns(path, [r[1] for r in await conn.execute_fetchall("PRAGMA table_info(checkpoints)")])
 
     async def close(self) -> None:
         self._closing += 1
@@ -842,20 +836,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             raise map_sqlite_error(exc, self._db_path) from None
         return self._writer
 
-    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
-        rows = await self._fetch(
-            f"""SELECT {', '.join('h.' + c.strip() for c in META_COLUMNS.split(','))}
-            FROM (SELECT thread_id,
-                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
-                      ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id
-                  FROM (SELECT DISTINCT thread_id FROM checkpoints) t) g
-            JOIN checkpoints h ON h.id = g.head_id
-            ORDER BY h.created_at DESC, h.thread_id ASC LIMIT ? OFFSET ?""",
-            limit,
-            offset,
-        )
-        return [row_to_metadata(r) for r in rows]
-
     async def _with_parent_threads(self, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Adds parent_thread: the thread of each row's first_parent (looked up for these rows only)."""
         parents = sorted({r["first_parent"] for r in out if r["first_parent"]})
@@ -972,13 +952,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 "ORDER BY c.thread_id, c.step, c.created_at, c.id", *chunk)
             out.extend(row_to_metadata(r) for r in rows)
         return out
-
-    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        # A range scan on the checkpoint_id index (LIKE would treat % and _ as wildcards).
-        rows = await self._fetch(
-            "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
-            "ORDER BY checkpoint_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
-        return [r[0] for r in rows]
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         rows = await self._fetch(
