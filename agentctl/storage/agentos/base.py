@@ -60,7 +60,7 @@ from agentctl.storage.agentos.rows import (
     THREAD_ROW_COLUMNS,
     token_part,
 )
-from agentctl.errors import SchemaError
+from agentctl.errors import ReadOnlyDatabase, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.contract import FormatSpec, Store
@@ -264,6 +264,7 @@ class CheckpointBackend(Store):
     kind: str = ""
     #: a display name of the database, safe to print (no password)
     display_name: str = ""
+    _readonly = False
 
     if TYPE_CHECKING:
         # Supplied by the mix-in every implementation puts first, SharedQueries (a
@@ -339,6 +340,12 @@ class CheckpointBackend(Store):
             "FROM checkpoints WHERE thread_id = ?", thread_id)
         row = rows[0]
         return row["top"], (row["n"], row["last"])
+
+    async def _connect_writable(self) -> None:
+        """Connect for a write: ReadOnlyDatabase on a backend opened read-only."""
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
+        await self.connect()
 
     async def archive_threads(self) -> set[str]:
         from agentctl.storage.agentos import oplog

@@ -303,9 +303,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
 
     @asynccontextmanager
     async def transaction(self, lock_threads: Sequence[str] = ()) -> AsyncIterator[Transaction]:
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         import asyncpg
 
         try:
@@ -332,9 +330,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         return int(total or 0)
 
     async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         import asyncpg
 
         tables = [t for t in dict.fromkeys(tables) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t)

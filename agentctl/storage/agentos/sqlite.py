@@ -147,9 +147,8 @@ def checkpoint_wal(conn: sqlite3.Connection) -> bool:
 class _SQLiteTransaction(Transaction):
     kind = "sqlite"
 
-    def __init__(self, conn: aiosqlite.Connection, path: str):
+    def __init__(self, conn: aiosqlite.Connection):
         self._conn = conn
-        self._path = path
 
     async def execute(self, sql: str, *params: Any) -> int:
         # One call on the connection's thread: the statement has run to its end, so the
@@ -534,9 +533,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         the COMMIT that holds its writes (or gets its error). A lone writer pays nothing
         extra: no savepoint, one COMMIT.
         """
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         async with self._locked():
             batch = self._batch
             if batch is None:
@@ -550,7 +547,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 await self._writer_execute("SAVEPOINT agentctl_write")
             writer = self._writer
             assert writer is not None  # opened by connect()
-            tx = _SQLiteTransaction(writer, self._db_path)
+            tx = _SQLiteTransaction(writer)
             try:
                 yield tx
             except sqlite3.Error as exc:  # a statement failed: read-only file, disk full, ...
@@ -575,9 +572,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         next group as soon as a COMMIT is done, while this loop prepares more. Each
         caller returns once the COMMIT that holds its writes is durable, or gets its error.
         """
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         loop = asyncio.get_running_loop()
         job: _Job = (steps, loop.create_future())
         with self._jobs_lock:
@@ -790,9 +785,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         """Run a statement that cannot run in a transaction (VACUUM, a WAL checkpoint)
         on the write connection, after the open group commit ends, waiting for the
         other writers like a write does."""
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         async with self._locked():
             if self._batch is not None:
                 await self._end_batch(self._batch, None)
