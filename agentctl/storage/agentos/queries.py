@@ -144,6 +144,60 @@ class SharedQueries(RowReads):
             f"ORDER BY thread_id{self.COLLATE}, {THREAD_ORDER_ASC}", checkpoint_id)
         return [row_to_metadata(r) for r in rows]
 
+    # ---- threads ------------------------------------------------------------------
+
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
+        found = await self._summary_page(
+            "page AS (SELECT thread_id AS tid, 0 AS k FROM checkpoints WHERE thread_id = ? LIMIT ? OFFSET ?)",
+            [thread_id], 1, 0, "ASC", "")
+        return found[0] if found else None
+
+    async def _newest_heads(self, limit: int, offset: int, prefix: str | None) -> list[ThreadSummary]:
+        """thread_summaries by the heads' created_at, newest first, without grouping every
+        row: walk an index on created_at from the newest row and keep the rows no other
+        row of their thread comes after (the heads) until the page is full. The rows read
+        are those newer than the page's oldest head (on Postgres, 2,300 for 51 heads of
+        the 1M-row benchmark: 65 ms instead of 2 s)."""
+        only, params = "", []
+        if prefix:
+            only, params = " AND substr(c.thread_id, 1, ?) = ?", [len(prefix), prefix]
+        keys = f"""page AS (
+            SELECT c.thread_id AS tid, c.created_at AS k FROM checkpoints c
+            WHERE NOT EXISTS (SELECT 1 FROM checkpoints d WHERE d.thread_id = c.thread_id
+                              AND (d.step, d.created_at, d.id) > (c.step, c.created_at, c.id)){only}
+            ORDER BY c.created_at DESC, c.thread_id{self.COLLATE} ASC LIMIT ? OFFSET ?)"""
+        return await self._summary_page(keys, params, limit, offset, "DESC", f", tid{self.COLLATE} ASC")
+
+    async def _summary_page(self, keys: str, params: list[Any], limit: int, offset: int,
+                            direction: str, tiebreak: str) -> list[ThreadSummary]:
+        """thread_summaries' page: `keys` defines `page(tid, k)`, the page's threads and
+        their sort key; then each gets its count, head, first row and parent thread."""
+        rows = await self._fetch(
+            f"""WITH {keys}
+            SELECT p.tid AS thread_id,
+                   (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = p.tid) AS n,
+                   h.step AS h_step, h.checkpoint_id AS h_id, h.created_at AS h_created_at,
+                   h.summary AS h_summary, f.created_at AS first_created_at,
+                   f.parent_id AS first_parent
+            FROM page p
+            JOIN checkpoints h ON h.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
+                                          ORDER BY {THREAD_ORDER_DESC} LIMIT 1)
+            JOIN checkpoints f ON f.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
+                                          ORDER BY {THREAD_ORDER_ASC} LIMIT 1)
+            ORDER BY p.k {direction}{tiebreak.replace("tid", "p.tid")}""",
+            *params, limit, offset,
+        )
+        out = [dict(r) for r in rows]
+        # parent_thread: the thread of each row's first_parent (looked up for these rows only)
+        owner: dict[str, str] = {}
+        for ph, chunk in in_chunks(sorted({r["first_parent"] for r in out if r["first_parent"]})):
+            for row in await self._fetch(
+                    f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk):
+                owner[row["checkpoint_id"]] = row["thread_id"]
+        for r in out:
+            r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
+        return to_summaries(out)
+
     # ---- search and streaming -----------------------------------------------------
 
     @abstractmethod

@@ -33,8 +33,6 @@ from agentctl.storage.agentos.base import (
     row_to_checkpoint,
     META_COLUMNS,
     THREAD_ROW_COLUMNS,
-    THREAD_ORDER_ASC,
-    THREAD_ORDER_DESC,
     CheckpointBackend,
     Transaction,
     WriteSteps,
@@ -43,7 +41,7 @@ from agentctl.storage.agentos.base import (
     token_part,
     row_to_metadata,
 )
-from agentctl.storage.agentos.queries import SharedQueries, check_sort, to_summaries
+from agentctl.storage.agentos.queries import SharedQueries, check_sort
 from agentctl.errors import (
     CorruptRowError,
     DatabaseError,
@@ -829,18 +827,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             raise map_sqlite_error(exc, self._db_path) from None
         return self._writer
 
-    async def _with_parent_threads(self, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Adds parent_thread: the thread of each row's first_parent (looked up for these rows only)."""
-        parents = sorted({r["first_parent"] for r in out if r["first_parent"]})
-        owner: dict[str, str] = {}
-        for ph, chunk in in_chunks(parents):
-            for row in await self._fetch(
-                f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk):
-                owner[row[0]] = row[1]
-        for r in out:
-            r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
-        return out
-
     async def thread_summaries(
         self, limit: int = 50, offset: int = 0, sort: str = "updated",
         descending: bool = True, prefix: str | None = None,
@@ -861,14 +847,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             # With an index on created_at (the Postgres format has one; `agentctl doctor
             # --fix-indexes` adds it here): walk the newest rows and keep the heads, as
             # the Postgres backend does, instead of reading every thread's head.
-            if prefix:
-                only, params = " AND substr(c.thread_id, 1, ?) = ?", [len(prefix), prefix]
-            keys = f"""page AS (
-                SELECT c.thread_id AS tid, c.created_at AS k FROM checkpoints c
-                WHERE NOT EXISTS (SELECT 1 FROM checkpoints d WHERE d.thread_id = c.thread_id
-                                  AND (d.step, d.created_at, d.id) > (c.step, c.created_at, c.id)){only}
-                ORDER BY c.created_at DESC, c.thread_id ASC LIMIT ? OFFSET ?)"""
-            return await self._summary_page(keys, params, limit, offset, "DESC", tiebreak)
+            return await self._newest_heads(limit, offset, prefix)
         if prefix:
             # Byte order: every id starting with the prefix is in [prefix, prefix + U+10FFFF).
             start, stop, only = "WHERE thread_id >= ?", " AND t.tid < ?", " AND substr(tid, 1, ?) = ?"
@@ -894,33 +873,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 FROM t WHERE t.tid IS NOT NULL{stop}),
             """
         return await self._summary_page(skip + keys, params, limit, offset, direction, tiebreak)
-
-    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
-        found = await self._summary_page(
-            "page AS (SELECT thread_id AS tid, 0 AS k FROM checkpoints WHERE thread_id = ? LIMIT ? OFFSET ?)",
-            [thread_id], 1, 0, "ASC", "")
-        return found[0] if found else None
-
-    async def _summary_page(self, keys: str, params: list[Any], limit: int, offset: int,
-                            direction: str, tiebreak: str) -> list[ThreadSummary]:
-        """thread_summaries' page: `keys` defines `page(tid, k)`, the page's threads and
-        their sort key; then each gets its count, head, first row and parent thread."""
-        rows = await self._fetch(
-            f"""WITH {keys}
-            SELECT p.tid AS thread_id,
-                   (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = p.tid) AS n,
-                   h.step AS h_step, h.checkpoint_id AS h_id, h.created_at AS h_created_at,
-                   h.summary AS h_summary, f.created_at AS first_created_at,
-                   f.parent_id AS first_parent
-            FROM page p
-            JOIN checkpoints h ON h.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
-                                          ORDER BY {THREAD_ORDER_DESC} LIMIT 1)
-            JOIN checkpoints f ON f.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
-                                          ORDER BY {THREAD_ORDER_ASC} LIMIT 1)
-            ORDER BY p.k {direction}{tiebreak.replace("tid", "p.tid")}""",
-            *params, limit, offset,
-        )
-        return to_summaries(await self._with_parent_threads([dict(r) for r in rows]))
 
     async def _created_at_indexed(self) -> bool:
         """Whether an index leads with created_at (looked up once per backend)."""
