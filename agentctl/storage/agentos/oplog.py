@@ -96,15 +96,6 @@ async def record_inserts(tx: Transaction, op: ops.Op, rows: Sequence[tuple[str, 
         await set_aside(tx, op, f"checkpoint_id IN ({marks(len(part))})", part, "after")
 
 
-async def update(tx: Transaction, op: ops.Op, ids: Sequence[str], assign: str, values: Sequence[Any]) -> None:
-    """`UPDATE checkpoints SET assign` on these checkpoints, both images kept."""
-    for part in chunks(list(ids), 500):
-        where = f"checkpoint_id IN ({marks(len(part))})"
-        await set_aside(tx, op, where, part, "before")
-        await tx.execute(f"UPDATE checkpoints SET {assign} WHERE {where}", *values, *part)
-        await set_aside(tx, op, where, part, "after")
-
-
 async def record_reparents(tx: Transaction, op: ops.Op, thread_id: str,
                            rows: Sequence[tuple[str, str | None, str | None]]) -> None:
     """Set the parent of checkpoints of `thread_id` (checkpoint_id, old parent, new

@@ -364,8 +364,9 @@ class SharedQueries(RowReads):
         lines: list[list[str]] = []
         for cid in checkpoint_ids:
             line: list[str] = []
+            seen: set[str] = set()
             cur: str | None = cid
-            while cur:
+            while cur and cur not in seen:  # a cycle: the line ends where it repeats
                 row = rows.get(cur)
                 if row is None:
                     got = {r[1]: (r[1], r[2], r[0]) for r in await self._line_rows(cur)}
@@ -374,16 +375,9 @@ class SharedQueries(RowReads):
                     row = rows.get(cur)
                     if row is None:  # a pruned parent ends the line
                         break
+                seen.add(cur)
                 line.append(cur)
                 cur = row[1]
-                if len(line) > len(rows):  # a cycle: the line ends where it repeats
-                    seen: set[str] = set()
-                    for i, walked in enumerate(line):
-                        if walked in seen:
-                            line = line[:i]
-                            break
-                        seen.add(walked)
-                    break
             line.reverse()
             lines.append(line)
         start = max(shared_prefix(lines) - 1, 0)
