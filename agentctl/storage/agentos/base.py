@@ -113,6 +113,7 @@ class RowReads:
     """Reads of single rows, usable on a backend and inside a transaction."""
 
     COLLATE = ""
+    kind = ""  # "sqlite" or "postgres"
 
     @abstractmethod
     async def _fetch(self, sql: str, *params: Any) -> Sequence[Row]:
@@ -135,6 +136,12 @@ class RowReads:
         dicts by column name, created_at as an ISO string. For the engine's reads of
         its side tables and of what a write will do; it never writes."""
         return [dict(r) for r in await self._fetch(sql, *params)]
+
+    async def table_exists(self, name: str) -> bool:
+        """Whether a table of this name exists (in the current schema); creates nothing."""
+        sql = ("SELECT to_regclass(?) IS NOT NULL AS e" if self.kind == "postgres"
+               else "SELECT COUNT(*) AS e FROM sqlite_master WHERE type = 'table' AND name = ?")
+        return bool(await self._fetchval(sql, name))
 
     async def get(self, checkpoint_id: str) -> Checkpoint | None:
         rows = await self._fetch(
@@ -199,8 +206,6 @@ WriteSteps = Generator[tuple, Any, Any]
 class Transaction(RowReads, ABC):
     """One open write transaction. Statements use `?` placeholders on every backend."""
 
-    kind: str  # "sqlite" or "postgres"
-
     @abstractmethod
     async def execute(self, sql: str, *params: Any) -> int:
         """Run a statement; return the number of rows it changed."""
@@ -226,10 +231,6 @@ class Transaction(RowReads, ABC):
     @abstractmethod
     def timestamp(self, iso: str) -> Any:
         """The parameter value for a `created_at` given as an ISO string."""
-
-    @abstractmethod
-    async def table_exists(self, name: str) -> bool:
-        """Whether a table of this name exists (in the current schema)."""
 
 
 def check_columns(where: str, columns: Iterable[str]) -> None:
@@ -278,6 +279,8 @@ class CheckpointBackend(Store):
         async def _fetchval(self, sql: str, *params: Any) -> Any: ...
 
         async def max_step(self, thread_id: str) -> int | None: ...
+
+        async def table_exists(self, name: str) -> bool: ...
 
     @property
     def format(self) -> FormatSpec:  # type: ignore[override]
@@ -411,10 +414,6 @@ class CheckpointBackend(Store):
     @abstractmethod
     async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
         """[{checkpoint_id, column, reason}] for blobs that do not parse or have the wrong type."""
-
-    @abstractmethod
-    async def table_exists(self, name: str) -> bool:
-        """Whether a table of this name exists (read-only; creates nothing)."""
 
     async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
         """The database's size in bytes (SQLite: the file and its WAL; Postgres: these

@@ -195,9 +195,6 @@ class _PgTransaction(Transaction):
     def timestamp(self, iso_text: str) -> Any:
         return to_datetime(iso_text)
 
-    async def table_exists(self, name: str) -> bool:
-        return bool(await self._conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name))
-
 
 class PostgresCheckpointer(SharedQueries, CheckpointBackend):
     """Checkpoints in Postgres.
@@ -319,9 +316,6 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
                     exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
                 raise GaveWay(self.display_name) from None
             raise map_pg_error(exc, self.display_name) from None
-
-    async def table_exists(self, name: str) -> bool:
-        return bool(await self._fetchval("SELECT to_regclass(?) IS NOT NULL AS e", name))
 
     async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
         total = await self._fetchval(

@@ -168,12 +168,6 @@ class _SQLiteTransaction(Transaction):
     def timestamp(self, iso: str) -> Any:
         return iso
 
-    async def table_exists(self, name: str) -> bool:
-        rows = await self.fetch(
-            "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?", name
-        )
-        return bool(rows)
-
 
 class _Batch:
     """Write transactions sharing one SQLite transaction and its COMMIT."""
@@ -761,11 +755,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             batch.fail(error)
         else:
             batch.done.set_result(None)
-
-    async def table_exists(self, name: str) -> bool:
-        rows = await self._fetch(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name)
-        return bool(rows)
 
     async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
         return sum(os.path.getsize(self._db_path + suffix) for suffix in ("", "-wal")
