@@ -56,12 +56,6 @@ UPSERT_SQL = (
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c != "checkpoint_id")
 )
 
-_ROW_BYTES = (
-    "octet_length(messages_blob::text) + octet_length(state_blob::text) + "
-    "octet_length(tools_blob::text) + octet_length(tags::text) + octet_length(summary) + "
-    "octet_length(next_node)"
-)
-
 _PLACEHOLDER = re.compile(r"\?")
 
 
@@ -451,19 +445,10 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return "(" + " OR ".join(f"{c}::text ILIKE ?" for c in columns) + ")", [pattern] * len(columns)
 
-    async def _bytes_per_thread(self) -> list[Any]:
-        return await self._fetch(
-            f"SELECT thread_id, COUNT(*) AS n, SUM({_ROW_BYTES})::bigint AS bytes FROM checkpoints "
-            f"GROUP BY thread_id ORDER BY bytes DESC, thread_id {_C}")
-
-    async def _tag_counts(self) -> list[Any]:
-        return await self._fetch(
-            "SELECT j AS tag, COUNT(*) AS n FROM checkpoints c CROSS JOIN LATERAL "
-            "jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.tags) = 'array' THEN c.tags "
-            f"ELSE '[]'::jsonb END) AS j GROUP BY j ORDER BY n DESC, j {_C}")
-
-    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Any]:
-        # JSONB always parses; a TEXT column of a foreign writer is cast (and must parse).
-        return await self._fetch(
-            f"SELECT checkpoint_id, TRUE AS ok, jsonb_typeof({column}::jsonb) AS t FROM checkpoints "
-            f"WHERE jsonb_typeof({column}::jsonb) <> ? ORDER BY id LIMIT ?", kind, limit)
+    BYTES_OF = "octet_length({}::text)"
+    TAG_COUNTS = ("SELECT j AS tag, COUNT(*) AS n FROM checkpoints c CROSS JOIN LATERAL "
+                  "jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.tags) = 'array' THEN c.tags "
+                  f"ELSE '[]'::jsonb END) AS j GROUP BY j ORDER BY n DESC, j {_C}")
+    # JSONB always parses; a TEXT column of a foreign writer is cast (and must parse).
+    INVALID_JSON = ("SELECT checkpoint_id, TRUE AS ok, jsonb_typeof({c}::jsonb) AS t FROM checkpoints "
+                    "WHERE jsonb_typeof({c}::jsonb) <> ? ORDER BY id LIMIT ?")

@@ -473,17 +473,19 @@ class SharedQueries(RowReads):
 
     # ---- health -------------------------------------------------------------------
 
-    @abstractmethod
-    async def _bytes_per_thread(self) -> list[Mapping[str, Any]]:
-        """Rows of thread_id, n, bytes."""
-
-    @abstractmethod
-    async def _tag_counts(self) -> list[Mapping[str, Any]]:
-        """Rows of tag, n."""
+    # The dialect's SQL of the health reads: the bytes a text column takes as UTF-8 ({}:
+    # the column); rows of tag, n; rows of checkpoint_id, ok (parses), t (its JSON type)
+    # whose column {c} does not hold JSON of the kind given ("array" or "object").
+    BYTES_OF: str
+    TAG_COUNTS: str
+    INVALID_JSON: str
 
     async def stats(self) -> dict[str, Any]:
-        per = await self._bytes_per_thread()
-        tags = await self._tag_counts()
+        size = " + ".join(self.BYTES_OF.format(c) for c in
+                          ("messages_blob", "state_blob", "tools_blob", "tags", "summary", "next_node"))
+        per = await self._fetch(f"SELECT thread_id, COUNT(*) AS n, SUM({size}) AS bytes FROM checkpoints "
+                                f"GROUP BY thread_id ORDER BY bytes DESC, thread_id{self.COLLATE}")
+        tags = await self._fetch(self.TAG_COUNTS)
         return {
             "threads": len(per),
             "checkpoints": sum(r["n"] for r in per),
@@ -496,15 +498,10 @@ class SharedQueries(RowReads):
     JSON_COLUMNS = (("messages_blob", "array"), ("state_blob", "object"),
                     ("tools_blob", "object"), ("tags", "array"))
 
-    @abstractmethod
-    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Mapping[str, Any]]:
-        """Rows of checkpoint_id, ok (parses), t (its JSON type) whose column does not
-        hold JSON of `kind` ("array" or "object")."""
-
     async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for column, kind in self.JSON_COLUMNS:
-            for r in await self._invalid_json_rows(column, kind, limit):
+            for r in await self._fetch(self.INVALID_JSON.format(c=column), kind, limit):
                 reason = (f"JSON {sql_json_type_name(str(r['t']))} where an {kind} is expected" if r["ok"]
                           else "invalid JSON")
                 out.append({"checkpoint_id": r["checkpoint_id"], "column": column, "reason": reason})

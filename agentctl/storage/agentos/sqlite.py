@@ -76,12 +76,6 @@ _SORT_KEYS = {
 # created_at (the row id only breaks ties between equal created_at values).
 _END_KEYS = {"updated": "MAX", "created": "MIN"}
 
-# The bytes a checkpoint takes (text columns measured as UTF-8).
-_ROW_BYTES = (
-    "length(CAST(messages_blob AS BLOB)) + length(CAST(state_blob AS BLOB)) + "
-    "length(CAST(tools_blob AS BLOB)) + length(CAST(tags AS BLOB)) + "
-    "length(CAST(summary AS BLOB)) + length(CAST(next_node AS BLOB))"
-)
 
 
 def iso_text(value: Any) -> Any:
@@ -961,23 +955,12 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             tests = [(f"{c} LIKE ? ESCAPE '!'", "%" + like_escape(f) + "%") for c in columns for f in forms]
         return "(" + " OR ".join(t for t, _ in tests) + ")", [p for _, p in tests]
 
-    async def _bytes_per_thread(self) -> list[Any]:
-        return await self._fetch(
-            f"SELECT thread_id, COUNT(*) AS n, SUM({_ROW_BYTES}) AS bytes FROM checkpoints "
-            "GROUP BY thread_id ORDER BY bytes DESC, thread_id")
-
-    async def _tag_counts(self) -> list[Any]:
-        return await self._fetch(
-            "SELECT j.value AS tag, COUNT(*) AS n FROM checkpoints c, json_each(c.tags) j "
-            "WHERE json_valid(c.tags) AND json_type(c.tags) = 'array' "
-            "GROUP BY j.value ORDER BY n DESC, tag")
-
-    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Any]:
-        return await self._fetch(
-            f"SELECT checkpoint_id, json_valid({column}) AS ok, "
-            f"CASE WHEN json_valid({column}) THEN json_type({column}) END AS t "
-            f"FROM checkpoints WHERE NOT json_valid({column}) OR json_type({column}) <> ? "
-            "ORDER BY id LIMIT ?", kind, limit)
+    BYTES_OF = "length(CAST({} AS BLOB))"
+    TAG_COUNTS = ("SELECT j.value AS tag, COUNT(*) AS n FROM checkpoints c, json_each(c.tags) j "
+                  "WHERE json_valid(c.tags) AND json_type(c.tags) = 'array' "
+                  "GROUP BY j.value ORDER BY n DESC, tag")
+    INVALID_JSON = ("SELECT checkpoint_id, json_valid({c}) AS ok, CASE WHEN json_valid({c}) THEN json_type({c}) "
+                    "END AS t FROM checkpoints WHERE NOT json_valid({c}) OR json_type({c}) <> ? ORDER BY id LIMIT ?")
 
 
 _LIKE_MAX = 50_000  # SQLite's default SQLITE_MAX_LIKE_PATTERN_LENGTH (bytes)
