@@ -341,21 +341,12 @@ def token_part(text: str) -> str:
     key or number of the stored text, in the same characters: no JSON structure or
     escaped character, no non-ASCII character that has case, no space at its ends (a
     space after a comma or colon is structure)."""
-    best = ""
-    for run in _split_runs(text):
-        run = run.strip(" ")
-        if len(run) > len(best):
-            best = run
-    return best
-
-
-def _split_runs(text: str) -> list[str]:
-    runs: list[str] = []
-    run = ""
-    for ch in text:
+    best = run = ""
+    for ch in text + '"':  # the closing quote ends the last run
         if ch in _NOT_IN_PART or ch < " " or (ch > "\x7f" and (ch.lower() != ch or ch.upper() != ch)):
-            runs.append(run)
+            if len(run.strip(" ")) > len(best):
+                best = run.strip(" ")
             run = ""
         else:
             run += ch
-    return runs + [run]
+    return best
