@@ -7,6 +7,7 @@ that makes text sort by bytes: empty on SQLite, `COLLATE "C"` on Postgres).
 
 from __future__ import annotations
 
+import itertools
 from abc import abstractmethod
 from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
@@ -263,9 +264,8 @@ class SharedQueries(RowReads):
     ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         for thread in threads:
-            offset = 0
             bases: dict[str, Checkpoint] = {}  # delta rows' bases, per thread
-            while True:
+            for offset in itertools.count(0, batch):
                 rows = await self._fetch(
                     f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
                     f"ORDER BY {THREAD_ORDER_ASC} LIMIT ? OFFSET ?", thread, batch, offset)
@@ -276,7 +276,6 @@ class SharedQueries(RowReads):
                         yield exc
                 if len(rows) < batch:
                     break
-                offset += batch
 
     async def lineage(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         # The rows the line goes through, a thread at a time (its metadata: the cheapest
@@ -358,9 +357,7 @@ class SharedQueries(RowReads):
         rows: dict[str, Sequence[Any]] = {}
         for cid, found in zip(checkpoint_ids, starts):
             if cid not in rows:
-                got = {r[0]: r for r in await self._line_rows(cid, True, found)}
-                got.update(rows)
-                rows = got
+                rows = {**{r[0]: r for r in await self._line_rows(cid, True, found)}, **rows}
         lines: list[list[str]] = []
         for cid in checkpoint_ids:
             line: list[str] = []
@@ -369,9 +366,7 @@ class SharedQueries(RowReads):
             while cur and cur not in seen:  # a cycle: the line ends where it repeats
                 row = rows.get(cur)
                 if row is None:
-                    got = {r[1]: (r[1], r[2], r[0]) for r in await self._line_rows(cur)}
-                    got.update(rows)
-                    rows = got
+                    rows = {**{r[1]: (r[1], r[2], r[0]) for r in await self._line_rows(cur)}, **rows}
                     row = rows.get(cur)
                     if row is None:  # a pruned parent ends the line
                         break
@@ -462,14 +457,12 @@ class SharedQueries(RowReads):
 
     async def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
         for thread in await self.all_thread_ids():
-            offset = 0
-            while True:
+            for offset in itertools.count(0, batch):
                 page = await self.read_thread(thread, batch, offset)
                 for meta in page:
                     yield meta
                 if len(page) < batch:
                     break
-                offset += batch
 
     # ---- health -------------------------------------------------------------------
 
