@@ -137,6 +137,18 @@ async def test_write_undo_redo_row_for_row(backend) -> None:
     assert rec["tables"] == {"items": ["id"]} and rec["undone"] == 0
 
 
+async def test_find_an_op(backend) -> None:
+    """ops.find: the op, or None for an unknown id and before any journal (made by nothing)."""
+    b, url = backend
+    async with b.transaction() as tx:
+        assert await ops.find(tx, 1) is None
+    assert "agentctl_journal" not in await dump(url)
+    op_id = await write(b)
+    async with b.transaction() as tx:
+        assert await ops.find(tx, op_id) == await ops.record(tx, op_id)
+        assert await ops.find(tx, op_id + 1) is None
+
+
 async def test_write_undo_redo_are_atomic(backend) -> None:
     b, url = backend
     await atomic(url, b, lambda: write(b))

@@ -34,15 +34,12 @@ from agentctl.storage.agentos.rows import (
     COLUMN_DEFS,
     COLUMNS,
     decode_column,
-    decode_tags,
-    decode_tags_raw,
     DELTA_MARKER,
     DELTA_TAG,
     DIALECT_INDEXES,
     DIALECTS,
     dumps,
     hit_path,
-    index_sql,
     INDEXES,
     json_hit_tokens,
     loads,
@@ -54,20 +51,18 @@ from agentctl.storage.agentos.rows import (
     row_to_checkpoint,
     row_to_metadata,
     schema_sql,
-    search_json,
     search_messages,
     snippet_around,
     SQLITE_SCHEMA,
     THREAD_ORDER_ASC,
     THREAD_ORDER_DESC,
     THREAD_ROW_COLUMNS,
-    THREAD_SORTS,
     token_part,
 )
-from agentctl.errors import CorruptRowError
-from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.errors import ReadOnlyDatabase, SchemaError
+from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.sqlutil import in_chunks
-from agentctl.storage.contract import SEARCH_PLACES, FormatSpec, Store
+from agentctl.storage.contract import FormatSpec, Store
 
 
 # The row layer's names are re-exported: callers import them from here.
@@ -75,20 +70,17 @@ __all__ = [
     "ALL_COLUMNS",
     "checkpoint_params",
     "CheckpointBackend",
+    "check_columns",
     "COLUMN_DEFS",
     "COLUMNS",
     "complete_checkpoint",
     "decode_column",
-    "decode_tags",
-    "decode_tags_raw",
     "DELTA_MARKER",
     "DELTA_TAG",
     "DIALECT_INDEXES",
     "DIALECTS",
     "dumps",
-    "FORKED",
     "hit_path",
-    "index_sql",
     "INDEXES",
     "json_hit_tokens",
     "loads",
@@ -97,19 +89,16 @@ __all__ = [
     "POSTGRES_SCHEMA",
     "Reader",
     "REQUIRED_COLUMNS",
-    "Row",
     "row_to_checkpoint",
     "row_to_metadata",
     "RowReads",
     "schema_sql",
-    "search_json",
     "search_messages",
     "snippet_around",
     "SQLITE_SCHEMA",
     "THREAD_ORDER_ASC",
     "THREAD_ORDER_DESC",
     "THREAD_ROW_COLUMNS",
-    "THREAD_SORTS",
     "token_part",
     "Transaction",
     "WriteSteps",
@@ -120,6 +109,7 @@ class RowReads:
     """Reads of single rows, usable on a backend and inside a transaction."""
 
     COLLATE = ""
+    kind = ""  # "sqlite" or "postgres"
 
     @abstractmethod
     async def _fetch(self, sql: str, *params: Any) -> Sequence[Row]:
@@ -142,6 +132,12 @@ class RowReads:
         dicts by column name, created_at as an ISO string. For the engine's reads of
         its side tables and of what a write will do; it never writes."""
         return [dict(r) for r in await self._fetch(sql, *params)]
+
+    async def table_exists(self, name: str) -> bool:
+        """Whether a table of this name exists (in the current schema); creates nothing."""
+        sql = ("SELECT to_regclass(?) IS NOT NULL AS e" if self.kind == "postgres"
+               else "SELECT COUNT(*) AS e FROM sqlite_master WHERE type = 'table' AND name = ?")
+        return bool(await self._fetchval(sql, name))
 
     async def get(self, checkpoint_id: str) -> Checkpoint | None:
         rows = await self._fetch(
@@ -206,8 +202,6 @@ WriteSteps = Generator[tuple, Any, Any]
 class Transaction(RowReads, ABC):
     """One open write transaction. Statements use `?` placeholders on every backend."""
 
-    kind: str  # "sqlite" or "postgres"
-
     @abstractmethod
     async def execute(self, sql: str, *params: Any) -> int:
         """Run a statement; return the number of rows it changed."""
@@ -234,9 +228,12 @@ class Transaction(RowReads, ABC):
     def timestamp(self, iso: str) -> Any:
         """The parameter value for a `created_at` given as an ISO string."""
 
-    @abstractmethod
-    async def table_exists(self, name: str) -> bool:
-        """Whether a table of this name exists (in the current schema)."""
+
+def check_columns(where: str, columns: Iterable[str]) -> None:
+    """SchemaError when the `checkpoints` table (its `columns`) lacks a column the format needs."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in set(columns)]
+    if missing:
+        raise SchemaError(f"{where}: the 'checkpoints' table lacks column(s): {', '.join(missing)}")
 
 
 # What reads rows: an open transaction or a backend (both RowReads).
@@ -264,6 +261,7 @@ class CheckpointBackend(Store):
     kind: str = ""
     #: a display name of the database, safe to print (no password)
     display_name: str = ""
+    _readonly = False
 
     if TYPE_CHECKING:
         # Supplied by the mix-in every implementation puts first, SharedQueries (a
@@ -277,6 +275,8 @@ class CheckpointBackend(Store):
         async def _fetchval(self, sql: str, *params: Any) -> Any: ...
 
         async def max_step(self, thread_id: str) -> int | None: ...
+
+        async def table_exists(self, name: str) -> bool: ...
 
     @property
     def format(self) -> FormatSpec:  # type: ignore[override]
@@ -340,6 +340,12 @@ class CheckpointBackend(Store):
         row = rows[0]
         return row["top"], (row["n"], row["last"])
 
+    async def _connect_writable(self) -> None:
+        """Connect for a write: ReadOnlyDatabase on a backend opened read-only."""
+        if self._readonly:
+            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
+        await self.connect()
+
     async def archive_threads(self) -> set[str]:
         from agentctl.storage.agentos import oplog
 
@@ -382,80 +388,7 @@ class CheckpointBackend(Store):
     async def delete_before(self, thread_id: str, before_step: int) -> int:
         """Delete a thread's checkpoints with step < before_step; return how many."""
 
-    # ---- what the debugger adds ----------------------------------------------------
-
-    @abstractmethod
-    async def count(self, thread_id: str | None = None) -> int:
-        """Number of checkpoints (in one thread, or in all)."""
-
-    @abstractmethod
-    async def count_threads(self, prefix: str | None = None) -> int:
-        """Number of distinct threads (whose id starts with `prefix`, if given)."""
-
-    @abstractmethod
-    async def thread_summaries(
-        self,
-        limit: int = 50,
-        offset: int = 0,
-        sort: str = "updated",
-        descending: bool = True,
-        prefix: str | None = None,
-    ) -> list[ThreadSummary]:
-        """One row per thread with its count and head, in one query.
-
-        sort: "updated" (head created_at), "thread" (id), "checkpoints" (count),
-        "step" (head step), "created" (first checkpoint's created_at). Ties by thread id.
-        """
-
-    @abstractmethod
-    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
-        """The summary of one thread, or None when it has no checkpoints."""
-
-    @abstractmethod
-    async def read_thread(
-        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
-    ) -> list[CheckpointMetadata]:
-        """A page of a thread's checkpoints in step order (oldest first by default)."""
-
-    @abstractmethod
-    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
-        """Only the metadata of a checkpoint (no blobs are read)."""
-
-    @abstractmethod
-    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
-        """Checkpoints whose parent is this one, in any thread."""
-
-    @abstractmethod
-    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
-        """Rows in other threads whose parent is a checkpoint of one of these threads
-        (the first rows of their branches)."""
-
-    @abstractmethod
-    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
-        """The checkpoint of a thread at a step (the last one if the step repeats)."""
-
-    @abstractmethod
-    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        """Checkpoint ids that start with `prefix`, sorted."""
-
-    @abstractmethod
-    async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        """Thread ids that start with `prefix`, sorted."""
-
-    @abstractmethod
-    async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
-        scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
-    ) -> list[SearchHit]:
-        """Checkpoints whose messages (of `role`, if given), tool results or state
-        contain `text`, case-insensitively; newest first (see Store.search)."""
-
-    @abstractmethod
-    def iter_checkpoints(
-        self, thread_ids: Sequence[str] | None = None, batch: int = 500
-    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
-        """Every checkpoint (of these threads), in thread then step order, streamed.
-        A row that cannot be decoded is yielded as its CorruptRowError, not raised."""
+    # ---- what the debugger adds (beside the Store contract's reads) ----------------
 
     @abstractmethod
     def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
@@ -477,10 +410,6 @@ class CheckpointBackend(Store):
     @abstractmethod
     async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
         """[{checkpoint_id, column, reason}] for blobs that do not parse or have the wrong type."""
-
-    @abstractmethod
-    async def table_exists(self, name: str) -> bool:
-        """Whether a table of this name exists (read-only; creates nothing)."""
 
     async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
         """The database's size in bytes (SQLite: the file and its WAL; Postgres: these

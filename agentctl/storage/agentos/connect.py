@@ -33,9 +33,7 @@ DEFAULT_DB = "./checkpoints.db"
 
 def parse_url(url: str | None) -> tuple[str, str]:
     """("sqlite", path) or ("postgres", dsn)."""
-    url = (url or DEFAULT_DB).strip()
-    if not url:
-        url = DEFAULT_DB
+    url = (url or "").strip() or DEFAULT_DB
     lower = url.lower()
     if lower.startswith(("postgresql://", "postgres://")):
         return "postgres", url

@@ -57,9 +57,7 @@ class EngineContext:
         return to_datetime(self.clock(), "the engine's clock") if self.clock else datetime.now(timezone.utc)
 
     def now(self) -> str:
-        if self.clock:
-            return iso(self.clock())
-        return utc_now_iso()
+        return iso(self.clock()) if self.clock else utc_now_iso()
 
     @asynccontextmanager
     async def write(self, threads: Sequence[str], *, exclusive: bool = True) -> AsyncIterator[Transaction]:
@@ -132,6 +130,4 @@ async def fresh_thread(reader: Reader, make: Callable[[], str]) -> str:
 
 
 def ts_param(kind: str, iso: str) -> Any:
-    if kind == "postgres":
-        return to_datetime(iso)
-    return iso
+    return to_datetime(iso) if kind == "postgres" else iso

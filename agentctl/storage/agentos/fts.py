@@ -11,14 +11,18 @@ checkpoint and place.
 
 from __future__ import annotations
 
+import json
 import os
-from typing import TYPE_CHECKING, Any
+import sqlite3
+from pathlib import Path
+from typing import Any
 
 from agentctl.model import CheckpointMetadata, SearchHit
-
-if TYPE_CHECKING:
-    import sqlite3
-
+from agentctl.storage.agentos.queries import match_rows
+from agentctl.storage.agentos.rows import (
+    DELTA_MARKER, META_COLUMNS, dumps, hit_path, loads, search_json, snippet_around)
+from agentctl.storage.sqlutil import map_sqlite_error, marks
+from agentctl.storage.textindex import Source, open_for_search
 
 _INDEX_DDL = (
     "CREATE VIRTUAL TABLE temp.hits USING fts5(rid UNINDEXED, place UNINDEXED, role UNINDEXED, "
@@ -54,9 +58,7 @@ PLACE_COLUMNS = (("messages", "messages_blob"), ("tools", "tools_blob"), ("state
 _OBJECT_PLACES = {-1: "tools_result", -2: "state"}
 
 
-def _fts_available(con: "sqlite3.Connection") -> bool:
-    import sqlite3
-
+def _fts_available(con: sqlite3.Connection) -> bool:
     try:
         con.execute(_INDEX_DDL)
     except sqlite3.OperationalError:  # no FTS5 or no trigram tokenizer in this build
@@ -72,13 +74,6 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
     Candidate rows are taken newest first in growing batches (keyset paging on
     created_at, id), each batch indexed and queried, until `limit` hits are found: a
     search for a common word stops early, like the scan does."""
-    import sqlite3  # here, not at the top: --help and the other commands do not need it
-    from pathlib import Path
-
-    import json
-
-    from agentctl.storage.agentos.base import dumps, hit_path, search_json, snippet_around
-
     if len(text) < 3:  # a trigram index cannot match shorter strings
         return None
     con = sqlite3.connect(":memory:", uri=True)
@@ -150,8 +145,6 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
                 if len(hits) >= limit:
                     break
     except sqlite3.Error as exc:
-        from agentctl.storage.sqlutil import map_sqlite_error
-
         raise map_sqlite_error(exc, path) from None
     finally:
         con.close()
@@ -169,8 +162,6 @@ def _object_text(value: Any) -> str:
     """The lower-cased text the scan matches in a tool-results or state object: its
     serialisation (a match across a key and its value), plus every key and string leaf
     whose raw text differs from its serialised form (escapes)."""
-    from agentctl.storage.agentos.base import dumps
-
     whole = dumps(value)
     if "\\" not in whole:  # no string needed an escape: every key and leaf is in it as is
         return whole.lower()
@@ -194,8 +185,6 @@ def agentos_docs(values: Any) -> list[tuple[int, str]]:
     """The index documents of one checkpoint row (messages_blob, tools_blob, state_blob):
     kind 0 every message's content (as the scan reads it), 1 the tool results, 2 the
     state (not a delta row's patches)."""
-    from agentctl.storage.agentos.base import DELTA_MARKER, dumps, loads
-
     out: list[tuple[int, str]] = []
     decoded = []
     for raw in values:
@@ -220,8 +209,6 @@ def agentos_docs(values: Any) -> list[tuple[int, str]]:
 
 
 def agentos_source() -> Any:
-    from agentctl.storage.textindex import Source
-
     return Source(
         format="agentos", table="checkpoints", key="id", sort="created_at",
         fingerprint="length(messages_blob) * 1000000007 + length(tools_blob) * 1000003 + length(state_blob)",
@@ -237,13 +224,6 @@ def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, th
     and matched as the scan matches it (the backend's `condition`, then the same Python
     test), so the hits are the scan's and never stale. Raises Unusable when the index
     cannot be trusted or updated; the caller scans."""
-    import sqlite3
-
-    from agentctl.storage.agentos.base import META_COLUMNS
-    from agentctl.storage.agentos.queries import match_rows
-    from agentctl.storage.sqlutil import marks
-    from agentctl.storage.textindex import open_for_search
-
     session = open_for_search(path, agentos_source())
     try:
         kinds = [i for i, (place, _) in enumerate(PLACE_COLUMNS) if place in places]

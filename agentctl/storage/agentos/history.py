@@ -1,14 +1,6 @@
-"""CheckpointEngine: the AgentOS engine's public class (AgentOS's names and call
-shapes) and the AgentOS format's History, a thin facade over the engine's modules
-(importable as `agentctl.engine.CheckpointEngine` and from `agentctl`).
-
-The engine: snapshots, time travel, branches, merges, GC, undo.
-
-A drop-in for the AgentOS engine (same names, signatures and call shapes:
-`CheckpointEngine(checkpointer, config)`, `snapshot`, `snapshot_safe`, `rewind`,
-`time_travel_to_step`, `list_time_travel_points`, `branch`, `merge_branch`, the
-`snapshot_on` decorator, the `snapshot_scope` context manager, `get_latest`,
-`get_checkpoint_tree`), and the one place where agentctl changes history.
+"""CheckpointEngine: the AgentOS engine's public class (AgentOS's names, signatures and
+call shapes; importable as `agentctl.engine.CheckpointEngine` and from `agentctl`), the
+AgentOS format's History, and the one place where agentctl changes history.
 
     engine = CheckpointEngine(SQLiteCheckpointer("checkpoints.db"))
 
@@ -19,101 +11,57 @@ A drop-in for the AgentOS engine (same names, signatures and call shapes:
     branch = await engine.branch(checkpoint_id, "bugfix-experiment")
     await engine.merge_branch(branch, "thread-1")   # three-way, conflicts raise
 
-Design
-------
-Writes. Every write is one backend transaction (`BEGIN IMMEDIATE` on SQLite; a
-transaction plus per-thread advisory locks on Postgres), its op-log records included:
-a failure midway leaves the database as before, and an agent writing at the same time
-waits (busy_timeout / the lock) instead of failing. Every debugger write (rewind,
-branch, merge, prune, delete_thread, import, edit, undo, redo, purge) is an op of the
-journal (`agentctl.storage.journal`: `agentctl_journal` and `agentctl_trash_checkpoints`,
-created by the first such write; the engine's side in `agentctl.storage.agentos.oplog`:
-its row changes and the fingerprint; `undo.py`: its checks before an undo). An agent's
-`snapshot` is not logged and creates no side table.
+Design (what users see: README.md, "The library: CheckpointEngine")
+-------------------------------------------------------------------
+Writes. One backend transaction each (`BEGIN IMMEDIATE` on SQLite; per-thread advisory
+locks and a table lock on Postgres), its journal records included: a failure midway
+leaves the database as before; an agent writing meanwhile waits. Every debugger write
+is an op of the journal (`agentctl.storage.journal`, created by the first such write;
+the engine's side in oplog.py and undo.py). An agent's `snapshot` is not logged.
 
-Steps. The next step of a thread is max(highest step in the database for the thread,
-this engine's counter) + 1, computed inside the write transaction, so a restarted
-process or a second engine on the same database never repeats a step. `rewind` sets the
-counter to the target's step (as AgentOS did), `branch` to 0, `undo` and
-`delete_thread` forget it.
+Steps. The next step of a thread is max(highest step in the database, this engine's
+counter) + 1, computed inside the write transaction. `rewind` sets the counter to the
+target's step (as AgentOS did), `branch` to 0, `undo` and `delete_thread` forget it.
+`snapshot` without `parent_checkpoint_id` links to the thread's head (AgentOS stored
+no parent). Within a thread rows are ordered by step, created_at, row id; the head is
+the last row, and no GC policy or prune ever deletes it.
 
-Parents. `snapshot` without `parent_checkpoint_id` links the new checkpoint to the
-thread's head (AgentOS stored no parent); an explicit parent is kept as given.
+Rewind. The checkpoints after the target move, ids, steps and content kept, to a new
+archive thread `{thread}-branch-rewind-{4 hex}`; the first moved row keeps its parent
+link to the target (a NULL parent is set to it; undo restores it). `hard=True` deletes
+them into the trash instead. Caveat: rows of the target's step ordered before it
+(duplicate steps a restarted writer left) stay; the format's reader may pick either.
 
-Order and head. Within a thread: step, created_at, row id. The head is the last row;
-no GC policy or prune ever deletes it.
-
-Rewind. `rewind(id)` moves the checkpoints after the target (in that order) to a new
-archive thread `{thread}-branch-rewind-{4 hex}`: the format's reader (`get_latest`,
-ORDER BY step DESC) then sees the target as head, and the abandoned future stays as a
-branch: the first moved row keeps its parent link to the target (a NULL parent is set
-to the target, and undo restores it). Moved rows keep their ids, steps and content.
-`hard=True` deletes them instead, into the trash, so undo works until `purge`.
-Caveat: rows of the target's step ordered before it (duplicate steps a restarted
-writer left) stay in the thread; the format's reader may then pick either as head.
-
-Merge. The base is the nearest common ancestor through parent links across threads; a
-merge checkpoint's `merged:<id>` tag counts as its second parent, so merging a branch
-again only brings what is new. state and tools_result merge with
-`agentctl.merge.three_way_merge` (strategy "three-way", "ours", "theirs"), messages with
-`merge_messages`. The merge checkpoint is the new head of the target: parent = the
+Merge. The base is the nearest common ancestor through parent links across threads,
+a `merged:<id>` tag counting as a second parent. The merge checkpoint: parent = the
 target's old head, step = next step, tags ["merge", "merged:<branch head>",
-"branch:<branch thread>"], next_node of the target's head. Conflicts raise
-`MergeConflictError` (their paths are JSON pointers into the checkpoint: "/state/..."
-or "/tools_result/...") and nothing is written. A branch head that is already an
-ancestor of the target's head raises OperationError ("already merged"). Without any
-common ancestor the base is empty ({} and no messages).
+"branch:<branch thread>"], the next_node of the target's head. Conflict paths are JSON
+pointers ("/state/...", "/tools_result/..."); a branch head already an ancestor of the
+target's head raises OperationError ("already merged"); no common ancestor: an empty base.
 
-GC. Each policy is one SQL condition over the whole thread (any length), applied only
-to the thread asked and never to its head: keep_last_n n (the last max(n, 1), found
-through the (thread_id, step) index), keep_age s (created_at older than s seconds by
-the engine's clock; SQLite compares julianday(), so mixed ISO offsets compare right),
-keep_milestones n (the first, the last and evenly spaced ones, n rows in all: position
-p of N is kept when p = 0 or floor(p(n-1)/(N-1)) > floor((p-1)(n-1)/(N-1)); a window
-function gives positions), keep_all. `prune` moves the deleted rows into the trash
-(undoable); the automatic GC after `snapshot` (`SnapshotConfig.gc_policy`, the agent's
-own retention policy, in the snapshot's transaction) deletes for real and is not
-logged: keeping its deletions would grow the file forever.
+GC. Each policy is one SQL condition over the whole thread asked, never its head:
+keep_last_n n (the last max(n, 1)), keep_age s (created_at older than s seconds by the
+engine's clock; SQLite compares julianday()), keep_milestones n (position p of N kept
+when p = 0 or floor(p(n-1)/(N-1)) > floor((p-1)(n-1)/(N-1))), keep_all. `prune` moves
+rows into the trash (undoable); the automatic GC after `snapshot` deletes for real, in
+the snapshot's transaction, unlogged (keeping its deletions would grow the file forever).
 
-Size and deltas. `max_snapshot_size_mb` is enforced (`SnapshotTooLarge`, with the size).
-`delta_snapshots` (opt-in; default False) stores a snapshot as a JSON Patch against a
-full row of the same thread; see `agentctl.storage.agentos.delta` for the encoding, chosen so a foreign
-reader sees an explicit placeholder, never a plausible but wrong state. agentctl's own
-reads return the full checkpoint either way.
+Ids. `ckpt-{thread}-{step}-{6 hex}`; branch threads `{thread}-branch-{name}-{4 hex}`;
+the hex digits from `rng` (a `random.Random`, for reproducible output) or `random`, the
+time from `clock` (returning a datetime or ISO string). Unknown ids raise
+`CheckpointNotFound` / `ThreadNotFound` (ValueErrors saying "not found").
 
-Ids. `ckpt-{thread}-{step}-{6 hex}`; branch threads `{thread}-branch-{name}-{4 hex}`.
-The hex digits come from `rng` (a `random.Random`, injectable for reproducible output)
-or from the `random` module (seeded from os.urandom); the time from `clock` (a callable returning a datetime or ISO string).
-Unknown ids raise `CheckpointNotFound` / `ThreadNotFound` (ValueErrors whose message
-says "not found").
+Where AgentOS was defective or unspecified this engine differs: rewind moves (not
+deletes), rewind_depth = checkpoints set aside, snapshot_count_before = checkpoints in
+the thread before; a branch's first row copies the source's next_node; merge_branch is
+three-way; `get_checkpoint_tree(thread, limit=None)` returns every checkpoint of the
+thread and its branches (a limit applies per thread); snapshot links a parent.
+Unchanged: an unknown trigger returns "", `time_travel_to_step` returns None when no
+checkpoint is at or before the step, `get_checkpoint_tree` of an unknown thread is empty.
 
-Where AgentOS's behaviour was a defect, or unspecified, this engine differs: rewind
-moves (not deletes) and reports rewind_depth = checkpoints set aside and
-snapshot_count_before = checkpoints in the thread before (AgentOS used the in-memory
-counter); a branch's first row copies the source's next_node; merge_branch is three-way
-with conflicts; `get_checkpoint_tree(thread, limit=None)` returns every checkpoint of
-the thread and its branches (AgentOS's limit=200 cut to the newest rows of one thread;
-a limit now applies per thread); snapshot links a parent. Unchanged: an unknown trigger
-returns "", `time_travel_to_step` returns None when no checkpoint is at or before the
-step (also for an unknown thread), `get_checkpoint_tree` of an unknown thread is empty.
-
-Modules (beside this one in agentctl/storage/agentos/). `CheckpointEngine` is a thin
-facade: each method calls a function of one module over one small `EngineContext`
-(context.py: the backend, the config, the clock, the id maker, the write transaction,
-the step counters):
-
-- types.py      triggers, SnapshotConfig (the plans and results every format shares
-                are agentctl/storage/results.py's, re-exported)
-- snapshot.py   snapshot writing and the automatic GC after it
-- rewind.py     rewind, time_travel_to_step, branch
-- merge.py      the merge base, plan_merge, merge_branch
-- retention.py  the GC policies as SQL, prune, delete_thread
-- transfer.py   import
-- oplog.py      the writes as journal row changes, the fingerprint
-- undo.py       the checks before an undo, the ids a move names, purge
-- legacy.py     the previous op log, moved into the journal by the first write
-- delta.py      delta snapshots
-- edit.py       edit (a new head with the state changed)
+`CheckpointEngine` is a thin facade: each method calls a function of one module beside
+this one (snapshot, rewind, merge, retention, transfer, edit, undo; each says what it
+does) over one small `EngineContext` (context.py).
 """
 
 from __future__ import annotations
@@ -449,11 +397,8 @@ class CheckpointEngine(JournalHistory, History):
         return await legacy.purge_plan(self._ctx.backend) if dry_run else None
 
     async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
-        if op_id is not None and not undone and await tx.table_exists(ops.LOG):
-            try:
-                rec = await ops.record(tx, int(op_id))
-            except LookupError:
-                rec = None
+        if op_id is not None and not undone:
+            rec = await ops.find(tx, int(op_id))
             if rec is not None and rec["kind"] in undo.ENTRIES:
                 undo.refuse_entry(rec)
         return await super()._pick(tx, op_id, undone)

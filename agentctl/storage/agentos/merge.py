@@ -60,9 +60,7 @@ class _Graph:
 
 
 async def merge_base(reader: Reader, a: str, b: str) -> CheckpointMetadata | None:
-    """The nearest common ancestor of checkpoints a and b (None if they share none):
-    the first ancestor of b, breadth-first, that is also an ancestor of a and still
-    exists (a deleted checkpoint both name as parent cannot serve as a base)."""
+    """See CheckpointEngine.merge_base."""
     graph = _Graph(reader)
     ancestors = {cid async for cid in graph.walk(a)}
     async for cid in graph.walk(b):

@@ -81,12 +81,6 @@ async def record_inserts(tx: Transaction, op: ops.Op, rows: Sequence[tuple[str, 
         await op.inserted(TABLE, KEY, f"checkpoint_id IN ({marks(len(part))})", part, thread=THREAD)
 
 
-async def update(tx: Transaction, op: ops.Op, ids: Sequence[str], assign: str, values: Sequence[Any]) -> None:
-    """`UPDATE checkpoints SET assign` on these checkpoints, both images kept."""
-    for part in chunks(list(ids), 500):
-        await op.update(TABLE, KEY, f"checkpoint_id IN ({marks(len(part))})", part, assign, values, thread=THREAD)
-
-
 async def record_reparents(tx: Transaction, op: ops.Op, thread_id: str,
                            rows: Sequence[tuple[str, str | None, str | None]]) -> None:
     """Set the parent of checkpoints of `thread_id` (checkpoint_id, old parent, new

@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 from agentctl.storage.agentos.base import (
     POSTGRES_SCHEMA,
-    REQUIRED_COLUMNS,
     checkpoint_params,
     COLUMNS,
     META_COLUMNS,
@@ -24,11 +23,12 @@ from agentctl.storage.agentos.base import (
     THREAD_ORDER_DESC,
     CheckpointBackend,
     Transaction,
+    check_columns,
     dumps,
     row_to_metadata,
     token_part,
 )
-from agentctl.storage.agentos.queries import SharedQueries, to_summaries
+from agentctl.storage.agentos.queries import SharedQueries, check_sort
 from agentctl.errors import (
     AgentctlError,
     ConnectionFailed,
@@ -47,7 +47,6 @@ from agentctl.storage.timefmt import iso, to_datetime
 __all__ = ["PostgresCheckpointer", "SCHEMA"]
 
 SCHEMA = POSTGRES_SCHEMA
-_REQUIRED = REQUIRED_COLUMNS
 _C = 'COLLATE "C"'  # byte order for text, as SQLite compares
 
 UPSERT_SQL = (
@@ -55,12 +54,6 @@ UPSERT_SQL = (
     f"({', '.join(f'${i}' for i in range(1, len(COLUMNS) + 1))}) "
     "ON CONFLICT (checkpoint_id) DO UPDATE SET "
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c != "checkpoint_id")
-)
-
-_ROW_BYTES = (
-    "octet_length(messages_blob::text) + octet_length(state_blob::text) + "
-    "octet_length(tools_blob::text) + octet_length(tags::text) + octet_length(summary) + "
-    "octet_length(next_node)"
 )
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -196,9 +189,6 @@ class _PgTransaction(Transaction):
     def timestamp(self, iso_text: str) -> Any:
         return to_datetime(iso_text)
 
-    async def table_exists(self, name: str) -> bool:
-        return bool(await self._conn.fetchval("SELECT to_regclass($1) IS NOT NULL", name))
-
 
 class PostgresCheckpointer(SharedQueries, CheckpointBackend):
     """Checkpoints in Postgres.
@@ -283,11 +273,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
             for r in rows if r["name"] in ("thread_id", "checkpoint_id"))
         if not cols:
             raise SchemaError(f"Postgres database {self.display_name} has no 'checkpoints' table")
-        missing = [c for c in _REQUIRED if c not in cols]
-        if missing:
-            raise SchemaError(
-                f"{self.display_name}: the 'checkpoints' table lacks column(s): {', '.join(missing)}"
-            )
+        check_columns(self.display_name, cols)
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -308,9 +294,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
 
     @asynccontextmanager
     async def transaction(self, lock_threads: Sequence[str] = ()) -> AsyncIterator[Transaction]:
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         import asyncpg
 
         try:
@@ -327,9 +311,6 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
                 raise GaveWay(self.display_name) from None
             raise map_pg_error(exc, self.display_name) from None
 
-    async def table_exists(self, name: str) -> bool:
-        return bool(await self._fetchval("SELECT to_regclass(?) IS NOT NULL AS e", name))
-
     async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
         total = await self._fetchval(
             "SELECT COALESCE(SUM(pg_total_relation_size(to_regclass(t))), 0)::bigint AS n "
@@ -337,9 +318,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         return int(total or 0)
 
     async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         import asyncpg
 
         tables = [t for t in dict.fromkeys(tables) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t)
@@ -354,72 +333,25 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
 
     # ---- dialect-specific reads ---------------------------------------------------
 
-    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
-        rows = await self._fetch(
-            f"""SELECT h.* FROM (SELECT DISTINCT thread_id FROM checkpoints) t
-            CROSS JOIN LATERAL (SELECT {META_COLUMNS} FROM checkpoints c
-                WHERE c.thread_id = t.thread_id ORDER BY {THREAD_ORDER_DESC} LIMIT 1) h
-            ORDER BY h.created_at DESC, h.thread_id {_C} ASC LIMIT ? OFFSET ?""",
-            limit, offset,
-        )
-        return [row_to_metadata(r) for r in rows]
-
-    async def _summary_rows(self, where: str, params: list[Any], order: str,
-                            limit: int | None, offset: int) -> list[Any]:
-        page = "" if limit is None else " LIMIT ? OFFSET ?"
-        args = [*params] + ([] if limit is None else [limit, offset])
-        return await self._fetch(
-            f"""SELECT g.thread_id, g.n, h.step AS h_step, h.checkpoint_id AS h_id,
-                   h.created_at AS h_created_at, h.summary AS h_summary,
-                   f.created_at AS first_created_at, f.parent_id AS first_parent,
-                   p.thread_id AS parent_thread
-            FROM (SELECT thread_id, COUNT(*) AS n FROM checkpoints {where} GROUP BY thread_id) g
-            CROSS JOIN LATERAL (SELECT step, checkpoint_id, created_at, summary FROM checkpoints c
-                WHERE c.thread_id = g.thread_id ORDER BY {THREAD_ORDER_DESC} LIMIT 1) h
-            CROSS JOIN LATERAL (SELECT created_at, parent_id FROM checkpoints c
-                WHERE c.thread_id = g.thread_id ORDER BY {THREAD_ORDER_ASC} LIMIT 1) f
-            LEFT JOIN LATERAL (SELECT thread_id FROM checkpoints pc
-                WHERE pc.checkpoint_id = f.parent_id LIMIT 1) p ON TRUE
-            ORDER BY {order.replace('thread_id', 'g.thread_id')}{page}""",
-            *args,
-        )
-
     async def thread_summaries(
         self, limit: int = 50, offset: int = 0, sort: str = "updated",
         descending: bool = True, prefix: str | None = None,
     ) -> list[ThreadSummary]:
-        if sort != "updated" or not descending:
-            return await super().thread_summaries(limit, offset, sort, descending, prefix)
-        # The default listing, newest heads first, without grouping every row: walk
-        # idx_created_at (the format's index) from the newest row and keep the rows no
-        # other row of their thread comes after (the heads) until the page is full; only
-        # those threads get their count, first row and parent thread. The rows read are
-        # those newer than the page's oldest head (2,300 for 51 heads of the 1M-row
-        # benchmark: 65 ms instead of 2 s).
-        only, params = "", []
+        if sort == "updated" and descending:  # the default listing, through idx_created_at
+            return await self._newest_heads(limit, offset, prefix)
+        check_sort(sort)
+        direction = "DESC" if descending else "ASC"
+        key = {"thread": f"thread_id {_C}", "checkpoints": "COUNT(*)", "step": "MAX(step)"}.get(sort) or (
+            "(SELECT created_at FROM checkpoints c WHERE c.thread_id = t.thread_id ORDER BY "
+            f"{THREAD_ORDER_DESC if sort == 'updated' else THREAD_ORDER_ASC} LIMIT 1)")
+        where, params = "", []
         if prefix:
-            only, params = " AND left(c.thread_id, ?) = ?", [len(prefix), prefix]
-        rows = await self._fetch(
-            f"""WITH page AS (
-                SELECT c.thread_id, c.step AS h_step, c.checkpoint_id AS h_id,
-                       c.created_at AS h_created_at, c.summary AS h_summary
-                FROM checkpoints c
-                WHERE NOT EXISTS (SELECT 1 FROM checkpoints d WHERE d.thread_id = c.thread_id
-                                  AND (d.step, d.created_at, d.id) > (c.step, c.created_at, c.id)){only}
-                ORDER BY c.created_at DESC, c.thread_id {_C} ASC LIMIT ? OFFSET ?)
-            SELECT p.thread_id, (SELECT COUNT(*) FROM checkpoints n WHERE n.thread_id = p.thread_id) AS n,
-                   p.h_step, p.h_id, p.h_created_at, p.h_summary,
-                   f.created_at AS first_created_at, f.parent_id AS first_parent,
-                   pt.thread_id AS parent_thread
-            FROM page p
-            CROSS JOIN LATERAL (SELECT created_at, parent_id FROM checkpoints c
-                WHERE c.thread_id = p.thread_id ORDER BY {THREAD_ORDER_ASC} LIMIT 1) f
-            LEFT JOIN LATERAL (SELECT thread_id FROM checkpoints pc
-                WHERE pc.checkpoint_id = f.parent_id LIMIT 1) pt ON TRUE
-            ORDER BY p.h_created_at DESC, p.thread_id {_C} ASC""",
-            *params, limit, offset,
-        )
-        return to_summaries(rows)
+            where, params = "WHERE substr(thread_id, 1, ?) = ?", [len(prefix), prefix]
+        tiebreak = f", thread_id {_C} ASC" if sort != "thread" else ""
+        keys = (f"page AS (SELECT thread_id AS tid, {key} AS k FROM checkpoints t {where} GROUP BY thread_id "
+                f"ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)")
+        return await self._summary_page(keys, params, limit, offset, direction,
+                                        tiebreak.replace("thread_id", "tid"))
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         cols = ", ".join("c." + c.strip() for c in META_COLUMNS.split(","))
@@ -432,23 +364,16 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         return [row_to_metadata(r) for r in rows]
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        if self._pool is None:
-            await self.connect()
-        if self._byte_order:
-            # The column compares in byte order: the prefix is a range of its unique index
-            # (as on SQLite), in the index's order.
-            rows = await self._fetch(
-                "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
-                "ORDER BY checkpoint_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
-        else:
-            rows = await self._fetch(
-                f"SELECT checkpoint_id FROM checkpoints WHERE left(checkpoint_id, ?) = ? "
-                f"ORDER BY checkpoint_id {_C} LIMIT ?", len(prefix), prefix, limit)
+        await self.connect()
+        if self._byte_order:  # the column compares in byte order: a range, as on SQLite
+            return await super().find_checkpoint_ids(prefix, limit)
+        rows = await self._fetch(
+            f"SELECT checkpoint_id FROM checkpoints WHERE left(checkpoint_id, ?) = ? "
+            f"ORDER BY checkpoint_id {_C} LIMIT ?", len(prefix), prefix, limit)
         return [r["checkpoint_id"] for r in rows]
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        if self._pool is None:
-            await self.connect()
+        await self.connect()
         if self._byte_order:
             # The prefix is a range of idx_thread_step: walk its distinct values, one index
             # seek each (a skip scan), rather than a pass over every row (left() cannot
@@ -520,19 +445,10 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return "(" + " OR ".join(f"{c}::text ILIKE ?" for c in columns) + ")", [pattern] * len(columns)
 
-    async def _bytes_per_thread(self) -> list[Any]:
-        return await self._fetch(
-            f"SELECT thread_id, COUNT(*) AS n, SUM({_ROW_BYTES})::bigint AS bytes FROM checkpoints "
-            f"GROUP BY thread_id ORDER BY bytes DESC, thread_id {_C}")
-
-    async def _tag_counts(self) -> list[Any]:
-        return await self._fetch(
-            "SELECT j AS tag, COUNT(*) AS n FROM checkpoints c CROSS JOIN LATERAL "
-            "jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.tags) = 'array' THEN c.tags "
-            f"ELSE '[]'::jsonb END) AS j GROUP BY j ORDER BY n DESC, j {_C}")
-
-    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Any]:
-        # JSONB always parses; a TEXT column of a foreign writer is cast (and must parse).
-        return await self._fetch(
-            f"SELECT checkpoint_id, TRUE AS ok, jsonb_typeof({column}::jsonb) AS t FROM checkpoints "
-            f"WHERE jsonb_typeof({column}::jsonb) <> ? ORDER BY id LIMIT ?", kind, limit)
+    BYTES_OF = "octet_length({}::text)"
+    TAG_COUNTS = ("SELECT j AS tag, COUNT(*) AS n FROM checkpoints c CROSS JOIN LATERAL "
+                  "jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.tags) = 'array' THEN c.tags "
+                  f"ELSE '[]'::jsonb END) AS j GROUP BY j ORDER BY n DESC, j {_C}")
+    # JSONB always parses; a TEXT column of a foreign writer is cast (and must parse).
+    INVALID_JSON = ("SELECT checkpoint_id, TRUE AS ok, jsonb_typeof({c}::jsonb) AS t FROM checkpoints "
+                    "WHERE jsonb_typeof({c}::jsonb) <> ? ORDER BY id LIMIT ?")

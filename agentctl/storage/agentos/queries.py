@@ -7,6 +7,7 @@ that makes text sort by bytes: empty on SQLite, `COLLATE "C"` on Postgres).
 
 from __future__ import annotations
 
+import itertools
 from abc import abstractmethod
 from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
@@ -114,6 +115,24 @@ class SharedQueries(RowReads):
         found = await self.all_at_step(thread_id, step, 1)
         return found[0] if found else None
 
+    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
+        rows = await self._fetch(
+            f"""SELECT {', '.join('h.' + c.strip() for c in META_COLUMNS.split(','))}
+            FROM (SELECT thread_id,
+                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
+                      ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id
+                  FROM (SELECT DISTINCT thread_id FROM checkpoints) t) g
+            JOIN checkpoints h ON h.id = g.head_id
+            ORDER BY h.created_at DESC, h.thread_id{self.COLLATE} ASC LIMIT ? OFFSET ?""", limit, offset)
+        return [row_to_metadata(r) for r in rows]
+
+    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
+        # A range scan on the checkpoint_id index (LIKE would treat % and _ as wildcards).
+        rows = await self._fetch(
+            "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
+            "ORDER BY checkpoint_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
+        return [r["checkpoint_id"] for r in rows]
+
     async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list[CheckpointMetadata]:
         rows = await self._fetch(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE thread_id = ? AND step = ? "
@@ -128,30 +147,57 @@ class SharedQueries(RowReads):
 
     # ---- threads ------------------------------------------------------------------
 
-    @abstractmethod
-    async def _summary_rows(self, where: str, params: list[Any], order: str,
-                            limit: int | None, offset: int) -> list[Mapping[str, Any]]:
-        """Rows with thread_id, n, h_step, h_id, h_created_at, h_summary,
-        first_created_at, first_parent, parent_thread (the first parent's thread)."""
-
-    async def thread_summaries(
-        self, limit: int = 50, offset: int = 0, sort: str = "updated",
-        descending: bool = True, prefix: str | None = None,
-    ) -> list[ThreadSummary]:
-        columns = {"updated": "h_created_at", "thread": f"thread_id{self.COLLATE}",
-                   "checkpoints": "n", "step": "h_step", "created": "first_created_at"}
-        check_sort(sort)
-        order = f"{columns[sort]} {'DESC' if descending else 'ASC'}"
-        if sort != "thread":
-            order += f", thread_id{self.COLLATE} ASC"
-        where, params = "", []
-        if prefix:
-            where, params = "WHERE substr(thread_id, 1, ?) = ?", [len(prefix), prefix]
-        return to_summaries(await self._summary_rows(where, params, order, limit, offset))
-
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
-        found = to_summaries(await self._summary_rows("WHERE thread_id = ?", [thread_id], "n", None, 0))
+        found = await self._summary_page(
+            "page AS (SELECT thread_id AS tid, 0 AS k FROM checkpoints WHERE thread_id = ? LIMIT ? OFFSET ?)",
+            [thread_id], 1, 0, "ASC", "")
         return found[0] if found else None
+
+    async def _newest_heads(self, limit: int, offset: int, prefix: str | None) -> list[ThreadSummary]:
+        """thread_summaries by the heads' created_at, newest first, without grouping every
+        row: walk an index on created_at from the newest row and keep the rows no other
+        row of their thread comes after (the heads) until the page is full. The rows read
+        are those newer than the page's oldest head (on Postgres, 2,300 for 51 heads of
+        the 1M-row benchmark: 65 ms instead of 2 s)."""
+        only, params = "", []
+        if prefix:
+            only, params = " AND substr(c.thread_id, 1, ?) = ?", [len(prefix), prefix]
+        keys = f"""page AS (
+            SELECT c.thread_id AS tid, c.created_at AS k FROM checkpoints c
+            WHERE NOT EXISTS (SELECT 1 FROM checkpoints d WHERE d.thread_id = c.thread_id
+                              AND (d.step, d.created_at, d.id) > (c.step, c.created_at, c.id)){only}
+            ORDER BY c.created_at DESC, c.thread_id{self.COLLATE} ASC LIMIT ? OFFSET ?)"""
+        return await self._summary_page(keys, params, limit, offset, "DESC", f", tid{self.COLLATE} ASC")
+
+    async def _summary_page(self, keys: str, params: list[Any], limit: int, offset: int,
+                            direction: str, tiebreak: str) -> list[ThreadSummary]:
+        """thread_summaries' page: `keys` defines `page(tid, k)`, the page's threads and
+        their sort key; then each gets its count, head, first row and parent thread."""
+        rows = await self._fetch(
+            f"""WITH {keys}
+            SELECT p.tid AS thread_id,
+                   (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = p.tid) AS n,
+                   h.step AS h_step, h.checkpoint_id AS h_id, h.created_at AS h_created_at,
+                   h.summary AS h_summary, f.created_at AS first_created_at,
+                   f.parent_id AS first_parent
+            FROM page p
+            JOIN checkpoints h ON h.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
+                                          ORDER BY {THREAD_ORDER_DESC} LIMIT 1)
+            JOIN checkpoints f ON f.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
+                                          ORDER BY {THREAD_ORDER_ASC} LIMIT 1)
+            ORDER BY p.k {direction}{tiebreak.replace("tid", "p.tid")}""",
+            *params, limit, offset,
+        )
+        out = [dict(r) for r in rows]
+        # parent_thread: the thread of each row's first_parent (looked up for these rows only)
+        owner: dict[str, str] = {}
+        for ph, chunk in in_chunks(sorted({r["first_parent"] for r in out if r["first_parent"]})):
+            for row in await self._fetch(
+                    f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk):
+                owner[row["checkpoint_id"]] = row["thread_id"]
+        for r in out:
+            r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
+        return to_summaries(out)
 
     # ---- search and streaming -----------------------------------------------------
 
@@ -218,9 +264,8 @@ class SharedQueries(RowReads):
     ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         for thread in threads:
-            offset = 0
             bases: dict[str, Checkpoint] = {}  # delta rows' bases, per thread
-            while True:
+            for offset in itertools.count(0, batch):
                 rows = await self._fetch(
                     f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
                     f"ORDER BY {THREAD_ORDER_ASC} LIMIT ? OFFSET ?", thread, batch, offset)
@@ -231,7 +276,6 @@ class SharedQueries(RowReads):
                         yield exc
                 if len(rows) < batch:
                     break
-                offset += batch
 
     async def lineage(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         # The rows the line goes through, a thread at a time (its metadata: the cheapest
@@ -313,32 +357,22 @@ class SharedQueries(RowReads):
         rows: dict[str, Sequence[Any]] = {}
         for cid, found in zip(checkpoint_ids, starts):
             if cid not in rows:
-                got = {r[0]: r for r in await self._line_rows(cid, True, found)}
-                got.update(rows)
-                rows = got
+                rows = {**{r[0]: r for r in await self._line_rows(cid, True, found)}, **rows}
         lines: list[list[str]] = []
         for cid in checkpoint_ids:
             line: list[str] = []
+            seen: set[str] = set()
             cur: str | None = cid
-            while cur:
+            while cur and cur not in seen:  # a cycle: the line ends where it repeats
                 row = rows.get(cur)
                 if row is None:
-                    got = {r[1]: (r[1], r[2], r[0]) for r in await self._line_rows(cur)}
-                    got.update(rows)
-                    rows = got
+                    rows = {**{r[1]: (r[1], r[2], r[0]) for r in await self._line_rows(cur)}, **rows}
                     row = rows.get(cur)
                     if row is None:  # a pruned parent ends the line
                         break
+                seen.add(cur)
                 line.append(cur)
                 cur = row[1]
-                if len(line) > len(rows):  # a cycle: the line ends where it repeats
-                    seen: set[str] = set()
-                    for i, walked in enumerate(line):
-                        if walked in seen:
-                            line = line[:i]
-                            break
-                        seen.add(walked)
-                    break
             line.reverse()
             lines.append(line)
         start = max(shared_prefix(lines) - 1, 0)
@@ -423,28 +457,28 @@ class SharedQueries(RowReads):
 
     async def iter_metadata(self, batch: int = 5000) -> AsyncIterator[CheckpointMetadata]:
         for thread in await self.all_thread_ids():
-            offset = 0
-            while True:
+            for offset in itertools.count(0, batch):
                 page = await self.read_thread(thread, batch, offset)
                 for meta in page:
                     yield meta
                 if len(page) < batch:
                     break
-                offset += batch
 
     # ---- health -------------------------------------------------------------------
 
-    @abstractmethod
-    async def _bytes_per_thread(self) -> list[Mapping[str, Any]]:
-        """Rows of thread_id, n, bytes."""
-
-    @abstractmethod
-    async def _tag_counts(self) -> list[Mapping[str, Any]]:
-        """Rows of tag, n."""
+    # The dialect's SQL of the health reads: the bytes a text column takes as UTF-8 ({}:
+    # the column); rows of tag, n; rows of checkpoint_id, ok (parses), t (its JSON type)
+    # whose column {c} does not hold JSON of the kind given ("array" or "object").
+    BYTES_OF: str
+    TAG_COUNTS: str
+    INVALID_JSON: str
 
     async def stats(self) -> dict[str, Any]:
-        per = await self._bytes_per_thread()
-        tags = await self._tag_counts()
+        size = " + ".join(self.BYTES_OF.format(c) for c in
+                          ("messages_blob", "state_blob", "tools_blob", "tags", "summary", "next_node"))
+        per = await self._fetch(f"SELECT thread_id, COUNT(*) AS n, SUM({size}) AS bytes FROM checkpoints "
+                                f"GROUP BY thread_id ORDER BY bytes DESC, thread_id{self.COLLATE}")
+        tags = await self._fetch(self.TAG_COUNTS)
         return {
             "threads": len(per),
             "checkpoints": sum(r["n"] for r in per),
@@ -457,15 +491,10 @@ class SharedQueries(RowReads):
     JSON_COLUMNS = (("messages_blob", "array"), ("state_blob", "object"),
                     ("tools_blob", "object"), ("tags", "array"))
 
-    @abstractmethod
-    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Mapping[str, Any]]:
-        """Rows of checkpoint_id, ok (parses), t (its JSON type) whose column does not
-        hold JSON of `kind` ("array" or "object")."""
-
     async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for column, kind in self.JSON_COLUMNS:
-            for r in await self._invalid_json_rows(column, kind, limit):
+            for r in await self._fetch(self.INVALID_JSON.format(c=column), kind, limit):
                 reason = (f"JSON {sql_json_type_name(str(r['t']))} where an {kind} is expected" if r["ok"]
                           else "invalid JSON")
                 out.append({"checkpoint_id": r["checkpoint_id"], "column": column, "reason": reason})

@@ -16,14 +16,17 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit
 
-try:  # orjson parses several times faster; the stdlib is the fallback and the reference.
+# orjson's loads where it is installed (the stdlib's otherwise): NaN, Infinity and big
+# integers raise ValueError (`loads` falls back to the stdlib for them). orjson parses
+# several times faster; the stdlib is the fallback and the reference.
+try:
     import orjson as _orjson
 
-    def _fast_loads(text: str | bytes) -> Any:
+    def fast_loads(text: str | bytes) -> Any:
         return _orjson.loads(text)
 
 except ImportError:  # pragma: no cover - orjson is optional
-    _fast_loads: Callable[[str | bytes], Any] = json.loads  # type: ignore[no-redef]  # the fallback of the def above
+    fast_loads: Callable[[str | bytes], Any] = json.loads  # type: ignore[no-redef]  # the fallback of the def above
 
 
 # The format's columns (docs/formats/agentos.md) in table order, without the row id, with
@@ -52,9 +55,6 @@ JOURNAL_THREAD = "thread_id"
 # Order of rows within a thread, as SQL (both dialects), ascending and descending.
 THREAD_ORDER_ASC = "step ASC, created_at ASC, id ASC"
 THREAD_ORDER_DESC = "step DESC, created_at DESC, id DESC"
-
-THREAD_SORTS = ("updated", "thread", "checkpoints", "step", "created")
-
 
 # What the format's DDL says differently in each dialect: the row id's and the columns'
 # types, and the indexes (name, columns). The Postgres variant indexes created_at too.
@@ -96,7 +96,7 @@ def loads(text: Any) -> Any:
         raise ValueError("NULL")
     if not isinstance(text, (str, bytes)):
         return text
-    if len(text) >= _BIG_JSON and gc.isenabled():
+    if len(text) >= BIG_JSON and gc.isenabled():
         # A multi-megabyte value builds hundreds of thousands of containers, and the
         # cyclic GC runs over and over while they appear (a third of the time for a 5 MB
         # state); none of them can be garbage yet.
@@ -108,17 +108,13 @@ def loads(text: Any) -> Any:
     return _parse(text)
 
 
-_BIG_JSON = 1 << 20
 #: for readers that parse small texts themselves (`fast_loads`) and leave big ones to `loads`
-BIG_JSON = _BIG_JSON
-#: orjson's loads where it is installed (the stdlib's otherwise): NaN, Infinity and big
-#: integers raise ValueError (`loads` falls back to the stdlib for them)
-fast_loads = _fast_loads
+BIG_JSON = 1 << 20
 
 
 def _parse(text: str | bytes) -> Any:
     try:
-        return _fast_loads(text)
+        return fast_loads(text)
     except ValueError:
         return json.loads(text)
 
@@ -345,21 +341,12 @@ def token_part(text: str) -> str:
     key or number of the stored text, in the same characters: no JSON structure or
     escaped character, no non-ASCII character that has case, no space at its ends (a
     space after a comma or colon is structure)."""
-    best = ""
-    for run in _split_runs(text):
-        run = run.strip(" ")
-        if len(run) > len(best):
-            best = run
-    return best
-
-
-def _split_runs(text: str) -> list[str]:
-    runs: list[str] = []
-    run = ""
-    for ch in text:
+    best = run = ""
+    for ch in text + '"':  # the closing quote ends the last run
         if ch in _NOT_IN_PART or ch < " " or (ch > "\x7f" and (ch.lower() != ch or ch.upper() != ch)):
-            runs.append(run)
+            if len(run.strip(" ")) > len(best):
+                best = run.strip(" ")
             run = ""
         else:
             run += ch
-    return runs + [run]
+    return best

@@ -160,8 +160,7 @@ def serialize(ctx: EngineContext, thread_id: str, messages: Any, state: Any,
 
 
 async def snapshot_safe(ctx: EngineContext, *args: Any, **kwargs: Any) -> str:
-    """`snapshot` (the same arguments) that never raises: a failure is logged and ""
-    returned, so checkpointing never breaks the agent's own flow."""
+    """See CheckpointEngine.snapshot_safe."""
     try:
         return await snapshot(ctx, *args, **kwargs)
     except Exception as exc:  # AgentOS's contract: never break the agent's flow

@@ -26,7 +26,6 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
 import aiosqlite
 
 from agentctl.storage.agentos.base import (
-    REQUIRED_COLUMNS,
     SQLITE_SCHEMA,
     checkpoint_params,
     COLUMNS,
@@ -34,16 +33,15 @@ from agentctl.storage.agentos.base import (
     row_to_checkpoint,
     META_COLUMNS,
     THREAD_ROW_COLUMNS,
-    THREAD_ORDER_ASC,
-    THREAD_ORDER_DESC,
     CheckpointBackend,
     Transaction,
     WriteSteps,
+    check_columns,
     dumps,
     token_part,
     row_to_metadata,
 )
-from agentctl.storage.agentos.queries import SharedQueries, check_sort, to_summaries
+from agentctl.storage.agentos.queries import SharedQueries, check_sort
 from agentctl.errors import (
     CorruptRowError,
     DatabaseError,
@@ -60,7 +58,6 @@ from agentctl.storage.timefmt import iso
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
 
 SCHEMA = SQLITE_SCHEMA
-_REQUIRED = REQUIRED_COLUMNS
 
 UPSERT_SQL = (
     f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) VALUES ({marks(len(COLUMNS))}) "
@@ -79,12 +76,6 @@ _SORT_KEYS = {
 # created_at (the row id only breaks ties between equal created_at values).
 _END_KEYS = {"updated": "MAX", "created": "MIN"}
 
-# The bytes a checkpoint takes (text columns measured as UTF-8).
-_ROW_BYTES = (
-    "length(CAST(messages_blob AS BLOB)) + length(CAST(state_blob AS BLOB)) + "
-    "length(CAST(tools_blob AS BLOB)) + length(CAST(tags AS BLOB)) + "
-    "length(CAST(summary AS BLOB)) + length(CAST(next_node AS BLOB))"
-)
 
 
 def iso_text(value: Any) -> Any:
@@ -148,9 +139,8 @@ def checkpoint_wal(conn: sqlite3.Connection) -> bool:
 class _SQLiteTransaction(Transaction):
     kind = "sqlite"
 
-    def __init__(self, conn: aiosqlite.Connection, path: str):
+    def __init__(self, conn: aiosqlite.Connection):
         self._conn = conn
-        self._path = path
 
     async def execute(self, sql: str, *params: Any) -> int:
         # One call on the connection's thread: the statement has run to its end, so the
@@ -171,12 +161,6 @@ class _SQLiteTransaction(Transaction):
 
     def timestamp(self, iso: str) -> Any:
         return iso
-
-    async def table_exists(self, name: str) -> bool:
-        rows = await self.fetch(
-            "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?", name
-        )
-        return bool(rows)
 
 
 class _Batch:
@@ -428,12 +412,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 f"{path} has no 'checkpoints' table"
                 + (f" (it has: {shown})" if tables else " (it has no tables)")
             )
-        cols = {r[1] for r in await conn.execute_fetchall("PRAGMA table_info(checkpoints)")}
-        missing = [c for c in _REQUIRED if c not in cols]
-        if missing:
-            raise SchemaError(
-                f"{path}: the 'checkpoints' table lacks column(s): {', '.join(missing)}"
-            )
+        check_columns(path, [r[1] for r in await conn.execute_fetchall("PRAGMA table_info(checkpoints)")])
 
     async def close(self) -> None:
         self._closing += 1
@@ -540,9 +519,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         the COMMIT that holds its writes (or gets its error). A lone writer pays nothing
         extra: no savepoint, one COMMIT.
         """
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         async with self._locked():
             batch = self._batch
             if batch is None:
@@ -556,7 +533,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 await self._writer_execute("SAVEPOINT agentctl_write")
             writer = self._writer
             assert writer is not None  # opened by connect()
-            tx = _SQLiteTransaction(writer, self._db_path)
+            tx = _SQLiteTransaction(writer)
             try:
                 yield tx
             except sqlite3.Error as exc:  # a statement failed: read-only file, disk full, ...
@@ -581,9 +558,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         next group as soon as a COMMIT is done, while this loop prepares more. Each
         caller returns once the COMMIT that holds its writes is durable, or gets its error.
         """
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         loop = asyncio.get_running_loop()
         job: _Job = (steps, loop.create_future())
         with self._jobs_lock:
@@ -775,11 +750,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         else:
             batch.done.set_result(None)
 
-    async def table_exists(self, name: str) -> bool:
-        rows = await self._fetch(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name)
-        return bool(rows)
-
     async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
         return sum(os.path.getsize(self._db_path + suffix) for suffix in ("", "-wal")
                    if os.path.exists(self._db_path + suffix))
@@ -796,9 +766,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         """Run a statement that cannot run in a transaction (VACUUM, a WAL checkpoint)
         on the write connection, after the open group commit ends, waiting for the
         other writers like a write does."""
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self._db_path} was opened read-only")
-        await self.connect()
+        await self._connect_writable()
         async with self._locked():
             if self._batch is not None:
                 await self._end_batch(self._batch, None)
@@ -842,55 +810,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             raise map_sqlite_error(exc, self._db_path) from None
         return self._writer
 
-    async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
-        rows = await self._fetch(
-            f"""SELECT {', '.join('h.' + c.strip() for c in META_COLUMNS.split(','))}
-            FROM (SELECT thread_id,
-                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
-                      ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id
-                  FROM (SELECT DISTINCT thread_id FROM checkpoints) t) g
-            JOIN checkpoints h ON h.id = g.head_id
-            ORDER BY h.created_at DESC, h.thread_id ASC LIMIT ? OFFSET ?""",
-            limit,
-            offset,
-        )
-        return [row_to_metadata(r) for r in rows]
-
-    async def _summary_rows(self, where: str, params: list[Any], order: str,
-                            limit: int | None, offset: int) -> list[Any]:
-        # Correlated subqueries walk idx_thread_step once per thread for the head and the
-        # first row; the parent's thread is looked up only for the page that is returned.
-        page = "" if limit is None else " LIMIT ? OFFSET ?"
-        args = [*params] + ([] if limit is None else [limit, offset])
-        rows = await self._fetch(
-            f"""SELECT g.thread_id AS thread_id, g.n AS n, h.step AS h_step,
-                   h.checkpoint_id AS h_id, h.created_at AS h_created_at, h.summary AS h_summary,
-                   f.created_at AS first_created_at, f.parent_id AS first_parent
-            FROM (SELECT thread_id, COUNT(*) AS n,
-                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
-                      ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id,
-                     (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
-                      ORDER BY {THREAD_ORDER_ASC} LIMIT 1) AS first_id
-                  FROM checkpoints t {where} GROUP BY thread_id) g
-            JOIN checkpoints h ON h.id = g.head_id
-            JOIN checkpoints f ON f.id = g.first_id
-            ORDER BY {order}{page}""",
-            *args,
-        )
-        return await self._with_parent_threads([dict(r) for r in rows])
-
-    async def _with_parent_threads(self, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Adds parent_thread: the thread of each row's first_parent (looked up for these rows only)."""
-        parents = sorted({r["first_parent"] for r in out if r["first_parent"]})
-        owner: dict[str, str] = {}
-        for ph, chunk in in_chunks(parents):
-            for row in await self._fetch(
-                f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk):
-                owner[row[0]] = row[1]
-        for r in out:
-            r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
-        return out
-
     async def thread_summaries(
         self, limit: int = 50, offset: int = 0, sort: str = "updated",
         descending: bool = True, prefix: str | None = None,
@@ -911,14 +830,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             # With an index on created_at (the Postgres format has one; `agentctl doctor
             # --fix-indexes` adds it here): walk the newest rows and keep the heads, as
             # the Postgres backend does, instead of reading every thread's head.
-            if prefix:
-                only, params = " AND substr(c.thread_id, 1, ?) = ?", [len(prefix), prefix]
-            keys = f"""page AS (
-                SELECT c.thread_id AS tid, c.created_at AS k FROM checkpoints c
-                WHERE NOT EXISTS (SELECT 1 FROM checkpoints d WHERE d.thread_id = c.thread_id
-                                  AND (d.step, d.created_at, d.id) > (c.step, c.created_at, c.id)){only}
-                ORDER BY c.created_at DESC, c.thread_id ASC LIMIT ? OFFSET ?)"""
-            return await self._summary_page(keys, params, limit, offset, "DESC", tiebreak)
+            return await self._newest_heads(limit, offset, prefix)
         if prefix:
             # Byte order: every id starting with the prefix is in [prefix, prefix + U+10FFFF).
             start, stop, only = "WHERE thread_id >= ?", " AND t.tid < ?", " AND substr(tid, 1, ?) = ?"
@@ -945,27 +857,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             """
         return await self._summary_page(skip + keys, params, limit, offset, direction, tiebreak)
 
-    async def _summary_page(self, keys: str, params: list[Any], limit: int, offset: int,
-                            direction: str, tiebreak: str) -> list[ThreadSummary]:
-        """thread_summaries' page: `keys` defines `page(tid, k)`, the page's threads and
-        their sort key; then each gets its count, head, first row and parent thread."""
-        rows = await self._fetch(
-            f"""WITH {keys}
-            SELECT p.tid AS thread_id,
-                   (SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = p.tid) AS n,
-                   h.step AS h_step, h.checkpoint_id AS h_id, h.created_at AS h_created_at,
-                   h.summary AS h_summary, f.created_at AS first_created_at,
-                   f.parent_id AS first_parent
-            FROM page p
-            JOIN checkpoints h ON h.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
-                                          ORDER BY {THREAD_ORDER_DESC} LIMIT 1)
-            JOIN checkpoints f ON f.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
-                                          ORDER BY {THREAD_ORDER_ASC} LIMIT 1)
-            ORDER BY p.k {direction}{tiebreak.replace("tid", "p.tid")}""",
-            *params, limit, offset,
-        )
-        return to_summaries(await self._with_parent_threads([dict(r) for r in rows]))
-
     async def _created_at_indexed(self) -> bool:
         """Whether an index leads with created_at (looked up once per backend)."""
         if self._created_at_index is None:
@@ -989,13 +880,6 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 "ORDER BY c.thread_id, c.step, c.created_at, c.id", *chunk)
             out.extend(row_to_metadata(r) for r in rows)
         return out
-
-    async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        # A range scan on the checkpoint_id index (LIKE would treat % and _ as wildcards).
-        rows = await self._fetch(
-            "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
-            "ORDER BY checkpoint_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
-        return [r[0] for r in rows]
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         rows = await self._fetch(
@@ -1071,23 +955,12 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
             tests = [(f"{c} LIKE ? ESCAPE '!'", "%" + like_escape(f) + "%") for c in columns for f in forms]
         return "(" + " OR ".join(t for t, _ in tests) + ")", [p for _, p in tests]
 
-    async def _bytes_per_thread(self) -> list[Any]:
-        return await self._fetch(
-            f"SELECT thread_id, COUNT(*) AS n, SUM({_ROW_BYTES}) AS bytes FROM checkpoints "
-            "GROUP BY thread_id ORDER BY bytes DESC, thread_id")
-
-    async def _tag_counts(self) -> list[Any]:
-        return await self._fetch(
-            "SELECT j.value AS tag, COUNT(*) AS n FROM checkpoints c, json_each(c.tags) j "
-            "WHERE json_valid(c.tags) AND json_type(c.tags) = 'array' "
-            "GROUP BY j.value ORDER BY n DESC, tag")
-
-    async def _invalid_json_rows(self, column: str, kind: str, limit: int) -> list[Any]:
-        return await self._fetch(
-            f"SELECT checkpoint_id, json_valid({column}) AS ok, "
-            f"CASE WHEN json_valid({column}) THEN json_type({column}) END AS t "
-            f"FROM checkpoints WHERE NOT json_valid({column}) OR json_type({column}) <> ? "
-            "ORDER BY id LIMIT ?", kind, limit)
+    BYTES_OF = "length(CAST({} AS BLOB))"
+    TAG_COUNTS = ("SELECT j.value AS tag, COUNT(*) AS n FROM checkpoints c, json_each(c.tags) j "
+                  "WHERE json_valid(c.tags) AND json_type(c.tags) = 'array' "
+                  "GROUP BY j.value ORDER BY n DESC, tag")
+    INVALID_JSON = ("SELECT checkpoint_id, json_valid({c}) AS ok, CASE WHEN json_valid({c}) THEN json_type({c}) "
+                    "END AS t FROM checkpoints WHERE NOT json_valid({c}) OR json_type({c}) <> ? ORDER BY id LIMIT ?")
 
 
 _LIKE_MAX = 50_000  # SQLite's default SQLITE_MAX_LIKE_PATTERN_LENGTH (bytes)

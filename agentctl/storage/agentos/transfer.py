@@ -25,13 +25,10 @@ async def import_checkpoints(
     """Write checkpoints as they are; see CheckpointEngine.import_checkpoints."""
     if on_conflict not in ("skip", "replace", "error"):
         raise UsageError(f"unknown on_conflict {on_conflict!r}; use skip, replace or error")
-    items: list[Checkpoint] = []
     if hasattr(checkpoints, "__aiter__"):
-        async for item in checkpoints:
-            items.append(import_item(item))
+        items = [import_item(item) async for item in checkpoints]
     else:
-        for item in checkpoints:
-            items.append(import_item(item))
+        items = [import_item(item) for item in checkpoints]
     by_id: dict[str, Checkpoint] = {}
     skipped: dict[str, str] = {}  # id -> why it was left out
     counts: dict[str, int] = {}  # why -> how many rows

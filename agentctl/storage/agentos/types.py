@@ -12,7 +12,6 @@ from typing import Any, NamedTuple
 from agentctl.storage.results import (  # the plans and results, re-exported: the engine's names
     MERGE_STRATEGIES as MERGE_STRATEGIES,
     CheckpointGC as CheckpointGC,
-    duration_text as duration_text,
     policy_text as policy_text,
     TimeTravelResult as TimeTravelResult,
     RewindPlan as RewindPlan,

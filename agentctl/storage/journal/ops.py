@@ -162,6 +162,14 @@ async def record(tx: Any, op_id: int) -> dict[str, Any]:
     return _decoded(rows[0])
 
 
+async def find(tx: Any, op_id: int) -> dict[str, Any] | None:
+    """The op `op_id`, or None when there is no such op (or no journal yet)."""
+    if not await tx.table_exists(LOG):
+        return None
+    rows = await tx.fetch(f"SELECT * FROM {LOG} WHERE op_id = ?", op_id)
+    return _decoded(rows[0]) if rows else None
+
+
 async def listing(reader: Any, limit: int = 50) -> list[dict[str, Any]]:
     """The newest ops first, through a backend (`query`, a read) or a transaction; no
     journal yet: none (a read creates nothing)."""
