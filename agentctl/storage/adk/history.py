@@ -96,10 +96,12 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         await legacy.migrate(self, tx)
 
     async def legacy_oplog(self, limit: int) -> list[Any] | None:
-        return await legacy.oplog(self.store, limit)
+        await self.store.connect()
+        return await legacy.OLD.oplog(self.store._db, limit)
 
     async def legacy_purge(self, dry_run: bool) -> Any | None:
-        return await legacy.purge_plan(self.store)
+        await self.store.connect()
+        return await legacy.OLD.purge_plan(self.store._db)
 
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         """Undo brings back what the op deleted and deletes what it made; redo the reverse."""

@@ -16,9 +16,11 @@ import json
 from typing import Any, Awaitable, Callable, Sequence
 
 from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal.legacy import OldLog, done
 
 OPLOG = "agentctl_adk_oplog"
 TRASH = "agentctl_adk_trash"
+OLD = OldLog(OPLOG, (TRASH,))
 #: the key columns of ADK's tables, and the WHERE of a state row by its key
 KEYS = {"sessions": ("app_name", "user_id", "id"), "app_states": ("app_name",),
         "user_states": ("app_name", "user_id"), "events": ("id", "app_name", "user_id", "session_id")}
@@ -67,37 +69,6 @@ async def row_select(tx: Any, table: str, row: dict[str, Any]) -> tuple[str, lis
             [None if row[c] is None else str(row[c]) for c in cols])
 
 
-# ---- the old op log, read as it stands --------------------------------------------------------
-
-
-async def oplog(store: Any, limit: int) -> list[Any] | None:
-    """The old log's records, newest first (None: there is none)."""
-    from agentctl.storage.journal.history import _record
-
-    await store.connect()
-    if not await store._db.table_exists(OPLOG):
-        return None
-    out = []
-    for r in await store._q(f"SELECT * FROM {OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit)):
-        d = json.loads(r["details"])
-        held = len(d.get("moved", [])) if d.get("hard") and not r["undone"] and not r["purged"] else 0
-        out.append(_record({**r, "threads": json.loads(r["threads"]), "details": d}, held))
-    return out
-
-
-async def purge_plan(store: Any) -> Any | None:
-    """What purge frees of the old trash (None: there is no old log)."""
-    from agentctl.storage.results import PurgeResult
-
-    await store.connect()
-    if not await store._db.table_exists(OPLOG):
-        return None
-    if not await store._db.table_exists(TRASH):
-        return PurgeResult(ops=[], rows=0, dry_run=True)
-    rows = await store._q(f"SELECT op_id, COUNT(*) AS n FROM {TRASH} GROUP BY op_id ORDER BY op_id")
-    return PurgeResult(ops=[int(r["op_id"]) for r in rows], rows=sum(int(r["n"]) for r in rows), dry_run=True)
-
-
 # ---- the migration --------------------------------------------------------------------------
 
 
@@ -139,27 +110,22 @@ class _Images:
 async def migrate(h: Any, tx: Any) -> None:
     """Every op of the old log into the journal, with its images; the old tables dropped
     (in the caller's transaction: all or nothing)."""
-    if not await tx.table_exists(OPLOG):
+    records = await OLD.records(tx, newest_first=True)
+    if records is None:
         return
     images = _Images(h, tx)
     has_trash = await tx.table_exists(TRASH)
-    for r in reversed(await tx.fetch(f"SELECT * FROM {OPLOG} ORDER BY op_id")):
-        d, kind, op_id = json.loads(r["details"]), r["kind"], int(r["op_id"])
-        rec = {**r, "threads": json.loads(r["threads"]), "details": d, "undone": r["undone"], "purged": r["purged"]}
-        if kind != "undo" and r["undone"]:
-            rec["details"] = {**d, ops.NO_REDO: True}
-        elif kind != "undo" and not r["purged"]:
-            tables: dict[str, Any] = {}
-            if not await _op_images(images, tx, op_id, kind, d, tables, has_trash):
-                rec["purged"] = 1  # its trash is gone: it can no longer be undone
-            rec["tables"] = tables
+    for rec in records:
+        d, kind, op_id = rec["details"], rec["kind"], rec["op_id"]
+        if done(rec):
+            rec["tables"] = {}
+            if not await _op_images(images, tx, op_id, kind, d, rec["tables"], has_trash):
+                rec["purged"] = True  # its trash is gone: it can no longer be undone
             after = d.get("update_time") if kind == "branch" else d.get("update_time_after")
             rec["fingerprints"] = {t: (after if t == "/".join(d["key"]) else await h.fingerprint(tx, t))
                                    for t in rec["threads"]}
         await ops.adopt(tx, rec)
-    await tx.execute(f"DROP TABLE {OPLOG}")
-    if has_trash:
-        await tx.execute(f"DROP TABLE {TRASH}")
+    await OLD.drop(tx)
 
 
 async def _op_images(images: _Images, tx: Any, op_id: int, kind: str, d: dict[str, Any], tables: dict[str, Any],

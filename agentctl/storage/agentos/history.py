@@ -441,12 +441,12 @@ class CheckpointEngine(JournalHistory, History):
     async def legacy_oplog(self, limit: int) -> list[Any] | None:
         from agentctl.storage.agentos import legacy
 
-        return await legacy.oplog(self._ctx.backend, limit)
+        return await legacy.OLD.oplog(self._ctx.backend, limit)
 
     async def legacy_purge(self, dry_run: bool) -> Any | None:
         from agentctl.storage.agentos import legacy
 
-        return await legacy.purge_plan(self._ctx.backend) if dry_run else None
+        return await legacy.OLD.purge_plan(self._ctx.backend) if dry_run else None
 
     async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
         if op_id is not None and not undone and await tx.table_exists(ops.LOG):

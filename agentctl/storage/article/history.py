@@ -775,15 +775,15 @@ class ArticleHistory(JournalHistory, History):
         return result
 
     async def migrate(self, tx: Any) -> None:
-        await legacy.migrate(self, tx)
+        await legacy.migrate(tx)
 
     async def legacy_oplog(self, limit: int) -> list[Any] | None:
         await self.store.connect()
-        return await legacy.oplog(self.db, limit)
+        return await legacy.OLD.oplog(self.db, limit)
 
     async def legacy_purge(self, dry_run: bool) -> Any | None:
         await self.store.connect()
-        return await legacy.purge_plan(self.db)
+        return await legacy.OLD.purge_plan(self.db)
 
     async def journal_moved(self) -> None:
         await self.store._reload_tables()

@@ -201,12 +201,14 @@ class LangGraphHistory(JournalHistory, History):
     async def legacy_oplog(self, limit: int) -> list[Any] | None:
         from agentctl.storage.langgraph import legacy
 
-        return await legacy.oplog(self, limit)
+        await self.store.connect()
+        return await legacy.OLD.oplog(self.store._db, limit)
 
     async def legacy_purge(self, dry_run: bool) -> Any | None:
         from agentctl.storage.langgraph import legacy
 
-        return await legacy.purge_plan(self) if dry_run else None
+        await self.store.connect()
+        return await legacy.OLD.purge_plan(self.store._db) if dry_run else None
 
     async def _columns(self, tx: Any, table: str) -> list[str]:
         if table not in self._cols:

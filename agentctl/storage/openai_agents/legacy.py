@@ -5,10 +5,10 @@ transaction), each op under its op id and undoable as before."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from agentctl.storage.journal import ops as journal, trash
+from agentctl.storage.journal.legacy import OldLog, done
 from agentctl.storage.openai_agents.store import OLD_OPLOG, OLD_TRASH
 from agentctl.storage.sqlutil import marks
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 SESSION_KEY = ("session_id",)
 ITEM_KEY = ("id",)
+OLD = OldLog(OLD_OPLOG, (OLD_TRASH,))
 #: the fingerprint of a thread whose old op (migrated) was already written over
 CHANGED = "changed before the journal"
 
@@ -31,30 +32,12 @@ class OldOplog:
     _ids: Callable[[Any, str], Awaitable[list[int]]]
 
     async def legacy_oplog(self, limit: int) -> list[Any] | None:
-        from agentctl.storage.journal.history import _record
-
         await self.store.connect()
-        if not await self.store._db.table_exists(OLD_OPLOG):
-            return None
-        held = await self._old_trash_counts()
-        return [_record(dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"])),
-                        held.get(int(r["op_id"]), 0))
-                for r in await self.store._q(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))]
+        return await OLD.oplog(self.store._db, limit)
 
     async def legacy_purge(self, dry_run: bool) -> Any | None:
-        from agentctl.storage.results import PurgeResult
-
         await self.store.connect()
-        if not await self.store._db.table_exists(OLD_OPLOG):
-            return None
-        held = await self._old_trash_counts()
-        return PurgeResult(ops=sorted(held), rows=sum(held.values()), dry_run=True)
-
-    async def _old_trash_counts(self) -> dict[int, int]:
-        if not await self.store._db.table_exists(OLD_TRASH):
-            return {}
-        return {int(r["op_id"]): int(r["n"]) for r in await self.store._q(
-            f"SELECT op_id, COUNT(*) AS n FROM {OLD_TRASH} GROUP BY op_id")}
+        return await OLD.purge_plan(self.store._db)
 
     async def migrate(self, tx: Transaction) -> None:
         """The previous op log into the journal, each op under its op id. A done op gets
@@ -64,26 +47,23 @@ class OldOplog:
         newest first, each undone by the journal once adopted, so that the next one is
         seen as it left the session; then all are redone, which gives the rows back as
         they stand. An undone op cannot be redone (its after-images were not kept)."""
-        if not await tx.table_exists(OLD_OPLOG):
+        records = await OLD.records(tx, newest_first=True)
+        if records is None:
             return
-        done: list[int] = []
-        for r in await tx.fetch(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id DESC"):
-            op_id = int(r["op_id"])
-            rec = dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"]))
-            if rec["kind"] != "undo" and not rec["undone"] and not rec["purged"]:
+        undone: list[int] = []
+        for rec in records:
+            op_id = rec["op_id"]
+            still = done(rec)
+            if still:
                 rec["tables"], ok = await self._old_images(tx, op_id, rec["kind"], rec["details"])
                 rec["fingerprints"] = {t: await self.fingerprint(tx, t) if ok else CHANGED for t in rec["threads"]}
-                done.append(op_id)
-            elif rec["undone"]:
-                rec["details"] = {**rec["details"], journal.NO_REDO: True}
             await journal.adopt(tx, rec)
-            if done and done[-1] == op_id:
+            if still:
                 await journal.undo(tx, op_id)
-        for op_id in reversed(done):
+                undone.append(op_id)
+        for op_id in reversed(undone):
             await journal.redo(tx, op_id)
-        await tx.execute(f"DROP TABLE {OLD_OPLOG}")
-        if await tx.table_exists(OLD_TRASH):
-            await tx.execute(f"DROP TABLE {OLD_TRASH}")
+        await OLD.drop(tx)
 
     async def _image(self, tx: Transaction, op_id: int, table: str, image: str, where: str,
                      params: Sequence[Any], **values: Any) -> None:
