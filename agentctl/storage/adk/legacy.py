@@ -1,14 +1,10 @@
-"""ADK's rows as values (what a run may change, read before it) and the op log of the
-previous release (`agentctl_adk_oplog`, its trash `agentctl_adk_trash`), read as it
-stands until the first write moves it into the journal (`migrate`).
-
-The migration adopts every old op under its own op id. An op still done gets its images
-from what the old log kept: the session's (and an edit's app/user rows') state and
-update_time before it (its details), the events a hard rewind moved (the old trash),
-and as after-images the rows as they stand (or, for an older op on the same row, as the
-next op found them); its fingerprint is the update_time it left. An op the old code
-undid cannot be redone (its undo deleted what it had made; `ops.NO_REDO`); a purged one
-stays purged."""
+"""ADK's rows as values (what a run may change, read before it) and the previous op log
+(`agentctl_adk_oplog`, trash `agentctl_adk_trash`), moved into the journal by the first
+write (`migrate`; the shared part: journal/legacy.py). An op still done gets its images
+from what the old log kept: the state and update_time before it of the session (and of
+an edit's app/user rows) from its details, the events a hard rewind moved from the old
+trash, and as after-images the rows as they stand (or, for an older op on the same row,
+as the next op found them); its fingerprint is the update_time it left."""
 
 from __future__ import annotations
 
@@ -76,35 +72,75 @@ class _Images:
     """The images of the old ops, newest op first: `after[(table, key)]` is the row as the
     op being adopted left it (the rows as they stand, then each op's before-image)."""
 
-    def __init__(self, h: Any, tx: Any) -> None:
-        self.h, self.tx = h, tx
+    def __init__(self, tx: Any) -> None:
+        self.tx = tx
         self.after: dict[tuple[str, tuple[str, ...]], dict[str, Any] | None] = {}
         self.claimed: set[str] = set()  # events a newer op inserted
+        self.op_id = 0  # the op being adopted, and {table: key} of its images
+        self.tables: dict[str, list[str]] = {}
 
     async def row_after(self, table: str, owner: tuple[str, ...]) -> dict[str, Any] | None:
         if (table, owner) not in self.after:
             self.after[(table, owner)] = await _row(self.tx.kind, self.tx.fetch, table, owner)
         return self.after[(table, owner)]
 
-    async def state_row(self, op_id: int, tables: dict[str, Any], table: str, owner: tuple[str, ...],
-                        before: dict[str, Any] | None) -> None:
-        """One state row the op changed: `before` (None: the op made it) and the row as it
-        left it as images; what older ops find after them is `before`."""
+    async def state_row(self, table: str, owner: tuple[str, ...], was: dict[str, Any] | None = None) -> None:
+        """One state row the op changed: its before-image (the row as the op left it with
+        the values `was`; None: the op made it) and the row as it left it; what older ops
+        find after them is that before-image."""
         after = await self.row_after(table, owner)
+        before = None if was is None else {**(after or dict(zip(KEYS[table], owner))), **was}
         for image, row in (("before", before), ("after", after)):
             if row is not None:
-                await trash.add_images(self.tx, op_id, table, image, *await row_select(self.tx, table, row))
-        tables[table] = list(KEYS[table])
+                await trash.add_images(self.tx, self.op_id, table, image, *await row_select(self.tx, table, row))
+        self.tables[table] = list(KEYS[table])
         self.after[(table, owner)] = before
 
-    async def events(self, op_id: int, tables: dict[str, Any], key: Sequence[str], ids: Sequence[str]) -> None:
+    async def events(self, key: Sequence[str], ids: Sequence[str]) -> None:
         """Events the op inserted, as they stand."""
         ids = [i for i in ids if i not in self.claimed]
         self.claimed.update(ids)
         for i in ids:
-            await trash.set_aside(self.tx, op_id, "events", "app_name = ? AND user_id = ? AND session_id = ? AND id = ?",
-                                  (*key, i), image="after")
-        tables["events"] = list(KEYS["events"])
+            await trash.set_aside(self.tx, self.op_id, "events", "app_name = ? AND user_id = ? AND session_id = ? AND "
+                                  "id = ?", (*key, i), image="after")
+        self.tables["events"] = list(KEYS["events"])
+
+    async def of(self, op_id: int, kind: str, d: dict[str, Any]) -> bool:
+        """The images of one old op still done; False: the old trash lacks rows it needs."""
+        self.op_id, self.tables, key = op_id, {}, tuple(d["key"])
+        if kind == "branch":
+            await self.state_row("sessions", key)
+            rows = await self.tx.fetch("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?",
+                                       *key)
+            await self.events(key, [x["id"] for x in rows])
+            return True
+        if await self.row_after("sessions", key) is None:
+            return False
+        if kind == "run":
+            for table, n in STATE_TABLES:
+                if table in d["images"]:
+                    was = d["images"][table]
+                    await self.state_row(table, key[:n], None if was is None else {"state": was[0],
+                                                                                   "update_time": was[1]})
+            await self.events(key, d.get("inserted") or [])
+            return True
+        await self.state_row("sessions", key, {"state": json.dumps(d["state_before"]),
+                                               "update_time": d["update_time_before"]})
+        for table, was in (d.get("shared_before") or {}).items():  # an edit's app:/user: rows
+            await self.state_row(table, key[:1] if table == "app_states" else key[:2], was)
+        if not d.get("hard"):
+            if d.get("event_id"):
+                await self.events(key, [d["event_id"]])
+            return True
+        if not await self.tx.table_exists(TRASH):
+            return False
+        n = await self.tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op_id)
+        if int(n[0]["n"]) != len(d["moved"]):
+            return False
+        await trash.add_images(self.tx, op_id, "events", "before", f"SELECT {_EVENT_COLS} FROM {TRASH} WHERE op_id = ?",
+                               (op_id,))
+        self.tables["events"] = list(KEYS["events"])
+        return True
 
 
 async def migrate(h: Any, tx: Any) -> None:
@@ -113,57 +149,15 @@ async def migrate(h: Any, tx: Any) -> None:
     records = await OLD.records(tx, newest_first=True)
     if records is None:
         return
-    images = _Images(h, tx)
-    has_trash = await tx.table_exists(TRASH)
+    images = _Images(tx)
     for rec in records:
-        d, kind, op_id = rec["details"], rec["kind"], rec["op_id"]
+        d, kind = rec["details"], rec["kind"]
         if done(rec):
-            rec["tables"] = {}
-            if not await _op_images(images, tx, op_id, kind, d, rec["tables"], has_trash):
+            if not await images.of(rec["op_id"], kind, d):
                 rec["purged"] = True  # its trash is gone: it can no longer be undone
+            rec["tables"] = images.tables
             after = d.get("update_time") if kind == "branch" else d.get("update_time_after")
             rec["fingerprints"] = {t: (after if t == "/".join(d["key"]) else await h.fingerprint(tx, t))
                                    for t in rec["threads"]}
         await ops.adopt(tx, rec)
     await OLD.drop(tx)
-
-
-async def _op_images(images: _Images, tx: Any, op_id: int, kind: str, d: dict[str, Any], tables: dict[str, Any],
-                     has_trash: bool) -> bool:
-    """The images of one old op still done; False: the old trash lacks rows it needs."""
-    key = tuple(d["key"])
-    now = await images.row_after("sessions", key)
-    if kind == "branch":
-        await images.state_row(op_id, tables, "sessions", key, None)
-        rows = await tx.fetch("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)
-        await images.events(op_id, tables, key, [x["id"] for x in rows])
-        return True
-    if now is None:
-        return False
-    if kind == "run":
-        for table, n in STATE_TABLES:
-            if table in d["images"]:
-                was, owner = d["images"][table], key[:n]
-                base = await images.row_after(table, owner) or dict(zip(KEYS[table], owner))
-                before = None if was is None else {**base, "state": was[0], "update_time": was[1]}
-                await images.state_row(op_id, tables, table, owner, before)
-        await images.events(op_id, tables, key, d.get("inserted") or [])
-        return True
-    before = {**now, "state": json.dumps(d["state_before"]), "update_time": d["update_time_before"]}
-    await images.state_row(op_id, tables, "sessions", key, before)
-    for table, was in (d.get("shared_before") or {}).items():  # an edit's app:/user: rows
-        owner = key[:1] if table == "app_states" else key[:2]
-        base = await images.row_after(table, owner) or dict(zip(KEYS[table], owner))
-        await images.state_row(op_id, tables, table, owner, {**base, **was})
-    if d.get("event_id") and not d.get("hard"):
-        await images.events(op_id, tables, key, [d["event_id"]])
-    if d.get("hard"):
-        if not has_trash:
-            return False
-        n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op_id)
-        if int(n[0]["n"]) != len(d["moved"]):
-            return False
-        await trash.add_images(tx, op_id, "events", "before",
-                               f"SELECT {_EVENT_COLS} FROM {TRASH} WHERE op_id = ?", (op_id,))
-        tables["events"] = list(KEYS["events"])
-    return True

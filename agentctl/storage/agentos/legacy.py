@@ -1,14 +1,10 @@
-"""The previous release's op log of the AgentOS engine (`agentctl_oplog`,
-`agentctl_oplog_rows`, `agentctl_oplog_threads`, `agentctl_trash`), read as it stands
-until the first write, then moved into the journal inside that write's transaction
-(`migrate`; what the formats share: journal/legacy.py).
-
-The images of an op still done: the rows it deleted (its rows in the old trash:
-"before"), the rows it inserted (standing now: "after"), the rows it moved to another
-thread or re-parented (standing now: "after"; "before": the same row with the old
-thread and parent its `agentctl_oplog_rows` kept). An op the old code undid stays
-listed as undone, marked purged, and its redo is refused. Its fingerprints are the old
-ones (the same function), so an op whose thread moved since stays refused."""
+"""The previous release's op log of the AgentOS engine (`agentctl_oplog`, `_rows`,
+`_threads`, `agentctl_trash`), moved into the journal by the first write (`migrate`; the
+shared part: journal/legacy.py). The images of an op still done: the rows it deleted
+(its rows in the old trash: "before"), the rows it inserted or moved (standing now:
+"after"; a moved row's "before": the same row with the old thread and parent its
+`agentctl_oplog_rows` kept). An undone op is adopted purged. Its fingerprints are the
+old ones (the same function), so an op whose thread moved since stays refused."""
 
 from __future__ import annotations
 

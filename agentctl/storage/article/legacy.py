@@ -1,15 +1,11 @@
-"""The article's op log of the previous release, read as it stands and moved into the
-journal (agentctl/storage/journal/) by the first write (what the formats share:
-journal/legacy.py).
+"""The article's previous op log, moved into the journal by the first write (`migrate`;
+the shared part: journal/legacy.py). Its tables besides the log: `agentctl_article_rows`
+(rows an op inserted, action 'insert', or moved to another session, 'move' with the old
+session id), `agentctl_article_sessions_after` (each changed session's fingerprint after
+the op) and `agentctl_article_trash_<table>` (exact copies of the rows an op deleted,
+`agentctl_action` 'deleted', or of a row before it updated it, 'before').
 
-Its tables: `agentctl_article_oplog` (one row per op: op_id, created_at, kind,
-summary, threads, details, undone_by, undo_of, purged), `agentctl_article_rows` (rows
-an op inserted, action 'insert', or moved to another session, 'move' with the old
-session id), `agentctl_article_sessions_after` (each changed session's fingerprint
-after the op) and `agentctl_article_trash_<table>` (exact copies of the rows an op
-deleted, `agentctl_action` 'deleted', or of a row before it updated it, 'before').
-
-`migrate` adopts every op under its op id, in the write's transaction, with its images:
+The images of an op still done:
 - before: the old trash's rows ('deleted' and 'before'); a moved row's current image with
   its old session; a merge's branch record with the fork point its details kept;
 - after: each row the op inserted, moved or updated as it stands now, or, when a later op
@@ -17,11 +13,8 @@ deleted, `agentctl_action` 'deleted', or of a row before it updated it, 'before'
 - fingerprints: the old ones (the fingerprint is computed as it was); a thread the old
   log did not check (a branch's source) is not checked by the op's first move either
   (`unchecked`: its fingerprint taken as it stands then).
-An op that was undone had its trash emptied by that undo: it stays listed (undone) but
-cannot be redone (`ops.NO_REDO`); purged ops and the old log's purge lines are adopted
-as purged. The old tables are then dropped (`agentctl_article_branches` stays: the
-store reads it).
-"""
+Undone ops and the old log's purge lines are adopted purged. The old tables are then
+dropped (`agentctl_article_branches` stays: the store reads it)."""
 
 from __future__ import annotations
 

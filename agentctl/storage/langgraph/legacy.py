@@ -1,15 +1,10 @@
-"""The previous release's op log of the LangGraph format (`agentctl_langgraph_oplog`, with
-its trash tables `agentctl_langgraph_trash_checkpoints`, `..._writes`, `..._blobs`), read
-as it stands until the first write, then moved into the journal inside that write's
-transaction (`migrate`): each op adopted under its own id, with the images its undo and
-redo need, and the old tables dropped.
-
-The images of an op still done: what it deleted (its rows in the old trash: "before")
-and what it inserted (the rows standing at the keys its details name: "after"): a
-rewind's fork (and a merge's blobs), a branch's thread, a run's or edit's rows. An op the
-old code undid kept no image (its undo emptied its trash): it stays listed as undone,
-marked purged, and cannot be redone. Its fingerprints are the old ones (the same
-function), so an op whose thread moved since stays refused."""
+"""The previous release's op log of the LangGraph format (`agentctl_langgraph_oplog`, trash
+`agentctl_langgraph_trash_checkpoints`, `_writes`, `_blobs`), moved into the journal by
+the first write (`migrate`; the shared part: journal/legacy.py). The images of an op
+still done: what it deleted (its rows in the old trash: "before") and what it inserted
+(the rows standing at the keys its details name: "after"): a rewind's fork (and a
+merge's blobs), a branch's thread, a run's or edit's rows. An undone op is adopted
+purged. Its fingerprints are the old ones (the same function)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The OpenAI Agents SDK format's previous op log (`agentctl_openai_oplog`, trash
-`agentctl_openai_trash`, written by agentctl before the journal): listed as it stands
-until the first write, which moves it into the journal (`migrate`, in that write's
-transaction), each op under its op id and undoable as before."""
+`agentctl_openai_trash`), moved into the journal by the first write (`migrate`; the
+shared part: journal/legacy.py)."""
 
 from __future__ import annotations
 
