@@ -22,7 +22,7 @@ CHANGED = "changed before the journal"
 
 
 class OldOplog:
-    """The journal's hooks `migrate`, `legacy_oplog` and `legacy_purge` of OpenAIHistory
+    """The journal's hooks `old_log` and `migrate` of OpenAIHistory
     (whose `fingerprint`, `_typed` and `_ids` it uses)."""
 
     store: Any
@@ -30,13 +30,7 @@ class OldOplog:
     _typed: Callable[[Any, str, str], Awaitable[str]]
     _ids: Callable[[Any, str], Awaitable[list[int]]]
 
-    async def legacy_oplog(self, limit: int) -> list[Any] | None:
-        await self.store.connect()
-        return await OLD.oplog(self.store._db, limit)
-
-    async def legacy_purge(self, dry_run: bool) -> Any | None:
-        await self.store.connect()
-        return await OLD.purge_plan(self.store._db)
+    old_log = OLD
 
     async def migrate(self, tx: Transaction) -> None:
         """The previous op log into the journal, each op under its op id. A done op gets
