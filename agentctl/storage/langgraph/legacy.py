@@ -17,12 +17,6 @@ from agentctl.storage.langgraph.store import OPLOG, TRASH_B, TRASH_CP, TRASH_W
 OLD = OldLog(OPLOG, (TRASH_W, TRASH_CP, TRASH_B), op="agentctl_op_id")
 
 
-def _keyed(h: Any, table: str, keys: list[list[Any]]) -> tuple[str, list[Any]]:
-    """A WHERE for the rows of `table` at these keys (the key but thread_id)."""
-    one = "(" + " AND ".join(f"{c} = ?" for c in h._keys[table][1:]) + ")"
-    return " OR ".join(one for _ in keys) or "1 = 0", [v for k in keys for v in k]
-
-
 async def _after(h: Any, tx: Any, op_id: int, kind: str, d: dict[str, Any]) -> list[str]:
     """Set aside the rows the op inserted (its "after" images); the tables written."""
     async def take(table: str, where: str, *params: Any) -> str:
@@ -49,9 +43,10 @@ async def _after(h: Any, tx: Any, op_id: int, kind: str, d: dict[str, Any]) -> l
     if kind in ("run", "edit"):
         out = []
         for table, keys in (d.get("inserted") or {}).items():
-            if table in h._keys and keys:
-                where, params = _keyed(h, table, keys)
-                out.append(await take(table, f"thread_id = ? AND ({where})", tid, *params))
+            if table in h._keys and keys:  # each key but its thread_id
+                one = "(" + " AND ".join(f"{c} = ?" for c in h._keys[table][1:]) + ")"
+                out.append(await take(table, f"thread_id = ? AND ({' OR '.join(one for _ in keys)})", tid,
+                                      *[v for k in keys for v in k]))
         return out
     return []
 

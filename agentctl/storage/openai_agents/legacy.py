@@ -65,9 +65,8 @@ class OldOplog:
         if not values:
             await trash.set_aside(tx, op_id, table, where, params, image=image)
             return
-        cols, typed = await trash.columns(tx, table), []
-        for c in cols:
-            typed.append(f"{await self._typed(tx, table, c)} AS {trash._q(c)}" if c in values else trash._q(c))
+        cols = await trash.columns(tx, table)
+        typed = [f"{await self._typed(tx, table, c)} AS {trash._q(c)}" if c in values else trash._q(c) for c in cols]
         await trash.add_images(tx, op_id, table, image, f"SELECT {', '.join(typed)} FROM {trash._q(table)} "
                                f"WHERE {where}", [values[c] for c in cols if c in values] + list(params))
 
@@ -76,7 +75,6 @@ class OldOplog:
         """The images of an old done op in the journal's trash: ({table: key}, whether the
         old log's check still finds its threads as the op left them)."""
         S, M = self.store.sessions_table, self.store.messages_table
-        prints = self.fingerprint
         if kind == "branch" and d.get("sdk_branch"):
             where, key = ("session_id = ? AND branch_id = ?", (d["session"], d["sdk_branch"]))
             tables = {"message_structure": list(ITEM_KEY)}
@@ -87,7 +85,7 @@ class OldOplog:
             n = await tx.fetch("SELECT COUNT(*) AS n FROM message_structure WHERE " + where, *key)
             return tables, int(n[0]["n"]) == int(d["rows"])
         session = d.get("branch_session") or d["session"]
-        ok = "after" not in d or (await prints(tx, session))[:4] == d["after"]
+        ok = "after" not in d or (await self.fingerprint(tx, session))[:4] == d["after"]
         stamp = {"updated_at": d["updated_at_before"]} if d.get("updated_at_before") is not None else {}
         if kind == "branch":
             created = [int(i) for i in d["created"]]
