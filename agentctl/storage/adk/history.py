@@ -92,14 +92,10 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
                 if table == "sessions" or await tx.table_exists(table):
                     await tx.fetch(f"SELECT 1 AS x FROM {table} WHERE {WHERE[table]} FOR UPDATE", *owner)
 
+    old_log = legacy.OLD
+
     async def migrate(self, tx: Any) -> None:
         await legacy.migrate(self, tx)
-
-    async def legacy_oplog(self, limit: int) -> list[Any] | None:
-        return await legacy.oplog(self.store, limit)
-
-    async def legacy_purge(self, dry_run: bool) -> Any | None:
-        return await legacy.purge_plan(self.store)
 
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         """Undo brings back what the op deleted and deletes what it made; redo the reverse."""

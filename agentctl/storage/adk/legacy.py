@@ -1,14 +1,10 @@
-"""ADK's rows as values (what a run may change, read before it) and the op log of the
-previous release (`agentctl_adk_oplog`, its trash `agentctl_adk_trash`), read as it
-stands until the first write moves it into the journal (`migrate`).
-
-The migration adopts every old op under its own op id. An op still done gets its images
-from what the old log kept: the session's (and an edit's app/user rows') state and
-update_time before it (its details), the events a hard rewind moved (the old trash),
-and as after-images the rows as they stand (or, for an older op on the same row, as the
-next op found them); its fingerprint is the update_time it left. An op the old code
-undid cannot be redone (its undo deleted what it had made; `ops.NO_REDO`); a purged one
-stays purged."""
+"""ADK's rows as values (what a run may change, read before it) and the previous op log
+(`agentctl_adk_oplog`, trash `agentctl_adk_trash`), moved into the journal by the first
+write (`migrate`; the shared part: journal/legacy.py). An op still done gets its images
+from what the old log kept: the state and update_time before it of the session (and of
+an edit's app/user rows) from its details, the events a hard rewind moved from the old
+trash, and as after-images the rows as they stand (or, for an older op on the same row,
+as the next op found them); its fingerprint is the update_time it left."""
 
 from __future__ import annotations
 
@@ -16,9 +12,11 @@ import json
 from typing import Any, Awaitable, Callable, Sequence
 
 from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal.legacy import OldLog, done
 
 OPLOG = "agentctl_adk_oplog"
 TRASH = "agentctl_adk_trash"
+OLD = OldLog(OPLOG, (TRASH,))
 #: the key columns of ADK's tables, and the WHERE of a state row by its key
 KEYS = {"sessions": ("app_name", "user_id", "id"), "app_states": ("app_name",),
         "user_states": ("app_name", "user_id"), "events": ("id", "app_name", "user_id", "session_id")}
@@ -67,37 +65,6 @@ async def row_select(tx: Any, table: str, row: dict[str, Any]) -> tuple[str, lis
             [None if row[c] is None else str(row[c]) for c in cols])
 
 
-# ---- the old op log, read as it stands --------------------------------------------------------
-
-
-async def oplog(store: Any, limit: int) -> list[Any] | None:
-    """The old log's records, newest first (None: there is none)."""
-    from agentctl.storage.journal.history import _record
-
-    await store.connect()
-    if not await store._db.table_exists(OPLOG):
-        return None
-    out = []
-    for r in await store._q(f"SELECT * FROM {OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit)):
-        d = json.loads(r["details"])
-        held = len(d.get("moved", [])) if d.get("hard") and not r["undone"] and not r["purged"] else 0
-        out.append(_record({**r, "threads": json.loads(r["threads"]), "details": d}, held))
-    return out
-
-
-async def purge_plan(store: Any) -> Any | None:
-    """What purge frees of the old trash (None: there is no old log)."""
-    from agentctl.storage.results import PurgeResult
-
-    await store.connect()
-    if not await store._db.table_exists(OPLOG):
-        return None
-    if not await store._db.table_exists(TRASH):
-        return PurgeResult(ops=[], rows=0, dry_run=True)
-    rows = await store._q(f"SELECT op_id, COUNT(*) AS n FROM {TRASH} GROUP BY op_id ORDER BY op_id")
-    return PurgeResult(ops=[int(r["op_id"]) for r in rows], rows=sum(int(r["n"]) for r in rows), dry_run=True)
-
-
 # ---- the migration --------------------------------------------------------------------------
 
 
@@ -105,99 +72,92 @@ class _Images:
     """The images of the old ops, newest op first: `after[(table, key)]` is the row as the
     op being adopted left it (the rows as they stand, then each op's before-image)."""
 
-    def __init__(self, h: Any, tx: Any) -> None:
-        self.h, self.tx = h, tx
+    def __init__(self, tx: Any) -> None:
+        self.tx = tx
         self.after: dict[tuple[str, tuple[str, ...]], dict[str, Any] | None] = {}
         self.claimed: set[str] = set()  # events a newer op inserted
+        self.op_id = 0  # the op being adopted, and {table: key} of its images
+        self.tables: dict[str, list[str]] = {}
 
     async def row_after(self, table: str, owner: tuple[str, ...]) -> dict[str, Any] | None:
         if (table, owner) not in self.after:
             self.after[(table, owner)] = await _row(self.tx.kind, self.tx.fetch, table, owner)
         return self.after[(table, owner)]
 
-    async def state_row(self, op_id: int, tables: dict[str, Any], table: str, owner: tuple[str, ...],
-                        before: dict[str, Any] | None) -> None:
-        """One state row the op changed: `before` (None: the op made it) and the row as it
-        left it as images; what older ops find after them is `before`."""
+    async def state_row(self, table: str, owner: tuple[str, ...], was: dict[str, Any] | None = None) -> None:
+        """One state row the op changed: its before-image (the row as the op left it with
+        the values `was`; None: the op made it) and the row as it left it; what older ops
+        find after them is that before-image."""
         after = await self.row_after(table, owner)
+        before = None if was is None else {**(after or dict(zip(KEYS[table], owner))), **was}
         for image, row in (("before", before), ("after", after)):
             if row is not None:
-                await trash.add_images(self.tx, op_id, table, image, *await row_select(self.tx, table, row))
-        tables[table] = list(KEYS[table])
+                await trash.add_images(self.tx, self.op_id, table, image, *await row_select(self.tx, table, row))
+        self.tables[table] = list(KEYS[table])
         self.after[(table, owner)] = before
 
-    async def events(self, op_id: int, tables: dict[str, Any], key: Sequence[str], ids: Sequence[str]) -> None:
+    async def events(self, key: Sequence[str], ids: Sequence[str]) -> None:
         """Events the op inserted, as they stand."""
         ids = [i for i in ids if i not in self.claimed]
         self.claimed.update(ids)
         for i in ids:
-            await trash.set_aside(self.tx, op_id, "events", "app_name = ? AND user_id = ? AND session_id = ? AND id = ?",
-                                  (*key, i), image="after")
-        tables["events"] = list(KEYS["events"])
+            await trash.set_aside(self.tx, self.op_id, "events", "app_name = ? AND user_id = ? AND session_id = ? AND "
+                                  "id = ?", (*key, i), image="after")
+        self.tables["events"] = list(KEYS["events"])
+
+    async def of(self, op_id: int, kind: str, d: dict[str, Any]) -> bool:
+        """The images of one old op still done; False: the old trash lacks rows it needs."""
+        self.op_id, self.tables, key = op_id, {}, tuple(d["key"])
+        if kind == "branch":
+            await self.state_row("sessions", key)
+            rows = await self.tx.fetch("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?",
+                                       *key)
+            await self.events(key, [x["id"] for x in rows])
+            return True
+        if await self.row_after("sessions", key) is None:
+            return False
+        if kind == "run":
+            for table, n in STATE_TABLES:
+                if table in d["images"]:
+                    was = d["images"][table]
+                    await self.state_row(table, key[:n], None if was is None else {"state": was[0],
+                                                                                   "update_time": was[1]})
+            await self.events(key, d.get("inserted") or [])
+            return True
+        await self.state_row("sessions", key, {"state": json.dumps(d["state_before"]),
+                                               "update_time": d["update_time_before"]})
+        for table, was in (d.get("shared_before") or {}).items():  # an edit's app:/user: rows
+            await self.state_row(table, key[:1] if table == "app_states" else key[:2], was)
+        if not d.get("hard"):
+            if d.get("event_id"):
+                await self.events(key, [d["event_id"]])
+            return True
+        if not await self.tx.table_exists(TRASH):
+            return False
+        n = await self.tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op_id)
+        if int(n[0]["n"]) != len(d["moved"]):
+            return False
+        await trash.add_images(self.tx, op_id, "events", "before", f"SELECT {_EVENT_COLS} FROM {TRASH} WHERE op_id = ?",
+                               (op_id,))
+        self.tables["events"] = list(KEYS["events"])
+        return True
 
 
 async def migrate(h: Any, tx: Any) -> None:
     """Every op of the old log into the journal, with its images; the old tables dropped
     (in the caller's transaction: all or nothing)."""
-    if not await tx.table_exists(OPLOG):
+    records = await OLD.records(tx, newest_first=True)
+    if records is None:
         return
-    images = _Images(h, tx)
-    has_trash = await tx.table_exists(TRASH)
-    for r in reversed(await tx.fetch(f"SELECT * FROM {OPLOG} ORDER BY op_id")):
-        d, kind, op_id = json.loads(r["details"]), r["kind"], int(r["op_id"])
-        rec = {**r, "threads": json.loads(r["threads"]), "details": d, "undone": r["undone"], "purged": r["purged"]}
-        if kind != "undo" and r["undone"]:
-            rec["details"] = {**d, ops.NO_REDO: True}
-        elif kind != "undo" and not r["purged"]:
-            tables: dict[str, Any] = {}
-            if not await _op_images(images, tx, op_id, kind, d, tables, has_trash):
-                rec["purged"] = 1  # its trash is gone: it can no longer be undone
-            rec["tables"] = tables
+    images = _Images(tx)
+    for rec in records:
+        d, kind = rec["details"], rec["kind"]
+        if done(rec):
+            if not await images.of(rec["op_id"], kind, d):
+                rec["purged"] = True  # its trash is gone: it can no longer be undone
+            rec["tables"] = images.tables
             after = d.get("update_time") if kind == "branch" else d.get("update_time_after")
             rec["fingerprints"] = {t: (after if t == "/".join(d["key"]) else await h.fingerprint(tx, t))
                                    for t in rec["threads"]}
         await ops.adopt(tx, rec)
-    await tx.execute(f"DROP TABLE {OPLOG}")
-    if has_trash:
-        await tx.execute(f"DROP TABLE {TRASH}")
-
-
-async def _op_images(images: _Images, tx: Any, op_id: int, kind: str, d: dict[str, Any], tables: dict[str, Any],
-                     has_trash: bool) -> bool:
-    """The images of one old op still done; False: the old trash lacks rows it needs."""
-    key = tuple(d["key"])
-    now = await images.row_after("sessions", key)
-    if kind == "branch":
-        await images.state_row(op_id, tables, "sessions", key, None)
-        rows = await tx.fetch("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)
-        await images.events(op_id, tables, key, [x["id"] for x in rows])
-        return True
-    if now is None:
-        return False
-    if kind == "run":
-        for table, n in STATE_TABLES:
-            if table in d["images"]:
-                was, owner = d["images"][table], key[:n]
-                base = await images.row_after(table, owner) or dict(zip(KEYS[table], owner))
-                before = None if was is None else {**base, "state": was[0], "update_time": was[1]}
-                await images.state_row(op_id, tables, table, owner, before)
-        await images.events(op_id, tables, key, d.get("inserted") or [])
-        return True
-    before = {**now, "state": json.dumps(d["state_before"]), "update_time": d["update_time_before"]}
-    await images.state_row(op_id, tables, "sessions", key, before)
-    for table, was in (d.get("shared_before") or {}).items():  # an edit's app:/user: rows
-        owner = key[:1] if table == "app_states" else key[:2]
-        base = await images.row_after(table, owner) or dict(zip(KEYS[table], owner))
-        await images.state_row(op_id, tables, table, owner, {**base, **was})
-    if d.get("event_id") and not d.get("hard"):
-        await images.events(op_id, tables, key, [d["event_id"]])
-    if d.get("hard"):
-        if not has_trash:
-            return False
-        n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op_id)
-        if int(n[0]["n"]) != len(d["moved"]):
-            return False
-        await trash.add_images(tx, op_id, "events", "before",
-                               f"SELECT {_EVENT_COLS} FROM {TRASH} WHERE op_id = ?", (op_id,))
-        tables["events"] = list(KEYS["events"])
-    return True
+    await OLD.drop(tx)

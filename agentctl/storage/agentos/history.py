@@ -89,6 +89,7 @@ from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.contract import History, PruneSpec
 from agentctl.storage.journal import ops
 from agentctl.storage.journal.history import JournalHistory
+from agentctl.storage.agentos import legacy
 
 if TYPE_CHECKING:
     from agentctl.storage.agentos.base import CheckpointBackend, Reader
@@ -381,20 +382,10 @@ class CheckpointEngine(JournalHistory, History):
     async def fingerprint(self, tx: Any, thread: str) -> Any:
         return await oplog.fingerprint(tx, thread)
 
+    old_log = legacy.OLD
+
     async def migrate(self, tx: Any) -> None:
-        from agentctl.storage.agentos import legacy
-
         await legacy.migrate(tx)
-
-    async def legacy_oplog(self, limit: int) -> list[Any] | None:
-        from agentctl.storage.agentos import legacy
-
-        return await legacy.oplog(self._ctx.backend, limit)
-
-    async def legacy_purge(self, dry_run: bool) -> Any | None:
-        from agentctl.storage.agentos import legacy
-
-        return await legacy.purge_plan(self._ctx.backend) if dry_run else None
 
     async def _pick(self, tx: Any, op_id: int | None, undone: bool) -> dict[str, Any]:
         if op_id is not None and not undone:

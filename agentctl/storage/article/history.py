@@ -774,16 +774,10 @@ class ArticleHistory(JournalHistory, History):
         result, self._moved = self._moved, {}
         return result
 
+    old_log = legacy.OLD
+
     async def migrate(self, tx: Any) -> None:
-        await legacy.migrate(self, tx)
-
-    async def legacy_oplog(self, limit: int) -> list[Any] | None:
-        await self.store.connect()
-        return await legacy.oplog(self.db, limit)
-
-    async def legacy_purge(self, dry_run: bool) -> Any | None:
-        await self.store.connect()
-        return await legacy.purge_plan(self.db)
+        await legacy.migrate(tx)
 
     async def journal_moved(self) -> None:
         await self.store._reload_tables()

@@ -1,14 +1,11 @@
-"""The article's op log of the previous release, read as it stands and moved into the
-journal (agentctl/storage/journal/) by the first write.
+"""The article's previous op log, moved into the journal by the first write (`migrate`;
+the shared part: journal/legacy.py). Its tables besides the log: `agentctl_article_rows`
+(rows an op inserted, action 'insert', or moved to another session, 'move' with the old
+session id), `agentctl_article_sessions_after` (each changed session's fingerprint after
+the op) and `agentctl_article_trash_<table>` (exact copies of the rows an op deleted,
+`agentctl_action` 'deleted', or of a row before it updated it, 'before').
 
-Its tables: `agentctl_article_oplog` (one row per op: op_id, created_at, kind,
-summary, threads, details, undone_by, undo_of, purged), `agentctl_article_rows` (rows
-an op inserted, action 'insert', or moved to another session, 'move' with the old
-session id), `agentctl_article_sessions_after` (each changed session's fingerprint
-after the op) and `agentctl_article_trash_<table>` (exact copies of the rows an op
-deleted, `agentctl_action` 'deleted', or of a row before it updated it, 'before').
-
-`migrate` adopts every op under its op id, in the write's transaction, with its images:
+The images of an op still done:
 - before: the old trash's rows ('deleted' and 'before'); a moved row's current image with
   its old session; a merge's branch record with the fork point its details kept;
 - after: each row the op inserted, moved or updated as it stands now, or, when a later op
@@ -16,11 +13,8 @@ deleted, `agentctl_action` 'deleted', or of a row before it updated it, 'before'
 - fingerprints: the old ones (the fingerprint is computed as it was); a thread the old
   log did not check (a branch's source) is not checked by the op's first move either
   (`unchecked`: its fingerprint taken as it stands then).
-An op that was undone had its trash emptied by that undo: it stays listed (undone) but
-cannot be redone (`refuse_redo`); purged ops and the old log's purge lines are adopted
-as purged. The old tables are then dropped (`agentctl_article_branches` stays: the
-store reads it).
-"""
+Undone ops and the old log's purge lines are adopted purged. The old tables are then
+dropped (`agentctl_article_branches` stays: the store reads it)."""
 
 from __future__ import annotations
 
@@ -29,59 +23,16 @@ from typing import Any
 
 from agentctl.storage.article import schema as S
 from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal.legacy import OldLog, done
 
-OPLOG = S.PREFIX + "oplog"
 ROWS = S.PREFIX + "rows"
 AFTER = S.PREFIX + "sessions_after"
 #: the previous release's trash of each table
 OLD_TRASH = {t: f"{S.PREFIX}trash_{t}" for t in ("sessions", "messages", "tool_logs", "tasks")}
-#: details of an adopted op that was undone before the journal (its images are gone)
+OLD = OldLog(S.PREFIX + "oplog", tuple(OLD_TRASH.values()), op="agentctl_op_id", freed="agentctl_action = 'deleted'",
+             others=(ROWS, AFTER))
 #: details of an adopted op: its threads the old log kept no fingerprint of
 UNCHECKED = "unchecked_before_journal"
-
-
-def _parse(text: Any, default: Any) -> Any:
-    try:
-        v = json.loads(text)
-    except (TypeError, ValueError):
-        return default
-    return v if isinstance(v, type(default)) else default
-
-
-async def _deleted_counts(db: Any) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for name in OLD_TRASH.values():
-        if await db.table_exists(name):
-            for r in await db.query(f"SELECT agentctl_op_id AS op, COUNT(*) AS n FROM {name} "
-                                    "WHERE agentctl_action = 'deleted' GROUP BY agentctl_op_id"):
-                counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
-    return counts
-
-
-async def oplog(db: Any, limit: int) -> list[Any] | None:
-    """The old log's records, newest first; None when there is none."""
-    from agentctl.storage.results import OpRecord
-
-    if not await db.table_exists(OPLOG):
-        return None
-    counts = await _deleted_counts(db)
-    return [OpRecord(op_id=int(r["op_id"]), created_at=r["created_at"], kind=r["kind"], summary=r["summary"],
-                     threads=[str(x) for x in _parse(r["threads"], [])], undone=r["undone_by"] is not None,
-                     undo_of=int(r["undo_of"]) if r["undo_of"] is not None else None,
-                     purgeable_rows=counts.get(int(r["op_id"]), 0),
-                     undone_by=int(r["undone_by"]) if r["undone_by"] is not None else None,
-                     purged=bool(r["purged"]), details=_parse(r["details"], {}))
-            for r in await db.query(f"SELECT * FROM {OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))]
-
-
-async def purge_plan(db: Any) -> Any | None:
-    """What a purge would free of the old trash; None when there is no old log."""
-    from agentctl.storage.results import PurgeResult
-
-    if not await db.table_exists(OPLOG):
-        return None
-    counts = await _deleted_counts(db)
-    return PurgeResult(sorted(counts), sum(counts.values()), True)
 
 
 async def unchecked(history: Any, tx: Any, record: dict[str, Any]) -> None:
@@ -160,30 +111,24 @@ async def _images(tx: Any, op_id: int, details: dict[str, Any], kind: str) -> li
     return held
 
 
-async def migrate(history: Any, tx: Any) -> None:
-    """The old op log into the journal, in this transaction (see the module doc);
-    `history`: the ArticleHistory (its fingerprint)."""
-    if not await tx.table_exists(OPLOG):
+async def migrate(tx: Any) -> None:
+    """The old op log into the journal, in this transaction (see the module doc)."""
+    records = await OLD.records(tx)
+    if records is None:
         return
     prints: dict[int, dict[str, str]] = {}
     if await tx.table_exists(AFTER):
         for r in await tx.fetch(f"SELECT op_id, session_id, fingerprint FROM {AFTER} ORDER BY op_id"):
             prints.setdefault(int(r["op_id"]), {})[r["session_id"]] = r["fingerprint"]
-    for r in await tx.fetch(f"SELECT * FROM {OPLOG} ORDER BY op_id"):
-        op_id, kind = int(r["op_id"]), r["kind"]
-        details = _parse(r["details"], {})
-        undone, purged = r["undone_by"] is not None, bool(r["purged"]) or kind == "purge"
-        record = {"op_id": op_id, "created_at": r["created_at"], "kind": kind, "summary": r["summary"],
-                  "threads": _parse(r["threads"], []), "details": details, "undone": undone,
-                  "undo_of": r["undo_of"], "undone_by": r["undone_by"], "purged": purged}
-        if kind != "undo" and undone:  # its undo emptied its trash: listed, not redone
-            record.update(purged=True, details={**details, ops.NO_REDO: True})
-        elif kind not in ("undo", "purge") and not purged:
-            held = await _images(tx, op_id, details, kind)
-            old = prints.get(op_id, {})
-            unchecked = [t for t in record["threads"] if t not in old]
-            record.update(tables={t: [S.KEYS[t]] for t in held}, fingerprints=old,
-                          details={**details, UNCHECKED: unchecked} if unchecked else details)
-        await ops.adopt(tx, record)
-    for name in (OPLOG, ROWS, AFTER, *OLD_TRASH.values()):
-        await tx.execute(f"DROP TABLE IF EXISTS {name}")
+    for rec in records:
+        op_id = rec["op_id"]
+        if done(rec):
+            held = await _images(tx, op_id, rec["details"], rec["kind"])
+            rec.update(tables={t: [S.KEYS[t]] for t in held}, fingerprints=prints.get(op_id, {}))
+            unchecked = [t for t in rec["threads"] if t not in rec["fingerprints"]]
+            if unchecked:
+                rec["details"][UNCHECKED] = unchecked
+        else:  # an undone op's undo emptied its trash: listed, not redone
+            rec["purged"] = rec["kind"] != "undo"
+        await ops.adopt(tx, rec)
+    await OLD.drop(tx)

@@ -8,8 +8,8 @@ A format's History mixes this in and gives:
   store locks its sessions' rows first, as the SDK does);
 - `migrate(tx)` (optional): the format's previous op log and trash into the journal, run
   first in every write's transaction (ops keep their ids; the old tables are dropped);
-- `legacy_oplog(limit)` / `legacy_purge(dry_run)` (optional): the previous op log read
-  as it stands, for the reads that come before the first write (a read migrates nothing);
+- `old_log` (optional): the previous op log (a journal/legacy.py `OldLog`), read as it
+  stands by the reads that come before the first write (a read migrates nothing);
 - `journal_ready()` / `journal_moved()` (optional): before an undo, redo or purge (a check,
   the store opened) and after a move, written or refused (the store's caches dropped);
 - `undo_result(record, image)` (optional): the checkpoint ids a move created, deleted or
@@ -59,6 +59,8 @@ class JournalHistory:
     last_op_id: int | None = None
     #: whether `undo --thread` is offered (the format's `undo_threads` names the threads)
     undo_by_thread = False
+    #: the format's previous op log (journal/legacy.py's OldLog; None: it had none)
+    old_log: Any = None
 
     # ---- what a format gives ---------------------------------------------------------------
 
@@ -73,11 +75,17 @@ class JournalHistory:
 
     async def legacy_oplog(self, limit: int) -> list[Any] | None:
         """The previous op log's records, newest first, while it is not migrated (None: none)."""
-        return None
+        if self.old_log is None:
+            return None
+        await self.store.connect()
+        return await self.old_log.oplog(self.store._db, limit)
 
-    async def legacy_purge(self, dry_run: bool) -> Any | None:
+    async def legacy_purge(self) -> Any | None:
         """What purge frees in the previous op log's trash while it is not migrated (None: none)."""
-        return None
+        if self.old_log is None:
+            return None
+        await self.store.connect()
+        return await self.old_log.purge_plan(self.store._db)
 
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
@@ -254,7 +262,7 @@ class JournalHistory:
 
         await self.journal_ready()
         if dry_run:
-            legacy = await self.legacy_purge(True)
+            legacy = await self.legacy_purge()
             if legacy is not None:
                 return legacy
             await self.store.connect()

@@ -75,6 +75,7 @@ from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.journal import trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.journal.ops import Op
+from agentctl.storage.langgraph import legacy
 from agentctl.storage.sqlutil import in_chunks
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
@@ -193,20 +194,10 @@ class LangGraphHistory(JournalHistory, History):
                 if await trash.widen(tx, table):
                     self._cols.clear()
 
+    old_log = legacy.OLD
+
     async def migrate(self, tx: Any) -> None:
-        from agentctl.storage.langgraph import legacy
-
         await legacy.migrate(self, tx)
-
-    async def legacy_oplog(self, limit: int) -> list[Any] | None:
-        from agentctl.storage.langgraph import legacy
-
-        return await legacy.oplog(self, limit)
-
-    async def legacy_purge(self, dry_run: bool) -> Any | None:
-        from agentctl.storage.langgraph import legacy
-
-        return await legacy.purge_plan(self) if dry_run else None
 
     async def _columns(self, tx: Any, table: str) -> list[str]:
         if table not in self._cols:

@@ -1,74 +1,20 @@
-"""The previous release's op log of the LangGraph format (`agentctl_langgraph_oplog`, with
-its trash tables `agentctl_langgraph_trash_checkpoints`, `..._writes`, `..._blobs`), read
-as it stands until the first write, then moved into the journal inside that write's
-transaction (`migrate`): each op adopted under its own id, with the images its undo and
-redo need, and the old tables dropped.
-
-The images of an op still done: what it deleted (its rows in the old trash: "before")
-and what it inserted (the rows standing at the keys its details name: "after"): a
-rewind's fork (and a merge's blobs), a branch's thread, a run's or edit's rows. An op the
-old code undid kept no image (its undo emptied its trash): it stays listed as undone,
-marked purged, and cannot be redone. Its fingerprints are the old ones (the same
-function), so an op whose thread moved since stays refused."""
+"""The previous release's op log of the LangGraph format (`agentctl_langgraph_oplog`, trash
+`agentctl_langgraph_trash_checkpoints`, `_writes`, `_blobs`), moved into the journal by
+the first write (`migrate`; the shared part: journal/legacy.py). The images of an op
+still done: what it deleted (its rows in the old trash: "before") and what it inserted
+(the rows standing at the keys its details name: "after"): a rewind's fork (and a
+merge's blobs), a branch's thread, a run's or edit's rows. An undone op is adopted
+purged. Its fingerprints are the old ones (the same function)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal.legacy import OldLog, done
 from agentctl.storage.langgraph.store import OPLOG, TRASH_B, TRASH_CP, TRASH_W
 
-
-def _trashes(h: Any) -> dict[str, str]:
-    """The old trash table of each data table."""
-    out = {h.W: TRASH_W, "checkpoints": TRASH_CP}
-    if h._pg:
-        out["checkpoint_blobs"] = TRASH_B
-    return out
-
-
-async def _held(db: Any, h: Any) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for t in _trashes(h).values():
-        if await db.table_exists(t):
-            for r in await db.query(f"SELECT agentctl_op_id AS op, COUNT(*) AS n FROM {t} GROUP BY agentctl_op_id"):
-                counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
-    return counts
-
-
-async def oplog(h: Any, limit: int) -> list[Any] | None:
-    """The old log's records, newest first (None: there is none)."""
-    from agentctl.storage.results import OpRecord
-
-    await h.store.connect()
-    db = h.store._db
-    if not await db.table_exists(OPLOG):
-        return None
-    held = await _held(db, h)
-    return [OpRecord(op_id=int(r["op_id"]), created_at=r["created_at"], kind=r["kind"], summary=r["summary"],
-                     threads=json.loads(r["threads"]), undone=bool(r["undone"]), undo_of=r["undo_of"],
-                     undone_by=r["undone_by"], purged=bool(r["purged"]),
-                     purgeable_rows=0 if r["undone"] else held.get(int(r["op_id"]), 0),
-                     details=json.loads(r["details"]))
-            for r in await db.query(f"SELECT * FROM {OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))]
-
-
-async def purge_plan(h: Any) -> Any | None:
-    """What purge would free of the old trash (None: there is no old log)."""
-    from agentctl.storage.results import PurgeResult
-
-    await h.store.connect()
-    if not await h.store._db.table_exists(OPLOG):
-        return None
-    held = await _held(h.store._db, h)
-    return PurgeResult(ops=sorted(op for op, n in held.items() if n), rows=sum(held.values()), dry_run=True)
-
-
-def _keyed(h: Any, table: str, keys: list[list[Any]]) -> tuple[str, list[Any]]:
-    """A WHERE for the rows of `table` at these keys (the key but thread_id)."""
-    one = "(" + " AND ".join(f"{c} = ?" for c in h._keys[table][1:]) + ")"
-    return " OR ".join(one for _ in keys) or "1 = 0", [v for k in keys for v in k]
+OLD = OldLog(OPLOG, (TRASH_W, TRASH_CP, TRASH_B), op="agentctl_op_id")
 
 
 async def _after(h: Any, tx: Any, op_id: int, kind: str, d: dict[str, Any]) -> list[str]:
@@ -97,9 +43,10 @@ async def _after(h: Any, tx: Any, op_id: int, kind: str, d: dict[str, Any]) -> l
     if kind in ("run", "edit"):
         out = []
         for table, keys in (d.get("inserted") or {}).items():
-            if table in h._keys and keys:
-                where, params = _keyed(h, table, keys)
-                out.append(await take(table, f"thread_id = ? AND ({where})", tid, *params))
+            if table in h._keys and keys:  # each key but its thread_id
+                one = "(" + " AND ".join(f"{c} = ?" for c in h._keys[table][1:]) + ")"
+                out.append(await take(table, f"thread_id = ? AND ({' OR '.join(one for _ in keys)})", tid,
+                                      *[v for k in keys for v in k]))
         return out
     return []
 
@@ -109,33 +56,25 @@ async def migrate(h: Any, tx: Any) -> None:
     if not await tx.table_exists(OPLOG):
         return
     await h.lock(tx, [])
-    olds = _trashes(h)
+    olds = {h.W: TRASH_W, "checkpoints": TRASH_CP, "checkpoint_blobs": TRASH_B}
     present = {t: o for t, o in olds.items() if await tx.table_exists(o)}
-    for r in await tx.fetch(f"SELECT * FROM {OPLOG} ORDER BY op_id"):
-        op_id, kind = int(r["op_id"]), r["kind"]
-        d = json.loads(r["details"])
+    for rec in await OLD.records(tx) or []:
+        op_id, kind, d = rec["op_id"], rec["kind"], rec["details"]
         after = d.pop("after", None) or {}
-        threads = list(after) or json.loads(r["threads"])
-        if kind == "branch":
-            threads = [d["new_thread"]]
-        elif kind == "merge":
-            threads = [d["thread_id"]]
+        threads = ([d["new_thread"]] if kind == "branch" else [d["thread_id"]] if kind == "merge"
+                   else list(after) or rec["threads"])
+        rec["fingerprints"] = {t: after[t] for t in threads if t in after}
+        if kind != "undo":
+            rec["threads"] = threads
         tables: list[str] = []
-        # an undone op kept no image (its undo emptied its trash); a purge is no op to undo
-        gone = bool(r["undone"]) or bool(r["purged"]) or kind in ("undo", "purge")
-        if r["undone"] and kind not in ("undo", "purge"):
-            d[ops.NO_REDO] = True
-        if not gone:
+        if done(rec):
             for table, old in present.items():
                 if await trash.add_images(tx, op_id, table, "before", f"SELECT * FROM {old} WHERE agentctl_op_id = ?",
                                           (op_id,)):
                     tables.append(table)
             tables += await _after(h, tx, op_id, kind, d)
-        spec = {t: {"key": list(h._keys[t]), "thread": "thread_id"} for t in h._keys if t in tables}
-        await ops.adopt(tx, {"op_id": op_id, "created_at": r["created_at"], "kind": kind, "summary": r["summary"],
-                             "threads": threads if kind != "undo" else json.loads(r["threads"]), "details": d,
-                             "tables": spec, "fingerprints": {t: after[t] for t in threads if t in after},
-                             "undone": r["undone"], "purged": gone and kind not in ("undo",),
-                             "undo_of": r["undo_of"], "undone_by": r["undone_by"]})
-    for old in (OPLOG, *present.values()):
-        await tx.execute(f"DROP TABLE {old}")
+        else:  # an undone op kept no image (its undo emptied its trash); a purge is no op to undo
+            rec["purged"] = kind != "undo"
+        rec["tables"] = {t: {"key": list(h._keys[t]), "thread": "thread_id"} for t in h._keys if t in tables}
+        await ops.adopt(tx, rec)
+    await OLD.drop(tx)

@@ -1,14 +1,13 @@
 """The OpenAI Agents SDK format's previous op log (`agentctl_openai_oplog`, trash
-`agentctl_openai_trash`, written by agentctl before the journal): listed as it stands
-until the first write, which moves it into the journal (`migrate`, in that write's
-transaction), each op under its op id and undoable as before."""
+`agentctl_openai_trash`), moved into the journal by the first write (`migrate`; the
+shared part: journal/legacy.py)."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from agentctl.storage.journal import ops as journal, trash
+from agentctl.storage.journal.legacy import OldLog, done
 from agentctl.storage.openai_agents.store import OLD_OPLOG, OLD_TRASH
 from agentctl.storage.sqlutil import marks
 
@@ -17,12 +16,13 @@ if TYPE_CHECKING:
 
 SESSION_KEY = ("session_id",)
 ITEM_KEY = ("id",)
+OLD = OldLog(OLD_OPLOG, (OLD_TRASH,))
 #: the fingerprint of a thread whose old op (migrated) was already written over
 CHANGED = "changed before the journal"
 
 
 class OldOplog:
-    """The journal's hooks `migrate`, `legacy_oplog` and `legacy_purge` of OpenAIHistory
+    """The journal's hooks `old_log` and `migrate` of OpenAIHistory
     (whose `fingerprint`, `_typed` and `_ids` it uses)."""
 
     store: Any
@@ -30,31 +30,7 @@ class OldOplog:
     _typed: Callable[[Any, str, str], Awaitable[str]]
     _ids: Callable[[Any, str], Awaitable[list[int]]]
 
-    async def legacy_oplog(self, limit: int) -> list[Any] | None:
-        from agentctl.storage.journal.history import _record
-
-        await self.store.connect()
-        if not await self.store._db.table_exists(OLD_OPLOG):
-            return None
-        held = await self._old_trash_counts()
-        return [_record(dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"])),
-                        held.get(int(r["op_id"]), 0))
-                for r in await self.store._q(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id DESC LIMIT ?", int(limit))]
-
-    async def legacy_purge(self, dry_run: bool) -> Any | None:
-        from agentctl.storage.results import PurgeResult
-
-        await self.store.connect()
-        if not await self.store._db.table_exists(OLD_OPLOG):
-            return None
-        held = await self._old_trash_counts()
-        return PurgeResult(ops=sorted(held), rows=sum(held.values()), dry_run=True)
-
-    async def _old_trash_counts(self) -> dict[int, int]:
-        if not await self.store._db.table_exists(OLD_TRASH):
-            return {}
-        return {int(r["op_id"]): int(r["n"]) for r in await self.store._q(
-            f"SELECT op_id, COUNT(*) AS n FROM {OLD_TRASH} GROUP BY op_id")}
+    old_log = OLD
 
     async def migrate(self, tx: Transaction) -> None:
         """The previous op log into the journal, each op under its op id. A done op gets
@@ -64,26 +40,23 @@ class OldOplog:
         newest first, each undone by the journal once adopted, so that the next one is
         seen as it left the session; then all are redone, which gives the rows back as
         they stand. An undone op cannot be redone (its after-images were not kept)."""
-        if not await tx.table_exists(OLD_OPLOG):
+        records = await OLD.records(tx, newest_first=True)
+        if records is None:
             return
-        done: list[int] = []
-        for r in await tx.fetch(f"SELECT * FROM {OLD_OPLOG} ORDER BY op_id DESC"):
-            op_id = int(r["op_id"])
-            rec = dict(r, threads=json.loads(r["threads"]), details=json.loads(r["details"]))
-            if rec["kind"] != "undo" and not rec["undone"] and not rec["purged"]:
+        undone: list[int] = []
+        for rec in records:
+            op_id = rec["op_id"]
+            still = done(rec)
+            if still:
                 rec["tables"], ok = await self._old_images(tx, op_id, rec["kind"], rec["details"])
                 rec["fingerprints"] = {t: await self.fingerprint(tx, t) if ok else CHANGED for t in rec["threads"]}
-                done.append(op_id)
-            elif rec["undone"]:
-                rec["details"] = {**rec["details"], journal.NO_REDO: True}
             await journal.adopt(tx, rec)
-            if done and done[-1] == op_id:
+            if still:
                 await journal.undo(tx, op_id)
-        for op_id in reversed(done):
+                undone.append(op_id)
+        for op_id in reversed(undone):
             await journal.redo(tx, op_id)
-        await tx.execute(f"DROP TABLE {OLD_OPLOG}")
-        if await tx.table_exists(OLD_TRASH):
-            await tx.execute(f"DROP TABLE {OLD_TRASH}")
+        await OLD.drop(tx)
 
     async def _image(self, tx: Transaction, op_id: int, table: str, image: str, where: str,
                      params: Sequence[Any], **values: Any) -> None:
@@ -92,9 +65,8 @@ class OldOplog:
         if not values:
             await trash.set_aside(tx, op_id, table, where, params, image=image)
             return
-        cols, typed = await trash.columns(tx, table), []
-        for c in cols:
-            typed.append(f"{await self._typed(tx, table, c)} AS {trash._q(c)}" if c in values else trash._q(c))
+        cols = await trash.columns(tx, table)
+        typed = [f"{await self._typed(tx, table, c)} AS {trash._q(c)}" if c in values else trash._q(c) for c in cols]
         await trash.add_images(tx, op_id, table, image, f"SELECT {', '.join(typed)} FROM {trash._q(table)} "
                                f"WHERE {where}", [values[c] for c in cols if c in values] + list(params))
 
@@ -103,7 +75,6 @@ class OldOplog:
         """The images of an old done op in the journal's trash: ({table: key}, whether the
         old log's check still finds its threads as the op left them)."""
         S, M = self.store.sessions_table, self.store.messages_table
-        prints = self.fingerprint
         if kind == "branch" and d.get("sdk_branch"):
             where, key = ("session_id = ? AND branch_id = ?", (d["session"], d["sdk_branch"]))
             tables = {"message_structure": list(ITEM_KEY)}
@@ -114,7 +85,7 @@ class OldOplog:
             n = await tx.fetch("SELECT COUNT(*) AS n FROM message_structure WHERE " + where, *key)
             return tables, int(n[0]["n"]) == int(d["rows"])
         session = d.get("branch_session") or d["session"]
-        ok = "after" not in d or (await prints(tx, session))[:4] == d["after"]
+        ok = "after" not in d or (await self.fingerprint(tx, session))[:4] == d["after"]
         stamp = {"updated_at": d["updated_at_before"]} if d.get("updated_at_before") is not None else {}
         if kind == "branch":
             created = [int(i) for i in d["created"]]
