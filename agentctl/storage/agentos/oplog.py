@@ -168,15 +168,7 @@ async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any) -> list[s
 
 async def archive_threads(reader: Reader) -> set[str]:
     """Threads that rewinds (not undone) set the abandoned future aside into."""
-    if not await reader.table_exists(LOG):
-        return set()
-    rows = await reader.query(f"SELECT details FROM {LOG} WHERE kind = 'rewind' AND undone = 0")
-    out = set()
-    for r in rows:
-        archive = loads(r["details"]).get("archive_thread")
-        if archive:
-            out.add(str(archive))
-    return out
+    return {str(d["archive_thread"]) for d in await ops.done_details(reader, "rewind") if d.get("archive_thread")}
 
 
 def short(ids: Sequence[str], n: int = 5) -> str:

@@ -15,10 +15,10 @@ from agentctl.storage.agentos.oplog import OpResult
 from agentctl.storage.agentos.types import CheckpointGC, DeletePlan, PrunePlan, Where, as_policy, policy_text
 from agentctl.errors import ThreadNotFound, UsageError
 from agentctl.storage.contract import PruneSpec, Unsupported
+from agentctl.storage.journal import ops
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
-    from agentctl.storage.journal import ops
     from agentctl.storage.agentos.base import Transaction
 
 # ---- selections ---------------------------------------------------------------------
@@ -71,10 +71,7 @@ async def db_stamp(reader: Any) -> tuple[int, int]:
     point (one deleted meanwhile may leave a fork point with one child: kept anyway,
     as planned)."""
     m = int(await reader._fetchval("SELECT COALESCE(MAX(id), 0) AS m FROM checkpoints") or 0)
-    op = 0
-    if await reader.table_exists(oplog.LOG):
-        op = int(await reader._fetchval(f"SELECT COALESCE(MAX(op_id), 0) AS o FROM {oplog.LOG}") or 0)
-    return m, op
+    return m, await ops.last_id(reader)
 
 
 async def keep_fork_points(reader: Any, thread_id: str, chosen: Where,

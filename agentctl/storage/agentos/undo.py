@@ -61,10 +61,7 @@ async def check_undo(tx: Any, rec: dict[str, Any], threads: Sequence[str] | None
     todo = list(threads) if threads is not None else ops.left(rec)
     stale = [t for t in todo if json.loads(json.dumps(await oplog.fingerprint(tx, t))) != rec["fingerprints"].get(t)]
     if stale:
-        later = [int(r["op_id"]) for r in await tx.fetch(
-            f"SELECT op_id, threads FROM {ops.LOG} WHERE op_id > ? AND undone = 0 "
-            f"AND kind NOT IN ('undo', 'redo', 'purge') ORDER BY op_id DESC", op_id)
-            if set(json.loads(r["threads"])) & set(stale)]
+        later = await ops.later(tx, op_id, stale)
         hint = (f"; undo operation{'s' if len(later) > 1 else ''} {', '.join(map(str, later))} first" if later
                 else "; checkpoints were written to or removed from it since")
         still = [t for t in todo if t not in stale]
@@ -123,14 +120,8 @@ async def purge(ctx: EngineContext, history: Any, dry_run: bool = False) -> Purg
     if dry_run or not plan.ops:
         return PurgeResult(plan.ops, plan.rows, dry_run)
     async with history.journal_tx() as tx:
-        freed = [int(r["op"]) for r in await tx.fetch(
-            f"SELECT DISTINCT t.{trash.OP} AS op FROM {oplog.TRASH} t JOIN {ops.LOG} j "
-            f"ON j.op_id = t.{trash.OP} WHERE j.purged = 0 ORDER BY t.{trash.OP}")]
-        _, rows = await ops.purge(tx)
-        op = await ops.begin(tx, "purge", f"purge the trash of {len(freed)} operation(s): {rows} row(s)",
-                             [], {"ops": freed, "rows": rows}, ctx.now())
-        op_id = await op.finish({})
-        await tx.execute(f"UPDATE {ops.LOG} SET purged = 1 WHERE op_id = ?", op_id)
+        freed, rows = await ops.purge(tx)
+        op_id = await ops.log_purge(tx, freed, rows, ctx.now())
     ctx.done(op_id)
     try:
         await ctx.backend.vacuum(["checkpoints", oplog.TRASH])

@@ -295,20 +295,56 @@ async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None,
 
 async def purge(tx: Any, dry_run: bool = False) -> tuple[list[int], int]:
     """Free the trash of every op not purged yet (they can no longer be undone or
-    redone): (their ids, how many rows were freed). `dry_run`: count, write nothing."""
+    redone): (the ops that held images, how many rows were freed). `dry_run`: count,
+    write nothing."""
     if not await tx.table_exists(LOG):
         return [], 0
     recs = await tx.fetch(f"SELECT op_id, tables FROM {LOG} WHERE purged = 0 ORDER BY op_id")
     ids = [int(r["op_id"]) for r in recs]
-    tables = sorted({t for r in recs for t in json.loads(r["tables"])})
+    marks = ", ".join("?" for _ in ids)
+    held: set[int] = set()
     rows = 0
-    for table in tables:
-        if dry_run:
-            marks = ", ".join("?" for _ in ids)
-            rows += int((await tx.fetch(f'SELECT count(*) AS n FROM "{trash.trash_name(table)}" '
-                                        f"WHERE {trash.OP} IN ({marks})", *ids))[0]["n"])
-        else:
-            rows += await trash.free(tx, table, ids)
+    for table in sorted({t for r in recs for t in json.loads(r["tables"])}):
+        for r in await tx.fetch(f'SELECT {trash.OP} AS op, count(*) AS n FROM "{trash.trash_name(table)}" '
+                                f"WHERE {trash.OP} IN ({marks}) GROUP BY {trash.OP}", *ids):
+            held.add(int(r["op"]))
+            rows += int(r["n"])
+        if not dry_run:
+            await trash.free(tx, table, ids)
     if ids and not dry_run:
         await tx.execute(f"UPDATE {LOG} SET purged = 1 WHERE purged = 0")
-    return ids, rows
+    return sorted(held), rows
+
+
+async def log_purge(tx: Any, freed: Sequence[int], rows: int, created_at: str) -> int:
+    """The purge as a line of the log (nothing to undo: marked purged); its op id."""
+    op = await begin(tx, "purge", f"purge the trash of {len(freed)} operation(s): {rows} row(s)", [],
+                     {"ops": list(freed), "rows": rows}, created_at)
+    await op.finish({})
+    await tx.execute(f"UPDATE {LOG} SET purged = 1 WHERE op_id = ?", op.op_id)
+    return op.op_id
+
+
+async def last_id(reader: Any) -> int:
+    """The newest op's id (0: none, or no journal yet); through a backend or a transaction."""
+    if not await reader.table_exists(LOG):
+        return 0
+    fetch = getattr(reader, "fetch", None) or reader.query
+    return int((await fetch(f"SELECT COALESCE(MAX(op_id), 0) AS o FROM {LOG}"))[0]["o"])
+
+
+async def done_details(reader: Any, kind: str) -> list[dict[str, Any]]:
+    """The details of the ops of `kind` not undone (a read; none without a journal)."""
+    if not await reader.table_exists(LOG):
+        return []
+    fetch = getattr(reader, "fetch", None) or reader.query
+    return [json.loads(r["details"] or "{}") for r in await fetch(
+        f"SELECT details FROM {LOG} WHERE kind = ? AND undone = 0 ORDER BY op_id", kind)]
+
+
+async def later(tx: Any, op_id: int, threads: Sequence[str]) -> list[int]:
+    """The ops after `op_id`, not undone, that changed any of `threads` (newest first):
+    those to undo before it."""
+    rows = await tx.fetch(f"SELECT op_id, threads FROM {LOG} WHERE op_id > ? AND undone = 0 "
+                          "AND kind NOT IN ('undo', 'redo', 'purge') ORDER BY op_id DESC", op_id)
+    return [int(r["op_id"]) for r in rows if set(json.loads(r["threads"])) & set(threads)]
