@@ -42,7 +42,7 @@ from agentctl.model import utc_now_iso
 from agentctl.storage.adk import legacy
 from agentctl.storage.adk.events import StateFold, decode_json
 from agentctl.storage.contract import History, RewindAndBranchOnly, Unsupported
-from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal import ops
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import naive_utc
@@ -398,8 +398,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             for table, n in (("sessions", 3), ("app_states", 1), ("user_states", 2)):
                 if table in now and now[table] != before.get(table):
                     if before.get(table) is not None:
-                        await trash.add_images(tx, op.op_id, table, "before",
-                                               *await legacy.row_select(tx, table, before[table]))
+                        await op.was(table, KEYS[table], *await legacy.row_select(tx, table, before[table]))
                     await op.inserted(table, KEYS[table], WHERE[table], key[:n])  # its after-image (if any)
             if inserted:
                 await op.inserted("events", KEYS["events"], f"{_EVENT} AND id IN ({marks(len(inserted))})",

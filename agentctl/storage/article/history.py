@@ -151,8 +151,7 @@ class ArticleHistory(JournalHistory, History):
         op = await self.journal_begin(tx, kind, summary, list(dict.fromkeys(threads)), details)
         for table in KEYS:
             if table in tables and (table == S.BRANCHES or await self.store.has(table)):
-                await trash.ensure(tx, table)
-                op.tables.setdefault(table, [KEYS[table]])
+                await op.declare(table, [KEYS[table]])
         return op
 
     async def _done(self, op: ops.Op) -> int:
@@ -747,22 +746,19 @@ class ArticleHistory(JournalHistory, History):
         await ops.check(tx, record, 1 if undo else 0, None)
         await legacy.unchecked(self, tx, record)
         self._fts = await self._fts_mode(tx)
-        keys = f"id IN (SELECT id FROM {trash.trash_name('messages')} WHERE {trash.OP} = ?)"
-        touched = "messages" in record["tables"]
-        if touched:
-            await self._fts_index(tx, "delete", keys, (record["op_id"],))
+        images: dict[int, dict[str, Any]] = {}  # {message id: {image: its session}}
+        if "messages" in record["tables"]:
+            for r in await trash.held(tx, record["op_id"], "messages", ("id", "session_id")):
+                images.setdefault(int(r["id"]), {})[r["image"]] = r["session_id"]
+        for ph, chunk in in_chunks(list(images)):
+            await self._fts_index(tx, "delete", f"id IN ({ph})", chunk)
         moved = await super().journal_move(tx, record, image, threads)
-        self._moved = {}
-        if touched:
-            await self._fts_index(tx, "insert", keys, (record["op_id"],))
-            images: dict[int, dict[str, Any]] = {}
-            for r in await tx.fetch(f"SELECT id, {trash.IMAGE} AS i, session_id FROM "
-                                    f"{trash.trash_name('messages')} WHERE {trash.OP} = ? ORDER BY id", record["op_id"]):
-                images.setdefault(int(r["id"]), {})[r["i"]] = r["session_id"]
-            other = "after" if undo else "before"
-            for kind, test in (("created", lambda d: other not in d), ("deleted", lambda d: image not in d),
-                               ("moved", lambda d: len(d) == 2 and d[image] != d[other])):
-                self._moved[kind] = [checkpoint_id(i) for i, d in images.items() if test(d)]
+        for ph, chunk in in_chunks(list(images)):
+            await self._fts_index(tx, "insert", f"id IN ({ph})", chunk)
+        other = "after" if undo else "before"
+        self._moved = {kind: [checkpoint_id(i) for i, d in images.items() if test(d)] for kind, test in (
+            ("created", lambda d: other not in d), ("deleted", lambda d: image not in d),
+            ("moved", lambda d: len(d) == 2 and d[image] != d[other]))}
         return moved
 
     def describe_rows(self, table: str, keys: Sequence[tuple[Any, ...]]) -> str:

@@ -44,6 +44,7 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.article import FORMAT, REQUIRED
 from agentctl.storage.article import schema as S
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
 from agentctl.storage.sqlutil import in_chunks, marks
@@ -51,10 +52,6 @@ from agentctl.storage.sqlutil import in_chunks, marks
 CID_PREFIX = "msg-"
 _CID = re.compile(r"^msg-([0-9]{1,18})$")
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
-_REQUIRED = {
-    "sessions": ("id", "user_id", "status", "message_count", "total_tokens", "updated_at"),
-    "messages": ("id", "session_id", "role", "content", "tool_calls_json", "tool_call_id"),
-}
 
 
 def checkpoint_id(message_id: int) -> str:
@@ -130,7 +127,7 @@ async def _sqlite_tables(conn: Any) -> dict[str, set[str]]:
 
 
 def _check_tables(where: str, tables: dict[str, set[str]]) -> None:
-    for table, cols in _REQUIRED.items():
+    for table, cols in REQUIRED.items():
         if table not in tables:
             shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:8])
             raise SchemaError(f"{where} has no '{table}' table, not an article session store"
@@ -193,8 +190,6 @@ class ArticleStore(Store):
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True, clock: Any = None,
                  **kwargs: Any):
-        from agentctl.storage.article import FORMAT
-
         self.format = FORMAT
         self.kind = kind
         self._readonly = readonly

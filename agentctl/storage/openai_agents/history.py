@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History
-from agentctl.storage.journal import trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.openai_agents.legacy import ITEM_KEY, SESSION_KEY, OldOplog
+from agentctl.storage.openai_agents.store import quote
 from agentctl.storage.contract import RewindAndBranchOnly
 from agentctl.storage.sqlutil import marks
 
@@ -110,8 +110,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         if self.store.kind != "postgres":
             return "?"
         typ = (await tx.fetch("SELECT format_type(a.atttypid, a.atttypmod) AS t FROM pg_attribute a "
-                              "WHERE a.attrelid = to_regclass(?) AND a.attname = ?",
-                              trash._q(table), column))[0]["t"]
+                              "WHERE a.attrelid = to_regclass(?) AND a.attname = ?", quote(table), column))[0]["t"]
         return f"CAST(CAST(? AS TEXT) AS {typ})"
 
     async def _updated_at(self, tx: Transaction, session: str) -> str | None:
