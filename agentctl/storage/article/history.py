@@ -57,9 +57,9 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata
-from agentctl.storage.article import legacy
+from agentctl.storage.article import edit, legacy
 from agentctl.storage.article import schema as S
-from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
+from agentctl.storage.article.store import checkpoint_id, indexes_messages, message_id_of, now_text
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.history import JournalHistory
@@ -84,6 +84,12 @@ STRATEGIES = ("fail", "three-way", "ours", "theirs")
 KEYS = S.KEYS
 #: how a refusal names the rows of a table that changed
 _LABELS = {"sessions": "session(s) {}", "messages": "message {}", S.BRANCHES: "the branch record of {}"}
+
+
+def _between(column: str, after: int | None, upto: int | None) -> tuple[str, list[Any]]:
+    """` AND column > ? AND column <= ?` for the bounds given, and their parameters."""
+    bounds = [(f" AND {column} > ?", after), (f" AND {column} <= ?", upto)]
+    return "".join(c for c, v in bounds if v is not None), [v for _, v in bounds if v is not None]
 
 
 # merge_branch takes a `checkpoint_id` argument (the contract's), which hides the function.
@@ -173,10 +179,7 @@ class ArticleHistory(JournalHistory, History):
         if tx.kind != "sqlite":
             return "off"
         rows = await tx.fetch("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'")
-        if not rows:
-            return "off"
-        low = re.sub(r"\s+", "", (rows[0]["sql"] or "").lower())
-        if "content='messages'" not in low and 'content="messages"' not in low:
+        if not rows or not indexes_messages(rows[0]["sql"]):
             return "off"
         if await tx.fetch("SELECT 1 AS x FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' "
                           "AND sql LIKE '%messages_fts%' LIMIT 1"):
@@ -242,8 +245,7 @@ class ArticleHistory(JournalHistory, History):
             await op.inserted(table, (KEYS[table],), f"id IN ({ph})", chunk)
 
     async def _session(self, reader: Any, sid: str) -> dict[str, Any] | None:
-        rows = await reader.query("SELECT * FROM sessions WHERE id = ?", sid) if hasattr(reader, "query") \
-            else await reader.fetch("SELECT * FROM sessions WHERE id = ?", sid)
+        rows = await reader.fetch("SELECT * FROM sessions WHERE id = ?", sid)
         return rows[0] if rows else None
 
     async def _target(self, reader: Any, cid: str) -> tuple[int, str, int]:
@@ -289,21 +291,12 @@ class ArticleHistory(JournalHistory, History):
         (linked by message_id, or unlinked and attributed to them: see store.py)."""
         if not await self._has(tx, "tool_logs"):
             return []
-        rng, params = "", []
-        if after is not None:
-            rng += " AND x.id > ?"
-            params.append(after)
-        if upto is not None:
-            rng += " AND x.id <= ?"
-            params.append(upto)
-        t = self.store.t
-        owner = ("COALESCE((SELECT MAX(y.id) FROM messages y WHERE y.session_id = l.session_id "
-                 f"AND {t('y.created_at')} <= {t('l.created_at')}), "
-                 "(SELECT MIN(y.id) FROM messages y WHERE y.session_id = l.session_id))")
+        rng, params = _between("x.id", after, upto)
         rows = await tx.fetch(
             f"SELECT l.id FROM tool_logs l WHERE l.message_id IN (SELECT x.id FROM messages x "
             f"WHERE x.session_id = ?{rng}) OR (l.message_id IS NULL AND l.session_id = ? AND "
-            f"{owner} IN (SELECT x.id FROM messages x WHERE x.session_id = ?{rng})) ORDER BY l.id",
+            f"{self.store._attributed()} IN (SELECT x.id FROM messages x WHERE x.session_id = ?{rng})) "
+            "ORDER BY l.id",
             sid, *params, sid, sid, *params)
         return [int(r["id"]) for r in rows]
 
@@ -313,13 +306,7 @@ class ArticleHistory(JournalHistory, History):
         `dst` with new ids, in id order; return the new message ids and tool log ids."""
         mcols = [c for c in await self._columns(tx, "messages") if c != "id"]
         exprs = ["CAST(? AS TEXT)" if c == "session_id" else c for c in mcols]
-        conds, params = "", []
-        if after is not None:
-            conds += " AND id > ?"
-            params.append(after)
-        if upto is not None:
-            conds += " AND id <= ?"
-            params.append(upto)
+        conds, params = _between("id", after, upto)
         old_ids = [int(r["id"]) for r in await tx.fetch(
             f"SELECT id FROM messages WHERE session_id = ?{conds} ORDER BY id", src, *params)]
         log_ids = await self._logs_of(tx, src, after, upto)
@@ -354,39 +341,15 @@ class ArticleHistory(JournalHistory, History):
 
     # ---- rewind ------------------------------------------------------------------------
 
-    async def _later(self, reader: Any, sid: str, mid: int) -> list[CheckpointMetadata]:
-        step = int((await reader.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?",
-                                       sid, mid))[0]["n"])
-        out = []
-        prev = checkpoint_id(mid)
-        for r in await reader.q(f"SELECT {self.store._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                                    "AND m.id > ? ORDER BY m.id", sid, mid):
-            step += 1
-            meta = self.store._meta(r, step, prev)
-            prev = meta.checkpoint_id
-            out.append(meta)
-        return out
-
     async def plan_rewind(self, checkpoint_id_: str, hard: bool = False) -> RewindPlan:
         target = await self.store.get_metadata(checkpoint_id_)
         if target is None:
             raise CheckpointNotFound(checkpoint_id_)
-        mid = message_id_of(checkpoint_id_)
-        assert mid is not None  # the id of a message get_metadata found
-        moved = await self._later(self.store, target.thread_id, mid)
+        moved = await self.store.read_thread(target.thread_id, 2**62, target.step)
         archive = None
         if moved and not hard:
-            archive = await self._fresh_session(self._reader(), f"{target.thread_id}-rewound-at-{target.step}")
+            archive = await self._fresh_session(self.store, f"{target.thread_id}-rewound-at-{target.step}")
         return RewindPlan(target, target.thread_id, moved, archive, hard)
-
-    def _reader(self) -> Any:
-        store = self.store
-
-        class _R:
-            async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
-                return await store.q(sql, *params)
-
-        return _R()
 
     async def rewind(self, checkpoint_id_: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> TimeTravelResult:
@@ -520,7 +483,7 @@ class ArticleHistory(JournalHistory, History):
         from agentctl.merge import Conflict
 
         await self.store.connect()
-        f = await self._merge_facts(self._reader(), branch_thread_id, into_thread_id, strategy)
+        f = await self._merge_facts(self.store, branch_thread_id, into_thread_id, strategy)
         ours = await self.store.get_latest(into_thread_id) or Checkpoint(
             CheckpointMetadata(into_thread_id, "", 0), [], {}, {})
         theirs = await self.store.get_latest(branch_thread_id) or Checkpoint(  # (as ours)
@@ -585,31 +548,13 @@ class ArticleHistory(JournalHistory, History):
             await self._done(op)
         return _message_checkpoint_id(new_ids[-1])
 
-    # ---- edit (see edit.py) -------------------------------------------------------------
+    # ---- edit (see edit.py): REF's message and its session's fields, in place -----------
 
-    @staticmethod
-    def edit_view(cp: Any) -> dict[str, Any]:
-        """What `agentctl edit REF --set KEY=JSON` changes: REF's message and its session's fields."""
-        from agentctl.storage.article.edit import edit_view
-
-        return edit_view(cp)
-
-    @staticmethod
-    def edit_check(old: dict[str, Any], new: dict[str, Any]) -> None:
-        """UsageError when the edited view is nothing the article's tables could hold."""
-        from agentctl.storage.article.edit import edit_check
-
-        edit_check(old, new)
-
+    edit_view = staticmethod(edit.edit_view)
+    edit_check = staticmethod(edit.edit_check)
     #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
     EDIT_CONFIRM = "change message {ref} / session {thread} in place"
-
-    async def edit_state(self, checkpoint_id_: str, state: dict[str, Any], what: str) -> OpResult:
-        """The message REF and its session row changed in place to the edited view `state`;
-        one op, undone column for column."""
-        from agentctl.storage.article.edit import edit_state
-
-        return await edit_state(self, checkpoint_id_, state, what)
+    edit_state = edit.edit_state
 
     # ---- prune and delete --------------------------------------------------------------
 
@@ -670,7 +615,7 @@ class ArticleHistory(JournalHistory, History):
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
         await self.store.connect()
-        sessions = await self._select_sessions(self._reader(), spec)
+        sessions = await self._select_sessions(self.store, spec)
         policy, param = self._policy(spec)
         out = []
         for sid in sessions:
@@ -716,7 +661,7 @@ class ArticleHistory(JournalHistory, History):
 
     async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
         await self.store.connect()
-        if await self._session(self._reader(), thread_id) is None:
+        if await self._session(self.store, thread_id) is None:
             raise ThreadNotFound(thread_id)
         n = int((await self.store.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?",
                                     thread_id))[0]["n"])

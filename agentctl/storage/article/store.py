@@ -86,6 +86,19 @@ def decode_json(raw: Any) -> tuple[Any, str | None]:
         return raw, f"not JSON ({exc})"
 
 
+def _put_json(out: dict[str, Any], key: str, raw: Any) -> None:
+    """out[key]: `raw` decoded (its text when it is not JSON, the error in out[key + "_error"])."""
+    out[key], err = decode_json(raw)
+    if err:
+        out[key + "_error"] = err
+
+
+def indexes_messages(sql: str | None) -> bool:
+    """Whether messages_fts's CREATE statement makes it an external-content index of messages."""
+    low = re.sub(r"\s+", "", (sql or "").lower())
+    return "content='messages'" in low or 'content="messages"' in low
+
+
 @dataclass
 class SessionSummary(ThreadSummary):
     """A thread summary with the article's session fields."""
@@ -219,6 +232,8 @@ class ArticleStore(Store):
         await self.connect()
         return await self.db.query(sql, *params)
 
+    fetch = q  # (a transaction's name: the store reads where a write's checks read)
+
     async def has(self, table: str) -> bool:
         await self.connect()
         assert self._tables is not None
@@ -271,10 +286,7 @@ class ArticleStore(Store):
     def _message(row: dict[str, Any]) -> dict[str, Any]:
         msg: dict[str, Any] = {"id": row["id"], "role": row["role"], "content": row["content"]}
         if row.get("tool_calls_json") is not None:
-            value, err = decode_json(row["tool_calls_json"])
-            msg["tool_calls"] = value
-            if err:
-                msg["tool_calls_error"] = err
+            _put_json(msg, "tool_calls", row["tool_calls_json"])
         if row.get("tool_call_id") is not None:
             msg["tool_call_id"] = row["tool_call_id"]
         msg["token_count"] = row.get("token_count")
@@ -377,32 +389,22 @@ class ArticleStore(Store):
             params += [x.strip() for x in statuses]
         return ("WHERE " + " AND ".join(conds)) if conds else "", params
 
+    async def _by_key(self, sql: str, keys: Sequence[Any], key: str = "id") -> dict[Any, dict[str, Any]]:
+        """{row[key]: row} of `sql` (`{}`: the placeholders of `keys`), 400 keys a query."""
+        return {r[key]: r for ph, chunk in in_chunks(keys, 400) for r in await self.q(sql.format(ph), *chunk)}
+
     async def _summaries(self, rows: list[dict[str, Any]]) -> list[ThreadSummary]:
         if not rows:
             return []
-        heads = [r["head_id"] for r in rows if r["head_id"] is not None]
-        head_rows: dict[int, dict[str, Any]] = {}
-        for ph, chunk in in_chunks(heads, 400):
-            for h in await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ({ph})", *chunk):
-                head_rows[int(h["id"])] = h
-        firsts = [r["first_id"] for r in rows if r["first_id"] is not None]
-        first_created: dict[int, str] = {}
-        for ph, chunk in in_chunks(firsts, 400):
-            for h in await self.q(
-                    f"SELECT id, {self.t('created_at')} AS created_at FROM messages WHERE id IN ({ph})", *chunk):
-                first_created[int(h["id"])] = h["created_at"]
-        names: dict[str, str] = {}
+        head_rows = await self._by_key(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ({{}})",
+                                       [r["head_id"] for r in rows if r["head_id"] is not None])
+        first_rows = await self._by_key(f"SELECT id, {self.t('created_at')} AS created_at FROM messages "
+                                        "WHERE id IN ({})", [r["first_id"] for r in rows if r["first_id"] is not None])
         uids = sorted({r["user_id"] for r in rows if r["user_id"] is not None})
-        if uids and await self.has("users"):
-            for ph, chunk in in_chunks(uids, 400):
-                for u in await self.q(f"SELECT id, name FROM users WHERE id IN ({ph})", *chunk):
-                    names[u["id"]] = u["name"]
-        branches: dict[str, dict[str, Any]] = {}
-        if await self.has(S.BRANCHES):
-            sids = [r["sid"] for r in rows]
-            for ph, chunk in in_chunks(sids, 400):
-                for b in await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ({ph})", *chunk):
-                    branches[b["session_id"]] = b
+        users = await self._by_key("SELECT id, name FROM users WHERE id IN ({})", uids) \
+            if uids and await self.has("users") else {}
+        branches = await self._by_key(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ({{}})",
+                                      [r["sid"] for r in rows], "session_id") if await self.has(S.BRANCHES) else {}
         out: list[ThreadSummary] = []
         for r in rows:
             head = head_rows.get(int(r["head_id"])) if r["head_id"] is not None else None
@@ -412,11 +414,11 @@ class ArticleStore(Store):
                 head_checkpoint_id=checkpoint_id(head["id"]) if head else "",
                 updated_at=str(r["s_updated"] or ""),
                 head_summary=f"[{head['role']}] {one_line(head['content'])}" if head else "",
-                first_created_at=str(first_created.get(int(r["first_id"]), "") if r["first_id"] is not None
+                first_created_at=str(first_rows.get(int(r["first_id"]), {}).get("created_at", "") if r["first_id"] is not None
                                      else (r["s_created"] or "")),
                 branch_of=branch["source_session_id"] if branch else None,
                 branch_point=checkpoint_id(branch["source_message_id"]) if branch else None,
-                user_id=r["user_id"], user_name=names.get(r["user_id"]), title=r["title"],
+                user_id=r["user_id"], user_name=users.get(r["user_id"], {}).get("name"), title=r["title"],
                 status=r["status"], model=r["model"],
                 message_count=r["message_count"], total_tokens=r["total_tokens"],
                 total_cost=r["total_cost"]))
@@ -541,10 +543,7 @@ class ArticleStore(Store):
         if rows:
             session = {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in rows[0].items()}
             if "metadata_json" in session:
-                value, err = decode_json(session.pop("metadata_json"))
-                session["metadata"] = value
-                if err:
-                    session["metadata_error"] = err
+                _put_json(session, "metadata", session.pop("metadata_json"))
             if await self.has("users") and session.get("user_id") is not None:
                 urows = await self.q("SELECT id, name, quota_total, quota_used FROM users WHERE id = ?",
                                      session["user_id"])
@@ -556,10 +555,7 @@ class ArticleStore(Store):
                 task = {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in t.items()}
                 for col, key in (("payload_json", "payload"), ("result_json", "result")):
                     if col in task:
-                        value, err = decode_json(task.pop(col))
-                        task[key] = value
-                        if err:
-                            task[key + "_error"] = err
+                        _put_json(task, key, task.pop(col))
                 tasks.append(task)
         return {"session": session, "user": user, "tasks": tasks}
 
@@ -572,10 +568,7 @@ class ArticleStore(Store):
     def _tool_log(self, r: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         entry: dict[str, Any] = {"id": r["id"], "tool_name": r["tool_name"], "message_id": r["message_id"]}
         for col, key in (("input_json", "input"), ("output_json", "output")):
-            value, err = decode_json(r.get(col))
-            entry[key] = value
-            if err:
-                entry[key + "_error"] = err
+            _put_json(entry, key, r.get(col))
         for col in ("elapsed_ms", "success", "error_message", "created_at"):
             entry[col] = r.get(col)
         return f"{r['tool_name']}#{r['id']}", entry
@@ -747,9 +740,8 @@ class ArticleStore(Store):
         if self.kind != "sqlite" or not await self.has("messages_fts"):
             return "missing", "no messages_fts table"
         try:
-            sql = (await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"] or ""
-            low = re.sub(r"\s+", "", sql.lower())
-            if "content='messages'" not in low and 'content="messages"' not in low:
+            sql = await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'")
+            if not indexes_messages(sql[0]["sql"]):
                 return "foreign", "messages_fts is not an external-content table of messages"
             if not await self.has("messages_fts_docsize"):
                 return "foreign", "messages_fts has no docsize table (columnsize=0)"
@@ -773,9 +765,7 @@ class ArticleStore(Store):
         if self.kind != "sqlite" or not await self.has("messages_fts") \
                 or not await self.has("messages_fts_docsize"):
             return None
-        sql = (await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"] or ""
-        low = re.sub(r"\s+", "", sql.lower())
-        if "content='messages'" not in low and 'content="messages"' not in low:
+        if not indexes_messages((await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"]):
             return None
         try:
             top = (await self.q("SELECT MAX(id) AS mx FROM messages_fts_docsize"))[0]["mx"]
@@ -983,19 +973,12 @@ class ArticleStore(Store):
                             f"(SELECT 1 FROM {parent} p WHERE p.{pcol} = c.{col}) LIMIT 100"):
                         out.append(Problem("error", "foreign_key", f"{t}:{r['id']}",
                                            f"{t} row {r['id']} names a missing {parent} row"))
+        n, tok = ("(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)",
+                  "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id)")
+        differ = "IS DISTINCT FROM" if self.kind == "postgres" else "IS NOT"
         for r in await self.q(
-                "SELECT s.id, s.message_count, s.total_tokens, "
-                "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
-                "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id) AS tok "
-                "FROM sessions s WHERE s.message_count IS DISTINCT FROM (SELECT COUNT(*) FROM messages m "
-                "WHERE m.session_id = s.id) OR s.total_tokens IS DISTINCT FROM (SELECT COALESCE(SUM(token_count), 0) "
-                f"FROM messages m WHERE m.session_id = s.id) ORDER BY s.id{self.C} LIMIT 100"
-                if self.kind == "postgres" else
-                "SELECT s.id, s.message_count, s.total_tokens, "
-                "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
-                "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id) AS tok "
-                "FROM sessions s WHERE s.message_count IS NOT n OR s.total_tokens IS NOT tok "
-                "ORDER BY s.id LIMIT 100"):
+                f"SELECT s.id, s.message_count, s.total_tokens, {n} AS n, {tok} AS tok FROM sessions s "
+                f"WHERE s.message_count {differ} {n} OR s.total_tokens {differ} {tok} ORDER BY s.id{self.C} LIMIT 100"):
             out.append(Problem("warning", "session_counters", str(r["id"]),
                                f"message_count={r['message_count']} total_tokens={r['total_tokens']}, "
                                f"but its messages count {r['n']} with {r['tok']} tokens"))
