@@ -75,7 +75,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
     async def fingerprint(self, tx: Any, thread: str) -> Any:
         """The session's update_time (ADK's own marker: every append_event moves it), as
         text; None: no such session."""
-        key = await self._tx_key(tx, thread)
+        key = await self.store._key(thread, tx.fetch)
         if key is None:
             return None
         rows = await tx.fetch(f"SELECT update_time FROM sessions WHERE {WHERE['sessions']}", *key)
@@ -86,7 +86,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         (ADK's append_event locks them in that order)."""
         if self.store.kind != "postgres":
             return
-        keys = [k for k in [await self._tx_key(tx, t) for t in threads] if k is not None]
+        keys = [k for k in [await self.store._key(t, tx.fetch) for t in threads] if k is not None]
         for table, n in (("sessions", 3), ("app_states", 1), ("user_states", 2)):
             for owner in sorted({k[:n] for k in keys}):
                 if table == "sessions" or await tx.table_exists(table):
@@ -123,16 +123,6 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
     @staticmethod
     def _ts_text(value: Any) -> str:
         return naive_utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-    async def _tx_key(self, tx: Any, thread: str) -> tuple[str, str, str] | None:
-        parts = thread.split("/")
-        if len(parts) == 3:
-            return parts[0], parts[1], parts[2]
-        if len(parts) < 3:
-            return None
-        rows = await tx.fetch("SELECT app_name, user_id, id FROM sessions WHERE app_name || '/' || user_id || '/' "
-                              "|| id = ? ORDER BY app_name, user_id, id LIMIT 1", thread)
-        return (rows[0]["app_name"], rows[0]["user_id"], rows[0]["id"]) if rows else None
 
     async def _begin(self, tx: Any, kind: str, summary: str, threads: list[str], details: dict[str, Any]) -> ops.Op:
         op = await self.journal_begin(tx, kind, summary, threads, details)
@@ -215,15 +205,11 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         meta, key = await self._target(checkpoint_id)
         later = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
         if later and not hard:
-            self._check_boundary(meta.step, await self._invocations(key))
+            rows = await self.store._q(f"SELECT invocation_id FROM events WHERE {_EVENT} ORDER BY timestamp, id", *key)
+            self._check_boundary(meta.step, [r["invocation_id"] for r in rows])
         archive = None if hard or not later else \
             f"(kept in {meta.thread_id}, marked rewound by a new event)"
         return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=archive, hard=hard)
-
-    async def _invocations(self, key: tuple[str, str, str]) -> list[str]:
-        rows = await self.store._q("SELECT invocation_id FROM events WHERE app_name = ? AND user_id = ? "
-                                   "AND session_id = ? ORDER BY timestamp, id", *key)
-        return [r["invocation_id"] for r in rows]
 
     @staticmethod
     def _check_boundary(step: int, invocations: list[str]) -> str:

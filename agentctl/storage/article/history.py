@@ -268,23 +268,12 @@ class ArticleHistory(JournalHistory, History):
         raise OperationError("could not find an unused session id")  # pragma: no cover
 
     async def _copy_session(self, tx: Transaction, src: str, new: str, title: str) -> None:
-        cols = await self._columns(tx, "sessions")
-        exprs, params = [], []
-        now = self._now()
-        for c in cols:
-            if c == "id":
-                exprs.append("CAST(? AS TEXT)")
-                params.append(new)
-            elif c == "title":
-                exprs.append("CAST(? AS TEXT)")
-                params.append(title)
-            elif c in ("created_at", "updated_at"):
-                exprs.append(self._ts("sessions", c))
-                params.append(now)
-            else:
-                exprs.append(c)
+        cols, now = await self._columns(tx, "sessions"), self._now()
+        given = {"id": ("CAST(? AS TEXT)", new), "title": ("CAST(? AS TEXT)", title),
+                 **{c: (self._ts("sessions", c), now) for c in ("created_at", "updated_at")}}
+        exprs = [given[c][0] if c in given else c for c in cols]
         await tx.execute(f"INSERT INTO sessions ({', '.join(cols)}) SELECT {', '.join(exprs)} "
-                         "FROM sessions WHERE id = ?", *params, src)
+                         "FROM sessions WHERE id = ?", *[given[c][1] for c in cols if c in given], src)
 
     async def _logs_of(self, tx: Transaction, sid: str, after: int | None = None, upto: int | None = None) -> list[int]:
         """Ids of the tool_logs belonging to the messages of `sid` with after < id <= upto
@@ -319,24 +308,15 @@ class ArticleHistory(JournalHistory, History):
         for ph, chunk in in_chunks(new_ids):
             await self._fts_index(tx, "insert", f"id IN ({ph})", chunk)
         new_logs = []
-        if log_ids:
-            lcols = [c for c in await self._columns(tx, "tool_logs") if c != "id"]
-            for lid in log_ids:
-                link = (await tx.fetch("SELECT message_id FROM tool_logs WHERE id = ?", lid))[0]["message_id"]
-                lexprs: list[str] = []
-                lparams: list[Any] = []
-                for c in lcols:
-                    if c == "session_id":
-                        lexprs.append("CAST(? AS TEXT)")
-                        lparams.append(dst)
-                    elif c == "message_id":
-                        lexprs.append("CAST(? AS BIGINT)")
-                        lparams.append(mapping.get(int(link)) if link is not None else None)
-                    else:
-                        lexprs.append(c)
-                rows = await tx.fetch(f"INSERT INTO tool_logs ({', '.join(lcols)}) SELECT {', '.join(lexprs)} "
-                                      "FROM tool_logs WHERE id = ? RETURNING id", *lparams, lid)
-                new_logs.append(int(rows[0]["id"]))
+        lcols = [c for c in await self._columns(tx, "tool_logs") if c != "id"] if log_ids else []
+        lexprs = {"session_id": "CAST(? AS TEXT)", "message_id": "CAST(? AS BIGINT)"}
+        for lid in log_ids:
+            link = (await tx.fetch("SELECT message_id FROM tool_logs WHERE id = ?", lid))[0]["message_id"]
+            given = {"session_id": dst, "message_id": mapping.get(int(link)) if link is not None else None}
+            rows = await tx.fetch(f"INSERT INTO tool_logs ({', '.join(lcols)}) SELECT "
+                                  f"{', '.join(lexprs.get(c, c) for c in lcols)} FROM tool_logs WHERE id = ? "
+                                  "RETURNING id", *[given[c] for c in lcols if c in given], lid)
+            new_logs.append(int(rows[0]["id"]))
         return new_ids, new_logs
 
     # ---- rewind ------------------------------------------------------------------------

@@ -129,16 +129,6 @@ class SessionSummary(ThreadSummary):
 # ---- connections: the existing backends, with the article's schema check -------------------
 
 
-async def _sqlite_tables(conn: Any) -> dict[str, set[str]]:
-    rows = await conn.execute_fetchall(
-        "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
-        "WHERE m.type = 'table'")
-    out: dict[str, set[str]] = {}
-    for t, c in rows:
-        out.setdefault(t, set()).add(c)
-    return out
-
-
 def _check_tables(where: str, tables: dict[str, set[str]]) -> None:
     for table, cols in REQUIRED.items():
         if table not in tables:
@@ -185,8 +175,12 @@ def backend_class(kind: str) -> type:
             async def _check_schema(self, conn: Any) -> None:
                 import sqlite3
 
+                tables: dict[str, set[str]] = {}
                 try:
-                    tables = await _sqlite_tables(conn)
+                    for t, c in await conn.execute_fetchall(
+                            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+                            "WHERE m.type = 'table'"):
+                        tables.setdefault(t, set()).add(c)
                 except sqlite3.DatabaseError as exc:
                     raise NotADatabase(f"{self._db_path} is not a usable SQLite database ({exc})") from None
                 _check_tables(self._db_path, tables)
@@ -309,19 +303,10 @@ class ArticleStore(Store):
 
     async def _fork_parent(self, session_id: str) -> str | None:
         """The checkpoint a branch session's first message points at (None: not a branch)."""
-        info = await self.branch_info(session_id)
-        return checkpoint_id(info["source_message_id"]) if info else None
-
-    async def branch_info(self, session_id: str) -> dict[str, Any] | None:
         if not await self.has(S.BRANCHES):
             return None
-        rows = await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id = ?", session_id)
-        return rows[0] if rows else None
-
-    async def _step_of(self, session_id: str, message_id: int) -> int:
-        rows = await self.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?",
-                            session_id, message_id)
-        return int(rows[0]["n"])
+        rows = await self.q(f"SELECT source_message_id FROM {S.BRANCHES} WHERE session_id = ?", session_id)
+        return checkpoint_id(rows[0]["source_message_id"]) if rows else None
 
     async def _steps_of(self, message_ids: list[int], with_session: bool = False) -> dict[int, Any]:
         """{message id: its step} (or (session, step)) of existing messages, in one query."""
@@ -334,15 +319,6 @@ class ArticleStore(Store):
                     *chunk):
                 out[int(r["id"])] = (r["session_id"], int(r["step"])) if with_session else int(r["step"])
         return out
-
-    async def _prev_id(self, session_id: str, message_id: int) -> int | None:
-        rows = await self.q("SELECT MAX(id) AS p FROM messages WHERE session_id = ? AND id < ?",
-                            session_id, message_id)
-        return rows[0]["p"]
-
-    async def _message_row(self, message_id: int) -> dict[str, Any] | None:
-        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id = ?", message_id)
-        return rows[0] if rows else None
 
     # ---- threads ---------------------------------------------------------------------------
 
@@ -522,8 +498,10 @@ class ArticleStore(Store):
     async def _message_of(self, checkpoint_id_: str) -> tuple[int, dict[str, Any]] | None:
         """(message id, its row) of a checkpoint id, or None when it names no message."""
         mid = message_id_of(checkpoint_id_)
-        row = await self._message_row(mid) if mid is not None else None
-        return (mid, row) if mid is not None and row is not None else None
+        if mid is None:
+            return None
+        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id = ?", mid)
+        return (mid, rows[0]) if rows else None
 
     async def get_metadata(self, checkpoint_id_: str) -> CheckpointMetadata | None:
         found = await self._message_of(checkpoint_id_)
@@ -531,10 +509,10 @@ class ArticleStore(Store):
             return None
         mid, row = found
         sid = row["session_id"]
-        step = await self._step_of(sid, mid)
-        prev = await self._prev_id(sid, mid)
-        parent = checkpoint_id(prev) if prev is not None else await self._fork_parent(sid)
-        return self._meta(row, step, parent)
+        at = (await self.q("SELECT COUNT(*) AS n, MAX(CASE WHEN id < ? THEN id END) AS prev FROM messages "
+                           "WHERE session_id = ? AND id <= ?", mid, sid, mid))[0]
+        parent = checkpoint_id(at["prev"]) if at["prev"] is not None else await self._fork_parent(sid)
+        return self._meta(row, int(at["n"]), parent)
 
     async def _state(self, session_id: str) -> dict[str, Any]:
         rows = await self.q("SELECT * FROM sessions WHERE id = ?", session_id)

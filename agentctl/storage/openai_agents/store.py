@@ -265,8 +265,7 @@ class OpenAIAgentsStore(ConnectedStore):
         if limit == 0:
             return []
         if descending:
-            total = await self.count(thread_id)
-            last = total - offset
+            last = await self.count(thread_id) - offset
             first = max(last - limit + 1, 1)
             if last < 1:
                 return []
@@ -388,14 +387,9 @@ class OpenAIAgentsStore(ConnectedStore):
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         """The first items of the archive sessions of rewinds of these sessions (an
         AdvancedSQLiteSession's branches are tags of the session's items, not threads)."""
-        wanted = set(thread_ids)
-        out = []
-        for archive, (session, _target, _kind) in sorted((await self._archives()).items()):
-            if session in wanted:
-                first = await self.at_step(archive, 1)
-                if first is not None:
-                    out.append(first)
-        return out
+        firsts = [await self.at_step(a, 1) for a, (session, _, _) in sorted((await self._archives()).items())
+                  if session in set(thread_ids)]
+        return [f for f in firsts if f is not None]
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         if PREFIX.startswith(prefix):
