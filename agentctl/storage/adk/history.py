@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.adk import legacy
-from agentctl.storage.adk.events import StateFold, decode_json
+from agentctl.storage.adk.doctor import folded_state
+from agentctl.storage.adk.events import decode_json
 from agentctl.storage.contract import History, RewindAndBranchOnly, Unsupported
 from agentctl.storage.journal import ops
 from agentctl.storage.journal.history import JournalHistory
@@ -79,7 +80,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         if key is None:
             return None
         rows = await tx.fetch(f"SELECT update_time FROM sessions WHERE {WHERE['sessions']}", *key)
-        return self._ts_text(rows[0]["update_time"]) if rows else None
+        return naive_utc(rows[0]["update_time"]).strftime("%Y-%m-%d %H:%M:%S.%f") if rows else None
 
     async def lock(self, tx: Any, threads: Sequence[str]) -> None:
         """Postgres: the sessions' rows, then their app's and user's state rows, FOR UPDATE
@@ -119,10 +120,6 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         if self.store.kind == "postgres":
             return dt
         return dt.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-    @staticmethod
-    def _ts_text(value: Any) -> str:
-        return naive_utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")
 
     async def _begin(self, tx: Any, kind: str, summary: str, threads: list[str], details: dict[str, Any]) -> ops.Op:
         op = await self.journal_begin(tx, kind, summary, threads, details)
@@ -175,12 +172,8 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
                           ) -> tuple[dict[str, Any], list[str]]:
         """The session-scoped state as of `step` and the keys of the current state whose
         value there is unknown (first set by an event after `step`)."""
-        fold = StateFold(session_state, {}, {}, [r["event"] for r in events])
-        for r in events[:step]:
-            fold.apply(r["event"])
-        at = dict(fold.session)
-        unknown = [k for k in session_state if k not in at]
-        return at, unknown
+        at = folded_state(session_state, [r["event"] for r in events], step)
+        return at, [k for k in session_state if k not in at]
 
     def _new_marker(self, old: Any, *others: Any) -> datetime:
         """A new update_time: now, and after the old marker and the given times."""
@@ -325,7 +318,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         """Set the state of every session whose row disagrees with its events' fold
         (`doctor.py`) to that fold, in one transaction; one undoable op per session
         (kind "fix-state"). [(op id, session, keys changed)]."""
-        from agentctl.storage.adk.doctor import differing_keys, folded_state, inconsistent_sessions
+        from agentctl.storage.adk.doctor import differing_keys, inconsistent_sessions
 
         if self.store.layout != "v1":
             raise Unsupported("adk (v0 layout, read-only)", "doctor --fix")

@@ -160,10 +160,6 @@ class ArticleHistory(JournalHistory, History):
                 await op.declare(table, [KEYS[table]])
         return op
 
-    async def _done(self, op: ops.Op) -> int:
-        await self.journal_finish(op)
-        return op.op_id
-
     async def _has(self, tx: Transaction, table: str) -> bool:
         """Whether the article's optional table is there (as the store last read the tables;
         a write never makes or drops one of them)."""
@@ -390,7 +386,7 @@ class ArticleHistory(JournalHistory, History):
                     await self._recount(None, tx, archive)
                     await op.inserted("sessions", ("id",), "id = ?", (archive,))
                     result["archive"] = archive
-                result["op_id"] = await self._done(op)
+                result["op_id"] = await self.journal_finish(op)
         cp = await self.store.get(checkpoint_id_)
         if cp is None:  # the target, kept by the rewind
             raise CheckpointNotFound(checkpoint_id_)
@@ -433,7 +429,7 @@ class ArticleHistory(JournalHistory, History):
             if await self._has(tx, "tool_logs"):
                 await op.inserted("tool_logs", ("id",), "session_id = ?", (new,))
             await op.inserted(S.BRANCHES, ("session_id",), "session_id = ?", (new,))
-            await self._done(op)
+            await self.journal_finish(op)
         return new
 
     # ---- merge -------------------------------------------------------------------------
@@ -525,7 +521,7 @@ class ArticleHistory(JournalHistory, History):
             await self._recount(op, tx, into)
             await self._inserted_ids(op, "messages", new_ids)
             await self._inserted_ids(op, "tool_logs", new_logs)
-            await self._done(op)
+            await self.journal_finish(op)
         return _message_checkpoint_id(new_ids[-1])
 
     # ---- edit (see edit.py): REF's message and its session's fields, in place -----------
@@ -636,7 +632,7 @@ class ArticleHistory(JournalHistory, History):
                        f"{', …' if len(sessions) > 5 else ''}): deleted {len(deleted)} message(s)")
             op = await self._begin(tx, "prune", summary, sessions, details, tuple(KEYS)[:4])
             await self._delete_sessions(op, tx, sessions)
-            op_id = await self._done(op)
+            op_id = await self.journal_finish(op)
         return [OpResult(op_id, "prune", summary, deleted=deleted)]
 
     async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
@@ -657,7 +653,7 @@ class ArticleHistory(JournalHistory, History):
             op = await self._begin(tx, "delete_thread", summary, [thread_id],
                                    {"thread": thread_id, "count": len(deleted)}, tuple(KEYS)[:4])
             await self._delete_sessions(op, tx, [thread_id])
-            op_id = await self._done(op)
+            op_id = await self.journal_finish(op)
         return OpResult(op_id, "delete_thread", summary, deleted=deleted)
 
     # ---- undo, redo, purge: the journal's (agentctl/storage/journal/history.py) ------------

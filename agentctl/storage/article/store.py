@@ -654,16 +654,10 @@ class ArticleStore(Store):
         limit = int(limit)
         if limit <= 0:
             return []
-        if len(prefix) <= len(CID_PREFIX):
-            if not CID_PREFIX.startswith(prefix):
-                return []
-            digits = ""
-        else:
-            if not prefix.startswith(CID_PREFIX):
-                return []
-            digits = prefix[len(CID_PREFIX):]
-            if not digits.isdigit() or not digits.isascii() or len(digits) > 18 or digits[0] == "0":
-                return []
+        digits = prefix[len(CID_PREFIX):]  # ("" for a prefix of "msg-")
+        if not CID_PREFIX.startswith(prefix) and not (prefix.startswith(CID_PREFIX) and digits.isdigit()
+                                                      and digits.isascii() and len(digits) <= 18 and digits[0] != "0"):
+            return []
         top = (await self.q("SELECT MAX(id) AS m FROM messages"))[0]["m"]
         if top is None:
             return []
@@ -692,14 +686,10 @@ class ArticleStore(Store):
             tools = await self._tools_by_message(sid)
             transcript: list[dict[str, Any]] = []
             prev = await self._fork_parent(sid)
-            last = None
+            after: list[Any] = []  # the last id read
             while True:
-                if last is None:
-                    rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                                        "ORDER BY m.id LIMIT ?", sid, batch)
-                else:
-                    rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                                        "AND m.id > ? ORDER BY m.id LIMIT ?", sid, last, batch)
+                rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ?"
+                                    + (" AND m.id > ?" if after else "") + " ORDER BY m.id LIMIT ?", sid, *after, batch)
                 for r in rows:
                     transcript.append(self._message(r))
                     meta = self._meta(r, len(transcript), prev)
@@ -707,7 +697,7 @@ class ArticleStore(Store):
                     prev = meta.checkpoint_id
                 if len(rows) < batch:
                     break
-                last = rows[-1]["id"]
+                after = [rows[-1]["id"]]
 
     # ---- search ----------------------------------------------------------------------------
 
@@ -782,9 +772,8 @@ class ArticleStore(Store):
         extra = "".join(" AND " + c for c in conds)
         rows: list[dict[str, Any]] = []
         if use_fts:
-            tokens = re.findall(r"\w+", text)
-            match = " ".join('"' + t.replace('"', '""') + '"' for t in tokens[:-1])
-            match = (match + " " if match else "") + '"' + tokens[-1].replace('"', '""') + '"*'
+            # every word as a phrase, the last one as a prefix
+            match = " ".join('"' + t.replace('"', '""') + '"' for t in re.findall(r"\w+", text)) + "*"
             # The rows written since the index was built, newest first, then the index's
             # hits in its own rowid order (descending: no sort of every match).
             rows = [r for r in await self.q(
@@ -813,16 +802,13 @@ class ArticleStore(Store):
             hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), steps[r["id"]], "messages",
                                   r["role"], snippet_around(str(r["content"]), text)))
         if role is None and "tools" in wanted and await self.has("tool_logs"):
-            tconds, tparams = [], []
-            if thread_id is not None:
-                tconds.append("l.session_id = ?")
-                tparams.append(thread_id)
+            tparams = [] if thread_id is None else [thread_id]
             tl = await self.q(
                 f"SELECT {self._log_cols()}, CASE WHEN l.message_id IS NOT NULL THEN l.message_id "
                 f"ELSE {self._attributed()} END AS owner FROM tool_logs l WHERE "
                 f"({self.contains('l.input_json')} OR {self.contains('l.output_json')} OR "
                 f"{self.contains('l.tool_name')} OR {self.contains('l.error_message')})"
-                + "".join(" AND " + c for c in tconds) + " ORDER BY l.id DESC LIMIT ?",
+                + (" AND l.session_id = ?" if tparams else "") + " ORDER BY l.id DESC LIMIT ?",
                 needle, needle, needle, needle, *tparams, limit)
             owners = await self._steps_of([int(r["owner"]) for r in tl if r["owner"] is not None],
                                           with_session=True)

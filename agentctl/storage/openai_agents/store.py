@@ -124,8 +124,7 @@ class OpenAIAgentsStore(ConnectedStore):
     def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
         if not prefix:
             return ""
-        col = "session_id" if self.kind == "sqlite" else f"session_id{self._C}"
-        return " WHERE " + prefix_range(col, prefix, params)
+        return " WHERE " + prefix_range(f"session_id{self._C}", prefix, params)
 
     async def _summaries(self, where: str, params: list[Any], order: str, limit: int,
                          offset: int) -> list[ThreadSummary]:
