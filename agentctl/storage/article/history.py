@@ -452,12 +452,14 @@ class ArticleHistory(JournalHistory, History):
         new = [int(r["id"]) for r in await reader.fetch(
             "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id", branch, b["merged_message_id"])]
         head = (await reader.fetch("SELECT MAX(id) AS h FROM messages WHERE session_id = ?", into))[0]["h"]
-        moved = head != b["into_head"]
-        return {"info": b, "new": new, "head": head, "moved": moved}
-
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> MergePlan:
         from agentctl.merge import Conflict
 
+        moved = head != b["into_head"]
+        conflict = Conflict("/messages", checkpoint_id(b["into_head"]), checkpoint_id(head) if head is not None else None,
+                            [checkpoint_id(i) for i in new]) if moved and new else None
+        return {"info": b, "new": new, "head": head, "moved": moved, "conflict": conflict}
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> MergePlan:
         await self.store.connect()
         f = await self._merge_facts(self.store, branch_thread_id, into_thread_id, strategy)
         ours = await self.store.get_latest(into_thread_id) or Checkpoint(
@@ -465,12 +467,8 @@ class ArticleHistory(JournalHistory, History):
         theirs = await self.store.get_latest(branch_thread_id) or Checkpoint(  # (as ours)
             CheckpointMetadata(branch_thread_id, "", 0), [], {}, {})
         base = await self.store.get_metadata(checkpoint_id(f["info"]["into_head"]))
-        appended = [m for m in (theirs.messages if theirs else []) if int(m.get("id", 0)) in set(f["new"])]
-        conflicts = []
-        if f["moved"] and f["new"]:
-            conflicts = [Conflict("/messages", checkpoint_id(f["info"]["into_head"]),
-                                  checkpoint_id(f["head"]) if f["head"] is not None else None,
-                                  [checkpoint_id(i) for i in f["new"]])]
+        appended = [m for m in theirs.messages if int(m.get("id", 0)) in set(f["new"])]
+        conflicts = [f["conflict"]] if f["conflict"] else []
         resolved: list[Any] = []
         if conflicts and strategy in ("ours", "theirs"):
             resolved, conflicts = conflicts, []
@@ -496,16 +494,11 @@ class ArticleHistory(JournalHistory, History):
                                      f"(or its last merge) into {into}; nothing was written")
             if f["moved"]:
                 if strategy in ("fail", "three-way"):
-                    from agentctl.merge import Conflict
-
-                    conflict = Conflict("/messages", _message_checkpoint_id(f["info"]["into_head"]),
-                                        _message_checkpoint_id(f["head"]) if f["head"] is not None else None,
-                                        [_message_checkpoint_id(i) for i in f["new"]])
+                    conflict = f["conflict"]
                     raise MergeConflictError(
                         [conflict], f"merging {branch} into {into} conflicts: {into} has changed since the fork "
-                        f"(head {_message_checkpoint_id(f['head']) if f['head'] is not None else 'none'}, forked at "
-                        f"{_message_checkpoint_id(f['info']['into_head'])}); nothing was written; use strategy 'theirs' "
-                        "to append the branch's messages anyway")
+                        f"(head {conflict.ours or 'none'}, forked at {conflict.base}); nothing was written; "
+                        "use strategy 'theirs' to append the branch's messages anyway")
                 if strategy == "ours":
                     raise OperationError(f"strategy 'ours' keeps {into} as it is (it changed since the fork); "
                                          "nothing was written")
@@ -639,10 +632,8 @@ class ArticleHistory(JournalHistory, History):
         await self.store.connect()
         if await self._session(self.store, thread_id) is None:
             raise ThreadNotFound(thread_id)
-        n = int((await self.store.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?",
-                                    thread_id))[0]["n"])
         branches = await self.store.branches_of([thread_id])
-        return DeletePlan(thread_id, n, [], list(dict.fromkeys(b.thread_id for b in branches)))
+        return DeletePlan(thread_id, await self.store.count(thread_id), [], list(dict.fromkeys(b.thread_id for b in branches)))
 
     async def delete_thread(self, thread_id: str) -> OpResult:
         async with self._write([thread_id]) as tx:
