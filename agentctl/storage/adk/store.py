@@ -228,18 +228,13 @@ class ADKStore(ConnectedStore):
             data, _err = decode_json(value)
             return data if isinstance(data, dict) else {}
 
-        rows = await self._q("SELECT state FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
-        session = obj(rows[0]["state"]) if rows else {}
-        app: dict[str, Any] = {}
-        user: dict[str, Any] = {}
-        if self.has_app_states:
-            rows = await self._q("SELECT state FROM app_states WHERE app_name = ?", key[0])
-            app = obj(rows[0]["state"]) if rows else {}
-        if self.has_user_states:
-            rows = await self._q("SELECT state FROM user_states WHERE app_name = ? AND user_id = ?",
-                                 key[0], key[1])
-            user = obj(rows[0]["state"]) if rows else {}
-        return session, app, user
+        out = []  # each table's row by the first n of (app_name, user_id, id)
+        for table, n, there in (("sessions", 3, True), ("app_states", 1, self.has_app_states),
+                                ("user_states", 2, self.has_user_states)):
+            where = " AND ".join(f"{c} = ?" for c in ("app_name", "user_id", "id")[:n])
+            rows = await self._q(f"SELECT state FROM {table} WHERE {where}", *key[:n]) if there else []
+            out.append(obj(rows[0]["state"]) if rows else {})
+        return out[0], out[1], out[2]
 
     async def _shared_deltas(self, key: tuple[str, str, str]) -> list[tuple[Any, dict[str, Any]]]:
         """(timestamp, delta) of the other sessions' events that set `app:` keys of this

@@ -463,24 +463,17 @@ class ArticleStore(Store):
     async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
                           descending: bool = False) -> list[CheckpointMetadata]:
         limit, offset = int(limit), max(0, int(offset))
-        total = await self.count(thread_id) if descending else 0
-        # one row more before the page: the parent of its first row
-        start = max(0, offset - 1)
+        lo, n = offset, limit  # the page: n rows (ascending) from index lo
         if descending:
-            # rows (ascending) from index total-offset-limit .. total-offset-1
-            hi = total - offset
-            lo = max(0, hi - limit)
+            hi = await self.count(thread_id) - offset
             if hi <= 0:
                 return []
-            start, want = max(0, lo - 1), hi - max(0, lo - 1)
-            first_step = lo + 1
-            skip_first = lo > 0
-        else:
-            want = limit + (1 if offset > 0 else 0)
-            first_step = offset + 1
-            skip_first = offset > 0
+            lo = max(0, hi - limit)
+            n = hi - lo
+        # one row more before the page: the parent of its first row
+        start, first_step, skip_first = max(0, lo - 1), lo + 1, lo > 0
         rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                            "ORDER BY m.id LIMIT ? OFFSET ?", thread_id, want, start)
+                            "ORDER BY m.id LIMIT ? OFFSET ?", thread_id, n + int(skip_first), start)
         fork = await self._fork_parent(thread_id) if start == 0 and rows else None
         out: list[CheckpointMetadata] = []
         prev: str | None = fork

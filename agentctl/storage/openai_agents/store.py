@@ -227,11 +227,8 @@ class OpenAIAgentsStore(ConnectedStore):
 
     def _meta(self, row: dict[str, Any], parent: int | None, item: Any, msg: dict[str, Any],
               structure: list[tuple[str, Any]]) -> CheckpointMetadata:
-        tags = tags_of(item, msg)
-        for branch, _turn in structure:
-            tags.append(f"branch:{branch}")
-        turns = sorted({t for _b, t in structure if t is not None})
-        tags.extend(f"turn:{t}" for t in turns)
+        tags = tags_of(item, msg) + [f"branch:{b}" for b, _t in structure]
+        tags += [f"turn:{t}" for t in sorted({t for _b, t in structure if t is not None})]
         return CheckpointMetadata(
             thread_id=row["session_id"], checkpoint_id=checkpoint_id(row["id"]), step=row["step"],
             parent_checkpoint_id=checkpoint_id(parent) if parent is not None else None,
@@ -303,7 +300,6 @@ class OpenAIAgentsStore(ConnectedStore):
 
     async def _checkpoint_at(self, thread_id: str, step: int) -> Checkpoint | None:
         rows = await self._rows(thread_id, 1, step)
-        rows = [r for r in rows if r["step"] <= step]
         if not rows or rows[-1]["step"] != step:
             return None
         cps = [cp async for cp in self._build(rows, only_last=True)]
