@@ -648,3 +648,37 @@ async def test_undo_and_redo_refused_when_a_row_the_op_holds_changed(backend) ->
     await h.undo(op_id)
     assert [r["body"] for r in await b.query("SELECT body FROM items ORDER BY id")] == ["a", "b", '{"k": "ü"}'] \
         if b.kind == "sqlite" else ["a", "b", "c"]
+
+
+async def test_held_lists_the_images_of_an_op(backend) -> None:
+    """`trash.held`: the columns asked of every image an op holds (a deleted row's
+    "before", an inserted row's "after", an updated row's both), in key order."""
+    b, _ = backend
+    await write(b)
+    async with b.transaction() as tx:
+        rows = await trash.held(tx, 1, "items", ("id", "body"))
+    assert [(r["id"], r["body"], r["image"]) for r in rows] == [
+        (1, "a", "before"), (2, "B", "after"), (2, "b", "before"), (9, "nine", "after")]
+
+
+async def test_was_records_a_change_made_outside_the_op(backend) -> None:
+    """`Op.was`: a row a framework changed before the op was recorded gets its
+    before-image from a SELECT of its old values; undo puts it back, redo the change."""
+    b, url = backend
+    before = await frame(url)
+    async with b.transaction() as tx:
+        await tx.execute("UPDATE items SET body = 'changed' WHERE id = 2")
+        op = await ops.begin(tx, "run", "a foreign write", ["t"], {}, NOW)
+        assert await op.was("items", ("id",), "SELECT * FROM items WHERE id = 2 AND 0 = 1") == 0
+        await op.was("items", ("id",), "SELECT id, 'b' AS body, raw, score, n, at"
+                     + (", doc" if b.kind == "postgres" else "") + " FROM items WHERE id = ?", (2,))
+        await op.inserted("items", ("id",), "id = ?", (2,))
+        op_id = await op.finish({"t": "fp"})
+    after = await frame(url)
+    assert after != before
+    async with b.transaction() as tx:
+        await ops.undo(tx, op_id)
+    assert await frame(url) == before
+    async with b.transaction() as tx:
+        await ops.redo(tx, op_id)
+    assert await frame(url) == after

@@ -25,11 +25,11 @@ from agentctl.storage.contract import Problem
 CHECK = "session_state"
 
 
-def folded_state(state: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+def folded_state(state: dict[str, Any], events: list[dict[str, Any]], upto: int | None = None) -> dict[str, Any]:
     """The session-scoped state ADK's writes should have left in the row: the row's
-    keys no delta sets, then every event's delta in order."""
+    keys no delta sets, then every event's delta in order (`upto`: of the first events)."""
     fold = StateFold(state, {}, {}, events)
-    for ev in events:
+    for ev in events[:upto]:
         fold.apply(ev)
     return fold.session
 

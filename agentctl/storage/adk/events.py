@@ -83,10 +83,6 @@ class StateFold:
         for delta in shared:
             for part, keys in list(zip(split_delta(delta), touched))[1:]:
                 keys.update(part)
-        self.unknown_initial = (
-            sorted(k for k in session_state if k in touched[0])
-            + sorted(APP + k for k in app_state if k in touched[1])
-            + sorted(USER + k for k in user_state if k in touched[2]))
         self.session = {k: v for k, v in session_state.items() if k not in touched[0]}
         self.app = {k: v for k, v in app_state.items() if k not in touched[1]}
         self.user = {k: v for k, v in user_state.items() if k not in touched[2]}

@@ -40,9 +40,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.adk import legacy
-from agentctl.storage.adk.events import StateFold, decode_json
+from agentctl.storage.adk.doctor import folded_state
+from agentctl.storage.adk.events import decode_json
 from agentctl.storage.contract import History, RewindAndBranchOnly, Unsupported
-from agentctl.storage.journal import ops, trash
+from agentctl.storage.journal import ops
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import naive_utc
@@ -75,18 +76,18 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
     async def fingerprint(self, tx: Any, thread: str) -> Any:
         """The session's update_time (ADK's own marker: every append_event moves it), as
         text; None: no such session."""
-        key = await self._tx_key(tx, thread)
+        key = await self.store._key(thread, tx.fetch)
         if key is None:
             return None
         rows = await tx.fetch(f"SELECT update_time FROM sessions WHERE {WHERE['sessions']}", *key)
-        return self._ts_text(rows[0]["update_time"]) if rows else None
+        return naive_utc(rows[0]["update_time"]).strftime("%Y-%m-%d %H:%M:%S.%f") if rows else None
 
     async def lock(self, tx: Any, threads: Sequence[str]) -> None:
         """Postgres: the sessions' rows, then their app's and user's state rows, FOR UPDATE
         (ADK's append_event locks them in that order)."""
         if self.store.kind != "postgres":
             return
-        keys = [k for k in [await self._tx_key(tx, t) for t in threads] if k is not None]
+        keys = [k for k in [await self.store._key(t, tx.fetch) for t in threads] if k is not None]
         for table, n in (("sessions", 3), ("app_states", 1), ("user_states", 2)):
             for owner in sorted({k[:n] for k in keys}):
                 if table == "sessions" or await tx.table_exists(table):
@@ -115,20 +116,6 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         if self.store.kind == "postgres":
             return dt
         return dt.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-    @staticmethod
-    def _ts_text(value: Any) -> str:
-        return naive_utc(value).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-    async def _tx_key(self, tx: Any, thread: str) -> tuple[str, str, str] | None:
-        parts = thread.split("/")
-        if len(parts) == 3:
-            return parts[0], parts[1], parts[2]
-        if len(parts) < 3:
-            return None
-        rows = await tx.fetch("SELECT app_name, user_id, id FROM sessions WHERE app_name || '/' || user_id || '/' "
-                              "|| id = ? ORDER BY app_name, user_id, id LIMIT 1", thread)
-        return (rows[0]["app_name"], rows[0]["user_id"], rows[0]["id"]) if rows else None
 
     async def _begin(self, tx: Any, kind: str, summary: str, threads: list[str], details: dict[str, Any]) -> ops.Op:
         op = await self.journal_begin(tx, kind, summary, threads, details)
@@ -181,12 +168,8 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
                           ) -> tuple[dict[str, Any], list[str]]:
         """The session-scoped state as of `step` and the keys of the current state whose
         value there is unknown (first set by an event after `step`)."""
-        fold = StateFold(session_state, {}, {}, [r["event"] for r in events])
-        for r in events[:step]:
-            fold.apply(r["event"])
-        at = dict(fold.session)
-        unknown = [k for k in session_state if k not in at]
-        return at, unknown
+        at = folded_state(session_state, [r["event"] for r in events], step)
+        return at, [k for k in session_state if k not in at]
 
     def _new_marker(self, old: Any, *others: Any) -> datetime:
         """A new update_time: now, and after the old marker and the given times."""
@@ -211,15 +194,11 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         meta, key = await self._target(checkpoint_id)
         later = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
         if later and not hard:
-            self._check_boundary(meta.step, await self._invocations(key))
+            rows = await self.store._q(f"SELECT invocation_id FROM events WHERE {_EVENT} ORDER BY timestamp, id", *key)
+            self._check_boundary(meta.step, [r["invocation_id"] for r in rows])
         archive = None if hard or not later else \
             f"(kept in {meta.thread_id}, marked rewound by a new event)"
         return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=archive, hard=hard)
-
-    async def _invocations(self, key: tuple[str, str, str]) -> list[str]:
-        rows = await self.store._q("SELECT invocation_id FROM events WHERE app_name = ? AND user_id = ? "
-                                   "AND session_id = ? ORDER BY timestamp, id", *key)
-        return [r["invocation_id"] for r in rows]
 
     @staticmethod
     def _check_boundary(step: int, invocations: list[str]) -> str:
@@ -335,7 +314,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         """Set the state of every session whose row disagrees with its events' fold
         (`doctor.py`) to that fold, in one transaction; one undoable op per session
         (kind "fix-state"). [(op id, session, keys changed)]."""
-        from agentctl.storage.adk.doctor import differing_keys, folded_state, inconsistent_sessions
+        from agentctl.storage.adk.doctor import differing_keys, inconsistent_sessions
 
         if self.store.layout != "v1":
             raise Unsupported("adk (v0 layout, read-only)", "doctor --fix")
@@ -394,8 +373,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             for table, n in (("sessions", 3), ("app_states", 1), ("user_states", 2)):
                 if table in now and now[table] != before.get(table):
                     if before.get(table) is not None:
-                        await trash.add_images(tx, op.op_id, table, "before",
-                                               *await legacy.row_select(tx, table, before[table]))
+                        await op.was(table, KEYS[table], *await legacy.row_select(tx, table, before[table]))
                     await op.inserted(table, KEYS[table], WHERE[table], key[:n])  # its after-image (if any)
             if inserted:
                 await op.inserted("events", KEYS["events"], f"{_EVENT} AND id IN ({marks(len(inserted))})",

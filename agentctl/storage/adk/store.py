@@ -145,13 +145,14 @@ class ADKStore(ConnectedStore):
                   actions_opaque=OPAQUE)
         return ev, None
 
-    async def _key(self, thread_id: str) -> tuple[str, str, str] | None:
+    async def _key(self, thread_id: str, fetch: Any = None) -> tuple[str, str, str] | None:
+        """(app, user, session) of a thread id (`fetch`: a write's transaction's)."""
         parts = thread_id.split(SEP)
         if len(parts) == 3:
             return parts[0], parts[1], parts[2]
         if len(parts) < 3:
             return None
-        rows = await self._q("SELECT app_name, user_id, id FROM sessions WHERE "
+        rows = await (fetch or self._q)("SELECT app_name, user_id, id FROM sessions WHERE "
                              "app_name || '/' || user_id || '/' || id = ? ORDER BY app_name, user_id, id "
                              "LIMIT 1", thread_id)
         return (rows[0]["app_name"], rows[0]["user_id"], rows[0]["id"]) if rows else None
@@ -227,18 +228,13 @@ class ADKStore(ConnectedStore):
             data, _err = decode_json(value)
             return data if isinstance(data, dict) else {}
 
-        rows = await self._q("SELECT state FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key)
-        session = obj(rows[0]["state"]) if rows else {}
-        app: dict[str, Any] = {}
-        user: dict[str, Any] = {}
-        if self.has_app_states:
-            rows = await self._q("SELECT state FROM app_states WHERE app_name = ?", key[0])
-            app = obj(rows[0]["state"]) if rows else {}
-        if self.has_user_states:
-            rows = await self._q("SELECT state FROM user_states WHERE app_name = ? AND user_id = ?",
-                                 key[0], key[1])
-            user = obj(rows[0]["state"]) if rows else {}
-        return session, app, user
+        out = []  # each table's row by the first n of (app_name, user_id, id)
+        for table, n, there in (("sessions", 3, True), ("app_states", 1, self.has_app_states),
+                                ("user_states", 2, self.has_user_states)):
+            where = " AND ".join(f"{c} = ?" for c in ("app_name", "user_id", "id")[:n])
+            rows = await self._q(f"SELECT state FROM {table} WHERE {where}", *key[:n]) if there else []
+            out.append(obj(rows[0]["state"]) if rows else {})
+        return out[0], out[1], out[2]
 
     async def _shared_deltas(self, key: tuple[str, str, str]) -> list[tuple[Any, dict[str, Any]]]:
         """(timestamp, delta) of the other sessions' events that set `app:` keys of this
@@ -422,17 +418,15 @@ class ADKStore(ConnectedStore):
         if key is None or limit == 0:
             return []
         if descending:
-            total = await self.count(thread_id)
-            last = total - offset
+            last = await self.count(thread_id) - offset
             if last < 1:
                 return []
-            first = max(last - limit + 1, 1)
-            rows = await self._rows(key, first, last)
-            return list(reversed(self._metas(rows, first, await self._rewound(key),
-                                             await self._first_parent(rows))))
-        first = offset + 1
-        upto = None if limit >= 2**62 else offset + limit
-        rows = await self._rows(key, first, upto)
+            return list(reversed(await self._page(key, max(last - limit + 1, 1), last)))
+        return await self._page(key, offset + 1, None if limit >= 2**62 else offset + limit)
+
+    async def _page(self, key: tuple[str, str, str], first: int, last: int | None) -> list[CheckpointMetadata]:
+        """The metadata of steps first..last (None: to the end) of a session."""
+        rows = await self._rows(key, first, last)
         return self._metas(rows, first, await self._rewound(key), await self._first_parent(rows))
 
     async def _locate(self, event_id: str) -> tuple[tuple[str, str, str], int] | None:
@@ -453,9 +447,7 @@ class ADKStore(ConnectedStore):
         found = await self._locate(checkpoint_id)
         if found is None:
             return None
-        key, step = found
-        rows = await self._rows(key, step, step)
-        metas = self._metas(rows, step, await self._rewound(key), await self._first_parent(rows))
+        metas = await self._page(found[0], found[1], found[1])
         return metas[0] if metas else None
 
     async def _checkpoint_at(self, key: tuple[str, str, str], step: int) -> Checkpoint | None:
@@ -484,28 +476,21 @@ class ADKStore(ConnectedStore):
         key = await self._key(thread_id)
         if key is None or step < 1:
             return None
-        rows = await self._rows(key, step, step)
-        metas = self._metas(rows, step, await self._rewound(key), await self._first_parent(rows))
+        metas = await self._page(key, step, step)
         return metas[0] if metas and metas[0].step == step else None
 
     async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         found = await self._locate(checkpoint_id)
         if found is None:
             return []
-        key, step = found
-        metas = self._metas(await self._rows(key, step + 1, step + 1), step + 1, await self._rewound(key))
-        return [m for m in metas if m.step == step + 1]
+        metas = await self._page(found[0], found[1] + 1, found[1] + 1)
+        return [m for m in metas if m.step == found[1] + 1]
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         """The first events of the branches agentctl made from these threads."""
-        wanted = set(thread_ids)
-        out = []
-        for branch, (source, _cid) in sorted((await self._origins()).items()):
-            if source in wanted:
-                first = await self.at_step(branch, 1)
-                if first is not None:
-                    out.append(first)
-        return out
+        firsts = [await self.at_step(b, 1) for b, (source, _) in sorted((await self._origins()).items())
+                  if source in set(thread_ids)]
+        return [f for f in firsts if f is not None]
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         rows = await self._q(f"SELECT DISTINCT id{self._C} AS id FROM events WHERE id LIKE ? ESCAPE '!' "

@@ -17,7 +17,6 @@ REQUIRED = {
     "sessions": ("id", "user_id", "status", "message_count", "total_tokens", "updated_at"),
     "messages": ("id", "session_id", "role", "content", "tool_calls_json", "tool_call_id"),
 }
-OPTIONAL = ("users", "tasks", "tool_logs", "messages_fts")
 
 
 def _matches(tables: Mapping[str, set[str]]) -> bool:

@@ -150,7 +150,7 @@ async def edit_state(h: ArticleHistory, checkpoint_id: str, new: dict[str, Any],
         if session is not None:
             sets = [f"{c} = {h._ts('sessions', c)}" for c in ses_set] + [f"updated_at = {h._ts('sessions', 'updated_at')}"]
             await op.update("sessions", ("id",), "id = ?", (sid,), ", ".join(sets), (*ses_set.values(), h._now()))
-        op_id = await h._done(op)
+        op_id = await h.journal_finish(op)
     return OpResult(op_id, "edit", f"edited {sid}: message {checkpoint_id} (step {step})"
                     + (f" in place ({', '.join(sorted(msg_set))})" if msg_set else "")
                     + (f"; session {', '.join(sorted(ses_set)) or 'updated_at'}" if session is not None else ""))

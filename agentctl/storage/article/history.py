@@ -57,9 +57,9 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata
-from agentctl.storage.article import legacy
+from agentctl.storage.article import edit, legacy
 from agentctl.storage.article import schema as S
-from agentctl.storage.article.store import checkpoint_id, message_id_of, now_text
+from agentctl.storage.article.store import checkpoint_id, indexes_messages, message_id_of, now_text
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.history import JournalHistory
@@ -84,6 +84,12 @@ STRATEGIES = ("fail", "three-way", "ours", "theirs")
 KEYS = S.KEYS
 #: how a refusal names the rows of a table that changed
 _LABELS = {"sessions": "session(s) {}", "messages": "message {}", S.BRANCHES: "the branch record of {}"}
+
+
+def _between(column: str, after: int | None, upto: int | None) -> tuple[str, list[Any]]:
+    """` AND column > ? AND column <= ?` for the bounds given, and their parameters."""
+    bounds = [(f" AND {column} > ?", after), (f" AND {column} <= ?", upto)]
+    return "".join(c for c, v in bounds if v is not None), [v for _, v in bounds if v is not None]
 
 
 # merge_branch takes a `checkpoint_id` argument (the contract's), which hides the function.
@@ -151,13 +157,8 @@ class ArticleHistory(JournalHistory, History):
         op = await self.journal_begin(tx, kind, summary, list(dict.fromkeys(threads)), details)
         for table in KEYS:
             if table in tables and (table == S.BRANCHES or await self.store.has(table)):
-                await trash.ensure(tx, table)
-                op.tables.setdefault(table, [KEYS[table]])
+                await op.declare(table, [KEYS[table]])
         return op
-
-    async def _done(self, op: ops.Op) -> int:
-        await self.journal_finish(op)
-        return op.op_id
 
     async def _has(self, tx: Transaction, table: str) -> bool:
         """Whether the article's optional table is there (as the store last read the tables;
@@ -174,10 +175,7 @@ class ArticleHistory(JournalHistory, History):
         if tx.kind != "sqlite":
             return "off"
         rows = await tx.fetch("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'")
-        if not rows:
-            return "off"
-        low = re.sub(r"\s+", "", (rows[0]["sql"] or "").lower())
-        if "content='messages'" not in low and 'content="messages"' not in low:
+        if not rows or not indexes_messages(rows[0]["sql"]):
             return "off"
         if await tx.fetch("SELECT 1 AS x FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' "
                           "AND sql LIKE '%messages_fts%' LIMIT 1"):
@@ -243,8 +241,7 @@ class ArticleHistory(JournalHistory, History):
             await op.inserted(table, (KEYS[table],), f"id IN ({ph})", chunk)
 
     async def _session(self, reader: Any, sid: str) -> dict[str, Any] | None:
-        rows = await reader.query("SELECT * FROM sessions WHERE id = ?", sid) if hasattr(reader, "query") \
-            else await reader.fetch("SELECT * FROM sessions WHERE id = ?", sid)
+        rows = await reader.fetch("SELECT * FROM sessions WHERE id = ?", sid)
         return rows[0] if rows else None
 
     async def _target(self, reader: Any, cid: str) -> tuple[int, str, int]:
@@ -267,44 +264,24 @@ class ArticleHistory(JournalHistory, History):
         raise OperationError("could not find an unused session id")  # pragma: no cover
 
     async def _copy_session(self, tx: Transaction, src: str, new: str, title: str) -> None:
-        cols = await self._columns(tx, "sessions")
-        exprs, params = [], []
-        now = self._now()
-        for c in cols:
-            if c == "id":
-                exprs.append("CAST(? AS TEXT)")
-                params.append(new)
-            elif c == "title":
-                exprs.append("CAST(? AS TEXT)")
-                params.append(title)
-            elif c in ("created_at", "updated_at"):
-                exprs.append(self._ts("sessions", c))
-                params.append(now)
-            else:
-                exprs.append(c)
+        cols, now = await self._columns(tx, "sessions"), self._now()
+        given = {"id": ("CAST(? AS TEXT)", new), "title": ("CAST(? AS TEXT)", title),
+                 **{c: (self._ts("sessions", c), now) for c in ("created_at", "updated_at")}}
+        exprs = [given[c][0] if c in given else c for c in cols]
         await tx.execute(f"INSERT INTO sessions ({', '.join(cols)}) SELECT {', '.join(exprs)} "
-                         "FROM sessions WHERE id = ?", *params, src)
+                         "FROM sessions WHERE id = ?", *[given[c][1] for c in cols if c in given], src)
 
     async def _logs_of(self, tx: Transaction, sid: str, after: int | None = None, upto: int | None = None) -> list[int]:
         """Ids of the tool_logs belonging to the messages of `sid` with after < id <= upto
         (linked by message_id, or unlinked and attributed to them: see store.py)."""
         if not await self._has(tx, "tool_logs"):
             return []
-        rng, params = "", []
-        if after is not None:
-            rng += " AND x.id > ?"
-            params.append(after)
-        if upto is not None:
-            rng += " AND x.id <= ?"
-            params.append(upto)
-        t = self.store.t
-        owner = ("COALESCE((SELECT MAX(y.id) FROM messages y WHERE y.session_id = l.session_id "
-                 f"AND {t('y.created_at')} <= {t('l.created_at')}), "
-                 "(SELECT MIN(y.id) FROM messages y WHERE y.session_id = l.session_id))")
+        rng, params = _between("x.id", after, upto)
         rows = await tx.fetch(
             f"SELECT l.id FROM tool_logs l WHERE l.message_id IN (SELECT x.id FROM messages x "
             f"WHERE x.session_id = ?{rng}) OR (l.message_id IS NULL AND l.session_id = ? AND "
-            f"{owner} IN (SELECT x.id FROM messages x WHERE x.session_id = ?{rng})) ORDER BY l.id",
+            f"{self.store._attributed()} IN (SELECT x.id FROM messages x WHERE x.session_id = ?{rng})) "
+            "ORDER BY l.id",
             sid, *params, sid, sid, *params)
         return [int(r["id"]) for r in rows]
 
@@ -314,13 +291,7 @@ class ArticleHistory(JournalHistory, History):
         `dst` with new ids, in id order; return the new message ids and tool log ids."""
         mcols = [c for c in await self._columns(tx, "messages") if c != "id"]
         exprs = ["CAST(? AS TEXT)" if c == "session_id" else c for c in mcols]
-        conds, params = "", []
-        if after is not None:
-            conds += " AND id > ?"
-            params.append(after)
-        if upto is not None:
-            conds += " AND id <= ?"
-            params.append(upto)
+        conds, params = _between("id", after, upto)
         old_ids = [int(r["id"]) for r in await tx.fetch(
             f"SELECT id FROM messages WHERE session_id = ?{conds} ORDER BY id", src, *params)]
         log_ids = await self._logs_of(tx, src, after, upto)
@@ -333,61 +304,28 @@ class ArticleHistory(JournalHistory, History):
         for ph, chunk in in_chunks(new_ids):
             await self._fts_index(tx, "insert", f"id IN ({ph})", chunk)
         new_logs = []
-        if log_ids:
-            lcols = [c for c in await self._columns(tx, "tool_logs") if c != "id"]
-            for lid in log_ids:
-                link = (await tx.fetch("SELECT message_id FROM tool_logs WHERE id = ?", lid))[0]["message_id"]
-                lexprs: list[str] = []
-                lparams: list[Any] = []
-                for c in lcols:
-                    if c == "session_id":
-                        lexprs.append("CAST(? AS TEXT)")
-                        lparams.append(dst)
-                    elif c == "message_id":
-                        lexprs.append("CAST(? AS BIGINT)")
-                        lparams.append(mapping.get(int(link)) if link is not None else None)
-                    else:
-                        lexprs.append(c)
-                rows = await tx.fetch(f"INSERT INTO tool_logs ({', '.join(lcols)}) SELECT {', '.join(lexprs)} "
-                                      "FROM tool_logs WHERE id = ? RETURNING id", *lparams, lid)
-                new_logs.append(int(rows[0]["id"]))
+        lcols = [c for c in await self._columns(tx, "tool_logs") if c != "id"] if log_ids else []
+        lexprs = {"session_id": "CAST(? AS TEXT)", "message_id": "CAST(? AS BIGINT)"}
+        for lid in log_ids:
+            link = (await tx.fetch("SELECT message_id FROM tool_logs WHERE id = ?", lid))[0]["message_id"]
+            given = {"session_id": dst, "message_id": mapping.get(int(link)) if link is not None else None}
+            rows = await tx.fetch(f"INSERT INTO tool_logs ({', '.join(lcols)}) SELECT "
+                                  f"{', '.join(lexprs.get(c, c) for c in lcols)} FROM tool_logs WHERE id = ? "
+                                  "RETURNING id", *[given[c] for c in lcols if c in given], lid)
+            new_logs.append(int(rows[0]["id"]))
         return new_ids, new_logs
 
     # ---- rewind ------------------------------------------------------------------------
-
-    async def _later(self, reader: Any, sid: str, mid: int) -> list[CheckpointMetadata]:
-        step = int((await reader.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?",
-                                       sid, mid))[0]["n"])
-        out = []
-        prev = checkpoint_id(mid)
-        for r in await reader.q(f"SELECT {self.store._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                                    "AND m.id > ? ORDER BY m.id", sid, mid):
-            step += 1
-            meta = self.store._meta(r, step, prev)
-            prev = meta.checkpoint_id
-            out.append(meta)
-        return out
 
     async def plan_rewind(self, checkpoint_id_: str, hard: bool = False) -> RewindPlan:
         target = await self.store.get_metadata(checkpoint_id_)
         if target is None:
             raise CheckpointNotFound(checkpoint_id_)
-        mid = message_id_of(checkpoint_id_)
-        assert mid is not None  # the id of a message get_metadata found
-        moved = await self._later(self.store, target.thread_id, mid)
+        moved = await self.store.read_thread(target.thread_id, 2**62, target.step)
         archive = None
         if moved and not hard:
-            archive = await self._fresh_session(self._reader(), f"{target.thread_id}-rewound-at-{target.step}")
+            archive = await self._fresh_session(self.store, f"{target.thread_id}-rewound-at-{target.step}")
         return RewindPlan(target, target.thread_id, moved, archive, hard)
-
-    def _reader(self) -> Any:
-        store = self.store
-
-        class _R:
-            async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
-                return await store.q(sql, *params)
-
-        return _R()
 
     async def rewind(self, checkpoint_id_: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> TimeTravelResult:
@@ -448,7 +386,7 @@ class ArticleHistory(JournalHistory, History):
                     await self._recount(None, tx, archive)
                     await op.inserted("sessions", ("id",), "id = ?", (archive,))
                     result["archive"] = archive
-                result["op_id"] = await self._done(op)
+                result["op_id"] = await self.journal_finish(op)
         cp = await self.store.get(checkpoint_id_)
         if cp is None:  # the target, kept by the rewind
             raise CheckpointNotFound(checkpoint_id_)
@@ -491,7 +429,7 @@ class ArticleHistory(JournalHistory, History):
             if await self._has(tx, "tool_logs"):
                 await op.inserted("tool_logs", ("id",), "session_id = ?", (new,))
             await op.inserted(S.BRANCHES, ("session_id",), "session_id = ?", (new,))
-            await self._done(op)
+            await self.journal_finish(op)
         return new
 
     # ---- merge -------------------------------------------------------------------------
@@ -514,25 +452,23 @@ class ArticleHistory(JournalHistory, History):
         new = [int(r["id"]) for r in await reader.fetch(
             "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id", branch, b["merged_message_id"])]
         head = (await reader.fetch("SELECT MAX(id) AS h FROM messages WHERE session_id = ?", into))[0]["h"]
-        moved = head != b["into_head"]
-        return {"info": b, "new": new, "head": head, "moved": moved}
-
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> MergePlan:
         from agentctl.merge import Conflict
 
+        moved = head != b["into_head"]
+        conflict = Conflict("/messages", checkpoint_id(b["into_head"]), checkpoint_id(head) if head is not None else None,
+                            [checkpoint_id(i) for i in new]) if moved and new else None
+        return {"info": b, "new": new, "head": head, "moved": moved, "conflict": conflict}
+
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> MergePlan:
         await self.store.connect()
-        f = await self._merge_facts(self._reader(), branch_thread_id, into_thread_id, strategy)
+        f = await self._merge_facts(self.store, branch_thread_id, into_thread_id, strategy)
         ours = await self.store.get_latest(into_thread_id) or Checkpoint(
             CheckpointMetadata(into_thread_id, "", 0), [], {}, {})
         theirs = await self.store.get_latest(branch_thread_id) or Checkpoint(  # (as ours)
             CheckpointMetadata(branch_thread_id, "", 0), [], {}, {})
         base = await self.store.get_metadata(checkpoint_id(f["info"]["into_head"]))
-        appended = [m for m in (theirs.messages if theirs else []) if int(m.get("id", 0)) in set(f["new"])]
-        conflicts = []
-        if f["moved"] and f["new"]:
-            conflicts = [Conflict("/messages", checkpoint_id(f["info"]["into_head"]),
-                                  checkpoint_id(f["head"]) if f["head"] is not None else None,
-                                  [checkpoint_id(i) for i in f["new"]])]
+        appended = [m for m in theirs.messages if int(m.get("id", 0)) in set(f["new"])]
+        conflicts = [f["conflict"]] if f["conflict"] else []
         resolved: list[Any] = []
         if conflicts and strategy in ("ours", "theirs"):
             resolved, conflicts = conflicts, []
@@ -558,16 +494,11 @@ class ArticleHistory(JournalHistory, History):
                                      f"(or its last merge) into {into}; nothing was written")
             if f["moved"]:
                 if strategy in ("fail", "three-way"):
-                    from agentctl.merge import Conflict
-
-                    conflict = Conflict("/messages", _message_checkpoint_id(f["info"]["into_head"]),
-                                        _message_checkpoint_id(f["head"]) if f["head"] is not None else None,
-                                        [_message_checkpoint_id(i) for i in f["new"]])
+                    conflict = f["conflict"]
                     raise MergeConflictError(
                         [conflict], f"merging {branch} into {into} conflicts: {into} has changed since the fork "
-                        f"(head {_message_checkpoint_id(f['head']) if f['head'] is not None else 'none'}, forked at "
-                        f"{_message_checkpoint_id(f['info']['into_head'])}); nothing was written; use strategy 'theirs' "
-                        "to append the branch's messages anyway")
+                        f"(head {conflict.ours or 'none'}, forked at {conflict.base}); nothing was written; "
+                        "use strategy 'theirs' to append the branch's messages anyway")
                 if strategy == "ours":
                     raise OperationError(f"strategy 'ours' keeps {into} as it is (it changed since the fork); "
                                          "nothing was written")
@@ -583,34 +514,16 @@ class ArticleHistory(JournalHistory, History):
             await self._recount(op, tx, into)
             await self._inserted_ids(op, "messages", new_ids)
             await self._inserted_ids(op, "tool_logs", new_logs)
-            await self._done(op)
+            await self.journal_finish(op)
         return _message_checkpoint_id(new_ids[-1])
 
-    # ---- edit (see edit.py) -------------------------------------------------------------
+    # ---- edit (see edit.py): REF's message and its session's fields, in place -----------
 
-    @staticmethod
-    def edit_view(cp: Any) -> dict[str, Any]:
-        """What `agentctl edit REF --set KEY=JSON` changes: REF's message and its session's fields."""
-        from agentctl.storage.article.edit import edit_view
-
-        return edit_view(cp)
-
-    @staticmethod
-    def edit_check(old: dict[str, Any], new: dict[str, Any]) -> None:
-        """UsageError when the edited view is nothing the article's tables could hold."""
-        from agentctl.storage.article.edit import edit_check
-
-        edit_check(old, new)
-
+    edit_view = staticmethod(edit.edit_view)
+    edit_check = staticmethod(edit.edit_check)
     #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
     EDIT_CONFIRM = "change message {ref} / session {thread} in place"
-
-    async def edit_state(self, checkpoint_id_: str, state: dict[str, Any], what: str) -> OpResult:
-        """The message REF and its session row changed in place to the edited view `state`;
-        one op, undone column for column."""
-        from agentctl.storage.article.edit import edit_state
-
-        return await edit_state(self, checkpoint_id_, state, what)
+    edit_state = edit.edit_state
 
     # ---- prune and delete --------------------------------------------------------------
 
@@ -671,7 +584,7 @@ class ArticleHistory(JournalHistory, History):
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
         await self.store.connect()
-        sessions = await self._select_sessions(self._reader(), spec)
+        sessions = await self._select_sessions(self.store, spec)
         policy, param = self._policy(spec)
         out = []
         for sid in sessions:
@@ -712,17 +625,15 @@ class ArticleHistory(JournalHistory, History):
                        f"{', …' if len(sessions) > 5 else ''}): deleted {len(deleted)} message(s)")
             op = await self._begin(tx, "prune", summary, sessions, details, tuple(KEYS)[:4])
             await self._delete_sessions(op, tx, sessions)
-            op_id = await self._done(op)
+            op_id = await self.journal_finish(op)
         return [OpResult(op_id, "prune", summary, deleted=deleted)]
 
     async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
         await self.store.connect()
-        if await self._session(self._reader(), thread_id) is None:
+        if await self._session(self.store, thread_id) is None:
             raise ThreadNotFound(thread_id)
-        n = int((await self.store.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?",
-                                    thread_id))[0]["n"])
         branches = await self.store.branches_of([thread_id])
-        return DeletePlan(thread_id, n, [], list(dict.fromkeys(b.thread_id for b in branches)))
+        return DeletePlan(thread_id, await self.store.count(thread_id), [], list(dict.fromkeys(b.thread_id for b in branches)))
 
     async def delete_thread(self, thread_id: str) -> OpResult:
         async with self._write([thread_id]) as tx:
@@ -733,7 +644,7 @@ class ArticleHistory(JournalHistory, History):
             op = await self._begin(tx, "delete_thread", summary, [thread_id],
                                    {"thread": thread_id, "count": len(deleted)}, tuple(KEYS)[:4])
             await self._delete_sessions(op, tx, [thread_id])
-            op_id = await self._done(op)
+            op_id = await self.journal_finish(op)
         return OpResult(op_id, "delete_thread", summary, deleted=deleted)
 
     # ---- undo, redo, purge: the journal's (agentctl/storage/journal/history.py) ------------
@@ -747,22 +658,19 @@ class ArticleHistory(JournalHistory, History):
         await ops.check(tx, record, 1 if undo else 0, None)
         await legacy.unchecked(self, tx, record)
         self._fts = await self._fts_mode(tx)
-        keys = f"id IN (SELECT id FROM {trash.trash_name('messages')} WHERE {trash.OP} = ?)"
-        touched = "messages" in record["tables"]
-        if touched:
-            await self._fts_index(tx, "delete", keys, (record["op_id"],))
+        images: dict[int, dict[str, Any]] = {}  # {message id: {image: its session}}
+        if "messages" in record["tables"]:
+            for r in await trash.held(tx, record["op_id"], "messages", ("id", "session_id")):
+                images.setdefault(int(r["id"]), {})[r["image"]] = r["session_id"]
+        for ph, chunk in in_chunks(list(images)):
+            await self._fts_index(tx, "delete", f"id IN ({ph})", chunk)
         moved = await super().journal_move(tx, record, image, threads)
-        self._moved = {}
-        if touched:
-            await self._fts_index(tx, "insert", keys, (record["op_id"],))
-            images: dict[int, dict[str, Any]] = {}
-            for r in await tx.fetch(f"SELECT id, {trash.IMAGE} AS i, session_id FROM "
-                                    f"{trash.trash_name('messages')} WHERE {trash.OP} = ? ORDER BY id", record["op_id"]):
-                images.setdefault(int(r["id"]), {})[r["i"]] = r["session_id"]
-            other = "after" if undo else "before"
-            for kind, test in (("created", lambda d: other not in d), ("deleted", lambda d: image not in d),
-                               ("moved", lambda d: len(d) == 2 and d[image] != d[other])):
-                self._moved[kind] = [checkpoint_id(i) for i, d in images.items() if test(d)]
+        for ph, chunk in in_chunks(list(images)):
+            await self._fts_index(tx, "insert", f"id IN ({ph})", chunk)
+        other = "after" if undo else "before"
+        self._moved = {kind: [checkpoint_id(i) for i, d in images.items() if test(d)] for kind, test in (
+            ("created", lambda d: other not in d), ("deleted", lambda d: image not in d),
+            ("moved", lambda d: len(d) == 2 and d[image] != d[other]))}
         return moved
 
     def describe_rows(self, table: str, keys: Sequence[tuple[Any, ...]]) -> str:

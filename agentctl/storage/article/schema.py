@@ -1,11 +1,10 @@
-"""The article's five tables as DDL for both dialects, and agentctl's side tables.
+"""The article's five tables on Postgres (`POSTGRES_DDL`), and agentctl's side tables.
 
-SQLite: the article's own `init_database()` DDL (TEXT times from `datetime('now')`,
-TEXT JSON columns). Postgres: the same tables, names and columns; TEXT ids for
-users/sessions/tasks, BIGSERIAL ids for messages and tool_logs, TEXT times in the
-article's `YYYY-MM-DD HH:MM:SS` form (the reader also copes with TIMESTAMPTZ: it casts
-times to text) and TEXT JSON columns (the reader casts, so JSONB works too). Postgres
-has no messages_fts.
+Postgres: the tables, names and columns of the article's own SQLite `init_database()`;
+TEXT ids for users/sessions/tasks, BIGSERIAL ids for messages and tool_logs, TEXT times
+in the article's `YYYY-MM-DD HH:MM:SS` form (the reader also copes with TIMESTAMPTZ: it
+casts times to text) and TEXT JSON columns (the reader casts, so JSONB works too).
+Postgres has no messages_fts.
 
 Side table (never read by the article's code), created by the first write that needs
 it: `agentctl_article_branches`, the sessions made by `branch` (and rewind archives):
@@ -15,88 +14,6 @@ message. Its rows are written through the journal like the article's own
 """
 
 from __future__ import annotations
-
-SQLITE_DDL = """
-CREATE TABLE IF NOT EXISTS users (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    email TEXT,
-    api_key_hash TEXT,
-    quota_total INTEGER DEFAULT 100000,
-    quota_used INTEGER DEFAULT 0,
-    preferences_json TEXT DEFAULT '{}',
-    created_at TEXT NOT NULL DEFAULT (datetime('now')),
-    updated_at TEXT NOT NULL DEFAULT (datetime('now'))
-);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    title TEXT DEFAULT '新对话',
-    status TEXT DEFAULT 'active'
-        CHECK(status IN ('active','paused','completed','cancelled')),
-    model TEXT DEFAULT 'gpt-4o-mini',
-    total_tokens INTEGER DEFAULT 0,
-    total_cost REAL DEFAULT 0.0,
-    message_count INTEGER DEFAULT 0,
-    metadata_json TEXT DEFAULT '{}',
-    created_at TEXT NOT NULL DEFAULT (datetime('now')),
-    updated_at TEXT NOT NULL DEFAULT (datetime('now')),
-    FOREIGN KEY (user_id) REFERENCES users(id)
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    role TEXT NOT NULL CHECK(role IN ('system','user','assistant','tool')),
-    content TEXT NOT NULL DEFAULT '',
-    tool_calls_json TEXT,
-    tool_call_id TEXT,
-    token_count INTEGER DEFAULT 0,
-    created_at TEXT NOT NULL DEFAULT (datetime('now')),
-    FOREIGN KEY (session_id) REFERENCES sessions(id)
-);
-CREATE TABLE IF NOT EXISTS tasks (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    type TEXT NOT NULL,
-    payload_json TEXT NOT NULL DEFAULT '{}',
-    status TEXT DEFAULT 'pending'
-        CHECK(status IN ('pending','running','paused','completed','failed','cancelled')),
-    result_json TEXT,
-    priority INTEGER DEFAULT 0,
-    max_retries INTEGER DEFAULT 3,
-    retry_count INTEGER DEFAULT 0,
-    created_at TEXT NOT NULL DEFAULT (datetime('now')),
-    started_at TEXT,
-    completed_at TEXT,
-    FOREIGN KEY (session_id) REFERENCES sessions(id)
-);
-CREATE TABLE IF NOT EXISTS tool_logs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    message_id INTEGER,
-    tool_name TEXT NOT NULL,
-    input_json TEXT NOT NULL,
-    output_json TEXT,
-    elapsed_ms REAL,
-    success INTEGER DEFAULT 1,
-    error_message TEXT,
-    created_at TEXT NOT NULL DEFAULT (datetime('now')),
-    FOREIGN KEY (session_id) REFERENCES sessions(id),
-    FOREIGN KEY (message_id) REFERENCES messages(id)
-);
-CREATE INDEX IF NOT EXISTS idx_sessions_user ON sessions(user_id);
-CREATE INDEX IF NOT EXISTS idx_sessions_updated ON sessions(updated_at DESC);
-CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, created_at);
-CREATE INDEX IF NOT EXISTS idx_messages_role ON messages(session_id, role);
-CREATE INDEX IF NOT EXISTS idx_tasks_status ON tasks(status, priority DESC);
-CREATE INDEX IF NOT EXISTS idx_tool_logs_session ON tool_logs(session_id, created_at);
-CREATE INDEX IF NOT EXISTS idx_tool_logs_name ON tool_logs(tool_name, created_at);
-"""
-
-SQLITE_FTS_DDL = """
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content,
-  content='messages', content_rowid='id');
-"""
 
 _NOW_TEXT = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
 

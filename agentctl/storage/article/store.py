@@ -44,6 +44,7 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.article import FORMAT, REQUIRED
 from agentctl.storage.article import schema as S
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
 from agentctl.storage.sqlutil import in_chunks, marks
@@ -51,10 +52,6 @@ from agentctl.storage.sqlutil import in_chunks, marks
 CID_PREFIX = "msg-"
 _CID = re.compile(r"^msg-([0-9]{1,18})$")
 SORTS = ("updated", "thread", "checkpoints", "step", "created")
-_REQUIRED = {
-    "sessions": ("id", "user_id", "status", "message_count", "total_tokens", "updated_at"),
-    "messages": ("id", "session_id", "role", "content", "tool_calls_json", "tool_call_id"),
-}
 
 
 def checkpoint_id(message_id: int) -> str:
@@ -89,6 +86,19 @@ def decode_json(raw: Any) -> tuple[Any, str | None]:
         return raw, f"not JSON ({exc})"
 
 
+def _put_json(out: dict[str, Any], key: str, raw: Any) -> None:
+    """out[key]: `raw` decoded (its text when it is not JSON, the error in out[key + "_error"])."""
+    out[key], err = decode_json(raw)
+    if err:
+        out[key + "_error"] = err
+
+
+def indexes_messages(sql: str | None) -> bool:
+    """Whether messages_fts's CREATE statement makes it an external-content index of messages."""
+    low = re.sub(r"\s+", "", (sql or "").lower())
+    return "content='messages'" in low or 'content="messages"' in low
+
+
 @dataclass
 class SessionSummary(ThreadSummary):
     """A thread summary with the article's session fields."""
@@ -119,18 +129,8 @@ class SessionSummary(ThreadSummary):
 # ---- connections: the existing backends, with the article's schema check -------------------
 
 
-async def _sqlite_tables(conn: Any) -> dict[str, set[str]]:
-    rows = await conn.execute_fetchall(
-        "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
-        "WHERE m.type = 'table'")
-    out: dict[str, set[str]] = {}
-    for t, c in rows:
-        out.setdefault(t, set()).add(c)
-    return out
-
-
 def _check_tables(where: str, tables: dict[str, set[str]]) -> None:
-    for table, cols in _REQUIRED.items():
+    for table, cols in REQUIRED.items():
         if table not in tables:
             shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:8])
             raise SchemaError(f"{where} has no '{table}' table, not an article session store"
@@ -175,8 +175,12 @@ def backend_class(kind: str) -> type:
             async def _check_schema(self, conn: Any) -> None:
                 import sqlite3
 
+                tables: dict[str, set[str]] = {}
                 try:
-                    tables = await _sqlite_tables(conn)
+                    for t, c in await conn.execute_fetchall(
+                            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+                            "WHERE m.type = 'table'"):
+                        tables.setdefault(t, set()).add(c)
                 except sqlite3.DatabaseError as exc:
                     raise NotADatabase(f"{self._db_path} is not a usable SQLite database ({exc})") from None
                 _check_tables(self._db_path, tables)
@@ -193,8 +197,6 @@ class ArticleStore(Store):
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True, clock: Any = None,
                  **kwargs: Any):
-        from agentctl.storage.article import FORMAT
-
         self.format = FORMAT
         self.kind = kind
         self._readonly = readonly
@@ -223,6 +225,8 @@ class ArticleStore(Store):
     async def q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
         return await self.db.query(sql, *params)
+
+    fetch = q  # (a transaction's name: the store reads where a write's checks read)
 
     async def has(self, table: str) -> bool:
         await self.connect()
@@ -276,10 +280,7 @@ class ArticleStore(Store):
     def _message(row: dict[str, Any]) -> dict[str, Any]:
         msg: dict[str, Any] = {"id": row["id"], "role": row["role"], "content": row["content"]}
         if row.get("tool_calls_json") is not None:
-            value, err = decode_json(row["tool_calls_json"])
-            msg["tool_calls"] = value
-            if err:
-                msg["tool_calls_error"] = err
+            _put_json(msg, "tool_calls", row["tool_calls_json"])
         if row.get("tool_call_id") is not None:
             msg["tool_call_id"] = row["tool_call_id"]
         msg["token_count"] = row.get("token_count")
@@ -302,19 +303,10 @@ class ArticleStore(Store):
 
     async def _fork_parent(self, session_id: str) -> str | None:
         """The checkpoint a branch session's first message points at (None: not a branch)."""
-        info = await self.branch_info(session_id)
-        return checkpoint_id(info["source_message_id"]) if info else None
-
-    async def branch_info(self, session_id: str) -> dict[str, Any] | None:
         if not await self.has(S.BRANCHES):
             return None
-        rows = await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id = ?", session_id)
-        return rows[0] if rows else None
-
-    async def _step_of(self, session_id: str, message_id: int) -> int:
-        rows = await self.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?",
-                            session_id, message_id)
-        return int(rows[0]["n"])
+        rows = await self.q(f"SELECT source_message_id FROM {S.BRANCHES} WHERE session_id = ?", session_id)
+        return checkpoint_id(rows[0]["source_message_id"]) if rows else None
 
     async def _steps_of(self, message_ids: list[int], with_session: bool = False) -> dict[int, Any]:
         """{message id: its step} (or (session, step)) of existing messages, in one query."""
@@ -327,15 +319,6 @@ class ArticleStore(Store):
                     *chunk):
                 out[int(r["id"])] = (r["session_id"], int(r["step"])) if with_session else int(r["step"])
         return out
-
-    async def _prev_id(self, session_id: str, message_id: int) -> int | None:
-        rows = await self.q("SELECT MAX(id) AS p FROM messages WHERE session_id = ? AND id < ?",
-                            session_id, message_id)
-        return rows[0]["p"]
-
-    async def _message_row(self, message_id: int) -> dict[str, Any] | None:
-        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id = ?", message_id)
-        return rows[0] if rows else None
 
     # ---- threads ---------------------------------------------------------------------------
 
@@ -382,32 +365,22 @@ class ArticleStore(Store):
             params += [x.strip() for x in statuses]
         return ("WHERE " + " AND ".join(conds)) if conds else "", params
 
+    async def _by_key(self, sql: str, keys: Sequence[Any], key: str = "id") -> dict[Any, dict[str, Any]]:
+        """{row[key]: row} of `sql` (`{}`: the placeholders of `keys`), 400 keys a query."""
+        return {r[key]: r for ph, chunk in in_chunks(keys, 400) for r in await self.q(sql.format(ph), *chunk)}
+
     async def _summaries(self, rows: list[dict[str, Any]]) -> list[ThreadSummary]:
         if not rows:
             return []
-        heads = [r["head_id"] for r in rows if r["head_id"] is not None]
-        head_rows: dict[int, dict[str, Any]] = {}
-        for ph, chunk in in_chunks(heads, 400):
-            for h in await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ({ph})", *chunk):
-                head_rows[int(h["id"])] = h
-        firsts = [r["first_id"] for r in rows if r["first_id"] is not None]
-        first_created: dict[int, str] = {}
-        for ph, chunk in in_chunks(firsts, 400):
-            for h in await self.q(
-                    f"SELECT id, {self.t('created_at')} AS created_at FROM messages WHERE id IN ({ph})", *chunk):
-                first_created[int(h["id"])] = h["created_at"]
-        names: dict[str, str] = {}
+        head_rows = await self._by_key(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ({{}})",
+                                       [r["head_id"] for r in rows if r["head_id"] is not None])
+        first_rows = await self._by_key(f"SELECT id, {self.t('created_at')} AS created_at FROM messages "
+                                        "WHERE id IN ({})", [r["first_id"] for r in rows if r["first_id"] is not None])
         uids = sorted({r["user_id"] for r in rows if r["user_id"] is not None})
-        if uids and await self.has("users"):
-            for ph, chunk in in_chunks(uids, 400):
-                for u in await self.q(f"SELECT id, name FROM users WHERE id IN ({ph})", *chunk):
-                    names[u["id"]] = u["name"]
-        branches: dict[str, dict[str, Any]] = {}
-        if await self.has(S.BRANCHES):
-            sids = [r["sid"] for r in rows]
-            for ph, chunk in in_chunks(sids, 400):
-                for b in await self.q(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ({ph})", *chunk):
-                    branches[b["session_id"]] = b
+        users = await self._by_key("SELECT id, name FROM users WHERE id IN ({})", uids) \
+            if uids and await self.has("users") else {}
+        branches = await self._by_key(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ({{}})",
+                                      [r["sid"] for r in rows], "session_id") if await self.has(S.BRANCHES) else {}
         out: list[ThreadSummary] = []
         for r in rows:
             head = head_rows.get(int(r["head_id"])) if r["head_id"] is not None else None
@@ -417,11 +390,11 @@ class ArticleStore(Store):
                 head_checkpoint_id=checkpoint_id(head["id"]) if head else "",
                 updated_at=str(r["s_updated"] or ""),
                 head_summary=f"[{head['role']}] {one_line(head['content'])}" if head else "",
-                first_created_at=str(first_created.get(int(r["first_id"]), "") if r["first_id"] is not None
+                first_created_at=str(first_rows.get(int(r["first_id"]), {}).get("created_at", "") if r["first_id"] is not None
                                      else (r["s_created"] or "")),
                 branch_of=branch["source_session_id"] if branch else None,
                 branch_point=checkpoint_id(branch["source_message_id"]) if branch else None,
-                user_id=r["user_id"], user_name=names.get(r["user_id"]), title=r["title"],
+                user_id=r["user_id"], user_name=users.get(r["user_id"], {}).get("name"), title=r["title"],
                 status=r["status"], model=r["model"],
                 message_count=r["message_count"], total_tokens=r["total_tokens"],
                 total_cost=r["total_cost"]))
@@ -490,24 +463,17 @@ class ArticleStore(Store):
     async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
                           descending: bool = False) -> list[CheckpointMetadata]:
         limit, offset = int(limit), max(0, int(offset))
-        total = await self.count(thread_id) if descending else 0
-        # one row more before the page: the parent of its first row
-        start = max(0, offset - 1)
+        lo, n = offset, limit  # the page: n rows (ascending) from index lo
         if descending:
-            # rows (ascending) from index total-offset-limit .. total-offset-1
-            hi = total - offset
-            lo = max(0, hi - limit)
+            hi = await self.count(thread_id) - offset
             if hi <= 0:
                 return []
-            start, want = max(0, lo - 1), hi - max(0, lo - 1)
-            first_step = lo + 1
-            skip_first = lo > 0
-        else:
-            want = limit + (1 if offset > 0 else 0)
-            first_step = offset + 1
-            skip_first = offset > 0
+            lo = max(0, hi - limit)
+            n = hi - lo
+        # one row more before the page: the parent of its first row
+        start, first_step, skip_first = max(0, lo - 1), lo + 1, lo > 0
         rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                            "ORDER BY m.id LIMIT ? OFFSET ?", thread_id, want, start)
+                            "ORDER BY m.id LIMIT ? OFFSET ?", thread_id, n + int(skip_first), start)
         fork = await self._fork_parent(thread_id) if start == 0 and rows else None
         out: list[CheckpointMetadata] = []
         prev: str | None = fork
@@ -525,8 +491,10 @@ class ArticleStore(Store):
     async def _message_of(self, checkpoint_id_: str) -> tuple[int, dict[str, Any]] | None:
         """(message id, its row) of a checkpoint id, or None when it names no message."""
         mid = message_id_of(checkpoint_id_)
-        row = await self._message_row(mid) if mid is not None else None
-        return (mid, row) if mid is not None and row is not None else None
+        if mid is None:
+            return None
+        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id = ?", mid)
+        return (mid, rows[0]) if rows else None
 
     async def get_metadata(self, checkpoint_id_: str) -> CheckpointMetadata | None:
         found = await self._message_of(checkpoint_id_)
@@ -534,10 +502,10 @@ class ArticleStore(Store):
             return None
         mid, row = found
         sid = row["session_id"]
-        step = await self._step_of(sid, mid)
-        prev = await self._prev_id(sid, mid)
-        parent = checkpoint_id(prev) if prev is not None else await self._fork_parent(sid)
-        return self._meta(row, step, parent)
+        at = (await self.q("SELECT COUNT(*) AS n, MAX(CASE WHEN id < ? THEN id END) AS prev FROM messages "
+                           "WHERE session_id = ? AND id <= ?", mid, sid, mid))[0]
+        parent = checkpoint_id(at["prev"]) if at["prev"] is not None else await self._fork_parent(sid)
+        return self._meta(row, int(at["n"]), parent)
 
     async def _state(self, session_id: str) -> dict[str, Any]:
         rows = await self.q("SELECT * FROM sessions WHERE id = ?", session_id)
@@ -546,10 +514,7 @@ class ArticleStore(Store):
         if rows:
             session = {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in rows[0].items()}
             if "metadata_json" in session:
-                value, err = decode_json(session.pop("metadata_json"))
-                session["metadata"] = value
-                if err:
-                    session["metadata_error"] = err
+                _put_json(session, "metadata", session.pop("metadata_json"))
             if await self.has("users") and session.get("user_id") is not None:
                 urows = await self.q("SELECT id, name, quota_total, quota_used FROM users WHERE id = ?",
                                      session["user_id"])
@@ -561,10 +526,7 @@ class ArticleStore(Store):
                 task = {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in t.items()}
                 for col, key in (("payload_json", "payload"), ("result_json", "result")):
                     if col in task:
-                        value, err = decode_json(task.pop(col))
-                        task[key] = value
-                        if err:
-                            task[key + "_error"] = err
+                        _put_json(task, key, task.pop(col))
                 tasks.append(task)
         return {"session": session, "user": user, "tasks": tasks}
 
@@ -577,10 +539,7 @@ class ArticleStore(Store):
     def _tool_log(self, r: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         entry: dict[str, Any] = {"id": r["id"], "tool_name": r["tool_name"], "message_id": r["message_id"]}
         for col, key in (("input_json", "input"), ("output_json", "output")):
-            value, err = decode_json(r.get(col))
-            entry[key] = value
-            if err:
-                entry[key + "_error"] = err
+            _put_json(entry, key, r.get(col))
         for col in ("elapsed_ms", "success", "error_message", "created_at"):
             entry[col] = r.get(col)
         return f"{r['tool_name']}#{r['id']}", entry
@@ -688,16 +647,10 @@ class ArticleStore(Store):
         limit = int(limit)
         if limit <= 0:
             return []
-        if len(prefix) <= len(CID_PREFIX):
-            if not CID_PREFIX.startswith(prefix):
-                return []
-            digits = ""
-        else:
-            if not prefix.startswith(CID_PREFIX):
-                return []
-            digits = prefix[len(CID_PREFIX):]
-            if not digits.isdigit() or not digits.isascii() or len(digits) > 18 or digits[0] == "0":
-                return []
+        digits = prefix[len(CID_PREFIX):]  # ("" for a prefix of "msg-")
+        if not CID_PREFIX.startswith(prefix) and not (prefix.startswith(CID_PREFIX) and digits.isdigit()
+                                                      and digits.isascii() and len(digits) <= 18 and digits[0] != "0"):
+            return []
         top = (await self.q("SELECT MAX(id) AS m FROM messages"))[0]["m"]
         if top is None:
             return []
@@ -726,14 +679,10 @@ class ArticleStore(Store):
             tools = await self._tools_by_message(sid)
             transcript: list[dict[str, Any]] = []
             prev = await self._fork_parent(sid)
-            last = None
+            after: list[Any] = []  # the last id read
             while True:
-                if last is None:
-                    rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                                        "ORDER BY m.id LIMIT ?", sid, batch)
-                else:
-                    rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                                        "AND m.id > ? ORDER BY m.id LIMIT ?", sid, last, batch)
+                rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ?"
+                                    + (" AND m.id > ?" if after else "") + " ORDER BY m.id LIMIT ?", sid, *after, batch)
                 for r in rows:
                     transcript.append(self._message(r))
                     meta = self._meta(r, len(transcript), prev)
@@ -741,7 +690,7 @@ class ArticleStore(Store):
                     prev = meta.checkpoint_id
                 if len(rows) < batch:
                     break
-                last = rows[-1]["id"]
+                after = [rows[-1]["id"]]
 
     # ---- search ----------------------------------------------------------------------------
 
@@ -752,9 +701,8 @@ class ArticleStore(Store):
         if self.kind != "sqlite" or not await self.has("messages_fts"):
             return "missing", "no messages_fts table"
         try:
-            sql = (await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"] or ""
-            low = re.sub(r"\s+", "", sql.lower())
-            if "content='messages'" not in low and 'content="messages"' not in low:
+            sql = await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'")
+            if not indexes_messages(sql[0]["sql"]):
                 return "foreign", "messages_fts is not an external-content table of messages"
             if not await self.has("messages_fts_docsize"):
                 return "foreign", "messages_fts has no docsize table (columnsize=0)"
@@ -778,9 +726,7 @@ class ArticleStore(Store):
         if self.kind != "sqlite" or not await self.has("messages_fts") \
                 or not await self.has("messages_fts_docsize"):
             return None
-        sql = (await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"] or ""
-        low = re.sub(r"\s+", "", sql.lower())
-        if "content='messages'" not in low and 'content="messages"' not in low:
+        if not indexes_messages((await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"]):
             return None
         try:
             top = (await self.q("SELECT MAX(id) AS mx FROM messages_fts_docsize"))[0]["mx"]
@@ -819,9 +765,8 @@ class ArticleStore(Store):
         extra = "".join(" AND " + c for c in conds)
         rows: list[dict[str, Any]] = []
         if use_fts:
-            tokens = re.findall(r"\w+", text)
-            match = " ".join('"' + t.replace('"', '""') + '"' for t in tokens[:-1])
-            match = (match + " " if match else "") + '"' + tokens[-1].replace('"', '""') + '"*'
+            # every word as a phrase, the last one as a prefix
+            match = " ".join('"' + t.replace('"', '""') + '"' for t in re.findall(r"\w+", text)) + "*"
             # The rows written since the index was built, newest first, then the index's
             # hits in its own rowid order (descending: no sort of every match).
             rows = [r for r in await self.q(
@@ -850,16 +795,13 @@ class ArticleStore(Store):
             hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), steps[r["id"]], "messages",
                                   r["role"], snippet_around(str(r["content"]), text)))
         if role is None and "tools" in wanted and await self.has("tool_logs"):
-            tconds, tparams = [], []
-            if thread_id is not None:
-                tconds.append("l.session_id = ?")
-                tparams.append(thread_id)
+            tparams = [] if thread_id is None else [thread_id]
             tl = await self.q(
                 f"SELECT {self._log_cols()}, CASE WHEN l.message_id IS NOT NULL THEN l.message_id "
                 f"ELSE {self._attributed()} END AS owner FROM tool_logs l WHERE "
                 f"({self.contains('l.input_json')} OR {self.contains('l.output_json')} OR "
                 f"{self.contains('l.tool_name')} OR {self.contains('l.error_message')})"
-                + "".join(" AND " + c for c in tconds) + " ORDER BY l.id DESC LIMIT ?",
+                + (" AND l.session_id = ?" if tparams else "") + " ORDER BY l.id DESC LIMIT ?",
                 needle, needle, needle, needle, *tparams, limit)
             owners = await self._steps_of([int(r["owner"]) for r in tl if r["owner"] is not None],
                                           with_session=True)
@@ -988,19 +930,12 @@ class ArticleStore(Store):
                             f"(SELECT 1 FROM {parent} p WHERE p.{pcol} = c.{col}) LIMIT 100"):
                         out.append(Problem("error", "foreign_key", f"{t}:{r['id']}",
                                            f"{t} row {r['id']} names a missing {parent} row"))
+        n, tok = ("(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)",
+                  "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id)")
+        differ = "IS DISTINCT FROM" if self.kind == "postgres" else "IS NOT"
         for r in await self.q(
-                "SELECT s.id, s.message_count, s.total_tokens, "
-                "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
-                "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id) AS tok "
-                "FROM sessions s WHERE s.message_count IS DISTINCT FROM (SELECT COUNT(*) FROM messages m "
-                "WHERE m.session_id = s.id) OR s.total_tokens IS DISTINCT FROM (SELECT COALESCE(SUM(token_count), 0) "
-                f"FROM messages m WHERE m.session_id = s.id) ORDER BY s.id{self.C} LIMIT 100"
-                if self.kind == "postgres" else
-                "SELECT s.id, s.message_count, s.total_tokens, "
-                "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
-                "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id) AS tok "
-                "FROM sessions s WHERE s.message_count IS NOT n OR s.total_tokens IS NOT tok "
-                "ORDER BY s.id LIMIT 100"):
+                f"SELECT s.id, s.message_count, s.total_tokens, {n} AS n, {tok} AS tok FROM sessions s "
+                f"WHERE s.message_count {differ} {n} OR s.total_tokens {differ} {tok} ORDER BY s.id{self.C} LIMIT 100"):
             out.append(Problem("warning", "session_counters", str(r["id"]),
                                f"message_count={r['message_count']} total_tokens={r['total_tokens']}, "
                                f"but its messages count {r['n']} with {r['tok']} tokens"))

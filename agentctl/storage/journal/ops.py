@@ -100,6 +100,12 @@ class Op:
         self._touch(table, key, thread)
         return await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
 
+    async def was(self, table: str, key: Sequence[str], select: str, params: Sequence[Any] = ()) -> int:
+        """Record the before-image of a row changed outside the op (a framework's own write,
+        recorded after it) from a SELECT of its values named as `table`'s columns."""
+        self._touch(table, key)
+        return await trash.add_images(self.tx, self.op_id, table, "before", select, params)
+
     async def finish(self, fingerprints: Mapping[str, Any] | None = None, summary: str | None = None) -> int:
         """The op's after-images of updated rows, its tables, its threads (`threads` may
         have changed since `begin`), their fingerprints and (if given) its summary."""

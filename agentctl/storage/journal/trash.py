@@ -179,6 +179,15 @@ def images_of(table: str, image: str = "before") -> str:
     return f"(SELECT * FROM {_q(trash_name(table))} WHERE {OP} = ? AND {IMAGE} = '{image}')"
 
 
+async def held(tx: Any, op_id: int, table: str, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """`columns` of every image op `op_id` holds of `table` (the image as "image"), in
+    `columns` order: for a format that keeps something beside the rows in step by hand
+    (the article's messages_fts: the messages an undo or redo deletes, puts back, moves)."""
+    cols = ", ".join(_q(c) for c in columns)
+    return await tx.fetch(f"SELECT {cols}, {IMAGE} AS image FROM {_q(trash_name(table))} WHERE {OP} = ? "
+                          f"ORDER BY {cols}", op_id)
+
+
 async def widen(tx: Any, table: str) -> list[str]:
     """Add to `table`'s trash (when it exists) the columns the source table gained since
     it was made (a framework's own schema migration); the columns added."""

@@ -37,14 +37,14 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History
-from agentctl.storage.journal import trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.openai_agents.legacy import ITEM_KEY, SESSION_KEY, OldOplog
+from agentctl.storage.openai_agents.store import quote
 from agentctl.storage.contract import RewindAndBranchOnly
 from agentctl.storage.sqlutil import marks
 
@@ -110,14 +110,8 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         if self.store.kind != "postgres":
             return "?"
         typ = (await tx.fetch("SELECT format_type(a.atttypid, a.atttypmod) AS t FROM pg_attribute a "
-                              "WHERE a.attrelid = to_regclass(?) AND a.attname = ?",
-                              trash._q(table), column))[0]["t"]
+                              "WHERE a.attrelid = to_regclass(?) AND a.attname = ?", quote(table), column))[0]["t"]
         return f"CAST(CAST(? AS TEXT) AS {typ})"
-
-    async def _updated_at(self, tx: Transaction, session: str) -> str | None:
-        rows = await tx.fetch(f"SELECT CAST(updated_at AS TEXT) AS u FROM {self.store._S} WHERE session_id = ?",
-                              session)
-        return rows[0]["u"] if rows else None
 
     async def _ids(self, tx: Transaction, session: str) -> list[int]:
         return [int(r["id"]) for r in await tx.fetch(f"SELECT id FROM {self.store._M} WHERE session_id = ? "
@@ -136,18 +130,22 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
                     "item rows); agentctl rewinds only SQLiteSession sessions")
         return meta
 
-    async def _fresh_archive(self, session: str, checkpoint_id: str) -> str:
-        from agentctl.storage.results import hashed_names
-
-        # from a hash of the session and the target: a --dry-run names the session the write uses
-        names = hashed_names(f"{session}-rewind-", f"{session}\0{checkpoint_id}")
+    async def _fresh(self, names: Callable[[], str], what: str) -> str:
+        """The first of 20 `names()` that no item and no session row has."""
         for _ in range(20):
             name = names()
             if not await self.store._q(f"SELECT 1 AS x FROM {self.store._M} WHERE session_id = ? LIMIT 1", name) \
                     and not await self.store._q(
                         f"SELECT 1 AS x FROM {self.store._S} WHERE session_id = ? LIMIT 1", name):
                 return name
-        raise OperationError(f"no free archive session name for {session!r}; retry")
+        raise OperationError(f"no free {what}; retry")
+
+    async def _fresh_archive(self, session: str, checkpoint_id: str) -> str:
+        from agentctl.storage.results import hashed_names
+
+        # from a hash of the session and the target: a --dry-run names the session the write uses
+        names = hashed_names(f"{session}-rewind-", f"{session}\0{checkpoint_id}")
+        return await self._fresh(names, f"archive session name for {session!r}")
 
     # ---- rewind ----------------------------------------------------------------------
 
@@ -228,7 +226,8 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
                 "SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1", session):
             return await self._sdk_branch(meta, session, target, name)
         S, M = self.store._S, self.store._M
-        new = await self._fresh_name(session, f"{session}-branch-{name}")
+        new = await self._fresh(lambda: f"{session}-branch-{name}-{self._hex()}",
+                                f"session name for a branch of {session!r}")
         async with self.journal_tx([session, new]) as tx:
             rows = [i for i in await self._ids(tx, session) if i <= target]
             if await tx.fetch(f"SELECT 1 AS x FROM {M} WHERE session_id = ? LIMIT 1", new):
@@ -248,15 +247,6 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
             await self.journal_finish(op)
         self.store._archive_map = None
         return new
-
-    async def _fresh_name(self, session: str, stem: str) -> str:
-        for _ in range(20):
-            name = f"{stem}-{self._hex()}"
-            if not await self.store._q(f"SELECT 1 AS x FROM {self.store._M} WHERE session_id = ? LIMIT 1", name) \
-                    and not await self.store._q(
-                        f"SELECT 1 AS x FROM {self.store._S} WHERE session_id = ? LIMIT 1", name):
-                return name
-        raise OperationError(f"no free session name for a branch of {session!r}; retry")
 
     async def _sdk_branch(self, meta: Any, session: str, target: int, name: str) -> str:
         async with self.journal_tx([session]) as tx:
@@ -324,7 +314,8 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         async with self.journal_tx([thread_id]) as tx:
             inserted = [i for i in await self._ids(tx, thread_id) if (i,) not in before.get("items", set())]
             had = sorted(before.get("session", set()))
-            now = await self._updated_at(tx, thread_id)
+            row = await tx.fetch(f"SELECT CAST(updated_at AS TEXT) AS u FROM {S} WHERE session_id = ?", thread_id)
+            now = row[0]["u"] if row else None
             if not inserted and [(now,)] == had:
                 return None
             op = await self.journal_begin(tx, kind, summary, [thread_id],

@@ -124,8 +124,7 @@ class OpenAIAgentsStore(ConnectedStore):
     def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
         if not prefix:
             return ""
-        col = "session_id" if self.kind == "sqlite" else f"session_id{self._C}"
-        return " WHERE " + prefix_range(col, prefix, params)
+        return " WHERE " + prefix_range(f"session_id{self._C}", prefix, params)
 
     async def _summaries(self, where: str, params: list[Any], order: str, limit: int,
                          offset: int) -> list[ThreadSummary]:
@@ -228,11 +227,8 @@ class OpenAIAgentsStore(ConnectedStore):
 
     def _meta(self, row: dict[str, Any], parent: int | None, item: Any, msg: dict[str, Any],
               structure: list[tuple[str, Any]]) -> CheckpointMetadata:
-        tags = tags_of(item, msg)
-        for branch, _turn in structure:
-            tags.append(f"branch:{branch}")
-        turns = sorted({t for _b, t in structure if t is not None})
-        tags.extend(f"turn:{t}" for t in turns)
+        tags = tags_of(item, msg) + [f"branch:{b}" for b, _t in structure]
+        tags += [f"turn:{t}" for t in sorted({t for _b, t in structure if t is not None})]
         return CheckpointMetadata(
             thread_id=row["session_id"], checkpoint_id=checkpoint_id(row["id"]), step=row["step"],
             parent_checkpoint_id=checkpoint_id(parent) if parent is not None else None,
@@ -265,8 +261,7 @@ class OpenAIAgentsStore(ConnectedStore):
         if limit == 0:
             return []
         if descending:
-            total = await self.count(thread_id)
-            last = total - offset
+            last = await self.count(thread_id) - offset
             first = max(last - limit + 1, 1)
             if last < 1:
                 return []
@@ -305,7 +300,6 @@ class OpenAIAgentsStore(ConnectedStore):
 
     async def _checkpoint_at(self, thread_id: str, step: int) -> Checkpoint | None:
         rows = await self._rows(thread_id, 1, step)
-        rows = [r for r in rows if r["step"] <= step]
         if not rows or rows[-1]["step"] != step:
             return None
         cps = [cp async for cp in self._build(rows, only_last=True)]
@@ -388,14 +382,9 @@ class OpenAIAgentsStore(ConnectedStore):
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         """The first items of the archive sessions of rewinds of these sessions (an
         AdvancedSQLiteSession's branches are tags of the session's items, not threads)."""
-        wanted = set(thread_ids)
-        out = []
-        for archive, (session, _target, _kind) in sorted((await self._archives()).items()):
-            if session in wanted:
-                first = await self.at_step(archive, 1)
-                if first is not None:
-                    out.append(first)
-        return out
+        firsts = [await self.at_step(a, 1) for a, (session, _, _) in sorted((await self._archives()).items())
+                  if session in set(thread_ids)]
+        return [f for f in firsts if f is not None]
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         if PREFIX.startswith(prefix):
