@@ -43,6 +43,7 @@ from agentctl.errors import (
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
 from agentctl.storage.timefmt import iso, to_datetime
+from agentctl.storage.journal.ops import THREAD_LOCK  # the lock of one thread's writes, to the end of the transaction
 
 __all__ = ["PostgresCheckpointer", "SCHEMA"]
 
@@ -57,10 +58,6 @@ UPSERT_SQL = (
 )
 
 _PLACEHOLDER = re.compile(r"\?")
-
-
-#: the lock of one thread's writes, held to the end of the transaction (`?`: the thread id)
-THREAD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 7340))"
 
 
 def to_dollar(sql: str) -> str:

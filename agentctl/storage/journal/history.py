@@ -226,10 +226,8 @@ class JournalHistory:
         async with self.journal_tx() as tx:
             rec = await self._pick(tx, op_id, undone)
             if tx.kind == "postgres":  # the op's threads locked as every agentctl write locks them
-                from agentctl.storage.agentos.postgres import THREAD_LOCK
-
                 for thread in sorted(set(rec["threads"])):
-                    await tx.execute(THREAD_LOCK, thread)
+                    await tx.execute(ops.THREAD_LOCK, thread)
             await self.lock(tx, rec["threads"])
             only = None if threads is None else await self.undo_threads(rec, threads)
             moved = await self.journal_move(tx, rec, "after" if undone else "before", only)

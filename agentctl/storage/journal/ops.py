@@ -42,6 +42,9 @@ LOG = "agentctl_journal"
 #: in an adopted op's details: the release before the journal undid it and kept no copy
 #: of what it wrote, so it cannot be redone (`check` refuses with one line)
 NO_REDO = "agentctl_no_redo"
+#: Postgres: the lock of a thread every agentctl write (and the AgentOS engine's
+#: snapshots) takes for the transaction, undo and redo included
+THREAD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 7340))"
 
 
 def _ddl(kind: str) -> str:
