@@ -34,8 +34,8 @@ from tests.support.journal_checks import (
 from tests.support.sampledb import cli_json
 
 WRITES = ("rewind", "rewind_hard", "branch", "merge", "prune", "delete", "edit", "import")
-#: the writes whose undo and redo are failed at each statement too
-MOVES_FAILED = ("rewind", "rewind_hard", "prune")
+#: the writes whose undo and redo are failed at each statement too: every one
+MOVES_FAILED = WRITES
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

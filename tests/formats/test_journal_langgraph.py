@@ -35,10 +35,8 @@ from tests.support.journal_checks import (
 from tests.support.sampledb import cli_json  # noqa: E402
 
 WRITES = ("rewind", "rewind_hard", "branch", "merge", "prune", "delete", "edit", "run")
-#: the writes whose undo and redo are failed at each statement too: undo and redo are the
-#: journal's image moves whatever the kind (tests/formats/test_journal.py fails them for
-#: any op); these cover LangGraph's hooks on every table it writes (blobs: merge on Postgres)
-MOVES_FAILED = ("rewind_hard", "merge", "prune")
+#: the writes whose undo and redo are failed at each statement too: every one
+MOVES_FAILED = WRITES
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
