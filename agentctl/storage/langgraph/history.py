@@ -66,15 +66,22 @@ import json
 import re
 import secrets
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Sequence
 
-from agentctl.errors import CheckpointNotFound, NotFoundError, OperationError, UsageError
+from agentctl.diff import MISSING, json_equal
+from agentctl.errors import CheckpointNotFound, MergeConflictError, NotFoundError, OperationError, UsageError
+from agentctl.merge import Conflict, three_way_merge
 from agentctl.model import CheckpointMetadata, utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
-from agentctl.storage.journal import trash
+from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.journal.ops import Op
+from agentctl.storage.langgraph import serde
+from agentctl.storage.langgraph.store import _meta_dict, address, id_time, is_internal_channel
+from agentctl.storage.results import (CheckpointGC, DeletePlan, MergePlan, OpResult, PrunePlan, RewindPlan,
+                                      TimeTravelResult)
 from agentctl.storage.sqlutil import in_chunks
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
@@ -160,8 +167,6 @@ class LangGraphHistory(JournalHistory, History):
         self.W = "checkpoint_writes" if self._pg else "writes"
         self.WV = "blob" if self._pg else "value"
         self.C = ' COLLATE "C"' if self._pg else ""
-        self._cols: dict[str, list[str]] = {}
-        self._widened: Any = None  # the transaction whose trash tables were widened
         #: each table's primary key (the journal's row keys)
         self._keys = {"checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id"),
                       self.W: ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx")}
@@ -180,18 +185,12 @@ class LangGraphHistory(JournalHistory, History):
 
     async def lock(self, tx: Any, threads: Sequence[str]) -> None:
         """Postgres: LangGraph's tables locked against its writers (the fingerprints and
-        the plans read here must stay true). A trash made before a saver's migration
-        added a column gets that column."""
+        the plans read here must stay true)."""
         if self._pg:
             # in the order LangGraph's PostgresSaver.put takes them (blobs, then
             # checkpoints; put_writes: writes alone), so a saver's write in progress
             # finishes first instead of deadlocking with this one
             await tx.execute(f"LOCK TABLE checkpoint_blobs, checkpoints, {self.W} IN SHARE ROW EXCLUSIVE MODE")
-        if self._widened is not tx:  # once a transaction (the journal locks again before a move)
-            self._widened = tx
-            for table in self._keys:
-                if await trash.widen(tx, table):
-                    self._cols.clear()
 
     async def migrate(self, tx: Any) -> None:
         from agentctl.storage.langgraph import legacy
@@ -207,11 +206,6 @@ class LangGraphHistory(JournalHistory, History):
         from agentctl.storage.langgraph import legacy
 
         return await legacy.purge_plan(self) if dry_run else None
-
-    async def _columns(self, tx: Any, table: str) -> list[str]:
-        if table not in self._cols:
-            self._cols[table] = await trash.columns(tx, table)
-        return self._cols[table]
 
     async def fingerprint(self, tx: Any, tid: str) -> list[Any]:
         a = await tx.fetch(f"SELECT COUNT(*) AS n, MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
@@ -233,8 +227,6 @@ class LangGraphHistory(JournalHistory, History):
     async def undo_threads(self, record: dict[str, Any], threads: Sequence[str]) -> list[str]:
         """`undo OP --thread T`: of a prune, the threads named (THREAD or THREAD|NS) among
         those it still has to restore."""
-        from agentctl.storage.journal import ops
-
         if record["kind"] != "prune":
             raise UsageError(f"--thread restores some threads of a prune; operation {record['op_id']} is a "
                              f"{record['kind']} (undo it whole)")
@@ -336,6 +328,20 @@ class LangGraphHistory(JournalHistory, History):
     def _meta(self, r: dict[str, Any]) -> CheckpointMetadata:
         return self.store._metadata(r)
 
+    async def _row(self, q: Any, tid: str, checkpoint_id: str | None = None) -> dict[str, Any] | None:
+        """The whole row of a root-namespace checkpoint (the thread's head without
+        `checkpoint_id`), payload and metadata as text on Postgres."""
+        text = ("checkpoint::text AS checkpoint, metadata::text AS metadata" if self._pg
+                else "checkpoint, CAST(metadata AS TEXT) AS metadata")
+        which = "AND checkpoint_id = ?" if checkpoint_id else f"ORDER BY checkpoint_id{self.C} DESC LIMIT 1"
+        rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {text} FROM checkpoints "
+                       f"WHERE thread_id = ? AND checkpoint_ns = '' {which}", tid, *([checkpoint_id] if checkpoint_id else []))
+        return rows[0] if rows else None
+
+    async def _greatest(self, q: Any, tid: str) -> str | None:
+        """The thread's greatest checkpoint id (a new one is made after it)."""
+        return (await q(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints WHERE thread_id = ?", tid))[0]["m"]
+
     async def _rows_after(self, q: Any, tid: str, ns: str, after: str, subgraphs: bool) -> list[dict[str, Any]]:
         """The metadata rows after a checkpoint (in its namespace; with `subgraphs`,
         in every subgraph namespace of the thread too), in id order."""
@@ -348,8 +354,6 @@ class LangGraphHistory(JournalHistory, History):
     # ---- rewind ----------------------------------------------------------------------
 
     async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
-        from agentctl.storage.results import RewindPlan
-
         await self._ready()
         row = await self._ref(checkpoint_id, "rewind")
         tid, ns = row["thread_id"], row["checkpoint_ns"]
@@ -363,8 +367,6 @@ class LangGraphHistory(JournalHistory, History):
         """A fork checkpoint copying REF (parent: REF's parent) as the thread's new head (see the module doc);
         with `hard`, the checkpoints after REF to the trash. The result's
         `archive_thread` is the thread itself: the abandoned run stays there as a branch."""
-        from agentctl.storage.results import TimeTravelResult
-
         await self._ready()
         row = await self._ref(checkpoint_id, "rewind")
         tid, ns, ref = row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]
@@ -377,13 +379,9 @@ class LangGraphHistory(JournalHistory, History):
                 cp = await self.store.get(ref)
                 return TimeTravelResult(checkpoint=cp, thread_id=addr, rewind_depth=0,
                                         snapshot_count_before=before)
-            payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
-            meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
-            full = (await tx.fetch(f"SELECT parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints WHERE thread_id = ? "
-                                   "AND checkpoint_ns = ? AND checkpoint_id = ?", tid, ns, ref))[0]
+            full = await self._row(tx.fetch, tid, ref)  # REF: of the root namespace
             meta = json.loads(full["metadata"] or "{}")
-            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
-                                       "WHERE thread_id = ?", tid))[0]["m"]
+            greatest = await self._greatest(tx.fetch, tid)
             new_id = uuid6_after(greatest)
             moved_ids = [r["checkpoint_id"] for r in later]
             details: dict[str, Any] = {"thread_id": tid, "ns": ns, "ref": ref, "fork": new_id, "hard": hard,
@@ -430,7 +428,6 @@ class LangGraphHistory(JournalHistory, History):
             if (full["type"] or "msgpack") != "msgpack":
                 raise UsageError(f"cannot rewind to {ref}: its checkpoint is stored as {full['type']!r} "
                                  "(agentctl rewrites only msgpack checkpoints, never decrypts or unpickles)")
-            from agentctl.storage.langgraph import serde
 
             data = bytes(full["checkpoint"])
             data = _replace_str_value(data, "id", new_id, old=ref)
@@ -444,7 +441,7 @@ class LangGraphHistory(JournalHistory, History):
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 tid, ns, new_id, full["parent_checkpoint_id"], full["type"], data, meta_text.encode("utf-8"))
-        wcols = [c for c in await self._columns(tx, self.W) if c != "checkpoint_id"]
+        wcols = [c for c in await trash.columns(tx, self.W) if c != "checkpoint_id"]
         await tx.execute(
             f"INSERT INTO {self.W} ({', '.join(wcols)}, checkpoint_id) SELECT {', '.join(wcols)}, CAST(? AS TEXT) "
             f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? "
@@ -474,7 +471,7 @@ class LangGraphHistory(JournalHistory, History):
             continued = bool(await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
                                             "checkpoint_ns = '' AND parent_checkpoint_id = ? LIMIT 1", tid, ref))
             for table in ("checkpoints", self.W):
-                cols = [c for c in await self._columns(tx, table) if c != "thread_id"]
+                cols = [c for c in await trash.columns(tx, table) if c != "thread_id"]
                 sel = ", ".join("x." + c for c in cols)
                 ins = f"INSERT INTO {table} (thread_id, {', '.join(cols)}) "
                 skip = " AND x.checkpoint_id <> ?" if table == self.W and continued else ""
@@ -509,8 +506,6 @@ class LangGraphHistory(JournalHistory, History):
 
     @staticmethod
     def _policy(spec: PruneSpec) -> tuple[Any, float]:
-        from agentctl.storage.results import CheckpointGC
-
         if spec.keep_last is not None:
             return CheckpointGC.KEEP_LAST_N, float(spec.keep_last)
         if spec.older_than is not None:
@@ -534,8 +529,6 @@ class LangGraphHistory(JournalHistory, History):
     async def _plan_thread(self, q: Any, tid: str, ns: str, spec: PruneSpec,
                            now: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """(metadata rows to delete, facts: kept reasons and sizes) of one (thread, ns)."""
-        from agentctl.storage.langgraph.store import _meta_dict, id_time
-
         size = "pg_column_size" if self._pg else "LENGTH"
         # the sizes (the plan's "bytes") in the same pass over the thread
         rows = await q(f"SELECT {self.store._meta_cols}, COALESCE({size}(c.checkpoint), 0) + "
@@ -645,8 +638,6 @@ class LangGraphHistory(JournalHistory, History):
         return text + (f"; kept besides: {', '.join(kept)}" if kept else "")
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
-        from agentctl.storage.results import PrunePlan
-
         await self._ready()
         policy, param = self._policy(spec)
         now = time.time()
@@ -660,8 +651,6 @@ class LangGraphHistory(JournalHistory, History):
         return out
 
     async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
-        from agentctl.storage.results import OpResult
-
         await self._ready()
         targets = await self._prune_threads(spec)
         now = time.time()
@@ -706,9 +695,6 @@ class LangGraphHistory(JournalHistory, History):
         return tid, ns, where, [tid] if ns == "" else [tid, ns]
 
     async def plan_delete_thread(self, thread_id: str) -> Any:
-        from agentctl.storage.results import DeletePlan
-        from agentctl.storage.langgraph.store import address
-
         await self._ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         rows = await self.store._q(f"SELECT checkpoint_ns AS ns, COUNT(*) AS n FROM checkpoints WHERE {where} "
@@ -719,8 +705,6 @@ class LangGraphHistory(JournalHistory, History):
         return DeletePlan(thread_id, sum(int(r["n"]) for r in rows), included, kept)
 
     async def delete_thread(self, thread_id: str) -> Any:
-        from agentctl.storage.results import OpResult
-
         await self._ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         async with self._tx([tid]) as tx:
@@ -786,20 +770,11 @@ class LangGraphHistory(JournalHistory, History):
         channel values as (raw, plain) by channel (raw: what is stored -- ormsgpack
         objects with ext values kept as `ormsgpack.Ext`, or on Postgres ("inline", value)
         / ("blob", type, bytes))."""
-        from agentctl.storage.langgraph import serde
-
-        payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
-        meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
-        which = "AND checkpoint_id = ?" if checkpoint_id else f"ORDER BY checkpoint_id{self.C} DESC LIMIT 1"
-        rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
-                       f"WHERE thread_id = ? AND checkpoint_ns = '' {which}", tid, *([checkpoint_id] if checkpoint_id else []))
-        if not rows:
-            raise CheckpointNotFound(checkpoint_id) if checkpoint_id else NotFoundError(f"thread {tid!r} not found")
-        return await self._raw_of(q, tid, rows[0], serde)
-
-    async def _raw_of(self, q: Any, tid: str, row: dict[str, Any], serde: Any) -> dict[str, Any]:
         import ormsgpack
 
+        row = await self._row(q, tid, checkpoint_id)
+        if row is None:
+            raise CheckpointNotFound(checkpoint_id) if checkpoint_id else NotFoundError(f"thread {tid!r} not found")
         out = dict(row)
         values: dict[str, tuple[Any, Any]] = {}
         if self._pg:
@@ -833,8 +808,6 @@ class LangGraphHistory(JournalHistory, History):
 
     @staticmethod
     def _is_plain(value: Any) -> bool:
-        from agentctl.storage.langgraph import serde
-
         stack = [value]
         while stack:
             v = stack.pop()
@@ -849,11 +822,6 @@ class LangGraphHistory(JournalHistory, History):
         return True
 
     async def _merge_facts(self, q: Any, branch: str, into: str, strategy: str) -> dict[str, Any]:
-        from agentctl.diff import MISSING, json_equal
-        from agentctl.merge import Conflict, three_way_merge
-        from agentctl.storage.langgraph import serde
-        from agentctl.storage.langgraph.store import is_internal_channel
-
         if strategy == "fail":
             strategy = "three-way"
         for t in (branch, into):
@@ -864,14 +832,7 @@ class LangGraphHistory(JournalHistory, History):
         found = await q(f"SELECT b.checkpoint_id FROM checkpoints b JOIN checkpoints i ON i.thread_id = ? "
                         "AND i.checkpoint_ns = '' AND i.checkpoint_id = b.checkpoint_id WHERE b.thread_id = ? "
                         f"AND b.checkpoint_ns = '' ORDER BY b.checkpoint_id{self.C} DESC LIMIT 1", into, branch)
-        base = None
-        if found:
-            payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
-            meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
-            rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
-                           "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?", into,
-                           found[0]["checkpoint_id"])
-            base = await self._raw_of(q, into, rows[0], serde)
+        base = await self._head_raw(q, into, found[0]["checkpoint_id"]) if found else None
         changed: dict[str, Any] = {}  # channel -> new raw value (None: plain value to encode)
         merged_plain: dict[str, Any] = {}
         conflicts: list[Any] = []
@@ -930,18 +891,12 @@ class LangGraphHistory(JournalHistory, History):
                 "conflicts": conflicts, "resolved": resolved, "strategy": strategy}
 
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
-        from dataclasses import replace
-
-        from agentctl.storage.results import MergePlan
-        from agentctl.storage.langgraph import serde
-
         await self._ready()
         f = await self._merge_facts(self.store._q, branch_thread_id, into_thread_id, strategy)
         ours_cp = await self.store.get(f["ours"]["checkpoint_id"])
         theirs_cp = await self.store.get(f["theirs"]["checkpoint_id"])
         base_meta = await self.store.get_metadata(f["base"]["checkpoint_id"]) if f["base"] else None
-        greatest = (await self.store._q(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
-                                        "WHERE thread_id = ?", into_thread_id))[0]["m"]
+        greatest = await self._greatest(self.store._q, into_thread_id)
         state = dict(ours_cp.state)
         messages = ours_cp.messages
         for ch, v in f["plain"].items():
@@ -962,8 +917,6 @@ class LangGraphHistory(JournalHistory, History):
         """A new checkpoint on `into` (source "update", parent its head): its channel
         values three-way merged with the branch's head from their common checkpoint
         (the newest id both threads hold); its id. Raises MergeConflictError."""
-        from agentctl.errors import MergeConflictError
-
         await self._ready()
         into, branch = into_thread_id, branch_thread_id
         async with self._tx([into, branch]) as tx:
@@ -975,8 +928,7 @@ class LangGraphHistory(JournalHistory, History):
             ours = f["ours"]
             if not f["changed"]:
                 return ours["checkpoint_id"]
-            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
-                                       "WHERE thread_id = ?", into))[0]["m"]
+            greatest = await self._greatest(tx.fetch, into)
             new_id = checkpoint_id if checkpoint_id and (greatest is None or checkpoint_id > greatest) \
                 else uuid6_after(greatest)
             details: dict[str, Any] = {"thread_id": into, "ns": "", "fork": new_id, "branch": branch,
@@ -1049,20 +1001,17 @@ class LangGraphHistory(JournalHistory, History):
             cp["versions_seen"] = versions_seen
         meta_text = json.dumps(new_meta, ensure_ascii=False)
         if self._pg:
-            await tx.execute(
-                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-                "checkpoint, metadata) VALUES (?, '', ?, ?, ?, CAST(? AS JSONB), CAST(? AS JSONB))",
-                tid, new_id, base["checkpoint_id"], base["type"], json.dumps(cp), meta_text)
-            for ch, ver, type_, blob in blobs:
-                await tx.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, "
-                                 "blob) VALUES (?, '', ?, ?, ?, ?)", tid, ch, ver, type_, blob)
+            mark, row = "CAST(? AS JSONB)", (base["type"], json.dumps(cp), meta_text)
         else:
-            payload = ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS)
-            await tx.execute(
-                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-                "checkpoint, metadata) VALUES (?, '', ?, ?, ?, ?, ?)",
-                tid, new_id, base["checkpoint_id"], base["type"] or "msgpack", payload, meta_text.encode("utf-8"))
-        return [["", ch, ver] for ch, ver, _, _ in blobs] if self._pg else []
+            mark, row = "?", (base["type"] or "msgpack", ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS),
+                              meta_text.encode("utf-8"))
+        await tx.execute("INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                         f"checkpoint, metadata) VALUES (?, '', ?, ?, ?, {mark}, {mark})",
+                         tid, new_id, base["checkpoint_id"], *row)
+        for ch, ver, type_, blob in blobs:  # (Postgres)
+            await tx.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, "
+                             "blob) VALUES (?, '', ?, ?, ?, ?)", tid, ch, ver, type_, blob)
+        return [["", ch, ver] for ch, ver, _, _ in blobs]
 
     # ---- edit without the user's graph ----------------------------------------------
 
@@ -1087,8 +1036,6 @@ class LangGraphHistory(JournalHistory, History):
         "edit"; its undo moves the checkpoint (and its blobs) to the trash. `thread_id`:
         REF's thread when the caller knows it (LangGraph has no index on checkpoint ids:
         finding an id's thread is a scan of the whole table's key index)."""
-        from agentctl.storage.results import OpResult
-
         await self._ready()
         if thread_id and "|" not in thread_id:  # REF's thread, resolved by the caller: no scan for it
             self.store._where.setdefault(checkpoint_id, (thread_id, ""))
@@ -1119,8 +1066,7 @@ class LangGraphHistory(JournalHistory, History):
                 raise UsageError(f"--as-node {as_node}: no such node in {tid}'s checkpoints (nodes: "
                                  f"{', '.join(sorted(nodes)) or 'none'}); {graph_hint} to check it")
             edges = await self._edges_of(tx, tid, ref, as_node, data)
-            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
-                                       "WHERE thread_id = ?", tid))[0]["m"]
+            greatest = await self._greatest(tx.fetch, tid)
             new_id = uuid6_after(greatest)
             written = set(keys) | set(edges)
             cleared = sorted(c for c in base["values"] if isinstance(c, str) and c not in written and (
