@@ -68,20 +68,6 @@ EXT_PYDANTIC_V2 = 5
 EXT_NUMPY_ARRAY = 6
 EXT_DELTA_SNAPSHOT = 7
 
-_msgpack: Any = None
-
-
-def _ormsgpack() -> Any:
-    """ormsgpack, imported when a payload is first decoded (listing threads or a log
-    decodes none)."""
-    global _msgpack
-    if _msgpack is None:
-        import ormsgpack
-
-        _msgpack = ormsgpack
-    return _msgpack
-
-
 class DecodeError(ValueError):
     """A payload that is not what its type says (bad msgpack, bad JSON)."""
 
@@ -115,10 +101,8 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
                                    "opaque, never decrypted")
     if data is None:
         return None
-    if type_ == "bytes":
-        return _bytes_value("bytes", data)
-    if type_ == "bytearray":
-        return _bytes_value("bytearray", data)
+    if type_ in ("bytes", "bytearray"):
+        return _bytes_value(type_, data)
     if type_ == "msgpack":
         return decode_msgpack(data)
     if type_ == "json":
@@ -134,9 +118,10 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
 
 
 def decode_msgpack(data: bytes) -> Any:
-    ormsgpack = _ormsgpack()
+    import ormsgpack  # when a payload is first decoded (listing threads or a log decodes none)
+
     try:
-        value = ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        value = _unpack(data)
         return deep.cap(value) if len(data) > deep.MAX_DEPTH else value
     except ormsgpack.MsgpackDecodeError as exc:
         raise DecodeError(f"not valid msgpack: {exc}") from None
@@ -145,7 +130,8 @@ def decode_msgpack(data: bytes) -> Any:
 
 
 def _unpack(data: bytes) -> Any:
-    ormsgpack = _ormsgpack()
+    import ormsgpack
+
     return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
