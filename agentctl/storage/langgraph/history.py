@@ -73,7 +73,7 @@ from typing import Any, Sequence
 from agentctl.diff import MISSING, json_equal
 from agentctl.errors import CheckpointNotFound, MergeConflictError, NotFoundError, OperationError, UsageError
 from agentctl.merge import Conflict, three_way_merge
-from agentctl.model import CheckpointMetadata, utc_now_iso
+from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
 from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.history import JournalHistory
@@ -175,7 +175,7 @@ class LangGraphHistory(JournalHistory, History):
 
     # ---- plumbing --------------------------------------------------------------------
 
-    async def _ready(self) -> None:
+    async def journal_ready(self) -> None:
         await self.store.connect()
         if self._pg and self.store._db.shallow:
             raise Unsupported("langgraph (shallow saver)", "writes")
@@ -241,13 +241,7 @@ class LangGraphHistory(JournalHistory, History):
                 out.append(tid)
         return out
 
-    async def journal_ready(self) -> None:
-        await self._ready()
-
     async def journal_moved(self) -> None:
-        self._forget()
-
-    def _forget(self) -> None:
         """The store's caches of checkpoint places and branches: stale after a write."""
         self.store._where.clear()
         self.store._branch_map = None
@@ -321,12 +315,9 @@ class LangGraphHistory(JournalHistory, History):
         if row is None:
             raise CheckpointNotFound(checkpoint_id)
         if what and row["checkpoint_ns"]:
-            raise UsageError(f"{checkpoint_id} is a checkpoint of a subgraph ({self._meta(row).thread_id}); "
+            raise UsageError(f"{checkpoint_id} is a checkpoint of a subgraph ({self.store._metadata(row).thread_id}); "
                              f"{what} from the parent graph's checkpoint")
         return row
-
-    def _meta(self, r: dict[str, Any]) -> CheckpointMetadata:
-        return self.store._metadata(r)
 
     async def _row(self, q: Any, tid: str, checkpoint_id: str | None = None) -> dict[str, Any] | None:
         """The whole row of a root-namespace checkpoint (the thread's head without
@@ -354,12 +345,12 @@ class LangGraphHistory(JournalHistory, History):
     # ---- rewind ----------------------------------------------------------------------
 
     async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
-        await self._ready()
+        await self.journal_ready()
         row = await self._ref(checkpoint_id, "rewind")
         tid, ns = row["thread_id"], row["checkpoint_ns"]
         later = await self._rows_after(self.store._q, tid, ns, row["checkpoint_id"], hard and ns == "")
-        addr = self._meta(row).thread_id
-        return RewindPlan(target=self._meta(row), thread_id=addr, moved=[self._meta(r) for r in later],
+        addr = self.store._metadata(row).thread_id
+        return RewindPlan(target=self.store._metadata(row), thread_id=addr, moved=[self.store._metadata(r) for r in later],
                           archive_thread=None if hard or not later else addr, hard=hard)
 
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
@@ -367,10 +358,10 @@ class LangGraphHistory(JournalHistory, History):
         """A fork checkpoint copying REF (parent: REF's parent) as the thread's new head (see the module doc);
         with `hard`, the checkpoints after REF to the trash. The result's
         `archive_thread` is the thread itself: the abandoned run stays there as a branch."""
-        await self._ready()
+        await self.journal_ready()
         row = await self._ref(checkpoint_id, "rewind")
         tid, ns, ref = row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]
-        target = self._meta(row)
+        target = self.store._metadata(row)
         addr = target.thread_id
         before = await self.store.count(addr)
         async with self._tx([tid]) as tx:
@@ -401,7 +392,7 @@ class LangGraphHistory(JournalHistory, History):
                 await self._inserted(op, table, "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                                      tid, ns, new_id)
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         cp = await self.store.get(new_id)
         return TimeTravelResult(checkpoint=cp, thread_id=addr, rewind_depth=len(later),
                                 snapshot_count_before=before, op_id=op_id,
@@ -453,7 +444,7 @@ class LangGraphHistory(JournalHistory, History):
         name = str(branch_name)
         if not _NAME.match(name):
             raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
-        await self._ready()
+        await self.journal_ready()
         row = await self._ref(from_checkpoint_id, "branch")
         tid, ref = row["thread_id"], row["checkpoint_id"]
         new = await self._fresh_thread(f"{tid}-branch-{name}")
@@ -464,7 +455,7 @@ class LangGraphHistory(JournalHistory, History):
             if await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", new):
                 raise OperationError(f"thread {new!r} appeared meanwhile; retry")
             details: dict[str, Any] = {"thread_id": tid, "ref": ref, "new_thread": new}
-            op = await self.journal_begin(tx, "branch", f"branch {new} from {tid} step {self._meta(row).step} "
+            op = await self.journal_begin(tx, "branch", f"branch {new} from {tid} step {self.store._metadata(row).step} "
                                           f"({ref})", [new], details)
             # REF's own pending writes go only when nothing ran from it: once a child
             # exists they were consumed, and on the branch's head LangGraph would apply them
@@ -492,7 +483,7 @@ class LangGraphHistory(JournalHistory, History):
             for table in self._keys:
                 await self._inserted(op, table, "thread_id = ?", new)
             await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return new
 
     async def _fresh_thread(self, stem: str) -> str:
@@ -599,12 +590,7 @@ class LangGraphHistory(JournalHistory, History):
         delete -= needed
         gone = [r for r in rows if r["checkpoint_id"] in delete]
         facts["ids"] = ids
-        await self._sizes(q, tid, ns, delete, set(ids) - delete, facts, rows, writes)
-        return gone, facts
-
-    async def _sizes(self, q: Any, tid: str, ns: str, delete: set[str], kept: set[str],
-                     facts: dict[str, Any], rows: list[dict[str, Any]],
-                     writes: list[tuple[str, int, int]]) -> None:
+        kept = set(ids) - delete
         for r in rows:
             if r["checkpoint_id"] in delete:
                 facts["bytes"] += int(r["agentctl_n"])
@@ -626,6 +612,7 @@ class LangGraphHistory(JournalHistory, History):
                     if (r["channel"], r["version"]) in freed:
                         facts["blobs"] += 1
                         facts["bytes"] += int(r["n"])
+        return gone, facts
 
     @staticmethod
     def _reason(gone: int, facts: dict[str, Any]) -> str:
@@ -638,20 +625,20 @@ class LangGraphHistory(JournalHistory, History):
         return text + (f"; kept besides: {', '.join(kept)}" if kept else "")
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
-        await self._ready()
+        await self.journal_ready()
         policy, param = self._policy(spec)
         now = time.time()
         out = []
         for addr, tid, ns in await self._prune_threads(spec):
             gone, facts = await self._plan_thread(self.store._q, tid, ns, spec, now)
             total = await self.store.count(addr)
-            metas = [self._meta(r) for r in (gone if preview is None else gone[:preview])]
+            metas = [self.store._metadata(r) for r in (gone if preview is None else gone[:preview])]
             out.append(PrunePlan(addr, policy, param, metas, total - len(gone), len(gone),
                                  reason=self._reason(len(gone), facts) if gone else ""))
         return out
 
     async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
-        await self._ready()
+        await self.journal_ready()
         targets = await self._prune_threads(spec)
         now = time.time()
         async with self._tx([t for _, t, _ in targets]) as tx:
@@ -678,7 +665,7 @@ class LangGraphHistory(JournalHistory, History):
             for tid in tids:
                 await self._delete_unused_blobs(op, tid)
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return [OpResult(op_id, "prune", summary, deleted=deleted)]
 
     # ---- threads delete ---------------------------------------------------------------
@@ -695,7 +682,7 @@ class LangGraphHistory(JournalHistory, History):
         return tid, ns, where, [tid] if ns == "" else [tid, ns]
 
     async def plan_delete_thread(self, thread_id: str) -> Any:
-        await self._ready()
+        await self.journal_ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         rows = await self.store._q(f"SELECT checkpoint_ns AS ns, COUNT(*) AS n FROM checkpoints WHERE {where} "
                                    f"GROUP BY checkpoint_ns ORDER BY checkpoint_ns{self.C}", *params)
@@ -705,7 +692,7 @@ class LangGraphHistory(JournalHistory, History):
         return DeletePlan(thread_id, sum(int(r["n"]) for r in rows), included, kept)
 
     async def delete_thread(self, thread_id: str) -> Any:
-        await self._ready()
+        await self.journal_ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         async with self._tx([tid]) as tx:
             ids = [r["checkpoint_id"] for r in await tx.fetch(
@@ -716,22 +703,18 @@ class LangGraphHistory(JournalHistory, History):
             for table in (self.W, "checkpoints") + (("checkpoint_blobs",) if self._pg else ()):
                 await self._delete(op, table, where, *params)
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return OpResult(op_id, "delete_thread", summary, deleted=ids)
 
     # ---- run: what the user's agent wrote, recorded after the fact -------------------
 
     def _key_queries(self) -> dict[str, str]:
-        """Each data table's primary key of a thread's rows (the run's before/after sets)."""
-        q = {"checkpoints": "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ?",
-             self.W: f"SELECT checkpoint_ns, checkpoint_id, task_id, idx FROM {self.W} WHERE thread_id = ?"}
-        if self._pg:
-            q["checkpoint_blobs"] = "SELECT checkpoint_ns, channel, version FROM checkpoint_blobs WHERE thread_id = ?"
-        return q
+        """Each data table's primary key but thread_id of a thread's rows (the run's before/after sets)."""
+        return {t: f"SELECT {', '.join(key[1:])} FROM {t} WHERE thread_id = ?" for t, key in self._keys.items()}
 
     async def run_keys(self, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
         """The keys of every row the thread has now, by table (read before a run)."""
-        await self._ready()
+        await self.journal_ready()
         return {t: {tuple(r.values()) for r in await self.store._db.query(sql, thread_id)}
                 for t, sql in self._key_queries().items()}
 
@@ -740,7 +723,7 @@ class LangGraphHistory(JournalHistory, History):
         """One op (`kind`: "run" or "edit") for what LangGraph, driven by the user's graph,
         wrote to the thread since `before` (rows whose keys are new): undo deletes them,
         redo puts them back. None: it wrote nothing."""
-        await self._ready()
+        await self.journal_ready()
         async with self._tx([thread_id]) as tx:
             inserted: dict[str, list[tuple[Any, ...]]] = {}
             for table, sql in self._key_queries().items():
@@ -760,7 +743,7 @@ class LangGraphHistory(JournalHistory, History):
                     await self._inserted(op, table, f"thread_id = ? AND ({' OR '.join(one for _ in chunk)})",
                                          thread_id, *[v for k in chunk for v in k])
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return op_id
 
     # ---- merge ----------------------------------------------------------------------
@@ -891,7 +874,7 @@ class LangGraphHistory(JournalHistory, History):
                 "conflicts": conflicts, "resolved": resolved, "strategy": strategy}
 
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
-        await self._ready()
+        await self.journal_ready()
         f = await self._merge_facts(self.store._q, branch_thread_id, into_thread_id, strategy)
         ours_cp = await self.store.get(f["ours"]["checkpoint_id"])
         theirs_cp = await self.store.get(f["theirs"]["checkpoint_id"])
@@ -917,7 +900,7 @@ class LangGraphHistory(JournalHistory, History):
         """A new checkpoint on `into` (source "update", parent its head): its channel
         values three-way merged with the branch's head from their common checkpoint
         (the newest id both threads hold); its id. Raises MergeConflictError."""
-        await self._ready()
+        await self.journal_ready()
         into, branch = into_thread_id, branch_thread_id
         async with self._tx([into, branch]) as tx:
             f = await self._merge_facts(tx.fetch, branch, into, strategy)
@@ -943,7 +926,7 @@ class LangGraphHistory(JournalHistory, History):
                                              updated_channels=sorted(f["changed"]))
             await self._inserted_update(op, into, new_id, blobs)
             await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return new_id
 
     async def _write_update(self, tx: Any, tid: str, base: dict[str, Any], changed: dict[str, Any],
@@ -1036,7 +1019,7 @@ class LangGraphHistory(JournalHistory, History):
         "edit"; its undo moves the checkpoint (and its blobs) to the trash. `thread_id`:
         REF's thread when the caller knows it (LangGraph has no index on checkpoint ids:
         finding an id's thread is a scan of the whole table's key index)."""
-        await self._ready()
+        await self.journal_ready()
         if thread_id and "|" not in thread_id:  # REF's thread, resolved by the caller: no scan for it
             self.store._where.setdefault(checkpoint_id, (thread_id, ""))
         row = await self._ref(checkpoint_id, "edit")
@@ -1089,7 +1072,7 @@ class LangGraphHistory(JournalHistory, History):
                                              versions_seen=new_seen)
             await self._inserted_update(op, tid, new_id, blobs)
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return OpResult(op_id, "edit", f"edited {tid}: new checkpoint {new_id} at step {new_meta['step']} "
                         f"(as {as_node})", created=[new_id])
 

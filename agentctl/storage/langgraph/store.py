@@ -23,7 +23,7 @@ from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
 from agentctl.storage.langgraph import serde
-from agentctl.storage.sqlconn import one_line
+from agentctl.storage.sqlconn import ConnectedStore, one_line
 from agentctl.storage.sqlutil import marks
 
 NS_SEP = "|"
@@ -199,8 +199,10 @@ def next_nodes(checkpoint: dict[str, Any]) -> list[str]:
 # ---- the store -----------------------------------------------------------------------
 
 
-class LangGraphStore(Store):
+class LangGraphStore(ConnectedStore):
     """LangGraph checkpoints (SQLite or Postgres), read through the `Store` contract."""
+
+    doctor_checks: tuple[str, ...] = ()
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True, **kwargs: Any):
         from agentctl.storage.langgraph import FORMAT
@@ -249,13 +251,6 @@ class LangGraphStore(Store):
                         "FROM checkpoints)")
         else:
             self._cp = "checkpoints"
-
-    async def close(self) -> None:
-        await self._db.close()
-
-    async def backup(self, dest: str) -> str:
-        self.require(Capability.BACKUP, "backup")
-        return await self._db.backup(dest)
 
     async def compact(self) -> dict[str, Any]:
         """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
@@ -1049,14 +1044,10 @@ class LangGraphStore(Store):
 
         from agentctl.storage import textindex
 
-        await self.connect()
-        path = self._db._db_path
-        session, note = await textindex.open_side(path, self.text_source())
+        session = await self.open_side_index()
         if session is None:
-            if note:
-                self.last_search_note = note
             return None
-        side = textindex.side_path(path)
+        side = textindex.side_path(self._db._db_path)
         cond, params = "", []
         if thread_id is not None:
             cond, params = " AND thread_id = ? AND checkpoint_ns = ?", list(await self._split(thread_id))
