@@ -79,33 +79,22 @@ from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.journal.ops import Op
 from agentctl.storage.langgraph import serde
-from agentctl.storage.langgraph.store import _meta_dict, address, id_time, is_internal_channel
+from agentctl.storage.langgraph.store import UUID_EPOCH, _meta_dict, address, id_time, is_internal_channel, uuid_ticks
 from agentctl.storage.results import (CheckpointGC, DeletePlan, MergePlan, OpResult, PrunePlan, RewindPlan,
                                       TimeTravelResult)
 from agentctl.storage.sqlutil import in_chunks
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
-
-
-def _ticks_of(checkpoint_id: str) -> int | None:
-    h = checkpoint_id.replace("-", "")
-    if len(h) != 32 or h[12] != "6":
-        return None
-    try:
-        return (int(h[0:8], 16) << 28) | (int(h[8:12], 16) << 12) | int(h[13:16], 16)
-    except ValueError:
-        return None
 
 
 def uuid6_after(greatest: str | None, now_ns: int | None = None) -> str:
     """A UUIDv6 string (LangGraph's checkpoint id format) at the current time, or one
     tick after `greatest` when that is later; always > `greatest` as text."""
     ns = time.time_ns() if now_ns is None else now_ns
-    ticks = ns // 100 + _UUID_EPOCH
+    ticks = ns // 100 + UUID_EPOCH
     if greatest:
-        g = _ticks_of(greatest)
+        g = uuid_ticks(greatest, "6")
         if g is not None and g >= ticks:
             ticks = g + 1
     clock_seq = secrets.randbits(14)
@@ -511,11 +500,7 @@ class LangGraphHistory(JournalHistory, History):
         if spec.keep_last is None and spec.older_than is None:
             raise UsageError("give a policy: --keep-last N or --older-than AGE")
         addrs = list(spec.threads) if spec.threads is not None else await self.store.all_addresses()
-        out = []
-        for a in addrs:
-            tid, ns = await self.store._split(a)
-            out.append((a, tid, ns))
-        return out
+        return [(a, *await self.store._split(a)) for a in addrs]
 
     async def _plan_thread(self, q: Any, tid: str, ns: str, spec: PruneSpec,
                            now: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import struct
 from typing import Any
 
@@ -206,9 +207,7 @@ def _numpy(tup: Any, size: int) -> dict[str, Any]:
     except (TypeError, ValueError):
         return opaque("numpy.ndarray", size, "unreadable array")
     out: dict[str, Any] = {TYPE_KEY: "numpy.ndarray", "dtype": dtype, "shape": shape}
-    count = 1
-    for n in shape:
-        count *= n
+    count = math.prod(shape)
     if isinstance(buf, (bytes, bytearray)):
         out["nbytes"] = len(buf)
     code = None
@@ -320,12 +319,7 @@ def message_to_transcript(msg: dict[str, Any]) -> dict[str, Any]:
         calls = _openai_calls(msg["additional_kwargs"].get("tool_calls"))
     if calls:
         out["tool_calls"] = [_tool_call(c) for c in calls]
-    if msg.get("tool_call_id") is not None:
-        out["tool_call_id"] = msg["tool_call_id"]
-    if msg.get("name") is not None:
-        out["name"] = msg["name"]
-    if msg.get("id") is not None:
-        out["id"] = msg["id"]
+    out.update({k: msg[k] for k in ("tool_call_id", "name", "id") if msg.get(k) is not None})
     if msg.get("status") == "error":
         out["status"] = "error"
     return out

@@ -34,20 +34,20 @@ SEARCH_SCAN_MAX = 20_000
 LAZY_CANDIDATES = 5_000
 #: how many checkpoint ids' places a store remembers
 WHERE_CACHE_MAX = 200_000
-#: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
 #: the previous release's op log in a LangGraph database and its trash (`legacy.py` moves
 #: them into the journal at the first write)
 OPLOG = "agentctl_langgraph_oplog"
 TRASH_CP = "agentctl_langgraph_trash_checkpoints"
 TRASH_W = "agentctl_langgraph_trash_writes"
 TRASH_B = "agentctl_langgraph_trash_blobs"
+#: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
 SPECIAL_WRITES = ("__error__", "__scheduled__", "__interrupt__", "__resume__")
 #: metadata keys LangGraph itself writes (the others are the user's)
 LG_METADATA = ("source", "step", "parents", "run_id", "thread_id", "checkpoint_ns",
                "checkpoint_id", "langgraph_step", "writes")
 
 _ALIASED = re.compile(r"\{cp\}(?= [cfm] )")
-_UUID_EPOCH = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
+UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
 _TOP = "\U0010ffff"
 
 
@@ -64,21 +64,26 @@ def split_address(addr: str) -> tuple[str, str]:
     return addr, ""
 
 
+def uuid_ticks(checkpoint_id: str, versions: str = "61") -> int | None:
+    """The time of a UUIDv6 (or v1) id in 100 ns ticks since 1582-10-15; None for another id."""
+    h = checkpoint_id.replace("-", "")
+    if len(h) != 32 or h[12] not in versions:
+        return None
+    try:
+        if h[12] == "6":
+            return (int(h[0:8], 16) << 28) | (int(h[8:12], 16) << 12) | int(h[13:16], 16)
+        return (int(h[13:16], 16) << 48) | (int(h[8:12], 16) << 32) | int(h[0:8], 16)
+    except ValueError:
+        return None
+
+
 def id_time(checkpoint_id: str) -> str:
     """The creation time of a UUIDv6 (or v1) checkpoint id as ISO-8601, '' if none."""
+    ticks = uuid_ticks(checkpoint_id)
+    if ticks is None:
+        return ""
     try:
-        h = checkpoint_id.replace("-", "")
-        if len(h) != 32:
-            return ""
-        version = h[12]
-        if version == "6":
-            ticks = (int(h[0:8], 16) << 28) | (int(h[8:12], 16) << 12) | int(h[13:16], 16)
-        elif version == "1":
-            ticks = (int(h[13:16], 16) << 48) | (int(h[8:12], 16) << 32) | int(h[0:8], 16)
-        else:
-            return ""
-        micros = (ticks - _UUID_EPOCH) // 10
-        return datetime.fromtimestamp(micros / 1e6, tz=timezone.utc).isoformat()
+        return datetime.fromtimestamp((ticks - UUID_EPOCH) // 10 / 1e6, tz=timezone.utc).isoformat()
     except (ValueError, OverflowError, OSError):
         return ""
 
@@ -1052,9 +1057,6 @@ class LangGraphStore(ConnectedStore):
         if thread_id is not None:
             cond, params = " AND thread_id = ? AND checkpoint_ns = ?", list(await self._split(thread_id))
 
-        def candidate_keys() -> list[int]:
-            return list(session.candidates(needle))
-
         def located(keys: list[int]) -> dict[tuple[str, str], list[str]]:
             """{(thread, namespace): [checkpoint id, ...]} of the candidates."""
             out: dict[tuple[str, str], list[str]] = {}
@@ -1074,7 +1076,7 @@ class LangGraphStore(ConnectedStore):
 
         try:
             try:
-                keys = await asyncio.to_thread(candidate_keys)
+                keys = await asyncio.to_thread(lambda: list(session.candidates(needle)))
                 # Few candidates: each located by its rowid. Many (a common word): the
                 # threads in the scan's order, each one's candidates from its rows' ids,
                 # until there are enough hits (the scan would stop as early).
