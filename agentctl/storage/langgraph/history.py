@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import groupby
 import secrets
 import time
 from dataclasses import replace
@@ -153,9 +154,7 @@ class LangGraphHistory(JournalHistory, History):
         self._pg = store.kind == "postgres"
         self._now = now or utc_now_iso
         self._hex = hex4 or (lambda: secrets.token_hex(2))
-        self.W = "checkpoint_writes" if self._pg else "writes"
-        self.WV = "blob" if self._pg else "value"
-        self.C = ' COLLATE "C"' if self._pg else ""
+        self.W, self.WV, self.C = store._writes_table, store._writes_value, store._C
         #: each table's primary key (the journal's row keys)
         self._keys = {"checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id"),
                       self.W: ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx")}
@@ -251,15 +250,8 @@ class LangGraphHistory(JournalHistory, History):
         n = 0
         if all_ids is not None and not self._pg:
             wanted = set(ids)
-            runs: list[list[str]] = []
-            prev_in = False
-            for cid in all_ids:
-                if cid in wanted:
-                    if prev_in:
-                        runs[-1][1] = cid
-                    else:
-                        runs.append([cid, cid])
-                prev_in = cid in wanted
+            runs = [(g[0], g[-1]) for inside, group in groupby(all_ids, key=wanted.__contains__) if inside
+                    for g in [list(group)]]
             if len(runs) * 10 <= len(ids):
                 for lo, hi in runs:
                     where = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id >= ? AND checkpoint_id <= ?"

@@ -37,6 +37,7 @@ message's own role), content, and, when present, tool_calls (each {"id", "name",
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
 import struct
@@ -231,21 +232,8 @@ def _numpy(tup: Any, size: int) -> dict[str, Any]:
 
 
 def _fortran_to_c(flat: list[Any], shape: list[int]) -> list[Any]:
-    strides = []
-    step = 1
-    for n in shape:
-        strides.append(step)
-        step *= n
-    out = []
-    index = [0] * len(shape)
-    for _ in range(len(flat)):
-        out.append(flat[sum(i * s for i, s in zip(index, strides))])
-        for d in range(len(shape) - 1, -1, -1):
-            index[d] += 1
-            if index[d] < shape[d]:
-                break
-            index[d] = 0
-    return out
+    strides = [math.prod(shape[:d]) for d in range(len(shape))]
+    return [flat[sum(i * s for i, s in zip(index, strides))] for index in itertools.product(*map(range, shape))]
 
 
 def _reshape(flat: list[Any], shape: list[int]) -> Any:

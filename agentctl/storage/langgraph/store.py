@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timezone
+from itertools import takewhile
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl import deep
@@ -185,19 +186,12 @@ def next_nodes(checkpoint: dict[str, Any]) -> list[str]:
     if not isinstance(versions, dict) or not isinstance(seen, dict):
         return out
     for channel, version in versions.items():
-        if not isinstance(channel, str):
-            continue
-        if channel == "__start__":
-            node = "__start__"
-        elif channel.startswith("branch:to:"):
-            node = channel[len("branch:to:"):]
-        else:
-            continue
-        if channel not in values:
-            continue
-        node_seen = got if isinstance(got := seen.get(node), dict) else {}
-        if _version_newer(version, node_seen.get(channel)):
-            out.append(node)
+        if isinstance(channel, str) and channel in values and (
+                channel == "__start__" or channel.startswith("branch:to:")):
+            node = channel.removeprefix("branch:to:")
+            node_seen = got if isinstance(got := seen.get(node), dict) else {}
+            if _version_newer(version, node_seen.get(channel)):
+                out.append(node)
     return sorted(out)
 
 
@@ -817,11 +811,7 @@ class LangGraphStore(ConnectedStore):
         out: dict[str, Any] = {}
         updated = data.get("updated_channels")
         if messages and (updated is None or "messages" in (updated or [])):
-            trailing = []
-            for m in reversed(messages):
-                if m.get("role") != "tool":
-                    break
-                trailing.append(m)
+            trailing = list(takewhile(lambda m: m.get("role") == "tool", reversed(messages)))
             if trailing:
                 out["tool_messages"] = trailing[::-1]
         pending: list[dict[str, Any]] = []
@@ -1153,9 +1143,7 @@ class LangGraphStore(ConnectedStore):
                     "in the database"))
         if not self._pg:  # Postgres keeps metadata as jsonb: always valid
             problems.extend(await self._bad_metadata(limit))
-        from agentctl.storage.textindex import search_index_problems
-
-        problems.extend(await search_index_problems(self))
+        problems.extend(await super().doctor(limit))  # the side search index's
         return problems
 
     async def _bad_metadata(self, limit: int) -> list[Problem]:
