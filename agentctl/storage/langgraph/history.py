@@ -63,6 +63,7 @@ channel, with their writes.
 from __future__ import annotations
 
 import json
+import random
 import re
 from itertools import groupby
 import secrets
@@ -756,8 +757,7 @@ class LangGraphHistory(JournalHistory, History):
             if (row["type"] or "msgpack") != "msgpack":
                 raise UsageError(f"cannot rewrite checkpoint {row['checkpoint_id']}: stored as {row['type']!r} "
                                  "(agentctl rewrites only msgpack checkpoints)")
-            data = ormsgpack.unpackb(bytes(row["checkpoint"]), ext_hook=lambda t, d: ormsgpack.Ext(t, d),
-                                     option=ormsgpack.OPT_NON_STR_KEYS)
+            data = ormsgpack.unpackb(bytes(row["checkpoint"]), ext_hook=ormsgpack.Ext, option=ormsgpack.OPT_NON_STR_KEYS)
             plain = serde.decode_msgpack(bytes(row["checkpoint"]))
             pv = plain.get("channel_values") or {}
             for k, v in (data.get("channel_values") or {}).items():
@@ -825,8 +825,8 @@ class LangGraphHistory(JournalHistory, History):
                         continue
                     import ormsgpack
 
-                    unpack = lambda raw: ormsgpack.unpackb(  # noqa: E731
-                        raw, ext_hook=lambda tg, d: ormsgpack.Ext(tg, d), option=ormsgpack.OPT_NON_STR_KEYS)
+                    unpack = lambda raw: ormsgpack.unpackb(raw, ext_hook=ormsgpack.Ext,  # noqa: E731
+                                                           option=ormsgpack.OPT_NON_STR_KEYS)
                     raw_list = unpack(o[0][2]) + unpack(t[0][2])[n:]
                 else:
                     raw_list = list(o[0]) + list(t[0])[n:]
@@ -918,8 +918,6 @@ class LangGraphHistory(JournalHistory, History):
         (ext values kept byte for byte). Postgres: primitive values inline, the others in
         a blob row at their new version, as PostgresSaver.put writes them. The blob keys
         inserted."""
-        import random
-
         import ormsgpack
 
         data = base["data"]

@@ -94,7 +94,7 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
         if data is None:
             return None
         type_ = "msgpack"  # the saver always writes a type; be lenient with old rows
-    if type_ == "null":
+    if type_ in ("null", "empty"):  # empty: the Postgres saver's channel with a version, no value
         return None
     size = len(data) if data is not None else 0
     if "+" in type_:
@@ -111,8 +111,6 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
         return decode_json(data)
     if type_ == "pickle":
         return opaque("pickle", size, "pickled payload: shown as opaque, never unpickled")
-    if type_ == "empty":
-        return None
     return opaque(type_, size, f"unknown serialization type {type_!r}: shown as opaque")
 
 
