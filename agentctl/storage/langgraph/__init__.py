@@ -46,10 +46,6 @@ POSTGRES_TABLES = {
 }
 
 
-def _has(tables: Mapping[str, set[str]], wanted: Mapping[str, tuple[str, ...]]) -> bool:
-    return all(t in tables and all(c in tables[t] for c in cols) for t, cols in wanted.items())
-
-
 def check_columns(rows: Any, wanted: Mapping[str, tuple[str, ...]], what: str) -> dict[str, set[str]]:
     """{table: its columns} of (table, column) rows; SchemaError "`what` (table T lacks:
     ...)" for the first table of `wanted` lacking columns (a connection's schema check)."""
@@ -64,7 +60,8 @@ def check_columns(rows: Any, wanted: Mapping[str, tuple[str, ...]], what: str) -
 
 
 def _matches(tables: Mapping[str, set[str]]) -> bool:
-    return _has(tables, SQLITE_TABLES) or _has(tables, POSTGRES_TABLES)
+    return any(all(t in tables and all(c in tables[t] for c in cols) for t, cols in wanted.items())
+               for wanted in (SQLITE_TABLES, POSTGRES_TABLES))
 
 
 FORMAT = FormatSpec(

@@ -363,11 +363,9 @@ class LangGraphHistory(JournalHistory, History):
             op = await self.journal_begin(tx, "rewind", f"rewind {addr} to step {target.step} ({ref}): fork "
                                           f"{new_id}; {len(later)} later checkpoint(s) {verb}", [tid], details)
             if hard:
-                by_ns: dict[str, list[str]] = {}
-                for r in later:
-                    by_ns.setdefault(r["checkpoint_ns"], []).append(r["checkpoint_id"])
-                for each_ns, ids in by_ns.items():  # all after REF: one run
-                    await self._delete_ids(op, tid, each_ns, ids, all_ids=ids)
+                for each_ns, rows in groupby(later, key=lambda r: r["checkpoint_ns"]):  # (in namespace order)
+                    ids = [r["checkpoint_id"] for r in rows]
+                    await self._delete_ids(op, tid, each_ns, ids, all_ids=ids)  # all after REF: one run
                 await self._delete_unused_blobs(op, tid)
             await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
             for table in ("checkpoints", self.W):
@@ -686,15 +684,15 @@ class LangGraphHistory(JournalHistory, History):
 
     # ---- run: what the user's agent wrote, recorded after the fact -------------------
 
-    def _key_queries(self) -> dict[str, str]:
-        """Each data table's primary key but thread_id of a thread's rows (the run's before/after sets)."""
-        return {t: f"SELECT {', '.join(key[1:])} FROM {t} WHERE thread_id = ?" for t, key in self._keys.items()}
+    async def _keys_now(self, q: Any, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
+        """The primary key but thread_id of every row the thread has now, by table."""
+        return {t: {tuple(r.values()) for r in await q(f"SELECT {', '.join(key[1:])} FROM {t} WHERE thread_id = ?",
+                                                       thread_id)} for t, key in self._keys.items()}
 
     async def run_keys(self, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
         """The keys of every row the thread has now, by table (read before a run)."""
         await self.journal_ready()
-        return {t: {tuple(r.values()) for r in await self.store._db.query(sql, thread_id)}
-                for t, sql in self._key_queries().items()}
+        return await self._keys_now(self.store._db.query, thread_id)
 
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
                          details: dict[str, Any], kind: str = "run") -> int | None:
@@ -703,18 +701,14 @@ class LangGraphHistory(JournalHistory, History):
         redo puts them back. None: it wrote nothing."""
         await self.journal_ready()
         async with self._tx([thread_id]) as tx:
-            inserted: dict[str, list[tuple[Any, ...]]] = {}
-            for table, sql in self._key_queries().items():
-                now = {tuple(r.values()) for r in await tx.fetch(sql, thread_id)}
-                new = sorted(now - before.get(table, set()), key=repr)
-                if new:
-                    inserted[table] = new
+            inserted = {t: sorted(new, key=repr) for t, keys in (await self._keys_now(tx.fetch, thread_id)).items()
+                        if (new := keys - before.get(t, set()))}
             if not inserted:
                 return None
             details = dict(details, thread_id=thread_id, inserted={t: len(k) for t, k in inserted.items()})
             op = await self.journal_begin(tx, kind, summary, [thread_id], details)
             for table, keys in inserted.items():
-                cols = self._keys[table][1:]  # the key but thread_id, as _key_queries reads it
+                cols = self._keys[table][1:]  # the key but thread_id, as _keys_now reads it
                 one = "(" + " AND ".join(f"{c} = ?" for c in cols) + ")"
                 for at in range(0, len(keys), 100):
                     chunk = keys[at:at + 100]
@@ -874,9 +868,7 @@ class LangGraphHistory(JournalHistory, History):
 
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
                            checkpoint_id: str | None = None) -> str:
-        """A new checkpoint on `into` (source "update", parent its head): its channel
-        values three-way merged with the branch's head from their common checkpoint
-        (the newest id both threads hold); its id. Raises MergeConflictError."""
+        """The merge of the module doc written on `into`; its id. Raises MergeConflictError."""
         await self.journal_ready()
         into, branch = into_thread_id, branch_thread_id
         async with self._tx([into, branch]) as tx:
