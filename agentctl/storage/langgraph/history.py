@@ -65,6 +65,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from itertools import groupby
 import secrets
 import time
@@ -248,21 +249,18 @@ class LangGraphHistory(JournalHistory, History):
         """Checkpoints of (tid, ns) by id, with their pending writes. With `all_ids`
         (every id of the namespace, in order) on SQLite, the ids go as runs of
         consecutive ids, one range statement per run (a prune's usual case: one run)."""
-        n = 0
+        pieces: list[tuple[str, Sequence[str]]] = [(f"IN ({ph})", chunk) for ph, chunk in in_chunks(ids)]
         if all_ids is not None and not self._pg:
             wanted = set(ids)
             runs = [(g[0], g[-1]) for inside, group in groupby(all_ids, key=wanted.__contains__) if inside
                     for g in [list(group)]]
             if len(runs) * 10 <= len(ids):
-                for lo, hi in runs:
-                    where = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id >= ? AND checkpoint_id <= ?"
-                    await self._delete(op, self.W, where, tid, ns, lo, hi)
-                    n += await self._delete(op, "checkpoints", where, tid, ns, lo, hi)
-                return n
-        for ph, chunk in in_chunks(ids):
-            where = f"thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({ph})"
-            await self._delete(op, self.W, where, tid, ns, *chunk)
-            n += await self._delete(op, "checkpoints", where, tid, ns, *chunk)
+                pieces = [(">= ? AND checkpoint_id <= ?", run) for run in runs]
+        n = 0
+        for cond, params in pieces:
+            where = f"thread_id = ? AND checkpoint_ns = ? AND checkpoint_id {cond}"
+            await self._delete(op, self.W, where, tid, ns, *params)
+            n += await self._delete(op, "checkpoints", where, tid, ns, *params)
         return n
 
     async def _delete_unused_blobs(self, op: Op, tid: str) -> int:
@@ -328,9 +326,8 @@ class LangGraphHistory(JournalHistory, History):
 
     async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
         await self.journal_ready()
-        row = await self._ref(checkpoint_id, "rewind")
-        tid, ns = row["thread_id"], row["checkpoint_ns"]
-        later = await self._rows_after(self.store._q, tid, ns, row["checkpoint_id"], hard and ns == "")
+        row = await self._ref(checkpoint_id, "rewind")  # of the root namespace
+        later = await self._rows_after(self.store._q, row["thread_id"], "", row["checkpoint_id"], hard)
         addr = self.store._metadata(row).thread_id
         return RewindPlan(target=self.store._metadata(row), thread_id=addr, moved=[self.store._metadata(r) for r in later],
                           archive_thread=None if hard or not later else addr, hard=hard)
@@ -525,11 +522,7 @@ class LangGraphHistory(JournalHistory, History):
                 if isinstance(c, dict) and c:
                     counters_of[r["checkpoint_id"]] = set(c)
         # fork points: several children here, or a subgraph run's start
-        kids: dict[str, int] = {}
-        for p in parent.values():
-            if p:
-                kids[p] = kids.get(p, 0) + 1
-        forks = {cid for cid, n in kids.items() if n > 1}
+        forks = {cid for cid, n in Counter(p for p in parent.values() if p).items() if n > 1}
         if ns == "":
             for r in await q("SELECT metadata" + ("::text" if self._pg else "") + " AS meta FROM checkpoints "
                              "WHERE thread_id = ? AND checkpoint_ns <> '' AND parent_checkpoint_id IS NULL", tid):

@@ -851,11 +851,11 @@ class LangGraphStore(ConnectedStore):
 
     # ---- search and doctor ----------------------------------------------------------
 
-    @property
-    def _threads_by_head(self) -> str:
-        """The threads, newest head first (the order `search` goes through them)."""
-        return (f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
-                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")
+    async def _threads_by_head(self) -> list[tuple[str, str]]:
+        """The (thread, namespace)s, newest head first (the order `search` goes through them)."""
+        return [(r["thread_id"], r["checkpoint_ns"]) for r in await self._q(
+            f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
+            f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")]
 
     async def search(
         self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
@@ -878,11 +878,7 @@ class LangGraphStore(ConnectedStore):
                 return found
         hits: list[SearchHit] = []
         scanned = 0
-        if thread_id is not None:
-            threads = [await self._split(thread_id)]
-        else:
-            rows = await self._q(self._threads_by_head)
-            threads = [(r["thread_id"], r["checkpoint_ns"]) for r in rows]
+        threads = [await self._split(thread_id)] if thread_id is not None else await self._threads_by_head()
         for tid, ns in threads:
             after: str | None = None
             while scanned < SEARCH_SCAN_MAX and len(hits) < limit:
@@ -1071,7 +1067,7 @@ class LangGraphStore(ConnectedStore):
             if found is None and thread_id is not None:
                 order = [(params[0], params[1])]
             elif found is None or len(found) > 50:  # its own query (a pass over the primary key's index)
-                order = [(r["thread_id"], r["checkpoint_ns"]) for r in await self._q(self._threads_by_head)]
+                order = await self._threads_by_head()
             else:  # a seek per thread (then by thread and namespace)
                 heads: list[tuple[str, str, str]] = []
                 for tid, ns in found:
