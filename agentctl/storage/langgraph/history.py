@@ -227,9 +227,8 @@ class LangGraphHistory(JournalHistory, History):
             if tid not in todo:
                 raise UsageError(f"operation {record['op_id']} has no thread {t!r} left to restore "
                                  f"(it has: {ops.brief(todo) or 'none'})")
-            if tid not in out:
-                out.append(tid)
-        return out
+            out.append(tid)
+        return list(dict.fromkeys(out))
 
     async def journal_moved(self) -> None:
         """The store's caches of checkpoint places and branches: stale after a write."""

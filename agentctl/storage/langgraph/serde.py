@@ -135,12 +135,6 @@ def _unpack(data: bytes) -> Any:
     return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
-def _name(tup: Any) -> str:
-    module = tup[0] if len(tup) > 0 else None
-    cls = tup[1] if len(tup) > 1 else None
-    return f"{module}.{cls}" if isinstance(module, str) and module else str(cls)
-
-
 def _labelled(name: str, fields: Any) -> dict[str, Any]:
     if isinstance(fields, dict) and all(isinstance(k, str) for k in fields):
         out = {TYPE_KEY: name}
@@ -148,12 +142,6 @@ def _labelled(name: str, fields: Any) -> dict[str, Any]:
             out[k if k != TYPE_KEY else "_" + TYPE_KEY] = v
         return out
     return {TYPE_KEY: name, "value": fields}
-
-
-def _uuid_text(value: Any) -> Any:
-    if isinstance(value, str) and len(value) == 32:
-        return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
-    return value
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
@@ -168,11 +156,11 @@ def _ext_hook(code: int, data: bytes) -> Any:
         return _numpy(tup, len(data))
     if not isinstance(tup, (list, tuple)) or len(tup) < 3:
         return {TYPE_KEY: f"msgpack-ext-{code}", "value": tup}
-    name = _name(tup)
-    arg = tup[2]
+    module, cls, arg = tup[0], tup[1], tup[2]
+    name = f"{module}.{cls}" if isinstance(module, str) and module else str(cls)
     if code == EXT_CONSTRUCTOR_SINGLE_ARG:
-        if name == "uuid.UUID":
-            return {TYPE_KEY: name, "value": _uuid_text(arg)}
+        if name == "uuid.UUID" and isinstance(arg, str) and len(arg) == 32:  # its canonical text
+            arg = f"{arg[:8]}-{arg[8:12]}-{arg[12:16]}-{arg[16:20]}-{arg[20:]}"
         if isinstance(arg, (list, tuple)) and name in ("builtins.set", "builtins.frozenset",
                                                        "collections.deque"):
             return {TYPE_KEY: name, "value": list(arg)}

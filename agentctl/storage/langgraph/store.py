@@ -334,7 +334,6 @@ class LangGraphStore(ConnectedStore):
             # 0.23 s for 10,000 threads): the (thread, namespace) pairs by a skip scan of the
             # primary key's index (a seek per pair, not a pass over every checkpoint),
             # each pair's head by a seek, and counts for the page's threads only.
-            k = "k.tid, k.ns"
             d = " DESC" if descending else ""
             # the CTE's own columns (Postgres does not take an output alias in an expression)
             page_order = f"head{d}, k.tid{self._C}{d}, k.ns{self._C}{d}"
@@ -346,7 +345,7 @@ class LangGraphStore(ConnectedStore):
                      f"SELECT CASE WHEN {nxt_ns} IS NOT NULL THEN k.tid ELSE {nxt_t} END, "
                      f"COALESCE({nxt_ns}, (SELECT MIN(y.checkpoint_ns) FROM {{cp}} y WHERE y.thread_id = {nxt_t})) "
                      f"FROM k WHERE k.tid IS NOT NULL) ")
-            page = (f"SELECT {k.replace('k.tid', 'k.tid AS thread_id').replace('k.ns', 'k.ns AS checkpoint_ns')}, "
+            page = ("SELECT k.tid AS thread_id, k.ns AS checkpoint_ns, "
                     "(SELECT MAX(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = k.tid AND x.checkpoint_ns = k.ns) "
                     f"AS head FROM k WHERE k.tid IS NOT NULL AND k.ns = '' ORDER BY {page_order} "
                     "LIMIT ? OFFSET ?")
