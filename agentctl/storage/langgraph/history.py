@@ -298,7 +298,7 @@ class LangGraphHistory(JournalHistory, History):
                              f"{what} from the parent graph's checkpoint")
         return row
 
-    async def _row(self, q: Any, tid: str, checkpoint_id: str | None = None) -> dict[str, Any] | None:
+    async def _row(self, q: Any, tid: str, checkpoint_id: str | None = None) -> dict[str, Any]:
         """The whole row of a root-namespace checkpoint (the thread's head without
         `checkpoint_id`), payload and metadata as text on Postgres."""
         text = ("checkpoint::text AS checkpoint, metadata::text AS metadata" if self._pg
@@ -306,7 +306,9 @@ class LangGraphHistory(JournalHistory, History):
         which = "AND checkpoint_id = ?" if checkpoint_id else f"ORDER BY checkpoint_id{self.C} DESC LIMIT 1"
         rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {text} FROM checkpoints "
                        f"WHERE thread_id = ? AND checkpoint_ns = '' {which}", tid, *([checkpoint_id] if checkpoint_id else []))
-        return rows[0] if rows else None
+        if not rows:
+            raise CheckpointNotFound(checkpoint_id) if checkpoint_id else NotFoundError(f"thread {tid!r} not found")
+        return rows[0]
 
     async def _greatest(self, q: Any, tid: str) -> str | None:
         """The thread's greatest checkpoint id (a new one is made after it)."""
@@ -720,8 +722,6 @@ class LangGraphHistory(JournalHistory, History):
         import ormsgpack
 
         row = await self._row(q, tid, checkpoint_id)
-        if row is None:
-            raise CheckpointNotFound(checkpoint_id) if checkpoint_id else NotFoundError(f"thread {tid!r} not found")
         out = dict(row)
         values: dict[str, tuple[Any, Any]] = {}
         if self._pg:
@@ -943,10 +943,10 @@ class LangGraphHistory(JournalHistory, History):
             cp["versions_seen"] = versions_seen
         meta_text = json.dumps(new_meta, ensure_ascii=False)
         if self._pg:
-            mark, row = "CAST(? AS JSONB)", (base["type"], json.dumps(cp), meta_text)
+            mark, row = "CAST(? AS JSONB)", [base["type"], json.dumps(cp), meta_text]
         else:
-            mark, row = "?", (base["type"] or "msgpack", ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS),
-                              meta_text.encode("utf-8"))
+            mark, row = "?", [base["type"] or "msgpack", ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS),
+                              meta_text.encode("utf-8")]
         await tx.execute("INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                          f"checkpoint, metadata) VALUES (?, '', ?, ?, ?, {mark}, {mark})",
                          tid, new_id, base["checkpoint_id"], *row)

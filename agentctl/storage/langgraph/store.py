@@ -687,9 +687,10 @@ class LangGraphStore(ConnectedStore):
 
     async def _one(self, tid: str, ns: str, checkpoint_id: str) -> Checkpoint | None:
         cps = await self._load(tid, ns, [checkpoint_id])
-        if cps and isinstance(cps[0], CorruptRowError):
-            raise cps[0]
-        return cps[0] if cps else None
+        cp = cps[0] if cps else None
+        if isinstance(cp, CorruptRowError):
+            raise cp
+        return cp
 
     async def _rows(self, tid: str, ns: str, ids: Sequence[str] | None = None,
                     after: str | None = None, limit: int | None = None,
