@@ -25,6 +25,8 @@ from agentctl.storage.agentos.base import dumps, hit_path, json_hit_tokens, sear
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, Unsupported, check_search_places
+from agentctl.storage.journal.ops import LOG
+from agentctl.storage.journal.trash import trash_name
 from agentctl.storage.langgraph import serde
 from agentctl.storage.sqlconn import ConnectedStore, one_line
 from agentctl.storage.sqlutil import marks
@@ -257,8 +259,6 @@ class LangGraphStore(ConnectedStore):
         """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
         tables (Postgres), with the sizes before and after (see `Store.compact`)."""
         await self.connect()
-        from agentctl.storage.journal.trash import trash_name
-
         data = ["checkpoints", "checkpoint_blobs", "checkpoint_writes"] if self._pg else ["checkpoints", "writes"]
         tables = data + [trash_name(t) for t in data]
         before = await self._db.size_bytes(tables)
@@ -410,8 +410,6 @@ class LangGraphStore(ConnectedStore):
         """The threads agentctl's `branch` made (not undone), from the journal (or the
         previous release's op log): {thread: (the thread it came from, the checkpoint it
         was branched at)}."""
-        from agentctl.storage.journal.ops import LOG
-
         if self._branch_map is not None:
             return
         self._branch_map = {}
@@ -560,8 +558,7 @@ class LangGraphStore(ConnectedStore):
         namespace's, which `_locate` picks): one row at a time from where the last one
         was (LIMIT 1: the scan of the key's index stops at each match, half of it on
         average instead of all of it), the rest in one scan after a few matches in
-        subgraph namespaces. An id that no row holds is one scan of the whole index, as
-        before."""
+        subgraph namespaces. An id that no row holds is one scan of the whole index."""
         base = ("SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?{after} "
                 "ORDER BY thread_id, checkpoint_ns")
         keys: list[dict[str, Any]] = []
