@@ -662,8 +662,9 @@ async def test_a_saver_migration_after_the_trash_was_made(lg):
         else:
             with saver.conn.cursor() as cur:
                 cur.execute(f"ALTER TABLE {table} ADD COLUMN extra TEXT")
-        h._cols.clear()
+        await h.undo()  # an op written before the migration: its trash gets the column first
         rows = dump(url, saver)
+        assert any(r[0] == "h1" for r in rows[table])
         await h.delete_thread("h2")
         await h.undo()
         assert dump(url, saver) == rows

@@ -114,6 +114,8 @@ class JournalHistory:
         an undo of those threads alone), in the move's transaction; what `ops.undo` returns.
         A format extends it for what the journal does not hold (an index it keeps in step
         by hand) or checks more first (OperationError: nothing changed)."""
+        for table in record["tables"]:  # a trash made before its table gained a column gets it
+            await trash.ensure(tx, table)
         if image == "after":
             return await ops.redo(tx, int(record["op_id"]), self.fingerprint, self.describe_rows)
         return await ops.undo(tx, int(record["op_id"]), self.fingerprint, threads, self.describe_rows)

@@ -26,8 +26,9 @@ values), edit, run records; on the journal (undo, redo, purge; side tables
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
+from agentctl.errors import SchemaError
 from agentctl.storage.contract import Capability, FormatSpec
 
 #: the columns detection requires, per dialect
@@ -45,12 +46,22 @@ POSTGRES_TABLES = {
 }
 
 
-def _has(tables: Mapping[str, set[str]], wanted: Mapping[str, tuple[str, ...]]) -> bool:
-    return all(t in tables and all(c in tables[t] for c in cols) for t, cols in wanted.items())
+def check_columns(rows: Any, wanted: Mapping[str, tuple[str, ...]], what: str) -> dict[str, set[str]]:
+    """{table: its columns} of (table, column) rows; SchemaError "`what` (table T lacks:
+    ...)" for the first table of `wanted` lacking columns (a connection's schema check)."""
+    tables: dict[str, set[str]] = {}
+    for r in rows:
+        tables.setdefault(r[0], set()).add(r[1])
+    for table, cols in wanted.items():
+        missing = sorted(set(cols) - tables.get(table, set()))
+        if missing:
+            raise SchemaError(f"{what} (table {table!r} lacks: {', '.join(missing)})")
+    return tables
 
 
 def _matches(tables: Mapping[str, set[str]]) -> bool:
-    return _has(tables, SQLITE_TABLES) or _has(tables, POSTGRES_TABLES)
+    return any(all(t in tables and all(c in tables[t] for c in cols) for t, cols in wanted.items())
+               for wanted in (SQLITE_TABLES, POSTGRES_TABLES))
 
 
 FORMAT = FormatSpec(

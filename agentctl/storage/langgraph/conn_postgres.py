@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentctl.storage.agentos.postgres import PostgresCheckpointer
-from agentctl.errors import SchemaError
+from agentctl.storage.langgraph import POSTGRES_TABLES, check_columns
 
 
 class _Postgres(PostgresCheckpointer):
@@ -22,17 +22,6 @@ class _Postgres(PostgresCheckpointer):
         rows = await conn.fetch(
             f"SELECT * FROM ({PG_COLUMNS_SQL}) t WHERE table_name IN "
             "('checkpoints', 'checkpoint_blobs', 'checkpoint_writes')")
-        cols: dict[str, set[str]] = {}
-        for r in rows:
-            cols.setdefault(r[0], set()).add(r[1])
-        need = {"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint", "metadata"},
-                "checkpoint_blobs": {"thread_id", "checkpoint_ns", "channel", "type", "blob"},
-                "checkpoint_writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id",
-                                      "idx", "channel", "type", "blob"}}
-        for table, wanted in need.items():
-            missing = sorted(wanted - cols.get(table, set()))
-            if missing:
-                raise SchemaError(f"{self.display_name}: not a LangGraph Postgres database "
-                                  f"(table {table!r} lacks: {', '.join(missing)})")
+        cols = check_columns(rows, POSTGRES_TABLES, f"{self.display_name}: not a LangGraph Postgres database")
         self.has_task_path = "task_path" in cols["checkpoint_writes"]
         self.shallow = "checkpoint_id" not in cols["checkpoints"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
-from agentctl.errors import SchemaError
+from agentctl.storage.langgraph import SQLITE_TABLES, check_columns
 
 
 class _SQLite(SQLiteCheckpointer):
@@ -15,20 +15,8 @@ class _SQLite(SQLiteCheckpointer):
     has_task_path = True
 
     async def _check_schema(self, conn: Any) -> None:
-        path = self._db_path
         rows = await conn.execute_fetchall(
             "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
             "WHERE m.type = 'table' AND m.name IN ('checkpoints', 'writes')")
-        cols: dict[str, set[str]] = {}
-        for table, column in rows:
-            cols.setdefault(table, set()).add(column)
-        need = {"checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id",
-                                "parent_checkpoint_id", "type", "checkpoint", "metadata"},
-                "writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx",
-                           "channel", "type", "value"}}
-        for table, wanted in need.items():
-            missing = sorted(wanted - cols.get(table, set()))
-            if missing:
-                raise SchemaError(f"{path}: not a LangGraph SQLite database (table {table!r} "
-                                  f"lacks: {', '.join(missing)})")
+        cols = check_columns(rows, SQLITE_TABLES, f"{self._db_path}: not a LangGraph SQLite database")
         self.has_task_path = "task_path" in cols["writes"]

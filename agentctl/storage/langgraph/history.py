@@ -63,43 +63,42 @@ channel, with their writes.
 from __future__ import annotations
 
 import json
+import random
 import re
+from collections import Counter
+from itertools import groupby
 import secrets
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Sequence
 
-from agentctl.errors import CheckpointNotFound, NotFoundError, OperationError, UsageError
-from agentctl.model import CheckpointMetadata, utc_now_iso
+from agentctl.diff import MISSING, json_equal
+from agentctl.errors import CheckpointNotFound, MergeConflictError, NotFoundError, OperationError, UsageError
+from agentctl.merge import Conflict, three_way_merge
+from agentctl.model import utc_now_iso
 from agentctl.storage.contract import History, PruneSpec, Unsupported
-from agentctl.storage.journal import trash
+from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.journal.ops import Op
 from agentctl.storage.langgraph import legacy
+from agentctl.storage.langgraph import serde
+from agentctl.storage.langgraph.store import UUID_EPOCH, _meta_dict, address, id_time, is_internal_channel, uuid_ticks
+from agentctl.storage.results import (CheckpointGC, DeletePlan, MergePlan, OpResult, PrunePlan, RewindPlan,
+                                      TimeTravelResult)
 from agentctl.storage.sqlutil import in_chunks
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
-
-
-def _ticks_of(checkpoint_id: str) -> int | None:
-    h = checkpoint_id.replace("-", "")
-    if len(h) != 32 or h[12] != "6":
-        return None
-    try:
-        return (int(h[0:8], 16) << 28) | (int(h[8:12], 16) << 12) | int(h[13:16], 16)
-    except ValueError:
-        return None
 
 
 def uuid6_after(greatest: str | None, now_ns: int | None = None) -> str:
     """A UUIDv6 string (LangGraph's checkpoint id format) at the current time, or one
     tick after `greatest` when that is later; always > `greatest` as text."""
     ns = time.time_ns() if now_ns is None else now_ns
-    ticks = ns // 100 + _UUID_EPOCH
+    ticks = ns // 100 + UUID_EPOCH
     if greatest:
-        g = _ticks_of(greatest)
+        g = uuid_ticks(greatest, "6")
         if g is not None and g >= ticks:
             ticks = g + 1
     clock_seq = secrets.randbits(14)
@@ -158,11 +157,7 @@ class LangGraphHistory(JournalHistory, History):
         self._pg = store.kind == "postgres"
         self._now = now or utc_now_iso
         self._hex = hex4 or (lambda: secrets.token_hex(2))
-        self.W = "checkpoint_writes" if self._pg else "writes"
-        self.WV = "blob" if self._pg else "value"
-        self.C = ' COLLATE "C"' if self._pg else ""
-        self._cols: dict[str, list[str]] = {}
-        self._widened: Any = None  # the transaction whose trash tables were widened
+        self.W, self.WV, self.C = store._writes_table, store._writes_value, store._C
         #: each table's primary key (the journal's row keys)
         self._keys = {"checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id"),
                       self.W: ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx")}
@@ -171,7 +166,7 @@ class LangGraphHistory(JournalHistory, History):
 
     # ---- plumbing --------------------------------------------------------------------
 
-    async def _ready(self) -> None:
+    async def journal_ready(self) -> None:
         await self.store.connect()
         if self._pg and self.store._db.shallow:
             raise Unsupported("langgraph (shallow saver)", "writes")
@@ -181,28 +176,17 @@ class LangGraphHistory(JournalHistory, History):
 
     async def lock(self, tx: Any, threads: Sequence[str]) -> None:
         """Postgres: LangGraph's tables locked against its writers (the fingerprints and
-        the plans read here must stay true). A trash made before a saver's migration
-        added a column gets that column."""
+        the plans read here must stay true)."""
         if self._pg:
             # in the order LangGraph's PostgresSaver.put takes them (blobs, then
             # checkpoints; put_writes: writes alone), so a saver's write in progress
             # finishes first instead of deadlocking with this one
             await tx.execute(f"LOCK TABLE checkpoint_blobs, checkpoints, {self.W} IN SHARE ROW EXCLUSIVE MODE")
-        if self._widened is not tx:  # once a transaction (the journal locks again before a move)
-            self._widened = tx
-            for table in self._keys:
-                if await trash.widen(tx, table):
-                    self._cols.clear()
 
     old_log = legacy.OLD
 
     async def migrate(self, tx: Any) -> None:
         await legacy.migrate(self, tx)
-
-    async def _columns(self, tx: Any, table: str) -> list[str]:
-        if table not in self._cols:
-            self._cols[table] = await trash.columns(tx, table)
-        return self._cols[table]
 
     async def fingerprint(self, tx: Any, tid: str) -> list[Any]:
         a = await tx.fetch(f"SELECT COUNT(*) AS n, MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
@@ -224,8 +208,6 @@ class LangGraphHistory(JournalHistory, History):
     async def undo_threads(self, record: dict[str, Any], threads: Sequence[str]) -> list[str]:
         """`undo OP --thread T`: of a prune, the threads named (THREAD or THREAD|NS) among
         those it still has to restore."""
-        from agentctl.storage.journal import ops
-
         if record["kind"] != "prune":
             raise UsageError(f"--thread restores some threads of a prune; operation {record['op_id']} is a "
                              f"{record['kind']} (undo it whole)")
@@ -236,17 +218,10 @@ class LangGraphHistory(JournalHistory, History):
             if tid not in todo:
                 raise UsageError(f"operation {record['op_id']} has no thread {t!r} left to restore "
                                  f"(it has: {ops.brief(todo) or 'none'})")
-            if tid not in out:
-                out.append(tid)
-        return out
-
-    async def journal_ready(self) -> None:
-        await self._ready()
+            out.append(tid)
+        return list(dict.fromkeys(out))
 
     async def journal_moved(self) -> None:
-        self._forget()
-
-    def _forget(self) -> None:
         """The store's caches of checkpoint places and branches: stale after a write."""
         self.store._where.clear()
         self.store._branch_map = None
@@ -264,28 +239,18 @@ class LangGraphHistory(JournalHistory, History):
         """Checkpoints of (tid, ns) by id, with their pending writes. With `all_ids`
         (every id of the namespace, in order) on SQLite, the ids go as runs of
         consecutive ids, one range statement per run (a prune's usual case: one run)."""
-        n = 0
+        pieces: list[tuple[str, Sequence[str]]] = [(f"IN ({ph})", chunk) for ph, chunk in in_chunks(ids)]
         if all_ids is not None and not self._pg:
             wanted = set(ids)
-            runs: list[list[str]] = []
-            prev_in = False
-            for cid in all_ids:
-                if cid in wanted:
-                    if prev_in:
-                        runs[-1][1] = cid
-                    else:
-                        runs.append([cid, cid])
-                prev_in = cid in wanted
+            runs = [(g[0], g[-1]) for inside, group in groupby(all_ids, key=wanted.__contains__) if inside
+                    for g in [list(group)]]
             if len(runs) * 10 <= len(ids):
-                for lo, hi in runs:
-                    where = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id >= ? AND checkpoint_id <= ?"
-                    await self._delete(op, self.W, where, tid, ns, lo, hi)
-                    n += await self._delete(op, "checkpoints", where, tid, ns, lo, hi)
-                return n
-        for ph, chunk in in_chunks(ids):
-            where = f"thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({ph})"
-            await self._delete(op, self.W, where, tid, ns, *chunk)
-            n += await self._delete(op, "checkpoints", where, tid, ns, *chunk)
+                pieces = [(">= ? AND checkpoint_id <= ?", run) for run in runs]
+        n = 0
+        for cond, params in pieces:
+            where = f"thread_id = ? AND checkpoint_ns = ? AND checkpoint_id {cond}"
+            await self._delete(op, self.W, where, tid, ns, *params)
+            n += await self._delete(op, "checkpoints", where, tid, ns, *params)
         return n
 
     async def _delete_unused_blobs(self, op: Op, tid: str) -> int:
@@ -320,12 +285,25 @@ class LangGraphHistory(JournalHistory, History):
         if row is None:
             raise CheckpointNotFound(checkpoint_id)
         if what and row["checkpoint_ns"]:
-            raise UsageError(f"{checkpoint_id} is a checkpoint of a subgraph ({self._meta(row).thread_id}); "
+            raise UsageError(f"{checkpoint_id} is a checkpoint of a subgraph ({self.store._metadata(row).thread_id}); "
                              f"{what} from the parent graph's checkpoint")
         return row
 
-    def _meta(self, r: dict[str, Any]) -> CheckpointMetadata:
-        return self.store._metadata(r)
+    async def _row(self, q: Any, tid: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """The whole row of a root-namespace checkpoint (the thread's head without
+        `checkpoint_id`), payload and metadata as text on Postgres."""
+        text = ("checkpoint::text AS checkpoint, metadata::text AS metadata" if self._pg
+                else "checkpoint, CAST(metadata AS TEXT) AS metadata")
+        which = "AND checkpoint_id = ?" if checkpoint_id else f"ORDER BY checkpoint_id{self.C} DESC LIMIT 1"
+        rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {text} FROM checkpoints "
+                       f"WHERE thread_id = ? AND checkpoint_ns = '' {which}", tid, *([checkpoint_id] if checkpoint_id else []))
+        if not rows:
+            raise CheckpointNotFound(checkpoint_id) if checkpoint_id else NotFoundError(f"thread {tid!r} not found")
+        return rows[0]
+
+    async def _greatest(self, q: Any, tid: str) -> str | None:
+        """The thread's greatest checkpoint id (a new one is made after it)."""
+        return (await q(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints WHERE thread_id = ?", tid))[0]["m"]
 
     async def _rows_after(self, q: Any, tid: str, ns: str, after: str, subgraphs: bool) -> list[dict[str, Any]]:
         """The metadata rows after a checkpoint (in its namespace; with `subgraphs`,
@@ -339,14 +317,11 @@ class LangGraphHistory(JournalHistory, History):
     # ---- rewind ----------------------------------------------------------------------
 
     async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
-        from agentctl.storage.results import RewindPlan
-
-        await self._ready()
-        row = await self._ref(checkpoint_id, "rewind")
-        tid, ns = row["thread_id"], row["checkpoint_ns"]
-        later = await self._rows_after(self.store._q, tid, ns, row["checkpoint_id"], hard and ns == "")
-        addr = self._meta(row).thread_id
-        return RewindPlan(target=self._meta(row), thread_id=addr, moved=[self._meta(r) for r in later],
+        await self.journal_ready()
+        row = await self._ref(checkpoint_id, "rewind")  # of the root namespace
+        later = await self._rows_after(self.store._q, row["thread_id"], "", row["checkpoint_id"], hard)
+        addr = self.store._metadata(row).thread_id
+        return RewindPlan(target=self.store._metadata(row), thread_id=addr, moved=[self.store._metadata(r) for r in later],
                           archive_thread=None if hard or not later else addr, hard=hard)
 
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
@@ -354,12 +329,10 @@ class LangGraphHistory(JournalHistory, History):
         """A fork checkpoint copying REF (parent: REF's parent) as the thread's new head (see the module doc);
         with `hard`, the checkpoints after REF to the trash. The result's
         `archive_thread` is the thread itself: the abandoned run stays there as a branch."""
-        from agentctl.storage.results import TimeTravelResult
-
-        await self._ready()
+        await self.journal_ready()
         row = await self._ref(checkpoint_id, "rewind")
         tid, ns, ref = row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]
-        target = self._meta(row)
+        target = self.store._metadata(row)
         addr = target.thread_id
         before = await self.store.count(addr)
         async with self._tx([tid]) as tx:
@@ -368,13 +341,9 @@ class LangGraphHistory(JournalHistory, History):
                 cp = await self.store.get(ref)
                 return TimeTravelResult(checkpoint=cp, thread_id=addr, rewind_depth=0,
                                         snapshot_count_before=before)
-            payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
-            meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
-            full = (await tx.fetch(f"SELECT parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints WHERE thread_id = ? "
-                                   "AND checkpoint_ns = ? AND checkpoint_id = ?", tid, ns, ref))[0]
+            full = await self._row(tx.fetch, tid, ref)  # REF: of the root namespace
             meta = json.loads(full["metadata"] or "{}")
-            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
-                                       "WHERE thread_id = ?", tid))[0]["m"]
+            greatest = await self._greatest(tx.fetch, tid)
             new_id = uuid6_after(greatest)
             moved_ids = [r["checkpoint_id"] for r in later]
             details: dict[str, Any] = {"thread_id": tid, "ns": ns, "ref": ref, "fork": new_id, "hard": hard,
@@ -383,18 +352,16 @@ class LangGraphHistory(JournalHistory, History):
             op = await self.journal_begin(tx, "rewind", f"rewind {addr} to step {target.step} ({ref}): fork "
                                           f"{new_id}; {len(later)} later checkpoint(s) {verb}", [tid], details)
             if hard:
-                by_ns: dict[str, list[str]] = {}
-                for r in later:
-                    by_ns.setdefault(r["checkpoint_ns"], []).append(r["checkpoint_id"])
-                for each_ns, ids in by_ns.items():  # all after REF: one run
-                    await self._delete_ids(op, tid, each_ns, ids, all_ids=ids)
+                for each_ns, rows in groupby(later, key=lambda r: r["checkpoint_ns"]):  # (in namespace order)
+                    ids = [r["checkpoint_id"] for r in rows]
+                    await self._delete_ids(op, tid, each_ns, ids, all_ids=ids)  # all after REF: one run
                 await self._delete_unused_blobs(op, tid)
             await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
             for table in ("checkpoints", self.W):
                 await self._inserted(op, table, "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                                      tid, ns, new_id)
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         cp = await self.store.get(new_id)
         return TimeTravelResult(checkpoint=cp, thread_id=addr, rewind_depth=len(later),
                                 snapshot_count_before=before, op_id=op_id,
@@ -421,7 +388,6 @@ class LangGraphHistory(JournalHistory, History):
             if (full["type"] or "msgpack") != "msgpack":
                 raise UsageError(f"cannot rewind to {ref}: its checkpoint is stored as {full['type']!r} "
                                  "(agentctl rewrites only msgpack checkpoints, never decrypts or unpickles)")
-            from agentctl.storage.langgraph import serde
 
             data = bytes(full["checkpoint"])
             data = _replace_str_value(data, "id", new_id, old=ref)
@@ -435,7 +401,7 @@ class LangGraphHistory(JournalHistory, History):
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 tid, ns, new_id, full["parent_checkpoint_id"], full["type"], data, meta_text.encode("utf-8"))
-        wcols = [c for c in await self._columns(tx, self.W) if c != "checkpoint_id"]
+        wcols = [c for c in await trash.columns(tx, self.W) if c != "checkpoint_id"]
         await tx.execute(
             f"INSERT INTO {self.W} ({', '.join(wcols)}, checkpoint_id) SELECT {', '.join(wcols)}, CAST(? AS TEXT) "
             f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? "
@@ -447,7 +413,7 @@ class LangGraphHistory(JournalHistory, History):
         name = str(branch_name)
         if not _NAME.match(name):
             raise UsageError(f"invalid branch name {branch_name!r} (letters, digits, '.', '_', '-')")
-        await self._ready()
+        await self.journal_ready()
         row = await self._ref(from_checkpoint_id, "branch")
         tid, ref = row["thread_id"], row["checkpoint_id"]
         new = await self._fresh_thread(f"{tid}-branch-{name}")
@@ -458,14 +424,14 @@ class LangGraphHistory(JournalHistory, History):
             if await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", new):
                 raise OperationError(f"thread {new!r} appeared meanwhile; retry")
             details: dict[str, Any] = {"thread_id": tid, "ref": ref, "new_thread": new}
-            op = await self.journal_begin(tx, "branch", f"branch {new} from {tid} step {self._meta(row).step} "
+            op = await self.journal_begin(tx, "branch", f"branch {new} from {tid} step {self.store._metadata(row).step} "
                                           f"({ref})", [new], details)
             # REF's own pending writes go only when nothing ran from it: once a child
             # exists they were consumed, and on the branch's head LangGraph would apply them
             continued = bool(await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
                                             "checkpoint_ns = '' AND parent_checkpoint_id = ? LIMIT 1", tid, ref))
             for table in ("checkpoints", self.W):
-                cols = [c for c in await self._columns(tx, table) if c != "thread_id"]
+                cols = [c for c in await trash.columns(tx, table) if c != "thread_id"]
                 sel = ", ".join("x." + c for c in cols)
                 ins = f"INSERT INTO {table} (thread_id, {', '.join(cols)}) "
                 skip = " AND x.checkpoint_id <> ?" if table == self.W and continued else ""
@@ -486,7 +452,7 @@ class LangGraphHistory(JournalHistory, History):
             for table in self._keys:
                 await self._inserted(op, table, "thread_id = ?", new)
             await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return new
 
     async def _fresh_thread(self, stem: str) -> str:
@@ -500,8 +466,6 @@ class LangGraphHistory(JournalHistory, History):
 
     @staticmethod
     def _policy(spec: PruneSpec) -> tuple[Any, float]:
-        from agentctl.storage.results import CheckpointGC
-
         if spec.keep_last is not None:
             return CheckpointGC.KEEP_LAST_N, float(spec.keep_last)
         if spec.older_than is not None:
@@ -516,17 +480,11 @@ class LangGraphHistory(JournalHistory, History):
         if spec.keep_last is None and spec.older_than is None:
             raise UsageError("give a policy: --keep-last N or --older-than AGE")
         addrs = list(spec.threads) if spec.threads is not None else await self.store.all_addresses()
-        out = []
-        for a in addrs:
-            tid, ns = await self.store._split(a)
-            out.append((a, tid, ns))
-        return out
+        return [(a, *await self.store._split(a)) for a in addrs]
 
     async def _plan_thread(self, q: Any, tid: str, ns: str, spec: PruneSpec,
                            now: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """(metadata rows to delete, facts: kept reasons and sizes) of one (thread, ns)."""
-        from agentctl.storage.langgraph.store import _meta_dict, id_time
-
         size = "pg_column_size" if self._pg else "LENGTH"
         # the sizes (the plan's "bytes") in the same pass over the thread
         rows = await q(f"SELECT {self.store._meta_cols}, COALESCE({size}(c.checkpoint), 0) + "
@@ -556,11 +514,7 @@ class LangGraphHistory(JournalHistory, History):
                 if isinstance(c, dict) and c:
                     counters_of[r["checkpoint_id"]] = set(c)
         # fork points: several children here, or a subgraph run's start
-        kids: dict[str, int] = {}
-        for p in parent.values():
-            if p:
-                kids[p] = kids.get(p, 0) + 1
-        forks = {cid for cid, n in kids.items() if n > 1}
+        forks = {cid for cid, n in Counter(p for p in parent.values() if p).items() if n > 1}
         if ns == "":
             for r in await q("SELECT metadata" + ("::text" if self._pg else "") + " AS meta FROM checkpoints "
                              "WHERE thread_id = ? AND checkpoint_ns <> '' AND parent_checkpoint_id IS NULL", tid):
@@ -597,12 +551,7 @@ class LangGraphHistory(JournalHistory, History):
         delete -= needed
         gone = [r for r in rows if r["checkpoint_id"] in delete]
         facts["ids"] = ids
-        await self._sizes(q, tid, ns, delete, set(ids) - delete, facts, rows, writes)
-        return gone, facts
-
-    async def _sizes(self, q: Any, tid: str, ns: str, delete: set[str], kept: set[str],
-                     facts: dict[str, Any], rows: list[dict[str, Any]],
-                     writes: list[tuple[str, int, int]]) -> None:
+        kept = set(ids) - delete
         for r in rows:
             if r["checkpoint_id"] in delete:
                 facts["bytes"] += int(r["agentctl_n"])
@@ -624,6 +573,7 @@ class LangGraphHistory(JournalHistory, History):
                     if (r["channel"], r["version"]) in freed:
                         facts["blobs"] += 1
                         facts["bytes"] += int(r["n"])
+        return gone, facts
 
     @staticmethod
     def _reason(gone: int, facts: dict[str, Any]) -> str:
@@ -636,24 +586,20 @@ class LangGraphHistory(JournalHistory, History):
         return text + (f"; kept besides: {', '.join(kept)}" if kept else "")
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
-        from agentctl.storage.results import PrunePlan
-
-        await self._ready()
+        await self.journal_ready()
         policy, param = self._policy(spec)
         now = time.time()
         out = []
         for addr, tid, ns in await self._prune_threads(spec):
             gone, facts = await self._plan_thread(self.store._q, tid, ns, spec, now)
             total = await self.store.count(addr)
-            metas = [self._meta(r) for r in (gone if preview is None else gone[:preview])]
+            metas = [self.store._metadata(r) for r in (gone if preview is None else gone[:preview])]
             out.append(PrunePlan(addr, policy, param, metas, total - len(gone), len(gone),
                                  reason=self._reason(len(gone), facts) if gone else ""))
         return out
 
     async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
-        from agentctl.storage.results import OpResult
-
-        await self._ready()
+        await self.journal_ready()
         targets = await self._prune_threads(spec)
         now = time.time()
         async with self._tx([t for _, t, _ in targets]) as tx:
@@ -680,7 +626,7 @@ class LangGraphHistory(JournalHistory, History):
             for tid in tids:
                 await self._delete_unused_blobs(op, tid)
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return [OpResult(op_id, "prune", summary, deleted=deleted)]
 
     # ---- threads delete ---------------------------------------------------------------
@@ -697,10 +643,7 @@ class LangGraphHistory(JournalHistory, History):
         return tid, ns, where, [tid] if ns == "" else [tid, ns]
 
     async def plan_delete_thread(self, thread_id: str) -> Any:
-        from agentctl.storage.results import DeletePlan
-        from agentctl.storage.langgraph.store import address
-
-        await self._ready()
+        await self.journal_ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         rows = await self.store._q(f"SELECT checkpoint_ns AS ns, COUNT(*) AS n FROM checkpoints WHERE {where} "
                                    f"GROUP BY checkpoint_ns ORDER BY checkpoint_ns{self.C}", *params)
@@ -710,9 +653,7 @@ class LangGraphHistory(JournalHistory, History):
         return DeletePlan(thread_id, sum(int(r["n"]) for r in rows), included, kept)
 
     async def delete_thread(self, thread_id: str) -> Any:
-        from agentctl.storage.results import OpResult
-
-        await self._ready()
+        await self.journal_ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         async with self._tx([tid]) as tx:
             ids = [r["checkpoint_id"] for r in await tx.fetch(
@@ -723,51 +664,43 @@ class LangGraphHistory(JournalHistory, History):
             for table in (self.W, "checkpoints") + (("checkpoint_blobs",) if self._pg else ()):
                 await self._delete(op, table, where, *params)
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return OpResult(op_id, "delete_thread", summary, deleted=ids)
 
     # ---- run: what the user's agent wrote, recorded after the fact -------------------
 
-    def _key_queries(self) -> dict[str, str]:
-        """Each data table's primary key of a thread's rows (the run's before/after sets)."""
-        q = {"checkpoints": "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ?",
-             self.W: f"SELECT checkpoint_ns, checkpoint_id, task_id, idx FROM {self.W} WHERE thread_id = ?"}
-        if self._pg:
-            q["checkpoint_blobs"] = "SELECT checkpoint_ns, channel, version FROM checkpoint_blobs WHERE thread_id = ?"
-        return q
+    async def _keys_now(self, q: Any, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
+        """The primary key but thread_id of every row the thread has now, by table."""
+        return {t: {tuple(r.values()) for r in await q(f"SELECT {', '.join(key[1:])} FROM {t} WHERE thread_id = ?",
+                                                       thread_id)} for t, key in self._keys.items()}
 
     async def run_keys(self, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
         """The keys of every row the thread has now, by table (read before a run)."""
-        await self._ready()
-        return {t: {tuple(r.values()) for r in await self.store._db.query(sql, thread_id)}
-                for t, sql in self._key_queries().items()}
+        await self.journal_ready()
+        return await self._keys_now(self.store._db.query, thread_id)
 
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
                          details: dict[str, Any], kind: str = "run") -> int | None:
         """One op (`kind`: "run" or "edit") for what LangGraph, driven by the user's graph,
         wrote to the thread since `before` (rows whose keys are new): undo deletes them,
         redo puts them back. None: it wrote nothing."""
-        await self._ready()
+        await self.journal_ready()
         async with self._tx([thread_id]) as tx:
-            inserted: dict[str, list[tuple[Any, ...]]] = {}
-            for table, sql in self._key_queries().items():
-                now = {tuple(r.values()) for r in await tx.fetch(sql, thread_id)}
-                new = sorted(now - before.get(table, set()), key=repr)
-                if new:
-                    inserted[table] = new
+            inserted = {t: sorted(new, key=repr) for t, keys in (await self._keys_now(tx.fetch, thread_id)).items()
+                        if (new := keys - before.get(t, set()))}
             if not inserted:
                 return None
             details = dict(details, thread_id=thread_id, inserted={t: len(k) for t, k in inserted.items()})
             op = await self.journal_begin(tx, kind, summary, [thread_id], details)
             for table, keys in inserted.items():
-                cols = self._keys[table][1:]  # the key but thread_id, as _key_queries reads it
+                cols = self._keys[table][1:]  # the key but thread_id, as _keys_now reads it
                 one = "(" + " AND ".join(f"{c} = ?" for c in cols) + ")"
                 for at in range(0, len(keys), 100):
                     chunk = keys[at:at + 100]
                     await self._inserted(op, table, f"thread_id = ? AND ({' OR '.join(one for _ in chunk)})",
                                          thread_id, *[v for k in chunk for v in k])
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return op_id
 
     # ---- merge ----------------------------------------------------------------------
@@ -777,20 +710,9 @@ class LangGraphHistory(JournalHistory, History):
         channel values as (raw, plain) by channel (raw: what is stored -- ormsgpack
         objects with ext values kept as `ormsgpack.Ext`, or on Postgres ("inline", value)
         / ("blob", type, bytes))."""
-        from agentctl.storage.langgraph import serde
-
-        payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
-        meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
-        which = "AND checkpoint_id = ?" if checkpoint_id else f"ORDER BY checkpoint_id{self.C} DESC LIMIT 1"
-        rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
-                       f"WHERE thread_id = ? AND checkpoint_ns = '' {which}", tid, *([checkpoint_id] if checkpoint_id else []))
-        if not rows:
-            raise CheckpointNotFound(checkpoint_id) if checkpoint_id else NotFoundError(f"thread {tid!r} not found")
-        return await self._raw_of(q, tid, rows[0], serde)
-
-    async def _raw_of(self, q: Any, tid: str, row: dict[str, Any], serde: Any) -> dict[str, Any]:
         import ormsgpack
 
+        row = await self._row(q, tid, checkpoint_id)
         out = dict(row)
         values: dict[str, tuple[Any, Any]] = {}
         if self._pg:
@@ -812,8 +734,7 @@ class LangGraphHistory(JournalHistory, History):
             if (row["type"] or "msgpack") != "msgpack":
                 raise UsageError(f"cannot rewrite checkpoint {row['checkpoint_id']}: stored as {row['type']!r} "
                                  "(agentctl rewrites only msgpack checkpoints)")
-            data = ormsgpack.unpackb(bytes(row["checkpoint"]), ext_hook=lambda t, d: ormsgpack.Ext(t, d),
-                                     option=ormsgpack.OPT_NON_STR_KEYS)
+            data = ormsgpack.unpackb(bytes(row["checkpoint"]), ext_hook=ormsgpack.Ext, option=ormsgpack.OPT_NON_STR_KEYS)
             plain = serde.decode_msgpack(bytes(row["checkpoint"]))
             pv = plain.get("channel_values") or {}
             for k, v in (data.get("channel_values") or {}).items():
@@ -824,8 +745,6 @@ class LangGraphHistory(JournalHistory, History):
 
     @staticmethod
     def _is_plain(value: Any) -> bool:
-        from agentctl.storage.langgraph import serde
-
         stack = [value]
         while stack:
             v = stack.pop()
@@ -840,11 +759,6 @@ class LangGraphHistory(JournalHistory, History):
         return True
 
     async def _merge_facts(self, q: Any, branch: str, into: str, strategy: str) -> dict[str, Any]:
-        from agentctl.diff import MISSING, json_equal
-        from agentctl.merge import Conflict, three_way_merge
-        from agentctl.storage.langgraph import serde
-        from agentctl.storage.langgraph.store import is_internal_channel
-
         if strategy == "fail":
             strategy = "three-way"
         for t in (branch, into):
@@ -855,14 +769,7 @@ class LangGraphHistory(JournalHistory, History):
         found = await q(f"SELECT b.checkpoint_id FROM checkpoints b JOIN checkpoints i ON i.thread_id = ? "
                         "AND i.checkpoint_ns = '' AND i.checkpoint_id = b.checkpoint_id WHERE b.thread_id = ? "
                         f"AND b.checkpoint_ns = '' ORDER BY b.checkpoint_id{self.C} DESC LIMIT 1", into, branch)
-        base = None
-        if found:
-            payload = "checkpoint::text AS checkpoint" if self._pg else "checkpoint"
-            meta_sql = "metadata::text AS metadata" if self._pg else "CAST(metadata AS TEXT) AS metadata"
-            rows = await q(f"SELECT checkpoint_id, parent_checkpoint_id, type, {payload}, {meta_sql} FROM checkpoints "
-                           "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?", into,
-                           found[0]["checkpoint_id"])
-            base = await self._raw_of(q, into, rows[0], serde)
+        base = await self._head_raw(q, into, found[0]["checkpoint_id"]) if found else None
         changed: dict[str, Any] = {}  # channel -> new raw value (None: plain value to encode)
         merged_plain: dict[str, Any] = {}
         conflicts: list[Any] = []
@@ -895,8 +802,8 @@ class LangGraphHistory(JournalHistory, History):
                         continue
                     import ormsgpack
 
-                    unpack = lambda raw: ormsgpack.unpackb(  # noqa: E731
-                        raw, ext_hook=lambda tg, d: ormsgpack.Ext(tg, d), option=ormsgpack.OPT_NON_STR_KEYS)
+                    unpack = lambda raw: ormsgpack.unpackb(raw, ext_hook=ormsgpack.Ext,  # noqa: E731
+                                                           option=ormsgpack.OPT_NON_STR_KEYS)
                     raw_list = unpack(o[0][2]) + unpack(t[0][2])[n:]
                 else:
                     raw_list = list(o[0]) + list(t[0])[n:]
@@ -921,18 +828,12 @@ class LangGraphHistory(JournalHistory, History):
                 "conflicts": conflicts, "resolved": resolved, "strategy": strategy}
 
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
-        from dataclasses import replace
-
-        from agentctl.storage.results import MergePlan
-        from agentctl.storage.langgraph import serde
-
-        await self._ready()
+        await self.journal_ready()
         f = await self._merge_facts(self.store._q, branch_thread_id, into_thread_id, strategy)
         ours_cp = await self.store.get(f["ours"]["checkpoint_id"])
         theirs_cp = await self.store.get(f["theirs"]["checkpoint_id"])
         base_meta = await self.store.get_metadata(f["base"]["checkpoint_id"]) if f["base"] else None
-        greatest = (await self.store._q(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
-                                        "WHERE thread_id = ?", into_thread_id))[0]["m"]
+        greatest = await self._greatest(self.store._q, into_thread_id)
         state = dict(ours_cp.state)
         messages = ours_cp.messages
         for ch, v in f["plain"].items():
@@ -950,12 +851,8 @@ class LangGraphHistory(JournalHistory, History):
 
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
                            checkpoint_id: str | None = None) -> str:
-        """A new checkpoint on `into` (source "update", parent its head): its channel
-        values three-way merged with the branch's head from their common checkpoint
-        (the newest id both threads hold); its id. Raises MergeConflictError."""
-        from agentctl.errors import MergeConflictError
-
-        await self._ready()
+        """The merge of the module doc written on `into`; its id. Raises MergeConflictError."""
+        await self.journal_ready()
         into, branch = into_thread_id, branch_thread_id
         async with self._tx([into, branch]) as tx:
             f = await self._merge_facts(tx.fetch, branch, into, strategy)
@@ -966,8 +863,7 @@ class LangGraphHistory(JournalHistory, History):
             ours = f["ours"]
             if not f["changed"]:
                 return ours["checkpoint_id"]
-            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
-                                       "WHERE thread_id = ?", into))[0]["m"]
+            greatest = await self._greatest(tx.fetch, into)
             new_id = checkpoint_id if checkpoint_id and (greatest is None or checkpoint_id > greatest) \
                 else uuid6_after(greatest)
             details: dict[str, Any] = {"thread_id": into, "ns": "", "fork": new_id, "branch": branch,
@@ -982,7 +878,7 @@ class LangGraphHistory(JournalHistory, History):
                                              updated_channels=sorted(f["changed"]))
             await self._inserted_update(op, into, new_id, blobs)
             await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return new_id
 
     async def _write_update(self, tx: Any, tid: str, base: dict[str, Any], changed: dict[str, Any],
@@ -997,8 +893,6 @@ class LangGraphHistory(JournalHistory, History):
         (ext values kept byte for byte). Postgres: primitive values inline, the others in
         a blob row at their new version, as PostgresSaver.put writes them. The blob keys
         inserted."""
-        import random
-
         import ormsgpack
 
         data = base["data"]
@@ -1040,20 +934,17 @@ class LangGraphHistory(JournalHistory, History):
             cp["versions_seen"] = versions_seen
         meta_text = json.dumps(new_meta, ensure_ascii=False)
         if self._pg:
-            await tx.execute(
-                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-                "checkpoint, metadata) VALUES (?, '', ?, ?, ?, CAST(? AS JSONB), CAST(? AS JSONB))",
-                tid, new_id, base["checkpoint_id"], base["type"], json.dumps(cp), meta_text)
-            for ch, ver, type_, blob in blobs:
-                await tx.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, "
-                                 "blob) VALUES (?, '', ?, ?, ?, ?)", tid, ch, ver, type_, blob)
+            mark, row = "CAST(? AS JSONB)", [base["type"], json.dumps(cp), meta_text]
         else:
-            payload = ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS)
-            await tx.execute(
-                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-                "checkpoint, metadata) VALUES (?, '', ?, ?, ?, ?, ?)",
-                tid, new_id, base["checkpoint_id"], base["type"] or "msgpack", payload, meta_text.encode("utf-8"))
-        return [["", ch, ver] for ch, ver, _, _ in blobs] if self._pg else []
+            mark, row = "?", [base["type"] or "msgpack", ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS),
+                              meta_text.encode("utf-8")]
+        await tx.execute("INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                         f"checkpoint, metadata) VALUES (?, '', ?, ?, ?, {mark}, {mark})",
+                         tid, new_id, base["checkpoint_id"], *row)
+        for ch, ver, type_, blob in blobs:  # (Postgres)
+            await tx.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, "
+                             "blob) VALUES (?, '', ?, ?, ?, ?)", tid, ch, ver, type_, blob)
+        return [["", ch, ver] for ch, ver, _, _ in blobs]
 
     # ---- edit without the user's graph ----------------------------------------------
 
@@ -1078,9 +969,7 @@ class LangGraphHistory(JournalHistory, History):
         "edit"; its undo moves the checkpoint (and its blobs) to the trash. `thread_id`:
         REF's thread when the caller knows it (LangGraph has no index on checkpoint ids:
         finding an id's thread is a scan of the whole table's key index)."""
-        from agentctl.storage.results import OpResult
-
-        await self._ready()
+        await self.journal_ready()
         if thread_id and "|" not in thread_id:  # REF's thread, resolved by the caller: no scan for it
             self.store._where.setdefault(checkpoint_id, (thread_id, ""))
         row = await self._ref(checkpoint_id, "edit")
@@ -1110,8 +999,7 @@ class LangGraphHistory(JournalHistory, History):
                 raise UsageError(f"--as-node {as_node}: no such node in {tid}'s checkpoints (nodes: "
                                  f"{', '.join(sorted(nodes)) or 'none'}); {graph_hint} to check it")
             edges = await self._edges_of(tx, tid, ref, as_node, data)
-            greatest = (await tx.fetch(f"SELECT MAX(checkpoint_id{self.C}) AS m FROM checkpoints "
-                                       "WHERE thread_id = ?", tid))[0]["m"]
+            greatest = await self._greatest(tx.fetch, tid)
             new_id = uuid6_after(greatest)
             written = set(keys) | set(edges)
             cleared = sorted(c for c in base["values"] if isinstance(c, str) and c not in written and (
@@ -1134,7 +1022,7 @@ class LangGraphHistory(JournalHistory, History):
                                              versions_seen=new_seen)
             await self._inserted_update(op, tid, new_id, blobs)
             op_id = await self.journal_finish(op)
-        self._forget()
+        await self.journal_moved()
         return OpResult(op_id, "edit", f"edited {tid}: new checkpoint {new_id} at step {new_meta['step']} "
                         f"(as {as_node})", created=[new_id])
 

@@ -37,7 +37,9 @@ message's own role), content, and, when present, tool_calls (each {"id", "name",
 from __future__ import annotations
 
 import base64
+import itertools
 import json
+import math
 import struct
 from typing import Any
 
@@ -68,20 +70,6 @@ EXT_PYDANTIC_V2 = 5
 EXT_NUMPY_ARRAY = 6
 EXT_DELTA_SNAPSHOT = 7
 
-_msgpack: Any = None
-
-
-def _ormsgpack() -> Any:
-    """ormsgpack, imported when a payload is first decoded (listing threads or a log
-    decodes none)."""
-    global _msgpack
-    if _msgpack is None:
-        import ormsgpack
-
-        _msgpack = ormsgpack
-    return _msgpack
-
-
 class DecodeError(ValueError):
     """A payload that is not what its type says (bad msgpack, bad JSON)."""
 
@@ -106,7 +94,7 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
         if data is None:
             return None
         type_ = "msgpack"  # the saver always writes a type; be lenient with old rows
-    if type_ == "null":
+    if type_ in ("null", "empty"):  # empty: the Postgres saver's channel with a version, no value
         return None
     size = len(data) if data is not None else 0
     if "+" in type_:
@@ -115,18 +103,14 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
                                    "opaque, never decrypted")
     if data is None:
         return None
-    if type_ == "bytes":
-        return _bytes_value("bytes", data)
-    if type_ == "bytearray":
-        return _bytes_value("bytearray", data)
+    if type_ in ("bytes", "bytearray"):
+        return _bytes_value(type_, data)
     if type_ == "msgpack":
         return decode_msgpack(data)
     if type_ == "json":
         return decode_json(data)
     if type_ == "pickle":
         return opaque("pickle", size, "pickled payload: shown as opaque, never unpickled")
-    if type_ == "empty":
-        return None
     return opaque(type_, size, f"unknown serialization type {type_!r}: shown as opaque")
 
 
@@ -134,9 +118,10 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
 
 
 def decode_msgpack(data: bytes) -> Any:
-    ormsgpack = _ormsgpack()
+    import ormsgpack  # when a payload is first decoded (listing threads or a log decodes none)
+
     try:
-        value = ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        value = _unpack(data)
         return deep.cap(value) if len(data) > deep.MAX_DEPTH else value
     except ormsgpack.MsgpackDecodeError as exc:
         raise DecodeError(f"not valid msgpack: {exc}") from None
@@ -145,14 +130,9 @@ def decode_msgpack(data: bytes) -> Any:
 
 
 def _unpack(data: bytes) -> Any:
-    ormsgpack = _ormsgpack()
+    import ormsgpack
+
     return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
-
-
-def _name(tup: Any) -> str:
-    module = tup[0] if len(tup) > 0 else None
-    cls = tup[1] if len(tup) > 1 else None
-    return f"{module}.{cls}" if isinstance(module, str) and module else str(cls)
 
 
 def _labelled(name: str, fields: Any) -> dict[str, Any]:
@@ -162,12 +142,6 @@ def _labelled(name: str, fields: Any) -> dict[str, Any]:
             out[k if k != TYPE_KEY else "_" + TYPE_KEY] = v
         return out
     return {TYPE_KEY: name, "value": fields}
-
-
-def _uuid_text(value: Any) -> Any:
-    if isinstance(value, str) and len(value) == 32:
-        return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
-    return value
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
@@ -182,11 +156,11 @@ def _ext_hook(code: int, data: bytes) -> Any:
         return _numpy(tup, len(data))
     if not isinstance(tup, (list, tuple)) or len(tup) < 3:
         return {TYPE_KEY: f"msgpack-ext-{code}", "value": tup}
-    name = _name(tup)
-    arg = tup[2]
+    module, cls, arg = tup[0], tup[1], tup[2]
+    name = f"{module}.{cls}" if isinstance(module, str) and module else str(cls)
     if code == EXT_CONSTRUCTOR_SINGLE_ARG:
-        if name == "uuid.UUID":
-            return {TYPE_KEY: name, "value": _uuid_text(arg)}
+        if name == "uuid.UUID" and isinstance(arg, str) and len(arg) == 32:  # its canonical text
+            arg = f"{arg[:8]}-{arg[8:12]}-{arg[12:16]}-{arg[16:20]}-{arg[20:]}"
         if isinstance(arg, (list, tuple)) and name in ("builtins.set", "builtins.frozenset",
                                                        "collections.deque"):
             return {TYPE_KEY: name, "value": list(arg)}
@@ -220,9 +194,7 @@ def _numpy(tup: Any, size: int) -> dict[str, Any]:
     except (TypeError, ValueError):
         return opaque("numpy.ndarray", size, "unreadable array")
     out: dict[str, Any] = {TYPE_KEY: "numpy.ndarray", "dtype": dtype, "shape": shape}
-    count = 1
-    for n in shape:
-        count *= n
+    count = math.prod(shape)
     if isinstance(buf, (bytes, bytearray)):
         out["nbytes"] = len(buf)
     code = None
@@ -246,21 +218,8 @@ def _numpy(tup: Any, size: int) -> dict[str, Any]:
 
 
 def _fortran_to_c(flat: list[Any], shape: list[int]) -> list[Any]:
-    strides = []
-    step = 1
-    for n in shape:
-        strides.append(step)
-        step *= n
-    out = []
-    index = [0] * len(shape)
-    for _ in range(len(flat)):
-        out.append(flat[sum(i * s for i, s in zip(index, strides))])
-        for d in range(len(shape) - 1, -1, -1):
-            index[d] += 1
-            if index[d] < shape[d]:
-                break
-            index[d] = 0
-    return out
+    strides = [math.prod(shape[:d]) for d in range(len(shape))]
+    return [flat[sum(i * s for i, s in zip(index, strides))] for index in itertools.product(*map(range, shape))]
 
 
 def _reshape(flat: list[Any], shape: list[int]) -> Any:
@@ -334,12 +293,7 @@ def message_to_transcript(msg: dict[str, Any]) -> dict[str, Any]:
         calls = _openai_calls(msg["additional_kwargs"].get("tool_calls"))
     if calls:
         out["tool_calls"] = [_tool_call(c) for c in calls]
-    if msg.get("tool_call_id") is not None:
-        out["tool_call_id"] = msg["tool_call_id"]
-    if msg.get("name") is not None:
-        out["name"] = msg["name"]
-    if msg.get("id") is not None:
-        out["id"] = msg["id"]
+    out.update({k: msg[k] for k in ("tool_call_id", "name", "id") if msg.get(k) is not None})
     if msg.get("status") == "error":
         out["status"] = "error"
     return out

@@ -1,25 +1,10 @@
 """The read side of the LangGraph format: `LangGraphStore`, on SQLite
 (`langgraph-checkpoint-sqlite`) and Postgres (`langgraph-checkpoint-postgres`).
 
-Mapping (see the package docstring for the whole list):
-
-- A thread is a (thread_id, checkpoint_ns). The root graph's namespace '' is addressed
-  by the bare thread id `T`; a subgraph's namespace `ns` by `T|ns` (LangGraph's own
-  separator of nested namespaces is also "|", so `T|outer:1|inner:2` reads as a path).
-  A subgraph thread sorts right after its parent, and its first checkpoint (which has no
-  parent_checkpoint_id in LangGraph) gets as parent the parent graph's checkpoint it ran
-  from (`metadata.parents`), so it shows as a branch of its parent thread.
-- Checkpoint ids are LangGraph's (UUIDv6, time-ordered): a thread's checkpoints are in
-  checkpoint_id order, its head is the greatest id, created_at is the time in the id.
-- step = metadata.step; parent = parent_checkpoint_id; tags = [metadata.source];
-  summary = the user's own metadata keys; a thread's summary is its head's last message
-  (else that, else the source).
-- messages = the `messages` channel as a transcript; state = every channel value of the
-  graph's state, plus `__metadata__` (the whole metadata: source, step, parents, run_id,
-  ...) and `__internal__` (LangGraph's own channels that hold a value: `__start__`,
-  `branch:to:*`, ...); tools_result = the tool messages this step appended and the
-  checkpoint's pending writes, with `__error__`, `__interrupt__`, `__resume__` and
-  `__scheduled__` under their own keys.
+The mapping is the package docstring's. Besides: a subgraph's namespace `ns` of thread
+`T` is addressed `T|ns` (LangGraph's own separator of nested namespaces is also "|", so
+`T|outer:1|inner:2` reads as a path); summary = the user's own metadata keys; a thread's
+summary is its head's last message (else that, else the source).
 
 Every SQL statement is written with `?` placeholders (the Postgres connection rewrites
 them); nothing here writes (the writes are `history.py`'s).
@@ -27,18 +12,23 @@ them); nothing here writes (the writes are `history.py`'s).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import sqlite3
 from datetime import datetime, timezone
+from itertools import takewhile
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl import deep
 from agentctl.storage.agentos.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, Unsupported, check_search_places
+from agentctl.storage.journal.ops import LOG
+from agentctl.storage.journal.trash import trash_name
 from agentctl.storage.langgraph import serde
-from agentctl.storage.sqlconn import one_line
+from agentctl.storage.sqlconn import ConnectedStore, one_line
 from agentctl.storage.sqlutil import marks
 
 NS_SEP = "|"
@@ -49,20 +39,20 @@ SEARCH_SCAN_MAX = 20_000
 LAZY_CANDIDATES = 5_000
 #: how many checkpoint ids' places a store remembers
 WHERE_CACHE_MAX = 200_000
-#: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
 #: the previous release's op log in a LangGraph database and its trash (`legacy.py` moves
 #: them into the journal at the first write)
 OPLOG = "agentctl_langgraph_oplog"
 TRASH_CP = "agentctl_langgraph_trash_checkpoints"
 TRASH_W = "agentctl_langgraph_trash_writes"
 TRASH_B = "agentctl_langgraph_trash_blobs"
+#: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
 SPECIAL_WRITES = ("__error__", "__scheduled__", "__interrupt__", "__resume__")
 #: metadata keys LangGraph itself writes (the others are the user's)
 LG_METADATA = ("source", "step", "parents", "run_id", "thread_id", "checkpoint_ns",
                "checkpoint_id", "langgraph_step", "writes")
 
 _ALIASED = re.compile(r"\{cp\}(?= [cfm] )")
-_UUID_EPOCH = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
+UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
 _TOP = "\U0010ffff"
 
 
@@ -79,21 +69,26 @@ def split_address(addr: str) -> tuple[str, str]:
     return addr, ""
 
 
+def uuid_ticks(checkpoint_id: str, versions: str = "61") -> int | None:
+    """The time of a UUIDv6 (or v1) id in 100 ns ticks since 1582-10-15; None for another id."""
+    h = checkpoint_id.replace("-", "")
+    if len(h) != 32 or h[12] not in versions:
+        return None
+    try:
+        if h[12] == "6":
+            return (int(h[0:8], 16) << 28) | (int(h[8:12], 16) << 12) | int(h[13:16], 16)
+        return (int(h[13:16], 16) << 48) | (int(h[8:12], 16) << 32) | int(h[0:8], 16)
+    except ValueError:
+        return None
+
+
 def id_time(checkpoint_id: str) -> str:
     """The creation time of a UUIDv6 (or v1) checkpoint id as ISO-8601, '' if none."""
+    ticks = uuid_ticks(checkpoint_id)
+    if ticks is None:
+        return ""
     try:
-        h = checkpoint_id.replace("-", "")
-        if len(h) != 32:
-            return ""
-        version = h[12]
-        if version == "6":
-            ticks = (int(h[0:8], 16) << 28) | (int(h[8:12], 16) << 12) | int(h[13:16], 16)
-        elif version == "1":
-            ticks = (int(h[13:16], 16) << 48) | (int(h[8:12], 16) << 32) | int(h[0:8], 16)
-        else:
-            return ""
-        micros = (ticks - _UUID_EPOCH) // 10
-        return datetime.fromtimestamp(micros / 1e6, tz=timezone.utc).isoformat()
+        return datetime.fromtimestamp((ticks - UUID_EPOCH) // 10 / 1e6, tz=timezone.utc).isoformat()
     except (ValueError, OverflowError, OSError):
         return ""
 
@@ -195,30 +190,22 @@ def next_nodes(checkpoint: dict[str, Any]) -> list[str]:
     if not isinstance(versions, dict) or not isinstance(seen, dict):
         return out
     for channel, version in versions.items():
-        if not isinstance(channel, str):
-            continue
-        if channel == "__start__":
-            node = "__start__"
-        elif channel.startswith("branch:to:"):
-            node = channel[len("branch:to:"):]
-        else:
-            continue
-        if channel not in values:
-            continue
-        node_seen = got if isinstance(got := seen.get(node), dict) else {}
-        if _version_newer(version, node_seen.get(channel)):
-            out.append(node)
+        if isinstance(channel, str) and channel in values and (
+                channel == "__start__" or channel.startswith("branch:to:")):
+            node = channel.removeprefix("branch:to:")
+            node_seen = got if isinstance(got := seen.get(node), dict) else {}
+            if _version_newer(version, node_seen.get(channel)):
+                out.append(node)
     return sorted(out)
-
-
-# ---- connections ---------------------------------------------------------------------
 
 
 # ---- the store -----------------------------------------------------------------------
 
 
-class LangGraphStore(Store):
+class LangGraphStore(ConnectedStore):
     """LangGraph checkpoints (SQLite or Postgres), read through the `Store` contract."""
+
+    doctor_checks: tuple[str, ...] = ()
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True, **kwargs: Any):
         from agentctl.storage.langgraph import FORMAT
@@ -244,6 +231,7 @@ class LangGraphStore(Store):
         self._where: dict[str, tuple[str, str]] = {}
         # dialect pieces
         self._C = ' COLLATE "C"' if self._pg else ""
+        self._writes_table, self._writes_value = ("checkpoint_writes", "blob") if self._pg else ("writes", "value")
         if self._pg:
             self._meta = "c.metadata::text"
             self._step = ("CASE WHEN jsonb_typeof(c.metadata->'step') = 'number' "
@@ -267,19 +255,10 @@ class LangGraphStore(Store):
         else:
             self._cp = "checkpoints"
 
-    async def close(self) -> None:
-        await self._db.close()
-
-    async def backup(self, dest: str) -> str:
-        self.require(Capability.BACKUP, "backup")
-        return await self._db.backup(dest)
-
     async def compact(self) -> dict[str, Any]:
         """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
         tables (Postgres), with the sizes before and after (see `Store.compact`)."""
         await self.connect()
-        from agentctl.storage.journal.trash import trash_name
-
         data = ["checkpoints", "checkpoint_blobs", "checkpoint_writes"] if self._pg else ["checkpoints", "writes"]
         tables = data + [trash_name(t) for t in data]
         before = await self._db.size_bytes(tables)
@@ -288,11 +267,6 @@ class LangGraphStore(Store):
             await self._db.truncate_wal()
         return {"vacuumed": tables if self._pg else "file", "before": before,
                 "after": await self._db.size_bytes(tables)}
-
-    @property
-    def connection(self) -> Any:
-        """The backend connection (`query`, `transaction`) for the write side."""
-        return self._db
 
     async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
@@ -315,14 +289,6 @@ class LangGraphStore(Store):
             if len(self._splits) < 10_000:
                 self._splits[addr] = found
         return found
-
-    @property
-    def _writes_table(self) -> str:
-        return "checkpoint_writes" if self._pg else "writes"
-
-    @property
-    def _writes_value(self) -> str:
-        return "blob" if self._pg else "value"
 
     # ---- threads ------------------------------------------------------------------
 
@@ -363,19 +329,11 @@ class LangGraphStore(Store):
         first = "MIN(checkpoint_id) AS first, " if sort in ("created", "step") else ""
         agg = (f"SELECT thread_id, checkpoint_ns, COUNT(*) AS n, {first}MAX(checkpoint_id) AS head "
                f"FROM {{cp}}{where} GROUP BY thread_id, checkpoint_ns")
-        head_cols = (f"{self._step} AS head_step, {self._meta} AS head_meta, "
-                     f"f.parent_checkpoint_id AS first_parent, "
-                     f"CASE WHEN g.checkpoint_ns <> '' THEN {self._meta.replace('c.', 'f.')} END AS first_meta")
-        joins = ("JOIN {cp} c ON c.thread_id = g.thread_id AND c.checkpoint_ns = g.checkpoint_ns "
-                 "AND c.checkpoint_id = g.head "
-                 "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
-                 "AND f.checkpoint_id = g.first")
         if sort == "updated" and not prefix and not self._pg:
             # SQLite, newest first (on Postgres the one aggregate is faster: 0.17 s against
             # 0.23 s for 10,000 threads): the (thread, namespace) pairs by a skip scan of the
             # primary key's index (a seek per pair, not a pass over every checkpoint),
             # each pair's head by a seek, and counts for the page's threads only.
-            k = "k.tid, k.ns"
             d = " DESC" if descending else ""
             # the CTE's own columns (Postgres does not take an output alias in an expression)
             page_order = f"head{d}, k.tid{self._C}{d}, k.ns{self._C}{d}"
@@ -387,29 +345,41 @@ class LangGraphStore(Store):
                      f"SELECT CASE WHEN {nxt_ns} IS NOT NULL THEN k.tid ELSE {nxt_t} END, "
                      f"COALESCE({nxt_ns}, (SELECT MIN(y.checkpoint_ns) FROM {{cp}} y WHERE y.thread_id = {nxt_t})) "
                      f"FROM k WHERE k.tid IS NOT NULL) ")
-            page = (f"SELECT {k.replace('k.tid', 'k.tid AS thread_id').replace('k.ns', 'k.ns AS checkpoint_ns')}, "
+            page = ("SELECT k.tid AS thread_id, k.ns AS checkpoint_ns, "
                     "(SELECT MAX(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = k.tid AND x.checkpoint_ns = k.ns) "
                     f"AS head FROM k WHERE k.tid IS NOT NULL AND k.ns = '' ORDER BY {page_order} "
                     "LIMIT ? OFFSET ?")
-            sql = (f"{pairs}SELECT g.*, {head_cols} FROM (SELECT g.thread_id, g.checkpoint_ns, "
+            sql = (f"{pairs}SELECT g.*, {self._head_cols} FROM (SELECT g.thread_id, g.checkpoint_ns, "
                    "(SELECT COUNT(*) FROM {cp} x WHERE x.thread_id = g.thread_id AND x.checkpoint_ns = g.checkpoint_ns) AS n, "
                    "g.head, (SELECT MIN(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = g.thread_id "
-                   f"AND x.checkpoint_ns = g.checkpoint_ns) AS first FROM ({page}) g) g {joins} ORDER BY {order}")
+                   f"AND x.checkpoint_ns = g.checkpoint_ns) AS first FROM ({page}) g) g {self._head_joins} ORDER BY {order}")
         elif sort == "step":  # the head's step orders the groups: join them all first
-            sql = (f"SELECT * FROM (SELECT g.*, {head_cols} FROM ({agg}) g {joins}) g "
+            sql = (f"SELECT * FROM (SELECT g.*, {self._head_cols} FROM ({agg}) g {self._head_joins}) g "
                    f"ORDER BY {order} LIMIT ? OFFSET ?")
         elif first:
-            sql = (f"SELECT g.*, {head_cols} FROM ({agg} ORDER BY {self._order(sort, descending, '')} "
-                   f"LIMIT ? OFFSET ?) g {joins} ORDER BY {order}")
+            sql = (f"SELECT g.*, {self._head_cols} FROM ({agg} ORDER BY {self._order(sort, descending, '')} "
+                   f"LIMIT ? OFFSET ?) g {self._head_joins} ORDER BY {order}")
         else:
-            sql = (f"SELECT g.*, {head_cols} FROM (SELECT g.*, (SELECT MIN(m.checkpoint_id) FROM {{cp}} m "
+            sql = (f"SELECT g.*, {self._head_cols} FROM (SELECT g.*, (SELECT MIN(m.checkpoint_id) FROM {{cp}} m "
                    f"WHERE m.thread_id = g.thread_id AND m.checkpoint_ns = g.checkpoint_ns) AS first "
                    f"FROM ({agg} ORDER BY {self._order(sort, descending, '')} LIMIT ? OFFSET ?) g) g "
-                   f"{joins} ORDER BY {order}")
+                   f"{self._head_joins} ORDER BY {order}")
         rows = await self._q(sql, *params, int(limit), int(offset))
         await self._load_branches()
         last = await self._head_messages(rows)
         return [self._summary_row(r, last) for r in rows]
+
+    @property
+    def _head_cols(self) -> str:
+        """A thread row's columns of its head `c` and first checkpoint `f` (see `_head_joins`)."""
+        return (f"{self._step} AS head_step, {self._meta} AS head_meta, f.parent_checkpoint_id AS first_parent, "
+                f"CASE WHEN g.checkpoint_ns <> '' THEN {self._meta.replace('c.', 'f.')} END AS first_meta")
+
+    #: a thread row `g`'s head `c` and first checkpoint `f`
+    _head_joins = ("JOIN {cp} c ON c.thread_id = g.thread_id AND c.checkpoint_ns = g.checkpoint_ns "
+                   "AND c.checkpoint_id = g.head "
+                   "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
+                   "AND f.checkpoint_id = g.first")
 
     async def _head_messages(self, rows: list[dict[str, Any]]) -> dict[str, str]:
         """{head checkpoint id: its last message's summary} of these thread rows (heads
@@ -440,8 +410,6 @@ class LangGraphStore(Store):
         """The threads agentctl's `branch` made (not undone), from the journal (or the
         previous release's op log): {thread: (the thread it came from, the checkpoint it
         was branched at)}."""
-        from agentctl.storage.journal.ops import LOG
-
         if self._branch_map is not None:
             return
         self._branch_map = {}
@@ -459,10 +427,7 @@ class LangGraphStore(Store):
     def _summary_row(self, r: dict[str, Any], last: dict[str, str] | None = None) -> ThreadSummary:
         meta = _meta_dict(r["head_meta"])
         ns = r["checkpoint_ns"]
-        branch_of = branch_point = None
-        made = (self._branch_map or {}).get(r["thread_id"]) if not ns else None
-        if made is not None:
-            branch_of, branch_point = made
+        branch_of, branch_point = (None, None) if ns else (self._branch_map or {}).get(r["thread_id"], (None, None))
         if ns:
             first_meta = _meta_dict(r.get("first_meta"))
             parent_ns, point = self._outer(ns, first_meta)
@@ -494,17 +459,11 @@ class LangGraphStore(Store):
 
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
         tid, ns = await self._split(thread_id)
-        head_cols = (f"{self._step} AS head_step, {self._meta} AS head_meta, "
-                     f"f.parent_checkpoint_id AS first_parent, "
-                     f"{self._meta.replace('c.', 'f.')} AS first_meta")
         rows = await self._q(
-            f"SELECT g.*, {head_cols} FROM (SELECT thread_id, checkpoint_ns, COUNT(*) AS n, "
+            f"SELECT g.*, {self._head_cols} FROM (SELECT thread_id, checkpoint_ns, COUNT(*) AS n, "
             f"MAX(checkpoint_id) AS head, MIN(checkpoint_id) AS first FROM {{cp}} "
-            f"WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY thread_id, checkpoint_ns) g "
-            "JOIN {cp} c ON c.thread_id = g.thread_id AND c.checkpoint_ns = g.checkpoint_ns "
-            "AND c.checkpoint_id = g.head "
-            "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
-            "AND f.checkpoint_id = g.first", tid, ns)
+            f"WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY thread_id, checkpoint_ns) g {self._head_joins}",
+            tid, ns)
         await self._load_branches()
         return self._summary_row(rows[0], await self._head_messages(rows[:1])) if rows else None
 
@@ -564,12 +523,13 @@ class LangGraphStore(Store):
     async def read_thread(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
     ) -> list[CheckpointMetadata]:
-        tid, ns = await self._split(thread_id)
+        return [self._metadata(r) for r in await self._page(*await self._split(thread_id), limit, offset, descending)]
+
+    async def _page(self, tid: str, ns: str, limit: int, offset: int, descending: bool) -> list[dict[str, Any]]:
         d = " DESC" if descending else ""
-        rows = await self._q(
+        return await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
             f"ORDER BY c.checkpoint_id{self._C}{d} LIMIT ? OFFSET ?", tid, ns, int(limit), int(offset))
-        return [self._metadata(r) for r in rows]
 
     async def _locate(self, checkpoint_id: str) -> dict[str, Any] | None:
         """The metadata row of a checkpoint id (the root namespace's first when several
@@ -598,8 +558,7 @@ class LangGraphStore(Store):
         namespace's, which `_locate` picks): one row at a time from where the last one
         was (LIMIT 1: the scan of the key's index stops at each match, half of it on
         average instead of all of it), the rest in one scan after a few matches in
-        subgraph namespaces. An id that no row holds is one scan of the whole index, as
-        before."""
+        subgraph namespaces. An id that no row holds is one scan of the whole index."""
         base = ("SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?{after} "
                 "ORDER BY thread_id, checkpoint_ns")
         keys: list[dict[str, Any]] = []
@@ -651,10 +610,7 @@ class LangGraphStore(Store):
         from a checkpoint, an update_state on an old one) or a subgraph's first
         checkpoint as a child (a subgraph namespace is a thread of its own here)."""
         tid, ns = await self._split(thread_id)
-        d = " DESC" if descending else ""
-        raw = await self._q(
-            f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
-            f"ORDER BY c.checkpoint_id{self._C}{d} LIMIT ? OFFSET ?", tid, ns, int(limit), int(offset))
+        raw = await self._page(tid, ns, limit, offset, descending)
         rows = [self._metadata(r) for r in raw]
         if not rows:
             return rows, []
@@ -720,20 +676,14 @@ class LangGraphStore(Store):
 
     async def get(self, checkpoint_id: str) -> Checkpoint | None:
         row = await self._locate(checkpoint_id)
-        if row is None:
-            return None
-        cps = await self._load(row["thread_id"], row["checkpoint_ns"], [checkpoint_id])
-        cp = cps[0] if cps else None
-        if isinstance(cp, CorruptRowError):
-            raise cp
-        return cp
+        return await self._one(row["thread_id"], row["checkpoint_ns"], checkpoint_id) if row else None
 
     async def get_latest(self, thread_id: str) -> Checkpoint | None:
         page = await self.read_thread(thread_id, limit=1, descending=True)
-        if not page:
-            return None
-        tid, ns = await self._split(thread_id)
-        cps = await self._load(tid, ns, [page[0].checkpoint_id])
+        return await self._one(*await self._split(thread_id), page[0].checkpoint_id) if page else None
+
+    async def _one(self, tid: str, ns: str, checkpoint_id: str) -> Checkpoint | None:
+        cps = await self._load(tid, ns, [checkpoint_id])
         cp = cps[0] if cps else None
         if isinstance(cp, CorruptRowError):
             raise cp
@@ -763,19 +713,12 @@ class LangGraphStore(Store):
         """Postgres: the checkpoint_blobs rows of these checkpoints' channel_versions."""
         if not ids:
             return {}
-        if self._db.shallow:
-            sql = ("SELECT c.checkpoint_id, bl.channel, bl.type, bl.blob FROM {cp} c "
-                   "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
-                   "JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
-                   "AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = v.key "
-                   "WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ANY(?::text[])")
-        else:
-            sql = ("SELECT c.checkpoint_id, bl.channel, bl.type, bl.blob FROM checkpoints c "
-                   "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
-                   "JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
-                   "AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = v.key "
-                   "AND bl.version = v.value "
-                   "WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ANY(?::text[])")
+        version = "" if self._db.shallow else "AND bl.version = v.value "
+        sql = ("SELECT c.checkpoint_id, bl.channel, bl.type, bl.blob FROM {cp} c "
+               "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
+               "JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
+               f"AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = v.key {version}"
+               "WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ANY(?::text[])")
         out: dict[str, list[Any]] = {}
         for r in await self._q(sql, tid, ns, list(ids)):
             out.setdefault(r["checkpoint_id"], []).append((r["channel"], r["type"], r["blob"]))
@@ -863,11 +806,7 @@ class LangGraphStore(Store):
         out: dict[str, Any] = {}
         updated = data.get("updated_channels")
         if messages and (updated is None or "messages" in (updated or [])):
-            trailing = []
-            for m in reversed(messages):
-                if m.get("role") != "tool":
-                    break
-                trailing.append(m)
+            trailing = list(takewhile(lambda m: m.get("role") == "tool", reversed(messages)))
             if trailing:
                 out["tool_messages"] = trailing[::-1]
         pending: list[dict[str, Any]] = []
@@ -909,11 +848,11 @@ class LangGraphStore(Store):
 
     # ---- search and doctor ----------------------------------------------------------
 
-    @property
-    def _threads_by_head(self) -> str:
-        """The threads, newest head first (the order `search` goes through them)."""
-        return (f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
-                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")
+    async def _threads_by_head(self) -> list[tuple[str, str]]:
+        """The (thread, namespace)s, newest head first (the order `search` goes through them)."""
+        return [(r["thread_id"], r["checkpoint_ns"]) for r in await self._q(
+            f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
+            f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")]
 
     async def search(
         self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
@@ -936,11 +875,7 @@ class LangGraphStore(Store):
                 return found
         hits: list[SearchHit] = []
         scanned = 0
-        if thread_id is not None:
-            threads = [await self._split(thread_id)]
-        else:
-            rows = await self._q(self._threads_by_head)
-            threads = [(r["thread_id"], r["checkpoint_ns"]) for r in rows]
+        threads = [await self._split(thread_id)] if thread_id is not None else await self._threads_by_head()
         for tid, ns in threads:
             after: str | None = None
             while scanned < SEARCH_SCAN_MAX and len(hits) < limit:
@@ -972,7 +907,8 @@ class LangGraphStore(Store):
             ids = [r["checkpoint_id"] for r in rows]
             keep = {r["checkpoint_id"] for r in rows
                     if raw_needle in bytes(r["payload"] or b"").lower()}
-            keep |= await self._raw_write_hits(tid, ns, ids, raw_needle)
+            keep |= {cid for cid, ws in (await self._writes(tid, ns, ids)).items()
+                     if any(raw_needle in bytes(w["value"] or b"").lower() for w in ws)}
             rows = [r for r in rows if r["checkpoint_id"] in keep]
         for cp in await self._load(tid, ns, rows=rows):
             if isinstance(cp, CorruptRowError):
@@ -980,11 +916,6 @@ class LangGraphStore(Store):
             hits.extend(self._hits(cp, text, needle, role, wanted))
             if len(hits) >= limit:
                 break
-
-    async def _raw_write_hits(self, tid: str, ns: str, ids: list[str], raw: bytes) -> set[str]:
-        writes = await self._writes(tid, ns, ids)
-        return {cid for cid, ws in writes.items()
-                if any(raw in bytes(w["value"] or b"").lower() for w in ws)}
 
     @staticmethod
     def _hits(cp: Checkpoint, text: str, needle: str, role: str | None,
@@ -1079,9 +1010,7 @@ class LangGraphStore(Store):
 
     async def search_index(self, action: str) -> dict[str, Any]:
         """`agentctl index build|status|drop` on SQLite (a side file; the database is only read)."""
-
         from agentctl.storage import textindex
-        from agentctl.storage.contract import Unsupported
 
         if self._pg:
             raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
@@ -1094,25 +1023,15 @@ class LangGraphStore(Store):
         order: threads by their newest checkpoint, each thread's checkpoints newest
         first, until `limit` hits, sorted by checkpoint id; only the candidates are read
         (and the scan's cap of SEARCH_SCAN_MAX checkpoints does not apply)."""
-        import asyncio
-        import sqlite3
-
         from agentctl.storage import textindex
 
-        await self.connect()
-        path = self._db._db_path
-        session, note = await textindex.open_side(path, self.text_source())
+        session = await self.open_side_index()
         if session is None:
-            if note:
-                self.last_search_note = note
             return None
-        side = textindex.side_path(path)
+        side = textindex.side_path(self._db._db_path)
         cond, params = "", []
         if thread_id is not None:
             cond, params = " AND thread_id = ? AND checkpoint_ns = ?", list(await self._split(thread_id))
-
-        def candidate_keys() -> list[int]:
-            return list(session.candidates(needle))
 
         def located(keys: list[int]) -> dict[tuple[str, str], list[str]]:
             """{(thread, namespace): [checkpoint id, ...]} of the candidates."""
@@ -1133,7 +1052,7 @@ class LangGraphStore(Store):
 
         try:
             try:
-                keys = await asyncio.to_thread(candidate_keys)
+                keys = await asyncio.to_thread(lambda: list(session.candidates(needle)))
                 # Few candidates: each located by its rowid. Many (a common word): the
                 # threads in the scan's order, each one's candidates from its rows' ids,
                 # until there are enough hits (the scan would stop as early).
@@ -1145,7 +1064,7 @@ class LangGraphStore(Store):
             if found is None and thread_id is not None:
                 order = [(params[0], params[1])]
             elif found is None or len(found) > 50:  # its own query (a pass over the primary key's index)
-                order = [(r["thread_id"], r["checkpoint_ns"]) for r in await self._q(self._threads_by_head)]
+                order = await self._threads_by_head()
             else:  # a seek per thread (then by thread and namespace)
                 heads: list[tuple[str, str, str]] = []
                 for tid, ns in found:
@@ -1210,9 +1129,7 @@ class LangGraphStore(Store):
                     "in the database"))
         if not self._pg:  # Postgres keeps metadata as jsonb: always valid
             problems.extend(await self._bad_metadata(limit))
-        from agentctl.storage.textindex import search_index_problems
-
-        problems.extend(await search_index_problems(self))
+        problems.extend(await super().doctor(limit))  # the side search index's
         return problems
 
     async def _bad_metadata(self, limit: int) -> list[Problem]:
