@@ -804,3 +804,19 @@ async def test_prune_plan_fork_points_and_new_parents_on_a_random_forest(backend
     kept = {m.checkpoint_id: m.parent_checkpoint_id for t in ("a", "b", "c")
             for m in await backend.read_thread(t, 200)}
     assert all(p is None or p in kept or p == "ckpt-gone" for p in kept.values())
+
+
+async def test_undo_refuses_when_another_thread_continues_from_what_the_op_made(backend):
+    """A branch's new thread got a child in a thread of its own (another program
+    branched from it): the branch's threads are as it left them, but its undo would
+    leave that child without its parent: refused, naming it, nothing written."""
+    engine = make_engine(backend)
+    await bulk(backend, "t", 4)
+    branch = await engine.branch("ckpt-t-3", "j")
+    head = (await backend.read_thread(branch, 10))[-1].checkpoint_id
+    async with backend.transaction() as tx:
+        await tx.put(make_cp("k", 1, cid="ckpt-k-1", parent=head))
+    before = await dump(backend)
+    with pytest.raises(OperationError, match=r"checkpoint\(s\) ckpt-k-1 continue from what it created"):
+        await engine.undo()
+    assert await dump(backend) == before

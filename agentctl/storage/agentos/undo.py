@@ -71,19 +71,20 @@ async def check_undo(tx: Any, rec: dict[str, Any], threads: Sequence[str] | None
         raise OperationError(f"cannot undo operation {op_id} ({kind}): thread{'s' if len(stale) > 1 else ''} "
                              f"{oplog.short(stale)} changed after it{hint}")
     of, args = _of(threads, "t.")
-    mine = f"(SELECT checkpoint_id FROM {oplog.TRASH} WHERE {trash.OP} = ? AND {trash.IMAGE} = ?)"
+    # the ids the op left (its after-images) and found (before-images); one `?` each: the op
+    left, found = (f"(SELECT checkpoint_id FROM {trash.images_of(oplog.TABLE, image)} AS i)"
+                   for image in ("after", "before"))
     taken = await tx.fetch(
-        f"SELECT t.checkpoint_id FROM {oplog.TRASH} t WHERE t.{trash.OP} = ? AND t.{trash.IMAGE} = 'before'{of} "
-        f"AND t.checkpoint_id NOT IN {mine} AND (EXISTS (SELECT 1 FROM checkpoints c WHERE "
+        f"SELECT t.checkpoint_id FROM {trash.images_of(oplog.TABLE)} AS t WHERE 1 = 1{of} "
+        f"AND t.checkpoint_id NOT IN {left} AND (EXISTS (SELECT 1 FROM checkpoints c WHERE "
         f"c.checkpoint_id = t.checkpoint_id) OR EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = t.id "
-        f"AND c.checkpoint_id NOT IN {mine})) ORDER BY t.checkpoint_id LIMIT 6",
-        op_id, *args, op_id, "after", op_id, "after")
+        f"AND c.checkpoint_id NOT IN {left})) ORDER BY t.checkpoint_id LIMIT 6",
+        op_id, *args, op_id, op_id)
     _refuse(rec, taken, "exist again; delete them first")
     # a row the undo deletes (the op inserted it) must not be the parent of one that stays
     children = await tx.fetch(
-        f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN {mine} AND c.parent_id NOT IN {mine} "
-        f"AND c.checkpoint_id NOT IN {mine} ORDER BY c.checkpoint_id LIMIT 6",
-        op_id, "after", op_id, "before", op_id, "after")
+        f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN {left} AND c.parent_id NOT IN {found} "
+        f"AND c.checkpoint_id NOT IN {left} ORDER BY c.checkpoint_id LIMIT 6", op_id, op_id, op_id)
     _refuse(rec, children, "continue from what it created")
 
 
@@ -96,9 +97,8 @@ def _refuse(rec: dict[str, Any], rows: list[dict[str, Any]], why: str) -> None:
 async def moved_ids(tx: Any, op_id: int, image: str, threads: Sequence[str] | None) -> dict[str, list[str]]:
     """{created, deleted, moved}: the checkpoint ids putting `image` of op back brings
     back, deletes, and changes in place (in thread order)."""
-    of, args = _of(threads)
-    rows = await tx.fetch(f"SELECT checkpoint_id, {trash.IMAGE} AS image FROM {oplog.TRASH} WHERE {trash.OP} = ?{of} "
-                          "ORDER BY thread_id, step, created_at, id", op_id, *args)
+    rows = [r for r in await trash.held(tx, op_id, oplog.TABLE, ["thread_id", "step", "created_at", "id", "checkpoint_id"])
+            if threads is None or r["thread_id"] in threads]
     held: dict[str, set[str]] = {}
     for r in rows:
         held.setdefault(r["checkpoint_id"], set()).add(r["image"])
