@@ -152,6 +152,9 @@ class PrunePlan:
     #: the database as the plan saw it (rows, last row id, last operation): a write
     #: given this plan reuses its fork points while the stamp is unchanged
     stamp: Any = None
+    #: the ids the prune deletes in row-id order, when the plan read them all (SQLite
+    #: AgentOS: finding the fork points reads them): its write reuses them with the stamp
+    delete_ids: list[str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.delete_count < 0:

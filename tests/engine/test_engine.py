@@ -781,12 +781,14 @@ async def test_prune_plan_fork_points_and_new_parents_on_a_random_forest(backend
     engine = make_engine(backend)
     parent_of = {c: p for _, _, c, p in rows}
     thread_of = {c: t for t, _, c, _ in rows}
+    gone_of: dict[str, set[str]] = {}
     for thread in ("a", "b", "c"):
         line = [c for t, _, c, _ in rows if t == thread]  # thread order (steps grow)
         selected = set(line[:-4])
         children = {c: [k for k in parent_of if parent_of[k] == c] for c in line}
         forks = {c for c in selected if len(children[c]) > 1 or any(thread_of[k] != thread for k in children[c])}
         gone = selected - forks
+        gone_of[thread] = gone
         expected = {}
         for k in line:
             if k in gone or parent_of[k] not in gone:
@@ -799,8 +801,16 @@ async def test_prune_plan_fork_points_and_new_parents_on_a_random_forest(backend
         assert sorted(plan.fork_points) == sorted(forks), thread
         assert plan.delete_count == len(gone) and {m.checkpoint_id for m in plan.delete} == gone
         assert {k: new for k, _, new in plan.reparent} == expected, thread
-    for thread in ("a", "b", "c"):
-        await engine.prune(thread, "keep_last_n", 4)
+    from agentctl.storage import PruneSpec
+
+    (planned,) = await engine.prune_spec(PruneSpec(threads=["a"], keep_last=4),
+                                         plans=await engine.plan_prune_spec(PruneSpec(threads=["a"], keep_last=4)))
+    results = [planned] + [await engine.prune(thread, "keep_last_n", 4) for thread in ("b", "c")]
+    line = [c for t, _, c, _ in rows if t == "a"]
+    assert planned.deleted == [c for c in line if c in gone_of["a"]]  # as planned, in thread order
+    for thread, result in zip(("b", "c"), results[1:]):  # (a's prune may have freed fork points)
+        line = [c for t, _, c, _ in rows if t == thread]
+        assert result.deleted == [c for c in line if c in set(result.deleted)], thread
     kept = {m.checkpoint_id: m.parent_checkpoint_id for t in ("a", "b", "c")
             for m in await backend.read_thread(t, 200)}
     assert all(p is None or p in kept or p == "ckpt-gone" for p in kept.values())

@@ -117,9 +117,10 @@ def _sql_order(value: Any) -> tuple[int, Any]:
     return (1, value)
 
 
-async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any) -> list[str]:
+async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any, ids: Sequence[str] | None = None) -> list[str]:
     """Delete the checkpoints matching `where`, their before-images in op's trash; return
-    their ids in thread order (thread, step, created_at, id)."""
+    their ids in thread order (thread, step, created_at, id). `ids`: those rows' ids in
+    row-id order, as this transaction read them (SQLite: not read again)."""
     if tx.kind != "sqlite":
         # The rows by id (the server sorts them), then moved by those ids: only the rows
         # read here, whatever another transaction adds meanwhile.
@@ -140,18 +141,18 @@ async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any) -> list[s
     by_step = loads(head["ids"])
     rowids = sorted(by_step)
     in_order = not head["twice"] and rowids == by_step
-    ids: list[str] = []
+    known = in_order and ids is not None and len(ids) == len(rowids)
+    out: list[str] = list(ids or ()) if known else []
     keyed: list[tuple[Any, ...]] = []
     for part in chunks(rowids, _TRASH_CHUNK):
         chunk = json.dumps(part)
-        # The chunk's ids (this reads its pages into the cache for the copy).
-        if in_order:
-            ids += loads((await tx.fetch(
+        if in_order and not known:  # the chunk's ids (this reads its pages into the cache for the copy)
+            out += loads((await tx.fetch(
                 "SELECT json_group_array(CASE WHEN typeof(checkpoint_id) = 'blob' "
                 "THEN CAST(checkpoint_id AS TEXT) ELSE checkpoint_id END) AS ids FROM "
                 f"(SELECT checkpoint_id FROM checkpoints WHERE {_CHUNK_ROWS} ORDER BY rowid)",
                 chunk))[0]["ids"])
-        else:
+        elif not in_order:
             keyed.extend(((_sql_order(r["thread_id"]), _sql_order(r["step"]),
                            _sql_order(r["created_at"]), _sql_order(r["id"])), r["checkpoint_id"])
                          for r in await tx.fetch("SELECT thread_id, step, created_at, id, checkpoint_id "
@@ -159,8 +160,8 @@ async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any) -> list[s
         await op.delete(TABLE, KEY, _CHUNK_ROWS, [chunk], thread=THREAD)
     if not in_order:
         keyed.sort(key=lambda k: k[0])
-        ids = [cid for _, cid in keyed]
-    return ids
+        out = [cid for _, cid in keyed]
+    return out
 
 
 # ---- reading the log ------------------------------------------------------------------

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from agentctl.storage.agentos.rows import DELTA_TAG, META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
+from agentctl.storage.agentos.rows import DELTA_TAG, META_COLUMNS, loads, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
 from agentctl.storage.agentos import delta, oplog
 from agentctl.storage.agentos.context import EngineContext, thread_count, thread_exists, ts_param
 from agentctl.storage.agentos.oplog import OpResult
@@ -74,35 +74,47 @@ async def db_stamp(reader: Any) -> tuple[int, int]:
     return m, await ops.last_id(reader)
 
 
-async def keep_fork_points(reader: Any, thread_id: str, chosen: Where,
-                           known: PrunePlan | None = None) -> tuple[Where, list[str], bool]:
+async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: PrunePlan | None = None
+                           ) -> tuple[Where, list[str], bool, list[str] | None]:
     """The selection of a prune less its fork points (as LangGraph's prune keeps them):
     the selected checkpoints that are the parent of a checkpoint in another thread (a
-    branch, a rewind's archive) or of several. The new selection and the fork points.
+    branch, a rewind's archive) or of several. The new selection, the fork points,
+    whether `known` was reused, and (SQLite) the ids the new selection holds in row-id
+    order (None: not read).
 
     `known`: the plan of this prune, made while the database had the stamp it has now
     (the caller checks): when the policy selects as many rows as then, they are the
-    same rows, and its fork points are reused (finding them reads every selected row);
-    the third value says whether the plan was reused."""
+    same rows, and its fork points and ids are reused (finding them reads every selected
+    row)."""
     where, params = chosen
+
+    def less(forks: list[str]) -> Where:
+        return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]) if forks \
+            else chosen
+
     if known is not None and int(await reader._fetchval(
             f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0) == \
             known.delete_count + known.forks_kept:
-        forks = list(known.fork_points)
-        if not forks:
-            return chosen, [], True
-        return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks, True
+        return less(list(known.fork_points)), list(known.fork_points), True, known.delete_ids
     # A child is in another thread when its row id is not one of the thread's (read from
     # the thread's index): only the selected rows are read, not their children.
-    forks = [r["checkpoint_id"] for r in await reader.query(
-        f"SELECT p.checkpoint_id FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE {where}) "
-        "AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.id NOT IN "
-        "(SELECT id FROM checkpoints WHERE thread_id = ?) "
-        "OR c.id <> (SELECT MIN(c2.id) FROM checkpoints c2 WHERE c2.parent_id = p.checkpoint_id)))",
-        *params, thread_id)]
-    if not forks:
-        return chosen, [], False
-    return Where(f"({where}) AND checkpoint_id NOT IN ({marks(len(forks))})", [*params, *forks]), forks, False
+    fork = ("EXISTS (SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.id NOT IN "
+            "(SELECT id FROM checkpoints WHERE thread_id = ?) "
+            "OR c.id <> (SELECT MIN(c2.id) FROM checkpoints c2 WHERE c2.parent_id = p.checkpoint_id)))")
+    rows = f"FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE {where})"
+    if reader.kind != "sqlite":
+        forks = [r["checkpoint_id"] for r in await reader.query(f"SELECT p.checkpoint_id {rows} AND {fork}",
+                                                                 *params, thread_id)]
+        return less(forks), forks, False, None
+    # SQLite: every selected id with its answer, as two JSON texts in row-id order (the
+    # prune's move then needs not read them again)
+    got = (await reader.query(
+        "SELECT json_group_array(i) AS ids, json_group_array(f) AS forks FROM (SELECT CASE WHEN "
+        "typeof(p.checkpoint_id) = 'blob' THEN CAST(p.checkpoint_id AS TEXT) ELSE p.checkpoint_id END AS i, "
+        f"CASE WHEN {fork} THEN 1 ELSE 0 END AS f {rows} ORDER BY p.rowid)", thread_id, *params))[0]
+    pairs = list(zip(loads(got["ids"]), loads(got["forks"])))
+    forks = [i for i, f in pairs if f]
+    return less(forks), forks, False, [i for i, f in pairs if not f]
 
 
 #: how far `reparents` walks up from a kept checkpoint through deleted ones
@@ -153,14 +165,14 @@ async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[st
     return sorted(out)
 
 
-async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC,
-                          param: float, known: PrunePlan | None = None) -> tuple[Where | None, list[str], bool]:
+async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC, param: float,
+                          known: PrunePlan | None = None) -> tuple[Where | None, list[str], bool, list[str] | None]:
     """What a prune deletes from one thread: the policy's selection less the fork
     points (None: nothing), the fork points it keeps, and whether `known` (its plan)
     still holds (see keep_fork_points)."""
     chosen = selection(ctx, reader.kind, thread_id, pol, param)
     if chosen is None:
-        return None, [], False
+        return None, [], False, None
     return await keep_fork_points(reader, thread_id, chosen, known)
 
 
@@ -186,7 +198,7 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
     total = await thread_count(b, thread_id)
     if total == 0:
         raise ThreadNotFound(thread_id)
-    chosen, forks, _ = await prune_selection(ctx, b, thread_id, pol, param)
+    chosen, forks, _, ids = await prune_selection(ctx, b, thread_id, pol, param)
     if chosen is None:
         return PrunePlan(thread_id, pol, param, [], total, stamp=stamp)
     where, params = chosen
@@ -196,7 +208,7 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} {order}", *params)]
         moved = await reparents(b, thread_id, chosen) if delete else []
         return PrunePlan(thread_id, pol, param, delete, total - len(delete), reparent=moved,
-                         forks_kept=len(forks), fork_points=forks, stamp=stamp)
+                         forks_kept=len(forks), fork_points=forks, stamp=stamp, delete_ids=ids)
     count = int(await b._fetchval(
         f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0)
     delete = []
@@ -212,7 +224,7 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
             *params, *bound_params, preview)]
     moved = await reparents(b, thread_id, chosen) if count else []
     return PrunePlan(thread_id, pol, param, delete, total - count, count, reparent=moved,
-                     forks_kept=len(forks), fork_points=forks, stamp=stamp)
+                     forks_kept=len(forks), fork_points=forks, stamp=stamp, delete_ids=ids)
 
 
 async def prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | str,
@@ -281,7 +293,7 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op: ops.Op, thread_id:
         if must_exist:
             raise ThreadNotFound(thread_id)
         return []
-    chosen, _, planned = await prune_selection(ctx, tx, thread_id, pol, param, known)
+    chosen, _, planned, ids = await prune_selection(ctx, tx, thread_id, pol, param, known)
     if chosen is None:
         return []
     where, params = chosen
@@ -295,7 +307,7 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op: ops.Op, thread_id:
         # A delta that stays may lose its base. (Looked for among the rows
         # that stay: those the prune deletes are not read for this.)
         await delta.before_delete(tx, thread_id, where, params, op)
-    gone = await oplog.trash(tx, op, where, *params)
+    gone = await oplog.trash(tx, op, where, *params, ids=ids)
     await oplog.record_reparents(tx, op, thread_id, moved)
     return gone
 
