@@ -42,8 +42,9 @@ async def columns(tx: Any, table: str) -> list[str]:
 
 
 async def ensure(tx: Any, table: str) -> str:
-    """The trash table of `table`, created in this transaction if missing, and given the
-    columns the source gained since it was made (a framework's migration, another
+    """The trash table of `table`, created in this transaction if missing with its index
+    by op (an undo, redo or purge reads one op's images, not the whole trash), and given
+    the columns the source gained since it was made (a framework's migration, another
     program's column): every image holds every column of the row."""
     name = trash_name(table)
     done = tx.__dict__.setdefault("_agentctl_trash_ready", set())  # once per transaction and table
@@ -57,8 +58,10 @@ async def ensure(tx: Any, table: str) -> str:
         else:
             await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} AS "
                              f"SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0")
-        return name
-    await widen(tx, table)
+    else:
+        await widen(tx, table)
+    # (a trash made before this index is given it by its next write, undo or redo)
+    await tx.execute(f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP}, {IMAGE})")
     return name
 
 
