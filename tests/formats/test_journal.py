@@ -90,6 +90,23 @@ async def test_trash_table_made_inside_the_write(backend) -> None:
     assert await dump(url) == before  # no trash table, no row
 
 
+async def test_trash_is_indexed_by_op_and_an_older_trash_gets_the_index(backend) -> None:
+    """An undo, redo or purge reads one op's images through the trash's index by op id;
+    a trash made without it (an earlier release) is given it by the next write."""
+    b, url = backend
+    indexes = ("SELECT name FROM pragma_index_list('agentctl_trash_items')" if b.kind == "sqlite" else
+               "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'agentctl_trash_items'")
+    async with b.transaction() as tx:
+        await trash.set_aside(tx, 1, "items", "id = ?", (2,))
+    assert [r["name"] for r in await b.query(indexes)] == ["agentctl_trash_items_op"]
+    async with b.transaction() as tx:
+        await tx.execute('DROP INDEX "agentctl_trash_items_op"')
+    assert not await b.query(indexes)
+    async with b.transaction() as tx:
+        await trash.set_aside(tx, 2, "items", "id = ?", (3,))
+    assert [r["name"] for r in await b.query(indexes)] == ["agentctl_trash_items_op"]
+
+
 async def test_free(backend) -> None:
     b, url = backend
     async with b.transaction() as tx:

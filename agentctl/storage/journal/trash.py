@@ -43,7 +43,7 @@ async def columns(tx: Any, table: str) -> list[str]:
 
 async def ensure(tx: Any, table: str) -> str:
     """The trash table of `table`, created in this transaction if missing with its index
-    by op (an undo, redo or purge reads one op's images, not the whole trash), and given
+    by op id (an undo, redo or purge reads one op's images, not the whole trash), and given
     the columns the source gained since it was made (a framework's migration, another
     program's column): every image holds every column of the row."""
     name = trash_name(table)
@@ -61,7 +61,7 @@ async def ensure(tx: Any, table: str) -> str:
     else:
         await widen(tx, table)
     # (a trash made before this index is given it by its next write, undo or redo)
-    await tx.execute(f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP}, {IMAGE})")
+    await tx.execute(f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})")
     return name
 
 
