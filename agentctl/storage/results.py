@@ -149,9 +149,10 @@ class PrunePlan:
     forks_kept: int = 0
     #: those fork points' ids
     fork_points: list[str] = field(default_factory=list)
-    #: the database as the plan saw it (rows, last row id, last operation): a write
-    #: given this plan reuses its fork points while the stamp is unchanged
-    stamp: Any = None
+    #: the database as the plan saw it (AgentOS: rows, last row id, last operation;
+    #: LangGraph: the thread's fingerprint and what the plan found): a write given this
+    #: plan reuses what the plan read while the stamp is unchanged (None: not to be reused)
+    stamp: Any = field(default=None, repr=False, compare=False)
     #: the ids the prune deletes in row-id order, when the plan read them all (SQLite
     #: AgentOS: finding the fork points reads them): its write reuses them with the stamp
     delete_ids: list[str] | None = field(default=None, repr=False, compare=False)

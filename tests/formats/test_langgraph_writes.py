@@ -302,6 +302,32 @@ async def test_branch_holds_the_chain_and_langgraph_runs_it(lg):
 # ---- prune -------------------------------------------------------------------------------
 
 
+async def test_prune_reuses_its_plan_only_while_the_thread_is_as_planned(lg):
+    """The prune given its plan deletes what the plan found without reading every row
+    again while the thread's fingerprint holds; after LangGraph wrote to the thread
+    since the plan, it plans again (the new head stays, the old one goes)."""
+    url, saver = lg
+    loop = loop_graph(6).compile(checkpointer=saver)
+    loop.invoke({"n": 0, "log": []}, cfg("t"))
+    spec = PruneSpec(threads=["t"], keep_last=1)
+    cm, store, h = await history(url)
+    try:
+        before = sorted(ids_of(loop, "t"))  # LangGraph's ids grow with time: the head is last
+        plans = await h.plan_prune_spec(spec, preview=2)
+        assert plans[0].stamp is not None and len(plans[0].delete) == 2
+        [res] = await h.prune_spec(spec, plans=plans)
+        assert res.deleted == plans[0].delete_ids and sorted(res.deleted) == before[:-1]
+        assert ids_of(loop, "t") == {before[-1]}
+        await h.undo()
+        plans = await h.plan_prune_spec(spec, preview=2)
+        loop.update_state(cfg("t"), {"n": 99})  # after the plan
+        [res] = await h.prune_spec(spec, plans=plans)
+        assert len(res.deleted) == len(before) and len(ids_of(loop, "t")) == 1
+        assert loop.get_state(cfg("t")).values["n"] == 99
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
 async def test_prune_keep_last_keeps_langgraph_working_and_undo_restores(lg):
     url, saver = lg
     loop = loop_graph(8).compile(checkpointer=saver)

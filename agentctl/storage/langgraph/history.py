@@ -89,6 +89,13 @@ from agentctl.storage.results import (CheckpointGC, DeletePlan, MergePlan, OpRes
 from agentctl.storage.sqlutil import in_chunks
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+
+
+class _Reader:
+    """A store's query function as a transaction's `fetch` (the fingerprint's reader)."""
+
+    def __init__(self, q: Any) -> None:
+        self.fetch = q
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -590,22 +597,36 @@ class LangGraphHistory(JournalHistory, History):
         policy, param = self._policy(spec)
         now = time.time()
         out = []
+        reader = _Reader(self.store._q)
         for addr, tid, ns in await self._prune_threads(spec):
+            seen = await self.fingerprint(reader, tid)
             gone, facts = await self._plan_thread(self.store._q, tid, ns, spec, now)
             total = await self.store.count(addr)
             metas = [self.store._metadata(r) for r in (gone if preview is None else gone[:preview])]
+            # the thread as the plan read it (unchanged from its first read to its last),
+            # and what the write then reuses instead of reading every row again
+            held = seen == await self.fingerprint(reader, tid)
             out.append(PrunePlan(addr, policy, param, metas, total - len(gone), len(gone),
-                                 reason=self._reason(len(gone), facts) if gone else ""))
+                                 reason=self._reason(len(gone), facts) if gone else "",
+                                 stamp={"fingerprint": seen, "facts": facts} if held else None,
+                                 delete_ids=[r["checkpoint_id"] for r in gone] if held else None))
         return out
 
     async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
         await self.journal_ready()
         targets = await self._prune_threads(spec)
         now = time.time()
+        policy = self._policy(spec)
+        known = {p.thread_id: p for p in plans or () if (p.policy, p.param) == policy and p.stamp is not None}
         async with self._tx([t for _, t, _ in targets]) as tx:
             plans = []
             for addr, tid, ns in targets:
-                gone, facts = await self._plan_thread(tx.fetch, tid, ns, spec, now)
+                plan = known.get(addr)
+                if plan is not None and await self.fingerprint(tx, tid) == plan.stamp["fingerprint"]:
+                    gone, facts = list(plan.delete_ids), plan.stamp["facts"]  # the thread is as planned
+                else:
+                    rows, facts = await self._plan_thread(tx.fetch, tid, ns, spec, now)
+                    gone = [r["checkpoint_id"] for r in rows]
                 if gone:
                     plans.append((addr, tid, ns, gone, facts))
             if not plans:
@@ -617,10 +638,9 @@ class LangGraphHistory(JournalHistory, History):
             tids = list(dict.fromkeys(p[1] for p in plans))
             op = await self.journal_begin(tx, "prune", summary, tids, details)
             deleted: list[str] = []
-            for i, (addr, tid, ns, gone, facts) in enumerate(plans):
-                ids = [r["checkpoint_id"] for r in gone]
-                await self._delete_ids(op, tid, ns, ids, all_ids=facts["ids"])
-                deleted += ids
+            for addr, tid, ns, gone, facts in plans:
+                await self._delete_ids(op, tid, ns, gone, all_ids=facts["ids"])
+                deleted += gone
                 if progress is not None:
                     progress(1)
             for tid in tids:
