@@ -90,12 +90,6 @@ from agentctl.storage.sqlutil import in_chunks
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 
-
-class _Reader:
-    """A store's query function as a transaction's `fetch` (the fingerprint's reader)."""
-
-    def __init__(self, q: Any) -> None:
-        self.fetch = q
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -597,19 +591,17 @@ class LangGraphHistory(JournalHistory, History):
         policy, param = self._policy(spec)
         now = time.time()
         out = []
-        reader = _Reader(self.store._q)
         for addr, tid, ns in await self._prune_threads(spec):
-            seen = await self.fingerprint(reader, tid)
+            # the thread before the plan reads it: a write after this changes what the
+            # write compares, which then plans again instead of reusing what is read here
+            seen = await self.fingerprint(self.store, tid)
             gone, facts = await self._plan_thread(self.store._q, tid, ns, spec, now)
             total = await self.store.count(addr)
             metas = [self.store._metadata(r) for r in (gone if preview is None else gone[:preview])]
-            # the thread as the plan read it (unchanged from its first read to its last),
-            # and what the write then reuses instead of reading every row again
-            held = seen == await self.fingerprint(reader, tid)
             out.append(PrunePlan(addr, policy, param, metas, total - len(gone), len(gone),
                                  reason=self._reason(len(gone), facts) if gone else "",
-                                 stamp={"fingerprint": seen, "facts": facts} if held else None,
-                                 delete_ids=[r["checkpoint_id"] for r in gone] if held else None))
+                                 stamp={"fingerprint": seen, "facts": facts},
+                                 delete_ids=[r["checkpoint_id"] for r in gone]))
         return out
 
     async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:

@@ -276,6 +276,8 @@ class LangGraphStore(ConnectedStore):
             sql = sql.replace("{cp}", "checkpoints")
         return await self._db.query(sql, *params)
 
+    fetch = _q  # (a transaction's name: the history's checks read the store as they read a write)
+
     async def _split(self, addr: str) -> tuple[str, str]:
         """(thread_id, checkpoint_ns) of an address; a root thread whose own id holds
         a "|" is found as such first."""
