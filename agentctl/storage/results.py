@@ -156,6 +156,9 @@ class PrunePlan:
     #: the ids the prune deletes in row-id order, when the plan read them all (SQLite
     #: AgentOS: finding the fork points reads them): its write reuses them with the stamp
     delete_ids: list[str] | None = field(default=None, repr=False, compare=False)
+    #: (SQLite AgentOS) those rows' row ids, when row-id order is the thread's order:
+    #: its write moves them without reading the selection again
+    delete_rows: list[int] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.delete_count < 0:

@@ -751,6 +751,54 @@ async def test_prune_reuses_its_plan_only_while_the_database_is_as_planned(backe
     assert (kept[doomed], kept[first_kept]) == (None, doomed)
 
 
+async def test_sqlite_prune_moves_the_planned_rows_only_while_they_are_the_threads(tmp_path):
+    """SQLite: a prune given its plan moves the rows the plan read by their row ids (the
+    selection is not read again) when row-id order is the thread's order. If another
+    program moved one of them to another thread (and one into the thread: as many rows,
+    no new id, no op) the prune stops and writes nothing; with steps out of row-id order
+    the plan holds no row ids, and the prune reads the selection again and deletes it in
+    thread order."""
+    import sqlite3
+
+    from agentctl.errors import OperationError
+    from agentctl.storage import PruneSpec
+
+    path = str(tmp_path / "p.db")
+    backend = make_backend(path, readonly=False, create=True)
+    try:
+        engine = make_engine(backend)
+        await bulk(backend, "t", 20)
+        await bulk(backend, "u", 3)
+        spec = PruneSpec(threads=["t"], keep_last=2)
+        plans = await engine.plan_prune_spec(spec)
+        assert plans[0].delete_rows is not None and len(plans[0].delete_rows) == 18
+        await backend.close()
+        conn = sqlite3.connect(path)
+        with conn:
+            conn.execute("UPDATE checkpoints SET thread_id = 'u' WHERE id = (SELECT MIN(id) FROM checkpoints)")
+            conn.execute("UPDATE checkpoints SET thread_id = 't', step = 0 WHERE id = (SELECT MAX(id) FROM checkpoints)")
+        conn.close()
+        before = await dump(backend)
+        with pytest.raises(OperationError, match="changed while prune was planned; nothing was deleted"):
+            await engine.prune_spec(spec, plans=plans)
+        assert await dump(backend) == before
+        # steps against row-id order: thread "v" written newest step first
+        async with backend.transaction() as tx:
+            from agentctl.engine import _INSERT_SQL
+            from agentctl.storage.agentos.base import checkpoint_params
+
+            await tx.executemany(_INSERT_SQL, [checkpoint_params(make_cp("v", s, created_at=ts(s)), tx.timestamp)
+                                               for s in (5, 4, 3, 2, 1)])
+        spec = PruneSpec(threads=["v"], keep_last=1)
+        plans = await engine.plan_prune_spec(spec)
+        assert plans[0].delete_rows is None and plans[0].delete_count == 4
+        (result,) = await engine.prune_spec(spec, plans=plans)
+        assert result.deleted == [m.checkpoint_id for m in plans[0].delete] and len(result.deleted) == 4
+        assert [m.step for m in await backend.read_thread("v", 10)] == [5]
+    finally:
+        await backend.close()
+
+
 async def test_prune_plan_fork_points_and_new_parents_on_a_random_forest(backend):
     """A prune's plan on trees of three threads (seeded): forks inside a thread, branches
     into other threads, a thread starting from another's checkpoint, a parent that does

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from agentctl.errors import OperationError
 from agentctl.storage.agentos import legacy
 from agentctl.storage.agentos.rows import JOURNAL_KEY, JOURNAL_THREAD, loads
 from agentctl.storage.journal import ops
@@ -117,10 +118,22 @@ def _sql_order(value: Any) -> tuple[int, Any]:
     return (1, value)
 
 
-async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any, ids: Sequence[str] | None = None) -> list[str]:
+async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any, ids: Sequence[str] | None = None,
+                rows: Sequence[int] | None = None, thread: str | None = None) -> list[str]:
     """Delete the checkpoints matching `where`, their before-images in op's trash; return
     their ids in thread order (thread, step, created_at, id). `ids`: those rows' ids in
-    row-id order, as this transaction read them (SQLite: not read again)."""
+    row-id order, as the plan read them (SQLite: not read again); `rows`: their row ids,
+    row-id order being thread order, all of `thread` (SQLite: the selection is not read
+    again; the rows are moved by row id, those still in `thread`: if any is not, the
+    database changed since the plan, and the write stops)."""
+    if tx.kind == "sqlite" and rows is not None and ids is not None and len(ids) == len(rows) and thread is not None:
+        moved = 0
+        for part in chunks(list(rows), _TRASH_CHUNK):
+            moved += await op.delete(TABLE, KEY, f"{_CHUNK_ROWS} AND +thread_id = ?", [json.dumps(part), thread],
+                                     thread=THREAD)
+        if moved != len(rows):
+            raise OperationError(f"thread {thread} changed while prune was planned; nothing was deleted: run it again")
+        return list(ids)
     if tx.kind != "sqlite":
         # The rows by id (the server sorts them), then moved by those ids: only the rows
         # read here, whatever another transaction adds meanwhile.

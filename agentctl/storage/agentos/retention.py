@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import operator
 from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import timedelta
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from agentctl.storage.agentos.rows import DELTA_TAG, META_COLUMNS, loads, THREAD_ORDER_ASC, THREAD_ORDER_DESC, row_to_metadata
@@ -74,18 +77,30 @@ async def db_stamp(reader: Any) -> tuple[int, int]:
     return m, await ops.last_id(reader)
 
 
+@dataclass
+class Selection:
+    """What a prune deletes from one thread: the policy's selection less its fork points
+    (`where`), the fork points, whether a plan was reused, and (SQLite) the ids of the
+    rows it deletes in row-id order (`ids`, None: not read) with their row ids (`rows`,
+    None: not read, or row-id order is not the thread's order)."""
+
+    where: Where
+    forks: list[str]
+    reused: bool = False
+    ids: list[str] | None = None
+    rows: list[int] | None = None
+
+
 async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: PrunePlan | None = None
-                           ) -> tuple[Where, list[str], bool, list[str] | None]:
+                           ) -> Selection:
     """The selection of a prune less its fork points (as LangGraph's prune keeps them):
     the selected checkpoints that are the parent of a checkpoint in another thread (a
-    branch, a rewind's archive) or of several. The new selection, the fork points,
-    whether `known` was reused, and (SQLite) the ids the new selection holds in row-id
-    order (None: not read).
+    branch, a rewind's archive) or of several.
 
     `known`: the plan of this prune, made while the database had the stamp it has now
     (the caller checks): when the policy selects as many rows as then, they are the
-    same rows, and its fork points and ids are reused (finding them reads every selected
-    row)."""
+    same rows, and its fork points, ids and row ids are reused (finding them reads every
+    selected row)."""
     where, params = chosen
 
     def less(forks: list[str]) -> Where:
@@ -95,7 +110,8 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
     if known is not None and int(await reader._fetchval(
             f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0) == \
             known.delete_count + known.forks_kept:
-        return less(list(known.fork_points)), list(known.fork_points), True, known.delete_ids
+        forks = list(known.fork_points)
+        return Selection(less(forks), forks, True, known.delete_ids, known.delete_rows)
     # A child is in another thread when its row id is not one of the thread's (read from
     # the thread's index): only the selected rows are read, not their children.
     fork = ("EXISTS (SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.id NOT IN "
@@ -105,16 +121,19 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
     if reader.kind != "sqlite":
         forks = [r["checkpoint_id"] for r in await reader.query(f"SELECT p.checkpoint_id {rows} AND {fork}",
                                                                  *params, thread_id)]
-        return less(forks), forks, False, None
-    # SQLite: every selected id with its answer, as two JSON texts in row-id order (the
-    # prune's move then needs not read them again)
+        return Selection(less(forks), forks)
+    # SQLite: in row-id order, the ids, row ids and steps of the rows it deletes and the
+    # fork points, as JSON texts (the prune's move then needs not read them again)
     got = (await reader.query(
-        "SELECT json_group_array(i) AS ids, json_group_array(f) AS forks FROM (SELECT CASE WHEN "
-        "typeof(p.checkpoint_id) = 'blob' THEN CAST(p.checkpoint_id AS TEXT) ELSE p.checkpoint_id END AS i, "
-        f"CASE WHEN {fork} THEN 1 ELSE 0 END AS f {rows} ORDER BY p.rowid)", thread_id, *params))[0]
-    pairs = list(zip(loads(got["ids"]), loads(got["forks"])))
-    forks = [i for i, f in pairs if f]
-    return less(forks), forks, False, [i for i, f in pairs if not f]
+        "SELECT json_group_array(i) FILTER (WHERE NOT f) AS ids, json_group_array(r) FILTER (WHERE NOT f) AS rows, "
+        "json_group_array(s) FILTER (WHERE NOT f) AS steps, json_group_array(i) FILTER (WHERE f) AS forks "
+        "FROM (SELECT CASE WHEN typeof(p.checkpoint_id) = 'blob' THEN CAST(p.checkpoint_id AS TEXT) "
+        f"ELSE p.checkpoint_id END AS i, p.rowid AS r, CASE WHEN typeof(p.step) = 'integer' THEN p.step END AS s, CASE WHEN {fork} THEN 1 ELSE 0 END AS f "
+        f"{rows} ORDER BY p.rowid)", thread_id, *params))[0]
+    forks, steps = loads(got["forks"]), loads(got["steps"])
+    # row-id order is the thread's order when the steps grow in it (all integers: others are null)
+    ordered = set(map(type, steps)) <= {int} and all(map(operator.lt, steps, islice(steps, 1, None)))
+    return Selection(less(forks), forks, False, loads(got["ids"]), loads(got["rows"]) if ordered else None)
 
 
 #: how far `reparents` walks up from a kept checkpoint through deleted ones
@@ -166,13 +185,11 @@ async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[st
 
 
 async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC, param: float,
-                          known: PrunePlan | None = None) -> tuple[Where | None, list[str], bool, list[str] | None]:
-    """What a prune deletes from one thread: the policy's selection less the fork
-    points (None: nothing), the fork points it keeps, and whether `known` (its plan)
-    still holds (see keep_fork_points)."""
+                          known: PrunePlan | None = None) -> Selection | None:
+    """What a prune deletes from one thread (None: nothing); see keep_fork_points."""
     chosen = selection(ctx, reader.kind, thread_id, pol, param)
     if chosen is None:
-        return None, [], False, None
+        return None
     return await keep_fork_points(reader, thread_id, chosen, known)
 
 
@@ -198,18 +215,19 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
     total = await thread_count(b, thread_id)
     if total == 0:
         raise ThreadNotFound(thread_id)
-    chosen, forks, _, ids = await prune_selection(ctx, b, thread_id, pol, param)
-    if chosen is None:
+    sel = await prune_selection(ctx, b, thread_id, pol, param)
+    if sel is None:
         return PrunePlan(thread_id, pol, param, [], total, stamp=stamp)
+    chosen, forks = sel.where, sel.forks
     where, params = chosen
+    found = dict(forks_kept=len(forks), fork_points=forks, stamp=stamp, delete_ids=sel.ids, delete_rows=sel.rows)
     order = f"ORDER BY {THREAD_ORDER_ASC}"
     if preview is None:
         delete = [row_to_metadata(r) for r in await b.query(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} {order}", *params)]
         moved = await reparents(b, thread_id, chosen) if delete else []
-        return PrunePlan(thread_id, pol, param, delete, total - len(delete), reparent=moved,
-                         forks_kept=len(forks), fork_points=forks, stamp=stamp, delete_ids=ids)
-    count = int(await b._fetchval(
+        return PrunePlan(thread_id, pol, param, delete, total - len(delete), reparent=moved, **found)
+    count = len(sel.ids) if sel.ids is not None else int(await b._fetchval(
         f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0)
     delete = []
     if count and preview > 0:
@@ -223,8 +241,7 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE ({where}){bound} {order} LIMIT ?",
             *params, *bound_params, preview)]
     moved = await reparents(b, thread_id, chosen) if count else []
-    return PrunePlan(thread_id, pol, param, delete, total - count, count, reparent=moved,
-                     forks_kept=len(forks), fork_points=forks, stamp=stamp, delete_ids=ids)
+    return PrunePlan(thread_id, pol, param, delete, total - count, count, reparent=moved, **found)
 
 
 async def prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | str,
@@ -293,13 +310,14 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op: ops.Op, thread_id:
         if must_exist:
             raise ThreadNotFound(thread_id)
         return []
-    chosen, _, planned, ids = await prune_selection(ctx, tx, thread_id, pol, param, known)
-    if chosen is None:
+    sel = await prune_selection(ctx, tx, thread_id, pol, param, known)
+    if sel is None:
         return []
+    chosen = sel.where
     where, params = chosen
     # the kept rows whose parent goes, and their new parents, read before the rows go
     # (the same rows as the plan's while it holds)
-    moved = list(known.reparent) if planned and known is not None else await reparents(tx, thread_id, chosen)
+    moved = list(known.reparent) if sel.reused and known is not None else await reparents(tx, thread_id, chosen)
     if await tx.query(
             "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
             f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
@@ -307,7 +325,7 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op: ops.Op, thread_id:
         # A delta that stays may lose its base. (Looked for among the rows
         # that stay: those the prune deletes are not read for this.)
         await delta.before_delete(tx, thread_id, where, params, op)
-    gone = await oplog.trash(tx, op, where, *params, ids=ids)
+    gone = await oplog.trash(tx, op, where, *params, ids=sel.ids, rows=sel.rows, thread=thread_id)
     await oplog.record_reparents(tx, op, thread_id, moved)
     return gone
 

@@ -41,16 +41,18 @@ async def columns(tx: Any, table: str) -> list[str]:
     return [r["c"] for r in rows]
 
 
-async def ensure(tx: Any, table: str) -> str:
+async def ensure(tx: Any, table: str) -> tuple[str, str]:
     """The trash table of `table`, created in this transaction if missing with its index
     by op id (an undo, redo or purge reads one op's images, not the whole trash), and given
     the columns the source gained since it was made (a framework's migration, another
-    program's column): every image holds every column of the row."""
+    program's column): every image holds every column of the row. Also the source's
+    columns as a SQL list (read once per transaction: only the journal alters a table
+    inside one, and only a trash)."""
     name = trash_name(table)
-    done = tx.__dict__.setdefault("_agentctl_trash_ready", set())  # once per transaction and table
+    done = tx.__dict__.setdefault("_agentctl_trash_ready", {})  # once per transaction and table
     if table in done:
-        return name
-    done.add(table)
+        return name, done[table]
+    done[table] = ", ".join(_q(c) for c in await columns(tx, table))
     if not await tx.table_exists(name):
         if tx.kind == "postgres":
             await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, "
@@ -62,15 +64,14 @@ async def ensure(tx: Any, table: str) -> str:
         await widen(tx, table)
     # (a trash made before this index is given it by its next write, undo or redo)
     await tx.execute(f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})")
-    return name
+    return name, done[table]
 
 
 async def set_aside(tx: Any, op_id: int, table: str, where: str, params: Sequence[Any] = (),
                     image: str = "before") -> int:
     """Copy the rows of `table` matching `where` (SQL, `?` parameters) into its trash
     under `op_id` as `image`; returns how many. The caller then deletes or updates them."""
-    name = await ensure(tx, table)
-    cols = ", ".join(_q(c) for c in await columns(tx, table))
+    name, cols = await ensure(tx, table)
     return await tx.execute(f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} "
                             f"FROM {_q(table)} WHERE {where}", op_id, image, *params)
 
@@ -78,8 +79,7 @@ async def set_aside(tx: Any, op_id: int, table: str, where: str, params: Sequenc
 async def add_images(tx: Any, op_id: int, table: str, image: str, select: str, params: Sequence[Any] = ()) -> int:
     """Put rows into `table`'s trash under `op_id` as `image` from any SELECT whose
     columns are named as `table`'s (migration of an older trash); returns how many."""
-    name = await ensure(tx, table)
-    cols = ", ".join(_q(c) for c in await columns(tx, table))
+    name, cols = await ensure(tx, table)
     return await tx.execute(f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} "
                             f"FROM ({select}) AS agentctl_src", op_id, image, *params)
 
