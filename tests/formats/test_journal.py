@@ -634,6 +634,45 @@ async def test_undo_and_redo_wait_for_the_threads_lock(pg_dsn) -> None:
         await b.close()
 
 
+async def test_two_first_writes_at_once_make_the_side_tables_once(pg_dsn) -> None:
+    """Postgres: two agentctl writers whose first writes on a database run at the same
+    time (no journal, trash or index yet) do not collide making them: the second waits
+    for the first's commit, finds them made, and both ops are recorded."""
+    import asyncio
+
+    b1 = make_backend(pg_dsn, readonly=False, create=True)
+    b2 = make_backend(pg_dsn, readonly=False, create=True)
+    await b1.connect()
+    await b2.connect()
+    try:
+        async with b1.transaction() as tx:
+            await tx.execute(PG_DDL)
+            await tx.execute("INSERT INTO items (id, body) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+
+        async def second() -> int:
+            async with b2.transaction() as tx2:
+                op2 = await ops.begin(tx2, "delete", "delete 2", ["t"], {}, "2026-01-01")
+                await op2.delete("items", ["id"], "id = ?", [2])
+                return await op2.finish()
+
+        async with b1.transaction() as tx1:
+            op1 = await ops.begin(tx1, "delete", "delete 1", ["t"], {}, "2026-01-01")
+            await op1.delete("items", ["id"], "id = ?", [1])
+            task = asyncio.ensure_future(second())
+            await asyncio.sleep(0.5)
+            assert not task.done()  # waiting for the first writer's side tables
+            await op1.finish()
+        assert await asyncio.wait_for(task, 10) != op1.op_id
+        assert [r["id"] for r in await b1.query("SELECT id FROM items")] == [3]
+        assert sorted(r["id"] for r in await b1.query("SELECT id FROM agentctl_trash_items")) == [1, 2]
+        assert len(await b1.query(f"SELECT op_id FROM {ops.LOG}")) == 2
+        assert [r["n"] for r in await b1.query(
+            "SELECT indexname AS n FROM pg_indexes WHERE tablename = 'agentctl_trash_items'")] == ["agentctl_trash_items_op"]
+    finally:
+        await b1.close()
+        await b2.close()
+
+
 async def test_undo_and_redo_refused_when_a_row_the_op_holds_changed(backend) -> None:
     """Whatever the format's fingerprint sees: a row the op changed that someone changed
     since (or deleted, or a row standing again at a key the op deleted) stops undo and

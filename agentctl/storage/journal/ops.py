@@ -123,7 +123,7 @@ class Op:
 async def begin(tx: Any, kind: str, summary: str, threads: Sequence[str], details: Mapping[str, Any],
                 created_at: str) -> Op:
     """Start recording an op in this transaction (the log created on the first write)."""
-    await tx.execute(_ddl(tx.kind))
+    await trash.make_missing(tx, LOG, _ddl(tx.kind))
     rows = await tx.fetch(f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables) "
                           "VALUES (?, ?, ?, ?, ?, '{}') RETURNING op_id",
                           created_at, kind, summary, json.dumps(list(threads)), json.dumps(dict(details)))
@@ -132,7 +132,7 @@ async def begin(tx: Any, kind: str, summary: str, threads: Sequence[str], detail
 
 async def entry(tx: Any, kind: str, summary: str, threads: Sequence[str], of: int, created_at: str) -> int:
     """A line of the log that changed no row itself: an undo or redo of op `of`."""
-    await tx.execute(_ddl(tx.kind))
+    await trash.make_missing(tx, LOG, _ddl(tx.kind))
     rows = await tx.fetch(f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables, undo_of) "
                           "VALUES (?, ?, ?, ?, ?, '{}', ?) RETURNING op_id", created_at, kind, summary,
                           json.dumps(list(threads)), json.dumps({f"{kind}_of": of}), of)
@@ -144,7 +144,7 @@ async def adopt(tx: Any, record: Mapping[str, Any]) -> None:
     (migration): `record` has op_id, created_at, kind, summary, threads, details, and
     optionally tables, fingerprints, undone, purged, undo_of, undone_by. Its images go
     into the trash with `trash.add_images`. On Postgres the id sequence moves past it."""
-    await tx.execute(_ddl(tx.kind))
+    await trash.make_missing(tx, LOG, _ddl(tx.kind))
     r = dict(record)
     await tx.execute(f"INSERT INTO {LOG} (op_id, created_at, kind, summary, threads, details, tables, fingerprints, "
                      "undone, purged, undo_of, undone_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

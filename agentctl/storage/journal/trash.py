@@ -23,8 +23,29 @@ OP = "agentctl_op_id"
 IMAGE = "agentctl_image"
 
 
+#: Postgres: the lock every agentctl writer takes before it makes a side table (the
+#: journal, a trash table, its index) in its transaction
+DDL_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('agentctl side tables', 7340))"
+
+
 def trash_name(table: str) -> str:
     return PREFIX + table
+
+
+async def make_missing(tx: Any, name: str, *ddl: str) -> bool:
+    """Run `ddl` (CREATE ... IF NOT EXISTS) when the table or index `name` is missing;
+    whether it was. Postgres: under DDL_LOCK, so that two agentctl writers making it at
+    once do not collide (the second waits for the first's commit, then finds it made).
+    (SQLite's writers are one at a time: BEGIN IMMEDIATE.)"""
+    if tx.kind == "postgres":
+        if (await tx.fetch("SELECT to_regclass(?) IS NOT NULL AS e", _q(name)))[0]["e"]:
+            return False
+        await tx.execute(DDL_LOCK)
+    elif (await tx.fetch("SELECT COUNT(*) AS e FROM sqlite_master WHERE name = ?", name))[0]["e"]:
+        return False
+    for statement in ddl:
+        await tx.execute(statement)
+    return True
 
 
 def _q(name: str) -> str:
@@ -53,17 +74,13 @@ async def ensure(tx: Any, table: str) -> tuple[str, str]:
     if table in done:
         return name, done[table]
     done[table] = ", ".join(_q(c) for c in await columns(tx, table))
-    if not await tx.table_exists(name):
-        if tx.kind == "postgres":
-            await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, "
-                             f"LIKE {_q(table)})")
-        else:
-            await tx.execute(f"CREATE TABLE IF NOT EXISTS {_q(name)} AS "
-                             f"SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0")
-    else:
+    made = (f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, LIKE {_q(table)})"
+            if tx.kind == "postgres" else
+            f"CREATE TABLE IF NOT EXISTS {_q(name)} AS SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0")
+    if not await make_missing(tx, name, made):
         await widen(tx, table)
     # (a trash made before this index is given it by its next write, undo or redo)
-    await tx.execute(f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})")
+    await make_missing(tx, name + "_op", f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})")
     return name, done[table]
 
 
