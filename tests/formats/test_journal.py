@@ -80,6 +80,36 @@ async def test_set_aside_and_move_back_exact(backend) -> None:
     assert await b.query(types) == types_before
 
 
+@pytest.mark.parametrize("on_thread", [True, False], ids=["one-call", "per-statement"])
+async def test_delete_each_deletes_chunk_by_chunk_like_delete(backend, on_thread, monkeypatch) -> None:
+    """`Op.delete_each` (a prune's chunks handed over at once; SQLite runs them in one call
+    on its connection's thread, or one by one on an aiosqlite without that): the rows of
+    every chunk deleted with their before-images, as `delete` of each; a failing chunk
+    fails the whole write, nothing written."""
+    import agentctl.storage.agentos.sqlite as sqlite_backend
+
+    b, url = backend
+    if not on_thread:
+        monkeypatch.setattr(sqlite_backend, "_thread_runner", lambda conn: None)
+    before = await dump(url)
+    bad = "CAST(? AS jsonb) IS NULL" if b.kind == "postgres" else "json(?) IS NULL"
+    with pytest.raises(Exception, match="(?i)json"):
+        async with b.transaction() as tx:
+            op = await ops.begin(tx, "delete", "delete", ["t"], {}, NOW)
+            await op.delete_each("items", ["id"], f"id = ? OR {bad}", [[1, "1"], [2, "{"]])
+    assert await dump(url) == before
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "delete", "delete", ["t"], {}, NOW)
+        assert await op.delete_each("items", ["id"], "id IN (?, ?)", [[1, 9], [3, 2]]) == 3
+        await op.finish()
+    assert await b.query("SELECT id FROM items") == []
+    assert sorted(r["id"] for r in await b.query("SELECT id FROM agentctl_trash_items")) == [1, 2, 3]
+    async with b.transaction() as tx:
+        await trash.move(tx, op.op_id, [("items", ["id"], None)], "before")
+    after = await dump(url, side_tables=False)
+    assert after == {k: v for k, v in before.items() if not k.startswith("agentctl_")}
+
+
 async def test_trash_table_made_inside_the_write(backend) -> None:
     b, url = backend
     before = await dump(url)

@@ -210,6 +210,11 @@ class Transaction(RowReads, ABC):
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run a statement once per parameter row."""
 
+    async def execute_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
+        """Run statements (SQL, parameters) in turn; the rows each changed. (SQLite: in one
+        call on the connection's thread.)"""
+        return [await self.execute(sql, *params) for sql, params in statements]
+
     @abstractmethod
     async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         """Run a query; return its rows as dicts (created_at as the ISO string)."""

@@ -127,9 +127,8 @@ async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any, ids: Sequ
     again; the rows are moved by row id, those still in `thread`: if any is not, the
     database changed since the plan, and the write stops)."""
     if tx.kind == "sqlite" and rows is not None and ids is not None and len(ids) == len(rows) and thread is not None:
-        moved = 0
-        for part in chunks(list(rows), _TRASH_CHUNK):
-            moved += await op.delete(TABLE, KEY, f"{_CHUNK_ROWS} AND +thread_id = ?", [json.dumps(part), thread],
+        moved = await op.delete_each(TABLE, KEY, f"{_CHUNK_ROWS} AND +thread_id = ?",
+                                     [[json.dumps(part), thread] for part in chunks(list(rows), _TRASH_CHUNK)],
                                      thread=THREAD)
         if moved != len(rows):
             raise OperationError(f"thread {thread} changed while prune was planned; nothing was deleted: run it again")
@@ -156,10 +155,14 @@ async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any, ids: Sequ
     in_order = not head["twice"] and rowids == by_step
     known = in_order and ids is not None and len(ids) == len(rowids)
     out: list[str] = list(ids or ()) if known else []
+    if known:
+        await op.delete_each(TABLE, KEY, _CHUNK_ROWS, [[json.dumps(part)] for part in chunks(rowids, _TRASH_CHUNK)],
+                             thread=THREAD)
+        return out
     keyed: list[tuple[Any, ...]] = []
     for part in chunks(rowids, _TRASH_CHUNK):
         chunk = json.dumps(part)
-        if in_order and not known:  # the chunk's ids (this reads its pages into the cache for the copy)
+        if in_order:  # the chunk's ids (this reads its pages into the cache for the copy)
             out += loads((await tx.fetch(
                 "SELECT json_group_array(CASE WHEN typeof(checkpoint_id) = 'blob' "
                 "THEN CAST(checkpoint_id AS TEXT) ELSE checkpoint_id END) AS ids FROM "

@@ -88,6 +88,20 @@ class Op:
         await trash.set_aside(self.tx, self.op_id, table, where, params)
         return await self.tx.execute(f'DELETE FROM "{table}" WHERE {where}', *params)
 
+    async def delete_each(self, table: str, key: Sequence[str], where: str, params_each: Sequence[Sequence[Any]], *,
+                          thread: str | None = None) -> int:
+        """`delete` with each parameter set of `where` in turn (a chunk of rows at a time),
+        the statements handed to the transaction at once (`execute_each`: SQLite runs them
+        in one call on its connection's thread); the rows deleted."""
+        self._touch(table, key, thread)
+        copy = await trash.copy_sql(self.tx, table, where)
+        statements: list[tuple[str, Sequence[Any]]] = []
+        for params in params_each:
+            statements += [(copy, [self.op_id, "before", *params]), (f'DELETE FROM "{table}" WHERE {where}', params)]
+        run = getattr(self.tx, "execute_each", None)
+        counts = await run(statements) if run is not None else [await self.tx.execute(q, *p) for q, p in statements]
+        return sum(counts[1::2])
+
     async def update(self, table: str, key: Sequence[str], where: str, params: Sequence[Any],
                      assign: str, values: Sequence[Any], *, thread: str | None = None) -> int:
         """`UPDATE table SET assign WHERE where`, the before-images kept (the after-images

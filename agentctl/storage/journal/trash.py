@@ -84,13 +84,18 @@ async def ensure(tx: Any, table: str) -> tuple[str, str]:
     return name, done[table]
 
 
+async def copy_sql(tx: Any, table: str, where: str) -> str:
+    """The statement copying the rows of `table` matching `where` into its trash; its
+    parameters: the op id, the image, then `where`'s."""
+    name, cols = await ensure(tx, table)
+    return f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} FROM {_q(table)} WHERE {where}"
+
+
 async def set_aside(tx: Any, op_id: int, table: str, where: str, params: Sequence[Any] = (),
                     image: str = "before") -> int:
     """Copy the rows of `table` matching `where` (SQL, `?` parameters) into its trash
     under `op_id` as `image`; returns how many. The caller then deletes or updates them."""
-    name, cols = await ensure(tx, table)
-    return await tx.execute(f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} "
-                            f"FROM {_q(table)} WHERE {where}", op_id, image, *params)
+    return await tx.execute(await copy_sql(tx, table, where), op_id, image, *params)
 
 
 async def add_images(tx: Any, op_id: int, table: str, image: str, select: str, params: Sequence[Any] = ()) -> int:
