@@ -10,10 +10,11 @@ Postgres) and raises SchemaError when the format cannot read it.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+import json
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
-from agentctl.storage.contract import Capability, Problem, Store
-from agentctl.storage.sqlutil import like_escape  # noqa: F401 - the SDK stores import it from here
+from agentctl.storage.contract import Capability, Problem, Store, check_search_places
+from agentctl.storage.sqlutil import like_escape  # (ADK's store imports it from here too)
 
 Check = Callable[[Mapping[str, set[str]]], None]
 
@@ -122,6 +123,41 @@ class ConnectedStore(Store):
     def text_source(self) -> Any:
         """The format's `textindex.Source` (its rows as index documents)."""
         raise NotImplementedError
+
+    def scan_start(self, places: Sequence[str]) -> frozenset[str] | None:
+        """A search by scan begins: the places asked for, or None when none of them is
+        one the scan searches (messages, tools: the state is not searched)."""
+        self.last_search_path = "scan"
+        self.last_search_note = ""
+        wanted = check_search_places(places)
+        return wanted if wanted & {"messages", "tools"} else None
+
+    def json_text_filter(self, column: str, text: str, where: list[str], params: list[Any]) -> None:
+        """Narrow a scan for `text` to the rows whose JSON text `column` holds it as JSON
+        writes it (escaped, `json.dumps`), case-insensitively: an ASCII `text` only (a
+        non-ASCII one may be stored escaped or not, and casefolds beyond LIKE's reach)."""
+        if text.isascii() and text:
+            op = "ILIKE" if self.kind == "postgres" else "LIKE"
+            where.append(f"{column} {op} ? ESCAPE '!'")
+            params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
+
+    async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        """The rows of a query (`?` placeholders), as dicts: each format's store has its own."""
+        raise NotImplementedError
+
+    async def scan_pages(self, sql: str, params: Sequence[Any], hits: list[Any], limit: int,
+                         take: Callable[[list[dict[str, Any]]], Awaitable[None]], page: int = 500) -> list[Any]:
+        """Run a search's scan: `sql` (ending in LIMIT ? OFFSET ?) a page at a time, each
+        page's rows handed to `take` (which adds its hits to `hits`), until `limit` hits or
+        the last page; `hits`."""
+        offset = 0
+        while len(hits) < limit:
+            rows = await self._q(sql, *params, page, offset)
+            await take(rows)
+            if len(rows) < page:
+                break
+            offset += page
+        return hits
 
     async def open_side_index(self) -> Any:
         """The side index opened (and caught up) for a search, or None: none there, or

@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import SEARCH_PLACES, Store, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Store
 from agentctl.storage.adk.events import (
     APP,
     USER,
@@ -514,10 +514,8 @@ class ADKStore(ConnectedStore):
                      places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
         """A scan of the events: a LIKE prefilter on the stored JSON (ASCII text), then
         each candidate decoded and matched against its message's text."""
-        self.last_search_path = "scan"
-        self.last_search_note = ""
-        wanted = check_search_places(places)
-        if not wanted & {"messages", "tools"}:  # (the state is not searched)
+        wanted = self.scan_start(places)
+        if wanted is None:
             return []
         needle = text.casefold()
         params: list[Any] = []
@@ -529,10 +527,7 @@ class ADKStore(ConnectedStore):
             where.append("app_name = ? AND user_id = ? AND session_id = ?")
             params.extend(key)
         column = "event_data" if self.layout == "v1" else "content"
-        if text.isascii() and text:
-            op = "ILIKE" if self.kind == "postgres" else "LIKE"
-            where.append(f"CAST({column} AS TEXT) {op} ? ESCAPE '!'")
-            params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
+        self.json_text_filter(f"CAST({column} AS TEXT)", text, where, params)
         sql = (f"SELECT {self._event_cols} FROM events" + (" WHERE " + " AND ".join(where) if where else "")
                + " ORDER BY timestamp DESC, id DESC LIMIT ? OFFSET ?")
         steps: dict[tuple[str, str, str], dict[str, int]] = {}
@@ -542,17 +537,12 @@ class ADKStore(ConnectedStore):
                 self.last_search_path = "index"
                 return found
         hits: list[SearchHit] = []
-        offset = 0
-        page = 500
-        while len(hits) < limit:
-            rows = await self._q(sql, *params, page, offset)
+
+        async def take(rows: list[dict[str, Any]]) -> None:
             for r in rows:
                 if await self._match(r, text, needle, role, wanted, steps, hits) and len(hits) >= limit:
                     break
-            if len(rows) < page:
-                break
-            offset += page
-        return hits
+        return await self.scan_pages(sql, params, hits, limit, take)
 
     async def _match(self, r: Mapping[str, Any], text: str, needle: str, role: str | None, wanted: Any,
                      steps: dict[tuple[str, str, str], dict[str, int]], hits: list[SearchHit]) -> bool:

@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Store, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Store
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -24,7 +24,7 @@ from agentctl.storage.openai_agents.items import (
     tags_of,
     to_message,
 )
-from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
+from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, prefix_range
 from agentctl.storage.sqlutil import in_chunks, marks
 from agentctl.storage.timefmt import iso_utc
 
@@ -413,10 +413,8 @@ class OpenAIAgentsStore(ConnectedStore):
                      places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
         """A scan of message_data: a LIKE prefilter (for ASCII text, matched against the
         JSON-escaped form the SDK stores), then each candidate decoded and matched."""
-        self.last_search_path = "scan"
-        self.last_search_note = ""
-        wanted = check_search_places(places)
-        if not wanted & {"messages", "tools"}:  # (the state is not searched)
+        wanted = self.scan_start(places)
+        if wanted is None:
             return []
         needle = text.casefold()
         params: list[Any] = []
@@ -424,10 +422,7 @@ class OpenAIAgentsStore(ConnectedStore):
         if thread_id is not None:
             where.append("session_id = ?")
             params.append(thread_id)
-        if text.isascii() and text:
-            op = "ILIKE" if self.kind == "postgres" else "LIKE"
-            where.append(f"message_data {op} ? ESCAPE '!'")
-            params.append("%" + like_escape(json.dumps(text)[1:-1]) + "%")
+        self.json_text_filter("message_data", text, where, params)
         sql = (f"SELECT id, session_id, message_data, created_at FROM {self._M}"
                + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC LIMIT ? OFFSET ?")
         if not scan and self.kind == "sqlite" and len(needle) >= 3:
@@ -436,15 +431,10 @@ class OpenAIAgentsStore(ConnectedStore):
                 self.last_search_path = "index"
                 return found
         hits: list[SearchHit] = []
-        offset = 0
-        page = 500
-        while len(hits) < limit:
-            rows = await self._q(sql, *params, page, offset)
+
+        async def take(rows: list[dict[str, Any]]) -> None:
             await self._match(rows, text, needle, role, wanted, limit, hits)
-            if len(rows) < page:
-                break
-            offset += page
-        return hits
+        return await self.scan_pages(sql, params, hits, limit, take)
 
     async def _match(self, rows: Sequence[Mapping[str, Any]], text: str, needle: str, role: str | None,
                      wanted: Any, limit: int, hits: list[SearchHit]) -> None:
