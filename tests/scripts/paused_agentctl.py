@@ -23,7 +23,7 @@ import time
 from contextlib import asynccontextmanager
 from typing import Any
 
-_CHANGES_CHECKPOINTS = re.compile(r"^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+checkpoints\b", re.I)
+_CHANGES_CHECKPOINTS = re.compile(r'^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?checkpoints\b', re.I)
 
 
 def pause(ready: str) -> None:
@@ -57,6 +57,10 @@ class _Watched:
         n = await self._tx.execute(sql, *params)
         self._pause(bool(_CHANGES_CHECKPOINTS.match(sql)), False)
         return n
+
+    async def execute_each(self, statements: Any) -> list[int]:
+        # one by one here, so that the pause falls between them (SQLite runs them in one call)
+        return [await self.execute(sql, *params) for sql, params in statements]
 
     async def executemany(self, sql: str, rows: Any) -> None:
         self._pause(bool(_CHANGES_CHECKPOINTS.match(sql)), True)

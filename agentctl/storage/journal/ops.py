@@ -98,9 +98,7 @@ class Op:
         statements: list[tuple[str, Sequence[Any]]] = []
         for params in params_each:
             statements += [(copy, [self.op_id, "before", *params]), (f'DELETE FROM "{table}" WHERE {where}', params)]
-        run = getattr(self.tx, "execute_each", None)
-        counts = await run(statements) if run is not None else [await self.tx.execute(q, *p) for q, p in statements]
-        return sum(counts[1::2])
+        return sum((await self.tx.execute_each(statements))[1::2])
 
     async def update(self, table: str, key: Sequence[str], where: str, params: Sequence[Any],
                      assign: str, values: Sequence[Any], *, thread: str | None = None) -> int:

@@ -214,11 +214,9 @@ async def held(tx: Any, op_id: int, table: str, columns: Sequence[str]) -> list[
 
 
 async def widen(tx: Any, table: str) -> list[str]:
-    """Add to `table`'s trash (when it exists) the columns the source table gained since
-    it was made (a framework's own schema migration); the columns added."""
+    """Add to `table`'s trash the columns the source table gained since it was made (a
+    framework's own schema migration); the columns added."""
     name = trash_name(table)
-    if not await tx.table_exists(name):
-        return []
     have = set(await columns(tx, name))
     added = [c for c in await columns(tx, table) if c not in have]
     for col in added:
