@@ -112,11 +112,11 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
             known.delete_count + known.forks_kept:
         forks = list(known.fork_points)
         return Selection(less(forks), forks, True, known.delete_ids, known.delete_rows)
-    # A child is in another thread when its row id is not one of the thread's (read from
-    # the thread's index): only the selected rows are read, not their children.
-    fork = ("EXISTS (SELECT 1 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id AND (c.id NOT IN "
-            "(SELECT id FROM checkpoints WHERE thread_id = ?) "
-            "OR c.id <> (SELECT MIN(c2.id) FROM checkpoints c2 WHERE c2.parent_id = p.checkpoint_id)))")
+    # One seek of the parent index per selected row: its children, counted, and whether
+    # one is in another thread (a child in the thread is mostly the next selected row,
+    # whose page is read next anyway).
+    fork = ("(SELECT COUNT(*) > 1 OR SUM(CASE WHEN c.thread_id <> ? THEN 1 ELSE 0 END) > 0 "
+            "FROM checkpoints c WHERE c.parent_id = p.checkpoint_id)")
     rows = f"FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE {where})"
     if reader.kind != "sqlite":
         forks = [r["checkpoint_id"] for r in await reader.query(f"SELECT p.checkpoint_id {rows} AND {fork}",
