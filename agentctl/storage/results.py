@@ -159,6 +159,9 @@ class PrunePlan:
     #: (SQLite AgentOS) those rows' row ids, when row-id order is the thread's order:
     #: its write moves them without reading the selection again
     delete_rows: list[int] | None = field(default=None, repr=False, compare=False)
+    #: (AgentOS) a checkpoint the prune keeps is a delta (its write then makes full those
+    #: whose base it deletes)
+    kept_delta: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.delete_count < 0:

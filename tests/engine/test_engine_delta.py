@@ -114,6 +114,23 @@ async def test_prune_rewind_delete_and_undo_keep_deltas_readable(backend):
     await check_full(backend, written)
 
 
+async def test_a_prune_given_its_plan_rewrites_the_deltas_it_would_orphan(backend):
+    """The plan of a prune notes that a delta stays (read with the rows that stay); the
+    prune given that plan reuses it and makes full the deltas whose keyframe it deletes."""
+    from agentctl.storage import PruneSpec
+
+    engine = make_engine(backend, delta_snapshots=True, delta_keyframe_every=8)
+    written = await write(engine, "t", 12)
+    ids = list(written)
+    spec = PruneSpec(threads=["t"], keep_last=5)
+    (plan,) = await engine.plan_prune_spec(spec)
+    assert plan.kept_delta and plan.delete_count == 7
+    (res,) = await engine.prune_spec(spec, plans=[plan])
+    assert res.deleted == ids[:7]
+    await check_full(backend, {c: written[c] for c in ids[7:]})
+    assert DELTA_MARKER not in (await raw(backend, ids[7]))["state_blob"]
+
+
 async def test_auto_gc_with_deltas(backend):
     engine = make_engine(backend, delta_snapshots=True, gc_policy="keep_last_n", gc_param=3)
     written = await write(engine, "t", 9)

@@ -140,7 +140,8 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
 REPARENT_WALK = 1_000
 
 
-async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[str, str | None, str | None]]:
+async def reparents(reader: Any, thread_id: str, chosen: Where
+                    ) -> tuple[list[tuple[str, str | None, str | None]], bool]:
     """The kept checkpoints of a thread whose parent a prune of `chosen` deletes, each
     with its old parent and its new one: its nearest ancestor the prune keeps, or None
     (the oldest kept checkpoint, whose ancestors all go, becomes a root, as a thread's
@@ -148,16 +149,18 @@ async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[st
     loses its parent. The kept rows are listed by row id (the selected rows are not
     read); from each such row the walk up reads the deleted rows between it and the
     kept row before it in thread order (in a linear thread, its new parent), at most
-    REPARENT_WALK of them (beyond: None)."""
+    REPARENT_WALK of them (beyond: None). And whether a kept checkpoint is a delta (it
+    may lose its base: delta.before_delete)."""
     where, params = chosen
     # The kept rows: the thread's rows the selection leaves; a kept row is an orphan when
     # the selection holds its parent (`where` tested on that one row: the selected rows
     # are not listed).
     kept = await reader.query(
         "SELECT k.checkpoint_id, k.parent_id, CASE WHEN EXISTS (SELECT 1 FROM checkpoints p WHERE "
-        f"p.checkpoint_id = k.parent_id AND ({where})) THEN 1 ELSE 0 END AS orphan "
+        f"p.checkpoint_id = k.parent_id AND ({where})) THEN 1 ELSE 0 END AS orphan, "
+        f"CASE WHEN {delta._tags_text(reader.kind)} LIKE ? THEN 1 ELSE 0 END AS delta "
         f"FROM checkpoints k WHERE k.thread_id = ? AND ({where}) IS NOT TRUE ORDER BY {THREAD_ORDER_ASC}",
-        *params, thread_id, *params)
+        *params, f"%{DELTA_TAG}%", thread_id, *params)
     ids = {r["checkpoint_id"] for r in kept}
     out: list[tuple[str, str | None, str | None]] = []
     for i, r in enumerate(kept):
@@ -181,7 +184,7 @@ async def reparents(reader: Any, thread_id: str, chosen: Where) -> list[tuple[st
                 new = step["parent"]
                 break
         out.append((r["checkpoint_id"], r["parent_id"], new))
-    return sorted(out)
+    return sorted(out), any(r["delta"] for r in kept)
 
 
 async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC, param: float,
@@ -225,8 +228,9 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
     if preview is None:
         delete = [row_to_metadata(r) for r in await b.query(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE {where} {order}", *params)]
-        moved = await reparents(b, thread_id, chosen) if delete else []
-        return PrunePlan(thread_id, pol, param, delete, total - len(delete), reparent=moved, **found)
+        moved, deltas = await reparents(b, thread_id, chosen) if delete else ([], False)
+        return PrunePlan(thread_id, pol, param, delete, total - len(delete), reparent=moved, kept_delta=deltas,
+                         **found)
     count = len(sel.ids) if sel.ids is not None else int(await b._fetchval(
         f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0)
     delete = []
@@ -240,8 +244,9 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
         delete = [row_to_metadata(r) for r in await b.query(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE ({where}){bound} {order} LIMIT ?",
             *params, *bound_params, preview)]
-    moved = await reparents(b, thread_id, chosen) if count else []
-    return PrunePlan(thread_id, pol, param, delete, total - count, count, reparent=moved, **found)
+    moved, deltas = await reparents(b, thread_id, chosen) if count else ([], False)
+    return PrunePlan(thread_id, pol, param, delete, total - count, count, reparent=moved, kept_delta=deltas,
+                     **found)
 
 
 async def prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | str,
@@ -316,12 +321,10 @@ async def _prune_one(ctx: EngineContext, tx: Transaction, op: ops.Op, thread_id:
     chosen = sel.where
     where, params = chosen
     # the kept rows whose parent goes, and their new parents, read before the rows go
-    # (the same rows as the plan's while it holds)
-    moved = list(known.reparent) if sel.reused and known is not None else await reparents(tx, thread_id, chosen)
-    if await tx.query(
-            "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? AND "
-            f"({where}) IS NOT TRUE AND {delta._tags_text(tx.kind)} LIKE ? LIMIT 1",
-            thread_id, *params, f"%{DELTA_TAG}%"):
+    # (the same rows as the plan's while it holds), and whether a delta stays
+    moved, deltas = ((list(known.reparent), known.kept_delta) if sel.reused and known is not None
+                     else await reparents(tx, thread_id, chosen))
+    if deltas:
         # A delta that stays may lose its base. (Looked for among the rows
         # that stay: those the prune deletes are not read for this.)
         await delta.before_delete(tx, thread_id, where, params, op)
