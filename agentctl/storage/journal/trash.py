@@ -33,16 +33,15 @@ def trash_name(table: str) -> str:
 
 
 async def make_missing(tx: Any, name: str, *ddl: str) -> bool:
-    """Run `ddl` (CREATE ... IF NOT EXISTS) when the table or index `name` is missing;
-    whether it was. Postgres: under DDL_LOCK, so that two agentctl writers making it at
-    once do not collide (the second waits for the first's commit, then finds it made).
-    (SQLite's writers are one at a time: BEGIN IMMEDIATE.)"""
-    if tx.kind == "postgres":
-        if (await tx.fetch("SELECT to_regclass(?) IS NOT NULL AS e", _q(name)))[0]["e"]:
-            return False
-        await tx.execute(DDL_LOCK)
-    elif (await tx.fetch("SELECT COUNT(*) AS e FROM sqlite_master WHERE name = ?", name))[0]["e"]:
+    """Run `ddl` (CREATE ... IF NOT EXISTS) unless the table `name` exists (an index's
+    `ddl` runs unless Postgres finds it: IF NOT EXISTS makes it once); whether it ran.
+    Postgres: under DDL_LOCK, so that two agentctl writers making it at once do not
+    collide (the second waits for the first's commit, then finds it made). (SQLite's
+    writers are one at a time: BEGIN IMMEDIATE.)"""
+    if await tx.table_exists(name):
         return False
+    if tx.kind == "postgres":
+        await tx.execute(DDL_LOCK)
     for statement in ddl:
         await tx.execute(statement)
     return True
@@ -73,12 +72,13 @@ async def ensure(tx: Any, table: str) -> tuple[str, str]:
     done = tx.__dict__.setdefault("_agentctl_trash_ready", {})  # once per transaction and table
     if table in done:
         return name, done[table]
-    done[table] = ", ".join(_q(c) for c in await columns(tx, table))
+    source = await columns(tx, table)
+    done[table] = ", ".join(_q(c) for c in source)
     made = (f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, LIKE {_q(table)})"
             if tx.kind == "postgres" else
             f"CREATE TABLE IF NOT EXISTS {_q(name)} AS SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0")
     if not await make_missing(tx, name, made):
-        await widen(tx, table)
+        await widen(tx, table, source)
     # (a trash made before this index is given it by its next write, undo or redo)
     await make_missing(tx, name + "_op", f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})")
     return name, done[table]
@@ -213,12 +213,12 @@ async def held(tx: Any, op_id: int, table: str, columns: Sequence[str]) -> list[
                           f"ORDER BY {cols}", op_id)
 
 
-async def widen(tx: Any, table: str) -> list[str]:
-    """Add to `table`'s trash the columns the source table gained since it was made (a
-    framework's own schema migration); the columns added."""
+async def widen(tx: Any, table: str, source: Sequence[str]) -> list[str]:
+    """Add to `table`'s trash the columns the source table (its columns `source`) gained
+    since the trash was made (a framework's own schema migration); the columns added."""
     name = trash_name(table)
     have = set(await columns(tx, name))
-    added = [c for c in await columns(tx, table) if c not in have]
+    added = [c for c in source if c not in have]
     for col in added:
         typ = ""
         if tx.kind == "postgres":
