@@ -806,6 +806,32 @@ async def test_prune_plan_fork_points_and_new_parents_on_a_random_forest(backend
     thread or several children; each kept checkpoint whose parent goes gets its nearest
     ancestor that stays (None when the line ends first); the prune then leaves no kept
     checkpoint naming a deleted parent."""
+    await _prune_random_forest(backend)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+async def test_the_random_forest_plan_read_in_two_parts_at_once(backend, monkeypatch):
+    """The same forest, each thread's selected rows read in two parts at once (a large
+    thread's plan on SQLite: split by row id at its middle step, the threads' rows
+    interleaved in row-id order): the same fork points, deletions and new parents, and
+    the prune made from those plans deletes what they showed, in thread order."""
+    from agentctl.storage.agentos import retention
+    from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
+
+    monkeypatch.setattr(retention, "SPLIT_READ_AT", 1)
+    parts: list[int] = []
+    real = SQLiteCheckpointer.query_apart
+
+    async def counted(self, statements):
+        parts.append(len(statements))
+        return await real(self, statements)
+
+    monkeypatch.setattr(SQLiteCheckpointer, "query_apart", counted)
+    await _prune_random_forest(backend)
+    assert parts and set(parts) == {2}  # every plan (3 threads, then a's again) split
+
+
+async def _prune_random_forest(backend) -> None:
     import random
 
     from agentctl.storage.agentos.base import checkpoint_params

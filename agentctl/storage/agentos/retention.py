@@ -91,8 +91,8 @@ class Selection:
     rows: list[int] | None = None
 
 
-async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: PrunePlan | None = None
-                           ) -> Selection:
+async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: PrunePlan | None = None,
+                           size: int = 0) -> Selection:
     """The selection of a prune less its fork points (as LangGraph's prune keeps them):
     the selected checkpoints that are the parent of a checkpoint in another thread (a
     branch, a rewind's archive) or of several.
@@ -100,7 +100,9 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
     `known`: the plan of this prune, made while the database had the stamp it has now
     (the caller checks): when the policy selects as many rows as then, they are the
     same rows, and its fork points, ids and row ids are reused (finding them reads every
-    selected row)."""
+    selected row). `size`: the thread's checkpoints, when the caller knows them: from
+    SPLIT_READ_AT on (SQLite, read outside a write), the selected rows are read in two
+    parts at once, split by row id at the thread's middle step."""
     where, params = chosen
 
     def less(forks: list[str]) -> Where:
@@ -110,8 +112,8 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
     if known is not None and int(await reader._fetchval(
             f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0) == \
             known.delete_count + known.forks_kept:
-        forks = list(known.fork_points)
-        return Selection(less(forks), forks, True, known.delete_ids, known.delete_rows)
+        return Selection(less(list(known.fork_points)), list(known.fork_points), True, known.delete_ids,
+                         known.delete_rows)
     # One seek of the parent index per selected row: its children, counted, and whether
     # one is in another thread (a child in the thread is mostly the next selected row,
     # whose page is read next anyway).
@@ -119,22 +121,51 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
             "FROM checkpoints c WHERE c.parent_id = p.checkpoint_id)")
     rows = f"FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE {where})"
     if reader.kind != "sqlite":
-        forks = [r["checkpoint_id"] for r in await reader.query(f"SELECT p.checkpoint_id {rows} AND {fork}",
+        found = [r["checkpoint_id"] for r in await reader.query(f"SELECT p.checkpoint_id {rows} AND {fork}",
                                                                  *params, thread_id)]
-        return Selection(less(forks), forks)
+        return Selection(less(found), found)
     # SQLite: in row-id order, the ids, row ids and steps of the rows it deletes and the
     # fork points, as JSON texts (the prune's move then needs not read them again)
-    got = (await reader.query(
-        "SELECT json_group_array(i) FILTER (WHERE NOT f) AS ids, json_group_array(r) FILTER (WHERE NOT f) AS rows, "
-        "json_group_array(s) FILTER (WHERE NOT f) AS steps, json_group_array(i) FILTER (WHERE f) AS forks "
-        "FROM (SELECT CASE WHEN typeof(p.checkpoint_id) = 'blob' THEN CAST(p.checkpoint_id AS TEXT) "
-        f"ELSE p.checkpoint_id END AS i, p.rowid AS r, CASE WHEN typeof(p.step) = 'integer' THEN p.step END AS s, CASE WHEN {fork} THEN 1 ELSE 0 END AS f "
-        f"{rows} ORDER BY p.rowid)", thread_id, *params))[0]
-    forks, steps = loads(got["forks"]), loads(got["steps"])
+    def read(part: str = "") -> str:
+        return ("SELECT json_group_array(i) FILTER (WHERE NOT f) AS ids, json_group_array(r) FILTER (WHERE NOT f) "
+                "AS rows, json_group_array(s) FILTER (WHERE NOT f) AS steps, json_group_array(i) FILTER (WHERE f) "
+                "AS forks FROM (SELECT CASE WHEN typeof(p.checkpoint_id) = 'blob' THEN CAST(p.checkpoint_id AS TEXT) "
+                "ELSE p.checkpoint_id END AS i, p.rowid AS r, CASE WHEN typeof(p.step) = 'integer' THEN p.step END "
+                f"AS s, CASE WHEN {fork} THEN 1 ELSE 0 END AS f FROM checkpoints p WHERE p.id IN "
+                f"(SELECT id FROM checkpoints WHERE ({where}){part}) ORDER BY p.rowid)")
+
+    middle = (await reader.query("SELECT rowid AS r FROM checkpoints WHERE thread_id = ? ORDER BY step DESC "
+                                 "LIMIT 1 OFFSET ?", thread_id, size // 2)
+              if size >= SPLIT_READ_AT and hasattr(reader, "query_apart") else [])
+    if middle:
+        # Two parts read at once (each on a core: the read is SQLite's, outside the GIL),
+        # the rows before the middle row id and the rest: together, in row-id order.
+        # Each part sees the file as it is when it starts; a write between the two adds
+        # a row or an op (the write does not reuse this plan: db_stamp) or deletes one
+        # (the write's count differs, or it moves fewer rows and stops).
+        cut = middle[0]["r"]
+        parts = [r[0] for r in await reader.query_apart([
+            (read(" AND rowid < ?"), [thread_id, *params, cut]),
+            (read(" AND rowid >= ?"), [thread_id, *params, cut])])]
+    else:
+        parts = await reader.query(read(), thread_id, *params)
+    forks: list[str] = []
+    ids: list[str] = []
+    rowids: list[int] = []
+    steps: list[Any] = []
+    for got in parts:
+        forks += loads(got["forks"])
+        steps += loads(got["steps"])
+        ids += loads(got["ids"])
+        rowids += loads(got["rows"])
     # row-id order is the thread's order when the steps grow in it (all integers: others are null)
     ordered = set(map(type, steps)) <= {int} and all(map(operator.lt, steps, islice(steps, 1, None)))
-    return Selection(less(forks), forks, False, loads(got["ids"]), loads(got["rows"]) if ordered else None)
+    return Selection(less(forks), forks, False, ids, rowids if ordered else None)
 
+
+#: from how many checkpoints in a thread a prune's plan reads the rows it selects in two
+#: parts at once (SQLite; see keep_fork_points)
+SPLIT_READ_AT = 10_000
 
 #: how far `reparents` walks up from a kept checkpoint through deleted ones
 REPARENT_WALK = 1_000
@@ -188,12 +219,12 @@ async def reparents(reader: Any, thread_id: str, chosen: Where
 
 
 async def prune_selection(ctx: EngineContext, reader: Any, thread_id: str, pol: CheckpointGC, param: float,
-                          known: PrunePlan | None = None) -> Selection | None:
+                          known: PrunePlan | None = None, size: int = 0) -> Selection | None:
     """What a prune deletes from one thread (None: nothing); see keep_fork_points."""
     chosen = selection(ctx, reader.kind, thread_id, pol, param)
     if chosen is None:
         return None
-    return await keep_fork_points(reader, thread_id, chosen, known)
+    return await keep_fork_points(reader, thread_id, chosen, known, size)
 
 
 def check_param(policy: CheckpointGC, param: Any) -> float:
@@ -218,7 +249,7 @@ async def plan_prune(ctx: EngineContext, thread_id: str, policy: CheckpointGC | 
     total = await thread_count(b, thread_id)
     if total == 0:
         raise ThreadNotFound(thread_id)
-    sel = await prune_selection(ctx, b, thread_id, pol, param)
+    sel = await prune_selection(ctx, b, thread_id, pol, param, size=total)
     if sel is None:
         return PrunePlan(thread_id, pol, param, [], total, stamp=stamp)
     chosen, forks = sel.where, sel.forks

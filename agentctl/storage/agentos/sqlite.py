@@ -483,6 +483,32 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, self._db_path) from None
 
+    async def query_apart(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[dict[str, Any]]]:
+        """Read-only statements run at once, the first on the reader and each other on a
+        read-only connection opened for it alone (in a thread of its own: SQLite reads
+        one file from several connections in parallel, on as many cores); the rows of
+        each as `query` gives them. For one long read split in parts by row id (a
+        prune's plan). Each part sees the file as it is when that part starts."""
+        await self.connect()
+        path, timeout = self._db_path, self._busy_timeout_ms / 1000
+
+        def alone(sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+            conn = sqlite3.connect(self._uri("ro"), uri=True, isolation_level=None, timeout=timeout)
+            try:
+                conn.row_factory = sqlite3.Row
+                return [dict(r) for r in conn.execute(sql, params).fetchall()]
+            finally:
+                conn.close()
+
+        async def apart(sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+            try:
+                return await asyncio.to_thread(alone, sql, params)
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, path) from None
+
+        (sql, params), rest = statements[0], statements[1:]
+        return list(await asyncio.gather(self.query(sql, *params), *(apart(s, p) for s, p in rest)))
+
     async def _content_columns(self, table: str = "") -> str:
         # Their bytes (in the file's encoding): orjson parses UTF-8 as it is, where a str
         # (UCS-2 for a text with Chinese in it) is made of each and then encoded back to
