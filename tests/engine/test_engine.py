@@ -831,6 +831,24 @@ async def test_the_random_forest_plan_read_in_two_parts_at_once(backend, monkeyp
     assert parts and set(parts) == {2}  # every plan (3 threads, then a's again) split
 
 
+async def test_query_apart_gives_each_parts_rows_and_agentctls_errors(tmp_path):
+    """SQLiteCheckpointer.query_apart: the rows of each statement as `query` gives them,
+    in the order given (the first on the reader, the others each on a connection of
+    its own); a part that fails raises agentctl's error naming the file, not SQLite's."""
+    from agentctl.errors import DatabaseError
+    from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
+
+    b = SQLiteCheckpointer(str(tmp_path / "apart.db"))
+    await b.connect()
+    try:
+        got = await b.query_apart([("SELECT ? AS x", [1]), ("SELECT ? AS x, 'b' AS y", [2])])
+        assert got == [[{"x": 1}], [{"x": 2, "y": "b"}]]
+        with pytest.raises(DatabaseError, match=r"apart\.db: no such table: nowhere"):
+            await b.query_apart([("SELECT 1 AS x", []), ("SELECT * FROM nowhere", [])])
+    finally:
+        await b.close()
+
+
 async def _prune_random_forest(backend) -> None:
     import random
 
