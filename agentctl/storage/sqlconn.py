@@ -145,18 +145,35 @@ class ConnectedStore(Store):
         """The rows of a query (`?` placeholders), as dicts: each format's store has its own."""
         raise NotImplementedError
 
-    async def scan_pages(self, sql: str, params: Sequence[Any], hits: list[Any], limit: int,
-                         take: Callable[[list[dict[str, Any]]], Awaitable[None]], page: int = 500) -> list[Any]:
-        """Run a search's scan: `sql` (ending in LIMIT ? OFFSET ?) a page at a time, each
-        page's rows handed to `take` (which adds its hits to `hits`), until `limit` hits or
-        the last page; `hits`."""
+    async def scan_pages(self, select: str, where: Sequence[str], params: Sequence[Any], order: str,
+                         hits: list[Any], limit: int, take: Callable[[list[dict[str, Any]]], Awaitable[None]], *,
+                         after: str | None = None, page: int = 500) -> list[Any]:
+        """Run a search's scan: `select` with `where` (ANDed; `params` theirs) in `order`,
+        a page at a time, each page's rows handed to `take` (which adds its hits to
+        `hits`), until `limit` hits or the last page; `hits`. Each page is a query of its
+        own (no read lock held between them: a live writer gets in). `after`: a column
+        that alone orders the rows (`order` is `after DESC`; unique, never NULL): a page
+        goes on below the last row's value of it, not by OFFSET (which reads every row
+        before the page again, each page)."""
+        last: Any = None
         offset = 0
         while len(hits) < limit:
-            rows = await self._q(sql, *params, page, offset)
+            conds, args = list(where), list(params)
+            if after is not None and last is not None:
+                conds.append(f"{after} < ?")
+                args.append(last)
+            sql = f"{select}{' WHERE ' + ' AND '.join(conds) if conds else ''} ORDER BY {order} LIMIT ?"
+            args.append(page)
+            if after is None:
+                sql += " OFFSET ?"
+                args.append(offset)
+            rows = await self._q(sql, *args)
             await take(rows)
             if len(rows) < page:
                 break
             offset += page
+            if after is not None:
+                last = rows[-1][after]
         return hits
 
     async def open_side_index(self) -> Any:

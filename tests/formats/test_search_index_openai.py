@@ -83,3 +83,19 @@ def test_openai_sessions_side_index(tmp_path):
         f.truncate(1000)
     r = cli(db, "search", "paris", "--json")
     assert r.exit_code == 0 and "fell back to the scan" in r.stderr
+
+
+def test_a_scan_over_several_pages_finds_each_hit_once_newest_first(tmp_path):
+    """A scan reads the messages a page (500 rows) at a time, newest first, each page
+    below the last id the one before read: over two and three pages of candidate rows
+    (some dropped by a role), every hit once and in the index's order."""
+    db = str(tmp_path / "sdk.db")
+    asyncio.run(_write(db, {"s1": _items(400), "s2": _items(300)}))
+    assert cli(db, "index", "build").exit_code == 0
+    for q in (["sunny"], ["sunny", "--role", "user"], ["in"], ["in", "--thread", "s1"]):
+        scanned = [(h["thread_id"], h["checkpoint_id"], h["where"]) for h in
+                   cli_json(db, "search", *q, "-n", "5000", "--scan")]
+        assert scanned == [(h["thread_id"], h["checkpoint_id"], h["where"]) for h in
+                           cli_json(db, "search", *q, "-n", "5000")], q
+        assert len(set(scanned)) == len(scanned) > 0, q
+    assert len(cli_json(db, "search", "in", "-n", "5000", "--scan")) > 1000  # more than two pages

@@ -528,8 +528,6 @@ class ADKStore(ConnectedStore):
             params.extend(key)
         column = "event_data" if self.layout == "v1" else "content"
         self.json_text_filter(f"CAST({column} AS TEXT)", text, where, params)
-        sql = (f"SELECT {self._event_cols} FROM events" + (" WHERE " + " AND ".join(where) if where else "")
-               + " ORDER BY timestamp DESC, id DESC LIMIT ? OFFSET ?")
         steps: dict[tuple[str, str, str], dict[str, int]] = {}
         if not scan and self.kind == "sqlite" and len(needle) >= 3:
             found = await self._index_search(text, needle, role, limit, wanted, where, params, steps)
@@ -542,7 +540,8 @@ class ADKStore(ConnectedStore):
             for r in rows:
                 if await self._match(r, text, needle, role, wanted, steps, hits) and len(hits) >= limit:
                     break
-        return await self.scan_pages(sql, params, hits, limit, take)
+        return await self.scan_pages(f"SELECT {self._event_cols} FROM events", where, params,
+                                     "timestamp DESC, id DESC", hits, limit, take)
 
     async def _match(self, r: Mapping[str, Any], text: str, needle: str, role: str | None, wanted: Any,
                      steps: dict[tuple[str, str, str], dict[str, int]], hits: list[SearchHit]) -> bool:

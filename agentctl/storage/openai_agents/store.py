@@ -423,8 +423,6 @@ class OpenAIAgentsStore(ConnectedStore):
             where.append("session_id = ?")
             params.append(thread_id)
         self.json_text_filter("message_data", text, where, params)
-        sql = (f"SELECT id, session_id, message_data, created_at FROM {self._M}"
-               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC LIMIT ? OFFSET ?")
         if not scan and self.kind == "sqlite" and len(needle) >= 3:
             found = await self._index_search(text, needle, thread_id, role, limit, wanted, where, params)
             if found is not None:
@@ -434,7 +432,10 @@ class OpenAIAgentsStore(ConnectedStore):
 
         async def take(rows: list[dict[str, Any]]) -> None:
             await self._match(rows, text, needle, role, wanted, limit, hits)
-        return await self.scan_pages(sql, params, hits, limit, take)
+        # newest first, a page at a time below the last id read (the SDK's id: the row's
+        # INTEGER PRIMARY KEY, never NULL)
+        return await self.scan_pages(f"SELECT id, session_id, message_data, created_at FROM {self._M}", where,
+                                     params, "id DESC", hits, limit, take, after="id")
 
     async def _match(self, rows: Sequence[Mapping[str, Any]], text: str, needle: str, role: str | None,
                      wanted: Any, limit: int, hits: list[SearchHit]) -> None:
