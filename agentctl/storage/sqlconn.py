@@ -96,6 +96,9 @@ class ConnectedStore(Store):
     closes with it."""
 
     _db: Any
+    #: the rows a search's scan reads by its first query; each next one reads twice as
+    #: many, up to 32 times as many (scan_pages)
+    scan_page = 500
 
     async def connect(self) -> None:
         await self._db.connect()
@@ -147,24 +150,27 @@ class ConnectedStore(Store):
 
     async def scan_pages(self, select: str, where: Sequence[str], params: Sequence[Any], order: str,
                          hits: list[Any], limit: int, take: Callable[[list[dict[str, Any]]], Awaitable[None]], *,
-                         after: str | None = None, page: int = 500) -> list[Any]:
+                         after: Sequence[str] = ()) -> list[Any]:
         """Run a search's scan: `select` with `where` (ANDed; `params` theirs) in `order`,
         a page at a time, each page's rows handed to `take` (which adds its hits to
         `hits`), until `limit` hits or the last page; `hits`. Each page is a query of its
-        own (no read lock held between them: a live writer gets in). `after`: a column
-        that alone orders the rows (`order` is `after DESC`; unique, never NULL): a page
-        goes on below the last row's value of it, not by OFFSET (which reads every row
-        before the page again, each page)."""
-        last: Any = None
-        offset = 0
+        own (no read lock held between them: a live writer gets in), twice as long as the
+        one before up to 32 `scan_page`s (a query without an index in `order` sorts every
+        row it has not yet passed: a deep scan in few queries). `after`: columns
+        that order the rows (`order` is each of them DESC, in turn; together unique,
+        never NULL): a page goes on below the last row's values of them (a row-value
+        comparison, which an index in that order answers), not by OFFSET (which reads
+        every row before the page again, each page)."""
+        last: list[Any] = []
+        offset, page = 0, self.scan_page
         while len(hits) < limit:
             conds, args = list(where), list(params)
-            if after is not None and last is not None:
-                conds.append(f"{after} < ?")
-                args.append(last)
+            if last:
+                conds.append(f"({', '.join(after)}) < ({', '.join('?' for _ in after)})")
+                args += last
             sql = f"{select}{' WHERE ' + ' AND '.join(conds) if conds else ''} ORDER BY {order} LIMIT ?"
             args.append(page)
-            if after is None:
+            if not after:
                 sql += " OFFSET ?"
                 args.append(offset)
             rows = await self._q(sql, *args)
@@ -172,8 +178,8 @@ class ConnectedStore(Store):
             if len(rows) < page:
                 break
             offset += page
-            if after is not None:
-                last = rows[-1][after]
+            page = min(page * 2, self.scan_page * 32)
+            last = [rows[-1][c] for c in after]
         return hits
 
     async def open_side_index(self) -> Any:

@@ -184,6 +184,35 @@ async def test_search(built):
         assert await store.search("no such text anywhere 0xdeadbeef") == []
 
 
+PAGED = [(n, k) for n, k in PAIRS if n in ("adk", "openai-agents")]
+
+
+@pytest.mark.parametrize("built", PAGED, ids=[f"{n}-{k}" for n, k in PAGED], indirect=True)
+async def test_a_scan_from_a_row_a_page_finds_what_one_page_finds(built, monkeypatch):
+    """The SDK formats' scan reads its rows a page at a time, each page going on below
+    the last row the one before read (no OFFSET): from a row a page, the hits of one
+    page, in the same order."""
+    _, b = built
+    async with open_store(b.url) as store:
+        def hits(found):
+            return [(h.thread_id, h.checkpoint_id, h.where, h.snippet) for h in found]
+
+        whole = hits(await store.search("e", scan=True, limit=1000))
+        assert len(whole) >= 3
+        sql: list[str] = []
+        real = store._q
+
+        async def seen(query, *params):
+            sql.append(query)
+            return await real(query, *params)
+
+        monkeypatch.setattr(store, "_q", seen)
+        monkeypatch.setattr(store, "scan_page", 1)
+        assert hits(await store.search("e", scan=True, limit=1000)) == whole
+        pages = [q for q in sql if " LIMIT ?" in q]
+        assert len(pages) >= 2 and not any("OFFSET" in q for q in pages)
+
+
 async def test_search_beyond_ascii(built):
     """Case-insensitive for any letter, through the index and by a scan alike."""
     _, b = built

@@ -35,6 +35,10 @@ _V0_COLUMNS = ("author", "content", "error_code", "error_message", "branch", "pa
 OPAQUE = "(pickled in the v0 layout; agentctl never unpickles it)"
 
 
+#: a scan's order, newest first: the event's time, then its key (unique together)
+_SCAN_KEY = ("timestamp", "id", "app_name", "user_id", "session_id")
+
+
 def _order_key(value: Any) -> tuple[int, Any]:
     """A value as SQLite's ORDER BY compares it (NULL, numbers, text in code point
     order as BINARY compares UTF-8, blobs)."""
@@ -540,8 +544,22 @@ class ADKStore(ConnectedStore):
             for r in rows:
                 if await self._match(r, text, needle, role, wanted, steps, hits) and len(hits) >= limit:
                     break
+        # newest first (timestamp, then id), a page at a time below the last row read
+        # (its event key breaking the ties: together unique), when the table declares
+        # them NOT NULL (ADK's does); else by OFFSET
+        after = _SCAN_KEY if await self._not_null(_SCAN_KEY) else ()
         return await self.scan_pages(f"SELECT {self._event_cols} FROM events", where, params,
-                                     "timestamp DESC, id DESC", hits, limit, take)
+                                     ", ".join(f"{c} DESC" for c in after) or "timestamp DESC, id DESC",
+                                     hits, limit, take, after=after)
+
+    async def _not_null(self, columns: Sequence[str]) -> bool:
+        """Whether the events table declares each of `columns` NOT NULL."""
+        if self.kind == "postgres":
+            rows = await self._q("SELECT attname AS c FROM pg_attribute WHERE attrelid = to_regclass('events') "
+                                 "AND attnum > 0 AND attnotnull")
+        else:
+            rows = await self._q("SELECT name AS c FROM pragma_table_info('events') WHERE \"notnull\"")
+        return set(columns) <= {r["c"] for r in rows}
 
     async def _match(self, r: Mapping[str, Any], text: str, needle: str, role: str | None, wanted: Any,
                      steps: dict[tuple[str, str, str], dict[str, int]], hits: list[SearchHit]) -> bool:

@@ -435,7 +435,7 @@ class OpenAIAgentsStore(ConnectedStore):
         # newest first, a page at a time below the last id read (the SDK's id: the row's
         # INTEGER PRIMARY KEY, never NULL)
         return await self.scan_pages(f"SELECT id, session_id, message_data, created_at FROM {self._M}", where,
-                                     params, "id DESC", hits, limit, take, after="id")
+                                     params, "id DESC", hits, limit, take, after=("id",))
 
     async def _match(self, rows: Sequence[Mapping[str, Any]], text: str, needle: str, role: str | None,
                      wanted: Any, limit: int, hits: list[SearchHit]) -> None:
