@@ -213,6 +213,35 @@ async def test_a_scan_from_a_row_a_page_finds_what_one_page_finds(built, monkeyp
         assert len(pages) >= 2 and not any("OFFSET" in q for q in pages)
 
 
+@pytest.mark.parametrize("built", [("adk", "sqlite")], ids=["adk-sqlite"], indirect=True)
+async def test_an_adk_scan_pages_by_offset_when_its_key_may_be_null(built, monkeypatch):
+    """An events table that does not declare the scan's key NOT NULL (made by another
+    writer): the scan pages by OFFSET instead of below the last row, and finds the same."""
+    import sqlite3
+
+    _, b = built
+    async with open_store(b.url) as store:
+        whole = [(h.thread_id, h.checkpoint_id, h.snippet) for h in await store.search("e", scan=True, limit=1000)]
+    con = sqlite3.connect(b.url)
+    con.executescript("CREATE TABLE loose AS SELECT * FROM events; DROP TABLE events; "
+                      "ALTER TABLE loose RENAME TO events")
+    con.close()
+    async with open_store(b.url) as store:
+        sql: list[str] = []
+        real = store._q
+
+        async def seen(query, *params):
+            sql.append(query)
+            return await real(query, *params)
+
+        monkeypatch.setattr(store, "_q", seen)
+        monkeypatch.setattr(store, "scan_page", 1)
+        assert [(h.thread_id, h.checkpoint_id, h.snippet)
+                for h in await store.search("e", scan=True, limit=1000)] == whole and len(whole) >= 3
+        pages = [q for q in sql if " LIMIT ?" in q]
+        assert len(pages) >= 2 and all(q.endswith("OFFSET ?") for q in pages)
+
+
 async def test_search_beyond_ascii(built):
     """Case-insensitive for any letter, through the index and by a scan alike."""
     _, b = built
