@@ -187,6 +187,27 @@ async def test_search(built):
 PAGED = [(n, k) for n, k in PAIRS if n in ("adk", "openai-agents")]
 
 
+def _hits(found) -> list:
+    return [(h.thread_id, h.checkpoint_id, h.where, h.snippet) for h in found]
+
+
+async def _scan_a_row_a_page(store, monkeypatch) -> tuple[list, list[str]]:
+    """The hits of a scan for "e" reading one row per first page, and its pages' SQL."""
+    sql: list[str] = []
+    real = store._q
+
+    async def seen(query, *params):
+        sql.append(query)
+        return await real(query, *params)
+
+    monkeypatch.setattr(store, "_q", seen)
+    monkeypatch.setattr(store, "scan_page", 1)
+    found = _hits(await store.search("e", scan=True, limit=1000))
+    pages = [q for q in sql if " LIMIT ?" in q]
+    assert len(pages) >= 2
+    return found, pages
+
+
 @pytest.mark.parametrize("built", PAGED, ids=[f"{n}-{k}" for n, k in PAGED], indirect=True)
 async def test_a_scan_from_a_row_a_page_finds_what_one_page_finds(built, monkeypatch):
     """The SDK formats' scan reads its rows a page at a time, each page going on below
@@ -194,23 +215,10 @@ async def test_a_scan_from_a_row_a_page_finds_what_one_page_finds(built, monkeyp
     page, in the same order."""
     _, b = built
     async with open_store(b.url) as store:
-        def hits(found):
-            return [(h.thread_id, h.checkpoint_id, h.where, h.snippet) for h in found]
-
-        whole = hits(await store.search("e", scan=True, limit=1000))
+        whole = _hits(await store.search("e", scan=True, limit=1000))
         assert len(whole) >= 3
-        sql: list[str] = []
-        real = store._q
-
-        async def seen(query, *params):
-            sql.append(query)
-            return await real(query, *params)
-
-        monkeypatch.setattr(store, "_q", seen)
-        monkeypatch.setattr(store, "scan_page", 1)
-        assert hits(await store.search("e", scan=True, limit=1000)) == whole
-        pages = [q for q in sql if " LIMIT ?" in q]
-        assert len(pages) >= 2 and not any("OFFSET" in q for q in pages)
+        found, pages = await _scan_a_row_a_page(store, monkeypatch)
+        assert found == whole and not any("OFFSET" in q for q in pages)
 
 
 @pytest.mark.parametrize("built", [("adk", "sqlite")], ids=["adk-sqlite"], indirect=True)
@@ -221,25 +229,15 @@ async def test_an_adk_scan_pages_by_offset_when_its_key_may_be_null(built, monke
 
     _, b = built
     async with open_store(b.url) as store:
-        whole = [(h.thread_id, h.checkpoint_id, h.snippet) for h in await store.search("e", scan=True, limit=1000)]
+        whole = _hits(await store.search("e", scan=True, limit=1000))
+        assert len(whole) >= 3
     con = sqlite3.connect(b.url)
     con.executescript("CREATE TABLE loose AS SELECT * FROM events; DROP TABLE events; "
                       "ALTER TABLE loose RENAME TO events")
     con.close()
     async with open_store(b.url) as store:
-        sql: list[str] = []
-        real = store._q
-
-        async def seen(query, *params):
-            sql.append(query)
-            return await real(query, *params)
-
-        monkeypatch.setattr(store, "_q", seen)
-        monkeypatch.setattr(store, "scan_page", 1)
-        assert [(h.thread_id, h.checkpoint_id, h.snippet)
-                for h in await store.search("e", scan=True, limit=1000)] == whole and len(whole) >= 3
-        pages = [q for q in sql if " LIMIT ?" in q]
-        assert len(pages) >= 2 and all(q.endswith("OFFSET ?") for q in pages)
+        found, pages = await _scan_a_row_a_page(store, monkeypatch)
+        assert found == whole and all(q.endswith("OFFSET ?") for q in pages)
 
 
 async def test_search_beyond_ascii(built):

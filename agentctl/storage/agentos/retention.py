@@ -112,16 +112,20 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
     if known is not None and int(await reader._fetchval(
             f"SELECT COUNT(*) AS n FROM checkpoints WHERE {where}", *params) or 0) == \
             known.delete_count + known.forks_kept:
-        return Selection(less(list(known.fork_points)), list(known.fork_points), True, known.delete_ids,
-                         known.delete_rows)
+        kept = list(known.fork_points)
+        return Selection(less(kept), kept, True, known.delete_ids, known.delete_rows)
     # One seek of the parent index per selected row: its children, counted, and whether
     # one is in another thread (a child in the thread is mostly the next selected row,
     # whose page is read next anyway).
     fork = ("(SELECT COUNT(*) > 1 OR SUM(CASE WHEN c.thread_id <> ? THEN 1 ELSE 0 END) > 0 "
             "FROM checkpoints c WHERE c.parent_id = p.checkpoint_id)")
-    rows = f"FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE {where})"
+
+    def rows(part: str = "") -> str:
+        """The selected rows (those of `part` too: a condition on the row id)."""
+        return f"FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints WHERE ({where}){part})"
+
     if reader.kind != "sqlite":
-        found = [r["checkpoint_id"] for r in await reader.query(f"SELECT p.checkpoint_id {rows} AND {fork}",
+        found = [r["checkpoint_id"] for r in await reader.query(f"SELECT p.checkpoint_id {rows()} AND {fork}",
                                                                  *params, thread_id)]
         return Selection(less(found), found)
     # SQLite: in row-id order, the ids, row ids and steps of the rows it deletes and the
@@ -131,8 +135,7 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
                 "AS rows, json_group_array(s) FILTER (WHERE NOT f) AS steps, json_group_array(i) FILTER (WHERE f) "
                 "AS forks FROM (SELECT CASE WHEN typeof(p.checkpoint_id) = 'blob' THEN CAST(p.checkpoint_id AS TEXT) "
                 "ELSE p.checkpoint_id END AS i, p.rowid AS r, CASE WHEN typeof(p.step) = 'integer' THEN p.step END "
-                f"AS s, CASE WHEN {fork} THEN 1 ELSE 0 END AS f FROM checkpoints p WHERE p.id IN "
-                f"(SELECT id FROM checkpoints WHERE ({where}){part}) ORDER BY p.rowid)")
+                f"AS s, CASE WHEN {fork} THEN 1 ELSE 0 END AS f {rows(part)} ORDER BY p.rowid)")
 
     middle = (await reader.query("SELECT rowid AS r FROM checkpoints WHERE thread_id = ? ORDER BY step DESC "
                                  "LIMIT 1 OFFSET ?", thread_id, size // 2)
