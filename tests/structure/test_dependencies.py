@@ -72,3 +72,21 @@ def test_installed_versions_are_in_the_declared_ranges():
         have = key(version(name))
         for op, bound in re.findall(r"(>=|<)\s*([0-9][0-9.]*)", spec):
             assert (have >= key(bound)) if op == ">=" else (have < key(bound)), (name, version(name), spec)
+
+
+def test_ci_runs_the_lowest_and_newest_claimed_python():
+    """The package claims `requires-python` (README: "Python 3.10 or newer"): .ci/run installs
+    and runs the quick start and the lowest-versions tests on that Python, and the quick
+    start on the newest (issue 33: `pip install .` failed on 3.10 while the README claimed it)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        tomllib = pytest.importorskip("tomli")
+    claim = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
+    lowest = re.fullmatch(r">=\s*(3\.\d+)", claim).group(1)
+    script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert f"LOWEST_PY={lowest}\n" in script
+    assert re.search(r"^NEWEST_PY=3\.\d+$", script, re.M)
+    assert 'quick_start "$(find_python "$NEWEST_PY")"' in script
+    assert '"$(find_python "$LOWEST_PY")" -m venv "$lowest"' in script
+    assert f"Python {lowest} or newer" in (REPO / "README.md").read_text(encoding="utf-8")
