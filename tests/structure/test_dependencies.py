@@ -59,7 +59,7 @@ def test_lowest_constraints_are_the_declared_lower_bounds():
 
 def test_ci_runs_the_tests_again_on_the_lowest_versions():
     script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    assert "python -m venv" in script and "-c .ci/constraints-lowest.txt" in script
+    assert '-m venv "$lowest"' in script and "-c .ci/constraints-lowest.txt" in script
 
 
 def test_installed_versions_are_in_the_declared_ranges():
