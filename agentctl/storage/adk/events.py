@@ -15,9 +15,10 @@ State (what ADK's `get_session` reports, rebuilt for step N):
   initial state; adk-python#4933) and is absent until the first delta that sets it;
 - `app:` / `user:` keys: the same, from `app_states` / `user_states`, folded with the
   deltas of every session that shares them (the app's sessions for `app:`, the user's
-  for `user:`) in time order: a key some delta sets is absent until the first such
-  delta before the step, then has the latest one's value (the value another session's
-  create_session gave it is not stored);
+  for `user:`) in time order: a key some delta sets is unknown (the value `UNKNOWN`)
+  until the first such delta before the step, then has the latest one's value (its
+  value before its first change, if it had one, is stored nowhere: create_session
+  writes it into the row, which the first delta overwrites);
 - `temp:` keys are never stored. A delta's `None` value stays as a `None` value, as
   `append_event` stores it.
 """
@@ -31,6 +32,8 @@ from agentctl import deep
 from agentctl.storage.sqlconn import one_line
 
 APP, USER, TEMP = "app:", "user:", "temp:"
+#: the value shown for an `app:`/`user:` key at a step before its first change
+UNKNOWN = "(unknown: its value before its first change is stored nowhere)"
 
 
 def decode_json(value: Any) -> tuple[Any, str | None]:
@@ -86,18 +89,20 @@ class StateFold:
         self.session = {k: v for k, v in session_state.items() if k not in touched[0]}
         self.app = {k: v for k, v in app_state.items() if k not in touched[1]}
         self.user = {k: v for k, v in user_state.items() if k not in touched[2]}
+        #: the `app:`/`user:` keys (with their prefix) not yet set by a delta: unknown
+        self.unknown = {APP + k for k in touched[1]} | {USER + k for k in touched[2]}
 
     def apply(self, event: dict[str, Any]) -> None:
-        s, a, u = split_delta(state_delta(event))
-        self.session.update(s)
-        self.app.update(a)
-        self.user.update(u)
+        delta = state_delta(event)
+        self.session.update(split_delta(delta)[0])
+        self.apply_shared(delta)
 
     def apply_shared(self, delta: dict[str, Any]) -> None:
         """Another session's delta of the `app:` and `user:` keys this one shares."""
         _s, a, u = split_delta(delta)
         self.app.update(a)
         self.user.update(u)
+        self.unknown -= {APP + k for k in a} | {USER + k for k in u}
 
     def state(self) -> dict[str, Any]:
         merged = json.loads(json.dumps(self.session))
@@ -105,6 +110,8 @@ class StateFold:
             merged[APP + k] = json.loads(json.dumps(v))
         for k, v in self.user.items():
             merged[USER + k] = json.loads(json.dumps(v))
+        for k in sorted(self.unknown):
+            merged[k] = UNKNOWN
         return merged
 
 
@@ -140,7 +147,10 @@ def to_message(event: Any) -> dict[str, Any]:
         msg["author"] = author
     else:
         role = "user" if (author == "user" or content_role == "user") else "assistant"
-        msg = {"role": role, "name": author, "content": "\n".join(texts)}
+        msg = {"role": role}
+        if author != role:  # the user's own events: their role says who (`[0] user`, once)
+            msg["name"] = author
+        msg["content"] = "\n".join(texts)
         if calls:
             msg["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"), "arguments": c.get("args", {})}
                                  for c in calls]
