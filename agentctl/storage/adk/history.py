@@ -384,6 +384,11 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
 
     #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
     EDIT_CONFIRM = "append an event to {thread} whose state_delta holds these values"
+    #: ADK's state is a free mapping: `edit --set` may add a key
+    EDIT_NEW_KEYS = True
+    #: `--unset KEY` is `KEY: None` in the state_delta, and ADK's state keeps `KEY: None`
+    #: (append_event's `state.update(delta)`): the plan shows the key with None, as get_session will
+    EDIT_UNSET_TO_NONE = True
 
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
         """`agentctl edit`: an event (author "user") appended to REF's session whose
