@@ -408,8 +408,12 @@ async def test_rewind_as_adk_does_it_then_undo(adk_db):
         metas = await store.read_thread(tid, 100)
         assert len(metas) == 8 and "rewind" in metas[7].tags
         assert ["rewound" in m.tags for m in metas] == [False] * 4 + [True] * 3 + [False]
-        assert (await store.get_latest(tid)).state == got.state
-        await check_store(store)
+        assert metas[7].parent_checkpoint_id == target.checkpoint_id  # the step it rewound to
+        head = await store.get_latest(tid)
+        assert head.state == got.state
+        # the conversation ADK gives the model: the events _apply_rewinds keeps (issue 32.7)
+        assert head.messages == (await store.get(target.checkpoint_id)).messages
+        await check_store(store, message_per_step=False, linear=False)
     # the session ADK held from before is stale: ADK's own error, nothing written
     with pytest.raises(StaleSessionError):
         await svc.append_event(held, Event(author="user", invocation_id="inv-x", content=_text("user", "late")))

@@ -115,6 +115,48 @@ class StateFold:
         return merged
 
 
+def rewind_target(event: Any) -> str | None:
+    """The invocation a rewind event rewinds (`actions.rewind_before_invocation_id`)."""
+    actions = event.get("actions") if isinstance(event, dict) else None
+    target = actions.get("rewind_before_invocation_id") if isinstance(actions, dict) else None
+    return target if isinstance(target, str) and target else None
+
+
+def first_of(invocations: Sequence[str | None]) -> dict[str, int]:
+    """The index of each invocation's first event."""
+    first: dict[str, int] = {}
+    for i, inv in enumerate(invocations):
+        if inv and inv not in first:
+            first[inv] = i
+    return first
+
+
+def apply_rewinds(invocations: Sequence[str | None], targets: Sequence[str | None]
+                  ) -> tuple[list[int], set[int]]:
+    """ADK's `_apply_rewinds` (google/adk/events/_rewind_events.py) over a session's
+    events in order (their invocation ids and rewind targets): the indices of the events
+    it keeps, the conversation ADK gives the model (`contents.py` skips the others), and
+    the indices of those a rewind drops (not the rewind events themselves, which ADK
+    drops too). Walking back from the end, a rewind event drops itself and every event
+    back to its invocation's first one; a rewind inside a dropped range does nothing."""
+    first = first_of(invocations)
+    kept: list[int] = []
+    dropped: set[int] = set()
+    i = len(targets) - 1
+    while i >= 0:
+        target = targets[i]
+        if target:
+            start = first.get(target)
+            if start is not None and start < i:
+                dropped.update(range(start, i))
+                i = start
+        else:
+            kept.append(i)
+        i -= 1
+    kept.reverse()
+    return kept, dropped
+
+
 def _parts(event: dict[str, Any]) -> list[dict[str, Any]]:
     content = event.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
@@ -198,6 +240,8 @@ def summary_of(msg: dict[str, Any]) -> str:
     who = msg.get("author") or msg.get("name") or msg.get("role")
     if msg.get("error"):
         return one_line(f"{who}: error {msg['error'].get('code')}: {msg['error'].get('message')}")
+    if msg.get("rewind_before_invocation_id"):
+        return one_line(f"{who}: rewind before invocation {msg['rewind_before_invocation_id']}")
     if msg.get("tool_calls"):
         call = msg["tool_calls"][0]
         return one_line(f"{who}: {call.get('name')}({json.dumps(call.get('arguments'), ensure_ascii=False)})")
