@@ -317,7 +317,7 @@ async def edit(screen: "MainScreen", meta: CheckpointMetadata) -> None:
         return
     edits = await screen.app.push_screen_wait(EditScreen(
         f"Edit the state of {short_meta(meta)} ({inert(meta.checkpoint_id, one_line=True)})", probe.old,
-        screen.edit_path))
+        screen.edit_path, new_keys=getattr(engine, "EDIT_NEW_KEYS", False)))
     if edits is None:
         screen.notify("edit cancelled: nothing changed")
         return
