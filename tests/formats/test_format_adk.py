@@ -641,3 +641,32 @@ def test_doctor_fix_writes_nothing_when_nothing_is_wrong_or_the_format_cannot(tm
             assert r.stderr.strip() == "agentctl: the agentos format does not support doctor --fix"
         assert hashlib.sha256(path.read_bytes()).hexdigest() == before
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(name)) == [name]
+
+
+def test_apply_rewinds_keeps_the_events_adks_own_keeps():
+    """`apply_rewinds` (the transcript's conversation after rewinds) against ADK's own
+    `_apply_rewinds` on random sessions: rewinds of earlier, later and rewound
+    invocations, rewinds of rewinds, targets that are not there."""
+    import random
+
+    from google.adk.events._rewind_events import _apply_rewinds
+
+    from agentctl.storage.adk.events import apply_rewinds
+
+    rng = random.Random(7)
+    for _ in range(500):
+        invocations: list[str] = []
+        targets: list[str | None] = []
+        for _ in range(rng.randint(0, 14)):
+            if invocations and rng.random() < 0.25:
+                targets.append(rng.choice(invocations + ["nowhere"]))
+                invocations.append(f"r{len(invocations)}")
+            else:
+                targets.append(None)
+                invocations.append(rng.choice(invocations[-1:] + [f"i{len(invocations)}"]))
+        events = [Event(id=str(i), author="user", invocation_id=inv,
+                        actions=EventActions(rewind_before_invocation_id=t))
+                  for i, (inv, t) in enumerate(zip(invocations, targets))]
+        kept, dropped = apply_rewinds(invocations, targets)
+        assert [str(i) for i in kept] == [e.id for e in _apply_rewinds(events)], (invocations, targets)
+        assert not set(kept) & dropped
