@@ -111,14 +111,21 @@ def _apply(node: Any, path: tuple[str, ...], edit: Edit) -> None:
     raise UsageError(f"{where}: {'.'.join(path[:-1]) or key!r} holds a {type(node).__name__}, not an object or list")
 
 
-def apply_edits(state: dict[str, Any], edits: list[Edit], *, top_level: set[str] | None = None) -> dict[str, Any]:
+def apply_edits(state: dict[str, Any], edits: list[Edit], *, top_level: set[str] | None = None,
+                new_keys: bool = False, unset_to_none: bool = False) -> dict[str, Any]:
     """A copy of `state` with the edits made. An unknown top-level key is an error naming
-    the keys there are (`top_level`: the keys that may be set, default the state's)."""
+    the keys there are (`top_level`: the keys that may be set, default the state's),
+    unless `new_keys` (the state is a free mapping: --set may add a key). `unset_to_none`:
+    --unset of a top-level key leaves it with None, as the framework removes one (ADK:
+    a state_delta's None)."""
     known = set(state) if top_level is None else top_level
     out = copy.deepcopy(state)
     for e in edits:
-        if e.path[0] not in known:
+        if e.path[0] not in known and not (new_keys and not e.unset and len(e.path) == 1):
             raise UsageError(f"the state has no key {e.path[0]!r} (its keys: {', '.join(sorted(known))})")
+        if unset_to_none and e.unset and len(e.path) == 1:
+            out[e.key] = None
+            continue
         _apply(out, e.path, e)
     return out
 
@@ -197,7 +204,8 @@ async def plan_edit(store: Any, history: Any, meta: Any, edits: list[Edit], *,
     if cp is None:
         raise UsageError(f"checkpoint {meta.checkpoint_id} no longer exists")
     old = editable_state(history, cp)
-    new = apply_edits(old, edits)
+    new = apply_edits(old, edits, new_keys=getattr(history, "EDIT_NEW_KEYS", False),
+                      unset_to_none=getattr(history, "EDIT_UNSET_TO_NONE", False))
     if hasattr(history, "edit_check"):  # what the format's rows can hold
         history.edit_check(old, new)
     before = await history.run_keys(meta.thread_id) if for_write and not native else None

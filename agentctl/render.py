@@ -466,6 +466,11 @@ def plan_text(plan: Any) -> RenderableType:
         elif plan.hard:
             parts.extend(_listing(Text(f"DELETE {n} checkpoint{'s' if n != 1 else ''} after it "
                                        "(undoable until purge):", style="bold red"), plan.moved, "red"))
+        elif getattr(plan, "marked", False):  # ADK: a rewind event marks them; they stay
+            parts.extend(_listing(Text.assemble(
+                f"append a rewind event (as ADK's rewind_async) marking the {n} checkpoint"
+                f"{'s' if n != 1 else ''} after it rewound: they stay in ", safe(plan.thread_id, "bold", one_line=True),
+                ", out of the conversation:"), plan.moved))
         elif plan.archive_thread == plan.thread_id:  # LangGraph: a fork copy becomes the head
             parts.extend(_listing(Text(f"write a fork checkpoint copying it as the new head; the {n} "
                                        f"checkpoint{'s' if n != 1 else ''} after it stay as a branch:"),

@@ -62,6 +62,8 @@ class TimeTravelResult:
     archive_thread: str | None = None  # where they went (None when hard or nothing moved)
     moved: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    #: the moved checkpoints stay in the thread, marked rewound by the new head (ADK)
+    marked: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +77,7 @@ class TimeTravelResult:
             "archive_thread": self.archive_thread,
             "moved": list(self.moved),
             "deleted": list(self.deleted),
+            "marked": self.marked,
         }
 
 
@@ -87,11 +90,13 @@ class RewindPlan:
     moved: list[CheckpointMetadata]  # the checkpoints after the target, in order
     archive_thread: str | None  # where they would go; None when hard or nothing moves
     hard: bool
+    #: they stay in the thread, marked rewound by a new head (ADK's rewind event): no archive
+    marked: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target.to_dict(), "thread_id": self.thread_id,
                 "moved": [m.to_dict() for m in self.moved],
-                "archive_thread": self.archive_thread, "hard": self.hard}
+                "archive_thread": self.archive_thread, "hard": self.hard, "marked": self.marked}
 
 
 @dataclass

@@ -127,7 +127,9 @@ async def rewind(screen: "MainScreen", meta: CheckpointMetadata) -> None:
     result = await engine.rewind(meta.checkpoint_id, archive_thread=plan.archive_thread)
     archive = getattr(result, "archive_thread", None) or plan.archive_thread
     summary = (f"rewound {meta.thread_id} to step {meta.step}; {len(plan.moved)} later "
-               f"checkpoint(s) " + ("kept as a branch (a fork is the new head)"
+               f"checkpoint(s) " + ("marked rewound by a new rewind event (kept in the thread)"
+                                    if getattr(result, "marked", False)  # ADK
+                                    else "kept as a branch (a fork is the new head)"
                                     if archive == meta.thread_id  # LangGraph
                                     else f"moved to {archive}" if archive else "removed")
                + " (u undoes)")
@@ -315,7 +317,7 @@ async def edit(screen: "MainScreen", meta: CheckpointMetadata) -> None:
         return
     edits = await screen.app.push_screen_wait(EditScreen(
         f"Edit the state of {short_meta(meta)} ({inert(meta.checkpoint_id, one_line=True)})", probe.old,
-        screen.edit_path))
+        screen.edit_path, new_keys=getattr(engine, "EDIT_NEW_KEYS", False)))
     if edits is None:
         screen.notify("edit cancelled: nothing changed")
         return

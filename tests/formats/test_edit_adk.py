@@ -96,3 +96,55 @@ async def test_edit_errors_exit_2_and_write_nothing(adk_db):
         r = cli(url, "edit", "app/u1/s1@2", *args, "--yes")
         assert r.exit_code == 2 and words in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert await dump(url) == before
+
+
+async def _session(svc) -> None:
+    s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
+    for ev in conversation():
+        await svc.append_event(s, ev)
+    await svc.create_session(app_name="app", user_id="u1", session_id="s2")
+
+
+async def test_edit_adds_a_key_as_adks_own_and_names_the_keys_show_has(adk_db, db_copy):
+    """Issue 32.10: ADK's state is a free mapping, so `edit --set` may add a key
+    (session, `user:` or `app:`), as ADK's own append_event of that delta does on a
+    copy. A nested key under a key that is not there: the error lists the keys `show`
+    has, the `app:`/`user:` keys first set later (unknown at that step) among them."""
+    url, svc = adk_db
+    await _session(svc)
+    r = cli(url, "edit", "app/u1/s1@2", "--set", "nokey.x=1", "--yes")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert all(k in r.stderr for k in cli_json(url, "show", "app/u1/s1@2", "--json")["state"]), r.stderr
+    assert "app:count" in r.stderr and "user:seen" in r.stderr, r.stderr
+    copy = db_copy(url)
+    r = cli(url, "edit", "app/u1/s1", "--set", 'fresh={"n": 1}', "--set", 'user:plan="pro"',
+            "--set", 'app:mode="beta"', "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert await _seen(svc) == await _adks_own_edit(copy, {"fresh": {"n": 1}, "user:plan": "pro", "app:mode": "beta"})
+    got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert got.state["fresh"] == {"n": 1} and got.state["user:plan"] == "pro" and got.state["app:mode"] == "beta"
+
+
+async def test_edit_unset_alone_is_a_none_delta_as_adks_own(adk_db, db_copy):
+    """Issue 33.25: `--unset KEY` alone is an edit: an event whose state_delta is
+    `KEY: None`, which ADK's append_event keeps in the state as None (`state.update`),
+    so the plan says null, not removed, and `show` gives what get_session gives. It
+    equals ADK's own append_event of that delta on a copy. Unsetting it again changes
+    nothing: exit 2, nothing written."""
+    url, svc = adk_db
+    await _session(svc)
+    copy = db_copy(url)
+    plan = cli_json(url, "edit", "app/u1/s1", "--unset", "counter", "--unset", "user:seen", "--dry-run")
+    assert [(c["path"], c["op"], c.get("new")) for c in plan["changes"]] == \
+        [("/counter", "changed", None), ("/user:seen", "changed", None)]
+    r = cli(url, "edit", "app/u1/s1", "--unset", "counter", "--unset", "user:seen", "--yes")
+    assert r.exit_code == 0, r.stderr
+    got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert got.events[-1].actions.state_delta == {"counter": None, "user:seen": None}
+    assert got.state["counter"] is None and got.state["user:seen"] is None  # as ADK keeps them
+    assert await _seen(svc) == await _adks_own_edit(copy, {"counter": None, "user:seen": None})
+    assert cli_json(url, "show", "app/u1/s1", "--json")["state"] == got.state
+    before = await dump(url)
+    r = cli(url, "edit", "app/u1/s1", "--unset", "counter", "--yes")
+    assert r.exit_code == 2 and "changes nothing" in r.stderr, r.stderr
+    assert await dump(url) == before

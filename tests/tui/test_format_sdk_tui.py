@@ -63,3 +63,39 @@ async def test_tui_browses_an_sdk_sample(tmp_path, name):
             await pilot.press("3")
             await settle(pilot)
             assert "get_weather" in view_text(app, "tools-view")
+
+
+async def test_tui_e_adds_a_new_key_to_an_adk_state(tmp_path):
+    """Issue 32.10 in the TUI: ADK's state is a free mapping, so the editor (`e`) takes
+    a key that is not there yet, and the write adds it (an event with that delta)."""
+    pytest.importorskip("textual")
+    from textual.widgets import Input, TextArea
+
+    from agentctl.tui.screens.confirm import ConfirmScreen
+    from agentctl.tui.screens.edit import EditScreen
+
+    path = tmp_path / "adk.db"
+    shutil.copyfile(SAMPLES / "adk.db", path)
+    app = AgentctlApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "trip-planner/alice/s-1")
+        await pilot.press("e")
+        await settle(pilot)
+        editor = app.screen
+        assert isinstance(editor, EditScreen)
+        editor.query_one(Input).value = "user:seat"
+        await settle(pilot)
+        editor.query_one(TextArea).text = '"aisle"'
+        await settle(pilot)
+        assert not editor.error and not editor.query_one("#ok").disabled, editor.error
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        for _ in range(50):
+            await settle(pilot)
+            head = await app.source.db.get_latest("trip-planner/alice/s-1")
+            if head.metadata.step == 8:
+                break
+        assert head.state["user:seat"] == "aisle"

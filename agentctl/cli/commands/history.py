@@ -59,6 +59,8 @@ def rewind(
         return
     in_place = p.archive_thread == p.thread_id  # LangGraph: a fork copy becomes the head
     what = (f"delete {len(p.moved)} checkpoint(s) of {p.thread_id}" if hard
+            else f"append a rewind event to {p.thread_id} marking {len(p.moved)} checkpoint(s) rewound"
+            if p.marked
             else f"write a fork of {p.target.checkpoint_id} as the head of {p.thread_id}" if in_place
             else f"move {len(p.moved)} checkpoint(s) of {p.thread_id} to {p.archive_thread}")
     confirm(what, yes=yes)
@@ -79,6 +81,12 @@ def rewind(
         return
     where = "deleted" if hard else f"moved to {result.archive_thread}"
     head = p.target.checkpoint_id
+    if result.marked:  # ADK: a rewind event is the new head; the rewound events stay
+        new = result.checkpoint.metadata
+        say(f"{result.thread_id} is rewound to {head} (step {p.target.step}): a rewind event {new.checkpoint_id} "
+            f"(step {new.step}) marks {result.rewind_depth} later checkpoint(s) rewound; they stay in the "
+            f"thread, out of the conversation (op {op_id}; undo: agentctl undo {op_id})")
+        return
     if result.checkpoint.metadata.checkpoint_id != head:  # a fork copy is the new head
         head = f"{result.checkpoint.metadata.checkpoint_id}, a fork of {p.target.checkpoint_id}"
         where = "deleted" if hard else "kept as a branch"

@@ -19,7 +19,9 @@ Mapping (see `store.py`):
   `actions.state_delta` up to N, with `app:`/`user:` keys (see `state.py`);
 - events render as a transcript: author, text parts, function calls and responses,
   artifact versions, errors, invocation id; events a rewind dropped (ADK's
-  `_apply_rewinds`) are tagged `rewound`.
+  `_apply_rewinds`) are tagged `rewound` and, from that rewind on, left out of the
+  messages and tool results (the conversation ADK gives the model); a rewind event's
+  parent is the step it rewound to (the dropped events are a fork in `tree`).
 
 Writes (`history.py`, schema v1): `rewind` (ADK's way: an appended event that marks
 the later invocations rewound and restores the session state; or `--hard`), `branch`

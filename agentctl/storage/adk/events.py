@@ -15,9 +15,10 @@ State (what ADK's `get_session` reports, rebuilt for step N):
   initial state; adk-python#4933) and is absent until the first delta that sets it;
 - `app:` / `user:` keys: the same, from `app_states` / `user_states`, folded with the
   deltas of every session that shares them (the app's sessions for `app:`, the user's
-  for `user:`) in time order: a key some delta sets is absent until the first such
-  delta before the step, then has the latest one's value (the value another session's
-  create_session gave it is not stored);
+  for `user:`) in time order: a key some delta sets is unknown (the value `UNKNOWN`)
+  until the first such delta before the step, then has the latest one's value (its
+  value before its first change, if it had one, is stored nowhere: create_session
+  writes it into the row, which the first delta overwrites);
 - `temp:` keys are never stored. A delta's `None` value stays as a `None` value, as
   `append_event` stores it.
 """
@@ -31,6 +32,8 @@ from agentctl import deep
 from agentctl.storage.sqlconn import one_line
 
 APP, USER, TEMP = "app:", "user:", "temp:"
+#: the value shown for an `app:`/`user:` key at a step before its first change
+UNKNOWN = "(unknown: its value before its first change is stored nowhere)"
 
 
 def decode_json(value: Any) -> tuple[Any, str | None]:
@@ -86,18 +89,20 @@ class StateFold:
         self.session = {k: v for k, v in session_state.items() if k not in touched[0]}
         self.app = {k: v for k, v in app_state.items() if k not in touched[1]}
         self.user = {k: v for k, v in user_state.items() if k not in touched[2]}
+        #: the `app:`/`user:` keys (with their prefix) not yet set by a delta: unknown
+        self.unknown = {APP + k for k in touched[1]} | {USER + k for k in touched[2]}
 
     def apply(self, event: dict[str, Any]) -> None:
-        s, a, u = split_delta(state_delta(event))
-        self.session.update(s)
-        self.app.update(a)
-        self.user.update(u)
+        delta = state_delta(event)
+        self.session.update(split_delta(delta)[0])
+        self.apply_shared(delta)
 
     def apply_shared(self, delta: dict[str, Any]) -> None:
         """Another session's delta of the `app:` and `user:` keys this one shares."""
         _s, a, u = split_delta(delta)
         self.app.update(a)
         self.user.update(u)
+        self.unknown -= {APP + k for k in a} | {USER + k for k in u}
 
     def state(self) -> dict[str, Any]:
         merged = json.loads(json.dumps(self.session))
@@ -105,7 +110,51 @@ class StateFold:
             merged[APP + k] = json.loads(json.dumps(v))
         for k, v in self.user.items():
             merged[USER + k] = json.loads(json.dumps(v))
+        for k in sorted(self.unknown):
+            merged[k] = UNKNOWN
         return merged
+
+
+def rewind_target(event: Any) -> str | None:
+    """The invocation a rewind event rewinds (`actions.rewind_before_invocation_id`)."""
+    actions = event.get("actions") if isinstance(event, dict) else None
+    target = actions.get("rewind_before_invocation_id") if isinstance(actions, dict) else None
+    return target if isinstance(target, str) and target else None
+
+
+def first_of(invocations: Sequence[str | None]) -> dict[str, int]:
+    """The index of each invocation's first event."""
+    first: dict[str, int] = {}
+    for i, inv in enumerate(invocations):
+        if inv and inv not in first:
+            first[inv] = i
+    return first
+
+
+def apply_rewinds(invocations: Sequence[str | None], targets: Sequence[str | None]
+                  ) -> tuple[list[int], set[int]]:
+    """ADK's `_apply_rewinds` (google/adk/events/_rewind_events.py) over a session's
+    events in order (their invocation ids and rewind targets): the indices of the events
+    it keeps, the conversation ADK gives the model (`contents.py` skips the others), and
+    the indices of those a rewind drops (not the rewind events themselves, which ADK
+    drops too). Walking back from the end, a rewind event drops itself and every event
+    back to its invocation's first one; a rewind inside a dropped range does nothing."""
+    first = first_of(invocations)
+    kept: list[int] = []
+    dropped: set[int] = set()
+    i = len(targets) - 1
+    while i >= 0:
+        target = targets[i]
+        if target:
+            start = first.get(target)
+            if start is not None and start < i:
+                dropped.update(range(start, i))
+                i = start
+        else:
+            kept.append(i)
+        i -= 1
+    kept.reverse()
+    return kept, dropped
 
 
 def _parts(event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -140,7 +189,10 @@ def to_message(event: Any) -> dict[str, Any]:
         msg["author"] = author
     else:
         role = "user" if (author == "user" or content_role == "user") else "assistant"
-        msg = {"role": role, "name": author, "content": "\n".join(texts)}
+        msg = {"role": role}
+        if author != role:  # the user's own events: their role says who (`[0] user`, once)
+            msg["name"] = author
+        msg["content"] = "\n".join(texts)
         if calls:
             msg["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"), "arguments": c.get("args", {})}
                                  for c in calls]
@@ -188,6 +240,8 @@ def summary_of(msg: dict[str, Any]) -> str:
     who = msg.get("author") or msg.get("name") or msg.get("role")
     if msg.get("error"):
         return one_line(f"{who}: error {msg['error'].get('code')}: {msg['error'].get('message')}")
+    if msg.get("rewind_before_invocation_id"):
+        return one_line(f"{who}: rewind before invocation {msg['rewind_before_invocation_id']}")
     if msg.get("tool_calls"):
         call = msg["tool_calls"][0]
         return one_line(f"{who}: {call.get('name')}({json.dumps(call.get('arguments'), ensure_ascii=False)})")

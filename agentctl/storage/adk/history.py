@@ -196,9 +196,8 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         if later and not hard:
             rows = await self.store._q(f"SELECT invocation_id FROM events WHERE {_EVENT} ORDER BY timestamp, id", *key)
             self._check_boundary(meta.step, [r["invocation_id"] for r in rows])
-        archive = None if hard or not later else \
-            f"(kept in {meta.thread_id}, marked rewound by a new event)"
-        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=archive, hard=hard)
+        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=None, hard=hard,
+                          marked=bool(later) and not hard)
 
     @staticmethod
     def _check_boundary(step: int, invocations: list[str]) -> str:
@@ -260,8 +259,8 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             raise CheckpointNotFound(checkpoint_id)
         return TimeTravelResult(checkpoint=cp, thread_id=tid, rewind_depth=len(moved),
                                 snapshot_count_before=before, op_id=op_id,
-                                archive_thread=None if hard or not moved else archive_thread,
-                                moved=[] if hard else moved, deleted=moved if hard else [])
+                                moved=[] if hard else moved, deleted=moved if hard else [],
+                                marked=bool(moved) and not hard)
 
     # ---- branch ----------------------------------------------------------------------
 
@@ -384,6 +383,11 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
 
     #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
     EDIT_CONFIRM = "append an event to {thread} whose state_delta holds these values"
+    #: ADK's state is a free mapping: `edit --set` may add a key
+    EDIT_NEW_KEYS = True
+    #: `--unset KEY` is `KEY: None` in the state_delta, and ADK's state keeps `KEY: None`
+    #: (append_event's `state.update(delta)`): the plan shows the key with None, as get_session will
+    EDIT_UNSET_TO_NONE = True
 
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
         """`agentctl edit`: an event (author "user") appended to REF's session whose

@@ -4,7 +4,7 @@ the mapping, `events.py` for the transcript and the state fold)."""
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, NamedTuple, Sequence
 
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
@@ -14,7 +14,10 @@ from agentctl.storage.adk.events import (
     APP,
     USER,
     StateFold,
+    apply_rewinds,
     decode_json,
+    first_of,
+    rewind_target,
     searchable_text,
     state_delta,
     summary_of,
@@ -49,6 +52,16 @@ def _order_key(value: Any) -> tuple[int, Any]:
     if isinstance(value, str):
         return (2, value)
     return (3, bytes(value))
+
+
+class Rewinds(NamedTuple):
+    """A session's rewinds (`ADKStore._rewinds`)."""
+
+    dropped: frozenset[str]  # the events a later rewind drops
+    parents: dict[str, str | None]  # a rewind event -> the event it rewound to
+
+
+NO_REWINDS = Rewinds(frozenset(), {})
 
 
 def thread_id_of(app: str, user: str, session: str) -> str:
@@ -177,52 +190,47 @@ class ADKStore(ConnectedStore):
         return rows
 
     def _meta(self, row: dict[str, Any], parent: str | None, msg: dict[str, Any],
-              rewound: frozenset[str] = frozenset()) -> CheckpointMetadata:
+              rewinds: Rewinds = NO_REWINDS) -> CheckpointMetadata:
         tags = tags_of(msg)
-        if row["id"] in rewound:
+        if row["id"] in rewinds.dropped:
             tags.append("rewound")
         return CheckpointMetadata(
             thread_id=thread_id_of(row["app_name"], row["user_id"], row["session_id"]),
-            checkpoint_id=row["id"], step=row["step"], parent_checkpoint_id=parent,
+            checkpoint_id=row["id"], step=row["step"], parent_checkpoint_id=rewinds.parents.get(row["id"], parent),
             created_at=iso_utc(row["timestamp"]), tags=tags, summary=summary_of(msg))
 
-    async def _rewound(self, key: tuple[str, str, str]) -> frozenset[str]:
-        """The ids of the session's events that a later rewind event drops, as ADK's
-        `_apply_rewinds` decides (whole invocations, back to the earliest event of the
-        invocation the rewind names)."""
+    async def _rewinds(self, key: tuple[str, str, str]) -> Rewinds:
+        """The session's rewinds, as ADK's `_apply_rewinds` reads them (`apply_rewinds`):
+        the ids of the events a later rewind event drops (tagged "rewound"), and the
+        parent of each rewind event that drops some: the event before the first one it
+        drops (the step it rewound to), so `tree` shows the dropped range as a fork."""
         if self.layout != "v1":
-            return frozenset()
+            return NO_REWINDS
         if not await self._q("SELECT 1 AS x FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
                              "AND CAST(event_data AS TEXT) LIKE ? LIMIT 1", *key, "%rewind_before_invocation_id%"):
-            return frozenset()
+            return NO_REWINDS
         rows = await self._q("SELECT id, invocation_id, event_data FROM events WHERE app_name = ? AND "
                              "user_id = ? AND session_id = ? ORDER BY timestamp, id", *key)
-        first: dict[str, int] = {}
-        for i, r in enumerate(rows):
-            first.setdefault(r["invocation_id"], i)
-        dropped: set[str] = set()
-        i = len(rows) - 1
-        while i >= 0:
-            ev, _err = self._event(rows[i])
-            actions = (ev or {}).get("actions") or {}
-            target = actions.get("rewind_before_invocation_id") if isinstance(actions, dict) else None
-            if target:
-                start = first.get(target)
-                if start is not None and start < i:
-                    dropped.update(r["id"] for r in rows[start:i])
-                    i = start
-            i -= 1
-        return frozenset(dropped)
+        invocations = [r["invocation_id"] for r in rows]
+        targets = [rewind_target(self._event(r)[0]) for r in rows]
+        _kept, dropped = apply_rewinds(invocations, targets)
+        first = first_of(invocations)
+        parents: dict[str, str | None] = {}
+        for i, target in enumerate(targets):
+            start = first.get(target) if target else None
+            if start is not None and start < i:
+                parents[rows[i]["id"]] = rows[start - 1]["id"] if start else None
+        return Rewinds(frozenset(rows[i]["id"] for i in dropped), parents)
 
     def _metas(self, rows: list[dict[str, Any]], first_step: int,
-               rewound: frozenset[str] = frozenset(), parent: str | None = None) -> list[CheckpointMetadata]:
+               rewinds: Rewinds = NO_REWINDS, parent: str | None = None) -> list[CheckpointMetadata]:
         out = []
         prev = parent
         for r in rows:
             if r["step"] >= first_step:
                 ev, err = self._event(r)
                 msg = to_message(ev) if err is None else {"role": "invalid", "content": err}
-                out.append(self._meta(r, prev, msg, rewound))
+                out.append(self._meta(r, prev, msg, rewinds))
             prev = r["id"]
         return out
 
@@ -270,14 +278,24 @@ class ADKStore(ConnectedStore):
         fold = StateFold(session, app, user, [e for e, _ in events if e is not None],
                          [d for _, d in shared]) if self.layout == "v1" else None
         next_shared = 0
-        rewound = await self._rewound(key)
-        messages: list[dict[str, Any]] = []
+        rewinds = await self._rewinds(key)
+        invocations = [r.get("invocation_id") for r in rows]
+        targets = [rewind_target(ev) for ev, _ in events]
+        messages: list[dict[str, Any]] = []  # one per event, in order
+        live: list[int] = []  # the events ADK's conversation keeps (see `apply_rewinds`)
         tools: dict[str, Any] = {}
         prev = await self._first_parent(rows)
-        for r, (ev, err) in zip(rows, events):
+        for i, (r, (ev, err)) in enumerate(zip(rows, events)):
             msg = to_message(ev) if err is None else {"role": "invalid", "content": f"(event_data: {err})"}
             messages.append(msg)
-            tools_of(ev, tools)
+            if targets[i]:  # a rewind: the conversation as ADK now builds it
+                live = apply_rewinds(invocations[:i + 1], targets[:i + 1])[0]
+                tools = {}
+                for j in live:
+                    tools_of(events[j][0], tools)
+            else:
+                live.append(i)
+                tools_of(ev, tools)
             if fold is not None:
                 while next_shared < len(shared) and shared[next_shared][0] <= r["timestamp"]:
                     fold.apply_shared(shared[next_shared][1])
@@ -287,7 +305,7 @@ class ADKStore(ConnectedStore):
             if upto is not None and r["step"] != upto:
                 prev = r["id"]
                 continue
-            meta = self._meta(r, prev, msg, rewound)
+            meta = self._meta(r, prev, msg, rewinds)
             prev = r["id"]
             if err is not None:
                 yield CorruptRowError(meta.checkpoint_id, "event_data", err)
@@ -300,7 +318,7 @@ class ADKStore(ConnectedStore):
                                       "current state is `current`",
                          "current": {**session, **{"app:" + k: v for k, v in app.items()},
                                      **{"user:" + k: v for k, v in user.items()}}}
-            yield Checkpoint(meta, list(messages), state, {k: dict(v) for k, v in tools.items()})
+            yield Checkpoint(meta, [messages[j] for j in live], state, {k: dict(v) for k, v in tools.items()})
 
     # ---- threads -------------------------------------------------------------------
 
@@ -431,7 +449,7 @@ class ADKStore(ConnectedStore):
     async def _page(self, key: tuple[str, str, str], first: int, last: int | None) -> list[CheckpointMetadata]:
         """The metadata of steps first..last (None: to the end) of a session."""
         rows = await self._rows(key, first, last)
-        return self._metas(rows, first, await self._rewound(key), await self._first_parent(rows))
+        return self._metas(rows, first, await self._rewinds(key), await self._first_parent(rows))
 
     async def _locate(self, event_id: str) -> tuple[tuple[str, str, str], int] | None:
         """The session of an event and the event's step."""
@@ -488,7 +506,10 @@ class ADKStore(ConnectedStore):
         if found is None:
             return []
         metas = await self._page(found[0], found[1] + 1, found[1] + 1)
-        return [m for m in metas if m.step == found[1] + 1]
+        # the next event, unless it is a rewind to an earlier step; the rewinds to this one
+        rewinds = [r for r, parent in (await self._rewinds(found[0])).parents.items() if parent == checkpoint_id]
+        later = [await self.get_metadata(r) for r in rewinds if r not in {m.checkpoint_id for m in metas}]
+        return [m for m in metas + later if m is not None and m.parent_checkpoint_id == checkpoint_id]
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         """The first events of the branches agentctl made from these threads."""

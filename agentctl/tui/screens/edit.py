@@ -65,10 +65,12 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
         Binding("ctrl+s", "save", "Save", id="edit.save"),
     ]
 
-    def __init__(self, title: str, state: dict[str, Any], path: str = "") -> None:
+    def __init__(self, title: str, state: dict[str, Any], path: str = "", new_keys: bool = False) -> None:
+        """`new_keys`: the format's state is a free mapping (ADK): a new top-level key may be set."""
         super().__init__()
         self.title_text = title
         self.state = state
+        self.new_keys = new_keys
         if not path and len(_json(state)) > MAX_START_CHARS and state:
             path = str(next(iter(state)))
         self.path = path
@@ -132,7 +134,7 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
             edits = whole_state_edits(self.state, value)
         else:
             edits = [Edit(key_path(self.path), value)]
-        apply_edits(self.state, edits)  # an unknown key, a path through a value: said here
+        apply_edits(self.state, edits, new_keys=self.new_keys)  # an unknown key, a path through a value: said here
         return edits
 
     def _check(self) -> None:
