@@ -32,6 +32,9 @@ class DefaultReads:
     async def read_contents(self, metas):
         return await Store.read_contents(self.store, metas)
 
+    async def without_copies(self, line):
+        return await self.store.without_copies(line)
+
     async def run_lines(self, checkpoint_ids):
         return await Store.run_lines(self, checkpoint_ids)  # type: ignore[arg-type]
 
