@@ -12,12 +12,16 @@ import pytest
 
 pytest.importorskip("langgraph")
 pytest.importorskip("langchain_core")
+pytest.importorskip("agents")
+pytest.importorskip("google.adk")
 
+import tests.formats.test_format_adk as fa  # noqa: E402
 import tests.formats.test_langgraph_writes as lgw  # noqa: E402
 from tests.formats.test_langgraph_writes import cfg  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 lg = lgw.lg  # the fixture: an empty LangGraph database on SQLite and on Postgres
+adk_db = fa.adk_db  # the fixture: (agentctl's URL, a DatabaseSessionService) on SQLite and on Postgres
 
 
 def _chat_app(saver, answers: list[str]):
@@ -171,7 +175,6 @@ def _branch(path: str, ref: str, name: str) -> str:
 
 
 async def test_openai_a_replay_in_a_branch_does_not_part_and_a_branch_parts_at_its_own_step(tmp_path):
-    pytest.importorskip("agents")
     path = str(tmp_path / "sdk.db")
     original = await _openai_turns(path, "conv-1", ["Paris weather", "Lyon weather"])
     assert len(original) == 8  # a turn: the user's message, the call, its output, the answer
@@ -197,3 +200,78 @@ async def test_openai_a_replay_in_a_branch_does_not_part_and_a_branch_parts_at_i
     # the branch's copies (items 1..6) are not steps of their own; one of them stands for
     # its original
     assert cli_json(path, "compare", "conv-1", f"{wifi}@3")["first_divergent_step"] is None
+
+
+# ---- Google ADK: a scripted BaseLlm, ADK's own Runner and DatabaseSessionService ------
+
+
+def _adk_agent():
+    """An `LlmAgent` whose scripted model calls `lookup` for the user's text, then
+    answers with its result; ADK makes new event, invocation and function-call ids."""
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    def lookup(query: str) -> str:
+        """Look something up."""
+        return f"found: {query}"
+
+    class Scripted(BaseLlm):
+        async def generate_content_async(self, llm_request, stream=False):
+            part = llm_request.contents[-1].parts[-1]
+            if part.function_response is not None:
+                text = str(part.function_response.response.get("result"))
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
+            else:
+                call = types.FunctionCall(id=f"adk-{uuid.uuid4()}", name="lookup", args={"query": part.text})
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+
+    return LlmAgent(name="helper", model=Scripted(model="scripted"), instruction="help", tools=[lookup])
+
+
+async def _adk_turns(svc, session_id: str, inputs: list[str]) -> list:
+    from google.adk.runners import Runner
+    from google.genai import types
+
+    if await svc.get_session(app_name="app", user_id="u1", session_id=session_id) is None:
+        await svc.create_session(app_name="app", user_id="u1", session_id=session_id)
+    runner = Runner(app_name="app", agent=_adk_agent(), session_service=svc)
+    for text in inputs:
+        async for _ in runner.run_async(user_id="u1", session_id=session_id,
+                                        new_message=types.Content(role="user", parts=[types.Part(text=text)])):
+            pass
+    return (await svc.get_session(app_name="app", user_id="u1", session_id=session_id)).events
+
+
+def _content(events) -> list:
+    """The events as ADK gives them, without the ids and times it generates."""
+    out = []
+    for e in events:
+        part = e.content.parts[0].model_dump(exclude_none=True)
+        for kind in ("function_call", "function_response"):
+            if kind in part:
+                part[kind].pop("id")
+        out.append((e.author, part))
+    return out
+
+
+async def test_adk_a_replay_in_a_branch_does_not_part_and_a_branch_parts_at_its_own_step(adk_db):
+    url, svc = adk_db
+    original = await _adk_turns(svc, "conv-1", ["Paris weather", "Lyon weather"])
+    assert len(original) == 8  # a turn: the user's message, the call, its response, the answer
+    replay = _branch(url, "app/u1/conv-1@4", "again")
+    events = await _adk_turns(svc, replay.split("/")[-1], ["Lyon weather"])
+    assert _content(events) == _content(original)
+    assert events[5].invocation_id != original[5].invocation_id
+    out = cli_json(url, "compare", "app/u1/conv-1", replay)
+    assert out["first_divergent_step"] is None and out["common_steps"] == 8, out
+    exact = cli_json(url, "compare", "app/u1/conv-1", replay, "--exact")
+    assert (exact["first_divergent_step"], exact["a_step"], exact["b_step"]) == (5, 5, 5)
+    assert "/4/invocation_id" in {c["path"] for c in exact["changes"]}
+    wifi = _branch(url, "app/u1/conv-1@6", "wifi")
+    await _adk_turns(svc, wifi.split("/")[-1], ["wifi please"])
+    out = cli_json(url, "compare", "app/u1/conv-1", wifi)
+    assert (out["first_divergent_step"], out["a_step"], out["b_step"], out["common_steps"]) == (7, 7, 7, 6), out
+    assert out["fork_point"] == original[5].id
+    assert cli_json(url, "compare", "app/u1/conv-1", f"{wifi}@3")["first_divergent_step"] is None
