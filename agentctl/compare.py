@@ -8,8 +8,9 @@ steps are aligned one to one from the root; the first pair whose contents differ
 they parted, with the structural diff there (the JSON paths of `diff`).
 
 Checkpoints both runs share (the same ids, from the root to their last common ancestor)
-are equal by definition and their contents are not read: only what comes after the fork
-point is, so comparing two long runs of one thread costs what they do not share. The
+are equal by definition: they are not compared, only their steps counted (a fork copy
+among them is not one). Unless `exact`, steps whose contents differ are compared again
+with the ids and times the frameworks generate paired by place (`paired`). The
 lines and the contents come from the store's `run_lines` (AgentOS: a thread's line and
 texts in one read where the runs start in threads of their own; else `lineage`, then
 `read_contents`): where a format gives keys (the stored texts), checkpoints with equal
@@ -296,11 +297,12 @@ async def _compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata, e
     contents = _Contents(found)
     # The shared part is alike on both sides by definition (the same checkpoints): only
     # what follows the fork point is aligned step by step.
+    shared_steps = sum(contents.changes(None, path_a[:shared]))
     changes_a = contents.changes(base, rest_a)
     steps_a = _steps(rest_a, changes_a)
     steps_b = _steps(rest_b, contents.changes(base, rest_b, (rest_a, changes_a)))
     result = Comparison(a=a.checkpoint_id, b=b.checkpoint_id, first_divergent_step=None,
-                        a_at=None, b_at=None, fork_point=base, common_steps=shared, exact=exact)
+                        a_at=None, b_at=None, fork_point=base, common_steps=shared_steps, exact=exact)
     for i, (x, y) in enumerate(zip(steps_a, steps_b)):
         if not contents.alike(x, y, exact):
             at_a, at_b = await _meta_of(store, x, a), await _meta_of(store, y, b)
@@ -308,11 +310,11 @@ async def _compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata, e
             result.a_at, result.b_at = x, y
             result.a_step, result.b_step = at_a.step, at_b.step
             result.changes = _diff(contents.of(x), contents.of(y), exact)
-            result.common_steps = shared + i
+            result.common_steps = shared_steps + i
             result.a_steps = len(steps_a) - i - 1
             result.b_steps = len(steps_b) - i - 1
             return result
     n = min(len(steps_a), len(steps_b))
-    result.common_steps = shared + n
+    result.common_steps = shared_steps + n
     result.a_steps, result.b_steps = len(steps_a) - n, len(steps_b) - n
     return result

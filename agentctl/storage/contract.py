@@ -495,8 +495,8 @@ class Store(ABC):
     async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
         """`compare`'s reads in one call: each checkpoint's line (`lineage` then
         `without_copies`, as checkpoint ids, root first) and the contents (`read_contents`) of the
-        checkpoints on the lines after the part all of them share, the last shared one
-        (their fork point) included. CheckpointNotFound for a checkpoint that does not
+        checkpoints on the lines (the part they share too: its steps are counted).
+        CheckpointNotFound for a checkpoint that does not
         exist. This default makes the two calls; a format that reads a thread's line and
         texts in one pass overrides it."""
         from agentctl.errors import CheckpointNotFound
@@ -506,8 +506,7 @@ class Store(ABC):
             if not line:
                 raise CheckpointNotFound(cid)
         ids = [[m.checkpoint_id for m in line] for line in lines]
-        start = max(shared_prefix(ids) - 1, 0)
-        wanted = {m.checkpoint_id: m for line in lines for m in line[start:]}
+        wanted = {m.checkpoint_id: m for line in lines for m in line}
         return ids, await self.read_contents(list(wanted.values()))
 
     # ---- capabilities as library calls ------------------------------------------------
