@@ -54,10 +54,24 @@ GENERATED_IDS = frozenset({"tool_call_id", "call_id", "run_id", "response_id", "
 GENERATED_TIMES = frozenset({"timestamp", "created_at", "create_time", "update_time",
                              "last_update_time"})
 #: an object whose `id` is a framework's: it has one of these keys (a message, a tool
-#: call, an event, an item), or it is the value of one of `_ID_HOLDERS`
-_ID_SIBLINGS = frozenset({"role", "content", "author", "invocation_id", "tool_calls", "args", "arguments",
-                          "call_id", "status", "summary", "tool_call_id", "response_metadata"})
+#: call, an event, an item), or a `type` of `_ID_TYPES` (a LangChain message's, an
+#: OpenAI item's), or it is the value of one of `_ID_HOLDERS`; a `id` elsewhere (an
+#: order's in the user's state) is compared
+_ID_SIBLINGS = frozenset({"role", "author", "invocation_id", "tool_calls", "args", "arguments",
+                          "call_id", "tool_call_id", "response_metadata"})
+_ID_TYPES = frozenset({"human", "ai", "tool", "system", "function", "chat", "AIMessageChunk", "tool_call",
+                       "message", "reasoning", "function_call", "function_call_output", "web_search_call",
+                       "file_search_call", "computer_call", "computer_call_output", "code_interpreter_call",
+                       "image_generation_call", "local_shell_call", "custom_tool_call", "mcp_call",
+                       "mcp_list_tools", "mcp_approval_request"})
 _ID_HOLDERS = frozenset({"kwargs", "function_call", "function_response", "functionCall", "functionResponse"})
+
+
+def _holds_generated_id(obj: dict[Any, Any], holder: str | None) -> bool:
+    if holder in _ID_HOLDERS or not _ID_SIBLINGS.isdisjoint(obj):
+        return True
+    kind = obj.get("type")
+    return isinstance(kind, str) and kind in _ID_TYPES
 
 
 _TIME = "<time>"
@@ -78,7 +92,7 @@ def paired(value: Any) -> Any:
 
     def walk(v: Any, holder: str | None) -> Any:
         if isinstance(v, dict):
-            own_id = holder in _ID_HOLDERS or not _ID_SIBLINGS.isdisjoint(v)
+            own_id = "id" in v and _holds_generated_id(v, holder)
             done = {}
             for k in sorted(v, key=str):  # numbered in an order the keys' order does not change
                 x = v[k]

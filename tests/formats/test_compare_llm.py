@@ -275,3 +275,24 @@ async def test_adk_a_replay_in_a_branch_does_not_part_and_a_branch_parts_at_its_
     assert (out["first_divergent_step"], out["a_step"], out["b_step"], out["common_steps"]) == (7, 7, 7, 6), out
     assert out["fork_point"] == original[5].id
     assert cli_json(url, "compare", "app/u1/conv-1", f"{wifi}@3")["first_divergent_step"] is None
+
+
+def test_paired_pairs_generated_ids_by_place_and_nothing_else():
+    """`paired`: ids pair one to one at the same places (a tool result naming its call
+    still names it), times are left out; a tool result naming another call, or an `id`
+    of the user's own (an order's), still differs."""
+    from agentctl.compare import paired
+
+    def run(call_a: str, call_b: str, answer_to: str, order: str, at: str) -> dict:
+        return {"messages": [
+            {"role": "assistant", "id": "m1-" + call_a, "tool_calls": [{"id": call_a, "name": "f", "arguments": {}},
+                                                                       {"id": call_b, "name": "g", "arguments": {}}]},
+            {"role": "tool", "id": "t-" + answer_to, "tool_call_id": answer_to, "content": "ok"},
+            {"type": "reasoning", "id": "rs_" + call_a, "summary": []}],
+            "order": {"id": order, "status": "open"}, "timestamp": at}
+
+    a = run("c1", "c2", "c1", "A-1", "2026-01-01T00:00:00")
+    assert paired(a) == paired(run("x9", "x8", "x9", "A-1", "2027-05-05T00:00:00"))
+    assert paired(a) != paired(run("x9", "x8", "x8", "A-1", "2026-01-01T00:00:00"))  # answers the other call
+    assert paired(a) != paired(run("c1", "c2", "c1", "A-2", "2026-01-01T00:00:00"))  # the user's own id
+    assert list(paired(a)["messages"][0]) == ["role", "id", "tool_calls"]  # keys in their order
