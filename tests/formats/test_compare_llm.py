@@ -200,6 +200,12 @@ async def test_openai_a_replay_in_a_branch_does_not_part_and_a_branch_parts_at_i
     # the branch's copies (items 1..6) are not steps of their own; one of them stands for
     # its original
     assert cli_json(path, "compare", "conv-1", f"{wifi}@3")["first_divergent_step"] is None
+    # a branch of the branch (its items 1..8 copies of the branch's line)
+    deeper = _branch(path, f"{wifi}@8", "deeper")
+    await _openai_turns(path, deeper, ["something else"])
+    out = cli_json(path, "compare", wifi, deeper)
+    assert (out["first_divergent_step"], out["common_steps"]) == (9, 8), out
+    assert cli_json(path, "compare", "conv-1", deeper)["first_divergent_step"] == 7
 
 
 # ---- Google ADK: a scripted BaseLlm, ADK's own Runner and DatabaseSessionService ------
