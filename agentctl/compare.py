@@ -55,7 +55,7 @@ GENERATED_TIMES = frozenset({"timestamp", "created_at", "create_time", "update_t
                              "last_update_time"})
 #: an object whose `id` is a framework's: it has one of these keys (a message, a tool
 #: call, an event, an item), or a `type` of `_ID_TYPES` (a LangChain message's, an
-#: OpenAI item's), or it is the value of one of `_ID_HOLDERS`; a `id` elsewhere (an
+#: OpenAI item's), or it is the value of one of `_ID_HOLDERS`; an `id` elsewhere (an
 #: order's in the user's state) is compared
 _ID_SIBLINGS = frozenset({"role", "author", "invocation_id", "tool_calls", "args", "arguments",
                           "call_id", "tool_call_id", "response_metadata"})
