@@ -297,9 +297,9 @@ def comparison_head(result: Any) -> Text:
     return Text.assemble(
         ("parted at step ", "bold"), (str(result.first_divergent_step), "bold"), "\n",
         ("--- A ", "red"), safe(result.a_at or "", one_line=True),
-        f"  ({result.a_steps} step(s) after it)\n",
+        f" (step {result.a_step})  ({result.a_steps} step(s) after it)\n",
         ("+++ B ", "green"), safe(result.b_at or "", one_line=True),
-        f"  ({result.b_steps} step(s) after it)")
+        f" (step {result.b_step})  ({result.b_steps} step(s) after it)")
 
 
 def comparison_view(result: Any, width: int | None = None, fit: bool = False) -> RenderableType:

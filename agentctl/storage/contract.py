@@ -191,6 +191,27 @@ def shared_prefix(lines: Sequence[Sequence[str]]) -> int:
     return n
 
 
+def skip_copies(line: Sequence["CheckpointMetadata"], forks: Mapping[str, str]) -> list["CheckpointMetadata"]:
+    """A line (root first) without a branch's copies of the line before its fork point:
+    `forks` maps a branch thread that starts with copies of its fork point's line (items
+    or events 1..N, its first one naming the fork point, at step N, as its parent) to its
+    fork point. Where the line goes on past the copies they are left out (the branch's own
+    steps follow the fork point); where it ends at copy K, the copy stands in place of
+    its original (the line to step K - 1, then the copy)."""
+    out: list[CheckpointMetadata] = []
+    copies: tuple[str, str, int] | None = None  # (branch thread, fork thread, fork step)
+    for i, m in enumerate(line):
+        if out and m.thread_id != out[-1].thread_id and forks.get(m.thread_id) == out[-1].checkpoint_id:
+            copies = (m.thread_id, out[-1].thread_id, out[-1].step)
+        if copies is not None and m.thread_id == copies[0] and m.step <= copies[2]:
+            if i < len(line) - 1:
+                continue
+            while out and out[-1].thread_id == copies[1] and out[-1].step >= m.step:
+                out.pop()
+        out.append(m)
+    return out
+
+
 class Content:
     """A checkpoint's messages and state as `compare` reads them (`Store.read_contents`).
 
@@ -464,22 +485,28 @@ class Store(ABC):
             raise CheckpointNotFound(sorted(missing)[0])
         return out
 
+    async def without_copies(self, line: list["CheckpointMetadata"]) -> list["CheckpointMetadata"]:
+        """A line (`lineage`) as `compare` walks it: the same checkpoints, but for those
+        that only copy the line before them (a format whose branch holds copies of the
+        transcript up to its fork point leaves them out: `skip_copies`). This default
+        gives the line as it is."""
+        return line
+
     async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
-        """`compare`'s reads in one call: each checkpoint's line (`lineage`, as checkpoint
-        ids, root first) and the contents (`read_contents`) of the
-        checkpoints on the lines after the part all of them share, the last shared one
-        (their fork point) included. CheckpointNotFound for a checkpoint that does not
+        """`compare`'s reads in one call: each checkpoint's line (`lineage` then
+        `without_copies`, as checkpoint ids, root first) and the contents (`read_contents`) of the
+        checkpoints on the lines (the part they share too: its steps are counted).
+        CheckpointNotFound for a checkpoint that does not
         exist. This default makes the two calls; a format that reads a thread's line and
         texts in one pass overrides it."""
         from agentctl.errors import CheckpointNotFound
 
-        lines = [await self.lineage(cid) for cid in checkpoint_ids]
+        lines = [await self.without_copies(await self.lineage(cid)) for cid in checkpoint_ids]
         for cid, line in zip(checkpoint_ids, lines):
             if not line:
                 raise CheckpointNotFound(cid)
         ids = [[m.checkpoint_id for m in line] for line in lines]
-        start = max(shared_prefix(ids) - 1, 0)
-        wanted = {m.checkpoint_id: m for line in lines for m in line[start:]}
+        wanted = {m.checkpoint_id: m for line in lines for m in line}
         return ids, await self.read_contents(list(wanted.values()))
 
     # ---- capabilities as library calls ------------------------------------------------

@@ -118,3 +118,29 @@ def test_compare_on_the_agentos_sample_and_bad_refs(tmp_path):
     assert "SECTION\tPATH\tOP\tOLD\tNEW" in r.stdout
     assert json.loads(cli(db, "compare", "coder-fix-flaky-test", "coder-fix-flaky-test",
                           "--json").stdout)["first_divergent_step"] is None
+
+
+def test_a_fork_copy_both_runs_go_through_is_not_a_common_step(lg):
+    """Two replays: the second from the first's step 8 (n == 7). Both go through the
+    first replay's fork copy (step 5, n == 4 again): it is not a step, so the runs have
+    12 steps alike (the input, n = 0..10), not 13."""
+    url, saver = lg
+    graph = _ran(saver, limit=10)
+    first = [s for s in graph.get_state_history(cfg("t")) if s.metadata["step"] == 4][0]
+    graph.invoke(None, first.config)
+    replay = _head(graph, "t")
+    forks = [s for s in graph.get_state_history(cfg("t")) if s.metadata["source"] == "fork"]
+    assert [(s.metadata["step"], s.values["n"]) for s in forks] == [(5, 4)]
+    again = [s for s in graph.get_state_history(cfg("t")) if s.metadata["step"] == 8][0]  # the replay's
+    assert again.values["n"] == 7
+    graph.invoke(None, again.config)
+    second = _head(graph, "t")
+    values, at = [], cfg("t", second)
+    while at is not None:  # the second replay's line, along LangGraph's parent configs
+        snap = graph.get_state(at)
+        values.append(snap.values.get("n"))
+        at = snap.parent_config
+    assert len(values) == 14 and len(set(map(str, values))) == 12  # the input, 0..10, two copies
+    out = cli_json(url, "compare", replay, second)
+    assert out["first_divergent_step"] is None and out["common_steps"] == 12, out
+    assert (out["a_steps"], out["b_steps"]) == (0, 0)

@@ -32,6 +32,9 @@ class DefaultReads:
     async def read_contents(self, metas):
         return await Store.read_contents(self.store, metas)
 
+    async def without_copies(self, line):
+        return await self.store.without_copies(line)
+
     async def run_lines(self, checkpoint_ids):
         return await Store.run_lines(self, checkpoint_ids)  # type: ignore[arg-type]
 
@@ -198,7 +201,8 @@ async def test_delta_rows_are_resolved(backend):
 
 async def test_two_branches_of_a_third_thread(backend):
     """Runs that start in threads of their own and go through a third one (the source
-    of both branches): its rows are read by their metadata, their texts by id."""
+    of both branches): its rows are read by their metadata, their texts by id (the part
+    the runs share too: its steps are counted)."""
     a = await _run(backend, "a", 120)
     c1 = await _run(backend, "c1", 5, parent=a[100], start=101, edit_from=103)
     c2 = await _run(backend, "c2", 30, parent=a[60], start=61, edit_from=70)
@@ -207,7 +211,7 @@ async def test_two_branches_of_a_third_thread(backend):
     assert (out["common_steps"], out["a_steps"], out["b_steps"]) == (70, 35, 20)
     lines, contents = await backend.run_lines([c1[-1], c2[-1]])
     assert lines == [a[:101] + c1, a[:61] + c2]
-    assert set(contents) == set(a[60:101] + c1 + c2)
+    assert set(contents) == set(a[:101] + c1 + c2)  # the shared part's to count its steps
 
 
 async def test_a_utf16_sqlite_file(tmp_path):
@@ -256,3 +260,17 @@ def test_the_cli_on_a_long_run_and_its_copy(tmp_path):
     out = cli_json(db, "compare", "a", "b")
     assert (out["first_divergent_step"], out["a"], out["b"]) == (250, "a-00250", "a-copy-00250")
     assert (out["common_steps"], out["a_steps"], out["b_steps"]) == (250, 49, 49)
+
+
+async def test_a_fork_copy_in_the_shared_part_is_not_a_common_step(backend):
+    """B equal to A except a fork copy at step 5 (in the part they share), then B repeats
+    A's stored texts: it does not part, with 10 steps alike (the copy is not one)."""
+    a = await _run(backend, "a", 5)  # steps 0..4
+    cp = await backend.get(a[4])
+    async with backend.transaction() as tx:  # a copy of step 4 at step 5
+        await tx.put(Checkpoint(CheckpointMetadata("a", "a-copy", 5, a[4]), cp.messages, cp.state, {}, ""))
+    line = a + ["a-copy"] + await _run(backend, "a", 5, parent="a-copy", start=5, prefix="a-on")  # 5..9
+    b = await _run(backend, "b", 2, parent=line[8], start=8)  # a branch from step 7: 8, 9 again
+    out = await _both(backend, line[-1], b[-1])
+    assert out["fork_point"] == line[8]
+    assert (out["first_divergent_step"], out["common_steps"], out["a_steps"], out["b_steps"]) == (None, 10, 0, 0), out

@@ -20,6 +20,8 @@ def compare(
     a: RefArg,
     b: Annotated[str, typer.Argument(metavar="B", help="The other run's checkpoint (or thread: its head).",
                                      autocompletion=complete_ref)],
+    exact: Annotated[bool, typer.Option(
+        "--exact", help="Compare the ids and times the frameworks generate too (else paired by place).")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Where two runs parted: the first step at which their states differ, and the diff there.
@@ -29,9 +31,13 @@ def compare(
     tool results equal its parent's (a LangGraph fork copy) is not a step. The two runs'
     steps are aligned from the root; the first pair that differs is reported with its
     structural diff (the JSON paths of `diff`), then how many steps each run has after it.
+    The ids and times the frameworks generate anew in every run (message, tool-call, item,
+    event, run and invocation ids; timestamps) are paired by place and left out, so a
+    replay of an unchanged LLM app does not part; --exact compares them too.
 
     --json: {first_divergent_step (null when one run is the other or a prefix of it), a, b
-    (checkpoint ids at the divergence), changes, a_steps, b_steps, common_steps, fork_point}.
+    (checkpoint ids at the divergence), a_step, b_step (their own steps), changes, a_steps,
+    b_steps, common_steps, fork_point, exact}.
 
     Example: agentctl --db sample_db/langgraph.db compare support-refund-replay~2 support-refund-replay
     """
@@ -42,7 +48,7 @@ def compare(
         async with state(ctx).open() as store:
             meta_a = await resolve(store, a)
             meta_b = await resolve(store, b)
-            return await compare_runs(store, meta_a, meta_b)
+            return await compare_runs(store, meta_a, meta_b, exact=exact)
 
     result = run(go())
     if json_out:
@@ -54,7 +60,8 @@ def compare(
         say(render.comparison_head(result).plain)
         return
     if not stdout_is_tty():
-        say(f"parted at step {result.first_divergent_step}: A {result.a_at}, B {result.b_at}; "
+        say(f"parted at step {result.first_divergent_step}: A {result.a_at} (step {result.a_step}), "
+            f"B {result.b_at} (step {result.b_step}); "
             f"after it A has {result.a_steps} step(s), B {result.b_steps}")
         show_changes(result.changes)
         return

@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Mapping, NamedTuple, Sequence
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import SEARCH_PLACES, Store
+from agentctl.storage.contract import SEARCH_PLACES, Store, skip_copies
 from agentctl.storage.adk.events import (
     APP,
     USER,
@@ -128,6 +128,11 @@ class ADKStore(ConnectedStore):
                         found["/".join(d["key"])] = (d["from_thread"], d["from"])
             self._origin_map = found
         return self._origin_map
+
+    async def without_copies(self, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:
+        # a branch session holds copies of events 1..N, its first naming the fork point
+        forks = {thread: origin[1] for thread, origin in (await self._origins()).items()}
+        return skip_copies(line, forks) if forks else line
 
     async def _first_parent(self, rows: list[dict[str, Any]]) -> str | None:
         """The parent of a page's first row when it is step 1: the branch point of a

@@ -29,7 +29,7 @@ from agentctl.storage.agentos.base import (
 )
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Content, Store, check_search_places, shared_prefix
+from agentctl.storage.contract import SEARCH_PLACES, Content, Store, check_search_places
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.text import sql_json_type_name
 
@@ -375,8 +375,7 @@ class SharedQueries(RowReads):
                 cur = row[1]
             line.reverse()
             lines.append(line)
-        start = max(shared_prefix(lines) - 1, 0)
-        wanted = list(dict.fromkeys(cid for line in lines for cid in line[start:]))
+        wanted = list(dict.fromkeys(cid for line in lines for cid in line))
         texts: list[Sequence[Any]] = []
         by_id: list[tuple[str, str]] = []
         for cid in wanted:

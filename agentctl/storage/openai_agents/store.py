@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Store
+from agentctl.storage.contract import SEARCH_PLACES, Store, skip_copies
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -111,6 +111,12 @@ class OpenAIAgentsStore(ConnectedStore):
                         found[d["branch_session"]] = (d["session"], int(d["target"]), "branch")
             self._archive_map = found
         return self._archive_map
+
+    async def without_copies(self, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:
+        # a branch session holds copies of items 1..N, its first naming the fork point
+        forks = {session: checkpoint_id(target)
+                 for session, (_, target, kind) in (await self._archives()).items() if kind == "branch"}
+        return skip_copies(line, forks) if forks else line
 
     async def archive_threads(self) -> set[str]:
         return {t for t, origin in (await self._archives()).items() if origin[2] == "rewind"}
