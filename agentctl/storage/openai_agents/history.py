@@ -121,13 +121,6 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         meta = await self.store.get_metadata(checkpoint_id)
         if meta is None:
             raise CheckpointNotFound(checkpoint_id)
-        if self.store.has_structure:
-            rows = await self.store._q("SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1",
-                                       meta.thread_id)
-            if rows:
-                raise UsageError(
-                    f"session {meta.thread_id!r} is an AdvancedSQLiteSession (its branches share "
-                    "item rows); agentctl rewinds only SQLiteSession sessions")
         return meta
 
     async def _fresh(self, names: Callable[[], str], what: str) -> str:
@@ -154,7 +147,12 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
 
         meta = await self._target(checkpoint_id)
         moved = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
-        archive = None if hard or not moved else await self._fresh_archive(meta.thread_id, meta.checkpoint_id)
+        session, line = await self.store.line(meta.thread_id)
+        if line is not None:
+            archive = None if hard or not moved else self.store.thread_of(
+                session, await self._fresh_line(session, line, meta.checkpoint_id))
+        else:
+            archive = None if hard or not moved else await self._fresh_archive(meta.thread_id, meta.checkpoint_id)
         return RewindPlan(target=meta, thread_id=meta.thread_id, moved=moved, archive_thread=archive, hard=hard)
 
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
@@ -165,6 +163,9 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         meta = await self._target(checkpoint_id)
         session = meta.thread_id
         target_id = row_id_of(meta.checkpoint_id)
+        sdk_session, line = await self.store.line(session)
+        if line is not None:
+            return await self._rewind_line(meta, sdk_session, line, hard, archive_thread)
         before = await self.store.count(session)
         S, M = self.store._S, self.store._M
         sessions, items = self.store.sessions_table, self.store.messages_table
@@ -204,6 +205,98 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
                                 archive_thread=archive if moved else None,
                                 moved=[] if hard else ids, deleted=ids if hard else [])
 
+    async def _fresh_line(self, session: str, line: str, checkpoint_id: str) -> str:
+        """A branch name for a rewind's archive of a branch of an AdvancedSQLiteSession:
+        `BRANCH-rewind-XXXX` from a hash of the branch and the target, on no row of
+        `message_structure` nor `branch_reservations`."""
+        from agentctl.storage.results import hashed_names
+
+        names = hashed_names(f"{line}-rewind-", f"{session}\0{line}\0{checkpoint_id}")
+        reserved = await self.store._db.table_exists("branch_reservations")
+        for _ in range(20):
+            name = names()
+            if not await self.store._q("SELECT 1 AS x FROM message_structure WHERE session_id = ? AND branch_id = ? "
+                                       "LIMIT 1", session, name) and not (reserved and await self.store._q(
+                                           "SELECT 1 AS x FROM branch_reservations WHERE session_id = ? "
+                                           "AND branch_id = ?", session, name)):
+                return name
+        raise OperationError(f"no free archive branch name for {line!r} of {session!r}; retry")
+
+    async def _rewind_line(self, meta: Any, session: str, line: str, hard: bool,
+                           archive_thread: str | None) -> Any:
+        """Rewind of a branch of an AdvancedSQLiteSession (thread SESSION for main,
+        SESSION#BRANCH): the branch's `message_structure` rows after the target move to
+        an archive branch `BRANCH-rewind-XXXX` (reserved, as the SDK reserves a branch's
+        name), so `get_items()` of the branch returns items 1..N and the archive
+        branch's the rest; with `hard` they are deleted, and the items no branch holds
+        any more with them (as the SDK's `pop_item` and `delete_branch` do). The item
+        rows other branches share are never touched."""
+        from agentctl.storage.results import TimeTravelResult
+        from agentctl.storage.openai_agents.store import checkpoint_id as cid_of, row_id_of
+
+        thread = meta.thread_id
+        target_id = row_id_of(meta.checkpoint_id)
+        before = await self.store.count(thread)
+        archive = None
+        if not hard:
+            if archive_thread is not None:
+                archive = archive_thread[len(session) + 1:] if archive_thread.startswith(session + "#") else None
+                if not archive:
+                    raise UsageError(f"{archive_thread!r} is not a branch of session {session!r}")
+            else:
+                archive = await self._fresh_line(session, line, meta.checkpoint_id)
+        structure, items = "message_structure", self.store.messages_table
+        op_id, moved = None, []
+        async with self.journal_tx([session]) as tx:
+            seq = await tx.fetch("SELECT MIN(sequence_number) AS n FROM message_structure WHERE session_id = ? "
+                                 "AND branch_id = ? AND message_id = ?", session, line, target_id)
+            if not seq or seq[0]["n"] is None:
+                raise CheckpointNotFound(meta.checkpoint_id)
+            after = int(seq[0]["n"])
+            later = "session_id = ? AND branch_id = ? AND sequence_number > ?"
+            moved = [int(r["message_id"]) for r in await tx.fetch(
+                f"SELECT message_id FROM message_structure WHERE {later} ORDER BY sequence_number",
+                session, line, after)]
+            if moved:
+                where = "to the trash" if hard else f"to {self.store.thread_of(session, archive)}"
+                summary = f"rewind {thread} to step {meta.step}; {len(moved)} item(s) {where}"
+                reserved = await tx.table_exists("branch_reservations")
+                if archive is not None:
+                    used = await tx.fetch("SELECT 1 AS x FROM message_structure WHERE session_id = ? AND branch_id = ? "
+                                          "LIMIT 1", session, archive)
+                    if used or (reserved and await tx.fetch("SELECT 1 AS x FROM branch_reservations WHERE "
+                                                            "session_id = ? AND branch_id = ?", session, archive)):
+                        raise OperationError(f"archive branch {archive!r} appeared meanwhile; retry")
+                archive_id = None if archive is None else self.store.thread_of(session, archive)
+                op = await self.journal_begin(tx, "rewind", summary, [session], {
+                    "session": thread, "sdk_session": session, "branch": line, "target": target_id,
+                    "moved": moved, "hard": hard, "archive": archive_id})
+                if hard:
+                    await op.delete(structure, ITEM_KEY, later, (session, line, after))
+                    # the items now on no branch of the session (what the SDK's pop_item drops)
+                    await op.delete(items, ITEM_KEY, f"session_id = ? AND id IN ({marks(len(moved))}) AND id NOT IN "
+                                    "(SELECT message_id FROM message_structure WHERE session_id = ?)",
+                                    (session, *moved, session))
+                else:
+                    # (the rows before and after: the archive branch holds no row but these)
+                    await op.update(structure, ITEM_KEY, "session_id = ? AND branch_id IN (?, ?) AND sequence_number > ?",
+                                    (session, line, archive, after), "branch_id = ?", (archive,))
+                    if reserved:
+                        await tx.execute("INSERT INTO branch_reservations (session_id, branch_id) VALUES (?, ?)",
+                                         session, archive)
+                        await op.inserted("branch_reservations", ("session_id", "branch_id"),
+                                          "session_id = ? AND branch_id = ?", (session, archive))
+                op_id = await self.journal_finish(op)
+        self.store._archive_map = None
+        cp = await self.store.get(meta.checkpoint_id)
+        if cp is None:
+            raise CheckpointNotFound(meta.checkpoint_id)
+        ids = [cid_of(i) for i in moved]
+        return TimeTravelResult(checkpoint=cp, thread_id=thread, rewind_depth=len(moved),
+                                snapshot_count_before=before, op_id=op_id,
+                                archive_thread=self.store.thread_of(session, archive) if moved and archive else None,
+                                moved=[] if hard else ids, deleted=ids if hard else [])
+
     # ---- branch ----------------------------------------------------------------------
 
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
@@ -220,11 +313,11 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         meta = await self.store.get_metadata(from_checkpoint_id)
         if meta is None:
             raise CheckpointNotFound(from_checkpoint_id)
-        session, target = meta.thread_id, row_id_of(meta.checkpoint_id)
+        target = row_id_of(meta.checkpoint_id)
         assert target is not None  # the id of a row get_metadata found
-        if self.store.has_structure and await self.store._q(
-                "SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1", session):
-            return await self._sdk_branch(meta, session, target, name)
+        session, line = await self.store.line(meta.thread_id)
+        if line is not None:
+            return await self._sdk_branch(meta, session, target, name, line)
         S, M = self.store._S, self.store._M
         new = await self._fresh(lambda: f"{session}-branch-{name}-{self._hex()}",
                                 f"session name for a branch of {session!r}")
@@ -248,13 +341,14 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         self.store._archive_map = None
         return new
 
-    async def _sdk_branch(self, meta: Any, session: str, target: int, name: str) -> str:
+    async def _sdk_branch(self, meta: Any, session: str, target: int, name: str, line: str) -> str:
         async with self.journal_tx([session]) as tx:
             have = await tx.fetch("SELECT branch_id, sequence_number FROM message_structure WHERE session_id = ? "
-                                  "AND message_id = ? ORDER BY branch_id", session, target)
+                                  "AND message_id = ? AND branch_id = ? ORDER BY sequence_number", session, target,
+                                  line)
             if not have:
-                raise UsageError(f"item {meta.checkpoint_id} is on no branch of session {session!r}")
-            source = next((h for h in have if h["branch_id"] == "main"), have[0])
+                raise UsageError(f"item {meta.checkpoint_id} is not on branch {line!r} of session {session!r}")
+            source = have[0]
             taken = await tx.fetch("SELECT 1 AS x FROM message_structure WHERE session_id = ? AND branch_id = ? "
                                    "LIMIT 1", session, name)
             reservations = await tx.table_exists("branch_reservations")
@@ -285,7 +379,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
                 await op.inserted("branch_reservations", ("session_id", "branch_id"),
                                   "session_id = ? AND branch_id = ?", (session, name))
             await self.journal_finish(op)
-        return session
+        return self.store.thread_of(session, name)
 
     # ---- run and edit: what the SDK's Runner wrote, an item's content -----------------
 
