@@ -383,51 +383,88 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
 
     # ---- run and edit: what the SDK's Runner wrote, an item's content -----------------
 
-    def run_options(self) -> dict[str, Any]:
-        """What the run's child needs besides the database: the session tables' names."""
-        return {"tables": [self.store.sessions_table, self.store.messages_table]}
+    async def run_options(self, thread_id: str) -> dict[str, Any]:
+        """What the run's child needs besides the database: the session tables' names,
+        and for a branch of an AdvancedSQLiteSession (thread SESSION or SESSION#BRANCH)
+        the session and the branch the SDK's AdvancedSQLiteSession is switched to."""
+        session, line = await self.store.line(thread_id)
+        out: dict[str, Any] = {"tables": [self.store.sessions_table, self.store.messages_table]}
+        if line is not None:
+            out.update(session=session, branch=line)
+        return out
 
     async def run_keys(self, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
-        """The session's item ids and its row's updated_at now (read before a run)."""
+        """The session's item ids and its row's updated_at now (read before a run); on an
+        AdvancedSQLiteSession also its `message_structure` row ids, reserved branch names
+        and clear-generation row."""
         await self.store.connect()
         M, S = self.store._M, self.store._S
-        items = {(int(r["id"]),) for r in await self.store._q(f"SELECT id FROM {M} WHERE session_id = ?", thread_id)}
-        row = await self.store._q(f"SELECT CAST(updated_at AS TEXT) AS u FROM {S} WHERE session_id = ?", thread_id)
-        return {"items": items, "session": {(r["u"],) for r in row}}
+        session, line = await self.store.line(thread_id)
+        items = {(int(r["id"]),) for r in await self.store._q(f"SELECT id FROM {M} WHERE session_id = ?", session)}
+        row = await self.store._q(f"SELECT CAST(updated_at AS TEXT) AS u FROM {S} WHERE session_id = ?", session)
+        out = {"items": items, "session": {(r["u"],) for r in row}}
+        if line is not None:
+            for key, sql in self._sdk_side_tables():
+                if await self.store._db.table_exists(key):
+                    out[key] = {tuple(r.values()) for r in await self.store._q(sql, session)}
+        return out
+
+    @staticmethod
+    def _sdk_side_tables() -> list[tuple[str, str]]:
+        """The AdvancedSQLiteSession's own tables a run writes to besides the items, with
+        the keys of a session's rows (the key columns named as the table's)."""
+        return [("message_structure", "SELECT id FROM message_structure WHERE session_id = ?"),
+                ("branch_reservations", "SELECT session_id, branch_id FROM branch_reservations WHERE session_id = ?"),
+                ("session_clear_generations", "SELECT session_id FROM session_clear_generations WHERE session_id = ?")]
 
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
                          details: dict[str, Any], kind: str = "run") -> int | None:
         """One op for what the SDK's Runner wrote to the session since `before`: the item
         rows it inserted and the session row (inserted, or its updated_at moved: the row
         is put back as before the run, then moved again through the journal, so that undo
-        has its before-image). None: the run wrote nothing."""
+        has its before-image); on an AdvancedSQLiteSession the rows it added to its own
+        tables too. None: the run wrote nothing."""
         from agentctl.storage.sqlutil import in_chunks
 
         S = self.store._S
         sessions = self.store.sessions_table
-        async with self.journal_tx([thread_id]) as tx:
-            inserted = [i for i in await self._ids(tx, thread_id) if (i,) not in before.get("items", set())]
+        session, line = await self.store.line(thread_id)
+        async with self.journal_tx([session]) as tx:
+            inserted = [i for i in await self._ids(tx, session) if (i,) not in before.get("items", set())]
             had = sorted(before.get("session", set()))
-            row = await tx.fetch(f"SELECT CAST(updated_at AS TEXT) AS u FROM {S} WHERE session_id = ?", thread_id)
+            row = await tx.fetch(f"SELECT CAST(updated_at AS TEXT) AS u FROM {S} WHERE session_id = ?", session)
             now = row[0]["u"] if row else None
             if not inserted and [(now,)] == had:
                 return None
-            op = await self.journal_begin(tx, kind, summary, [thread_id],
+            op = await self.journal_begin(tx, kind, summary, [session],
                                           dict(details, session=thread_id, inserted=inserted))
             if had and had[0][0] != now:
                 value = await self._typed(tx, sessions, "updated_at")
-                await tx.execute(f"UPDATE {S} SET updated_at = {value} WHERE session_id = ?", had[0][0], thread_id)
-                await op.update(sessions, SESSION_KEY, "session_id = ?", (thread_id,), f"updated_at = {value}", (now,))
+                await tx.execute(f"UPDATE {S} SET updated_at = {value} WHERE session_id = ?", had[0][0], session)
+                await op.update(sessions, SESSION_KEY, "session_id = ?", (session,), f"updated_at = {value}", (now,))
             elif not had:
-                await op.inserted(sessions, SESSION_KEY, "session_id = ?", (thread_id,))
+                await op.inserted(sessions, SESSION_KEY, "session_id = ?", (session,))
             for ph, chunk in in_chunks(inserted):
                 await op.inserted(self.store.messages_table, ITEM_KEY, f"id IN ({ph})", chunk)
+            if line is not None:  # (children after their parents: undo deletes them first)
+                for table, sql in self._sdk_side_tables():
+                    if table not in before or not await tx.table_exists(table):
+                        continue
+                    new = [k for k in map(lambda r: tuple(r.values()), await tx.fetch(sql, session))
+                           if k not in before[table]]
+                    cols = ("id",) if table == "message_structure" else \
+                        ("session_id", "branch_id") if table == "branch_reservations" else ("session_id",)
+                    for key in new:
+                        await op.inserted(table, cols, " AND ".join(f"{c} = ?" for c in cols), key)
             return await self.journal_finish(op)
 
     @staticmethod
     def edit_view(cp: Any) -> dict[str, Any]:
         """What `agentctl edit ITEM --set KEY=JSON` changes: the item as the SDK stores it."""
         item = (cp.state or {}).get("item")
+        shared = (cp.state or {}).get("branches") or []
+        if len(shared) > 1:
+            raise UsageError(_shared_item(cp.metadata.checkpoint_id, shared, cp.state.get("session_id")))
         if not isinstance(item, dict):
             raise UsageError(f"{cp.metadata.checkpoint_id} is not an item object; agentctl edits an item's keys")
         return item
@@ -445,7 +482,14 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         meta = await self.store.get_metadata(checkpoint_id)
         if meta is None:
             raise CheckpointNotFound(checkpoint_id)
-        session, row = meta.thread_id, row_id_of(meta.checkpoint_id)
+        row = row_id_of(meta.checkpoint_id)
+        session, line = await self.store.line(meta.thread_id)
+        if line is not None:
+            on = [r["branch_id"] for r in await self.store._q(
+                "SELECT DISTINCT branch_id FROM message_structure WHERE session_id = ? AND message_id = ? "
+                "ORDER BY branch_id", session, row)]
+            if len(on) > 1:
+                raise UsageError(_shared_item(checkpoint_id, on, session))
         async with self.journal_tx([session]) as tx:
             old = await tx.fetch(f"SELECT message_data FROM {self.store._M} WHERE id = ? AND session_id = ?",
                                  row, session)
@@ -453,9 +497,14 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
                 raise CheckpointNotFound(checkpoint_id)
             if isinstance(old[0]["message_data"], (bytes, bytearray, memoryview)):
                 raise UsageError(f"{checkpoint_id}: its message_data is not text; agentctl edits text rows only")
-            op = await self.journal_begin(tx, "edit", f"edit {session} at step {meta.step} ({checkpoint_id}): {what}",
+            op = await self.journal_begin(tx, "edit", f"edit {meta.thread_id} at step {meta.step} ({checkpoint_id}): {what}",
                                           [session], {"session": session, "row": row})
             await op.update(self.store.messages_table, ITEM_KEY, "id = ?", (row,), "message_data = ?",
                             (json.dumps(state),))
             op_id = await self.journal_finish(op)
-        return OpResult(op_id, "edit", f"edited {session}: item {checkpoint_id} (step {meta.step}) in place")
+        return OpResult(op_id, "edit", f"edited {meta.thread_id}: item {checkpoint_id} (step {meta.step}) in place")
+
+
+def _shared_item(checkpoint_id: str, branches: Sequence[str], session: Any) -> str:
+    return (f"{checkpoint_id} is an item of branches {', '.join(branches)} of session {session!r}: "
+            "an edit in place would change it on each; edit an item of one branch alone")
