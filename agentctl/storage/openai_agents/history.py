@@ -15,8 +15,12 @@ an SDK write (items added, popped, cleared, a branch made) changes it.
 On Postgres every write locks the sessions' rows first, as the SDK's SQLAlchemySession
 does before it touches their items.
 
-Sessions of an `AdvancedSQLiteSession` (rows in `message_structure`, whose branches
-share item rows) are refused by rewind: moving their rows would break the SDK's branches.
+On an `AdvancedSQLiteSession` (rows in `message_structure`, whose branches share item
+rows) a thread is a branch (`SESSION`: main, `SESSION#BRANCH`): its rewind moves the
+branch's later `message_structure` rows to an archive branch `BRANCH-rewind-XXXX`
+(`hard`: deletes them and the items no branch holds any more), never an item row another
+branch shares; run uses the SDK's `AdvancedSQLiteSession` switched to the branch; an edit
+of an item several branches share is refused. The journal's threads are the sessions.
 
 `branch SESSION@N NAME`: on a `SQLiteSession` session, a new session
 `SESSION-branch-NAME-XXXX` with copies of items 1..N (the SDK reads it like any
