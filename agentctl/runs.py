@@ -59,7 +59,7 @@ async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None =
                              "end with --input TEXT")
         if input_text is None:
             raise UsageError(f"a {fmt} run needs --input TEXT (the user's message)")
-    extra = history.run_options() if hasattr(history, "run_options") else {}
+    extra = await history.run_options(thread) if hasattr(history, "run_options") else {}
     from_id = None
     exists = await store.find_thread_ids(thread, 1) == [thread]
     if from_ref is not None:

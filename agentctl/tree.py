@@ -55,6 +55,7 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
     threads, first_rows = await branch_family(store, thread_id)
     metas: list[CheckpointMetadata] = []
     per_thread: dict[str, list[CheckpointMetadata]] = {}
+    placed: set[str] = set()
     for thread in threads:
         if limit is None:
             # One query: pages by OFFSET would sort and skip the rows before each page
@@ -63,7 +64,11 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
         else:
             rows = list(reversed(await b.read_thread(thread, int(limit), 0, descending=True)))
         per_thread[thread] = rows
-        metas.extend(rows)
+        # a checkpoint a branch shares with the thread it parts from (an
+        # AdvancedSQLiteSession's branch, a LangGraph branch's copied chain) is one node,
+        # in the thread listed first
+        metas.extend(m for m in rows if m.checkpoint_id not in placed)
+        placed.update(m.checkpoint_id for m in rows)
     if not metas:
         return {"thread_id": thread_id, "total_checkpoints": 0, "threads": [], "nodes": [], "edges": []}
     by_id = {m.checkpoint_id: m for m in metas}

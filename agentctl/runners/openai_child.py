@@ -38,10 +38,17 @@ def _agent(obj: Any) -> Any:
     return instance(obj, Agent, "an agents.Agent")
 
 
-def _session(kind: str, target: str, thread: str, tables: list[str]) -> Any:
+def _session(kind: str, target: str, thread: str, tables: list[str], advanced: str | None = None) -> Any:
     """The SDK's own session on the database: SQLiteSession, or SQLAlchemySession on
-    Postgres (asyncpg; agentctl's DSN may carry `search_path=`, a server setting)."""
+    Postgres (asyncpg; agentctl's DSN may carry `search_path=`, a server setting); the
+    AdvancedSQLiteSession `advanced` when the thread is one of its branches (switched
+    to the branch in `_run`)."""
     sessions, messages = tables
+    if advanced is not None:
+        from agents.extensions.memory import AdvancedSQLiteSession
+
+        return AdvancedSQLiteSession(session_id=advanced, db_path=target, sessions_table=sessions,
+                                     messages_table=messages)
     if kind == "sqlite":
         from agents import SQLiteSession
 
@@ -82,6 +89,8 @@ def _text(item: Any) -> str:
 async def _run(out: Any, req: dict[str, Any], agent: Any, session: Any) -> int:
     from agents import Runner
 
+    if req.get("branch") is not None:
+        await session.switch_to_branch(req["branch"])
     before = len(await session.get_items())
     result: Any = None
     failure: BaseException | None = None
@@ -109,4 +118,4 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, session: Any) -> int:
 
 
 if __name__ == "__main__":
-    serve_async('the OpenAI Agents SDK', 'agents', lambda req: (_agent(load(req["agent"])), _session(req["kind"], req["target"], req["thread"], req["tables"])), _run)
+    serve_async('the OpenAI Agents SDK', 'agents', lambda req: (_agent(load(req["agent"])), _session(req["kind"], req["target"], req["thread"], req["tables"], req.get("session"))), _run)

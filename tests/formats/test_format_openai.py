@@ -151,22 +151,22 @@ async def test_advanced_session_branches_and_usage(tmp_path):
     await s.add_items([{"role": "user", "content": "And in Nice?"}])
     assert (await detect(path)).name == "openai-agents"
     async with open_store(path) as store:
+        assert await store.all_thread_ids() == ["adv", f"adv#{branch}"]
         metas = await store.read_thread("adv", 100)
-        await check_store(store)
-        assert len(metas) == len(CONV) + 1  # every stored item, in id order
+        await check_store(store, unique_ids=False)
+        assert len(metas) == len(CONV)  # main's items, in its order
         assert "branch:main" in metas[0].tags and f"branch:{branch}" in metas[0].tags
         assert "turn:1" in metas[0].tags
         assert f"branch:{branch}" not in metas[6].tags  # turn 2 stays on main
-        assert metas[-1].tags[-2:] == [f"branch:{branch}", "turn:2"]
         cp = await store.get(metas[4].checkpoint_id)
         assert set(cp.state["branches"]) == {"main", branch}
         assert cp.state["turn_usage"][0]["total_tokens"] == 15
-        # the SDK's branch reads are a subsequence of the session's steps
-        on_branch = [m for m in metas if f"branch:{branch}" in m.tags]
-        items = [(await store.get(m.checkpoint_id)).state["item"] for m in on_branch]
-        assert items == await s.get_items(branch_id=branch)
-        on_main = [m for m in metas if "branch:main" in m.tags]
-        assert [(await store.get(m.checkpoint_id)).state["item"] for m in on_main] == \
+        on_branch = await store.read_thread(f"adv#{branch}", 100)
+        assert on_branch[-1].tags[-2:] == [f"branch:{branch}", "turn:2"]
+        assert [m.checkpoint_id for m in on_branch[:5]] == [m.checkpoint_id for m in metas[:5]]
+        assert [(await store.get(m.checkpoint_id)).state["item"] for m in on_branch] == \
+            await s.get_items(branch_id=branch)
+        assert [(await store.get(m.checkpoint_id)).state["item"] for m in metas] == \
             await s.get_items(branch_id="main")
     s.close()
 
@@ -406,20 +406,6 @@ async def test_undo_refuses_after_the_sdk_deleted_items(tmp_path, hard, sdk_writ
     s.close()
 
 
-async def test_rewind_refuses_an_advanced_session(tmp_path):
-    from agentctl.errors import UsageError
-    from agents.extensions.memory import AdvancedSQLiteSession
-
-    path = str(tmp_path / "adv-rw.db")
-    s = AdvancedSQLiteSession(session_id="adv", db_path=path, create_tables=True)
-    await s.add_items(CONV)
-    async with open_store(path, readonly=False) as store:
-        with pytest.raises(UsageError, match="AdvancedSQLiteSession"):
-            await store.history().plan_rewind((await store.at_step("adv", 2)).checkpoint_id)
-    assert await s.get_items() == CONV
-    s.close()
-
-
 @pytest.mark.pg
 async def test_rewind_on_postgres_sqlalchemy_session(pg_dsn):
     pytest.importorskip("sqlalchemy")
@@ -457,8 +443,8 @@ async def test_bundled_sample(tmp_path):
     shutil.copyfile(REPO / "sample_db" / "openai_agents.db", path)
     async with open_store(str(path)) as store:
         assert store.format.name == "openai-agents"
-        assert await store.all_thread_ids() == ["planner-3", "support-7", "weather-1"]
-        await check_store(store)
+        assert await store.all_thread_ids() == ["planner-3", "planner-3#museums", "support-7", "weather-1"]
+        await check_store(store, unique_ids=False)
         head = await store.get_latest("weather-1")
         assert head.tools_result["call_2"]["output"] == "light rain, 14°C"
         first = await store.at_step("planner-3", 1)
@@ -537,11 +523,14 @@ async def test_branch_of_an_advanced_session_the_sdk_sees(tmp_path):
     await s.add_items(CONV)
     async with open_store(path, readonly=False) as store:
         target = await store.at_step("adv", 7)  # inside turn 2: the call for Lyon
-        assert await store.history().branch(target.checkpoint_id, "lyon-retry") == "adv"
+        assert await store.history().branch(target.checkpoint_id, "lyon-retry") == "adv#lyon-retry"
         with pytest.raises(UsageError, match="exists"):
             await store.history().branch(target.checkpoint_id, "lyon-retry")
         metas = await store.read_thread("adv")
         assert ["branch:lyon-retry" in m.tags for m in metas] == [True] * 7 + [False] * 2
+        # a thread of its own, holding main's items 1..7 (none of its own yet)
+        assert [m.checkpoint_id for m in await store.read_thread("adv#lyon-retry")] == \
+            [m.checkpoint_id for m in metas[:7]]
     assert "lyon-retry" in {b["branch_id"] for b in await s.list_branches()}
     assert await s.get_items(branch_id="lyon-retry") == CONV[:7]
     await s.switch_to_branch("lyon-retry")
@@ -557,3 +546,119 @@ async def test_branch_of_an_advanced_session_the_sdk_sees(tmp_path):
         await store.history().undo()
     assert "short" not in {b["branch_id"] for b in await s.list_branches()}
     s.close()
+
+
+def _two_branches(path: str) -> list[list]:
+    """An AdvancedSQLiteSession "adv" written by the SDK: main holds 8 items (4 turns),
+    branch "retry" (create_branch_from_turn(2)) shares main's first turn (items 1-2)
+    and adds 6 of its own; [main's items, the branch's] as `get_items()` returns them."""
+    import asyncio
+
+    from agents.extensions.memory import AdvancedSQLiteSession
+
+    async def write() -> list[list]:
+        s = AdvancedSQLiteSession(session_id="adv", db_path=path, create_tables=True)
+        for t in range(1, 5):
+            await s.add_items([{"role": "user", "content": f"question {t}"},
+                               {"role": "assistant", "content": f"answer {t}"}])
+        assert await s.create_branch_from_turn(2, "retry") == "retry"
+        for t in range(2, 5):
+            await s.add_items([{"role": "user", "content": f"other question {t}"},
+                               {"role": "assistant", "content": f"other answer {t}"}])
+        out = [await s.get_items(branch_id="main"), await s.get_items()]
+        s.close()
+        return out
+
+    return asyncio.run(write())
+
+
+def _sdk_items(path: str) -> dict[str, list]:
+    """{branch: get_items() with that branch current} of session "adv", by the SDK."""
+    import asyncio
+
+    from agents.extensions.memory import AdvancedSQLiteSession
+
+    async def read() -> dict[str, list]:
+        s = AdvancedSQLiteSession(session_id="adv", db_path=path)
+        out = {}
+        for b in await s.list_branches():
+            await s.switch_to_branch(b["branch_id"])
+            out[b["branch_id"]] = await s.get_items()
+        s.close()
+        return out
+
+    return asyncio.run(read())
+
+
+def _item_rows(path: str) -> dict[str, object]:
+    conn = sqlite3.connect(path)
+    try:
+        return {f"item-{i}": json.loads(d) for i, d in conn.execute("SELECT id, message_data FROM agent_messages")}
+    finally:
+        conn.close()
+
+
+def test_advanced_session_branches_are_threads(tmp_path):
+    """Each branch of an AdvancedSQLiteSession is a thread (SESSION for main,
+    SESSION#BRANCH), whose log and head's transcript are the SDK's get_items() with that
+    branch current; tree and log --graph show where the branch parts from main."""
+    from agentctl.storage.openai_agents.items import to_message
+    from tests.support.sampledb import cli
+
+    path = str(tmp_path / "adv.db")
+    main, retry = _two_branches(path)
+    assert len(main) == len(retry) == 8 and main[:2] == retry[:2] and main[2:] != retry[2:]
+    rows = _item_rows(path)
+    assert len(rows) == 14
+    r = cli(path, "--no-color", "threads", "list")
+    assert r.exit_code == 0
+    assert "adv\t8\t8" in r.stdout and "adv#retry\t8\t8\t" in r.stdout
+    for thread, items in (("adv", main), ("adv#retry", retry)):
+        log = json.loads(cli(path, "log", thread, "--json").stdout)
+        assert [m["thread_id"] for m in log] == [thread] * 8
+        assert [rows[m["checkpoint_id"]] for m in reversed(log)] == items
+        head = json.loads(cli(path, "show", thread, "--json").stdout)
+        assert head["metadata"]["thread_id"] == thread and head["state"]["item"] == items[-1]
+        names: dict = {}
+        assert head["messages"] == [to_message(i, names) for i in items]
+    tree = json.loads(cli(path, "tree", "adv", "--json").stdout)
+    assert tree["total_checkpoints"] == 14
+    branch = next(t for t in tree["threads"] if t["thread_id"] == "adv#retry")
+    point = json.loads(cli(path, "show", "adv@2", "--json").stdout)["metadata"]["checkpoint_id"]
+    assert branch["parent_thread"] == "adv" and branch["branch_point"] == point
+    labels = {n["id"]: n["labels"] for n in tree["nodes"]}
+    assert "branch-point" in labels[point]
+    text = cli(path, "--no-color", "tree", "adv").stdout
+    assert "thread adv#retry" in text and text.count("question 1") == 1
+    graph = cli(path, "--no-color", "log", "--graph", "adv").stdout.splitlines()
+    assert len(graph) == 15 and graph[-3].startswith("├─┘") and "answer 1" in graph[-2]
+
+
+@pytest.mark.parametrize("thread,hard", [("adv#retry", False), ("adv#retry", True), ("adv", False), ("adv", True)])
+def test_rewind_a_branch_of_an_advanced_session(tmp_path, thread, hard):
+    """A rewind of one branch leaves the other as the SDK read it; undo and redo."""
+    from tests.support.sampledb import cli
+
+    path = str(tmp_path / "adv-rw.db")
+    main, retry = _two_branches(path)
+    before = _all_rows(path)
+    assert _sdk_items(path) == {"main": main, "retry": retry}
+    args = ["rewind", f"{thread}@4", "--yes"] + (["--hard", "--no-backup"] if hard else [])
+    r = cli(path, *args)
+    assert r.exit_code == 0, r.stderr
+    after = _sdk_items(path)
+    mine, other = ("retry", "main") if thread == "adv#retry" else ("main", "retry")
+    was = {"main": main, "retry": retry}
+    assert after[mine] == was[mine][:4] and after[other] == was[other]
+    archives = {b: items for b, items in after.items() if b not in ("main", "retry")}
+    if hard:
+        assert not archives
+    else:
+        (name, items), = archives.items()
+        assert name.startswith(f"{mine}-rewind-") and items == was[mine][4:]
+        log = json.loads(cli(path, "log", f"adv#{name}", "--json").stdout)
+        assert [_item_rows(path)[m["checkpoint_id"]] for m in reversed(log)] == was[mine][4:]
+    assert cli(path, "undo").exit_code == 0
+    assert _all_rows(path) == before and _sdk_items(path) == {"main": main, "retry": retry}
+    assert cli(path, "redo").exit_code == 0
+    assert _sdk_items(path) == after

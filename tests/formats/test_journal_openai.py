@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK format on the journal, SQLite and Postgres: each write kind
 (rewind, hard rewind, branch of a SQLiteSession, branch of an AdvancedSQLiteSession,
-a run the SDK wrote, an edit) then undo gives every table but agentctl's back row for
+rewind and hard rewind of a branch of one, a run the SDK wrote, an edit) then undo gives every table but agentctl's back row for
 row (timestamps included), redo gives them as after the write, again and again; a
 failure injected at each statement of the write, its undo and its redo leaves every
 table (agentctl's too) as it was. The session's updated_at, which a rewind moves to
@@ -23,13 +23,13 @@ from tests.support.contract_formats import append_openai, build_openai, dump  # 
 from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
-KINDS = ("rewind", "rewind-hard", "branch", "branch-sdk", "run", "edit")
+KINDS = ("rewind", "rewind-hard", "branch", "branch-sdk", "rewind-sdk", "rewind-hard-sdk", "run", "edit")
 ITEMS = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
          {"role": "user", "content": "three"}, {"role": "assistant", "content": "four"}]
 
 
 #: (backend, write kind): AdvancedSQLiteSession is SQLite's alone
-PAIRS = [(b, k) for b in ("sqlite", "postgres") for k in KINDS if not (b == "postgres" and k == "branch-sdk")]
+PAIRS = [(b, k) for b in ("sqlite", "postgres") for k in KINDS if not (b == "postgres" and k.endswith("-sdk"))]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -47,8 +47,10 @@ each_pair = pytest.mark.parametrize("kind_url", PAIRS, ids=[f"{b}-{k}" for b, k 
 
 
 async def build(url: str, kind: str) -> str:
-    """The database for a write kind; the session the write is on."""
-    if kind != "branch-sdk":
+    """The database for a write kind; the thread the write is on (a rewind of an
+    AdvancedSQLiteSession's: its branch "b", holding main's first turn and 2 items of
+    its own)."""
+    if not kind.endswith("-sdk"):
         await build_openai("", url)
         return "oa-main"
     assert "://" not in url, "AdvancedSQLiteSession is SQLite's"
@@ -56,16 +58,19 @@ async def build(url: str, kind: str) -> str:
 
     s = AdvancedSQLiteSession(session_id="adv", db_path=url, create_tables=True)
     await s.add_items(ITEMS)
+    if kind.startswith("rewind"):
+        await s.create_branch_from_turn(2, "b")
+        await s.add_items([{"role": "user", "content": "b one"}, {"role": "assistant", "content": "b two"}])
     s.close()
-    return "adv"
+    return "adv#b" if kind.startswith("rewind") else "adv"
 
 
 async def prepared(store: Any, url: str, kind: str, session: str) -> Callable[[], Awaitable[Any]]:
     """The write of `kind` (anything it needs from outside agentctl done first)."""
     h = store.history()
-    cid = (await store.at_step(session, 2)).checkpoint_id
+    cid = (await store.at_step(session, 3 if "#" in session else 2)).checkpoint_id  # (3: the branch's own)
     if kind.startswith("rewind"):
-        plan = await h.plan_rewind(cid, hard=kind == "rewind-hard")
+        plan = await h.plan_rewind(cid, hard=kind.startswith("rewind-hard"))
         return lambda: h.rewind(cid, hard=plan.hard, archive_thread=plan.archive_thread)
     if kind.startswith("branch"):
         return lambda: h.branch(cid, "try")

@@ -337,3 +337,60 @@ async def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, p
     assert ops[0]["kind"] == "run" and ops[0]["summary"].endswith(": interrupted")
     assert cli(path, "undo").exit_code == 0
     assert _all_rows(path) == before
+
+
+@pytest.mark.parametrize("thread,branch", [("adv#retry", "retry"), ("adv", "main")])
+def test_run_on_a_branch_of_an_advanced_session(tmp_path, project, thread, branch):
+    """`run SESSION#BRANCH` runs the SDK's AdvancedSQLiteSession switched to the branch:
+    the same items as the SDK's Runner on a copy, on that branch alone; undo gives every
+    row back."""
+    import asyncio
+
+    from agents import Runner
+    from agents.extensions.memory import AdvancedSQLiteSession
+    from tests.formats.test_format_openai import _sdk_items, _two_branches
+
+    path = str(tmp_path / "adv.db")
+    main, retry = _two_branches(path)
+    copy = str(tmp_path / "copy.db")
+    shutil.copyfile(path, copy)
+    before = _all_rows(path)
+    r = _agentctl(path, "run", thread, "--agent", f"{project / 'agent.py'}:agent", "--input", "hello there")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert r.stdout.splitlines()[0].startswith("item 9  user  hello there")
+
+    async def reference() -> dict:  # the SDK's own Runner on a copy
+        ref = AdvancedSQLiteSession(session_id="adv", db_path=copy)
+        await ref.switch_to_branch(branch)
+        await Runner.run(_user_agent(project), "hello there", session=ref)
+        out = {b: await ref.get_items(branch_id=b) for b in ("main", "retry")}
+        ref.close()
+        return out
+
+    expect = asyncio.run(reference())
+    assert _sdk_items(path) == expect
+    was = {"main": main, "retry": retry}
+    other = "main" if branch == "retry" else "retry"
+    assert expect[other] == was[other] and expect[branch][:8] == was[branch] and len(expect[branch]) == 10
+    log = cli_json(path, "log", thread)
+    assert [m["thread_id"] for m in log] == [thread] * 10
+    assert cli(path, "undo").exit_code == 0
+    assert _all_rows(path) == before
+
+
+def test_edit_on_a_branch_of_an_advanced_session(tmp_path):
+    """An item of one branch is edited in place (the SDK reads it so on that branch
+    alone); an item branches share is refused (exit 2, nothing written)."""
+    from tests.formats.test_format_openai import _sdk_items, _two_branches
+
+    path = str(tmp_path / "adv.db")
+    main, retry = _two_branches(path)
+    before = _all_rows(path)
+    r = cli(path, "edit", "adv#retry@3", "--set", 'content="edited"', "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert _sdk_items(path) == {"main": main, "retry": retry[:2] + [{"role": "user", "content": "edited"}] + retry[3:]}
+    assert cli(path, "undo").exit_code == 0
+    assert _all_rows(path) == before
+    r = cli(path, "edit", "adv#retry@2", "--set", 'content="shared"', "--yes")
+    assert r.exit_code == 2 and "branches main, retry" in r.stderr and r.stderr.count("\n") == 1
+    assert _all_rows(path) == before

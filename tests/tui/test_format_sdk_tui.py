@@ -56,7 +56,7 @@ async def test_tui_browses_an_sdk_sample(tmp_path, name):
             state = view_text(app, "state-view")
             assert '"booking": "failed"' in state and '"app:searches": 2' in state
         else:
-            assert app.threads.table.row_count == 3
+            assert app.threads.table.row_count == 4  # planner-3's branch museums: a thread
             await select_thread(pilot, "weather-1")
             assert app.selected.step == 10
             assert "light rain" in view_text(app, "messages-view")
@@ -99,3 +99,32 @@ async def test_tui_e_adds_a_new_key_to_an_adk_state(tmp_path):
             if head.metadata.step == 8:
                 break
         assert head.state["user:seat"] == "aisle"
+
+
+async def test_tui_shows_an_advanced_sessions_branch_as_a_thread(tmp_path):
+    """The sample's AdvancedSQLiteSession planner-3 has a branch museums (sharing its
+    first turn): a thread of its own in the threads table, its transcript the branch's;
+    planner-3's timeline shows it parting at the turn's last item."""
+    pytest.importorskip("textual")
+    from agentctl.tui.widgets.timeline import BranchItem, CheckpointItem
+
+    path = tmp_path / "openai_agents.db"
+    shutil.copyfile(SAMPLES / "openai_agents.db", path)
+    app = AgentctlApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "planner-3#museums")
+        assert app.selected.step == 4
+        assert "planner-3#museums@4" in view_text(app, "detail-header")
+        text = view_text(app, "messages-view")
+        assert "Add museums instead." in text and "Make it cheaper." not in text
+        items = [c for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
+        app.timeline.focus()
+        app.timeline.move_to_node(next(c for c in items if c.data.meta.step == 1))  # shared with planner-3
+        await settle(pilot)
+        assert app.selected.step == 1 and "planner-3#museums@1" in view_text(app, "detail-header")
+        await select_thread(pilot, "planner-3")
+        nodes = [c for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
+        point = next(c for c in nodes if c.data.meta.step == 2)
+        assert [b.data.thread_id for b in point.children if isinstance(b.data, BranchItem)] == \
+            ["planner-3#museums"]

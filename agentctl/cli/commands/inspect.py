@@ -53,8 +53,11 @@ async def _family(backend: "Store", thread: str) -> list[str]:
 
 
 def _newest_first(per_thread: list[list[CheckpointMetadata]]) -> list[CheckpointMetadata]:
-    """Interleave threads by time, keeping each thread's own order (children first)."""
-    return list(heapq.merge(*per_thread, key=lambda m: str(m.created_at), reverse=True))
+    """Interleave threads by time, keeping each thread's own order (children first); at
+    equal times a branch's rows first (a branch is listed after the thread it parts
+    from, and its rows came after the checkpoint it parts at: the SDK's times are whole
+    seconds)."""
+    return list(heapq.merge(*reversed(per_thread), key=lambda m: str(m.created_at), reverse=True))
 
 
 def log(
@@ -83,8 +86,11 @@ def log(
             threads = await _family(backend, tid) if graph else [tid]
             forked: list[str] = []
             if graph:
-                pages = [await backend.read_thread(t, n, offset if t == tid else 0, descending=True)
-                         for t in threads]
+                pages, seen = [], set()
+                for t in threads:  # a checkpoint a branch shares with its source: drawn once
+                    page = await backend.read_thread(t, n, offset if t == tid else 0, descending=True)
+                    pages.append([m for m in page if m.checkpoint_id not in seen])
+                    seen.update(m.checkpoint_id for m in page)
             else:
                 # Which checkpoints shown have children in other threads, found while
                 # the page is read (an idx_parent probe per row), not by a second pass.

@@ -16,13 +16,21 @@ Mapping (see `store.py`):
   checkpoint reads as a CorruptRowError, later ones show it as an "invalid" message;
 - `threads list` orders sessions by their newest (or, sorted by creation, first) row id:
   the SDK writes ids in time order, and the (session_id, id) index alone answers it;
-- checkpoint N shows the transcript of items 1..N; the AdvancedSQLiteSession's
-  branches are shown as tags (`branch:<id>` for every branch the item belongs to,
-  `turn:<n>`), and its `turn_usage` rows of the turns so far in the state.
+- checkpoint N shows the transcript of items 1..N; the tags name the branches an
+  AdvancedSQLiteSession's item belongs to (`branch:<id>`) and its turn (`turn:<n>`),
+  its `turn_usage` rows of the turns so far are in the state;
+- an AdvancedSQLiteSession's session (one with `message_structure` rows) is one thread
+  per branch: `SESSION` its main branch, `SESSION#BRANCH` each other, whose steps are
+  the branch's items in `sequence_number` order (its `get_items()`). An item keeps one
+  checkpoint id; it belongs to the branch it was added to (its oldest structure row),
+  and the branches that share it list it under that id: the first item a branch holds
+  of its own has the last shared one as its parent (where tree and log --graph show it
+  parting). Items on no branch (which the SDK never reads) are not steps.
 
-Writes (`history.py`): `rewind` of a `SQLiteSession` session (later items to an
-archive session, or the trash); `branch` (a new session with copies of the items, or
-on an `AdvancedSQLiteSession` a branch the SDK's `switch_to_branch` sees); undoable.
+Writes (`history.py`): `rewind` (later items to an archive session, or the trash; on
+an AdvancedSQLiteSession's branch its later structure rows to an archive branch, or
+deleted); `branch` (a new session with copies of the items, or on an
+`AdvancedSQLiteSession` a branch the SDK's `switch_to_branch` sees); undoable.
 
 When a database holds several pairs of such tables, the pair is chosen with
 `AGENTCTL_OPENAI_TABLES=SESSIONS_TABLE,MESSAGES_TABLE` (or the store's

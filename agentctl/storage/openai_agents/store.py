@@ -125,6 +125,69 @@ class OpenAIAgentsStore(ConnectedStore):
         await self.connect()
         return await self._db.query(sql, *params)
 
+    # ---- lines: a plain session, or one branch of an AdvancedSQLiteSession ---------------
+
+    @property
+    def _L(self) -> str:
+        """What the thread listings read: rows (session_id: the thread, id: an item) of
+        every line, one per step. Without `message_structure` the messages table itself;
+        with it, a plain session's items and each branch's `message_structure` rows
+        (thread SESSION for main, SESSION#BRANCH for the others)."""
+        if not self.has_structure:
+            return self._M
+        return (f"(SELECT session_id, id FROM {self._M} WHERE session_id NOT IN "
+                "(SELECT session_id FROM message_structure) UNION ALL "
+                "SELECT CASE WHEN s.branch_id = 'main' THEN s.session_id "
+                "ELSE s.session_id || '#' || s.branch_id END, s.message_id "
+                f"FROM message_structure s JOIN {self._M} m ON m.id = s.message_id "
+                "AND m.session_id = s.session_id) AS lines")
+
+    async def _advanced(self, session: str) -> bool:
+        """Whether the session has `message_structure` rows (an AdvancedSQLiteSession's)."""
+        return self.has_structure and bool(await self._q(
+            "SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1", session))
+
+    async def line(self, thread_id: str) -> tuple[str, str | None]:
+        """(session, branch) of a thread: branch None for a plain session, "main" for
+        an AdvancedSQLiteSession's thread SESSION, BRANCH for SESSION#BRANCH (a branch
+        holding rows; else the thread is read as a plain session of that name)."""
+        if not self.has_structure:
+            return thread_id, None
+        if await self._advanced(thread_id):
+            return thread_id, "main"
+        for i, ch in enumerate(thread_id):
+            if ch == "#" and thread_id[i + 1:] != "main" and await self._q(
+                    "SELECT 1 AS x FROM message_structure WHERE session_id = ? AND branch_id = ? LIMIT 1",
+                    thread_id[:i], thread_id[i + 1:]):
+                return thread_id[:i], thread_id[i + 1:]
+        return thread_id, None
+
+    @staticmethod
+    def thread_of(session: str, branch: str | None) -> str:
+        return session if branch in (None, "main") else f"{session}#{branch}"
+
+    async def _owner(self, session: str, mid: int) -> str | None:
+        """The branch an item of an AdvancedSQLiteSession belongs to: the one it was
+        added to (its oldest `message_structure` row); None when it is on none."""
+        rows = await self._q("SELECT branch_id FROM message_structure WHERE session_id = ? AND message_id = ? "
+                             "ORDER BY id LIMIT 1", session, mid)
+        return rows[0]["branch_id"] if rows else None
+
+    async def _fork(self, session: str, branch: str) -> tuple[str, int | None, int | None]:
+        """Where a branch parts from its source: (the source's thread, the last item it
+        shares with it (None: none), its first item of its own (None: none yet))."""
+        rows = await self._q(
+            "SELECT s.message_id AS mid, (SELECT o.branch_id FROM message_structure o WHERE o.session_id = "
+            "s.session_id AND o.message_id = s.message_id ORDER BY o.id LIMIT 1) AS owner "
+            f"FROM message_structure s JOIN {self._M} m ON m.id = s.message_id AND m.session_id = s.session_id "
+            "WHERE s.session_id = ? AND s.branch_id = ? ORDER BY s.sequence_number", session, branch)
+        shared: tuple[int | None, str] = (None, "main")
+        for r in rows:
+            if r["owner"] == branch:
+                return self.thread_of(session, shared[1]), shared[0], int(r["mid"])
+            shared = (int(r["mid"]), r["owner"])
+        return self.thread_of(session, shared[1]), shared[0], None
+
     # ---- threads -------------------------------------------------------------------
 
     def _prefix_where(self, prefix: str | None, params: list[Any]) -> str:
@@ -139,7 +202,7 @@ class OpenAIAgentsStore(ConnectedStore):
         # times shown are those rows' created_at, read for the page alone.
         rows = await self._q(
             f"SELECT session_id AS tid, COUNT(*) AS n, MAX(id) AS head, MIN(id) AS first "
-            f"FROM {self._M}{where} GROUP BY session_id "
+            f"FROM {self._L}{where} GROUP BY session_id "
             f"ORDER BY {order} LIMIT ? OFFSET ?", *params, int(limit), int(offset))
         heads = await self._items_by_id([r["head"] for r in rows] + [r["first"] for r in rows])
         archives = await self._archives()
@@ -148,6 +211,12 @@ class OpenAIAgentsStore(ConnectedStore):
             item = heads.get(int(r["head"]), (None, ""))[0]
             msg = to_message(item, {})
             origin = archives.get(r["tid"])
+            if origin is None and self.has_structure and "#" in r["tid"]:
+                session, branch = await self.line(r["tid"])
+                if branch not in (None, "main"):
+                    source, point, _ = await self._fork(session, str(branch))
+                    if point is not None:
+                        origin = (source, point, "branch")
             out.append(ThreadSummary(
                 branch_of=origin[0] if origin else None,
                 branch_point=checkpoint_id(origin[1]) if origin else None,
@@ -181,7 +250,7 @@ class OpenAIAgentsStore(ConnectedStore):
     async def count_threads(self, prefix: str | None = None) -> int:
         params: list[Any] = []
         where = self._prefix_where(prefix, params)
-        rows = await self._q(f"SELECT COUNT(DISTINCT session_id) AS n FROM {self._M}{where}", *params)
+        rows = await self._q(f"SELECT COUNT(DISTINCT session_id) AS n FROM {self._L}{where}", *params)
         return int(rows[0]["n"])
 
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
@@ -191,7 +260,7 @@ class OpenAIAgentsStore(ConnectedStore):
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
         where = self._prefix_where(prefix, params)
-        rows = await self._q(f"SELECT DISTINCT session_id{self._C} AS tid FROM {self._M}{where} "
+        rows = await self._q(f"SELECT DISTINCT session_id{self._C} AS tid FROM {self._L}{where} "
                              "ORDER BY tid LIMIT ?", *params, int(limit))
         return [r["tid"] for r in rows]
 
@@ -199,7 +268,13 @@ class OpenAIAgentsStore(ConnectedStore):
 
     async def count(self, thread_id: str | None = None) -> int:
         if thread_id is None:
-            rows = await self._q(f"SELECT COUNT(*) AS n FROM {self._M}")
+            rows = await self._q(f"SELECT COUNT(*) AS n FROM {self._L}")
+            return int(rows[0]["n"])
+        session, branch = await self.line(thread_id)
+        if branch is not None:
+            rows = await self._q(f"SELECT COUNT(*) AS n FROM message_structure s JOIN {self._M} m ON "
+                                 "m.id = s.message_id AND m.session_id = s.session_id "
+                                 "WHERE s.session_id = ? AND s.branch_id = ?", session, branch)
         else:
             rows = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ?", thread_id)
         return int(rows[0]["n"])
@@ -211,11 +286,20 @@ class OpenAIAgentsStore(ConnectedStore):
         limit = -1 if last_step is None else max(last_step - start + 1, 0)
         if limit == 0:
             return []
-        rows = await self._q(
-            f"SELECT id, session_id, message_data, created_at FROM {self._M} WHERE session_id = ? "
-            f"ORDER BY id LIMIT ? OFFSET ?", thread_id, limit if limit >= 0 else 2**62, start - 1)
+        session, branch = await self.line(thread_id)
+        if branch is not None:  # a branch's items in its order (the SDK's get_items)
+            rows = await self._q(
+                f"SELECT m.id, m.message_data, m.created_at FROM message_structure s JOIN {self._M} m "
+                "ON m.id = s.message_id AND m.session_id = s.session_id WHERE s.session_id = ? "
+                "AND s.branch_id = ? ORDER BY s.sequence_number LIMIT ? OFFSET ?",
+                session, branch, limit if limit >= 0 else 2**62, start - 1)
+        else:
+            rows = await self._q(
+                f"SELECT id, message_data, created_at FROM {self._M} WHERE session_id = ? "
+                f"ORDER BY id LIMIT ? OFFSET ?", thread_id, limit if limit >= 0 else 2**62, start - 1)
         for i, r in enumerate(rows):
             r["step"] = start + i
+            r["session_id"], r["session"], r["branch"] = thread_id, session, branch
         return rows
 
     async def _structure(self, ids: Sequence[int]) -> dict[int, list[tuple[str, Any]]]:
@@ -286,10 +370,28 @@ class OpenAIAgentsStore(ConnectedStore):
         if not rows:
             return None
         row = rows[0]
-        n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
-                          row["session_id"], rid)
-        row["step"] = int(n[0]["n"])
+        place = await self._place(row["session_id"], rid)
+        if place is None:
+            return None
+        row["session_id"], row["step"] = place
         return row
+
+    async def _place(self, session: str, rid: int) -> tuple[str, int] | None:
+        """(thread, step) of an item: its session's, or on an AdvancedSQLiteSession the
+        branch it was added to (None: an item on no branch, which the SDK never reads)."""
+        if not await self._advanced(session):
+            n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
+                              session, rid)
+            return session, int(n[0]["n"])
+        branch = await self._owner(session, rid)
+        if branch is None:
+            return None
+        n = await self._q(
+            f"SELECT COUNT(*) AS n FROM message_structure s JOIN {self._M} m ON m.id = s.message_id "
+            "AND m.session_id = s.session_id WHERE s.session_id = ? AND s.branch_id = ? AND s.sequence_number <= "
+            "(SELECT MIN(sequence_number) FROM message_structure WHERE session_id = ? AND branch_id = ? "
+            "AND message_id = ?)", session, branch, session, branch, rid)
+        return self.thread_of(session, branch), int(n[0]["n"])
 
     async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
         row = await self._locate(checkpoint_id)
@@ -329,7 +431,7 @@ class OpenAIAgentsStore(ConnectedStore):
         if not rows:
             return
         structure = await self._structure([int(r["id"]) for r in rows])
-        usage = await self._usage(rows[0]["session_id"])
+        usage = await self._usage(rows[0]["session"])
         names: dict[str, str] = {}
         messages: list[dict[str, Any]] = []
         tools: dict[str, Any] = {}
@@ -355,8 +457,10 @@ class OpenAIAgentsStore(ConnectedStore):
             if err is not None:
                 yield CorruptRowError(meta.checkpoint_id, "message_data", err)
                 continue
-            state: dict[str, Any] = {"session_id": r["session_id"], "items": r["step"], "item_type": kind,
+            state: dict[str, Any] = {"session_id": r["session"], "items": r["step"], "item_type": kind,
                                      "item": item}
+            if r["branch"] is not None:
+                state["branch"] = r["branch"]
             if st:
                 turns = sorted({t for _b, t in st if t is not None})
                 state["branches"] = sorted({b for b, _t in st})
@@ -383,13 +487,42 @@ class OpenAIAgentsStore(ConnectedStore):
         if row is None:
             return []
         found = await self.at_step(row["session_id"], row["step"] + 1)
-        return [found] if found else []
+        out = [found] if found else []
+        session, branch = await self.line(row["session_id"])
+        if branch is not None:  # the branches that part from this item
+            rid = int(row["id"])
+            rows = await self._q(
+                "SELECT s.branch_id, n.message_id AS next FROM message_structure s JOIN message_structure n "
+                "ON n.session_id = s.session_id AND n.branch_id = s.branch_id AND n.sequence_number = "
+                "(SELECT MIN(x.sequence_number) FROM message_structure x WHERE x.session_id = s.session_id "
+                "AND x.branch_id = s.branch_id AND x.sequence_number > s.sequence_number) "
+                "WHERE s.session_id = ? AND s.message_id = ? AND s.branch_id <> ? ORDER BY s.branch_id",
+                session, rid, branch)
+            for r in rows:
+                if await self._owner(session, int(r["next"])) == r["branch_id"]:
+                    meta = await self.get_metadata(f"{PREFIX}{int(r['next'])}")
+                    if meta is not None and meta.checkpoint_id not in {m.checkpoint_id for m in out}:
+                        out.append(meta)
+        return out
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
-        """The first items of the archive sessions of rewinds of these sessions (an
-        AdvancedSQLiteSession's branches are tags of the session's items, not threads)."""
+        """The first items of the archive sessions of rewinds of these sessions and of the
+        sessions of their branches; on an AdvancedSQLiteSession, the first item of its
+        own of each branch parting from these threads."""
         firsts = [await self.at_step(a, 1) for a, (session, _, _) in sorted((await self._archives()).items())
                   if session in set(thread_ids)]
+        if self.has_structure:
+            sessions = sorted({(await self.line(t))[0] for t in thread_ids})
+            for session in sessions:
+                if not await self._advanced(session):
+                    continue
+                for r in await self._q("SELECT DISTINCT branch_id FROM message_structure WHERE session_id = ? "
+                                       "AND branch_id <> 'main' ORDER BY branch_id", session):
+                    if self.thread_of(session, r["branch_id"]) in await self._archives():
+                        continue  # a rewind's archive branch: listed above
+                    source, _point, own = await self._fork(session, r["branch_id"])
+                    if source in thread_ids and own is not None:
+                        firsts.append(await self.get_metadata(checkpoint_id(own)))
         return [f for f in firsts if f is not None]
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
@@ -427,7 +560,7 @@ class OpenAIAgentsStore(ConnectedStore):
         where = []
         if thread_id is not None:
             where.append("session_id = ?")
-            params.append(thread_id)
+            params.append((await self.line(thread_id))[0])
         self.json_text_filter("message_data", text, where, params)
         if not scan and self.kind == "sqlite" and len(needle) >= 3:
             found = await self._index_search(text, needle, thread_id, role, limit, wanted, where, params)
@@ -437,15 +570,16 @@ class OpenAIAgentsStore(ConnectedStore):
         hits: list[SearchHit] = []
 
         async def take(rows: list[dict[str, Any]]) -> None:
-            await self._match(rows, text, needle, role, wanted, limit, hits)
+            await self._match(rows, text, needle, role, wanted, limit, hits, thread_id)
         # newest first, a page at a time below the last id read (the SDK's id: the row's
         # INTEGER PRIMARY KEY, never NULL)
         return await self.scan_pages(f"SELECT id, session_id, message_data, created_at FROM {self._M}", where,
                                      params, "id DESC", hits, limit, take, after=("id",))
 
     async def _match(self, rows: Sequence[Mapping[str, Any]], text: str, needle: str, role: str | None,
-                     wanted: Any, limit: int, hits: list[SearchHit]) -> None:
-        """Add the hits of rows (id, session_id, message_data), in their order, up to `limit`."""
+                     wanted: Any, limit: int, hits: list[SearchHit], thread_id: str | None = None) -> None:
+        """Add the hits of rows (id, session_id, message_data), in their order, up to `limit`
+        (those of `thread_id` alone when given: an item shared by branches is its first's)."""
         for r in rows:
             item, err = decode(r["message_data"])
             if err is not None:
@@ -457,11 +591,12 @@ class OpenAIAgentsStore(ConnectedStore):
             pos = body.casefold().find(needle)
             if pos < 0 or ("tools" if msg.get("role") == "tool" else "messages") not in wanted:
                 continue
-            n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
-                              r["session_id"], int(r["id"]))
+            place = await self._place(r["session_id"], int(r["id"]))
+            if place is None or (thread_id is not None and place[0] != thread_id):
+                continue  # (None: on no branch of its session, which the SDK never reads)
             lo = max(pos - 40, 0)
             hits.append(SearchHit(
-                thread_id=r["session_id"], checkpoint_id=checkpoint_id(r["id"]), step=int(n[0]["n"]),
+                thread_id=place[0], checkpoint_id=checkpoint_id(r["id"]), step=place[1],
                 where="tools_result" if msg.get("role") == "tool" else "messages",
                 role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
             if len(hits) >= limit:
@@ -536,7 +671,8 @@ class OpenAIAgentsStore(ConnectedStore):
                 if not rows:
                     break
                 batch = min(batch * 2, 2000)
-                await self._match([r for r in rows if r is not None], text, needle, role, wanted, limit, hits)
+                await self._match([r for r in rows if r is not None], text, needle, role, wanted, limit, hits,
+                                  thread_id)
             return hits
         finally:
             session.close()

@@ -513,9 +513,16 @@ class MainScreen(Screen[None]):
         if message.checkpoint is None:
             self.detail.show_error(self.selected, message.error)
             return
+        cp = message.checkpoint
         if self.selected is None:
-            self.selected = message.checkpoint.metadata
-        self.detail.show_checkpoint(message.checkpoint, message.views)
+            self.selected = cp.metadata
+        elif cp.metadata.thread_id != self.selected.thread_id:
+            # a checkpoint a branch shares with the thread it parts from (one id, the same
+            # contents: an AdvancedSQLiteSession's branch): shown as the selected thread's
+            import dataclasses
+
+            cp = dataclasses.replace(cp, metadata=self.selected)
+        self.detail.show_checkpoint(cp, message.views)
 
     def action_tab(self, tab: str) -> None:
         if tab in TABS:
