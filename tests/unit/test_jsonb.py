@@ -229,7 +229,10 @@ MALFORMED = [  # (blob, offset named, what)
     (b"\x0d", 0, "reserved"), (b"\x0e", 0, "reserved"), (b"\x0f", 0, "reserved"),
     (b"\x2c\x13\x31", 1, "object key of type INT"),
     (b"\x2c\x17\x61", 3, "key without a value"),
-    (b"\x00\x00", 1, "after the value"),
+    (b"\x00\x00", 1, "after the value"), (b"\x0b\x00", 1, "after the value"),
+    (b"\x1b\x0d", 1, "reserved"), (b"\x3c\x17\x61\x0f", 3, "reserved"),
+    (b"\x2b\x10\x00", 1, "NULL with a payload"), (b"\x2b\xc7\x05", 1, "past the end"),
+    (b"\x2b\xd7\x00", 1, "header cut short"),
     (b"\x10\x00", 0, "NULL with a payload"),
     (b"\x13\x41", 1, "INT holding"), (b"\x13\x2d", 1, "INT holding"),
     (b"\x25\x31\x32", 1, "FLOAT holding"),  # FLOAT '12': an integer
@@ -239,7 +242,7 @@ MALFORMED = [  # (blob, offset named, what)
     (b"\x38\x5c\x71\x61", 1, "bad escape in TEXTJ"),
     (b"\x29\x5c\x78", 1, "bad escape in TEXT5"),
     (b"\x3b\x13\x31\x13", 3, "past the end"),  # array of 3 bytes: INT '1' then an INT cut
-    (b"\x1b\x27\x61\x62", 1, "past the end"),  # the TEXT runs past its array's payload
+    (b"\x2b\x27\x61", 1, "past the end"),  # the TEXT runs past its array's payload
     (b"\xf7" + b"\xff" * 8 + b"a", 0, "past the end"),
 ]
 

@@ -60,7 +60,6 @@ _TEXT5 = re.compile(r"""\\(x[0-9a-fA-F]{2}|\r\n|[\s\S])|\"""")
 _LINE_CONT = frozenset("\r\n\u2028\u2029")
 _JSON5_ESC = {"'": "'", "v": "\\u000b", "0": "\\u0000"}
 _END = object()
-_NOKEY = object()
 
 
 def _text5(m: re.Match) -> str:
@@ -134,57 +133,72 @@ def _element(data: bytes, i: int, end: int) -> tuple[int, int, int]:
     return t, p, q
 
 
+def _scalar_value(data: bytes, t: int, p: int, q: int) -> Any:
+    if t >= TEXT:
+        return _text(data, t, p, q)
+    if t >= INT:
+        return _number(data, t, p, q)
+    return None if t == NULL else t == TRUE
+
+
 def decode(blob: bytes | bytearray | memoryview) -> Any:
     """The JSON value of a JSONB blob; JsonbError (ValueError) if it is malformed."""
     data = bytes(blob)
     n = len(data)
     if not n:
         raise JsonbError("empty", 0)
-    # frames of the open containers: [container, payload end, pending key or _NOKEY]
-    stack: list[list[Any]] = []
-    i = 0
-    end = n
-    top: Any = None
+    t, p, q = _element(data, 0, n)
+    if q != n:
+        raise JsonbError(f"{n - q} bytes after the value", q)
+    if t < ARRAY:
+        return _scalar_value(data, t, p, q)
+    root: Any = [] if t == ARRAY else {}
+    # the open containers above `cur` (no recursion: any depth decodes)
+    stack: list[tuple[Any, int, bool]] = []
+    cur, end, is_obj, i = root, q, t == OBJECT, p
     while True:
-        t, p, q = _element(data, i, end)
-        frame = stack[-1] if stack else None
-        if frame is not None and frame[2] is _NOKEY and type(frame[0]) is dict:
-            if not TEXT <= t <= TEXTRAW:  # an object's key
-                raise JsonbError(f"an object key of type {_NAMES[t]}", i)
-            frame[2] = _text(data, t, p, q)
-            i = q
-        else:
-            if t >= ARRAY:
-                value: Any = [] if t == ARRAY else {}
-            elif t >= TEXT:
-                value = _text(data, t, p, q)
-            elif t >= INT:
-                value = _number(data, t, p, q)
+        while i < end:  # the children of `cur`, from byte i to `end`
+            if is_obj:
+                kt, kp, kq = _element(data, i, end)
+                if not TEXT <= kt <= TEXTRAW:
+                    raise JsonbError(f"an object key of type {_NAMES[kt]}", i)
+                key = _text(data, kt, kp, kq)
+                if kq == end:
+                    raise JsonbError("an object key without a value", kq)
+                i = kq
+            # the header, read here for speed; _element says what is wrong with a bad one
+            b = data[i]
+            t = b & 0x0F
+            if b < 0xC0:
+                p = i + 1
+                q = p + (b >> 4)
             else:
-                value = None if t == NULL else t == TRUE
-            if frame is None:
-                top = value
-            elif type(frame[0]) is dict:
-                frame[0][frame[2]] = value
-                frame[2] = _NOKEY
+                p = i + 1 + _EXTRA[b >> 4]
+                q = p + int.from_bytes(data[i + 1:p], "big")
+            if q > end or t > OBJECT or (t <= FALSE and q != p):  # (p > end makes q > end)
+                _element(data, i, end)
+            if t == TEXT:
+                try:
+                    value: Any = data[p:q].decode("utf-8")
+                except UnicodeDecodeError:
+                    value = _text(data, t, p, q)
+            elif t < ARRAY:
+                value = _scalar_value(data, t, p, q)
             else:
-                frame[0].append(value)
+                value = [] if t == ARRAY else {}
+            if is_obj:
+                cur[key] = value
+            else:
+                cur.append(value)
             if t >= ARRAY:
-                stack.append([value, q, _NOKEY])
+                stack.append((cur, end, is_obj))
+                cur, end, is_obj = value, q, t == OBJECT
                 i = p
-                end = q
             else:
                 i = q
-        # close the containers this element finished
-        while stack and i == stack[-1][1]:
-            done = stack.pop()
-            if done[2] is not _NOKEY:
-                raise JsonbError("an object key without a value", i)
-            end = stack[-1][1] if stack else n
         if not stack:
-            if i != n:
-                raise JsonbError(f"{n - i} bytes after the value", i)
-            return top
+            return root
+        cur, end, is_obj = stack.pop()
 
 
 # -- is_jsonb -----------------------------------------------------------------------
