@@ -72,7 +72,7 @@ def test_without_node_the_rig_skips_with_the_reason_unless_required(tmp_path, re
     env = {**os.environ, "PATH": str(tmp_path / "empty"), "AGENTCTL_REQUIRE_NODE": require,
            "AGENTCTL_TEST_NODE_CACHE": str(tmp_path / "cache")}
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "no:cacheprovider",
-                        "-p", "no:randomly", f"{__file__}::test_agentctl_reads_what_langgraphjs_wrote"],
+                        f"{__file__}::test_agentctl_reads_what_langgraphjs_wrote"],
                        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert "node and npm not found" in r.stdout, r.stdout[-2000:]
     if require:
