@@ -1,0 +1,82 @@
+"""LangGraph.js's own savers write the database (through the Node rig,
+tests/support/noderig.py); agentctl reads it: `threads list`, `log` and `show` give the
+threads and checkpoints LangGraph.js's getStateHistory gives, on SQLite (SqliteSaver)
+and on Postgres (PostgresSaver, in the rig's throwaway server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.support import noderig
+from tests.support.noderig import NODE_DIR, run_node
+from tests.support.rig import REPO
+from tests.support.sampledb import cli, cli_json
+
+node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node's lock file
+
+WRITER = NODE_DIR / "langgraph_write.mjs"
+ROLES = {"human": "user", "ai": "assistant"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def lgjs_db(request, tmp_path, node_modules) -> tuple[str, dict]:
+    """(the database's URL, LangGraph.js's getStateHistory of each thread)."""
+    if request.param == "sqlite":
+        url = str(tmp_path / "langgraphjs.db")
+        out = run_node(WRITER, "sqlite", url)
+    else:
+        url = request.getfixturevalue("pg_dsn")  # a fresh schema, named in search_path
+        schema = parse_qs(urlsplit(url).query)["search_path"][0]
+        out = run_node(WRITER, "postgres", request.getfixturevalue("pg_base_dsn"), schema)
+    return url, json.loads(out.stdout)
+
+
+def test_agentctl_reads_what_langgraphjs_wrote(lgjs_db):
+    url, history = lgjs_db
+    assert set(history) == {"t1", "t2"} and len(history["t1"]) == 8  # two runs of 3 steps + inputs
+
+    threads = cli_json(url, "threads", "list")
+    assert {t["thread_id"]: (t["checkpoints"], t["head_checkpoint_id"], t["head_step"]) for t in threads} == {
+        thread: (len(h), h[0]["id"], h[0]["step"]) for thread, h in history.items()}
+
+    for thread, h in history.items():
+        log = cli_json(url, "log", thread)
+        assert [(c["thread_id"], c["checkpoint_id"], c["parent_checkpoint_id"], c["step"]) for c in log] == [
+            (thread, s["id"], s["parent"], s["step"]) for s in h]
+        for s in h:
+            shown = cli_json(url, "show", s["id"])
+            assert (shown["metadata"]["thread_id"], shown["metadata"]["checkpoint_id"]) == (thread, s["id"])
+            assert [[m["role"], m["content"]] for m in shown["messages"]] == [
+                [ROLES[kind], content] for kind, content in s["messages"]]
+            assert shown["state"].get("count") == s["count"]
+
+        # the text the user sees: the ids in `log`, the head's messages in `show`
+        r = cli(url, "log", thread)
+        assert r.exit_code == 0, r.stderr
+        assert [line.split()[0] for line in r.stdout.splitlines()] == [s["id"] for s in h]
+        r = cli(url, "show", thread)
+        assert r.exit_code == 0, r.stderr
+        assert h[0]["id"] in r.stdout and "start " + thread in r.stdout and "world" in r.stdout
+
+
+@pytest.mark.parametrize("require", ["", "1"])
+def test_without_node_the_rig_skips_with_the_reason_unless_required(tmp_path, require):
+    """No node on PATH: the test is skipped, saying why; under AGENTCTL_REQUIRE_NODE=1
+    (CI) it fails instead. Nothing is installed either way."""
+    env = {**os.environ, "PATH": str(tmp_path / "empty"), "AGENTCTL_REQUIRE_NODE": require,
+           "AGENTCTL_TEST_NODE_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "no:cacheprovider",
+                        f"{__file__}::test_agentctl_reads_what_langgraphjs_wrote"],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert "node and npm not found" in r.stdout, r.stdout[-2000:]
+    if require:
+        assert r.returncode == 1 and "2 errors" in r.stdout and "AGENTCTL_REQUIRE_NODE=1 but" in r.stdout
+    else:
+        assert r.returncode == 0 and "2 skipped" in r.stdout
+    assert not (tmp_path / "cache").exists()
