@@ -104,7 +104,7 @@ def start(screen: "MainScreen") -> None:
 
 async def run(screen: "MainScreen", meta: CheckpointMetadata) -> None:
     from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
-    from agentctl.runs import RunTally, plan_run, record_run, recorded_summary, start_request
+    from agentctl.runs import RunTally, error_line, plan_run, record_run, recorded_summary, start_request
     from agentctl.tui.screens.run import RunScreen, checkpoint_line
 
     db, engine = screen.source.db, screen.source.engine
@@ -193,19 +193,18 @@ async def run(screen: "MainScreen", meta: CheckpointMetadata) -> None:
     if kind == "interrupted":
         said = f"stopped: the run saved {tally.saved} {unit}, which stay{undo}"
     elif kind == "error":
-        where = f" in node {outcome['node']!r}" if outcome.get("node") else ""
         frames = outcome.get("frames") or []
         at = f" ({frames[-1].get('file')}, line {frames[-1].get('line')})" if frames else ""
-        said = (f"your agent raised {outcome.get('type')}{where}: {outcome.get('message')}{at}; "
-                f"the run saved {tally.saved} {unit} before the error{undo}")
+        said = f"{error_line(outcome)}{at}; the run saved {tally.saved} {unit} before the error{undo}"
     else:
         nxt = outcome.get("next") or []
         said = (f"ran {thread}: {tally.saved} new {unit}{undo}"
                 + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else ""))
     new_head = tally.ids[-1] if tally.ids else None
-    done(screen, "run", said, thread, new_head)
-    if kind == "error":
-        screen.notify(inert(said), title="Your agent raised", severity="error", markup=False, timeout=20)
+    if kind == "error":  # one notice, the error's
+        done(screen, "run", said, thread, new_head, title="The run failed", severity="error")
+    else:
+        done(screen, "run", said, thread, new_head)
     if new_head is None:
         return
     b = await db.get_metadata(new_head)

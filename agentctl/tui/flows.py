@@ -101,9 +101,10 @@ async def confirm(screen: "MainScreen", title: str, body: RenderableType,
 
 
 def done(screen: "MainScreen", kind: str, summary: str, select_thread: str | None = None,
-         select: str | None = None) -> None:
-    """Say what a write did; the views reload (on `select_thread`, on checkpoint `select`)."""
-    screen.post_message(OperationFinished(kind, summary, select_thread, select))
+         select: str | None = None, title: str | None = None, severity: str = "information") -> None:
+    """Say what a write did (one notice: `title`, `severity`); the views reload (on
+    `select_thread`, on checkpoint `select`)."""
+    screen.post_message(OperationFinished(kind, summary, select_thread, select, title, severity))
 
 
 # ---- the flows -----------------------------------------------------------------------------

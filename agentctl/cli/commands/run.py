@@ -9,7 +9,7 @@ import typer
 from agentctl.cli.complete import complete_ref, complete_thread
 from agentctl.cli.context import run as run_coro
 from agentctl.cli.context import state
-from agentctl.cli.options import AcceptYesOpt, JsonOpt
+from agentctl.cli.options import AcceptYesOpt, ConfigurableOpt, ContextOpt, JsonOpt
 from agentctl.cli.output import emit_jsonl, info, say
 
 
@@ -29,6 +29,8 @@ def run_agent(
         "[{\"role\": \"user\", \"content\": \"hi\"}]}'; OpenAI Agents SDK, Google ADK: the user's message (TEXT).")] = None,
     resume_json: Annotated[str | None, typer.Option(
         "--resume", metavar="JSON", help="The answer to a pending interrupt() (LangGraph's Command(resume=...)).")] = None,
+    context_json: ContextOpt = None,
+    configurable: ConfigurableOpt = None,
     agent: Annotated[str | None, typer.Option(
         "--agent", metavar="NAME|FILE.py:VAR|module:var",
         help="The agent: a graph of langgraph.json, or where its graph object is.")] = None,
@@ -46,7 +48,11 @@ def run_agent(
     with the framework's own saver on --db; each new checkpoint is printed as it is saved
     (--json: JSON Lines). THREAD alone resumes the thread's head (LangGraph:
     invoke(None)); --from REF runs from an earlier checkpoint; --input gives the graph
-    input; --resume answers a pending interrupt(). What the run saved is one operation in
+    input; --resume answers a pending interrupt(); --context gives the graph's Runtime
+    context (its context_schema: a dataclass, pydantic model or TypedDict, built from the
+    JSON object), --configurable KEY=JSON a value of config["configurable"]. A graph with
+    async nodes runs through LangGraph's async API (astream) with its async saver, as
+    `langgraph dev` runs it. What the run saved is one operation in
     the op log: `agentctl undo` moves it to the trash. An exception in your code is shown
     with your own frames (exit 1); what was saved before it stays, undoable. Ctrl-C stops
     the run (exit 130); what it saved stays, undoable.
@@ -67,7 +73,8 @@ def run_agent(
 
     async def prepare():
         async with st.engine(write=False) as (store, history):
-            return await plan_run(store, history, thread, from_ref, input_json, resume_json)
+            return await plan_run(store, history, thread, from_ref, input_json, resume_json, context_json,
+                                  configurable)
 
     plan = run_coro(prepare())
     who = find_agent(agent, config, fmt=plan.fmt)
@@ -125,9 +132,9 @@ def _say_checkpoint(event: dict[str, Any]) -> None:
 
 
 def _say_error(event: dict[str, Any]) -> None:
-    where = f" in node {event['node']!r}" if event.get("node") else \
-        (f" in agent {event['agent']!r}" if event.get("agent") else "")
-    info(f"your agent raised {event.get('type')}{where}: {event.get('message')}")
+    from agentctl.runs import error_line
+
+    info(error_line(event))
     for f in event.get("frames") or []:
         info(f'  File "{f.get("file")}", line {f.get("line")}, in {f.get("name")}')
         if f.get("code"):
