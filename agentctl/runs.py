@@ -10,7 +10,7 @@ from typing import Any
 
 from agentctl.errors import UsageError
 
-__all__ = ["RunPlan", "plan_run", "run_settings", "start_request", "RunTally", "recorded_summary", "record_run"]
+__all__ = ["RunPlan", "plan_run", "without_tables", "create_tables", "run_settings", "parse_run_options", "start_request", "RunTally", "recorded_summary", "record_run"]
 
 
 def json_value(option: str, text: str | None) -> Any:
@@ -25,6 +25,33 @@ def json_value(option: str, text: str | None) -> Any:
 
 #: configurable keys LangGraph itself sets (the thread and the checkpoint a run is on)
 RESERVED = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
+
+
+def parse_run_options(text: str) -> tuple[str | None, list[str]]:
+    """`--context JSON --configurable KEY=JSON ...` as a shell would split it (the TUI's
+    run options, typed as on the command line): (the context text, the KEY=JSON items).
+    UsageError for anything else."""
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"the options do not parse as a command line: {exc}") from None
+    context: str | None = None
+    configurable: list[str] = []
+    while words:
+        word = words.pop(0)
+        name, eq, inline = word.partition("=")
+        if name not in ("--context", "--configurable"):
+            raise UsageError(f"{word!r}: the options are --context JSON and --configurable KEY=JSON")
+        if not eq and not words:
+            raise UsageError(f"{name} needs a value")
+        value = inline if eq else words.pop(0)
+        if name == "--context":
+            context = value
+        else:
+            configurable.append(value)
+    return context, configurable
 
 
 def run_settings(fmt: str, context_text: str | None = None,
@@ -113,6 +140,39 @@ async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None =
     value = json_value("--input", input_text) if RUNNERS[fmt].graph_input else input_text
     return RunPlan(fmt, thread, from_id, before, extra, input_text, resume_text, value,
                    json_value("--resume", resume_text), settings)
+
+
+async def without_tables(db: str) -> bool:
+    """Whether the database has no tables yet: a SQLite file that does not exist (its
+    directory does) or is empty, a Postgres database (schema) with none. Reads only."""
+    import os
+
+    from agentctl.storage import parse_url
+    from agentctl.storage.schema import tables_or_none
+
+    kind, target = parse_url(db)
+    if kind == "sqlite":
+        if target == ":memory:" or (not os.path.exists(target) and not os.path.isdir(os.path.dirname(target) or ".")):
+            return False
+        if os.path.exists(target) and os.path.getsize(target) > 0:
+            tables = await tables_or_none(kind, target)
+            return tables is not None and not [t for t in tables if not t.startswith("sqlite_")]
+        return True
+    tables = await tables_or_none(kind, target)
+    return tables is not None and not tables
+
+
+def create_tables(db: str, python: str) -> None:
+    """LangGraph's saver makes its tables in the database (setup(), in the user's
+    interpreter, as `langgraph dev` would): what a run with --input on a new database
+    needs first. UsageError when it cannot."""
+    from agentctl.runners import run_child
+    from agentctl.storage import parse_url
+
+    kind, target = parse_url(db)
+    ended = run_child("langgraph", python, {"mode": "create", "kind": kind, "target": target})
+    if ended.event.get("event") != "created":
+        raise UsageError(str(ended.event.get("message") or "the tables were not created"))
 
 
 def start_request(plan: RunPlan, db: str, agent: Any) -> dict[str, Any]:

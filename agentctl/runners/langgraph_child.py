@@ -12,6 +12,7 @@ the child writes one JSON object per line to the file descriptor EVENTS_FD:
   {"event": "done", "next": [...], "interrupts": [...], "head": id}
   {"event": "error", "type", "message", "node", "frames": [{"file", "line", "name", "code"}]}
   {"event": "setup", "message"}       (the agent or the framework cannot be loaded)
+  {"event": "created"}                (mode "create": the saver's setup() made its tables)
   {"event": "interrupted"}            (Ctrl-C)
 
 Exit status: 0 done, 1 the user's code raised, 2 setup, 130 interrupted. What the user's
@@ -377,6 +378,22 @@ def _head(config: dict[str, Any]) -> dict[str, Any]:
     return {"configurable": conf}
 
 
+def _create_tables(out: Any, req: dict[str, Any]) -> int:
+    """LangGraph's own saver's setup() on a database without its tables (a run with an
+    input on a new database, as `langgraph dev` would make them): {"event": "created"}."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        try:
+            _saver(req["kind"], req["target"], stack).setup()
+        except ImportError as exc:
+            raise SetupError(f"{sys.executable} has no LangGraph saver for {req['kind']} ({exc})") from exc
+        except Exception as exc:
+            raise SetupError(f"LangGraph's saver could not create its tables: {type(exc).__name__}: {exc}") from exc
+    emit(out, {"event": "created"})
+    return 0
+
+
 def main() -> int:
     out, req = start()
     try:
@@ -385,6 +402,8 @@ def main() -> int:
         except ImportError as exc:
             raise SetupError(f"{sys.executable} cannot import LangGraph ({exc}); name the interpreter "
                              "of your agent's environment with --python") from exc
+        if req.get("mode") == "create":
+            return _create_tables(out, req)
         graph = _graph(load(req["agent"]))
         context = _context(graph, req.get("context"))
         configurable = {**(req.get("configurable") or {}), "thread_id": req["thread"], "checkpoint_ns": ""}

@@ -280,3 +280,28 @@ def test_sigint_to_the_child_while_the_agent_loads_is_interrupted(tmp_path):
         ended = run_child("langgraph", sys.executable, request, on_start=on_start)
         assert ended.interrupted and ended.kind == "interrupted", (on_start.__name__, ended)
     assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_run_with_an_input_on_a_new_database_has_langgraph_create_its_tables(request, tmp_path, kind):
+    """The README's story by hand, with no SqliteSaver.setup() first: LangGraph's saver
+    makes its tables (as `langgraph dev` would), and the run says so; a read still
+    creates nothing."""
+    if kind == "sqlite":
+        url = str(tmp_path / "new.db")
+        r = _agentctl(url, "log", "t")  # a read: nothing created
+        assert r.returncode != 0 and "database file not found" in r.stderr and not os.path.exists(url)
+    else:
+        pytest.importorskip("langgraph.checkpoint.postgres")
+        url = request.getfixturevalue("pg_dsn")
+        r = _agentctl(url, "log", "t")
+        assert r.returncode != 0 and "has no 'checkpoints' table" in r.stderr, r.stderr
+    story = str(Path(REPO) / "sample_db" / "story" / "langgraph.json")
+    trip = json.dumps({"request": "somewhere new, 3 nights"})
+    r = _agentctl(url, "run", "trip", "--config", story, "--input", trip)  # the README's story, by hand
+    assert r.returncode == 1 and "your agent raised LookupError in node 'book'" in r.stderr, (r.stdout, r.stderr)
+    assert "created LangGraph's checkpoint tables" in r.stderr
+    r = _agentctl(url, "run", "t", "--agent", ASYNC, "--input", json.dumps({"n": 0}), "--context", CONTEXT)
+    assert r.returncode == 0 and "created" not in r.stderr, r.stderr  # once
+    assert r.stdout.splitlines()[-1].startswith("ran t: 6 new checkpoint(s)")
+    assert sorted(t["thread_id"] for t in cli_json(url, "threads", "list")) == ["t", "trip"]

@@ -55,7 +55,9 @@ def run_agent(
     `langgraph dev` runs it. What the run saved is one operation in
     the op log: `agentctl undo` moves it to the trash. An exception in your code is shown
     with your own frames (exit 1); what was saved before it stays, undoable. Ctrl-C stops
-    the run (exit 130); what it saved stays, undoable.
+    the run (exit 130); what it saved stays, undoable. A LangGraph run with --input on a
+    database without tables (a new SQLite file, an empty Postgres database) has LangGraph's
+    saver create them first (setup(), as `langgraph dev` would), and says so.
 
     OpenAI Agents SDK: --agent FILE.py:VAR (an Agent), --input TEXT (the user's message):
     Runner.run(agent, TEXT, session=...) with the SDK's own session on --db; each new item
@@ -67,9 +69,24 @@ def run_agent(
     Example: agentctl --db sample_db/langgraph.db run story-1 --config sample_db/story/langgraph.json
     """
     from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
-    from agentctl.runs import RunTally, plan_run, record_run, recorded_summary, short, start_request
+    from agentctl.runs import (
+        RunTally,
+        create_tables,
+        plan_run,
+        record_run,
+        recorded_summary,
+        short,
+        start_request,
+        without_tables,
+    )
 
     st = state(ctx)
+    if input_json is not None and from_ref is None and resume_json is None and st.format in (None, "langgraph") \
+            and run_coro(without_tables(st.db)):
+        # a new database: LangGraph's saver makes its tables first, as `langgraph dev` would
+        # (reads never create anything; a run with an input is a write of the framework's)
+        create_tables(st.db, pick_python(python))
+        info(f"created LangGraph's checkpoint tables in {st.db} (its saver's setup(); undo does not remove them)")
 
     async def prepare():
         async with st.engine(write=False) as (store, history):
