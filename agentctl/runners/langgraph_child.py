@@ -96,7 +96,7 @@ def _context(graph: Any, value: Any) -> Any:
 
     name = getattr(schema, "__name__", repr(schema))
     try:
-        if dataclasses.is_dataclass(schema):
+        if dataclasses.is_dataclass(schema) and isinstance(schema, type):
             return schema(**value)
         if hasattr(schema, "model_validate"):
             return schema.model_validate(value)
