@@ -217,6 +217,28 @@ def test_an_openai_agent_inside_a_package_runs_without_a_tracing_warning(tmp_pat
     assert "OPENAI_API_KEY" not in r.stderr and "trace" not in r.stderr.lower(), r.stderr
 
 
+def test_an_adk_agent_inside_a_package_runs_by_file_and_by_folder(tmp_path):
+    """travel-concierge's layout on ADK's runner: `--agent PKG/agent.py:root_agent`
+    imports it as `travel_concierge.agent` (before: ImportError, attempted relative
+    import with no known parent package); `--agent PKG` as `adk run PKG` takes it."""
+    pytest.importorskip("google.adk")
+    from google.adk.sessions import DatabaseSessionService
+
+    path = str(tmp_path / "adk.db")
+
+    async def make() -> None:
+        svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+        await svc.create_session(app_name="app", user_id="u1", session_id="s1", state={})
+        await svc.close()
+
+    asyncio.run(make())
+    package = APPS / "travel" / "travel_concierge"
+    for agent, text in ((f"{package / 'agent.py'}:root_agent", "Paris"), (str(package), "Rome")):
+        r = _agentctl(path, "run", "app/u1/s1", "--agent", agent, "--input", text, cwd=tmp_path)
+        assert r.returncode == 0, (agent, r.stdout, r.stderr)
+        assert f"the concierge plans: {text}" in r.stdout, r.stdout
+
+
 def test_an_error_of_langgraph_itself_is_not_reported_as_the_agents(tmp_path):
     project = tmp_path / "p"
     project.mkdir()
