@@ -136,6 +136,12 @@ def test_context_and_configurable_bad_input_exit_2_one_line_and_write_nothing(tm
         (["--configurable", "user_id={bad"], "--configurable user_id is not JSON"),
         (["--configurable", 'thread_id="x"'], "agentctl sets thread_id itself"),
     ], *common)
+    r = _agentctl(path, "run", "t", *common, "--context", CONTEXT)  # a thread to edit
+    assert r.returncode == 0, r.stderr
+    before = settled_bytes(path)
+    # without the graph agentctl writes the edit itself: it has no use for them
+    r = _agentctl(path, "edit", "t", "--set", "n=1", "--configurable", 'user_id="x"', "--yes")
+    assert r.returncode == 2 and "name it with --agent" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert settled_bytes(path) == before
 
 

@@ -90,6 +90,11 @@ def edit(
 
     p = run_coro(plan())
     meta, changes = p.meta, p.changes
+    if settings and p.native:
+        from agentctl.errors import UsageError
+
+        raise UsageError("--context and --configurable are given to your graph: name it with --agent "
+                         "(or --config, a langgraph.json here)")
     if dry_run:
         if json_out:
             emit_json({"ref": meta.checkpoint_id, "thread_id": meta.thread_id, "step": meta.step,
