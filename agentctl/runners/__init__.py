@@ -256,7 +256,9 @@ def run_child(fmt: str, python: str, request: dict[str, Any],
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
         code = child.wait(10)
-    interrupted = interrupted or last.get("event") == "interrupted" or code == 130
+    # 130: the child's own handler; -SIGINT: the signal came before the child set one up
+    # (Python still starting): stopped all the same, not "ended without a word"
+    interrupted = interrupted or last.get("event") == "interrupted" or code in (130, -signal.SIGINT)
     if not interrupted and last.get("event") == "setup":
         raise UsageError(str(last.get("message")))
     return ChildOutcome(last, code, interrupted)

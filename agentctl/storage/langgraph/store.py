@@ -4,7 +4,8 @@
 The mapping is the package docstring's. Besides: a subgraph's namespace `ns` of thread
 `T` is addressed `T|ns` (LangGraph's own separator of nested namespaces is also "|", so
 `T|outer:1|inner:2` reads as a path); summary = the user's own metadata keys; a thread's
-summary is its head's last message (else that, else the source).
+summary is its head's last message, else its source (not the metadata keys: LangGraph
+copies a run's configurable values, `user_id=...`, into every checkpoint's metadata).
 
 Every SQL statement is written with `?` placeholders (the Postgres connection rewrites
 them); nothing here writes (the writes are `history.py`'s).
@@ -440,7 +441,7 @@ class LangGraphStore(ConnectedStore):
             thread_id=address(r["thread_id"], ns), checkpoints=int(r["n"]),
             head_step=int(step) if step is not None else _step(meta),
             head_checkpoint_id=r["head"], updated_at=id_time(r["head"]),
-            head_summary=(last or {}).get(r["head"]) or _summary(meta) or str(meta.get("source") or ""),
+            head_summary=(last or {}).get(r["head"]) or str(meta.get("source") or ""),
             first_created_at=id_time(r["first"]),
             branch_of=branch_of, branch_point=branch_point)
 
