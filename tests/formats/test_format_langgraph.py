@@ -125,6 +125,47 @@ def subgraph_parallel_graph():
     return g
 
 
+def supervisor_graph(ask: bool = False):
+    """langgraph-supervisor's shape, no model: a supervisor node routing by Command to
+    agents that are compiled subgraphs (their checkpoints in namespaces `AGENT:<task>`),
+    each handing back with Command(graph=Command.PARENT); four handoffs, then the
+    answer. `ask`: the second agent's first run asks the user (an interrupt() inside
+    the subgraph)."""
+    from langgraph.graph import MessagesState
+
+    def agent(name: str):
+        def work(s):
+            if ask and name == "math":
+                quarter = interrupt({"question": "Which quarter?\nQ1 or Q2", "agent": name})
+                return {"messages": [AIMessage(content=f"{name}: {quarter} done", name=name)]}
+            return {"messages": [AIMessage(content=f"{name}: done", name=name)]}
+
+        def handoff(s):
+            return Command(graph=Command.PARENT, goto="supervisor",
+                           update={"messages": [s["messages"][-1],
+                                                AIMessage(content=f"handoff from {name}", name=name)]})
+
+        g = StateGraph(MessagesState)
+        g.add_node("work", work)
+        g.add_node("handoff", handoff)
+        g.add_edge(START, "work")
+        g.add_edge("work", "handoff")
+        return g.compile(name=name)
+
+    def supervisor(s):
+        n = sum(1 for m in s["messages"] if str(m.content).startswith("handoff"))
+        if n >= 4:
+            return Command(goto=END, update={"messages": [AIMessage(content="final answer", name="supervisor")]})
+        return Command(goto="research" if n % 2 == 0 else "math")
+
+    g = StateGraph(MessagesState)
+    g.add_node("supervisor", supervisor, destinations=("research", "math", END))
+    g.add_node("research", agent("research"))
+    g.add_node("math", agent("math"))
+    g.add_edge(START, "supervisor")
+    return g
+
+
 def run_all(saver) -> dict[str, Any]:
     """Write every test thread with this saver; the compiled graphs by thread."""
     agent = agent_graph().compile(checkpointer=saver)
