@@ -258,6 +258,21 @@ class Node:
         return out
 
 
+def _copied(nodes: Sequence[Mapping[str, Any]], i: int, siblings: Sequence[int]) -> int | None:
+    """Of a fork copy (LangGraph's `source` "fork" one step after the checkpoint it
+    copies and a sibling of it: agentctl's rewind, `update_state(..., as_node="__copy__")`),
+    the checkpoint it copies: the newest older sibling one step before it. It stays on
+    the head's line (the rewind's target, where the abandoned line forks), not inside
+    that fork."""
+    n = nodes[i]
+    step = n.get("step")
+    if "fork" not in (n.get("tags") or ()) or type(step) is not int:
+        return None
+    older = [k for k in siblings if k != i and nodes[k].get("step") == step - 1
+             and str(nodes[k]["id"]) < str(n["id"])]
+    return max(older, key=lambda k: str(nodes[k]["id"])) if older else None
+
+
 def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
     """The DAG of `get_checkpoint_tree` as a tree: each thread's checkpoints in order, a
     branch nested under its branch point, merges and labels marked."""
@@ -331,6 +346,9 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
         while cur is not None and cur not in top:
             top.add(cur)
             pid = nodes[cur].get("parent_id")
+            copied = _copied(nodes, cur, kids.get(pid, []) if pid is not None else [])
+            if copied is not None:
+                top.add(copied)
             cur = at.get(pid) if pid is not None else None
         done: set[int] = set()
 

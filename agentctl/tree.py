@@ -62,6 +62,7 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
             rows = await b.read_thread(thread, 2**62, 0)
         else:
             rows = list(reversed(await b.read_thread(thread, int(limit), 0, descending=True)))
+        rows = await b.describe(rows)
         per_thread[thread] = rows
         metas.extend(rows)
     if not metas:

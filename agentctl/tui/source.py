@@ -155,7 +155,7 @@ class DataSource:
         """A page counted from the head (offset 0 = the newest), oldest first, and the
         thread's size."""
         db = await self.ready()
-        metas = await db.read_thread(thread_id, limit=limit, offset=offset, descending=True)
+        metas = await db.describe(await db.read_thread(thread_id, limit=limit, offset=offset, descending=True))
         total = await db.count(thread_id)
         metas.reverse()
         return metas, total

@@ -98,7 +98,8 @@ def log(
             # Forks off the checkpoints shown: their children in other threads.
             for thread_id, parent_id in await backend.fork_children(sorted(set(forked)), tid):
                 heads.setdefault(parent_id, []).append(f"fork: {thread_id}")
-            return tid, total, pages[0] if len(pages) == 1 else _newest_first(pages)[:n], heads
+            metas = pages[0] if len(pages) == 1 else _newest_first(pages)[:n]
+            return tid, total, await backend.describe(metas), heads
 
     with _gc_paused():
         tid, total, metas, heads = run(go())
