@@ -892,3 +892,23 @@ async def test_langgraph_checkpoint_rows_name_the_source_once():
     labels = [checkpoint_label(m).plain for m in metas]
     assert [label.split()[-1] for label in labels] == ["input", "loop", "loop"], labels
     assert not any("loop  loop" in label or m.checkpoint_id in label for label, m in zip(labels, metas))
+
+
+async def test_a_branch_row_sits_under_the_thread_it_was_branched_from(sample_url):
+    """Issue 33.11: the thread list is sorted by activity, and a branch written to
+    since its thread (the newest thread now) sat at the top, under nothing; it sits right
+    under its thread (`↳`), the others as they were, on SQLite and Postgres."""
+    branch = "coder-fix-flaky-test-branch-retry-backoff-70e7"
+    writer = make_backend(sample_url, readonly=False, create=False)
+    try:
+        await writer.put(make_cp(branch, 4, cid="ckpt-branch-late-4", parent=f"ckpt-{branch}-3",
+                                 created_at="2026-11-02T10:00:00+00:00", summary="[assistant] later"))
+    finally:
+        await writer.close()
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.threads.table
+        rows = [table.get_row_at(i)[1].plain for i in range(table.row_count)]
+        assert rows == ["loop-research-7", "coder-add-cli-flag", "coder-fix-flaky-test", f"↳ {branch}",
+                        "support-1044", "support-1043", "support-1042"], rows
