@@ -218,5 +218,5 @@ SECTION_ORDER = {"messages": 0, "state": 1, "tools_result": 2, "metadata": 3}
 def changes_between(base: Checkpoint, cp: Checkpoint) -> list[Any]:
     from agentctl.diff import diff_checkpoints
 
-    changes = diff_checkpoints(base, cp)
+    changes = diff_checkpoints(base, cp, format_keys=False)
     return sorted(changes, key=lambda c: SECTION_ORDER.get(c.section, 2))

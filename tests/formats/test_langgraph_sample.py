@@ -220,3 +220,24 @@ def test_tree_keeps_a_rewinds_target_on_the_heads_line():
     assert "branch-point" in top[3] and top[-1].split()[3] == "head"
     forks = [line for line in out if "fork (" in line]
     assert len(forks) == 2 and all(line.startswith("    │   ") for line in forks)
+
+
+def test_state_and_diff_leave_out_langgraphs_own_keys_unless_asked():
+    """`show` and `diff` leave LangGraph's `__metadata__` and `__internal__` out of the
+    state (the metadata is shown above it; the internal channels are LangGraph's);
+    `--all-keys` shows them. `show --json` is the checkpoint whole."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    shown = cli(str(SAMPLE), "show", "support-refund@3").stdout
+    assert "__metadata__" not in shown and "__internal__" not in shown and '"messages"' in shown
+    everything = cli(str(SAMPLE), "show", "support-refund@3", "--all-keys").stdout
+    assert "__metadata__" in everything
+    assert "__metadata__" in json.loads(cli(str(SAMPLE), "show", "support-refund@3", "--json").stdout)["state"]
+    diff = cli(str(SAMPLE), "diff", "support-refund", "--json").stdout
+    paths = [c["path"] for c in json.loads(diff) if c["section"] == "state"]
+    assert paths == ["/messages/8"], paths
+    paths = [c["path"] for c in json.loads(cli(str(SAMPLE), "diff", "support-refund", "--json", "--all-keys").stdout)
+             if c["section"] == "state"]
+    assert "/__metadata__/step" in paths
