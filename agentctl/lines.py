@@ -279,7 +279,7 @@ def fork_lines(rows: Sequence[Row]) -> tuple[list[int], dict[int, list[list[int]
     kids: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         if r.parent_id in at and r.parent_id != r.id:
-            kids.setdefault(r.parent_id, []).append(i)  # type: ignore[arg-type]
+            kids.setdefault(r.parent_id, []).append(i)
     top: set[int] = {i for i, r in enumerate(rows) if r.parent_id not in at}
     cur = len(rows) - 1 if rows else None
     while cur is not None and cur not in top:

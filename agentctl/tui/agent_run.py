@@ -49,8 +49,9 @@ def interrupt_text(writes: Any) -> str:
     for w in writes if isinstance(writes, list) else [writes]:
         v = w.get("value") if isinstance(w, dict) and "task_id" in w else w
         for i in v if isinstance(v, list) else [v]:
-            is_interrupt = isinstance(i, dict) and str(i.get("__type__", "")).endswith("Interrupt")
-            values.append(i.get("value") if is_interrupt else i)
+            if isinstance(i, dict) and str(i.get("__type__", "")).endswith("Interrupt"):
+                i = i.get("value")
+            values.append(i)
 
     def shown(v: Any) -> str:
         return v if isinstance(v, str) else json.dumps(v, default=str, ensure_ascii=False)

@@ -189,8 +189,7 @@ class CheckpointTree(Tree[object]):
         (lines.fork_lines), its branches under their branch points; the "earlier" node
         on top while rows remain."""
         for c in list(node.children):
-            for n in self._checkpoints_under(c):
-                cid = n.data.meta.checkpoint_id  # type: ignore[union-attr]
+            for n, cid in self._checkpoints_under(c):
                 if self._by_id.get(cid) is n:
                     del self._by_id[cid]
             c.remove()
@@ -222,14 +221,14 @@ class CheckpointTree(Tree[object]):
             add(node, k)
 
     @staticmethod
-    def _checkpoints_under(node: TreeNode[object]) -> list[TreeNode[object]]:
-        """The checkpoint nodes of a subtree (itself included)."""
-        out: list[TreeNode[object]] = []
+    def _checkpoints_under(node: TreeNode[object]) -> list[tuple[TreeNode[object], str]]:
+        """The checkpoint nodes of a subtree (itself included), with their ids."""
+        out: list[tuple[TreeNode[object], str]] = []
         stack = [node]
         while stack:
             n = stack.pop()
             if isinstance(n.data, CheckpointItem):
-                out.append(n)
+                out.append((n, n.data.meta.checkpoint_id))
             stack.extend(n.children)
         return out
 
