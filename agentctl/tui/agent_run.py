@@ -36,6 +36,36 @@ def _check_json(text: str) -> None:
         raise UsageError(f"not JSON: {exc} (a string needs quotes)") from None
 
 
+#: how much of an interrupt's question the resume dialog shows
+QUESTION_MAX = 2000
+
+
+def interrupt_text(writes: Any) -> str:
+    """What pending `__interrupt__` writes ask, readable: each Interrupt's value (not
+    the write's task id nor the Interrupt's type and id), a string as it is (its lines
+    kept), a dict as `key: value` lines, anything else as JSON; inert, at most
+    QUESTION_MAX characters."""
+    values: list[Any] = []
+    for w in writes if isinstance(writes, list) else [writes]:
+        v = w.get("value") if isinstance(w, dict) and "task_id" in w else w
+        for i in v if isinstance(v, list) else [v]:
+            if isinstance(i, dict) and str(i.get("__type__", "")).endswith("Interrupt"):
+                i = i.get("value")
+            values.append(i)
+
+    def shown(v: Any) -> str:
+        return v if isinstance(v, str) else json.dumps(v, default=str, ensure_ascii=False)
+
+    lines = []
+    for v in values:
+        if isinstance(v, dict):
+            lines += [f"{k}: {shown(x)}" for k, x in v.items()]
+        else:
+            lines.append(shown(v))
+    text = "\n".join(lines)
+    return inert(text if len(text) <= QUESTION_MAX else text[:QUESTION_MAX - 1] + "…")
+
+
 async def _ask(screen: "MainScreen", meta: CheckpointMetadata, graph_input: bool) -> tuple[bool, str | None, str | None]:
     """(go on?, input text, resume text): what the run starts with."""
     from agentctl.tui.screens.prompt import PromptScreen
@@ -58,8 +88,8 @@ async def _ask(screen: "MainScreen", meta: CheckpointMetadata, graph_input: bool
         f": the {what} to run on with, as JSON (empty: none), e.g. ",
         ('true' if waiting else '{"messages": [{"role": "user", "content": "hi"}]}', "cyan"))
     if waiting:
-        body.append("\nthe interrupt: ", style="dim")
-        body.append(inert(json.dumps(tools.get("__interrupt__"), default=str, ensure_ascii=False)[:300]))
+        body.append("\nthe interrupt asks:\n", style="dim")
+        body.append(interrupt_text(tools.get("__interrupt__")))
     text = await screen.app.push_screen_wait(PromptScreen(
         f"Run {short_meta(meta)}: {what}", body, placeholder="JSON (empty: none)", ok_label="Next",
         validate=_check_json, allow_empty=True))

@@ -243,6 +243,16 @@ async def test_e_then_R_on_langgraph_runs_live_and_ends_on_the_compare_view(stor
         assert await thread_size(app, "trip") == size + 1
         edited = app.selected
         assert edited.step == 2 and (await app.source.db.get(edited.checkpoint_id)).state["plan"]["next_city"] == "Paris"
+        # the list (issue 33.2): the update right after its parent, step 1, marked as the
+        # branch point; the run it left hangs under step 1 as a fork
+        from agentctl.tui.widgets.timeline import CheckpointItem, ForkItem
+
+        def top():
+            return [c for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
+
+        assert top()[-1].data.meta.checkpoint_id == edited.checkpoint_id and "head" in top()[-1].data.labels
+        assert top()[-2].data.meta.step == 1 and "branch-point" in top()[-2].data.labels
+        assert [c.data.count for c in top()[-2].children if isinstance(c.data, ForkItem)] == [size - 3]
 
         # R from the edited checkpoint: the graph goes on by itself (next: search)
         await press(pilot, "R")
@@ -259,6 +269,8 @@ async def test_e_then_R_on_langgraph_runs_live_and_ends_on_the_compare_view(stor
         assert any(n.startswith("ran trip: 2 new checkpoint(s)") for n in notices(app))
         # the run's checkpoints are in the tree, its last one selected
         assert await thread_size(app, "trip") == size + 3
+        assert [c.data.meta.step for c in top()][-4:] == [1, 2, 3, 4]  # the run after the update
+        assert top()[-3].data.meta.checkpoint_id == edited.checkpoint_id
         head = (await app.source.db.read_thread("trip", limit=1, descending=True))[0]
         assert app.selected.checkpoint_id == head.checkpoint_id
         assert "booked AF1234" in json.dumps((await app.source.db.get(head.checkpoint_id)).state)
@@ -449,7 +461,7 @@ class S(TypedDict, total=False):
 
 
 def ask(state: S) -> S:
-    return {"approved": interrupt({"question": "approve " + state["item"] + "?"})}
+    return {"approved": interrupt({"question": "approve " + state["item"] + "?\\nreply with JSON", "by": "ops"})}
 
 
 builder = StateGraph(S)
@@ -475,6 +487,10 @@ async def test_R_at_an_interrupt_asks_the_resume_value(tmp_path):
         assert isinstance(app.screen, PromptScreen)
         text = screen_text(app)
         assert "waiting at an interrupt" in text and "approve refund?" in text
+        # the question, readable: its own lines, not the write's raw JSON
+        lines = [line.strip(" │┃") for line in text.splitlines()]
+        assert "question: approve refund?" in lines and "reply with JSON" in lines and "by: ops" in lines
+        assert "task_id" not in text and "__type__" not in text and "\\n" not in text
         app.screen.query_one(Input).value = '{"ok": true}'
         await press(pilot, "enter")
         assert isinstance(app.screen, ConfirmScreen) and "with resume" in screen_text(app)
