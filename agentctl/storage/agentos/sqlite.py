@@ -353,12 +353,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         """An online, consistent copy of the database file at `dest` (a file, or a
         directory to put one of the same name in), with SQLite's backup API; the path
         written. Refuses to overwrite a file (UsageError)."""
-        from agentctl.storage.backup import sqlite_backup
+        from agentctl.storage.backup import backup_target, sqlite_backup
 
         self.require("backup")
-        target = Path(dest)
-        if target.is_dir():
-            target = target / Path(self._db_path).name
+        target = backup_target(self._db_path, dest)
         await asyncio.to_thread(sqlite_backup, self._db_path, str(target))
         return str(target)
 
