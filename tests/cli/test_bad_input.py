@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import os
 import sqlite3
@@ -254,3 +255,23 @@ def test_config_that_is_not_a_file_says_what_it_is(tmp_path):
         find_agent(None, str(tmp_path), cwd=str(tmp_path))
     with pytest.raises(UsageError, match=f"^--config {tmp_path / 'x.json'}: no such file$"):
         find_agent(None, str(tmp_path / "x.json"), cwd=str(tmp_path))
+
+
+def test_import_of_nan_or_infinity_is_refused(tmp_path):
+    """Python's json writes NaN and Infinity; JSON (RFC 8259) has neither."""
+    db = sample_copy(tmp_path)
+    before = digest(db)
+    good = json.loads(cli("--db", str(db), "export", "support-1042").stdout.splitlines()[0])
+    good["metadata"]["checkpoint_id"] = "ckpt-new-1"
+    good["metadata"]["thread_id"] = "new"
+    for value, word in ((float("nan"), "NaN"), (float("inf"), "Infinity"), ("1e999", "1e999")):
+        line = json.dumps({**good, "state": {"x": value}})
+        if value == "1e999":
+            line = line.replace('"1e999"', "1e999")
+        f = tmp_path / "in.jsonl"
+        f.write_text(line + "\n")
+        r = cli("--db", str(db), "import", str(f))
+        assert r.returncode == ExitCode.USAGE, r.stderr
+        assert r.stderr.startswith(f"agentctl: {f}:1: not a checkpoint ({word}") and r.stderr.count("\n") == 1
+        assert r.stderr.endswith("; nothing was imported\n")
+    assert digest(db) == before

@@ -2,7 +2,6 @@
 before destructive writes on SQLite."""
 
 
-import json
 import os
 import stat
 import sys
@@ -12,6 +11,7 @@ from typing import IO, Annotated, Any, Iterator
 
 import typer
 
+from agentctl import deep
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import AcceptYesOpt, JsonOpt
@@ -112,7 +112,7 @@ def export(
                         if isinstance(item, CorruptRowError):
                             bad.append(str(item))
                         else:
-                            out.write(json_text(json.dumps(item.to_dict(), ensure_ascii=False)) + "\n")
+                            out.write(json_text(deep.dumps(item.to_dict(), ensure_ascii=False)) + "\n")
                             written += 1
                         advance(1)
             return written, bad
@@ -162,7 +162,7 @@ def _read_jsonl(stream: IO[str], name: str, advance: Any) -> Iterator[Any]:
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d = deep.strict_loads(line)
             if not isinstance(d, dict):
                 raise ValueError(f"a JSON {json_type_name(d)} where an object is expected")
             if not isinstance(d.get("metadata"), dict):
