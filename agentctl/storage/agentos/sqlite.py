@@ -968,7 +968,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         source = agentos_source()
         if action == "build":
             try:
-                st = await asyncio.to_thread(textindex.build, self._db_path, source)
+                st = await textindex.build_in_thread(self._db_path, source)
             except PermissionError as exc:
                 raise OperationError(f"cannot build the search index: {exc}") from None
             except sqlite3.Error as exc:
