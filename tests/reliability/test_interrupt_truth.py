@@ -272,3 +272,29 @@ def test_ctrl_c_stops_an_index_build_at_once_and_says_what_is_true(index_db, tmp
     r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), "index", "status"],
                        capture_output=True, text=True, cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.stdout.startswith("state: absent"), r.stdout
+
+
+def test_ctrl_c_during_import_create_says_nothing_was_changed(big_agentos, tmp_path):
+    """Ctrl-C during `import --create` into a new file: the file is removed (a failed
+    import leaves nothing), and the line says so (it said "see agentctl oplog", which
+    then could not open the database)."""
+    export = tmp_path / "big.jsonl"
+    with export.open("w") as out:
+        r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(big_agentos), "export"], stdout=out,
+                           stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    new = tmp_path / "new" / "new.db"
+    new.parent.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(new), "import", "--create", str(export)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
+                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    deadline = time.monotonic() + 30
+    while not new.exists():  # the import under way: the new file made
+        assert time.monotonic() < deadline and proc.poll() is None, "the import ended before it was interrupted"
+        time.sleep(0.01)
+    time.sleep(0.1)  # (the whole import takes about a second)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert err.strip() == "agentctl: interrupted; nothing was changed", err
+    assert list(new.parent.iterdir()) == []

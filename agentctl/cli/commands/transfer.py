@@ -203,6 +203,9 @@ async def _remove_created(st: CliState) -> None:
         for name in (path, path + "-wal", path + "-shm", path + "-journal"):
             if os.path.exists(name):
                 os.remove(name)
+        # no database, no op log to ask after Ctrl-C: nothing was changed, and that is
+        # what the interrupted line says (not "see agentctl oplog", which cannot open it)
+        st.writing = False
         return
     async with st.open(write=True) as backend:
         await backend.drop_if_empty()
