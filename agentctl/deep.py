@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["MAX_DEPTH", "MAX_TEXT", "placeholder", "loads", "cap", "clip", "is_placeholder",
            "strict_loads", "non_json_number", "NotJsonNumber", "finite", "dumps"]
@@ -123,21 +123,32 @@ def _cut_text(text: str, limit: int, hint: str) -> str:
 def clip(value: Any, limit: int = MAX_TEXT, hint: str = "") -> Any:
     """`value` with every string longer than `limit` cut to its first `limit` characters
     and a note of its size (lists and dicts changed in place). Iterative."""
-    if isinstance(value, str):
-        return _cut_text(value, limit, hint) if len(value) > limit else value
+    return _map_leaves(value, lambda v: _cut_text(v, limit, hint) if isinstance(v, str) and len(v) > limit else v)
+
+
+def _map_leaves(value: Any, change: Callable[[Any], Any], *, tuples: bool = False) -> Any:
+    """`value` with each value in it that is not a list or dict (a leaf) replaced by
+    `change(leaf)` (lists and dicts changed in place; with `tuples`, tuples too are made
+    lists and walked). Iterative."""
+    kinds = (list, dict, tuple) if tuples else (list, dict)
+    if tuples and isinstance(value, tuple):
+        value = list(value)
     if not isinstance(value, (list, dict)):
-        return value
+        return change(value)
     stack: list[Any] = [value]
     while stack:
         node = stack.pop()
         keys = node.keys() if isinstance(node, dict) else range(len(node))
         for k in list(keys):
             child = node[k]
-            if isinstance(child, str):
-                if len(child) > limit:
-                    node[k] = _cut_text(child, limit, hint)
-            elif isinstance(child, (list, dict)):
+            if isinstance(child, kinds):
+                if isinstance(child, tuple):
+                    child = node[k] = list(child)
                 stack.append(child)
+            else:
+                new = change(child)
+                if new is not child:
+                    node[k] = new
     return value
 
 
@@ -195,25 +206,7 @@ def _bad(v: Any) -> bool:
 def finite(value: Any) -> Any:
     """`value` with every NaN, Infinity and -Infinity float replaced by a placeholder
     string (lists and dicts changed in place, tuples made lists). Iterative."""
-    if _bad(value):
-        return number_placeholder(value)
-    if isinstance(value, tuple):
-        value = list(value)
-    if not isinstance(value, (list, dict)):
-        return value
-    stack: list[Any] = [value]
-    while stack:
-        node = stack.pop()
-        keys = node.keys() if isinstance(node, dict) else range(len(node))
-        for k in list(keys):
-            child = node[k]
-            if _bad(child):
-                node[k] = number_placeholder(child)
-            elif isinstance(child, (list, dict, tuple)):
-                if isinstance(child, tuple):
-                    child = node[k] = list(child)
-                stack.append(child)
-    return value
+    return _map_leaves(value, lambda v: number_placeholder(v) if _bad(v) else v, tuples=True)
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
