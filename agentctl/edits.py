@@ -223,9 +223,9 @@ def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node
     until the child is done; returns its "edited" event (the new checkpoint's id, step,
     next). The op is not recorded yet: `record_edit` does that."""
     from agentctl.runners import run_child
-    from agentctl.storage import parse_url
+    from agentctl.storage import target_to_write
 
-    kind, target = parse_url(db)
+    kind, target = target_to_write(db)
     m = plan.meta
     request: dict[str, Any] = {"mode": "edit", "kind": kind, "target": target, "thread": m.thread_id,
                                "from": m.checkpoint_id, "agent": agent.target, "paths": agent.paths,
