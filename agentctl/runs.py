@@ -178,9 +178,9 @@ def create_tables(db: str, python: str) -> None:
 def start_request(plan: RunPlan, db: str, agent: Any) -> dict[str, Any]:
     """What the child is asked to do (agentctl.runners.run_child's request; `agent`:
     agentctl.runners.Agent)."""
-    from agentctl.storage import parse_url
+    from agentctl.storage import target_to_write
 
-    kind, target = parse_url(db)
+    kind, target = target_to_write(db)
     request: dict[str, Any] = {"kind": kind, "target": target, "thread": plan.thread, "from": plan.from_id,
                                "agent": agent.target, "paths": agent.paths, **plan.extra, **plan.settings}
     if plan.resume_text is not None:

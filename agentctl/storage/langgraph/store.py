@@ -1201,7 +1201,9 @@ class LangGraphStore(ConnectedStore):
             else:
                 if r["ok"]:
                     continue
-                why = "is not JSON SQLite can read (malformed or nested too deep)"
+                number = deep.non_json_number(raw)
+                why = (f"is not JSON ({number}): shown with a placeholder" if number else
+                       "is not JSON SQLite can read (malformed or nested too deep)")
             out.append(Problem("warning", "bad-metadata", address(r["thread_id"], r["checkpoint_ns"]),
                                f"checkpoint {r['checkpoint_id']}'s metadata {why}"))
             if len(out) >= limit:

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static, TextArea
 
+from agentctl import deep
 from agentctl.edits import Edit, apply_edits, key_path, value_at
 from agentctl.errors import UsageError
 
@@ -132,7 +133,7 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
     def _parse(self) -> list[Edit]:
         text = self.query_one(TextArea).text
         try:
-            value = json.loads(text)
+            value = deep.strict_loads(text)
         except ValueError as exc:
             raise UsageError(f"not JSON: {exc} (a string needs quotes: \"Paris\")") from None
         if not self.path:
