@@ -1,4 +1,4 @@
-"""Write the databases of the README's examples that the bundled sample does not hold.
+"""Write the databases of the manual's examples (docs/commands/) that the bundled sample does not hold.
 
     python sample_db/make_examples.py [DIR]   (default: the current directory)
 
@@ -7,9 +7,9 @@
   parents), for `agentctl --db broken.db doctor`.
 - DIR/conflict.db: a copy of sample_db/checkpoints.db where coder-fix-flaky-test was
   branched (try-mocks) and both threads then changed state.retry.attempts (5 in the
-  thread, 9 in the branch), for the README's merge conflict.
+  thread, 9 in the branch), for the merge conflict of docs/commands/branch-merge.md.
 
-Deterministic (fixed clock and seed): the ids are the README's.
+Deterministic (fixed clock and seed): the ids are the manual's.
 """
 
 from __future__ import annotations

@@ -440,8 +440,11 @@ def examples(tmp_path_factory) -> Path:
 
 
 def _readme_block(command: str) -> list[str]:
-    """The lines the README shows after `$ COMMAND`, up to the next command or fence."""
-    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    """The lines the manual (the README, or the page of docs/ the example moved to) shows
+    after `$ COMMAND`, up to the next command or fence."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    lines = next(lines for lines in (p.read_text(encoding="utf-8").splitlines() for p in pages)
+                 if f"$ {command}" in lines)
     start = lines.index(f"$ {command}") + 1
     out = []
     for line in lines[start:]:

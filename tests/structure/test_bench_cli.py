@@ -80,3 +80,32 @@ def test_prune_live_writer_help(tmp_path) -> None:
     helped = _run([sys.executable, str(REPO / "bench" / "prune_live_writer.py"), "--help"], tmp_path)
     assert helped.returncode == 0, helped.stderr
     assert "--pg-start" in helped.stdout and "--keep-last" in helped.stdout
+
+
+def test_readme_starts_with_the_current_figures(tmp_path) -> None:
+    """bench/README.md opens with one table of the current figures (issue 33.19): each
+    target with its latest figure, the run it comes from (a dated section below), its
+    floor, the ratio, whether it is met and the command that reproduces it; each figure
+    that command names is one `bench/run.py` has."""
+    import re
+
+    text = (REPO / "bench" / "README.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## (.+)$", text, re.M)
+    assert sections[0] == "Current figures"
+    table = text[text.index("## Current figures"):text.index("## " + sections[1])]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| target")]
+    assert len(rows) >= 25
+    listed = _run([*RUN, "--list", *_missing_dbs(tmp_path), "--pg", "postgresql://nobody@127.0.0.1:1/none"],
+                  tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    figures = {line.split()[0] for line in listed.stdout.splitlines() if line.strip()}
+    dated = set(re.findall(r"^### (\d{4}-\d\d-\d\d) ", text, re.M))
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        assert len(cells) == 7 and all(cells), row
+        target, latest, when, floor, ratio, met, reproduce = cells
+        assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d", when) and when[:10] in dated, row
+        assert re.search(r"\b(yes|no)\b|at the limit", met), row
+        assert "bench/" in reproduce or reproduce.startswith("as above"), row
+        for keys in re.findall(r"--only ([\w,-]+)", reproduce):
+            assert set(keys.split(",")) <= figures, (row, set(keys.split(",")) - figures)

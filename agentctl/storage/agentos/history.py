@@ -11,7 +11,7 @@ AgentOS format's History, and the one place where agentctl changes history.
     branch = await engine.branch(checkpoint_id, "bugfix-experiment")
     await engine.merge_branch(branch, "thread-1")   # three-way, conflicts raise
 
-Design (what users see: README.md, "The library: CheckpointEngine")
+Design (what users see: docs/library.md, "The library: CheckpointEngine")
 -------------------------------------------------------------------
 Writes. One backend transaction each (`BEGIN IMMEDIATE` on SQLite; per-thread advisory
 locks and a table lock on Postgres), its journal records included: a failure midway
