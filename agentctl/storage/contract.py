@@ -55,6 +55,10 @@ class Capability(str, Enum):
     DOCTOR = "doctor"        # problem checks (and index fixes where offered)
     IMPORT = "import"        # import / export of JSON Lines
     SNAPSHOT = "snapshot"    # the library's snapshot writer (AgentOS)
+    EDIT = "edit"            # a checkpoint's state edited as a new head (`edit`)
+    RUN = "run"              # the user's agent run from a checkpoint (`run`: the framework's)
+    REDO = "redo"            # an undone operation done again (the journal's)
+    COMPARE = "compare"      # where two runs parted (`compare`)
 
 
 ALL_CAPABILITIES = tuple(Capability)
@@ -291,6 +295,12 @@ class Store(ABC):
     @abstractmethod
     async def count_threads(self, prefix: str | None = None) -> int:
         """Number of threads (whose id starts with `prefix`, if given)."""
+
+    async def filter_values(self, name: str) -> list[str]:
+        """The values one of `thread_filters` can match in this database (sorted), e.g.
+        the statuses its sessions have: what `threads list` names when a value matches
+        nothing. A format without filters has none."""
+        return []
 
     @abstractmethod
     async def thread_summary(self, thread_id: str) -> "ThreadSummary | None":

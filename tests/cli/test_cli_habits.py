@@ -218,6 +218,9 @@ def test_unknown_role_is_an_error():
     ("rwind=ctrl+r", "no key binding has the id 'rwind'"),
     ("rewind=cntrl+r", "'cntrl+r' is not a key"),
     ("quit=ctrl+q,rewind=ctrl+rr", "'ctrl+rr' is not a key"),
+    ("rewind=q", "'rewind=q' takes 'q' from quit"),  # issue 33.15: quit was silently gone
+    ("search=?", "'search=?' takes '?' from help"),
+    ("help=f1,quit=f1", "'quit=f1' takes 'f1' from help"),
 ])
 def test_bad_keymap_entries_are_errors(monkeypatch, spec, message):
     import agentctl.cli.commands.tui
@@ -237,6 +240,7 @@ def test_good_keymap_entries_are_taken(monkeypatch):
 
     assert parse_keymap("rewind=ctrl+r, help=f1,search=question_mark,", binding_ids()) == {
         "rewind": "ctrl+r", "help": "f1", "search": "question_mark"}
+    assert parse_keymap("quit=ctrl+q,rewind=q", binding_ids()) == {"quit": "ctrl+q", "rewind": "q"}
     monkeypatch.setenv("AGENTCTL_KEYMAP", "confirm.yes=enter,quit=ctrl+q")
     assert AgentctlApp(str(SAMPLE_DB))._keymap == {"confirm.yes": "enter", "quit": "ctrl+q"}
 

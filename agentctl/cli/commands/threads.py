@@ -1,7 +1,7 @@
 """`agentctl threads list|show|delete`"""
 
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -47,9 +47,15 @@ def list_threads(
             for name in filters:
                 if name not in backend.thread_filters:
                     raise Unsupported(backend.format.name, f"threads list --{name}")
-            return await backend.thread_summaries(limit, offset, sort, not asc, prefix, **filters)
+            await _check_filter_values(backend, filters)
+            rows = await backend.thread_summaries(limit, offset, sort, not asc, prefix, **filters)
+            # a full page: there may be more, said on stderr as `log` says it
+            total = await backend.count_threads(prefix, **filters) if len(rows) == limit else None
+            return rows, total
 
-    rows = run(go())
+    rows, total = run(go())
+    if total is not None and offset + len(rows) < total:  # also piped and --json: stderr only
+        info(f"(showing {len(rows):,} of {total:,}; use --limit N or --offset)")
     if json_out:
         emit_json([r.to_dict() for r in rows])
         return
@@ -70,6 +76,20 @@ def list_threads(
           r.updated_at, r.branch_of or "", r.head_summary] for r in rows],  # piped: whole values
         renderable=rich_table,
     )
+
+
+async def _check_filter_values(backend: Any, filters: dict[str, str | list[str]]) -> None:
+    """A --user or --status value the database never has is a usage error (exit 2)
+    naming the values it has, not an empty list."""
+    from agentctl.errors import UsageError
+
+    for name, value in filters.items():
+        known = await backend.filter_values(name)
+        wanted = [value] if isinstance(value, str) else value
+        bad = [v for v in wanted if v not in known]
+        if bad:
+            has = ", ".join(known[:20]) + (", …" if len(known) > 20 else "") if known else "none"
+            raise UsageError(f"--{name} {bad[0]!r}: no session has it (this database has: {has})")
 
 
 @app.command("show")

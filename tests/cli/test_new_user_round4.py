@@ -1,0 +1,89 @@
+"""Issue 33 ("What a new user still hits, round 4"): `threads list`'s paging line and
+its unchecked filters, `formats`' CAN column, one line for a bad option value."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.support.rig import REPO, SAMPLE_DB
+from tests.support.sampledb import cli, cli_json
+
+SESSIONS_DB = REPO / "sample_db" / "sessions.db"
+
+
+@pytest.fixture
+def sessions(tmp_path) -> str:
+    dest = tmp_path / "sessions.db"
+    shutil.copyfile(SESSIONS_DB, dest)
+    return str(dest)
+
+
+# ---- 33.12: threads list says when it stops at the limit ------------------------------------
+
+
+def test_threads_list_says_how_many_it_left_out():
+    total = len(cli_json(str(SAMPLE_DB), "threads", "list", "--limit", "1000"))
+    r = cli(str(SAMPLE_DB), "threads", "list", "--limit", "2")
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 3  # piped: the header, two rows
+    assert r.stderr == f"(showing 2 of {total}; use --limit N or --offset)\n"
+    r = cli(str(SAMPLE_DB), "threads", "list", "--limit", "2", "--json")
+    assert r.exit_code == 0 and r.stdout.lstrip().startswith("[") and "showing" not in r.stdout
+    assert "(showing 2 of" in r.stderr
+    # the last page, or all of them: nothing to say
+    for args in (("--offset", str(total - 2)), ("--limit", str(total))):
+        r = cli(str(SAMPLE_DB), "threads", "list", "--limit", "2", *args)
+        assert r.exit_code == 0 and r.stderr == "", args
+
+
+def test_threads_list_counts_with_its_filters(sessions):
+    r = cli(sessions, "threads", "list", "--status", "active", "--limit", "1")
+    n = len(cli_json(sessions, "threads", "list", "--status", "active"))
+    assert n > 1 and r.exit_code == 0 and f"(showing 1 of {n};" in r.stderr
+
+
+# ---- 33.15: a filter value the database never has -------------------------------------------
+
+
+@pytest.mark.parametrize("args, named", [
+    (("--status", "bogus"), "--status 'bogus'"),
+    (("--status", "active,bogus"), "--status 'bogus'"),
+    (("--user", "nobody"), "--user 'nobody'"),
+])
+def test_threads_list_refuses_a_filter_value_never_there(sessions, args, named):
+    r = cli(sessions, "threads", "list", *args)
+    assert r.exit_code == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"agentctl: {named}: no session has it")
+    if args[0] == "--status":
+        assert "active, cancelled, completed, paused" in r.stderr
+    else:
+        assert "Alice" in r.stderr and "u-alice" in r.stderr
+
+
+@pytest.mark.parametrize("args", [("--status", "active"), ("--user", "Alice"), ("--user", "u-alice"),
+                                  ("--user", "u-alice", "--status", "completed")])
+def test_threads_list_takes_values_the_database_has(sessions, args):
+    r = cli(sessions, "threads", "list", *args)
+    assert r.exit_code == 0, r.stderr
+
+
+@pytest.mark.parametrize("args", [("threads", "list", "-n", "0"), ("log", "loop-research-7", "-n", "x"),
+                                  ("threads", "list", "--offset", "-1")])
+def test_a_bad_option_value_is_one_agentctl_line(args):
+    r = cli(str(SAMPLE_DB), *args)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("agentctl: invalid value for '-") and r.stderr.count("\n") == 1, r.stderr
+
+
+# ---- 33.13: formats lists edit, run, redo and compare -----------------------------------------
+
+
+def test_formats_lists_edit_run_redo_compare():
+    rows = {line.split("\t")[0]: line.split("\t")[2].split(", ")
+            for line in cli(None, "formats").stdout.splitlines()[1:]}
+    for name, can in rows.items():
+        assert {"edit", "redo", "compare"} <= set(can), name
+        assert ("run" in can) == (name in ("langgraph", "openai-agents", "adk")), name
+    data = cli_json(None, "formats")
+    assert all("compare" in f["capabilities"] for f in data["formats"])
