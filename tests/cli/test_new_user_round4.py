@@ -87,3 +87,38 @@ def test_formats_lists_edit_run_redo_compare():
         assert ("run" in can) == (name in ("langgraph", "openai-agents", "adk")), name
     data = cli_json(None, "formats")
     assert all("compare" in f["capabilities"] for f in data["formats"])
+
+
+# ---- 33.6: threads list on a terminal drops no characters ------------------------------------
+
+
+@pytest.mark.parametrize("width", [72, 80, 100, 120, 160])
+@pytest.mark.parametrize("db", ["checkpoints.db", "sessions.db", "openai_agents.db", "adk.db"])
+async def test_threads_table_drops_no_characters(db, width):
+    """issue 33.6: at 80 columns a summary read `[assistant] St` (its column was drawn
+    wider than the terminal and every line's end cut) and the ids lost characters. Every
+    character of every cell is on the screen (the ids folded at most), no line is wider
+    than the terminal, and a summary is cut after a whole word, with …"""
+    import io
+    from collections import Counter
+
+    from rich.console import Console
+
+    from agentctl import render
+    from agentctl.storage import open_store
+
+    async with open_store(str(REPO / "sample_db" / db)) as store:
+        rows = await store.thread_summaries(50)
+    table = render.threads_table(rows, width=width)
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, legacy_windows=False).print(table)
+    out = buf.getvalue()
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= width
+    cells = [col.header for col in table.columns] + [c.plain for col in table.columns for c in col._cells]
+    assert Counter("".join(out.split())) == Counter("".join("".join(cells).split()))
+    id_column = "".join(line[:table.columns[0].width].rstrip() for line in out.splitlines()[1:])
+    assert id_column == "".join(r.thread_id for r in rows)  # each id whole (folded at most)
+    for r in rows:
+        shown = render.threads_table([r], width=width).columns[-1]._cells[0].plain
+        if shown.endswith("…"):
+            assert r.head_summary.startswith(shown[:-1]) and r.head_summary[len(shown) - 1] == " ", shown
