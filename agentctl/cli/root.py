@@ -212,7 +212,7 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
              "ADK sessions (adk); `agentctl formats` says what each can do.\n\n"
              "--db, --format, --no-color and --pager may also follow the command: "
              "agentctl threads list --db x.db.\n\n"
-             "Example: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
+             "\b\nExample: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
         epilog=EXIT_CODES_HELP,
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},

@@ -12,7 +12,7 @@ from agentctl.cli.options import AcceptYesOpt, JsonOpt
 
 app = typer.Typer(help="The search index `search` uses when present: a side file next to a SQLite "
                   "database, pg_trgm indexes on Postgres (build, status, drop).\n\n"
-                  "Example: agentctl --db checkpoints.db index build",
+                  "Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db index build",
                   no_args_is_help=True, rich_markup_mode=None)
 
 
@@ -53,7 +53,7 @@ def build(ctx: typer.Context, json_out: JsonOpt = False, yes: AcceptYesOpt = Fal
     pg_trgm GIN indexes in it, which Postgres keeps current); `search` then uses it and
     catches it up with later writes.
 
-    Example: agentctl --db checkpoints.db index build
+    Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db index build
     """
     from agentctl.cli.output import info
 
@@ -67,7 +67,7 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     """Whether the database has a search index, and whether it is current, behind
     (the next search catches up) or corrupt (search scans; rebuild it).
 
-    Example: agentctl --db checkpoints.db index status
+    Example: agentctl --db sample_db/checkpoints.db index status
     """
     _print(_call(ctx, "status"), json_out)
 
@@ -76,7 +76,7 @@ def status(ctx: typer.Context, json_out: JsonOpt = False) -> None:
 def drop(ctx: typer.Context, json_out: JsonOpt = False, yes: AcceptYesOpt = False) -> None:
     """Remove the search index (the side file; on Postgres its indexes); `search` scans again.
 
-    Example: agentctl --db checkpoints.db index drop
+    Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db index build && agentctl --db my.db index drop
     """
     from agentctl.cli.output import info
 

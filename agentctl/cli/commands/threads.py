@@ -9,7 +9,7 @@ from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, VacuumOpt, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
 
-app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl threads list --limit 5",
+app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl --db sample_db/checkpoints.db threads list --limit 5",
                   no_args_is_help=True, rich_markup_mode=None)
 
 SortOpt = Annotated[
@@ -152,7 +152,7 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     --vacuum runs VACUUM afterwards and reports the size before and after (the rows
     removed stay in the trash until `purge`).
 
-    Example: agentctl threads delete support-1042 --yes
+    Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db threads delete support-1042 --yes
     """
     from agentctl import render
     from agentctl.refs import resolve_thread
