@@ -288,10 +288,17 @@ class PurgeResult:
     dry_run: bool
     vacuumed: bool = False
     op_id: int | None = None
+    #: those of `ops` that are undone: their rows are kept for redo, not undo (dry_run)
+    undone: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ops": list(self.ops), "rows": self.rows, "dry_run": self.dry_run,
-                "vacuumed": self.vacuumed, "op_id": self.op_id}
+                "vacuumed": self.vacuumed, "op_id": self.op_id, "undone": list(self.undone)}
+
+    def kept_for(self) -> str:
+        """What the rows are kept for: "undo", "redo" (every op undone) or "undo or redo"."""
+        redo = set(self.undone) & set(self.ops)
+        return "undo" if not redo else "redo" if redo == set(self.ops) else "undo or redo"
 
 
 def hashed_names(prefix: str, key: str) -> Callable[[], str]:

@@ -122,3 +122,24 @@ async def test_threads_table_drops_no_characters(db, width):
         shown = render.threads_table([r], width=width).columns[-1]._cells[0].plain
         if shown.endswith("…"):
             assert r.head_summary.startswith(shown[:-1]) and r.head_summary[len(shown) - 1] == " ", shown
+
+
+# ---- 33.16: purge says an undone operation's rows are kept for redo --------------------------
+
+
+@pytest.mark.parametrize("sample, thread", [("checkpoints.db", "support-1042"), ("sessions.db", "s-bob-trip"),
+                                            ("langgraph.db", "flaky-tool")])
+def test_purge_says_kept_for_redo_for_undone_operations(tmp_path, sample, thread):
+    db = str(tmp_path / sample)
+    shutil.copyfile(REPO / "sample_db" / sample, db)
+    assert cli(db, "threads", "delete", thread, "--yes", "--no-backup").exit_code == 0
+    r = cli(db, "purge", "--dry-run")
+    assert "kept for undo by 1 operation(s) (1); they can no longer be undone" in r.stdout, r.stdout
+    assert cli(db, "undo").exit_code == 0  # op 1 undone: its rows are what redo brings back
+    r = cli(db, "purge", "--dry-run")
+    assert "kept for redo by 1 operation(s) (1); they can no longer be redone" in r.stdout, r.stdout
+    assert "undo" not in r.stdout.replace("be undone", "")
+    assert cli_json(db, "purge", "--dry-run")["undone"] == [1]
+    assert cli(db, "redo").exit_code == 0 and cli(db, "threads", "delete", thread, "--yes").exit_code != 0
+    r = cli(db, "purge", "--dry-run")  # op 1 (deleted) redone by op 3; op 2 (the undo) holds nothing
+    assert "kept for undo" in r.stdout, r.stdout

@@ -142,19 +142,22 @@ def purge(
         return
     rows, ops = before.rows, before.ops
     if not ops:
-        show_plan(Text("nothing to purge: no rows are kept for undo"), to_stdout=dry_run)
+        show_plan(Text("nothing to purge: no rows are kept for undo or redo"), to_stdout=dry_run)
         if json_out:  # (a purge with nothing to do: the result, nothing freed)
             import dataclasses
 
             emit_json(dataclasses.replace(before, dry_run=dry_run).to_dict())
         return
-    text = Text(f"purge: free {rows} row(s) kept for undo by {len(ops)} operation(s)"
+    kept = before.kept_for()  # an undone operation's rows are kept for its redo
+    text = Text(f"purge: free {rows} row(s) kept for {kept} by {len(ops)} operation(s)"
                 + f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})"
-                + "; they can no longer be undone")
+                + ("; they can no longer be undone" if kept == "undo" else
+                   "; they can no longer be redone" if kept == "redo" else
+                   f"; they can no longer be undone, nor redone ({', '.join(map(str, before.undone[:20]))})"))
     show_plan(text, to_stdout=dry_run)
     if dry_run:
         return
-    confirm("purge what undo could bring back (this cannot be undone)", yes=yes)
+    confirm(f"purge what {kept} could bring back (this cannot be undone)", yes=yes)
     auto_backup(st, no_backup)
 
     async def go():
