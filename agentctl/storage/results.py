@@ -133,8 +133,9 @@ class PrunePlan:
     (`plan_prune(..., preview=N)`), whose `delete` holds only the first N."""
 
     thread_id: str
-    policy: CheckpointGC
-    param: float
+    #: None (and param None) for a session store's prune by --status alone
+    policy: CheckpointGC | None
+    param: float | None
     delete: list[CheckpointMetadata]
     keep_count: int
     delete_count: int = -1
@@ -168,7 +169,8 @@ class PrunePlan:
             self.delete_count = len(self.delete)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"thread_id": self.thread_id, "policy": self.policy.value, "param": self.param,
+        return {"thread_id": self.thread_id, "policy": self.policy.value if self.policy else None,
+                "param": self.param, "reason": self.reason,
                 "delete": [m.to_dict() for m in self.delete], "delete_count": self.delete_count,
                 "keep_count": self.keep_count, "forks_kept": self.forks_kept,
                 "fork_points": list(self.fork_points),

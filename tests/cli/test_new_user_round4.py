@@ -143,3 +143,16 @@ def test_purge_says_kept_for_redo_for_undone_operations(tmp_path, sample, thread
     assert cli(db, "redo").exit_code == 0 and cli(db, "threads", "delete", thread, "--yes").exit_code != 0
     r = cli(db, "purge", "--dry-run")  # op 1 (deleted) redone by op 3; op 2 (the undo) holds nothing
     assert "kept for undo" in r.stdout, r.stdout
+
+
+# ---- 33.16: prune --status alone is no keep_last_n 0 -----------------------------------------
+
+
+def test_prune_by_status_says_no_policy_in_json(sessions):
+    plans = cli_json(sessions, "prune", "--status", "cancelled", "--dry-run")
+    assert plans and all(p["policy"] is None and p["param"] is None for p in plans), plans
+    assert all(p["reason"] == "the whole session: status cancelled" for p in plans)
+    plans = cli_json(sessions, "prune", "--status", "cancelled", "--keep-last", "1", "--dry-run")
+    assert all(p["policy"] == "keep_last_n" and p["param"] == 1 for p in plans)
+    r = cli(sessions, "prune", "--status", "cancelled", "--yes", "--no-backup")
+    assert r.exit_code == 0 and cli(sessions, "undo").exit_code == 0
