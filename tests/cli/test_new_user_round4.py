@@ -156,3 +156,19 @@ def test_prune_by_status_says_no_policy_in_json(sessions):
     assert all(p["policy"] == "keep_last_n" and p["param"] == 1 for p in plans)
     r = cli(sessions, "prune", "--status", "cancelled", "--yes", "--no-backup")
     assert r.exit_code == 0 and cli(sessions, "undo").exit_code == 0
+
+
+# ---- 33.16: sqlite:///tmp/x.db is relative, as in SQLAlchemy; the error says so ---------------
+
+
+def test_sqlite_url_with_three_slashes_is_relative_and_the_error_says_four(tmp_path, monkeypatch):
+    db = tmp_path / "x.db"
+    shutil.copyfile(SESSIONS_DB, db)
+    monkeypatch.chdir(tmp_path)
+    assert cli(f"sqlite:////{str(db).lstrip('/')}", "threads", "list").exit_code == 0  # absolute: four
+    assert cli("sqlite:///x.db", "threads", "list").exit_code == 0  # relative: three
+    r = cli(f"sqlite:///{str(db).lstrip('/')}", "threads", "list")
+    assert r.exit_code == 3 and r.stderr.count("\n") == 1, r.stderr
+    assert f"is {str(db).lstrip('/')} in the current directory, as in SQLAlchemy" in r.stderr
+    assert f"sqlite:////{str(db).lstrip('/')}, with four slashes" in r.stderr
+    assert "four slashes" not in cli("sqlite:///nothere.db", "threads", "list").stderr
