@@ -172,3 +172,36 @@ def test_sqlite_url_with_three_slashes_is_relative_and_the_error_says_four(tmp_p
     assert f"is {str(db).lstrip('/')} in the current directory, as in SQLAlchemy" in r.stderr
     assert f"sqlite:////{str(db).lstrip('/')}, with four slashes" in r.stderr
     assert "four slashes" not in cli("sqlite:///nothere.db", "threads", "list").stderr
+
+
+# ---- 33.16: the README names exactly the writes that ask -------------------------------------
+
+M = "coder-fix-flaky-test"
+WRITES = {
+    "rewind": ("rewind", f"{M}@6"), "prune": ("prune", "loop-research-7", "--keep-last", "20"),
+    "threads delete": ("threads", "delete", "support-1042"), "purge": ("purge",),
+    "edit": ("edit", f"{M}@6", "--set", 'task="x"'), "branch": ("branch", f"{M}@6", "nb"),
+    "merge": ("merge", f"{M}-branch-retry-backoff-70e7"), "undo": ("undo",), "redo": ("redo",),
+}
+
+
+def test_readme_names_the_writes_that_ask_off_a_terminal(tmp_path):
+    import re
+
+    db = str(tmp_path / "c.db")
+    shutil.copyfile(SAMPLE_DB, db)
+    assert cli(db, "threads", "delete", "support-1043", "--yes", "--no-backup").exit_code == 0  # for purge
+    asking = set()
+    for name, args in WRITES.items():
+        if name == "redo":
+            assert cli(db, "undo").exit_code == 0
+        r = cli(db, *args, "--no-backup" if name in ("prune", "threads delete", "purge") else "--json")
+        assert "Traceback" not in r.stderr
+        if r.exit_code == 2 and "without --yes" in r.stderr:
+            asking.add(name)
+        else:
+            assert r.exit_code == 0, (name, r.stderr)
+    text = " ".join((REPO / "README.md").read_text().split())
+    listed = re.search(r"\(((?:`[^`]+`(?:, )?)+)\) print what they will do", text)
+    assert listed is not None
+    assert set(re.findall(r"`([^`]+)`", listed.group(1))) == asking
