@@ -205,3 +205,43 @@ def test_readme_names_the_writes_that_ask_off_a_terminal(tmp_path):
     listed = re.search(r"\(((?:`[^`]+`(?:, )?)+)\) print what they will do", text)
     assert listed is not None
     assert set(re.findall(r"`([^`]+)`", listed.group(1))) == asking
+
+
+# ---- 32.10 / 33.16: search's PATH on the session formats; snippets at words, of the leaf -------
+
+
+@pytest.mark.parametrize("db, query", [("sessions.db", "Paris"), ("openai_agents.db", "Lyon"), ("adk.db", "card")])
+def test_session_formats_search_fills_path_with_the_steps_own_message(db, query):
+    import json as _json
+
+    url = str(REPO / "sample_db" / db)
+    hits = [h for h in cli_json(url, "search", query) if h["where"] == "messages"]
+    assert hits
+    for h in hits:
+        assert h["path"] == f"messages[{h['step'] - 1}].content", h
+        shown = cli_json(url, "show", h["checkpoint_id"])
+        assert len(shown["messages"]) == h["step"]
+        assert query.lower() in _json.dumps(shown["messages"][h["step"] - 1], ensure_ascii=False).lower()
+    piped = cli(url, "search", query).stdout.splitlines()
+    assert all(line.split("\t")[6] for line in piped[1:] if line.split("\t")[3] == "messages")
+
+
+def test_snippets_start_and_end_at_words():
+    from agentctl.storage.agentos.rows import snippet_around
+
+    words = " ".join(f"w{i:03d}x" for i in range(200))
+    for needle in ("w050x", "w100x", "w002x", "w197x", "0x w1"):
+        s = snippet_around(words, needle)
+        inner = s.strip("…")
+        assert needle in s and inner in words
+        i = words.index(inner)
+        assert i == 0 or words[i - 1] == " ", s
+        assert i + len(inner) == len(words) or words[i + len(inner)] == " ", s
+        assert s.startswith("…") == (i > 0) and s.endswith("…") == (i + len(inner) < len(words))
+
+
+def test_state_snippet_is_the_matching_leaf():
+    hits = cli_json(str(SAMPLE_DB), "search", "whitfield", "--in", "state")
+    assert hits and all(h["snippet"] == "Dana Whitfield" and h["path"] == "state.customer" for h in hits), hits[:2]
+    adk = cli_json(str(REPO / "sample_db" / "adk.db"), "search", "card")
+    assert all(not h["snippet"].startswith('e"') for h in adk)

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl import deep
-from agentctl.storage.agentos.base import snippet_around
+from agentctl.storage.agentos.base import message_hit_path, snippet_around
 from agentctl.errors import (
     CorruptRowError,
     NotADatabase,
@@ -807,7 +807,8 @@ class ArticleStore(Store):
         steps = await self._steps_of([r["id"] for r in rows]) if "messages" in wanted else {}
         for r in rows if "messages" in wanted else []:
             hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), steps[r["id"]], "messages",
-                                  r["role"], snippet_around(str(r["content"]), text)))
+                                  r["role"], snippet_around(str(r["content"]), text),
+                                  message_hit_path(steps[r["id"]])))
         if role is None and "tools" in wanted and await self.has("tool_logs"):
             tparams = [] if thread_id is None else [thread_id]
             tl = await self.q(

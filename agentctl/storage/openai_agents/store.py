@@ -11,6 +11,7 @@ from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Store
+from agentctl.storage.agentos.rows import message_hit_path, snippet_around  # the snippet rules all share
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -453,11 +454,12 @@ class OpenAIAgentsStore(ConnectedStore):
                 continue
             n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
                               r["session_id"], int(r["id"]))
-            lo = max(pos - 40, 0)
+            step = int(n[0]["n"])
             hits.append(SearchHit(
-                thread_id=r["session_id"], checkpoint_id=checkpoint_id(r["id"]), step=int(n[0]["n"]),
+                thread_id=r["session_id"], checkpoint_id=checkpoint_id(r["id"]), step=step,
                 where="tools_result" if msg.get("role") == "tool" else "messages",
-                role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
+                role=msg.get("role"), snippet=snippet_around(body, text, 40),
+                path="" if msg.get("role") == "tool" else message_hit_path(step)))
             if len(hits) >= limit:
                 break
 
