@@ -365,6 +365,12 @@ class Store(ABC):
         found = await self.at_step(thread_id, step)
         return [found] if found is not None else []
 
+    async def failed_checkpoints(self, thread_id: str, checkpoint_ids: Sequence[str]) -> set[str]:
+        """Those of `checkpoint_ids` (of one thread) where a run failed: the checkpoint
+        a task's error was written against (LangGraph's `__error__` write). `log`
+        marks them; a format that records no failure has none."""
+        return set()
+
     @abstractmethod
     async def children(self, checkpoint_id: str) -> list["CheckpointMetadata"]:
         """Checkpoints whose parent is this one, in any thread."""

@@ -245,3 +245,29 @@ def test_state_snippet_is_the_matching_leaf():
     assert hits and all(h["snippet"] == "Dana Whitfield" and h["path"] == "state.customer" for h in hits), hits[:2]
     adk = cli_json(str(REPO / "sample_db" / "adk.db"), "search", "card")
     assert all(not h["snippet"].startswith('e"') for h in adk)
+
+
+# ---- 33.16: log marks where a run failed -------------------------------------------------------
+
+
+def test_log_marks_the_checkpoint_a_failed_run_stopped_at(tmp_path):
+    """show had the failed run's `__error__`; log gave no sign of it."""
+    import sqlite3
+
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    db = tmp_path / "story.db"
+    conn = sqlite3.connect(db)
+    SqliteSaver(conn).setup()
+    conn.close()
+    config = str(REPO / "sample_db" / "story" / "langgraph.json")
+    r = cli(str(db), "run", "trip", "--config", config, "--input", '{"request": "somewhere new"}')
+    assert r.exit_code == 1 and "no flights to Atlantis" in r.stdout + r.stderr
+    lines = cli(str(db), "log", "trip").stdout.splitlines()
+    assert "run failed" in lines[0] and not any("run failed" in line for line in lines[1:]), lines
+    head = lines[0].split()[0]
+    assert "__error__" in cli(str(db), "show", head).stdout
+    r = cli(str(db), "run", "trip", "--config", config, "--from", "trip@0", "--input", '{"request": "Paris"}')
+    assert r.exit_code == 0, r.stderr
+    assert "run failed" not in cli(str(db), "log", "trip").stdout.splitlines()[0]

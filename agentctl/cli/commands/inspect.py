@@ -95,6 +95,9 @@ def log(
                 head = page[0] if page and (offset == 0 or t != tid) else None
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
+            for t, page in zip(threads, pages):  # where a run failed (show has its __error__)
+                for cid in sorted(await backend.failed_checkpoints(t, [m.checkpoint_id for m in page])):
+                    heads.setdefault(cid, []).append("run failed")
             # Forks off the checkpoints shown: their children in other threads.
             for thread_id, parent_id in await backend.fork_children(sorted(set(forked)), tid):
                 heads.setdefault(parent_id, []).append(f"fork: {thread_id}")
