@@ -271,3 +271,24 @@ def test_log_marks_the_checkpoint_a_failed_run_stopped_at(tmp_path):
     r = cli(str(db), "run", "trip", "--config", config, "--from", "trip@0", "--input", '{"request": "Paris"}')
     assert r.exit_code == 0, r.stderr
     assert "run failed" not in cli(str(db), "log", "trip").stdout.splitlines()[0]
+
+
+# ---- 33.16: show of one corrupt row: its metadata and a placeholder, not exit 6 ----------------
+
+
+def test_show_of_a_corrupt_row_gives_a_placeholder(tmp_path):
+    import sqlite3
+
+    db = str(tmp_path / "c.db")
+    shutil.copyfile(SAMPLE_DB, db)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE checkpoints SET state_blob = '{bad' WHERE thread_id = 'support-1042' AND step = 5")
+    conn.commit()
+    conn.close()
+    r = cli(db, "show", "support-1042")
+    assert r.exit_code == 0, r.stderr
+    assert "support-1042" in r.stdout and "state_blob is not usable: invalid JSON" in r.stdout
+    data = cli_json(db, "show", "support-1042")
+    assert data["metadata"]["step"] == 5 and data["state"] is None
+    assert data["unusable"]["column"] == "state_blob"
+    assert cli(db, "show", "support-1042~1").exit_code == 0  # the others as before
