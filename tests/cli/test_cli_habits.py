@@ -568,7 +568,8 @@ def test_corrupt_rows_name_json_types_as_json_does(tmp_path):
         conn.execute("UPDATE checkpoints SET messages_blob = '{\"a\": 1}' "
                      "WHERE checkpoint_id = 'ckpt-support-1042-4-3958a3'")
     r = cli(str(db), "show", "ckpt-support-1042-5-f0f5ba")
-    assert "JSON array where an object is expected" in r.stderr, r.stderr
+    # (issue 33.16: the row's metadata and this placeholder, exit 0, not exit 6)
+    assert r.exit_code == 0 and "JSON array where an object is expected" in r.stdout, r.stderr
     d = json.loads(cli(str(db), "doctor", "--json").stdout)
     reasons = {(p["checkpoint_id"], p["column"]): p["reason"] for p in d["problems"]["invalid_json"]}
     assert reasons == {("ckpt-support-1042-5-f0f5ba", "state_blob"): "JSON array where an object is expected",
