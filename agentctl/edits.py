@@ -108,7 +108,9 @@ def _apply(node: Any, path: tuple[str, ...], edit: Edit) -> None:
         else:
             node[i] = copy.deepcopy(edit.value)
         return
-    raise UsageError(f"{where}: {'.'.join(path[:-1]) or key!r} holds a {type(node).__name__}, not an object or list")
+    held = ".".join(edit.path[:len(edit.path) - len(path)])  # the key whose value `node` is
+    raise UsageError(f"{where}: " + (f"{held!r} holds" if held else "the state is")
+                     + f" a {type(node).__name__}, not an object or list")
 
 
 def apply_edits(state: dict[str, Any], edits: list[Edit], *, top_level: set[str] | None = None,

@@ -353,7 +353,7 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60,
                      *(safe(str(v), one_line=True) for n, v in s.extra_columns() if n in extra),
                      safe(str(s.updated_at)[:19], DIM, one_line=True),
                      safe(s.branch_of or "", "magenta", one_line=True),
-                     safe(shorten(s.head_summary or "", summary_width))])
+                     safe(shorten(s.head_summary or "", summary_width, at_word=True))])
     names = ["THREAD", "CKPTS", "HEAD", *extra, "UPDATED", "BRANCH-OF", "SUMMARY"]
     if is_narrow(width):  # records, every column that has a value
         keep = [i for i, name in enumerate(names) if any(r[i].plain for r in rows)]
@@ -362,6 +362,8 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60,
     keep = [i for i, name in enumerate(names)
             if not (narrow and name in ("UPDATED", "BRANCH-OF"))
             and (name in ("THREAD", "CKPTS", "HEAD", "UPDATED", "SUMMARY") or any(r[i].plain for r in rows))]
+    widths = _thread_column_widths([names[i] for i in keep], [[r[i] for i in keep] for r in rows],
+                                   extra, 12 if narrow else 20, width)
     for i in keep:
         name = names[i]
         if name in extra:
@@ -370,10 +372,36 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60,
         else:
             t.add_column(name, justify="right" if name in ("CKPTS", "HEAD") else "left",
                          overflow="fold", no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
-                         min_width={"SUMMARY": 12 if narrow else 20, "THREAD": 12}.get(name))
+                         width=widths.get(name),
+                         min_width=None if widths else {"SUMMARY": 20, "THREAD": 12}.get(name))
     for r in rows:
         t.add_row(*(r[i] for i in keep))
     return t
+
+
+def _thread_column_widths(names: list[str], rows: list[list[Text]], extra: Sequence[str],
+                          summary_min: int, width: int | None) -> dict[str, int]:
+    """`threads list`'s widths of THREAD, BRANCH-OF and SUMMARY in `width`: the ids
+    whole on one line and the summary the rest where that leaves it `summary_min`;
+    else the summary that (or a third of the room) and the ids folded over lines.
+    Never wider than the terminal: Rich would cut every line's end, characters gone
+    without a mark. Without a width: {} (Rich's own layout)."""
+    if width is None:
+        return {}
+    widest = {name: max([len(name), *(r[i].cell_len for r in rows)]) for i, name in enumerate(names)}
+    ids = sorted((widest[n], n) for n in ("THREAD", "BRANCH-OF") if n in widest)
+    fixed = sum(min(widest[n], 24) if n in extra else widest[n] for n in names
+                if n not in ("THREAD", "BRANCH-OF", "SUMMARY"))
+    room = width - fixed - 2 * (len(names) - 1)
+    whole = sum(w for w, _ in ids)
+    out = {"SUMMARY": max(summary_min, room - whole) if room - whole >= summary_min
+           else min(summary_min, max(8, room // 3))}
+    left = room - out["SUMMARY"]
+    for k, (w, n) in enumerate(ids):  # the narrower first: what it leaves goes to the other
+        out[n] = max(4, min(w, left // (len(ids) - k)))
+        left -= out[n]
+    out["SUMMARY"] = max(4, min(widest["SUMMARY"], out["SUMMARY"] + left))
+    return out
 
 
 def log_lines(metas: Sequence[Any], graph: bool = False, *, heads: Mapping[str, Sequence[str]] | None = None,

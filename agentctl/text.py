@@ -69,12 +69,18 @@ def json_text(text: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
-def shorten(text: str, width: int) -> str:
-    """One line of at most `width` characters, ending with … when cut."""
+def shorten(text: str, width: int, *, at_word: bool = False) -> str:
+    """One line of at most `width` characters, ending with … when cut; `at_word`: cut
+    after a whole word (mid-word only when that would leave less than half)."""
     flat = " ".join(inert(text, one_line=True).split())
     if width <= 0 or len(flat) <= width:
         return flat
-    return flat[: max(0, width - 1)] + "…"
+    cut = flat[: max(0, width - 1)]
+    if at_word and flat[len(cut)] != " ":
+        space = cut.rfind(" ")
+        if space >= width // 2:
+            cut = cut[:space]
+    return cut.rstrip() + "…"
 
 
 def shorten_all(texts: list[str], width: int) -> list[str]:

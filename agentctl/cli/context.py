@@ -26,10 +26,20 @@ class CliState:
         """The store of the database's format (agentctl.storage), read-only unless the
         command writes. Nothing is created unless `create` (import --create, AgentOS).
         `need`: a Capability the command needs; without it, exit 2 naming the format."""
+        from contextlib import AsyncExitStack
+
+        from agentctl.errors import DatabaseNotFound
         from agentctl.storage import open_store
 
-        async with open_store(self.db, format=self.format, readonly=not write,
-                              create=create and write) as store:
+        async with AsyncExitStack() as stack:
+            try:
+                store = await stack.enter_async_context(open_store(
+                    self.db, format=self.format, readonly=not write, create=create and write))
+            except DatabaseNotFound as exc:
+                hint = relative_sqlite_url_hint(self.db)
+                if not hint:
+                    raise
+                raise DatabaseNotFound(f"{exc} ({hint})") from None
             if need is not None:
                 store.require(need, _OPERATION.get(need, need))
             if write:
@@ -50,6 +60,18 @@ class CliState:
 
         kind, target = parse_url(self.db)
         return target if kind == "sqlite" else None
+
+
+def relative_sqlite_url_hint(url: str) -> str:
+    """For sqlite:///PATH (three slashes): that PATH is relative, as SQLAlchemy reads it,
+    and an absolute one takes four; '' for any other URL."""
+    if not url.lower().startswith("sqlite:///") or url.lower().startswith("sqlite:////"):
+        return ""
+    path = url[len("sqlite:///"):]
+    if "/" not in path:  # a file name: plainly relative
+        return ""
+    return (f"sqlite:///{path} is {path} in the current directory, as in SQLAlchemy; "
+            f"the absolute /{path} is sqlite:////{path}, with four slashes")
 
 
 # import: export reads every format, so the refusal names import alone

@@ -94,9 +94,33 @@ def register_module(app: typer.Typer, module_name: str) -> None:
     module = importlib.import_module(module_name)
     for name in GROUPS:
         if module_of(name) == module_name:
+            _keep_examples_in(module.app)
             app.add_typer(module.app, name=name)
             return
     module.register(app)
+    _keep_examples_in(app)
+
+
+def keep_examples(text: str | None) -> str | None:
+    """Help text whose "Example:" paragraphs click prints as written (after its \\b
+    marker), not re-wrapped: an example copied from a narrow terminal is still whole."""
+    if not text:
+        return text
+    return "\n\n".join("\b\n" + p if p.lstrip().startswith("Example:") else p for p in text.split("\n\n"))
+
+
+def _keep_examples_in(app: typer.Typer) -> None:
+    """keep_examples on the help of `app`'s commands (and of a group's own), once."""
+    import inspect
+
+    if not getattr(app, "_examples_kept", False):
+        app.info.help = keep_examples(app.info.help if isinstance(app.info.help, str) else None) \
+            or app.info.help
+        app._examples_kept = True  # type: ignore[attr-defined]
+    for info in app.registered_commands:
+        if info.callback is not None and not getattr(info, "_examples_kept", False):
+            info.help = keep_examples(info.help if isinstance(info.help, str) else inspect.getdoc(info.callback))
+            info._examples_kept = True  # type: ignore[attr-defined]
 
 
 def summary(help_text: str | None) -> str:

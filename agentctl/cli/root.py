@@ -107,6 +107,11 @@ class AgentctlGroup(TyperGroup):
                 raise
             report(exc)
             ctx.exit(int(exc.exit_code))
+        except typer.BadParameter as exc:  # `-n 0`: one line, as agentctl's own usage errors
+            if type(exc).__name__ == "MissingParameter":  # click's usage line shows what is missing
+                raise
+            report(RuntimeError(_one_line_bad_parameter(exc)))
+            ctx.exit(2)
         except BrokenPipeError:  # `agentctl log ... | head`: stop quietly
             _silence_stdout()
             ctx.exit(1)
@@ -118,6 +123,12 @@ class AgentctlGroup(TyperGroup):
             report(RuntimeError(interrupted_line(st if isinstance(st, CliState) else None,
                                                  "threads delete" if name == "threads" else name)))
             ctx.exit(130)
+
+
+def _one_line_bad_parameter(exc: Any) -> str:
+    """click's "Invalid value for '--limit' / '-n': ..." without its usage lines."""
+    message = exc.format_message()
+    return message[:1].lower() + message[1:]
 
 
 class LazyGroup(AgentctlGroup):
@@ -201,7 +212,7 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
              "ADK sessions (adk); `agentctl formats` says what each can do.\n\n"
              "--db, --format, --no-color and --pager may also follow the command: "
              "agentctl threads list --db x.db.\n\n"
-             "Example: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
+             "\b\nExample: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
         epilog=EXIT_CODES_HELP,
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},

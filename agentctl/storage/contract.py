@@ -55,6 +55,10 @@ class Capability(str, Enum):
     DOCTOR = "doctor"        # problem checks (and index fixes where offered)
     IMPORT = "import"        # import / export of JSON Lines
     SNAPSHOT = "snapshot"    # the library's snapshot writer (AgentOS)
+    EDIT = "edit"            # a checkpoint's state edited as a new head (`edit`)
+    RUN = "run"              # the user's agent run from a checkpoint (`run`: the framework's)
+    REDO = "redo"            # an undone operation done again (the journal's)
+    COMPARE = "compare"      # where two runs parted (`compare`)
 
 
 ALL_CAPABILITIES = tuple(Capability)
@@ -313,6 +317,12 @@ class Store(ABC):
     async def count_threads(self, prefix: str | None = None) -> int:
         """Number of threads (whose id starts with `prefix`, if given)."""
 
+    async def filter_values(self, name: str) -> list[str]:
+        """The values one of `thread_filters` can match in this database (sorted), e.g.
+        the statuses its sessions have: what `threads list` names when a value matches
+        nothing. A format without filters has none."""
+        return []
+
     @abstractmethod
     async def thread_summary(self, thread_id: str) -> "ThreadSummary | None":
         """The summary of one thread, or None when it does not exist."""
@@ -380,6 +390,12 @@ class Store(ABC):
         answers with `at_step`'s."""
         found = await self.at_step(thread_id, step)
         return [found] if found is not None else []
+
+    async def failed_checkpoints(self, thread_id: str, checkpoint_ids: Sequence[str]) -> set[str]:
+        """Those of `checkpoint_ids` (of one thread) where a run failed: the checkpoint
+        a task's error was written against (LangGraph's `__error__` write). `log`
+        marks them; a format that records no failure has none."""
+        return set()
 
     @abstractmethod
     async def children(self, checkpoint_id: str) -> list["CheckpointMetadata"]:

@@ -138,8 +138,9 @@ class PrunePlan:
     (`plan_prune(..., preview=N)`), whose `delete` holds only the first N."""
 
     thread_id: str
-    policy: CheckpointGC
-    param: float
+    #: None (and param None) for a session store's prune by --status alone
+    policy: CheckpointGC | None
+    param: float | None
     delete: list[CheckpointMetadata]
     keep_count: int
     delete_count: int = -1
@@ -173,7 +174,8 @@ class PrunePlan:
             self.delete_count = len(self.delete)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"thread_id": self.thread_id, "policy": self.policy.value, "param": self.param,
+        return {"thread_id": self.thread_id, "policy": self.policy.value if self.policy else None,
+                "param": self.param, "reason": self.reason,
                 "delete": [m.to_dict() for m in self.delete], "delete_count": self.delete_count,
                 "keep_count": self.keep_count, "forks_kept": self.forks_kept,
                 "fork_points": list(self.fork_points),
@@ -293,10 +295,17 @@ class PurgeResult:
     dry_run: bool
     vacuumed: bool = False
     op_id: int | None = None
+    #: those of `ops` that are undone: their rows are kept for redo, not undo (dry_run)
+    undone: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ops": list(self.ops), "rows": self.rows, "dry_run": self.dry_run,
-                "vacuumed": self.vacuumed, "op_id": self.op_id}
+                "vacuumed": self.vacuumed, "op_id": self.op_id, "undone": list(self.undone)}
+
+    def kept_for(self) -> str:
+        """What the rows are kept for: "undo", "redo" (every op undone) or "undo or redo"."""
+        redo = set(self.undone) & set(self.ops)
+        return "undo" if not redo else "redo" if redo == set(self.ops) else "undo or redo"
 
 
 def hashed_names(prefix: str, key: str) -> Callable[[], str]:

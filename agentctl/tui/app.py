@@ -72,7 +72,37 @@ def parse_keymap(spec: str, known: Iterable[str] | None = None) -> dict[str, str
             raise UsageError(f"{what}: {inert(key, one_line=True)!r} is not a key "
                              "(e.g. ctrl+r, f5, question_mark)")
         out[binding_id] = key
+    _refuse_shadowing(out)
     return out
+
+
+def _key_name(key: str) -> str:
+    """One name for a key Textual knows by two ("?" and "question_mark")."""
+    import unicodedata
+
+    from textual.keys import KEY_NAME_REPLACEMENTS
+
+    *mods, name = key.split("+")
+    if len(name) == 1 and not name.isalnum():
+        plain = unicodedata.name(name, name).lower().replace(" ", "_").replace("-", "_")
+        name = KEY_NAME_REPLACEMENTS.get(plain, plain)
+    return "+".join([*mods, name])
+
+
+def _refuse_shadowing(keymap: dict[str, str]) -> None:
+    """A binding moved onto the key of quit or help (as they are after the keymap)
+    would take it away without a word: a UsageError instead."""
+    from agentctl.errors import UsageError
+    from agentctl.tui.screens.main import MainScreen
+
+    defaults = {b.id: b.key for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.id in ("quit", "help")}
+    guarded = {_key_name(keymap.get(bid, key)): bid for bid, key in defaults.items()}
+    for binding_id, key in keymap.items():
+        owner = guarded.get(_key_name(key))
+        if owner is not None and owner != binding_id:
+            raise UsageError(f"AGENTCTL_KEYMAP entry '{binding_id}={inert(key, one_line=True)}' takes {key!r} "
+                             f"from {owner}; give {owner} another key too "
+                             f"(e.g. {owner}={'ctrl+q' if owner == 'quit' else 'f1'}) or pick another")
 
 
 

@@ -44,7 +44,9 @@ def test_bad_edits_exit_2_one_line_nothing_written(sample_url):  # noqa: F811
         (["--set", "plan={x"], "the value is not JSON"),
         (["--set", "plan"], "use KEY=JSON"),
         (["--set", "nokey=1"], "the state has no key 'nokey' (its keys: files, last_test, plan, task, test_runs)"),
-        (["--unset", "task.x"], "holds a str"),
+        (["--unset", "task.x"], "task.x: 'task' holds a str"),  # not 'x' (issue 33.16)
+        (["--set", 'task.sub="x"'], "task.sub: 'task' holds a str, not an object or list"),
+        (["--set", 'task.sub.deeper="x"'], "task.sub.deeper: 'task' holds a str"),
         (["--set", "plan.9=1"], "no item '9' in a list of 3"),
         (["--set", "plan=1", "--as-node", "agent"], "--as-node is LangGraph's"),
         # JSON is RFC 8259: Python's json would read these as NaN and Infinity

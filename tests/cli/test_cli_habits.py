@@ -218,6 +218,9 @@ def test_unknown_role_is_an_error():
     ("rwind=ctrl+r", "no key binding has the id 'rwind'"),
     ("rewind=cntrl+r", "'cntrl+r' is not a key"),
     ("quit=ctrl+q,rewind=ctrl+rr", "'ctrl+rr' is not a key"),
+    ("rewind=q", "'rewind=q' takes 'q' from quit"),  # issue 33.15: quit was silently gone
+    ("search=?", "'search=?' takes '?' from help"),
+    ("help=f1,quit=f1", "'quit=f1' takes 'f1' from help"),
 ])
 def test_bad_keymap_entries_are_errors(monkeypatch, spec, message):
     import agentctl.cli.commands.tui
@@ -237,6 +240,7 @@ def test_good_keymap_entries_are_taken(monkeypatch):
 
     assert parse_keymap("rewind=ctrl+r, help=f1,search=question_mark,", binding_ids()) == {
         "rewind": "ctrl+r", "help": "f1", "search": "question_mark"}
+    assert parse_keymap("quit=ctrl+q,rewind=q", binding_ids()) == {"quit": "ctrl+q", "rewind": "q"}
     monkeypatch.setenv("AGENTCTL_KEYMAP", "confirm.yes=enter,quit=ctrl+q")
     assert AgentctlApp(str(SAMPLE_DB))._keymap == {"confirm.yes": "enter", "quit": "ctrl+q"}
 
@@ -567,7 +571,8 @@ def test_corrupt_rows_name_json_types_as_json_does(tmp_path):
         conn.execute("UPDATE checkpoints SET messages_blob = '{\"a\": 1}' "
                      "WHERE checkpoint_id = 'ckpt-support-1042-4-3958a3'")
     r = cli(str(db), "show", "ckpt-support-1042-5-f0f5ba")
-    assert "JSON array where an object is expected" in r.stderr, r.stderr
+    # (issue 33.16: the row's metadata and this placeholder, exit 0, not exit 6)
+    assert r.exit_code == 0 and "JSON array where an object is expected" in r.stdout, r.stderr
     d = json.loads(cli(str(db), "doctor", "--json").stdout)
     reasons = {(p["checkpoint_id"], p["column"]): p["reason"] for p in d["problems"]["invalid_json"]}
     assert reasons == {("ckpt-support-1042-5-f0f5ba", "state_blob"): "JSON array where an object is expected",

@@ -15,7 +15,7 @@ import importlib.util
 import json
 
 import pytest
-from tests.support.format_contract import check_store
+from tests.support.format_contract import check_step_refs, check_store
 from tests.support.sampledb import cli, cli_json
 from tests.support.contract_formats import (
     CASES,
@@ -139,6 +139,43 @@ async def test_refs(built):
             else:
                 with pytest.raises(AmbiguousReference):
                     await resolve(store, prefix)
+
+
+async def test_step_ref_after_a_fork_names_the_head_line(built):
+    """issue 33.23: x0 -> x1 -> x2 (abandoned by a rewind to x1) and the newer line
+    x1 -> y2 -> y3 (the head): THREAD@2 is y2, the head line's, not the oldest row at
+    the step. Where a format keeps the abandoned checkpoints in the thread (LangGraph's
+    fork), the step has both and the newer one is named; every step checked as the
+    README's rule says (check_step_refs)."""
+    case, b = built
+    if case.append is None:
+        pytest.skip("the format's program writes no more steps here")
+    async def rewind_and_append(target: str, *texts: str) -> list:
+        async with open_store(b.url, readonly=False) as store:
+            h = store.history()
+            plan = await h.plan_rewind(target)
+            await h.rewind(target, archive_thread=plan.archive_thread)
+        for text in texts:
+            await case.append(b.url, b.main, text)
+        async with open_store(b.url) as store:
+            metas = await store.read_thread(b.main, 1000)
+            by_id = {m.checkpoint_id: m for m in metas}
+            line, cur = [], metas[-1]
+            while cur is not None and cur not in line:
+                line.append(cur)
+                cur = by_id.get(cur.parent_checkpoint_id) if cur.parent_checkpoint_id else None
+            shared = [m for m in line if len([c for c in metas if c.step == m.step]) > 1]
+            for m in shared:  # the head line's, whether the newer or the older at its step
+                assert await resolve(store, f"{b.main}@{m.step}") == m, m.step
+            await check_step_refs(store, b.main, metas)
+            return shared
+
+    async with open_store(b.url) as store:
+        x = await store.read_thread(b.main, 1000)
+    first = await rewind_and_append(x[1].checkpoint_id, "y2", "y3")  # the head line's is the newer
+    assert bool(first) == (case.name == "langgraph"), [m.step for m in first]
+    if first:  # and back onto the abandoned x2: a third line forks off x1
+        assert await rewind_and_append(x[2].checkpoint_id, "z")
 
 
 async def test_refs_that_name_nothing(built):

@@ -46,3 +46,23 @@ def test_pg_trgm_index_on_request(pg_base_dsn):
         assert cli(dsn, "index", "build").exit_code == 0  # again: nothing to do
         assert cli(dsn, "index", "drop").exit_code == 0
         assert cli_json(dsn, "index", "status")["state"] == "absent"
+
+
+def test_pg_index_commands_say_what_postgres_has(pg_base_dsn):
+    """issue 33.14: `build` said "(the database is only read)" while it created indexes in
+    it, `status` showed `rows: 0` and an empty `built:` (the side file's fields), `drop`
+    said "removed checkpoints: -" (the state after it)."""
+    with fresh_schema(pg_base_dsn, "idx_") as dsn:
+        run_sync(lambda: load_sample(dsn))
+        r = cli(dsn, "index", "build")
+        assert r.exit_code == 0 and "only read" not in r.stderr and "pg_trgm" in r.stderr, r.stderr
+        r = cli(dsn, "index", "status")
+        assert r.exit_code == 0 and "state: current" in r.stdout
+        assert "rows:" not in r.stdout and "built:" not in r.stdout and "bytes: " in r.stdout, r.stdout
+        st = cli_json(dsn, "index", "status")
+        assert st["rows"] is None and st["built_at"] is None
+        r = cli(dsn, "index", "drop")
+        assert r.exit_code == 0 and "checkpoints: -" not in r.stderr
+        assert r.stderr.startswith("removed checkpoints: agentctl_search_messages"), r.stderr
+        r = cli(dsn, "index", "drop")
+        assert r.exit_code == 0 and r.stderr == "there was no search index\n"

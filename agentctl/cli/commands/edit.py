@@ -65,9 +65,9 @@ def edit(
     `session.metadata[.KEY]` (its updated_at becomes now). messages_fts follows the new
     content; undo puts both rows back as they were.
 
-    Example: agentctl --db lg.db edit t1 --set fixed=true --yes   (no graph: agentctl writes it)
+    Example: agentctl --db sample_db/langgraph.db backup lg.db && agentctl --db lg.db edit support-refund --set refund_cents=500 --yes   (no graph: agentctl writes it)
 
-    Example: agentctl --db lg.db edit t1 --set fixed=true --agent graph.py:graph --yes
+    Example: agentctl --db lg.db run trip --config sample_db/story/langgraph.json --input '{"request": "3 nights"}' && agentctl --db lg.db edit trip@1 --set plan.next_city='"Lisbon"' --config sample_db/story/langgraph.json --yes
     """
     from agentctl.edits import edit_natively, edit_through_agent, graph_at_hand, parse_edits, plan_edit, record_edit
     from agentctl.refs import resolve

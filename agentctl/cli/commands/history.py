@@ -38,7 +38,7 @@ def rewind(
     an archive thread (shown as abandoned in `tree`), or with --hard are deleted.
     Undoable with `agentctl undo` (until `purge`).
 
-    Example: agentctl rewind coder-fix-flaky-test@6 --dry-run
+    Example: agentctl --db sample_db/checkpoints.db rewind coder-fix-flaky-test@6 --dry-run
     """
     from agentctl import render
     from agentctl.refs import resolve
@@ -104,7 +104,7 @@ def branch(
     """Start a new thread from a checkpoint (the writer's naming:
     THREAD-branch-NAME-XXXX). Prints the new thread id.
 
-    Example: agentctl branch coder-fix-flaky-test@6 try-mocks
+    Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db branch coder-fix-flaky-test@6 try-mocks
     """
     from agentctl.refs import check_branch_name, resolve
 
@@ -142,7 +142,7 @@ def merge(
     from their common ancestor, the branch's new messages appended. Writes one new
     checkpoint. Conflicts print a table (path, base, ours, theirs), exit 4, write nothing.
 
-    Example: agentctl merge coder-fix-flaky-test-branch-retry-backoff-70e7 --dry-run
+    Example: agentctl --db sample_db/checkpoints.db merge coder-fix-flaky-test-branch-retry-backoff-70e7 --dry-run
     """
     from agentctl import render
     from agentctl.errors import MergeConflictError, UsageError
@@ -275,7 +275,7 @@ def prune(
     undoable with `agentctl undo` until `purge`. --vacuum runs VACUUM afterwards and
     reports the size before and after (the rows removed stay in the trash until `purge`).
 
-    Example: agentctl prune loop-research-7 --keep-last 20 --dry-run
+    Example: agentctl --db sample_db/checkpoints.db prune loop-research-7 --keep-last 20 --dry-run
     """
     from agentctl import render
     from agentctl.errors import UsageError

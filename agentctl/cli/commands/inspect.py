@@ -106,6 +106,9 @@ def log(
                 head = page[0] if page and (offset == 0 or t != tid) else None
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
+            for t, page in zip(threads, pages):  # where a run failed (show has its __error__)
+                for cid in sorted(await backend.failed_checkpoints(t, [m.checkpoint_id for m in page])):
+                    heads.setdefault(cid, []).append("run failed")
             # Forks off the checkpoints shown: their children in other threads.
             for thread_id, parent_id in await backend.fork_children(sorted(set(forked)), tid):
                 heads.setdefault(parent_id, []).append(f"fork: {thread_id}")
@@ -147,7 +150,7 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
 
     Example: agentctl --db sample_db/checkpoints.db show coder-fix-flaky-test@6
     """
-    from agentctl.errors import CheckpointNotFound, UsageError
+    from agentctl.errors import CheckpointNotFound, CorruptRowError, UsageError
     from agentctl.refs import resolve
 
     if messages.strip().lower() == "all":
@@ -160,12 +163,18 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
     async def go():
         async with state(ctx).open() as backend:
             meta = await resolve(backend, ref)
-            cp = await backend.get(meta.checkpoint_id)
+            try:
+                cp = await backend.get(meta.checkpoint_id)
+            except CorruptRowError as exc:  # the row's metadata, a placeholder for the rest
+                return meta, exc
             if cp is None:  # deleted between the two reads
                 raise CheckpointNotFound(meta.checkpoint_id)
-            return cp
+            return cp, None
 
-    cp = run(go())
+    cp, bad = run(go())
+    if bad is not None:
+        _show_unusable(cp, bad, json_out)
+        return
     if json_out:
         emit_json(cp.to_dict())
         return
@@ -192,6 +201,22 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
          rule(title), *head, render.transcript(msgs[skipped:] if skipped else msgs, first_index=skipped),
          rule("state"), render.json_view(cp.state if all_keys else own_state(cp.state)),
          rule("tool results"), render.json_view(cp.tools_result))
+
+
+def _show_unusable(meta: CheckpointMetadata, exc: Any, json_out: bool) -> None:
+    """`show` of a row that cannot be decoded: its metadata, and in place of its
+    contents what is wrong with it (as a transcript shows an undecodable item), exit 0;
+    --json: the checkpoint's keys, its contents null and `unusable` saying why."""
+    unusable = {"column": exc.column, "reason": exc.reason}
+    if json_out:
+        emit_json({"metadata": meta.to_dict(), "messages": None, "state": None, "tools_result": None,
+                   "next_node": None, "unusable": unusable})
+        return
+    from agentctl import render
+
+    show(render.metadata_table(meta, ""),
+         render.safe(f"(this checkpoint's row cannot be decoded: {exc.column} is not usable: {exc.reason}; "
+                     "its messages, state and tool results are not shown)", "yellow"))
 
 
 def _empty_like(meta: CheckpointMetadata) -> Checkpoint:

@@ -70,8 +70,8 @@ def undo(
     when what it would touch changed since (nothing is changed then); of a prune, the
     threads that did not change can be restored with --thread.
 
-    Example: agentctl undo 12
-    Example: agentctl undo 12 --thread idle-1 --thread idle-2
+    Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db branch coder-fix-flaky-test@6 try-mocks && agentctl --db my.db undo
+    Example: agentctl --db my.db prune --keep-last 3 --yes && agentctl --db my.db undo 3 --thread support-1042   (of that prune: this thread alone)
     """
 
     async def go():
@@ -96,8 +96,8 @@ def redo(
     touched changed since its undo. Refused otherwise (nothing is changed then). The
     redo is itself an operation, undoable. Offered by the formats on the journal.
 
-    Example: agentctl redo
-    Example: agentctl redo 12 --dry-run
+    Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db branch coder-fix-flaky-test@6 try-mocks && agentctl --db my.db undo && agentctl --db my.db redo 1 --dry-run
+    Example: agentctl --db my.db redo
     """
 
     async def go():
@@ -124,7 +124,7 @@ def purge(
     """Free for good what undo could still bring back (rows set aside by rewind --hard,
     prune, delete); then VACUUM on SQLite. Not undoable.
 
-    Example: agentctl purge --dry-run
+    Example: agentctl --db sample_db/checkpoints.db purge --dry-run
     """
     from rich.text import Text
 
@@ -142,19 +142,22 @@ def purge(
         return
     rows, ops = before.rows, before.ops
     if not ops:
-        show_plan(Text("nothing to purge: no rows are kept for undo"), to_stdout=dry_run)
+        show_plan(Text("nothing to purge: no rows are kept for undo or redo"), to_stdout=dry_run)
         if json_out:  # (a purge with nothing to do: the result, nothing freed)
             import dataclasses
 
             emit_json(dataclasses.replace(before, dry_run=dry_run).to_dict())
         return
-    text = Text(f"purge: free {rows} row(s) kept for undo by {len(ops)} operation(s)"
+    kept = before.kept_for()  # an undone operation's rows are kept for its redo
+    text = Text(f"purge: free {rows} row(s) kept for {kept} by {len(ops)} operation(s)"
                 + f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})"
-                + "; they can no longer be undone")
+                + ("; they can no longer be undone" if kept == "undo" else
+                   "; they can no longer be redone" if kept == "redo" else
+                   f"; they can no longer be undone, nor redone ({', '.join(map(str, before.undone[:20]))})"))
     show_plan(text, to_stdout=dry_run)
     if dry_run:
         return
-    confirm("purge what undo could bring back (this cannot be undone)", yes=yes)
+    confirm(f"purge what {kept} could bring back (this cannot be undone)", yes=yes)
     auto_backup(st, no_backup)
 
     async def go():

@@ -66,7 +66,7 @@ def run_agent(
     Runner.run_async with ADK's DatabaseSessionService on --db. --from and --resume are
     LangGraph's.
 
-    Example: agentctl --db sample_db/langgraph.db run story-1 --config sample_db/story/langgraph.json
+    Example: agentctl --db sample_db/langgraph.db backup lg.db && agentctl --db lg.db run trip --config sample_db/story/langgraph.json --input '{"request": "3 nights"}'
     """
     from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
     from agentctl.runs import (

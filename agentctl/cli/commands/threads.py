@@ -1,7 +1,7 @@
 """`agentctl threads list|show|delete`"""
 
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -9,7 +9,7 @@ from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, VacuumOpt, YesOpt
 from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
 
-app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl threads list --limit 5",
+app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl --db sample_db/checkpoints.db threads list --limit 5",
                   no_args_is_help=True, rich_markup_mode=None)
 
 SortOpt = Annotated[
@@ -47,9 +47,15 @@ def list_threads(
             for name in filters:
                 if name not in backend.thread_filters:
                     raise Unsupported(backend.format.name, f"threads list --{name}")
-            return await backend.thread_summaries(limit, offset, sort, not asc, prefix, **filters)
+            await _check_filter_values(backend, filters)
+            rows = await backend.thread_summaries(limit, offset, sort, not asc, prefix, **filters)
+            # a full page: there may be more, said on stderr as `log` says it
+            total = await backend.count_threads(prefix, **filters) if len(rows) == limit else None
+            return rows, total
 
-    rows = run(go())
+    rows, total = run(go())
+    if total is not None and offset + len(rows) < total:  # also piped and --json: stderr only
+        info(f"(showing {len(rows):,} of {total:,}; use --limit N or --offset)")
     if json_out:
         emit_json([r.to_dict() for r in rows])
         return
@@ -70,6 +76,20 @@ def list_threads(
           r.updated_at, r.branch_of or "", r.head_summary] for r in rows],  # piped: whole values
         renderable=rich_table,
     )
+
+
+async def _check_filter_values(backend: Any, filters: dict[str, str | list[str]]) -> None:
+    """A --user or --status value the database never has is a usage error (exit 2)
+    naming the values it has, not an empty list."""
+    from agentctl.errors import UsageError
+
+    for name, value in filters.items():
+        known = await backend.filter_values(name)
+        wanted = [value] if isinstance(value, str) else value
+        bad = [v for v in wanted if v not in known]
+        if bad:
+            has = ", ".join(known[:20]) + (", …" if len(known) > 20 else "") if known else "none"
+            raise UsageError(f"--{name} {bad[0]!r}: no session has it (this database has: {has})")
 
 
 @app.command("show")
@@ -132,7 +152,7 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
     --vacuum runs VACUUM afterwards and reports the size before and after (the rows
     removed stay in the trash until `purge`).
 
-    Example: agentctl threads delete support-1042 --yes
+    Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db threads delete support-1042 --yes
     """
     from agentctl import render
     from agentctl.refs import resolve_thread

@@ -43,7 +43,7 @@ def backup(
     """Copy a SQLite database with SQLite's online backup API: a consistent copy even
     while agents write to it. Refuses to overwrite DEST unless --force.
 
-    Example: agentctl --db sample_db/checkpoints.db backup /tmp/checkpoints-copy.db
+    Example: agentctl --db sample_db/checkpoints.db backup checkpoints-copy.db
     """
     from agentctl.errors import UsageError
 
@@ -222,9 +222,10 @@ def import_(
     yes: AcceptYesOpt = False,
 ) -> None:
     """Import checkpoints from JSON Lines in one transaction (undoable). With --create a
-    new SQLite file or Postgres table is made, so a database can move between backends.
+    new SQLite file or Postgres table is made, so a database can move between backends
+    (e.g. --db postgresql://me@localhost/agents import --create support.jsonl).
 
-    Example: agentctl --db postgresql://me@localhost/agents import --create support.jsonl
+    Example: agentctl --db sample_db/checkpoints.db export support-1042 -o support.jsonl && agentctl --db new.db import --create support.jsonl
     """
     from agentctl.errors import DatabaseNotFound, SchemaError, UsageError, not_a_file
 

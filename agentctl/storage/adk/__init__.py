@@ -67,7 +67,8 @@ FORMAT = FormatSpec(
                 "as of that event",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
                             Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR,
-                            Capability.BACKUP}),
+                            Capability.BACKUP, Capability.EDIT, Capability.RUN, Capability.REDO,
+                            Capability.COMPARE}),
     # doctor runs on both (the session-state check; the side search index's part only on
     # SQLite); backup: SQLite's online backup API
     dialects={Capability.BACKUP.value: ("sqlite",)},

@@ -10,6 +10,7 @@ from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
 from agentctl.storage.contract import SEARCH_PLACES, Store, skip_copies
+from agentctl.storage.agentos.rows import message_hit_path, snippet_around  # the snippet rules all share
 from agentctl.storage.adk.events import (
     APP,
     USER,
@@ -619,11 +620,12 @@ class ADKStore(ConnectedStore):
             ids = await self._q("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
                                 "session_id = ? ORDER BY timestamp, id", *key)
             steps[key] = {x["id"]: i for i, x in enumerate(ids, 1)}
-        lo = max(pos - 40, 0)
+        step = steps[key].get(r["id"], 0)
         hits.append(SearchHit(
-            thread_id=thread_id_of(*key), checkpoint_id=r["id"], step=steps[key].get(r["id"], 0),
+            thread_id=thread_id_of(*key), checkpoint_id=r["id"], step=step,
             where="tools_result" if msg.get("role") == "tool" else "messages",
-            role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
+            role=msg.get("role"), snippet=snippet_around(body, text, 40),
+            path="" if msg.get("role") == "tool" or not step else message_hit_path(step)))
         return True
 
     # ---- the side search index (agentctl.storage.textindex) ----------------------------

@@ -33,7 +33,7 @@ FORMAT = FormatSpec(
     title="AgentOS checkpoints",
     description="AgentOS checkpoint tables (full snapshots of messages, state and tool "
                 "results per step); also the format agentctl's own checkpointer writes",
-    capabilities=frozenset(ALL_CAPABILITIES),
+    capabilities=frozenset(ALL_CAPABILITIES) - {Capability.RUN},  # no framework to run
     matches=_matches,
     store="agentctl.storage.agentos.connect:open_kind",
     history="agentctl.storage.agentos.history:CheckpointEngine",

@@ -397,6 +397,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         change unasked)."""
         from agentctl.errors import OperationError
 
+        before = await self._trgm_indexes() if action == "drop" else {}
         if action in ("build", "drop"):
             try:
                 async with self.transaction() as tx:
@@ -416,19 +417,26 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
                 raise
             except AgentctlError as exc:
                 raise OperationError(f"cannot {action} the search index: {exc}") from None
+        have = await self._trgm_indexes()
+        state_ = ("current" if len(have) == len(_TRGM_INDEXES) else "absent" if not have else "partial")
+        detail = {"current": "pg_trgm GIN indexes: search's ILIKE uses them (Postgres keeps them current)",
+                  "absent": "no search index (build one with `agentctl index build`)",
+                  "partial": "some of the pg_trgm indexes are missing (`agentctl index build`)"}[state_]
+        # rows and built: the side file's (SQLite); Postgres indexes every row, and keeps no date
+        return {"state": state_, "path": "checkpoints: " + ", ".join(sorted(have) or ["-"]), "detail": detail,
+                "rows": None, "dead_documents": 0, "bytes": int(sum(have.values())), "built_at": None,
+                "new_rows": 0, "changed_rows": 0,
+                **({"dropped": bool(before), "removed": "checkpoints: " + ", ".join(sorted(before))}
+                   if action == "drop" else {})}
+
+    async def _trgm_indexes(self) -> dict[str, int]:
+        """agentctl's pg_trgm indexes on the checkpoints table: {name: bytes}."""
         rows = await self._fetch(
             "SELECT i.indexname AS name, pg_relation_size(c.oid) AS size FROM pg_indexes i "
             "JOIN pg_class c ON c.relname = i.indexname JOIN pg_namespace n ON n.oid = c.relnamespace "
             "AND n.nspname = i.schemaname WHERE i.tablename = 'checkpoints' "
             "AND i.schemaname = current_schema()")
-        have = {r["name"]: r["size"] for r in rows if r["name"] in _TRGM_INDEXES.values()}
-        state_ = ("current" if len(have) == len(_TRGM_INDEXES) else "absent" if not have else "partial")
-        detail = {"current": "pg_trgm GIN indexes: search's ILIKE uses them",
-                  "absent": "no search index (build one with `agentctl index build`)",
-                  "partial": "some of the pg_trgm indexes are missing (`agentctl index build`)"}[state_]
-        return {"state": state_, "path": "checkpoints: " + ", ".join(sorted(have) or ["-"]), "detail": detail,
-                "rows": 0, "dead_documents": 0, "bytes": int(sum(have.values())), "built_at": "",
-                "new_rows": 0, "changed_rows": 0, **({"dropped": True} if action == "drop" else {})}
+        return {r["name"]: int(r["size"]) for r in rows if r["name"] in _TRGM_INDEXES.values()}
 
     def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
                           ) -> tuple[str, list[Any]]:

@@ -231,9 +231,15 @@ def snippet_around(text: str, needle: str, width: int = 60) -> str:
     flat = " ".join(text.split())
     pos = flat.lower().find(needle.lower())
     if pos < 0:
-        return flat[: width * 2]
+        return flat[: width * 2] + ("…" if len(flat) > width * 2 else "")
     start = max(0, pos - width)
+    if start and flat[start - 1] != " ":  # begin at a word, not inside one
+        space = flat.find(" ", start, pos)
+        start = space + 1 if space >= 0 else start
     end = min(len(flat), pos + len(needle) + width)
+    if end < len(flat) and flat[end] != " ":  # and end after one
+        space = flat.rfind(" ", pos + len(needle), end)
+        end = space if space >= 0 else end
     return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
@@ -274,6 +280,12 @@ def hit_path(place: str, tokens: Sequence[Any]) -> str:
     return format_path(join_pointer([place, *tokens]))
 
 
+def message_hit_path(step: int) -> str:
+    """The path of a session store's hit in its step's own item (step N shows N
+    messages, the N-th its own): messages[N-1].content."""
+    return hit_path("messages", [step - 1, "content"])
+
+
 def search_json(meta: CheckpointMetadata, where: str, value: Any, text: str) -> SearchHit | None:
     """The hit of `text` in the tool results or the state of a checkpoint, or None: the
     snippet from the whole value, the path to the first leaf (or key) that has it."""
@@ -284,7 +296,18 @@ def search_json(meta: CheckpointMetadata, where: str, value: Any, text: str) -> 
     if tokens is None:
         return None
     return SearchHit(meta.thread_id, meta.checkpoint_id, meta.step, where, None,
-                     snippet_around(dumps(value), text), hit_path(where, tokens))
+                     snippet_around(_leaf_text(value, tokens, needle), text), hit_path(where, tokens))
+
+
+def _leaf_text(value: Any, tokens: Sequence[Any], needle: str) -> str:
+    """The text of the value at `tokens` when it holds `needle` (the snippet: the match
+    in its own leaf, as a message's), else the whole value's (a match in a key's name,
+    or across a key and its value)."""
+    leaf = value
+    for t in tokens:
+        leaf = leaf[t]
+    text = leaf if isinstance(leaf, str) else dumps(leaf)
+    return text if tokens and needle in text.lower() else dumps(value)
 
 
 def search_messages(

@@ -118,7 +118,7 @@ async def purge(ctx: EngineContext, history: Any, dry_run: bool = False) -> Purg
     logged; VACUUM on SQLite."""
     plan = await ops_held(history)
     if dry_run or not plan.ops:
-        return PurgeResult(plan.ops, plan.rows, dry_run)
+        return PurgeResult(plan.ops, plan.rows, dry_run, undone=plan.undone)
     async with history.journal_tx() as tx:
         freed, rows = await ops.purge(tx)
         op_id = await ops.log_purge(tx, freed, rows, ctx.now())

@@ -32,6 +32,7 @@ FORMAT = FormatSpec(
         Capability.READ, Capability.SEARCH, Capability.STATS, Capability.REWIND,
         Capability.BRANCH, Capability.MERGE, Capability.PRUNE, Capability.DELETE,
         Capability.UNDO, Capability.FOLLOW, Capability.BACKUP, Capability.DOCTOR,
+        Capability.EDIT, Capability.REDO, Capability.COMPARE,
     }),
     matches=_matches,
     store="agentctl.storage.article.store:opener",

@@ -564,12 +564,12 @@ class ArticleHistory(JournalHistory, History):
         return [r["id"] for r in rows]
 
     @staticmethod
-    def _policy(spec: PruneSpec) -> tuple[CheckpointGC, float]:
+    def _policy(spec: PruneSpec) -> tuple[CheckpointGC | None, float | None]:
         if spec.keep_last is not None:
             return CheckpointGC.KEEP_LAST_N, float(spec.keep_last)
         if spec.older_than is not None:
             return CheckpointGC.KEEP_AGE, float(spec.older_than)
-        return CheckpointGC.KEEP_LAST_N, 0.0
+        return None, None  # --status alone: no retention policy (the reason says it)
 
     @staticmethod
     def _reason(spec: PruneSpec) -> str:

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, AsyncIterator, Sequence
 
 from agentctl import deep
-from agentctl.storage.agentos.base import snippet_around
+from agentctl.storage.agentos.base import message_hit_path, snippet_around
 from agentctl.errors import (
     CorruptRowError,
     NotADatabase,
@@ -424,6 +424,20 @@ class ArticleStore(Store):
         rows = await self.q(f"SELECT COUNT(*) AS n FROM sessions s {where}", *params)
         return int(rows[0]["n"])
 
+    async def filter_values(self, name: str) -> list[str]:
+        """"status": the sessions' statuses; "user": their users' ids and names."""
+        if name == "status":
+            rows = await self.q("SELECT DISTINCT status AS v FROM sessions WHERE status IS NOT NULL")
+        elif name != "user":
+            return []
+        elif await self.has("users"):
+            rows = await self.q("SELECT DISTINCT s.user_id AS v FROM sessions s WHERE s.user_id IS NOT NULL "
+                                "UNION SELECT u.name AS v FROM users u JOIN sessions s ON s.user_id = u.id "
+                                "WHERE u.name IS NOT NULL")
+        else:
+            rows = await self.q("SELECT DISTINCT user_id AS v FROM sessions WHERE user_id IS NOT NULL")
+        return sorted({str(r["v"]) for r in rows})
+
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
         rows = await self.q(self._summary_sql("WHERE s.id = ?", ""), thread_id)
         found = await self._summaries(rows)
@@ -793,7 +807,8 @@ class ArticleStore(Store):
         steps = await self._steps_of([r["id"] for r in rows]) if "messages" in wanted else {}
         for r in rows if "messages" in wanted else []:
             hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), steps[r["id"]], "messages",
-                                  r["role"], snippet_around(str(r["content"]), text)))
+                                  r["role"], snippet_around(str(r["content"]), text),
+                                  message_hit_path(steps[r["id"]])))
         if role is None and "tools" in wanted and await self.has("tool_logs"):
             tparams = [] if thread_id is None else [thread_id]
             tl = await self.q(

@@ -269,7 +269,8 @@ class JournalHistory:
             rows = [r for r in await ops.listing(self.store._db, 2**31) if not r["purged"]]
             counts = await self._trash_counts(rows)
             held = sorted(op for op, n in counts.items() if n)
-            return PurgeResult(ops=held, rows=sum(counts.values()), dry_run=True)
+            undone = sorted(int(r["op_id"]) for r in rows if r["undone"] and counts.get(r["op_id"]))
+            return PurgeResult(ops=held, rows=sum(counts.values()), dry_run=True, undone=undone)
         async with self.journal_tx() as tx:
             freed, n = await ops.purge(tx)
         return PurgeResult(ops=freed, rows=n, dry_run=False)

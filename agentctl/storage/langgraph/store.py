@@ -594,6 +594,19 @@ class LangGraphStore(ConnectedStore):
             tid, ns, int(step), int(limit))
         return [self._metadata(r) for r in rows]
 
+    async def failed_checkpoints(self, thread_id: str, checkpoint_ids: Sequence[str]) -> set[str]:
+        tid, ns = await self._split(thread_id)
+        ids = list(dict.fromkeys(checkpoint_ids))
+        out: set[str] = set()
+        for i in range(0, len(ids), 400):
+            chunk = ids[i:i + 400]
+            rows = await self._q(
+                f"SELECT DISTINCT checkpoint_id FROM {self._writes_table} WHERE thread_id = ? AND "
+                f"checkpoint_ns = ? AND channel = '__error__' AND checkpoint_id IN ({marks(len(chunk))})",
+                tid, ns, *chunk)
+            out |= {r["checkpoint_id"] for r in rows}
+        return out
+
     async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         row = await self._locate(checkpoint_id)
         if row is None:

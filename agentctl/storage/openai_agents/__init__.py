@@ -104,7 +104,8 @@ FORMAT = FormatSpec(
                 "is a thread, each stored item a step",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
                             Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR,
-                            Capability.BACKUP}),
+                            Capability.BACKUP, Capability.EDIT, Capability.RUN, Capability.REDO,
+                            Capability.COMPARE}),
     # doctor: the side search index's state (`agentctl index`), which only SQLite has;
     # backup: SQLite's online backup API
     dialects={Capability.DOCTOR.value: ("sqlite",), Capability.BACKUP.value: ("sqlite",)},

@@ -11,6 +11,7 @@ from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Store, skip_copies
+from agentctl.storage.agentos.rows import message_hit_path, snippet_around  # the snippet rules all share
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -599,11 +600,11 @@ class OpenAIAgentsStore(ConnectedStore):
             place = await self._place(r["session_id"], int(r["id"]))
             if place is None or (thread_id is not None and place[0] != thread_id):
                 continue  # (None: on no branch of its session, which the SDK never reads)
-            lo = max(pos - 40, 0)
             hits.append(SearchHit(
-                thread_id=place[0], checkpoint_id=checkpoint_id(r["id"]), step=place[1],
+                thread_id=place[0], checkpoint_id=checkpoint_id(r["id"]), step=(step := place[1]),
                 where="tools_result" if msg.get("role") == "tool" else "messages",
-                role=msg.get("role"), snippet=" ".join(body[lo:pos + len(text) + 40].split())))
+                role=msg.get("role"), snippet=snippet_around(body, text, 40),
+                path="" if msg.get("role") == "tool" else message_hit_path(step)))
             if len(hits) >= limit:
                 break
 
