@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 from tests.support import pgbouncer
 from tests.support.contract_formats import CASES, NEEDLE, FormatCase, dump
-from tests.support.rig import REPO, REQUIRE_PG, run_sync
+from tests.support.rig import REPO, run_sync, unavailable
 from tests.support.sampledb import cli
 
 from agentctl.storage import Capability, open_store
@@ -34,16 +34,11 @@ EDITS = {"agentos": ("k", "99"), "article": ("session.title", '"pooled"'), "lang
 
 def _start(pg_base_dsn: str, ignore: str = ""):
     if pgbouncer.find_binary() is None:
-        reason = "pgbouncer not found (apt-get install pgbouncer)"
-        if REQUIRE_PG:
-            pytest.fail("AGENTCTL_REQUIRE_PG=1 but " + reason)
-        pytest.skip(reason)
+        unavailable("pgbouncer not found (apt-get install pgbouncer)")
     try:
         return pgbouncer.start(pg_base_dsn, ignore=ignore)
     except RuntimeError as exc:
-        if REQUIRE_PG:
-            pytest.fail(f"AGENTCTL_REQUIRE_PG=1 but pgbouncer did not start: {exc}")
-        pytest.skip(f"pgbouncer did not start: {exc}")
+        unavailable(f"pgbouncer did not start: {exc}")
 
 
 @pytest.fixture(scope="session")
@@ -96,21 +91,29 @@ def _ok(r, what) -> None:
     assert "Traceback" not in r.stdout + r.stderr, what
 
 
-@pytest.mark.parametrize("name", list(CASES))
-async def test_reads_through_pgbouncer_print_what_they_print_straight(name, pooled):
+async def _build(name: str, direct: str):
+    """The format's database written by its own program straight to the server: its
+    FormatCase, Built, the main thread's checkpoints and what the format can do."""
     case = CASES[name]
     _needs(case)
-    direct, via = pooled
     b = await case.build("postgres", direct)
     async with open_store(direct) as store:
         metas = await store.read_thread(b.main, 1000)
+        can = {c: store.can(c) for c in Capability}
+    return case, b, metas, can
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_reads_through_pgbouncer_print_what_they_print_straight(name, pooled):
+    direct, via = pooled
+    _, b, metas, _ = await _build(name, direct)
     first, last = metas[0].checkpoint_id, metas[-1].checkpoint_id
     for args in (("threads", "list"), ("show", b.main), ("show", first), ("log", b.main),
                  ("diff", first, last), ("search", NEEDLE)):
         for extra in ((), ("--json",)):
             want = cli(direct, "--no-color", *args, *extra)
             _ok(want, args)
-            for _ in range(2):  # a second run meets the server connections the first left
+            for _ in range(2):  # twice: on the server connections the first run left
                 got = cli(via, "--no-color", *args, *extra)
                 _ok(got, args)
                 assert got.stdout == want.stdout, args
@@ -123,13 +126,9 @@ async def _rows(case: FormatCase, url: str) -> dict:
 
 @pytest.mark.parametrize("name", list(CASES))
 async def test_every_write_undo_and_redo_through_pgbouncer(name, pooled):
-    case = CASES[name]
-    _needs(case)
     direct, via = pooled
-    b = await case.build("postgres", direct)
-    async with open_store(direct) as store:
-        can = {c: store.can(c) for c in Capability}
-        ref = f"{b.main}@{(await store.read_thread(b.main, 2))[1].step}"
+    case, b, metas, can = await _build(name, direct)
+    ref = f"{b.main}@{metas[1].step}"
     writes = {
         Capability.REWIND: ["rewind", ref, "--yes"],
         Capability.BRANCH: ["branch", ref, "pooled"],

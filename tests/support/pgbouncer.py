@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from tests.support.pgserver import free_port
+from tests.support.pgserver import failed, free_port
 
 
 def find_binary() -> str | None:
@@ -90,14 +90,7 @@ ignore_startup_parameters = {ignore}
     r = subprocess.run([*as_user, binary, "-d", os.path.join(root, "pgbouncer.ini")],
                        capture_output=True, text=True, timeout=60, cwd=root)
     if r.returncode != 0:
-        log = ""
-        try:
-            with open(os.path.join(root, "log")) as fh:
-                log = fh.read()[-800:]
-        except OSError:
-            pass
-        shutil.rmtree(root, ignore_errors=True)
-        raise RuntimeError(f"pgbouncer did not start: {r.stderr.strip()[-300:]} {log}")
+        failed(root, "pgbouncer did not start", r)
     import socket
 
     for _ in range(200):  # until it listens
