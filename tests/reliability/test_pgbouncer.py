@@ -213,3 +213,27 @@ async def test_a_pooler_that_drops_the_read_only_setting_is_noticed(pooled, leni
             got = _agentctl(via, *args)
             _ok(got, args)
             assert got.stdout == want.stdout, args
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["refuses", "drops"])
+async def test_a_read_only_session_behind_a_pooler_writes_nothing(pooled, bouncer, lenient_bouncer, lenient):
+    """Behind a pooler the session is not read-only (the pooler's server sessions are
+    shared): each read is a READ ONLY transaction, so a write there is refused."""
+    from agentctl.errors import ReadOnlyDatabase
+    from agentctl.storage.agentos.postgres import PostgresCheckpointer
+
+    direct, via = pooled
+    await CASES["agentos"].build("postgres", direct)
+    if lenient:
+        via = lenient_bouncer.dsn(urlsplit(via).path.lstrip("/"))
+    before = await dump(direct)
+    backend = PostgresCheckpointer(via, readonly=True, create=False)
+    try:
+        assert await backend.query("SELECT current_setting('transaction_read_only') AS ro") == [{"ro": "on"}]
+        with pytest.raises(ReadOnlyDatabase):
+            await backend.query("CREATE TABLE agentctl_written (a int)")
+        with pytest.raises(ReadOnlyDatabase):
+            await backend.query("DELETE FROM checkpoints")
+    finally:
+        await backend.close()
+    assert await dump(direct) == before
