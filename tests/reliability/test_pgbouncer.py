@@ -209,8 +209,9 @@ async def test_a_pooler_that_drops_the_read_only_setting_is_noticed(pooled, leni
     for args in (("show", b.main, "--json"), ("log", b.main, "--json"), ("threads", "list", "--json")):
         want = _agentctl(direct, *args)
         _ok(want, args)
-        for _ in range(3):
-            got = _agentctl(via, *args)
+        # found out, or said in the DSN (agentctl's option, Prisma's)
+        for url in (via, via, via, via + "?agentctl_pooler=1", via + "?pgbouncer=true"):
+            got = _agentctl(url, *args)
             _ok(got, args)
             assert got.stdout == want.stdout, args
 
