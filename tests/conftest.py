@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import pgserver
-from tests.support.rig import REQUIRE_PG, SAMPLE_DB, run_sync, with_search_path
+from tests.support.rig import SAMPLE_DB, run_sync, unavailable, with_search_path
 
 
 @pytest.fixture(scope="session")
@@ -26,16 +26,12 @@ def pg_base_dsn():
         yield dsn
         return
     if pgserver.find_bin_dir() is None:
-        reason = "Postgres server binaries (initdb, pg_ctl) not found; set AGENTCTL_TEST_PG_DSN or install postgresql"
-        if REQUIRE_PG:
-            pytest.fail("AGENTCTL_REQUIRE_PG=1 but " + reason)
-        pytest.skip(reason)
+        unavailable("Postgres server binaries (initdb, pg_ctl) not found; set AGENTCTL_TEST_PG_DSN "
+                    "or install postgresql")
     try:
         server = pgserver.start()
     except RuntimeError as exc:
-        if REQUIRE_PG:
-            pytest.fail(f"AGENTCTL_REQUIRE_PG=1 but the Postgres server did not start: {exc}")
-        pytest.skip(f"Postgres server did not start: {exc}")
+        unavailable(f"the Postgres server did not start: {exc}")
     yield server.dsn
     server.stop()
 

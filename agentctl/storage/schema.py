@@ -77,15 +77,15 @@ def sqlite_tables(path: str) -> dict[str, set[str]]:
 async def _postgres_tables(dsn: str) -> dict[str, set[str]]:
     import asyncpg
 
-    from agentctl.storage.agentos.postgres import connect_error, map_pg_error
+    from agentctl.storage.agentos.postgres import map_pg_error, pg_connect
 
+    conn, pooler = await pg_connect(asyncpg.connect, dsn, {"timeout": 10}, readonly=True)
     try:
-        conn = await asyncpg.connect(dsn=dsn, timeout=10,
-                                     server_settings={"default_transaction_read_only": "on"})
-    except BaseException as exc:  # noqa: BLE001 - mapped to one clear error
-        raise connect_error(exc, dsn) from None
-    try:
-        rows = await conn.fetch(PG_COLUMNS_SQL)
+        if pooler:  # a READ ONLY transaction (the pooler's server sessions are not read-only)
+            async with conn.transaction(readonly=True):
+                rows = await conn.fetch(PG_COLUMNS_SQL)
+        else:
+            rows = await conn.fetch(PG_COLUMNS_SQL)
     except asyncpg.PostgresError as exc:
         raise map_pg_error(exc, where("postgres", dsn)) from None
     finally:

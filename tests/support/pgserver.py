@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from typing import NoReturn
 
 
 def find_bin_dir() -> str | None:
@@ -88,15 +89,21 @@ def start(bin_dir: str | None = None) -> PgServer:
     r = server._run(os.path.join(bin_dir, "pg_ctl"), "-D", server.data, "-o", opts,
                     "-l", os.path.join(root, "log"), "-w", "-t", "60", "start")
     if r.returncode != 0:
-        log = ""
-        try:
-            with open(os.path.join(root, "log")) as fh:
-                log = fh.read()[-800:]
-        except OSError:
-            pass
-        shutil.rmtree(root, ignore_errors=True)
-        raise RuntimeError(f"pg_ctl start failed: {r.stderr.strip()[-300:]} {log}")
+        failed(root, "pg_ctl start failed", r)
     return server
+
+
+def failed(root: str, what: str, r: subprocess.CompletedProcess) -> NoReturn:
+    """A server of the rig did not start: remove its directory, raise RuntimeError with
+    the end of its stderr and of its log (ROOT/log)."""
+    log = ""
+    try:
+        with open(os.path.join(root, "log")) as fh:
+            log = fh.read()[-800:]
+    except OSError:
+        pass
+    shutil.rmtree(root, ignore_errors=True)
+    raise RuntimeError(f"{what}: {r.stderr.strip()[-300:]} {log}")
 
 
 def _has_c_utf8() -> bool:

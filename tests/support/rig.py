@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from agentctl.cli.context import run
 
@@ -15,6 +15,16 @@ SAMPLE_DB = REPO / "sample_db" / "checkpoints.db"
 SCRIPTS = REPO / "tests" / "scripts"
 SUPPORT = REPO / "tests" / "support"
 REQUIRE_PG = os.environ.get("AGENTCTL_REQUIRE_PG") == "1"
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A part of the Postgres rig is missing: the test skips with the reason, or fails
+    when `AGENTCTL_REQUIRE_PG=1`."""
+    import pytest
+
+    if REQUIRE_PG:
+        pytest.fail("AGENTCTL_REQUIRE_PG=1 but " + reason)
+    pytest.skip(reason)
 
 
 def run_sync(coro_fn: Callable[[], Any]) -> Any:

@@ -12,7 +12,7 @@ import asyncio
 import re
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Iterable, Sequence
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from agentctl.storage.agentos.base import (
     POSTGRES_SCHEMA,
@@ -102,6 +102,9 @@ def map_pg_error(exc: BaseException, where: str) -> AgentctlError:
         return DatabaseBusy(f"{where}: {(text.splitlines() or [''])[0]}; nothing was changed")
     if isinstance(exc, asyncpg.InsufficientPrivilegeError):
         return ReadOnlyDatabase(f"{where}: permission denied ({text})")
+    if isinstance(exc, (asyncpg.DuplicatePreparedStatementError, asyncpg.InvalidSQLStatementNameError)):
+        return DatabaseError(f"{where}: {(text.splitlines() or [''])[0]} (a connection pooler in "
+                             "transaction mode? say so in the DSN: ?agentctl_pooler=1)")
     return DatabaseError(f"{where}: {text}")
 
 
@@ -125,6 +128,95 @@ def connect_error(exc: BaseException, dsn: str) -> BaseException:
     if isinstance(exc, ValueError):  # a malformed DSN
         return UsageError(f"invalid Postgres DSN: {redact_dsn(str(exc))}")
     return exc
+
+
+# ---- connection poolers (pgbouncer in transaction mode: Supabase's, Neon's pooled URLs) ----
+#
+# A pooler in transaction mode hands each transaction to any of its server connections:
+# it refuses startup parameters it does not know (`default_transaction_read_only`), and
+# a prepared statement outlives its transaction on one server connection only (asyncpg's
+# statement cache: "prepared statement ... already exists" / "does not exist"). Behind
+# one agentctl makes a read-only session's transactions READ ONLY one by one, and turns
+# asyncpg's statement cache off (its statements are then unnamed, parsed with each
+# execution). A DSN option says it (`agentctl_pooler=1`, or Prisma's `pgbouncer=true`);
+# otherwise agentctl finds out: it sends a startup parameter of its own (a placeholder
+# setting, which Postgres takes and does nothing with) that a pooler refuses, and then
+# connects again as behind a pooler. Advisory locks are transaction-level throughout
+# (`pg_advisory_xact_lock`), so they hold behind a pooler as on a server.
+
+#: the DSN options that say whether the server is a pooler (taken out of the DSN)
+POOLER_OPTIONS = ("agentctl_pooler", "pgbouncer")
+#: the startup parameter a pooler refuses and Postgres takes (a placeholder setting)
+POOLER_PROBE = "agentctl.pooler_probe"
+_REFUSED = "unsupported startup parameter"
+
+
+def pooler_option(dsn: str) -> tuple[str, bool | None]:
+    """The DSN without agentctl's pooler options, and what they say: True (a pooler),
+    False (a server: no probe) or None (not said)."""
+    if "?" not in dsn:
+        return dsn, None
+    parts = urlsplit(dsn)
+    said: bool | None = None
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    keep = [(key, value) for key, value in query if key.lower() not in POOLER_OPTIONS]
+    if len(keep) == len(query):
+        return dsn, None  # the DSN as given (not re-encoded)
+    for key, value in query:
+        if key.lower() not in POOLER_OPTIONS:
+            continue
+        if value.lower() in ("1", "true", "on", "yes"):
+            said = True
+        elif value.lower() in ("0", "false", "off", "no"):
+            said = False
+        else:
+            raise UsageError(f"invalid Postgres DSN option {key}={value!r}: use 1 (a connection pooler) or 0")
+    return parts._replace(query=urlencode(keep)).geturl(), said
+
+
+def session_kwargs(kwargs: dict[str, Any], *, readonly: bool, pooler: bool | None) -> dict[str, Any]:
+    """asyncpg's connect / create_pool arguments for a session: read-only sessions
+    (`default_transaction_read_only` on a server; per transaction behind a pooler), the
+    probe when it is not known whether the server is a pooler, no statement cache
+    behind one."""
+    kwargs = dict(kwargs)
+    settings = dict(kwargs.pop("server_settings", None) or {})
+    if pooler:
+        kwargs["statement_cache_size"] = 0
+    else:
+        if readonly:
+            settings.setdefault("default_transaction_read_only", "on")
+        if pooler is None:
+            settings.setdefault(POOLER_PROBE, "1")
+    if settings:
+        kwargs["server_settings"] = settings
+    return kwargs
+
+
+def refused_as_pooler(exc: BaseException) -> bool:
+    """Whether a connection attempt failed as a pooler refuses agentctl's own startup
+    parameters (then it is one)."""
+    import asyncpg
+
+    text = str(exc)
+    return (isinstance(exc, asyncpg.PostgresError) and _REFUSED in text
+            and (POOLER_PROBE in text or "default_transaction_read_only" in text))
+
+
+async def pg_connect(open_: Any, dsn: str, kwargs: dict[str, Any], *, readonly: bool) -> tuple[Any, bool]:
+    """`open_(dsn=..., **kwargs)` (asyncpg.connect or create_pool) with the session's
+    settings, again as behind a pooler when a pooler refused them; (what it returned,
+    whether the server is a pooler). A failure is raised as connect_error's."""
+    bare, said = pooler_option(dsn)
+    try:
+        return await open_(dsn=bare, **session_kwargs(kwargs, readonly=readonly, pooler=said)), bool(said)
+    except BaseException as exc:
+        if said is not None or not refused_as_pooler(exc):
+            raise connect_error(exc, dsn) from None
+    try:
+        return await open_(dsn=bare, **session_kwargs(kwargs, readonly=readonly, pooler=True)), True
+    except BaseException as exc:
+        raise connect_error(exc, dsn) from None
 
 
 #: the search index on Postgres: one pg_trgm GIN index per searched column
@@ -192,7 +284,8 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
 
     `PostgresCheckpointer(dsn=..., **pool_kwargs)` is AgentOS's constructor: it creates
     the table on first use. agentctl's commands use `readonly=True, create=False`, which
-    also makes every session `default_transaction_read_only`.
+    also makes every session `default_transaction_read_only` (behind a connection
+    pooler: every read a READ ONLY transaction; see `pg_connect`).
     """
 
     kind = "postgres"
@@ -209,6 +302,8 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         self._create = create and not readonly
         self._kwargs = kwargs
         self._pool: Any = None
+        #: whether the server is a connection pooler (pooler_option, pg_connect)
+        self._pooler = False
         self._connect_lock = asyncio.Lock()
         # Whether thread_id and checkpoint_id compare in byte order (a C / POSIX / C.UTF-8
         # collation of the libc provider): then a prefix is a range of their indexes.
@@ -227,28 +322,38 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
             kwargs.setdefault("max_size", 4)
             kwargs.setdefault("timeout", 10)
             if self._readonly:
-                settings = dict(kwargs.pop("server_settings", None) or {})
-                settings.setdefault("default_transaction_read_only", "on")
-                kwargs["server_settings"] = settings
                 # A read-only session leaves nothing to reset when a connection goes back
                 # to the pool (no session locks, LISTEN, cursors or SET: transactions are
                 # refused): skip asyncpg's reset statement, a round trip per read.
                 # (`reset=` exists from asyncpg 0.30; 0.29 keeps its reset statement.)
                 if "_reset" in getattr(asyncpg.pool.Pool, "__slots__", ()):
                     kwargs.setdefault("reset", _no_reset)
+            pool, self._pooler = await pg_connect(asyncpg.create_pool, self._dsn, kwargs,
+                                                  readonly=self._readonly)
             try:
-                pool = await asyncpg.create_pool(dsn=self._dsn, **kwargs)
-            except BaseException as exc:
-                raise connect_error(exc, self._dsn) from None
-            try:
-                async with pool.acquire() as conn:
+                async with self._acquire(pool) as conn:
                     if self._create:
                         await conn.execute(SCHEMA)
                     await self._check_schema(conn)
+            except asyncpg.PostgresError as exc:
+                await pool.close()
+                raise map_pg_error(exc, self.display_name) from None
             except BaseException:
                 await pool.close()
                 raise
             self._pool = pool
+
+    @asynccontextmanager
+    async def _acquire(self, pool: Any = None) -> AsyncIterator[Any]:
+        """A connection of the pool for reads: behind a pooler a read-only session's
+        reads are one READ ONLY transaction (the server's sessions are not ours to make
+        read-only), on a server the session is."""
+        async with (pool or self._pool).acquire() as conn:
+            if self._pooler and self._readonly:
+                async with conn.transaction(readonly=True):
+                    yield conn
+            else:
+                yield conn
 
     async def _check_schema(self, conn: Any) -> None:
         # From the catalog (information_schema's view takes ~10 ms to plan): the columns of
@@ -284,7 +389,7 @@ class PostgresCheckpointer(SharedQueries, CheckpointBackend):
         import asyncpg
 
         try:
-            async with self._pool.acquire() as conn:
+            async with self._acquire() as conn:
                 return [_row(r) for r in await conn.fetch(to_dollar(sql), *params)]
         except asyncpg.PostgresError as exc:
             raise map_pg_error(exc, self.display_name) from None
