@@ -287,7 +287,13 @@ async def redo(screen: "MainScreen") -> None:
     except AgentctlError as exc:
         screen.notify(inert(str(exc)), title="Redo", severity="warning", markup=False)
         return
-    choice = await confirm(screen, "Redo the last undone operation?", Text(inert(plan.summary)),
+    # what it would do, as the plan says it ("redo operation N (…)"), and to which checkpoints
+    body = Text(inert(plan.summary))
+    counts = [f"{verb} {len(ids)}" for verb, ids in (("bring back", plan.created), ("remove", plan.deleted),
+                                                     ("move", plan.moved)) if ids]
+    if counts:
+        body.append(f"\nit would {', '.join(counts)} checkpoint(s)", style="dim")
+    choice = await confirm(screen, "Redo the last undone operation?", body,
                            [("confirm", "Redo", "warning")])
     if choice is None:
         screen.notify("redo cancelled: nothing changed")

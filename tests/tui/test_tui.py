@@ -767,6 +767,26 @@ async def test_undo_with_nothing_to_undo(sample_sqlite):
         assert "nothing to undo" in notices(app)
 
 
+async def test_ctrl_y_redo_asks_about_what_it_would_do(sample_sqlite):
+    """Ctrl-Y's confirm asks about a future action, as undo's and rewind's do: "redo
+    operation N (…)" and what it would do to which checkpoints, never "redid"."""
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "p", "enter", "y")
+        assert await thread_size(app, "loop-research-7") == 10
+        await press(pilot, "u", "y")
+        assert await thread_size(app, "loop-research-7") == 240
+        await press(pilot, "ctrl+y")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the redo confirm")
+        text = screen_text(app)
+        assert "Redo the last undone operation?" in text
+        assert "redo operation 1 (prune loop-research-7" in text and "redid" not in text
+        assert "it would remove 230, move 1 checkpoint(s)" in text
+        await press(pilot, "y")
+        assert await thread_size(app, "loop-research-7") == 10
+
+
 async def test_ctrl_y_redo_with_nothing_to_redo_changes_nothing(sample_sqlite):
     """Ctrl-Y is `agentctl redo`: with no op undone it says so (as the CLI's exit 1
     line): no dialog, the file as it was."""
