@@ -912,3 +912,26 @@ async def test_langgraph_checkpoint_rows_name_the_source_once():
     labels = [checkpoint_label(m).plain for m in metas]
     assert [label.split()[-1] for label in labels] == ["input", "loop", "loop"], labels
     assert not any("loop  loop" in label or m.checkpoint_id in label for label, m in zip(labels, metas))
+
+
+@pytest.mark.parametrize("size", [(80, 24), SIZE])
+async def test_notifications_do_not_cover_the_footer(sample_sqlite, size):
+    """A notification (Textual's toast, bottom right) sits above the key footer, however
+    many lines the footer takes (at 80 columns, several): the keys stay visible."""
+    from textual.widgets._toast import Toast
+
+    from agentctl.tui.widgets.footer import KeyFooter
+
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        await until(pilot, lambda: app.screen.query(KeyFooter), what="the footer")
+        footer = app.screen.query_one(KeyFooter).region
+        for i in range(3):
+            app.notify(f"notice {i}: " + "a long line of text " * 4, timeout=30)
+        await until(pilot, lambda: len(app.screen.query(Toast)) == 3, what="the toasts")
+        await settle(pilot)
+        toasts = [t.region for t in app.screen.query(Toast)]
+        assert footer.height >= 1 and all(t.height for t in toasts)
+        assert all(not t.overlaps(footer) for t in toasts), (footer, toasts)
+        assert max(t.bottom for t in toasts) <= footer.y
