@@ -4,8 +4,6 @@ against the database: whether the write committed). Infrastructure beside the co
 imports another (tests/structure/test_layers.py)."""
 
 import os
-import stat
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +21,23 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
     size = os.path.getsize(src) if os.path.isfile(src) else 0
     with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
         n = backup(src, dest, force=force, on_step=lambda: advance(0))
-    # The copy is written through a private temporary file (0600): it gets the
-    # database's own permission bits, so that who may read the database may read it.
-    written = Path(dest) / Path(src).name if Path(dest).is_dir() else Path(dest)
-    os.chmod(written, stat.S_IMODE(os.stat(src).st_mode))
+    from agentctl.storage.backup import keep_mode
+
+    keep_mode(src, str(Path(dest) / Path(src).name if Path(dest).is_dir() else Path(dest)))
     return n
 
 
 def auto_backup(st: CliState, no_backup: bool) -> str | None:
     """Before a hard delete or purge on SQLite: copy the file aside (unless --no-backup)
     and say where on stderr."""
+    from agentctl.storage.backup import safety_copy
+
     path = st.sqlite_path()
     if no_backup or path is None:
         return None
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    dest = f"{path}.{stamp}.bak"
-    sqlite_backup(path, dest)
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    with progress(f"backup {os.path.basename(path)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
+        dest = safety_copy(path, on_step=lambda: advance(0))
     info(f"agentctl: backup of {path} written to {dest} (skip with --no-backup)")
     return dest
 

@@ -106,6 +106,18 @@ def done(screen: "MainScreen", kind: str, summary: str, select_thread: str | Non
     screen.post_message(OperationFinished(kind, summary, select_thread, select))
 
 
+async def safety_copy(screen: "MainScreen") -> str | None:
+    """Before a hard delete on SQLite, the copy of the file the CLI takes too
+    (storage.backup.safety_copy, in a thread: a large file takes a while); its path."""
+    import asyncio
+
+    from agentctl.storage import parse_url
+    from agentctl.storage.backup import safety_copy as copy
+
+    kind, path = parse_url(screen.source.url)
+    return await asyncio.to_thread(copy, path) if kind == "sqlite" else None
+
+
 # ---- the flows -----------------------------------------------------------------------------
 
 
@@ -243,11 +255,12 @@ async def prune(screen: "MainScreen", thread: str) -> None:
     if choice is None:
         screen.notify("prune cancelled: nothing changed")
         return
+    copy = await safety_copy(screen)
     results = await engine.prune_spec(spec)
     results = results if isinstance(results, list) else [results]
     deleted = sum(len(r.deleted) for r in results)
     done(screen, "prune", f"pruned {thread}: {deleted} checkpoint(s) deleted, "
-         f"{kept} kept (u undoes)", thread)
+         f"{kept} kept (u undoes)" + (f"; a copy of the file from before: {copy}" if copy else ""), thread)
 
 
 async def undo(screen: "MainScreen") -> None:

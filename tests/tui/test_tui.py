@@ -767,6 +767,31 @@ async def test_undo_with_nothing_to_undo(sample_sqlite):
         assert "nothing to undo" in notices(app)
 
 
+async def test_prune_copies_the_sqlite_file_aside_first(sample_sqlite):
+    """The TUI's prune takes the safety copy the CLI's takes (`PATH.<time>.bak` beside
+    the file, as it was before the prune, the file's permission bits) and its
+    notification says where the copy went."""
+    import os
+    from pathlib import Path
+
+    db = Path(sample_sqlite)
+    os.chmod(db, 0o640)
+    before = sqlite3.connect(db).execute("SELECT COUNT(*) FROM checkpoints").fetchone()
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "p", "enter")
+        await press(pilot, "escape")  # cancelled: no copy
+        assert sorted(p.name for p in db.parent.iterdir() if p.suffix == ".bak") == []
+        await press(pilot, "p", "enter", "y")
+        assert await thread_size(app, "loop-research-7") == 10
+        (copy,) = [p for p in db.parent.iterdir() if p.suffix == ".bak"]
+        assert copy.name.startswith("sample.db.") and copy.name.endswith("Z.bak")
+        assert any(f"a copy of the file from before: {copy}" in n for n in notices(app)), notices(app)
+    assert sqlite3.connect(copy).execute("SELECT COUNT(*) FROM checkpoints").fetchone() == before
+    assert os.stat(copy).st_mode & 0o777 == 0o640
+
+
 async def test_ctrl_y_redo_asks_about_what_it_would_do(sample_sqlite):
     """Ctrl-Y's confirm asks about a future action, as undo's and rewind's do: "redo
     operation N (…)" and what it would do to which checkpoints, never "redid"."""
