@@ -214,8 +214,8 @@ async def merge(screen: "MainScreen", branch: str) -> None:
         screen.notify("merge cancelled: nothing changed")
         return
     try:
-        cid = await engine.merge_branch(branch, target, strategy=choice,
-                                        checkpoint_id=plan.merged.metadata.checkpoint_id)
+        cid = await engine.merge_branch(branch, target, strategy=choice, checkpoint_id=None
+                                        if getattr(plan, "id_at_write", "") else plan.merged.metadata.checkpoint_id)
     except MergeConflictError as exc:
         # The target moved between the preview and the merge.
         screen.notify(inert(str(exc)), title="Merge conflict", severity="error", markup=False)
