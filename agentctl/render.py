@@ -522,7 +522,9 @@ def plan_text(plan: Any) -> RenderableType:
         parts.append(Text.assemble("  ours:   ", safe(ours.checkpoint_id, ID_STYLE, one_line=True)))
         parts.append(Text.assemble("  theirs: ", safe(theirs.checkpoint_id, ID_STYLE, one_line=True)))
         merged = plan.merged.metadata
-        parts.append(Text.assemble("  writes: ", safe(merged.checkpoint_id, ID_STYLE, one_line=True),
+        made_later = getattr(plan, "id_at_write", "")
+        parts.append(Text.assemble("  writes: ", Text(f"a new checkpoint ({made_later})") if made_later
+                                   else safe(merged.checkpoint_id, ID_STYLE, one_line=True),
                                    (f" #{merged.step}", "cyan")))
         resolved = getattr(plan, "resolved", None) or []
         if resolved:

@@ -4,8 +4,6 @@ against the database: whether the write committed). Infrastructure beside the co
 imports another (tests/structure/test_layers.py)."""
 
 import os
-import stat
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -18,27 +16,27 @@ LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least t
 def sqlite_backup(src: str, dest: str, *, force: bool = False) -> tuple[Path, int]:
     """agentctl.storage.backup.sqlite_backup, with a progress bar on a terminal for a
     large database: the file written and its size."""
-    from agentctl.storage.backup import backup_target, sqlite_backup as backup
+    from agentctl.storage.backup import backup_target, keep_mode, sqlite_backup as backup
 
     size = os.path.getsize(src) if os.path.isfile(src) else 0
     written = backup_target(src, dest)
     with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
         n = backup(src, str(written), force=force, on_step=lambda: advance(0))
-    # The copy is written through a private temporary file (0600): it gets the
-    # database's own permission bits, so that who may read the database may read it.
-    os.chmod(written, stat.S_IMODE(os.stat(src).st_mode))
+    keep_mode(src, str(written))
     return written, n
 
 
 def auto_backup(st: CliState, no_backup: bool) -> str | None:
     """Before a hard delete or purge on SQLite: copy the file aside (unless --no-backup)
     and say where on stderr."""
+    from agentctl.storage.backup import safety_copy
+
     path = st.sqlite_path()
     if no_backup or path is None:
         return None
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    dest = f"{path}.{stamp}.bak"
-    sqlite_backup(path, dest)
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    with progress(f"backup {os.path.basename(path)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
+        dest = safety_copy(path, on_step=lambda: advance(0))
     info(f"agentctl: backup of {path} written to {dest} (skip with --no-backup)")
     return dest
 

@@ -5,7 +5,9 @@ writes."""
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -68,3 +70,20 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False,
             if os.path.exists(leftover):
                 os.unlink(leftover)
     return os.path.getsize(dest_path)
+
+
+def keep_mode(src: str, written: str) -> None:
+    """Give a copy the database's own permission bits (it was written through a private
+    0600 temporary file): who may read the database may read the copy."""
+    os.chmod(written, stat.S_IMODE(os.stat(src).st_mode))
+
+
+def safety_copy(path: str, on_step: Callable[[], None] | None = None) -> str:
+    """Before a destructive write (a hard delete or a purge) on SQLite: copy the file
+    aside as `PATH.<UTC time>.bak` beside it, with its permission bits; the copy's path.
+    What the CLI does (unless --no-backup) and the TUI's prune."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    dest = f"{path}.{stamp}.bak"
+    sqlite_backup(path, dest, on_step=on_step)
+    keep_mode(path, dest)
+    return dest

@@ -114,13 +114,22 @@ class MergePlan:
     into_thread_id: str = ""
     resolved: list[Any] = field(default_factory=list)
     up_to_date: bool = False
+    #: where the merge's checkpoint id is made by the write, not known to the plan: how
+    #: (LangGraph: "its id carries the time of the write"); "" where the plan's id is the
+    #: write's (AgentOS: hashed from the two heads)
+    id_at_write: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        merged = self.merged.to_dict()
+        if self.id_at_write:
+            merged["metadata"]["checkpoint_id"] = None
         return {
+            "checkpoint_id": None if self.id_at_write else self.merged.metadata.checkpoint_id,
+            "checkpoint_id_at_write": bool(self.id_at_write),
             "base": self.base.to_dict() if self.base else None,
             "ours": self.ours.metadata.to_dict(),
             "theirs": self.theirs.metadata.to_dict(),
-            "merged": self.merged.to_dict(),
+            "merged": merged,
             "conflicts": [c.to_dict() for c in self.conflicts],
             "resolved": [c.to_dict() for c in self.resolved],
             "strategy": self.strategy,

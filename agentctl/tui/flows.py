@@ -108,6 +108,18 @@ def done(screen: "MainScreen", kind: str, summary: str, select_thread: str | Non
     screen.post_message(OperationFinished(kind, summary, select_thread, select, title, severity))
 
 
+async def safety_copy(screen: "MainScreen") -> str | None:
+    """Before a hard delete on SQLite, the copy of the file the CLI takes too
+    (storage.backup.safety_copy, in a thread: a large file takes a while); its path."""
+    import asyncio
+
+    from agentctl.storage import parse_url
+    from agentctl.storage.backup import safety_copy as copy
+
+    kind, path = parse_url(screen.source.url)
+    return await asyncio.to_thread(copy, path) if kind == "sqlite" else None
+
+
 # ---- the flows -----------------------------------------------------------------------------
 
 
@@ -204,8 +216,8 @@ async def merge(screen: "MainScreen", branch: str) -> None:
         screen.notify("merge cancelled: nothing changed")
         return
     try:
-        cid = await engine.merge_branch(branch, target, strategy=choice,
-                                        checkpoint_id=plan.merged.metadata.checkpoint_id)
+        cid = await engine.merge_branch(branch, target, strategy=choice, checkpoint_id=None
+                                        if getattr(plan, "id_at_write", "") else plan.merged.metadata.checkpoint_id)
     except MergeConflictError as exc:
         # The target moved between the preview and the merge.
         screen.notify(inert(str(exc)), title="Merge conflict", severity="error", markup=False)
@@ -245,11 +257,12 @@ async def prune(screen: "MainScreen", thread: str) -> None:
     if choice is None:
         screen.notify("prune cancelled: nothing changed")
         return
+    copy = await safety_copy(screen)
     results = await engine.prune_spec(spec)
     results = results if isinstance(results, list) else [results]
     deleted = sum(len(r.deleted) for r in results)
     done(screen, "prune", f"pruned {thread}: {deleted} checkpoint(s) deleted, "
-         f"{kept} kept (u undoes)", thread)
+         f"{kept} kept (u undoes)" + (f"; a copy of the file from before: {copy}" if copy else ""), thread)
 
 
 async def undo(screen: "MainScreen") -> None:
@@ -289,7 +302,13 @@ async def redo(screen: "MainScreen") -> None:
     except AgentctlError as exc:
         screen.notify(inert(str(exc)), title="Redo", severity="warning", markup=False)
         return
-    choice = await confirm(screen, "Redo the last undone operation?", Text(inert(plan.summary)),
+    # what it would do, as the plan says it ("redo operation N (…)"), and to which checkpoints
+    body = Text(inert(plan.summary))
+    counts = [f"{verb} {len(ids)}" for verb, ids in (("bring back", plan.created), ("remove", plan.deleted),
+                                                     ("move", plan.moved)) if ids]
+    if counts:
+        body.append(f"\nit would {', '.join(counts)} checkpoint(s)", style="dim")
+    choice = await confirm(screen, "Redo the last undone operation?", body,
                            [("confirm", "Redo", "warning")])
     if choice is None:
         screen.notify("redo cancelled: nothing changed")

@@ -36,7 +36,7 @@ def test_redo_on_agentos(tmp_path: Path) -> None:
     written = asyncio.run(dump(str(db), side_tables=False))
     cli_json(str(db), "undo", "6")  # the prune (its deleted row and the row it re-parented)
     assert asyncio.run(dump(str(db), side_tables=False)) != written
-    assert cli(str(db), "redo", "--dry-run").stdout.startswith("redid operation 6 (prune agent-main")
+    assert cli(str(db), "redo", "--dry-run").stdout.startswith("redo operation 6 (prune agent-main")
     r = cli(str(db), "redo")
     assert r.exit_code == 0 and r.stdout.startswith("redid operation 6 (prune agent-main"), (r.stdout, r.stderr)
     assert asyncio.run(dump(str(db), side_tables=False)) == written
@@ -52,7 +52,7 @@ def test_redo_on_the_journal(tmp_path: Path) -> None:
     before = asyncio.run(dump(str(db), side_tables=False))
     assert cli(str(db), "undo", "1").exit_code == 0
     assert asyncio.run(dump(str(db), side_tables=False)) != before
-    assert cli(str(db), "redo", "--dry-run").stdout.startswith("redid operation 1 ")
+    assert cli(str(db), "redo", "--dry-run").stdout.startswith("redo operation 1 ")
     r = cli(str(db), "redo")
     assert r.exit_code == 0 and "redid operation 1 (rewind oa-main to step 2" in r.stdout, (r.stdout, r.stderr)
     assert asyncio.run(dump(str(db), side_tables=False)) == before
@@ -106,7 +106,7 @@ def test_redo_on_the_article_store(tmp_path: Path) -> None:
     assert asyncio.run(dump(str(db), side_tables=False)) == before
     state = db.read_bytes()
     r = cli(str(db), "redo", "--dry-run")
-    assert r.exit_code == 0 and r.stdout.startswith(f"redid operation {rewound['op_id']} ("), (r.stdout, r.stderr)
+    assert r.exit_code == 0 and r.stdout.startswith(f"redo operation {rewound['op_id']} ("), (r.stdout, r.stderr)
     assert db.read_bytes() == state
     r = cli(str(db), "redo")
     assert r.exit_code == 0 and r.stdout.startswith(f"redid operation {rewound['op_id']} ("), (r.stdout, r.stderr)
@@ -114,3 +114,23 @@ def test_redo_on_the_article_store(tmp_path: Path) -> None:
     assert [op["kind"] for op in cli_json(str(db), "oplog")][:3] == ["redo", "undo", "rewind"]
     r = cli(str(db), "redo")
     assert r.exit_code == 1 and r.stderr.strip() == "agentctl: nothing to redo"
+
+
+def test_redo_dry_run_names_the_checkpoints_on_agentos(tmp_path: Path) -> None:
+    """AgentOS's `redo --dry-run` names the checkpoint ids the redo would bring back,
+    remove and move (as the other formats' dry runs do), the same the redo then names;
+    its summary says what it would do ("redo operation N"), not "redid"."""
+    db = tmp_path / "s.db"
+    shutil.copyfile(Path(__file__).resolve().parents[2] / "sample_db" / "checkpoints.db", db)
+    rewound = cli_json(str(db), "rewind", "coder-add-cli-flag@6", "--yes")
+    assert rewound["moved"] or rewound["deleted"], rewound
+    cli_json(str(db), "undo")
+    state = db.read_bytes()
+    planned = cli_json(str(db), "redo", "--dry-run")
+    assert db.read_bytes() == state
+    assert planned["op_id"] is None and planned["summary"].startswith(f"redo operation {rewound['op_id']} (")
+    done = cli_json(str(db), "redo")
+    assert done["summary"].startswith(f"redid operation {rewound['op_id']} (")
+    assert planned["created"] or planned["deleted"] or planned["moved"]
+    assert {k: sorted(planned[k]) for k in ("created", "deleted", "moved")} == \
+        {k: sorted(done[k]) for k in ("created", "deleted", "moved")}

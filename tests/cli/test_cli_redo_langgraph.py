@@ -25,7 +25,7 @@ def test_redo_after_undo_on_langgraph(tmp_path):
     assert cli(url, "undo").exit_code == 0
     undone = run_sync(lambda: dump(url))
     r = cli(url, "redo", "--dry-run")
-    assert r.exit_code == 0 and "redid operation 1 (rewind lg-main" in r.stdout, (r.stdout, r.stderr)
+    assert r.exit_code == 0 and "redo operation 1 (rewind lg-main" in r.stdout, (r.stdout, r.stderr)
     assert run_sync(lambda: dump(url)) == undone  # a dry run writes nothing
     r = cli(url, "redo", "--json")
     assert r.exit_code == 0, r.stderr

@@ -922,3 +922,27 @@ async def test_undo_refuses_when_another_thread_continues_from_what_the_op_made(
     with pytest.raises(OperationError, match=r"checkpoint\(s\) ckpt-k-1 continue from what it created"):
         await engine.undo()
     assert await dump(backend) == before
+
+
+async def test_prune_reparents_to_a_kept_ancestor_far_up(backend):
+    """A kept checkpoint more than a thousand deleted rows below its nearest kept
+    ancestor gets that ancestor as its parent (not made a root): the walk up through
+    deleted rows has no length limit. Thread: root A, a chain of 1,001 rows from A, a
+    sibling E of that chain (A is a fork point: kept), K at the chain's end; keep the
+    last 2 (E, K): K's new parent is A."""
+    from agentctl.engine import _INSERT_SQL
+    from agentctl.storage.agentos.base import checkpoint_params
+
+    chain = [f"d{i}" for i in range(1, 1002)]
+    rows = [("A", None)] + [(c, "A" if i == 0 else chain[i - 1]) for i, c in enumerate(chain)]
+    rows += [("E", "A"), ("K", chain[-1])]
+    cps = [make_cp("t", s, cid=c, parent=p, created_at=ts(s)) for s, (c, p) in enumerate(rows, 1)]
+    async with backend.transaction() as tx:
+        await tx.executemany(_INSERT_SQL, [checkpoint_params(cp, tx.timestamp) for cp in cps])
+    engine = make_engine(backend)
+    plan = await engine.plan_prune("t", "keep_last_n", 2)
+    assert plan.delete_count == len(chain)
+    assert {k: new for k, _, new in plan.reparent} == {"K": "A"}
+    await engine.prune("t", "keep_last_n", 2)
+    kept = {m.checkpoint_id: m.parent_checkpoint_id for m in await backend.read_thread("t", 100)}
+    assert kept == {"A": None, "E": "A", "K": "A"}

@@ -732,6 +732,14 @@ async def test_cli_dry_run_plan_is_what_the_write_does(built, what):
         async with open_store(b.url) as store:
             head = (await store.get_latest(b.main)).metadata
         assert head.checkpoint_id == done["checkpoint_id"] and head.step == plan["merged"]["metadata"]["step"]
+        # the id the dry run names is the write's, or the dry run says the write makes it
+        if plan["checkpoint_id_at_write"]:
+            assert plan["checkpoint_id"] is None and plan["merged"]["metadata"]["checkpoint_id"] is None
+            cli_json(b.url, "undo")
+            text = cli(b.url, "--no-color", *args, "--dry-run").stdout
+            assert "writes: a new checkpoint (its id" in text, text
+        else:
+            assert plan["checkpoint_id"] == done["checkpoint_id"] == head.checkpoint_id
     elif what == "prune":
         planned = [m["checkpoint_id"] for p in plan for m in p["delete"]]
         assert sum(p["delete_count"] for p in plan) == len(planned) == gone > 0

@@ -365,10 +365,10 @@ async def test_history_undo_redo_oplog_purge(backend) -> None:
         await h.undo(999)
     state = await dump(url)
     planned = await h.redo(dry_run=True)
-    assert planned.op_id is None and planned.summary == f"redid operation {op_id} (delete item 1)"
+    assert planned.op_id is None and planned.summary == f"redo operation {op_id} (delete item 1)"
     assert await dump(url) == state
     redone = await h.redo()
-    assert redone.summary == planned.summary and await frame(url) == after
+    assert redone.summary == f"redid operation {op_id} (delete item 1)" and await frame(url) == after
     assert (await h.oplog())[0].kind == "redo"
     # the redo, undone, is the op undone again (as the CLI's "undo: agentctl undo N" says)
     assert (await h.undo(redone.op_id)).summary == f"undid operation {op_id} (delete item 1)"

@@ -767,6 +767,51 @@ async def test_undo_with_nothing_to_undo(sample_sqlite):
         assert "nothing to undo" in notices(app)
 
 
+async def test_prune_copies_the_sqlite_file_aside_first(sample_sqlite):
+    """The TUI's prune takes the safety copy the CLI's takes (`PATH.<time>.bak` beside
+    the file, as it was before the prune, the file's permission bits) and its
+    notification says where the copy went."""
+    import os
+    from pathlib import Path
+
+    db = Path(sample_sqlite)
+    os.chmod(db, 0o640)
+    before = sqlite3.connect(db).execute("SELECT COUNT(*) FROM checkpoints").fetchone()
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "p", "enter")
+        await press(pilot, "escape")  # cancelled: no copy
+        assert sorted(p.name for p in db.parent.iterdir() if p.suffix == ".bak") == []
+        await press(pilot, "p", "enter", "y")
+        assert await thread_size(app, "loop-research-7") == 10
+        (copy,) = [p for p in db.parent.iterdir() if p.suffix == ".bak"]
+        assert copy.name.startswith("sample.db.") and copy.name.endswith("Z.bak")
+        assert any(f"a copy of the file from before: {copy}" in n for n in notices(app)), notices(app)
+    assert sqlite3.connect(copy).execute("SELECT COUNT(*) FROM checkpoints").fetchone() == before
+    assert os.stat(copy).st_mode & 0o777 == 0o640
+
+
+async def test_ctrl_y_redo_asks_about_what_it_would_do(sample_sqlite):
+    """Ctrl-Y's confirm asks about a future action, as undo's and rewind's do: "redo
+    operation N (…)" and what it would do to which checkpoints, never "redid"."""
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "p", "enter", "y")
+        assert await thread_size(app, "loop-research-7") == 10
+        await press(pilot, "u", "y")
+        assert await thread_size(app, "loop-research-7") == 240
+        await press(pilot, "ctrl+y")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the redo confirm")
+        text = screen_text(app)
+        assert "Redo the last undone operation?" in text
+        assert "redo operation 1 (prune loop-research-7" in text and "redid" not in text
+        assert "it would remove 230, move 1 checkpoint(s)" in text
+        await press(pilot, "y")
+        assert await thread_size(app, "loop-research-7") == 10
+
+
 async def test_ctrl_y_redo_with_nothing_to_redo_changes_nothing(sample_sqlite):
     """Ctrl-Y is `agentctl redo`: with no op undone it says so (as the CLI's exit 1
     line): no dialog, the file as it was."""
@@ -953,3 +998,26 @@ async def test_the_checkpoint_list_draws_a_threads_forks_as_tree_does(tmp_path):
         assert '"messages"' in view_text(app, "state-view")
         for tab in ("state", "diff"):
             assert "__metadata__" not in view_text(app, f"{tab}-view")
+
+
+@pytest.mark.parametrize("size", [(80, 24), SIZE])
+async def test_notifications_do_not_cover_the_footer(sample_sqlite, size):
+    """A notification (Textual's toast, bottom right) sits above the key footer, however
+    many lines the footer takes (at 80 columns, several): the keys stay visible."""
+    from textual.widgets._toast import Toast
+
+    from agentctl.tui.widgets.footer import KeyFooter
+
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        await until(pilot, lambda: app.screen.query(KeyFooter), what="the footer")
+        footer = app.screen.query_one(KeyFooter).region
+        for i in range(3):
+            app.notify(f"notice {i}: " + "a long line of text " * 4, timeout=30)
+        await until(pilot, lambda: len(app.screen.query(Toast)) == 3, what="the toasts")
+        await settle(pilot)
+        toasts = [t.region for t in app.screen.query(Toast)]
+        assert footer.height >= 1 and all(t.height for t in toasts)
+        assert all(not t.overlaps(footer) for t in toasts), (footer, toasts)
+        assert max(t.bottom for t in toasts) <= footer.y

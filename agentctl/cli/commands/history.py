@@ -194,9 +194,10 @@ def merge(
 
     async def go():
         async with st.engine(need="merge") as (_, engine):
-            # the checkpoint id the plan announced, not a new random one
+            # the checkpoint id the plan announced (unless the write makes it: LangGraph's
+            # carries the time of the write)
             cid = await engine.merge_branch(src, dst, strategy=strategy,
-                                            checkpoint_id=p.merged.metadata.checkpoint_id)
+                                            checkpoint_id=None if p.id_at_write else p.merged.metadata.checkpoint_id)
             return cid, engine.last_op_id
 
     from agentctl.errors import NothingToMerge

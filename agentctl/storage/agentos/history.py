@@ -410,6 +410,9 @@ class CheckpointEngine(JournalHistory, History):
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         return dict(getattr(self, "_moved_ids", None) or {})
 
+    async def preview_result(self, reader: Any, record: dict[str, Any], image: str) -> dict[str, list[str]]:
+        return await undo.moved_ids(reader, int(record["op_id"]), image, None)
+
     async def journal_ready(self) -> None:
         self._moved_ids = {}
         await super().journal_ready()

@@ -170,10 +170,6 @@ async def keep_fork_points(reader: Any, thread_id: str, chosen: Where, known: Pr
 #: parts at once (SQLite; see keep_fork_points)
 SPLIT_READ_AT = 10_000
 
-#: how far `reparents` walks up from a kept checkpoint through deleted ones
-REPARENT_WALK = 1_000
-
-
 async def reparents(reader: Any, thread_id: str, chosen: Where
                     ) -> tuple[list[tuple[str, str | None, str | None]], bool]:
     """The kept checkpoints of a thread whose parent a prune of `chosen` deletes, each
@@ -182,9 +178,10 @@ async def reparents(reader: Any, thread_id: str, chosen: Where
     first checkpoint is). Fork points are kept, so no checkpoint of another thread
     loses its parent. The kept rows are listed by row id (the selected rows are not
     read); from each such row the walk up reads the deleted rows between it and the
-    kept row before it in thread order (in a linear thread, its new parent), at most
-    REPARENT_WALK of them (beyond: None). And whether a kept checkpoint is a delta (it
-    may lose its base: delta.before_delete)."""
+    kept row before it in thread order (in a linear thread, its new parent) and stops at
+    the first row the prune keeps, however far up (a step past the thread's row count:
+    a parent cycle, None). And whether a kept checkpoint is a delta (it may lose its
+    base: delta.before_delete)."""
     where, params = chosen
     # The kept rows: the thread's rows the selection leaves; a kept row is an orphan when
     # the selection holds its parent (`where` tested on that one row: the selected rows
@@ -197,26 +194,30 @@ async def reparents(reader: Any, thread_id: str, chosen: Where
         *params, f"%{DELTA_TAG}%", thread_id, *params)
     ids = {r["checkpoint_id"] for r in kept}
     out: list[tuple[str, str | None, str | None]] = []
-    for i, r in enumerate(kept):
-        if not r["orphan"]:
-            continue
+    orphans = [i for i, r in enumerate(kept) if r["orphan"]]
+    # (a walk longer than the thread's rows goes round a parent cycle: it stops there)
+    limit = (await reader.query("SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?",
+                                thread_id))[0]["n"] + 1 if orphans else 0
+    for i in orphans:
+        r = kept[i]
         # the kept row before it in thread order: in a linear thread, the new parent
-        # (the walk stops there); else the walk goes on to the first ancestor kept
+        # (the walk stops there); else the walk goes on, through the rows the prune
+        # deletes (`gone`), to the first ancestor kept
         before = kept[i - 1]["checkpoint_id"] if i else ""
         new = None
+        gone = f"CASE WHEN ({where}) THEN 1 ELSE 0 END"
         path = await reader.query(
-            "WITH RECURSIVE up(cur, thread, parent, n) AS (SELECT checkpoint_id, thread_id, parent_id, 1 "
-            "FROM checkpoints WHERE checkpoint_id = ? UNION ALL SELECT p.checkpoint_id, p.thread_id, "
-            "p.parent_id, up.n + 1 FROM up JOIN checkpoints p ON p.checkpoint_id = up.parent "
-            "WHERE up.n < ? AND up.thread = ? AND up.parent <> ?) SELECT cur, thread, parent FROM up ORDER BY n",
-            r["parent_id"], REPARENT_WALK, thread_id, before)
-        for step in path:
-            if step["cur"] in ids or step["thread"] != thread_id:
-                new = step["cur"]  # the first ancestor that stays
-                break
-            if step["parent"] is not None and step["parent"] in ids:
-                new = step["parent"]
-                break
+            "WITH RECURSIVE agentctl_up(w_cur, w_thread, w_parent, w_gone, w_n) AS (SELECT checkpoint_id, "
+            f"thread_id, parent_id, {gone}, 1 FROM checkpoints WHERE checkpoint_id = ? UNION ALL "
+            f"SELECT p.checkpoint_id, p.thread_id, p.parent_id, {gone}, u.w_n + 1 FROM agentctl_up u "
+            "JOIN checkpoints p ON p.checkpoint_id = u.w_parent WHERE u.w_gone = 1 AND u.w_n < ? "
+            "AND u.w_thread = ? AND u.w_parent <> ?) "
+            "SELECT w_cur AS cur, w_parent AS parent, w_gone AS gone FROM agentctl_up ORDER BY w_n DESC LIMIT 1",
+            *params, r["parent_id"], *params, limit, thread_id, before)
+        # where the walk stopped: at the first ancestor that stays (kept, or of another
+        # thread), below `before`, or at a root, a missing parent or a cycle (None)
+        for end in path:
+            new = end["cur"] if not end["gone"] else end["parent"] if end["parent"] in ids else None
         out.append((r["checkpoint_id"], r["parent_id"], new))
     return sorted(out), any(r["delta"] for r in kept)
 

@@ -480,7 +480,8 @@ class ArticleHistory(JournalHistory, History):
                                f"Merge {branch_thread_id} into {into_thread_id}"),
             merged_msgs, ours.state, ours.tools_result)
         return MergePlan(base, ours, theirs, merged, conflicts, strategy, branch_thread_id, into_thread_id,
-                         resolved, up_to_date=not f["new"] or not take)
+                         resolved, up_to_date=not f["new"] or not take,
+                         id_at_write="its id is the first appended message's, numbered by the write")
 
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail",
                            *, checkpoint_id: str | None = None) -> str:

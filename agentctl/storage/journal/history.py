@@ -91,6 +91,10 @@ class JournalHistory:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
         return {}
 
+    async def preview_result(self, reader: Any, record: dict[str, Any], image: str) -> dict[str, list[str]]:
+        """undo_result for a dry run, before anything moves (`reader`: reads only)."""
+        return self.undo_result(record, image)
+
     async def journal_ready(self) -> None:
         """Before an undo, a redo or a purge: what the format checks or opens first."""
         await self.store.connect()
@@ -222,8 +226,9 @@ class JournalHistory:
             reader = _Reader(self.store._db)
             rec = await self._pick(reader, op_id, undone)
             await ops.check(reader, rec, 0 if undone else 1, self.fingerprint)
-            ids = self.undo_result(rec, "after" if undone else "before")
-            return OpResult(None, kind, f"{verb} operation {rec['op_id']} ({rec['summary']})",
+            ids = await self.preview_result(reader, rec, "after" if undone else "before")
+            # what it would do, said as a plan is (the verb, not "redid")
+            return OpResult(None, kind, f"{kind} operation {rec['op_id']} ({rec['summary']})",
                             ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
         async with self.journal_tx() as tx:
             rec = await self._pick(tx, op_id, undone)

@@ -909,7 +909,9 @@ class LangGraphHistory(JournalHistory, History):
         return MergePlan(base=base_meta, ours=ours_cp, theirs=theirs_cp, merged=merged,
                          conflicts=f["conflicts"], strategy=f["strategy"], branch_thread_id=branch_thread_id,
                          into_thread_id=into_thread_id, resolved=f["resolved"],
-                         up_to_date=not f["changed"] and not f["conflicts"])
+                         up_to_date=not f["changed"] and not f["conflicts"],
+                         # a UUIDv6 of the time it is written (`created` is read from it)
+                         id_at_write="its id carries the time of the write")
 
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
                            checkpoint_id: str | None = None) -> str:

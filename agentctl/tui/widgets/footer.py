@@ -73,6 +73,11 @@ class KeyFooter(Footer):
     def on_resize(self, event: events.Resize) -> None:
         if self._fit(self.app.size.width):
             self.refresh(layout=True)
+        # Textual's notifications (its toast rack, docked at the bottom) sit one line
+        # up: over the footer's second line and on when it takes several. They go
+        # above all of it, so the keys stay visible.
+        for rack in self.screen.query("#textual-toastrack"):
+            rack.styles.margin = (0, 0, max(event.size.height, 1), 0)
 
     def _fit(self, width: int) -> bool:
         """One line when every key fits in `width`, else compact on a grid of enough
