@@ -21,10 +21,10 @@ from agentctl.tui.messages import OperationFinished
 from agentctl.tui.names import short_meta
 
 if TYPE_CHECKING:
-    from agentctl.tui.screens.main import MainScreen
+    from agentctl.tui.host import WriteHost
 
 
-def start(screen: "MainScreen", action: str) -> None:
+def start(screen: "WriteHost", action: str) -> None:
     """Start the write `action` (rewind, branch, merge, prune, undo, redo, edit) on what the
     screen shows, if this database can do it and what it needs is selected. (`R`'s run
     is agentctl.tui.agent_run's.)"""
@@ -57,7 +57,7 @@ def start(screen: "MainScreen", action: str) -> None:
 # ---- what a write needs ------------------------------------------------------------------
 
 
-def can_write(screen: "MainScreen", action: str) -> bool:
+def can_write(screen: "WriteHost", action: str) -> bool:
     if screen.readonly:
         import os
 
@@ -78,13 +78,13 @@ def can_write(screen: "MainScreen", action: str) -> bool:
     return True
 
 
-def need_selection(screen: "MainScreen", action: str) -> CheckpointMetadata | None:
+def need_selection(screen: "WriteHost", action: str) -> CheckpointMetadata | None:
     if screen.selected is None:
         screen.notify(f"select a checkpoint to {action}", severity="warning")
     return screen.selected
 
 
-def target_thread(screen: "MainScreen", action: str) -> str | None:
+def target_thread(screen: "WriteHost", action: str) -> str | None:
     """The thread a merge or a prune is about: the selected checkpoint's, else the
     thread shown (None, said, when there is neither)."""
     thread = screen.selected.thread_id if screen.selected is not None else screen.thread_id
@@ -93,14 +93,14 @@ def target_thread(screen: "MainScreen", action: str) -> str | None:
     return thread
 
 
-async def confirm(screen: "MainScreen", title: str, body: RenderableType,
+async def confirm(screen: "WriteHost", title: str, body: RenderableType,
                   choices: list[tuple[str, str, str]] | None = None) -> str | None:
     from agentctl.tui.screens.confirm import ConfirmScreen
 
     return await screen.app.push_screen_wait(ConfirmScreen(title, body, choices))
 
 
-def done(screen: "MainScreen", kind: str, summary: str, select_thread: str | None = None,
+def done(screen: "WriteHost", kind: str, summary: str, select_thread: str | None = None,
          select: str | None = None) -> None:
     """Say what a write did; the views reload (on `select_thread`, on checkpoint `select`)."""
     screen.post_message(OperationFinished(kind, summary, select_thread, select))
@@ -109,7 +109,7 @@ def done(screen: "MainScreen", kind: str, summary: str, select_thread: str | Non
 # ---- the flows -----------------------------------------------------------------------------
 
 
-async def rewind(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+async def rewind(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     from agentctl.render import plan_text
 
     engine = screen.source.engine
@@ -136,7 +136,7 @@ async def rewind(screen: "MainScreen", meta: CheckpointMetadata) -> None:
     done(screen, "rewind", summary, meta.thread_id)
 
 
-async def branch(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+async def branch(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     from agentctl.refs import check_branch_name
     from agentctl.tui.screens.prompt import PromptScreen
 
@@ -155,7 +155,7 @@ async def branch(screen: "MainScreen", meta: CheckpointMetadata) -> None:
          thread)
 
 
-async def merge(screen: "MainScreen", branch: str) -> None:
+async def merge(screen: "WriteHost", branch: str) -> None:
     from agentctl.render import diff_table, plan_text
     from agentctl.tui.screens.prompt import PromptScreen
     from agentctl.tui.source import changes_between
@@ -212,7 +212,7 @@ async def merge(screen: "MainScreen", branch: str) -> None:
          f"({'strategy ' + choice + ', ' if choice != 'three-way' else ''}u undoes)", target)
 
 
-async def prune(screen: "MainScreen", thread: str) -> None:
+async def prune(screen: "WriteHost", thread: str) -> None:
     from agentctl.render import plan_text
     from agentctl.tui.screens.prompt import PruneScreen
 
@@ -250,7 +250,7 @@ async def prune(screen: "MainScreen", thread: str) -> None:
          f"{kept} kept (u undoes)", thread)
 
 
-async def undo(screen: "MainScreen") -> None:
+async def undo(screen: "WriteHost") -> None:
     engine = screen.source.engine
     ops = [op for op in await engine.oplog(limit=50)
            if getattr(op, "undoable", not op.undone and op.kind not in ("undo", "purge"))]
@@ -275,7 +275,7 @@ async def undo(screen: "MainScreen") -> None:
     done(screen, "undo", result.summary, select)
 
 
-async def redo(screen: "MainScreen") -> None:
+async def redo(screen: "WriteHost") -> None:
     """Ctrl-Y: re-apply the newest undone operation (as `agentctl redo`): what it would do
     first (History.redo's dry run), then the write. A format whose writes are not on the
     journal yet says so (Unsupported), nothing changed."""
@@ -296,7 +296,7 @@ async def redo(screen: "MainScreen") -> None:
     done(screen, "redo", result.summary)
 
 
-async def edit(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     """`e`: the editor (agentctl.tui.screens.edit), the diff, the write: as `agentctl
     edit` does it (agentctl.edits: the format's own edit, or LangGraph's update_state in
     the user's interpreter)."""
