@@ -30,7 +30,8 @@ from agentctl.storage.contract import (
 
 __all__ = [
     "Capability", "FormatSpec", "History", "Problem", "PruneSpec", "Store", "Unsupported",
-    "formats", "get_format", "detect", "make_store", "open_store", "parse_url", "first_thread_page",
+    "formats", "get_format", "detect", "make_store", "open_store", "parse_url", "local_file",
+    "first_thread_page",
 ]
 
 
@@ -39,6 +40,14 @@ def parse_url(url: str | None) -> tuple[str, str]:
     from agentctl.storage.agentos.connect import parse_url as _parse
 
     return _parse(url)
+
+
+def local_file(url: str | None) -> str | None:
+    """The file of the database at `url` when it is one on this machine (SQLite), else
+    None: what its store's `local_file` will say, known before a store is opened."""
+    from agentctl.storage.contract import local_file_of
+
+    return local_file_of(*parse_url(url))
 
 
 def formats() -> list[FormatSpec]:

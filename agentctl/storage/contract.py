@@ -240,6 +240,11 @@ class Content:
         return self.value()[1]
 
 
+def local_file_of(kind: str, target: str) -> str | None:
+    """`Store.local_file` of a database of this kind at this target."""
+    return target if kind == "sqlite" else None
+
+
 class Store(ABC):
     """The read side of a format on one database. Use as `async with store:`.
 
@@ -253,6 +258,9 @@ class Store(ABC):
     kind: str = ""
     #: a display name of the database, safe to print (no password)
     display_name: str = ""
+    #: the database's file on this machine (SQLite: its path, what a backup copies and
+    #: `import --create` makes), None for a database on a server (Postgres)
+    local_file: str | None = None
 
     @property
     def stores_nul(self) -> bool:
