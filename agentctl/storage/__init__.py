@@ -50,12 +50,19 @@ def local_file(url: str | None) -> str | None:
     return local_file_of(*parse_url(url))
 
 
-def formats() -> list[FormatSpec]:
-    """Every format agentctl knows, in detection order."""
-    from agentctl.storage import adk, agentos, article, langgraph, openai_agents
+_FORMATS: list[FormatSpec] | None = None
 
-    # LangGraph first: its `checkpoints` table also satisfies looser matchers
-    return [langgraph.FORMAT, agentos.FORMAT, article.FORMAT, openai_agents.FORMAT, adk.FORMAT]
+
+def formats() -> list[FormatSpec]:
+    """Every format agentctl knows, in detection order: the built-ins (LangGraph first:
+    its `checkpoints` table also satisfies looser matchers), then the stores plugged in
+    through the entry-point group `agentctl.stores` (agentctl/storage/plugins.py)."""
+    global _FORMATS
+    if _FORMATS is None:
+        from agentctl.storage.plugins import load_formats
+
+        _FORMATS = load_formats()
+    return list(_FORMATS)
 
 
 def get_format(name: str) -> FormatSpec:

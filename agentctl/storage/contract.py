@@ -116,6 +116,8 @@ class FormatSpec:
     tables: tuple[str, ...] = ()
     #: capabilities only one dialect has, e.g. {"backup": ("sqlite",)}
     dialects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: a plug-in's: the formats it is tried before in detection (else after the built-ins)
+    detect_before: tuple[str, ...] = ()
 
     def open(self, kind: str, target: str, *, readonly: bool = True, create: bool = False,
              **kwargs: Any) -> "Store":
