@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["MAX_DEPTH", "MAX_TEXT", "placeholder", "loads", "cap", "clip", "is_placeholder"]
+__all__ = ["MAX_DEPTH", "MAX_TEXT", "placeholder", "loads", "cap", "clip", "is_placeholder",
+           "strict_loads", "non_json_number", "NotJsonNumber", "finite", "dumps"]
 
 #: lists and dicts below this many levels are kept, deeper ones become a placeholder
 MAX_DEPTH = 64
@@ -122,19 +123,96 @@ def _cut_text(text: str, limit: int, hint: str) -> str:
 def clip(value: Any, limit: int = MAX_TEXT, hint: str = "") -> Any:
     """`value` with every string longer than `limit` cut to its first `limit` characters
     and a note of its size (lists and dicts changed in place). Iterative."""
-    if isinstance(value, str):
-        return _cut_text(value, limit, hint) if len(value) > limit else value
+    return _map_leaves(value, lambda v: _cut_text(v, limit, hint) if isinstance(v, str) and len(v) > limit else v)
+
+
+def _map_leaves(value: Any, change: Callable[[Any], Any], *, tuples: bool = False) -> Any:
+    """`value` with each value in it that is not a list or dict (a leaf) replaced by
+    `change(leaf)` (lists and dicts changed in place; with `tuples`, tuples too are made
+    lists and walked). Iterative."""
+    kinds = (list, dict, tuple) if tuples else (list, dict)
+    if tuples and isinstance(value, tuple):
+        value = list(value)
     if not isinstance(value, (list, dict)):
-        return value
+        return change(value)
     stack: list[Any] = [value]
     while stack:
         node = stack.pop()
         keys = node.keys() if isinstance(node, dict) else range(len(node))
         for k in list(keys):
             child = node[k]
-            if isinstance(child, str):
-                if len(child) > limit:
-                    node[k] = _cut_text(child, limit, hint)
-            elif isinstance(child, (list, dict)):
+            if isinstance(child, kinds):
+                if isinstance(child, tuple):
+                    child = node[k] = list(child)
                 stack.append(child)
+            else:
+                new = change(child)
+                if new is not child:
+                    node[k] = new
     return value
+
+
+# ---- numbers JSON has no words for ---------------------------------------------------
+#
+# RFC 8259 has no NaN or Infinity, but Python's json (and so many agents' writers) writes
+# and reads them as the words NaN, Infinity, -Infinity, and reads 1e999 as Infinity. What
+# a user gives agentctl must be JSON (`strict_loads`); what agentctl prints as JSON shows
+# such a number from a database as a placeholder string (`finite`, `dumps`).
+
+
+class NotJsonNumber(ValueError):
+    """NaN, Infinity or a number too large for a float where JSON is expected."""
+
+
+def _no_constant(word: str) -> Any:
+    raise NotJsonNumber(f"{word}: RFC 8259 JSON has no NaN or Infinity")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise NotJsonNumber(f"{text}: too large for a JSON number, it would be Infinity")
+    return value
+
+
+def strict_loads(text: str | bytes) -> Any:
+    """`json.loads` of RFC 8259 JSON only: NotJsonNumber (a ValueError) for NaN,
+    Infinity, -Infinity and numbers too large for a float (1e999); nested too deep, a
+    placeholder (`loads`)."""
+    return loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+
+
+def non_json_number(text: str | bytes) -> str | None:
+    """Why JSON text from a database holds a number JSON has no words for (NaN,
+    Infinity), or None (also for text that is not JSON for another reason)."""
+    try:
+        strict_loads(text)
+    except NotJsonNumber as exc:
+        return str(exc)
+    except ValueError:
+        return None
+    return None
+
+
+def number_placeholder(value: float) -> str:
+    word = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    return f"… {word} (not a JSON number)"
+
+
+def _bad(v: Any) -> bool:
+    return isinstance(v, float) and (v != v or v in (float("inf"), float("-inf")))
+
+
+def finite(value: Any) -> Any:
+    """`value` with every NaN, Infinity and -Infinity float replaced by a placeholder
+    string (lists and dicts changed in place, tuples made lists). Iterative."""
+    return _map_leaves(value, lambda v: number_placeholder(v) if _bad(v) else v, tuples=True)
+
+
+def dumps(value: Any, **kwargs: Any) -> str:
+    """`json.dumps(value, **kwargs)` that never writes NaN or Infinity: such numbers are
+    placeholders (`finite`; `value` is changed in place only when it holds one)."""
+    try:
+        return json.dumps(value, allow_nan=False, **kwargs)
+    except ValueError:
+        return json.dumps(finite(value), allow_nan=False, **kwargs)

@@ -441,9 +441,26 @@ def checkpoint_sections(checkpoint: Any) -> dict[str, Any]:
     }
 
 
-def diff_checkpoints(a: Any, b: Any) -> list[Change]:
-    """Diff two checkpoints section by section: metadata, messages, state, tools_result."""
+#: the keys a format adds to a checkpoint's state of its own (LangGraph: the checkpoint's
+#: whole metadata, its internal channels), left out of `show`'s and `diff`'s state and
+#: the TUI's unless asked (`--all-keys`)
+FORMAT_KEYS = ("__metadata__", "__internal__")
+
+
+def own_state(state: Any) -> Any:
+    """A state without FORMAT_KEYS (itself when it holds none)."""
+    if not isinstance(state, dict) or not any(k in state for k in FORMAT_KEYS):
+        return state
+    return {k: v for k, v in state.items() if k not in FORMAT_KEYS}
+
+
+def diff_checkpoints(a: Any, b: Any, *, format_keys: bool = True) -> list[Change]:
+    """Diff two checkpoints section by section: metadata, messages, state, tools_result
+    (without `format_keys`: the state's FORMAT_KEYS left out)."""
     sections_a, sections_b = checkpoint_sections(a), checkpoint_sections(b)
+    if not format_keys:
+        for sections in (sections_a, sections_b):
+            sections["state"] = own_state(sections["state"])
     changes: list[Change] = []
     for section in CHECKPOINT_SECTIONS:
         changes.extend(diff_values(sections_a[section], sections_b[section], section))

@@ -10,10 +10,10 @@ writes, for the plan's diff; the framework applies the same changes to its own o
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl import deep
 from agentctl.errors import UsageError
 
 __all__ = ["Edit", "key_path", "value_at", "parse_edits", "apply_edits", "EditPlan", "editable_state", "plan_edit", "edit_natively",
@@ -68,7 +68,7 @@ def parse_edits(sets: list[str] | None, unsets: list[str] | None) -> list[Edit]:
         if not eq:
             raise UsageError(f"--set {item!r}: use KEY=JSON (e.g. --set plan.next_city='\"Paris\"')")
         try:
-            value = json.loads(text)
+            value = deep.strict_loads(text)
         except ValueError as exc:
             raise UsageError(f"--set {key}: the value is not JSON ({exc}); a string needs quotes: "
                              f"{key}='\"{text}\"'") from None
@@ -225,19 +225,22 @@ async def edit_natively(history: Any, plan: EditPlan, as_node: str | None = None
     return await history.edit_state(plan.meta.checkpoint_id, plan.new, plan.what, **extra)
 
 
-def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node: str | None = None) -> dict[str, Any]:
+def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node: str | None = None,
+                       settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Let the framework write the edit in the user's interpreter (LangGraph's
     update_state at the checkpoint, as `as_node`; `agent`: agentctl.runners.Agent). Blocks
     until the child is done; returns its "edited" event (the new checkpoint's id, step,
-    next). The op is not recorded yet: `record_edit` does that."""
+    next). `settings`: agentctl.runs.run_settings' (the graph's context, configurable
+    values). The op is not recorded yet: `record_edit` does that."""
     from agentctl.runners import run_child
-    from agentctl.storage import parse_url
+    from agentctl.storage import target_to_write
 
-    kind, target = parse_url(db)
+    kind, target = target_to_write(db)
     m = plan.meta
     request: dict[str, Any] = {"mode": "edit", "kind": kind, "target": target, "thread": m.thread_id,
                                "from": m.checkpoint_id, "agent": agent.target, "paths": agent.paths,
-                               "edits": [e.to_wire() for e in plan.edits], "as_node": as_node}
+                               "edits": [e.to_wire() for e in plan.edits], "as_node": as_node,
+                               **(settings or {})}
     outcome = run_child(plan.fmt, python, request).event
     if outcome.get("event") != "edited":
         raise UsageError(str(outcome.get("message") or f"the edit did not happen ({outcome.get('event')})"))

@@ -72,6 +72,28 @@ class AmbiguousReference(UsageError):
         )
 
 
+def not_a_file(path: str) -> str | None:
+    """Why `path` is not a file a command can read: what it is instead ("is a directory",
+    "is a character device", "does not exist"), or None for a regular file or a pipe
+    (`<(zcat x.gz)`)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
+        return None
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return f"is {what}, not a file"
+    return "is not a regular file"
+
+
 class DatabaseError(AgentctlError):
     """The database cannot be used as a checkpoint database."""
 

@@ -8,7 +8,7 @@ Every text from the database is passed through `agentctl.text.inert` here.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from agentctl.text import inert, inert_all, shorten, shorten_all
 
@@ -258,6 +258,82 @@ class Node:
         return out
 
 
+class Row(NamedTuple):
+    """What `fork_lines` needs of a checkpoint."""
+
+    id: str
+    parent_id: str | None
+    step: Any
+    tags: Any
+
+
+def fork_lines(rows: Sequence[Row]) -> tuple[list[int], dict[int, list[list[int]]]]:
+    """The forks inside one thread's rows (oldest first; a LangGraph thread replayed
+    from an old checkpoint, rewound, edited at an earlier step): (the rows listed in
+    order at the top: the head's line of parents and rows whose parent is not among
+    them; {row: the fork lines hanging under it, each the rows of a line in order, whose
+    own forks are in the same dict}). The head is the last row. A rewind's target (the
+    checkpoint a fork copy copies) stays on the head's line. `tree`, `log --graph` and
+    the TUI's list draw this one layout."""
+    at = {r.id: i for i, r in enumerate(rows)}
+    kids: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r.parent_id in at and r.parent_id != r.id:
+            kids.setdefault(r.parent_id, []).append(i)
+    top: set[int] = {i for i, r in enumerate(rows) if r.parent_id not in at}
+    cur = len(rows) - 1 if rows else None
+    while cur is not None and cur not in top:
+        top.add(cur)
+        pid = rows[cur].parent_id
+        copied = _copied(rows, cur, kids.get(pid, []) if pid is not None else [])
+        if copied is not None:
+            top.add(copied)
+        cur = at.get(pid) if pid is not None else None
+    done: set[int] = set()
+    forks: dict[int, list[list[int]]] = {}
+
+    def place(i: int) -> None:
+        done.add(i)
+        for k in kids.get(rows[i].id, []):
+            if k not in top and k not in done:
+                chain = [k]
+                while True:  # the fork's line: each row's first child not yet placed
+                    nxt = [j for j in kids.get(rows[chain[-1]].id, []) if j not in top and j not in done
+                           and j not in chain]
+                    if not nxt:
+                        break
+                    chain.append(nxt[0])
+                forks.setdefault(i, []).append(chain)
+                done.update(chain)
+                for j in chain:
+                    done.discard(j)
+                    place(j)
+
+    listed: list[int] = []
+    for i in range(len(rows)):
+        if i in top and i not in done:
+            place(i)
+            listed.append(i)
+    for i in range(len(rows)):  # rows no parent link reaches (a cycle of parents)
+        if i not in done:
+            place(i)
+            listed.append(i)
+    return listed, forks
+
+
+def _copied(rows: Sequence[Row], i: int, siblings: Sequence[int]) -> int | None:
+    """Of a fork copy (LangGraph's `source` "fork" one step after the checkpoint it
+    copies and a sibling of it: agentctl's rewind, `update_state(..., as_node="__copy__")`),
+    the checkpoint it copies: the newest older sibling one step before it. It stays on
+    the head's line (the rewind's target, where the abandoned line forks), not inside
+    that fork."""
+    r = rows[i]
+    if "fork" not in (r.tags or ()) or type(r.step) is not int:
+        return None
+    older = [k for k in siblings if k != i and rows[k].step == r.step - 1 and str(rows[k].id) < str(r.id)]
+    return max(older, key=lambda k: str(rows[k].id)) if older else None
+
+
 def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
     """The DAG of `get_checkpoint_tree` as a tree: each thread's checkpoints in order, a
     branch nested under its branch point, merges and labels marked."""
@@ -320,51 +396,23 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
         # Forks inside the thread: the head's line of parents (and rows whose parent is
         # outside the thread) are listed in order; any other row hangs, with the line
         # that continues it, under the checkpoint it forks from.
-        at = {nodes[i]["id"]: i for i in rows}
-        kids: dict[str, list[int]] = {}
-        for i in rows:
-            pid = nodes[i].get("parent_id")
-            if pid in at and pid != nodes[i]["id"]:
-                kids.setdefault(pid, []).append(i)
-        top: set[int] = {i for i in rows if nodes[i].get("parent_id") not in at}
-        cur = rows[-1] if rows else None
-        while cur is not None and cur not in top:
-            top.add(cur)
-            pid = nodes[cur].get("parent_id")
-            cur = at.get(pid) if pid is not None else None
-        done: set[int] = set()
+        listed, forks = fork_lines([Row(nodes[i]["id"], nodes[i].get("parent_id"), nodes[i].get("step"),
+                                        nodes[i].get("tags")) for i in rows])
 
-        def add_row(under: Node, i: int) -> None:
-            done.add(i)
+        def add_row(under: Node, k: int) -> None:
+            i = rows[k]
             n = nodes[i]
             leaf = under.add(node_label(i, n))
             for child in branch_children.get(n["id"], []):
                 add_thread(leaf, child)
-            for k in kids.get(n["id"], []):
-                if k not in top and k not in done:
-                    add_fork(leaf, k)
+            for chain in forks.get(k, []):
+                fork = leaf.add([("fork ", DIM), (f"({len(chain)} checkpoint{'s' * (len(chain) != 1)}"
+                                                  f", not on the head's line)", DIM)])
+                for j in chain:
+                    add_row(fork, j)
 
-        def add_fork(under: Node, start: int) -> None:
-            chain = [start]
-            while True:  # the fork's line: each row's first child not yet placed
-                nxt = [k for k in kids.get(nodes[chain[-1]]["id"], []) if k not in top and k not in done
-                       and k not in chain]
-                if not nxt:
-                    break
-                chain.append(nxt[0])
-            fork = under.add([("fork ", DIM), (f"({len(chain)} checkpoint{'s' * (len(chain) != 1)}"
-                                                f", not on the head's line)", DIM)])
-            done.update(chain)
-            for i in chain:
-                done.discard(i)
-                add_row(fork, i)
-
-        for i in rows:
-            if i in top and i not in done:
-                add_row(branch, i)
-        for i in rows:  # rows no parent link reaches (a cycle of parents)
-            if i not in done:
-                add_row(branch, i)
+        for k in listed:
+            add_row(branch, k)
 
     # "threads" lists ids or {thread_id, parent_thread, ...} records
     listed = [t if isinstance(t, str) else t.get("thread_id") for t in (tree.get("threads") or [])]

@@ -430,20 +430,24 @@ def op_table(ops: Sequence[Any], width: int | None = None) -> RenderableType:
     return t
 
 
-def _meta_line(meta: Any, style: str = "") -> Text:
+def _meta_line(meta: Any, style: str = "", thread: str | None = None) -> Text:
+    """A checkpoint's line; its thread in parentheses when it is not `thread` (a
+    LangGraph subgraph namespace's checkpoint in its thread's prune)."""
+    other = thread is not None and meta.thread_id != thread
     return Text.assemble("  ", safe(meta.checkpoint_id, ID_STYLE, one_line=True),
+                         Text.assemble(" (", safe(meta.thread_id, one_line=True), ")") if other else "",
                          (f" #{meta.step} ", "cyan"),
                          safe(shorten(meta.summary or "", 60), style))
 
 
 def _listing(title: Text, metas: Sequence[Any], style: str = "", limit: int = 20,
-             total: int | None = None) -> list[RenderableType]:
+             total: int | None = None, thread: str | None = None) -> list[RenderableType]:
     """title, the first `limit` of metas, and how many more there are (of `total`, when
     metas holds only the first ones)."""
     total = len(metas) if total is None else total
     out: list[RenderableType] = [title]
     for m in islice(metas, limit):
-        out.append(_meta_line(m, style))
+        out.append(_meta_line(m, style, thread))
     if total > limit:
         out.append(Text(f"  … and {total - limit} more", style=DIM))
     return out
@@ -507,7 +511,7 @@ def plan_text(plan: Any) -> RenderableType:
                              (f" ({why}): ", DIM))
         if n:
             head.append(f"delete {n}, keep {plan.keep_count}", style="bold red")
-            parts.extend(_listing(head, plan.delete, "red", limit=PRUNE_LISTED, total=n))
+            parts.extend(_listing(head, plan.delete, "red", limit=PRUNE_LISTED, total=n, thread=plan.thread_id))
             forks = getattr(plan, "forks_kept", 0)
             if forks:
                 parts.append(Text(f"  kept: {forks} fork point{'s' if forks != 1 else ''} "

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentctl.errors import UsageError
 
-__all__ = ["RunPlan", "plan_run", "start_request", "RunTally", "recorded_summary", "record_run"]
+__all__ = ["RunPlan", "plan_run", "without_tables", "create_tables", "run_settings", "parse_run_options", "start_request", "RunTally", "recorded_summary", "record_run"]
 
 
 def json_value(option: str, text: str | None) -> Any:
@@ -21,6 +21,66 @@ def json_value(option: str, text: str | None) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{option} is not JSON: {exc}") from None
+
+
+#: configurable keys LangGraph itself sets (the thread and the checkpoint a run is on)
+RESERVED = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
+
+
+def parse_run_options(text: str) -> tuple[str | None, list[str]]:
+    """`--context JSON --configurable KEY=JSON ...` as a shell would split it (the TUI's
+    run options, typed as on the command line): (the context text, the KEY=JSON items).
+    UsageError for anything else."""
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"the options do not parse as a command line: {exc}") from None
+    context: str | None = None
+    configurable: list[str] = []
+    while words:
+        word = words.pop(0)
+        name, eq, inline = word.partition("=")
+        if name not in ("--context", "--configurable"):
+            raise UsageError(f"{word!r}: the options are --context JSON and --configurable KEY=JSON")
+        if not eq and not words:
+            raise UsageError(f"{name} needs a value")
+        value = inline if eq else words.pop(0)
+        if name == "--context":
+            context = value
+        else:
+            configurable.append(value)
+    return context, configurable
+
+
+def run_settings(fmt: str, context_text: str | None = None,
+                 configurable: list[str] | None = None) -> dict[str, Any]:
+    """What the graph is run with besides its input: {"context": --context JSON (the
+    graph's Runtime context), "configurable": {KEY: JSON} of --configurable KEY=JSON}, the
+    keys given only; UsageError for bad JSON, a reserved key, or a format that has none."""
+    from agentctl.runners import RUNNERS
+
+    out: dict[str, Any] = {}
+    if context_text is None and not configurable:
+        return out
+    if not RUNNERS.get(fmt, RUNNERS["langgraph"]).replays:
+        raise UsageError(f"--context and --configurable are LangGraph's; a {fmt} agent takes none")
+    if context_text is not None:
+        out["context"] = json_value("--context", context_text)
+    values: dict[str, Any] = {}
+    for item in configurable or []:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--configurable {item!r} is not KEY=JSON (e.g. user_id='\"u1\"')")
+        if key in RESERVED:
+            raise UsageError(f"--configurable {key}: agentctl sets {key} itself (the thread and checkpoint "
+                             "are THREAD and --from)")
+        values[key] = json_value(f"--configurable {key}", text)
+    if values:
+        out["configurable"] = values
+    return out
 
 
 @dataclass
@@ -38,10 +98,12 @@ class RunPlan:
     resume_text: str | None = None
     value: Any = None
     resume: Any = None
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None = None,
-                   input_text: str | None = None, resume_text: str | None = None) -> RunPlan:
+                   input_text: str | None = None, resume_text: str | None = None,
+                   context_text: str | None = None, configurable: list[str] | None = None) -> RunPlan:
     """Check a run can start (the format has a runtime, the thread and REF exist, the
     input is what the framework takes) and read what it is recorded against; nothing is
     run or written. UsageError / ThreadNotFound otherwise."""
@@ -53,6 +115,7 @@ async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None =
         raise UsageError("use one of --input and --resume")
     fmt = store.format.name
     require_runtime(fmt, "run")
+    settings = run_settings(fmt, context_text, configurable)
     if not RUNNERS[fmt].replays:  # the SDKs run a session on from its end, with the user's message
         if from_ref is not None or resume_text is not None:
             raise UsageError(f"--from and --resume are LangGraph's; a {fmt} session runs on from its "
@@ -76,17 +139,51 @@ async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None =
     # LangGraph's --input is the graph's input (JSON); an SDK's, the user's message (TEXT)
     value = json_value("--input", input_text) if RUNNERS[fmt].graph_input else input_text
     return RunPlan(fmt, thread, from_id, before, extra, input_text, resume_text, value,
-                   json_value("--resume", resume_text))
+                   json_value("--resume", resume_text), settings)
+
+
+async def without_tables(db: str) -> bool:
+    """Whether the database has no tables yet: a SQLite file that does not exist (its
+    directory does) or is empty, a Postgres database (schema) with none. Reads only."""
+    import os
+
+    from agentctl.storage import local_file, parse_url
+    from agentctl.storage.schema import tables_or_none
+
+    kind, target = parse_url(db)
+    path = local_file(db)
+    if path is not None:
+        if path == ":memory:" or (not os.path.exists(path) and not os.path.isdir(os.path.dirname(path) or ".")):
+            return False
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            tables = await tables_or_none(kind, target)
+            return tables is not None and not [t for t in tables if not t.startswith("sqlite_")]
+        return True
+    tables = await tables_or_none(kind, target)
+    return tables is not None and not tables
+
+
+def create_tables(db: str, python: str) -> None:
+    """LangGraph's saver makes its tables in the database (setup(), in the user's
+    interpreter, as `langgraph dev` would): what a run with --input on a new database
+    needs first. UsageError when it cannot."""
+    from agentctl.runners import run_child
+    from agentctl.storage import parse_url
+
+    kind, target = parse_url(db)
+    ended = run_child("langgraph", python, {"mode": "create", "kind": kind, "target": target})
+    if ended.event.get("event") != "created":
+        raise UsageError(str(ended.event.get("message") or "the tables were not created"))
 
 
 def start_request(plan: RunPlan, db: str, agent: Any) -> dict[str, Any]:
     """What the child is asked to do (agentctl.runners.run_child's request; `agent`:
     agentctl.runners.Agent)."""
-    from agentctl.storage import parse_url
+    from agentctl.storage import target_to_write
 
-    kind, target = parse_url(db)
+    kind, target = target_to_write(db)
     request: dict[str, Any] = {"kind": kind, "target": target, "thread": plan.thread, "from": plan.from_id,
-                               "agent": agent.target, "paths": agent.paths, **plan.extra}
+                               "agent": agent.target, "paths": agent.paths, **plan.extra, **plan.settings}
     if plan.resume_text is not None:
         request["resume"] = plan.resume
     else:
@@ -118,6 +215,16 @@ def short(text: str | None, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def error_line(event: dict[str, Any]) -> str:
+    """What an "error" event says: the user's agent raised (a frame of the user's code on
+    its traceback), else the framework (or the runner) did: never the user's then."""
+    where = f" in node {event['node']!r}" if event.get("node") else \
+        (f" in agent {event['agent']!r}" if event.get("agent") else "")
+    origin = event.get("origin") or "agent"
+    who = "your agent raised" if origin == "agent" else f"the run failed in {origin} itself, not in your code:"
+    return f"{who} {event.get('type')}{where}: {event.get('message')}"
+
+
 def recorded_summary(plan: RunPlan, agent_label: str, outcome: Any) -> tuple[dict[str, Any], str, str]:
     """(the outcome's last event, the result word, the op log's summary) of a finished
     child (agentctl.runners.ChildOutcome)."""
@@ -135,4 +242,4 @@ async def record_run(history: Any, plan: RunPlan, agent_label: str, summary: str
     """Record what the run saved as one undoable op: its id (None when it saved nothing)."""
     return await history.record_run(
         plan.thread, plan.before, summary, {"agent": agent_label, "input": plan.value, "resume": plan.resume,
-                                            "from": plan.from_id, "result": result})
+                                            "from": plan.from_id, "result": result, **plan.settings})

@@ -63,6 +63,7 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
             rows = await b.read_thread(thread, 2**62, 0)
         else:
             rows = list(reversed(await b.read_thread(thread, int(limit), 0, descending=True)))
+        rows = await b.describe(rows)
         per_thread[thread] = rows
         # a checkpoint a branch shares with the thread it parts from (an
         # AdvancedSQLiteSession's branch, a LangGraph branch's copied chain) is one node,

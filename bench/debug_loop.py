@@ -5,6 +5,12 @@ of two 10,000-step runs against reading the same checkpoints through the store.
 
     python bench/debug_loop.py [--runs 5] [--steps 10000] [--keep DIR] [--only-compare] [--before CHECKOUT]
     python bench/debug_loop.py --edit-1m [--runs 5]    # edit on the 1M databases (below)
+    python bench/debug_loop.py --only-async [--runs 5] # run of an async graph (below)
+
+`--only-async` (also part of the default): `run` of an async 10-step graph with a Runtime
+context and a configurable value (tests/fixtures/apps/asyncctx, context limit 10: the
+child goes through astream and AsyncSqliteSaver) against the same graph's `ainvoke` with
+AsyncSqliteSaver in a bare `python -c`, interleaved; target <= 1.3x + 0.15 s.
 
 `--edit-1m`: `edit REF --set K=V --yes` (then `undo`, so the database is as before) on the
 1M AgentOS database (`make_db.py sqlite bench/data/bench.db`) and the 1M LangGraph one
@@ -57,6 +63,44 @@ BARE = textwrap.dedent('''
     g = graph.compile(checkpointer=SqliteSaver(sqlite3.connect({db!r}, check_same_thread=False)))
     g.invoke({{"n": 0, "log": []}}, {{"configurable": {{"thread_id": {thread!r}}}}})
 ''')
+
+BARE_ASYNC = textwrap.dedent('''
+    import asyncio, sys
+    sys.path.insert(0, {dir!r})
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from graph import Context, graph
+
+
+    async def main():
+        async with AsyncSqliteSaver.from_conn_string({db!r}) as saver:
+            g = graph.copy(update={{"checkpointer": saver}})
+            await g.ainvoke({{"n": 0}}, {{"configurable": {{"thread_id": {thread!r}, "user_id": "ada"}}}},
+                            context=Context(limit=10))
+
+
+    asyncio.run(main())
+''')
+
+ASYNC_APP = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "apps" / "asyncctx"
+
+
+def async_run_bench(work: Path, runs: int) -> None:
+    """`run` of the async 10-step graph against its ainvoke in a bare interpreter."""
+    db = str(work / "async.db")
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    SqliteSaver(sqlite3.connect(db)).setup()
+    ours, bare = [], []
+    for i in range(runs):
+        ours.append(timed(agentctl(db, "run", f"a{i}", "--agent", f"{ASYNC_APP / 'graph.py'}:graph",
+                                   "--input", json.dumps({"n": 0}), "--context", json.dumps({"limit": 10}),
+                                   "--configurable", 'user_id="ada"')))
+        bare.append(timed([sys.executable, "-c", BARE_ASYNC.format(dir=str(ASYNC_APP), db=db, thread=f"b{i}")]))
+    o, b = statistics.median(ours), statistics.median(bare)
+    print(f"run (async 10-step graph, context): agentctl {o:.3f} s, bare python -c ainvoke {b:.3f} s: "
+          f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
+          f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, ainvoke {min(bare):.3f}-{max(bare):.3f} s)")
+
 
 FLOOR_EDIT = textwrap.dedent('''
     import sys
@@ -176,12 +220,15 @@ def main() -> None:
     ap.add_argument("--before", metavar="CHECKOUT", help="also time compare with another checkout's agentctl "
                     "(its root on PYTHONPATH), interleaved: the before of a change")
     ap.add_argument("--only-compare", action="store_true", help="time compare only")
+    ap.add_argument("--only-async", action="store_true", help="time the async graph's run only")
     args = ap.parse_args()
     if args.edit_1m:
         edit_1m(args.runs, os.path.abspath(args.agentos_db), os.path.abspath(args.langgraph_db))
         return
     work = Path(args.keep or tempfile.mkdtemp(prefix="agentctl-loop-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.only_async:
+        return async_run_bench(work, args.runs)
     if args.only_compare:
         long_db = str(work / "long.db")
         if not os.path.exists(long_db):
@@ -200,6 +247,8 @@ def main() -> None:
     o, b = statistics.median(ours), statistics.median(bare)
     print(f"run (10-step graph): agentctl {o:.3f} s, bare python -c invoke {b:.3f} s: "
           f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}")
+
+    async_run_bench(work, args.runs)
 
     edits, floors = [], []
     for i in range(args.runs):

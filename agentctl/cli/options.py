@@ -16,6 +16,12 @@ YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking 
 #: that a script can pass --yes to every write
 AcceptYesOpt = Annotated[bool, typer.Option(
     "--yes", "-y", help="Accepted for scripts; this command does not ask (it is undoable).")]
+ContextOpt = Annotated[str | None, typer.Option(
+    "--context", metavar="JSON", help="LangGraph: the graph's Runtime context (context=; built into its "
+    "context_schema), e.g. '{\"model\": \"m\"}'.")]
+ConfigurableOpt = Annotated[list[str] | None, typer.Option(
+    "--configurable", metavar="KEY=JSON", help="LangGraph: a value of config[\"configurable\"], e.g. "
+    "user_id='\"u1\"'. Repeatable.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]
 NoBackupOpt = Annotated[bool, typer.Option(
     "--no-backup", help="SQLite: do not copy the database file aside first (taken before rewind --hard, prune, threads delete and purge).")]

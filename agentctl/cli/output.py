@@ -62,16 +62,17 @@ def console(stderr: bool = False, **kw: Any):
 
 
 def emit_json(value: Any) -> None:
-    import json  # here: --help and TSV output do not need it
+    from agentctl import deep  # here: --help and TSV output do not need json
 
-    sys.stdout.write(json_text(json.dumps(value, ensure_ascii=False, indent=2, default=str)))
+    # never NaN or Infinity (not JSON): a placeholder, as for other hostile values
+    sys.stdout.write(json_text(deep.dumps(value, ensure_ascii=False, indent=2, default=str)))
     sys.stdout.write("\n")
 
 
 def emit_jsonl(value: Any) -> None:
-    import json
+    from agentctl import deep
 
-    sys.stdout.write(json_text(json.dumps(value, ensure_ascii=False, default=str)) + "\n")
+    sys.stdout.write(json_text(deep.dumps(value, ensure_ascii=False, default=str)) + "\n")
 
 
 def say(message: str) -> None:

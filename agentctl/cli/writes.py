@@ -15,19 +15,19 @@ from agentctl.cli.output import info, progress
 LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
 
 
-def sqlite_backup(src: str, dest: str, *, force: bool = False) -> int:
+def sqlite_backup(src: str, dest: str, *, force: bool = False) -> tuple[Path, int]:
     """agentctl.storage.backup.sqlite_backup, with a progress bar on a terminal for a
-    large database."""
-    from agentctl.storage.backup import sqlite_backup as backup
+    large database: the file written and its size."""
+    from agentctl.storage.backup import backup_target, sqlite_backup as backup
 
     size = os.path.getsize(src) if os.path.isfile(src) else 0
+    written = backup_target(src, dest)
     with progress(f"backup {os.path.basename(src)}", None, enabled=size >= LARGE_DB_BYTES) as advance:
-        n = backup(src, dest, force=force, on_step=lambda: advance(0))
+        n = backup(src, str(written), force=force, on_step=lambda: advance(0))
     # The copy is written through a private temporary file (0600): it gets the
     # database's own permission bits, so that who may read the database may read it.
-    written = Path(dest) / Path(src).name if Path(dest).is_dir() else Path(dest)
     os.chmod(written, stat.S_IMODE(os.stat(src).st_mode))
-    return n
+    return written, n
 
 
 def auto_backup(st: CliState, no_backup: bool) -> str | None:

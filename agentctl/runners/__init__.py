@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from agentctl.errors import UsageError
+from agentctl.errors import UsageError, not_a_file
 
 __all__ = ["require_runtime", "Runtime", "RUNNERS", "Agent", "find_agent", "pick_python", "ChildRun",
            "ChildOutcome", "run_child"]
@@ -93,9 +93,11 @@ def find_agent(agent: str | None, config: str | None, cwd: str | None = None, fm
         return Agent(target=target, label=agent,
                      paths=[str(Path(target["file"]).parent)] if "file" in target else [str(here)])
     path = Path(config).expanduser() if config else here / CONFIG_NAME
-    if not path.is_file():
+    problem = not_a_file(str(path))
+    if problem:
         if config:
-            raise UsageError(f"--config {config}: no such file")
+            raise UsageError(f"--config {config}: no such file" if problem == "does not exist"
+                             else f"--config {config} {problem}")
         raise UsageError(f"no {CONFIG_NAME} in {here}; name the agent with --agent FILE.py:VAR "
                          f"(or module:var), or give --config PATH")
     try:
@@ -256,7 +258,9 @@ def run_child(fmt: str, python: str, request: dict[str, Any],
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
         code = child.wait(10)
-    interrupted = interrupted or last.get("event") == "interrupted" or code == 130
+    # 130: the child's own handler; -SIGINT: the signal came before the child set one up
+    # (Python still starting): stopped all the same, not "ended without a word"
+    interrupted = interrupted or last.get("event") == "interrupted" or code in (130, -signal.SIGINT)
     if not interrupted and last.get("event") == "setup":
         raise UsageError(str(last.get("message")))
     return ChildOutcome(last, code, interrupted)

@@ -17,7 +17,7 @@ import sys
 import traceback
 from typing import Any
 
-__all__ = ["SetupError", "emit", "load", "user_frames", "on_sigint", "start", "serve_async", "instance"]
+__all__ = ["SetupError", "emit", "package_module", "load", "user_frames", "on_sigint", "start", "serve_async", "instance"]
 
 
 class SetupError(Exception):
@@ -29,22 +29,48 @@ def emit(out: Any, event: dict[str, Any]) -> None:
     out.flush()
 
 
+def package_module(path: str) -> tuple[str, str] | None:
+    """(the directory to import from, the dotted module name) of a file inside a package
+    (its directory has an `__init__.py`; the package's root found by walking up them),
+    else None: a file on its own."""
+    folder, base = os.path.split(os.path.abspath(path))
+    parts = [os.path.splitext(base)[0]]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, name = os.path.split(folder)
+        if not name.isidentifier():
+            return None
+        parts.insert(0, name)
+    return (folder, ".".join(parts)) if len(parts) > 1 else None
+
+
 def load(agent: dict[str, Any]) -> Any:
-    """The object `agent` names: {"file": PATH, "var": NAME} or {"module": M, "var": NAME}."""
+    """The object `agent` names: {"file": PATH, "var": NAME} or {"module": M, "var": NAME}.
+    A file inside a package is imported as its package's module (`pkg.sub.graph`, its
+    package's root's parent first on sys.path), so that it can import its own package,
+    relatively or not, as `langgraph dev` and `adk run` import it."""
     var = agent["var"]
     if "file" in agent:
         path = agent["file"]
-        name = "agentctl_user_code_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise SetupError(f"cannot load {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise SetupError(f"loading {path} raised {type(exc).__name__}: {exc}") from exc
         where = path
+        inside = package_module(path)
+        if inside is not None:
+            if inside[0] not in sys.path:
+                sys.path.insert(0, inside[0])
+            try:
+                module = importlib.import_module(inside[1])
+            except Exception as exc:
+                raise SetupError(f"importing {path} (as {inside[1]}) raised {type(exc).__name__}: {exc}") from exc
+        else:
+            name = "agentctl_user_code_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise SetupError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                raise SetupError(f"loading {path} raised {type(exc).__name__}: {exc}") from exc
     else:
         try:
             module = importlib.import_module(agent["module"])

@@ -38,6 +38,32 @@ def _agent(obj: Any) -> Any:
     return instance(obj, Agent, "an agents.Agent")
 
 
+def _quiet_tracing() -> None:
+    """The SDK exports traces to OpenAI by default and, with no key, says "OPENAI_API_KEY
+    is not set, skipping trace export" on every run: the export is turned off unless the
+    user configured it (OPENAI_API_KEY set, a key given to set_tracing_export_api_key, or
+    trace processors of the user's own set by the agent's code)."""
+    try:
+        from agents import set_tracing_disabled
+        from agents.tracing import get_trace_provider
+        from agents.tracing.processors import default_exporter, default_processor
+
+        if os.environ.get("OPENAI_API_KEY") or getattr(default_exporter(), "_api_key", None):
+            return
+        processors = getattr(getattr(get_trace_provider(), "_multi_processor", None), "_processors", None)
+        if processors is None or tuple(processors) != (default_processor(),):
+            return  # the user's own processors (or an SDK this does not know): as they are
+        set_tracing_disabled(True)
+    except Exception:  # an SDK without these: its own behaviour
+        return
+
+
+def _prepare(req: dict[str, Any]) -> tuple[Any, Any]:
+    agent = _agent(load(req["agent"]))
+    _quiet_tracing()  # after the user's code ran: it may have set up tracing its own way
+    return agent, _session(req["kind"], req["target"], req["thread"], req["tables"], req.get("session"))
+
+
 def _session(kind: str, target: str, thread: str, tables: list[str], advanced: str | None = None) -> Any:
     """The SDK's own session on the database: SQLiteSession, or SQLAlchemySession on
     Postgres (asyncpg; agentctl's DSN may carry `search_path=`, a server setting); the
@@ -118,4 +144,4 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, session: Any) -> int:
 
 
 if __name__ == "__main__":
-    serve_async('the OpenAI Agents SDK', 'agents', lambda req: (_agent(load(req["agent"])), _session(req["kind"], req["target"], req["thread"], req["tables"], req.get("session"))), _run)
+    serve_async('the OpenAI Agents SDK', 'agents', _prepare, _run)

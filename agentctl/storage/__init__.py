@@ -42,6 +42,18 @@ def parse_url(url: str | None) -> tuple[str, str]:
     return _parse(url)
 
 
+def target_to_write(url: str | None) -> tuple[str, str]:
+    """`parse_url` of a database another program (the user's agent, in the child process)
+    is about to write: a SQLite file whose mode lets nobody write it is refused
+    (ReadOnlyDatabase) before anything runs, as agentctl's own writes refuse it."""
+    kind, target = parse_url(url)
+    if kind == "sqlite":
+        from agentctl.storage.sqlutil import refuse_unwritable
+
+        refuse_unwritable(target)
+    return kind, target
+
+
 def local_file(url: str | None) -> str | None:
     """The file of the database at `url` when it is one on this machine (SQLite), else
     None: what its store's `local_file` will say, known before a store is opened."""

@@ -10,6 +10,13 @@ from pathlib import Path
 from typing import Callable
 
 
+def backup_target(src: str, dest: str) -> Path:
+    """The file a backup of `src` to `dest` writes: `dest`, or in a directory `dest`
+    the file of `src`'s name."""
+    dest_path = Path(dest)
+    return dest_path / Path(src).name if dest_path.is_dir() else dest_path
+
+
 def sqlite_backup(src: str, dest: str, *, force: bool = False,
                   on_step: Callable[[], None] | None = None) -> int:
     """Copy a live SQLite database with the backup API, in one step (a consistent
@@ -20,18 +27,20 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False,
     import sqlite3
 
     from agentctl.storage.sqlutil import map_sqlite_error
-    from agentctl.errors import DatabaseNotFound, UsageError
+    from agentctl.errors import DatabaseNotFound, NotFoundError, UsageError, not_a_file
 
     if not os.path.isfile(src):
         raise DatabaseNotFound(f"database file not found: {src}")
-    dest_path = Path(dest)
-    if dest_path.is_dir():
-        dest_path = dest_path / Path(src).name
+    dest_path = backup_target(src, dest)
+    if not dest_path.parent.is_dir():  # a typo in a folder's name is not made a folder
+        raise NotFoundError(f"cannot write {dest_path}: no directory {dest_path.parent}")
+    problem = not_a_file(str(dest_path))
+    if problem and problem != "does not exist":
+        raise UsageError(f"{dest_path} {problem}")
     if dest_path.exists() and not force:
         raise UsageError(f"{dest_path} exists; use --force to overwrite it")
     if dest_path.resolve() == Path(src).resolve():
         raise UsageError("the backup destination is the database itself")
-    dest_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".agentctl-backup-", suffix=".db", dir=dest_path.parent)
     os.close(fd)
     try:

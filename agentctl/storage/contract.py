@@ -363,6 +363,11 @@ class Store(ABC):
         forks = {m.parent_checkpoint_id for m in await self.branches_of([thread_id])}
         return rows, [cid for cid in (m.checkpoint_id for m in rows) if cid in forks and cid in ids]
 
+    async def describe(self, metas: Sequence["CheckpointMetadata"]) -> list["CheckpointMetadata"]:
+        """The checkpoints as `log`, `tree` and the TUI's list show them: a format whose
+        metadata says little (LangGraph: its source) gives each a fuller summary here."""
+        return list(metas)
+
     @abstractmethod
     async def get(self, checkpoint_id: str) -> "Checkpoint | None":
         """The checkpoint with this id, or None. Raises CorruptRowError if it cannot be decoded."""

@@ -63,6 +63,34 @@ def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -
 
 
 
+async def non_json_numbers(db: Any, kind: str, table: str, column: str, key: str,
+                           limit: int = 100) -> list[tuple[dict[str, Any], str]]:
+    """(row, why) for rows of `table` whose JSON text `column` holds NaN or Infinity,
+    which Python's json writes and reads but JSON (RFC 8259) has not: `show --json` and
+    `export` show them as a placeholder. `key`: the columns that name a row. Candidates
+    are rows whose text has the words (SQLite: and that json_valid refuses; Postgres'
+    json and jsonb cannot hold them), each confirmed by decoding it."""
+    from agentctl import deep
+
+    text = f"CAST({column} AS TEXT)"
+    where = (f"{column} IS NOT NULL AND (instr({text}, 'NaN') OR instr({text}, 'Infinity')) "
+             f"AND NOT json_valid({text})" if kind == "sqlite" else
+             f"{column} IS NOT NULL AND ({text} LIKE '%NaN%' OR {text} LIKE '%Infinity%')")
+    out: list[tuple[dict[str, Any], str]] = []
+    page, offset = 500, 0
+    while len(out) < limit:
+        rows = await db.query(f"SELECT {key}, {text} AS agentctl_json FROM {table} WHERE {where} "
+                              f"ORDER BY {key} LIMIT ? OFFSET ?", page, offset)
+        for r in rows:
+            why = deep.non_json_number(r.pop("agentctl_json"))
+            if why is not None:
+                out.append((r, why))
+        if len(rows) < page:
+            break
+        offset += page
+    return out[:limit]
+
+
 def check_sort(sort: str) -> str:
     from agentctl.errors import UsageError
 
@@ -121,7 +149,18 @@ class ConnectedStore(Store):
         from agentctl.storage.textindex import search_index_problems
 
         self.require(Capability.DOCTOR, "doctor")
-        return await search_index_problems(self)
+        problems = await search_index_problems(self)
+        if self.json_places():
+            await self.connect()
+        for table, column, key, name in self.json_places():
+            for row, why in await non_json_numbers(self._db, self._db.kind, table, column, key, limit):
+                problems.append(Problem("error", "invalid_json", name(row), f"{column}: {why}"))
+        return problems
+
+    def json_places(self) -> list[tuple[str, str, str, Callable[[dict[str, Any]], str]]]:
+        """The format's JSON text columns `doctor` checks for NaN and Infinity: (table,
+        column, the key columns of a row, the name of a row from them)."""
+        return []
 
     def text_source(self) -> Any:
         """The format's `textindex.Source` (its rows as index documents)."""

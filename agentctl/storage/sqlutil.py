@@ -5,6 +5,7 @@ escapes, and SQLite's errors as agentctl's."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, TypeVar
 
@@ -38,6 +39,23 @@ def in_chunks(items: Sequence[T] | Iterable[T], n: int = CHUNK) -> Iterator[tupl
 def like_escape(text: str) -> str:
     """`text` for a LIKE pattern with ESCAPE '!'."""
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def refuse_unwritable(path: str) -> None:
+    """Before a write connection opens: ReadOnlyDatabase when the file's mode lets nobody
+    write it (no w bit). SQLite refuses such a file to everyone but root, whom the
+    kernel lets write anything; the file's mode is honoured whoever runs agentctl."""
+    import stat
+
+    from agentctl.errors import ReadOnlyDatabase
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # not there (yet), or ":memory:": SQLite says what is wrong
+        return
+    if stat.S_ISREG(mode) and not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise ReadOnlyDatabase(f"{path}: the database is read-only, cannot write "
+                               f"(the file's mode is {stat.filemode(mode)})")
 
 
 def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,8 +135,15 @@ _SCHEMA = (
 )
 
 
+class Stopped(Exception):
+    """A build asked to stop (Ctrl-C): nothing of it is kept."""
+
+
 class Session:
     """An open side index, with the source attached read-only as `src`."""
+
+    #: a build's: set (Ctrl-C) to stop it at its next batch of rows
+    stop: threading.Event | None = None
 
     def __init__(self, db_path: str, source: Source, write: bool) -> None:
         self.db_path = os.path.abspath(db_path)
@@ -251,6 +259,8 @@ class Session:
         return n
 
     def _flush(self, fts: list[tuple[int, str]], index: list[tuple[Any, ...]]) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise Stopped()
         self.con.executemany("INSERT INTO fts (rowid, body) VALUES (?, ?)", fts)
         self.con.executemany("INSERT INTO rows (gen, id, sort, fp, docs) VALUES (?, ?, ?, ?, ?)", index)
         fts.clear()
@@ -316,9 +326,11 @@ def open_for_search(db_path: str, source: Source) -> Session:
     return session
 
 
-def build(db_path: str, source: Source) -> Status:
+def build(db_path: str, source: Source, stop: threading.Event | None = None) -> Status:
     """(Re)build the side index of a database from scratch: written to a temporary file
-    next to it, then renamed over the old one (a search meanwhile uses the old one)."""
+    next to it, then renamed over the old one (a search meanwhile uses the old one).
+    `stop` set (from another thread: Ctrl-C) stops it within a batch of rows (Stopped):
+    the temporary file removed, the old index (or none) left as it was."""
     path = side_path(db_path)
     directory = os.path.dirname(path)
     if not os.access(directory, os.W_OK):
@@ -343,6 +355,7 @@ def build(db_path: str, source: Source) -> Status:
         session.path = tmp
         session.source = source
         session.write = True
+        session.stop = stop
         session.con = sqlite3.connect(tmp, isolation_level=None)
         try:
             session.con.execute("PRAGMA journal_mode = OFF")
@@ -374,6 +387,8 @@ def build(db_path: str, source: Source) -> Status:
             session.con.execute("COMMIT")
         finally:
             session.con.close()
+        if stop is not None and stop.is_set():
+            raise Stopped()
         os.replace(tmp, path)
     except BaseException:
         for p in (tmp, tmp + "-journal"):
@@ -447,6 +462,19 @@ async def search_index_problems(store: Any) -> list[Problem]:
     return []
 
 
+async def build_in_thread(db_path: str, source: Source) -> Status:
+    """`build` on a thread of its own; cancelled (Ctrl-C), the thread stops too, within a
+    batch of rows, not after the last one (asyncio.run waits for it)."""
+    import asyncio
+
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(build, db_path, source, stop)
+    except BaseException:
+        stop.set()
+        raise
+
+
 async def index_action(path: str, source: Source, action: str, table: str) -> dict[str, Any]:
     """`agentctl index build|status|drop` on a format's SQLite file: the side file is
     written, the database only read. Returns the index's status (with "dropped" for
@@ -458,7 +486,7 @@ async def index_action(path: str, source: Source, action: str, table: str) -> di
     try:
         if action == "build":
             try:
-                return (await asyncio.to_thread(build, path, source)).to_dict()
+                return (await build_in_thread(path, source)).to_dict()
             except PermissionError as exc:
                 raise OperationError(f"cannot build the search index: {exc}") from None
         if action == "drop":

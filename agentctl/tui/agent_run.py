@@ -36,6 +36,36 @@ def _check_json(text: str) -> None:
         raise UsageError(f"not JSON: {exc} (a string needs quotes)") from None
 
 
+#: how much of an interrupt's question the resume dialog shows
+QUESTION_MAX = 2000
+
+
+def interrupt_text(writes: Any) -> str:
+    """What pending `__interrupt__` writes ask, readable: each Interrupt's value (not
+    the write's task id nor the Interrupt's type and id), a string as it is (its lines
+    kept), a dict as `key: value` lines, anything else as JSON; inert, at most
+    QUESTION_MAX characters."""
+    values: list[Any] = []
+    for w in writes if isinstance(writes, list) else [writes]:
+        v = w.get("value") if isinstance(w, dict) and "task_id" in w else w
+        for i in v if isinstance(v, list) else [v]:
+            if isinstance(i, dict) and str(i.get("__type__", "")).endswith("Interrupt"):
+                i = i.get("value")
+            values.append(i)
+
+    def shown(v: Any) -> str:
+        return v if isinstance(v, str) else json.dumps(v, default=str, ensure_ascii=False)
+
+    lines = []
+    for v in values:
+        if isinstance(v, dict):
+            lines += [f"{k}: {shown(x)}" for k, x in v.items()]
+        else:
+            lines.append(shown(v))
+    text = "\n".join(lines)
+    return inert(text if len(text) <= QUESTION_MAX else text[:QUESTION_MAX - 1] + "…")
+
+
 async def _ask(screen: "WriteHost", meta: CheckpointMetadata, graph_input: bool) -> tuple[bool, str | None, str | None]:
     """(go on?, input text, resume text): what the run starts with."""
     from agentctl.tui.screens.prompt import PromptScreen
@@ -58,8 +88,8 @@ async def _ask(screen: "WriteHost", meta: CheckpointMetadata, graph_input: bool)
         f": the {what} to run on with, as JSON (empty: none), e.g. ",
         ('true' if waiting else '{"messages": [{"role": "user", "content": "hi"}]}', "cyan"))
     if waiting:
-        body.append("\nthe interrupt: ", style="dim")
-        body.append(inert(json.dumps(tools.get("__interrupt__"), default=str, ensure_ascii=False)[:300]))
+        body.append("\nthe interrupt asks:\n", style="dim")
+        body.append(interrupt_text(tools.get("__interrupt__")))
     text = await screen.app.push_screen_wait(PromptScreen(
         f"Run {short_meta(meta)}: {what}", body, placeholder="JSON (empty: none)", ok_label="Next",
         validate=_check_json, allow_empty=True))
@@ -68,6 +98,25 @@ async def _ask(screen: "WriteHost", meta: CheckpointMetadata, graph_input: bool)
     if not text:
         return True, None, None
     return (True, None, text) if waiting else (True, text, None)
+
+
+async def _options(screen: "WriteHost", fmt: str) -> None:
+    """The run's options, as `run` takes them (`--context JSON --configurable KEY=JSON`),
+    kept for the session's next runs and LangGraph edits (`e` through the agent)."""
+    from agentctl.runs import parse_run_options, run_settings
+    from agentctl.tui.screens.prompt import PromptScreen
+
+    def check(text: str) -> None:
+        run_settings(fmt, *parse_run_options(text))
+
+    body = Text.assemble("The graph's Runtime context and config[\"configurable\"] values, as `agentctl run` "
+                         "takes them (empty: none), e.g. ",
+                         ("--context '{\"model\": \"m\"}' --configurable user_id='\"u1\"'", "cyan"))
+    text = await screen.app.push_screen_wait(PromptScreen(
+        "Run options", body, value=screen.agent.get("run_options") or "", placeholder="--context JSON "
+        "--configurable KEY=JSON", ok_label="Set", validate=check, allow_empty=True))
+    if text is not None:
+        screen.agent["run_options"] = text
 
 
 #: how many of a thread's newest checkpoints are looked at for the run to compare with
@@ -104,7 +153,15 @@ def start(screen: "WriteHost") -> None:
 
 async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
-    from agentctl.runs import RunTally, plan_run, record_run, recorded_summary, start_request
+    from agentctl.runs import (
+        RunTally,
+        error_line,
+        parse_run_options,
+        plan_run,
+        record_run,
+        recorded_summary,
+        start_request,
+    )
     from agentctl.tui.screens.run import RunScreen, checkpoint_line
 
     db, engine = screen.source.db, screen.source.engine
@@ -120,28 +177,35 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     if not go:
         screen.notify("run cancelled: nothing run")
         return
-    try:
-        plan = await plan_run(db, engine, thread, meta.checkpoint_id if runtime.replays else None,
-                              input_text, resume_text)
-        who = find_agent(screen.agent.get("agent"), screen.agent.get("config"), fmt=fmt)
-        python = pick_python(screen.agent.get("python"))
-    except UsageError as exc:
-        screen.notify(inert(f"{exc}: nothing run"), title="Run", severity="error", markup=False, timeout=12)
-        return
-    against = await previous_run(screen, meta)
-    start = f"from {short_meta(meta)}" if plan.from_id else f"on from the end of {inert(thread, one_line=True)}"
-    body = Text.assemble(
-        "Runs ", (inert(who.label, one_line=True), "bold"), f" {start} in ",
-        (inert(python, one_line=True), "cyan"),
-        (f" with {'resume' if resume_text is not None else 'input'} " + inert(resume_text or input_text or "", one_line=True)
-         if (resume_text or input_text) else ""),
-        ".\nYour agent's code runs in a child process; what it saves is one operation (u undoes it). "
-        "Then the compare view shows where the new run parted from the old.")
-    choice = await confirm(screen, f"Run {inert(who.label, one_line=True)} {start}?", body,
-                           [("confirm", "Run", "warning")])
-    if choice is None:
-        screen.notify("run cancelled: nothing run")
-        return
+    while True:  # the confirmation; `o` there sets the run's options, then it asks again
+        options = screen.agent.get("run_options") or ""
+        try:
+            plan = await plan_run(db, engine, thread, meta.checkpoint_id if runtime.replays else None,
+                                  input_text, resume_text, *parse_run_options(options))
+            who = find_agent(screen.agent.get("agent"), screen.agent.get("config"), fmt=fmt)
+            python = pick_python(screen.agent.get("python"))
+        except UsageError as exc:
+            screen.notify(inert(f"{exc}: nothing run"), title="Run", severity="error", markup=False, timeout=12)
+            return
+        against = await previous_run(screen, meta)
+        start = f"from {short_meta(meta)}" if plan.from_id else f"on from the end of {inert(thread, one_line=True)}"
+        body = Text.assemble(
+            "Runs ", (inert(who.label, one_line=True), "bold"), f" {start} in ",
+            (inert(python, one_line=True), "cyan"),
+            (f" with {'resume' if resume_text is not None else 'input'} "
+             + inert(resume_text or input_text or "", one_line=True) if (resume_text or input_text) else ""),
+            (" and " + inert(options, one_line=True) if options else ""),
+            ".\nYour agent's code runs in a child process; what it saves is one operation (u undoes it). "
+            "Then the compare view shows where the new run parted from the old.")
+        keys = [("o", "options", "options (--context, --configurable)")] if runtime.replays else []
+        choice = await confirm(screen, f"Run {inert(who.label, one_line=True)} {start}?", body,
+                               [("confirm", "Run", "warning")], keys)
+        if choice is None:
+            screen.notify("run cancelled: nothing run")
+            return
+        if choice != "options":
+            break
+        await _options(screen, fmt)
 
     loop = asyncio.get_running_loop()
     tally = RunTally(plan)
@@ -193,19 +257,18 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     if kind == "interrupted":
         said = f"stopped: the run saved {tally.saved} {unit}, which stay{undo}"
     elif kind == "error":
-        where = f" in node {outcome['node']!r}" if outcome.get("node") else ""
         frames = outcome.get("frames") or []
         at = f" ({frames[-1].get('file')}, line {frames[-1].get('line')})" if frames else ""
-        said = (f"your agent raised {outcome.get('type')}{where}: {outcome.get('message')}{at}; "
-                f"the run saved {tally.saved} {unit} before the error{undo}")
+        said = f"{error_line(outcome)}{at}; the run saved {tally.saved} {unit} before the error{undo}"
     else:
         nxt = outcome.get("next") or []
         said = (f"ran {thread}: {tally.saved} new {unit}{undo}"
                 + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else ""))
     new_head = tally.ids[-1] if tally.ids else None
-    done(screen, "run", said, thread, new_head)
-    if kind == "error":
-        screen.notify(inert(said), title="Your agent raised", severity="error", markup=False, timeout=20)
+    if kind == "error":  # one notice, the error's
+        done(screen, "run", said, thread, new_head, title="The run failed", severity="error")
+    else:
+        done(screen, "run", said, thread, new_head)
     if new_head is None:
         return
     b = await db.get_metadata(new_head)

@@ -94,16 +94,18 @@ def target_thread(screen: "WriteHost", action: str) -> str | None:
 
 
 async def confirm(screen: "WriteHost", title: str, body: RenderableType,
-                  choices: list[tuple[str, str, str]] | None = None) -> str | None:
+                  choices: list[tuple[str, str, str]] | None = None,
+                  keys: list[tuple[str, str, str]] | None = None) -> str | None:
     from agentctl.tui.screens.confirm import ConfirmScreen
 
-    return await screen.app.push_screen_wait(ConfirmScreen(title, body, choices))
+    return await screen.app.push_screen_wait(ConfirmScreen(title, body, choices, keys))
 
 
 def done(screen: "WriteHost", kind: str, summary: str, select_thread: str | None = None,
-         select: str | None = None) -> None:
-    """Say what a write did; the views reload (on `select_thread`, on checkpoint `select`)."""
-    screen.post_message(OperationFinished(kind, summary, select_thread, select))
+         select: str | None = None, title: str | None = None, severity: str = "information") -> None:
+    """Say what a write did (one notice: `title`, `severity`); the views reload (on
+    `select_thread`, on checkpoint `select`)."""
+    screen.post_message(OperationFinished(kind, summary, select_thread, select, title, severity))
 
 
 # ---- the flows -----------------------------------------------------------------------------
@@ -351,7 +353,10 @@ async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     assert who is not None and python is not None
     screen.notify(f"writing the edit through {who.label}…", markup=False)
     try:
-        outcome = await asyncio.to_thread(edit_through_agent, plan, screen.source.url, who, python)
+        from agentctl.runs import parse_run_options, run_settings
+
+        settings = run_settings("langgraph", *parse_run_options(screen.agent.get("run_options") or ""))
+        outcome = await asyncio.to_thread(edit_through_agent, plan, screen.source.url, who, python, None, settings)
     except UsageError as exc:
         screen.notify(inert(str(exc)), title="Edit", severity="error", markup=False)
         return

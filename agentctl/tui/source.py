@@ -156,7 +156,7 @@ class DataSource:
         """A page counted from the head (offset 0 = the newest), oldest first, and the
         thread's size."""
         db = await self.ready()
-        metas = await db.read_thread(thread_id, limit=limit, offset=offset, descending=True)
+        metas = await db.describe(await db.read_thread(thread_id, limit=limit, offset=offset, descending=True))
         total = await db.count(thread_id)
         metas.reverse()
         return metas, total
@@ -219,5 +219,5 @@ SECTION_ORDER = {"messages": 0, "state": 1, "tools_result": 2, "metadata": 3}
 def changes_between(base: Checkpoint, cp: Checkpoint) -> list[Any]:
     from agentctl.diff import diff_checkpoints
 
-    changes = diff_checkpoints(base, cp)
+    changes = diff_checkpoints(base, cp, format_keys=False)
     return sorted(changes, key=lambda c: SECTION_ORDER.get(c.section, 2))

@@ -14,6 +14,7 @@ from rich.highlighter import JSONHighlighter
 from rich.text import Text
 
 from agentctl import render
+from agentctl.diff import own_state
 from agentctl.model import Checkpoint
 from agentctl.text import inert
 
@@ -86,7 +87,7 @@ def build_views(cp: Checkpoint, base: Checkpoint | None, base_kind: str,
     return {
         "messages": transcript_preview(cp.messages) if cp.messages
         else Text("no messages", style="italic"),
-        "state": json_preview(cp.state),
+        "state": json_preview(own_state(cp.state)),
         "tools": json_preview(cp.tools_result) if cp.tools_result
         else Text("no tool results", style="italic"),
         "diff": diff,

@@ -5,8 +5,7 @@
 #   sh sample_db/story/story.sh        (needs agentctl and langgraph installed)
 set -e
 cd "$(dirname "$0")"
-rm -f story.db story.db-wal story.db-shm
-python -c "import sqlite3; from langgraph.checkpoint.sqlite import SqliteSaver; SqliteSaver(sqlite3.connect('story.db')).setup()"
+rm -f story.db story.db-wal story.db-shm   # the first run has LangGraph's saver make its tables
 say() { printf '\n$ %s\n' "$*"; "$@"; }
 
 say agentctl --db story.db run trip --input '{"request": "somewhere new, 3 nights"}' || true

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import shutil
 import os
 import sqlite3
 import subprocess
@@ -21,7 +23,7 @@ from agentctl.errors import (
     UsageError,
 )
 
-from tests.support.rig import REPO
+from tests.support.rig import REPO, SAMPLE_DB
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -185,3 +187,91 @@ async def test_postgres_without_table(pg_dsn):
         assert await conn.fetchval("SELECT to_regclass('checkpoints')") is None
     finally:
         await conn.close()
+
+
+# ---- paths the user names: -o, backup DEST, import FILE, --config ------------------------
+
+
+def sample_copy(tmp_path: Path) -> Path:
+    db = tmp_path / "c.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    return db
+
+
+def test_export_into_a_missing_folder_is_one_line(tmp_path):
+    db = sample_copy(tmp_path)
+    r = cli("--db", str(db), "export", "-o", str(tmp_path / "nope" / "x.jsonl"))
+    assert r.returncode == ExitCode.NOT_FOUND, r.stderr
+    assert r.stderr == f"agentctl: cannot write {tmp_path / 'nope' / 'x.jsonl'}: no directory {tmp_path / 'nope'}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.db"]
+
+
+def test_export_to_a_directory_or_a_device(tmp_path):
+    db = sample_copy(tmp_path)
+    (tmp_path / "d").mkdir()
+    for extra in ([], ["--force"]):
+        r = cli("--db", str(db), "export", "-o", str(tmp_path / "d"), *extra)
+        assert r.returncode == ExitCode.USAGE
+        assert r.stderr.startswith(f"agentctl: {tmp_path / 'd'} is a directory") and r.stderr.count("\n") == 1
+    assert list((tmp_path / "d").iterdir()) == []
+    r = cli("--db", str(db), "export", "-o", os.devnull)  # as `> /dev/null` would: no --force, not replaced
+    assert r.returncode == 0, r.stderr
+    assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+
+
+def test_import_of_what_is_not_a_file_says_what_it_is(tmp_path):
+    db = sample_copy(tmp_path)
+    before = digest(db)
+    for path, what in ((tmp_path, "a directory"), (Path(os.devnull), "a character device")):
+        r = cli("--db", str(db), "import", str(path))
+        assert r.returncode == ExitCode.USAGE
+        assert r.stderr == f"agentctl: {path} is {what}, not a file\n"
+    assert digest(db) == before
+
+
+def test_backup_into_a_directory_names_the_file(tmp_path):
+    db = sample_copy(tmp_path)
+    (tmp_path / "d").mkdir()
+    r = cli("--db", str(db), "backup", str(tmp_path / "d"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"backed up {db} to {tmp_path / 'd' / 'c.db'} (")
+
+
+def test_backup_does_not_make_a_missing_folder(tmp_path):
+    db = sample_copy(tmp_path)
+    r = cli("--db", str(db), "backup", str(tmp_path / "nope" / "x.db"))
+    assert r.returncode == ExitCode.NOT_FOUND
+    assert r.stderr == f"agentctl: cannot write {tmp_path / 'nope' / 'x.db'}: no directory {tmp_path / 'nope'}\n"
+    assert not (tmp_path / "nope").exists()
+    r = cli("--db", str(db), "backup", os.devnull, "--force")
+    assert r.returncode == ExitCode.USAGE
+    assert r.stderr == f"agentctl: {os.devnull} is a character device, not a file\n"
+
+
+def test_config_that_is_not_a_file_says_what_it_is(tmp_path):
+    from agentctl.runners import find_agent
+
+    with pytest.raises(UsageError, match=f"^--config {tmp_path} is a directory, not a file$"):
+        find_agent(None, str(tmp_path), cwd=str(tmp_path))
+    with pytest.raises(UsageError, match=f"^--config {tmp_path / 'x.json'}: no such file$"):
+        find_agent(None, str(tmp_path / "x.json"), cwd=str(tmp_path))
+
+
+def test_import_of_nan_or_infinity_is_refused(tmp_path):
+    """Python's json writes NaN and Infinity; JSON (RFC 8259) has neither."""
+    db = sample_copy(tmp_path)
+    before = digest(db)
+    good = json.loads(cli("--db", str(db), "export", "support-1042").stdout.splitlines()[0])
+    good["metadata"]["checkpoint_id"] = "ckpt-new-1"
+    good["metadata"]["thread_id"] = "new"
+    for value, word in ((float("nan"), "NaN"), (float("inf"), "Infinity"), ("1e999", "1e999")):
+        line = json.dumps({**good, "state": {"x": value}})
+        if value == "1e999":
+            line = line.replace('"1e999"', "1e999")
+        f = tmp_path / "in.jsonl"
+        f.write_text(line + "\n")
+        r = cli("--db", str(db), "import", str(f))
+        assert r.returncode == ExitCode.USAGE, r.stderr
+        assert r.stderr.startswith(f"agentctl: {f}:1: not a checkpoint ({word}") and r.stderr.count("\n") == 1
+        assert r.stderr.endswith("; nothing was imported\n")
+    assert digest(db) == before

@@ -47,6 +47,11 @@ def test_bad_edits_exit_2_one_line_nothing_written(sample_url):  # noqa: F811
         (["--unset", "task.x"], "holds a str"),
         (["--set", "plan.9=1"], "no item '9' in a list of 3"),
         (["--set", "plan=1", "--as-node", "agent"], "--as-node is LangGraph's"),
+        # JSON is RFC 8259: Python's json would read these as NaN and Infinity
+        (["--set", "plan=NaN"], "NaN: RFC 8259 JSON has no NaN or Infinity"),
+        (["--set", "plan.0=-Infinity"], "-Infinity: RFC 8259 JSON has no NaN or Infinity"),
+        (["--set", 'plan={"a": [Infinity]}'], "Infinity: RFC 8259 JSON has no NaN or Infinity"),
+        (["--set", "plan.0=1e999"], "1e999: too large for a JSON number, it would be Infinity"),
     ]:
         r = cli(sample_url, "edit", f"{T}@6", *args, "--yes")
         assert r.exit_code == 2, (args, r.stdout, r.stderr)

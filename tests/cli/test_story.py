@@ -37,6 +37,7 @@ def test_the_debugging_story_runs_end_to_end(tmp_path):
     r = subprocess.run(["sh", str(story / "part1.sh")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "your agent raised LookupError in node 'book': no flights to Atlantis" in r.stderr
+    assert "created LangGraph's checkpoint tables in story.db" in r.stderr  # no setup() by hand first
     after_failure = _rows(str(story / "story.db"))
     r = subprocess.run(["sh", str(story / "part2.sh")], capture_output=True, text=True)
     assert r.returncode == 0, (r.stdout, r.stderr)

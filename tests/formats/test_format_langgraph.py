@@ -125,6 +125,47 @@ def subgraph_parallel_graph():
     return g
 
 
+def supervisor_graph(ask: bool = False):
+    """langgraph-supervisor's shape, no model: a supervisor node routing by Command to
+    agents that are compiled subgraphs (their checkpoints in namespaces `AGENT:<task>`),
+    each handing back with Command(graph=Command.PARENT); four handoffs, then the
+    answer. `ask`: the second agent's first run asks the user (an interrupt() inside
+    the subgraph)."""
+    from langgraph.graph import MessagesState
+
+    def agent(name: str):
+        def work(s):
+            if ask and name == "math":
+                quarter = interrupt({"question": "Which quarter?\nQ1 or Q2", "agent": name})
+                return {"messages": [AIMessage(content=f"{name}: {quarter} done", name=name)]}
+            return {"messages": [AIMessage(content=f"{name}: done", name=name)]}
+
+        def handoff(s):
+            return Command(graph=Command.PARENT, goto="supervisor",
+                           update={"messages": [s["messages"][-1],
+                                                AIMessage(content=f"handoff from {name}", name=name)]})
+
+        g = StateGraph(MessagesState)
+        g.add_node("work", work)
+        g.add_node("handoff", handoff)
+        g.add_edge(START, "work")
+        g.add_edge("work", "handoff")
+        return g.compile(name=name)
+
+    def supervisor(s):
+        n = sum(1 for m in s["messages"] if str(m.content).startswith("handoff"))
+        if n >= 4:
+            return Command(goto=END, update={"messages": [AIMessage(content="final answer", name="supervisor")]})
+        return Command(goto="research" if n % 2 == 0 else "math")
+
+    g = StateGraph(MessagesState)
+    g.add_node("supervisor", supervisor, destinations=("research", "math", END))
+    g.add_node("research", agent("research"))
+    g.add_node("math", agent("math"))
+    g.add_edge(START, "supervisor")
+    return g
+
+
 def run_all(saver) -> dict[str, Any]:
     """Write every test thread with this saver; the compiled graphs by thread."""
     agent = agent_graph().compile(checkpointer=saver)
@@ -713,3 +754,31 @@ async def test_an_id_held_by_several_threads_names_the_least_root_thread(lg_db):
         assert (await store.get_metadata(cid)).thread_id == "0-aaa-copy"
         assert (await store.get_metadata("only-sub-id")).thread_id == address("a-sub", "sub:2")
         assert await store.get_metadata("no-such-id") is None
+
+
+def test_log_and_tree_name_the_nodes_of_a_step_and_its_last_message(lg_db):
+    """`log` and `tree` lines of a LangGraph thread say which node(s) wrote the step
+    (LangGraph's versions_seen against the parent's) and the step's last message, as
+    `threads list` shows a thread's, not a bare `[loop]`."""
+    from tests.support.sampledb import cli
+
+    url, saver, _ = lg_db
+    sup = supervisor_graph().compile(checkpointer=saver)
+    sup.invoke({"messages": [HumanMessage(content="faang?")]}, {"configurable": {"thread_id": "sup"}})
+    steps = {s.metadata["step"]: s for s in sup.get_state_history({"configurable": {"thread_id": "sup"}})}
+    r = cli(url, "log", "sup")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == len(steps)
+    by_step = {int(line.split(" #")[1].split()[0]): line for line in lines}
+    assert by_step[9].endswith("#9 [loop] supervisor: [assistant] final answer")
+    assert by_step[2].endswith("#2 [loop] research: [assistant] handoff from research")
+    assert by_step[4].endswith("#4 [loop] math: [assistant] handoff from math")
+    assert by_step[0].endswith("#0 [loop] __start__: [user] faang?")
+    tree = cli(url, "tree", "sup").stdout
+    assert "#2 research: [assistant] handoff from research" in tree
+    assert "#1 head work: [assistant] research: done" in tree  # an agent's step, in its namespace
+    # --json gives the same summaries
+    import json as _json
+
+    assert _json.loads(cli(url, "log", "sup", "--json").stdout)[0]["summary"] == "supervisor: [assistant] final answer"

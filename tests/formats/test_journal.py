@@ -768,3 +768,39 @@ async def test_was_records_a_change_made_outside_the_op(backend) -> None:
     async with b.transaction() as tx:
         await ops.redo(tx, op_id)
     assert await frame(url) == after
+
+
+async def test_columns_the_table_gained_after_its_trash_come_back_type_for_type(backend) -> None:
+    """A framework's migration adds columns after the trash was made (INTEGER, REAL, no
+    type; on Postgres bigint, double precision, numeric): the trash gets them, and an
+    update's and a delete's undo and redo give back every value exactly, type for type."""
+    b, url = backend
+    await write(b)  # the trash exists, made with the table's first columns
+    async with b.transaction() as tx:
+        if tx.kind == "postgres":
+            await tx.execute("ALTER TABLE items ADD COLUMN i bigint, ADD COLUMN r double precision, "
+                             "ADD COLUMN u numeric")
+            await tx.execute("UPDATE items SET i = 7, r = 1.0::double precision / 3, u = 0.1 + 0.2")
+        else:
+            await tx.execute("ALTER TABLE items ADD COLUMN i INTEGER")
+            await tx.execute("ALTER TABLE items ADD COLUMN r REAL")
+            await tx.execute("ALTER TABLE items ADD COLUMN u")
+            await tx.execute("UPDATE items SET i = 7, r = 1.0 / 3, u = x'00ff' WHERE id = 2")
+            await tx.execute("UPDATE items SET i = 2.5, r = '1/3', u = 1.0 / 3 WHERE id = 3")  # not the columns' types
+            await tx.execute("UPDATE items SET i = 9007199254740993, r = 1e-300, u = 12 WHERE id = 9")
+    types = ("SELECT id, typeof(i) AS ti, typeof(r) AS tr, typeof(u) AS tu, i, r, hex(u) AS hu, "
+             "quote(u) AS su FROM items ORDER BY id" if b.kind == "sqlite" else
+             "SELECT id, i, r, u, CAST(r AS text) AS sr FROM items ORDER BY id")
+    before, rows_before = await frame(url), await b.query(types)
+    async with b.transaction() as tx:
+        op = await ops.begin(tx, "test", "update 2, delete 3 and 9", ["t"], {}, NOW)
+        await op.update("items", ("id",), "id = ?", (2,), "r = ?, i = ?, u = ?", (0.5, 1, None))
+        await op.delete("items", ("id",), "id IN (?, ?)", (3, 9))
+        op_id = await op.finish({"t": "fp"})
+    after, rows_after = await frame(url), await b.query(types)
+    assert after != before
+    for _ in range(2):
+        await _moved(b, op_id, ops.undo)  # refused before: the trash held the new columns as text
+        assert await frame(url) == before and await b.query(types) == rows_before
+        await _moved(b, op_id, ops.redo)
+        assert await frame(url) == after and await b.query(types) == rows_after

@@ -87,7 +87,7 @@ def test_thread_rows_summarise_the_last_message_and_rows_do_not_repeat_the_sourc
     assert rows["flaky-tool"]["head_summary"] == "loop"  # no messages channel: the source
     log = cli(str(SAMPLE), "log", "flaky-tool").stdout.splitlines()
     assert log and all(not line.endswith("[loop] loop") for line in log), log
-    assert log[0].endswith("#1 [loop]")
+    assert log[0].endswith("#1 [loop] prepare")  # the node that wrote it (no message)
 
 
 def test_a_huge_head_is_not_decoded_for_its_thread_row(tmp_path):
@@ -174,10 +174,12 @@ def test_tree_shows_the_forks_inside_a_langgraph_thread():
     assert at["1f1d69bd-f033-63c0-8001-fda5fa3080ed"].startswith("    ├── ")  # on the head's line
     assert "branch-point" in at["1f1d69bd-f033-63c0-8001-fda5fa3080ed"]
     assert at["1f1d69bf-2624-6f00-8002-05e7e305e96b"].startswith("    └── ")  # the head, last
-    assert at["1f1d69be-080a-6c00-8002-5bfd74c0f638"].startswith("    │       ├── ")  # in a fork
+    # the rewind's target (the head copies it) on the head's line, both forks under it
+    assert at["1f1d69be-080a-6c00-8002-5bfd74c0f638"].startswith("    ├── ")
     assert "branch-point" in at["1f1d69be-080a-6c00-8002-5bfd74c0f638"]
-    assert at["1f1d69be-9717-6d80-8003-e28e4b3b2156"].startswith("    │       │       ├── ")  # nested
-    assert sum("fork (6 checkpoints" in line for line in lines) == 2
+    assert at["1f1d69be-9717-6d80-8003-e28e4b3b2156"].startswith("    │       ├── ")  # in a fork
+    assert sum("fork (6 checkpoints" in line for line in lines) == 1
+    assert sum("fork (5 checkpoints" in line for line in lines) == 1
     tree = json.loads(cli(str(SAMPLE), "tree", "support-refund-replay", "--json").stdout)
     points = {n["id"] for n in tree["nodes"] if "branch-point" in n["labels"]}
     assert points == {"1f1d69bd-f033-63c0-8001-fda5fa3080ed", "1f1d69be-080a-6c00-8002-5bfd74c0f638"}
@@ -204,3 +206,38 @@ def test_a_subgraph_namespace_shows_under_its_thread_not_as_a_thread():
     assert all(i in graph for i in sub_ids)
     assert f"(fork: {ns[0]})" in cli(str(SAMPLE), "log", "research").stdout
     assert json.loads(cli(str(SAMPLE), "show", ns[0], "--json").stdout)["metadata"]["checkpoint_id"] == sub_ids[0]
+
+
+def test_tree_keeps_a_rewinds_target_on_the_heads_line():
+    """`support-refund-replay` was rewound to @2 (agentctl's fork copy: parent @1, step
+    3): `tree` draws the target @2 on the head's line, the abandoned line forking from
+    it, not the target inside that fork."""
+    from tests.support.sampledb import cli
+
+    out = cli(str(SAMPLE), "tree", "support-refund-replay").stdout.splitlines()
+    top = [line for line in out if line.startswith(("    ├── ", "    └── "))]
+    assert [line.split()[2] for line in top] == ["#-1", "#0", "#1", "#2", "#3"], out
+    assert "branch-point" in top[3] and top[-1].split()[3] == "head"
+    forks = [line for line in out if "fork (" in line]
+    assert len(forks) == 2 and all(line.startswith("    │   ") for line in forks)
+
+
+def test_state_and_diff_leave_out_langgraphs_own_keys_unless_asked():
+    """`show` and `diff` leave LangGraph's `__metadata__` and `__internal__` out of the
+    state (the metadata is shown above it; the internal channels are LangGraph's);
+    `--all-keys` shows them. `show --json` is the checkpoint whole."""
+    import json
+
+    from tests.support.sampledb import cli
+
+    shown = cli(str(SAMPLE), "show", "support-refund@3").stdout
+    assert "__metadata__" not in shown and "__internal__" not in shown and '"messages"' in shown
+    everything = cli(str(SAMPLE), "show", "support-refund@3", "--all-keys").stdout
+    assert "__metadata__" in everything
+    assert "__metadata__" in json.loads(cli(str(SAMPLE), "show", "support-refund@3", "--json").stdout)["state"]
+    diff = cli(str(SAMPLE), "diff", "support-refund", "--json").stdout
+    paths = [c["path"] for c in json.loads(diff) if c["section"] == "state"]
+    assert paths == ["/messages/8"], paths
+    paths = [c["path"] for c in json.loads(cli(str(SAMPLE), "diff", "support-refund", "--json", "--all-keys").stdout)
+             if c["section"] == "state"]
+    assert "/__metadata__/step" in paths

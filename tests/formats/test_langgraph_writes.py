@@ -20,7 +20,8 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Command  # noqa: E402
-from tests.formats.test_format_langgraph import agent_graph, hitl_graph, plain, psycopg_dsn  # noqa: E402
+from tests.formats.test_format_langgraph import (  # noqa: E402
+    agent_graph, hitl_graph, plain, psycopg_dsn, supervisor_graph)
 
 from agentctl.errors import OperationError  # noqa: E402
 from agentctl.storage import open_store  # noqa: E402
@@ -572,6 +573,106 @@ async def test_prune_older_than_and_nothing_to_do(lg):
         assert res[0].op_id is None
         (plan,) = await h.plan_prune_spec(PruneSpec(threads=["l"], older_than=0))
         assert plan.delete_count == len(ids_of(loop, "l")) - 1  # all but the head
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+def by_ns(saver, thread: str) -> dict[str, list[str]]:
+    """LangGraph's own listing of a thread's checkpoints, every namespace: {ns: ids}."""
+    out: dict[str, list[str]] = {}
+    for tup in saver.list(cfg(thread)):
+        c = tup.config["configurable"]
+        out.setdefault(c["checkpoint_ns"], []).append(c["checkpoint_id"])
+    return {ns: sorted(ids) for ns, ids in out.items()}
+
+
+def ran_from(saver, thread: str, ns: str) -> str:
+    return next(iter(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ns}}))).metadata["parents"][""]
+
+
+async def test_prune_a_supervisor_thread_with_its_subgraph_namespaces(lg):
+    """langgraph-supervisor's shape (agents are compiled subgraphs handing back with
+    Command.PARENT): a subgraph's run is no fork of its thread, so `prune T --keep-last
+    2` keeps the thread's last 2 checkpoints (LangGraph's get_state_history), and the
+    namespaces run from checkpoints that go go whole; with --keep-last 6 the namespaces
+    run from kept checkpoints stay and LangGraph replays from them as from the twin's.
+    Undo puts every row back."""
+    url, saver = lg
+    sup = supervisor_graph().compile(checkpointer=saver)
+    for t in ("faang-1", "faang-2"):
+        sup.invoke({"messages": [HumanMessage(content="faang?")]}, cfg(t))
+    rows = dump(url, saver)
+    hist = [s.config["configurable"]["checkpoint_id"] for s in sup.get_state_history(cfg("faang-1"))]
+    before = by_ns(saver, "faang-1")
+    rows_ran_from = {ns: ran_from(saver, "faang-1", ns) for ns in before if ns}
+    assert len(hist) == 11 and len(before) == 5  # the thread and its 4 agent runs
+    values = strip_ids(sup.get_state(cfg("faang-1")).values)
+    cm, store, h = await history(url)
+    try:
+        [plan] = await h.plan_prune_spec(PruneSpec(threads=["faang-1"], keep_last=2))
+        assert plan.delete_count == sum(map(len, before.values())) - 2 and plan.keep_count == 2
+        assert "fork point" not in plan.reason
+        await h.prune_spec(PruneSpec(threads=["faang-1"], keep_last=2))
+        assert [s.config["configurable"]["checkpoint_id"]
+                for s in sup.get_state_history(cfg("faang-1"))] == hist[:2]
+        assert by_ns(saver, "faang-1") == {"": sorted(hist[:2])}
+        assert strip_ids(sup.get_state(cfg("faang-1")).values) == values
+        assert len(by_ns(saver, "faang-2")) == 5  # the other thread untouched
+        await h.undo()
+        assert dump(url, saver) == rows
+
+        await h.prune_spec(PruneSpec(threads=["faang-1"], keep_last=6))
+        kept = [s.config["configurable"]["checkpoint_id"] for s in sup.get_state_history(cfg("faang-1"))]
+        assert kept == hist[:6]
+        stay = {ns: ids for ns, ids in before.items() if ns and rows_ran_from[ns] in kept}
+        assert len(stay) == 2 and by_ns(saver, "faang-1") == {"": sorted(kept), **stay}
+        await h.undo()
+        assert dump(url, saver) == rows
+        await h.prune_spec(PruneSpec(threads=["faang-1"], keep_last=6))
+        # a kept agent run: LangGraph replays from the checkpoint it ran from as on the twin
+        step = {s.config["configurable"]["checkpoint_id"]: s.metadata["step"]
+                for s in sup.get_state_history(cfg("faang-1"))}
+        sub_from = next(rows_ran_from[ns] for ns in stay if ns)
+        assert strip_ids(sup.invoke(None, cfg("faang-1", sub_from))) == strip_ids(
+            sup.invoke(None, at_step(sup, "faang-2", step[sub_from]).config))
+    finally:
+        await cm.__aexit__(None, None, None)
+
+
+async def test_prune_keeps_an_interrupted_agent_run_and_it_resumes_as_its_twin(lg):
+    """An agent subgraph waiting on interrupt(): `prune T --keep-last 1` (and `--all`)
+    keeps the head, which holds the pending interrupt, and the agent's namespace run
+    from it (its head: where LangGraph resumes the subgraph); undone row for row; then
+    resuming gives what the unpruned twin gives."""
+    url, saver = lg
+    sup = supervisor_graph(ask=True).compile(checkpointer=saver)
+    for t in ("q1", "q2"):
+        sup.invoke({"messages": [HumanMessage(content="faang?")]}, cfg(t))
+    state = sup.get_state(cfg("q1"), subgraphs=True)
+    assert state.interrupts and state.tasks[0].state.next == ("work",)
+    rows = dump(url, saver)
+    cm, store, h = await history(url)
+    try:
+        for spec in (PruneSpec(threads=["q1"], keep_last=1), PruneSpec(keep_last=1)):
+            await h.prune_spec(spec)
+            left = by_ns(saver, "q1")
+            [ns] = [n for n in left if n]
+            assert ns.startswith("math:") and len(left[""]) == 1 and len(left[ns]) == 1
+            assert ran_from(saver, "q1", ns) == left[""][0]
+            twin = sup.get_state(cfg("q2"), subgraphs=True)
+            got = sup.get_state(cfg("q1"), subgraphs=True)
+            assert strip_ids(got.tasks[0].state.values) == strip_ids(twin.tasks[0].state.values)
+            assert [i.value for i in got.interrupts] == [i.value for i in twin.interrupts]
+            await h.undo()
+            assert dump(url, saver) == rows
+        await h.prune_spec(PruneSpec(threads=["q1"], keep_last=1))
+        outs = {}
+        for t in ("q1", "q2"):
+            out = sup.invoke(Command(resume="Q1"), cfg(t))
+            while "__interrupt__" in out:
+                out = sup.invoke(Command(resume="Q2"), cfg(t))
+            outs[t] = strip_ids(out)
+        assert outs["q1"] == outs["q2"] and outs["q1"]["messages"][-1]["content"] == "final answer"
     finally:
         await cm.__aexit__(None, None, None)
 

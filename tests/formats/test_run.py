@@ -471,3 +471,22 @@ def test_which_interpreter_runs_the_agent_and_module_var(tmp_path, project):
         assert r.returncode == 1 and "your agent raised ValueError in node 'step'" in r.stderr, (r.stdout, r.stderr)
         assert (tmp_path / "ran").read_text().split() == [want]
     assert os.path.exists(venv)
+
+
+def test_run_and_edit_on_a_file_nobody_may_write_run_nothing(tmp_path, project):
+    """The user's agent writes the database itself (in the child): on a file whose mode
+    lets nobody write it (as root too, whom the kernel lets write it), `run` and `edit`
+    with the graph refuse before the child starts: exit 6, one line, nothing written."""
+    url = lg_db_with_a_run(tmp_path, project)
+    os.chmod(url, 0o444)
+    before = settled_bytes(url)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    agent = f"{project / 'graph.py'}:graph"
+    for args in (["run", "t", "--agent", agent, "--from", "t@2"],
+                 ["edit", "t@2", "--set", "n=1", "--agent", agent, "--yes"]):
+        r = _agentctl(url, *args, cwd=project)
+        assert r.returncode == 6, (args, r.stdout, r.stderr)
+        assert r.stderr.splitlines()[-1] == (f"agentctl: {url}: the database is read-only, cannot write "
+                                             "(the file's mode is -r--r--r--)"), r.stderr
+        assert "step sees" not in r.stderr  # the agent never ran
+        assert settled_bytes(url) == before and sorted(p.name for p in tmp_path.iterdir()) == files

@@ -226,3 +226,75 @@ def test_ctrl_c_at_the_confirmation_prompt_says_nothing_was_changed(big_agentos,
     assert os.waitstatus_to_exitcode(status) == 130, seen
     assert b"agentctl: interrupted; nothing was changed" in seen, seen
     assert state(db) == before
+
+
+@pytest.fixture(scope="module")
+def index_db(big_agentos, tmp_path_factory) -> Path:
+    """big_agentos four times over (about 58,700 checkpoints): an index build of seconds."""
+    db = tmp_path_factory.mktemp("index") / "big.db"
+    shutil.copyfile(big_agentos, db)
+    conn = sqlite3.connect(db, isolation_level=None)
+    cols = "thread_id, parent_id, step, created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node"
+    conn.execute("BEGIN")
+    for k in range(1, 4):
+        conn.execute(f"INSERT INTO checkpoints (checkpoint_id, {cols}) SELECT checkpoint_id || '-i{k}', {cols} "
+                     "FROM checkpoints WHERE checkpoint_id NOT LIKE '%-i_'")
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return db
+
+
+def test_ctrl_c_stops_an_index_build_at_once_and_says_what_is_true(index_db, tmp_path):
+    """Ctrl-C during `index build`: the build stops within a second (it ran to its end
+    before, then said nothing was changed while `index status` showed it complete), no
+    index and no temporary file is left, and the line says so."""
+    db = tmp_path / "big.db"
+    shutil.copyfile(index_db, db)
+    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), "index", "build"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
+                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    assert proc.stderr is not None and proc.stderr.readline().startswith("building the search index")
+    deadline = time.monotonic() + 30  # the build under way: its temporary file is there
+    while not any(p.name.startswith("big.db.agentctl-search.tmp") for p in tmp_path.iterdir()):
+        assert time.monotonic() < deadline and proc.poll() is None, "the build ended before it was interrupted"
+        time.sleep(0.02)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - sent
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert err.strip() == "agentctl: interrupted; nothing was changed", err
+    assert took < 1.5, f"the build went on {took:.1f} s after Ctrl-C"
+    # no index, no temporary file (a read of a WAL database makes its -shm and -wal)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-shm", "-wal"))) == ["big.db"]
+    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), "index", "status"],
+                       capture_output=True, text=True, cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.stdout.startswith("state: absent"), r.stdout
+
+
+def test_ctrl_c_during_import_create_says_nothing_was_changed(big_agentos, tmp_path):
+    """Ctrl-C during `import --create` into a new file: the file is removed (a failed
+    import leaves nothing), and the line says so (it said "see agentctl oplog", which
+    then could not open the database)."""
+    export = tmp_path / "big.jsonl"
+    with export.open("w") as out:
+        r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(big_agentos), "export"], stdout=out,
+                           stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    new = tmp_path / "new" / "new.db"
+    new.parent.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(new), "import", "--create", str(export)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
+                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    deadline = time.monotonic() + 30
+    while not new.exists():  # the import under way: the new file made
+        assert time.monotonic() < deadline and proc.poll() is None, "the import ended before it was interrupted"
+        time.sleep(0.01)
+    time.sleep(0.1)  # (the whole import takes about a second)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert err.strip() == "agentctl: interrupted; nothing was changed", err
+    assert list(new.parent.iterdir()) == []

@@ -90,7 +90,35 @@ def test_metadata_not_utf8_is_shown_and_flagged(hostile_dbs):
     assert "\ufffd{not json" in _run(db, "show", "lg-bad-utf8").stdout
     doctor = _run(db, "doctor", ok=(0, 5)).stdout
     flagged = {line.split("\t")[1] for line in doctor.splitlines() if line.startswith("bad-metadata")}
-    assert flagged == {"lg-bad-utf8", "lg-deep-meta"}, doctor
+    assert flagged == {"lg-bad-utf8", "lg-deep-meta", "lg-nan"}, doctor
+
+
+NAN_THREAD = {"langgraph": "lg-nan", "article": "s-nan", "openai": "oa-nan", "adk": "app/u9/nan"}
+#: what doctor says of the NaN thread's rows: (PROBLEM, WHERE) lines; LangGraph's metadata
+#: is a warning (its msgpack channel values may hold any float)
+NAN_FOUND = {"langgraph": {("bad-metadata", "lg-nan")}, "article": {("invalid_json", "s-nan")},
+             "openai": {("invalid_json", None)}, "adk": {("invalid_json", "app/u9/nan"), ("invalid_json", None)}}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_nan_and_infinity_are_placeholders_and_found_by_doctor(hostile_dbs, fmt):
+    """NaN and Infinity (Python's json writes them, JSON has not): `show --json` and
+    `export` print valid JSON with a placeholder in their place, `doctor` names the row."""
+    def strict(text: str) -> None:  # JSON as RFC 8259 has it: no NaN, Infinity, -Infinity
+        json.loads(text, parse_constant=lambda word: pytest.fail(f"{word} in {text[-300:]}"))
+
+    db, thread = hostile_dbs[fmt], NAN_THREAD[fmt]
+    shown = _run(db, "show", thread, "--json").stdout
+    strict(shown)
+    assert "… NaN (not a JSON number)" in shown, shown[-2000:]
+    if fmt != "langgraph":  # (there: NaN in the metadata only; the channel values are msgpack)
+        assert "… -Infinity (not a JSON number)" in shown
+    for line in _run(db, "export", ok=(0, 1)).stdout.splitlines():
+        strict(line)
+    doctor = _run(db, "doctor", ok=(0,) if fmt == "langgraph" else (5,)).stdout
+    found = [tuple(line.split("\t")[:2]) for line in doctor.splitlines() if "RFC 8259" in line]
+    ids = {cp["metadata"]["checkpoint_id"] for cp in map(json.loads, _run(db, "export", thread).stdout.splitlines())}
+    assert {(check, None if where in ids else where) for check, where in found} == NAN_FOUND[fmt], doctor
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

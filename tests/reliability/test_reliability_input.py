@@ -492,6 +492,50 @@ def test_read_only_file_reads_and_refuses_writes(tmp_path):
     assert files(d) == before
 
 
+# whoever runs agentctl (root too, whom the kernel lets write any file): the file's mode
+# decides; every SQLite format's writes open their connection through the same backend
+READ_ONLY_WRITES = {
+    "checkpoints.db": [["rewind", MAIN + "@6", "--yes"], ["branch", MAIN, "x"],
+                       ["edit", "support-1042@3", "--set", "stage=\"x\"", "--yes"],
+                       ["prune", MAIN, "--keep-last", "2", "--yes", "--no-backup"], ["import", "{new}"]],
+    "sessions.db": [["rewind", "s-weather-paris@3", "--yes"], ["branch", "s-wang-report@5", "w1"]],
+    "langgraph.db": [["rewind", "deploy-approved~1", "--yes"], ["branch", "research~1", "r1"]],
+    "openai_agents.db": [["rewind", "weather-1~3", "--yes"]],
+    "adk.db": [["rewind", "trip-planner/alice/s-1@4", "--yes"]],
+}
+
+
+EMPTY = hashlib.sha256(b"").hexdigest()
+
+
+@pytest.mark.parametrize("sample", list(READ_ONLY_WRITES))
+def test_a_file_nobody_may_write_is_not_written_whoever_runs_agentctl(sample, tmp_path):
+    d = tmp_path / "ro"
+    d.mkdir()
+    db = d / sample
+    shutil.copyfile(REPO / "sample_db" / sample, db)
+    db.chmod(0o444)
+    before = files(d)
+    new_rows = tmp_path / "new.jsonl"
+    new_rows.write_text(json.dumps(make_cp("new", 1).to_dict()) + "\n")
+    for args in READ_ONLY_WRITES[sample]:
+        args = [str(new_rows) if a == "{new}" else a for a in args]
+        r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *args],
+                           capture_output=True, text=True, cwd=REPO, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert r.returncode == ExitCode.DATABASE, (args, r.returncode, r.stderr)
+        assert error_line(r.stderr).startswith(f"agentctl: {db}: the database is read-only, cannot write "
+                                               "(the file's mode is -r--r--r--)"), args
+        # a read of a WAL database may make its -shm and an empty -wal, nothing else
+        assert {k: v for k, v in files(d).items() if not k.endswith("-shm")} == before | (
+            {sample + "-wal": EMPTY} if os.path.exists(str(db) + "-wal") else {}), args
+    db.chmod(0o644)  # and the same writes go through once it may be written
+    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *READ_ONLY_WRITES[sample][0]],
+                       capture_output=True, text=True, cwd=REPO, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+
+
 # --------------------------------------------------------------------------- a locked database
 
 

@@ -1,8 +1,9 @@
 """What agentctl leaves next to a SQLite database in WAL mode (issue 23, items 1 and 2).
 
-- After every write command the database file alone holds the write: a copy of the
-  `.db` without its `-wal` reads the same as the database with it (agentctl
-  checkpoints the WAL after its write and closes its write connection last).
+- After every write command, with another connection open and idle, the database file
+  alone holds the write: a copy of the `.db` without its `-wal` reads the same as the
+  database with it, and the `-wal` is empty (agentctl checkpoints the WAL after its
+  write and closes its write connection last).
 - A checkpoint that cannot complete (another process holds a read transaction on the
   WAL) neither blocks nor fails the command.
 - A read may create the `-shm` and an empty `-wal` (SQLite needs them to read a WAL
@@ -111,8 +112,31 @@ WRITES = {
 
 @pytest.mark.parametrize("fmt", list(WRITES))
 def test_after_every_write_the_database_file_alone_holds_it(fmt, tmp_path):
+    """With another connection open and idle all along (an agent between two writes):
+    agentctl's write connection is not the last to close, so SQLite's own checkpoint on
+    the last close does not happen and only agentctl's checkpoint puts the write in the
+    file and empties the -wal."""
     sample, commands = WRITES[fmt]
     db = wal_copy(sample, tmp_path / "db.sqlite")
+    # in a process of its own: this one copies the file, and closing any descriptor of
+    # it would drop the process's POSIX locks, the idle connection's too
+    idle = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sqlite3, sys\n"
+         f"c = sqlite3.connect({str(db)!r})\n"
+         "c.execute('SELECT COUNT(*) FROM sqlite_master').fetchone()\n"
+         "assert not c.in_transaction\n"
+         "print('ready', flush=True); sys.stdin.readline(); c.close()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert idle.stdout is not None and idle.stdout.readline().strip() == "ready"
+        run_writes(fmt, commands, db, tmp_path)
+        assert idle.poll() is None, "the idle connection was open all along"
+    finally:
+        idle.communicate("\n", timeout=30)
+
+
+def run_writes(fmt: str, commands: list[list[str]], db: Path, tmp_path: Path) -> None:
     export = tmp_path / "export.jsonl"
     if fmt == "agentos":
         r = agentctl(db, "export", "coder-add-cli-flag")
@@ -131,7 +155,7 @@ def test_after_every_write_the_database_file_alone_holds_it(fmt, tmp_path):
         after = dump(db)
         assert after != before, f"{args} changed nothing: not a test of its write"
         wal = Path(str(db) + "-wal")
-        assert not wal.exists() or wal.stat().st_size == 0, f"{args} left {wal.stat().st_size} B in the -wal"
+        assert wal.exists() and wal.stat().st_size == 0, f"{args} left {wal.stat().st_size} B in the -wal"
         assert dump(file_alone(db, tmp_path)) == after, f"{args}: the file alone lacks the write"
 
 

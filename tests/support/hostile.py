@@ -9,6 +9,7 @@ its own so the good threads can be checked to still work:
 - non-UTF-8 bytes (LangGraph metadata `\\xff{not json ...`)
 - text that is not JSON where JSON is expected (the article's tool_calls_json)
 - terminal escapes in text
+- NaN and Infinity, which Python's json writes (and the frameworks with it) but JSON has not
 
 `huge_value(fmt, path, size)` adds one value of `size` bytes (the 50 MB test).
 """
@@ -29,10 +30,10 @@ NOT_UTF8 = b"\xff{not json \xfe\xfd"
 
 #: the hostile threads of each format (the good ones are the contract database's)
 HOSTILE = {
-    "langgraph": ["lg-deep", "lg-deep-ext", "lg-deep-meta", "lg-bad-utf8", "lg-esc"],
-    "article": ["s-deep", "s-notjson", "s-esc"],
-    "openai": ["oa-deep", "oa-notjson", "oa-esc"],
-    "adk": ["app/u9/deep", "app/u9/notjson", "app/u9/esc"],
+    "langgraph": ["lg-deep", "lg-deep-ext", "lg-deep-meta", "lg-bad-utf8", "lg-esc", "lg-nan"],
+    "article": ["s-deep", "s-notjson", "s-esc", "s-nan"],
+    "openai": ["oa-deep", "oa-notjson", "oa-esc", "oa-nan"],
+    "adk": ["app/u9/deep", "app/u9/notjson", "app/u9/esc", "app/u9/nan"],
 }
 GOOD = {"langgraph": "lg-main", "article": None, "openai": "oa-main", "adk": "app/u1/main"}
 
@@ -71,7 +72,10 @@ def _splice(path: str, thread: str, marker: str, raw: bytes) -> None:
     con.close()
 
 
-def _lg_put(path: str, thread: str, channel_values: dict) -> None:
+NAN = {"nan": float("nan"), "inf": [float("inf"), float("-inf")], "ok": "fine"}
+
+
+def _lg_put(path: str, thread: str, channel_values: dict, metadata: dict | None = None) -> None:
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -82,7 +86,7 @@ def _lg_put(path: str, thread: str, channel_values: dict) -> None:
         cp["channel_values"] = channel_values
         cp["channel_versions"] = {k: 1 for k in channel_values}
         saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, cp,
-                  {"source": "input", "step": 0}, cp["channel_versions"])
+                  {"source": "input", "step": 0, **(metadata or {})}, cp["channel_versions"])
     finally:
         conn.close()
 
@@ -95,6 +99,7 @@ def _hostile_langgraph(path: str) -> None:
     _lg_put(path, "lg-deep-meta", {"ok": "fine"})
     _lg_put(path, "lg-bad-utf8", {"ok": "fine"})
     _lg_put(path, "lg-esc", {"note": ESC})
+    _lg_put(path, "lg-nan", NAN, {"score": float("nan")})
     con = sqlite3.connect(path)
     with con:
         con.execute("UPDATE checkpoints SET metadata = ? WHERE thread_id = 'lg-deep-meta'",
@@ -117,6 +122,7 @@ def _hostile_article(path: str) -> None:
                     "VALUES ('s-notjson', 'assistant', 'broken', ?)", ("{not json at all",))
         con.execute("INSERT INTO messages (session_id, role, content, tool_calls_json) "
                     "VALUES ('s-esc', 'assistant', ?, ?)", (ESC, json.dumps([{"id": ESC}])))
+        con.execute("UPDATE sessions SET metadata_json = ? WHERE id = 's-nan'", (json.dumps(NAN),))
     con.close()
 
 
@@ -133,6 +139,8 @@ def _hostile_openai(path: str) -> None:
                     ("{not json",))
         con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-esc', ?)",
                     (json.dumps({"role": "assistant", "content": ESC}),))
+        con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-nan', ?)",
+                    (json.dumps({"role": "assistant", "content": "n", **NAN}),))
     con.close()
 
 
@@ -145,13 +153,17 @@ def _hostile_adk(path: str) -> None:
         for thread in HOSTILE["adk"]:
             _, user, sid = thread.split("/")
             con.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
-                        (sess["app_name"], user, sid, "{}", sess["create_time"], sess["update_time"]))
+                        (sess["app_name"], user, sid, json.dumps(NAN) if sid == "nan" else "{}",
+                         sess["create_time"], sess["update_time"]))
             data = json.loads(event["event_data"])
             if sid == "deep":
                 text = json.dumps(data).replace('"state_delta": {', '"state_delta": {"deep": ' + deep_json() + ", ", 1)
                 assert text.count(deep_json()) == 1
             elif sid == "notjson":
                 text = "{not json"
+            elif sid == "nan":
+                data["actions"] = {**data.get("actions", {}), "state_delta": NAN}
+                text = json.dumps(data)
             else:
                 data["content"] = {"role": "user", "parts": [{"text": ESC}]}
                 text = json.dumps(data)

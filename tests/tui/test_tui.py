@@ -892,3 +892,64 @@ async def test_langgraph_checkpoint_rows_name_the_source_once():
     labels = [checkpoint_label(m).plain for m in metas]
     assert [label.split()[-1] for label in labels] == ["input", "loop", "loop"], labels
     assert not any("loop  loop" in label or m.checkpoint_id in label for label, m in zip(labels, metas))
+
+
+async def test_a_branch_row_sits_under_the_thread_it_was_branched_from(sample_url):
+    """Issue 33.11: the thread list is sorted by activity, and a branch written to
+    since its thread (the newest thread now) sat at the top, under nothing; it sits right
+    under its thread (`↳`), the others as they were, on SQLite and Postgres."""
+    branch = "coder-fix-flaky-test-branch-retry-backoff-70e7"
+    writer = make_backend(sample_url, readonly=False, create=False)
+    try:
+        await writer.put(make_cp(branch, 4, cid="ckpt-branch-late-4", parent=f"ckpt-{branch}-3",
+                                 created_at="2026-11-02T10:00:00+00:00", summary="[assistant] later"))
+    finally:
+        await writer.close()
+    app = AgentctlApp(sample_url)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.threads.table
+        rows = [table.get_row_at(i)[1].plain for i in range(table.row_count)]
+        assert rows == ["loop-research-7", "coder-add-cli-flag", "coder-fix-flaky-test", f"↳ {branch}",
+                        "support-1044", "support-1043", "support-1042"], rows
+
+
+def _shape(node, depth: int = 0) -> list[str]:
+    """The checkpoint list as `depth:step` lines (`depth:fork N` for a fork node)."""
+    from agentctl.tui.widgets.timeline import ForkItem
+
+    out = []
+    for child in node.children:
+        if isinstance(child.data, CheckpointItem):
+            out.append(f"{depth}:{child.data.meta.step}")
+        elif isinstance(child.data, ForkItem):
+            out.append(f"{depth}:fork {child.data.count}")
+        out += _shape(child, depth + 1)
+    return out
+
+
+async def test_the_checkpoint_list_draws_a_threads_forks_as_tree_does(tmp_path):
+    """Issue 33.2: LangGraph's `support-refund-replay` (replayed from @2, then rewound to
+    @2) was one flat list (-1..7, `3 fork`, 4..8, `3 fork [head]`); the list draws it as
+    `tree` does: the head's line -1, 0, 1, 2, 3 in order, the two forks under @2 (its
+    branch point), and each row names the node that wrote it and its last message."""
+    db = tmp_path / "lg.db"
+    shutil.copyfile(SAMPLE_DB.parent / "langgraph.db", db)
+    app = AgentctlApp(str(db))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "support-refund-replay")
+        assert _shape(app.timeline.root) == [
+            "0:-1", "0:0", "0:1", "0:2",
+            "1:fork 5", "2:3", "2:4", "2:5", "2:6", "2:7",
+            "1:fork 6", "2:3", "2:4", "2:5", "2:6", "2:7", "2:8",
+            "0:3"]
+        top = [c for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
+        assert "branch-point" in top[3].data.labels and "head" in top[-1].data.labels
+        assert app.timeline.is_at_head() and app.selected.checkpoint_id == top[-1].data.meta.checkpoint_id
+        assert "agent: [assistant] Let me lookup order." in top[2].label.plain
+        # the State and Diff tabs leave LangGraph's own keys out (`show --all-keys` has them)
+        await until(pilot, lambda: app.screen.detail_loaded == app.selected.checkpoint_id, what="the detail")
+        assert '"messages"' in view_text(app, "state-view")
+        for tab in ("state", "diff"):
+            assert "__metadata__" not in view_text(app, f"{tab}-view")

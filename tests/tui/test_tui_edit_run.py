@@ -124,6 +124,32 @@ async def test_e_cancel_and_unchanged_value_write_nothing(sample_sqlite):
     assert open(sample_sqlite, "rb").read() == before
 
 
+async def test_e_opens_on_the_key_and_fits_80x24(sample_sqlite):
+    """Typing the key as the README says goes into the key box (not into the value box,
+    prefilled with the whole state: `plan.next_city{`); at 80x24 Save, Cancel and their
+    keys are in view."""
+    app = AgentctlApp(sample_sqlite)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await to_step(pilot, "coder-add-cli-flag", 6)
+        await press(pilot, "e")
+        editor = app.screen
+        assert isinstance(editor, EditScreen)
+        await pilot.press(*"last_test.failed")
+        await settle(pilot)
+        assert editor.query_one(Input).value == "last_test.failed"
+        assert json.loads(editor.query_one(TextArea).text) == 0
+        inside = editor.query_one("#dialog").content_region  # in view: not cut off by the dialog
+        for widget in ("#ok", "#cancel", "#dialog-keys"):
+            region = editor.query_one(widget).region
+            assert region.height >= 1 and inside.contains_region(region), (widget, region, inside)
+        assert "ctrl+s: save" in screen_text(app) and "escape: cancel" in screen_text(app)
+        await press(pilot, "enter")  # to the value, selected: typing replaces it
+        await pilot.press("3")
+        await settle(pilot)
+        assert editor.query_one(TextArea).text == "3" and editor_state(app) == ("", False)
+
+
 # ---- c / the palette: compare two checkpoints ------------------------------------------
 
 
@@ -217,6 +243,16 @@ async def test_e_then_R_on_langgraph_runs_live_and_ends_on_the_compare_view(stor
         assert await thread_size(app, "trip") == size + 1
         edited = app.selected
         assert edited.step == 2 and (await app.source.db.get(edited.checkpoint_id)).state["plan"]["next_city"] == "Paris"
+        # the list (issue 33.2): the update right after its parent, step 1, marked as the
+        # branch point; the run it left hangs under step 1 as a fork
+        from agentctl.tui.widgets.timeline import CheckpointItem, ForkItem
+
+        def top():
+            return [c for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
+
+        assert top()[-1].data.meta.checkpoint_id == edited.checkpoint_id and "head" in top()[-1].data.labels
+        assert top()[-2].data.meta.step == 1 and "branch-point" in top()[-2].data.labels
+        assert [c.data.count for c in top()[-2].children if isinstance(c.data, ForkItem)] == [size - 3]
 
         # R from the edited checkpoint: the graph goes on by itself (next: search)
         await press(pilot, "R")
@@ -233,6 +269,8 @@ async def test_e_then_R_on_langgraph_runs_live_and_ends_on_the_compare_view(stor
         assert any(n.startswith("ran trip: 2 new checkpoint(s)") for n in notices(app))
         # the run's checkpoints are in the tree, its last one selected
         assert await thread_size(app, "trip") == size + 3
+        assert [c.data.meta.step for c in top()][-4:] == [1, 2, 3, 4]  # the run after the update
+        assert top()[-3].data.meta.checkpoint_id == edited.checkpoint_id
         head = (await app.source.db.read_thread("trip", limit=1, descending=True))[0]
         assert app.selected.checkpoint_id == head.checkpoint_id
         assert "booked AF1234" in json.dumps((await app.source.db.get(head.checkpoint_id)).state)
@@ -423,7 +461,7 @@ class S(TypedDict, total=False):
 
 
 def ask(state: S) -> S:
-    return {"approved": interrupt({"question": "approve " + state["item"] + "?"})}
+    return {"approved": interrupt({"question": "approve " + state["item"] + "?\\nreply with JSON", "by": "ops"})}
 
 
 builder = StateGraph(S)
@@ -449,6 +487,10 @@ async def test_R_at_an_interrupt_asks_the_resume_value(tmp_path):
         assert isinstance(app.screen, PromptScreen)
         text = screen_text(app)
         assert "waiting at an interrupt" in text and "approve refund?" in text
+        # the question, readable: its own lines, not the write's raw JSON
+        lines = [line.strip(" │┃") for line in text.splitlines()]
+        assert "question: approve refund?" in lines and "reply with JSON" in lines and "by: ops" in lines
+        assert "task_id" not in text and "__type__" not in text and "\\n" not in text
         app.screen.query_one(Input).value = '{"ok": true}'
         await press(pilot, "enter")
         assert isinstance(app.screen, ConfirmScreen) and "with resume" in screen_text(app)
@@ -457,3 +499,47 @@ async def test_R_at_an_interrupt_asks_the_resume_value(tmp_path):
         head = (await app.source.db.read_thread("t", limit=1, descending=True))[0]
         assert (await app.source.db.get(head.checkpoint_id)).state["approved"] == {"ok": True}
         assert any(n.startswith("ran t: 1 new checkpoint(s)") for n in notices(app)), notices(app)
+
+
+async def test_R_on_an_async_graph_with_run_options_and_an_error_said_once(tmp_path):
+    """R runs an async graph (LangGraph's async API in the child); `o` on the run's
+    confirmation sets the run's options as `run` takes them (--context, --configurable);
+    the user's exception is said in one notice, not two."""
+    pytest.importorskip("langgraph")
+    from agentctl.tui.screens.prompt import PromptScreen
+    from tests.formats.test_run_apps import APPS
+    from tests.support.sampledb import cli
+
+    (tmp_path / "graph.py").write_text((APPS / "asyncctx" / "graph.py").read_text())
+    db, config, r = langgraph_project(tmp_path, "t", '{"n": 0}', None)
+    (tmp_path / "langgraph.json").write_text('{"graphs": {"g": "./graph.py:graph"}}')
+    r = cli(db, "run", "t", "--input", '{"n": 0}', "--config", config, "--context", '{"limit": 1}')
+    assert r.exit_code == 0, r.stderr
+    app = AgentctlApp(db, config=config)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, "t")
+        for user, want in (('"mallory"', "your agent raised PermissionError"), ('"ada"', "ran t: ")):
+            if isinstance(app.screen, CompareScreen):  # where the failed run parted
+                await press(pilot, "escape")
+            app.timeline.focus()
+            await press(pilot, "R")
+            if isinstance(app.screen, PromptScreen):  # at the head the graph has ended: an input
+                app.screen.query_one(Input).value = '{"n": 0}'
+                await press(pilot, "enter")
+            assert isinstance(app.screen, ConfirmScreen) and "o: options" in screen_text(app)
+            await press(pilot, "o")
+            assert isinstance(app.screen, PromptScreen) and "--configurable" in screen_text(app)
+            app.screen.query_one(Input).value = "--context '{}' --configurable"
+            await press(pilot, "enter")
+            assert isinstance(app.screen, PromptScreen)  # refused, said
+            app.screen.query_one(Input).value = (f"--context '{{\"greeting\": \"yo\", \"limit\": 2}}' "
+                                                 f"--configurable user_id='{user}'")
+            await press(pilot, "enter")
+            assert isinstance(app.screen, ConfirmScreen) and "--configurable user_id=" in screen_text(app)
+            await press(pilot, "y")
+            await until(pilot, lambda: any(want in n for n in notices(app)), timeout=60, what="the run")
+            await settle(pilot)
+            assert sum(1 for n in notices(app) if "PermissionError" in n) == 1, notices(app)
+        head = (await app.source.db.read_thread("t", limit=1, descending=True))[0]
+        assert (await app.source.db.get(head.checkpoint_id)).state["log"][-2:] == ["yo ada 0", "yo ada 1"]

@@ -38,3 +38,21 @@ def test_cap_a_decoded_value():
     json.dumps(out)
     assert deep.placeholder(5_001) in json.dumps(out, ensure_ascii=False)
     assert deep.cap({"a": (1, [2])}) == {"a": [1, [2]]}
+
+
+def test_numbers_json_has_no_words_for():
+    """strict_loads refuses NaN, Infinity and 1e999 (Python's json reads them); dumps
+    writes them as placeholders, never as NaN or Infinity; other values untouched."""
+    for text in ("NaN", "[1, Infinity]", '{"a": {"b": -Infinity}}', "[1e999]", "-1e400"):
+        with pytest.raises(deep.NotJsonNumber):
+            deep.strict_loads(text)
+        assert deep.non_json_number(text) is not None
+    assert deep.strict_loads('{"a": [1.5, 1e308, "NaN"]}') == {"a": [1.5, 1e308, "NaN"]}
+    assert deep.non_json_number("{not json") is None and deep.non_json_number("[1]") is None
+    value = {"a": [float("nan"), (1, float("inf"))], "b": -float("inf"), "c": "NaN", "d": 0.5}
+    text = deep.dumps(value)
+    assert json.loads(text, parse_constant=lambda w: pytest.fail(w)) == {
+        "a": ["… NaN (not a JSON number)", [1, "… Infinity (not a JSON number)"]],
+        "b": "… -Infinity (not a JSON number)", "c": "NaN", "d": 0.5}
+    plain = {"a": [1, "x"]}
+    assert deep.dumps(plain) == json.dumps(plain)

@@ -7,7 +7,7 @@ import typer
 
 from agentctl.cli.context import run as run_coro
 from agentctl.cli.context import state
-from agentctl.cli.options import DryRunOpt, JsonOpt, RefArg, YesOpt
+from agentctl.cli.options import ConfigurableOpt, ContextOpt, DryRunOpt, JsonOpt, RefArg, YesOpt
 from agentctl.cli.output import confirm, emit_json, info, say, show_changes
 
 
@@ -30,6 +30,8 @@ def edit(
         "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")] = None,
     python: Annotated[str | None, typer.Option(
         "--python", metavar="PATH", help="The interpreter of the agent's environment (as `run` takes it).")] = None,
+    context_json: ContextOpt = None,
+    configurable: ConfigurableOpt = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
@@ -49,7 +51,9 @@ def edit(
     versions, the edges --as-node (default: the node that wrote last) wrote when it last
     ran, its versions_seen; LangGraph reads and resumes it as its own update. That path
     refuses (exit 2) channels whose values are not plain data (LangChain messages, other
-    objects, pickled) and graphs with DeltaChannels: pass --agent for those.
+    objects, pickled) and graphs with DeltaChannels: pass --agent for those. With --agent,
+    --context and --configurable KEY=JSON are given to the graph as `run` gives them (an
+    async graph's update goes through aupdate_state and LangGraph's async saver).
 
     OpenAI Agents SDK: REF is an item; KEY a key of the item as the SDK stores it
     (`content`, `content.0.text`): the item is changed in place, and the SDK's get_items
@@ -68,7 +72,10 @@ def edit(
     from agentctl.edits import edit_natively, edit_through_agent, graph_at_hand, parse_edits, plan_edit, record_edit
     from agentctl.refs import resolve
 
+    from agentctl.runs import run_settings
+
     edits = parse_edits(sets, unsets)
+    settings = run_settings("langgraph", context_json, configurable)
     st = state(ctx)
 
     async def plan():
@@ -83,6 +90,11 @@ def edit(
 
     p = run_coro(plan())
     meta, changes = p.meta, p.changes
+    if settings and p.native:
+        from agentctl.errors import UsageError
+
+        raise UsageError("--context and --configurable are given to your graph: name it with --agent "
+                         "(or --config, a langgraph.json here)")
     if dry_run:
         if json_out:
             emit_json({"ref": meta.checkpoint_id, "thread_id": meta.thread_id, "step": meta.step,
@@ -117,7 +129,7 @@ def edit(
             f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")
         return
     confirm(p.confirm_text, yes=yes)
-    outcome = edit_through_agent(p, st.db, who, interpreter, as_node)
+    outcome = edit_through_agent(p, st.db, who, interpreter, as_node, settings)
 
     async def record():
         async with st.engine(need="undo") as (_, history):

@@ -52,6 +52,11 @@ async def _family(backend: "Store", thread: str) -> list[str]:
     return (await branch_family(backend, thread, MAX_GRAPH_THREADS)).threads
 
 
+AllKeysOpt = Annotated[bool, typer.Option(
+    "--all-keys", help="Also the keys a format adds to the state of its own (LangGraph's "
+                       "__metadata__, __internal__), left out by default.")]
+
+
 def _newest_first(per_thread: list[list[CheckpointMetadata]]) -> list[CheckpointMetadata]:
     """Interleave threads by time, keeping each thread's own order (children first); at
     equal times a branch's rows first (a branch is listed after the thread it parts
@@ -104,7 +109,8 @@ def log(
             # Forks off the checkpoints shown: their children in other threads.
             for thread_id, parent_id in await backend.fork_children(sorted(set(forked)), tid):
                 heads.setdefault(parent_id, []).append(f"fork: {thread_id}")
-            return tid, total, pages[0] if len(pages) == 1 else _newest_first(pages)[:n], heads
+            metas = pages[0] if len(pages) == 1 else _newest_first(pages)[:n]
+            return tid, total, await backend.describe(metas), heads
 
     with _gc_paused():
         tid, total, metas, heads = run(go())
@@ -132,6 +138,7 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
                     full: Annotated[bool, typer.Option(
                         "--full", help="Show long texts whole (default: the first 20,000 characters "
                                        "and their size).")] = False,
+                    all_keys: AllKeysOpt = False,
                     ) -> None:
     """One checkpoint: metadata, the messages as a chat transcript (the last 50 unless
     --messages), the state and tool results as JSON. A text longer than 20,000 characters
@@ -166,6 +173,7 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
     from rich.text import Text
 
     from agentctl import deep, render
+    from agentctl.diff import own_state
 
     if not full:  # cut before rendering: a 50 MB text would cost Rich ~10 times its size
         for part in (cp.messages, cp.state, cp.tools_result):
@@ -182,7 +190,7 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
         if skipped else []
     show(render.metadata_table(cp.metadata, cp.next_node),
          rule(title), *head, render.transcript(msgs[skipped:] if skipped else msgs, first_index=skipped),
-         rule("state"), render.json_view(cp.state),
+         rule("state"), render.json_view(cp.state if all_keys else own_state(cp.state)),
          rule("tool results"), render.json_view(cp.tools_result))
 
 
@@ -199,6 +207,7 @@ def diff(
         autocompletion=complete_ref)] = None,
     json_out: JsonOpt = False,
     patch: Annotated[bool, typer.Option("--patch", help="Print RFC 6902 JSON Patch per section.")] = False,
+    all_keys: AllKeysOpt = False,
 ) -> None:
     """Structural diff of two checkpoints: metadata, messages, state and tool results
     by JSON path (added / removed / changed, with old and new values). With one
@@ -238,7 +247,7 @@ def diff(
         old, new = run(go())
         if old is None or new is None:
             raise CheckpointNotFound(a if old is None else str(b))
-        changes = diff_checkpoints(old, new)
+        changes = diff_checkpoints(old, new, format_keys=all_keys)
         _show_diff(old, new, changes, json_out, patch)
         del old, new, changes
 

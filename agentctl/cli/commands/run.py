@@ -9,7 +9,7 @@ import typer
 from agentctl.cli.complete import complete_ref, complete_thread
 from agentctl.cli.context import run as run_coro
 from agentctl.cli.context import state
-from agentctl.cli.options import AcceptYesOpt, JsonOpt
+from agentctl.cli.options import AcceptYesOpt, ConfigurableOpt, ContextOpt, JsonOpt
 from agentctl.cli.output import emit_jsonl, info, say
 
 
@@ -29,6 +29,8 @@ def run_agent(
         "[{\"role\": \"user\", \"content\": \"hi\"}]}'; OpenAI Agents SDK, Google ADK: the user's message (TEXT).")] = None,
     resume_json: Annotated[str | None, typer.Option(
         "--resume", metavar="JSON", help="The answer to a pending interrupt() (LangGraph's Command(resume=...)).")] = None,
+    context_json: ContextOpt = None,
+    configurable: ConfigurableOpt = None,
     agent: Annotated[str | None, typer.Option(
         "--agent", metavar="NAME|FILE.py:VAR|module:var",
         help="The agent: a graph of langgraph.json, or where its graph object is.")] = None,
@@ -46,10 +48,16 @@ def run_agent(
     with the framework's own saver on --db; each new checkpoint is printed as it is saved
     (--json: JSON Lines). THREAD alone resumes the thread's head (LangGraph:
     invoke(None)); --from REF runs from an earlier checkpoint; --input gives the graph
-    input; --resume answers a pending interrupt(). What the run saved is one operation in
+    input; --resume answers a pending interrupt(); --context gives the graph's Runtime
+    context (its context_schema: a dataclass, pydantic model or TypedDict, built from the
+    JSON object), --configurable KEY=JSON a value of config["configurable"]. A graph with
+    async nodes runs through LangGraph's async API (astream) with its async saver, as
+    `langgraph dev` runs it. What the run saved is one operation in
     the op log: `agentctl undo` moves it to the trash. An exception in your code is shown
     with your own frames (exit 1); what was saved before it stays, undoable. Ctrl-C stops
-    the run (exit 130); what it saved stays, undoable.
+    the run (exit 130); what it saved stays, undoable. A LangGraph run with --input on a
+    database without tables (a new SQLite file, an empty Postgres database) has LangGraph's
+    saver create them first (setup(), as `langgraph dev` would), and says so.
 
     OpenAI Agents SDK: --agent FILE.py:VAR (an Agent), --input TEXT (the user's message):
     Runner.run(agent, TEXT, session=...) with the SDK's own session on --db; each new item
@@ -61,13 +69,29 @@ def run_agent(
     Example: agentctl --db sample_db/langgraph.db run story-1 --config sample_db/story/langgraph.json
     """
     from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
-    from agentctl.runs import RunTally, plan_run, record_run, recorded_summary, short, start_request
+    from agentctl.runs import (
+        RunTally,
+        create_tables,
+        plan_run,
+        record_run,
+        recorded_summary,
+        short,
+        start_request,
+        without_tables,
+    )
 
     st = state(ctx)
+    if input_json is not None and from_ref is None and resume_json is None and st.format in (None, "langgraph") \
+            and run_coro(without_tables(st.db)):
+        # a new database: LangGraph's saver makes its tables first, as `langgraph dev` would
+        # (reads never create anything; a run with an input is a write of the framework's)
+        create_tables(st.db, pick_python(python))
+        info(f"created LangGraph's checkpoint tables in {st.db} (its saver's setup(); undo does not remove them)")
 
     async def prepare():
         async with st.engine(write=False) as (store, history):
-            return await plan_run(store, history, thread, from_ref, input_json, resume_json)
+            return await plan_run(store, history, thread, from_ref, input_json, resume_json, context_json,
+                                  configurable)
 
     plan = run_coro(prepare())
     who = find_agent(agent, config, fmt=plan.fmt)
@@ -125,9 +149,9 @@ def _say_checkpoint(event: dict[str, Any]) -> None:
 
 
 def _say_error(event: dict[str, Any]) -> None:
-    where = f" in node {event['node']!r}" if event.get("node") else \
-        (f" in agent {event['agent']!r}" if event.get("agent") else "")
-    info(f"your agent raised {event.get('type')}{where}: {event.get('message')}")
+    from agentctl.runs import error_line
+
+    info(error_line(event))
     for f in event.get("frames") or []:
         info(f'  File "{f.get("file")}", line {f.get("line")}, in {f.get("name")}')
         if f.get("code"):

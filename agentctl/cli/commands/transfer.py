@@ -2,7 +2,6 @@
 before destructive writes on SQLite."""
 
 
-import json
 import os
 import stat
 import sys
@@ -12,6 +11,7 @@ from typing import IO, Annotated, Any, Iterator
 
 import typer
 
+from agentctl import deep
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import AcceptYesOpt, JsonOpt
@@ -57,8 +57,22 @@ def backup(
             return None
 
     run(check())
-    n = sqlite_backup(path, dest, force=force)
-    say(f"backed up {path} to {dest} ({n} bytes)")
+    written, n = sqlite_backup(path, dest, force=force)
+    say(f"backed up {path} to {written} ({n} bytes)")
+
+
+def check_output_path(output: str, *, force: bool) -> None:
+    """Refuse, before anything is read or written, a file `-o` cannot be: a directory,
+    one in a folder that does not exist, an existing file without --force."""
+    from agentctl.errors import NotFoundError, UsageError
+
+    if os.path.isdir(output):
+        raise UsageError(f"{output} is a directory; name the file to write in it (-o {os.path.join(output, 'FILE')})")
+    parent = os.path.dirname(output) or "."
+    if not os.path.isdir(parent):
+        raise NotFoundError(f"cannot write {output}: no directory {parent}")
+    if os.path.isfile(output) and not force:
+        raise UsageError(f"{output} exists; use --force to overwrite it")
 
 
 # ---- export -----------------------------------------------------------------------------
@@ -76,13 +90,16 @@ def export(
 
     Example: agentctl --db sample_db/checkpoints.db export support-1042 -o support.jsonl
     """
-    from agentctl.errors import AgentctlError, CorruptRowError, UsageError
+    from agentctl.errors import AgentctlError, CorruptRowError
     from agentctl.refs import resolve_thread
 
     st = state(ctx)
     to_stdout = output == "-"
-    if not to_stdout and os.path.exists(output) and not force:
-        raise UsageError(f"{output} exists; use --force to overwrite it")
+    # a device or a pipe (-o /dev/null, -o >(gzip > x.gz)) is written to as a shell's
+    # redirection would, no --force needed; a regular file through a temporary file
+    to_stream = not to_stdout and os.path.exists(output) and not os.path.isfile(output)
+    if not to_stdout:
+        check_output_path(output, force=force)
 
     def write_all(out: IO[str]) -> tuple[int, list[str]]:
         async def go():
@@ -95,7 +112,7 @@ def export(
                         if isinstance(item, CorruptRowError):
                             bad.append(str(item))
                         else:
-                            out.write(json_text(json.dumps(item.to_dict(), ensure_ascii=False)) + "\n")
+                            out.write(json_text(deep.dumps(item.to_dict(), ensure_ascii=False)) + "\n")
                             written += 1
                         advance(1)
             return written, bad
@@ -104,9 +121,16 @@ def export(
 
     if to_stdout:
         written, bad = write_all(sys.stdout)
+    elif to_stream:
+        with open(output, "w", encoding="utf-8") as out:
+            written, bad = write_all(out)
+        info(f"exported {written} checkpoints to {output}")
     else:
         target = Path(output)
-        fd, tmp = tempfile.mkstemp(prefix=".agentctl-export-", suffix=".jsonl", dir=target.parent or ".")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".agentctl-export-", suffix=".jsonl", dir=target.parent)
+        except OSError as exc:
+            raise AgentctlError(f"cannot write {output}: {exc.strerror}") from None
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 written, bad = write_all(out)
@@ -138,7 +162,7 @@ def _read_jsonl(stream: IO[str], name: str, advance: Any) -> Iterator[Any]:
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d = deep.strict_loads(line)
             if not isinstance(d, dict):
                 raise ValueError(f"a JSON {json_type_name(d)} where an object is expected")
             if not isinstance(d.get("metadata"), dict):
@@ -179,6 +203,9 @@ async def _remove_created(st: CliState) -> None:
         for name in (path, path + "-wal", path + "-shm", path + "-journal"):
             if os.path.exists(name):
                 os.remove(name)
+        # no database, no op log to ask after Ctrl-C: nothing was changed, and that is
+        # what the interrupted line says (not "see agentctl oplog", which cannot open it)
+        st.writing = False
         return
     async with st.open(write=True) as backend:
         await backend.drop_if_empty()
@@ -199,13 +226,16 @@ def import_(
 
     Example: agentctl --db postgresql://me@localhost/agents import --create support.jsonl
     """
-    from agentctl.errors import DatabaseNotFound, SchemaError, UsageError
+    from agentctl.errors import DatabaseNotFound, SchemaError, UsageError, not_a_file
 
     if on_conflict not in ("skip", "replace", "error"):
         raise UsageError(f"unknown --on-conflict {on_conflict!r}; use skip, replace or error")
     st = state(ctx)
-    if file != "-" and not os.path.isfile(file):
+    problem = not_a_file(file) if file != "-" else None
+    if problem == "does not exist":
         raise DatabaseNotFound(f"file not found: {file}")
+    if problem:
+        raise UsageError(f"{file} {problem}")
     size = os.path.getsize(file) if file != "-" else None
 
     async def go(stream: IO[str]):

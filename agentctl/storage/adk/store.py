@@ -4,7 +4,7 @@ the mapping, `events.py` for the transcript and the state fold)."""
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Mapping, NamedTuple, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, NamedTuple, Sequence
 
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
@@ -100,7 +100,20 @@ class ADKStore(ConnectedStore):
         self.has_app_states = {"app_name", "state"} <= tables.get("app_states", set())
         self.has_user_states = {"app_name", "user_id", "state"} <= tables.get("user_states", set())
 
-    doctor_checks: tuple[str, ...] = ("search_index", "session_state")
+    doctor_checks: tuple[str, ...] = ("search_index", "session_state", "invalid_json")
+
+    def json_places(self) -> list[tuple[str, str, str, Callable[[dict[str, Any]], str]]]:
+        places: list[tuple[str, str, str, Callable[[dict[str, Any]], str]]] = [
+            ("sessions", "state", "app_name, user_id, id",
+             lambda r: thread_id_of(r["app_name"], r["user_id"], r["id"]))]
+        if self.layout == "v1":
+            places.append(("events", "event_data", "id", lambda r: str(r["id"])))
+        if self.has_app_states:
+            places.append(("app_states", "state", "app_name", lambda r: f"app {r['app_name']}"))
+        if self.has_user_states:
+            places.append(("user_states", "state", "app_name, user_id",
+                           lambda r: f"user {r['app_name']}/{r['user_id']}"))
+        return places
 
     async def doctor(self, limit: int = 100) -> list[Any]:
         """The side search index (SQLite) and sessions whose state is not their events'

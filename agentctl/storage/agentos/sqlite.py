@@ -52,7 +52,7 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
-from agentctl.storage.sqlutil import in_chunks, map_sqlite_error, marks
+from agentctl.storage.sqlutil import in_chunks, map_sqlite_error, marks, refuse_unwritable
 from agentctl.storage.timefmt import iso
 
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
@@ -310,6 +310,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
                 raise NotADatabase(f"{path} is a directory, not a SQLite database")
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         is_new = path == ":memory:" or not os.path.exists(path) or os.path.getsize(path) == 0
+        refuse_unwritable(path)
         try:
             conn = sqlite3.connect(path, isolation_level=None)
             try:
@@ -326,6 +327,8 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         return Path(os.path.abspath(self._db_path)).as_uri() + f"?mode={mode}"
 
     async def _open(self, mode: str) -> aiosqlite.Connection:
+        if mode == "rw":
+            refuse_unwritable(self._db_path)
         # timeout= is sqlite3's busy timeout (sqlite3_busy_timeout), set when the connection
         # opens: no PRAGMA round trip to the connection's thread.
         pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None,
@@ -354,12 +357,10 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         """An online, consistent copy of the database file at `dest` (a file, or a
         directory to put one of the same name in), with SQLite's backup API; the path
         written. Refuses to overwrite a file (UsageError)."""
-        from agentctl.storage.backup import sqlite_backup
+        from agentctl.storage.backup import backup_target, sqlite_backup
 
         self.require("backup")
-        target = Path(dest)
-        if target.is_dir():
-            target = target / Path(self._db_path).name
+        target = backup_target(self._db_path, dest)
         await asyncio.to_thread(sqlite_backup, self._db_path, str(target))
         return str(target)
 
@@ -401,12 +402,13 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     def _roll_back_hot_journal(self) -> None:
         path = self._db_path
         try:
+            refuse_unwritable(path)
             conn = sqlite3.connect(self._uri("rw"), uri=True, timeout=self._busy_timeout_ms / 1000)
             try:
                 conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             finally:
                 conn.close()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ReadOnlyDatabase) as exc:
             raise ReadOnlyDatabase(
                 f"{path}: a writer stopped in the middle of a transaction and left {path}-journal; "
                 f"SQLite rolls it back on the next open with write access, which failed here ({exc})"
@@ -967,7 +969,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         source = agentos_source()
         if action == "build":
             try:
-                st = await asyncio.to_thread(textindex.build, self._db_path, source)
+                st = await textindex.build_in_thread(self._db_path, source)
             except PermissionError as exc:
                 raise OperationError(f"cannot build the search index: {exc}") from None
             except sqlite3.Error as exc:

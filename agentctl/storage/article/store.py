@@ -915,6 +915,7 @@ class ArticleStore(Store):
         for r in bad:
             out.append(Problem("error", "invalid_json", checkpoint_id(r["id"]),
                                f"messages.tool_calls_json of message {r['id']} is not JSON"))
+        out.extend(await self._non_json_numbers(tables, limit))
         if self.kind == "sqlite":
             for t in [t for t in ("sessions", "messages", "tasks", "tool_logs") if t in tables]:
                 for r in await self.q(f"SELECT * FROM pragma_foreign_key_check('{t}') LIMIT 100"):
@@ -940,6 +941,25 @@ class ArticleStore(Store):
             out.append(Problem("warning", "session_counters", str(r["id"]),
                                f"message_count={r['message_count']} total_tokens={r['total_tokens']}, "
                                f"but its messages count {r['n']} with {r['tok']} tokens"))
+        return out
+
+    async def _non_json_numbers(self, tables: Any, limit: int) -> list[Problem]:
+        """NaN or Infinity in the JSON of a session's metadata or a user's preferences
+        (and, on Postgres, of a message's tool calls: on SQLite `_bad_json` finds those),
+        which Python's json writes but JSON has not."""
+        from agentctl.storage.sqlconn import non_json_numbers
+
+        places = [("sessions", "metadata_json", "session"), ("users", "preferences_json", "user")]
+        if self.kind != "sqlite":
+            places.append(("messages", "tool_calls_json", "message"))
+        out: list[Problem] = []
+        for table, column, what in places:
+            if table not in tables:
+                continue
+            for r, why in await non_json_numbers(self.db, self.kind, table, column, "id", limit):
+                subject = checkpoint_id(r["id"]) if table == "messages" else str(r["id"])
+                out.append(Problem("error", "invalid_json", subject,
+                                   f"{table}.{column} of {what} {r['id']}: {why}"))
         return out
 
     async def _bad_json(self) -> list[dict[str, Any]]:

@@ -51,8 +51,10 @@ channels). Conflicts per path as for AgentOS; a value that is not plain data (La
 messages, other extension types) conflicts unless equal, but for the `messages` list:
 ours, then the messages the branch added since the common checkpoint.
 
-`prune` (--keep-last N per thread and namespace, --older-than): the head, fork points
-(checkpoints with several children, or a subgraph run's start) and checkpoints with a
+`prune` (--keep-last N per thread and namespace, --older-than): a thread goes with its
+subgraph namespaces (a namespace whose checkpoint it ran from goes is deleted whole, the
+others pruned by the same policy; a subgraph's run is no fork of its thread); the head,
+fork points (checkpoints with several children) and checkpoints with a
 pending interrupt (an `__interrupt__` write and no `__resume__`) are kept, and so is
 what a kept checkpoint needs: its pending writes, the blobs its channel_versions name
 (Postgres), and for each DeltaChannel not stored in it (metadata
@@ -83,7 +85,7 @@ from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.journal.ops import Op
 from agentctl.storage.langgraph import legacy
 from agentctl.storage.langgraph import serde
-from agentctl.storage.langgraph.store import UUID_EPOCH, _meta_dict, address, id_time, is_internal_channel, uuid_ticks
+from agentctl.storage.langgraph.store import NS_SEP, UUID_EPOCH, _meta_dict, address, id_time, is_internal_channel, uuid_ticks
 from agentctl.storage.results import (CheckpointGC, DeletePlan, MergePlan, OpResult, PrunePlan, RewindPlan,
                                       TimeTravelResult)
 from agentctl.storage.sqlutil import in_chunks
@@ -480,12 +482,57 @@ class LangGraphHistory(JournalHistory, History):
             raise Unsupported("langgraph", "prune --status")
         if spec.keep_last is None and spec.older_than is None:
             raise UsageError("give a policy: --keep-last N or --older-than AGE")
-        addrs = list(spec.threads) if spec.threads is not None else await self.store.all_addresses()
-        return [(a, *await self.store._split(a)) for a in addrs]
+        if spec.threads is not None:
+            return [(a, *await self.store._split(a)) for a in spec.threads]
+        # every thread with its namespaces (a namespace alone where its thread has no root rows)
+        out: list[tuple[str, str, str]] = []
+        roots: set[str] = set()
+        for a in await self.store.all_addresses():  # each namespace right after its thread
+            tid, ns = await self.store._split(a)
+            if ns == "":
+                roots.add(tid)
+            if ns == "" or tid not in roots:
+                out.append((a, tid, ns))
+        return [t for t in out if t[2] == "" or not any(t[2].startswith(o[2] + NS_SEP) for o in out
+                                                          if o[1] == t[1] and o[2])]
 
     async def _plan_thread(self, q: Any, tid: str, ns: str, spec: PruneSpec,
                            now: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """(metadata rows to delete, facts: kept reasons and sizes) of one (thread, ns)."""
+        """(metadata rows to delete, facts: kept reasons, sizes and `parts`, the ids
+        deleted and all ids of each namespace) of an address: (thread, ns) and the
+        subgraph namespaces under it. A namespace whose checkpoint it ran from (its
+        metadata's `parents`) goes is deleted whole (its run was part of that step);
+        the others are pruned by the same policy, each on its own."""
+        gone, facts = await self._plan_ns(q, tid, ns, spec, now)
+        facts["parts"] = [(ns, [r["checkpoint_id"] for r in gone], facts.pop("ids", []))]
+        facts["namespaces"] = 0
+        inner = ns + NS_SEP if ns else ""
+        meta = "metadata" + ("::text" if self._pg else "")
+        subs = await q(f"SELECT c.checkpoint_ns AS ns, c.{meta} AS meta FROM checkpoints c WHERE c.thread_id = ? "
+                       "AND c.checkpoint_ns <> '' AND c.checkpoint_id = (SELECT MIN(d.checkpoint_id) FROM "
+                       "checkpoints d WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns)", tid)
+        # outer namespaces first: whether an inner one goes whole depends on its outer's plan
+        subs = sorted((r for r in subs if r["ns"].startswith(inner) and r["ns"] != ns),
+                      key=lambda r: (r["ns"].count(NS_SEP), r["ns"]))
+        deleted = {ns: set(facts["parts"][0][1])}
+        for r in subs:
+            outer = r["ns"].rsplit(NS_SEP, 1)[0] if NS_SEP in r["ns"] else ""
+            parents = _meta_dict(r["meta"]).get("parents")
+            ran_from = parents.get(outer) if isinstance(parents, dict) else None
+            whole = outer in deleted and ran_from in deleted[outer]
+            part, more = await self._plan_ns(q, tid, r["ns"], spec, now, whole=whole)
+            facts["namespaces"] += whole
+            for k in ("forks", "interrupts", "delta", "bytes", "writes", "blobs"):
+                facts[k] += more[k]
+            deleted[r["ns"]] = {x["checkpoint_id"] for x in part}
+            facts["parts"].append((r["ns"], [x["checkpoint_id"] for x in part], more.get("ids", [])))
+            gone += part
+        return gone, facts
+
+    async def _plan_ns(self, q: Any, tid: str, ns: str, spec: PruneSpec, now: float,
+                       whole: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """(metadata rows to delete, facts: kept reasons and sizes) of one (thread, ns);
+        `whole`: every row of it (a subgraph run from a checkpoint the prune deletes)."""
         size = "pg_column_size" if self._pg else "LENGTH"
         # the sizes (the plan's "bytes") in the same pass over the thread
         rows = await q(f"SELECT {self.store._meta_cols}, COALESCE({size}(c.checkpoint), 0) + "
@@ -495,10 +542,13 @@ class LangGraphHistory(JournalHistory, History):
         if not rows:
             return [], facts
         ids = [r["checkpoint_id"] for r in rows]
-        delete: set[str] = set(ids[:-1])  # the head always stays
-        if spec.keep_last is not None:
+        facts["ids"] = ids
+        delete: set[str] = set(ids if whole else ids[:-1])  # the head stays (with its thread)
+        if whole:
+            pass
+        elif spec.keep_last is not None:
             delete -= set(ids[-int(spec.keep_last):]) if spec.keep_last > 0 else set()
-        if spec.older_than is not None:
+        if spec.older_than is not None and not whole:
             cutoff = now - float(spec.older_than)
             delete = {cid for cid in delete if (t := id_time(cid)) and
                       datetime.fromisoformat(t).timestamp() < cutoff}
@@ -514,14 +564,9 @@ class LangGraphHistory(JournalHistory, History):
                 c = _meta_dict(text).get("counters_since_delta_snapshot")
                 if isinstance(c, dict) and c:
                     counters_of[r["checkpoint_id"]] = set(c)
-        # fork points: several children here, or a subgraph run's start
-        forks = {cid for cid, n in Counter(p for p in parent.values() if p).items() if n > 1}
-        if ns == "":
-            for r in await q("SELECT metadata" + ("::text" if self._pg else "") + " AS meta FROM checkpoints "
-                             "WHERE thread_id = ? AND checkpoint_ns <> '' AND parent_checkpoint_id IS NULL", tid):
-                parents = _meta_dict(r["meta"]).get("parents")
-                if isinstance(parents, dict) and isinstance(parents.get(""), str):
-                    forks.add(parents[""])
+        # fork points: several children here (a subgraph's run is not a fork: its
+        # namespace goes with the checkpoint it ran from, see _plan_thread)
+        forks = set() if whole else {cid for cid, n in Counter(p for p in parent.values() if p).items() if n > 1}
         # pending interrupts: an __interrupt__ write, no __resume__
         # and, in the same pass over the thread's writes, their count and size
         interrupts: set[str] = set()
@@ -530,7 +575,7 @@ class LangGraphHistory(JournalHistory, History):
                          "SUM(CASE WHEN channel = '__interrupt__' THEN 1 ELSE 0 END) AS i, "
                          "SUM(CASE WHEN channel = '__resume__' THEN 1 ELSE 0 END) AS r "
                          f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_id", tid, ns):
-            if int(r["i"] or 0) and not int(r["r"] or 0):
+            if int(r["i"] or 0) and not int(r["r"] or 0) and not whole:
                 interrupts.add(r["checkpoint_id"])
             writes.append((r["checkpoint_id"], int(r["k"]), int(r["n"] or 0)))
         keep_forks = forks & delete
@@ -551,7 +596,6 @@ class LangGraphHistory(JournalHistory, History):
         facts["delta"] = len(needed & delete)
         delete -= needed
         gone = [r for r in rows if r["checkpoint_id"] in delete]
-        facts["ids"] = ids
         kept = set(ids) - delete
         for r in rows:
             if r["checkpoint_id"] in delete:
@@ -581,7 +625,11 @@ class LangGraphHistory(JournalHistory, History):
         kept = [f"{facts[k]} {label}" for k, label in (("forks", "fork point(s)"),
                                                       ("interrupts", "with a pending interrupt"),
                                                       ("delta", "DeltaChannel ancestor(s)")) if facts[k]]
-        text = (f"frees {gone} checkpoint(s), {facts['writes']} pending write(s)"
+        subs = sum(len(part) for _, part, _ in facts.get("parts", ())[1:])
+        whole = f", {facts['namespaces']} whole" if facts.get("namespaces") else ""
+        text = (f"frees {gone} checkpoint(s)"
+                + (f" ({subs} of subgraph namespaces{whole})" if subs else "")
+                + f", {facts['writes']} pending write(s)"
                 + (f", {facts['blobs']} blob(s)" if facts.get("blobs") else "")
                 + f": {facts['bytes']} bytes")
         return text + (f"; kept besides: {', '.join(kept)}" if kept else "")
@@ -596,7 +644,7 @@ class LangGraphHistory(JournalHistory, History):
             # write compares, which then plans again instead of reusing what is read here
             seen = await self.fingerprint(self.store, tid)
             gone, facts = await self._plan_thread(self.store._q, tid, ns, spec, now)
-            total = await self.store.count(addr)
+            total = sum(len(ids) for _, _, ids in facts["parts"])
             metas = [self.store._metadata(r) for r in (gone if preview is None else gone[:preview])]
             out.append(PrunePlan(addr, policy, param, metas, total - len(gone), len(gone),
                                  reason=self._reason(len(gone), facts) if gone else "",
@@ -631,7 +679,9 @@ class LangGraphHistory(JournalHistory, History):
             op = await self.journal_begin(tx, "prune", summary, tids, details)
             deleted: list[str] = []
             for addr, tid, ns, gone, facts in plans:
-                await self._delete_ids(op, tid, ns, gone, all_ids=facts["ids"])
+                for part_ns, part, ids in facts["parts"]:
+                    if part:
+                        await self._delete_ids(op, tid, part_ns, part, all_ids=ids)
                 deleted += gone
                 if progress is not None:
                     progress(1)

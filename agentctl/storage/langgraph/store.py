@@ -4,7 +4,8 @@
 The mapping is the package docstring's. Besides: a subgraph's namespace `ns` of thread
 `T` is addressed `T|ns` (LangGraph's own separator of nested namespaces is also "|", so
 `T|outer:1|inner:2` reads as a path); summary = the user's own metadata keys; a thread's
-summary is its head's last message (else that, else the source).
+summary is its head's last message, else its source (not the metadata keys: LangGraph
+copies a run's configurable values, `user_id=...`, into every checkpoint's metadata).
 
 Every SQL statement is written with `?` placeholders (the Postgres connection rewrites
 them); nothing here writes (the writes are `history.py`'s).
@@ -16,6 +17,7 @@ import asyncio
 import json
 import re
 import sqlite3
+from dataclasses import replace
 from datetime import datetime, timezone
 from itertools import takewhile
 from typing import Any, AsyncIterator, Sequence
@@ -151,6 +153,8 @@ def _summary(meta: dict[str, Any]) -> str:
 #: a head checkpoint larger than this is not decoded for its thread's summary (the
 #: source is shown instead): a thread list stays fast on hostile 50 MB values
 HEAD_SUMMARY_MAX_BYTES = 1 << 20
+#: `describe` decodes at most this many checkpoints per call (`log --all` of a long thread)
+DESCRIBE_MAX = 2000
 
 
 def _message_summary(messages: list[dict[str, Any]]) -> str:
@@ -441,7 +445,7 @@ class LangGraphStore(ConnectedStore):
             thread_id=address(r["thread_id"], ns), checkpoints=int(r["n"]),
             head_step=int(step) if step is not None else _step(meta),
             head_checkpoint_id=r["head"], updated_at=id_time(r["head"]),
-            head_summary=(last or {}).get(r["head"]) or _summary(meta) or str(meta.get("source") or ""),
+            head_summary=(last or {}).get(r["head"]) or str(meta.get("source") or ""),
             first_created_at=id_time(r["first"]),
             branch_of=branch_of, branch_point=branch_point)
 
@@ -758,11 +762,8 @@ class LangGraphStore(ConnectedStore):
                 out.append(exc)
         return out
 
-    def _build(self, r: dict[str, Any], writes: list[dict[str, Any]],
-               blobs: list[Any]) -> Checkpoint:
-        meta = self._metadata(r)
-        md = _meta_dict(r.get("meta"))
-        cid = r["checkpoint_id"]
+    def _data(self, r: dict[str, Any], blobs: list[Any]) -> Any:
+        """A checkpoint row's payload decoded (Postgres: with its blobs' channel values)."""
         try:
             if self._pg:
                 data = deep.loads(r["payload"])
@@ -773,10 +774,60 @@ class LangGraphStore(ConnectedStore):
                         continue
                     values[channel] = serde.decode_typed(type_, blob)
                 data["channel_values"] = values
-            else:
-                data = serde.decode_typed(r.get("type"), r.get("payload"))
+                return data
+            return serde.decode_typed(r.get("type"), r.get("payload"))
         except (serde.DecodeError, ValueError) as exc:
-            raise CorruptRowError(cid, "checkpoint", str(exc)) from None
+            raise CorruptRowError(r["checkpoint_id"], "checkpoint", str(exc)) from None
+
+    async def describe(self, metas: Sequence[CheckpointMetadata]) -> list[CheckpointMetadata]:
+        """The checkpoints with what `log` and the TUI's list show of each: the node(s)
+        that wrote its step (those whose `versions_seen` differ from its parent's) and its
+        last message, as `threads list` shows a thread's (`research: [assistant] ...`); the
+        user's own metadata keys after them. The first DESCRIBE_MAX of them, each payload
+        up to HEAD_SUMMARY_MAX_BYTES (the others, and undecodable ones, as they are)."""
+        wanted: dict[tuple[str, str], set[str]] = {}
+        for m in metas[:DESCRIBE_MAX]:
+            wanted.setdefault(await self._split(m.thread_id), set()).update(
+                [m.checkpoint_id] + ([m.parent_checkpoint_id] if m.parent_checkpoint_id else []))
+        facts: dict[tuple[str, str, str], tuple[dict[str, Any], str]] = {}
+        for (tid, ns), ids in wanted.items():
+            for chunk in [sorted(ids)[i:i + 500] for i in range(0, len(ids), 500)]:
+                rows = [r for r in await self._rows(tid, ns, ids=chunk)
+                        if len(r.get("payload") or b"") <= HEAD_SUMMARY_MAX_BYTES]
+                blobs = await self._blobs(tid, ns, [r["checkpoint_id"] for r in rows]) if self._pg else {}
+                for r in rows:
+                    try:
+                        data = self._data(r, blobs.get(r["checkpoint_id"], []))
+                    except CorruptRowError:
+                        continue
+                    if not isinstance(data, dict):
+                        continue
+                    seen = data.get("versions_seen")
+                    values = data.get("channel_values")
+                    msgs = serde.transcript(_unwrap_snapshot(values.get("messages"))) if isinstance(
+                        values, dict) else None
+                    text = _message_summary([x for x in msgs if isinstance(x, dict)]) if isinstance(
+                        msgs, list) else ""
+                    facts[(tid, ns, r["checkpoint_id"])] = (seen if isinstance(seen, dict) else {}, text)
+        out = []
+        for m in metas:
+            tid, ns = await self._split(m.thread_id)
+            own = facts.get((tid, ns, m.checkpoint_id))
+            if own is None:
+                out.append(m)
+                continue
+            parent = facts.get((tid, ns, m.parent_checkpoint_id or ""), ({}, ""))[0]
+            nodes = sorted(str(n) for n, v in own[0].items()
+                           if n not in ("__input__", "__interrupt__") and parent.get(n) != v)
+            text = ": ".join(p for p in (", ".join(nodes), own[1]) if p)
+            out.append(replace(m, summary=one_line(" ".join(p for p in (text, m.summary) if p), 120)))
+        return out
+
+    def _build(self, r: dict[str, Any], writes: list[dict[str, Any]],
+               blobs: list[Any]) -> Checkpoint:
+        meta = self._metadata(r)
+        md = _meta_dict(r.get("meta"))
+        data = self._data(r, blobs)
         if not isinstance(data, dict):
             return Checkpoint(metadata=meta, messages=[],
                               state={"__checkpoint__": data, "__metadata__": md},
@@ -1151,7 +1202,9 @@ class LangGraphStore(ConnectedStore):
             else:
                 if r["ok"]:
                     continue
-                why = "is not JSON SQLite can read (malformed or nested too deep)"
+                number = deep.non_json_number(raw)
+                why = (f"is not JSON ({number}): shown with a placeholder" if number else
+                       "is not JSON SQLite can read (malformed or nested too deep)")
             out.append(Problem("warning", "bad-metadata", address(r["thread_id"], r["checkpoint_ns"]),
                                f"checkpoint {r['checkpoint_id']}'s metadata {why}"))
             if len(out) >= limit:

@@ -5,7 +5,7 @@ SDK's index `(session_id, id)`); the transcript of step N decodes items 1..N."""
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
 from agentctl import deep
 from agentctl.errors import CorruptRowError
@@ -64,6 +64,11 @@ OLD_TRASH = "agentctl_openai_trash"
 
 
 class OpenAIAgentsStore(ConnectedStore):
+    doctor_checks: tuple[str, ...] = ("search_index", "invalid_json")
+
+    def json_places(self) -> list[tuple[str, str, str, Callable[[dict[str, Any]], str]]]:
+        return [(self._M, "message_data", "id", lambda r: checkpoint_id(r["id"]))]
+
     format = FORMAT
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True,

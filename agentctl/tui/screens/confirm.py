@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import RenderableType
 from rich.text import Text
 from textual import on
@@ -21,13 +23,16 @@ class ConfirmScreen(ModalScreen[str | None]):
     ]
 
     def __init__(self, title: str, body: RenderableType,
-                 choices: list[tuple[str, str, str]] | None = None) -> None:
+                 choices: list[tuple[str, str, str]] | None = None,
+                 keys: list[tuple[str, str, str]] | None = None) -> None:
         """`choices`: (id, label, variant) buttons before Cancel. With one choice `y`
-        takes it; between several the user picks a button (tab, enter)."""
+        takes it; between several the user picks a button (tab, enter). `keys`: (key,
+        id, what it does) more answers by key alone (e.g. `o`: the run's options)."""
         super().__init__()
         self.title_text = title
         self.body = body
         self.choices = choices or [("confirm", "Confirm", "primary")]
+        self.keys = keys or []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -40,10 +45,17 @@ class ConfirmScreen(ModalScreen[str | None]):
                 yield Button("Cancel", id="cancel")
             keys = ("y: " + self.choices[0][1].lower() if len(self.choices) == 1
                     else "tab / shift+tab: choose, enter: press")
-            yield Static(Text(f"{keys} · n or escape: cancel", style="dim"), id="dialog-keys")
+            more = "".join(f" · {key}: {what}" for key, _, what in self.keys)
+            yield Static(Text(f"{keys}{more} · n or escape: cancel", style="dim"), id="dialog-keys")
 
     def on_mount(self) -> None:
         self.query_one(f"#{self.choices[0][0]}", Button).focus()
+
+    def on_key(self, event: Any) -> None:
+        for key, answer, _ in self.keys:
+            if event.key == key:
+                event.stop()
+                self.dismiss(answer)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -1,6 +1,7 @@
 """The editor of `e`: a key path of the selected checkpoint's state and its new value as
 JSON, checked as it is typed (an error line under the editor; Save is disabled while the
-value is not JSON or the key is not there). Dismisses with the edits
+value is not JSON or the key is not there). It opens on the key; at 80x24 the value box
+shrinks so that Save, Cancel and the keys stay in view. Dismisses with the edits
 (agentctl.edits.Edit) or None; the flow (agentctl.tui.flows.edit) shows their diff next."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static, TextArea
 
+from agentctl import deep
 from agentctl.edits import Edit, apply_edits, key_path, value_at
 from agentctl.errors import UsageError
 
@@ -81,9 +83,9 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
         found, value = value_at(self.state, key_path(self.path)) if self.path else (True, self.state)
         with Vertical(id="dialog", classes="wide"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            yield Static(Text("The key (dots for nested keys, a number indexes a list; empty: the "
-                              "whole state), then its new value as JSON. The next screen shows the "
-                              "diff before anything is written.", style="dim"), id="dialog-text")
+            yield Static(Text("The key (dots: nested keys; a number: a list's item; empty: the whole "
+                              "state), then its value as JSON; the diff shows before any write.",
+                              style="dim"), id="dialog-text")
             yield Input(self.path, placeholder="key path, e.g. plan.next_city (empty: the whole state)",
                         id="edit-path", suggester=SuggestFromList(key_paths(self.state), case_sensitive=True))
             yield TextArea(_json(value) if found else "", id="edit-value", soft_wrap=True,
@@ -92,11 +94,15 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
             with Horizontal(id="dialog-buttons"):
                 yield Button("Save", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
-            yield Static(Text("ctrl+s: save · escape: cancel · tab: next field", style="dim"),
+            yield Static(Text("enter / tab: to the value · ctrl+s: save · escape: cancel", style="dim"),
                          id="dialog-keys")
 
     def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+        # the key first (typing a key as the README says goes there, never into the value);
+        # enter or tab moves to the value
+        path = self.query_one("#edit-path", Input)
+        path.focus()
+        path.cursor_position = len(path.value)
         self._check()
 
     @on(Input.Changed, "#edit-path")
@@ -127,7 +133,7 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
     def _parse(self) -> list[Edit]:
         text = self.query_one(TextArea).text
         try:
-            value = json.loads(text)
+            value = deep.strict_loads(text)
         except ValueError as exc:
             raise UsageError(f"not JSON: {exc} (a string needs quotes: \"Paris\")") from None
         if not self.path:

@@ -722,8 +722,9 @@ class MainScreen(Screen[None]):
     @on(OperationFinished)
     @while_shown
     def _operation_finished(self, message: OperationFinished) -> None:
-        self.notify(inert(message.summary), title=message.kind.capitalize(), markup=False,
-                    timeout=8)
+        error = message.severity == "error"
+        self.notify(inert(message.summary), title=message.title or message.kind.capitalize(), markup=False,
+                    severity=message.severity, timeout=20 if error else 8)  # type: ignore[arg-type]
         self.refresh_views(select_thread=message.select_thread, select=message.select)
 
     # ---- help ----------------------------------------------------------------------------

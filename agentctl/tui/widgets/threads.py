@@ -38,13 +38,45 @@ class ThreadTable(DataTable):
             self.refresh()
 
 
-def thread_row(summary: ThreadSummary) -> tuple[Text, Text]:
-    """The cells of one thread: its size and its id (BRANCH_GLYPH for a branch)."""
+def thread_row(summary: ThreadSummary, depth: int = 0) -> tuple[Text, Text]:
+    """The cells of one thread: its size and its id (BRANCH_GLYPH for a branch, indented
+    by how deep it sits under the threads shown above it)."""
     name = Text()
     if summary.branch_of:
-        name.append(f"{BRANCH_GLYPH} ", style="magenta")
+        name.append("  " * max(0, depth - 1) + f"{BRANCH_GLYPH} ", style="magenta")
     name.append(inert(summary.thread_id, one_line=True))
     return Text(str(summary.checkpoints), justify="right"), name
+
+
+def family_order(summaries: list[ThreadSummary]) -> list[tuple[ThreadSummary, int]]:
+    """The threads in the order loaded (activity), each branch moved right under the
+    thread it was branched from (after that thread's newer branches), recursively, with
+    its depth; a branch whose thread is not among them stays where it is (depth 1)."""
+    ids = {s.thread_id for s in summaries}
+    kids: dict[str, list[ThreadSummary]] = {}
+    for s in summaries:
+        if s.branch_of in ids and s.branch_of != s.thread_id:
+            kids.setdefault(s.branch_of, []).append(s)
+    out: list[tuple[ThreadSummary, int]] = []
+    placed: set[str] = set()
+
+    def put(s: ThreadSummary, depth: int) -> None:
+        stack = [(s, depth)]
+        while stack:
+            cur, d = stack.pop()
+            if cur.thread_id in placed:
+                continue
+            placed.add(cur.thread_id)
+            out.append((cur, d))
+            stack.extend((k, d + 1) for k in reversed(kids.get(cur.thread_id, [])))
+
+    for s in summaries:
+        if s.branch_of not in ids or s.branch_of == s.thread_id:
+            put(s, 1 if s.branch_of else 0)
+    for s in summaries:  # in a cycle of branch_of (not made by agentctl): as loaded
+        if s.thread_id not in placed:
+            put(s, 1)
+    return out
 
 
 class ThreadList(Vertical):
@@ -119,15 +151,23 @@ class ThreadList(Vertical):
         if offset == 0:
             table.clear()
             self.summaries.clear()
+        shown = list(self.summaries)
         for s in summaries:
             if s.thread_id in self.summaries:
                 continue  # the list moved under us between pages (a writer); keep one row
             self.summaries[s.thread_id] = s
-            table.add_row(*thread_row(s), key=s.thread_id)
+        order = family_order(list(self.summaries.values()))
+        if [s.thread_id for s, _ in order[:len(shown)]] != shown:
+            # a branch of a thread shown on an earlier page (or its thread): rows again
+            keep = self.current if offset else keep
+            table.clear()
+            shown = []
+        for s, depth in order[len(shown):]:
+            table.add_row(*thread_row(s, depth), key=s.thread_id)
         self.loaded = offset + len(summaries)
         self.has_more = has_more
         self.fetching = False
-        if offset == 0 and keep is not None and keep in self.summaries:
+        if (offset == 0 or not shown) and keep is not None and keep in self.summaries:
             table.move_cursor(row=table.get_row_index(keep), animate=False)
         self._show_status()
 

@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from agentctl.lines import Row, fork_lines
 from agentctl.model import CheckpointMetadata
 from agentctl.text import inert, shorten
 
@@ -30,6 +31,14 @@ class BranchItem:
 
 
 @dataclass
+class ForkItem:
+    """A line of checkpoints forking from the one it hangs under, not on the head's
+    line (a LangGraph replay or edit from an old checkpoint, a rewind's abandoned run)."""
+
+    count: int
+
+
+@dataclass
 class OlderItem:
     """Stands for the checkpoints before the loaded ones; selecting it loads a page."""
 
@@ -46,6 +55,7 @@ class ThreadState:
     total: int = 0
     loaded: int = 0
     ids: set[str] = field(default_factory=set)
+    metas: list[CheckpointMetadata] = field(default_factory=list)  # loaded, oldest first
 
 
 #: a branch (a branch point, a thread branched off another): a glyph the usual monospace
@@ -92,6 +102,11 @@ def branch_label(item: BranchItem) -> Text:
     text.append(f"{BRANCH_GLYPH} ", style="bold magenta")
     text.append(inert(item.thread_id, one_line=True), style="magenta")
     return text
+
+
+def fork_label(item: ForkItem) -> Text:
+    return Text(f"fork ({item.count} checkpoint{'s' if item.count != 1 else ''}, not on the head's line)",
+                style="dim")
 
 
 def older_label(item: OlderItem) -> Text:
@@ -162,23 +177,60 @@ class CheckpointTree(Tree[object]):
         state = self.states.setdefault(node.id, ThreadState(
             metas[0].thread_id if metas else "", total))
         state.total = total
-        for c in [c for c in node.children if isinstance(c.data, OlderItem) or c.data is None]:
-            c.remove()  # the "earlier" node or a "loading…" placeholder
-        first_existing = node.children[0] if node.children else None
         new = [m for m in metas if m.checkpoint_id not in state.ids]
-        for meta in new:
-            labels = self._labels(meta, is_head=(offset == 0 and meta is metas[-1]))
-            child = node.add(checkpoint_label(meta, labels, meta.checkpoint_id == self.marked),
-                             CheckpointItem(meta, labels), before=first_existing,
-                             allow_expand=False)
-            state.ids.add(meta.checkpoint_id)
-            self._by_id.setdefault(meta.checkpoint_id, child)
-            self._attach_branches(child)
+        state.metas = new + state.metas
+        state.ids.update(m.checkpoint_id for m in new)
         state.loaded = offset + len(metas)
-        remaining = total - state.loaded
+        self._lay_out(node, state)
+
+    def _lay_out(self, node: TreeNode[object], state: ThreadState) -> None:
+        """(Re)draw a container's loaded checkpoints as `tree` draws a thread: the head's
+        line in order, each fork hanging under the checkpoint it forks from
+        (lines.fork_lines), its branches under their branch points; the "earlier" node
+        on top while rows remain."""
+        for c in list(node.children):
+            for n, cid in self._checkpoints_under(c):
+                if self._by_id.get(cid) is n:
+                    del self._by_id[cid]
+            c.remove()
+        metas = state.metas
+        listed, forks = fork_lines([Row(m.checkpoint_id, m.parent_checkpoint_id, m.step, m.tags) for m in metas])
+        remaining = state.total - state.loaded
         if remaining > 0:
             item = OlderItem(state.thread_id, state.loaded, remaining)
-            node.add(older_label(item), item, before=0, allow_expand=False)
+            node.add(older_label(item), item, allow_expand=False)
+        head = len(metas) - 1  # the first page loaded is the newest: its last row is the head
+
+        def add(under: TreeNode[object], k: int) -> None:
+            meta = metas[k]
+            labels = self._labels(meta, is_head=(k == head), forks=bool(forks.get(k)))
+            child = under.add(checkpoint_label(meta, labels, meta.checkpoint_id == self.marked),
+                              CheckpointItem(meta, labels), allow_expand=False)
+            self._by_id.setdefault(meta.checkpoint_id, child)
+            self._attach_branches(child)
+            for chain in forks.get(k, []):
+                fork = ForkItem(len(chain))
+                child.allow_expand = True
+                inner = child.add(fork_label(fork), fork, allow_expand=True, expand=True)
+                for j in chain:
+                    add(inner, j)
+            if forks.get(k):
+                child.expand()
+
+        for k in listed:
+            add(node, k)
+
+    @staticmethod
+    def _checkpoints_under(node: TreeNode[object]) -> list[tuple[TreeNode[object], str]]:
+        """The checkpoint nodes of a subtree (itself included), with their ids."""
+        out: list[tuple[TreeNode[object], str]] = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n.data, CheckpointItem):
+                out.append((n, n.data.meta.checkpoint_id))
+            stack.extend(n.children)
+        return out
 
     def head_id(self) -> str | None:
         for child in reversed(self.root.children):
@@ -200,6 +252,11 @@ class CheckpointTree(Tree[object]):
             return False
         if not metas:
             return True
+        prev = head
+        for meta in metas:  # a fork (an edit or run from an earlier checkpoint): drawn again
+            if meta.parent_checkpoint_id != prev:
+                return False
+            prev = meta.checkpoint_id
         for child in self.root.children:
             item = child.data
             if isinstance(item, CheckpointItem) and "head" in item.labels:
@@ -213,6 +270,7 @@ class CheckpointTree(Tree[object]):
             child = self.root.add(checkpoint_label(meta, labels, meta.checkpoint_id == self.marked),
                                   CheckpointItem(meta, labels), allow_expand=False)
             state.ids.add(meta.checkpoint_id)
+            state.metas.append(meta)
             state.loaded += 1
             self._by_id.setdefault(meta.checkpoint_id, child)
         state.total = total
@@ -227,13 +285,13 @@ class CheckpointTree(Tree[object]):
             if node is not None:
                 self._attach_branches(node)
 
-    def _labels(self, meta: CheckpointMetadata, is_head: bool) -> tuple[str, ...]:
+    def _labels(self, meta: CheckpointMetadata, is_head: bool, forks: bool = False) -> tuple[str, ...]:
         labels = []
         if is_head:
             labels.append("head")
         if not meta.parent_checkpoint_id:
             labels.append("root")
-        if meta.checkpoint_id in self.branches:
+        if meta.checkpoint_id in self.branches or forks:
             labels.append("branch-point")
         if "merge" in meta.tags:
             labels.append("merge")
