@@ -147,14 +147,15 @@ async def without_tables(db: str) -> bool:
     directory does) or is empty, a Postgres database (schema) with none. Reads only."""
     import os
 
-    from agentctl.storage import parse_url
+    from agentctl.storage import local_file, parse_url
     from agentctl.storage.schema import tables_or_none
 
     kind, target = parse_url(db)
-    if kind == "sqlite":
-        if target == ":memory:" or (not os.path.exists(target) and not os.path.isdir(os.path.dirname(target) or ".")):
+    path = local_file(db)
+    if path is not None:
+        if path == ":memory:" or (not os.path.exists(path) and not os.path.isdir(os.path.dirname(path) or ".")):
             return False
-        if os.path.exists(target) and os.path.getsize(target) > 0:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
             tables = await tables_or_none(kind, target)
             return tables is not None and not [t for t in tables if not t.startswith("sqlite_")]
         return True

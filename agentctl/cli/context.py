@@ -55,11 +55,11 @@ class CliState:
             yield store, store.history()
 
     def sqlite_path(self) -> str | None:
-        """The file path when the database is SQLite, else None."""
-        from agentctl.storage import parse_url
+        """The database's file when it is one on this machine (SQLite), else None: what
+        its store's `local_file` says (the storage layer knows the backends' kinds)."""
+        from agentctl.storage import local_file
 
-        kind, target = parse_url(self.db)
-        return target if kind == "sqlite" else None
+        return local_file(self.db)
 
 
 def relative_sqlite_url_hint(url: str) -> str:

@@ -30,7 +30,8 @@ from agentctl.storage.contract import (
 
 __all__ = [
     "Capability", "FormatSpec", "History", "Problem", "PruneSpec", "Store", "Unsupported",
-    "formats", "get_format", "detect", "make_store", "open_store", "parse_url", "first_thread_page",
+    "formats", "get_format", "detect", "make_store", "open_store", "parse_url", "local_file",
+    "first_thread_page",
 ]
 
 
@@ -53,12 +54,27 @@ def target_to_write(url: str | None) -> tuple[str, str]:
     return kind, target
 
 
-def formats() -> list[FormatSpec]:
-    """Every format agentctl knows, in detection order."""
-    from agentctl.storage import adk, agentos, article, langgraph, openai_agents
+def local_file(url: str | None) -> str | None:
+    """The file of the database at `url` when it is one on this machine (SQLite), else
+    None: what its store's `local_file` will say, known before a store is opened."""
+    from agentctl.storage.contract import local_file_of
 
-    # LangGraph first: its `checkpoints` table also satisfies looser matchers
-    return [langgraph.FORMAT, agentos.FORMAT, article.FORMAT, openai_agents.FORMAT, adk.FORMAT]
+    return local_file_of(*parse_url(url))
+
+
+_FORMATS: list[FormatSpec] | None = None
+
+
+def formats() -> list[FormatSpec]:
+    """Every format agentctl knows, in detection order: the built-ins (LangGraph first:
+    its `checkpoints` table also satisfies looser matchers), then the stores plugged in
+    through the entry-point group `agentctl.stores` (agentctl/storage/plugins.py)."""
+    global _FORMATS
+    if _FORMATS is None:
+        from agentctl.storage.plugins import load_formats
+
+        _FORMATS = load_formats()
+    return list(_FORMATS)
 
 
 def get_format(name: str) -> FormatSpec:

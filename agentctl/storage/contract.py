@@ -120,6 +120,8 @@ class FormatSpec:
     tables: tuple[str, ...] = ()
     #: capabilities only one dialect has, e.g. {"backup": ("sqlite",)}
     dialects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: a plug-in's: the formats it is tried before in detection (else after the built-ins)
+    detect_before: tuple[str, ...] = ()
 
     def open(self, kind: str, target: str, *, readonly: bool = True, create: bool = False,
              **kwargs: Any) -> "Store":
@@ -244,6 +246,11 @@ class Content:
         return self.value()[1]
 
 
+def local_file_of(kind: str, target: str) -> str | None:
+    """`Store.local_file` of a database of this kind at this target."""
+    return target if kind == "sqlite" else None
+
+
 class Store(ABC):
     """The read side of a format on one database. Use as `async with store:`.
 
@@ -257,6 +264,9 @@ class Store(ABC):
     kind: str = ""
     #: a display name of the database, safe to print (no password)
     display_name: str = ""
+    #: the database's file on this machine (SQLite: its path, what a backup copies and
+    #: `import --create` makes), None for a database on a server (Postgres)
+    local_file: str | None = None
 
     @property
     def stores_nul(self) -> bool:

@@ -26,7 +26,7 @@ from agentctl.tui.flows import can_write, confirm, done, need_selection
 from agentctl.tui.names import short_meta
 
 if TYPE_CHECKING:
-    from agentctl.tui.screens.main import MainScreen
+    from agentctl.tui.host import WriteHost
 
 
 def _check_json(text: str) -> None:
@@ -66,7 +66,7 @@ def interrupt_text(writes: Any) -> str:
     return inert(text if len(text) <= QUESTION_MAX else text[:QUESTION_MAX - 1] + "…")
 
 
-async def _ask(screen: "MainScreen", meta: CheckpointMetadata, graph_input: bool) -> tuple[bool, str | None, str | None]:
+async def _ask(screen: "WriteHost", meta: CheckpointMetadata, graph_input: bool) -> tuple[bool, str | None, str | None]:
     """(go on?, input text, resume text): what the run starts with."""
     from agentctl.tui.screens.prompt import PromptScreen
 
@@ -100,7 +100,7 @@ async def _ask(screen: "MainScreen", meta: CheckpointMetadata, graph_input: bool
     return (True, None, text) if waiting else (True, text, None)
 
 
-async def _options(screen: "MainScreen", fmt: str) -> None:
+async def _options(screen: "WriteHost", fmt: str) -> None:
     """The run's options, as `run` takes them (`--context JSON --configurable KEY=JSON`),
     kept for the session's next runs and LangGraph edits (`e` through the agent)."""
     from agentctl.runs import parse_run_options, run_settings
@@ -123,7 +123,7 @@ async def _options(screen: "MainScreen", fmt: str) -> None:
 RECENT = 200
 
 
-async def previous_run(screen: "MainScreen", meta: CheckpointMetadata) -> tuple[CheckpointMetadata, str]:
+async def previous_run(screen: "WriteHost", meta: CheckpointMetadata) -> tuple[CheckpointMetadata, str]:
     """What the new run is compared with, and how to say it: the thread's newest
     checkpoint (before the run) that is not on the line the run starts from (the head
     before the run, when the run starts before it: the REF's old continuation; when it
@@ -139,7 +139,7 @@ async def previous_run(screen: "MainScreen", meta: CheckpointMetadata) -> tuple[
     return meta, f"where the run started ({short_meta(meta)})"
 
 
-def start(screen: "MainScreen") -> None:
+def start(screen: "WriteHost") -> None:
     """`R` on the selected checkpoint (a write: refused in read-only mode, as under
     `agentctl serve` without --allow-writes)."""
     if not can_write(screen, "run"):
@@ -151,7 +151,7 @@ def start(screen: "MainScreen") -> None:
                       exit_on_error=False)
 
 
-async def run(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
     from agentctl.runs import (
         RunTally,

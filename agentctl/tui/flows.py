@@ -21,10 +21,10 @@ from agentctl.tui.messages import OperationFinished
 from agentctl.tui.names import short_meta
 
 if TYPE_CHECKING:
-    from agentctl.tui.screens.main import MainScreen
+    from agentctl.tui.host import WriteHost
 
 
-def start(screen: "MainScreen", action: str) -> None:
+def start(screen: "WriteHost", action: str) -> None:
     """Start the write `action` (rewind, branch, merge, prune, undo, redo, edit) on what the
     screen shows, if this database can do it and what it needs is selected. (`R`'s run
     is agentctl.tui.agent_run's.)"""
@@ -57,7 +57,7 @@ def start(screen: "MainScreen", action: str) -> None:
 # ---- what a write needs ------------------------------------------------------------------
 
 
-def can_write(screen: "MainScreen", action: str) -> bool:
+def can_write(screen: "WriteHost", action: str) -> bool:
     if screen.readonly:
         import os
 
@@ -78,13 +78,13 @@ def can_write(screen: "MainScreen", action: str) -> bool:
     return True
 
 
-def need_selection(screen: "MainScreen", action: str) -> CheckpointMetadata | None:
+def need_selection(screen: "WriteHost", action: str) -> CheckpointMetadata | None:
     if screen.selected is None:
         screen.notify(f"select a checkpoint to {action}", severity="warning")
     return screen.selected
 
 
-def target_thread(screen: "MainScreen", action: str) -> str | None:
+def target_thread(screen: "WriteHost", action: str) -> str | None:
     """The thread a merge or a prune is about: the selected checkpoint's, else the
     thread shown (None, said, when there is neither)."""
     thread = screen.selected.thread_id if screen.selected is not None else screen.thread_id
@@ -93,7 +93,7 @@ def target_thread(screen: "MainScreen", action: str) -> str | None:
     return thread
 
 
-async def confirm(screen: "MainScreen", title: str, body: RenderableType,
+async def confirm(screen: "WriteHost", title: str, body: RenderableType,
                   choices: list[tuple[str, str, str]] | None = None,
                   keys: list[tuple[str, str, str]] | None = None) -> str | None:
     from agentctl.tui.screens.confirm import ConfirmScreen
@@ -101,29 +101,29 @@ async def confirm(screen: "MainScreen", title: str, body: RenderableType,
     return await screen.app.push_screen_wait(ConfirmScreen(title, body, choices, keys))
 
 
-def done(screen: "MainScreen", kind: str, summary: str, select_thread: str | None = None,
+def done(screen: "WriteHost", kind: str, summary: str, select_thread: str | None = None,
          select: str | None = None, title: str | None = None, severity: str = "information") -> None:
     """Say what a write did (one notice: `title`, `severity`); the views reload (on
     `select_thread`, on checkpoint `select`)."""
     screen.post_message(OperationFinished(kind, summary, select_thread, select, title, severity))
 
 
-async def safety_copy(screen: "MainScreen") -> str | None:
+async def safety_copy(screen: "WriteHost") -> str | None:
     """Before a hard delete on SQLite, the copy of the file the CLI takes too
     (storage.backup.safety_copy, in a thread: a large file takes a while); its path."""
     import asyncio
 
-    from agentctl.storage import parse_url
+    from agentctl.storage import local_file
     from agentctl.storage.backup import safety_copy as copy
 
-    kind, path = parse_url(screen.source.url)
-    return await asyncio.to_thread(copy, path) if kind == "sqlite" else None
+    path = local_file(screen.source.url)
+    return await asyncio.to_thread(copy, path) if path is not None else None
 
 
 # ---- the flows -----------------------------------------------------------------------------
 
 
-async def rewind(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+async def rewind(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     from agentctl.render import plan_text
 
     engine = screen.source.engine
@@ -150,7 +150,7 @@ async def rewind(screen: "MainScreen", meta: CheckpointMetadata) -> None:
     done(screen, "rewind", summary, meta.thread_id)
 
 
-async def branch(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+async def branch(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     from agentctl.refs import check_branch_name
     from agentctl.tui.screens.prompt import PromptScreen
 
@@ -169,7 +169,7 @@ async def branch(screen: "MainScreen", meta: CheckpointMetadata) -> None:
          thread)
 
 
-async def merge(screen: "MainScreen", branch: str) -> None:
+async def merge(screen: "WriteHost", branch: str) -> None:
     from agentctl.render import diff_table, plan_text
     from agentctl.tui.screens.prompt import PromptScreen
     from agentctl.tui.source import changes_between
@@ -226,7 +226,7 @@ async def merge(screen: "MainScreen", branch: str) -> None:
          f"({'strategy ' + choice + ', ' if choice != 'three-way' else ''}u undoes)", target)
 
 
-async def prune(screen: "MainScreen", thread: str) -> None:
+async def prune(screen: "WriteHost", thread: str) -> None:
     from agentctl.render import plan_text
     from agentctl.tui.screens.prompt import PruneScreen
 
@@ -265,7 +265,7 @@ async def prune(screen: "MainScreen", thread: str) -> None:
          f"{kept} kept (u undoes)" + (f"; a copy of the file from before: {copy}" if copy else ""), thread)
 
 
-async def undo(screen: "MainScreen") -> None:
+async def undo(screen: "WriteHost") -> None:
     engine = screen.source.engine
     ops = [op for op in await engine.oplog(limit=50)
            if getattr(op, "undoable", not op.undone and op.kind not in ("undo", "purge"))]
@@ -290,7 +290,7 @@ async def undo(screen: "MainScreen") -> None:
     done(screen, "undo", result.summary, select)
 
 
-async def redo(screen: "MainScreen") -> None:
+async def redo(screen: "WriteHost") -> None:
     """Ctrl-Y: re-apply the newest undone operation (as `agentctl redo`): what it would do
     first (History.redo's dry run), then the write. A format whose writes are not on the
     journal yet says so (Unsupported), nothing changed."""
@@ -317,7 +317,7 @@ async def redo(screen: "MainScreen") -> None:
     done(screen, "redo", result.summary)
 
 
-async def edit(screen: "MainScreen", meta: CheckpointMetadata) -> None:
+async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     """`e`: the editor (agentctl.tui.screens.edit), the diff, the write: as `agentctl
     edit` does it (agentctl.edits: the format's own edit, or LangGraph's update_state in
     the user's interpreter)."""

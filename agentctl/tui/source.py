@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.storage import Store, make_store, parse_url
+from agentctl.storage import Store, local_file, make_store
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
 
@@ -69,13 +69,14 @@ class FirstPage:
     @classmethod
     def _make(cls, url: str) -> "FirstPage | None":
         path = (url or "").strip()
-        if not path or "://" in path:  # a URL (parse_url imports the backends' module
+        if not path or "://" in path:  # a URL (local_file imports the backends' module
             try:                         # and its imports: not for a plain file path)
-                kind, path = parse_url(url)
+                file = local_file(url)
             except Exception:  # noqa: BLE001 - the normal path reports a bad URL
                 return None
-            if kind != "sqlite":
+            if file is None:
                 return None
+            path = file
         return cls(path)
 
 

@@ -351,6 +351,22 @@ async def test_stats_and_backup_as_declared(built, tmp_path):
                 await store.backup(str(tmp_path / "copy.db"))
 
 
+async def test_the_store_names_its_local_file(built):
+    """`Store.local_file`: the database's file on SQLite (what `backup` copies), None on
+    Postgres; `agentctl.storage.local_file(url)` says the same before a store is open."""
+    import os
+
+    from agentctl.storage import local_file
+
+    _, b = built
+    async with open_store(b.url) as store:
+        if b.url.startswith("postgres"):
+            assert store.local_file is None
+        else:
+            assert store.local_file is not None and os.path.samefile(store.local_file, b.url)
+        assert local_file(b.url) == store.local_file
+
+
 async def test_backup_listed_where_the_command_works(built, tmp_path):
     """`formats` lists backup exactly where `agentctl backup` copies the database (every
     format on SQLite, none on Postgres)."""

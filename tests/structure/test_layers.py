@@ -138,8 +138,9 @@ def test_no_command_module_imports_another():
 # The module graph: an edge A -> B for every `import` / `from ... import` anywhere in A
 # (at the top, in a function, in a try), relative imports resolved, `from pkg import name`
 # an edge to the module pkg.name when there is one (else to pkg). Imports under
-# `if TYPE_CHECKING:` are left out: they are never executed, only read by the type
-# checker, so a type-only back-reference does not tie two modules' loading together.
+# `if TYPE_CHECKING:` count too, and no circle is allowed: a type-only back-reference
+# still ties two modules together (a helper that needs its caller's type names it as a
+# small Protocol one level down: storage/agentos/protocols.py, tui/host.py).
 # Names loaded through importlib by a string (the lazy facades `agentctl`, `agentctl.engine`;
 # a FormatSpec's "module:name" entry points) are not import statements and not edges.
 
@@ -149,22 +150,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _runtime_imports(tree: ast.AST):
-    """Every import node of the tree outside `if TYPE_CHECKING:` blocks."""
-    for child in ast.iter_child_nodes(tree):
-        if isinstance(child, ast.If) and _is_type_checking(child):
-            for node in child.orelse:
-                yield from _runtime_imports(ast.Module(body=[node], type_ignores=[]))
-            continue
-        if isinstance(child, (ast.Import, ast.ImportFrom)):
-            yield child
-        yield from _runtime_imports(child)
+def _all_imports(tree: ast.AST):
+    """Every import node of the tree: at the top, in a function, in a try, and under
+    `if TYPE_CHECKING:` too."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -180,7 +171,7 @@ def import_graph() -> dict[str, set[str]]:
     for module, path in paths.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         targets: set[str | None] = set()
-        for node in _runtime_imports(ast.parse(path.read_text())):
+        for node in _all_imports(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets.update(known(a.name) for a in node.names if a.name.startswith("agentctl"))
                 continue
@@ -252,10 +243,20 @@ def test_no_import_circles():
 
 
 def test_the_circle_check_sees_circles():
-    """The check finds a circle through a function-level and a relative import, and not
-    one through a TYPE_CHECKING import (it is not vacuous)."""
+    """The check finds a circle through a function-level, a relative and a TYPE_CHECKING
+    import (it is not vacuous)."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": set()}
     assert import_cycles(graph) == [["a", "b", "c"]]
+    source = ("from typing import TYPE_CHECKING\n"
+              "if TYPE_CHECKING:\n    from agentctl.model import Checkpoint\n"
+              "else:\n    from agentctl import text\n"
+              "def f():\n    from . import diff\n"
+              "try:\n    import agentctl.refs\nexcept ImportError:\n    pass\n")
+    names = {(n.module if isinstance(n, ast.ImportFrom) else n.names[0].name)
+             for n in _all_imports(ast.parse(source))}
+    assert names == {"typing", "agentctl.model", "agentctl", None, "agentctl.refs"}
     real = import_graph()
     assert "agentctl.storage.contract" in real["agentctl.storage"]  # a plain from-import
     assert "agentctl.cli.startup" in real["agentctl.cli"]  # `from agentctl.cli import startup` in a function
+    assert "agentctl.storage.agentos.protocols" in real["agentctl.storage.agentos.doctor"]  # TYPE_CHECKING
+    assert "agentctl.tui.host" in real["agentctl.tui.flows"]  # TYPE_CHECKING

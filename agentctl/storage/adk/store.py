@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator, Callable, Mapping, NamedTuple, Sequence
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import SEARCH_PLACES, Store, skip_copies
+from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
 from agentctl.storage.agentos.rows import message_hit_path, snippet_around  # the snippet rules all share
 from agentctl.storage.adk.events import (
     APP,
@@ -75,6 +75,7 @@ class ADKStore(ConnectedStore):
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True, **_: Any) -> None:
         self.kind = kind
+        self.local_file = local_file_of(kind, target)
         self._db = connection(kind, target, self._check, readonly=readonly)
         self.display_name = self._db.display_name
         self.layout = ""

@@ -38,7 +38,7 @@ from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 if TYPE_CHECKING:
-    from agentctl.storage.agentos.base import RowReads, Transaction
+    from agentctl.storage.agentos.protocols import Rows, Tx
 
 VERSION = 1
 _MAX_CHAIN = 64
@@ -74,13 +74,13 @@ def encode(cp: Checkpoint, base: Checkpoint, depth: int) -> Checkpoint | None:
         _placeholder(base_id), state, {DELTA_MARKER: "see state_blob"}, cp.next_node)
 
 
-async def _raw(reader: RowReads, checkpoint_id: str) -> Checkpoint | None:
+async def _raw(reader: Rows, checkpoint_id: str) -> Checkpoint | None:
     rows = await reader.query(f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?",
                               checkpoint_id)
     return row_to_checkpoint(rows[0]) if rows else None
 
 
-async def resolve(reader: RowReads, cp: Checkpoint,
+async def resolve(reader: Rows, cp: Checkpoint,
                   cache: dict[str, Checkpoint] | None = None) -> Checkpoint:
     """The full checkpoint of a delta row (`cp` as decoded from the row)."""
     from agentctl.diff import PatchError, apply_patch
@@ -119,7 +119,7 @@ async def resolve(reader: RowReads, cp: Checkpoint,
     return full
 
 
-async def encode_for_thread(tx: Transaction, cp: Checkpoint, every: int) -> Checkpoint:
+async def encode_for_thread(tx: Tx, cp: Checkpoint, every: int) -> Checkpoint:
     """The row to write for a new snapshot `cp` (full, or a delta; see the module doc)."""
     thread = cp.metadata.thread_id
     rows = await tx.query(
@@ -151,7 +151,7 @@ def _tags_text(kind: str) -> str:
     return "tags" if kind == "sqlite" else "tags::text"
 
 
-async def _deltas_in(tx: Transaction, thread: str) -> list[tuple[str, str]]:
+async def _deltas_in(tx: Tx, thread: str) -> list[tuple[str, str]]:
     """(checkpoint_id, base id) of the delta rows of a thread, read from their tags."""
     from agentctl.storage.agentos.rows import decode_tags_raw
 
@@ -166,7 +166,7 @@ async def _deltas_in(tx: Transaction, thread: str) -> list[tuple[str, str]]:
     return out
 
 
-async def _rehydrate(tx: Transaction, thread: str, where: str, params: list[Any],
+async def _rehydrate(tx: Tx, thread: str, where: str, params: list[Any],
                      needs: Callable[[bool, bool], bool], op: Any = None) -> int:
     deltas = await _deltas_in(tx, thread)
     if not deltas:
@@ -190,12 +190,12 @@ async def _rehydrate(tx: Transaction, thread: str, where: str, params: list[Any]
     return len(todo)
 
 
-async def before_delete(tx: Transaction, thread: str, where: str, params: list[Any], op: Any = None) -> int:
+async def before_delete(tx: Tx, thread: str, where: str, params: list[Any], op: Any = None) -> int:
     """Rewrite full the deltas of `thread` that survive a delete of `where` but whose
     base does not (`op`: a journal op, which keeps both images of them)."""
     return await _rehydrate(tx, thread, where, params, lambda row, base: base and not row, op)
 
 
-async def before_move(tx: Transaction, thread: str, where: str, params: list[Any], op: Any = None) -> int:
+async def before_move(tx: Tx, thread: str, where: str, params: list[Any], op: Any = None) -> int:
     """Rewrite full the deltas of `thread` that a move of `where` separates from their base."""
     return await _rehydrate(tx, thread, where, params, lambda row, base: row != base, op)

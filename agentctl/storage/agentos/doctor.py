@@ -11,12 +11,12 @@ from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.textindex import search_index_problems
 
 if TYPE_CHECKING:
-    from agentctl.storage.agentos.base import CheckpointBackend
+    from agentctl.storage.agentos.protocols import Checked
 
 EXPECTED_INDEXES = tuple(name for name, _ in INDEXES)
 
 
-async def problems(backend: CheckpointBackend, limit: int = 100) -> list[Problem]:
+async def problems(backend: Checked, limit: int = 100) -> list[Problem]:
     """Every finding, errors first, then warnings (missing indexes)."""
     out: list[Problem] = []
     for d in await backend.duplicate_steps(limit):
@@ -37,7 +37,7 @@ async def problems(backend: CheckpointBackend, limit: int = 100) -> list[Problem
     return out
 
 
-async def find_cycles(backend: CheckpointBackend, limit: int = 20, page: int = 50_000) -> list[list[str]]:
+async def find_cycles(backend: Checked, limit: int = 20, page: int = 50_000) -> list[list[str]]:
     """Parent chains that loop back on themselves (each cycle once), as checkpoint ids.
 
     The parent links are read as pairs of row ids (a join on the checkpoint_id index,
@@ -81,7 +81,7 @@ async def find_cycles(backend: CheckpointBackend, limit: int = 20, page: int = 5
     return [[names[n] for n in c] for c in cycles]
 
 
-async def index_names(backend: CheckpointBackend) -> set[str]:
+async def index_names(backend: Checked) -> set[str]:
     if backend.kind == "sqlite":
         rows = await backend._fetch(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints'")
@@ -92,7 +92,7 @@ async def index_names(backend: CheckpointBackend) -> set[str]:
     return {r["name"] for r in rows}
 
 
-async def schema_notes(backend: CheckpointBackend) -> list[str]:
+async def schema_notes(backend: Checked) -> list[str]:
     """What differs from the format's schema and only slows things down (missing indexes)."""
     have = await index_names(backend)
     return [f"index {name} is missing (reads are slower)" for name in EXPECTED_INDEXES if name not in have]
@@ -105,7 +105,7 @@ def index_ddl() -> dict[str, str]:
     return {name: index_sql(name, columns) for name, columns in DIALECT_INDEXES["postgres"]}
 
 
-async def fix_indexes(backend: CheckpointBackend) -> list[str]:
+async def fix_indexes(backend: Checked) -> list[str]:
     """Create the missing indexes of index_ddl() in one transaction; their names."""
     have = await index_names(backend)
     missing = {name: ddl for name, ddl in index_ddl().items() if name not in have}

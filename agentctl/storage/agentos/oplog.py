@@ -33,7 +33,7 @@ from agentctl.storage.results import (  # re-exported: agentctl.storage.agentos.
 from agentctl.storage.sqlutil import chunks, marks
 
 if TYPE_CHECKING:
-    from agentctl.storage.agentos.base import Reader, Transaction
+    from agentctl.storage.agentos.protocols import Rows, Tx
 
 TABLE = "checkpoints"
 KEY = JOURNAL_KEY
@@ -55,7 +55,7 @@ async def fingerprint(tx: Any, thread: str) -> list[Any]:
 # ---- writing an op --------------------------------------------------------------------
 
 
-async def start(tx: Transaction, kind: str, summary: str, threads: Sequence[str],
+async def start(tx: Tx, kind: str, summary: str, threads: Sequence[str],
                 details: dict[str, Any], created_at: str) -> ops.Op:
     """Begin an op of the journal (created by the first write; the previous op log moved
     into it first); its trash table made."""
@@ -65,24 +65,24 @@ async def start(tx: Transaction, kind: str, summary: str, threads: Sequence[str]
     return op
 
 
-async def finish(tx: Transaction, op: ops.Op, changed_threads: Iterable[str], summary: str | None = None) -> int:
+async def finish(tx: Tx, op: ops.Op, changed_threads: Iterable[str], summary: str | None = None) -> int:
     """The op's threads are those it changed; their fingerprints, as they are now."""
     op.threads = list(dict.fromkeys(changed_threads))
     return await op.finish({t: await fingerprint(tx, t) for t in op.threads}, summary=summary)
 
 
-async def set_aside(tx: Transaction, op: ops.Op, where: str, params: Sequence[Any], image: str) -> int:
+async def set_aside(tx: Tx, op: ops.Op, where: str, params: Sequence[Any], image: str) -> int:
     """Copy the checkpoints matching `where` into the trash as `image` of op."""
     return await jtrash.set_aside(tx, op.op_id, TABLE, where, params, image)
 
 
-async def record_inserts(tx: Transaction, op: ops.Op, rows: Sequence[tuple[str, str]]) -> None:
+async def record_inserts(tx: Tx, op: ops.Op, rows: Sequence[tuple[str, str]]) -> None:
     """Record checkpoints (checkpoint_id, thread_id) the op inserted (their after-images)."""
     for part in chunks([cid for cid, _ in rows], 500):
         await op.inserted(TABLE, KEY, f"checkpoint_id IN ({marks(len(part))})", part, thread=THREAD)
 
 
-async def record_reparents(tx: Transaction, op: ops.Op, thread_id: str,
+async def record_reparents(tx: Tx, op: ops.Op, thread_id: str,
                            rows: Sequence[tuple[str, str | None, str | None]]) -> None:
     """Set the parent of checkpoints of `thread_id` (checkpoint_id, old parent, new
     parent), both images kept, so that undo puts the old parent back."""
@@ -118,7 +118,7 @@ def _sql_order(value: Any) -> tuple[int, Any]:
     return (1, value)
 
 
-async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any, ids: Sequence[str] | None = None,
+async def trash(tx: Tx, op: ops.Op, where: str, *params: Any, ids: Sequence[str] | None = None,
                 rows: Sequence[int] | None = None, thread: str | None = None) -> list[str]:
     """Delete the checkpoints matching `where`, their before-images in op's trash; return
     their ids in thread order (thread, step, created_at, id). `ids`: those rows' ids in
@@ -183,7 +183,7 @@ async def trash(tx: Transaction, op: ops.Op, where: str, *params: Any, ids: Sequ
 # ---- reading the log ------------------------------------------------------------------
 
 
-async def archive_threads(reader: Reader) -> set[str]:
+async def archive_threads(reader: Rows) -> set[str]:
     """Threads that rewinds (not undone) set the abandoned future aside into."""
     return {str(d["archive_thread"]) for d in await ops.done_details(reader, "rewind") if d.get("archive_thread")}
 

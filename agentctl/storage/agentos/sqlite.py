@@ -269,6 +269,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     ):
         self._db_path = str(db_path)
         self.display_name = self._db_path
+        self.local_file = self._db_path
         self._readonly = readonly
         self._busy_timeout_ms = int(busy_timeout_ms)
         self._reader: aiosqlite.Connection | None = None

@@ -25,14 +25,39 @@ row is no longer what the edit wrote.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from agentctl.storage.results import OpResult
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.storage.article.store import decode_json, message_id_of
 
 if TYPE_CHECKING:
-    from agentctl.storage.article.history import ArticleHistory
+    from agentctl.storage.article.store import ArticleStore
+    from agentctl.storage.journal import ops
+
+
+class Editor(Protocol):
+    """What `edit_state` needs of its History (history.py's ArticleHistory, which
+    imports this module: the type is named here, not imported back)."""
+
+    @property
+    def store(self) -> ArticleStore: ...
+
+    def _write(self, threads: Sequence[str]) -> AbstractAsyncContextManager[Any]: ...
+
+    async def _session(self, reader: Any, sid: str) -> dict[str, Any] | None: ...
+
+    async def _begin(self, tx: Any, kind: str, summary: str, threads: Sequence[str],
+                     details: dict[str, Any], tables: Sequence[str]) -> ops.Op: ...
+
+    async def _fts_index(self, tx: Any, action: str, where: str, params: Sequence[Any] = ()) -> None: ...
+
+    def _ts(self, table: str, column: str) -> str: ...
+
+    def _now(self) -> str: ...
+
+    async def journal_finish(self, op: ops.Op) -> int: ...
 
 #: view key -> messages column
 MESSAGE_FIELDS = {"role": "role", "content": "content", "tool_calls": "tool_calls_json",
@@ -111,7 +136,7 @@ def _encoded(field: str, value: Any) -> Any:
     return value
 
 
-async def edit_state(h: ArticleHistory, checkpoint_id: str, new: dict[str, Any], what: str) -> OpResult:
+async def edit_state(h: Editor, checkpoint_id: str, new: dict[str, Any], what: str) -> OpResult:
     """Write the edited view `new` of message REF (see the module doc); one op."""
     mid = message_id_of(checkpoint_id)
     first = await h.store.q("SELECT session_id FROM messages WHERE id = ?", mid) if mid is not None else []

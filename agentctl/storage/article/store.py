@@ -46,7 +46,7 @@ from agentctl.errors import (
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.article import FORMAT, REQUIRED
 from agentctl.storage.article import schema as S
-from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places, local_file_of
 from agentctl.storage.sqlutil import in_chunks, marks
 
 CID_PREFIX = "msg-"
@@ -199,6 +199,7 @@ class ArticleStore(Store):
                  **kwargs: Any):
         self.format = FORMAT
         self.kind = kind
+        self.local_file = local_file_of(kind, target)
         self._readonly = readonly
         self._clock = clock
         self.db: Any = backend_class(kind)(target, readonly=readonly, create=False, **kwargs)

@@ -26,7 +26,7 @@ from agentctl import deep
 from agentctl.storage.agentos.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, Unsupported, check_search_places
+from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, Unsupported, check_search_places, local_file_of
 from agentctl.storage.journal.ops import LOG
 from agentctl.storage.journal.trash import trash_name
 from agentctl.storage.langgraph import serde
@@ -216,6 +216,7 @@ class LangGraphStore(ConnectedStore):
 
         self.format = FORMAT
         self.kind = kind
+        self.local_file = local_file_of(kind, target)
         # each kind's driver and backend imported only when a database of its kind opens
         if kind == "postgres":
             from agentctl.storage.langgraph.conn_postgres import _Postgres

@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Store, skip_copies
+from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
 from agentctl.storage.agentos.rows import message_hit_path, snippet_around  # the snippet rules all share
 from agentctl.storage.openai_agents import (
     FORMAT,
@@ -76,6 +76,7 @@ class OpenAIAgentsStore(ConnectedStore):
                  sessions_table: str | None = None, messages_table: str | None = None,
                  **_: Any) -> None:
         self.kind = kind
+        self.local_file = local_file_of(kind, target)
         self._asked = (sessions_table, messages_table)
         self._db = connection(kind, target, self._check, readonly=readonly)
         self.display_name = self._db.display_name
