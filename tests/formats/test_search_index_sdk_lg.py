@@ -275,7 +275,7 @@ def test_openai_doctor_reports_side_index(tmp_path):
 
     asyncio.run(write("Paris first"))
     d = cli_json(db, "doctor")
-    assert d["ok"] and d["problems"] == {"search_index": []} and not d["warnings"]
+    assert d["ok"] and d["problems"] == {"invalid_json": [], "search_index": []} and not d["warnings"]
     assert cli(db, "index", "build").exit_code == 0
     assert cli_json(db, "doctor")["ok"] and not cli_json(db, "doctor")["warnings"]
     asyncio.run(write("Paris again"))
