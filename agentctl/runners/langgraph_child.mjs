@@ -170,9 +170,10 @@ function userFrames(exc) {
   return out;
 }
 
-function nodeOf(exc) {
-  const m = /^Error in node "?([^":]+)"?/.exec(String(exc?.message ?? ""));
-  return exc?.node ?? exc?.lc_error_node ?? (m ? m[1] : null);
+// the node that raised: LangGraph.js marks the error with its task's id (pregelTaskId),
+// whose name the checkpoint before it listed among its tasks
+function nodeOf(exc, taskNames) {
+  return taskNames.get(exc?.pregelTaskId) ?? null;
 }
 
 function headConfig(config) {
@@ -286,6 +287,7 @@ async function main() {
     controller = new AbortController();
     let nodes = [];
     let keys = [];
+    const taskNames = new Map();
     try {
       const stream = await graph.stream(value, { ...config, streamMode: ["updates", "checkpoints"], signal: controller.signal });
       for await (const [mode, chunk] of stream) {
@@ -300,6 +302,7 @@ async function main() {
         if (mode !== "checkpoints") continue;
         const conf = chunk.config?.configurable ?? {};
         const meta = chunk.metadata ?? {};
+        for (const t of chunk.tasks ?? []) taskNames.set(t.id, t.name);
         emit({ event: "checkpoint", id: conf.checkpoint_id, ns: conf.checkpoint_ns ?? "", step: meta.step ?? null,
           source: meta.source ?? null, nodes, keys, next: [...(chunk.next ?? [])] });
         nodes = [];
@@ -311,7 +314,7 @@ async function main() {
         return 130;
       }
       const frames = userFrames(exc);
-      emit({ event: "error", type: exc?.name ?? typeof exc, message: String(exc?.message ?? exc), node: nodeOf(exc),
+      emit({ event: "error", type: exc?.name ?? typeof exc, message: String(exc?.message ?? exc), node: nodeOf(exc, taskNames),
         frames, origin: frames.length ? "agent" : "LangGraph.js" });
       return 1;
     }
