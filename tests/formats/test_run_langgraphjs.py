@@ -21,7 +21,7 @@ import pytest
 from tests.formats.test_langgraph_writes import dump
 from tests.support import noderig
 from tests.support.noderig import run_node
-from tests.support.rig import REPO
+from tests.support.rig import REPO, with_search_path
 from tests.support.sampledb import cli, cli_json
 
 node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node's lock file
@@ -62,31 +62,57 @@ GRAPH = textwrap.dedent('''
 # LangGraph.js's own view of a thread: getStateHistory, oldest first, without ids and times
 HISTORY = textwrap.dedent('''
     import { pathToFileURL } from "node:url";
-    import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+    async function openSaver(target) {  // a SQLite file, or a Postgres DSN whose search_path is the schema
+      if (!target.includes("://")) {
+        const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+        return SqliteSaver.fromConnString(target);
+      }
+      const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
+      const url = new URL(target);
+      const schema = url.searchParams.get("search_path");
+      url.searchParams.delete("search_path");
+      const saver = PostgresSaver.fromConnString(url.toString(), { schema });
+      await saver.setup();
+      return saver;
+    }
     const [file, db, thread] = process.argv.slice(2);
     const { graph } = await import(pathToFileURL(file).href);
-    graph.checkpointer = SqliteSaver.fromConnString(db);
+    const saver = graph.checkpointer = await openSaver(db);
     const out = [];
     for await (const s of graph.getStateHistory({ configurable: { thread_id: thread } })) {
       out.unshift({ step: s.metadata.step, source: s.metadata.source, next: s.next, values: s.values,
                     id: s.config.configurable.checkpoint_id });
     }
     console.log(JSON.stringify(out));
+    if (saver.end) await saver.end();
 ''')
 
 # LangGraph.js's own invoke / updateState on a database: the reference run
 INVOKE = textwrap.dedent('''
     import { pathToFileURL } from "node:url";
-    import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
     import { Command } from "@langchain/langgraph";
+    async function openSaver(target) {  // a SQLite file, or a Postgres DSN whose search_path is the schema
+      if (!target.includes("://")) {
+        const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+        return SqliteSaver.fromConnString(target);
+      }
+      const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
+      const url = new URL(target);
+      const schema = url.searchParams.get("search_path");
+      url.searchParams.delete("search_path");
+      const saver = PostgresSaver.fromConnString(url.toString(), { schema });
+      await saver.setup();
+      return saver;
+    }
     const [file, db, thread, how, value, at] = process.argv.slice(2);
     const { graph } = await import(pathToFileURL(file).href);
-    graph.checkpointer = SqliteSaver.fromConnString(db);
+    const saver = graph.checkpointer = await openSaver(db);
     const config = { configurable: { thread_id: thread, ...(at ? { checkpoint_id: at } : {}) } };
     if (how === "input") await graph.invoke(JSON.parse(value), config);
     else if (how === "resume") await graph.invoke(new Command({ resume: JSON.parse(value) }), config);
     else if (how === "update") await graph.updateState(config, JSON.parse(value));
     else await graph.invoke(null, config);
+    if (saver.end) await saver.end();
 ''')
 
 
@@ -118,8 +144,33 @@ def same(h):
     return [{k: v for k, v in s.items() if k != "id"} for s in h]
 
 
-def test_run_and_resume_add_what_langgraphjs_invoke_adds(project, tmp_path):
-    db, ref = tmp_path / "run.db", tmp_path / "ref.db"
+@pytest.fixture(params=["sqlite", "postgres"])
+def two_dbs(request, tmp_path):
+    """(the database agentctl runs on, the reference's): two SQLite files, or two fresh
+    schemas of the rig's Postgres (search_path in the DSN; the second made by the saver)."""
+    if request.param == "sqlite":
+        yield tmp_path / "run.db", tmp_path / "ref.db"
+        return
+    url = request.getfixturevalue("pg_dsn")
+    ref_schema = "r_" + os.urandom(6).hex()
+    base = request.getfixturevalue("pg_base_dsn")
+    yield url, with_search_path(base, ref_schema)
+    import asyncio
+
+    import asyncpg
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(base)
+        try:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {ref_schema} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+def test_run_and_resume_add_what_langgraphjs_invoke_adds(project, two_dbs):
+    db, ref = two_dbs
     # a new database: LangGraph.js's saver makes its tables; the run stops at interrupt()
     r = _agentctl(db, "run", "t", "--agent", f"{project / 'graph.mjs'}:graph", "--input", '{"city": "paris"}')
     assert r.returncode == 0, r.stderr
@@ -141,6 +192,11 @@ def test_run_and_resume_add_what_langgraphjs_invoke_adds(project, tmp_path):
     assert same(h) == same(history(project, ref))
     assert h[-1]["values"] == {"log": ["plan paris", "ask yes", "book PARIS yes"], "city": "PARIS", "answer": "yes"}
     assert [e["id"] for e in events[:2]] == [s["id"] for s in h[-2:]]
+
+    # undo, twice: the thread's rows go, every one
+    for _ in range(2):
+        assert cli(str(db), "undo").exit_code == 0
+    assert history(project, db) == [] and cli_json(str(db), "threads", "list") == []
 
 
 def test_from_forks_as_langgraphjs_replay_does_and_undo_takes_back_exactly_the_run(project, tmp_path):
