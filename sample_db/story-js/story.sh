@@ -1,21 +1,8 @@
 #!/bin/sh
-# The README's debugging story for a LangGraph.js project, on a new story.db beside
-# this file (the graph runs in node, with the packages npm installed here):
-# a graph fails at a node; log shows where; edit fixes the value; run passes;
-# compare shows where the runs parted; undo twice puts everything back.
+# The README's debugging story for a LangGraph.js project, on a new story.db beside this
+# file: the commands of sample_db/story/story.sh, here, where langgraph.json names the
+# LangGraph.js graph (run in node, with the packages npm installed here).
 #   cd sample_db/story-js && npm install && sh story.sh   (needs agentctl and node 20+)
 set -e
-cd "$(dirname "$0")"
-rm -f story.db story.db-wal story.db-shm   # the first run has LangGraph.js's saver make its tables
-say() { printf '\n$ %s\n' "$*"; "$@"; }
-
-say agentctl --db story.db run trip --input '{"request": "somewhere new, 3 nights"}' || true
-say agentctl --db story.db log trip
-failed=$(agentctl --db story.db log trip --json | python -c "import json,sys; print(json.load(sys.stdin)[0]['checkpoint_id'])")
-say agentctl --db story.db diff trip@1
-say agentctl --db story.db edit trip@1 --set plan.next_city='"Paris"' --yes
-say agentctl --db story.db run trip
-say agentctl --db story.db compare "$failed" trip
-say agentctl --db story.db undo
-say agentctl --db story.db undo
-say agentctl --db story.db log trip
+here=$(cd "$(dirname "$0")" && pwd)
+exec sh "$here/../story/story.sh" "$here"

@@ -21,7 +21,7 @@ import pytest
 from tests.formats.test_langgraph_writes import dump
 from tests.support import noderig
 from tests.support.noderig import run_node
-from tests.support.rig import REPO, with_search_path
+from tests.support.rig import REPO, pg_execute, with_search_path
 from tests.support.sampledb import cli, cli_json
 
 node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node's lock file
@@ -59,10 +59,9 @@ GRAPH = textwrap.dedent('''
       .addEdge(START, "tick").addConditionalEdges("tick", (s) => (s.n < 100 ? "tick" : END));
 ''')
 
-# LangGraph.js's own view of a thread: getStateHistory, oldest first, without ids and times
-HISTORY = textwrap.dedent('''
-    import { pathToFileURL } from "node:url";
-    async function openSaver(target) {  // a SQLite file, or a Postgres DSN whose search_path is the schema
+# a SQLite file, or a Postgres DSN whose search_path is the schema: LangGraph.js's saver on it
+SAVER = textwrap.dedent('''
+    async function openSaver(target) {
       if (!target.includes("://")) {
         const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
         return SqliteSaver.fromConnString(target);
@@ -75,6 +74,11 @@ HISTORY = textwrap.dedent('''
       await saver.setup();
       return saver;
     }
+''')
+
+# LangGraph.js's own view of a thread: getStateHistory, oldest first, without ids and times
+HISTORY = textwrap.dedent('''
+    import { pathToFileURL } from "node:url";
     const [file, db, thread] = process.argv.slice(2);
     const { graph } = await import(pathToFileURL(file).href);
     const saver = graph.checkpointer = await openSaver(db);
@@ -85,25 +89,12 @@ HISTORY = textwrap.dedent('''
     }
     console.log(JSON.stringify(out));
     if (saver.end) await saver.end();
-''')
+''') + SAVER
 
 # LangGraph.js's own invoke / updateState on a database: the reference run
 INVOKE = textwrap.dedent('''
     import { pathToFileURL } from "node:url";
     import { Command } from "@langchain/langgraph";
-    async function openSaver(target) {  // a SQLite file, or a Postgres DSN whose search_path is the schema
-      if (!target.includes("://")) {
-        const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
-        return SqliteSaver.fromConnString(target);
-      }
-      const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
-      const url = new URL(target);
-      const schema = url.searchParams.get("search_path");
-      url.searchParams.delete("search_path");
-      const saver = PostgresSaver.fromConnString(url.toString(), { schema });
-      await saver.setup();
-      return saver;
-    }
     const [file, db, thread, how, value, at] = process.argv.slice(2);
     const { graph } = await import(pathToFileURL(file).href);
     const saver = graph.checkpointer = await openSaver(db);
@@ -113,7 +104,7 @@ INVOKE = textwrap.dedent('''
     else if (how === "update") await graph.updateState(config, JSON.parse(value));
     else await graph.invoke(null, config);
     if (saver.end) await saver.end();
-''')
+''') + SAVER
 
 
 @pytest.fixture
@@ -155,18 +146,7 @@ def two_dbs(request, tmp_path):
     ref_schema = "r_" + os.urandom(6).hex()
     base = request.getfixturevalue("pg_base_dsn")
     yield url, with_search_path(base, ref_schema)
-    import asyncio
-
-    import asyncpg
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(f"DROP SCHEMA IF EXISTS {ref_schema} CASCADE")
-        finally:
-            await conn.close()
-
-    asyncio.run(drop())
+    pg_execute(base, f"DROP SCHEMA IF EXISTS {ref_schema} CASCADE")
 
 
 def test_run_and_resume_add_what_langgraphjs_invoke_adds(project, two_dbs):
@@ -297,8 +277,9 @@ def test_the_readme_story_plays_for_the_langgraphjs_project(tmp_path, node_modul
     the run fails in `book`, the edit through updateState fixes plan.next_city, the run
     books, compare finds where the runs parted, two undos give back the failed run."""
     project = tmp_path / "story-js"
-    shutil.copytree(REPO / "sample_db" / "story-js", project,
-                    ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"))
+    for name in ("story", "story-js"):  # story-js/story.sh plays story/story.sh's commands
+        shutil.copytree(REPO / "sample_db" / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"))
     (project / "node_modules").symlink_to(node_modules)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
