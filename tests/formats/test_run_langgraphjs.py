@@ -52,6 +52,13 @@ GRAPH = textwrap.dedent('''
       .addEdge(START, "plan").addEdge("plan", "ask").addEdge("ask", "book").addEdge("book", END)
       .compile();
 
+    // what the run was given besides its input: the Runtime context, a configurable value
+    const Seen = Annotation.Root({ seen: Annotation() });
+    export const given = new StateGraph(Seen)
+      .addNode("look", (s, config) => ({ seen: { context: config.context ?? null, user: config.configurable?.user_id ?? null } }))
+      .addEdge(START, "look").addEdge("look", END)
+      .compile();
+
     // a loop of slow steps (Ctrl-C): not compiled, agentctl compiles it
     const Loop = Annotation.Root({ n: Annotation({ reducer: (a, b) => b, default: () => 0 }) });
     export const slow = new StateGraph(Loop)
@@ -197,6 +204,14 @@ def test_from_forks_as_langgraphjs_replay_does_and_undo_takes_back_exactly_the_r
     r = cli(str(db), "undo")
     assert r.exit_code == 0, r.stderr
     assert dump(str(db), None) == before
+
+
+def test_context_and_configurable_reach_the_js_graph(project, tmp_path):
+    db = tmp_path / "run.db"
+    r = _agentctl(db, "run", "t", "--agent", f"{project / 'graph.mjs'}:given", "--input", "{}",
+                  "--context", '{"model": "m1"}', "--configurable", 'user_id="ada"')
+    assert r.returncode == 0, r.stderr
+    assert cli_json(str(db), "show", "t")["state"]["seen"] == {"context": {"model": "m1"}, "user": "ada"}
 
 
 def test_an_exception_in_the_users_node_shows_the_users_frames(project, tmp_path):
