@@ -240,7 +240,7 @@ def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node
     kind, target = target_to_write(db)
     m = plan.meta
     request: dict[str, Any] = {"mode": "edit", "kind": kind, "target": target, "thread": m.thread_id,
-                               "from": m.checkpoint_id, "agent": agent.target, "paths": agent.paths,
+                               "from": m.checkpoint_id, **agent.request(),
                                "edits": [e.to_wire() for e in plan.edits], "as_node": as_node,
                                **(settings or {})}
     outcome = run_child(plan.fmt, python, request).event

@@ -163,15 +163,18 @@ async def without_tables(db: str) -> bool:
     return tables is not None and not tables
 
 
-def create_tables(db: str, python: str) -> None:
+def create_tables(db: str, python: str, agent: Any = None) -> None:
     """LangGraph's saver makes its tables in the database (setup(), in the user's
-    interpreter, as `langgraph dev` would): what a run with --input on a new database
-    needs first. UsageError when it cannot."""
+    interpreter, as `langgraph dev` would; LangGraph.js's in node for a JS `agent`): what a
+    run with --input on a new database needs first. UsageError when it cannot."""
     from agentctl.runners import run_child
     from agentctl.storage import parse_url
 
     kind, target = parse_url(db)
-    ended = run_child("langgraph", python, {"mode": "create", "kind": kind, "target": target})
+    request: dict[str, Any] = {"mode": "create", "kind": kind, "target": target}
+    if agent is not None and agent.runtime == "node":
+        request.update(agent.request())
+    ended = run_child("langgraph", python, request)
     if ended.event.get("event") != "created":
         raise UsageError(str(ended.event.get("message") or "the tables were not created"))
 
@@ -183,7 +186,7 @@ def start_request(plan: RunPlan, db: str, agent: Any) -> dict[str, Any]:
 
     kind, target = target_to_write(db)
     request: dict[str, Any] = {"kind": kind, "target": target, "thread": plan.thread, "from": plan.from_id,
-                               "agent": agent.target, "paths": agent.paths, **plan.extra, **plan.settings}
+                               **agent.request(), **plan.extra, **plan.settings}
     if plan.resume_text is not None:
         request["resume"] = plan.resume
     else:

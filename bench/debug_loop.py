@@ -6,11 +6,18 @@ of two 10,000-step runs against reading the same checkpoints through the store.
     python bench/debug_loop.py [--runs 5] [--steps 10000] [--keep DIR] [--only-compare] [--before CHECKOUT]
     python bench/debug_loop.py --edit-1m [--runs 5]    # edit on the 1M databases (below)
     python bench/debug_loop.py --only-async [--runs 5] # run of an async graph (below)
+    python bench/debug_loop.py --only-js [--runs 5] [--node-modules DIR]   # a LangGraph.js graph (below)
 
 `--only-async` (also part of the default): `run` of an async 10-step graph with a Runtime
 context and a configurable value (tests/fixtures/apps/asyncctx, context limit 10: the
 child goes through astream and AsyncSqliteSaver) against the same graph's `ainvoke` with
 AsyncSqliteSaver in a bare `python -c`, interleaved; target <= 1.3x + 0.15 s.
+
+`--only-js`: `run` of a 10-step LangGraph.js graph (graph.mjs in a project whose
+node_modules is --node-modules, default the test rig's, tests/support/noderig.py: the
+child is node running agentctl/runners/langgraph_child.mjs with SqliteSaver) against
+`node` running a script that imports the same graph and invokes it with SqliteSaver,
+interleaved; target <= 1.3x + 0.15 s.
 
 `--edit-1m`: `edit REF --set K=V --yes` (then `undo`, so the database is as before) on the
 1M AgentOS database (`make_db.py sqlite bench/data/bench.db`) and the 1M LangGraph one
@@ -100,6 +107,54 @@ def async_run_bench(work: Path, runs: int) -> None:
     print(f"run (async 10-step graph, context): agentctl {o:.3f} s, bare python -c ainvoke {b:.3f} s: "
           f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
           f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, ainvoke {min(bare):.3f}-{max(bare):.3f} s)")
+
+
+JS_GRAPH = textwrap.dedent('''
+    import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+    const S = Annotation.Root({
+      n: Annotation({ reducer: (a, b) => b, default: () => 0 }),
+      log: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
+    });
+    export const graph = new StateGraph(S)
+      .addNode("step", (s) => ({ n: s.n + 1, log: [s.n] }))
+      .addEdge(START, "step")
+      .addConditionalEdges("step", (s) => (s.n < 10 ? "step" : END))
+      .compile();
+''')
+
+JS_BARE = textwrap.dedent('''
+    import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+    import { graph } from "./graph.mjs";
+    const [db, thread] = process.argv.slice(2);
+    graph.checkpointer = SqliteSaver.fromConnString(db);
+    await graph.invoke({ n: 0, log: [] }, { configurable: { thread_id: thread } });
+''')
+
+
+def js_run_bench(work: Path, runs: int, node_modules: str | None) -> None:
+    """`run` of a 10-step LangGraph.js graph against node invoking it directly."""
+    if node_modules is None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from tests.support.noderig import install
+
+        node_modules = str(install() / "node_modules")  # npm ci once, as the tests do
+    project = work / "js"
+    project.mkdir(exist_ok=True)
+    (project / "graph.mjs").write_text(JS_GRAPH)
+    (project / "bare.mjs").write_text(JS_BARE)
+    if not (project / "node_modules").exists():
+        (project / "node_modules").symlink_to(node_modules)
+    db = str(work / "js.db")
+    timed(agentctl(db, "run", "warm", "--agent", f"{project / 'graph.mjs'}:graph", "--input", "{}"))  # + tables
+    ours, bare = [], []
+    for i in range(runs):
+        ours.append(timed(agentctl(db, "run", f"a{i}", "--agent", f"{project / 'graph.mjs'}:graph",
+                                   "--input", json.dumps({"n": 0, "log": []}))))
+        bare.append(timed(["node", str(project / "bare.mjs"), db, f"b{i}"]))
+    o, b = statistics.median(ours), statistics.median(bare)
+    print(f"run (LangGraph.js 10-step graph): agentctl {o:.3f} s, bare node invoke {b:.3f} s: "
+          f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
+          f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, node {min(bare):.3f}-{max(bare):.3f} s)")
 
 
 FLOOR_EDIT = textwrap.dedent('''
@@ -221,6 +276,8 @@ def main() -> None:
                     "(its root on PYTHONPATH), interleaved: the before of a change")
     ap.add_argument("--only-compare", action="store_true", help="time compare only")
     ap.add_argument("--only-async", action="store_true", help="time the async graph's run only")
+    ap.add_argument("--only-js", action="store_true", help="time the LangGraph.js graph's run only")
+    ap.add_argument("--node-modules", metavar="DIR", help="LangGraph.js's packages (default: the test rig's)")
     args = ap.parse_args()
     if args.edit_1m:
         edit_1m(args.runs, os.path.abspath(args.agentos_db), os.path.abspath(args.langgraph_db))
@@ -229,6 +286,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     if args.only_async:
         return async_run_bench(work, args.runs)
+    if args.only_js:
+        return js_run_bench(work, args.runs, args.node_modules)
     if args.only_compare:
         long_db = str(work / "long.db")
         if not os.path.exists(long_db):

@@ -16,6 +16,9 @@ YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking 
 #: that a script can pass --yes to every write
 AcceptYesOpt = Annotated[bool, typer.Option(
     "--yes", "-y", help="Accepted for scripts; this command does not ask (it is undoable).")]
+NodeOpt = Annotated[str | None, typer.Option(
+    "--node", metavar="PATH", help="The node that runs a LangGraph.js graph (default: $AGENTCTL_NODE, else "
+    "node on PATH).")]
 ContextOpt = Annotated[str | None, typer.Option(
     "--context", metavar="JSON", help="LangGraph: the graph's Runtime context (context=; built into its "
     "context_schema), e.g. '{\"model\": \"m\"}'.")]

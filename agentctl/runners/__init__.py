@@ -21,8 +21,8 @@ from typing import Any, Iterator
 
 from agentctl.errors import UsageError, not_a_file
 
-__all__ = ["require_runtime", "Runtime", "RUNNERS", "Agent", "find_agent", "pick_python", "ChildRun",
-           "ChildOutcome", "run_child"]
+__all__ = ["require_runtime", "Runtime", "RUNNERS", "Agent", "find_agent", "pick_python", "pick_node",
+           "pick_interpreter", "child_argv", "ChildRun", "ChildOutcome", "run_child"]
 
 @dataclass(frozen=True)
 class Runtime:
@@ -42,6 +42,10 @@ RUNNERS = {
 }
 
 CONFIG_NAME = "langgraph.json"
+#: a LangGraph.js graph's file (run by node, in langgraph_child.mjs)
+JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")
+TS_SUFFIXES = (".ts", ".mts", ".cts")
+NODE_SCRIPT = "langgraph_child.mjs"
 
 
 def require_runtime(fmt: str, command: str) -> None:
@@ -59,6 +63,17 @@ class Agent:
     target: dict[str, str]
     label: str
     paths: list[str] = field(default_factory=list)
+    #: "python", or "node" for a LangGraph.js graph (a .js/.mjs/.cjs/.ts file, or a
+    #: langgraph.json with "node_version"), whose packages resolve from `project`
+    runtime: str = "python"
+    project: str | None = None
+
+    def request(self) -> dict[str, Any]:
+        """What a child's request says of the agent (start_request's, edit's)."""
+        out: dict[str, Any] = {"agent": self.target, "paths": self.paths}
+        if self.runtime == "node":
+            out.update(runtime="node", project=self.project)
+        return out
 
 
 def _spec(text: str, base: Path, what: str) -> dict[str, str]:
@@ -66,7 +81,7 @@ def _spec(text: str, base: Path, what: str) -> dict[str, str]:
     where, sep, var = text.rpartition(":")
     if not sep or not where or not var:
         raise UsageError(f"{what} {text!r} is not FILE.py:VAR or module:var")
-    if where.endswith(".py") or "/" in where or os.sep in where:
+    if where.endswith((".py", *JS_SUFFIXES)) or "/" in where or os.sep in where:
         path = (base / where).resolve()
         if not path.is_file():
             raise UsageError(f"{what} {text!r}: no file {path}")
@@ -90,6 +105,8 @@ def find_agent(agent: str | None, config: str | None, cwd: str | None = None, fm
                          + ("DIR or " if fmt == "adk" else "") + "FILE.py:VAR (or module:var)")
     if agent and ":" in agent:
         target = _spec(agent, here, "--agent")
+        if target.get("file", "").endswith(JS_SUFFIXES):
+            return Agent(target=target, label=agent, runtime="node", project=str(Path(target["file"]).parent))
         return Agent(target=target, label=agent,
                      paths=[str(Path(target["file"]).parent)] if "file" in target else [str(here)])
     path = Path(config).expanduser() if config else here / CONFIG_NAME
@@ -124,6 +141,10 @@ def find_agent(agent: str | None, config: str | None, cwd: str | None = None, fm
     paths = [str((base / d).resolve()) for d in deps if isinstance(d, str) and not d.startswith(("http", "git+"))
              and (base / d).is_dir()]
     target = _spec(entry, base, f"{path.name} graph {agent!r}")
+    if "node_version" in data or target.get("file", "").endswith(JS_SUFFIXES):  # LangGraph.js's langgraph.json
+        if "file" not in target:
+            raise UsageError(f"{path}: graph {agent!r} of a LangGraph.js project is \"./file.ts:graph\" (a file)")
+        return Agent(target=target, label=agent, runtime="node", project=str(base))
     if "file" in target and str(Path(target["file"]).parent) not in paths:
         paths.append(str(Path(target["file"]).parent))
     return Agent(target=target, label=agent, paths=paths)
@@ -147,11 +168,61 @@ def pick_python(python: str | None) -> str:
     return found
 
 
+def pick_node(node: str | None) -> str:
+    """The node that runs a LangGraph.js agent: --node, AGENTCTL_NODE, else `node` on PATH."""
+    from shutil import which
+
+    chosen = node or os.environ.get("AGENTCTL_NODE") or "node"
+    found = which(chosen) if os.sep not in chosen else (chosen if os.access(chosen, os.X_OK) else None)
+    if not found:
+        if node or os.environ.get("AGENTCTL_NODE"):
+            raise UsageError(f"--node {chosen}: no such program" if node else f"AGENTCTL_NODE={chosen}: no such program")
+        raise UsageError("a LangGraph.js graph needs node (none on PATH); give --node PATH")
+    return found
+
+
+def pick_interpreter(agent: Agent, python: str | None, node: str | None = None) -> str:
+    """The program that runs `agent`: node for a LangGraph.js graph, else the Python."""
+    return pick_node(node) if agent.runtime == "node" else pick_python(python)
+
+
+def _tsx(project: str) -> Path | None:
+    """The project's tsx (its ESM loader), in node_modules walked up from `project`."""
+    folder = Path(project)
+    for d in (folder, *folder.parents):
+        manifest = d / "node_modules" / "tsx" / "package.json"
+        if manifest.is_file():
+            try:
+                exports = json.loads(manifest.read_text(encoding="utf-8")).get("exports")
+            except (OSError, ValueError):
+                return None
+            entry = exports.get(".") if isinstance(exports, dict) else exports
+            while isinstance(entry, dict):
+                entry = entry.get("import") or entry.get("default")
+            return manifest.parent / (entry if isinstance(entry, str) else "dist/loader.mjs")
+    return None
+
+
+def child_argv(fmt: str, interpreter: str, request: dict[str, Any], fd: int) -> list[str]:
+    """The child's command line: `PYTHON SCRIPT FD`, or `NODE [--import TSX] SCRIPT FD` for
+    a LangGraph.js graph (a TypeScript one through the project's own tsx: exit 2 without)."""
+    if request.get("runtime") != "node":
+        return [interpreter, str(Path(__file__).with_name(RUNNERS[fmt].script)), str(fd)]
+    script = str(Path(__file__).with_name(NODE_SCRIPT))
+    file = str((request.get("agent") or {}).get("file") or "")
+    if not file.endswith(TS_SUFFIXES):
+        return [interpreter, script, str(fd)]
+    loader = _tsx(str(request.get("project") or Path(file).parent))
+    if loader is None:
+        raise UsageError(f"{Path(file).name} is TypeScript: node runs it through the project's tsx, and "
+                         f"{request.get('project')} has none; install it there: npm install -D tsx")
+    return [interpreter, "--import", loader.as_uri(), script, str(fd)]
+
+
 class ChildRun:
     """The child process running the user's agent; iterate for its events."""
 
     def __init__(self, fmt: str, python: str, request: dict[str, Any]) -> None:
-        script = Path(__file__).with_name(RUNNERS[fmt].script)
         # what the user's code prints goes to our stderr; a stderr with no file behind it
         # (an in-process test runner's, the TUI's) gets it when the child is done
         self._spill: Any = None
@@ -165,8 +236,14 @@ class ChildRun:
             self._spill = err = tempfile.TemporaryFile()
         read_fd, write_fd = os.pipe()
         try:
+            argv = child_argv(fmt, python, request, write_fd)
+        except UsageError:
+            os.close(read_fd)
+            os.close(write_fd)
+            raise
+        try:
             self.proc = subprocess.Popen(
-                [python, str(script), str(write_fd)], stdin=subprocess.PIPE, stdout=err,
+                argv, stdin=subprocess.PIPE, stdout=err,
                 stderr=err, pass_fds=(write_fd,), close_fds=True)
         except OSError as exc:
             os.close(read_fd)

@@ -152,7 +152,7 @@ def start(screen: "WriteHost") -> None:
 
 
 async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
-    from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
+    from agentctl.runners import RUNNERS, find_agent, pick_interpreter, run_child
     from agentctl.runs import (
         RunTally,
         error_line,
@@ -183,7 +183,7 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
             plan = await plan_run(db, engine, thread, meta.checkpoint_id if runtime.replays else None,
                                   input_text, resume_text, *parse_run_options(options))
             who = find_agent(screen.agent.get("agent"), screen.agent.get("config"), fmt=fmt)
-            python = pick_python(screen.agent.get("python"))
+            python = pick_interpreter(who, screen.agent.get("python"))
         except UsageError as exc:
             screen.notify(inert(f"{exc}: nothing run"), title="Run", severity="error", markup=False, timeout=12)
             return

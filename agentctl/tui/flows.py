@@ -348,10 +348,10 @@ async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
         plan = await plan_edit(db, engine, meta, edits, graph=graph) if edits else probe
         who = python = None
         if not plan.native:  # the user's graph writes it: found before the confirmation
-            from agentctl.runners import find_agent, pick_python
+            from agentctl.runners import find_agent, pick_interpreter
 
             who = find_agent(screen.agent.get("agent"), screen.agent.get("config"))
-            python = pick_python(screen.agent.get("python"))
+            python = pick_interpreter(who, screen.agent.get("python"))
     except UsageError as exc:
         screen.notify(inert(str(exc)), title="Edit", severity="error", markup=False)
         return

@@ -3,9 +3,10 @@
 # a graph fails at a node; log shows where; edit fixes the value; run passes;
 # compare shows where the runs parted; undo twice puts everything back.
 #   sh sample_db/story/story.sh        (needs agentctl and langgraph installed)
+# (sample_db/story-js/story.sh plays it on the LangGraph.js project: DIR, the first argument)
 set -e
-cd "$(dirname "$0")"
-rm -f story.db story.db-wal story.db-shm   # the first run has LangGraph's saver make its tables
+cd "${1:-$(dirname "$0")}"
+rm -f story.db story.db-wal story.db-shm   # the first run has the framework's saver make its tables
 say() { printf '\n$ %s\n' "$*"; "$@"; }
 
 say agentctl --db story.db run trip --input '{"request": "somewhere new, 3 nights"}' || true

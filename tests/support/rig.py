@@ -32,6 +32,20 @@ def run_sync(coro_fn: Callable[[], Any]) -> Any:
     return run(coro_fn())
 
 
+def pg_execute(dsn: str, sql: str) -> None:
+    """One statement on a Postgres (a schema made or dropped for a test), with asyncpg."""
+    import asyncpg
+
+    async def go() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    run_sync(go)
+
+
 def with_search_path(dsn: str, schema: str) -> str:
     sep = "&" if "?" in dsn else "?"
     return f"{dsn}{sep}search_path={schema}"

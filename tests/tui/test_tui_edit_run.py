@@ -16,7 +16,7 @@ from agentctl.tui.screens.compare import CompareScreen
 from agentctl.tui.screens.confirm import ConfirmScreen
 from agentctl.tui.screens.edit import EditScreen
 from tests.support.rig import SAMPLE_DB
-from tests.support import sampledb
+from tests.support import noderig, sampledb
 from tests.support.tui import settle, skip_idle_waits
 from tests.tui.test_tui import SIZE, notices, plain, press, screen_text, select_thread, thread_size, to_step, until
 
@@ -28,6 +28,7 @@ def _no_idle_waits(monkeypatch):
 
 # the sample on SQLite and on Postgres, a private writable copy per test
 sample_url = sampledb.sample_url
+node_modules = noderig.node_modules  # the fixture: the Node rig (LangGraph.js), for the JS story
 
 
 @pytest.fixture
@@ -197,6 +198,26 @@ def story(tmp_path):
     return db, config
 
 
+@pytest.fixture(params=["python", "js"])
+def any_story(request, tmp_path):
+    """The story's failed run, of the Python project (sample_db/story) and of the
+    LangGraph.js one (sample_db/story-js, its packages the Node rig's; run in node)."""
+    if request.param == "python":
+        return request.getfixturevalue("story")
+    from tests.support.rig import REPO
+    from tests.support.sampledb import cli
+
+    modules = request.getfixturevalue("node_modules")  # skips without node
+    project = tmp_path / "story-js"
+    shutil.copytree(REPO / "sample_db" / "story-js", project,
+                    ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"))
+    (project / "node_modules").symlink_to(modules)
+    db, config = str(project / "run.db"), str(project / "langgraph.json")
+    r = cli(db, "run", "trip", "--input", '{"request": "somewhere new, 3 nights"}', "--config", config)
+    assert r.exit_code == 1 and "no flights to Atlantis" in r.stderr, r.stderr
+    return db, config
+
+
 def langgraph_project(project, thread: str, input: str, graph: str | None = None):
     """A LangGraph SQLite database in `project` (with `graph`: its graph.py and a
     langgraph.json naming it), and the result of `agentctl run THREAD --input INPUT` on it."""
@@ -217,8 +238,8 @@ def langgraph_project(project, thread: str, input: str, graph: str | None = None
     return db, config, cli(db, "run", thread, "--input", input, "--config", config)
 
 
-async def test_e_then_R_on_langgraph_runs_live_and_ends_on_the_compare_view(story):
-    db, config = story
+async def test_e_then_R_on_langgraph_runs_live_and_ends_on_the_compare_view(any_story):
+    db, config = any_story
     app = AgentctlApp(db, config=config)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -7,7 +7,7 @@ import typer
 
 from agentctl.cli.context import run as run_coro
 from agentctl.cli.context import state
-from agentctl.cli.options import ConfigurableOpt, ContextOpt, DryRunOpt, JsonOpt, RefArg, YesOpt
+from agentctl.cli.options import ConfigurableOpt, ContextOpt, DryRunOpt, JsonOpt, NodeOpt, RefArg, YesOpt
 from agentctl.cli.output import confirm, emit_json, info, say, show_changes
 
 
@@ -30,6 +30,7 @@ def edit(
         "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")] = None,
     python: Annotated[str | None, typer.Option(
         "--python", metavar="PATH", help="The interpreter of the agent's environment (as `run` takes it).")] = None,
+    node: NodeOpt = None,
     context_json: ContextOpt = None,
     configurable: ConfigurableOpt = None,
     dry_run: DryRunOpt = False,
@@ -53,7 +54,8 @@ def edit(
     refuses (exit 2) channels whose values are not plain data (LangChain messages, other
     objects, pickled) and graphs with DeltaChannels: pass --agent for those. With --agent,
     --context and --configurable KEY=JSON are given to the graph as `run` gives them (an
-    async graph's update goes through aupdate_state and LangGraph's async saver).
+    async graph's update goes through aupdate_state and LangGraph's async saver). A
+    LangGraph.js graph (as `run` takes it, in node) writes it with its updateState.
 
     OpenAI Agents SDK: REF is an item; KEY a key of the item as the SDK stores it
     (`content`, `content.0.text`): the item is changed in place, and the SDK's get_items
@@ -103,10 +105,10 @@ def edit(
             show_changes(changes)
         return
     if not p.native:  # the agent first: a wrong --agent is one line, before anything else
-        from agentctl.runners import find_agent, pick_python
+        from agentctl.runners import find_agent, pick_interpreter
 
         who = find_agent(agent, config)
-        interpreter = pick_python(python)
+        interpreter = pick_interpreter(who, python, node)
     if not json_out:
         info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
         for c in changes:

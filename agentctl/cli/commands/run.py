@@ -9,7 +9,7 @@ import typer
 from agentctl.cli.complete import complete_ref, complete_thread
 from agentctl.cli.context import run as run_coro
 from agentctl.cli.context import state
-from agentctl.cli.options import AcceptYesOpt, ConfigurableOpt, ContextOpt, JsonOpt
+from agentctl.cli.options import AcceptYesOpt, ConfigurableOpt, ContextOpt, JsonOpt, NodeOpt
 from agentctl.cli.output import emit_jsonl, info, say
 
 
@@ -32,13 +32,15 @@ def run_agent(
     context_json: ContextOpt = None,
     configurable: ConfigurableOpt = None,
     agent: Annotated[str | None, typer.Option(
-        "--agent", metavar="NAME|FILE.py:VAR|module:var",
-        help="The agent: a graph of langgraph.json, or where its graph object is.")] = None,
+        "--agent", metavar="NAME|FILE.py:VAR|module:var|FILE.mjs:EXPORT",
+        help="The agent: a graph of langgraph.json, or where its graph object is (a .js/.mjs/.cjs/.ts "
+        "file: a LangGraph.js graph, run by node).")] = None,
     config: Annotated[str | None, typer.Option(
         "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")] = None,
     python: Annotated[str | None, typer.Option(
         "--python", metavar="PATH", help="The interpreter of the agent's environment (default: "
         "$AGENTCTL_PYTHON, the active virtualenv's, else agentctl's own).")] = None,
+    node: NodeOpt = None,
     json_out: JsonOpt = False,
     yes: AcceptYesOpt = False,
 ) -> None:
@@ -66,9 +68,15 @@ def run_agent(
     Runner.run_async with ADK's DatabaseSessionService on --db. --from and --resume are
     LangGraph's.
 
+    LangGraph.js: a graph of a langgraph.json with "node_version" (./src/agent.ts:graph,
+    ./graph.mjs:graph), or --agent FILE.mjs:EXPORT (.js/.mjs/.cjs/.ts), runs in a child
+    `node` (--node, $AGENTCTL_NODE, else node on PATH) with LangGraph.js and its savers
+    as installed in the graph's project (npm install there); TypeScript through the
+    project's own tsx. The same lines, options and undo as a Python graph's.
+
     Example: agentctl --db sample_db/langgraph.db backup lg.db && agentctl --db lg.db run trip --config sample_db/story/langgraph.json --input '{"request": "3 nights"}'
     """
-    from agentctl.runners import RUNNERS, find_agent, pick_python, run_child
+    from agentctl.runners import RUNNERS, find_agent, pick_interpreter, run_child
     from agentctl.runs import (
         RunTally,
         create_tables,
@@ -85,8 +93,9 @@ def run_agent(
             and run_coro(without_tables(st.db)):
         # a new database: LangGraph's saver makes its tables first, as `langgraph dev` would
         # (reads never create anything; a run with an input is a write of the framework's)
-        create_tables(st.db, pick_python(python))
-        info(f"created LangGraph's checkpoint tables in {st.db} (its saver's setup(); undo does not remove them)")
+        maker = find_agent(agent, config)
+        create_tables(st.db, pick_interpreter(maker, python, node), maker)
+        info(f"created LangGraph{'.js' if maker.runtime == 'node' else ''}'s checkpoint tables in {st.db} (its saver's setup(); undo does not remove them)")
 
     async def prepare():
         async with st.engine(write=False) as (store, history):
@@ -95,7 +104,7 @@ def run_agent(
 
     plan = run_coro(prepare())
     who = find_agent(agent, config, fmt=plan.fmt)
-    interpreter = pick_python(python)
+    interpreter = pick_interpreter(who, python, node)
     tally = RunTally(plan)
 
     def take(event: dict[str, Any]) -> None:
