@@ -1,0 +1,215 @@
+"""agentctl writes in LangGraph.js's own form on databases LangGraph.js wrote (through the
+Node rig, tests/support/noderig.py), SQLite (SqliteSaver) and Postgres (PostgresSaver, in
+a schema named by the DSN's `search_path`): JSON rows, integer versions, on Postgres every
+value in a blob row. Each write is compared with LangGraph.js's own time travel on a twin
+database (the same script run again): `rewind` with `updateState(REF, null, "__copy__")`,
+`edit` with `updateState(REF, values)` (a reducer channel's value as `new Overwrite(v)`).
+After each, LangGraph.js reads the thread (`getStateHistory`) and resumes it
+(`invoke(null)`, then `invoke(new Command({resume}))` at the pending `interrupt()`), and
+both give the same checkpoints and the same final state; `undo` gives every row back."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from typing import Any, Callable
+
+import pytest
+
+from tests.support import noderig
+from tests.support.noderig import NODE_DIR, run_node
+from tests.support.rig import run_sync, with_search_path
+from tests.support.sampledb import cli
+
+node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node's lock file
+
+SCRIPT = NODE_DIR / "langgraph_timetravel.mjs"
+SAVER_TABLES = {"sqlite": ("checkpoints", "writes"),
+                "postgres": ("checkpoints", "checkpoint_blobs", "checkpoint_writes")}
+
+
+class JsDb:
+    """A database LangGraph.js built (langgraph_timetravel.mjs's "build"): its URL for
+    agentctl, `js(ops)` to run LangGraph.js on it, `rows()` its savers' rows."""
+
+    def __init__(self, kind: str, url: str, node_args: tuple[str, str, str], schema: str | None = None):
+        self.kind, self.url, self.node_args, self.schema = kind, url, node_args, schema
+
+    def js(self, *ops: dict[str, Any]) -> list[Any]:
+        out = run_node(SCRIPT, *self.node_args, json.dumps(list(ops)))
+        return json.loads(out.stdout)
+
+    def history(self, thread: str) -> list[dict[str, Any]]:
+        return self.js({"op": "history", "thread": thread})[0]
+
+    def rows(self) -> dict[str, list[tuple]]:
+        if self.kind == "sqlite":
+            with sqlite3.connect(self.url) as c:
+                return {t: sorted(c.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in SAVER_TABLES["sqlite"]}
+        import asyncpg
+
+        async def dump() -> dict[str, list[tuple]]:
+            conn = await asyncpg.connect(self.node_args[1])
+            try:
+                return {t: sorted((tuple(r) for r in await conn.fetch(f"SELECT * FROM {self.schema}.{t}")), key=repr)
+                        for t in SAVER_TABLES["postgres"]}
+            finally:
+                await conn.close()
+        return run_sync(dump)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def twins(request, tmp_path, node_modules) -> Callable[[], JsDb]:
+    """Makes a database as LangGraph.js's build writes it (call it twice: twins)."""
+    made: list[str] = []
+
+    def make() -> JsDb:
+        if request.param == "sqlite":
+            path = str(tmp_path / f"lgjs{len(made)}.db")
+            made.append(path)
+            db = JsDb("sqlite", path, ("sqlite", path, "-"))
+        else:
+            import asyncpg
+
+            base = request.getfixturevalue("pg_base_dsn")
+            schema = "js_" + uuid.uuid4().hex[:12]
+
+            async def create() -> None:
+                conn = await asyncpg.connect(base)
+                try:
+                    await conn.execute(f"CREATE SCHEMA {schema}")
+                finally:
+                    await conn.close()
+            run_sync(create)
+            made.append(schema)
+            db = JsDb("postgres", with_search_path(base, schema), ("postgres", base, schema), schema)
+        db.js({"op": "build"})
+        return db
+
+    yield make
+    if request.param == "postgres" and made:
+        import asyncpg
+
+        base = request.getfixturevalue("pg_base_dsn")
+
+        async def drop() -> None:
+            conn = await asyncpg.connect(base)
+            try:
+                for schema in made:
+                    await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+            finally:
+                await conn.close()
+        run_sync(drop)
+
+
+def shape(history: list[dict[str, Any]]) -> list[tuple]:
+    """A thread's history without its ids: each checkpoint's step, source, next tasks,
+    pending interrupts, values and its parent's place in the list."""
+    place = {s["id"]: i for i, s in enumerate(history)}
+    return [(s["step"], s["source"], s["next"], s["interrupts"], s["values"], place.get(s["parent"]))
+            for s in history]
+
+
+def at_step(history: list[dict[str, Any]], step: int, source: str = "loop") -> str:
+    return next(s["id"] for s in history if s["step"] == step and s["source"] == source)
+
+
+def agentctl(db: JsDb, *args: str) -> None:
+    r = cli(db.url, *args, "--yes", "--no-backup") if args[0] == "rewind" else cli(db.url, *args, "--yes")
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+
+
+def resume_both(mine: JsDb, theirs: JsDb, thread: str) -> None:
+    """LangGraph.js resumes both threads: the run to the interrupt, then past it; the
+    same states and the same checkpoints on both."""
+    assert shape(mine.history(thread)) == shape(theirs.history(thread))
+    ops = ({"op": "invoke", "thread": thread}, {"op": "invoke", "thread": thread, "resume": "weiter ✓"},
+           {"op": "history", "thread": thread})
+    got, want = mine.js(*ops), theirs.js(*ops)
+    assert got[:2] == want[:2]
+    if mine.kind == "sqlite":
+        assert shape(got[2]) == shape(want[2])
+    else:  # LangGraph.js's PostgresSaver, after its own fork of an older checkpoint, can give a
+        # new value a (channel, version) another branch holds and keep that row (ON CONFLICT DO
+        # NOTHING): its own history then reads the other branch's value. agentctl's versions
+        # are above the thread's: the run's checkpoints hold what the run returned.
+        assert [x[:4] + x[5:] for x in shape(got[2])] == [x[:4] + x[5:] for x in shape(want[2])]
+        assert got[2][0]["values"] == got[1]
+    assert got[1]["note"] == "weiter ✓" and got[1]["messages"][-1] == ["ai", "done: weiter ✓"]
+
+
+def test_rewind_is_langgraphjs_own_fork_copy_and_resumes(twins):
+    mine, theirs = twins(), twins()
+    before = mine.rows()
+    ref = at_step(mine.history("t1"), 6)  # the second run, at its pending interrupt()
+    agentctl(mine, "rewind", ref)
+    theirs.js({"op": "update", "thread": "t1", "checkpoint_id": at_step(theirs.history("t1"), 6),
+               "as_node": "__copy__"})
+    head = mine.history("t1")[0]
+    assert (head["source"], head["step"], head["next"]) == ("fork", 7, ["ask"])
+    undo_redo(mine, before, mine.rows())
+    resume_both(mine, theirs, "t1")
+
+
+def undo_redo(db: JsDb, before: dict, after: dict) -> None:
+    """`undo` gives every row back as it was before the op; `redo` writes the op again."""
+    r = cli(db.url, "undo", "--yes")
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    assert db.rows() == before
+    r = cli(db.url, "redo", "--yes")
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    assert db.rows() == after
+
+
+def test_rewind_hard_resumes_as_langgraphjs_fork(twins):
+    mine, theirs = twins(), twins()
+    before = mine.rows()
+    h = mine.history("t1")
+    ref = at_step(h, 6)
+    later = {i for i, s in enumerate(h) if s["id"] > ref}
+    agentctl(mine, "rewind", ref, "--hard")
+    th = theirs.history("t1")
+    theirs.js({"op": "update", "thread": "t1", "checkpoint_id": at_step(th, 6), "as_node": "__copy__"})
+    got, want = mine.history("t1"), theirs.history("t1")
+    # LangGraph.js's history without the later checkpoints agentctl deleted (ids in their order)
+    gone = {th[i]["id"] for i in later}
+    assert [x[:5] for x in shape(got)] == [x[:5] for x in shape([s for s in want if s["id"] not in gone])]
+    assert not any(s["id"] in {h[i]["id"] for i in later} for s in got)
+    undo_redo(mine, before, mine.rows())
+    ops = ({"op": "invoke", "thread": "t1"}, {"op": "invoke", "thread": "t1", "resume": "hart"})
+    assert mine.js(*ops) == theirs.js(*ops)
+
+
+@pytest.mark.parametrize("thread,sets,values,overwrite", [
+    ("t2", ["count=41"], {"count": 41}, False),  # at the pending interrupt()
+    ("t1", ["note=\"é ✓ 你好\""], {"note": "é ✓ 你好"}, False),  # at LangGraph.js's own update fork
+    ("t2", ["tags=[\"x\", \"ü\"]"], {"tags": ["x", "ü"]}, True),  # a reducer channel: Overwrite
+])
+def test_edit_is_langgraphjs_own_update_state_and_resumes(twins, thread, sets, values, overwrite):
+    mine, theirs = twins(), twins()
+    before, step = mine.rows(), mine.history(thread)[0]["step"]
+    agentctl(mine, "edit", thread, *[a for s in sets for a in ("--set", s)])
+    theirs.js({"op": "update", "thread": thread, "values": values, "overwrite": overwrite})
+    after = mine.rows()
+    head = mine.history(thread)[0]
+    assert (head["source"], head["step"]) == ("update", step + 1)
+    assert all(head["values"][k] == v for k, v in values.items())
+    if mine.kind == "sqlite":  # JSON rows, as SqliteSaver writes them
+        new = [r for r in after["checkpoints"] if r not in before["checkpoints"]]
+        assert len(new) == 1 and new[0][4] == "json"
+        cp = json.loads(new[0][5])
+        assert cp["v"] == 4 and all(isinstance(v, int) for v in cp["channel_versions"].values())
+    else:  # values in blob rows, JSON, the version the integer as text
+        new = [r for r in after["checkpoint_blobs"] if r not in before["checkpoint_blobs"]]
+        assert new and {r[4] for r in new} <= {"json", "empty"} and all(r[3].isdigit() for r in new)
+    undo_redo(mine, before, after)
+    resume_both(mine, theirs, thread)
+
+
+def test_edit_of_a_messages_channel_without_the_graph_is_refused(twins):
+    db = twins()
+    before = db.rows()
+    r = cli(db.url, "edit", "t2", "--set", "messages=[]", "--yes")
+    assert r.exit_code == 2 and "cannot write 'messages' without your graph" in r.stderr
+    assert db.rows() == before
