@@ -213,3 +213,68 @@ def test_edit_of_a_messages_channel_without_the_graph_is_refused(twins):
     r = cli(db.url, "edit", "t2", "--set", "messages=[]", "--yes")
     assert r.exit_code == 2 and "cannot write 'messages' without your graph" in r.stderr
     assert db.rows() == before
+
+
+def python_thread(db: JsDb, thread: str = "py1") -> None:
+    """LangGraph (Python)'s own saver adds a thread to the database LangGraph.js wrote."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class S(TypedDict):
+        count: int
+
+    g = StateGraph(S)
+    g.add_node("inc", lambda s: {"count": s["count"] + 1})
+    g.add_edge(START, "inc")
+    g.add_edge("inc", END)
+    cfg = {"configurable": {"thread_id": thread}}
+    if db.kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        with sqlite3.connect(db.url, check_same_thread=False) as conn:
+            g.compile(checkpointer=SqliteSaver(conn)).invoke({"count": 1}, cfg)
+    else:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        from tests.support.contract_formats import psycopg_dsn
+
+        with PostgresSaver.from_conn_string(psycopg_dsn(db.url)) as saver:
+            saver.setup()  # its migrations after LangGraph.js's v0-4 (task_path)
+            g.compile(checkpointer=saver).invoke({"count": 1}, cfg)
+
+
+def test_formats_says_which_saver_wrote_and_a_python_thread_stays_python(twins):
+    db = twins()
+    r = cli(db.url, "formats")
+    assert r.exit_code == 0 and "written by: LangGraph.js\n" in r.stderr, r.stderr
+    assert json.loads(cli(db.url, "formats", "--json").stdout)["database"]["written_by"] == ["LangGraph.js"]
+    python_thread(db)
+    r = cli(db.url, "formats")
+    assert "written by: LangGraph (Python) and LangGraph.js\n" in r.stderr, r.stderr
+    # a write in the Python thread is Python's (msgpack / string versions), the JS threads stay JS
+    before = db.rows()
+    agentctl(db, "edit", "py1", "--set", "count=7")
+    new = [r for r in db.rows()["checkpoints"] if r not in before["checkpoints"]]
+    assert len(new) == 1
+    if db.kind == "sqlite":
+        assert new[0][4] == "msgpack"
+    else:
+        assert all(isinstance(v, str) for v in json.loads(new[0][5])["channel_versions"].values())
+    assert json.loads(cli(db.url, "show", "py1", "--json").stdout)["state"]["count"] == 7
+
+
+def test_stats_gives_threads_checkpoints_and_bytes(twins):
+    db = twins()
+    rows = db.rows()
+    data = json.loads(cli(db.url, "stats", "--json").stdout)
+    per = {t: sum(1 for r in rows["checkpoints"] if r[0] == t) for t in ("t1", "t2")}
+    assert (data["threads"], data["checkpoints"]) == (2, sum(per.values()))
+    assert [(p["thread_id"], p["checkpoints"]) for p in data["per_thread"]] == sorted(
+        per.items(), key=lambda kv: -next(p["bytes"] for p in data["per_thread"] if p["thread_id"] == kv[0]))
+    assert data["bytes"] == sum(p["bytes"] for p in data["per_thread"]) > 0
+    assert data["per_thread"][0]["bytes"] >= data["per_thread"][1]["bytes"]
+    r = cli(db.url, "stats")
+    assert r.exit_code == 0 and "thread\tt1\t" in r.stdout
+    r = cli(db.url, "stats", "--user", "u")
+    assert r.exit_code == 2 and r.stderr.startswith("agentctl: ")

@@ -381,10 +381,13 @@ class LangGraphHistory(JournalHistory, History):
                     ids = [r["checkpoint_id"] for r in rows]
                     await self._delete_ids(op, tid, each_ns, ids, all_ids=ids)  # all after REF: one run
                 await self._delete_unused_blobs(op, tid)
-            await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
+            shifted = await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
             for table in ("checkpoints", self.W):
                 await self._inserted(op, table, "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                                      tid, ns, new_id)
+            for ch, ver in shifted:
+                await self._inserted(op, "checkpoint_blobs", "thread_id = ? AND checkpoint_ns = ? AND channel = ? "
+                                     "AND version = ?", tid, ns, ch, ver)
             op_id = await self.journal_finish(op)
         await self.journal_moved()
         cp = await self.store.get(new_id)
@@ -394,7 +397,9 @@ class LangGraphHistory(JournalHistory, History):
                                 moved=[] if hard else moved_ids, deleted=moved_ids if hard else [])
 
     async def _insert_fork(self, tx: Any, tid: str, ns: str, ref: str, new_id: str,
-                           full: dict[str, Any], meta: dict[str, Any]) -> None:
+                           full: dict[str, Any], meta: dict[str, Any]) -> list[tuple[str, str]]:
+        """The fork copy of REF; the blob keys it inserted (a LangGraph.js thread on
+        Postgres: `_insert_js_pg_fork`)."""
         ts = utc_now_iso()
         new_meta = {k: v for k, v in meta.items() if k not in ("run_id", "writes")}
         new_meta["source"] = "fork"
@@ -402,7 +407,10 @@ class LangGraphHistory(JournalHistory, History):
         new_meta["step"] = (step + 1) if isinstance(step, int) else step
         # counters_since_delta_snapshot stay REF's: the fork has REF's place in the chain
         meta_text = json.dumps(new_meta, ensure_ascii=False)
-        if self._pg:
+        shifted: list[tuple[str, str]] = []
+        if self._pg and _is_js(full["type"], cp := json.loads(full["checkpoint"])):
+            shifted = await self._insert_js_pg_fork(tx, tid, ns, new_id, full, cp, meta_text)
+        elif self._pg:
             await tx.execute(
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata) SELECT thread_id, checkpoint_ns, CAST(? AS TEXT), parent_checkpoint_id, type, "
@@ -440,6 +448,42 @@ class LangGraphHistory(JournalHistory, History):
             f"INSERT INTO {self.W} ({', '.join(wcols)}, checkpoint_id) SELECT {', '.join(wcols)}, CAST(? AS TEXT) "
             f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? "
             "AND channel NOT IN ('__resume__', '__interrupt__')", new_id, tid, ns, ref, NULL_TASK_ID)
+        return shifted
+
+    async def _insert_js_pg_fork(self, tx: Any, tid: str, ns: str, new_id: str, full: dict[str, Any],
+                                 cp: dict[str, Any], meta_text: str) -> list[tuple[str, str]]:
+        """LangGraph.js on Postgres: the fork copy with every channel version (and the
+        versions_seen) moved above the thread's greatest version, its blob rows copied
+        at those versions. LangGraph.js's PostgresSaver keys blobs by (channel, integer
+        version) and keeps the row already there on conflict: a run from a plain copy
+        would write versions the abandoned run holds and read that run's values back.
+        Shifting every version by one amount keeps every comparison (what triggers
+        which node) as REF's. The blob keys inserted."""
+        used = await tx.fetch("SELECT MAX(CAST(version AS BIGINT)) AS m FROM checkpoint_blobs WHERE "
+                              "thread_id = ? AND checkpoint_ns = ? AND version ~ '^[0-9]{1,18}$'", tid, ns)
+        versions = cp.get("channel_versions") or {}
+        shift = max([used[0]["m"] or 0, *versions.values()])
+
+        def up(v: Any) -> Any:
+            return v + shift if isinstance(v, int) and not isinstance(v, bool) else v
+
+        cp.update(id=new_id, ts=_js_ts(), channel_versions={c: up(v) for c, v in versions.items()},
+                  versions_seen={n: {c: up(v) for c, v in seen.items()} if isinstance(seen, dict) else seen
+                                 for n, seen in (cp.get("versions_seen") or {}).items()})
+        await tx.execute(
+            "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+            "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, CAST(? AS JSONB), CAST(? AS JSONB))",
+            tid, ns, new_id, full["parent_checkpoint_id"], full["type"], json.dumps(cp, ensure_ascii=False),
+            meta_text)
+        out = []
+        for ch, v in sorted(versions.items()):
+            await tx.execute(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                "SELECT thread_id, checkpoint_ns, channel, CAST(? AS TEXT), type, blob FROM checkpoint_blobs "
+                "WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
+                str(up(v)), tid, ns, ch, str(v))
+            out.append((ch, str(up(v))))
+        return out
 
     # ---- branch ----------------------------------------------------------------------
 
