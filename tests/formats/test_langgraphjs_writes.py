@@ -278,3 +278,47 @@ def test_stats_gives_threads_checkpoints_and_bytes(twins):
     assert r.exit_code == 0 and "thread\tt1\t" in r.stdout
     r = cli(db.url, "stats", "--user", "u")
     assert r.exit_code == 2 and r.stderr.startswith("agentctl: ")
+
+
+def test_branch_edit_merge_resume_and_undo(twins):
+    """branch (a new JS thread), edit on it, merge back: JSON rows LangGraph.js reads and
+    resumes; undo of the merge gives the rows back."""
+    db = twins()
+    r = cli(db.url, "branch", "t2", "b2", "--yes", "--json")
+    assert r.exit_code == 0, r.stderr
+    branch = json.loads(r.stdout)["thread_id"]
+    agentctl(db, "edit", branch, "--set", "count=9")
+    assert db.history(branch)[0]["values"]["count"] == 9
+    before = db.rows()
+    agentctl(db, "merge", branch)
+    after = db.rows()
+    head = db.history("t2")[0]
+    assert head["values"]["count"] == 9 and head["next"] == ["ask"]
+    undo_redo(db, before, after)
+    got = db.js({"op": "invoke", "thread": "t2", "resume": "ja"})[0]
+    assert (got["count"], got["note"], got["messages"][-1]) == (10, "ja", ["ai", "done: ja"])
+
+
+def test_a_schema_named_by_search_path_is_read_and_written_alone(twins):
+    """Postgres: two LangGraph.js schemas in one database (LangGraph.js's options.schema);
+    `?search_path=SCHEMA` makes agentctl read and write that schema only, its journal
+    there too; `public` and the other schema untouched."""
+    mine, other = twins(), twins()
+    if mine.kind != "postgres":
+        pytest.skip("schemas are Postgres's")
+    import asyncpg
+
+    theirs_before = other.rows()
+    agentctl(mine, "edit", "t2", "--set", "count=5")
+    assert mine.history("t2")[0]["values"]["count"] == 5
+    assert other.rows() == theirs_before
+
+    async def tables() -> set[tuple[str, str]]:
+        conn = await asyncpg.connect(mine.node_args[1])
+        try:
+            return {(r[0], r[1]) for r in await conn.fetch(
+                "SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE 'agentctl%'")}
+        finally:
+            await conn.close()
+    found = run_sync(tables)
+    assert found and {schema for schema, _ in found} == {mine.schema}
