@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import pgserver
-from tests.support.rig import REQUIRE_PG, SAMPLE_DB, run_sync, with_search_path
+from tests.support.rig import REQUIRE_PG, SAMPLE_DB, pg_execute, with_search_path
 
 
 @pytest.fixture(scope="session")
@@ -43,27 +43,10 @@ def pg_base_dsn():
 @pytest.fixture
 def pg_dsn(pg_base_dsn):
     """A DSN whose search_path is a fresh, empty schema (dropped afterwards)."""
-    import asyncpg
-
     schema = "t_" + uuid.uuid4().hex[:12]
-
-    async def create() -> None:
-        conn = await asyncpg.connect(pg_base_dsn)
-        try:
-            await conn.execute(f"CREATE SCHEMA {schema}")
-        finally:
-            await conn.close()
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(pg_base_dsn)
-        try:
-            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
-        finally:
-            await conn.close()
-
-    run_sync(create)
+    pg_execute(pg_base_dsn, f"CREATE SCHEMA {schema}")
     yield with_search_path(pg_base_dsn, schema)
-    run_sync(drop)
+    pg_execute(pg_base_dsn, f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

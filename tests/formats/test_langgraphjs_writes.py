@@ -19,7 +19,7 @@ import pytest
 
 from tests.support import noderig
 from tests.support.noderig import NODE_DIR, run_node
-from tests.support.rig import run_sync, with_search_path
+from tests.support.rig import pg_execute, run_sync, with_search_path
 from tests.support.sampledb import cli
 
 node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node's lock file
@@ -70,18 +70,9 @@ def twins(request, tmp_path, node_modules) -> Callable[[], JsDb]:
             made.append(path)
             db = JsDb("sqlite", path, ("sqlite", path, "-"))
         else:
-            import asyncpg
-
             base = request.getfixturevalue("pg_base_dsn")
             schema = "js_" + uuid.uuid4().hex[:12]
-
-            async def create() -> None:
-                conn = await asyncpg.connect(base)
-                try:
-                    await conn.execute(f"CREATE SCHEMA {schema}")
-                finally:
-                    await conn.close()
-            run_sync(create)
+            pg_execute(base, f"CREATE SCHEMA {schema}")
             made.append(schema)
             db = JsDb("postgres", with_search_path(base, schema), ("postgres", base, schema), schema)
         db.js({"op": "build"})
@@ -89,18 +80,7 @@ def twins(request, tmp_path, node_modules) -> Callable[[], JsDb]:
 
     yield make
     if request.param == "postgres" and made:
-        import asyncpg
-
-        base = request.getfixturevalue("pg_base_dsn")
-
-        async def drop() -> None:
-            conn = await asyncpg.connect(base)
-            try:
-                for schema in made:
-                    await conn.execute(f"DROP SCHEMA {schema} CASCADE")
-            finally:
-                await conn.close()
-        run_sync(drop)
+        pg_execute(request.getfixturevalue("pg_base_dsn"), *(f"DROP SCHEMA {schema} CASCADE" for schema in made))
 
 
 def shape(history: list[dict[str, Any]]) -> list[tuple]:

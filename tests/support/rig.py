@@ -22,6 +22,20 @@ def run_sync(coro_fn: Callable[[], Any]) -> Any:
     return run(coro_fn())
 
 
+def pg_execute(dsn: str, *statements: str) -> None:
+    """Run SQL statements on a Postgres DSN (one connection), e.g. to make or drop a schema."""
+    import asyncpg
+
+    async def go() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            for sql in statements:
+                await conn.execute(sql)
+        finally:
+            await conn.close()
+    run_sync(go)
+
+
 def with_search_path(dsn: str, schema: str) -> str:
     sep = "&" if "?" in dsn else "?"
     return f"{dsn}{sep}search_path={schema}"
