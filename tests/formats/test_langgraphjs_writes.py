@@ -229,6 +229,8 @@ def test_formats_says_which_saver_wrote_and_a_python_thread_stays_python(twins):
     r = cli(db.url, "formats")
     assert r.exit_code == 0 and "written by: LangGraph.js\n" in r.stderr, r.stderr
     assert json.loads(cli(db.url, "formats", "--json").stdout)["database"]["written_by"] == ["LangGraph.js"]
+    r = cli(db.url, "--format", "adk", "formats")  # forced, not in it: says so, names no writer
+    assert r.exit_code == 0 and "in the adk format" in r.stderr and "written by" not in r.stderr, r.stderr
     python_thread(db)
     r = cli(db.url, "formats")
     assert "written by: LangGraph (Python) and LangGraph.js\n" in r.stderr, r.stderr

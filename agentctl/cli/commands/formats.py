@@ -27,6 +27,7 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
 
     Example: agentctl --db sample_db/sessions.db formats
     """
+    from agentctl.errors import AgentctlError
     from agentctl.storage import Capability, detect, formats, get_format
 
     st = state(ctx)
@@ -36,8 +37,12 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
             from agentctl.storage import parse_url
 
             spec = get_format(st.format) if st.format else await detect(st.db)
-            async with st.open() as store:
-                writers = await store.written_by()
+            writers = None
+            try:
+                async with st.open() as store:
+                    writers = await store.written_by()
+            except AgentctlError:  # a --format the database is not in: it says what is forced
+                pass
             return spec, parse_url(st.db)[0], writers
 
         detected = run(go())
