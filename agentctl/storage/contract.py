@@ -580,6 +580,11 @@ class Store(ABC):
         """Usage statistics of the format (`agentctl stats`), as plain JSON data."""
         raise Unsupported(self.format.name, "stats")
 
+    async def written_by(self) -> list[str] | None:
+        """Which framework(s) wrote the database, where a format is written by more than
+        one (`formats`); None where the format does not tell."""
+        return None
+
     async def backup(self, dest: str) -> str:
         """An online, consistent copy of the database at `dest` (SQLite's backup API);
         the path written."""

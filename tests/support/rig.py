@@ -32,14 +32,15 @@ def run_sync(coro_fn: Callable[[], Any]) -> Any:
     return run(coro_fn())
 
 
-def pg_execute(dsn: str, sql: str) -> None:
-    """One statement on a Postgres (a schema made or dropped for a test), with asyncpg."""
+def pg_execute(dsn: str, *statements: str) -> None:
+    """Run SQL statements on a Postgres DSN (one connection), e.g. to make or drop a schema."""
     import asyncpg
 
     async def go() -> None:
         conn = await asyncpg.connect(dsn)
         try:
-            await conn.execute(sql)
+            for sql in statements:
+                await conn.execute(sql)
         finally:
             await conn.close()
 

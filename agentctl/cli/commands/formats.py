@@ -27,6 +27,7 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
 
     Example: agentctl --db sample_db/sessions.db formats
     """
+    from agentctl.errors import AgentctlError
     from agentctl.storage import Capability, detect, formats, get_format
 
     st = state(ctx)
@@ -36,7 +37,13 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
             from agentctl.storage import parse_url
 
             spec = get_format(st.format) if st.format else await detect(st.db)
-            return spec, parse_url(st.db)[0]
+            writers = None
+            try:
+                async with st.open() as store:
+                    writers = await store.written_by()
+            except AgentctlError:  # a --format the database is not in: it says what is forced
+                pass
+            return spec, parse_url(st.db)[0], writers
 
         detected = run(go())
     specs = formats()
@@ -44,6 +51,8 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         out: dict[str, Any] = {"formats": [f.to_dict() for f in specs]}
         if detected is not None:
             out["database"] = {"format": detected[0].name, "kind": detected[1]}
+            if detected[2] is not None:
+                out["database"]["written_by"] = detected[2]
         emit_json(out)
         return
     caps = [c for c in Capability]
@@ -53,3 +62,5 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
            for f in specs])
     if detected is not None:
         info(f"the database is in the {detected[0].name} format ({detected[0].title}, {detected[1]})")
+        if detected[2] is not None:
+            info("written by: " + (" and ".join(detected[2]) or "nobody yet (no checkpoint)"))

@@ -65,7 +65,7 @@ def stats(
     from agentctl import render
 
     head = Text(f"{data['threads']} threads, {data['checkpoints']} checkpoints, "
-                f"{human_bytes(data['bytes'])} of JSON", style="bold")
+                f"{human_bytes(data['bytes'])} of {data.get('bytes_of', 'JSON')}", style="bold")
     width = console().width
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("THREAD", "left"), ("CKPTS", "right"), ("BYTES", "right"), ("AVG", "right"))
@@ -81,6 +81,9 @@ def stats(
             threads.add_column(name, justify=justify, overflow="fold")
         for row in rows:
             threads.add_row(*row)
+    if not tags:  # (LangGraph: no tags)
+        show(head, Text(""), threads)
+        return
     hist = Table(header_style="bold", box=None, pad_edge=False)
     hist.add_column("TAG")
     hist.add_column("COUNT", justify="right")

@@ -72,7 +72,7 @@ from itertools import groupby
 import secrets
 import time
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from agentctl.diff import MISSING, json_equal
@@ -146,6 +146,28 @@ def _replace_str_value(payload: bytes, key: str, new: str, old: str | None = Non
             return payload[:start] + _msgpack_str(new) + payload[body + n:]
         pos = payload.find(k, pos + 1)
     raise OperationError(f"checkpoint payload has no {key!r} string to rewrite")
+
+
+def _is_js(type_: str | None, checkpoint: dict[str, Any]) -> bool:
+    """Whether LangGraph.js wrote a checkpoint (and so its thread: LangGraph.js reads no
+    msgpack and no string versions, a thread is all-JS or all-Python): stored as 'json'
+    (SqliteSaver), or its channel versions integers (PostgresSaver, whose Python twin
+    writes strings)."""
+    if type_ == "json":
+        return True
+    versions = checkpoint.get("channel_versions") or {}
+    return type_ is None and bool(versions) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in versions.values())
+
+
+def _js_dumps(value: Any) -> bytes:
+    """A value as LangGraph.js's JsonPlusSerializer stores it: JSON.stringify's UTF-8."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def _js_ts() -> str:
+    """Now as LangGraph.js writes a checkpoint's ts (`new Date().toISOString()`)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class LangGraphHistory(JournalHistory, History):
@@ -359,10 +381,13 @@ class LangGraphHistory(JournalHistory, History):
                     ids = [r["checkpoint_id"] for r in rows]
                     await self._delete_ids(op, tid, each_ns, ids, all_ids=ids)  # all after REF: one run
                 await self._delete_unused_blobs(op, tid)
-            await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
+            shifted = await self._insert_fork(tx, tid, ns, ref, new_id, full, meta)
             for table in ("checkpoints", self.W):
                 await self._inserted(op, table, "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                                      tid, ns, new_id)
+            for ch, ver in shifted:
+                await self._inserted(op, "checkpoint_blobs", "thread_id = ? AND checkpoint_ns = ? AND channel = ? "
+                                     "AND version = ?", tid, ns, ch, ver)
             op_id = await self.journal_finish(op)
         await self.journal_moved()
         cp = await self.store.get(new_id)
@@ -372,7 +397,9 @@ class LangGraphHistory(JournalHistory, History):
                                 moved=[] if hard else moved_ids, deleted=moved_ids if hard else [])
 
     async def _insert_fork(self, tx: Any, tid: str, ns: str, ref: str, new_id: str,
-                           full: dict[str, Any], meta: dict[str, Any]) -> None:
+                           full: dict[str, Any], meta: dict[str, Any]) -> list[tuple[str, str]]:
+        """The fork copy of REF; the blob keys it inserted (a LangGraph.js thread on
+        Postgres: `_insert_js_pg_fork`)."""
         ts = utc_now_iso()
         new_meta = {k: v for k, v in meta.items() if k not in ("run_id", "writes")}
         new_meta["source"] = "fork"
@@ -380,17 +407,29 @@ class LangGraphHistory(JournalHistory, History):
         new_meta["step"] = (step + 1) if isinstance(step, int) else step
         # counters_since_delta_snapshot stay REF's: the fork has REF's place in the chain
         meta_text = json.dumps(new_meta, ensure_ascii=False)
-        if self._pg:
+        shifted: list[tuple[str, str]] = []
+        if self._pg and _is_js(full["type"], cp := json.loads(full["checkpoint"])):
+            shifted = await self._insert_js_pg_fork(tx, tid, ns, new_id, full, cp, meta_text)
+        elif self._pg:
             await tx.execute(
                 "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata) SELECT thread_id, checkpoint_ns, CAST(? AS TEXT), parent_checkpoint_id, type, "
                 "jsonb_set(jsonb_set(checkpoint, '{id}', to_jsonb(CAST(? AS TEXT))), '{ts}', "
                 "to_jsonb(CAST(? AS TEXT))), CAST(? AS JSONB) FROM checkpoints WHERE thread_id = ? "
                 "AND checkpoint_ns = ? AND checkpoint_id = ?", new_id, new_id, ts, meta_text, tid, ns, ref)
+        elif full["type"] == "json":  # LangGraph.js's SqliteSaver: the checkpoint as UTF-8 JSON
+            cp = json.loads(bytes(full["checkpoint"]))
+            if not isinstance(cp, dict) or cp.get("id") != ref:
+                raise OperationError(f"cannot rewrite the id of checkpoint {ref}")
+            cp.update(id=new_id, ts=_js_ts())
+            await tx.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                tid, ns, new_id, full["parent_checkpoint_id"], "json", _js_dumps(cp), meta_text.encode("utf-8"))
         else:
             if (full["type"] or "msgpack") != "msgpack":
                 raise UsageError(f"cannot rewind to {ref}: its checkpoint is stored as {full['type']!r} "
-                                 "(agentctl rewrites only msgpack checkpoints, never decrypts or unpickles)")
+                                 "(agentctl rewrites only msgpack and JSON checkpoints, never decrypts or unpickles)")
 
             data = bytes(full["checkpoint"])
             data = _replace_str_value(data, "id", new_id, old=ref)
@@ -409,6 +448,42 @@ class LangGraphHistory(JournalHistory, History):
             f"INSERT INTO {self.W} ({', '.join(wcols)}, checkpoint_id) SELECT {', '.join(wcols)}, CAST(? AS TEXT) "
             f"FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? "
             "AND channel NOT IN ('__resume__', '__interrupt__')", new_id, tid, ns, ref, NULL_TASK_ID)
+        return shifted
+
+    async def _insert_js_pg_fork(self, tx: Any, tid: str, ns: str, new_id: str, full: dict[str, Any],
+                                 cp: dict[str, Any], meta_text: str) -> list[tuple[str, str]]:
+        """LangGraph.js on Postgres: the fork copy with every channel version (and the
+        versions_seen) moved above the thread's greatest version, its blob rows copied
+        at those versions. LangGraph.js's PostgresSaver keys blobs by (channel, integer
+        version) and keeps the row already there on conflict: a run from a plain copy
+        would write versions the abandoned run holds and read that run's values back.
+        Shifting every version by one amount keeps every comparison (what triggers
+        which node) as REF's. The blob keys inserted."""
+        used = await tx.fetch("SELECT MAX(CAST(version AS BIGINT)) AS m FROM checkpoint_blobs WHERE "
+                              "thread_id = ? AND checkpoint_ns = ? AND version ~ '^[0-9]{1,18}$'", tid, ns)
+        versions = cp.get("channel_versions") or {}
+        shift = max([used[0]["m"] or 0, *versions.values()])
+
+        def up(v: Any) -> Any:
+            return v + shift if isinstance(v, int) and not isinstance(v, bool) else v
+
+        cp.update(id=new_id, ts=_js_ts(), channel_versions={c: up(v) for c, v in versions.items()},
+                  versions_seen={n: {c: up(v) for c, v in seen.items()} if isinstance(seen, dict) else seen
+                                 for n, seen in (cp.get("versions_seen") or {}).items()})
+        await tx.execute(
+            "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+            "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, CAST(? AS JSONB), CAST(? AS JSONB))",
+            tid, ns, new_id, full["parent_checkpoint_id"], full["type"], json.dumps(cp, ensure_ascii=False),
+            meta_text)
+        out = []
+        for ch, v in sorted(versions.items()):
+            await tx.execute(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                "SELECT thread_id, checkpoint_ns, channel, CAST(? AS TEXT), type, blob FROM checkpoint_blobs "
+                "WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
+                str(up(v)), tid, ns, ch, str(v))
+            out.append((ch, str(up(v))))
+        return out
 
     # ---- branch ----------------------------------------------------------------------
 
@@ -792,10 +867,16 @@ class LangGraphHistory(JournalHistory, History):
                         continue
                     blob = bytes(r["blob"]) if r["blob"] is not None else None
                     values[r["channel"]] = (("blob", r["type"], blob), serde.decode_typed(r["type"], blob))
+        elif row["type"] == "json":  # LangGraph.js's SqliteSaver: values inline, as JSON
+            data = json.loads(bytes(row["checkpoint"]))
+            plain = serde.decode_json(bytes(row["checkpoint"]))
+            pv = plain.get("channel_values") or {}
+            for k, v in (data.get("channel_values") or {}).items():
+                values[k] = (v, pv.get(k))
         else:
             if (row["type"] or "msgpack") != "msgpack":
                 raise UsageError(f"cannot rewrite checkpoint {row['checkpoint_id']}: stored as {row['type']!r} "
-                                 "(agentctl rewrites only msgpack checkpoints)")
+                                 "(agentctl rewrites only msgpack and JSON checkpoints)")
             data = ormsgpack.unpackb(bytes(row["checkpoint"]), ext_hook=ormsgpack.Ext, option=ormsgpack.OPT_NON_STR_KEYS)
             plain = serde.decode_msgpack(bytes(row["checkpoint"]))
             pv = plain.get("channel_values") or {}
@@ -803,6 +884,7 @@ class LangGraphHistory(JournalHistory, History):
                 values[k] = (v, pv.get(k))
         out["data"] = data
         out["values"] = values
+        out["js"] = _is_js(row["type"], data)
         return out
 
     @staticmethod
@@ -959,7 +1041,7 @@ class LangGraphHistory(JournalHistory, History):
         inserted."""
         import ormsgpack
 
-        data = base["data"]
+        data, js = base["data"], base["js"]
         versions = dict(data.get("channel_versions") or {})
         top = 0
         for v in versions.values():
@@ -967,17 +1049,31 @@ class LangGraphHistory(JournalHistory, History):
                 top = max(top, int(str(v).split(".")[0]))
             except ValueError:
                 pass
+        if js and self._pg:
+            # LangGraph.js's PostgresSaver keys blobs by (channel, integer version) and
+            # keeps the row already there (ON CONFLICT DO NOTHING): after a fork, the
+            # version its getNextVersion gives may be another branch's. One above every
+            # version of the thread: a new version all the same, and no collision.
+            used = await tx.fetch("SELECT MAX(CAST(version AS BIGINT)) AS m FROM checkpoint_blobs WHERE "
+                                  "thread_id = ? AND checkpoint_ns = '' AND version ~ '^[0-9]{1,18}$'", tid)
+            top = max(top, used[0]["m"] or 0)
         ints = bool(versions) and all(isinstance(v, int) for v in versions.values())
         version: Any = top + 1 if ints else f"{top + 1:032}.{random.random():016}"
         cp = dict(data)
         values = dict(cp.get("channel_values") or {})
-        blobs: list[tuple[str, str, str, bytes]] = []
+        blobs: list[tuple[str, str, str, bytes | None]] = []
         for ch in cleared:
             versions[ch] = version
             values.pop(ch, None)
+            if self._pg and js:  # PostgresSaver.js's _dumpBlobs: a new version without a value
+                blobs.append((ch, str(version), "empty", None))
         for ch, raw in sorted(changed.items()):
             versions[ch] = version
-            if raw is None:  # a plain value to encode
+            if js:  # LangGraph.js: JSON only; on Postgres every value in a blob row
+                raw = plain[ch] if raw is None else raw
+                if self._pg:
+                    raw = raw if isinstance(raw, tuple) else ("blob", "json", _js_dumps(raw))
+            elif raw is None:  # a plain value to encode
                 raw = plain[ch]
                 if self._pg:
                     raw = ("inline", raw) if raw is None or isinstance(raw, (str, int, float, bool)) else \
@@ -992,13 +1088,20 @@ class LangGraphHistory(JournalHistory, History):
                     blobs.append((ch, str(version), raw[1], raw[2]))
             else:
                 values[ch] = raw
-        cp.update(id=new_id, ts=utc_now_iso(), channel_values=values, channel_versions=versions,
+        cp.update(id=new_id, ts=_js_ts() if js else utc_now_iso(), channel_values=values, channel_versions=versions,
                   updated_channels=updated_channels)
+        if js:  # LangGraph.js's checkpoints have no updated_channels; on Postgres no channel_values
+            if updated_channels is None:
+                cp.pop("updated_channels")
+            if self._pg:
+                cp.pop("channel_values")
         if versions_seen is not None:
             cp["versions_seen"] = versions_seen
         meta_text = json.dumps(new_meta, ensure_ascii=False)
         if self._pg:
             mark, row = "CAST(? AS JSONB)", [base["type"], json.dumps(cp), meta_text]
+        elif js:
+            mark, row = "?", ["json", _js_dumps(cp), meta_text.encode("utf-8")]
         else:
             mark, row = "?", [base["type"] or "msgpack", ormsgpack.packb(cp, option=ormsgpack.OPT_NON_STR_KEYS),
                               meta_text.encode("utf-8")]
@@ -1049,7 +1152,8 @@ class LangGraphHistory(JournalHistory, History):
                 if k not in state:
                     raise UsageError(f"{k!r} is a channel of the graph: it can be set, not unset")
                 old = base["values"].get(k)
-                stored = old is not None and self._pg and old[0][0] == "blob" and old[0][1] != "msgpack"
+                stored = (old is not None and self._pg and old[0][0] == "blob"
+                          and old[0][1] != ("json" if base["js"] else "msgpack"))
                 if stored or not self._is_plain(state[k]) or (old is not None and not self._is_plain(old[1])):
                     raise UsageError(f"cannot write {k!r} without your graph: its value is not plain data "
                                      f"(LangChain messages, other objects, pickled or encrypted); {graph_hint}")
@@ -1062,7 +1166,7 @@ class LangGraphHistory(JournalHistory, History):
             elif as_node not in nodes:
                 raise UsageError(f"--as-node {as_node}: no such node in {tid}'s checkpoints (nodes: "
                                  f"{', '.join(sorted(nodes)) or 'none'}); {graph_hint} to check it")
-            edges = await self._edges_of(tx, tid, ref, as_node, data)
+            edges = await self._edges_of(tx, tid, ref, as_node, base)
             greatest = await self._greatest(tx.fetch, tid)
             new_id = uuid6_after(greatest)
             written = set(keys) | set(edges)
@@ -1090,6 +1194,28 @@ class LangGraphHistory(JournalHistory, History):
         return OpResult(op_id, "edit", f"edited {tid}: new checkpoint {new_id} at step {new_meta['step']} "
                         f"(as {as_node})", created=[new_id])
 
+    async def _js_edges(self, tx: Any, tid: str, node: str, base: dict[str, Any]) -> list[str]:
+        """LangGraph.js: the branch channels written in the step where `node` last ran
+        up to REF (the first of REF's ancestors whose versions_seen of `node` is REF's):
+        those at that step's new version (the greatest there) that hold a value (a
+        trigger the step consumed is bumped too, and left empty)."""
+        seen = (base["data"].get("versions_seen") or {}).get(node)
+        if seen is None:
+            return []
+        cur = base
+        for _ in range(10_000):
+            parent = cur["parent_checkpoint_id"]
+            if parent is None:
+                break
+            up = await self._head_raw(tx.fetch, tid, parent)
+            if (up["data"].get("versions_seen") or {}).get(node) != seen:
+                break
+            cur = up
+        versions = cur["data"].get("channel_versions") or {}
+        top = max((v for v in versions.values() if isinstance(v, int)), default=None)
+        return sorted(c for c, v in versions.items() if isinstance(c, str) and c.startswith("branch:")
+                      and v == top and c in cur["values"])
+
     @staticmethod
     def _last_writer(seen: dict[str, Any], nodes: set[str]) -> str:
         """LangGraph's `_infer_as_node`: the node that saw the greatest version."""
@@ -1104,12 +1230,16 @@ class LangGraphHistory(JournalHistory, History):
         raise UsageError(f"cannot tell which node wrote last ({', '.join(tied)} ran in the same step); "
                          "name one with --as-node NODE")
 
-    async def _edges_of(self, tx: Any, tid: str, ref: str, node: str, data: dict[str, Any]) -> list[str]:
+    async def _edges_of(self, tx: Any, tid: str, ref: str, node: str, base: dict[str, Any]) -> list[str]:
         """The trigger channels (`branch:to:X`) `node` wrote the last time it ran to
         completion up to REF: what its writers write again in update_state (the edges of
         a graph whose routing does not depend on the edited values). Without the writes'
-        task_path (an old saver): REF's own updated branch channels."""
+        task_path (an old saver): REF's own updated branch channels; LangGraph.js's
+        checkpoints name none (`_js_edges`)."""
+        data = base["data"]
         if not self.store._db.has_task_path:
+            if base["js"]:
+                return await self._js_edges(tx, tid, node, base)
             return sorted(c for c in data.get("updated_channels") or [] if c.startswith("branch:"))
         task = await tx.fetch(
             f"SELECT checkpoint_id, task_id FROM {self.W} WHERE thread_id = ? AND checkpoint_ns = '' "

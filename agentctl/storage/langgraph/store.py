@@ -1163,6 +1163,41 @@ class LangGraphStore(ConnectedStore):
         hits.sort(key=lambda h: h.checkpoint_id, reverse=True)
         return hits[:limit]
 
+    async def usage_stats(self, user: str | None = None, days: float | None = None) -> dict[str, Any]:
+        """`stats`: threads, checkpoints and the bytes stored (checkpoints and metadata,
+        pending writes, Postgres's blobs), per thread (subgraphs included), largest first."""
+        if user is not None or days is not None:
+            raise Unsupported("langgraph", "stats --user/--days (checkpoints have no users)")
+        size = "OCTET_LENGTH({})" if self._pg else "LENGTH(CAST({} AS BLOB))"
+        text = "CAST({} AS TEXT)" if self._pg else "{}"
+        cp = f"{size.format(text.format('checkpoint'))} + {size.format(text.format('metadata'))}"
+        parts = [f"SELECT thread_id, COUNT(*) AS n, SUM({cp}) AS bytes FROM checkpoints GROUP BY thread_id",
+                 f"SELECT thread_id, 0 AS n, SUM({size.format(self._writes_value)}) AS bytes "
+                 f"FROM {self._writes_table} GROUP BY thread_id"]
+        if self._pg:
+            parts.append(f"SELECT thread_id, 0 AS n, SUM({size.format('blob')}) AS bytes FROM checkpoint_blobs "
+                         "GROUP BY thread_id")
+        per = await self._q(f"SELECT thread_id, SUM(n) AS n, SUM(COALESCE(bytes, 0)) AS bytes FROM "
+                            f"({' UNION ALL '.join(parts)}) t GROUP BY thread_id HAVING SUM(n) > 0 "
+                            f"ORDER BY 3 DESC, thread_id{self._C}")
+        rows = [{"thread_id": r["thread_id"], "checkpoints": int(r["n"]), "bytes": int(r["bytes"])} for r in per]
+        return {"threads": len(rows), "checkpoints": sum(r["checkpoints"] for r in rows),
+                "bytes": sum(r["bytes"] for r in rows), "bytes_of": "checkpoints, writes and blobs",
+                "per_thread": rows, "tags": {}}
+
+    async def written_by(self) -> list[str]:
+        """LangGraph (Python) and/or LangGraph.js, from the rows: LangGraph.js stores
+        JSON ('json' rows on SQLite; integer channel versions on Postgres), Python
+        msgpack (string versions). Stops at the first row of each."""
+        if self._pg:
+            has = "SELECT 1 FROM checkpoints c CROSS JOIN LATERAL jsonb_each(c.checkpoint -> 'channel_versions') v " \
+                  "WHERE jsonb_typeof(v.value) = ? LIMIT 1"
+            py, js = bool(await self._q(has, "string")), bool(await self._q(has, "number"))
+        else:
+            js = bool(await self._q("SELECT 1 FROM checkpoints WHERE type = 'json' LIMIT 1"))
+            py = bool(await self._q("SELECT 1 FROM checkpoints WHERE type IS NULL OR type <> 'json' LIMIT 1"))
+        return [name for name, yes in (("LangGraph (Python)", py), ("LangGraph.js", js)) if yes]
+
     async def doctor(self, limit: int = 100) -> list[Problem]:
         self.require(Capability.DOCTOR, "doctor")
         problems: list[Problem] = []
