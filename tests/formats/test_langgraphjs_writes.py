@@ -281,13 +281,12 @@ def test_branch_edit_merge_resume_and_undo(twins):
     assert (got["count"], got["note"], got["messages"][-1]) == (10, "ja", ["ai", "done: ja"])
 
 
+@pytest.mark.parametrize("twins", ["postgres"], indirect=True)  # schemas are Postgres's
 def test_a_schema_named_by_search_path_is_read_and_written_alone(twins):
     """Postgres: two LangGraph.js schemas in one database (LangGraph.js's options.schema);
     `?search_path=SCHEMA` makes agentctl read and write that schema only, its journal
     there too; `public` and the other schema untouched."""
     mine, other = twins(), twins()
-    if mine.kind != "postgres":
-        pytest.skip("schemas are Postgres's")
     import asyncpg
 
     theirs_before = other.rows()
