@@ -91,7 +91,7 @@ def shorten_all(texts: list[str], width: int) -> list[str]:
         return [shorten(t, width) for t in texts]
     out = []
     for flat in map(" ".join, map(str.split, escaped)):
-        out.append(flat if width <= 0 or len(flat) <= width else flat[: max(0, width - 1)] + "…")
+        out.append(flat if width <= 0 or len(flat) <= width else flat[: max(0, width - 1)].rstrip() + "…")
     return out
 
 

@@ -98,8 +98,10 @@ class AgentctlGroup(TyperGroup):
         return super().parse_args(ctx, hoist_global_options(list(args), ctx))
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # Typer passes its typer.Context; click's base Context is private to Typer
+        from agentctl.cli import startup
         from agentctl.errors import AgentctlError
 
+        startup.STATE["invoked"] = True  # a Ctrl-C escaping from here on may follow a write
         try:
             return super().invoke(ctx)
         except AgentctlError as exc:

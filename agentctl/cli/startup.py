@@ -28,6 +28,9 @@ from typing import Any, NoReturn
 
 NO_FAST_EXIT_ENV = "AGENTCTL_NO_FAST_EXIT"
 
+#: what main() needs to know when Ctrl-C escapes the app: whether a command began ("invoked")
+STATE: dict[str, bool] = {}
+
 _gc_paused = False
 
 

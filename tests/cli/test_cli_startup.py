@@ -6,6 +6,7 @@ code."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -162,3 +163,24 @@ def test_the_collector_is_paused_for_the_start_up_only(monkeypatch, capsys):
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_ctrl_c_while_the_command_line_is_read_is_one_line_exit_130(tmp_path):
+    """SIGINT can land after the imports and before the command's own handler (a loaded
+    machine: Typer building the command's options): one line, exit 130, no traceback (seen
+    in the interrupt sweep of a prune under load)."""
+    db = tmp_path / "c.db"
+    shutil.copyfile(SAMPLE_DB, db)
+    code = ("import sys, typer.main\n"
+            "def get_command(app):  # Typer builds the root command's options here\n"
+            "    raise KeyboardInterrupt\n"
+            "typer.main.get_command = get_command\n"
+            "sys.argv = ['agentctl', '--db', sys.argv[1], 'threads', 'list']\n"
+            "from agentctl.cli import main\n"
+            "main()\n")
+    before = db.read_bytes()
+    r = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 130, r.stderr
+    assert r.stderr == "agentctl: interrupted; nothing was changed\n"
+    assert db.read_bytes() == before

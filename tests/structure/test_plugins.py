@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -36,14 +37,16 @@ def test_the_built_ins_register_in_detection_order():
     assert [f.name for f in formats()] == BUILTIN_NAMES == list(registered)
 
 
-def test_a_checkout_without_entry_points_finds_the_built_ins():
-    """No site-packages at all (`python -S`, the checkout on the path): no entry point
-    of the group is installed, the built-in list is used."""
+def test_a_checkout_without_entry_points_finds_the_built_ins(tmp_path):
+    """No site-packages at all (`python -S`, the package's sources alone on the path: a
+    checkout's `agentctl.egg-info`, which `pip install -e` writes beside them, left out):
+    no entry point of the group is installed, the built-in list is used."""
+    shutil.copytree(REPO / "agentctl", tmp_path / "agentctl", ignore=shutil.ignore_patterns("__pycache__"))
     code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
             "from agentctl.storage import formats, plugins\n"
             "assert plugins.entry_points() == [], plugins.entry_points()\n"
             "print(' '.join(f.name for f in formats()))")
-    out = subprocess.run([sys.executable, "-S", "-c", code, str(REPO)], capture_output=True,
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path)], capture_output=True,
                          text=True, cwd="/", env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == BUILTIN_NAMES
