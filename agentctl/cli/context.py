@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Coroutine, TypeVar
+from typing import Any, AsyncIterator, Callable, Coroutine, TypeVar
 
 import typer
 
@@ -97,6 +97,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         # restores the SIGINT handler it builds (and drops) an error message holding
         # repr(main task), result included, which for a 5 MB state or 10,000 rows took
         # longer than the command itself (CPython 3.11, signal._int_to_enum).
+        restore = _end_lock_waits_on_sigint()
         try:
             box["value"] = await coro
         except BaseException as exc:
@@ -109,6 +110,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
                     # the CLI reports with what is true.
                     raise asyncio.CancelledError() from None
             raise
+        finally:
+            restore()
 
     try:
         asyncio.get_running_loop()
@@ -129,6 +132,33 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _end_lock_waits_on_sigint() -> Callable[[], None]:
+    """On the main thread, inside asyncio.run: make Ctrl-C also end a SQLite wait for
+    another process's lock at once (agentctl.storage.sqlutil), where asyncio's own
+    handler only cancels the command, which the blocked call would keep waiting the
+    whole busy timeout. Returns what puts asyncio's handler back (which asyncio.run
+    then removes)."""
+    import signal
+    import sys
+    import threading
+
+    handler = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(handler):
+        return lambda: None
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        sqlutil = sys.modules.get("agentctl.storage.sqlutil")  # not imported: no SQLite wait
+        if sqlutil is not None:
+            sqlutil.interrupt_lock_waits()
+        handler(signum, frame)
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, handler)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    return restore
 
 
 def _quiet_threads() -> None:

@@ -36,14 +36,17 @@ async def tables(kind: str, target: str) -> dict[str, set[str]]:
 
 async def tables_or_none(kind: str, target: str) -> dict[str, set[str]] | None:
     """tables(), or None when the schema cannot be read (the store's own open then
-    reports why, with its usual message)."""
-    from agentctl.errors import AgentctlError
+    reports why, with its usual message). A database locked by another process is
+    reported at once (DatabaseBusy): the store's open would wait for it as long again."""
+    from agentctl.errors import AgentctlError, DatabaseBusy
 
     if kind == "sqlite" and (target == ":memory:" or not os.path.isfile(target)
                              or os.path.getsize(target) == 0):
         return None
     try:
         return await tables(kind, target)
+    except DatabaseBusy:
+        raise
     except AgentctlError:
         return None
 
@@ -51,11 +54,11 @@ async def tables_or_none(kind: str, target: str) -> dict[str, set[str]] | None:
 def sqlite_tables(path: str) -> dict[str, set[str]]:
     import sqlite3
 
-    from agentctl.storage.sqlutil import map_sqlite_error
+    from agentctl.storage.sqlutil import connect, map_sqlite_error
 
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=5)
+        conn = connect(uri, uri=True, timeout=5)
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, path) from None
     try:

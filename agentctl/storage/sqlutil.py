@@ -1,13 +1,16 @@
 """Small pieces of SQL the storage layer writes in many places: `?` placeholders, an
 `IN (...)` list a chunk at a time (SQLite's default limit is 999 parameters a
 statement; Postgres takes 32,767, and a long list plans slowly on both), LIKE
-escapes, and SQLite's errors as agentctl's."""
+escapes, SQLite's errors as agentctl's, and SQLite connections whose wait for another
+process's lock ends at once when agentctl is interrupted (`connect`)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, TypeVar
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 if TYPE_CHECKING:
     from agentctl.errors import AgentctlError
@@ -71,3 +74,85 @@ def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
     if "not a database" in low or "malformed" in low:
         return NotADatabase(f"{path}: not a usable SQLite database ({text})")
     return DatabaseError(f"{path}: {text}")
+
+
+# ---- waiting for another process's lock, and giving up when interrupted ----------------
+
+#: Set when agentctl is interrupted (Ctrl-C, `interrupt_lock_waits`): a statement that
+#: waits for another process's lock then stops waiting and fails with SQLite's own
+#: "interrupted" error. (sqlite3_interrupt cannot do this: SQLite's busy handler does
+#: not look at it, and a blocked call would wait its whole busy timeout; SQLite 3.40.)
+_interrupted = threading.Event()
+
+#: seconds of one wait for a lock (SQLite's busy timeout) between two looks at
+#: `_interrupted`; the whole wait (`connect`'s timeout) is made of such steps
+LOCK_STEP = 0.1
+
+_SQLITE_BUSY = 5
+
+
+def interrupt_lock_waits() -> None:
+    """Make every wait for a lock of a `connect` connection end now (and any later one
+    at once): agentctl was interrupted and its process ends."""
+    _interrupted.set()
+
+
+def connect(database: str, *, timeout: float = 5.0, **kwargs: Any) -> sqlite3.Connection:
+    """`sqlite3.connect`, whose statements wait up to `timeout` seconds for another
+    process's lock, as SQLite's busy timeout does, but in steps of LOCK_STEP: a wait
+    stops within a step of `interrupt_lock_waits`. aiosqlite passes its keywords here
+    as they are (`factory=LockWaiting, timeout=...` does the same)."""
+    return sqlite3.connect(database, timeout=timeout, factory=LockWaiting, **kwargs)
+
+
+class LockWaiting(sqlite3.Connection):
+    """A connection whose `execute`/`executemany` (its cursors' too) wait for a lock in
+    steps (see `connect`). A statement that SQLite gave up on after a step of waiting
+    (SQLITE_BUSY), having changed nothing, is run again: what SQLite's busy handler
+    does inside the call. One that failed without waiting (a deadlock SQLite saw, a
+    WAL snapshot gone stale) fails at once, as it would have."""
+
+    def __init__(self, database: Any, timeout: float = 5.0, *args: Any, **kwargs: Any) -> None:
+        self.lock_wait = float(timeout)
+        self.lock_step = min(LOCK_STEP, self.lock_wait)
+        super().__init__(database, self.lock_step, *args, **kwargs)
+
+    def cursor(self, factory: Any = None) -> Any:
+        return super().cursor(factory or _LockWaitingCursor)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        return self.cursor().executemany(sql, parameters)
+
+
+class _LockWaitingCursor(sqlite3.Cursor):
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return _waiting(self.connection, super().execute, sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        rows = parameters if isinstance(parameters, (list, tuple)) else list(parameters)
+        return _waiting(self.connection, super().executemany, sql, rows)
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF == _SQLITE_BUSY
+    return str(exc) == "database is locked"
+
+
+def _waiting(conn: Any, run: Callable[..., T], *args: Any) -> T:
+    start = time.monotonic()
+    while True:
+        began, changes = time.monotonic(), conn.total_changes
+        try:
+            return run(*args)
+        except sqlite3.OperationalError as exc:
+            now = time.monotonic()
+            if (not _busy(exc) or conn.total_changes != changes
+                    or now - began < conn.lock_step / 2 or now - start >= conn.lock_wait):
+                raise
+            if _interrupted.is_set():
+                raise sqlite3.OperationalError("interrupted") from None

@@ -52,7 +52,8 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
-from agentctl.storage.sqlutil import in_chunks, map_sqlite_error, marks, refuse_unwritable
+from agentctl.storage.sqlutil import LockWaiting, in_chunks, map_sqlite_error, marks, refuse_unwritable
+from agentctl.storage.sqlutil import connect as lock_waiting
 from agentctl.storage.timefmt import iso
 
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
@@ -329,10 +330,11 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
     async def _open(self, mode: str) -> aiosqlite.Connection:
         if mode == "rw":
             refuse_unwritable(self._db_path)
-        # timeout= is sqlite3's busy timeout (sqlite3_busy_timeout), set when the connection
-        # opens: no PRAGMA round trip to the connection's thread.
+        # timeout= is the wait for another process's lock, set when the connection opens
+        # (no PRAGMA round trip to the connection's thread); LockWaiting waits in steps,
+        # so that Ctrl-C ends a wait at once (sqlutil.connect).
         pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None,
-                                    timeout=self._busy_timeout_ms / 1000)
+                                    timeout=self._busy_timeout_ms / 1000, factory=LockWaiting)
         # A library user who never closes the checkpointer (AgentOS's usage) must not
         # have the interpreter wait forever at exit on aiosqlite's worker thread.
         worker = getattr(pending, "_thread", None)
@@ -403,7 +405,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         path = self._db_path
         try:
             refuse_unwritable(path)
-            conn = sqlite3.connect(self._uri("rw"), uri=True, timeout=self._busy_timeout_ms / 1000)
+            conn = lock_waiting(self._uri("rw"), uri=True, timeout=self._busy_timeout_ms / 1000)
             try:
                 conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             finally:
@@ -496,7 +498,7 @@ class SQLiteCheckpointer(SharedQueries, CheckpointBackend):
         path, timeout = self._db_path, self._busy_timeout_ms / 1000
 
         def alone(sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-            conn = sqlite3.connect(self._uri("ro"), uri=True, isolation_level=None, timeout=timeout)
+            conn = lock_waiting(self._uri("ro"), uri=True, isolation_level=None, timeout=timeout)
             try:
                 conn.row_factory = sqlite3.Row
                 return [dict(r) for r in conn.execute(sql, params).fetchall()]
@@ -1023,8 +1025,8 @@ class _PlainReader(SQLiteCheckpointer):
         super().__init__(path, readonly=True, create=False, busy_timeout_ms=busy_timeout_ms)
         self._check_path()
         try:
-            self._plain = sqlite3.connect(self._uri("ro"), uri=True, isolation_level=None,
-                                          timeout=self._busy_timeout_ms / 1000)
+            self._plain = lock_waiting(self._uri("ro"), uri=True, isolation_level=None,
+                                       timeout=self._busy_timeout_ms / 1000)
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, path) from None
         self._plain.row_factory = sqlite3.Row
