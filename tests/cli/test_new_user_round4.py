@@ -292,3 +292,19 @@ def test_show_of_a_corrupt_row_gives_a_placeholder(tmp_path):
     assert data["metadata"]["step"] == 5 and data["state"] is None
     assert data["unusable"]["column"] == "state_blob"
     assert cli(db, "show", "support-1042~1").exit_code == 0  # the others as before
+
+
+@pytest.mark.parametrize("db, query", [("openai_agents.db", "sunny"), ("adk.db", "price")])
+def test_session_formats_search_fills_path_for_tool_outputs(db, query):
+    """Issue 32.10: a hit in a tool's output names its place too (it was empty): the
+    output is its step's own message, as `show` gives it."""
+    import json as _json
+
+    url = str(REPO / "sample_db" / db)
+    hits = cli_json(url, "search", query, "--in", "tools")
+    assert hits and all(h["where"] == "tools_result" for h in hits)
+    for h in hits:
+        assert h["path"] == f"messages[{h['step'] - 1}].content", h
+        shown = cli_json(url, "show", h["checkpoint_id"])
+        assert shown["messages"][h["step"] - 1]["role"] == "tool"
+        assert query.lower() in _json.dumps(shown["messages"][h["step"] - 1]["content"], ensure_ascii=False).lower()

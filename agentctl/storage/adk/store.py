@@ -626,7 +626,7 @@ class ADKStore(ConnectedStore):
             thread_id=thread_id_of(*key), checkpoint_id=r["id"], step=step,
             where="tools_result" if msg.get("role") == "tool" else "messages",
             role=msg.get("role"), snippet=snippet_around(body, text, 40),
-            path="" if msg.get("role") == "tool" or not step else message_hit_path(step)))
+            path=message_hit_path(step) if step else ""))  # a tool output is its step's message too
         return True
 
     # ---- the side search index (agentctl.storage.textindex) ----------------------------

@@ -605,7 +605,7 @@ class OpenAIAgentsStore(ConnectedStore):
                 thread_id=place[0], checkpoint_id=checkpoint_id(r["id"]), step=(step := place[1]),
                 where="tools_result" if msg.get("role") == "tool" else "messages",
                 role=msg.get("role"), snippet=snippet_around(body, text, 40),
-                path="" if msg.get("role") == "tool" else message_hit_path(step)))
+                path=message_hit_path(step)))  # a tool output is its step's message too
             if len(hits) >= limit:
                 break
 
