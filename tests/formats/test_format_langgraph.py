@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 from typing import Annotated, Any, TypedDict
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import ormsgpack
 import pytest
@@ -31,6 +30,7 @@ from agentctl.storage import detect, open_store  # noqa: E402
 from agentctl.storage.langgraph.store import address, is_internal_channel  # noqa: E402
 
 from tests.support.rig import REPO
+from tests.support.contract_formats import psycopg_dsn  # the rig's DSN as libpq takes it
 
 
 # ---- graphs ----------------------------------------------------------------------------
@@ -284,16 +284,6 @@ def our_writes(cp) -> list[tuple[str, str, Any]]:
 
 
 # ---- fixtures ----------------------------------------------------------------------------
-
-
-def psycopg_dsn(dsn: str) -> str:
-    """The rig's DSN with `search_path=` (asyncpg's server setting) as libpq's `options`."""
-    parts = urlsplit(dsn)
-    query = dict(parse_qsl(parts.query))
-    path = query.pop("search_path", None)
-    if path:
-        query["options"] = f"-csearch_path={path}"
-    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
