@@ -141,17 +141,16 @@ def _end_lock_waits_on_sigint() -> Callable[[], None]:
     whole busy timeout. Returns what puts asyncio's handler back (which asyncio.run
     then removes)."""
     import signal
-    import sys
     import threading
 
     handler = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is not threading.main_thread() or not callable(handler):
         return lambda: None
 
+    from agentctl.interrupts import INTERRUPTED  # (the standard library only)
+
     def on_sigint(signum: int, frame: Any) -> None:
-        sqlutil = sys.modules.get("agentctl.storage.sqlutil")  # not imported: no SQLite wait
-        if sqlutil is not None:
-            sqlutil.interrupt_lock_waits()
+        INTERRUPTED.set()  # a lock wait, now or once the storage layer is imported, ends
         handler(signum, frame)
 
     def restore() -> None:

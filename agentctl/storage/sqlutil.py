@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+from agentctl.interrupts import INTERRUPTED
 
 if TYPE_CHECKING:
     from agentctl.errors import AgentctlError
@@ -82,7 +83,7 @@ def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
 #: waits for another process's lock then stops waiting and fails with SQLite's own
 #: "interrupted" error. (sqlite3_interrupt cannot do this: SQLite's busy handler does
 #: not look at it, and a blocked call would wait its whole busy timeout; SQLite 3.40.)
-_interrupted = threading.Event()
+_interrupted = INTERRUPTED
 
 #: seconds of one wait for a lock (SQLite's busy timeout) between two looks at
 #: `_interrupted`; the whole wait (`connect`'s timeout) is made of such steps

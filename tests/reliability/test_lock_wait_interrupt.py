@@ -73,6 +73,25 @@ def start(db: Path, argv: list[str]) -> subprocess.Popen:
                             env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
 
 
+def wait_until_waiting(proc: subprocess.Popen, db: Path) -> None:
+    """Until the command has the database open, read from /proc, then a while (it is
+    at the lock): a sleep from the start is too short on a loaded machine, where a
+    Ctrl-C during Python's own start-up is Python's, not agentctl's."""
+    fds = Path(f"/proc/{proc.pid}/fd")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            if any(os.path.realpath(fd) == str(db.resolve()) for fd in fds.iterdir()):
+                break
+        except OSError:  # an fd closed while read
+            pass
+        time.sleep(0.02)
+    else:
+        raise AssertionError("the command never opened the database")
+    time.sleep(1.2)  # its reads done (a rewind's pass under the RESERVED lock): at the wait
+
+
 def contents(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
@@ -84,8 +103,7 @@ def test_ctrl_c_while_waiting_for_a_lock_ends_the_command_at_once(name, command,
     before = contents(tmp_path)
     with locked(db, command):
         proc = start(db, args(name, command))
-        time.sleep(1.5)  # started, and waiting for the lock
-        assert proc.poll() is None, proc.communicate()
+        wait_until_waiting(proc, db)
         signalled = time.monotonic()
         proc.send_signal(signal.SIGINT)
         try:
@@ -150,3 +168,31 @@ def test_every_format_still_waits_for_a_lock_and_then_says_it_is_locked(tmp_path
             f"agentctl: {db}: the database is locked by another writer (waited, still busy)"), err
         assert took >= 5.0, (name, command, took)  # the wait is not cut short
         assert contents(db.parent) == before, (name, command)
+
+
+def test_a_ctrl_c_before_the_storage_layer_is_imported_still_ends_a_lock_wait(tmp_path):
+    """The Ctrl-C comes while the command starts, before agentctl.storage.sqlutil is
+    imported (a loaded machine: CI's); the wait for the lock that follows ends at once,
+    not after its 5 s, with exit 130."""
+    db = sample("agentos", tmp_path)
+    script = (
+        "import os, signal, sys, time\n"
+        "from agentctl.cli.context import run\n"
+        "async def command():\n"
+        "    assert 'agentctl.storage.sqlutil' not in sys.modules\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    from agentctl.storage.schema import sqlite_tables\n"
+        "    started = time.monotonic()\n"
+        "    try:\n"
+        "        sqlite_tables(sys.argv[1])\n"
+        "    finally:\n"
+        "        print(round(time.monotonic() - started, 3))\n"
+        "try:\n"
+        "    run(command())\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n")
+    with locked(db, "show"):
+        r = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 130, r.stderr
+    assert float(r.stdout.split()[-1]) < 1.0, r.stdout
