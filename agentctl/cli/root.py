@@ -6,6 +6,7 @@ modules, summaries; tests/cli/test_cli_registry.py keeps it in step with the com
 command modules register their commands with `register(app)` (a group: its `app`).
 """
 
+import errno
 import os
 import sys
 from typing import Annotated, Any
@@ -25,6 +26,10 @@ EXIT_CODES_HELP = (
     "5 doctor found problems, 6 database unusable (not SQLite, wrong schema, refused, "
     "locked, read-only), 130 interrupted (Ctrl-C)."
 )
+
+
+#: errors of writing the output (no space, quota, file too large, I/O), said in one line
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
 def _silence_stdout() -> None:
@@ -116,6 +121,12 @@ class AgentctlGroup(TyperGroup):
             ctx.exit(2)
         except BrokenPipeError:  # `agentctl log ... | head`: stop quietly
             _silence_stdout()
+            ctx.exit(1)
+        except OSError as exc:  # the output cannot be written (`show > /dev/full`: a full disk)
+            if exc.errno not in _WRITE_ERRNOS:
+                raise
+            _silence_stdout()
+            report(RuntimeError(f"cannot write the output: {exc.strerror}"))
             ctx.exit(1)
         except (KeyboardInterrupt, typer.Abort):  # Ctrl-C, at a prompt too
             from agentctl.cli.writes import interrupted_line

@@ -219,6 +219,19 @@ def test_export_to_a_directory_or_a_device(tmp_path):
     assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
 
 
+@pytest.mark.parametrize("argv", [["export", "-o", "/dev/full"], ["export"], ["show", "loop-research-7"],
+                                  ["log", "loop-research-7"], ["threads", "list"]])
+def test_output_that_cannot_be_written_is_one_line(argv, tmp_path):
+    """A full disk (here /dev/full, which takes nothing): one line, exit 1, no traceback;
+    stdout too (`show > /dev/full`)."""
+    db = sample_copy(tmp_path)
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *argv], stdout=full,
+                           stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=60)
+    where = "/dev/full" if "-o" in argv else "the output"
+    assert (r.returncode, r.stderr) == (1, f"agentctl: cannot write {where}: No space left on device\n")
+
+
 def test_import_of_what_is_not_a_file_says_what_it_is(tmp_path):
     db = sample_copy(tmp_path)
     before = digest(db)

@@ -119,30 +119,37 @@ def export(
 
         return run(go())
 
-    if to_stdout:
-        written, bad = write_all(sys.stdout)
-    elif to_stream:
-        with open(output, "w", encoding="utf-8") as out:
-            written, bad = write_all(out)
-        info(f"exported {written} checkpoints to {output}")
-    else:
-        target = Path(output)
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".agentctl-export-", suffix=".jsonl", dir=target.parent)
-        except OSError as exc:
-            raise AgentctlError(f"cannot write {output}: {exc.strerror}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
+    try:
+        if to_stdout:
+            written, bad = write_all(sys.stdout)
+        elif to_stream:
+            with open(output, "w", encoding="utf-8") as out:
                 written, bad = write_all(out)
-            # mkstemp's file is 0600: the export gets what a new file gets (the umask),
-            # or the mode of the file it replaces
-            mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else new_file_mode()
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        info(f"exported {written} checkpoints to {output}")
+            info(f"exported {written} checkpoints to {output}")
+        else:
+            target = Path(output)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=".agentctl-export-", suffix=".jsonl", dir=target.parent)
+            except OSError as exc:
+                raise AgentctlError(f"cannot write {output}: {exc.strerror}") from None
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    written, bad = write_all(out)
+                # mkstemp's file is 0600: the export gets what a new file gets (the umask),
+                # or the mode of the file it replaces
+                mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else new_file_mode()
+                os.chmod(tmp, mode)
+                os.replace(tmp, target)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            info(f"exported {written} checkpoints to {output}")
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a full disk, a device that takes nothing (/dev/full)
+        if to_stdout:
+            raise  # the root says it: "cannot write the output"
+        raise AgentctlError(f"cannot write {output}: {exc.strerror or exc}") from None
     if bad:
         for line in bad[:10]:
             info("agentctl: skipped " + line)
