@@ -44,7 +44,8 @@ async def test_the_compare_view_of_a_replay(tmp_path, answers, expect):
         main = app.screen
         db = await main.source.ready()
         main.compare(await db.get_metadata(original), await db.get_metadata(replay))
-        await until(pilot, lambda: isinstance(app.screen, CompareScreen), what="the compare view")
+        await until(pilot, lambda: isinstance(app.screen, CompareScreen) and expect[0] in screen_text(app),
+                    what="the compare view, drawn")
         text = screen_text(app)
         for want in expect:
             assert want in text, text
