@@ -238,3 +238,48 @@ async def test_a_read_only_session_behind_a_pooler_writes_nothing(pooled, bounce
     finally:
         await backend.close()
     assert await dump(direct) == before
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_merge_import_and_purge_through_pgbouncer(name, pooled, tmp_path):
+    """The writes the test above leaves out, where the format has them: merge (of a
+    branch made through the pooler), import (of what export wrote), undone and redone;
+    then purge, which empties the trash for good."""
+    direct, via = pooled
+    case, b, metas, can = await _build(name, direct)
+
+    async def undoable(args: list[str]) -> None:
+        before = await _rows(case, direct)
+        _ok(cli(via, "--no-color", *args), args)
+        assert await _rows(case, direct) != before, args
+        _ok(cli(via, "--no-color", "undo"), ("undo", args))
+        assert await _rows(case, direct) == before, ("undo", args)
+        _ok(cli(via, "--no-color", "redo"), ("redo", args))
+        assert await _rows(case, direct) != before, ("redo", args)
+
+    if can[Capability.MERGE]:
+        r = cli(via, "branch", f"{b.main}@{metas[1].step}", "pooled", "--json")
+        _ok(r, "branch")
+        pooled = json.loads(r.stdout)["thread_id"]
+        if cli(via, "merge", b.main, "--into", pooled, "--dry-run").exit_code == 0:  # main's later steps into it
+            await undoable(["merge", b.main, "--into", pooled, "--strategy", "theirs", "--yes"])
+        else:  # the article's store merges a branch's new messages into its source only, and
+            assert name == "article"  # a branch gains messages from the app alone (its merge: test_article_*)
+    if can[Capability.IMPORT]:  # a thread nothing continues from, exported, deleted, imported
+        exported = tmp_path / "x.jsonl"
+        r = cli(direct, "branch", f"{b.main}@{metas[1].step}", "leaf", "--json")
+        _ok(r, "branch leaf")
+        leaf = json.loads(r.stdout)["thread_id"]
+        _ok(cli(direct, "export", leaf, "-o", str(exported)), "export")
+        _ok(cli(direct, "threads", "delete", leaf, "--yes"), "delete")
+        await undoable(["import", str(exported)])
+    trashing = (["threads", "delete", b.threads[-1], "--yes"] if can[Capability.DELETE] else
+                ["rewind", f"{b.main}@{metas[1].step}", "--yes"])
+    _ok(cli(via, "--no-color", *trashing), trashing)
+    dry = cli(via, "purge", "--dry-run", "--json")
+    _ok(dry, "purge --dry-run")
+    _ok(cli(via, "--no-color", "purge", "--yes"), "purge")
+    again = cli(direct, "purge", "--dry-run", "--json")
+    _ok(again, "purge --dry-run after")
+    assert json.loads(dry.stdout) != json.loads(again.stdout)
+    assert cli(direct, "undo").exit_code != 0 or name == "agentos"  # what purge freed is gone for good
