@@ -223,6 +223,45 @@ def test_an_openai_agent_inside_a_package_runs_without_a_tracing_warning(tmp_pat
     assert "OPENAI_API_KEY" not in r.stderr and "trace" not in r.stderr.lower(), r.stderr
 
 
+def test_tracing_the_user_set_up_is_left_on(tmp_path):
+    """An agent module that adds its own trace processor (as apps that send traces
+    elsewhere do): agentctl leaves tracing on, and the processor sees the run."""
+    pytest.importorskip("agents")
+    from agents import SQLiteSession
+
+    path = str(tmp_path / "sdk.db")
+    session = SQLiteSession("other", path)
+    asyncio.run(session.add_items([{"role": "user", "content": "x"}]))
+    session.close()
+    seen = tmp_path / "traces.txt"
+    (tmp_path / "traced.py").write_text(textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(APPS / 'concierge')!r})
+        from agents import add_trace_processor
+        from agents.tracing.processor_interface import TracingProcessor
+        from concierge.agent import root_agent
+
+        class ToFile(TracingProcessor):
+            def _note(self, what):
+                with open({str(seen)!r}, "a") as f:
+                    f.write(what + "\\n")
+            def on_trace_start(self, trace): self._note("trace")
+            def on_trace_end(self, trace): pass
+            def on_span_start(self, span): pass
+            def on_span_end(self, span): self._note("span")
+            def shutdown(self): pass
+            def force_flush(self): pass
+
+        add_trace_processor(ToFile())
+        """))
+    r = _agentctl(path, "run", "s", "--agent", f"{tmp_path / 'traced.py'}:root_agent", "--input", "hello",
+                  env={"OPENAI_API_KEY": ""})
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "concierge says: hello" in r.stdout
+    noted = seen.read_text().split()
+    assert "trace" in noted and "span" in noted, noted
+
+
 def test_an_adk_agent_inside_a_package_runs_by_file_and_by_folder(tmp_path):
     """travel-concierge's layout on ADK's runner: `--agent PKG/agent.py:root_agent`
     imports it as `travel_concierge.agent` (before: ImportError, attempted relative
