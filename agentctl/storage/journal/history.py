@@ -28,12 +28,16 @@ Its writes then read:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
-from agentctl.errors import NotFoundError, OperationError
+from agentctl.errors import NotFoundError, OperationError, ReadOnlyDatabase
 from agentctl.storage.journal import ops, trash
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentctl.storage.results import PurgeResult
 
 #: the log's own lines: they changed no row and are not undone or redone themselves
 ENTRIES = ("undo", "redo")
@@ -52,6 +56,36 @@ class _Reader:
 
     async def table_exists(self, name: str) -> bool:
         return bool(await self.db.table_exists(name))
+
+
+class _Rehearsed(Exception):
+    """Leaves a rehearsal's transaction: rolled back."""
+
+
+@asynccontextmanager
+async def _rehearsal(db: Any) -> AsyncIterator[Any]:
+    """A write transaction whose writes do not stay: on SQLite in a copy of the file,
+    on Postgres rolled back (ReadOnlyDatabase on a backend opened read-only)."""
+    if db.kind != "sqlite":
+        try:
+            async with db.transaction() as tx:
+                yield tx
+                raise _Rehearsed
+        except _Rehearsed:
+            return
+    import tempfile
+
+    from agentctl.storage.backup import sqlite_backup
+
+    with tempfile.TemporaryDirectory(prefix="agentctl-rehearsal-") as tmp:
+        copy = f"{tmp}/copy.db"
+        await asyncio.to_thread(sqlite_backup, db.local_file, copy)
+        twin = type(db)(copy, readonly=False, create=False)  # the same backend (its schema check) on the copy
+        try:
+            async with twin.transaction() as tx:
+                yield tx
+        finally:
+            await twin.close()
 
 
 class JournalHistory:
@@ -80,12 +114,28 @@ class JournalHistory:
         await self.store.connect()
         return await self.old_log.oplog(self.store._db, limit)
 
-    async def legacy_purge(self) -> Any | None:
-        """What purge frees in the previous op log's trash while it is not migrated (None: none)."""
+    async def legacy_purge(self) -> PurgeResult | None:
+        """What purge frees while the previous op log is not migrated (None: there is none).
+        The purge migrates first, and frees the trash the migration made (the old trash's
+        rows and the images of the ops still done), so this rehearses both where nothing
+        stays: on SQLite in a copy of the file (thrown away), on Postgres in a transaction
+        rolled back. A store that cannot write there (Postgres opened read-only) gets the
+        old trash's count, which leaves the images out."""
         if self.old_log is None:
             return None
         await self.store.connect()
-        return await self.old_log.purge_plan(self.store._db)
+        db = self.store._db
+        if not await db.table_exists(self.old_log.log):
+            return None
+        try:
+            async with _rehearsal(db) as tx:
+                await self.migrate(tx)
+                held, rows = await ops.purge(tx, dry_run=True)
+        except ReadOnlyDatabase:
+            return await self.old_log.purge_plan(db)
+        from agentctl.storage.results import PurgeResult
+
+        return PurgeResult(ops=held, rows=rows, dry_run=True)
 
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
