@@ -101,7 +101,7 @@ def redo(
     """
 
     async def go():
-        async with state(ctx).engine(write=not dry_run, need="undo") as (_, engine):
+        async with state(ctx).engine(write=not dry_run, need="redo") as (_, engine):
             return await engine.redo(op, dry_run=dry_run)
 
     result = run(go())

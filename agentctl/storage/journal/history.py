@@ -3,7 +3,7 @@
 
 A format's History mixes this in and gives:
 
-- `fingerprint(tx, thread)`: what "nothing changed since" compares for a thread (JSON-able);
+- `fingerprint(tx, thread)` (abstract: every format gives it): what "nothing changed since" compares for a thread (JSON-able);
 - `lock(tx, threads)` (optional): the format's own locks, taken before a move (the OpenAI
   store locks its sessions' rows first, as the SDK does);
 - `migrate(tx)` (optional): the format's previous op log and trash into the journal, run
@@ -30,14 +30,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from abc import ABC, abstractmethod
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
 from agentctl.errors import NotFoundError, OperationError, ReadOnlyDatabase
+from agentctl.storage.contract import retried_write
 from agentctl.storage.journal import ops, trash
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentctl.storage.results import PurgeResult
+    from agentctl.storage.results import OpRecord, OpResult, PurgeResult
 
 #: the log's own lines: they changed no row and are not undone or redone themselves
 ENTRIES = ("undo", "redo")
@@ -88,7 +90,10 @@ async def _rehearsal(db: Any) -> AsyncIterator[Any]:
             await twin.close()
 
 
-class JournalHistory:
+class JournalHistory(ABC):
+    """The journal's half of a format's History (mixed in before `History`): the hooks
+    below marked abstract are the format's to give; the others have defaults."""
+
     store: Any
     last_op_id: int | None = None
     #: whether `undo --thread` is offered (the format's `undo_threads` names the threads)
@@ -98,8 +103,9 @@ class JournalHistory:
 
     # ---- what a format gives ---------------------------------------------------------------
 
+    @abstractmethod
     async def fingerprint(self, tx: Any, thread: str) -> Any:
-        raise NotImplementedError
+        """What "nothing changed since" compares for a thread, read in `tx` (JSON-able)."""
 
     async def lock(self, tx: Any, threads: Sequence[str]) -> None:
         """The format's own locks on these threads (default: none beyond the transaction's)."""
@@ -107,7 +113,7 @@ class JournalHistory:
     async def migrate(self, tx: Any) -> None:
         """The previous op log into the journal (default: there was none)."""
 
-    async def legacy_oplog(self, limit: int) -> list[Any] | None:
+    async def legacy_oplog(self, limit: int) -> list[OpRecord] | None:
         """The previous op log's records, newest first, while it is not migrated (None: none)."""
         if self.old_log is None:
             return None
@@ -204,7 +210,7 @@ class JournalHistory:
 
     # ---- the log -------------------------------------------------------------------------------
 
-    async def oplog(self, limit: int = 50) -> list[Any]:
+    async def oplog(self, limit: int = 50) -> list[OpRecord]:
         legacy = await self.legacy_oplog(limit)
         if legacy is not None:
             return legacy
@@ -255,7 +261,7 @@ class JournalHistory:
         return rec
 
     async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
-                    threads: Sequence[str] | None = None) -> Any:
+                    threads: Sequence[str] | None = None) -> OpResult:
         await self.journal_ready()
         try:
             return await self._move_once(op_id, undone, dry_run, threads)
@@ -263,7 +269,7 @@ class JournalHistory:
             await self.journal_moved()
 
     async def _move_once(self, op_id: int | None, undone: bool, dry_run: bool,
-                         threads: Sequence[str] | None) -> Any:
+                         threads: Sequence[str] | None) -> OpResult:
         from agentctl.storage.results import OpResult
 
         verb, kind = ("redid", "redo") if undone else ("undid", "undo")
@@ -302,17 +308,20 @@ class JournalHistory:
         ids = self.undo_result(rec, "after" if undone else "before")
         return OpResult(new, kind, summary, ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
 
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+    @retried_write
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
         from agentctl.storage.contract import whole_undo_only
 
         if not self.undo_by_thread:
             whole_undo_only(self.store.format.name, threads)
         return await self._move(op_id, False, threads=threads)
 
-    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
+    @retried_write
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
         return await self._move(op_id, True, dry_run)
 
-    async def purge(self, dry_run: bool = False) -> Any:
+    @retried_write
+    async def purge(self, dry_run: bool = False) -> PurgeResult:
         from agentctl.storage.results import PurgeResult
 
         await self.journal_ready()
@@ -331,7 +340,7 @@ class JournalHistory:
         return PurgeResult(ops=freed, rows=n, dry_run=False)
 
 
-def _record(row: dict[str, Any], held: int) -> Any:
+def _record(row: dict[str, Any], held: int) -> OpRecord:
     from agentctl.storage.results import OpRecord
 
     return OpRecord(op_id=int(row["op_id"]), created_at=row["created_at"], kind=row["kind"],
