@@ -672,7 +672,7 @@ def retried_write(write: _W) -> _W:
                 if attempt + 1 < WRITE_ATTEMPTS:
                     await asyncio.sleep(RETRY_PAUSE * 2 ** attempt * (1 + random.random()))
             raise DatabaseBusy(f"{where}: another program kept writing the same rows (a live agent?); agentctl "
-                               f"gave way {WRITE_ATTEMPTS} times, nothing was changed; try again")
+                               f"gave way {WRITE_ATTEMPTS} times, nothing was changed; try again", nothing_changed=True)
         finally:
             _retrying.reset(token)
 
