@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentctl import deep
 from agentctl.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentctl.model import Checkpoint, CheckpointMetadata
+    from agentctl.storage.contract import History, Store
+    from agentctl.storage.results import OpResult
 
 __all__ = ["Edit", "key_path", "value_at", "parse_edits", "apply_edits", "EditPlan", "editable_state", "plan_edit", "edit_natively",
            "edit_through_agent", "record_edit"]
@@ -144,7 +149,7 @@ class EditPlan:
 
     fmt: str
     native: bool
-    meta: Any               # the CheckpointMetadata edited
+    meta: CheckpointMetadata  # the checkpoint edited
     old: dict[str, Any]
     new: dict[str, Any]
     edits: list[Edit]
@@ -166,12 +171,10 @@ class EditPlan:
         return self.confirm.format(ref=m.checkpoint_id, thread=m.thread_id)
 
 
-def editable_state(history: Any, cp: Any) -> dict[str, Any]:
-    """What an edit's keys name: the format's own view (an SDK's item), else the state
-    without the keys a format adds of its own (dunder names)."""
-    if hasattr(history, "edit_view"):
-        return dict(history.edit_view(cp))
-    return {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
+def editable_state(history: History, cp: Checkpoint) -> dict[str, Any]:
+    """What an edit's keys name: the History's `edit_view` (the state without the keys
+    a format adds of its own, or the format's own view: an SDK's item)."""
+    return dict(history.edit_view(cp))
 
 
 def graph_at_hand(agent: str | None, config: str | None) -> bool:
@@ -185,7 +188,7 @@ def graph_at_hand(agent: str | None, config: str | None) -> bool:
     return agent is not None or config is not None or (Path.cwd() / CONFIG_NAME).is_file()
 
 
-async def plan_edit(store: Any, history: Any, meta: Any, edits: list[Edit], *,
+async def plan_edit(store: Store, history: History, meta: CheckpointMetadata, edits: list[Edit], *,
                     for_write: bool = True, graph: bool = False) -> EditPlan:
     """The plan of `edits` at checkpoint `meta` (nothing written). A format agentctl
     cannot edit without the framework and runs none of, a subgraph's checkpoint, a key
@@ -194,37 +197,41 @@ async def plan_edit(store: Any, history: Any, meta: Any, edits: list[Edit], *,
     at hand (`graph_at_hand`): a LangGraph edit goes through it."""
     from agentctl.diff import diff_values
     from agentctl.runners import require_runtime
+    from agentctl.storage.contract import editor, run_recorder
 
     fmt = store.format.name
-    # the format writes the edit itself; LangGraph only without the user's graph
-    native = hasattr(history, "edit_state") and not (fmt == "langgraph" and graph)
-    if not native:
+    # the format writes the edit itself (Capability.EDIT); LangGraph only without the user's graph
+    native = not (fmt == "langgraph" and graph)
+    if native:
+        editor(store, history)
+    else:
         require_runtime(fmt, "edit")
+        recorder = run_recorder(store, history, "edit")
     if fmt == "langgraph" and "|" in meta.thread_id and meta.thread_id.split("|", 1)[1]:
         raise UsageError(f"{meta.checkpoint_id} is a checkpoint of a subgraph; edit the parent graph's")
     cp = await store.get(meta.checkpoint_id)
     if cp is None:
         raise UsageError(f"checkpoint {meta.checkpoint_id} no longer exists")
     old = editable_state(history, cp)
-    new = apply_edits(old, edits, new_keys=getattr(history, "EDIT_NEW_KEYS", False),
-                      unset_to_none=getattr(history, "EDIT_UNSET_TO_NONE", False))
-    if hasattr(history, "edit_check"):  # what the format's rows can hold
-        history.edit_check(old, new)
-    before = await history.run_keys(meta.thread_id) if for_write and not native else None
+    new = apply_edits(old, edits, new_keys=history.EDIT_NEW_KEYS, unset_to_none=history.EDIT_UNSET_TO_NONE)
+    history.edit_check(old, new)  # what the format's rows can hold
+    before = await recorder.run_keys(meta.thread_id) if for_write and not native else None
     return EditPlan(fmt, native, meta, old, new, list(edits), before, diff_values(old, new, "state"),
-                    getattr(history, "EDIT_CONFIRM", EditPlan.confirm))
+                    history.EDIT_CONFIRM)
 
 
-async def edit_natively(history: Any, plan: EditPlan, as_node: str | None = None) -> Any:
+async def edit_natively(history: History, plan: EditPlan, as_node: str | None = None) -> OpResult:
     """Write a native edit (AgentOS: a new head holding the checkpoint with the new
     state; the OpenAI Agents SDK, the article's store: changed in place; LangGraph
     without the graph: an update checkpoint after REF, as `as_node`): the History's
-    OpResult."""
+    OpResult. (`plan_edit` checked that the format declares EDIT.)"""
+    from agentctl.storage.contract import EditsState
+
     extra: dict[str, Any] = {}
     if plan.fmt == "langgraph":
         extra = {"keys": list(dict.fromkeys(e.path[0] for e in plan.edits)), "as_node": as_node,
                  "thread_id": plan.meta.thread_id}
-    return await history.edit_state(plan.meta.checkpoint_id, plan.new, plan.what, **extra)
+    return await cast(EditsState, history).edit_state(plan.meta.checkpoint_id, plan.new, plan.what, **extra)
 
 
 def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node: str | None = None,
@@ -249,10 +256,13 @@ def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node
     return outcome
 
 
-async def record_edit(history: Any, plan: EditPlan, agent_label: str, as_node: str | None = None) -> Any:
-    """Record an edit the framework wrote (`edit_through_agent`) as one undoable op: its id."""
+async def record_edit(history: History, plan: EditPlan, agent_label: str, as_node: str | None = None) -> int | None:
+    """Record an edit the framework wrote (`edit_through_agent`) as one undoable op: its id.
+    (`plan_edit` checked that the format declares RUN.)"""
+    from agentctl.storage.contract import RecordsRuns
+
     m = plan.meta
     summary = f"edit {m.thread_id} at step {m.step} ({m.checkpoint_id}): {plan.what}"
-    return await history.record_run(m.thread_id, plan.before, summary,
+    return await cast(RecordsRuns, history).record_run(m.thread_id, plan.before, summary,
                                     {"agent": agent_label, "edits": [e.to_wire() for e in plan.edits],
                                      "as_node": as_node, "ref": m.checkpoint_id}, kind="edit")

@@ -24,10 +24,15 @@ class ExitCode(IntEnum):
 
 class AgentctlError(Exception):
     exit_code: ExitCode = ExitCode.ERROR
+    #: the message already says that nothing was changed (a write refused or rolled back
+    #: before it changed anything): a caller does not say it again
+    nothing_changed: bool = False
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, *, nothing_changed: bool | None = None):
         super().__init__(message)
         self.message = message
+        if nothing_changed is not None:
+            self.nothing_changed = nothing_changed
 
     def __str__(self) -> str:
         return self.message
@@ -125,6 +130,8 @@ class GaveWay(DatabaseBusy):
     on that program's lock longer than its `lock_timeout`, or was part of a deadlock,
     and was rolled back: nothing was changed. `History`'s writes retry it."""
 
+    nothing_changed = True
+
     def __init__(self, where: str):
         self.where = where
         super().__init__(f"{where}: another program is writing the same rows (a live agent?); "
@@ -151,6 +158,8 @@ class SnapshotTooLarge(AgentctlError, ValueError):
 
 class MergeConflictError(AgentctlError):
     exit_code = ExitCode.CONFLICT
+
+    nothing_changed = True
 
     def __init__(self, conflicts: list[Any], message: str | None = None):
         self.conflicts = conflicts

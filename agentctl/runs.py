@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentctl.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentctl.storage.contract import History, Store
 
 __all__ = ["RunPlan", "plan_run", "without_tables", "create_tables", "run_settings", "parse_run_options", "start_request", "RunTally", "recorded_summary", "record_run"]
 
@@ -101,7 +104,7 @@ class RunPlan:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None = None,
+async def plan_run(store: Store, history: History, thread: str, from_ref: str | None = None,
                    input_text: str | None = None, resume_text: str | None = None,
                    context_text: str | None = None, configurable: list[str] | None = None) -> RunPlan:
     """Check a run can start (the format has a runtime, the thread and REF exist, the
@@ -110,6 +113,7 @@ async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None =
     from agentctl.errors import NotFoundError, ThreadNotFound
     from agentctl.refs import resolve
     from agentctl.runners import RUNNERS, require_runtime
+    from agentctl.storage.contract import run_recorder
 
     if input_text is not None and resume_text is not None:
         raise UsageError("use one of --input and --resume")
@@ -122,7 +126,8 @@ async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None =
                              "end with --input TEXT")
         if input_text is None:
             raise UsageError(f"a {fmt} run needs --input TEXT (the user's message)")
-    extra = await history.run_options(thread) if hasattr(history, "run_options") else {}
+    recorder = run_recorder(store, history)
+    extra = await history.run_options(thread)
     from_id = None
     exists = await store.find_thread_ids(thread, 1) == [thread]
     if from_ref is not None:
@@ -135,7 +140,7 @@ async def plan_run(store: Any, history: Any, thread: str, from_ref: str | None =
         from_id = meta.checkpoint_id
     elif not exists and input_text is None:
         raise ThreadNotFound(thread)
-    before = await history.run_keys(thread)
+    before = await recorder.run_keys(thread)
     # LangGraph's --input is the graph's input (JSON); an SDK's, the user's message (TEXT)
     value = json_value("--input", input_text) if RUNNERS[fmt].graph_input else input_text
     return RunPlan(fmt, thread, from_id, before, extra, input_text, resume_text, value,
@@ -241,8 +246,11 @@ def recorded_summary(plan: RunPlan, agent_label: str, outcome: Any) -> tuple[dic
     return event, result, summary
 
 
-async def record_run(history: Any, plan: RunPlan, agent_label: str, summary: str, result: str) -> Any:
-    """Record what the run saved as one undoable op: its id (None when it saved nothing)."""
-    return await history.record_run(
+async def record_run(history: History, plan: RunPlan, agent_label: str, summary: str, result: str) -> int | None:
+    """Record what the run saved as one undoable op: its id (None when it saved nothing).
+    (`plan_run` checked that the format declares RUN.)"""
+    from agentctl.storage.contract import RecordsRuns
+
+    return await cast(RecordsRuns, history).record_run(
         plan.thread, plan.before, summary, {"agent": agent_label, "input": plan.value, "resume": plan.resume,
                                             "from": plan.from_id, "result": result, **plan.settings})

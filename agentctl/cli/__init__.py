@@ -1,7 +1,7 @@
 """The `agentctl` command line (Typer), a thin layer over the library.
 
 - agentctl/cli/commands/: one module per command group (`register(app)`, or a group's
-  `app`); they reach data only through `agentctl.storage` (tests/test_layers.py).
+  `app`); they reach data only through `agentctl.storage` (tests/structure/test_layers.py).
 - root.py: the Typer app and its lazy root group; registry.py: the table of commands
   (name -> module, summary) the group lists and loads from; startup.py: the start-up
   tricks (collector paused, fast exit; AGENTCTL_NO_FAST_EXIT=1 turns the latter off);

@@ -27,11 +27,11 @@ def _complete(ctx: typer.Context, incomplete: str, *, threads: bool, checkpoints
         out: list[str] = []
         root = ctx.find_root()
         fmt = root.params.get("format_") or os.environ.get("AGENTCTL_FORMAT") or None
-        async with open_store(_db(ctx), format=fmt) as backend:
+        async with open_store(_db(ctx), format=fmt) as store:
             if threads:
-                out += await backend.find_thread_ids(incomplete, limit=LIMIT)
+                out += await store.find_thread_ids(incomplete, limit=LIMIT)
             if checkpoints:
-                out += await backend.find_checkpoint_ids(incomplete, limit=LIMIT)
+                out += await store.find_checkpoint_ids(incomplete, limit=LIMIT)
         return out
 
     try:

@@ -15,6 +15,16 @@ The CLI and the TUI see only this module's types and the model's dataclasses. An
 operation a format cannot do raises `Unsupported` (exit 2), naming the format and the
 operation.
 
+What a format must give and what it may (the lists below, checked against the classes by
+tests/formats/test_capabilities.py):
+- a Store gives every read of REQUIRED_READS (abstract); OPTIONAL_READS have a default
+  here, correct for any format, that a format overrides to read faster or to say more;
+  CAPABILITY_CALLS refuse (Unsupported) or find nothing unless the format does them;
+- a History gives every write of REQUIRED_WRITES (abstract; one that the format cannot
+  do raises Unsupported, as RewindAndBranchOnly does); the capabilities EDIT, RUN, REDO
+  and COMPARE are small Protocols (EditsState, RecordsRuns, Redoes, Compares) that a
+  format implements exactly when its FormatSpec declares them.
+
 Ordering promises every format keeps:
 - within a thread, `read_thread` returns checkpoints by `step` (oldest first unless
   `descending`), ties in the format's own order; a thread's head is its last checkpoint;
@@ -29,13 +39,16 @@ from abc import ABC, abstractmethod
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import (TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Protocol, Sequence, TypeVar, cast,
+                    runtime_checkable)
 
 from agentctl.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentctl.errors import CorruptRowError
     from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+    from agentctl.storage.results import (DeletePlan, MergePlan, OpRecord, OpResult, PrunePlan, PurgeResult,
+                                          RewindPlan, TimeTravelResult)
 
 
 class Capability(str, Enum):
@@ -608,6 +621,20 @@ class Store(ABC):
         raise Unsupported(self.format.name, "--vacuum")
 
 
+#: the reads every Store gives (its abstract methods)
+REQUIRED_READS = ("thread_summaries", "count_threads", "thread_summary", "find_thread_ids", "count",
+                  "read_thread", "get", "get_metadata", "get_latest", "at_step", "children", "branches_of",
+                  "find_checkpoint_ids", "iter_checkpoints", "search")
+#: the reads with a default here (right for every format; overridden to be faster or say more)
+OPTIONAL_READS = ("filter_values", "all_thread_ids", "read_thread_forks", "describe", "all_at_step",
+                  "failed_checkpoints", "existing_checkpoint_ids", "fork_children", "change_token",
+                  "archive_threads", "lineage", "read_contents", "without_copies", "run_lines", "written_by")
+#: what a format does only if it can (the default refuses with Unsupported, or finds nothing)
+CAPABILITY_CALLS = ("doctor", "fix_indexes", "fix", "usage_stats", "backup", "search_index", "compact")
+#: the writes every History gives (its abstract methods; Unsupported where the format cannot)
+REQUIRED_WRITES = ("plan_rewind", "rewind", "branch", "plan_merge", "merge_branch", "plan_prune_spec",
+                   "prune_spec", "plan_delete_thread", "delete_thread", "oplog", "undo", "purge")
+
 #: the writes of a History that are retried when their transaction gave way to another
 #: program's writer (GaveWay), how often, and the pause before the first retry (doubling)
 RETRIED_WRITES = ("rewind", "branch", "merge_branch", "prune_spec", "delete_thread", "undo", "redo",
@@ -616,12 +643,15 @@ WRITE_ATTEMPTS = 5
 RETRY_PAUSE = 0.05
 
 _retrying: ContextVar[bool] = ContextVar("agentctl_retrying", default=False)
+_W = TypeVar("_W", bound=Callable[..., Any])
 
 
-def _retried(write: Callable[..., Any]) -> Callable[..., Any]:
-    """`write` run again from the start (it re-reads and re-plans in its transaction)
-    when its transaction gave way to another program's writer; after WRITE_ATTEMPTS,
-    one DatabaseBusy line (nothing was changed)."""
+def retried_write(write: _W) -> _W:
+    """A History's write (decorator: each of RETRIED_WRITES a format defines wears it) run
+    again from the start (it re-reads and re-plans in its transaction) when its
+    transaction gave way to another program's writer; after WRITE_ATTEMPTS, one
+    DatabaseBusy line (nothing was changed). A write inside a write runs once: the outer
+    one retries."""
 
     @functools.wraps(write)
     async def retried(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -642,11 +672,12 @@ def _retried(write: Callable[..., Any]) -> Callable[..., Any]:
                 if attempt + 1 < WRITE_ATTEMPTS:
                     await asyncio.sleep(RETRY_PAUSE * 2 ** attempt * (1 + random.random()))
             raise DatabaseBusy(f"{where}: another program kept writing the same rows (a live agent?); agentctl "
-                               f"gave way {WRITE_ATTEMPTS} times, nothing was changed; try again")
+                               f"gave way {WRITE_ATTEMPTS} times, nothing was changed; try again", nothing_changed=True)
         finally:
             _retrying.reset(token)
 
-    return retried
+    retried.retried_write = True  # type: ignore[attr-defined]
+    return cast(_W, retried)
 
 
 def whole_undo_only(format_name: str, threads: Sequence[str] | None) -> None:
@@ -665,7 +696,8 @@ class History(ABC):
 
     On another program's Postgres tables a write's transaction gives way to that
     program's writers (`GaveWay`); the writes of RETRIED_WRITES a subclass defines are
-    then run again, a few times (`_retried`)."""
+    then run again, a few times: each of RETRIED_WRITES a format defines is decorated
+    with `retried_write` (tests/formats/test_capabilities.py checks that none lacks it)."""
 
     #: the id of the last operation this object recorded
     last_op_id: int | None = None
@@ -674,19 +706,35 @@ class History(ABC):
     #: N milestones
     prune_policies: tuple[str, ...] = ("keep_last_n", "keep_age", "keep_milestones")
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for name in RETRIED_WRITES:
-            if name in cls.__dict__:
-                setattr(cls, name, _retried(cls.__dict__[name]))
+    # what `edit` reads of a History whose format edits (EditsState); these defaults say
+    # what a format that does not set them gets
+    #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
+    EDIT_CONFIRM = "write a new head of {thread} holding this checkpoint with these values"
+    #: an edit may set keys the state does not have (ADK's state_delta)
+    EDIT_NEW_KEYS = False
+    #: `--unset KEY` writes None (the format cannot drop a key)
+    EDIT_UNSET_TO_NONE = False
+
+    def edit_view(self, cp: Checkpoint) -> dict[str, Any]:
+        """What an edit's keys name: the state without the keys a format adds of its own
+        (dunder names); a format whose edits change something else (an SDK's item) says so."""
+        return {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
+
+    def edit_check(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """Refuse (UsageError) an edited value the format's rows cannot hold; default: none."""
+
+    async def run_options(self, thread_id: str) -> dict[str, Any]:
+        """What a run of this thread passes the framework besides its input (the OpenAI
+        Agents SDK: its session class); default: nothing."""
+        return {}
 
     @abstractmethod
-    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
         """What `rewind` would do."""
 
     @abstractmethod
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> Any:
+                     archive_thread: str | None = None) -> TimeTravelResult:
         """Make the checkpoint its thread's head again; later ones go to an archive
         thread (or the trash with hard=True)."""
 
@@ -696,8 +744,8 @@ class History(ABC):
 
     @abstractmethod
     async def plan_merge(self, branch_thread_id: str, into_thread_id: str,
-                         strategy: str = "fail") -> Any:
-        """What `merge_branch` would write (a MergePlan)."""
+                         strategy: str = "fail") -> MergePlan:
+        """What `merge_branch` would write."""
 
     @abstractmethod
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
@@ -706,36 +754,37 @@ class History(ABC):
         the one its plan announced)."""
 
     @abstractmethod
-    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
-        """The PrunePlans of a prune as the user asked it."""
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
+        """The plans of a prune as the user asked it."""
 
     @abstractmethod
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Callable[[int], Any] | None = None,
+                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
         """Carry out a prune as ONE operation (one transaction: all or nothing, one
         undo); its OpResults. `progress(n)`, when given, is called as the work advances.
         `plans`: the plans of this prune shown to the user (plan_prune_spec), which a
         format may reuse where the database is unchanged since (never trusted blindly)."""
 
     @abstractmethod
-    async def plan_delete_thread(self, thread_id: str) -> Any:
-        """What `delete_thread` would delete (a DeletePlan: the rows it counts are the
-        rows the write deletes)."""
+    async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
+        """What `delete_thread` would delete (the rows it counts are the rows the write
+        deletes)."""
 
     @abstractmethod
-    async def delete_thread(self, thread_id: str) -> Any:
-        """Delete a thread (to the trash); its OpResult."""
+    async def delete_thread(self, thread_id: str) -> OpResult:
+        """Delete a thread (to the trash)."""
 
     @abstractmethod
-    async def oplog(self, limit: int = 50) -> list[Any]:
-        """The newest operations first (OpRecords)."""
+    async def oplog(self, limit: int = 50) -> list[OpRecord]:
+        """The newest operations first."""
 
     @abstractmethod
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
         """Revert an operation (the newest undoable one by default). `threads`: of a
         prune of several threads, restore those alone (the op stays undoable for the
         others); a format whose operations are undone whole raises UsageError."""
 
-    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
         """Re-apply an undone operation (the newest undone one by default) when nothing
         it touched changed since its undo; an OpResult (dry_run: what it would do,
         nothing written). Offered by the formats on the journal (agentctl/storage/
@@ -745,8 +794,90 @@ class History(ABC):
         raise Unsupported(fmt.name if fmt is not None else type(self).__name__, "redo")
 
     @abstractmethod
-    async def purge(self, dry_run: bool = False) -> Any:
-        """Empty the trash (a PurgeResult)."""
+    async def purge(self, dry_run: bool = False) -> PurgeResult:
+        """Empty the trash."""
+
+
+# ---- the capabilities a History or a Store declares beyond the writes every History has ----
+# A format declares them in its FormatSpec (Capability.EDIT, RUN, REDO, COMPARE); the code
+# that uses one asks the declaration (`capable`), never `hasattr`. The conformance test
+# (tests/formats/test_capabilities.py) checks that each built-in format declares exactly
+# the capabilities its classes implement.
+
+
+@runtime_checkable
+class EditsState(Protocol):
+    """Capability.EDIT: the History writes a checkpoint's state edited (`agentctl edit`)
+    itself. What it shows and takes is the History's `edit_view`, `edit_check`,
+    `EDIT_CONFIRM`, `EDIT_NEW_KEYS`, `EDIT_UNSET_TO_NONE` (defaults on History)."""
+
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str,
+                         **extra: Any) -> OpResult:
+        """Write `state` at the checkpoint as one undoable op (`extra`: the keywords the
+        format takes, LangGraph's keys, as_node, thread_id)."""
+        ...
+
+
+@runtime_checkable
+class RecordsRuns(Protocol):
+    """Capability.RUN: what the framework wrote, run by agentctl in a child process (`run`,
+    and LangGraph's `edit` through the user's graph), recorded as one undoable op."""
+
+    async def run_keys(self, thread_id: str) -> Any:
+        """The rows the run may change, as they are before it (given back to record_run)."""
+        ...
+
+    async def record_run(self, thread_id: str, before: Any, summary: str, details: dict[str, Any],
+                         kind: str = "run") -> int | None:
+        """One op of what changed since `before`; its id (None: nothing changed)."""
+        ...
+
+
+@runtime_checkable
+class Redoes(Protocol):
+    """Capability.REDO: an undone operation done again (the journal's formats)."""
+
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
+        ...
+
+
+@runtime_checkable
+class Compares(Protocol):
+    """Capability.COMPARE: the Store's reads `compare` walks two runs with (defaults on
+    Store; a format overrides them to read faster)."""
+
+    async def lineage(self, checkpoint_id: str) -> list[CheckpointMetadata]:
+        ...
+
+    async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
+        ...
+
+
+#: the Protocol each of these capabilities is
+CAPABILITY_PROTOCOLS: dict[Capability, type] = {Capability.EDIT: EditsState, Capability.RUN: RecordsRuns,
+                                                Capability.REDO: Redoes, Capability.COMPARE: Compares}
+
+
+def implements(cls: type, capability: Capability) -> bool:
+    """Whether the class (a History's, or a Store's for COMPARE) has the capability's
+    methods (History's own refusal of redo does not count)."""
+    if capability is Capability.REDO and getattr(cls, "redo", None) is History.redo:
+        return False
+    return issubclass(cls, CAPABILITY_PROTOCOLS[capability])
+
+
+def editor(store: Store, history: History) -> EditsState:
+    """The History as it edits a state (EDIT); Unsupported naming the format unless it
+    declares the capability."""
+    store.require(Capability.EDIT, "edit")
+    return cast(EditsState, history)
+
+
+def run_recorder(store: Store, history: History, operation: str = "run") -> RecordsRuns:
+    """The History as it records a run of the framework (RUN; `operation`: what the user
+    asked, "run" or "edit" through the user's graph); Unsupported unless declared."""
+    store.require(Capability.RUN, operation)
+    return cast(RecordsRuns, history)
 
 
 class RewindAndBranchOnly:
@@ -755,24 +886,25 @@ class RewindAndBranchOnly:
 
     store: Any
 
-    def _no(self, what: str) -> Any:
+    def _no(self, what: str) -> Unsupported:
         return Unsupported(self.store.format.name, what)
 
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> MergePlan:
         raise self._no("merge")
 
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
                            checkpoint_id: str | None = None) -> str:
         raise self._no("merge")
 
-    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[Any]:
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
         raise self._no("prune")
 
-    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Any = None) -> list[Any]:
+    async def prune_spec(self, spec: PruneSpec, *, progress: Callable[[int], Any] | None = None,
+                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
         raise self._no("prune")
 
-    async def plan_delete_thread(self, thread_id: str) -> Any:
+    async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
         raise self._no("threads delete")
 
-    async def delete_thread(self, thread_id: str) -> Any:
+    async def delete_thread(self, thread_id: str) -> OpResult:
         raise self._no("threads delete")

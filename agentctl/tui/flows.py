@@ -70,7 +70,7 @@ def can_write(screen: "WriteHost", action: str) -> bool:
         return False
     from agentctl.storage.contract import ALL_CAPABILITIES
 
-    # (edit and run are not capabilities: their flows say what a format cannot do)
+    # each write is a declared Capability (edit, run and redo too): refused here unless declared
     if action in {c.value for c in ALL_CAPABILITIES} and not backend.can(action):
         screen.notify(f"the {backend.format.name} format does not support {action}",
                       severity="warning", markup=False)

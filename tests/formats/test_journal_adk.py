@@ -308,3 +308,18 @@ async def _q(url: str, sql: str) -> list:
         return [dict(r) for r in await conn.fetch(sql)]
     finally:
         await conn.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_purge_dry_run_before_the_migration(tmp_path: Path, kind: str, request: Any) -> None:
+    """Before the old log is migrated, purge's dry run counts what the purge frees (the
+    migration's images too), rehearsed where nothing stays (Postgres: a transaction
+    rolled back): every table as it was after it."""
+    url = await _fixture(tmp_path, kind, request)
+    old = await dump(url)
+    async with open_store(url, readonly=False) as store:
+        said = await store.history().purge(dry_run=True)
+        assert await dump(url) == old
+        assert said.ops == [1, 2] and said.rows > 0
+        done = await store.history().purge()
+    assert (done.ops, done.rows) == (said.ops, said.rows)

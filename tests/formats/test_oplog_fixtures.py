@@ -35,3 +35,19 @@ def test_previous_release_ops_listed_and_undone(tmp_path: Path, name: str) -> No
         cli_json(str(db), "undo", str(op["op_id"]))
     after = asyncio.run(dump(str(db), side_tables=False))
     assert after == built["tables"]
+
+
+@pytest.mark.parametrize("name", [*NAMES, "article_more", "openai_agents_all"])
+def test_purge_dry_run_says_what_the_purge_does(tmp_path: Path, name: str) -> None:
+    """On a database whose old op log is not migrated yet, `purge --dry-run` counts what
+    the purge frees (it migrates first: the old trash and the images of the ops still
+    done), and writes nothing (the file unchanged, the old log still there)."""
+    db = tmp_path / f"{name}.db"
+    shutil.copyfile(FIXTURES / f"{name}.db", db)
+    before = db.read_bytes()
+    said = cli_json(str(db), "purge", "--dry-run")
+    assert db.read_bytes() == before
+    assert said["ops"] and said["rows"] > 0
+    done = cli_json(str(db), "purge", "--yes", "--no-backup")
+    assert (done["ops"], done["rows"]) == (said["ops"], said["rows"])
+    assert cli_json(str(db), "purge", "--dry-run")["ops"] == []

@@ -359,8 +359,9 @@ def _all_or_nothing(write: Any, what: str) -> Any:
     try:
         return write()
     except AgentctlError as exc:
-        if "nothing was" not in exc.message:
+        if not exc.nothing_changed:
             exc.message = f"{exc.message} (the {what} was rolled back, nothing was changed)"
+            exc.nothing_changed = True
         raise
 
 

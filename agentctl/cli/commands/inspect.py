@@ -44,12 +44,12 @@ def register(app: typer.Typer) -> None:
     app.command("tree")(tree)
 
 
-async def _family(backend: "Store", thread: str) -> list[str]:
+async def _family(store: "Store", thread: str) -> list[str]:
     """The thread and the threads branched from it, recursively (breadth first), at
     most MAX_GRAPH_THREADS."""
     from agentctl.tree import branch_family
 
-    return (await branch_family(backend, thread, MAX_GRAPH_THREADS)).threads
+    return (await branch_family(store, thread, MAX_GRAPH_THREADS)).threads
 
 
 AllKeysOpt = Annotated[bool, typer.Option(
@@ -85,21 +85,21 @@ def log(
     n = 2**62 if all_rows else limit
 
     async def go():
-        async with state(ctx).open() as backend:
-            tid = await resolve_thread(backend, thread)
-            total = await backend.count(tid)
-            threads = await _family(backend, tid) if graph else [tid]
+        async with state(ctx).open() as store:
+            tid = await resolve_thread(store, thread)
+            total = await store.count(tid)
+            threads = await _family(store, tid) if graph else [tid]
             forked: list[str] = []
             if graph:
                 pages, seen = [], set()
                 for t in threads:  # a checkpoint a branch shares with its source: drawn once
-                    page = await backend.read_thread(t, n, offset if t == tid else 0, descending=True)
+                    page = await store.read_thread(t, n, offset if t == tid else 0, descending=True)
                     pages.append([m for m in page if m.checkpoint_id not in seen])
                     seen.update(m.checkpoint_id for m in page)
             else:
                 # Which checkpoints shown have children in other threads, found while
                 # the page is read (an idx_parent probe per row), not by a second pass.
-                page, forked = await backend.read_thread_forks(tid, n, offset, descending=True)
+                page, forked = await store.read_thread_forks(tid, n, offset, descending=True)
                 pages = [page]
             heads = {}
             for t, page in zip(threads, pages):
@@ -107,13 +107,13 @@ def log(
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
             for t, page in zip(threads, pages):  # where a run failed (show has its __error__)
-                for cid in sorted(await backend.failed_checkpoints(t, [m.checkpoint_id for m in page])):
+                for cid in sorted(await store.failed_checkpoints(t, [m.checkpoint_id for m in page])):
                     heads.setdefault(cid, []).append("run failed")
             # Forks off the checkpoints shown: their children in other threads.
-            for thread_id, parent_id in await backend.fork_children(sorted(set(forked)), tid):
+            for thread_id, parent_id in await store.fork_children(sorted(set(forked)), tid):
                 heads.setdefault(parent_id, []).append(f"fork: {thread_id}")
             metas = pages[0] if len(pages) == 1 else _newest_first(pages)[:n]
-            return tid, total, await backend.describe(metas), heads
+            return tid, total, await store.describe(metas), heads
 
     with _gc_paused():
         tid, total, metas, heads = run(go())
@@ -161,10 +161,10 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
         raise UsageError(f"--messages takes a number or 'all', not {messages!r}")
 
     async def go():
-        async with state(ctx).open() as backend:
-            meta = await resolve(backend, ref)
+        async with state(ctx).open() as store:
+            meta = await resolve(store, ref)
             try:
-                cp = await backend.get(meta.checkpoint_id)
+                cp = await store.get(meta.checkpoint_id)
             except CorruptRowError as exc:  # the row's metadata, a placeholder for the rest
                 return meta, exc
             if cp is None:  # deleted between the two reads
@@ -250,16 +250,16 @@ def diff(
         raise UsageError("use one of --json and --patch")
 
     async def go():
-        async with state(ctx).open() as backend:
-            meta_a = await resolve(backend, a)
-            cp_a = await backend.get(meta_a.checkpoint_id)
+        async with state(ctx).open() as store:
+            meta_a = await resolve(store, a)
+            cp_a = await store.get(meta_a.checkpoint_id)
             if b is not None:
-                meta_b = await resolve(backend, b)
-                return cp_a, await backend.get(meta_b.checkpoint_id)
+                meta_b = await resolve(store, b)
+                return cp_a, await store.get(meta_b.checkpoint_id)
             parent_id = meta_a.parent_checkpoint_id
             if not parent_id:
                 return _empty_like(meta_a), cp_a  # a root: everything in it was added
-            parent = await backend.get(parent_id)
+            parent = await store.get(parent_id)
             if parent is None:
                 raise CheckpointNotFound(
                     parent_id, [f"the parent of {meta_a.checkpoint_id} no longer exists; name B explicitly"])

@@ -101,7 +101,7 @@ def redo(
     """
 
     async def go():
-        async with state(ctx).engine(write=not dry_run, need="undo") as (_, engine):
+        async with state(ctx).engine(write=not dry_run, need="redo") as (_, engine):
             return await engine.redo(op, dry_run=dry_run)
 
     result = run(go())
@@ -132,8 +132,8 @@ def purge(
 
     st = state(ctx)
 
-    async def preview():
-        async with st.engine(write=False, need="undo") as (_, engine):
+    async def preview():  # writable before a purge: Postgres rehearses an old op log in it
+        async with st.engine(write=not dry_run, need="undo") as (_, engine):
             return await engine.purge(dry_run=True)
 
     before = run(preview())

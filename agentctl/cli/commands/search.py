@@ -70,10 +70,10 @@ def search(
         raise UsageError("--role picks messages; it cannot be used with --in " + ",".join(chosen))
 
     async def go():
-        async with state(ctx).open() as backend:
-            tid = await resolve_thread(backend, thread) if thread is not None else None
-            found = await backend.search(text, tid, role, limit, scan=scan, places=chosen)
-            return found, getattr(backend, "last_search_note", "")
+        async with state(ctx).open() as store:
+            tid = await resolve_thread(store, thread) if thread is not None else None
+            found = await store.search(text, tid, role, limit, scan=scan, places=chosen)
+            return found, getattr(store, "last_search_note", "")
 
     hits, note = run(go())
     if note:  # a search index was found but not trusted: the scan ran instead

@@ -42,13 +42,14 @@ from agentctl.model import utc_now_iso
 from agentctl.storage.adk import legacy
 from agentctl.storage.adk.doctor import folded_state
 from agentctl.storage.adk.events import decode_json
-from agentctl.storage.contract import History, RewindAndBranchOnly, Unsupported
+from agentctl.storage.contract import History, RewindAndBranchOnly, Unsupported, retried_write
 from agentctl.storage.journal import ops
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import naive_utc
 
 if TYPE_CHECKING:
+    from agentctl.storage.results import OpResult, RewindPlan, TimeTravelResult
     from agentctl.storage.agentos.base import Transaction
     from agentctl.storage.adk.store import ADKStore
 
@@ -60,11 +61,6 @@ _EVENT = "app_name = ? AND user_id = ? AND session_id = ?"
 
 
 class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
-    # the journal's, retried when they gave way to ADK's writer (History.__init_subclass__)
-    undo = JournalHistory.undo
-    redo = JournalHistory.redo
-    purge = JournalHistory.purge
-
     def __init__(self, store: ADKStore, *, now: Any = None, hex4: Any = None) -> None:
         self.store = store
         self._now = now or utc_now_iso
@@ -188,7 +184,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
 
     # ---- rewind ----------------------------------------------------------------------
 
-    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
         from agentctl.storage.results import RewindPlan
 
         meta, key = await self._target(checkpoint_id)
@@ -212,8 +208,9 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
                 f"invocations: rewind to step {first - 1} or {last}, or use --hard")
         return inv
 
+    @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> Any:
+                     archive_thread: str | None = None) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
 
         meta, key = await self._target(checkpoint_id)
@@ -264,6 +261,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
 
     # ---- branch ----------------------------------------------------------------------
 
+    @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         name = str(branch_name)
         if not _NAME.match(name):
@@ -356,6 +354,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         await self.store.connect()
         return await legacy.rows_of(self.store, self.store._q, await self._run_key(thread_id))
 
+    @retried_write
     async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
                          kind: str = "run") -> int | None:
         """One op for what ADK's Runner wrote: the events it appended (inserted rows) and
@@ -389,7 +388,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
     #: (append_event's `state.update(delta)`): the plan shows the key with None, as get_session will
     EDIT_UNSET_TO_NONE = True
 
-    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
         """`agentctl edit`: an event (author "user") appended to REF's session whose
         `actions.state_delta` holds the keys whose values `state` changes from REF's
         (a removed key: None); `app:` and `user:` keys land in app_states / user_states,

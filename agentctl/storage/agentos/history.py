@@ -86,7 +86,7 @@ from agentctl.storage.agentos.types import (
     as_trigger,
 )
 from agentctl.model import Checkpoint, CheckpointMetadata
-from agentctl.storage.contract import History, PruneSpec
+from agentctl.storage.contract import History, PruneSpec, retried_write
 from agentctl.storage.journal import ops
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.agentos import legacy
@@ -256,6 +256,7 @@ class CheckpointEngine(JournalHistory, History):
         """What `rewind` would do (nothing is written)."""
         return await rewind.plan_rewind(self._ctx, checkpoint_id, hard)
 
+    @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> TimeTravelResult:
         """Make `checkpoint_id` the head of its thread again.
@@ -268,6 +269,7 @@ class CheckpointEngine(JournalHistory, History):
         """Rewind to the last checkpoint of the thread whose step is <= step (None if none)."""
         return await rewind.time_travel_to_step(self._ctx, thread_id, step)
 
+    @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         """Fork a new thread from a checkpoint; return the new thread id.
 
@@ -289,6 +291,7 @@ class CheckpointEngine(JournalHistory, History):
         return await merge.plan_merge(self._ctx, self._ctx.backend, branch_thread_id,
                                       into_thread_id, strategy)
 
+    @retried_write
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
                            strategy: str = "three-way", *, checkpoint_id: str | None = None) -> str:
         """Merge the head of a branch thread into a thread; return the merge checkpoint id.
@@ -319,9 +322,10 @@ class CheckpointEngine(JournalHistory, History):
         """The plans of `prune_spec` (one per thread)."""
         return await retention.plan_prune_spec(self._ctx, spec, preview)
 
+    @retried_write
     async def prune_spec(self, spec: PruneSpec, *,
                          progress: Callable[[int], None] | None = None,
-                         plans: list[PrunePlan] | None = None) -> list[OpResult]:
+                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
         """Prune the threads of the spec (every thread when `spec.threads` is None) as
         ONE operation in one transaction: all or nothing, one undo restores them all.
         A list of one OpResult (its op_id None when there was nothing to prune).
@@ -332,6 +336,7 @@ class CheckpointEngine(JournalHistory, History):
         """What `delete_thread` would delete (nothing is written)."""
         return await retention.plan_delete_thread(self._ctx, thread_id)
 
+    @retried_write
     async def delete_thread(self, thread_id: str) -> OpResult:
         """Delete every checkpoint of a thread, into the trash (undoable)."""
         return await retention.delete_thread(self._ctx, thread_id)
@@ -417,6 +422,7 @@ class CheckpointEngine(JournalHistory, History):
         self._moved_ids = {}
         await super().journal_ready()
 
+    @retried_write
     async def purge(self, dry_run: bool = False) -> PurgeResult:
         """Free what undo could still bring back (the trash); VACUUM on SQLite.
         The ops whose trash is purged can no longer be undone."""

@@ -131,7 +131,8 @@ async def trash(tx: Tx, op: ops.Op, where: str, *params: Any, ids: Sequence[str]
                                      [[json.dumps(part), thread] for part in chunks(list(rows), _TRASH_CHUNK)],
                                      thread=THREAD)
         if moved != len(rows):
-            raise OperationError(f"thread {thread} changed while prune was planned; nothing was deleted: run it again")
+            raise OperationError(f"thread {thread} changed while prune was planned; nothing was deleted: run it again",
+                                 nothing_changed=True)
         return list(ids)
     if tx.kind != "sqlite":
         # The rows by id (the server sorts them), then moved by those ids: only the rows

@@ -99,7 +99,7 @@ def map_pg_error(exc: BaseException, where: str) -> AgentctlError:
         return ReadOnlyDatabase(f"{where}: the database is read-only here ({text})")
     if isinstance(exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
         # the first line: "deadlock detected" (not the processes and relations of DETAIL)
-        return DatabaseBusy(f"{where}: {(text.splitlines() or [''])[0]}; nothing was changed")
+        return DatabaseBusy(f"{where}: {(text.splitlines() or [''])[0]}; nothing was changed", nothing_changed=True)
     if isinstance(exc, asyncpg.InsufficientPrivilegeError):
         return ReadOnlyDatabase(f"{where}: permission denied ({text})")
     if isinstance(exc, (asyncpg.DuplicatePreparedStatementError, asyncpg.InvalidSQLStatementNameError)):

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
 
 from agentctl.errors import (
     AgentctlError,
@@ -60,7 +60,7 @@ from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.article import edit, legacy
 from agentctl.storage.article import schema as S
 from agentctl.storage.article.store import checkpoint_id, indexes_messages, message_id_of, now_text
-from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.contract import History, PruneSpec, Unsupported, retried_write
 from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.results import (
@@ -327,6 +327,7 @@ class ArticleHistory(JournalHistory, History):
             archive = await self._fresh_session(self.store, f"{target.thread_id}-rewound-at-{target.step}")
         return RewindPlan(target, target.thread_id, moved, archive, hard)
 
+    @retried_write
     async def rewind(self, checkpoint_id_: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> TimeTravelResult:
         mid0 = message_id_of(checkpoint_id_)
@@ -398,6 +399,7 @@ class ArticleHistory(JournalHistory, History):
 
     # ---- branch ------------------------------------------------------------------------
 
+    @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         name = str(branch_name or "")
         if not _NAME.match(name):
@@ -483,6 +485,7 @@ class ArticleHistory(JournalHistory, History):
                          resolved, up_to_date=not f["new"] or not take,
                          id_at_write="its id is the first appended message's, numbered by the write")
 
+    @retried_write
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail",
                            *, checkpoint_id: str | None = None) -> str:
         """Append the branch's new messages to the target. (`checkpoint_id` is ignored:
@@ -612,7 +615,9 @@ class ArticleHistory(JournalHistory, History):
                 "SELECT id FROM messages WHERE session_id = ? ORDER BY id", sid)]
         return out
 
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[OpResult]:
+    @retried_write
+    async def prune_spec(self, spec: PruneSpec, *, progress: Callable[[int], Any] | None = None,
+                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
         await self.store.connect()
         threads = spec.threads or []
         async with self._write(list(threads)) as tx:
@@ -636,6 +641,7 @@ class ArticleHistory(JournalHistory, History):
         branches = await self.store.branches_of([thread_id])
         return DeletePlan(thread_id, await self.store.count(thread_id), [], list(dict.fromkeys(b.thread_id for b in branches)))
 
+    @retried_write
     async def delete_thread(self, thread_id: str) -> OpResult:
         async with self._write([thread_id]) as tx:
             if await self._session(tx, thread_id) is None:
@@ -691,6 +697,7 @@ class ArticleHistory(JournalHistory, History):
     async def journal_moved(self) -> None:
         await self.store._reload_tables()
 
+    @retried_write
     async def purge(self, dry_run: bool = False) -> PurgeResult:
         """The journal's purge, then VACUUM (SQLite: the whole file; Postgres: the trash tables)."""
         result: PurgeResult = await JournalHistory.purge(self, dry_run)

@@ -3,7 +3,7 @@
 
 A format's History mixes this in and gives:
 
-- `fingerprint(tx, thread)`: what "nothing changed since" compares for a thread (JSON-able);
+- `fingerprint(tx, thread)` (abstract: every format gives it): what "nothing changed since" compares for a thread (JSON-able);
 - `lock(tx, threads)` (optional): the format's own locks, taken before a move (the OpenAI
   store locks its sessions' rows first, as the SDK does);
 - `migrate(tx)` (optional): the format's previous op log and trash into the journal, run
@@ -28,12 +28,18 @@ Its writes then read:
 
 from __future__ import annotations
 
+import asyncio
 import json
+from abc import ABC, abstractmethod
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
 
-from agentctl.errors import NotFoundError, OperationError
+from agentctl.errors import NotFoundError, OperationError, ReadOnlyDatabase
+from agentctl.storage.contract import retried_write
 from agentctl.storage.journal import ops, trash
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentctl.storage.results import OpRecord, OpResult, PurgeResult
 
 #: the log's own lines: they changed no row and are not undone or redone themselves
 ENTRIES = ("undo", "redo")
@@ -54,7 +60,40 @@ class _Reader:
         return bool(await self.db.table_exists(name))
 
 
-class JournalHistory:
+class _Rehearsed(Exception):
+    """Leaves a rehearsal's transaction: rolled back."""
+
+
+@asynccontextmanager
+async def _rehearsal(db: Any) -> AsyncIterator[Any]:
+    """A write transaction whose writes do not stay: on SQLite in a copy of the file,
+    on Postgres rolled back (ReadOnlyDatabase on a backend opened read-only)."""
+    if db.kind != "sqlite":
+        try:
+            async with db.transaction() as tx:
+                yield tx
+                raise _Rehearsed
+        except _Rehearsed:
+            return
+    import tempfile
+
+    from agentctl.storage.backup import sqlite_backup
+
+    with tempfile.TemporaryDirectory(prefix="agentctl-rehearsal-") as tmp:
+        copy = f"{tmp}/copy.db"
+        await asyncio.to_thread(sqlite_backup, db.local_file, copy)
+        twin = type(db)(copy, readonly=False, create=False)  # the same backend (its schema check) on the copy
+        try:
+            async with twin.transaction() as tx:
+                yield tx
+        finally:
+            await twin.close()
+
+
+class JournalHistory(ABC):
+    """The journal's half of a format's History (mixed in before `History`): the hooks
+    below marked abstract are the format's to give; the others have defaults."""
+
     store: Any
     last_op_id: int | None = None
     #: whether `undo --thread` is offered (the format's `undo_threads` names the threads)
@@ -64,8 +103,9 @@ class JournalHistory:
 
     # ---- what a format gives ---------------------------------------------------------------
 
+    @abstractmethod
     async def fingerprint(self, tx: Any, thread: str) -> Any:
-        raise NotImplementedError
+        """What "nothing changed since" compares for a thread, read in `tx` (JSON-able)."""
 
     async def lock(self, tx: Any, threads: Sequence[str]) -> None:
         """The format's own locks on these threads (default: none beyond the transaction's)."""
@@ -73,19 +113,35 @@ class JournalHistory:
     async def migrate(self, tx: Any) -> None:
         """The previous op log into the journal (default: there was none)."""
 
-    async def legacy_oplog(self, limit: int) -> list[Any] | None:
+    async def legacy_oplog(self, limit: int) -> list[OpRecord] | None:
         """The previous op log's records, newest first, while it is not migrated (None: none)."""
         if self.old_log is None:
             return None
         await self.store.connect()
         return await self.old_log.oplog(self.store._db, limit)
 
-    async def legacy_purge(self) -> Any | None:
-        """What purge frees in the previous op log's trash while it is not migrated (None: none)."""
+    async def legacy_purge(self) -> PurgeResult | None:
+        """What purge frees while the previous op log is not migrated (None: there is none).
+        The purge migrates first, and frees the trash the migration made (the old trash's
+        rows and the images of the ops still done), so this rehearses both where nothing
+        stays: on SQLite in a copy of the file (thrown away), on Postgres in a transaction
+        rolled back. A store that cannot write there (Postgres opened read-only) gets the
+        old trash's count, which leaves the images out."""
         if self.old_log is None:
             return None
         await self.store.connect()
-        return await self.old_log.purge_plan(self.store._db)
+        db = self.store._db
+        if not await db.table_exists(self.old_log.log):
+            return None
+        try:
+            async with _rehearsal(db) as tx:
+                await self.migrate(tx)
+                held, rows = await ops.purge(tx, dry_run=True)
+        except ReadOnlyDatabase:
+            return await self.old_log.purge_plan(db)
+        from agentctl.storage.results import PurgeResult
+
+        return PurgeResult(ops=held, rows=rows, dry_run=True)
 
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
@@ -154,7 +210,7 @@ class JournalHistory:
 
     # ---- the log -------------------------------------------------------------------------------
 
-    async def oplog(self, limit: int = 50) -> list[Any]:
+    async def oplog(self, limit: int = 50) -> list[OpRecord]:
         legacy = await self.legacy_oplog(limit)
         if legacy is not None:
             return legacy
@@ -205,7 +261,7 @@ class JournalHistory:
         return rec
 
     async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
-                    threads: Sequence[str] | None = None) -> Any:
+                    threads: Sequence[str] | None = None) -> OpResult:
         await self.journal_ready()
         try:
             return await self._move_once(op_id, undone, dry_run, threads)
@@ -213,7 +269,7 @@ class JournalHistory:
             await self.journal_moved()
 
     async def _move_once(self, op_id: int | None, undone: bool, dry_run: bool,
-                         threads: Sequence[str] | None) -> Any:
+                         threads: Sequence[str] | None) -> OpResult:
         from agentctl.storage.results import OpResult
 
         verb, kind = ("redid", "redo") if undone else ("undid", "undo")
@@ -252,17 +308,20 @@ class JournalHistory:
         ids = self.undo_result(rec, "after" if undone else "before")
         return OpResult(new, kind, summary, ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
 
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> Any:
+    @retried_write
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
         from agentctl.storage.contract import whole_undo_only
 
         if not self.undo_by_thread:
             whole_undo_only(self.store.format.name, threads)
         return await self._move(op_id, False, threads=threads)
 
-    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> Any:
+    @retried_write
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
         return await self._move(op_id, True, dry_run)
 
-    async def purge(self, dry_run: bool = False) -> Any:
+    @retried_write
+    async def purge(self, dry_run: bool = False) -> PurgeResult:
         from agentctl.storage.results import PurgeResult
 
         await self.journal_ready()
@@ -281,7 +340,7 @@ class JournalHistory:
         return PurgeResult(ops=freed, rows=n, dry_run=False)
 
 
-def _record(row: dict[str, Any], held: int) -> Any:
+def _record(row: dict[str, Any], held: int) -> OpRecord:
     from agentctl.storage.results import OpRecord
 
     return OpRecord(op_id=int(row["op_id"]), created_at=row["created_at"], kind=row["kind"],

@@ -73,13 +73,13 @@ import secrets
 import time
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from agentctl.diff import MISSING, json_equal
 from agentctl.errors import CheckpointNotFound, MergeConflictError, NotFoundError, OperationError, UsageError
 from agentctl.merge import Conflict, three_way_merge
 from agentctl.model import utc_now_iso
-from agentctl.storage.contract import History, PruneSpec, Unsupported
+from agentctl.storage.contract import History, PruneSpec, Unsupported, retried_write
 from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.journal.ops import Op
@@ -341,7 +341,7 @@ class LangGraphHistory(JournalHistory, History):
 
     # ---- rewind ----------------------------------------------------------------------
 
-    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
         await self.journal_ready()
         row = await self._ref(checkpoint_id, "rewind")  # of the root namespace
         later = await self._rows_after(self.store._q, row["thread_id"], "", row["checkpoint_id"], hard)
@@ -349,8 +349,9 @@ class LangGraphHistory(JournalHistory, History):
         return RewindPlan(target=self.store._metadata(row), thread_id=addr, moved=[self.store._metadata(r) for r in later],
                           archive_thread=None if hard or not later else addr, hard=hard)
 
+    @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> Any:
+                     archive_thread: str | None = None) -> TimeTravelResult:
         """A fork checkpoint copying REF (parent: REF's parent) as the thread's new head (see the module doc);
         with `hard`, the checkpoints after REF to the trash. The result's
         `archive_thread` is the thread itself: the abandoned run stays there as a branch."""
@@ -487,6 +488,7 @@ class LangGraphHistory(JournalHistory, History):
 
     # ---- branch ----------------------------------------------------------------------
 
+    @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         name = str(branch_name)
         if not _NAME.match(name):
@@ -709,7 +711,7 @@ class LangGraphHistory(JournalHistory, History):
                 + f": {facts['bytes']} bytes")
         return text + (f"; kept besides: {', '.join(kept)}" if kept else "")
 
-    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[Any]:
+    async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
         await self.journal_ready()
         policy, param = self._policy(spec)
         now = time.time()
@@ -727,33 +729,35 @@ class LangGraphHistory(JournalHistory, History):
                                  delete_ids=[r["checkpoint_id"] for r in gone]))
         return out
 
-    async def prune_spec(self, spec: PruneSpec, *, progress: Any = None, plans: Any = None) -> list[Any]:
+    @retried_write
+    async def prune_spec(self, spec: PruneSpec, *, progress: Callable[[int], Any] | None = None,
+                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
         await self.journal_ready()
         targets = await self._prune_threads(spec)
         now = time.time()
         policy = self._policy(spec)
         known = {p.thread_id: p for p in plans or () if (p.policy, p.param) == policy and p.stamp is not None}
         async with self._tx([t for _, t, _ in targets]) as tx:
-            plans = []
+            work: list[tuple[str, str, str, list[str], Any]] = []
             for addr, tid, ns in targets:
                 plan = known.get(addr)
                 if plan is not None and await self.fingerprint(tx, tid) == plan.stamp["fingerprint"]:
-                    gone, facts = list(plan.delete_ids), plan.stamp["facts"]  # the thread is as planned
+                    gone, facts = list(plan.delete_ids or ()), plan.stamp["facts"]  # the thread is as planned
                 else:
                     rows, facts = await self._plan_thread(tx.fetch, tid, ns, spec, now)
                     gone = [r["checkpoint_id"] for r in rows]
                 if gone:
-                    plans.append((addr, tid, ns, gone, facts))
-            if not plans:
+                    work.append((addr, tid, ns, gone, facts))
+            if not work:
                 return [OpResult(None, "prune", "nothing to prune")]
-            n = sum(len(p[3]) for p in plans)
-            size = sum(p[4]["bytes"] for p in plans)
-            details: dict[str, Any] = {"threads": {p[0]: len(p[3]) for p in plans}, "bytes": size}
-            summary = f"prune {n} checkpoint(s) of {len(plans)} thread(s) ({size} bytes)"
-            tids = list(dict.fromkeys(p[1] for p in plans))
+            n = sum(len(p[3]) for p in work)
+            size = sum(p[4]["bytes"] for p in work)
+            details: dict[str, Any] = {"threads": {p[0]: len(p[3]) for p in work}, "bytes": size}
+            summary = f"prune {n} checkpoint(s) of {len(work)} thread(s) ({size} bytes)"
+            tids = list(dict.fromkeys(p[1] for p in work))
             op = await self.journal_begin(tx, "prune", summary, tids, details)
             deleted: list[str] = []
-            for addr, tid, ns, gone, facts in plans:
+            for addr, tid, ns, gone, facts in work:
                 for part_ns, part, ids in facts["parts"]:
                     if part:
                         await self._delete_ids(op, tid, part_ns, part, all_ids=ids)
@@ -779,7 +783,7 @@ class LangGraphHistory(JournalHistory, History):
         where = "thread_id = ?" + ("" if ns == "" else " AND checkpoint_ns = ?")
         return tid, ns, where, [tid] if ns == "" else [tid, ns]
 
-    async def plan_delete_thread(self, thread_id: str) -> Any:
+    async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
         await self.journal_ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         rows = await self.store._q(f"SELECT checkpoint_ns AS ns, COUNT(*) AS n FROM checkpoints WHERE {where} "
@@ -789,7 +793,8 @@ class LangGraphHistory(JournalHistory, History):
         kept = [b for b in dict.fromkeys(branches) if b not in included and b != thread_id]
         return DeletePlan(thread_id, sum(int(r["n"]) for r in rows), included, kept)
 
-    async def delete_thread(self, thread_id: str) -> Any:
+    @retried_write
+    async def delete_thread(self, thread_id: str) -> OpResult:
         await self.journal_ready()
         tid, ns, where, params = await self._delete_where(thread_id)
         async with self._tx([tid]) as tx:
@@ -816,6 +821,7 @@ class LangGraphHistory(JournalHistory, History):
         await self.journal_ready()
         return await self._keys_now(self.store._db.query, thread_id)
 
+    @retried_write
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
                          details: dict[str, Any], kind: str = "run") -> int | None:
         """One op (`kind`: "run" or "edit") for what LangGraph, driven by the user's graph,
@@ -971,7 +977,7 @@ class LangGraphHistory(JournalHistory, History):
         return {"ours": ours, "theirs": theirs, "base": base, "changed": changed, "plain": merged_plain,
                 "conflicts": conflicts, "resolved": resolved, "strategy": strategy}
 
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> Any:
+    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> MergePlan:
         await self.journal_ready()
         f = await self._merge_facts(self.store._q, branch_thread_id, into_thread_id, strategy)
         ours_cp = await self.store.get(f["ours"]["checkpoint_id"])
@@ -995,6 +1001,7 @@ class LangGraphHistory(JournalHistory, History):
                          # a UUIDv6 of the time it is written (`created` is read from it)
                          id_at_write="its id carries the time of the write")
 
+    @retried_write
     async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
                            checkpoint_id: str | None = None) -> str:
         """The merge of the module doc written on `into`; its id. Raises MergeConflictError."""
@@ -1120,7 +1127,7 @@ class LangGraphHistory(JournalHistory, History):
 
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str, *,
                          keys: Sequence[str] | None = None, as_node: str | None = None,
-                         thread_id: str | None = None) -> Any:
+                         thread_id: str | None = None) -> OpResult:
         """A new checkpoint, child of REF (a fork when REF is not the head), as LangGraph's
         `update_state(config_of_REF, values, as_node)` writes it for a graph of plain
         channels, each value given whole (a reducer channel's as `Overwrite` gives it):

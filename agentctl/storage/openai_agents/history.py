@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
-from agentctl.storage.contract import History
+from agentctl.storage.contract import History, retried_write
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.openai_agents.legacy import ITEM_KEY, SESSION_KEY, OldOplog
 from agentctl.storage.openai_agents.store import quote
@@ -53,6 +53,7 @@ from agentctl.storage.contract import RewindAndBranchOnly
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
+    from agentctl.storage.results import OpResult, RewindPlan, TimeTravelResult
     from agentctl.storage.agentos.base import Transaction
     from agentctl.storage.openai_agents.store import OpenAIAgentsStore
 
@@ -146,7 +147,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
 
     # ---- rewind ----------------------------------------------------------------------
 
-    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
         from agentctl.storage.results import RewindPlan
 
         meta = await self._target(checkpoint_id)
@@ -159,8 +160,9 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
             archive = None if hard or not moved else await self._fresh_archive(meta.thread_id, meta.checkpoint_id)
         return RewindPlan(target=meta, thread_id=meta.thread_id, moved=moved, archive_thread=archive, hard=hard)
 
+    @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> Any:
+                     archive_thread: str | None = None) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
         from agentctl.storage.openai_agents.store import checkpoint_id as cid_of, row_id_of
 
@@ -303,6 +305,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
 
     # ---- branch ----------------------------------------------------------------------
 
+    @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         """A SQLiteSession session: a new session `SESSION-branch-NAME-XXXX` with copies of
         items 1..N (new row ids, same data and times); its id. An AdvancedSQLiteSession
@@ -421,6 +424,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
                 ("branch_reservations", "SELECT session_id, branch_id FROM branch_reservations WHERE session_id = ?"),
                 ("session_clear_generations", "SELECT session_id FROM session_clear_generations WHERE session_id = ?")]
 
+    @retried_write
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
                          details: dict[str, Any], kind: str = "run") -> int | None:
         """One op for what the SDK's Runner wrote to the session since `before`: the item
@@ -476,7 +480,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
     #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
     EDIT_CONFIRM = "change item {ref} of {thread} in place"
 
-    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
         """The item's message_data, in place, is `state` (the edited item) as the SDK
         writes it (`json.dumps`): `get_items` returns it where it was. One op; its undo
         puts the row's message_data back byte for byte."""
