@@ -167,6 +167,40 @@ def test_ctrl_c_stops_an_async_run_and_what_it_saved_stays(tmp_path):
     assert cli(path, "undo").exit_code == 0 and saved() == 0
 
 
+def test_langgraph_json_dependencies_go_on_the_path(tmp_path):
+    """langgraph.json's `dependencies` (a folder other than the graph's: a monorepo's
+    shared library) are on the path the graph is imported with, as `langgraph dev` has
+    them; without them the import fails."""
+    project = tmp_path / "proj"
+    (project / "libs" / "shared").mkdir(parents=True)
+    (project / "libs" / "shared" / "doubling.py").write_text("def double(n):\n    return 2 * n\n")
+    (project / "app").mkdir()
+    (project / "app" / "graph.py").write_text(textwrap.dedent("""\
+        from typing import TypedDict
+        from langgraph.graph import END, START, StateGraph
+        from doubling import double  # from libs/shared, a dependency
+
+        class S(TypedDict):
+            n: int
+
+        builder = StateGraph(S)
+        builder.add_node("twice", lambda s: {"n": double(s["n"])})
+        builder.add_edge(START, "twice")
+        builder.add_edge("twice", END)
+        graph = builder.compile()
+        """))
+    path = str(tmp_path / "lg.db")
+    for deps, ok in (([".", "./libs/shared"], True), (["."], False)):
+        (project / "langgraph.json").write_text(json.dumps({"dependencies": deps,
+                                                            "graphs": {"g": "./app/graph.py:graph"}}))
+        r = _agentctl(path, "run", f"t{len(deps)}", "--agent", "g", "--input", json.dumps({"n": 21}), cwd=project)
+        if ok:
+            assert r.returncode == 0, (r.stdout, r.stderr)
+            assert cli_json(path, "show", "t2")["state"]["n"] == 42
+        else:
+            assert r.returncode == 2 and "No module named 'doubling'" in r.stderr, (r.stdout, r.stderr)
+
+
 def test_send_into_a_compiled_subgraph_after_an_interrupt_resumed_as_langgraph_does(tmp_path):
     """open_deep_research's legacy shape: an async package module (`research.legacy.graph`,
     importing its package absolutely and relatively), pydantic state, interrupt() for
