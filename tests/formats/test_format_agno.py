@@ -151,17 +151,17 @@ def test_doctor_finds_legacy_differences_and_run_index_gaps(agno_db):
 
     db = agno_db("migrated", "sqlite")
     clean = cli_json(db.url, "doctor")
-    assert not clean["legacy_differs"] and not clean["run_index"]
+    assert not clean["warnings"] and not clean["problems"]["run_index"]
     conn = sqlite3.connect(db.url)
     with conn:
         conn.execute("UPDATE agno_runs SET run_data = json_set(run_data, '$.content', 'changed') WHERE run_id = ?",
                      (db.runs["chat"][1],))
         conn.execute("UPDATE agno_runs SET run_index = 0 WHERE run_id = ?", (db.runs["chat"][2],))
     conn.close()
-    found = cli_json(db.url, "doctor", code=1)
-    assert [p["subject"] for p in found["legacy_differs"]] == [f"chat/{db.runs['chat'][1]}"]
-    assert "content" in found["legacy_differs"][0]["detail"]
-    assert [p["subject"] for p in found["run_index"]] == ["chat"]
+    found = cli_json(db.url, "doctor", code=5)
+    assert len(found["warnings"]) == 1 and found["warnings"][0].startswith(f"chat/{db.runs['chat'][1]}: ")
+    assert "differs from the runs table's in content" in found["warnings"][0]
+    assert [p["subject"] for p in found["problems"]["run_index"]] == ["chat"]
 
 
 def test_table_names_and_choice(tmp_path):
@@ -182,7 +182,11 @@ def test_table_names_and_choice(tmp_path):
     assert {"my_sessions", "my_sessions_runs"} <= tables
     assert [r["thread_id"] for r in cli_json(str(path), "threads", "list")] == ["s"]
     subprocess.run([sys.executable, "-c", code, str(path), "other_sessions"], check=True, capture_output=True)
+    async def opened():
+        async with open_store(str(path)):
+            pass
+
     with pytest.raises(SchemaError, match="AGENTCTL_AGNO_TABLE"):
-        run_sync(lambda: open_store(str(path)).connect())
+        run_sync(opened)
     r = cli(str(path), "threads", "list", "--json", env={"AGENTCTL_AGNO_TABLE": "other_sessions"})
     assert r.exit_code == 0 and [t["thread_id"] for t in json.loads(r.stdout)] == ["s"]

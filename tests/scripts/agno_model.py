@@ -21,8 +21,11 @@ class Scripted(Model):
     name: str = "Scripted"
     provider: str = "test"
     script: list = field(default_factory=list)
+    #: (role, content) of the messages of each call, as the model was given them
+    seen: list = field(default_factory=list)
 
     def _next(self, messages: Any) -> ModelResponse:
+        self.seen.append([(m.role, m.content) for m in messages])
         step = self.script.pop(0) if self.script else None
         if isinstance(step, dict) and "tool" in step:
             n = sum(1 for m in messages if m.role == "tool")

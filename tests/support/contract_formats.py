@@ -495,6 +495,13 @@ async def build_agno(kind: str, url: str) -> Built:
     return Built(url, ["main", "other", "side"], "main")
 
 
+def _agno_content(cp) -> Any:
+    """A run as a copy keeps it: not its run id, nor the forked_from_session_id a
+    branch's copies get (as agno's fork_session writes them)."""
+    run = {k: v for k, v in cp.tools_result.get("run", {}).items() if k not in ("run_id", "forked_from_session_id")}
+    return cp.messages, cp.state, dict(cp.tools_result, run=run)
+
+
 async def append_agno(url: str, thread: str, text: str) -> None:
     import asyncio
 
@@ -560,7 +567,7 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1"),
                needs=("google.adk", "sqlalchemy")),
-    FormatCase("agno", "agno.db", build_agno, append_agno, rows_table="agno_runs",
+    FormatCase("agno", "agno.db", build_agno, append_agno, rows_table="agno_runs", content=_agno_content,
                store_checks={"first_step": 1},
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1"),

@@ -27,6 +27,11 @@ Mapping (see `store.py`):
   `session_state`; the tool results are run N's tools (and its members'), with the run
   itself (input, content, its own messages, status, metrics) under "run".
 
+Writes (`history.py`, on the journal: undo, redo): `rewind` (later runs to an archive
+session, or `--hard` deleted; the session_state set to the run's; run_index renumbered;
+the legacy array kept consistent), `branch` (a session with copies of the runs, as
+`fork_session` writes them), `threads delete`. Merge and prune exit 2 naming Agno.
+
 When a database holds several session tables, the one to read is chosen with
 `AGENTCTL_AGNO_TABLE=SESSIONS_TABLE` (or the store's `session_table=` option).
 """
@@ -111,11 +116,12 @@ FORMAT = FormatSpec(
     description="SqliteDb / PostgresDb session and run tables (v3, v2 and migrated layouts): "
                 "a session is a thread, each top-level run a step",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW, Capability.DOCTOR,
-                            Capability.BACKUP, Capability.STATS, Capability.COMPARE}),
+                            Capability.BACKUP, Capability.STATS, Capability.COMPARE, Capability.REWIND, Capability.BRANCH,
+                            Capability.DELETE, Capability.UNDO, Capability.REDO}),
     # backup: SQLite's online backup API
     dialects={Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,
     store="agentctl.storage.agno.store:opener",
-    history="",
+    history="agentctl.storage.agno.history:AgnoHistory",
     tables=("agno_sessions", "agno_runs"),
 )

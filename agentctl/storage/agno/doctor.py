@@ -46,10 +46,13 @@ async def problems(store: Reader, limit: int = 100) -> list[Problem]:
                 fields = [k for k in COMPARED if (x.data or {}).get(k) != legacy.get(k)]
                 if fields and differ < limit:
                     differ += 1
-                    out.append(Problem(
-                        "warning", "legacy_differs", f"{r['session_id']}/{x.run_id}",
-                        f"the run's copy in the legacy runs array differs from the runs table's in "
-                        f"{', '.join(fields)} (Agno reads the table's)", "legacy-differs"))
+                    subject = f"{r['session_id']}/{x.run_id}"
+                    # a warning: agno itself leaves the copy behind when it updates a run
+                    # (a PAUSED run continued); `--json` lists a warning's detail alone
+                    out.append(Problem("warning", "legacy_differs", subject,
+                                       f"{subject}: the run's copy in the legacy runs array differs from the "
+                                       f"runs table's in {', '.join(fields)} (Agno reads the table's)",
+                                       "legacy-differs"))
     if store.has_table:
         found = 0
         rows = await store._q(
@@ -67,7 +70,7 @@ async def problems(store: Reader, limit: int = 100) -> list[Problem]:
                 what.append(f"run_index runs {r['lo']}..{r['hi']} over {d} value(s) (gaps)")
             if what and found < limit:
                 found += 1
-                out.append(Problem("warning", "run_index", str(r["session_id"]),
+                out.append(Problem("error", "run_index", str(r["session_id"]),
                                    "; ".join(what) + " (Agno orders runs by run_index, then created_at)",
                                    "run-index"))
     return out

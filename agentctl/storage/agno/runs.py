@@ -35,6 +35,19 @@ def decode(value: Any) -> tuple[Any, str | None]:
     return data, None
 
 
+def encode(value: Any, like: Any) -> str:
+    """JSON text of `value` for a column whose stored value was `like`: encoded twice
+    when that was (Agno 2 on SQLite), else once."""
+    text = json.dumps(value, ensure_ascii=False)
+    if isinstance(like, str):
+        try:
+            if isinstance(json.loads(like), str):
+                return json.dumps(text)
+        except ValueError:
+            pass
+    return text
+
+
 def obj(value: Any) -> dict[str, Any]:
     """A JSON column that should hold an object, as a dict ({} otherwise)."""
     data, _ = decode(value)

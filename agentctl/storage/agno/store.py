@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
@@ -23,7 +24,7 @@ from agentctl.storage.agno.runs import (
     tools_by_call,
     top_level,
 )
-from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of
+from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
 from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.timefmt import iso_utc
@@ -81,12 +82,17 @@ class AgnoStore(ConnectedStore):
         self._db = connection(kind, target, self._check, readonly=readonly)
         self.display_name = self._db.display_name
         self.sessions_table = self.runs_table = self.layout = ""
+        self.session_columns: list[str] = []
+        self._origin_map: dict[str, tuple[str, str]] | None = None
+        self.run_columns: list[str] = []
         self._S = self._R = ""
         self._C = ' COLLATE "C"' if kind == "postgres" else ""
 
     def _check(self, tables: Mapping[str, set[str]]) -> None:
         self.sessions_table, self.layout = choose(tables, self._asked)
         self.runs_table = runs_table_of(self.sessions_table)
+        self.session_columns = sorted(tables[self.sessions_table])
+        self.run_columns = sorted(tables.get(self.runs_table, ()))
         self._S, self._R = quote(self.sessions_table), quote(self.runs_table)
 
     @property
@@ -116,12 +122,14 @@ class AgnoStore(ConnectedStore):
         rows = await self._q(f"SELECT {cols} FROM {self._S} WHERE session_id = ?", sid)
         return rows[0] if rows else None
 
-    async def _order(self, sid: str, legacy: Any = None) -> list[Run]:
+    async def _order(self, sid: str, legacy: Any = None, fetch: Any = None) -> list[Run]:
         """Every run of a session (members too) in Agno's order, the table's without their
-        run_data (`_fill` reads it), the legacy array's with theirs."""
+        run_data (`_fill` reads it), the legacy array's with theirs. `fetch`: a write's
+        transaction's."""
+        q = fetch or self._q
         table: list[Run] = []
         if self.has_table:
-            for r in await self._q(
+            for r in await q(
                     f"SELECT run_id, parent_run_id, status, run_index, created_at, run_type FROM {self._R} "
                     "WHERE session_id = ? ORDER BY run_index, created_at, run_id", sid):
                 table.append(Run(run_id=r["run_id"], parent=r["parent_run_id"], status=r["status"],
@@ -129,18 +137,18 @@ class AgnoStore(ConnectedStore):
         if not self.has_legacy:
             return table
         if legacy is None:
-            rows = await self._q(f"SELECT runs FROM {self._S} WHERE session_id = ?", sid)
+            rows = await q(f"SELECT runs FROM {self._S} WHERE session_id = ?", sid)
             legacy = rows[0]["runs"] if rows else None
         return merge(table, legacy_runs(legacy))
 
-    async def _fill(self, runs: Sequence[Run]) -> None:
+    async def _fill(self, runs: Sequence[Run], fetch: Any = None) -> None:
         """Read the run_data of these runs (the table's) where not read yet."""
         want = [r for r in runs if r.data is None and r.error is None]
         if not want:
             return
         by_id = {r.run_id: r for r in want}
         for ph, chunk in in_chunks(list(by_id)):
-            for row in await self._q(f"SELECT run_id, CAST(run_data AS TEXT) AS d FROM {self._R} "
+            for row in await (fetch or self._q)(f"SELECT run_id, CAST(run_data AS TEXT) AS d FROM {self._R} "
                                      f"WHERE run_id IN ({ph})", *chunk):
                 run = by_id[row["run_id"]]
                 run.raw_size = len(row["d"] or "")
@@ -149,14 +157,37 @@ class AgnoStore(ConnectedStore):
                     err = "run_data is not an object"
                 run.data, run.error = (data, None) if err is None else (None, err)
 
-    def _metas(self, sid: str, tops: Sequence[Run], first: int, last: int) -> list[CheckpointMetadata]:
+    async def _origins(self) -> dict[str, tuple[str, str]]:
+        """{branch session: (its source session, the run it was branched at)} of the
+        branches agentctl made, not undone (from the journal; read once per store)."""
+        if self._origin_map is None:
+            from agentctl.storage.journal.ops import LOG
+
+            await self.connect()
+            found: dict[str, tuple[str, str]] = {}
+            if await self._db.table_exists(LOG):
+                for r in await self._q(f"SELECT details FROM {LOG} WHERE kind = 'branch' AND undone = 0"):
+                    d = json.loads(r["details"])
+                    if d.get("branch_session"):
+                        found[d["branch_session"]] = (d["session"], d["from"])
+            self._origin_map = found
+        return self._origin_map
+
+    async def without_copies(self, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:
+        # a branch session holds copies of runs 1..N, its first naming the fork point
+        forks = {session: origin[1] for session, origin in (await self._origins()).items()}
+        return skip_copies(line, forks) if forks else line
+
+    def _metas(self, sid: str, tops: Sequence[Run], first: int, last: int,
+               origin: str | None = None) -> list[CheckpointMetadata]:
         """The metadata of steps first..last (1-based) of a session whose top-level runs
-        are `tops` (those of the page read: `_fill`)."""
+        are `tops` (those of the page read: `_fill`); `origin`: the parent of step 1 (the
+        run a branch was made at)."""
         pos = {r.run_id: i for i, r in enumerate(tops)}
         out = []
         for i in range(max(first, 1) - 1, min(last, len(tops))):
             run = tops[i]
-            parent = tops[i - 1].run_id if i else None
+            parent = tops[i - 1].run_id if i else origin
             source = (run.data or {}).get("forked_from_run_id")
             if source in pos and pos[source] < i:  # a fork or a regeneration: beside its source
                 j = pos[source]
@@ -176,12 +207,16 @@ class AgnoStore(ConnectedStore):
         forks = [r for r in page]
         await self._fill(forks)
         # a fork's source may be outside the page: only its place is needed
-        return self._metas(sid, tops, first, last)
+        return self._metas(sid, tops, first, last, await self._origin(sid))
+
+    async def _origin(self, sid: str) -> str | None:
+        found = (await self._origins()).get(sid)
+        return found[1] if found else None
 
     async def _build(self, sid: str, tops: Sequence[Run], members: Sequence[Run], step: int) -> Checkpoint:
         """The checkpoint of step `step` (its runs read: `_fill` of tops[:step] and the
         members of tops[step - 1])."""
-        meta = self._metas(sid, tops, step, step)[0]
+        meta = self._metas(sid, tops, step, step, await self._origin(sid))[0]
         run = tops[step - 1]
         if run.data is None:
             raise CorruptRowError(run.run_id, "run_data", run.error or "missing")
@@ -261,12 +296,14 @@ class AgnoStore(ConnectedStore):
             n, head, first_created = len(tops), tops[-1], tops[0].created
         await self._fill([head])
         session_data = obj(row.get("session_data"))
+        origin = (await self._origins()).get(sid)
         kind = row.get("session_type")
         return AgnoSummary(
             thread_id=sid, checkpoints=int(n), head_step=int(n), head_checkpoint_id=head.run_id,
             updated_at=epoch_iso(row.get("updated_at") or row.get("created_at")),
             head_summary=summary_of(head.data, head.error), first_created_at=epoch_iso(first_created),
-            branch_of=session_data.get("forked_from_session_id"),
+            branch_of=origin[0] if origin else session_data.get("forked_from_session_id"),
+            branch_point=origin[1] if origin else None,
             session_type=kind, user_id=row.get("user_id"),
             component=row.get("team_id") if kind == "team" else row.get("workflow_id") if kind == "workflow"
             else row.get("agent_id"))
@@ -358,7 +395,7 @@ class AgnoStore(ConnectedStore):
         if last < first:
             return []
         await self._fill(tops[first - 1: last])
-        metas = self._metas(thread_id, tops, first, last)
+        metas = self._metas(thread_id, tops, first, last, await self._origin(thread_id))
         return list(reversed(metas)) if descending else metas
 
     async def _locate(self, run_id: str) -> tuple[str, int] | None:
@@ -409,7 +446,13 @@ class AgnoStore(ConnectedStore):
         sid, step = found
         tops = await self._tops(sid)
         await self._fill(tops[step:])
-        return [m for m in self._metas(sid, tops, step + 1, len(tops)) if m.parent_checkpoint_id == checkpoint_id]
+        out = [m for m in self._metas(sid, tops, step + 1, len(tops)) if m.parent_checkpoint_id == checkpoint_id]
+        for branch, (source, point) in sorted((await self._origins()).items()):
+            if source == sid and point == checkpoint_id:
+                first = await self.at_step(branch, 1)
+                if first is not None:
+                    out.append(first)
+        return out
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         """The first runs of the sessions forked from these (`fork_session`, agentctl's
@@ -530,7 +573,7 @@ class AgnoStore(ConnectedStore):
 
     # ---- doctor, stats ------------------------------------------------------------------
 
-    doctor_checks: tuple[str, ...] = ("search_index", "invalid_json", "legacy_differs", "run_index")
+    doctor_checks: tuple[str, ...] = ("invalid_json", "run_index")
 
     async def doctor(self, limit: int = 100) -> list[Any]:
         from agentctl.storage.agno.doctor import problems
