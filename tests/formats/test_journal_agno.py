@@ -164,3 +164,30 @@ def test_merge_and_prune_name_agno(agno_db):
     for args in (["merge", branch, "--into", "chat"], ["prune", "chat", "--keep-last", "1", "--yes"]):
         r = cli(db.url, *args)
         assert r.exit_code == 2 and "agno" in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.parametrize("case", [("v3", "sqlite"), ("migrated", "sqlite"), ("v2", "sqlite"), ("v3", "postgres")],
+                         ids=["v3-sqlite", "migrated-sqlite", "v2-sqlite", "v3-postgres"])
+def test_edit_then_agno_goes_on(agno_db, case):
+    """edit chat --set count=7: the session's state as update_session_state writes it,
+    which agno's next run starts from; edit chat@2 --set messages.I.content: the run's
+    message in place, as get_chat_history then gives it. Undo puts every row back."""
+    from agno.db.base import SessionType
+
+    db = agno_db(*case)
+    before = own_rows(db.url)
+    r = cli(db.url, "edit", "chat@2", "--set", 'messages.3.content="deux"', "--yes")
+    assert r.exit_code == 0, r.stderr
+    history = said(agno_open(db).get_session("chat", SessionType.AGENT).get_chat_history())
+    assert ("assistant", "deux") in history and ("assistant", "two") not in history
+    refused = cli(db.url, "edit", "chat@2", "--set", "count=7", "--yes")
+    assert refused.exit_code == 2 and "head" in refused.stderr
+    assert cli(db.url, "edit", "chat", "--set", "count=7", "--yes").exit_code == 0
+    assert agno_open(db).get_session("chat", SessionType.AGENT).session_data["session_state"] == {"count": 7}
+    assert cli(db.url, "undo").exit_code == 0 and cli(db.url, "undo").exit_code == 0
+    assert own_rows(db.url) == before
+    assert cli(db.url, "redo").exit_code == 0 and cli(db.url, "redo").exit_code == 0
+    agent = chat_agent(db, ["went on"])
+    run = agent.run("fourth", session_id="chat", user_id="ada")
+    assert run.session_state == {"count": 7}
+    assert ("assistant", "deux") in said(agno_open(db).get_session("chat", SessionType.AGENT).get_chat_history())

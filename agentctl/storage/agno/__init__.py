@@ -117,7 +117,7 @@ FORMAT = FormatSpec(
                 "a session is a thread, each top-level run a step",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW, Capability.DOCTOR,
                             Capability.BACKUP, Capability.STATS, Capability.COMPARE, Capability.REWIND, Capability.BRANCH,
-                            Capability.DELETE, Capability.UNDO, Capability.REDO}),
+                            Capability.DELETE, Capability.UNDO, Capability.REDO, Capability.EDIT}),
     # backup: SQLite's online backup API
     dialects={Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,

@@ -226,6 +226,79 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                          "WHERE session_id = ?", *values, sid)
         await op.inserted(st.sessions_table, SESSION_KEY, "session_id = ?", (archive,))
 
+    # ---- edit ------------------------------------------------------------------------
+
+    #: what its edit_state does, as `edit` asks before it writes ({ref}: REF, {thread}: its thread)
+    EDIT_CONFIRM = "change {ref} of {thread} in place (session_state keys: the session's)"
+    #: the session_state is a free mapping: `edit --set` may add a key
+    EDIT_NEW_KEYS = True
+    #: the run's own keys an edit names (the others are session_state keys)
+    RUN_KEYS = ("content", "messages")
+
+    @classmethod
+    def edit_view(cls, cp: Any) -> dict[str, Any]:
+        """What `agentctl edit` changes: the session_state keys (the run's), and the run's
+        `content` and own `messages`."""
+        run = (cp.tools_result or {}).get("run") or {}
+        return {**(cp.state or {}), **{k: run.get(k) for k in cls.RUN_KEYS}}
+
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
+        """`agentctl edit`: session_state keys set in the session's session_data as Agno's
+        `update_session_state` writes them (the head only: the session's state is its
+        latest), `content` / `messages.I.content` in the run's run_data in place (and in
+        its legacy array's copy). One op; undo puts the rows back byte for byte."""
+        from agentctl.storage.results import OpResult
+
+        st = self.store
+        meta = await self._target(checkpoint_id)
+        cp = await st.get(checkpoint_id)
+        if cp is None:
+            raise CheckpointNotFound(checkpoint_id)
+        old = self.edit_view(cp)
+        new_state = {k: v for k, v in state.items() if k not in self.RUN_KEYS}
+        old_state = {k: v for k, v in old.items() if k not in self.RUN_KEYS}
+        run_changes = {k: state.get(k) for k in self.RUN_KEYS if state.get(k) != old.get(k)}
+        state_changed = new_state != old_state
+        sid = meta.thread_id
+        if state_changed and meta.step != await st.count(sid):
+            raise UsageError(f"session_state keys are the session's (its latest): edit {sid} (its head), "
+                             f"not step {meta.step}")
+        async with self.journal_tx([sid]) as tx:
+            cols = "session_data" + (", runs" if st.has_legacy else "")
+            row = (await tx.fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid) or [None])[0]
+            if row is None:
+                raise ThreadNotFound(sid)
+            order = await st._order(sid, row.get("runs"), tx.fetch)
+            run = next((r for r in order if r.run_id == meta.checkpoint_id), None)
+            if run is None:
+                raise CheckpointNotFound(checkpoint_id)
+            await st._fill([run], tx.fetch)
+            op = await self.journal_begin(tx, "edit", f"edit {sid} at step {meta.step} ({checkpoint_id}): {what}",
+                                          [sid], {"session": sid, "run": checkpoint_id})
+            await op.declare(st.sessions_table, SESSION_KEY)
+            assign, values = [], []
+            if state_changed:  # the keys the edit changed, on the session's current state
+                data = obj(row["session_data"])
+                current = dict(data.get("session_state") or {})
+                current.update({k: v for k, v in new_state.items() if old_state.get(k, current) != v})
+                for k in old_state.keys() - new_state.keys():
+                    current.pop(k, None)
+                assign.append(f"session_data = {self._json()}")
+                values.append(encode(dict(data, session_state=current), row["session_data"]))
+            entries = legacy_runs(row.get("runs")) if st.has_legacy else []
+            if run_changes and any(e["run_id"] == run.run_id for e in entries):
+                changed = [dict(e, **run_changes) if e["run_id"] == run.run_id else e for e in entries]
+                assign.append(f"runs = {self._json()}")
+                values.append(encode(changed, decode_raw(row["runs"])))
+            if assign:
+                await op.update(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,), ", ".join(assign), values)
+            if run_changes and run.source != "legacy":
+                text = json.dumps(dict(run.data or {}, **run_changes), ensure_ascii=False)
+                await op.update(st.runs_table, RUN_KEY, "run_id = ?", (run.run_id,), f"run_data = {self._json()}",
+                                [text])
+            op_id = await self.journal_finish(op)
+        return OpResult(op_id, "edit", f"edited {checkpoint_id} of {sid} in place: {what}")
+
     # ---- threads delete ----------------------------------------------------------------
 
     async def plan_delete_thread(self, thread_id: str) -> Any:
