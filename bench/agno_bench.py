@@ -7,6 +7,9 @@ the sqlite3 CLI running the SQL a person would type.
 
     python bench/agno_bench.py                  # makes bench/data/agno.db if missing, then measures
     python bench/agno_bench.py --runs 7 --remake
+
+With PYTHONDONTWRITEBYTECODE set, run `python -m compileall -q agentctl` first: else every
+process compiles agentctl's sources (some 0.4 s), which is no part of the figures.
 """
 
 from __future__ import annotations
@@ -67,14 +70,21 @@ def make(path: Path, seed: int) -> None:
     conn.close()
 
 
-def timed(cmd: list[str], runs: int) -> tuple[float, float, float]:
+def timed(cmd: list[str], runs: int) -> tuple[float, float, float, float]:
+    """Wall seconds: median, min, max; and the median CPU seconds (user + system) of the
+    process, which a loaded machine inflates less than the wall time."""
+    import resource
+
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
         times.append(time.perf_counter() - t)
-    return statistics.median(times), min(times), max(times)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(times), min(times), max(times), statistics.median(cpu)
 
 
 def main() -> None:
@@ -104,13 +114,16 @@ def main() -> None:
          ["sqlite3", str(DB), "SELECT run_id, run_data FROM agno_runs WHERE session_id = 'session-00042' "
           "ORDER BY run_index DESC"], "< 0.3 s"),
     ]
-    print("| figure | agentctl: median (min–max) | sqlite3 CLI: median (min–max) | ratio | target |")
+    print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    floor = timed([sys.executable, "-m", "agentctl", "--version"], args.runs)
+    print(f"agentctl --version: {floor[0]:.3f} s wall, {floor[3]:.3f} s CPU")
+    print("| figure | agentctl: median (min–max), CPU | sqlite3 CLI: median (min–max), CPU | ratio | target |")
     print("|---|---|---|---|---|")
     for name, cmd, base, target in figures:
         a = timed(cmd, args.runs)
         b = timed(base, args.runs)
-        print(f"| {name} | {a[0]:.3f} s ({a[1]:.3f}–{a[2]:.3f}) | {b[0]:.3f} s ({b[1]:.3f}–{b[2]:.3f}) | "
-              f"{a[0] / b[0]:.2f}× | {target} |")
+        print(f"| {name} | {a[0]:.3f} s ({a[1]:.3f}–{a[2]:.3f}), {a[3]:.3f} s | {b[0]:.3f} s "
+              f"({b[1]:.3f}–{b[2]:.3f}), {b[3]:.3f} s | {a[0] / b[0]:.2f}× | {target} |")
 
 
 if __name__ == "__main__":
