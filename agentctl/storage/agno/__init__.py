@@ -30,7 +30,8 @@ Mapping (see `store.py`):
 Writes (`history.py`, on the journal: undo, redo): `rewind` (later runs to an archive
 session, or `--hard` deleted; the session_state set to the run's; run_index renumbered;
 the legacy array kept consistent), `branch` (a session with copies of the runs, as
-`fork_session` writes them), `threads delete`. Merge and prune exit 2 naming Agno.
+`fork_session` writes them), `threads delete`, `edit` (session_state keys; a run's content
+and messages in place). Merge, prune and run exit 2 naming Agno.
 
 When a database holds several session tables, the one to read is chosen with
 `AGENTCTL_AGNO_TABLE=SESSIONS_TABLE` (or the store's `session_table=` option).
