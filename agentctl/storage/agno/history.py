@@ -114,6 +114,21 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 return name
         raise OperationError(f"no free archive session name for {session!r}; retry")
 
+    async def _session_at(self, tx: Any, sid: str, run_id: str) -> tuple[dict[str, Any], list[Run], int]:
+        """In a write's transaction: the session's row (session_data, and runs where the
+        table keeps the legacy array), its runs in Agno's order, and the place of the
+        top-level run `run_id` among them."""
+        st = self.store
+        cols = "session_data" + (", runs" if st.has_legacy else "")
+        row = (await tx.fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid) or [None])[0]
+        if row is None:
+            raise ThreadNotFound(sid)
+        order = await st._order(sid, row.get("runs"), tx.fetch)
+        at = next((i for i, r in enumerate(order) if r.run_id == run_id and not r.parent), None)
+        if at is None:
+            raise CheckpointNotFound(run_id)
+        return row, order, at
+
     async def _renumber(self, op: Any, runs: Sequence[Run], session: str | None = None) -> None:
         """Set the table's runs' run_index to their places (0..) in `runs`, those whose
         index differs (and, `session` given, their session_id to it)."""
@@ -153,14 +168,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         threads = [sid] + ([archive] if archive else [])
         op_id, moved_tops = None, []
         async with self.journal_tx(threads) as tx:
-            cols = "session_data, updated_at" + (", runs" if st.has_legacy else "")
-            row = (await tx.fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid) or [None])[0]
-            if row is None:
-                raise ThreadNotFound(sid)
-            order = await st._order(sid, row.get("runs"), tx.fetch)
-            at = next((i for i, r in enumerate(order) if r.run_id == meta.checkpoint_id and not r.parent), None)
-            if at is None:
-                raise CheckpointNotFound(meta.checkpoint_id)
+            row, order, at = await self._session_at(tx, sid, meta.checkpoint_id)
             kept, later = order[: at + 1], order[at + 1:]
             moved_tops = [r.run_id for r in top_level(later)]
             if later:
@@ -264,14 +272,8 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
             raise UsageError(f"session_state keys are the session's (its latest): edit {sid} (its head), "
                              f"not step {meta.step}")
         async with self.journal_tx([sid]) as tx:
-            cols = "session_data" + (", runs" if st.has_legacy else "")
-            row = (await tx.fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid) or [None])[0]
-            if row is None:
-                raise ThreadNotFound(sid)
-            order = await st._order(sid, row.get("runs"), tx.fetch)
-            run = next((r for r in order if r.run_id == meta.checkpoint_id), None)
-            if run is None:
-                raise CheckpointNotFound(checkpoint_id)
+            row, order, at = await self._session_at(tx, sid, meta.checkpoint_id)
+            run = order[at]
             await st._fill([run], tx.fetch)
             op = await self.journal_begin(tx, "edit", f"edit {sid} at step {meta.step} ({checkpoint_id}): {what}",
                                           [sid], {"session": sid, "run": checkpoint_id})
@@ -350,14 +352,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         else:
             raise OperationError(f"no free session name for a branch of {sid!r}; retry")
         async with self.journal_tx([sid, new]) as tx:
-            cols = "session_data" + (", runs" if st.has_legacy else "")
-            row = (await tx.fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid) or [None])[0]
-            if row is None:
-                raise ThreadNotFound(sid)
-            order = await st._order(sid, row.get("runs"), tx.fetch)
-            at = next((i for i, r in enumerate(order) if r.run_id == meta.checkpoint_id and not r.parent), None)
-            if at is None:
-                raise CheckpointNotFound(meta.checkpoint_id)
+            row, order, at = await self._session_at(tx, sid, meta.checkpoint_id)
             copied = order[: at + 1]
             await st._fill(copied, tx.fetch)
             ids = {r.run_id: str(uuid.uuid4()) for r in copied}
