@@ -34,6 +34,7 @@ BUILTIN = (
     "agentctl.storage.article:FORMAT",
     "agentctl.storage.openai_agents:FORMAT",
     "agentctl.storage.adk:FORMAT",
+    "agentctl.storage.agno:FORMAT",
 )
 
 

@@ -29,7 +29,7 @@ from agentctl.storage import Capability, open_store
 
 #: `edit` on each format: a key of its state (or message / item) and a new value
 EDITS = {"agentos": ("k", "99"), "article": ("session.title", '"pooled"'), "langgraph": ("count", "9"),
-         "openai-agents": ("content", '"pooled"'), "adk": ("turn", "9")}
+         "openai-agents": ("content", '"pooled"'), "adk": ("turn", "9"), "agno": ("content", '"pooled"')}
 
 
 def _start(pg_base_dsn: str, ignore: str = ""):

@@ -455,6 +455,59 @@ async def append_adk(url: str, thread: str, text: str) -> None:
         await close()
 
 
+# ---- Agno: SqliteDb / PostgresDb (agno 3), a scripted model ---------------------------------------
+
+
+def _agno_db(url: str):
+    if is_pg(url):
+        from agno.db.postgres import PostgresDb
+
+        from tests.support.agno_rig import sqlalchemy_url
+
+        return PostgresDb(db_url=sqlalchemy_url(url), db_schema=pg_schema(url))
+    from agno.db.sqlite import SqliteDb
+
+    return SqliteDb(db_file=url)
+
+
+def _agno_run(url: str, session: str, texts: list[str], replies: list[str]) -> None:
+    from agno.agent import Agent
+
+    from tests.scripts.agno_model import Scripted
+
+    agent = Agent(model=Scripted(script=list(replies)), id="helper", name="Helper", db=_agno_db(url),
+                  add_history_to_context=True, session_state={"turn": 0})
+    for text in texts:
+        agent.run(text, session_id=session, user_id="u1")
+        agent.update_session_state({"turn": len(text)}, session_id=session)
+
+
+async def build_agno(kind: str, url: str) -> Built:
+    import asyncio
+
+    def go() -> None:
+        _agno_run(url, "main", [f"plan a trip to {NEEDLE} via {WIDE}", "from Lyon", "book it"],
+                  ["Where from?", "Which date?", "Booked."])
+        _agno_run(url, "side", ["hello"], ["hi"])
+        _agno_run(url, "other", ["bonjour", "merci"], ["salut", "de rien"])
+
+    await asyncio.to_thread(go)
+    return Built(url, ["main", "other", "side"], "main")
+
+
+def _agno_content(cp) -> Any:
+    """A run as a copy keeps it: not its run id, nor the forked_from_session_id a
+    branch's copies get (as agno's fork_session writes them)."""
+    run = {k: v for k, v in cp.tools_result.get("run", {}).items() if k not in ("run_id", "forked_from_session_id")}
+    return cp.messages, cp.state, dict(cp.tools_result, run=run)
+
+
+async def append_agno(url: str, thread: str, text: str) -> None:
+    import asyncio
+
+    await asyncio.to_thread(_agno_run, url, thread, [text], ["noted"])
+
+
 def _article_content(cp) -> Any:
     """A session's transcript and tool logs without their row ids (a branch copies the
     rows under new ids); the state is the session row as it is now (its counters), not
@@ -514,6 +567,11 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1"),
                needs=("google.adk", "sqlalchemy")),
+    FormatCase("agno", "agno.db", build_agno, append_agno, rows_table="agno_runs", content=_agno_content,
+               store_checks={"first_step": 1},
+               prune={"threads": ["THREAD"], "keep_last": 1},
+               prune_cli=("THREAD", "--keep-last", "1"),
+               needs=("agno", "sqlalchemy")),
 ]}
 
 

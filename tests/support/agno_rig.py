@@ -1,0 +1,193 @@
+"""The Agno rig: the Agno format's test databases, written by the real agno.
+
+agno 3 is a test dependency (pyproject's `test` extra); the v2 layout is written by agno
+2.9.0, installed once into a venv of its own (`agno2_python`, a session fixture) in a
+cache directory keyed by the packages asked for, `~/.cache/agentctl-tests/agno2-<hash>`
+(or under `AGENTCTL_TEST_NODE_CACHE`, the Node rig's cache), behind a file lock so that
+xdist workers don't race; later sessions find it done.
+
+`AgnoBuilds` (the `agno_builds` fixture) writes each layout once per test session with
+`tests/scripts/agno_write.py` (a process: the agno of that layout, offline: a scripted
+model) and copies it for each test: "v3" (agno 3), "v2" (agno 2), "migrated" (v2, then
+agno 3's `MigrationManager.up()`), "mixed" (v2, then one run by agno 3 without
+migrating: a runs table with that run alone). SQLite files, or Postgres schemas
+(agno's `db_schema`), each test's copy a schema of its own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from tests.support.noderig import cache_root
+from tests.support.rig import REPO, SCRIPTS, pg_execute, run_sync, with_search_path
+
+#: what the v2 venv installs (agno 2's SqliteDb needs sqlalchemy; its workflow package fastapi)
+AGNO2 = ("agno==2.9.0", "sqlalchemy>=2,<3", "greenlet", "fastapi", "psycopg[binary]>=3.2,<4")
+WRITER = SCRIPTS / "agno_write.py"
+LAYOUTS = ("v3", "v2", "migrated", "mixed")
+_DONE = ".agentctl-pip-done"
+
+
+def agno2_dir() -> Path:
+    h = hashlib.sha256(("\n".join(AGNO2) + sys.version).encode())
+    return cache_root() / f"agno2-{h.hexdigest()[:16]}"
+
+
+def install_agno2() -> Path:
+    """The v2 venv's interpreter, made unless done already (by an earlier session or
+    another worker)."""
+    root = agno2_dir()
+    python = root / "bin" / "python"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{root}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other workers wait here for the first
+        if (root / _DONE).exists():
+            return python
+        shutil.rmtree(root, ignore_errors=True)  # a half-done install of an interrupted run
+        subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+        r = subprocess.run([str(python), "-m", "pip", "install", "-q", *AGNO2],
+                           capture_output=True, text=True, timeout=1800)
+        if r.returncode != 0:
+            raise RuntimeError(f"pip install {' '.join(AGNO2)} failed: {(r.stderr or r.stdout)[-800:]}")
+        (root / _DONE).write_text("ok\n")
+        return python
+
+
+@pytest.fixture(scope="session")
+def agno2_python() -> str:
+    return str(install_agno2())
+
+
+def sqlalchemy_url(dsn: str) -> str:
+    """A psycopg SQLAlchemy URL of a Postgres DSN (its query left out)."""
+    parts = urlsplit(dsn)
+    return urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, "", ""))
+
+
+def write(python: str, action: str, kind: str, target: str, schema: str = "") -> dict[str, list[str]]:
+    """Run agno_write.py; its JSON output."""
+    args = [python, str(WRITER), action, kind, target] + ([schema] if schema else [])
+    env = dict(os.environ, PYTHONPATH="", AGNO_TELEMETRY="false")
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env, cwd=str(REPO))
+    if r.returncode != 0:
+        raise RuntimeError(f"agno_write.py {action} failed: {r.stderr[-2000:]}")
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
+
+
+@dataclass
+class AgnoDb:
+    """A test's copy: its URL (a file, or a DSN on its schema), the run ids of each
+    session (top-level, in order) and the layout."""
+
+    url: str
+    runs: dict[str, list[str]]
+    layout: str
+    kind: str
+    #: how agno opens it: ("sqlite", FILE) or ("postgres", SQLALCHEMY_URL, SCHEMA)
+    agno_args: tuple[str, ...]
+
+
+class AgnoBuilds:
+    def __init__(self, folder: Path, agno2: "callable", pg: "callable") -> None:  # type: ignore[valid-type]
+        self.folder = folder
+        self._agno2 = agno2
+        self._pg = pg
+        self._built: dict[tuple[str, str], tuple[str, dict[str, list[str]]]] = {}
+
+    def _build(self, layout: str, kind: str) -> tuple[str, dict[str, list[str]]]:
+        three = sys.executable
+        first = three if layout == "v3" else self._agno2()
+        if kind == "sqlite":
+            target, schema, where = str(self.folder / f"{layout}.db"), "", ""
+            where = target
+        else:
+            base = self._pg()
+            schema = f"agno_{layout}_{uuid.uuid4().hex[:8]}"
+            target = sqlalchemy_url(base)
+            where = with_search_path(base, schema)
+        runs = write(first, "write", kind, target, schema)
+        if layout == "migrated":
+            write(three, "migrate", kind, target, schema)
+        elif layout == "mixed":
+            runs["chat"] += write(three, "append", kind, target, schema)["chat"]
+        if kind == "sqlite":
+            conn = sqlite3.connect(target)  # everything in the main file: the copy is all of it
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                conn.close()
+        return where, runs
+
+    def copy(self, layout: str, kind: str, dest: Path) -> AgnoDb:
+        key = (layout, kind)
+        if key not in self._built:
+            self._built[key] = self._build(layout, kind)
+        source, runs = self._built[key]
+        runs = {k: list(v) for k, v in runs.items()}
+        if kind == "sqlite":
+            shutil.copyfile(source, dest)
+            return AgnoDb(str(dest), runs, layout, kind, ("sqlite", str(dest)))
+        from tests.support.contract_formats import pg_schema
+        from tests.support.dbcopy import _copy_schema, pg_base
+
+        schema = f"agno_t_{uuid.uuid4().hex[:10]}"
+        run_sync(lambda: _copy_schema(source, schema))
+        url = with_search_path(pg_base(source), schema)
+        assert pg_schema(url) == schema
+        return AgnoDb(url, runs, layout, kind, ("postgres", sqlalchemy_url(source), schema))
+
+
+@pytest.fixture(scope="session")
+def agno_builds(tmp_path_factory, request) -> AgnoBuilds:
+    def agno2() -> str:
+        return request.getfixturevalue("agno2_python")
+
+    def pg() -> str:
+        return request.getfixturevalue("pg_base_dsn")
+
+    return AgnoBuilds(tmp_path_factory.mktemp("agno"), agno2, pg)
+
+
+@pytest.fixture
+def agno_db(agno_builds, tmp_path, request):
+    """copy(layout, kind) -> AgnoDb: a private copy of that database (Postgres schemas
+    dropped after the test)."""
+    made: list[str] = []
+
+    def copy(layout: str, kind: str) -> AgnoDb:
+        db = agno_builds.copy(layout, kind, tmp_path / f"{layout}-{len(made)}.db")
+        if kind == "postgres":
+            made.append(db.url)
+        return db
+
+    yield copy
+    for url in made:
+        from tests.support.contract_formats import pg_schema
+        from tests.support.dbcopy import pg_base
+
+        pg_execute(pg_base(url), f'DROP SCHEMA IF EXISTS "{pg_schema(url)}" CASCADE')
+
+
+def agno_open(db: AgnoDb):
+    """agno 3's own SqliteDb / PostgresDb on a test's copy (in this process)."""
+    if db.agno_args[0] == "sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        return SqliteDb(db_file=db.agno_args[1])
+    from agno.db.postgres import PostgresDb
+
+    return PostgresDb(db_url=db.agno_args[1], db_schema=db.agno_args[2])
