@@ -24,6 +24,12 @@ With a `postgresql://` DSN instead of a file, the same data goes into the layout
 values inline in the checkpoint JSONB, the others in `checkpoint_blobs` by version,
 `checkpoint_writes`), with COPY through asyncpg; `--meta FILE` is then required.
 
+With `--js` (SQLite only), the same threads in the layout LangGraph.js 1.x's SqliteSaver
+(`@langchain/langgraph-checkpoint-sqlite` 1.0) writes: `type` 'json' (UTF-8 JSON),
+LangChain.js messages as `{"lc": 1, "type": "constructor", "id": [...], "kwargs": {...}}`,
+integer channel versions, a `branch:to:NODE` channel holding the node's name, no
+`task_path` column; `tests/formats/test_langgraphjs_rig.py` checks LangGraph.js reads it.
+
 Rows are inserted in time order across threads, as a live server would. Deterministic
 for a given seed and size. Prints the ids a benchmark needs as JSON on stdout (and in
 PATH.meta.json); one summary line on stderr.
@@ -92,8 +98,23 @@ def text(rng: random.Random, lo: int, hi: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
 
 
-def message(kind: str, content: str, mid: str, **extra: object) -> ormsgpack.Ext:
-    """A LangChain message as JsonPlusSerializer writes it (its model_dump's keys)."""
+def js_message(kind: str, content: str, mid: str, **extra: object) -> dict:
+    """A LangChain.js message as LangGraph.js's JSON serializer writes it."""
+    kwargs: dict[str, object] = {"content": content}
+    if kind == "ai":
+        kwargs.update(tool_calls=extra.get("tool_calls", []), invalid_tool_calls=[])
+    elif kind == "tool":
+        kwargs.update(tool_call_id=extra["tool_call_id"], name=extra["name"])
+    kwargs.update(additional_kwargs={}, response_metadata={}, id=mid)
+    cls = {"human": "HumanMessage", "ai": "AIMessage", "tool": "ToolMessage"}[kind]
+    return {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", cls], "kwargs": kwargs}
+
+
+def message(kind: str, content: str, mid: str, js: bool = False, **extra: object) -> object:
+    """A LangChain message as JsonPlusSerializer writes it (its model_dump's keys), or
+    (`js`) as LangGraph.js does."""
+    if js:
+        return js_message(kind, content, mid, **extra)
     if kind == "human":
         module, cls = "langchain_core.messages.human", "HumanMessage"
         dump = {"content": content, "additional_kwargs": {}, "response_metadata": {},
@@ -114,7 +135,9 @@ def message(kind: str, content: str, mid: str, **extra: object) -> ormsgpack.Ext
 class Thread:
     """One simulated agent loop, producing its checkpoints (and writes) in order."""
 
-    def __init__(self, thread_id: str, length: int, start: float, rng: random.Random, window: int):
+    def __init__(self, thread_id: str, length: int, start: float, rng: random.Random, window: int,
+                 js: bool = False):
+        self.js = js
         self.id = thread_id
         self.length = length
         self.rng = random.Random(rng.getrandbits(64))
@@ -122,20 +145,20 @@ class Thread:
         self.t = start
         self.window = window
         self.step = -1
-        self.messages: list[ormsgpack.Ext] = []
-        self.versions: dict[str, str] = {}
-        self.seen: dict[str, dict[str, str]] = {"__input__": {}}
+        self.messages: list[object] = []
+        self.versions: dict[str, object] = {}
+        self.seen: dict[str, dict[str, object]] = {"__input__": {}}
         self.parent: str | None = None
         self.turns = 0
         self.pending_call: tuple[str, str] | None = None
         self.done = 0
-        self._before: dict[str, str] = {}
+        self._before: dict[str, object] = {}
 
     def _bump(self, *channels: str) -> None:
         """One new version for the channels a step updates (LangGraph: the next after
         the greatest version in the checkpoint)."""
-        top = max((int(v.split(".")[0]) for v in self.versions.values()), default=0) + 1
-        version = f"{top:032}.{self.rng.random():016}"
+        top = max((int(str(v).split(".")[0]) for v in self.versions.values()), default=0) + 1
+        version: object = top if self.js else f"{top:032}.{self.rng.random():016}"
         for ch in channels:
             self.versions[ch] = version
 
@@ -150,12 +173,13 @@ class Thread:
         step = self.step
         ticks = int(self.t * 10_000_000) + UUID_EPOCH
         cid = uuid6(ticks, step, self.node)
-        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.t)) + f".{int(self.t * 1e6) % 1_000_000:06d}+00:00"
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.t)) + (
+            f".{int(self.t * 1e3) % 1000:03d}Z" if self.js else f".{int(self.t * 1e6) % 1_000_000:06d}+00:00")
         values: dict[str, object] = {}
         writes: list[tuple[str, object]] = []  # (channel, value) written by the task
         task_node = ""
         if step == -1:
-            human = message("human", text(rng, 5, 25), self._mid())
+            human = message("human", text(rng, 5, 25), self._mid(), self.js)
             self._bump("__start__")
             values["__start__"] = {"messages": [human]}
             updated = ["__start__"]
@@ -174,7 +198,7 @@ class Thread:
             self.seen["agent"] = {"branch:to:agent": self.versions["branch:to:agent"]}
             self.turns += 1
             if self.done == self.length - 1:  # the thread's last checkpoint: the answer
-                msg = message("ai", text(rng, 10, 60), self._mid())
+                msg = message("ai", text(rng, 10, 60), self._mid(), self.js)
                 writes = [("messages", [msg]), ("turns", self.turns)]
                 self._bump("messages", "turns", "branch:to:agent")
                 updated = ["messages", "turns"]
@@ -183,7 +207,7 @@ class Thread:
                 name = rng.choice(TOOLS)
                 call = {"name": name, "args": {"query": text(rng, 1, 4), "limit": rng.randint(1, 20)},
                         "id": call_id, "type": "tool_call"}
-                msg = message("ai", text(rng, 0, 12), self._mid(), tool_calls=[call])
+                msg = message("ai", text(rng, 0, 12), self._mid(), self.js, tool_calls=[call])
                 writes = [("messages", [msg]), ("turns", self.turns), ("branch:to:tools", None)]
                 self._bump("messages", "turns", "branch:to:agent", "branch:to:tools")
                 updated = ["branch:to:tools", "messages", "turns"]
@@ -194,7 +218,7 @@ class Thread:
             task_node = "tools"
             self.seen["tools"] = {"branch:to:tools": self.versions["branch:to:tools"]}
             call_id, name = self.pending_call
-            msg = message("tool", text(rng, 5, 80), self._mid(), name=name, tool_call_id=call_id)
+            msg = message("tool", text(rng, 5, 80), self._mid(), self.js, name=name, tool_call_id=call_id)
             writes = [("messages", [msg]), ("branch:to:agent", None)]
             self._bump("messages", "branch:to:agent", "branch:to:tools")
             updated = ["branch:to:agent", "messages"]
@@ -205,20 +229,25 @@ class Thread:
             values["messages"] = list(self.messages)
             if self.turns:
                 values["turns"] = self.turns
-            if self.pending_call is not None:
-                values["branch:to:tools"] = None
+            if self.pending_call is not None:  # LangGraph.js: the name of the node that wrote it
+                values["branch:to:tools"] = "agent" if self.js else None
             elif "branch:to:agent" in updated:
-                values["branch:to:agent"] = None
+                values["branch:to:agent"] = task_node if self.js else None
         checkpoint = {"v": 4, "ts": ts, "id": cid, "channel_values": values,
                       "channel_versions": dict(self.versions),
-                      "versions_seen": {k: dict(v) for k, v in self.seen.items()},
-                      "updated_channels": updated}
+                      "versions_seen": {k: dict(v) for k, v in self.seen.items()}}
+        if not self.js:
+            checkpoint["updated_channels"] = updated
         meta = {"source": source, "step": step, "parents": {}}
         write_rows = []
         if self.parent is not None and writes:
             task_id = str(uuid.UUID(int=rng.getrandbits(128)))
             for idx, (channel, value) in enumerate(writes):
-                typ, data = ("null", b"") if value is None else ("msgpack", ormsgpack.packb(value))
+                if self.js:  # the branch's write: the node's name
+                    typ, data = "json", json.dumps(task_node if value is None and channel.startswith("branch:")
+                                                   else value, ensure_ascii=False).encode("utf-8")
+                else:
+                    typ, data = ("null", b"") if value is None else ("msgpack", ormsgpack.packb(value))
                 write_rows.append((task_id, f"~__pregel_pull, {task_node}", idx, channel, typ, data))
         parent = self.parent
         new_versions = [ch for ch, v in checkpoint["channel_versions"].items()
@@ -277,9 +306,11 @@ PG_MIGRATIONS = [  # langgraph-checkpoint-postgres 3.2's MIGRATIONS, in order (v
 
 
 class SQLiteWriter:
-    """SqliteSaver's layout: the whole checkpoint as one msgpack payload."""
+    """SqliteSaver's layout: the whole checkpoint as one msgpack payload (`js`:
+    LangGraph.js's, one JSON payload, no task_path)."""
 
-    def __init__(self, path: str, replace: bool):
+    def __init__(self, path: str, replace: bool, js: bool = False):
+        self.js = js
         if os.path.exists(path):
             if not replace:
                 raise SystemExit(f"make_langgraph_db: {path} exists (use --replace)")
@@ -291,12 +322,17 @@ class SQLiteWriter:
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode = WAL")  # as SqliteSaver.setup()
         self.conn.execute("PRAGMA synchronous = OFF")
-        self.conn.executescript(SCHEMA)
+        self.conn.executescript(SCHEMA.replace("    task_path TEXT NOT NULL DEFAULT '',\n", "") if js else SCHEMA)
         self.cps: list[tuple] = []
         self.ws: list[tuple] = []
 
     def add(self, tid: str, cid: str, parent: str | None, checkpoint: dict, meta: dict,
             new_versions: list[str], writes: list[tuple]) -> None:
+        if self.js:
+            self.cps.append((tid, "", cid, parent, "json", json.dumps(checkpoint, ensure_ascii=False).encode("utf-8"),
+                             json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+            self.ws.extend((tid, "", parent, w[0], w[2], w[3], w[4], w[5]) for w in writes)
+            return
         self.cps.append((tid, "", cid, parent, "msgpack", ormsgpack.packb(checkpoint),
                          json.dumps(meta, ensure_ascii=False).encode("utf-8")))
         self.ws.extend((tid, "", parent, *w) for w in writes)
@@ -304,9 +340,13 @@ class SQLiteWriter:
     def flush(self) -> None:
         self.conn.execute("BEGIN")
         self.conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", self.cps)
-        self.conn.executemany("INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
-                              "task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                              self.ws)
+        if self.js:
+            self.conn.executemany("INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
+                                  "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.ws)
+        else:
+            self.conn.executemany("INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
+                                  "task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  self.ws)
         self.conn.execute("COMMIT")
         self.cps.clear()
         self.ws.clear()
@@ -394,12 +434,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-writes", action="store_true", help="leave the writes table empty")
     ap.add_argument("--replace", action="store_true")
+    ap.add_argument("--js", action="store_true", help="LangGraph.js's SqliteSaver layout (JSON rows)")
     ap.add_argument("--meta")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.threads < 1 or args.checkpoints < 2 * args.threads:
         ap.error("need at least one thread and two checkpoints per thread")
     pg = args.target.lower().startswith(("postgres://", "postgresql://"))
+    if pg and args.js:
+        ap.error("--js writes a SQLite file (LangGraph.js's SqliteSaver)")
     if pg and not args.meta:
         ap.error("--meta FILE is needed with a Postgres target")
     if args.meta:  # made before the load: a missing folder must not fail it at the end
@@ -411,8 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, n in enumerate(sizes):
         name = "long-thread" if i == 0 else f"{rng.choice(('support', 'support', 'coder'))}-{i:06d}"
         start = START_UNIX + rng.uniform(0, SPAN_SECONDS * 0.9)
-        threads.append(Thread(name, n, start, rng, args.window))
-    writer = PostgresWriter(args.target, args.replace) if pg else SQLiteWriter(args.target, args.replace)
+        threads.append(Thread(name, n, start, rng, args.window, args.js))
+    writer = PostgresWriter(args.target, args.replace) if pg else SQLiteWriter(args.target, args.replace, args.js)
     heap = [(t.t, i) for i, t in enumerate(threads)]
     heapq.heapify(heap)
     rows = writes = pending = 0
@@ -439,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     writer.flush()
     size = writer.close()
     meta_out = {"long_thread": "long-thread", **sample, "rows": rows, "threads": len(threads),
-                "writes": writes, "seed": args.seed, "format": "langgraph"}
+                "writes": writes, "seed": args.seed, "format": "langgraph",
+                "written_by": "LangGraph.js" if args.js else "LangGraph"}
     text_out = json.dumps(meta_out)
     print(text_out)
     with open(args.meta or args.target + ".meta.json", "w") as fh:

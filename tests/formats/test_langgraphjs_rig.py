@@ -80,3 +80,36 @@ def test_without_node_the_rig_skips_with_the_reason_unless_required(tmp_path, re
     else:
         assert r.returncode == 0 and "2 skipped" in r.stdout
     assert not (tmp_path / "cache").exists()
+
+
+# LangGraph.js's saver on a file: a thread's checkpoints (list) and its head (getTuple)
+READ_THREAD = """
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+const saver = SqliteSaver.fromConnString(process.argv[2]);
+const config = { configurable: { thread_id: process.argv[3] } };
+const ids = [];
+for await (const t of saver.list(config)) ids.push(t.config.configurable.checkpoint_id);
+const head = await saver.getTuple(config);
+console.log(JSON.stringify({ ids, step: head.metadata.step, versions: head.checkpoint.channel_versions,
+  messages: head.checkpoint.channel_values.messages.map((m) => [m.getType(), m.content, m.tool_calls?.length ?? 0]) }));
+"""
+
+
+def test_the_bench_generator_writes_what_langgraphjs_reads(tmp_path, node_modules):
+    """bench/make_langgraph_db.py --js (the 1M-checkpoint bench file's generator) writes
+    LangGraph.js's SqliteSaver layout: LangGraph.js lists each checkpoint agentctl logs
+    and reads the head's messages (tool calls, tool messages) as agentctl shows them."""
+    db = str(tmp_path / "lgjs.db")
+    r = subprocess.run([sys.executable, str(REPO / "bench" / "make_langgraph_db.py"), db, "--js", "--threads", "5",
+                        "--checkpoints", "300", "--long-steps", "60"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["written_by"] == "LangGraph.js"
+    assert cli(db, "formats").stderr.endswith("written by: LangGraph.js\n")
+    got = json.loads(run_node(READ_THREAD, db, "long-thread").stdout)
+    assert got["ids"] == [c["checkpoint_id"] for c in cli_json(db, "log", "long-thread", "--all")]
+    assert len(got["ids"]) == 30 and all(isinstance(v, int) for v in got["versions"].values())
+    shown = cli_json(db, "show", "long-thread")
+    assert shown["metadata"]["step"] == got["step"] == 28  # --long-steps at most a tenth: 30
+    assert [[ROLES.get(k, k), c, n] for k, c, n in got["messages"]] == [
+        [m["role"], m["content"], len(m.get("tool_calls") or [])] for m in shown["messages"]]
+    assert {k for k, _, _ in got["messages"]} == {"ai", "tool"}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections import Counter
 from typing import Any, Callable
 
 import pytest
@@ -20,7 +21,7 @@ import pytest
 from tests.support import noderig
 from tests.support.noderig import NODE_DIR, run_node
 from tests.support.rig import pg_execute, run_sync, with_search_path
-from tests.support.sampledb import cli
+from tests.support.sampledb import cli, cli_json
 
 node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node's lock file
 
@@ -100,15 +101,20 @@ def agentctl(db: JsDb, *args: str) -> None:
     assert r.exit_code == 0, (r.stdout, r.stderr)
 
 
-def resume_both(mine: JsDb, theirs: JsDb, thread: str) -> None:
+def resume_both(mine: JsDb, theirs: JsDb, thread: str, same_history: bool = True) -> None:
     """LangGraph.js resumes both threads: the run to the interrupt, then past it; the
-    same states and the same checkpoints on both."""
-    assert shape(mine.history(thread)) == shape(theirs.history(thread))
+    same states and (`same_history`: not after a prune) the same checkpoints on both."""
+    if same_history:
+        assert shape(mine.history(thread)) == shape(theirs.history(thread))
+    had = {s["id"] for db in (mine, theirs) for s in db.history(thread)}
     ops = ({"op": "invoke", "thread": thread}, {"op": "invoke", "thread": thread, "resume": "weiter ✓"},
            {"op": "history", "thread": thread})
     got, want = mine.js(*ops), theirs.js(*ops)
     assert got[:2] == want[:2]
-    if mine.kind == "sqlite":
+    if not same_history:  # the checkpoints the runs added
+        assert [x[:5] for x in shape([s for s in got[2] if s["id"] not in had])] == [
+            x[:5] for x in shape([s for s in want[2] if s["id"] not in had])]
+    elif mine.kind == "sqlite":
         assert shape(got[2]) == shape(want[2])
     else:  # LangGraph.js's PostgresSaver, after its own fork of an older checkpoint, can give a
         # new value a (channel, version) another branch holds and keep that row (ON CONFLICT DO
@@ -116,7 +122,9 @@ def resume_both(mine: JsDb, theirs: JsDb, thread: str) -> None:
         # are above the thread's: the run's checkpoints hold what the run returned.
         assert [x[:4] + x[5:] for x in shape(got[2])] == [x[:4] + x[5:] for x in shape(want[2])]
         assert got[2][0]["values"] == got[1]
-    assert got[1]["note"] == "weiter ✓" and got[1]["messages"][-1] == ["ai", "done: weiter ✓"]
+    if same_history or mine.kind == "sqlite":  # LangGraph.js's PostgresSaver resumes its own
+        # fork of t1 (the build's updateState) with the other branch's blob (above): the twin too
+        assert got[1]["note"] == "weiter ✓" and got[1]["messages"][-1] == ["ai", "done: weiter ✓"]
 
 
 def test_rewind_is_langgraphjs_own_fork_copy_and_resumes(twins):
@@ -303,3 +311,113 @@ def test_a_schema_named_by_search_path_is_read_and_written_alone(twins):
             await conn.close()
     found = run_sync(tables)
     assert found and {schema for schema, _ in found} == {mine.schema}
+
+
+# ---- a thread of a graph with a compiled subgraph (its checkpoints in namespaces) ----------------
+
+@pytest.fixture
+def sub_twins(twins) -> Callable[[], JsDb]:
+    """twins() with thread s1 too: the graph whose node `inner` is a compiled subgraph,
+    one run answered inside it, a second left at its pending interrupt()."""
+    def make() -> JsDb:
+        db = twins()
+        db.js({"op": "build_sub"})
+        return db
+    return make
+
+
+def namespaces(db: JsDb, thread: str) -> dict[str, int]:
+    """The checkpoint namespaces of a thread and the number of checkpoints in each."""
+    return dict(Counter(r[1] for r in db.rows()["checkpoints"] if r[0] == thread))
+
+
+def test_a_subgraph_thread_reads_as_langgraphjs_history(sub_twins):
+    db = sub_twins()
+    h = db.history("s1")
+    ns = namespaces(db, "s1")
+    assert len(ns) == 3 and ns[""] == len(h) == 8  # the root, and a namespace per run of `inner`
+    assert [(c["checkpoint_id"], c["parent_checkpoint_id"], c["step"]) for c in cli_json(db.url, "log", "s1")] == [
+        (s["id"], s["parent"], s["step"]) for s in h]
+    assert cli_json(db.url, "threads", "list") == [t for t in cli_json(db.url, "threads", "list")
+                                                    if t["thread_id"] in ("t1", "t2", "s1")]
+    shown = cli_json(db.url, "show", "s1")
+    assert shown["state"]["count"] == h[0]["values"]["count"] and shown["state"]["tags"] == h[0]["values"]["tags"]
+    # the subgraph's pending run: its namespace's head, as LangGraph.js's getState({subgraphs}) reads it
+    sub = db.js({"op": "substate", "thread": "s1"})[0]
+    assert sub["tasks"][0][0] == "inner" and sub["tasks"][0][2] == ["check"]
+    pending = next(n for n in ns if n and cli_json(db.url, "show", f"s1|{n}")["state"].get("count") == 23)
+    inner = cli_json(db.url, "show", f"s1|{pending}")["state"]
+    assert (inner["count"], inner["tags"]) == (sub["tasks"][0][1]["count"], sub["tasks"][0][1]["tags"])
+    assert len(cli_json(db.url, "log", f"s1|{pending}")) == ns[pending]
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_rewind_of_a_subgraph_thread_is_langgraphjs_fork_and_resumes(sub_twins, hard):
+    """rewind to the root checkpoint where the first run waited inside the subgraph:
+    LangGraph.js's own fork (`__copy__`) on the twin; with --hard the later checkpoints
+    and the later runs' subgraph namespaces go. Both resume alike, into the subgraph."""
+    mine, theirs = sub_twins(), sub_twins()
+    before = mine.rows()
+    h = mine.history("s1")
+    ref = at_step(h, 1)
+    agentctl(mine, "rewind", ref, *(["--hard"] if hard else []))
+    th = theirs.history("s1")
+    theirs.js({"op": "update", "thread": "s1", "checkpoint_id": at_step(th, 1), "as_node": "__copy__"})
+    got, want = mine.history("s1"), theirs.history("s1")
+    if hard:  # LangGraph.js's history without the later checkpoints agentctl deleted; the
+        # subgraph's runs (the first one's from REF) are all after REF: only the root is left
+        gone = {th[i]["id"] for i, s in enumerate(h) if s["id"] > ref}
+        want = [s for s in want if s["id"] not in gone]
+        assert namespaces(mine, "s1") == {"": len(got)}
+    assert [x[:5] for x in shape(got)] == [x[:5] for x in shape(want)]
+    assert (got[0]["source"], got[0]["next"], got[0]["interrupts"]) == ("fork", ["inner"], [])
+    undo_redo(mine, before, mine.rows())
+    ops = ({"op": "invoke", "thread": "s1"}, {"op": "substate", "thread": "s1"},
+           {"op": "invoke", "thread": "s1", "resume": "weiter ✓"})
+    out = mine.js(*ops)
+    assert out == theirs.js(*ops)
+    assert out[1]["tasks"][0][2] == ["check"] and out[2]["messages"][-1] == ["ai", "done: weiter ✓"]
+
+
+@pytest.mark.parametrize("thread", ["t1", "s1"])
+def test_prune_leaves_what_langgraphjs_reads_and_resumes(sub_twins, thread):
+    """prune --keep-last 2: what is left LangGraph.js reads as it was (each checkpoint's
+    state and next tasks, the subgraph's pending run), resumes as the twin does; the
+    subgraph namespace of a deleted checkpoint goes whole; undo gives every row back."""
+    mine, theirs = sub_twins(), sub_twins()
+    before, h = mine.rows(), mine.history(thread)
+    sub = mine.js({"op": "substate", "thread": thread})[0]
+    other = "t2" if thread == "s1" else "s1"
+    other_before = mine.history(other)
+    r = cli(mine.url, "prune", thread, "--keep-last", "2", "--yes", "--no-backup", "--json")
+    assert r.exit_code == 0, r.stderr
+    after = mine.rows()
+    left = mine.history(thread)
+    assert h[0]["id"] == left[0]["id"] and len(left) < len(h)
+    was = {s["id"]: s for s in h}
+    assert [shape([s])[0][:5] for s in left] == [shape([was[s["id"]]])[0][:5] for s in left]
+    assert mine.js({"op": "substate", "thread": thread})[0] == sub
+    if thread == "s1":  # the first run's namespace went whole, the pending one kept its head
+        assert len(namespaces(mine, "s1")) == 2 and 0 < len(after["checkpoints"]) < len(before["checkpoints"])
+    assert mine.history(other) == other_before  # only THREAD pruned
+    undo_redo(mine, before, after)
+    resume_both(mine, theirs, thread, same_history=False)
+
+
+@pytest.mark.parametrize("thread", ["t1", "s1"])
+def test_threads_delete_langgraphjs_finds_nothing_and_undo_gives_it_back(sub_twins, thread):
+    mine, theirs = sub_twins(), sub_twins()
+    before = mine.rows()
+    r = cli(mine.url, "threads", "delete", thread, "--yes", "--no-backup")
+    assert r.exit_code == 0, r.stderr
+    after = mine.rows()
+    assert mine.history(thread) == [] and namespaces(mine, thread) == {}
+    assert not any(r[0] == thread for rows in after.values() for r in rows)  # its writes and blobs too
+    undo_redo(mine, before, after)
+    cli(mine.url, "undo", "--yes")
+    assert mine.rows() == before
+    # LangGraph.js resumes the thread given back as it resumes its twin
+    ops = ({"op": "invoke", "thread": thread}, {"op": "invoke", "thread": thread, "resume": "weiter ✓"},
+           {"op": "history", "thread": thread})
+    got, want = mine.js(*ops), theirs.js(*ops)
+    assert got[:2] == want[:2] and [x[:5] for x in shape(got[2])] == [x[:5] for x in shape(want[2])]

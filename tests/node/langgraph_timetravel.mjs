@@ -5,7 +5,12 @@
 // OPS_JSON: a list of {op, thread, checkpoint_id?, values?, as_node?, resume?}; op is
 //   "build"   - thread t1: input, interrupt() answered, a second run, an updateState fork;
 //               thread t2: input, left at its pending interrupt()
+//   "build_sub" - thread s1 of the graph with a compiled subgraph (`inner`, its checkpoints
+//               in namespace "inner:<task id>"): a run answered inside the subgraph, a
+//               second run left at the subgraph's pending interrupt()
+// ops on a thread whose name starts with "s" use the subgraph's graph
 //   "history" - getStateHistory of the thread
+//   "substate" - getState of the thread's head with its subgraphs' states ({subgraphs: true})
 //   "invoke"  - invoke(null | new Command({resume}), config) from the head or checkpoint_id
 //   "update"  - updateState(config, values, as_node) (as_node "__copy__": its own fork;
 //               overwrite: each value as new Overwrite(value))
@@ -28,6 +33,23 @@ const graph = new StateGraph(State)
   .addNode("reply", (s) => ({ messages: [new AIMessage("done: " + s.note)], count: s.count + 1, tags: ["r✓"] }))
   .addEdge(START, "greet").addEdge("greet", "ask").addEdge("ask", "reply").addEdge("reply", END);
 
+// a parent graph with a compiled subgraph as its node `inner` (a reducer channel on both)
+const Inner = Annotation.Root({
+  count: Annotation({ reducer: (a, b) => b, default: () => 0 }),
+  tags: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  note: Annotation({ reducer: (a, b) => b, default: () => "" }),
+});
+const inner = new StateGraph(Inner)
+  .addNode("think", (s) => ({ count: s.count + 10, tags: ["think ✓"] }))
+  .addNode("check", (s) => ({ note: String(interrupt("inner ok? " + s.count)), tags: ["checked"] }))
+  .addEdge(START, "think").addEdge("think", "check").addEdge("check", END)
+  .compile();
+const outer = new StateGraph(State)
+  .addNode("greet", (s) => ({ messages: [new AIMessage("sub " + s.count)], count: s.count + 1 }))
+  .addNode("inner", inner)
+  .addNode("reply", (s) => ({ messages: [new AIMessage("done: " + s.note)], count: s.count + 1, tags: ["r"] }))
+  .addEdge(START, "greet").addEdge("greet", "inner").addEdge("inner", "reply").addEdge("reply", END);
+
 let saver;
 if (kind === "sqlite") {
   saver = SqliteSaver.fromConnString(url);
@@ -35,7 +57,9 @@ if (kind === "sqlite") {
   saver = PostgresSaver.fromConnString(url, { schema });
   await saver.setup();
 }
-const app = graph.compile({ checkpointer: saver });
+const main = graph.compile({ checkpointer: saver });
+const sub = outer.compile({ checkpointer: saver });
+let app = main;
 const cfg = (thread, id) => ({ configurable: id ? { thread_id: thread, checkpoint_id: id } : { thread_id: thread } });
 // a state as JSON: messages as [type, content], interrupts by value (their ids name checkpoints)
 const values = (v) => {
@@ -61,6 +85,7 @@ async function history(thread) {
 const results = [];
 for (const op of JSON.parse(opsText)) {
   const config = cfg(op.thread, op.checkpoint_id);
+  app = op.op === "build_sub" || op.thread?.startsWith("s") ? sub : main;
   if (op.op === "build") {
     const t1 = cfg("t1"), t2 = cfg("t2");
     await app.invoke({ messages: [new HumanMessage("stärt t1 🚀")] }, t1);
@@ -72,8 +97,19 @@ for (const op of JSON.parse(opsText)) {
     await app.updateState(cfg("t1", greeted.id), { note: "forked ✎" });  // an updateState fork
     await app.invoke({ messages: [new HumanMessage("start t2")] }, t2);
     results.push(null);
+  } else if (op.op === "build_sub") {
+    const s1 = cfg("s1");
+    await app.invoke({ messages: [new HumanMessage("stärt s1")] }, s1);
+    await app.invoke(new Command({ resume: "ja ✓" }), s1);
+    await app.invoke({ messages: [new HumanMessage("again s1")] }, s1);
+    results.push(null);
   } else if (op.op === "history") {
     results.push(await history(op.thread));
+  } else if (op.op === "substate") {  // the head's state with its subgraphs' (their namespaces' heads)
+    const snap = await app.getState(cfg(op.thread), { subgraphs: true });
+    results.push({ values: values(snap.values), next: snap.next,
+                   tasks: snap.tasks.map((t) => [t.name, t.state?.values ? values(t.state.values) : null,
+                                                  t.state?.next ?? null]) });
   } else if (op.op === "invoke") {
     const input = op.resume !== undefined ? new Command({ resume: op.resume }) : null;
     results.push(values(await app.invoke(input, config)));

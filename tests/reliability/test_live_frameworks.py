@@ -177,16 +177,22 @@ class LiveWriter(threading.Thread):
             self.teardown()
 
 
-def agentctl_meanwhile(writer: LiveWriter, db: str, commands: list[list[str]]) -> list[tuple[list[str], int, str]]:
+def agentctl_meanwhile(writer: LiveWriter, db: str, commands: list[list[str]],
+                       around: Callable[[int, str], Any] | None = None) -> list[tuple[list[str], int, str]]:
     """Run agentctl's writes (argvs), all of them again and again while the writer runs
     (at least once); each must exit 0, or refuse an undo in one line (exit 1: the
-    framework wrote to what it would restore). Returns (argv, code, stderr)."""
+    framework wrote to what it would restore). `around(i, "before" | "after")` is called
+    around the i-th command of the first round. Returns (argv, code, stderr)."""
     writer.start()
     seen: list[tuple[list[str], int, str]] = []
     cycles = 0
     while writer.is_alive() or cycles == 0:
-        for argv in commands:
+        for i, argv in enumerate(commands):
+            if around is not None and cycles == 0:
+                around(i, "before")
             r = cli(db, *argv)
+            if around is not None and cycles == 0:
+                around(i, "after")
             assert "Traceback" not in r.stderr, (argv, r.stderr)
             said = [line for line in r.stderr.splitlines() if line.startswith("agentctl:")]
             assert r.exit_code == 0 or (argv[0] == "undo" and r.exit_code == 1 and len(said) == 1), \
@@ -236,37 +242,112 @@ def test_langgraph_live_saver_and_agentctl(kind_db):
     with _lg_saver(db) as saver:
         loop_graph(6).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "idle"}})
 
+    # LangGraph saves a step's pending writes in the background, not ordered after the
+    # checkpoints that follow: a put_writes for checkpoint C can come after C's three
+    # successors were put (under load; CI once), after `prune --keep-last 3` deleted C. The
+    # first round makes that happen: the first run's first put_writes (the input
+    # checkpoint's: 3 rows) is held until the prune has run, then the undo finds `live`
+    # changed and leaves its checkpoints in the trash; the 3 rows stay orphans.
+    held, hold, released = threading.Event(), threading.Event(), threading.Event()
+
     def setup() -> None:
         state["cm"] = _lg_saver(db)
         saver = state["cm"].__enter__()
-        inner = saver.put
+        inner, inner_writes = saver.put, saver.put_writes
 
         def recorded(config, checkpoint, metadata, new_versions):
             out = inner(config, checkpoint, metadata, new_versions)
             put.append(checkpoint["id"])
             return out
 
-        saver.put = recorded
+        def late(config, writes, task_id, task_path=""):
+            first = not held.is_set()
+            if first:
+                state["late"] = config["configurable"]["checkpoint_id"]
+                held.set()
+                assert hold.wait(60)
+            out = inner_writes(config, writes, task_id, task_path)
+            if first:
+                released.set()
+            return out
+
+        saver.put, saver.put_writes = recorded, late
         state["graph"] = loop_graph(3).compile(checkpointer=saver)
 
     def write(i: int) -> None:
         state["graph"].invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "live"}})
 
+    commands = [["rewind", "idle~1", "--yes"], ["undo"],
+                ["prune", "--all", "--keep-last", "3", "--yes", "--no-backup"], ["undo"],
+                ["rewind", "live~1", "--yes"],
+                ["rewind", "idle~2", "--hard", "--yes", "--no-backup"], ["undo"]]
+
+    def around(i: int, when: str) -> None:
+        if i == 2 and when == "before":  # the held write's checkpoint and its 4 successors put
+            assert held.wait(60)
+            deadline = time.monotonic() + 60
+            while len(put) < 5 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        if i == 2 and when == "after":
+            hold.set()
+            assert released.wait(60)
+
+    W = "checkpoint_writes" if is_pg(db) else "writes"
+    number_commits(db, W)
     writer = LiveWriter(WRITES // 5, write, setup, lambda: state["cm"].__exit__(None, None, None))
-    agentctl_meanwhile(writer, db, [
-        ["rewind", "idle~1", "--yes"], ["undo"],
-        ["prune", "--all", "--keep-last", "3", "--yes", "--no-backup"], ["undo"],
-        ["rewind", "live~1", "--yes"],
-        ["rewind", "idle~2", "--hard", "--yes", "--no-backup"], ["undo"]])
+    agentctl_meanwhile(writer, db, commands, around)
     assert len(put) >= WRITES
     have = {r[0] for r in rows(db, "SELECT checkpoint_id FROM checkpoints")}
     trashed = {r[0] for r in rows(db, "SELECT checkpoint_id FROM agentctl_trash_checkpoints")}
     assert set(put) <= have | trashed  # no row lost
-    W = "checkpoint_writes" if is_pg(db) else "writes"
-    orphans = rows(db, f"SELECT w.checkpoint_id FROM {W} w WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE "
-                       "c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns AND "
-                       "c.checkpoint_id = w.checkpoint_id)")
-    assert orphans == []
+    # The orphans: LangGraph's writes of a checkpoint agentctl had deleted, numbered after
+    # the delete; an orphan agentctl left (a write of C it did not delete with C) would be
+    # numbered before C's delete.
+    orphans = rows(db, "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, "
+                       "(SELECT MAX(s.n) FROM test_commits s WHERE s.what = 'write' AND s.thread_id = w.thread_id "
+                       "AND s.checkpoint_ns = w.checkpoint_ns AND s.checkpoint_id = w.checkpoint_id AND "
+                       "s.task_id = w.task_id AND s.idx = w.idx), "
+                       "(SELECT MAX(s.n) FROM test_commits s WHERE s.what = 'delete' AND s.thread_id = w.thread_id "
+                       f"AND s.checkpoint_ns = w.checkpoint_ns AND s.checkpoint_id = w.checkpoint_id) FROM {W} w "
+                       "WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = w.thread_id AND "
+                       "c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id)")
+    left_by_agentctl = [o for o in orphans if o[2] not in trashed or o[6] is None or (o[5] or 0) < o[6]]
+    assert left_by_agentctl == []
+    assert {o[2] for o in orphans if o[0] == "live"} >= {state["late"]} and all(o[0] == "live" for o in orphans)
+
+
+def number_commits(db: str, writes: str) -> None:
+    """The test's own record `test_commits`: a number for each row inserted into the
+    saver's writes table and for each checkpoint deleted, in the order the writers
+    commit (a trigger, in the writer's transaction: on SQLite one writer at a time; on
+    Postgres agentctl holds the saver's tables locked while it writes)."""
+    keys = "thread_id, checkpoint_ns, checkpoint_id"
+    if not is_pg(db):
+        with sqlite3.connect(db) as conn:
+            conn.executescript(
+                "CREATE TABLE test_commits (n INTEGER PRIMARY KEY AUTOINCREMENT, what TEXT, thread_id TEXT, "
+                "checkpoint_ns TEXT, checkpoint_id TEXT, task_id TEXT, idx INTEGER);"
+                f"CREATE TRIGGER test_commits_w AFTER INSERT ON {writes} BEGIN INSERT INTO test_commits "
+                f"(what, {keys}, task_id, idx) VALUES ('write', NEW.thread_id, NEW.checkpoint_ns, "
+                "NEW.checkpoint_id, NEW.task_id, NEW.idx); END;"
+                "CREATE TRIGGER test_commits_c AFTER DELETE ON checkpoints BEGIN INSERT INTO test_commits "
+                f"(what, {keys}) VALUES ('delete', OLD.thread_id, OLD.checkpoint_ns, OLD.checkpoint_id); END;")
+        return
+    import psycopg
+
+    with psycopg.connect(pg_libpq(db)) as conn:
+        conn.execute("CREATE TABLE test_commits (n bigserial PRIMARY KEY, what text, thread_id text, "
+                     "checkpoint_ns text, checkpoint_id text, task_id text, idx integer)")
+        conn.execute(
+            "CREATE FUNCTION test_commits_fn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            f"IF TG_OP = 'INSERT' THEN INSERT INTO test_commits (what, {keys}, task_id, idx) VALUES "
+            "('write', NEW.thread_id, NEW.checkpoint_ns, NEW.checkpoint_id, NEW.task_id, NEW.idx); "
+            f"ELSE INSERT INTO test_commits (what, {keys}) VALUES ('delete', OLD.thread_id, OLD.checkpoint_ns, "
+            "OLD.checkpoint_id); END IF; RETURN NULL; END $$")
+        conn.execute(f"CREATE TRIGGER test_commits_w AFTER INSERT ON {writes} FOR EACH ROW "
+                     "EXECUTE FUNCTION test_commits_fn()")
+        conn.execute("CREATE TRIGGER test_commits_c AFTER DELETE ON checkpoints FOR EACH ROW "
+                     "EXECUTE FUNCTION test_commits_fn()")
 
 
 def test_adk_live_service_and_agentctl(kind_db):

@@ -85,9 +85,11 @@ def _bytes_value(label: str, data: bytes) -> dict[str, Any]:
     return out
 
 
-def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
+def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: bool = True) -> Any:
     """The plain value of one (type, bytes) payload. Raises DecodeError for a payload
-    that does not parse as its type says; never imports, calls or unpickles."""
+    that does not parse as its type says; never imports, calls or unpickles. `capped`
+    False: a msgpack value's depth is not capped (deep.cap): the caller caps the parts
+    it walks (`describe`, which reads two of a checkpoint's values)."""
     if isinstance(data, memoryview):
         data = data.tobytes()
     if type_ is None:
@@ -106,7 +108,7 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
     if type_ in ("bytes", "bytearray"):
         return _bytes_value(type_, data)
     if type_ == "msgpack":
-        return decode_msgpack(data)
+        return decode_msgpack(data, capped)
     if type_ == "json":
         return decode_json(data)
     if type_ == "pickle":
@@ -117,12 +119,12 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None) -> Any:
 # ---- msgpack -------------------------------------------------------------------------
 
 
-def decode_msgpack(data: bytes) -> Any:
+def decode_msgpack(data: bytes, capped: bool = True) -> Any:
     import ormsgpack  # when a payload is first decoded (listing threads or a log decodes none)
 
     try:
         value = _unpack(data)
-        return deep.cap(value) if len(data) > deep.MAX_DEPTH else value
+        return deep.cap(value) if capped and len(data) > deep.MAX_DEPTH else value
     except ormsgpack.MsgpackDecodeError as exc:
         raise DecodeError(f"not valid msgpack: {exc}") from None
     except (TypeError, ValueError) as exc:  # e.g. a dict used as a map key

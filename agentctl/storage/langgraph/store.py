@@ -775,8 +775,9 @@ class LangGraphStore(ConnectedStore):
                 out.append(exc)
         return out
 
-    def _data(self, r: dict[str, Any], blobs: list[Any]) -> Any:
-        """A checkpoint row's payload decoded (Postgres: with its blobs' channel values)."""
+    def _data(self, r: dict[str, Any], blobs: list[Any], capped: bool = True) -> Any:
+        """A checkpoint row's payload decoded (Postgres: with its blobs' channel values);
+        `capped` False: see serde.decode_typed."""
         try:
             if self._pg:
                 data = deep.loads(r["payload"])
@@ -788,7 +789,7 @@ class LangGraphStore(ConnectedStore):
                     values[channel] = serde.decode_typed(type_, blob)
                 data["channel_values"] = values
                 return data
-            return serde.decode_typed(r.get("type"), r.get("payload"))
+            return serde.decode_typed(r.get("type"), r.get("payload"), capped)
         except (serde.DecodeError, ValueError) as exc:
             raise CorruptRowError(r["checkpoint_id"], "checkpoint", str(exc)) from None
 
@@ -809,18 +810,21 @@ class LangGraphStore(ConnectedStore):
                         if len(r.get("payload") or b"") <= HEAD_SUMMARY_MAX_BYTES]
                 blobs = await self._blobs(tid, ns, [r["checkpoint_id"] for r in rows]) if self._pg else {}
                 for r in rows:
-                    try:
-                        data = self._data(r, blobs.get(r["checkpoint_id"], []))
+                    try:  # the whole payload is not walked: the two values read are capped
+                        data = self._data(r, blobs.get(r["checkpoint_id"], []), capped=False)
                     except CorruptRowError:
                         continue
                     if not isinstance(data, dict):
                         continue
-                    seen = data.get("versions_seen")
+                    seen = deep.cap(data.get("versions_seen"))
                     values = data.get("channel_values")
-                    msgs = serde.transcript(_unwrap_snapshot(values.get("messages"))) if isinstance(
-                        values, dict) else None
-                    text = _message_summary([x for x in msgs if isinstance(x, dict)]) if isinstance(
-                        msgs, list) else ""
+                    msgs = _unwrap_snapshot(values.get("messages")) if isinstance(values, dict) else None
+                    text = ""
+                    for m in reversed(msgs) if isinstance(msgs, list) else ():  # the last message's
+                        m = serde.transcript(deep.cap(m) if isinstance(m, (dict, list, tuple)) else m)
+                        if isinstance(m, dict):
+                            text = _message_summary([m])
+                            break
                     facts[(tid, ns, r["checkpoint_id"])] = (seen if isinstance(seen, dict) else {}, text)
         out = []
         for m in metas:
