@@ -34,6 +34,9 @@ BUILTIN = (
     "agentctl.storage.article:FORMAT",
     "agentctl.storage.openai_agents:FORMAT",
     "agentctl.storage.adk:FORMAT",
+    "agentctl.storage.crewai:FORMAT",
+    "agentctl.storage.crewai:FLOWS",
+    "agentctl.storage.crewai:REPLAY",
 )
 
 
