@@ -53,19 +53,24 @@ _READS = frozenset({Capability.READ, Capability.SEARCH, Capability.DOCTOR, Capab
 _SQLITE_ONLY = {c.value: ("sqlite",) for c in Capability}  # CrewAI writes SQLite files only
 
 
+_WRITES = frozenset({Capability.REWIND, Capability.BRANCH, Capability.EDIT, Capability.DELETE, Capability.UNDO,
+                     Capability.REDO})
+
+
 def _spec(name: str, title: str, description: str, matches: Callable[[Mapping[str, set[str]]], bool],
-          opener: str, tables: tuple[str, ...]) -> FormatSpec:
-    return FormatSpec(name=name, title=title, description=description, capabilities=_READS,
-                      dialects=_SQLITE_ONLY, matches=matches,
-                      store=f"agentctl.storage.crewai.store:{opener}", tables=tables)
+          opener: str, tables: tuple[str, ...], history: str = "") -> FormatSpec:
+    return FormatSpec(name=name, title=title, description=description,
+                      capabilities=_READS | (_WRITES if history else frozenset()),
+                      dialects=_SQLITE_ONLY, matches=matches, store=f"agentctl.storage.crewai.store:{opener}",
+                      history=f"agentctl.storage.crewai.history:{history}" if history else "", tables=tables)
 
 
 FORMAT = _spec("crewai", "CrewAI checkpoints",
                "CrewAI's SqliteProvider checkpoints (JSONB): a thread per branch, a checkpoint per row",
-               _checkpoints, "open_checkpoints", ("checkpoints",))
+               _checkpoints, "open_checkpoints", ("checkpoints",), "CheckpointHistory")
 FLOWS = _spec("crewai-flows", "CrewAI flow states",
               "CrewAI's @persist flow states (SQLiteFlowPersistence): a thread per flow_uuid, a checkpoint "
-              "per saved state", _flows, "open_flows", ("flow_states", "pending_feedback"))
+              "per saved state", _flows, "open_flows", ("flow_states", "pending_feedback"), "FlowStateHistory")
 REPLAY = _spec("crewai-replay", "CrewAI replay store",
                "CrewAI's latest_kickoff_task_outputs (read only: every kickoff resets it): one thread, a "
                "checkpoint per task", _replay, "open_replay", ("latest_kickoff_task_outputs",))
