@@ -21,13 +21,12 @@ def crewai(python, tmp_path, db, *args):
 
 
 def dump(db: str, table: str) -> list:
-    """Every row of CrewAI's table (not agentctl's), JSONB decoded, in rowid order within
-    each thread (an undo puts rows back with new rowids, in their order)."""
+    """Every row of CrewAI's table (not agentctl's) with its rowid (CrewAI's order), JSONB
+    decoded."""
     con = sqlite3.connect(db)
-    thread = "branch" if table == "checkpoints" else "flow_uuid"
     try:
         return [[jsonb.decode(v) if isinstance(v, bytes) else v for v in r]
-                for r in con.execute(f"SELECT * FROM {table} ORDER BY {thread}, rowid")]
+                for r in con.execute(f"SELECT rowid, * FROM {table} ORDER BY rowid")]
     finally:
         con.close()
 
@@ -112,6 +111,23 @@ def test_checkpoint_threads_delete(crewai_copy, crewai_files):
     ok(db, "threads", "delete", w["fork_branch"], "--yes", "--no-backup")
     assert [t["thread_id"] for t in cli_json(db, "threads", "list")] == ["main"]
     undo_redo(db, "checkpoints", before)
+
+
+def test_checkpoint_prune_keeps_fork_points_and_the_newest(crewai_copy, crewai_files, crewai_python, tmp_path):
+    _, w = crewai_files
+    db = crewai_copy("checkpoints.db")
+    before = dump(db, "checkpoints")
+    plan = cli_json(db, "prune", "--keep-last", "2", "--dry-run")
+    main = [p for p in plan if p["thread_id"] == "main"][0]
+    assert main["fork_points"] == [w["rome"][1]]  # the fork's parent stays
+    gone = [m["checkpoint_id"] for m in main["delete"]]
+    assert gone == w["paris"] + [w["rome"][0], w["rome"][2]]
+    ok(db, "prune", "--keep-last", "2", "--yes", "--no-backup")
+    listing = crewai(crewai_python, tmp_path, db, "list")
+    assert {c["name"] for c in listing["list"]} == {w["rome"][1], *w["resumed"], *w["fork"]}
+    undo_redo(db, "checkpoints", before)  # rows back at their rowids: CrewAI's order
+    went = crewai(crewai_python, tmp_path, db, "resume", w["rome"][1])  # a kept fork point
+    assert went["restored"]["completed"] == ["book", "plan"] and went["result"] == "report Rome zephyrine"
 
 
 def test_flow_rewind_load_state_and_kickoff_continue(crewai_copy, crewai_files, crewai_python, tmp_path):

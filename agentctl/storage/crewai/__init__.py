@@ -57,10 +57,14 @@ _WRITES = frozenset({Capability.REWIND, Capability.BRANCH, Capability.EDIT, Capa
                      Capability.REDO})
 
 
+_PRUNE = frozenset({Capability.PRUNE})
+
+
 def _spec(name: str, title: str, description: str, matches: Callable[[Mapping[str, set[str]]], bool],
           opener: str, tables: tuple[str, ...], history: str = "") -> FormatSpec:
     return FormatSpec(name=name, title=title, description=description,
-                      capabilities=_READS | (_WRITES if history else frozenset()),
+                      capabilities=_READS | (_WRITES if history else frozenset())
+                      | (_PRUNE if history == "CheckpointHistory" else frozenset()),
                       dialects=_SQLITE_ONLY, matches=matches, store=f"agentctl.storage.crewai.store:{opener}",
                       history=f"agentctl.storage.crewai.history:{history}" if history else "", tables=tables)
 

@@ -12,6 +12,8 @@ both, in `data` and in the columns):
   whose first row holds REF's state, its parent REF;
 - `edit REF --set KEY=JSON`: a new row of REF's branch, a copy of REF with the values
   (KEY a path in `data`, e.g. `entities.0.checkpoint_state.city`), its parent REF;
+- `prune --keep-last N` / `--older-than AGE`: each branch's older rows (never its newest,
+  nor a row another branch was forked from);
 - `threads delete BRANCH`: its rows to the trash. (An undo puts rows back with new
   rowids: in their order within the branch, but after the rows other branches got
   meanwhile; `rewind --hard`, whose undo would move a branch's rows behind another's, is
@@ -66,7 +68,8 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
     async def fingerprint(self, tx: Any, thread: str) -> list[Any]:
         s = self.store
         size = " + ".join(f"COALESCE(LENGTH(CAST({c} AS BLOB)), 0)" for c in s.COLUMNS)
-        r = (await tx.fetch(f"SELECT COUNT(*) AS n, MAX({s.ORDER}) AS m, COALESCE(SUM({size}), 0) AS b "
+        # (by key, not rowid: an undo of checkpoints puts their rowids back after its move)
+        r = (await tx.fetch(f"SELECT COUNT(*) AS n, MAX({s.KEY}) AS m, COALESCE(SUM({size}), 0) AS b "
                             f"FROM {s.TABLE} WHERE {s.THREAD} = ?", thread))[0]
         return [int(r["n"]), r["m"], int(r["b"])]
 
@@ -103,10 +106,16 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
                 raise UsageError(f"thread {thread_id!r} not found")
             deleted = [s.cid(k) for k in keys]
             summary = f"delete thread {thread_id} ({len(keys)} checkpoint(s))"
-            op = await self.journal_begin(tx, "delete_thread", summary, [thread_id], {"deleted": deleted})
+            op = await self.journal_begin(tx, "delete_thread", summary, [thread_id],
+                                          {"deleted": deleted, **await self._rowids(tx, thread_id)})
             await op.delete(s.TABLE, (s.KEY,), f"{s.THREAD} = ?", (thread_id,))
             op_id = await self.journal_finish(op)
         return OpResult(op_id, "delete_thread", summary, deleted=deleted)
+
+    async def _rowids(self, tx: Any, thread_id: str, ids: Sequence[str] | None = None) -> dict[str, Any]:
+        """What an undo needs to put deleted rows back in their place (checkpoints: their
+        rowids, CrewAI's order); nothing for flow states (their id is their order)."""
+        return {}
 
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         d, undo = record["details"], image == "before"
@@ -236,6 +245,110 @@ class CheckpointHistory(_Base):
             op_id = await self.journal_finish(op)
         return OpResult(op_id, "edit", f"edited {branch}: {cid}, a copy of {meta.checkpoint_id} with {what}, "
                         "is its newest row", created=[cid])
+
+
+    async def _rowids(self, tx: Any, thread_id: str, ids: Sequence[str] | None = None) -> dict[str, Any]:
+        rows = await tx.fetch("SELECT id, rowid AS o FROM checkpoints WHERE branch = ?", thread_id)
+        want = None if ids is None else set(ids)
+        return {"rowids": {r["id"]: int(r["o"]) for r in rows if want is None or r["id"] in want}}
+
+    async def journal_move(self, tx: Any, record: dict[str, Any], image: str,
+                           threads: Sequence[str] | None = None) -> dict[str, Any]:
+        """The journal's move, then (an undo) the rows it put back at their rowids again:
+        CrewAI orders a branch (and finds its latest row) by rowid, and the journal's
+        insert gives them new ones, after every row. A rowid another row took meanwhile
+        is left as the insert made it."""
+        moved = await super().journal_move(tx, record, image, threads)
+        if image == "before":
+            for cid, rowid in sorted((record["details"].get("rowids") or {}).items(), key=lambda kv: kv[1]):
+                if not await tx.fetch("SELECT 1 AS x FROM checkpoints WHERE rowid = ?", rowid):
+                    await tx.execute("UPDATE checkpoints SET rowid = ? WHERE id = ?", rowid, cid)
+        return moved
+
+    # ---- prune ----------------------------------------------------------------------
+
+    prune_policies = ("keep_last_n", "keep_age")
+
+    @staticmethod
+    def _policy(spec: Any) -> tuple[Any, float]:
+        from agentctl.storage.contract import Unsupported
+        from agentctl.storage.results import CheckpointGC
+
+        if spec.milestones is not None or spec.statuses is not None:
+            raise Unsupported("crewai", "prune --milestones/--status")
+        if spec.keep_last is not None:
+            return CheckpointGC.KEEP_LAST_N, float(spec.keep_last)
+        if spec.older_than is not None:
+            return CheckpointGC.KEEP_AGE, float(spec.older_than)
+        raise UsageError("give a policy: --keep-last N or --older-than AGE")
+
+    async def _prune_rows(self, fetch: Any, spec: Any, now: datetime) -> list[tuple[str, list[Any], int, list[str]]]:
+        """(branch, the rows to delete, how many stay, the fork points kept) of each branch
+        asked for: the older rows beyond the newest N (or older than the age), never the
+        branch's newest row (what CrewAI restores) nor a row another branch was forked from."""
+        from agentctl.storage.crewai.store import ts_iso
+        from agentctl.storage.timefmt import to_datetime
+
+        policy, param = self._policy(spec)
+        branches = spec.threads if spec.threads is not None else [
+            r["b"] for r in await fetch("SELECT DISTINCT branch AS b FROM checkpoints ORDER BY b")]
+        out = []
+        for branch in branches:
+            rows = await fetch("SELECT id, created_at, rowid AS o FROM checkpoints WHERE branch = ? ORDER BY rowid",
+                               branch)
+            if not rows:
+                raise UsageError(f"thread {branch!r} not found")
+            forks = {r["p"] for r in await fetch("SELECT DISTINCT parent_id AS p FROM checkpoints WHERE branch <> ? "
+                                                 "AND parent_id IS NOT NULL", branch)}
+            if policy.value == "keep_last_n":
+                old = rows[:max(len(rows) - int(param), 0)]
+            else:
+                cut = now.timestamp() - param
+                old = [r for r in rows[:-1] if to_datetime(ts_iso(r["created_at"])).timestamp() < cut]
+            old = [r for r in old if r["o"] != rows[-1]["o"]]
+            kept = [r["id"] for r in old if r["id"] in forks]
+            gone = [r for r in old if r["id"] not in forks]
+            out.append((branch, gone, len(rows) - len(gone), kept))
+        return out
+
+    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[Any]:
+        from agentctl.model import CheckpointMetadata
+        from agentctl.storage.crewai.store import ts_iso
+        from agentctl.storage.results import PrunePlan
+
+        policy, param = self._policy(spec)
+        await self.store.connect()
+        out = []
+        for branch, gone, keep, forks in await self._prune_rows(self.store._q, spec, self._clock()):
+            steps = {r["o"]: i + 1 for i, r in enumerate(await self.store._q(
+                "SELECT rowid AS o FROM checkpoints WHERE branch = ? ORDER BY rowid", branch))}
+            shown = gone if preview is None else gone[:preview]
+            metas = [CheckpointMetadata(branch, r["id"], steps[r["o"]], None, ts_iso(r["created_at"])) for r in shown]
+            out.append(PrunePlan(branch, policy, param, metas, keep, len(gone), forks_kept=len(forks),
+                                 fork_points=forks))
+        return out
+
+    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Any = None) -> list[Any]:
+        from agentctl.storage.results import OpResult
+        from agentctl.storage.sqlutil import in_chunks
+
+        async with self.journal_tx(list(spec.threads or [])) as tx:
+            found = [p for p in await self._prune_rows(tx.fetch, spec, self._clock()) if p[1]]
+            if not found:
+                return [OpResult(None, "prune", "nothing to prune")]
+            deleted = [r["id"] for _, gone, _, _ in found for r in gone]
+            branches = [b for b, *_ in found]
+            summary = f"prune {len(deleted)} checkpoint(s) of {len(branches)} branch(es)"
+            rowids = {r["id"]: int(r["o"]) for _, gone, _, _ in found for r in gone}
+            op = await self.journal_begin(tx, "prune", summary, branches,
+                                          {"threads": {b: len(g) for b, g, _, _ in found}, "deleted": deleted,
+                                           "rowids": rowids})
+            for ph, chunk in in_chunks(deleted):
+                await op.delete(self.store.TABLE, ("id",), f"id IN ({ph})", chunk)
+            if progress is not None:
+                progress(len(found))
+            op_id = await self.journal_finish(op)
+        return [OpResult(op_id, "prune", summary, deleted=deleted)]
 
 
 class FlowStateHistory(_Base):
