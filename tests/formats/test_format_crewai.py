@@ -96,7 +96,14 @@ def test_checkpoints_cli_reads(crewai_copy, crewai_files):
     stats = cli_json(db, "stats")
     assert stats["checkpoints"] == 9 and stats["threads"] == 2
     doctor = cli_json(db, "doctor", code=0)
-    assert {x.split(":")[0] for x in doctor["warnings"]} == set(w["resumed"] + w["fork"])
+    index = [x for x in doctor["warnings"] if "checkpoints(branch)" in x]
+    assert len(index) == 1 and "--fix-indexes" in index[0]
+    rows = [x.split(":")[0] for x in doctor["warnings"] if x not in index]
+    assert sorted(rows) == sorted(w["resumed"] + w["fork"])
+    r = cli(db, "doctor", "--fix-indexes")
+    assert r.exit_code == 0 and "agentctl_checkpoints_branch" in r.stdout + r.stderr
+    assert not [x for x in cli_json(db, "doctor")["warnings"] if "checkpoints(branch)" in x]
+    assert cli_json(db, "threads", "list") == threads  # the same reads through the index
     r = cli(db, "export")
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     assert r.exit_code == 0 and len(lines) == 9

@@ -318,15 +318,13 @@ class RowStore(ConnectedStore):
             return []
         want = set(thread_ids)
         out: list[CheckpointMetadata] = []
-        for t in await self.find_thread_ids("", 100_000):
-            if t in want:
-                continue
-            first = await self._page(t, 1, 0, False)
-            if not first:
-                continue
-            fork = await self._fork_of(first[0])
-            if fork and fork[0] in want:
-                out.append(await self._meta(first[0], 1))
+        # every branch's first row in one query (one pass, with or without an index)
+        for r in await self._q(f"SELECT {self.THREAD} AS t, MIN({self.ORDER}) AS o FROM {self.TABLE} "
+                               f"GROUP BY {self.THREAD} ORDER BY t"):
+            first = None if r["t"] in want else await self._row_at(r["t"], r["o"])
+            fork = await self._fork_of(first) if first is not None else None
+            if first is not None and fork and fork[0] in want:
+                out.append(await self._meta(first, 1))
         return out
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
@@ -342,13 +340,17 @@ class RowStore(ConnectedStore):
                                ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         for tid in threads:
-            offset = 0
+            step = 0
             prev: str | None = None
-            while True:
-                rows = await self._page(tid, batch, offset, False)
-                for i, r in enumerate(rows):
+            last: Any = None
+            while True:  # a page at a time after the last row read (not OFFSET: no re-reading)
+                after = "" if last is None else f" AND {self.ORDER} > ?"
+                rows = await self._q(f"{self._SELECT} WHERE {self.THREAD} = ?{after} ORDER BY {self.ORDER} LIMIT ?",
+                                     tid, *(() if last is None else (last,)), int(batch))
+                for r in rows:
+                    step += 1
                     d = self._decode_safe(r)
-                    meta = await self._meta(r, offset + i + 1, prev, decoded=d)
+                    meta = await self._meta(r, step, prev, decoded=d)
                     prev = meta.checkpoint_id
                     try:
                         yield self._checkpoint(meta, d)
@@ -356,7 +358,7 @@ class RowStore(ConnectedStore):
                         yield exc
                 if len(rows) < batch:
                     break
-                offset += batch
+                last = rows[-1]["o"]
 
     # ---- search, doctor, stats -----------------------------------------------------------
 
@@ -447,7 +449,7 @@ class CheckpointStore(RowStore):
     KEY = "id"
     TIME = "created_at"
     own_parents = True
-    doctor_checks = ("invalid_rows", "resumed_entities", "column_mismatch")
+    doctor_checks = ("invalid_rows", "resumed_entities", "column_mismatch", "missing_index")
 
     def decode(self, row: Mapping[str, Any]) -> Decoded:
         data = load_json(row["data"])
@@ -482,14 +484,36 @@ class CheckpointStore(RowStore):
         return Decoded(messages, state, summary, tags=tags, parent=parent if isinstance(parent, str) else None,
                        raw=data)
 
+    #: the index agentctl's reads of a branch want (CrewAI's table has only its primary
+    #: key): `doctor --fix-indexes` creates it; CrewAI's own writes and reads ignore it
+    INDEX = ("agentctl_checkpoints_branch", "CREATE INDEX IF NOT EXISTS agentctl_checkpoints_branch "
+             "ON checkpoints(branch)")
+
+    async def _has_index(self) -> bool:
+        return bool(await self._q("SELECT 1 AS x FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints' "
+                                  "AND sql LIKE '%(branch%'"))
+
+    async def fix_indexes(self) -> list[str]:
+        """The index on checkpoints(branch) (`threads list`, `show BRANCH`, `log` read a
+        branch through it instead of scanning every row), in one transaction."""
+        if await self._has_index():
+            return []
+        async with self._db.transaction() as tx:
+            await tx.execute(self.INDEX[1])
+        return [self.INDEX[0]]
+
     async def _more_problems(self, limit: int) -> list[Problem]:
         """Rows a resumed run wrote (two flow entities, the first empty: CrewAI's
         `Flow.from_checkpoint`), and rows whose branch or parent columns disagree with
         their `data` (CrewAI reads `data`)."""
         problems: list[Problem] = []
-        offset = 0
+        if not await self._has_index():
+            problems.append(Problem("warning", "missing_index", "checkpoints",
+                                    "no index on checkpoints(branch): reads of a branch scan every row "
+                                    "(`agentctl doctor --fix-indexes` adds one; CrewAI ignores it)"))
+        last = -(2**63)
         while len(problems) < 2 * limit:
-            rows = await self._q(f"{self._SELECT} ORDER BY rowid LIMIT 500 OFFSET ?", offset)
+            rows = await self._q(f"{self._SELECT} WHERE rowid > ? ORDER BY rowid LIMIT 500", last)
             for r in rows:
                 d = self._decode_safe(r)
                 if not isinstance(d.raw, dict):
@@ -503,7 +527,7 @@ class CheckpointStore(RowStore):
                                             f"{self.cid(r)}: the branch/parent_id columns differ from data's (CrewAI reads data)"))
             if len(rows) < 500:
                 break
-            offset += 500
+            last = rows[-1]["o"]
         return problems
 
 
