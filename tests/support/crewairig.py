@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.rig import REPO
+from tests.support.rig import REPO, rig_cache
 
 CREWAI_DIR = REPO / "tests" / "crewai"
 REQUIREMENTS = CREWAI_DIR / "requirements.txt"
@@ -41,18 +41,10 @@ PIP_TIMEOUT = 1800
 _DONE = ".agentctl-crewai-done"
 
 
-def cache_root() -> Path:
-    base = os.environ.get("AGENTCTL_TEST_CREWAI_CACHE")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "agentctl-tests"
-
-
 def rig_dir() -> Path:
     h = hashlib.sha256(REQUIREMENTS.read_bytes())
     h.update(f"{sys.version_info.major}.{sys.version_info.minor}".encode())
-    return cache_root() / f"crewai-{h.hexdigest()[:16]}"
+    return rig_cache("AGENTCTL_TEST_CREWAI_CACHE") / f"crewai-{h.hexdigest()[:16]}"
 
 
 def install() -> Path:
