@@ -35,6 +35,9 @@ BUILTIN = (
     "agentctl.storage.openai_agents:FORMAT",
     "agentctl.storage.adk:FORMAT",
     "agentctl.storage.agno:FORMAT",
+    "agentctl.storage.crewai:FORMAT",
+    "agentctl.storage.crewai:FLOWS",
+    "agentctl.storage.crewai:REPLAY",
 )
 
 

@@ -21,7 +21,8 @@ from agentctl.storage import formats, plugins
 from agentctl.storage.contract import Capability, FormatSpec
 from tests.support.rig import REPO
 
-BUILTIN_NAMES = ["langgraph", "agentos", "article", "openai-agents", "adk", "agno"]
+BUILTIN_NAMES = ["langgraph", "agentos", "article", "openai-agents", "adk", "agno", "crewai", "crewai-flows",
+                 "crewai-replay"]
 
 
 def test_the_built_ins_register_in_detection_order():

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.rig import REPO
+from tests.support.rig import REPO, rig_cache
 
 NODE_DIR = REPO / "tests" / "node"
 FILES = ("package.json", "package-lock.json")
@@ -61,11 +61,7 @@ def node_abi() -> str:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("AGENTCTL_TEST_NODE_CACHE")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "agentctl-tests"
+    return rig_cache("AGENTCTL_TEST_NODE_CACHE")
 
 
 def rig_dir(abi: str | None = None) -> Path:

@@ -27,6 +27,16 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def rig_cache(env_var: str) -> Path:
+    """Where a rig keeps what it installs once: `env_var`'s folder if set, else
+    `~/.cache/agentctl-tests` (or under XDG_CACHE_HOME)."""
+    base = os.environ.get(env_var)
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "agentctl-tests"
+
+
 def run_sync(coro_fn: Callable[[], Any]) -> Any:
     """Run a coroutine function to completion, also from inside a running event loop."""
     return run(coro_fn())

@@ -1,0 +1,132 @@
+"""The CrewAI rig: `crewai` in a venv of its own, for the CrewAI format's tests.
+
+CrewAI needs SQLite >= 3.45 (its checkpoints are written with `jsonb()`) and its install
+is about 1 GB: it is kept out of the test environment (whose Python may link an older
+SQLite: agentctl itself reads and writes JSONB in Python, `storage/sql/jsonb.py`).
+`tests/crewai/requirements.txt` names crewai and pysqlite3-binary (a current SQLite,
+which the scripts run here put in place of `sqlite3` before crewai is imported). The
+session fixture `crewai_python` makes the venv once, keyed by the hash of that file and
+of the Python version, `~/.cache/agentctl-tests/crewai-<hash>` (or under
+`AGENTCTL_TEST_CREWAI_CACHE`), behind a file lock (xdist workers wait for the first);
+later sessions find it done.
+
+`crewai_files` writes the fixture files once per session with the real crewai
+(`tests/crewai/crewai_write.py`); `crewai_copy(name)` copies one per test.
+
+A machine that cannot build the venv (no network, no pip) skips these tests with the
+reason, except under `AGENTCTL_REQUIRE_CREWAI=1` (CI), where that is a failure (as
+AGENTCTL_REQUIRE_PG and AGENTCTL_REQUIRE_NODE).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.rig import REPO, rig_cache
+
+CREWAI_DIR = REPO / "tests" / "crewai"
+REQUIREMENTS = CREWAI_DIR / "requirements.txt"
+REQUIRE_CREWAI = os.environ.get("AGENTCTL_REQUIRE_CREWAI") == "1"
+PIP_TIMEOUT = 1800
+_DONE = ".agentctl-crewai-done"
+
+
+def rig_dir() -> Path:
+    h = hashlib.sha256(REQUIREMENTS.read_bytes())
+    h.update(f"{sys.version_info.major}.{sys.version_info.minor}".encode())
+    return rig_cache("AGENTCTL_TEST_CREWAI_CACHE") / f"crewai-{h.hexdigest()[:16]}"
+
+
+def install() -> Path:
+    """The venv's python, made (venv + pip install -r requirements.txt) unless done already."""
+    root = rig_dir()
+    python = root / "bin" / "python"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{root}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / _DONE).exists():
+            return python
+        shutil.rmtree(root, ignore_errors=True)  # a half-done install of an interrupted run
+        steps = ([sys.executable, "-m", "venv", str(root)],
+                 [str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)])
+        for argv in steps:
+            try:
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=PIP_TIMEOUT)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise RuntimeError(f"{argv[2]} did not finish: {exc}") from exc
+            if r.returncode != 0:
+                raise RuntimeError(f"the CrewAI rig's {' '.join(argv[1:3])} failed in {root}: "
+                                   f"{(r.stderr or r.stdout).strip()[-800:]}")
+        (root / _DONE).write_text("ok\n")
+        return python
+
+
+@pytest.fixture(scope="session")
+def crewai_python() -> str:
+    """The rig's interpreter (crewai installed; pysqlite3 for a current SQLite)."""
+    try:
+        return str(install())
+    except RuntimeError as exc:
+        if REQUIRE_CREWAI:
+            pytest.fail(f"AGENTCTL_REQUIRE_CREWAI=1 but {exc}")
+        pytest.skip(str(exc))
+
+
+def run_crewai(python: str, script: str | Path, *args: str, cwd: Path, timeout: float = 300,
+               check: bool = True) -> subprocess.CompletedProcess:
+    """Run a script of tests/crewai (or a script's text) with the rig's python in `cwd`
+    (CrewAI's default storage under cwd, no telemetry)."""
+    if not isinstance(script, Path):
+        path = cwd / "crewai_script.py"
+        path.write_text(script)
+        script = path
+    env = {**os.environ, "PYTHONPATH": str(CREWAI_DIR), "CREWAI_STORAGE_DIR": str(cwd / "storage"),
+           "CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true", "CREWAI_TRACING_ENABLED": "false"}
+    r = subprocess.run([python, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                       timeout=timeout)
+    if check and r.returncode != 0:
+        pytest.fail(f"{script.name} exited {r.returncode}:\n{r.stderr.strip()[-3000:]}")
+    return r
+
+
+def last_json(out: str) -> Any:
+    """The JSON value on the last line of a script's stdout (CrewAI prints panels before)."""
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def crewai_files(crewai_python, tmp_path_factory) -> tuple[Path, dict[str, Any]]:
+    """The fixture files written once by the real crewai: (their folder, what was written:
+    the ids of each run's checkpoints, the fork's branch, the flows' uuids, the task ids)."""
+    out = tmp_path_factory.mktemp("crewai")
+    r = run_crewai(crewai_python, CREWAI_DIR / "crewai_write.py", str(out / "files"), cwd=out)
+    return out / "files", last_json(r.stdout)
+
+
+@pytest.fixture
+def crewai_copy(crewai_files, tmp_path):
+    """copy(name) -> the path of a fresh copy of one fixture file ("checkpoints.db",
+    "flow_states.db", "latest_kickoff_task_outputs.db") in this test's folder."""
+    folder, _ = crewai_files
+
+    def copy(name: str) -> str:
+        dest = tmp_path / name
+        con_src = folder / name
+        shutil.copyfile(con_src, dest)
+        for suffix in ("-wal", "-shm"):
+            side = Path(f"{con_src}{suffix}")
+            if side.exists():
+                shutil.copyfile(side, f"{dest}{suffix}")
+        return str(dest)
+
+    return copy
