@@ -122,11 +122,22 @@ class FormatSpec:
     dialects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: a plug-in's: the formats it is tried before in detection (else after the built-ins)
     detect_before: tuple[str, ...] = ()
+    #: why a database that matches no format is not of this one, when its tables come
+    #: close ({table: columns} -> one clause, or None): the message of a failed detection
+    mismatch: Callable[[Mapping[str, set[str]]], str | None] | None = None
+    #: "module:name" of `read(path, limit=N)`: the first page of `threads list` of a
+    #: SQLite file, read on the caller's thread (the TUI's start); "" when none
+    first_page: str = ""
 
     def open(self, kind: str, target: str, *, readonly: bool = True, create: bool = False,
              **kwargs: Any) -> "Store":
         opener = _entry_point(self.store)
         return opener(kind, target, readonly=readonly, create=create, **kwargs)
+
+    def read_first_page(self, path: str, limit: int) -> list[Any]:
+        if not self.first_page:
+            raise Unsupported(self.name, "a first page read apart")
+        return _entry_point(self.first_page)(path, limit=limit)
 
     def make_history(self, store: "Store", **options: Any) -> "History":
         if not self.history:

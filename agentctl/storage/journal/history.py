@@ -78,14 +78,14 @@ class JournalHistory:
         if self.old_log is None:
             return None
         await self.store.connect()
-        return await self.old_log.oplog(self.store._db, limit)
+        return await self.old_log.oplog(self.store.connection, limit)
 
     async def legacy_purge(self) -> Any | None:
         """What purge frees in the previous op log's trash while it is not migrated (None: none)."""
         if self.old_log is None:
             return None
         await self.store.connect()
-        return await self.old_log.purge_plan(self.store._db)
+        return await self.old_log.purge_plan(self.store.connection)
 
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         """{created|deleted|moved: [checkpoint ids]} of putting `image` of `record` back."""
@@ -137,7 +137,7 @@ class JournalHistory:
     async def journal_tx(self, threads: Sequence[str] = ()) -> AsyncIterator[Any]:
         """A write transaction, the previous op log migrated first and the format's locks taken."""
         await self.store.connect()
-        async with self.store._db.transaction(list(threads)) as tx:
+        async with self.store.connection.transaction(list(threads)) as tx:
             await self.migrate(tx)
             await self.lock(tx, list(threads))
             yield tx
@@ -159,7 +159,7 @@ class JournalHistory:
         if legacy is not None:
             return legacy
         await self.store.connect()
-        rows = await ops.listing(self.store._db, limit)
+        rows = await ops.listing(self.store.connection, limit)
         counts = await self._trash_counts(rows)
         return [_record(r, counts.get(int(r["op_id"]), 0)) for r in rows]
 
@@ -167,7 +167,7 @@ class JournalHistory:
         """Rows each op (not purged) holds in the trash: what purge would free of it."""
         held = [r for r in rows if not r["purged"] and r["tables"]]
         counts: dict[int, int] = {}
-        db = self.store._db
+        db = self.store.connection
         for table in sorted({t for r in held for t in r["tables"]}):
             ids = [int(r["op_id"]) for r in held if table in r["tables"]]
             marks = ", ".join("?" for _ in ids)
@@ -223,7 +223,7 @@ class JournalHistory:
                 raise OperationError(f"{kind} --dry-run: this database's op log is of an older layout; "
                                      f"it is moved to the journal by the first write")
             await self.store.connect()
-            reader = _Reader(self.store._db)
+            reader = _Reader(self.store.connection)
             rec = await self._pick(reader, op_id, undone)
             await ops.check(reader, rec, 0 if undone else 1, self.fingerprint)
             ids = await self.preview_result(reader, rec, "after" if undone else "before")
@@ -271,7 +271,7 @@ class JournalHistory:
             if legacy is not None:
                 return legacy
             await self.store.connect()
-            rows = [r for r in await ops.listing(self.store._db, 2**31) if not r["purged"]]
+            rows = [r for r in await ops.listing(self.store.connection, 2**31) if not r["purged"]]
             counts = await self._trash_counts(rows)
             held = sorted(op for op, n in counts.items() if n)
             undone = sorted(int(r["op_id"]) for r in rows if r["undone"] and counts.get(r["op_id"]))
