@@ -37,7 +37,7 @@ __all__ = [
 
 def parse_url(url: str | None) -> tuple[str, str]:
     """("sqlite", path) or ("postgres", dsn)."""
-    from agentctl.storage.agentos.connect import parse_url as _parse
+    from agentctl.storage.sql.conn import parse_url as _parse
 
     return _parse(url)
 
@@ -96,15 +96,7 @@ def no_format_error(where: str, tables: Mapping[str, set[str]]) -> SchemaError:
     names = sorted(t for t in tables if not t.startswith(("sqlite_", "agentctl_")))
     shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
     known = ", ".join(f.name for f in formats())
-    cols = tables.get("checkpoints")
-    if cols is None:
-        why = "it has no 'checkpoints' table"
-    else:
-        from agentctl.storage.agentos import KEY_COLUMNS
-
-        lacks = ", ".join(c for c in KEY_COLUMNS if c not in cols)
-        why = (f"its 'checkpoints' table lacks column(s): {lacks}" if lacks
-               else "its 'checkpoints' table has LangGraph's checkpoint_ns without LangGraph's other tables")
+    why = next((w for f in formats() if f.mismatch and (w := f.mismatch(tables))), "no format's tables")
     return SchemaError(
         f"{where} matches no known format ({known}); {why}"
         + (f" (it has: {shown})" if names else " (it has no tables)"))
@@ -155,9 +147,7 @@ def first_thread_page(path: str, limit: int) -> list[Any]:
     """The first page of `threads list` of an AgentOS SQLite file, read synchronously on
     the caller's thread with a connection of its own (the TUI starts it before Textual
     is imported). Raises for anything else; the caller then reads the normal way."""
-    from agentctl.storage.agentos.sqlite import read_thread_summaries
-
-    return read_thread_summaries(path, limit=limit)
+    return get_format("agentos").read_first_page(path, limit)
 
 
 @asynccontextmanager

@@ -135,11 +135,22 @@ class FormatSpec:
     dialects: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: a plug-in's: the formats it is tried before in detection (else after the built-ins)
     detect_before: tuple[str, ...] = ()
+    #: why a database that matches no format is not of this one, when its tables come
+    #: close ({table: columns} -> one clause, or None): the message of a failed detection
+    mismatch: Callable[[Mapping[str, set[str]]], str | None] | None = None
+    #: "module:name" of `read(path, limit=N)`: the first page of `threads list` of a
+    #: SQLite file, read on the caller's thread (the TUI's start); "" when none
+    first_page: str = ""
 
     def open(self, kind: str, target: str, *, readonly: bool = True, create: bool = False,
              **kwargs: Any) -> "Store":
         opener = _entry_point(self.store)
         return opener(kind, target, readonly=readonly, create=create, **kwargs)
+
+    def read_first_page(self, path: str, limit: int) -> list[Any]:
+        if not self.first_page:
+            raise Unsupported(self.name, "a first page read apart")
+        return _entry_point(self.first_page)(path, limit=limit)
 
     def make_history(self, store: "Store", **options: Any) -> "History":
         if not self.history:
@@ -346,9 +357,11 @@ class Store(ABC):
         nothing. A format without filters has none."""
         return []
 
-    @abstractmethod
     async def thread_summary(self, thread_id: str) -> "ThreadSummary | None":
-        """The summary of one thread, or None when it does not exist."""
+        """The summary of one thread, or None when it does not exist. (Default: the
+        first thread by id among those the id starts, which is the id itself.)"""
+        page = await self.thread_summaries(1, 0, "thread", False, thread_id)
+        return page[0] if page and page[0].thread_id == thread_id else None
 
     async def all_thread_ids(self) -> list[str]:
         """Every thread id, sorted."""
@@ -361,9 +374,9 @@ class Store(ABC):
                 return out
             offset += 1000
 
-    @abstractmethod
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         """Thread ids that start with `prefix`, sorted."""
+        return [t.thread_id for t in await self.thread_summaries(limit, 0, "thread", False, prefix)]
 
     # ---- checkpoints ---------------------------------------------------------------
 
@@ -395,17 +408,31 @@ class Store(ABC):
     async def get(self, checkpoint_id: str) -> "Checkpoint | None":
         """The checkpoint with this id, or None. Raises CorruptRowError if it cannot be decoded."""
 
-    @abstractmethod
     async def get_metadata(self, checkpoint_id: str) -> "CheckpointMetadata | None":
-        """Only the metadata of a checkpoint."""
+        """Only the metadata of a checkpoint (default: `get`'s, content decoded too)."""
+        cp = await self.get(checkpoint_id)
+        return cp.metadata if cp is not None else None
 
-    @abstractmethod
     async def get_latest(self, thread_id: str) -> "Checkpoint | None":
         """The head of a thread, or None."""
+        page = await self.read_thread(thread_id, 1, 0, descending=True)
+        return await self.get(page[0].checkpoint_id) if page else None
 
-    @abstractmethod
+    async def _thread_metas(self, thread_id: str) -> AsyncIterator["CheckpointMetadata"]:
+        """A thread's checkpoints in step order, read a page at a time (the defaults' walk)."""
+        offset = 0
+        while page := await self.read_thread(thread_id, 1000, offset):
+            for meta in page:
+                yield meta
+            offset += len(page)
+
     async def at_step(self, thread_id: str, step: int) -> "CheckpointMetadata | None":
-        """The checkpoint of a thread at a step (the last one if the step repeats)."""
+        """The checkpoint of a thread at a step (the last one if the step repeats).
+        (Default: a walk of the thread; a store with an index on its steps seeks.)"""
+        found = None
+        async for meta in self._thread_metas(thread_id):
+            found = meta if meta.step == step else found
+        return found
 
     async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list["CheckpointMetadata"]:
         """Every checkpoint of a thread at a step (forks inside a thread repeat steps),
@@ -420,9 +447,14 @@ class Store(ABC):
         marks them; a format that records no failure has none."""
         return set()
 
-    @abstractmethod
     async def children(self, checkpoint_id: str) -> list["CheckpointMetadata"]:
-        """Checkpoints whose parent is this one, in any thread."""
+        """Checkpoints whose parent is this one, in any thread. (Default: a walk of its
+        thread, then the first checkpoints of the threads branched from it.)"""
+        meta = await self.get_metadata(checkpoint_id)
+        if meta is None:
+            return []
+        out = [m async for m in self._thread_metas(meta.thread_id) if m.parent_checkpoint_id == checkpoint_id]
+        return out + [m for m in await self.branches_of([meta.thread_id]) if m.parent_checkpoint_id == checkpoint_id]
 
     @abstractmethod
     async def branches_of(self, thread_ids: Sequence[str]) -> list["CheckpointMetadata"]:

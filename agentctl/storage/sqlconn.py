@@ -1,8 +1,8 @@
-"""Connections for the formats that read another program's tables (the OpenAI Agents
-SDK's sessions, Google ADK's sessions): the AgentOS backends with their own schema
-check replaced, so a format gets read-only SQLite (`mode=ro`) or read-only Postgres
-sessions (`default_transaction_read_only`), their error mapping, and their public
-`query(sql, *params)` (`?` placeholders on both dialects) and `transaction()`.
+"""What the stores of other programs' tables share (LangGraph's savers, the OpenAI Agents
+SDK's and Google ADK's sessions): `connection(kind, target, check)`, a connection of the
+shared layer (agentctl.storage.sql: read-only SQLite (`mode=ro`) or read-only Postgres
+sessions (`default_transaction_read_only`), error mapping, `query(sql, *params)` with `?`
+placeholders on both dialects and `transaction()`), and `ConnectedStore`, a Store on one.
 
 `check(tables)` gets {table: {columns}} of the database (its current schemas on
 Postgres) and raises SchemaError when the format cannot read it.
@@ -11,56 +11,25 @@ Postgres) and raises SchemaError when the format cannot read it.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from agentctl.storage.contract import Capability, Problem, Store, check_search_places
+from agentctl.storage.sql.conn import Check, Connection
 from agentctl.storage.sqlutil import like_escape  # (ADK's store imports it from here too)
 
-Check = Callable[[Mapping[str, set[str]]], None]
 
-
-def connection(kind: str, target: str, check: Check, *, readonly: bool = True) -> Any:
-    """A backend (not connected) on the database whose schema `check` accepts."""
+def connection(kind: str, target: str, check: Check, *, readonly: bool = True, **kwargs: Any) -> Any:
+    """A connection (not connected) to the database whose schema `check` accepts; on
+    Postgres one that gives way to the framework's own writers (`yields_to_writers`)."""
     if kind == "postgres":
-        from agentctl.storage.agentos.postgres import PostgresCheckpointer
+        from agentctl.storage.sql.postgres import PostgresConnection
 
-        class _PgConn(PostgresCheckpointer):
-            yields_to_writers = True  # the SDK's own service writes these tables
+        pg = PostgresConnection(target, readonly=readonly, create=False, check=check, **kwargs)
+        pg.yields_to_writers = True  # the framework's own service writes these tables
+        return pg
+    from agentctl.storage.sql.sqlite import SQLiteConnection
 
-            async def _check_schema(self, conn: Any) -> None:
-                from agentctl.storage.schema import PG_COLUMNS_SQL
-
-                rows = await conn.fetch(PG_COLUMNS_SQL)
-                found: dict[str, set[str]] = {}
-                for r in rows:
-                    found.setdefault(r[0], set()).add(r[1])
-                check(found)
-
-        return _PgConn(target, readonly=readonly, create=False)
-
-    from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
-    from agentctl.storage.sqlutil import map_sqlite_error
-    from agentctl.errors import NotADatabase
-
-    class _SqliteConn(SQLiteCheckpointer):
-        async def _check_schema(self, conn: Any) -> None:
-            import sqlite3
-
-            try:
-                rows = await conn.execute_fetchall(
-                    "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
-                    "WHERE m.type IN ('table', 'view')")
-            except sqlite3.DatabaseError as exc:
-                if "not a database" in str(exc).lower():
-                    raise NotADatabase(f"{self.path} is not a SQLite database") from None
-                raise map_sqlite_error(exc, self.path) from None
-            found: dict[str, set[str]] = {}
-            for table, column in rows:
-                found.setdefault(table, set()).add(column)
-            check(found)
-
-    return _SqliteConn(target, readonly=readonly, create=False)
-
+    return SQLiteConnection(target, readonly=readonly, create=False, check=check, **kwargs)
 
 
 async def non_json_numbers(db: Any, kind: str, table: str, column: str, key: str,
@@ -120,10 +89,15 @@ def prefix_range(column: str, prefix: str, params: list[Any]) -> str:
 
 
 class ConnectedStore(Store):
-    """A Store whose connection is `self._db` (one of `connection`'s): it opens and
-    closes with it."""
+    """A Store whose connection is `self._db` (one of `connection`'s, also its public
+    `connection`): it opens and closes with it."""
 
     _db: Any
+
+    @property
+    def connection(self) -> Connection:
+        """The store's connection (agentctl.storage.sql): what its History writes through."""
+        return self._db
     #: the rows a search's scan reads by its first query; each next one reads twice as
     #: many, up to 32 times as many (scan_pages)
     scan_page = 500
@@ -227,7 +201,7 @@ class ConnectedStore(Store):
         from agentctl.storage import textindex
 
         await self.connect()
-        session, note = await textindex.open_side(self._db._db_path, self.text_source())
+        session, note = await textindex.open_side(self._db.path, self.text_source())
         if note:
             self.last_search_note = note
         return session

@@ -157,7 +157,7 @@ def put_steps(cid: str, fail: bool = False):
 
 
 async def test_write_steps_share_commits_and_are_committed_on_return(backend, monkeypatch):
-    import agentctl.storage.agentos.sqlite as sqlite_backend
+    import agentctl.storage.sql.sqlite as sqlite_backend
 
     groups: list[int] = []
     real = sqlite_backend._run_jobs

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-import agentctl.storage.agentos.sqlite as sqlite_backend
+import agentctl.storage.sql.sqlite as sqlite_backend
 from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 from agentctl.engine import CheckpointEngine
 
@@ -36,7 +36,7 @@ async def backend(tmp_path):
 
 
 def count_calls(monkeypatch, name: str) -> list[int]:
-    """Counts the calls of a function of agentctl.storage.agentos.sqlite (and the writes of each)."""
+    """Counts the calls of a function of agentctl.storage.sql.sqlite (and the writes of each)."""
     calls: list[int] = []
     real = getattr(sqlite_backend, name)
 

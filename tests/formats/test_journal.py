@@ -86,7 +86,7 @@ async def test_delete_each_deletes_chunk_by_chunk_like_delete(backend, on_thread
     on its connection's thread, or one by one on an aiosqlite without that): the rows of
     every chunk deleted with their before-images, as `delete` of each; a failing chunk
     fails the whole write, nothing written."""
-    import agentctl.storage.agentos.sqlite as sqlite_backend
+    import agentctl.storage.sql.sqlite as sqlite_backend
 
     b, url = backend
     if not on_thread:
@@ -298,15 +298,15 @@ class _Format:
 
 
 class _Store:
-    """The store side the mixin reaches: `connect`, `_db`, `format`."""
+    """The store side the mixin reaches: `connect`, `connection`, `format`."""
 
     format = _Format()
 
     def __init__(self, b: Any) -> None:
-        self._db = b
+        self.connection = b
 
     async def connect(self) -> None:
-        await self._db.connect()
+        await self.connection.connect()
 
 
 class ItemsHistory(JournalHistory):

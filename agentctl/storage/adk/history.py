@@ -50,7 +50,7 @@ from agentctl.storage.timefmt import naive_utc
 
 if TYPE_CHECKING:
     from agentctl.storage.results import OpResult, RewindPlan, TimeTravelResult
-    from agentctl.storage.agentos.base import Transaction
+    from agentctl.storage.sql.conn import Transaction
     from agentctl.storage.adk.store import ADKStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")

@@ -45,7 +45,7 @@ async def rows_of(store: Any, fetch: Fetch, key: Sequence[str]) -> dict[str, Any
     """The session's, app's and user's state rows (None: no row) and the session's event ids."""
     out: dict[str, Any] = {}
     for table, n in STATE_TABLES:
-        if table == "sessions" or await store._db.table_exists(table):
+        if table == "sessions" or await store.connection.table_exists(table):
             out[table] = await _row(store.kind, fetch, table, key[:n])
     out["events"] = [r["id"] for r in await fetch(
         "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)]

@@ -10,7 +10,7 @@ from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
 from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
-from agentctl.storage.agentos.rows import message_hit_path, snippet_around  # the snippet rules all share
+from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.storage.adk.events import (
     APP,
     USER,
@@ -663,7 +663,7 @@ class ADKStore(ConnectedStore):
         if self.kind != "sqlite":
             raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
         await self.connect()
-        return await textindex.index_action(self._db._db_path, self.text_source(), action, "events")
+        return await textindex.index_action(self._db.path, self.text_source(), action, "events")
 
     async def _index_search(self, text: str, needle: str, role: str | None, limit: int, wanted: Any,
                             where: list[str], params: list[Any],
@@ -680,7 +680,7 @@ class ADKStore(ConnectedStore):
         session = await self.open_side_index()
         if session is None:
             return None
-        side = textindex.side_path(self._db._db_path)
+        side = textindex.side_path(self._db.path)
         try:
             candidates = session.candidates(needle)
             cond = "".join(" AND " + w for w in where)

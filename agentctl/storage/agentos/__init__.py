@@ -28,6 +28,15 @@ def _matches(tables: Mapping[str, set[str]]) -> bool:
             and all(c in cols for c in KEY_COLUMNS))
 
 
+def _mismatch(tables: Mapping[str, set[str]]) -> str:
+    cols = tables.get("checkpoints")
+    if cols is None:
+        return "it has no 'checkpoints' table"
+    lacks = ", ".join(c for c in KEY_COLUMNS if c not in cols)
+    return (f"its 'checkpoints' table lacks column(s): {lacks}" if lacks
+            else "its 'checkpoints' table has LangGraph's checkpoint_ns without LangGraph's other tables")
+
+
 FORMAT = FormatSpec(
     name="agentos",
     title="AgentOS checkpoints",
@@ -39,4 +48,6 @@ FORMAT = FormatSpec(
     history="agentctl.storage.agentos.history:CheckpointEngine",
     tables=("checkpoints",),
     dialects={Capability.BACKUP.value: ("sqlite",)},
+    mismatch=_mismatch,
+    first_page="agentctl.storage.agentos.sqlite:read_thread_summaries",
 )

@@ -24,122 +24,31 @@ let the engine read its side tables (`agentctl_*`, see agentctl/storage/agentos/
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Generator, Iterable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Sequence, Union
 
 from agentctl.storage.agentos.rows import (
-    ALL_COLUMNS,
-    checkpoint_params,
-    COLUMN_DEFS,
-    COLUMNS,
-    decode_column,
-    DELTA_MARKER,
-    DELTA_TAG,
-    DIALECT_INDEXES,
-    DIALECTS,
-    dumps,
-    hit_path,
-    INDEXES,
-    json_hit_tokens,
-    message_hit_path,
-    loads,
-    META_COLUMNS,
-    metadata_rows,
-    POSTGRES_SCHEMA,
-    REQUIRED_COLUMNS,
-    Row,
-    row_to_checkpoint,
-    row_to_metadata,
-    schema_sql,
-    search_messages,
-    snippet_around,
-    SQLITE_SCHEMA,
-    THREAD_ORDER_ASC,
-    THREAD_ORDER_DESC,
-    THREAD_ROW_COLUMNS,
-    token_part,
-)
-from agentctl.errors import ReadOnlyDatabase, SchemaError
+    ALL_COLUMNS, DELTA_MARKER, META_COLUMNS, metadata_rows, REQUIRED_COLUMNS, Row, row_to_checkpoint,
+    row_to_metadata, THREAD_ORDER_ASC, THREAD_ORDER_DESC, THREAD_ROW_COLUMNS)
+# re-exported: callers import these from here
+from agentctl.storage.agentos.rows import (
+    checkpoint_params, COLUMN_DEFS, COLUMNS, decode_column, DELTA_TAG, DIALECT_INDEXES, DIALECTS, dumps,  # noqa: F401
+    hit_path, INDEXES, json_hit_tokens, message_hit_path, loads, POSTGRES_SCHEMA, schema_sql,  # noqa: F401
+    search_messages, snippet_around, SQLITE_SCHEMA, token_part)  # noqa: F401
+from agentctl.errors import SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.contract import FormatSpec, Store
+from agentctl.storage.sql.conn import Reads, WriteSteps  # noqa: F401  (WriteSteps: re-exported)
+from agentctl.storage.sql.conn import Transaction as SQLTransaction
 
 
 # The row layer's names are re-exported: callers import them from here.
-__all__ = [
-    "ALL_COLUMNS",
-    "checkpoint_params",
-    "CheckpointBackend",
-    "check_columns",
-    "COLUMN_DEFS",
-    "COLUMNS",
-    "complete_checkpoint",
-    "decode_column",
-    "DELTA_MARKER",
-    "DELTA_TAG",
-    "DIALECT_INDEXES",
-    "DIALECTS",
-    "dumps",
-    "hit_path",
-    "INDEXES",
-    "json_hit_tokens",
-    "message_hit_path",
-    "loads",
-    "META_COLUMNS",
-    "metadata_rows",
-    "POSTGRES_SCHEMA",
-    "Reader",
-    "REQUIRED_COLUMNS",
-    "row_to_checkpoint",
-    "row_to_metadata",
-    "RowReads",
-    "schema_sql",
-    "search_messages",
-    "snippet_around",
-    "SQLITE_SCHEMA",
-    "THREAD_ORDER_ASC",
-    "THREAD_ORDER_DESC",
-    "THREAD_ROW_COLUMNS",
-    "token_part",
-    "Transaction",
-    "WriteSteps",
-]
 
 
-class RowReads:
+class RowReads(Reads):
     """Reads of single rows, usable on a backend and inside a transaction."""
-
-    COLLATE = ""
-    kind = ""  # "sqlite" or "postgres"
-
-    @abstractmethod
-    async def _fetch(self, sql: str, *params: Any) -> Sequence[Row]:
-        """Rows as mappings by column name, created_at as an ISO string."""
-
-    async def _fetch_tuples(self, sql: str, *params: Any) -> list[Sequence[Any]]:
-        """Rows as tuples in the order of the selected columns (for many rows: cheaper
-        than mappings); created_at as an ISO string."""
-        return [tuple(r.values()) if isinstance(r, Mapping) else tuple(r)
-                for r in await self._fetch(sql, *params)]
-
-    async def _fetchval(self, sql: str, *params: Any) -> Any:
-        rows = await self._fetch(sql, *params)
-        if not rows:
-            return None
-        return next(iter(dict(rows[0]).values()))
-
-    async def query(self, sql: str, *params: Any) -> list[dict[str, Any]]:
-        """Run a read-only query written with `?` placeholders (both dialects); rows as
-        dicts by column name, created_at as an ISO string. For the engine's reads of
-        its side tables and of what a write will do; it never writes."""
-        return [dict(r) for r in await self._fetch(sql, *params)]
-
-    async def table_exists(self, name: str) -> bool:
-        """Whether a table of this name exists (in the current schema); creates nothing."""
-        sql = ("SELECT to_regclass(?) IS NOT NULL AS e" if self.kind == "postgres"
-               else "SELECT COUNT(*) AS e FROM sqlite_master WHERE type = 'table' AND name = ?")
-        return bool(await self._fetchval(sql, name))
 
     async def get(self, checkpoint_id: str) -> Checkpoint | None:
         rows = await self._fetch(
@@ -191,49 +100,13 @@ FORKED = (", CASE WHEN EXISTS (SELECT 1 FROM checkpoints k WHERE k.parent_id = t
           "AND k.thread_id <> t.thread_id) THEN 1 ELSE 0 END")
 
 
-# ---- a write given as steps ------------------------------------------------------------
-# SQLiteCheckpointer.write_steps runs a write given as a generator of steps whole on its
-# connection's thread. The generator yields
-#   ("fetch", sql, params)     -> its rows, as dicts
-#   ("execute", sql, params)   -> the number of rows changed
-#   ("put", checkpoint, blobs) -> the checkpoint id (blobs: see checkpoint_params)
-# and returns the write's result.
-WriteSteps = Generator[tuple, Any, Any]
-
-
-class Transaction(RowReads, ABC):
-    """One open write transaction. Statements use `?` placeholders on every backend."""
-
-    @abstractmethod
-    async def execute(self, sql: str, *params: Any) -> int:
-        """Run a statement; return the number of rows it changed."""
-
-    @abstractmethod
-    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        """Run a statement once per parameter row."""
-
-    async def execute_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[int]:
-        """Run statements (SQL, parameters) in turn; the rows each changed. (SQLite: in one
-        call on the connection's thread.)"""
-        return [await self.execute(sql, *params) for sql, params in statements]
-
-    @abstractmethod
-    async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
-        """Run a query; return its rows as dicts (created_at as the ISO string)."""
-
-    async def _fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
-        return await self.fetch(sql, *params)
-
-    async def fetchval(self, sql: str, *params: Any) -> Any:
-        return await self._fetchval(sql, *params)
+class Transaction(RowReads, SQLTransaction):
+    """One open write transaction (the shared layer's, with AgentOS's row reads).
+    Statements use `?` placeholders on every backend."""
 
     @abstractmethod
     async def put(self, checkpoint: Checkpoint, blobs: Sequence[str] | None = None) -> str:
         """Upsert one checkpoint inside this transaction (`blobs`: see checkpoint_params)."""
-
-    @abstractmethod
-    def timestamp(self, iso: str) -> Any:
-        """The parameter value for a `created_at` given as an ISO string."""
 
 
 def check_columns(where: str, columns: Iterable[str]) -> None:
@@ -346,12 +219,6 @@ class CheckpointBackend(Store):
             "FROM checkpoints WHERE thread_id = ?", thread_id)
         row = rows[0]
         return row["top"], (row["n"], row["last"])
-
-    async def _connect_writable(self) -> None:
-        """Connect for a write: ReadOnlyDatabase on a backend opened read-only."""
-        if self._readonly:
-            raise ReadOnlyDatabase(f"{self.display_name} was opened read-only")
-        await self.connect()
 
     async def archive_threads(self) -> set[str]:
         from agentctl.storage.agentos import oplog

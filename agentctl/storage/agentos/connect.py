@@ -15,41 +15,8 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
-from agentctl.storage.agentos.base import CheckpointBackend, Transaction
-from agentctl.errors import UsageError
-
-__all__ = [
-    "CheckpointBackend",
-    "Transaction",
-    "open_backend",
-    "make_backend",
-    "create_checkpointer",
-    "parse_url",
-    "DEFAULT_DB",
-]
-
-DEFAULT_DB = "./checkpoints.db"
-
-
-def parse_url(url: str | None) -> tuple[str, str]:
-    """("sqlite", path) or ("postgres", dsn)."""
-    url = (url or "").strip() or DEFAULT_DB
-    lower = url.lower()
-    if lower.startswith(("postgresql://", "postgres://")):
-        return "postgres", url
-    if lower.startswith("sqlite://"):
-        path = url[len("sqlite://"):]
-        if path.startswith("/"):
-            path = path[1:]  # sqlite:///rel.db -> rel.db, sqlite:////abs.db -> /abs.db
-        if not path:
-            raise UsageError(f"no file path in {url!r}")
-        return "sqlite", path
-    if "://" in url.split("/")[0] + "//" and "://" in url:
-        scheme = url.split("://", 1)[0]
-        raise UsageError(
-            f"unsupported database URL scheme {scheme!r}; use a file path, sqlite:///path or postgresql://..."
-        )
-    return "sqlite", url
+from agentctl.storage.agentos.base import CheckpointBackend, Transaction  # noqa: F401  (re-exported)
+from agentctl.storage.sql.conn import DEFAULT_DB, parse_url  # noqa: F401  (re-exported)
 
 
 def make_backend(url: str | None = None, *, readonly: bool = True, create: bool = False,

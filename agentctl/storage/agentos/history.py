@@ -96,14 +96,15 @@ if TYPE_CHECKING:
 
 
 class _Store:
-    """The engine's backend as the journal's History reads it (`store._db`, `store.connect`)."""
+    """The engine's backend as the journal's History reads it (`store.connection`,
+    `store.connect`): the AgentOS store is its own connection."""
 
     def __init__(self, backend: CheckpointBackend) -> None:
-        self._db = backend
+        self.connection = backend
         self.format = backend.format
 
     async def connect(self) -> None:
-        await self._db.connect()
+        await self.connection.connect()
 
 
 class CheckpointEngine(JournalHistory, History):

@@ -13,20 +13,9 @@ from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from agentctl.storage.agentos.rows import BIG_JSON, fast_loads
 from agentctl.storage.agentos.base import (
-    RowReads,
-    ALL_COLUMNS,
-    META_COLUMNS,
-    THREAD_ORDER_ASC,
-    THREAD_ORDER_DESC,
-    DELTA_MARKER,
-    THREAD_ROW_COLUMNS,
-    complete_checkpoint,
-    decode_column,
-    metadata_rows,
-    row_to_checkpoint,
-    row_to_metadata,
-    search_messages,
-)
+    RowReads, ALL_COLUMNS, META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, DELTA_MARKER,
+    THREAD_ROW_COLUMNS, complete_checkpoint, decode_column, metadata_rows, row_to_checkpoint,
+    row_to_metadata, search_messages)
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Content, Store, check_search_places
@@ -530,6 +519,8 @@ def match_rows(rows: Sequence[Any], text: str, role: str | None, chosen: Any) ->
         tools = decode_or(meta.checkpoint_id, "tools_blob", r["tools_blob"], dict)
         state = (decode_or(meta.checkpoint_id, "state_blob", r["state_blob"], dict)
                  if "state" in chosen else None)
+        if isinstance(state, dict) and DELTA_MARKER in state:
+            state = None  # a delta row's state holds patches: not searched, like its placeholder messages
         hits.extend(search_messages(meta, msgs, tools, text, role, state, chosen))
     return hits
 

@@ -76,7 +76,7 @@ from agentctl.storage.results import (
 from agentctl.storage.sqlutil import in_chunks, marks
 
 if TYPE_CHECKING:
-    from agentctl.storage.agentos.base import Transaction
+    from agentctl.storage.sql.conn import Transaction
     from agentctl.storage.article.store import ArticleStore
 
 _NAME = re.compile(r"^[\w.-]{1,64}$")
@@ -128,7 +128,7 @@ class ArticleHistory(JournalHistory, History):
         Postgres a timestamp or JSON type: the text cast to it)."""
         if self.kind != "postgres":
             return "?"
-        typ = (getattr(self.db, "article_types", {}) or {}).get((table, column), "text")
+        typ = self.store.column_types.get((table, column), "text")
         if typ.startswith("timestamp"):
             return f"CAST(CAST(? AS TEXT) AS {'TIMESTAMPTZ' if 'with time zone' in typ else 'TIMESTAMP'})"
         if typ in ("json", "jsonb"):

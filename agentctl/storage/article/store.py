@@ -33,13 +33,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence
 
 from agentctl import deep
-from agentctl.storage.agentos.base import message_hit_path, snippet_around
+from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.errors import (
     CorruptRowError,
-    NotADatabase,
     SchemaError,
     UsageError,
 )
@@ -140,56 +139,6 @@ def _check_tables(where: str, tables: dict[str, set[str]]) -> None:
             raise SchemaError(f"{where}: the '{table}' table lacks column(s): {', '.join(missing)}")
 
 
-_BACKENDS: dict[str, type] = {}
-
-
-def backend_class(kind: str) -> type:
-    """The SQLite / Postgres backend (its connections: the mode=ro reader, busy timeout,
-    hot-journal handling and BEGIN IMMEDIATE writes; the pool with read-only sessions
-    and `?` placeholders) with the article's schema check instead of AgentOS's. The
-    driver is imported only when a database of its kind is opened."""
-    if kind in _BACKENDS:
-        return _BACKENDS[kind]
-    if kind == "postgres":
-        from agentctl.storage.agentos.postgres import PostgresCheckpointer
-
-        class ArticlePostgres(PostgresCheckpointer):
-            async def _check_schema(self, conn: Any) -> None:
-                rows = await conn.fetch(
-                    "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                    "WHERE table_schema = ANY(current_schemas(false))")
-                tables: dict[str, set[str]] = {}
-                types: dict[tuple[str, str], str] = {}
-                for r in rows:
-                    tables.setdefault(r[0], set()).add(r[1])
-                    types[(r[0], r[1])] = r[2]
-                _check_tables(f"Postgres database {self.display_name}", tables)
-                self.article_tables = tables
-                self.article_types = types
-
-        _BACKENDS[kind] = ArticlePostgres
-    else:
-        from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
-
-        class ArticleSQLite(SQLiteCheckpointer):
-            async def _check_schema(self, conn: Any) -> None:
-                import sqlite3
-
-                tables: dict[str, set[str]] = {}
-                try:
-                    for t, c in await conn.execute_fetchall(
-                            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
-                            "WHERE m.type = 'table'"):
-                        tables.setdefault(t, set()).add(c)
-                except sqlite3.DatabaseError as exc:
-                    raise NotADatabase(f"{self._db_path} is not a usable SQLite database ({exc})") from None
-                _check_tables(self._db_path, tables)
-                self.article_tables = tables
-
-        _BACKENDS[kind] = ArticleSQLite
-    return _BACKENDS[kind]
-
-
 class ArticleStore(Store):
     """The article's store on one database (see the module doc)."""
 
@@ -202,8 +151,15 @@ class ArticleStore(Store):
         self.local_file = local_file_of(kind, target)
         self._readonly = readonly
         self._clock = clock
-        self.db: Any = backend_class(kind)(target, readonly=readonly, create=False, **kwargs)
+        # the shared layer's connection (the driver imported when a database of its kind opens)
+        if kind == "postgres":
+            from agentctl.storage.sql.postgres import PostgresConnection as Conn
+        else:
+            from agentctl.storage.sql.sqlite import SQLiteConnection as Conn  # type: ignore[assignment]
+        self.db: Any = Conn(target, readonly=readonly, create=False, check=self._check, **kwargs)
         self.display_name = self.db.display_name
+        #: Postgres: the data type of each (table, column), read when it connects
+        self.column_types: dict[tuple[str, str], str] = {}
         #: which path the last `search` took: "fts" or "scan"
         self.last_search_path = ""  # (the contract's type: a str, empty before a search)
         self._tables: dict[str, set[str]] | None = None
@@ -211,14 +167,21 @@ class ArticleStore(Store):
     # ---- lifecycle ---------------------------------------------------------------------
 
     @property
-    def _db(self) -> Any:
-        """The backend, by the name the journal's History methods reach it."""
+    def connection(self) -> Any:
+        """The store's connection (agentctl.storage.sql): what its History writes through."""
         return self.db
+
+    def _check(self, tables: Mapping[str, set[str]]) -> None:
+        _check_tables(f"Postgres database {self.display_name}" if self.kind == "postgres"
+                      else self.display_name, dict(tables))
+        self._tables = dict(tables)
 
     async def connect(self) -> None:
         await self.db.connect()
-        if self._tables is None:
-            self._tables = dict(getattr(self.db, "article_tables", {}) or {})
+        if self.kind == "postgres" and not self.column_types:
+            self.column_types = {(r["table_name"], r["column_name"]): r["data_type"] for r in await self.db.query(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "WHERE table_schema = ANY(current_schemas(false))")}
 
     async def close(self) -> None:
         await self.db.close()

@@ -83,6 +83,8 @@ async def _rehearsal(db: Any) -> AsyncIterator[Any]:
         copy = f"{tmp}/copy.db"
         await asyncio.to_thread(sqlite_backup, db.local_file, copy)
         twin = type(db)(copy, readonly=False, create=False)  # the same backend (its schema check) on the copy
+        if "check" in vars(db):  # a shared connection's format check
+            twin.check = db.check
         try:
             async with twin.transaction() as tx:
                 yield tx
@@ -118,7 +120,7 @@ class JournalHistory(ABC):
         if self.old_log is None:
             return None
         await self.store.connect()
-        return await self.old_log.oplog(self.store._db, limit)
+        return await self.old_log.oplog(self.store.connection, limit)
 
     async def legacy_purge(self) -> PurgeResult | None:
         """What purge frees while the previous op log is not migrated (None: there is none).
@@ -130,7 +132,7 @@ class JournalHistory(ABC):
         if self.old_log is None:
             return None
         await self.store.connect()
-        db = self.store._db
+        db = self.store.connection
         if not await db.table_exists(self.old_log.log):
             return None
         try:
@@ -193,7 +195,7 @@ class JournalHistory(ABC):
     async def journal_tx(self, threads: Sequence[str] = ()) -> AsyncIterator[Any]:
         """A write transaction, the previous op log migrated first and the format's locks taken."""
         await self.store.connect()
-        async with self.store._db.transaction(list(threads)) as tx:
+        async with self.store.connection.transaction(list(threads)) as tx:
             await self.migrate(tx)
             await self.lock(tx, list(threads))
             yield tx
@@ -215,7 +217,7 @@ class JournalHistory(ABC):
         if legacy is not None:
             return legacy
         await self.store.connect()
-        rows = await ops.listing(self.store._db, limit)
+        rows = await ops.listing(self.store.connection, limit)
         counts = await self._trash_counts(rows)
         return [_record(r, counts.get(int(r["op_id"]), 0)) for r in rows]
 
@@ -223,7 +225,7 @@ class JournalHistory(ABC):
         """Rows each op (not purged) holds in the trash: what purge would free of it."""
         held = [r for r in rows if not r["purged"] and r["tables"]]
         counts: dict[int, int] = {}
-        db = self.store._db
+        db = self.store.connection
         for table in sorted({t for r in held for t in r["tables"]}):
             ids = [int(r["op_id"]) for r in held if table in r["tables"]]
             marks = ", ".join("?" for _ in ids)
@@ -279,7 +281,7 @@ class JournalHistory(ABC):
                 raise OperationError(f"{kind} --dry-run: this database's op log is of an older layout; "
                                      f"it is moved to the journal by the first write")
             await self.store.connect()
-            reader = _Reader(self.store._db)
+            reader = _Reader(self.store.connection)
             rec = await self._pick(reader, op_id, undone)
             await ops.check(reader, rec, 0 if undone else 1, self.fingerprint)
             ids = await self.preview_result(reader, rec, "after" if undone else "before")
@@ -330,7 +332,7 @@ class JournalHistory(ABC):
             if legacy is not None:
                 return legacy
             await self.store.connect()
-            rows = [r for r in await ops.listing(self.store._db, 2**31) if not r["purged"]]
+            rows = [r for r in await ops.listing(self.store.connection, 2**31) if not r["purged"]]
             counts = await self._trash_counts(rows)
             held = sorted(op for op, n in counts.items() if n)
             undone = sorted(int(r["op_id"]) for r in rows if r["undone"] and counts.get(r["op_id"]))

@@ -26,7 +26,7 @@ values), edit, run records; on the journal (undo, redo, purge; side tables
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from agentctl.errors import SchemaError
 from agentctl.storage.contract import Capability, FormatSpec
@@ -46,17 +46,13 @@ POSTGRES_TABLES = {
 }
 
 
-def check_columns(rows: Any, wanted: Mapping[str, tuple[str, ...]], what: str) -> dict[str, set[str]]:
-    """{table: its columns} of (table, column) rows; SchemaError "`what` (table T lacks:
-    ...)" for the first table of `wanted` lacking columns (a connection's schema check)."""
-    tables: dict[str, set[str]] = {}
-    for r in rows:
-        tables.setdefault(r[0], set()).add(r[1])
+def check_columns(tables: Mapping[str, set[str]], wanted: Mapping[str, tuple[str, ...]], what: str) -> None:
+    """SchemaError "`what` (table T lacks: ...)" for the first table of `wanted` lacking
+    columns in {table: its columns} (a connection's schema check)."""
     for table, cols in wanted.items():
         missing = sorted(set(cols) - tables.get(table, set()))
         if missing:
             raise SchemaError(f"{what} (table {table!r} lacks: {', '.join(missing)})")
-    return tables
 
 
 def _matches(tables: Mapping[str, set[str]]) -> bool:

@@ -193,7 +193,7 @@ class LangGraphHistory(JournalHistory, History):
 
     async def journal_ready(self) -> None:
         await self.store.connect()
-        if self._pg and self.store._db.shallow:
+        if self._pg and self.store.shallow:
             raise Unsupported("langgraph (shallow saver)", "writes")
 
     def _tx(self, threads: Sequence[str]) -> Any:
@@ -819,7 +819,7 @@ class LangGraphHistory(JournalHistory, History):
     async def run_keys(self, thread_id: str) -> dict[str, set[tuple[Any, ...]]]:
         """The keys of every row the thread has now, by table (read before a run)."""
         await self.journal_ready()
-        return await self._keys_now(self.store._db.query, thread_id)
+        return await self._keys_now(self.store.connection.query, thread_id)
 
     @retried_write
     async def record_run(self, thread_id: str, before: dict[str, set[tuple[Any, ...]]], summary: str,
@@ -1244,7 +1244,7 @@ class LangGraphHistory(JournalHistory, History):
         task_path (an old saver): REF's own updated branch channels; LangGraph.js's
         checkpoints name none (`_js_edges`)."""
         data = base["data"]
-        if not self.store._db.has_task_path:
+        if not self.store.has_task_path:
             if base["js"]:
                 return await self._js_edges(tx, tid, node, base)
             return sorted(c for c in data.get("updated_channels") or [] if c.startswith("branch:"))

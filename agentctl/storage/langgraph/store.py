@@ -20,17 +20,17 @@ import sqlite3
 from dataclasses import replace
 from datetime import datetime, timezone
 from itertools import takewhile
-from typing import Any, AsyncIterator, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence
 
 from agentctl import deep
-from agentctl.storage.agentos.base import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
+from agentctl.storage.search import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, Unsupported, check_search_places, local_file_of
 from agentctl.storage.journal.ops import LOG
 from agentctl.storage.journal.trash import trash_name
 from agentctl.storage.langgraph import serde
-from agentctl.storage.sqlconn import ConnectedStore, one_line
+from agentctl.storage.sqlconn import ConnectedStore, connection, one_line
 from agentctl.storage.sqlutil import marks
 
 NS_SEP = "|"
@@ -217,17 +217,11 @@ class LangGraphStore(ConnectedStore):
         self.format = FORMAT
         self.kind = kind
         self.local_file = local_file_of(kind, target)
-        # each kind's driver and backend imported only when a database of its kind opens
-        if kind == "postgres":
-            from agentctl.storage.langgraph.conn_postgres import _Postgres
-
-            self._db: Any = _Postgres(target, readonly=readonly, create=False, **kwargs)
-        else:
-            from agentctl.storage.langgraph.conn_sqlite import _SQLite
-
-            self._db = _SQLite(target, readonly=readonly, create=False, **kwargs)
-        self.display_name = self._db.display_name
         self._pg = kind == "postgres"
+        #: whether the writes table has task_path; whether it is the shallow saver's schema
+        self.has_task_path, self.shallow = True, False
+        self._db = connection(kind, target, self._check, readonly=readonly, **kwargs)
+        self.display_name = self._db.display_name
         self._splits: dict[str, tuple[str, str]] = {}
         #: threads made by agentctl's branch (read from its oplog when first needed)
         self._branch_map: dict[str, tuple[str, str]] | None = None
@@ -249,9 +243,20 @@ class LangGraphStore(ConnectedStore):
 
     # ---- lifecycle ----------------------------------------------------------------
 
+    def _check(self, tables: Mapping[str, set[str]]) -> None:
+        from agentctl.storage.langgraph import POSTGRES_TABLES, SQLITE_TABLES, check_columns
+
+        if self._pg:
+            check_columns(tables, POSTGRES_TABLES, f"{self.display_name}: not a LangGraph Postgres database")
+            self.has_task_path = "task_path" in tables["checkpoint_writes"]
+            self.shallow = "checkpoint_id" not in tables["checkpoints"]
+        else:
+            check_columns(tables, SQLITE_TABLES, f"{self.display_name}: not a LangGraph SQLite database")
+            self.has_task_path = "task_path" in tables["writes"]
+
     async def connect(self) -> None:
         await self._db.connect()
-        if self._pg and self._db.shallow:
+        if self._pg and self.shallow:
             # The shallow saver keeps one checkpoint per (thread, namespace) and no
             # checkpoint_id column: read it through a view-like subquery.
             self._cp = ("(SELECT thread_id, checkpoint_ns, checkpoint->>'id' AS checkpoint_id, "
@@ -733,7 +738,7 @@ class LangGraphStore(ConnectedStore):
         """Postgres: the checkpoint_blobs rows of these checkpoints' channel_versions."""
         if not ids:
             return {}
-        version = "" if self._db.shallow else "AND bl.version = v.value "
+        version = "" if self.shallow else "AND bl.version = v.value "
         sql = ("SELECT c.checkpoint_id, bl.channel, bl.type, bl.blob FROM {cp} c "
                "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
                "JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
@@ -747,7 +752,7 @@ class LangGraphStore(ConnectedStore):
     async def _writes(self, tid: str, ns: str, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         if not ids:
             return {}
-        path = "task_path" if self._db.has_task_path else "'' AS task_path"
+        path = "task_path" if self.has_task_path else "'' AS task_path"
         rows = await self._q(
             f"SELECT checkpoint_id, task_id, {path}, idx, channel, type, "
             f"{self._writes_value} AS value FROM {self._writes_table} "
@@ -1022,7 +1027,7 @@ class LangGraphStore(ConnectedStore):
         wt = self._writes_table
         same = ("w.thread_id = checkpoints.thread_id AND w.checkpoint_ns = checkpoints.checkpoint_ns "
                 "AND w.checkpoint_id = checkpoints.checkpoint_id")
-        path = "w.task_path" if self._db.has_task_path else "''"
+        path = "w.task_path" if self.has_task_path else "''"
         writes = (f"(SELECT json_group_array(json_array(w.task_id, {path}, w.idx, w.channel, w.type, "
                   f"hex(w.value))) FROM src.{wt} w WHERE {same})")
         fingerprint = ("coalesce(length(checkpoint), -1) + coalesce(length(metadata), -1) * 1000 + "
@@ -1086,7 +1091,7 @@ class LangGraphStore(ConnectedStore):
         if self._pg:
             raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
         await self.connect()
-        return await textindex.index_action(self._db._db_path, self.text_source(), action, "checkpoints")
+        return await textindex.index_action(self._db.path, self.text_source(), action, "checkpoints")
 
     async def _index_search(self, text: str, needle: str, raw_needle: bytes | None, thread_id: str | None,
                             role: str | None, limit: int, wanted: Any) -> list[SearchHit] | None:
@@ -1099,7 +1104,7 @@ class LangGraphStore(ConnectedStore):
         session = await self.open_side_index()
         if session is None:
             return None
-        side = textindex.side_path(self._db._db_path)
+        side = textindex.side_path(self._db.path)
         cond, params = "", []
         if thread_id is not None:
             cond, params = " AND thread_id = ? AND checkpoint_ns = ?", list(await self._split(thread_id))
@@ -1213,7 +1218,7 @@ class LangGraphStore(ConnectedStore):
                     what = "pickled" if t == "pickle" else f"encrypted ({t})"
                     problems.append(Problem("warning", "opaque-payloads", table,
                                             f"{r['n']} {what} payloads: shown as opaque"))
-        if not (self._pg and self._db.shallow):
+        if not (self._pg and self.shallow):
             for r in await self._q(
                     "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id "
                     "FROM checkpoints c LEFT JOIN checkpoints p ON p.thread_id = c.thread_id "

@@ -54,7 +54,7 @@ from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
     from agentctl.storage.results import OpResult, RewindPlan, TimeTravelResult
-    from agentctl.storage.agentos.base import Transaction
+    from agentctl.storage.sql.conn import Transaction
     from agentctl.storage.openai_agents.store import OpenAIAgentsStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -218,7 +218,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         from agentctl.storage.results import hashed_names
 
         names = hashed_names(f"{line}-rewind-", f"{session}\0{line}\0{checkpoint_id}")
-        reserved = await self.store._db.table_exists("branch_reservations")
+        reserved = await self.store.connection.table_exists("branch_reservations")
         for _ in range(20):
             name = names()
             if not await self.store._q("SELECT 1 AS x FROM message_structure WHERE session_id = ? AND branch_id = ? "
@@ -412,7 +412,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
         out = {"items": items, "session": {(r["u"],) for r in row}}
         if line is not None:
             for key, sql in self._sdk_side_tables():
-                if await self.store._db.table_exists(key):
+                if await self.store.connection.table_exists(key):
                     out[key] = {tuple(r.values()) for r in await self.store._q(sql, session)}
         return out
 

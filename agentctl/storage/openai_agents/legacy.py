@@ -12,7 +12,7 @@ from agentctl.storage.openai_agents.store import OLD_OPLOG, OLD_TRASH
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
-    from agentctl.storage.agentos.base import Transaction
+    from agentctl.storage.sql.conn import Transaction
 
 SESSION_KEY = ("session_id",)
 ITEM_KEY = ("id",)

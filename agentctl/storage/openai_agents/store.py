@@ -11,7 +11,7 @@ from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
-from agentctl.storage.agentos.rows import message_hit_path, snippet_around  # the snippet rules all share
+from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -636,7 +636,7 @@ class OpenAIAgentsStore(ConnectedStore):
         if self.kind != "sqlite":
             raise Unsupported(self.format.name, "a search index on Postgres (`agentctl index`)")
         await self.connect()
-        return await textindex.index_action(self._db._db_path, self.text_source(), action, "items")
+        return await textindex.index_action(self._db.path, self.text_source(), action, "items")
 
     async def _index_search(self, text: str, needle: str, thread_id: str | None, role: str | None,
                             limit: int, wanted: Any, where: list[str], params: list[Any]
@@ -651,7 +651,7 @@ class OpenAIAgentsStore(ConnectedStore):
         session = await self.open_side_index()
         if session is None:
             return None
-        side = textindex.side_path(self._db._db_path)
+        side = textindex.side_path(self._db.path)
         try:
             kinds = [k for k, place in enumerate(("messages", "tools")) if place in wanted]
             candidates = session.candidates(needle, kinds)
