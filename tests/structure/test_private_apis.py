@@ -3,7 +3,7 @@ live on the installed release (the newest published when this was written: aiosq
 0.22.1, typer 0.29.2), so a release that drops one fails here, not silently slower:
 
 - aiosqlite's `Connection._execute` and `._conn` (run a function on the connection's
-  thread): only in agentctl/storage/agentos/sqlite.py (`_thread_runner`, which falls back
+  thread): only in agentctl/storage/sql/sqlite.py (`_thread_runner`, which falls back
   to the public path without them; pyproject pins aiosqlite below 0.23);
 - Typer's `typer._coercion.RuntimeParam`: only in agentctl/cli/coercion.py (`install`,
   which leaves Typer's own conversion without it)."""
@@ -16,7 +16,7 @@ from tests.support.rig import REPO
 
 #: a private API -> the one module allowed to use it
 CONFINED = {
-    r"""["']_execute["']|["']_conn["']|\._execute\(""": "agentctl/storage/agentos/sqlite.py",
+    r"""["']_execute["']|["']_conn["']|\._execute\(""": "agentctl/storage/sql/sqlite.py",
     r"\btyper\._coercion\b": "agentctl/cli/coercion.py",
 }
 
@@ -33,7 +33,7 @@ async def test_aiosqlite_private_thread_runner_is_live(tmp_path) -> None:
 
     import aiosqlite
 
-    from agentctl.storage.agentos.sqlite import _thread_runner
+    from agentctl.storage.sql.sqlite import _thread_runner
 
     async with aiosqlite.connect(tmp_path / "x.db") as conn:
         found = _thread_runner(conn)
