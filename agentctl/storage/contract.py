@@ -654,11 +654,11 @@ class Store(ABC):
 
 
 #: the reads every Store gives (its abstract methods)
-REQUIRED_READS = ("thread_summaries", "count_threads", "thread_summary", "find_thread_ids", "count",
-                  "read_thread", "get", "get_metadata", "get_latest", "at_step", "children", "branches_of",
+REQUIRED_READS = ("thread_summaries", "count_threads", "count", "read_thread", "get", "branches_of",
                   "find_checkpoint_ids", "iter_checkpoints", "search")
 #: the reads with a default here (right for every format; overridden to be faster or say more)
-OPTIONAL_READS = ("filter_values", "all_thread_ids", "read_thread_forks", "describe", "all_at_step",
+OPTIONAL_READS = ("thread_summary", "find_thread_ids", "get_metadata", "get_latest", "at_step", "children",
+                  "filter_values", "all_thread_ids", "read_thread_forks", "describe", "all_at_step",
                   "failed_checkpoints", "existing_checkpoint_ids", "fork_children", "change_token",
                   "archive_threads", "lineage", "read_contents", "without_copies", "run_lines", "written_by")
 #: what a format does only if it can (the default refuses with Unsupported, or finds nothing)

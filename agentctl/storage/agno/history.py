@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from agentctl.errors import CheckpointNotFound, OperationError, ThreadNotFound, UsageError
 from agentctl.model import utc_now_iso
 from agentctl.storage.agno.runs import Run, encode, legacy_runs, obj, top_level
-from agentctl.storage.contract import History, RewindAndBranchOnly
+from agentctl.storage.contract import History, RewindAndBranchOnly, retried_write
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sqlutil import marks
 
@@ -156,6 +156,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         archive = None if hard or not moved else await self._fresh_archive(meta.thread_id, meta.checkpoint_id)
         return RewindPlan(target=meta, thread_id=meta.thread_id, moved=moved, archive_thread=archive, hard=hard)
 
+    @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> Any:
         from agentctl.storage.results import TimeTravelResult
@@ -310,6 +311,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
             raise ThreadNotFound(thread_id)
         return DeletePlan(thread_id, await self.store.count(thread_id))
 
+    @retried_write
     async def delete_thread(self, thread_id: str) -> Any:
         from agentctl.storage.results import OpResult
 
@@ -330,6 +332,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
 
     # ---- branch ----------------------------------------------------------------------
 
+    @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         """A new session `SESSION-branch-NAME-XXXX` with copies of the session's runs up to
         the checkpoint's (members too) under new run ids, as Agno's `fork_session` writes

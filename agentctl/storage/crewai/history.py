@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
-from agentctl.storage.contract import History, RewindAndBranchOnly
+from agentctl.storage.contract import History, RewindAndBranchOnly, retried_write
 from agentctl.storage.crewai.store import CheckpointStore, FlowStateStore, load_json
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sql import jsonb
@@ -95,6 +95,7 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
         branches = await self.store.branches_of([thread_id])
         return DeletePlan(thread_id, n, [], list(dict.fromkeys(b.thread_id for b in branches)))
 
+    @retried_write
     async def delete_thread(self, thread_id: str) -> Any:
         from agentctl.storage.results import OpResult
 
@@ -180,6 +181,7 @@ class CheckpointHistory(_Base):
         return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=meta.thread_id,
                           hard=False)
 
+    @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> Any:
         from agentctl.storage.results import TimeTravelResult
@@ -206,6 +208,7 @@ class CheckpointHistory(_Base):
         return TimeTravelResult(checkpoint=cp, thread_id=branch, rewind_depth=len(later),
                                 snapshot_count_before=before, op_id=op_id, archive_thread=branch)
 
+    @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         name = str(branch_name)
         if not _NAME.match(name):
@@ -328,6 +331,7 @@ class CheckpointHistory(_Base):
                                  fork_points=forks))
         return out
 
+    @retried_write
     async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Any = None) -> list[Any]:
         from agentctl.storage.results import OpResult
         from agentctl.storage.sqlutil import in_chunks
@@ -374,6 +378,7 @@ class FlowStateHistory(_Base):
         archive = None if hard or not later else await self._archive(meta.thread_id, meta.checkpoint_id)
         return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=archive, hard=hard)
 
+    @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
                      archive_thread: str | None = None) -> Any:
         from agentctl.storage.results import TimeTravelResult
@@ -409,6 +414,7 @@ class FlowStateHistory(_Base):
                                 op_id=op_id, archive_thread=archive if later else None,
                                 moved=[] if hard else later, deleted=later if hard else [])
 
+    @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         """A new flow (a new uuid) with copies of rows 1..N; its uuid (the name is kept in
         the op's details: a flow's id is a uuid)."""
