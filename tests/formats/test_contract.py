@@ -779,7 +779,7 @@ async def test_doctor_agrees_after_prune(built):
         return
     _ok(cli(b.url, "doctor"))
     for args in ([*[b.main if a == "THREAD" else a for a in case.prune_cli]], ["--all", "--keep-last", "1"]):
-        results = cli_json(b.url, "prune", *args, "--yes", "--no-backup")
+        results = cli_json(b.url, "prune", *args, "--yes", "--no-backup")["results"]
         assert any(r["deleted"] for r in results), args
         r = cli(b.url, "doctor")
         assert r.exit_code == 0, (args, r.stdout)
