@@ -121,13 +121,15 @@ def merge(
         if seen:  # the threads moved on since the plan: the write's conflicts
             conflicts_out(seen[0])
         raise
-    if plan is not None and (result is None and plan.nothing and not (dry_run and json_out)
-                             or result is not None and result.op_id is None):
-        # nothing to merge (another writer may have brought the branch in since the plan)
+    # nothing to merge, planned (not said yet by --dry-run --json) or found by the write
+    # (another writer brought the branch in since the plan)
+    nothing = (result.summary if result is not None and result.op_id is None else
+               plan.nothing if plan is not None and result is None and not (dry_run and json_out) else "")
+    if nothing:
         if json_out:
-            emit_json(plan.data.to_dict())
+            emit_json(plan.data.to_dict() if plan is not None else {})
         else:
-            say(plan.nothing)
+            say(nothing)
         return
     if result is None:
         return
