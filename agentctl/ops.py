@@ -72,7 +72,8 @@ class Done:
 class Operation:
     """One kind of write. `need`: the Capability it needs (Unsupported, exit 2, before
     anything); `asks`: the CLI asks before it (a destructive write; the TUI asks before
-    every write)."""
+    every write). (Its arguments are set by a plain __init__, not @dataclass: eleven more
+    dataclasses cost every write command about 5 ms of CPU at import.)"""
 
     kind: ClassVar[str] = ""
     need: ClassVar[str | None] = None
@@ -102,17 +103,18 @@ def _undo_hint(op_id: int | None) -> str:
 # ---- rewind, branch, merge -------------------------------------------------------------------
 
 
-@dataclass
 class Rewind(Operation):
     """REF becomes the head of its thread again; what the later checkpoints become is the
     format's (`effect`): moved to an archive thread, deleted (--hard), a fork copy the new
     head (LangGraph), or marked rewound by a rewind event (ADK)."""
 
-    ref: str
-    hard: bool = False
     kind: ClassVar[str] = "rewind"
     need: ClassVar[str | None] = "rewind"
     asks: ClassVar[bool] = True
+
+    def __init__(self, ref: str, hard: bool = False) -> None:
+        self.ref = ref
+        self.hard = hard
 
     async def plan(self, store: Any, history: Any) -> Plan:
         from agentctl.refs import resolve
@@ -152,14 +154,15 @@ class Rewind(Operation):
                     data=result)
 
 
-@dataclass
 class Branch(Operation):
     """A new thread from REF (the writer's naming: THREAD-branch-NAME-XXXX)."""
 
-    ref: str
-    name: str = ""
     kind: ClassVar[str] = "branch"
     need: ClassVar[str | None] = "branch"
+
+    def __init__(self, ref: str, name: str = "") -> None:
+        self.ref = ref
+        self.name = name
 
     async def plan(self, store: Any, history: Any) -> Plan:
         from agentctl.refs import check_branch_name, resolve
@@ -178,17 +181,18 @@ class Branch(Operation):
                     thread_id)
 
 
-@dataclass
 class Merge(Operation):
     """A branch's head merged into a thread (default: the one it came from). The plan's
     conflicts stop a three-way merge (the CLI: exit 4; the TUI offers ours or theirs:
     `apply(..., strategy=)`)."""
 
-    branch: str
-    into: str | None = None
-    strategy: str = "three-way"
     kind: ClassVar[str] = "merge"
     need: ClassVar[str | None] = "merge"
+
+    def __init__(self, branch: str, into: str | None = None, strategy: str = "three-way") -> None:
+        self.branch = branch
+        self.into = into
+        self.strategy = strategy
 
     async def plan(self, store: Any, history: Any) -> Plan:
         from agentctl.refs import resolve_thread
@@ -247,18 +251,19 @@ class Merge(Operation):
 # ---- prune, delete -------------------------------------------------------------------------
 
 
-@dataclass
 class Prune(Operation):
     """Old checkpoints deleted by a policy (`policy`: PruneSpec's fields keep_last,
     older_than (seconds), milestones, statuses), in `thread` or every thread (None).
     `preview`: how many rows each plan lists (None: all)."""
 
-    thread: str | None
-    policy: dict[str, Any]
-    preview: int | None = None
     kind: ClassVar[str] = "prune"
     need: ClassVar[str | None] = "prune"
     asks: ClassVar[bool] = True
+
+    def __init__(self, thread: str | None, policy: dict[str, Any], preview: int | None = None) -> None:
+        self.thread = thread
+        self.policy = policy
+        self.preview = preview
 
     async def plan(self, store: Any, history: Any) -> Plan:
         from agentctl.refs import resolve_thread
@@ -304,14 +309,15 @@ class Prune(Operation):
                     threads[0] if threads else None, lines=[(r.summary, r.op_id) for r in results], data=results)
 
 
-@dataclass
 class DeleteThread(Operation):
     """A thread and all its checkpoints deleted (into the trash until purge)."""
 
-    thread: str
     kind: ClassVar[str] = "delete"
     need: ClassVar[str | None] = "delete"
     asks: ClassVar[bool] = True
+
+    def __init__(self, thread: str) -> None:
+        self.thread = thread
 
     async def plan(self, store: Any, history: Any) -> Plan:
         from agentctl.refs import resolve_thread
@@ -330,15 +336,16 @@ class DeleteThread(Operation):
 # ---- undo, redo, purge ----------------------------------------------------------------------
 
 
-@dataclass
 class Undo(Operation):
     """An op undone (default: the newest not undone; `threads`: of a prune, those alone)."""
 
-    op_id: int | None = None
-    threads: list[str] | None = None
     kind: ClassVar[str] = "undo"
     need: ClassVar[str | None] = "undo"
     plan_first: ClassVar[bool] = False
+
+    def __init__(self, op_id: int | None = None, threads: list[str] | None = None) -> None:
+        self.op_id = op_id
+        self.threads = threads
 
     async def plan(self, store: Any, history: Any) -> Plan:
         ops = [op for op in await history.oplog(limit=50)
@@ -357,15 +364,16 @@ class Undo(Operation):
                     data=result)
 
 
-@dataclass
 class Redo(Operation):
     """An undone op re-applied (default: the newest undone one); its plan is the
     History's dry run."""
 
-    op_id: int | None = None
     kind: ClassVar[str] = "redo"
     need: ClassVar[str | None] = "undo"
     plan_first: ClassVar[bool] = False
+
+    def __init__(self, op_id: int | None = None) -> None:
+        self.op_id = op_id
 
     async def plan(self, store: Any, history: Any) -> Plan:
         p = await history.redo(self.op_id, dry_run=True)
@@ -377,7 +385,6 @@ class Redo(Operation):
         return Done(self.kind, result.summary, result.op_id, result.to_dict(), data=result)
 
 
-@dataclass
 class Purge(Operation):
     """What undo or redo could still bring back freed for good (not undoable)."""
 
@@ -415,7 +422,6 @@ class Purge(Operation):
 # ---- edit, run: the framework's own writes -----------------------------------------------
 
 
-@dataclass
 class EditState(Operation):
     """The state at REF changed (agentctl.edits): by the format's History itself
     (`native`), or by the framework in the user's interpreter (LangGraph's update_state,
@@ -423,18 +429,22 @@ class EditState(Operation):
     as one op. `url`: the database, for the child; `for_write`: also find the agent and
     read what the record needs (not for a dry run)."""
 
-    ref: str
-    edits: list[Any]
-    url: str = ""
-    as_node: str | None = None
-    agent: str | None = None
-    config: str | None = None
-    python: str | None = None
-    node: str | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
-    for_write: bool = True
     kind: ClassVar[str] = "edit"
     asks: ClassVar[bool] = True
+
+    def __init__(self, ref: str, edits: list[Any], url: str = "", as_node: str | None = None,
+                 agent: str | None = None, config: str | None = None, python: str | None = None,
+                 node: str | None = None, settings: dict[str, Any] | None = None, for_write: bool = True) -> None:
+        self.ref = ref
+        self.edits = edits
+        self.url = url
+        self.as_node = as_node
+        self.agent = agent
+        self.config = config
+        self.python = python
+        self.node = node
+        self.settings = settings or {}
+        self.for_write = for_write
 
     async def plan(self, store: Any, history: Any) -> Plan:
         from agentctl.edits import graph_at_hand, plan_edit
@@ -497,25 +507,29 @@ class EditState(Operation):
                     m.thread_id, str(cid) if cid else None)
 
 
-@dataclass
 class RunAgent(Operation):
     """The user's agent run on from a checkpoint (agentctl.runs): the plan checks it can
     start and finds the agent and its interpreter; `apply` runs the child (`blocking`:
     how the face waits for it; `on_checkpoint(event)` for each new checkpoint, on the
     child's reading thread; `on_start(child)`) and records what it saved as one op."""
 
-    thread: str
-    from_ref: str | None = None
-    input_text: str | None = None
-    resume_text: str | None = None
-    context_text: str | None = None
-    configurable: list[str] | None = None
-    url: str = ""
-    agent: str | None = None
-    config: str | None = None
-    python: str | None = None
-    node: str | None = None
     kind: ClassVar[str] = "run"
+
+    def __init__(self, thread: str, from_ref: str | None = None, input_text: str | None = None,
+                 resume_text: str | None = None, context_text: str | None = None,
+                 configurable: list[str] | None = None, url: str = "", agent: str | None = None,
+                 config: str | None = None, python: str | None = None, node: str | None = None) -> None:
+        self.thread = thread
+        self.from_ref = from_ref
+        self.input_text = input_text
+        self.resume_text = resume_text
+        self.context_text = context_text
+        self.configurable = configurable
+        self.url = url
+        self.agent = agent
+        self.config = config
+        self.python = python
+        self.node = node
 
     async def plan(self, store: Any, history: Any) -> Plan:
         from agentctl.runners import find_agent, pick_interpreter
@@ -566,16 +580,17 @@ class RunAgent(Operation):
                     data=kind, more=more)
 
 
-@dataclass
 class Import(Operation):
     """Checkpoints from JSON Lines (`rows`: the parsed lines, read as the write goes) in
     one transaction; `on_conflict`: skip, replace or error."""
 
-    rows: Any
-    on_conflict: str = "skip"
     kind: ClassVar[str] = "import"
     need: ClassVar[str | None] = "import"
     plan_first: ClassVar[bool] = False
+
+    def __init__(self, rows: Any, on_conflict: str = "skip") -> None:
+        self.rows = rows
+        self.on_conflict = on_conflict
 
     async def apply(self, store: Any, history: Any, plan: Plan | None = None) -> Done:
         if self.on_conflict not in ("skip", "replace", "error"):
