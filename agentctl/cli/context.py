@@ -22,10 +22,12 @@ class CliState:
 
     @asynccontextmanager
     async def open(self, write: bool = False, create: bool = False,
-                   need: str | None = None) -> AsyncIterator[Any]:
+                   need: str | None = None, note: bool = True) -> AsyncIterator[Any]:
         """The store of the database's format (agentctl.storage), read-only unless the
         command writes. Nothing is created unless `create` (import --create, AgentOS).
-        `need`: a Capability the command needs; without it, exit 2 naming the format."""
+        `need`: a Capability the command needs; without it, exit 2 naming the format.
+        `note`: a write is noted at once (else the command calls `note_write` itself,
+        right before it writes: cli/writes.py's `perform`, after its question)."""
         from contextlib import AsyncExitStack
 
         from agentctl.errors import DatabaseNotFound
@@ -42,7 +44,7 @@ class CliState:
                 raise DatabaseNotFound(f"{exc} ({hint})") from None
             if need is not None:
                 store.require(need, _OPERATION.get(need, need))
-            if write:
+            if write and note:
                 await note_write(self, store)
             yield store
 

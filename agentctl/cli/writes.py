@@ -5,10 +5,15 @@ imports another (tests/structure/test_layers.py)."""
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from agentctl.cli.context import CliState, run
-from agentctl.cli.output import info, progress
+from agentctl.cli.context import CliState, note_write, run
+from agentctl.cli.output import confirm, info, progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentctl.ops import Done, Operation, Plan
+
+T = TypeVar("T")
 
 LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least this big
 
@@ -39,6 +44,92 @@ def auto_backup(st: CliState, no_backup: bool) -> str | None:
         dest = safety_copy(path, on_step=lambda: advance(0))
     info(f"agentctl: backup of {path} written to {dest} (skip with --no-backup)")
     return dest
+
+
+def perform(st: CliState, op: "Operation", *, dry_run: bool = False, yes: bool = False, create: bool = False,
+            no_backup: bool = False, vacuum: bool = False, json_out: bool = False,
+            present: Callable[["Plan"], None] | None = None, refused: Callable[["Plan"], None] | None = None,
+            rolled_back: bool = False,
+            **apply: Any) -> tuple["Plan | None", "Done | None", dict[str, Any] | None]:
+    """A write command's one pass over the database (one open, one event loop): the plan
+    (agentctl.ops; one the operation refuses: `refused(plan)`, then its error), `present(plan)`
+    (the command shows it; --json --dry-run: its JSON instead), then, unless --dry-run or the plan finds nothing to do, the question
+    (`op.asks`: --yes, or a person on a terminal), the safety copy before a destructive
+    write (unless --no-backup), the write (`apply`: the operation's extra arguments) and
+    VACUUM (--vacuum, reported on stderr); `create`: the database may be made (import
+    --create); `rolled_back`: a failed write says that
+    nothing was changed (one transaction). An operation that is not `plan_first` on the
+    command line (undo, redo: the History picks the op) is written without a plan.
+    (plan, done, vacuum's report)."""
+
+    from agentctl.errors import AgentctlError
+
+    async def go() -> tuple["Plan | None", "Done | None", dict[str, Any] | None]:
+        async with st.open(write=not dry_run, create=create, need=op.need, note=False) as store:
+            history = store.history()
+            if vacuum and not dry_run:
+                require_compact(store)
+            if not op.plan_first and not dry_run:
+                await note_write(st, store)
+                return None, await op.apply(store, history, None, **apply), None  # type: ignore[arg-type]
+            plan = await op.plan(store, history)
+            refusal = op.refusal(plan)
+            if refusal is not None:  # (a merge's conflicts: `refused(plan)` shows them)
+                if refused is not None:
+                    refused(plan)
+                raise refusal
+            if json_out and dry_run:
+                from agentctl.cli.output import emit_json
+
+                emit_json(plan.to_dict())
+            elif present is not None:
+                present(plan)
+            if dry_run or plan.nothing:
+                return plan, None, None
+            if op.asks:
+                interruptible(confirm, plan.confirm, yes=yes)
+            if plan.destructive:
+                interruptible(auto_backup, st, no_backup)
+            await note_write(st, store)  # from here Ctrl-C says what the op log holds
+            try:
+                done = await op.apply(store, history, plan, **apply)
+            except AgentctlError as exc:
+                if rolled_back and not exc.nothing_changed:
+                    # (Ctrl-C: AgentctlGroup.invoke says what the database holds)
+                    exc.message = f"{exc.message} (the {op.kind} was rolled back, nothing was changed)"
+                    exc.nothing_changed = True
+                raise
+            return plan, done, (await compact(store) if vacuum else None)
+
+    return run(go())
+
+
+def finish(result: "Done | None", json_out: bool) -> None:
+    """A write's result: its JSON, or its line with how to undo it."""
+    from agentctl.cli.output import done, emit_json
+
+    if result is None:
+        return
+    if json_out:
+        emit_json(result.json)
+        return
+    done(result.summary, result.op_id, undoable=result.undoable)
+
+
+def interruptible(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """A blocking step of a command's coroutine (a question, a backup) that Ctrl-C
+    interrupts at once, as outside the event loop (asyncio's handler only cancels the
+    task, which the step would finish first)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args, **kwargs)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def interrupted_line(st: CliState | None, what: str = "write") -> str:
@@ -75,14 +166,10 @@ def require_compact(store: Any) -> None:
         raise Unsupported(store.format.name, "--vacuum")
 
 
-def run_vacuum(st: Any) -> dict[str, Any]:
+async def compact(store: Any) -> dict[str, Any]:
     """The store's `compact` after a delete, its sizes said on stderr."""
-    async def go():
-        async with st.open(write=True) as store:
-            return await store.compact()
-
     info("running VACUUM …")
-    report = run(go())
+    report: dict[str, Any] = await store.compact()
     where = "file" if report.get("vacuumed") == "file" else "tables"
     info(f"vacuum: {where} size {_size(report['before'])} before, {_size(report['after'])} after")
     return report

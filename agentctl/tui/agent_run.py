@@ -152,43 +152,48 @@ def start(screen: "WriteHost") -> None:
 
 
 async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
-    from agentctl.runners import RUNNERS, find_agent, pick_interpreter, run_child
-    from agentctl.runs import (
-        RunTally,
-        error_line,
-        parse_run_options,
-        plan_run,
-        record_run,
-        recorded_summary,
-        start_request,
-    )
-    from agentctl.tui.screens.run import RunScreen, checkpoint_line
+    from agentctl.runners import RUNNERS
 
-    db, engine = screen.source.db, screen.source.engine
+    db = screen.source.db
     fmt = db.format.name
     if fmt not in RUNNERS:
         screen.notify(f"the {fmt} format has no runtime agentctl can run (R runs agents of "
                       f"{', '.join(sorted(RUNNERS))} databases): nothing run", title="Run",
                       severity="warning", markup=False)
         return
-    runtime = RUNNERS[fmt]
-    thread = meta.thread_id
-    go, input_text, resume_text = await _ask(screen, meta, runtime.graph_input)
+    go, input_text, resume_text = await _ask(screen, meta, RUNNERS[fmt].graph_input)
     if not go:
         screen.notify("run cancelled: nothing run")
         return
-    while True:  # the confirmation; `o` there sets the run's options, then it asks again
+    asked = await _confirmed(screen, meta, input_text, resume_text)
+    if asked is not None:
+        await _run(screen, meta, *asked)
+
+
+async def _confirmed(screen: "WriteHost", meta: CheckpointMetadata, input_text: str | None,
+                     resume_text: str | None) -> tuple[Any, Any, tuple[CheckpointMetadata, str]] | None:
+    """The run's operation and plan (agentctl.ops.RunAgent, as `agentctl run` plans it) once
+    confirmed (`o` there sets the run's options, then it asks again), and what it is
+    compared with; None (said) when cancelled or it cannot start."""
+    from agentctl.ops import RunAgent
+    from agentctl.runners import RUNNERS
+    from agentctl.runs import parse_run_options
+
+    runtime, thread = RUNNERS[screen.source.db.format.name], meta.thread_id
+    while True:
         options = screen.agent.get("run_options") or ""
         try:
-            plan = await plan_run(db, engine, thread, meta.checkpoint_id if runtime.replays else None,
-                                  input_text, resume_text, *parse_run_options(options))
-            who = find_agent(screen.agent.get("agent"), screen.agent.get("config"), fmt=fmt)
-            python = pick_interpreter(who, screen.agent.get("python"))
+            op = RunAgent(thread, meta.checkpoint_id if runtime.replays else None, input_text, resume_text,
+                          *parse_run_options(options), url=screen.source.url, agent=screen.agent.get("agent"),
+                          config=screen.agent.get("config"), python=screen.agent.get("python"))
+            plan = await op.plan(screen.source.db, screen.source.engine)
         except UsageError as exc:
             screen.notify(inert(f"{exc}: nothing run"), title="Run", severity="error", markup=False, timeout=12)
-            return
+            return None
         against = await previous_run(screen, meta)
-        start = f"from {short_meta(meta)}" if plan.from_id else f"on from the end of {inert(thread, one_line=True)}"
+        who, python = plan.facts["agent"], plan.facts["python"]
+        start = f"from {short_meta(meta)}" if plan.data.from_id else f"on from the end of {inert(thread, one_line=True)}"
+        plan.facts["start"] = start
         body = Text.assemble(
             "Runs ", (inert(who.label, one_line=True), "bold"), f" {start} in ",
             (inert(python, one_line=True), "cyan"),
@@ -202,13 +207,22 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
                                [("confirm", "Run", "warning")], keys)
         if choice is None:
             screen.notify("run cancelled: nothing run")
-            return
+            return None
         if choice != "options":
-            break
-        await _options(screen, fmt)
+            return op, plan, against
+        await _options(screen, screen.source.db.format.name)
+
+
+async def _run(screen: "WriteHost", meta: CheckpointMetadata, op: Any, plan: Any,
+               against: tuple[CheckpointMetadata, str]) -> None:
+    """The run, its checkpoints shown as the child saves them (the run's dialog, the tree's
+    tail), escape / ctrl+c stopping it; then what it did and the compare view."""
+    from agentctl.runners import RUNNERS
+    from agentctl.runs import error_line
+    from agentctl.tui.screens.run import RunScreen, checkpoint_line
 
     loop = asyncio.get_running_loop()
-    tally = RunTally(plan)
+    thread = meta.thread_id
     child: list[Any] = []
     stopped = False
 
@@ -218,7 +232,7 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
         if child:
             child[0].interrupt()
 
-    dialog = RunScreen(f"Running {who.label} {start}", stop)
+    dialog = RunScreen(f"Running {plan.facts['agent'].label} {plan.facts['start']}", stop)
     screen.app.push_screen(dialog)
 
     def shown(event: dict[str, Any]) -> None:  # on the app's loop
@@ -227,10 +241,6 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
         if screen.thread_id == thread:
             screen.load_tail(thread)  # the tree grows as the run goes (as follow mode's)
 
-    def on_checkpoint(event: dict[str, Any]) -> None:  # on the child's reading thread
-        if tally.take(event):
-            loop.call_soon_threadsafe(shown, event)
-
     def on_start(started: Any) -> None:
         child.append(started)
         screen.running = started
@@ -238,8 +248,9 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
             started.interrupt()
 
     try:
-        ended = await asyncio.to_thread(run_child, fmt, python, start_request(plan, screen.source.url, who),
-                                        on_checkpoint, on_start)
+        result = await op.apply(screen.source.db, screen.source.engine, plan, blocking=asyncio.to_thread,
+                                on_checkpoint=lambda event: loop.call_soon_threadsafe(shown, event),
+                                on_start=on_start)
     except UsageError as exc:
         if dialog.is_attached:
             dialog.dismiss()
@@ -249,29 +260,23 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
         screen.running = None
     if dialog.is_attached:
         dialog.dismiss()
-    outcome, result, summary = recorded_summary(plan, who.label, ended)
-    op_id = await record_run(engine, plan, who.label, summary, result)
-    unit = runtime.unit
-    undo = " (u undoes)" if op_id is not None else " (nothing was written)"
-    kind = str(outcome.get("event"))
-    if kind == "interrupted":
-        said = f"stopped: the run saved {tally.saved} {unit}, which stay{undo}"
-    elif kind == "error":
+    outcome, undo = result.json, " (u undoes)" if result.op_id is not None else " (nothing was written)"
+    if result.data == "interrupted":
+        said = f"stopped: {result.summary}{undo}"
+    elif result.data == "error":
         frames = outcome.get("frames") or []
         at = f" ({frames[-1].get('file')}, line {frames[-1].get('line')})" if frames else ""
-        said = f"{error_line(outcome)}{at}; the run saved {tally.saved} {unit} before the error{undo}"
+        said = f"{error_line(outcome)}{at}; {result.summary}{undo}"
     else:
         nxt = outcome.get("next") or []
-        said = (f"ran {thread}: {tally.saved} new {unit}{undo}"
-                + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else ""))
-    new_head = tally.ids[-1] if tally.ids else None
-    if kind == "error":  # one notice, the error's
-        done(screen, "run", said, thread, new_head, title="The run failed", severity="error")
+        said = f"{result.summary}{undo}" + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
+    if result.data == "error":  # one notice, the error's
+        done(screen, "run", said, thread, result.select, title="The run failed", severity="error")
     else:
-        done(screen, "run", said, thread, new_head)
-    if new_head is None:
+        done(screen, "run", said, thread, result.select)
+    if result.select is None:
         return
-    b = await db.get_metadata(new_head)
-    if b is not None and runtime.replays:
+    b = await screen.source.db.get_metadata(result.select)
+    if b is not None and RUNNERS[plan.data.fmt].replays:
         a, what = against
         screen.compare(a, b, note=f"A: {what} · B: the new run's last checkpoint")

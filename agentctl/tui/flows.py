@@ -1,6 +1,7 @@
-"""The TUI's writes, each one flow: ask for what it needs, plan (the format's History,
-nothing written), confirm (a ConfirmScreen showing the plan), write, say what happened
-(OperationFinished, which reloads the views).
+"""The TUI's writes, each one flow: ask for what it needs, plan (agentctl.ops: the
+operation the CLI's command runs too, nothing written), confirm (a ConfirmScreen showing
+the plan), apply, say what happened (the operation's summary; OperationFinished, which
+reloads the views).
 
 Imported when the first write starts. Each flow runs in a worker of the main screen
 (group "write": one at a time); they await the dialogs they push.
@@ -8,7 +9,7 @@ Imported when the first write starts. Each flow runs in a worker of the main scr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Coroutine
+from typing import TYPE_CHECKING, Any, Callable, Coroutine
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -21,36 +22,24 @@ from agentctl.tui.messages import OperationFinished
 from agentctl.tui.names import short_meta
 
 if TYPE_CHECKING:
+    from agentctl.ops import Operation, Plan
     from agentctl.tui.host import WriteHost
 
 
 def start(screen: "WriteHost", action: str) -> None:
-    """Start the write `action` (rewind, branch, merge, prune, undo, redo, edit) on what the
-    screen shows, if this database can do it and what it needs is selected. (`R`'s run
-    is agentctl.tui.agent_run's.)"""
+    """Start the write `action` (a key of FLOWS: rewind, branch, merge, prune, undo, redo,
+    edit) on what the screen shows, if this database can do it and what it needs is
+    selected. (`R`'s run is agentctl.tui.agent_run's.)"""
     if not can_write(screen, action):
         return
-    flow: Coroutine[Any, Any, None]
-    if action == "edit":
-        meta = need_selection(screen, action)
-        if meta is None:
+    target, what, flow = FLOWS[action]
+    args: list[Any] = []
+    if target is not None:
+        found = need_selection(screen, what) if target == "checkpoint" else target_thread(screen, what)
+        if found is None:
             return
-        flow = edit(screen, meta)
-    elif action in ("rewind", "branch"):
-        meta = need_selection(screen, "rewind" if action == "rewind" else "branch from")
-        if meta is None:
-            return
-        flow = rewind(screen, meta) if action == "rewind" else branch(screen, meta)
-    elif action in ("merge", "prune"):
-        thread = target_thread(screen, action)
-        if thread is None:
-            return
-        flow = merge(screen, thread) if action == "merge" else prune(screen, thread)
-    elif action == "redo":
-        flow = redo(screen)
-    else:
-        flow = undo(screen)
-    screen.run_worker(flow, name=f"{action}_flow", group="write", exclusive=True,
+        args.append(found)
+    screen.run_worker(flow(screen, *args), name=f"{action}_flow", group="write", exclusive=True,
                       exit_on_error=False)
 
 
@@ -123,34 +112,46 @@ async def safety_copy(screen: "WriteHost") -> str | None:
 # ---- the flows -----------------------------------------------------------------------------
 
 
+async def plan_or_say(screen: "WriteHost", op: "Operation") -> "Plan | None":
+    """The operation's plan, or None when there is nothing to write (said)."""
+    plan = await op.plan(screen.source.db, screen.source.engine)
+    if plan.nothing:
+        screen.notify(inert(plan.nothing, one_line=True), markup=False)
+        return None
+    return plan
+
+
+async def asked(screen: "WriteHost", kind: str, title: str, body: RenderableType,
+                choices: list[tuple[str, str, str]]) -> str | None:
+    """The confirmation's answer; None (cancelled, said) when there is none."""
+    choice = await confirm(screen, title, body, choices)
+    if choice is None:
+        screen.notify(f"{kind} cancelled: nothing changed")
+    return choice
+
+
+async def apply(screen: "WriteHost", op: "Operation", plan: "Plan", **more: Any) -> None:
+    """The write, then what it did (how to undo it: u), on the thread it changed. A
+    destructive one (a prune) takes the safety copy the CLI takes first, and names it."""
+    copy = await safety_copy(screen) if plan.destructive else None
+    result = await op.apply(screen.source.db, screen.source.engine, plan, **more)
+    said = result.summary + (" (u undoes)" if result.undoable and result.op_id is not None else "")
+    done(screen, op.kind, said + (f"; a copy of the file from before: {copy}" if copy else ""), result.thread)
+
+
 async def rewind(screen: "WriteHost", meta: CheckpointMetadata) -> None:
+    from agentctl.ops import Rewind
     from agentctl.render import plan_text
 
-    engine = screen.source.engine
-    plan = await engine.plan_rewind(meta.checkpoint_id)
-    if not plan.moved:
-        screen.notify(f"{short_meta(meta)} is already the head: nothing to rewind",
-                      markup=False)
-        return
-    choice = await confirm(screen, f"Rewind {short_meta(meta)}?", plan_text(plan),
-                           [("confirm", "Rewind", "warning")])
-    if choice is None:
-        screen.notify("rewind cancelled: nothing changed")
-        return
-    # The archive thread named in the preview is the one written.
-    result = await engine.rewind(meta.checkpoint_id, archive_thread=plan.archive_thread)
-    archive = getattr(result, "archive_thread", None) or plan.archive_thread
-    summary = (f"rewound {meta.thread_id} to step {meta.step}; {len(plan.moved)} later "
-               f"checkpoint(s) " + ("marked rewound by a new rewind event (kept in the thread)"
-                                    if getattr(result, "marked", False)  # ADK
-                                    else "kept as a branch (a fork is the new head)"
-                                    if archive == meta.thread_id  # LangGraph
-                                    else f"moved to {archive}" if archive else "removed")
-               + " (u undoes)")
-    done(screen, "rewind", summary, meta.thread_id)
+    op = Rewind(meta.checkpoint_id)
+    plan = await plan_or_say(screen, op)
+    if plan is not None and await asked(screen, "rewind", f"Rewind {short_meta(meta)}?", plan_text(plan.data),
+                                        [("confirm", "Rewind", "warning")]):
+        await apply(screen, op, plan)  # the archive thread named in the preview is the one written
 
 
 async def branch(screen: "WriteHost", meta: CheckpointMetadata) -> None:
+    from agentctl.ops import Branch
     from agentctl.refs import check_branch_name
     from agentctl.tui.screens.prompt import PromptScreen
 
@@ -164,12 +165,12 @@ async def branch(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     if name is None:
         screen.notify("branch cancelled: nothing changed")
         return
-    thread = await screen.source.engine.branch(meta.checkpoint_id, name)
-    done(screen, "branch", f"created branch thread {thread} from {short_meta(meta)} (u undoes)",
-         thread)
+    op = Branch(meta.checkpoint_id, name)
+    await apply(screen, op, await op.plan(screen.source.db, screen.source.engine))
 
 
 async def merge(screen: "WriteHost", branch: str) -> None:
+    from agentctl.ops import Merge
     from agentctl.render import diff_table, plan_text
     from agentctl.tui.screens.prompt import PromptScreen
     from agentctl.tui.source import changes_between
@@ -186,11 +187,11 @@ async def merge(screen: "WriteHost", branch: str) -> None:
     if target is None:
         screen.notify("merge cancelled: nothing changed")
         return
-    engine = screen.source.engine
-    plan = await engine.plan_merge(branch, target)
-    if plan.up_to_date:
-        screen.notify(inert(f"{target} already contains {branch}: nothing to merge", one_line=True))
+    op = Merge(branch, target)
+    found = await plan_or_say(screen, op)
+    if found is None:
         return
+    plan = found.data
     if plan.conflicts:
         # plan_text lists the conflicts; the result depends on the side chosen.
         body: RenderableType = Group(
@@ -211,22 +212,18 @@ async def merge(screen: "WriteHost", branch: str) -> None:
         body = Group(plan_text(plan), effect)
         choices = [("three-way", "Merge", "primary")]
         title = f"Merge {branch} into {target}?"
-    choice = await confirm(screen, inert(title, one_line=True), body, choices)
+    choice = await asked(screen, "merge", inert(title, one_line=True), body, choices)
     if choice is None:
-        screen.notify("merge cancelled: nothing changed")
         return
     try:
-        cid = await engine.merge_branch(branch, target, strategy=choice, checkpoint_id=None
-                                        if getattr(plan, "id_at_write", "") else plan.merged.metadata.checkpoint_id)
+        await apply(screen, op, found, strategy=choice)
     except MergeConflictError as exc:
         # The target moved between the preview and the merge.
         screen.notify(inert(str(exc)), title="Merge conflict", severity="error", markup=False)
-        return
-    done(screen, "merge", f"merged {branch} into {target} as {cid} "
-         f"({'strategy ' + choice + ', ' if choice != 'three-way' else ''}u undoes)", target)
 
 
 async def prune(screen: "WriteHost", thread: str) -> None:
+    from agentctl.ops import Prune
     from agentctl.render import plan_text
     from agentctl.tui.screens.prompt import PruneScreen
 
@@ -243,51 +240,34 @@ async def prune(screen: "WriteHost", thread: str) -> None:
         screen.notify(f"the parameter must be a whole number, not {inert(raw, one_line=True)!r}",
                       severity="error", markup=False)
         return
-    spec = prune_spec(thread, policy, param)
-    plans = await engine.plan_prune_spec(spec)
-    count = sum(p.delete_count for p in plans)
-    kept = sum(p.keep_count for p in plans)
-    if not count:
-        screen.notify(f"{policy} {param} keeps all {kept} checkpoints of "
-                      f"{thread}: nothing to prune", markup=False)
+    op = Prune(thread, prune_policy(policy, param))
+    plan = await plan_or_say(screen, op)
+    if plan is None:
         return
+    plans = plan.data
     body = plan_text(plans[0]) if len(plans) == 1 else Group(*[plan_text(p) for p in plans])
-    choice = await confirm(screen, f"Prune {inert(thread, one_line=True)}?", body,
-                           [("confirm", f"Delete {count}", "error")])
-    if choice is None:
-        screen.notify("prune cancelled: nothing changed")
-        return
-    copy = await safety_copy(screen)
-    results = await engine.prune_spec(spec)
-    results = results if isinstance(results, list) else [results]
-    deleted = sum(len(r.deleted) for r in results)
-    done(screen, "prune", f"pruned {thread}: {deleted} checkpoint(s) deleted, "
-         f"{kept} kept (u undoes)" + (f"; a copy of the file from before: {copy}" if copy else ""), thread)
+    if await asked(screen, "prune", f"Prune {inert(thread, one_line=True)}?", body,
+                   [("confirm", f"Delete {plan.facts['total']}", "error")]):
+        await apply(screen, op, plan)
 
 
 async def undo(screen: "WriteHost") -> None:
-    engine = screen.source.engine
-    ops = [op for op in await engine.oplog(limit=50)
-           if getattr(op, "undoable", not op.undone and op.kind not in ("undo", "purge"))]
-    if not ops:
-        screen.notify("nothing to undo")
+    from agentctl.ops import Undo
+
+    op = Undo()
+    plan = await plan_or_say(screen, op)
+    if plan is None:
         return
-    op = ops[0]
+    record = plan.data
     body = Text()
-    body.append(f"#{op.op_id} {op.kind}", style="bold")
-    body.append(f"  {inert(op.created_at, one_line=True)}\n", style="dim")
-    body.append(inert(op.summary))
-    if op.threads:
+    body.append(f"#{record.op_id} {record.kind}", style="bold")
+    body.append(f"  {inert(record.created_at, one_line=True)}\n", style="dim")
+    body.append(inert(record.summary))
+    if record.threads:
         body.append("\nthreads: ", style="dim")
-        body.append(inert(", ".join(op.threads)))
-    choice = await confirm(screen, "Undo the last operation?", body,
-                           [("confirm", "Undo", "warning")])
-    if choice is None:
-        screen.notify("undo cancelled: nothing changed")
-        return
-    result = await engine.undo(op.op_id)
-    select = op.threads[0] if op.threads else None
-    done(screen, "undo", result.summary, select)
+        body.append(inert(", ".join(record.threads)))
+    if await asked(screen, "undo", "Undo the last operation?", body, [("confirm", "Undo", "warning")]):
+        await apply(screen, op, plan)
 
 
 async def redo(screen: "WriteHost") -> None:
@@ -295,26 +275,23 @@ async def redo(screen: "WriteHost") -> None:
     first (History.redo's dry run), then the write. A format whose writes are not on the
     journal yet says so (Unsupported), nothing changed."""
     from agentctl.errors import AgentctlError
+    from agentctl.ops import Redo
 
-    engine = screen.source.engine
+    op = Redo()
     try:
-        plan = await engine.redo(None, dry_run=True)
+        plan = await op.plan(screen.source.db, screen.source.engine)
     except AgentctlError as exc:
         screen.notify(inert(str(exc)), title="Redo", severity="warning", markup=False)
         return
     # what it would do, as the plan says it ("redo operation N (…)"), and to which checkpoints
-    body = Text(inert(plan.summary))
-    counts = [f"{verb} {len(ids)}" for verb, ids in (("bring back", plan.created), ("remove", plan.deleted),
-                                                     ("move", plan.moved)) if ids]
+    dry = plan.data
+    body = Text(inert(dry.summary))
+    counts = [f"{verb} {len(ids)}" for verb, ids in (("bring back", dry.created), ("remove", dry.deleted),
+                                                     ("move", dry.moved)) if ids]
     if counts:
         body.append(f"\nit would {', '.join(counts)} checkpoint(s)", style="dim")
-    choice = await confirm(screen, "Redo the last undone operation?", body,
-                           [("confirm", "Redo", "warning")])
-    if choice is None:
-        screen.notify("redo cancelled: nothing changed")
-        return
-    result = await engine.redo(plan.op_id)
-    done(screen, "redo", result.summary)
+    if await asked(screen, "redo", "Redo the last undone operation?", body, [("confirm", "Redo", "warning")]):
+        await apply(screen, op, plan)
 
 
 async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
@@ -323,16 +300,18 @@ async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     the user's interpreter)."""
     import asyncio
 
-    from agentctl.edits import edit_natively, edit_through_agent, graph_at_hand, plan_edit, record_edit
+    from agentctl.edits import graph_at_hand, plan_edit
     from agentctl.errors import UsageError
+    from agentctl.ops import EditState
     from agentctl.render import diff_table
+    from agentctl.runs import parse_run_options, run_settings
     from agentctl.tui.screens.edit import EditScreen
 
-    db, engine = screen.source.db, screen.source.engine
+    db, engine, agent = screen.source.db, screen.source.engine, screen.agent
     try:
         # what the editor starts from (and a format that cannot edit: said before it opens)
-        graph = graph_at_hand(screen.agent.get("agent"), screen.agent.get("config"))
-        probe = await plan_edit(db, engine, meta, [], for_write=False, graph=graph)
+        probe = await plan_edit(db, engine, meta, [], for_write=False,
+                                graph=graph_at_hand(agent.get("agent"), agent.get("config")))
     except UsageError as exc:
         screen.notify(inert(str(exc)), title="Edit", severity="warning", markup=False)
         return
@@ -345,48 +324,52 @@ async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     if edits:
         screen.edit_path = edits[0].key if len(edits) == 1 else ""
     try:
-        plan = await plan_edit(db, engine, meta, edits, graph=graph) if edits else probe
-        who = python = None
-        if not plan.native:  # the user's graph writes it: found before the confirmation
-            from agentctl.runners import find_agent, pick_interpreter
-
-            who = find_agent(screen.agent.get("agent"), screen.agent.get("config"))
-            python = pick_interpreter(who, screen.agent.get("python"))
+        # the user's graph writes it (not native): found, and the run options read, before the question
+        settings = {} if probe.native else run_settings("langgraph", *parse_run_options(agent.get("run_options") or ""))
+        op = EditState(meta.checkpoint_id, edits, screen.source.url, agent=agent.get("agent"),
+                       config=agent.get("config"), python=agent.get("python"), settings=settings)
+        plan = await op.plan(db, engine) if edits else None
     except UsageError as exc:
         screen.notify(inert(str(exc)), title="Edit", severity="error", markup=False)
         return
-    if not plan.changes:
+    if plan is None or not plan.data.changes:
         screen.notify("the value is as it was: nothing to edit")
         return
-    body = Group(Text(plan.confirm_text[0].upper() + plan.confirm_text[1:] + ":"),
-                 Text(""), diff_table(plan.changes, fit=True))
-    choice = await confirm(screen, f"Edit {short_meta(meta)}?", body, [("confirm", "Write", "warning")])
-    if choice is None:
-        screen.notify("edit cancelled: nothing changed")
+    body = Group(Text(plan.confirm[0].upper() + plan.confirm[1:] + ":"),
+                 Text(""), diff_table(plan.data.changes, fit=True))
+    if not await asked(screen, "edit", f"Edit {short_meta(meta)}?", body, [("confirm", "Write", "warning")]):
         return
-    if plan.native:
-        result = await edit_natively(engine, plan)
-        created = getattr(result, "created", None) or [meta.checkpoint_id]
-        done(screen, "edit", f"{result.summary} (u undoes)", meta.thread_id, created[-1])
-        return
-    assert who is not None and python is not None
-    screen.notify(f"writing the edit through {who.label}…", markup=False)
+    if "agent" in plan.facts:
+        screen.notify(f"writing the edit through {plan.facts['agent'].label}…", markup=False)
     try:
-        from agentctl.runs import parse_run_options, run_settings
-
-        settings = run_settings("langgraph", *parse_run_options(screen.agent.get("run_options") or ""))
-        outcome = await asyncio.to_thread(edit_through_agent, plan, screen.source.url, who, python, None, settings)
+        result = await op.apply(db, engine, plan, blocking=asyncio.to_thread)
     except UsageError as exc:
         screen.notify(inert(str(exc)), title="Edit", severity="error", markup=False)
         return
-    await record_edit(engine, plan, who.label)
-    done(screen, "edit", f"edited {meta.thread_id}: new checkpoint {outcome.get('id')} at step "
-         f"{outcome.get('step')} (u undoes)", meta.thread_id, str(outcome.get("id") or "") or None)
+    done(screen, "edit", f"{result.summary} (u undoes)", result.thread, result.select)
+
+
+def prune_policy(policy: str, param: int) -> dict[str, Any]:
+    """The PruneSpec fields of the prune dialog's answer (a policy of CheckpointGC's names)."""
+    field = {"keep_last_n": "keep_last", "keep_age": "older_than",
+             "keep_milestones": "milestones"}.get(str(getattr(policy, "value", policy)), "keep_last")
+    return {field: param}
 
 
 def prune_spec(thread: str, policy: str, param: int) -> PruneSpec:
-    """The PruneSpec of the prune dialog's answer (a policy of CheckpointGC's names)."""
-    field = {"keep_last_n": "keep_last", "keep_age": "older_than",
-             "keep_milestones": "milestones"}.get(str(getattr(policy, "value", policy)), "keep_last")
-    options: dict[str, Any] = {field: param}
-    return PruneSpec(threads=[thread], **options)
+    """The PruneSpec of the prune dialog's answer."""
+    return PruneSpec(threads=[thread], **prune_policy(policy, param))
+
+
+#: each write the keys start: what it acts on ("checkpoint": the selected one, "thread":
+#: the selected checkpoint's or the one shown, None: the op log), how a missing one is
+#: named, and its flow
+FLOWS: dict[str, tuple[str | None, str, Callable[..., Coroutine[Any, Any, None]]]] = {
+    "rewind": ("checkpoint", "rewind", rewind),
+    "branch": ("checkpoint", "branch from", branch),
+    "edit": ("checkpoint", "edit", edit),
+    "merge": ("thread", "merge", merge),
+    "prune": ("thread", "prune", prune),
+    "undo": (None, "undo", undo),
+    "redo": (None, "redo", redo),
+}

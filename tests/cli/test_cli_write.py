@@ -166,20 +166,25 @@ async def test_merge_clean_and_usage(sample_url):  # noqa: F811
 
 
 def test_prune(sample_url):  # noqa: F811
-    plans = cli_json(sample_url, "prune", LOOP, "--keep-last", "20", "--dry-run")
+    out = cli_json(sample_url, "prune", LOOP, "--keep-last", "20", "--dry-run")
+    # one object whether it plans or writes (issue 38.2): the plans, the results, VACUUM's report
+    assert out["dry_run"] is True and out["results"] == [] and out["vacuum"] is None
+    plans = out["plans"]
     assert len(plans) == 1 and len(plans[0]["delete"]) == 220 and plans[0]["keep_count"] == 20
     r = cli(sample_url, "prune", LOOP, "--keep-last", "20")
     assert r.exit_code == ExitCode.USAGE and "without --yes" in r.stderr
     assert len(steps(sample_url, LOOP)) == 240
-    res = cli_json(sample_url, "prune", LOOP, "--keep-last", "20", "--yes")
+    out = cli_json(sample_url, "prune", LOOP, "--keep-last", "20", "--yes")
+    assert out["dry_run"] is False and out["plans"] == [] and out["vacuum"] is None
+    res = out["results"]
     assert len(res) == 1 and len(res[0]["deleted"]) == 220
     assert steps(sample_url, LOOP) == list(range(240, 220, -1))
     assert cli(sample_url, "undo").exit_code == 0
     assert len(steps(sample_url, LOOP)) == 240
-    allp = cli_json(sample_url, "prune", "--all", "--milestones", "3", "--dry-run")
+    allp = cli_json(sample_url, "prune", "--all", "--milestones", "3", "--dry-run")["plans"]
     assert {p["thread_id"] for p in allp} >= {LOOP, MAIN, "support-1042"}
     assert all(p["keep_count"] <= 3 + p["forks_kept"] or not p["delete"] for p in allp)
-    old = cli_json(sample_url, "prune", "--all", "--older-than", "1d", "--dry-run")
+    old = cli_json(sample_url, "prune", "--all", "--older-than", "1d", "--dry-run")["plans"]
     # all but the head and the fork points
     assert all(p["keep_count"] == 1 + p["forks_kept"] for p in old if p["delete"])
     for args in ([LOOP], [LOOP, "--keep-last", "2", "--milestones", "3"],
@@ -343,8 +348,8 @@ def test_prune_all_is_one_operation_undone_at_once(sample_url):  # noqa: F811
     every thread."""
     before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
     keep = {p["thread_id"]: p["keep_count"] for p in cli_json(sample_url, "prune", "--all", "--keep-last", "1",
-                                                                "--dry-run")}
-    res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup")
+                                                                "--dry-run")["plans"]}
+    res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup")["results"]
     assert len(res) == 1 and res[0]["op_id"] is not None
     # the head, and MAIN's fork point (the parent of its branch)
     assert {t: len(steps(sample_url, t)) for t in before} == {t: keep[t] for t in before} == \
@@ -447,7 +452,7 @@ def test_prune_keeps_fork_points_and_leaves_no_orphan(sample_url):  # noqa: F811
     parent back."""
     fork = "ckpt-coder-fix-flaky-test-6-4b9fe6"
     before = parents(sample_url, MAIN)
-    (plan,) = cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run")
+    (plan,) = cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run")["plans"]
     assert fork not in [m["checkpoint_id"] for m in plan["delete"]]
     assert (plan["delete_count"], plan["keep_count"], plan["forks_kept"]) == (9, 4, 1)
     assert {r["checkpoint_id"]: r["new_parent_id"] for r in plan["reparent"]} == \
@@ -495,8 +500,8 @@ def test_article_prune_across_sessions_and_keep_last_of_one_session(tmp_path):
     db = tmp_path / "sessions.db"
     shutil.copyfile(SAMPLE_DB.parent / "sessions.db", db)
     url = str(db)
-    plans = cli_json(url, "prune", "--status", "completed", "--dry-run")
-    assert plans and plans == cli_json(url, "prune", "--all", "--status", "completed", "--dry-run")
+    plans = cli_json(url, "prune", "--status", "completed", "--dry-run")["plans"]
+    assert plans and plans == cli_json(url, "prune", "--all", "--status", "completed", "--dry-run")["plans"]
     data = db.read_bytes()
     r = cli(url, "prune", "s-weather-paris", "--keep-last", "3", "--yes")
     assert r.exit_code == ExitCode.USAGE and r.stdout == ""

@@ -149,10 +149,10 @@ def test_purge_says_kept_for_redo_for_undone_operations(tmp_path, sample, thread
 
 
 def test_prune_by_status_says_no_policy_in_json(sessions):
-    plans = cli_json(sessions, "prune", "--status", "cancelled", "--dry-run")
+    plans = cli_json(sessions, "prune", "--status", "cancelled", "--dry-run")["plans"]
     assert plans and all(p["policy"] is None and p["param"] is None for p in plans), plans
     assert all(p["reason"] == "the whole session: status cancelled" for p in plans)
-    plans = cli_json(sessions, "prune", "--status", "cancelled", "--keep-last", "1", "--dry-run")
+    plans = cli_json(sessions, "prune", "--status", "cancelled", "--keep-last", "1", "--dry-run")["plans"]
     assert all(p["policy"] == "keep_last_n" and p["param"] == 1 for p in plans)
     r = cli(sessions, "prune", "--status", "cancelled", "--yes", "--no-backup")
     assert r.exit_code == 0 and cli(sessions, "undo").exit_code == 0

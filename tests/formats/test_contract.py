@@ -760,9 +760,9 @@ async def test_cli_dry_run_plan_is_what_the_write_does(built, what):
         else:
             assert plan["checkpoint_id"] == done["checkpoint_id"] == head.checkpoint_id
     elif what == "prune":
-        planned = [m["checkpoint_id"] for p in plan for m in p["delete"]]
-        assert sum(p["delete_count"] for p in plan) == len(planned) == gone > 0
-        assert sorted(i for r in done for i in r["deleted"]) == sorted(planned)
+        planned = [m["checkpoint_id"] for p in plan["plans"] for m in p["delete"]]
+        assert sum(p["delete_count"] for p in plan["plans"]) == len(planned) == gone > 0
+        assert sorted(i for r in done["results"] for i in r["deleted"]) == sorted(planned)
     else:
         assert plan["checkpoints"] == gone == len(done["deleted"]) > 0
         async with open_store(b.url) as store:
@@ -782,7 +782,7 @@ async def test_doctor_agrees_after_prune(built):
         return
     _ok(cli(b.url, "doctor"))
     for args in ([*[b.main if a == "THREAD" else a for a in case.prune_cli]], ["--all", "--keep-last", "1"]):
-        results = cli_json(b.url, "prune", *args, "--yes", "--no-backup")
+        results = cli_json(b.url, "prune", *args, "--yes", "--no-backup")["results"]
         assert any(r["deleted"] for r in results), args
         r = cli(b.url, "doctor")
         assert r.exit_code == 0, (args, r.stdout)

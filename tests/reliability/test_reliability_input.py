@@ -224,7 +224,7 @@ def test_broken_rows_are_named_and_the_rest_still_works(tmp_path):
     assert json.loads(r.stdout)["moved"] == [f"t{i}" for i in range(2, 8)]
     assert cli(db, "undo").exit_code == 0
     r = cli(db, "prune", "t", "--keep-last", "2", "--yes", "--json")
-    assert r.exit_code == 0 and json.loads(r.stdout)[0]["deleted"] == ["t1", "t2", "t3", "t4", "t5"]
+    assert r.exit_code == 0 and json.loads(r.stdout)["results"][0]["deleted"] == ["t1", "t2", "t3", "t4", "t5"]
     assert cli(db, "undo").exit_code == 0
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT checkpoint_id, state_blob FROM checkpoints WHERE checkpoint_id IN ('t2', 't4') "
@@ -426,7 +426,7 @@ def test_ids_with_quotes_and_sql_are_just_text(evil_db):
     r = cli(db, "rewind", "--yes", "--json", "--", f"{thread}~2")
     assert r.exit_code == 0 and json.loads(r.stdout)["moved"] == [f"{thread}#2", f"{thread}#3"]
     r = cli(db, "prune", "--keep-last", "1", "--yes", "--json", "--", EVIL_IDS[1])
-    assert r.exit_code == 0 and json.loads(r.stdout)[0]["deleted"] == [f"{EVIL_IDS[1]}#1", f"{EVIL_IDS[1]}#2"]
+    assert r.exit_code == 0 and json.loads(r.stdout)["results"][0]["deleted"] == [f"{EVIL_IDS[1]}#1", f"{EVIL_IDS[1]}#2"]
     assert cli(db, "undo").exit_code == 0 and cli(db, "undo").exit_code == 0
     # the branch as it is changes nothing: nothing to merge, nothing written
     r = cli(db, "merge", "--into", thread, "--strategy", "theirs", "--json", "--", branch)

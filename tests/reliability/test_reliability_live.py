@@ -145,7 +145,7 @@ def test_agentctl_next_to_a_live_writer(live_url, tmp_path):
         # (the branch copies a row live-a still descends from: usually nothing to merge)
         wrote_merge = not merged.get("up_to_date", False)
         pruned = ok(url, "prune", "live-b", "--keep-last", "3", "--yes", "--json")
-        deleted = [cid for res in pruned for cid in res["deleted"]]
+        deleted = [cid for res in pruned["results"] for cid in res["deleted"]]
         assert deleted
 
         # and reads again

@@ -20,7 +20,8 @@ def loaded_after(code: str) -> set[str]:
 
 @pytest.mark.parametrize("module", [
     "agentctl.model", "agentctl.errors", "agentctl.backends", "agentctl.storage.agentos.sqlite",
-    "agentctl.storage.agentos.postgres", "agentctl.text", "agentctl.refs",
+    "agentctl.storage.agentos.postgres", "agentctl.text", "agentctl.refs", "agentctl.ops", "agentctl.edits",
+    "agentctl.runs",
 ])
 def test_core_is_headless(module):
     mods = loaded_after(f"import {module}")

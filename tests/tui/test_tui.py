@@ -604,7 +604,9 @@ async def test_rewind_cancel_confirm_and_undo(sample_url):
         await press(pilot, "r")
         await press(pilot, "y")
         assert await thread_size(app, "coder-add-cli-flag") == 6
-        assert any(n.startswith("rewound coder-add-cli-flag to step 6") for n in notices(app))
+        # the summary `agentctl rewind` prints (agentctl.ops, one text for both faces)
+        assert any(n.startswith("coder-add-cli-flag is now at ") and "(step 6); 3 checkpoint(s) moved to "
+                   "coder-add-cli-flag-branch-rewind-" in n and n.endswith("(u undoes)") for n in notices(app))
         # the views follow: the tree ends at step 6, the archive thread is listed
         assert app.thread_id == "coder-add-cli-flag"
         assert app.timeline.head_id() == app.selected.checkpoint_id

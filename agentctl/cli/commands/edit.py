@@ -1,14 +1,13 @@
 """`edit`: change the state at a step, in the framework's own meaning."""
 
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from agentctl.cli.context import run as run_coro
 from agentctl.cli.context import state
 from agentctl.cli.options import ConfigurableOpt, ContextOpt, DryRunOpt, JsonOpt, NodeOpt, RefArg, YesOpt
-from agentctl.cli.output import confirm, emit_json, info, say, show_changes
+from agentctl.cli.output import info, show_changes
 
 
 def register(app: typer.Typer) -> None:
@@ -71,76 +70,22 @@ def edit(
 
     Example: agentctl --db lg.db run trip --config sample_db/story/langgraph.json --input '{"request": "3 nights"}' && agentctl --db lg.db edit trip@1 --set plan.next_city='"Lisbon"' --config sample_db/story/langgraph.json --yes
     """
-    from agentctl.edits import edit_natively, edit_through_agent, graph_at_hand, parse_edits, plan_edit, record_edit
-    from agentctl.refs import resolve
-
+    from agentctl.cli.writes import finish, perform
+    from agentctl.edits import parse_edits
+    from agentctl.ops import EditState
     from agentctl.runs import run_settings
 
-    edits = parse_edits(sets, unsets)
-    settings = run_settings("langgraph", context_json, configurable)
     st = state(ctx)
+    op = EditState(ref, parse_edits(sets, unsets), st.db, as_node, agent, config, python, node,
+                   run_settings("langgraph", context_json, configurable), for_write=not dry_run)
 
-    async def plan():
-        async with st.engine(write=False) as (store, history):
-            if as_node is not None and store.format.name != "langgraph":
-                from agentctl.errors import UsageError
-
-                raise UsageError(f"--as-node is LangGraph's (update_state's as_node); this is a "
-                                 f"{store.format.name} database")
-            return await plan_edit(store, history, await resolve(store, ref), edits, for_write=not dry_run,
-                                   graph=graph_at_hand(agent, config))
-
-    p = run_coro(plan())
-    meta, changes = p.meta, p.changes
-    if settings and p.native:
-        from agentctl.errors import UsageError
-
-        raise UsageError("--context and --configurable are given to your graph: name it with --agent "
-                         "(or --config, a langgraph.json here)")
-    if dry_run:
-        if json_out:
-            emit_json({"ref": meta.checkpoint_id, "thread_id": meta.thread_id, "step": meta.step,
-                       "changes": [c.to_dict() for c in changes]})
-        else:
+    def present(plan: Any) -> None:
+        meta, changes = plan.data.meta, plan.data.changes
+        if dry_run:
             show_changes(changes)
-        return
-    if not p.native:  # the agent first: a wrong --agent is one line, before anything else
-        from agentctl.runners import find_agent, pick_interpreter
+        elif not json_out:
+            info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
+            for c in changes:
+                info(f"  {c.op} {c.path}")
 
-        who = find_agent(agent, config)
-        interpreter = pick_interpreter(who, python, node)
-    if not json_out:
-        info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
-        for c in changes:
-            info(f"  {c.op} {c.path}")
-    if p.native:
-        confirm(p.confirm_text, yes=yes)
-
-        async def go():
-            async with st.engine(need="undo") as (_, history):
-                return await edit_natively(history, p, as_node)
-
-        result = run_coro(go())
-        if json_out:
-            out = dict(result.to_dict(), changes=[c.to_dict() for c in changes])
-            if result.created:  # the checkpoint the edit made (in-place edits make none)
-                out["checkpoint_id"] = result.created[-1]
-            emit_json(out)
-            return
-        say(result.summary if result.op_id is None else
-            f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")
-        return
-    confirm(p.confirm_text, yes=yes)
-    outcome = edit_through_agent(p, st.db, who, interpreter, as_node, settings)
-
-    async def record():
-        async with st.engine(need="undo") as (_, history):
-            return await record_edit(history, p, who.label, as_node)
-
-    op_id = run_coro(record())
-    if json_out:
-        emit_json({"op_id": op_id, "checkpoint_id": outcome.get("id"), "step": outcome.get("step"),
-                   "next": outcome.get("next"), "changes": [c.to_dict() for c in changes]})
-        return
-    say(f"edited {meta.thread_id}: new checkpoint {outcome.get('id')} at step {outcome.get('step')}"
-        + (f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else ""))
+    finish(perform(st, op, dry_run=dry_run, yes=yes, json_out=json_out, present=present)[1], json_out)

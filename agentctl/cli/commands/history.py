@@ -12,10 +12,10 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.cli.complete import complete_thread
-from agentctl.cli.context import run, state
+from agentctl.cli.context import state
 from agentctl.cli.options import AcceptYesOpt, DryRunOpt, JsonOpt, NoBackupOpt, RefArg, VacuumOpt, YesOpt
-from agentctl.cli.output import confirm, done, emit_json, info, progress, say, show, show_plan
-from agentctl.cli.writes import auto_backup, require_compact, run_vacuum
+from agentctl.cli.output import done, emit_json, info, progress, say, show, show_plan
+from agentctl.cli.writes import finish, perform
 
 
 def register(app: typer.Typer) -> None:
@@ -40,58 +40,16 @@ def rewind(
 
     Example: agentctl --db sample_db/checkpoints.db rewind coder-fix-flaky-test@6 --dry-run
     """
-    from agentctl import render
-    from agentctl.refs import resolve
+    from agentctl.ops import Rewind
 
-    st = state(ctx)
+    def present(plan: Any) -> None:
+        from agentctl import render
 
-    async def plan():
-        async with st.engine(write=False, need="rewind") as (backend, engine):
-            meta = await resolve(backend, ref)
-            return await engine.plan_rewind(meta.checkpoint_id, hard=hard)
+        show_plan(render.plan_text(plan.data), to_stdout=dry_run)
 
-    p = run(plan())
-    if json_out and dry_run:
-        emit_json(p.to_dict())
-        return
-    show_plan(render.plan_text(p), to_stdout=dry_run)
-    if dry_run or not p.moved:
-        return
-    in_place = p.archive_thread == p.thread_id  # LangGraph: a fork copy becomes the head
-    what = (f"delete {len(p.moved)} checkpoint(s) of {p.thread_id}" if hard
-            else f"append a rewind event to {p.thread_id} marking {len(p.moved)} checkpoint(s) rewound"
-            if p.marked
-            else f"write a fork of {p.target.checkpoint_id} as the head of {p.thread_id}" if in_place
-            else f"move {len(p.moved)} checkpoint(s) of {p.thread_id} to {p.archive_thread}")
-    confirm(what, yes=yes)
-    if hard:
-        auto_backup(st, no_backup)
-
-    async def go():
-        async with st.engine(need="rewind") as (_, engine):
-            if hard:
-                return await engine.rewind(p.target.checkpoint_id, hard=True)
-            # the archive thread the plan announced, not a new random name
-            return await engine.rewind(p.target.checkpoint_id, archive_thread=p.archive_thread)
-
-    result = run(go())
-    op_id = result.op_id
-    if json_out:
-        emit_json(result.to_dict())
-        return
-    where = "deleted" if hard else f"moved to {result.archive_thread}"
-    head = p.target.checkpoint_id
-    if result.marked:  # ADK: a rewind event is the new head; the rewound events stay
-        new = result.checkpoint.metadata
-        say(f"{result.thread_id} is rewound to {head} (step {p.target.step}): a rewind event {new.checkpoint_id} "
-            f"(step {new.step}) marks {result.rewind_depth} later checkpoint(s) rewound; they stay in the "
-            f"thread, out of the conversation (op {op_id}; undo: agentctl undo {op_id})")
-        return
-    if result.checkpoint.metadata.checkpoint_id != head:  # a fork copy is the new head
-        head = f"{result.checkpoint.metadata.checkpoint_id}, a fork of {p.target.checkpoint_id}"
-        where = "deleted" if hard else "kept as a branch"
-    say(f"{result.thread_id} is now at {head} (step {p.target.step}); "
-        f"{result.rewind_depth} checkpoint(s) {where} (op {op_id}; undo: agentctl undo {op_id})")
+    _, result, _ = perform(state(ctx), Rewind(ref, hard), dry_run=dry_run, yes=yes, no_backup=no_backup,
+                           json_out=json_out, present=present)
+    finish(result, json_out)
 
 
 def branch(
@@ -106,23 +64,15 @@ def branch(
 
     Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db branch coder-fix-flaky-test@6 try-mocks
     """
-    from agentctl.refs import check_branch_name, resolve
+    from agentctl.ops import Branch
 
-    check_branch_name(name)
-    st = state(ctx)
-
-    async def go():
-        async with st.engine(need="branch") as (backend, engine):
-            meta = await resolve(backend, ref)
-            thread_id = await engine.branch(meta.checkpoint_id, name)
-            return meta, thread_id, engine.last_op_id
-
-    meta, thread_id, op_id = run(go())
+    _, result, _ = perform(state(ctx), Branch(ref, name))
+    assert result is not None
     if json_out:
-        emit_json({"thread_id": thread_id, "from_checkpoint_id": meta.checkpoint_id, "op_id": op_id})
+        emit_json(result.json)
         return
-    say(thread_id)
-    info(f"branched {thread_id} from {meta.checkpoint_id} (op {op_id}; undo: agentctl undo {op_id})")
+    say(str(result.thread))
+    info(f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")
 
 
 def merge(
@@ -144,82 +94,50 @@ def merge(
 
     Example: agentctl --db sample_db/checkpoints.db merge coder-fix-flaky-test-branch-retry-backoff-70e7 --dry-run
     """
-    from agentctl import render
-    from agentctl.errors import MergeConflictError, UsageError
-    from agentctl.refs import resolve_thread
+    from agentctl.errors import MergeConflictError
+    from agentctl.ops import Merge
 
-    if strategy not in ("three-way", "ours", "theirs"):
-        raise UsageError(f"unknown strategy {strategy!r}; use three-way, ours or theirs")
-    st = state(ctx)
+    op = Merge(branch_thread, into, strategy)
 
-    async def target(backend: Any) -> tuple[str, str]:
-        src = await resolve_thread(backend, branch_thread)
-        if into is not None:
-            dst = await resolve_thread(backend, into)
-        else:
-            summary = await backend.thread_summary(src)
-            if summary is None or not summary.branch_of:
-                raise UsageError(f"{src} is not a branch of another thread; say where with --into THREAD")
-            dst = summary.branch_of
-        if dst == src:
-            raise UsageError("cannot merge a thread into itself")
-        return src, dst
-
-    async def plan():
-        async with st.engine(write=False, need="merge") as (backend, engine):
-            src, dst = await target(backend)
-            return src, dst, await engine.plan_merge(src, dst, strategy=strategy)
-
-    src, dst, p = run(plan())
-
-    def conflicts_out() -> None:
+    def conflicts_out(plan: Any) -> None:
         if json_out:
-            emit_json({"branch": src, "into": dst, "strategy": strategy,
-                       "conflicts": [c.to_dict() for c in p.conflicts]})
+            emit_json(op.conflicts_json(plan))
         else:
-            _conflicts_plain(p.conflicts)
+            _conflicts_plain(plan.data.conflicts)
 
-    if p.conflicts:
-        conflicts_out()
-        raise MergeConflictError(p.conflicts, f"merge of {src} into {dst} has {len(p.conflicts)} "
-                                              "conflict(s); nothing was written (try --strategy ours|theirs)")
-    if dry_run or p.up_to_date:
-        if json_out:
-            emit_json(p.to_dict())
-        elif p.up_to_date:
-            say(f"{dst} already contains {src}; nothing to merge")
-        else:
-            show(render.plan_text(p))
-        return
+    seen: list[Any] = []
 
-    async def go():
-        async with st.engine(need="merge") as (_, engine):
-            # the checkpoint id the plan announced (unless the write makes it: LangGraph's
-            # carries the time of the write)
-            cid = await engine.merge_branch(src, dst, strategy=strategy,
-                                            checkpoint_id=None if p.id_at_write else p.merged.metadata.checkpoint_id)
-            return cid, engine.last_op_id
+    def present(plan: Any) -> None:
+        seen.append(plan)
+        if dry_run and not plan.nothing:
+            from agentctl import render
 
-    from agentctl.errors import NothingToMerge
+            show(render.plan_text(plan.data))
 
     try:
-        cid, op_id = run(go())
-    except MergeConflictError as exc:  # the threads moved on since the plan
-        p.conflicts = exc.conflicts
-        conflicts_out()
+        plan, result, _ = perform(state(ctx), op, dry_run=dry_run, json_out=json_out, present=present,
+                                  refused=conflicts_out)
+    except MergeConflictError:
+        if seen:  # the threads moved on since the plan: the write's conflicts
+            conflicts_out(seen[0])
         raise
-    except NothingToMerge:  # another writer brought the branch's head in since the plan
-        p.up_to_date = True
+    # nothing to merge, planned (not said yet by --dry-run --json) or found by the write
+    # (another writer brought the branch in since the plan)
+    nothing = (result.summary if result is not None and result.op_id is None else
+               plan.nothing if plan is not None and result is None and not (dry_run and json_out) else "")
+    if nothing:
         if json_out:
-            emit_json(p.to_dict())
+            emit_json(plan.data.to_dict() if plan is not None else {})
         else:
-            say(f"{dst} already contains {src}; nothing to merge")
+            say(nothing)
+        return
+    if result is None:
         return
     if json_out:
-        emit_json({"branch": src, "into": dst, "strategy": strategy, "checkpoint_id": cid, "op_id": op_id})
+        emit_json(result.json)
         return
-    say(cid)
-    info(f"merged {src} into {dst} as {cid} (op {op_id}; undo: agentctl undo {op_id})")
+    say(str(result.select))
+    info(f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")
 
 
 def _conflicts_plain(conflicts: list[Any]) -> None:
@@ -278,10 +196,7 @@ def prune(
 
     Example: agentctl --db sample_db/checkpoints.db prune loop-research-7 --keep-last 20 --dry-run
     """
-    from agentctl import render
     from agentctl.errors import UsageError
-    from agentctl.refs import resolve_thread
-    from agentctl.storage.contract import PruneSpec
 
     statuses = [s.strip() for s in status.split(",") if s.strip()] if status is not None else None
     policy: dict[str, Any] = {n: v for n, v in (("keep_last", keep_last), ("older_than", older_than),
@@ -294,33 +209,40 @@ def prune(
         policy["older_than"] = parse_duration(str(older_than))
     if thread is not None and all_threads:
         raise UsageError("give a THREAD or --all (not both)")
+    from agentctl import render
+    from agentctl.ops import Prune
     # No THREAD: every thread the policy selects (as --all), with the same plan and prompt.
-    all_threads = thread is None
-    st = state(ctx)
+    # The plan printed lists the first rows only; --json --dry-run prints all.
+    op = Prune(thread, policy, preview=None if json_out and dry_run else render.PRUNE_LISTED)
 
-    async def plan():
-        async with st.engine(write=False, need="prune") as (backend, engine):
-            if vacuum and not dry_run:
-                require_compact(backend)
-            tids = None if all_threads else [await resolve_thread(backend, thread)]
-            # The plan printed lists the first rows only; --json --dry-run prints all.
-            preview = None if json_out and dry_run else render.PRUNE_LISTED
-            spec = PruneSpec(threads=tids, **policy)
-            return spec, await engine.plan_prune_spec(spec, preview=preview)
+    def present(plan: Any) -> None:
+        if not plan.data:
+            if json_out:
+                emit_json(op.shape(False))
+            else:
+                say(plan.nothing)
+            return
+        show_plan(_prune_plan_text(plan.data, plan.facts["todo"], plan.facts["total"]), to_stdout=dry_run)
 
-    spec, plans = run(plan())
-    todo = [p for p in plans if p.delete_count]
-    total = sum(p.delete_count for p in todo)
-    if json_out and dry_run:
-        emit_json([p.to_dict() for p in plans])
+    _, result, report = perform(state(ctx), op, dry_run=dry_run, yes=yes, no_backup=no_backup, vacuum=vacuum,
+                                json_out=json_out, present=present, rolled_back=True,
+                                progress=lambda n: progress("prune", n, enabled=n > 1))
+    if result is None:
         return
-    if not plans:
-        if json_out:
-            emit_json([])
-        else:
-            say("nothing to prune: no thread matches")
+    if json_out:
+        emit_json({**result.json, "vacuum": report})
         return
+    for summary, op_id in result.lines:
+        done(summary, op_id)
+
+
+def _prune_plan_text(plans: list[Any], todo: list[Any], total: int) -> Any:
+    """The plans of a prune as the terminal shows them: each thread's (the first 20 that
+    lose checkpoints), then the sum."""
+    from rich.console import Group
     from rich.text import Text
+
+    from agentctl import render
 
     shown = todo[:20] if len(todo) > 1 else plans
     parts: list[Any] = [render.plan_text(p) for p in shown]
@@ -328,44 +250,4 @@ def prune(
         parts.append(Text(f"… and {len(todo) - 20} more threads"))
     if len(plans) > 1:
         parts.append(Text(f"in all: delete {total} checkpoint(s) in {len(todo)} of {len(plans)} threads", style="bold"))
-    show_plan(parts[0] if len(parts) == 1 else _group(parts), to_stdout=dry_run)
-    if dry_run or not total:
-        return
-    confirm(f"delete {total} checkpoint(s) in {len(todo)} thread(s)", yes=yes)
-
-    auto_backup(st, no_backup)
-
-    async def go():
-        # One operation in one transaction (all threads or none), undone by one undo.
-        async with st.engine(need="prune") as (_, engine):
-            with progress("prune", len(plans), enabled=len(plans) > 1) as advance:
-                return await engine.prune_spec(spec, progress=advance, plans=plans)
-
-    results = _all_or_nothing(lambda: run(go()), "prune")
-    report = run_vacuum(st) if vacuum else None
-    if json_out:
-        listed = [r.to_dict() for r in results]
-        emit_json({"results": listed, "vacuum": report} if vacuum else listed)
-        return
-    for r in results:
-        done(r.summary, r.op_id)
-
-
-def _all_or_nothing(write: Any, what: str) -> Any:
-    """Run a write that is one transaction; when it fails, say on stderr that nothing
-    was changed. (Ctrl-C: AgentctlGroup.invoke says what the database holds.)"""
-    from agentctl.errors import AgentctlError
-
-    try:
-        return write()
-    except AgentctlError as exc:
-        if not exc.nothing_changed:
-            exc.message = f"{exc.message} (the {what} was rolled back, nothing was changed)"
-            exc.nothing_changed = True
-        raise
-
-
-def _group(parts: list[Any]) -> Any:
-    from rich.console import Group
-
-    return Group(*parts)
+    return parts[0] if len(parts) == 1 else Group(*parts)

@@ -1,13 +1,14 @@
 """The operation log: `oplog`, `undo`, `redo`, `purge`."""
 
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from agentctl.cli.context import run, state
 from agentctl.cli.options import AcceptYesOpt, DryRunOpt, JsonOpt, NoBackupOpt, YesOpt
-from agentctl.cli.output import confirm, done, emit_json, say, show, show_plan, stdout_is_tty, tsv
+from agentctl.cli.output import emit_json, show, show_plan, stdout_is_tty, tsv
+from agentctl.cli.writes import finish, perform
 
 
 def register(app: typer.Typer) -> None:
@@ -74,15 +75,9 @@ def undo(
     Example: agentctl --db my.db prune --keep-last 3 --yes && agentctl --db my.db undo 3 --thread support-1042   (of that prune: this thread alone)
     """
 
-    async def go():
-        async with state(ctx).engine(need="undo") as (_, engine):
-            return await engine.undo(op, thread) if thread else await engine.undo(op)
+    from agentctl.ops import Undo
 
-    result = run(go())
-    if json_out:
-        emit_json(result.to_dict())
-        return
-    done(result.summary, result.op_id, undoable=False)
+    finish(perform(state(ctx), Undo(op, thread))[1], json_out)
 
 
 def redo(
@@ -100,18 +95,11 @@ def redo(
     Example: agentctl --db my.db redo
     """
 
-    async def go():
-        async with state(ctx).engine(write=not dry_run, need="redo") as (_, engine):
-            return await engine.redo(op, dry_run=dry_run)
+    from agentctl.ops import Redo
 
-    result = run(go())
-    if json_out:
-        emit_json(result.to_dict())
-        return
-    if dry_run:
-        show_plan(result.summary, to_stdout=True)
-        return
-    done(result.summary, result.op_id)
+    _, result, _ = perform(state(ctx), Redo(op), dry_run=dry_run, json_out=json_out,
+                           present=lambda plan: show_plan(plan.data.summary, to_stdout=True))
+    finish(result, json_out)
 
 
 def purge(
@@ -126,47 +114,18 @@ def purge(
 
     Example: agentctl --db sample_db/checkpoints.db purge --dry-run
     """
+    import dataclasses
+
     from rich.text import Text
 
-    from agentctl.cli.writes import auto_backup
+    from agentctl.ops import Purge
 
-    st = state(ctx)
+    op = Purge()
 
-    async def preview():  # writable before a purge: Postgres rehearses an old op log in it
-        async with st.engine(write=not dry_run, need="undo") as (_, engine):
-            return await engine.purge(dry_run=True)
+    def present(plan: Any) -> None:
+        show_plan(Text(op.describe(plan)), to_stdout=dry_run)
+        if plan.nothing and json_out:  # (a purge with nothing to do: the result, nothing freed)
+            emit_json(dataclasses.replace(plan.data, dry_run=dry_run).to_dict())
 
-    before = run(preview())
-    if json_out and dry_run:
-        emit_json(before.to_dict())
-        return
-    rows, ops = before.rows, before.ops
-    if not ops:
-        show_plan(Text("nothing to purge: no rows are kept for undo or redo"), to_stdout=dry_run)
-        if json_out:  # (a purge with nothing to do: the result, nothing freed)
-            import dataclasses
-
-            emit_json(dataclasses.replace(before, dry_run=dry_run).to_dict())
-        return
-    kept = before.kept_for()  # an undone operation's rows are kept for its redo
-    text = Text(f"purge: free {rows} row(s) kept for {kept} by {len(ops)} operation(s)"
-                + f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})"
-                + ("; they can no longer be undone" if kept == "undo" else
-                   "; they can no longer be redone" if kept == "redo" else
-                   f"; they can no longer be undone, nor redone ({', '.join(map(str, before.undone[:20]))})"))
-    show_plan(text, to_stdout=dry_run)
-    if dry_run:
-        return
-    confirm(f"purge what {kept} could bring back (this cannot be undone)", yes=yes)
-    auto_backup(st, no_backup)
-
-    async def go():
-        async with st.engine(need="undo") as (_, engine):
-            return await engine.purge()
-
-    result = run(go())
-    if json_out:
-        emit_json(result.to_dict())
-        return
-    say(f"purged {result.rows} row(s) of {len(result.ops)} operation(s)"
-        + (" and compacted the file" if result.vacuumed else ""))
+    finish(perform(state(ctx), op, dry_run=dry_run, yes=yes, no_backup=no_backup, json_out=json_out,
+                   present=present)[1], json_out)

@@ -1,7 +1,6 @@
 """`run`: run the user's own agent on from a checkpoint, through the framework itself."""
 
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -76,17 +75,10 @@ def run_agent(
 
     Example: agentctl --db sample_db/langgraph.db backup lg.db && agentctl --db lg.db run trip --config sample_db/story/langgraph.json --input '{"request": "3 nights"}'
     """
-    from agentctl.runners import RUNNERS, find_agent, pick_interpreter, run_child
-    from agentctl.runs import (
-        RunTally,
-        create_tables,
-        plan_run,
-        record_run,
-        recorded_summary,
-        short,
-        start_request,
-        without_tables,
-    )
+    from agentctl.cli.writes import perform
+    from agentctl.ops import RunAgent
+    from agentctl.runners import find_agent, pick_interpreter
+    from agentctl.runs import create_tables, without_tables
 
     st = state(ctx)
     if input_json is not None and from_ref is None and resume_json is None and st.format in (None, "langgraph") \
@@ -96,55 +88,23 @@ def run_agent(
         maker = find_agent(agent, config)
         create_tables(st.db, pick_interpreter(maker, python, node), maker)
         info(f"created LangGraph{'.js' if maker.runtime == 'node' else ''}'s checkpoint tables in {st.db} (its saver's setup(); undo does not remove them)")
-
-    async def prepare():
-        async with st.engine(write=False) as (store, history):
-            return await plan_run(store, history, thread, from_ref, input_json, resume_json, context_json,
-                                  configurable)
-
-    plan = run_coro(prepare())
-    who = find_agent(agent, config, fmt=plan.fmt)
-    interpreter = pick_interpreter(who, python, node)
-    tally = RunTally(plan)
-
-    def take(event: dict[str, Any]) -> None:
-        if not tally.take(event):
-            return
-        if json_out:
-            emit_jsonl(event)
-        else:
-            _say_checkpoint(event)
-
-    ended = run_child(plan.fmt, interpreter, start_request(plan, st.db, who), take)
-    outcome, result, summary = recorded_summary(plan, who.label, ended)
-
-    async def record():
-        async with st.engine(need="undo") as (_, history):
-            return await record_run(history, plan, who.label, summary, result)
-
-    op_id = run_coro(record())
-    saved = tally.saved
-    outcome["op_id"] = op_id
-    outcome["checkpoints"] = saved
+    op = RunAgent(thread, from_ref, input_json, resume_json, context_json, configurable, st.db, agent, config,
+                  python, node)
+    _, result, _ = perform(st, op, on_checkpoint=emit_jsonl if json_out else _say_checkpoint)
+    assert result is not None
+    outcome, op_id = result.json, result.op_id
     if json_out:
         emit_jsonl(outcome)
     tail = f" (op {op_id}; undo: agentctl undo {op_id})" if op_id is not None else " (nothing was written)"
-    what = RUNNERS[plan.fmt].unit
-    if outcome.get("event") == "error":
+    if result.data == "error":
         _say_error(outcome)
-        info(f"the run saved {saved} {what} before the error{tail}")
+        info(f"{result.summary}{tail}")
         raise typer.Exit(1)
-    if outcome.get("event") == "interrupted":
-        info(f"interrupted: the run saved {saved} {what}, which stay{tail}")
+    if result.data == "interrupted":
+        info(f"interrupted: {result.summary}{tail}")
         raise typer.Exit(130)
     if not json_out:
-        waiting = outcome.get("interrupts") or []
-        nxt = outcome.get("next") or []
-        say(f"ran {thread}: {saved} new {what}{tail}"
-            + (f"; output: {short(str(outcome['output']))}" if outcome.get("output") is not None else "")
-            + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
-            + (f"; interrupt: {short(json.dumps(waiting[0], default=repr))} (answer with --resume JSON)"
-               if waiting else ""))
+        say(f"{result.summary}{tail}{result.more}")
 
 
 def _say_checkpoint(event: dict[str, Any]) -> None:

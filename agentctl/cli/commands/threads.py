@@ -7,7 +7,7 @@ import typer
 
 from agentctl.cli.context import run, state
 from agentctl.cli.options import DryRunOpt, JsonOpt, LimitOpt, NoBackupOpt, OffsetOpt, ThreadArg, VacuumOpt, YesOpt
-from agentctl.cli.output import confirm, done, emit_json, info, show, show_plan, stdout_is_tty, table
+from agentctl.cli.output import emit_json, info, show, show_plan, stdout_is_tty, table
 
 app = typer.Typer(help="List, inspect and delete threads.\n\nExample: agentctl --db sample_db/checkpoints.db threads list --limit 5",
                   no_args_is_help=True, rich_markup_mode=None)
@@ -154,49 +154,20 @@ def delete_thread(ctx: typer.Context, thread: ThreadArg, yes: YesOpt = False, dr
 
     Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db threads delete support-1042 --yes
     """
-    from agentctl import render
-    from agentctl.refs import resolve_thread
+    from agentctl.cli.writes import finish, perform
+    from agentctl.ops import DeleteThread
 
-    st = state(ctx)
+    def present(plan: Any) -> None:
+        from agentctl import render
 
-    async def plan():
-        # refused (exit 2) before any plan, prompt or backup where the format cannot
-        async with st.engine(write=False, need="delete") as (backend, history):
-            if vacuum and not dry_run:
-                from agentctl.cli.writes import require_compact
+        p, n = plan.data, plan.data.checkpoints
+        show_plan(render.safe(f"delete thread {p.thread_id}: {n} checkpoint{'s' if n != 1 else ''}"
+                              + (f", with {', '.join(p.included)}" if p.included else "")
+                              + (f" (it has {len(p.branches_kept)} branch(es), which are kept)"
+                                 if p.branches_kept else "")), to_stdout=dry_run)
 
-                require_compact(backend)
-            tid = await resolve_thread(backend, thread)
-            return await history.plan_delete_thread(tid)
-
-    p = run(plan())
-    tid, n = p.thread_id, p.checkpoints
-    if json_out and dry_run:
-        emit_json({**p.to_dict(), "dry_run": True})
-        return
-    text = render.safe(f"delete thread {tid}: {n} checkpoint{'s' if n != 1 else ''}"
-                       + (f", with {', '.join(p.included)}" if p.included else "")
-                       + (f" (it has {len(p.branches_kept)} branch(es), which are kept)"
-                          if p.branches_kept else ""))
-    show_plan(text, to_stdout=dry_run)
-    if dry_run:
-        return
-    confirm(f"delete thread {tid} ({n} checkpoints)", yes=yes)
-    from agentctl.cli.writes import auto_backup
-
-    auto_backup(st, no_backup)
-
-    async def go():
-        async with st.engine(need="delete") as (_, engine):
-            return await engine.delete_thread(tid)
-
-    result = run(go())
-    report = None
-    if vacuum:
-        from agentctl.cli.writes import run_vacuum
-
-        report = run_vacuum(st)
-    if json_out:
-        emit_json({**result.to_dict(), "vacuum": report} if vacuum else result.to_dict())
-        return
-    done(result.summary, result.op_id)
+    _, result, report = perform(state(ctx), DeleteThread(thread), dry_run=dry_run, yes=yes, no_backup=no_backup,
+                                vacuum=vacuum, json_out=json_out, present=present)
+    if result is not None and vacuum:
+        result.json["vacuum"] = report
+    finish(result, json_out)

@@ -15,8 +15,8 @@ from agentctl import deep
 from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import CliState, run, state
 from agentctl.cli.options import AcceptYesOpt, JsonOpt
-from agentctl.cli.output import done, emit_json, info, progress, say
-from agentctl.cli.writes import sqlite_backup
+from agentctl.cli.output import info, progress, say
+from agentctl.cli.writes import finish, sqlite_backup
 from agentctl.text import json_text, json_type_name
 
 def register(app: typer.Typer) -> None:
@@ -235,6 +235,7 @@ def import_(
     Example: agentctl --db sample_db/checkpoints.db export support-1042 -o support.jsonl && agentctl --db new.db import --create support.jsonl
     """
     from agentctl.errors import DatabaseNotFound, SchemaError, UsageError, not_a_file
+    from agentctl.ops import Import
 
     if on_conflict not in ("skip", "replace", "error"):
         raise UsageError(f"unknown --on-conflict {on_conflict!r}; use skip, replace or error")
@@ -257,10 +258,9 @@ def import_(
 
     async def load(stream: IO[str]):
         try:
-            async with st.engine(create=create, need="import") as (_, engine):
+            async with st.engine(create=create, need="import") as (store, engine):
                 with progress("import", size, enabled=(size or 0) >= 8 * 1024 * 1024) as advance:
-                    return await engine.import_checkpoints(_read_jsonl(stream, file, advance),
-                                                           on_conflict=on_conflict)
+                    return await Import(_read_jsonl(stream, file, advance), on_conflict).apply(store, engine)
         except DatabaseNotFound as exc:
             raise DatabaseNotFound(f"{exc}; use --create to make a new database") from None
         except SchemaError as exc:
@@ -273,7 +273,4 @@ def import_(
     else:
         with open(file, encoding="utf-8") as stream:
             result = run(go(stream))
-    if json_out:
-        emit_json(result.to_dict())
-        return
-    done(result.summary, result.op_id)
+    finish(result, json_out)
