@@ -343,11 +343,15 @@ class Undo(Operation):
     need: ClassVar[str | None] = "undo"
     plan_first: ClassVar[bool] = False
 
-    def __init__(self, op_id: int | None = None, threads: list[str] | None = None) -> None:
+    def __init__(self, op_id: int | None = None, threads: list[str] | None = None, dry_run: bool = False) -> None:
         self.op_id = op_id
         self.threads = threads
+        self.dry_run = dry_run
 
     async def plan(self, store: Any, history: Any) -> Plan:
+        if self.dry_run:  # the History's own dry run: refused as the undo would be, its checkpoints named
+            p = await history.undo(self.op_id, self.threads, dry_run=True)
+            return Plan(self, p, f"undo op {p.op_id}")
         ops = [op for op in await history.oplog(limit=50)
                if (op.op_id == self.op_id if self.op_id is not None
                    else getattr(op, "undoable", not op.undone and op.kind not in ("undo", "purge")))]

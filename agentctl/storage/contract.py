@@ -811,10 +811,13 @@ class History(ABC):
         """The newest operations first."""
 
     @abstractmethod
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None,
+                   dry_run: bool = False) -> OpResult:
         """Revert an operation (the newest undoable one by default). `threads`: of a
         prune of several threads, restore those alone (the op stays undoable for the
-        others); a format whose operations are undone whole raises UsageError."""
+        others); a format whose operations are undone whole raises UsageError.
+        `dry_run`: what it would do (the checkpoints it would bring back or remove),
+        refused as the undo would be, nothing written."""
 
     async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
         """Re-apply an undone operation (the newest undone one by default) when nothing

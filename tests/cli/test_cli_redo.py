@@ -134,3 +134,23 @@ def test_redo_dry_run_names_the_checkpoints_on_agentos(tmp_path: Path) -> None:
     assert planned["created"] or planned["deleted"] or planned["moved"]
     assert {k: sorted(planned[k]) for k in ("created", "deleted", "moved")} == \
         {k: sorted(done[k]) for k in ("created", "deleted", "moved")}
+
+
+def test_undo_dry_run_names_the_checkpoints_on_agentos(tmp_path: Path) -> None:
+    """`undo --dry-run` (issue 33, item 17): what the undo would do, the checkpoint ids it
+    would bring back, remove and move, the same the undo then names; nothing written;
+    refused as the undo would be."""
+    db = tmp_path / "s.db"
+    shutil.copyfile(Path(__file__).resolve().parents[2] / "sample_db" / "checkpoints.db", db)
+    rewound = cli_json(str(db), "rewind", "coder-add-cli-flag@6", "--yes")
+    state = db.read_bytes()
+    planned = cli_json(str(db), "undo", "--dry-run")
+    assert db.read_bytes() == state
+    assert planned["op_id"] is None and planned["summary"].startswith(f"undo operation {rewound['op_id']} (")
+    done = cli_json(str(db), "undo")
+    assert done["summary"].startswith(f"undid operation {rewound['op_id']} (")
+    assert planned["created"] or planned["deleted"] or planned["moved"]
+    assert {k: sorted(planned[k]) for k in ("created", "deleted", "moved")} == \
+        {k: sorted(done[k]) for k in ("created", "deleted", "moved")}
+    r = cli(str(db), "undo", str(rewound["op_id"]), "--dry-run")  # undone already: refused, in one line
+    assert r.exit_code != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -63,6 +63,7 @@ def undo(
         "--thread", "-t", metavar="THREAD",
         help="Of a prune of several threads: restore this thread alone (repeatable); the threads "
              "written to since stay pruned, and the op stays undoable for them.")] = None,
+    dry_run: DryRunOpt = False,
     json_out: JsonOpt = False,
     yes: AcceptYesOpt = False,
 ) -> None:
@@ -73,11 +74,14 @@ def undo(
 
     Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db branch coder-fix-flaky-test@6 try-mocks && agentctl --db my.db undo
     Example: agentctl --db my.db prune --keep-last 3 --yes && agentctl --db my.db undo 3 --thread support-1042   (of that prune: this thread alone)
+    Example: agentctl --db my.db undo --dry-run   (what it would do, the checkpoints it names; nothing written)
     """
 
     from agentctl.ops import Undo
 
-    finish(perform(state(ctx), Undo(op, thread))[1], json_out)
+    _, result, _ = perform(state(ctx), Undo(op, thread, dry_run), dry_run=dry_run, json_out=json_out,
+                           present=lambda plan: show_plan(plan.data.summary, to_stdout=True))
+    finish(result, json_out)
 
 
 def redo(

@@ -311,12 +311,18 @@ class JournalHistory(ABC):
         return OpResult(new, kind, summary, ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
 
     @retried_write
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None) -> OpResult:
+    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None,
+                   dry_run: bool = False) -> OpResult:
         from agentctl.storage.contract import whole_undo_only
 
         if not self.undo_by_thread:
             whole_undo_only(self.store.format.name, threads)
-        return await self._move(op_id, False, threads=threads)
+        if dry_run and threads:
+            from agentctl.errors import UsageError
+
+            raise UsageError("undo --dry-run of some threads (--thread) is not offered; leave out --thread "
+                             "to see what undoing the whole operation would do")
+        return await self._move(op_id, False, dry_run, threads)
 
     @retried_write
     async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
