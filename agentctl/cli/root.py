@@ -222,7 +222,9 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
         help="Time-travel debugger for AI agent databases (SQLite or Postgres): AgentOS "
              "checkpoints (agentos), the article's session store (article), LangGraph "
              "checkpoints (langgraph), OpenAI Agents SDK sessions (openai-agents), Google "
-             "ADK sessions (adk) and Agno sessions (agno); `agentctl formats` says what each can do.\n\n"
+             "ADK sessions (adk), Agno sessions (agno), CrewAI checkpoints (crewai), CrewAI flow "
+             "states (crewai-flows) and the CrewAI replay store (crewai-replay); `agentctl formats` "
+             "says what each can do.\n\n"
              "--db, --format, --no-color and --pager may also follow the command: "
              "agentctl threads list --db x.db.\n\n"
              "\b\nExample: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",

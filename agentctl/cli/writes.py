@@ -94,10 +94,8 @@ def perform(st: CliState, op: "Operation", *, dry_run: bool = False, yes: bool =
             try:
                 done = await op.apply(store, history, plan, **apply)
             except AgentctlError as exc:
-                if rolled_back and not exc.nothing_changed:
-                    # (Ctrl-C: AgentctlGroup.invoke says what the database holds)
-                    exc.message = f"{exc.message} (the {op.kind} was rolled back, nothing was changed)"
-                    exc.nothing_changed = True
+                if rolled_back:  # (Ctrl-C: AgentctlGroup.invoke says what the database holds)
+                    say_rolled_back(exc, op.kind)
                 raise
             return plan, done, (await compact(store) if vacuum else None)
 
@@ -185,3 +183,12 @@ def _size(n: Any) -> str:
             break
         value /= 1024
     return f"{n:,} B" if unit == "B" else f"{value:.1f} {unit} ({n:,} B)"
+
+
+def say_rolled_back(exc: Any, what: str) -> None:
+    """A failed write that was one transaction says, once, that nothing was changed; an
+    error that says so already (its type's or its maker's word, `nothing_changed`; not
+    guessed from its text) is left as it is."""
+    if not exc.nothing_changed:
+        exc.message = f"{exc.message} (the {what} was rolled back, nothing was changed)"
+        exc.nothing_changed = True

@@ -83,6 +83,9 @@ def test_formats_lists_edit_run_redo_compare():
     rows = {line.split("\t")[0]: line.split("\t")[2].split(", ")
             for line in cli(None, "formats").stdout.splitlines()[1:]}
     for name, can in rows.items():
+        if name == "crewai-replay":  # read only (its writes exit 2 naming it)
+            assert "edit" not in can and "redo" not in can and "compare" in can
+            continue
         assert {"edit", "redo", "compare"} <= set(can), name
         assert ("run" in can) == (name in ("langgraph", "openai-agents", "adk")), name
     data = cli_json(None, "formats")

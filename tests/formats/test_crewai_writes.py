@@ -117,7 +117,7 @@ def test_checkpoint_prune_keeps_fork_points_and_the_newest(crewai_copy, crewai_f
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")
-    plan = cli_json(db, "prune", "--keep-last", "2", "--dry-run")
+    plan = cli_json(db, "prune", "--keep-last", "2", "--dry-run")["plans"]
     main = [p for p in plan if p["thread_id"] == "main"][0]
     assert main["fork_points"] == [w["rome"][1]]  # the fork's parent stays
     gone = [m["checkpoint_id"] for m in main["delete"]]
