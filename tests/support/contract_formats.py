@@ -1,5 +1,5 @@
 """Builders of small databases of every format on every backend, for the contract suite
-(tests/formats/test_contract.py).
+(tests/formats/contract/).
 
 Each format has a `FormatCase`: a `build(kind, url)` that writes a small database the
 way the format's own program does (AgentOS: agentctl's engine; the article: its DDL and
@@ -518,6 +518,14 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
 
 
 # ---- dumps of every table -----------------------------------------------------------------------
+
+
+async def asyncpg_connect(url: str) -> Any:
+    if "://" not in url:
+        return None
+    import asyncpg
+
+    return await asyncpg.connect(url)
 
 
 async def table_names(url: str, conn: Any = None) -> list[str]:
