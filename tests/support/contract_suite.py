@@ -2,8 +2,10 @@
 they run on, the `built` fixture's body, and their small helpers.
 
 Every store joins the suites by its entry in `contract_formats.CASES` (the one list):
-the contract suite (tests/formats/contract/), its atomicity suite (test_atomicity.py)
-and its dry-run-equals-write suite (test_dry_run.py) run on it without a change of theirs.
+the contract suite (tests/formats/contract/), its atomicity suite (test_atomicity.py),
+its dry-run-equals-write suite (test_dry_run.py) and, with `FormatCase.hostile`, the
+hostile-rows suite (tests/reliability/test_reliability_hostile.py) run on it without a
+change of theirs (tests/README.md: how a new store joins).
 """
 
 from __future__ import annotations
