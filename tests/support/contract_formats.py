@@ -631,3 +631,11 @@ class SQLiteBuilds:
                 shutil.copyfile(side, str(dest) + suffix)
         return Built(url=str(dest), threads=list(first.threads), main=first.main, branch=first.branch,
                      branches=dict(first.branches))
+
+
+async def build_once(request: Any, name: str, kind: str, url: str) -> Built:
+    """`CASES[name].build(kind, url)`; on SQLite a copy of the build made once per test
+    session instead (the `sqlite_builds` fixture of tests/formats/conftest.py)."""
+    if kind == "sqlite":
+        return await request.getfixturevalue("sqlite_builds").copy(CASES[name], Path(url))
+    return await CASES[name].build(kind, url)
