@@ -30,7 +30,8 @@ SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "node_modules"})
 #: the parameters (a test id's parts) whose tests are `slow`: the Postgres half of a
 #: test run on both backends
 SLOW_PARAMS = frozenset({"postgres", "pg"})
-#: what is `slow` besides: a folder (ending in /), a file, or a test (FILE::NAME): a
+#: what is `slow` besides: a folder (ending in /), a file, a test (FILE::NAME) or one
+#: of its parameters (FILE::NAME[ID]): a
 #: framework's round trips (its real package running an agent, in a child process),
 #: the reliability suite (crashes, live writers, hostile rows and 50 MB values, other
 #: processes holding locks), fuzzing, the browser, the checks that build venvs, wheels
@@ -41,6 +42,10 @@ SLOW_FILES = frozenset({
     "tests/formats/test_run_openai.py", "tests/formats/test_run_langgraphjs.py", "tests/formats/test_adk_app.py",
     "tests/formats/test_compare.py", "tests/formats/test_compare_llm.py", "tests/formats/test_edit.py",
     "tests/formats/test_edit_adk.py", "tests/formats/test_edit_langgraph_nograph.py",
+    "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[edit]",
+    "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[run]",
+    # LangGraph's own serializer writing the checkpoint
+    "tests/formats/test_langgraph_serde.py::test_show_imports_no_module_named_in_a_checkpoint",
     "tests/tui/test_tui_edit_run.py", "tests/tui/test_tui_compare_llm.py", "tests/cli/test_story.py",
     # LangGraph.js (the Node rig); a LangGraph program writing beside agentctl's index
     "tests/formats/test_langgraphjs_rig.py", "tests/formats/test_langgraphjs_writes.py",
@@ -58,7 +63,7 @@ SLOW_FILES = frozenset({
 
 def _listed(nodeid: str) -> bool:
     file, test = nodeid.split("::")[0], nodeid.split("[")[0]
-    return any(p in (file, test) or (p.endswith("/") and nodeid.startswith(p)) for p in SLOW_FILES)
+    return any(p in (file, test, nodeid) or (p.endswith("/") and nodeid.startswith(p)) for p in SLOW_FILES)
 
 
 def _slow(item: pytest.Item) -> bool:
