@@ -4,6 +4,12 @@ Postgres: `AGENTCTL_TEST_PG_DSN` if set, else a throwaway server started here
 (tests/support/pgserver.py). Without server binaries the Postgres tests skip with the reason,
 except when `AGENTCTL_REQUIRE_PG=1`, where that is an error.
 Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`).
+
+The fast tier, `python -m pytest -m "not slow"`, is the suite without the tests marked
+`slow` here (pytest_collection_modifyitems): those on Postgres, on the Node rig, in the
+browser, the reliability suite, and those that run an agent framework's round trips
+(see SLOW_FILES). A Postgres server or the Node rig asked for in the fast tier is an error
+(`fast_tier_refuses`): what needs one must be marked.
 """
 
 from __future__ import annotations
@@ -16,11 +22,69 @@ from pathlib import Path
 import pytest
 
 from tests.support import pgserver
-from tests.support.rig import SAMPLE_DB, pg_execute, unavailable, with_search_path
+from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, unavailable, with_search_path
+
+
+#: the fixtures whose tests are `slow`: a Postgres server, the Node rig (npm ci, node)
+SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "node_modules"})
+#: the parameters (a test id's parts) whose tests are `slow`: the Postgres half of a
+#: test run on both backends
+SLOW_PARAMS = frozenset({"postgres", "pg"})
+#: what is `slow` besides: a folder (ending in /), a file, a test (FILE::NAME) or one
+#: of its parameters (FILE::NAME[ID]): a
+#: framework's round trips (its real package running an agent, in a child process),
+#: the reliability suite (crashes, live writers, hostile rows and 50 MB values, other
+#: processes holding locks), fuzzing, the browser, the checks that build venvs, wheels
+#: or the manual
+SLOW_FILES = frozenset({
+    # an agent framework run by agentctl's run / edit / compare, in a child process
+    "tests/formats/test_run.py", "tests/formats/test_run_adk.py", "tests/formats/test_run_apps.py",
+    "tests/formats/test_run_openai.py", "tests/formats/test_run_langgraphjs.py", "tests/formats/test_adk_app.py",
+    "tests/formats/test_compare.py", "tests/formats/test_compare_llm.py", "tests/formats/test_edit.py",
+    "tests/formats/test_edit_adk.py", "tests/formats/test_edit_langgraph_nograph.py",
+    "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[edit]",
+    "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[run]",
+    # LangGraph's own serializer writing the checkpoint
+    "tests/formats/test_langgraph_serde.py::test_show_imports_no_module_named_in_a_checkpoint",
+    "tests/tui/test_tui_edit_run.py", "tests/tui/test_tui_compare_llm.py", "tests/cli/test_story.py",
+    # LangGraph.js (the Node rig); a LangGraph program writing beside agentctl's index
+    "tests/formats/test_langgraphjs_rig.py", "tests/formats/test_langgraphjs_writes.py",
+    "tests/formats/test_search_index_sdk_lg.py",
+    # other processes, big values, hostile rows, fuzzing, the Hypothesis state machine
+    "tests/reliability/", "tests/engine/test_engine_stateful.py", "tests/engine/test_prune_speed_shape.py",
+    "tests/unit/test_jsonb.py::test_fuzz_mutated_blobs",
+    "tests/unit/test_jsonb.py::test_fuzz_encode_is_sqlite_jsonb_and_decode_its_inverse",
+    # the browser; venvs, wheels, the manual, a pytest run in a child process, every help
+    "tests/tui/test_serve.py::test_serve_shows_the_thread_list_in_a_browser",
+    "tests/structure/test_plugins.py", "tests/structure/test_docs.py", "tests/structure/test_suite_shutdown.py",
+    "tests/cli/test_cli_registry.py::test_a_summary_shortens_as_the_whole_help_does",
+})
+
+
+def _listed(nodeid: str) -> bool:
+    file, test = nodeid.split("::")[0], nodeid.split("[")[0]
+    return any(p in (file, test, nodeid) or (p.endswith("/") and nodeid.startswith(p)) for p in SLOW_FILES)
+
+
+def _slow(item: pytest.Item) -> bool:
+    if item.get_closest_marker("pg") is not None or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and SLOW_PARAMS & set(callspec.id.split("-")):
+        return True
+    return _listed(item.nodeid)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the full suite's slow tests `slow` (the fast tier leaves them out)."""
+    for item in items:
+        if _slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
-def pg_base_dsn():
+def pg_base_dsn(request):
+    fast_tier_refuses(request, "a Postgres server")
     dsn = os.environ.get("AGENTCTL_TEST_PG_DSN")
     if dsn:
         yield dsn

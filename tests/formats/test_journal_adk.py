@@ -22,7 +22,7 @@ pytest.importorskip("google.adk")
 
 from agentctl.errors import OperationError  # noqa: E402
 from agentctl.storage import open_store  # noqa: E402
-from tests.support.contract_formats import _adk_service, _adk_text, build_adk, dump  # noqa: E402
+from tests.support.contract_formats import _adk_service, _adk_text, build_adk, build_once, dump  # noqa: E402
 from tests.support.fault_injection import InjectedFault, failing_at  # noqa: E402
 from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
 
@@ -104,7 +104,7 @@ KINDS = ["rewind", "rewind-hard", "branch", "edit", "fix-state", "run", "run-new
 @pytest.fixture(params=["sqlite", "postgres"])
 async def adk(request, tmp_path) -> str:
     url = str(tmp_path / "adk.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
-    return (await build_adk(request.param, url)).url
+    return (await build_once(request, "adk", request.param, url)).url
 
 
 async def frame(url: str, conn: Any = None) -> dict:

@@ -22,7 +22,7 @@ from agentctl.errors import OperationError
 from agentctl.model import Checkpoint
 from agentctl.storage import open_store
 from agentctl.storage.contract import PruneSpec
-from tests.support.contract_formats import append_agentos, build_agentos, dump
+from tests.support.contract_formats import append_agentos, build_agentos, build_once, dump
 from tests.support.journal_checks import (
     frame,
     old_fixture,
@@ -41,7 +41,7 @@ MOVES_FAILED = WRITES
 @pytest.fixture(params=["sqlite", "postgres"])
 async def ao(request, tmp_path):
     url = str(tmp_path / "ao.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
-    built = await build_agentos(request.param, url)
+    built = await build_once(request, "agentos", request.param, url)
     async with open_store(url, readonly=False) as store:
         yield url, built, store
 
@@ -121,7 +121,7 @@ async def test_redo_refused_after_the_agent_wrote(ao) -> None:
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_writes_undo_redo_are_atomic(kind, tmp_path, request) -> None:
     url = str(tmp_path / "ao.db") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
-    await build_agentos(kind, url)
+    await build_once(request, "agentos", kind, url)
     async with open_store(url, readonly=False) as store:
         h = store.history()
         await writes_undo_redo_atomic(url, store, lambda k: prepare(k, url, store, h), WRITES, MOVES_FAILED)

@@ -2,7 +2,7 @@
 get_runs / get_chat_history, and `Agent.run` appending the next run with the history and
 state the write left), and undone and redone row for row; on SQLite and Postgres, in the
 v3, v2, migrated and mixed layouts. (The contract suite runs every write on the v3 layout
-too: tests/formats/test_contract.py.)"""
+too: tests/formats/contract/.)"""
 
 from __future__ import annotations
 

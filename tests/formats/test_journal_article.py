@@ -23,7 +23,7 @@ from agentctl.errors import OperationError
 from agentctl.refs import resolve
 from agentctl.storage import PruneSpec, open_store
 from tests.support.article_storage import FTS_TRIGGERS
-from tests.support.contract_formats import CASES, append_article, dump
+from tests.support.contract_formats import CASES, append_article, build_once, dump
 from tests.support.fault_injection import fails_cleanly_then_works
 from tests.support.rig import REPO
 from tests.support.sampledb import cli, cli_json
@@ -40,7 +40,7 @@ async def frame(url: str, conn: Any = None) -> dict:
 @pytest.fixture(params=KINDS)
 async def built(request, tmp_path) -> Any:
     url = str(tmp_path / "a.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
-    return await CASES["article"].build(request.param, url)
+    return await build_once(request, "article", request.param, url)
 
 
 async def _cid(store: Any, ref: str) -> str:

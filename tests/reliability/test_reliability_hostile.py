@@ -10,9 +10,13 @@ import json
 import pytest
 
 from tests.support import hostile
+from tests.support.contract_formats import CASES
 from tests.support.sampledb import cli
 
-FORMATS = ["langgraph", "article", "openai", "adk"]
+#: every format with hostile rows (FormatCase.hostile), and theirs
+KITS = {name: case.hostile for name, case in CASES.items() if case.hostile is not None}
+FORMATS = list(KITS)
+HOSTILE = {fmt: kit.threads for fmt, kit in KITS.items()}
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +47,7 @@ def _run(db: str, *args: str, ok=(0,)):
 def test_every_thread_is_listed(hostile_dbs, fmt):
     db = hostile_dbs[fmt]
     threads = _threads(db)
-    for t in hostile.HOSTILE[fmt]:
+    for t in HOSTILE[fmt]:
         assert t in threads, (t, threads)
     _run(db, "threads", "list")
 
@@ -65,8 +69,7 @@ def test_every_read_command_on_every_thread(hostile_dbs, fmt):
     _run(db, "doctor", ok=(0, 5))
 
 
-@pytest.mark.parametrize("fmt,thread", [("langgraph", "lg-deep"), ("langgraph", "lg-deep-ext"),
-                                        ("article", "s-deep"), ("openai", "oa-deep"), ("adk", "app/u9/deep")])
+@pytest.mark.parametrize("fmt,thread", [(fmt, thread) for fmt, kit in KITS.items() for thread in kit.deep])
 def test_deep_value_is_a_placeholder(hostile_dbs, fmt, thread):
     db = hostile_dbs[fmt]
     for args in (("show", thread), ("show", thread, "--json"), ("export", thread)):
@@ -93,11 +96,9 @@ def test_metadata_not_utf8_is_shown_and_flagged(hostile_dbs):
     assert flagged == {"lg-bad-utf8", "lg-deep-meta", "lg-nan"}, doctor
 
 
-NAN_THREAD = {"langgraph": "lg-nan", "article": "s-nan", "openai": "oa-nan", "adk": "app/u9/nan"}
-#: what doctor says of the NaN thread's rows: (PROBLEM, WHERE) lines; LangGraph's metadata
-#: is a warning (its msgpack channel values may hold any float)
-NAN_FOUND = {"langgraph": {("bad-metadata", "lg-nan")}, "article": {("invalid_json", "s-nan")},
-             "openai": {("invalid_json", None)}, "adk": {("invalid_json", "app/u9/nan"), ("invalid_json", None)}}
+NAN_THREAD = {fmt: kit.nan for fmt, kit in KITS.items()}
+#: what doctor says of the NaN thread's rows: (PROBLEM, WHERE) lines
+NAN_FOUND = {fmt: set(kit.nan_found) for fmt, kit in KITS.items()}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -133,10 +134,10 @@ async def test_tui_first_screen(hostile_dbs, fmt, monkeypatch):
         await settle(pilot)
         table = app.threads.table
         rows = {key.value for key in table.rows}
-        assert set(hostile.HOSTILE[fmt]) <= rows, rows
+        assert set(HOSTILE[fmt]) <= rows, rows
         errors = [n.title for n in app._notifications if n.severity == "error"]
         assert errors == [], errors
-        for thread in hostile.HOSTILE[fmt]:  # each hostile thread selected: its timeline and views
+        for thread in HOSTILE[fmt]:  # each hostile thread selected: its timeline and views
             table.move_cursor(row=table.get_row_index(thread))
             await settle(pilot)
         errors = [(n.title, n.message[:200]) for n in app._notifications if n.severity == "error"]
@@ -183,7 +184,7 @@ def test_a_50mb_value_is_shown_cut_in_bounded_memory(hostile_dbs, tmp_path):
     import shutil
 
     size = 50_000_000
-    for fmt, thread, args in (("langgraph", "lg-huge", ()), ("openai", "oa-huge", ("-m", "all"))):
+    for fmt, thread, args in (("langgraph", "lg-huge", ()), ("openai-agents", "oa-huge", ("-m", "all"))):
         db = str(tmp_path / f"{fmt}.db")
         shutil.copyfile(hostile_dbs[fmt], db)
         hostile.add_huge(fmt, db, thread, size)
@@ -193,7 +194,7 @@ def test_a_50mb_value_is_shown_cut_in_bounded_memory(hostile_dbs, tmp_path):
         assert seconds < 30, (fmt, seconds)  # was 8 s and 13 s; ~1.3 s on an idle machine
 
 
-@pytest.mark.parametrize("fmt", ["langgraph", "openai"])
+@pytest.mark.parametrize("fmt", ["langgraph", "openai-agents"])
 def test_full_shows_a_long_text_whole(hostile_dbs, tmp_path, fmt):
     import shutil
 

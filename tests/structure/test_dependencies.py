@@ -76,8 +76,9 @@ def test_installed_versions_are_in_the_declared_ranges():
 
 def test_ci_runs_the_lowest_and_newest_claimed_python():
     """The package claims `requires-python` (README: "Python 3.10 or newer"): .ci/run installs
-    and runs the quick start and the lowest-versions tests on that Python, and the quick
-    start on the newest (issue 33: `pip install .` failed on 3.10 while the README claimed it)."""
+    and runs the quick start and the lowest-versions tests on that Python, the quick start
+    on the newest, and the fast tier on both (issue 33: `pip install .` failed on 3.10
+    while the README claimed it)."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
@@ -89,4 +90,6 @@ def test_ci_runs_the_lowest_and_newest_claimed_python():
     assert re.search(r"^NEWEST_PY=3\.\d+$", script, re.M)
     assert 'quick_start "$(find_python "$NEWEST_PY")"' in script
     assert '"$(find_python "$LOWEST_PY")" -m venv "$lowest"' in script
+    # the fast tier on both (tests/README.md)
+    assert 'for v in "$LOWEST_PY" "$NEWEST_PY"; do' in script and '-m "not slow"' in script
     assert f"Python {lowest} or newer" in (REPO / "README.md").read_text(encoding="utf-8")

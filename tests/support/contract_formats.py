@@ -1,5 +1,5 @@
 """Builders of small databases of every format on every backend, for the contract suite
-(tests/formats/test_contract.py).
+(tests/formats/contract/).
 
 Each format has a `FormatCase`: a `build(kind, url)` that writes a small database the
 way the format's own program does (AgentOS: agentctl's engine; the article: its DDL and
@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
+
+from tests.support import hostile
 
 #: a text every builder writes into its main thread, found by `search`
 NEEDLE = "zephyrine"
@@ -78,6 +80,9 @@ class FormatCase:
     needs: tuple[str, ...] = ()
     #: the table holding one row per checkpoint (what a plan's counts count)
     rows_table: str = "checkpoints"
+    #: rows a buggy writer could leave, added to the SQLite database the builder wrote
+    #: (tests/support/hostile.py): the format is then in the hostile-rows suite
+    hostile: hostile.HostileRows | None = None
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -536,7 +541,7 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1")),
     FormatCase("article", "sessions.db", build_article, append_article, content=_article_content,
-               rows_table="messages",
+               rows_table="messages", hostile=hostile.ARTICLE,
                store_checks={"first_step": 1, "message_per_step": True},
                prune={"statuses": ["active"], "keep_last": 1},
                prune_cli=("--all", "--status", "active", "--keep-last", "1")),
@@ -548,17 +553,18 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                # its pending writes and checkpoint metadata are its own
                rewind_appends=(False, True), content=_langgraph_content,
                sample_checks={"linear": False},  # its support-refund-replay thread was replayed
+               hostile=hostile.LANGGRAPH,
                # a rewind forks inside the thread; a branch copies the chain with
                # LangGraph's own checkpoint ids
                written_checks={"linear": False, "unique_ids": False},
                needs=("langgraph", "langgraph.checkpoint.sqlite")),
     FormatCase("openai-agents", "openai_agents.db", build_openai, append_openai, content=_openai_content,
-               rows_table="agent_messages",
+               rows_table="agent_messages", hostile=hostile.OPENAI_AGENTS,
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1"),
                store_checks={"first_step": 1, "message_per_step": True},
                needs=("agents",)),
-    FormatCase("adk", "adk.db", build_adk, append_adk, rows_table="events",
+    FormatCase("adk", "adk.db", build_adk, append_adk, rows_table="events", hostile=hostile.ADK,
                rewind_appends=(False,), content=lambda cp: cp.state,
                store_checks={"first_step": 1, "message_per_step": True},
                # a rewind event hangs under the step it rewound to; the conversation (the
@@ -576,6 +582,14 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
 
 
 # ---- dumps of every table -----------------------------------------------------------------------
+
+
+async def asyncpg_connect(url: str) -> Any:
+    if "://" not in url:
+        return None
+    import asyncpg
+
+    return await asyncpg.connect(url)
 
 
 async def table_names(url: str, conn: Any = None) -> list[str]:
@@ -675,3 +689,11 @@ class SQLiteBuilds:
                 shutil.copyfile(side, str(dest) + suffix)
         return Built(url=str(dest), threads=list(first.threads), main=first.main, branch=first.branch,
                      branches=dict(first.branches))
+
+
+async def build_once(request: Any, name: str, kind: str, url: str) -> Built:
+    """`CASES[name].build(kind, url)`; on SQLite a copy of the build made once per test
+    session instead (the `sqlite_builds` fixture of tests/formats/conftest.py)."""
+    if kind == "sqlite":
+        return await request.getfixturevalue("sqlite_builds").copy(CASES[name], Path(url))
+    return await CASES[name].build(kind, url)

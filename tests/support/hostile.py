@@ -1,5 +1,9 @@
 """Hostile-rows databases, one per format, built at test time (small: well under 1 MB).
 
+A format is in the hostile-rows suite (tests/reliability/test_reliability_hostile.py)
+by its `FormatCase.hostile` (tests/support/contract_formats.py's `CASES`): a
+`HostileRows`, below, with the function writing its rows and the threads they are in.
+
 Each is the contract database of its format (tests/support/contract_formats.py, written
 by the framework's own program) plus rows a buggy writer could leave, each in a thread of
 its own so the good threads can be checked to still work:
@@ -20,22 +24,29 @@ import asyncio
 import json
 import sqlite3
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-
-from tests.support import contract_formats as cf
 
 DEEP = 100_000
 ESC = "\x1b[31mRED\x1b]8;;http://x.example\x07link\x1b]8;;\x07 \x07bell"
 NOT_UTF8 = b"\xff{not json \xfe\xfd"
 
-#: the hostile threads of each format (the good ones are the contract database's)
-HOSTILE = {
-    "langgraph": ["lg-deep", "lg-deep-ext", "lg-deep-meta", "lg-bad-utf8", "lg-esc", "lg-nan"],
-    "article": ["s-deep", "s-notjson", "s-esc", "s-nan"],
-    "openai": ["oa-deep", "oa-notjson", "oa-esc", "oa-nan"],
-    "adk": ["app/u9/deep", "app/u9/notjson", "app/u9/esc", "app/u9/nan"],
-}
-GOOD = {"langgraph": "lg-main", "article": None, "openai": "oa-main", "adk": "app/u1/main"}
+
+
+@dataclass(frozen=True)
+class HostileRows:
+    """A format's hostile rows: `add(path)` writes them into its contract database (the
+    SQLite file its builder wrote); the hostile threads (the good ones are the contract
+    database's), those holding a value nested too deep to show, the one holding NaN and
+    Infinity, and what `doctor` says of that one: (PROBLEM, WHERE) lines, WHERE None for
+    a checkpoint id."""
+
+    add: Callable[[str], None]
+    threads: tuple[str, ...]
+    deep: tuple[str, ...]
+    nan: str
+    nan_found: frozenset[tuple[str, str | None]]
 
 
 def deep_json(depth: int = DEEP, leaf: str = '"x"') -> str:
@@ -113,7 +124,7 @@ def _hostile_article(path: str) -> None:
     con = sqlite3.connect(path)
     user = con.execute("SELECT id FROM users LIMIT 1").fetchone()[0]
     with con:
-        for sid in HOSTILE["article"]:
+        for sid in ARTICLE.threads:
             con.execute("INSERT INTO sessions (id, user_id, title) VALUES (?, ?, ?)", (sid, user, sid))
             con.execute("INSERT INTO messages (session_id, role, content) VALUES (?, 'user', 'hi')", (sid,))
         con.execute("INSERT INTO messages (session_id, role, content, tool_calls_json) "
@@ -129,7 +140,7 @@ def _hostile_article(path: str) -> None:
 def _hostile_openai(path: str) -> None:
     con = sqlite3.connect(path)
     with con:
-        for sid in HOSTILE["openai"]:
+        for sid in OPENAI_AGENTS.threads:
             con.execute("INSERT INTO agent_sessions (session_id) VALUES (?)", (sid,))
             con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
                         (sid, json.dumps({"role": "user", "content": "hi"})))
@@ -150,7 +161,7 @@ def _hostile_adk(path: str) -> None:
     sess = dict(con.execute("SELECT * FROM sessions WHERE id = 'main'").fetchone())
     event = dict(con.execute("SELECT * FROM events WHERE session_id = 'main' LIMIT 1").fetchone())
     with con:
-        for thread in HOSTILE["adk"]:
+        for thread in ADK.threads:
             _, user, sid = thread.split("/")
             con.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
                         (sess["app_name"], user, sid, json.dumps(NAN) if sid == "nan" else "{}",
@@ -173,15 +184,31 @@ def _hostile_adk(path: str) -> None:
     con.close()
 
 
-_HOSTILE = {"langgraph": _hostile_langgraph, "article": _hostile_article, "openai": _hostile_openai,
-            "adk": _hostile_adk}
+# LangGraph's metadata is a warning (its msgpack channel values may hold any float)
+LANGGRAPH = HostileRows(
+    _hostile_langgraph, ("lg-deep", "lg-deep-ext", "lg-deep-meta", "lg-bad-utf8", "lg-esc", "lg-nan"),
+    deep=("lg-deep", "lg-deep-ext"), nan="lg-nan", nan_found=frozenset({("bad-metadata", "lg-nan")}))
+ARTICLE = HostileRows(
+    _hostile_article, ("s-deep", "s-notjson", "s-esc", "s-nan"),
+    deep=("s-deep",), nan="s-nan", nan_found=frozenset({("invalid_json", "s-nan")}))
+OPENAI_AGENTS = HostileRows(
+    _hostile_openai, ("oa-deep", "oa-notjson", "oa-esc", "oa-nan"),
+    deep=("oa-deep",), nan="oa-nan", nan_found=frozenset({("invalid_json", None)}))
+ADK = HostileRows(
+    _hostile_adk, ("app/u9/deep", "app/u9/notjson", "app/u9/esc", "app/u9/nan"),
+    deep=("app/u9/deep",), nan="app/u9/nan",
+    nan_found=frozenset({("invalid_json", "app/u9/nan"), ("invalid_json", None)}))
 
 
 def build(fmt: str, path: Path) -> str:
-    """A hostile-rows SQLite database of `fmt` at `path`."""
+    """A hostile-rows SQLite database of `fmt` (a name in contract_formats.CASES) at `path`."""
+    from tests.support.contract_formats import CASES
+
     url = str(path)
-    asyncio.run(getattr(cf, f"build_{fmt}")("sqlite", url))
-    _HOSTILE[fmt](url)
+    case = CASES[fmt]
+    assert case.hostile is not None, fmt
+    asyncio.run(case.build("sqlite", url))
+    case.hostile.add(url)
     return url
 
 
@@ -192,7 +219,7 @@ def add_huge(fmt: str, url: str, thread: str, size: int) -> None:
     if fmt == "langgraph":
         _lg_put(url, thread, {"big": text, "ok": "fine"})
         return
-    if fmt == "openai":
+    if fmt == "openai-agents":
         from agents import SQLiteSession
 
         async def add() -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Sequence
 
-from tests.formats.test_atomic_formats import asyncpg_connect
-from tests.support.contract_formats import dump
+from tests.support.contract_formats import asyncpg_connect, dump
 from tests.support.fault_injection import fails_cleanly_then_works
 
 Frame = Callable[[], Awaitable[Any]]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.rig import REPO, rig_cache
+from tests.support.rig import REPO, fast_tier_refuses, rig_cache
 
 NODE_DIR = REPO / "tests" / "node"
 FILES = ("package.json", "package-lock.json")
@@ -97,8 +97,9 @@ def install() -> Path:
 
 
 @pytest.fixture(scope="session")
-def node_modules() -> Path:
+def node_modules(request: pytest.FixtureRequest) -> Path:
     """The installed packages' directory (npm ci once per lock file); skips without node."""
+    fast_tier_refuses(request, "the Node rig")
     try:
         root = install()
     except RuntimeError as exc:  # NodeMissing, or npm ci failed

@@ -37,6 +37,15 @@ def rig_cache(env_var: str) -> Path:
     return Path(xdg) / "agentctl-tests"
 
 
+def fast_tier_refuses(request: Any, what: str) -> None:
+    """In the fast tier (`-m "not slow"`) a test asking for `what` is marked wrongly: fail
+    it, rather than start a server the tier does without."""
+    import pytest
+
+    if "not slow" in (request.config.getoption("markexpr") or ""):
+        pytest.fail(f"{what} in the fast tier: mark the test slow (tests/conftest.py)")
+
+
 def run_sync(coro_fn: Callable[[], Any]) -> Any:
     """Run a coroutine function to completion, also from inside a running event loop."""
     return run(coro_fn())

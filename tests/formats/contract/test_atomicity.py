@@ -6,30 +6,12 @@ does change it. The AgentOS engine's own writes: tests/engine/test_engine_atomic
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any, Awaitable, Callable
-
-import pytest
 
 from agentctl.refs import resolve
 from agentctl.storage import Capability, open_store
-from tests.support.contract_formats import CASES, Built, FormatCase, dump
+from tests.support.contract_formats import Built, asyncpg_connect, dump
 from tests.support.fault_injection import fails_cleanly_then_works as failing_everywhere
-
-KINDS = ("sqlite", "postgres")
-PAIRS = [(name, kind) for name in CASES for kind in KINDS]
-
-
-@pytest.fixture(params=PAIRS, ids=[f"{n}-{k}" for n, k in PAIRS])
-async def built(request, tmp_path) -> tuple[FormatCase, Built]:
-    name, kind = request.param
-    case = CASES[name]
-    for module in case.needs:
-        if importlib.util.find_spec(module.split(".")[0]) is None:
-            pytest.skip(f"{module} is not installed")
-    if kind == "sqlite":
-        return case, await request.getfixturevalue("sqlite_builds").copy(case, tmp_path / "db.sqlite")
-    return case, await case.build(kind, request.getfixturevalue("pg_dsn"))
 
 
 async def test_rewind_branch_undo_are_atomic(built) -> None:
@@ -46,14 +28,6 @@ async def test_rewind_branch_undo_are_atomic(built) -> None:
     finally:
         if conn is not None:
             await conn.close()
-
-
-async def asyncpg_connect(url: str) -> Any:
-    if "://" not in url:
-        return None
-    import asyncpg
-
-    return await asyncpg.connect(url)
 
 
 async def _atomic_writes(b: Built, fails_cleanly_then_works: Any) -> None:

@@ -1,0 +1,34 @@
+"""The main screen of every store's database at 80x24 and 160x48 (SVG snapshots,
+pytest-textual-snapshot; tests/tui/__snapshots__/test_snapshots_stores/).
+
+Each store's bundled sample (`FormatCase.sample`, sample_db/), and LangGraph.js's own
+database (tests/fixtures/tui/langgraphjs.db, written by LangGraph.js: its ids and
+times fixed by the commit). A relative path keeps the status line the same on every
+machine. After a deliberate change of the screen: `--snapshot-update`, then look at
+the new SVGs before committing them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentctl.tui.app import AgentctlApp
+from tests.support.contract_formats import CASES
+from tests.support.rig import REPO
+from tests.support.tui import settle
+
+#: every store's database: the samples of CASES, and LangGraph.js's
+DATABASES = {name: REPO / "sample_db" / case.sample for name, case in CASES.items()}
+DATABASES["langgraphjs"] = REPO / "tests" / "fixtures" / "tui" / "langgraphjs.db"
+SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("store", list(DATABASES))
+def test_main_screen(snap_compare, tmp_path, monkeypatch, store, size):
+    source: Path = DATABASES[store]
+    monkeypatch.chdir(tmp_path)
+    shutil.copyfile(source, tmp_path / source.name)
+    assert snap_compare(AgentctlApp(source.name), terminal_size=SIZES[size], run_before=settle)
