@@ -90,7 +90,7 @@ def _commands_with_dry_run() -> dict[str, set[str]]:
 
 def test_every_command_with_dry_run_has_json():
     found = _commands_with_dry_run()
-    assert set(found) == {"threads delete", "rewind", "merge", "prune", "purge", "edit", "redo"}
+    assert set(found) == {"threads delete", "rewind", "merge", "prune", "purge", "edit", "redo", "undo"}
     assert all("--json" in opts for opts in found.values())
 
 

@@ -67,14 +67,19 @@ class _Rehearsed(Exception):
 @asynccontextmanager
 async def _rehearsal(db: Any) -> AsyncIterator[Any]:
     """A write transaction whose writes do not stay: on SQLite in a copy of the file,
-    on Postgres rolled back (ReadOnlyDatabase on a backend opened read-only)."""
+    on Postgres rolled back (on a writable twin of a connection opened read-only;
+    ReadOnlyDatabase where the role may not write)."""
     if db.kind != "sqlite":
+        writer = db.twin() if db.readonly else db
         try:
-            async with db.transaction() as tx:
+            async with writer.transaction() as tx:
                 yield tx
                 raise _Rehearsed
         except _Rehearsed:
             return
+        finally:
+            if writer is not db:
+                await writer.close()
     import tempfile
 
     from agentctl.storage.backup import sqlite_backup
@@ -82,9 +87,7 @@ async def _rehearsal(db: Any) -> AsyncIterator[Any]:
     with tempfile.TemporaryDirectory(prefix="agentctl-rehearsal-") as tmp:
         copy = f"{tmp}/copy.db"
         await asyncio.to_thread(sqlite_backup, db.local_file, copy)
-        twin = type(db)(copy, readonly=False, create=False)  # the same backend (its schema check) on the copy
-        if "check" in vars(db):  # a shared connection's format check
-            twin.check = db.check
+        twin = db.twin(copy)  # the same backend (its schema check) on the copy
         try:
             async with twin.transaction() as tx:
                 yield tx

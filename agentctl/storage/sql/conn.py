@@ -149,6 +149,26 @@ class Connection(Reads):
         on another connection does (`store.connection`, what the journal writes through)."""
         return self
 
+    @property
+    def readonly(self) -> bool:
+        """Whether it was opened read-only (a write then raises ReadOnlyDatabase)."""
+        return self._readonly
+
+    def twin(self, target: str | None = None) -> "Connection":
+        """A writable connection of the same class, with the same schema check, to
+        `target` (default: this database), not connected: where a rehearsal writes what is
+        then thrown away (the journal's dry runs)."""
+        make: Any = type(self)  # the subclasses' constructor: (target, readonly=, create=)
+        twin: Connection = make(target if target is not None else self._target, readonly=False, create=False)
+        if "check" in vars(self):  # a format's check given to this connection
+            twin.check = self.check
+        return twin
+
+    @property
+    def _target(self) -> str:
+        """What the connection was made with (a path, a DSN): not for display."""
+        raise NotImplementedError
+
     async def connect(self) -> None:
         """Open the connection and check the schema (lazily, by every read)."""
 

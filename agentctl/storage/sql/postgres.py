@@ -264,6 +264,10 @@ class PostgresConnection(Connection):
         self._pooler = False
         self._connect_lock = asyncio.Lock()
 
+    @property
+    def _target(self) -> str:
+        return self._dsn
+
     async def connect(self) -> None:
         if self._pool is not None:
             return

@@ -242,6 +242,10 @@ class SQLiteConnection(Connection):
     def path(self) -> str:
         return self._db_path
 
+    @property
+    def _target(self) -> str:
+        return self._db_path
+
     # ---- lifecycle ----------------------------------------------------------------
 
     def _create_if_missing(self) -> None:
