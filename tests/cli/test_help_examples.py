@@ -49,8 +49,11 @@ PATHS = _paths()
 
 
 def _tree_digest(root: Path) -> dict[str, str]:
+    """Each file's digest; SQLite's -shm and an empty -wal beside a WAL database are left
+    out: a reader makes them (a read-only connection cannot remove them), they hold no data."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+            for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+            and not p.name.endswith("-shm") and not (p.name.endswith("-wal") and p.stat().st_size == 0)}
 
 
 def _run(example: str) -> None:
