@@ -116,6 +116,20 @@ def test_redo_on_the_article_store(tmp_path: Path) -> None:
     assert r.exit_code == 1 and r.stderr.strip() == "agentctl: nothing to redo"
 
 
+def _dry_run_then_the_move(db: Path, verb: str, done_verb: str, op_id: int) -> None:
+    """`VERB --dry-run` writes nothing, says "VERB operation N (...)" and names the
+    checkpoints the move then names."""
+    state = db.read_bytes()
+    planned = cli_json(str(db), verb, "--dry-run")
+    assert db.read_bytes() == state
+    assert planned["op_id"] is None and planned["summary"].startswith(f"{verb} operation {op_id} (")
+    done = cli_json(str(db), verb)
+    assert done["summary"].startswith(f"{done_verb} operation {op_id} (")
+    assert planned["created"] or planned["deleted"] or planned["moved"]
+    assert {k: sorted(planned[k]) for k in ("created", "deleted", "moved")} == \
+        {k: sorted(done[k]) for k in ("created", "deleted", "moved")}
+
+
 def test_redo_dry_run_names_the_checkpoints_on_agentos(tmp_path: Path) -> None:
     """AgentOS's `redo --dry-run` names the checkpoint ids the redo would bring back,
     remove and move (as the other formats' dry runs do), the same the redo then names;
@@ -125,15 +139,7 @@ def test_redo_dry_run_names_the_checkpoints_on_agentos(tmp_path: Path) -> None:
     rewound = cli_json(str(db), "rewind", "coder-add-cli-flag@6", "--yes")
     assert rewound["moved"] or rewound["deleted"], rewound
     cli_json(str(db), "undo")
-    state = db.read_bytes()
-    planned = cli_json(str(db), "redo", "--dry-run")
-    assert db.read_bytes() == state
-    assert planned["op_id"] is None and planned["summary"].startswith(f"redo operation {rewound['op_id']} (")
-    done = cli_json(str(db), "redo")
-    assert done["summary"].startswith(f"redid operation {rewound['op_id']} (")
-    assert planned["created"] or planned["deleted"] or planned["moved"]
-    assert {k: sorted(planned[k]) for k in ("created", "deleted", "moved")} == \
-        {k: sorted(done[k]) for k in ("created", "deleted", "moved")}
+    _dry_run_then_the_move(db, "redo", "redid", rewound["op_id"])
 
 
 def test_undo_dry_run_names_the_checkpoints_on_agentos(tmp_path: Path) -> None:
@@ -143,14 +149,6 @@ def test_undo_dry_run_names_the_checkpoints_on_agentos(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     shutil.copyfile(Path(__file__).resolve().parents[2] / "sample_db" / "checkpoints.db", db)
     rewound = cli_json(str(db), "rewind", "coder-add-cli-flag@6", "--yes")
-    state = db.read_bytes()
-    planned = cli_json(str(db), "undo", "--dry-run")
-    assert db.read_bytes() == state
-    assert planned["op_id"] is None and planned["summary"].startswith(f"undo operation {rewound['op_id']} (")
-    done = cli_json(str(db), "undo")
-    assert done["summary"].startswith(f"undid operation {rewound['op_id']} (")
-    assert planned["created"] or planned["deleted"] or planned["moved"]
-    assert {k: sorted(planned[k]) for k in ("created", "deleted", "moved")} == \
-        {k: sorted(done[k]) for k in ("created", "deleted", "moved")}
+    _dry_run_then_the_move(db, "undo", "undid", rewound["op_id"])
     r = cli(str(db), "undo", str(rewound["op_id"]), "--dry-run")  # undone already: refused, in one line
     assert r.exit_code != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
