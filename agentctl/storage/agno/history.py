@@ -222,17 +222,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         st = self.store
         state = (last.data or {}).get("session_state")
         new_data = dict(data, session_state=state) if isinstance(state, dict) else data
-        copied = [c for c in st.session_columns if c not in ("session_id", "session_data", "updated_at", "runs")]
-        names = ["session_id", "session_data", "updated_at"] + copied
-        exprs = ["?", self._json(), self._int()] + copied
-        values: list[Any] = [archive, encode(new_data, row["session_data"]), now]
-        if st.has_legacy:
-            names.append("runs")
-            exprs.append(self._json() if entries else "NULL")
-            if entries:
-                values.append(encode(entries, decode_raw(row["runs"])))
-        await tx.execute(f"INSERT INTO {st._S} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM {st._S} "
-                         "WHERE session_id = ?", *values, sid)
+        await self._session_copy(tx, sid, archive, new_data, row, entries, now, stamped=("updated_at",))
         await op.inserted(st.sessions_table, SESSION_KEY, "session_id = ?", (archive,))
 
     # ---- edit ------------------------------------------------------------------------
@@ -397,15 +387,16 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         return data
 
     async def _session_copy(self, tx: Any, sid: str, new: str, data: dict[str, Any], row: dict[str, Any],
-                            entries: list[dict[str, Any]], now: int) -> None:
+                            entries: list[dict[str, Any]], now: int,
+                            stamped: tuple[str, ...] = ("created_at", "updated_at")) -> None:
         """A new session row copying the session's, with this session_data (and legacy
-        array, where the sessions table keeps one)."""
+        array, where the sessions table keeps one), `stamped` columns set to `now` (an
+        archive keeps the session's created_at)."""
         st = self.store
-        copied = [c for c in st.session_columns
-                  if c not in ("session_id", "session_data", "created_at", "updated_at", "runs")]
-        names = ["session_id", "session_data", "created_at", "updated_at"] + copied
-        exprs = ["?", self._json(), self._int(), self._int()] + copied
-        values: list[Any] = [new, encode(data, row["session_data"]), now, now]
+        copied = [c for c in st.session_columns if c not in ("session_id", "session_data", "runs", *stamped)]
+        names = ["session_id", "session_data", *stamped] + copied
+        exprs = ["?", self._json(), *(self._int() for _ in stamped)] + copied
+        values: list[Any] = [new, encode(data, row["session_data"]), *(now for _ in stamped)]
         if st.has_legacy:
             names.append("runs")
             exprs.append(self._json() if entries else "NULL")
