@@ -82,26 +82,40 @@ def crewai_python() -> str:
         pytest.skip(str(exc))
 
 
+#: CrewAI's own race (its checkpoint listener's thread dumping a state being changed): the
+#: script is run again (run_crewai, crewai_files)
+RACE = "dictionary changed size during iteration"
+
+
 def run_crewai(python: str, script: str | Path, *args: str, cwd: Path, timeout: float = 300,
-               check: bool = True) -> subprocess.CompletedProcess:
+               check: bool = True, retry: bool = True) -> subprocess.CompletedProcess:
     """Run a script of tests/crewai (or a script's text) with the rig's python in `cwd`
-    (CrewAI's default storage under cwd, no telemetry)."""
+    (CrewAI's default storage under cwd, no telemetry).
+
+    CrewAI's checkpoint listener dumps the flow's state on a thread of its own while the flow
+    changes it, and now and then fails with RACE: the files among `args` are then put back as
+    they were and the script is run again (up to three times; not with retry=False)."""
     if not isinstance(script, Path):
         path = cwd / "crewai_script.py"
         path.write_text(script)
         script = path
     env = {**os.environ, "PYTHONPATH": str(CREWAI_DIR), "CREWAI_STORAGE_DIR": str(cwd / "storage"),
            "CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true", "CREWAI_TRACING_ENABLED": "false"}
-    r = subprocess.run([python, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                       timeout=timeout)
+    files = [Path(f"{a}{suffix}") for a in args for suffix in ("", "-wal", "-shm") if Path(a).is_file()]
+    saved = {f: f.read_bytes() for f in files if f.exists()}
+    for _attempt in range(3 if retry else 1):
+        r = subprocess.run([python, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode == 0 or RACE not in r.stderr:
+            break
+        for f in files:  # as they were before the run CrewAI's race broke
+            if f in saved:
+                f.write_bytes(saved[f])
+            else:
+                f.unlink(missing_ok=True)
     if check and r.returncode != 0:
         pytest.fail(f"{script.name} exited {r.returncode}:\n{r.stderr.strip()[-3000:]}")
     return r
-
-
-#: CrewAI's own race (its checkpoint listener's thread dumping a state being changed), after
-#: which the fixture files are written again, in a new folder
-RACE = "dictionary changed size during iteration"
 
 
 def last_json(out: str) -> Any:
@@ -116,7 +130,7 @@ def crewai_files(crewai_python, tmp_path_factory) -> tuple[Path, dict[str, Any]]
     for attempt in range(3):  # CrewAI's checkpoint listener dumps the state on a thread of its
         out = tmp_path_factory.mktemp("crewai")  # own while the flow changes it: now and then
         r = run_crewai(crewai_python, CREWAI_DIR / "crewai_write.py", str(out / "files"), cwd=out,
-                       check=False)  # "dictionary changed size during iteration" (CrewAI's race)
+                       check=False, retry=False)  # "dictionary changed size during iteration" (CrewAI's race)
         if r.returncode == 0 or RACE not in r.stderr:
             break
     if r.returncode != 0:
