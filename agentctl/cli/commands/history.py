@@ -1,6 +1,6 @@
-"""Changing history through the engine: `rewind`, `branch`, `merge`, `prune`.
+"""Changing history through the format's History: `rewind`, `branch`, `merge`, `prune`.
 
-Each write is one engine operation (one transaction, recorded in the op log, undoable).
+Each write is one operation of agentctl.ops (one transaction, recorded in the op log, undoable).
 Destructive ones show their plan first, ask on a terminal, need --yes otherwise, and
 write nothing with --dry-run.
 """

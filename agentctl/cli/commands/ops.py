@@ -30,8 +30,8 @@ def oplog(
     """
 
     async def go():
-        async with state(ctx).engine(write=False, need="undo") as (_, engine):
-            return await engine.oplog(limit)
+        async with state(ctx).history(write=False, need="undo") as (_, history):
+            return await history.oplog(limit)
 
     ops = run(go())
     if json_out:
