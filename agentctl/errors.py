@@ -168,7 +168,7 @@ class MergeConflictError(AgentctlError):
 
 
 class OperationError(AgentctlError):
-    """An engine operation cannot be carried out as asked (e.g. undo of a stale op)."""
+    """A write cannot be carried out as asked (e.g. undo of a stale op)."""
 
 
 class NothingToMerge(OperationError):

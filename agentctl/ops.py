@@ -92,8 +92,23 @@ class Operation:
         return None
 
     def plan_json(self, plan: Plan) -> dict[str, Any]:
+        """The command's --dry-run --json: the same keys as the write's (`Done.json`)."""
         data = plan.data
-        return data.to_dict() if hasattr(data, "to_dict") else dict(data or {})
+        return {"dry_run": True, **(data.to_dict() if hasattr(data, "to_dict") else dict(data or {}))}
+
+    def nothing_json(self, plan: Plan) -> dict[str, Any]:
+        """The command's --json when the plan finds nothing to write (nothing written):
+        the write's keys, no op."""
+        return {**self.plan_json(plan), "dry_run": False}
+
+
+def one_shape(dry_run: bool, plan: Any, keys: tuple[str, ...], written: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A write command's --json, one object whether it plans or writes: `dry_run`, `plan`
+    (--dry-run: the History's plan; a write: null) and the write's `keys` (a dry run:
+    those the plan knows, the others null)."""
+    out: dict[str, Any] = {"dry_run": dry_run, "plan": plan, **dict.fromkeys(keys)}
+    out.update(written or {})
+    return out
 
 
 def _undo_hint(op_id: int | None) -> str:
@@ -131,6 +146,18 @@ class Rewind(Operation):
         nothing = "" if p.moved else f"{meta.checkpoint_id} is already the head of {thread}: nothing to rewind"
         return Plan(self, p, confirm, nothing, destructive=self.hard, facts={"effect": effect})
 
+    #: rewind --json: `dry_run`, `plan` and these (the write's TimeTravelResult)
+    keys: ClassVar[tuple[str, ...]] = ("checkpoint_id", "thread_id", "step", "rewind_depth", "snapshot_count_before",
+                                       "can_replay", "op_id", "archive_thread", "moved", "deleted", "marked")
+
+    def plan_json(self, plan: Plan) -> dict[str, Any]:
+        p = plan.data
+        return one_shape(True, p.to_dict(), self.keys, {"thread_id": p.thread_id, "archive_thread": p.archive_thread,
+                                                        "marked": p.marked, "rewind_depth": len(p.moved)})
+
+    def nothing_json(self, plan: Plan) -> dict[str, Any]:
+        return {**self.plan_json(plan), "dry_run": False, "plan": None}
+
     async def apply(self, store: Any, history: Any, plan: Plan) -> Done:
         p = plan.data
         target = p.target
@@ -150,8 +177,8 @@ class Rewind(Operation):
                 where = "deleted" if self.hard else "kept as a branch"
             summary = (f"{result.thread_id} is now at {head} (step {target.step}); "
                        f"{result.rewind_depth} checkpoint(s) {where}")
-        return Done(self.kind, summary, result.op_id, result.to_dict(), result.thread_id, new.checkpoint_id,
-                    data=result)
+        return Done(self.kind, summary, result.op_id, one_shape(False, None, self.keys, result.to_dict()),
+                    result.thread_id, new.checkpoint_id, data=result)
 
 
 class Branch(Operation):
@@ -177,7 +204,7 @@ class Branch(Operation):
         thread_id = await history.branch(meta.checkpoint_id, self.name)
         op_id = history.last_op_id
         return Done(self.kind, f"branched {thread_id} from {meta.checkpoint_id}", op_id,
-                    {"thread_id": thread_id, "from_checkpoint_id": meta.checkpoint_id, "op_id": op_id},
+                    {"dry_run": False, "thread_id": thread_id, "from_checkpoint_id": meta.checkpoint_id, "op_id": op_id},
                     thread_id)
 
 
@@ -214,6 +241,20 @@ class Merge(Operation):
                     f"{dst} already contains {src}; nothing to merge" if p.up_to_date else "",
                     facts={"branch": src, "into": dst})
 
+    #: merge --json: `dry_run`, `plan` and these (what the write did)
+    keys: ClassVar[tuple[str, ...]] = ("branch", "into", "strategy", "checkpoint_id", "op_id", "up_to_date")
+
+    def plan_json(self, plan: Plan) -> dict[str, Any]:
+        p = plan.data
+        return one_shape(True, p.to_dict(), self.keys, self._known(plan, checkpoint_id=p.to_dict()["checkpoint_id"],
+                                                                    up_to_date=p.up_to_date))
+
+    def nothing_json(self, plan: Plan) -> dict[str, Any]:
+        return one_shape(False, None, self.keys, self._known(plan, up_to_date=True))
+
+    def _known(self, plan: Plan, **more: Any) -> dict[str, Any]:
+        return {"branch": plan.facts["branch"], "into": plan.facts["into"], "strategy": self.strategy, **more}
+
     def conflicts_json(self, plan: Plan) -> dict[str, Any]:
         return {"branch": plan.facts["branch"], "into": plan.facts["into"], "strategy": self.strategy,
                 "conflicts": [c.to_dict() for c in plan.data.conflicts]}
@@ -242,10 +283,11 @@ class Merge(Operation):
         except NothingToMerge:
             p.up_to_date = True
             return Done(self.kind, plan.nothing or f"{dst} already contains {src}; nothing to merge", None,
-                        p.to_dict(), dst, undoable=False)
+                        self.nothing_json(plan), dst, undoable=False)
         op_id = history.last_op_id
         return Done(self.kind, f"merged {src} into {dst} as {cid}", op_id,
-                    {"branch": src, "into": dst, "strategy": how, "checkpoint_id": cid, "op_id": op_id}, dst, cid)
+                    one_shape(False, None, self.keys, {"branch": src, "into": dst, "strategy": how, "checkpoint_id": cid,
+                                                       "op_id": op_id, "up_to_date": False}), dst, cid)
 
 
 # ---- prune, delete -------------------------------------------------------------------------
@@ -282,6 +324,9 @@ class Prune(Operation):
 
     def plan_json(self, plan: Plan) -> dict[str, Any]:
         return self.shape(True, plans=[p.to_dict() for p in plan.data])
+
+    def nothing_json(self, plan: Plan) -> dict[str, Any]:
+        return self.shape(False)
 
     @staticmethod
     def shape(dry_run: bool, plans: list[Any] | None = None, results: list[Any] | None = None,
@@ -325,12 +370,16 @@ class DeleteThread(Operation):
         p = await history.plan_delete_thread(await resolve_thread(store, self.thread))
         return Plan(self, p, f"delete thread {p.thread_id} ({p.checkpoints} checkpoints)", destructive=True)
 
+    #: threads delete --json: `dry_run`, `plan`, these (the write's OpResult) and `vacuum`
+    keys: ClassVar[tuple[str, ...]] = ("op_id", "kind", "summary", "created", "deleted", "moved", "skipped", "vacuum")
+
     def plan_json(self, plan: Plan) -> dict[str, Any]:
-        return {**plan.data.to_dict(), "dry_run": True}
+        return one_shape(True, plan.data.to_dict(), self.keys, {"kind": self.kind})
 
     async def apply(self, store: Any, history: Any, plan: Plan) -> Done:
         result = await history.delete_thread(plan.data.thread_id)
-        return Done(self.kind, result.summary, result.op_id, result.to_dict(), data=result)
+        return Done(self.kind, result.summary, result.op_id, one_shape(False, None, self.keys, result.to_dict()),
+                    data=result)
 
 
 # ---- undo, redo, purge ----------------------------------------------------------------------
@@ -363,7 +412,7 @@ class Undo(Operation):
         op_id = plan.data.op_id if plan is not None and plan.data is not None else self.op_id
         result = await (history.undo(op_id, self.threads) if self.threads else history.undo(op_id))
         record = plan.data if plan is not None else None
-        return Done(self.kind, result.summary, result.op_id, result.to_dict(),
+        return Done(self.kind, result.summary, result.op_id, {"dry_run": False, **result.to_dict()},
                     record.threads[0] if record is not None and record.threads else None, undoable=False,
                     data=result)
 
@@ -386,7 +435,7 @@ class Redo(Operation):
     async def apply(self, store: Any, history: Any, plan: Plan | None = None) -> Done:
         op_id = plan.data.op_id if plan is not None else self.op_id
         result = await history.redo(op_id)
-        return Done(self.kind, result.summary, result.op_id, result.to_dict(), data=result)
+        return Done(self.kind, result.summary, result.op_id, {"dry_run": False, **result.to_dict()}, data=result)
 
 
 class Purge(Operation):

@@ -67,7 +67,7 @@ def check_branch_name(name: Any) -> str:
     return text
 
 
-def _checked(backend: Store, ref: str, not_found: Any) -> str:
+def _checked(store: Store, ref: str, not_found: Any) -> str:
     """`ref` stripped, or an AgentctlError for text no database can hold: lone
     surrogates (undecodable bytes in argv) and, on Postgres, NUL characters."""
     ref = (ref or "").strip()
@@ -75,25 +75,25 @@ def _checked(backend: Store, ref: str, not_found: Any) -> str:
         ref.encode("utf-8")
     except UnicodeEncodeError:
         raise UsageError(f"reference {ref!r} is not valid UTF-8 text") from None
-    if "\x00" in ref and not backend.stores_nul:
+    if "\x00" in ref and not store.stores_nul:
         raise not_found(ref)
     return ref
 
 
-def _storable_step(backend: Store, n: int) -> bool:
+def _storable_step(store: Store, n: int) -> bool:
     """Whether a step number fits the step column (INTEGER: 32 bits on Postgres, 64 on
     SQLite); a larger one names nothing, and the drivers reject it as a parameter."""
-    bits = backend.step_bits
+    bits = store.step_bits
     return -(2**bits) <= n < 2**bits
 
 
-async def _thread_exists(backend: Store, thread: str) -> bool:
-    found = await backend.find_thread_ids(thread, limit=1)
+async def _thread_exists(store: Store, thread: str) -> bool:
+    found = await store.find_thread_ids(thread, limit=1)
     return bool(found) and found[0] == thread
 
 
-async def _head(backend: Store, thread: str) -> CheckpointMetadata | None:
-    page = await backend.read_thread(thread, limit=1, offset=0, descending=True)
+async def _head(store: Store, thread: str) -> CheckpointMetadata | None:
+    page = await store.read_thread(thread, limit=1, offset=0, descending=True)
     return page[0] if page else None
 
 
@@ -113,31 +113,31 @@ def _closest(ref: str, candidates: list[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(ref, candidates, n=n, cutoff=0.4)
 
 
-async def closest_checkpoints(backend: Store, ref: str, n: int = 3) -> list[str]:
-    return _closest(ref, await _near_ids(backend.find_checkpoint_ids, ref), n)
+async def closest_checkpoints(store: Store, ref: str, n: int = 3) -> list[str]:
+    return _closest(ref, await _near_ids(store.find_checkpoint_ids, ref), n)
 
 
-async def closest_threads(backend: Store, ref: str, n: int = 3) -> list[str]:
-    return _closest(ref, await _near_ids(backend.find_thread_ids, ref), n)
+async def closest_threads(store: Store, ref: str, n: int = 3) -> list[str]:
+    return _closest(ref, await _near_ids(store.find_thread_ids, ref), n)
 
 
-async def resolve(backend: Store, ref: str) -> CheckpointMetadata:
+async def resolve(store: Store, ref: str) -> CheckpointMetadata:
     """The checkpoint a reference names (see the module docstring)."""
-    ref = _checked(backend, ref, CheckpointNotFound)
+    ref = _checked(store, ref, CheckpointNotFound)
     if not ref:
         raise UsageError("empty checkpoint reference")
-    meta = await backend.get_metadata(ref)
+    meta = await store.get_metadata(ref)
     if meta is not None:
         return meta
-    if await _thread_exists(backend, ref):
-        head = await _head(backend, ref)
+    if await _thread_exists(store, ref):
+        head = await _head(store, ref)
         if head is not None:
             return head
 
     m = _TILDE.match(ref)
-    if m and await _thread_exists(backend, m["thread"]):
+    if m and await _thread_exists(store, m["thread"]):
         thread, back = m["thread"], int(m["n"] or 1)
-        line = await _head_line(backend, thread, back)
+        line = await _head_line(store, thread, back)
         if len(line) > back:
             return line[back]
         raise CheckpointNotFound(ref, [f"{thread}~{len(line) - 1} (the oldest of the head's "
@@ -146,17 +146,17 @@ async def resolve(backend: Store, ref: str) -> CheckpointMetadata:
     m = _AT.match(ref)
     if m:
         thread, step = m["thread"], int(m["step"])
-        if not await _thread_exists(backend, thread):
-            raise ThreadNotFound(thread, await closest_threads(backend, thread))
-        if _storable_step(backend, step):
-            found = await _at_step(backend, ref, thread, step)
+        if not await _thread_exists(store, thread):
+            raise ThreadNotFound(thread, await closest_threads(store, thread))
+        if _storable_step(store, step):
+            found = await _at_step(store, ref, thread, step)
             if found is not None:
                 return found
-        raise CheckpointNotFound(ref, await _nearest_steps(backend, thread, step))
+        raise CheckpointNotFound(ref, await _nearest_steps(store, thread, step))
 
-    candidates = await backend.find_checkpoint_ids(ref, limit=MAX_CANDIDATES + 1)
+    candidates = await store.find_checkpoint_ids(ref, limit=MAX_CANDIDATES + 1)
     if len(candidates) == 1:
-        meta = await backend.get_metadata(candidates[0])
+        meta = await store.get_metadata(candidates[0])
         if meta is not None:
             return meta
     if len(candidates) > 1:
@@ -164,12 +164,12 @@ async def resolve(backend: Store, ref: str) -> CheckpointMetadata:
         if len(candidates) > MAX_CANDIDATES:
             shown = shown + ["…"]
         raise AmbiguousReference(ref, shown)
-    near = await _near_ids(backend.find_checkpoint_ids, ref)
-    near += [t for t in await _near_ids(backend.find_thread_ids, ref) if t not in near]
+    near = await _near_ids(store.find_checkpoint_ids, ref)
+    near += [t for t in await _near_ids(store.find_thread_ids, ref) if t not in near]
     raise CheckpointNotFound(ref, _closest(ref, near, n=4))
 
 
-async def _head_line(backend: Store, thread: str, back: int | None = None) -> list[CheckpointMetadata]:
+async def _head_line(store: Store, thread: str, back: int | None = None) -> list[CheckpointMetadata]:
     """The thread's head and its ancestors inside the thread, newest first: the first
     `back` + 1 of them (None: all). A row that records no parent (a writer that keeps
     none) is followed by the row before it in thread order. The newest rows of a thread
@@ -178,7 +178,7 @@ async def _head_line(backend: Store, thread: str, back: int | None = None) -> li
     if back is not None and back >= 2**62:
         back = None
     want = None if back is None else back + 1
-    rows = await backend.read_thread(thread, limit=want or 2**62, offset=0, descending=True)
+    rows = await store.read_thread(thread, limit=want or 2**62, offset=0, descending=True)
     whole = want is None or len(rows) < want
     while True:
         at = {r.checkpoint_id: i for i, r in enumerate(rows)}
@@ -198,7 +198,7 @@ async def _head_line(backend: Store, thread: str, back: int | None = None) -> li
             seen.add(nxt.checkpoint_id)
         if not left_page:
             return line
-        rows = await backend.read_thread(thread, limit=2**62, offset=0, descending=True)
+        rows = await store.read_thread(thread, limit=2**62, offset=0, descending=True)
         whole = True
 
 
@@ -208,16 +208,16 @@ def _describe(meta: CheckpointMetadata) -> str:
             f"parent {meta.parent_checkpoint_id or '-'})")
 
 
-async def _at_step(backend: Store, ref: str, thread: str, step: int) -> CheckpointMetadata | None:
+async def _at_step(store: Store, ref: str, thread: str, step: int) -> CheckpointMetadata | None:
     """The checkpoint `THREAD@STEP` names: the thread's only one at the step, else the
     one on the head's line of parents; AmbiguousReference when that does not decide."""
-    found = await backend.all_at_step(thread, step, MAX_CANDIDATES + 1)
+    found = await store.all_at_step(thread, step, MAX_CANDIDATES + 1)
     if len(found) <= 1:
         return found[0] if found else None
-    head = await _head(backend, thread)
+    head = await _head(store, thread)
     if head is not None and head.step == step and head.checkpoint_id in {m.checkpoint_id for m in found}:
         return head
-    on_line = [m for m in await _head_line(backend, thread) if m.step == step]
+    on_line = [m for m in await _head_line(store, thread) if m.step == step]
     if len(on_line) == 1:
         return on_line[0]
     shown = [_describe(m) for m in found[:MAX_CANDIDATES]]
@@ -226,20 +226,20 @@ async def _at_step(backend: Store, ref: str, thread: str, step: int) -> Checkpoi
     raise AmbiguousReference(ref, shown)
 
 
-async def _nearest_steps(backend: Store, thread: str, step: int) -> list[str]:
+async def _nearest_steps(store: Store, thread: str, step: int) -> list[str]:
     """The thread's first and last steps, as references."""
-    first = await backend.read_thread(thread, limit=1, offset=0)
-    last = await _head(backend, thread)
+    first = await store.read_thread(thread, limit=1, offset=0)
+    last = await _head(store, thread)
     return list(dict.fromkeys(f"{thread}@{m.step}" for m in first + ([last] if last else [])))
 
 
-async def resolve_thread(backend: Store, ref: str) -> str:
+async def resolve_thread(store: Store, ref: str) -> str:
     """The thread a reference names: a thread id, a unique thread-id prefix, or any
     checkpoint reference (its thread)."""
-    ref = _checked(backend, ref, ThreadNotFound)
+    ref = _checked(store, ref, ThreadNotFound)
     if not ref:
         raise UsageError("empty thread name")
-    found = await backend.find_thread_ids(ref, limit=MAX_CANDIDATES + 1)
+    found = await store.find_thread_ids(ref, limit=MAX_CANDIDATES + 1)
     if found and found[0] == ref:
         return ref
     if len(found) == 1:
@@ -247,12 +247,12 @@ async def resolve_thread(backend: Store, ref: str) -> str:
     if len(found) > 1:
         shown = found[:MAX_CANDIDATES] + (["…"] if len(found) > MAX_CANDIDATES else [])
         raise AmbiguousReference(ref, shown)
-    meta = await backend.get_metadata(ref)
+    meta = await store.get_metadata(ref)
     if meta is not None:
         return meta.thread_id
     if _TILDE.match(ref) or _AT.match(ref):
         try:
-            return (await resolve(backend, ref)).thread_id
+            return (await resolve(store, ref)).thread_id
         except (CheckpointNotFound, ThreadNotFound):
             pass
-    raise ThreadNotFound(ref, await closest_threads(backend, ref))
+    raise ThreadNotFound(ref, await closest_threads(store, ref))

@@ -5,7 +5,7 @@ into `rich.text.Text` objects, never parsed as markup: an escape sequence, a car
 return or `[bold red]` in a message shows up as the characters it is made of.
 
 This module imports rich (never textual). Renderables are built from the model's
-dataclasses and the engine's plain results (duck-typed by their documented fields).
+dataclasses and the writes' plain results (storage/results.py; duck-typed by their documented fields).
 """
 
 from __future__ import annotations
@@ -484,7 +484,7 @@ def _listing(title: Text, metas: Sequence[Any], style: str = "", limit: int = 20
 def plan_text(plan: Any) -> RenderableType:
     """What a write will do, for a confirmation prompt or `--dry-run`.
 
-    Knows the engine's RewindPlan, MergePlan and PrunePlan (by their fields)."""
+    Knows the History's RewindPlan, MergePlan and PrunePlan (by their fields)."""
     fields = set(getattr(plan, "__dataclass_fields__", {}) or vars(plan))
     parts: list[RenderableType] = []
     if {"target", "moved"} <= fields:  # RewindPlan
@@ -534,7 +534,7 @@ def plan_text(plan: Any) -> RenderableType:
             parts.append(Text(f"{len(plan.conflicts)} conflict(s):", style="bold red"))
             parts.append(conflicts_table(plan.conflicts))
     elif {"delete", "keep_count"} <= fields:  # PrunePlan
-        preview = getattr(plan, "delete_count", None)  # the engine's preview holds the first rows only
+        preview = getattr(plan, "delete_count", None)  # the History's preview holds the first rows only
         n = len(plan.delete) if preview is None else preview
         why = getattr(plan, "reason", "") or policy_text(plan.policy, plan.param)
         head = Text.assemble(("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True),

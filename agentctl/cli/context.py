@@ -49,7 +49,7 @@ class CliState:
             yield store
 
     @asynccontextmanager
-    async def engine(self, write: bool = True, create: bool = False,
+    async def history(self, write: bool = True, create: bool = False,
                      need: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
         """(store, its History: the writes of its format), opened for writing unless
         `write=False` (plans and reads write nothing)."""

@@ -81,7 +81,7 @@ def say(message: str) -> None:
 
 
 def done(summary: str, op_id: int | None, *, undoable: bool = True) -> None:
-    """The result line of an engine operation, with how to undo it."""
+    """The result line of a write, with how to undo it."""
     if op_id is None:
         say(summary)
     elif undoable:

@@ -54,7 +54,8 @@ def perform(st: CliState, op: "Operation", *, dry_run: bool = False, yes: bool =
     """A write command's one pass over the database (one open, one event loop): the plan
     (agentctl.ops; one the operation refuses: `refused(plan)`, then its error), `present(plan)`
     (the command shows it; --json --dry-run: its JSON instead), then, unless --dry-run or the plan finds nothing to do, the question
-    (`op.asks`: --yes, or a person on a terminal), the safety copy before a destructive
+    (`op.asks`: --yes, or a person on a terminal; a plan with nothing to do: --json prints
+    `op.nothing_json`, the write's keys and no op), the safety copy before a destructive
     write (unless --no-backup), the write (`apply`: the operation's extra arguments) and
     VACUUM (--vacuum, reported on stderr); `create`: the database may be made (import
     --create); `rolled_back`: a failed write says that
@@ -85,6 +86,10 @@ def perform(st: CliState, op: "Operation", *, dry_run: bool = False, yes: bool =
             elif present is not None:
                 present(plan)
             if dry_run or plan.nothing:
+                if json_out and not dry_run:  # (the write's keys, no op: one shape per command)
+                    from agentctl.cli.output import emit_json
+
+                    emit_json(op.nothing_json(plan))
                 return plan, None, None
             if op.asks:
                 interruptible(confirm, plan.confirm, yes=yes)

@@ -722,7 +722,7 @@ class History(ABC):
     """The write side of a format: every write is one transaction, recorded in the
     format's operation log and undoable until `purge`. Plans (`plan_*`) write nothing.
 
-    The plan and result types are the engine's (`RewindPlan`, `TimeTravelResult`,
+    The plan and result types are storage/results.py's (`RewindPlan`, `TimeTravelResult`,
     `MergePlan`, `PrunePlan`, `OpResult`, `OpRecord`, `PurgeResult`), so the CLI and
     the TUI render every format's writes alike.
 

@@ -234,7 +234,7 @@ NOT_UNDOABLE = ("undo", "purge")
 
 @dataclass
 class OpRecord:
-    """One entry of the operation log (`engine.oplog()`)."""
+    """One entry of the operation log (`History.oplog()`)."""
 
     op_id: int
     created_at: str

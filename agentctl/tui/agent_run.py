@@ -186,7 +186,7 @@ async def _confirmed(screen: "WriteHost", meta: CheckpointMetadata, input_text: 
             op = RunAgent(thread, meta.checkpoint_id if runtime.replays else None, input_text, resume_text,
                           *parse_run_options(options), url=screen.source.url, agent=screen.agent.get("agent"),
                           config=screen.agent.get("config"), python=screen.agent.get("python"))
-            plan = await op.plan(screen.source.db, screen.source.engine)
+            plan = await op.plan(screen.source.db, screen.source.history)
         except UsageError as exc:
             screen.notify(inert(f"{exc}: nothing run"), title="Run", severity="error", markup=False, timeout=12)
             return None
@@ -248,7 +248,7 @@ async def _run(screen: "WriteHost", meta: CheckpointMetadata, op: Any, plan: Any
             started.interrupt()
 
     try:
-        result = await op.apply(screen.source.db, screen.source.engine, plan, blocking=asyncio.to_thread,
+        result = await op.apply(screen.source.db, screen.source.history, plan, blocking=asyncio.to_thread,
                                 on_checkpoint=lambda event: loop.call_soon_threadsafe(shown, event),
                                 on_start=on_start)
     except UsageError as exc:

@@ -122,18 +122,18 @@ class AgentctlApp(App[None]):
 
     def __init__(self, db: str, *, readonly: bool = False,
                  keymap: dict[str, str] | None = None,
-                 engine_options: dict[str, Any] | None = None, format: str | None = None,
+                 history_options: dict[str, Any] | None = None, format: str | None = None,
                  agent: str | None = None, config: str | None = None,
                  python: str | None = None) -> None:
-        """`keymap`: {binding id: keys}, else from AGENTCTL_KEYMAP. `engine_options`: extra
+        """`keymap`: {binding id: keys}, else from AGENTCTL_KEYMAP. `history_options`: extra
         arguments of the format's History (tests pass a seeded `rng` for stable thread
         names). `format`: the database's format, detected when None. `agent`, `config`,
         `python`: the user's agent that `R` runs and that a LangGraph edit writes through
         (as `agentctl run` takes them; default: langgraph.json in the current directory)."""
         super().__init__()
-        self.source = DataSource(db, readonly=readonly, engine_options=engine_options, format=format)
+        self.source = DataSource(db, readonly=readonly, history_options=history_options, format=format)
         self.readonly = readonly
-        self.db_name = inert(redact_dsn(db), one_line=True)  # until the backend names it
+        self.db_name = inert(redact_dsn(db), one_line=True)  # until the store names it
         self.open_error: BaseException | None = None
         if keymap is None:
             spec = os.environ.get("AGENTCTL_KEYMAP", "")
@@ -200,11 +200,11 @@ class AgentctlApp(App[None]):
         """Open the database (the main screen asks once it is mounted); the main screen
         gets DatabaseOpened, or the app DatabaseFailed and exits."""
         try:
-            backend = await self.source.open()
+            store = await self.source.open()
         except AgentctlError as exc:
             self.post_message(DatabaseFailed(exc))
             return
-        self._main.post_message(DatabaseOpened(backend.display_name, backend.kind))
+        self._main.post_message(DatabaseOpened(store.display_name, store.kind))
 
     @on(DatabaseFailed)
     def _failed(self, message: DatabaseFailed) -> None:

@@ -54,14 +54,14 @@ def can_write(screen: "WriteHost", action: str) -> bool:
                else "started with --read-only")
         screen.notify(f"read-only mode: {action} is disabled ({why})", severity="warning", markup=False)
         return False
-    backend = screen.source.backend
-    if backend is None:
+    store = screen.source.store
+    if store is None:
         return False
     from agentctl.storage.contract import ALL_CAPABILITIES
 
     # each write is a declared Capability (edit, run and redo too): refused here unless declared
-    if action in {c.value for c in ALL_CAPABILITIES} and not backend.can(action):
-        screen.notify(f"the {backend.format.name} format does not support {action}",
+    if action in {c.value for c in ALL_CAPABILITIES} and not store.can(action):
+        screen.notify(f"the {store.format.name} format does not support {action}",
                       severity="warning", markup=False)
         return False
     return True
@@ -114,7 +114,7 @@ async def safety_copy(screen: "WriteHost") -> str | None:
 
 async def plan_or_say(screen: "WriteHost", op: "Operation") -> "Plan | None":
     """The operation's plan, or None when there is nothing to write (said)."""
-    plan = await op.plan(screen.source.db, screen.source.engine)
+    plan = await op.plan(screen.source.db, screen.source.history)
     if plan.nothing:
         screen.notify(inert(plan.nothing, one_line=True), markup=False)
         return None
@@ -134,7 +134,7 @@ async def apply(screen: "WriteHost", op: "Operation", plan: "Plan", **more: Any)
     """The write, then what it did (how to undo it: u), on the thread it changed. A
     destructive one (a prune) takes the safety copy the CLI takes first, and names it."""
     copy = await safety_copy(screen) if plan.destructive else None
-    result = await op.apply(screen.source.db, screen.source.engine, plan, **more)
+    result = await op.apply(screen.source.db, screen.source.history, plan, **more)
     said = result.summary + (" (u undoes)" if result.undoable and result.op_id is not None else "")
     done(screen, op.kind, said + (f"; a copy of the file from before: {copy}" if copy else ""), result.thread)
 
@@ -166,7 +166,7 @@ async def branch(screen: "WriteHost", meta: CheckpointMetadata) -> None:
         screen.notify("branch cancelled: nothing changed")
         return
     op = Branch(meta.checkpoint_id, name)
-    await apply(screen, op, await op.plan(screen.source.db, screen.source.engine))
+    await apply(screen, op, await op.plan(screen.source.db, screen.source.history))
 
 
 async def merge(screen: "WriteHost", branch: str) -> None:
@@ -227,9 +227,9 @@ async def prune(screen: "WriteHost", thread: str) -> None:
     from agentctl.render import plan_text
     from agentctl.tui.screens.prompt import PruneScreen
 
-    engine = screen.source.engine
+    history = screen.source.history
     answer = await screen.app.push_screen_wait(
-        PruneScreen(inert(thread, one_line=True), getattr(engine, "prune_policies", None)))
+        PruneScreen(inert(thread, one_line=True), getattr(history, "prune_policies", None)))
     if answer is None:
         screen.notify("prune cancelled: nothing changed")
         return
@@ -279,7 +279,7 @@ async def redo(screen: "WriteHost") -> None:
 
     op = Redo()
     try:
-        plan = await op.plan(screen.source.db, screen.source.engine)
+        plan = await op.plan(screen.source.db, screen.source.history)
     except AgentctlError as exc:
         screen.notify(inert(str(exc)), title="Redo", severity="warning", markup=False)
         return
@@ -307,17 +307,17 @@ async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     from agentctl.runs import parse_run_options, run_settings
     from agentctl.tui.screens.edit import EditScreen
 
-    db, engine, agent = screen.source.db, screen.source.engine, screen.agent
+    db, history, agent = screen.source.db, screen.source.history, screen.agent
     try:
         # what the editor starts from (and a format that cannot edit: said before it opens)
-        probe = await plan_edit(db, engine, meta, [], for_write=False,
+        probe = await plan_edit(db, history, meta, [], for_write=False,
                                 graph=graph_at_hand(agent.get("agent"), agent.get("config")))
     except UsageError as exc:
         screen.notify(inert(str(exc)), title="Edit", severity="warning", markup=False)
         return
     edits = await screen.app.push_screen_wait(EditScreen(
         f"Edit the state of {short_meta(meta)} ({inert(meta.checkpoint_id, one_line=True)})", probe.old,
-        screen.edit_path, new_keys=getattr(engine, "EDIT_NEW_KEYS", False)))
+        screen.edit_path, new_keys=getattr(history, "EDIT_NEW_KEYS", False)))
     if edits is None:
         screen.notify("edit cancelled: nothing changed")
         return
@@ -328,7 +328,7 @@ async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
         settings = {} if probe.native else run_settings("langgraph", *parse_run_options(agent.get("run_options") or ""))
         op = EditState(meta.checkpoint_id, edits, screen.source.url, agent=agent.get("agent"),
                        config=agent.get("config"), python=agent.get("python"), settings=settings)
-        plan = await op.plan(db, engine) if edits else None
+        plan = await op.plan(db, history) if edits else None
     except UsageError as exc:
         screen.notify(inert(str(exc)), title="Edit", severity="error", markup=False)
         return
@@ -342,7 +342,7 @@ async def edit(screen: "WriteHost", meta: CheckpointMetadata) -> None:
     if "agent" in plan.facts:
         screen.notify(f"writing the edit through {plan.facts['agent'].label}…", markup=False)
     try:
-        result = await op.apply(db, engine, plan, blocking=asyncio.to_thread)
+        result = await op.apply(db, history, plan, blocking=asyncio.to_thread)
     except UsageError as exc:
         screen.notify(inert(str(exc)), title="Edit", severity="error", markup=False)
         return

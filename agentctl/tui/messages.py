@@ -16,7 +16,7 @@ from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSumm
 
 @dataclass
 class DatabaseOpened(Message):
-    """The backend is connected."""
+    """The store is connected."""
 
     display_name: str
     kind: str
@@ -24,7 +24,7 @@ class DatabaseOpened(Message):
 
 @dataclass
 class DatabaseFailed(Message):
-    """The backend could not be opened; the app cannot go on."""
+    """The store could not be opened; the app cannot go on."""
 
     error: BaseException
 
@@ -102,7 +102,7 @@ class DatabaseChanged(Message):
 
 @dataclass
 class OperationFinished(Message):
-    """A write went through the engine."""
+    """A write went through the format's History."""
 
     kind: str
     summary: str

@@ -1,4 +1,4 @@
-"""The TUI's reads and writes, as coroutines over one backend (and the engine).
+"""The TUI's reads and writes, as coroutines over one store (and its History).
 
 Every method here runs inside a worker on the app's event loop, never on the UI path.
 Reads are paged: threads and checkpoints come a page at a time, branches only when a
@@ -37,7 +37,7 @@ class Detail:
 class FirstPage:
     """The thread list's first page (`DataSource.threads("", 0)`) of a SQLite file, read
     on a plain thread with its own read-only connection: the same query as the
-    backend's, run while the app imports, starts and draws instead of after it opened
+    store's, run while the app imports, starts and draws instead of after it opened
     the database. Any error is left to the normal path, which reports it."""
 
     _started: dict[str, "FirstPage"] = {}
@@ -85,44 +85,44 @@ class DataSource:
     its History."""
 
     def __init__(self, url: str, *, readonly: bool = False,
-                 engine_options: dict[str, Any] | None = None, format: str | None = None) -> None:
+                 history_options: dict[str, Any] | None = None, format: str | None = None) -> None:
         self.url = url
         self.format = format
         self.readonly = readonly
-        self.engine_options = dict(engine_options or {})
-        self.backend: Store | None = None
-        self._engine: Any = None
+        self.history_options = dict(history_options or {})
+        self.store: Store | None = None
+        self._history: Any = None
         self._opened = asyncio.Event()
         self._first_page: FirstPage | None = FirstPage.take(url)
 
     async def open(self) -> Store:
-        backend = await make_store(self.url, format=self.format, readonly=self.readonly)
-        await backend.connect()
-        self.backend = backend
+        store = await make_store(self.url, format=self.format, readonly=self.readonly)
+        await store.connect()
+        self.store = store
         self._opened.set()
-        return backend
+        return store
 
     async def ready(self) -> Store:
-        """The backend, once `open` has connected it (reads asked for earlier wait)."""
+        """The store, once `open` has connected it (reads asked for earlier wait)."""
         await self._opened.wait()
         return self.db
 
     async def close(self) -> None:
-        backend, self.backend = self.backend, None
-        if backend is not None:
-            await backend.close()
+        store, self.store = self.store, None
+        if store is not None:
+            await store.close()
 
     @property
     def db(self) -> Store:
-        if self.backend is None:
+        if self.store is None:
             raise RuntimeError("the database is not open yet")
-        return self.backend
+        return self.store
 
     @property
-    def engine(self) -> Any:
-        if self._engine is None:
-            self._engine = self.db.history(**self.engine_options)
-        return self._engine
+    def history(self) -> Any:
+        if self._history is None:
+            self._history = self.db.history(**self.history_options)
+        return self._history
 
     # ---- reads ----------------------------------------------------------------------
 

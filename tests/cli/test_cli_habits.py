@@ -63,7 +63,7 @@ def test_threads_delete_dry_run_json(tmp_path):
     r = cli(str(db), "threads", "delete", "support-1042", "--dry-run", "--json")
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
-    assert data["thread_id"] == "support-1042" and data["checkpoints"] == 5 and data["dry_run"] is True
+    assert data["plan"]["thread_id"] == "support-1042" and data["plan"]["checkpoints"] == 5 and data["dry_run"] is True
     assert cli(str(db), "threads", "show", "support-1042").exit_code == 0  # nothing deleted
 
 

@@ -30,7 +30,7 @@ def backups(db: str) -> list[Path]:
 
 
 def test_rewind_soft_then_undo(sample_url):  # noqa: F811
-    plan = cli_json(sample_url, "rewind", MAIN + "@6", "--dry-run")
+    plan = cli_json(sample_url, "rewind", MAIN + "@6", "--dry-run")["plan"]
     assert plan["target"]["checkpoint_id"] == "ckpt-coder-fix-flaky-test-6-4b9fe6"
     assert [m["step"] for m in plan["moved"]] == list(range(7, 14))
     assert plan["hard"] is False and plan["archive_thread"].startswith(MAIN + "-branch-rewind-")
@@ -140,7 +140,7 @@ async def test_merge_conflict_writes_nothing(sample_url):  # noqa: F811
                                "base_missing": False, "ours_missing": False, "theirs_missing": False}]
     assert steps(sample_url, MAIN) == before
     # a strategy settles it
-    plan = cli_json(sample_url, "merge", thread, "--strategy", "theirs", "--dry-run")
+    plan = cli_json(sample_url, "merge", thread, "--strategy", "theirs", "--dry-run")["plan"]
     assert plan["merged"]["state"]["retry"]["attempts"] == 9
     assert steps(sample_url, MAIN) == before
     res = cli_json(sample_url, "merge", thread, "--strategy", "theirs")
@@ -434,7 +434,7 @@ def test_merge_dry_run_announces_the_id_the_merge_uses_and_no_change_is_nothing(
                                 state={"new": "value"}))
     from tests.support.rig import run_sync
     run_sync(change)
-    plan = cli_json(sample_url, "merge", other, "--dry-run")
+    plan = cli_json(sample_url, "merge", other, "--dry-run")["plan"]
     announced = plan["merged"]["metadata"]["checkpoint_id"]
     assert announced in cli(sample_url, "merge", other, "--dry-run").stdout
     res = cli_json(sample_url, "merge", other)
@@ -525,7 +525,7 @@ def test_every_write_command_accepts_yes(command):
 def test_yes_on_commands_that_do_not_ask(sample_url):  # noqa: F811
     """branch, merge, undo and import never ask; --yes is accepted and changes nothing."""
     new = cli_json(sample_url, "branch", MAIN + "@6", "try", "--yes")["thread_id"]
-    assert cli_json(sample_url, "merge", BRANCH, "--dry-run", "--yes", "--strategy", "ours")["into_thread_id"] == MAIN
+    assert cli_json(sample_url, "merge", BRANCH, "--dry-run", "--yes", "--strategy", "ours")["into"] == MAIN
     assert cli_json(sample_url, "undo", "--yes")["kind"] == "undo"
     assert new not in [t["thread_id"] for t in cli_json(sample_url, "threads", "list")]
 

@@ -55,7 +55,7 @@ def test_checkpoint_rewind_crewai_resumes_from_it(crewai_copy, crewai_files, cre
     before = dump(db, "checkpoints")
     target = w["paris"][1]
     want = cli_json(db, "show", target)["state"]["entities"][0]
-    plan = cli_json(db, "rewind", target, "--dry-run")
+    plan = cli_json(db, "rewind", target, "--dry-run")["plan"]
     assert [m["checkpoint_id"] for m in plan["moved"]] == w["paris"][2:] + w["rome"] + w["resumed"]
     assert dump(db, "checkpoints") == before  # a dry run writes nothing
     ok(db, "rewind", target, "--yes")
@@ -106,7 +106,7 @@ def test_checkpoint_threads_delete(crewai_copy, crewai_files):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")
-    plan = cli_json(db, "threads", "delete", w["fork_branch"], "--dry-run")
+    plan = cli_json(db, "threads", "delete", w["fork_branch"], "--dry-run")["plan"]
     assert plan["checkpoints"] == 1
     ok(db, "threads", "delete", w["fork_branch"], "--yes", "--no-backup")
     assert [t["thread_id"] for t in cli_json(db, "threads", "list")] == ["main"]
@@ -136,7 +136,7 @@ def test_flow_rewind_load_state_and_kickoff_continue(crewai_copy, crewai_files, 
     oslo = w["flows"][0]
     before = dump(db, "flow_states")
     row2 = cli_json(db, "show", f"{oslo}@2")["state"]
-    plan = cli_json(db, "rewind", f"{oslo}@2", "--dry-run")
+    plan = cli_json(db, "rewind", f"{oslo}@2", "--dry-run")["plan"]
     ok(db, "rewind", f"{oslo}@2", "--yes")
     archive = plan["archive_thread"]
     assert cli_json(db, "threads", "list", "--prefix", archive)[0]["checkpoints"] == 2  # the named archive

@@ -97,7 +97,7 @@ def test_rewind_then_agno_goes_on(agno_db, case, hard):
     db = agno_db(*case)
     before = own_rows(db.url)
     args = ["rewind", "chat@2", "--yes"] + (["--hard", "--no-backup"] if hard else [])
-    plan = cli_json(db.url, *args[:2], *args[3:], "--dry-run")
+    plan = cli_json(db.url, *args[:2], *args[3:], "--dry-run")["plan"]
     r = cli(db.url, *args)
     assert r.exit_code == 0, r.stderr
     moved = db.runs["chat"][2:]

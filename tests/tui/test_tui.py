@@ -875,7 +875,7 @@ def test_snapshot_rewind_confirm(snap_compare, sample_here):
         await press(pilot, "r")
         assert isinstance(pilot.app.screen, ConfirmScreen)
 
-    app = AgentctlApp(sample_here, engine_options={"rng": random.Random(7)})
+    app = AgentctlApp(sample_here, history_options={"rng": random.Random(7)})
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 

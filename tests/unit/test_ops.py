@@ -57,10 +57,12 @@ def test_a_rewind_plans_its_effect_then_writes_one_op(tmp_path, db, ref, effect,
     plan = run_sync(plan_only)
     assert _rows(url) == before  # the plan wrote nothing
     assert plan.facts["effect"] == effect and plan.confirm.startswith(confirm) and not plan.nothing
-    assert plan.to_dict() == plan.data.to_dict()  # --dry-run --json: the History's plan
+    assert plan.to_dict()["plan"] == plan.data.to_dict()  # --dry-run --json: the History's plan
+    planned = plan.to_dict()
     plan, done, log = run_sync(lambda: _plan_apply(url, ops.Rewind(ref)))
     assert done is not None and said in done.summary and done.op_id == log[0].op_id
     assert log[0].kind == "rewind" and done.json["op_id"] == done.op_id
+    assert set(planned) == set(done.json) and planned["dry_run"] and done.json["plan"] is None
 
 
 def test_nothing_to_do_is_the_plans_word_and_nothing_is_written(tmp_path):

@@ -1,6 +1,6 @@
-"""Changing history through the engine: `rewind`, `branch`, `merge`, `prune`.
+"""Changing history through the format's History: `rewind`, `branch`, `merge`, `prune`.
 
-Each write is one engine operation (one transaction, recorded in the op log, undoable).
+Each write is one operation of agentctl.ops (one transaction, recorded in the op log, undoable).
 Destructive ones show their plan first, ask on a terminal, need --yes otherwise, and
 write nothing with --dry-run.
 """
@@ -121,20 +121,16 @@ def merge(
         if seen:  # the threads moved on since the plan: the write's conflicts
             conflicts_out(seen[0])
         raise
-    # nothing to merge, planned (not said yet by --dry-run --json) or found by the write
-    # (another writer brought the branch in since the plan)
+    if json_out:  # (a plan with nothing to merge: perform printed the write's keys)
+        finish(result, json_out)
+        return
+    # nothing to merge, planned or found by the write (another writer brought the branch
+    # in since the plan)
     nothing = (result.summary if result is not None and result.op_id is None else
-               plan.nothing if plan is not None and result is None and not (dry_run and json_out) else "")
+               plan.nothing if plan is not None and result is None else "")
     if nothing:
-        if json_out:
-            emit_json(plan.data.to_dict() if plan is not None else {})
-        else:
-            say(nothing)
-        return
-    if result is None:
-        return
-    if json_out:
-        emit_json(result.json)
+        say(nothing)
+    if nothing or result is None:
         return
     say(str(result.select))
     info(f"{result.summary} (op {result.op_id}; undo: agentctl undo {result.op_id})")
@@ -217,9 +213,7 @@ def prune(
 
     def present(plan: Any) -> None:
         if not plan.data:
-            if json_out:
-                emit_json(op.shape(False))
-            else:
+            if not json_out:
                 say(plan.nothing)
             return
         show_plan(_prune_plan_text(plan.data, plan.facts["todo"], plan.facts["total"]), to_stdout=dry_run)

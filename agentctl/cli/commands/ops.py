@@ -30,8 +30,8 @@ def oplog(
     """
 
     async def go():
-        async with state(ctx).engine(write=False, need="undo") as (_, engine):
-            return await engine.oplog(limit)
+        async with state(ctx).history(write=False, need="undo") as (_, history):
+            return await history.oplog(limit)
 
     ops = run(go())
     if json_out:
@@ -118,8 +118,6 @@ def purge(
 
     Example: agentctl --db sample_db/checkpoints.db purge --dry-run
     """
-    import dataclasses
-
     from rich.text import Text
 
     from agentctl.ops import Purge
@@ -128,8 +126,6 @@ def purge(
 
     def present(plan: Any) -> None:
         show_plan(Text(op.describe(plan)), to_stdout=dry_run)
-        if plan.nothing and json_out:  # (a purge with nothing to do: the result, nothing freed)
-            emit_json(dataclasses.replace(plan.data, dry_run=dry_run).to_dict())
 
     finish(perform(state(ctx), op, dry_run=dry_run, yes=yes, no_backup=no_backup, json_out=json_out,
                    present=present)[1], json_out)

@@ -43,14 +43,14 @@ def list_threads(
         filters["status"] = [s.strip() for s in status.split(",") if s.strip()]
 
     async def go():
-        async with state(ctx).open() as backend:
+        async with state(ctx).open() as store:
             for name in filters:
-                if name not in backend.thread_filters:
-                    raise Unsupported(backend.format.name, f"threads list --{name}")
-            await _check_filter_values(backend, filters)
-            rows = await backend.thread_summaries(limit, offset, sort, not asc, prefix, **filters)
+                if name not in store.thread_filters:
+                    raise Unsupported(store.format.name, f"threads list --{name}")
+            await _check_filter_values(store, filters)
+            rows = await store.thread_summaries(limit, offset, sort, not asc, prefix, **filters)
             # a full page: there may be more, said on stderr as `log` says it
-            total = await backend.count_threads(prefix, **filters) if len(rows) == limit else None
+            total = await store.count_threads(prefix, **filters) if len(rows) == limit else None
             return rows, total
 
     rows, total = run(go())
@@ -78,13 +78,13 @@ def list_threads(
     )
 
 
-async def _check_filter_values(backend: Any, filters: dict[str, str | list[str]]) -> None:
+async def _check_filter_values(store: Any, filters: dict[str, str | list[str]]) -> None:
     """A --user or --status value the database never has is a usage error (exit 2)
     naming the values it has, not an empty list."""
     from agentctl.errors import UsageError
 
     for name, value in filters.items():
-        known = await backend.filter_values(name)
+        known = await store.filter_values(name)
         wanted = [value] if isinstance(value, str) else value
         bad = [v for v in wanted if v not in known]
         if bad:
@@ -103,11 +103,11 @@ def show_thread(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False
     from agentctl.refs import resolve_thread
 
     async def go():
-        async with state(ctx).open() as backend:
-            tid = await resolve_thread(backend, thread)
-            summary = await backend.thread_summary(tid)
-            branches = await backend.branches_of([tid])
-            latest = await backend.read_thread(tid, limit, 0, descending=True)
+        async with state(ctx).open() as store:
+            tid = await resolve_thread(store, thread)
+            summary = await store.thread_summary(tid)
+            branches = await store.branches_of([tid])
+            latest = await store.read_thread(tid, limit, 0, descending=True)
             return summary, branches, latest
 
     summary, branches, latest = run(go())

@@ -104,11 +104,11 @@ def export(
     def write_all(out: IO[str]) -> tuple[int, list[str]]:
         async def go():
             written, bad = 0, []
-            async with st.open() as backend:
-                tids = [await resolve_thread(backend, t) for t in threads] if threads else None
-                total = sum([await backend.count(t) for t in tids]) if tids else await backend.count()
+            async with st.open() as store:
+                tids = [await resolve_thread(store, t) for t in threads] if threads else None
+                total = sum([await store.count(t) for t in tids]) if tids else await store.count()
                 with progress("export", total, enabled=total >= 10_000) as advance:
-                    async for item in backend.iter_checkpoints(tids):
+                    async for item in store.iter_checkpoints(tids):
                         if isinstance(item, CorruptRowError):
                             bad.append(str(item))
                         else:
@@ -214,8 +214,8 @@ async def _remove_created(st: CliState) -> None:
         # what the interrupted line says (not "see agentctl oplog", which cannot open it)
         st.writing = False
         return
-    async with st.open(write=True) as backend:
-        await backend.drop_if_empty()
+    async with st.open(write=True) as store:
+        await store.drop_if_empty()
 
 
 def import_(
@@ -258,9 +258,9 @@ def import_(
 
     async def load(stream: IO[str]):
         try:
-            async with st.engine(create=create, need="import") as (store, engine):
+            async with st.history(create=create, need="import") as (store, history):
                 with progress("import", size, enabled=(size or 0) >= 8 * 1024 * 1024) as advance:
-                    return await Import(_read_jsonl(stream, file, advance), on_conflict).apply(store, engine)
+                    return await Import(_read_jsonl(stream, file, advance), on_conflict).apply(store, history)
         except DatabaseNotFound as exc:
             raise DatabaseNotFound(f"{exc}; use --create to make a new database") from None
         except SchemaError as exc:

@@ -46,7 +46,7 @@ ENTRIES = ("undo", "redo")
 
 
 class _Reader:
-    """A read-only backend dressed as a transaction (`fetch`, `kind`, `table_exists`)
+    """A read-only connection of a store dressed as a transaction (`fetch`, `kind`, `table_exists`)
     for the checks of a dry run."""
 
     def __init__(self, db: Any) -> None:
@@ -87,7 +87,7 @@ async def _rehearsal(db: Any) -> AsyncIterator[Any]:
     with tempfile.TemporaryDirectory(prefix="agentctl-rehearsal-") as tmp:
         copy = f"{tmp}/copy.db"
         await asyncio.to_thread(sqlite_backup, db.local_file, copy)
-        twin = db.twin(copy)  # the same backend (its schema check) on the copy
+        twin = db.twin(copy)  # the same connection (its schema check) on the copy
         try:
             async with twin.transaction() as tx:
                 yield tx

@@ -53,7 +53,7 @@ class OldLog:
     others: tuple[str, ...] = ()
 
     async def held(self, db: Any) -> dict[int, int]:
-        """{op id: rows a purge would free} (`db`: a backend)."""
+        """{op id: rows a purge would free} (`db`: a store's connection)."""
         counts: dict[int, int] = {}
         for t in self.trashes:
             if await db.table_exists(t):

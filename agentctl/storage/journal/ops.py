@@ -192,7 +192,7 @@ async def find(tx: Any, op_id: int) -> dict[str, Any] | None:
 
 
 async def listing(reader: Any, limit: int = 50) -> list[dict[str, Any]]:
-    """The newest ops first, through a backend (`query`, a read) or a transaction; no
+    """The newest ops first, through a store's connection (`query`, a read) or a transaction; no
     journal yet: none (a read creates nothing)."""
     if not await reader.table_exists(LOG):
         return []
@@ -347,7 +347,7 @@ async def log_purge(tx: Any, freed: Sequence[int], rows: int, created_at: str) -
 
 
 async def last_id(reader: Any) -> int:
-    """The newest op's id (0: none, or no journal yet); through a backend or a transaction."""
+    """The newest op's id (0: none, or no journal yet); through a store's connection or a transaction."""
     if not await reader.table_exists(LOG):
         return 0
     fetch = getattr(reader, "fetch", None) or reader.query

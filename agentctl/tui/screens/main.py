@@ -222,7 +222,7 @@ class MainScreen(Screen[None]):
             await mount
         self.assembled = True
         detail.border_title = "Detail"
-        opened = self.source.backend is not None
+        opened = self.source.store is not None
         detail.show_message("select a checkpoint" if opened else "opening the database…")
         self.refresh_bindings()
         if not self.threads.fetching:  # the threads are listed
@@ -250,7 +250,7 @@ class MainScreen(Screen[None]):
     def _show_status(self) -> None:
         text = Text()
         text.append(" agentctl ", style="bold reverse")
-        text.append(" " + (self.source.backend.display_name if self.source.backend is not None
+        text.append(" " + (self.source.store.display_name if self.source.store is not None
                            else self._db_name), style="bold")
         if self.readonly:
             text.append("  READ-ONLY (writes disabled)", style="bold yellow")
@@ -553,7 +553,7 @@ class MainScreen(Screen[None]):
     def refresh_views(self, select_thread: str | None = None, select: str | None = None) -> None:
         """Reload what is shown (on `select_thread`; the cursor on checkpoint `select`,
         else where it was)."""
-        if self.source.backend is None:
+        if self.source.store is None:
             return
         thread = select_thread or self.thread_id
         self.reload_threads(thread)
@@ -579,7 +579,7 @@ class MainScreen(Screen[None]):
         last: tuple[Any, Any] | None = None
         last_thread = self.thread_id
         while self.following:
-            if self.source.backend is not None:
+            if self.source.store is not None:
                 try:
                     token = await self.source.change_token(self.thread_id)
                 except AgentctlError as exc:
@@ -624,7 +624,7 @@ class MainScreen(Screen[None]):
     # ---- search --------------------------------------------------------------------------
 
     def action_search(self) -> None:
-        if self.source.backend is None:
+        if self.source.store is None:
             return
         from agentctl.tui.screens.search import SearchScreen
 
@@ -651,7 +651,7 @@ class MainScreen(Screen[None]):
 
     def action_compare(self) -> None:
         """The selected checkpoint's run (B) against the marked one's (A)."""
-        if self.source.backend is None:
+        if self.source.store is None:
             return
         if self.selected is None:
             self.notify("select a checkpoint to compare", severity="warning")

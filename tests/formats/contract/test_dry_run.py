@@ -58,11 +58,14 @@ async def test_cli_dry_run_plan_is_what_the_write_does(built, what):
             assert r.stdout == "", r.stdout  # no plan
         assert await dump(b.url) == before_all and not _backups(b)
         return
-    plan = cli_json(b.url, *args, "--dry-run")
+    dry = cli_json(b.url, *args, "--dry-run")
     assert await dump(b.url) == before_all  # a plan writes nothing
     rows = await _rows(case, b)
     done = cli_json(b.url, *args, "--yes", "--no-backup") if what != "merge" else cli_json(b.url, *args)
     gone = rows - await _rows(case, b)
+    # one JSON shape per command (issue 38 item 2): the dry run's keys are the write's
+    assert set(dry) == set(done) and dry["dry_run"] is True and done["dry_run"] is False, (dry, done)
+    plan = dry if what == "prune" else dry["plan"]  # (prune: `plans`, each thread's)
     if what.startswith("rewind"):
         moved = [m["checkpoint_id"] for m in plan["moved"]]
         async with open_store(b.url) as store:
