@@ -45,6 +45,7 @@ SLOW_FILES = frozenset({
     "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[edit]",
     "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[run]",
     "tests/cli/test_cli_write_opens.py::test_edit_through_the_graph_and_run_open_it_once",
+    "tests/cli/test_cli_json_shapes.py::test_edit_through_the_graph_prints_the_plans_keys",
     # LangGraph's own serializer writing the checkpoint
     "tests/formats/test_langgraph_serde.py::test_show_imports_no_module_named_in_a_checkpoint",
     "tests/tui/test_tui_edit_run.py", "tests/tui/test_tui_compare_llm.py", "tests/cli/test_story.py",

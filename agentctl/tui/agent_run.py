@@ -218,7 +218,6 @@ async def _run(screen: "WriteHost", meta: CheckpointMetadata, op: Any, plan: Any
     """The run, its checkpoints shown as the child saves them (the run's dialog, the tree's
     tail), escape / ctrl+c stopping it; then what it did and the compare view."""
     from agentctl.runners import RUNNERS
-    from agentctl.runs import error_line
     from agentctl.tui.screens.run import RunScreen, checkpoint_line
 
     loop = asyncio.get_running_loop()
@@ -260,23 +259,29 @@ async def _run(screen: "WriteHost", meta: CheckpointMetadata, op: Any, plan: Any
         screen.running = None
     if dialog.is_attached:
         dialog.dismiss()
-    outcome, undo = result.json, " (u undoes)" if result.op_id is not None else " (nothing was written)"
-    if result.data == "interrupted":
-        said = f"stopped: {result.summary}{undo}"
-    elif result.data == "error":
-        frames = outcome.get("frames") or []
-        at = f" ({frames[-1].get('file')}, line {frames[-1].get('line')})" if frames else ""
-        said = f"{error_line(outcome)}{at}; {result.summary}{undo}"
-    else:
-        nxt = outcome.get("next") or []
-        said = f"{result.summary}{undo}" + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
     if result.data == "error":  # one notice, the error's
-        done(screen, "run", said, thread, result.select, title="The run failed", severity="error")
+        done(screen, "run", _said(result), thread, result.select, title="The run failed", severity="error")
     else:
-        done(screen, "run", said, thread, result.select)
+        done(screen, "run", _said(result), thread, result.select)
     if result.select is None:
         return
     b = await screen.source.db.get_metadata(result.select)
     if b is not None and RUNNERS[plan.data.fmt].replays:
         a, what = against
         screen.compare(a, b, note=f"A: {what} · B: the new run's last checkpoint")
+
+
+def _said(result: Any) -> str:
+    """What a run did, in the notice's one line: stopped, its error (where it was raised)
+    or its summary (where it waits), and whether u undoes it."""
+    from agentctl.runs import error_line
+
+    outcome, undo = result.json, " (u undoes)" if result.op_id is not None else " (nothing was written)"
+    if result.data == "interrupted":
+        return f"stopped: {result.summary}{undo}"
+    if result.data == "error":
+        frames = outcome.get("frames") or []
+        at = f" ({frames[-1].get('file')}, line {frames[-1].get('line')})" if frames else ""
+        return f"{error_line(outcome)}{at}; {result.summary}{undo}"
+    nxt = outcome.get("next") or []
+    return f"{result.summary}{undo}" + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")

@@ -73,3 +73,16 @@ def test_branch_says_dry_run_false_as_every_write_does(tmp_path):
     shutil.copyfile(REPO / "sample_db" / "checkpoints.db", url)
     out = cli_json(url, "branch", "support-1042@2", "shapes")
     assert set(out) == {"dry_run", "thread_id", "from_checkpoint_id", "op_id"} and out["dry_run"] is False
+
+
+def test_edit_through_the_graph_prints_the_plans_keys(tmp_path):
+    """edit's other form (LangGraph's update_state in the user's interpreter: the story's
+    graph) prints the keys of its dry run, and of the native edit."""
+    from tests.support.sampledb import story_db
+
+    db, config = story_db(tmp_path)
+    args = ["edit", "trip@1", "--set", 'plan.next_city="Paris"', "--config", config]
+    dry, done = cli_json(db, *args, "--dry-run"), cli_json(db, *args, "--yes")
+    assert set(dry) == set(done) == set(cli_json(str(REPO / "sample_db" / "checkpoints.db"), "edit", "support-1042@2",
+                                                 "--set", 'stage="closed"', "--dry-run"))
+    assert done["dry_run"] is False and done["new_step"] is not None and done["op_id"] is not None

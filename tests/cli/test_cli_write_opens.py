@@ -75,15 +75,9 @@ def test_edit_through_the_graph_and_run_open_it_once(tmp_path, counted):
     """The writes the framework does in the user's interpreter (LangGraph's update_state,
     a run): agentctl opens the database once for the plan and the op's record (the child
     opens its own, with the framework's saver). The story's graph (sample_db/story)."""
-    import shutil
+    from tests.support.sampledb import story_db
 
-    from tests.support.rig import REPO
-
-    for name in ("graph.py", "langgraph.json"):
-        shutil.copyfile(REPO / "sample_db" / "story" / name, tmp_path / name)
-    db, config = str(tmp_path / "story.db"), str(tmp_path / "langgraph.json")
-    first = cli(db, "run", "trip", "--config", config, "--input", '{"request": "somewhere new, 3 nights"}')
-    assert first.exit_code == 1 and "no flights to Atlantis" in first.stderr, first.stderr  # (its tables made)
+    db, config = story_db(tmp_path)
     seen = {}
     for name, args in (("edit", ["edit", "trip@1", "--set", 'plan.next_city="Paris"', "--config", config, "--yes"]),
                        ("run", ["run", "trip", "--config", config])):

@@ -56,3 +56,24 @@ def test_a_new_abstract_method_changes_the_count():
         extra.__isabstractmethod__ = True  # type: ignore[attr-defined]
 
     assert len(More.__abstractmethods__) == counts()["store"] + 1
+
+
+def test_what_a_format_must_implement_states_the_contracts_lists():
+    """The paragraph after "How a write flows" counts contract.py's lists: the reads every
+    Store gives, those with defaults, the capability calls, the writes every History
+    gives, and names the capability Protocols."""
+    from agentctl.storage import contract
+
+    assert {
+        "REQUIRED_READS": stated(r"a Store, the (\d+) `REQUIRED_READS`"),
+        "OPTIONAL_READS": stated(r"(\d+) `OPTIONAL_READS` have defaults"),
+        "CAPABILITY_CALLS": stated(r"and (\d+) `CAPABILITY_CALLS` refuse"),
+        "REQUIRED_WRITES": stated(r"A History, the (\d+) `REQUIRED_WRITES`"),
+    } == {name: len(getattr(contract, name)) for name in
+          ("REQUIRED_READS", "OPTIONAL_READS", "CAPABILITY_CALLS", "REQUIRED_WRITES")}
+    protocols = re.search(r"implements as small Protocols \(([^)]*)\)", TEXT)
+    assert protocols is not None
+    assert set(re.findall(r"`(\w+)`", protocols.group(1))) == {p.__name__ for p in
+                                                                contract.CAPABILITY_PROTOCOLS.values()}
+    assert set(contract.REQUIRED_READS) == set(contract.Store.__abstractmethods__)
+    assert set(contract.REQUIRED_WRITES) == set(contract.History.__abstractmethods__)

@@ -95,3 +95,17 @@ def cli_json(db: str | None, *args: str, code: int = 0):
     r = cli(db, *args, "--json")
     assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
     return json.loads(r.stdout)
+
+
+def story_db(tmp_path) -> tuple[str, str]:
+    """The README's story (sample_db/story: its LangGraph graph and langgraph.json) in
+    `tmp_path`, after its first run, which fails at `book` (LangGraph's saver made the
+    tables): (the database, the langgraph.json)."""
+    from tests.support.rig import REPO
+
+    for name in ("graph.py", "langgraph.json"):
+        shutil.copyfile(REPO / "sample_db" / "story" / name, tmp_path / name)
+    db, config = str(tmp_path / "story.db"), str(tmp_path / "langgraph.json")
+    first = cli(db, "run", "trip", "--config", config, "--input", '{"request": "somewhere new, 3 nights"}')
+    assert first.exit_code == 1 and "no flights to Atlantis" in first.stderr, first.stderr
+    return db, config
