@@ -14,19 +14,18 @@ process compiles agentctl's sources (some 0.4 s), which is no part of the figure
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
 import sqlite3
-import statistics
-import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import ROOT, options, timed  # noqa: E402 - beside this script
+
 DATA = ROOT / "bench" / "data"
 DB = DATA / "agno.db"
 SESSIONS, RUNS = 20_000, 50
@@ -70,29 +69,8 @@ def make(path: Path, seed: int) -> None:
     conn.close()
 
 
-def timed(cmd: list[str], runs: int) -> tuple[float, float, float, float]:
-    """Wall seconds: median, min, max; and the median CPU seconds (user + system) of the
-    process, which a loaded machine inflates less than the wall time."""
-    import resource
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    times, cpu = [], []
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
-        times.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(times), min(times), max(times), statistics.median(cpu)
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--remake", action="store_true")
-    args = ap.parse_args()
+    args = options()
     DATA.mkdir(parents=True, exist_ok=True)
     if args.remake and DB.exists():
         DB.unlink()

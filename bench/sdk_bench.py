@@ -13,21 +13,19 @@ running the SQL a person would type.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import os
 import random
 import sqlite3
-import statistics
-import subprocess
 import sys
 import time
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import ROOT, options, timed  # noqa: E402 - beside this script
+
 DATA = ROOT / "bench" / "data"
 OA = DATA / "sdk_openai.db"
 ADK = DATA / "sdk_adk.db"
@@ -93,22 +91,8 @@ def make_adk(path: Path, seed: int) -> None:
     conn.close()
 
 
-def timed(cmd: list[str], runs: int) -> tuple[float, float, float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), min(times), max(times)
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--remake", action="store_true")
-    args = ap.parse_args()
+    args = options()
     DATA.mkdir(parents=True, exist_ok=True)
     for path, make in ((OA, make_openai), (ADK, make_adk)):
         if args.remake and path.exists():
@@ -135,14 +119,14 @@ def main() -> None:
         ("adk `show APP/USER/SESSION@4990` (text: the 4,990-message transcript rendered)",
          agentctl + [str(ADK), "show", "bench/u2/s0042@4990"], None, "< 0.3 s"),
     ]
-    print("| figure | agentctl: median (min–max) | sqlite3 CLI: median (min–max) | ratio | target |")
+    print("| figure | agentctl: median (min–max), CPU | sqlite3 CLI: median (min–max), CPU | ratio | target |")
     print("|---|---|---|---|---|")
     for name, cmd, base, target in figures:
         a = timed(cmd, args.runs)
         b = timed(base, args.runs) if base else None
         ratio = f"{a[0] / b[0]:.2f}×" if b else "—"
-        bs = f"{b[0]:.3f} s ({b[1]:.3f}–{b[2]:.3f})" if b else "—"
-        print(f"| {name} | {a[0]:.3f} s ({a[1]:.3f}–{a[2]:.3f}) | {bs} | {ratio} | {target} |")
+        bs = f"{b[0]:.3f} s ({b[1]:.3f}–{b[2]:.3f}), {b[3]:.3f} s" if b else "—"
+        print(f"| {name} | {a[0]:.3f} s ({a[1]:.3f}–{a[2]:.3f}), {a[3]:.3f} s | {bs} | {ratio} | {target} |")
 
 
 if __name__ == "__main__":

@@ -32,10 +32,14 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    import signal
+
     from agentctl.cli import startup
 
     startup.pause_gc()
-    try:
+    try:  # Ctrl-C raises KeyboardInterrupt again (agentctl's start-up handler: agentctl/__init__.py)
+        if signal.getsignal(signal.SIGINT) is getattr(sys.modules["agentctl"], "_interrupted_at_start", None):
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         from agentctl.cli.root import app
     except KeyboardInterrupt:  # Ctrl-C while agentctl starts: before any command ran
         sys.stderr.write("agentctl: interrupted; nothing was changed\n")

@@ -11,11 +11,14 @@ Postgres) and raises SchemaError when the format cannot read it.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from agentctl.storage.contract import Capability, Problem, Store, check_search_places
 from agentctl.storage.sql.conn import Check, Connection
 from agentctl.storage.sqlutil import like_escape  # (ADK's store imports it from here too)
+
+if TYPE_CHECKING:
+    from agentctl.model import CheckpointMetadata
 
 
 def connection(kind: str, target: str, check: Check, *, readonly: bool = True, **kwargs: Any) -> Any:
@@ -205,3 +208,22 @@ class ConnectedStore(Store):
         if note:
             self.last_search_note = note
         return session
+
+
+class SteppedStore(ConnectedStore):
+    """A ConnectedStore whose checkpoints are the numbered steps of a thread, found by
+    id with `_locate(id)` -> (the thread's key, step) or None and read by `_page(key,
+    first, last)` -> those steps' metadata (Agno's runs, ADK's events)."""
+
+    async def _locate(self, checkpoint_id: str) -> tuple[Any, int] | None:
+        raise NotImplementedError
+
+    async def _page(self, key: Any, first: int, last: int) -> list["CheckpointMetadata"]:
+        raise NotImplementedError
+
+    async def get_metadata(self, checkpoint_id: str) -> "CheckpointMetadata | None":
+        found = await self._locate(checkpoint_id)
+        if found is None:
+            return None
+        metas = await self._page(found[0], found[1], found[1])
+        return metas[0] if metas else None

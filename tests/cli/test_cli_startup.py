@@ -184,3 +184,37 @@ def test_ctrl_c_while_the_command_line_is_read_is_one_line_exit_130(tmp_path):
     assert r.returncode == 130, r.stderr
     assert r.stderr == "agentctl: interrupted; nothing was changed\n"
     assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("how", ["console script", "-m"])
+def test_ctrl_c_while_the_agentctl_program_imports_is_one_line_exit_130(tmp_path, how):
+    """SIGINT right after the package's first line runs, before main() (Python's own
+    start-up and the imports of the launcher): one line, exit 130, no traceback. Imported
+    as a library, the package leaves SIGINT to Python; main() gives it back to Python
+    (a command's Ctrl-C is a KeyboardInterrupt again)."""
+    kill = "import os, signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+    if how == "-m":  # runpy imports the package, then its __main__ (which would run main)
+        (tmp_path / "sitecustomize.py").write_text(
+            "import sys, importlib.abc\n"
+            "class After(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'agentctl.lazy':\n"
+            "            " + kill.replace("\n", "") + "\n"
+            "sys.meta_path.insert(0, After())\n")
+        args = ["-m", "agentctl", "--version"]
+    else:
+        args = ["-c", "import sys; sys.argv = ['/usr/bin/agentctl', '--version']\nimport agentctl\n" + kill
+                + "from agentctl.cli import main\nmain()\n"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    r = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=60)
+    assert (r.returncode, r.stderr, r.stdout) == (130, "agentctl: interrupted; nothing was changed\n", "")
+    # a library import, and the program once main() runs: Python's own handler
+    code = ("import signal, sys\nimport agentctl\nassert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+            "del sys.modules['agentctl']\nsys.argv = ['agentctl', '--version']\nimport agentctl\n"
+            "assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler\n"
+            "import agentctl.cli.root\n"
+            "agentctl.cli.root.app = lambda: print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+            "from agentctl.cli import main\nmain()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert (r.returncode, r.stdout) == (0, "True\n"), r.stderr

@@ -249,3 +249,28 @@ def test_show_imports_no_module_named_in_a_checkpoint(tmp_path, monkeypatch):
     for name in names.values():
         assert f"{name}.Thing" in r.stdout
     _no_probe_ran(tmp_path, names)
+
+
+@pytest.mark.parametrize("sample", ["langgraph.db", "langgraphjs.db"])
+def test_a_deferred_decode_gives_each_part_read_as_the_full_decode(sample):
+    """describe's decode (`deferred`: extension values left packed, JSON envelopes left
+    unlabelled) gives, through `undefer`, each message and versions_seen as the full decode
+    does, for every checkpoint of the LangGraph and LangGraph.js samples."""
+    import sqlite3
+
+    from agentctl.storage.langgraph.serde import Deferred, undefer
+
+    conn = sqlite3.connect(REPO / "sample_db" / sample)
+    rows = conn.execute("SELECT type, checkpoint FROM checkpoints").fetchall()
+    conn.close()
+    assert rows and any((r[0] or "msgpack") == ("json" if "js" in sample else "msgpack") for r in rows)
+    deferred_seen = 0
+    for type_, data in rows:
+        full, part = decode_typed(type_, data), decode_typed(type_, data, deferred=True)
+        assert part["versions_seen"] == full["versions_seen"]
+        msgs = part["channel_values"].get("messages")
+        msgs = undefer(msgs, type_) if isinstance(msgs, (Deferred, dict)) else msgs
+        want = full["channel_values"].get("messages")
+        assert [undefer(m, type_) for m in msgs or []] == (want or [])
+        deferred_seen += sum(isinstance(m, Deferred) for m in msgs or [])
+    assert deferred_seen or "js" in sample  # msgpack messages are left packed until read

@@ -29,7 +29,7 @@ from agentctl.storage.adk.events import (
 from agentctl.storage.adk.legacy import OPLOG
 from agentctl.storage.journal.ops import LOG
 from agentctl.storage.sqlutil import marks
-from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
+from agentctl.storage.sqlconn import SteppedStore, check_sort, connection, like_escape, prefix_range
 from agentctl.storage.timefmt import iso_utc
 
 #: a thread id's parts are joined by this
@@ -70,7 +70,7 @@ def thread_id_of(app: str, user: str, session: str) -> str:
 
 
 
-class ADKStore(ConnectedStore):
+class ADKStore(SteppedStore):
     format = FORMAT
 
     def __init__(self, kind: str, target: str, *, readonly: bool = True, **_: Any) -> None:
@@ -484,13 +484,6 @@ class ADKStore(ConnectedStore):
             if r["id"] == event_id:
                 return key, i
         return None
-
-    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
-        found = await self._locate(checkpoint_id)
-        if found is None:
-            return None
-        metas = await self._page(found[0], found[1], found[1])
-        return metas[0] if metas else None
 
     async def _checkpoint_at(self, key: tuple[str, str, str], step: int) -> Checkpoint | None:
         if step < 1:

@@ -25,7 +25,7 @@ from agentctl.storage.agno.runs import (
     top_level,
 )
 from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
-from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, like_escape, prefix_range
+from agentctl.storage.sqlconn import SteppedStore, check_sort, connection, like_escape, prefix_range
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.timefmt import iso_utc
 
@@ -70,7 +70,7 @@ class AgnoSummary(ThreadSummary):
         return d
 
 
-class AgnoStore(ConnectedStore):
+class AgnoStore(SteppedStore):
     format = FORMAT
     thread_filters = ("user",)
 
@@ -417,13 +417,6 @@ class AgnoStore(ConnectedStore):
             if t.run_id == run_id:
                 return sid, i
         return None
-
-    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
-        found = await self._locate(checkpoint_id)
-        if found is None:
-            return None
-        metas = await self._page(found[0], found[1], found[1])
-        return metas[0] if metas else None
 
     async def get(self, checkpoint_id: str) -> Checkpoint | None:
         found = await self._locate(checkpoint_id)

@@ -49,7 +49,7 @@ from agentctl import deep
 __all__ = [
     "TYPE_KEY", "OPAQUE_KEY", "DELTA_SNAPSHOT", "decode_typed", "decode_msgpack",
     "decode_json", "transcript", "message_to_transcript", "is_message", "opaque",
-    "DecodeError",
+    "DecodeError", "Deferred", "undefer",
 ]
 
 TYPE_KEY = "__type__"
@@ -85,11 +85,35 @@ def _bytes_value(label: str, data: bytes) -> dict[str, Any]:
     return out
 
 
-def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: bool = True) -> Any:
+class Deferred:
+    """An extension value of a msgpack payload decoded with `deferred` (its code and
+    bytes, not unpacked): `undefer` decodes it as the full decode would have."""
+
+    __slots__ = ("code", "data")
+
+    def __init__(self, code: int, data: bytes) -> None:
+        self.code, self.data = code, data
+
+
+def undefer(value: Any, type_: str | None) -> Any:
+    """A part of a payload of type `type_` decoded with `deferred`, as the full decode
+    gives it: a Deferred extension value decoded; a JSON value's LangChain envelopes
+    (`lc`) labelled. Depth not capped: the caller caps what it walks."""
+    if isinstance(value, Deferred):
+        return _ext_hook(value.code, value.data)
+    if type_ == "json" and isinstance(value, (dict, list)):
+        return json.loads(json.dumps(value), object_hook=_json_hook)
+    return value
+
+
+def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: bool = True,
+                 deferred: bool = False) -> Any:
     """The plain value of one (type, bytes) payload. Raises DecodeError for a payload
     that does not parse as its type says; never imports, calls or unpickles. `capped`
     False: a msgpack value's depth is not capped (deep.cap): the caller caps the parts
-    it walks (`describe`, which reads two of a checkpoint's values)."""
+    it walks. `deferred` (implies not `capped`): msgpack extension values are left as
+    `Deferred` and JSON's LangChain envelopes unlabelled, for `undefer` to decode the
+    few parts read (`describe`, which reads two of a checkpoint's values)."""
     if isinstance(data, memoryview):
         data = data.tobytes()
     if type_ is None:
@@ -108,9 +132,9 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: boo
     if type_ in ("bytes", "bytearray"):
         return _bytes_value(type_, data)
     if type_ == "msgpack":
-        return decode_msgpack(data, capped)
+        return decode_msgpack(data, capped and not deferred, deferred)
     if type_ == "json":
-        return decode_json(data)
+        return decode_json(data, deferred)
     if type_ == "pickle":
         return opaque("pickle", size, "pickled payload: shown as opaque, never unpickled")
     return opaque(type_, size, f"unknown serialization type {type_!r}: shown as opaque")
@@ -119,11 +143,11 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: boo
 # ---- msgpack -------------------------------------------------------------------------
 
 
-def decode_msgpack(data: bytes, capped: bool = True) -> Any:
+def decode_msgpack(data: bytes, capped: bool = True, deferred: bool = False) -> Any:
     import ormsgpack  # when a payload is first decoded (listing threads or a log decodes none)
 
     try:
-        value = _unpack(data)
+        value = _unpack(data, Deferred if deferred else _ext_hook)
         return deep.cap(value) if capped and len(data) > deep.MAX_DEPTH else value
     except ormsgpack.MsgpackDecodeError as exc:
         raise DecodeError(f"not valid msgpack: {exc}") from None
@@ -131,10 +155,10 @@ def decode_msgpack(data: bytes, capped: bool = True) -> Any:
         raise DecodeError(f"msgpack payload cannot be read as plain data: {exc}") from None
 
 
-def _unpack(data: bytes) -> Any:
+def _unpack(data: bytes, ext_hook: Any = None) -> Any:
     import ormsgpack
 
-    return ormsgpack.unpackb(data, ext_hook=_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+    return ormsgpack.unpackb(data, ext_hook=ext_hook or _ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
 def _labelled(name: str, fields: Any) -> dict[str, Any]:
@@ -251,9 +275,9 @@ def _json_hook(obj: dict[str, Any]) -> Any:
     return obj
 
 
-def decode_json(data: bytes | str) -> Any:
+def decode_json(data: bytes | str, deferred: bool = False) -> Any:
     try:
-        return deep.loads(data, object_hook=_json_hook)
+        return deep.loads(data) if deferred else deep.loads(data, object_hook=_json_hook)
     except ValueError as exc:
         raise DecodeError(f"not valid JSON: {exc}") from None
 

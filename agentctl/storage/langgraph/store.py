@@ -780,9 +780,9 @@ class LangGraphStore(ConnectedStore):
                 out.append(exc)
         return out
 
-    def _data(self, r: dict[str, Any], blobs: list[Any], capped: bool = True) -> Any:
+    def _data(self, r: dict[str, Any], blobs: list[Any], deferred: bool = False) -> Any:
         """A checkpoint row's payload decoded (Postgres: with its blobs' channel values);
-        `capped` False: see serde.decode_typed."""
+        `deferred`: see serde.decode_typed."""
         try:
             if self._pg:
                 data = deep.loads(r["payload"])
@@ -794,7 +794,7 @@ class LangGraphStore(ConnectedStore):
                     values[channel] = serde.decode_typed(type_, blob)
                 data["channel_values"] = values
                 return data
-            return serde.decode_typed(r.get("type"), r.get("payload"), capped)
+            return serde.decode_typed(r.get("type"), r.get("payload"), deferred=deferred)
         except (serde.DecodeError, ValueError) as exc:
             raise CorruptRowError(r["checkpoint_id"], "checkpoint", str(exc)) from None
 
@@ -815,17 +815,22 @@ class LangGraphStore(ConnectedStore):
                         if len(r.get("payload") or b"") <= HEAD_SUMMARY_MAX_BYTES]
                 blobs = await self._blobs(tid, ns, [r["checkpoint_id"] for r in rows]) if self._pg else {}
                 for r in rows:
-                    try:  # the whole payload is not walked: the two values read are capped
-                        data = self._data(r, blobs.get(r["checkpoint_id"], []), capped=False)
+                    try:  # the whole payload is not decoded: its extension values (messages)
+                        # are left packed, and the two values read are decoded and capped
+                        data = self._data(r, blobs.get(r["checkpoint_id"], []), deferred=True)
                     except CorruptRowError:
                         continue
                     if not isinstance(data, dict):
                         continue
+                    kind = r.get("type")
                     seen = deep.cap(data.get("versions_seen"))
                     values = data.get("channel_values")
-                    msgs = _unwrap_snapshot(values.get("messages")) if isinstance(values, dict) else None
+                    msgs = values.get("messages") if isinstance(values, dict) else None
+                    msgs = _unwrap_snapshot(serde.undefer(msgs, kind) if isinstance(msgs, (serde.Deferred, dict))
+                                            else msgs)
                     text = ""
                     for m in reversed(msgs) if isinstance(msgs, list) else ():  # the last message's
+                        m = serde.undefer(m, kind)
                         m = serde.transcript(deep.cap(m) if isinstance(m, (dict, list, tuple)) else m)
                         if isinstance(m, dict):
                             text = _message_summary([m])
