@@ -79,7 +79,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
             if not d.get("hard"):
                 return {"moved": ids}
             return {"created": ids} if undo else {"deleted": ids}
-        if record["kind"] == "branch":
+        if record["kind"] in ("branch", "run"):
             ids = list(d.get("created", []))
             return {"deleted": ids} if undo else {"created": ids}
         ids = list(d.get("deleted", []))
@@ -291,6 +291,63 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                                 [text])
             op_id = await self.journal_finish(op)
         return OpResult(op_id, "edit", f"edited {checkpoint_id} of {sid} in place: {what}")
+
+    # ---- run: what Agno's run wrote, recorded after the fact --------------------------
+
+    async def run_options(self, thread_id: str) -> dict[str, Any]:
+        """What the run's child needs besides the database: the tables agentctl reads (agno
+        is pointed at them), and on Postgres the schema they are in."""
+        st = self.store
+        schema = None
+        if st.kind == "postgres":
+            schema = (await st._q("SELECT current_schema() AS s"))[0]["s"]
+        return {"tables": [st.sessions_table, st.runs_table], "schema": schema}
+
+    async def _run_rows(self, fetch: Any, exists: Any, sid: str) -> dict[str, Any]:
+        """The session's row as values (each column as stored; Postgres: as text) and the
+        ids of its runs in the runs table (where there is one: agno 3 makes it on an agno 2
+        file)."""
+        st = self.store
+        cols = ", ".join(f"CAST({c} AS TEXT) AS {c}" if st.kind == "postgres" else c for c in st.session_columns)
+        rows = await fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid)
+        runs = []
+        if await exists(st.runs_table):
+            runs = sorted(r["run_id"] for r in await fetch(f"SELECT run_id FROM {st._R} WHERE session_id = ?", sid))
+        return {"session": dict(rows[0]) if rows else None, "runs": runs}
+
+    async def run_keys(self, thread_id: str) -> dict[str, Any]:
+        """The rows a run may change, as they are (read before it)."""
+        await self.store.connect()
+        return await self._run_rows(self.store._q, self.store.connection.table_exists, thread_id)
+
+    @retried_write
+    async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
+                         kind: str = "run") -> int | None:
+        """One op for what Agno's run wrote: the runs it added (inserted rows; its members'
+        too) and the session's row (its before-image from `before`, its after-image as it
+        is; inserted when the run made the session). None: the run wrote nothing."""
+        from agentctl.storage.journal.trash import row_select
+        from agentctl.storage.sqlutil import in_chunks
+
+        st, sid = self.store, thread_id
+        async with self.journal_tx([sid]) as tx:
+            now = await self._run_rows(tx.fetch, tx.table_exists, sid)
+            if now == before:
+                return None
+            added = [r for r in now["runs"] if r not in set(before["runs"])]
+            tops = [r.run_id for r in top_level(await st._order(sid, None, tx.fetch)) if r.run_id in set(added)]
+            op = await self.journal_begin(tx, kind, summary, [sid], dict(details, session=sid, created=tops))
+            await op.declare(st.sessions_table, SESSION_KEY)
+            if now["session"] != before["session"]:
+                if before["session"] is not None:
+                    await op.was(st.sessions_table, SESSION_KEY, *await row_select(tx, st.sessions_table,
+                                                                                    before["session"]))
+                await op.inserted(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,))
+            for ph, chunk in in_chunks(added):
+                await op.inserted(st.runs_table, RUN_KEY, f"run_id IN ({ph})", chunk)
+            op_id = await self.journal_finish(op)
+        self.store._origin_map = None
+        return op_id
 
     # ---- threads delete ----------------------------------------------------------------
 
