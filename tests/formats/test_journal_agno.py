@@ -21,7 +21,7 @@ from tests.support.sampledb import cli, cli_json  # noqa: E402
 agno_db, agno_builds, agno2_python = agno_rig.agno_db, agno_rig.agno_builds, agno_rig.agno2_python
 
 CASES = [("v3", "sqlite"), ("v3", "postgres"), ("migrated", "sqlite"), ("migrated", "postgres"),
-         ("v2", "sqlite"), ("mixed", "sqlite")]
+         ("v2", "sqlite"), ("mixed", "sqlite"), ("v2", "postgres"), ("mixed", "postgres")]
 
 
 def tops(session) -> list[str]:
@@ -228,8 +228,10 @@ def test_prune_older_than_deletes_whole_sessions(agno_db, case):
     assert own_rows(db.url) == before
 
 
-@pytest.mark.parametrize("case", [("v3", "sqlite"), ("migrated", "sqlite"), ("v2", "sqlite"), ("v3", "postgres")],
-                         ids=["v3-sqlite", "migrated-sqlite", "v2-sqlite", "v3-postgres"])
+@pytest.mark.parametrize("case", [("v3", "sqlite"), ("migrated", "sqlite"), ("v2", "sqlite"), ("v3", "postgres"),
+                                  ("v2", "postgres"), ("mixed", "postgres")],
+                         ids=["v3-sqlite", "migrated-sqlite", "v2-sqlite", "v3-postgres", "v2-postgres",
+                              "mixed-postgres"])
 def test_edit_then_agno_goes_on(agno_db, case):
     """edit chat --set count=7: the session's state as update_session_state writes it,
     which agno's next run starts from; edit chat@2 --set messages.I.content: the run's
@@ -253,3 +255,21 @@ def test_edit_then_agno_goes_on(agno_db, case):
     run = agent.run("fourth", session_id="chat", user_id="ada")
     assert run.session_state == {"count": 7}
     assert ("assistant", "deux") in said(agno_open(db).get_session("chat", SessionType.AGENT).get_chat_history())
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_agno_2_goes_on_after_rewind_prune_and_edit(agno_db, agno2_python, kind):
+    """On an agno 2 file (the runs in the sessions row's array), agno 2.9 itself goes on
+    after agentctl's writes: after rewind chat@2, prune --keep-last 1 and an edit of the
+    state, its next run comes after run 2 with the edited state and run 2's history."""
+    db = agno_db("v2", kind)
+    for args in (["rewind", "chat@2", "--yes"], ["prune", "chat", "--keep-last", "1", "--yes", "--no-backup"],
+                 ["edit", "chat", "--set", "count=5", "--yes"]):
+        r = cli(db.url, *args)
+        assert r.exit_code == 0, (args, r.stderr)
+    new = agno_rig.write(agno2_python, "append", *db.agno_args)["chat"]
+    log = cli_json(db.url, "log", "chat")
+    assert [m["checkpoint_id"] for m in reversed(log)] == [db.runs["chat"][1]] + new
+    head = cli_json(db.url, "show", "chat")
+    assert head["state"] == {"count": 6}  # the edited count, and one more by the run's tool
+    assert [m["content"] for m in head["messages"] if m["role"] == "user"] == ["second", "fourth"]
