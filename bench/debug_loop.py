@@ -7,6 +7,7 @@ of two 10,000-step runs against reading the same checkpoints through the store.
     python bench/debug_loop.py --edit-1m [--runs 5]    # edit on the 1M databases (below)
     python bench/debug_loop.py --only-async [--runs 5] # run of an async graph (below)
     python bench/debug_loop.py --only-js [--runs 5] [--node-modules DIR]   # a LangGraph.js graph (below)
+    python bench/debug_loop.py --only-agno [--runs 5]  # run of an Agno agent (below)
 
 `--only-async` (also part of the default): `run` of an async 10-step graph with a Runtime
 context and a configurable value (tests/fixtures/apps/asyncctx, context limit 10: the
@@ -18,6 +19,11 @@ node_modules is --node-modules, default the test rig's, tests/support/noderig.py
 child is node running agentctl/runners/langgraph_child.mjs with SqliteSaver) against
 `node` running a script that imports the same graph and invokes it with SqliteSaver,
 interleaved; target <= 1.3x + 0.15 s.
+
+`--only-agno` (also part of the default): `run` of an Agno agent (a scripted model, one
+tool call: agentctl/runners/agno_child.py with agno's SqliteDb) on a session of an agno 3
+file against a bare `python -c` running the same agent's `run` with SqliteDb, interleaved;
+target <= 1.3x + 0.15 s. Needs agno (the test extras).
 
 `--edit-1m`: `edit REF --set K=V --yes` (then `undo`, so the database is as before) on the
 1M AgentOS database (`make_db.py sqlite bench/data/bench.db`) and the 1M LangGraph one
@@ -157,6 +163,55 @@ def js_run_bench(work: Path, runs: int, node_modules: str | None) -> None:
           f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, node {min(bare):.3f}-{max(bare):.3f} s)")
 
 
+AGNO_AGENT = textwrap.dedent('''
+    import sys
+
+    sys.path.insert(0, {root!r})
+    from agno.agent import Agent
+
+    from tests.scripts.agno_model import Scripted
+
+
+    def count(run_context=None) -> str:
+        """Add one to the counter in the session state."""
+        run_context.session_state["count"] = run_context.session_state.get("count", 0) + 1
+        return "count is %d" % run_context.session_state["count"]
+
+
+    agent = Agent(model=Scripted(script=[{{"tool": "count"}}, "counted"]), id="chat", name="Chat", tools=[count],
+                  add_history_to_context=True, session_state={{"count": 0}})
+''')
+
+AGNO_BARE = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, {dir!r})
+    from agno.db.sqlite import SqliteDb
+    from agno_agent import agent
+    agent.db = SqliteDb(db_file={db!r})
+    agent.run("hello", session_id={thread!r})
+''')
+
+
+def agno_run_bench(work: Path, runs: int) -> None:
+    """`run` of an Agno agent (one tool call) against its `run` in a bare interpreter."""
+    root = str(Path(__file__).resolve().parent.parent)
+    (work / "agno_agent.py").write_text(AGNO_AGENT.format(root=root))
+    db = str(work / "agno.db")
+    env = dict(os.environ, AGNO_TELEMETRY="false")
+    # agno makes its tables (the first run, not timed)
+    subprocess.run([sys.executable, "-c", AGNO_BARE.format(dir=str(work), db=db, thread="warm")], check=True, env=env)
+    ours, bare = [], []
+    for i in range(runs):
+        ours.append(timed(agentctl(db, "run", f"a{i}", "--agent", f"{work / 'agno_agent.py'}:agent",
+                                   "--input", "hello"), env=env))
+        bare.append(timed([sys.executable, "-c", AGNO_BARE.format(dir=str(work), db=db, thread=f"b{i}")], env=env))
+    o, b = statistics.median(ours), statistics.median(bare)
+    print(f"run (Agno agent, one tool call): agentctl {o:.3f} s, bare python -c agent.run {b:.3f} s: "
+          f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
+          f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, agent.run {min(bare):.3f}-{max(bare):.3f} s; "
+          f"load {os.getloadavg()[0]:.1f})")
+
+
 FLOOR_EDIT = textwrap.dedent('''
     import sys
     sys.path.insert(0, {dir!r})
@@ -277,6 +332,7 @@ def main() -> None:
     ap.add_argument("--only-compare", action="store_true", help="time compare only")
     ap.add_argument("--only-async", action="store_true", help="time the async graph's run only")
     ap.add_argument("--only-js", action="store_true", help="time the LangGraph.js graph's run only")
+    ap.add_argument("--only-agno", action="store_true", help="time the Agno agent's run only")
     ap.add_argument("--node-modules", metavar="DIR", help="LangGraph.js's packages (default: the test rig's)")
     args = ap.parse_args()
     if args.edit_1m:
@@ -288,6 +344,8 @@ def main() -> None:
         return async_run_bench(work, args.runs)
     if args.only_js:
         return js_run_bench(work, args.runs, args.node_modules)
+    if args.only_agno:
+        return agno_run_bench(work, args.runs)
     if args.only_compare:
         long_db = str(work / "long.db")
         if not os.path.exists(long_db):
@@ -308,6 +366,7 @@ def main() -> None:
           f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}")
 
     async_run_bench(work, args.runs)
+    agno_run_bench(work, args.runs)
 
     edits, floors = [], []
     for i in range(args.runs):

@@ -39,6 +39,7 @@ RUNNERS = {
     "langgraph": Runtime("langgraph_child.py", graph_input=True, replays=True, unit="checkpoint(s)"),
     "openai-agents": Runtime("openai_child.py", graph_input=False, replays=False, unit="item(s)"),
     "adk": Runtime("adk_child.py", graph_input=False, replays=False, unit="item(s)"),
+    "agno": Runtime("agno_child.py", graph_input=False, replays=False, unit="message(s)"),
 }
 
 CONFIG_NAME = "langgraph.json"

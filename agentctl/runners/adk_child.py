@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # python -P: no script directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:  # for the type checker: the same file, as a module of the package
-    from agentctl.runners.childlib import SetupError, emit, instance, load, serve_async, user_frames
+    from agentctl.runners.childlib import SetupError, emit, ended, instance, load, serve_async
 else:  # this file's sibling, never the agentctl package
-    from childlib import SetupError, emit, instance, load, serve_async, user_frames
+    from childlib import SetupError, emit, ended, instance, load, serve_async
 
 
 def _agent(spec: dict[str, Any]) -> Any:
@@ -111,12 +111,7 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, service: Any) -> int:
                     emit(out, {"event": "checkpoint", "step": n, "kind": event.author, "text": _text(event)})
         finally:
             await service.close()
-    if failure is not None:
-        emit(out, {"event": "error", "type": type(failure).__name__, "message": str(failure),
-                   "agent": getattr(agent, "name", None), "frames": user_frames(failure)})
-        return 1
-    emit(out, {"event": "done", "output": output})
-    return 0
+    return ended(out, failure, getattr(agent, "name", None), output)
 
 
 if __name__ == "__main__":

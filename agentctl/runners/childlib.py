@@ -17,7 +17,8 @@ import sys
 import traceback
 from typing import Any
 
-__all__ = ["SetupError", "emit", "package_module", "load", "user_frames", "on_sigint", "start", "serve_async", "instance"]
+__all__ = ["SetupError", "emit", "package_module", "load", "user_frames", "on_sigint", "STOPPED", "start", "serve",
+           "serve_async", "instance", "ended"]
 
 
 class SetupError(Exception):
@@ -101,9 +102,15 @@ def user_frames(exc: BaseException) -> list[dict[str, Any]]:
     return out
 
 
+#: not empty once Ctrl-C came (a framework that catches the KeyboardInterrupt, as Agno
+#: does, ends its run quietly: the child tells it so)
+STOPPED: list[bool] = []
+
+
 def on_sigint(signum: int, frame: Any) -> None:
     """The first Ctrl-C stops the run; later ones are ignored while it winds down (the
     framework's clean-up must not be cut short by a second KeyboardInterrupt)."""
+    STOPPED.append(True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
@@ -119,11 +126,10 @@ def start() -> tuple[Any, dict[str, Any]]:
     return out, req
 
 
-def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
-    """An asyncio child's whole life: the request, `module` imported (else a setup
-    error naming `framework`), `prepare(req)` -> args (SetupError: exit 2), then
-    `run(out, req, *args)`'s exit status (Ctrl-C: "interrupted", 130)."""
-    import asyncio
+def serve(framework: str, module: str, prepare: Any, run: Any) -> None:
+    """A child's whole life: the request, `module` imported (else a setup error naming
+    `framework`), `prepare(req)` -> args (SetupError: exit 2), then `run(out, req, *args)`'s
+    exit status (Ctrl-C: "interrupted", 130)."""
 
     def main() -> int:
         out, req = start()
@@ -138,7 +144,7 @@ def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
             emit(out, {"event": "setup", "message": str(exc)})
             return 2
         try:
-            return int(asyncio.run(run(out, req, *args)))
+            return int(run(out, req, *args))
         except KeyboardInterrupt:
             emit(out, {"event": "interrupted"})
             return 130
@@ -149,7 +155,14 @@ def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
         sys.exit(130)
 
 
-def instance(obj: Any, cls: type, what: str) -> Any:
+def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
+    """`serve` of an asyncio child: `run` is a coroutine function, run by asyncio.run."""
+    import asyncio
+
+    serve(framework, module, prepare, lambda out, req, *args: asyncio.run(run(out, req, *args)))
+
+
+def instance(obj: Any, cls: type | tuple[type, ...], what: str) -> Any:
     """`obj` if it is a `cls`, else what the factory `obj` returns (a factory may return
     a factory, a few times); SetupError naming `what` otherwise."""
     for _ in range(3):
@@ -160,3 +173,15 @@ def instance(obj: Any, cls: type, what: str) -> Any:
             continue
         break
     raise SetupError(f"the agent is a {type(obj).__name__}, not {what} (or a function returning one)")
+
+
+def ended(out: Any, failure: BaseException | None, agent: Any, output: Any) -> int:
+    """A run's last event and exit status: the user's error, with their own frames (1), or
+    "done" with its output (a scalar as it is, else its repr; 0)."""
+    if failure is not None:
+        emit(out, {"event": "error", "type": type(failure).__name__, "message": str(failure), "agent": agent,
+                   "frames": user_frames(failure)})
+        return 1
+    emit(out, {"event": "done", "output": output if isinstance(output, (str, int, float, bool, type(None)))
+               else repr(output)})
+    return 0

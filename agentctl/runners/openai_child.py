@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # python -P: no script directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:  # for the type checker: the same file, as a module of the package
-    from agentctl.runners.childlib import SetupError, emit, instance, load, serve_async, user_frames
+    from agentctl.runners.childlib import SetupError, emit, ended, instance, load, serve_async
 else:  # this file's sibling, never the agentctl package
-    from childlib import SetupError, emit, instance, load, serve_async, user_frames
+    from childlib import SetupError, emit, ended, instance, load, serve_async
 
 
 def _agent(obj: Any) -> Any:
@@ -133,14 +133,7 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, session: Any) -> int:
             engine = getattr(session, "_engine", None)
             if engine is not None:
                 await engine.dispose()
-    if failure is not None:
-        emit(out, {"event": "error", "type": type(failure).__name__, "message": str(failure),
-                    "agent": getattr(agent, "name", None), "frames": user_frames(failure)})
-        return 1
-    final = getattr(result, "final_output", None)
-    emit(out, {"event": "done", "output": final if isinstance(final, (str, int, float, bool, type(None)))
-                else repr(final)})
-    return 0
+    return ended(out, failure, getattr(agent, "name", None), getattr(result, "final_output", None))
 
 
 if __name__ == "__main__":

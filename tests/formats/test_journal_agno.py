@@ -21,7 +21,7 @@ from tests.support.sampledb import cli, cli_json  # noqa: E402
 agno_db, agno_builds, agno2_python = agno_rig.agno_db, agno_rig.agno_builds, agno_rig.agno2_python
 
 CASES = [("v3", "sqlite"), ("v3", "postgres"), ("migrated", "sqlite"), ("migrated", "postgres"),
-         ("v2", "sqlite"), ("mixed", "sqlite")]
+         ("v2", "sqlite"), ("mixed", "sqlite"), ("v2", "postgres"), ("mixed", "postgres")]
 
 
 def tops(session) -> list[str]:
@@ -157,17 +157,81 @@ def test_threads_delete_and_undo(agno_db, case):
     assert tops(agno_open(db).get_session("team", SessionType.TEAM)) == db.runs["team"]
 
 
-def test_merge_and_prune_name_agno(agno_db):
+def test_merge_names_agno(agno_db):
     db = agno_db("v3", "sqlite")
     r = cli(db.url, "branch", "chat@2", "alt")
     branch = r.stdout.strip().splitlines()[0]
-    for args in (["merge", branch, "--into", "chat"], ["prune", "chat", "--keep-last", "1", "--yes"]):
-        r = cli(db.url, *args)
-        assert r.exit_code == 2 and "agno" in r.stderr, (args, r.stderr)
+    r = cli(db.url, "merge", branch, "--into", "chat")
+    assert r.exit_code == 2 and "agno" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("case", [("v3", "sqlite"), ("migrated", "sqlite"), ("v2", "sqlite"), ("v3", "postgres")],
-                         ids=["v3-sqlite", "migrated-sqlite", "v2-sqlite", "v3-postgres"])
+@pytest.mark.parametrize("case", CASES, ids=[f"{a}-{b}" for a, b in CASES])
+def test_prune_keeps_the_last_runs_then_agno_goes_on(agno_db, case):
+    """prune chat --keep-last 2: the older runs deleted (from the legacy array too: none
+    comes back), the dry run naming what the write deletes; agno reads the last two runs,
+    their history and the session's state, and its next run comes right after them
+    (run_index renumbered). Undo gives every row back, redo the prune's."""
+    from agno.db.base import SessionType
+
+    db = agno_db(*case)
+    before = own_rows(db.url)
+    state = agno_open(db).get_session("chat", SessionType.AGENT).session_data["session_state"]
+    plan = cli_json(db.url, "prune", "chat", "--keep-last", "2", "--dry-run")
+    assert own_rows(db.url) == before
+    assert [m["checkpoint_id"] for p in plan["plans"] for m in p["delete"]] == db.runs["chat"][:-2]
+    done = cli_json(db.url, "prune", "chat", "--keep-last", "2", "--yes", "--no-backup")
+    assert [i for r in done["results"] for i in r["deleted"]] == db.runs["chat"][:-2]
+    after = own_rows(db.url)
+    assert cli(db.url, "undo").exit_code == 0
+    assert own_rows(db.url) == before
+    assert cli(db.url, "redo").exit_code == 0
+    assert own_rows(db.url) == after
+    goes_on(db, "chat", db.runs["chat"][-2:], state)
+
+
+@pytest.mark.parametrize("case", [("v3", "sqlite"), ("v2", "sqlite"), ("migrated", "postgres")],
+                         ids=["v3-sqlite", "v2-sqlite", "migrated-postgres"])
+def test_prune_older_than_deletes_whole_sessions(agno_db, case):
+    """prune --all --older-than 30d: the sessions not updated for 30 days go whole (their
+    runs with them); the others keep every run. Undo gives every row back."""
+    from agno.db.base import SessionType
+
+    from tests.support.rig import pg_execute
+
+    db = agno_db(*case)
+    old = "UPDATE agno_sessions SET updated_at = 1000 WHERE session_id IN ('team', 'flow')"
+    if db.kind == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(db.url)
+        with conn:
+            conn.execute(old)
+        conn.close()
+    else:
+        pg_execute(db.url, old)
+    before = own_rows(db.url)
+    plan = cli_json(db.url, "prune", "--all", "--older-than", "30d", "--dry-run")
+    assert [(p["thread_id"], p["keep_count"]) for p in plan["plans"]] == [("flow", 0), ("team", 0)]
+    assert "the whole session" in plan["plans"][0]["reason"]
+    assert cli(db.url, "prune", "--all", "--older-than", "30d", "--yes", "--no-backup").exit_code == 0
+    agno = agno_open(db)
+    assert agno.get_session("team", SessionType.TEAM) is None and agno.get_session("flow", SessionType.WORKFLOW) is None
+    assert tops(agno.get_session("chat", SessionType.AGENT)) == db.runs["chat"]
+    assert cli(db.url, "undo").exit_code == 0
+    assert own_rows(db.url) == before
+    assert tops(agno_open(db).get_session("team", SessionType.TEAM)) == db.runs["team"]
+    for args, words in ((["chat", "--keep-last", "0"], "--keep-last"),
+                        (["chat", "--milestones", "2"], "does not support"),
+                        (["nosuch", "--keep-last", "1"], "nosuch")):
+        r = cli(db.url, "prune", *args, "--yes", "--no-backup")
+        assert r.exit_code in (2, 3) and words in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+    assert own_rows(db.url) == before
+
+
+@pytest.mark.parametrize("case", [("v3", "sqlite"), ("migrated", "sqlite"), ("v2", "sqlite"), ("v3", "postgres"),
+                                  ("v2", "postgres"), ("mixed", "postgres")],
+                         ids=["v3-sqlite", "migrated-sqlite", "v2-sqlite", "v3-postgres", "v2-postgres",
+                              "mixed-postgres"])
 def test_edit_then_agno_goes_on(agno_db, case):
     """edit chat --set count=7: the session's state as update_session_state writes it,
     which agno's next run starts from; edit chat@2 --set messages.I.content: the run's
@@ -191,3 +255,21 @@ def test_edit_then_agno_goes_on(agno_db, case):
     run = agent.run("fourth", session_id="chat", user_id="ada")
     assert run.session_state == {"count": 7}
     assert ("assistant", "deux") in said(agno_open(db).get_session("chat", SessionType.AGENT).get_chat_history())
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_agno_2_goes_on_after_rewind_prune_and_edit(agno_db, agno2_python, kind):
+    """On an agno 2 file (the runs in the sessions row's array), agno 2.9 itself goes on
+    after agentctl's writes: after rewind chat@2, prune --keep-last 1 and an edit of the
+    state, its next run comes after run 2 with the edited state and run 2's history."""
+    db = agno_db("v2", kind)
+    for args in (["rewind", "chat@2", "--yes"], ["prune", "chat", "--keep-last", "1", "--yes", "--no-backup"],
+                 ["edit", "chat", "--set", "count=5", "--yes"]):
+        r = cli(db.url, *args)
+        assert r.exit_code == 0, (args, r.stderr)
+    new = agno_rig.write(agno2_python, "append", *db.agno_args)["chat"]
+    log = cli_json(db.url, "log", "chat")
+    assert [m["checkpoint_id"] for m in reversed(log)] == [db.runs["chat"][1]] + new
+    head = cli_json(db.url, "show", "chat")
+    assert head["state"] == {"count": 6}  # the edited count, and one more by the run's tool
+    assert [m["content"] for m in head["messages"] if m["role"] == "user"] == ["second", "fourth"]

@@ -167,9 +167,10 @@ def agno_db(agno_builds, tmp_path, request):
     """copy(layout, kind) -> AgnoDb: a private copy of that database (Postgres schemas
     dropped after the test)."""
     made: list[str] = []
+    copies = iter(range(10**6))  # a file of its own for each copy (a test may take two)
 
     def copy(layout: str, kind: str) -> AgnoDb:
-        db = agno_builds.copy(layout, kind, tmp_path / f"{layout}-{len(made)}.db")
+        db = agno_builds.copy(layout, kind, tmp_path / f"{layout}-{next(copies)}.db")
         if kind == "postgres":
             made.append(db.url)
         return db

@@ -437,30 +437,38 @@ async def test_R_asks_an_input_where_the_graph_ended_and_escape_stops_the_run(tm
         assert (await app.source.db.get(head.checkpoint_id)).state["n"] == 11  # `count` ran, `wait` did not end
 
 
+async def run_with_message(pilot, app, thread: str, text: str, said: str, timeout: float = 90) -> int:
+    """`R` on `thread`'s head in a session format (an SDK's, Agno's): the user's message
+    asked and given, the run confirmed and waited for (its notice starts with `said`);
+    the thread's size before the run."""
+    from agentctl.tui.screens.prompt import PromptScreen
+
+    await settle(pilot)
+    await select_thread(pilot, thread)
+    size = await thread_size(app, thread)
+    app.timeline.focus()
+    await press(pilot, "R")
+    assert isinstance(app.screen, PromptScreen) and "the user's message" in screen_text(app)
+    app.screen.query_one(Input).value = text
+    await press(pilot, "enter")
+    assert isinstance(app.screen, ConfirmScreen)
+    await press(pilot, "y")
+    await until(pilot, lambda: any(n.startswith(said) for n in notices(app)), timeout=timeout, what="the run")
+    await settle(pilot)
+    return size
+
+
 async def test_R_on_an_openai_session_asks_the_users_message_and_runs_the_agent(tmp_path):
     """An SDK's session runs on from its end with the user's message (as `agentctl run
     conv --input TEXT`); no compare view (the SDKs have no replay from a step)."""
     pytest.importorskip("agents")
-    from agentctl.tui.screens.prompt import PromptScreen
     from tests.formats.test_run_openai import AGENT, _db
 
     (tmp_path / "agent.py").write_text(AGENT)
     db = await _db(tmp_path)
     app = AgentctlApp(db, agent=f"{tmp_path / 'agent.py'}:agent")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select_thread(pilot, "conv")
-        size = await thread_size(app, "conv")
-        app.timeline.focus()
-        await press(pilot, "R")
-        assert isinstance(app.screen, PromptScreen) and "the user's message" in screen_text(app)
-        app.screen.query_one(Input).value = "hello"
-        await press(pilot, "enter")
-        assert isinstance(app.screen, ConfirmScreen)
-        await press(pilot, "y")
-        await until(pilot, lambda: any(n.startswith("ran conv: 2 new item(s)") for n in notices(app)),
-                    timeout=60, what="the run")
-        await settle(pilot)
+        size = await run_with_message(pilot, app, "conv", "hello", "ran conv: 2 new item(s)")
         assert not isinstance(app.screen, CompareScreen)
         assert await thread_size(app, "conv") == size + 2
         head = (await app.source.db.read_thread("conv", limit=1, descending=True))[0]

@@ -25,7 +25,8 @@ def run_agent(
         "not from the head.", autocompletion=complete_ref)] = None,
     input_json: Annotated[str | None, typer.Option(
         "--input", metavar="JSON|TEXT", help="LangGraph: the graph's input (JSON), e.g. '{\"messages\": "
-        "[{\"role\": \"user\", \"content\": \"hi\"}]}'; OpenAI Agents SDK, Google ADK: the user's message (TEXT).")] = None,
+        "[{\"role\": \"user\", \"content\": \"hi\"}]}'; OpenAI Agents SDK, Google ADK, Agno: the user's message "
+        "(TEXT).")] = None,
     resume_json: Annotated[str | None, typer.Option(
         "--resume", metavar="JSON", help="The answer to a pending interrupt() (LangGraph's Command(resume=...)).")] = None,
     context_json: ContextOpt = None,
@@ -65,7 +66,9 @@ def run_agent(
     is printed; undo moves the items to the trash and puts the session row back. Google
     ADK: THREAD is APP/USER/SESSION, --agent DIR (root_agent) or FILE.py:VAR, --input TEXT:
     Runner.run_async with ADK's DatabaseSessionService on --db. --from and --resume are
-    LangGraph's.
+    LangGraph's. Agno: --agent FILE.py:VAR (an Agent, Team or Workflow), --input TEXT:
+    VAR.run(TEXT, session_id=THREAD) (arun when it has async tools, hooks or steps), its db
+    agno's SqliteDb / PostgresDb on --db; each message of the runs it added is printed.
 
     LangGraph.js: a graph of a langgraph.json with "node_version" (./src/agent.ts:graph,
     ./graph.mjs:graph), or --agent FILE.mjs:EXPORT (.js/.mjs/.cjs/.ts), runs in a child
@@ -108,8 +111,8 @@ def run_agent(
 
 
 def _say_checkpoint(event: dict[str, Any]) -> None:
-    if "text" in event:  # an SDK's item
-        say(f"item {event.get('step')}  {event.get('kind')}  {event.get('text')}")
+    if "text" in event:  # an SDK's item (Agno: a message of step N's run)
+        say(f"{'step' if 'id' in event else 'item'} {event.get('step')}  {event.get('kind')}  {event.get('text')}")
         return
     nodes = ", ".join(event.get("nodes") or []) or event.get("source") or ""
     keys = ", ".join(event.get("keys") or [])

@@ -13,6 +13,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.legacy import OldLog, done
+from agentctl.storage.journal.trash import row_select
 
 OPLOG = "agentctl_adk_oplog"
 TRASH = "agentctl_adk_trash"
@@ -50,19 +51,6 @@ async def rows_of(store: Any, fetch: Fetch, key: Sequence[str]) -> dict[str, Any
     out["events"] = [r["id"] for r in await fetch(
         "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)]
     return out
-
-
-async def row_select(tx: Any, table: str, row: dict[str, Any]) -> tuple[str, list[Any]]:
-    """A SELECT of one row of `table` from its values (`_row`), typed as the table's
-    columns: (sql, params) for `trash.add_images`."""
-    cols = list(row)
-    if tx.kind != "postgres":
-        return "SELECT " + ", ".join(f"? AS {c}" for c in cols), [row[c] for c in cols]
-    types = {r["c"]: r["t"] for r in await tx.fetch(
-        "SELECT attname AS c, format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = "
-        "to_regclass(?) AND attnum > 0 AND NOT attisdropped", table)}
-    return ("SELECT " + ", ".join(f"CAST(CAST(? AS TEXT) AS {types[c]}) AS {c}" for c in cols),
-            [None if row[c] is None else str(row[c]) for c in cols])
 
 
 # ---- the migration --------------------------------------------------------------------------

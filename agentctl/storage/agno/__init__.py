@@ -31,7 +31,9 @@ Writes (`history.py`, on the journal: undo, redo): `rewind` (later runs to an ar
 session, or `--hard` deleted; the session_state set to the run's; run_index renumbered;
 the legacy array kept consistent), `branch` (a session with copies of the runs, as
 `fork_session` writes them), `threads delete`, `edit` (session_state keys; a run's content
-and messages in place). Merge, prune and run exit 2 naming Agno.
+and messages in place), `run` (what agno's own `run` in the user's interpreter added:
+`runners/agno_child.py`), `prune` (a session's last N runs kept, renumbered, the legacy
+array too; sessions not updated for an age deleted). Merge exits 2 naming Agno.
 
 When a database holds several session tables, the one to read is chosen with
 `AGENTCTL_AGNO_TABLE=SESSIONS_TABLE` (or the store's `session_table=` option).
@@ -118,7 +120,8 @@ FORMAT = FormatSpec(
                 "a session is a thread, each top-level run a step",
     capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW, Capability.DOCTOR,
                             Capability.BACKUP, Capability.STATS, Capability.COMPARE, Capability.REWIND, Capability.BRANCH,
-                            Capability.DELETE, Capability.UNDO, Capability.REDO, Capability.EDIT}),
+                            Capability.DELETE, Capability.UNDO, Capability.REDO, Capability.EDIT,
+                            Capability.RUN, Capability.PRUNE}),
     # backup: SQLite's online backup API
     dialects={Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,

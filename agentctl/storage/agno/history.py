@@ -79,7 +79,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
             if not d.get("hard"):
                 return {"moved": ids}
             return {"created": ids} if undo else {"deleted": ids}
-        if record["kind"] == "branch":
+        if record["kind"] in ("branch", "run"):
             ids = list(d.get("created", []))
             return {"deleted": ids} if undo else {"created": ids}
         ids = list(d.get("deleted", []))
@@ -291,6 +291,193 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                                 [text])
             op_id = await self.journal_finish(op)
         return OpResult(op_id, "edit", f"edited {checkpoint_id} of {sid} in place: {what}")
+
+    # ---- prune ---------------------------------------------------------------------------
+
+    #: a prune of one session: keep its last N runs, or delete it when it is older than an age
+    prune_policies = ("keep_last_n", "keep_age")
+
+    @staticmethod
+    def _prune_check(spec: Any) -> None:
+        from agentctl.storage.contract import Unsupported
+
+        if spec.milestones is not None:
+            raise Unsupported("agno", "prune --milestones")
+        if spec.statuses:
+            raise Unsupported("agno", "prune --status")
+        if spec.keep_last is None and spec.older_than is None:
+            raise UsageError("give --keep-last N (the runs each session keeps) or --older-than AGE (sessions not "
+                             "updated for that long are deleted)")
+        if spec.keep_last is not None and int(spec.keep_last) < 1:
+            raise UsageError("--keep-last must be >= 1 on Agno (a session without runs is no thread; "
+                             "threads delete or --older-than delete sessions)")
+        if spec.older_than is not None and float(spec.older_than) < 0:
+            raise UsageError("--older-than must be >= 0")
+
+    async def _prune_targets(self, spec: Any, fetch: Any) -> list[tuple[str, bool]]:
+        """(session, whole) of the sessions with runs the prune looks at, by session id:
+        `whole` when not updated for --older-than (deleted with its runs), else --keep-last
+        applies to it."""
+        st = self.store
+        params: list[Any] = []
+        where = st._where(None, None, params)
+        if spec.threads is not None:
+            if not spec.threads:
+                return []
+            where += f" AND s.session_id IN ({marks(len(spec.threads))})"
+            params += list(spec.threads)
+        rows = await fetch(f"SELECT s.session_id, s.created_at, s.updated_at FROM {st._S} s{where} "
+                           f"ORDER BY s.session_id{st._C}", *params)
+        missing = sorted(set(spec.threads or ()) - {r["session_id"] for r in rows})
+        if missing:
+            raise ThreadNotFound(missing[0])
+        cutoff = None if spec.older_than is None else self._clock() - float(spec.older_than)
+        out = []
+        for r in rows:
+            when = r["updated_at"] if r["updated_at"] is not None else r["created_at"]
+            whole = cutoff is not None and when is not None and float(when) < cutoff
+            if whole or spec.keep_last is not None:
+                out.append((r["session_id"], whole))
+        return out
+
+    def _pruned(self, spec: Any, tops: Sequence[Run], whole: bool) -> list[Run]:
+        """The top-level runs a prune deletes of a session's."""
+        return list(tops) if whole else list(tops[: max(len(tops) - int(spec.keep_last), 0)])
+
+    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[Any]:
+        """A plan per session the prune changes: its older runs (--keep-last N: all but
+        its last N), or all of them (the whole session, --older-than)."""
+        from agentctl.storage.results import CheckpointGC, PrunePlan, duration_text
+
+        self._prune_check(spec)
+        st = self.store
+        await st.connect()
+        out = []
+        for sid, whole in await self._prune_targets(spec, st._q):
+            tops = await st._tops(sid)
+            gone = len(self._pruned(spec, tops, whole))
+            if not gone:
+                continue
+            metas = await st.read_thread(sid, gone if preview is None else min(gone, max(0, int(preview))), 0)
+            if whole:
+                out.append(PrunePlan(sid, CheckpointGC.KEEP_AGE, float(spec.older_than), metas, 0, gone,
+                                     reason=f"the whole session: not updated for {duration_text(spec.older_than)}"))
+            else:
+                out.append(PrunePlan(sid, CheckpointGC.KEEP_LAST_N, float(spec.keep_last), metas, len(tops) - gone,
+                                     gone))
+        return out
+
+    @retried_write
+    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Sequence[Any] | None = None) -> list[Any]:
+        """One op: of each session the older runs deleted with their member runs (the
+        legacy array's entries too; the kept runs' run_index renumbered 0.., so that the
+        next run agno appends comes after them), or the whole session; undo puts every row
+        back."""
+        from agentctl.storage.results import OpResult
+        from agentctl.storage.sqlutil import in_chunks
+
+        self._prune_check(spec)
+        st = self.store
+        await st.connect()
+        targets = await self._prune_targets(spec, st._q)
+        async with self.journal_tx([sid for sid, _ in targets]) as tx:
+            work = []
+            for sid, whole in targets:
+                cols = "session_data" + (", runs" if st.has_legacy else "")
+                row = (await tx.fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid) or [None])[0]
+                if row is None:
+                    continue
+                order = await st._order(sid, row.get("runs"), tx.fetch)
+                gone_tops = self._pruned(spec, top_level(order), whole)
+                if gone_tops:
+                    work.append((sid, whole, row, order, gone_tops))
+            if not work:
+                return [OpResult(None, "prune", "nothing to prune: no session has runs to delete")]
+            deleted = [r.run_id for *_, gone_tops in work for r in gone_tops]
+            sessions = [w[0] for w in work]
+            summary = (f"prune {len(sessions)} session(s) ({', '.join(sessions[:5])}{', …' if len(sessions) > 5 else ''})"
+                       f": deleted {len(deleted)} run(s)")
+            op = await self.journal_begin(tx, "prune", summary, sessions, {
+                "sessions": sessions, "keep_last": spec.keep_last, "older_than": spec.older_than,
+                "whole": [w[0] for w in work if w[1]], "deleted": deleted})
+            await op.declare(st.sessions_table, SESSION_KEY)
+            for sid, whole, row, order, gone_tops in work:
+                if whole:
+                    if st.has_table:
+                        await op.delete(st.runs_table, RUN_KEY, "session_id = ?", (sid,))
+                    await op.delete(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,))
+                    continue
+                tops_gone = {r.run_id for r in gone_tops}
+                gone = {r.run_id for r in order if r.run_id in tops_gone or r.parent in tops_gone}
+                for ph, chunk in in_chunks([r.run_id for r in order if r.run_id in gone and r.source != "legacy"]):
+                    await op.delete(st.runs_table, RUN_KEY, f"run_id IN ({ph})", chunk)
+                entries = legacy_runs(row.get("runs")) if st.has_legacy else []
+                if any(e["run_id"] in gone for e in entries):
+                    await op.update(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,), f"runs = {self._json()}",
+                                    [encode([e for e in entries if e["run_id"] not in gone], decode_raw(row["runs"]))])
+                if st.has_table:
+                    await self._renumber(op, [r for r in order if r.run_id not in gone])
+            op_id = await self.journal_finish(op)
+        if progress is not None:
+            progress(len(deleted))
+        return [OpResult(op_id, "prune", summary, deleted=deleted)]
+
+    # ---- run: what Agno's run wrote, recorded after the fact --------------------------
+
+    async def run_options(self, thread_id: str) -> dict[str, Any]:
+        """What the run's child needs besides the database: the tables agentctl reads (agno
+        is pointed at them), and on Postgres the schema they are in."""
+        st = self.store
+        schema = None
+        if st.kind == "postgres":
+            schema = (await st._q("SELECT current_schema() AS s"))[0]["s"]
+        return {"tables": [st.sessions_table, st.runs_table], "schema": schema}
+
+    async def _run_rows(self, fetch: Any, exists: Any, sid: str) -> dict[str, Any]:
+        """The session's row as values (each column as stored; Postgres: as text) and the
+        ids of its runs in the runs table (where there is one: agno 3 makes it on an agno 2
+        file)."""
+        st = self.store
+        cols = ", ".join(f"CAST({c} AS TEXT) AS {c}" if st.kind == "postgres" else c for c in st.session_columns)
+        rows = await fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid)
+        runs = []
+        if await exists(st.runs_table):
+            runs = sorted(r["run_id"] for r in await fetch(f"SELECT run_id FROM {st._R} WHERE session_id = ?", sid))
+        return {"session": dict(rows[0]) if rows else None, "runs": runs}
+
+    async def run_keys(self, thread_id: str) -> dict[str, Any]:
+        """The rows a run may change, as they are (read before it)."""
+        await self.store.connect()
+        return await self._run_rows(self.store._q, self.store.connection.table_exists, thread_id)
+
+    @retried_write
+    async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
+                         kind: str = "run") -> int | None:
+        """One op for what Agno's run wrote: the runs it added (inserted rows; its members'
+        too) and the session's row (its before-image from `before`, its after-image as it
+        is; inserted when the run made the session). None: the run wrote nothing."""
+        from agentctl.storage.journal.trash import row_select
+        from agentctl.storage.sqlutil import in_chunks
+
+        st, sid = self.store, thread_id
+        async with self.journal_tx([sid]) as tx:
+            now = await self._run_rows(tx.fetch, tx.table_exists, sid)
+            if now == before:
+                return None
+            added = [r for r in now["runs"] if r not in set(before["runs"])]
+            tops = [r.run_id for r in top_level(await st._order(sid, None, tx.fetch)) if r.run_id in set(added)]
+            op = await self.journal_begin(tx, kind, summary, [sid], dict(details, session=sid, created=tops))
+            await op.declare(st.sessions_table, SESSION_KEY)
+            if now["session"] != before["session"]:
+                if before["session"] is not None:
+                    await op.was(st.sessions_table, SESSION_KEY, *await row_select(tx, st.sessions_table,
+                                                                                    before["session"]))
+                await op.inserted(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,))
+            for ph, chunk in in_chunks(added):
+                await op.inserted(st.runs_table, RUN_KEY, f"run_id IN ({ph})", chunk)
+            op_id = await self.journal_finish(op)
+        self.store._origin_map = None
+        return op_id
 
     # ---- threads delete ----------------------------------------------------------------
 

@@ -106,6 +106,20 @@ async def add_images(tx: Any, op_id: int, table: str, image: str, select: str, p
                             f"FROM ({select}) AS agentctl_src", op_id, image, *params)
 
 
+async def row_select(tx: Any, table: str, row: dict[str, Any]) -> tuple[str, list[Any]]:
+    """A SELECT of one row of `table` from its values (a format's row read as values,
+    Postgres' as text), typed as the table's columns: (sql, params) for `add_images` (a
+    framework's write recorded after it: `Op.was`)."""
+    cols = list(row)
+    if tx.kind != "postgres":
+        return "SELECT " + ", ".join(f"? AS {c}" for c in cols), [row[c] for c in cols]
+    types = {r["c"]: r["t"] for r in await tx.fetch(
+        "SELECT attname AS c, format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = "
+        "to_regclass(?) AND attnum > 0 AND NOT attisdropped", table)}
+    return ("SELECT " + ", ".join(f"CAST(CAST(? AS TEXT) AS {types[c]}) AS {c}" for c in cols),
+            [None if row[c] is None else str(row[c]) for c in cols])
+
+
 def _held(tx: Any, table: str, key: Sequence[str], row: str, pick: str) -> str:
     """SQL: the op (`?`) holds an image (`?`) of the row `row` (a table's alias) by key,
     of the threads `pick` names (a partial undo's filter on the trash rows, its own `?`s).

@@ -19,8 +19,9 @@ from agentctl.text import inert
 
 def checkpoint_line(event: dict[str, Any]) -> Text:
     """One saved checkpoint (or an SDK's item) as `agentctl run` prints it."""
-    if "text" in event:  # an SDK's item
-        return Text(inert(f"item {event.get('step')}  {event.get('kind')}  {event.get('text')}", one_line=True))
+    if "text" in event:  # an SDK's item (Agno: a message of step N's run)
+        unit = "step" if "id" in event else "item"
+        return Text(inert(f"{unit} {event.get('step')}  {event.get('kind')}  {event.get('text')}", one_line=True))
     nodes = ", ".join(map(str, event.get("nodes") or [])) or str(event.get("source") or "")
     keys = ", ".join(map(str, event.get("keys") or []))
     text = Text()

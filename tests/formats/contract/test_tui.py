@@ -167,7 +167,7 @@ async def test_tui_prune_dialog_offers_what_the_format_means(name, tmp_path, mon
         offered = h.prune_policies
         for policy in offered:  # each means something here: a plan, no error
             await h.plan_prune_spec(prune_spec(b.main, policy, 2))
-    assert {"article": ("keep_age",), "langgraph": ("keep_last_n", "keep_age")}.get(
+    assert {"article": ("keep_age",), "langgraph": ("keep_last_n", "keep_age"), "agno": ("keep_last_n", "keep_age")}.get(
         name, ("keep_last_n", "keep_age", "keep_milestones")) == offered
 
     async def idle(*args, **kwargs) -> None:
