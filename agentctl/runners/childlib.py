@@ -17,7 +17,7 @@ import sys
 import traceback
 from typing import Any
 
-__all__ = ["SetupError", "emit", "package_module", "load", "user_frames", "on_sigint", "start", "serve_async", "instance"]
+__all__ = ["SetupError", "emit", "package_module", "load", "user_frames", "on_sigint", "start", "serve", "serve_async", "instance"]
 
 
 class SetupError(Exception):
@@ -119,15 +119,17 @@ def start() -> tuple[Any, dict[str, Any]]:
     return out, req
 
 
-def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
-    """An asyncio child's whole life: the request, `module` imported (else a setup
-    error naming `framework`), `prepare(req)` -> args (SetupError: exit 2), then
-    `run(out, req, *args)`'s exit status (Ctrl-C: "interrupted", 130)."""
-    import asyncio
+def serve(framework: str, module: str, prepare: Any, run: Any, before: Any = None) -> None:
+    """A child's whole life: the request, `before(req)` (what must come before the
+    framework's import), `module` imported (else a setup error naming `framework`),
+    `prepare(req)` -> args (SetupError: exit 2), then `run(out, req, *args)`'s exit
+    status (Ctrl-C: "interrupted", 130)."""
 
     def main() -> int:
         out, req = start()
         try:
+            if before is not None:
+                before(req)
             try:
                 importlib.import_module(module)
             except ImportError as exc:
@@ -138,7 +140,7 @@ def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
             emit(out, {"event": "setup", "message": str(exc)})
             return 2
         try:
-            return int(asyncio.run(run(out, req, *args)))
+            return int(run(out, req, *args))
         except KeyboardInterrupt:
             emit(out, {"event": "interrupted"})
             return 130
@@ -147,6 +149,13 @@ def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
         sys.exit(main())
     except KeyboardInterrupt:  # outside the run's own handler
         sys.exit(130)
+
+
+def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:
+    """`serve` for an asyncio child: `run(out, req, *args)` is a coroutine."""
+    import asyncio
+
+    serve(framework, module, prepare, lambda out, req, *args: asyncio.run(run(out, req, *args)))
 
 
 def instance(obj: Any, cls: type, what: str) -> Any:
