@@ -57,6 +57,7 @@ SLOW_FILES = frozenset({
     "tests/unit/test_jsonb.py::test_fuzz_encode_is_sqlite_jsonb_and_decode_its_inverse",
     # the browser; venvs, wheels, the manual, a pytest run in a child process, every help
     "tests/tui/test_serve.py::test_serve_shows_the_thread_list_in_a_browser",
+    "tests/tui/test_crewai_tui.py::test_serve_shows_each_crewai_store_in_a_browser",
     "tests/tui/test_crewai_tui.py::test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes",
     "tests/tui/test_crewai_tui.py::test_R_kicks_a_persisted_crewai_flow_off",
     "tests/structure/test_plugins.py", "tests/structure/test_docs.py", "tests/structure/test_suite_shutdown.py",

@@ -98,3 +98,19 @@ async def test_R_kicks_a_persisted_crewai_flow_off(crewai_copy, crewai_files, cr
                     timeout=120, what="the run")
         head = await app.source.db.get_latest(oslo)
         assert head.state["note"] == "tui" and head.metadata.step == 6
+
+
+@pytest.mark.parametrize("name,want", [
+    ("checkpoints.db", ["main", "fork/", "report: report Paris"]),
+    ("flow_states.db", ["2 threads", "book: "]),
+    ("latest_kickoff_task_outputs.db", ["latest_kickoff", "answer 1 about zephyrine"]),
+])
+def test_serve_shows_each_crewai_store_in_a_browser(crewai_copy, name, want, tmp_path):
+    """`agentctl serve` on each CrewAI store: its first screen (the threads, the head's
+    summary) reaches a real browser, read-only."""
+    from tests.tui.test_serve import serve_in_a_browser
+
+    received, shot = serve_in_a_browser(crewai_copy(name), tmp_path, want)
+    for text in want:
+        assert text in received, text
+    assert "READ-ONLY" in received and shot.stat().st_size > 10_000
