@@ -624,12 +624,12 @@ class RunAgent(Operation):
             waiting, nxt = outcome.get("interrupts") or [], outcome.get("next") or []
             import json
 
-            said = f"ran {self.thread}: {tally.saved} new {unit}"
+            said = f"ran {p.thread}: {tally.saved} new {unit}"
             more = ((f"; output: {short(str(outcome['output']))}" if outcome.get("output") is not None else "")
                     + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
                     + (f"; interrupt: {short(json.dumps(waiting[0], default=repr))} (answer with --resume JSON)"
                        if waiting else ""))
-        return Done(self.kind, said, op_id, outcome, self.thread, tally.ids[-1] if tally.ids else None,
+        return Done(self.kind, said, op_id, outcome, p.thread, tally.ids[-1] if tally.ids else None,
                     data=kind, more=more)
 
 

@@ -67,7 +67,7 @@ def run_settings(fmt: str, context_text: str | None = None,
     out: dict[str, Any] = {}
     if context_text is None and not configurable:
         return out
-    if not RUNNERS.get(fmt, RUNNERS["langgraph"]).replays:
+    if not RUNNERS.get(fmt, RUNNERS["langgraph"]).graph_options:
         raise UsageError(f"--context and --configurable are LangGraph's; a {fmt} agent takes none")
     if context_text is not None:
         out["context"] = json_value("--context", context_text)
@@ -120,16 +120,27 @@ async def plan_run(store: Store, history: History, thread: str, from_ref: str | 
     fmt = store.format.name
     require_runtime(fmt, "run")
     settings = run_settings(fmt, context_text, configurable)
-    if not RUNNERS[fmt].replays:  # the SDKs run a session on from its end, with the user's message
-        if from_ref is not None or resume_text is not None:
-            raise UsageError(f"--from and --resume are LangGraph's; a {fmt} session runs on from its "
-                             "end with --input TEXT")
-        if input_text is None:
-            raise UsageError(f"a {fmt} run needs --input TEXT (the user's message)")
+    runtime = RUNNERS[fmt]
+    if runtime.replays and resume_text is not None and not runtime.graph_options:
+        raise UsageError(f"--resume is LangGraph's (the answer to an interrupt); a {fmt} run resumes from its "
+                         "checkpoint as it is")
+    if not runtime.replays and (from_ref is not None or resume_text is not None):
+        raise UsageError(f"--from and --resume are LangGraph's; a {fmt} "
+                         + ("session runs on from its end with --input TEXT" if runtime.input == "required"
+                            else "flow is kicked off again with its id"))
+    if runtime.input == "required" and input_text is None:  # the SDKs: a session on from its end
+        raise UsageError(f"a {fmt} run needs --input TEXT (the user's message)")
+    if runtime.input == "none" and input_text is not None:
+        raise UsageError(f"a {fmt} run resumes from a checkpoint and takes no --input (its inputs are the "
+                         "checkpoint's)")
     recorder = run_recorder(store, history)
-    extra = await history.run_options(thread)
     from_id = None
     exists = await store.find_thread_ids(thread, 1) == [thread]
+    if runtime.from_head and from_ref is None:  # THREAD (its newest checkpoint) or a checkpoint
+        from_ref = thread
+        if not exists:
+            thread = (await resolve(store, thread)).thread_id
+            exists = True
     if from_ref is not None:
         try:
             meta = await resolve(store, from_ref)
@@ -140,9 +151,12 @@ async def plan_run(store: Store, history: History, thread: str, from_ref: str | 
         from_id = meta.checkpoint_id
     elif not exists and input_text is None:
         raise ThreadNotFound(thread)
+    extra = await history.run_options(thread, from_id)
     before = await recorder.run_keys(thread)
     # LangGraph's --input is the graph's input (JSON); an SDK's, the user's message (TEXT)
-    value = json_value("--input", input_text) if RUNNERS[fmt].graph_input else input_text
+    value = json_value("--input", input_text) if runtime.graph_input else input_text
+    if runtime.input == "object" and value is not None and not isinstance(value, dict):
+        raise UsageError("--input is the flow's inputs: a JSON object, e.g. '{\"city\": \"Oslo\"}'")
     return RunPlan(fmt, thread, from_id, before, extra, input_text, resume_text, value,
                    json_value("--resume", resume_text), settings)
 

@@ -32,14 +32,26 @@ class Runtime:
     graph_input: bool     # --input is the graph's input as JSON (else the user's message, TEXT)
     replays: bool         # --from REF and --resume (LangGraph's replay and Command(resume=...))
     unit: str             # what a run saves, for messages
+    #: --input: "optional" (LangGraph's graph input), "object" (optional, a JSON object: a
+    #: CrewAI flow's inputs), "required" (an SDK's message), "none" (a CrewAI resume: the
+    #: inputs are the checkpoint's)
+    input: str = "optional"
+    #: --resume, --context, --configurable (LangGraph's)
+    graph_options: bool = False
+    #: THREAD may be a checkpoint; a thread alone runs from its newest one (a CrewAI resume)
+    from_head: bool = False
 
 
 #: the formats `run` can drive
 RUNNERS = {
-    "langgraph": Runtime("langgraph_child.py", graph_input=True, replays=True, unit="checkpoint(s)"),
-    "openai-agents": Runtime("openai_child.py", graph_input=False, replays=False, unit="item(s)"),
-    "adk": Runtime("adk_child.py", graph_input=False, replays=False, unit="item(s)"),
-    "agno": Runtime("agno_child.py", graph_input=False, replays=False, unit="message(s)"),
+    "langgraph": Runtime("langgraph_child.py", graph_input=True, replays=True, unit="checkpoint(s)",
+                         graph_options=True),
+    "openai-agents": Runtime("openai_child.py", graph_input=False, replays=False, unit="item(s)", input="required"),
+    "adk": Runtime("adk_child.py", graph_input=False, replays=False, unit="item(s)", input="required"),
+    "agno": Runtime("agno_child.py", graph_input=False, replays=False, unit="message(s)", input="required"),
+    "crewai": Runtime("crewai_child.py", graph_input=False, replays=True, unit="checkpoint(s)", input="none",
+                      from_head=True),
+    "crewai-flows": Runtime("crewai_child.py", graph_input=True, replays=False, unit="state(s)", input="object"),
 }
 
 CONFIG_NAME = "langgraph.json"

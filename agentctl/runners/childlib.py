@@ -126,14 +126,17 @@ def start() -> tuple[Any, dict[str, Any]]:
     return out, req
 
 
-def serve(framework: str, module: str, prepare: Any, run: Any) -> None:
-    """A child's whole life: the request, `module` imported (else a setup error naming
-    `framework`), `prepare(req)` -> args (SetupError: exit 2), then `run(out, req, *args)`'s
-    exit status (Ctrl-C: "interrupted", 130)."""
+def serve(framework: str, module: str, prepare: Any, run: Any, before: Any = None) -> None:
+    """A child's whole life: the request, `before(req)` (what must come before the
+    framework's import), `module` imported (else a setup error naming `framework`),
+    `prepare(req)` -> args (SetupError: exit 2), then `run(out, req, *args)`'s exit
+    status (Ctrl-C: "interrupted", 130)."""
 
     def main() -> int:
         out, req = start()
         try:
+            if before is not None:
+                before(req)
             try:
                 importlib.import_module(module)
             except ImportError as exc:

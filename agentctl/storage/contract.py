@@ -755,9 +755,10 @@ class History(ABC):
     def edit_check(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         """Refuse (UsageError) an edited value the format's rows cannot hold; default: none."""
 
-    async def run_options(self, thread_id: str) -> dict[str, Any]:
-        """What a run of this thread passes the framework besides its input (the OpenAI
-        Agents SDK: its session class); default: nothing."""
+    async def run_options(self, thread_id: str, from_id: str | None = None) -> dict[str, Any]:
+        """What a run of this thread (from the checkpoint `from_id`) passes the framework
+        besides its input (the OpenAI Agents SDK: its session class; CrewAI: what to
+        restore, or UsageError when CrewAI cannot); default: nothing."""
         return {}
 
     @abstractmethod

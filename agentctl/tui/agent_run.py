@@ -66,10 +66,26 @@ def interrupt_text(writes: Any) -> str:
     return inert(text if len(text) <= QUESTION_MAX else text[:QUESTION_MAX - 1] + "…")
 
 
-async def _ask(screen: "WriteHost", meta: CheckpointMetadata, graph_input: bool) -> tuple[bool, str | None, str | None]:
+def _check_object(text: str) -> None:
+    _check_json(text)
+    if not isinstance(json.loads(text), dict):
+        raise UsageError("the flow's inputs are a JSON object")
+
+
+async def _ask(screen: "WriteHost", meta: CheckpointMetadata, runtime: Any) -> tuple[bool, str | None, str | None]:
     """(go on?, input text, resume text): what the run starts with."""
     from agentctl.tui.screens.prompt import PromptScreen
 
+    if runtime.input == "none":  # a CrewAI checkpoint: resumed as it is
+        return True, None, None
+    if runtime.input == "object":  # a CrewAI @persist flow, kicked off again with its id
+        text = await screen.app.push_screen_wait(PromptScreen(
+            f"Run {short_meta(meta)}: the flow's inputs", Text.assemble(
+                "The flow is kicked off again with its id (CrewAI loads its newest state) and these inputs, as a "
+                "JSON object (empty: none), e.g. ", ('{"city": "Oslo"}', "cyan")),
+            placeholder="JSON object (empty: none)", ok_label="Next", validate=_check_object, allow_empty=True))
+        return text is not None, text or None, None
+    graph_input = runtime.graph_input
     cp = await screen.source.db.get(meta.checkpoint_id)
     tools = (cp.tools_result or {}) if cp is not None else {}
     waiting = bool(cp is not None and cp.next_node and isinstance(tools, dict)
@@ -161,7 +177,7 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
                       f"{', '.join(sorted(RUNNERS))} databases): nothing run", title="Run",
                       severity="warning", markup=False)
         return
-    go, input_text, resume_text = await _ask(screen, meta, RUNNERS[fmt].graph_input)
+    go, input_text, resume_text = await _ask(screen, meta, RUNNERS[fmt])
     if not go:
         screen.notify("run cancelled: nothing run")
         return
@@ -202,7 +218,7 @@ async def _confirmed(screen: "WriteHost", meta: CheckpointMetadata, input_text: 
             (" and " + inert(options, one_line=True) if options else ""),
             ".\nYour agent's code runs in a child process; what it saves is one operation (u undoes it). "
             "Then the compare view shows where the new run parted from the old.")
-        keys = [("o", "options", "options (--context, --configurable)")] if runtime.replays else []
+        keys = [("o", "options", "options (--context, --configurable)")] if runtime.graph_options else []
         choice = await confirm(screen, f"Run {inert(who.label, one_line=True)} {start}?", body,
                                [("confirm", "Run", "warning")], keys)
         if choice is None:

@@ -1,8 +1,8 @@
 """CrewAI's own view of a file agentctl wrote (run in the CrewAI rig's venv by the tests):
 
     python crewai_check.py DB list                 crewai_cli's listing of a checkpoints file
-    python crewai_check.py DB resume ID            Flow.from_checkpoint(DB#ID): the restored
-                                                   state, then a kickoff and the rows it wrote
+    python crewai_check.py DB resume ID [FLOW]     FLOW.from_checkpoint(DB#ID) (TripFlow): the
+                                                   restored state, then a kickoff and the rows it wrote
     python crewai_check.py DB load UUID            SQLiteFlowPersistence.load_state(UUID)
     python crewai_check.py DB continue UUID        kickoff(inputs={"id": UUID}) of the @persist flow
 
@@ -38,14 +38,16 @@ if WHAT == "list":
     out = {"list": _list_sqlite(DB), "latest": latest and {k: latest.get(k) for k in ("name", "branch", "parent_id")}}
     print(json.dumps(out, default=str))
 elif WHAT == "resume":
-    from crewai_rig_flows import CKPT_EVENTS, TripFlow
+    import crewai_rig_flows
+    from crewai_rig_flows import CKPT_EVENTS
     from crewai.state.checkpoint_config import CheckpointConfig
     from crewai.state.provider.sqlite_provider import SqliteProvider
 
     def cfg(**kw):
         return CheckpointConfig(location=DB, provider=SqliteProvider(), on_events=CKPT_EVENTS, **kw)
 
-    flow = TripFlow.from_checkpoint(cfg(restore_from=f"{DB}#{ARG}"))
+    cls = getattr(crewai_rig_flows, sys.argv[4] if len(sys.argv) > 4 else "TripFlow")
+    flow = cls.from_checkpoint(cfg(restore_from=f"{DB}#{ARG}"))
     restored = {"state": flow.state.model_dump(), "completed": sorted(flow._completed_methods)}
     before = len(rows())
     flow.checkpoint = cfg()

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from crewai import Agent, Crew, Task
-from crewai.flow.flow import Flow, listen, start
+from crewai.flow.flow import Flow, and_, listen, or_, router, start
 from crewai.flow.persistence import persist
 from crewai.llms.base_llm import BaseLLM
 
@@ -45,6 +45,54 @@ class TripFlow(Flow[TripState]):
         self.state.steps.append("report")
         time.sleep(PAUSE)
         return f"report {self.state.city} zephyrine"
+
+
+class RouteState(BaseModel):
+    id: str = ""
+    budget: int = 100
+    path: list[str] = []
+
+
+class RoutedTrip(Flow[RouteState]):
+    """A @router (cheap or fancy by the state's budget), a listener on or_ of the two
+    routes, two more started by the router's first, and one on and_ of those two."""
+
+    @start()
+    def plan(self) -> str:
+        self.state.path.append("plan")
+        time.sleep(PAUSE)
+        return "planned"
+
+    @router(plan)
+    def choose(self) -> str:
+        self.state.path.append("choose")
+        time.sleep(PAUSE)
+        return "fancy" if self.state.budget >= 500 else "cheap"
+
+    @listen(or_("cheap", "fancy"))
+    def book(self) -> str:
+        self.state.path.append(f"book-{'fancy' if self.state.budget >= 500 else 'cheap'}")
+        time.sleep(PAUSE)
+        return "booked"
+
+    @listen(book)
+    def hotel(self) -> str:
+        self.state.path.append("hotel")
+        time.sleep(PAUSE)
+        return "hotel"
+
+    @listen(book)
+    def train(self) -> str:
+        time.sleep(2 * PAUSE)  # (after hotel: the rows in one order)
+        self.state.path.append("train")
+        time.sleep(PAUSE)
+        return "train"
+
+    @listen(and_(hotel, train))
+    def report(self) -> str:
+        self.state.path.append("report")
+        time.sleep(PAUSE)
+        return f"report {self.state.budget} {'/'.join(self.state.path)}"
 
 
 @persist()

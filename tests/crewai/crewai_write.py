@@ -6,7 +6,8 @@ tests/support/crewairig.py; a current SQLite swapped in for sqlite3 first).
 writes OUT_DIR/checkpoints.db (flow checkpoints: two fresh kickoffs on main, a run resumed
 from a checkpoint of the first, a fork branch), OUT_DIR/flow_states.db (@persist: two
 flows, the first kicked off again with its id) and OUT_DIR/latest_kickoff_task_outputs.db
-(a two-task crew with a scripted model), and prints a JSON summary on stdout's last line.
+(a two-task crew with a scripted model), OUT_DIR/crew_checkpoints.db (that crew's
+checkpoints), OUT_DIR/routes.db (a @router flow's, listeners on or_ and and_), and prints a JSON summary on stdout's last line.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ os.environ["CREWAI_STORAGE_DIR"] = str(OUT / "storage")
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
-from crewai_rig_flows import CKPT_EVENTS, TripFlow, PersistedTrip, make_crew  # noqa: E402
+from crewai_rig_flows import CKPT_EVENTS, PersistedTrip, RoutedTrip, TripFlow, make_crew  # noqa: E402
 from crewai.flow.persistence.sqlite import SQLiteFlowPersistence  # noqa: E402
 from crewai.memory.storage.kickoff_task_outputs_storage import KickoffTaskOutputsSQLiteStorage  # noqa: E402
 from crewai.state.checkpoint_config import CheckpointConfig  # noqa: E402
@@ -86,4 +87,19 @@ crew = make_crew()
 crew._task_output_handler.storage = KickoffTaskOutputsSQLiteStorage(RP)
 crew.kickoff(inputs={"topic": "zephyrine"})
 summary["tasks"] = [t["task_id"] for t in KickoffTaskOutputsSQLiteStorage(RP).load() or []]
+# a flow with a @router and listeners on or_ and and_
+RT = str(OUT / "routes.db")
+RoutedTrip(checkpoint=CheckpointConfig(location=RT, provider=SqliteProvider(), on_events=CKPT_EVENTS)).kickoff(
+    inputs={"budget": 100})
+con = _sqlite.connect(RT)
+summary["routes"] = [r[0] for r in con.execute("SELECT id FROM checkpoints ORDER BY rowid")]
+con.close()
+# a crew's checkpoints (its agent's model a BaseLLM subclass: Crew.from_checkpoint cannot rebuild it)
+CC = str(OUT / "crew_checkpoints.db")
+crew = make_crew()
+crew.checkpoint = CheckpointConfig(location=CC, provider=SqliteProvider(), on_events=["task_completed"])
+crew.kickoff(inputs={"topic": "zephyrine"})
+con = _sqlite.connect(CC)
+summary["crew"] = [r[0] for r in con.execute("SELECT id FROM checkpoints ORDER BY rowid")]
+con.close()
 print(json.dumps(summary))

@@ -180,7 +180,9 @@ async def _browse(devtools_port: int, url: str, shot: Path, want: list[str]) -> 
             return received
 
 
-def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
+def serve_in_a_browser(db: str, tmp_path: Path, want: list[str]) -> tuple[str, Path]:
+    """`agentctl --db DB serve` opened in headless Chromium until the UI's output holds
+    `want`: (what the page's WebSocket received, the screenshot's path)."""
     try:
         import textual_serve  # noqa: F401
     except ImportError:
@@ -190,7 +192,7 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
 
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    server = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(SAMPLE_DB), "serve", "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", db, "serve", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
     browser = None
     try:
@@ -202,12 +204,16 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,800", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shot = tmp_path / "serve.png"
-        threads = ["loop-research-7", "coder-add-cli-flag", "support-1042"]
-        received = asyncio.run(_browse(devtools, f"http://127.0.0.1:{port}/", shot, threads))
+        return asyncio.run(_browse(devtools, f"http://127.0.0.1:{port}/", shot, want)), shot
     finally:
         if browser is not None:
             _stop(browser)
         _stop(server)
+
+
+def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
+    threads = ["loop-research-7", "coder-add-cli-flag", "support-1042"]
+    received, shot = serve_in_a_browser(str(SAMPLE_DB), tmp_path, threads)
 
     # the UI's first screen reached the browser: the thread list, read-only
     for thread in threads:

@@ -18,7 +18,8 @@ def register(app: typer.Typer) -> None:
 
 def run_agent(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(metavar="THREAD", help="The thread to run (a new one with --input).",
+    thread: Annotated[str, typer.Argument(metavar="THREAD", help="The thread to run (a new one with --input; CrewAI checkpoints: a branch, or "
+                                          "the checkpoint to resume from).",
                                           autocompletion=complete_thread)],
     from_ref: Annotated[str | None, typer.Option(
         "--from", metavar="REF", help="Run from this checkpoint of the thread (LangGraph's replay / fork), "
@@ -70,6 +71,16 @@ def run_agent(
     VAR.run(TEXT, session_id=THREAD) (arun when it has async tools, hooks or steps), its db
     agno's SqliteDb / PostgresDb on --db; each message of the runs it added is printed.
 
+    CrewAI: checkpoints (`run REF --agent FILE.py:FlowClass`) resume the flow from REF, a
+    branch from its newest checkpoint, through Flow.from_checkpoint (Crew.from_checkpoint
+    for a crew's checkpoint) with CrewAI's SqliteProvider on --db and the checkpoint's own
+    on_events, on the checkpoint's branch; a crew whose agents' model is a class of your
+    own (a BaseLLM subclass) cannot be rebuilt by CrewAI and is refused (exit 2). @persist
+    flow states (`run UUID --agent FILE.py:FlowClass [--input JSON]`) kick the flow off
+    with inputs {"id": UUID} (and --input's object) and SQLiteFlowPersistence on --db.
+    CrewAI's checkpoints need SQLite >= 3.45 in --python: pysqlite3 (pysqlite3-binary) is
+    used in its place when that is installed.
+
     LangGraph.js: a graph of a langgraph.json with "node_version" (./src/agent.ts:graph,
     ./graph.mjs:graph), or --agent FILE.mjs:EXPORT (.js/.mjs/.cjs/.ts), runs in a child
     `node` (--node, $AGENTCTL_NODE, else node on PATH) with LangGraph.js and its savers
@@ -116,7 +127,7 @@ def _say_checkpoint(event: dict[str, Any]) -> None:
         return
     nodes = ", ".join(event.get("nodes") or []) or event.get("source") or ""
     keys = ", ".join(event.get("keys") or [])
-    say(f"step {event.get('step')}  {event.get('id')}  {nodes}" + (f"  changed: {keys}" if keys else "")
+    say(f"step {event.get('step')}  {event.get('id') or event.get('ref')}  {nodes}" + (f"  changed: {keys}" if keys else "")
         + (f"  (subgraph {event['ns']})" if event.get("ns") else ""))
 
 

@@ -424,7 +424,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
 
     # ---- run: what Agno's run wrote, recorded after the fact --------------------------
 
-    async def run_options(self, thread_id: str) -> dict[str, Any]:
+    async def run_options(self, thread_id: str, from_id: str | None = None) -> dict[str, Any]:
         """What the run's child needs besides the database: the tables agentctl reads (agno
         is pointed at them), and on Postgres the schema they are in."""
         st = self.store

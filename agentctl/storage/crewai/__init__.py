@@ -54,7 +54,7 @@ _SQLITE_ONLY = {c.value: ("sqlite",) for c in Capability}  # CrewAI writes SQLit
 
 
 _WRITES = frozenset({Capability.REWIND, Capability.BRANCH, Capability.EDIT, Capability.DELETE, Capability.UNDO,
-                     Capability.REDO})
+                     Capability.REDO, Capability.RUN})
 
 
 _PRUNE = frozenset({Capability.PRUNE})

@@ -131,6 +131,30 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
     def edit_view(cp: Any) -> dict[str, Any]:
         raise NotImplementedError
 
+    # ---- run: what CrewAI wrote in `agentctl run` (crewai_child.py), one op ------------
+
+    async def run_keys(self, thread_id: str) -> dict[str, Any]:
+        """The table's newest row (rowid) before a run: CrewAI's writes come after it."""
+        rows = await self.store._q(f"SELECT COALESCE(MAX(rowid), 0) AS m FROM {self._T}")
+        return {"last": int(rows[0]["m"])}
+
+    @retried_write
+    async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
+                         kind: str = "run") -> int | None:
+        """One op of the rows CrewAI added since `before` (after its newest row then), of
+        whatever thread (CrewAI writes to the one it resumed or kicked off); None: none."""
+        s, last = self.store, int(before.get("last", 0))
+        rows = await s._q(f"SELECT DISTINCT {s.THREAD} AS t FROM {s.TABLE} WHERE rowid > ?", last)
+        threads = sorted({thread_id, *(r["t"] for r in rows)})
+        async with self.journal_tx(threads) as tx:
+            keys = await tx.fetch(f"SELECT {s.KEY} AS k FROM {s.TABLE} WHERE rowid > ? ORDER BY rowid", last)
+            if not keys:
+                return None
+            created = [s.cid(k) for k in keys]
+            op = await self.journal_begin(tx, kind, summary, threads, dict(details, created=created))
+            await op.inserted(s.TABLE, (s.KEY,), "rowid > ?", (last,))
+            return await self.journal_finish(op)
+
     #: `edit`'s confirmation ({ref}, {thread})
     EDIT_CONFIRM = "write a new row of {thread}: a copy of {ref} with these values"
     EDIT_NEW_KEYS = True
@@ -227,6 +251,37 @@ class CheckpointHistory(_Base):
             await self._insert_copy(tx, op, data, meta.checkpoint_id, name, new)
             await self.journal_finish(op)
         return name
+
+    async def run_options(self, thread_id: str, from_id: str | None = None) -> dict[str, Any]:
+        """What the child restores (crewai_child.py): the flow, or the crew, of the
+        checkpoint `from_id`, CrewAI's checkpointing as that entity's own config had it
+        (its `on_events`), pointed at this file. UsageError for a crew whose agents'
+        models CrewAI cannot rebuild from their names (a BaseLLM subclass of the user's:
+        `Crew.from_checkpoint` would make a model of CrewAI's own of that name instead)."""
+        row = await self.store._row(str(from_id))
+        data = load_json(row["data"]) if row is not None else None
+        entities = [e for e in (data or {}).get("entities") or [] if isinstance(e, dict)] \
+            if isinstance(data, dict) else []
+        kinds = [e.get("entity_type") for e in entities]
+        # the root is the first entity (a crew's own rows hold a flow of its agents' after it)
+        kind = kinds[0] if kinds and kinds[0] in ("flow", "crew") else None
+        if kind is None:
+            raise UsageError(f"{from_id} holds no flow or crew (it holds: {', '.join(map(str, kinds)) or 'nothing'}); "
+                             "run resumes CrewAI flows and crews")
+        if kind == "crew":
+            for e in entities:
+                for agent in (e.get("agents") or []) if e.get("entity_type") == "crew" else []:
+                    llm = agent.get("llm") if isinstance(agent, dict) else None
+                    if isinstance(llm, dict) and llm.get("llm_type") == "base":
+                        raise UsageError(
+                            f"{from_id}: the crew's agent {agent.get('role')!r} has a model of its own class (a "
+                            f"BaseLLM subclass, model {llm.get('model')!r}), which CrewAI's Crew.from_checkpoint "
+                            "cannot rebuild from its name (it would call a model of that name instead): nothing run")
+        config = next((e.get("checkpoint") for e in entities if e.get("entity_type") == kind
+                       and isinstance(e.get("checkpoint"), dict)), None)
+        events = config.get("on_events") if isinstance(config, dict) else None
+        return {"mode": "resume", "entity": kind, "steps": await self.store.count(thread_id),
+                "on_events": [str(x) for x in events] if isinstance(events, list) else None}
 
     @staticmethod
     def edit_view(cp: Any) -> dict[str, Any]:
@@ -438,6 +493,13 @@ class FlowStateHistory(_Base):
     @staticmethod
     def edit_view(cp: Any) -> dict[str, Any]:
         return dict(cp.state or {})
+
+    async def run_options(self, thread_id: str, from_id: str | None = None) -> dict[str, Any]:
+        """The child kicks the flow off with its id (crewai_child.py); its rows and newest
+        state (what the run's steps count on from, and its first changes are against)."""
+        head = await self.store.get_latest(thread_id)
+        return {"mode": "kickoff", "steps": await self.store.count(thread_id),
+                "state": head.state if head is not None else None}
 
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
         from agentctl.storage.results import OpResult

@@ -390,7 +390,7 @@ class OpenAIHistory(OldOplog, JournalHistory, RewindAndBranchOnly, History):
 
     # ---- run and edit: what the SDK's Runner wrote, an item's content -----------------
 
-    async def run_options(self, thread_id: str) -> dict[str, Any]:
+    async def run_options(self, thread_id: str, from_id: str | None = None) -> dict[str, Any]:
         """What the run's child needs besides the database: the session tables' names,
         and for a branch of an AdvancedSQLiteSession (thread SESSION or SESSION#BRANCH)
         the session and the branch the SDK's AdvancedSQLiteSession is switched to."""

@@ -26,7 +26,7 @@ def checkpoint_line(event: dict[str, Any]) -> Text:
     keys = ", ".join(map(str, event.get("keys") or []))
     text = Text()
     text.append(f"step {event.get('step')}  ", style="bold")
-    text.append(inert(str(event.get("id")), one_line=True), style="yellow")
+    text.append(inert(str(event.get("id") or event.get("ref")), one_line=True), style="yellow")
     text.append("  " + inert(nodes, one_line=True), style="cyan")
     if keys:
         text.append("  changed: " + inert(keys, one_line=True), style="dim")
