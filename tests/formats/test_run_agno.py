@@ -206,7 +206,8 @@ def test_run_adds_the_rows_agnos_own_run_adds_and_undo_restores_every_row(agno_d
     assert agno_rows(db) == agno_rows(ref)
 
 
-def test_the_users_error_bad_input_and_an_interpreter_without_agno(agno_db, project, bare_python):
+def test_the_users_error_bad_input_and_an_interpreter_without_agno(agno_db, project, bare_python, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the user's agents.py imports the scripted model of tests/
     db = agno_db("v3", "sqlite")
     before = settled_bytes(db.url)
     agents = f"{project / 'agents.py'}"
