@@ -180,7 +180,9 @@ async def _browse(devtools_port: int, url: str, shot: Path, want: list[str]) -> 
             return received
 
 
-def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
+def _served(db: str, tmp_path: Path, want: list[str]) -> tuple[str, Path]:
+    """`agentctl --db DB serve` browsed by headless Chromium until the UI's output holds
+    `want`: (what the UI sent, the screenshot's file)."""
     try:
         import textual_serve  # noqa: F401
     except ImportError:
@@ -190,7 +192,7 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
 
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    server = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(SAMPLE_DB), "serve", "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", db, "serve", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
     browser = None
     try:
@@ -202,12 +204,17 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,800", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shot = tmp_path / "serve.png"
-        threads = ["loop-research-7", "coder-add-cli-flag", "support-1042"]
-        received = asyncio.run(_browse(devtools, f"http://127.0.0.1:{port}/", shot, threads))
+        received = asyncio.run(_browse(devtools, f"http://127.0.0.1:{port}/", shot, want))
     finally:
         if browser is not None:
             _stop(browser)
         _stop(server)
+    return received, shot
+
+
+def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
+    threads = ["loop-research-7", "coder-add-cli-flag", "support-1042"]
+    received, shot = _served(str(SAMPLE_DB), tmp_path, threads)
 
     # the UI's first screen reached the browser: the thread list, read-only
     for thread in threads:
@@ -234,6 +241,21 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
         ["fc-list", f":charset={ord(ch):x}", "family"], capture_output=True, text=True).stdout.strip()]
     assert not tofu, [f"{ch} U+{ord(ch):04X}" for ch in tofu]
     assert "↳" in drawn  # the branch glyph is on the first screen (coder-fix-flaky-test's branch)
+
+
+def test_serve_shows_an_agno_database_in_a_browser(tmp_path):
+    """The Agno sample (sample_db/agno.db, written by agno 3) served: its sessions reach
+    the browser, read-only, with their Agno columns and the head run's summary."""
+    db = tmp_path / "agno.db"
+    shutil.copyfile(REPO / "sample_db" / "agno.db", db)
+    before = db.read_bytes()
+    received, shot = _served(str(db), tmp_path, ["janitor", "write a poem", "capital of France?"])
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", received)
+    for word in ("chat", "team", "flow", "janitor", "4 threads", "READ-ONLY", "second → forked"):
+        assert word in text, word
+    width, height, rows = _png_pixels(shot.read_bytes())
+    assert width == 1280 and height >= 400
+    assert db.read_bytes() == before  # served read-only: nothing written
 
 
 def test_serve_refuses_without_textual_serve(monkeypatch):
