@@ -41,7 +41,8 @@ SLOW_FILES = frozenset({
     "tests/formats/test_run.py", "tests/formats/test_run_adk.py", "tests/formats/test_run_apps.py",
     "tests/formats/test_run_openai.py", "tests/formats/test_run_langgraphjs.py", "tests/formats/test_adk_app.py",
     "tests/formats/test_compare.py", "tests/formats/test_compare_llm.py", "tests/formats/test_edit.py",
-    "tests/formats/test_edit_adk.py", "tests/formats/test_edit_langgraph_nograph.py",
+    "tests/formats/test_edit_adk.py", "tests/formats/test_edit_langgraph_nograph.py", "tests/formats/test_run_agno.py",
+    "tests/tui/test_format_agno_tui.py::test_R_on_an_agno_session_asks_the_users_message_runs_the_agent_and_u_undoes",
     "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[edit]",
     "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[run]",
     # LangGraph's own serializer writing the checkpoint
@@ -56,6 +57,7 @@ SLOW_FILES = frozenset({
     "tests/unit/test_jsonb.py::test_fuzz_encode_is_sqlite_jsonb_and_decode_its_inverse",
     # the browser; venvs, wheels, the manual, a pytest run in a child process, every help
     "tests/tui/test_serve.py::test_serve_shows_the_thread_list_in_a_browser",
+    "tests/tui/test_serve.py::test_serve_shows_an_agno_database_in_a_browser",
     "tests/structure/test_plugins.py", "tests/structure/test_docs.py", "tests/structure/test_suite_shutdown.py",
     "tests/cli/test_cli_registry.py::test_a_summary_shortens_as_the_whole_help_does",
 })
