@@ -42,7 +42,8 @@ SLOW_FILES = frozenset({
     "tests/formats/test_run_openai.py", "tests/formats/test_run_langgraphjs.py", "tests/formats/test_adk_app.py",
     "tests/formats/test_run_crewai.py",
     "tests/formats/test_compare.py", "tests/formats/test_compare_llm.py", "tests/formats/test_edit.py",
-    "tests/formats/test_edit_adk.py", "tests/formats/test_edit_langgraph_nograph.py",
+    "tests/formats/test_edit_adk.py", "tests/formats/test_edit_langgraph_nograph.py", "tests/formats/test_run_agno.py",
+    "tests/tui/test_format_agno_tui.py::test_R_on_an_agno_session_asks_the_users_message_runs_the_agent_and_u_undoes",
     "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[edit]",
     "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[run]",
     "tests/cli/test_cli_write_opens.py::test_edit_through_the_graph_and_run_open_it_once",
@@ -62,6 +63,7 @@ SLOW_FILES = frozenset({
     "tests/tui/test_crewai_tui.py::test_serve_shows_each_crewai_store_in_a_browser",
     "tests/tui/test_crewai_tui.py::test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes",
     "tests/tui/test_crewai_tui.py::test_R_kicks_a_persisted_crewai_flow_off",
+    "tests/tui/test_serve.py::test_serve_shows_an_agno_database_in_a_browser",
     "tests/structure/test_plugins.py", "tests/structure/test_docs.py", "tests/structure/test_suite_shutdown.py",
     "tests/cli/test_cli_registry.py::test_a_summary_shortens_as_the_whole_help_does",
 })

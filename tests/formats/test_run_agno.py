@@ -280,3 +280,22 @@ def test_run_on_agno_2_layout_with_agno_2(agno_db, project, agno2_python):
     assert cli(db.url, "undo").exit_code == 0
     assert own_rows(db.url) == before
     assert os.path.exists(db.url)
+
+
+def test_agno_3_on_an_agno_2_file_makes_the_runs_table_and_undo_still_works(agno_db, project):
+    """agno 3 run on an unmigrated agno 2 file makes its runs table (the layout is mixed
+    from then on): the run is recorded as the next process reads the file, so undo and
+    redo work; the rows equal agno 3's own run on a copy."""
+    db, ref = agno_db("v2", "sqlite"), agno_db("v2", "sqlite")
+    before = own_rows(db.url)
+    r = _agentctl(db.url, "run", "chat", "--agent", f"{project / 'agents.py'}:agent", "--input", "hello",
+                  env={"PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    reference(project, ref, "agent", "chat", "hello")
+    assert agno_rows(db) == agno_rows(ref)
+    ran = own_rows(db.url)
+    assert cli(db.url, "undo").exit_code == 0
+    undone = own_rows(db.url)  # (agno's new table, and its row in agno_schema_versions, stay)
+    assert undone["agno_sessions"] == before["agno_sessions"] and undone["agno_runs"] == []
+    assert cli(db.url, "redo").exit_code == 0
+    assert own_rows(db.url) == ran

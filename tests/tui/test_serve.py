@@ -242,6 +242,21 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
     assert "↳" in drawn  # the branch glyph is on the first screen (coder-fix-flaky-test's branch)
 
 
+def test_serve_shows_an_agno_database_in_a_browser(tmp_path):
+    """The Agno sample (sample_db/agno.db, written by agno 3) served: its sessions reach
+    the browser, read-only, with their Agno columns and the head run's summary."""
+    db = tmp_path / "agno.db"
+    shutil.copyfile(REPO / "sample_db" / "agno.db", db)
+    before = db.read_bytes()
+    received, shot = serve_in_a_browser(str(db), tmp_path, ["janitor", "write a poem", "capital of France?"])
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", received)
+    for word in ("chat", "team", "flow", "janitor", "4 threads", "READ-ONLY", "second → forked"):
+        assert word in text, word
+    width, height, rows = _png_pixels(shot.read_bytes())
+    assert width == 1280 and height >= 400
+    assert db.read_bytes() == before  # served read-only: nothing written
+
+
 def test_serve_refuses_without_textual_serve(monkeypatch):
     monkeypatch.setitem(sys.modules, "textual_serve.server", None)
     monkeypatch.setitem(sys.modules, "textual_serve", None)

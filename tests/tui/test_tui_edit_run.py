@@ -334,14 +334,20 @@ async def test_served_without_allow_writes_refuses_e_R_and_every_write(story, mo
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await to_step(pilot, "trip", 1)
-        keys = {"e": "edit", "R": "run", "r": "rewind", "b": "branch", "M": "merge", "p": "prune", "u": "undo"}
-        for key in keys:
-            await press(pilot, key)
-            assert app.screen is app.main, key
-        said = notices(app)
-        for action in keys.values():
-            assert f"read-only mode: {action} is disabled (agentctl serve without --allow-writes)" in said, said
+        await refuses_every_write(pilot, app)
     assert open(db, "rb").read() == before
+
+
+async def refuses_every_write(pilot, app) -> None:
+    """In a read-only UI (served without --allow-writes) e, R and every write's key are
+    refused on the selected checkpoint, each saying why."""
+    keys = {"e": "edit", "R": "run", "r": "rewind", "b": "branch", "M": "merge", "p": "prune", "u": "undo"}
+    for key in keys:
+        await press(pilot, key)
+        assert app.screen is app.main, key
+    said = notices(app)
+    for action in keys.values():
+        assert f"read-only mode: {action} is disabled (agentctl serve without --allow-writes)" in said, said
 
 
 def test_serve_passes_the_agent_to_the_ui(monkeypatch):

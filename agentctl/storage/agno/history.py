@@ -464,6 +464,15 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
             now = await self._run_rows(tx.fetch, tx.table_exists, sid)
             if now == before:
                 return None
+            if not st.has_table and await tx.table_exists(st.runs_table):
+                # agno 3 made the runs table on an agno 2 file: the layout is mixed now (the
+                # fingerprints, as the next process reads the file, count its runs)
+                from agentctl.storage.agno import layout
+                from agentctl.storage.journal.trash import columns
+
+                tables = {st.sessions_table: set(st.session_columns),
+                          st.runs_table: set(await columns(tx, st.runs_table))}
+                st.layout, st.run_columns = layout(tables, st.sessions_table), sorted(tables[st.runs_table])
             added = [r for r in now["runs"] if r not in set(before["runs"])]
             tops = [r.run_id for r in top_level(await st._order(sid, None, tx.fetch)) if r.run_id in set(added)]
             op = await self.journal_begin(tx, kind, summary, [sid], dict(details, session=sid, created=tops))
