@@ -118,6 +118,77 @@ async def test_tui_rewind_branch_undo_and_refusals_on_crewai(crewai_copy, crewai
     assert dump(replay, "latest_kickoff_task_outputs") == rows
 
 
+async def test_tui_search_diff_compare_and_edit_on_crewai(crewai_copy, crewai_files):
+    """The other screens on CrewAI's stores: `/` finds a method's output and jumps to it,
+    `m` + the Diff tab compares two checkpoints of different kickoffs, `c` opens the
+    compare view of the two runs; on the flow states `e` writes a new row with the
+    changed value (load_state's), u undoes it and ctrl+y redoes it."""
+    from textual.widgets import Input, TextArea
+
+    from agentctl.tui.screens.compare import CompareScreen
+    from agentctl.tui.screens.confirm import ConfirmScreen
+    from agentctl.tui.screens.edit import EditScreen
+    from agentctl.tui.screens.search import SearchScreen
+    from tests.formats.test_crewai_writes import dump
+    from tests.tui.test_tui import press
+
+    _, w = crewai_files
+    app = AgentctlApp(crewai_copy("checkpoints.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        assert isinstance(app.screen, SearchScreen)
+        for ch in "booked Rome":
+            await pilot.press(ch)
+        await press(pilot, "enter")
+        hits = app.screen.hits
+        assert hits and {h.checkpoint_id for h in hits} >= {w["rome"][1]}
+        await press(pilot, "enter")
+        assert app.selected is not None and "booked Rome" in view_text(app, "messages-view")
+        await _tui_to(pilot, "main", w["paris"][2])
+        await press(pilot, "m")
+        await _tui_to(pilot, "main", w["rome"][2])
+        await press(pilot, "4")
+        diff = view_text(app, "diff-view")
+        assert "Paris" in diff and "Rome" in diff
+        await press(pilot, "c")
+        for _ in range(50):
+            if isinstance(app.screen, CompareScreen):
+                break
+            await settle(pilot)
+        assert isinstance(app.screen, CompareScreen)
+        await press(pilot, "escape")
+    oslo = w["flows"][0]
+    db = crewai_copy("flow_states.db")
+    before = dump(db, "flow_states")
+    app = AgentctlApp(db)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_thread(pilot, oslo)
+        await press(pilot, "e")
+        editor = app.screen
+        assert isinstance(editor, EditScreen)
+        editor.query_one(Input).value = "note"
+        await settle(pilot)
+        editor.query_one(TextArea).text = '"from the tui"'
+        await settle(pilot)
+        assert not editor.error, editor.error
+        await press(pilot, "ctrl+s")
+        assert isinstance(app.screen, ConfirmScreen)
+        await press(pilot, "y")
+        for _ in range(50):
+            head = await app.source.db.get_latest(oslo)
+            if head.metadata.step == 5:
+                break
+            await settle(pilot)
+        assert head.state["note"] == "from the tui" and head.state["city"] == "Oslo"
+        after = dump(db, "flow_states")
+        await press(pilot, "u", "y")
+        assert dump(db, "flow_states") == before
+        await press(pilot, "ctrl+y", "y")
+        assert dump(db, "flow_states") == after
+
+
 async def test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes(crewai_copy, crewai_files, crewai_python,
                                                                      monkeypatch, tmp_path):
     """`R` on a CrewAI checkpoint: no question (the checkpoint is resumed as it is), the
