@@ -32,9 +32,11 @@ def is_placeholder(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(_PREFIX) and value.endswith(" deep")
 
 
-def loads(text: str | bytes, **kwargs: Any) -> Any:
+def loads(text: str | bytes, capped: bool = True, **kwargs: Any) -> Any:
     """`json.loads(text, **kwargs)` whose lists and dicts deeper than MAX_DEPTH are a
-    placeholder. Raises ValueError for text that is not JSON, as json.loads does."""
+    placeholder. Raises ValueError for text that is not JSON, as json.loads does.
+    `capped` False: only text too deep for json.loads is cut; the value json.loads gives
+    is not walked (the caller caps the parts it walks)."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", "replace")
     if text.count("[") + text.count("{") <= MAX_DEPTH:
@@ -43,7 +45,7 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
         value = json.loads(text, **kwargs)
     except RecursionError:
         return json.loads(_cut(text), **kwargs)
-    return cap(value)
+    return cap(value) if capped else value
 
 
 def _cut(text: str) -> str:

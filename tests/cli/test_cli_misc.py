@@ -147,3 +147,45 @@ def test_no_color_means_no_escapes_at_all(monkeypatch, args, how):
         r = cli(str(SAMPLE_DB), "--no-color", *args)
     assert r.exit_code in (0, 5), r.stderr
     assert r.stdout.strip() and "\x1b[" not in r.stdout + r.stderr, r.stdout[:300]
+
+
+def _on_a_terminal(*args: str) -> list[str]:
+    """`agentctl ARGS` with stdout and stderr on one pseudo-terminal: its lines."""
+    import os
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: agentctl on the terminal
+        os.environ.update(PYTHONPATH=str(REPO), NO_COLOR="1", COLUMNS="200")
+        os.execv(sys.executable, [sys.executable, "-m", "agentctl", *args])
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.waitpid(pid, 0)
+    os.close(fd)
+    return seen.decode().replace("\r\n", "\n").split("\n")
+
+
+@pytest.mark.parametrize("db", ["langgraph.db", "langgraphjs.db", "checkpoints.db"])
+def test_formats_and_doctor_end_with_lines_of_their_own(db):
+    """On a terminal (stdout and stderr on one screen) and piped: `formats --db F` ends with
+    the database's format line (and its writers'), `doctor` with "no problems found", each
+    a line of its own."""
+    path = str(REPO / "sample_db" / db)
+    lines = _on_a_terminal("formats", "--db", path)
+    last = [line for line in lines if line.strip()][-2:]
+    assert any(line.startswith("the database is in the ") for line in last), lines
+    assert all(not line.rstrip().endswith("no problems found") for line in lines)
+    r = cli(path, "formats")
+    assert r.exit_code == 0 and r.stderr.endswith("\n") and r.stdout.endswith("\n")
+    assert all(line.startswith(("the database is in the ", "written by: ")) for line in r.stderr.splitlines())
+    lines = [line for line in _on_a_terminal("--db", path, "doctor") if line.strip()]
+    assert lines[-1].strip() == "no problems found", lines
+    r = cli(path, "doctor")
+    assert r.exit_code == 0 and r.stderr == "no problems found\n" and r.stdout == "PROBLEM\tWHERE\tDETAIL\n"

@@ -98,12 +98,12 @@ class Deferred:
 def undefer(value: Any, type_: str | None) -> Any:
     """A part of a payload of type `type_` decoded with `deferred`, as the full decode
     gives it: a Deferred extension value decoded; a JSON value's LangChain envelopes
-    (`lc`) labelled. Depth not capped: the caller caps what it walks."""
+    (`lc`) labelled; its depth capped (deep.cap) as the full decode caps it."""
     if isinstance(value, Deferred):
-        return _ext_hook(value.code, value.data)
+        return deep.cap(_ext_hook(value.code, value.data))
     if type_ == "json" and isinstance(value, (dict, list)):
-        return json.loads(json.dumps(value), object_hook=_json_hook)
-    return value
+        return json.loads(json.dumps(deep.cap(value)), object_hook=_json_hook)
+    return deep.cap(value)
 
 
 def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: bool = True,
@@ -111,9 +111,9 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: boo
     """The plain value of one (type, bytes) payload. Raises DecodeError for a payload
     that does not parse as its type says; never imports, calls or unpickles. `capped`
     False: a msgpack value's depth is not capped (deep.cap): the caller caps the parts
-    it walks. `deferred` (implies not `capped`): msgpack extension values are left as
-    `Deferred` and JSON's LangChain envelopes unlabelled, for `undefer` to decode the
-    few parts read (`describe`, which reads two of a checkpoint's values)."""
+    it walks. `deferred` (implies not `capped`, for JSON too): msgpack extension values
+    are left as `Deferred` and JSON's LangChain envelopes unlabelled, for `undefer` to
+    decode the few parts read (`describe`, which reads two of a checkpoint's values)."""
     if isinstance(data, memoryview):
         data = data.tobytes()
     if type_ is None:
@@ -277,7 +277,7 @@ def _json_hook(obj: dict[str, Any]) -> Any:
 
 def decode_json(data: bytes | str, deferred: bool = False) -> Any:
     try:
-        return deep.loads(data) if deferred else deep.loads(data, object_hook=_json_hook)
+        return deep.loads(data, capped=False) if deferred else deep.loads(data, object_hook=_json_hook)
     except ValueError as exc:
         raise DecodeError(f"not valid JSON: {exc}") from None
 

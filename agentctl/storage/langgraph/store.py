@@ -817,6 +817,7 @@ class LangGraphStore(ConnectedStore):
                 for r in rows:
                     try:  # the whole payload is not decoded: its extension values (messages)
                         # are left packed, and the two values read are decoded and capped
+                        # (undefer caps what it gives)
                         data = self._data(r, blobs.get(r["checkpoint_id"], []), deferred=True)
                     except CorruptRowError:
                         continue
@@ -830,8 +831,7 @@ class LangGraphStore(ConnectedStore):
                                             else msgs)
                     text = ""
                     for m in reversed(msgs) if isinstance(msgs, list) else ():  # the last message's
-                        m = serde.undefer(m, kind)
-                        m = serde.transcript(deep.cap(m) if isinstance(m, (dict, list, tuple)) else m)
+                        m = serde.transcript(serde.undefer(m, kind))
                         if isinstance(m, dict):
                             text = _message_summary([m])
                             break
