@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from agentctl.tui.app import AgentctlApp
-from tests.support.contract_formats import CASES
+from tests.support.contract_formats import CASES, SAMPLED
 from tests.support.rig import REPO
 from tests.support.tui import settle
 
 #: every store's database: the samples of CASES, and LangGraph.js's
-DATABASES = {name: REPO / "sample_db" / case.sample for name, case in CASES.items()}
+DATABASES = {name: REPO / "sample_db" / str(CASES[name].sample) for name in SAMPLED}
 DATABASES["langgraphjs"] = REPO / "tests" / "fixtures" / "tui" / "langgraphjs.db"
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
 
