@@ -55,7 +55,7 @@ TripFlow(checkpoint=cfg()).kickoff(inputs={"city": "Paris"})
 first = rows()
 summary["paris"] = [i for i, _ in first]
 time.sleep(1.1)  # ids and created_at have one-second resolution
-TripFlow(checkpoint=cfg()).kickoff(inputs={"city": "Rome"})
+TripFlow(checkpoint=cfg()).kickoff(inputs={"city": "Rome", "note": "via Zürich"})
 summary["rome"] = [i for i, _ in rows()[len(first):]]
 # a resumed run: the Paris run's first checkpoint, continued on main
 before = len(rows())
@@ -73,7 +73,7 @@ summary["fork_branch"] = new[0][1] if new else None
 # @persist: flow_states
 FS = str(OUT / "flow_states.db")
 p1 = PersistedTrip(persistence=SQLiteFlowPersistence(FS))
-p1.kickoff(inputs={"city": "Oslo"})
+p1.kickoff(inputs={"city": "Oslo", "note": "zephyrine in Zürich"})
 uid = p1.state.id
 p2 = PersistedTrip(persistence=SQLiteFlowPersistence(FS))
 p2.kickoff(inputs={"city": "Lima"})
@@ -85,7 +85,7 @@ summary["flows"] = [uid, p2.state.id]
 RP = str(OUT / "latest_kickoff_task_outputs.db")
 crew = make_crew()
 crew._task_output_handler.storage = KickoffTaskOutputsSQLiteStorage(RP)
-crew.kickoff(inputs={"topic": "zephyrine"})
+crew.kickoff(inputs={"topic": "zephyrine", "place": "Zürich"})
 summary["tasks"] = [t["task_id"] for t in KickoffTaskOutputsSQLiteStorage(RP).load() or []]
 # a flow with a @router and listeners on or_ and and_
 RT = str(OUT / "routes.db")

@@ -7,7 +7,7 @@ checkpoint by checkpoint."""
 from __future__ import annotations
 
 import pytest
-from tests.support.contract_formats import CASES, copy_sample
+from tests.support.contract_formats import CASES, SAMPLED, copy_sample
 
 from agentctl.storage import open_store
 from agentctl.storage.contract import Store
@@ -17,7 +17,7 @@ def _key(meta):
     return None if meta is None else (meta.thread_id, meta.checkpoint_id, meta.step, meta.parent_checkpoint_id)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(SAMPLED))
 async def test_the_defaults_answer_as_each_store_does(name, tmp_path):
     db = copy_sample(CASES[name].sample, tmp_path / "db.sqlite")
     async with open_store(str(db)) as store:

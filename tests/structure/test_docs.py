@@ -1,8 +1,8 @@
 """The manual (issue 33.18, 38.5): the site in docs/ builds with `mkdocs build --strict`
 (a broken link or anchor fails it), its CLI reference has a page per command generated
 from the Typer app (docs/hooks.py), and every command has a hand-written section and
-every option is named in the hand-written pages (as sqlite-utils' test_docs checks its
-commands and options against its documentation)."""
+every option is named on its command's own page of docs/commands/ (as sqlite-utils'
+test_docs checks its commands and options against its documentation)."""
 
 from __future__ import annotations
 
@@ -120,6 +120,57 @@ def test_every_option_is_named_in_the_hand_written_docs():
     missing = [f"{' '.join(('agentctl',) + path)} {names[0]}" for path, cmd in commands()
                for names in long_options(cmd) if not any(named(n, text) for n in names)]
     assert not missing, f"options named nowhere in docs/ or README.md: {missing}"
+
+
+COMMANDS = DOCS / "commands"
+
+
+def heading_commands(heading: str) -> set[tuple[str, ...]]:
+    """The commands a heading of docs/commands/ names: `# oplog, undo [OP], redo [OP],
+    purge` four, `# threads list / show / delete` three of the group `threads` (a first
+    part of two words that are not an argument names a group's command; the parts after
+    it are the same group's)."""
+    parts = [p.split() for p in re.split(r"[,/]", re.sub(r"^#+\s*", "", heading)) if p.split()]
+    if not parts:
+        return set()
+    first = parts[0]
+    group = (first[0].lower(),) if len(first) > 1 and re.fullmatch(r"[a-z][a-z-]*", first[1]) else ()
+    return {(*group, p[0].lower()) if group and i else ((*group, first[1]) if group else (p[0].lower(),))
+            for i, p in enumerate(parts)}
+
+
+def command_pages() -> dict[tuple[str, ...], list[str]]:
+    """Each command's page(s) in docs/commands/: where a heading names it (a group's:
+    where its commands' are; the global options': index.md)."""
+    out: dict[tuple[str, ...], list[str]] = {(): ["index.md"]}
+    for page in sorted(COMMANDS.glob("*.md")):
+        for h in headings(page.read_text(encoding="utf-8")):
+            for path in heading_commands(h):
+                for key in {path, path[:1]}:
+                    if page.name not in out.setdefault(key, []):
+                        out[key].append(page.name)
+    return out
+
+
+def test_every_option_is_on_its_commands_page():
+    """As sqlite-utils' test_docs: every option of every command is named on THAT
+    command's page of docs/commands/ (the page whose heading names the command), not
+    just somewhere in the docs; each command with options has exactly one page."""
+    pages = command_pages()
+    text = {p.name: p.read_text(encoding="utf-8") for p in COMMANDS.glob("*.md")}
+    missing, pageless = [], []
+    for path, cmd in commands():
+        options = long_options(cmd)
+        own = pages.get(path, [])
+        if not options:
+            continue
+        if len(own) != 1:
+            pageless.append((" ".join(path), own))
+            continue
+        missing += [f"{' '.join(('agentctl',) + path)} {names[0]} (docs/commands/{own[0]})"
+                    for names in options if not any(named(n, text[own[0]]) for n in names)]
+    assert not pageless and not missing, (f"commands without one page of their own in docs/commands/: "
+                                          f"{pageless}; options not named on their command's page: {missing}")
 
 
 def test_ci_builds_the_site_strict():

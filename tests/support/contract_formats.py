@@ -52,8 +52,9 @@ class Built:
 @dataclass(frozen=True)
 class FormatCase:
     name: str
-    #: the bundled sample of this format (sample_db/NAME)
-    sample: str
+    #: the bundled sample of this format (sample_db/NAME; None: none, the TUI's sample
+    #: tests and snapshots leave the store out)
+    sample: str | None
     build: Callable[[str, str], Awaitable[Built]]
     #: one more step on a thread, written by the format's own program (None: not offered)
     append: Callable[[str, str, str], Awaitable[None]] | None = None
@@ -83,6 +84,28 @@ class FormatCase:
     #: rows a buggy writer could leave, added to the SQLite database the builder wrote
     #: (tests/support/hostile.py): the format is then in the hostile-rows suite
     hostile: hostile.HostileRows | None = None
+    #: the store has Postgres tables too (False: its framework writes SQLite files only;
+    #: the suites run its SQLite half alone)
+    postgres: bool = True
+    #: the store writes (False: read only, its format has no writes; the atomicity suite
+    #: leaves it out, the write tests check every write is refused)
+    writes: bool = True
+    #: `rewind --hard` is offered (False: refused, exit 2, nothing written; the suites
+    #: check that instead)
+    hard_rewind: bool = True
+    #: a branch is known as its source's (`branch_of`, the tree; False: the store keeps no
+    #: link, as CrewAI's flow states: a branch is a new flow, unrelated in CrewAI's rows)
+    branch_lineage: bool = True
+    #: the policies the TUI's prune dialog offers on one thread (History.prune_policies)
+    prune_policies: tuple[str, ...] = ("keep_last_n", "keep_age", "keep_milestones")
+    #: why `append` is None (the tests needing the format's program to write a step
+    #: after agentctl's skip with it)
+    no_append: str = ""
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The backends the suites run this store on."""
+        return ("sqlite", "postgres") if self.postgres else ("sqlite",)
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -513,6 +536,41 @@ async def append_agno(url: str, thread: str, text: str) -> None:
     await asyncio.to_thread(_agno_run, url, thread, [text], ["noted"])
 
 
+# ---- CrewAI: the files the real crewai wrote once per test run, copied --------------------------
+#: CrewAI runs in a venv of its own (it needs SQLite >= 3.45: tests/support/crewairig.py),
+#: once per test run, not per test
+_CREWAI_NO_APPEND = ("CrewAI runs once per test run in a venv of its own (tests/support/crewairig.py); "
+                     "its steps after agentctl's writes: tests/formats/test_crewai_writes.py")
+
+
+def _crewai_build(file: str, threads: Callable[[dict], tuple[list[str], str, str | None]]):
+    """A builder copying one of the files crewai wrote (crewairig.written): (threads, main,
+    branch) from what was written."""
+    async def build(kind: str, url: str) -> Built:
+        import asyncio
+
+        from tests.support import crewairig
+
+        folder, w = await asyncio.to_thread(crewairig.written)
+        crewairig.copy_file(folder, file, Path(url))
+        names, main, branch = threads(w)
+        return Built(url, names, main, branch)
+
+    return build
+
+
+def _crewai_content(cp) -> Any:
+    """A checkpoint's state and methods without what names its row (a copy has its own
+    id, parent and branch)."""
+    state = {k: v for k, v in cp.state.items() if k not in ("id", "parent_id", "branch", "timestamp")}
+    return state, [m.get("name") for m in cp.messages]
+
+
+def _crewai_flows_content(cp) -> Any:
+    """A flow's state without its `id` (a branch is a new flow: its uuid in its state)."""
+    return cp.messages, {k: v for k, v in cp.state.items() if k != "id"}, cp.tools_result
+
+
 def _article_content(cp) -> Any:
     """A session's transcript and tool logs without their row ids (a branch copies the
     rows under new ids); the state is the session row as it is now (its counters), not
@@ -541,13 +599,13 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                prune={"threads": ["THREAD"], "keep_last": 1},
                prune_cli=("THREAD", "--keep-last", "1")),
     FormatCase("article", "sessions.db", build_article, append_article, content=_article_content,
-               rows_table="messages", hostile=hostile.ARTICLE,
+               rows_table="messages", hostile=hostile.ARTICLE, prune_policies=("keep_age",),
                store_checks={"first_step": 1, "message_per_step": True},
                prune={"statuses": ["active"], "keep_last": 1},
                prune_cli=("--all", "--status", "active", "--keep-last", "1")),
     FormatCase("langgraph", "langgraph.db", build_langgraph, append_langgraph,
                prune={"threads": ["THREAD"], "keep_last": 1},
-               prune_cli=("THREAD", "--keep-last", "1"),
+               prune_cli=("THREAD", "--keep-last", "1"), prune_policies=("keep_last_n", "keep_age"),
                store_checks={"first_step": -1},
                # a rewind writes a fork checkpoint copying the target (LangGraph's replay);
                # its pending writes and checkpoint metadata are its own
@@ -574,11 +632,35 @@ CASES: dict[str, FormatCase] = {c.name: c for c in [
                prune_cli=("THREAD", "--keep-last", "1"),
                needs=("google.adk", "sqlalchemy")),
     FormatCase("agno", "agno.db", build_agno, append_agno, rows_table="agno_runs", content=_agno_content,
+               hostile=hostile.AGNO,
                store_checks={"first_step": 1},
                prune={"threads": ["THREAD"], "keep_last": 1},
-               prune_cli=("THREAD", "--keep-last", "1"),
+               prune_cli=("THREAD", "--keep-last", "1"), prune_policies=("keep_last_n", "keep_age"),
                needs=("agno", "sqlalchemy")),
+    FormatCase("crewai", None, _crewai_build("checkpoints.db", lambda w: (
+                   sorted(["main", w["fork_branch"]]), "main", w["fork_branch"])),
+               postgres=False, hard_rewind=False, no_append=_CREWAI_NO_APPEND,
+               rewind_appends=(False,), content=_crewai_content,
+               prune={"threads": ["THREAD"], "keep_last": 1}, prune_cli=("THREAD", "--keep-last", "1"),
+               prune_policies=("keep_last_n", "keep_age"),
+               # each fresh kickoff on main is a root of its own
+               store_checks={"linear": False}),
+    FormatCase("crewai-flows", None, _crewai_build("flow_states.db", lambda w: (sorted(w["flows"]), w["flows"][0], None)),
+               postgres=False, no_append=_CREWAI_NO_APPEND, rows_table="flow_states",
+               content=_crewai_flows_content, prune_cli=("THREAD", "--keep-last", "1"), branch_lineage=False,
+               store_checks={"first_step": 1}),
+    FormatCase("crewai-replay", None, _crewai_build("latest_kickoff_task_outputs.db", lambda w: (
+                   ["latest_kickoff"], "latest_kickoff", None)),
+               postgres=False, writes=False, no_append=_CREWAI_NO_APPEND,
+               rows_table="latest_kickoff_task_outputs", store_checks={"first_step": 1},
+               prune_cli=("THREAD", "--keep-last", "1")),
 ]}
+
+
+#: the stores with Postgres tables (FormatCase.postgres)
+ON_POSTGRES = [name for name, case in CASES.items() if case.postgres]
+#: the stores with a bundled sample (FormatCase.sample)
+SAMPLED = [name for name, case in CASES.items() if case.sample is not None]
 
 
 # ---- dumps of every table -----------------------------------------------------------------------

@@ -5,7 +5,9 @@ Every store joins the suites by its entry in `contract_formats.CASES` (the one l
 the contract suite (tests/formats/contract/), its atomicity suite (test_atomicity.py),
 its dry-run-equals-write suite (test_dry_run.py) and, with `FormatCase.hostile`, the
 hostile-rows suite (tests/reliability/test_reliability_hostile.py) run on it without a
-change of theirs (tests/README.md: how a new store joins).
+change of theirs (tests/README.md: how a new store joins). What a store lacks (Postgres,
+writes, `rewind --hard`, its program's next step, a bundled sample) is said by its
+case's fields, from which the suites derive what they run.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from agentctl.model import Checkpoint
 from agentctl.storage import Capability, open_store
 from tests.support.contract_formats import CASES, Built, FormatCase, dump
 
-KINDS = ("sqlite", "postgres")
-PAIRS = [(name, kind) for name in CASES for kind in KINDS]
+#: every (store, backend) the suites run: each case on the backends it has (FormatCase.kinds)
+PAIRS = [(name, kind) for name, case in CASES.items() for kind in case.kinds]
+#: those of the stores that write (FormatCase.writes): the atomicity suite's
+WRITING = [(name, kind) for name, kind in PAIRS if CASES[name].writes]
 WRITES = (Capability.REWIND, Capability.BRANCH, Capability.MERGE, Capability.PRUNE, Capability.DELETE)
 
 
@@ -51,12 +55,19 @@ async def data_rows(case: FormatCase, url: str) -> dict:
     return await dump(url, side_tables=False, volatile=case.volatile)
 
 
+def needs_append(case: FormatCase) -> None:
+    """Skip, saying why, where the format's program cannot write a step here."""
+    if case.append is None:
+        pytest.skip(case.no_append or f"{case.name}'s program writes no more steps here")
+
+
 def _ok(r, codes=(0,)) -> None:
     assert r.exit_code in codes, (r.exit_code, r.stdout, r.stderr)
     assert "Traceback" not in r.stdout + r.stderr
 
 
 async def _cli_branch_to_merge(case: FormatCase, b: Built) -> str:
+    assert case.append is not None, f"{case.name} merges: its case needs an append"
     async with open_store(b.url, readonly=False) as store:
         branch = await store.history().branch((await store.get_latest(b.main)).metadata.checkpoint_id, "cli-m")
     await case.append(b.url, branch, "from the cli branch")

@@ -20,6 +20,7 @@ AGENTCTL_REQUIRE_PG and AGENTCTL_REQUIRE_NODE).
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import hashlib
 import json
@@ -27,6 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -71,15 +73,21 @@ def install() -> Path:
         return python
 
 
-@pytest.fixture(scope="session")
-def crewai_python() -> str:
-    """The rig's interpreter (crewai installed; pysqlite3 for a current SQLite)."""
+def python() -> str:
+    """The rig's interpreter (crewai installed; pysqlite3 for a current SQLite), or the
+    test skipped saying why (failed under AGENTCTL_REQUIRE_CREWAI=1)."""
     try:
         return str(install())
     except RuntimeError as exc:
         if REQUIRE_CREWAI:
             pytest.fail(f"AGENTCTL_REQUIRE_CREWAI=1 but {exc}")
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def crewai_python() -> str:
+    """The rig's interpreter (crewai installed; pysqlite3 for a current SQLite)."""
+    return python()
 
 
 #: CrewAI's own race (its checkpoint listener's thread dumping a state being changed): the
@@ -123,19 +131,48 @@ def last_json(out: str) -> Any:
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="session")
-def crewai_files(crewai_python, tmp_path_factory) -> tuple[Path, dict[str, Any]]:
-    """The fixture files written once by the real crewai: (their folder, what was written:
-    the ids of each run's checkpoints, the fork's branch, the flows' uuids, the task ids)."""
-    for attempt in range(3):  # CrewAI's checkpoint listener dumps the state on a thread of its
-        out = tmp_path_factory.mktemp("crewai")  # own while the flow changes it: now and then
-        r = run_crewai(crewai_python, CREWAI_DIR / "crewai_write.py", str(out / "files"), cwd=out,
-                       check=False, retry=False)  # "dictionary changed size during iteration" (CrewAI's race)
+_WRITTEN: list[tuple[Path, dict[str, Any]]] = []
+
+
+def written() -> tuple[Path, dict[str, Any]]:
+    """The fixture files written by the real crewai, once per test process (the
+    `crewai_files` fixture and the contract suite's CrewAI cases share them): (their
+    folder, what was written: the ids of each run's checkpoints, the fork's branch, the
+    flows' uuids, the task ids)."""
+    if _WRITTEN:
+        return _WRITTEN[0]
+    interpreter = python()
+    out = Path(tempfile.mkdtemp(prefix="agentctl-crewai-"))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
+    for _attempt in range(3):  # CrewAI's checkpoint listener dumps the state on a thread of its
+        # own while the flow changes it: now and then "dictionary changed size during
+        # iteration" (CrewAI's race)
+        shutil.rmtree(out / "files", ignore_errors=True)
+        r = run_crewai(interpreter, CREWAI_DIR / "crewai_write.py", str(out / "files"), cwd=out,
+                       check=False, retry=False)
         if r.returncode == 0 or RACE not in r.stderr:
             break
     if r.returncode != 0:
         pytest.fail(f"crewai_write.py exited {r.returncode}:\n{r.stderr.strip()[-3000:]}")
-    return out / "files", last_json(r.stdout)
+    _WRITTEN.append((out / "files", last_json(r.stdout)))
+    return _WRITTEN[0]
+
+
+@pytest.fixture(scope="session")
+def crewai_files(crewai_python) -> tuple[Path, dict[str, Any]]:
+    """The fixture files written once by the real crewai (`written`)."""
+    return written()
+
+
+def copy_file(folder: Path, name: str, dest: Path) -> str:
+    """A copy of one fixture file (its -wal and -shm too) at `dest`."""
+    source = folder / name
+    shutil.copyfile(source, dest)
+    for suffix in ("-wal", "-shm"):
+        side = Path(f"{source}{suffix}")
+        if side.exists():
+            shutil.copyfile(side, f"{dest}{suffix}")
+    return str(dest)
 
 
 @pytest.fixture
@@ -145,13 +182,6 @@ def crewai_copy(crewai_files, tmp_path):
     folder, _ = crewai_files
 
     def copy(name: str) -> str:
-        dest = tmp_path / name
-        con_src = folder / name
-        shutil.copyfile(con_src, dest)
-        for suffix in ("-wal", "-shm"):
-            side = Path(f"{con_src}{suffix}")
-            if side.exists():
-                shutil.copyfile(side, f"{dest}{suffix}")
-        return str(dest)
+        return copy_file(folder, name, tmp_path / name)
 
     return copy

@@ -184,6 +184,42 @@ def _hostile_adk(path: str) -> None:
     con.close()
 
 
+def _hostile_agno(path: str) -> None:
+    """Copies of the main session's first run (agno's own row), each in a session of its
+    own: a message nested too deep, a run that is not JSON, terminal escapes in a message,
+    NaN and Infinity in the run's session state."""
+    con = sqlite3.connect(path)
+    con.row_factory = sqlite3.Row
+    sess = dict(con.execute("SELECT * FROM agno_sessions WHERE session_id = 'main'").fetchone())
+    run = dict(con.execute("SELECT * FROM agno_runs WHERE session_id = 'main' ORDER BY run_index "
+                           "LIMIT 1").fetchone())
+    with con:
+        for sid in AGNO.threads:
+            data = json.loads(run["run_data"])
+            data.update(run_id=str(uuid.uuid4()), session_id=sid)
+            if sid == "ag-nan":
+                data["session_state"] = NAN
+                text = json.dumps(data)
+            elif sid == "ag-deep":
+                data["messages"][0]["content"] = "MARK-DEEP"
+                text = json.dumps(data).replace('"MARK-DEEP"', deep_json(), 1)
+            elif sid == "ag-notjson":
+                text = "{not json"
+            else:
+                data["content"] = ESC
+                data["messages"][0]["content"] = ESC
+                text = json.dumps(data)
+            con.execute("INSERT INTO agno_sessions (session_id, session_type, agent_id, user_id, session_data, "
+                        "agent_data, metadata, summary, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (sid, sess["session_type"], sess["agent_id"], sess["user_id"], sess["session_data"],
+                         sess["agent_data"], sess["metadata"], sess["summary"], sess["created_at"], sess["updated_at"]))
+            con.execute("INSERT INTO agno_runs (run_id, session_id, run_type, agent_id, user_id, status, run_index, "
+                        "run_data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+                        (data["run_id"], sid, run["run_type"], run["agent_id"], run["user_id"], run["status"], text,
+                         run["created_at"], run["updated_at"]))
+    con.close()
+
+
 # LangGraph's metadata is a warning (its msgpack channel values may hold any float)
 LANGGRAPH = HostileRows(
     _hostile_langgraph, ("lg-deep", "lg-deep-ext", "lg-deep-meta", "lg-bad-utf8", "lg-esc", "lg-nan"),
@@ -198,6 +234,10 @@ ADK = HostileRows(
     _hostile_adk, ("app/u9/deep", "app/u9/notjson", "app/u9/esc", "app/u9/nan"),
     deep=("app/u9/deep",), nan="app/u9/nan",
     nan_found=frozenset({("invalid_json", "app/u9/nan"), ("invalid_json", None)}))
+
+AGNO = HostileRows(
+    _hostile_agno, ("ag-deep", "ag-notjson", "ag-esc", "ag-nan"),
+    deep=("ag-deep",), nan="ag-nan", nan_found=frozenset({("invalid_json", None)}))
 
 
 def build(fmt: str, path: Path) -> str:

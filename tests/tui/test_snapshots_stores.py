@@ -1,9 +1,10 @@
 """The main screen of every store's database at 80x24 and 160x48 (SVG snapshots,
 pytest-textual-snapshot; tests/tui/__snapshots__/test_snapshots_stores/).
 
-Each store's bundled sample (`FormatCase.sample`, sample_db/), and LangGraph.js's own
-database (tests/fixtures/tui/langgraphjs.db, written by LangGraph.js: its ids and
-times fixed by the commit). A relative path keeps the status line the same on every
+Each store's bundled sample (`FormatCase.sample`, sample_db/), LangGraph.js's own
+database (tests/fixtures/tui/langgraphjs.db, written by LangGraph.js) and CrewAI's
+(tests/fixtures/tui/crewai/, written by crewai: make_crewai.py), their ids and times
+fixed by the commit. A relative path keeps the status line the same on every
 machine. After a deliberate change of the screen: `--snapshot-update`, then look at
 the new SVGs before committing them."""
 
@@ -15,13 +16,16 @@ from pathlib import Path
 import pytest
 
 from agentctl.tui.app import AgentctlApp
-from tests.support.contract_formats import CASES
+from tests.support.contract_formats import CASES, SAMPLED
 from tests.support.rig import REPO
 from tests.support.tui import settle
 
-#: every store's database: the samples of CASES, and LangGraph.js's
-DATABASES = {name: REPO / "sample_db" / case.sample for name, case in CASES.items()}
-DATABASES["langgraphjs"] = REPO / "tests" / "fixtures" / "tui" / "langgraphjs.db"
+#: every store's database: the samples of CASES, LangGraph.js's and CrewAI's
+TUI = REPO / "tests" / "fixtures" / "tui"
+DATABASES = {name: REPO / "sample_db" / str(CASES[name].sample) for name in SAMPLED}
+DATABASES["langgraphjs"] = TUI / "langgraphjs.db"
+DATABASES.update({"crewai": TUI / "crewai" / "checkpoints.db", "crewai-flows": TUI / "crewai" / "flow_states.db",
+                  "crewai-replay": TUI / "crewai" / "latest_kickoff_task_outputs.db"})
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
 
 

@@ -230,7 +230,7 @@ class CheckpointHistory(_Base):
         cp = await self.store.get(head)
         assert cp is not None
         return TimeTravelResult(checkpoint=cp, thread_id=branch, rewind_depth=len(later),
-                                snapshot_count_before=before, op_id=op_id, archive_thread=branch)
+                                snapshot_count_before=before, op_id=op_id, archive_thread=branch, moved=later)
 
     @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:

@@ -51,10 +51,12 @@ async def test_cli_dry_run_plan_is_what_the_write_does(built, what):
     if what == "merge":
         args = ["merge", await _cli_branch_to_merge(case, b) if declared else b.threads[-1], "--into", b.main]
     before_all = await dump(b.url)
-    if not declared:
+    # a rewind --hard the store does not offer (FormatCase.hard_rewind) is refused likewise
+    refused = "--hard is not offered" if declared else "does not support"
+    if not declared or (what == "rewind-hard" and not case.hard_rewind):
         for extra in (["--dry-run"], ["--dry-run", "--json"], [] if what == "merge" else ["--yes"]):
             r = cli(b.url, "--no-color", *args, *extra)
-            assert r.exit_code == 2 and "does not support" in r.stderr, (extra, r.stdout, r.stderr)
+            assert r.exit_code == 2 and refused in r.stderr, (extra, r.stdout, r.stderr)
             assert r.stdout == "", r.stdout  # no plan
         assert await dump(b.url) == before_all and not _backups(b)
         return

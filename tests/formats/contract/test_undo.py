@@ -11,7 +11,7 @@ import json
 import pytest
 from tests.support.sampledb import cli
 from tests.support.contract_formats import dump
-from tests.support.contract_suite import _ok, data_rows
+from tests.support.contract_suite import _ok, data_rows, needs_append
 
 from agentctl.errors import AgentctlError
 from agentctl.storage import Capability, open_store
@@ -25,6 +25,7 @@ async def test_undo_refused_after_the_program_wrote(built, cap):
     async with open_store(b.url, readonly=False) as store:
         if not (store.can(cap) and store.can(Capability.UNDO)):
             pytest.skip(f"{case.name} does not declare {cap.value} with undo")
+        needs_append(case)
         target = (await store.read_thread(b.main, 1000))[1].checkpoint_id
         h = store.history()
         if cap is Capability.REWIND:
@@ -42,15 +43,16 @@ async def test_undo_refused_after_the_program_wrote(built, cap):
 
 
 async def test_purge_frees_what_undo_could_bring_back(built):
-    """A hard rewind's rows wait in the trash: purge --dry-run lists the operation and
-    writes nothing, purge frees them, then that undo is refused and writes nothing."""
+    """A hard rewind's rows (where the store has no --hard: a deleted thread's) wait in
+    the trash: purge --dry-run lists the operation and writes nothing, purge frees them,
+    then that undo is refused and writes nothing."""
     case, b = built
     async with open_store(b.url, readonly=False) as store:
         if not (store.can(Capability.REWIND) and store.can(Capability.UNDO)):
             pytest.skip(f"{case.name} does not declare rewind with undo")
         target = (await store.read_thread(b.main, 1000))[1].checkpoint_id
         h = store.history()
-        op = (await h.rewind(target, hard=True)).op_id
+        op = (await (h.rewind(target, hard=True) if case.hard_rewind else h.delete_thread(b.main))).op_id
         rewound = await data_rows(case, b.url)
         everything = await dump(b.url)
         planned = await h.purge(dry_run=True)
