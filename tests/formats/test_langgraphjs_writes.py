@@ -11,6 +11,7 @@ both give the same checkpoints and the same final state; `undo` gives every row 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import uuid
 from collections import Counter
@@ -60,28 +61,66 @@ class JsDb:
         return run_sync(dump)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def twins(request, tmp_path, node_modules) -> Callable[[], JsDb]:
-    """Makes a database as LangGraph.js's build writes it (call it twice: twins)."""
-    made: list[str] = []
+class JsBuilds:
+    """LangGraph.js's build (with `build_sub`: and the subgraph's thread) run once per
+    session and kind, copied for each twin: a SQLite file, or a Postgres schema beside the
+    others in the rig's database (tests/support/dbcopy.py's copy: tables, rows, indexes)."""
 
-    def make() -> JsDb:
-        if request.param == "sqlite":
-            path = str(tmp_path / f"lgjs{len(made)}.db")
-            made.append(path)
-            db = JsDb("sqlite", path, ("sqlite", path, "-"))
-        else:
-            base = request.getfixturevalue("pg_base_dsn")
-            schema = "js_" + uuid.uuid4().hex[:12]
-            pg_execute(base, f"CREATE SCHEMA {schema}")
-            made.append(schema)
-            db = JsDb("postgres", with_search_path(base, schema), ("postgres", base, schema), schema)
-        db.js({"op": "build"})
+    def __init__(self, folder, request) -> None:
+        self.folder, self.request = folder, request
+        self._built: dict[tuple[str, bool], JsDb] = {}
+
+    def _new(self, kind: str, name: str) -> JsDb:
+        if kind == "sqlite":
+            path = str(self.folder / f"{name}.db")
+            return JsDb("sqlite", path, ("sqlite", path, "-"))
+        base = self.request.getfixturevalue("pg_base_dsn")
+        schema = name + "_" + uuid.uuid4().hex[:12]
+        pg_execute(base, f"CREATE SCHEMA {schema}")
+        return JsDb("postgres", with_search_path(base, schema), ("postgres", base, schema), schema)
+
+    def _build(self, kind: str, sub: bool) -> JsDb:
+        db = self._new(kind, f"js_built_{kind}_{int(sub)}")
+        db.js({"op": "build"}, *([{"op": "build_sub"}] if sub else []))
+        if kind == "sqlite":
+            with sqlite3.connect(db.url) as c:  # everything in the main file: the copy is all of it
+                c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return db
+
+    def copy(self, kind: str, sub: bool, dest) -> JsDb:
+        if (kind, sub) not in self._built:
+            self._built[kind, sub] = self._build(kind, sub)
+        source = self._built[kind, sub]
+        if kind == "sqlite":
+            shutil.copyfile(source.url, dest)
+            return JsDb("sqlite", str(dest), ("sqlite", str(dest), "-"))
+        from tests.support.dbcopy import _copy_schema
+
+        schema = "js_" + uuid.uuid4().hex[:12]
+        run_sync(lambda: _copy_schema(source.url, schema))
+        base = source.node_args[1]
+        return JsDb("postgres", with_search_path(base, schema), ("postgres", base, schema), schema)
+
+
+@pytest.fixture(scope="session")
+def js_builds(tmp_path_factory, request, node_modules) -> JsBuilds:
+    return JsBuilds(tmp_path_factory.mktemp("lgjs"), request)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def twins(request, tmp_path, js_builds) -> Callable[..., JsDb]:
+    """Makes a database as LangGraph.js's build writes it (call it twice: twins); with
+    `sub=True` the subgraph's thread too. A copy of the one LangGraph.js built for this
+    session."""
+    made: list[JsDb] = []
+
+    def make(sub: bool = False) -> JsDb:
+        made.append(js_builds.copy(request.param, sub, tmp_path / f"lgjs{len(made)}.db"))
+        return made[-1]
 
     yield make
     if request.param == "postgres" and made:
-        pg_execute(request.getfixturevalue("pg_base_dsn"), *(f"DROP SCHEMA {schema} CASCADE" for schema in made))
+        pg_execute(request.getfixturevalue("pg_base_dsn"), *(f"DROP SCHEMA {db.schema} CASCADE" for db in made))
 
 
 def shape(history: list[dict[str, Any]]) -> list[tuple]:
@@ -319,11 +358,7 @@ def test_a_schema_named_by_search_path_is_read_and_written_alone(twins):
 def sub_twins(twins) -> Callable[[], JsDb]:
     """twins() with thread s1 too: the graph whose node `inner` is a compiled subgraph,
     one run answered inside it, a second left at its pending interrupt()."""
-    def make() -> JsDb:
-        db = twins()
-        db.js({"op": "build_sub"})
-        return db
-    return make
+    return lambda: twins(sub=True)
 
 
 def namespaces(db: JsDb, thread: str) -> dict[str, int]:
