@@ -36,6 +36,7 @@ from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
+    from agentctl.storage.results import DeletePlan, OpResult, PrunePlan, RewindPlan, TimeTravelResult
     from agentctl.storage.agno.store import AgnoStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -148,7 +149,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
 
     # ---- rewind ----------------------------------------------------------------------
 
-    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
         from agentctl.storage.results import RewindPlan
 
         meta = await self._target(checkpoint_id)
@@ -158,7 +159,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
 
     @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> Any:
+                     archive_thread: str | None = None) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
 
         st = self.store
@@ -241,7 +242,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         run = (cp.tools_result or {}).get("run") or {}
         return {**(cp.state or {}), **{k: run.get(k) for k in cls.RUN_KEYS}}
 
-    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
         """`agentctl edit`: session_state keys set in the session's session_data as Agno's
         `update_session_state` writes them (the head only: the session's state is its
         latest), `content` / `messages.I.content` in the run's run_data in place (and in
@@ -344,7 +345,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         """The top-level runs a prune deletes of a session's."""
         return list(tops) if whole else list(tops[: max(len(tops) - int(spec.keep_last), 0)])
 
-    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[Any]:
+    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[PrunePlan]:
         """A plan per session the prune changes: its older runs (--keep-last N: all but
         its last N), or all of them (the whole session, --older-than)."""
         from agentctl.storage.results import CheckpointGC, PrunePlan, duration_text
@@ -368,7 +369,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         return out
 
     @retried_write
-    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Sequence[Any] | None = None) -> list[Any]:
+    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Sequence[Any] | None = None) -> list[OpResult]:
         """One op: of each session the older runs deleted with their member runs (the
         legacy array's entries too; the kept runs' run_index renumbered 0.., so that the
         next run agno appends comes after them), or the whole session; undo puts every row
@@ -490,7 +491,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
 
     # ---- threads delete ----------------------------------------------------------------
 
-    async def plan_delete_thread(self, thread_id: str) -> Any:
+    async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
         from agentctl.storage.results import DeletePlan
 
         if await self.store.thread_summary(thread_id) is None:
@@ -498,7 +499,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         return DeletePlan(thread_id, await self.store.count(thread_id))
 
     @retried_write
-    async def delete_thread(self, thread_id: str) -> Any:
+    async def delete_thread(self, thread_id: str) -> OpResult:
         from agentctl.storage.results import OpResult
 
         st = self.store

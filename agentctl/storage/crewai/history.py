@@ -37,13 +37,16 @@ import re
 import secrets
 import uuid as uuidlib
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.storage.contract import History, RewindAndBranchOnly, retried_write
 from agentctl.storage.crewai.store import CheckpointStore, FlowStateStore, load_json
 from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sql import jsonb
+
+if TYPE_CHECKING:
+    from agentctl.storage.results import DeletePlan, OpResult, PrunePlan, RewindPlan, TimeTravelResult
 
 _NAME = re.compile(r"^[A-Za-z0-9._/-]{1,128}$")
 
@@ -86,7 +89,7 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
             raise CheckpointNotFound(checkpoint_id)
         return rows[0]
 
-    async def plan_delete_thread(self, thread_id: str) -> Any:
+    async def plan_delete_thread(self, thread_id: str) -> DeletePlan:
         from agentctl.storage.results import DeletePlan
 
         n = await self.store.count(thread_id)
@@ -96,7 +99,7 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
         return DeletePlan(thread_id, n, [], list(dict.fromkeys(b.thread_id for b in branches)))
 
     @retried_write
-    async def delete_thread(self, thread_id: str) -> Any:
+    async def delete_thread(self, thread_id: str) -> OpResult:
         from agentctl.storage.results import OpResult
 
         s = self.store
@@ -195,7 +198,7 @@ class CheckpointHistory(_Base):
             raise UsageError(f"{checkpoint_id}: its data is not a JSON object")
         return row, data
 
-    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
         from agentctl.storage.results import RewindPlan
 
         _no_hard(hard)
@@ -207,7 +210,7 @@ class CheckpointHistory(_Base):
 
     @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> Any:
+                     archive_thread: str | None = None) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
 
         _no_hard(hard)
@@ -288,7 +291,7 @@ class CheckpointHistory(_Base):
         """What `edit` changes: the checkpoint's `data` (its event_record aside)."""
         return {k: v for k, v in (cp.state or {}).items() if k != "events"}
 
-    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
         from agentctl.storage.results import OpResult
 
         meta = await self._target(checkpoint_id)
@@ -369,7 +372,7 @@ class CheckpointHistory(_Base):
             out.append((branch, gone, len(rows) - len(gone), kept))
         return out
 
-    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[Any]:
+    async def plan_prune_spec(self, spec: Any, preview: int | None = None) -> list[PrunePlan]:
         from agentctl.model import CheckpointMetadata
         from agentctl.storage.crewai.store import ts_iso
         from agentctl.storage.results import PrunePlan
@@ -387,7 +390,7 @@ class CheckpointHistory(_Base):
         return out
 
     @retried_write
-    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Any = None) -> list[Any]:
+    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Any = None) -> list[OpResult]:
         from agentctl.storage.results import OpResult
         from agentctl.storage.sqlutil import in_chunks
 
@@ -425,7 +428,7 @@ class FlowStateHistory(_Base):
                 return name
         raise OperationError(f"no free archive name for {flow!r}; retry")
 
-    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> Any:
+    async def plan_rewind(self, checkpoint_id: str, hard: bool = False) -> RewindPlan:
         from agentctl.storage.results import RewindPlan
 
         meta = await self._target(checkpoint_id)
@@ -435,7 +438,7 @@ class FlowStateHistory(_Base):
 
     @retried_write
     async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> Any:
+                     archive_thread: str | None = None) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
 
         meta = await self._target(checkpoint_id)
@@ -501,7 +504,7 @@ class FlowStateHistory(_Base):
         return {"mode": "kickoff", "steps": await self.store.count(thread_id),
                 "state": head.state if head is not None else None}
 
-    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> Any:
+    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
         from agentctl.storage.results import OpResult
 
         meta = await self._target(checkpoint_id)
