@@ -87,7 +87,7 @@ def test_formats_lists_edit_run_redo_compare():
             assert "edit" not in can and "redo" not in can and "compare" in can
             continue
         assert {"edit", "redo", "compare"} <= set(can), name
-        assert ("run" in can) == (name in ("langgraph", "openai-agents", "adk")), name
+        assert ("run" in can) == (name in ("langgraph", "openai-agents", "adk", "agno", "crewai", "crewai-flows")), name
     data = cli_json(None, "formats")
     assert all("compare" in f["capabilities"] for f in data["formats"])
 
