@@ -243,10 +243,21 @@ def test_edit_through_the_js_graph_writes_what_updatestate_writes(project, tmp_p
     assert dump(str(db), None) == before
 
 
+def without_tsx(project) -> None:
+    """The project's node_modules without tsx (the rig's has it): a link to each other package."""
+    rig = (project / "node_modules").resolve()
+    (project / "node_modules").unlink()
+    (project / "node_modules").mkdir()
+    for entry in rig.iterdir():
+        if entry.name not in ("tsx", ".bin"):
+            (project / "node_modules" / entry.name).symlink_to(entry)
+
+
 def test_typescript_without_tsx_and_a_missing_node_are_one_line_exit_2(project, tmp_path):
     db = tmp_path / "run.db"
     invoke(project, db, "input", {"city": "lima"})
     before = dump(str(db), None)
+    without_tsx(project)
     shutil.copyfile(project / "graph.mjs", project / "agent.ts")
     for args, env, words in [
         (["--agent", f"{project / 'agent.ts'}:graph"], None, "npm install -D tsx"),
@@ -259,6 +270,48 @@ def test_typescript_without_tsx_and_a_missing_node_are_one_line_exit_2(project, 
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert r.stderr.startswith("agentctl: ") and words in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert dump(str(db), None) == before and cli_json(str(db), "oplog") == []
+
+
+#: the graph in TypeScript (types node cannot run alone), as src/agent.ts of a project
+TS_GRAPH = GRAPH.replace("function plan(s) {", "type Trip = { city: string };\nfunction plan(s: Trip): Record<string, unknown> {")
+
+
+def test_a_typescript_graph_of_langgraph_json_runs_and_edits_through_the_projects_tsx(project, tmp_path):
+    """A langgraph.json entry `./src/agent.ts:graph`: `run` and `edit --agent` run it in
+    node through the project's own tsx (the rig's, tests/node/package.json), on the node
+    named by AGENTCTL_NODE and by --node (a good one, seen to run): what they add is what
+    LangGraph.js's own resume and updateState add on a copy; each undoes row for row."""
+    (project / "src").mkdir()
+    (project / "src" / "agent.ts").write_text(TS_GRAPH)
+    (project / "langgraph.json").write_text(json.dumps({"node_version": "20", "graphs": {"trip": "./src/agent.ts:graph"}}))
+    assert (project / "node_modules" / "tsx" / "package.json").is_file()
+    seen = tmp_path / "node-ran"
+    good = tmp_path / "bin" / "my-node"
+    good.parent.mkdir()
+    good.write_text(f'#!/bin/sh\necho "$@" >> {seen}\nexec {shutil.which("node")} "$@"\n')
+    good.chmod(0o755)
+    db, ref, ref_edit = tmp_path / "run.db", tmp_path / "ref.db", tmp_path / "ref-edit.db"
+    invoke(project, db, "input", {"city": "oslo"})
+    shutil.copyfile(db, ref)
+    shutil.copyfile(db, ref_edit)
+    before = dump(str(db), None)
+
+    r = _agentctl(db, "run", "t", "--resume", '"yes"', cwd=project, env={"AGENTCTL_NODE": str(good)})
+    assert r.returncode == 0, r.stderr
+    assert "tsx" in seen.read_text()  # the good node ran, with the project's tsx
+    invoke(project, ref, "resume", "yes")
+    assert same(history(project, db)) == same(history(project, ref))
+    assert history(project, db)[-1]["values"]["log"] == ["plan oslo", "ask yes", "book OSLO yes"]
+    assert cli(str(db), "undo").exit_code == 0 and dump(str(db), None) == before
+
+    seen.unlink()
+    r = _agentctl(db, "edit", "t", "--set", 'city="BERGEN"', "--agent", "trip", "--node", str(good), "--yes",
+                  cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "tsx" in seen.read_text()
+    invoke(project, ref_edit, "update", {"city": "BERGEN"})
+    assert same(history(project, db)) == same(history(project, ref_edit))
+    assert cli(str(db), "undo").exit_code == 0 and dump(str(db), None) == before
 
 
 def test_ctrl_c_stops_the_js_run_and_what_it_saved_stays_undoable(project, tmp_path):
