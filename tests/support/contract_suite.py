@@ -7,7 +7,9 @@ its dry-run-equals-write suite (test_dry_run.py) and, with `FormatCase.hostile`,
 hostile-rows suite (tests/reliability/test_reliability_hostile.py) run on it without a
 change of theirs (tests/README.md: how a new store joins). What a store lacks (Postgres,
 writes, `rewind --hard`, its program's next step, a bundled sample) is said by its
-case's fields, from which the suites derive what they run.
+case's fields, from which the suites derive what they run (a test that needs a capability
+or the program's next step says so with `@pytest.mark.needs(...)`: the pairs it does
+not apply to are deselected, not skipped; tests/formats/contract/conftest.py).
 """
 
 from __future__ import annotations
@@ -51,12 +53,6 @@ def content(case: FormatCase, cp: Checkpoint):
 async def data_rows(case: FormatCase, url: str) -> dict:
     """The format's own tables, row for row (agentctl's side tables left out)."""
     return await dump(url, side_tables=False, volatile=case.volatile)
-
-
-def needs_append(case: FormatCase) -> None:
-    """Skip, saying why, where the format's program cannot write a step here."""
-    if case.append is None:
-        pytest.skip(case.no_append or f"{case.name}'s program writes no more steps here")
 
 
 def _ok(r, codes=(0,)) -> None:

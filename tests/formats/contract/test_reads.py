@@ -12,7 +12,7 @@ import pytest
 from tests.support.format_contract import check_step_refs, check_store
 from tests.support.sampledb import cli
 from tests.support.contract_formats import CASES, NEEDLE, Built, dump
-from tests.support.contract_suite import _ok, needs_append
+from tests.support.contract_suite import _ok
 
 from agentctl.errors import AmbiguousReference, NotFoundError
 from agentctl.refs import resolve
@@ -101,6 +101,7 @@ async def test_refs(built):
                     await resolve(store, prefix)
 
 
+@pytest.mark.needs("rewind", "append")
 async def test_step_ref_after_a_fork_names_the_head_line(built):
     """issue 33.23: x0 -> x1 -> x2 (abandoned by a rewind to x1) and the newer line
     x1 -> y2 -> y3 (the head): THREAD@2 is y2, the head line's, not the oldest row at
@@ -108,9 +109,6 @@ async def test_step_ref_after_a_fork_names_the_head_line(built):
     fork), the step has both and the newer one is named; every step checked as the
     README's rule says (check_step_refs)."""
     case, b = built
-    needs_append(case)
-    if not next(f for f in formats() if f.name == case.name).can(Capability.REWIND):
-        pytest.skip(f"{case.name} does not declare rewind")
     async def rewind_and_append(target: str, *texts: str) -> list:
         async with open_store(b.url, readonly=False) as store:
             h = store.history()
@@ -167,13 +165,11 @@ async def test_tree(built):
             assert e["from"] in ids and e["to"] in ids
 
 
+@pytest.mark.needs("follow", "append")
 async def test_follow_sees_another_writer(built):
     """FOLLOW: the change token moves when the format's own program writes a step."""
     case, b = built
     async with open_store(b.url) as store:
-        if not store.can(Capability.FOLLOW):
-            pytest.skip(f"{case.name} does not declare follow")
-        needs_append(case)
         everything, thread = await store.change_token(None), await store.change_token(b.main)
     await case.append(b.url, b.main, "one more step")
     async with open_store(b.url) as store:

@@ -11,21 +11,19 @@ import json
 import pytest
 from tests.support.sampledb import cli
 from tests.support.contract_formats import dump
-from tests.support.contract_suite import _ok, data_rows, needs_append
+from tests.support.contract_suite import _ok, data_rows
 
 from agentctl.errors import AgentctlError
 from agentctl.storage import Capability, open_store
 
 
+@pytest.mark.needs("cap", "undo", "append")
 @pytest.mark.parametrize("cap", (Capability.REWIND, Capability.BRANCH), ids=["rewind", "branch"])
 async def test_undo_refused_after_the_program_wrote(built, cap):
     """After agentctl's write the format's own program writes to the thread: undo then
     refuses (it would drop or garble what the program wrote) and writes nothing."""
     case, b = built
     async with open_store(b.url, readonly=False) as store:
-        if not (store.can(cap) and store.can(Capability.UNDO)):
-            pytest.skip(f"{case.name} does not declare {cap.value} with undo")
-        needs_append(case)
         target = (await store.read_thread(b.main, 1000))[1].checkpoint_id
         h = store.history()
         if cap is Capability.REWIND:
@@ -42,14 +40,13 @@ async def test_undo_refused_after_the_program_wrote(built, cap):
     assert await dump(b.url) == before
 
 
+@pytest.mark.needs("rewind", "undo")
 async def test_purge_frees_what_undo_could_bring_back(built):
     """A hard rewind's rows (where the store has no --hard: a deleted thread's) wait in
     the trash: purge --dry-run lists the operation and writes nothing, purge frees them,
     then that undo is refused and writes nothing."""
     case, b = built
     async with open_store(b.url, readonly=False) as store:
-        if not (store.can(Capability.REWIND) and store.can(Capability.UNDO)):
-            pytest.skip(f"{case.name} does not declare rewind with undo")
         target = (await store.read_thread(b.main, 1000))[1].checkpoint_id
         h = store.history()
         op = (await (h.rewind(target, hard=True) if case.hard_rewind else h.delete_thread(b.main))).op_id
@@ -68,12 +65,10 @@ async def test_purge_frees_what_undo_could_bring_back(built):
     assert await dump(b.url) == everything
 
 
+@pytest.mark.needs("branch", "undo")
 async def test_undo_says_undid_on_every_format(built):
     """The undo's line (and its op summary) reads the same on every format."""
     case, b = built
-    async with open_store(b.url) as store:
-        if not (store.can(Capability.BRANCH) and store.can(Capability.UNDO)):
-            pytest.skip(f"{case.name} cannot branch and undo")
     _ok(cli(b.url, "branch", b.main, "wording"))
     r = cli(b.url, "undo")
     _ok(r)
