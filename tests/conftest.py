@@ -25,8 +25,9 @@ from tests.support import pgserver
 from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, run_sync, unavailable, with_search_path
 
 
-#: the fixtures whose tests are `slow`: a Postgres server, the Node rig (npm ci, node)
-SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "pg_templates", "pg_clone", "node_modules"})
+#: the fixtures whose tests are `slow`: a Postgres server, the Node rig (npm ci, node),
+#: the CrewAI rig (crewai run in a venv of its own, tests/support/crewairig.py)
+SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "pg_templates", "pg_clone", "node_modules", "crewai_python"})
 #: the parameters (a test id's parts) whose tests are `slow`: the Postgres half of a
 #: test run on both backends
 SLOW_PARAMS = frozenset({"postgres", "pg"})
@@ -47,6 +48,9 @@ SLOW_FILES = frozenset({
     # LangGraph's own serializer writing the checkpoint
     "tests/formats/test_langgraph_serde.py::test_show_imports_no_module_named_in_a_checkpoint",
     "tests/tui/test_tui_edit_run.py", "tests/tui/test_tui_compare_llm.py", "tests/cli/test_story.py",
+    # the TUI on every store (a Pilot session per format) and every store's snapshots:
+    # tests/tui/test_tui.py is the fast tier's TUI
+    "tests/formats/contract/test_tui.py", "tests/tui/test_snapshots_stores.py",
     # LangGraph.js (the Node rig); a LangGraph program writing beside agentctl's index
     "tests/formats/test_langgraphjs_rig.py", "tests/formats/test_langgraphjs_writes.py",
     "tests/formats/test_search_index_sdk_lg.py",
