@@ -119,7 +119,9 @@ def pg_templates(pg_base_dsn):
     (tests/support/pgclone.py)."""
     from tests.support.pgclone import PgTemplates
 
-    return PgTemplates(pg_base_dsn)
+    templates = PgTemplates(pg_base_dsn)
+    yield templates
+    run_sync(templates.close)
 
 
 @pytest.fixture

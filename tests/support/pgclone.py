@@ -47,7 +47,9 @@ class PgTemplates:
         self._built: dict[str, tuple[str, Any]] = {}
 
     async def _build(self, key: str, build: Callable[[str], Awaitable[Any]]) -> tuple[str, Any]:
-        name = "tpl_" + "".join(c if c.isalnum() else "_" for c in key)
+        # a name of this session's own: another session or worker may share the server
+        # (AGENTCTL_TEST_PG_DSN)
+        name = "tpl_" + "".join(c if c.isalnum() else "_" for c in key) + "_" + uuid.uuid4().hex[:8]
         await _sql(self.base, f'CREATE DATABASE "{name}"')
         dsn = on_database(self.base, name)
         await _sql(dsn, f"CREATE SCHEMA {SCHEMA}")
@@ -70,3 +72,9 @@ class PgTemplates:
 
     async def drop(self, dsn: str) -> None:
         await _sql(self.base, f'DROP DATABASE IF EXISTS "{urlsplit(dsn).path.lstrip("/")}" WITH (FORCE)')
+
+    async def close(self) -> None:
+        """Drop the templates (the session's end)."""
+        for name, _ in self._built.values():
+            await _sql(self.base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self._built.clear()
