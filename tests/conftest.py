@@ -3,12 +3,13 @@
 Postgres: `AGENTCTL_TEST_PG_DSN` if set, else a throwaway server started here
 (tests/support/pgserver.py). Without server binaries the Postgres tests skip with the reason,
 except when `AGENTCTL_REQUIRE_PG=1`, where that is an error.
-Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`).
+Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`), or a
+clone of a database written once per session (`pg_clone`: a database of its own).
 
 The fast tier, `python -m pytest -m "not slow"`, is the suite without the tests marked
-`slow` here (pytest_collection_modifyitems): those on Postgres, on the Node rig, in the
-browser, the reliability suite, and those that run an agent framework's round trips
-(see SLOW_FILES). A Postgres server or the Node rig asked for in the fast tier is an error
+`slow` here (pytest_collection_modifyitems): those on Postgres, on the Node rig, on the
+CrewAI rig, in the browser, the reliability suite, the stores' TUI suites, and those that
+run an agent framework's round trips (see SLOW_FILES). A Postgres server or the Node rig asked for in the fast tier is an error
 (`fast_tier_refuses`): what needs one must be marked.
 """
 
