@@ -3,8 +3,7 @@
 Postgres: `AGENTCTL_TEST_PG_DSN` if set, else a throwaway server started here
 (tests/support/pgserver.py). Without server binaries the Postgres tests skip with the reason,
 except when `AGENTCTL_REQUIRE_PG=1`, where that is an error.
-Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`), or a
-clone of a database written once per session (`pg_clone`: a database of its own).
+Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`).
 
 The fast tier, `python -m pytest -m "not slow"`, is the suite without the tests marked
 `slow` here (pytest_collection_modifyitems): those on Postgres, on the Node rig, on the
@@ -23,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from tests.support import pgserver
-from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, run_sync, unavailable, with_search_path
+from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, unavailable, with_search_path
 
 
 #: the fixtures whose tests are `slow`: a Postgres server, the Node rig (npm ci, node),
 #: the CrewAI rig (crewai run in a venv of its own, tests/support/crewairig.py)
-SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "pg_templates", "pg_clone", "node_modules", "crewai_python"})
+SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "node_modules", "crewai_python"})
 #: the parameters (a test id's parts) whose tests are `slow`: the Postgres half of a
 #: test run on both backends
 SLOW_PARAMS = frozenset({"postgres", "pg"})
@@ -112,33 +111,6 @@ def pg_dsn(pg_base_dsn):
     pg_execute(pg_base_dsn, f"CREATE SCHEMA {schema}")
     yield with_search_path(pg_base_dsn, schema)
     pg_execute(pg_base_dsn, f"DROP SCHEMA {schema} CASCADE")
-
-
-@pytest.fixture(scope="session")
-def pg_templates(pg_base_dsn):
-    """The databases written once per session on this worker's server, cloned per test
-    (tests/support/pgclone.py)."""
-    from tests.support.pgclone import PgTemplates
-
-    templates = PgTemplates(pg_base_dsn)
-    yield templates
-    run_sync(templates.close)
-
-
-@pytest.fixture
-def pg_clone(pg_templates):
-    """clone(key, build) -> (dsn, build's value): a private clone of the database
-    `build(dsn)` wrote once per session for `key`, dropped after the test."""
-    made: list[str] = []
-
-    async def clone(key, build):
-        dsn, value = await pg_templates.clone(key, build)
-        made.append(dsn)
-        return dsn, value
-
-    yield clone
-    for dsn in made:
-        run_sync(lambda: pg_templates.drop(dsn))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
