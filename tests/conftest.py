@@ -6,9 +6,9 @@ except when `AGENTCTL_REQUIRE_PG=1`, where that is an error.
 Each test gets a fresh SQLite file or a fresh Postgres schema (via `search_path`).
 
 The fast tier, `python -m pytest -m "not slow"`, is the suite without the tests marked
-`slow` here (pytest_collection_modifyitems): those on Postgres, on the Node rig, in the
-browser, the reliability suite, and those that run an agent framework's round trips
-(see SLOW_FILES). A Postgres server or the Node rig asked for in the fast tier is an error
+`slow` here (pytest_collection_modifyitems): those on Postgres, on the Node rig, on the
+CrewAI rig, in the browser, the reliability suite, the stores' TUI suites, and those that
+run an agent framework's round trips (see SLOW_FILES). A Postgres server or the Node rig asked for in the fast tier is an error
 (`fast_tier_refuses`): what needs one must be marked.
 """
 
@@ -22,11 +22,12 @@ from pathlib import Path
 import pytest
 
 from tests.support import pgserver
-from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, run_sync, unavailable, with_search_path
+from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, unavailable, with_search_path
 
 
-#: the fixtures whose tests are `slow`: a Postgres server, the Node rig (npm ci, node)
-SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "pg_templates", "pg_clone", "node_modules"})
+#: the fixtures whose tests are `slow`: a Postgres server, the Node rig (npm ci, node),
+#: the CrewAI rig (crewai run in a venv of its own, tests/support/crewairig.py)
+SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "node_modules", "crewai_python"})
 #: the parameters (a test id's parts) whose tests are `slow`: the Postgres half of a
 #: test run on both backends
 SLOW_PARAMS = frozenset({"postgres", "pg"})
@@ -51,6 +52,9 @@ SLOW_FILES = frozenset({
     # LangGraph's own serializer writing the checkpoint
     "tests/formats/test_langgraph_serde.py::test_show_imports_no_module_named_in_a_checkpoint",
     "tests/tui/test_tui_edit_run.py", "tests/tui/test_tui_compare_llm.py", "tests/cli/test_story.py",
+    # the TUI on every store (a Pilot session per format) and every store's snapshots:
+    # tests/tui/test_tui.py is the fast tier's TUI
+    "tests/formats/contract/test_tui.py", "tests/tui/test_snapshots_stores.py",
     # LangGraph.js (the Node rig); a LangGraph program writing beside agentctl's index
     "tests/formats/test_langgraphjs_rig.py", "tests/formats/test_langgraphjs_writes.py",
     "tests/formats/test_search_index_sdk_lg.py",
@@ -115,31 +119,6 @@ def pg_dsn(pg_base_dsn):
     pg_execute(pg_base_dsn, f"CREATE SCHEMA {schema}")
     yield with_search_path(pg_base_dsn, schema)
     pg_execute(pg_base_dsn, f"DROP SCHEMA {schema} CASCADE")
-
-
-@pytest.fixture(scope="session")
-def pg_templates(pg_base_dsn):
-    """The databases written once per session on this worker's server, cloned per test
-    (tests/support/pgclone.py)."""
-    from tests.support.pgclone import PgTemplates
-
-    return PgTemplates(pg_base_dsn)
-
-
-@pytest.fixture
-def pg_clone(pg_templates):
-    """clone(key, build) -> (dsn, build's value): a private clone of the database
-    `build(dsn)` wrote once per session for `key`, dropped after the test."""
-    made: list[str] = []
-
-    async def clone(key, build):
-        dsn, value = await pg_templates.clone(key, build)
-        made.append(dsn)
-        return dsn, value
-
-    yield clone
-    for dsn in made:
-        run_sync(lambda: pg_templates.drop(dsn))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

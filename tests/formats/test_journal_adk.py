@@ -103,7 +103,8 @@ KINDS = ["rewind", "rewind-hard", "branch", "edit", "fix-state", "run", "run-new
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def adk(request, tmp_path) -> str:
-    return (await build_once(request, "adk", request.param, tmp_path / "adk.db")).url
+    url = str(tmp_path / "adk.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+    return (await build_once(request, "adk", request.param, url)).url
 
 
 async def frame(url: str, conn: Any = None) -> dict:

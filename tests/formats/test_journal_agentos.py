@@ -40,8 +40,8 @@ MOVES_FAILED = WRITES
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def ao(request, tmp_path):
-    built = await build_once(request, "agentos", request.param, tmp_path / "ao.db")
-    url = built.url
+    url = str(tmp_path / "ao.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+    built = await build_once(request, "agentos", request.param, url)
     async with open_store(url, readonly=False) as store:
         yield url, built, store
 
@@ -120,7 +120,8 @@ async def test_redo_refused_after_the_agent_wrote(ao) -> None:
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_writes_undo_redo_are_atomic(kind, tmp_path, request) -> None:
-    url = (await build_once(request, "agentos", kind, tmp_path / "ao.db")).url
+    url = str(tmp_path / "ao.db") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
+    await build_once(request, "agentos", kind, url)
     async with open_store(url, readonly=False) as store:
         h = store.history()
         await writes_undo_redo_atomic(url, store, lambda k: prepare(k, url, store, h), WRITES, MOVES_FAILED)

@@ -39,7 +39,8 @@ async def frame(url: str, conn: Any = None) -> dict:
 
 @pytest.fixture(params=KINDS)
 async def built(request, tmp_path) -> Any:
-    return await build_once(request, "article", request.param, tmp_path / "a.db")
+    url = str(tmp_path / "a.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+    return await build_once(request, "article", request.param, url)
 
 
 async def _cid(store: Any, ref: str) -> str:

@@ -43,8 +43,8 @@ MOVES_FAILED = WRITES
 async def lg(request, tmp_path):
     if request.param == "postgres":
         pytest.importorskip("langgraph.checkpoint.postgres")
-    built = await build_once(request, "langgraph", request.param, tmp_path / "lg.db")
-    url = built.url
+    url = str(tmp_path / "lg.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+    built = await build_once(request, "langgraph", request.param, url)
     async with open_store(url, readonly=False) as store:
         yield url, built, store
 
@@ -98,7 +98,8 @@ async def test_write_undo_redo_row_for_row(lg, kind) -> None:
 async def test_writes_undo_redo_are_atomic(kind, tmp_path, request) -> None:
     if kind == "postgres":
         pytest.importorskip("langgraph.checkpoint.postgres")
-    url = (await build_once(request, "langgraph", kind, tmp_path / "lg.db")).url
+    url = str(tmp_path / "lg.db") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
+    await build_once(request, "langgraph", kind, url)
     async with open_store(url, readonly=False) as store:
         h = store.history()
         await writes_undo_redo_atomic(url, store, lambda k: prepare(k, url, store, h), WRITES, MOVES_FAILED)

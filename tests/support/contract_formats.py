@@ -48,10 +48,6 @@ class Built:
         if self.branch is not None:
             self.branches.setdefault(self.main, self.branch)
 
-    def at(self, url: str) -> Built:
-        """The same description of a copy of the database, at `url`."""
-        return Built(url, list(self.threads), self.main, self.branch, dict(self.branches))
-
 
 @dataclass(frozen=True)
 class FormatCase:
@@ -773,15 +769,13 @@ class SQLiteBuilds:
             side = Path(str(source) + suffix)
             if side.exists() and side.stat().st_size:
                 shutil.copyfile(side, str(dest) + suffix)
-        return first.at(str(dest))
+        return Built(url=str(dest), threads=list(first.threads), main=first.main, branch=first.branch,
+                     branches=dict(first.branches))
 
 
-async def build_once(request: Any, name: str, kind: str, path: Path) -> Built:
-    """A copy of `CASES[name].build(kind, ...)`'s database, built once per test session:
-    on SQLite a file at `path` (the `sqlite_builds` fixture of tests/formats/conftest.py),
-    on Postgres a database of its own (tests/conftest.py's `pg_clone`)."""
-    case = CASES[name]
+async def build_once(request: Any, name: str, kind: str, url: str) -> Built:
+    """`CASES[name].build(kind, url)`; on SQLite a copy of the build made once per test
+    session instead (the `sqlite_builds` fixture of tests/formats/conftest.py)."""
     if kind == "sqlite":
-        return await request.getfixturevalue("sqlite_builds").copy(case, path)
-    url, first = await request.getfixturevalue("pg_clone")(case.name, lambda dsn: case.build(kind, dsn))
-    return first.at(url)
+        return await request.getfixturevalue("sqlite_builds").copy(CASES[name], Path(url))
+    return await CASES[name].build(kind, url)

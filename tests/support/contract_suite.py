@@ -21,7 +21,7 @@ import pytest
 
 from agentctl.model import Checkpoint
 from agentctl.storage import Capability, open_store
-from tests.support.contract_formats import CASES, Built, FormatCase, build_once, dump
+from tests.support.contract_formats import CASES, Built, FormatCase, dump
 
 #: every (store, backend) the suites run: each case on the backends it has (FormatCase.kinds)
 PAIRS = [(name, kind) for name, case in CASES.items() for kind in case.kinds]
@@ -39,11 +39,13 @@ def _needs(case: FormatCase) -> None:
 
 async def build_pair(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[FormatCase, Built]:
     """The `built` fixture of a (format, kind) pair: the format's database, a copy of the
-    one its program wrote once for this run (`build_once`)."""
+    one its program wrote for this run (tests/formats/conftest.py's builds)."""
     name, kind = request.param
     case = CASES[name]
     _needs(case)
-    return case, await build_once(request, name, kind, tmp_path / "db.sqlite")
+    if kind == "sqlite":
+        return case, await request.getfixturevalue("sqlite_builds").copy(case, tmp_path / "db.sqlite")
+    return case, await case.build(kind, request.getfixturevalue("pg_dsn"))
 
 
 def content(case: FormatCase, cp: Checkpoint):

@@ -31,15 +31,14 @@ async def load_sample(url: str, source: str = str(SAMPLE_DB)) -> int:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def sample_url(request, tmp_path) -> str:
-    """A private, writable copy of the sample: a SQLite file or a Postgres database of
-    its own."""
+    """A private, writable copy of the sample: a SQLite file or a fresh Postgres schema."""
     if request.param == "sqlite":
         dest = tmp_path / "sample.db"
         shutil.copyfile(SAMPLE_DB, dest)
         return str(dest)
-    # the sample loaded once per session, a clone of it per test (tests/conftest.py's pg_clone)
-    clone = request.getfixturevalue("pg_clone")
-    return run_sync(lambda: clone("sample", load_sample))[0]
+    dsn = request.getfixturevalue("pg_dsn")
+    run_sync(lambda: load_sample(dsn))
+    return dsn
 
 
 async def pg_sql(dsn: str, statement: str) -> None:
