@@ -26,8 +26,9 @@ def _interrupted_at_start(signum: int, frame: object) -> None:
 # gives SIGINT back to Python's handler once its own handling is in place. Imported
 # as a library, nothing changes.
 _argv = getattr(_sys, "orig_argv", [])
-if (_sys.argv and _sys.argv[0].rsplit("/", 1)[-1] == "agentctl") or \
-        any(a == "-m" and b == "agentctl" for a, b in zip(_argv, _argv[1:])):
+if (_sys.argv and _sys.argv[0].rsplit("/", 1)[-1] == "agentctl") or any(
+    a == "-m" and b == "agentctl" for a, b in zip(_argv, _argv[1:], strict=False)
+):
     import signal as _signal
 
     if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:

@@ -49,21 +49,62 @@ CONTENT_SECTIONS = ("messages", "state")
 #: event and function-call ids), `tool_call_id`, `call_id`, `run_id`, `response_id`,
 #: `invocation_id`, and the session a transcript is in (the SDK formats' `session_id`:
 #: a branch's or a replay's session is another one); times: timestamps.
-GENERATED_IDS = frozenset({"tool_call_id", "call_id", "run_id", "response_id", "previous_response_id",
-                           "invocation_id", "session_id"})
-GENERATED_TIMES = frozenset({"timestamp", "created_at", "create_time", "update_time",
-                             "last_update_time"})
+GENERATED_IDS = frozenset(
+    {
+        "tool_call_id",
+        "call_id",
+        "run_id",
+        "response_id",
+        "previous_response_id",
+        "invocation_id",
+        "session_id",
+    }
+)
+GENERATED_TIMES = frozenset({"timestamp", "created_at", "create_time", "update_time", "last_update_time"})
 #: an object whose `id` is a framework's: it has one of these keys (a message, a tool
 #: call, an event, an item), or a `type` of `_ID_TYPES` (a LangChain message's, an
 #: OpenAI item's), or it is the value of one of `_ID_HOLDERS`; an `id` elsewhere (an
 #: order's in the user's state) is compared
-_ID_SIBLINGS = frozenset({"role", "author", "invocation_id", "tool_calls", "args", "arguments",
-                          "call_id", "tool_call_id", "response_metadata"})
-_ID_TYPES = frozenset({"human", "ai", "tool", "system", "function", "chat", "AIMessageChunk", "tool_call",
-                       "message", "reasoning", "function_call", "function_call_output", "web_search_call",
-                       "file_search_call", "computer_call", "computer_call_output", "code_interpreter_call",
-                       "image_generation_call", "local_shell_call", "custom_tool_call", "mcp_call",
-                       "mcp_list_tools", "mcp_approval_request"})
+_ID_SIBLINGS = frozenset(
+    {
+        "role",
+        "author",
+        "invocation_id",
+        "tool_calls",
+        "args",
+        "arguments",
+        "call_id",
+        "tool_call_id",
+        "response_metadata",
+    }
+)
+_ID_TYPES = frozenset(
+    {
+        "human",
+        "ai",
+        "tool",
+        "system",
+        "function",
+        "chat",
+        "AIMessageChunk",
+        "tool_call",
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "web_search_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "code_interpreter_call",
+        "image_generation_call",
+        "local_shell_call",
+        "custom_tool_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+    }
+)
 _ID_HOLDERS = frozenset({"kwargs", "function_call", "function_response", "functionCall", "functionResponse"})
 
 
@@ -96,8 +137,11 @@ def paired(value: Any) -> Any:
             done = {}
             for k in sorted(v, key=str):  # numbered in an order the keys' order does not change
                 x = v[k]
-                if isinstance(x, (str, int)) and not isinstance(x, bool) and (
-                        k in GENERATED_IDS or (k == "id" and own_id)):
+                if (
+                    isinstance(x, (str, int))
+                    and not isinstance(x, bool)
+                    and (k in GENERATED_IDS or (k == "id" and own_id))
+                ):
                     done[k] = ids.setdefault(x, f"<id {len(ids)}>")
                 elif k in GENERATED_TIMES and isinstance(x, (str, int, float)) and not isinstance(x, bool):
                     done[k] = _TIME
@@ -114,27 +158,28 @@ def paired(value: Any) -> Any:
 def _own_state(state: Any) -> Any:
     if not isinstance(state, dict):
         return state
-    return {k: v for k, v in state.items()
-            if not (isinstance(k, str) and k.startswith("__") and k.endswith("__"))}
+    return {
+        k: v for k, v in state.items() if not (isinstance(k, str) and k.startswith("__") and k.endswith("__"))
+    }
 
 
 @dataclass
 class Comparison:
     """The result of `compare`: where two runs parted, and what differed there."""
 
-    a: str                      # the checkpoint A names
-    b: str                      # the checkpoint B names
+    a: str  # the checkpoint A names
+    b: str  # the checkpoint B names
     first_divergent_step: int | None  # the step (of B's checkpoint, else A's) where they parted
-    a_at: str | None            # A's checkpoint at the divergence
-    b_at: str | None            # B's checkpoint at the divergence
-    a_step: int | None = None   # A's checkpoint's own step (a replay's steps can be one on)
-    b_step: int | None = None   # B's checkpoint's own step
+    a_at: str | None  # A's checkpoint at the divergence
+    b_at: str | None  # B's checkpoint at the divergence
+    a_step: int | None = None  # A's checkpoint's own step (a replay's steps can be one on)
+    b_step: int | None = None  # B's checkpoint's own step
     changes: list[Change] = field(default_factory=list)
-    a_steps: int = 0            # A's steps after the divergence (or after the shared part)
-    b_steps: int = 0            # B's steps after the divergence (or after the shared part)
-    common_steps: int = 0       # the steps both runs have alike before they part
+    a_steps: int = 0  # A's steps after the divergence (or after the shared part)
+    b_steps: int = 0  # B's steps after the divergence (or after the shared part)
+    common_steps: int = 0  # the steps both runs have alike before they part
     fork_point: str | None = None  # the last checkpoint both runs go through (their common ancestor)
-    exact: bool = False         # generated ids and times compared too (else paired by place)
+    exact: bool = False  # generated ids and times compared too (else paired by place)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -218,8 +263,9 @@ class _Contents:
             return True
         return not exact and _equal(paired(list(self.of(x))), paired(list(self.of(y))))
 
-    def changes(self, after: str | None, line: list[str],
-                like: tuple[list[str], list[bool]] | None = None) -> list[bool]:
+    def changes(
+        self, after: str | None, line: list[str], like: tuple[list[str], list[bool]] | None = None
+    ) -> list[bool]:
         """For each checkpoint of `line`, whether its content differs from the one
         before it (`after` first): whether it is a step. `like`: another line from
         `after` and its answers; while this line holds that line's texts place by
@@ -249,11 +295,11 @@ def _equal(p: Any, q: Any) -> bool:
 
 
 def _same(x: tuple[Any, ...], y: tuple[Any, ...]) -> bool:
-    return all(_equal(p, q) for p, q in zip(x, y))
+    return all(_equal(p, q) for p, q in zip(x, y, strict=False))
 
 
 def _steps(line: list[str], changes: list[bool]) -> list[str]:
-    return [cid for cid, changed in zip(line, changes) if changed]
+    return [cid for cid, changed in zip(line, changes, strict=False) if changed]
 
 
 def _diff(x: tuple[Any, ...], y: tuple[Any, ...], exact: bool = True) -> list[Change]:
@@ -262,11 +308,13 @@ def _diff(x: tuple[Any, ...], y: tuple[Any, ...], exact: bool = True) -> list[Ch
     stored there."""
     if exact:
         changes: list[Change] = []
-        for section, p, q in zip(CONTENT_SECTIONS, x, y):
+        for section, p, q in zip(CONTENT_SECTIONS, x, y, strict=False):
             changes.extend(diff_values(p, q, section))
         return changes
     px, py = paired(list(x)), paired(list(y))
-    found = [c for i, section in enumerate(CONTENT_SECTIONS[:len(x)]) for c in diff_values(px[i], py[i], section)]
+    found = [
+        c for i, section in enumerate(CONTENT_SECTIONS[: len(x)]) for c in diff_values(px[i], py[i], section)
+    ]
     # ids that pair otherwise (numbered otherwise where the contents differ) are not what
     # parted the runs, unless nothing else differs (a tool result naming another call)
     shown = [c for c in found if not (c.op == "changed" and _generated(c.old) and _generated(c.new))] or found
@@ -279,8 +327,9 @@ def _diff(x: tuple[Any, ...], y: tuple[Any, ...], exact: bool = True) -> list[Ch
     return changes
 
 
-async def compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata,
-                  exact: bool = False) -> Comparison:
+async def compare(
+    store: Store, a: CheckpointMetadata, b: CheckpointMetadata, exact: bool = False
+) -> Comparison:
     """Compare the runs that end at `a` and at `b` (see the module's text). Unless
     `exact`, the ids and times the frameworks generate are paired by place and left out
     of the verdict (`paired`): a replay of an unchanged LLM app does not part."""
@@ -315,9 +364,17 @@ async def _compare(store: Store, a: CheckpointMetadata, b: CheckpointMetadata, e
     changes_a = contents.changes(base, rest_a)
     steps_a = _steps(rest_a, changes_a)
     steps_b = _steps(rest_b, contents.changes(base, rest_b, (rest_a, changes_a)))
-    result = Comparison(a=a.checkpoint_id, b=b.checkpoint_id, first_divergent_step=None,
-                        a_at=None, b_at=None, fork_point=base, common_steps=shared_steps, exact=exact)
-    for i, (x, y) in enumerate(zip(steps_a, steps_b)):
+    result = Comparison(
+        a=a.checkpoint_id,
+        b=b.checkpoint_id,
+        first_divergent_step=None,
+        a_at=None,
+        b_at=None,
+        fork_point=base,
+        common_steps=shared_steps,
+        exact=exact,
+    )
+    for i, (x, y) in enumerate(zip(steps_a, steps_b, strict=False)):
         if not contents.alike(x, y, exact):
             at_a, at_b = await _meta_of(store, x, a), await _meta_of(store, y, b)
             result.first_divergent_step = at_b.step

@@ -12,10 +12,23 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["MAX_DEPTH", "MAX_TEXT", "placeholder", "loads", "cap", "clip", "is_placeholder",
-           "strict_loads", "non_json_number", "NotJsonNumber", "finite", "dumps"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_TEXT",
+    "placeholder",
+    "loads",
+    "cap",
+    "clip",
+    "is_placeholder",
+    "strict_loads",
+    "non_json_number",
+    "NotJsonNumber",
+    "finite",
+    "dumps",
+]
 
 #: lists and dicts below this many levels are kept, deeper ones become a placeholder
 MAX_DEPTH = 64
@@ -125,7 +138,9 @@ def _cut_text(text: str, limit: int, hint: str) -> str:
 def clip(value: Any, limit: int = MAX_TEXT, hint: str = "") -> Any:
     """`value` with every string longer than `limit` cut to its first `limit` characters
     and a note of its size (lists and dicts changed in place). Iterative."""
-    return _map_leaves(value, lambda v: _cut_text(v, limit, hint) if isinstance(v, str) and len(v) > limit else v)
+    return _map_leaves(
+        value, lambda v: _cut_text(v, limit, hint) if isinstance(v, str) and len(v) > limit else v
+    )
 
 
 def _map_leaves(value: Any, change: Callable[[Any], Any], *, tuples: bool = False) -> Any:

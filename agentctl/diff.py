@@ -32,9 +32,9 @@ from __future__ import annotations
 import json
 import marshal
 import re
-from types import ModuleType
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from agentctl.text import json_type_name
@@ -596,7 +596,9 @@ class _PatchTarget:
         for token in tokens[:-1]:
             child = _child(node, token, pointer)
             if not isinstance(child, (dict, list)):
-                raise PatchError(f"{pointer!r}: {token!r} holds a JSON {json_type_name(child)}, not an object or array")
+                raise PatchError(
+                    f"{pointer!r}: {token!r} holds a JSON {json_type_name(child)}, not an object or array"
+                )
             owned = self._own(child)
             if owned is not child:
                 key = token if isinstance(node, dict) else int(token)

@@ -21,8 +21,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentctl.storage.contract import History, Store
     from agentctl.storage.results import OpResult
 
-__all__ = ["Edit", "key_path", "value_at", "parse_edits", "apply_edits", "EditPlan", "editable_state", "plan_edit", "edit_natively",
-           "edit_through_agent", "record_edit"]
+__all__ = [
+    "Edit",
+    "key_path",
+    "value_at",
+    "parse_edits",
+    "apply_edits",
+    "EditPlan",
+    "editable_state",
+    "plan_edit",
+    "edit_natively",
+    "edit_through_agent",
+    "record_edit",
+]
 
 
 @dataclass(frozen=True)
@@ -75,8 +86,9 @@ def parse_edits(sets: list[str] | None, unsets: list[str] | None) -> list[Edit]:
         try:
             value = deep.strict_loads(text)
         except ValueError as exc:
-            raise UsageError(f"--set {key}: the value is not JSON ({exc}); a string needs quotes: "
-                             f"{key}='\"{text}\"'") from None
+            raise UsageError(
+                f"--set {key}: the value is not JSON ({exc}); a string needs quotes: {key}='\"{text}\"'"
+            ) from None
         out.append(Edit(_path(key.strip(), "--set"), value))
     for key in unsets or []:
         out.append(Edit(_path(key.strip(), "--unset"), unset=True))
@@ -113,13 +125,22 @@ def _apply(node: Any, path: tuple[str, ...], edit: Edit) -> None:
         else:
             node[i] = copy.deepcopy(edit.value)
         return
-    held = ".".join(edit.path[:len(edit.path) - len(path)])  # the key whose value `node` is
-    raise UsageError(f"{where}: " + (f"{held!r} holds" if held else "the state is")
-                     + f" a {type(node).__name__}, not an object or list")
+    held = ".".join(edit.path[: len(edit.path) - len(path)])  # the key whose value `node` is
+    raise UsageError(
+        f"{where}: "
+        + (f"{held!r} holds" if held else "the state is")
+        + f" a {type(node).__name__}, not an object or list"
+    )
 
 
-def apply_edits(state: dict[str, Any], edits: list[Edit], *, top_level: set[str] | None = None,
-                new_keys: bool = False, unset_to_none: bool = False) -> dict[str, Any]:
+def apply_edits(
+    state: dict[str, Any],
+    edits: list[Edit],
+    *,
+    top_level: set[str] | None = None,
+    new_keys: bool = False,
+    unset_to_none: bool = False,
+) -> dict[str, Any]:
     """A copy of `state` with the edits made. An unknown top-level key is an error naming
     the keys there are (`top_level`: the keys that may be set, default the state's),
     unless `new_keys` (the state is a free mapping: --set may add a key). `unset_to_none`:
@@ -188,8 +209,15 @@ def graph_at_hand(agent: str | None, config: str | None) -> bool:
     return agent is not None or config is not None or (Path.cwd() / CONFIG_NAME).is_file()
 
 
-async def plan_edit(store: Store, history: History, meta: CheckpointMetadata, edits: list[Edit], *,
-                    for_write: bool = True, graph: bool = False) -> EditPlan:
+async def plan_edit(
+    store: Store,
+    history: History,
+    meta: CheckpointMetadata,
+    edits: list[Edit],
+    *,
+    for_write: bool = True,
+    graph: bool = False,
+) -> EditPlan:
     """The plan of `edits` at checkpoint `meta` (nothing written). A format agentctl
     cannot edit without the framework and runs none of, a subgraph's checkpoint, a key
     that is not there: UsageError (exit 2). `for_write`: also read what a write through
@@ -216,8 +244,9 @@ async def plan_edit(store: Store, history: History, meta: CheckpointMetadata, ed
     new = apply_edits(old, edits, new_keys=history.EDIT_NEW_KEYS, unset_to_none=history.EDIT_UNSET_TO_NONE)
     history.edit_check(old, new)  # what the format's rows can hold
     before = await recorder.run_keys(meta.thread_id) if for_write and not native else None
-    return EditPlan(fmt, native, meta, old, new, list(edits), before, diff_values(old, new, "state"),
-                    history.EDIT_CONFIRM)
+    return EditPlan(
+        fmt, native, meta, old, new, list(edits), before, diff_values(old, new, "state"), history.EDIT_CONFIRM
+    )
 
 
 async def edit_natively(history: History, plan: EditPlan, as_node: str | None = None) -> OpResult:
@@ -229,13 +258,22 @@ async def edit_natively(history: History, plan: EditPlan, as_node: str | None = 
 
     extra: dict[str, Any] = {}
     if plan.fmt == "langgraph":
-        extra = {"keys": list(dict.fromkeys(e.path[0] for e in plan.edits)), "as_node": as_node,
-                 "thread_id": plan.meta.thread_id}
+        extra = {
+            "keys": list(dict.fromkeys(e.path[0] for e in plan.edits)),
+            "as_node": as_node,
+            "thread_id": plan.meta.thread_id,
+        }
     return await cast(EditsState, history).edit_state(plan.meta.checkpoint_id, plan.new, plan.what, **extra)
 
 
-def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node: str | None = None,
-                       settings: dict[str, Any] | None = None) -> dict[str, Any]:
+def edit_through_agent(
+    plan: EditPlan,
+    db: str,
+    agent: Any,
+    python: str,
+    as_node: str | None = None,
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Let the framework write the edit in the user's interpreter (LangGraph's
     update_state at the checkpoint, as `as_node`; `agent`: agentctl.runners.Agent). Blocks
     until the child is done; returns its "edited" event (the new checkpoint's id, step,
@@ -246,23 +284,41 @@ def edit_through_agent(plan: EditPlan, db: str, agent: Any, python: str, as_node
 
     kind, target = target_to_write(db)
     m = plan.meta
-    request: dict[str, Any] = {"mode": "edit", "kind": kind, "target": target, "thread": m.thread_id,
-                               "from": m.checkpoint_id, **agent.request(),
-                               "edits": [e.to_wire() for e in plan.edits], "as_node": as_node,
-                               **(settings or {})}
+    request: dict[str, Any] = {
+        "mode": "edit",
+        "kind": kind,
+        "target": target,
+        "thread": m.thread_id,
+        "from": m.checkpoint_id,
+        **agent.request(),
+        "edits": [e.to_wire() for e in plan.edits],
+        "as_node": as_node,
+        **(settings or {}),
+    }
     outcome = run_child(plan.fmt, python, request).event
     if outcome.get("event") != "edited":
         raise UsageError(str(outcome.get("message") or f"the edit did not happen ({outcome.get('event')})"))
     return outcome
 
 
-async def record_edit(history: History, plan: EditPlan, agent_label: str, as_node: str | None = None) -> int | None:
+async def record_edit(
+    history: History, plan: EditPlan, agent_label: str, as_node: str | None = None
+) -> int | None:
     """Record an edit the framework wrote (`edit_through_agent`) as one undoable op: its id.
     (`plan_edit` checked that the format declares RUN.)"""
     from agentctl.storage.contract import RecordsRuns
 
     m = plan.meta
     summary = f"edit {m.thread_id} at step {m.step} ({m.checkpoint_id}): {plan.what}"
-    return await cast(RecordsRuns, history).record_run(m.thread_id, plan.before, summary,
-                                    {"agent": agent_label, "edits": [e.to_wire() for e in plan.edits],
-                                     "as_node": as_node, "ref": m.checkpoint_id}, kind="edit")
+    return await cast(RecordsRuns, history).record_run(
+        m.thread_id,
+        plan.before,
+        summary,
+        {
+            "agent": agent_label,
+            "edits": [e.to_wire() for e in plan.edits],
+            "as_node": as_node,
+            "ref": m.checkpoint_id,
+        },
+        kind="edit",
+    )

@@ -72,9 +72,7 @@ class AmbiguousReference(UsageError):
     def __init__(self, ref: str, candidates: list[str]):
         self.ref = ref
         self.candidates = candidates
-        super().__init__(
-            f"reference {ref!r} is ambiguous; it matches: " + ", ".join(candidates)
-        )
+        super().__init__(f"reference {ref!r} is ambiguous; it matches: " + ", ".join(candidates))
 
 
 def not_a_file(path: str) -> str | None:
@@ -92,8 +90,12 @@ def not_a_file(path: str) -> str | None:
         return f"cannot be read ({exc.strerror})"
     if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
         return None
-    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+    for test, what in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return f"is {what}, not a file"
     return "is not a regular file"
@@ -134,8 +136,10 @@ class GaveWay(DatabaseBusy):
 
     def __init__(self, where: str):
         self.where = where
-        super().__init__(f"{where}: another program is writing the same rows (a live agent?); "
-                         "agentctl gave way, nothing was changed; try again")
+        super().__init__(
+            f"{where}: another program is writing the same rows (a live agent?); "
+            "agentctl gave way, nothing was changed; try again"
+        )
 
 
 class ReadOnlyDatabase(DatabaseError):

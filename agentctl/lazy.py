@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 
-def loader(package: str, exports: Mapping[str, str],
-           renamed: Mapping[str, str] | None = None) -> Callable[[str], Any]:
+def loader(
+    package: str, exports: Mapping[str, str], renamed: Mapping[str, str] | None = None
+) -> Callable[[str], Any]:
     """The `__getattr__` of `package`: `exports` maps a name to the module it is loaded
     from (`renamed`: its name there, when different); a loaded name is kept in the package."""
 

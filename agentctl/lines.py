@@ -8,7 +8,8 @@ Every text from the database is passed through `agentctl.text.inert` here.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from agentctl.text import inert, inert_all, shorten, shorten_all
 
@@ -43,8 +44,11 @@ def plain(segments: Sequence[Segment]) -> str:
 
 def merge_parents(meta: Any) -> list[str]:
     """The checkpoints a merge checkpoint merged in, from its `merged:<id>` tags."""
-    return [t[len("merged:"):] for t in (meta.tags or [])
-            if isinstance(t, str) and t.startswith("merged:") and len(t) > len("merged:")]
+    return [
+        t[len("merged:") :]
+        for t in (meta.tags or [])
+        if isinstance(t, str) and t.startswith("merged:") and len(t) > len("merged:")
+    ]
 
 
 def tag_segments(tags: Sequence[Any]) -> list[Segment]:
@@ -58,8 +62,7 @@ def tag_segments(tags: Sequence[Any]) -> list[Segment]:
 
 def log_line(meta: Any, decorations: Sequence[str], summary_width: int | None) -> list[Segment]:
     """id (decorations) #step [tags] summary."""
-    return _log_rows([meta], {meta.checkpoint_id: decorations} if decorations else {},
-                     summary_width)[0]
+    return _log_rows([meta], {meta.checkpoint_id: decorations} if decorations else {}, summary_width)[0]
 
 
 def _shown(values: list[Any]) -> list[str]:
@@ -84,27 +87,29 @@ def _per_distinct(make: Any) -> Any:
             return out
         except TypeError:  # a value that cannot be a key
             return make(values)
+
     return get
 
 
-def _log_rows(metas: Sequence[Any], heads: Mapping[str, Sequence[str]],
-              summary_width: int | None) -> list[list[Segment]]:
+def _log_rows(
+    metas: Sequence[Any], heads: Mapping[str, Sequence[str]], summary_width: int | None
+) -> list[list[Segment]]:
     """The log line of each checkpoint, with what the lines share worked out once: the
     ids and summaries escaped in one pass, the segments of each distinct list of tags.
     The same segments as laying out each line on its own."""
     ids = _shown([m.checkpoint_id for m in metas])
     if summary_width:
-        summaries = [shorten(s, summary_width) if s else None
-                     for s in [m.summary or "" for m in metas]]
+        summaries = [shorten(s, summary_width) if s else None for s in [m.summary or "" for m in metas]]
     else:
         summaries = [s or None for s in _shown([m.summary or "" for m in metas])]
+
     @_per_distinct
     def tags_tail(all_tags: Sequence[Any]) -> list[Segment]:
         tags = [t for t in all_tags if not str(t).startswith(("merged:", "branch:"))]
         return [(" [", ""), *tag_segments(tags), ("]", "")] if tags else []
 
     rows = []
-    for meta, cid, summary in zip(metas, ids, summaries):
+    for meta, cid, summary in zip(metas, ids, summaries, strict=False):
         out = [(cid, ID_STYLE)]
         decorations = heads.get(meta.checkpoint_id) if heads else None
         if decorations:
@@ -202,9 +207,13 @@ def graph_lines(metas: Sequence[Any]) -> list[tuple[str, Any | None]]:
     return rows
 
 
-def log_lines(metas: Sequence[Any], graph: bool = False, *,
-              heads: Mapping[str, Sequence[str]] | None = None,
-              summary_width: int | None = 80) -> list[list[Segment]]:
+def log_lines(
+    metas: Sequence[Any],
+    graph: bool = False,
+    *,
+    heads: Mapping[str, Sequence[str]] | None = None,
+    summary_width: int | None = 80,
+) -> list[list[Segment]]:
     """One line per checkpoint, newest first as given: id, (decorations), #step, [tags],
     summary. `heads` maps checkpoint ids to names shown as decorations (e.g. the thread
     whose head it is). With `graph`, a lane graph of forks and merges is drawn on the
@@ -212,7 +221,7 @@ def log_lines(metas: Sequence[Any], graph: bool = False, *,
     rows = _log_rows(metas, heads or {}, summary_width)
     if not graph:
         return rows
-    row_of = {id(m): row for m, row in zip(metas, rows)}
+    row_of = {id(m): row for m, row in zip(metas, rows, strict=False)}
     out = []
     for pre, meta in graph_lines(metas):
         row = [(pre, "magenta")]
@@ -235,7 +244,7 @@ class Node:
         self.label = label
         self.children: list[Node] = []
 
-    def add(self, label: list[Segment]) -> "Node":
+    def add(self, label: list[Segment]) -> Node:
         node = Node(label)
         self.children.append(node)
         return node
@@ -298,8 +307,11 @@ def fork_lines(rows: Sequence[Row]) -> tuple[list[int], dict[int, list[list[int]
             if k not in top and k not in done:
                 chain = [k]
                 while True:  # the fork's line: each row's first child not yet placed
-                    nxt = [j for j in kids.get(rows[chain[-1]].id, []) if j not in top and j not in done
-                           and j not in chain]
+                    nxt = [
+                        j
+                        for j in kids.get(rows[chain[-1]].id, [])
+                        if j not in top and j not in done and j not in chain
+                    ]
                     if not nxt:
                         break
                     chain.append(nxt[0])
@@ -339,8 +351,13 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
     branch nested under its branch point, merges and labels marked."""
     nodes = list(tree.get("nodes") or [])
     edges = list(tree.get("edges") or [])
-    root = Node([("tree of ", DIM), seg(tree.get("thread_id", ""), "bold"),
-                 (f"  ({tree.get('total_checkpoints', len(nodes))} checkpoints)", DIM)])
+    root = Node(
+        [
+            ("tree of ", DIM),
+            seg(tree.get("thread_id", ""), "bold"),
+            (f"  ({tree.get('total_checkpoints', len(nodes))} checkpoints)", DIM),
+        ]
+    )
     by_id = {n["id"]: n for n in nodes}
     by_thread: dict[str, list[int]] = {}  # the nodes of each thread, by index
     for i, n in enumerate(nodes):
@@ -362,6 +379,7 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
     # pass, the segments of each distinct list of labels.
     ids = _shown([n["id"] for n in nodes])
     summaries = shorten_all([n.get("summary") or "" for n in nodes], summary_width)
+
     @_per_distinct
     def labels_tail(labels: Sequence[Any]) -> list[Segment]:
         out: list[Segment] = []
@@ -372,8 +390,7 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
 
     def node_label(i: int, n: Mapping[str, Any]) -> list[Segment]:
         step = n.get("step")
-        line = [(ids[i], ID_STYLE),
-                (f" #{step}", "cyan") if type(step) is int else seg(f" #{step}", "cyan")]
+        line = [(ids[i], ID_STYLE), (f" #{step}", "cyan") if type(step) is int else seg(f" #{step}", "cyan")]
         labels = n.get("labels")
         if labels:
             line += labels_tail(labels)
@@ -396,8 +413,12 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
         # Forks inside the thread: the head's line of parents (and rows whose parent is
         # outside the thread) are listed in order; any other row hangs, with the line
         # that continues it, under the checkpoint it forks from.
-        listed, forks = fork_lines([Row(nodes[i]["id"], nodes[i].get("parent_id"), nodes[i].get("step"),
-                                        nodes[i].get("tags")) for i in rows])
+        listed, forks = fork_lines(
+            [
+                Row(nodes[i]["id"], nodes[i].get("parent_id"), nodes[i].get("step"), nodes[i].get("tags"))
+                for i in rows
+            ]
+        )
 
         def add_row(under: Node, k: int) -> None:
             i = rows[k]
@@ -406,8 +427,12 @@ def tree_nodes(tree: Mapping[str, Any], summary_width: int = 60) -> Node:
             for child in branch_children.get(n["id"], []):
                 add_thread(leaf, child)
             for chain in forks.get(k, []):
-                fork = leaf.add([("fork ", DIM), (f"({len(chain)} checkpoint{'s' * (len(chain) != 1)}"
-                                                  f", not on the head's line)", DIM)])
+                fork = leaf.add(
+                    [
+                        ("fork ", DIM),
+                        (f"({len(chain)} checkpoint{'s' * (len(chain) != 1)}, not on the head's line)", DIM),
+                    ]
+                )
                 for j in chain:
                     add_row(fork, j)
 

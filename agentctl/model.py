@@ -41,7 +41,7 @@ class CheckpointMetadata:
         }
 
     @classmethod
-    def from_dict(cls, meta: dict[str, Any]) -> "CheckpointMetadata":
+    def from_dict(cls, meta: dict[str, Any]) -> CheckpointMetadata:
         return cls(
             thread_id=meta["thread_id"],
             checkpoint_id=meta["checkpoint_id"],
@@ -73,7 +73,7 @@ class Checkpoint:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Checkpoint":
+    def from_dict(cls, d: dict[str, Any]) -> Checkpoint:
         return cls(
             metadata=CheckpointMetadata.from_dict(d["metadata"]),
             messages=d.get("messages", []),

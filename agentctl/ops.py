@@ -12,13 +12,30 @@ Both phases on one open store (the CLI: agentctl.cli.writes.perform).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from agentctl.errors import MergeConflictError, NothingToMerge, UsageError
 
-__all__ = ["Plan", "Done", "Operation", "Rewind", "Branch", "Merge", "Prune", "DeleteThread", "Undo",
-           "Redo", "Purge", "EditState", "RunAgent", "Import", "Blocking", "OPERATIONS"]
+__all__ = [
+    "Plan",
+    "Done",
+    "Operation",
+    "Rewind",
+    "Branch",
+    "Merge",
+    "Prune",
+    "DeleteThread",
+    "Undo",
+    "Redo",
+    "Purge",
+    "EditState",
+    "RunAgent",
+    "Import",
+    "Blocking",
+    "OPERATIONS",
+]
 
 T = TypeVar("T")
 #: how a face waits for a blocking call (a child process): the CLI in place (its
@@ -37,7 +54,7 @@ class Plan:
     is nothing to write (no question then, no write); `destructive`: rows deleted beyond
     the op log's reach later (a safety copy of a SQLite file first)."""
 
-    op: "Operation"
+    op: Operation
     data: Any = None
     confirm: str = ""
     nothing: str = ""
@@ -102,7 +119,9 @@ class Operation:
         return {**self.plan_json(plan), "dry_run": False}
 
 
-def one_shape(dry_run: bool, plan: Any, keys: tuple[str, ...], written: dict[str, Any] | None = None) -> dict[str, Any]:
+def one_shape(
+    dry_run: bool, plan: Any, keys: tuple[str, ...], written: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A write command's --json, one object whether it plans or writes: `dry_run`, `plan`
     (--dry-run: the History's plan; a write: null) and the write's `keys` (a dry run:
     those the plan knows, the others null)."""
@@ -136,24 +155,55 @@ class Rewind(Operation):
 
         meta = await resolve(store, self.ref)
         p = await history.plan_rewind(meta.checkpoint_id, hard=self.hard)
-        effect = ("delete" if self.hard else "mark" if p.marked
-                  else "fork" if p.archive_thread == p.thread_id else "move")
+        effect = (
+            "delete"
+            if self.hard
+            else "mark"
+            if p.marked
+            else "fork"
+            if p.archive_thread == p.thread_id
+            else "move"
+        )
         n, thread = len(p.moved), p.thread_id
-        confirm = {"delete": f"delete {n} checkpoint(s) of {thread}",
-                   "mark": f"append a rewind event to {thread} marking {n} checkpoint(s) rewound",
-                   "fork": f"write a fork of {p.target.checkpoint_id} as the head of {thread}",
-                   "move": f"move {n} checkpoint(s) of {thread} to {p.archive_thread}"}[effect]
-        nothing = "" if p.moved else f"{meta.checkpoint_id} is already the head of {thread}: nothing to rewind"
+        confirm = {
+            "delete": f"delete {n} checkpoint(s) of {thread}",
+            "mark": f"append a rewind event to {thread} marking {n} checkpoint(s) rewound",
+            "fork": f"write a fork of {p.target.checkpoint_id} as the head of {thread}",
+            "move": f"move {n} checkpoint(s) of {thread} to {p.archive_thread}",
+        }[effect]
+        nothing = (
+            "" if p.moved else f"{meta.checkpoint_id} is already the head of {thread}: nothing to rewind"
+        )
         return Plan(self, p, confirm, nothing, destructive=self.hard, facts={"effect": effect})
 
     #: rewind --json: `dry_run`, `plan` and these (the write's TimeTravelResult)
-    keys: ClassVar[tuple[str, ...]] = ("checkpoint_id", "thread_id", "step", "rewind_depth", "snapshot_count_before",
-                                       "can_replay", "op_id", "archive_thread", "moved", "deleted", "marked")
+    keys: ClassVar[tuple[str, ...]] = (
+        "checkpoint_id",
+        "thread_id",
+        "step",
+        "rewind_depth",
+        "snapshot_count_before",
+        "can_replay",
+        "op_id",
+        "archive_thread",
+        "moved",
+        "deleted",
+        "marked",
+    )
 
     def plan_json(self, plan: Plan) -> dict[str, Any]:
         p = plan.data
-        return one_shape(True, p.to_dict(), self.keys, {"thread_id": p.thread_id, "archive_thread": p.archive_thread,
-                                                        "marked": p.marked, "rewind_depth": len(p.moved)})
+        return one_shape(
+            True,
+            p.to_dict(),
+            self.keys,
+            {
+                "thread_id": p.thread_id,
+                "archive_thread": p.archive_thread,
+                "marked": p.marked,
+                "rewind_depth": len(p.moved),
+            },
+        )
 
     def nothing_json(self, plan: Plan) -> dict[str, Any]:
         return {**self.plan_json(plan), "dry_run": False, "plan": None}
@@ -167,18 +217,32 @@ class Rewind(Operation):
             result = await history.rewind(target.checkpoint_id, archive_thread=p.archive_thread)
         new = result.checkpoint.metadata
         if result.marked:  # ADK: a rewind event is the new head; the rewound events stay
-            summary = (f"{result.thread_id} is rewound to {target.checkpoint_id} (step {target.step}): a rewind "
-                       f"event {new.checkpoint_id} (step {new.step}) marks {result.rewind_depth} later "
-                       "checkpoint(s) rewound; they stay in the thread, out of the conversation")
+            summary = (
+                f"{result.thread_id} is rewound to {target.checkpoint_id} (step {target.step}): a rewind "
+                f"event {new.checkpoint_id} (step {new.step}) marks {result.rewind_depth} later "
+                "checkpoint(s) rewound; they stay in the thread, out of the conversation"
+            )
         else:
-            head, where = target.checkpoint_id, "deleted" if self.hard else f"moved to {result.archive_thread}"
+            head, where = (
+                target.checkpoint_id,
+                "deleted" if self.hard else f"moved to {result.archive_thread}",
+            )
             if new.checkpoint_id != head:  # a fork copy is the new head (LangGraph)
                 head = f"{new.checkpoint_id}, a fork of {target.checkpoint_id}"
                 where = "deleted" if self.hard else "kept as a branch"
-            summary = (f"{result.thread_id} is now at {head} (step {target.step}); "
-                       f"{result.rewind_depth} checkpoint(s) {where}")
-        return Done(self.kind, summary, result.op_id, one_shape(False, None, self.keys, result.to_dict()),
-                    result.thread_id, new.checkpoint_id, data=result)
+            summary = (
+                f"{result.thread_id} is now at {head} (step {target.step}); "
+                f"{result.rewind_depth} checkpoint(s) {where}"
+            )
+        return Done(
+            self.kind,
+            summary,
+            result.op_id,
+            one_shape(False, None, self.keys, result.to_dict()),
+            result.thread_id,
+            new.checkpoint_id,
+            data=result,
+        )
 
 
 class Branch(Operation):
@@ -196,16 +260,29 @@ class Branch(Operation):
 
         check_branch_name(self.name)
         meta = await resolve(store, self.ref)
-        return Plan(self, meta, f"start a thread {meta.thread_id}-branch-{self.name}-XXXX from "
-                                f"{meta.checkpoint_id}", facts={"meta": meta})
+        return Plan(
+            self,
+            meta,
+            f"start a thread {meta.thread_id}-branch-{self.name}-XXXX from {meta.checkpoint_id}",
+            facts={"meta": meta},
+        )
 
     async def apply(self, store: Any, history: Any, plan: Plan) -> Done:
         meta = plan.data
         thread_id = await history.branch(meta.checkpoint_id, self.name)
         op_id = history.last_op_id
-        return Done(self.kind, f"branched {thread_id} from {meta.checkpoint_id}", op_id,
-                    {"dry_run": False, "thread_id": thread_id, "from_checkpoint_id": meta.checkpoint_id, "op_id": op_id},
-                    thread_id)
+        return Done(
+            self.kind,
+            f"branched {thread_id} from {meta.checkpoint_id}",
+            op_id,
+            {
+                "dry_run": False,
+                "thread_id": thread_id,
+                "from_checkpoint_id": meta.checkpoint_id,
+                "op_id": op_id,
+            },
+            thread_id,
+        )
 
 
 class Merge(Operation):
@@ -237,17 +314,25 @@ class Merge(Operation):
         if dst == src:
             raise UsageError("cannot merge a thread into itself")
         p = await history.plan_merge(src, dst, strategy=self.strategy)
-        return Plan(self, p, f"merge {src} into {dst}",
-                    f"{dst} already contains {src}; nothing to merge" if p.up_to_date else "",
-                    facts={"branch": src, "into": dst})
+        return Plan(
+            self,
+            p,
+            f"merge {src} into {dst}",
+            f"{dst} already contains {src}; nothing to merge" if p.up_to_date else "",
+            facts={"branch": src, "into": dst},
+        )
 
     #: merge --json: `dry_run`, `plan` and these (what the write did)
     keys: ClassVar[tuple[str, ...]] = ("branch", "into", "strategy", "checkpoint_id", "op_id", "up_to_date")
 
     def plan_json(self, plan: Plan) -> dict[str, Any]:
         p = plan.data
-        return one_shape(True, p.to_dict(), self.keys, self._known(plan, checkpoint_id=p.to_dict()["checkpoint_id"],
-                                                                    up_to_date=p.up_to_date))
+        return one_shape(
+            True,
+            p.to_dict(),
+            self.keys,
+            self._known(plan, checkpoint_id=p.to_dict()["checkpoint_id"], up_to_date=p.up_to_date),
+        )
 
     def nothing_json(self, plan: Plan) -> dict[str, Any]:
         return one_shape(False, None, self.keys, self._known(plan, up_to_date=True))
@@ -256,16 +341,23 @@ class Merge(Operation):
         return {"branch": plan.facts["branch"], "into": plan.facts["into"], "strategy": self.strategy, **more}
 
     def conflicts_json(self, plan: Plan) -> dict[str, Any]:
-        return {"branch": plan.facts["branch"], "into": plan.facts["into"], "strategy": self.strategy,
-                "conflicts": [c.to_dict() for c in plan.data.conflicts]}
+        return {
+            "branch": plan.facts["branch"],
+            "into": plan.facts["into"],
+            "strategy": self.strategy,
+            "conflicts": [c.to_dict() for c in plan.data.conflicts],
+        }
 
     def refusal(self, plan: Plan) -> MergeConflictError | None:
         """A three-way plan's conflicts (nothing written; the TUI offers a side instead)."""
         if not plan.data.conflicts:
             return None
         n, src, dst = len(plan.data.conflicts), plan.facts["branch"], plan.facts["into"]
-        return MergeConflictError(plan.data.conflicts, f"merge of {src} into {dst} has {n} conflict(s); "
-                                                       "nothing was written (try --strategy ours|theirs)")
+        return MergeConflictError(
+            plan.data.conflicts,
+            f"merge of {src} into {dst} has {n} conflict(s); "
+            "nothing was written (try --strategy ours|theirs)",
+        )
 
     async def apply(self, store: Any, history: Any, plan: Plan, strategy: str | None = None) -> Done:
         """The merge (MergeConflictError when the threads moved on since the plan; another
@@ -275,19 +367,46 @@ class Merge(Operation):
         try:
             # the checkpoint id the plan announced (unless the write makes it: LangGraph's
             # carries the time of the write)
-            cid = await history.merge_branch(src, dst, strategy=how,
-                                             checkpoint_id=None if p.id_at_write else p.merged.metadata.checkpoint_id)
+            cid = await history.merge_branch(
+                src,
+                dst,
+                strategy=how,
+                checkpoint_id=None if p.id_at_write else p.merged.metadata.checkpoint_id,
+            )
         except MergeConflictError as exc:
             p.conflicts = exc.conflicts
             raise
         except NothingToMerge:
             p.up_to_date = True
-            return Done(self.kind, plan.nothing or f"{dst} already contains {src}; nothing to merge", None,
-                        self.nothing_json(plan), dst, undoable=False)
+            return Done(
+                self.kind,
+                plan.nothing or f"{dst} already contains {src}; nothing to merge",
+                None,
+                self.nothing_json(plan),
+                dst,
+                undoable=False,
+            )
         op_id = history.last_op_id
-        return Done(self.kind, f"merged {src} into {dst} as {cid}", op_id,
-                    one_shape(False, None, self.keys, {"branch": src, "into": dst, "strategy": how, "checkpoint_id": cid,
-                                                       "op_id": op_id, "up_to_date": False}), dst, cid)
+        return Done(
+            self.kind,
+            f"merged {src} into {dst} as {cid}",
+            op_id,
+            one_shape(
+                False,
+                None,
+                self.keys,
+                {
+                    "branch": src,
+                    "into": dst,
+                    "strategy": how,
+                    "checkpoint_id": cid,
+                    "op_id": op_id,
+                    "up_to_date": False,
+                },
+            ),
+            dst,
+            cid,
+        )
 
 
 # ---- prune, delete -------------------------------------------------------------------------
@@ -317,10 +436,21 @@ class Prune(Operation):
         todo = [p for p in plans if p.delete_count]
         total = sum(p.delete_count for p in todo)
         kept = sum(p.keep_count for p in plans)
-        nothing = ("nothing to prune: no thread matches" if not plans else
-                   "" if total else f"nothing to prune: the policy keeps all {kept} checkpoint(s)")
-        return Plan(self, plans, f"delete {total} checkpoint(s) in {len(todo)} thread(s)", nothing,
-                    destructive=True, facts={"spec": spec, "todo": todo, "total": total, "kept": kept})
+        nothing = (
+            "nothing to prune: no thread matches"
+            if not plans
+            else ""
+            if total
+            else f"nothing to prune: the policy keeps all {kept} checkpoint(s)"
+        )
+        return Plan(
+            self,
+            plans,
+            f"delete {total} checkpoint(s) in {len(todo)} thread(s)",
+            nothing,
+            destructive=True,
+            facts={"spec": spec, "todo": todo, "total": total, "kept": kept},
+        )
 
     def plan_json(self, plan: Plan) -> dict[str, Any]:
         return self.shape(True, plans=[p.to_dict() for p in plan.data])
@@ -329,13 +459,18 @@ class Prune(Operation):
         return self.shape(False)
 
     @staticmethod
-    def shape(dry_run: bool, plans: list[Any] | None = None, results: list[Any] | None = None,
-              vacuum: dict[str, Any] | None = None) -> dict[str, Any]:
+    def shape(
+        dry_run: bool,
+        plans: list[Any] | None = None,
+        results: list[Any] | None = None,
+        vacuum: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """prune --json, one object: the plans (--dry-run), the results (a write), VACUUM's report."""
         return {"dry_run": dry_run, "plans": plans or [], "results": results or [], "vacuum": vacuum}
 
-    async def apply(self, store: Any, history: Any, plan: Plan,
-                    progress: Callable[[int], Any] | None = None) -> Done:
+    async def apply(
+        self, store: Any, history: Any, plan: Plan, progress: Callable[[int], Any] | None = None
+    ) -> Done:
         """`progress(n)`: a context manager giving the callable advanced per thread (a
         face's progress bar over n threads)."""
         # One operation in one transaction (all threads or none), undone by one undo.
@@ -349,9 +484,15 @@ class Prune(Operation):
         threads = [p.thread_id for p in plan.facts["todo"]]
         op_id = next((r.op_id for r in results if r.op_id is not None), None)
         where = threads[0] if len(threads) == 1 else f"{len(threads)} threads"
-        return Done(self.kind, f"pruned {where}: {deleted} checkpoint(s) deleted, {plan.facts['kept']} kept",
-                    op_id, self.shape(False, results=[r.to_dict() for r in results]),
-                    threads[0] if threads else None, lines=[(r.summary, r.op_id) for r in results], data=results)
+        return Done(
+            self.kind,
+            f"pruned {where}: {deleted} checkpoint(s) deleted, {plan.facts['kept']} kept",
+            op_id,
+            self.shape(False, results=[r.to_dict() for r in results]),
+            threads[0] if threads else None,
+            lines=[(r.summary, r.op_id) for r in results],
+            data=results,
+        )
 
 
 class DeleteThread(Operation):
@@ -371,15 +512,29 @@ class DeleteThread(Operation):
         return Plan(self, p, f"delete thread {p.thread_id} ({p.checkpoints} checkpoints)", destructive=True)
 
     #: threads delete --json: `dry_run`, `plan`, these (the write's OpResult) and `vacuum`
-    keys: ClassVar[tuple[str, ...]] = ("op_id", "kind", "summary", "created", "deleted", "moved", "skipped", "vacuum")
+    keys: ClassVar[tuple[str, ...]] = (
+        "op_id",
+        "kind",
+        "summary",
+        "created",
+        "deleted",
+        "moved",
+        "skipped",
+        "vacuum",
+    )
 
     def plan_json(self, plan: Plan) -> dict[str, Any]:
         return one_shape(True, plan.data.to_dict(), self.keys, {"kind": self.kind})
 
     async def apply(self, store: Any, history: Any, plan: Plan) -> Done:
         result = await history.delete_thread(plan.data.thread_id)
-        return Done(self.kind, result.summary, result.op_id, one_shape(False, None, self.keys, result.to_dict()),
-                    data=result)
+        return Done(
+            self.kind,
+            result.summary,
+            result.op_id,
+            one_shape(False, None, self.keys, result.to_dict()),
+            data=result,
+        )
 
 
 # ---- undo, redo, purge ----------------------------------------------------------------------
@@ -392,7 +547,9 @@ class Undo(Operation):
     need: ClassVar[str | None] = "undo"
     plan_first: ClassVar[bool] = False
 
-    def __init__(self, op_id: int | None = None, threads: list[str] | None = None, dry_run: bool = False) -> None:
+    def __init__(
+        self, op_id: int | None = None, threads: list[str] | None = None, dry_run: bool = False
+    ) -> None:
         self.op_id = op_id
         self.threads = threads
         self.dry_run = dry_run
@@ -401,9 +558,15 @@ class Undo(Operation):
         if self.dry_run:  # the History's own dry run: refused as the undo would be, its checkpoints named
             p = await history.undo(self.op_id, self.threads, dry_run=True)
             return Plan(self, p, f"undo op {p.op_id}")
-        ops = [op for op in await history.oplog(limit=50)
-               if (op.op_id == self.op_id if self.op_id is not None
-                   else getattr(op, "undoable", not op.undone and op.kind not in ("undo", "purge")))]
+        ops = [
+            op
+            for op in await history.oplog(limit=50)
+            if (
+                op.op_id == self.op_id
+                if self.op_id is not None
+                else getattr(op, "undoable", not op.undone and op.kind not in ("undo", "purge"))
+            )
+        ]
         if not ops:
             return Plan(self, None, nothing="nothing to undo")
         return Plan(self, ops[0], f"undo op {ops[0].op_id} ({ops[0].kind}: {ops[0].summary})")
@@ -412,9 +575,15 @@ class Undo(Operation):
         op_id = plan.data.op_id if plan is not None and plan.data is not None else self.op_id
         result = await (history.undo(op_id, self.threads) if self.threads else history.undo(op_id))
         record = plan.data if plan is not None else None
-        return Done(self.kind, result.summary, result.op_id, {"dry_run": False, **result.to_dict()},
-                    record.threads[0] if record is not None and record.threads else None, undoable=False,
-                    data=result)
+        return Done(
+            self.kind,
+            result.summary,
+            result.op_id,
+            {"dry_run": False, **result.to_dict()},
+            record.threads[0] if record is not None and record.threads else None,
+            undoable=False,
+            data=result,
+        )
 
 
 class Redo(Operation):
@@ -435,7 +604,9 @@ class Redo(Operation):
     async def apply(self, store: Any, history: Any, plan: Plan | None = None) -> Done:
         op_id = plan.data.op_id if plan is not None else self.op_id
         result = await history.redo(op_id)
-        return Done(self.kind, result.summary, result.op_id, {"dry_run": False, **result.to_dict()}, data=result)
+        return Done(
+            self.kind, result.summary, result.op_id, {"dry_run": False, **result.to_dict()}, data=result
+        )
 
 
 class Purge(Operation):
@@ -450,8 +621,13 @@ class Purge(Operation):
         if not p.ops:
             return Plan(self, p, nothing="nothing to purge: no rows are kept for undo or redo")
         kept = p.kept_for()  # an undone operation's rows are kept for its redo
-        return Plan(self, p, f"purge what {kept} could bring back (this cannot be undone)", destructive=True,
-                    facts={"kept": kept})
+        return Plan(
+            self,
+            p,
+            f"purge what {kept} could bring back (this cannot be undone)",
+            destructive=True,
+            facts={"kept": kept},
+        )
 
     def describe(self, plan: Plan) -> str:
         """The plan in a line."""
@@ -459,17 +635,29 @@ class Purge(Operation):
         if plan.nothing:
             return plan.nothing
         kept, ops = plan.facts["kept"], p.ops
-        return (f"purge: free {p.rows} row(s) kept for {kept} by {len(ops)} operation(s)"
-                + f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})"
-                + ("; they can no longer be undone" if kept == "undo" else
-                   "; they can no longer be redone" if kept == "redo" else
-                   f"; they can no longer be undone, nor redone ({', '.join(map(str, p.undone[:20]))})"))
+        return (
+            f"purge: free {p.rows} row(s) kept for {kept} by {len(ops)} operation(s)"
+            + f" ({', '.join(map(str, ops[:20]))}{', …' if len(ops) > 20 else ''})"
+            + (
+                "; they can no longer be undone"
+                if kept == "undo"
+                else "; they can no longer be redone"
+                if kept == "redo"
+                else f"; they can no longer be undone, nor redone ({', '.join(map(str, p.undone[:20]))})"
+            )
+        )
 
     async def apply(self, store: Any, history: Any, plan: Plan) -> Done:
         result = await history.purge()
-        return Done(self.kind, f"purged {result.rows} row(s) of {len(result.ops)} operation(s)"
-                    + (" and compacted the file" if result.vacuumed else ""), None, result.to_dict(),
-                    undoable=False, data=result)
+        return Done(
+            self.kind,
+            f"purged {result.rows} row(s) of {len(result.ops)} operation(s)"
+            + (" and compacted the file" if result.vacuumed else ""),
+            None,
+            result.to_dict(),
+            undoable=False,
+            data=result,
+        )
 
 
 # ---- edit, run: the framework's own writes -----------------------------------------------
@@ -485,9 +673,19 @@ class EditState(Operation):
     kind: ClassVar[str] = "edit"
     asks: ClassVar[bool] = True
 
-    def __init__(self, ref: str, edits: list[Any], url: str = "", as_node: str | None = None,
-                 agent: str | None = None, config: str | None = None, python: str | None = None,
-                 node: str | None = None, settings: dict[str, Any] | None = None, for_write: bool = True) -> None:
+    def __init__(
+        self,
+        ref: str,
+        edits: list[Any],
+        url: str = "",
+        as_node: str | None = None,
+        agent: str | None = None,
+        config: str | None = None,
+        python: str | None = None,
+        node: str | None = None,
+        settings: dict[str, Any] | None = None,
+        for_write: bool = True,
+    ) -> None:
         self.ref = ref
         self.edits = edits
         self.url = url
@@ -504,13 +702,22 @@ class EditState(Operation):
         from agentctl.refs import resolve
 
         if self.as_node is not None and store.format.name != "langgraph":
-            raise UsageError(f"--as-node is LangGraph's (update_state's as_node); this is a "
-                             f"{store.format.name} database")
-        p = await plan_edit(store, history, await resolve(store, self.ref), self.edits, for_write=self.for_write,
-                            graph=graph_at_hand(self.agent, self.config))
+            raise UsageError(
+                f"--as-node is LangGraph's (update_state's as_node); this is a {store.format.name} database"
+            )
+        p = await plan_edit(
+            store,
+            history,
+            await resolve(store, self.ref),
+            self.edits,
+            for_write=self.for_write,
+            graph=graph_at_hand(self.agent, self.config),
+        )
         if self.settings and p.native:
-            raise UsageError("--context and --configurable are given to your graph: name it with --agent "
-                             "(or --config, a langgraph.json here)")
+            raise UsageError(
+                "--context and --configurable are given to your graph: name it with --agent "
+                "(or --config, a langgraph.json here)"
+            )
         facts: dict[str, Any] = {}
         if not p.native and self.for_write:  # the agent first: a wrong --agent is one line, before anything
             from agentctl.runners import find_agent, pick_interpreter
@@ -525,10 +732,22 @@ class EditState(Operation):
         (`checkpoint_id`: the new one, None when the edit changed a row in place;
         through the graph: its `new_step` and LangGraph's `next` nodes after it)."""
         m = plan.data.meta
-        out: dict[str, Any] = {"dry_run": dry_run, "kind": "edit", "ref": m.checkpoint_id, "thread_id": m.thread_id,
-                               "step": m.step, "changes": [c.to_dict() for c in plan.data.changes],
-                               "op_id": None, "summary": None, "checkpoint_id": None, "created": [], "deleted": [],
-                               "moved": [], "new_step": None, "next": None}
+        out: dict[str, Any] = {
+            "dry_run": dry_run,
+            "kind": "edit",
+            "ref": m.checkpoint_id,
+            "thread_id": m.thread_id,
+            "step": m.step,
+            "changes": [c.to_dict() for c in plan.data.changes],
+            "op_id": None,
+            "summary": None,
+            "checkpoint_id": None,
+            "created": [],
+            "deleted": [],
+            "moved": [],
+            "new_step": None,
+            "next": None,
+        }
         out.update(result or {})
         return out
 
@@ -542,22 +761,52 @@ class EditState(Operation):
         if p.native:
             result = await edit_natively(history, p, self.as_node)
             created = list(result.created or [])
-            return Done(self.kind, result.summary, result.op_id,
-                        self.shape(plan, False, {"op_id": result.op_id, "summary": result.summary, "created": created,
-                                                 "checkpoint_id": created[-1] if created else None,
-                                                 "deleted": result.deleted, "moved": result.moved}),
-                        m.thread_id, created[-1] if created else m.checkpoint_id, data=result)
+            return Done(
+                self.kind,
+                result.summary,
+                result.op_id,
+                self.shape(
+                    plan,
+                    False,
+                    {
+                        "op_id": result.op_id,
+                        "summary": result.summary,
+                        "created": created,
+                        "checkpoint_id": created[-1] if created else None,
+                        "deleted": result.deleted,
+                        "moved": result.moved,
+                    },
+                ),
+                m.thread_id,
+                created[-1] if created else m.checkpoint_id,
+                data=result,
+            )
         who = plan.facts["agent"]
-        outcome = await blocking(edit_through_agent, p, self.url, who, plan.facts["python"], self.as_node,
-                                 self.settings)
+        outcome = await blocking(
+            edit_through_agent, p, self.url, who, plan.facts["python"], self.as_node, self.settings
+        )
         op_id = await record_edit(history, p, who.label, self.as_node)
         cid = outcome.get("id")
         summary = f"edited {m.thread_id}: new checkpoint {cid} at step {outcome.get('step')}"
-        return Done(self.kind, summary, op_id,
-                    self.shape(plan, False, {"op_id": op_id, "summary": summary, "checkpoint_id": cid,
-                                             "created": [cid] if cid else [], "new_step": outcome.get("step"),
-                                             "next": outcome.get("next")}),
-                    m.thread_id, str(cid) if cid else None)
+        return Done(
+            self.kind,
+            summary,
+            op_id,
+            self.shape(
+                plan,
+                False,
+                {
+                    "op_id": op_id,
+                    "summary": summary,
+                    "checkpoint_id": cid,
+                    "created": [cid] if cid else [],
+                    "new_step": outcome.get("step"),
+                    "next": outcome.get("next"),
+                },
+            ),
+            m.thread_id,
+            str(cid) if cid else None,
+        )
 
 
 class RunAgent(Operation):
@@ -568,10 +817,20 @@ class RunAgent(Operation):
 
     kind: ClassVar[str] = "run"
 
-    def __init__(self, thread: str, from_ref: str | None = None, input_text: str | None = None,
-                 resume_text: str | None = None, context_text: str | None = None,
-                 configurable: list[str] | None = None, url: str = "", agent: str | None = None,
-                 config: str | None = None, python: str | None = None, node: str | None = None) -> None:
+    def __init__(
+        self,
+        thread: str,
+        from_ref: str | None = None,
+        input_text: str | None = None,
+        resume_text: str | None = None,
+        context_text: str | None = None,
+        configurable: list[str] | None = None,
+        url: str = "",
+        agent: str | None = None,
+        config: str | None = None,
+        python: str | None = None,
+        node: str | None = None,
+    ) -> None:
         self.thread = thread
         self.from_ref = from_ref
         self.input_text = input_text
@@ -588,17 +847,35 @@ class RunAgent(Operation):
         from agentctl.runners import find_agent, pick_interpreter
         from agentctl.runs import RunTally, plan_run
 
-        p = await plan_run(store, history, self.thread, self.from_ref, self.input_text, self.resume_text,
-                           self.context_text, self.configurable)
+        p = await plan_run(
+            store,
+            history,
+            self.thread,
+            self.from_ref,
+            self.input_text,
+            self.resume_text,
+            self.context_text,
+            self.configurable,
+        )
         who = find_agent(self.agent, self.config, fmt=p.fmt)
         python = pick_interpreter(who, self.python, self.node)
         start = f"from {p.from_id}" if p.from_id else f"on from the end of {self.thread}"
-        return Plan(self, p, f"run {who.label} {start}",
-                    facts={"agent": who, "python": python, "tally": RunTally(p), "start": start})
+        return Plan(
+            self,
+            p,
+            f"run {who.label} {start}",
+            facts={"agent": who, "python": python, "tally": RunTally(p), "start": start},
+        )
 
-    async def apply(self, store: Any, history: Any, plan: Plan, blocking: Blocking = in_place,
-                    on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
-                    on_start: Callable[[Any], None] | None = None) -> Done:
+    async def apply(
+        self,
+        store: Any,
+        history: Any,
+        plan: Plan,
+        blocking: Blocking = in_place,
+        on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
+        on_start: Callable[[Any], None] | None = None,
+    ) -> Done:
         """Done.json: the child's last event with `op_id` and `checkpoints` (how many it
         saved); Done.data: that event's kind ("done", "error", "interrupted")."""
         from agentctl.runners import RUNNERS, run_child
@@ -625,12 +902,25 @@ class RunAgent(Operation):
             import json
 
             said = f"ran {p.thread}: {tally.saved} new {unit}"
-            more = ((f"; output: {short(str(outcome['output']))}" if outcome.get("output") is not None else "")
-                    + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
-                    + (f"; interrupt: {short(json.dumps(waiting[0], default=repr))} (answer with --resume JSON)"
-                       if waiting else ""))
-        return Done(self.kind, said, op_id, outcome, p.thread, tally.ids[-1] if tally.ids else None,
-                    data=kind, more=more)
+            more = (
+                (f"; output: {short(str(outcome['output']))}" if outcome.get("output") is not None else "")
+                + (f"; waiting at {', '.join(map(str, nxt))}" if nxt else "")
+                + (
+                    f"; interrupt: {short(json.dumps(waiting[0], default=repr))} (answer with --resume JSON)"
+                    if waiting
+                    else ""
+                )
+            )
+        return Done(
+            self.kind,
+            said,
+            op_id,
+            outcome,
+            p.thread,
+            tally.ids[-1] if tally.ids else None,
+            data=kind,
+            more=more,
+        )
 
 
 class Import(Operation):
@@ -653,5 +943,7 @@ class Import(Operation):
 
 
 #: the operations by kind (what the faces look a write up by)
-OPERATIONS: dict[str, type[Operation]] = {op.kind: op for op in (
-    Rewind, Branch, Merge, Prune, DeleteThread, Undo, Redo, Purge, EditState, RunAgent, Import)}
+OPERATIONS: dict[str, type[Operation]] = {
+    op.kind: op
+    for op in (Rewind, Branch, Merge, Prune, DeleteThread, Undo, Redo, Purge, EditState, RunAgent, Import)
+}

@@ -58,12 +58,14 @@ def check_branch_name(name: Any) -> str:
         why = f"it is longer than {BRANCH_NAME_MAX} characters"
     elif (bad := _BRANCH_BAD.search(text)) is not None:
         ch = bad.group()
-        why = ("it contains a space" if ch == " " else f"it contains {ch!r}")
+        why = "it contains a space" if ch == " " else f"it contains {ch!r}"
     elif ".." in text:
         why = "it contains '..'"
     if why is not None:
-        raise UsageError(f"bad branch name {text!r}: {why} (no spaces, control characters, "
-                         f"'@', '~', '/', '\\' or '..'; at most {BRANCH_NAME_MAX} characters)")
+        raise UsageError(
+            f"bad branch name {text!r}: {why} (no spaces, control characters, "
+            f"'@', '~', '/', '\\' or '..'; at most {BRANCH_NAME_MAX} characters)"
+        )
     return text
 
 
@@ -140,8 +142,9 @@ async def resolve(store: Store, ref: str) -> CheckpointMetadata:
         line = await _head_line(store, thread, back)
         if len(line) > back:
             return line[back]
-        raise CheckpointNotFound(ref, [f"{thread}~{len(line) - 1} (the oldest of the head's "
-                                       f"line of {len(line)})"] if line else [])
+        raise CheckpointNotFound(
+            ref, [f"{thread}~{len(line) - 1} (the oldest of the head's line of {len(line)})"] if line else []
+        )
 
     m = _AT.match(ref)
     if m:
@@ -204,8 +207,9 @@ async def _head_line(store: Store, thread: str, back: int | None = None) -> list
 
 def _describe(meta: CheckpointMetadata) -> str:
     source = ",".join(meta.tags) or "-"
-    return (f"{meta.checkpoint_id} (step {meta.step}, source {source}, "
-            f"parent {meta.parent_checkpoint_id or '-'})")
+    return (
+        f"{meta.checkpoint_id} (step {meta.step}, source {source}, parent {meta.parent_checkpoint_id or '-'})"
+    )
 
 
 async def _at_step(store: Store, ref: str, thread: str, step: int) -> CheckpointMetadata | None:

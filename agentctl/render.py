@@ -11,8 +11,9 @@ dataclasses and the writes' plain results (storage/results.py; duck-typed by the
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.highlighter import JSONHighlighter
@@ -71,8 +72,9 @@ def safe(value: Any, style: str = "", *, one_line: bool = False) -> Text:
 
 
 def _dumps(value: Any, indent: int | None = None) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=indent, default=str,
-                      separators=None if indent else (", ", ": "))
+    return json.dumps(
+        value, ensure_ascii=False, indent=indent, default=str, separators=None if indent else (", ", ": ")
+    )
 
 
 def _is_missing(value: Any) -> bool:
@@ -127,8 +129,9 @@ def transcript(messages: Any, first_index: int = 0) -> RenderableType:
     items: list[RenderableType] = []
     for i, msg in enumerate(messages, first_index):
         if not isinstance(msg, Mapping):
-            items.append(Text.assemble((f"[{i}] ", DIM), ("(not an object) ", "red"),
-                                       value_text(msg, width=None)))
+            items.append(
+                Text.assemble((f"[{i}] ", DIM), ("(not an object) ", "red"), value_text(msg, width=None))
+            )
             continue
         role = msg.get("role")
         role_s = role if isinstance(role, str) else "?"
@@ -149,10 +152,20 @@ def transcript(messages: Any, first_index: int = 0) -> RenderableType:
                 items.append(_indent(_tool_call_text(call)))
         else:  # text that is not JSON (or one object): shown once, as it is
             note = " (not JSON)" if isinstance(calls, str) else ""
-            items.append(_indent(Text.assemble(("→ ", "yellow"), (f"tool calls{note}: ", "red" if note else DIM),
-                                               value_text(calls, width=None))))
-        extra = {k: v for k, v in msg.items()
-                 if k not in ("role", "content", "name", "tool_calls", "tool_call_id", "tool_calls_error")}
+            items.append(
+                _indent(
+                    Text.assemble(
+                        ("→ ", "yellow"),
+                        (f"tool calls{note}: ", "red" if note else DIM),
+                        value_text(calls, width=None),
+                    )
+                )
+            )
+        extra = {
+            k: v
+            for k, v in msg.items()
+            if k not in ("role", "content", "name", "tool_calls", "tool_call_id", "tool_calls_error")
+        }
         if extra:
             items.append(_indent(Text.assemble(("extra ", DIM), value_text(extra, width=None))))
     return Group(*items)
@@ -197,8 +210,10 @@ def metadata_table(meta: Any, next_node: str = "") -> RenderableType:
     grid.add_row("checkpoint", safe(meta.checkpoint_id, ID_STYLE, one_line=True))
     grid.add_row("thread", safe(meta.thread_id, one_line=True))
     grid.add_row("step", Text(str(meta.step)))
-    grid.add_row("parent", safe(meta.parent_checkpoint_id, one_line=True)
-                 if meta.parent_checkpoint_id else Text("—", style=DIM))
+    grid.add_row(
+        "parent",
+        safe(meta.parent_checkpoint_id, one_line=True) if meta.parent_checkpoint_id else Text("—", style=DIM),
+    )
     grid.add_row("created", safe(meta.created_at, one_line=True))
     grid.add_row("tags", _tags_text(meta.tags) if meta.tags else Text("—", style=DIM))
     grid.add_row("summary", safe(meta.summary))
@@ -243,7 +258,7 @@ def records(headers: Sequence[str], rows: Sequence[Sequence[RenderableType]]) ->
     for i, row in enumerate(rows):
         if i:
             grid.add_row("", "")
-        for name, value in zip(headers, row):
+        for name, value in zip(headers, row, strict=False):
             grid.add_row(name, value)
     return grid
 
@@ -267,16 +282,24 @@ class ByWidth:
         return Measurement.get(console, options, self._pick(options.max_width))
 
 
-def diff_table(changes: Sequence[Any], value_width: int = 60, width: int | None = None,
-               fit: bool = False) -> RenderableType:
+def diff_table(
+    changes: Sequence[Any], value_width: int = 60, width: int | None = None, fit: bool = False
+) -> RenderableType:
     """SECTION, PATH (human form), OP, OLD, NEW for each Change (as records when
     `width` is narrow; with `fit`, as records when drawn narrower: ByWidth)."""
     if not changes:
         return Text("no differences", style=DIM)
     headers = ("SECTION", "PATH", "OP", "OLD", "NEW")
-    rows = [[safe(c.section, one_line=True), safe(_format_path(c.path), one_line=True),
-             Text(c.op, style=OP_STYLES.get(c.op, "")), value_text(c.old, value_width),
-             value_text(c.new, value_width)] for c in changes]
+    rows = [
+        [
+            safe(c.section, one_line=True),
+            safe(_format_path(c.path), one_line=True),
+            Text(c.op, style=OP_STYLES.get(c.op, "")),
+            value_text(c.old, value_width),
+            value_text(c.new, value_width),
+        ]
+        for c in changes
+    ]
     if is_narrow(width):
         return records(headers, rows)
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
@@ -292,14 +315,21 @@ def comparison_head(result: Any) -> Text:
     where the runs parted and A's and B's checkpoints there, with the steps each has after
     it; or that they do not part."""
     if result.first_divergent_step is None:
-        return Text(f"the runs do not part: {result.common_steps} step(s) alike; "
-                    f"then A has {result.a_steps} more step(s), B {result.b_steps}")
+        return Text(
+            f"the runs do not part: {result.common_steps} step(s) alike; "
+            f"then A has {result.a_steps} more step(s), B {result.b_steps}"
+        )
     return Text.assemble(
-        ("parted at step ", "bold"), (str(result.first_divergent_step), "bold"), "\n",
-        ("--- A ", "red"), safe(result.a_at or "", one_line=True),
+        ("parted at step ", "bold"),
+        (str(result.first_divergent_step), "bold"),
+        "\n",
+        ("--- A ", "red"),
+        safe(result.a_at or "", one_line=True),
         f" (step {result.a_step})  ({result.a_steps} step(s) after it)\n",
-        ("+++ B ", "green"), safe(result.b_at or "", one_line=True),
-        f" (step {result.b_step})  ({result.b_steps} step(s) after it)")
+        ("+++ B ", "green"),
+        safe(result.b_at or "", one_line=True),
+        f" (step {result.b_step})  ({result.b_steps} step(s) after it)",
+    )
 
 
 def comparison_view(result: Any, width: int | None = None, fit: bool = False) -> RenderableType:
@@ -310,12 +340,21 @@ def comparison_view(result: Any, width: int | None = None, fit: bool = False) ->
     return Group(head, diff_table(list(result.changes), width=width, fit=fit))
 
 
-def conflicts_table(conflicts: Sequence[Any], value_width: int = 50, width: int | None = None) -> RenderableType:
+def conflicts_table(
+    conflicts: Sequence[Any], value_width: int = 50, width: int | None = None
+) -> RenderableType:
     """PATH, BASE, OURS, THEIRS for each merge Conflict (as records when `width` is
     narrow)."""
     headers = ("PATH", "BASE", "OURS", "THEIRS")
-    rows = [[safe(_format_path(c.path), "bold", one_line=True), value_text(c.base, value_width),
-             value_text(c.ours, value_width), value_text(c.theirs, value_width)] for c in conflicts]
+    rows = [
+        [
+            safe(_format_path(c.path), "bold", one_line=True),
+            value_text(c.base, value_width),
+            value_text(c.ours, value_width),
+            value_text(c.theirs, value_width),
+        ]
+        for c in conflicts
+    ]
     if is_narrow(width):
         return records(headers, rows)
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
@@ -329,8 +368,9 @@ def conflicts_table(conflicts: Sequence[Any], value_width: int = 50, width: int 
 # ---- threads, log, tree ----------------------------------------------------------------
 
 
-def threads_table(summaries: Sequence[Any], summary_width: int = 60,
-                  width: int | None = None) -> RenderableType:
+def threads_table(
+    summaries: Sequence[Any], summary_width: int = 60, width: int | None = None
+) -> RenderableType:
     """The `threads list` table. A format's own columns (a session's user, title, ...)
     come after HEAD, as many as fit in `width` (in their order), kept short; a column
     empty in every row is left out."""
@@ -348,39 +388,58 @@ def threads_table(summaries: Sequence[Any], summary_width: int = 60,
         extra = fits
     rows = []
     for s in summaries:
-        rows.append([safe(s.thread_id, "bold", one_line=True), Text(str(s.checkpoints)),
-                     Text(str(s.head_step)),
-                     *(safe(str(v), one_line=True) for n, v in s.extra_columns() if n in extra),
-                     safe(str(s.updated_at)[:19], DIM, one_line=True),
-                     safe(s.branch_of or "", "magenta", one_line=True),
-                     safe(shorten(s.head_summary or "", summary_width, at_word=True))])
+        rows.append(
+            [
+                safe(s.thread_id, "bold", one_line=True),
+                Text(str(s.checkpoints)),
+                Text(str(s.head_step)),
+                *(safe(str(v), one_line=True) for n, v in s.extra_columns() if n in extra),
+                safe(str(s.updated_at)[:19], DIM, one_line=True),
+                safe(s.branch_of or "", "magenta", one_line=True),
+                safe(shorten(s.head_summary or "", summary_width, at_word=True)),
+            ]
+        )
     names = ["THREAD", "CKPTS", "HEAD", *extra, "UPDATED", "BRANCH-OF", "SUMMARY"]
     if is_narrow(width):  # records, every column that has a value
         keep = [i for i, name in enumerate(names) if any(r[i].plain for r in rows)]
         return records([names[i] for i in keep], [[r[i] for i in keep] for r in rows])
     narrow = width is not None and width < 72  # then no time, no branch column: one word a line is no table
-    keep = [i for i, name in enumerate(names)
-            if not (narrow and name in ("UPDATED", "BRANCH-OF"))
-            and (name in ("THREAD", "CKPTS", "HEAD", "UPDATED", "SUMMARY") or any(r[i].plain for r in rows))]
-    widths = _thread_column_widths([names[i] for i in keep], [[r[i] for i in keep] for r in rows],
-                                   extra, 12 if narrow else 20, width)
+    keep = [
+        i
+        for i, name in enumerate(names)
+        if not (narrow and name in ("UPDATED", "BRANCH-OF"))
+        and (name in ("THREAD", "CKPTS", "HEAD", "UPDATED", "SUMMARY") or any(r[i].plain for r in rows))
+    ]
+    widths = _thread_column_widths(
+        [names[i] for i in keep], [[r[i] for i in keep] for r in rows], extra, 12 if narrow else 20, width
+    )
     for i in keep:
         name = names[i]
         if name in extra:
-            t.add_column(name, no_wrap=True, overflow="ellipsis", max_width=24,
-                         justify="right" if name in ("TOKENS", "COST") else "left")
+            t.add_column(
+                name,
+                no_wrap=True,
+                overflow="ellipsis",
+                max_width=24,
+                justify="right" if name in ("TOKENS", "COST") else "left",
+            )
         else:
-            t.add_column(name, justify="right" if name in ("CKPTS", "HEAD") else "left",
-                         overflow="fold", no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
-                         width=widths.get(name),
-                         min_width=None if widths else {"SUMMARY": 20, "THREAD": 12}.get(name))
+            t.add_column(
+                name,
+                justify="right" if name in ("CKPTS", "HEAD") else "left",
+                overflow="fold",
+                no_wrap=name in ("CKPTS", "HEAD", "UPDATED"),
+                width=widths.get(name),
+                min_width=None if widths else {"SUMMARY": 20, "THREAD": 12}.get(name),
+            )
     for r in rows:
         t.add_row(*(r[i] for i in keep))
     return t
 
 
-def _thread_column_widths(names: list[str], rows: list[list[Text]], extra: Sequence[str],
-                          summary_min: int, width: int | None) -> dict[str, int]:
+def _thread_column_widths(
+    names: list[str], rows: list[list[Text]], extra: Sequence[str], summary_min: int, width: int | None
+) -> dict[str, int]:
     """`threads list`'s widths of THREAD, BRANCH-OF and SUMMARY in `width`: the ids
     whole on one line and the summary the rest where that leaves it `summary_min`;
     else the summary that (or a third of the room) and the ids folded over lines.
@@ -390,12 +449,18 @@ def _thread_column_widths(names: list[str], rows: list[list[Text]], extra: Seque
         return {}
     widest = {name: max([len(name), *(r[i].cell_len for r in rows)]) for i, name in enumerate(names)}
     ids = sorted((widest[n], n) for n in ("THREAD", "BRANCH-OF") if n in widest)
-    fixed = sum(min(widest[n], 24) if n in extra else widest[n] for n in names
-                if n not in ("THREAD", "BRANCH-OF", "SUMMARY"))
+    fixed = sum(
+        min(widest[n], 24) if n in extra else widest[n]
+        for n in names
+        if n not in ("THREAD", "BRANCH-OF", "SUMMARY")
+    )
     room = width - fixed - 2 * (len(names) - 1)
     whole = sum(w for w, _ in ids)
-    out = {"SUMMARY": max(summary_min, room - whole) if room - whole >= summary_min
-           else min(summary_min, max(8, room // 3))}
+    out = {
+        "SUMMARY": max(summary_min, room - whole)
+        if room - whole >= summary_min
+        else min(summary_min, max(8, room // 3))
+    }
     left = room - out["SUMMARY"]
     for k, (w, n) in enumerate(ids):  # the narrower first: what it leaves goes to the other
         out[n] = max(4, min(w, left // (len(ids) - k)))
@@ -404,15 +469,19 @@ def _thread_column_widths(names: list[str], rows: list[list[Text]], extra: Seque
     return out
 
 
-def log_lines(metas: Sequence[Any], graph: bool = False, *, heads: Mapping[str, Sequence[str]] | None = None,
-              summary_width: int | None = 80) -> list[Text]:
+def log_lines(
+    metas: Sequence[Any],
+    graph: bool = False,
+    *,
+    heads: Mapping[str, Sequence[str]] | None = None,
+    summary_width: int | None = 80,
+) -> list[Text]:
     """One line per checkpoint, newest first as given: id, (decorations), #step, [tags],
     summary (the layout of `agentctl.lines.log_lines`). `heads` maps checkpoint ids to
     names shown as decorations (e.g. the thread whose head it is). With `graph`, a lane
     graph of forks and merges is drawn on the left (the checkpoints must be in
     child-before-parent order)."""
-    return [_text(line) for line in lines.log_lines(metas, graph, heads=heads,
-                                                    summary_width=summary_width)]
+    return [_text(line) for line in lines.log_lines(metas, graph, heads=heads, summary_width=summary_width)]
 
 
 def tree_view(tree: Mapping[str, Any], summary_width: int = 60) -> RenderableType:
@@ -445,9 +514,16 @@ def op_table(ops: Sequence[Any], width: int | None = None) -> RenderableType:
             status = Text(f"partly undone ({len(op.details['restored'])} thread(s))", style="yellow")
         else:
             status = Text("done", style="green")
-        rows.append([Text(str(op.op_id)), safe(str(op.created_at)[:19], DIM, one_line=True),
-                     safe(op.kind, "bold", one_line=True), safe(op.summary, one_line=True),
-                     safe(", ".join(op.threads or []), one_line=True), status])
+        rows.append(
+            [
+                Text(str(op.op_id)),
+                safe(str(op.created_at)[:19], DIM, one_line=True),
+                safe(op.kind, "bold", one_line=True),
+                safe(op.summary, one_line=True),
+                safe(", ".join(op.threads or []), one_line=True),
+                status,
+            ]
+        )
     if is_narrow(width):
         return records(headers, rows)
     t = Table(header_style="bold", box=None, pad_edge=False, show_edge=False)
@@ -462,14 +538,23 @@ def _meta_line(meta: Any, style: str = "", thread: str | None = None) -> Text:
     """A checkpoint's line; its thread in parentheses when it is not `thread` (a
     LangGraph subgraph namespace's checkpoint in its thread's prune)."""
     other = thread is not None and meta.thread_id != thread
-    return Text.assemble("  ", safe(meta.checkpoint_id, ID_STYLE, one_line=True),
-                         Text.assemble(" (", safe(meta.thread_id, one_line=True), ")") if other else "",
-                         (f" #{meta.step} ", "cyan"),
-                         safe(shorten(meta.summary or "", 60), style))
+    return Text.assemble(
+        "  ",
+        safe(meta.checkpoint_id, ID_STYLE, one_line=True),
+        Text.assemble(" (", safe(meta.thread_id, one_line=True), ")") if other else "",
+        (f" #{meta.step} ", "cyan"),
+        safe(shorten(meta.summary or "", 60), style),
+    )
 
 
-def _listing(title: Text, metas: Sequence[Any], style: str = "", limit: int = 20,
-             total: int | None = None, thread: str | None = None) -> list[RenderableType]:
+def _listing(
+    title: Text,
+    metas: Sequence[Any],
+    style: str = "",
+    limit: int = 20,
+    total: int | None = None,
+    thread: str | None = None,
+) -> list[RenderableType]:
     """title, the first `limit` of metas, and how many more there are (of `total`, when
     metas holds only the first ones)."""
     total = len(metas) if total is None else total
@@ -489,46 +574,100 @@ def plan_text(plan: Any) -> RenderableType:
     parts: list[RenderableType] = []
     if {"target", "moved"} <= fields:  # RewindPlan
         target = plan.target
-        parts.append(Text.assemble(("rewind ", "bold"), safe(plan.thread_id, "bold", one_line=True),
-                                   " to ", safe(target.checkpoint_id, ID_STYLE, one_line=True),
-                                   (f" (step {target.step})", "cyan")))
+        parts.append(
+            Text.assemble(
+                ("rewind ", "bold"),
+                safe(plan.thread_id, "bold", one_line=True),
+                " to ",
+                safe(target.checkpoint_id, ID_STYLE, one_line=True),
+                (f" (step {target.step})", "cyan"),
+            )
+        )
         n = len(plan.moved)
         if not n:
             parts.append(Text("  nothing after it: nothing to do", style=DIM))
         elif plan.hard:
-            parts.extend(_listing(Text(f"DELETE {n} checkpoint{'s' if n != 1 else ''} after it "
-                                       "(undoable until purge):", style="bold red"), plan.moved, "red"))
+            parts.extend(
+                _listing(
+                    Text(
+                        f"DELETE {n} checkpoint{'s' if n != 1 else ''} after it (undoable until purge):",
+                        style="bold red",
+                    ),
+                    plan.moved,
+                    "red",
+                )
+            )
         elif getattr(plan, "marked", False):  # ADK: a rewind event marks them; they stay
-            parts.extend(_listing(Text.assemble(
-                f"append a rewind event (as ADK's rewind_async) marking the {n} checkpoint"
-                f"{'s' if n != 1 else ''} after it rewound: they stay in ", safe(plan.thread_id, "bold", one_line=True),
-                ", out of the conversation:"), plan.moved))
+            parts.extend(
+                _listing(
+                    Text.assemble(
+                        f"append a rewind event (as ADK's rewind_async) marking the {n} checkpoint"
+                        f"{'s' if n != 1 else ''} after it rewound: they stay in ",
+                        safe(plan.thread_id, "bold", one_line=True),
+                        ", out of the conversation:",
+                    ),
+                    plan.moved,
+                )
+            )
         elif plan.archive_thread == plan.thread_id:  # LangGraph: a fork copy becomes the head
-            parts.extend(_listing(Text(f"write a fork checkpoint copying it as the new head; the {n} "
-                                       f"checkpoint{'s' if n != 1 else ''} after it stay as a branch:"),
-                                  plan.moved))
+            parts.extend(
+                _listing(
+                    Text(
+                        f"write a fork checkpoint copying it as the new head; the {n} "
+                        f"checkpoint{'s' if n != 1 else ''} after it stay as a branch:"
+                    ),
+                    plan.moved,
+                )
+            )
         else:
-            parts.extend(_listing(Text.assemble(f"move {n} checkpoint{'s' if n != 1 else ''} after it to ",
-                                                safe(plan.archive_thread or "?", "bold", one_line=True), ":"),
-                                  plan.moved))
+            parts.extend(
+                _listing(
+                    Text.assemble(
+                        f"move {n} checkpoint{'s' if n != 1 else ''} after it to ",
+                        safe(plan.archive_thread or "?", "bold", one_line=True),
+                        ":",
+                    ),
+                    plan.moved,
+                )
+            )
     elif {"ours", "theirs", "merged"} <= fields:  # MergePlan
         theirs, ours = plan.theirs.metadata, plan.ours.metadata
-        parts.append(Text.assemble(("merge ", "bold"), safe(theirs.thread_id, "bold", one_line=True),
-                                   " into ", safe(ours.thread_id, "bold", one_line=True),
-                                   (f" (strategy {plan.strategy})", DIM)))
+        parts.append(
+            Text.assemble(
+                ("merge ", "bold"),
+                safe(theirs.thread_id, "bold", one_line=True),
+                " into ",
+                safe(ours.thread_id, "bold", one_line=True),
+                (f" (strategy {plan.strategy})", DIM),
+            )
+        )
         base = plan.base
-        parts.append(Text.assemble("  base:   ", safe(base.checkpoint_id, ID_STYLE, one_line=True)
-                                   if base else Text("none (no common ancestor)", style="red")))
+        parts.append(
+            Text.assemble(
+                "  base:   ",
+                safe(base.checkpoint_id, ID_STYLE, one_line=True)
+                if base
+                else Text("none (no common ancestor)", style="red"),
+            )
+        )
         parts.append(Text.assemble("  ours:   ", safe(ours.checkpoint_id, ID_STYLE, one_line=True)))
         parts.append(Text.assemble("  theirs: ", safe(theirs.checkpoint_id, ID_STYLE, one_line=True)))
         merged = plan.merged.metadata
         made_later = getattr(plan, "id_at_write", "")
-        parts.append(Text.assemble("  writes: ", Text(f"a new checkpoint ({made_later})") if made_later
-                                   else safe(merged.checkpoint_id, ID_STYLE, one_line=True),
-                                   (f" #{merged.step}", "cyan")))
+        parts.append(
+            Text.assemble(
+                "  writes: ",
+                Text(f"a new checkpoint ({made_later})")
+                if made_later
+                else safe(merged.checkpoint_id, ID_STYLE, one_line=True),
+                (f" #{merged.step}", "cyan"),
+            )
+        )
         resolved = getattr(plan, "resolved", None) or []
         if resolved:
-            parts.append(Text(f"{len(resolved)} conflict(s) settled by strategy {plan.strategy}:", style="yellow"))
+            parts.append(
+                Text(f"{len(resolved)} conflict(s) settled by strategy {plan.strategy}:", style="yellow")
+            )
             parts.append(conflicts_table(resolved))
         if plan.conflicts:
             parts.append(Text(f"{len(plan.conflicts)} conflict(s):", style="bold red"))
@@ -537,20 +676,35 @@ def plan_text(plan: Any) -> RenderableType:
         preview = getattr(plan, "delete_count", None)  # the History's preview holds the first rows only
         n = len(plan.delete) if preview is None else preview
         why = getattr(plan, "reason", "") or policy_text(plan.policy, plan.param)
-        head = Text.assemble(("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True),
-                             (f" ({why}): ", DIM))
+        head = Text.assemble(
+            ("prune ", "bold"), safe(plan.thread_id, "bold", one_line=True), (f" ({why}): ", DIM)
+        )
         if n:
             head.append(f"delete {n}, keep {plan.keep_count}", style="bold red")
-            parts.extend(_listing(head, plan.delete, "red", limit=PRUNE_LISTED, total=n, thread=plan.thread_id))
+            parts.extend(
+                _listing(head, plan.delete, "red", limit=PRUNE_LISTED, total=n, thread=plan.thread_id)
+            )
             forks = getattr(plan, "forks_kept", 0)
             if forks:
-                parts.append(Text(f"  kept: {forks} fork point{'s' if forks != 1 else ''} "
-                                  "(the parent of a branch, or of several checkpoints)", style=DIM))
+                parts.append(
+                    Text(
+                        f"  kept: {forks} fork point{'s' if forks != 1 else ''} "
+                        "(the parent of a branch, or of several checkpoints)",
+                        style=DIM,
+                    )
+                )
             moved = getattr(plan, "reparent", None) or []
             for cid, _, new in moved[:5]:
-                parts.append(Text.assemble("  parent of ", safe(cid, ID_STYLE, one_line=True), " becomes ",
-                                           safe(new, ID_STYLE, one_line=True) if new
-                                           else Text("none (a root: no ancestor of it stays)", style=DIM)))
+                parts.append(
+                    Text.assemble(
+                        "  parent of ",
+                        safe(cid, ID_STYLE, one_line=True),
+                        " becomes ",
+                        safe(new, ID_STYLE, one_line=True)
+                        if new
+                        else Text("none (a root: no ancestor of it stays)", style=DIM),
+                    )
+                )
             if len(moved) > 5:
                 parts.append(Text(f"  … and {len(moved) - 5} more parents", style=DIM))
         else:

@@ -13,7 +13,18 @@ from agentctl.errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from agentctl.storage.contract import History, Store
 
-__all__ = ["RunPlan", "plan_run", "without_tables", "create_tables", "run_settings", "parse_run_options", "start_request", "RunTally", "recorded_summary", "record_run"]
+__all__ = [
+    "RunPlan",
+    "plan_run",
+    "without_tables",
+    "create_tables",
+    "run_settings",
+    "parse_run_options",
+    "start_request",
+    "RunTally",
+    "recorded_summary",
+    "record_run",
+]
 
 
 def json_value(option: str, text: str | None) -> Any:
@@ -57,8 +68,9 @@ def parse_run_options(text: str) -> tuple[str | None, list[str]]:
     return context, configurable
 
 
-def run_settings(fmt: str, context_text: str | None = None,
-                 configurable: list[str] | None = None) -> dict[str, Any]:
+def run_settings(
+    fmt: str, context_text: str | None = None, configurable: list[str] | None = None
+) -> dict[str, Any]:
     """What the graph is run with besides its input: {"context": --context JSON (the
     graph's Runtime context), "configurable": {KEY: JSON} of --configurable KEY=JSON}, the
     keys given only; UsageError for bad JSON, a reserved key, or a format that has none."""
@@ -78,8 +90,10 @@ def run_settings(fmt: str, context_text: str | None = None,
         if not sep or not key:
             raise UsageError(f"--configurable {item!r} is not KEY=JSON (e.g. user_id='\"u1\"')")
         if key in RESERVED:
-            raise UsageError(f"--configurable {key}: agentctl sets {key} itself (the thread and checkpoint "
-                             "are THREAD and --from)")
+            raise UsageError(
+                f"--configurable {key}: agentctl sets {key} itself (the thread and checkpoint "
+                "are THREAD and --from)"
+            )
         values[key] = json_value(f"--configurable {key}", text)
     if values:
         out["configurable"] = values
@@ -104,9 +118,16 @@ class RunPlan:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-async def plan_run(store: Store, history: History, thread: str, from_ref: str | None = None,
-                   input_text: str | None = None, resume_text: str | None = None,
-                   context_text: str | None = None, configurable: list[str] | None = None) -> RunPlan:
+async def plan_run(
+    store: Store,
+    history: History,
+    thread: str,
+    from_ref: str | None = None,
+    input_text: str | None = None,
+    resume_text: str | None = None,
+    context_text: str | None = None,
+    configurable: list[str] | None = None,
+) -> RunPlan:
     """Check a run can start (the format has a runtime, the thread and REF exist, the
     input is what the framework takes) and read what it is recorded against; nothing is
     run or written. UsageError / ThreadNotFound otherwise."""
@@ -122,17 +143,25 @@ async def plan_run(store: Store, history: History, thread: str, from_ref: str | 
     settings = run_settings(fmt, context_text, configurable)
     runtime = RUNNERS[fmt]
     if runtime.replays and resume_text is not None and not runtime.graph_options:
-        raise UsageError(f"--resume is LangGraph's (the answer to an interrupt); a {fmt} run resumes from its "
-                         "checkpoint as it is")
+        raise UsageError(
+            f"--resume is LangGraph's (the answer to an interrupt); a {fmt} run resumes from its "
+            "checkpoint as it is"
+        )
     if not runtime.replays and (from_ref is not None or resume_text is not None):
-        raise UsageError(f"--from and --resume are LangGraph's; a {fmt} "
-                         + ("session runs on from its end with --input TEXT" if runtime.input == "required"
-                            else "flow is kicked off again with its id"))
+        raise UsageError(
+            f"--from and --resume are LangGraph's; a {fmt} "
+            + (
+                "session runs on from its end with --input TEXT"
+                if runtime.input == "required"
+                else "flow is kicked off again with its id"
+            )
+        )
     if runtime.input == "required" and input_text is None:  # the SDKs: a session on from its end
         raise UsageError(f"a {fmt} run needs --input TEXT (the user's message)")
     if runtime.input == "none" and input_text is not None:
-        raise UsageError(f"a {fmt} run resumes from a checkpoint and takes no --input (its inputs are the "
-                         "checkpoint's)")
+        raise UsageError(
+            f"a {fmt} run resumes from a checkpoint and takes no --input (its inputs are the checkpoint's)"
+        )
     recorder = run_recorder(store, history)
     from_id = None
     exists = await store.find_thread_ids(thread, 1) == [thread]
@@ -156,9 +185,19 @@ async def plan_run(store: Store, history: History, thread: str, from_ref: str | 
     # LangGraph's --input is the graph's input (JSON); an SDK's, the user's message (TEXT)
     value = json_value("--input", input_text) if runtime.graph_input else input_text
     if runtime.input == "object" and value is not None and not isinstance(value, dict):
-        raise UsageError("--input is the flow's inputs: a JSON object, e.g. '{\"city\": \"Oslo\"}'")
-    return RunPlan(fmt, thread, from_id, before, extra, input_text, resume_text, value,
-                   json_value("--resume", resume_text), settings)
+        raise UsageError('--input is the flow\'s inputs: a JSON object, e.g. \'{"city": "Oslo"}\'')
+    return RunPlan(
+        fmt,
+        thread,
+        from_id,
+        before,
+        extra,
+        input_text,
+        resume_text,
+        value,
+        json_value("--resume", resume_text),
+        settings,
+    )
 
 
 async def without_tables(db: str) -> bool:
@@ -172,7 +211,9 @@ async def without_tables(db: str) -> bool:
     kind, target = parse_url(db)
     path = local_file(db)
     if path is not None:
-        if path == ":memory:" or (not os.path.exists(path) and not os.path.isdir(os.path.dirname(path) or ".")):
+        if path == ":memory:" or (
+            not os.path.exists(path) and not os.path.isdir(os.path.dirname(path) or ".")
+        ):
             return False
         if os.path.exists(path) and os.path.getsize(path) > 0:
             tables = await tables_or_none(kind, target)
@@ -204,8 +245,15 @@ def start_request(plan: RunPlan, db: str, agent: Any) -> dict[str, Any]:
     from agentctl.storage import target_to_write
 
     kind, target = target_to_write(db)
-    request: dict[str, Any] = {"kind": kind, "target": target, "thread": plan.thread, "from": plan.from_id,
-                               **agent.request(), **plan.extra, **plan.settings}
+    request: dict[str, Any] = {
+        "kind": kind,
+        "target": target,
+        "thread": plan.thread,
+        "from": plan.from_id,
+        **agent.request(),
+        **plan.extra,
+        **plan.settings,
+    }
     if plan.resume_text is not None:
         request["resume"] = plan.resume
     else:
@@ -240,10 +288,15 @@ def short(text: str | None, width: int = 60) -> str:
 def error_line(event: dict[str, Any]) -> str:
     """What an "error" event says: the user's agent raised (a frame of the user's code on
     its traceback), else the framework (or the runner) did: never the user's then."""
-    where = f" in node {event['node']!r}" if event.get("node") else \
-        (f" in agent {event['agent']!r}" if event.get("agent") else "")
+    where = (
+        f" in node {event['node']!r}"
+        if event.get("node")
+        else (f" in agent {event['agent']!r}" if event.get("agent") else "")
+    )
     origin = event.get("origin") or "agent"
-    who = "your agent raised" if origin == "agent" else f"the run failed in {origin} itself, not in your code:"
+    who = (
+        "your agent raised" if origin == "agent" else f"the run failed in {origin} itself, not in your code:"
+    )
     return f"{who} {event.get('type')}{where}: {event.get('message')}"
 
 
@@ -252,19 +305,36 @@ def recorded_summary(plan: RunPlan, agent_label: str, outcome: Any) -> tuple[dic
     child (agentctl.runners.ChildOutcome)."""
     event: dict[str, Any] = {"event": "interrupted"} if outcome.interrupted else dict(outcome.event)
     result = {"done": "done", "error": f"error: {event.get('type')}", "interrupted": "interrupted"}.get(
-        str(event.get("event")), f"exit {outcome.code}")
+        str(event.get("event")), f"exit {outcome.code}"
+    )
     shown = plan.resume_text if plan.resume_text is not None else plan.input_text
-    summary = (f"run {plan.thread}" + (f" from {plan.from_id}" if plan.from_id else "") + f" with {agent_label}"
-               + (f" ({'resume' if plan.resume_text is not None else 'input'} {short(shown)})" if shown else "")
-               + f": {result}")
+    summary = (
+        f"run {plan.thread}"
+        + (f" from {plan.from_id}" if plan.from_id else "")
+        + f" with {agent_label}"
+        + (f" ({'resume' if plan.resume_text is not None else 'input'} {short(shown)})" if shown else "")
+        + f": {result}"
+    )
     return event, result, summary
 
 
-async def record_run(history: History, plan: RunPlan, agent_label: str, summary: str, result: str) -> int | None:
+async def record_run(
+    history: History, plan: RunPlan, agent_label: str, summary: str, result: str
+) -> int | None:
     """Record what the run saved as one undoable op: its id (None when it saved nothing).
     (`plan_run` checked that the format declares RUN.)"""
     from agentctl.storage.contract import RecordsRuns
 
     return await cast(RecordsRuns, history).record_run(
-        plan.thread, plan.before, summary, {"agent": agent_label, "input": plan.value, "resume": plan.resume,
-                                            "from": plan.from_id, "result": result, **plan.settings})
+        plan.thread,
+        plan.before,
+        summary,
+        {
+            "agent": agent_label,
+            "input": plan.value,
+            "resume": plan.resume,
+            "from": plan.from_id,
+            "result": result,
+            **plan.settings,
+        },
+    )

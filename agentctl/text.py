@@ -7,12 +7,8 @@ import re
 
 # C0 controls except \n and \t, DEL, C1 controls, and the Unicode bidi overrides / line
 # separators that can reorder or hide what a terminal shows.
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-_UNSAFE_ONE_LINE = re.compile(
-    "[\x00-\x1f\x7f\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -111,7 +107,7 @@ def centre_on(text: str, needle: str, width: int) -> str:
     if len(needle) > room:
         start = pos
     head = "…" if start else ""
-    body = flat[start:start + width - len(head)]
+    body = flat[start : start + width - len(head)]
     if start + len(body) < len(flat):
         body = body[:-1] + "…"
     return head + body
@@ -120,10 +116,22 @@ def centre_on(text: str, needle: str, width: int) -> str:
 # The one name of each JSON type in what agentctl says (never Python's dict, list, str):
 # "object", "array", "string", "number", "boolean", "null". SQLite's json_type() names
 # are mapped onto them too.
-_JSON_TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number",
-                    float: "number", type(None): "null"}
-_SQL_JSON_TYPES = {"text": "string", "integer": "number", "real": "number", "true": "boolean",
-                   "false": "boolean"}
+_JSON_TYPE_NAMES = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    type(None): "null",
+}
+_SQL_JSON_TYPES = {
+    "text": "string",
+    "integer": "number",
+    "real": "number",
+    "true": "boolean",
+    "false": "boolean",
+}
 
 
 def json_type_name(value: object) -> str:

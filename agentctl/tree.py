@@ -31,9 +31,9 @@ async def branch_family(store: Store, thread_id: str, max_threads: int | None = 
                 first_rows[meta.thread_id] = meta
                 found.append(meta)
         if max_threads is not None:
-            for meta in found[max_threads - len(threads):]:
+            for meta in found[max_threads - len(threads) :]:
                 del first_rows[meta.thread_id]
-            found = found[:max_threads - len(threads)]
+            found = found[: max_threads - len(threads)]
         frontier = [meta.thread_id for meta in found]
         threads += frontier
     return Family(threads, first_rows)
@@ -73,14 +73,21 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
     if not metas:
         return {"thread_id": thread_id, "total_checkpoints": 0, "threads": [], "nodes": [], "edges": []}
     by_id = {m.checkpoint_id: m for m in metas}
-    outside = sorted({m.parent_checkpoint_id for m in metas
-                      if m.parent_checkpoint_id and m.parent_checkpoint_id not in by_id})
+    outside = sorted(
+        {
+            m.parent_checkpoint_id
+            for m in metas
+            if m.parent_checkpoint_id and m.parent_checkpoint_id not in by_id
+        }
+    )
     existing = await b.existing_checkpoint_ids(outside)
     archives = await b.archive_threads()
     heads = {t: rows[-1].checkpoint_id for t, rows in per_thread.items() if rows}
-    cross_parents = {m.parent_checkpoint_id for m in metas
-                     if m.parent_checkpoint_id in by_id
-                     and by_id[m.parent_checkpoint_id].thread_id != m.thread_id}
+    cross_parents = {
+        m.parent_checkpoint_id
+        for m in metas
+        if m.parent_checkpoint_id in by_id and by_id[m.parent_checkpoint_id].thread_id != m.thread_id
+    }
     # a fork inside a thread (a LangGraph thread replayed from an old checkpoint, or
     # rewound): a checkpoint with two or more children in its own thread
     in_thread_children: dict[str, int] = {}
@@ -104,12 +111,21 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
             labels.append("orphan")
         if m.checkpoint_id in cross_parents:
             labels.append("branch-point")
-        merged_from = [t[len("merged:"):] for t in m.tags if t.startswith("merged:")]
+        merged_from = [t[len("merged:") :] for t in m.tags if t.startswith("merged:")]
         if "merge" in m.tags or merged_from:
             labels.append("merge")
-        nodes.append({"id": m.checkpoint_id, "thread_id": m.thread_id, "step": m.step,
-                      "tags": m.tags, "summary": m.summary, "created_at": m.created_at,
-                      "parent_id": parent, "labels": labels})
+        nodes.append(
+            {
+                "id": m.checkpoint_id,
+                "thread_id": m.thread_id,
+                "step": m.step,
+                "tags": m.tags,
+                "summary": m.summary,
+                "created_at": m.created_at,
+                "parent_id": parent,
+                "labels": labels,
+            }
+        )
         if parent and parent in by_id:
             kind = "parent" if by_id[parent].thread_id == m.thread_id else "branch"
             edges.append({"from": parent, "to": m.checkpoint_id, "kind": kind})
@@ -122,14 +138,22 @@ async def checkpoint_tree(store: Store, thread_id: str, limit: int | None = None
         if not rows:
             continue
         first = first_rows.get(thread)
-        thread_info.append({
-            "thread_id": thread,
-            "parent_thread": by_id[first.parent_checkpoint_id].thread_id
-            if first and first.parent_checkpoint_id in by_id else None,
-            "branch_point": first.parent_checkpoint_id if first else None,
-            "checkpoints": len(rows),
-            "head": rows[-1].checkpoint_id,
-            "archive": thread in archives or "-branch-rewind-" in thread,
-        })
-    return {"thread_id": thread_id, "total_checkpoints": len(metas), "threads": thread_info,
-            "nodes": nodes, "edges": edges}
+        thread_info.append(
+            {
+                "thread_id": thread,
+                "parent_thread": by_id[first.parent_checkpoint_id].thread_id
+                if first and first.parent_checkpoint_id in by_id
+                else None,
+                "branch_point": first.parent_checkpoint_id if first else None,
+                "checkpoints": len(rows),
+                "head": rows[-1].checkpoint_id,
+                "archive": thread in archives or "-branch-rewind-" in thread,
+            }
+        )
+    return {
+        "thread_id": thread_id,
+        "total_checkpoints": len(metas),
+        "threads": thread_info,
+        "nodes": nodes,
+        "edges": edges,
+    }

@@ -26,8 +26,14 @@ def _run(checkout: str, argv: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds: user + system) of one run."""
     env = {**os.environ, "PYTHONPATH": checkout}
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    subprocess.run([sys.executable, "-m", "agentctl", *argv], env=env, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/tmp")
+    subprocess.run(
+        [sys.executable, "-m", "agentctl", *argv],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd="/tmp",
+    )
     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -44,20 +50,29 @@ def main() -> None:
     for name, db in (("AgentOS", args.agentos_db), ("LangGraph", args.langgraph_db)):
         meta = json.load(open(db + ".meta.json"))
         db = os.path.abspath(db)
-        cases += [(f"{name} `threads list`", ["--db", db, "threads", "list"]),
-                  (f"{name} `show`", ["--db", db, "show", meta["sample_checkpoint"]]),
-                  (f"{name} `log`", ["--db", db, "log", meta["long_thread"]])]
-    print("| command | before: wall / CPU (s) | after: wall / CPU (s) | after / before (wall, CPU) |\n"
-          "|---|---|---|---|")
+        cases += [
+            (f"{name} `threads list`", ["--db", db, "threads", "list"]),
+            (f"{name} `show`", ["--db", db, "show", meta["sample_checkpoint"]]),
+            (f"{name} `log`", ["--db", db, "log", meta["long_thread"]]),
+        ]
+    print(
+        "| command | before: wall / CPU (s) | after: wall / CPU (s) | after / before (wall, CPU) |\n"
+        "|---|---|---|---|"
+    )
     for label, argv in cases:
         _run(args.before, argv), _run(args.after, argv)  # warm-up: the file in the page cache
         runs: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
         for _ in range(args.runs):
             runs["before"].append(_run(args.before, argv))
             runs["after"].append(_run(args.after, argv))
-        (bw, bc), (aw, ac) = [(statistics.median(r[0] for r in runs[k]), statistics.median(r[1] for r in runs[k]))
-                              for k in ("before", "after")]
-        print(f"| {label} | {bw:.3f} / {bc:.3f} | {aw:.3f} / {ac:.3f} | {aw / bw:.2f}×, {ac / bc:.2f}× |", flush=True)
+        (bw, bc), (aw, ac) = [
+            (statistics.median(r[0] for r in runs[k]), statistics.median(r[1] for r in runs[k]))
+            for k in ("before", "after")
+        ]
+        print(
+            f"| {label} | {bw:.3f} / {bc:.3f} | {aw:.3f} / {ac:.3f} | {aw / bw:.2f}×, {ac / bc:.2f}× |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -27,24 +27,50 @@ sys.path.insert(0, str(REPO))
 
 from agentctl.storage.sql import jsonb  # noqa: E402
 
-DDL = ("CREATE TABLE IF NOT EXISTS checkpoints (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, parent_id TEXT, "
-       "branch TEXT NOT NULL DEFAULT 'main', data JSONB NOT NULL)")
+DDL = (
+    "CREATE TABLE IF NOT EXISTS checkpoints (id TEXT PRIMARY KEY, created_at TEXT NOT NULL, parent_id TEXT, "
+    "branch TEXT NOT NULL DEFAULT 'main', data JSONB NOT NULL)"
+)
 
 
 def data(i: int, parent: str | None, branch: str) -> bytes:
     methods = ["plan", "book", "report", "review", "send"][: i % 5 + 1]
-    events = {f"ev-{i}-{k}": {"event": {"type": "method_execution_finished", "method_name": m,
-                                         "timestamp": "2026-12-06T19:40:22.000000Z", "emission_sequence": k},
-                              "edges": {"parent": [f"ev-{i}-0"]}} for k, m in enumerate(methods)}
-    value = {"crewai_version": "1.15.30", "parent_id": parent, "branch": branch,
-             "entities": [{"entity_type": "flow", "name": None, "max_method_calls": 100,
-                           "checkpoint_completed_methods": methods,
-                           "checkpoint_method_outputs": [{"method": m, "output": f"{m} done for trip {i}" * 3}
-                                                         for m in methods],
-                           "checkpoint_method_counts": {m: 1 for m in methods},
-                           "checkpoint_state": {"id": f"flow-{i // 5}", "city": f"city {i % 97}",
-                                                "steps": methods, "note": "x" * 300}}],
-             "event_record": {"nodes": events}}
+    events = {
+        f"ev-{i}-{k}": {
+            "event": {
+                "type": "method_execution_finished",
+                "method_name": m,
+                "timestamp": "2026-12-06T19:40:22.000000Z",
+                "emission_sequence": k,
+            },
+            "edges": {"parent": [f"ev-{i}-0"]},
+        }
+        for k, m in enumerate(methods)
+    }
+    value = {
+        "crewai_version": "1.15.30",
+        "parent_id": parent,
+        "branch": branch,
+        "entities": [
+            {
+                "entity_type": "flow",
+                "name": None,
+                "max_method_calls": 100,
+                "checkpoint_completed_methods": methods,
+                "checkpoint_method_outputs": [
+                    {"method": m, "output": f"{m} done for trip {i}" * 3} for m in methods
+                ],
+                "checkpoint_method_counts": {m: 1 for m in methods},
+                "checkpoint_state": {
+                    "id": f"flow-{i // 5}",
+                    "city": f"city {i % 97}",
+                    "steps": methods,
+                    "note": "x" * 300,
+                },
+            }
+        ],
+        "event_record": {"nodes": events},
+    }
     return jsonb.encode(value)
 
 
@@ -112,18 +138,24 @@ def main() -> None:
     if args.rebuild or not os.path.exists(args.db):
         start = time.perf_counter()
         build(args.db, args.rows)
-        print(f"built {args.db}: {args.rows} rows, {os.path.getsize(args.db) / 1e6:.0f} MB, "
-              f"{time.perf_counter() - start:.1f} s")
+        print(
+            f"built {args.db}: {args.rows} rows, {os.path.getsize(args.db) / 1e6:.0f} MB, "
+            f"{time.perf_counter() - start:.1f} s"
+        )
     if args.index:  # what `agentctl doctor --fix-indexes` creates
         con = sqlite3.connect(args.db)
         con.execute("CREATE INDEX IF NOT EXISTS agentctl_checkpoints_branch ON checkpoints(branch)")
         con.close()
     ac = [sys.executable, "-m", "agentctl", "--db", args.db]
     sample = [sys.executable, "-m", "agentctl", "--db", str(REPO / "sample_db" / "checkpoints.db")]
-    for name, argv in (("python -c pass", [sys.executable, "-c", "pass"]),
-                       ("sample threads", sample + ["threads", "list"]),
-                       ("threads list", ac + ["threads", "list"]), ("show main", ac + ["show", "main"]),
-                       ("show main~100", ac + ["show", "main~100"]), ("log main", ac + ["log", "main"])):
+    for name, argv in (
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        ("sample threads", sample + ["threads", "list"]),
+        ("threads list", ac + ["threads", "list"]),
+        ("show main", ac + ["show", "main"]),
+        ("show main~100", ac + ["show", "main~100"]),
+        ("log main", ac + ["log", "main"]),
+    ):
         med, low, cpu = timed(argv, args.runs)
         print(f"{name:16} wall median {med:.3f} s  min {low:.3f} s  CPU median {cpu:.3f} s")
 

@@ -49,7 +49,7 @@ import textwrap
 import time
 from pathlib import Path
 
-GRAPH = textwrap.dedent('''
+GRAPH = textwrap.dedent("""
     import operator
     from typing import Annotated, TypedDict
 
@@ -66,18 +66,18 @@ GRAPH = textwrap.dedent('''
     g.add_edge(START, "step")
     g.add_conditional_edges("step", lambda s: "step" if s["n"] < 10 else END, ["step", END])
     graph = g
-''')
+""")
 
-BARE = textwrap.dedent('''
+BARE = textwrap.dedent("""
     import sqlite3, sys
     sys.path.insert(0, {dir!r})
     from langgraph.checkpoint.sqlite import SqliteSaver
     from ten import graph
     g = graph.compile(checkpointer=SqliteSaver(sqlite3.connect({db!r}, check_same_thread=False)))
     g.invoke({{"n": 0, "log": []}}, {{"configurable": {{"thread_id": {thread!r}}}}})
-''')
+""")
 
-BARE_ASYNC = textwrap.dedent('''
+BARE_ASYNC = textwrap.dedent("""
     import asyncio, sys
     sys.path.insert(0, {dir!r})
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -92,7 +92,7 @@ BARE_ASYNC = textwrap.dedent('''
 
 
     asyncio.run(main())
-''')
+""")
 
 ASYNC_APP = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "apps" / "asyncctx"
 
@@ -105,17 +105,35 @@ def async_run_bench(work: Path, runs: int) -> None:
     SqliteSaver(sqlite3.connect(db)).setup()
     ours, bare = [], []
     for i in range(runs):
-        ours.append(timed(agentctl(db, "run", f"a{i}", "--agent", f"{ASYNC_APP / 'graph.py'}:graph",
-                                   "--input", json.dumps({"n": 0}), "--context", json.dumps({"limit": 10}),
-                                   "--configurable", 'user_id="ada"')))
-        bare.append(timed([sys.executable, "-c", BARE_ASYNC.format(dir=str(ASYNC_APP), db=db, thread=f"b{i}")]))
+        ours.append(
+            timed(
+                agentctl(
+                    db,
+                    "run",
+                    f"a{i}",
+                    "--agent",
+                    f"{ASYNC_APP / 'graph.py'}:graph",
+                    "--input",
+                    json.dumps({"n": 0}),
+                    "--context",
+                    json.dumps({"limit": 10}),
+                    "--configurable",
+                    'user_id="ada"',
+                )
+            )
+        )
+        bare.append(
+            timed([sys.executable, "-c", BARE_ASYNC.format(dir=str(ASYNC_APP), db=db, thread=f"b{i}")])
+        )
     o, b = statistics.median(ours), statistics.median(bare)
-    print(f"run (async 10-step graph, context): agentctl {o:.3f} s, bare python -c ainvoke {b:.3f} s: "
-          f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
-          f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, ainvoke {min(bare):.3f}-{max(bare):.3f} s)")
+    print(
+        f"run (async 10-step graph, context): agentctl {o:.3f} s, bare python -c ainvoke {b:.3f} s: "
+        f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
+        f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, ainvoke {min(bare):.3f}-{max(bare):.3f} s)"
+    )
 
 
-JS_GRAPH = textwrap.dedent('''
+JS_GRAPH = textwrap.dedent("""
     import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
     const S = Annotation.Root({
       n: Annotation({ reducer: (a, b) => b, default: () => 0 }),
@@ -126,15 +144,15 @@ JS_GRAPH = textwrap.dedent('''
       .addEdge(START, "step")
       .addConditionalEdges("step", (s) => (s.n < 10 ? "step" : END))
       .compile();
-''')
+""")
 
-JS_BARE = textwrap.dedent('''
+JS_BARE = textwrap.dedent("""
     import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
     import { graph } from "./graph.mjs";
     const [db, thread] = process.argv.slice(2);
     graph.checkpointer = SqliteSaver.fromConnString(db);
     await graph.invoke({ n: 0, log: [] }, { configurable: { thread_id: thread } });
-''')
+""")
 
 
 def js_run_bench(work: Path, runs: int, node_modules: str | None) -> None:
@@ -151,16 +169,31 @@ def js_run_bench(work: Path, runs: int, node_modules: str | None) -> None:
     if not (project / "node_modules").exists():
         (project / "node_modules").symlink_to(node_modules)
     db = str(work / "js.db")
-    timed(agentctl(db, "run", "warm", "--agent", f"{project / 'graph.mjs'}:graph", "--input", "{}"))  # + tables
+    timed(
+        agentctl(db, "run", "warm", "--agent", f"{project / 'graph.mjs'}:graph", "--input", "{}")
+    )  # + tables
     ours, bare = [], []
     for i in range(runs):
-        ours.append(timed(agentctl(db, "run", f"a{i}", "--agent", f"{project / 'graph.mjs'}:graph",
-                                   "--input", json.dumps({"n": 0, "log": []}))))
+        ours.append(
+            timed(
+                agentctl(
+                    db,
+                    "run",
+                    f"a{i}",
+                    "--agent",
+                    f"{project / 'graph.mjs'}:graph",
+                    "--input",
+                    json.dumps({"n": 0, "log": []}),
+                )
+            )
+        )
         bare.append(timed(["node", str(project / "bare.mjs"), db, f"b{i}"]))
     o, b = statistics.median(ours), statistics.median(bare)
-    print(f"run (LangGraph.js 10-step graph): agentctl {o:.3f} s, bare node invoke {b:.3f} s: "
-          f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
-          f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, node {min(bare):.3f}-{max(bare):.3f} s)")
+    print(
+        f"run (LangGraph.js 10-step graph): agentctl {o:.3f} s, bare node invoke {b:.3f} s: "
+        f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
+        f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, node {min(bare):.3f}-{max(bare):.3f} s)"
+    )
 
 
 AGNO_AGENT = textwrap.dedent('''
@@ -182,14 +215,14 @@ AGNO_AGENT = textwrap.dedent('''
                   add_history_to_context=True, session_state={{"count": 0}})
 ''')
 
-AGNO_BARE = textwrap.dedent('''
+AGNO_BARE = textwrap.dedent("""
     import sys
     sys.path.insert(0, {dir!r})
     from agno.db.sqlite import SqliteDb
     from agno_agent import agent
     agent.db = SqliteDb(db_file={db!r})
     agent.run("hello", session_id={thread!r})
-''')
+""")
 
 
 def agno_run_bench(work: Path, runs: int) -> None:
@@ -199,26 +232,38 @@ def agno_run_bench(work: Path, runs: int) -> None:
     db = str(work / "agno.db")
     env = dict(os.environ, AGNO_TELEMETRY="false")
     # agno makes its tables (the first run, not timed)
-    subprocess.run([sys.executable, "-c", AGNO_BARE.format(dir=str(work), db=db, thread="warm")], check=True, env=env)
+    subprocess.run(
+        [sys.executable, "-c", AGNO_BARE.format(dir=str(work), db=db, thread="warm")], check=True, env=env
+    )
     ours, bare = [], []
     for i in range(runs):
-        ours.append(timed(agentctl(db, "run", f"a{i}", "--agent", f"{work / 'agno_agent.py'}:agent",
-                                   "--input", "hello"), env=env))
-        bare.append(timed([sys.executable, "-c", AGNO_BARE.format(dir=str(work), db=db, thread=f"b{i}")], env=env))
+        ours.append(
+            timed(
+                agentctl(
+                    db, "run", f"a{i}", "--agent", f"{work / 'agno_agent.py'}:agent", "--input", "hello"
+                ),
+                env=env,
+            )
+        )
+        bare.append(
+            timed([sys.executable, "-c", AGNO_BARE.format(dir=str(work), db=db, thread=f"b{i}")], env=env)
+        )
     o, b = statistics.median(ours), statistics.median(bare)
-    print(f"run (Agno agent, one tool call): agentctl {o:.3f} s, bare python -c agent.run {b:.3f} s: "
-          f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
-          f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, agent.run {min(bare):.3f}-{max(bare):.3f} s; "
-          f"load {os.getloadavg()[0]:.1f})")
+    print(
+        f"run (Agno agent, one tool call): agentctl {o:.3f} s, bare python -c agent.run {b:.3f} s: "
+        f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
+        f" (agentctl {min(ours):.3f}-{max(ours):.3f} s, agent.run {min(bare):.3f}-{max(bare):.3f} s; "
+        f"load {os.getloadavg()[0]:.1f})"
+    )
 
 
-FLOOR_EDIT = textwrap.dedent('''
+FLOOR_EDIT = textwrap.dedent("""
     import sys
     sys.path.insert(0, {dir!r})
     from langgraph.checkpoint.sqlite import SqliteSaver
     from ten import graph
     graph.compile()
-''')
+""")
 
 
 def timed(cmd: list[str], **kw) -> float:
@@ -236,19 +281,40 @@ def agentctl(db: str, *args: str) -> list[str]:
 def make_long_runs(path: str, steps: int) -> None:
     """An AgentOS database with two runs of `steps` checkpoints each that part at 90%."""
 
-    subprocess.run([sys.executable, str(Path(__file__).with_name("make_db.py")), "sqlite", path,
-                    "--threads", "10", "--checkpoints", str(steps * 10), "--long-steps", str(steps)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("make_db.py")),
+            "sqlite",
+            path,
+            "--threads",
+            "10",
+            "--checkpoints",
+            str(steps * 10),
+            "--long-steps",
+            str(steps),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     conn = sqlite3.connect(path)
     cols = [r[1] for r in conn.execute("PRAGMA table_info(checkpoints)") if r[1] != "id"]
     select = ", ".join(
-        "'copy-' || checkpoint_id" if c == "checkpoint_id" else
-        "CASE WHEN parent_id IS NULL THEN NULL ELSE 'copy-' || parent_id END" if c == "parent_id" else
-        "'long-copy'" if c == "thread_id" else
-        f"CASE WHEN step >= {int(steps * 0.9)} THEN json_set(state_blob, '$.edited', 1) ELSE state_blob END"
-        if c == "state_blob" else c for c in cols)
-    conn.execute(f"INSERT INTO checkpoints ({', '.join(cols)}) SELECT {select} FROM checkpoints "
-                 "WHERE thread_id = 'long-thread'")
+        "'copy-' || checkpoint_id"
+        if c == "checkpoint_id"
+        else "CASE WHEN parent_id IS NULL THEN NULL ELSE 'copy-' || parent_id END"
+        if c == "parent_id"
+        else "'long-copy'"
+        if c == "thread_id"
+        else f"CASE WHEN step >= {int(steps * 0.9)} THEN json_set(state_blob, '$.edited', 1) ELSE state_blob END"
+        if c == "state_blob"
+        else c
+        for c in cols
+    )
+    conn.execute(
+        f"INSERT INTO checkpoints ({', '.join(cols)}) SELECT {select} FROM checkpoints "
+        "WHERE thread_id = 'long-thread'"
+    )
     conn.commit()
     conn.close()
 
@@ -257,7 +323,9 @@ def meta_of(db: str) -> dict:
     for path in (Path(db).with_suffix(".meta.json"), Path(db + ".meta.json")):
         if path.exists():
             return json.loads(path.read_text())
-    raise SystemExit(f"{db}: no .meta.json next to it (made by bench/make_db.py / make_langgraph_db.py --meta)")
+    raise SystemExit(
+        f"{db}: no .meta.json next to it (made by bench/make_db.py / make_langgraph_db.py --meta)"
+    )
 
 
 def timed_cpu(cmd: list[str], **kw) -> tuple[float, float]:
@@ -276,47 +344,79 @@ def edit_1m(runs: int, agentos_db: str, langgraph_db: str) -> None:
     cases = []
     if os.path.exists(agentos_db):
         ref = meta_of(agentos_db)["sample_checkpoint"]
-        cases.append(("AgentOS", agentos_db, ref, ["--set", 'status="done"'],
-                      f"SELECT state_blob FROM checkpoints WHERE checkpoint_id = '{ref}'"))
+        cases.append(
+            (
+                "AgentOS",
+                agentos_db,
+                ref,
+                ["--set", 'status="done"'],
+                f"SELECT state_blob FROM checkpoints WHERE checkpoint_id = '{ref}'",
+            )
+        )
     if os.path.exists(langgraph_db):
         m = meta_of(langgraph_db)
         ref, thread = m["sample_checkpoint"], m["sample_thread"]
         # the worst case of a lookup by id: a checkpoint of the thread that sorts last in
         # the key (agentctl's scan of the key's index stops at the first match)
-        last = sqlite3.connect(langgraph_db).execute(
-            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = (SELECT MAX(thread_id) FROM checkpoints) "
-            "AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1").fetchone()[0]
+        last = (
+            sqlite3.connect(langgraph_db)
+            .execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = (SELECT MAX(thread_id) FROM checkpoints) "
+                "AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1"
+            )
+            .fetchone()[0]
+        )
         for name, cid in (("LangGraph, REF an id", ref), ("LangGraph, REF an id in the last thread", last)):
             # no index on checkpoint_id alone: its thread comes from a scan of the key's index
-            cases.append((name, langgraph_db, cid, ["--set", "turns=3"],
-                          "SELECT checkpoint FROM checkpoints WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
-                          f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE checkpoint_id = '{cid}')"))
-        cases.append(("LangGraph, REF a thread (its head)", langgraph_db, thread, ["--set", "turns=3"],
-                      f"SELECT checkpoint FROM checkpoints WHERE thread_id = '{thread}' AND checkpoint_ns = '' "
-                      "ORDER BY checkpoint_id DESC LIMIT 1"))
+            cases.append(
+                (
+                    name,
+                    langgraph_db,
+                    cid,
+                    ["--set", "turns=3"],
+                    "SELECT checkpoint FROM checkpoints WHERE (thread_id, checkpoint_ns, checkpoint_id) IN "
+                    f"(SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE checkpoint_id = '{cid}')",
+                )
+            )
+        cases.append(
+            (
+                "LangGraph, REF a thread (its head)",
+                langgraph_db,
+                thread,
+                ["--set", "turns=3"],
+                f"SELECT checkpoint FROM checkpoints WHERE thread_id = '{thread}' AND checkpoint_ns = '' "
+                "ORDER BY checkpoint_id DESC LIMIT 1",
+            )
+        )
     if not cases:
         raise SystemExit(f"neither {agentos_db} nor {langgraph_db} exists (see bench/README.md)")
     here = Path(__file__).resolve().parent
 
     def med(pairs: list[tuple[float, float]]) -> str:
-        return (f"{statistics.median(p[0] for p in pairs):.3f} s "
-                f"(CPU {statistics.median(p[1] for p in pairs):.3f} s)")
+        return (
+            f"{statistics.median(p[0] for p in pairs):.3f} s "
+            f"(CPU {statistics.median(p[1] for p in pairs):.3f} s)"
+        )
 
     start = [timed_cpu(agentctl(cases[0][1], "--version")) for _ in range(runs)]
     print(f"the process floor: agentctl --version {med(start)}")
     for name, db, ref, sets, sql in cases:
         edits, undos, shows, reads, starts = [], [], [], [], []
         for _ in range(runs):
-            edits.append(timed_cpu(agentctl(db, "edit", ref, *sets, "--yes"), cwd=here))  # no langgraph.json there
+            edits.append(
+                timed_cpu(agentctl(db, "edit", ref, *sets, "--yes"), cwd=here)
+            )  # no langgraph.json there
             undos.append(timed_cpu(agentctl(db, "undo")))
             shows.append(timed_cpu(agentctl(db, "show", ref, "--json")))
             reads.append(timed_cpu(["sqlite3", db, sql]))
             starts.append(timed_cpu(agentctl(db, "--version")))
         e = statistics.median(p[0] for p in edits)
         floor = statistics.median(p[0] for p in reads) + statistics.median(p[0] for p in starts)
-        print(f"edit ({name}, 1M): {med(edits)}; undo {med(undos)}; show REF --json {med(shows)}; "
-              f"sqlite3 reading the row {med(reads)}; floor (that read + agentctl --version {med(starts)}) "
-              f"{floor:.3f} s: edit {e / floor:.2f}x the floor; target < 0.3 s: {'met' if e < 0.3 else 'NOT met'}")
+        print(
+            f"edit ({name}, 1M): {med(edits)}; undo {med(undos)}; show REF --json {med(shows)}; "
+            f"sqlite3 reading the row {med(reads)}; floor (that read + agentctl --version {med(starts)}) "
+            f"{floor:.3f} s: edit {e / floor:.2f}x the floor; target < 0.3 s: {'met' if e < 0.3 else 'NOT met'}"
+        )
 
 
 def main() -> None:
@@ -327,8 +427,12 @@ def main() -> None:
     ap.add_argument("--edit-1m", action="store_true", help="only edit on the 1M databases")
     ap.add_argument("--agentos-db", default="bench/data/bench.db")
     ap.add_argument("--langgraph-db", default="bench/data/langgraph.db")
-    ap.add_argument("--before", metavar="CHECKOUT", help="also time compare with another checkout's agentctl "
-                    "(its root on PYTHONPATH), interleaved: the before of a change")
+    ap.add_argument(
+        "--before",
+        metavar="CHECKOUT",
+        help="also time compare with another checkout's agentctl "
+        "(its root on PYTHONPATH), interleaved: the before of a change",
+    )
     ap.add_argument("--only-compare", action="store_true", help="time compare only")
     ap.add_argument("--only-async", action="store_true", help="time the async graph's run only")
     ap.add_argument("--only-js", action="store_true", help="time the LangGraph.js graph's run only")
@@ -358,25 +462,45 @@ def main() -> None:
     SqliteSaver(sqlite3.connect(db)).setup()
     ours, bare = [], []
     for i in range(args.runs):
-        ours.append(timed(agentctl(db, "run", f"a{i}", "--agent", str(work / "ten.py") + ":graph",
-                                   "--input", json.dumps({"n": 0, "log": []}))))
+        ours.append(
+            timed(
+                agentctl(
+                    db,
+                    "run",
+                    f"a{i}",
+                    "--agent",
+                    str(work / "ten.py") + ":graph",
+                    "--input",
+                    json.dumps({"n": 0, "log": []}),
+                )
+            )
+        )
         bare.append(timed([sys.executable, "-c", BARE.format(dir=str(work), db=db, thread=f"b{i}")]))
     o, b = statistics.median(ours), statistics.median(bare)
-    print(f"run (10-step graph): agentctl {o:.3f} s, bare python -c invoke {b:.3f} s: "
-          f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}")
+    print(
+        f"run (10-step graph): agentctl {o:.3f} s, bare python -c invoke {b:.3f} s: "
+        f"{o / b:.2f}x; target <= 1.3x + 0.15 s = {1.3 * b + 0.15:.3f} s: {'met' if o <= 1.3 * b + 0.15 else 'NOT met'}"
+    )
 
     async_run_bench(work, args.runs)
     agno_run_bench(work, args.runs)
 
     edits, floors = [], []
     for i in range(args.runs):
-        edits.append(timed(agentctl(db, "edit", f"a{i}", "--set", "n=3", "--agent",
-                                    str(work / "ten.py") + ":graph", "--yes")))
+        edits.append(
+            timed(
+                agentctl(
+                    db, "edit", f"a{i}", "--set", "n=3", "--agent", str(work / "ten.py") + ":graph", "--yes"
+                )
+            )
+        )
         floors.append(timed([sys.executable, "-c", FLOOR_EDIT.format(dir=str(work))]))
     e, f = statistics.median(edits), statistics.median(floors)
-    print(f"edit (LangGraph, through the user's graph): {e:.3f} s; floor (python importing LangGraph and "
-          f"the graph, nothing else) {f:.3f} s: {e / f:.2f}x the floor; target < 0.3 s: "
-          f"{'met' if e < 0.3 else 'under the floor' if f >= 0.3 else 'NOT met'}")
+    print(
+        f"edit (LangGraph, through the user's graph): {e:.3f} s; floor (python importing LangGraph and "
+        f"the graph, nothing else) {f:.3f} s: {e / f:.2f}x the floor; target < 0.3 s: "
+        f"{'met' if e < 0.3 else 'under the floor' if f >= 0.3 else 'NOT met'}"
+    )
 
     long_db = str(work / "long.db")
     if not os.path.exists(long_db):
@@ -386,20 +510,25 @@ def main() -> None:
 
 # The floor of `compare`: a bare interpreter reading, with the sqlite3 module, the rows
 # compare needs (both runs' parent links, messages and state texts), decoding nothing.
-FLOOR_COMPARE = textwrap.dedent('''
+FLOOR_COMPARE = textwrap.dedent("""
     import sqlite3
     c = sqlite3.connect({db!r})
     for t in ("long-thread", "long-copy"):
         c.execute("SELECT checkpoint_id, parent_id, step, messages_blob, state_blob "
                   "FROM checkpoints WHERE thread_id = ?", (t,)).fetchall()
-''')
+""")
 
 
 def compare_bench(long_db: str, steps: int, runs: int, before: str | None) -> None:
     """compare of the two runs (this checkout, and `before`'s when given), its fixed cost
     (a checkpoint compared with itself: start, imports, open) and the floor above."""
-    root = sqlite3.connect(long_db).execute(
-        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'long-thread' AND parent_id IS NULL").fetchone()[0]
+    root = (
+        sqlite3.connect(long_db)
+        .execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'long-thread' AND parent_id IS NULL"
+        )
+        .fetchone()[0]
+    )
     # `python -m` puts the working directory first on sys.path: each checkout runs from its root
     here = str(Path(__file__).resolve().parent.parent)
     env_here = {**os.environ, "PYTHONPATH": here}
@@ -409,25 +538,37 @@ def compare_bench(long_db: str, steps: int, runs: int, before: str | None) -> No
     fixed_t: list[tuple[float, float]] = []
     floor_t: list[tuple[float, float]] = []
     for _ in range(runs):
-        cmp_t.append(timed_cpu(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
-                               env=env_here, cwd=here))
+        cmp_t.append(
+            timed_cpu(
+                agentctl(long_db, "compare", "long-thread", "long-copy", "--json"), env=env_here, cwd=here
+            )
+        )
         if env_before:
-            before_t.append(timed_cpu(agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
-                                      env=env_before, cwd=before))
+            before_t.append(
+                timed_cpu(
+                    agentctl(long_db, "compare", "long-thread", "long-copy", "--json"),
+                    env=env_before,
+                    cwd=before,
+                )
+            )
         fixed_t.append(timed_cpu(agentctl(long_db, "compare", root, root, "--json"), env=env_here, cwd=here))
         floor_t.append(timed_cpu([sys.executable, "-c", FLOOR_COMPARE.format(db=long_db)]))
 
     def med(pairs: list[tuple[float, float]]) -> str:
-        return (f"{statistics.median(p[0] for p in pairs):.3f} s "
-                f"(CPU {statistics.median(p[1] for p in pairs):.3f} s)")
+        return (
+            f"{statistics.median(p[0] for p in pairs):.3f} s "
+            f"(CPU {statistics.median(p[1] for p in pairs):.3f} s)"
+        )
 
     c, f = (statistics.median(p[0] for p in v) for v in (cmp_t, floor_t))
     cc, fc = (statistics.median(p[1] for p in v) for v in (cmp_t, floor_t))
     was = f"; before ({before}) {med(before_t)}" if before_t else ""
-    print(f"compare (two {steps:,}-step runs, parting at 90%): {med(cmp_t)}{was}; its fixed cost (a root "
-          f"compared with itself: start, imports, open) {med(fixed_t)}; floor (a bare python reading the rows "
-          f"compare needs with sqlite3, no decoding) {med(floor_t)}: {c / f:.2f}x the floor (CPU {cc / fc:.2f}x); "
-          f"target < 0.5 s: {'met' if c < 0.5 else 'under the floor' if f >= 0.5 else 'NOT met'}")
+    print(
+        f"compare (two {steps:,}-step runs, parting at 90%): {med(cmp_t)}{was}; its fixed cost (a root "
+        f"compared with itself: start, imports, open) {med(fixed_t)}; floor (a bare python reading the rows "
+        f"compare needs with sqlite3, no decoding) {med(floor_t)}: {c / f:.2f}x the floor (CPU {cc / fc:.2f}x); "
+        f"target < 0.5 s: {'met' if c < 0.5 else 'under the floor' if f >= 0.5 else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

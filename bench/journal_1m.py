@@ -33,8 +33,13 @@ def timed(checkout: str, db: str, *args: str) -> tuple[float, float, str]:
     env = dict(os.environ, PYTHONPATH=checkout)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "agentctl", "--db", db, *args], cwd=checkout, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", db, *args],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -49,11 +54,15 @@ def target(db: str) -> tuple[str, str]:
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "writes" in tables:  # LangGraph: checkpoint ids grow with time
-            rows = con.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'long-thread' AND "
-                               "checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1 OFFSET 1000").fetchall()
+            rows = con.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'long-thread' AND "
+                "checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1 OFFSET 1000"
+            ).fetchall()
             return "langgraph", rows[0][0]
-        rows = con.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'long-thread' "
-                           "ORDER BY step DESC LIMIT 1 OFFSET 1000").fetchall()
+        rows = con.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'long-thread' "
+            "ORDER BY step DESC LIMIT 1 OFFSET 1000"
+        ).fetchall()
         return "agentos", rows[0][0]
     finally:
         con.close()
@@ -73,9 +82,14 @@ def main() -> None:
     for name in sides:
         copies[name] = os.path.join(args.workdir, f"journal_1m_{name}.db")
         shutil.copyfile(args.db, copies[name])
-    steps = [("rewind", ("rewind", ref, "--yes")), ("undo (rewind)", ("undo",)),
-             ("rewind --hard", ("rewind", ref, "--hard", "--yes", "--no-backup")), ("undo (hard)", ("undo",)),
-             ("redo (hard)", ("redo",)), ("undo (redo)", ("undo",))]
+    steps = [
+        ("rewind", ("rewind", ref, "--yes")),
+        ("undo (rewind)", ("undo",)),
+        ("rewind --hard", ("rewind", ref, "--hard", "--yes", "--no-backup")),
+        ("undo (hard)", ("undo",)),
+        ("redo (hard)", ("redo",)),
+        ("undo (redo)", ("undo",)),
+    ]
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     try:
         for _ in range(args.runs):

@@ -78,8 +78,18 @@ CREATE INDEX IF NOT EXISTS idx_tool_logs_name ON tool_logs(tool_name, created_at
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, content='messages', content_rowid='id');
 """
 
-TOPICS_EN = ["refund for order", "weather in", "flight to", "reset my password", "invoice",
-             "shipping delay", "python error", "database migration", "unit tests", "deploy"]
+TOPICS_EN = [
+    "refund for order",
+    "weather in",
+    "flight to",
+    "reset my password",
+    "invoice",
+    "shipping delay",
+    "python error",
+    "database migration",
+    "unit tests",
+    "deploy",
+]
 TOPICS_ZH = ["天气", "退款", "航班", "密码重置", "发票", "物流延迟", "数据库迁移", "单元测试"]
 CITIES = ["Paris", "Berlin", "Tianjin", "Lagos", "Lima", "Osaka", "Denver", "Cairo"]
 TOOLS = ["search", "lookup_order", "get_weather", "run_tests", "send_email"]
@@ -117,8 +127,11 @@ def main() -> int:
     con.executemany(
         "INSERT INTO users (id, name, email, quota_total, quota_used, created_at, updated_at) "
         "VALUES (?,?,?,?,?,?,?)",
-        [(u, f"user {i}", f"user{i}@example.com", 100000, 0, ts(start), ts(start))
-         for i, u in enumerate(users)])
+        [
+            (u, f"user {i}", f"user{i}@example.com", 100000, 0, ts(start), ts(start))
+            for i, u in enumerate(users)
+        ],
+    )
     # sessions: a start time each; message budget: long one + the rest spread
     sessions = []
     rest = args.messages - args.long
@@ -132,15 +145,31 @@ def main() -> int:
         zh = i % 4 == 1
         topic = rng.choice(TOPICS_ZH if zh else TOPICS_EN)
         created = start + timedelta(seconds=rng.uniform(0, span * 0.9))
-        sessions.append({"id": sid, "user": rng.choice(users), "zh": zh, "topic": topic,
-                         "created": created, "n": counts[i],
-                         "status": rng.choices(STATUSES, [4, 1, 6, 1])[0]})
+        sessions.append(
+            {
+                "id": sid,
+                "user": rng.choice(users),
+                "zh": zh,
+                "topic": topic,
+                "created": created,
+                "n": counts[i],
+                "status": rng.choices(STATUSES, [4, 1, 6, 1])[0],
+            }
+        )
         con.execute(
             "INSERT INTO sessions (id, user_id, title, status, model, metadata_json, created_at, updated_at) "
             "VALUES (?,?,?,?,?,?,?,?)",
-            (sid, sessions[-1]["user"], ("关于" + topic if zh else topic.capitalize()),
-             sessions[-1]["status"], rng.choice(["gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet"]),
-             json.dumps({"channel": rng.choice(["web", "api", "slack"])}), ts(created), ts(created)))
+            (
+                sid,
+                sessions[-1]["user"],
+                ("关于" + topic if zh else topic.capitalize()),
+                sessions[-1]["status"],
+                rng.choice(["gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet"]),
+                json.dumps({"channel": rng.choice(["web", "api", "slack"])}),
+                ts(created),
+                ts(created),
+            ),
+        )
     # message events in time order across sessions
     events = []
     for s in sessions:
@@ -163,18 +192,35 @@ def main() -> int:
         calls = None
         call_id = None
         if k == 0:
-            role, content = "system", ("你是一个乐于助人的助手。" if s["zh"] else "You are a helpful assistant.")
+            role, content = (
+                "system",
+                ("你是一个乐于助人的助手。" if s["zh"] else "You are a helpful assistant."),
+            )
         elif sid in pending_call:
             call_id, tool, inp = pending_call.pop(sid)
             role = "tool"
             ok = rng.random() > 0.05
             content = json.dumps({"result": f"{tool} ok for {city}"} if ok else {"error": "timeout"})
-            log_rows.append((sid, mid - 1, tool, json.dumps(inp), content, round(rng.uniform(20, 900), 1),
-                             1 if ok else 0, None if ok else "tool timed out", ts(t)))
+            log_rows.append(
+                (
+                    sid,
+                    mid - 1,
+                    tool,
+                    json.dumps(inp),
+                    content,
+                    round(rng.uniform(20, 900), 1),
+                    1 if ok else 0,
+                    None if ok else "tool timed out",
+                    ts(t),
+                )
+            )
         elif k % 2 == 1:
             role = "user"
-            content = (f"请帮我看看{s['topic']}，城市是{city}。第{k}条" if s["zh"]
-                       else f"Can you help with {s['topic']} {city}? message {k}")
+            content = (
+                f"请帮我看看{s['topic']}，城市是{city}。第{k}条"
+                if s["zh"]
+                else f"Can you help with {s['topic']} {city}? message {k}"
+            )
         else:
             role = "assistant"
             if rng.random() < 0.3:
@@ -186,8 +232,11 @@ def main() -> int:
                 content = f"Let me check {tool}." if not s["zh"] else f"我来查一下{tool}。"
                 call_id = None
             else:
-                content = (f"关于{s['topic']}：{city}的情况已经处理，编号NW-{mid}。" if s["zh"]
-                           else f"Here is what I found about {s['topic']} in {city}: reference NW-{mid}.")
+                content = (
+                    f"关于{s['topic']}：{city}的情况已经处理，编号NW-{mid}。"
+                    if s["zh"]
+                    else f"Here is what I found about {s['topic']} in {city}: reference NW-{mid}."
+                )
         tokens = len(content) // 3 + 5
         msg_rows.append((mid, sid, role, content, calls, call_id, tokens, ts(t)))
         tot = totals[sid]
@@ -195,36 +244,67 @@ def main() -> int:
         tot[1] += tokens
         tot[2] = t
         if len(msg_rows) >= 50_000:
-            con.executemany("INSERT INTO messages (id, session_id, role, content, tool_calls_json, "
-                            "tool_call_id, token_count, created_at) VALUES (?,?,?,?,?,?,?,?)", msg_rows)
+            con.executemany(
+                "INSERT INTO messages (id, session_id, role, content, tool_calls_json, "
+                "tool_call_id, token_count, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                msg_rows,
+            )
             msg_rows.clear()
-    con.executemany("INSERT INTO messages (id, session_id, role, content, tool_calls_json, "
-                    "tool_call_id, token_count, created_at) VALUES (?,?,?,?,?,?,?,?)", msg_rows)
-    con.executemany("INSERT INTO tool_logs (session_id, message_id, tool_name, input_json, output_json, "
-                    "elapsed_ms, success, error_message, created_at) VALUES (?,?,?,?,?,?,?,?,?)", log_rows)
-    con.executemany("UPDATE sessions SET message_count = ?, total_tokens = ?, total_cost = ?, updated_at = ? "
-                    "WHERE id = ?",
-                    [(n, tok, round(tok * 0.000002, 6), ts(last), sid) for sid, (n, tok, last) in totals.items()])
+    con.executemany(
+        "INSERT INTO messages (id, session_id, role, content, tool_calls_json, "
+        "tool_call_id, token_count, created_at) VALUES (?,?,?,?,?,?,?,?)",
+        msg_rows,
+    )
+    con.executemany(
+        "INSERT INTO tool_logs (session_id, message_id, tool_name, input_json, output_json, "
+        "elapsed_ms, success, error_message, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+        log_rows,
+    )
+    con.executemany(
+        "UPDATE sessions SET message_count = ?, total_tokens = ?, total_cost = ?, updated_at = ? "
+        "WHERE id = ?",
+        [(n, tok, round(tok * 0.000002, 6), ts(last), sid) for sid, (n, tok, last) in totals.items()],
+    )
     con.executemany(
         "INSERT INTO tasks (id, session_id, type, payload_json, status, priority, created_at) VALUES (?,?,?,?,?,?,?)",
-        [(f"t{i:06d}", s["id"], rng.choice(["summarize", "export", "review"]), "{}",
-          TASK_STATUSES[i % len(TASK_STATUSES)], rng.randint(0, 3), ts(s["created"]))
-         for i, s in enumerate(sessions[::2])])
+        [
+            (
+                f"t{i:06d}",
+                s["id"],
+                rng.choice(["summarize", "export", "review"]),
+                "{}",
+                TASK_STATUSES[i % len(TASK_STATUSES)],
+                rng.randint(0, 3),
+                ts(s["created"]),
+            )
+            for i, s in enumerate(sessions[::2])
+        ],
+    )
     con.execute("INSERT INTO messages_fts(messages_fts) VALUES('rebuild')")
     con.execute("COMMIT")
     long_s = sessions[0]["id"]
-    late = con.execute("SELECT id FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 2",
-                       (long_s,)).fetchall()
-    meta = {"long_session": long_s, "long_messages": args.long,
-            "sample_session": sessions[len(sessions) // 2]["id"],
-            "late_message": late[0][0], "late_parent": late[1][0],
-            "search": "Osaka", "sessions": args.sessions, "messages": mid}
+    late = con.execute(
+        "SELECT id FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 2", (long_s,)
+    ).fetchall()
+    meta = {
+        "long_session": long_s,
+        "long_messages": args.long,
+        "sample_session": sessions[len(sessions) // 2]["id"],
+        "late_message": late[0][0],
+        "late_parent": late[1][0],
+        "search": "Osaka",
+        "sessions": args.sessions,
+        "messages": mid,
+    }
     con.close()
     with open(args.path + ".meta.json", "w") as fh:
         json.dump(meta, fh)
     print(json.dumps(meta))
-    print(f"{mid:,} messages in {args.sessions:,} sessions, {len(log_rows):,} tool logs, "
-          f"{os.path.getsize(args.path) / 1e6:.0f} MB, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    print(
+        f"{mid:,} messages in {args.sessions:,} sessions, {len(log_rows):,} tool logs, "
+        f"{os.path.getsize(args.path) / 1e6:.0f} MB, {time.perf_counter() - t0:.0f} s",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -27,8 +27,9 @@ import random
 import sqlite3
 import sys
 import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterator
+from typing import Any
 
 # --------------------------------------------------------------------------- schema
 
@@ -80,14 +81,23 @@ PG_INDEX_DDL = [
 ]
 
 COLUMNS = (
-    "thread_id", "checkpoint_id", "parent_id", "step", "created_at", "tags",
-    "summary", "messages_blob", "state_blob", "tools_blob", "next_node",
+    "thread_id",
+    "checkpoint_id",
+    "parent_id",
+    "step",
+    "created_at",
+    "tags",
+    "summary",
+    "messages_blob",
+    "state_blob",
+    "tools_blob",
+    "next_node",
 )
 
 # ------------------------------------------------------------------------ constants
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-END = datetime(2025, 6, 30, 18, 0, tzinfo=timezone.utc)   # fixed: output must not depend on "now"
+END = datetime(2025, 6, 30, 18, 0, tzinfo=timezone.utc)  # fixed: output must not depend on "now"
 SPAN_S = 60 * 86400
 START_US = int((END - EPOCH).total_seconds() - SPAN_S) * 1_000_000
 
@@ -96,8 +106,10 @@ REGULAR, BRANCH, BIG = 0, 1, 2
 
 # What the writer's json.dumps(..., ensure_ascii=False) produces: ", " and ": " separators.
 dumps = json.JSONEncoder(ensure_ascii=False).encode
-TAG_JSON = {t: json.dumps([t]) for t in (
-    "tool_call", "llm_call", "state_change", "task_boundary", "manual", "interval")}
+TAG_JSON = {
+    t: json.dumps([t])
+    for t in ("tool_call", "llm_call", "state_change", "task_boundary", "manual", "interval")
+}
 
 
 class UsageError(Exception):
@@ -133,8 +145,7 @@ SUPPORT_USER_EN = [
     "I was charged twice for my {plan} subscription this month ({amount} each). Please fix this.",
     "The app keeps logging me out since the last update. I'm on iOS 17, account {email}.",
     "How do I export all my invoices from {year} as PDF?",
-    "The jacket in order #{order} arrived with a broken zipper. "
-    "I'd like a refund or a replacement.",
+    "The jacket in order #{order} arrived with a broken zipper. I'd like a refund or a replacement.",
     "What's your return policy for sale items? I bought boots on {date}.",
     "I never received the confirmation email for order #{order}. Can you resend it to {email}?",
     "Is the {product} back in stock in size {size}? The page says 'coming soon' for weeks.",
@@ -177,30 +188,56 @@ SUPPORT_ANSWER_ZH = [
     "换货申请已提交（工单号 {ticket}），快递员会在 {date} 上门取件。",
     "专业版差价为 {amount}，确认后我可以直接为您升级。",
 ]
-SUPPORT_CALL_TEXT = ["", "", "Let me check that for you.", "One moment, I'm looking this up.",
-                     "我帮您查一下。"]
+SUPPORT_CALL_TEXT = [
+    "",
+    "",
+    "Let me check that for you.",
+    "One moment, I'm looking this up.",
+    "我帮您查一下。",
+]
 SUPPORT_TOOLS: dict[str, tuple[Callable[[dict], dict], Callable[[dict], str]]] = {
     "lookup_order": (
         lambda f: {"order_id": f["order"]},
-        lambda f: dumps({"order_id": f["order"], "status": f["status"], "carrier": f["carrier"],
-                         "tracking": f["tracking"], "eta": f["date"],
-                         "items": [{"sku": f["sku"], "name": f["product"], "qty": 1,
-                                    "price": f["amount"]}]}),
+        lambda f: dumps(
+            {
+                "order_id": f["order"],
+                "status": f["status"],
+                "carrier": f["carrier"],
+                "tracking": f["tracking"],
+                "eta": f["date"],
+                "items": [{"sku": f["sku"], "name": f["product"], "qty": 1, "price": f["amount"]}],
+            }
+        ),
     ),
     "get_customer": (
         lambda f: {"email": f["email"]},
-        lambda f: dumps({"customer_id": f["cust"], "name": f["name"], "email": f["email"],
-                         "tier": f["tier"], "orders_last_year": f["n"], "locked": False}),
+        lambda f: dumps(
+            {
+                "customer_id": f["cust"],
+                "name": f["name"],
+                "email": f["email"],
+                "tier": f["tier"],
+                "orders_last_year": f["n"],
+                "locked": False,
+            }
+        ),
     ),
     "issue_refund": (
         lambda f: {"order_id": f["order"], "amount": f["amount"], "reason": "damaged_item"},
-        lambda f: dumps({"refund_id": "re_" + f["hex8"], "status": "pending",
-                         "amount": f["amount"], "currency": "USD"}),
+        lambda f: dumps(
+            {"refund_id": "re_" + f["hex8"], "status": "pending", "amount": f["amount"], "currency": "USD"}
+        ),
     ),
     "search_kb": (
         lambda f: {"query": f["query"], "top_k": 3},
-        lambda f: dumps({"hits": [{"id": "kb-%d" % (f["n"] * 7 + i), "title": t, "score": s}
-                                  for i, (t, s) in enumerate(f["kb"])]}),
+        lambda f: dumps(
+            {
+                "hits": [
+                    {"id": "kb-%d" % (f["n"] * 7 + i), "title": t, "score": s}
+                    for i, (t, s) in enumerate(f["kb"])
+                ]
+            }
+        ),
     ),
     "update_address": (
         lambda f: {"order_id": f["order"], "address": f["street"]},
@@ -214,8 +251,7 @@ CODER_USER_EN = [
     "Why is {func}() so slow on large inputs? It takes {ms} ms for 10k rows.",
     "Please write unit tests for {func} in {file}; coverage there is {n}%.",
     "CI is red on main: `{test}` times out after 30s. Investigate.",
-    "Rename the config key `timeout_s` to `request_timeout_s` everywhere, "
-    "keep a deprecation alias.",
+    "Rename the config key `timeout_s` to `request_timeout_s` everywhere, keep a deprecation alias.",
     "looks good, commit it",
     "That broke the Windows build, paths need os.path.join not '/' concatenation.",
 ]
@@ -240,33 +276,45 @@ CODER_ANSWER_ZH = [
     "问题出在 `{func}` 没有处理空列表，我加了边界判断和对应的测试，{n} 个测试全部通过。",
     "已经把 {func} 拆成三个函数：解析、校验、写入。行为不变，测试通过。",
 ]
-CODER_CALL_TEXT = ["", "", "Let me look at the code first.", "Running the tests.",
-                   "I'll search for the other call sites."]
+CODER_CALL_TEXT = [
+    "",
+    "",
+    "Let me look at the code first.",
+    "Running the tests.",
+    "I'll search for the other call sites.",
+]
 CODER_TOOLS: dict[str, tuple[Callable[[dict], dict], Callable[[dict], str]]] = {
     "read_file": (
         lambda f: {"path": f["file"]},
         lambda f: (
             '"""%s"""\nfrom datetime import datetime, timezone\n\n\n'
             "def %s(rows, *, tz=None):\n"
-            "    out = []\n    for r in rows:\n        ts = r[\"ts\"]\n"
+            '    out = []\n    for r in rows:\n        ts = r["ts"]\n'
             "        out.append(datetime.fromtimestamp(ts, tz or timezone.utc))\n"
-            "    return out\n" % (f["file"], f["func"])),
+            "    return out\n" % (f["file"], f["func"])
+        ),
     ),
     "run_tests": (
         lambda f: {"path": "tests/", "args": ["-x", "-q"]},
-        lambda f: ("%s\n%s F\n=================================== FAILURES "
-                   "===================================\nE   KeyError: 'tz'\n"
-                   "========== %d passed, 1 failed in %.2fs ==========" % (
-                       "." * 40, f["test"], f["n"], f["ms"] / 1000)),
+        lambda f: (
+            "%s\n%s F\n=================================== FAILURES "
+            "===================================\nE   KeyError: 'tz'\n"
+            "========== %d passed, 1 failed in %.2fs =========="
+            % ("." * 40, f["test"], f["n"], f["ms"] / 1000)
+        ),
     ),
     "grep": (
         lambda f: {"pattern": f["func"], "path": "src/"},
-        lambda f: "\n".join("src/%s:%d:    %s(rows)" % (p, f["n"] + i * 13, f["func"])
-                            for i, p in enumerate(f["paths"])),
+        lambda f: "\n".join(
+            "src/%s:%d:    %s(rows)" % (p, f["n"] + i * 13, f["func"]) for i, p in enumerate(f["paths"])
+        ),
     ),
     "apply_patch": (
-        lambda f: {"path": f["file"], "diff": "@@ -12,7 +12,9 @@\n-    ts = r[\"ts\"]\n"
-                   "+    ts = r.get(\"ts\")\n+    if ts is None:\n+        continue\n"},
+        lambda f: {
+            "path": f["file"],
+            "diff": '@@ -12,7 +12,9 @@\n-    ts = r["ts"]\n'
+            '+    ts = r.get("ts")\n+    if ts is None:\n+        continue\n',
+        },
         lambda f: "Applied patch to %s (+3 -1)" % f["file"],
     ),
     "run_shell": (
@@ -275,20 +323,68 @@ CODER_TOOLS: dict[str, tuple[Callable[[dict], dict], Callable[[dict], str]]] = {
     ),
 }
 
-STREETS = ["12 Harbour St, Portland", "88 Elm Ave, Austin", "5 Rue Cler, Paris",
-           "221B Baker St, London", "1-2-3 Shibuya, Tokyo", "400 Main St, Denver"]
-PRODUCTS = ["Trail Runner 2 boots", "Alpine shell jacket", "merino base layer",
-            "40L daypack", "down vest", "rain poncho"]
-NAMES = ["Maria Garcia", "Wei Zhang", "John Smith", "Aiko Tanaka", "Olu Adeyemi",
-         "李娜", "Sven Larsen", "Priya Patel"]
-FILES = ["src/utils/dates.py", "src/net/client.py", "src/billing/invoice.py",
-         "src/api/handlers.py", "src/core/cache.py", "src/cli/main.py", "src/db/models.py"]
-FUNCS = ["parse_dates", "fetch_json", "calculate_total", "merge_rows", "load_config",
-         "render_report", "sync_accounts", "normalize_email"]
-TESTS = ["test_parse_dates", "test_retry_backoff", "test_total_with_tax",
-         "test_merge_empty", "test_config_defaults", "test_unicode_names"]
-KB_TITLES = ["Returns and refunds", "Tracking a shipment", "Changing your address",
-             "Billing and invoices", "Account security", "Size guide", "退款政策"]
+STREETS = [
+    "12 Harbour St, Portland",
+    "88 Elm Ave, Austin",
+    "5 Rue Cler, Paris",
+    "221B Baker St, London",
+    "1-2-3 Shibuya, Tokyo",
+    "400 Main St, Denver",
+]
+PRODUCTS = [
+    "Trail Runner 2 boots",
+    "Alpine shell jacket",
+    "merino base layer",
+    "40L daypack",
+    "down vest",
+    "rain poncho",
+]
+NAMES = [
+    "Maria Garcia",
+    "Wei Zhang",
+    "John Smith",
+    "Aiko Tanaka",
+    "Olu Adeyemi",
+    "李娜",
+    "Sven Larsen",
+    "Priya Patel",
+]
+FILES = [
+    "src/utils/dates.py",
+    "src/net/client.py",
+    "src/billing/invoice.py",
+    "src/api/handlers.py",
+    "src/core/cache.py",
+    "src/cli/main.py",
+    "src/db/models.py",
+]
+FUNCS = [
+    "parse_dates",
+    "fetch_json",
+    "calculate_total",
+    "merge_rows",
+    "load_config",
+    "render_report",
+    "sync_accounts",
+    "normalize_email",
+]
+TESTS = [
+    "test_parse_dates",
+    "test_retry_backoff",
+    "test_total_with_tax",
+    "test_merge_empty",
+    "test_config_defaults",
+    "test_unicode_names",
+]
+KB_TITLES = [
+    "Returns and refunds",
+    "Tracking a shipment",
+    "Changing your address",
+    "Billing and invoices",
+    "Account security",
+    "Size guide",
+    "退款政策",
+]
 
 
 def _facts(rng: random.Random) -> dict[str, Any]:
@@ -300,8 +396,8 @@ def _facts(rng: random.Random) -> dict[str, Any]:
         "year": d.year - rng.randint(0, 2),
         "amount": "$%d.%02d" % (rng.randint(5, 400), rng.randint(0, 99)),
         "plan": rng.choice(["Basic", "Plus", "Team", "基础版"]),
-        "email": "%s%d@example.com" % (rng.choice(["maria", "wei", "jsmith", "aiko", "olu"]),
-                                      rng.randint(1, 999)),
+        "email": "%s%d@example.com"
+        % (rng.choice(["maria", "wei", "jsmith", "aiko", "olu"]), rng.randint(1, 999)),
         "street": rng.choice(STREETS),
         "product": rng.choice(PRODUCTS),
         "size": rng.choice(["S", "M", "L", "XL", "42", "44"]),
@@ -309,14 +405,15 @@ def _facts(rng: random.Random) -> dict[str, Any]:
         "carrier": rng.choice(["UPS", "FedEx", "DHL", "顺丰"]),
         "ticket": "TCK-%05d" % rng.randint(1, 99_999),
         "status": rng.choice(["in_transit", "delivered", "label_created", "exception"]),
-        "tracking": "1Z%016d" % rng.randint(0, 10 ** 16 - 1),
+        "tracking": "1Z%016d" % rng.randint(0, 10**16 - 1),
         "sku": "SKU-%04d" % rng.randint(1, 9999),
         "cust": "cus_%08x" % rng.getrandbits(32),
         "name": rng.choice(NAMES),
         "tier": rng.choice(["standard", "gold", "vip"]),
         "hex8": "%08x" % rng.getrandbits(32),
-        "query": rng.choice(["refund damaged item", "late delivery", "change address",
-                             "double charge", "退货流程"]),
+        "query": rng.choice(
+            ["refund damaged item", "late delivery", "change address", "double charge", "退货流程"]
+        ),
         "kb": [(rng.choice(KB_TITLES), round(rng.uniform(0.3, 0.95), 3)) for _ in range(3)],
         "file": rng.choice(FILES),
         "func": rng.choice(FUNCS),
@@ -330,8 +427,7 @@ def _text_pool(rng: random.Random, role: str, templates: list[str], size: int):
     pool = []
     for _ in range(size):
         content = rng.choice(templates).format(**_facts(rng))
-        pool.append((dumps({"role": role, "content": content}),
-                     "[%s] %s" % (role, content[:100])))
+        pool.append((dumps({"role": role, "content": content}), "[%s] %s" % (role, content[:100])))
     return pool
 
 
@@ -344,9 +440,17 @@ def _tool_pools(rng: random.Random, tools: dict, call_texts: list[str], size: in
         for _ in range(size):
             f = _facts(rng)
             content = rng.choice(call_texts)
-            msg = {"role": "assistant", "content": content, "tool_calls": [{
-                "id": "@CALL@", "type": "function",
-                "function": {"name": name, "arguments": json.dumps(make_args(f))}}]}
+            msg = {
+                "role": "assistant",
+                "content": content,
+                "tool_calls": [
+                    {
+                        "id": "@CALL@",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(make_args(f))},
+                    }
+                ],
+            }
             calls[name].append((dumps(msg), "[assistant] " + content[:100]))
             out = make_result(f)
             msg = {"role": "tool", "tool_call_id": "@CALL@", "name": name, "content": out}
@@ -376,32 +480,55 @@ class Pools:
         }
         self.calls, self.results = {}, {}
         self.calls["support"], self.results["support"] = _tool_pools(
-            rng, SUPPORT_TOOLS, SUPPORT_CALL_TEXT, size // 2)
-        self.calls["coder"], self.results["coder"] = _tool_pools(
-            rng, CODER_TOOLS, CODER_CALL_TEXT, size // 2)
+            rng, SUPPORT_TOOLS, SUPPORT_CALL_TEXT, size // 2
+        )
+        self.calls["coder"], self.results["coder"] = _tool_pools(rng, CODER_TOOLS, CODER_CALL_TEXT, size // 2)
         self.tool_names = {k: sorted(v) for k, v in self.calls.items()}
-        self.notes = [dumps(s) for s in (
-            "customer prefers email", "verified identity via order number",
-            "asked twice about ETA", "用户情绪较急", "tests flaky on py3.10",
-            "prefers small commits", "needs Windows support", "waiting for carrier reply",
-            "promised callback tomorrow", "already tried clearing cache", "重复扣款已核实",
-            "do not touch generated files", "uses poetry, not pip", "refund > $100 needs approval",
-        )]
+        self.notes = [
+            dumps(s)
+            for s in (
+                "customer prefers email",
+                "verified identity via order number",
+                "asked twice about ETA",
+                "用户情绪较急",
+                "tests flaky on py3.10",
+                "prefers small commits",
+                "needs Windows support",
+                "waiting for carrier reply",
+                "promised callback tomorrow",
+                "already tried clearing cache",
+                "重复扣款已核实",
+                "do not touch generated files",
+                "uses poetry, not pip",
+                "refund > $100 needs approval",
+            )
+        ]
 
 
 # ------------------------------------------------------------------------- plan
 
+
 class Thread:
-    __slots__ = ("name", "kind", "role", "lang", "times", "steps", "root_parent",
-                 "source", "fork_step", "extra")
+    __slots__ = (
+        "name",
+        "kind",
+        "role",
+        "lang",
+        "times",
+        "steps",
+        "root_parent",
+        "source",
+        "fork_step",
+        "extra",
+    )
 
     def __init__(self, name: str, kind: str, role: int, lang: str):
         self.name, self.kind, self.role, self.lang = name, kind, role, lang
-        self.times: list[int] = []        # created_at, µs since the epoch, increasing
-        self.steps: list[int] = []        # step of each row (normally 1..n)
-        self.root_parent: str | None = None   # parent_id of the first row, when not NULL
-        self.source: int = -1             # branch: index of the source thread
-        self.fork_step: int = 0           # branch: step of the source row it forks from
+        self.times: list[int] = []  # created_at, µs since the epoch, increasing
+        self.steps: list[int] = []  # step of each row (normally 1..n)
+        self.root_parent: str | None = None  # parent_id of the first row, when not NULL
+        self.source: int = -1  # branch: index of the source thread
+        self.fork_step: int = 0  # branch: step of the source row it forks from
         self.extra: dict = {}
 
 
@@ -422,7 +549,7 @@ def _place(rng: random.Random, offsets: list[float]) -> list[int]:
     """Put a thread's offsets somewhere inside the 60-day window."""
     span = SPAN_S
     total = offsets[-1] if offsets else 0.0
-    if total > span * 0.97:                      # compress very long threads into the window
+    if total > span * 0.97:  # compress very long threads into the window
         k = span * 0.97 / total
         offsets = [o * k for o in offsets]
         total = offsets[-1]
@@ -447,9 +574,20 @@ def _sizes(rng: random.Random, count: int, total: int, minimum: int = 2) -> list
     return sizes
 
 
-BRANCH_NAMES = ["bugfix-experiment", "retry-gpt4o", "alt-plan", "refund-path", "escalate",
-                "what-if", "cheaper-model", "manual-fix", "rollback-test", "try-again",
-                "human-review", "no-tools"]
+BRANCH_NAMES = [
+    "bugfix-experiment",
+    "retry-gpt4o",
+    "alt-plan",
+    "refund-path",
+    "escalate",
+    "what-if",
+    "cheaper-model",
+    "manual-fix",
+    "rollback-test",
+    "try-again",
+    "human-review",
+    "no-tools",
+]
 
 
 class Plan:
@@ -459,21 +597,22 @@ class Plan:
         n_threads, n_rows = args.threads, args.checkpoints
         long_steps = min(args.long_steps, n_rows // 10)
         n_branch = max(1, round(n_threads * 0.05 / 1.05))
-        n_special = 4                                     # long, big-state, dup steps, orphan
+        n_special = 4  # long, big-state, dup steps, orphan
         n_regular = n_threads - n_branch - n_special
         if n_regular < 5:
             raise UsageError("--threads must be at least %d" % (n_branch + n_special + 5))
         # Branch threads: most are one row (step 0); about one in ten goes on for a while,
         # and a quarter of those are merged back into their source thread.
         cont = [rng.randint(2, 25) if rng.random() < 0.1 else 0 for _ in range(n_branch)]
-        cont[0] = max(cont[0], 8)                  # at least one branch with several steps
+        cont[0] = max(cont[0], 8)  # at least one branch with several steps
         merges = [bool(c) and (i == 0 or rng.random() < 0.25) for i, c in enumerate(cont)]
         dup_a, dup_b, orphan_n, orphan_first = 30, 12, 25, 41
         fixed = long_steps + 2 + dup_a + dup_b + orphan_n + n_branch + sum(cont) + sum(merges)
         regular_rows = n_rows - fixed
         if regular_rows < 4 * n_regular:
-            raise UsageError("--checkpoints too small for %d threads (need about %d)"
-                             % (n_threads, fixed + 4 * n_regular))
+            raise UsageError(
+                "--checkpoints too small for %d threads (need about %d)" % (n_threads, fixed + 4 * n_regular)
+            )
 
         def new(kind: str, role: int = REGULAR, name: str | None = None) -> Thread:
             idx = len(self.threads) + 1
@@ -506,8 +645,7 @@ class Plan:
         # GC (keep_last_n) deleted steps 1..40: the first surviving row's parent is gone.
         orphan = new("coder")
         fill(orphan, orphan_n, 50, first_step=orphan_first)
-        orphan.root_parent = "ckpt-%s-%d-%06x" % (orphan.name, orphan_first - 1,
-                                                  rng.getrandbits(24))
+        orphan.root_parent = "ckpt-%s-%d-%06x" % (orphan.name, orphan_first - 1, rng.getrandbits(24))
 
         # Branches fork from the middle of a regular thread, some time after that row.
         candidates = [i for i in range(n_regular) if len(self.threads[i].steps) >= 6]
@@ -515,7 +653,7 @@ class Plan:
         # The showcase branch (the continuing one, index 0) gets a mid-sized source.
         sources.sort(key=lambda i: abs(len(self.threads[i].steps) - 100))
         self.branch_ids: list[int] = []
-        self.merges: dict[tuple[int, int], int] = {}       # (thread, step) -> branch merged
+        self.merges: dict[tuple[int, int], int] = {}  # (thread, step) -> branch merged
         end_us = START_US + SPAN_S * 1_000_000
         used_names: set[str] = set()
         for b, src_i in enumerate(sources):
@@ -556,13 +694,31 @@ class Plan:
 
 # ----------------------------------------------------------------------- rows
 
+
 class Ctx:
     """Per-thread state of the simulated agent while its rows are generated."""
-    __slots__ = ("conv", "summary", "slot", "tool", "call", "llm", "tools", "tok_in",
-                 "tok_out", "retries", "hist", "notes", "extras", "const", "last_id",
-                 "sent", "flags")
 
-    def copy(self) -> "Ctx":
+    __slots__ = (
+        "conv",
+        "summary",
+        "slot",
+        "tool",
+        "call",
+        "llm",
+        "tools",
+        "tok_in",
+        "tok_out",
+        "retries",
+        "hist",
+        "notes",
+        "extras",
+        "const",
+        "last_id",
+        "sent",
+        "flags",
+    )
+
+    def copy(self) -> Ctx:
         c = Ctx()
         for k in Ctx.__slots__:
             v = getattr(self, k)
@@ -584,7 +740,7 @@ class RowFactory:
         self.pg = pg
         self.big_mb = big_mb
         self.ctx: list[Ctx | None] = [None] * len(plan.threads)
-        self.captured: dict[int, tuple] = {}       # branch index -> (source row, ctx copy)
+        self.captured: dict[int, tuple] = {}  # branch index -> (source row, ctx copy)
         self.fork_points: dict[tuple[int, int], list[int]] = {}
         for bi in plan.branch_ids:
             b = plan.threads[bi]
@@ -601,7 +757,7 @@ class RowFactory:
         c = Ctx()
         c.conv = [self.pools.system[t.kind]]
         c.summary = ""
-        c.slot = 4                   # "waiting for the user": the first row is a user turn
+        c.slot = 4  # "waiting for the user": the first row is a user turn
         c.tool = ""
         c.call = ""
         c.llm = c.tools = c.tok_in = c.tok_out = c.retries = 0
@@ -616,61 +772,123 @@ class RowFactory:
             const = [
                 '"conversation_id": "%s"' % conv_id,
                 '"agent": "support-bot"',
-                '"customer": ' + dumps({"id": f["cust"], "name": f["name"], "email": f["email"],
-                                        "tier": f["tier"]}),
-                '"ticket": ' + dumps({"id": f["ticket"], "priority": rng.choice(
-                    ["low", "normal", "high"]), "category": rng.choice(
-                    ["shipping", "billing", "returns", "account"])}),
+                '"customer": '
+                + dumps({"id": f["cust"], "name": f["name"], "email": f["email"], "tier": f["tier"]}),
+                '"ticket": '
+                + dumps(
+                    {
+                        "id": f["ticket"],
+                        "priority": rng.choice(["low", "normal", "high"]),
+                        "category": rng.choice(["shipping", "billing", "returns", "account"]),
+                    }
+                ),
             ]
             extras = [
-                '"order": ' + dumps({"id": f["order"], "status": f["status"],
-                                     "carrier": f["carrier"], "tracking": f["tracking"],
-                                     "items": [{"sku": f["sku"], "name": f["product"],
-                                                "qty": rng.randint(1, 3)}]}),
-                '"kb_hits": ' + dumps([{"id": "kb-%d" % rng.randint(1, 500), "title": ti,
-                                        "score": sc} for ti, sc in f["kb"]]),
-                '"refund_quote": ' + dumps({"amount": f["amount"], "currency": "USD",
-                                            "approved": rng.random() < 0.5,
-                                            "approver": None}),
-                '"shipping": ' + dumps({"address": f["street"], "method": rng.choice(
-                    ["ground", "express", "pickup"]), "insured": rng.random() < 0.3}),
-                '"policy_checks": ' + dumps({"within_30_days": True, "final_sale": False,
-                                             "fraud_score": round(rng.random() / 5, 4)}),
-                '"memory": ' + dumps({"summary": "Customer %s contacted us about %s; %s." % (
-                    f["name"], f["query"], rng.choice(["resolved", "pending carrier",
-                                                       "escalated", "待跟进"])),
-                    "turns": rng.randint(2, 30)}),
-                '"macros_used": ' + dumps(rng.sample(["greeting", "apology", "refund_ok",
-                                                     "tracking_info", "closing", "escalation"],
-                                                    3)),
+                '"order": '
+                + dumps(
+                    {
+                        "id": f["order"],
+                        "status": f["status"],
+                        "carrier": f["carrier"],
+                        "tracking": f["tracking"],
+                        "items": [{"sku": f["sku"], "name": f["product"], "qty": rng.randint(1, 3)}],
+                    }
+                ),
+                '"kb_hits": '
+                + dumps(
+                    [{"id": "kb-%d" % rng.randint(1, 500), "title": ti, "score": sc} for ti, sc in f["kb"]]
+                ),
+                '"refund_quote": '
+                + dumps(
+                    {
+                        "amount": f["amount"],
+                        "currency": "USD",
+                        "approved": rng.random() < 0.5,
+                        "approver": None,
+                    }
+                ),
+                '"shipping": '
+                + dumps(
+                    {
+                        "address": f["street"],
+                        "method": rng.choice(["ground", "express", "pickup"]),
+                        "insured": rng.random() < 0.3,
+                    }
+                ),
+                '"policy_checks": '
+                + dumps(
+                    {"within_30_days": True, "final_sale": False, "fraud_score": round(rng.random() / 5, 4)}
+                ),
+                '"memory": '
+                + dumps(
+                    {
+                        "summary": "Customer %s contacted us about %s; %s."
+                        % (
+                            f["name"],
+                            f["query"],
+                            rng.choice(["resolved", "pending carrier", "escalated", "待跟进"]),
+                        ),
+                        "turns": rng.randint(2, 30),
+                    }
+                ),
+                '"macros_used": '
+                + dumps(
+                    rng.sample(
+                        ["greeting", "apology", "refund_ok", "tracking_info", "closing", "escalation"], 3
+                    )
+                ),
                 '"survey": ' + dumps({"sent": False, "channel": "email", "scheduled_for": None}),
             ]
         else:
             const = [
                 '"conversation_id": "%s"' % conv_id,
                 '"agent": "coder"',
-                '"repo": ' + dumps({"url": "git@example.com:acme/%s.git" % rng.choice(
-                    ["billing", "webapp", "etl", "mobile-api"]), "branch": "fix/%s" % f["func"],
-                    "head": "%012x" % rng.getrandbits(48)}),
+                '"repo": '
+                + dumps(
+                    {
+                        "url": "git@example.com:acme/%s.git"
+                        % rng.choice(["billing", "webapp", "etl", "mobile-api"]),
+                        "branch": "fix/%s" % f["func"],
+                        "head": "%012x" % rng.getrandbits(48),
+                    }
+                ),
                 '"task": ' + dumps(rng.choice(CODER_USER_EN).format(**f)[:60]),
             ]
             extras = [
                 '"open_files": ' + dumps(rng.sample(FILES, 4)),
-                '"plan": ' + dumps([{"step": i + 1, "what": w, "done": rng.random() < 0.5}
-                                    for i, w in enumerate(["reproduce", "locate root cause",
-                                                           "patch", "add test", "run suite"])]),
-                '"test_results": ' + dumps({"passed": f["n"] * 3, "failed": rng.randint(0, 3),
-                                            "skipped": rng.randint(0, 5),
-                                            "duration_s": round(f["ms"] / 100, 2)}),
-                '"diff_stats": ' + dumps({"files": rng.randint(1, 6), "insertions":
-                                          rng.randint(1, 200), "deletions": rng.randint(0, 80)}),
-                '"env": ' + dumps({"python": "3.11.7", "os": rng.choice(
-                    ["linux", "darwin", "windows"]), "venv": ".venv"}),
+                '"plan": '
+                + dumps(
+                    [
+                        {"step": i + 1, "what": w, "done": rng.random() < 0.5}
+                        for i, w in enumerate(
+                            ["reproduce", "locate root cause", "patch", "add test", "run suite"]
+                        )
+                    ]
+                ),
+                '"test_results": '
+                + dumps(
+                    {
+                        "passed": f["n"] * 3,
+                        "failed": rng.randint(0, 3),
+                        "skipped": rng.randint(0, 5),
+                        "duration_s": round(f["ms"] / 100, 2),
+                    }
+                ),
+                '"diff_stats": '
+                + dumps(
+                    {
+                        "files": rng.randint(1, 6),
+                        "insertions": rng.randint(1, 200),
+                        "deletions": rng.randint(0, 80),
+                    }
+                ),
+                '"env": '
+                + dumps(
+                    {"python": "3.11.7", "os": rng.choice(["linux", "darwin", "windows"]), "venv": ".venv"}
+                ),
                 '"lint": ' + dumps({"ruff": rng.randint(0, 12), "mypy": rng.randint(0, 7)}),
-                '"todo": ' + dumps(["update CHANGELOG", "ask about %s" % f["func"],
-                                    "清理临时文件"]),
-                '"deps": ' + dumps({"requests": "2.32.3", "pydantic": "2.8.2",
-                                    "sqlalchemy": "2.0.31"}),
+                '"todo": ' + dumps(["update CHANGELOG", "ask about %s" % f["func"], "清理临时文件"]),
+                '"deps": ' + dumps({"requests": "2.32.3", "pydantic": "2.8.2", "sqlalchemy": "2.0.31"}),
             ]
         c.const = ", ".join(const)
         c.extras = extras
@@ -682,20 +900,20 @@ class RowFactory:
         rnd = self.rng.random
         pools = self.pools
         slot = c.slot
-        if slot == 4:                                       # the user speaks
+        if slot == 4:  # the user speaks
             lst = pools.user[(t.kind, t.lang)]
             msg, c.summary = lst[int(rnd() * len(lst))]
             c.slot = 1
             tag = "task_boundary" if len(c.conv) == 1 else "state_change"
             c.tok_in += 40 + int(rnd() * 200)
-        elif slot == 2:                                     # the tool answers
+        elif slot == 2:  # the tool answers
             lst = pools.results[t.kind][c.tool]
             msg, c.summary = lst[int(rnd() * len(lst))]
             msg = msg.replace("@CALL@", c.call)
             c.tools += 1
             c.slot = 3
             tag = "tool_call"
-        else:                                               # the model answers or calls
+        else:  # the model answers or calls
             c.llm += 1
             c.tok_in += 300 + int(rnd() * 2500)
             c.tok_out += 20 + int(rnd() * 400)
@@ -739,7 +957,7 @@ class RowFactory:
         rnd = self.rng.random
         conv = c.conv
         r = rnd()
-        k = 2 + int(r * r * r * 5)                   # 2..6 most recent messages, mostly 2-3
+        k = 2 + int(r * r * r * 5)  # 2..6 most recent messages, mostly 2-3
         messages = "[" + ", ".join(conv[-k:]) + "]"
         c.sent = max(-1.0, min(1.0, c.sent + (rnd() - 0.5) * 0.1))
         n_extra = min(len(c.extras), step // 120)
@@ -747,19 +965,33 @@ class RowFactory:
             '{%s, "step": %d, "status": "%s", "counters": {"llm_calls": %d, "tool_calls": %d, '
             '"tokens_in": %d, "tokens_out": %d, "retries": %d}, "last_tool": %s, '
             '"history": [%s], "flags": {"escalated": %s, "needs_human": %s}, '
-            '"sentiment": %.3f, "language": "%s", "notes": [%s]%s%s}' % (
-                c.const, step, STATUS[c.slot], c.llm, c.tools, c.tok_in, c.tok_out, c.retries,
+            '"sentiment": %.3f, "language": "%s", "notes": [%s]%s%s}'
+            % (
+                c.const,
+                step,
+                STATUS[c.slot],
+                c.llm,
+                c.tools,
+                c.tok_in,
+                c.tok_out,
+                c.retries,
                 ('"%s"' % c.tool) if c.tool else "null",
                 ", ".join('"%s"' % h for h in c.hist),
-                "true" if c.flags[0] else "false", "true" if c.flags[1] else "false",
-                c.sent, t.lang, ", ".join(c.notes),
-                ", " if n_extra else "", ", ".join(c.extras[:n_extra]))
+                "true" if c.flags[0] else "false",
+                "true" if c.flags[1] else "false",
+                c.sent,
+                t.lang,
+                ", ".join(c.notes),
+                ", " if n_extra else "",
+                ", ".join(c.extras[:n_extra]),
+            )
         )
         if c.slot == 3:
-            tools = ('{"last_call": {"name": "%s", "id": "%s", "status": "%s", '
-                     '"latency_ms": %d}, "calls_total": %d}' % (
-                         c.tool, c.call, "ok" if rnd() < 0.93 else "error",
-                         20 + int(rnd() * 1500), c.tools))
+            tools = (
+                '{"last_call": {"name": "%s", "id": "%s", "status": "%s", '
+                '"latency_ms": %d}, "calls_total": %d}'
+                % (c.tool, c.call, "ok" if rnd() < 0.93 else "error", 20 + int(rnd() * 1500), c.tools)
+            )
         elif c.tools:
             tools = '{"calls_total": %d, "last_tool": "%s"}' % (c.tools, c.tool)
         else:
@@ -770,27 +1002,38 @@ class RowFactory:
     def _big_states(self) -> tuple[str, str, list[str]]:
         rng = random.Random("big-%d" % self.rng.getrandbits(32))
         target = int(self.big_mb * 1024 * 1024)
-        words = ("order refund shipping invoice customer agent tool result cache token "
-                 "embedding retrieval context window summary plan step 检索 上下文 摘要").split()
+        words = (
+            "order refund shipping invoice customer agent tool result cache token "
+            "embedding retrieval context window summary plan step 检索 上下文 摘要"
+        ).split()
         docs = []
         size = 0
         i = 0
         while size < target:
             text = " ".join(rng.choice(words) for _ in range(60))
-            doc = {"id": "doc-%05d" % i, "title": "Document %d: %s" % (i, rng.choice(KB_TITLES)),
-                   "text": text,
-                   "embedding": [round(rng.uniform(-1, 1), 6) for _ in range(24)],
-                   "meta": {"source": rng.choice(["kb", "email", "chat", "pdf"]),
-                            "score": round(rng.random(), 4), "tokens": rng.randint(50, 900),
-                            "tags": rng.sample(words, 3)}}
+            doc = {
+                "id": "doc-%05d" % i,
+                "title": "Document %d: %s" % (i, rng.choice(KB_TITLES)),
+                "text": text,
+                "embedding": [round(rng.uniform(-1, 1), 6) for _ in range(24)],
+                "meta": {
+                    "source": rng.choice(["kb", "email", "chat", "pdf"]),
+                    "score": round(rng.random(), 4),
+                    "tokens": rng.randint(50, 900),
+                    "tags": rng.sample(words, 3),
+                },
+            }
             docs.append(doc)
             size += len(json.dumps(doc, ensure_ascii=False).encode()) + 2
             i += 1
-        a = {"conversation_id": "conv_big", "agent": "research-bot", "step": 1,
-             "status": "retrieving", "retrieval": {"query": "all refund cases in Q2",
-                                                   "top_k": len(docs), "documents": docs},
-             "counters": {"llm_calls": 12, "tool_calls": 30, "tokens_in": 981_223,
-                          "tokens_out": 40_112}}
+        a = {
+            "conversation_id": "conv_big",
+            "agent": "research-bot",
+            "step": 1,
+            "status": "retrieving",
+            "retrieval": {"query": "all refund cases in Q2", "top_k": len(docs), "documents": docs},
+            "counters": {"llm_calls": 12, "tool_calls": 30, "tokens_in": 981_223, "tokens_out": 40_112},
+        }
         b = json.loads(json.dumps(a))
         n = len(docs)
         changes = []
@@ -835,9 +1078,19 @@ class RowFactory:
                 src_row, src_ctx = self.captured[ti]
                 cid = "ckpt-%s-0" % t.name
                 bname = t.extra["branch_name"]
-                row = (t.name, cid, src_row[1], 0, created, json.dumps(["branch", bname]),
-                       "Branch '%s' from %s" % (bname, src_row[1]),
-                       src_row[7], src_row[8], src_row[9], src_row[10])
+                row = (
+                    t.name,
+                    cid,
+                    src_row[1],
+                    0,
+                    created,
+                    json.dumps(["branch", bname]),
+                    "Branch '%s' from %s" % (bname, src_row[1]),
+                    src_row[7],
+                    src_row[8],
+                    src_row[9],
+                    src_row[10],
+                )
                 c = ctxs[ti] = src_ctx
                 c.last_id = cid
                 self.rows += 1
@@ -862,11 +1115,10 @@ class RowFactory:
             parent = c.last_id if k else t.root_parent
             merged = merges.get((ti, step)) if merges else None
             if merged is not None:
-                parent = ctxs[merged].last_id            # merge_branch(): manual, from branch
+                parent = ctxs[merged].last_id  # merge_branch(): manual, from branch
                 tags = TAG_JSON["manual"]
                 self.meta.setdefault("merge_checkpoint", cid)
-            row = (t.name, cid, parent, step, created, tags, c.summary, messages, state,
-                   tools, node)
+            row = (t.name, cid, parent, step, created, tags, c.summary, messages, state, tools, node)
             c.last_id = cid
             fps = fork_points.get((ti, step))
             if fps and t.name != plan.dup_thread:
@@ -898,6 +1150,7 @@ class RowFactory:
 
 # ---------------------------------------------------------------------- backends
 
+
 def _batches(rows: Iterator[tuple], size: int) -> Iterator[list[tuple]]:
     batch: list[tuple] = []
     for r in rows:
@@ -919,13 +1172,16 @@ class Phases:
     def __call__(self, what: str) -> None:
         now = time.perf_counter()
         if self.verbose:
-            print("make_db: %-28s %7.1f s  (total %.1f s)" % (what, now - self.last,
-                                                            now - self.t0), file=sys.stderr)
+            print(
+                "make_db: %-28s %7.1f s  (total %.1f s)" % (what, now - self.last, now - self.t0),
+                file=sys.stderr,
+            )
         self.last = now
 
 
-def write_sqlite(path: str, make_factory: Callable[[], RowFactory], replace: bool,
-                 phase: Phases) -> tuple[RowFactory, int]:
+def write_sqlite(
+    path: str, make_factory: Callable[[], RowFactory], replace: bool, phase: Phases
+) -> tuple[RowFactory, int]:
     if os.path.exists(path) and not replace:
         raise UsageError("%s exists; pass --replace to overwrite it" % path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # e.g. bench/data/
@@ -946,14 +1202,13 @@ def write_sqlite(path: str, make_factory: Callable[[], RowFactory], replace: boo
         conn.execute("PRAGMA cache_size=-1000000")
         conn.execute("PRAGMA temp_store=MEMORY")
         conn.execute(SQLITE_TABLE_DDL)
-        sql = "INSERT INTO checkpoints (%s) VALUES (%s)" % (
-            ", ".join(COLUMNS), ", ".join("?" * len(COLUMNS)))
+        sql = "INSERT INTO checkpoints (%s) VALUES (%s)" % (", ".join(COLUMNS), ", ".join("?" * len(COLUMNS)))
         conn.execute("BEGIN")
         for batch in _batches(factory.rows_iter(), 5000):
             conn.executemany(sql, batch)
         conn.execute("COMMIT")
         phase("generate + insert")
-        for ddl in SQLITE_INDEX_DDL:                 # after the load: one sort per index
+        for ddl in SQLITE_INDEX_DDL:  # after the load: one sort per index
             conn.execute(ddl)
         phase("create indexes")
         # Leave it as a writer's file would be: rollback journal, no sqlite_stat1 (no ANALYZE).
@@ -969,8 +1224,9 @@ def write_sqlite(path: str, make_factory: Callable[[], RowFactory], replace: boo
     return factory, os.path.getsize(path)
 
 
-async def _write_postgres(dsn: str, make_factory: Callable[[], RowFactory], replace: bool,
-                          method: str, phase: Phases) -> tuple[RowFactory, int]:
+async def _write_postgres(
+    dsn: str, make_factory: Callable[[], RowFactory], replace: bool, method: str, phase: Phases
+) -> tuple[RowFactory, int]:
     import asyncpg  # only this backend needs it
 
     try:
@@ -979,10 +1235,8 @@ async def _write_postgres(dsn: str, make_factory: Callable[[], RowFactory], repl
         raise TargetError("cannot connect to %s: %s" % (dsn, e)) from e
     try:
         exists = await conn.fetchval("SELECT to_regclass('checkpoints') IS NOT NULL")
-        if exists and not replace and await conn.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM checkpoints)"):
-            raise UsageError("table checkpoints is not empty; pass --replace to drop and "
-                             "recreate it")
+        if exists and not replace and await conn.fetchval("SELECT EXISTS (SELECT 1 FROM checkpoints)"):
+            raise UsageError("table checkpoints is not empty; pass --replace to drop and recreate it")
         factory = make_factory()
         phase("plan")
         await conn.execute("SET maintenance_work_mem = '512MB'")
@@ -995,23 +1249,23 @@ async def _write_postgres(dsn: str, make_factory: Callable[[], RowFactory], repl
             if method == "direct":
                 # Binary COPY straight into the JSONB columns: asyncpg's jsonb encoder sends a
                 # str as jsonb text, and the server parses it while we generate the next rows.
-                await conn.copy_records_to_table("checkpoints", records=rows,
-                                                 columns=list(COLUMNS))
+                await conn.copy_records_to_table("checkpoints", records=rows, columns=list(COLUMNS))
                 phase("generate + COPY")
             else:
                 await conn.execute(
                     "CREATE TEMP TABLE checkpoints_stage (thread_id text, checkpoint_id text, "
                     "parent_id text, step integer, created_at timestamptz, tags text, "
                     "summary text, messages_blob text, state_blob text, tools_blob text, "
-                    "next_node text) ON COMMIT DROP")
-                await conn.copy_records_to_table("checkpoints_stage", records=rows,
-                                                 columns=list(COLUMNS))
+                    "next_node text) ON COMMIT DROP"
+                )
+                await conn.copy_records_to_table("checkpoints_stage", records=rows, columns=list(COLUMNS))
                 phase("generate + COPY (staging)")
                 await conn.execute(
                     "INSERT INTO checkpoints (%s) SELECT thread_id, checkpoint_id, parent_id, "
                     "step, created_at, tags::jsonb, summary, messages_blob::jsonb, "
                     "state_blob::jsonb, tools_blob::jsonb, next_node FROM checkpoints_stage "
-                    "ORDER BY created_at" % ", ".join(COLUMNS))
+                    "ORDER BY created_at" % ", ".join(COLUMNS)
+                )
                 phase("INSERT ... SELECT casts")
             for ddl in PG_INDEX_DDL:
                 await conn.execute(ddl)
@@ -1024,34 +1278,48 @@ async def _write_postgres(dsn: str, make_factory: Callable[[], RowFactory], repl
         await conn.close()
 
 
-def write_postgres(dsn: str, make_factory: Callable[[], RowFactory], replace: bool,
-                   method: str, phase: Phases) -> tuple[RowFactory, int]:
+def write_postgres(
+    dsn: str, make_factory: Callable[[], RowFactory], replace: bool, method: str, phase: Phases
+) -> tuple[RowFactory, int]:
     return asyncio.run(_write_postgres(dsn, make_factory, replace, method, phase))
 
 
 # -------------------------------------------------------------------------- main
 
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="make_db.py",
-        description="Generate a large AgentOS-format checkpoint database for benchmarks.")
+        prog="make_db.py", description="Generate a large AgentOS-format checkpoint database for benchmarks."
+    )
     p.add_argument("backend", choices=("sqlite", "postgres"))
     p.add_argument("target", help="SQLite file path, or Postgres DSN")
     p.add_argument("--threads", type=int, default=10_000, help="threads in total (default 10000)")
-    p.add_argument("--checkpoints", type=int, default=1_000_000,
-                   help="rows in total (default 1000000)")
+    p.add_argument("--checkpoints", type=int, default=1_000_000, help="rows in total (default 1000000)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    p.add_argument("--replace", action="store_true",
-                   help="overwrite an existing file / drop and recreate a non-empty table")
-    p.add_argument("--meta", help="also write the ids JSON to this file "
-                                  "(SQLite always writes PATH.meta.json)")
-    p.add_argument("--long-steps", type=int, default=10_000,
-                   help="steps of `long-thread` (default 10000; capped at checkpoints/10)")
-    p.add_argument("--big-mb", type=float, default=5.0,
-                   help="size of each big-state state_blob in MB (default 5)")
-    p.add_argument("--pg-method", choices=("direct", "staging"), default="direct",
-                   help="Postgres load path: binary COPY into the JSONB table (default), or "
-                        "COPY into a text staging table then INSERT ... SELECT with casts")
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="overwrite an existing file / drop and recreate a non-empty table",
+    )
+    p.add_argument(
+        "--meta", help="also write the ids JSON to this file (SQLite always writes PATH.meta.json)"
+    )
+    p.add_argument(
+        "--long-steps",
+        type=int,
+        default=10_000,
+        help="steps of `long-thread` (default 10000; capped at checkpoints/10)",
+    )
+    p.add_argument(
+        "--big-mb", type=float, default=5.0, help="size of each big-state state_blob in MB (default 5)"
+    )
+    p.add_argument(
+        "--pg-method",
+        choices=("direct", "staging"),
+        default="direct",
+        help="Postgres load path: binary COPY into the JSONB table (default), or "
+        "COPY into a text staging table then INSERT ... SELECT with casts",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="print per-phase timings")
     args = p.parse_args(argv)
     if args.threads < 1 or args.checkpoints < 1:
@@ -1073,8 +1341,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.backend == "sqlite":
             factory, size = write_sqlite(args.target, make_factory, args.replace, phase)
         else:
-            factory, size = write_postgres(args.target, make_factory, args.replace,
-                                           args.pg_method, phase)
+            factory, size = write_postgres(args.target, make_factory, args.replace, args.pg_method, phase)
     except UsageError as e:
         print("make_db: error: %s" % e, file=sys.stderr)
         return 2
@@ -1110,8 +1377,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(mp, "w", encoding="utf-8") as fh:
             fh.write(text)
     sys.stdout.write(text)
-    print("make_db: %s rows=%d threads=%d bytes=%d seconds=%.1f" % (
-        args.backend, factory.rows, len(plan.threads), size, seconds), file=sys.stderr)
+    print(
+        "make_db: %s rows=%d threads=%d bytes=%d seconds=%.1f"
+        % (args.backend, factory.rows, len(plan.threads), size, seconds),
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -78,10 +78,12 @@ UUID_EPOCH = 0x01B21DD213814000
 START_UNIX = 1_745_000_000  # 2025-04-18
 SPAN_SECONDS = 60 * 86400
 EXT_PYDANTIC_V2 = 5
-WORDS = ("order refund invoice shipping customer account password reset delay warehouse "
-         "payment card address update ticket escalate policy discount coupon tracking "
-         "label return window damaged replacement subscription cancel renew plan upgrade "
-         "billing cycle statement export report latency error timeout retry cache index").split()
+WORDS = (
+    "order refund invoice shipping customer account password reset delay warehouse "
+    "payment card address update ticket escalate policy discount coupon tracking "
+    "label return window damaged replacement subscription cancel renew plan upgrade "
+    "billing cycle statement export report latency error timeout retry cache index"
+).split()
 TOOLS = ("lookup_order", "search_docs", "create_ticket", "refund", "get_weather", "run_sql")
 
 
@@ -117,26 +119,49 @@ def message(kind: str, content: str, mid: str, js: bool = False, **extra: object
         return js_message(kind, content, mid, **extra)
     if kind == "human":
         module, cls = "langchain_core.messages.human", "HumanMessage"
-        dump = {"content": content, "additional_kwargs": {}, "response_metadata": {},
-                "type": "human", "name": None, "id": mid}
+        dump = {
+            "content": content,
+            "additional_kwargs": {},
+            "response_metadata": {},
+            "type": "human",
+            "name": None,
+            "id": mid,
+        }
     elif kind == "ai":
         module, cls = "langchain_core.messages.ai", "AIMessage"
-        dump = {"content": content, "additional_kwargs": {}, "response_metadata": {},
-                "type": "ai", "name": None, "id": mid, "tool_calls": extra.get("tool_calls", []),
-                "invalid_tool_calls": [], "usage_metadata": None}
+        dump = {
+            "content": content,
+            "additional_kwargs": {},
+            "response_metadata": {},
+            "type": "ai",
+            "name": None,
+            "id": mid,
+            "tool_calls": extra.get("tool_calls", []),
+            "invalid_tool_calls": [],
+            "usage_metadata": None,
+        }
     else:
         module, cls = "langchain_core.messages.tool", "ToolMessage"
-        dump = {"content": content, "additional_kwargs": {}, "response_metadata": {},
-                "type": "tool", "name": extra["name"], "id": mid,
-                "tool_call_id": extra["tool_call_id"], "artifact": None, "status": "success"}
+        dump = {
+            "content": content,
+            "additional_kwargs": {},
+            "response_metadata": {},
+            "type": "tool",
+            "name": extra["name"],
+            "id": mid,
+            "tool_call_id": extra["tool_call_id"],
+            "artifact": None,
+            "status": "success",
+        }
     return ormsgpack.Ext(EXT_PYDANTIC_V2, ormsgpack.packb((module, cls, dump, "model_validate_json")))
 
 
 class Thread:
     """One simulated agent loop, producing its checkpoints (and writes) in order."""
 
-    def __init__(self, thread_id: str, length: int, start: float, rng: random.Random, window: int,
-                 js: bool = False):
+    def __init__(
+        self, thread_id: str, length: int, start: float, rng: random.Random, window: int, js: bool = False
+    ):
         self.js = js
         self.id = thread_id
         self.length = length
@@ -174,7 +199,8 @@ class Thread:
         ticks = int(self.t * 10_000_000) + UUID_EPOCH
         cid = uuid6(ticks, step, self.node)
         ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.t)) + (
-            f".{int(self.t * 1e3) % 1000:03d}Z" if self.js else f".{int(self.t * 1e6) % 1_000_000:06d}+00:00")
+            f".{int(self.t * 1e3) % 1000:03d}Z" if self.js else f".{int(self.t * 1e6) % 1_000_000:06d}+00:00"
+        )
         values: dict[str, object] = {}
         writes: list[tuple[str, object]] = []  # (channel, value) written by the task
         task_node = ""
@@ -205,14 +231,18 @@ class Thread:
             else:
                 call_id = "call_" + format(rng.getrandbits(64), "016x")
                 name = rng.choice(TOOLS)
-                call = {"name": name, "args": {"query": text(rng, 1, 4), "limit": rng.randint(1, 20)},
-                        "id": call_id, "type": "tool_call"}
+                call = {
+                    "name": name,
+                    "args": {"query": text(rng, 1, 4), "limit": rng.randint(1, 20)},
+                    "id": call_id,
+                    "type": "tool_call",
+                }
                 msg = message("ai", text(rng, 0, 12), self._mid(), self.js, tool_calls=[call])
                 writes = [("messages", [msg]), ("turns", self.turns), ("branch:to:tools", None)]
                 self._bump("messages", "turns", "branch:to:agent", "branch:to:tools")
                 updated = ["branch:to:tools", "messages", "turns"]
                 self.pending_call = (call_id, name)
-            self.messages = (self.messages + [msg])[-self.window:]
+            self.messages = (self.messages + [msg])[-self.window :]
             source = "loop"
         else:  # the tools node ran
             task_node = "tools"
@@ -222,7 +252,7 @@ class Thread:
             writes = [("messages", [msg]), ("branch:to:agent", None)]
             self._bump("messages", "branch:to:agent", "branch:to:tools")
             updated = ["branch:to:agent", "messages"]
-            self.messages = (self.messages + [msg])[-self.window:]
+            self.messages = (self.messages + [msg])[-self.window :]
             self.pending_call = None
             source = "loop"
         if step >= 0:
@@ -233,9 +263,14 @@ class Thread:
                 values["branch:to:tools"] = "agent" if self.js else None
             elif "branch:to:agent" in updated:
                 values["branch:to:agent"] = task_node if self.js else None
-        checkpoint = {"v": 4, "ts": ts, "id": cid, "channel_values": values,
-                      "channel_versions": dict(self.versions),
-                      "versions_seen": {k: dict(v) for k, v in self.seen.items()}}
+        checkpoint = {
+            "v": 4,
+            "ts": ts,
+            "id": cid,
+            "channel_values": values,
+            "channel_versions": dict(self.versions),
+            "versions_seen": {k: dict(v) for k, v in self.seen.items()},
+        }
         if not self.js:
             checkpoint["updated_channels"] = updated
         meta = {"source": source, "step": step, "parents": {}}
@@ -244,14 +279,18 @@ class Thread:
             task_id = str(uuid.UUID(int=rng.getrandbits(128)))
             for idx, (channel, value) in enumerate(writes):
                 if self.js:  # the branch's write: the node's name
-                    typ, data = "json", json.dumps(task_node if value is None and channel.startswith("branch:")
-                                                   else value, ensure_ascii=False).encode("utf-8")
+                    typ, data = (
+                        "json",
+                        json.dumps(
+                            task_node if value is None and channel.startswith("branch:") else value,
+                            ensure_ascii=False,
+                        ).encode("utf-8"),
+                    )
                 else:
                     typ, data = ("null", b"") if value is None else ("msgpack", ormsgpack.packb(value))
                 write_rows.append((task_id, f"~__pregel_pull, {task_node}", idx, channel, typ, data))
         parent = self.parent
-        new_versions = [ch for ch, v in checkpoint["channel_versions"].items()
-                        if self._before.get(ch) != v]
+        new_versions = [ch for ch, v in checkpoint["channel_versions"].items() if self._before.get(ch) != v]
         self._before = dict(checkpoint["channel_versions"])
         self.parent = cid
         self.step += 1
@@ -322,31 +361,64 @@ class SQLiteWriter:
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode = WAL")  # as SqliteSaver.setup()
         self.conn.execute("PRAGMA synchronous = OFF")
-        self.conn.executescript(SCHEMA.replace("    task_path TEXT NOT NULL DEFAULT '',\n", "") if js else SCHEMA)
+        self.conn.executescript(
+            SCHEMA.replace("    task_path TEXT NOT NULL DEFAULT '',\n", "") if js else SCHEMA
+        )
         self.cps: list[tuple] = []
         self.ws: list[tuple] = []
 
-    def add(self, tid: str, cid: str, parent: str | None, checkpoint: dict, meta: dict,
-            new_versions: list[str], writes: list[tuple]) -> None:
+    def add(
+        self,
+        tid: str,
+        cid: str,
+        parent: str | None,
+        checkpoint: dict,
+        meta: dict,
+        new_versions: list[str],
+        writes: list[tuple],
+    ) -> None:
         if self.js:
-            self.cps.append((tid, "", cid, parent, "json", json.dumps(checkpoint, ensure_ascii=False).encode("utf-8"),
-                             json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+            self.cps.append(
+                (
+                    tid,
+                    "",
+                    cid,
+                    parent,
+                    "json",
+                    json.dumps(checkpoint, ensure_ascii=False).encode("utf-8"),
+                    json.dumps(meta, ensure_ascii=False).encode("utf-8"),
+                )
+            )
             self.ws.extend((tid, "", parent, w[0], w[2], w[3], w[4], w[5]) for w in writes)
             return
-        self.cps.append((tid, "", cid, parent, "msgpack", ormsgpack.packb(checkpoint),
-                         json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+        self.cps.append(
+            (
+                tid,
+                "",
+                cid,
+                parent,
+                "msgpack",
+                ormsgpack.packb(checkpoint),
+                json.dumps(meta, ensure_ascii=False).encode("utf-8"),
+            )
+        )
         self.ws.extend((tid, "", parent, *w) for w in writes)
 
     def flush(self) -> None:
         self.conn.execute("BEGIN")
         self.conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", self.cps)
         if self.js:
-            self.conn.executemany("INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
-                                  "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.ws)
+            self.conn.executemany(
+                "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
+                "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                self.ws,
+            )
         else:
-            self.conn.executemany("INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
-                                  "task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                  self.ws)
+            self.conn.executemany(
+                "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
+                "task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.ws,
+            )
         self.conn.execute("COMMIT")
         self.cps.clear()
         self.ws.clear()
@@ -373,26 +445,42 @@ class PostgresWriter:
         if existing:
             if not replace and run(self.conn.fetchval("SELECT EXISTS (SELECT 1 FROM checkpoints)")):
                 raise SystemExit("make_langgraph_db: the checkpoints table is not empty (use --replace)")
-            run(self.conn.execute("DROP TABLE IF EXISTS checkpoints, checkpoint_blobs, "
-                                  "checkpoint_writes, checkpoint_migrations"))
+            run(
+                self.conn.execute(
+                    "DROP TABLE IF EXISTS checkpoints, checkpoint_blobs, "
+                    "checkpoint_writes, checkpoint_migrations"
+                )
+            )
         for sql in PG_MIGRATIONS:
             run(self.conn.execute(sql))
-        run(self.conn.executemany("INSERT INTO checkpoint_migrations (v) VALUES ($1)",
-                                  [(v,) for v in range(len(PG_MIGRATIONS))]))
+        run(
+            self.conn.executemany(
+                "INSERT INTO checkpoint_migrations (v) VALUES ($1)", [(v,) for v in range(len(PG_MIGRATIONS))]
+            )
+        )
         self.cps: list[tuple] = []
         self.blobs: list[tuple] = []
         self.ws: list[tuple] = []
 
-    def add(self, tid: str, cid: str, parent: str | None, checkpoint: dict, meta: dict,
-            new_versions: list[str], writes: list[tuple]) -> None:
+    def add(
+        self,
+        tid: str,
+        cid: str,
+        parent: str | None,
+        checkpoint: dict,
+        meta: dict,
+        new_versions: list[str],
+        writes: list[tuple],
+    ) -> None:
         inline = dict(checkpoint)
         values = {}
         for k, v in checkpoint["channel_values"].items():
             if v is None or isinstance(v, (str, int, float, bool)):
                 values[k] = v
             elif k in new_versions:
-                self.blobs.append((tid, "", k, checkpoint["channel_versions"][k], "msgpack",
-                                   ormsgpack.packb(v)))
+                self.blobs.append(
+                    (tid, "", k, checkpoint["channel_versions"][k], "msgpack", ormsgpack.packb(v))
+                )
         inline["channel_values"] = values
         self.cps.append((tid, "", cid, parent, None, json.dumps(inline), json.dumps(meta)))
         self.ws.extend((tid, "", parent, w[0], w[2], w[3], w[4], w[5], w[1]) for w in writes)
@@ -400,14 +488,39 @@ class PostgresWriter:
     def flush(self) -> None:
         async def go() -> None:
             async with self.conn.transaction():
-                await self.conn.copy_records_to_table("checkpoints", records=self.cps, columns=[
-                    "thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type",
-                    "checkpoint", "metadata"])
-                await self.conn.copy_records_to_table("checkpoint_blobs", records=self.blobs, columns=[
-                    "thread_id", "checkpoint_ns", "channel", "version", "type", "blob"])
-                await self.conn.copy_records_to_table("checkpoint_writes", records=self.ws, columns=[
-                    "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "type",
-                    "blob", "task_path"])
+                await self.conn.copy_records_to_table(
+                    "checkpoints",
+                    records=self.cps,
+                    columns=[
+                        "thread_id",
+                        "checkpoint_ns",
+                        "checkpoint_id",
+                        "parent_checkpoint_id",
+                        "type",
+                        "checkpoint",
+                        "metadata",
+                    ],
+                )
+                await self.conn.copy_records_to_table(
+                    "checkpoint_blobs",
+                    records=self.blobs,
+                    columns=["thread_id", "checkpoint_ns", "channel", "version", "type", "blob"],
+                )
+                await self.conn.copy_records_to_table(
+                    "checkpoint_writes",
+                    records=self.ws,
+                    columns=[
+                        "thread_id",
+                        "checkpoint_ns",
+                        "checkpoint_id",
+                        "task_id",
+                        "idx",
+                        "channel",
+                        "type",
+                        "blob",
+                        "task_path",
+                    ],
+                )
 
         self.loop.run_until_complete(go())
         self.cps.clear()
@@ -415,9 +528,12 @@ class PostgresWriter:
         self.ws.clear()
 
     def close(self) -> int:
-        size = self.loop.run_until_complete(self.conn.fetchval(
-            "SELECT pg_total_relation_size('checkpoints') + pg_total_relation_size('checkpoint_blobs')"
-            " + pg_total_relation_size('checkpoint_writes')"))
+        size = self.loop.run_until_complete(
+            self.conn.fetchval(
+                "SELECT pg_total_relation_size('checkpoints') + pg_total_relation_size('checkpoint_blobs')"
+                " + pg_total_relation_size('checkpoint_writes')"
+            )
+        )
         self.loop.run_until_complete(self.conn.execute("ANALYZE"))
         self.loop.run_until_complete(self.conn.close())
         self.loop.close()
@@ -455,7 +571,9 @@ def main(argv: list[str] | None = None) -> int:
         name = "long-thread" if i == 0 else f"{rng.choice(('support', 'support', 'coder'))}-{i:06d}"
         start = START_UNIX + rng.uniform(0, SPAN_SECONDS * 0.9)
         threads.append(Thread(name, n, start, rng, args.window, args.js))
-    writer = PostgresWriter(args.target, args.replace) if pg else SQLiteWriter(args.target, args.replace, args.js)
+    writer = (
+        PostgresWriter(args.target, args.replace) if pg else SQLiteWriter(args.target, args.replace, args.js)
+    )
     heap = [(t.t, i) for i, t in enumerate(threads)]
     heapq.heapify(heap)
     rows = writes = pending = 0
@@ -481,15 +599,25 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {rows} rows, {time.time() - began:.1f} s", file=sys.stderr)
     writer.flush()
     size = writer.close()
-    meta_out = {"long_thread": "long-thread", **sample, "rows": rows, "threads": len(threads),
-                "writes": writes, "seed": args.seed, "format": "langgraph",
-                "written_by": "LangGraph.js" if args.js else "LangGraph"}
+    meta_out = {
+        "long_thread": "long-thread",
+        **sample,
+        "rows": rows,
+        "threads": len(threads),
+        "writes": writes,
+        "seed": args.seed,
+        "format": "langgraph",
+        "written_by": "LangGraph.js" if args.js else "LangGraph",
+    }
     text_out = json.dumps(meta_out)
     print(text_out)
     with open(args.meta or args.target + ".meta.json", "w") as fh:
         fh.write(text_out + "\n")
-    print(f"make_langgraph_db: {'postgres' if pg else 'sqlite'} rows={rows} writes={writes} "
-          f"threads={len(threads)} bytes={size} seconds={time.time() - began:.1f}", file=sys.stderr)
+    print(
+        f"make_langgraph_db: {'postgres' if pg else 'sqlite'} rows={rows} writes={writes} "
+        f"threads={len(threads)} bytes={size} seconds={time.time() - began:.1f}",
+        file=sys.stderr,
+    )
     return 0
 
 

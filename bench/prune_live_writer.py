@@ -38,16 +38,30 @@ THREAD = "live-writer"
 
 # ---- the writer (a child process) -------------------------------------------------------
 
+
 def _row(step: int, parent: str | None) -> tuple[Any, ...]:
     cid = f"ckpt-{THREAD}-{step}-{os.getpid():x}"
     state = {"step": step, "counter": step, "notes": ["n"] * 8}
     msgs = [{"role": "assistant", "content": f"step {step} of the live writer"}]
-    return (THREAD, cid, parent, step, time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-            json.dumps(["llm_call"]), f"[assistant] step {step}", json.dumps(msgs), json.dumps(state), "{}", "agent")
+    return (
+        THREAD,
+        cid,
+        parent,
+        step,
+        time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+        json.dumps(["llm_call"]),
+        f"[assistant] step {step}",
+        json.dumps(msgs),
+        json.dumps(state),
+        "{}",
+        "agent",
+    )
 
 
-COLS = ("thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, messages_blob, "
-        "state_blob, tools_blob, next_node")
+COLS = (
+    "thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, messages_blob, "
+    "state_blob, tools_blob, next_node"
+)
 
 
 def writer(kind: str, target: str, out: str, stop: str, interval: float) -> None:
@@ -86,6 +100,7 @@ def writer(kind: str, target: str, out: str, stop: str, interval: float) -> None
 
 # ---- the run ----------------------------------------------------------------------------
 
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -94,19 +109,27 @@ def pct(values: list[float], q: float) -> float:
 
 
 def summary(values: list[float]) -> dict[str, Any]:
-    return {"puts": len(values), "p50_ms": round(pct(values, 0.50), 2), "p99_ms": round(pct(values, 0.99), 2),
-            "max_ms": round(max(values), 2) if values else None,
-            "mean_ms": round(statistics.fmean(values), 2) if values else None}
+    return {
+        "puts": len(values),
+        "p50_ms": round(pct(values, 0.50), 2),
+        "p99_ms": round(pct(values, 0.99), 2),
+        "max_ms": round(max(values), 2) if values else None,
+        "mean_ms": round(statistics.fmean(values), 2) if values else None,
+    }
 
 
 def count(kind: str, target: str) -> int:
     if kind == "sqlite":
         with sqlite3.connect(target) as c:
-            return int(c.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id <> ?", (THREAD,)).fetchone()[0])
+            return int(
+                c.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id <> ?", (THREAD,)).fetchone()[0]
+            )
     import psycopg
 
     with psycopg.connect(target) as c:
-        return int(c.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id <> %s", (THREAD,)).fetchone()[0])
+        return int(
+            c.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id <> %s", (THREAD,)).fetchone()[0]
+        )
 
 
 def one_run(kind: str, target: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -119,8 +142,24 @@ def one_run(kind: str, target: str, args: argparse.Namespace) -> dict[str, Any]:
     time.sleep(args.baseline)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.time()
-    pr = subprocess.run([sys.executable, "-m", "agentctl", "--db", target, "prune", "--all", "--keep-last",
-                         str(args.keep_last), "--yes", "--no-backup"], env=env, capture_output=True, text=True)
+    pr = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentctl",
+            "--db",
+            target,
+            "prune",
+            "--all",
+            "--keep-last",
+            str(args.keep_last),
+            "--yes",
+            "--no-backup",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     t1 = time.time()
     time.sleep(args.after)
     open(stop, "w").close()
@@ -142,8 +181,14 @@ def one_run(kind: str, target: str, args: argparse.Namespace) -> dict[str, Any]:
                 during.append(ms)
             else:
                 after.append(ms)
-    return {"backend": kind, "removed": before - count(kind, target), "prune_seconds": round(t1 - t0, 2),
-            "without_prune": summary(alone), "during_prune": summary(during), "after_prune": summary(after)}
+    return {
+        "backend": kind,
+        "removed": before - count(kind, target),
+        "prune_seconds": round(t1 - t0, 2),
+        "without_prune": summary(alone),
+        "during_prune": summary(during),
+        "after_prune": summary(after),
+    }
 
 
 def make(kind: str, target: str, args: argparse.Namespace) -> None:
@@ -158,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "_writer":
         writer(argv[1], argv[2], argv[3], argv[4], float(argv[5]))
         return 0
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--checkpoints", type=int, default=102_000, help="rows make_db writes (default 102000)")
     p.add_argument("--threads", type=int, default=100, help="threads make_db spreads them over (default 100)")
     p.add_argument("--keep-last", type=int, default=5, help="prune --keep-last (default 5)")
@@ -168,10 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--interval", type=float, default=0.005, help="writer's pause between puts (s)")
     p.add_argument("--workdir", default=os.path.join(ROOT, "bench", "data", "prune-live"))
     p.add_argument("--no-sqlite", action="store_true", help="skip the SQLite run")
-    p.add_argument("--pg-start", action="store_true", help="also Postgres: a throwaway server "
-                   "(tests/support/pgserver.py), stopped afterwards")
-    p.add_argument("--pg-dsn", help="also Postgres: an empty database to load and prune (its checkpoints "
-                   "table is replaced)")
+    p.add_argument(
+        "--pg-start",
+        action="store_true",
+        help="also Postgres: a throwaway server (tests/support/pgserver.py), stopped afterwards",
+    )
+    p.add_argument(
+        "--pg-dsn",
+        help="also Postgres: an empty database to load and prune (its checkpoints table is replaced)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     args = p.parse_args(argv)
     os.makedirs(args.workdir, exist_ok=True)
@@ -188,8 +239,11 @@ def main(argv: list[str] | None = None) -> int:
             from tests.support import pgserver
 
             server = pgserver.start()
-            subprocess.run(["psql", server.dsn, "-X", "-q", "-c", "CREATE DATABASE prunelive"], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                ["psql", server.dsn, "-X", "-q", "-c", "CREATE DATABASE prunelive"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             dsn = server.dsn.rsplit("/", 1)[0] + "/prunelive"
         if dsn:
             make("postgres", dsn, args)
@@ -200,13 +254,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print("| backend | removed | prune s | puts alone p50 / p99 / max ms | during prune p50 / p99 / max ms "
-          "(puts) |")
+    print(
+        "| backend | removed | prune s | puts alone p50 / p99 / max ms | during prune p50 / p99 / max ms "
+        "(puts) |"
+    )
     print("|---|---:|---:|---|---|")
     for r in results:
         a, d = r["without_prune"], r["during_prune"]
-        print(f"| {r['backend']} | {r['removed']:,} | {r['prune_seconds']} | {a['p50_ms']} / {a['p99_ms']} / "
-              f"{a['max_ms']} | {d['p50_ms']} / {d['p99_ms']} / {d['max_ms']} ({d['puts']}) |")
+        print(
+            f"| {r['backend']} | {r['removed']:,} | {r['prune_seconds']} | {a['p50_ms']} / {a['p99_ms']} / "
+            f"{a['max_ms']} | {d['p50_ms']} / {d['p99_ms']} / {d['max_ms']} ({d['puts']}) |"
+        )
     return 0
 
 

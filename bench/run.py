@@ -35,9 +35,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "bench", "data")
@@ -69,14 +70,14 @@ def quote(text: str) -> str:
     return shlex.quote(text)
 
 
-def run_process(argv: list[str], env: dict[str, str] | None = None, stdout: Any = None,
-                cwd: str | None = None) -> Sample:
+def run_process(
+    argv: list[str], env: dict[str, str] | None = None, stdout: Any = None, cwd: str | None = None
+) -> Sample:
     """Run one process to its end: wall time from spawn to reaped, and its peak RSS."""
     with tempfile.TemporaryFile() as err:
         out = stdout if stdout is not None else subprocess.DEVNULL
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                env=env, cwd=cwd)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -199,8 +200,10 @@ def measure(fig: Figure, runs: int, warmup: int, log: Callable[[str], None]) -> 
         result.extra = fig.check()
     ok, why = result.verdict()
     unit = "/s" if fig.kind == "rate" else "s"
-    log(f"  {fig.key}: {result.ours_median:.4g} {unit} vs {result.base_median:.4g} {unit} "
-        f"(x{result.ratio:.2f}), rss {result.rss:.0f} MB: {'met' if ok else 'NOT met: ' + '; '.join(why)}")
+    log(
+        f"  {fig.key}: {result.ours_median:.4g} {unit} vs {result.base_median:.4g} {unit} "
+        f"(x{result.ratio:.2f}), rss {result.rss:.0f} MB: {'met' if ok else 'NOT met: ' + '; '.join(why)}"
+    )
     return result
 
 
@@ -231,8 +234,9 @@ class Bench:
         self.indexed_seconds: float | None = None
         # Without the AgentOS database its figures are listed but fail when run (say so);
         # the others (article store, snapshots) do not need it.
-        self.meta = (self._load_meta(self.db) if os.path.exists(self.db + ".meta.json")
-                     else _MissingMeta(self.db))
+        self.meta = (
+            self._load_meta(self.db) if os.path.exists(self.db + ".meta.json") else _MissingMeta(self.db)
+        )
         self.env = dict(os.environ)
         for k in list(self.env):
             if k.startswith("AGENTCTL_") or k in ("NO_COLOR", "FORCE_COLOR", "PAGER"):
@@ -246,11 +250,14 @@ class Bench:
             self.agentctl_note = f"`{args.agentctl}`"
         else:
             self.agentctl = [os.path.join(DATA, "bin", "agentctl")]  # written by prepare()
-            self.env["PYTHONPATH"] = ROOT + (os.pathsep + self.env["PYTHONPATH"]
-                                             if self.env.get("PYTHONPATH") else "")
-            self.agentctl_note = ("this checkout, precompiled (`python -m compileall agentctl`), "
-                                  "through `bench/data/bin/agentctl` (the console-script launcher "
-                                  "pip writes), PYTHONPATH=checkout")
+            self.env["PYTHONPATH"] = ROOT + (
+                os.pathsep + self.env["PYTHONPATH"] if self.env.get("PYTHONPATH") else ""
+            )
+            self.agentctl_note = (
+                "this checkout, precompiled (`python -m compileall agentctl`), "
+                "through `bench/data/bin/agentctl` (the console-script launcher "
+                "pip writes), PYTHONPATH=checkout"
+            )
         self.pg: Any = None
         self.pg_dsn: str | None = args.pg
         self.durability: dict[tuple[str, int], dict[str, Any]] = {}
@@ -264,8 +271,9 @@ class Bench:
         os.makedirs(self.workdir, exist_ok=True)
         if not self.args.agentctl:
             self._launcher()
-            subprocess.run([self.python, "-m", "compileall", "-q", os.path.join(ROOT, "agentctl")],
-                           check=True)
+            subprocess.run(
+                [self.python, "-m", "compileall", "-q", os.path.join(ROOT, "agentctl")], check=True
+            )
 
     def close(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -284,14 +292,16 @@ class Bench:
         bindir = os.path.join(DATA, "bin")
         os.makedirs(bindir, exist_ok=True)
         path = os.path.join(bindir, "agentctl")
-        text = (f"#!{self.python}\n"
-                "# -*- coding: utf-8 -*-\n"
-                "import re\n"
-                "import sys\n"
-                "from agentctl.cli import main\n"
-                "if __name__ == '__main__':\n"
-                "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
-                "    sys.exit(main())\n")
+        text = (
+            f"#!{self.python}\n"
+            "# -*- coding: utf-8 -*-\n"
+            "import re\n"
+            "import sys\n"
+            "from agentctl.cli import main\n"
+            "if __name__ == '__main__':\n"
+            "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+            "    sys.exit(main())\n"
+        )
         with open(path, "w") as fh:
             fh.write(text)
         os.chmod(path, 0o755)
@@ -313,8 +323,11 @@ class Bench:
 
     def py(self, code: str, label: str) -> Side:
         argv = [self.python, "-c", code]
-        return Side(label, lambda: run_process(argv, env=self.env),
-                    "python -c " + quote(code.replace(repr(self.db), "DB")))
+        return Side(
+            label,
+            lambda: run_process(argv, env=self.env),
+            "python -c " + quote(code.replace(repr(self.db), "DB")),
+        )
 
     def child(self, label: str, *argv: str, shown: str) -> Side:
         full = [self.python, os.path.abspath(__file__), *argv]
@@ -322,6 +335,7 @@ class Bench:
         def sample() -> Sample:
             # The child measures from this moment (the TUI's paint time is since spawn).
             return run_reporting(full, env={**self.env, "BENCH_SPAWNED": repr(time.perf_counter())})
+
         return Side(label, sample, shown)
 
     @staticmethod
@@ -344,6 +358,7 @@ class Bench:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
         return setup
 
     # ---- the figures ------------------------------------------------------------------
@@ -352,90 +367,178 @@ class Bench:
         m = self.meta
         figs: list[Figure] = []
 
-        figs.append(Figure(
-            "threads", "`threads list` (50 newest), SQLite",
-            self.ac("threads", "list"), self.sqlite(THREADS_SQL),
-            "≤ 1.5 × sqlite3 CLI", ratio_le=1.5))
+        figs.append(
+            Figure(
+                "threads",
+                "`threads list` (50 newest), SQLite",
+                self.ac("threads", "list"),
+                self.sqlite(THREADS_SQL),
+                "≤ 1.5 × sqlite3 CLI",
+                ratio_le=1.5,
+            )
+        )
 
         if self.indexed_ready():
             meta_copy = self.ac("threads", "list", db=self.indexed_db)
             meta_copy.command = meta_copy.command.replace("--db DB", "--db INDEXED")
             base = self.sqlite(THREADS_SQL, db=self.indexed_db)
             base.command = base.command.replace("DB", "INDEXED", 1)
-            figs.append(Figure(
-                "threads-indexed", "`threads list` (50 newest), SQLite, after "
-                "`doctor --fix-indexes` (idx_created_at)", meta_copy, base,
-                "≤ 1.5 × sqlite3 CLI", ratio_le=1.5))
+            figs.append(
+                Figure(
+                    "threads-indexed",
+                    "`threads list` (50 newest), SQLite, after `doctor --fix-indexes` (idx_created_at)",
+                    meta_copy,
+                    base,
+                    "≤ 1.5 × sqlite3 CLI",
+                    ratio_le=1.5,
+                )
+            )
 
-        help_side = Side("agentctl", lambda: run_process([*self.agentctl, "--help"], env=self.env),
-                         "agentctl --help")
-        figs.append(Figure(
-            "help", "`agentctl --help`", help_side, self.py("pass", "python -c pass"),
-            "< 0.15 s; textual, asyncpg not imported", limit=0.15, check=self.help_imports))
+        help_side = Side(
+            "agentctl", lambda: run_process([*self.agentctl, "--help"], env=self.env), "agentctl --help"
+        )
+        figs.append(
+            Figure(
+                "help",
+                "`agentctl --help`",
+                help_side,
+                self.py("pass", "python -c pass"),
+                "< 0.15 s; textual, asyncpg not imported",
+                limit=0.15,
+                check=self.help_imports,
+            )
+        )
 
-        figs.append(Figure(
-            "show", "`show` a checkpoint", self.ac("show", m["sample_checkpoint"]),
-            self.sqlite(f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"),
-            "< 0.3 s", limit=0.3))
-        figs.append(Figure(
-            "diff", "`diff` two consecutive checkpoints",
-            self.ac("diff", m["branch_parent"], m["sample_checkpoint"]),
-            self.sqlite("SELECT * FROM checkpoints WHERE checkpoint_id IN "
-                        f"({q(m['branch_parent'])}, {q(m['sample_checkpoint'])})"),
-            "< 0.3 s", limit=0.3))
-        big_code = ("import json, sqlite3; c = sqlite3.connect('file:' + %r + '?mode=ro', uri=True); "
-                    "a, b = [json.loads(r[0]) for r in c.execute('SELECT state_blob FROM checkpoints "
-                    "WHERE checkpoint_id IN (?, ?)', (%r, %r))]; print(a == b)"
-                    % (self.db, m["big_a"], m["big_b"]))
-        figs.append(Figure(
-            "diff-big", "`diff` of two 5 MB states", self.ac("diff", m["big_a"], m["big_b"]),
-            self.py(big_code, "python: load both, json.loads, =="), "< 0.5 s", limit=0.5))
+        figs.append(
+            Figure(
+                "show",
+                "`show` a checkpoint",
+                self.ac("show", m["sample_checkpoint"]),
+                self.sqlite(f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"),
+                "< 0.3 s",
+                limit=0.3,
+            )
+        )
+        figs.append(
+            Figure(
+                "diff",
+                "`diff` two consecutive checkpoints",
+                self.ac("diff", m["branch_parent"], m["sample_checkpoint"]),
+                self.sqlite(
+                    "SELECT * FROM checkpoints WHERE checkpoint_id IN "
+                    f"({q(m['branch_parent'])}, {q(m['sample_checkpoint'])})"
+                ),
+                "< 0.3 s",
+                limit=0.3,
+            )
+        )
+        big_code = (
+            "import json, sqlite3; c = sqlite3.connect('file:' + {!r} + '?mode=ro', uri=True); "
+            "a, b = [json.loads(r[0]) for r in c.execute('SELECT state_blob FROM checkpoints "
+            "WHERE checkpoint_id IN (?, ?)', ({!r}, {!r}))]; print(a == b)".format(
+                self.db, m["big_a"], m["big_b"]
+            )
+        )
+        figs.append(
+            Figure(
+                "diff-big",
+                "`diff` of two 5 MB states",
+                self.ac("diff", m["big_a"], m["big_b"]),
+                self.py(big_code, "python: load both, json.loads, =="),
+                "< 0.5 s",
+                limit=0.5,
+            )
+        )
         long_t = m["long_thread"]
         meta_cols = "checkpoint_id, step, created_at, tags, summary"
-        figs.append(Figure(
-            "log", f"`log` of the {m.get('long_steps', 10000):,}-step thread (first page, 100)",
-            self.ac("log", long_t),
-            self.sqlite(f"SELECT {meta_cols} FROM checkpoints WHERE thread_id = {q(long_t)} "
-                        "ORDER BY step DESC LIMIT 100"),
-            "< 0.3 s", limit=0.3))
-        figs.append(Figure(
-            "log-all", "`log --all` of the same thread (every row)",
-            self.ac("log", long_t, "--all"),
-            self.sqlite(f"SELECT {meta_cols} FROM checkpoints WHERE thread_id = {q(long_t)} "
-                        "ORDER BY step DESC"),
-            "< 0.3 s", limit=0.3))
-        tree_sql = ("SELECT c.checkpoint_id, c.parent_id, c.step, c.tags, c.summary FROM checkpoints c "
-                    "WHERE c.thread_id = {t} OR c.thread_id IN (SELECT b.thread_id FROM checkpoints p "
-                    "JOIN checkpoints b ON b.parent_id = p.checkpoint_id WHERE p.thread_id = {t} "
-                    "AND b.thread_id <> {t}) ORDER BY c.thread_id, c.step")
-        figs.append(Figure(
-            "tree", "`tree` of a thread with a branch", self.ac("tree", m["sample_thread"]),
-            self.sqlite(tree_sql.format(t=q(m["sample_thread"]))), "< 0.3 s", limit=0.3))
-        figs.append(Figure(
-            "tree-long", "`tree` of the long thread", self.ac("tree", long_t),
-            self.sqlite(tree_sql.format(t=q(long_t))), "< 0.3 s", limit=0.3))
+        figs.append(
+            Figure(
+                "log",
+                f"`log` of the {m.get('long_steps', 10000):,}-step thread (first page, 100)",
+                self.ac("log", long_t),
+                self.sqlite(
+                    f"SELECT {meta_cols} FROM checkpoints WHERE thread_id = {q(long_t)} "
+                    "ORDER BY step DESC LIMIT 100"
+                ),
+                "< 0.3 s",
+                limit=0.3,
+            )
+        )
+        figs.append(
+            Figure(
+                "log-all",
+                "`log --all` of the same thread (every row)",
+                self.ac("log", long_t, "--all"),
+                self.sqlite(
+                    f"SELECT {meta_cols} FROM checkpoints WHERE thread_id = {q(long_t)} ORDER BY step DESC"
+                ),
+                "< 0.3 s",
+                limit=0.3,
+            )
+        )
+        tree_sql = (
+            "SELECT c.checkpoint_id, c.parent_id, c.step, c.tags, c.summary FROM checkpoints c "
+            "WHERE c.thread_id = {t} OR c.thread_id IN (SELECT b.thread_id FROM checkpoints p "
+            "JOIN checkpoints b ON b.parent_id = p.checkpoint_id WHERE p.thread_id = {t} "
+            "AND b.thread_id <> {t}) ORDER BY c.thread_id, c.step"
+        )
+        figs.append(
+            Figure(
+                "tree",
+                "`tree` of a thread with a branch",
+                self.ac("tree", m["sample_thread"]),
+                self.sqlite(tree_sql.format(t=q(m["sample_thread"]))),
+                "< 0.3 s",
+                limit=0.3,
+            )
+        )
+        figs.append(
+            Figure(
+                "tree-long",
+                "`tree` of the long thread",
+                self.ac("tree", long_t),
+                self.sqlite(tree_sql.format(t=q(long_t))),
+                "< 0.3 s",
+                limit=0.3,
+            )
+        )
         text = self.search_text()
-        figs.append(Figure(
-            # --in messages,tools: the columns the baseline scans (by default search also
-            # looks in the state, a third column the baseline does not read)
-            "search", f"`search {text} --in messages,tools` (50 newest hits, 1M rows)",
-            self.ac("search", text, "--in", "messages,tools"),
-            self.sqlite("SELECT thread_id, checkpoint_id, step FROM checkpoints WHERE "
-                        f"instr(lower(messages_blob), {q(text.lower())}) > 0 OR "
-                        f"instr(lower(tools_blob), {q(text.lower())}) > 0 "
-                        "ORDER BY created_at DESC LIMIT 50"),
-            "none (reported)", runs=3))
+        figs.append(
+            Figure(
+                # --in messages,tools: the columns the baseline scans (by default search also
+                # looks in the state, a third column the baseline does not read)
+                "search",
+                f"`search {text} --in messages,tools` (50 newest hits, 1M rows)",
+                self.ac("search", text, "--in", "messages,tools"),
+                self.sqlite(
+                    "SELECT thread_id, checkpoint_id, step FROM checkpoints WHERE "
+                    f"instr(lower(messages_blob), {q(text.lower())}) > 0 OR "
+                    f"instr(lower(tools_blob), {q(text.lower())}) > 0 "
+                    "ORDER BY created_at DESC LIMIT 50"
+                ),
+                "none (reported)",
+                runs=3,
+            )
+        )
         figs.extend(self.search_index_figures(text))
         # Issue 23 item 15: a text no row has (every row read), against the sqlite3 CLI's
         # LIKE on the same two columns, as a user would write the scan.
         absent = "zzqqxx"
-        figs.append(Figure(
-            "search-like", f"`search {absent} --in messages,tools`, no index, no hit (every row read)",
-            self.ac("search", absent, "--in", "messages,tools"),
-            self.sqlite("SELECT thread_id, checkpoint_id, step FROM checkpoints WHERE "
-                        f"messages_blob LIKE {q('%' + absent + '%')} OR tools_blob LIKE {q('%' + absent + '%')} "
-                        "ORDER BY created_at DESC LIMIT 50"),
-            "≤ 1.5 × sqlite3 LIKE", ratio_le=1.5, runs=3))
+        figs.append(
+            Figure(
+                "search-like",
+                f"`search {absent} --in messages,tools`, no index, no hit (every row read)",
+                self.ac("search", absent, "--in", "messages,tools"),
+                self.sqlite(
+                    "SELECT thread_id, checkpoint_id, step FROM checkpoints WHERE "
+                    f"messages_blob LIKE {q('%' + absent + '%')} OR tools_blob LIKE {q('%' + absent + '%')} "
+                    "ORDER BY created_at DESC LIMIT 50"
+                ),
+                "≤ 1.5 × sqlite3 LIKE",
+                ratio_le=1.5,
+                runs=3,
+            )
+        )
 
         if os.path.exists(self.prune_db + ".meta.json"):
             pm = self._load_meta(self.prune_db)
@@ -445,109 +548,252 @@ class Bench:
             copy = os.path.join(self.workdir, "prune.db")
             # --no-backup: the safety copy of the file that prune makes first (a plain
             # file copy of the whole database) is not what this figure measures
-            ours = self.ac("prune", pm["long_thread"], "--keep-last", str(keep), "--yes",
-                           "--no-backup", db=copy)
+            ours = self.ac(
+                "prune", pm["long_thread"], "--keep-last", str(keep), "--yes", "--no-backup", db=copy
+            )
             ours.command = ours.command.replace("--db DB", "--db COPY")
             ours.setup = setup
             lt = q(pm["long_thread"])
             base = self.sqlite(
                 f"DELETE FROM checkpoints WHERE thread_id = {lt} AND id NOT IN (SELECT id FROM "
                 f"checkpoints WHERE thread_id = {lt} ORDER BY step DESC, created_at DESC, id DESC "
-                f"LIMIT {keep})", db=copy, readonly=False)
+                f"LIMIT {keep})",
+                db=copy,
+                readonly=False,
+            )
             base.command = base.command.replace("DB", "COPY", 1)
             base.setup = setup
             base.label = "sqlite3 CLI: plain DELETE"
-            figs.append(Figure(
-                "prune", f"`prune` of {n - keep:,} checkpoints (one thread, on a copy)",
-                ours, base, "≤ 1.3 × plain DELETE", ratio_le=1.3, runs=self.args.prune_runs))
+            figs.append(
+                Figure(
+                    "prune",
+                    f"`prune` of {n - keep:,} checkpoints (one thread, on a copy)",
+                    ours,
+                    base,
+                    "≤ 1.3 × plain DELETE",
+                    ratio_le=1.3,
+                    runs=self.args.prune_runs,
+                )
+            )
             figs.append(self.prune_floor_figure(ours, pm["long_thread"], keep, copy, setup))
             figs.append(self.prune_floor_min_figure(ours, pm["long_thread"], keep, n, copy, setup))
-            figs.append(self.prune_floor_min_figure(ours, pm["long_thread"], keep, n, copy, setup, forks=True))
+            figs.append(
+                self.prune_floor_min_figure(ours, pm["long_thread"], keep, n, copy, setup, forks=True)
+            )
 
         n = str(self.args.snapshots)
         for key, tasks, what in (("snapshot", 1, "one agent"), ("snapshot-8", 8, "8 agents at once")):
-            figs.append(Figure(
-                key, f"engine snapshots/s on SQLite, {what} (each durable on return)",
-                self.child("engine", "_snapshots", "engine", n, self.workdir, str(tasks),
-                           shown=f"python bench/run.py _snapshots engine {n} DIR {tasks}"),
-                self.child("seed-style writer", "_snapshots", "seed", n, self.workdir, str(tasks),
-                           shown=f"python bench/run.py _snapshots seed {n} DIR {tasks}"),
-                "≥ 8 × seed-style writer", kind="rate", ratio_ge=8.0,
-                check=self.snapshot_durability(tasks)))
+            figs.append(
+                Figure(
+                    key,
+                    f"engine snapshots/s on SQLite, {what} (each durable on return)",
+                    self.child(
+                        "engine",
+                        "_snapshots",
+                        "engine",
+                        n,
+                        self.workdir,
+                        str(tasks),
+                        shown=f"python bench/run.py _snapshots engine {n} DIR {tasks}",
+                    ),
+                    self.child(
+                        "seed-style writer",
+                        "_snapshots",
+                        "seed",
+                        n,
+                        self.workdir,
+                        str(tasks),
+                        shown=f"python bench/run.py _snapshots seed {n} DIR {tasks}",
+                    ),
+                    "≥ 8 × seed-style writer",
+                    kind="rate",
+                    ratio_ge=8.0,
+                    check=self.snapshot_durability(tasks),
+                )
+            )
         # The most any writer committing each snapshot durably on its own can do here.
-        figs.append(Figure(
-            "snapshot-floor", "bare sqlite3 loop, one agent: persistent connection, WAL, "
-            "synchronous=FULL, one INSERT + COMMIT per snapshot (not agentctl: the ceiling "
-            "for one agent at this durability)",
-            self.child("bare loop", "_snapshots", "bare", n, self.workdir, "1",
-                       shown=f"python bench/run.py _snapshots bare {n} DIR 1"),
-            self.child("seed-style writer", "_snapshots", "seed", n, self.workdir, "1",
-                       shown=f"python bench/run.py _snapshots seed {n} DIR 1"),
-            "none (reported)", kind="rate"))
-        figs.append(Figure(
-            "snapshot-8-floor", "bare sqlite3 group commit, 8 agents: persistent connection, WAL, "
-            "synchronous=FULL, each round the 8 agents' snapshots in one transaction (8 INSERTs, "
-            "one COMMIT, one fsync), in one thread (not agentctl: the ceiling for 8 agents at "
-            "this durability)",
-            self.child("bare group commit", "_snapshots", "bare", n, self.workdir, "8",
-                       shown=f"python bench/run.py _snapshots bare {n} DIR 8"),
-            self.child("seed-style writer", "_snapshots", "seed", n, self.workdir, "8",
-                       shown=f"python bench/run.py _snapshots seed {n} DIR 8"),
-            "none (reported)", kind="rate"))
+        figs.append(
+            Figure(
+                "snapshot-floor",
+                "bare sqlite3 loop, one agent: persistent connection, WAL, "
+                "synchronous=FULL, one INSERT + COMMIT per snapshot (not agentctl: the ceiling "
+                "for one agent at this durability)",
+                self.child(
+                    "bare loop",
+                    "_snapshots",
+                    "bare",
+                    n,
+                    self.workdir,
+                    "1",
+                    shown=f"python bench/run.py _snapshots bare {n} DIR 1",
+                ),
+                self.child(
+                    "seed-style writer",
+                    "_snapshots",
+                    "seed",
+                    n,
+                    self.workdir,
+                    "1",
+                    shown=f"python bench/run.py _snapshots seed {n} DIR 1",
+                ),
+                "none (reported)",
+                kind="rate",
+            )
+        )
+        figs.append(
+            Figure(
+                "snapshot-8-floor",
+                "bare sqlite3 group commit, 8 agents: persistent connection, WAL, "
+                "synchronous=FULL, each round the 8 agents' snapshots in one transaction (8 INSERTs, "
+                "one COMMIT, one fsync), in one thread (not agentctl: the ceiling for 8 agents at "
+                "this durability)",
+                self.child(
+                    "bare group commit",
+                    "_snapshots",
+                    "bare",
+                    n,
+                    self.workdir,
+                    "8",
+                    shown=f"python bench/run.py _snapshots bare {n} DIR 8",
+                ),
+                self.child(
+                    "seed-style writer",
+                    "_snapshots",
+                    "seed",
+                    n,
+                    self.workdir,
+                    "8",
+                    shown=f"python bench/run.py _snapshots seed {n} DIR 8",
+                ),
+                "none (reported)",
+                kind="rate",
+            )
+        )
         # The engine against those floors, interleaved with them (the disk's speed
         # drifts between figures on a shared machine).
-        for key, tasks, what in (("snapshot-vs-floor", 1, "one agent"),
-                                 ("snapshot-8-vs-floor", 8, "8 agents at once")):
+        for key, tasks, what in (
+            ("snapshot-vs-floor", 1, "one agent"),
+            ("snapshot-8-vs-floor", 8, "8 agents at once"),
+        ):
             floor = "bare sqlite3 loop" if tasks == 1 else "bare sqlite3 group commit"
-            figs.append(Figure(
-                key, f"engine snapshots/s on SQLite, {what} (each durable on return), "
-                f"against the {floor}",
-                self.child("engine", "_snapshots", "engine", n, self.workdir, str(tasks),
-                           shown=f"python bench/run.py _snapshots engine {n} DIR {tasks}"),
-                self.child(floor, "_snapshots", "bare", n, self.workdir, str(tasks),
-                           shown=f"python bench/run.py _snapshots bare {n} DIR {tasks}"),
-                "≥ 0.8 × bare loop" if tasks == 1 else "none (reported)", kind="rate",
-                ratio_ge=0.8 if tasks == 1 else None))
+            figs.append(
+                Figure(
+                    key,
+                    f"engine snapshots/s on SQLite, {what} (each durable on return), against the {floor}",
+                    self.child(
+                        "engine",
+                        "_snapshots",
+                        "engine",
+                        n,
+                        self.workdir,
+                        str(tasks),
+                        shown=f"python bench/run.py _snapshots engine {n} DIR {tasks}",
+                    ),
+                    self.child(
+                        floor,
+                        "_snapshots",
+                        "bare",
+                        n,
+                        self.workdir,
+                        str(tasks),
+                        shown=f"python bench/run.py _snapshots bare {n} DIR {tasks}",
+                    ),
+                    "≥ 0.8 × bare loop" if tasks == 1 else "none (reported)",
+                    kind="rate",
+                    ratio_ge=0.8 if tasks == 1 else None,
+                )
+            )
 
         tui = os.path.exists(os.path.join(ROOT, "agentctl", "tui", "app.py")) or self.args.agentctl
-        tuis = [("tui-frame", "frame", "TUI first frame on screen", self.db, "DB"),
-                ("tui", "listed", "TUI first paint with the threads listed", self.db, "DB")]
+        tuis = [
+            ("tui-frame", "frame", "TUI first frame on screen", self.db, "DB"),
+            ("tui", "listed", "TUI first paint with the threads listed", self.db, "DB"),
+        ]
         if os.path.exists(self.indexed_db):
-            tuis.append(("tui-indexed", "listed", "TUI first paint with the threads listed, "
-                         "after `doctor --fix-indexes`", self.indexed_db, "INDEXED"))
+            tuis.append(
+                (
+                    "tui-indexed",
+                    "listed",
+                    "TUI first paint with the threads listed, after `doctor --fix-indexes`",
+                    self.indexed_db,
+                    "INDEXED",
+                )
+            )
         for key, what, title, db, name in tuis if tui else []:
-            figs.append(Figure(
-                key, f"{title} (1M db, Pilot, headless)",
-                self.child("agentctl TUI", "_tui", "agentctl", what, db,
-                           shown=f"python bench/run.py _tui agentctl {what} {name}"),
-                self.child("bare Textual app", "_tui", "bare", what,
-                           shown=f"python bench/run.py _tui bare {what}"),
-                "< 1 s and ≤ 1.3 × the bare app" if key == "tui" else "< 1 s", kind="paint", limit=1.0,
-                ratio_le=1.3 if key == "tui" else None))
+            figs.append(
+                Figure(
+                    key,
+                    f"{title} (1M db, Pilot, headless)",
+                    self.child(
+                        "agentctl TUI",
+                        "_tui",
+                        "agentctl",
+                        what,
+                        db,
+                        shown=f"python bench/run.py _tui agentctl {what} {name}",
+                    ),
+                    self.child(
+                        "bare Textual app",
+                        "_tui",
+                        "bare",
+                        what,
+                        shown=f"python bench/run.py _tui bare {what}",
+                    ),
+                    "< 1 s and ≤ 1.3 × the bare app" if key == "tui" else "< 1 s",
+                    kind="paint",
+                    limit=1.0,
+                    ratio_le=1.3 if key == "tui" else None,
+                )
+            )
         if tui:
             # the floor of any UI that lists the same page: the bare app, its table filled
             # from the same first-page read on the same thread (not agentctl)
-            figs.append(Figure(
-                "tui-floor", "bare Textual app filled by the same first-page read (1M db, Pilot, "
-                "headless; not agentctl: the floor of any UI listing that page)",
-                self.child("bare app + the read", "_tui", "bare-read", "listed", self.db,
-                           shown="python bench/run.py _tui bare-read listed DB"),
-                self.child("bare Textual app", "_tui", "bare", "listed",
-                           shown="python bench/run.py _tui bare listed"),
-                "none (reported)", kind="paint"))
+            figs.append(
+                Figure(
+                    "tui-floor",
+                    "bare Textual app filled by the same first-page read (1M db, Pilot, "
+                    "headless; not agentctl: the floor of any UI listing that page)",
+                    self.child(
+                        "bare app + the read",
+                        "_tui",
+                        "bare-read",
+                        "listed",
+                        self.db,
+                        shown="python bench/run.py _tui bare-read listed DB",
+                    ),
+                    self.child(
+                        "bare Textual app",
+                        "_tui",
+                        "bare",
+                        "listed",
+                        shown="python bench/run.py _tui bare listed",
+                    ),
+                    "none (reported)",
+                    kind="paint",
+                )
+            )
 
         figs.extend(self.article_figures())
         figs.extend(self.langgraph_figures())
         figs.extend(self.sdk_figures())
 
         if self.pg_dsn:
-            figs.append(Figure(
-                "threads-pg", "`threads list` (50 newest), Postgres",
-                self.ac("threads", "list", db=self.pg_dsn),
-                Side("psql", lambda: run_process(["psql", self.pg_dsn, "-X", "-q", "-A", "-t", "-c",
-                                                  THREADS_SQL], env=self.env),
-                     "psql DSN -X -q -A -t -c " + quote(THREADS_SQL)),
-                "≤ 2 × psql", ratio_le=2.0))
+            figs.append(
+                Figure(
+                    "threads-pg",
+                    "`threads list` (50 newest), Postgres",
+                    self.ac("threads", "list", db=self.pg_dsn),
+                    Side(
+                        "psql",
+                        lambda: run_process(
+                            ["psql", self.pg_dsn, "-X", "-q", "-A", "-t", "-c", THREADS_SQL], env=self.env
+                        ),
+                        "psql DSN -X -q -A -t -c " + quote(THREADS_SQL),
+                    ),
+                    "≤ 2 × psql",
+                    ratio_le=2.0,
+                )
+            )
             figs[-1].ours.command = figs[-1].ours.command.replace("--db DB", "--db DSN")
         figs.extend(self.pg_figures())
         return self.mark_missing(figs)
@@ -570,27 +816,53 @@ class Bench:
 
         long_s, n = am["long_session"], am["long_messages"]
         figs = [
-            Figure("article-threads", "article store: `threads list` (50 newest sessions)",
-                   ac("threads", "list"), sql(ARTICLE_THREADS_SQL), "≤ 1.5 × sqlite3 CLI", ratio_le=1.5),
-            Figure("article-show", f"article store: `show` of message {n:,} of a {n:,}-message session",
-                   ac("show", f"{long_s}@{n}"),
-                   sql(f"SELECT * FROM messages WHERE session_id = {q(long_s)} ORDER BY id LIMIT {n}"),
-                   "< 0.3 s", limit=0.3),
-            Figure("article-diff", "article store: `diff` of the last two messages of that session",
-                   ac("diff", f"{long_s}@{n - 1}", f"{long_s}@{n}"),
-                   sql(f"SELECT * FROM messages WHERE session_id = {q(long_s)} ORDER BY id LIMIT {n}"),
-                   "< 0.3 s", limit=0.3),
-            Figure("article-log", "article store: `log` of that session (first page, 100)",
-                   ac("log", long_s),
-                   sql(f"SELECT id, role, substr(content, 1, 80), created_at FROM messages "
-                       f"WHERE session_id = {q(long_s)} ORDER BY id DESC LIMIT 100"),
-                   "< 0.3 s", limit=0.3),
-            Figure("article-search", f"article store: `search {am['search']}` through messages_fts "
-                   "(50 newest hits)", ac("search", am["search"], "--limit", "50"),
-                   sql("SELECT m.session_id, m.id, snippet(messages_fts, 0, '', '', '…', 10) "
-                       "FROM messages_fts f JOIN messages m ON m.id = f.rowid "
-                       f"WHERE messages_fts MATCH {q(am['search'])} ORDER BY f.rowid DESC LIMIT 50"),
-                   "≤ 1.5 × sqlite3 CLI", ratio_le=1.5),
+            Figure(
+                "article-threads",
+                "article store: `threads list` (50 newest sessions)",
+                ac("threads", "list"),
+                sql(ARTICLE_THREADS_SQL),
+                "≤ 1.5 × sqlite3 CLI",
+                ratio_le=1.5,
+            ),
+            Figure(
+                "article-show",
+                f"article store: `show` of message {n:,} of a {n:,}-message session",
+                ac("show", f"{long_s}@{n}"),
+                sql(f"SELECT * FROM messages WHERE session_id = {q(long_s)} ORDER BY id LIMIT {n}"),
+                "< 0.3 s",
+                limit=0.3,
+            ),
+            Figure(
+                "article-diff",
+                "article store: `diff` of the last two messages of that session",
+                ac("diff", f"{long_s}@{n - 1}", f"{long_s}@{n}"),
+                sql(f"SELECT * FROM messages WHERE session_id = {q(long_s)} ORDER BY id LIMIT {n}"),
+                "< 0.3 s",
+                limit=0.3,
+            ),
+            Figure(
+                "article-log",
+                "article store: `log` of that session (first page, 100)",
+                ac("log", long_s),
+                sql(
+                    f"SELECT id, role, substr(content, 1, 80), created_at FROM messages "
+                    f"WHERE session_id = {q(long_s)} ORDER BY id DESC LIMIT 100"
+                ),
+                "< 0.3 s",
+                limit=0.3,
+            ),
+            Figure(
+                "article-search",
+                f"article store: `search {am['search']}` through messages_fts (50 newest hits)",
+                ac("search", am["search"], "--limit", "50"),
+                sql(
+                    "SELECT m.session_id, m.id, snippet(messages_fts, 0, '', '', '…', 10) "
+                    "FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+                    f"WHERE messages_fts MATCH {q(am['search'])} ORDER BY f.rowid DESC LIMIT 50"
+                ),
+                "≤ 1.5 × sqlite3 CLI",
+                ratio_le=1.5,
+            ),
         ]
         return figs
 
@@ -613,101 +885,195 @@ class Bench:
         if os.path.exists(db + ".meta.json"):
             lm = self._load_meta(db)
             long_t, cp, thread = lm["long_thread"], lm["sample_checkpoint"], lm["sample_thread"]
-            threads_sql = ("SELECT thread_id, checkpoint_ns, COUNT(*), MAX(checkpoint_id) FROM checkpoints "
-                           "GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id) DESC LIMIT 50")
+            threads_sql = (
+                "SELECT thread_id, checkpoint_ns, COUNT(*), MAX(checkpoint_id) FROM checkpoints "
+                "GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id) DESC LIMIT 50"
+            )
             row_sql = f"SELECT * FROM checkpoints WHERE thread_id = {q(thread)} AND checkpoint_id = {q(cp)}"
-            log_sql = (f"SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
-                       f"WHERE thread_id = {q(long_t)} AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 100")
-            saver_code = ("import sqlite3; from langgraph.checkpoint.sqlite import SqliteSaver; "
-                          "c = sqlite3.connect(%r, check_same_thread=False); "
-                          "n = sum(1 for _ in SqliteSaver(c).list({'configurable': {'thread_id': %r}})); "
-                          "print(n)" % (db, long_t))
+            log_sql = (
+                f"SELECT checkpoint_id, parent_checkpoint_id, metadata FROM checkpoints "
+                f"WHERE thread_id = {q(long_t)} AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 100"
+            )
+            saver_code = (
+                "import sqlite3; from langgraph.checkpoint.sqlite import SqliteSaver; "
+                f"c = sqlite3.connect({db!r}, check_same_thread=False); "
+                f"n = sum(1 for _ in SqliteSaver(c).list({{'configurable': {{'thread_id': {long_t!r}}}}})); "
+                "print(n)"
+            )
             saver = self.py(saver_code, "python: iterate SqliteSaver.list")
             saver.command = saver.command.replace(repr(db), "LANGGRAPH")
             figs += [
-                Figure("lg-threads", "LangGraph: `threads list` (50 newest)", ac("threads", "list"),
-                       sql(threads_sql), "≤ 1.5 × sqlite3 CLI", ratio_le=1.5),
-                Figure("lg-show", "LangGraph: `show` a checkpoint", ac("show", cp), sql(row_sql),
-                       "< 0.3 s", limit=0.3),
-                Figure("lg-diff", "LangGraph: `diff` a thread's head and the checkpoint before it",
-                       ac("diff", f"{thread}~1", thread), sql(row_sql), "< 0.3 s", limit=0.3),
-                Figure("lg-log", f"LangGraph: `log` of the {lm.get('long_steps', 10000):,}-step thread "
-                       "(first page, 100)", ac("log", long_t), sql(log_sql), "< 0.3 s", limit=0.3),
-                Figure("lg-log-all", "LangGraph: `log --all` of that thread vs iterating SqliteSaver.list "
-                       "for it", ac("log", long_t, "--all"), saver, "≥ 5 × faster (ratio ≤ 0.2)",
-                       ratio_le=0.2),
+                Figure(
+                    "lg-threads",
+                    "LangGraph: `threads list` (50 newest)",
+                    ac("threads", "list"),
+                    sql(threads_sql),
+                    "≤ 1.5 × sqlite3 CLI",
+                    ratio_le=1.5,
+                ),
+                Figure(
+                    "lg-show",
+                    "LangGraph: `show` a checkpoint",
+                    ac("show", cp),
+                    sql(row_sql),
+                    "< 0.3 s",
+                    limit=0.3,
+                ),
+                Figure(
+                    "lg-diff",
+                    "LangGraph: `diff` a thread's head and the checkpoint before it",
+                    ac("diff", f"{thread}~1", thread),
+                    sql(row_sql),
+                    "< 0.3 s",
+                    limit=0.3,
+                ),
+                Figure(
+                    "lg-log",
+                    f"LangGraph: `log` of the {lm.get('long_steps', 10000):,}-step thread (first page, 100)",
+                    ac("log", long_t),
+                    sql(log_sql),
+                    "< 0.3 s",
+                    limit=0.3,
+                ),
+                Figure(
+                    "lg-log-all",
+                    "LangGraph: `log --all` of that thread vs iterating SqliteSaver.list for it",
+                    ac("log", long_t, "--all"),
+                    saver,
+                    "≥ 5 × faster (ratio ≤ 0.2)",
+                    ratio_le=0.2,
+                ),
             ]
             setup = self._fresh_copy(db, "lg-branch.db")
             copy = os.path.join(self.workdir, "lg-branch.db")
             ours = ac("branch", long_t, "bench", on=copy, name="COPY")
             ours.setup = setup
-            base = sql(f"INSERT INTO checkpoints SELECT 'copy', checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-                       f"type, checkpoint, metadata FROM checkpoints WHERE thread_id = {q(long_t)}",
-                       on=copy, name="COPY", readonly=False)
+            base = sql(
+                f"INSERT INTO checkpoints SELECT 'copy', checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+                f"type, checkpoint, metadata FROM checkpoints WHERE thread_id = {q(long_t)}",
+                on=copy,
+                name="COPY",
+                readonly=False,
+            )
             base.setup = setup
             base.label = "sqlite3 CLI: plain INSERT … SELECT of the checkpoints"
-            figs.append(Figure("lg-branch", f"LangGraph: `branch` of the {lm.get('long_steps', 10000):,}-step "
-                               "thread (on a copy)", ours, base, "< 2 s", limit=2.0,
-                               runs=self.args.prune_runs))
+            figs.append(
+                Figure(
+                    "lg-branch",
+                    f"LangGraph: `branch` of the {lm.get('long_steps', 10000):,}-step thread (on a copy)",
+                    ours,
+                    base,
+                    "< 2 s",
+                    limit=2.0,
+                    runs=self.args.prune_runs,
+                )
+            )
         pdb = self.args.langgraph_prune_db
         if os.path.exists(pdb + ".meta.json"):
             setup = self._fresh_copy(pdb, "lg-prune.db")
             copy = os.path.join(self.workdir, "lg-prune.db")
             ours = ac("prune", "--all", "--keep-last", "1", "--yes", "--no-backup", on=copy, name="COPY")
             ours.setup = setup
-            keep = ("(SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
-                    "GROUP BY thread_id, checkpoint_ns)")
-            base = sql(f"DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) NOT IN {keep}; "
-                       f"DELETE FROM checkpoints WHERE (thread_id, checkpoint_ns, checkpoint_id) NOT IN {keep}",
-                       on=copy, name="COPY", readonly=False)
+            keep = (
+                "(SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) FROM checkpoints "
+                "GROUP BY thread_id, checkpoint_ns)"
+            )
+            base = sql(
+                f"DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) NOT IN {keep}; "
+                f"DELETE FROM checkpoints WHERE (thread_id, checkpoint_ns, checkpoint_id) NOT IN {keep}",
+                on=copy,
+                name="COPY",
+                readonly=False,
+            )
             base.setup = setup
             base.label = "sqlite3 CLI: plain DELETE"
             rows = self._load_meta(pdb).get("rows", 0)
-            figs.append(Figure("lg-prune", f"LangGraph: `prune --all --keep-last 1` of {rows:,} checkpoints "
-                               "(on a copy; undoable: the rows go to the trash)", ours, base,
-                               "≤ 1.3 × plain DELETE", ratio_le=1.3, runs=self.args.prune_runs))
+            figs.append(
+                Figure(
+                    "lg-prune",
+                    f"LangGraph: `prune --all --keep-last 1` of {rows:,} checkpoints "
+                    "(on a copy; undoable: the rows go to the trash)",
+                    ours,
+                    base,
+                    "≤ 1.3 × plain DELETE",
+                    ratio_le=1.3,
+                    runs=self.args.prune_runs,
+                )
+            )
             # The floor of an undoable prune: the same rows copied into trash tables and
             # deleted, in one transaction, typed into sqlite3 (what the trash costs).
             not_kept = f"WHERE (thread_id, checkpoint_ns, checkpoint_id) NOT IN {keep}"
-            floor = sql("BEGIN; "
-                        "CREATE TABLE t_cp AS SELECT CAST(0 AS BIGINT) AS op, * FROM checkpoints WHERE 1 = 0; "
-                        "CREATE TABLE t_w AS SELECT CAST(0 AS BIGINT) AS op, * FROM writes WHERE 1 = 0; "
-                        f"INSERT INTO t_w SELECT 1, * FROM writes {not_kept}; DELETE FROM writes {not_kept}; "
-                        f"INSERT INTO t_cp SELECT 1, * FROM checkpoints {not_kept}; "
-                        f"DELETE FROM checkpoints {not_kept}; COMMIT",
-                        on=copy, name="COPY", readonly=False)
+            floor = sql(
+                "BEGIN; "
+                "CREATE TABLE t_cp AS SELECT CAST(0 AS BIGINT) AS op, * FROM checkpoints WHERE 1 = 0; "
+                "CREATE TABLE t_w AS SELECT CAST(0 AS BIGINT) AS op, * FROM writes WHERE 1 = 0; "
+                f"INSERT INTO t_w SELECT 1, * FROM writes {not_kept}; DELETE FROM writes {not_kept}; "
+                f"INSERT INTO t_cp SELECT 1, * FROM checkpoints {not_kept}; "
+                f"DELETE FROM checkpoints {not_kept}; COMMIT",
+                on=copy,
+                name="COPY",
+                readonly=False,
+            )
             floor.setup = setup
             floor.label = "sqlite3 CLI: the same rows copied to trash tables and deleted, one transaction"
-            figs.append(Figure("lg-prune-floor", "LangGraph: the same prune against the floor of an undoable "
-                               "prune (copy to a trash table, then DELETE)", ours, floor,
-                               "none (reported)", runs=self.args.prune_runs))
+            figs.append(
+                Figure(
+                    "lg-prune-floor",
+                    "LangGraph: the same prune against the floor of an undoable "
+                    "prune (copy to a trash table, then DELETE)",
+                    ours,
+                    floor,
+                    "none (reported)",
+                    runs=self.args.prune_runs,
+                )
+            )
         return figs
 
     # ---- issue 16: Postgres reads, the AgentOS prune floor, SDK rows, missing databases --
 
-    def prune_floor_figure(self, ours: Side, thread: str, keep: int, copy: str,
-                           setup: Callable[[], None]) -> Figure:
+    def prune_floor_figure(
+        self, ours: Side, thread: str, keep: int, copy: str, setup: Callable[[], None]
+    ) -> Figure:
         """The floor of an undoable prune of the `prune` figure's rows: the same rows
         copied into a table made like agentctl's AgentOS trash (`agentctl_trash`: op_id,
         then every column of checkpoints, by CREATE TABLE AS; its op_id index) and
         deleted, in one transaction typed into sqlite3 (what keeping them for undo costs)."""
         lt = "'" + thread.replace("'", "''") + "'"
-        rows = (f"WHERE thread_id = {lt} AND id NOT IN (SELECT id FROM checkpoints WHERE "
-                f"thread_id = {lt} ORDER BY step DESC, created_at DESC, id DESC LIMIT {keep})")
+        rows = (
+            f"WHERE thread_id = {lt} AND id NOT IN (SELECT id FROM checkpoints WHERE "
+            f"thread_id = {lt} ORDER BY step DESC, created_at DESC, id DESC LIMIT {keep})"
+        )
         floor = self.sqlite(
             "BEGIN; CREATE TABLE t_trash AS SELECT CAST(NULL AS INTEGER) AS op_id, * "
             "FROM checkpoints WHERE 0; CREATE INDEX t_trash_op ON t_trash(op_id); "
             f"INSERT INTO t_trash SELECT 1, * FROM checkpoints {rows}; "
-            f"DELETE FROM checkpoints {rows}; COMMIT", db=copy, readonly=False)
+            f"DELETE FROM checkpoints {rows}; COMMIT",
+            db=copy,
+            readonly=False,
+        )
         floor.command = floor.command.replace("DB", "COPY", 1)
         floor.setup = setup
         floor.label = "sqlite3 CLI: the same rows copied to a trash table and deleted, one transaction"
-        return Figure("prune-floor", "the same prune against the floor of an undoable prune "
-                      "(copy to a trash table, then DELETE)", ours, floor, "≤ 1.1 × (issue 20)", ratio_le=1.1,
-                      runs=self.args.prune_runs)
+        return Figure(
+            "prune-floor",
+            "the same prune against the floor of an undoable prune (copy to a trash table, then DELETE)",
+            ours,
+            floor,
+            "≤ 1.1 × (issue 20)",
+            ratio_le=1.1,
+            runs=self.args.prune_runs,
+        )
 
-    def prune_floor_min_figure(self, ours: Side, thread: str, keep: int, rows_in_thread: int,
-                               copy: str, setup: Callable[[], None], forks: bool = False) -> Figure:
+    def prune_floor_min_figure(
+        self,
+        ours: Side,
+        thread: str,
+        keep: int,
+        rows_in_thread: int,
+        copy: str,
+        setup: Callable[[], None],
+        forks: bool = False,
+    ) -> Figure:
         """The least an undoable prune of the `prune` figure's rows costs in SQLite: the
         rows moved as agentctl moves them (oplog.trash: 500 row ids at a time in row-id
         order, each chunk copied into a table made like the trash and deleted, so the
@@ -723,41 +1089,63 @@ class Bench:
         once (two sqlite3 processes, split by row id at the thread's middle step), then
         the move in a third."""
         lt = "'" + thread.replace("'", "''") + "'"
-        rows = (f"WHERE thread_id = {lt} AND id NOT IN (SELECT id FROM checkpoints WHERE "
-                f"thread_id = {lt} ORDER BY step DESC, created_at DESC, id DESC LIMIT {keep})")
+        rows = (
+            f"WHERE thread_id = {lt} AND id NOT IN (SELECT id FROM checkpoints WHERE "
+            f"thread_id = {lt} ORDER BY step DESC, created_at DESC, id DESC LIMIT {keep})"
+        )
         chunk = 500
         # the fork test as agentctl's plan makes it: one seek of the parent index per row,
         # the rows before the middle step's row id and the rest read at once
-        middle = (f"(SELECT rowid FROM checkpoints WHERE thread_id = {lt} ORDER BY step DESC "
-                  f"LIMIT 1 OFFSET {rows_in_thread // 2})")
-        fork_reads = [f"SELECT COUNT(*) FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints {rows} "
-                      f"AND rowid {op} {middle}) AND (SELECT COUNT(*) > 1 OR SUM(CASE WHEN c.thread_id <> {lt} "
-                      "THEN 1 ELSE 0 END) > 0 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id)"
-                      for op in ("<", ">=")]
-        parts = ["PRAGMA cache_size = -65536", "BEGIN",
-                 "CREATE TABLE t_trash AS SELECT CAST(NULL AS INTEGER) AS op_id, * FROM checkpoints WHERE 0",
-                 "CREATE INDEX t_trash_op ON t_trash(op_id)",
-                 f"CREATE TEMP TABLE t_sel AS SELECT rowid AS r, (ROW_NUMBER() OVER (ORDER BY rowid) - 1) "
-                 f"/ {chunk} AS c FROM checkpoints {rows}",
-                 "CREATE INDEX temp.t_sel_c ON t_sel(c, r)"]
+        middle = (
+            f"(SELECT rowid FROM checkpoints WHERE thread_id = {lt} ORDER BY step DESC "
+            f"LIMIT 1 OFFSET {rows_in_thread // 2})"
+        )
+        fork_reads = [
+            f"SELECT COUNT(*) FROM checkpoints p WHERE p.id IN (SELECT id FROM checkpoints {rows} "
+            f"AND rowid {op} {middle}) AND (SELECT COUNT(*) > 1 OR SUM(CASE WHEN c.thread_id <> {lt} "
+            "THEN 1 ELSE 0 END) > 0 FROM checkpoints c WHERE c.parent_id = p.checkpoint_id)"
+            for op in ("<", ">=")
+        ]
+        parts = [
+            "PRAGMA cache_size = -65536",
+            "BEGIN",
+            "CREATE TABLE t_trash AS SELECT CAST(NULL AS INTEGER) AS op_id, * FROM checkpoints WHERE 0",
+            "CREATE INDEX t_trash_op ON t_trash(op_id)",
+            f"CREATE TEMP TABLE t_sel AS SELECT rowid AS r, (ROW_NUMBER() OVER (ORDER BY rowid) - 1) "
+            f"/ {chunk} AS c FROM checkpoints {rows}",
+            "CREATE INDEX temp.t_sel_c ON t_sel(c, r)",
+        ]
         for k in range(-(-max(rows_in_thread, 1) // chunk)):
             part = f"rowid IN (SELECT r FROM t_sel WHERE c = {k})"
-            parts += [f"INSERT INTO t_trash SELECT 1, * FROM checkpoints WHERE {part}",
-                      f"DELETE FROM checkpoints WHERE {part}"]
+            parts += [
+                f"INSERT INTO t_trash SELECT 1, * FROM checkpoints WHERE {part}",
+                f"DELETE FROM checkpoints WHERE {part}",
+            ]
         parts.append("COMMIT")
         floor = self.sqlite("; ".join(parts), db=copy, readonly=False)
-        floor.command = ("sqlite3 COPY " + quote("; ".join(parts[:6] + [
-            "INSERT INTO t_trash SELECT 1, * FROM checkpoints WHERE rowid IN (SELECT r FROM t_sel WHERE c = K)",
-            "DELETE FROM checkpoints WHERE rowid IN (SELECT r FROM t_sel WHERE c = K)"]))
-            + f" ... for K = 0 to {-(-max(rows_in_thread, 1) // chunk) - 1}; COMMIT")
+        floor.command = (
+            "sqlite3 COPY "
+            + quote(
+                "; ".join(
+                    parts[:6]
+                    + [
+                        "INSERT INTO t_trash SELECT 1, * FROM checkpoints WHERE rowid IN (SELECT r FROM t_sel WHERE c = K)",
+                        "DELETE FROM checkpoints WHERE rowid IN (SELECT r FROM t_sel WHERE c = K)",
+                    ]
+                )
+            )
+            + f" ... for K = 0 to {-(-max(rows_in_thread, 1) // chunk) - 1}; COMMIT"
+        )
         if forks:
             move = floor.sample
             reads = [["sqlite3", "-readonly", copy, sql] for sql in fork_reads]
 
             def sample() -> Sample:
                 t0 = time.perf_counter()
-                procs = [subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-                         for argv in reads]
+                procs = [
+                    subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                    for argv in reads
+                ]
                 peak = 0.0
                 for proc in procs:
                     _, status, usage = os.wait4(proc.pid, 0)
@@ -767,19 +1155,38 @@ class Bench:
                 read = time.perf_counter() - t0
                 moved = move()
                 return Sample(read + moved.seconds, max(peak, moved.rss_mb))
+
             floor.sample = sample
-            floor.command = (" & ".join("sqlite3 -readonly COPY " + quote(sql) for sql in fork_reads)
-                             + "; wait; " + floor.command)
+            floor.command = (
+                " & ".join("sqlite3 -readonly COPY " + quote(sql) for sql in fork_reads)
+                + "; wait; "
+                + floor.command
+            )
         floor.setup = setup
-        floor.label = ("sqlite3 CLI: " + ("the fork points' read, then " if forks else "")
-                       + "the same rows moved to a trash table 500 at a time (as agentctl moves them), one transaction")
+        floor.label = (
+            "sqlite3 CLI: "
+            + ("the fork points' read, then " if forks else "")
+            + "the same rows moved to a trash table 500 at a time (as agentctl moves them), one transaction"
+        )
         if forks:
-            return Figure("prune-floor-forks", "the same prune against the least a prune that keeps fork points "
-                          "costs (their read, then the rows moved as in prune-floor-min)", ours, floor,
-                          "none (reported)", runs=self.args.prune_runs)
-        return Figure("prune-floor-min", "the same prune against the least an undoable prune costs "
-                      "(the rows moved to a trash table 500 at a time, sqlite3 alone)", ours, floor,
-                      "none (reported)", runs=self.args.prune_runs)
+            return Figure(
+                "prune-floor-forks",
+                "the same prune against the least a prune that keeps fork points "
+                "costs (their read, then the rows moved as in prune-floor-min)",
+                ours,
+                floor,
+                "none (reported)",
+                runs=self.args.prune_runs,
+            )
+        return Figure(
+            "prune-floor-min",
+            "the same prune against the least an undoable prune costs "
+            "(the rows moved to a trash table 500 at a time, sqlite3 alone)",
+            ours,
+            floor,
+            "none (reported)",
+            runs=self.args.prune_runs,
+        )
 
     def pg_meta(self) -> dict[str, Any] | None:
         """The ids of the Postgres database: --pg-meta (what `make_db.py postgres DSN --meta
@@ -796,18 +1203,23 @@ class Bench:
     def pg_figures(self) -> list[Figure]:
         """`show`, `diff`, `log` on Postgres (make_db's 1M rows) against psql reading the
         same rows, as the SQLite figures against the sqlite3 CLI."""
-        keys = (("show-pg", "`show` a checkpoint, Postgres"),
-                ("diff-pg", "`diff` two consecutive checkpoints, Postgres"),
-                ("log-pg", "`log` of the 10,000-step thread (first page, 100), Postgres"),
-                ("pg-floor", "Python floor on Postgres (asyncpg connect + one row) against psql"),
-                ("search-pg", "`search` on Postgres, no index (50 newest hits)"),
-                ("search-pg-index", "`search` on Postgres after `index build` (pg_trgm GIN indexes)"))
+        keys = (
+            ("show-pg", "`show` a checkpoint, Postgres"),
+            ("diff-pg", "`diff` two consecutive checkpoints, Postgres"),
+            ("log-pg", "`log` of the 10,000-step thread (first page, 100), Postgres"),
+            ("pg-floor", "Python floor on Postgres (asyncpg connect + one row) against psql"),
+            ("search-pg", "`search` on Postgres, no index (50 newest hits)"),
+            ("search-pg-index", "`search` on Postgres after `index build` (pg_trgm GIN indexes)"),
+        )
         m = self.pg_meta() if self.pg_dsn else None
         if not self.pg_dsn or m is None:
-            why = ("needs --pg DSN (a database loaded by `python bench/make_db.py postgres DSN "
-                   "--meta bench/data/pg.meta.json`) or --pg-start" if not self.pg_dsn else
-                   "needs the ids of the --pg database: --pg-meta FILE (make_db.py postgres "
-                   "DSN --meta FILE)")
+            why = (
+                "needs --pg DSN (a database loaded by `python bench/make_db.py postgres DSN "
+                "--meta bench/data/pg.meta.json`) or --pg-start"
+                if not self.pg_dsn
+                else "needs the ids of the --pg database: --pg-meta FILE (make_db.py postgres "
+                "DSN --meta FILE)"
+            )
             return [self.missing_figure(k, t, why) for k, t in keys]
         dsn = self.pg_dsn
 
@@ -816,48 +1228,86 @@ class Bench:
 
         def psql(sql: str) -> Side:
             argv = ["psql", dsn, "-X", "-q", "-A", "-t", "-c", sql]
-            return Side("psql", lambda: run_process(argv, env=self.env),
-                        "psql DSN -X -q -A -t -c " + quote(sql))
+            return Side(
+                "psql", lambda: run_process(argv, env=self.env), "psql DSN -X -q -A -t -c " + quote(sql)
+            )
 
         long_t = m["long_thread"]
         # The floor of any Python tool: start, import asyncio and asyncpg, connect, read
         # the row `show` reads, close (no CLI, no format detection, no output).
-        floor_code = ("import asyncio, asyncpg, sys; loop = asyncio.new_event_loop(); "
-                      "c = loop.run_until_complete(asyncpg.connect(sys.argv[1])); "
-                      "r = loop.run_until_complete(c.fetch('SELECT * FROM checkpoints "
-                      "WHERE checkpoint_id = $1', sys.argv[2])); loop.run_until_complete(c.close())")
+        floor_code = (
+            "import asyncio, asyncpg, sys; loop = asyncio.new_event_loop(); "
+            "c = loop.run_until_complete(asyncpg.connect(sys.argv[1])); "
+            "r = loop.run_until_complete(c.fetch('SELECT * FROM checkpoints "
+            "WHERE checkpoint_id = $1', sys.argv[2])); loop.run_until_complete(c.close())"
+        )
         floor_argv = [self.python, "-c", floor_code, dsn, m["sample_checkpoint"]]
-        floor = Side("python: asyncpg connect + fetch the row", lambda: run_process(floor_argv, env=self.env),
-                     "python -c " + quote(floor_code) + " DSN " + m["sample_checkpoint"])
+        floor = Side(
+            "python: asyncpg connect + fetch the row",
+            lambda: run_process(floor_argv, env=self.env),
+            "python -c " + quote(floor_code) + " DSN " + m["sample_checkpoint"],
+        )
         show_sql = f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"
         return [
-            Figure("pg-floor", "Python floor on Postgres: start, import asyncio + asyncpg, connect, "
-                   "read one row (not agentctl: the least any Python tool can take)",
-                   floor, psql(show_sql), "none (reported)"),
-            Figure("show-pg", keys[0][1], ac("show", m["sample_checkpoint"]),
-                   psql(f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"),
-                   "< 0.3 s and ≤ 2 × psql", limit=0.3, ratio_le=2.0),
-            Figure("diff-pg", keys[1][1], ac("diff", m["branch_parent"], m["sample_checkpoint"]),
-                   psql("SELECT * FROM checkpoints WHERE checkpoint_id IN "
-                        f"({q(m['branch_parent'])}, {q(m['sample_checkpoint'])})"),
-                   "< 0.3 s and ≤ 2 × psql", limit=0.3, ratio_le=2.0),
-            Figure("log-pg", keys[2][1], ac("log", long_t),
-                   psql(f"SELECT checkpoint_id, step, created_at, tags, summary FROM checkpoints "
-                        f"WHERE thread_id = {q(long_t)} ORDER BY step DESC LIMIT 100"),
-                   "< 0.3 s and ≤ 2 × psql", limit=0.3, ratio_le=2.0),
+            Figure(
+                "pg-floor",
+                "Python floor on Postgres: start, import asyncio + asyncpg, connect, "
+                "read one row (not agentctl: the least any Python tool can take)",
+                floor,
+                psql(show_sql),
+                "none (reported)",
+            ),
+            Figure(
+                "show-pg",
+                keys[0][1],
+                ac("show", m["sample_checkpoint"]),
+                psql(f"SELECT * FROM checkpoints WHERE checkpoint_id = {q(m['sample_checkpoint'])}"),
+                "< 0.3 s and ≤ 2 × psql",
+                limit=0.3,
+                ratio_le=2.0,
+            ),
+            Figure(
+                "diff-pg",
+                keys[1][1],
+                ac("diff", m["branch_parent"], m["sample_checkpoint"]),
+                psql(
+                    "SELECT * FROM checkpoints WHERE checkpoint_id IN "
+                    f"({q(m['branch_parent'])}, {q(m['sample_checkpoint'])})"
+                ),
+                "< 0.3 s and ≤ 2 × psql",
+                limit=0.3,
+                ratio_le=2.0,
+            ),
+            Figure(
+                "log-pg",
+                keys[2][1],
+                ac("log", long_t),
+                psql(
+                    f"SELECT checkpoint_id, step, created_at, tags, summary FROM checkpoints "
+                    f"WHERE thread_id = {q(long_t)} ORDER BY step DESC LIMIT 100"
+                ),
+                "< 0.3 s and ≤ 2 × psql",
+                limit=0.3,
+                ratio_le=2.0,
+            ),
             *self.pg_search_figures(keys[4][1], keys[5][1], ac, psql),
         ]
 
-    def pg_search_figures(self, title: str, title_index: str, ac: Callable[..., Side],
-                          psql: Callable[[str], Side]) -> list[Figure]:
+    def pg_search_figures(
+        self, title: str, title_index: str, ac: Callable[..., Side], psql: Callable[[str], Side]
+    ) -> list[Figure]:
         """`search` on Postgres against psql running the same ILIKE query, without and
         then with the pg_trgm indexes `agentctl index build` makes (built once, untimed,
         before the second figure: ~4 min on 1M rows; they stay in the database)."""
         text = self.search_text()
         needle = json.dumps(text)[1:-1].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        cond = " OR ".join(f"{c}::text ILIKE {q('%' + needle + '%')}" for c in ("messages_blob", "tools_blob"))
-        sql = (f"SELECT thread_id, checkpoint_id, step FROM checkpoints WHERE {cond} "
-               "ORDER BY created_at DESC, id DESC LIMIT 50")
+        cond = " OR ".join(
+            f"{c}::text ILIKE {q('%' + needle + '%')}" for c in ("messages_blob", "tools_blob")
+        )
+        sql = (
+            f"SELECT thread_id, checkpoint_id, step FROM checkpoints WHERE {cond} "
+            "ORDER BY created_at DESC, id DESC LIMIT 50"
+        )
         dsn = self.pg_dsn
         assert dsn is not None
         built = {"done": False}
@@ -871,8 +1321,9 @@ class Bench:
         for side in with_index:
             side.setup = build_once
         return [
-            Figure("search-pg", title, ac("search", text, "--in", "messages,tools"), psql(sql),
-                   "none (reported)"),
+            Figure(
+                "search-pg", title, ac("search", text, "--in", "messages,tools"), psql(sql), "none (reported)"
+            ),
             Figure("search-pg-index", title_index, *with_index, "none (reported)"),
         ]
 
@@ -881,29 +1332,63 @@ class Bench:
         so that they report peak RSS too; skipped when the databases are missing."""
         oa, adk = self.args.sdk_openai_db, self.args.sdk_adk_db
         rows = [
-            ("sdk-openai-threads", "openai-agents: `threads list` (50 newest)", oa, "SDK_OPENAI",
-             ("threads", "list"),
-             "SELECT m.session_id, COUNT(*), MAX(m.id), MAX(m.created_at) FROM agent_messages m "
-             "GROUP BY m.session_id ORDER BY MAX(m.created_at) DESC, m.session_id LIMIT 50",
-             "≤ 1.5 × sqlite3 CLI", None, 1.5),
-            ("sdk-openai-show", "openai-agents: `show SESSION@50` (the last item)", oa, "SDK_OPENAI",
-             ("show", "session-00042@50"),
-             "SELECT message_data FROM agent_messages WHERE session_id = 'session-00042' "
-             "ORDER BY id LIMIT 50", "< 0.3 s", 0.3, None),
-            ("sdk-adk-threads", "adk: `threads list` (50 newest)", adk, "SDK_ADK", ("threads", "list"),
-             "SELECT app_name, user_id, session_id, COUNT(*), MAX(timestamp) FROM events "
-             "GROUP BY app_name, user_id, session_id ORDER BY MAX(timestamp) DESC LIMIT 50",
-             "≤ 1.5 × sqlite3 CLI", None, 1.5),
-            ("sdk-adk-show", "adk: `show APP/USER/SESSION@4990 --json` (state rebuilt over 4,990 events)",
-             adk, "SDK_ADK", ("show", "bench/u2/s0042@4990", "--json"),
-             "SELECT event_data FROM events WHERE app_name = 'bench' AND user_id = 'u2' AND "
-             "session_id = 's0042' ORDER BY timestamp, id", "< 0.3 s", 0.3, None),
+            (
+                "sdk-openai-threads",
+                "openai-agents: `threads list` (50 newest)",
+                oa,
+                "SDK_OPENAI",
+                ("threads", "list"),
+                "SELECT m.session_id, COUNT(*), MAX(m.id), MAX(m.created_at) FROM agent_messages m "
+                "GROUP BY m.session_id ORDER BY MAX(m.created_at) DESC, m.session_id LIMIT 50",
+                "≤ 1.5 × sqlite3 CLI",
+                None,
+                1.5,
+            ),
+            (
+                "sdk-openai-show",
+                "openai-agents: `show SESSION@50` (the last item)",
+                oa,
+                "SDK_OPENAI",
+                ("show", "session-00042@50"),
+                "SELECT message_data FROM agent_messages WHERE session_id = 'session-00042' "
+                "ORDER BY id LIMIT 50",
+                "< 0.3 s",
+                0.3,
+                None,
+            ),
+            (
+                "sdk-adk-threads",
+                "adk: `threads list` (50 newest)",
+                adk,
+                "SDK_ADK",
+                ("threads", "list"),
+                "SELECT app_name, user_id, session_id, COUNT(*), MAX(timestamp) FROM events "
+                "GROUP BY app_name, user_id, session_id ORDER BY MAX(timestamp) DESC LIMIT 50",
+                "≤ 1.5 × sqlite3 CLI",
+                None,
+                1.5,
+            ),
+            (
+                "sdk-adk-show",
+                "adk: `show APP/USER/SESSION@4990 --json` (state rebuilt over 4,990 events)",
+                adk,
+                "SDK_ADK",
+                ("show", "bench/u2/s0042@4990", "--json"),
+                "SELECT event_data FROM events WHERE app_name = 'bench' AND user_id = 'u2' AND "
+                "session_id = 's0042' ORDER BY timestamp, id",
+                "< 0.3 s",
+                0.3,
+                None,
+            ),
         ]
         figs = []
         for key, title, db, name, argv, sql, target, limit, ratio in rows:
             if not os.path.exists(db):
-                figs.append(self.missing_figure(
-                    key, title, f"{self._short(db)} is missing (make it with: python bench/sdk_bench.py)"))
+                figs.append(
+                    self.missing_figure(
+                        key, title, f"{self._short(db)} is missing (make it with: python bench/sdk_bench.py)"
+                    )
+                )
                 continue
             ours = self.ac(*argv, db=db)
             ours.command = ours.command.replace("--db DB", f"--db {name}")
@@ -916,6 +1401,7 @@ class Bench:
     def missing_figure(key: str, title: str, needs: str) -> Figure:
         def absent() -> Sample:
             raise BenchError(needs)
+
         side = Side("-", absent, "-")
         return Figure(key, title, side, side, "-", needs=needs)
 
@@ -930,31 +1416,73 @@ class Bench:
                     f.needs = f"{self._short(self.db)} is missing (make it with: {make})"
         keys = {f.key for f in figs}
         wanted = [
-            ("prune", "`prune` of 99,999 checkpoints (one thread, on a copy)", self.prune_db,
-             "python bench/make_db.py sqlite {} --long-steps 100000"),
-            ("prune-floor", "the same prune against the floor of an undoable prune", self.prune_db,
-             "python bench/make_db.py sqlite {} --long-steps 100000"),
-            ("prune-floor-min", "the same prune against the least an undoable prune costs", self.prune_db,
-             "python bench/make_db.py sqlite {} --long-steps 100000"),
-            ("prune-floor-forks", "the same prune against the least a prune keeping fork points costs",
-             self.prune_db, "python bench/make_db.py sqlite {} --long-steps 100000"),
-            ("threads-indexed", "`threads list`, SQLite, after `doctor --fix-indexes`", self.indexed_db,
-             "python bench/run.py --make-indexed --only threads-indexed (a copy of --db)"),
+            (
+                "prune",
+                "`prune` of 99,999 checkpoints (one thread, on a copy)",
+                self.prune_db,
+                "python bench/make_db.py sqlite {} --long-steps 100000",
+            ),
+            (
+                "prune-floor",
+                "the same prune against the floor of an undoable prune",
+                self.prune_db,
+                "python bench/make_db.py sqlite {} --long-steps 100000",
+            ),
+            (
+                "prune-floor-min",
+                "the same prune against the least an undoable prune costs",
+                self.prune_db,
+                "python bench/make_db.py sqlite {} --long-steps 100000",
+            ),
+            (
+                "prune-floor-forks",
+                "the same prune against the least a prune keeping fork points costs",
+                self.prune_db,
+                "python bench/make_db.py sqlite {} --long-steps 100000",
+            ),
+            (
+                "threads-indexed",
+                "`threads list`, SQLite, after `doctor --fix-indexes`",
+                self.indexed_db,
+                "python bench/run.py --make-indexed --only threads-indexed (a copy of --db)",
+            ),
         ]
         for key in ("article-threads", "article-show", "article-diff", "article-log", "article-search"):
-            wanted.append((key, "article store: " + key.split("-", 1)[1], self.args.article_db,
-                           "python bench/make_article_db.py {}"))
+            wanted.append(
+                (
+                    key,
+                    "article store: " + key.split("-", 1)[1],
+                    self.args.article_db,
+                    "python bench/make_article_db.py {}",
+                )
+            )
         for key in ("lg-threads", "lg-show", "lg-diff", "lg-log", "lg-log-all", "lg-branch"):
-            wanted.append((key, "LangGraph: " + key.split("-", 1)[1], self.args.langgraph_db,
-                           "python bench/make_langgraph_db.py {}"))
+            wanted.append(
+                (
+                    key,
+                    "LangGraph: " + key.split("-", 1)[1],
+                    self.args.langgraph_db,
+                    "python bench/make_langgraph_db.py {}",
+                )
+            )
         for key in ("lg-prune", "lg-prune-floor"):
-            wanted.append((key, "LangGraph: " + key.split("-", 1)[1], self.args.langgraph_prune_db,
-                           "python bench/make_langgraph_db.py {} --threads 10 --checkpoints 100010"))
+            wanted.append(
+                (
+                    key,
+                    "LangGraph: " + key.split("-", 1)[1],
+                    self.args.langgraph_prune_db,
+                    "python bench/make_langgraph_db.py {} --threads 10 --checkpoints 100010",
+                )
+            )
         for key, title, db, make in wanted:
             if key not in keys:
-                figs.append(self.missing_figure(
-                    key, title, f"{self._short(db)} is missing (make it with: "
-                    f"{make.format(self._short(db))})"))
+                figs.append(
+                    self.missing_figure(
+                        key,
+                        title,
+                        f"{self._short(db)} is missing (make it with: {make.format(self._short(db))})",
+                    )
+                )
         return figs
 
     # ---- checks and helpers -------------------------------------------------------------
@@ -967,14 +1495,21 @@ class Bench:
         if not self.args.make_indexed or self.args.list or not os.path.exists(self.db):
             return False
         self.prepare()
-        print(f"copying {self._short(self.db)} to {self._short(path)} and running "
-              "`agentctl doctor --fix-indexes` on it ...", file=sys.stderr)
+        print(
+            f"copying {self._short(self.db)} to {self._short(path)} and running "
+            "`agentctl doctor --fix-indexes` on it ...",
+            file=sys.stderr,
+        )
         tmp = path + ".making"
         shutil.copyfile(self.db, tmp)
         t0 = time.perf_counter()
         # doctor exits 5 for the odd rows make_db plants; what matters is the index.
-        subprocess.run([*self.agentctl, "--db", tmp, "doctor", "--fix-indexes"], env=self.env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [*self.agentctl, "--db", tmp, "doctor", "--fix-indexes"],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         import sqlite3
 
         con = sqlite3.connect(tmp)
@@ -998,13 +1533,17 @@ class Bench:
         side = link + ".agentctl-search"
         base_db = os.path.join(self.workdir, "fts-baseline.db")
         needle = text.lower()
-        grams = " AND ".join('"' + g.replace('"', '""') + '"'
-                             for g in sorted({needle[i:i + 3] for i in range(len(needle) - 2)}))
-        build_sql = (f"ATTACH {q(self.db)} AS src; "
-                     "CREATE VIRTUAL TABLE f USING fts5(body, content='', detail=none, "
-                     "tokenize='trigram case_sensitive 1'); "
-                     "INSERT INTO f (rowid, body) SELECT id, lower(messages_blob) || char(10) || "
-                     "lower(tools_blob) || char(10) || lower(state_blob) FROM src.checkpoints;")
+        grams = " AND ".join(
+            '"' + g.replace('"', '""') + '"'
+            for g in sorted({needle[i : i + 3] for i in range(len(needle) - 2)})
+        )
+        build_sql = (
+            f"ATTACH {q(self.db)} AS src; "
+            "CREATE VIRTUAL TABLE f USING fts5(body, content='', detail=none, "
+            "tokenize='trigram case_sensitive 1'); "
+            "INSERT INTO f (rowid, body) SELECT id, lower(messages_blob) || char(10) || "
+            "lower(tools_blob) || char(10) || lower(state_blob) FROM src.checkpoints;"
+        )
 
         def fresh_link() -> None:
             if not os.path.lexists(link):
@@ -1023,18 +1562,26 @@ class Bench:
 
         ours_build = self.ac("index", "build", db=link)
         ours_build.setup = fresh_link
-        base_build = Side("sqlite3 CLI", lambda: run_process(["sqlite3", base_db, build_sql], env=self.env),
-                          "sqlite3 FTS.db " + quote(build_sql.replace(q(self.db), "DB")))
+        base_build = Side(
+            "sqlite3 CLI",
+            lambda: run_process(["sqlite3", base_db, build_sql], env=self.env),
+            "sqlite3 FTS.db " + quote(build_sql.replace(q(self.db), "DB")),
+        )
         base_build.setup = fresh_link
         ours_search = self.ac("search", text, "--in", "messages,tools", db=link)
-        search_sql = (f"ATTACH {q(self.db)} AS src; "
-                      "SELECT c.thread_id, c.checkpoint_id, c.step FROM f JOIN src.checkpoints c "
-                      f"ON c.id = f.rowid WHERE f MATCH {q(grams)} AND "
-                      f"(instr(lower(c.messages_blob), {q(needle)}) > 0 OR "
-                      f"instr(lower(c.tools_blob), {q(needle)}) > 0) "
-                      "ORDER BY c.created_at DESC, c.id DESC LIMIT 50;")
-        base_search = Side("sqlite3 CLI", lambda: run_process(["sqlite3", base_db, search_sql], env=self.env),
-                           "sqlite3 FTS.db " + quote(search_sql.replace(q(self.db), "DB")))
+        search_sql = (
+            f"ATTACH {q(self.db)} AS src; "
+            "SELECT c.thread_id, c.checkpoint_id, c.step FROM f JOIN src.checkpoints c "
+            f"ON c.id = f.rowid WHERE f MATCH {q(grams)} AND "
+            f"(instr(lower(c.messages_blob), {q(needle)}) > 0 OR "
+            f"instr(lower(c.tools_blob), {q(needle)}) > 0) "
+            "ORDER BY c.created_at DESC, c.id DESC LIMIT 50;"
+        )
+        base_search = Side(
+            "sqlite3 CLI",
+            lambda: run_process(["sqlite3", base_db, search_sql], env=self.env),
+            "sqlite3 FTS.db " + quote(search_sql.replace(q(self.db), "DB")),
+        )
         done = {"built": False}
 
         def build_once() -> None:
@@ -1046,28 +1593,54 @@ class Bench:
         ours_search.setup = build_once
         # The least any Python program can take for the same answer: start, import
         # sqlite3, run the baseline's own SQL on the baseline's FTS5 table.
-        floor_code = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
-                      "c.execute('ATTACH ? AS src', (sys.argv[2],)); "
-                      "rows = c.execute(sys.argv[3]).fetchall()")
+        floor_code = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute('ATTACH ? AS src', (sys.argv[2],)); "
+            "rows = c.execute(sys.argv[3]).fetchall()"
+        )
         floor_select = search_sql.split("; ", 1)[1].rstrip(";")
-        floor = Side("python: sqlite3 module, the same FTS5 query",
-                     lambda: run_process([self.python, "-c", floor_code, base_db, self.db, floor_select],
-                                         env=self.env),
-                     "python -c " + quote(floor_code) + " FTS.db DB " + quote(floor_select))
+        floor = Side(
+            "python: sqlite3 module, the same FTS5 query",
+            lambda: run_process(
+                [self.python, "-c", floor_code, base_db, self.db, floor_select], env=self.env
+            ),
+            "python -c " + quote(floor_code) + " FTS.db DB " + quote(floor_select),
+        )
         floor.setup = build_once
-        base_floor = Side("sqlite3 CLI", lambda: run_process(["sqlite3", base_db, search_sql], env=self.env),
-                          "sqlite3 FTS.db " + quote(search_sql.replace(q(self.db), "DB")))
+        base_floor = Side(
+            "sqlite3 CLI",
+            lambda: run_process(["sqlite3", base_db, search_sql], env=self.env),
+            "sqlite3 FTS.db " + quote(search_sql.replace(q(self.db), "DB")),
+        )
         base_floor.setup = build_once
         return [
-            Figure("index-build", "`index build`: the side search index of 1M rows, vs sqlite3 building "
-                   "the same FTS5 table of the same columns", ours_build, base_build,
-                   "≤ 1.3 × sqlite3 CLI", ratio_le=1.3, runs=1),
-            Figure("search-index", f"`search {text} --in messages,tools` through the side index "
-                   "(50 newest hits, 1M rows)", ours_search, base_search,
-                   "< 0.2 s and ≤ 1.5 × sqlite3 CLI on the same FTS5 table", limit=0.2, ratio_le=1.5),
-            Figure("search-index-floor", "Python floor of an indexed search: start, import sqlite3, "
-                   "run the same FTS5 query (not agentctl: the least any Python tool can take)",
-                   floor, base_floor, "none (reported)"),
+            Figure(
+                "index-build",
+                "`index build`: the side search index of 1M rows, vs sqlite3 building "
+                "the same FTS5 table of the same columns",
+                ours_build,
+                base_build,
+                "≤ 1.3 × sqlite3 CLI",
+                ratio_le=1.3,
+                runs=1,
+            ),
+            Figure(
+                "search-index",
+                f"`search {text} --in messages,tools` through the side index (50 newest hits, 1M rows)",
+                ours_search,
+                base_search,
+                "< 0.2 s and ≤ 1.5 × sqlite3 CLI on the same FTS5 table",
+                limit=0.2,
+                ratio_le=1.5,
+            ),
+            Figure(
+                "search-index-floor",
+                "Python floor of an indexed search: start, import sqlite3, "
+                "run the same FTS5 query (not agentctl: the least any Python tool can take)",
+                floor,
+                base_floor,
+                "none (reported)",
+            ),
         ]
 
     def search_text(self) -> str:
@@ -1081,10 +1654,16 @@ class Bench:
         else:
             return None
         proc = subprocess.run(argv, env=self.env, capture_output=True, text=True)
-        loaded = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
-                  if line.startswith("import time:")}
-        self.help_loaded = sorted(m for m in ("textual", "asyncpg", "pydantic", "rich", "asyncio",
-                                              "aiosqlite", "sqlite3") if m in loaded)
+        loaded = {
+            line.split("|")[-1].strip()
+            for line in proc.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        self.help_loaded = sorted(
+            m
+            for m in ("textual", "asyncpg", "pydantic", "rich", "asyncio", "aiosqlite", "sqlite3")
+            if m in loaded
+        )
         bad = [m for m in ("textual", "asyncpg") if m in loaded]
         return f"imports {', '.join(bad)}" if bad else None
 
@@ -1095,15 +1674,27 @@ class Bench:
         def check() -> str | None:
             n = 400
             for which in ("engine", "seed"):
-                argv = [self.python, os.path.abspath(__file__), "_snapshots", which, str(n),
-                        self.workdir, str(tasks)]
+                argv = [
+                    self.python,
+                    os.path.abspath(__file__),
+                    "_snapshots",
+                    which,
+                    str(n),
+                    self.workdir,
+                    str(tasks),
+                ]
                 if shutil.which("strace"):
                     argv = ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", *argv]
                 proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, check=True)
                 info = json.loads(proc.stdout.strip().splitlines()[-1])
-                calls = [int(m.group(1)) for m in re.finditer(
-                    r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?f(?:data)?sync\s*$",
-                    proc.stderr, re.M)]
+                calls = [
+                    int(m.group(1))
+                    for m in re.finditer(
+                        r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?f(?:data)?sync\s*$",
+                        proc.stderr,
+                        re.M,
+                    )
+                ]
                 if calls:
                     info["syncs_per_snapshot"] = sum(calls) / n
                 self.durability[(which, tasks)] = info
@@ -1113,6 +1704,7 @@ class Bench:
             if e["synchronous"] < 1:
                 return "engine: synchronous=OFF"
             return None
+
         return check
 
 
@@ -1140,11 +1732,23 @@ def payload(i: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any
     messages = [
         {"role": "system", "content": "You are a careful assistant. " * 8},
         {"role": "user", "content": f"Step {i}: please look up order NW-{i:06d} and check the refund."},
-        {"role": "assistant", "content": "Looking it up.", "tool_calls": [{
-            "id": f"call_{i}", "type": "function",
-            "function": {"name": "lookup_order", "arguments": json.dumps({"order": f"NW-{i:06d}"})}}]},
-        {"role": "tool", "tool_call_id": f"call_{i}", "name": "lookup_order",
-         "content": json.dumps({"status": "in_transit", "items": [f"SKU-{k:04d}" for k in range(5)]})},
+        {
+            "role": "assistant",
+            "content": "Looking it up.",
+            "tool_calls": [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": "lookup_order", "arguments": json.dumps({"order": f"NW-{i:06d}"})},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": f"call_{i}",
+            "name": "lookup_order",
+            "content": json.dumps({"status": "in_transit", "items": [f"SKU-{k:04d}" for k in range(5)]}),
+        },
     ]
     state = {f"key_{k}": (k * i if k % 3 else {"nested": [k, i, "x" * 20]}) for k in range(20)}
     state["step"] = i
@@ -1152,9 +1756,11 @@ def payload(i: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any
     return messages, state, tools
 
 
-ROW_SQL = ("INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, "
-           "summary, messages_blob, state_blob, tools_blob, next_node) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+ROW_SQL = (
+    "INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, "
+    "summary, messages_blob, state_blob, tools_blob, next_node) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def plain_row(thread: str, step: int, parent: str | None) -> tuple[str, tuple[Any, ...]]:
@@ -1162,10 +1768,19 @@ def plain_row(thread: str, step: int, parent: str | None) -> tuple[str, tuple[An
     payload of `step`, JSON with ensure_ascii=False)."""
     messages, state, tools = payload(step)
     cid = f"ckpt-{thread}-{step}-{step:06x}"
-    return cid, (thread, cid, parent, step, datetime.now(timezone.utc).isoformat(),
-                 json.dumps(["manual"]), "[user] step",
-                 json.dumps(messages, ensure_ascii=False), json.dumps(state, ensure_ascii=False),
-                 json.dumps(tools, ensure_ascii=False), "")
+    return cid, (
+        thread,
+        cid,
+        parent,
+        step,
+        datetime.now(timezone.utc).isoformat(),
+        json.dumps(["manual"]),
+        "[user] step",
+        json.dumps(messages, ensure_ascii=False),
+        json.dumps(state, ensure_ascii=False),
+        json.dumps(tools, ensure_ascii=False),
+        "",
+    )
 
 
 def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[str, Any]:
@@ -1222,6 +1837,7 @@ def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[st
             with sqlite3.connect(path) as conn:
                 conn.executescript(SQLITE_TABLE_DDL + "\n".join(SQLITE_INDEX_DDL))
             conn.close()
+
             async def put(thread: str, step: int, parent: str | None) -> str:
                 cid, row = plain_row(thread, step, parent)
                 conn = sqlite3.connect(path)
@@ -1257,8 +1873,8 @@ def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[st
                 async def agent(k: int) -> None:
                     for step in range(1, per + 1):
                         messages, state, tools = payload(step)
-                        await engine.snapshot(f"agent-{k}", messages, state, tools,
-                                              SnapshotTrigger.MANUAL)
+                        await engine.snapshot(f"agent-{k}", messages, state, tools, SnapshotTrigger.MANUAL)
+
                 try:
                     t0 = time.perf_counter()
                     await asyncio.gather(*(agent(k) for k in range(tasks)))
@@ -1278,8 +1894,12 @@ def child_snapshots(which: str, n: int, workdir: str, tasks: int = 1) -> dict[st
         for suffix in ("", "-journal", "-wal", "-shm"):
             if os.path.exists(path + suffix):
                 os.remove(path + suffix)
-    return {"value": per * tasks / seconds, "rows": rows, "journal_mode": str(mode).lower(),
-            "synchronous": int(sync)}
+    return {
+        "value": per * tasks / seconds,
+        "rows": rows,
+        "journal_mode": str(mode).lower(),
+        "synchronous": int(sync),
+    }
 
 
 def child_tui(which: str, what: str, db: str, spawned: float) -> dict[str, Any]:
@@ -1413,8 +2033,9 @@ def machine_info(python: str) -> dict[str, str]:
     import sqlite3
 
     sqlite_cli = subprocess.run(["sqlite3", "--version"], capture_output=True, text=True).stdout.split()
-    pyver = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
-                           capture_output=True, text=True).stdout.strip()
+    pyver = subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+    ).stdout.strip()
     return {
         "cpu": f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GB RAM",
         "os": f"{platform.system()} {platform.release()}",
@@ -1429,8 +2050,13 @@ def fmt(value: float, kind: str) -> str:
     return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
 
 
-def report(results: list[Result], bench: Bench, started: datetime, loads: list[tuple[float, ...]],
-           info: dict[str, str]) -> str:
+def report(
+    results: list[Result],
+    bench: Bench,
+    started: datetime,
+    loads: list[tuple[float, ...]],
+    info: dict[str, str],
+) -> str:
     lines = [
         f"Run {started:%Y-%m-%d %H:%M} UTC on {info['cpu']}; {info['os']}; Python {info['python']}; "
         f"SQLite {info['sqlite']}.",
@@ -1450,30 +2076,45 @@ def report(results: list[Result], bench: Bench, started: datetime, loads: list[t
             f"| {f.title} | {fmt(r.ours_median, k)} ({fmt(min(ov), k)}–{fmt(max(ov), k)}) "
             f"| {f.base.label} | {fmt(r.base_median, k)} ({fmt(min(bv), k)}–{fmt(max(bv), k)}) "
             f"| {r.ratio:.2f}× | {r.rss:.0f} MB | {f.target}; RSS < {RSS_LIMIT_MB} MB "
-            f"| {'yes' if ok else 'no: ' + '; '.join(why)} |")
-    lines += ["", f"Runs per figure: {bench.args.runs} timed after {bench.args.warmup} warm-up "
-              "(interleaved with the baseline's); times are whole processes, spawn to exit.", ""]
+            f"| {'yes' if ok else 'no: ' + '; '.join(why)} |"
+        )
+    lines += [
+        "",
+        f"Runs per figure: {bench.args.runs} timed after {bench.args.warmup} warm-up "
+        "(interleaved with the baseline's); times are whole processes, spawn to exit.",
+        "",
+    ]
     if results:
         top = max(results, key=lambda r: r.rss)
-        lines.append(f"Peak RSS, largest of these figures: {top.rss:.0f} MB ({top.figure.key}; "
-                     f"limit {RSS_LIMIT_MB} MB).")
+        lines.append(
+            f"Peak RSS, largest of these figures: {top.rss:.0f} MB ({top.figure.key}; "
+            f"limit {RSS_LIMIT_MB} MB)."
+        )
     if bench.indexed_seconds is not None:
-        lines.append(f"`agentctl doctor --fix-indexes` on the copy (INDEXED) took "
-                     f"{bench.indexed_seconds:.1f} s (the full doctor checks included).")
+        lines.append(
+            f"`agentctl doctor --fix-indexes` on the copy (INDEXED) took "
+            f"{bench.indexed_seconds:.1f} s (the full doctor checks included)."
+        )
     if bench.help_loaded is not None:
-        lines.append("`agentctl --help` imports: " + (", ".join(bench.help_loaded) or "none")
-                     + " (of textual, asyncpg, pydantic, rich, asyncio, aiosqlite, sqlite3).")
+        lines.append(
+            "`agentctl --help` imports: "
+            + (", ".join(bench.help_loaded) or "none")
+            + " (of textual, asyncpg, pydantic, rich, asyncio, aiosqlite, sqlite3)."
+        )
     for (which, tasks), x in sorted(bench.durability.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}.get(x["synchronous"], x["synchronous"])
         label = "engine" if which == "engine" else "seed-style writer"
-        line = (f"Durability, {label}, {tasks} agent(s): journal_mode={x['journal_mode']}, "
-                f"synchronous={sync}")
+        line = f"Durability, {label}, {tasks} agent(s): journal_mode={x['journal_mode']}, synchronous={sync}"
         if "syncs_per_snapshot" in x:
             line += f", {x['syncs_per_snapshot']:.2f} fsync/fdatasync calls per snapshot (strace)"
         lines.append(line + ".")
-    lines += ["", f"Commands (DB = {bench._short(bench.db)}, INDEXED = "
-              f"{bench._short(bench.indexed_db)}, COPY = a fresh copy of "
-              f"{bench._short(bench.prune_db)} per run, DSN = the Postgres copy):", ""]
+    lines += [
+        "",
+        f"Commands (DB = {bench._short(bench.db)}, INDEXED = "
+        f"{bench._short(bench.indexed_db)}, COPY = a fresh copy of "
+        f"{bench._short(bench.prune_db)} per run, DSN = the Postgres copy):",
+        "",
+    ]
     for r in results:
         f = r.figure
         lines.append(f"- {f.key}: `{f.ours.command}` vs `{f.base.command}`")
@@ -1485,56 +2126,99 @@ def report(results: list[Result], bench: Bench, started: datetime, loads: list[t
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--db", default=os.path.join(DATA, "bench.db"),
-                   help="the 1M-checkpoint SQLite db (bench/make_db.py sqlite PATH)")
-    p.add_argument("--prune-db", default=os.path.join(DATA, "prune.db"),
-                   help="db with a 100,000-step thread for the prune figure "
-                        "(make_db.py sqlite PATH --long-steps 100000); skipped when missing")
-    p.add_argument("--indexed-db", default=os.path.join(DATA, "bench-indexed.db"),
-                   help="a copy of --db after `agentctl doctor --fix-indexes`, for the "
-                        "threads-indexed figure (made from --db with --make-indexed)")
-    p.add_argument("--article-db", default=os.path.join(DATA, "article.db"),
-                   help="the article-format db (bench/make_article_db.py PATH); its figures "
-                        "are skipped when missing")
-    p.add_argument("--langgraph-db", default=os.path.join(DATA, "langgraph.db"),
-                   help="the LangGraph db (bench/make_langgraph_db.py PATH); its figures are "
-                        "skipped when missing")
-    p.add_argument("--langgraph-prune-db", default=os.path.join(DATA, "langgraph-prune.db"),
-                   help="the LangGraph prune figure's db (make_langgraph_db.py PATH --threads 10 "
-                        "--checkpoints 100010); skipped when missing")
-    p.add_argument("--sdk-openai-db", default=os.path.join(DATA, "sdk_openai.db"),
-                   help="the openai-agents SQLiteSession db (made by bench/sdk_bench.py); its "
-                        "figures are skipped when missing")
-    p.add_argument("--sdk-adk-db", default=os.path.join(DATA, "sdk_adk.db"),
-                   help="the adk DatabaseSessionService db (made by bench/sdk_bench.py); its "
-                        "figures are skipped when missing")
-    p.add_argument("--pg-meta", default=os.path.join(DATA, "pg.meta.json"),
-                   help="the ids of the --pg database (make_db.py postgres DSN --meta FILE); "
-                        "default bench/data/pg.meta.json, else those of --db")
-    p.add_argument("--issue16", action="store_true",
-                   help="the figures of issue 16's table (see bench/README.md and "
-                        "issue16_keys): search without and with the side index, snapshots and "
-                        "their floors, Postgres show/diff/log/search, prune and its floors, "
-                        "log --all and tree of the long thread, the TUI; and, for peak RSS, the "
-                        "5 MB diff and every article, LangGraph and SDK figure whose database exists")
-    p.add_argument("--make-indexed", action="store_true",
-                   help="make --indexed-db when it is missing (a 2 GB copy + doctor, ~1 min)")
-    p.add_argument("--generate", action="store_true",
-                   help="generate missing databases first (about 70-110 s each)")
+    p.add_argument(
+        "--db",
+        default=os.path.join(DATA, "bench.db"),
+        help="the 1M-checkpoint SQLite db (bench/make_db.py sqlite PATH)",
+    )
+    p.add_argument(
+        "--prune-db",
+        default=os.path.join(DATA, "prune.db"),
+        help="db with a 100,000-step thread for the prune figure "
+        "(make_db.py sqlite PATH --long-steps 100000); skipped when missing",
+    )
+    p.add_argument(
+        "--indexed-db",
+        default=os.path.join(DATA, "bench-indexed.db"),
+        help="a copy of --db after `agentctl doctor --fix-indexes`, for the "
+        "threads-indexed figure (made from --db with --make-indexed)",
+    )
+    p.add_argument(
+        "--article-db",
+        default=os.path.join(DATA, "article.db"),
+        help="the article-format db (bench/make_article_db.py PATH); its figures are skipped when missing",
+    )
+    p.add_argument(
+        "--langgraph-db",
+        default=os.path.join(DATA, "langgraph.db"),
+        help="the LangGraph db (bench/make_langgraph_db.py PATH); its figures are skipped when missing",
+    )
+    p.add_argument(
+        "--langgraph-prune-db",
+        default=os.path.join(DATA, "langgraph-prune.db"),
+        help="the LangGraph prune figure's db (make_langgraph_db.py PATH --threads 10 "
+        "--checkpoints 100010); skipped when missing",
+    )
+    p.add_argument(
+        "--sdk-openai-db",
+        default=os.path.join(DATA, "sdk_openai.db"),
+        help="the openai-agents SQLiteSession db (made by bench/sdk_bench.py); its "
+        "figures are skipped when missing",
+    )
+    p.add_argument(
+        "--sdk-adk-db",
+        default=os.path.join(DATA, "sdk_adk.db"),
+        help="the adk DatabaseSessionService db (made by bench/sdk_bench.py); its "
+        "figures are skipped when missing",
+    )
+    p.add_argument(
+        "--pg-meta",
+        default=os.path.join(DATA, "pg.meta.json"),
+        help="the ids of the --pg database (make_db.py postgres DSN --meta FILE); "
+        "default bench/data/pg.meta.json, else those of --db",
+    )
+    p.add_argument(
+        "--issue16",
+        action="store_true",
+        help="the figures of issue 16's table (see bench/README.md and "
+        "issue16_keys): search without and with the side index, snapshots and "
+        "their floors, Postgres show/diff/log/search, prune and its floors, "
+        "log --all and tree of the long thread, the TUI; and, for peak RSS, the "
+        "5 MB diff and every article, LangGraph and SDK figure whose database exists",
+    )
+    p.add_argument(
+        "--make-indexed",
+        action="store_true",
+        help="make --indexed-db when it is missing (a 2 GB copy + doctor, ~1 min)",
+    )
+    p.add_argument(
+        "--generate", action="store_true", help="generate missing databases first (about 70-110 s each)"
+    )
     p.add_argument("--pg", metavar="DSN", help="a Postgres database loaded by make_db.py")
-    p.add_argument("--pg-start", action="store_true",
-                   help="start a throwaway Postgres (tests/support/pgserver.py), load it, measure, stop")
-    p.add_argument("--pg-checkpoints", type=int, default=1_000_000,
-                   help="rows --pg-start loads (default 1000000, over rows/100 threads)")
+    p.add_argument(
+        "--pg-start",
+        action="store_true",
+        help="start a throwaway Postgres (tests/support/pgserver.py), load it, measure, stop",
+    )
+    p.add_argument(
+        "--pg-checkpoints",
+        type=int,
+        default=1_000_000,
+        help="rows --pg-start loads (default 1000000, over rows/100 threads)",
+    )
     p.add_argument("--only", help="comma-separated figure keys (see --list)")
     p.add_argument("--skip", help="comma-separated figure keys to leave out")
-    p.add_argument("--list", action="store_true",
-                   help="list the figures (and the command that makes a missing database) and exit")
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="list the figures (and the command that makes a missing database) and exit",
+    )
     p.add_argument("--runs", type=int, default=7, help="timed runs per figure (default 7)")
     p.add_argument("--warmup", type=int, default=1, help="warm-up runs per figure (default 1)")
     p.add_argument("--prune-runs", type=int, default=3, help="timed runs of prune (default 3)")
-    p.add_argument("--prune-keep", type=int, default=1,
-                   help="prune keeps this many newest checkpoints (default 1)")
+    p.add_argument(
+        "--prune-keep", type=int, default=1, help="prune keeps this many newest checkpoints (default 1)"
+    )
     p.add_argument("--snapshots", type=int, default=2000, help="snapshots per run (default 2000)")
     p.add_argument("--search", default="NW-530392", help="the search figure's text")
     p.add_argument("--agentctl", help="command to run agentctl (default: this checkout)")
@@ -1549,10 +2233,34 @@ def issue16_keys(figs: list[Figure]) -> set[str]:
     Postgres show/diff/log, prune and its floors, log --all / tree of the long thread,
     the TUI, and for peak RSS the 5 MB diff and the new formats' figures whose databases
     exist."""
-    table = {"search", "index-build", "search-index", "search-index-floor",
-             "snapshot", "snapshot-8", "snapshot-floor", "snapshot-8-floor", "snapshot-vs-floor",
-             "snapshot-8-vs-floor", "show-pg", "diff-pg", "log-pg", "pg-floor", "search-pg", "search-pg-index", "prune", "prune-floor",
-             "prune-floor-min", "prune-floor-forks", "log-all", "tree-long", "tui", "tui-frame", "tui-floor", "diff-big"}
+    table = {
+        "search",
+        "index-build",
+        "search-index",
+        "search-index-floor",
+        "snapshot",
+        "snapshot-8",
+        "snapshot-floor",
+        "snapshot-8-floor",
+        "snapshot-vs-floor",
+        "snapshot-8-vs-floor",
+        "show-pg",
+        "diff-pg",
+        "log-pg",
+        "pg-floor",
+        "search-pg",
+        "search-pg-index",
+        "prune",
+        "prune-floor",
+        "prune-floor-min",
+        "prune-floor-forks",
+        "log-all",
+        "tree-long",
+        "tui",
+        "tui-frame",
+        "tui-floor",
+        "diff-big",
+    }
     rss = {f.key for f in figs if f.key.startswith(("article-", "lg-", "sdk-")) and not f.needs}
     return table | rss
 
@@ -1565,8 +2273,9 @@ def generate(args: argparse.Namespace) -> None:
         if not os.path.exists(path):
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             print(f"generating {path} ...", file=sys.stderr)
-            subprocess.run([args.python, MAKE_DB, "sqlite", path, *extra], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [args.python, MAKE_DB, "sqlite", path, *extra], check=True, stdout=subprocess.DEVNULL
+            )
 
 
 def start_postgres(bench: Bench) -> None:
@@ -1574,19 +2283,38 @@ def start_postgres(bench: Bench) -> None:
     from tests.support import pgserver
 
     bench.prepare()
-    print(f"starting a throwaway Postgres and loading {bench.args.pg_checkpoints:,} rows "
-          "(1M: about 90-150 s) ...", file=sys.stderr)
+    print(
+        f"starting a throwaway Postgres and loading {bench.args.pg_checkpoints:,} rows "
+        "(1M: about 90-150 s) ...",
+        file=sys.stderr,
+    )
     bench.pg = pgserver.start()
     base = bench.pg.dsn
-    subprocess.run(["psql", base, "-X", "-q", "-c", "CREATE DATABASE bench"], check=True,
-                   env=bench.env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["psql", base, "-X", "-q", "-c", "CREATE DATABASE bench"],
+        check=True,
+        env=bench.env,
+        stdout=subprocess.DEVNULL,
+    )
     dsn = base.rsplit("/", 1)[0] + "/bench"
     rows = bench.args.pg_checkpoints
     t0 = time.perf_counter()
-    subprocess.run([bench.python, MAKE_DB, "postgres", dsn, "--checkpoints", str(rows),
-                    "--threads", str(max(10, rows // 100)),
-                    "--meta", os.path.join(bench.workdir, "pg.meta.json")],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            bench.python,
+            MAKE_DB,
+            "postgres",
+            dsn,
+            "--checkpoints",
+            str(rows),
+            "--threads",
+            str(max(10, rows // 100)),
+            "--meta",
+            os.path.join(bench.workdir, "pg.meta.json"),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     print(f"loaded in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     bench.pg_dsn = dsn
 
@@ -1594,8 +2322,9 @@ def start_postgres(bench: Bench) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_snapshots":
-        print(json.dumps(child_snapshots(argv[1], int(argv[2]), argv[3],
-                                         int(argv[4]) if len(argv) > 4 else 1)))
+        print(
+            json.dumps(child_snapshots(argv[1], int(argv[2]), argv[3], int(argv[4]) if len(argv) > 4 else 1))
+        )
         return 0
     if argv and argv[0] == "_tui":
         spawned = float(os.environ.get("BENCH_SPAWNED", time.perf_counter()))
@@ -1638,8 +2367,7 @@ def main(argv: list[str] | None = None) -> int:
                 bench.prepare()
                 print(f"{f.key}: {f.title} ...", file=sys.stderr)
                 try:
-                    results.append(measure(f, args.runs, args.warmup,
-                                           lambda s: print(s, file=sys.stderr)))
+                    results.append(measure(f, args.runs, args.warmup, lambda s: print(s, file=sys.stderr)))
                 except BenchError as exc:
                     print(f"  {f.key} failed: {exc}", file=sys.stderr)
         loads.append(os.getloadavg())

@@ -44,11 +44,17 @@ def make_openai(path: Path, seed: int) -> None:
         if k % 2 == 0:
             item = {"role": "user", "content": f"message {k} about topic {rnd.randint(0, 999)}"}
         else:
-            item = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"answer {k}"}]}
+            item = {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": f"answer {k}"}],
+            }
         rows.append((sid, json.dumps(item)))
     conn.executemany("INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)", rows)
-    conn.executemany("INSERT OR IGNORE INTO agent_sessions (session_id) VALUES (?)",
-                     [(f"session-{j:05d}",) for j in range(20000)])
+    conn.executemany(
+        "INSERT OR IGNORE INTO agent_sessions (session_id) VALUES (?)",
+        [(f"session-{j:05d}",) for j in range(20000)],
+    )
     conn.execute("DELETE FROM agent_sessions WHERE session_id = 'init'")
     conn.commit()
     conn.close()
@@ -75,18 +81,34 @@ def make_adk(path: Path, seed: int) -> None:
             ts = t0 + timedelta(seconds=s * 10000 + i)
             eid = str(uuid.UUID(int=rnd.getrandbits(128)))
             delta = {"counter": i, f"k{i % 50}": i} if i % 3 == 0 else {}
-            ev = {"author": "user" if i % 2 == 0 else "agent", "invocation_id": f"inv{i // 4}", "id": eid,
-                  "timestamp": ts.timestamp(),
-                  "content": {"role": "user" if i % 2 == 0 else "model", "parts": [{"text": f"event {i} of {sid}"}]},
-                  "actions": {"state_delta": delta, "artifact_delta": {}, "requested_auth_configs": {},
-                              "requested_tool_confirmations": {}}}
+            ev = {
+                "author": "user" if i % 2 == 0 else "agent",
+                "invocation_id": f"inv{i // 4}",
+                "id": eid,
+                "timestamp": ts.timestamp(),
+                "content": {
+                    "role": "user" if i % 2 == 0 else "model",
+                    "parts": [{"text": f"event {i} of {sid}"}],
+                },
+                "actions": {
+                    "state_delta": delta,
+                    "artifact_delta": {},
+                    "requested_auth_configs": {},
+                    "requested_tool_confirmations": {},
+                },
+            }
             evs.append((eid, "bench", user, sid, f"inv{i // 4}", ts.strftime(fmt), json.dumps(ev)))
         last = t0 + timedelta(seconds=s * 10000 + 4999)
-        conn.execute("INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) "
-                     "VALUES ('bench', ?, ?, ?, ?, ?)", (user, sid, json.dumps({"counter": 4998, "init": s}),
-                                                         t0.strftime(fmt), last.strftime(fmt)))
-        conn.executemany("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
-                         "event_data) VALUES (?, ?, ?, ?, ?, ?, ?)", evs)
+        conn.execute(
+            "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) "
+            "VALUES ('bench', ?, ?, ?, ?, ?)",
+            (user, sid, json.dumps({"counter": 4998, "init": s}), t0.strftime(fmt), last.strftime(fmt)),
+        )
+        conn.executemany(
+            "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
+            "event_data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            evs,
+        )
     conn.commit()
     conn.close()
 
@@ -103,23 +125,60 @@ def main() -> None:
             print(f"made {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     agentctl = [sys.executable, "-m", "agentctl", "--no-color", "--db"]
     figures = [
-        ("openai-agents `threads list` (50 newest)", agentctl + [str(OA), "threads", "list"],
-         ["sqlite3", str(OA), "SELECT m.session_id, COUNT(*), MAX(m.id), MAX(m.created_at) FROM agent_messages m "
-          "GROUP BY m.session_id ORDER BY MAX(m.created_at) DESC, m.session_id LIMIT 50"], "≤ 1.5×"),
-        ("openai-agents `show SESSION@50` (the last item)", agentctl + [str(OA), "show", "session-00042@50"],
-         ["sqlite3", str(OA), "SELECT message_data FROM agent_messages WHERE session_id = 'session-00042' "
-          "ORDER BY id LIMIT 50"], "< 0.3 s"),
-        ("adk `threads list` (50 newest)", agentctl + [str(ADK), "threads", "list"],
-         ["sqlite3", str(ADK), "SELECT app_name, user_id, session_id, COUNT(*), MAX(timestamp) FROM events "
-          "GROUP BY app_name, user_id, session_id ORDER BY MAX(timestamp) DESC LIMIT 50"], "≤ 1.5×"),
-        ("adk `show APP/USER/SESSION@4990 --json` (state rebuilt over 4,990 events)",
-         agentctl + [str(ADK), "show", "bench/u2/s0042@4990", "--json"],
-         ["sqlite3", str(ADK), "SELECT event_data FROM events WHERE app_name = 'bench' AND user_id = 'u2' AND "
-          "session_id = 's0042' ORDER BY timestamp, id"], "< 0.3 s"),
-        ("adk `show APP/USER/SESSION@4990` (text: the 4,990-message transcript rendered)",
-         agentctl + [str(ADK), "show", "bench/u2/s0042@4990"], None, "< 0.3 s"),
+        (
+            "openai-agents `threads list` (50 newest)",
+            agentctl + [str(OA), "threads", "list"],
+            [
+                "sqlite3",
+                str(OA),
+                "SELECT m.session_id, COUNT(*), MAX(m.id), MAX(m.created_at) FROM agent_messages m "
+                "GROUP BY m.session_id ORDER BY MAX(m.created_at) DESC, m.session_id LIMIT 50",
+            ],
+            "≤ 1.5×",
+        ),
+        (
+            "openai-agents `show SESSION@50` (the last item)",
+            agentctl + [str(OA), "show", "session-00042@50"],
+            [
+                "sqlite3",
+                str(OA),
+                "SELECT message_data FROM agent_messages WHERE session_id = 'session-00042' "
+                "ORDER BY id LIMIT 50",
+            ],
+            "< 0.3 s",
+        ),
+        (
+            "adk `threads list` (50 newest)",
+            agentctl + [str(ADK), "threads", "list"],
+            [
+                "sqlite3",
+                str(ADK),
+                "SELECT app_name, user_id, session_id, COUNT(*), MAX(timestamp) FROM events "
+                "GROUP BY app_name, user_id, session_id ORDER BY MAX(timestamp) DESC LIMIT 50",
+            ],
+            "≤ 1.5×",
+        ),
+        (
+            "adk `show APP/USER/SESSION@4990 --json` (state rebuilt over 4,990 events)",
+            agentctl + [str(ADK), "show", "bench/u2/s0042@4990", "--json"],
+            [
+                "sqlite3",
+                str(ADK),
+                "SELECT event_data FROM events WHERE app_name = 'bench' AND user_id = 'u2' AND "
+                "session_id = 's0042' ORDER BY timestamp, id",
+            ],
+            "< 0.3 s",
+        ),
+        (
+            "adk `show APP/USER/SESSION@4990` (text: the 4,990-message transcript rendered)",
+            agentctl + [str(ADK), "show", "bench/u2/s0042@4990"],
+            None,
+            "< 0.3 s",
+        ),
     ]
-    print("| figure | agentctl: median (min–max), CPU | sqlite3 CLI: median (min–max), CPU | ratio | target |")
+    print(
+        "| figure | agentctl: median (min–max), CPU | sqlite3 CLI: median (min–max), CPU | ratio | target |"
+    )
     print("|---|---|---|---|---|")
     for name, cmd, base, target in figures:
         a = timed(cmd, args.runs)

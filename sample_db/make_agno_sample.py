@@ -23,8 +23,17 @@ if __name__ == "__main__":
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(f"{path}{suffix}"):
             os.remove(f"{path}{suffix}")
-    subprocess.run([sys.executable, str(HERE.parent / "tests" / "scripts" / "agno_write.py"), "write", "sqlite",
-                    str(path)], check=True, env=dict(os.environ, AGNO_TELEMETRY="false"))
+    subprocess.run(
+        [
+            sys.executable,
+            str(HERE.parent / "tests" / "scripts" / "agno_write.py"),
+            "write",
+            "sqlite",
+            str(path),
+        ],
+        check=True,
+        env=dict(os.environ, AGNO_TELEMETRY="false"),
+    )
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA journal_mode=DELETE")  # the file alone holds it all
     conn.close()

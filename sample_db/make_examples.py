@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentctl.storage.agentos.sqlite import SQLiteCheckpointer  # noqa: E402
 from agentctl.engine import CheckpointEngine  # noqa: E402
 from agentctl.model import Checkpoint, CheckpointMetadata  # noqa: E402
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parent / "checkpoints.db"
 THREAD = "coder-fix-flaky-test"
@@ -39,10 +39,14 @@ def _fresh(path: Path) -> None:
 
 
 def _cp(thread: str, step: int, cid: str, parent: str | None, created: datetime, **content) -> Checkpoint:
-    return Checkpoint(CheckpointMetadata(thread, cid, step, parent, created.isoformat(), ["manual"],
-                                         content.pop("summary", f"step {step}")),
-                      content.get("messages", [{"role": "user", "content": f"m{step}"}]),
-                      content.get("state", {"step": step}), content.get("tools", {}))
+    return Checkpoint(
+        CheckpointMetadata(
+            thread, cid, step, parent, created.isoformat(), ["manual"], content.pop("summary", f"step {step}")
+        ),
+        content.get("messages", [{"role": "user", "content": f"m{step}"}]),
+        content.get("state", {"step": step}),
+        content.get("tools", {}),
+    )
 
 
 async def broken(path: Path) -> None:
@@ -50,15 +54,21 @@ async def broken(path: Path) -> None:
     t = T0
     async with SQLiteCheckpointer(str(path), readonly=False, create=True) as b:
         async with b.transaction() as tx:
-            for thread, step, cid, parent in (("dup", 1, "d1", None), ("dup", 1, "d1b", "d1"),
-                                              ("orph", 2, "o2", "gone-by-gc"), ("loop", 1, "c1", "c3"),
-                                              ("loop", 2, "c2", "c1"), ("loop", 3, "c3", "c2"),
-                                              ("bad", 1, "b1", None)):
+            for thread, step, cid, parent in (
+                ("dup", 1, "d1", None),
+                ("dup", 1, "d1b", "d1"),
+                ("orph", 2, "o2", "gone-by-gc"),
+                ("loop", 1, "c1", "c3"),
+                ("loop", 2, "c2", "c1"),
+                ("loop", 3, "c3", "c2"),
+                ("bad", 1, "b1", None),
+            ):
                 t += timedelta(seconds=5)
                 await tx.put(_cp(thread, step, cid, parent, t))
             # a messages column holding an object where the format has an array
-            await tx.execute("UPDATE checkpoints SET messages_blob = ? WHERE checkpoint_id = ?",
-                             '{"not": "a list"}', "b1")
+            await tx.execute(
+                "UPDATE checkpoints SET messages_blob = ? WHERE checkpoint_id = ?", '{"not": "a list"}', "b1"
+            )
 
 
 async def conflict(path: Path) -> None:
@@ -77,13 +87,21 @@ async def conflict(path: Path) -> None:
         branch = await engine.branch(head.metadata.checkpoint_id, "try-mocks")
         # the agent goes on in both threads; both change state.retry.attempts
         for thread, step, parent, attempts, cid in (
-                (THREAD, 14, head.metadata.checkpoint_id, 5, f"ckpt-{THREAD}-14-aaaaaa"),
-                (branch, 1, f"ckpt-{branch}-0", 9, f"ckpt-{branch}-1-bbbbbb")):
+            (THREAD, 14, head.metadata.checkpoint_id, 5, f"ckpt-{THREAD}-14-aaaaaa"),
+            (branch, 1, f"ckpt-{branch}-0", 9, f"ckpt-{branch}-1-bbbbbb"),
+        ):
             state = {**head.state, "retry": {**head.state["retry"], "attempts": attempts}}
             text = f"Trying exponential backoff, attempt {attempts}."
-            await b.put(Checkpoint(
-                CheckpointMetadata(thread, cid, step, parent, now(), ["tool_call"], f"[assistant] {text}"),
-                head.messages + [{"role": "assistant", "content": text}], state, dict(head.tools_result)))
+            await b.put(
+                Checkpoint(
+                    CheckpointMetadata(
+                        thread, cid, step, parent, now(), ["tool_call"], f"[assistant] {text}"
+                    ),
+                    head.messages + [{"role": "assistant", "content": text}],
+                    state,
+                    dict(head.tools_result),
+                )
+            )
     print(branch)
 
 

@@ -22,7 +22,6 @@ file, since parallel nodes write in any order). The file is in rollback-journal 
 (not WAL) so that a read-only copy in site-packages opens without a -shm file.
 """
 
-
 import operator
 import random
 import sqlite3
@@ -96,11 +95,16 @@ def build(out: Path) -> None:
         if done < len(tool_plan):
             name, args, _ = tool_plan[done]
             call = {"name": name, "args": args, "id": f"call_{name}"}
-            return {"messages": [AIMessage(content=f"Let me {name.replace('_', ' ')}.",
-                                           tool_calls=[call], id=mid("ai"))],
-                    "order_id": "A-1042"}
-        return {"messages": [AIMessage(content="Your refund R-77 of $129.99 is on its way.",
-                                       id=mid("ai"))], "refund_cents": 12999}
+            return {
+                "messages": [
+                    AIMessage(content=f"Let me {name.replace('_', ' ')}.", tool_calls=[call], id=mid("ai"))
+                ],
+                "order_id": "A-1042",
+            }
+        return {
+            "messages": [AIMessage(content="Your refund R-77 of $129.99 is on its way.", id=mid("ai"))],
+            "refund_cents": 12999,
+        }
 
     def tools(s):
         out = []
@@ -180,20 +184,29 @@ def build(out: Path) -> None:
 
     support = g.compile(checkpointer=saver)
     cfg = {"configurable": {"thread_id": "support-refund"}}
-    support.invoke({"messages": [HumanMessage(content="My order A-1042 arrived broken, refund please.",
-                                              id=mid("human"))]}, cfg)
-    support.update_state(cfg, {"messages": [HumanMessage(content="(operator) customer confirmed by phone",
-                                                         id=mid("human"))]})
+    support.invoke(
+        {
+            "messages": [
+                HumanMessage(content="My order A-1042 arrived broken, refund please.", id=mid("human"))
+            ]
+        },
+        cfg,
+    )
+    support.update_state(
+        cfg, {"messages": [HumanMessage(content="(operator) customer confirmed by phone", id=mid("human"))]}
+    )
 
     rcfg = {"configurable": {"thread_id": "support-refund-replay"}}
     support.invoke({"messages": [HumanMessage(content="Refund order A-1042?", id=mid("human"))]}, rcfg)
     old = [s for s in support.get_state_history(rcfg) if s.metadata["step"] == 2][0]
-    support.invoke(None, old.config)                                 # replay: a fork in place
-    support.update_state(old.config, None, as_node="__copy__")       # a copy of an old one
+    support.invoke(None, old.config)  # replay: a fork in place
+    support.update_state(old.config, None, as_node="__copy__")  # a copy of an old one
 
     deploy = d.compile(checkpointer=saver)
-    deploy.invoke({"service": "billing-api", "approved_by": "", "status": "pending"},
-                  {"configurable": {"thread_id": "deploy-approval"}})
+    deploy.invoke(
+        {"service": "billing-api", "approved_by": "", "status": "pending"},
+        {"configurable": {"thread_id": "deploy-approval"}},
+    )
     acfg = {"configurable": {"thread_id": "deploy-approved"}}
     deploy.invoke({"service": "search-api", "approved_by": "", "status": "pending"}, acfg)
     deploy.invoke(Command(resume="alice"), acfg)
@@ -203,8 +216,10 @@ def build(out: Path) -> None:
 
     flaky = f.compile(checkpointer=saver)
     try:
-        flaky.invoke({"service": "shop", "approved_by": "", "status": ""},
-                     {"configurable": {"thread_id": "flaky-tool"}})
+        flaky.invoke(
+            {"service": "shop", "approved_by": "", "status": ""},
+            {"configurable": {"thread_id": "flaky-tool"}},
+        )
     except TimeoutError:
         pass
 
@@ -216,10 +231,14 @@ def build(out: Path) -> None:
     final.execute("ATTACH DATABASE ? AS src", (str(out),))
     for (sql,) in final.execute("SELECT sql FROM src.sqlite_master WHERE type = 'table'").fetchall():
         final.execute(sql)
-    final.execute("INSERT INTO checkpoints SELECT * FROM src.checkpoints "
-                  "ORDER BY thread_id, checkpoint_ns, checkpoint_id")
-    final.execute("INSERT INTO writes SELECT * FROM src.writes "
-                  "ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_id, idx")
+    final.execute(
+        "INSERT INTO checkpoints SELECT * FROM src.checkpoints "
+        "ORDER BY thread_id, checkpoint_ns, checkpoint_id"
+    )
+    final.execute(
+        "INSERT INTO writes SELECT * FROM src.writes "
+        "ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_id, idx"
+    )
     final.execute("DETACH DATABASE src")
     final.execute("VACUUM")
     final.close()

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentctl.storage.agentos.sqlite import SQLiteCheckpointer  # noqa: E402
 from agentctl.engine import CheckpointEngine, CheckpointGC, SnapshotConfig  # noqa: E402
 from agentctl.model import Checkpoint, CheckpointMetadata  # noqa: E402
 from agentctl.storage.agentos.oplog import SIDE_TABLES  # noqa: E402
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "agentctl" / "sample" / "checkpoints.db"
 T0 = datetime(2026, 11, 2, 9, 0, 0, tzinfo=timezone.utc)
@@ -42,22 +42,42 @@ class Writer:
     def hex(self, n: int) -> str:
         return "".join(self.rng.choice("0123456789abcdef") for _ in range(n))
 
-    async def put(self, thread, step, messages, state, tools, tags, parent, next_node="",
-                  cid=None, summary=None, seconds=7.0):
+    async def put(
+        self,
+        thread,
+        step,
+        messages,
+        state,
+        tools,
+        tags,
+        parent,
+        next_node="",
+        cid=None,
+        summary=None,
+        seconds=7.0,
+    ):
         cid = cid or f"ckpt-{thread}-{step}-{self.hex(6)}"
         if summary is None:
             last = messages[-1] if messages else {}
-            summary = f"[{last.get('role', 'unknown')}] {str(last.get('content', ''))[:100]}" \
-                if messages else f"State: {len(state)} keys"
+            summary = (
+                f"[{last.get('role', 'unknown')}] {str(last.get('content', ''))[:100]}"
+                if messages
+                else f"State: {len(state)} keys"
+            )
         cp = Checkpoint(
             CheckpointMetadata(thread, cid, step, parent, self.tick(seconds), list(tags), summary),
-            [dict(m) for m in messages], dict(state), dict(tools), next_node)
+            [dict(m) for m in messages],
+            dict(state),
+            dict(tools),
+            next_node,
+        )
         await self.cp.put(cp)
         return cid
 
 
-async def support_thread(w: Writer, thread: str, customer: str, order: str, issue: str,
-                         chinese: bool = False) -> str:
+async def support_thread(
+    w: Writer, thread: str, customer: str, order: str, issue: str, chinese: bool = False
+) -> str:
     msgs = [{"role": "system", "content": "You are a helpful support agent for Acme Store."}]
     state = {"customer": customer, "order_id": order, "stage": "triage", "tickets": []}
     parent = None
@@ -66,21 +86,38 @@ async def support_thread(w: Writer, thread: str, customer: str, order: str, issu
         ("user", issue, "llm_call", "classify"),
         ("assistant", None, "tool_call", "lookup_order"),
         ("tool", None, "tool_call", "respond"),
-        ("assistant", "退款已提交，3-5 个工作日内到账。" if chinese else
-         f"I've found order {order}. A refund has been issued; it takes 3-5 business days.",
-         "llm_call", "confirm"),
+        (
+            "assistant",
+            "退款已提交，3-5 个工作日内到账。"
+            if chinese
+            else f"I've found order {order}. A refund has been issued; it takes 3-5 business days.",
+            "llm_call",
+            "confirm",
+        ),
         ("user", "谢谢！" if chinese else "Thanks, that's all.", "state_change", "end"),
     ]
     for role, content, trigger, node in script:
         step += 1
         tools = {}
         if role == "assistant" and content is None:
-            msgs.append({"role": "assistant", "content": "",
-                         "tool_calls": [{"id": f"call_{w.hex(8)}", "name": "lookup_order",
-                                         "arguments": {"order_id": order}}]})
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"id": f"call_{w.hex(8)}", "name": "lookup_order", "arguments": {"order_id": order}}
+                    ],
+                }
+            )
         elif role == "tool":
-            tools = {"lookup_order": {"order_id": order, "status": "delivered", "total": 59.9,
-                                      "items": [{"sku": "A-100", "qty": 1}]}}
+            tools = {
+                "lookup_order": {
+                    "order_id": order,
+                    "status": "delivered",
+                    "total": 59.9,
+                    "items": [{"sku": "A-100", "qty": 1}],
+                }
+            }
             msgs.append({"role": "tool", "name": "lookup_order", "content": str(tools["lookup_order"])})
             state["stage"] = "refund"
             state["tickets"] = state["tickets"] + [f"T-{w.hex(4)}"]
@@ -93,8 +130,10 @@ async def support_thread(w: Writer, thread: str, customer: str, order: str, issu
 
 
 async def coder_thread(w: Writer, thread: str, task: str, steps: int) -> list[str]:
-    msgs = [{"role": "system", "content": "You are a coding agent. Use tools to edit and test."},
-            {"role": "user", "content": task}]
+    msgs = [
+        {"role": "system", "content": "You are a coding agent. Use tools to edit and test."},
+        {"role": "user", "content": task},
+    ]
     state = {"task": task, "files": {}, "test_runs": 0, "plan": ["read", "edit", "test"]}
     ids: list[str] = []
     parent = None
@@ -105,21 +144,35 @@ async def coder_thread(w: Writer, thread: str, task: str, steps: int) -> list[st
             path = f"src/module_{step % 4}.py"
             state["files"] = {**state["files"], path: {"lines": 40 + step * 3, "edited": step}}
             tools = {"write_file": {"path": path, "bytes": 1200 + step * 37}}
-            msgs = msgs + [{"role": "assistant", "content": "",
-                            "tool_calls": [{"name": "write_file", "arguments": {"path": path}}]},
-                           {"role": "tool", "name": "write_file", "content": f"wrote {path}"}]
+            msgs = msgs + [
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"name": "write_file", "arguments": {"path": path}}],
+                },
+                {"role": "tool", "name": "write_file", "content": f"wrote {path}"},
+            ]
         elif kind == "state_change":
             state["test_runs"] += 1
             passed = step > steps // 2
             state["last_test"] = {"passed": 12 if passed else 9, "failed": 0 if passed else 3}
-            tools = {"run_tests": {"exit_code": 0 if passed else 1,
-                                   "output": "12 passed" if passed else "9 passed, 3 failed"}}
+            tools = {
+                "run_tests": {
+                    "exit_code": 0 if passed else 1,
+                    "output": "12 passed" if passed else "9 passed, 3 failed",
+                }
+            }
             msgs = msgs + [{"role": "tool", "name": "run_tests", "content": tools["run_tests"]["output"]}]
         else:
-            msgs = msgs + [{"role": "assistant",
-                            "content": f"Step {step}: reviewing the failures and planning the next edit."}]
-        parent = await w.put(thread, step, msgs, state, tools, [kind], parent,
-                             ("agent", "tools", "tests")[step % 3])
+            msgs = msgs + [
+                {
+                    "role": "assistant",
+                    "content": f"Step {step}: reviewing the failures and planning the next edit.",
+                }
+            ]
+        parent = await w.put(
+            thread, step, msgs, state, tools, [kind], parent, ("agent", "tools", "tests")[step % 3]
+        )
         ids.append(parent)
     return ids
 
@@ -134,17 +187,23 @@ async def build(out: Path) -> None:
     rng = random.Random(20261102)
     cp = SQLiteCheckpointer(str(out))
     w = Writer(cp, rng)
-    await support_thread(w, "support-1042", "Dana Whitfield", "A-77812",
-                         "My order A-77812 arrived damaged, can I get a refund?")
-    await support_thread(w, "support-1043", "李雷", "A-77950",
-                         "你好，我的订单 A-77950 还没有到，可以退款吗？", chinese=True)
-    await support_thread(w, "support-1044", "Sam Ortiz", "A-78001",
-                         "I was charged twice for order A-78001.")
+    await support_thread(
+        w,
+        "support-1042",
+        "Dana Whitfield",
+        "A-77812",
+        "My order A-77812 arrived damaged, can I get a refund?",
+    )
+    await support_thread(
+        w, "support-1043", "李雷", "A-77950", "你好，我的订单 A-77950 还没有到，可以退款吗？", chinese=True
+    )
+    await support_thread(w, "support-1044", "Sam Ortiz", "A-78001", "I was charged twice for order A-78001.")
 
     # A coding thread, a branch off a middle step that tries another fix, and its merge,
     # made by the engine (its ids and clock drawn from the same seeded stream).
-    engine = CheckpointEngine(cp, SnapshotConfig(gc_policy=CheckpointGC.KEEP_ALL),
-                              rng=rng, clock=lambda: w.tick(7.0))
+    engine = CheckpointEngine(
+        cp, SnapshotConfig(gc_policy=CheckpointGC.KEEP_ALL), rng=rng, clock=lambda: w.tick(7.0)
+    )
     main = await coder_thread(w, "coder-fix-flaky-test", "Fix the flaky test in tests/test_io.py", 12)
     base_id = main[5]
     base = await cp.get(base_id)
@@ -155,8 +214,9 @@ async def build(out: Path) -> None:
     for step in range(1, 4):
         bmsgs = bmsgs + [{"role": "assistant", "content": f"Trying exponential backoff, attempt {step}."}]
         bstate = {**bstate, "retry": {"strategy": "exponential", "attempts": step}}
-        parent = await w.put(branch, step, bmsgs, bstate, {"run_tests": {"exit_code": 0}},
-                             ["tool_call"], parent, "tests")
+        parent = await w.put(
+            branch, step, bmsgs, bstate, {"run_tests": {"exit_code": 0}}, ["tool_call"], parent, "tests"
+        )
     await engine.merge_branch(branch, "coder-fix-flaky-test")
 
     await coder_thread(w, "coder-add-cli-flag", "Add a --verbose flag to the CLI", 9)
@@ -169,11 +229,22 @@ async def build(out: Path) -> None:
         if i % 10 == 0:
             notes = notes + [f"finding {i // 10}: source {w.hex(5)} looks relevant"]
         state = {"iteration": i, "notes": notes, "budget_left": 1000 - i * 3}
-        msgs = [{"role": "user", "content": "Research the history of the transistor."},
-                {"role": "assistant", "content": f"Iteration {i}: reading source {i % 17}."}]
-        parent = await w.put(session, i, msgs, state, {"fetch": {"url": f"https://example.org/{i}"}},
-                             ["auto", f"iter_{i}"], parent, "loop", cid=f"ckpt-{session}-{i:06d}",
-                             seconds=3.0)
+        msgs = [
+            {"role": "user", "content": "Research the history of the transistor."},
+            {"role": "assistant", "content": f"Iteration {i}: reading source {i % 17}."},
+        ]
+        parent = await w.put(
+            session,
+            i,
+            msgs,
+            state,
+            {"fetch": {"url": f"https://example.org/{i}"}},
+            ["auto", f"iter_{i}"],
+            parent,
+            "loop",
+            cid=f"ckpt-{session}-{i:06d}",
+            seconds=3.0,
+        )
     await cp.close()
     # The library made the file in WAL mode; the shipped copy is one self-contained file
     # in rollback mode, so it reads even from a read-only install directory.

@@ -24,7 +24,6 @@ import pytest
 from tests.support import pgserver
 from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, unavailable, with_search_path
 
-
 #: the fixtures whose tests are `slow`: a Postgres server, the Node rig (npm ci, node),
 #: the CrewAI rig (crewai run in a venv of its own, tests/support/crewairig.py)
 SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "node_modules", "crewai_python"})
@@ -37,40 +36,58 @@ SLOW_PARAMS = frozenset({"postgres", "pg"})
 #: the reliability suite (crashes, live writers, hostile rows and 50 MB values, other
 #: processes holding locks), fuzzing, the browser, the checks that build venvs, wheels
 #: or the manual
-SLOW_FILES = frozenset({
-    # an agent framework run by agentctl's run / edit / compare, in a child process
-    "tests/formats/test_run.py", "tests/formats/test_run_adk.py", "tests/formats/test_run_apps.py",
-    "tests/formats/test_run_openai.py", "tests/formats/test_run_langgraphjs.py", "tests/formats/test_adk_app.py",
-    "tests/formats/test_run_crewai.py",
-    "tests/formats/test_compare.py", "tests/formats/test_compare_llm.py", "tests/formats/test_edit.py",
-    "tests/formats/test_edit_adk.py", "tests/formats/test_edit_langgraph_nograph.py", "tests/formats/test_run_agno.py",
-    "tests/tui/test_format_agno_tui.py::test_R_on_an_agno_session_asks_the_users_message_runs_the_agent_and_u_undoes",
-    "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[edit]",
-    "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[run]",
-    "tests/cli/test_cli_write_opens.py::test_edit_through_the_graph_and_run_open_it_once",
-    "tests/cli/test_cli_json_shapes.py::test_edit_through_the_graph_prints_the_plans_keys",
-    # LangGraph's own serializer writing the checkpoint
-    "tests/formats/test_langgraph_serde.py::test_show_imports_no_module_named_in_a_checkpoint",
-    "tests/tui/test_tui_edit_run.py", "tests/tui/test_tui_compare_llm.py", "tests/cli/test_story.py",
-    # the TUI on every store (a Pilot session per format) and every store's snapshots:
-    # tests/tui/test_tui.py is the fast tier's TUI
-    "tests/formats/contract/test_tui.py", "tests/tui/test_snapshots_stores.py",
-    # LangGraph.js (the Node rig); a LangGraph program writing beside agentctl's index
-    "tests/formats/test_langgraphjs_rig.py", "tests/formats/test_langgraphjs_writes.py",
-    "tests/formats/test_search_index_sdk_lg.py",
-    # other processes, big values, hostile rows, fuzzing, the Hypothesis state machine
-    "tests/reliability/", "tests/engine/test_engine_stateful.py", "tests/engine/test_prune_speed_shape.py",
-    "tests/unit/test_jsonb.py::test_fuzz_mutated_blobs",
-    "tests/unit/test_jsonb.py::test_fuzz_encode_is_sqlite_jsonb_and_decode_its_inverse",
-    # the browser; venvs, wheels, the manual, a pytest run in a child process, every help
-    "tests/tui/test_serve.py::test_serve_shows_the_thread_list_in_a_browser",
-    "tests/tui/test_crewai_tui.py::test_serve_shows_each_crewai_store_in_a_browser",
-    "tests/tui/test_crewai_tui.py::test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes",
-    "tests/tui/test_crewai_tui.py::test_R_kicks_a_persisted_crewai_flow_off",
-    "tests/tui/test_serve.py::test_serve_shows_an_agno_database_in_a_browser",
-    "tests/structure/test_plugins.py", "tests/structure/test_docs.py", "tests/structure/test_suite_shutdown.py",
-    "tests/cli/test_cli_registry.py::test_a_summary_shortens_as_the_whole_help_does",
-})
+SLOW_FILES = frozenset(
+    {
+        # an agent framework run by agentctl's run / edit / compare, in a child process
+        "tests/formats/test_run.py",
+        "tests/formats/test_run_adk.py",
+        "tests/formats/test_run_apps.py",
+        "tests/formats/test_run_openai.py",
+        "tests/formats/test_run_langgraphjs.py",
+        "tests/formats/test_adk_app.py",
+        "tests/formats/test_run_crewai.py",
+        "tests/formats/test_compare.py",
+        "tests/formats/test_compare_llm.py",
+        "tests/formats/test_edit.py",
+        "tests/formats/test_edit_adk.py",
+        "tests/formats/test_edit_langgraph_nograph.py",
+        "tests/formats/test_run_agno.py",
+        "tests/tui/test_format_agno_tui.py::test_R_on_an_agno_session_asks_the_users_message_runs_the_agent_and_u_undoes",
+        "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[edit]",
+        "tests/cli/test_help_examples.py::test_help_examples_work_on_a_fresh_clone[run]",
+        "tests/cli/test_cli_write_opens.py::test_edit_through_the_graph_and_run_open_it_once",
+        "tests/cli/test_cli_json_shapes.py::test_edit_through_the_graph_prints_the_plans_keys",
+        # LangGraph's own serializer writing the checkpoint
+        "tests/formats/test_langgraph_serde.py::test_show_imports_no_module_named_in_a_checkpoint",
+        "tests/tui/test_tui_edit_run.py",
+        "tests/tui/test_tui_compare_llm.py",
+        "tests/cli/test_story.py",
+        # the TUI on every store (a Pilot session per format) and every store's snapshots:
+        # tests/tui/test_tui.py is the fast tier's TUI
+        "tests/formats/contract/test_tui.py",
+        "tests/tui/test_snapshots_stores.py",
+        # LangGraph.js (the Node rig); a LangGraph program writing beside agentctl's index
+        "tests/formats/test_langgraphjs_rig.py",
+        "tests/formats/test_langgraphjs_writes.py",
+        "tests/formats/test_search_index_sdk_lg.py",
+        # other processes, big values, hostile rows, fuzzing, the Hypothesis state machine
+        "tests/reliability/",
+        "tests/engine/test_engine_stateful.py",
+        "tests/engine/test_prune_speed_shape.py",
+        "tests/unit/test_jsonb.py::test_fuzz_mutated_blobs",
+        "tests/unit/test_jsonb.py::test_fuzz_encode_is_sqlite_jsonb_and_decode_its_inverse",
+        # the browser; venvs, wheels, the manual, a pytest run in a child process, every help
+        "tests/tui/test_serve.py::test_serve_shows_the_thread_list_in_a_browser",
+        "tests/tui/test_crewai_tui.py::test_serve_shows_each_crewai_store_in_a_browser",
+        "tests/tui/test_crewai_tui.py::test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes",
+        "tests/tui/test_crewai_tui.py::test_R_kicks_a_persisted_crewai_flow_off",
+        "tests/tui/test_serve.py::test_serve_shows_an_agno_database_in_a_browser",
+        "tests/structure/test_plugins.py",
+        "tests/structure/test_docs.py",
+        "tests/structure/test_suite_shutdown.py",
+        "tests/cli/test_cli_registry.py::test_a_summary_shortens_as_the_whole_help_does",
+    }
+)
 
 
 def _listed(nodeid: str) -> bool:
@@ -102,8 +119,10 @@ def pg_base_dsn(request):
         yield dsn
         return
     if pgserver.find_bin_dir() is None:
-        unavailable("Postgres server binaries (initdb, pg_ctl) not found; set AGENTCTL_TEST_PG_DSN "
-                    "or install postgresql")
+        unavailable(
+            "Postgres server binaries (initdb, pg_ctl) not found; set AGENTCTL_TEST_PG_DSN "
+            "or install postgresql"
+        )
     try:
         server = pgserver.start()
     except RuntimeError as exc:

@@ -57,7 +57,13 @@ def main() -> None:
         startup.leave(exc.code)
     except KeyboardInterrupt:  # Ctrl-C while the command line is read (the command's own
         # handler says what is true once it runs; a second Ctrl-C inside that handler lands here)
-        sys.stderr.write("agentctl: interrupted; " + ("see `agentctl oplog` for whether anything was written\n"
-                                                      if startup.STATE.get("invoked") else "nothing was changed\n"))
+        sys.stderr.write(
+            "agentctl: interrupted; "
+            + (
+                "see `agentctl oplog` for whether anything was written\n"
+                if startup.STATE.get("invoked")
+                else "nothing was changed\n"
+            )
+        )
         startup.leave(130)
     startup.leave(0)

@@ -55,24 +55,31 @@ def install() -> None:
                 except ValueError:
                     raise BadParameter(_PARSE_ERRORS[kind], ctx=ctx, param=param) from None
             elif kind is int and isinstance(value, float) and not value.is_integer():
-                raise BadParameter("Input should be a valid integer, got a number with a "
-                                   "fractional part", ctx=ctx, param=param)
+                raise BadParameter(
+                    "Input should be a valid integer, got a number with a fractional part",
+                    ctx=ctx,
+                    param=param,
+                )
             value = kind(value)
             info = self.parameter_info
             if info.min is not None and value < info.min:
-                raise BadParameter(f"Input should be greater than or equal to {info.min}",
-                                   ctx=ctx, param=param)
+                raise BadParameter(
+                    f"Input should be greater than or equal to {info.min}", ctx=ctx, param=param
+                )
             if info.max is not None and value > info.max:
-                raise BadParameter(f"Input should be less than or equal to {info.max}",
-                                   ctx=ctx, param=param)
+                raise BadParameter(f"Input should be less than or equal to {info.max}", ctx=ctx, param=param)
             return value
 
     def get_runtime_param(self: Any) -> Any:
         if self._runtime_param is None:
             desc = self.type_descriptor
             info = desc.parameter_info
-            if ((desc.annotation in _NAMES or desc.annotation in _LISTS) and desc.file_annotation is None
-                    and info.parser is None and not info.clamp):
+            if (
+                (desc.annotation in _NAMES or desc.annotation in _LISTS)
+                and desc.file_annotation is None
+                and info.parser is None
+                and not info.clamp
+            ):
                 self._runtime_param = PlainParam(parameter_info=info, annotation=desc.annotation)
         return original(self)
 
@@ -82,8 +89,21 @@ def install() -> None:
 
 _NAMES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _LISTS = (list[str], list[str] | None)
-_BOOLS = {"0": False, "off": False, "f": False, "false": False, "n": False, "no": False, "": False,
-          "1": True, "on": True, "t": True, "true": True, "y": True, "yes": True}
+_BOOLS = {
+    "0": False,
+    "off": False,
+    "f": False,
+    "false": False,
+    "n": False,
+    "no": False,
+    "": False,
+    "1": True,
+    "on": True,
+    "t": True,
+    "true": True,
+    "y": True,
+    "yes": True,
+}
 
 
 def _to_bool(value: Any, ctx: Any, param: Any, error: Any) -> bool:
@@ -95,6 +115,8 @@ def _to_bool(value: Any, ctx: Any, param: Any, error: Any) -> bool:
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     raise error("Input should be a valid boolean, unable to interpret input", ctx=ctx, param=param)
+
+
 _PARSE_ERRORS = {
     int: "Input should be a valid integer, unable to parse string as an integer",
     float: "Input should be a valid number, unable to parse string as a number",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 import typer
 
@@ -21,8 +22,9 @@ class CliState:
     op_before: int | None = None
 
     @asynccontextmanager
-    async def open(self, write: bool = False, create: bool = False,
-                   need: str | None = None, note: bool = True) -> AsyncIterator[Any]:
+    async def open(
+        self, write: bool = False, create: bool = False, need: str | None = None, note: bool = True
+    ) -> AsyncIterator[Any]:
         """The store of the database's format (agentctl.storage), read-only unless the
         command writes. Nothing is created unless `create` (import --create, AgentOS).
         `need`: a Capability the command needs; without it, exit 2 naming the format.
@@ -35,8 +37,9 @@ class CliState:
 
         async with AsyncExitStack() as stack:
             try:
-                store = await stack.enter_async_context(open_store(
-                    self.db, format=self.format, readonly=not write, create=create and write))
+                store = await stack.enter_async_context(
+                    open_store(self.db, format=self.format, readonly=not write, create=create and write)
+                )
             except DatabaseNotFound as exc:
                 hint = relative_sqlite_url_hint(self.db)
                 if not hint:
@@ -49,8 +52,9 @@ class CliState:
             yield store
 
     @asynccontextmanager
-    async def history(self, write: bool = True, create: bool = False,
-                     need: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    async def history(
+        self, write: bool = True, create: bool = False, need: str | None = None
+    ) -> AsyncIterator[tuple[Any, Any]]:
         """(store, its History: the writes of its format), opened for writing unless
         `write=False` (plans and reads write nothing)."""
         async with self.open(write=write, create=create, need=need) as store:
@@ -69,11 +73,13 @@ def relative_sqlite_url_hint(url: str) -> str:
     and an absolute one takes four; '' for any other URL."""
     if not url.lower().startswith("sqlite:///") or url.lower().startswith("sqlite:////"):
         return ""
-    path = url[len("sqlite:///"):]
+    path = url[len("sqlite:///") :]
     if "/" not in path:  # a file name: plainly relative
         return ""
-    return (f"sqlite:///{path} is {path} in the current directory, as in SQLAlchemy; "
-            f"the absolute /{path} is sqlite:////{path}, with four slashes")
+    return (
+        f"sqlite:///{path} is {path} in the current directory, as in SQLAlchemy; "
+        f"the absolute /{path} is sqlite:////{path}, with four slashes"
+    )
 
 
 # import: export reads every format, so the refusal names import alone
@@ -171,7 +177,7 @@ def _quiet_threads() -> None:
     threading.excepthook = lambda args: None
 
 
-async def note_write(st: "CliState", store: Any) -> None:
+async def note_write(st: CliState, store: Any) -> None:
     """Called when a command opens the database for writing, before it writes: remember
     the newest operation of the log, so that after Ctrl-C `interrupted_line` can tell
     whether the write committed (every write records its op in the same transaction)."""

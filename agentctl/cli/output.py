@@ -11,10 +11,14 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.text import inert, json_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _state: dict[str, Any] = {"no_color": False, "pager": False}
 
@@ -51,14 +55,15 @@ def stdin_is_tty() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
-def console(stderr: bool = False, **kw: Any):
+def console(stderr: bool = False, **kw: Any) -> Console:
     from rich.console import Console
 
     no_color = _state["no_color"] or bool(os.environ.get("NO_COLOR"))
     if no_color:  # no escapes at all: Rich's no_color alone keeps bold, reverse, underline
         kw.setdefault("color_system", None)
-    return Console(stderr=stderr, no_color=no_color, highlight=False, markup=False,
-                   soft_wrap=False, emoji=False, **kw)
+    return Console(
+        stderr=stderr, no_color=no_color, highlight=False, markup=False, soft_wrap=False, emoji=False, **kw
+    )
 
 
 def emit_json(value: Any) -> None:
@@ -219,16 +224,22 @@ def show_changes(changes: Sequence[Any], *, head: Any = None) -> None:
     """A structural diff's changes (agentctl.diff.Change): a table under `head` (a Rich
     renderable) on a terminal, tab-separated with full JSON values when piped."""
     if not stdout_is_tty():
-        tsv(["SECTION", "PATH", "OP", "OLD", "NEW"],
-            [[c.section, c.path, c.op, compact_json(c.old), compact_json(c.new)] for c in changes])
+        tsv(
+            ["SECTION", "PATH", "OP", "OLD", "NEW"],
+            [[c.section, c.path, c.op, compact_json(c.old), compact_json(c.new)] for c in changes],
+        )
         return
     from agentctl import render
 
     show(*([head] if head is not None else []), render.diff_table(list(changes), width=console().width))
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None,
-          renderable: Callable[[], Any] | None = None) -> None:
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    title: str | None = None,
+    renderable: Callable[[], Any] | None = None,
+) -> None:
     """A Rich table on a terminal (`renderable()` when given); tab-separated text otherwise."""
     if stdout_is_tty():
         if renderable is not None:
@@ -251,10 +262,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
 
 
 @contextmanager
-def progress(description: str, total: float | None, *, enabled: bool = True) -> Iterator[Callable[[float], None]]:
+def progress(
+    description: str, total: float | None, *, enabled: bool = True
+) -> Iterator[Callable[[float], None]]:
     """A Rich progress bar on stderr when it is a terminal (else nothing); yields
     `advance(n)`."""
     if not (enabled and stderr_is_tty()):
+
         def nothing(n: float = 1) -> None:
             return None
 
@@ -262,8 +276,14 @@ def progress(description: str, total: float | None, *, enabled: bool = True) -> 
         return
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
-                  TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeRemainingColumn(),
+        console=console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(inert(description, one_line=True), total=total)
 
         def advance(n: float = 1) -> None:

@@ -26,52 +26,114 @@ PACKAGE = "agentctl.cli.commands"
 # them: Typer lists the commands before the groups.
 COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("inspect", "The checkpoints of a thread, newest first, one per line (like git log --oneline)."),
-    "show": ("inspect", "One checkpoint: metadata, the messages as a chat transcript (the last 50 unless "
-                        "--messages), the state and tool results as JSON."),
-    "diff": ("inspect", "Structural diff of two checkpoints: metadata, messages, state and tool results by "
-                        "JSON path (added / removed / changed, with old and new values)."),
-    "tree": ("inspect", "The checkpoint DAG of a thread and its branches: heads, branch points, merges and "
-                        "abandoned tips (what a rewind set aside) are labelled."),
-    "compare": ("compare", "Where two runs parted: the first step at which their states differ, and the diff there."),
-    "search": ("search", "Find text in messages, tool results and state; newest first, one hit per checkpoint "
-                         "and place, with the thread, step, where (the JSON path) and a snippet."),
+    "show": (
+        "inspect",
+        "One checkpoint: metadata, the messages as a chat transcript (the last 50 unless "
+        "--messages), the state and tool results as JSON.",
+    ),
+    "diff": (
+        "inspect",
+        "Structural diff of two checkpoints: metadata, messages, state and tool results by "
+        "JSON path (added / removed / changed, with old and new values).",
+    ),
+    "tree": (
+        "inspect",
+        "The checkpoint DAG of a thread and its branches: heads, branch points, merges and "
+        "abandoned tips (what a rewind set aside) are labelled.",
+    ),
+    "compare": (
+        "compare",
+        "Where two runs parted: the first step at which their states differ, and the diff there.",
+    ),
+    "search": (
+        "search",
+        "Find text in messages, tool results and state; newest first, one hit per checkpoint "
+        "and place, with the thread, step, where (the JSON path) and a snippet.",
+    ),
     "rewind": ("history", "Make a checkpoint the head of its thread again."),
-    "branch": ("history", "Start a new thread from a checkpoint (the writer's naming: THREAD-branch-NAME-XXXX)."),
-    "merge": ("history", "Merge a branch's head into a thread: a three-way merge of state and tool results "
-                         "from their common ancestor, the branch's new messages appended."),
-    "prune": ("history", "Delete old checkpoints by a policy; a thread's head and its fork points (the parent of "
-                         "a branch, or of several checkpoints) are always kept, and a kept checkpoint whose parent "
-                         "goes gets its nearest kept ancestor as parent, or none (as the plan says)."),
-    "edit": ("edit", "Change the state at a checkpoint: a new checkpoint after REF that holds exactly the values given."),
+    "branch": (
+        "history",
+        "Start a new thread from a checkpoint (the writer's naming: THREAD-branch-NAME-XXXX).",
+    ),
+    "merge": (
+        "history",
+        "Merge a branch's head into a thread: a three-way merge of state and tool results "
+        "from their common ancestor, the branch's new messages appended.",
+    ),
+    "prune": (
+        "history",
+        "Delete old checkpoints by a policy; a thread's head and its fork points (the parent of "
+        "a branch, or of several checkpoints) are always kept, and a kept checkpoint whose parent "
+        "goes gets its nearest kept ancestor as parent, or none (as the plan says).",
+    ),
+    "edit": (
+        "edit",
+        "Change the state at a checkpoint: a new checkpoint after REF that holds exactly the values given.",
+    ),
     "run": ("run", "Run your own agent from a checkpoint, through its framework, on this database."),
-    "oplog": ("ops", "The operations agentctl wrote (rewind, branch, merge, prune, delete, import, undo), "
-                     "newest first, and whether they were undone."),
-    "undo": ("ops", "Undo an operation (default: the latest not yet undone): a rewind, branch, merge, prune, "
-                    "thread delete or import."),
-    "redo": ("ops", "Re-apply an undone operation (default: the newest undone one), when nothing it touched "
-                    "changed since its undo."),
-    "purge": ("ops", "Free for good what undo could still bring back (rows set aside by rewind --hard, "
-                     "prune, delete); then VACUUM on SQLite."),
+    "oplog": (
+        "ops",
+        "The operations agentctl wrote (rewind, branch, merge, prune, delete, import, undo), "
+        "newest first, and whether they were undone.",
+    ),
+    "undo": (
+        "ops",
+        "Undo an operation (default: the latest not yet undone): a rewind, branch, merge, prune, "
+        "thread delete or import.",
+    ),
+    "redo": (
+        "ops",
+        "Re-apply an undone operation (default: the newest undone one), when nothing it touched "
+        "changed since its undo.",
+    ),
+    "purge": (
+        "ops",
+        "Free for good what undo could still bring back (rows set aside by rewind --hard, "
+        "prune, delete); then VACUUM on SQLite.",
+    ),
     "stats": ("health", "Usage statistics."),
-    "doctor": ("health", "Check the database: schema, duplicate steps in a thread, parents that do not exist, "
-                         "JSON that does not parse, parent cycles."),
-    "export": ("transfer", "Write checkpoints as JSON Lines, one checkpoint's to_dict() per line, in thread "
-                           "and step order."),
+    "doctor": (
+        "health",
+        "Check the database: schema, duplicate steps in a thread, parents that do not exist, "
+        "JSON that does not parse, parent cycles.",
+    ),
+    "export": (
+        "transfer",
+        "Write checkpoints as JSON Lines, one checkpoint's to_dict() per line, in thread and step order.",
+    ),
     "import": ("transfer", "Import checkpoints from JSON Lines in one transaction (undoable)."),
-    "backup": ("transfer", "Copy a SQLite database with SQLite's online backup API: a consistent copy even "
-                           "while agents write to it."),
+    "backup": (
+        "transfer",
+        "Copy a SQLite database with SQLite's online backup API: a consistent copy even "
+        "while agents write to it.",
+    ),
     "tui": ("tui", "Open the terminal UI on the database."),
-    "demo": ("tui", "Open the terminal UI on a temporary copy of the bundled sample database; your own "
-                    "databases are not touched."),
-    "serve": ("tui", "Serve the terminal UI to a web browser (textual-serve: pip install 'agentctl[web]'), "
-                     "read-only unless --allow-writes, on localhost unless --host says otherwise."),
-    "formats": ("formats", "The formats agentctl reads and writes, and what each can do; with --db, which "
-                           "format that database is (detected from its schema, or as --format forces it)."),
-    "help": ("helpcmd", "Show the help of agentctl, or of a command: `agentctl help threads delete` is "
-                        "`agentctl threads delete --help`."),
+    "demo": (
+        "tui",
+        "Open the terminal UI on a temporary copy of the bundled sample database; your own "
+        "databases are not touched.",
+    ),
+    "serve": (
+        "tui",
+        "Serve the terminal UI to a web browser (textual-serve: pip install 'agentctl[web]'), "
+        "read-only unless --allow-writes, on localhost unless --host says otherwise.",
+    ),
+    "formats": (
+        "formats",
+        "The formats agentctl reads and writes, and what each can do; with --db, which "
+        "format that database is (detected from its schema, or as --format forces it).",
+    ),
+    "help": (
+        "helpcmd",
+        "Show the help of agentctl, or of a command: `agentctl help threads delete` is "
+        "`agentctl threads delete --help`.",
+    ),
     "threads": ("threads", "List, inspect and delete threads."),
-    "index": ("index", "The search index `search` uses when present: a side file next to a SQLite "
-                       "database, pg_trgm indexes on Postgres (build, status, drop)."),
+    "index": (
+        "index",
+        "The search index `search` uses when present: a side file next to a SQLite "
+        "database, pg_trgm indexes on Postgres (build, status, drop).",
+    ),
 }
 
 # The commands that are groups: their module's `app` (a typer.Typer). Every other
@@ -114,12 +176,15 @@ def _keep_examples_in(app: typer.Typer) -> None:
     import inspect
 
     if not getattr(app, "_examples_kept", False):
-        app.info.help = keep_examples(app.info.help if isinstance(app.info.help, str) else None) \
-            or app.info.help
+        app.info.help = (
+            keep_examples(app.info.help if isinstance(app.info.help, str) else None) or app.info.help
+        )
         app._examples_kept = True  # type: ignore[attr-defined]
     for info in app.registered_commands:
         if info.callback is not None and not getattr(info, "_examples_kept", False):
-            info.help = keep_examples(info.help if isinstance(info.help, str) else inspect.getdoc(info.callback))
+            info.help = keep_examples(
+                info.help if isinstance(info.help, str) else inspect.getdoc(info.callback)
+            )
             info._examples_kept = True  # type: ignore[attr-defined]
 
 

@@ -66,7 +66,7 @@ def hoist_global_options(args: list[str], ctx: Any = None) -> list[str]:
         return args
     moved: list[str] = []
     kept: list[str] = []
-    rest = args[i + 1:]
+    rest = args[i + 1 :]
     j = 0
     while j < len(rest):
         arg = rest[j]
@@ -81,7 +81,7 @@ def hoist_global_options(args: list[str], ctx: Any = None) -> list[str]:
             elif j + 1 == len(rest):
                 raise usage_error_class()(f"Option {arg!r} requires an argument.", ctx=ctx)
             else:
-                moved += rest[j:j + 2]
+                moved += rest[j : j + 2]
                 j += 2
             continue
         if arg in GLOBAL_FLAG_OPTIONS:
@@ -133,8 +133,14 @@ class AgentctlGroup(TyperGroup):
 
             name = ctx.invoked_subcommand or "write"
             st = ctx.find_root().obj
-            report(RuntimeError(interrupted_line(st if isinstance(st, CliState) else None,
-                                                 "threads delete" if name == "threads" else name)))
+            report(
+                RuntimeError(
+                    interrupted_line(
+                        st if isinstance(st, CliState) else None,
+                        "threads delete" if name == "threads" else name,
+                    )
+                )
+            )
             ctx.exit(130)
 
 
@@ -205,11 +211,17 @@ def build_command(name: str, module_name: str) -> Any:
     short, rich_markup_mode = app.pretty_exceptions_short, app.rich_markup_mode
     for info in scratch.registered_commands:
         if (info.name or get_command_name(info.callback.__name__)) == name:  # type: ignore[union-attr]
-            return get_command_from_info(info, pretty_exceptions_short=short, rich_markup_mode=rich_markup_mode)
+            return get_command_from_info(
+                info, pretty_exceptions_short=short, rich_markup_mode=rich_markup_mode
+            )
     for group in scratch.registered_groups:
         if group.name == name:
-            return get_group_from_info(group, pretty_exceptions_short=short, rich_markup_mode=rich_markup_mode,
-                                       suggest_commands=app.suggest_commands)
+            return get_group_from_info(
+                group,
+                pretty_exceptions_short=short,
+                rich_markup_mode=rich_markup_mode,
+                suggest_commands=app.suggest_commands,
+            )
     return None
 
 
@@ -220,14 +232,14 @@ def make_app(cls: type[AgentctlGroup]) -> typer.Typer:
         # the formats by hand (the help imports no format); tests/cli/test_cli_help.py
         # checks the list against agentctl.storage.formats()
         help="Time-travel debugger for AI agent databases (SQLite or Postgres): AgentOS "
-             "checkpoints (agentos), the article's session store (article), LangGraph "
-             "checkpoints (langgraph), OpenAI Agents SDK sessions (openai-agents), Google "
-             "ADK sessions (adk), Agno sessions (agno), CrewAI checkpoints (crewai), CrewAI flow "
-             "states (crewai-flows) and the CrewAI replay store (crewai-replay); `agentctl formats` "
-             "says what each can do.\n\n"
-             "--db, --format, --no-color and --pager may also follow the command: "
-             "agentctl threads list --db x.db.\n\n"
-             "\b\nExample: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
+        "checkpoints (agentos), the article's session store (article), LangGraph "
+        "checkpoints (langgraph), OpenAI Agents SDK sessions (openai-agents), Google "
+        "ADK sessions (adk), Agno sessions (agno), CrewAI checkpoints (crewai), CrewAI flow "
+        "states (crewai-flows) and the CrewAI replay store (crewai-replay); `agentctl formats` "
+        "says what each can do.\n\n"
+        "--db, --format, --no-color and --pager may also follow the command: "
+        "agentctl threads list --db x.db.\n\n"
+        "\b\nExample: agentctl --db sample_db/checkpoints.db log coder-fix-flaky-test --graph",
         epilog=EXIT_CODES_HELP,
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},
@@ -254,20 +266,34 @@ def _root(
     ctx: typer.Context,
     db: Annotated[
         str,
-        typer.Option("--db", envvar="AGENTCTL_DB", show_envvar=True,
-                     help="SQLite file, sqlite:///path, or postgresql://user@host/db."),
+        typer.Option(
+            "--db",
+            envvar="AGENTCTL_DB",
+            show_envvar=True,
+            help="SQLite file, sqlite:///path, or postgresql://user@host/db.",
+        ),
     ] = "./checkpoints.db",
     format_: Annotated[
         str | None,
-        typer.Option("--format", envvar="AGENTCTL_FORMAT", show_envvar=True, metavar="NAME",
-                     help="The database's format (agentos, article, ...); detected from "
-                          "its schema when not given. See `agentctl formats`."),
+        typer.Option(
+            "--format",
+            envvar="AGENTCTL_FORMAT",
+            show_envvar=True,
+            metavar="NAME",
+            help="The database's format (agentos, article, ...); detected from "
+            "its schema when not given. See `agentctl formats`.",
+        ),
     ] = None,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")] = False,
-    pager: Annotated[bool, typer.Option(
-        "--pager", help="Page long output on a terminal (also when $PAGER is set).")] = False,
-    version: Annotated[bool, typer.Option(
-        "--version", "-V", is_eager=True, callback=_print_version, help="Print the version and exit.")] = False,
+    pager: Annotated[
+        bool, typer.Option("--pager", help="Page long output on a terminal (also when $PAGER is set).")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     set_no_color(no_color)
     set_pager(pager)

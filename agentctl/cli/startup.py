@@ -64,11 +64,16 @@ def fast_exit_enabled() -> bool:
 def leave(code: Any) -> NoReturn:
     """sys.exit(code), skipping the interpreter's teardown when that is safe (see the
     module's docstring)."""
-    if fast_exit_enabled() and _owns_process() and (code is None or type(code) is int) \
-            and 0 <= (code or 0) <= 255:
+    if (
+        fast_exit_enabled()
+        and _owns_process()
+        and (code is None or type(code) is int)
+        and 0 <= (code or 0) <= 255
+    ):
         threading = sys.modules.get("threading")
-        if threading is None or not any(t.is_alive() and not t.daemon for t in threading.enumerate()
-                                         if t is not threading.main_thread()):
+        if threading is None or not any(
+            t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+        ):
             import atexit
 
             run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)  # CPython's

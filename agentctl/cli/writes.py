@@ -4,8 +4,9 @@ against the database: whether the write committed). Infrastructure beside the co
 imports another (tests/structure/test_layers.py)."""
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentctl.cli.context import CliState, note_write, run
 from agentctl.cli.output import confirm, info, progress
@@ -21,7 +22,8 @@ LARGE_DB_BYTES = 32 * 1024 * 1024  # progress bars only for databases at least t
 def sqlite_backup(src: str, dest: str, *, force: bool = False) -> tuple[Path, int]:
     """agentctl.storage.backup.sqlite_backup, with a progress bar on a terminal for a
     large database: the file written and its size."""
-    from agentctl.storage.backup import backup_target, keep_mode, sqlite_backup as backup
+    from agentctl.storage.backup import backup_target, keep_mode
+    from agentctl.storage.backup import sqlite_backup as backup
 
     size = os.path.getsize(src) if os.path.isfile(src) else 0
     written = backup_target(src, dest)
@@ -46,11 +48,21 @@ def auto_backup(st: CliState, no_backup: bool) -> str | None:
     return dest
 
 
-def perform(st: CliState, op: "Operation", *, dry_run: bool = False, yes: bool = False, create: bool = False,
-            no_backup: bool = False, vacuum: bool = False, json_out: bool = False,
-            present: Callable[["Plan"], None] | None = None, refused: Callable[["Plan"], None] | None = None,
-            rolled_back: bool = False,
-            **apply: Any) -> tuple["Plan | None", "Done | None", dict[str, Any] | None]:
+def perform(
+    st: CliState,
+    op: "Operation",
+    *,
+    dry_run: bool = False,
+    yes: bool = False,
+    create: bool = False,
+    no_backup: bool = False,
+    vacuum: bool = False,
+    json_out: bool = False,
+    present: Callable[["Plan"], None] | None = None,
+    refused: Callable[["Plan"], None] | None = None,
+    rolled_back: bool = False,
+    **apply: Any,
+) -> tuple["Plan | None", "Done | None", dict[str, Any] | None]:
     """A write command's one pass over the database (one open, one event loop): the plan
     (agentctl.ops; one the operation refuses: `refused(plan)`, then its error), `present(plan)`
     (the command shows it; --json --dry-run: its JSON instead), then, unless --dry-run or the plan finds nothing to do, the question
@@ -145,7 +157,7 @@ def interrupted_line(st: CliState | None, what: str = "write") -> str:
     if before is None:
         return unknown
 
-    async def newest():
+    async def newest() -> Any:
         async with st.open() as store:
             return await store.history().oplog(1)
 

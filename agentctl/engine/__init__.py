@@ -43,9 +43,9 @@ _RENAMED = {"_INSERT_SQL": "INSERT_SQL"}
 __all__ = [name for name in _EXPORTS if not name.startswith("_")]
 
 if TYPE_CHECKING:
+    from agentctl.errors import AgentctlError, MergeConflictError, SnapshotTooLarge  # noqa: F401
     from agentctl.storage.agentos.context import INSERT_SQL as _INSERT_SQL  # noqa: F401
     from agentctl.storage.agentos.history import CheckpointEngine, create_checkpoint_engine  # noqa: F401
-    from agentctl.storage.results import OpRecord, OpResult, PurgeResult  # noqa: F401
     from agentctl.storage.agentos.types import (  # noqa: F401
         MERGE_STRATEGIES,
         CheckpointGC,
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         TimeTravelResult,
         as_policy,
     )
-    from agentctl.errors import AgentctlError, MergeConflictError, SnapshotTooLarge  # noqa: F401
+    from agentctl.storage.results import OpRecord, OpResult, PurgeResult  # noqa: F401
 
 
 __getattr__ = loader(__name__, _EXPORTS, _RENAMED)

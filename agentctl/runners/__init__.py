@@ -15,23 +15,37 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from agentctl.errors import UsageError, not_a_file
 
-__all__ = ["require_runtime", "Runtime", "RUNNERS", "Agent", "find_agent", "pick_python", "pick_node",
-           "pick_interpreter", "child_argv", "ChildRun", "ChildOutcome", "run_child"]
+__all__ = [
+    "require_runtime",
+    "Runtime",
+    "RUNNERS",
+    "Agent",
+    "find_agent",
+    "pick_python",
+    "pick_node",
+    "pick_interpreter",
+    "child_argv",
+    "ChildRun",
+    "ChildOutcome",
+    "run_child",
+]
+
 
 @dataclass(frozen=True)
 class Runtime:
     """What `run` and `edit` need to know of a framework they drive."""
 
-    script: str           # the child script (beside this file)
-    graph_input: bool     # --input is the graph's input as JSON (else the user's message, TEXT)
-    replays: bool         # --from REF and --resume (LangGraph's replay and Command(resume=...))
-    unit: str             # what a run saves, for messages
+    script: str  # the child script (beside this file)
+    graph_input: bool  # --input is the graph's input as JSON (else the user's message, TEXT)
+    replays: bool  # --from REF and --resume (LangGraph's replay and Command(resume=...))
+    unit: str  # what a run saves, for messages
     #: --input: "optional" (LangGraph's graph input), "object" (optional, a JSON object: a
     #: CrewAI flow's inputs), "required" (an SDK's message), "none" (a CrewAI resume: the
     #: inputs are the checkpoint's)
@@ -44,14 +58,20 @@ class Runtime:
 
 #: the formats `run` can drive
 RUNNERS = {
-    "langgraph": Runtime("langgraph_child.py", graph_input=True, replays=True, unit="checkpoint(s)",
-                         graph_options=True),
-    "openai-agents": Runtime("openai_child.py", graph_input=False, replays=False, unit="item(s)", input="required"),
+    "langgraph": Runtime(
+        "langgraph_child.py", graph_input=True, replays=True, unit="checkpoint(s)", graph_options=True
+    ),
+    "openai-agents": Runtime(
+        "openai_child.py", graph_input=False, replays=False, unit="item(s)", input="required"
+    ),
     "adk": Runtime("adk_child.py", graph_input=False, replays=False, unit="item(s)", input="required"),
     "agno": Runtime("agno_child.py", graph_input=False, replays=False, unit="message(s)", input="required"),
-    "crewai": Runtime("crewai_child.py", graph_input=False, replays=True, unit="checkpoint(s)", input="none",
-                      from_head=True),
-    "crewai-flows": Runtime("crewai_child.py", graph_input=True, replays=False, unit="state(s)", input="object"),
+    "crewai": Runtime(
+        "crewai_child.py", graph_input=False, replays=True, unit="checkpoint(s)", input="none", from_head=True
+    ),
+    "crewai-flows": Runtime(
+        "crewai_child.py", graph_input=True, replays=False, unit="state(s)", input="object"
+    ),
 }
 
 CONFIG_NAME = "langgraph.json"
@@ -64,8 +84,10 @@ NODE_SCRIPT = "langgraph_child.mjs"
 def require_runtime(fmt: str, command: str) -> None:
     """Exit 2 unless agentctl can run the agents of this format (`command`: run, edit)."""
     if fmt not in RUNNERS:
-        raise UsageError(f"{command} needs the agent's framework, and agentctl runs none for the {fmt} format "
-                         f"({command} works on {', '.join(sorted(RUNNERS))} databases)")
+        raise UsageError(
+            f"{command} needs the agent's framework, and agentctl runs none for the {fmt} format "
+            f"({command} works on {', '.join(sorted(RUNNERS))} databases)"
+        )
 
 
 @dataclass
@@ -102,7 +124,9 @@ def _spec(text: str, base: Path, what: str) -> dict[str, str]:
     return {"module": where, "var": var}
 
 
-def find_agent(agent: str | None, config: str | None, cwd: str | None = None, fmt: str = "langgraph") -> Agent:
+def find_agent(
+    agent: str | None, config: str | None, cwd: str | None = None, fmt: str = "langgraph"
+) -> Agent:
     """The agent `--agent` names: FILE.py:VAR, module:var, or (LangGraph) a graph of
     langgraph.json (the one in the current directory, or `config`); without `--agent`,
     langgraph.json's only graph. Its `dependencies` go on the path, as `langgraph dev`
@@ -114,33 +138,45 @@ def find_agent(agent: str | None, config: str | None, cwd: str | None = None, fm
             raise UsageError(f"--agent {agent}: no agents folder {folder} (give DIR or FILE.py:VAR)")
         return Agent(target={"dir": str(folder)}, label=agent)
     if fmt != "langgraph" and not (agent and ":" in agent):
-        raise UsageError(f"name the agent of this {fmt} database with --agent "
-                         + ("DIR or " if fmt == "adk" else "") + "FILE.py:VAR (or module:var)")
+        raise UsageError(
+            f"name the agent of this {fmt} database with --agent "
+            + ("DIR or " if fmt == "adk" else "")
+            + "FILE.py:VAR (or module:var)"
+        )
     if agent and ":" in agent:
         target = _spec(agent, here, "--agent")
         if target.get("file", "").endswith(JS_SUFFIXES):
             return Agent(target=target, label=agent, runtime="node", project=str(Path(target["file"]).parent))
-        return Agent(target=target, label=agent,
-                     paths=[str(Path(target["file"]).parent)] if "file" in target else [str(here)])
+        return Agent(
+            target=target,
+            label=agent,
+            paths=[str(Path(target["file"]).parent)] if "file" in target else [str(here)],
+        )
     path = Path(config).expanduser() if config else here / CONFIG_NAME
     problem = not_a_file(str(path))
     if problem:
         if config:
-            raise UsageError(f"--config {config}: no such file" if problem == "does not exist"
-                             else f"--config {config} {problem}")
-        raise UsageError(f"no {CONFIG_NAME} in {here}; name the agent with --agent FILE.py:VAR "
-                         f"(or module:var), or give --config PATH")
+            raise UsageError(
+                f"--config {config}: no such file"
+                if problem == "does not exist"
+                else f"--config {config} {problem}"
+            )
+        raise UsageError(
+            f"no {CONFIG_NAME} in {here}; name the agent with --agent FILE.py:VAR "
+            f"(or module:var), or give --config PATH"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{path}: not a readable JSON file ({exc})") from None
     graphs = data.get("graphs") if isinstance(data, dict) else None
     if not isinstance(graphs, dict) or not graphs:
-        raise UsageError(f"{path} names no graphs (a \"graphs\" object: name -> \"./file.py:var\")")
+        raise UsageError(f'{path} names no graphs (a "graphs" object: name -> "./file.py:var")')
     if agent is None:
         if len(graphs) != 1:
-            raise UsageError(f"{path} names {len(graphs)} graphs; choose one with --agent "
-                             f"({', '.join(sorted(graphs))})")
+            raise UsageError(
+                f"{path} names {len(graphs)} graphs; choose one with --agent ({', '.join(sorted(graphs))})"
+            )
         agent = next(iter(graphs))
     if agent not in graphs:
         raise UsageError(f"{path} has no graph {agent!r} (it has: {', '.join(sorted(graphs))})")
@@ -148,15 +184,22 @@ def find_agent(agent: str | None, config: str | None, cwd: str | None = None, fm
     if isinstance(entry, dict):  # {"path": "./x.py:g", ...} in newer files
         entry = entry.get("path")
     if not isinstance(entry, str):
-        raise UsageError(f"{path}: graph {agent!r} is not \"./file.py:var\"")
+        raise UsageError(f'{path}: graph {agent!r} is not "./file.py:var"')
     base = path.parent.resolve()
     deps = data.get("dependencies") or []
-    paths = [str((base / d).resolve()) for d in deps if isinstance(d, str) and not d.startswith(("http", "git+"))
-             and (base / d).is_dir()]
+    paths = [
+        str((base / d).resolve())
+        for d in deps
+        if isinstance(d, str) and not d.startswith(("http", "git+")) and (base / d).is_dir()
+    ]
     target = _spec(entry, base, f"{path.name} graph {agent!r}")
-    if "node_version" in data or target.get("file", "").endswith(JS_SUFFIXES):  # LangGraph.js's langgraph.json
+    if "node_version" in data or target.get("file", "").endswith(
+        JS_SUFFIXES
+    ):  # LangGraph.js's langgraph.json
         if "file" not in target:
-            raise UsageError(f"{path}: graph {agent!r} of a LangGraph.js project is \"./file.ts:graph\" (a file)")
+            raise UsageError(
+                f'{path}: graph {agent!r} of a LangGraph.js project is "./file.ts:graph" (a file)'
+            )
         return Agent(target=target, label=agent, runtime="node", project=str(base))
     if "file" in target and str(Path(target["file"]).parent) not in paths:
         paths.append(str(Path(target["file"]).parent))
@@ -189,7 +232,9 @@ def pick_node(node: str | None) -> str:
     found = which(chosen) if os.sep not in chosen else (chosen if os.access(chosen, os.X_OK) else None)
     if not found:
         if node or os.environ.get("AGENTCTL_NODE"):
-            raise UsageError(f"--node {chosen}: no such program" if node else f"AGENTCTL_NODE={chosen}: no such program")
+            raise UsageError(
+                f"--node {chosen}: no such program" if node else f"AGENTCTL_NODE={chosen}: no such program"
+            )
         raise UsageError("a LangGraph.js graph needs node (none on PATH); give --node PATH")
     return found
 
@@ -227,8 +272,10 @@ def child_argv(fmt: str, interpreter: str, request: dict[str, Any], fd: int) -> 
         return [interpreter, script, str(fd)]
     loader = _tsx(str(request.get("project") or Path(file).parent))
     if loader is None:
-        raise UsageError(f"{Path(file).name} is TypeScript: node runs it through the project's tsx, and "
-                         f"{request.get('project')} has none; install it there: npm install -D tsx")
+        raise UsageError(
+            f"{Path(file).name} is TypeScript: node runs it through the project's tsx, and "
+            f"{request.get('project')} has none; install it there: npm install -D tsx"
+        )
     return [interpreter, "--import", loader.as_uri(), script, str(fd)]
 
 
@@ -256,8 +303,8 @@ class ChildRun:
             raise
         try:
             self.proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=err,
-                stderr=err, pass_fds=(write_fd,), close_fds=True)
+                argv, stdin=subprocess.PIPE, stdout=err, stderr=err, pass_fds=(write_fd,), close_fds=True
+            )
         except OSError as exc:
             os.close(read_fd)
             os.close(write_fd)
@@ -315,8 +362,9 @@ class ChildOutcome:
         return "interrupted" if self.interrupted else str(self.event.get("event"))
 
 
-def run_child(fmt: str, python: str, request: dict[str, Any],
-              on_checkpoint: Any = None, on_start: Any = None) -> ChildOutcome:
+def run_child(
+    fmt: str, python: str, request: dict[str, Any], on_checkpoint: Any = None, on_start: Any = None
+) -> ChildOutcome:
     """Run a child to its end, `on_checkpoint(event)` for each checkpoint (or item) it
     saves, as it comes. Ctrl-C meanwhile raises nothing here: the child stops the run (it
     gets the terminal's SIGINT too, and is sent one in case it runs in another session)

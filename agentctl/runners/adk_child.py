@@ -40,7 +40,9 @@ def _agent(spec: dict[str, Any]) -> Any:
         try:
             module = importlib.import_module(os.path.basename(path))
         except Exception as exc:
-            raise SetupError(f"importing the agents folder {path} raised {type(exc).__name__}: {exc}") from exc
+            raise SetupError(
+                f"importing the agents folder {path} raised {type(exc).__name__}: {exc}"
+            ) from exc
         obj = getattr(module, "root_agent", None)
         if obj is None:
             obj = getattr(getattr(module, "agent", None), "root_agent", None)
@@ -115,4 +117,9 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, service: Any) -> int:
 
 
 if __name__ == "__main__":
-    serve_async('Google ADK', 'google.adk', lambda req: (_agent(req["agent"]), _service(req["kind"], req["target"])), _run)
+    serve_async(
+        "Google ADK",
+        "google.adk",
+        lambda req: (_agent(req["agent"]), _service(req["kind"], req["target"])),
+        _run,
+    )

@@ -63,8 +63,10 @@ def _db(kind: str, target: str, tables: list[str], schema: str | None) -> Any:
             raise SetupError(f"{sys.executable}: agno's PostgresDb cannot be imported ({exc})") from exc
         Db = PostgresDb
         parts = urlsplit(target)
-        args = {"db_url": urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, "", "")),
-                "db_schema": schema or "public"}
+        args = {
+            "db_url": urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, "", "")),
+            "db_schema": schema or "public",
+        }
     args["session_table"] = sessions
     if "runs_table" in inspect.signature(Db.__init__).parameters:
         args["runs_table"] = runs
@@ -106,8 +108,11 @@ def _needs_arun(component: Any) -> bool:
             return True
         fns = list(getattr(c, "pre_hooks", None) or []) + list(getattr(c, "post_hooks", None) or [])
         for t in getattr(c, "tools", None) or []:
-            fns += list(getattr(t, "functions", {}).values()) + list(getattr(t, "async_functions", {}).values()) \
-                if hasattr(t, "functions") else [t]
+            fns += (
+                list(getattr(t, "functions", {}).values()) + list(getattr(t, "async_functions", {}).values())
+                if hasattr(t, "functions")
+                else [t]
+            )
         steps = getattr(c, "steps", None)
         if callable(steps):
             fns.append(steps)
@@ -153,8 +158,12 @@ def _lines(run: dict[str, Any], who: str = "") -> list[tuple[str, str]]:
         out = [("user", _short(run.get("input") or ""))]
         for s in run.get("step_executor_runs") or []:
             if isinstance(s, dict):
-                out.append((f"{s.get('agent_name') or s.get('team_name') or 'step'}/assistant",
-                            _short(s.get("content") or "")))
+                out.append(
+                    (
+                        f"{s.get('agent_name') or s.get('team_name') or 'step'}/assistant",
+                        _short(s.get("content") or ""),
+                    )
+                )
         return out + [("assistant", _short(run.get("content") or ""))]
     out = []
     for m in run.get("messages") or []:
@@ -173,12 +182,17 @@ def _said(out: Any, runs: list[dict[str, Any]], before: set[str]) -> None:
     (saved before it) where their answers come back to it: before its first tool message."""
     tops = [r for r in runs if not r.get("parent_run_id")]
     for n, top in enumerate(tops, 1):
-        members = [r for r in runs if r.get("parent_run_id") == top["run_id"] and r.get("run_id") not in before]
+        members = [
+            r for r in runs if r.get("parent_run_id") == top["run_id"] and r.get("run_id") not in before
+        ]
         if top["run_id"] in before and not members:
             continue
         lines = _lines(top) if top["run_id"] not in before else []
-        inner = [line for r in members for line in _lines(r, str(r.get("agent_name") or r.get("team_name")
-                                                                   or r.get("agent_id") or ""))]
+        inner = [
+            line
+            for r in members
+            for line in _lines(r, str(r.get("agent_name") or r.get("team_name") or r.get("agent_id") or ""))
+        ]
         at = next((i for i, (kind, _) in enumerate(lines) if kind == "tool"), len(lines))
         for kind, text in lines[:at] + inner + lines[at:]:
             emit(out, {"event": "checkpoint", "step": n, "id": top["run_id"], "kind": kind, "text": text})
@@ -215,8 +229,16 @@ def _run(out: Any, req: dict[str, Any], component: Any, db: Any) -> int:
         return 130
     status = str(getattr(getattr(result, "status", None), "value", getattr(result, "status", "")))
     if failure is None and status.upper() == "ERROR":  # Agno caught it and saved the run as ERROR
-        emit(out, {"event": "error", "type": "AgnoRunError", "message": _short(getattr(result, "content", "")),
-                   "agent": name, "frames": []})
+        emit(
+            out,
+            {
+                "event": "error",
+                "type": "AgnoRunError",
+                "message": _short(getattr(result, "content", "")),
+                "agent": name,
+                "frames": [],
+            },
+        )
         return 1
     return ended(out, failure, name, getattr(result, "content", None))
 

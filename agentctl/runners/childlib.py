@@ -17,8 +17,20 @@ import sys
 import traceback
 from typing import Any
 
-__all__ = ["SetupError", "emit", "package_module", "load", "user_frames", "on_sigint", "STOPPED", "start", "serve",
-           "serve_async", "instance", "ended"]
+__all__ = [
+    "SetupError",
+    "emit",
+    "package_module",
+    "load",
+    "user_frames",
+    "on_sigint",
+    "STOPPED",
+    "start",
+    "serve",
+    "serve_async",
+    "instance",
+    "ended",
+]
 
 
 class SetupError(Exception):
@@ -60,7 +72,9 @@ def load(agent: dict[str, Any]) -> Any:
             try:
                 module = importlib.import_module(inside[1])
             except Exception as exc:
-                raise SetupError(f"importing {path} (as {inside[1]}) raised {type(exc).__name__}: {exc}") from exc
+                raise SetupError(
+                    f"importing {path} (as {inside[1]}) raised {type(exc).__name__}: {exc}"
+                ) from exc
         else:
             name = "agentctl_user_code_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
             spec = importlib.util.spec_from_file_location(name, path)
@@ -89,14 +103,21 @@ def user_frames(exc: BaseException) -> list[dict[str, Any]]:
     not the standard library's, not the child's."""
     import sysconfig
 
-    skip = {os.path.realpath(p) for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib",
-                                                                                  "purelib", "platlib")} if p}
+    skip = {
+        os.path.realpath(p)
+        for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+        if p
+    }
     here = os.path.dirname(os.path.realpath(__file__))
     out = []
     for fs in traceback.extract_tb(exc.__traceback__):
         path = os.path.realpath(fs.filename)
-        if os.path.dirname(path) == here or any(path.startswith(s + os.sep) for s in skip) or "site-packages" in path \
-                or fs.filename.startswith("<"):
+        if (
+            os.path.dirname(path) == here
+            or any(path.startswith(s + os.sep) for s in skip)
+            or "site-packages" in path
+            or fs.filename.startswith("<")
+        ):
             continue
         out.append({"file": fs.filename, "line": fs.lineno, "name": fs.name, "code": fs.line or ""})
     return out
@@ -140,8 +161,10 @@ def serve(framework: str, module: str, prepare: Any, run: Any, before: Any = Non
             try:
                 importlib.import_module(module)
             except ImportError as exc:
-                raise SetupError(f"{sys.executable} cannot import {framework} ({exc}); name the interpreter of "
-                                 "your agent's environment with --python") from exc
+                raise SetupError(
+                    f"{sys.executable} cannot import {framework} ({exc}); name the interpreter of "
+                    "your agent's environment with --python"
+                ) from exc
             args = prepare(req)
         except SetupError as exc:
             emit(out, {"event": "setup", "message": str(exc)})
@@ -182,9 +205,22 @@ def ended(out: Any, failure: BaseException | None, agent: Any, output: Any) -> i
     """A run's last event and exit status: the user's error, with their own frames (1), or
     "done" with its output (a scalar as it is, else its repr; 0)."""
     if failure is not None:
-        emit(out, {"event": "error", "type": type(failure).__name__, "message": str(failure), "agent": agent,
-                   "frames": user_frames(failure)})
+        emit(
+            out,
+            {
+                "event": "error",
+                "type": type(failure).__name__,
+                "message": str(failure),
+                "agent": agent,
+                "frames": user_frames(failure),
+            },
+        )
         return 1
-    emit(out, {"event": "done", "output": output if isinstance(output, (str, int, float, bool, type(None)))
-               else repr(output)})
+    emit(
+        out,
+        {
+            "event": "done",
+            "output": output if isinstance(output, (str, int, float, bool, type(None))) else repr(output),
+        },
+    )
     return 0

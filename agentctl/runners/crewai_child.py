@@ -55,9 +55,11 @@ def current_sqlite(req: dict[str, Any]) -> None:
         sys.modules["sqlite3"] = newer
         return
     if req.get("mode") == "resume":
-        raise SetupError(f"CrewAI's checkpoints need SQLite >= 3.45 (jsonb) and {sys.executable} links SQLite "
-                         f"{sqlite3.sqlite_version}: install pysqlite3-binary there (it is used in place of "
-                         "sqlite3), or name a Python with a newer SQLite with --python")
+        raise SetupError(
+            f"CrewAI's checkpoints need SQLite >= 3.45 (jsonb) and {sys.executable} links SQLite "
+            f"{sqlite3.sqlite_version}: install pysqlite3-binary there (it is used in place of "
+            "sqlite3), or name a Python with a newer SQLite with --python"
+        )
 
 
 def _class(obj: Any, base: type, what: str) -> type:
@@ -110,8 +112,16 @@ class Progress:
         def saved(source: Any, event: Any) -> None:
             with self.lock:
                 branch = str(event.branch or self.req["thread"])
-                emit(self.out, {"event": "checkpoint", "id": event.checkpoint_id, "step": self._next(branch),
-                                "nodes": [self.method] if self.method else [], "source": branch})
+                emit(
+                    self.out,
+                    {
+                        "event": "checkpoint",
+                        "id": event.checkpoint_id,
+                        "step": self._next(branch),
+                        "nodes": [self.method] if self.method else [],
+                        "source": branch,
+                    },
+                )
 
     def wrap(self, persistence: Any) -> Any:
         save = persistence.save_state
@@ -121,11 +131,22 @@ class Progress:
             state = state_data.model_dump(mode="json") if hasattr(state_data, "model_dump") else state_data
             with self.lock:
                 before, self.states[flow_uuid] = self.states.get(flow_uuid), state
-                keys = sorted(k for k in set(state) | set(before) if state.get(k) != before.get(k)) \
-                    if isinstance(state, dict) and isinstance(before, dict) else []
+                keys = (
+                    sorted(k for k in set(state) | set(before) if state.get(k) != before.get(k))
+                    if isinstance(state, dict) and isinstance(before, dict)
+                    else []
+                )
                 step = self._next(flow_uuid)
-                emit(self.out, {"event": "checkpoint", "ref": f"{flow_uuid}@{step}", "step": step,
-                                "nodes": [method_name], "keys": keys})
+                emit(
+                    self.out,
+                    {
+                        "event": "checkpoint",
+                        "ref": f"{flow_uuid}@{step}",
+                        "step": step,
+                        "nodes": [method_name],
+                        "keys": keys,
+                    },
+                )
 
         object.__setattr__(persistence, "save_state", save_state)  # this instance's (its class unchanged)
         return persistence
@@ -150,8 +171,16 @@ def run(out: Any, req: dict[str, Any], cls: Any) -> int:
     finally:
         crewai_event_bus.flush()  # the checkpoint listener's pool: its rows written, said
     if failure is not None:
-        emit(out, {"event": "error", "type": type(failure).__name__, "message": str(failure),
-                   "agent": getattr(cls, "__name__", None), "frames": user_frames(failure)})
+        emit(
+            out,
+            {
+                "event": "error",
+                "type": type(failure).__name__,
+                "message": str(failure),
+                "agent": getattr(cls, "__name__", None),
+                "frames": user_frames(failure),
+            },
+        )
         return 1
     emit(out, {"event": "done", "output": _output(result)})
     return 0
@@ -169,8 +198,9 @@ def _start(req: dict[str, Any], cls: Any, progress: Progress) -> Any:
 
     def config(**kw: Any) -> Any:
         events = req.get("on_events")
-        return CheckpointConfig(location=target, provider=SqliteProvider(), **({"on_events": events} if events else {}),
-                                **kw)
+        return CheckpointConfig(
+            location=target, provider=SqliteProvider(), **({"on_events": events} if events else {}), **kw
+        )
 
     # as kickoff(from_checkpoint=...) does (crewai.state.checkpoint_config.apply_checkpoint)
     restored = cls.from_checkpoint(config(restore_from=f"{target}#{req['from']}"))

@@ -60,8 +60,11 @@ def _async_only(obj: Any, seen: set[int], depth: int = 0) -> bool:
     if getattr(obj, "coroutine", None) is not None and hasattr(obj, "func") and obj.func is None:
         return True
     inner: list[Any] = list(getattr(obj, "steps", None) or ())
-    inner += [getattr(obj, "path", None), getattr(obj, "bound", None),
-              getattr(getattr(obj, "func", None), "__self__", None)]
+    inner += [
+        getattr(obj, "path", None),
+        getattr(obj, "bound", None),
+        getattr(getattr(obj, "func", None), "__self__", None),
+    ]
     inner += list((getattr(obj, "tools_by_name", None) or {}).values())
     return any(_async_only(x, seen, depth + 1) for x in inner if not isinstance(x, (str, bytes)))
 
@@ -78,7 +81,10 @@ def _is_async(graph: Any) -> bool:
     seen: set[int] = set()
     for g in graphs:
         for node in (getattr(g, "nodes", None) or {}).values():
-            if any(_async_only(r, seen) for r in (getattr(node, "bound", None), *(getattr(node, "writers", None) or ()))):
+            if any(
+                _async_only(r, seen)
+                for r in (getattr(node, "bound", None), *(getattr(node, "writers", None) or ()))
+            ):
                 return True
     return False
 
@@ -89,7 +95,9 @@ def _context(graph: Any, value: Any) -> Any:
     and `langgraph dev` coerce it; SetupError when it does not fit."""
     if value is None:
         return None
-    schema = getattr(graph, "context_schema", None) or getattr(getattr(graph, "builder", None), "context_schema", None)
+    schema = getattr(graph, "context_schema", None) or getattr(
+        getattr(graph, "builder", None), "context_schema", None
+    )
     if schema is None or not isinstance(value, dict):
         return value
     import dataclasses
@@ -101,8 +109,10 @@ def _context(graph: Any, value: Any) -> Any:
         if hasattr(schema, "model_validate"):
             return schema.model_validate(value)
     except Exception as exc:
-        raise SetupError(f"--context does not fit the graph's context_schema {name}: "
-                         f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
+        raise SetupError(
+            f"--context does not fit the graph's context_schema {name}: "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        ) from None
     return value
 
 
@@ -188,7 +198,11 @@ def _set_in(value: Any, path: list[Any], new: Any, where: str) -> Any:
         else:
             items[i] = new
         return type(value)(items) if isinstance(value, tuple) else items
-    if hasattr(value, "model_copy") and isinstance(key, str) and key in getattr(type(value), "model_fields", {}):
+    if (
+        hasattr(value, "model_copy")
+        and isinstance(key, str)
+        and key in getattr(type(value), "model_fields", {})
+    ):
         if new is _UNSET:
             raise SetupError(f"{where}: a field of {type(value).__name__} cannot be unset")
         inner = getattr(value, key)
@@ -242,7 +256,9 @@ class _Run:
     def __init__(self, out: Any, nested: bool) -> None:
         self.out = out
         self.nested = nested
-        self.ran: dict[Any, tuple[list[str], list[str]]] = {}  # per (sub)graph: the nodes and keys since its last checkpoint
+        self.ran: dict[
+            Any, tuple[list[str], list[str]]
+        ] = {}  # per (sub)graph: the nodes and keys since its last checkpoint
 
     def take(self, item: Any) -> None:
         where, mode, chunk = item if self.nested else ((), *item)
@@ -257,29 +273,62 @@ class _Run:
             return
         meta = chunk.get("metadata") or {}
         conf = chunk["config"]["configurable"]
-        emit(self.out, {"event": "checkpoint", "id": conf["checkpoint_id"], "ns": conf.get("checkpoint_ns") or "",
-                        "step": meta.get("step"), "source": meta.get("source"), "nodes": nodes,
-                        "keys": keys, "next": list(chunk.get("next") or [])})
+        emit(
+            self.out,
+            {
+                "event": "checkpoint",
+                "id": conf["checkpoint_id"],
+                "ns": conf.get("checkpoint_ns") or "",
+                "step": meta.get("step"),
+                "source": meta.get("source"),
+                "nodes": nodes,
+                "keys": keys,
+                "next": list(chunk.get("next") or []),
+            },
+        )
         self.ran[where] = ([], [])
 
     def done(self, state: Any) -> int:
         interrupts = [getattr(i, "value", None) for t in state.tasks for i in (t.interrupts or ())]
-        emit(self.out, {"event": "done", "next": list(state.next), "interrupts": interrupts,
-                        "head": (state.config or {}).get("configurable", {}).get("checkpoint_id")})
+        emit(
+            self.out,
+            {
+                "event": "done",
+                "next": list(state.next),
+                "interrupts": interrupts,
+                "head": (state.config or {}).get("configurable", {}).get("checkpoint_id"),
+            },
+        )
         return 0
 
     def failed(self, exc: BaseException) -> int:
         """An exception of the run: the user's code's when a frame of it is on the
         traceback, else LangGraph's (or the runner's): "origin" says which."""
         frames = user_frames(exc)
-        emit(self.out, {"event": "error", "type": type(exc).__name__, "message": str(exc),
-                        "node": _node_of(exc), "frames": frames, "origin": "agent" if frames else "LangGraph"})
+        emit(
+            self.out,
+            {
+                "event": "error",
+                "type": type(exc).__name__,
+                "message": str(exc),
+                "node": _node_of(exc),
+                "frames": frames,
+                "origin": "agent" if frames else "LangGraph",
+            },
+        )
         return 1
 
 
 def _edited(out: Any, new: dict[str, Any], state: Any) -> int:
-    emit(out, {"event": "edited", "id": new["configurable"]["checkpoint_id"],
-               "step": (state.metadata or {}).get("step"), "next": list(state.next)})
+    emit(
+        out,
+        {
+            "event": "edited",
+            "id": new["configurable"]["checkpoint_id"],
+            "step": (state.metadata or {}).get("step"),
+            "next": list(state.next),
+        },
+    )
     return 0
 
 
@@ -302,7 +351,10 @@ def _with_runtime(config: dict[str, Any], context: Any) -> dict[str, Any]:
         from langgraph._internal._constants import CONFIG_KEY_RUNTIME
     except ImportError:
         CONFIG_KEY_RUNTIME = "__pregel_runtime"
-    return {**config, "configurable": {**config["configurable"], CONFIG_KEY_RUNTIME: Runtime(context=context)}}
+    return {
+        **config,
+        "configurable": {**config["configurable"], CONFIG_KEY_RUNTIME: Runtime(context=context)},
+    }
 
 
 def _value(req: dict[str, Any]) -> Any:
@@ -322,9 +374,11 @@ def _run_sync(out: Any, req: dict[str, Any], graph: Any, config: dict[str, Any],
         graph = graph.copy(update={"checkpointer": saver})
         if req.get("mode") == "edit":
             try:
-                new = graph.update_state(_with_runtime(config, context),
-                                         _updates(graph, graph.get_state(config).values, req["edits"]),
-                                         as_node=req.get("as_node"))
+                new = graph.update_state(
+                    _with_runtime(config, context),
+                    _updates(graph, graph.get_state(config).values, req["edits"]),
+                    as_node=req.get("as_node"),
+                )
             except Exception as exc:
                 return _refused(out, exc)
             return _edited(out, new, graph.get_state(new))
@@ -333,8 +387,13 @@ def _run_sync(out: Any, req: dict[str, Any], graph: Any, config: dict[str, Any],
         # it is asked for only when the graph has subgraphs
         run = _Run(out, _has_subgraphs(graph))
         try:
-            for item in graph.stream(_value(req), config, context=context, stream_mode=["updates", "checkpoints"],
-                                     subgraphs=run.nested):
+            for item in graph.stream(
+                _value(req),
+                config,
+                context=context,
+                stream_mode=["updates", "checkpoints"],
+                subgraphs=run.nested,
+            ):
                 run.take(item)
             return run.done(graph.get_state(_head(config)))
         except KeyboardInterrupt:
@@ -351,21 +410,30 @@ async def _run_async(out: Any, req: dict[str, Any], graph: Any, config: dict[str
         try:
             saver = await _async_saver(req["kind"], req["target"], stack)
         except ImportError as exc:
-            raise SetupError(f"{sys.executable} has no LangGraph async saver for {req['kind']} ({exc})") from exc
+            raise SetupError(
+                f"{sys.executable} has no LangGraph async saver for {req['kind']} ({exc})"
+            ) from exc
         graph = graph.copy(update={"checkpointer": saver})
         if req.get("mode") == "edit":
             try:
                 state = await graph.aget_state(config)
-                new = await graph.aupdate_state(_with_runtime(config, context),
-                                                _updates(graph, state.values, req["edits"]),
-                                                as_node=req.get("as_node"))
+                new = await graph.aupdate_state(
+                    _with_runtime(config, context),
+                    _updates(graph, state.values, req["edits"]),
+                    as_node=req.get("as_node"),
+                )
             except Exception as exc:
                 return _refused(out, exc)
             return _edited(out, new, await graph.aget_state(new))
         run = _Run(out, _has_subgraphs(graph))
         try:
-            async for item in graph.astream(_value(req), config, context=context,
-                                            stream_mode=["updates", "checkpoints"], subgraphs=run.nested):
+            async for item in graph.astream(
+                _value(req),
+                config,
+                context=context,
+                stream_mode=["updates", "checkpoints"],
+                subgraphs=run.nested,
+            ):
                 run.take(item)
             return run.done(await graph.aget_state(_head(config)))
         except Exception as exc:
@@ -389,7 +457,9 @@ def _create_tables(out: Any, req: dict[str, Any]) -> int:
         except ImportError as exc:
             raise SetupError(f"{sys.executable} has no LangGraph saver for {req['kind']} ({exc})") from exc
         except Exception as exc:
-            raise SetupError(f"LangGraph's saver could not create its tables: {type(exc).__name__}: {exc}") from exc
+            raise SetupError(
+                f"LangGraph's saver could not create its tables: {type(exc).__name__}: {exc}"
+            ) from exc
     emit(out, {"event": "created"})
     return 0
 
@@ -400,8 +470,10 @@ def main() -> int:
         try:
             import langgraph  # noqa: F401
         except ImportError as exc:
-            raise SetupError(f"{sys.executable} cannot import LangGraph ({exc}); name the interpreter "
-                             "of your agent's environment with --python") from exc
+            raise SetupError(
+                f"{sys.executable} cannot import LangGraph ({exc}); name the interpreter "
+                "of your agent's environment with --python"
+            ) from exc
         if req.get("mode") == "create":
             return _create_tables(out, req)
         graph = _graph(load(req["agent"]))

@@ -73,8 +73,9 @@ def _session(kind: str, target: str, thread: str, tables: list[str], advanced: s
     if advanced is not None:
         from agents.extensions.memory import AdvancedSQLiteSession
 
-        return AdvancedSQLiteSession(session_id=advanced, db_path=target, sessions_table=sessions,
-                                     messages_table=messages)
+        return AdvancedSQLiteSession(
+            session_id=advanced, db_path=target, sessions_table=sessions, messages_table=messages
+        )
     if kind == "sqlite":
         from agents import SQLiteSession
 
@@ -137,4 +138,4 @@ async def _run(out: Any, req: dict[str, Any], agent: Any, session: Any) -> int:
 
 
 if __name__ == "__main__":
-    serve_async('the OpenAI Agents SDK', 'agents', _prepare, _run)
+    serve_async("the OpenAI Agents SDK", "agents", _prepare, _run)

@@ -14,8 +14,9 @@ Drivers are imported only when a database of their kind is opened.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Mapping
+from typing import Any
 
 from agentctl.errors import SchemaError, UsageError
 from agentctl.storage.contract import (
@@ -29,8 +30,20 @@ from agentctl.storage.contract import (
 )
 
 __all__ = [
-    "Capability", "FormatSpec", "History", "Problem", "PruneSpec", "Store", "Unsupported",
-    "formats", "get_format", "detect", "make_store", "open_store", "parse_url", "local_file",
+    "Capability",
+    "FormatSpec",
+    "History",
+    "Problem",
+    "PruneSpec",
+    "Store",
+    "Unsupported",
+    "formats",
+    "get_format",
+    "detect",
+    "make_store",
+    "open_store",
+    "parse_url",
+    "local_file",
     "first_thread_page",
 ]
 
@@ -99,7 +112,8 @@ def no_format_error(where: str, tables: Mapping[str, set[str]]) -> SchemaError:
     why = next((w for f in formats() if f.mismatch and (w := f.mismatch(tables))), "no format's tables")
     return SchemaError(
         f"{where} matches no known format ({known}); {why}"
-        + (f" (it has: {shown})" if names else " (it has no tables)"))
+        + (f" (it has: {shown})" if names else " (it has no tables)")
+    )
 
 
 async def detect(url: str | None) -> FormatSpec:
@@ -118,8 +132,14 @@ async def detect(url: str | None) -> FormatSpec:
     return spec
 
 
-async def make_store(url: str | None = None, *, format: str | None = None, readonly: bool = True,
-                     create: bool = False, **kwargs: Any) -> Store:
+async def make_store(
+    url: str | None = None,
+    *,
+    format: str | None = None,
+    readonly: bool = True,
+    create: bool = False,
+    **kwargs: Any,
+) -> Store:
     """The store of a database, not yet connected. With `format` the detection is
     skipped; without it, a database whose schema cannot be read at all is opened as
     AgentOS, whose own checks then name the problem (missing file, not a database)."""
@@ -151,8 +171,14 @@ def first_thread_page(path: str, limit: int) -> list[Any]:
 
 
 @asynccontextmanager
-async def open_store(url: str | None = None, *, format: str | None = None, readonly: bool = True,
-                     create: bool = False, **kwargs: Any) -> AsyncIterator[Store]:
+async def open_store(
+    url: str | None = None,
+    *,
+    format: str | None = None,
+    readonly: bool = True,
+    create: bool = False,
+    **kwargs: Any,
+) -> AsyncIterator[Store]:
     """Open the store of a database (detected unless `format`), connected, and close it
     at the end of the block."""
     store = await make_store(url, format=format, readonly=readonly, create=create, **kwargs)

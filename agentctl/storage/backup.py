@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 
 def backup_target(src: str, dest: str) -> Path:
@@ -19,8 +19,9 @@ def backup_target(src: str, dest: str) -> Path:
     return dest_path / Path(src).name if dest_path.is_dir() else dest_path
 
 
-def sqlite_backup(src: str, dest: str, *, force: bool = False,
-                  on_step: Callable[[], None] | None = None) -> int:
+def sqlite_backup(
+    src: str, dest: str, *, force: bool = False, on_step: Callable[[], None] | None = None
+) -> int:
     """Copy a live SQLite database with the backup API, in one step (a consistent
     snapshot while others write, in a time bounded by the file's size). Writes a
     temporary file next to `dest` and renames it, so `dest` is never half written and
@@ -28,8 +29,8 @@ def sqlite_backup(src: str, dest: str, *, force: bool = False,
     `on_step` is called when the pages are copied (a progress display)."""
     import sqlite3
 
-    from agentctl.storage.sqlutil import map_sqlite_error
     from agentctl.errors import DatabaseNotFound, NotFoundError, UsageError, not_a_file
+    from agentctl.storage.sqlutil import map_sqlite_error
 
     if not os.path.isfile(src):
         raise DatabaseNotFound(f"database file not found: {src}")

@@ -36,42 +36,57 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import (TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Protocol, Sequence, TypeVar, cast,
-                    runtime_checkable)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Protocol,
+    TypeVar,
+    cast,
+    runtime_checkable,
+)
 
 from agentctl.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentctl.errors import CorruptRowError
     from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-    from agentctl.storage.results import (DeletePlan, MergePlan, OpRecord, OpResult, PrunePlan, PurgeResult,
-                                          RewindPlan, TimeTravelResult)
+    from agentctl.storage.results import (
+        DeletePlan,
+        MergePlan,
+        OpRecord,
+        OpResult,
+        PrunePlan,
+        PurgeResult,
+        RewindPlan,
+        TimeTravelResult,
+    )
 
 
 class Capability(str, Enum):
     """What a format can do. The CLI and the TUI ask before they offer an operation."""
 
-    READ = "read"            # threads, log, show, diff, tree
-    SEARCH = "search"        # full-text search (an index of the format's own or a scan)
-    STATS = "stats"          # usage statistics
+    READ = "read"  # threads, log, show, diff, tree
+    SEARCH = "search"  # full-text search (an index of the format's own or a scan)
+    STATS = "stats"  # usage statistics
     REWIND = "rewind"
     BRANCH = "branch"
     MERGE = "merge"
     PRUNE = "prune"
-    DELETE = "delete"        # threads delete
-    UNDO = "undo"            # oplog, undo, purge
-    FOLLOW = "follow"        # the TUI's follow mode (new rows polled)
-    BACKUP = "backup"        # an online copy of the database (SQLite)
-    DOCTOR = "doctor"        # problem checks (and index fixes where offered)
-    IMPORT = "import"        # import / export of JSON Lines
-    SNAPSHOT = "snapshot"    # the library's snapshot writer (AgentOS)
-    EDIT = "edit"            # a checkpoint's state edited as a new head (`edit`)
-    RUN = "run"              # the user's agent run from a checkpoint (`run`: the framework's)
-    REDO = "redo"            # an undone operation done again (the journal's)
-    COMPARE = "compare"      # where two runs parted (`compare`)
+    DELETE = "delete"  # threads delete
+    UNDO = "undo"  # oplog, undo, purge
+    FOLLOW = "follow"  # the TUI's follow mode (new rows polled)
+    BACKUP = "backup"  # an online copy of the database (SQLite)
+    DOCTOR = "doctor"  # problem checks (and index fixes where offered)
+    IMPORT = "import"  # import / export of JSON Lines
+    SNAPSHOT = "snapshot"  # the library's snapshot writer (AgentOS)
+    EDIT = "edit"  # a checkpoint's state edited as a new head (`edit`)
+    RUN = "run"  # the user's agent run from a checkpoint (`run`: the framework's)
+    REDO = "redo"  # an undone operation done again (the journal's)
+    COMPARE = "compare"  # where two runs parted (`compare`)
 
 
 ALL_CAPABILITIES = tuple(Capability)
@@ -142,8 +157,9 @@ class FormatSpec:
     #: SQLite file, read on the caller's thread (the TUI's start); "" when none
     first_page: str = ""
 
-    def open(self, kind: str, target: str, *, readonly: bool = True, create: bool = False,
-             **kwargs: Any) -> "Store":
+    def open(
+        self, kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any
+    ) -> Store:
         opener = _entry_point(self.store)
         return opener(kind, target, readonly=readonly, create=create, **kwargs)
 
@@ -152,7 +168,7 @@ class FormatSpec:
             raise Unsupported(self.name, "a first page read apart")
         return _entry_point(self.first_page)(path, limit=limit)
 
-    def make_history(self, store: "Store", **options: Any) -> "History":
+    def make_history(self, store: Store, **options: Any) -> History:
         if not self.history:
             raise Unsupported(self.name, "writes")
         return _entry_point(self.history)(store, **options)
@@ -165,9 +181,13 @@ class FormatSpec:
         return kind is None or only is None or kind in only
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "description": self.description,
-                "capabilities": [c.value for c in ALL_CAPABILITIES if c in self.capabilities],
-                "tables": list(self.tables)}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "capabilities": [c.value for c in ALL_CAPABILITIES if c in self.capabilities],
+            "tables": list(self.tables),
+        }
 
 
 @dataclass
@@ -187,8 +207,7 @@ class Problem:
     data: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "check": self.check, "subject": self.subject,
-                "detail": self.detail}
+        return {"kind": self.kind, "check": self.check, "subject": self.subject, "detail": self.detail}
 
     def json_value(self) -> Any:
         return self.data if self.data is not None else {"subject": self.subject, "detail": self.detail}
@@ -214,14 +233,14 @@ class PruneSpec:
 def shared_prefix(lines: Sequence[Sequence[str]]) -> int:
     """How many checkpoint ids all these lines of ids (root first) share from the root."""
     n = 0
-    for ids in zip(*lines):
+    for ids in zip(*lines, strict=False):
         if any(i != ids[0] for i in ids[1:]):
             break
         n += 1
     return n
 
 
-def skip_copies(line: Sequence["CheckpointMetadata"], forks: Mapping[str, str]) -> list["CheckpointMetadata"]:
+def skip_copies(line: Sequence[CheckpointMetadata], forks: Mapping[str, str]) -> list[CheckpointMetadata]:
     """A line (root first) without a branch's copies of the line before its fork point:
     `forks` maps a branch thread that starts with copies of its fork point's line (items
     or events 1..N, its first one naming the fork point, at step N, as its parent) to its
@@ -253,8 +272,12 @@ class Content:
 
     __slots__ = ("key", "_decode", "_value")
 
-    def __init__(self, key: Any = None, value: "tuple[Any, Any] | None" = None,
-                 decode: "Callable[[], tuple[Any, Any]] | None" = None):
+    def __init__(
+        self,
+        key: Any = None,
+        value: tuple[Any, Any] | None = None,
+        decode: Callable[[], tuple[Any, Any]] | None = None,
+    ):
         self.key = key
         self._value = value
         self._decode = decode
@@ -302,17 +325,17 @@ class Store(ABC):
         """The bits of a step number, sign excluded (INTEGER: 32 on Postgres, 64 on SQLite)."""
         return 31 if self.kind == "postgres" else 63
 
-    async def __aenter__(self) -> "Store":
+    async def __aenter__(self) -> Store:
         await self.connect()
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-    async def connect(self) -> None:
+    async def connect(self) -> None:  # noqa: B027 (an optional hook: nothing by default)
         """Open connections and check the schema. Called lazily by every method."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 (an optional hook: nothing by default)
         """Release connections. Safe to call twice."""
 
     # ---- what it can do ----------------------------------------------------------
@@ -327,7 +350,7 @@ class Store(ABC):
             where = f" on {self.kind}" if cap in self.format.capabilities else ""
             raise Unsupported(self.format.name + where, operation or cap.value)
 
-    def history(self, **options: Any) -> "History":
+    def history(self, **options: Any) -> History:
         """The write side (rewind, branch, merge, prune, delete, undo); `options` are
         the format's (e.g. a seeded clock in tests). The spec names the class."""
         return self.format.make_history(self, **options)
@@ -340,9 +363,13 @@ class Store(ABC):
 
     @abstractmethod
     async def thread_summaries(
-        self, limit: int = 50, offset: int = 0, sort: str = "updated",
-        descending: bool = True, prefix: str | None = None,
-    ) -> list["ThreadSummary"]:
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
+    ) -> list[ThreadSummary]:
         """One row per thread with its count and head. sort: "updated", "thread",
         "checkpoints", "step", "created". Ties by thread id. A format with
         `thread_filters` also takes those as keyword arguments."""
@@ -357,7 +384,7 @@ class Store(ABC):
         nothing. A format without filters has none."""
         return []
 
-    async def thread_summary(self, thread_id: str) -> "ThreadSummary | None":
+    async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
         """The summary of one thread, or None when it does not exist. (Default: the
         first thread by id among those the id starts, which is the id itself.)"""
         page = await self.thread_summaries(1, 0, "thread", False, thread_id)
@@ -387,38 +414,38 @@ class Store(ABC):
     @abstractmethod
     async def read_thread(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
-    ) -> list["CheckpointMetadata"]:
+    ) -> list[CheckpointMetadata]:
         """A page of a thread's checkpoints in step order (oldest first by default)."""
 
     async def read_thread_forks(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
-    ) -> tuple[list["CheckpointMetadata"], list[str]]:
+    ) -> tuple[list[CheckpointMetadata], list[str]]:
         """read_thread, and the ids of those checkpoints with children in other threads."""
         rows = await self.read_thread(thread_id, limit, offset, descending)
         ids = {m.checkpoint_id for m in rows}
         forks = {m.parent_checkpoint_id for m in await self.branches_of([thread_id])}
         return rows, [cid for cid in (m.checkpoint_id for m in rows) if cid in forks and cid in ids]
 
-    async def describe(self, metas: Sequence["CheckpointMetadata"]) -> list["CheckpointMetadata"]:
+    async def describe(self, metas: Sequence[CheckpointMetadata]) -> list[CheckpointMetadata]:
         """The checkpoints as `log`, `tree` and the TUI's list show them: a format whose
         metadata says little (LangGraph: its source) gives each a fuller summary here."""
         return list(metas)
 
     @abstractmethod
-    async def get(self, checkpoint_id: str) -> "Checkpoint | None":
+    async def get(self, checkpoint_id: str) -> Checkpoint | None:
         """The checkpoint with this id, or None. Raises CorruptRowError if it cannot be decoded."""
 
-    async def get_metadata(self, checkpoint_id: str) -> "CheckpointMetadata | None":
+    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
         """Only the metadata of a checkpoint (default: `get`'s, content decoded too)."""
         cp = await self.get(checkpoint_id)
         return cp.metadata if cp is not None else None
 
-    async def get_latest(self, thread_id: str) -> "Checkpoint | None":
+    async def get_latest(self, thread_id: str) -> Checkpoint | None:
         """The head of a thread, or None."""
         page = await self.read_thread(thread_id, 1, 0, descending=True)
         return await self.get(page[0].checkpoint_id) if page else None
 
-    async def _thread_metas(self, thread_id: str) -> AsyncIterator["CheckpointMetadata"]:
+    async def _thread_metas(self, thread_id: str) -> AsyncIterator[CheckpointMetadata]:
         """A thread's checkpoints in step order, read a page at a time (the defaults' walk)."""
         offset = 0
         while page := await self.read_thread(thread_id, 1000, offset):
@@ -426,7 +453,7 @@ class Store(ABC):
                 yield meta
             offset += len(page)
 
-    async def at_step(self, thread_id: str, step: int) -> "CheckpointMetadata | None":
+    async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
         """The checkpoint of a thread at a step (the last one if the step repeats).
         (Default: a walk of the thread; a store with an index on its steps seeks.)"""
         found = None
@@ -434,7 +461,7 @@ class Store(ABC):
             found = meta if meta.step == step else found
         return found
 
-    async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list["CheckpointMetadata"]:
+    async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list[CheckpointMetadata]:
         """Every checkpoint of a thread at a step (forks inside a thread repeat steps),
         newest first, at most `limit`. A format whose steps never repeat in a thread
         answers with `at_step`'s."""
@@ -447,17 +474,19 @@ class Store(ABC):
         marks them; a format that records no failure has none."""
         return set()
 
-    async def children(self, checkpoint_id: str) -> list["CheckpointMetadata"]:
+    async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         """Checkpoints whose parent is this one, in any thread. (Default: a walk of its
         thread, then the first checkpoints of the threads branched from it.)"""
         meta = await self.get_metadata(checkpoint_id)
         if meta is None:
             return []
         out = [m async for m in self._thread_metas(meta.thread_id) if m.parent_checkpoint_id == checkpoint_id]
-        return out + [m for m in await self.branches_of([meta.thread_id]) if m.parent_checkpoint_id == checkpoint_id]
+        return out + [
+            m for m in await self.branches_of([meta.thread_id]) if m.parent_checkpoint_id == checkpoint_id
+        ]
 
     @abstractmethod
-    async def branches_of(self, thread_ids: Sequence[str]) -> list["CheckpointMetadata"]:
+    async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         """First checkpoints of other threads whose parent is in one of these threads."""
 
     async def existing_checkpoint_ids(self, ids: Sequence[str]) -> set[str]:
@@ -491,13 +520,13 @@ class Store(ABC):
     @abstractmethod
     def iter_checkpoints(
         self, thread_ids: Sequence[str] | None = None, batch: int = 500
-    ) -> AsyncIterator["Checkpoint | CorruptRowError"]:
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         """Every checkpoint (of these threads), in thread then step order, streamed.
         A row that cannot be decoded is yielded as its CorruptRowError, not raised."""
 
     # ---- runs (`compare`) ------------------------------------------------------------
 
-    async def lineage(self, checkpoint_id: str) -> list["CheckpointMetadata"]:
+    async def lineage(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         """The checkpoints from the root to this one along parent links, root first
         (across threads: a branch's line starts in the thread it was branched from); []
         when it does not exist. A parent that no longer exists (pruned) ends the line
@@ -532,7 +561,7 @@ class Store(ABC):
         path.reverse()
         return path
 
-    async def read_contents(self, metas: Sequence["CheckpointMetadata"]) -> dict[str, Content]:
+    async def read_contents(self, metas: Sequence[CheckpointMetadata]) -> dict[str, Content]:
         """The messages and state of these checkpoints, by id (CheckpointNotFound for
         one that does not exist). This default decodes whole checkpoints (streamed a
         thread at a time when many are wanted) and gives no keys; a format whose stored
@@ -561,7 +590,7 @@ class Store(ABC):
             raise CheckpointNotFound(sorted(missing)[0])
         return out
 
-    async def without_copies(self, line: list["CheckpointMetadata"]) -> list["CheckpointMetadata"]:
+    async def without_copies(self, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:
         """A line (`lineage`) as `compare` walks it: the same checkpoints, but for those
         that only copy the line before them (a format whose branch holds copies of the
         transcript up to its fork point leaves them out: `skip_copies`). This default
@@ -578,7 +607,7 @@ class Store(ABC):
         from agentctl.errors import CheckpointNotFound
 
         lines = [await self.without_copies(await self.lineage(cid)) for cid in checkpoint_ids]
-        for cid, line in zip(checkpoint_ids, lines):
+        for cid, line in zip(checkpoint_ids, lines, strict=False):
             if not line:
                 raise CheckpointNotFound(cid)
         ids = [[m.checkpoint_id for m in line] for line in lines]
@@ -592,9 +621,14 @@ class Store(ABC):
 
     @abstractmethod
     async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None,
-        limit: int = 50, scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
-    ) -> list["SearchHit"]:
+        self,
+        text: str,
+        thread_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+        scan: bool = False,
+        places: Sequence[str] = SEARCH_PLACES,
+    ) -> list[SearchHit]:
         """Checkpoints whose messages (of `role`, if given), tool results or state
         contain `text`, case-insensitively; newest first, one hit per checkpoint and
         place, its `path` saying where. `places`: of SEARCH_PLACES, where to look (a
@@ -654,23 +688,72 @@ class Store(ABC):
 
 
 #: the reads every Store gives (its abstract methods)
-REQUIRED_READS = ("thread_summaries", "count_threads", "count", "read_thread", "get", "branches_of",
-                  "find_checkpoint_ids", "iter_checkpoints", "search")
+REQUIRED_READS = (
+    "thread_summaries",
+    "count_threads",
+    "count",
+    "read_thread",
+    "get",
+    "branches_of",
+    "find_checkpoint_ids",
+    "iter_checkpoints",
+    "search",
+)
 #: the reads with a default here (right for every format; overridden to be faster or say more)
-OPTIONAL_READS = ("thread_summary", "find_thread_ids", "get_metadata", "get_latest", "at_step", "children",
-                  "filter_values", "all_thread_ids", "read_thread_forks", "describe", "all_at_step",
-                  "failed_checkpoints", "existing_checkpoint_ids", "fork_children", "change_token",
-                  "archive_threads", "lineage", "read_contents", "without_copies", "run_lines", "written_by")
+OPTIONAL_READS = (
+    "thread_summary",
+    "find_thread_ids",
+    "get_metadata",
+    "get_latest",
+    "at_step",
+    "children",
+    "filter_values",
+    "all_thread_ids",
+    "read_thread_forks",
+    "describe",
+    "all_at_step",
+    "failed_checkpoints",
+    "existing_checkpoint_ids",
+    "fork_children",
+    "change_token",
+    "archive_threads",
+    "lineage",
+    "read_contents",
+    "without_copies",
+    "run_lines",
+    "written_by",
+)
 #: what a format does only if it can (the default refuses with Unsupported, or finds nothing)
 CAPABILITY_CALLS = ("doctor", "fix_indexes", "fix", "usage_stats", "backup", "search_index", "compact")
 #: the writes every History gives (its abstract methods; Unsupported where the format cannot)
-REQUIRED_WRITES = ("plan_rewind", "rewind", "branch", "plan_merge", "merge_branch", "plan_prune_spec",
-                   "prune_spec", "plan_delete_thread", "delete_thread", "oplog", "undo", "purge")
+REQUIRED_WRITES = (
+    "plan_rewind",
+    "rewind",
+    "branch",
+    "plan_merge",
+    "merge_branch",
+    "plan_prune_spec",
+    "prune_spec",
+    "plan_delete_thread",
+    "delete_thread",
+    "oplog",
+    "undo",
+    "purge",
+)
 
 #: the writes of a History that are retried when their transaction gave way to another
 #: program's writer (GaveWay), how often, and the pause before the first retry (doubling)
-RETRIED_WRITES = ("rewind", "branch", "merge_branch", "prune_spec", "delete_thread", "undo", "redo",
-                  "purge", "record_run")
+RETRIED_WRITES = (
+    "rewind",
+    "branch",
+    "merge_branch",
+    "prune_spec",
+    "delete_thread",
+    "undo",
+    "redo",
+    "purge",
+    "record_run",
+)
 WRITE_ATTEMPTS = 5
 RETRY_PAUSE = 0.05
 
@@ -702,9 +785,12 @@ def retried_write(write: _W) -> _W:
                 except GaveWay as exc:
                     where = exc.where
                 if attempt + 1 < WRITE_ATTEMPTS:
-                    await asyncio.sleep(RETRY_PAUSE * 2 ** attempt * (1 + random.random()))
-            raise DatabaseBusy(f"{where}: another program kept writing the same rows (a live agent?); agentctl "
-                               f"gave way {WRITE_ATTEMPTS} times, nothing was changed; try again", nothing_changed=True)
+                    await asyncio.sleep(RETRY_PAUSE * 2**attempt * (1 + random.random()))
+            raise DatabaseBusy(
+                f"{where}: another program kept writing the same rows (a live agent?); agentctl "
+                f"gave way {WRITE_ATTEMPTS} times, nothing was changed; try again",
+                nothing_changed=True,
+            )
         finally:
             _retrying.reset(token)
 
@@ -752,7 +838,7 @@ class History(ABC):
         (dunder names); a format whose edits change something else (an SDK's item) says so."""
         return {k: v for k, v in (cp.state or {}).items() if not (k.startswith("__") and k.endswith("__"))}
 
-    def edit_check(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+    def edit_check(self, old: dict[str, Any], new: dict[str, Any]) -> None:  # noqa: B027 (an optional hook: nothing by default)
         """Refuse (UsageError) an edited value the format's rows cannot hold; default: none."""
 
     async def run_options(self, thread_id: str, from_id: str | None = None) -> dict[str, Any]:
@@ -766,8 +852,9 @@ class History(ABC):
         """What `rewind` would do."""
 
     @abstractmethod
-    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> TimeTravelResult:
+    async def rewind(
+        self, checkpoint_id: str, hard: bool = False, *, archive_thread: str | None = None
+    ) -> TimeTravelResult:
         """Make the checkpoint its thread's head again; later ones go to an archive
         thread (or the trash with hard=True)."""
 
@@ -776,13 +863,20 @@ class History(ABC):
         """A new thread holding the history up to the checkpoint; its id."""
 
     @abstractmethod
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str,
-                         strategy: str = "fail") -> MergePlan:
+    async def plan_merge(
+        self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail"
+    ) -> MergePlan:
         """What `merge_branch` would write."""
 
     @abstractmethod
-    async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
-                           strategy: str = "fail", *, checkpoint_id: str | None = None) -> str:
+    async def merge_branch(
+        self,
+        branch_thread_id: str,
+        into_thread_id: str,
+        strategy: str = "fail",
+        *,
+        checkpoint_id: str | None = None,
+    ) -> str:
         """Merge a branch into a thread; the new head's checkpoint id (`checkpoint_id`:
         the one its plan announced)."""
 
@@ -791,8 +885,13 @@ class History(ABC):
         """The plans of a prune as the user asked it."""
 
     @abstractmethod
-    async def prune_spec(self, spec: PruneSpec, *, progress: Callable[[int], Any] | None = None,
-                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
+    async def prune_spec(
+        self,
+        spec: PruneSpec,
+        *,
+        progress: Callable[[int], Any] | None = None,
+        plans: Sequence[PrunePlan] | None = None,
+    ) -> list[OpResult]:
         """Carry out a prune as ONE operation (one transaction: all or nothing, one
         undo); its OpResults. `progress(n)`, when given, is called as the work advances.
         `plans`: the plans of this prune shown to the user (plan_prune_spec), which a
@@ -812,8 +911,9 @@ class History(ABC):
         """The newest operations first."""
 
     @abstractmethod
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None,
-                   dry_run: bool = False) -> OpResult:
+    async def undo(
+        self, op_id: int | None = None, threads: Sequence[str] | None = None, dry_run: bool = False
+    ) -> OpResult:
         """Revert an operation (the newest undoable one by default). `threads`: of a
         prune of several threads, restore those alone (the op stays undoable for the
         others); a format whose operations are undone whole raises UsageError.
@@ -847,8 +947,9 @@ class EditsState(Protocol):
     itself. What it shows and takes is the History's `edit_view`, `edit_check`,
     `EDIT_CONFIRM`, `EDIT_NEW_KEYS`, `EDIT_UNSET_TO_NONE` (defaults on History)."""
 
-    async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str,
-                         **extra: Any) -> OpResult:
+    async def edit_state(
+        self, checkpoint_id: str, state: dict[str, Any], what: str, **extra: Any
+    ) -> OpResult:
         """Write `state` at the checkpoint as one undoable op (`extra`: the keywords the
         format takes, LangGraph's keys, as_node, thread_id)."""
         ...
@@ -863,8 +964,9 @@ class RecordsRuns(Protocol):
         """The rows the run may change, as they are before it (given back to record_run)."""
         ...
 
-    async def record_run(self, thread_id: str, before: Any, summary: str, details: dict[str, Any],
-                         kind: str = "run") -> int | None:
+    async def record_run(
+        self, thread_id: str, before: Any, summary: str, details: dict[str, Any], kind: str = "run"
+    ) -> int | None:
         """One op of what changed since `before`; its id (None: nothing changed)."""
         ...
 
@@ -873,8 +975,7 @@ class RecordsRuns(Protocol):
 class Redoes(Protocol):
     """Capability.REDO: an undone operation done again (the journal's formats)."""
 
-    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult:
-        ...
+    async def redo(self, op_id: int | None = None, dry_run: bool = False) -> OpResult: ...
 
 
 @runtime_checkable
@@ -882,16 +983,20 @@ class Compares(Protocol):
     """Capability.COMPARE: the Store's reads `compare` walks two runs with (defaults on
     Store; a format overrides them to read faster)."""
 
-    async def lineage(self, checkpoint_id: str) -> list[CheckpointMetadata]:
-        ...
+    async def lineage(self, checkpoint_id: str) -> list[CheckpointMetadata]: ...
 
-    async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
-        ...
+    async def run_lines(
+        self, checkpoint_ids: Sequence[str]
+    ) -> tuple[list[list[str]], dict[str, Content]]: ...
 
 
 #: the Protocol each of these capabilities is
-CAPABILITY_PROTOCOLS: dict[Capability, type] = {Capability.EDIT: EditsState, Capability.RUN: RecordsRuns,
-                                                Capability.REDO: Redoes, Capability.COMPARE: Compares}
+CAPABILITY_PROTOCOLS: dict[Capability, type] = {
+    Capability.EDIT: EditsState,
+    Capability.RUN: RecordsRuns,
+    Capability.REDO: Redoes,
+    Capability.COMPARE: Compares,
+}
 
 
 def implements(cls: type, capability: Capability) -> bool:
@@ -925,18 +1030,31 @@ class RewindAndBranchOnly:
     def _no(self, what: str) -> Unsupported:
         return Unsupported(self.store.format.name, what)
 
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> MergePlan:
+    async def plan_merge(
+        self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail"
+    ) -> MergePlan:
         raise self._no("merge")
 
-    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail", *,
-                           checkpoint_id: str | None = None) -> str:
+    async def merge_branch(
+        self,
+        branch_thread_id: str,
+        into_thread_id: str,
+        strategy: str = "fail",
+        *,
+        checkpoint_id: str | None = None,
+    ) -> str:
         raise self._no("merge")
 
     async def plan_prune_spec(self, spec: PruneSpec, preview: int | None = None) -> list[PrunePlan]:
         raise self._no("prune")
 
-    async def prune_spec(self, spec: PruneSpec, *, progress: Callable[[int], Any] | None = None,
-                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
+    async def prune_spec(
+        self,
+        spec: PruneSpec,
+        *,
+        progress: Callable[[int], Any] | None = None,
+        plans: Sequence[PrunePlan] | None = None,
+    ) -> list[OpResult]:
         raise self._no("prune")
 
     async def plan_delete_thread(self, thread_id: str) -> DeletePlan:

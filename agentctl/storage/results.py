@@ -8,10 +8,11 @@ History imports them from here (the AgentOS engine re-exports them as its own, f
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-import hashlib
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from agentctl.errors import UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata
@@ -40,7 +41,7 @@ def duration_text(seconds: float) -> str:
     return out
 
 
-def policy_text(policy: "CheckpointGC | str", param: Any) -> str:
+def policy_text(policy: CheckpointGC | str, param: Any) -> str:
     """A retention policy and its parameter as plans and op summaries show them:
     'keep_last_n 20', 'keep_age 30d'."""
     name = getattr(policy, "value", policy)
@@ -94,9 +95,14 @@ class RewindPlan:
     marked: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target.to_dict(), "thread_id": self.thread_id,
-                "moved": [m.to_dict() for m in self.moved],
-                "archive_thread": self.archive_thread, "hard": self.hard, "marked": self.marked}
+        return {
+            "target": self.target.to_dict(),
+            "thread_id": self.thread_id,
+            "moved": [m.to_dict() for m in self.moved],
+            "archive_thread": self.archive_thread,
+            "hard": self.hard,
+            "marked": self.marked,
+        }
 
 
 @dataclass
@@ -183,13 +189,20 @@ class PrunePlan:
             self.delete_count = len(self.delete)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"thread_id": self.thread_id, "policy": self.policy.value if self.policy else None,
-                "param": self.param, "reason": self.reason,
-                "delete": [m.to_dict() for m in self.delete], "delete_count": self.delete_count,
-                "keep_count": self.keep_count, "forks_kept": self.forks_kept,
-                "fork_points": list(self.fork_points),
-                "reparent": [{"checkpoint_id": c, "old_parent_id": o, "new_parent_id": n}
-                             for c, o, n in self.reparent]}
+        return {
+            "thread_id": self.thread_id,
+            "policy": self.policy.value if self.policy else None,
+            "param": self.param,
+            "reason": self.reason,
+            "delete": [m.to_dict() for m in self.delete],
+            "delete_count": self.delete_count,
+            "keep_count": self.keep_count,
+            "forks_kept": self.forks_kept,
+            "fork_points": list(self.fork_points),
+            "reparent": [
+                {"checkpoint_id": c, "old_parent_id": o, "new_parent_id": n} for c, o, n in self.reparent
+            ],
+        }
 
 
 @dataclass
@@ -204,8 +217,12 @@ class DeletePlan:
     branches_kept: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"thread_id": self.thread_id, "checkpoints": self.checkpoints,
-                "included": list(self.included), "branches_kept": list(self.branches_kept)}
+        return {
+            "thread_id": self.thread_id,
+            "checkpoints": self.checkpoints,
+            "included": list(self.included),
+            "branches_kept": list(self.branches_kept),
+        }
 
 
 def skipped_text(counts: Mapping[str, int]) -> str:
@@ -224,8 +241,9 @@ def as_policy(policy: CheckpointGC | str) -> CheckpointGC:
     try:
         return CheckpointGC(str(policy).replace("-", "_"))
     except ValueError:
-        raise UsageError(f"unknown GC policy {policy!r}; use one of: "
-                         + ", ".join(p.value for p in CheckpointGC)) from None
+        raise UsageError(
+            f"unknown GC policy {policy!r}; use one of: " + ", ".join(p.value for p in CheckpointGC)
+        ) from None
 
 
 # The kinds an undo cannot revert.
@@ -308,8 +326,14 @@ class PurgeResult:
     undone: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ops": list(self.ops), "rows": self.rows, "dry_run": self.dry_run,
-                "vacuumed": self.vacuumed, "op_id": self.op_id, "undone": list(self.undone)}
+        return {
+            "ops": list(self.ops),
+            "rows": self.rows,
+            "dry_run": self.dry_run,
+            "vacuumed": self.vacuumed,
+            "op_id": self.op_id,
+            "undone": list(self.undone),
+        }
 
     def kept_for(self) -> str:
         """What the rows are kept for: "undo", "redo" (every op undone) or "undo or redo"."""

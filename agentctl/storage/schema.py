@@ -31,8 +31,9 @@ async def tables_or_none(kind: str, target: str) -> dict[str, set[str]] | None:
     reported at once (DatabaseBusy): the store's open would wait for it as long again."""
     from agentctl.errors import AgentctlError, DatabaseBusy
 
-    if kind == "sqlite" and (target == ":memory:" or not os.path.isfile(target)
-                             or os.path.getsize(target) == 0):
+    if kind == "sqlite" and (
+        target == ":memory:" or not os.path.isfile(target) or os.path.getsize(target) == 0
+    ):
         return None
     try:
         return await tables(kind, target)
@@ -55,9 +56,12 @@ def sqlite_tables(path: str) -> dict[str, set[str]]:
     try:
         rows = conn.execute(
             "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
-            "WHERE m.type IN ('table', 'view')").fetchall()
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()]
+            "WHERE m.type IN ('table', 'view')"
+        ).fetchall()
+        names = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        ]
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, path) from None
     finally:

@@ -7,7 +7,8 @@ snippet (`snippet_around`), and the part of a text an SQL prefilter may test
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentctl.model import CheckpointMetadata, SearchHit
 
@@ -87,8 +88,15 @@ def search_json(meta: CheckpointMetadata, where: str, value: Any, text: str) -> 
     tokens = json_hit_tokens(value, needle)
     if tokens is None:
         return None
-    return SearchHit(meta.thread_id, meta.checkpoint_id, meta.step, where, None,
-                     snippet_around(_leaf_text(value, tokens, needle), text), hit_path(where, tokens))
+    return SearchHit(
+        meta.thread_id,
+        meta.checkpoint_id,
+        meta.step,
+        where,
+        None,
+        snippet_around(_leaf_text(value, tokens, needle), text),
+        hit_path(where, tokens),
+    )
 
 
 def _leaf_text(value: Any, tokens: Sequence[Any], needle: str) -> str:
@@ -103,8 +111,13 @@ def _leaf_text(value: Any, tokens: Sequence[Any], needle: str) -> str:
 
 
 def search_messages(
-    cp_meta: CheckpointMetadata, messages: Any, tools: Any, text: str, role: str | None,
-    state: Any = None, places: Any = ("messages", "tools", "state"),
+    cp_meta: CheckpointMetadata,
+    messages: Any,
+    tools: Any,
+    text: str,
+    role: str | None,
+    state: Any = None,
+    places: Any = ("messages", "tools", "state"),
 ) -> list[SearchHit]:
     """Find `text` (case-insensitive) in a checkpoint's messages, tool results and
     state (of `places`; with a `role`, in the messages only)."""
@@ -123,9 +136,17 @@ def search_messages(
             content = msg.get("content", "")
             body = content if isinstance(content, str) else dumps(content)
             if needle in body.lower():
-                hits.append(SearchHit(cp_meta.thread_id, cp_meta.checkpoint_id, cp_meta.step,
-                                      "messages", msg_role if isinstance(msg_role, str) else None,
-                                      snippet_around(body, text), hit_path("messages", [i, "content"])))
+                hits.append(
+                    SearchHit(
+                        cp_meta.thread_id,
+                        cp_meta.checkpoint_id,
+                        cp_meta.step,
+                        "messages",
+                        msg_role if isinstance(msg_role, str) else None,
+                        snippet_around(body, text),
+                        hit_path("messages", [i, "content"]),
+                    )
+                )
                 break
     if role is None and "tools" in places:
         hit = search_json(cp_meta, "tools_result", tools, text)

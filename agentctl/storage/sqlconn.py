@@ -11,7 +11,8 @@ Postgres) and raises SchemaError when the format cannot read it.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.storage.contract import Capability, Problem, Store, check_search_places
 from agentctl.storage.sql.conn import Check, Connection
@@ -35,8 +36,9 @@ def connection(kind: str, target: str, check: Check, *, readonly: bool = True, *
     return SQLiteConnection(target, readonly=readonly, create=False, check=check, **kwargs)
 
 
-async def non_json_numbers(db: Any, kind: str, table: str, column: str, key: str,
-                           limit: int = 100) -> list[tuple[dict[str, Any], str]]:
+async def non_json_numbers(
+    db: Any, kind: str, table: str, column: str, key: str, limit: int = 100
+) -> list[tuple[dict[str, Any], str]]:
     """(row, why) for rows of `table` whose JSON text `column` holds NaN or Infinity,
     which Python's json writes and reads but JSON (RFC 8259) has not: `show --json` and
     `export` show them as a placeholder. `key`: the columns that name a row. Candidates
@@ -45,14 +47,21 @@ async def non_json_numbers(db: Any, kind: str, table: str, column: str, key: str
     from agentctl import deep
 
     text = f"CAST({column} AS TEXT)"
-    where = (f"{column} IS NOT NULL AND (instr({text}, 'NaN') OR instr({text}, 'Infinity')) "
-             f"AND NOT json_valid({text})" if kind == "sqlite" else
-             f"{column} IS NOT NULL AND ({text} LIKE '%NaN%' OR {text} LIKE '%Infinity%')")
+    where = (
+        f"{column} IS NOT NULL AND (instr({text}, 'NaN') OR instr({text}, 'Infinity')) "
+        f"AND NOT json_valid({text})"
+        if kind == "sqlite"
+        else f"{column} IS NOT NULL AND ({text} LIKE '%NaN%' OR {text} LIKE '%Infinity%')"
+    )
     out: list[tuple[dict[str, Any], str]] = []
     page, offset = 500, 0
     while len(out) < limit:
-        rows = await db.query(f"SELECT {key}, {text} AS agentctl_json FROM {table} WHERE {where} "
-                              f"ORDER BY {key} LIMIT ? OFFSET ?", page, offset)
+        rows = await db.query(
+            f"SELECT {key}, {text} AS agentctl_json FROM {table} WHERE {where} "
+            f"ORDER BY {key} LIMIT ? OFFSET ?",
+            page,
+            offset,
+        )
         for r in rows:
             why = deep.non_json_number(r.pop("agentctl_json"))
             if why is not None:
@@ -74,7 +83,7 @@ def check_sort(sort: str) -> str:
 def one_line(text: Any, width: int = 80) -> str:
     text = str(text or "")
     if len(text) > 64 * width:  # a 50 MB text: split only what can show
-        text = text[:64 * width]
+        text = text[: 64 * width]
     s = " ".join(text.split())
     return s if len(s) <= width else s[: width - 1] + "…"
 
@@ -101,6 +110,7 @@ class ConnectedStore(Store):
     def connection(self) -> Connection:
         """The store's connection (agentctl.storage.sql): what its History writes through."""
         return self._db
+
     #: the rows a search's scan reads by its first query; each next one reads twice as
     #: many, up to 32 times as many (scan_pages)
     scan_page = 500
@@ -164,9 +174,18 @@ class ConnectedStore(Store):
         """The rows of a query (`?` placeholders), as dicts: each format's store has its own."""
         raise NotImplementedError
 
-    async def scan_pages(self, select: str, where: Sequence[str], params: Sequence[Any], order: str,
-                         hits: list[Any], limit: int, take: Callable[[list[dict[str, Any]]], Awaitable[None]], *,
-                         after: Sequence[str] = ()) -> list[Any]:
+    async def scan_pages(
+        self,
+        select: str,
+        where: Sequence[str],
+        params: Sequence[Any],
+        order: str,
+        hits: list[Any],
+        limit: int,
+        take: Callable[[list[dict[str, Any]]], Awaitable[None]],
+        *,
+        after: Sequence[str] = (),
+    ) -> list[Any]:
         """Run a search's scan: `select` with `where` (ANDed; `params` theirs) in `order`,
         a page at a time, each page's rows handed to `take` (which adds its hits to
         `hits`), until `limit` hits or the last page; `hits`. Each page is a query of its
@@ -218,10 +237,10 @@ class SteppedStore(ConnectedStore):
     async def _locate(self, checkpoint_id: str) -> tuple[Any, int] | None:
         raise NotImplementedError
 
-    async def _page(self, key: Any, first: int, last: int) -> list["CheckpointMetadata"]:
+    async def _page(self, key: Any, first: int, last: int) -> list[CheckpointMetadata]:
         raise NotImplementedError
 
-    async def get_metadata(self, checkpoint_id: str) -> "CheckpointMetadata | None":
+    async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
         found = await self._locate(checkpoint_id)
         if found is None:
             return None

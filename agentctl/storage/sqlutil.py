@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentctl.interrupts import INTERRUPTED
 
@@ -31,7 +32,7 @@ def chunks(items: Sequence[T] | Iterable[T], n: int = CHUNK) -> Iterator[list[T]
     """`items` in lists of at most `n`, in order (none for no items)."""
     seq = items if isinstance(items, list) else list(items)
     for i in range(0, len(seq), n):
-        yield seq[i:i + n]  # a list slice is a new list
+        yield seq[i : i + n]  # a list slice is a new list
 
 
 def in_chunks(items: Sequence[T] | Iterable[T], n: int = CHUNK) -> Iterator[tuple[str, list[T]]]:
@@ -58,8 +59,9 @@ def refuse_unwritable(path: str) -> None:
     except OSError:  # not there (yet), or ":memory:": SQLite says what is wrong
         return
     if stat.S_ISREG(mode) and not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise ReadOnlyDatabase(f"{path}: the database is read-only, cannot write "
-                               f"(the file's mode is {stat.filemode(mode)})")
+        raise ReadOnlyDatabase(
+            f"{path}: the database is read-only, cannot write (the file's mode is {stat.filemode(mode)})"
+        )
 
 
 def map_sqlite_error(exc: sqlite3.Error, path: str) -> AgentctlError:
@@ -152,8 +154,12 @@ def _waiting(conn: Any, run: Callable[..., T], *args: Any) -> T:
             return run(*args)
         except sqlite3.OperationalError as exc:
             now = time.monotonic()
-            if (not _busy(exc) or conn.total_changes != changes
-                    or now - began < conn.lock_step / 2 or now - start >= conn.lock_wait):
+            if (
+                not _busy(exc)
+                or conn.total_changes != changes
+                or now - began < conn.lock_step / 2
+                or now - start >= conn.lock_wait
+            ):
                 raise
             if _interrupted.is_set():
                 raise sqlite3.OperationalError("interrupted") from None

@@ -37,9 +37,10 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentctl.storage.contract import Problem
@@ -91,9 +92,17 @@ class Status:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "path": self.path, "detail": self.detail, "rows": self.rows,
-                "dead_documents": self.dead, "bytes": self.size, "built_at": self.built_at,
-                "new_rows": self.new_rows, "changed_rows": self.changed_rows}
+        return {
+            "state": self.state,
+            "path": self.path,
+            "detail": self.detail,
+            "rows": self.rows,
+            "dead_documents": self.dead,
+            "bytes": self.size,
+            "built_at": self.built_at,
+            "new_rows": self.new_rows,
+            "changed_rows": self.changed_rows,
+        }
 
 
 def side_path(db_path: str) -> str:
@@ -124,7 +133,7 @@ def trigram_query(needle: str) -> str:
     """The FTS5 query for a lower-cased needle of 3 or more characters: all its
     trigrams (a detail=none index has no positions, so no phrases; the caller checks
     each candidate)."""
-    grams = sorted({needle[i:i + 3] for i in range(len(needle) - 2)})
+    grams = sorted({needle[i : i + 3] for i in range(len(needle) - 2)})
     return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
 
 
@@ -154,8 +163,9 @@ class Session:
             raise Unusable("there is none")
         try:
             uri = Path(self.path).as_uri() + ("" if write else "?mode=ro")
-            self.con = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10,
-                                       check_same_thread=False)  # (used in worker threads, one at a time)
+            self.con = sqlite3.connect(
+                uri, uri=True, isolation_level=None, timeout=10, check_same_thread=False
+            )  # (used in worker threads, one at a time)
         except sqlite3.Error as exc:
             raise Unusable(f"cannot open it ({exc})") from None
         try:
@@ -177,8 +187,10 @@ class Session:
         except (sqlite3.Error, ValueError) as exc:
             raise Unusable(f"it is unreadable ({exc})") from None
         if meta.get("version") != VERSION or meta.get("format") != self.source.format:
-            raise Unusable(f"it was made by another version or for another format "
-                           f"({meta.get('format')!r} v{meta.get('version')})")
+            raise Unusable(
+                f"it was made by another version or for another format "
+                f"({meta.get('format')!r} v{meta.get('version')})"
+            )
         return meta
 
     def close(self) -> None:
@@ -218,22 +230,27 @@ class Session:
     def _changed_keys(self, limit: int | None = None) -> list[int]:
         s = self.source
         # (the source's expressions in a subquery of its own: its column names may be ours)
-        sql = (f"SELECT r.id FROM rows r LEFT JOIN (SELECT {s.key} AS k, {s.fingerprint} AS f, {s.sort} AS s "
-               f"FROM src.{s.table}) c ON c.k = r.id "
-               "WHERE c.k IS NULL OR r.fp IS NOT c.f OR r.sort IS NOT c.s")
+        sql = (
+            f"SELECT r.id FROM rows r LEFT JOIN (SELECT {s.key} AS k, {s.fingerprint} AS f, {s.sort} AS s "
+            f"FROM src.{s.table}) c ON c.k = r.id "
+            "WHERE c.k IS NULL OR r.fp IS NOT c.f OR r.sort IS NOT c.s"
+        )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [r[0] for r in self.con.execute(sql)]
 
     def count_new(self) -> int:
         s = self.source
-        return self.con.execute(f"SELECT count(*) FROM src.{s.table} WHERE {s.key} > ?",
-                                (int(self.meta["max_key"]),)).fetchone()[0]
+        return self.con.execute(
+            f"SELECT count(*) FROM src.{s.table} WHERE {s.key} > ?", (int(self.meta["max_key"]),)
+        ).fetchone()[0]
 
     def _rows_sql(self, where: str) -> str:
         s = self.source
-        return (f"SELECT {s.key}, {s.sort}, {s.fingerprint}, {', '.join(s.columns)} FROM src.{s.table} "
-                f"WHERE {where} ORDER BY {s.key}")
+        return (
+            f"SELECT {s.key}, {s.sort}, {s.fingerprint}, {', '.join(s.columns)} FROM src.{s.table} "
+            f"WHERE {where} ORDER BY {s.key}"
+        )
 
     def _insert(self, rows: Iterator[Sequence[Any]]) -> int:
         """Index rows (key, sort, fp, *columns); returns how many."""
@@ -278,8 +295,9 @@ class Session:
         from agentctl.storage.sqlutil import in_chunks
 
         for marks, chunk in in_chunks(keys):
-            dead = self.con.execute(f"SELECT coalesce(sum(docs), 0) FROM rows WHERE id IN ({marks})",
-                                    chunk).fetchone()[0]
+            dead = self.con.execute(
+                f"SELECT coalesce(sum(docs), 0) FROM rows WHERE id IN ({marks})", chunk
+            ).fetchone()[0]
             self.meta["dead"] = int(self.meta.get("dead", 0)) + int(dead)
             self.con.execute(f"DELETE FROM rows WHERE id IN ({marks})", chunk)
             cur = self.con.cursor()
@@ -289,8 +307,10 @@ class Session:
     def _save_meta(self, identity: list[Any]) -> None:
         self.meta["identity"] = identity
         self.meta["rows"] = self.con.execute("SELECT count(*) FROM rows").fetchone()[0]
-        self.con.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                             [(k, json.dumps(v)) for k, v in self.meta.items()])
+        self.con.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [(k, json.dumps(v)) for k, v in self.meta.items()],
+        )
 
     # ---- searching -----------------------------------------------------------------
 
@@ -300,7 +320,9 @@ class Session:
         for; one document holds all of a row's, so the caller's test applies them.)"""
         cur = self.con.execute(
             "SELECT r.id FROM (SELECT rowid >> 2 AS g FROM fts WHERE fts MATCH ?) m "
-            "JOIN rows r ON r.gen = m.g ORDER BY r.sort DESC, r.id DESC", (trigram_query(needle),))
+            "JOIN rows r ON r.gen = m.g ORDER BY r.sort DESC, r.id DESC",
+            (trigram_query(needle),),
+        )
         for (key,) in cur:
             yield key
 
@@ -347,8 +369,10 @@ def build(db_path: str, source: Source, stop: threading.Event | None = None) -> 
         con.execute("PRAGMA cache_size = -32000")
         for ddl in _SCHEMA:
             con.execute(ddl)
-        con.execute("INSERT INTO meta (key, value) VALUES ('version', ?), ('format', ?)",
-                    (json.dumps(VERSION), json.dumps(source.format)))
+        con.execute(
+            "INSERT INTO meta (key, value) VALUES ('version', ?), ('format', ?)",
+            (json.dumps(VERSION), json.dumps(source.format)),
+        )
         con.close()
         session = Session.__new__(Session)
         session.db_path = os.path.abspath(db_path)
@@ -363,9 +387,14 @@ def build(db_path: str, source: Source, stop: threading.Event | None = None) -> 
             session.con.execute("PRAGMA cache_size = -32000")
             session.con.execute("ATTACH DATABASE ? AS src", (_ro_uri(db_path),))
             session.con.execute("PRAGMA src.busy_timeout = 5000")
-            session.meta = {"version": VERSION, "format": source.format, "next_gen": 1, "dead": 0,
-                            "source": os.path.abspath(db_path),
-                            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            session.meta = {
+                "version": VERSION,
+                "format": source.format,
+                "next_gen": 1,
+                "dead": 0,
+                "source": os.path.abspath(db_path),
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
             # In chunks of rows, each its own transaction: a read of the database holds
             # off its writers (rollback-journal mode) for seconds, not for the whole build.
             # What they write meanwhile changes the identity recorded first: the next
@@ -419,8 +448,15 @@ def status(db_path: str, source: Source, check: bool = True) -> Status:
         return Status("corrupt", path, f"the search index cannot be used: {exc}", size=size)
     try:
         meta = session.meta
-        st = Status("current", path, "", rows=int(meta.get("rows", 0)), dead=int(meta.get("dead", 0)),
-                    size=size, built_at=str(meta.get("built_at", "")))
+        st = Status(
+            "current",
+            path,
+            "",
+            rows=int(meta.get("rows", 0)),
+            dead=int(meta.get("dead", 0)),
+            size=size,
+            built_at=str(meta.get("built_at", "")),
+        )
         if not session.is_current():
             st.state = "behind"
             if check:
@@ -429,8 +465,10 @@ def status(db_path: str, source: Source, check: bool = True) -> Status:
                 if not st.new_rows and not st.changed_rows:
                     st.detail = "the database file changed, no searched row did (the next search records it)"
                 else:
-                    st.detail = (f"{st.new_rows} new and {st.changed_rows} deleted or rewritten rows "
-                                 "not indexed yet (the next search catches up)")
+                    st.detail = (
+                        f"{st.new_rows} new and {st.changed_rows} deleted or rewritten rows "
+                        "not indexed yet (the next search catches up)"
+                    )
             else:
                 st.detail = "the database changed since (the next search catches up)"
     except sqlite3.Error as exc:
@@ -456,9 +494,17 @@ async def search_index_problems(store: Any) -> list[Problem]:
         detail = "search index: " + st["detail"]
         return [Problem("warning", "search_index", st["path"], detail, "warning", detail)]
     if st["state"] == "corrupt":
-        return [Problem("error", "search_index", st["path"],
-                        st["detail"] + "; search scans instead (`agentctl index build` rebuilds it, "
-                        "`agentctl index drop` removes it)", "search-index", st)]
+        return [
+            Problem(
+                "error",
+                "search_index",
+                st["path"],
+                st["detail"] + "; search scans instead (`agentctl index build` rebuilds it, "
+                "`agentctl index drop` removes it)",
+                "search-index",
+                st,
+            )
+        ]
     return []
 
 

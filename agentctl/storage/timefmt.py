@@ -24,8 +24,13 @@ def iso_utc(value: Any) -> str:
     if isinstance(value, datetime):
         return iso(value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc))
     text = iso(value)
-    if len(text) >= 19 and text[10] == " " and text[4] == "-" and "+" not in text[19:] \
-            and not text.endswith("Z"):
+    if (
+        len(text) >= 19
+        and text[10] == " "
+        and text[4] == "-"
+        and "+" not in text[19:]
+        and not text.endswith("Z")
+    ):
         return text[:10] + "T" + text[11:] + "+00:00"
     return text
 

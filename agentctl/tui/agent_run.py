@@ -63,7 +63,7 @@ def interrupt_text(writes: Any) -> str:
         else:
             lines.append(shown(v))
     text = "\n".join(lines)
-    return inert(text if len(text) <= QUESTION_MAX else text[:QUESTION_MAX - 1] + "…")
+    return inert(text if len(text) <= QUESTION_MAX else text[: QUESTION_MAX - 1] + "…")
 
 
 def _check_object(text: str) -> None:
@@ -72,28 +72,49 @@ def _check_object(text: str) -> None:
         raise UsageError("the flow's inputs are a JSON object")
 
 
-async def _ask(screen: "WriteHost", meta: CheckpointMetadata, runtime: Any) -> tuple[bool, str | None, str | None]:
+async def _ask(
+    screen: WriteHost, meta: CheckpointMetadata, runtime: Any
+) -> tuple[bool, str | None, str | None]:
     """(go on?, input text, resume text): what the run starts with."""
     from agentctl.tui.screens.prompt import PromptScreen
 
     if runtime.input == "none":  # a CrewAI checkpoint: resumed as it is
         return True, None, None
     if runtime.input == "object":  # a CrewAI @persist flow, kicked off again with its id
-        text = await screen.app.push_screen_wait(PromptScreen(
-            f"Run {short_meta(meta)}: the flow's inputs", Text.assemble(
-                "The flow is kicked off again with its id (CrewAI loads its newest state) and these inputs, as a "
-                "JSON object (empty: none), e.g. ", ('{"city": "Oslo"}', "cyan")),
-            placeholder="JSON object (empty: none)", ok_label="Next", validate=_check_object, allow_empty=True))
+        text = await screen.app.push_screen_wait(
+            PromptScreen(
+                f"Run {short_meta(meta)}: the flow's inputs",
+                Text.assemble(
+                    "The flow is kicked off again with its id (CrewAI loads its newest state) and these inputs, as a "
+                    "JSON object (empty: none), e.g. ",
+                    ('{"city": "Oslo"}', "cyan"),
+                ),
+                placeholder="JSON object (empty: none)",
+                ok_label="Next",
+                validate=_check_object,
+                allow_empty=True,
+            )
+        )
         return text is not None, text or None, None
     graph_input = runtime.graph_input
     cp = await screen.source.db.get(meta.checkpoint_id)
     tools = (cp.tools_result or {}) if cp is not None else {}
-    waiting = bool(cp is not None and cp.next_node and isinstance(tools, dict)
-                   and "__interrupt__" in tools and "__resume__" not in tools)
+    waiting = bool(
+        cp is not None
+        and cp.next_node
+        and isinstance(tools, dict)
+        and "__interrupt__" in tools
+        and "__resume__" not in tools
+    )
     if not graph_input:  # an SDK's session runs on with the user's message (TEXT)
-        text = await screen.app.push_screen_wait(PromptScreen(
-            f"Run {short_meta(meta)}: the user's message", Text("The session runs on from its end with this message."),
-            placeholder="the user's message", ok_label="Next"))
+        text = await screen.app.push_screen_wait(
+            PromptScreen(
+                f"Run {short_meta(meta)}: the user's message",
+                Text("The session runs on from its end with this message."),
+                placeholder="the user's message",
+                ok_label="Next",
+            )
+        )
         return text is not None, text, None
     if cp is not None and cp.next_node and not waiting:
         return True, None, None  # the graph goes on by itself (its next nodes)
@@ -102,13 +123,21 @@ async def _ask(screen: "WriteHost", meta: CheckpointMetadata, runtime: Any) -> t
         "The graph is waiting at an interrupt" if waiting else "The graph has ended here",
         (f" ({inert(cp.next_node, one_line=True)})" if waiting and cp is not None else ""),
         f": the {what} to run on with, as JSON (empty: none), e.g. ",
-        ('true' if waiting else '{"messages": [{"role": "user", "content": "hi"}]}', "cyan"))
+        ("true" if waiting else '{"messages": [{"role": "user", "content": "hi"}]}', "cyan"),
+    )
     if waiting:
         body.append("\nthe interrupt asks:\n", style="dim")
         body.append(interrupt_text(tools.get("__interrupt__")))
-    text = await screen.app.push_screen_wait(PromptScreen(
-        f"Run {short_meta(meta)}: {what}", body, placeholder="JSON (empty: none)", ok_label="Next",
-        validate=_check_json, allow_empty=True))
+    text = await screen.app.push_screen_wait(
+        PromptScreen(
+            f"Run {short_meta(meta)}: {what}",
+            body,
+            placeholder="JSON (empty: none)",
+            ok_label="Next",
+            validate=_check_json,
+            allow_empty=True,
+        )
+    )
     if text is None:
         return False, None, None
     if not text:
@@ -116,7 +145,7 @@ async def _ask(screen: "WriteHost", meta: CheckpointMetadata, runtime: Any) -> t
     return (True, None, text) if waiting else (True, text, None)
 
 
-async def _options(screen: "WriteHost", fmt: str) -> None:
+async def _options(screen: WriteHost, fmt: str) -> None:
     """The run's options, as `run` takes them (`--context JSON --configurable KEY=JSON`),
     kept for the session's next runs and LangGraph edits (`e` through the agent)."""
     from agentctl.runs import parse_run_options, run_settings
@@ -125,12 +154,22 @@ async def _options(screen: "WriteHost", fmt: str) -> None:
     def check(text: str) -> None:
         run_settings(fmt, *parse_run_options(text))
 
-    body = Text.assemble("The graph's Runtime context and config[\"configurable\"] values, as `agentctl run` "
-                         "takes them (empty: none), e.g. ",
-                         ("--context '{\"model\": \"m\"}' --configurable user_id='\"u1\"'", "cyan"))
-    text = await screen.app.push_screen_wait(PromptScreen(
-        "Run options", body, value=screen.agent.get("run_options") or "", placeholder="--context JSON "
-        "--configurable KEY=JSON", ok_label="Set", validate=check, allow_empty=True))
+    body = Text.assemble(
+        'The graph\'s Runtime context and config["configurable"] values, as `agentctl run` '
+        "takes them (empty: none), e.g. ",
+        ('--context \'{"model": "m"}\' --configurable user_id=\'"u1"\'', "cyan"),
+    )
+    text = await screen.app.push_screen_wait(
+        PromptScreen(
+            "Run options",
+            body,
+            value=screen.agent.get("run_options") or "",
+            placeholder="--context JSON --configurable KEY=JSON",
+            ok_label="Set",
+            validate=check,
+            allow_empty=True,
+        )
+    )
     if text is not None:
         screen.agent["run_options"] = text
 
@@ -139,7 +178,7 @@ async def _options(screen: "WriteHost", fmt: str) -> None:
 RECENT = 200
 
 
-async def previous_run(screen: "WriteHost", meta: CheckpointMetadata) -> tuple[CheckpointMetadata, str]:
+async def previous_run(screen: WriteHost, meta: CheckpointMetadata) -> tuple[CheckpointMetadata, str]:
     """What the new run is compared with, and how to say it: the thread's newest
     checkpoint (before the run) that is not on the line the run starts from (the head
     before the run, when the run starts before it: the REF's old continuation; when it
@@ -155,7 +194,7 @@ async def previous_run(screen: "WriteHost", meta: CheckpointMetadata) -> tuple[C
     return meta, f"where the run started ({short_meta(meta)})"
 
 
-def start(screen: "WriteHost") -> None:
+def start(screen: WriteHost) -> None:
     """`R` on the selected checkpoint (a write: refused in read-only mode, as under
     `agentctl serve` without --allow-writes)."""
     if not can_write(screen, "run"):
@@ -163,19 +202,22 @@ def start(screen: "WriteHost") -> None:
     meta = need_selection(screen, "run from")
     if meta is None:
         return
-    screen.run_worker(run(screen, meta), name="run_flow", group="write", exclusive=True,
-                      exit_on_error=False)
+    screen.run_worker(run(screen, meta), name="run_flow", group="write", exclusive=True, exit_on_error=False)
 
 
-async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
+async def run(screen: WriteHost, meta: CheckpointMetadata) -> None:
     from agentctl.runners import RUNNERS
 
     db = screen.source.db
     fmt = db.format.name
     if fmt not in RUNNERS:
-        screen.notify(f"the {fmt} format has no runtime agentctl can run (R runs agents of "
-                      f"{', '.join(sorted(RUNNERS))} databases): nothing run", title="Run",
-                      severity="warning", markup=False)
+        screen.notify(
+            f"the {fmt} format has no runtime agentctl can run (R runs agents of "
+            f"{', '.join(sorted(RUNNERS))} databases): nothing run",
+            title="Run",
+            severity="warning",
+            markup=False,
+        )
         return
     go, input_text, resume_text = await _ask(screen, meta, RUNNERS[fmt])
     if not go:
@@ -186,8 +228,9 @@ async def run(screen: "WriteHost", meta: CheckpointMetadata) -> None:
         await _run(screen, meta, *asked)
 
 
-async def _confirmed(screen: "WriteHost", meta: CheckpointMetadata, input_text: str | None,
-                     resume_text: str | None) -> tuple[Any, Any, tuple[CheckpointMetadata, str]] | None:
+async def _confirmed(
+    screen: WriteHost, meta: CheckpointMetadata, input_text: str | None, resume_text: str | None
+) -> tuple[Any, Any, tuple[CheckpointMetadata, str]] | None:
     """The run's operation and plan (agentctl.ops.RunAgent, as `agentctl run` plans it) once
     confirmed (`o` there sets the run's options, then it asks again), and what it is
     compared with; None (said) when cancelled or it cannot start."""
@@ -199,28 +242,54 @@ async def _confirmed(screen: "WriteHost", meta: CheckpointMetadata, input_text: 
     while True:
         options = screen.agent.get("run_options") or ""
         try:
-            op = RunAgent(thread, meta.checkpoint_id if runtime.replays else None, input_text, resume_text,
-                          *parse_run_options(options), url=screen.source.url, agent=screen.agent.get("agent"),
-                          config=screen.agent.get("config"), python=screen.agent.get("python"))
+            op = RunAgent(
+                thread,
+                meta.checkpoint_id if runtime.replays else None,
+                input_text,
+                resume_text,
+                *parse_run_options(options),
+                url=screen.source.url,
+                agent=screen.agent.get("agent"),
+                config=screen.agent.get("config"),
+                python=screen.agent.get("python"),
+            )
             plan = await op.plan(screen.source.db, screen.source.history)
         except UsageError as exc:
-            screen.notify(inert(f"{exc}: nothing run"), title="Run", severity="error", markup=False, timeout=12)
+            screen.notify(
+                inert(f"{exc}: nothing run"), title="Run", severity="error", markup=False, timeout=12
+            )
             return None
         against = await previous_run(screen, meta)
         who, python = plan.facts["agent"], plan.facts["python"]
-        start = f"from {short_meta(meta)}" if plan.data.from_id else f"on from the end of {inert(thread, one_line=True)}"
+        start = (
+            f"from {short_meta(meta)}"
+            if plan.data.from_id
+            else f"on from the end of {inert(thread, one_line=True)}"
+        )
         plan.facts["start"] = start
         body = Text.assemble(
-            "Runs ", (inert(who.label, one_line=True), "bold"), f" {start} in ",
+            "Runs ",
+            (inert(who.label, one_line=True), "bold"),
+            f" {start} in ",
             (inert(python, one_line=True), "cyan"),
-            (f" with {'resume' if resume_text is not None else 'input'} "
-             + inert(resume_text or input_text or "", one_line=True) if (resume_text or input_text) else ""),
+            (
+                f" with {'resume' if resume_text is not None else 'input'} "
+                + inert(resume_text or input_text or "", one_line=True)
+                if (resume_text or input_text)
+                else ""
+            ),
             (" and " + inert(options, one_line=True) if options else ""),
             ".\nYour agent's code runs in a child process; what it saves is one operation (u undoes it). "
-            "Then the compare view shows where the new run parted from the old.")
+            "Then the compare view shows where the new run parted from the old.",
+        )
         keys = [("o", "options", "options (--context, --configurable)")] if runtime.graph_options else []
-        choice = await confirm(screen, f"Run {inert(who.label, one_line=True)} {start}?", body,
-                               [("confirm", "Run", "warning")], keys)
+        choice = await confirm(
+            screen,
+            f"Run {inert(who.label, one_line=True)} {start}?",
+            body,
+            [("confirm", "Run", "warning")],
+            keys,
+        )
         if choice is None:
             screen.notify("run cancelled: nothing run")
             return None
@@ -229,8 +298,9 @@ async def _confirmed(screen: "WriteHost", meta: CheckpointMetadata, input_text: 
         await _options(screen, screen.source.db.format.name)
 
 
-async def _run(screen: "WriteHost", meta: CheckpointMetadata, op: Any, plan: Any,
-               against: tuple[CheckpointMetadata, str]) -> None:
+async def _run(
+    screen: WriteHost, meta: CheckpointMetadata, op: Any, plan: Any, against: tuple[CheckpointMetadata, str]
+) -> None:
     """The run, its checkpoints shown as the child saves them (the run's dialog, the tree's
     tail), escape / ctrl+c stopping it; then what it did and the compare view."""
     from agentctl.runners import RUNNERS
@@ -263,9 +333,14 @@ async def _run(screen: "WriteHost", meta: CheckpointMetadata, op: Any, plan: Any
             started.interrupt()
 
     try:
-        result = await op.apply(screen.source.db, screen.source.history, plan, blocking=asyncio.to_thread,
-                                on_checkpoint=lambda event: loop.call_soon_threadsafe(shown, event),
-                                on_start=on_start)
+        result = await op.apply(
+            screen.source.db,
+            screen.source.history,
+            plan,
+            blocking=asyncio.to_thread,
+            on_checkpoint=lambda event: loop.call_soon_threadsafe(shown, event),
+            on_start=on_start,
+        )
     except UsageError as exc:
         if dialog.is_attached:
             dialog.dismiss()

@@ -12,7 +12,8 @@ Every write goes through the format's History, behind a ConfirmScreen that shows
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from textual import on, work
 from textual.app import App
@@ -64,13 +65,16 @@ def parse_keymap(spec: str, known: Iterable[str] | None = None) -> dict[str, str
         if not sep or not binding_id or not key:
             raise UsageError(f"{what} is not ID=KEY (e.g. rewind=ctrl+r)")
         if ids is not None and binding_id not in ids:
-            raise UsageError(f"{what}: no key binding has the id {inert(binding_id, one_line=True)!r} "
-                             f"(ids: {', '.join(sorted(ids))})")
+            raise UsageError(
+                f"{what}: no key binding has the id {inert(binding_id, one_line=True)!r} "
+                f"(ids: {', '.join(sorted(ids))})"
+            )
         *mods, name = key.split("+")
         names = names if names is not None else _key_names()
         if any(m not in _MODIFIERS for m in mods) or name not in names:
-            raise UsageError(f"{what}: {inert(key, one_line=True)!r} is not a key "
-                             "(e.g. ctrl+r, f5, question_mark)")
+            raise UsageError(
+                f"{what}: {inert(key, one_line=True)!r} is not a key (e.g. ctrl+r, f5, question_mark)"
+            )
         out[binding_id] = key
     _refuse_shadowing(out)
     return out
@@ -95,15 +99,18 @@ def _refuse_shadowing(keymap: dict[str, str]) -> None:
     from agentctl.errors import UsageError
     from agentctl.tui.screens.main import MainScreen
 
-    defaults = {b.id: b.key for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.id in ("quit", "help")}
+    defaults = {
+        b.id: b.key for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.id in ("quit", "help")
+    }
     guarded = {_key_name(keymap.get(bid, key)): bid for bid, key in defaults.items()}
     for binding_id, key in keymap.items():
         owner = guarded.get(_key_name(key))
         if owner is not None and owner != binding_id:
-            raise UsageError(f"AGENTCTL_KEYMAP entry '{binding_id}={inert(key, one_line=True)}' takes {key!r} "
-                             f"from {owner}; give {owner} another key too "
-                             f"(e.g. {owner}={'ctrl+q' if owner == 'quit' else 'f1'}) or pick another")
-
+            raise UsageError(
+                f"AGENTCTL_KEYMAP entry '{binding_id}={inert(key, one_line=True)}' takes {key!r} "
+                f"from {owner}; give {owner} another key too "
+                f"(e.g. {owner}={'ctrl+q' if owner == 'quit' else 'f1'}) or pick another"
+            )
 
 
 def _palette() -> Any:
@@ -120,11 +127,18 @@ class AgentctlApp(App[None]):
     BINDINGS = [QUIT]
     COMMANDS = App.COMMANDS | {_palette}
 
-    def __init__(self, db: str, *, readonly: bool = False,
-                 keymap: dict[str, str] | None = None,
-                 history_options: dict[str, Any] | None = None, format: str | None = None,
-                 agent: str | None = None, config: str | None = None,
-                 python: str | None = None) -> None:
+    def __init__(
+        self,
+        db: str,
+        *,
+        readonly: bool = False,
+        keymap: dict[str, str] | None = None,
+        history_options: dict[str, Any] | None = None,
+        format: str | None = None,
+        agent: str | None = None,
+        config: str | None = None,
+        python: str | None = None,
+    ) -> None:
         """`keymap`: {binding id: keys}, else from AGENTCTL_KEYMAP. `history_options`: extra
         arguments of the format's History (tests pass a seeded `rng` for stable thread
         names). `format`: the database's format, detected when None. `agent`, `config`,
@@ -139,9 +153,14 @@ class AgentctlApp(App[None]):
             spec = os.environ.get("AGENTCTL_KEYMAP", "")
             keymap = parse_keymap(spec, binding_ids()) if spec.strip() else {}
         self._keymap = dict(keymap)
-        self._main = MainScreen(self.source, readonly=readonly, db_name=self.db_name,
-                                open_database=self.open_database, key_shown=self.key_shown,
-                                agent={"agent": agent, "config": config, "python": python})
+        self._main = MainScreen(
+            self.source,
+            readonly=readonly,
+            db_name=self.db_name,
+            open_database=self.open_database,
+            key_shown=self.key_shown,
+            agent={"agent": agent, "config": config, "python": python},
+        )
 
     def get_default_screen(self) -> MainScreen:
         return self._main
@@ -234,13 +253,30 @@ def binding_ids() -> list[str]:
     from agentctl.tui.screens.run import RunScreen
     from agentctl.tui.screens.search import SearchScreen
 
-    owners = (AgentctlApp, MainScreen, ConfirmScreen, HelpScreen, PromptScreen, PruneScreen,
-              SearchScreen, EditScreen, CompareScreen, RunScreen)
+    owners = (
+        AgentctlApp,
+        MainScreen,
+        ConfirmScreen,
+        HelpScreen,
+        PromptScreen,
+        PruneScreen,
+        SearchScreen,
+        EditScreen,
+        CompareScreen,
+        RunScreen,
+    )
     return [b.id for owner in owners for b in owner.BINDINGS if isinstance(b, Binding) and b.id]
 
 
-def run(db: str, *, readonly: bool = False, format: str | None = None, agent: str | None = None,
-        config: str | None = None, python: str | None = None) -> None:
+def run(
+    db: str,
+    *,
+    readonly: bool = False,
+    format: str | None = None,
+    agent: str | None = None,
+    config: str | None = None,
+    python: str | None = None,
+) -> None:
     """Run the TUI on a database until the user quits. A database that cannot be opened
     raises its AgentctlError after the app has closed (the CLI reports it). `agent`,
     `config`, `python`: AgentctlApp's."""

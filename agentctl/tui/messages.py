@@ -107,8 +107,8 @@ class OperationFinished(Message):
     kind: str
     summary: str
     select_thread: str | None = None
-    select: str | None = None   # the checkpoint to select (a new one the write made)
-    title: str | None = None    # the notice's title (default: the kind), its severity
+    select: str | None = None  # the checkpoint to select (a new one the write made)
+    title: str | None = None  # the notice's title (default: the kind), its severity
     severity: str = "information"
 
 

@@ -17,9 +17,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.storage import Store, local_file, make_store
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
+from agentctl.storage import Store, local_file, make_store
 
 THREAD_PAGE = 100
 CHECKPOINT_PAGE = 200
@@ -40,12 +40,11 @@ class FirstPage:
     store's, run while the app imports, starts and draws instead of after it opened
     the database. Any error is left to the normal path, which reports it."""
 
-    _started: dict[str, "FirstPage"] = {}
+    _started: dict[str, FirstPage] = {}
 
     def __init__(self, path: str) -> None:
         self.future: Future[list[ThreadSummary]] = Future()
-        threading.Thread(target=self._read, args=(path,), name="agentctl-first-threads",
-                         daemon=True).start()
+        threading.Thread(target=self._read, args=(path,), name="agentctl-first-threads", daemon=True).start()
 
     def _read(self, path: str) -> None:
         try:
@@ -62,15 +61,15 @@ class FirstPage:
             cls._started[url] = page
 
     @classmethod
-    def take(cls, url: str) -> "FirstPage | None":
+    def take(cls, url: str) -> FirstPage | None:
         """The read started for `url` (started now if it was not), once."""
         return cls._started.pop(url, None) or cls._make(url)
 
     @classmethod
-    def _make(cls, url: str) -> "FirstPage | None":
+    def _make(cls, url: str) -> FirstPage | None:
         path = (url or "").strip()
         if not path or "://" in path:  # a URL (local_file imports the backends' module
-            try:                         # and its imports: not for a plain file path)
+            try:  # and its imports: not for a plain file path)
                 file = local_file(url)
             except Exception:  # noqa: BLE001 - the normal path reports a bad URL
                 return None
@@ -84,8 +83,14 @@ class DataSource:
     """One store of the database's format (opened in the app's loop) and, for writes,
     its History."""
 
-    def __init__(self, url: str, *, readonly: bool = False,
-                 history_options: dict[str, Any] | None = None, format: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        readonly: bool = False,
+        history_options: dict[str, Any] | None = None,
+        format: str | None = None,
+    ) -> None:
         self.url = url
         self.format = format
         self.readonly = readonly
@@ -134,8 +139,9 @@ class DataSource:
         self._first_page = None
         return self._page(page.future.result(), THREAD_PAGE)
 
-    async def threads(self, prefix: str = "", offset: int = 0,
-                      limit: int = THREAD_PAGE) -> tuple[list[ThreadSummary], bool]:
+    async def threads(
+        self, prefix: str = "", offset: int = 0, limit: int = THREAD_PAGE
+    ) -> tuple[list[ThreadSummary], bool]:
         page, self._first_page = self._first_page, None
         if page is not None and (prefix, offset, limit) == ("", 0, THREAD_PAGE):
             try:
@@ -143,20 +149,24 @@ class DataSource:
             except Exception:  # noqa: BLE001 - read it the normal way (which reports it)
                 pass
         # One row more than a page tells whether another page exists, without a COUNT.
-        rows = await (await self.ready()).thread_summaries(limit=limit + 1, offset=offset,
-                                                          prefix=prefix or None)
+        rows = await (await self.ready()).thread_summaries(
+            limit=limit + 1, offset=offset, prefix=prefix or None
+        )
         return self._page(rows, limit)
 
     @staticmethod
     def _page(rows: list[ThreadSummary], limit: int) -> tuple[list[ThreadSummary], bool]:
         return rows[:limit], len(rows) > limit
 
-    async def thread_page(self, thread_id: str, offset: int = 0,
-                          limit: int = CHECKPOINT_PAGE) -> tuple[list[CheckpointMetadata], int]:
+    async def thread_page(
+        self, thread_id: str, offset: int = 0, limit: int = CHECKPOINT_PAGE
+    ) -> tuple[list[CheckpointMetadata], int]:
         """A page counted from the head (offset 0 = the newest), oldest first, and the
         thread's size."""
         db = await self.ready()
-        metas = await db.describe(await db.read_thread(thread_id, limit=limit, offset=offset, descending=True))
+        metas = await db.describe(
+            await db.read_thread(thread_id, limit=limit, offset=offset, descending=True)
+        )
         total = await db.count(thread_id)
         metas.reverse()
         return metas, total
@@ -190,8 +200,9 @@ class DataSource:
             return Detail(None, None, "", [], error=str(exc))
         if cp is None:
             return Detail(None, None, "", [], error=f"checkpoint {checkpoint_id} no longer exists")
-        base_id, kind = (mark, "mark") if mark and mark != checkpoint_id else (
-            cp.metadata.parent_checkpoint_id, "parent")
+        base_id, kind = (
+            (mark, "mark") if mark and mark != checkpoint_id else (cp.metadata.parent_checkpoint_id, "parent")
+        )
         base: Checkpoint | None = None
         error = ""
         if base_id:

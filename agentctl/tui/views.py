@@ -43,8 +43,11 @@ def json_preview(value: Any) -> RenderableType:
     cut = text[:MAX_JSON_CHARS]
     cut = cut[: cut.rfind("\n") + 1] or cut
     shown = JSONHighlighter()(Text(inert(cut)))
-    return Group(_note(f"{len(text):,} characters of JSON; the first {len(cut):,} shown "
-                       f"({_CLI_HINT})"), shown, _note("… (cut)"))
+    return Group(
+        _note(f"{len(text):,} characters of JSON; the first {len(cut):,} shown ({_CLI_HINT})"),
+        shown,
+        _note("… (cut)"),
+    )
 
 
 def transcript_preview(messages: Any) -> RenderableType:
@@ -66,49 +69,60 @@ def transcript_preview(messages: Any) -> RenderableType:
     if start == 0:
         return render.transcript(messages)
     if start == len(messages):  # one message larger than the limit: its JSON, cut
-        return Group(_note(f"{len(messages)} messages; the last is too large for this view "
-                           f"({_CLI_HINT})"), json_preview(messages[-1]))
-    return Group(_note(f"{len(messages)} messages; the last {len(messages) - start} shown, "
-                       f"[0] below is message {start} ({_CLI_HINT})"),
-                 render.transcript(messages[start:]))
+        return Group(
+            _note(f"{len(messages)} messages; the last is too large for this view ({_CLI_HINT})"),
+            json_preview(messages[-1]),
+        )
+    return Group(
+        _note(
+            f"{len(messages)} messages; the last {len(messages) - start} shown, "
+            f"[0] below is message {start} ({_CLI_HINT})"
+        ),
+        render.transcript(messages[start:]),
+    )
 
 
-def build_views(cp: Checkpoint, base: Checkpoint | None, base_kind: str,
-                changes: list[Any], error: str = "") -> dict[str, RenderableType]:
+def build_views(
+    cp: Checkpoint, base: Checkpoint | None, base_kind: str, changes: list[Any], error: str = ""
+) -> dict[str, RenderableType]:
     """The renderables of the four tabs (pure: safe to run on a thread)."""
     shown = changes[:MAX_CHANGES]
     diff: RenderableType = diff_heading(cp, base, base_kind, changes, error)
     if shown:
         parts: list[RenderableType] = [diff, Text(""), render.diff_table(shown, fit=True)]
         if len(changes) > len(shown):
-            parts.append(_note(f"… and {len(changes) - len(shown)} more changes "
-                               "(agentctl diff lists all)"))
+            parts.append(_note(f"… and {len(changes) - len(shown)} more changes (agentctl diff lists all)"))
         diff = Group(*parts)
     return {
-        "messages": transcript_preview(cp.messages) if cp.messages
-        else Text("no messages", style="italic"),
+        "messages": transcript_preview(cp.messages) if cp.messages else Text("no messages", style="italic"),
         "state": json_preview(own_state(cp.state)),
-        "tools": json_preview(cp.tools_result) if cp.tools_result
+        "tools": json_preview(cp.tools_result)
+        if cp.tools_result
         else Text("no tool results", style="italic"),
         "diff": diff,
     }
 
 
-def diff_heading(cp: Checkpoint, base: Checkpoint | None, base_kind: str,
-                 changes: list[Any], error: str) -> Text:
+def diff_heading(
+    cp: Checkpoint, base: Checkpoint | None, base_kind: str, changes: list[Any], error: str
+) -> Text:
     text = Text()
     if base is None:
         text.append(error or "no parent to compare with (a root checkpoint)", style="italic")
         text.append("\nmark a checkpoint with m to diff against it, in any thread", style="dim")
         return text
     b = base.metadata
-    text.append("marked " if base_kind == "mark" else "parent ", style="bold yellow" if base_kind == "mark" else "bold")
+    text.append(
+        "marked " if base_kind == "mark" else "parent ",
+        style="bold yellow" if base_kind == "mark" else "bold",
+    )
     text.append(f"{inert(b.thread_id, one_line=True)}@{b.step} ({inert(b.checkpoint_id, one_line=True)})")
     text.append("  →  ", style="dim")
     text.append(f"{inert(cp.metadata.thread_id, one_line=True)}@{cp.metadata.step}")
     n = len(changes)
-    text.append(f"\n{n} change{'s' if n != 1 else ''}" if n else "\nno differences",
-                style="bold" if n else "italic")
+    text.append(
+        f"\n{n} change{'s' if n != 1 else ''}" if n else "\nno differences", style="bold" if n else "italic"
+    )
     if n:
         counts: dict[str, int] = {}
         for c in changes:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -22,14 +22,17 @@ from agentctl.errors import (
     SchemaError,
     UsageError,
 )
-
 from tests.support.rig import REPO, SAMPLE_DB
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "agentctl", *args], capture_output=True, text=True,
-        cwd=REPO, env={**os.environ, **(env or {})}, timeout=60,
+        [sys.executable, "-m", "agentctl", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=60,
     )
 
 
@@ -64,10 +67,13 @@ async def test_directory(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("content,expected", [
-    (b"", "is an empty file"),
-    (b"hello, this is a text file\n" * 100, "is not a SQLite database"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b"", "is an empty file"),
+        (b"hello, this is a text file\n" * 100, "is not a SQLite database"),
+    ],
+)
 async def test_not_sqlite(tmp_path, content, expected):
     path = tmp_path / "x.db"
     path.write_bytes(content)
@@ -119,9 +125,12 @@ async def test_crewai_checkpoints_table_is_not_agentos(tmp_path):
     from agentctl.storage import detect
 
     path = tmp_path / "crew.db"
-    make_sqlite(path, "CREATE TABLE checkpoints (id TEXT PRIMARY KEY, created_at TEXT, parent_id TEXT,"
-                      " branch TEXT, data TEXT); CREATE TABLE crew_runs (id TEXT);"
-                      "INSERT INTO checkpoints VALUES ('c1', '2026-01-01', NULL, 'main', '{}');")
+    make_sqlite(
+        path,
+        "CREATE TABLE checkpoints (id TEXT PRIMARY KEY, created_at TEXT, parent_id TEXT,"
+        " branch TEXT, data TEXT); CREATE TABLE crew_runs (id TEXT);"
+        "INSERT INTO checkpoints VALUES ('c1', '2026-01-01', NULL, 'main', '{}');",
+    )
     before = snapshot_dir(tmp_path)
     assert (await detect(str(path))).name == "crewai"
     r = cli("--db", str(path), "threads", "list")
@@ -202,7 +211,10 @@ def test_export_into_a_missing_folder_is_one_line(tmp_path):
     db = sample_copy(tmp_path)
     r = cli("--db", str(db), "export", "-o", str(tmp_path / "nope" / "x.jsonl"))
     assert r.returncode == ExitCode.NOT_FOUND, r.stderr
-    assert r.stderr == f"agentctl: cannot write {tmp_path / 'nope' / 'x.jsonl'}: no directory {tmp_path / 'nope'}\n"
+    assert (
+        r.stderr
+        == f"agentctl: cannot write {tmp_path / 'nope' / 'x.jsonl'}: no directory {tmp_path / 'nope'}\n"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.db"]
 
 
@@ -219,15 +231,29 @@ def test_export_to_a_directory_or_a_device(tmp_path):
     assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
 
 
-@pytest.mark.parametrize("argv", [["export", "-o", "/dev/full"], ["export"], ["show", "loop-research-7"],
-                                  ["log", "loop-research-7"], ["threads", "list"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "-o", "/dev/full"],
+        ["export"],
+        ["show", "loop-research-7"],
+        ["log", "loop-research-7"],
+        ["threads", "list"],
+    ],
+)
 def test_output_that_cannot_be_written_is_one_line(argv, tmp_path):
     """A full disk (here /dev/full, which takes nothing): one line, exit 1, no traceback;
     stdout too (`show > /dev/full`)."""
     db = sample_copy(tmp_path)
     with open("/dev/full", "w") as full:
-        r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *argv], stdout=full,
-                           stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "agentctl", "--db", str(db), *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
     where = "/dev/full" if "-o" in argv else "the output"
     assert (r.returncode, r.stderr) == (1, f"agentctl: cannot write {where}: No space left on device\n")
 
@@ -254,7 +280,9 @@ def test_backup_does_not_make_a_missing_folder(tmp_path):
     db = sample_copy(tmp_path)
     r = cli("--db", str(db), "backup", str(tmp_path / "nope" / "x.db"))
     assert r.returncode == ExitCode.NOT_FOUND
-    assert r.stderr == f"agentctl: cannot write {tmp_path / 'nope' / 'x.db'}: no directory {tmp_path / 'nope'}\n"
+    assert (
+        r.stderr == f"agentctl: cannot write {tmp_path / 'nope' / 'x.db'}: no directory {tmp_path / 'nope'}\n"
+    )
     assert not (tmp_path / "nope").exists()
     r = cli("--db", str(db), "backup", os.devnull, "--force")
     assert r.returncode == ExitCode.USAGE

@@ -18,15 +18,21 @@ def _export(url: str) -> list[str]:
 def test_edit_writes_a_new_head_with_the_values_and_undo_restores(sample_url):  # noqa: F811
     before = _export(sample_url)
     ref = cli_json(sample_url, "show", f"{T}@6")
-    plan = cli_json(sample_url, "edit", f"{T}@6", "--set", "last_test.failed=0", "--set", 'plan=["done"]',
-                    "--dry-run")
+    plan = cli_json(
+        sample_url, "edit", f"{T}@6", "--set", "last_test.failed=0", "--set", 'plan=["done"]', "--dry-run"
+    )
     assert {(c["path"], c["op"]) for c in plan["changes"]} == {
-        ("/last_test/failed", "changed"), ("/plan/0", "changed"), ("/plan/1", "removed"), ("/plan/2", "removed")}
+        ("/last_test/failed", "changed"),
+        ("/plan/0", "changed"),
+        ("/plan/1", "removed"),
+        ("/plan/2", "removed"),
+    }
     assert _export(sample_url) == before  # the plan wrote nothing
     r = cli(sample_url, "edit", f"{T}@6", "--set", "last_test.failed=0", "--set", 'plan=["done"]')
     assert r.exit_code == 2 and "--yes" in r.stderr  # off a terminal it asks for --yes
-    out = cli_json(sample_url, "edit", f"{T}@6", "--set", "last_test.failed=0", "--set", 'plan=["done"]',
-                   "--yes")
+    out = cli_json(
+        sample_url, "edit", f"{T}@6", "--set", "last_test.failed=0", "--set", 'plan=["done"]', "--yes"
+    )
     head = cli_json(sample_url, "show", T)
     assert head["metadata"]["checkpoint_id"] == out["created"][0]
     assert head["metadata"]["step"] == 14 and head["metadata"]["tags"] == ["edit"]
@@ -43,7 +49,10 @@ def test_bad_edits_exit_2_one_line_nothing_written(sample_url):  # noqa: F811
     for args, words in [
         (["--set", "plan={x"], "the value is not JSON"),
         (["--set", "plan"], "use KEY=JSON"),
-        (["--set", "nokey=1"], "the state has no key 'nokey' (its keys: files, last_test, plan, task, test_runs)"),
+        (
+            ["--set", "nokey=1"],
+            "the state has no key 'nokey' (its keys: files, last_test, plan, task, test_runs)",
+        ),
         (["--unset", "task.x"], "task.x: 'task' holds a str"),  # not 'x' (issue 33.16)
         (["--set", 'task.sub="x"'], "task.sub: 'task' holds a str, not an object or list"),
         (["--set", 'task.sub.deeper="x"'], "task.sub.deeper: 'task' holds a str"),

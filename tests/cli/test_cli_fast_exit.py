@@ -14,7 +14,6 @@ import pytest
 
 from tests.support.rig import REPO, SAMPLE_DB
 
-
 # Marks, in a directory given by the test: `fast` when os._exit ends the process,
 # `atexit` when the atexit handlers ran. (Objects' finalizers at shutdown are no sign:
 # the start-up objects are frozen, gc.freeze, and __main__ is not cleared either way.)
@@ -33,8 +32,11 @@ atexit.register(lambda: open(os.path.join(_marks, 'atexit'), 'w').close())
 def _launcher(tmp_path: Path, marks: Path) -> Path:
     """A console script named `agentctl`, like the one pip writes, with the spies."""
     script = tmp_path / "agentctl"
-    script.write_text("import sys\n" + _PRELUDE.format(marks=str(marks))
-                      + "from agentctl.cli import main\nsys.exit(main())\n")
+    script.write_text(
+        "import sys\n"
+        + _PRELUDE.format(marks=str(marks))
+        + "from agentctl.cli import main\nsys.exit(main())\n"
+    )
     return script
 
 
@@ -43,24 +45,37 @@ def _run(tmp_path: Path, args: list[str], no_fast_exit: bool) -> tuple[subproces
     marks.mkdir(exist_ok=True)
     for mark in marks.iterdir():
         mark.unlink()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("COLUMNS", "_AGENTCTL_COMPLETE", "AGENTCTL_NO_FAST_EXIT", "AGENTCTL_DEBUG")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("COLUMNS", "_AGENTCTL_COMPLETE", "AGENTCTL_NO_FAST_EXIT", "AGENTCTL_DEBUG")
+    }
     env["PYTHONPATH"] = str(REPO)
     if no_fast_exit:
         env["AGENTCTL_NO_FAST_EXIT"] = "1"
-    r = subprocess.run([sys.executable, str(_launcher(tmp_path, marks)), *args], capture_output=True,
-                       env=env, stdin=subprocess.DEVNULL, timeout=120, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, str(_launcher(tmp_path, marks)), *args],
+        capture_output=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        cwd=REPO,
+    )
     return r, {m.name for m in marks.iterdir()}
 
 
-@pytest.mark.parametrize("args, code", [
-    (["--db", str(SAMPLE_DB), "log", "loop-research-7", "--all"], 0),
-    (["--db", str(SAMPLE_DB), "threads", "list", "--json"], 0),
-    (["--db", str(SAMPLE_DB), "show", "no-such-checkpoint"], 3),
-    (["log"], 2),
-    (["--help"], 0),
-    ([], 2),
-], ids=["log", "threads-list", "not-found", "usage", "help", "no-args"])
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["--db", str(SAMPLE_DB), "log", "loop-research-7", "--all"], 0),
+        (["--db", str(SAMPLE_DB), "threads", "list", "--json"], 0),
+        (["--db", str(SAMPLE_DB), "show", "no-such-checkpoint"], 3),
+        (["log"], 2),
+        (["--help"], 0),
+        ([], 2),
+    ],
+    ids=["log", "threads-list", "not-found", "usage", "help", "no-args"],
+)
 def test_no_fast_exit_ends_through_normal_shutdown_with_the_same_output(tmp_path, args, code):
     fast, fast_marks = _run(tmp_path, args, no_fast_exit=False)
     slow, slow_marks = _run(tmp_path, args, no_fast_exit=True)
@@ -82,19 +97,22 @@ def test_zero_does_not_turn_the_fast_exit_off(tmp_path, monkeypatch):
     assert startup.fast_exit_enabled()
 
 
-@pytest.mark.parametrize("args", [["--help"], ["--db", str(SAMPLE_DB), "log", "loop-research-7", "--all"]],
-                         ids=["help", "log"])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["--db", str(SAMPLE_DB), "log", "loop-research-7", "--all"]], ids=["help", "log"]
+)
 def test_no_fast_exit_keeps_the_exit_codes_of_a_full_disk_and_a_closed_pipe(tmp_path, args):
     script = tmp_path / "agentctl"
     script.write_text("import sys\nfrom agentctl.cli import main\nsys.exit(main())\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "AGENTCTL_NO_FAST_EXIT": "1"}
     with open("/dev/full", "wb") as full:
-        r = subprocess.run([sys.executable, str(script), *args], stdout=full, stderr=subprocess.PIPE,
-                           env=env, timeout=120)
+        r = subprocess.run(
+            [sys.executable, str(script), *args], stdout=full, stderr=subprocess.PIPE, env=env, timeout=120
+        )
     assert r.returncode == 1 and b"No space left on device" in r.stderr
     reader, writer = os.pipe()
     os.close(reader)
-    r = subprocess.run([sys.executable, str(script), *args], stdout=writer, stderr=subprocess.PIPE,
-                       env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(script), *args], stdout=writer, stderr=subprocess.PIPE, env=env, timeout=120
+    )
     os.close(writer)
     assert r.returncode == 1 and r.stderr == b"", args

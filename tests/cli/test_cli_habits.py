@@ -23,8 +23,9 @@ def test_global_options_after_the_command():
     r = cli(None, "show", "coder-fix-flaky-test", f"--db={SAMPLE_DB}", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["metadata"]["thread_id"] == "coder-fix-flaky-test"
     # the later one wins, as when both come first; --format too
-    r = cli(None, "--db", "nope.db", "threads", "list", "--db", str(SESSIONS_DB), "--format", "article",
-            "--json")
+    r = cli(
+        None, "--db", "nope.db", "threads", "list", "--db", str(SESSIONS_DB), "--format", "article", "--json"
+    )
     assert r.exit_code == 0 and any(t["thread_id"].startswith("s-") for t in json.loads(r.stdout))
 
 
@@ -63,7 +64,11 @@ def test_threads_delete_dry_run_json(tmp_path):
     r = cli(str(db), "threads", "delete", "support-1042", "--dry-run", "--json")
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
-    assert data["plan"]["thread_id"] == "support-1042" and data["plan"]["checkpoints"] == 5 and data["dry_run"] is True
+    assert (
+        data["plan"]["thread_id"] == "support-1042"
+        and data["plan"]["checkpoints"] == 5
+        and data["dry_run"] is True
+    )
     assert cli(str(db), "threads", "show", "support-1042").exit_code == 0  # nothing deleted
 
 
@@ -94,10 +99,17 @@ def test_every_command_with_dry_run_has_json():
     assert all("--json" in opts for opts in found.values())
 
 
-@pytest.mark.parametrize("command", [["threads", "delete", "support-1042"], ["rewind", "support-1042@2"],
-                                     ["prune", "support-1042", "--keep-last", "1"], ["purge"],
-                                     ["merge", "coder-fix-flaky-test-branch-retry-backoff-70e7"],
-                                     ["edit", "support-1042@2", "--set", "stage=\"closed\""]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["threads", "delete", "support-1042"],
+        ["rewind", "support-1042@2"],
+        ["prune", "support-1042", "--keep-last", "1"],
+        ["purge"],
+        ["merge", "coder-fix-flaky-test-branch-retry-backoff-70e7"],
+        ["edit", "support-1042@2", "--set", 'stage="closed"'],
+    ],
+)
 def test_every_dry_run_takes_json(tmp_path, command):
     import shutil
 
@@ -108,11 +120,14 @@ def test_every_dry_run_takes_json(tmp_path, command):
     json.loads(r.stdout)
 
 
-@pytest.mark.parametrize("command, message", [
-    (["search", "no-such-text-anywhere"], "no matches"),
-    (["oplog"], "no operations"),
-    (["threads", "list", "--prefix", "no-such-thread"], "no threads"),
-])
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        (["search", "no-such-text-anywhere"], "no matches"),
+        (["oplog"], "no operations"),
+        (["threads", "list", "--prefix", "no-such-thread"], "no threads"),
+    ],
+)
 def test_empty_results_on_a_terminal_say_so(monkeypatch, command, message):
     monkeypatch.setenv("FORCE_COLOR", "1")
     r = cli(str(SAMPLE_DB), *command)
@@ -154,7 +169,8 @@ def test_search_finds_text_in_the_state_with_its_path(sample_ro):  # noqa: F811
     for scan in ([], ["--scan"]):
         hits = _search(sample_ro, "whitfield", *scan)  # a customer's name lives in the state only
         assert [h["checkpoint_id"].rsplit("-", 1)[0] for h in hits] == [
-            f"ckpt-support-1042-{i}" for i in (5, 4, 3, 2, 1)]
+            f"ckpt-support-1042-{i}" for i in (5, 4, 3, 2, 1)
+        ]
         assert {(h["where"], h["path"], h["role"]) for h in hits} == {("state", "state.customer", None)}
         assert all("Whitfield" in h["snippet"] for h in hits)
         assert list(hits[0]) == ["thread_id", "checkpoint_id", "step", "where", "role", "snippet", "path"]
@@ -198,7 +214,9 @@ def test_store_search_takes_places(sample_ro):  # noqa: F811
 def test_langgraph_search_runs_and_finds_state():
     hits = _search(str(LANGGRAPH_DB), "3 papers", "--in", "state")
     assert hits and all(h["where"] == "state" and h["path"].startswith("state.notes[") for h in hits)
-    assert all(h["where"] != "state" for h in _search(str(LANGGRAPH_DB), "3 papers", "--in", "messages,tools"))
+    assert all(
+        h["where"] != "state" for h in _search(str(LANGGRAPH_DB), "3 papers", "--in", "messages,tools")
+    )
     assert cli(str(LANGGRAPH_DB), "search", "loop", "--scan").exit_code == 0
 
 
@@ -212,16 +230,19 @@ def test_unknown_role_is_an_error():
     assert cli(str(SAMPLE_DB), "search", "backoff", "--role", "assistant").exit_code == 0
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("rewind", "is not ID=KEY"),
-    ("rewind=", "is not ID=KEY"),
-    ("rwind=ctrl+r", "no key binding has the id 'rwind'"),
-    ("rewind=cntrl+r", "'cntrl+r' is not a key"),
-    ("quit=ctrl+q,rewind=ctrl+rr", "'ctrl+rr' is not a key"),
-    ("rewind=q", "'rewind=q' takes 'q' from quit"),  # issue 33.15: quit was silently gone
-    ("search=?", "'search=?' takes '?' from help"),
-    ("help=f1,quit=f1", "'quit=f1' takes 'f1' from help"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("rewind", "is not ID=KEY"),
+        ("rewind=", "is not ID=KEY"),
+        ("rwind=ctrl+r", "no key binding has the id 'rwind'"),
+        ("rewind=cntrl+r", "'cntrl+r' is not a key"),
+        ("quit=ctrl+q,rewind=ctrl+rr", "'ctrl+rr' is not a key"),
+        ("rewind=q", "'rewind=q' takes 'q' from quit"),  # issue 33.15: quit was silently gone
+        ("search=?", "'search=?' takes '?' from help"),
+        ("help=f1,quit=f1", "'quit=f1' takes 'f1' from help"),
+    ],
+)
 def test_bad_keymap_entries_are_errors(monkeypatch, spec, message):
     import agentctl.cli.commands.tui
 
@@ -239,7 +260,10 @@ def test_good_keymap_entries_are_taken(monkeypatch):
     from agentctl.tui.app import AgentctlApp, binding_ids, parse_keymap
 
     assert parse_keymap("rewind=ctrl+r, help=f1,search=question_mark,", binding_ids()) == {
-        "rewind": "ctrl+r", "help": "f1", "search": "question_mark"}
+        "rewind": "ctrl+r",
+        "help": "f1",
+        "search": "question_mark",
+    }
     assert parse_keymap("quit=ctrl+q,rewind=q", binding_ids()) == {"quit": "ctrl+q", "rewind": "q"}
     monkeypatch.setenv("AGENTCTL_KEYMAP", "confirm.yes=enter,quit=ctrl+q")
     assert AgentctlApp(str(SAMPLE_DB))._keymap == {"confirm.yes": "enter", "quit": "ctrl+q"}
@@ -253,7 +277,6 @@ async def test_tui_footer_shows_every_key(size):
     from textual.widgets._footer import FooterKey
 
     from agentctl.tui.app import AgentctlApp
-
     from agentctl.tui.widgets.detail import DetailPane
 
     app = AgentctlApp(str(SAMPLE_DB), readonly=True)
@@ -261,7 +284,7 @@ async def test_tui_footer_shows_every_key(size):
         await pilot.pause(0.3)
         for _ in range(100):  # the detail pane's tabs mount after the first frame: the
             if app.query_one(DetailPane).tabs_ready:  # app is whole once they are (a loaded
-                break                                  # machine may take longer than 0.3 s)
+                break  # machine may take longer than 0.3 s)
             await pilot.pause(0.05)
         footer = app.query_one("KeyFooter")
         keys = list(footer.query(FooterKey))
@@ -334,12 +357,15 @@ def _no_letter_columns(lines):
     assert len(squeezed) <= len(lines) // 3, squeezed
 
 
-@pytest.mark.parametrize("args, words", [
-    (["log", "coder-fix-flaky-test", "-n", "5"], ["ckpt-coder-fix-flaky-test-13-7fe041"]),
-    (["search", "backoff"], ["THREAD", "CHECKPOINT", "coder-fix-flaky-test", "messages[20]"]),
-    (["search", "whitfield", "-n", "2"], ["THREAD", "support-1042", "state.customer", "Whitfield"]),
-    (["diff", "coder-fix-flaky-test@5", "coder-fix-flaky-test@6"], ["SECTION", "parent_checkpoint_id"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["log", "coder-fix-flaky-test", "-n", "5"], ["ckpt-coder-fix-flaky-test-13-7fe041"]),
+        (["search", "backoff"], ["THREAD", "CHECKPOINT", "coder-fix-flaky-test", "messages[20]"]),
+        (["search", "whitfield", "-n", "2"], ["THREAD", "support-1042", "state.customer", "Whitfield"]),
+        (["diff", "coder-fix-flaky-test@5", "coder-fix-flaky-test@6"], ["SECTION", "parent_checkpoint_id"]),
+    ],
+)
 def test_tables_at_40_columns(monkeypatch, args, words):
     lines = _rows_at_40(monkeypatch, str(SAMPLE_DB), *args)
     if args[0] != "log":  # log is one line per checkpoint, not a table
@@ -349,12 +375,15 @@ def test_tables_at_40_columns(monkeypatch, args, words):
         assert word in text, word
 
 
-@pytest.mark.parametrize("db, args, record", [
-    (SAMPLE_DB, ["threads", "list"], ["THREAD", "loop-research-7", "CKPTS", "240", "HEAD", "240"]),
-    (SAMPLE_DB, ["stats"], ["THREAD", "loop-research-7", "CKPTS", "240", "BYTES", "186.2", "KiB"]),
-    (SAMPLE_DB.parent / "sessions.db", ["stats"], ["TOOL_NAME", "get_weather", "CALL_COUNT", "2"]),
-    (SAMPLE_DB.parent / "sessions.db", ["threads", "list"], ["THREAD", "s-alice-empty", "CKPTS", "0"]),
-])
+@pytest.mark.parametrize(
+    "db, args, record",
+    [
+        (SAMPLE_DB, ["threads", "list"], ["THREAD", "loop-research-7", "CKPTS", "240", "HEAD", "240"]),
+        (SAMPLE_DB, ["stats"], ["THREAD", "loop-research-7", "CKPTS", "240", "BYTES", "186.2", "KiB"]),
+        (SAMPLE_DB.parent / "sessions.db", ["stats"], ["TOOL_NAME", "get_weather", "CALL_COUNT", "2"]),
+        (SAMPLE_DB.parent / "sessions.db", ["threads", "list"], ["THREAD", "s-alice-empty", "CKPTS", "0"]),
+    ],
+)
 def test_threads_list_and_stats_are_records_when_narrow(monkeypatch, db, args, record):
     """Under 60 columns `threads list` and `stats` switch to records (NAME  value, a
     blank line between rows), as search and diff do."""
@@ -437,8 +466,13 @@ def examples(tmp_path_factory) -> Path:
     import sys
 
     out = tmp_path_factory.mktemp("examples")
-    r = subprocess.run([sys.executable, str(REPO / "sample_db" / "make_examples.py"), str(out)],
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "sample_db" / "make_examples.py"), str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     return out
 
@@ -447,8 +481,11 @@ def _readme_block(command: str) -> list[str]:
     """The lines the manual (the README, or the page of docs/ the example moved to) shows
     after `$ COMMAND`, up to the next command or fence."""
     pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-    lines = next(lines for lines in (p.read_text(encoding="utf-8").splitlines() for p in pages)
-                 if f"$ {command}" in lines)
+    lines = next(
+        lines
+        for lines in (p.read_text(encoding="utf-8").splitlines() for p in pages)
+        if f"$ {command}" in lines
+    )
     start = lines.index(f"$ {command}") + 1
     out = []
     for line in lines[start:]:
@@ -474,8 +511,11 @@ def test_threads_show_updated_is_the_threads_own(examples, monkeypatch):
     db = examples / "conflict.db"
     head = json.loads(cli(str(db), "log", "coder-fix-flaky-test", "-n", "1", "--json").stdout)[0]
     shown = json.loads(cli(str(db), "threads", "show", "coder-fix-flaky-test", "--json").stdout)
-    branch = [t for t in json.loads(cli(str(db), "threads", "list", "--json").stdout)
-              if "try-mocks" in t["thread_id"]][0]
+    branch = [
+        t
+        for t in json.loads(cli(str(db), "threads", "list", "--json").stdout)
+        if "try-mocks" in t["thread_id"]
+    ][0]
     assert branch["updated_at"] > head["created_at"]
     assert shown["updated_at"] == head["created_at"] == "2026-11-02T10:00:21+00:00"
     _, lines = _terminal(monkeypatch, "threads", "show", "coder-fix-flaky-test", db=db)
@@ -543,14 +583,23 @@ def test_an_import_that_skips_rows_says_how_many_and_why(tmp_path):
     assert len(data["skipped"]) == 5 and all("exists in the database" in v for v in data["skipped"].values())
 
 
-@pytest.mark.parametrize("line, message", [
-    ("[1, 2]", "a JSON array where an object is expected"),
-    ('{"metadata": 3}', "metadata: a JSON number where an object is expected"),
-    ('{"metadata": {"thread_id": "t", "checkpoint_id": "c", "step": 1, "created_at": "2026-01-01T00:00:00+00:00"},'
-     ' "messages": {"a": 1}}', "messages: a JSON object where an array is expected"),
-    ('{"metadata": {"thread_id": "t", "checkpoint_id": "c", "step": 1, "created_at": "2026-01-01T00:00:00+00:00"},'
-     ' "state": ["x"]}', "state: a JSON array where an object is expected"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("[1, 2]", "a JSON array where an object is expected"),
+        ('{"metadata": 3}', "metadata: a JSON number where an object is expected"),
+        (
+            '{"metadata": {"thread_id": "t", "checkpoint_id": "c", "step": 1, "created_at": "2026-01-01T00:00:00+00:00"},'
+            ' "messages": {"a": 1}}',
+            "messages: a JSON object where an array is expected",
+        ),
+        (
+            '{"metadata": {"thread_id": "t", "checkpoint_id": "c", "step": 1, "created_at": "2026-01-01T00:00:00+00:00"},'
+            ' "state": ["x"]}',
+            "state: a JSON array where an object is expected",
+        ),
+    ],
+)
 def test_import_names_json_types_as_json_does(tmp_path, line, message):
     f = tmp_path / "bad.jsonl"
     f.write_text(line + "\n")
@@ -566,18 +615,24 @@ def test_corrupt_rows_name_json_types_as_json_does(tmp_path):
     db = tmp_path / "s.db"
     shutil.copyfile(SAMPLE_DB, db)
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE checkpoints SET state_blob = '[1]', tools_blob = '\"x\"' "
-                     "WHERE checkpoint_id = 'ckpt-support-1042-5-f0f5ba'")
-        conn.execute("UPDATE checkpoints SET messages_blob = '{\"a\": 1}' "
-                     "WHERE checkpoint_id = 'ckpt-support-1042-4-3958a3'")
+        conn.execute(
+            "UPDATE checkpoints SET state_blob = '[1]', tools_blob = '\"x\"' "
+            "WHERE checkpoint_id = 'ckpt-support-1042-5-f0f5ba'"
+        )
+        conn.execute(
+            "UPDATE checkpoints SET messages_blob = '{\"a\": 1}' "
+            "WHERE checkpoint_id = 'ckpt-support-1042-4-3958a3'"
+        )
     r = cli(str(db), "show", "ckpt-support-1042-5-f0f5ba")
     # (issue 33.16: the row's metadata and this placeholder, exit 0, not exit 6)
     assert r.exit_code == 0 and "JSON array where an object is expected" in r.stdout, r.stderr
     d = json.loads(cli(str(db), "doctor", "--json").stdout)
     reasons = {(p["checkpoint_id"], p["column"]): p["reason"] for p in d["problems"]["invalid_json"]}
-    assert reasons == {("ckpt-support-1042-5-f0f5ba", "state_blob"): "JSON array where an object is expected",
-                       ("ckpt-support-1042-5-f0f5ba", "tools_blob"): "JSON string where an object is expected",
-                       ("ckpt-support-1042-4-3958a3", "messages_blob"): "JSON object where an array is expected"}
+    assert reasons == {
+        ("ckpt-support-1042-5-f0f5ba", "state_blob"): "JSON array where an object is expected",
+        ("ckpt-support-1042-5-f0f5ba", "tools_blob"): "JSON string where an object is expected",
+        ("ckpt-support-1042-4-3958a3", "messages_blob"): "JSON object where an array is expected",
+    }
 
 
 # ---- the README's first steps -------------------------------------------------------------
@@ -587,9 +642,10 @@ def test_readme_first_steps():
     import re
 
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    quick = text[text.index("## Quick start"):text.index("## Formats") if "## Formats" in text else None]
-    requires = re.search(r'^requires-python\s*=\s*"([^"]+)"', (REPO / "pyproject.toml").read_text(),
-                         re.M).group(1)  # (tomllib is 3.11+)
+    quick = text[text.index("## Quick start") : text.index("## Formats") if "## Formats" in text else None]
+    requires = re.search(
+        r'^requires-python\s*=\s*"([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M
+    ).group(1)  # (tomllib is 3.11+)
     assert requires == ">=3.10" and "Python 3.10 or newer" in quick
     # a virtual environment first, then the README's two commands, unchanged
     venv = quick.index("python3 -m venv .venv && . .venv/bin/activate")

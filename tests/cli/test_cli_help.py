@@ -22,9 +22,30 @@ COMMANDS = [path for path, _ in walk(typer.main.get_command(app))]
 
 def test_the_tree_has_every_command():
     names = {" ".join(p) for p in COMMANDS}
-    assert {"threads list", "threads show", "threads delete", "log", "show", "diff", "tree", "search",
-            "rewind", "branch", "merge", "prune", "undo", "oplog", "purge", "stats", "doctor",
-            "export", "import", "backup", "tui", "demo"} <= names
+    assert {
+        "threads list",
+        "threads show",
+        "threads delete",
+        "log",
+        "show",
+        "diff",
+        "tree",
+        "search",
+        "rewind",
+        "branch",
+        "merge",
+        "prune",
+        "undo",
+        "oplog",
+        "purge",
+        "stats",
+        "doctor",
+        "export",
+        "import",
+        "backup",
+        "tui",
+        "demo",
+    } <= names
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "agentctl")
@@ -39,7 +60,9 @@ def test_help_has_an_example(path):
 def test_root_help_lists_exit_codes():
     r = cli(None, "--help")
     text = " ".join(r.stdout.split())
-    assert "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 merge conflict, 5 doctor found problems" in text
+    assert (
+        "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 merge conflict, 5 doctor found problems" in text
+    )
 
 
 def test_root_help_names_every_format():
@@ -65,8 +88,11 @@ def test_version(flag):
     assert r.exit_code == 0 and r.stdout == f"agentctl {__version__}\n"
 
 
-@pytest.mark.parametrize("path", [(), ("prune",), ("threads",), ("threads", "delete"), ("help",)],
-                         ids=lambda p: " ".join(p) or "agentctl")
+@pytest.mark.parametrize(
+    "path",
+    [(), ("prune",), ("threads",), ("threads", "delete"), ("help",)],
+    ids=lambda p: " ".join(p) or "agentctl",
+)
 def test_help_command_is_dash_dash_help(path):
     """`agentctl help [COMMAND]...` prints what `agentctl [COMMAND]... --help` prints."""
     r = cli(None, "help", *path)

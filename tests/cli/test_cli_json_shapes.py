@@ -47,8 +47,9 @@ LANGGRAPH = {
 PLANNED = ("rewind", "merge", "threads delete")
 
 
-@pytest.mark.parametrize("db, commands", [("checkpoints.db", AGENTOS), ("langgraph.db", LANGGRAPH)],
-                         ids=["agentos", "langgraph"])
+@pytest.mark.parametrize(
+    "db, commands", [("checkpoints.db", AGENTOS), ("langgraph.db", LANGGRAPH)], ids=["agentos", "langgraph"]
+)
 def test_a_dry_run_and_its_write_print_one_json_shape(tmp_path, db, commands):
     url = str(tmp_path / db)
     shutil.copyfile(REPO / "sample_db" / db, url)
@@ -83,6 +84,18 @@ def test_edit_through_the_graph_prints_the_plans_keys(tmp_path):
     db, config = story_db(tmp_path)
     args = ["edit", "trip@1", "--set", 'plan.next_city="Paris"', "--config", config]
     dry, done = cli_json(db, *args, "--dry-run"), cli_json(db, *args, "--yes")
-    assert set(dry) == set(done) == set(cli_json(str(REPO / "sample_db" / "checkpoints.db"), "edit", "support-1042@2",
-                                                 "--set", 'stage="closed"', "--dry-run"))
+    assert (
+        set(dry)
+        == set(done)
+        == set(
+            cli_json(
+                str(REPO / "sample_db" / "checkpoints.db"),
+                "edit",
+                "support-1042@2",
+                "--set",
+                'stage="closed"',
+                "--dry-run",
+            )
+        )
+    )
     assert done["dry_run"] is False and done["new_step"] is not None and done["op_id"] is not None

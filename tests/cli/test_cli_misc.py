@@ -21,8 +21,15 @@ def fake_tui(monkeypatch) -> list:
     calls: list = []
 
     def run(db: str, *, readonly: bool = False, format: str | None = None, **agent: str | None) -> None:
-        calls.append({"db": db, "readonly": readonly, "existed": Path(db).exists(),
-                      "threads": len(cli_json(db, "threads", "list")), **{k: v for k, v in agent.items() if v}})
+        calls.append(
+            {
+                "db": db,
+                "readonly": readonly,
+                "existed": Path(db).exists(),
+                "threads": len(cli_json(db, "threads", "list")),
+                **{k: v for k, v in agent.items() if v},
+            }
+        )
 
     module = types.ModuleType("agentctl.tui")
     module.run = run
@@ -43,9 +50,16 @@ def test_tui_off_a_terminal_refuses_before_writing_anything(tmp_path):
     for args in (["--db", str(SAMPLE_DB), "tui"], ["demo"]):
         out = tmp_path / "out.txt"
         with open(out, "w") as f:
-            r = subprocess.run([sys.executable, "-m", "agentctl", *args], stdout=f, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL, text=True, timeout=60, cwd=tmp_path,
-                               env={**os.environ, "PYTHONPATH": str(repo)})
+            r = subprocess.run(
+                [sys.executable, "-m", "agentctl", *args],
+                stdout=f,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                timeout=60,
+                cwd=tmp_path,
+                env={**os.environ, "PYTHONPATH": str(repo)},
+            )
         assert r.returncode == ExitCode.USAGE, (args, r.stderr)
         assert r.stderr.count("\n") == 1 and r.stderr.startswith("agentctl: the terminal UI needs a terminal")
         assert out.read_text() == ""
@@ -83,7 +97,9 @@ def test_missing_tui_is_a_clear_error(monkeypatch):
     for args in (["tui"], ["demo"]):
         r = cli(str(SAMPLE_DB), *args)
         assert r.exit_code == ExitCode.ERROR
-        assert r.stderr.startswith("agentctl: the terminal UI is not available") and "Traceback" not in r.stderr
+        assert (
+            r.stderr.startswith("agentctl: the terminal UI is not available") and "Traceback" not in r.stderr
+        )
 
 
 def context(db: str) -> typer.Context:
@@ -130,10 +146,21 @@ def test_no_color(monkeypatch):
     assert "\x1b[33m" not in cli(str(SAMPLE_DB), "log", "support-1042").stdout
 
 
-@pytest.mark.parametrize("args", [["formats"], ["threads", "list"], ["log", "support-1042", "--graph"],
-                                  ["show", "support-1042"], ["tree", "coder-fix-flaky-test"],
-                                  ["diff", "coder-fix-flaky-test@3", "coder-fix-flaky-test@4"],
-                                  ["search", "flaky"], ["stats"], ["threads", "show", "support-1042"], ["doctor"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["formats"],
+        ["threads", "list"],
+        ["log", "support-1042", "--graph"],
+        ["show", "support-1042"],
+        ["tree", "coder-fix-flaky-test"],
+        ["diff", "coder-fix-flaky-test@3", "coder-fix-flaky-test@4"],
+        ["search", "flaky"],
+        ["stats"],
+        ["threads", "show", "support-1042"],
+        ["doctor"],
+    ],
+)
 @pytest.mark.parametrize("how", ["env", "option"])
 def test_no_color_means_no_escapes_at_all(monkeypatch, args, how):
     """NO_COLOR (or --no-color) on a terminal: no colour and no bold, reverse or

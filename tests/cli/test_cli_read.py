@@ -76,8 +76,13 @@ def test_log_graph(sample_ro):  # noqa: F811
 def test_threads_show(sample_ro):  # noqa: F811
     d = cli_json(sample_ro, "threads", "show", MAIN)
     assert d["thread_id"] == MAIN and d["checkpoints"] == 13 and d["head_checkpoint_id"] == HEAD
-    assert d["branches"] == [{"thread_id": BRANCH, "branch_point": "ckpt-coder-fix-flaky-test-6-4b9fe6",
-                              "first_checkpoint_id": f"ckpt-{BRANCH}-0"}]
+    assert d["branches"] == [
+        {
+            "thread_id": BRANCH,
+            "branch_point": "ckpt-coder-fix-flaky-test-6-4b9fe6",
+            "first_checkpoint_id": f"ckpt-{BRANCH}-0",
+        }
+    ]
     assert len(d["latest"]) == 10
     b = cli_json(sample_ro, "threads", "show", BRANCH)
     assert b["branch_of"] == MAIN and b["branches"] == []
@@ -94,8 +99,13 @@ def test_threads_list_same_on_both(sample_ro):  # noqa: F811
 def test_diff_json_and_patch(sample_ro):  # noqa: F811
     changes = cli_json(sample_ro, "diff", MAIN)  # the merge checkpoint against its parent
     by_path = {(c["section"], c["path"]): c for c in changes}
-    assert by_path[("state", "/retry")] == {"section": "state", "path": "/retry", "op": "added", "old": None,
-                                            "new": {"strategy": "exponential", "attempts": 3}}
+    assert by_path[("state", "/retry")] == {
+        "section": "state",
+        "path": "/retry",
+        "op": "added",
+        "old": None,
+        "new": {"strategy": "exponential", "attempts": 3},
+    }
     assert by_path[("metadata", "/step")]["old"] == 12 and by_path[("metadata", "/step")]["new"] == 13
     assert ("messages", "/18") in by_path and by_path[("messages", "/18")]["op"] == "added"
     # explicit B; A..B and B..A mirror each other
@@ -106,7 +116,9 @@ def test_diff_json_and_patch(sample_ro):  # noqa: F811
     r = cli(sample_ro, "diff", MAIN, "--patch")
     assert r.exit_code == 0
     patch = json.loads(r.stdout)
-    assert {"op": "add", "path": "/retry", "value": {"strategy": "exponential", "attempts": 3}} in patch["state"]
+    assert {"op": "add", "path": "/retry", "value": {"strategy": "exponential", "attempts": 3}} in patch[
+        "state"
+    ]
     # across threads: the branch head against the branch point
     cross = cli_json(sample_ro, "diff", MAIN + "@6", BRANCH)
     assert any(c["section"] == "state" for c in cross)
@@ -131,8 +143,10 @@ def test_search(sample_ro):  # noqa: F811
     hits = cli_json(sample_ro, "search", "backoff")
     assert len(hits) == 4
     assert {h["thread_id"] for h in hits} == {MAIN, BRANCH}
-    assert all(h["where"] == "messages" and h["role"] == "assistant" and "backoff" in h["snippet"].lower()
-               for h in hits)
+    assert all(
+        h["where"] == "messages" and h["role"] == "assistant" and "backoff" in h["snippet"].lower()
+        for h in hits
+    )
     assert [h["checkpoint_id"] for h in hits][0] == HEAD  # newest first
     assert len(cli_json(sample_ro, "search", "backoff", "--thread", BRANCH)) == 3
     assert cli_json(sample_ro, "search", "backoff", "--role", "user") == []
@@ -147,9 +161,17 @@ def test_search(sample_ro):  # noqa: F811
 
 def test_search_index_agrees_with_scan(sample_url):  # noqa: F811
     """On SQLite the FTS5 index and the plain scan give the same hits."""
-    for args in (["passed"], ["flaky", "--role", "user"], ["module_1.py", "--role", "tool"], ["exit_code"],
-                 ["PASSED", "--thread", MAIN], ["Iteration 2", "-n", "500"], ["exponential", "--in", "state"],
-                 ["retry", "--in", "tools,state"], ["strategy", "-n", "500"]):
+    for args in (
+        ["passed"],
+        ["flaky", "--role", "user"],
+        ["module_1.py", "--role", "tool"],
+        ["exit_code"],
+        ["PASSED", "--thread", MAIN],
+        ["Iteration 2", "-n", "500"],
+        ["exponential", "--in", "state"],
+        ["retry", "--in", "tools,state"],
+        ["strategy", "-n", "500"],
+    ):
         fts = cli_json(sample_url, "search", *args)
         scan = cli_json(sample_url, "search", *args, "--scan")
         key = [(h["checkpoint_id"], h["where"], h["role"], h["path"]) for h in fts]
@@ -168,7 +190,12 @@ def test_stats(sample_ro):  # noqa: F811
 
 def test_doctor_clean_sample(sample_ro):  # noqa: F811
     d = cli_json(sample_ro, "doctor")
-    assert d["ok"] is True and d["counts"] == {"duplicate_steps": 0, "orphan_parents": 0, "invalid_json": 0, "cycles": 0}
+    assert d["ok"] is True and d["counts"] == {
+        "duplicate_steps": 0,
+        "orphan_parents": 0,
+        "invalid_json": 0,
+        "cycles": 0,
+    }
     assert d["warnings"] == []
 
 
@@ -178,7 +205,9 @@ def test_tree(sample_ro):  # noqa: F811
     ids = {n["id"]: n for n in t["nodes"]}
     assert HEAD in ids and f"ckpt-{BRANCH}-0" in ids
     assert "head" in ids[HEAD]["labels"] and "merge" in ids[HEAD]["labels"]
-    assert {"from": "ckpt-coder-fix-flaky-test-6-4b9fe6", "to": f"ckpt-{BRANCH}-0", "kind": "branch"} in t["edges"]
+    assert {"from": "ckpt-coder-fix-flaky-test-6-4b9fe6", "to": f"ckpt-{BRANCH}-0", "kind": "branch"} in t[
+        "edges"
+    ]
     r = cli(sample_ro, "tree", MAIN)
     assert r.exit_code == 0 and f"thread {BRANCH}" in r.stdout
 
@@ -198,15 +227,17 @@ async def test_doctor_finds_problems(db_url):
             await tx.put(make_cp("self", 1, cid="s1", parent="s1"))
             await tx.put(make_cp("bad", 1, cid="b1"))
             # a messages column holding an object (JSONB and TEXT alike)
-            await tx.execute("UPDATE checkpoints SET messages_blob = ? WHERE checkpoint_id = ?",
-                             '{"not": "a list"}', "b1")
+            await tx.execute(
+                "UPDATE checkpoints SET messages_blob = ? WHERE checkpoint_id = ?", '{"not": "a list"}', "b1"
+            )
     d = cli_json(db_url, "doctor", code=ExitCode.PROBLEMS)
     assert d["ok"] is False
     p = d["problems"]
     assert p["duplicate_steps"] == [{"thread_id": "dup", "step": 1, "count": 2}]
     assert p["orphan_parents"] == [{"thread_id": "orph", "checkpoint_id": "o2", "parent_id": "gone-by-gc"}]
-    assert p["invalid_json"] == [{"checkpoint_id": "b1", "column": "messages_blob",
-                                  "reason": "JSON object where an array is expected"}]
+    assert p["invalid_json"] == [
+        {"checkpoint_id": "b1", "column": "messages_blob", "reason": "JSON object where an array is expected"}
+    ]
     assert sorted(sorted(c) for c in p["cycles"]) == [["c1", "c2", "c3"], ["s1"]]
     r = cli(db_url, "doctor")
     assert r.exit_code == ExitCode.PROBLEMS
@@ -235,8 +266,10 @@ def test_search_snippet_comes_from_the_hits_own_message(sample_url):  # noqa: F8
     for extra in ([], ["--scan"]):
         hits = cli_json(sample_url, "search", "backoff", "--thread", BRANCH, *extra)
         assert [(h["step"], h["snippet"]) for h in hits] == [
-            (3, "Trying exponential backoff, attempt 3."), (2, "Trying exponential backoff, attempt 2."),
-            (1, "Trying exponential backoff, attempt 1.")], extra
+            (3, "Trying exponential backoff, attempt 3."),
+            (2, "Trying exponential backoff, attempt 2."),
+            (1, "Trying exponential backoff, attempt 1."),
+        ], extra
 
 
 def test_search_snippet_keeps_the_match_on_a_narrow_terminal(sample_ro, monkeypatch):  # noqa: F811

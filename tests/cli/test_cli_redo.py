@@ -8,7 +8,6 @@ import asyncio
 import shutil
 from pathlib import Path
 
-
 from tests.support.contract_formats import dump
 from tests.support.sampledb import cli, cli_json
 
@@ -23,14 +22,17 @@ def test_redo_on_agentos(tmp_path: Path) -> None:
     shutil.copyfile(FIXTURES / "agentos.db", db)
     before = db.read_bytes()
     r = cli(str(db), "redo")
-    assert r.exit_code == 1 and r.stdout == "" and r.stderr.strip().splitlines() == ["agentctl: nothing to redo"]
+    assert (
+        r.exit_code == 1 and r.stdout == "" and r.stderr.strip().splitlines() == ["agentctl: nothing to redo"]
+    )
     r = cli(str(db), "redo", "--dry-run")  # a read: the old log is not migrated by it
     assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1 and "older layout" in r.stderr
     r = cli(str(db), "redo", "3")
     assert r.exit_code == 1 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [
         "agentctl: operation 3 was undone by an agentctl release before the journal, which kept no copy "
-        "of what it wrote; it cannot be redone"]
+        "of what it wrote; it cannot be redone"
+    ]
     assert db.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [db.name]
     written = asyncio.run(dump(str(db), side_tables=False))
@@ -38,7 +40,10 @@ def test_redo_on_agentos(tmp_path: Path) -> None:
     assert asyncio.run(dump(str(db), side_tables=False)) != written
     assert cli(str(db), "redo", "--dry-run").stdout.startswith("redo operation 6 (prune agent-main")
     r = cli(str(db), "redo")
-    assert r.exit_code == 0 and r.stdout.startswith("redid operation 6 (prune agent-main"), (r.stdout, r.stderr)
+    assert r.exit_code == 0 and r.stdout.startswith("redid operation 6 (prune agent-main"), (
+        r.stdout,
+        r.stderr,
+    )
     assert asyncio.run(dump(str(db), side_tables=False)) == written
     assert [(o["kind"], o["undo_of"]) for o in cli_json(str(db), "oplog")[:2]] == [("redo", 6), ("undo", 6)]
 
@@ -54,14 +59,19 @@ def test_redo_on_the_journal(tmp_path: Path) -> None:
     assert asyncio.run(dump(str(db), side_tables=False)) != before
     assert cli(str(db), "redo", "--dry-run").stdout.startswith("redo operation 1 ")
     r = cli(str(db), "redo")
-    assert r.exit_code == 0 and "redid operation 1 (rewind oa-main to step 2" in r.stdout, (r.stdout, r.stderr)
+    assert r.exit_code == 0 and "redid operation 1 (rewind oa-main to step 2" in r.stdout, (
+        r.stdout,
+        r.stderr,
+    )
     assert asyncio.run(dump(str(db), side_tables=False)) == before
     assert [(o["op_id"], o["kind"]) for o in cli_json(str(db), "oplog")][:2] == [(6, "redo"), (5, "undo")]
     state = db.read_bytes()
     r = cli(str(db), "redo", "3")
     assert r.exit_code == 1 and r.stdout == ""
-    assert r.stderr.strip().splitlines() == ["agentctl: operation 3 was undone by an agentctl release before the "
-                                             "journal, which kept no copy of what it wrote; it cannot be redone"]
+    assert r.stderr.strip().splitlines() == [
+        "agentctl: operation 3 was undone by an agentctl release before the "
+        "journal, which kept no copy of what it wrote; it cannot be redone"
+    ]
     assert db.read_bytes() == state
 
 
@@ -75,7 +85,8 @@ async def test_redo_on_adk(tmp_path: Path) -> None:
     assert r.exit_code == 1 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [
         "agentctl: operation 3 was undone by an agentctl release before the journal, which kept no copy of "
-        "what it wrote; it cannot be redone"]
+        "what it wrote; it cannot be redone"
+    ]
     assert db.read_bytes() == before
     written = await dump(str(db), side_tables=False)
     cli_json(str(db), "undo", "2")
@@ -106,10 +117,16 @@ def test_redo_on_the_article_store(tmp_path: Path) -> None:
     assert asyncio.run(dump(str(db), side_tables=False)) == before
     state = db.read_bytes()
     r = cli(str(db), "redo", "--dry-run")
-    assert r.exit_code == 0 and r.stdout.startswith(f"redo operation {rewound['op_id']} ("), (r.stdout, r.stderr)
+    assert r.exit_code == 0 and r.stdout.startswith(f"redo operation {rewound['op_id']} ("), (
+        r.stdout,
+        r.stderr,
+    )
     assert db.read_bytes() == state
     r = cli(str(db), "redo")
-    assert r.exit_code == 0 and r.stdout.startswith(f"redid operation {rewound['op_id']} ("), (r.stdout, r.stderr)
+    assert r.exit_code == 0 and r.stdout.startswith(f"redid operation {rewound['op_id']} ("), (
+        r.stdout,
+        r.stderr,
+    )
     assert asyncio.run(dump(str(db), side_tables=False)) == after
     assert [op["kind"] for op in cli_json(str(db), "oplog")][:3] == ["redo", "undo", "rewind"]
     r = cli(str(db), "redo")
@@ -126,8 +143,9 @@ def _dry_run_then_the_move(db: Path, verb: str, done_verb: str, op_id: int) -> N
     done = cli_json(str(db), verb)
     assert done["summary"].startswith(f"{done_verb} operation {op_id} (")
     assert planned["created"] or planned["deleted"] or planned["moved"]
-    assert {k: sorted(planned[k]) for k in ("created", "deleted", "moved")} == \
-        {k: sorted(done[k]) for k in ("created", "deleted", "moved")}
+    assert {k: sorted(planned[k]) for k in ("created", "deleted", "moved")} == {
+        k: sorted(done[k]) for k in ("created", "deleted", "moved")
+    }
 
 
 def test_redo_dry_run_names_the_checkpoints_on_agentos(tmp_path: Path) -> None:

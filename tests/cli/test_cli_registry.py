@@ -11,8 +11,8 @@ import pkgutil
 import typer
 from typer.core import TyperGroup
 
-from agentctl.cli import registry, root
 import agentctl.cli.commands as commands_package
+from agentctl.cli import registry, root
 from tests.support.rig import REPO
 
 
@@ -26,8 +26,10 @@ def _eager_commands() -> dict[str, object]:
 def _defined_in(module_name: str) -> list[str]:
     scratch = typer.Typer()
     registry.register_module(scratch, module_name)
-    return [info.name or typer.main.get_command_name(info.callback.__name__)  # type: ignore[union-attr]
-            for info in scratch.registered_commands] + [g.name for g in scratch.registered_groups]
+    return [
+        info.name or typer.main.get_command_name(info.callback.__name__)  # type: ignore[union-attr]
+        for info in scratch.registered_commands
+    ] + [g.name for g in scratch.registered_groups]
 
 
 def test_the_table_names_every_command_in_the_listed_order():
@@ -56,8 +58,9 @@ def test_each_summary_is_the_first_sentence_of_the_commands_help():
 
 def _root_help(app: typer.Typer, width: int) -> str:
     group = typer.main.get_command(app)
-    ctx = group.make_context("agentctl", ["--help"], resilient_parsing=True, terminal_width=width,
-                             max_content_width=width)
+    ctx = group.make_context(
+        "agentctl", ["--help"], resilient_parsing=True, terminal_width=width, max_content_width=width
+    )
     return group.get_help(ctx)
 
 
@@ -75,10 +78,13 @@ def test_the_modules_import_lazily():
     import subprocess
     import sys
 
-    code = ("import sys, agentctl.cli.registry, agentctl.cli.root\n"
-            "print(sorted(m for m in sys.modules if m.startswith('agentctl.cli.commands.')))")
+    code = (
+        "import sys, agentctl.cli.registry, agentctl.cli.root\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agentctl.cli.commands.')))"
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=env, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, timeout=120
+    ).stdout
     assert out.strip() == "[]"
     importlib.import_module(registry.module_of("log"))

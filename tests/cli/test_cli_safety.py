@@ -13,25 +13,51 @@ from pathlib import Path
 import pytest
 
 from agentctl.backends import open_backend
-from tests.support.rig import SAMPLE_DB
 from tests.support.helpers import make_cp
+from tests.support.rig import SAMPLE_DB
 from tests.support.sampledb import cli
 
-EVIL = ("[bold red]loud[/bold red] \x1b[31mRED\x1b[0m \x1b]8;;http://evil.example\x07click\x1b]8;;\x07 "
-        "[link=http://x.example]L[/link] over\rwrite \x9b2J")
+EVIL = (
+    "[bold red]loud[/bold red] \x1b[31mRED\x1b[0m \x1b]8;;http://evil.example\x07click\x1b]8;;\x07 "
+    "[link=http://x.example]L[/link] over\rwrite \x9b2J"
+)
 THREAD = "evil-thread"
 
 
 async def make_evil(url: str) -> None:
     async with open_backend(url, readonly=False, create=True) as b:
         async with b.transaction() as tx:
-            await tx.put(make_cp(THREAD, 1, cid="e1", summary=EVIL, tags=[EVIL],
-                                 messages=[{"role": "user", "content": EVIL}], state={"k": "plain"}))
-            await tx.put(make_cp(THREAD, 2, cid="e2", parent="e1", summary=EVIL, next_node=EVIL,
-                                 messages=[{"role": "user", "content": EVIL},
-                                           {"role": "assistant", "content": "ok " + EVIL,
-                                            "tool_calls": [{"name": EVIL, "arguments": {"a": EVIL}}]}],
-                                 state={"k": EVIL, EVIL: 1}, tools={"t": EVIL}))
+            await tx.put(
+                make_cp(
+                    THREAD,
+                    1,
+                    cid="e1",
+                    summary=EVIL,
+                    tags=[EVIL],
+                    messages=[{"role": "user", "content": EVIL}],
+                    state={"k": "plain"},
+                )
+            )
+            await tx.put(
+                make_cp(
+                    THREAD,
+                    2,
+                    cid="e2",
+                    parent="e1",
+                    summary=EVIL,
+                    next_node=EVIL,
+                    messages=[
+                        {"role": "user", "content": EVIL},
+                        {
+                            "role": "assistant",
+                            "content": "ok " + EVIL,
+                            "tool_calls": [{"name": EVIL, "arguments": {"a": EVIL}}],
+                        },
+                    ],
+                    state={"k": EVIL, EVIL: 1},
+                    tools={"t": EVIL},
+                )
+            )
 
 
 def assert_inert(text: str) -> None:
@@ -40,9 +66,16 @@ def assert_inert(text: str) -> None:
 
 
 COMMANDS = [
-    ["show", "e2"], ["show", THREAD + "~1"], ["log", THREAD], ["log", THREAD, "--graph"],
-    ["diff", "e2"], ["diff", "e1", "e2"], ["threads", "list"], ["threads", "show", THREAD],
-    ["search", "loud"], ["search", "RED", "--scan"],
+    ["show", "e2"],
+    ["show", THREAD + "~1"],
+    ["log", THREAD],
+    ["log", THREAD, "--graph"],
+    ["diff", "e2"],
+    ["diff", "e1", "e2"],
+    ["threads", "list"],
+    ["threads", "show", THREAD],
+    ["search", "loud"],
+    ["search", "RED", "--scan"],
 ]
 
 
@@ -66,18 +99,34 @@ async def test_database_text_is_inert(db_url, tty, monkeypatch):
 
 
 def files(d: Path) -> dict[str, tuple[str, int]]:
-    return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in d.iterdir() if p.is_file()}
+    return {
+        p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in d.iterdir()
+        if p.is_file()
+    }
 
 
 READ_COMMANDS = [
-    ["threads", "list"], ["threads", "list", "--json"], ["threads", "show", "coder-fix-flaky-test"],
-    ["log", "coder-fix-flaky-test"], ["log", "coder-fix-flaky-test", "--graph", "--json"],
-    ["show", "coder-fix-flaky-test@6"], ["show", "coder-fix-flaky-test", "--json"],
-    ["diff", "coder-fix-flaky-test"], ["diff", "coder-fix-flaky-test~3", "coder-fix-flaky-test", "--patch"],
-    ["tree", "coder-fix-flaky-test"], ["tree", "coder-fix-flaky-test", "--json"],
-    ["search", "backoff"], ["search", "backoff", "--scan"], ["search", "ok", "--json"],
-    ["stats"], ["stats", "--json"], ["doctor"], ["doctor", "--json"], ["oplog"], ["oplog", "--json"],
+    ["threads", "list"],
+    ["threads", "list", "--json"],
+    ["threads", "show", "coder-fix-flaky-test"],
+    ["log", "coder-fix-flaky-test"],
+    ["log", "coder-fix-flaky-test", "--graph", "--json"],
+    ["show", "coder-fix-flaky-test@6"],
+    ["show", "coder-fix-flaky-test", "--json"],
+    ["diff", "coder-fix-flaky-test"],
+    ["diff", "coder-fix-flaky-test~3", "coder-fix-flaky-test", "--patch"],
+    ["tree", "coder-fix-flaky-test"],
+    ["tree", "coder-fix-flaky-test", "--json"],
+    ["search", "backoff"],
+    ["search", "backoff", "--scan"],
+    ["search", "ok", "--json"],
+    ["stats"],
+    ["stats", "--json"],
+    ["doctor"],
+    ["doctor", "--json"],
+    ["oplog"],
+    ["oplog", "--json"],
     ["show", "no-such-checkpoint"],
 ]
 

@@ -15,9 +15,8 @@ import pytest
 import typer
 
 from agentctl.cli import root
-from tests.support.sampledb import SAMPLE_DB
-
 from tests.support.rig import REPO
+from tests.support.sampledb import SAMPLE_DB
 
 ROOT_HELP_ARGS = ((), ("--help",), ("-h",))
 
@@ -26,8 +25,13 @@ def _help_tree(app: typer.Typer, width: int) -> dict[tuple[str, ...], str]:
     out = {}
 
     def walk(cmd, path, parent):
-        ctx = cmd.make_context(" ".join(("agentctl",) + path), ["--help"], parent=parent,
-                               resilient_parsing=True, terminal_width=width)
+        ctx = cmd.make_context(
+            " ".join(("agentctl",) + path),
+            ["--help"],
+            parent=parent,
+            resilient_parsing=True,
+            terminal_width=width,
+        )
         out[path] = cmd.get_help(ctx)
         if hasattr(cmd, "list_commands"):
             for name in cmd.list_commands(ctx):
@@ -55,8 +59,14 @@ def _launcher(tmp_path: Path, prelude: str = "") -> Path:
 def _run(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "_AGENTCTL_COMPLETE")}
     base["PYTHONPATH"] = str(REPO)
-    return subprocess.run([sys.executable, *argv], capture_output=True, env={**base, **(env or {})},
-                          stdin=subprocess.DEVNULL, timeout=120, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, *argv],
+        capture_output=True,
+        env={**base, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        cwd=REPO,
+    )
 
 
 # The app with every command built up front (as before lazy loading), run as the
@@ -73,8 +83,11 @@ eager_app()()
 def test_root_help_is_byte_identical_to_the_eager_app(tmp_path, args):
     r = _run(str(_launcher(tmp_path)), *args)
     eager = _run("-c", _EAGER, *args)
-    assert (r.returncode, r.stdout.decode(), r.stderr.decode()) == \
-        (eager.returncode, eager.stdout.decode(), eager.stderr.decode())
+    assert (r.returncode, r.stdout.decode(), r.stderr.decode()) == (
+        eager.returncode,
+        eager.stdout.decode(),
+        eager.stderr.decode(),
+    )
     assert r.returncode == (2 if not args else 0)
     code, out, err = r.returncode, r.stdout.decode(), r.stderr.decode()
     assert (out or err).startswith("Usage: agentctl [OPTIONS] COMMAND [ARGS]...")
@@ -92,16 +105,23 @@ def test_help_served_by_typer_when_the_program_is_not_agentctl():
 
 def test_a_command_imports_only_its_own_module():
     code = (
-        "import sys\nsys.argv = ['agentctl', '--db', %r, 'show', 'coder-fix-flaky-test', '--json']\n"
+        f"import sys\nsys.argv = ['agentctl', '--db', {str(SAMPLE_DB)!r}, 'show', 'coder-fix-flaky-test', '--json']\n"
         "from agentctl.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(' '.join(m for m in sys.modules if m.startswith('agentctl.cli.')))\n" % str(SAMPLE_DB)
+        "print(' '.join(m for m in sys.modules if m.startswith('agentctl.cli.')))\n"
     )
     r = _run("-c", code)
     loaded = set(r.stdout.decode().splitlines()[-1].split())
     assert "agentctl.cli.commands.inspect" in loaded
-    assert not loaded & {"agentctl.cli.commands.history", "agentctl.cli.commands.threads", "agentctl.cli.commands.transfer",
-                         "agentctl.cli.commands.health", "agentctl.cli.commands.ops", "agentctl.cli.commands.search", "agentctl.cli.commands.tui"}
+    assert not loaded & {
+        "agentctl.cli.commands.history",
+        "agentctl.cli.commands.threads",
+        "agentctl.cli.commands.transfer",
+        "agentctl.cli.commands.health",
+        "agentctl.cli.commands.ops",
+        "agentctl.cli.commands.search",
+        "agentctl.cli.commands.tui",
+    }
 
 
 def test_exit_after_a_command_keeps_output_atexit_and_exit_code(tmp_path):
@@ -122,13 +142,23 @@ def test_broken_pipe_and_full_disk_keep_their_exit_codes(tmp_path):
     script = _launcher(tmp_path)
     for args in (["--help"], ["--db", str(SAMPLE_DB), "log", "loop-research-7", "--all"]):
         with open("/dev/full", "wb") as full:
-            r = subprocess.run([sys.executable, str(script), *args], stdout=full, stderr=subprocess.PIPE,
-                               env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+            r = subprocess.run(
+                [sys.executable, str(script), *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                timeout=120,
+            )
         assert r.returncode == 1 and b"No space left on device" in r.stderr
         reader, writer = os.pipe()
         os.close(reader)
-        r = subprocess.run([sys.executable, str(script), *args], stdout=writer, stderr=subprocess.PIPE,
-                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+        r = subprocess.run(
+            [sys.executable, str(script), *args],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=120,
+        )
         os.close(writer)
         assert r.returncode == 1 and r.stderr == b"", args
 
@@ -171,16 +201,22 @@ def test_ctrl_c_while_the_command_line_is_read_is_one_line_exit_130(tmp_path):
     in the interrupt sweep of a prune under load)."""
     db = tmp_path / "c.db"
     shutil.copyfile(SAMPLE_DB, db)
-    code = ("import sys, typer.main\n"
-            "def get_command(app):  # Typer builds the root command's options here\n"
-            "    raise KeyboardInterrupt\n"
-            "typer.main.get_command = get_command\n"
-            "sys.argv = ['agentctl', '--db', sys.argv[1], 'threads', 'list']\n"
-            "from agentctl.cli import main\n"
-            "main()\n")
+    code = (
+        "import sys, typer.main\n"
+        "def get_command(app):  # Typer builds the root command's options here\n"
+        "    raise KeyboardInterrupt\n"
+        "typer.main.get_command = get_command\n"
+        "sys.argv = ['agentctl', '--db', sys.argv[1], 'threads', 'list']\n"
+        "from agentctl.cli import main\n"
+        "main()\n"
+    )
     before = db.read_bytes()
-    r = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(db)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 130, r.stderr
     assert r.stderr == "agentctl: interrupted; nothing was changed\n"
     assert db.read_bytes() == before
@@ -200,21 +236,33 @@ def test_ctrl_c_while_the_agentctl_program_imports_is_one_line_exit_130(tmp_path
             "    def find_spec(self, name, path, target=None):\n"
             "        if name == 'agentctl.lazy':\n"
             "            " + kill.replace("\n", "") + "\n"
-            "sys.meta_path.insert(0, After())\n")
+            "sys.meta_path.insert(0, After())\n"
+        )
         args = ["-m", "agentctl", "--version"]
     else:
-        args = ["-c", "import sys; sys.argv = ['/usr/bin/agentctl', '--version']\nimport agentctl\n" + kill
-                + "from agentctl.cli import main\nmain()\n"]
+        args = [
+            "-c",
+            "import sys; sys.argv = ['/usr/bin/agentctl', '--version']\nimport agentctl\n"
+            + kill
+            + "from agentctl.cli import main\nmain()\n",
+        ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     r = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=60)
     assert (r.returncode, r.stderr, r.stdout) == (130, "agentctl: interrupted; nothing was changed\n", "")
     # a library import, and the program once main() runs: Python's own handler
-    code = ("import signal, sys\nimport agentctl\nassert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
-            "del sys.modules['agentctl']\nsys.argv = ['agentctl', '--version']\nimport agentctl\n"
-            "assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler\n"
-            "import agentctl.cli.root\n"
-            "agentctl.cli.root.app = lambda: print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
-            "from agentctl.cli import main\nmain()\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    code = (
+        "import signal, sys\nimport agentctl\nassert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+        "del sys.modules['agentctl']\nsys.argv = ['agentctl', '--version']\nimport agentctl\n"
+        "assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler\n"
+        "import agentctl.cli.root\n"
+        "agentctl.cli.root.app = lambda: print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+        "from agentctl.cli import main\nmain()\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert (r.returncode, r.stdout) == (0, "True\n"), r.stderr

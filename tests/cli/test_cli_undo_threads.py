@@ -28,8 +28,9 @@ from tests.support.sampledb import cli
 BUILDERS = {"agentos": (build_agentos, append_agentos), "langgraph": (build_langgraph, append_langgraph)}
 
 
-@pytest.fixture(params=[(f, k) for f in BUILDERS for k in ("sqlite", "postgres")],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(
+    params=[(f, k) for f in BUILDERS for k in ("sqlite", "postgres")], ids=lambda p: f"{p[0]}-{p[1]}"
+)
 def db(request, tmp_path):
     fmt, kind = request.param
     if fmt == "langgraph":

@@ -11,8 +11,8 @@ import pytest
 
 from agentctl.backends import open_backend
 from agentctl.errors import ExitCode
-from tests.support.rig import REPO, SAMPLE_DB, SCRIPTS
 from tests.support.helpers import make_cp
+from tests.support.rig import REPO, SAMPLE_DB, SCRIPTS
 from tests.support.sampledb import cli, cli_json, sample_url  # noqa: F401  (fixture)
 
 MAIN = "coder-fix-flaky-test"
@@ -115,14 +115,30 @@ async def _diverge(url: str, theirs_value: object) -> str:
     async with open_backend(url, readonly=False) as b:
         head = await b.get_latest(MAIN)
         state = dict(head.state, retry={"strategy": "exponential", "attempts": 5})
-        await b.put(make_cp(MAIN, 14, cid="main-14", parent=head.metadata.checkpoint_id,
-                            created_at="2026-11-02T10:00:00+00:00", messages=head.messages, state=state))
+        await b.put(
+            make_cp(
+                MAIN,
+                14,
+                cid="main-14",
+                parent=head.metadata.checkpoint_id,
+                created_at="2026-11-02T10:00:00+00:00",
+                messages=head.messages,
+                state=state,
+            )
+        )
         first = await b.get_latest(thread)
         state = dict(first.state, retry={"strategy": "exponential", "attempts": theirs_value})
-        await b.put(make_cp(thread, 1, cid="branch-1", parent=first.metadata.checkpoint_id,
-                            created_at="2026-11-02T10:00:01+00:00",
-                            messages=first.messages + [{"role": "assistant", "content": "tried it"}],
-                            state=state))
+        await b.put(
+            make_cp(
+                thread,
+                1,
+                cid="branch-1",
+                parent=first.metadata.checkpoint_id,
+                created_at="2026-11-02T10:00:01+00:00",
+                messages=first.messages + [{"role": "assistant", "content": "tried it"}],
+                state=state,
+            )
+        )
     return thread
 
 
@@ -136,8 +152,17 @@ async def test_merge_conflict_writes_nothing(sample_url):  # noqa: F811
     assert lines[1] == "/state/retry/attempts\t3\t5\t9"
     assert "1 conflict(s); nothing was written" in r.stderr
     d = cli_json(sample_url, "merge", thread, "--dry-run", code=ExitCode.CONFLICT)
-    assert d["conflicts"] == [{"path": "/state/retry/attempts", "base": 3, "ours": 5, "theirs": 9,
-                               "base_missing": False, "ours_missing": False, "theirs_missing": False}]
+    assert d["conflicts"] == [
+        {
+            "path": "/state/retry/attempts",
+            "base": 3,
+            "ours": 5,
+            "theirs": 9,
+            "base_missing": False,
+            "ours_missing": False,
+            "theirs_missing": False,
+        }
+    ]
     assert steps(sample_url, MAIN) == before
     # a strategy settles it
     plan = cli_json(sample_url, "merge", thread, "--strategy", "theirs", "--dry-run")["plan"]
@@ -145,7 +170,9 @@ async def test_merge_conflict_writes_nothing(sample_url):  # noqa: F811
     assert steps(sample_url, MAIN) == before
     res = cli_json(sample_url, "merge", thread, "--strategy", "theirs")
     head = cli_json(sample_url, "show", MAIN)
-    assert head["metadata"]["checkpoint_id"] == res["checkpoint_id"] and head["state"]["retry"]["attempts"] == 9
+    assert (
+        head["metadata"]["checkpoint_id"] == res["checkpoint_id"] and head["state"]["retry"]["attempts"] == 9
+    )
     assert head["messages"][-1] == {"role": "assistant", "content": "tried it"}
     r = cli(sample_url, "merge", thread, "--into", MAIN)
     assert r.exit_code == 0 and "already contains" in r.stdout
@@ -187,8 +214,12 @@ def test_prune(sample_url):  # noqa: F811
     old = cli_json(sample_url, "prune", "--all", "--older-than", "1d", "--dry-run")["plans"]
     # all but the head and the fork points
     assert all(p["keep_count"] == 1 + p["forks_kept"] for p in old if p["delete"])
-    for args in ([LOOP], [LOOP, "--keep-last", "2", "--milestones", "3"],
-                 [LOOP, "--all", "--keep-last", "2"], [LOOP, "--older-than", "7 days"]):
+    for args in (
+        [LOOP],
+        [LOOP, "--keep-last", "2", "--milestones", "3"],
+        [LOOP, "--all", "--keep-last", "2"],
+        [LOOP, "--older-than", "7 days"],
+    ):
         r = cli(sample_url, "prune", *args, "--dry-run")
         assert r.exit_code == ExitCode.USAGE, args
 
@@ -224,10 +255,17 @@ def digest(path: str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("args", [
-    ["rewind", MAIN + "@3"], ["rewind", MAIN + "@3", "--hard"], ["prune", LOOP, "--keep-last", "1"],
-    ["prune", "--all", "--milestones", "2"], ["threads", "delete", MAIN], ["purge"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rewind", MAIN + "@3"],
+        ["rewind", MAIN + "@3", "--hard"],
+        ["prune", LOOP, "--keep-last", "1"],
+        ["prune", "--all", "--milestones", "2"],
+        ["threads", "delete", MAIN],
+        ["purge"],
+    ],
+)
 def test_destructive_without_yes_off_a_terminal_writes_nothing(tmp_path, args):
     db = tmp_path / "c.db"
     db.write_bytes(SAMPLE_DB.read_bytes())
@@ -274,8 +312,9 @@ def test_export_threads_stdout_and_refusals(sample_url, tmp_path):  # noqa: F811
     r = cli(sample_url, "export", "support-1042", "support-1043")
     assert r.exit_code == 0
     rows = [json.loads(line) for line in r.stdout.splitlines()]
-    assert [(d["metadata"]["thread_id"], d["metadata"]["step"]) for d in rows] == \
-        [("support-1042", i) for i in range(1, 6)] + [("support-1043", i) for i in range(1, 6)]
+    assert [(d["metadata"]["thread_id"], d["metadata"]["step"]) for d in rows] == [
+        ("support-1042", i) for i in range(1, 6)
+    ] + [("support-1043", i) for i in range(1, 6)]
     assert rows[0] == cli_json(sample_url, "show", "support-1042@1")
     out = tmp_path / "x.jsonl"
     out.write_text("keep me")
@@ -326,13 +365,17 @@ def test_backup(sample_url, tmp_path):  # noqa: F811
 
 def test_write_commands_on_a_missing_database(tmp_path):
     db = tmp_path / "typo.db"
-    for args in (["rewind", "x", "--yes"], ["branch", "x", "y"], ["prune", "--all", "--keep-last", "1", "--yes"],
-                 ["threads", "delete", "x", "--yes"], ["undo"], ["purge", "--yes"]):
+    for args in (
+        ["rewind", "x", "--yes"],
+        ["branch", "x", "y"],
+        ["prune", "--all", "--keep-last", "1", "--yes"],
+        ["threads", "delete", "x", "--yes"],
+        ["undo"],
+        ["purge", "--yes"],
+    ):
         r = cli(str(db), *args)
         assert r.exit_code == ExitCode.NOT_FOUND, args
     assert list(tmp_path.iterdir()) == []
-
-
 
 
 def test_import_from_stdin(tmp_path):
@@ -347,13 +390,18 @@ def test_prune_all_is_one_operation_undone_at_once(sample_url):  # noqa: F811
     """issue 14: `prune --all` is ONE operation: one op in the log, one undo restores
     every thread."""
     before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
-    keep = {p["thread_id"]: p["keep_count"] for p in cli_json(sample_url, "prune", "--all", "--keep-last", "1",
-                                                                "--dry-run")["plans"]}
+    keep = {
+        p["thread_id"]: p["keep_count"]
+        for p in cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--dry-run")["plans"]
+    }
     res = cli_json(sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup")["results"]
     assert len(res) == 1 and res[0]["op_id"] is not None
     # the head, and MAIN's fork point (the parent of its branch)
-    assert {t: len(steps(sample_url, t)) for t in before} == {t: keep[t] for t in before} == \
-        {MAIN: 2, LOOP: 1, "support-1042": 1}
+    assert (
+        {t: len(steps(sample_url, t)) for t in before}
+        == {t: keep[t] for t in before}
+        == {MAIN: 2, LOOP: 1, "support-1042": 1}
+    )
     assert [o["kind"] for o in cli_json(sample_url, "oplog")] == ["prune"]
     assert cli(sample_url, "undo").exit_code == 0
     assert {t: steps(sample_url, t) for t in before} == before
@@ -371,10 +419,27 @@ def test_prune_all_interrupted_changes_nothing_and_says_so(sample_url, tmp_path)
     before = {t: steps(sample_url, t) for t in (MAIN, LOOP, "support-1042")}
     ready, resume = tmp_path / "ready", tmp_path / "resume"
     proc = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "paused_agentctl.py"), str(ready), "first-change", "--",
-         "--db", sample_url, "prune", "--all", "--keep-last", "1", "--yes", "--no-backup"],
-        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO), "AGENTCTL_TEST_RESUME_FILE": str(resume)})
+        [
+            sys.executable,
+            str(SCRIPTS / "paused_agentctl.py"),
+            str(ready),
+            "first-change",
+            "--",
+            "--db",
+            sample_url,
+            "prune",
+            "--all",
+            "--keep-last",
+            "1",
+            "--yes",
+            "--no-backup",
+        ],
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "AGENTCTL_TEST_RESUME_FILE": str(resume)},
+    )
     try:
         deadline = time.monotonic() + 120
         while not ready.exists():
@@ -390,15 +455,23 @@ def test_prune_all_interrupted_changes_nothing_and_says_so(sample_url, tmp_path)
             proc.kill()
     assert proc.returncode == 130, (out, err)
     # the plan, then one line
-    assert err.strip().splitlines()[-1] == \
-        "agentctl: interrupted; the prune was rolled back, nothing was changed", err
+    assert (
+        err.strip().splitlines()[-1]
+        == "agentctl: interrupted; the prune was rolled back, nothing was changed"
+    ), err
     assert "Traceback" not in err
     assert {t: steps(sample_url, t) for t in before} == before
     assert cli_json(sample_url, "oplog") == []
 
 
-@pytest.mark.parametrize("args", [["prune", LOOP, "--keep-last", "20"], ["prune", "--all", "--milestones", "2"],
-                                  ["threads", "delete", "support-1042"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["prune", LOOP, "--keep-last", "20"],
+        ["prune", "--all", "--milestones", "2"],
+        ["threads", "delete", "support-1042"],
+    ],
+)
 def test_prune_and_threads_delete_copy_the_database_aside_first(sample_url, args):  # noqa: F811
     """The README: `prune` and `threads delete` copy a SQLite file aside first (as
     `rewind --hard` and `purge` do) unless --no-backup, which they accept."""
@@ -415,7 +488,9 @@ def test_prune_and_threads_delete_copy_the_database_aside_first(sample_url, args
     assert cli(sample_url, "undo").exit_code == 0
     r = cli(sample_url, *args, "--yes", "--no-backup")
     assert r.exit_code == 0, r.stderr
-    assert "backup" not in r.stderr and len(backups(sample_url)) == (0 if sample_url.startswith("postgres") else 1)
+    assert "backup" not in r.stderr and len(backups(sample_url)) == (
+        0 if sample_url.startswith("postgres") else 1
+    )
 
 
 def test_merge_dry_run_announces_the_id_the_merge_uses_and_no_change_is_nothing(sample_url):  # noqa: F811
@@ -427,12 +502,16 @@ def test_merge_dry_run_announces_the_id_the_merge_uses_and_no_change_is_nothing(
     assert r.exit_code == 0 and "nothing to merge" in r.stdout
     assert cli_json(sample_url, "oplog") == ops and steps(sample_url, "support-1042") == [5, 4, 3, 2, 1]
     other = cli_json(sample_url, "branch", "support-1043", "changes")["thread_id"]
+
     async def change():
         async with open_backend(sample_url, readonly=False) as b:
             head = await b.get_latest(other)
-            await b.put(make_cp(other, 1, cid="changed-1", parent=head.metadata.checkpoint_id,
-                                state={"new": "value"}))
+            await b.put(
+                make_cp(other, 1, cid="changed-1", parent=head.metadata.checkpoint_id, state={"new": "value"})
+            )
+
     from tests.support.rig import run_sync
+
     run_sync(change)
     plan = cli_json(sample_url, "merge", other, "--dry-run")["plan"]
     announced = plan["merged"]["metadata"]["checkpoint_id"]
@@ -455,9 +534,14 @@ def test_prune_keeps_fork_points_and_leaves_no_orphan(sample_url):  # noqa: F811
     (plan,) = cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run")["plans"]
     assert fork not in [m["checkpoint_id"] for m in plan["delete"]]
     assert (plan["delete_count"], plan["keep_count"], plan["forks_kept"]) == (9, 4, 1)
-    assert {r["checkpoint_id"]: r["new_parent_id"] for r in plan["reparent"]} == \
-        {fork: None, "ckpt-coder-fix-flaky-test-11-6a967a": fork}  # the nearest ancestor kept
-    assert f"parent of {fork} becomes none" in cli(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run").stdout
+    assert {r["checkpoint_id"]: r["new_parent_id"] for r in plan["reparent"]} == {
+        fork: None,
+        "ckpt-coder-fix-flaky-test-11-6a967a": fork,
+    }  # the nearest ancestor kept
+    assert (
+        f"parent of {fork} becomes none"
+        in cli(sample_url, "prune", MAIN, "--keep-last", "3", "--dry-run").stdout
+    )
     cli_json(sample_url, "prune", MAIN, "--keep-last", "3", "--yes", "--no-backup")
     assert cli(sample_url, "doctor").exit_code == 0
     assert fork in parents(sample_url, MAIN)
@@ -470,7 +554,9 @@ def test_prune_keeps_fork_points_and_leaves_no_orphan(sample_url):  # noqa: F811
     assert parents(sample_url, LOOP)["ckpt-loop-research-7-000221"] is None
     # a branch whose first checkpoints go stays a branch: its head now forks from the fork point
     cli_json(sample_url, "prune", BRANCH, "--keep-last", "1", "--yes", "--no-backup")
-    assert parents(sample_url, BRANCH) == {"ckpt-coder-fix-flaky-test-branch-retry-backoff-70e7-3-31c2c2": fork}
+    assert parents(sample_url, BRANCH) == {
+        "ckpt-coder-fix-flaky-test-branch-retry-backoff-70e7-3-31c2c2": fork
+    }
     assert cli(sample_url, "doctor").exit_code == 0
 
 
@@ -481,8 +567,9 @@ def test_prune_without_thread_selects_every_thread(sample_url):  # noqa: F811
     """issue 23 item 10: a policy with no THREAD means every thread it selects (as
     --all), with the same plan and the same confirmation."""
     for policy in (["--keep-last", "20"], ["--older-than", "30d"], ["--milestones", "3"]):
-        assert cli_json(sample_url, "prune", *policy, "--dry-run") == \
-            cli_json(sample_url, "prune", "--all", *policy, "--dry-run")
+        assert cli_json(sample_url, "prune", *policy, "--dry-run") == cli_json(
+            sample_url, "prune", "--all", *policy, "--dry-run"
+        )
     r = cli(sample_url, "prune", "--keep-last", "20")
     assert r.exit_code == ExitCode.USAGE and "without --yes" in r.stderr
     assert len(steps(sample_url, LOOP)) == 240
@@ -512,8 +599,20 @@ def test_article_prune_across_sessions_and_keep_last_of_one_session(tmp_path):
 
 
 # the write commands: every one takes --yes (a script may pass it to each)
-WRITE_COMMANDS = (["rewind"], ["branch"], ["merge"], ["prune"], ["edit"], ["run"], ["undo"], ["purge"],
-                  ["import"], ["threads", "delete"], ["index", "build"], ["index", "drop"])
+WRITE_COMMANDS = (
+    ["rewind"],
+    ["branch"],
+    ["merge"],
+    ["prune"],
+    ["edit"],
+    ["run"],
+    ["undo"],
+    ["purge"],
+    ["import"],
+    ["threads", "delete"],
+    ["index", "build"],
+    ["index", "drop"],
+)
 
 
 @pytest.mark.parametrize("command", WRITE_COMMANDS, ids=" ".join)

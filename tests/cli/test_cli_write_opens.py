@@ -63,8 +63,14 @@ def test_each_write_opens_the_database_once(sample_url, counted):  # noqa: F811
 
 
 def test_a_dry_run_opens_it_once_read_only(sample_url, counted):  # noqa: F811
-    for args in (["rewind", MAIN + "@6"], ["prune", "--all", "--keep-last", "3"], ["merge", BRANCH, "--into", MAIN],
-                 ["edit", MAIN + "@6", "--set", "plan=[]"], ["threads", "delete", MAIN], ["purge"]):
+    for args in (
+        ["rewind", MAIN + "@6"],
+        ["prune", "--all", "--keep-last", "3"],
+        ["merge", BRANCH, "--into", MAIN],
+        ["edit", MAIN + "@6", "--set", "plan=[]"],
+        ["threads", "delete", MAIN],
+        ["purge"],
+    ):
         counted.update(open=0, loop=0, readonly=[])
         r = cli(sample_url, *args, "--dry-run")
         assert r.exit_code == 0, (args, r.stderr)
@@ -79,8 +85,10 @@ def test_edit_through_the_graph_and_run_open_it_once(tmp_path, counted):
 
     db, config = story_db(tmp_path)
     seen = {}
-    for name, args in (("edit", ["edit", "trip@1", "--set", 'plan.next_city="Paris"', "--config", config, "--yes"]),
-                       ("run", ["run", "trip", "--config", config])):
+    for name, args in (
+        ("edit", ["edit", "trip@1", "--set", 'plan.next_city="Paris"', "--config", config, "--yes"]),
+        ("run", ["run", "trip", "--config", config]),
+    ):
         counted.update(open=0, loop=0, readonly=[])
         r = cli(db, *args)
         assert r.exit_code == 0, (name, r.stdout, r.stderr)

@@ -51,9 +51,14 @@ PATHS = _paths()
 def _tree_digest(root: Path) -> dict[str, str]:
     """Each file's digest; SQLite's -shm and an empty -wal beside a WAL database are left
     out: a reader makes them (a read-only connection cannot remove them), they hold no data."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
-            and not p.name.endswith("-shm") and not (p.name.endswith("-wal") and p.stat().st_size == 0)}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and not p.name.endswith("-shm")
+        and not (p.name.endswith("-wal") and p.stat().st_size == 0)
+    }
 
 
 def _run(example: str) -> None:
@@ -72,15 +77,21 @@ def test_every_help_has_an_example_or_is_a_group():
     assert sum(bool(_examples(p)) for p in PATHS) >= 30
 
 
-@pytest.mark.parametrize("path", [p for p in PATHS if p not in INTERACTIVE], ids=lambda p: " ".join(p) or "root")
+@pytest.mark.parametrize(
+    "path", [p for p in PATHS if p not in INTERACTIVE], ids=lambda p: " ".join(p) or "root"
+)
 def test_help_examples_work_on_a_fresh_clone(path, tmp_path, monkeypatch):
     examples = _examples(path)
     if not examples:
         return
     # (a -wal/-shm beside the sample is a reader's in another test, there now and gone
     # the next moment: a fresh clone has none)
-    shutil.copytree(REPO / "sample_db", tmp_path / "sample_db", symlinks=False,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.db-wal", "*.db-shm"))
+    shutil.copytree(
+        REPO / "sample_db",
+        tmp_path / "sample_db",
+        symlinks=False,
+        ignore=shutil.ignore_patterns("__pycache__", "*.db-wal", "*.db-shm"),
+    )
     before = _tree_digest(tmp_path / "sample_db")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENTCTL_NO_FAST_EXIT", "1")
@@ -98,5 +109,7 @@ def test_help_examples_are_not_wrapped(path):
     for i, line in enumerate(lines):
         if "Example:" in line and i + 1 < len(lines):
             nxt = lines[i + 1].strip()
-            assert not nxt or nxt.startswith(("Example:", "Arguments", "Options")) or nxt.endswith(":"), \
-                (line, lines[i + 1])
+            assert not nxt or nxt.startswith(("Example:", "Arguments", "Options")) or nxt.endswith(":"), (
+                line,
+                lines[i + 1],
+            )

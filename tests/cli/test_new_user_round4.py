@@ -46,11 +46,14 @@ def test_threads_list_counts_with_its_filters(sessions):
 # ---- 33.15: a filter value the database never has -------------------------------------------
 
 
-@pytest.mark.parametrize("args, named", [
-    (("--status", "bogus"), "--status 'bogus'"),
-    (("--status", "active,bogus"), "--status 'bogus'"),
-    (("--user", "nobody"), "--user 'nobody'"),
-])
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (("--status", "bogus"), "--status 'bogus'"),
+        (("--status", "active,bogus"), "--status 'bogus'"),
+        (("--user", "nobody"), "--user 'nobody'"),
+    ],
+)
 def test_threads_list_refuses_a_filter_value_never_there(sessions, args, named):
     r = cli(sessions, "threads", "list", *args)
     assert r.exit_code == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
@@ -61,15 +64,28 @@ def test_threads_list_refuses_a_filter_value_never_there(sessions, args, named):
         assert "Alice" in r.stderr and "u-alice" in r.stderr
 
 
-@pytest.mark.parametrize("args", [("--status", "active"), ("--user", "Alice"), ("--user", "u-alice"),
-                                  ("--user", "u-alice", "--status", "completed")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--status", "active"),
+        ("--user", "Alice"),
+        ("--user", "u-alice"),
+        ("--user", "u-alice", "--status", "completed"),
+    ],
+)
 def test_threads_list_takes_values_the_database_has(sessions, args):
     r = cli(sessions, "threads", "list", *args)
     assert r.exit_code == 0, r.stderr
 
 
-@pytest.mark.parametrize("args", [("threads", "list", "-n", "0"), ("log", "loop-research-7", "-n", "x"),
-                                  ("threads", "list", "--offset", "-1")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("threads", "list", "-n", "0"),
+        ("log", "loop-research-7", "-n", "x"),
+        ("threads", "list", "--offset", "-1"),
+    ],
+)
 def test_a_bad_option_value_is_one_agentctl_line(args):
     r = cli(str(SAMPLE_DB), *args)
     assert r.exit_code == 2 and r.stdout == ""
@@ -80,14 +96,18 @@ def test_a_bad_option_value_is_one_agentctl_line(args):
 
 
 def test_formats_lists_edit_run_redo_compare():
-    rows = {line.split("\t")[0]: line.split("\t")[2].split(", ")
-            for line in cli(None, "formats").stdout.splitlines()[1:]}
+    rows = {
+        line.split("\t")[0]: line.split("\t")[2].split(", ")
+        for line in cli(None, "formats").stdout.splitlines()[1:]
+    }
     for name, can in rows.items():
         if name == "crewai-replay":  # read only (its writes exit 2 naming it)
             assert "edit" not in can and "redo" not in can and "compare" in can
             continue
         assert {"edit", "redo", "compare"} <= set(can), name
-        assert ("run" in can) == (name in ("langgraph", "openai-agents", "adk", "agno", "crewai", "crewai-flows")), name
+        assert ("run" in can) == (
+            name in ("langgraph", "openai-agents", "adk", "agno", "crewai", "crewai-flows")
+        ), name
     data = cli_json(None, "formats")
     assert all("compare" in f["capabilities"] for f in data["formats"])
 
@@ -119,7 +139,7 @@ async def test_threads_table_drops_no_characters(db, width):
     assert max(len(line.rstrip()) for line in out.splitlines()) <= width
     cells = [col.header for col in table.columns] + [c.plain for col in table.columns for c in col._cells]
     assert Counter("".join(out.split())) == Counter("".join("".join(cells).split()))
-    id_column = "".join(line[:table.columns[0].width].rstrip() for line in out.splitlines()[1:])
+    id_column = "".join(line[: table.columns[0].width].rstrip() for line in out.splitlines()[1:])
     assert id_column == "".join(r.thread_id for r in rows)  # each id whole (folded at most)
     for r in rows:
         shown = render.threads_table([r], width=width).columns[-1]._cells[0].plain
@@ -130,8 +150,10 @@ async def test_threads_table_drops_no_characters(db, width):
 # ---- 33.16: purge says an undone operation's rows are kept for redo --------------------------
 
 
-@pytest.mark.parametrize("sample, thread", [("checkpoints.db", "support-1042"), ("sessions.db", "s-bob-trip"),
-                                            ("langgraph.db", "flaky-tool")])
+@pytest.mark.parametrize(
+    "sample, thread",
+    [("checkpoints.db", "support-1042"), ("sessions.db", "s-bob-trip"), ("langgraph.db", "flaky-tool")],
+)
 def test_purge_says_kept_for_redo_for_undone_operations(tmp_path, sample, thread):
     db = str(tmp_path / sample)
     shutil.copyfile(REPO / "sample_db" / sample, db)
@@ -181,10 +203,15 @@ def test_sqlite_url_with_three_slashes_is_relative_and_the_error_says_four(tmp_p
 
 M = "coder-fix-flaky-test"
 WRITES = {
-    "rewind": ("rewind", f"{M}@6"), "prune": ("prune", "loop-research-7", "--keep-last", "20"),
-    "threads delete": ("threads", "delete", "support-1042"), "purge": ("purge",),
-    "edit": ("edit", f"{M}@6", "--set", 'task="x"'), "branch": ("branch", f"{M}@6", "nb"),
-    "merge": ("merge", f"{M}-branch-retry-backoff-70e7"), "undo": ("undo",), "redo": ("redo",),
+    "rewind": ("rewind", f"{M}@6"),
+    "prune": ("prune", "loop-research-7", "--keep-last", "20"),
+    "threads delete": ("threads", "delete", "support-1042"),
+    "purge": ("purge",),
+    "edit": ("edit", f"{M}@6", "--set", 'task="x"'),
+    "branch": ("branch", f"{M}@6", "nb"),
+    "merge": ("merge", f"{M}-branch-retry-backoff-70e7"),
+    "undo": ("undo",),
+    "redo": ("redo",),
 }
 
 
@@ -204,7 +231,9 @@ def test_the_docs_name_the_writes_that_ask_off_a_terminal(tmp_path):
             asking.add(name)
         else:
             assert r.exit_code == 0, (name, r.stderr)
-    text = " ".join((REPO / "docs" / "commands" / "index.md").read_text().split())  # the README's commands page
+    text = " ".join(
+        (REPO / "docs" / "commands" / "index.md").read_text().split()
+    )  # the README's commands page
     listed = re.search(r"\(((?:`[^`]+`(?:, )?)+)\) print what they will do", text)
     assert listed is not None
     assert set(re.findall(r"`([^`]+)`", listed.group(1))) == asking
@@ -213,7 +242,9 @@ def test_the_docs_name_the_writes_that_ask_off_a_terminal(tmp_path):
 # ---- 32.10 / 33.16: search's PATH on the session formats; snippets at words, of the leaf -------
 
 
-@pytest.mark.parametrize("db, query", [("sessions.db", "Paris"), ("openai_agents.db", "Lyon"), ("adk.db", "card")])
+@pytest.mark.parametrize(
+    "db, query", [("sessions.db", "Paris"), ("openai_agents.db", "Lyon"), ("adk.db", "card")]
+)
 def test_session_formats_search_fills_path_with_the_steps_own_message(db, query):
     import json as _json
 
@@ -245,7 +276,9 @@ def test_snippets_start_and_end_at_words():
 
 def test_state_snippet_is_the_matching_leaf():
     hits = cli_json(str(SAMPLE_DB), "search", "whitfield", "--in", "state")
-    assert hits and all(h["snippet"] == "Dana Whitfield" and h["path"] == "state.customer" for h in hits), hits[:2]
+    assert hits and all(h["snippet"] == "Dana Whitfield" and h["path"] == "state.customer" for h in hits), (
+        hits[:2]
+    )
     adk = cli_json(str(REPO / "sample_db" / "adk.db"), "search", "card")
     assert all(not h["snippet"].startswith('e"') for h in adk)
 
@@ -310,4 +343,7 @@ def test_session_formats_search_fills_path_for_tool_outputs(db, query):
         assert h["path"] == f"messages[{h['step'] - 1}].content", h
         shown = cli_json(url, "show", h["checkpoint_id"])
         assert shown["messages"][h["step"] - 1]["role"] == "tool"
-        assert query.lower() in _json.dumps(shown["messages"][h["step"] - 1]["content"], ensure_ascii=False).lower()
+        assert (
+            query.lower()
+            in _json.dumps(shown["messages"][h["step"] - 1]["content"], ensure_ascii=False).lower()
+        )

@@ -18,9 +18,12 @@ pytest.importorskip("langgraph")
 def _rows(db: str) -> list[tuple]:
     conn = sqlite3.connect(db)
     try:
-        return sorted(conn.execute("SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-                                   "type, checkpoint, metadata FROM checkpoints").fetchall()) + sorted(
-            conn.execute("SELECT * FROM writes").fetchall())
+        return sorted(
+            conn.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+                "type, checkpoint, metadata FROM checkpoints"
+            ).fetchall()
+        ) + sorted(conn.execute("SELECT * FROM writes").fetchall())
     finally:
         conn.close()
 
@@ -32,8 +35,10 @@ def test_the_debugging_story_runs_end_to_end(tmp_path):
     script = (story / "story.sh").read_text()
     first, rest = script.split("say agentctl --db story.db log trip\n", 1)
     (story / "part1.sh").write_text(first)
-    (story / "part2.sh").write_text("set -e\ncd \"$(dirname \"$0\")\"\nsay() { printf '\\n$ %s\\n' \"$*\"; \"$@\"; }\n"
-                                    "say agentctl --db story.db log trip\n" + rest)
+    (story / "part2.sh").write_text(
+        'set -e\ncd "$(dirname "$0")"\nsay() { printf \'\\n$ %s\\n\' "$*"; "$@"; }\n'
+        "say agentctl --db story.db log trip\n" + rest
+    )
     r = subprocess.run(["sh", str(story / "part1.sh")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "your agent raised LookupError in node 'book': no flights to Atlantis" in r.stderr

@@ -24,9 +24,13 @@ DB, WHAT, ARG = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.argv) > 3 else
 def rows() -> list[list]:
     con = _sqlite.connect(DB)
     try:
-        return [[r[0], r[1], r[2]] for r in con.execute(
-            "SELECT id, json_extract(json(data), '$.branch'), json_extract(json(data), '$.parent_id') "
-            "FROM checkpoints ORDER BY rowid")]
+        return [
+            [r[0], r[1], r[2]]
+            for r in con.execute(
+                "SELECT id, json_extract(json(data), '$.branch'), json_extract(json(data), '$.parent_id') "
+                "FROM checkpoints ORDER BY rowid"
+            )
+        ]
     finally:
         con.close()
 
@@ -35,13 +39,16 @@ if WHAT == "list":
     from crewai_cli.checkpoint_cli import _info_sqlite_latest, _list_sqlite
 
     latest = _info_sqlite_latest(DB)
-    out = {"list": _list_sqlite(DB), "latest": latest and {k: latest.get(k) for k in ("name", "branch", "parent_id")}}
+    out = {
+        "list": _list_sqlite(DB),
+        "latest": latest and {k: latest.get(k) for k in ("name", "branch", "parent_id")},
+    }
     print(json.dumps(out, default=str))
 elif WHAT == "resume":
     import crewai_rig_flows
-    from crewai_rig_flows import CKPT_EVENTS
     from crewai.state.checkpoint_config import CheckpointConfig
     from crewai.state.provider.sqlite_provider import SqliteProvider
+    from crewai_rig_flows import CKPT_EVENTS
 
     def cfg(**kw):
         return CheckpointConfig(location=DB, provider=SqliteProvider(), on_events=CKPT_EVENTS, **kw)
@@ -52,8 +59,16 @@ elif WHAT == "resume":
     before = len(rows())
     flow.checkpoint = cfg()
     result = flow.kickoff()
-    print(json.dumps({"restored": restored, "result": result, "final": flow.state.model_dump(),
-                      "written": rows()[before:]}))
+    print(
+        json.dumps(
+            {
+                "restored": restored,
+                "result": result,
+                "final": flow.state.model_dump(),
+                "written": rows()[before:],
+            }
+        )
+    )
 elif WHAT in ("load", "continue"):
     from crewai.flow.persistence.sqlite import SQLiteFlowPersistence
 

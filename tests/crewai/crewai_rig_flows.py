@@ -7,12 +7,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import BaseModel
-
 from crewai import Agent, Crew, Task
 from crewai.flow.flow import Flow, and_, listen, or_, router, start
 from crewai.flow.persistence import persist
 from crewai.llms.base_llm import BaseLLM
+from pydantic import BaseModel
 
 CKPT_EVENTS = ["method_execution_finished"]
 #: each method waits a little, so CrewAI's checkpoint listener (a thread pool) writes one
@@ -113,9 +112,16 @@ class ScriptedLLM(BaseLLM):
 
     answers: list[str] = []
 
-    def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
-             available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
-             response_model: Any = None) -> str:
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> str:
         n = len([m for m in self.answers if m.startswith("#")])
         self.answers.append("#")
         return f"Thought: done\nFinal Answer: answer {n} about zephyrine"
@@ -126,8 +132,9 @@ class ScriptedLLM(BaseLLM):
 
 def make_crew() -> Crew:
     llm = ScriptedLLM(model="scripted")
-    agent = Agent(role="Researcher", goal="find facts about {topic}", backstory="careful", llm=llm,
-                  verbose=False)
+    agent = Agent(
+        role="Researcher", goal="find facts about {topic}", backstory="careful", llm=llm, verbose=False
+    )
     t1 = Task(description="Research {topic}", expected_output="facts", agent=agent)
     t2 = Task(description="Summarise {topic}", expected_output="a summary", agent=agent)
     return Crew(agents=[agent], tasks=[t1, t2], verbose=False)

@@ -29,11 +29,11 @@ os.environ["CREWAI_STORAGE_DIR"] = str(OUT / "storage")
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
-from crewai_rig_flows import CKPT_EVENTS, PersistedTrip, RoutedTrip, TripFlow, make_crew  # noqa: E402
 from crewai.flow.persistence.sqlite import SQLiteFlowPersistence  # noqa: E402
 from crewai.memory.storage.kickoff_task_outputs_storage import KickoffTaskOutputsSQLiteStorage  # noqa: E402
 from crewai.state.checkpoint_config import CheckpointConfig  # noqa: E402
 from crewai.state.provider.sqlite_provider import SqliteProvider  # noqa: E402
+from crewai_rig_flows import CKPT_EVENTS, PersistedTrip, RoutedTrip, TripFlow, make_crew  # noqa: E402
 
 CK = str(OUT / "checkpoints.db")
 
@@ -56,7 +56,7 @@ first = rows()
 summary["paris"] = [i for i, _ in first]
 time.sleep(1.1)  # ids and created_at have one-second resolution
 TripFlow(checkpoint=cfg()).kickoff(inputs={"city": "Rome", "note": "via Zürich"})
-summary["rome"] = [i for i, _ in rows()[len(first):]]
+summary["rome"] = [i for i, _ in rows()[len(first) :]]
 # a resumed run: the Paris run's first checkpoint, continued on main
 before = len(rows())
 TripFlow().kickoff(from_checkpoint=cfg(restore_from=f"{CK}#{summary['paris'][0]}"))
@@ -89,8 +89,9 @@ crew.kickoff(inputs={"topic": "zephyrine", "place": "Zürich"})
 summary["tasks"] = [t["task_id"] for t in KickoffTaskOutputsSQLiteStorage(RP).load() or []]
 # a flow with a @router and listeners on or_ and and_
 RT = str(OUT / "routes.db")
-RoutedTrip(checkpoint=CheckpointConfig(location=RT, provider=SqliteProvider(), on_events=CKPT_EVENTS)).kickoff(
-    inputs={"budget": 100})
+RoutedTrip(
+    checkpoint=CheckpointConfig(location=RT, provider=SqliteProvider(), on_events=CKPT_EVENTS)
+).kickoff(inputs={"budget": 100})
 con = _sqlite.connect(RT)
 summary["routes"] = [r[0] for r in con.execute("SELECT id FROM checkpoints ORDER BY rowid")]
 con.close()

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from agentctl.backends import make_backend
 from agentctl.engine import (
     CheckpointEngine,
     CheckpointGC,
@@ -22,10 +23,18 @@ from agentctl.errors import (
     ThreadNotFound,
     UsageError,
 )
-from agentctl.backends import make_backend
-from tests.support.engine_helpers import SIDE_TABLES, T0, Clock, bulk, dump, make_engine, open_rw, snap, thread_ids
+from tests.support.engine_helpers import (
+    SIDE_TABLES,
+    T0,
+    Clock,
+    bulk,
+    dump,
+    make_engine,
+    open_rw,
+    snap,
+    thread_ids,
+)
 from tests.support.helpers import make_cp, ts
-
 
 # ---- snapshots --------------------------------------------------------------------------
 
@@ -46,10 +55,13 @@ async def test_snapshot_ids_steps_parents_and_triggers(backend, engine):
     # a trigger that is not enabled writes nothing; strings work like the enum
     assert await engine.snapshot("t", [], {}, {}, trigger=SnapshotTrigger.INTERVAL) == ""
     assert await engine.snapshot("t", [], {}, {}, trigger="nonsense") == ""
-    cid = await engine.snapshot("t", [], {"a": 1}, {}, trigger="tool_call", parent_checkpoint_id=ids[0],
-                                next_node="tools")
+    cid = await engine.snapshot(
+        "t", [], {"a": 1}, {}, trigger="tool_call", parent_checkpoint_id=ids[0], next_node="tools"
+    )
     meta = await backend.get_metadata(cid)
-    assert meta.tags == ["tool_call"] and meta.parent_checkpoint_id == ids[0] and meta.summary == "State: 1 keys"
+    assert (
+        meta.tags == ["tool_call"] and meta.parent_checkpoint_id == ids[0] and meta.summary == "State: 1 keys"
+    )
     assert (await backend.get(cid)).next_node == "tools"
     assert await backend.count("t") == 4
     # snapshots create no side table
@@ -183,8 +195,9 @@ async def test_rewind_moves_the_future_to_an_archive_branch(backend, engine):
     assert await thread_ids(backend, "t") == ids[:3]
     assert await thread_ids(backend, archive) == ids[3:]
     # the format's reader (ORDER BY step DESC LIMIT 1) sees the target as the head
-    rows = await backend.query("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? "
-                               "ORDER BY step DESC LIMIT 1", "t")
+    rows = await backend.query(
+        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? ORDER BY step DESC LIMIT 1", "t"
+    )
     assert rows[0]["checkpoint_id"] == ids[2]
     summary = await backend.thread_summary(archive)
     assert summary.branch_of == "t" and summary.branch_point == ids[2]
@@ -258,9 +271,13 @@ async def test_time_travel_to_step_on_long_thread(backend, engine):
 
 async def test_rewind_with_duplicate_steps_uses_thread_order(backend, engine):
     # a restarted writer repeated steps 1-2: order is step, created_at, id
-    rows = [make_cp("t", 1, cid="a1", created_at=ts(1)), make_cp("t", 2, cid="a2", created_at=ts(2)),
-            make_cp("t", 1, cid="b1", created_at=ts(3)), make_cp("t", 2, cid="b2", created_at=ts(4)),
-            make_cp("t", 3, cid="a3", created_at=ts(5))]
+    rows = [
+        make_cp("t", 1, cid="a1", created_at=ts(1)),
+        make_cp("t", 2, cid="a2", created_at=ts(2)),
+        make_cp("t", 1, cid="b1", created_at=ts(3)),
+        make_cp("t", 2, cid="b2", created_at=ts(4)),
+        make_cp("t", 3, cid="a3", created_at=ts(5)),
+    ]
     for cp in rows:
         await backend.put(cp)
     plan = await engine.plan_rewind("b1")
@@ -315,8 +332,16 @@ async def test_checkpoint_tree_includes_branches_recursively(backend, engine):
     assert edges[(ids[1], b1_ids[0])] == "branch"
     assert edges[(b1_ids[1], f"ckpt-{b2}-0")] == "branch"
     assert edges[(ids[3], ids[4])] == "branch"
-    assert set(nodes[ids[0]]) == {"id", "thread_id", "step", "tags", "summary", "created_at",
-                                  "parent_id", "labels"}
+    assert set(nodes[ids[0]]) == {
+        "id",
+        "thread_id",
+        "step",
+        "tags",
+        "summary",
+        "created_at",
+        "parent_id",
+        "labels",
+    }
     limited = await engine.get_checkpoint_tree("t", limit=1)
     assert len([n for n in limited["nodes"] if n["thread_id"] == "t"]) == 1
     empty = await engine.get_checkpoint_tree("nope")
@@ -326,15 +351,18 @@ async def test_checkpoint_tree_includes_branches_recursively(backend, engine):
 # ---- prune, delete, import ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("policy,param,kept", [
-    ("keep_last_n", 10, list(range(591, 601))),
-    ("keep_last_n", 0, [600]),
-    ("keep_milestones", 5, [1, 151, 301, 451, 600]),
-    ("keep_milestones", 2, [1, 600]),
-    ("keep_milestones", 1, [600]),
-    ("keep_milestones", 1000, list(range(1, 601))),
-    ("keep_all", 0, list(range(1, 601))),
-])
+@pytest.mark.parametrize(
+    "policy,param,kept",
+    [
+        ("keep_last_n", 10, list(range(591, 601))),
+        ("keep_last_n", 0, [600]),
+        ("keep_milestones", 5, [1, 151, 301, 451, 600]),
+        ("keep_milestones", 2, [1, 600]),
+        ("keep_milestones", 1, [600]),
+        ("keep_milestones", 1000, list(range(1, 601))),
+        ("keep_all", 0, list(range(1, 601))),
+    ],
+)
 async def test_prune_policies_on_600_rows(backend, policy, param, kept):
     engine = make_engine(backend)
     await bulk(backend, "t", 600)
@@ -451,8 +479,16 @@ async def test_undo_rules(backend, engine):
     ops = await engine.oplog()
     assert [o.kind for o in ops] == ["undo", "undo", "branch", "branch"]
     assert ops[-1].undone and ops[-1].undone_by == ops[0].op_id and ops[0].undo_of == ops[-1].op_id
-    assert set(ops[0].to_dict()) >= {"op_id", "created_at", "kind", "summary", "threads", "undone",
-                                     "undo_of", "purgeable_rows"}
+    assert set(ops[0].to_dict()) >= {
+        "op_id",
+        "created_at",
+        "kind",
+        "summary",
+        "threads",
+        "undone",
+        "undo_of",
+        "purgeable_rows",
+    }
 
 
 async def test_undo_stack_per_thread(backend, engine):
@@ -511,7 +547,8 @@ async def test_readonly_backend_refuses_writes(db_url):
 
 async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     from agentctl import CheckpointEngine as Engine
-    from agentctl import SQLiteCheckpointer, SnapshotTrigger as Trigger, TimeTravelResult
+    from agentctl import SnapshotTrigger as Trigger
+    from agentctl import SQLiteCheckpointer, TimeTravelResult
 
     engine = Engine(checkpointer=SQLiteCheckpointer(str(tmp_path / "checkpoints.db")))
 
@@ -523,8 +560,10 @@ async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     async def search_database(query: str):
         return [query]
 
-    assert await my_tool(query="a", _checkpoint_thread_id="thread-1", _checkpoint_state={"k": 1}) == \
-        "result for a"
+    assert (
+        await my_tool(query="a", _checkpoint_thread_id="thread-1", _checkpoint_state={"k": 1})
+        == "result for a"
+    )
     assert await search_database(query="b") == ["b"]
     async with engine.snapshot_scope("thread-1", {"k": 2}):
         pass
@@ -551,9 +590,14 @@ async def test_seeds_docstring_usage_runs_unchanged(tmp_path):
     # The docstring's lines, verbatim, once a checkpoint "checkpoint-42" exists
     from agentctl import Checkpoint, CheckpointMetadata
 
-    await engine.checkpointer.put(Checkpoint(
-        CheckpointMetadata("thread-1", "checkpoint-42", 42), [{"role": "user", "content": "q"}],
-        {"k": 42}, {}))
+    await engine.checkpointer.put(
+        Checkpoint(
+            CheckpointMetadata("thread-1", "checkpoint-42", 42),
+            [{"role": "user", "content": "q"}],
+            {"k": 42},
+            {},
+        )
+    )
     await engine.snapshot("thread-1", [], {"k": 43}, {})
     await engine.rewind("checkpoint-42")
     # Now continue execution from that point
@@ -606,8 +650,12 @@ async def test_create_checkpoint_engine_quick_start(tmp_path):
 
 def test_config_defaults_match_the_seeds_except_delta():
     c = SnapshotConfig()
-    assert c.triggers == {SnapshotTrigger.MANUAL, SnapshotTrigger.TOOL_CALL, SnapshotTrigger.LLM_CALL,
-                          SnapshotTrigger.STATE_CHANGE}
+    assert c.triggers == {
+        SnapshotTrigger.MANUAL,
+        SnapshotTrigger.TOOL_CALL,
+        SnapshotTrigger.LLM_CALL,
+        SnapshotTrigger.STATE_CHANGE,
+    }
     assert c.gc_policy is CheckpointGC.KEEP_LAST_N and c.gc_param == 100
     assert c.max_snapshot_size_mb == 10.0 and c.delta_snapshots is False
     assert CheckpointEngine(None).config == c  # type: ignore[arg-type]
@@ -628,15 +676,22 @@ async def test_sample_branch_and_merge_made_by_the_engine(tmp_path):
         branch = "coder-fix-flaky-test-branch-retry-backoff-70e7"
         head = await b.get_latest("coder-fix-flaky-test")
         assert head.metadata.step == 13 and head.metadata.tags == [
-            "merge", "merged:" + (await b.get_latest(branch)).metadata.checkpoint_id, "branch:" + branch]
+            "merge",
+            "merged:" + (await b.get_latest(branch)).metadata.checkpoint_id,
+            "branch:" + branch,
+        ]
         assert head.state["retry"] == {"strategy": "exponential", "attempts": 3}
         tree = await CheckpointEngine(b).get_checkpoint_tree("coder-fix-flaky-test")
         assert {t["thread_id"] for t in tree["threads"]} == {"coder-fix-flaky-test", branch}
         assert sum(e["kind"] == "merge" for e in tree["edges"]) == 1
     # the shipped file is what the script writes (deterministic)
     out = tmp_path / "sample.db"
-    subprocess.run([sys.executable, str(REPO / "sample_db" / "make_sample.py"), str(out)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, str(REPO / "sample_db" / "make_sample.py"), str(out)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert out.read_bytes() == SAMPLE_DB.read_bytes()
 
 
@@ -714,8 +769,11 @@ async def test_undo_refuses_when_a_trashed_rows_id_was_taken_again(backend):
     async with backend.transaction() as tx:
         await tx.put(make_cp("other", 1, cid=taken))
     before = await dump(backend)
-    with pytest.raises(OperationError, match=rf"cannot undo operation {result.op_id} \(prune\).*"
-                                              rf"{taken}.*exist again"):
+    with pytest.raises(
+        OperationError,
+        match=rf"cannot undo operation {result.op_id} \(prune\).*"
+        rf"{taken}.*exist again",
+    ):
         await engine.undo(result.op_id)
     assert await dump(backend) == before
 
@@ -775,8 +833,12 @@ async def test_sqlite_prune_moves_the_planned_rows_only_while_they_are_the_threa
         await backend.close()
         conn = sqlite3.connect(path)
         with conn:
-            conn.execute("UPDATE checkpoints SET thread_id = 'u' WHERE id = (SELECT MIN(id) FROM checkpoints)")
-            conn.execute("UPDATE checkpoints SET thread_id = 't', step = 0 WHERE id = (SELECT MAX(id) FROM checkpoints)")
+            conn.execute(
+                "UPDATE checkpoints SET thread_id = 'u' WHERE id = (SELECT MIN(id) FROM checkpoints)"
+            )
+            conn.execute(
+                "UPDATE checkpoints SET thread_id = 't', step = 0 WHERE id = (SELECT MAX(id) FROM checkpoints)"
+            )
         conn.close()
         before = await dump(backend)
         with pytest.raises(OperationError, match="changed while prune was planned; nothing was deleted"):
@@ -787,8 +849,10 @@ async def test_sqlite_prune_moves_the_planned_rows_only_while_they_are_the_threa
             from agentctl.engine import _INSERT_SQL
             from agentctl.storage.agentos.base import checkpoint_params
 
-            await tx.executemany(_INSERT_SQL, [checkpoint_params(make_cp("v", s, created_at=ts(s)), tx.timestamp)
-                                               for s in (5, 4, 3, 2, 1)])
+            await tx.executemany(
+                _INSERT_SQL,
+                [checkpoint_params(make_cp("v", s, created_at=ts(s)), tx.timestamp) for s in (5, 4, 3, 2, 1)],
+            )
         spec = PruneSpec(threads=["v"], keep_last=1)
         plans = await engine.plan_prune_spec(spec)
         assert plans[0].delete_rows is None and plans[0].delete_count == 4
@@ -852,8 +916,8 @@ async def test_query_apart_gives_each_parts_rows_and_agentctls_errors(tmp_path):
 async def _prune_random_forest(backend) -> None:
     import random
 
-    from agentctl.storage.agentos.base import checkpoint_params
     from agentctl.engine import _INSERT_SQL
+    from agentctl.storage.agentos.base import checkpoint_params
 
     rnd = random.Random(7)
     rows: list[tuple[str, int, str, str | None]] = []  # thread, step, id, parent
@@ -878,7 +942,9 @@ async def _prune_random_forest(backend) -> None:
         line = [c for t, _, c, _ in rows if t == thread]  # thread order (steps grow)
         selected = set(line[:-4])
         children = {c: [k for k in parent_of if parent_of[k] == c] for c in line}
-        forks = {c for c in selected if len(children[c]) > 1 or any(thread_of[k] != thread for k in children[c])}
+        forks = {
+            c for c in selected if len(children[c]) > 1 or any(thread_of[k] != thread for k in children[c])
+        }
         gone = selected - forks
         gone_of[thread] = gone
         expected = {}
@@ -895,16 +961,23 @@ async def _prune_random_forest(backend) -> None:
         assert {k: new for k, _, new in plan.reparent} == expected, thread
     from agentctl.storage import PruneSpec
 
-    (planned,) = await engine.prune_spec(PruneSpec(threads=["a"], keep_last=4),
-                                         plans=await engine.plan_prune_spec(PruneSpec(threads=["a"], keep_last=4)))
+    (planned,) = await engine.prune_spec(
+        PruneSpec(threads=["a"], keep_last=4),
+        plans=await engine.plan_prune_spec(PruneSpec(threads=["a"], keep_last=4)),
+    )
     results = [planned] + [await engine.prune(thread, "keep_last_n", 4) for thread in ("b", "c")]
     line = [c for t, _, c, _ in rows if t == "a"]
     assert planned.deleted == [c for c in line if c in gone_of["a"]]  # as planned, in thread order
-    for thread, result in zip(("b", "c"), results[1:]):  # (a's prune may have freed fork points)
+    for thread, result in zip(
+        ("b", "c"), results[1:], strict=False
+    ):  # (a's prune may have freed fork points)
         line = [c for t, _, c, _ in rows if t == thread]
         assert result.deleted == [c for c in line if c in set(result.deleted)], thread
-    kept = {m.checkpoint_id: m.parent_checkpoint_id for t in ("a", "b", "c")
-            for m in await backend.read_thread(t, 200)}
+    kept = {
+        m.checkpoint_id: m.parent_checkpoint_id
+        for t in ("a", "b", "c")
+        for m in await backend.read_thread(t, 200)
+    }
     assert all(p is None or p in kept or p == "ckpt-gone" for p in kept.values())
 
 

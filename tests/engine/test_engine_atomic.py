@@ -7,7 +7,8 @@ and does change it."""
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -60,7 +61,9 @@ async def test_merge_is_atomic(backend):
     engine, ids = await setup(backend)
     branch = await engine.branch(ids[2], "b")
     await engine.snapshot(branch, [], {"i": 2, "thread": "t", "new": 1}, {})
-    await fails_cleanly_then_works(backend, engine, lambda: engine.merge_branch(branch, "t", strategy="theirs"))
+    await fails_cleanly_then_works(
+        backend, engine, lambda: engine.merge_branch(branch, "t", strategy="theirs")
+    )
 
 
 async def test_prune_is_atomic(backend):
@@ -70,10 +73,12 @@ async def test_prune_is_atomic(backend):
 
 async def test_import_is_atomic(backend):
     engine, ids = await setup(backend)
-    incoming = [make_cp("t", 1, cid=ids[0], state={"replaced": True})] + \
-        [make_cp("imported", s) for s in range(1, 1200)]
+    incoming = [make_cp("t", 1, cid=ids[0], state={"replaced": True})] + [
+        make_cp("imported", s) for s in range(1, 1200)
+    ]
     await fails_cleanly_then_works(
-        backend, engine, lambda: engine.import_checkpoints(incoming, on_conflict="replace"))
+        backend, engine, lambda: engine.import_checkpoints(incoming, on_conflict="replace")
+    )
     assert (await backend.get(ids[0])).state == {"replaced": True}
 
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from agentctl.storage.agentos.base import DELTA_MARKER, DELTA_TAG, loads
 from agentctl.errors import CorruptRowError
+from agentctl.storage.agentos.base import DELTA_MARKER, DELTA_TAG, loads
 from tests.support.engine_helpers import make_engine
 
 
@@ -30,8 +30,11 @@ async def write(engine, thread: str, n: int, start: int = 0) -> dict[str, tuple]
 
 
 async def raw(backend, cid: str) -> dict:
-    row = (await backend.query("SELECT tags, messages_blob, state_blob, tools_blob FROM checkpoints "
-                               "WHERE checkpoint_id = ?", cid))[0]
+    row = (
+        await backend.query(
+            "SELECT tags, messages_blob, state_blob, tools_blob FROM checkpoints WHERE checkpoint_id = ?", cid
+        )
+    )[0]
     return {k: loads(v) for k, v in row.items()}
 
 

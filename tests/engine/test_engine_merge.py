@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from agentctl.diff import MISSING
-from agentctl.errors import ExitCode, MergeConflictError, NothingToMerge, OperationError, ThreadNotFound, UsageError
+from agentctl.errors import (
+    ExitCode,
+    MergeConflictError,
+    NothingToMerge,
+    OperationError,
+    ThreadNotFound,
+    UsageError,
+)
 from tests.support.engine_helpers import dump, make_engine, snap
 from tests.support.helpers import make_cp
 
@@ -15,24 +22,35 @@ def msg(text: str) -> dict:
     return {"role": "user", "content": text}
 
 
-async def fork(engine, base_state, ours_state, theirs_state, base_tools=None, ours_tools=None,
-               theirs_tools=None):
+async def fork(
+    engine, base_state, ours_state, theirs_state, base_tools=None, ours_tools=None, theirs_tools=None
+):
     """A thread "main" with a base checkpoint, a branch from it; each side then writes
     one checkpoint with the given state and tools. Returns (base id, branch thread)."""
     base = await engine.snapshot("main", [msg("base")], base_state, base_tools or {})
     branch = await engine.branch(base, "side")
-    await engine.snapshot("main", [msg("base"), msg("ours")], ours_state,
-                          base_tools if ours_tools is None else ours_tools)
-    await engine.snapshot(branch, [msg("base"), msg("theirs")], theirs_state,
-                          base_tools if theirs_tools is None else theirs_tools)
+    await engine.snapshot(
+        "main", [msg("base"), msg("ours")], ours_state, base_tools if ours_tools is None else ours_tools
+    )
+    await engine.snapshot(
+        branch,
+        [msg("base"), msg("theirs")],
+        theirs_state,
+        base_tools if theirs_tools is None else theirs_tools,
+    )
     return base, branch
 
 
 async def test_clean_merge_writes_the_merge_checkpoint(backend, engine):
-    base, branch = await fork(engine, {"a": 1, "b": {"x": 1, "y": 1}, "same": 0},
-                              {"a": 2, "b": {"x": 2, "y": 1}, "same": 5, "ours_only": True},
-                              {"a": 1, "b": {"x": 1, "y": 3}, "same": 5, "theirs_only": [1]},
-                              {"t": 1}, {"t": 1, "o": 1}, {"t": 2})
+    base, branch = await fork(
+        engine,
+        {"a": 1, "b": {"x": 1, "y": 1}, "same": 0},
+        {"a": 2, "b": {"x": 2, "y": 1}, "same": 5, "ours_only": True},
+        {"a": 1, "b": {"x": 1, "y": 3}, "same": 5, "theirs_only": [1]},
+        {"t": 1},
+        {"t": 1, "o": 1},
+        {"t": 2},
+    )
     ours = await backend.get_latest("main")
     theirs = await backend.get_latest(branch)
     plan = await engine.plan_merge(branch, "main")
@@ -41,8 +59,7 @@ async def test_clean_merge_writes_the_merge_checkpoint(backend, engine):
     assert plan.theirs.metadata.checkpoint_id == theirs.metadata.checkpoint_id
     mid = await engine.merge_branch(branch, "main")
     merged = await backend.get(mid)
-    assert merged.state == {"a": 2, "b": {"x": 2, "y": 3}, "same": 5, "ours_only": True,
-                            "theirs_only": [1]}
+    assert merged.state == {"a": 2, "b": {"x": 2, "y": 3}, "same": 5, "ours_only": True, "theirs_only": [1]}
     assert merged.tools_result == {"t": 2, "o": 1}
     assert merged.messages == [msg("base"), msg("ours"), msg("theirs")]
     meta = merged.metadata
@@ -69,10 +86,18 @@ CONFLICTS = [
     ("changed vs deleted", {"k": 1}, {"k": 2}, {}, "/state/k", 1, 2, MISSING),
     ("type change", {"k": {"x": 1}}, {"k": [1]}, {"k": {"x": 2}}, "/state/k", {"x": 1}, [1], {"x": 2}),
     ("scalar to object", {"k": 1}, {"k": "1"}, {"k": {"v": 1}}, "/state/k", 1, "1", {"v": 1}),
-    ("nested", {"a": {"b": {"c": 1, "d": 1}}}, {"a": {"b": {"c": 2, "d": 1}}},
-     {"a": {"b": {"c": 3, "d": 2}}}, "/state/a/b/c", 1, 2, 3,
-     # d changed on one side only: it merges whatever the strategy
-     ({"a": {"b": {"c": 2, "d": 2}}}, {"a": {"b": {"c": 3, "d": 2}}})),
+    (
+        "nested",
+        {"a": {"b": {"c": 1, "d": 1}}},
+        {"a": {"b": {"c": 2, "d": 1}}},
+        {"a": {"b": {"c": 3, "d": 2}}},
+        "/state/a/b/c",
+        1,
+        2,
+        3,
+        # d changed on one side only: it merges whatever the strategy
+        ({"a": {"b": {"c": 2, "d": 2}}}, {"a": {"b": {"c": 3, "d": 2}}}),
+    ),
     ("both added", {}, {"new": 1}, {"new": 2}, "/state/new", MISSING, 1, 2),
     ("list", {"l": [1, 2]}, {"l": [1, 2, 3]}, {"l": [0, 1, 2]}, "/state/l", [1, 2], [1, 2, 3], [0, 1, 2]),
     ("escaped key", {"a/b": {"~": 1}}, {"a/b": {"~": 2}}, {"a/b": {"~": 3}}, "/state/a~1b/~0", 1, 2, 3),
@@ -105,8 +130,15 @@ async def test_conflicts_raise_and_write_nothing(backend, engine, case):
 
 
 async def test_conflicts_in_tools_result_and_several_at_once(backend, engine):
-    _, branch = await fork(engine, {"a": 1, "b": 1}, {"a": 2, "b": 2}, {"a": 3, "b": 3},
-                           {"run": {"code": 0}}, {"run": {"code": 1}}, {"run": {"code": 2}})
+    _, branch = await fork(
+        engine,
+        {"a": 1, "b": 1},
+        {"a": 2, "b": 2},
+        {"a": 3, "b": 3},
+        {"run": {"code": 0}},
+        {"run": {"code": 1}},
+        {"run": {"code": 2}},
+    )
     with pytest.raises(MergeConflictError) as info:
         await engine.merge_branch(branch, "main")
     assert [c.path for c in info.value.conflicts] == ["/state/a", "/state/b", "/tools_result/run/code"]
@@ -131,8 +163,9 @@ async def test_merge_base_across_threads_and_repeated_merges(backend, engine):
         await engine.merge_branch(b2, "main")
     assert (await engine.plan_merge(b2, "main")).up_to_date
     # the branch goes on: only what is new since the last merge comes over
-    await engine.snapshot(b2, [msg("r"), msg("b1"), msg("b2"), msg("b2 again")],
-                          {"n": 0, "b1": 1, "b2": 3}, {})
+    await engine.snapshot(
+        b2, [msg("r"), msg("b1"), msg("b2"), msg("b2 again")], {"n": 0, "b1": 1, "b2": 3}, {}
+    )
     plan = await engine.plan_merge(b2, "main")
     assert plan.base.thread_id == b2 and plan.conflicts == []
     mid2 = await engine.merge_branch(b2, "main")
@@ -148,10 +181,10 @@ async def test_merge_without_common_ancestor_and_broken_links(backend, engine):
     # parent links that loop, and a parent that no longer exists: no hang, no crash
     await backend.put(make_cp("x", 1, cid="x1", parent="x2", state={"a": 1, "x": 1}))
     await backend.put(make_cp("x", 2, cid="x2", parent="x1", state={"a": 1, "x": 2}))
-    await backend.put(make_cp("y", 1, cid="y1", parent="gone", state={"a": 1, "y": 1},
-                              messages=[msg("y")]))
-    await backend.put(make_cp("y", 2, cid="y2", parent="y2", state={"a": 1, "y": 2},
-                              messages=[msg("y"), msg("y2")]))
+    await backend.put(make_cp("y", 1, cid="y1", parent="gone", state={"a": 1, "y": 1}, messages=[msg("y")]))
+    await backend.put(
+        make_cp("y", 2, cid="y2", parent="y2", state={"a": 1, "y": 2}, messages=[msg("y"), msg("y2")])
+    )
     assert await engine.merge_base("x2", "y2") is None
     plan = await engine.plan_merge("y", "x")
     assert plan.base is None and plan.conflicts == []
@@ -167,8 +200,13 @@ async def test_merge_when_the_common_ancestor_was_deleted(backend, engine):
     # another program deleted the branch point (agentctl's prune keeps fork points)
     async with backend.transaction() as tx:
         await tx.execute("DELETE FROM checkpoints WHERE checkpoint_id = ?", base)
-    assert await engine.merge_base((await backend.get_latest("main")).metadata.checkpoint_id,
-                                   (await backend.get_latest(branch)).metadata.checkpoint_id) is None
+    assert (
+        await engine.merge_base(
+            (await backend.get_latest("main")).metadata.checkpoint_id,
+            (await backend.get_latest(branch)).metadata.checkpoint_id,
+        )
+        is None
+    )
     plan = await engine.plan_merge(branch, "main")
     assert plan.base is None and plan.conflicts == []
     assert plan.merged.state == {"a": 1, "o": 1, "t": 1}

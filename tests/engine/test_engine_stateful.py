@@ -29,11 +29,11 @@ from hypothesis.stateful import (
 )
 
 from agentctl.backends import make_backend
-from agentctl.storage.agentos.base import loads
 from agentctl.diff import MISSING
 from agentctl.engine import CheckpointEngine, CheckpointGC, SnapshotConfig
 from agentctl.errors import MergeConflictError, OperationError
 from agentctl.merge import merge_messages, three_way_merge
+from agentctl.storage.agentos.base import loads
 from tests.support.engine_helpers import T0, Clock
 
 JSON_COLUMNS = ("tags", "messages_blob", "state_blob", "tools_blob")
@@ -83,8 +83,12 @@ class EngineMachine(RuleBasedStateMachine):
         self.backend = make_backend(url, readonly=False, create=True)
         self.run(self.backend.connect())
         self.clock = Clock(start=T0, step=timedelta(0))
-        self.engine = CheckpointEngine(self.backend, SnapshotConfig(gc_policy=CheckpointGC.KEEP_ALL),
-                                       rng=random.Random(7), clock=self.clock)
+        self.engine = CheckpointEngine(
+            self.backend,
+            SnapshotConfig(gc_policy=CheckpointGC.KEEP_ALL),
+            rng=random.Random(7),
+            clock=self.clock,
+        )
         self.rows: dict[str, dict] = {}
         self.counters: dict[str, int] = {}
         self.ops: list[ModelOp] = []
@@ -104,6 +108,7 @@ class EngineMachine(RuleBasedStateMachine):
                 await conn.execute(sql)
             finally:
                 await conn.close()
+
         self.run(go())
 
     def teardown(self) -> None:
@@ -115,7 +120,9 @@ class EngineMachine(RuleBasedStateMachine):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     def db_rows(self) -> dict[str, dict]:
-        return {r["checkpoint_id"]: norm(r) for r in self.run(self.backend.query("SELECT * FROM checkpoints"))}
+        return {
+            r["checkpoint_id"]: norm(r) for r in self.run(self.backend.query("SELECT * FROM checkpoints"))
+        }
 
     def db_trash(self) -> dict[int, dict[str, dict]]:
         """The rows each op (not undone, not purged) deleted: the journal's before-images
@@ -123,12 +130,15 @@ class EngineMachine(RuleBasedStateMachine):
         if not self.run(self.backend.table_exists("agentctl_trash_checkpoints")):
             return {}
         out: dict[int, dict[str, dict]] = {}
-        for r in self.run(self.backend.query(
+        for r in self.run(
+            self.backend.query(
                 "SELECT t.* FROM agentctl_trash_checkpoints t JOIN agentctl_journal j "
                 "ON j.op_id = t.agentctl_op_id WHERE j.undone = 0 AND j.purged = 0 "
                 "AND t.agentctl_image = 'before' AND NOT EXISTS (SELECT 1 FROM agentctl_trash_checkpoints a "
                 "WHERE a.agentctl_op_id = t.agentctl_op_id AND a.agentctl_image = 'after' "
-                "AND a.checkpoint_id = t.checkpoint_id)")):
+                "AND a.checkpoint_id = t.checkpoint_id)"
+            )
+        ):
             op = int(r.pop("agentctl_op_id"))
             r.pop("agentctl_image")
             out.setdefault(op, {})[r["checkpoint_id"]] = norm(r)
@@ -177,13 +187,19 @@ class EngineMachine(RuleBasedStateMachine):
             for state in seq:
                 self.snapshot_to(thread, state, "init")
 
-    @rule(i=picks, new=st.integers(0, 5), state=states, text=st.sampled_from(["hi", "ok", "你好"]),
-          seconds=st.sampled_from([0, 0, 1, 5, 30]))
+    @rule(
+        i=picks,
+        new=st.integers(0, 5),
+        state=states,
+        text=st.sampled_from(["hi", "ok", "你好"]),
+        seconds=st.sampled_from([0, 0, 1, 5, 30]),
+    )
     def snapshot(self, i: int, new: int, state: dict, text: str, seconds: int) -> None:
         self.clock.now += timedelta(seconds=seconds)
         threads = self.threads()
-        self.snapshot_to(f"t{len(threads)}" if new == 0 or not threads else self.pick(threads, i),
-                         state, text)
+        self.snapshot_to(
+            f"t{len(threads)}" if new == 0 or not threads else self.pick(threads, i), state, text
+        )
 
     def snapshot_to(self, thread: str, state: dict, text: str) -> None:
         step = self.next_step(thread)
@@ -252,7 +268,7 @@ class EngineMachine(RuleBasedStateMachine):
         if row is None:
             return []
         links = [row["parent_id"]] if row["parent_id"] else []
-        return links + [t[len("merged:"):] for t in row["tags"] if t.startswith("merged:")]
+        return links + [t[len("merged:") :] for t in row["tags"] if t.startswith("merged:")]
 
     def walk(self, start: str) -> list[str]:
         seen, queue, out = {start}, deque([start]), []
@@ -265,8 +281,7 @@ class EngineMachine(RuleBasedStateMachine):
                     queue.append(p)
         return out
 
-    @rule(i=picks, j=picks, strategy=st.sampled_from(["three-way", "ours", "theirs"]),
-          undo_now=st.booleans())
+    @rule(i=picks, j=picks, strategy=st.sampled_from(["three-way", "ours", "theirs"]), undo_now=st.booleans())
     def merge(self, i: int, j: int, strategy: str, undo_now: bool) -> None:
         threads = self.threads()
         if len(threads) < 2:
@@ -275,8 +290,9 @@ class EngineMachine(RuleBasedStateMachine):
         into = self.pick([t for t in threads if t != branch], j)
         ours, theirs = self.head(into), self.head(branch)
         ancestors = set(self.walk(ours["checkpoint_id"]))
-        base_id = next((c for c in self.walk(theirs["checkpoint_id"])
-                        if c in ancestors and c in self.rows), None)
+        base_id = next(
+            (c for c in self.walk(theirs["checkpoint_id"]) if c in ancestors and c in self.rows), None
+        )
         base = self.rows[base_id] if base_id else None
         merged, conflicts = {}, []
         for col in ("state_blob", "tools_blob"):
@@ -289,10 +305,13 @@ class EngineMachine(RuleBasedStateMachine):
                 self.run(self.engine.merge_branch(branch, into, strategy))
             return
         messages = merge_messages(
-            base["messages_blob"] if base else None, ours["messages_blob"], theirs["messages_blob"])
+            base["messages_blob"] if base else None, ours["messages_blob"], theirs["messages_blob"]
+        )
         if base_id == theirs["checkpoint_id"] or (
-                messages == ours["messages_blob"] and merged["state_blob"] == ours["state_blob"]
-                and merged["tools_blob"] == ours["tools_blob"]):
+            messages == ours["messages_blob"]
+            and merged["state_blob"] == ours["state_blob"]
+            and merged["tools_blob"] == ours["tools_blob"]
+        ):
             # nothing new on the branch, or nothing the merge would change: nothing written
             with pytest.raises(OperationError, match="nothing to merge"):
                 self.run(self.engine.merge_branch(branch, into, strategy))
@@ -305,14 +324,19 @@ class EngineMachine(RuleBasedStateMachine):
         assert row["tags"] == ["merge", f"merged:{theirs['checkpoint_id']}", f"branch:{branch}"]
         assert row["state_blob"] == merged["state_blob"] and row["tools_blob"] == merged["tools_blob"]
         assert row["messages_blob"] == merge_messages(
-            base["messages_blob"] if base else None, ours["messages_blob"], theirs["messages_blob"])
+            base["messages_blob"] if base else None, ours["messages_blob"], theirs["messages_blob"]
+        )
         self.rows[cid] = row
         op.inserted.add(cid)
         self.counters[into] = max(self.counters.get(into, 0), step)
         self.record(op, self.engine.last_op_id, undo_now)
 
-    @rule(i=picks, policy=st.sampled_from(["keep_last_n", "keep_milestones", "keep_age"]),
-          param=st.integers(0, 3), undo_now=st.booleans())
+    @rule(
+        i=picks,
+        policy=st.sampled_from(["keep_last_n", "keep_milestones", "keep_age"]),
+        param=st.integers(0, 3),
+        undo_now=st.booleans(),
+    )
     def prune(self, i: int, policy: str, param: int, undo_now: bool) -> None:
         if not self.rows:
             return
@@ -324,19 +348,31 @@ class EngineMachine(RuleBasedStateMachine):
             cutoff = (self.clock.now - timedelta(seconds=param)).isoformat()
             doomed = [r for p, r in enumerate(rows) if p < total - 1 and r["created_at"] < cutoff]
         elif policy == "keep_last_n" or param <= 1:
-            doomed = rows[:max(total - max(param, 1), 0)]
+            doomed = rows[: max(total - max(param, 1), 0)]
         else:
             n = param
-            doomed = [] if total <= n else [
-                r for p, r in enumerate(rows)
-                if not (p == 0 or p * (n - 1) // (total - 1) > (p - 1) * (n - 1) // (total - 1))]
+            doomed = (
+                []
+                if total <= n
+                else [
+                    r
+                    for p, r in enumerate(rows)
+                    if not (p == 0 or p * (n - 1) // (total - 1) > (p - 1) * (n - 1) // (total - 1))
+                ]
+            )
         # fork points stay: the parent of a row in another thread, or of several rows
         kids: dict[str, list[dict]] = {}
         for r in self.rows.values():
             if r["parent_id"]:
                 kids.setdefault(r["parent_id"], []).append(r)
-        doomed = [r for r in doomed if not (len(kids.get(r["checkpoint_id"], [])) > 1 or any(
-            k["thread_id"] != thread for k in kids.get(r["checkpoint_id"], [])))]
+        doomed = [
+            r
+            for r in doomed
+            if not (
+                len(kids.get(r["checkpoint_id"], [])) > 1
+                or any(k["thread_id"] != thread for k in kids.get(r["checkpoint_id"], []))
+            )
+        ]
         op = self.begin("prune", [thread])
         result = self.run(self.engine.prune(thread, policy, param))
         assert sorted(result.deleted) == sorted(r["checkpoint_id"] for r in doomed)
@@ -374,8 +410,11 @@ class EngineMachine(RuleBasedStateMachine):
             if now != op.after[thread]:
                 return False
         for row in self.rows.values():
-            if (row["parent_id"] in op.inserted and row["checkpoint_id"] not in op.inserted
-                    and row["parent_id"] not in op.trash):
+            if (
+                row["parent_id"] in op.inserted
+                and row["checkpoint_id"] not in op.inserted
+                and row["parent_id"] not in op.trash
+            ):
                 return False
         return True
 

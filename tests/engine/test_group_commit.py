@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 from agentctl.engine import CheckpointEngine
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 from tests.support.helpers import make_cp
 
 
@@ -130,8 +130,10 @@ async def test_concurrent_agents_snapshot_in_order(backend):
     engine = CheckpointEngine(backend)
 
     async def agent(k: int) -> list[str]:
-        return [await engine.snapshot(f"agent-{k}", [{"role": "user", "content": str(i)}], {"i": i}, {})
-                for i in range(15)]
+        return [
+            await engine.snapshot(f"agent-{k}", [{"role": "user", "content": str(i)}], {"i": i}, {})
+            for i in range(15)
+        ]
 
     ids = await asyncio.gather(*(agent(k) for k in range(6)))
     for k, cids in enumerate(ids):
@@ -180,8 +182,10 @@ async def test_write_steps_share_commits_and_are_committed_on_return(backend, mo
 
 @pytest.mark.parametrize("together", [True, False])
 async def test_a_failing_write_steps_undoes_only_its_own_writes(backend, together):
-    calls = [backend.write_steps(put_steps(cid, fail=cid.startswith("bad")))
-             for cid in ("ok1", "bad1", "ok2", "bad2", "ok3")]
+    calls = [
+        backend.write_steps(put_steps(cid, fail=cid.startswith("bad")))
+        for cid in ("ok1", "bad1", "ok2", "bad2", "ok3")
+    ]
     if together:
         results = await asyncio.gather(*calls, return_exceptions=True)
     else:
@@ -201,8 +205,9 @@ async def test_write_steps_and_transactions_interleave(backend):
         async with backend.transaction() as tx:
             await tx.put(make_cp("t", i, cid=f"tx{i}"))
 
-    await asyncio.gather(*[tx_writer(i) if i % 2 else backend.write_steps(put_steps(f"s{i}"))
-                           for i in range(12)])
+    await asyncio.gather(
+        *[tx_writer(i) if i % 2 else backend.write_steps(put_steps(f"s{i}")) for i in range(12)]
+    )
     assert committed_ids(backend.path) == {f"tx{i}" if i % 2 else f"s{i}" for i in range(12)}
     await backend.close()
     assert committed_ids(backend.path) == {f"tx{i}" if i % 2 else f"s{i}" for i in range(12)}

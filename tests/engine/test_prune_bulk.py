@@ -12,12 +12,12 @@ from datetime import timedelta
 import pytest
 
 from agentctl.backends import make_backend
-from agentctl.storage.agentos.base import checkpoint_params
 from agentctl.engine import _INSERT_SQL
+from agentctl.storage.agentos.base import checkpoint_params
+from tests.engine.test_engine_atomic import fails_cleanly_then_works
 from tests.support.engine_helpers import T0, Clock, bulk, dump, make_engine, thread_ids
 from tests.support.helpers import make_cp
 from tests.support.seed_writer import SQLITE_DDL
-from tests.engine.test_engine_atomic import fails_cleanly_then_works
 
 N = 1234  # more than two of the SQLite trash's chunks (500 rows)
 
@@ -59,14 +59,17 @@ async def test_prune_many_rows_returns_thread_order_and_undo_restores_them(backe
         "SELECT checkpoint_id FROM agentctl_trash_checkpoints WHERE agentctl_op_id = ? "
         "AND agentctl_image = 'before' AND checkpoint_id NOT IN (SELECT checkpoint_id FROM "
         "agentctl_trash_checkpoints WHERE agentctl_op_id = ? AND agentctl_image = 'after')",
-        result.op_id, result.op_id)
+        result.op_id,
+        result.op_id,
+    )
     assert sorted(r["checkpoint_id"] for r in trash) == sorted(result.deleted)
     await engine.undo(result.op_id)
     assert (await dump(backend))["checkpoints"] == before["checkpoints"]
 
 
-@pytest.mark.parametrize("policy,param", [("keep_last_n", 3), ("keep_milestones", 7),
-                                          ("keep_age", 600), ("keep_all", 0)])
+@pytest.mark.parametrize(
+    "policy,param", [("keep_last_n", 3), ("keep_milestones", 7), ("keep_age", 600), ("keep_all", 0)]
+)
 async def test_plan_preview_is_the_start_of_the_full_plan(backend, policy, param):
     engine = make_engine(backend, clock=Clock(start=T0 + timedelta(seconds=1000), step=timedelta(0)))
     await write(backend, odd_thread(shuffled=True))
@@ -103,8 +106,9 @@ def raw_rows(path) -> list:
     conn = sqlite3.connect(path)
     try:
         cols = [r[1] for r in conn.execute("PRAGMA table_info(checkpoints)")]
-        sel = ", ".join(f"typeof({c}), CASE WHEN typeof({c}) = 'blob' THEN hex({c}) ELSE {c} END"
-                        for c in cols)
+        sel = ", ".join(
+            f"typeof({c}), CASE WHEN typeof({c}) = 'blob' THEN hex({c}) ELSE {c} END" for c in cols
+        )
         return conn.execute(f"SELECT rowid, {sel} FROM checkpoints ORDER BY rowid").fetchall()
     finally:
         conn.close()
@@ -117,20 +121,37 @@ async def test_prune_of_rows_with_mixed_types_sorts_like_sqlite_and_undo_restore
     path = tmp_path / "odd.db"
     rollback_journal_db(path)
     steps = [*range(1, 600), 2.5, 2.5, "x", "y", b"\x01", b"\x00"]
-    rows = [(f"ckpt-{i}", step, f"2026-01-01T00:00:{i % 60:02d}" if i % 7 else b"\x02\x03")
-            for i, step in enumerate(steps)]
+    rows = [
+        (f"ckpt-{i}", step, f"2026-01-01T00:00:{i % 60:02d}" if i % 7 else b"\x02\x03")
+        for i, step in enumerate(steps)
+    ]
     if shuffled:
         random.Random(2).shuffle(rows)
     conn = sqlite3.connect(path)
     conn.executemany(
         "INSERT INTO checkpoints (thread_id, checkpoint_id, step, created_at, tags, summary, "
         "messages_blob, state_blob, tools_blob) VALUES ('t', ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(cid, step, created, b"\xff" if n % 5 == 0 else '["manual"]', "s" * (n % 300),
-          "not json {" if n % 3 == 0 else "[]", "{\"pad\": \"" + "p" * 3000 + "\"}", "{}")
-         for n, (cid, step, created) in enumerate(rows)])
+        [
+            (
+                cid,
+                step,
+                created,
+                b"\xff" if n % 5 == 0 else '["manual"]',
+                "s" * (n % 300),
+                "not json {" if n % 3 == 0 else "[]",
+                '{"pad": "' + "p" * 3000 + '"}',
+                "{}",
+            )
+            for n, (cid, step, created) in enumerate(rows)
+        ],
+    )
     conn.commit()
-    expected = [r[0] for r in conn.execute(
-        "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 't' ORDER BY step, created_at, id")][:-1]
+    expected = [
+        r[0]
+        for r in conn.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 't' ORDER BY step, created_at, id"
+        )
+    ][:-1]
     conn.close()
     before = raw_rows(path)
     backend = make_backend(str(path), readonly=False, create=False)
@@ -205,8 +226,9 @@ async def test_prune_spec_of_every_thread_is_one_undoable_operation(backend):
     assert [o.kind for o in ops] == ["prune"]
     await engine.undo()
     after = await dump(backend)
-    assert {k: v for k, v in after.items() if k == "checkpoints"} == \
-        {k: v for k, v in before.items() if k == "checkpoints"}
+    assert {k: v for k, v in after.items() if k == "checkpoints"} == {
+        k: v for k, v in before.items() if k == "checkpoints"
+    }
 
 
 async def test_prune_spec_failing_mid_way_changes_nothing(backend):
@@ -216,7 +238,8 @@ async def test_prune_spec_failing_mid_way_changes_nothing(backend):
 
     engine = await three_threads(backend)
     n = await fails_cleanly_then_works(
-        backend, engine, lambda: engine.prune_spec(PruneSpec(threads=None, keep_last=2)))
+        backend, engine, lambda: engine.prune_spec(PruneSpec(threads=None, keep_last=2))
+    )
     assert n > 6  # statements after the first thread's trash were failed too
     assert [o.kind for o in await engine.oplog()] == ["prune"]
 

@@ -11,8 +11,8 @@ import sqlite3
 import pytest
 
 import agentctl.storage.sql.sqlite as sqlite_backend
-from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 from agentctl.engine import CheckpointEngine
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer
 
 
 def committed(path) -> dict[str, list[tuple[str, int, str | None]]]:
@@ -21,7 +21,8 @@ def committed(path) -> dict[str, list[tuple[str, int, str | None]]]:
     try:
         out: dict[str, list[tuple[str, int, str | None]]] = {}
         for thread, cid, step, parent in con.execute(
-                "SELECT thread_id, checkpoint_id, step, parent_id FROM checkpoints ORDER BY thread_id, step"):
+            "SELECT thread_id, checkpoint_id, step, parent_id FROM checkpoints ORDER BY thread_id, step"
+        ):
             out.setdefault(thread, []).append((cid, step, parent))
         return out
     finally:
@@ -65,7 +66,8 @@ async def test_one_agent_s_snapshots_are_each_committed_on_return_by_one_drain(b
     assert groups == [1] * 12  # one COMMIT each (nothing to share with)
     assert len(backend._jobs_tasks) == drains_before + 1  # one drain, still waiting
     assert committed(backend.path)["a"] == [
-        (cid, i + 1, ids[i - 1] if i else None) for i, cid in enumerate(ids)]
+        (cid, i + 1, ids[i - 1] if i else None) for i, cid in enumerate(ids)
+    ]
 
 
 async def test_a_transaction_does_not_wait_for_a_lingering_drain(backend):
@@ -108,8 +110,7 @@ async def test_agents_keep_their_order_and_share_commits(backend, monkeypatch, l
     ids = await asyncio.gather(*(agent(k) for k in range(8)))
     seen = committed(backend.path)
     for k, cids in enumerate(ids):
-        assert seen[f"agent-{k}"] == [(cid, i + 1, cids[i - 1] if i else None)
-                                      for i, cid in enumerate(cids)]
+        assert seen[f"agent-{k}"] == [(cid, i + 1, cids[i - 1] if i else None) for i, cid in enumerate(cids)]
     assert sum(groups) == 80 and len(groups) < 80  # grouped: fewer COMMITs than snapshots
 
 

@@ -8,7 +8,8 @@ receives when ADK resumes on the rewound session): the rewound events are not in
 
 from __future__ import annotations
 
-from typing import Any, AsyncGenerator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import pytest
 
@@ -36,8 +37,9 @@ class Scripted(BaseLlm):
 
     model: str = "scripted"
 
-    async def generate_content_async(self, llm_request: Any, stream: bool = False
-                                     ) -> AsyncGenerator[LlmResponse, None]:
+    async def generate_content_async(
+        self, llm_request: Any, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
         SEEN.append([c.model_copy(deep=True) for c in llm_request.contents])
         part = llm_request.contents[-1].parts[-1]
         if part.function_response:
@@ -64,14 +66,21 @@ def note_turn(callback_context: Any) -> None:
     callback_context.state["last_city"] = callback_context.state.get("cities", ["?"])[-1]
 
 
-AGENT = LlmAgent(name="weather", model=Scripted(), tools=[get_weather], instruction="Answer briefly.",
-                 before_agent_callback=count_visit, after_agent_callback=note_turn)
+AGENT = LlmAgent(
+    name="weather",
+    model=Scripted(),
+    tools=[get_weather],
+    instruction="Answer briefly.",
+    before_agent_callback=count_visit,
+    after_agent_callback=note_turn,
+)
 
 
 async def turn(svc: Any, text: str) -> None:
     runner = Runner(app_name="app", agent=AGENT, session_service=svc)
-    async for _ in runner.run_async(user_id="u1", session_id="s1",
-                                    new_message=types.Content(role="user", parts=[types.Part(text=text)])):
+    async for _ in runner.run_async(
+        user_id="u1", session_id="s1", new_message=types.Content(role="user", parts=[types.Part(text=text)])
+    ):
         pass
 
 
@@ -119,22 +128,29 @@ async def test_after_a_rewind_show_is_the_conversation_adk_gives_the_model(adk_d
     # rewind to the end of the first turn: ADK's own rewind event, the later two turns marked
     r = cli(url, "rewind", f"{tid}@{per_turn}", "--yes")
     assert r.exit_code == 0, r.stderr
-    assert f"marks {2 * per_turn} later checkpoint(s) rewound" in r.stdout and "branch" not in r.stdout, r.stdout
+    assert f"marks {2 * per_turn} later checkpoint(s) rewound" in r.stdout and "branch" not in r.stdout, (
+        r.stdout
+    )
     rewound = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
     live = _apply_rewinds(rewound.events)
     assert [e.id for e in live] == [e.id for e in before.events[:per_turn]]
     head = cli_json(url, "show", tid, "--json")
     assert head["state"] == rewound.state
     assert message_parts(head["messages"]) == [
-        ("user", "text", "weather in Paris?"), ("model", "call", "get_weather", {"city": "Paris"}),
-        ("user", "response", "get_weather", {"city": "Paris", "temp": 15}), ("model", "text", "Paris: 15 degrees")]
+        ("user", "text", "weather in Paris?"),
+        ("model", "call", "get_weather", {"city": "Paris"}),
+        ("user", "response", "get_weather", {"city": "Paris", "temp": 15}),
+        ("model", "text", "Paris: 15 degrees"),
+    ]
     assert [t["args"] for t in head["tools_result"].values()] == [{"city": "Paris"}]
     # tree: the rewind event hangs under the step it rewound to; the rewound range is a fork
     tree = cli_json(url, "tree", tid, "--json")
     nodes = {n["step"]: n for n in tree["nodes"]}
     rewind_step = 3 * per_turn + 1
     assert nodes[rewind_step]["parent_id"] == nodes[per_turn]["id"] and "rewind" in nodes[rewind_step]["tags"]
-    assert [s for s, n in sorted(nodes.items()) if "rewound" in n["tags"]] == list(range(per_turn + 1, rewind_step))
+    assert [s for s, n in sorted(nodes.items()) if "rewound" in n["tags"]] == list(
+        range(per_turn + 1, rewind_step)
+    )
     text = cli(url, "--no-color", "tree", tid).stdout
     assert f"fork ({2 * per_turn} checkpoints, not on the head's line)" in text, text
 
@@ -143,11 +159,11 @@ async def test_after_a_rewind_show_is_the_conversation_adk_gives_the_model(adk_d
     await turn(svc, "weather in Lima?")
     after = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
     assert len(SEEN) == 2  # the call, then the answer
-    new = after.events[len(rewound.events):]
+    new = after.events[len(rewound.events) :]
     asked = [e for e in new if e.content and e.content.parts[0].text == "weather in Lima?"][0]
     responded = [e for e in new if e.get_function_responses()][0]
     steps = {e.id: n for n, e in enumerate(after.events, 1)}
-    for contents, event in zip(SEEN, (asked, responded)):
+    for contents, event in zip(SEEN, (asked, responded), strict=False):
         shown = cli_json(url, "show", f"{tid}@{steps[event.id]}", "--json")
         assert message_parts(shown["messages"]) == content_parts(contents)
     head = cli_json(url, "show", tid, "--json")

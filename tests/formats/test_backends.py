@@ -24,12 +24,21 @@ async def put_thread(b, thread, n, start=1, parent=None, **kw):
 
 async def test_put_get_roundtrip_exact(backend):
     cp = make_cp(
-        "t1", 1,
-        messages=[{"role": "user", "content": "你好，世界 ☃"}, {"role": "assistant", "content": None,
-                  "tool_calls": [{"name": "search", "args": {"q": "x", "n": 3}}]}],
+        "t1",
+        1,
+        messages=[
+            {"role": "user", "content": "你好，世界 ☃"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"name": "search", "args": {"q": "x", "n": 3}}],
+            },
+        ],
         state={"nested": {"a": [1, 2.5, True, None, "s"]}, "empty": {}, "big": 2**53},
         tools={"search": {"results": ["a", "b"]}},
-        tags=["tool_call", "iter_5"], summary="[user] 你好", next_node="tools",
+        tags=["tool_call", "iter_5"],
+        summary="[user] 你好",
+        next_node="tools",
     )
     assert await backend.put(cp) == cp.metadata.checkpoint_id
     got = await backend.get(cp.metadata.checkpoint_id)
@@ -66,14 +75,25 @@ async def test_latest_and_order_with_duplicate_steps(backend):
     assert [m.checkpoint_id for m in await backend.list_checkpoints("t", limit=2, offset=1)] == ["b2", "a2"]
     assert (await backend.at_step("t", 1)).checkpoint_id == "b1"
     assert await backend.duplicate_steps() == [
-        {"thread_id": "t", "step": 1, "count": 2}, {"thread_id": "t", "step": 2, "count": 3}]
+        {"thread_id": "t", "step": 1, "count": 2},
+        {"thread_id": "t", "step": 2, "count": 3},
+    ]
 
 
 async def test_upsert_updates_every_column_in_place(backend):
     first = make_cp("t", 1, cid="x", tags=["a"], summary="one", state={"v": 1})
     await backend.put(first)
-    second = make_cp("t", 5, cid="x", tags=["b"], summary="two", state={"v": 2},
-                     parent="p", created_at=ts(30), next_node="n")
+    second = make_cp(
+        "t",
+        5,
+        cid="x",
+        tags=["b"],
+        summary="two",
+        state={"v": 2},
+        parent="p",
+        created_at=ts(30),
+        next_node="n",
+    )
     await backend.put(second)
     assert await backend.count() == 1
     assert await backend.get("x") == second
@@ -90,8 +110,7 @@ async def test_list_threads_by_recency_then_id(backend):
 
 async def test_thread_summaries(backend):
     main = await put_thread(backend, "main", 5)
-    await backend.put(make_cp("main-branch-x", 0, parent=main[2], tags=["branch", "x"],
-                              created_at=ts(50)))
+    await backend.put(make_cp("main-branch-x", 0, parent=main[2], tags=["branch", "x"], created_at=ts(50)))
     await backend.put(make_cp("other", 1, created_at=ts(1, day=3)))
     rows = await backend.thread_summaries()
     by = {r.thread_id: r for r in rows}
@@ -103,7 +122,10 @@ async def test_thread_summaries(backend):
     assert by["main-branch-x"].branch_point == main[2]
     assert by["main"].updated_at == ts(5)
     assert [r.thread_id for r in await backend.thread_summaries(sort="thread", descending=False)] == [
-        "main", "main-branch-x", "other"]
+        "main",
+        "main-branch-x",
+        "other",
+    ]
     assert [r.thread_id for r in await backend.thread_summaries(sort="checkpoints")][0] == "main"
     assert [r.thread_id for r in await backend.thread_summaries(prefix="main")] == ["main-branch-x", "main"]
     assert await backend.count_threads() == 3
@@ -133,10 +155,10 @@ async def check_every_sort(backend):
     for i, thread in enumerate(names):
         for step in range(1, 2 + i % 4):
             rows.append((thread, step, ts(10 * step + i % 3)))
-    rows.append(("a-1", 2, ts(5)))                 # a second row at a-1's last step, older
-    rows.append(("a-2", 3, ts(35)))                # a-2's last step twice, same created_at
+    rows.append(("a-1", 2, ts(5)))  # a second row at a-1's last step, older
+    rows.append(("a-2", 3, ts(35)))  # a-2's last step twice, same created_at
     rows.append(("a-2", 3, ts(35)))
-    rows.append(("b", 0, ts(59)))                  # b's first step is 0, written last
+    rows.append(("b", 0, ts(59)))  # b's first step is 0, written last
     for n, (thread, step, created) in enumerate(rows):
         await backend.put(make_cp(thread, step, cid=f"c{n:03d}", created_at=created))
     threads = {}
@@ -144,8 +166,12 @@ async def check_every_sort(backend):
         threads.setdefault(thread, []).append((step, created, n))
     for t in threads.values():
         t.sort()
-    key = {"updated": lambda t: threads[t][-1][1], "created": lambda t: threads[t][0][1],
-           "checkpoints": lambda t: len(threads[t]), "step": lambda t: threads[t][-1][0]}
+    key = {
+        "updated": lambda t: threads[t][-1][1],
+        "created": lambda t: threads[t][0][1],
+        "checkpoints": lambda t: len(threads[t]),
+        "step": lambda t: threads[t][-1][0],
+    }
     for sort in ("updated", "thread", "checkpoints", "step", "created"):
         for descending in (True, False):
             for prefix in (None, "a", "a-1", "é", "日", "q"):
@@ -157,13 +183,17 @@ async def check_every_sort(backend):
                     ids.sort(key=key[sort], reverse=descending)
                 for limit, offset in ((50, 0), (3, 2)):
                     got = await backend.thread_summaries(limit, offset, sort, descending, prefix)
-                    want = ids[offset:offset + limit]
+                    want = ids[offset : offset + limit]
                     assert [s.thread_id for s in got] == want, (sort, descending, prefix, offset)
                     for s in got:
                         head, first = threads[s.thread_id][-1], threads[s.thread_id][0]
-                        assert (s.checkpoints, s.head_step, s.head_checkpoint_id, s.updated_at,
-                                s.first_created_at) == (len(threads[s.thread_id]), head[0],
-                                                        f"c{head[2]:03d}", head[1], first[1])
+                        assert (
+                            s.checkpoints,
+                            s.head_step,
+                            s.head_checkpoint_id,
+                            s.updated_at,
+                            s.first_created_at,
+                        ) == (len(threads[s.thread_id]), head[0], f"c{head[2]:03d}", head[1], first[1])
 
 
 async def test_children_branches_and_prefix_lookup(backend):
@@ -192,8 +222,16 @@ async def test_delete_thread_and_before(backend):
 
 
 async def test_search(backend):
-    await backend.put(make_cp("s", 1, messages=[{"role": "user", "content": "Where is my ORDER #42?"},
-                                                 {"role": "assistant", "content": "正在查询订单"}]))
+    await backend.put(
+        make_cp(
+            "s",
+            1,
+            messages=[
+                {"role": "user", "content": "Where is my ORDER #42?"},
+                {"role": "assistant", "content": "正在查询订单"},
+            ],
+        )
+    )
     await backend.put(make_cp("s", 2, tools={"lookup": {"status": "Shipped 100%"}}))
     await backend.put(make_cp("t", 1, messages=[{"role": "assistant", "content": "order found"}]))
     hits = await backend.search("order")
@@ -213,7 +251,8 @@ async def test_stats_and_orphans(backend):
     assert s["tags"] == {"tool_call": 3, "llm_call": 1, "auto": 1}
     assert s["bytes"] == sum(t["bytes"] for t in s["per_thread"]) > 0
     assert await backend.orphan_parents() == [
-        {"thread_id": "b", "checkpoint_id": "ckpt-b-1", "parent_id": "gone"}]
+        {"thread_id": "b", "checkpoint_id": "ckpt-b-1", "parent_id": "gone"}
+    ]
     assert ids[0]
 
 
@@ -284,11 +323,16 @@ async def test_corrupt_row_is_reported_others_read(db_url):
         assert len(await b.read_thread("a")) == 3
         items = [x async for x in b.iter_checkpoints()]
         assert [type(x).__name__ for x in items] == (
-            ["Checkpoint", "CorruptRowError", "CorruptRowError"] if b.kind == "sqlite"
-            else ["Checkpoint", "Checkpoint", "CorruptRowError"])
+            ["Checkpoint", "CorruptRowError", "CorruptRowError"]
+            if b.kind == "sqlite"
+            else ["Checkpoint", "Checkpoint", "CorruptRowError"]
+        )
         bad = await b.invalid_json()
-        assert {"checkpoint_id": "ckpt-a-3", "column": "messages_blob",
-                "reason": "JSON object where an array is expected"} in bad
+        assert {
+            "checkpoint_id": "ckpt-a-3",
+            "column": "messages_blob",
+            "reason": "JSON object where an array is expected",
+        } in bad
 
 
 async def test_a_write_through_a_read_backends_own_connection_fails(db_url):
@@ -326,12 +370,17 @@ async def test_a_write_through_a_read_backends_own_connection_fails(db_url):
 def test_redact_dsn_hides_passwords_in_both_forms():
     from agentctl.errors import redact_dsn
 
-    assert redact_dsn("postgresql://alice:s3cr%40t@db.example:5432/agents") == \
-        "postgresql://alice:***@db.example:5432/agents"
-    assert redact_dsn("cannot connect to postgres://bob:pw@host/db: refused") == \
-        "cannot connect to postgres://bob:***@host/db: refused"
+    assert (
+        redact_dsn("postgresql://alice:s3cr%40t@db.example:5432/agents")
+        == "postgresql://alice:***@db.example:5432/agents"
+    )
+    assert (
+        redact_dsn("cannot connect to postgres://bob:pw@host/db: refused")
+        == "cannot connect to postgres://bob:***@host/db: refused"
+    )
     assert redact_dsn("postgresql://carol@host/db") == "postgresql://carol@host/db"  # none to hide
-    assert redact_dsn("host=db user=dave password=hunter2 dbname=x") == \
-        "host=db user=dave password=*** dbname=x"
+    assert (
+        redact_dsn("host=db user=dave password=hunter2 dbname=x") == "host=db user=dave password=*** dbname=x"
+    )
     assert redact_dsn("PASSWORD = 'two words' port=5432") == "PASSWORD = *** port=5432"
     assert "hunter2" not in redact_dsn("dsn postgresql://e:hunter2@h/d and password=hunter2")

@@ -12,9 +12,20 @@ from pathlib import Path
 import pytest
 
 from agentctl.storage import formats, open_store
-from agentctl.storage.contract import (CAPABILITY_CALLS, CAPABILITY_PROTOCOLS, OPTIONAL_READS, REQUIRED_READS,
-                                       REQUIRED_WRITES, RETRIED_WRITES, Capability, History, Store, Unsupported,
-                                       _entry_point, implements)
+from agentctl.storage.contract import (
+    CAPABILITY_CALLS,
+    CAPABILITY_PROTOCOLS,
+    OPTIONAL_READS,
+    REQUIRED_READS,
+    REQUIRED_WRITES,
+    RETRIED_WRITES,
+    Capability,
+    History,
+    Store,
+    Unsupported,
+    _entry_point,
+    implements,
+)
 
 #: Store's own members that are no reads (its life and its declarations)
 _LIFECYCLE = {"connect", "close", "can", "require", "history"}
@@ -26,7 +37,10 @@ def _public_methods(cls: type) -> set[str]:
 
 def test_the_lists_say_what_a_store_and_a_history_must_give() -> None:
     assert set(REQUIRED_READS) == Store.__abstractmethods__
-    assert set(OPTIONAL_READS) | set(CAPABILITY_CALLS) == _public_methods(Store) - Store.__abstractmethods__ - _LIFECYCLE
+    assert (
+        set(OPTIONAL_READS) | set(CAPABILITY_CALLS)
+        == _public_methods(Store) - Store.__abstractmethods__ - _LIFECYCLE
+    )
     assert not set(OPTIONAL_READS) & set(CAPABILITY_CALLS)
     assert set(REQUIRED_WRITES) == History.__abstractmethods__
 
@@ -55,7 +69,11 @@ async def test_edit_not_declared_is_refused(sample_copy: Path, monkeypatch: pyte
 
     async with open_store(str(sample_copy), readonly=False) as store:
         spec = store.format
-        monkeypatch.setattr(type(store), "format", dataclasses.replace(spec, capabilities=spec.capabilities - {Capability.EDIT}))
+        monkeypatch.setattr(
+            type(store),
+            "format",
+            dataclasses.replace(spec, capabilities=spec.capabilities - {Capability.EDIT}),
+        )
         thread = (await store.thread_summaries(1))[0].thread_id
         head = (await store.read_thread(thread, 1, 0, descending=True))[0]
         with pytest.raises(Unsupported, match="^the agentos format does not support edit$"):
@@ -81,7 +99,10 @@ def test_every_write_that_may_give_way_is_retried(spec) -> None:
     from agentctl.storage.contract import RewindAndBranchOnly
 
     history = _entry_point(spec.history)
-    have = [name for name in RETRIED_WRITES if getattr(history, name, None) not in
-            (None, getattr(RewindAndBranchOnly, name, None))]
+    have = [
+        name
+        for name in RETRIED_WRITES
+        if getattr(history, name, None) not in (None, getattr(RewindAndBranchOnly, name, None))
+    ]
     assert {"rewind", "branch", "undo"} <= set(have)
     assert [n for n in have if not getattr(getattr(history, n), "retried_write", False)] == []

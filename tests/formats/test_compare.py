@@ -18,7 +18,6 @@ from tests.formats.test_langgraph_writes import cfg, loop_graph  # noqa: E402
 from tests.support.rig import SAMPLE_DB  # noqa: E402
 from tests.support.sampledb import cli, cli_json  # noqa: E402
 
-
 lg = lgw.lg  # the fixture: an empty LangGraph database on SQLite and on Postgres
 
 
@@ -31,7 +30,9 @@ def _ran(saver, thread: str = "t", limit: int = 6):
 def _at(graph, thread: str, step: int) -> str:
     """The checkpoint id of the thread's original run at a step (the oldest one)."""
     found = [s for s in graph.get_state_history(cfg(thread)) if s.metadata["step"] == step]
-    return min(found, key=lambda s: s.config["configurable"]["checkpoint_id"]).config["configurable"]["checkpoint_id"]
+    return min(found, key=lambda s: s.config["configurable"]["checkpoint_id"]).config["configurable"][
+        "checkpoint_id"
+    ]
 
 
 def _head(graph, thread: str) -> str:
@@ -116,8 +117,12 @@ def test_compare_on_the_agentos_sample_and_bad_refs(tmp_path):
     assert r.exit_code == 0
     assert r.stdout.startswith("parted at step ")
     assert "SECTION\tPATH\tOP\tOLD\tNEW" in r.stdout
-    assert json.loads(cli(db, "compare", "coder-fix-flaky-test", "coder-fix-flaky-test",
-                          "--json").stdout)["first_divergent_step"] is None
+    assert (
+        json.loads(cli(db, "compare", "coder-fix-flaky-test", "coder-fix-flaky-test", "--json").stdout)[
+            "first_divergent_step"
+        ]
+        is None
+    )
 
 
 def test_a_fork_copy_both_runs_go_through_is_not_a_common_step(lg):

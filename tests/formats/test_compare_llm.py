@@ -47,8 +47,12 @@ def _chat_app(saver, answers: list[str]):
 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             if not isinstance(messages[-1], ToolMessage):
-                msg = AIMessage(content="", tool_calls=[{"name": "lookup", "args": {"city": "Paris"},
-                                                         "id": f"call_{uuid.uuid4().hex[:12]}"}])
+                msg = AIMessage(
+                    content="",
+                    tool_calls=[
+                        {"name": "lookup", "args": {"city": "Paris"}, "id": f"call_{uuid.uuid4().hex[:12]}"}
+                    ],
+                )
             else:
                 msg = AIMessage(content=answers.pop(0))
             return ChatResult(generations=[ChatGeneration(message=msg)])
@@ -62,7 +66,9 @@ def _chat_app(saver, answers: list[str]):
     g.add_node("agent", agent)
     g.add_node("tools", ToolNode([lookup]))
     g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
+    g.add_conditional_edges(
+        "agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END]
+    )
     g.add_edge("tools", "agent")
     return g.compile(checkpointer=saver)
 
@@ -96,10 +102,16 @@ def test_a_replay_of_an_unchanged_llm_app_does_not_part_unless_exact(lg):
     exact = cli_json(url, "compare", original, replay, "--exact")
     assert exact["first_divergent_step"] == exact["b_step"] == 2 and exact["a_step"] == 1
     assert {c["path"] for c in exact["changes"]} == {"/messages/1/id", "/messages/1/tool_calls/0/id"}
-    a_meta = [s for s in graph.get_state_history(cfg("t"))
-              if s.config["configurable"]["checkpoint_id"] == exact["a"]][0]
-    b_meta = [s for s in graph.get_state_history(cfg("t"))
-              if s.config["configurable"]["checkpoint_id"] == exact["b"]][0]
+    a_meta = [
+        s
+        for s in graph.get_state_history(cfg("t"))
+        if s.config["configurable"]["checkpoint_id"] == exact["a"]
+    ][0]
+    b_meta = [
+        s
+        for s in graph.get_state_history(cfg("t"))
+        if s.config["configurable"]["checkpoint_id"] == exact["b"]
+    ][0]
     assert (a_meta.metadata["step"], b_meta.metadata["step"]) == (1, 2)
 
 
@@ -109,12 +121,17 @@ def test_a_replay_that_answers_otherwise_parts_with_the_checkpoints_own_steps(lg
     graph.invoke({"messages": [("user", "Weather in Paris?")]}, cfg("t"))
     original, replay = _replay(graph, "t", 0)
     out = cli_json(url, "compare", original, replay)
-    steps = {s.config["configurable"]["checkpoint_id"]: s.metadata["step"] for s in graph.get_state_history(cfg("t"))}
+    steps = {
+        s.config["configurable"]["checkpoint_id"]: s.metadata["step"]
+        for s in graph.get_state_history(cfg("t"))
+    }
     # the answer (the model's second call) is what differs; the tool call's new ids are not
     assert (out["a_step"], out["b_step"]) == (steps[out["a"]], steps[out["b"]]) == (3, 4)
     assert out["first_divergent_step"] == 4
     changed = [c for c in out["changes"] if c["op"] == "changed"]
-    assert [(c["old"], c["new"]) for c in changed] == [("It is sunny in Paris.", "Paris: sunny.")], out["changes"]
+    assert [(c["old"], c["new"]) for c in changed] == [("It is sunny in Paris.", "Paris: sunny.")], out[
+        "changes"
+    ]
     r = cli(url, "compare", original, replay)
     assert r.stdout.startswith(f"parted at step 4: A {out['a']} (step 3), B {out['b']} (step 4);"), r.stdout
 
@@ -141,13 +158,24 @@ def _openai_agent():
             last = input[-1]
             if last.get("type") == "function_call_output":
                 out = ResponseOutputMessage(
-                    id=f"msg_{uuid.uuid4().hex}", type="message", role="assistant", status="completed",
-                    content=[ResponseOutputText(type="output_text", text=str(last["output"]), annotations=[])])
+                    id=f"msg_{uuid.uuid4().hex}",
+                    type="message",
+                    role="assistant",
+                    status="completed",
+                    content=[
+                        ResponseOutputText(type="output_text", text=str(last["output"]), annotations=[])
+                    ],
+                )
             else:
                 text = last["content"] if isinstance(last["content"], str) else last["content"][0]["text"]
-                out = ResponseFunctionToolCall(id=f"fc_{uuid.uuid4().hex}", call_id=f"call_{uuid.uuid4().hex}",
-                                               name="lookup", arguments='{"query": "%s"}' % text,
-                                               type="function_call", status="completed")
+                out = ResponseFunctionToolCall(
+                    id=f"fc_{uuid.uuid4().hex}",
+                    call_id=f"call_{uuid.uuid4().hex}",
+                    name="lookup",
+                    arguments=f'{{"query": "{text}"}}',
+                    type="function_call",
+                    status="completed",
+                )
             return ModelResponse(output=[out], usage=Usage(), response_id=f"resp_{uuid.uuid4().hex}")
 
         def stream_response(self, *args, **kwargs):
@@ -195,7 +223,9 @@ async def test_openai_a_replay_in_a_branch_does_not_part_and_a_branch_parts_at_i
     wifi = _branch(path, "conv-1@6", "wifi")
     await _openai_turns(path, wifi, ["wifi please"])
     out = cli_json(path, "compare", "conv-1", wifi)
-    assert (out["first_divergent_step"], out["a_step"], out["b_step"], out["common_steps"]) == (7, 7, 7, 6), out
+    assert (out["first_divergent_step"], out["a_step"], out["b_step"], out["common_steps"]) == (7, 7, 7, 6), (
+        out
+    )
     assert out["fork_point"] == cli_json(path, "show", "conv-1@6")["metadata"]["checkpoint_id"]
     # the branch's copies (items 1..6) are not steps of their own; one of them stands for
     # its original
@@ -244,8 +274,11 @@ async def _adk_turns(svc, session_id: str, inputs: list[str]) -> list:
         await svc.create_session(app_name="app", user_id="u1", session_id=session_id)
     runner = Runner(app_name="app", agent=_adk_agent(), session_service=svc)
     for text in inputs:
-        async for _ in runner.run_async(user_id="u1", session_id=session_id,
-                                        new_message=types.Content(role="user", parts=[types.Part(text=text)])):
+        async for _ in runner.run_async(
+            user_id="u1",
+            session_id=session_id,
+            new_message=types.Content(role="user", parts=[types.Part(text=text)]),
+        ):
             pass
     return (await svc.get_session(app_name="app", user_id="u1", session_id=session_id)).events
 
@@ -278,7 +311,9 @@ async def test_adk_a_replay_in_a_branch_does_not_part_and_a_branch_parts_at_its_
     wifi = _branch(url, "app/u1/conv-1@6", "wifi")
     await _adk_turns(svc, wifi.split("/")[-1], ["wifi please"])
     out = cli_json(url, "compare", "app/u1/conv-1", wifi)
-    assert (out["first_divergent_step"], out["a_step"], out["b_step"], out["common_steps"]) == (7, 7, 7, 6), out
+    assert (out["first_divergent_step"], out["a_step"], out["b_step"], out["common_steps"]) == (7, 7, 7, 6), (
+        out
+    )
     assert out["fork_point"] == original[5].id
     assert cli_json(url, "compare", "app/u1/conv-1", f"{wifi}@3")["first_divergent_step"] is None
 
@@ -290,12 +325,22 @@ def test_paired_pairs_generated_ids_by_place_and_nothing_else():
     from agentctl.compare import paired
 
     def run(call_a: str, call_b: str, answer_to: str, order: str, at: str) -> dict:
-        return {"messages": [
-            {"role": "assistant", "id": "m1-" + call_a, "tool_calls": [{"id": call_a, "name": "f", "arguments": {}},
-                                                                       {"id": call_b, "name": "g", "arguments": {}}]},
-            {"role": "tool", "id": "t-" + answer_to, "tool_call_id": answer_to, "content": "ok"},
-            {"type": "reasoning", "id": "rs_" + call_a, "summary": []}],
-            "order": {"id": order, "status": "open"}, "timestamp": at}
+        return {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "id": "m1-" + call_a,
+                    "tool_calls": [
+                        {"id": call_a, "name": "f", "arguments": {}},
+                        {"id": call_b, "name": "g", "arguments": {}},
+                    ],
+                },
+                {"role": "tool", "id": "t-" + answer_to, "tool_call_id": answer_to, "content": "ok"},
+                {"type": "reasoning", "id": "rs_" + call_a, "summary": []},
+            ],
+            "order": {"id": order, "status": "open"},
+            "timestamp": at,
+        }
 
     a = run("c1", "c2", "c1", "A-1", "2026-01-01T00:00:00")
     assert paired(a) == paired(run("x9", "x8", "x9", "A-1", "2027-05-05T00:00:00"))

@@ -43,12 +43,25 @@ class DefaultReads:
 
 
 def _state(thread: str, k: int, **extra: Any) -> dict[str, Any]:
-    return {"step": k, "plan": {"next": f"城市-{k % 7}", "done": [i for i in range(k % 5)]},
-            "notes": ["x" * (k % 3)], **extra}
+    return {
+        "step": k,
+        "plan": {"next": f"城市-{k % 7}", "done": [i for i in range(k % 5)]},
+        "notes": ["x" * (k % 3)],
+        **extra,
+    }
 
 
-async def _run(backend, thread: str, n: int, *, parent: str | None = None, start: int = 0,
-               edit_from: int | None = None, repeat_every: int = 0, prefix: str = "") -> list[str]:
+async def _run(
+    backend,
+    thread: str,
+    n: int,
+    *,
+    parent: str | None = None,
+    start: int = 0,
+    edit_from: int | None = None,
+    repeat_every: int = 0,
+    prefix: str = "",
+) -> list[str]:
     """n checkpoints of a thread, each the child of the one before (the first of
     `parent`); from `edit_from` on the state holds an extra key; every `repeat_every`th
     checkpoint repeats its parent's content (not a step). Their ids."""
@@ -61,10 +74,21 @@ async def _run(backend, thread: str, n: int, *, parent: str | None = None, start
             if repeat_every and prev_content is not None and i % repeat_every == 0:
                 messages, state = prev_content
             else:
-                state = _state(thread, k, **({"edited": True} if edit_from is not None and k >= edit_from else {}))
+                state = _state(
+                    thread, k, **({"edited": True} if edit_from is not None and k >= edit_from else {})
+                )
                 messages = [{"role": "assistant", "content": f"step {k}"}]
-            await tx.put(Checkpoint(CheckpointMetadata(thread, cid, k, prev, f"2026-01-01T00:{k // 60 % 60:02d}:{k % 60:02d}+00:00"),
-                                    messages, state, {"call": {"id": f"{thread}-{k}"}}, ""))
+            await tx.put(
+                Checkpoint(
+                    CheckpointMetadata(
+                        thread, cid, k, prev, f"2026-01-01T00:{k // 60 % 60:02d}:{k % 60:02d}+00:00"
+                    ),
+                    messages,
+                    state,
+                    {"call": {"id": f"{thread}-{k}"}},
+                    "",
+                )
+            )
             prev, prev_content = cid, (messages, state)
             ids.append(cid)
     return ids
@@ -77,12 +101,15 @@ async def _both(backend, a: str, b: str) -> dict[str, Any]:
     slow = (await compare(DefaultReads(backend), ma, mb)).to_dict()  # type: ignore[arg-type]
     assert fast == slow
     # the store's run_lines and the default's: the same lines, the same contents
-    (lines, got), (want_lines, want) = (await backend.run_lines([a, b]),
-                                        await DefaultReads(backend).run_lines([a, b]))
+    (lines, got), (want_lines, want) = (
+        await backend.run_lines([a, b]),
+        await DefaultReads(backend).run_lines([a, b]),
+    )
     assert lines == want_lines and set(got) == set(want)
     assert all(got[cid].value() == want[cid].value() for cid in got)
-    assert [m.checkpoint_id for m in await backend.lineage(b)] == \
-        [m.checkpoint_id for m in await Store.lineage(backend, b)]
+    assert [m.checkpoint_id for m in await backend.lineage(b)] == [
+        m.checkpoint_id for m in await Store.lineage(backend, b)
+    ]
     return fast
 
 
@@ -101,7 +128,12 @@ async def test_a_divergence_deep_in_two_long_runs_of_separate_threads(backend):
     # first rows left out)
     c = await _run(backend, "c", 3, parent=a[50], start=51, edit_from=51)
     out = await _both(backend, a[-1], c[-1])
-    assert (out["fork_point"], out["first_divergent_step"], out["a_steps"], out["b_steps"]) == (a[50], 51, 548, 2)
+    assert (out["fork_point"], out["first_divergent_step"], out["a_steps"], out["b_steps"]) == (
+        a[50],
+        51,
+        548,
+        2,
+    )
 
 
 async def test_checkpoints_repeating_their_parent_are_not_steps_and_a_branch_parts_after_its_fork(backend):
@@ -141,8 +173,15 @@ async def test_a_step_that_changes_only_the_messages_is_a_step(backend):
         for k in range(40):
             state = _state("m", k // 2)  # the state changes every other checkpoint
             cid = f"m-{k:03d}"
-            await tx.put(Checkpoint(CheckpointMetadata("m", cid, k, prev), [{"role": "user", "content": f"say {k}"}],
-                                    state, {}, ""))
+            await tx.put(
+                Checkpoint(
+                    CheckpointMetadata("m", cid, k, prev),
+                    [{"role": "user", "content": f"say {k}"}],
+                    state,
+                    {},
+                    "",
+                )
+            )
             ids.append(cid)
             prev = cid
     out = await _both(backend, ids[10], ids[-1])
@@ -153,8 +192,15 @@ async def test_a_step_that_changes_only_the_messages_is_a_step(backend):
         for k in range(40):
             cid = f"o-{k:03d}"
             text = f"say {k}" if k < 25 else "something else"
-            await tx.put(Checkpoint(CheckpointMetadata("o", cid, k, prev), [{"role": "user", "content": text}],
-                                    _state("m", k // 2), {}, ""))
+            await tx.put(
+                Checkpoint(
+                    CheckpointMetadata("o", cid, k, prev),
+                    [{"role": "user", "content": text}],
+                    _state("m", k // 2),
+                    {},
+                    "",
+                )
+            )
             prev = cid
     out = await _both(backend, ids[-1], "o-039")
     assert out["first_divergent_step"] == 25
@@ -186,11 +232,12 @@ async def test_delta_rows_are_resolved(backend):
     ids = []
     big = {"blob": "y" * 4000}
     for k in range(12):
-        ids.append(await engine.snapshot("d", [{"role": "user", "content": "hi"}],
-                                         {**big, "k": k // 2}, {}))
-    raw = await backend._fetch("SELECT COUNT(*) AS n FROM checkpoints WHERE state_blob LIKE '%agentctl_delta%'"
-                               if backend.kind == "sqlite" else
-                               "SELECT COUNT(*) AS n FROM checkpoints WHERE state_blob::text LIKE '%agentctl_delta%'")
+        ids.append(await engine.snapshot("d", [{"role": "user", "content": "hi"}], {**big, "k": k // 2}, {}))
+    raw = await backend._fetch(
+        "SELECT COUNT(*) AS n FROM checkpoints WHERE state_blob LIKE '%agentctl_delta%'"
+        if backend.kind == "sqlite"
+        else "SELECT COUNT(*) AS n FROM checkpoints WHERE state_blob::text LIKE '%agentctl_delta%'"
+    )
     assert raw[0]["n"] > 0  # the engine wrote deltas
     other = await _run(backend, "e", 1, parent=ids[5], start=6, edit_from=6)
     out = await _both(backend, ids[-1], other[-1])
@@ -273,4 +320,9 @@ async def test_a_fork_copy_in_the_shared_part_is_not_a_common_step(backend):
     b = await _run(backend, "b", 2, parent=line[8], start=8)  # a branch from step 7: 8, 9 again
     out = await _both(backend, line[-1], b[-1])
     assert out["fork_point"] == line[8]
-    assert (out["first_divergent_step"], out["common_steps"], out["a_steps"], out["b_steps"]) == (None, 10, 0, 0), out
+    assert (out["first_divergent_step"], out["common_steps"], out["a_steps"], out["b_steps"]) == (
+        None,
+        10,
+        0,
+        0,
+    ), out

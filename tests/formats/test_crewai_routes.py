@@ -15,7 +15,11 @@ from tests.support import crewairig
 from tests.support.crewairig import CREWAI_DIR, last_json, run_crewai
 from tests.support.sampledb import cli, cli_json
 
-crewai_python, crewai_files, crewai_copy = crewairig.crewai_python, crewairig.crewai_files, crewairig.crewai_copy
+crewai_python, crewai_files, crewai_copy = (
+    crewairig.crewai_python,
+    crewairig.crewai_files,
+    crewairig.crewai_copy,
+)
 CHECK = CREWAI_DIR / "crewai_check.py"
 ROUTE = ["plan", "choose", "book-cheap", "hotel", "train", "report"]
 
@@ -37,8 +41,9 @@ def test_routed_flow_reads(crewai_copy, crewai_files):
     assert router["metadata"]["summary"] == "choose: cheap"
     last = cli_json(db, "show", "main")
     flow = last["state"]["entities"][0]
-    assert sorted(flow["checkpoint_completed_methods"]) == sorted(["plan", "choose", "book", "hotel", "train",
-                                                                     "report"])
+    assert sorted(flow["checkpoint_completed_methods"]) == sorted(
+        ["plan", "choose", "book", "hotel", "train", "report"]
+    )
     assert flow["checkpoint_state"]["path"] == ROUTE
     assert last["messages"][-1]["content"] == "report 100 " + "/".join(ROUTE)
     tree = cli(db, "tree", "main")
@@ -50,8 +55,16 @@ def test_routed_flow_edit_takes_the_other_route(crewai_copy, crewai_files, crewa
     db = crewai_copy("routes.db")
     before = dump(db, "checkpoints")
     first = w["routes"][0]
-    ok(db, "edit", first, "--set", "entities.0.checkpoint_state.budget=900", "--set",
-       'entities.0.checkpoint_state.path=["plan"]', "--yes")
+    ok(
+        db,
+        "edit",
+        first,
+        "--set",
+        "entities.0.checkpoint_state.budget=900",
+        "--set",
+        'entities.0.checkpoint_state.path=["plan"]',
+        "--yes",
+    )
     edited = cli_json(db, "show", "main")["metadata"]
     assert edited["parent_checkpoint_id"] == first
     undo_redo(db, "checkpoints", before)
@@ -59,7 +72,9 @@ def test_routed_flow_edit_takes_the_other_route(crewai_copy, crewai_files, crewa
     assert went["restored"]["state"]["budget"] == 900 and went["restored"]["completed"] == ["plan"]
     assert went["final"]["path"] == ["plan", "choose", "book-fancy", "hotel", "train", "report"]
     assert went["result"] == "report 900 plan/choose/book-fancy/hotel/train/report"
-    assert [r[1] for r in went["written"]] == ["main"] * 5 and went["written"][0][2] == edited["checkpoint_id"]
+    assert [r[1] for r in went["written"]] == ["main"] * 5 and went["written"][0][2] == edited[
+        "checkpoint_id"
+    ]
 
 
 def test_routed_flow_rewind_and_branch_continue(crewai_copy, crewai_files, crewai_python, tmp_path):

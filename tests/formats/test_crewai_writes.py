@@ -12,7 +12,11 @@ from tests.support import crewairig
 from tests.support.crewairig import CREWAI_DIR, last_json, run_crewai
 from tests.support.sampledb import cli, cli_json
 
-crewai_python, crewai_files, crewai_copy = crewairig.crewai_python, crewairig.crewai_files, crewairig.crewai_copy
+crewai_python, crewai_files, crewai_copy = (
+    crewairig.crewai_python,
+    crewairig.crewai_files,
+    crewairig.crewai_copy,
+)
 CHECK = CREWAI_DIR / "crewai_check.py"
 
 
@@ -25,8 +29,10 @@ def dump(db: str, table: str) -> list:
     decoded."""
     con = sqlite3.connect(db)
     try:
-        return [[jsonb.decode(v) if isinstance(v, bytes) else v for v in r]
-                for r in con.execute(f"SELECT rowid, * FROM {table} ORDER BY rowid")]
+        return [
+            [jsonb.decode(v) if isinstance(v, bytes) else v for v in r]
+            for r in con.execute(f"SELECT rowid, * FROM {table} ORDER BY rowid")
+        ]
     finally:
         con.close()
 
@@ -113,7 +119,9 @@ def test_checkpoint_threads_delete(crewai_copy, crewai_files):
     undo_redo(db, "checkpoints", before)
 
 
-def test_checkpoint_prune_keeps_fork_points_and_the_newest(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_checkpoint_prune_keeps_fork_points_and_the_newest(
+    crewai_copy, crewai_files, crewai_python, tmp_path
+):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")

@@ -21,7 +21,7 @@ from tests.support.sampledb import cli, cli_json  # noqa: E402
 lg = lgw.lg  # the fixture: an empty LangGraph database on SQLite and on Postgres
 db_copy = dbcopy.db_copy  # the fixture: copy(url) -> a copy's URL (the framework's reference run)
 
-MESSAGES = '''
+MESSAGES = """
 
 from langgraph.graph import MessagesState
 
@@ -34,7 +34,7 @@ chat_graph = StateGraph(MessagesState)
 chat_graph.add_node("chat", chat)
 chat_graph.add_edge(START, "chat")
 chat_graph.add_edge("chat", END)
-'''
+"""
 
 
 @pytest.fixture
@@ -58,8 +58,18 @@ def test_edit_writes_exactly_the_values_like_update_state_with_overwrite(lg, age
     assert {(c["path"], c["op"]) for c in plan["changes"]} >= {("/n", "changed"), ("/log/0", "changed")}
     assert dump(url, saver) == before_rows  # a plan writes nothing
 
-    r = _agentctl(url, "edit", ref_id, "--set", "log=[7]", "--set", "n=1", "--agent",
-                  f"{agent / 'graph.py'}:graph", "--yes")
+    r = _agentctl(
+        url,
+        "edit",
+        ref_id,
+        "--set",
+        "log=[7]",
+        "--set",
+        "n=1",
+        "--agent",
+        f"{agent / 'graph.py'}:graph",
+        "--yes",
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("edited t: new checkpoint ") and "at step 4" in r.stdout
     new_id = r.stdout.split("new checkpoint ")[1].split()[0]
@@ -81,8 +91,18 @@ def test_edit_writes_exactly_the_values_like_update_state_with_overwrite(lg, age
         made = ref_graph.update_state(at, {"log": Overwrite([7]), "n": 1})
         theirs = ref_graph.get_state(made)
         their_count = len(list(ref_graph.get_state_history(cfg("t"))))
-    r = _agentctl(url, "edit", ref_id, "--set", "log=[7]", "--set", "n=1", "--agent",
-                  f"{agent / 'graph.py'}:graph", "--yes")
+    r = _agentctl(
+        url,
+        "edit",
+        ref_id,
+        "--set",
+        "log=[7]",
+        "--set",
+        "n=1",
+        "--agent",
+        f"{agent / 'graph.py'}:graph",
+        "--yes",
+    )
     assert r.returncode == 0, r.stderr
     ours = graph.get_state(cfg("t"))
     assert strip_ids(ours.values) == strip_ids(theirs.values) and ours.next == theirs.next
@@ -100,14 +120,30 @@ def test_edit_of_messages_overwrites_with_messages(lg, agent):
     graph = _user_graph(agent, "chat_graph").compile(checkpointer=saver)
     graph.invoke({"messages": [{"role": "user", "content": "hi"}]}, cfg("c"))
     new_messages = [{"role": "user", "content": "hello again"}]
-    r = _agentctl(url, "edit", "c", "--set", "messages=" + json.dumps(new_messages), "--agent",
-                  f"{agent / 'graph.py'}:chat_graph", "--yes")
+    r = _agentctl(
+        url,
+        "edit",
+        "c",
+        "--set",
+        "messages=" + json.dumps(new_messages),
+        "--agent",
+        f"{agent / 'graph.py'}:chat_graph",
+        "--yes",
+    )
     assert r.returncode == 0, r.stderr
     msgs = graph.get_state(cfg("c")).values["messages"]
     assert [(m.type, m.content) for m in msgs] == [("human", "hello again")]
     # and a nested edit keeps the message objects
-    r = _agentctl(url, "edit", "c", "--set", 'messages.0.content="edited"', "--agent",
-                  f"{agent / 'graph.py'}:chat_graph", "--yes")
+    r = _agentctl(
+        url,
+        "edit",
+        "c",
+        "--set",
+        'messages.0.content="edited"',
+        "--agent",
+        f"{agent / 'graph.py'}:chat_graph",
+        "--yes",
+    )
     assert r.returncode == 0, r.stderr
     msgs = graph.get_state(cfg("c")).values["messages"]
     assert [(m.type, m.content) for m in msgs] == [("human", "edited")]
@@ -128,6 +164,7 @@ def test_bad_edits_exit_2_and_write_nothing(tmp_path, agent):
     # what only LangGraph can refuse: after the plan, one error line, nothing written
     r = _agentctl(url, "edit", "t", "--set", "n=1", "--as-node", "nosuchnode", "--agent", a, "--yes")
     assert r.returncode == 2
-    assert r.stderr.splitlines()[-1] == ("agentctl: LangGraph refused the update: InvalidUpdateError: "
-                                         "Node nosuchnode does not exist")
+    assert r.stderr.splitlines()[-1] == (
+        "agentctl: LangGraph refused the update: InvalidUpdateError: Node nosuchnode does not exist"
+    )
     assert dump(url, None) == before

@@ -28,7 +28,9 @@ async def _adks_own_edit(url: str, delta: dict) -> tuple:
 
     async with _service(url) as svc:
         s = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
-        await svc.append_event(s, Event(author="user", invocation_id="edit", actions=EventActions(state_delta=delta)))
+        await svc.append_event(
+            s, Event(author="user", invocation_id="edit", actions=EventActions(state_delta=delta))
+        )
         return await _seen(svc)
 
 
@@ -50,7 +52,16 @@ async def test_edit_appends_a_state_delta_event_as_adk_does_and_undo_restores_ev
     before = await dump(url)
     copy = db_copy(url)
     n = len(held.events)
-    sets = ["--set", 'init=41', "--set", 'nested.a.1=7', "--set", 'user:lang="de"', "--set", 'app:theme="light"']
+    sets = [
+        "--set",
+        "init=41",
+        "--set",
+        "nested.a.1=7",
+        "--set",
+        'user:lang="de"',
+        "--set",
+        'app:theme="light"',
+    ]
     plan = cli_json(url, "edit", f"app/u1/s1@{n}", *sets, "--dry-run")
     assert sorted(c["path"] for c in plan["changes"]) == ["/app:theme", "/init", "/nested/a/1", "/user:lang"]
     assert await dump(url) == before
@@ -58,17 +69,24 @@ async def test_edit_appends_a_state_delta_event_as_adk_does_and_undo_restores_ev
     assert r.exit_code == 0, r.stderr
     got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
     assert len(got.events) == n + 1 and got.events[-1].author == "user"
-    assert got.events[-1].actions.state_delta == {"init": 41, "nested": {"a": [1, 7]}, "user:lang": "de",
-                                                  "app:theme": "light"}
+    assert got.events[-1].actions.state_delta == {
+        "init": 41,
+        "nested": {"a": [1, 7]},
+        "user:lang": "de",
+        "app:theme": "light",
+    }
     assert got.state["init"] == 41 and got.state["nested"] == {"a": [1, 7]}
     assert got.state["user:lang"] == "de" and got.state["app:theme"] == "light"
     other = await svc.get_session(app_name="app", user_id="u1", session_id="s2")
     assert other.state["user:lang"] == "de" and other.state["app:theme"] == "light"  # shared, as in ADK
     # what ADK's own append_event of that delta gives on a copy: the same events and states
-    assert await _seen(svc) == await _adks_own_edit(copy, {"init": 41, "nested": {"a": [1, 7]},
-                                                           "user:lang": "de", "app:theme": "light"})
+    assert await _seen(svc) == await _adks_own_edit(
+        copy, {"init": 41, "nested": {"a": [1, 7]}, "user:lang": "de", "app:theme": "light"}
+    )
     with pytest.raises(StaleSessionError):  # ADK's own error; it wrote nothing
-        await svc.append_event(held, Event(author="user", invocation_id="inv-x", content=_text("user", "late")))
+        await svc.append_event(
+            held, Event(author="user", invocation_id="inv-x", content=_text("user", "late"))
+        )
     r = cli(url, "undo")
     assert r.exit_code == 0, r.stderr
     assert await dump(url) == before  # every row as it was
@@ -91,8 +109,11 @@ async def test_edit_errors_exit_2_and_write_nothing(adk_db):
     for ev in conversation():
         await svc.append_event(s, ev)
     before = await dump(url)
-    for args, words in ((["--set", "nokey.x=1"], "no key 'nokey'"), (["--set", "init"], "use KEY=JSON"),
-                        (["--set", "init={bad"], "not JSON")):
+    for args, words in (
+        (["--set", "nokey.x=1"], "no key 'nokey'"),
+        (["--set", "init"], "use KEY=JSON"),
+        (["--set", "init={bad"], "not JSON"),
+    ):
         r = cli(url, "edit", "app/u1/s1@2", *args, "--yes")
         assert r.exit_code == 2 and words in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert await dump(url) == before
@@ -117,12 +138,26 @@ async def test_edit_adds_a_key_as_adks_own_and_names_the_keys_show_has(adk_db, d
     assert all(k in r.stderr for k in cli_json(url, "show", "app/u1/s1@2", "--json")["state"]), r.stderr
     assert "app:count" in r.stderr and "user:seen" in r.stderr, r.stderr
     copy = db_copy(url)
-    r = cli(url, "edit", "app/u1/s1", "--set", 'fresh={"n": 1}', "--set", 'user:plan="pro"',
-            "--set", 'app:mode="beta"', "--yes")
+    r = cli(
+        url,
+        "edit",
+        "app/u1/s1",
+        "--set",
+        'fresh={"n": 1}',
+        "--set",
+        'user:plan="pro"',
+        "--set",
+        'app:mode="beta"',
+        "--yes",
+    )
     assert r.exit_code == 0, r.stderr
-    assert await _seen(svc) == await _adks_own_edit(copy, {"fresh": {"n": 1}, "user:plan": "pro", "app:mode": "beta"})
+    assert await _seen(svc) == await _adks_own_edit(
+        copy, {"fresh": {"n": 1}, "user:plan": "pro", "app:mode": "beta"}
+    )
     got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
-    assert got.state["fresh"] == {"n": 1} and got.state["user:plan"] == "pro" and got.state["app:mode"] == "beta"
+    assert (
+        got.state["fresh"] == {"n": 1} and got.state["user:plan"] == "pro" and got.state["app:mode"] == "beta"
+    )
 
 
 async def test_edit_unset_alone_is_a_none_delta_as_adks_own(adk_db, db_copy):
@@ -135,8 +170,10 @@ async def test_edit_unset_alone_is_a_none_delta_as_adks_own(adk_db, db_copy):
     await _session(svc)
     copy = db_copy(url)
     plan = cli_json(url, "edit", "app/u1/s1", "--unset", "counter", "--unset", "user:seen", "--dry-run")
-    assert [(c["path"], c["op"], c.get("new")) for c in plan["changes"]] == \
-        [("/counter", "changed", None), ("/user:seen", "changed", None)]
+    assert [(c["path"], c["op"], c.get("new")) for c in plan["changes"]] == [
+        ("/counter", "changed", None),
+        ("/user:seen", "changed", None),
+    ]
     r = cli(url, "edit", "app/u1/s1", "--unset", "counter", "--unset", "user:seen", "--yes")
     assert r.exit_code == 0, r.stderr
     got = await svc.get_session(app_name="app", user_id="u1", session_id="s1")

@@ -35,26 +35,31 @@ async def test_edit_a_message_and_its_session_in_place_then_undo_row_for_row(art
     plan = cli_json(url, "edit", "msg-13", *sets, "--dry-run")
     assert plan["ref"] == "msg-13" and plan["thread_id"] == "s-weather-paris" and plan["step"] == 6
     assert [(c["path"], c["op"], c["old"], c["new"]) for c in plan["changes"]] == [
-        ("/content", "changed", OLD, NEW), ("/session/title", "changed", "Weather in Paris", "Paris, fixed")]
+        ("/content", "changed", OLD, NEW),
+        ("/session/title", "changed", "Weather in Paris", "Paris, fixed"),
+    ]
     assert await dump(url) == before  # a plan writes nothing
 
     r = cli(url, "edit", "msg-13", *sets, "--yes")
     _ok(r)
-    assert r.stdout.startswith("edited s-weather-paris: message msg-13 (step 6) in place (content); session title")
+    assert r.stdout.startswith(
+        "edited s-weather-paris: message msg-13 (step 6) in place (content); session title"
+    )
     after = await dump(url)
     assert after["users"] == before["users"] and after["tasks"] == before["tasks"]
     assert after["tool_logs"] == before["tool_logs"]
-    changed = [(b, a) for b, a in zip(before["messages"], after["messages"]) if a != b]
+    changed = [(b, a) for b, a in zip(before["messages"], after["messages"], strict=False) if a != b]
     assert len(after["messages"]) == len(before["messages"]) and len(changed) == 1
-    (old_row, new_row), = changed
+    ((old_row, new_row),) = changed
     assert new_row[0] == 13 and new_row[3] == NEW  # id, content; the rest of the row as it was
     assert new_row[:3] + new_row[4:] == old_row[:3] + old_row[4:]
     sessions = {s[0]: s for s in after["sessions"]}
     old_sessions = {s[0]: s for s in before["sessions"]}
     assert sessions["s-weather-paris"][2] == "Paris, fixed"
     assert sessions["s-weather-paris"][-1] > old_sessions["s-weather-paris"][-1]  # updated_at: now
-    assert {k: v for k, v in sessions.items() if k != "s-weather-paris"} == \
-        {k: v for k, v in old_sessions.items() if k != "s-weather-paris"}
+    assert {k: v for k, v in sessions.items() if k != "s-weather-paris"} == {
+        k: v for k, v in old_sessions.items() if k != "s-weather-paris"
+    }
     shown = cli_json(url, "show", "msg-13")
     assert shown["messages"][-1]["content"] == NEW and shown["metadata"]["step"] == 6
     assert shown["state"]["session"]["title"] == "Paris, fixed"
@@ -65,8 +70,10 @@ async def test_edit_a_message_and_its_session_in_place_then_undo_row_for_row(art
         assert history[-1]["content"] == NEW
     await valid(url)
     ops = cli_json(url, "oplog")
-    assert ops[0]["kind"] == "edit" and ops[0]["summary"] == \
-        "edit s-weather-paris at step 6 (msg-13): set content, set session.title"
+    assert (
+        ops[0]["kind"] == "edit"
+        and ops[0]["summary"] == "edit s-weather-paris at step 6 (msg-13): set content, set session.title"
+    )
 
     _ok(cli(url, "undo"))
     assert await dump(url) == before  # every row, byte for byte (updated_at too)
@@ -79,14 +86,37 @@ async def test_edit_a_message_and_its_session_in_place_then_undo_row_for_row(art
 async def test_a_session_id_names_its_last_message_and_session_fields_and_tool_calls(article_url):
     url = article_url
     before = await dump(url)
-    plan = cli_json(url, "edit", "s-wang-report", "--set", 'session.status="paused"', "--set",
-                    'session.metadata.quarter="2026Q4"', "--set", 'session.model="gpt-4o-mini"', "--dry-run")
+    plan = cli_json(
+        url,
+        "edit",
+        "s-wang-report",
+        "--set",
+        'session.status="paused"',
+        "--set",
+        'session.metadata.quarter="2026Q4"',
+        "--set",
+        'session.model="gpt-4o-mini"',
+        "--dry-run",
+    )
     last = cli_json(url, "log", "s-wang-report")[0]  # newest first
     assert plan["ref"] == last["checkpoint_id"]
-    assert sorted(c["path"] for c in plan["changes"]) == ["/session/metadata/quarter", "/session/model",
-                                                          "/session/status"]
-    r = cli(url, "edit", "s-wang-report", "--set", 'session.status="paused"', "--set",
-            'session.metadata.quarter="2026Q4"', "--set", 'session.model="gpt-4o-mini"', "--yes")
+    assert sorted(c["path"] for c in plan["changes"]) == [
+        "/session/metadata/quarter",
+        "/session/model",
+        "/session/status",
+    ]
+    r = cli(
+        url,
+        "edit",
+        "s-wang-report",
+        "--set",
+        'session.status="paused"',
+        "--set",
+        'session.metadata.quarter="2026Q4"',
+        "--set",
+        'session.model="gpt-4o-mini"',
+        "--yes",
+    )
     _ok(r)
     after = await dump(url)
     assert after["messages"] == before["messages"]  # only the session changed
@@ -98,8 +128,18 @@ async def test_a_session_id_names_its_last_message_and_session_fields_and_tool_c
 
     # tool_calls as the article's save_message writes them (JSON text; NULL when empty)
     calls = [{"id": "call_x", "name": "get_weather", "arguments": {"city": "Lyon"}}]
-    _ok(cli(url, "edit", "msg-9", "--set", f"tool_calls={json.dumps(calls)}", "--set", 'content="Checking Lyon."',
-            "--yes"))
+    _ok(
+        cli(
+            url,
+            "edit",
+            "msg-9",
+            "--set",
+            f"tool_calls={json.dumps(calls)}",
+            "--set",
+            'content="Checking Lyon."',
+            "--yes",
+        )
+    )
     msg = {m[0]: m for m in (await dump(url))["messages"]}[9]
     assert msg[3:5] == ("Checking Lyon.", json.dumps(calls, ensure_ascii=False))
     assert cli_json(url, "show", "msg-9")["messages"][-1]["tool_calls"] == calls
@@ -118,10 +158,15 @@ def test_bad_edits_exit_2_with_one_line_and_write_nothing(tmp_path):
     shutil.copyfile(SAMPLE, db)
     raw = (tmp_path / "sessions.db").read_bytes()
     cases = [
-        (["--set", "nope=1"], "the state has no key 'nope' (its keys: content, role, session, tool_call_id, "
-                              "tool_calls)"),
-        (["--set", "session.user_id=\"x\""], "the session has no field 'user_id' that edit changes "
-                                             "(its fields: metadata, model, status, title)"),
+        (
+            ["--set", "nope=1"],
+            "the state has no key 'nope' (its keys: content, role, session, tool_call_id, tool_calls)",
+        ),
+        (
+            ["--set", 'session.user_id="x"'],
+            "the session has no field 'user_id' that edit changes "
+            "(its fields: metadata, model, status, title)",
+        ),
         (["--set", 'role="robot"'], "role: 'robot' is no role of the article's messages"),
         (["--set", 'session.status="done"'], "session.status: 'done' is no session status"),
         (["--set", "content=5"], "content: a message's content is a string"),
@@ -166,18 +211,33 @@ async def test_postgres_jsonb_metadata_and_timestamptz_times_round_trip(pg_dsn):
     conn = await asyncpg.connect(pg_dsn)
     try:
         await conn.execute(
-            pg_typed_tables(updated_at="'2026-01-02 03:04:05.678901+00'", tool_calls="JSONB") +
-            "INSERT INTO sessions (id, user_id, status, metadata_json) VALUES ('p1', 'u', 'active', '{\"k\": 1}');"
-            "INSERT INTO messages (session_id, role, content) VALUES ('p1', 'user', 'hello');")
+            pg_typed_tables(updated_at="'2026-01-02 03:04:05.678901+00'", tool_calls="JSONB")
+            + "INSERT INTO sessions (id, user_id, status, metadata_json) VALUES ('p1', 'u', 'active', '{\"k\": 1}');"
+            "INSERT INTO messages (session_id, role, content) VALUES ('p1', 'user', 'hello');"
+        )
 
         async def rows():
-            return [[tuple(r) for r in await conn.fetch(f"SELECT * FROM {t} ORDER BY id")]
-                    for t in ("sessions", "messages")]
+            return [
+                [tuple(r) for r in await conn.fetch(f"SELECT * FROM {t} ORDER BY id")]
+                for t in ("sessions", "messages")
+            ]
 
         before = await rows()
         calls = [{"id": "c1", "name": "f"}]
-        _ok(cli(pg_dsn, "edit", "p1", "--set", "session.metadata.k=2", "--set", 'session.status="paused"',
-                "--set", f"tool_calls={json.dumps(calls)}", "--yes"))
+        _ok(
+            cli(
+                pg_dsn,
+                "edit",
+                "p1",
+                "--set",
+                "session.metadata.k=2",
+                "--set",
+                'session.status="paused"',
+                "--set",
+                f"tool_calls={json.dumps(calls)}",
+                "--yes",
+            )
+        )
         s = await conn.fetchrow("SELECT metadata_json::text AS m, status, updated_at FROM sessions")
         assert json.loads(s["m"]) == {"k": 2} and s["status"] == "paused" and s["updated_at"].year >= 2026
         assert s["updated_at"] != before[0][0][-1]

@@ -37,8 +37,11 @@ class State(TypedDict, total=False):
 
 
 def agent(s: State) -> dict[str, Any]:
-    return {"messages": [{"role": "assistant", "content": f"plan for {s['plan']['city']}"}],
-            "log": ["agent"], "count": s.get("count", 0) + 1}
+    return {
+        "messages": [{"role": "assistant", "content": f"plan for {s['plan']['city']}"}],
+        "log": ["agent"],
+        "count": s.get("count", 0) + 1,
+    }
 
 
 def approve(s: State) -> dict[str, Any]:
@@ -58,13 +61,18 @@ def builder() -> StateGraph:
     for node in line[1:-1]:
         b.add_node(node.__name__, node)
     names = [n if isinstance(n, str) else n.__name__ for n in line]
-    for src, dst in zip(names, names[1:]):
+    for src, dst in zip(names, names[1:], strict=False):
         b.add_edge(src, dst)
     return b
 
 
-INPUT = {"messages": [{"role": "user", "content": "hi"}], "log": [], "count": 0,
-         "plan": {"city": "Paris", "x": 1}, "fixed": False}
+INPUT = {
+    "messages": [{"role": "user", "content": "hi"}],
+    "log": [],
+    "count": 0,
+    "plan": {"city": "Paris", "x": 1},
+    "fixed": False,
+}
 
 
 def at(checkpoint_id: str) -> dict[str, Any]:
@@ -103,8 +111,9 @@ class Copy:
         return len(list(self.graph.get_state_history(cfg(thread))))
 
     def at_step(self, step: int, thread: str = "t") -> str:
-        return [s for s in self.graph.get_state_history(cfg(thread))
-                if s.metadata["step"] == step][0].config["configurable"]["checkpoint_id"]
+        return [s for s in self.graph.get_state_history(cfg(thread)) if s.metadata["step"] == step][0].config[
+            "configurable"
+        ]["checkpoint_id"]
 
 
 @pytest.fixture
@@ -123,8 +132,13 @@ def rows(path: str) -> dict[str, list[tuple]]:
     journal's AUTOINCREMENT counter in sqlite_sequence), sorted."""
     conn = sqlite3.connect(path)
     try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                             "AND name NOT LIKE 'agentctl_%' AND name NOT LIKE 'sqlite_%'")]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'agentctl_%' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
         return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
     finally:
         conn.close()
@@ -134,10 +148,13 @@ def shape(saver: Any, config: dict[str, Any]) -> dict[str, Any]:
     """What a checkpoint holds, without its id, time and the versions' random part."""
     t = saver.get_tuple(config)
     cp = t.checkpoint
-    return {"metadata": t.metadata, "values": strip_ids(cp["channel_values"]),
-            "versions": sorted(cp["channel_versions"]),
-            "seen": {n: sorted(s) for n, s in cp["versions_seen"].items()},
-            "updated_channels": cp.get("updated_channels")}
+    return {
+        "metadata": t.metadata,
+        "values": strip_ids(cp["channel_values"]),
+        "versions": sorted(cp["channel_versions"]),
+        "seen": {n: sorted(s) for n, s in cp["versions_seen"].items()},
+        "updated_channels": cp.get("updated_channels"),
+    }
 
 
 def edit(url: str, *args: str) -> dict[str, Any]:
@@ -285,8 +302,14 @@ def test_postgres_head_edit_and_undo(pg_dsn):
             parent = saver.get_tuple(t.parent_config).checkpoint["channel_versions"]
             fresh = {ch: v for ch, v in t.checkpoint["channel_versions"].items() if parent.get(ch) != v}
             with saver.conn.cursor() as cur:
-                cur.execute("SELECT channel, version, type FROM checkpoint_blobs WHERE thread_id = %s", (thread,))
-                return sorted((r["channel"], r["type"]) for r in cur.fetchall() if fresh.get(r["channel"]) == r["version"])
+                cur.execute(
+                    "SELECT channel, version, type FROM checkpoint_blobs WHERE thread_id = %s", (thread,)
+                )
+                return sorted(
+                    (r["channel"], r["type"])
+                    for r in cur.fetchall()
+                    if fresh.get(r["channel"]) == r["version"]
+                )
 
         assert new_blobs("a") == new_blobs("b") != []
         assert len(list(graph.get_state_history(cfg("a")))) == len(list(graph.get_state_history(cfg("b"))))
@@ -318,10 +341,11 @@ def test_which_path_langgraph_json_or_agent_means_langgraph_writes_it(tmp_path):
     r = _agentctl(url, *args, "--agent", f"{proj / 'graph.py'}:graph", cwd=elsewhere)
     assert r.returncode == 2 and r.stderr.splitlines()[-1] == "agentctl: " + by_langgraph
     r = _agentctl(url, *args, cwd=elsewhere)
-    assert r.returncode == 2 and r.stderr.splitlines()[-1].startswith("agentctl: --as-node nosuchnode: no such node")
+    assert r.returncode == 2 and r.stderr.splitlines()[-1].startswith(
+        "agentctl: --as-node nosuchnode: no such node"
+    )
     r = _agentctl(url, "edit", "t", "--set", "n=1", "--yes", cwd=elsewhere)  # and without the graph it writes
     assert r.returncode == 0 and r.stdout.startswith("edited t: new checkpoint "), r.stderr
-
 
 
 class LoopState(TypedDict):

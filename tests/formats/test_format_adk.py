@@ -17,14 +17,13 @@ from google.adk.events import Event, EventActions  # noqa: E402
 from google.adk.sessions import DatabaseSessionService  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from tests.support.format_contract import check_session_store as check_store  # noqa: E402
-from tests.support.rig import REPO  # noqa: E402
-
 from agentctl.errors import OperationError, UsageError  # noqa: E402
 from agentctl.refs import resolve  # noqa: E402
-from agentctl.storage.adk.events import UNKNOWN  # noqa: E402
 from agentctl.storage import detect, formats, open_store  # noqa: E402
+from agentctl.storage.adk.events import UNKNOWN  # noqa: E402
 from agentctl.tree import checkpoint_tree  # noqa: E402
+from tests.support.format_contract import check_session_store as check_store  # noqa: E402
+from tests.support.rig import REPO  # noqa: E402
 
 INITIAL = {"init": 1, "nested": {"a": [1, 2]}, "app:theme": "dark", "user:lang": "fr"}
 
@@ -40,20 +39,38 @@ def conversation() -> list[Event]:
     resp = types.FunctionResponse(id="fc-1", name="lookup", response={"result": "sunny"})
     return [
         Event(author="user", invocation_id="inv-1", content=_text("user", "What is the weather?")),
-        Event(author="helper", invocation_id="inv-1",
-              content=types.Content(role="model", parts=[types.Part(function_call=call)])),
-        Event(author="helper", invocation_id="inv-1",
-              content=types.Content(role="user", parts=[types.Part(function_response=resp)]),
-              actions=EventActions(state_delta={"counter": 1, "app:count": 5, "user:seen": True,
-                                                "temp:scratch": "x"},
-                                   artifact_delta={"report.txt": 0})),
-        Event(author="helper", invocation_id="inv-1", content=_text("model", "It is sunny."),
-              actions=EventActions(state_delta={"counter": 2, "note": "done"})),
+        Event(
+            author="helper",
+            invocation_id="inv-1",
+            content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+        ),
+        Event(
+            author="helper",
+            invocation_id="inv-1",
+            content=types.Content(role="user", parts=[types.Part(function_response=resp)]),
+            actions=EventActions(
+                state_delta={"counter": 1, "app:count": 5, "user:seen": True, "temp:scratch": "x"},
+                artifact_delta={"report.txt": 0},
+            ),
+        ),
+        Event(
+            author="helper",
+            invocation_id="inv-1",
+            content=_text("model", "It is sunny."),
+            actions=EventActions(state_delta={"counter": 2, "note": "done"}),
+        ),
         Event(author="user", invocation_id="inv-2", content=_text("user", "Thanks! Remember café.")),
-        Event(author="helper", invocation_id="inv-2", error_code="RATE_LIMIT", error_message="quota exceeded"),
-        Event(author="helper", invocation_id="inv-2", content=_text("model", "Noted."),
-              actions=EventActions(state_delta={"app:count": 6, "user:seen": False, "note": None,
-                                                "counter": 3})),
+        Event(
+            author="helper", invocation_id="inv-2", error_code="RATE_LIMIT", error_message="quota exceeded"
+        ),
+        Event(
+            author="helper",
+            invocation_id="inv-2",
+            content=_text("model", "Noted."),
+            actions=EventActions(
+                state_delta={"app:count": 6, "user:seen": False, "note": None, "counter": 3}
+            ),
+        ),
     ]
 
 
@@ -104,9 +121,10 @@ async def test_reads_and_state_at_every_step(adk_db):
     s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state=dict(INITIAL))
     for ev in conversation():
         await svc.append_event(s, ev)
-    other = await svc.create_session(app_name="app", user_id="org/alice", session_id="s2",
-                                     state={"k": "v"})
-    await svc.append_event(other, Event(author="user", invocation_id="inv-9", content=_text("user", "hi there")))
+    other = await svc.create_session(app_name="app", user_id="org/alice", session_id="s2", state={"k": "v"})
+    await svc.append_event(
+        other, Event(author="user", invocation_id="inv-9", content=_text("user", "hi there"))
+    )
     await svc.create_session(app_name="app", user_id="u1", session_id="empty")  # no events: no thread
     adk = await svc.get_session(app_name="app", user_id="u1", session_id="s1")
     expected = await replayed_states(adk.events, INITIAL)
@@ -120,7 +138,7 @@ async def test_reads_and_state_at_every_step(adk_db):
         assert [m.checkpoint_id for m in metas] == [e.id for e in adk.events]
         assert [m.step for m in metas] == list(range(1, len(adk.events) + 1))
         streamed = [cp async for cp in store.iter_checkpoints(["app/u1/s1"])]
-        for n, (meta, event) in enumerate(zip(metas, adk.events), 1):
+        for n, (meta, event) in enumerate(zip(metas, adk.events, strict=False), 1):
             cp = await store.get(meta.checkpoint_id)
             assert cp.metadata.step == n and len(cp.messages) == n
             # app:count and user:seen are first set at step 3: unknown before (issue 33.17)
@@ -134,22 +152,25 @@ async def test_reads_and_state_at_every_step(adk_db):
         head = await store.get_latest("app/u1/s1")
         assert head.state == adk.state
         msgs = head.messages
-        assert msgs[0] == {"role": "user", "content": "What is the weather?",
-                           "invocation_id": "inv-1"}
+        assert msgs[0] == {"role": "user", "content": "What is the weather?", "invocation_id": "inv-1"}
         assert msgs[1]["tool_calls"] == [{"id": "fc-1", "name": "lookup", "arguments": {"q": "weather"}}]
         assert msgs[2]["role"] == "tool" and msgs[2]["tool_call_id"] == "fc-1"
         assert msgs[2]["content"] == {"result": "sunny"}
         assert msgs[2]["artifact_delta"] == {"report.txt": 0}
         assert "temp:scratch" not in msgs[2]["state_delta"]  # never stored
         assert msgs[5]["error"] == {"code": "RATE_LIMIT", "message": "quota exceeded"}
-        assert head.tools_result == {"fc-1": {"name": "lookup", "args": {"q": "weather"},
-                                              "response": {"result": "sunny"}}}
+        assert head.tools_result == {
+            "fc-1": {"name": "lookup", "args": {"q": "weather"}, "response": {"result": "sunny"}}
+        }
         assert "artifact:report.txt@0" in metas[2].tags and "error" in metas[5].tags
         # the thread whose user id holds "/" is found by its whole id
         alice = await store.thread_summary("app/org/alice/s2")
         assert alice.checkpoints == 1 and alice.head_summary == "user: hi there"
-        assert (await store.get_latest("app/org/alice/s2")).state == {"k": "v", "app:theme": "dark",
-                                                                     "app:count": 6}
+        assert (await store.get_latest("app/org/alice/s2")).state == {
+            "k": "v",
+            "app:theme": "dark",
+            "app:count": 6,
+        }
         assert await store.thread_summary("app/u1/empty") is None
         # at_step, children, refs by prefix, descending pages
         assert (await store.at_step("app/u1/s1", 3)).checkpoint_id == adk.events[2].id
@@ -168,11 +189,13 @@ async def test_reads_and_state_at_every_step(adk_db):
 async def test_overwritten_initial_keys_are_absent_until_their_first_delta(tmp_path):
     path = str(tmp_path / "adk.db")
     svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
-    s = await svc.create_session(app_name="a", user_id="u", session_id="s",
-                                 state={"kept": 1, "changed": "initial"})
+    s = await svc.create_session(
+        app_name="a", user_id="u", session_id="s", state={"kept": 1, "changed": "initial"}
+    )
     await svc.append_event(s, Event(author="user", invocation_id="i", content=_text("user", "one")))
-    await svc.append_event(s, Event(author="agent", invocation_id="i",
-                                    actions=EventActions(state_delta={"changed": "later"})))
+    await svc.append_event(
+        s, Event(author="agent", invocation_id="i", actions=EventActions(state_delta={"changed": "later"}))
+    )
     await svc.close()
     async with open_store(path) as store:
         metas = await store.read_thread("a/u/s")
@@ -210,9 +233,18 @@ async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch, reque
 
     from agentctl.storage import Unsupported
 
-    events = [(f"e{i}", author, pickle.dumps({"state_delta": {"x": i}}), datetime(2025, 1, 1, 0, 0, i),
-               '{"role": "%s", "parts": [{"text": "%s"}]}' % ("user" if author == "user" else "model", body))
-              for i, (author, body) in enumerate([("user", "hello v0"), ("agent", "hi from v0")])]
+    events = [
+        (
+            f"e{i}",
+            author,
+            pickle.dumps({"state_delta": {"x": i}}),
+            datetime(2025, 1, 1, 0, 0, i),
+            '{{"role": "{}", "parts": [{{"text": "{}"}}]}}'.format(
+                "user" if author == "user" else "model", body
+            ),
+        )
+        for i, (author, body) in enumerate([("user", "hello v0"), ("agent", "hi from v0")])
+    ]
     if kind == "sqlite":
         import sqlite3
 
@@ -220,11 +252,15 @@ async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch, reque
         conn = sqlite3.connect(url)
         for ddl in V0_DDL:
             conn.execute(ddl.format(json="TEXT", ts="DATETIME", blob="BLOB"))
-        conn.execute("INSERT INTO sessions VALUES ('a', 'u', 's', '{\"x\": 1}', "
-                      "'2025-01-01 00:00:00.000000', '2025-01-01 00:00:02.000000')")
-        conn.executemany("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, actions, "
-                         "timestamp, content) VALUES (?, 'a', 'u', 's', 'inv', ?, ?, ?, ?)",
-                         [(i, a, p, t.strftime("%Y-%m-%d %H:%M:%S.%f"), c) for i, a, p, t, c in events])
+        conn.execute(
+            "INSERT INTO sessions VALUES ('a', 'u', 's', '{\"x\": 1}', "
+            "'2025-01-01 00:00:00.000000', '2025-01-01 00:00:02.000000')"
+        )
+        conn.executemany(
+            "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, actions, "
+            "timestamp, content) VALUES (?, 'a', 'u', 's', 'inv', ?, ?, ?, ?)",
+            [(i, a, p, t.strftime("%Y-%m-%d %H:%M:%S.%f"), c) for i, a, p, t, c in events],
+        )
         conn.commit()
         conn.close()
     else:
@@ -235,11 +271,17 @@ async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch, reque
         try:
             for ddl in V0_DDL:
                 await conn.execute(ddl.format(json="JSONB", ts="TIMESTAMP", blob="BYTEA"))
-            await conn.execute("INSERT INTO sessions VALUES ('a', 'u', 's', '{\"x\": 1}', $1, $2)",
-                               datetime(2025, 1, 1), datetime(2025, 1, 1, 0, 0, 2))
-            await conn.executemany("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, "
-                                   "actions, timestamp, content) VALUES ($1, 'a', 'u', 's', 'inv', $2, $3, $4, "
-                                   "$5::jsonb)", events)
+            await conn.execute(
+                "INSERT INTO sessions VALUES ('a', 'u', 's', '{\"x\": 1}', $1, $2)",
+                datetime(2025, 1, 1),
+                datetime(2025, 1, 1, 0, 0, 2),
+            )
+            await conn.executemany(
+                "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, "
+                "actions, timestamp, content) VALUES ($1, 'a', 'u', 's', 'inv', $2, $3, $4, "
+                "$5::jsonb)",
+                events,
+            )
         finally:
             await conn.close()
 
@@ -264,16 +306,39 @@ async def test_v0_layout_is_read_without_unpickling(tmp_path, monkeypatch, reque
 
 
 def test_detection_keeps_the_formats_apart():
-    adk = {"sessions": {"app_name", "user_id", "id", "state", "create_time", "update_time"},
-           "events": {"id", "app_name", "user_id", "session_id", "invocation_id", "timestamp", "event_data"},
-           "app_states": {"app_name", "state", "update_time"},
-           "user_states": {"app_name", "user_id", "state", "update_time"},
-           "adk_internal_metadata": {"key", "value"}}
+    adk = {
+        "sessions": {"app_name", "user_id", "id", "state", "create_time", "update_time"},
+        "events": {"id", "app_name", "user_id", "session_id", "invocation_id", "timestamp", "event_data"},
+        "app_states": {"app_name", "state", "update_time"},
+        "user_states": {"app_name", "user_id", "state", "update_time"},
+        "adk_internal_metadata": {"key", "value"},
+    }
     assert [f.name for f in formats() if f.matches(adk)] == ["adk"]
-    article = {"sessions": {"id", "user_id", "title", "status", "model", "total_tokens", "total_cost",
-                            "message_count", "metadata_json", "created_at", "updated_at"},
-               "messages": {"id", "session_id", "role", "content", "tool_calls_json", "tool_call_id",
-                            "token_count", "created_at"}}
+    article = {
+        "sessions": {
+            "id",
+            "user_id",
+            "title",
+            "status",
+            "model",
+            "total_tokens",
+            "total_cost",
+            "message_count",
+            "metadata_json",
+            "created_at",
+            "updated_at",
+        },
+        "messages": {
+            "id",
+            "session_id",
+            "role",
+            "content",
+            "tool_calls_json",
+            "tool_call_id",
+            "token_count",
+            "created_at",
+        },
+    }
     assert [f.name for f in formats() if f.matches(article)] == ["article"]
 
 
@@ -299,8 +364,15 @@ def test_cli_shows_the_state_at_a_step(tmp_path):
     import json
 
     shown = json.loads(r.stdout)
-    assert shown["state"] == {"init": 1, "nested": {"a": [1, 2]}, "counter": 1, "app:theme": "dark",
-                              "app:count": 5, "user:lang": "fr", "user:seen": True}
+    assert shown["state"] == {
+        "init": 1,
+        "nested": {"a": [1, 2]},
+        "counter": 1,
+        "app:theme": "dark",
+        "app:count": 5,
+        "user:lang": "fr",
+        "user:seen": True,
+    }
     r = cli(path, "--no-color", "diff", "app/u1/s1@3", "app/u1/s1@7")
     assert r.exit_code == 0 and "/counter" in r.stdout and "/note" in r.stdout
     # the user's own event says `[0] user` once, an agent's its role and name (issue 33.16)
@@ -317,9 +389,15 @@ async def test_app_and_user_keys_are_unknown_before_their_first_change(adk_db):
     url, svc = adk_db
     s = await svc.create_session(app_name="app", user_id="u1", session_id="s1", state={"app:fixed": 1})
     await svc.append_event(s, Event(author="user", invocation_id="i1", content=_text("user", "hi")))
-    await svc.append_event(s, Event(author="agent", invocation_id="i1", content=_text("model", "ok"),
-                                    actions=EventActions(state_delta={"user:tier": "gold", "app:hits": 1,
-                                                                      "mine": True})))
+    await svc.append_event(
+        s,
+        Event(
+            author="agent",
+            invocation_id="i1",
+            content=_text("model", "ok"),
+            actions=EventActions(state_delta={"user:tier": "gold", "app:hits": 1, "mine": True}),
+        ),
+    )
     async with open_store(url) as store:
         first = await store.get((await resolve(store, "app/u1/s1@1")).checkpoint_id)
         assert first.state == {"app:fixed": 1, "app:hits": UNKNOWN, "user:tier": UNKNOWN}
@@ -339,16 +417,25 @@ async def test_bundled_sample(tmp_path):
         assert await store.all_thread_ids() == ["trip-planner/alice/s-1", "trip-planner/bob/s-2"]
         first = await store.get("ev-01")
         # app:searches and user:last_destination are first set later: unknown before
-        assert first.state == {"budget": 500, "app:currency": "EUR", "user:home": "Lyon",
-                               "app:searches": UNKNOWN, "user:last_destination": UNKNOWN}
+        assert first.state == {
+            "budget": 500,
+            "app:currency": "EUR",
+            "user:home": "Lyon",
+            "app:searches": UNKNOWN,
+            "user:last_destination": UNKNOWN,
+        }
         head = await store.get_latest("trip-planner/alice/s-1")
         assert head.state["booking"] == "failed" and head.state["app:searches"] == 2
 
 
 async def dump(url: str) -> dict[str, list]:
     """Every row of ADK's tables, as text."""
-    tables = {"sessions": "app_name, user_id, id", "events": "app_name, user_id, session_id, id",
-              "app_states": "app_name", "user_states": "app_name, user_id"}
+    tables = {
+        "sessions": "app_name, user_id, id",
+        "events": "app_name, user_id, session_id, id",
+        "app_states": "app_name",
+        "user_states": "app_name, user_id",
+    }
     out = {}
     if url.startswith("postgres"):
         import asyncpg
@@ -356,7 +443,10 @@ async def dump(url: str) -> dict[str, list]:
         conn = await asyncpg.connect(url)
         try:
             for t, order in tables.items():
-                out[t] = [tuple(str(v) for v in r.values()) for r in await conn.fetch(f"SELECT * FROM {t} ORDER BY {order}")]
+                out[t] = [
+                    tuple(str(v) for v in r.values())
+                    for r in await conn.fetch(f"SELECT * FROM {t} ORDER BY {order}")
+                ]
         finally:
             await conn.close()
         return out
@@ -416,7 +506,9 @@ async def test_rewind_as_adk_does_it_then_undo(adk_db):
         await check_store(store, message_per_step=False, linear=False)
     # the session ADK held from before is stale: ADK's own error, nothing written
     with pytest.raises(StaleSessionError):
-        await svc.append_event(held, Event(author="user", invocation_id="inv-x", content=_text("user", "late")))
+        await svc.append_event(
+            held, Event(author="user", invocation_id="inv-x", content=_text("user", "late"))
+        )
     async with open_store(url, readonly=False) as store:
         await store.history().undo()
     assert await dump(url) == before  # every row as it was
@@ -444,8 +536,11 @@ async def test_rewind_as_adk_does_it_then_undo(adk_db):
             if last == "after redo":
                 await h.redo()
                 assert await dump(url) == rewound
-        fresh = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{url}") if "://" not in url else \
-            DatabaseSessionService(db_engine=_engine_for(url))
+        fresh = (
+            DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{url}")
+            if "://" not in url
+            else DatabaseSessionService(db_engine=_engine_for(url))
+        )
         try:
             s = await fresh.get_session(app_name="app", user_id="u1", session_id="s1")
             visible = [e.content.parts[0].text for e in _apply_rewinds(s.events) if e.content]
@@ -453,8 +548,9 @@ async def test_rewind_as_adk_does_it_then_undo(adk_db):
                 assert visible == [e.content.parts[0].text for e in held.events[:4] if e.content]
             else:  # as before the rewind
                 assert visible[-1] == "after redo"
-            await fresh.append_event(s, Event(author="user", invocation_id=f"inv-{last}",
-                                              content=_text("user", last)))
+            await fresh.append_event(
+                s, Event(author="user", invocation_id=f"inv-{last}", content=_text("user", last))
+            )
             s = await fresh.get_session(app_name="app", user_id="u1", session_id="s1")
             assert [e.content.parts[0].text for e in _apply_rewinds(s.events) if e.content][-1] == last
         finally:
@@ -507,7 +603,9 @@ async def test_hard_rewind_and_branch_then_undo(adk_db):
     async with open_store(url, readonly=False) as store:
         branch = await store.history().branch((await store.at_step(tid, 4)).checkpoint_id, "go")
     b = await svc.get_session(app_name="app", user_id="u1", session_id=branch.split("/")[2])
-    await svc.append_event(b, Event(author="user", invocation_id="inv-b", content=_text("user", "on the branch")))
+    await svc.append_event(
+        b, Event(author="user", invocation_id="inv-b", content=_text("user", "on the branch"))
+    )
     async with open_store(url) as store:
         assert (await store.thread_summary(branch)).checkpoints == 5
         assert (await store.get_latest(branch)).state["counter"] == 2
@@ -523,8 +621,12 @@ async def test_app_and_user_keys_other_sessions_set_show_as_get_session_did(adk_
     url, svc = adk_db
 
     def ev(text: str, delta: dict | None = None) -> Event:
-        return Event(author="user", invocation_id="inv", content=_text("user", text),
-                     actions=EventActions(state_delta=delta or {}))
+        return Event(
+            author="user",
+            invocation_id="inv",
+            content=_text("user", text),
+            actions=EventActions(state_delta=delta or {}),
+        )
 
     a = await svc.create_session(app_name="app", user_id="u1", session_id="A")
     c = await svc.create_session(app_name="app", user_id="u2", session_id="C")
@@ -580,17 +682,30 @@ async def test_doctor_reports_and_fixes_a_state_overwritten_inside_adks_window(a
 
         def rewind_now(conn, cursor, statement, params, context, executemany):
             if statement.lstrip().upper().startswith("UPDATE SESSIONS") and not ran:
-                ran.append(subprocess.run([sys.executable, "-m", "agentctl", "--db", url, "rewind",
-                                           f"{tid}@4", "--yes"], capture_output=True).returncode)
+                ran.append(
+                    subprocess.run(
+                        [sys.executable, "-m", "agentctl", "--db", url, "rewind", f"{tid}@4", "--yes"],
+                        capture_output=True,
+                    ).returncode
+                )
 
         sa_event.listen(svc.db_engine.sync_engine, "before_cursor_execute", rewind_now)
         try:
-            await svc.append_event(s, Event(author="helper", invocation_id="inv-3", content=_text("model", "late"),
-                                            actions=EventActions(state_delta={"counter": 9})))
+            await svc.append_event(
+                s,
+                Event(
+                    author="helper",
+                    invocation_id="inv-3",
+                    content=_text("model", "late"),
+                    actions=EventActions(state_delta={"counter": 9}),
+                ),
+            )
         finally:
             sa_event.remove(svc.db_engine.sync_engine, "before_cursor_execute", rewind_now)
         assert ran == [0]  # no StaleSessionError: ADK wrote the state it read, plus its delta
-        writer_state = session_part((await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state)
+        writer_state = session_part(
+            (await svc.get_session(app_name="app", user_id="u1", session_id="s1")).state
+        )
         rewound = {**writer_state, "counter": 2, "note": "done"}  # step 4's, as the rewind event set it
         assert writer_state["counter"] == 9 and writer_state["note"] is None
     else:
@@ -604,8 +719,9 @@ async def test_doctor_reports_and_fixes_a_state_overwritten_inside_adks_window(a
         assert rewound != writer_state
         async with open_store(url, readonly=False) as store:
             async with store._db.transaction([tid]) as tx:
-                await tx.execute("UPDATE sessions SET state = CAST(? AS JSONB) WHERE id = 's1'",
-                                 json.dumps(writer_state))
+                await tx.execute(
+                    "UPDATE sessions SET state = CAST(? AS JSONB) WHERE id = 's1'", json.dumps(writer_state)
+                )
     r = cli(url, "doctor", "--json")
     assert r.exit_code == 5, r.stdout + r.stderr
     found = json.loads(r.stdout)["problems"]["session_state"]
@@ -664,9 +780,15 @@ def test_apply_rewinds_keeps_the_events_adks_own_keeps():
             else:
                 targets.append(None)
                 invocations.append(rng.choice(invocations[-1:] + [f"i{len(invocations)}"]))
-        events = [Event(id=str(i), author="user", invocation_id=inv,
-                        actions=EventActions(rewind_before_invocation_id=t))
-                  for i, (inv, t) in enumerate(zip(invocations, targets))]
+        events = [
+            Event(
+                id=str(i),
+                author="user",
+                invocation_id=inv,
+                actions=EventActions(rewind_before_invocation_id=t),
+            )
+            for i, (inv, t) in enumerate(zip(invocations, targets, strict=False))
+        ]
         kept, dropped = apply_rewinds(invocations, targets)
         assert [str(i) for i in kept] == [e.id for e in _apply_rewinds(events)], (invocations, targets)
         assert not set(kept) & dropped

@@ -47,8 +47,9 @@ def said(messages) -> list[tuple]:
     return out
 
 
-@pytest.fixture(params=[(layout, kind) for kind in KINDS for layout in LAYOUTS],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(
+    params=[(layout, kind) for kind in KINDS for layout in LAYOUTS], ids=lambda p: f"{p[0]}-{p[1]}"
+)
 def db(request, agno_db):
     return agno_db(*request.param)
 
@@ -61,7 +62,10 @@ def test_reads_match_agno(db):
 
     async def go():
         async with open_store(db.url) as store:
-            assert store.layout == {"v3": "v3", "v2": "v2", "migrated": "migrated", "mixed": "migrated"}[db.layout]
+            assert (
+                store.layout
+                == {"v3": "v3", "v2": "v2", "migrated": "migrated", "mixed": "migrated"}[db.layout]
+            )
             summaries = {t.thread_id: t for t in await store.thread_summaries(50)}
             assert set(summaries) == set(SESSIONS)
             assert await store.count_threads() == 4
@@ -80,12 +84,12 @@ def test_reads_match_agno(db):
         assert [m.step for m in metas] == list(range(1, len(runs) + 1))
         assert summary.checkpoints == len(runs) and summary.head_checkpoint_id == runs[-1].run_id
         assert summary.session_type == SESSIONS[sid]
-        for n, (cp, run) in enumerate(zip(cps, runs), 1):
+        for n, (cp, run) in enumerate(zip(cps, runs, strict=False), 1):
             assert cp.metadata.step == n
             assert cp.state == (getattr(run, "session_state", None) or {})
             assert cp.tools_result["run"]["run_id"] == run.run_id
         assert said(cps[-1].messages) == said(session.get_chat_history())
-        for a, b in zip(cps, cps[1:]):  # each step's conversation goes on from the one before
+        for a, b in zip(cps, cps[1:], strict=False):  # each step's conversation goes on from the one before
             assert said(b.messages)[: len(a.messages)] == said(a.messages)
         assert [c.to_dict() for c in streamed] == [c.to_dict() for c in cps]
 
@@ -94,6 +98,7 @@ def test_forks_members_steps_and_paused(db):
     """continue_run's regeneration and fork hang beside their source (log/tree forks); a
     team's member run is inside the team run's step; a workflow's step runs inside its
     run; a PAUSED run is tagged and keeps the tool waiting for its confirmation."""
+
     async def go():
         async with open_store(db.url) as store:
             chat = await store.read_thread("chat", 100)
@@ -154,8 +159,10 @@ def test_doctor_finds_legacy_differences_and_run_index_gaps(agno_db):
     assert not clean["warnings"] and not clean["problems"]["run_index"]
     conn = sqlite3.connect(db.url)
     with conn:
-        conn.execute("UPDATE agno_runs SET run_data = json_set(run_data, '$.content', 'changed') WHERE run_id = ?",
-                     (db.runs["chat"][1],))
+        conn.execute(
+            "UPDATE agno_runs SET run_data = json_set(run_data, '$.content', 'changed') WHERE run_id = ?",
+            (db.runs["chat"][1],),
+        )
         conn.execute("UPDATE agno_runs SET run_index = 0 WHERE run_id = ?", (db.runs["chat"][2],))
     conn.close()
     found = cli_json(db.url, "doctor", code=5)
@@ -173,15 +180,18 @@ def test_table_names_and_choice(tmp_path):
     from agentctl.errors import SchemaError
 
     path = tmp_path / "named.db"
-    code = ("import sys; sys.path.insert(0, 'tests/scripts'); from agno_model import Scripted; "
-            "from agno.agent import Agent; from agno.db.sqlite import SqliteDb; "
-            "db = SqliteDb(db_file=sys.argv[1], session_table=sys.argv[2]); "
-            "Agent(model=Scripted(script=['hi']), id='a', db=db).run('hello', session_id='s')")
+    code = (
+        "import sys; sys.path.insert(0, 'tests/scripts'); from agno_model import Scripted; "
+        "from agno.agent import Agent; from agno.db.sqlite import SqliteDb; "
+        "db = SqliteDb(db_file=sys.argv[1], session_table=sys.argv[2]); "
+        "Agent(model=Scripted(script=['hi']), id='a', db=db).run('hello', session_id='s')"
+    )
     subprocess.run([sys.executable, "-c", code, str(path), "my_sessions"], check=True, capture_output=True)
     tables = {r[0] for r in __import__("sqlite3").connect(path).execute("SELECT name FROM sqlite_master")}
     assert {"my_sessions", "my_sessions_runs"} <= tables
     assert [r["thread_id"] for r in cli_json(str(path), "threads", "list")] == ["s"]
     subprocess.run([sys.executable, "-c", code, str(path), "other_sessions"], check=True, capture_output=True)
+
     async def opened():
         async with open_store(str(path)):
             pass

@@ -27,8 +27,8 @@ from agentctl.errors import (
 from agentctl.storage import PruneSpec, Unsupported, detect, open_store
 from agentctl.storage.article import schema as S
 from tests.support.article_storage import FTS_TRIGGERS, AgentStorage, init_database
-
 from tests.support.rig import REPO
+
 SAMPLE = REPO / "sample_db" / "sessions.db"
 TABLES = ("users", "sessions", "messages", "tasks", "tool_logs")
 
@@ -59,10 +59,14 @@ async def _fill_pg(dsn: str, source: str = str(SAMPLE)) -> None:
             if rows:
                 await conn.executemany(
                     f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
-                    f"({', '.join(f'${i + 1}' for i in range(len(cols)))})", rows)
+                    f"({', '.join(f'${i + 1}' for i in range(len(cols)))})",
+                    rows,
+                )
         for table in ("messages", "tool_logs"):
-            await conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                               f"(SELECT COALESCE(MAX(id), 1) FROM {table}))")
+            await conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                f"(SELECT COALESCE(MAX(id), 1) FROM {table}))"
+            )
     finally:
         await conn.close()
 
@@ -120,7 +124,8 @@ async def valid(url: str) -> None:
     try:  # the FKs are enforced by Postgres; the counters must agree with the messages
         bad = await conn.fetch(
             "SELECT id FROM sessions s WHERE message_count <> (SELECT COUNT(*) FROM messages m "
-            "WHERE m.session_id = s.id) AND id NOT IN ('s-alice-empty')")
+            "WHERE m.session_id = s.id) AND id NOT IN ('s-alice-empty')"
+        )
         assert [r[0] for r in bad] == []
     finally:
         await conn.close()
@@ -129,8 +134,12 @@ async def valid(url: str) -> None:
 def fts_search(path: str, term: str) -> list[int]:
     conn = sqlite3.connect(path)
     try:
-        return [r[0] for r in conn.execute(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", (term,))]
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", (term,)
+            )
+        ]
     finally:
         conn.close()
 
@@ -152,8 +161,14 @@ async def test_thread_summaries_and_filters(article_url):
         rows = await store.thread_summaries(50)
         ids = [t.thread_id for t in rows]
         assert ids[0] == "s-alice-empty"  # updated last
-        assert set(ids) == {"s-agent-basics", "s-weather-paris", "s-bob-regex", "s-bob-trip",
-                            "s-wang-report", "s-alice-empty"}
+        assert set(ids) == {
+            "s-agent-basics",
+            "s-weather-paris",
+            "s-bob-regex",
+            "s-bob-trip",
+            "s-wang-report",
+            "s-alice-empty",
+        }
         assert await store.count_threads() == 6
         assert await store.count_threads("s-bob") == 2
         w = next(t for t in rows if t.thread_id == "s-weather-paris")
@@ -166,11 +181,17 @@ async def test_thread_summaries_and_filters(article_url):
         assert by_thread == sorted(ids)
         by_count = await store.thread_summaries(2, sort="checkpoints")
         assert [t.thread_id for t in by_count] == ["s-wang-report", "s-agent-basics"]
-        assert [t.thread_id for t in await store.thread_summaries(50, user="Bob")] == ["s-bob-trip", "s-bob-regex"]
-        assert [t.thread_id for t in await store.thread_summaries(50, user="u-bob", status="paused")] == ["s-bob-trip"]
-        assert [t.thread_id for t in await store.thread_summaries(50, prefix="s-w", sort="thread",
-                                                                   descending=False)] == \
-            ["s-wang-report", "s-weather-paris"]
+        assert [t.thread_id for t in await store.thread_summaries(50, user="Bob")] == [
+            "s-bob-trip",
+            "s-bob-regex",
+        ]
+        assert [t.thread_id for t in await store.thread_summaries(50, user="u-bob", status="paused")] == [
+            "s-bob-trip"
+        ]
+        assert [
+            t.thread_id
+            for t in await store.thread_summaries(50, prefix="s-w", sort="thread", descending=False)
+        ] == ["s-wang-report", "s-weather-paris"]
         assert (await store.thread_summary("s-wang-report")).to_dict()["user_name"] == "王伟"
         assert await store.thread_summary("nope") is None
         assert await store.find_thread_ids("s-b") == ["s-bob-regex", "s-bob-trip"]
@@ -188,8 +209,10 @@ async def test_read_thread_get_state_tools(article_url):
         assert metas[0].parent_checkpoint_id is None and metas[3].parent_checkpoint_id == "msg-10"
         assert metas[1].tags == ["tool_call"] and metas[2].tags == ["tool_result"]
         page = await store.read_thread("s-weather-paris", 2, 2)
-        assert [(m.step, m.checkpoint_id, m.parent_checkpoint_id) for m in page] == \
-            [(3, "msg-10", "msg-9"), (4, "msg-11", "msg-10")]
+        assert [(m.step, m.checkpoint_id, m.parent_checkpoint_id) for m in page] == [
+            (3, "msg-10", "msg-9"),
+            (4, "msg-11", "msg-10"),
+        ]
         desc = await store.read_thread("s-weather-paris", 2, 1, descending=True)
         assert [(m.step, m.checkpoint_id) for m in desc] == [(5, "msg-12"), (4, "msg-11")]
 
@@ -255,15 +278,22 @@ async def test_search_fts_and_scan(sqlite_url):
         assert "umbrella" in hits[0].snippet
         hits = await store.search("TIMEOUT")
         assert store.last_search_path == "fts"
-        assert {(h.checkpoint_id, h.where) for h in hits} == {("msg-10", "messages"), ("msg-9", "tools_result")}
+        assert {(h.checkpoint_id, h.where) for h in hits} == {
+            ("msg-10", "messages"),
+            ("msg-9", "tools_result"),
+        }
         assert all("timeout" in h.snippet.lower() for h in hits)
-        assert [h.checkpoint_id for h in await store.search("paris", thread_id="s-weather-paris",
-                                                            role="user")] == ["msg-8"]
+        assert [
+            h.checkpoint_id for h in await store.search("paris", thread_id="s-weather-paris", role="user")
+        ] == ["msg-8"]
         # Chinese text is no FTS5 token of unicode61: scanned
         hits = await store.search("规划器")
         assert store.last_search_path == "scan"
-        assert {(h.checkpoint_id, h.where) for h in hits} == {("msg-5", "messages"), ("msg-6", "messages"),
-                                                              ("msg-5", "tools_result")}
+        assert {(h.checkpoint_id, h.where) for h in hits} == {
+            ("msg-5", "messages"),
+            ("msg-6", "messages"),
+            ("msg-5", "tools_result"),
+        }
         assert all("规划器" in h.snippet for h in hits)
     # stale index (the article's own save_message never feeds it): the index serves the
     # rows it has, the rows written since are scanned in the same search; no wrong hit
@@ -402,13 +432,15 @@ async def test_bad_input_writes_refuse_cleanly(tmp_path):
 def pg_typed_tables(updated_at: str = "now()", tool_calls: str = "TEXT") -> str:
     """The article's sessions and messages as a Postgres user may declare them (JSONB
     metadata, TIMESTAMPTZ times, no optional tables): DDL."""
-    return ("CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT, status TEXT, "
-            "model TEXT, total_tokens INTEGER DEFAULT 0, total_cost REAL DEFAULT 0, message_count INTEGER "
-            "DEFAULT 0, metadata_json JSONB DEFAULT '{}', created_at TIMESTAMPTZ DEFAULT now(), "
-            f"updated_at TIMESTAMPTZ DEFAULT {updated_at});"
-            "CREATE TABLE messages (id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, role TEXT, content "
-            f"TEXT NOT NULL DEFAULT '', tool_calls_json {tool_calls}, tool_call_id TEXT, token_count INTEGER "
-            "DEFAULT 0, created_at TIMESTAMPTZ DEFAULT now());")
+    return (
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT, status TEXT, "
+        "model TEXT, total_tokens INTEGER DEFAULT 0, total_cost REAL DEFAULT 0, message_count INTEGER "
+        "DEFAULT 0, metadata_json JSONB DEFAULT '{}', created_at TIMESTAMPTZ DEFAULT now(), "
+        f"updated_at TIMESTAMPTZ DEFAULT {updated_at});"
+        "CREATE TABLE messages (id BIGSERIAL PRIMARY KEY, session_id TEXT NOT NULL, role TEXT, content "
+        f"TEXT NOT NULL DEFAULT '', tool_calls_json {tool_calls}, tool_call_id TEXT, token_count INTEGER "
+        "DEFAULT 0, created_at TIMESTAMPTZ DEFAULT now());"
+    )
 
 
 async def test_postgres_without_optional_tables(pg_dsn):
@@ -417,10 +449,11 @@ async def test_postgres_without_optional_tables(pg_dsn):
     conn = await asyncpg.connect(pg_dsn)
     try:
         await conn.execute(
-            pg_typed_tables() +
-            "INSERT INTO sessions (id, user_id, metadata_json) VALUES ('p1', 'u', '{\"k\": 1}');"
+            pg_typed_tables()
+            + "INSERT INTO sessions (id, user_id, metadata_json) VALUES ('p1', 'u', '{\"k\": 1}');"
             "INSERT INTO messages (session_id, role, content, tool_calls_json) VALUES "
-            "('p1', 'user', 'hello', NULL), ('p1', 'assistant', 'x', 'oops'), ('ghost', 'user', 'lost', NULL);")
+            "('p1', 'user', 'hello', NULL), ('p1', 'assistant', 'x', 'oops'), ('ghost', 'user', 'lost', NULL);"
+        )
     finally:
         await conn.close()
     async with open_store(pg_dsn, readonly=False) as store:
@@ -450,10 +483,16 @@ async def test_rewind_soft_and_undo(article_url):
         assert await dump(article_url) == before  # a plan writes nothing
         r = await h.rewind("msg-10")
         assert r.archive_thread == plan.archive_thread == "s-weather-paris-rewound-at-3"
-        assert r.moved == ["msg-11", "msg-12", "msg-13"] and r.rewind_depth == 3 and r.snapshot_count_before == 6
+        assert (
+            r.moved == ["msg-11", "msg-12", "msg-13"] and r.rewind_depth == 3 and r.snapshot_count_before == 6
+        )
         assert r.checkpoint.metadata.checkpoint_id == "msg-10" and r.op_id == h.last_op_id
         await valid(article_url)
-        assert [m.checkpoint_id for m in await store.read_thread("s-weather-paris")] == ["msg-8", "msg-9", "msg-10"]
+        assert [m.checkpoint_id for m in await store.read_thread("s-weather-paris")] == [
+            "msg-8",
+            "msg-9",
+            "msg-10",
+        ]
         arch = await store.thread_summary(r.archive_thread)
         assert arch.checkpoints == 3 and arch.branch_of == "s-weather-paris" and arch.branch_point == "msg-10"
         assert arch.to_dict()["title"] == "Weather in Paris (rewound from s-weather-paris at step 3)"
@@ -465,8 +504,9 @@ async def test_rewind_soft_and_undo(article_url):
         assert list((await store.get("msg-9")).tools_result) == ["get_weather#2"]
         if sqlite:
             st = AgentStorage(article_url)
-            assert [m["content"] for m in st.get_conversation_history("s-weather-paris")] == \
-                [m[3] for m in before["messages"] if m[0] in (8, 9, 10)]
+            assert [m["content"] for m in st.get_conversation_history("s-weather-paris")] == [
+                m[3] for m in before["messages"] if m[0] in (8, 9, 10)
+            ]
             assert len(st.get_conversation_history(r.archive_thread)) == 3
             listed = {s["id"]: s for s in st.list_user_sessions("u-alice")}
             assert listed["s-weather-paris"]["message_count"] == 3
@@ -541,7 +581,9 @@ async def test_branch_merge_and_undo(article_url):
         assert first.parent_checkpoint_id == "msg-26"
         assert [c.thread_id for c in await store.children("msg-26")] == ["s-wang-report", b]
         head = await store.get_latest(b)
-        assert [m["content"] for m in head.messages] == [m["content"] for m in (await store.get("msg-26")).messages]
+        assert [m["content"] for m in head.messages] == [
+            m["content"] for m in (await store.get("msg-26")).messages
+        ]
         assert list(head.tools_result) == [] and len((await store.get(first.checkpoint_id)).messages) == 1
         tr = await store.get((await store.at_step(b, 5)).checkpoint_id)
         assert [v["tool_name"] for v in tr.tools_result.values()] == ["translate"]
@@ -572,7 +614,9 @@ async def test_branch_merge_and_undo(article_url):
         assert merged.messages[-1]["content"] == "另一种思路:先看客户流失数据。"
         if sqlite:
             st = AgentStorage(article_url)
-            assert st.get_conversation_history("s-wang-report")[-1]["content"] == "另一种思路:先看客户流失数据。"
+            assert (
+                st.get_conversation_history("s-wang-report")[-1]["content"] == "另一种思路:先看客户流失数据。"
+            )
             assert st.list_user_sessions("u-wang", 1)[0]["id"] in ("s-wang-report", b)
             assert fts_search(article_url, "合并") == []
         with pytest.raises(OperationError, match="nothing to merge"):
@@ -610,11 +654,22 @@ async def _append(store, session: str, role: str, content: str, tokens: int) -> 
     on SQLite the FTS index is fed too, as an app that keeps it in step would."""
     h = store.history()
     async with h.db.transaction() as tx:
-        rows = await tx.fetch("INSERT INTO messages (session_id, role, content, token_count, created_at) "
-                              "VALUES (?, ?, ?, ?, ?) RETURNING id", session, role, content, tokens,
-                              "2026-11-20 10:00:00")
-        await tx.execute("UPDATE sessions SET message_count = message_count + 1, total_tokens = total_tokens + ?, "
-                         "updated_at = ? WHERE id = ?", tokens, "2026-11-20 10:00:00", session)
+        rows = await tx.fetch(
+            "INSERT INTO messages (session_id, role, content, token_count, created_at) "
+            "VALUES (?, ?, ?, ?, ?) RETURNING id",
+            session,
+            role,
+            content,
+            tokens,
+            "2026-11-20 10:00:00",
+        )
+        await tx.execute(
+            "UPDATE sessions SET message_count = message_count + 1, total_tokens = total_tokens + ?, "
+            "updated_at = ? WHERE id = ?",
+            tokens,
+            "2026-11-20 10:00:00",
+            session,
+        )
         if tx.kind == "sqlite":
             await tx.execute("INSERT INTO messages_fts(rowid, content) VALUES (?, ?)", rows[0]["id"], content)
 
@@ -664,7 +719,7 @@ async def test_prune_and_delete_and_undo(article_url):
             await h.plan_prune_spec(PruneSpec(keep_last=1, threads=["s-bob-regex", "s-wang-report"]))
         old = await h.plan_prune_spec(PruneSpec(older_than=86400, statuses=["paused"]))
         assert [p.thread_id for p in old] == ["s-bob-trip"]
-        assert await h.plan_prune_spec(PruneSpec(older_than=10 ** 10)) == []
+        assert await h.plan_prune_spec(PruneSpec(older_than=10**10)) == []
 
         d = await h.delete_thread("s-agent-basics")
         assert d.deleted == [f"msg-{i}" for i in range(1, 8)]
@@ -788,8 +843,10 @@ async def test_read_thread_pages_agree_with_the_whole(sqlite_url):
         assert [m.step for m in whole] == list(range(1, 12))
         for limit in range(0, 13):
             for offset in range(0, 13):
-                assert await store.read_thread("s-wang-report", limit, offset) == whole[offset:offset + limit]
-                want = list(reversed(whole))[offset:offset + limit]
+                assert (
+                    await store.read_thread("s-wang-report", limit, offset) == whole[offset : offset + limit]
+                )
+                want = list(reversed(whole))[offset : offset + limit]
                 assert await store.read_thread("s-wang-report", limit, offset, descending=True) == want
         for step, meta in enumerate(whole, 1):
             assert await store.at_step("s-wang-report", step) == meta

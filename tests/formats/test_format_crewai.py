@@ -18,16 +18,22 @@ from tests.support.format_contract import check_store
 from tests.support.sampledb import cli, cli_json
 
 # the fixtures: the CrewAI rig's venv, the files it writes once, a copy per test
-crewai_python, crewai_files, crewai_copy = crewairig.crewai_python, crewairig.crewai_files, crewairig.crewai_copy
+crewai_python, crewai_files, crewai_copy = (
+    crewairig.crewai_python,
+    crewairig.crewai_files,
+    crewairig.crewai_copy,
+)
 
 CK, FS, RP = "checkpoints.db", "flow_states.db", "latest_kickoff_task_outputs.db"
 
 
 def crewai_read(python: str, tmp_path, db: str, sql: str) -> list:
     """Rows of a query run by CrewAI's SQLite (pysqlite3, >= 3.45: json(data) works)."""
-    script = ("import sys, json\nimport pysqlite3.dbapi2 as s\n"
-              "con = s.connect(sys.argv[1])\n"
-              "print(json.dumps([list(r) for r in con.execute(sys.argv[2])]))\n")
+    script = (
+        "import sys, json\nimport pysqlite3.dbapi2 as s\n"
+        "con = s.connect(sys.argv[1])\n"
+        "print(json.dumps([list(r) for r in con.execute(sys.argv[2])]))\n"
+    )
     return last_json(run_crewai(python, script, db, sql, cwd=tmp_path).stdout)
 
 
@@ -84,7 +90,10 @@ def test_checkpoints_cli_reads(crewai_copy, crewai_files):
     assert {t["thread_id"]: t["checkpoints"] for t in threads} == {"main": 8, w["fork_branch"]: 1}
     shown = cli_json(db, "show", "main~1")
     assert shown["metadata"]["checkpoint_id"] == w["resumed"][0]
-    assert shown["metadata"]["checkpoint_id"] == cli_json(db, "show", w["resumed"][0][:-2])["metadata"]["checkpoint_id"]
+    assert (
+        shown["metadata"]["checkpoint_id"]
+        == cli_json(db, "show", w["resumed"][0][:-2])["metadata"]["checkpoint_id"]
+    )
     log = cli(db, "log", "main")
     assert log.exit_code == 0 and w["paris"][0] in log.stdout and "fork" in log.stdout
     tree = cli(db, "tree", "main")
@@ -113,10 +122,12 @@ async def test_flow_states(crewai_copy, crewai_files, crewai_python, tmp_path):
     _, w = crewai_files
     db = crewai_copy(FS)
     oslo, lima = w["flows"]
-    script = ("import sys, json\nimport pysqlite3.dbapi2 as s\nsys.modules['sqlite3'] = s\n"
-              "from crewai.flow.persistence.sqlite import SQLiteFlowPersistence\n"
-              "p = SQLiteFlowPersistence(sys.argv[1])\n"
-              "print(json.dumps({u: p.load_state(u) for u in sys.argv[2:]}))\n")
+    script = (
+        "import sys, json\nimport pysqlite3.dbapi2 as s\nsys.modules['sqlite3'] = s\n"
+        "from crewai.flow.persistence.sqlite import SQLiteFlowPersistence\n"
+        "p = SQLiteFlowPersistence(sys.argv[1])\n"
+        "print(json.dumps({u: p.load_state(u) for u in sys.argv[2:]}))\n"
+    )
     latest = last_json(run_crewai(crewai_python, script, db, oslo, lima, cwd=tmp_path).stdout)
     async with open_store(db) as store:
         assert store.format.name == "crewai-flows"
@@ -133,24 +144,32 @@ async def test_flow_states(crewai_copy, crewai_files, crewai_python, tmp_path):
 async def test_replay_store(crewai_copy, crewai_files, crewai_python, tmp_path):
     _, w = crewai_files
     db = crewai_copy(RP)
-    script = ("import sys, json\nimport pysqlite3.dbapi2 as s\nsys.modules['sqlite3'] = s\n"
-              "from crewai.memory.storage.kickoff_task_outputs_storage import KickoffTaskOutputsSQLiteStorage\n"
-              "print(json.dumps(KickoffTaskOutputsSQLiteStorage(sys.argv[1]).load(), default=str))\n")
+    script = (
+        "import sys, json\nimport pysqlite3.dbapi2 as s\nsys.modules['sqlite3'] = s\n"
+        "from crewai.memory.storage.kickoff_task_outputs_storage import KickoffTaskOutputsSQLiteStorage\n"
+        "print(json.dumps(KickoffTaskOutputsSQLiteStorage(sys.argv[1]).load(), default=str))\n"
+    )
     loaded = last_json(run_crewai(crewai_python, script, db, cwd=tmp_path).stdout)
     async with open_store(db) as store:
         assert store.format.name == "crewai-replay"
         await check_store(store, first_step=1)
         metas = await store.read_thread("latest_kickoff")
         assert [m.checkpoint_id for m in metas] == [t["task_id"] for t in loaded] == w["tasks"]
-        for meta, task in zip(metas, loaded):
+        for meta, task in zip(metas, loaded, strict=False):
             cp = await store.get(meta.checkpoint_id)
             assert cp.messages[-1]["content"] == task["output"]["raw"]
             assert cp.state["inputs"] == task["inputs"] and cp.state["task_index"] == task["task_index"]
 
 
-@pytest.mark.parametrize("argv", [("rewind", "latest_kickoff@1"), ("branch", "latest_kickoff@1", "b"),
-                                  ("threads", "delete", "latest_kickoff", "--yes"),
-                                  ("edit", "latest_kickoff@1", "--set", "x=1")])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("rewind", "latest_kickoff@1"),
+        ("branch", "latest_kickoff@1", "b"),
+        ("threads", "delete", "latest_kickoff", "--yes"),
+        ("edit", "latest_kickoff@1", "--set", "x=1"),
+    ],
+)
 def test_replay_store_writes_refused(crewai_copy, argv):
     db = crewai_copy(RP)
     before = open(db, "rb").read()

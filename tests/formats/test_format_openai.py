@@ -14,22 +14,40 @@ import pytest
 pytest.importorskip("agents")
 
 from agentctl.errors import SchemaError  # noqa: E402
+from agentctl.storage import detect, open_store  # noqa: E402
 from tests.support.format_contract import check_session_store as check_store  # noqa: E402
 from tests.support.rig import REPO  # noqa: E402
 
-from agentctl.storage import detect, open_store  # noqa: E402
-
 CONV = [
     {"role": "user", "content": "What is the weather in Paris?"},
-    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Need the weather tool"}]},
-    {"type": "function_call", "call_id": "call_1", "name": "get_weather",
-     "arguments": json.dumps({"city": "Paris"}), "id": "fc_1", "status": "completed"},
+    {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "Need the weather tool"}],
+    },
+    {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": json.dumps({"city": "Paris"}),
+        "id": "fc_1",
+        "status": "completed",
+    },
     {"type": "function_call_output", "call_id": "call_1", "output": "sunny, 21°C"},
-    {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
-     "content": [{"type": "output_text", "text": "It is sunny in Paris (21°C).", "annotations": []}]},
+    {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_1",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "It is sunny in Paris (21°C).", "annotations": []}],
+    },
     {"role": "user", "content": [{"type": "input_text", "text": "And in Lyon?"}]},
-    {"type": "function_call", "call_id": "call_2", "name": "get_weather",
-     "arguments": json.dumps({"city": "Lyon"})},
+    {
+        "type": "function_call",
+        "call_id": "call_2",
+        "name": "get_weather",
+        "arguments": json.dumps({"city": "Lyon"}),
+    },
     {"type": "function_call_output", "call_id": "call_2", "output": "rain"},
     {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Rain in Lyon."}]},
 ]
@@ -45,37 +63,55 @@ async def check_matches_sdk(url: str, sessions: dict[str, object]) -> None:
             metas = await store.read_thread(sid, 10_000)
             assert [m.step for m in metas] == list(range(1, len(items) + 1))
             assert metas[0].parent_checkpoint_id is None
-            for prev, meta in zip(metas, metas[1:]):
+            for prev, meta in zip(metas, metas[1:], strict=False):
                 assert meta.parent_checkpoint_id == prev.checkpoint_id
             summary = await store.thread_summary(sid)
             assert summary.checkpoints == len(items) and summary.head_checkpoint_id == metas[-1].checkpoint_id
             streamed = [cp async for cp in store.iter_checkpoints([sid])]
-            for n, (meta, item) in enumerate(zip(metas, items), 1):
+            for n, (meta, item) in enumerate(zip(metas, items, strict=False), 1):
                 cp = await store.get(meta.checkpoint_id)
                 assert cp.metadata.step == n and cp.state["item"] == item
                 assert len(cp.messages) == n
                 assert streamed[n - 1].state["item"] == item
                 assert (await store.at_step(sid, n)).checkpoint_id == meta.checkpoint_id
             desc = await store.read_thread(sid, 3, 1, descending=True)
-            assert [m.step for m in desc] == [n for n in (len(items) - 1, len(items) - 2, len(items) - 3)
-                                              if n >= 1]
+            assert [m.step for m in desc] == [
+                n for n in (len(items) - 1, len(items) - 2, len(items) - 3) if n >= 1
+            ]
             assert (await store.get_latest(sid)).state["item"] == items[-1]
 
 
 def check_transcript(cp) -> None:
     """The head of CONV: calls paired with their outputs, reasoning, message texts."""
     roles = [m["role"] for m in cp.messages]
-    assert roles == ["user", "reasoning", "assistant", "tool", "assistant", "user", "assistant",
-                     "tool", "assistant"]
+    assert roles == [
+        "user",
+        "reasoning",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert cp.messages[1]["content"] == "Need the weather tool"
-    assert cp.messages[2]["tool_calls"] == [{"id": "call_1", "name": "get_weather",
-                                             "arguments": '{"city": "Paris"}'}]
-    assert cp.messages[3] == {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
-                              "content": "sunny, 21°C"}
+    assert cp.messages[2]["tool_calls"] == [
+        {"id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
+    ]
+    assert cp.messages[3] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "name": "get_weather",
+        "content": "sunny, 21°C",
+    }
     assert cp.messages[4]["content"] == "It is sunny in Paris (21°C)."
     assert cp.messages[5]["content"] == "And in Lyon?"
-    assert cp.tools_result["call_2"] == {"name": "get_weather", "arguments": '{"city": "Lyon"}',
-                                         "output": "rain"}
+    assert cp.tools_result["call_2"] == {
+        "name": "get_weather",
+        "arguments": '{"city": "Lyon"}',
+        "output": "rain",
+    }
 
 
 async def test_sqlite_session_reads_match_the_sdk(tmp_path):
@@ -144,8 +180,13 @@ async def test_advanced_session_branches_and_usage(tmp_path):
     path = str(tmp_path / "adv.db")
     s = AdvancedSQLiteSession(session_id="adv", db_path=path, create_tables=True)
     await s.add_items(CONV[:5])
-    await s.store_run_usage(SimpleNamespace(context_wrapper=SimpleNamespace(
-        usage=Usage(requests=1, input_tokens=10, output_tokens=5, total_tokens=15))))
+    await s.store_run_usage(
+        SimpleNamespace(
+            context_wrapper=SimpleNamespace(
+                usage=Usage(requests=1, input_tokens=10, output_tokens=5, total_tokens=15)
+            )
+        )
+    )
     await s.add_items(CONV[5:])
     branch = await s.create_branch_from_turn(2)  # a branch holding turn 1
     await s.add_items([{"role": "user", "content": "And in Nice?"}])
@@ -164,10 +205,12 @@ async def test_advanced_session_branches_and_usage(tmp_path):
         on_branch = await store.read_thread(f"adv#{branch}", 100)
         assert on_branch[-1].tags[-2:] == [f"branch:{branch}", "turn:2"]
         assert [m.checkpoint_id for m in on_branch[:5]] == [m.checkpoint_id for m in metas[:5]]
-        assert [(await store.get(m.checkpoint_id)).state["item"] for m in on_branch] == \
-            await s.get_items(branch_id=branch)
-        assert [(await store.get(m.checkpoint_id)).state["item"] for m in metas] == \
-            await s.get_items(branch_id="main")
+        assert [(await store.get(m.checkpoint_id)).state["item"] for m in on_branch] == await s.get_items(
+            branch_id=branch
+        )
+        assert [(await store.get(m.checkpoint_id)).state["item"] for m in metas] == await s.get_items(
+            branch_id="main"
+        )
     s.close()
 
 
@@ -200,7 +243,10 @@ async def test_sqlalchemy_session_on_postgres(pg_dsn):
             await check_store(store)
             assert [h.step for h in await store.search("LYON")] == [9, 7, 6]
             assert [h.thread_id for h in await store.search("bonjour")] == ["pg-b"]
-            assert [t.thread_id for t in await store.thread_summaries(10, 0, "checkpoints")] == ["pg-a", "pg-b"]
+            assert [t.thread_id for t in await store.thread_summaries(10, 0, "checkpoints")] == [
+                "pg-a",
+                "pg-b",
+            ]
             assert await store.count() == len(CONV) + 1
             assert await store.find_thread_ids("pg-") == ["pg-a", "pg-b"]
             assert await store.all_thread_ids() == ["pg-a", "pg-b"]
@@ -214,8 +260,10 @@ async def test_sqlalchemy_session_on_postgres(pg_dsn):
 async def test_other_formats_do_not_claim_sdk_tables(tmp_path):
     from agentctl.storage import formats
 
-    tables = {"agent_sessions": {"session_id", "created_at", "updated_at"},
-              "agent_messages": {"id", "session_id", "message_data", "created_at"}}
+    tables = {
+        "agent_sessions": {"session_id", "created_at", "updated_at"},
+        "agent_messages": {"id", "session_id", "message_data", "created_at"},
+    }
     assert [f.name for f in formats() if f.matches(tables)] == ["openai-agents"]
 
 
@@ -225,6 +273,7 @@ def test_cli_reads_an_sdk_database(tmp_path):
     import asyncio
 
     from agents import SQLiteSession
+
     from tests.support.sampledb import cli
 
     path = str(tmp_path / "cli.db")
@@ -261,10 +310,14 @@ def _dump(path: str) -> dict[str, list]:
     """Every row of the SDK's tables (sessions without updated_at, which writes bump)."""
     conn = sqlite3.connect(path)
     try:
-        return {"messages": conn.execute("SELECT id, session_id, message_data, created_at FROM agent_messages "
-                                         "ORDER BY id").fetchall(),
-                "sessions": conn.execute("SELECT session_id, created_at FROM agent_sessions "
-                                         "ORDER BY session_id").fetchall()}
+        return {
+            "messages": conn.execute(
+                "SELECT id, session_id, message_data, created_at FROM agent_messages ORDER BY id"
+            ).fetchall(),
+            "sessions": conn.execute(
+                "SELECT session_id, created_at FROM agent_sessions ORDER BY session_id"
+            ).fetchall(),
+        }
     finally:
         conn.close()
 
@@ -327,8 +380,9 @@ async def test_rewind_then_the_sdk_reads_items_up_to_n_and_undo_restores_every_r
 
 
 async def test_undo_refuses_when_the_sdk_added_items_since(tmp_path):
-    from agentctl.errors import OperationError
     from agents import SQLiteSession
+
+    from agentctl.errors import OperationError
 
     path = str(tmp_path / "rw2.db")
     s = SQLiteSession("conv", path)
@@ -350,8 +404,13 @@ def _all_rows(path: str) -> dict[str, list]:
     """Every row of every table but agentctl's own (agentctl_*), updated_at included."""
     conn = sqlite3.connect(path)
     try:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
-                                            "LIKE 'agentctl!_%' ESCAPE '!' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'")]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
+                "LIKE 'agentctl!_%' ESCAPE '!' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'"
+            )
+        ]
         return {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"').fetchall())) for t in names}
     finally:
         conn.close()
@@ -386,8 +445,9 @@ async def test_undo_refuses_after_the_sdk_deleted_items(tmp_path, hard, sdk_writ
     """rewind, then the SDK's pop_item() or clear_session(), then undo: refused (the
     restored items would follow a hole, or a conversation the SDK cleared), nothing
     changed, and the SDK reads what it left."""
-    from agentctl.errors import OperationError
     from agents import SQLiteSession
+
+    from agentctl.errors import OperationError
 
     path = str(tmp_path / "pop.db")
     s = SQLiteSession("conv", path)
@@ -454,8 +514,9 @@ async def test_bundled_sample(tmp_path):
 async def test_an_undecodable_item(tmp_path):
     """The SDK's get_items skips a row that is not JSON; agentctl keeps it as a step whose
     checkpoint is a CorruptRowError (the later steps still read)."""
-    from agentctl.errors import CorruptRowError
     from agents import SQLiteSession
+
+    from agentctl.errors import CorruptRowError
 
     path = str(tmp_path / "bad.db")
     s = SQLiteSession("conv", path)
@@ -480,9 +541,10 @@ async def test_an_undecodable_item(tmp_path):
 
 
 async def test_branch_of_a_sqlite_session(tmp_path):
+    from agents import SQLiteSession
+
     from agentctl.errors import OperationError
     from agentctl.tree import checkpoint_tree
-    from agents import SQLiteSession
 
     path = str(tmp_path / "br.db")
     s = SQLiteSession("conv", path)
@@ -515,8 +577,9 @@ async def test_branch_of_a_sqlite_session(tmp_path):
 
 
 async def test_branch_of_an_advanced_session_the_sdk_sees(tmp_path):
-    from agentctl.errors import OperationError, UsageError
     from agents.extensions.memory import AdvancedSQLiteSession
+
+    from agentctl.errors import OperationError, UsageError
 
     path = str(tmp_path / "adv-br.db")
     s = AdvancedSQLiteSession(session_id="adv", db_path=path, create_tables=True)
@@ -529,13 +592,18 @@ async def test_branch_of_an_advanced_session_the_sdk_sees(tmp_path):
         metas = await store.read_thread("adv")
         assert ["branch:lyon-retry" in m.tags for m in metas] == [True] * 7 + [False] * 2
         # a thread of its own, holding main's items 1..7 (none of its own yet)
-        assert [m.checkpoint_id for m in await store.read_thread("adv#lyon-retry")] == \
-            [m.checkpoint_id for m in metas[:7]]
+        assert [m.checkpoint_id for m in await store.read_thread("adv#lyon-retry")] == [
+            m.checkpoint_id for m in metas[:7]
+        ]
     assert "lyon-retry" in {b["branch_id"] for b in await s.list_branches()}
     assert await s.get_items(branch_id="lyon-retry") == CONV[:7]
     await s.switch_to_branch("lyon-retry")
     await s.add_items([{"type": "function_call_output", "call_id": "call_2", "output": "sunny"}])
-    assert (await s.get_items())[-1] == {"type": "function_call_output", "call_id": "call_2", "output": "sunny"}
+    assert (await s.get_items())[-1] == {
+        "type": "function_call_output",
+        "call_id": "call_2",
+        "output": "sunny",
+    }
     assert await s.get_items(branch_id="main") == CONV
     async with open_store(path, readonly=False) as store:
         with pytest.raises(OperationError, match="changed since"):
@@ -559,12 +627,20 @@ def _two_branches(path: str) -> list[list]:
     async def write() -> list[list]:
         s = AdvancedSQLiteSession(session_id="adv", db_path=path, create_tables=True)
         for t in range(1, 5):
-            await s.add_items([{"role": "user", "content": f"question {t}"},
-                               {"role": "assistant", "content": f"answer {t}"}])
+            await s.add_items(
+                [
+                    {"role": "user", "content": f"question {t}"},
+                    {"role": "assistant", "content": f"answer {t}"},
+                ]
+            )
         assert await s.create_branch_from_turn(2, "retry") == "retry"
         for t in range(2, 5):
-            await s.add_items([{"role": "user", "content": f"other question {t}"},
-                               {"role": "assistant", "content": f"other answer {t}"}])
+            await s.add_items(
+                [
+                    {"role": "user", "content": f"other question {t}"},
+                    {"role": "assistant", "content": f"other answer {t}"},
+                ]
+            )
         out = [await s.get_items(branch_id="main"), await s.get_items()]
         s.close()
         return out
@@ -593,7 +669,9 @@ def _sdk_items(path: str) -> dict[str, list]:
 def _item_rows(path: str) -> dict[str, object]:
     conn = sqlite3.connect(path)
     try:
-        return {f"item-{i}": json.loads(d) for i, d in conn.execute("SELECT id, message_data FROM agent_messages")}
+        return {
+            f"item-{i}": json.loads(d) for i, d in conn.execute("SELECT id, message_data FROM agent_messages")
+        }
     finally:
         conn.close()
 
@@ -634,7 +712,9 @@ def test_advanced_session_branches_are_threads(tmp_path):
     assert len(graph) == 15 and graph[-3].startswith("├─┘") and "answer 1" in graph[-2]
 
 
-@pytest.mark.parametrize("thread,hard", [("adv#retry", False), ("adv#retry", True), ("adv", False), ("adv", True)])
+@pytest.mark.parametrize(
+    "thread,hard", [("adv#retry", False), ("adv#retry", True), ("adv", False), ("adv", True)]
+)
 def test_rewind_a_branch_of_an_advanced_session(tmp_path, thread, hard):
     """A rewind of one branch leaves the other as the SDK read it; undo and redo."""
     from tests.support.sampledb import cli
@@ -654,7 +734,7 @@ def test_rewind_a_branch_of_an_advanced_session(tmp_path, thread, hard):
     if hard:
         assert not archives
     else:
-        (name, items), = archives.items()
+        ((name, items),) = archives.items()
         assert name.startswith(f"{mine}-rewind-") and items == was[mine][4:]
         log = json.loads(cli(path, "log", f"adv#{name}", "--json").stdout)
         assert [_item_rows(path)[m["checkpoint_id"]] for m in reversed(log)] == was[mine][4:]

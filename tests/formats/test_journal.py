@@ -12,7 +12,8 @@ leaves the database as it was."""
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -23,10 +24,14 @@ from agentctl.storage.journal.history import JournalHistory
 from tests.support.contract_formats import dump
 from tests.support.fault_injection import fails_cleanly_then_works
 
-SQLITE_DDL = ("CREATE TABLE items (id INTEGER PRIMARY KEY, body TEXT NOT NULL, raw BLOB, score REAL, "
-              "n NUMERIC, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
-PG_DDL = ("CREATE TABLE items (id bigint PRIMARY KEY, body text NOT NULL, raw bytea, score double precision, "
-          "n numeric, at timestamptz DEFAULT now(), doc jsonb)")
+SQLITE_DDL = (
+    "CREATE TABLE items (id INTEGER PRIMARY KEY, body TEXT NOT NULL, raw BLOB, score REAL, "
+    "n NUMERIC, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)"
+)
+PG_DDL = (
+    "CREATE TABLE items (id bigint PRIMARY KEY, body text NOT NULL, raw bytea, score double precision, "
+    "n numeric, at timestamptz DEFAULT now(), doc jsonb)"
+)
 
 
 class Boom(RuntimeError):
@@ -41,13 +46,17 @@ async def backend(request, tmp_path):
     async with b.transaction() as tx:
         if tx.kind == "postgres":
             await tx.execute(PG_DDL)
-            await tx.execute("INSERT INTO items VALUES (1, 'a', '\\x00ff'::bytea, 0.1, 1.50, "
-                             "'2026-01-02 03:04:05.123456+00', '{\"k\": [1, \"ü\"]}'), "
-                             "(2, 'b', NULL, NULL, NULL, NULL, NULL), (3, 'c', '', 1e300, 7, now(), 'null')")
+            await tx.execute(
+                "INSERT INTO items VALUES (1, 'a', '\\x00ff'::bytea, 0.1, 1.50, "
+                "'2026-01-02 03:04:05.123456+00', '{\"k\": [1, \"ü\"]}'), "
+                "(2, 'b', NULL, NULL, NULL, NULL, NULL), (3, 'c', '', 1e300, 7, now(), 'null')"
+            )
         else:
             await tx.execute(SQLITE_DDL)
-            await tx.execute("INSERT INTO items VALUES (1, 'a', x'00ff', 0.1, 1.50, '2026-01-02 03:04:05.123456'), "
-                             "(2, 'b', NULL, NULL, NULL, NULL), (3, '{\"k\": \"ü\"}', x'', 1e300, '7', 'x')")
+            await tx.execute(
+                "INSERT INTO items VALUES (1, 'a', x'00ff', 0.1, 1.50, '2026-01-02 03:04:05.123456'), "
+                "(2, 'b', NULL, NULL, NULL, NULL), (3, '{\"k\": \"ü\"}', x'', 1e300, '7', 'x')"
+            )
     try:
         yield b, url
     finally:
@@ -69,8 +78,11 @@ async def test_set_aside_and_move_back_exact(backend) -> None:
     assert after == before
     # type for type, not only as text
     rows_before = await b.query("SELECT * FROM items ORDER BY id")
-    types = ("SELECT typeof(raw) AS a, typeof(score) AS b, typeof(n) AS c, typeof(at) AS d FROM items ORDER BY id"
-             if b.kind == "sqlite" else "SELECT 1 AS a")
+    types = (
+        "SELECT typeof(raw) AS a, typeof(score) AS b, typeof(n) AS c, typeof(at) AS d FROM items ORDER BY id"
+        if b.kind == "sqlite"
+        else "SELECT 1 AS a"
+    )
     types_before = await b.query(types)
     async with b.transaction() as tx:
         await trash.set_aside(tx, 8, "items", "1 = 1")
@@ -124,8 +136,11 @@ async def test_trash_is_indexed_by_op_and_an_older_trash_gets_the_index(backend)
     """An undo, redo or purge reads one op's images through the trash's index by op id;
     a trash made without it (an earlier release) is given it by the next write."""
     b, url = backend
-    indexes = ("SELECT name FROM pragma_index_list('agentctl_trash_items')" if b.kind == "sqlite" else
-               "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'agentctl_trash_items'")
+    indexes = (
+        "SELECT name FROM pragma_index_list('agentctl_trash_items')"
+        if b.kind == "sqlite"
+        else "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'agentctl_trash_items'"
+    )
     async with b.transaction() as tx:
         await trash.set_aside(tx, 1, "items", "id = ?", (2,))
     assert [r["name"] for r in await b.query(indexes)] == ["agentctl_trash_items_op"]
@@ -347,8 +362,14 @@ async def test_history_undo_redo_oplog_purge(backend) -> None:
     assert h.last_op_id == op_id
     after = await frame(url)
     [rec] = await h.oplog()
-    assert (rec.op_id, rec.kind, rec.summary, rec.threads, rec.undone, rec.purgeable_rows) == \
-        (op_id, "delete", "delete item 1", ["t"], False, 1)
+    assert (rec.op_id, rec.kind, rec.summary, rec.threads, rec.undone, rec.purgeable_rows) == (
+        op_id,
+        "delete",
+        "delete item 1",
+        ["t"],
+        False,
+        1,
+    )
     with pytest.raises(OperationError, match="not undone"):
         await h.redo(op_id)
     with pytest.raises(UsageError, match="undone whole"):
@@ -357,8 +378,10 @@ async def test_history_undo_redo_oplog_purge(backend) -> None:
     assert undone.summary == f"undid operation {op_id} (delete item 1)" and undone.created == ["before"]
     assert await frame(url) == before
     log = await h.oplog()
-    assert [(r.kind, r.undo_of, r.undone, r.undone_by) for r in log] == \
-        [("undo", op_id, False, None), ("delete", None, True, undone.op_id)]
+    assert [(r.kind, r.undo_of, r.undone, r.undone_by) for r in log] == [
+        ("undo", op_id, False, None),
+        ("delete", None, True, undone.op_id),
+    ]
     with pytest.raises(OperationError, match="is an undo"):
         await h.undo(undone.op_id)
     with pytest.raises(NotFoundError):
@@ -401,8 +424,16 @@ async def test_history_migrates_inside_the_write(backend) -> None:
     async def migrate(tx: Any) -> None:
         if await tx.table_exists("agentctl_old_oplog"):
             for r in await tx.fetch("SELECT op_id, summary FROM agentctl_old_oplog"):
-                await ops.adopt(tx, {"op_id": r["op_id"], "created_at": NOW, "kind": "old",
-                                     "summary": r["summary"], "threads": ["t"]})
+                await ops.adopt(
+                    tx,
+                    {
+                        "op_id": r["op_id"],
+                        "created_at": NOW,
+                        "kind": "old",
+                        "summary": r["summary"],
+                        "threads": ["t"],
+                    },
+                )
             await tx.execute("DROP TABLE agentctl_old_oplog")
 
     async with b.transaction() as tx:
@@ -428,8 +459,10 @@ async def test_moves_keep_foreign_keys(backend) -> None:
     b, url = backend
     async with b.transaction() as tx:
         await tx.execute("CREATE TABLE parents (id TEXT PRIMARY KEY, at TEXT)")
-        await tx.execute("CREATE TABLE children (id INTEGER PRIMARY KEY, pid TEXT NOT NULL "
-                         "REFERENCES parents (id) ON DELETE CASCADE)")
+        await tx.execute(
+            "CREATE TABLE children (id INTEGER PRIMARY KEY, pid TEXT NOT NULL "
+            "REFERENCES parents (id) ON DELETE CASCADE)"
+        )
         await tx.execute("INSERT INTO parents VALUES ('p', 'then')")
         await tx.execute("INSERT INTO children VALUES (1, 'p'), (2, 'p'), (3, 'p')")
     before = await frame(url)
@@ -451,15 +484,21 @@ async def test_in_place_keeps_the_rows_that_cascade_from_it(backend) -> None:
     b, url = backend
     ts = "timestamptz" if b.kind == "postgres" else "TIMESTAMP"
     async with b.transaction() as tx:
-        await tx.execute(f"CREATE TABLE parents (a TEXT, b TEXT, state TEXT NOT NULL, at {ts}, PRIMARY KEY (a, b))")
-        await tx.execute("CREATE TABLE kids (id TEXT, a TEXT, b TEXT, PRIMARY KEY (id), FOREIGN KEY (a, b) "
-                         "REFERENCES parents (a, b) ON DELETE CASCADE)")
+        await tx.execute(
+            f"CREATE TABLE parents (a TEXT, b TEXT, state TEXT NOT NULL, at {ts}, PRIMARY KEY (a, b))"
+        )
+        await tx.execute(
+            "CREATE TABLE kids (id TEXT, a TEXT, b TEXT, PRIMARY KEY (id), FOREIGN KEY (a, b) "
+            "REFERENCES parents (a, b) ON DELETE CASCADE)"
+        )
         await tx.execute("INSERT INTO parents VALUES ('x', '1', '{}', '2026-01-02 03:04:05.123456')")
         await tx.execute("INSERT INTO kids VALUES ('k1', 'x', '1'), ('k2', 'x', '1')")
     before = await frame(url)
     async with b.transaction() as tx:
         op = await ops.begin(tx, "test", "update x/1, insert y/2 and a kid", ["t"], {}, NOW)
-        await op.update("parents", ("a", "b"), "a = ? AND b = ?", ("x", "1"), "state = ?, at = NULL", ('{"n": 1}',))
+        await op.update(
+            "parents", ("a", "b"), "a = ? AND b = ?", ("x", "1"), "state = ?, at = NULL", ('{"n": 1}',)
+        )
         await tx.execute("INSERT INTO parents VALUES ('y', '2', '{}', NULL)")
         await op.inserted("parents", ("a", "b"), "a = ?", ("y",))
         await tx.execute("INSERT INTO kids VALUES ('k3', 'x', '1'), ('k4', 'y', '2')")
@@ -468,8 +507,7 @@ async def test_in_place_keeps_the_rows_that_cascade_from_it(backend) -> None:
     after = await frame(url)
     await round_trips(url, b, op_id, before, after)
     async with b.transaction() as tx:
-        assert (await ops.record(tx, op_id))["tables"] == {
-            "parents": ["a", "b"], "kids": ["id"]}
+        assert (await ops.record(tx, op_id))["tables"] == {"parents": ["a", "b"], "kids": ["id"]}
     await atomic(url, b, lambda: _moved(b, op_id, ops.undo))
 
 
@@ -479,8 +517,10 @@ async def test_in_place_keeps_the_rows_that_cascade_from_it(backend) -> None:
 async def _parent_child(b: Any) -> None:
     async with b.transaction() as tx:
         await tx.execute("CREATE TABLE parents (id TEXT PRIMARY KEY, n INTEGER, at TEXT)")
-        await tx.execute("CREATE TABLE kids (id INTEGER PRIMARY KEY, parent TEXT NOT NULL REFERENCES parents(id), "
-                         "body TEXT)")
+        await tx.execute(
+            "CREATE TABLE kids (id INTEGER PRIMARY KEY, parent TEXT NOT NULL REFERENCES parents(id), "
+            "body TEXT)"
+        )
         await tx.execute("INSERT INTO parents VALUES ('p', 2, 't0'), ('q', 0, 't0')")
         await tx.execute("INSERT INTO kids VALUES (1, 'p', 'a'), (2, 'p', 'b')")
 
@@ -545,16 +585,20 @@ async def test_history_journal_move_is_the_formats_hook(backend) -> None:
 
 async def _pieces(b: Any) -> None:
     async with b.transaction() as tx:
-        await tx.execute("CREATE TABLE pieces (thread text NOT NULL, n integer NOT NULL, body text, "
-                         "PRIMARY KEY (thread, n))")
+        await tx.execute(
+            "CREATE TABLE pieces (thread text NOT NULL, n integer NOT NULL, body text, "
+            "PRIMARY KEY (thread, n))"
+        )
         for t in ("a", "b", "c"):
             for n in range(3):
                 await tx.execute("INSERT INTO pieces VALUES (?, ?, ?)", t, n, f"{t}{n}")
 
 
 async def _print_of(tx: Any, thread: str) -> Any:
-    return [[r["n"], r["body"]] for r in await tx.fetch("SELECT n, body FROM pieces WHERE thread = ? ORDER BY n",
-                                                      thread)]
+    return [
+        [r["n"], r["body"]]
+        for r in await tx.fetch("SELECT n, body FROM pieces WHERE thread = ? ORDER BY n", thread)
+    ]
 
 
 async def test_undo_thread_by_thread(backend) -> None:
@@ -569,7 +613,9 @@ async def test_undo_thread_by_thread(backend) -> None:
     async with b.transaction() as tx:  # the framework writes to b
         await tx.execute("INSERT INTO pieces VALUES ('b', 9, 'new')")
     moved = await frame(url)
-    with pytest.raises(OperationError, match=r"b changed since .*undo \d+ --thread THREAD.* 2 that did not: a, c"):
+    with pytest.raises(
+        OperationError, match=r"b changed since .*undo \d+ --thread THREAD.* 2 that did not: a, c"
+    ):
         async with b.transaction() as tx:
             await ops.undo(tx, op_id, _print_of)
     assert await frame(url) == moved
@@ -696,8 +742,12 @@ async def test_two_first_writes_at_once_make_the_side_tables_once(pg_dsn) -> Non
         assert [r["id"] for r in await b1.query("SELECT id FROM items")] == [3]
         assert sorted(r["id"] for r in await b1.query("SELECT id FROM agentctl_trash_items")) == [1, 2]
         assert len(await b1.query(f"SELECT op_id FROM {ops.LOG}")) == 2
-        assert [r["n"] for r in await b1.query(
-            "SELECT indexname AS n FROM pg_indexes WHERE tablename = 'agentctl_trash_items'")] == ["agentctl_trash_items_op"]
+        assert [
+            r["n"]
+            for r in await b1.query(
+                "SELECT indexname AS n FROM pg_indexes WHERE tablename = 'agentctl_trash_items'"
+            )
+        ] == ["agentctl_trash_items_op"]
     finally:
         await b1.close()
         await b2.close()
@@ -720,20 +770,27 @@ async def test_undo_and_redo_refused_when_a_row_the_op_holds_changed(backend) ->
         await op.update("items", ("id",), "id = ?", (2,), "body = ?", ("B",))
         await op.delete("items", ("id",), "id = ?", (3,))
         op_id = await h.journal_finish(op)
-    for change, undo_back in (("UPDATE items SET body = 'other' WHERE id = 2", "UPDATE items SET body = 'B' WHERE id = 2"),
-                              ("INSERT INTO items (id, body) VALUES (3, 'again')", "DELETE FROM items WHERE id = 3"),
-                              ("DELETE FROM items WHERE id = 2", "INSERT INTO items (id, body, at) VALUES (2, 'B', NULL)")):
+    for change, undo_back in (
+        ("UPDATE items SET body = 'other' WHERE id = 2", "UPDATE items SET body = 'B' WHERE id = 2"),
+        ("INSERT INTO items (id, body) VALUES (3, 'again')", "DELETE FROM items WHERE id = 3"),
+        ("DELETE FROM items WHERE id = 2", "INSERT INTO items (id, body, at) VALUES (2, 'B', NULL)"),
+    ):
         async with b.transaction() as tx:
             await tx.execute(change)
         state = await dump(url)
-        with pytest.raises(OperationError, match=r"^cannot undo operation \d+ \(test\): items row\(s\) [23] changed after it"):
+        with pytest.raises(
+            OperationError, match=r"^cannot undo operation \d+ \(test\): items row\(s\) [23] changed after it"
+        ):
             await h.undo(op_id)
         assert await dump(url) == state
         async with b.transaction() as tx:
             await tx.execute(undo_back)
     await h.undo(op_id)
-    assert [r["body"] for r in await b.query("SELECT body FROM items ORDER BY id")] == ["a", "b", '{"k": "ü"}'] \
-        if b.kind == "sqlite" else ["a", "b", "c"]
+    assert (
+        [r["body"] for r in await b.query("SELECT body FROM items ORDER BY id")] == ["a", "b", '{"k": "ü"}']
+        if b.kind == "sqlite"
+        else ["a", "b", "c"]
+    )
 
 
 async def test_held_lists_the_images_of_an_op(backend) -> None:
@@ -744,7 +801,11 @@ async def test_held_lists_the_images_of_an_op(backend) -> None:
     async with b.transaction() as tx:
         rows = await trash.held(tx, 1, "items", ("id", "body"))
     assert [(r["id"], r["body"], r["image"]) for r in rows] == [
-        (1, "a", "before"), (2, "B", "after"), (2, "b", "before"), (9, "nine", "after")]
+        (1, "a", "before"),
+        (2, "B", "after"),
+        (2, "b", "before"),
+        (9, "nine", "after"),
+    ]
 
 
 async def test_was_records_a_change_made_outside_the_op(backend) -> None:
@@ -756,8 +817,14 @@ async def test_was_records_a_change_made_outside_the_op(backend) -> None:
         await tx.execute("UPDATE items SET body = 'changed' WHERE id = 2")
         op = await ops.begin(tx, "run", "a foreign write", ["t"], {}, NOW)
         assert await op.was("items", ("id",), "SELECT * FROM items WHERE id = 2 AND 0 = 1") == 0
-        await op.was("items", ("id",), "SELECT id, 'b' AS body, raw, score, n, at"
-                     + (", doc" if b.kind == "postgres" else "") + " FROM items WHERE id = ?", (2,))
+        await op.was(
+            "items",
+            ("id",),
+            "SELECT id, 'b' AS body, raw, score, n, at"
+            + (", doc" if b.kind == "postgres" else "")
+            + " FROM items WHERE id = ?",
+            (2,),
+        )
         await op.inserted("items", ("id",), "id = ?", (2,))
         op_id = await op.finish({"t": "fp"})
     after = await frame(url)
@@ -778,19 +845,25 @@ async def test_columns_the_table_gained_after_its_trash_come_back_type_for_type(
     await write(b)  # the trash exists, made with the table's first columns
     async with b.transaction() as tx:
         if tx.kind == "postgres":
-            await tx.execute("ALTER TABLE items ADD COLUMN i bigint, ADD COLUMN r double precision, "
-                             "ADD COLUMN u numeric")
+            await tx.execute(
+                "ALTER TABLE items ADD COLUMN i bigint, ADD COLUMN r double precision, ADD COLUMN u numeric"
+            )
             await tx.execute("UPDATE items SET i = 7, r = 1.0::double precision / 3, u = 0.1 + 0.2")
         else:
             await tx.execute("ALTER TABLE items ADD COLUMN i INTEGER")
             await tx.execute("ALTER TABLE items ADD COLUMN r REAL")
             await tx.execute("ALTER TABLE items ADD COLUMN u")
             await tx.execute("UPDATE items SET i = 7, r = 1.0 / 3, u = x'00ff' WHERE id = 2")
-            await tx.execute("UPDATE items SET i = 2.5, r = '1/3', u = 1.0 / 3 WHERE id = 3")  # not the columns' types
+            await tx.execute(
+                "UPDATE items SET i = 2.5, r = '1/3', u = 1.0 / 3 WHERE id = 3"
+            )  # not the columns' types
             await tx.execute("UPDATE items SET i = 9007199254740993, r = 1e-300, u = 12 WHERE id = 9")
-    types = ("SELECT id, typeof(i) AS ti, typeof(r) AS tr, typeof(u) AS tu, i, r, hex(u) AS hu, "
-             "quote(u) AS su FROM items ORDER BY id" if b.kind == "sqlite" else
-             "SELECT id, i, r, u, CAST(r AS text) AS sr FROM items ORDER BY id")
+    types = (
+        "SELECT id, typeof(i) AS ti, typeof(r) AS tr, typeof(u) AS tu, i, r, hex(u) AS hu, "
+        "quote(u) AS su FROM items ORDER BY id"
+        if b.kind == "sqlite"
+        else "SELECT id, i, r, u, CAST(r AS text) AS sr FROM items ORDER BY id"
+    )
     before, rows_before = await frame(url), await b.query(types)
     async with b.transaction() as tx:
         op = await ops.begin(tx, "test", "update 2, delete 3 and 9", ["t"], {}, NOW)

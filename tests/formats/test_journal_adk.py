@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -23,27 +24,40 @@ pytest.importorskip("google.adk")
 from agentctl.errors import OperationError  # noqa: E402
 from agentctl.storage import open_store  # noqa: E402
 from tests.support.contract_formats import _adk_service, _adk_text, build_adk, build_once, dump  # noqa: E402
-from tests.support.fault_injection import InjectedFault, failing_at  # noqa: E402
-from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
+from tests.support.fault_injection import (  # noqa: E402
+    InjectedFault,
+    failing_at,
+    fails_cleanly_then_works,  # noqa: E402
+)
 
 MAIN = "app/u1/main"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
 Write = Callable[[Any], Awaitable[Any]]
 
 
-async def _adk_append(url: str, key: tuple[str, str, str], text: str, delta: dict[str, Any],
-                      create: bool = False) -> None:
+async def _adk_append(
+    url: str, key: tuple[str, str, str], text: str, delta: dict[str, Any], create: bool = False
+) -> None:
     """What ADK's Runner writes for a turn: an event with a state_delta (the session made first)."""
     from google.adk.events import Event, EventActions
 
     svc, close = await _adk_service(url)
     try:
         if create:
-            s = await svc.create_session(app_name=key[0], user_id=key[1], session_id=key[2], state={"made": 1})
+            s = await svc.create_session(
+                app_name=key[0], user_id=key[1], session_id=key[2], state={"made": 1}
+            )
         else:
             s = await svc.get_session(app_name=key[0], user_id=key[1], session_id=key[2])
-        await svc.append_event(s, Event(author="agent", invocation_id="inv-run", content=_adk_text("model", text),
-                                        actions=EventActions(state_delta=delta)))
+        await svc.append_event(
+            s,
+            Event(
+                author="agent",
+                invocation_id="inv-run",
+                content=_adk_text("model", text),
+                actions=EventActions(state_delta=delta),
+            ),
+        )
     finally:
         await close()
 
@@ -61,7 +75,9 @@ async def _corrupt(url: str) -> None:
 
         conn = await asyncpg.connect(url)
         try:
-            await conn.execute("""UPDATE sessions SET state = '{"init": 1, "turn": 99}'::jsonb WHERE id = 'main'""")
+            await conn.execute(
+                """UPDATE sessions SET state = '{"init": 1, "turn": 99}'::jsonb WHERE id = 'main'"""
+            )
         finally:
             await conn.close()
         return
@@ -94,7 +110,9 @@ async def prepare(kind: str, url: str, store: Any) -> Write:
     thread = MAIN if kind == "run" else "app/u1/made-by-run"
     before = await h.run_keys(thread)
     key = tuple(thread.split("/"))
-    await _adk_append(url, key, "ran", {"turn": 9, "app:runs": 1, "user:seen": True}, create=kind == "run-new")
+    await _adk_append(
+        url, key, "ran", {"turn": 9, "app:runs": 1, "user:seen": True}, create=kind == "run-new"
+    )
     return lambda h: h.record_run(thread, before, f"run {thread}", {"agent": "test"})
 
 
@@ -166,7 +184,9 @@ async def test_redo_refused_after_adk_wrote(adk) -> None:
     await _adk_append(url, ("app", "u1", "main"), "meanwhile", {})
     state = await dump(url)
     async with open_store(url, readonly=False) as store:
-        with pytest.raises(OperationError, match=f"^{MAIN} changed since operation 1 was undone; nothing was changed$"):
+        with pytest.raises(
+            OperationError, match=f"^{MAIN} changed since operation 1 was undone; nothing was changed$"
+        ):
             await store.history().redo()
     assert await dump(url) == state
 
@@ -183,8 +203,11 @@ async def test_undo_keeps_what_another_session_wrote_to_the_users_state(adk) -> 
     await _adk_append(url, ("app", "u1", "elsewhere"), "hi", {"user:name": "other session"}, create=True)
     state = await dump(url)
     async with open_store(url, readonly=False) as store:
-        with pytest.raises(OperationError, match=r"^cannot undo operation \d+ \(edit\): user_states row\(s\) app/u1 "
-                                                 r"changed after it"):
+        with pytest.raises(
+            OperationError,
+            match=r"^cannot undo operation \d+ \(edit\): user_states row\(s\) app/u1 "
+            r"changed after it",
+        ):
             await store.history().undo()
     assert await dump(url) == state
     svc, close = await _adk_service(url)
@@ -198,14 +221,21 @@ async def test_undo_keeps_what_another_session_wrote_to_the_users_state(adk) -> 
 # ---- the previous release's op log ----------------------------------------------------------
 
 
-_OLD_DDL = ("CREATE TABLE agentctl_adk_oplog (op_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
-            "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, undone INTEGER NOT NULL DEFAULT 0, "
-            "undo_of INTEGER, undone_by INTEGER, purged INTEGER NOT NULL DEFAULT 0)",
-            "CREATE TABLE agentctl_adk_trash (op_id INTEGER NOT NULL, id VARCHAR(128) NOT NULL, app_name VARCHAR(128) "
-            "NOT NULL, user_id VARCHAR(128) NOT NULL, session_id VARCHAR(128) NOT NULL, invocation_id VARCHAR(256) "
-            "NOT NULL, timestamp TIMESTAMP NOT NULL, event_data JSONB)")
-_JSONB = {"sessions": "state", "app_states": "state", "user_states": "state", "events": "event_data",
-          "agentctl_adk_trash": "event_data"}
+_OLD_DDL = (
+    "CREATE TABLE agentctl_adk_oplog (op_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
+    "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, undone INTEGER NOT NULL DEFAULT 0, "
+    "undo_of INTEGER, undone_by INTEGER, purged INTEGER NOT NULL DEFAULT 0)",
+    "CREATE TABLE agentctl_adk_trash (op_id INTEGER NOT NULL, id VARCHAR(128) NOT NULL, app_name VARCHAR(128) "
+    "NOT NULL, user_id VARCHAR(128) NOT NULL, session_id VARCHAR(128) NOT NULL, invocation_id VARCHAR(256) "
+    "NOT NULL, timestamp TIMESTAMP NOT NULL, event_data JSONB)",
+)
+_JSONB = {
+    "sessions": "state",
+    "app_states": "state",
+    "user_states": "state",
+    "events": "event_data",
+    "agentctl_adk_trash": "event_data",
+}
 
 
 async def _fixture(tmp_path: Path, kind: str, request: Any) -> str:
@@ -229,13 +259,22 @@ async def _fixture(tmp_path: Path, kind: str, request: Any) -> str:
             await conn.execute(f"DELETE FROM {table}")
         for ddl in _OLD_DDL:
             await conn.execute(ddl)
-        for table in ("sessions", "app_states", "user_states", "events", "agentctl_adk_oplog", "agentctl_adk_trash"):
+        for table in (
+            "sessions",
+            "app_states",
+            "user_states",
+            "events",
+            "agentctl_adk_oplog",
+            "agentctl_adk_trash",
+        ):
             for r in src.execute(f"SELECT * FROM {table}"):
                 row = dict(r)
                 if table in _JSONB:
                     row[_JSONB[table]] = json.loads(row[_JSONB[table]])
-                await conn.execute(f"INSERT INTO {table} SELECT * FROM json_populate_record(NULL::{table}, $1::json)",
-                                   json.dumps(row))
+                await conn.execute(
+                    f"INSERT INTO {table} SELECT * FROM json_populate_record(NULL::{table}, $1::json)",
+                    json.dumps(row),
+                )
     finally:
         src.close()
         await conn.close()
@@ -295,7 +334,9 @@ async def test_migrated_ops_undone_and_redone(tmp_path: Path, kind: str, request
         await h.redo(2)
         assert await frame(url) == written
         state = await dump(url)
-        with pytest.raises(OperationError, match="^operation 3 was undone by an agentctl release before the journal"):
+        with pytest.raises(
+            OperationError, match="^operation 3 was undone by an agentctl release before the journal"
+        ):
             await h.redo(3)
         assert await dump(url) == state
 

@@ -13,8 +13,9 @@ the engine's own `snapshot` (tests/support/contract_formats.py):
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -25,8 +26,8 @@ from agentctl.storage.contract import PruneSpec
 from tests.support.contract_formats import append_agentos, build_agentos, build_once, dump
 from tests.support.journal_checks import (
     frame,
-    old_fixture,
     migration_is_atomic,
+    old_fixture,
     old_ops_undone_and_redone,
     undo_redo_row_for_row,
     writes_undo_redo_atomic,
@@ -84,8 +85,9 @@ async def test_write_undo_redo_row_for_row(ao, kind) -> None:
     write = await prepare(kind, url, store, h)
     before = await frame(url)
     await write()
-    await undo_redo_row_for_row(h, lambda: frame(url), before,
-                                {"rewind_hard": "rewind", "delete": "delete_thread"}.get(kind, kind))
+    await undo_redo_row_for_row(
+        h, lambda: frame(url), before, {"rewind_hard": "rewind", "delete": "delete_thread"}.get(kind, kind)
+    )
     assert "agentctl_oplog" not in await dump(url)  # the previous op log is not made
 
 
@@ -128,7 +130,6 @@ async def test_writes_undo_redo_are_atomic(kind, tmp_path, request) -> None:
 
 
 # ---- the previous release's op log ----
-
 
 
 async def test_migration_is_atomic(tmp_path: Path) -> None:

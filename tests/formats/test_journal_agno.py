@@ -20,8 +20,16 @@ from tests.support.sampledb import cli, cli_json  # noqa: E402
 
 agno_db, agno_builds, agno2_python = agno_rig.agno_db, agno_rig.agno_builds, agno_rig.agno2_python
 
-CASES = [("v3", "sqlite"), ("v3", "postgres"), ("migrated", "sqlite"), ("migrated", "postgres"),
-         ("v2", "sqlite"), ("mixed", "sqlite"), ("v2", "postgres"), ("mixed", "postgres")]
+CASES = [
+    ("v3", "sqlite"),
+    ("v3", "postgres"),
+    ("migrated", "sqlite"),
+    ("migrated", "postgres"),
+    ("v2", "sqlite"),
+    ("mixed", "sqlite"),
+    ("v2", "postgres"),
+    ("mixed", "postgres"),
+]
 
 
 def tops(session) -> list[str]:
@@ -33,13 +41,22 @@ def chat_agent(db, replies):
 
     from tests.scripts.agno_write import count
 
-    return Agent(model=Scripted(script=list(replies)), id="chat", name="Chat", db=agno_open(db), tools=[count],
-                 add_history_to_context=True, session_state={"count": 0})
+    return Agent(
+        model=Scripted(script=list(replies)),
+        id="chat",
+        name="Chat",
+        db=agno_open(db),
+        tools=[count],
+        add_history_to_context=True,
+        session_state={"count": 0},
+    )
 
 
 def said(messages) -> list[tuple]:
-    return [(m.role, m.content or "") if not isinstance(m, dict) else (m["role"], m.get("content") or "")
-            for m in messages]
+    return [
+        (m.role, m.content or "") if not isinstance(m, dict) else (m["role"], m.get("content") or "")
+        for m in messages
+    ]
 
 
 def own_rows(url):
@@ -62,7 +79,9 @@ def goes_on(db, session: str, expect_runs: list[str], state: dict) -> str:
     run = agent.run("fourth", session_id=session, user_id="ada")
     given = [(r, c) for r, c in agent.model.seen[0] if r == "user"]
     expected_users = [(r, c) for r, c in said(s.get_chat_history()) if r == "user"]
-    assert given == (expected_users[-3:] if len(expected_users) > 3 else expected_users) + [("user", "fourth")]
+    assert given == (expected_users[-3:] if len(expected_users) > 3 else expected_users) + [
+        ("user", "fourth")
+    ]
     assert run.session_state == state
     after = agno.get_session(session, SessionType.AGENT)
     assert tops(after) == expect_runs + [run.run_id]
@@ -189,8 +208,11 @@ def test_prune_keeps_the_last_runs_then_agno_goes_on(agno_db, case):
     goes_on(db, "chat", db.runs["chat"][-2:], state)
 
 
-@pytest.mark.parametrize("case", [("v3", "sqlite"), ("v2", "sqlite"), ("migrated", "postgres")],
-                         ids=["v3-sqlite", "v2-sqlite", "migrated-postgres"])
+@pytest.mark.parametrize(
+    "case",
+    [("v3", "sqlite"), ("v2", "sqlite"), ("migrated", "postgres")],
+    ids=["v3-sqlite", "v2-sqlite", "migrated-postgres"],
+)
 def test_prune_older_than_deletes_whole_sessions(agno_db, case):
     """prune --all --older-than 30d: the sessions not updated for 30 days go whole (their
     runs with them); the others keep every run. Undo gives every row back."""
@@ -215,23 +237,36 @@ def test_prune_older_than_deletes_whole_sessions(agno_db, case):
     assert "the whole session" in plan["plans"][0]["reason"]
     assert cli(db.url, "prune", "--all", "--older-than", "30d", "--yes", "--no-backup").exit_code == 0
     agno = agno_open(db)
-    assert agno.get_session("team", SessionType.TEAM) is None and agno.get_session("flow", SessionType.WORKFLOW) is None
+    assert (
+        agno.get_session("team", SessionType.TEAM) is None
+        and agno.get_session("flow", SessionType.WORKFLOW) is None
+    )
     assert tops(agno.get_session("chat", SessionType.AGENT)) == db.runs["chat"]
     assert cli(db.url, "undo").exit_code == 0
     assert own_rows(db.url) == before
     assert tops(agno_open(db).get_session("team", SessionType.TEAM)) == db.runs["team"]
-    for args, words in ((["chat", "--keep-last", "0"], "--keep-last"),
-                        (["chat", "--milestones", "2"], "does not support"),
-                        (["nosuch", "--keep-last", "1"], "nosuch")):
+    for args, words in (
+        (["chat", "--keep-last", "0"], "--keep-last"),
+        (["chat", "--milestones", "2"], "does not support"),
+        (["nosuch", "--keep-last", "1"], "nosuch"),
+    ):
         r = cli(db.url, "prune", *args, "--yes", "--no-backup")
         assert r.exit_code in (2, 3) and words in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
     assert own_rows(db.url) == before
 
 
-@pytest.mark.parametrize("case", [("v3", "sqlite"), ("migrated", "sqlite"), ("v2", "sqlite"), ("v3", "postgres"),
-                                  ("v2", "postgres"), ("mixed", "postgres")],
-                         ids=["v3-sqlite", "migrated-sqlite", "v2-sqlite", "v3-postgres", "v2-postgres",
-                              "mixed-postgres"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("v3", "sqlite"),
+        ("migrated", "sqlite"),
+        ("v2", "sqlite"),
+        ("v3", "postgres"),
+        ("v2", "postgres"),
+        ("mixed", "postgres"),
+    ],
+    ids=["v3-sqlite", "migrated-sqlite", "v2-sqlite", "v3-postgres", "v2-postgres", "mixed-postgres"],
+)
 def test_edit_then_agno_goes_on(agno_db, case):
     """edit chat --set count=7: the session's state as update_session_state writes it,
     which agno's next run starts from; edit chat@2 --set messages.I.content: the run's
@@ -254,7 +289,9 @@ def test_edit_then_agno_goes_on(agno_db, case):
     agent = chat_agent(db, ["went on"])
     run = agent.run("fourth", session_id="chat", user_id="ada")
     assert run.session_state == {"count": 7}
-    assert ("assistant", "deux") in said(agno_open(db).get_session("chat", SessionType.AGENT).get_chat_history())
+    assert ("assistant", "deux") in said(
+        agno_open(db).get_session("chat", SessionType.AGENT).get_chat_history()
+    )
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -263,8 +300,11 @@ def test_agno_2_goes_on_after_rewind_prune_and_edit(agno_db, agno2_python, kind)
     after agentctl's writes: after rewind chat@2, prune --keep-last 1 and an edit of the
     state, its next run comes after run 2 with the edited state and run 2's history."""
     db = agno_db("v2", kind)
-    for args in (["rewind", "chat@2", "--yes"], ["prune", "chat", "--keep-last", "1", "--yes", "--no-backup"],
-                 ["edit", "chat", "--set", "count=5", "--yes"]):
+    for args in (
+        ["rewind", "chat@2", "--yes"],
+        ["prune", "chat", "--keep-last", "1", "--yes", "--no-backup"],
+        ["edit", "chat", "--set", "count=5", "--yes"],
+    ):
         r = cli(db.url, *args)
         assert r.exit_code == 0, (args, r.stderr)
     new = agno_rig.write(agno2_python, "append", *db.agno_args)["chat"]

@@ -14,8 +14,9 @@ import asyncio
 import json
 import shutil
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -98,7 +99,9 @@ async def test_write_undo_redo_row_for_row(built, kind: str) -> None:
         # the program reads on: the article's own store still sees a consistent session
         summary = await store.thread_summary(b.main)
         assert (summary is None) == (kind == "delete") or kind == "prune"
-        assert {t.thread_id for t in await store.thread_summaries(100)} >= {b.main} - {None if summary else b.main}
+        assert {t.thread_id for t in await store.thread_summaries(100)} >= {b.main} - {
+            None if summary else b.main
+        }
 
 
 async def test_undo_result_names_the_messages(built) -> None:
@@ -147,7 +150,6 @@ async def test_write_undo_redo_are_atomic(request, tmp_path, kind: str) -> None:
 # ---- messages_fts follows every undo and redo ----------------------------------------------
 
 
-
 def found(db: str, word: str) -> list[str]:
     """What `agentctl search` finds, after FTS5's integrity-check against messages passed
     and with the index in step (so that search reads it, not a scan)."""
@@ -190,7 +192,9 @@ def test_search_after_undo_and_redo(tmp_path, mode: str) -> None:
     cli_json(db, "redo")
     assert found(db, "umbrella") == copies
     cli_json(db, "edit", "msg-13", "--set", 'content="a zeppelin instead"', "--yes")
-    assert found(db, "zeppelin") == ["msg-13"] and found(db, "umbrella") == [c for c in copies if c != "msg-13"]
+    assert found(db, "zeppelin") == ["msg-13"] and found(db, "umbrella") == [
+        c for c in copies if c != "msg-13"
+    ]
     cli_json(db, "undo")
     assert found(db, "zeppelin") == [] and found(db, "umbrella") == copies
     cli_json(db, "redo")
@@ -235,12 +239,15 @@ def test_previous_release_ops_redone(tmp_path) -> None:
     r = cli(str(db), "redo", str(old_undone[0]))
     assert r.exit_code == 1 and r.stderr.strip().splitlines() == [
         f"agentctl: operation {old_undone[0]} was undone by an agentctl release before the journal, which kept "
-        "no copy of what it wrote; it cannot be redone"]
+        "no copy of what it wrote; it cannot be redone"
+    ]
     assert asyncio.run(dump(str(db))) == state
     for op in done:
         cli_json(str(db), "redo", str(op))
     assert asyncio.run(dump(str(db), side_tables=False)) == as_left
-    assert [op["op_id"] for op in cli_json(str(db), "oplog")][-len(listed):] == [op["op_id"] for op in listed]
+    assert [op["op_id"] for op in cli_json(str(db), "oplog")][-len(listed) :] == [
+        op["op_id"] for op in listed
+    ]
 
 
 async def test_undo_refused_when_a_row_the_op_left_changed(built) -> None:

@@ -12,8 +12,9 @@ LangGraph's own savers (tests/support/contract_formats.py):
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -26,8 +27,8 @@ from agentctl.storage.contract import PruneSpec  # noqa: E402
 from tests.support.contract_formats import append_langgraph, build_once, dump  # noqa: E402
 from tests.support.journal_checks import (
     frame,
-    old_fixture,
     migration_is_atomic,
+    old_fixture,
     old_ops_undone_and_redone,
     undo_redo_row_for_row,
     writes_undo_redo_atomic,
@@ -89,8 +90,9 @@ async def test_write_undo_redo_row_for_row(lg, kind) -> None:
     write = await prepare(kind, url, store, h)
     before = ran if kind == "run" else await frame(url)
     await write()
-    await undo_redo_row_for_row(h, lambda: frame(url), before,
-                                {"rewind_hard": "rewind", "delete": "delete_thread"}.get(kind, kind))
+    await undo_redo_row_for_row(
+        h, lambda: frame(url), before, {"rewind_hard": "rewind", "delete": "delete_thread"}.get(kind, kind)
+    )
     assert "agentctl_langgraph_oplog" not in await dump(url)  # the previous op log is not made
 
 
@@ -118,7 +120,6 @@ async def test_redo_refused_after_langgraph_wrote(lg) -> None:
 
 
 # ---- the previous release's op log ----
-
 
 
 async def test_migration_is_atomic(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -24,12 +25,18 @@ from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
 KINDS = ("rewind", "rewind-hard", "branch", "branch-sdk", "rewind-sdk", "rewind-hard-sdk", "run", "edit")
-ITEMS = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
-         {"role": "user", "content": "three"}, {"role": "assistant", "content": "four"}]
+ITEMS = [
+    {"role": "user", "content": "one"},
+    {"role": "assistant", "content": "two"},
+    {"role": "user", "content": "three"},
+    {"role": "assistant", "content": "four"},
+]
 
 
 #: (backend, write kind): AdvancedSQLiteSession is SQLite's alone
-PAIRS = [(b, k) for b in ("sqlite", "postgres") for k in KINDS if not (b == "postgres" and k.endswith("-sdk"))]
+PAIRS = [
+    (b, k) for b in ("sqlite", "postgres") for k in KINDS if not (b == "postgres" and k.endswith("-sdk"))
+]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -129,8 +136,10 @@ async def test_undo_of_a_rewind_puts_updated_at_back_byte_for_byte(url: str) -> 
     archive, oa-side hard), > 1 s, undone: each session row's updated_at is as before the
     rewind, as the database holds it; redone: as the rewind left it."""
     await build(url, "rewind")
-    sql = ("SELECT session_id, CAST(updated_at AS TEXT) AS u, updated_at AS raw FROM agent_sessions "
-           "WHERE session_id IN ('oa-main', 'oa-side') ORDER BY session_id")
+    sql = (
+        "SELECT session_id, CAST(updated_at AS TEXT) AS u, updated_at AS raw FROM agent_sessions "
+        "WHERE session_id IN ('oa-main', 'oa-side') ORDER BY session_id"
+    )
     async with open_store(url, readonly=False) as store:
         h = store.history()
         first = await store._q(sql)
@@ -138,7 +147,11 @@ async def test_undo_of_a_rewind_puts_updated_at_back_byte_for_byte(url: str) -> 
         await h.rewind((await store.at_step("oa-main", 2)).checkpoint_id)
         await h.rewind((await store.at_step("oa-side", 1)).checkpoint_id, hard=True)
         moved = await store._q(sql)
-        assert [r["u"] for r in moved] != [r["u"] for r in first] and moved[0] != first[0] and moved[1] != first[1]
+        assert (
+            [r["u"] for r in moved] != [r["u"] for r in first]
+            and moved[0] != first[0]
+            and moved[1] != first[1]
+        )
         await asyncio.sleep(1.1)
         await h.undo()
         await h.undo()
@@ -180,8 +193,13 @@ def test_every_old_op_kind_undone_then_redone(tmp_path: Path) -> None:
     written = asyncio.run(frame(str(db)))
     ops = cli_json(str(db), "oplog")
     assert [(o["op_id"], o["kind"], o["undone"]) for o in ops] == [
-        (6, "run", False), (5, "edit", False), (4, "branch", False), (3, "branch", False),
-        (2, "rewind", False), (1, "rewind", False)]
+        (6, "run", False),
+        (5, "edit", False),
+        (4, "branch", False),
+        (3, "branch", False),
+        (2, "rewind", False),
+        (1, "rewind", False),
+    ]
     assert ops[-1]["purgeable_rows"] == 2  # the hard rewind's items in the old trash
     for op in ops:
         cli_json(str(db), "undo", str(op["op_id"]))
@@ -206,44 +224,85 @@ async def test_old_op_log_migrated_on_postgres(pg_dsn: str) -> None:
     conn = await asyncpg.connect(pg_dsn)
 
     async def prints(session: str) -> list:
-        r = await conn.fetchrow("SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS m, COALESCE(SUM(id), 0) AS s "
-                                "FROM agent_messages WHERE session_id = $1", session)
+        r = await conn.fetchrow(
+            "SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS m, COALESCE(SUM(id), 0) AS s "
+            "FROM agent_messages WHERE session_id = $1",
+            session,
+        )
         return [int(r["n"]), int(r["m"]), int(r["s"]), True]
 
     try:
         await conn.execute(
             "CREATE TABLE agentctl_openai_oplog (op_id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, kind TEXT "
             "NOT NULL, summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, undone INTEGER NOT NULL "
-            "DEFAULT 0, undo_of INTEGER, undone_by INTEGER, purged INTEGER NOT NULL DEFAULT 0)")
-        await conn.execute("CREATE TABLE agentctl_openai_trash (op_id INTEGER NOT NULL, row_id BIGINT NOT NULL, "
-                           "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP)")
-        side = [r["id"] for r in await conn.fetch("SELECT id FROM agent_messages WHERE session_id = 'oa-side' "
-                                                  "ORDER BY id")]
-        stamp = await conn.fetchval("SELECT CAST(updated_at AS TEXT) FROM agent_sessions WHERE session_id = 'oa-side'")
-        await conn.execute("INSERT INTO agentctl_openai_trash SELECT 1, id, session_id, message_data, created_at "
-                           "FROM agent_messages WHERE session_id = 'oa-side' AND id > $1", side[0])
+            "DEFAULT 0, undo_of INTEGER, undone_by INTEGER, purged INTEGER NOT NULL DEFAULT 0)"
+        )
+        await conn.execute(
+            "CREATE TABLE agentctl_openai_trash (op_id INTEGER NOT NULL, row_id BIGINT NOT NULL, "
+            "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP)"
+        )
+        side = [
+            r["id"]
+            for r in await conn.fetch(
+                "SELECT id FROM agent_messages WHERE session_id = 'oa-side' ORDER BY id"
+            )
+        ]
+        stamp = await conn.fetchval(
+            "SELECT CAST(updated_at AS TEXT) FROM agent_sessions WHERE session_id = 'oa-side'"
+        )
+        await conn.execute(
+            "INSERT INTO agentctl_openai_trash SELECT 1, id, session_id, message_data, created_at "
+            "FROM agent_messages WHERE session_id = 'oa-side' AND id > $1",
+            side[0],
+        )
         await conn.execute("DELETE FROM agent_messages WHERE session_id = 'oa-side' AND id > $1", side[0])
-        await conn.execute("UPDATE agent_sessions SET updated_at = updated_at + interval '1 hour' "
-                           "WHERE session_id = 'oa-side'")
-        details = {"session": "oa-side", "target": side[0], "moved": side[1:], "hard": True, "archive": None,
-                   "archive_created": False, "updated_at_before": stamp, "after": await prints("oa-side")}
-        await conn.execute("INSERT INTO agentctl_openai_oplog (op_id, created_at, kind, summary, threads, details) "
-                           "VALUES (1, '2026-11-26T00:00:00+00:00', 'rewind', 'rewind oa-side to step 1', $1, $2)",
-                           json.dumps(["oa-side"]), json.dumps(details))
-        row, old = await conn.fetchrow("SELECT id, message_data FROM agent_messages WHERE session_id = 'oa-main' "
-                                       "ORDER BY id LIMIT 1")
+        await conn.execute(
+            "UPDATE agent_sessions SET updated_at = updated_at + interval '1 hour' "
+            "WHERE session_id = 'oa-side'"
+        )
+        details = {
+            "session": "oa-side",
+            "target": side[0],
+            "moved": side[1:],
+            "hard": True,
+            "archive": None,
+            "archive_created": False,
+            "updated_at_before": stamp,
+            "after": await prints("oa-side"),
+        }
+        await conn.execute(
+            "INSERT INTO agentctl_openai_oplog (op_id, created_at, kind, summary, threads, details) "
+            "VALUES (1, '2026-11-26T00:00:00+00:00', 'rewind', 'rewind oa-side to step 1', $1, $2)",
+            json.dumps(["oa-side"]),
+            json.dumps(details),
+        )
+        row, old = await conn.fetchrow(
+            "SELECT id, message_data FROM agent_messages WHERE session_id = 'oa-main' ORDER BY id LIMIT 1"
+        )
         new = json.dumps({"role": "user", "content": "edited"})
         await conn.execute("UPDATE agent_messages SET message_data = $1 WHERE id = $2", new, row)
-        details = {"session": "oa-main", "row": row, "before": old, "new": new, "after": await prints("oa-main")}
-        await conn.execute("INSERT INTO agentctl_openai_oplog (op_id, created_at, kind, summary, threads, details) "
-                           "VALUES (2, '2026-11-26T00:00:01+00:00', 'edit', 'edit oa-main', $1, $2)",
-                           json.dumps(["oa-main"]), json.dumps(details))
+        details = {
+            "session": "oa-main",
+            "row": row,
+            "before": old,
+            "new": new,
+            "after": await prints("oa-main"),
+        }
+        await conn.execute(
+            "INSERT INTO agentctl_openai_oplog (op_id, created_at, kind, summary, threads, details) "
+            "VALUES (2, '2026-11-26T00:00:01+00:00', 'edit', 'edit oa-main', $1, $2)",
+            json.dumps(["oa-main"]),
+            json.dumps(details),
+        )
     finally:
         await conn.close()
     written = await frame(pg_dsn)
     async with open_store(pg_dsn, readonly=False) as store:
         h = store.history()
-        assert [(o.op_id, o.kind, o.purgeable_rows) for o in await h.oplog()] == [(2, "edit", 0), (1, "rewind", 1)]
+        assert [(o.op_id, o.kind, o.purgeable_rows) for o in await h.oplog()] == [
+            (2, "edit", 0),
+            (1, "rewind", 1),
+        ]
         await h.undo()
         await h.undo()
         assert await frame(pg_dsn) == built

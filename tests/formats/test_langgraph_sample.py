@@ -3,9 +3,7 @@ LangGraph) reads through the LangGraph format without LangGraph installed."""
 
 from __future__ import annotations
 
-
 from agentctl.storage import detect, open_store
-
 from tests.support.rig import REPO
 
 SAMPLE = REPO / "agentctl" / "sample" / "langgraph.db"
@@ -15,8 +13,14 @@ async def test_the_langgraph_sample_reads():
     assert (await detect(str(SAMPLE))).name == "langgraph"
     async with open_store(str(SAMPLE)) as store:
         threads = await store.all_thread_ids()  # LangGraph's threads; the namespace is research's
-        assert threads == ["deploy-approval", "deploy-approved", "flaky-tool", "research", "support-refund",
-                           "support-refund-replay"]
+        assert threads == [
+            "deploy-approval",
+            "deploy-approved",
+            "flaky-tool",
+            "research",
+            "support-refund",
+            "support-refund-replay",
+        ]
         addresses = await store.all_addresses()
         assert addresses[4].startswith("research|researcher:") and len(addresses) == 7
         assert await store.count() == 43
@@ -32,7 +36,8 @@ async def test_the_langgraph_sample_reads():
         _, forks = await store.read_thread_forks("support-refund-replay", limit=100)
         assert len(forks) == 2
         assert [h.thread_id for h in await store.search("R-77", thread_id="support-refund", limit=1)] == [
-            "support-refund"]
+            "support-refund"
+        ]
         assert await store.doctor() == []
 
 
@@ -108,7 +113,7 @@ def test_a_huge_head_is_not_decoded_for_its_thread_row(tmp_path):
     from agentctl.storage.langgraph.store import HEAD_SUMMARY_MAX_BYTES
     from tests.support.sampledb import cli
 
-    S = TypedDict("S", {"messages": Annotated[list, add_messages]})  # not a string annotation
+    S = TypedDict("S", {"messages": Annotated[list, add_messages]})  # noqa: UP013 (not a string annotation)
 
     graph = StateGraph(S)
     graph.add_node("bot", lambda s: {"messages": [("assistant", "ok")]})
@@ -118,9 +123,14 @@ def test_a_huge_head_is_not_decoded_for_its_thread_row(tmp_path):
     conn = sqlite3.connect(db, check_same_thread=False)
     app = graph.compile(checkpointer=SqliteSaver(conn))
     app.invoke({"messages": [("user", "small")]}, {"configurable": {"thread_id": "small"}})
-    app.invoke({"messages": [("user", "x" * (HEAD_SUMMARY_MAX_BYTES + 10))]}, {"configurable": {"thread_id": "huge"}})
+    app.invoke(
+        {"messages": [("user", "x" * (HEAD_SUMMARY_MAX_BYTES + 10))]}, {"configurable": {"thread_id": "huge"}}
+    )
     conn.close()
-    rows = {t["thread_id"]: t["head_summary"] for t in json.loads(cli(str(db), "threads", "list", "--json").stdout)}
+    rows = {
+        t["thread_id"]: t["head_summary"]
+        for t in json.loads(cli(str(db), "threads", "list", "--json").stdout)
+    }
     assert rows == {"small": "[assistant] ok", "huge": "loop"}
     assert asyncio.run(_summary_of(str(db), "small")) == "[assistant] ok"
 
@@ -195,8 +205,10 @@ def test_a_subgraph_namespace_shows_under_its_thread_not_as_a_thread():
 
     listed = [t["thread_id"] for t in json.loads(cli(str(SAMPLE), "threads", "list", "--json").stdout)]
     assert "research" in listed and not [t for t in listed if "|" in t]
-    ns = [t["thread_id"] for t in json.loads(cli(str(SAMPLE), "threads", "list", "--prefix", "research|",
-                                                 "--json").stdout)]
+    ns = [
+        t["thread_id"]
+        for t in json.loads(cli(str(SAMPLE), "threads", "list", "--prefix", "research|", "--json").stdout)
+    ]
     assert len(ns) == 1 and ns[0].startswith("research|researcher:")
     sub_ids = [m["checkpoint_id"] for m in json.loads(cli(str(SAMPLE), "log", ns[0], "--json").stdout)]
     assert len(sub_ids) == 4
@@ -205,7 +217,10 @@ def test_a_subgraph_namespace_shows_under_its_thread_not_as_a_thread():
     graph = cli(str(SAMPLE), "log", "research", "--graph").stdout
     assert all(i in graph for i in sub_ids)
     assert f"(fork: {ns[0]})" in cli(str(SAMPLE), "log", "research").stdout
-    assert json.loads(cli(str(SAMPLE), "show", ns[0], "--json").stdout)["metadata"]["checkpoint_id"] == sub_ids[0]
+    assert (
+        json.loads(cli(str(SAMPLE), "show", ns[0], "--json").stdout)["metadata"]["checkpoint_id"]
+        == sub_ids[0]
+    )
 
 
 def test_tree_keeps_a_rewinds_target_on_the_heads_line():
@@ -234,10 +249,15 @@ def test_state_and_diff_leave_out_langgraphs_own_keys_unless_asked():
     assert "__metadata__" not in shown and "__internal__" not in shown and '"messages"' in shown
     everything = cli(str(SAMPLE), "show", "support-refund@3", "--all-keys").stdout
     assert "__metadata__" in everything
-    assert "__metadata__" in json.loads(cli(str(SAMPLE), "show", "support-refund@3", "--json").stdout)["state"]
+    assert (
+        "__metadata__" in json.loads(cli(str(SAMPLE), "show", "support-refund@3", "--json").stdout)["state"]
+    )
     diff = cli(str(SAMPLE), "diff", "support-refund", "--json").stdout
     paths = [c["path"] for c in json.loads(diff) if c["section"] == "state"]
     assert paths == ["/messages/8"], paths
-    paths = [c["path"] for c in json.loads(cli(str(SAMPLE), "diff", "support-refund", "--json", "--all-keys").stdout)
-             if c["section"] == "state"]
+    paths = [
+        c["path"]
+        for c in json.loads(cli(str(SAMPLE), "diff", "support-refund", "--json", "--all-keys").stdout)
+        if c["section"] == "state"
+    ]
     assert "/__metadata__/step" in paths

@@ -37,11 +37,16 @@ def _tables(base: str) -> set[tuple[str, str]]:
 
         conn = await asyncpg.connect(base)
         try:
-            return {(r[0], r[1]) for r in await conn.fetch(
-                "SELECT table_schema, table_name FROM information_schema.tables "
-                "WHERE table_name LIKE 'checkpoint%' OR table_name LIKE 'agentctl%'")}
+            return {
+                (r[0], r[1])
+                for r in await conn.fetch(
+                    "SELECT table_schema, table_name FROM information_schema.tables "
+                    "WHERE table_name LIKE 'checkpoint%' OR table_name LIKE 'agentctl%'"
+                )
+            }
         finally:
             await conn.close()
+
     return run_sync(go)
 
 
@@ -49,21 +54,28 @@ def test_a_python_langgraph_schema_read_written_and_resumed(schemas):
     base, (mine, other) = schemas
     url, theirs = with_search_path(base, mine), with_search_path(base, other)
     public_before = {t for t in _tables(base) if t[0] == "public"}
-    with PostgresSaver.from_conn_string(psycopg_dsn(url)) as saver, \
-            PostgresSaver.from_conn_string(psycopg_dsn(theirs)) as other_saver:
+    with (
+        PostgresSaver.from_conn_string(psycopg_dsn(url)) as saver,
+        PostgresSaver.from_conn_string(psycopg_dsn(theirs)) as other_saver,
+    ):
         saver.setup()
         other_saver.setup()
         graph = loop_graph(5).compile(checkpointer=saver)
         graph.invoke({"n": 0, "log": []}, cfg("t1"))
         loop_graph(3).compile(checkpointer=other_saver).invoke({"n": 0, "log": []}, cfg("o1"))
-        assert {t for t in _tables(base) if t[1] == "checkpoints"} >= {(mine, "checkpoints"), (other, "checkpoints")}
+        assert {t for t in _tables(base) if t[1] == "checkpoints"} >= {
+            (mine, "checkpoints"),
+            (other, "checkpoints"),
+        }
 
         # reads: the schema's threads alone, the checkpoints LangGraph has
         assert cli_json(url, "formats")["database"]["format"] == "langgraph"
         assert [t["thread_id"] for t in cli_json(url, "threads", "list")] == ["t1"]
         assert cli_json(url, "threads", "list")[0]["checkpoints"] == len(ids_of(graph, "t1"))
         log = cli_json(url, "log", "t1")
-        assert {e["checkpoint_id"] for e in (log if isinstance(log, list) else log["checkpoints"])} == ids_of(graph, "t1")
+        assert {e["checkpoint_id"] for e in (log if isinstance(log, list) else log["checkpoints"])} == ids_of(
+            graph, "t1"
+        )
 
         # a write: rewind to step 2, as one undoable op; its journal in the same schema
         other_rows = run_sync(lambda: dump(theirs))

@@ -26,7 +26,6 @@ from agentctl.storage.langgraph.serde import (
     message_to_transcript,
     transcript,
 )
-
 from tests.support.rig import REPO
 
 
@@ -42,24 +41,25 @@ def test_simple_types():
     assert decode_typed("null", b"") is None
     assert decode_typed("bytes", b"\x00\x01") == {TYPE_KEY: "bytes", "size": 2, "base64": "AAE="}
     assert decode_typed("bytearray", b"ab")[TYPE_KEY] == "bytearray"
-    assert decode_typed("msgpack", pack({"a": [1, 2.5, "x", None, True]})) == {
-        "a": [1, 2.5, "x", None, True]}
+    assert decode_typed("msgpack", pack({"a": [1, 2.5, "x", None, True]})) == {"a": [1, 2.5, "x", None, True]}
     assert decode_typed("json", json.dumps({"k": 1}).encode()) == {"k": 1}
     assert decode_typed("empty", None) is None
 
 
 def test_extension_types():
-    payload = pack({
-        "uuid": ext(0, ("uuid", "UUID", "12345678123456781234567812345678")),
-        "set": ext(0, ("builtins", "set", [1, 2])),
-        "send": ext(1, ("langgraph.types", "Send", ("node", {"x": 1}))),
-        "dc": ext(2, ("my.mod", "Point", {"x": 1, "y": 2})),
-        "when": ext(3, ("datetime", "datetime", "2024-01-02T03:04:05+00:00", "fromisoformat")),
-        "weird": ext(3, ("my.mod", "Thing", "arg", "from_text")),
-        "p1": ext(4, ("my.models", "Old", {"a": 1})),
-        "p2": ext(5, ("my.models", "New", {"b": [1]}, "model_validate_json")),
-        "delta": ext(7, [1, 2, 3]),
-    })
+    payload = pack(
+        {
+            "uuid": ext(0, ("uuid", "UUID", "12345678123456781234567812345678")),
+            "set": ext(0, ("builtins", "set", [1, 2])),
+            "send": ext(1, ("langgraph.types", "Send", ("node", {"x": 1}))),
+            "dc": ext(2, ("my.mod", "Point", {"x": 1, "y": 2})),
+            "when": ext(3, ("datetime", "datetime", "2024-01-02T03:04:05+00:00", "fromisoformat")),
+            "weird": ext(3, ("my.mod", "Thing", "arg", "from_text")),
+            "p1": ext(4, ("my.models", "Old", {"a": 1})),
+            "p2": ext(5, ("my.models", "New", {"b": [1]}, "model_validate_json")),
+            "delta": ext(7, [1, 2, 3]),
+        }
+    )
     out = decode_typed("msgpack", payload)
     assert out["uuid"] == {TYPE_KEY: "uuid.UUID", "value": "12345678-1234-5678-1234-567812345678"}
     assert out["set"] == {TYPE_KEY: "builtins.set", "value": [1, 2]}
@@ -75,8 +75,12 @@ def test_extension_types():
 def test_numpy_arrays_without_numpy():
     buf = struct.pack("<6d", *range(6))
     out = decode_typed("msgpack", pack(ext(6, ("<f8", (2, 3), "C", buf))))
-    assert out == {TYPE_KEY: "numpy.ndarray", "dtype": "<f8", "shape": [2, 3],
-                   "values": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]}
+    assert out == {
+        TYPE_KEY: "numpy.ndarray",
+        "dtype": "<f8",
+        "shape": [2, 3],
+        "values": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]],
+    }
     fortran = struct.pack("<6q", 0, 3, 1, 4, 2, 5)  # the same matrix, column-major
     out = decode_typed("msgpack", pack(ext(6, ("<i8", (2, 3), "F", fortran))))
     assert out["values"] == [[0, 1, 2], [3, 4, 5]]
@@ -85,30 +89,79 @@ def test_numpy_arrays_without_numpy():
 
 
 def test_messages_become_a_transcript():
-    ai = ext(5, ("langchain_core.messages.ai", "AIMessage", {
-        "content": "", "type": "ai", "id": "m2", "name": None,
-        "tool_calls": [{"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}],
-        "additional_kwargs": {}, "response_metadata": {}}, "model_validate_json"))
-    tool = ext(5, ("langchain_core.messages.tool", "ToolMessage", {
-        "content": "3", "type": "tool", "tool_call_id": "c1", "name": "add", "id": "m3",
-        "status": "success"}, "model_validate_json"))
-    human = ext(5, ("langchain_core.messages.human", "HumanMessage", {
-        "content": "hi", "type": "human", "id": "m1"}, "model_validate_json"))
-    chat = ext(5, ("langchain_core.messages.chat", "ChatMessage", {
-        "content": "x", "type": "chat", "role": "critic"}, "model_validate_json"))
+    ai = ext(
+        5,
+        (
+            "langchain_core.messages.ai",
+            "AIMessage",
+            {
+                "content": "",
+                "type": "ai",
+                "id": "m2",
+                "name": None,
+                "tool_calls": [{"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}],
+                "additional_kwargs": {},
+                "response_metadata": {},
+            },
+            "model_validate_json",
+        ),
+    )
+    tool = ext(
+        5,
+        (
+            "langchain_core.messages.tool",
+            "ToolMessage",
+            {
+                "content": "3",
+                "type": "tool",
+                "tool_call_id": "c1",
+                "name": "add",
+                "id": "m3",
+                "status": "success",
+            },
+            "model_validate_json",
+        ),
+    )
+    human = ext(
+        5,
+        (
+            "langchain_core.messages.human",
+            "HumanMessage",
+            {"content": "hi", "type": "human", "id": "m1"},
+            "model_validate_json",
+        ),
+    )
+    chat = ext(
+        5,
+        (
+            "langchain_core.messages.chat",
+            "ChatMessage",
+            {"content": "x", "type": "chat", "role": "critic"},
+            "model_validate_json",
+        ),
+    )
     value = decode_typed("msgpack", pack({"messages": [human, ai, tool, chat]}))
     assert value["messages"][0][TYPE_KEY] == "langchain_core.messages.human.HumanMessage"
-    assert transcript(value) == {"messages": [
-        {"role": "user", "content": "hi", "id": "m1"},
-        {"role": "assistant", "content": "", "id": "m2",
-         "tool_calls": [{"id": "c1", "name": "add", "arguments": {"a": 1}}]},
-        {"role": "tool", "content": "3", "tool_call_id": "c1", "name": "add", "id": "m3"},
-        {"role": "critic", "content": "x"},
-    ]}
+    assert transcript(value) == {
+        "messages": [
+            {"role": "user", "content": "hi", "id": "m1"},
+            {
+                "role": "assistant",
+                "content": "",
+                "id": "m2",
+                "tool_calls": [{"id": "c1", "name": "add", "arguments": {"a": 1}}],
+            },
+            {"role": "tool", "content": "3", "tool_call_id": "c1", "name": "add", "id": "m3"},
+            {"role": "critic", "content": "x"},
+        ]
+    }
     # legacy JSON payloads: lc constructor envelopes
-    legacy = {"lc": 1, "type": "constructor",
-              "id": ["langchain", "schema", "messages", "SystemMessage"],
-              "kwargs": {"content": "be brief", "type": "system"}}
+    legacy = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "schema", "messages", "SystemMessage"],
+        "kwargs": {"content": "be brief", "type": "system"},
+    }
     msg = decode_typed("json", json.dumps(legacy).encode())
     assert message_to_transcript(msg) == {"role": "system", "content": "be brief"}
 
@@ -160,8 +213,14 @@ new = sorted(set(sys.modules) - before)
 print(new)
 print(out["ghost"], out["sys"], out["pos"], op["__opaque__"], legacy)
 """
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, timeout=60, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     assert res.returncode == 0, res.stderr
     new_modules, shown = res.stdout.splitlines()[:2]
     assert new_modules == "[]"
@@ -190,7 +249,8 @@ def _probe_modules(tmp_path, monkeypatch, tag: str) -> dict[int, str]:
         name = f"agentctl_probe_{tag}_{code}"
         (tmp_path / f"{name}.py").write_text(
             f"open({str(tmp_path / ('imported-' + name))!r}, 'w').close()\n"
-            "class Thing:\n    def __init__(self, *a, **k):\n        pass\n")
+            "class Thing:\n    def __init__(self, *a, **k):\n        pass\n"
+        )
         assert name not in sys.modules
         names[code] = name
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -233,15 +293,18 @@ def test_show_imports_no_module_named_in_a_checkpoint(tmp_path, monkeypatch):
     conn = sqlite3.connect(db)
     cid, type_, blob = conn.execute(
         "SELECT checkpoint_id, type, checkpoint FROM checkpoints WHERE thread_id = 'deploy-approval'"
-        " AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1").fetchone()
+        " AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1"
+    ).fetchone()
     checkpoint = serde.loads_typed((type_, blob))
     checkpoint["channel_values"]["probe"] = {
         str(code): ormsgpack.Ext(code, ormsgpack.packb(make(names[code])))
-        for code, make in PROBE_EXTS.items()}
+        for code, make in PROBE_EXTS.items()
+    }
     checkpoint["channel_versions"]["probe"] = checkpoint["channel_versions"].get("probe", 1)
     new_type, new_blob = serde.dumps_typed(checkpoint)
-    conn.execute("UPDATE checkpoints SET type = ?, checkpoint = ? WHERE checkpoint_id = ?",
-                 (new_type, new_blob, cid))
+    conn.execute(
+        "UPDATE checkpoints SET type = ?, checkpoint = ? WHERE checkpoint_id = ?", (new_type, new_blob, cid)
+    )
     conn.commit()
     conn.close()
     r = cli(str(db), "show", "deploy-approval", "--json")

@@ -20,16 +20,13 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Command  # noqa: E402
-from tests.formats.test_format_langgraph import (  # noqa: E402
-    agent_graph, hitl_graph, plain, psycopg_dsn, supervisor_graph)
 
 from agentctl.errors import OperationError  # noqa: E402
 from agentctl.storage import open_store  # noqa: E402
 from agentctl.storage.contract import PruneSpec  # noqa: E402
 from agentctl.storage.langgraph.history import uuid6_after  # noqa: E402
-
+from tests.formats.test_format_langgraph import agent_graph, hitl_graph, plain, psycopg_dsn, supervisor_graph  # noqa: E402
 from tests.support.rig import REPO
-
 
 # ---- helpers -----------------------------------------------------------------------------
 
@@ -58,8 +55,11 @@ def ids_of(graph, thread: str) -> set[str]:
 
 def new_states(graph, thread: str, before: set[str]) -> list[tuple[Any, tuple[str, ...]]]:
     """(values, next) of the checkpoints of a thread not in `before`, oldest first."""
-    out = [s for s in graph.get_state_history(cfg(thread))
-           if s.config["configurable"]["checkpoint_id"] not in before]
+    out = [
+        s
+        for s in graph.get_state_history(cfg(thread))
+        if s.config["configurable"]["checkpoint_id"] not in before
+    ]
     out.sort(key=lambda s: s.config["configurable"]["checkpoint_id"])
     return [(strip_ids(s.values), tuple(s.next)) for s in out]
 
@@ -73,16 +73,19 @@ def dump(url: str, saver) -> dict[str, list[tuple]]:
     if "://" not in url:
         conn = sqlite3.connect(url)
         try:
-            return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
-                    for t in ("checkpoints", "writes")}
+            return {
+                t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
+                for t in ("checkpoints", "writes")
+            }
         finally:
             conn.close()
     out = {}
     for t in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
         with saver.conn.cursor() as cur:
             cur.execute(f"SELECT * FROM {t}")
-            out[t] = sorted((tuple(r.values()) if isinstance(r, dict) else tuple(r)
-                             for r in cur.fetchall()), key=repr)
+            out[t] = sorted(
+                (tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in cur.fetchall()), key=repr
+            )
     return out
 
 
@@ -93,6 +96,7 @@ class LoopState(TypedDict):
 
 def loop_graph(limit: int = 8):
     """A loop of `limit` steps, each appending to a list (many checkpoints, no model)."""
+
     def step(s):
         return {"n": s["n"] + 1, "log": [s["n"]]}
 
@@ -183,8 +187,10 @@ async def test_rewind_resumes_like_langgraphs_own_replay(lg):
     assert strip_ids(head.values) == ref_values and head.next == ref.next
     assert head.metadata["source"] == "fork" and head.metadata["step"] == ref.metadata["step"] + 1
     # parent: REF's parent, as update_state(..., as_node="__copy__") gives (see history.py)
-    assert head.parent_config["configurable"]["checkpoint_id"] == \
-        ref.parent_config["configurable"]["checkpoint_id"]
+    assert (
+        head.parent_config["configurable"]["checkpoint_id"]
+        == ref.parent_config["configurable"]["checkpoint_id"]
+    )
     assert len(ids_of(agent, "t")) == n_before + 1  # nothing deleted
 
     # resuming the thread == LangGraph's own replay from REF
@@ -280,8 +286,11 @@ async def test_branch_holds_the_chain_and_langgraph_runs_it(lg):
         assert len(chain) == ref.metadata["step"] + 2  # steps -1 .. REF's
         if "://" in url:  # each blob once
             with saver.conn.cursor() as cur:
-                cur.execute("SELECT COUNT(*) AS n, COUNT(DISTINCT (channel, version)) AS d FROM checkpoint_blobs "
-                            "WHERE thread_id = %s", (new,))
+                cur.execute(
+                    "SELECT COUNT(*) AS n, COUNT(DISTINCT (channel, version)) AS d FROM checkpoint_blobs "
+                    "WHERE thread_id = %s",
+                    (new,),
+                )
                 r = cur.fetchone()
                 n, d = (r["n"], r["d"]) if isinstance(r, dict) else r
                 assert n == d > 0
@@ -342,7 +351,9 @@ async def test_prune_keep_last_keeps_langgraph_working_and_undo_restores(lg):
     old = at_step(agent, "a", 1)
     agent.invoke(None, old.config)  # a fork point at step 1
     fork_id = old.config["configurable"]["checkpoint_id"]
-    values = {t: strip_ids(g.get_state(cfg(t)).values) for t, g in (("loop", loop), ("a", agent), ("h1", hitl))}
+    values = {
+        t: strip_ids(g.get_state(cfg(t)).values) for t, g in (("loop", loop), ("a", agent), ("h1", hitl))
+    }
     rows = dump(url, saver)
 
     cm, store, h = await history(url)
@@ -414,7 +425,8 @@ def test_prune_keeps_the_blobs_kept_checkpoints_still_name(pg_dsn):
                     "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
                     "WHERE NOT (c.checkpoint -> 'channel_values') ? v.key "  # (primitives are inline)
                     "AND NOT EXISTS (SELECT 1 FROM checkpoint_blobs b WHERE b.thread_id = c.thread_id "
-                    "AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key AND b.version = v.value)")
+                    "AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key AND b.version = v.value)"
+                )
                 return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in cur.fetchall()]
 
         # (LangGraph itself leaves some versions without a row: consumed channels such as
@@ -552,8 +564,10 @@ async def test_rewind_and_branch_of_a_graph_with_subgraphs(lg):
         # the subgraph runs after REF went with it (their namespaces are empty now)
         with_ns = [t for t in await store.all_addresses() if t.startswith("p|")]
         assert not with_ns
-        assert all(s.config["configurable"]["checkpoint_id"] <= ref_id
-                   for s in list(par.get_state_history(cfg("p")))[1:])
+        assert all(
+            s.config["configurable"]["checkpoint_id"] <= ref_id
+            for s in list(par.get_state_history(cfg("p")))[1:]
+        )
         out = par.invoke(None, cfg("p"))
         assert out == par.invoke(None, cfg("p", ref_id))  # LangGraph's own replay from REF
         assert {"c1", "g1"} <= set(out["items"])
@@ -587,7 +601,9 @@ def by_ns(saver, thread: str) -> dict[str, list[str]]:
 
 
 def ran_from(saver, thread: str, ns: str) -> str:
-    return next(iter(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ns}}))).metadata["parents"][""]
+    return next(iter(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ns}}))).metadata[
+        "parents"
+    ][""]
 
 
 async def test_prune_a_supervisor_thread_with_its_subgraph_namespaces(lg):
@@ -613,8 +629,9 @@ async def test_prune_a_supervisor_thread_with_its_subgraph_namespaces(lg):
         assert plan.delete_count == sum(map(len, before.values())) - 2 and plan.keep_count == 2
         assert "fork point" not in plan.reason
         await h.prune_spec(PruneSpec(threads=["faang-1"], keep_last=2))
-        assert [s.config["configurable"]["checkpoint_id"]
-                for s in sup.get_state_history(cfg("faang-1"))] == hist[:2]
+        assert [
+            s.config["configurable"]["checkpoint_id"] for s in sup.get_state_history(cfg("faang-1"))
+        ] == hist[:2]
         assert by_ns(saver, "faang-1") == {"": sorted(hist[:2])}
         assert strip_ids(sup.get_state(cfg("faang-1")).values) == values
         assert len(by_ns(saver, "faang-2")) == 5  # the other thread untouched
@@ -630,11 +647,14 @@ async def test_prune_a_supervisor_thread_with_its_subgraph_namespaces(lg):
         assert dump(url, saver) == rows
         await h.prune_spec(PruneSpec(threads=["faang-1"], keep_last=6))
         # a kept agent run: LangGraph replays from the checkpoint it ran from as on the twin
-        step = {s.config["configurable"]["checkpoint_id"]: s.metadata["step"]
-                for s in sup.get_state_history(cfg("faang-1"))}
+        step = {
+            s.config["configurable"]["checkpoint_id"]: s.metadata["step"]
+            for s in sup.get_state_history(cfg("faang-1"))
+        }
         sub_from = next(rows_ran_from[ns] for ns in stay if ns)
         assert strip_ids(sup.invoke(None, cfg("faang-1", sub_from))) == strip_ids(
-            sup.invoke(None, at_step(sup, "faang-2", step[sub_from]).config))
+            sup.invoke(None, at_step(sup, "faang-2", step[sub_from]).config)
+        )
     finally:
         await cm.__aexit__(None, None, None)
 
@@ -702,9 +722,9 @@ async def test_merge_three_way_of_channel_values_and_its_undo(lg):
         b = await h.branch(head, "notes")
         summary = await store.thread_summary(b)  # where it came from: the merge's default target
         assert (summary.branch_of, summary.branch_point) == ("m", head)
-        g.update_state(cfg(b), {"notes": {"a": 1, "b": 2}})          # theirs: notes
-        g.update_state(cfg("m"), {"n": 10})                           # ours: n
-        g.update_state(cfg("m"), {"notes": {"a": 1, "c": 3}})         # and notes, another key
+        g.update_state(cfg(b), {"notes": {"a": 1, "b": 2}})  # theirs: notes
+        g.update_state(cfg("m"), {"n": 10})  # ours: n
+        g.update_state(cfg("m"), {"notes": {"a": 1, "c": 3}})  # and notes, another key
         rows = dump(url, saver)
         plan = await h.plan_merge(b, "m")
         assert not plan.conflicts and not plan.up_to_date and plan.base.checkpoint_id == head
@@ -813,8 +833,12 @@ async def test_the_shallow_savers_tables_are_not_written(pg_dsn):
     cm, store, h = await history(pg_dsn)
     try:
         head = (await store.get_latest("s")).metadata.checkpoint_id
-        for call in (h.plan_rewind(head), h.branch(head, "x"), h.delete_thread("s"),
-                     h.prune_spec(PruneSpec(keep_last=1))):
+        for call in (
+            h.plan_rewind(head),
+            h.branch(head, "x"),
+            h.delete_thread("s"),
+            h.prune_spec(PruneSpec(keep_last=1)),
+        ):
             with pytest.raises(Unsupported, match="shallow"):
                 await call
     finally:
@@ -921,14 +945,17 @@ def test_cli_vacuum_on_agentos_and_refused_on_a_format_without_one(tmp_path):
 
     db = tmp_path / "a.db"
     shutil.copy(REPO / "sample_db" / "checkpoints.db", db)
-    r = CliRunner().invoke(app, ["--db", str(db), "prune", "--all", "--keep-last", "1", "--yes",
-                                 "--no-backup", "--vacuum", "--json"])
+    r = CliRunner().invoke(
+        app,
+        ["--db", str(db), "prune", "--all", "--keep-last", "1", "--yes", "--no-backup", "--vacuum", "--json"],
+    )
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)["vacuum"]
     assert report["vacuumed"] == "file" and report["after"] == db.stat().st_size
     adk = tmp_path / "adk.db"
     shutil.copy(REPO / "sample_db" / "adk.db", adk)
-    r = CliRunner().invoke(app, ["--db", str(adk), "prune", "--all", "--keep-last", "1", "--yes",
-                                 "--no-backup", "--vacuum"])
+    r = CliRunner().invoke(
+        app, ["--db", str(adk), "prune", "--all", "--keep-last", "1", "--yes", "--no-backup", "--vacuum"]
+    )
     assert r.exit_code == 2, r.output
     assert "does not support" in r.output

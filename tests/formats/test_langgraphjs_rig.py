@@ -43,17 +43,20 @@ def test_agentctl_reads_what_langgraphjs_wrote(lgjs_db):
 
     threads = cli_json(url, "threads", "list")
     assert {t["thread_id"]: (t["checkpoints"], t["head_checkpoint_id"], t["head_step"]) for t in threads} == {
-        thread: (len(h), h[0]["id"], h[0]["step"]) for thread, h in history.items()}
+        thread: (len(h), h[0]["id"], h[0]["step"]) for thread, h in history.items()
+    }
 
     for thread, h in history.items():
         log = cli_json(url, "log", thread)
         assert [(c["thread_id"], c["checkpoint_id"], c["parent_checkpoint_id"], c["step"]) for c in log] == [
-            (thread, s["id"], s["parent"], s["step"]) for s in h]
+            (thread, s["id"], s["parent"], s["step"]) for s in h
+        ]
         for s in h:
             shown = cli_json(url, "show", s["id"])
             assert (shown["metadata"]["thread_id"], shown["metadata"]["checkpoint_id"]) == (thread, s["id"])
             assert [[m["role"], m["content"]] for m in shown["messages"]] == [
-                [ROLES[kind], content] for kind, content in s["messages"]]
+                [ROLES[kind], content] for kind, content in s["messages"]
+            ]
             assert shown["state"].get("count") == s["count"]
 
         # the text the user sees: the ids in `log`, the head's messages in `show`
@@ -69,11 +72,29 @@ def test_agentctl_reads_what_langgraphjs_wrote(lgjs_db):
 def test_without_node_the_rig_skips_with_the_reason_unless_required(tmp_path, require):
     """No node on PATH: the test is skipped, saying why; under AGENTCTL_REQUIRE_NODE=1
     (CI) it fails instead. Nothing is installed either way."""
-    env = {**os.environ, "PATH": str(tmp_path / "empty"), "AGENTCTL_REQUIRE_NODE": require,
-           "AGENTCTL_TEST_NODE_CACHE": str(tmp_path / "cache")}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "no:cacheprovider",
-                        f"{__file__}::test_agentctl_reads_what_langgraphjs_wrote"],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PATH": str(tmp_path / "empty"),
+        "AGENTCTL_REQUIRE_NODE": require,
+        "AGENTCTL_TEST_NODE_CACHE": str(tmp_path / "cache"),
+    }
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rsf",
+            "-p",
+            "no:cacheprovider",
+            f"{__file__}::test_agentctl_reads_what_langgraphjs_wrote",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "node and npm not found" in r.stdout, r.stdout[-2000:]
     if require:
         assert r.returncode == 1 and "2 errors" in r.stdout and "AGENTCTL_REQUIRE_NODE=1 but" in r.stdout
@@ -100,8 +121,23 @@ def test_the_bench_generator_writes_what_langgraphjs_reads(tmp_path, node_module
     LangGraph.js's SqliteSaver layout: LangGraph.js lists each checkpoint agentctl logs
     and reads the head's messages (tool calls, tool messages) as agentctl shows them."""
     db = str(tmp_path / "lgjs.db")
-    r = subprocess.run([sys.executable, str(REPO / "bench" / "make_langgraph_db.py"), db, "--js", "--threads", "5",
-                        "--checkpoints", "300", "--long-steps", "60"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "make_langgraph_db.py"),
+            db,
+            "--js",
+            "--threads",
+            "5",
+            "--checkpoints",
+            "300",
+            "--long-steps",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["written_by"] == "LangGraph.js"
     assert cli(db, "formats").stderr.endswith("written by: LangGraph.js\n")
@@ -111,5 +147,6 @@ def test_the_bench_generator_writes_what_langgraphjs_reads(tmp_path, node_module
     shown = cli_json(db, "show", "long-thread")
     assert shown["metadata"]["step"] == got["step"] == 28  # --long-steps at most a tenth: 30
     assert [[ROLES.get(k, k), c, n] for k, c, n in got["messages"]] == [
-        [m["role"], m["content"], len(m.get("tool_calls") or [])] for m in shown["messages"]]
+        [m["role"], m["content"], len(m.get("tool_calls") or [])] for m in shown["messages"]
+    ]
     assert {k for k, _, _ in got["messages"]} == {"ai", "tool"}

@@ -43,7 +43,9 @@ def test_the_langgraphjs_sample_reads(tmp_path):
     # the pending interrupt()
     deploy = cli_json(db, "show", "deploy-js")
     assert deploy["tools_result"]["__interrupt__"][0]["value"][0]["value"] == {
-        "question": "deploy billing@v2?", "risk": "medium"}
+        "question": "deploy billing@v2?",
+        "risk": "medium",
+    }
     assert cli(db, "doctor").exit_code == 0
     # a write in LangGraph.js's form (JSON rows), undone
     r = cli(db, "rewind", "deploy-js~1", "--yes")

@@ -30,7 +30,10 @@ node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node
 db_copy = dbcopy.db_copy  # the fixture: copy(url) -> a copy's URL
 
 DRIVER = NODE_DIR / "langgraph_tools.mjs"
-TABLES = {"sqlite": ("checkpoints", "writes"), "postgres": ("checkpoints", "checkpoint_blobs", "checkpoint_writes")}
+TABLES = {
+    "sqlite": ("checkpoints", "writes"),
+    "postgres": ("checkpoints", "checkpoint_blobs", "checkpoint_writes"),
+}
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +41,9 @@ def tools_project(tmp_path_factory, node_modules) -> Path:
     """A LangGraph.js project: graph.mjs (tools_graph.mjs), langgraph.json, the rig's node_modules."""
     proj = tmp_path_factory.mktemp("tools-js")
     shutil.copyfile(NODE_DIR / "tools_graph.mjs", proj / "graph.mjs")
-    (proj / "langgraph.json").write_text(json.dumps({"node_version": "20", "graphs": {"agent": "./graph.mjs:graph"}}))
+    (proj / "langgraph.json").write_text(
+        json.dumps({"node_version": "20", "graphs": {"agent": "./graph.mjs:graph"}})
+    )
     (proj / "node_modules").symlink_to(node_modules)
     return proj
 
@@ -51,7 +56,9 @@ class Db:
         self.kind = "postgres" if "://" in url else "sqlite"
 
     def js(self, *ops: dict[str, Any]) -> list[Any]:
-        return json.loads(run_node(DRIVER, str(self.project / "graph.mjs"), self.url, json.dumps(list(ops))).stdout)
+        return json.loads(
+            run_node(DRIVER, str(self.project / "graph.mjs"), self.url, json.dumps(list(ops))).stdout
+        )
 
     def history(self, thread: str = "t") -> list[dict[str, Any]]:
         return self.js({"op": "history", "thread": thread})[0]
@@ -59,17 +66,22 @@ class Db:
     def rows(self) -> dict[str, list[tuple]]:
         if self.kind == "sqlite":
             with sqlite3.connect(self.url) as c:
-                return {t: sorted(c.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in TABLES["sqlite"]}
+                return {
+                    t: sorted(c.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in TABLES["sqlite"]
+                }
         import asyncpg
 
         async def dump() -> dict[str, list[tuple]]:
             conn = await asyncpg.connect(dbcopy.pg_base(self.url))
             try:
                 schema = pg_schema(self.url)
-                return {t: sorted((tuple(r) for r in await conn.fetch(f"SELECT * FROM {schema}.{t}")), key=repr)
-                        for t in TABLES["postgres"]}
+                return {
+                    t: sorted((tuple(r) for r in await conn.fetch(f"SELECT * FROM {schema}.{t}")), key=repr)
+                    for t in TABLES["postgres"]
+                }
             finally:
                 await conn.close()
+
         return run_sync(dump)
 
 
@@ -123,7 +135,9 @@ def resumed_alike(mine: Db, theirs: Db, *ops: dict[str, Any], thread: str = "t")
     got = mine.js(*ops, {"op": "history", "thread": thread})
     want = theirs.js(*ops, {"op": "history", "thread": thread})
     assert got[:-1] == want[:-1]
-    assert shape([s for s in got[-1] if s["id"] not in had]) == shape([s for s in want[-1] if s["id"] not in had])
+    assert shape([s for s in got[-1] if s["id"] not in had]) == shape(
+        [s for s in want[-1] if s["id"] not in had]
+    )
     return got
 
 
@@ -147,11 +161,16 @@ def test_rewind_to_a_tool_call_is_langgraphjs_fork_and_runs_the_tool_again(twins
         assert len(got) == 4  # the input, the human's request, the tool call, the fork
     assert shape(got) == shape(want)
     assert (got[0]["source"], got[0]["next"], got[0]["values"]["messages"][-1][2]) == (
-        "fork", ["tools"], [{"id": "call-1", "name": "weather", "args": {"city": "Paris"}}])
+        "fork",
+        ["tools"],
+        [{"id": "call-1", "name": "weather", "args": {"city": "Paris"}}],
+    )
     undo_redo(mine, before, mine.rows())
     out = resumed_alike(mine, theirs, {"op": "invoke", "thread": "t"})
-    assert out[0]["messages"][-2:] == [["tool", "sunny in Paris ☀", None, "call-1"],
-                                       ["ai", "done: sunny in Paris ☀", [], None]]
+    assert out[0]["messages"][-2:] == [
+        ["tool", "sunny in Paris ☀", None, "call-1"],
+        ["ai", "done: sunny in Paris ☀", [], None],
+    ]
 
 
 def test_rewind_before_the_model_asks_again_reaches_the_tool_interrupt_and_resumes(twins):
@@ -195,9 +214,13 @@ def test_edit_of_a_tool_call_thread_is_langgraphjs_update_state_and_resumes(twin
     if where == "head":
         answered(resumed_alike(mine, theirs, BOOK_YES)[0], "booked Paris ✓")
         return
-    out = (mine.js if pg_fork else lambda *ops: resumed_alike(mine, theirs, *ops))({"op": "invoke", "thread": "t"})
-    assert out[0]["calls"] == 41 and out[0]["messages"][-2:] == [["tool", "sunny in Paris ☀", None, "call-1"],
-                                                                 ["ai", "done: sunny in Paris ☀", [], None]]
+    out = (mine.js if pg_fork else lambda *ops: resumed_alike(mine, theirs, *ops))(
+        {"op": "invoke", "thread": "t"}
+    )
+    assert out[0]["calls"] == 41 and out[0]["messages"][-2:] == [
+        ["tool", "sunny in Paris ☀", None, "call-1"],
+        ["ai", "done: sunny in Paris ☀", [], None],
+    ]
 
 
 def test_edit_of_the_messages_without_the_graph_is_refused_and_through_it_is_update_state(twins):
@@ -210,10 +233,22 @@ def test_edit_of_the_messages_without_the_graph_is_refused_and_through_it_is_upd
     r = cli(mine.url, "edit", "t", "--set", "messages=[]", "--yes")
     assert r.exit_code == 2 and "cannot write 'messages' without your graph" in r.stderr, r.stderr
     assert mine.rows() == before
-    msg = {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "HumanMessage"],
-           "kwargs": {"id": "h9", "content": "book Oslo"}}
-    ok(mine, "edit", "u", "--set", f"messages={json.dumps([msg])}", "--agent",
-       f"{mine.project / 'graph.mjs'}:graph", "--yes")
+    msg = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain_core", "messages", "HumanMessage"],
+        "kwargs": {"id": "h9", "content": "book Oslo"},
+    }
+    ok(
+        mine,
+        "edit",
+        "u",
+        "--set",
+        f"messages={json.dumps([msg])}",
+        "--agent",
+        f"{mine.project / 'graph.mjs'}:graph",
+        "--yes",
+    )
     theirs.js({"op": "update", "thread": "u", "values": {"messages": [msg]}, "overwrite": True})
     got = mine.history("u")
     assert got[0]["values"]["messages"] == [["human", "book Oslo", None, None]]
@@ -236,7 +271,9 @@ def test_branch_from_the_pending_tool_call_resumes_as_the_thread_does(twins):
     assert got[0] == want[0]
     answered(got[0], "booked Paris ✓")
     assert shape(got[1]) == shape(want[1])
-    assert [r for r in mine.rows()["checkpoints"] if r[0] == "t"] == [r for r in before["checkpoints"] if r[0] == "t"]
+    assert [r for r in mine.rows()["checkpoints"] if r[0] == "t"] == [
+        r for r in before["checkpoints"] if r[0] == "t"
+    ]
 
 
 def test_prune_of_a_tool_call_thread_leaves_what_langgraphjs_resumes(twins):
@@ -279,8 +316,12 @@ def test_run_of_a_tool_call_thread_adds_what_langgraphjs_invoke_adds(twins, how)
         ref = at_step(mine.history(), 1)
         thread, args, op = "t", ["--from", ref], {"op": "invoke", "thread": "t", "checkpoint_id": ref}
     else:
-        msg = {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "HumanMessage"],
-               "kwargs": {"id": "h4", "content": "weather in Rome"}}
+        msg = {
+            "lc": 1,
+            "type": "constructor",
+            "id": ["langchain_core", "messages", "HumanMessage"],
+            "kwargs": {"id": "h4", "content": "weather in Rome"},
+        }
         thread, args = "u", ["--input", json.dumps({"messages": [msg]})]
         op = {"op": "invoke", "thread": "u", "input": ["h4", "weather in Rome"]}
     had = {s["id"] for s in mine.history(thread)}
@@ -295,4 +336,3 @@ def test_run_of_a_tool_call_thread_adds_what_langgraphjs_invoke_adds(twins, how)
         assert want[0]["messages"][-3][0] == "ai" and want[0]["messages"][-3][2][0]["name"] == "weather"
     ok(mine, "undo", "--yes")
     assert mine.rows() == before
-

@@ -15,7 +15,8 @@ import shutil
 import sqlite3
 import uuid
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -27,8 +28,10 @@ from tests.support.sampledb import cli, cli_json
 node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node's lock file
 
 SCRIPT = NODE_DIR / "langgraph_timetravel.mjs"
-SAVER_TABLES = {"sqlite": ("checkpoints", "writes"),
-                "postgres": ("checkpoints", "checkpoint_blobs", "checkpoint_writes")}
+SAVER_TABLES = {
+    "sqlite": ("checkpoints", "writes"),
+    "postgres": ("checkpoints", "checkpoint_blobs", "checkpoint_writes"),
+}
 
 
 class JsDb:
@@ -48,16 +51,24 @@ class JsDb:
     def rows(self) -> dict[str, list[tuple]]:
         if self.kind == "sqlite":
             with sqlite3.connect(self.url) as c:
-                return {t: sorted(c.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in SAVER_TABLES["sqlite"]}
+                return {
+                    t: sorted(c.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
+                    for t in SAVER_TABLES["sqlite"]
+                }
         import asyncpg
 
         async def dump() -> dict[str, list[tuple]]:
             conn = await asyncpg.connect(self.node_args[1])
             try:
-                return {t: sorted((tuple(r) for r in await conn.fetch(f"SELECT * FROM {self.schema}.{t}")), key=repr)
-                        for t in SAVER_TABLES["postgres"]}
+                return {
+                    t: sorted(
+                        (tuple(r) for r in await conn.fetch(f"SELECT * FROM {self.schema}.{t}")), key=repr
+                    )
+                    for t in SAVER_TABLES["postgres"]
+                }
             finally:
                 await conn.close()
+
         return run_sync(dump)
 
 
@@ -120,15 +131,19 @@ def twins(request, tmp_path, js_builds) -> Callable[..., JsDb]:
 
     yield make
     if request.param == "postgres" and made:
-        pg_execute(request.getfixturevalue("pg_base_dsn"), *(f"DROP SCHEMA {db.schema} CASCADE" for db in made))
+        pg_execute(
+            request.getfixturevalue("pg_base_dsn"), *(f"DROP SCHEMA {db.schema} CASCADE" for db in made)
+        )
 
 
 def shape(history: list[dict[str, Any]]) -> list[tuple]:
     """A thread's history without its ids: each checkpoint's step, source, next tasks,
     pending interrupts, values and its parent's place in the list."""
     place = {s["id"]: i for i, s in enumerate(history)}
-    return [(s["step"], s["source"], s["next"], s["interrupts"], s["values"], place.get(s["parent"]))
-            for s in history]
+    return [
+        (s["step"], s["source"], s["next"], s["interrupts"], s["values"], place.get(s["parent"]))
+        for s in history
+    ]
 
 
 def at_step(history: list[dict[str, Any]], step: int, source: str = "loop") -> str:
@@ -146,13 +161,17 @@ def resume_both(mine: JsDb, theirs: JsDb, thread: str, same_history: bool = True
     if same_history:
         assert shape(mine.history(thread)) == shape(theirs.history(thread))
     had = {s["id"] for db in (mine, theirs) for s in db.history(thread)}
-    ops = ({"op": "invoke", "thread": thread}, {"op": "invoke", "thread": thread, "resume": "weiter ✓"},
-           {"op": "history", "thread": thread})
+    ops = (
+        {"op": "invoke", "thread": thread},
+        {"op": "invoke", "thread": thread, "resume": "weiter ✓"},
+        {"op": "history", "thread": thread},
+    )
     got, want = mine.js(*ops), theirs.js(*ops)
     assert got[:2] == want[:2]
     if not same_history:  # the checkpoints the runs added
         assert [x[:5] for x in shape([s for s in got[2] if s["id"] not in had])] == [
-            x[:5] for x in shape([s for s in want[2] if s["id"] not in had])]
+            x[:5] for x in shape([s for s in want[2] if s["id"] not in had])
+        ]
     elif mine.kind == "sqlite":
         assert shape(got[2]) == shape(want[2])
     else:  # LangGraph.js's PostgresSaver, after its own fork of an older checkpoint, can give a
@@ -171,8 +190,14 @@ def test_rewind_is_langgraphjs_own_fork_copy_and_resumes(twins):
     before = mine.rows()
     ref = at_step(mine.history("t1"), 6)  # the second run, at its pending interrupt()
     agentctl(mine, "rewind", ref)
-    theirs.js({"op": "update", "thread": "t1", "checkpoint_id": at_step(theirs.history("t1"), 6),
-               "as_node": "__copy__"})
+    theirs.js(
+        {
+            "op": "update",
+            "thread": "t1",
+            "checkpoint_id": at_step(theirs.history("t1"), 6),
+            "as_node": "__copy__",
+        }
+    )
     head = mine.history("t1")[0]
     assert (head["source"], head["step"], head["next"]) == ("fork", 7, ["ask"])
     undo_redo(mine, before, mine.rows())
@@ -208,11 +233,14 @@ def test_rewind_hard_resumes_as_langgraphjs_fork(twins):
     assert mine.js(*ops) == theirs.js(*ops)
 
 
-@pytest.mark.parametrize("thread,sets,values,overwrite", [
-    ("t2", ["count=41"], {"count": 41}, False),  # at the pending interrupt()
-    ("t1", ["note=\"é ✓ 你好\""], {"note": "é ✓ 你好"}, False),  # at LangGraph.js's own update fork
-    ("t2", ["tags=[\"x\", \"ü\"]"], {"tags": ["x", "ü"]}, True),  # a reducer channel: Overwrite
-])
+@pytest.mark.parametrize(
+    "thread,sets,values,overwrite",
+    [
+        ("t2", ["count=41"], {"count": 41}, False),  # at the pending interrupt()
+        ("t1", ['note="é ✓ 你好"'], {"note": "é ✓ 你好"}, False),  # at LangGraph.js's own update fork
+        ("t2", ['tags=["x", "ü"]'], {"tags": ["x", "ü"]}, True),  # a reducer channel: Overwrite
+    ],
+)
 def test_edit_is_langgraphjs_own_update_state_and_resumes(twins, thread, sets, values, overwrite):
     mine, theirs = twins(), twins()
     before, step = mine.rows(), mine.history(thread)[0]["step"]
@@ -300,7 +328,8 @@ def test_stats_gives_threads_checkpoints_and_bytes(twins):
     per = {t: sum(1 for r in rows["checkpoints"] if r[0] == t) for t in ("t1", "t2")}
     assert (data["threads"], data["checkpoints"]) == (2, sum(per.values()))
     assert [(p["thread_id"], p["checkpoints"]) for p in data["per_thread"]] == sorted(
-        per.items(), key=lambda kv: -next(p["bytes"] for p in data["per_thread"] if p["thread_id"] == kv[0]))
+        per.items(), key=lambda kv: -next(p["bytes"] for p in data["per_thread"] if p["thread_id"] == kv[0])
+    )
     assert data["bytes"] == sum(p["bytes"] for p in data["per_thread"]) > 0
     assert data["per_thread"][0]["bytes"] >= data["per_thread"][1]["bytes"]
     r = cli(db.url, "stats")
@@ -344,15 +373,21 @@ def test_a_schema_named_by_search_path_is_read_and_written_alone(twins):
     async def tables() -> set[tuple[str, str]]:
         conn = await asyncpg.connect(mine.node_args[1])
         try:
-            return {(r[0], r[1]) for r in await conn.fetch(
-                "SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE 'agentctl%'")}
+            return {
+                (r[0], r[1])
+                for r in await conn.fetch(
+                    "SELECT table_schema, table_name FROM information_schema.tables WHERE table_name LIKE 'agentctl%'"
+                )
+            }
         finally:
             await conn.close()
+
     found = run_sync(tables)
     assert found and {schema for schema, _ in found} == {mine.schema}
 
 
 # ---- a thread of a graph with a compiled subgraph (its checkpoints in namespaces) ----------------
+
 
 @pytest.fixture
 def sub_twins(twins) -> Callable[[], JsDb]:
@@ -371,12 +406,17 @@ def test_a_subgraph_thread_reads_as_langgraphjs_history(sub_twins):
     h = db.history("s1")
     ns = namespaces(db, "s1")
     assert len(ns) == 3 and ns[""] == len(h) == 8  # the root, and a namespace per run of `inner`
-    assert [(c["checkpoint_id"], c["parent_checkpoint_id"], c["step"]) for c in cli_json(db.url, "log", "s1")] == [
-        (s["id"], s["parent"], s["step"]) for s in h]
-    assert cli_json(db.url, "threads", "list") == [t for t in cli_json(db.url, "threads", "list")
-                                                    if t["thread_id"] in ("t1", "t2", "s1")]
+    assert [
+        (c["checkpoint_id"], c["parent_checkpoint_id"], c["step"]) for c in cli_json(db.url, "log", "s1")
+    ] == [(s["id"], s["parent"], s["step"]) for s in h]
+    assert cli_json(db.url, "threads", "list") == [
+        t for t in cli_json(db.url, "threads", "list") if t["thread_id"] in ("t1", "t2", "s1")
+    ]
     shown = cli_json(db.url, "show", "s1")
-    assert shown["state"]["count"] == h[0]["values"]["count"] and shown["state"]["tags"] == h[0]["values"]["tags"]
+    assert (
+        shown["state"]["count"] == h[0]["values"]["count"]
+        and shown["state"]["tags"] == h[0]["values"]["tags"]
+    )
     # the subgraph's pending run: its namespace's head, as LangGraph.js's getState({subgraphs}) reads it
     sub = db.js({"op": "substate", "thread": "s1"})[0]
     assert sub["tasks"][0][0] == "inner" and sub["tasks"][0][2] == ["check"]
@@ -407,8 +447,11 @@ def test_rewind_of_a_subgraph_thread_is_langgraphjs_fork_and_resumes(sub_twins, 
     assert [x[:5] for x in shape(got)] == [x[:5] for x in shape(want)]
     assert (got[0]["source"], got[0]["next"], got[0]["interrupts"]) == ("fork", ["inner"], [])
     undo_redo(mine, before, mine.rows())
-    ops = ({"op": "invoke", "thread": "s1"}, {"op": "substate", "thread": "s1"},
-           {"op": "invoke", "thread": "s1", "resume": "weiter ✓"})
+    ops = (
+        {"op": "invoke", "thread": "s1"},
+        {"op": "substate", "thread": "s1"},
+        {"op": "invoke", "thread": "s1", "resume": "weiter ✓"},
+    )
     out = mine.js(*ops)
     assert out == theirs.js(*ops)
     assert out[1]["tasks"][0][2] == ["check"] and out[2]["messages"][-1] == ["ai", "done: weiter ✓"]
@@ -452,7 +495,10 @@ def test_threads_delete_langgraphjs_finds_nothing_and_undo_gives_it_back(sub_twi
     cli(mine.url, "undo", "--yes")
     assert mine.rows() == before
     # LangGraph.js resumes the thread given back as it resumes its twin
-    ops = ({"op": "invoke", "thread": thread}, {"op": "invoke", "thread": thread, "resume": "weiter ✓"},
-           {"op": "history", "thread": thread})
+    ops = (
+        {"op": "invoke", "thread": thread},
+        {"op": "invoke", "thread": thread, "resume": "weiter ✓"},
+        {"op": "history", "thread": thread},
+    )
     got, want = mine.js(*ops), theirs.js(*ops)
     assert got[:2] == want[:2] and [x[:5] for x in shape(got[2])] == [x[:5] for x in shape(want[2])]

@@ -28,8 +28,14 @@ def test_previous_release_ops_listed_and_undone(tmp_path: Path, name: str) -> No
     assert {"rewind", "branch", "undo"} <= kinds
     assert any(op["undone"] for op in ops), ops
     # undo, newest first, every op the CLI wrote that is still done
-    todo = sorted((op for op in ops if op["op_id"] > built["ops_before"] and op["kind"] != "undo"
-                   and not (op["undone"])), key=lambda op: -op["op_id"])
+    todo = sorted(
+        (
+            op
+            for op in ops
+            if op["op_id"] > built["ops_before"] and op["kind"] != "undo" and not (op["undone"])
+        ),
+        key=lambda op: -op["op_id"],
+    )
     assert todo
     for op in todo:
         cli_json(str(db), "undo", str(op["op_id"]))

@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from agentctl.storage.agentos.postgres import PostgresCheckpointer
 from agentctl.refs import resolve, resolve_thread
-
+from agentctl.storage.agentos.postgres import PostgresCheckpointer
 from tests.support.helpers import make_cp
 
 pytestmark = pytest.mark.pg
@@ -72,7 +71,8 @@ async def test_prefixes_same_in_byte_order_and_icu(pg_dsn) -> None:
             pytest.skip("this Postgres has no ICU collation")
         await conn.execute(
             'ALTER TABLE checkpoints ALTER COLUMN thread_id TYPE TEXT COLLATE "und-x-icu", '
-            'ALTER COLUMN checkpoint_id TYPE TEXT COLLATE "und-x-icu"')
+            'ALTER COLUMN checkpoint_id TYPE TEXT COLLATE "und-x-icu"'
+        )
     finally:
         await conn.close()
     icu = await _lookups(pg_dsn)

@@ -27,7 +27,7 @@ from tests.support.sampledb import cli, cli_json  # noqa: E402
 lg = lgw.lg  # the fixture: an empty LangGraph database on SQLite and on Postgres
 db_copy = dbcopy.db_copy  # the fixture: copy(url) -> a copy's URL (the framework's reference run)
 
-GRAPH = textwrap.dedent('''
+GRAPH = textwrap.dedent("""
     import operator
     import os
     import time
@@ -75,10 +75,10 @@ GRAPH = textwrap.dedent('''
     hitl.add_edge(START, "ask")
     hitl.add_edge("ask", END)
     hitl = hitl.compile()
-''')
+""")
 
 
-NESTED = textwrap.dedent('''
+NESTED = textwrap.dedent("""
     import operator
     from typing import Annotated, TypedDict
 
@@ -127,7 +127,7 @@ NESTED = textwrap.dedent('''
     nested.add_edge("prep", "sub")
     nested.add_edge("sub", "after")
     nested.add_edge("after", END)
-''')
+""")
 
 
 @pytest.fixture
@@ -137,8 +137,9 @@ def project(tmp_path):
     d.mkdir()
     (d / "graph.py").write_text(GRAPH)
     (d / "nested.py").write_text(NESTED)
-    (d / "langgraph.json").write_text(json.dumps({"dependencies": ["."], "graphs": {
-        "loop": "./graph.py:graph", "hitl": "./graph.py:hitl"}}))
+    (d / "langgraph.json").write_text(
+        json.dumps({"dependencies": ["."], "graphs": {"loop": "./graph.py:graph", "hitl": "./graph.py:hitl"}})
+    )
     return d
 
 
@@ -146,7 +147,9 @@ def _user_graph(project, var: str = "graph", file: str = "graph.py"):
     """The same graph object, imported in the test's own process (the reference run)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"user_graph_{abs(hash(str(project / file)))}", project / file)
+    spec = importlib.util.spec_from_file_location(
+        f"user_graph_{abs(hash(str(project / file)))}", project / file
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, var)
@@ -154,8 +157,14 @@ def _user_graph(project, var: str = "graph", file: str = "graph.py"):
 
 def _agentctl(url, *args, env=None, **kw):
     """The real CLI in a process (what a user runs)."""
-    return subprocess.run([sys.executable, "-m", "agentctl", "--db", url, *args], capture_output=True,
-                          text=True, cwd=kw.pop("cwd", REPO), env={**os.environ, **(env or {})}, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", url, *args],
+        capture_output=True,
+        text=True,
+        cwd=kw.pop("cwd", REPO),
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
 
 
 def lg_db_with_a_run(tmp_path, project) -> str:
@@ -176,9 +185,15 @@ def ctrl_c_when(url, args, ready, env=None, timeout=30):
     """`agentctl --db URL ARGS...` in a process group of its own, as a terminal runs it;
     once `ready()` holds, the terminal's Ctrl-C (SIGINT to the whole group). Returns
     (exit status, stdout, stderr)."""
-    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", url, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, **(env or {})},
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--db", url, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
     deadline = time.monotonic() + timeout
     while not ready() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -214,7 +229,10 @@ def test_a_failing_node_then_a_fix_then_run_resumes_as_langgraph_does(lg, projec
     r = _agentctl(url, "run", "t", "--agent", agent, "--input", json.dumps({"n": 0, "log": []}))
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "your agent raised ValueError in node 'step': n is 3 and not fixed" in r.stderr
-    assert f'File "{project / "graph.py"}"' in r.stderr and 'raise ValueError("n is 3 and not fixed")' in r.stderr
+    assert (
+        f'File "{project / "graph.py"}"' in r.stderr
+        and 'raise ValueError("n is 3 and not fixed")' in r.stderr
+    )
     assert "site-packages" not in r.stderr  # only the user's own frames
     assert "step sees 0" in r.stderr  # the user's print, on stderr: stdout is data
     assert [ln.split()[1] for ln in r.stdout.splitlines()] == ["-1", "0", "1", "2", "3"]
@@ -260,7 +278,11 @@ def _reference_run(project, url: str, var: str, thread: str, value, at: str | No
     (ids stripped), next, and how many checkpoints it added to the thread."""
     with langgraph_saver(url) as ref_saver:
         ref = _user_graph(project, var)
-        ref = ref.compile(checkpointer=ref_saver) if hasattr(ref, "compile") else ref.copy(update={"checkpointer": ref_saver})
+        ref = (
+            ref.compile(checkpointer=ref_saver)
+            if hasattr(ref, "compile")
+            else ref.copy(update={"checkpointer": ref_saver})
+        )
         before = len(list(ref.get_state_history(cfg(thread))))
         ref.invoke(value, cfg(thread, at) if at else cfg(thread))
         state = ref.get_state(cfg(thread))
@@ -272,7 +294,9 @@ def test_run_from_an_earlier_checkpoint_replays_and_compare_finds_no_divergence(
     graph = _user_graph(project).compile(checkpointer=saver)
     graph.invoke({"n": 0, "log": [], "fixed": True}, cfg("t"))
     original = graph.get_state(cfg("t")).config["configurable"]["checkpoint_id"]
-    at_2 = [s for s in graph.get_state_history(cfg("t")) if s.metadata["step"] == 2][0].config["configurable"]["checkpoint_id"]
+    at_2 = [s for s in graph.get_state_history(cfg("t")) if s.metadata["step"] == 2][0].config[
+        "configurable"
+    ]["checkpoint_id"]
     expect = _reference_run(project, db_copy(url), "graph", "t", None, at_2)  # LangGraph's replay from t@2
     count = len(list(graph.get_state_history(cfg("t"))))
     lines = _agentctl(url, "run", "t", "--from", "t@2", "--agent", "loop", "--json", cwd=project)
@@ -283,7 +307,11 @@ def test_run_from_an_earlier_checkpoint_replays_and_compare_finds_no_divergence(
     assert [e["step"] for e in saved] == [3, 4, 5, 6, 7] and saved[0]["source"] == "fork"
     assert events[-1]["event"] == "done" and events[-1]["op_id"] is not None
     state = graph.get_state(cfg("t"))
-    assert (strip_ids(state.values), state.next, len(list(graph.get_state_history(cfg("t")))) - count) == expect
+    assert (
+        strip_ids(state.values),
+        state.next,
+        len(list(graph.get_state_history(cfg("t")))) - count,
+    ) == expect
     out = cli_json(url, "compare", original, "t")
     assert out["first_divergent_step"] is None
 
@@ -299,12 +327,18 @@ def test_resume_answers_an_interrupt(lg, project, db_copy):
     graph = _user_graph(project, "hitl").copy(update={"checkpointer": saver})
     waiting = dump(url, saver)
     count = len(list(graph.get_state_history(cfg("h"))))
-    expect = _reference_run(project, db_copy(url), "hitl", "h", Command(resume="yes"))  # LangGraph's own resume
+    expect = _reference_run(
+        project, db_copy(url), "hitl", "h", Command(resume="yes")
+    )  # LangGraph's own resume
     r = _agentctl(url, "run", "h", "--agent", "hitl", "--resume", json.dumps("yes"), cwd=project)
     assert r.returncode == 0, r.stderr
     state = graph.get_state(cfg("h"))
     assert state.values["approved"] == "yes"
-    assert (strip_ids(state.values), state.next, len(list(graph.get_state_history(cfg("h")))) - count) == expect
+    assert (
+        strip_ids(state.values),
+        state.next,
+        len(list(graph.get_state_history(cfg("h")))) - count,
+    ) == expect
     assert cli(url, "undo").exit_code == 0
     assert dump(url, saver) == waiting  # the resume's rows gone, row for row
 
@@ -349,9 +383,19 @@ def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, project
     def saved() -> int:
         return sqlite3.connect(url).execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
 
-    code, out, err = ctrl_c_when(url, ["run", "t", "--agent", f"{project / 'graph.py'}:long_graph", "--input",
-                                       json.dumps({"n": 0, "log": [], "fixed": True})],
-                                 lambda: saved() >= 4, env={"SLOW_GRAPH": "1"})
+    code, out, err = ctrl_c_when(
+        url,
+        [
+            "run",
+            "t",
+            "--agent",
+            f"{project / 'graph.py'}:long_graph",
+            "--input",
+            json.dumps({"n": 0, "log": [], "fixed": True}),
+        ],
+        lambda: saved() >= 4,
+        env={"SLOW_GRAPH": "1"},
+    )
     assert code == 130, (out, err)
     assert "interrupted: the run saved" in err and "agentctl undo" in err
     n = saved()
@@ -369,7 +413,9 @@ def _namespaces(url, saver) -> list[tuple[bool, int]]:
     return sorted((n != "", sum(1 for r in rows if r[1] == n)) for n in ns)
 
 
-def test_run_of_a_graph_with_a_subgraph_equals_langgraphs_and_undo_removes_the_subgraphs_rows(lg, project, tmp_path):
+def test_run_of_a_graph_with_a_subgraph_equals_langgraphs_and_undo_removes_the_subgraphs_rows(
+    lg, project, tmp_path
+):
     from langgraph.types import Command
 
     url, saver = lg
@@ -394,12 +440,23 @@ def test_run_of_a_graph_with_a_subgraph_equals_langgraphs_and_undo_removes_the_s
     r = _agentctl(url, "run", "t", "--agent", agent, "--input", json.dumps({"n": 0, "log": []}))
     assert r.returncode == 0, (r.stdout, r.stderr)
     lines = r.stdout.splitlines()  # every checkpoint as it is saved: the graph's, then the subgraph's
-    steps = [(ln.split()[1], ln.split()[3], ln.split("(subgraph ")[-1][:4] if "(subgraph " in ln else "")
-             for ln in lines[:-1]]
-    assert steps == [("-1", "input", ""), ("0", "loop", ""), ("1", "prep", ""),
-                     ("-1", "input", "sub:"), ("0", "loop", "sub:"), ("1", "bump", "sub:")]
+    steps = [
+        (ln.split()[1], ln.split()[3], ln.split("(subgraph ")[-1][:4] if "(subgraph " in ln else "")
+        for ln in lines[:-1]
+    ]
+    assert steps == [
+        ("-1", "input", ""),
+        ("0", "loop", ""),
+        ("1", "prep", ""),
+        ("-1", "input", "sub:"),
+        ("0", "loop", "sub:"),
+        ("1", "bump", "sub:"),
+    ]
     assert lines[2].endswith("prep  changed: log") and "bump  changed: n, log  (subgraph sub:" in lines[5]
-    assert lines[-1].startswith("ran t: 6 new checkpoint(s) (op ") and "; waiting at sub; interrupt: " in lines[-1]
+    assert (
+        lines[-1].startswith("ran t: 6 new checkpoint(s) (op ")
+        and "; waiting at sub; interrupt: " in lines[-1]
+    )
     assert '"question": "go on?"' in lines[-1]
     state = graph.get_state(cfg("t"), subgraphs=True)
     assert strip_ids(state.values) == {"n": 0, "log": ["prep"]} and state.next == ("sub",)
@@ -419,7 +476,12 @@ def test_run_of_a_graph_with_a_subgraph_equals_langgraphs_and_undo_removes_the_s
     assert r.returncode == 0, (r.stdout, r.stderr)
     lines = r.stdout.splitlines()  # not the checkpoints it resumed from (LangGraph streams them again)
     steps = [(ln.split()[1], ln.split()[3], "(subgraph sub:" in ln) for ln in lines[:-1]]
-    assert steps == [("2", "ask", True), ("3", "bump_again", True), ("2", "sub", False), ("3", "after", False)]
+    assert steps == [
+        ("2", "ask", True),
+        ("3", "bump_again", True),
+        ("2", "sub", False),
+        ("3", "after", False),
+    ]
     assert lines[2].endswith("sub  changed: n, log, answer")
     assert lines[-1].startswith("ran t: 4 new checkpoint(s) (op ") and "waiting" not in lines[-1]
     state = graph.get_state(cfg("t"))
@@ -462,13 +524,27 @@ def test_which_interpreter_runs_the_agent_and_module_var(tmp_path, project):
 
     venv, env_py, flag_py = interpreter("venv"), interpreter("envvar"), interpreter("flag")
     base = {"PYTHONPATH": f"{project}{os.pathsep}{REPO}", "VIRTUAL_ENV": str(tmp_path / "venv")}
-    for extra, env, want in (([], base, "venv"),
-                             ([], {**base, "AGENTCTL_PYTHON": env_py}, "envvar"),
-                             (["--python", flag_py], {**base, "AGENTCTL_PYTHON": env_py}, "flag")):
+    for extra, env, want in (
+        ([], base, "venv"),
+        ([], {**base, "AGENTCTL_PYTHON": env_py}, "envvar"),
+        (["--python", flag_py], {**base, "AGENTCTL_PYTHON": env_py}, "flag"),
+    ):
         (tmp_path / "ran").unlink(missing_ok=True)
-        r = _agentctl(url, "run", f"t-{want}", "--agent", "graph:graph", "--input", json.dumps({"n": 0, "log": []}),
-                      *extra, env=env)
-        assert r.returncode == 1 and "your agent raised ValueError in node 'step'" in r.stderr, (r.stdout, r.stderr)
+        r = _agentctl(
+            url,
+            "run",
+            f"t-{want}",
+            "--agent",
+            "graph:graph",
+            "--input",
+            json.dumps({"n": 0, "log": []}),
+            *extra,
+            env=env,
+        )
+        assert r.returncode == 1 and "your agent raised ValueError in node 'step'" in r.stderr, (
+            r.stdout,
+            r.stderr,
+        )
         assert (tmp_path / "ran").read_text().split() == [want]
     assert os.path.exists(venv)
 
@@ -482,11 +558,14 @@ def test_run_and_edit_on_a_file_nobody_may_write_run_nothing(tmp_path, project):
     before = settled_bytes(url)
     files = sorted(p.name for p in tmp_path.iterdir())
     agent = f"{project / 'graph.py'}:graph"
-    for args in (["run", "t", "--agent", agent, "--from", "t@2"],
-                 ["edit", "t@2", "--set", "n=1", "--agent", agent, "--yes"]):
+    for args in (
+        ["run", "t", "--agent", agent, "--from", "t@2"],
+        ["edit", "t@2", "--set", "n=1", "--agent", agent, "--yes"],
+    ):
         r = _agentctl(url, *args, cwd=project)
         assert r.returncode == 6, (args, r.stdout, r.stderr)
-        assert r.stderr.splitlines()[-1] == (f"agentctl: {url}: the database is read-only, cannot write "
-                                             "(the file's mode is -r--r--r--)"), r.stderr
+        assert r.stderr.splitlines()[-1] == (
+            f"agentctl: {url}: the database is read-only, cannot write (the file's mode is -r--r--r--)"
+        ), r.stderr
         assert "step sees" not in r.stderr  # the agent never ran
         assert settled_bytes(url) == before and sorted(p.name for p in tmp_path.iterdir()) == files

@@ -108,7 +108,9 @@ async def _reference(project, url: str, session: str) -> list:
     from google.adk.runners import Runner
     from google.genai import types
 
-    spec = importlib.util.spec_from_file_location(f"echo_ref_{abs(hash(url))}", project / "echo_agent" / "agent.py")
+    spec = importlib.util.spec_from_file_location(
+        f"echo_ref_{abs(hash(url))}", project / "echo_agent" / "agent.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -116,8 +118,11 @@ async def _reference(project, url: str, session: str) -> list:
         if await svc.get_session(app_name="app", user_id="u1", session_id=session) is None:
             await svc.create_session(app_name="app", user_id="u1", session_id=session)
         runner = Runner(app_name="app", agent=module.root_agent, session_service=svc)
-        async for _ in runner.run_async(user_id="u1", session_id=session,
-                                        new_message=types.Content(role="user", parts=[types.Part(text="hello")])):
+        async for _ in runner.run_async(
+            user_id="u1",
+            session_id=session,
+            new_message=types.Content(role="user", parts=[types.Part(text="hello")]),
+        ):
             pass
     return await _view(url, session)
 
@@ -134,7 +139,9 @@ async def test_run_equals_adks_runner_on_a_copy_and_undo_restores_every_row(tmp_
     copy = str(tmp_path / "copy.db")
     shutil.copyfile(path, copy)
     before = await dump(path)
-    r = _agentctl(path, "run", f"app/u1/{session}", "--agent", str(project / "echo_agent"), "--input", "hello")
+    r = _agentctl(
+        path, "run", f"app/u1/{session}", "--agent", str(project / "echo_agent"), "--input", "hello"
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "echo sees hello" in r.stderr
     lines = r.stdout.splitlines()
@@ -153,8 +160,15 @@ async def test_run_equals_adks_runner_on_a_copy_and_undo_restores_every_row(tmp_
 async def test_the_users_error_and_bad_input_exit_2(tmp_path, project):
     path = await _db(tmp_path)
     before = await dump(path)
-    r = _agentctl(path, "run", "app/u1/s1", "--agent", f"{project / 'echo_agent' / 'agent.py'}:root_agent",
-                  "--input", "boom")
+    r = _agentctl(
+        path,
+        "run",
+        "app/u1/s1",
+        "--agent",
+        f"{project / 'echo_agent' / 'agent.py'}:root_agent",
+        "--input",
+        "boom",
+    )
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "your agent raised ValueError in agent 'echo': cannot echo boom" in r.stderr
     assert "explode(text)" in r.stderr and "site-packages" not in r.stderr
@@ -233,26 +247,41 @@ async def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, p
     path = await _db(tmp_path)
     before = await dump(path)
     agent = f"{project / 'echo_agent' / 'agent.py'}:slow_agent"
-    code, out, err = ctrl_c_when(path, ["run", "app/u1/s1", "--agent", agent, "--input", "go"],
-                                 lambda: _events(path) >= 4)
+    code, out, err = ctrl_c_when(
+        path, ["run", "app/u1/s1", "--agent", agent, "--input", "go"], lambda: _events(path) >= 4
+    )
     assert code == 130, (out, err)
     saved = _events(path)
     assert 4 <= saved < 41  # the user's message and some of the agent's 40 events
     time.sleep(0.5)  # two more events' time: the child is gone, nothing more comes
     assert _events(path) == saved
     assert f"interrupted: the run saved {saved} item(s), which stay (op " in err and "agentctl undo" in err
-    assert out.splitlines()[:2] == ["item 1  user  go", "item 2  slow  tick 0"] and len(out.splitlines()) == saved
+    assert (
+        out.splitlines()[:2] == ["item 1  user  go", "item 2  slow  tick 0"]
+        and len(out.splitlines()) == saved
+    )
     ops = cli_json(path, "oplog")
     assert ops[0]["kind"] == "run" and ops[0]["summary"].endswith(": interrupted")
     assert cli(path, "undo").exit_code == 0
     assert await dump(path) == before
 
 
-async def test_an_interpreter_without_adk_exits_2_naming_it_and_writes_nothing(tmp_path, project, bare_python):
+async def test_an_interpreter_without_adk_exits_2_naming_it_and_writes_nothing(
+    tmp_path, project, bare_python
+):
     path = await _db(tmp_path)
     raw = settled_bytes(path)
-    r = _agentctl(path, "run", "app/u1/s1", "--agent", str(project / "echo_agent"), "--input", "hello",
-                  "--python", bare_python)
+    r = _agentctl(
+        path,
+        "run",
+        "app/u1/s1",
+        "--agent",
+        str(project / "echo_agent"),
+        "--input",
+        "hello",
+        "--python",
+        bare_python,
+    )
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and f"{bare_python} cannot import Google ADK" in r.stderr
     assert "--python" in r.stderr and r.stdout == ""

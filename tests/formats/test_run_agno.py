@@ -130,6 +130,7 @@ TIMES = frozenset({"created_at", "updated_at", "metrics", "start_time", "end_tim
 def agno_rows(db) -> list:
     """The sessions' and runs' rows, JSON decoded, times left out, each id a uuid4 named by
     its first place (two databases that got the same runs compare equal)."""
+
     async def read() -> list:
         q_s = "SELECT * FROM agno_sessions ORDER BY session_id"
         q_r = "SELECT * FROM agno_runs ORDER BY session_id, run_index"
@@ -168,14 +169,25 @@ def agno_rows(db) -> list:
 
 
 @pytest.mark.parametrize("layout,kind", [("v3", "sqlite"), ("migrated", "sqlite"), ("v3", "postgres")])
-@pytest.mark.parametrize("var,session", [("agent", "chat"), ("make_agent", "fresh"), ("async_agent", "chat"),
-                                         ("team", "team"), ("flow", "flow")])
-def test_run_adds_the_rows_agnos_own_run_adds_and_undo_restores_every_row(agno_db, project, layout, kind, var,
-                                                                          session):
+@pytest.mark.parametrize(
+    "var,session",
+    [("agent", "chat"), ("make_agent", "fresh"), ("async_agent", "chat"), ("team", "team"), ("flow", "flow")],
+)
+def test_run_adds_the_rows_agnos_own_run_adds_and_undo_restores_every_row(
+    agno_db, project, layout, kind, var, session
+):
     db, ref = agno_db(layout, kind), agno_db(layout, kind)
     before = own_rows(db.url)
-    r = _agentctl(db.url, "run", session, "--agent", f"{project / 'agents.py'}:{var}", "--input", "hello",
-                  env={"PYTHONPATH": str(REPO)})
+    r = _agentctl(
+        db.url,
+        "run",
+        session,
+        "--agent",
+        f"{project / 'agents.py'}:{var}",
+        "--input",
+        "hello",
+        env={"PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)
     reference(project, ref, var if var != "make_agent" else "agent", session, "hello")
     assert agno_rows(db) == agno_rows(ref)  # the same rows (ids and times aside) as agno's own run
@@ -190,10 +202,16 @@ def test_run_adds_the_rows_agnos_own_run_adds_and_undo_restores_every_row(agno_d
         assert f"step {steps}  Geo/assistant  Rome is the capital." in lines
         assert lines[-2] == f"step {steps}  assistant  It is Rome."
     if var == "flow":
-        assert lines[1:-1] == [f"step {steps}  Writer/assistant  draft two", f"step {steps}  Editor/assistant  final two",
-                               f"step {steps}  assistant  final two"]
-    assert re.match(rf"ran {session}: {len(lines) - 1} new message\(s\) \(op \d+; undo: agentctl undo \d+\); "
-                    "output: ", lines[-1]), lines[-1]
+        assert lines[1:-1] == [
+            f"step {steps}  Writer/assistant  draft two",
+            f"step {steps}  Editor/assistant  final two",
+            f"step {steps}  assistant  final two",
+        ]
+    assert re.match(
+        rf"ran {session}: {len(lines) - 1} new message\(s\) \(op \d+; undo: agentctl undo \d+\); "
+        "output: ",
+        lines[-1],
+    ), lines[-1]
     head = cli_json(db.url, "show", f"{session}@{steps}")
     assert head["messages"][-1]["content"] == lines[-1].split("output: ")[1]
     ran = own_rows(db.url)
@@ -206,7 +224,9 @@ def test_run_adds_the_rows_agnos_own_run_adds_and_undo_restores_every_row(agno_d
     assert agno_rows(db) == agno_rows(ref)
 
 
-def test_the_users_error_bad_input_and_an_interpreter_without_agno(agno_db, project, bare_python, monkeypatch):
+def test_the_users_error_bad_input_and_an_interpreter_without_agno(
+    agno_db, project, bare_python, monkeypatch
+):
     monkeypatch.setenv("PYTHONPATH", str(REPO))  # the user's agents.py imports the scripted model of tests/
     db = agno_db("v3", "sqlite")
     before = settled_bytes(db.url)
@@ -217,7 +237,10 @@ def test_the_users_error_bad_input_and_an_interpreter_without_agno(agno_db, proj
         (["--agent", "agents", "--input", "x"], "--agent FILE.py:VAR"),
         (["--input", "x"], "--agent FILE.py:VAR"),
         (["--agent", f"{agents}:agent"], "needs --input TEXT"),
-        (["--agent", f"{agents}:agent", "--input", "x", "--from", "chat@1"], "--from and --resume are LangGraph's"),
+        (
+            ["--agent", f"{agents}:agent", "--input", "x", "--from", "chat@1"],
+            "--from and --resume are LangGraph's",
+        ),
         (["--agent", f"{agents}:agent", "--input", "x", "--python", bare_python], "cannot import Agno"),
     ]
     assert_exit_2_one_line(db.url, "run", cases)
@@ -225,8 +248,9 @@ def test_the_users_error_bad_input_and_an_interpreter_without_agno(agno_db, proj
     assert cli_json(db.url, "oplog") == []
 
     rows = own_rows(db.url)
-    r = _agentctl(db.url, "run", "chat", "--agent", f"{agents}:broken", "--input", "boom",
-                  env={"PYTHONPATH": str(REPO)})
+    r = _agentctl(
+        db.url, "run", "chat", "--agent", f"{agents}:broken", "--input", "boom", env={"PYTHONPATH": str(REPO)}
+    )
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "your agent raised" in r.stderr and "the model is broken" in r.stderr
     if "(op " in r.stderr:  # the run agno saved (its ERROR status) is undoable
@@ -243,11 +267,16 @@ def test_ctrl_c_stops_the_run_and_what_agno_saved_stays_undoable(agno_db, projec
     def ticks() -> bool:  # (agno saves the run when it ends: Ctrl-C's too)
         return noted.exists() and noted.read_text().count("\n") >= 2
 
-    code, out, err = ctrl_c_when(db.url, ["run", "chat", "--agent", f"{project / 'agents.py'}:ticker",
-                                          "--input", "go"], ticks, env={"PYTHONPATH": str(REPO), "TICKS": str(noted)})
+    code, out, err = ctrl_c_when(
+        db.url,
+        ["run", "chat", "--agent", f"{project / 'agents.py'}:ticker", "--input", "go"],
+        ticks,
+        env={"PYTHONPATH": str(REPO), "TICKS": str(noted)},
+    )
     assert code == 130, (out, err)
-    status = conn.execute("SELECT status FROM agno_runs WHERE session_id = 'chat' ORDER BY run_index DESC "
-                          "LIMIT 1").fetchone()[0]
+    status = conn.execute(
+        "SELECT status FROM agno_runs WHERE session_id = 'chat' ORDER BY run_index DESC LIMIT 1"
+    ).fetchone()[0]
     conn.close()
     assert status == "CANCELLED"  # agno saves a run Ctrl-C stopped
     assert "interrupted: the run saved" in err and "which stay (op " in err
@@ -263,7 +292,8 @@ def test_run_on_agno_2_layout_with_agno_2(agno_db, project, agno2_python):
     db = agno_db("v2", "sqlite")
     before = own_rows(db.url)
     agents = project / "agents2.py"
-    agents.write_text(textwrap.dedent('''
+    agents.write_text(
+        textwrap.dedent("""
         from agno.agent import Agent
 
         from tests.scripts.agno_model import Scripted
@@ -271,9 +301,20 @@ def test_run_on_agno_2_layout_with_agno_2(agno_db, project, agno2_python):
 
         agent = Agent(model=Scripted(script=[{"tool": "count"}, "counted"]), id="chat", name="Chat", tools=[count],
                       add_history_to_context=True, session_state={"count": 0})
-    '''))
-    r = _agentctl(db.url, "run", "chat", "--agent", f"{agents}:agent", "--input", "hello", "--python",
-                  agno2_python, env={"PYTHONPATH": str(REPO)})
+    """)
+    )
+    r = _agentctl(
+        db.url,
+        "run",
+        "chat",
+        "--agent",
+        f"{agents}:agent",
+        "--input",
+        "hello",
+        "--python",
+        agno2_python,
+        env={"PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)
     log = cli_json(db.url, "log", "chat")
     assert len(log) == 6 and log[0]["summary"].startswith("hello")
@@ -288,8 +329,16 @@ def test_agno_3_on_an_agno_2_file_makes_the_runs_table_and_undo_still_works(agno
     redo work; the rows equal agno 3's own run on a copy."""
     db, ref = agno_db("v2", "sqlite"), agno_db("v2", "sqlite")
     before = own_rows(db.url)
-    r = _agentctl(db.url, "run", "chat", "--agent", f"{project / 'agents.py'}:agent", "--input", "hello",
-                  env={"PYTHONPATH": str(REPO)})
+    r = _agentctl(
+        db.url,
+        "run",
+        "chat",
+        "--agent",
+        f"{project / 'agents.py'}:agent",
+        "--input",
+        "hello",
+        env={"PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)
     reference(project, ref, "agent", "chat", "hello")
     assert agno_rows(db) == agno_rows(ref)

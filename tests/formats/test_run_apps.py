@@ -66,8 +66,10 @@ async def _history(graph, url: str, thread: str) -> list[tuple]:
     """The thread's checkpoints, oldest first: (step, source, values without ids, next)."""
     async with async_saver(url) as saver:
         g = graph.copy(update={"checkpointer": saver})
-        out = [(s.metadata.get("step"), s.metadata.get("source"), strip_ids(s.values), s.next)
-               async for s in g.aget_state_history(cfg(thread))]
+        out = [
+            (s.metadata.get("step"), s.metadata.get("source"), strip_ids(s.values), s.next)
+            async for s in g.aget_state_history(cfg(thread))
+        ]
     return out[::-1]
 
 
@@ -82,14 +84,33 @@ def test_an_async_graph_with_a_context_and_configurable_values_runs_as_langgraph
     graph = _import(APPS / "asyncctx", "graph", "graph")
     Context = sys.modules[graph.builder.context_schema.__module__].Context
     ref_url = db_copy(url)
-    r = _agentctl(url, "run", "t", "--agent", ASYNC, "--input", json.dumps({"n": 0}), "--context", CONTEXT,
-                  "--configurable", 'user_id="ada"')
+    r = _agentctl(
+        url,
+        "run",
+        "t",
+        "--agent",
+        ASYNC,
+        "--input",
+        json.dumps({"n": 0}),
+        "--context",
+        CONTEXT,
+        "--configurable",
+        'user_id="ada"',
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)  # before: TypeError "No synchronous function provided"
     assert [ln.split()[1] for ln in r.stdout.splitlines()[:-1]] == ["-1", "0", "1", "2", "3", "4"]
     assert r.stdout.splitlines()[-1].startswith("ran t: 6 new checkpoint(s) (op ")
     # the reference: LangGraph's own ainvoke, with the context and the configurable value
-    asyncio.run(_ainvoke(graph, ref_url, "t", {"n": 0}, config={"configurable": {"thread_id": "t", "user_id": "ada"}},
-                         context=Context(greeting="hi", limit=4)))
+    asyncio.run(
+        _ainvoke(
+            graph,
+            ref_url,
+            "t",
+            {"n": 0},
+            config={"configurable": {"thread_id": "t", "user_id": "ada"}},
+            context=Context(greeting="hi", limit=4),
+        )
+    )
     ours, theirs = asyncio.run(_history(graph, url, "t")), asyncio.run(_history(graph, ref_url, "t"))
     assert ours == theirs and len(ours) == 6
     assert ours[-1][2] == {"n": 4, "log": ["hi ada 0", "hi ada 1", "hi ada 2", "hi ada 3"]}
@@ -100,12 +121,26 @@ def test_an_async_graph_with_a_context_and_configurable_values_runs_as_langgraph
     assert [t["head_summary"] for t in cli_json(url, "threads", "list")] == ["loop"]
 
     # --from an earlier checkpoint and edit --agent, both through the async API
-    r = _agentctl(url, "run", "t", "--from", "t@2", "--agent", ASYNC, "--context", CONTEXT,
-                  "--configurable", 'user_id="bob"')
+    r = _agentctl(
+        url,
+        "run",
+        "t",
+        "--from",
+        "t@2",
+        "--agent",
+        ASYNC,
+        "--context",
+        CONTEXT,
+        "--configurable",
+        'user_id="bob"',
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)
     edit = ("edit", "t", "--set", "n=1", "--agent", ASYNC, "--configurable", 'user_id="bob"', "--yes")
     r = _agentctl(url, *edit)  # the router reads runtime.context: update_state runs it, so it needs one
-    assert r.returncode == 2 and "'NoneType' object has no attribute 'limit'" in r.stderr, (r.stdout, r.stderr)
+    assert r.returncode == 2 and "'NoneType' object has no attribute 'limit'" in r.stderr, (
+        r.stdout,
+        r.stderr,
+    )
     r = _agentctl(url, *edit, "--context", CONTEXT)
     assert r.returncode == 0, (r.stdout, r.stderr)
     r = _agentctl(url, "run", "t", "--agent", ASYNC, "--context", CONTEXT, "--configurable", 'user_id="cy"')
@@ -114,9 +149,20 @@ def test_an_async_graph_with_a_context_and_configurable_values_runs_as_langgraph
     assert values["n"] == 4 and values["log"][-3:] == ["hi cy 1", "hi cy 2", "hi cy 3"]
 
     # the user's own exception in an async node: theirs, with their frames
-    r = _agentctl(url, "run", "m", "--agent", ASYNC, "--input", json.dumps({"n": 0}),
-                  "--configurable", 'user_id="mallory"')
-    assert r.returncode == 1 and "your agent raised PermissionError in node 'call_model'" in r.stderr, r.stderr
+    r = _agentctl(
+        url,
+        "run",
+        "m",
+        "--agent",
+        ASYNC,
+        "--input",
+        json.dumps({"n": 0}),
+        "--configurable",
+        'user_id="mallory"',
+    )
+    assert r.returncode == 1 and "your agent raised PermissionError in node 'call_model'" in r.stderr, (
+        r.stderr
+    )
     assert "graph.py" in r.stderr and "site-packages" not in r.stderr
 
 
@@ -129,13 +175,18 @@ def test_context_and_configurable_bad_input_exit_2_one_line_and_write_nothing(tm
     conn.close()
     before = settled_bytes(path)
     common = ("--agent", ASYNC, "--input", json.dumps({"n": 0}))
-    assert_exit_2_one_line(path, "run", [
-        (["--context", "{bad"], "--context is not JSON"),
-        (["--context", '{"nope": 1}'], "--context does not fit the graph's context_schema Context"),
-        (["--configurable", "user_id"], "is not KEY=JSON"),
-        (["--configurable", "user_id={bad"], "--configurable user_id is not JSON"),
-        (["--configurable", 'thread_id="x"'], "agentctl sets thread_id itself"),
-    ], *common)
+    assert_exit_2_one_line(
+        path,
+        "run",
+        [
+            (["--context", "{bad"], "--context is not JSON"),
+            (["--context", '{"nope": 1}'], "--context does not fit the graph's context_schema Context"),
+            (["--configurable", "user_id"], "is not KEY=JSON"),
+            (["--configurable", "user_id={bad"], "--configurable user_id is not JSON"),
+            (["--configurable", 'thread_id="x"'], "agentctl sets thread_id itself"),
+        ],
+        *common,
+    )
     r = _agentctl(path, "run", "t", *common, "--context", CONTEXT)  # a thread to edit
     assert r.returncode == 0, r.stderr
     before = settled_bytes(path)
@@ -159,9 +210,21 @@ def test_ctrl_c_stops_an_async_run_and_what_it_saved_stays(tmp_path):
     conn = sqlite3.connect(path)
     SqliteSaver(conn).setup()
     conn.close()
-    code, out, err = ctrl_c_when(path, ["run", "t", "--agent", ASYNC, "--input", json.dumps({"n": 0}),
-                                        "--context", json.dumps({"limit": 60})],
-                                 lambda: saved() >= 4, env={"SLOW_GRAPH": "1"})
+    code, out, err = ctrl_c_when(
+        path,
+        [
+            "run",
+            "t",
+            "--agent",
+            ASYNC,
+            "--input",
+            json.dumps({"n": 0}),
+            "--context",
+            json.dumps({"limit": 60}),
+        ],
+        lambda: saved() >= 4,
+        env={"SLOW_GRAPH": "1"},
+    )
     assert code == 130 and "interrupted: the run saved" in err, (out, err)
     assert 4 <= saved() < 62
     assert cli(path, "undo").exit_code == 0 and saved() == 0
@@ -175,7 +238,8 @@ def test_langgraph_json_dependencies_go_on_the_path(tmp_path):
     (project / "libs" / "shared").mkdir(parents=True)
     (project / "libs" / "shared" / "doubling.py").write_text("def double(n):\n    return 2 * n\n")
     (project / "app").mkdir()
-    (project / "app" / "graph.py").write_text(textwrap.dedent("""\
+    (project / "app" / "graph.py").write_text(
+        textwrap.dedent("""\
         from typing import TypedDict
         from langgraph.graph import END, START, StateGraph
         from doubling import double  # from libs/shared, a dependency
@@ -188,12 +252,16 @@ def test_langgraph_json_dependencies_go_on_the_path(tmp_path):
         builder.add_edge(START, "twice")
         builder.add_edge("twice", END)
         graph = builder.compile()
-        """))
+        """)
+    )
     path = str(tmp_path / "lg.db")
     for deps, ok in (([".", "./libs/shared"], True), (["."], False)):
-        (project / "langgraph.json").write_text(json.dumps({"dependencies": deps,
-                                                            "graphs": {"g": "./app/graph.py:graph"}}))
-        r = _agentctl(path, "run", f"t{len(deps)}", "--agent", "g", "--input", json.dumps({"n": 21}), cwd=project)
+        (project / "langgraph.json").write_text(
+            json.dumps({"dependencies": deps, "graphs": {"g": "./app/graph.py:graph"}})
+        )
+        r = _agentctl(
+            path, "run", f"t{len(deps)}", "--agent", "g", "--input", json.dumps({"n": 21}), cwd=project
+        )
         if ok:
             assert r.returncode == 0, (r.stdout, r.stderr)
             assert cli_json(path, "show", "t2")["state"]["n"] == 42
@@ -217,8 +285,16 @@ def test_send_into_a_compiled_subgraph_after_an_interrupt_resumed_as_langgraph_d
     ref = str(tmp_path / "ref.db")
     shutil.copyfile(path, ref)
     # 1. the file itself, from elsewhere: imported as research.legacy.graph
-    r = _agentctl(path, "run", "t", "--agent", f"{deep / 'research' / 'legacy' / 'graph.py'}:graph",
-                  "--input", json.dumps({"topic": "tea"}), cwd=tmp_path)
+    r = _agentctl(
+        path,
+        "run",
+        "t",
+        "--agent",
+        f"{deep / 'research' / 'legacy' / 'graph.py'}:graph",
+        "--input",
+        json.dumps({"topic": "tea"}),
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)  # before: ModuleNotFoundError: No module named 'research'
     assert "waiting at human_feedback" in r.stdout and '"question": "approve the plan?"' in r.stdout
     # 2. the answer, the graph named by langgraph.json
@@ -231,10 +307,15 @@ def test_send_into_a_compiled_subgraph_after_an_interrupt_resumed_as_langgraph_d
     asyncio.run(_ainvoke(graph, ref, "t", Command(resume=True), config=cfg("t")))
     ours, theirs = asyncio.run(_history(graph, path, "t")), asyncio.run(_history(graph, ref, "t"))
     assert ours == theirs
-    assert ours[-1][2]["report"] == ("Report on tea: tea history: notes on tea history | "
-                                     "tea today: notes on tea today")
+    assert ours[-1][2]["report"] == (
+        "Report on tea: tea history: notes on tea history | tea today: notes on tea today"
+    )
     subs = "SELECT COUNT(*) FROM checkpoints WHERE checkpoint_ns != ''"
-    assert sqlite3.connect(path).execute(subs).fetchone() == sqlite3.connect(ref).execute(subs).fetchone() == (8,)
+    assert (
+        sqlite3.connect(path).execute(subs).fetchone()
+        == sqlite3.connect(ref).execute(subs).fetchone()
+        == (8,)
+    )
     assert cli(path, "undo").exit_code == 0 and cli(path, "undo").exit_code == 0
     assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM checkpoints").fetchone() == (0,)
 
@@ -250,8 +331,16 @@ def test_an_openai_agent_inside_a_package_runs_without_a_tracing_warning(tmp_pat
     session = SQLiteSession("other", path)
     asyncio.run(session.add_items([{"role": "user", "content": "x"}]))
     session.close()
-    r = _agentctl(path, "run", "s", "--agent", f"{APPS / 'concierge' / 'concierge' / 'agent.py'}:root_agent",
-                  "--input", "hello", env={"OPENAI_API_KEY": ""})
+    r = _agentctl(
+        path,
+        "run",
+        "s",
+        "--agent",
+        f"{APPS / 'concierge' / 'concierge' / 'agent.py'}:root_agent",
+        "--input",
+        "hello",
+        env={"OPENAI_API_KEY": ""},
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "concierge says: hello" in r.stdout
     assert "OPENAI_API_KEY" not in r.stderr and "trace" not in r.stderr.lower(), r.stderr
@@ -268,9 +357,10 @@ def test_tracing_the_user_set_up_is_left_on(tmp_path):
     asyncio.run(session.add_items([{"role": "user", "content": "x"}]))
     session.close()
     seen = tmp_path / "traces.txt"
-    (tmp_path / "traced.py").write_text(textwrap.dedent(f"""\
+    (tmp_path / "traced.py").write_text(
+        textwrap.dedent(f"""\
         import sys
-        sys.path.insert(0, {str(APPS / 'concierge')!r})
+        sys.path.insert(0, {str(APPS / "concierge")!r})
         from agents import add_trace_processor
         from agents.tracing.processor_interface import TracingProcessor
         from concierge.agent import root_agent
@@ -287,9 +377,18 @@ def test_tracing_the_user_set_up_is_left_on(tmp_path):
             def force_flush(self): pass
 
         add_trace_processor(ToFile())
-        """))
-    r = _agentctl(path, "run", "s", "--agent", f"{tmp_path / 'traced.py'}:root_agent", "--input", "hello",
-                  env={"OPENAI_API_KEY": ""})
+        """)
+    )
+    r = _agentctl(
+        path,
+        "run",
+        "s",
+        "--agent",
+        f"{tmp_path / 'traced.py'}:root_agent",
+        "--input",
+        "hello",
+        env={"OPENAI_API_KEY": ""},
+    )
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "concierge says: hello" in r.stdout
     noted = seen.read_text().split()
@@ -321,7 +420,8 @@ def test_an_adk_agent_inside_a_package_runs_by_file_and_by_folder(tmp_path):
 def test_an_error_of_langgraph_itself_is_not_reported_as_the_agents(tmp_path):
     project = tmp_path / "p"
     project.mkdir()
-    (project / "bad.py").write_text(textwrap.dedent('''
+    (project / "bad.py").write_text(
+        textwrap.dedent("""
         from typing import TypedDict
 
         from langgraph.graph import END, START, StateGraph
@@ -340,7 +440,8 @@ def test_an_error_of_langgraph_itself_is_not_reported_as_the_agents(tmp_path):
         g.add_edge(START, "node")
         g.add_edge("node", END)
         graph = g.compile()
-    '''))
+    """)
+    )
     path = str(tmp_path / "lg.db")
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -350,7 +451,9 @@ def test_an_error_of_langgraph_itself_is_not_reported_as_the_agents(tmp_path):
     r = _agentctl(path, "run", "t", "--agent", f"{project / 'bad.py'}:graph", "--input", json.dumps({"n": 0}))
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "your agent raised" not in r.stderr
-    assert "the run failed in LangGraph itself, not in your code: InvalidUpdateError in node 'node'" in r.stderr
+    assert (
+        "the run failed in LangGraph itself, not in your code: InvalidUpdateError in node 'node'" in r.stderr
+    )
 
 
 def test_sigint_to_the_child_while_the_agent_loads_is_interrupted(tmp_path):
@@ -363,10 +466,19 @@ def test_sigint_to_the_child_while_the_agent_loads_is_interrupted(tmp_path):
     project = tmp_path / "p"
     project.mkdir()
     marker = tmp_path / "loading"
-    (project / "slow.py").write_text(f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(30)\n")
+    (project / "slow.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(30)\n"
+    )
     path = str(tmp_path / "lg.db")
-    request = {"kind": "sqlite", "target": path, "thread": "t", "from": None, "input": {"n": 0},
-               "agent": {"file": str(project / "slow.py"), "var": "graph"}, "paths": []}
+    request = {
+        "kind": "sqlite",
+        "target": path,
+        "thread": "t",
+        "from": None,
+        "input": {"n": 0},
+        "agent": {"file": str(project / "slow.py"), "var": "graph"},
+        "paths": [],
+    }
 
     def at_once(child):
         child.interrupt()
@@ -400,7 +512,10 @@ def test_a_run_with_an_input_on_a_new_database_has_langgraph_create_its_tables(r
     story = str(Path(REPO) / "sample_db" / "story" / "langgraph.json")
     trip = json.dumps({"request": "somewhere new, 3 nights"})
     r = _agentctl(url, "run", "trip", "--config", story, "--input", trip)  # the README's story, by hand
-    assert r.returncode == 1 and "your agent raised LookupError in node 'book'" in r.stderr, (r.stdout, r.stderr)
+    assert r.returncode == 1 and "your agent raised LookupError in node 'book'" in r.stderr, (
+        r.stdout,
+        r.stderr,
+    )
     assert "created LangGraph's checkpoint tables" in r.stderr
     r = _agentctl(url, "run", "t", "--agent", ASYNC, "--input", json.dumps({"n": 0}), "--context", CONTEXT)
     assert r.returncode == 0 and "created" not in r.stderr, r.stderr  # once

@@ -14,7 +14,11 @@ from tests.support import crewairig
 from tests.support.crewairig import CREWAI_DIR, last_json, run_crewai
 from tests.support.sampledb import cli, cli_json
 
-crewai_python, crewai_files, crewai_copy = crewairig.crewai_python, crewairig.crewai_files, crewairig.crewai_copy
+crewai_python, crewai_files, crewai_copy = (
+    crewairig.crewai_python,
+    crewairig.crewai_files,
+    crewairig.crewai_copy,
+)
 CHECK = CREWAI_DIR / "crewai_check.py"
 FLOWS = CREWAI_DIR / "crewai_rig_flows.py"
 ENV = {"CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true", "CREWAI_TRACING_ENABLED": "false"}
@@ -39,11 +43,25 @@ def checkpoint_shape(new: list[list], ref: str) -> list:
         return st if e.get("checkpoint_completed_methods") else {k: v for k, v in st.items() if k != "id"}
 
     out = []
-    for n, (_, cid, _, parent, branch, data) in enumerate(new, 1):
+    for n, (_, _cid, _, parent, branch, data) in enumerate(new, 1):
         at = "REF" if parent == ref else ids.index(parent) if parent in ids else parent
-        out.append([branch, at, data["branch"], data["parent_id"] == parent,
-                    [[e.get("entity_type"), state(e) if n == len(new) else None, sorted(e.get("checkpoint_completed_methods") or []),
-                      e.get("checkpoint_method_outputs")] for e in data["entities"]]])
+        out.append(
+            [
+                branch,
+                at,
+                data["branch"],
+                data["parent_id"] == parent,
+                [
+                    [
+                        e.get("entity_type"),
+                        state(e) if n == len(new) else None,
+                        sorted(e.get("checkpoint_completed_methods") or []),
+                        e.get("checkpoint_method_outputs"),
+                    ]
+                    for e in data["entities"]
+                ],
+            ]
+        )
     return out
 
 
@@ -56,8 +74,9 @@ def same_as_crewai(python: str, tmp_path, copy: str, ref: str, had: int, new: li
     assert checkpoint_shape(new, ref) == checkpoint_shape(theirs, ref)
 
 
-def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(crewai_copy, crewai_files, crewai_python,
-                                                                        tmp_path):
+def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(
+    crewai_copy, crewai_files, crewai_python, tmp_path
+):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     mine = str(tmp_path / "reference.db")
@@ -68,7 +87,7 @@ def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(crewai_c
     assert code == 0, err
     *saved, outcome = lines
     assert outcome["event"] == "done" and outcome["output"] == "report Paris zephyrine"
-    new = rows(db, "checkpoints")[len(before):]
+    new = rows(db, "checkpoints")[len(before) :]
     # (said as CrewAI's listener threads finish: in their order, not always the rows')
     had = len([r for r in before if r[4] == "main"])
     assert sorted(e["id"] for e in saved) == sorted(r[1] for r in new)
@@ -80,7 +99,7 @@ def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(crewai_c
     assert cli(db, "undo").exit_code == 0
     assert rows(db, "checkpoints") == before
     assert cli(db, "redo").exit_code == 0
-    assert [r[1:] for r in rows(db, "checkpoints")[len(before):]] == [r[1:] for r in new]
+    assert [r[1:] for r in rows(db, "checkpoints")[len(before) :]] == [r[1:] for r in new]
 
 
 def test_run_a_branch_resumes_its_newest_checkpoint_on_it(crewai_copy, crewai_files, crewai_python, tmp_path):
@@ -91,8 +110,10 @@ def test_run_a_branch_resumes_its_newest_checkpoint_on_it(crewai_copy, crewai_fi
     before = rows(db, "checkpoints")
     code, lines, err = run(db, crewai_python, tmp_path, w["fork_branch"], "--agent", f"{FLOWS}:TripFlow")
     assert code == 0, err
-    new = rows(db, "checkpoints")[len(before):]
-    assert new and {r[4] for r in new} == {w["fork_branch"]} and new[0][3] == w["fork"][-1]  # on it, from its head
+    new = rows(db, "checkpoints")[len(before) :]
+    assert (
+        new and {r[4] for r in new} == {w["fork_branch"]} and new[0][3] == w["fork"][-1]
+    )  # on it, from its head
     # (the fork's row holds two flows, the first empty, which CrewAI restores: it starts over)
     same_as_crewai(crewai_python, tmp_path, mine, w["fork"][-1], len(before), new)
 
@@ -104,15 +125,18 @@ def test_run_kicks_a_persisted_flow_off_as_crewai_does(crewai_copy, crewai_files
     shutil.copyfile(db, mine)
     oslo = w["flows"][0]
     before = rows(db, "flow_states")
-    code, lines, err = run(db, crewai_python, tmp_path, oslo, "--agent", f"{FLOWS}:PersistedTrip",
-                           "--input", '{"note": "again"}')
+    code, lines, err = run(
+        db, crewai_python, tmp_path, oslo, "--agent", f"{FLOWS}:PersistedTrip", "--input", '{"note": "again"}'
+    )
     assert code == 0, err
-    new = rows(db, "flow_states")[len(before):]
+    new = rows(db, "flow_states")[len(before) :]
     had = len([r for r in before if r[2] == oslo])
-    assert [(e["ref"], e["nodes"]) for e in lines[:-1]] == [(f"{oslo}@{n}", [r[3]]) for n, r in enumerate(new, had + 1)]
+    assert [(e["ref"], e["nodes"]) for e in lines[:-1]] == [
+        (f"{oslo}@{n}", [r[3]]) for n, r in enumerate(new, had + 1)
+    ]
     assert lines[1]["keys"] == ["steps"] and lines[-1]["output"] == "booked Oslo"
     last_json(run_crewai(crewai_python, CHECK, mine, "continue", oslo, cwd=tmp_path).stdout)
-    theirs = rows(mine, "flow_states")[len(before):]
+    theirs = rows(mine, "flow_states")[len(before) :]
 
     def shape(rs: list[list]) -> list:
         return [[r[2], r[3], {k: v for k, v in json.loads(r[5]).items() if k != "note"}] for r in rs]
@@ -122,10 +146,15 @@ def test_run_kicks_a_persisted_flow_off_as_crewai_does(crewai_copy, crewai_files
     assert rows(db, "flow_states") == before
 
 
-def test_run_bad_input_exit_2_one_line_nothing_written(crewai_copy, crewai_files, crewai_python, tmp_path,
-                                                       bare_python):
+def test_run_bad_input_exit_2_one_line_nothing_written(
+    crewai_copy, crewai_files, crewai_python, tmp_path, bare_python
+):
     _, w = crewai_files
-    db, flows, crew = crewai_copy("checkpoints.db"), crewai_copy("flow_states.db"), crewai_copy("crew_checkpoints.db")
+    db, flows, crew = (
+        crewai_copy("checkpoints.db"),
+        crewai_copy("flow_states.db"),
+        crewai_copy("crew_checkpoints.db"),
+    )
     replay = crewai_copy("latest_kickoff_task_outputs.db")
     agent = f"{FLOWS}:TripFlow"
     old = sqlite3.sqlite_version_info < (3, 45, 0)
@@ -133,17 +162,36 @@ def test_run_bad_input_exit_2_one_line_nothing_written(crewai_copy, crewai_files
         (db, [w["paris"][0], "--agent", agent, "--input", "x"], "takes no --input"),
         (db, [w["paris"][0], "--agent", agent, "--resume", "1"], "--resume is LangGraph's"),
         (db, [w["paris"][0], "--agent", f"{FLOWS}:make_crew"], "not a crewai Flow class"),
-        (db, [w["paris"][0], "--agent", f"{FLOWS}:TripFlow"], "need SQLite >= 3.45" if old else "cannot import CrewAI"),
+        (
+            db,
+            [w["paris"][0], "--agent", f"{FLOWS}:TripFlow"],
+            "need SQLite >= 3.45" if old else "cannot import CrewAI",
+        ),
         (flows, [w["flows"][0], "--agent", f"{FLOWS}:PersistedTrip", "--input", "[1]"], "a JSON object"),
         (flows, [w["flows"][0], "--agent", f"{FLOWS}:PersistedTrip", "--from", "x"], "--from and --resume"),
         (crew, [w["crew"][0], "--agent", f"{FLOWS}:make_crew"], "cannot rebuild from its name"),
         (replay, ["latest_kickoff", "--agent", agent], "the crewai-replay format"),
     ]
     for n, (path, args, said) in enumerate(cases):
-        before = rows(path, "latest_kickoff_task_outputs" if path == replay else
-                      "flow_states" if path == flows else "checkpoints")
+        before = rows(
+            path,
+            "latest_kickoff_task_outputs"
+            if path == replay
+            else "flow_states"
+            if path == flows
+            else "checkpoints",
+        )
         code, _, err = run(path, bare_python if n == 3 else crewai_python, tmp_path, *args)
         assert code == 2 and said in err and len(err.strip().splitlines()) == 1, (args, code, err)
-        assert rows(path, "latest_kickoff_task_outputs" if path == replay else
-                    "flow_states" if path == flows else "checkpoints") == before
+        assert (
+            rows(
+                path,
+                "latest_kickoff_task_outputs"
+                if path == replay
+                else "flow_states"
+                if path == flows
+                else "checkpoints",
+            )
+            == before
+        )
     assert cli(db, "run", "nope", "--agent", agent).exit_code == 3

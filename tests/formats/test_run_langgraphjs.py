@@ -26,7 +26,7 @@ from tests.support.sampledb import cli, cli_json
 
 node_modules = noderig.node_modules  # the fixture: npm ci once, from tests/node's lock file
 
-GRAPH = textwrap.dedent('''
+GRAPH = textwrap.dedent("""
     import { StateGraph, Annotation, START, END, interrupt } from "@langchain/langgraph";
 
     const State = Annotation.Root({
@@ -64,10 +64,10 @@ GRAPH = textwrap.dedent('''
     export const slow = new StateGraph(Loop)
       .addNode("tick", async (s) => { await new Promise((r) => setTimeout(r, 200)); return { n: s.n + 1 }; })
       .addEdge(START, "tick").addConditionalEdges("tick", (s) => (s.n < 100 ? "tick" : END));
-''')
+""")
 
 # a SQLite file, or a Postgres DSN whose search_path is the schema: LangGraph.js's saver on it
-SAVER = textwrap.dedent('''
+SAVER = textwrap.dedent("""
     async function openSaver(target) {
       if (!target.includes("://")) {
         const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
@@ -81,10 +81,11 @@ SAVER = textwrap.dedent('''
       await saver.setup();
       return saver;
     }
-''')
+""")
 
 # LangGraph.js's own view of a thread: getStateHistory, oldest first, without ids and times
-HISTORY = textwrap.dedent('''
+HISTORY = (
+    textwrap.dedent("""
     import { pathToFileURL } from "node:url";
     const [file, db, thread] = process.argv.slice(2);
     const { graph } = await import(pathToFileURL(file).href);
@@ -96,10 +97,13 @@ HISTORY = textwrap.dedent('''
     }
     console.log(JSON.stringify(out));
     if (saver.end) await saver.end();
-''') + SAVER
+""")
+    + SAVER
+)
 
 # LangGraph.js's own invoke / updateState on a database: the reference run
-INVOKE = textwrap.dedent('''
+INVOKE = (
+    textwrap.dedent("""
     import { pathToFileURL } from "node:url";
     import { Command } from "@langchain/langgraph";
     const [file, db, thread, how, value, at] = process.argv.slice(2);
@@ -111,7 +115,9 @@ INVOKE = textwrap.dedent('''
     else if (how === "update") await graph.updateState(config, JSON.parse(value));
     else await graph.invoke(null, config);
     if (saver.end) await saver.end();
-''') + SAVER
+""")
+    + SAVER
+)
 
 
 @pytest.fixture
@@ -120,14 +126,22 @@ def project(tmp_path, node_modules):
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "graph.mjs").write_text(GRAPH)
-    (proj / "langgraph.json").write_text(json.dumps({"node_version": "20", "graphs": {"trip": "./graph.mjs:graph"}}))
+    (proj / "langgraph.json").write_text(
+        json.dumps({"node_version": "20", "graphs": {"trip": "./graph.mjs:graph"}})
+    )
     (proj / "node_modules").symlink_to(node_modules)
     return proj
 
 
 def _agentctl(db, *args, cwd=REPO, env=None):
-    return subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *args], capture_output=True,
-                          text=True, cwd=cwd, env={**os.environ, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
 
 
 def history(project, db, thread="t"):
@@ -135,7 +149,9 @@ def history(project, db, thread="t"):
 
 
 def invoke(project, db, how, value=None, at=None, thread="t"):
-    run_node(INVOKE, str(project / "graph.mjs"), str(db), thread, how, json.dumps(value), *([at] if at else []))
+    run_node(
+        INVOKE, str(project / "graph.mjs"), str(db), thread, how, json.dumps(value), *([at] if at else [])
+    )
 
 
 def same(h):
@@ -163,8 +179,10 @@ def test_run_and_resume_add_what_langgraphjs_invoke_adds(project, two_dbs):
     assert r.returncode == 0, r.stderr
     assert "created LangGraph.js's checkpoint tables" in r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == 4 and lines[2].split()[:2] == ["step", "1"] and "plan  changed: log, city" in lines[2]
-    assert "waiting at ask; interrupt: {\"question\": \"go to PARIS?\"}" in lines[-1]
+    assert (
+        len(lines) == 4 and lines[2].split()[:2] == ["step", "1"] and "plan  changed: log, city" in lines[2]
+    )
+    assert 'waiting at ask; interrupt: {"question": "go to PARIS?"}' in lines[-1]
     invoke(project, ref, "input", {"city": "paris"})
     assert same(history(project, db)) == same(history(project, ref)) and len(history(project, db)) == 3
 
@@ -177,7 +195,11 @@ def test_run_and_resume_add_what_langgraphjs_invoke_adds(project, two_dbs):
     invoke(project, ref, "resume", "yes")
     h = history(project, db)
     assert same(h) == same(history(project, ref))
-    assert h[-1]["values"] == {"log": ["plan paris", "ask yes", "book PARIS yes"], "city": "PARIS", "answer": "yes"}
+    assert h[-1]["values"] == {
+        "log": ["plan paris", "ask yes", "book PARIS yes"],
+        "city": "PARIS",
+        "answer": "yes",
+    }
     assert [e["id"] for e in events[:2]] == [s["id"] for s in h[-2:]]
 
     # undo, twice: the thread's rows go, every one
@@ -208,8 +230,19 @@ def test_from_forks_as_langgraphjs_replay_does_and_undo_takes_back_exactly_the_r
 
 def test_context_and_configurable_reach_the_js_graph(project, tmp_path):
     db = tmp_path / "run.db"
-    r = _agentctl(db, "run", "t", "--agent", f"{project / 'graph.mjs'}:given", "--input", "{}",
-                  "--context", '{"model": "m1"}', "--configurable", 'user_id="ada"')
+    r = _agentctl(
+        db,
+        "run",
+        "t",
+        "--agent",
+        f"{project / 'graph.mjs'}:given",
+        "--input",
+        "{}",
+        "--context",
+        '{"model": "m1"}',
+        "--configurable",
+        'user_id="ada"',
+    )
     assert r.returncode == 0, r.stderr
     assert cli_json(str(db), "show", "t")["state"]["seen"] == {"context": {"model": "m1"}, "user": "ada"}
 
@@ -261,10 +294,16 @@ def test_typescript_without_tsx_and_a_missing_node_are_one_line_exit_2(project, 
     shutil.copyfile(project / "graph.mjs", project / "agent.ts")
     for args, env, words in [
         (["--agent", f"{project / 'agent.ts'}:graph"], None, "npm install -D tsx"),
-        (["--agent", f"{project / 'graph.mjs'}:graph", "--node", "/nonexistent"], None,
-         "--node /nonexistent: no such program"),
-        (["--agent", f"{project / 'graph.mjs'}:graph"], {"AGENTCTL_NODE": "/nonexistent/node"},
-         "AGENTCTL_NODE=/nonexistent/node: no such program"),
+        (
+            ["--agent", f"{project / 'graph.mjs'}:graph", "--node", "/nonexistent"],
+            None,
+            "--node /nonexistent: no such program",
+        ),
+        (
+            ["--agent", f"{project / 'graph.mjs'}:graph"],
+            {"AGENTCTL_NODE": "/nonexistent/node"},
+            "AGENTCTL_NODE=/nonexistent/node: no such program",
+        ),
     ]:
         r = _agentctl(db, "run", "t", *args, env=env)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
@@ -273,7 +312,9 @@ def test_typescript_without_tsx_and_a_missing_node_are_one_line_exit_2(project, 
 
 
 #: the graph in TypeScript (types node cannot run alone), as src/agent.ts of a project
-TS_GRAPH = GRAPH.replace("function plan(s) {", "type Trip = { city: string };\nfunction plan(s: Trip): Record<string, unknown> {")
+TS_GRAPH = GRAPH.replace(
+    "function plan(s) {", "type Trip = { city: string };\nfunction plan(s: Trip): Record<string, unknown> {"
+)
 
 
 def test_a_typescript_graph_of_langgraph_json_runs_and_edits_through_the_projects_tsx(project, tmp_path):
@@ -283,7 +324,9 @@ def test_a_typescript_graph_of_langgraph_json_runs_and_edits_through_the_project
     LangGraph.js's own resume and updateState add on a copy; each undoes row for row."""
     (project / "src").mkdir()
     (project / "src" / "agent.ts").write_text(TS_GRAPH)
-    (project / "langgraph.json").write_text(json.dumps({"node_version": "20", "graphs": {"trip": "./src/agent.ts:graph"}}))
+    (project / "langgraph.json").write_text(
+        json.dumps({"node_version": "20", "graphs": {"trip": "./src/agent.ts:graph"}})
+    )
     assert (project / "node_modules" / "tsx" / "package.json").is_file()
     seen = tmp_path / "node-ran"
     good = tmp_path / "bin" / "my-node"
@@ -305,8 +348,19 @@ def test_a_typescript_graph_of_langgraph_json_runs_and_edits_through_the_project
     assert cli(str(db), "undo").exit_code == 0 and dump(str(db), None) == before
 
     seen.unlink()
-    r = _agentctl(db, "edit", "t", "--set", 'city="BERGEN"', "--agent", "trip", "--node", str(good), "--yes",
-                  cwd=project)
+    r = _agentctl(
+        db,
+        "edit",
+        "t",
+        "--set",
+        'city="BERGEN"',
+        "--agent",
+        "trip",
+        "--node",
+        str(good),
+        "--yes",
+        cwd=project,
+    )
     assert r.returncode == 0, r.stderr
     assert "tsx" in seen.read_text()
     invoke(project, ref_edit, "update", {"city": "BERGEN"})
@@ -323,9 +377,26 @@ def test_ctrl_c_stops_the_js_run_and_what_it_saved_stays_undoable(project, tmp_p
         except sqlite3.Error:
             return 0
 
-    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), "run", "t", "--agent",
-                             f"{project / 'graph.mjs'}:slow", "--input", "{}"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentctl",
+            "--db",
+            str(db),
+            "run",
+            "t",
+            "--agent",
+            f"{project / 'graph.mjs'}:slow",
+            "--input",
+            "{}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while saved() < 4 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -346,23 +417,31 @@ def test_the_readme_story_plays_for_the_langgraphjs_project(tmp_path, node_modul
     books, compare finds where the runs parted, two undos give back the failed run."""
     project = tmp_path / "story-js"
     for name in ("story", "story-js"):  # story-js/story.sh plays story/story.sh's commands
-        shutil.copytree(REPO / "sample_db" / name, tmp_path / name,
-                        ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"))
+        shutil.copytree(
+            REPO / "sample_db" / name,
+            tmp_path / name,
+            ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"),
+        )
     (project / "node_modules").symlink_to(node_modules)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "agentctl").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m agentctl "$@"\n')
     (bin_dir / "agentctl").chmod(0o755)
     (bin_dir / "python").symlink_to(sys.executable)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    r = subprocess.run(["sh", str(project / "story.sh")], capture_output=True, text=True, env=env, timeout=300)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    r = subprocess.run(
+        ["sh", str(project / "story.sh")], capture_output=True, text=True, env=env, timeout=300
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert "your agent raised Error in node 'book': no flights to Atlantis" in out
     assert f'File "{project / "graph.mjs"}", line 31, in book' in out
     assert "edited trip: new checkpoint " in out and "ran trip: 2 new checkpoint(s)" in out
-    assert "state\t/plan/next_city\tchanged\t\"Atlantis\"\t\"Paris\"" in out
+    assert 'state\t/plan/next_city\tchanged\t"Atlantis"\t"Paris"' in out
     assert out.count("undid operation") == 2
     log = cli_json(str(project / "story.db"), "log", "trip")
     assert [c["step"] for c in log] == [2, 1, 0, -1]

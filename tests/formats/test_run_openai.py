@@ -108,7 +108,9 @@ def project(tmp_path):
 def _user_agent(project):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"user_agent_{abs(hash(str(project)))}", project / "agent.py")
+    spec = importlib.util.spec_from_file_location(
+        f"user_agent_{abs(hash(str(project)))}", project / "agent.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.agent
@@ -140,7 +142,9 @@ async def _items(path: str, session: str = "conv") -> list:
 
 
 @pytest.mark.parametrize("session,var", [("conv", "agent"), ("fresh", "make_agent")])
-async def test_run_equals_the_sdks_runner_on_a_copy_and_undo_restores_every_row(tmp_path, project, session, var):
+async def test_run_equals_the_sdks_runner_on_a_copy_and_undo_restores_every_row(
+    tmp_path, project, session, var
+):
     from agents import Runner, SQLiteSession
 
     path = await _db(tmp_path)
@@ -163,7 +167,11 @@ async def test_run_equals_the_sdks_runner_on_a_copy_and_undo_restores_every_row(
     assert len(expect) == (len(CONV) if session == "conv" else 0) + 2
 
     ops = cli_json(path, "oplog")
-    assert ops[0]["kind"] == "run" and "hello there" in ops[0]["summary"] and ops[0]["summary"].endswith(": done")
+    assert (
+        ops[0]["kind"] == "run"
+        and "hello there" in ops[0]["summary"]
+        and ops[0]["summary"].endswith(": done")
+    )
     r = cli(path, "undo")
     assert r.exit_code == 0, r.stderr
     assert _all_rows(path) == before  # the session row too (deleted, or its updated_at as it was)
@@ -177,7 +185,10 @@ async def test_run_json_lines_and_the_users_error_with_their_frames(tmp_path, pr
     assert r.returncode == 0, r.stderr
     events = [json.loads(x) for x in r.stdout.splitlines()]
     assert [e["event"] for e in events] == ["checkpoint", "checkpoint", "done"]
-    assert [(e["step"], e["kind"], e["text"]) for e in events[:2]] == [(10, "user", "hi"), (11, "assistant", "ih")]
+    assert [(e["step"], e["kind"], e["text"]) for e in events[:2]] == [
+        (10, "user", "hi"),
+        (11, "assistant", "ih"),
+    ]
     assert events[-1]["output"] == "ih" and events[-1]["op_id"] is not None
 
     before = _all_rows(path)
@@ -194,7 +205,9 @@ async def test_run_json_lines_and_the_users_error_with_their_frames(tmp_path, pr
     assert _all_rows(path) == before
 
 
-async def test_bad_agent_input_and_interpreter_exit_2_one_line_and_write_nothing(tmp_path, project, bare_python):
+async def test_bad_agent_input_and_interpreter_exit_2_one_line_and_write_nothing(
+    tmp_path, project, bare_python
+):
     path = await _db(tmp_path)
     before = settled_bytes(path)
     agent = f"{project / 'agent.py'}:agent"
@@ -206,8 +219,7 @@ async def test_bad_agent_input_and_interpreter_exit_2_one_line_and_write_nothing
         (["--agent", agent], "needs --input TEXT"),
         (["--agent", agent, "--input", "x", "--from", "t@1"], "--from and --resume are LangGraph's"),
         (["--agent", agent, "--resume", "1"], "--from and --resume are LangGraph's"),
-        (["--agent", agent, "--input", "x", "--python", bare_python],
-         "cannot import the OpenAI Agents SDK"),
+        (["--agent", agent, "--input", "x", "--python", bare_python], "cannot import the OpenAI Agents SDK"),
     ]
     assert_exit_2_one_line(path, "run", cases)
     assert open(path, "rb").read() == before
@@ -220,8 +232,15 @@ async def test_edit_an_items_content_in_place_and_undo_byte_for_byte(tmp_path):
     before = _all_rows(path)
     ref = "conv@5"  # the assistant's message: content is a list of parts
     plan = cli_json(path, "edit", ref, "--set", 'content.0.text="Cloudy in Paris."', "--dry-run")
-    assert plan["changes"] == [{"section": "state", "path": "/content/0/text", "op": "changed",
-                                "old": "It is sunny in Paris (21°C).", "new": "Cloudy in Paris."}]
+    assert plan["changes"] == [
+        {
+            "section": "state",
+            "path": "/content/0/text",
+            "op": "changed",
+            "old": "It is sunny in Paris (21°C).",
+            "new": "Cloudy in Paris.",
+        }
+    ]
     assert _all_rows(path) == before
     r = cli(path, "edit", ref, "--set", 'content.0.text="Cloudy in Paris."', "--yes")
     assert r.exit_code == 0, r.stderr
@@ -264,11 +283,14 @@ async def _pg_rows(pg_dsn: str) -> dict[str, list]:
     """Every row of the SDK's tables on Postgres (updated_at included)."""
     import asyncpg
 
-    conn = await asyncpg.connect(pg_dsn.split("?")[0], server_settings={
-        "search_path": pg_dsn.split("search_path=")[1].split("&")[0]})
+    conn = await asyncpg.connect(
+        pg_dsn.split("?")[0], server_settings={"search_path": pg_dsn.split("search_path=")[1].split("&")[0]}
+    )
     try:
-        return {t: sorted(repr(tuple(r)) for r in await conn.fetch(f"SELECT * FROM {t}"))
-                for t in ("agent_sessions", "agent_messages")}
+        return {
+            t: sorted(repr(tuple(r)) for r in await conn.fetch(f"SELECT * FROM {t}"))
+            for t in ("agent_sessions", "agent_messages")
+        }
     finally:
         await conn.close()
 
@@ -286,7 +308,9 @@ async def test_run_edit_and_undo_on_postgres_sqlalchemy_session(pg_dsn, db_copy,
         await SQLAlchemySession("conv", engine=engine, create_tables=True).add_items(CONV)
         before = await _pg_rows(pg_dsn)
         copy = db_copy(pg_dsn)
-        r = _agentctl(pg_dsn, "run", "conv", "--agent", f"{project / 'agent.py'}:agent", "--input", "hello there")
+        r = _agentctl(
+            pg_dsn, "run", "conv", "--agent", f"{project / 'agent.py'}:agent", "--input", "hello there"
+        )
         assert r.returncode == 0, (r.stdout, r.stderr)
         assert r.stdout.splitlines()[-1].startswith("ran conv: 2 new item(s) (op ")
         ref_engine = _engine_for(copy)  # the reference: the SDK's own Runner on a copy
@@ -324,15 +348,20 @@ async def test_ctrl_c_stops_the_run_and_what_it_saved_stays_undoable(tmp_path, p
         finally:
             conn.close()
 
-    code, out, err = ctrl_c_when(path, ["run", "conv", "--agent", f"{project / 'agent.py'}:looping", "--input", "go"],
-                                 lambda: items() >= len(CONV) + 3)
+    code, out, err = ctrl_c_when(
+        path,
+        ["run", "conv", "--agent", f"{project / 'agent.py'}:looping", "--input", "go"],
+        lambda: items() >= len(CONV) + 3,
+    )
     assert code == 130, (out, err)
     saved = items() - len(CONV)
     assert 3 <= saved < 18  # the input, some turns' calls and outputs; not the 8 turns and the answer
     time.sleep(1.1)  # two more turns' time: the child is gone, nothing more comes
     assert items() - len(CONV) == saved
     assert f"interrupted: the run saved {saved} item(s), which stay (op " in err and "agentctl undo" in err
-    assert len(out.splitlines()) == saved and out.splitlines()[0].startswith(f"item {len(CONV) + 1}  user  go")
+    assert len(out.splitlines()) == saved and out.splitlines()[0].startswith(
+        f"item {len(CONV) + 1}  user  go"
+    )
     ops = cli_json(path, "oplog")
     assert ops[0]["kind"] == "run" and ops[0]["summary"].endswith(": interrupted")
     assert cli(path, "undo").exit_code == 0
@@ -348,6 +377,7 @@ def test_run_on_a_branch_of_an_advanced_session(tmp_path, project, thread, branc
 
     from agents import Runner
     from agents.extensions.memory import AdvancedSQLiteSession
+
     from tests.formats.test_format_openai import _sdk_items, _two_branches
 
     path = str(tmp_path / "adv.db")
@@ -388,7 +418,10 @@ def test_edit_on_a_branch_of_an_advanced_session(tmp_path):
     before = _all_rows(path)
     r = cli(path, "edit", "adv#retry@3", "--set", 'content="edited"', "--yes")
     assert r.exit_code == 0, r.stderr
-    assert _sdk_items(path) == {"main": main, "retry": retry[:2] + [{"role": "user", "content": "edited"}] + retry[3:]}
+    assert _sdk_items(path) == {
+        "main": main,
+        "retry": retry[:2] + [{"role": "user", "content": "edited"}] + retry[3:],
+    }
     assert cli(path, "undo").exit_code == 0
     assert _all_rows(path) == before
     r = cli(path, "edit", "adv#retry@2", "--set", 'content="shared"', "--yes")

@@ -4,9 +4,9 @@ damaged, and the user's database never written."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import contextlib
 import os
 import random
 import re
@@ -16,21 +16,71 @@ import subprocess
 
 import pytest
 
-from agentctl.storage.agentos.base import SQLITE_SCHEMA
 from agentctl.errors import ExitCode
+from agentctl.storage.agentos.base import SQLITE_SCHEMA
 from tests.support.sampledb import cli, cli_json
 
-WORDS = ["Paris", "paris", "PARIS", "backoff", "Café", "CAFÉ", "naïve", "Straße", "STRASSE", "你好世界",
-         "Ünïcödé", "quote\"d", "back\\slash", "tab\there", "line\nbreak", "weather", "refund", "ORDER-1234",
-         "order-12345", "ΣΊΣΥΦΟΣ", "σίσυφος", "emoji 🙂 ok", "İstanbul", "the", "retry"]
+WORDS = [
+    "Paris",
+    "paris",
+    "PARIS",
+    "backoff",
+    "Café",
+    "CAFÉ",
+    "naïve",
+    "Straße",
+    "STRASSE",
+    "你好世界",
+    "Ünïcödé",
+    'quote"d',
+    "back\\slash",
+    "tab\there",
+    "line\nbreak",
+    "weather",
+    "refund",
+    "ORDER-1234",
+    "order-12345",
+    "ΣΊΣΥΦΟΣ",
+    "σίσυφος",
+    "emoji 🙂 ok",
+    "İstanbul",
+    "the",
+    "retry",
+]
 ROLES = ["user", "assistant", "tool", "system"]
 
-QUERIES = [["paris"], ["PARIS"], ["café"], ["CAFÉ", "--in", "messages"], ["straße"], ["strasse"], ["你好"],
-           ["好世界"], ["ünïc"], ['quote"d'], ["back\\slash"], ["tab\there"], ["line\nbreak"], ["weather", "-n", "500"],
-           ["refund", "--role", "tool"], ["order-123", "-n", "500"], ["σίσυφος"], ["ΣΊΣ"], ["🙂 ok"], ["istanbul"],
-           ["the", "-n", "1000"], ["retry", "--in", "tools,state", "-n", "500"], ["city", "--in", "state"],
-           ['"city": "pa', "-n", "500"], ["back", "--in", "tools"], ["nowhere-to-be-found"], ["pa"], ["é"],
-           ["weather", "--thread", "t3", "-n", "500"], ["paris", "--role", "assistant", "-n", "500"]]
+QUERIES = [
+    ["paris"],
+    ["PARIS"],
+    ["café"],
+    ["CAFÉ", "--in", "messages"],
+    ["straße"],
+    ["strasse"],
+    ["你好"],
+    ["好世界"],
+    ["ünïc"],
+    ['quote"d'],
+    ["back\\slash"],
+    ["tab\there"],
+    ["line\nbreak"],
+    ["weather", "-n", "500"],
+    ["refund", "--role", "tool"],
+    ["order-123", "-n", "500"],
+    ["σίσυφος"],
+    ["ΣΊΣ"],
+    ["🙂 ok"],
+    ["istanbul"],
+    ["the", "-n", "1000"],
+    ["retry", "--in", "tools,state", "-n", "500"],
+    ["city", "--in", "state"],
+    ['"city": "pa', "-n", "500"],
+    ["back", "--in", "tools"],
+    ["nowhere-to-be-found"],
+    ["pa"],
+    ["é"],
+    ["weather", "--thread", "t3", "-n", "500"],
+    ["paris", "--role", "assistant", "-n", "500"],
+]
 
 
 def _text(rng: random.Random) -> str:
@@ -47,13 +97,25 @@ def _row(rng: random.Random, i: int, thread: str) -> tuple:
         state = {"__agentctl_delta__": {"base": "x"}, "patch": _text(rng)}
     ascii_only = rng.random() < 0.4  # writers differ: \\u escapes or raw text
     created = f"2026-03-01T10:{i // 60 % 60:02d}:{i % 60:02d}.{rng.randint(0, 3):06d}+00:00"
-    return (thread, f"ckpt-{thread}-{i}", None, i, created, "[]", "",
-            json.dumps(msgs, ensure_ascii=ascii_only), json.dumps(state, ensure_ascii=ascii_only),
-            json.dumps(tools, ensure_ascii=ascii_only), "")
+    return (
+        thread,
+        f"ckpt-{thread}-{i}",
+        None,
+        i,
+        created,
+        "[]",
+        "",
+        json.dumps(msgs, ensure_ascii=ascii_only),
+        json.dumps(state, ensure_ascii=ascii_only),
+        json.dumps(tools, ensure_ascii=ascii_only),
+        "",
+    )
 
 
-INSERT = ("INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, "
-          "messages_blob, state_blob, tools_blob, next_node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+INSERT = (
+    "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, "
+    "messages_blob, state_blob, tools_blob, next_node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def make_db(path: str, n: int = 400, seed: int = 7) -> None:
@@ -72,8 +134,10 @@ def fingerprint(path: str) -> tuple[str, int]:
 
 
 def hits(db: str, *args: str) -> list[tuple]:
-    return [(h["thread_id"], h["checkpoint_id"], h["where"], h["role"], h["path"], h["snippet"])
-            for h in cli_json(db, "search", *args)]
+    return [
+        (h["thread_id"], h["checkpoint_id"], h["where"], h["role"], h["path"], h["snippet"])
+        for h in cli_json(db, "search", *args)
+    ]
 
 
 def route(db: str, text: str, **kw) -> str:
@@ -130,10 +194,13 @@ def test_catch_up_with_another_programs_writes(db):
     # appended rows, deleted rows, rows rewritten (to have and to lose the text)
     con.executemany(INSERT, [_row(rng, i, "t-new") for i in range(400, 460)])
     con.execute("DELETE FROM checkpoints WHERE id % 11 = 0")
-    con.execute("UPDATE checkpoints SET messages_blob = ? WHERE id % 13 = 0",
-                (json.dumps([{"role": "user", "content": "now about zanzibar and PARIS"}]),))
-    con.execute("UPDATE checkpoints SET messages_blob = '[]', state_blob = '{}', tools_blob = '{}' "
-                "WHERE id % 17 = 0")
+    con.execute(
+        "UPDATE checkpoints SET messages_blob = ? WHERE id % 13 = 0",
+        (json.dumps([{"role": "user", "content": "now about zanzibar and PARIS"}]),),
+    )
+    con.execute(
+        "UPDATE checkpoints SET messages_blob = '[]', state_blob = '{}', tools_blob = '{}' WHERE id % 17 = 0"
+    )
     con.execute("UPDATE checkpoints SET created_at = '2027-01-01T00:00:00+00:00' WHERE id = 5")
     con.commit()
     con.close()
@@ -193,8 +260,9 @@ def test_a_damaged_index_is_not_trusted(db, damage):
     assert r.exit_code == 0
     assert "search index" in r.stderr and "fell back to the scan" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    assert [(h["checkpoint_id"], h["path"]) for h in json.loads(r.stdout)] == \
-        [(h[1], h[4]) for h in hits(db, "paris", "--scan")]
+    assert [(h["checkpoint_id"], h["path"]) for h in json.loads(r.stdout)] == [
+        (h[1], h[4]) for h in hits(db, "paris", "--scan")
+    ]
     assert cli_json(db, "index", "status")["state"] == "corrupt"
     d = cli(db, "doctor", "--json")
     assert d.exit_code == ExitCode.PROBLEMS
@@ -320,16 +388,36 @@ def test_build_in_chunks(db, monkeypatch):
 # (quotes, backslashes, control characters, \u escapes of either hex case), LIKE's
 # wildcards and the escape character.
 PREFILTER_CORPUS = [
-    ("paris", None, None, None), ("PARIS", None, None, None), ("PaRiS", ("messages", "tools"), None, None),
-    ("café", None, None, None), ("CAFÉ", ("messages",), None, None), ("Café", ("tools",), None, None),
-    ("straße", None, None, None), ("STRASSE", None, None, None), ("你好", None, None, None),
-    ("好世界", ("messages", "tools"), None, None), ("ünïc", None, None, None), ("ÜNÏCÖDÉ", None, None, None),
-    ('quote"d', None, None, None), ("back\\slash", None, None, None), ("tab\there", None, None, None),
-    ("line\nbreak", None, None, None), ("σίσυφος", None, None, None), ("ΣΊΣ", None, None, None),
-    ("🙂 ok", None, None, None), ("istanbul", None, None, None), ("İstanbul", None, None, None),
-    ("100%_done!", None, None, None), ("%_d", None, None, None), ("one!", ("messages", "tools"), None, None),
-    ("ée", None, None, None), ('"city": "pa', ("state",), None, None), ("refund", ("messages",), "tool", None),
-    ("weather", None, None, "t3"), ("order-123", ("messages", "tools"), None, None), ("nowhere-at-all", None, None, None),
+    ("paris", None, None, None),
+    ("PARIS", None, None, None),
+    ("PaRiS", ("messages", "tools"), None, None),
+    ("café", None, None, None),
+    ("CAFÉ", ("messages",), None, None),
+    ("Café", ("tools",), None, None),
+    ("straße", None, None, None),
+    ("STRASSE", None, None, None),
+    ("你好", None, None, None),
+    ("好世界", ("messages", "tools"), None, None),
+    ("ünïc", None, None, None),
+    ("ÜNÏCÖDÉ", None, None, None),
+    ('quote"d', None, None, None),
+    ("back\\slash", None, None, None),
+    ("tab\there", None, None, None),
+    ("line\nbreak", None, None, None),
+    ("σίσυφος", None, None, None),
+    ("ΣΊΣ", None, None, None),
+    ("🙂 ok", None, None, None),
+    ("istanbul", None, None, None),
+    ("İstanbul", None, None, None),
+    ("100%_done!", None, None, None),
+    ("%_d", None, None, None),
+    ("one!", ("messages", "tools"), None, None),
+    ("ée", None, None, None),
+    ('"city": "pa', ("state",), None, None),
+    ("refund", ("messages",), "tool", None),
+    ("weather", None, None, "t3"),
+    ("order-123", ("messages", "tools"), None, None),
+    ("nowhere-at-all", None, None, None),
 ]
 
 
@@ -355,8 +443,22 @@ def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path, request, kind):
         if i % 4 == 0:  # a writer whose \u escapes use upper-case hex digits
             msgs = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), msgs)
         tools = json.dumps({f"c{i}": {"result": text}}, ensure_ascii=i % 3 == 0)
-        con.execute(INSERT, (f"x{i % 3}", f"ckpt-x-{i}", None, i, f"2026-04-01T00:00:{i:02d}+00:00", "[]", "",
-                             msgs, "{}", tools, ""))
+        con.execute(
+            INSERT,
+            (
+                f"x{i % 3}",
+                f"ckpt-x-{i}",
+                None,
+                i,
+                f"2026-04-01T00:00:{i:02d}+00:00",
+                "[]",
+                "",
+                msgs,
+                "{}",
+                tools,
+                "",
+            ),
+        )
     con.commit()
     con.close()
     url = path
@@ -373,22 +475,36 @@ def test_prefilter_keeps_every_hit_of_the_full_rule(tmp_path, request, kind):
 
     async def go():
         async with open_backend(url, readonly=True) as b:
-            rows = await b._fetch(f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob "
-                                  "FROM checkpoints")  # every row: the rule with no prefilter
+            rows = await b._fetch(
+                f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob FROM checkpoints"
+            )  # every row: the rule with no prefilter
             for text, places, role, thread in PREFILTER_CORPUS:
                 chosen = set(places or ("messages", "tools", "state"))
                 if role is not None:
                     chosen &= {"messages"}
-                want = sorted(key(h) for h in match_rows(
-                    [r for r in rows if thread is None or r["thread_id"] == thread], text, role, chosen))
+                want = sorted(
+                    key(h)
+                    for h in match_rows(
+                        [r for r in rows if thread is None or r["thread_id"] == thread], text, role, chosen
+                    )
+                )
                 for scan in (False, True):
-                    got = await b.search(text, thread, role, limit=100_000, scan=scan,
-                                         places=places or ("messages", "tools", "state"))
+                    got = await b.search(
+                        text,
+                        thread,
+                        role,
+                        limit=100_000,
+                        scan=scan,
+                        places=places or ("messages", "tools", "state"),
+                    )
                     assert sorted(key(h) for h in got) == want, (text, places, scan)
                     if kind == "sqlite":
                         assert b.last_search_path == ("scan" if scan or len(text) < 3 else "fts")
-            return [text for text, *_ in PREFILTER_CORPUS
-                    if match_rows(rows, text, None, {"messages", "tools", "state"})]
+            return [
+                text
+                for text, *_ in PREFILTER_CORPUS
+                if match_rows(rows, text, None, {"messages", "tools", "state"})
+            ]
 
     found = asyncio.run(go())
     assert {"100%_done!", "%_d", "one!", "CAFÉ", "ÜNÏCÖDÉ", "İstanbul", "ée", 'quote"d'} <= set(found)

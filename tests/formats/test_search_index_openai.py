@@ -14,11 +14,34 @@ from tests.support.sampledb import cli, cli_json
 
 pytest.importorskip("agents")
 
-TEXTS = ["Weather in PARIS tomorrow?", "paris is sunny", "Café crème à Paris", "CAFÉ NOIR", "Straße nach Köln",
-         "你好世界", "quote \"inside\" here", "back\\slash path", "ΣΊΣΥΦΟΣ and σίσυφος", "nothing here"]
-QUERIES = [["paris"], ["PARIS", "--role", "user"], ["café"], ["straße"], ["你好"], ['"inside"'], ["back\\slash"],
-           ["σίσυφος"], ["get_weather"], ["sunny", "--in", "tools"], ["paris", "--in", "messages"],
-           ["paris", "--thread", "s1"], ["zzz-not-there"], ["pa"]]
+TEXTS = [
+    "Weather in PARIS tomorrow?",
+    "paris is sunny",
+    "Café crème à Paris",
+    "CAFÉ NOIR",
+    "Straße nach Köln",
+    "你好世界",
+    'quote "inside" here',
+    "back\\slash path",
+    "ΣΊΣΥΦΟΣ and σίσυφος",
+    "nothing here",
+]
+QUERIES = [
+    ["paris"],
+    ["PARIS", "--role", "user"],
+    ["café"],
+    ["straße"],
+    ["你好"],
+    ['"inside"'],
+    ["back\\slash"],
+    ["σίσυφος"],
+    ["get_weather"],
+    ["sunny", "--in", "tools"],
+    ["paris", "--in", "messages"],
+    ["paris", "--thread", "s1"],
+    ["zzz-not-there"],
+    ["pa"],
+]
 
 
 async def _write(path: str, sessions: dict[str, list]) -> None:
@@ -37,17 +60,26 @@ def _items(n: int) -> list:
     for i in range(n):
         t = TEXTS[i % len(TEXTS)]
         out.append({"role": "user", "content": t})
-        out.append({"type": "function_call", "call_id": f"c{i}", "name": "get_weather",
-                    "arguments": json.dumps({"city": t}, ensure_ascii=i % 2 == 0)})
+        out.append(
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": "get_weather",
+                "arguments": json.dumps({"city": t}, ensure_ascii=i % 2 == 0),
+            }
+        )
         out.append({"type": "function_call_output", "call_id": f"c{i}", "output": f"sunny in {t}"})
-        out.append({"type": "message", "role": "assistant",
-                    "content": [{"type": "output_text", "text": t.upper()}]})
+        out.append(
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t.upper()}]}
+        )
     return out
 
 
 def _hits(db: str, *args: str) -> list:
-    return [(h["thread_id"], h["checkpoint_id"], h["step"], h["where"], h["role"], h["snippet"])
-            for h in cli_json(db, "search", *args, "-n", "500")]
+    return [
+        (h["thread_id"], h["checkpoint_id"], h["step"], h["where"], h["role"], h["snippet"])
+        for h in cli_json(db, "search", *args, "-n", "500")
+    ]
 
 
 def _same(db: str) -> None:
@@ -93,9 +125,12 @@ def test_a_scan_over_several_pages_finds_each_hit_once_newest_first(tmp_path):
     asyncio.run(_write(db, {"s1": _items(400), "s2": _items(300)}))
     assert cli(db, "index", "build").exit_code == 0
     for q in (["sunny"], ["sunny", "--role", "user"], ["in"], ["in", "--thread", "s1"]):
-        scanned = [(h["thread_id"], h["checkpoint_id"], h["where"]) for h in
-                   cli_json(db, "search", *q, "-n", "5000", "--scan")]
-        assert scanned == [(h["thread_id"], h["checkpoint_id"], h["where"]) for h in
-                           cli_json(db, "search", *q, "-n", "5000")], q
+        scanned = [
+            (h["thread_id"], h["checkpoint_id"], h["where"])
+            for h in cli_json(db, "search", *q, "-n", "5000", "--scan")
+        ]
+        assert scanned == [
+            (h["thread_id"], h["checkpoint_id"], h["where"]) for h in cli_json(db, "search", *q, "-n", "5000")
+        ], q
         assert len(set(scanned)) == len(scanned) > 0, q
     assert len(cli_json(db, "search", "in", "-n", "5000", "--scan")) > 1000  # more than two pages

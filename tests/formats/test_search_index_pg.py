@@ -8,9 +8,16 @@ import asyncio
 from tests.support.rig import run_sync
 from tests.support.sampledb import cli, cli_json, fresh_schema, load_sample
 
-
-QUERIES = [["passed"], ["flaky", "--role", "user"], ["exit_code"], ["PASSED", "-n", "500"], ["你好"],
-           ["whitfield", "--in", "state"], ["retry", "--in", "tools,state"], ["strategy", "-n", "500"]]
+QUERIES = [
+    ["passed"],
+    ["flaky", "--role", "user"],
+    ["exit_code"],
+    ["PASSED", "-n", "500"],
+    ["你好"],
+    ["whitfield", "--in", "state"],
+    ["retry", "--in", "tools,state"],
+    ["strategy", "-n", "500"],
+]
 
 
 def _key(hits):
@@ -23,7 +30,9 @@ async def _explain(dsn: str) -> str:
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute("SET enable_seqscan = off")
-        rows = await conn.fetch("EXPLAIN SELECT id FROM checkpoints WHERE messages_blob::text ILIKE '%backoff%'")
+        rows = await conn.fetch(
+            "EXPLAIN SELECT id FROM checkpoints WHERE messages_blob::text ILIKE '%backoff%'"
+        )
         return "\n".join(r[0] for r in rows)
     finally:
         await conn.close()
@@ -40,8 +49,11 @@ def test_pg_trgm_index_on_request(pg_base_dsn):
         assert st["state"] == "current" and "agentctl_search_messages" in st["path"]
         assert "agentctl_search_messages" in asyncio.run(_explain(dsn))
         for args in QUERIES:
-            assert _key(cli_json(dsn, "search", *args)) == before[tuple(args)] == \
-                _key(cli_json(dsn, "search", *args, "--scan")), args
+            assert (
+                _key(cli_json(dsn, "search", *args))
+                == before[tuple(args)]
+                == _key(cli_json(dsn, "search", *args, "--scan"))
+            ), args
         assert any(before.values())
         assert cli(dsn, "index", "build").exit_code == 0  # again: nothing to do
         assert cli(dsn, "index", "drop").exit_code == 0

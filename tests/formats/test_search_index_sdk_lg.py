@@ -13,14 +13,33 @@ import pytest
 
 from tests.support.sampledb import cli, cli_json
 
-TEXTS = ["Weather in PARIS tomorrow?", "paris is sunny", "Café crème à Paris", "CAFÉ NOIR", "Straße nach Köln",
-         "你好世界", "quote \"inside\" here", "back\\slash path", "ΣΊΣΥΦΟΣ and σίσυφος", "nothing here"]
+TEXTS = [
+    "Weather in PARIS tomorrow?",
+    "paris is sunny",
+    "Café crème à Paris",
+    "CAFÉ NOIR",
+    "Straße nach Köln",
+    "你好世界",
+    'quote "inside" here',
+    "back\\slash path",
+    "ΣΊΣΥΦΟΣ and σίσυφος",
+    "nothing here",
+]
 
 
 def _hits(db: str, *args: str) -> list:
-    return [(h["thread_id"], h["checkpoint_id"], h["step"], h["where"], h.get("role"), h["snippet"],
-             h.get("path"))
-            for h in cli_json(db, "search", *args)]
+    return [
+        (
+            h["thread_id"],
+            h["checkpoint_id"],
+            h["step"],
+            h["where"],
+            h.get("role"),
+            h["snippet"],
+            h.get("path"),
+        )
+        for h in cli_json(db, "search", *args)
+    ]
 
 
 def _same(db: str, queries: list[list[str]]) -> None:
@@ -59,9 +78,22 @@ def _damaged_falls_back(db: str, needle: str) -> None:
 # ---- Google ADK ------------------------------------------------------------------------------
 
 
-ADK_QUERIES = [["paris"], ["PARIS", "--role", "user"], ["café"], ["straße"], ["你好"], ['"inside"'],
-               ["back\\slash"], ["σίσυφος"], ["lookup"], ["sunny", "--in", "tools"], ["paris", "--in", "messages"],
-               ["paris", "--thread", "app/u1/s1"], ["zzz-not-there"], ["pa"]]
+ADK_QUERIES = [
+    ["paris"],
+    ["PARIS", "--role", "user"],
+    ["café"],
+    ["straße"],
+    ["你好"],
+    ['"inside"'],
+    ["back\\slash"],
+    ["σίσυφος"],
+    ["lookup"],
+    ["sunny", "--in", "tools"],
+    ["paris", "--in", "messages"],
+    ["paris", "--thread", "app/u1/s1"],
+    ["zzz-not-there"],
+    ["pa"],
+]
 
 
 def _adk_events(n: int, tie: float | None = None) -> list:
@@ -74,13 +106,28 @@ def _adk_events(n: int, tie: float | None = None) -> list:
         inv = f"inv-{i}"
         call = types.FunctionCall(id=f"fc-{i}", name="lookup", args={"q": t})
         resp = types.FunctionResponse(id=f"fc-{i}", name="lookup", response={"result": f"sunny in {t}"})
-        evs = [Event(author="user", invocation_id=inv, content=types.Content(role="user", parts=[types.Part(text=t)])),
-               Event(author="helper", invocation_id=inv,
-                     content=types.Content(role="model", parts=[types.Part(function_call=call)])),
-               Event(author="helper", invocation_id=inv,
-                     content=types.Content(role="user", parts=[types.Part(function_response=resp)])),
-               Event(author="helper", invocation_id=inv,
-                     content=types.Content(role="model", parts=[types.Part(text=t.upper())]))]
+        evs = [
+            Event(
+                author="user",
+                invocation_id=inv,
+                content=types.Content(role="user", parts=[types.Part(text=t)]),
+            ),
+            Event(
+                author="helper",
+                invocation_id=inv,
+                content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+            ),
+            Event(
+                author="helper",
+                invocation_id=inv,
+                content=types.Content(role="user", parts=[types.Part(function_response=resp)]),
+            ),
+            Event(
+                author="helper",
+                invocation_id=inv,
+                content=types.Content(role="model", parts=[types.Part(text=t.upper())]),
+            ),
+        ]
         if tie is not None:  # events of the same time: the order falls to their ids
             for ev in evs:
                 ev.timestamp = tie
@@ -120,8 +167,17 @@ def test_adk_side_index(tmp_path):
     pytest.importorskip("google.adk")
     pytest.importorskip("sqlalchemy")
     db = str(tmp_path / "adk.db")
-    asyncio.run(_adk_write(db, {"u1/s1": _adk_events(12), "u1/s2": _adk_events(7), "u2/s3": _adk_events(3),
-                                "u2/tie": _adk_events(4, tie=1_700_000_000.0)}))
+    asyncio.run(
+        _adk_write(
+            db,
+            {
+                "u1/s1": _adk_events(12),
+                "u1/s2": _adk_events(7),
+                "u2/s3": _adk_events(3),
+                "u2/tie": _adk_events(4, tie=1_700_000_000.0),
+            },
+        )
+    )
     before = _digest(db)
     assert cli(db, "index", "build").exit_code == 0
     assert os.path.exists(db + ".agentctl-search")
@@ -152,10 +208,25 @@ def test_adk_side_index(tmp_path):
 # ---- LangGraph -------------------------------------------------------------------------------
 
 
-LG_QUERIES = [["paris"], ["PARIS", "--role", "user"], ["café"], ["straße"], ["你好"], ['"inside"'],
-              ["back\\slash"], ["σίσυφος"], ["lookup"], ["sunny", "--in", "tools"], ["paris", "--in", "messages"],
-              ["paris", "--in", "state"], ["task_id"], ["assistant"], ["zzz-not-there"], ["pa"],
-              ["paris", "--thread", "t1"]]
+LG_QUERIES = [
+    ["paris"],
+    ["PARIS", "--role", "user"],
+    ["café"],
+    ["straße"],
+    ["你好"],
+    ['"inside"'],
+    ["back\\slash"],
+    ["σίσυφος"],
+    ["lookup"],
+    ["sunny", "--in", "tools"],
+    ["paris", "--in", "messages"],
+    ["paris", "--in", "state"],
+    ["task_id"],
+    ["assistant"],
+    ["zzz-not-there"],
+    ["pa"],
+    ["paris", "--thread", "t1"],
+]
 
 
 def _lg_graph(saver):
@@ -166,21 +237,30 @@ def _lg_graph(saver):
     from langgraph.graph.message import add_messages
 
     # (the functional form: this module's annotations are strings)
-    State = TypedDict("State", {"messages": Annotated[list, add_messages], "city": str})
+    State = TypedDict("State", {"messages": Annotated[list, add_messages], "city": str})  # noqa: UP013 (LangGraph reads it at run time: not strings)
 
     def agent(s):
         last = s["messages"][-1]
         if isinstance(last, ToolMessage):
             return {"messages": [AIMessage(content=f"done: {last.content}".upper())]}
         text = last.content
-        return {"messages": [AIMessage(content="", tool_calls=[{"name": "lookup", "args": {"q": text},
-                                                                  "id": f"call-{len(s['messages'])}"}])],
-                "city": text}
+        return {
+            "messages": [
+                AIMessage(
+                    content="",
+                    tool_calls=[{"name": "lookup", "args": {"q": text}, "id": f"call-{len(s['messages'])}"}],
+                )
+            ],
+            "city": text,
+        }
 
     def tools(s):
         call = s["messages"][-1].tool_calls[0]
-        return {"messages": [ToolMessage(content=f"sunny in {call['args']['q']}", tool_call_id=call["id"],
-                                         name="lookup")]}
+        return {
+            "messages": [
+                ToolMessage(content=f"sunny in {call['args']['q']}", tool_call_id=call["id"], name="lookup")
+            ]
+        }
 
     def route(s):
         return "tools" if getattr(s["messages"][-1], "tool_calls", None) else END
@@ -299,15 +379,26 @@ def test_adk_v0_side_index_never_unpickles(tmp_path, monkeypatch):
     conn = sqlite3.connect(db)
     for ddl in V0_DDL:
         conn.execute(ddl.format(json="TEXT", ts="DATETIME", blob="BLOB"))
-    conn.execute("INSERT INTO sessions VALUES ('a', 'u', 's', '{}', '2025-01-01 00:00:00.000000', "
-                 "'2025-01-01 00:00:09.000000')")
+    conn.execute(
+        "INSERT INTO sessions VALUES ('a', 'u', 's', '{}', '2025-01-01 00:00:00.000000', "
+        "'2025-01-01 00:00:09.000000')"
+    )
     conn.executemany(
         "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, author, actions, timestamp, content) "
         "VALUES (?, 'a', 'u', 's', 'inv', ?, ?, ?, ?)",
-        [(f"e{i}", "user" if i % 2 == 0 else "agent", pickle.dumps({"state_delta": {"x": i}}),
-          f"2025-01-01 00:00:0{i // 2}.000000",
-          '{"role": "%s", "parts": [{"text": "%s"}]}' % ("user" if i % 2 == 0 else "model", t.replace('"', "'")))
-         for i, t in enumerate(TEXTS)])
+        [
+            (
+                f"e{i}",
+                "user" if i % 2 == 0 else "agent",
+                pickle.dumps({"state_delta": {"x": i}}),
+                f"2025-01-01 00:00:0{i // 2}.000000",
+                '{{"role": "{}", "parts": [{{"text": "{}"}}]}}'.format(
+                    "user" if i % 2 == 0 else "model", t.replace('"', "'")
+                ),
+            )
+            for i, t in enumerate(TEXTS)
+        ],
+    )
     conn.commit()
     conn.close()
 

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from agentctl.storage.agentos import base
 from agentctl.errors import UsageError
+from agentctl.storage.agentos import base
 from agentctl.storage.agentos import doctor as agentos_doctor
 from agentctl.storage.sqlutil import CHUNK, chunks, in_chunks, marks
 from agentctl.storage.timefmt import iso, iso_utc, naive_utc, to_datetime
@@ -24,8 +24,9 @@ def test_marks():
     assert marks(3) == "?, ?, ?"
 
 
-@pytest.mark.parametrize("n_items, size", [(0, 500), (1, 500), (499, 500), (500, 500), (501, 500),
-                                           (1001, 400), (7, 3)])
+@pytest.mark.parametrize(
+    "n_items, size", [(0, 500), (1, 500), (499, 500), (500, 500), (501, 500), (1001, 400), (7, 3)]
+)
 def test_chunks_cover_the_items_in_order(n_items, size):
     items = list(range(n_items))
     got = list(chunks(items, size))
@@ -109,9 +110,14 @@ def test_to_datetime():
 
 def test_naive_utc():
     want = datetime(2025, 1, 2, 3, 4, 5, 600000)
-    for value in ("2025-01-02 03:04:05.600000", "2025-01-02T03:04:05.600000+00:00",
-                  "2025-01-02T05:04:05.600000+02:00", "2025-01-02T03:04:05.600000Z",
-                  want, want.replace(tzinfo=timezone.utc)):
+    for value in (
+        "2025-01-02 03:04:05.600000",
+        "2025-01-02T03:04:05.600000+00:00",
+        "2025-01-02T05:04:05.600000+02:00",
+        "2025-01-02T03:04:05.600000Z",
+        want,
+        want.replace(tzinfo=timezone.utc),
+    ):
         got = naive_utc(value)
         assert got == want and got.tzinfo is None, value
     with pytest.raises(UsageError, match="timestamp 'x' is not an ISO-8601 timestamp"):
@@ -155,8 +161,9 @@ def test_sqlite_schema_makes_the_formats_table(tmp_path):
     assert by_name["created_at"][2] == "TEXT" and by_name["tags"][2] == "TEXT"
     assert by_name["state_blob"][4] == "'{}'" and by_name["messages_blob"][4] == "'[]'"
     assert {r[1] for r in info if r[3]} == set(base.COLUMNS) - {"parent_id"}  # NOT NULL
-    indexes = {r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+    indexes = {
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+    }
     assert indexes == {name for name, _ in base.INDEXES}
     conn.executescript(base.SQLITE_SCHEMA)  # IF NOT EXISTS: runs again
     conn.close()

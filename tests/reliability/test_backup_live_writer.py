@@ -53,9 +53,14 @@ def start_writer(db: Path) -> subprocess.Popen:
 
 
 def agentctl(db: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(db.parent),
-                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--db", str(db), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(db.parent),
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -83,8 +88,9 @@ def test_the_safety_backup_ends_under_a_live_writer(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            raise AssertionError(f"prune's backup did not end in 20 s under a live writer "
-                                 f"(left: {leftovers(tmp_path)})") from None
+            raise AssertionError(
+                f"prune's backup did not end in 20 s under a live writer (left: {leftovers(tmp_path)})"
+            ) from None
         took = time.monotonic() - started
     finally:
         writer.kill()

@@ -30,11 +30,14 @@ def grown_sample(path: Path, one_thread: bool) -> Path:
     cols = "created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node"
     conn.execute("BEGIN")
     for k in range(1 if one_thread else 0, 60):
-        thread, step = ("thread_id", f"step + {k * 1000}") if one_thread else (f"thread_id || '-c{k}'", "step")
+        thread, step = (
+            ("thread_id", f"step + {k * 1000}") if one_thread else (f"thread_id || '-c{k}'", "step")
+        )
         conn.execute(
             f"INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, {cols}) "
             f"SELECT {thread}, checkpoint_id || '-c{k}', parent_id || '-c{k}', {step}, {cols} "
-            "FROM checkpoints WHERE thread_id = 'loop-research-7' AND checkpoint_id NOT LIKE '%-c%'")
+            "FROM checkpoints WHERE thread_id = 'loop-research-7' AND checkpoint_id NOT LIKE '%-c%'"
+        )
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
@@ -51,26 +54,35 @@ def state(db: Path) -> tuple[int, list[int]]:
     conn = sqlite3.connect(db)
     try:
         n = conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
-        has_log = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'agentctl_journal'").fetchone()
-        ops = [r[0] for r in conn.execute("SELECT op_id FROM agentctl_journal ORDER BY op_id")] if has_log else []
+        has_log = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'agentctl_journal'").fetchone()
+        ops = (
+            [r[0] for r in conn.execute("SELECT op_id FROM agentctl_journal ORDER BY op_id")]
+            if has_log
+            else []
+        )
         return n, ops
     finally:
         conn.close()
 
 
 def interrupt(db: Path, args: list[str], delay: float) -> subprocess.CompletedProcess:
-    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(db.parent),
-                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--db", str(db), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(db.parent),
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def check(r: subprocess.CompletedProcess, before: tuple[int, list[int]], after: tuple[int, list[int]],
-          what: str) -> str:
+def check(
+    r: subprocess.CompletedProcess, before: tuple[int, list[int]], after: tuple[int, list[int]], what: str
+) -> str:
     """The exit code and the message agree with the database; which case it was."""
     lines = [line for line in r.stderr.splitlines() if line.startswith("agentctl: interrupted")]
     if r.returncode == 0:
@@ -102,8 +114,12 @@ def test_ctrl_c_at_every_phase_of_a_prune_says_what_the_database_holds(big_agent
     db = tmp_path / "timed.db"
     shutil.copyfile(big_agentos, db)
     started = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *args, "--no-backup"],
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", str(db), *args, "--no-backup"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, r.stderr
     total = time.monotonic() - started
     seen: dict[str, int] = {}
@@ -125,9 +141,24 @@ def pruned(big_agentos, tmp_path_factory) -> Path:
     """big_agentos after `prune --all --keep-last 5` (op 1), for undo."""
     path = tmp_path_factory.mktemp("pruned") / "pruned.db"
     shutil.copyfile(big_agentos, path)
-    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(path), "prune", "--all",
-                        "--keep-last", "5", "--yes", "--no-backup"],
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentctl",
+            "--db",
+            str(path),
+            "prune",
+            "--all",
+            "--keep-last",
+            "5",
+            "--yes",
+            "--no-backup",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, r.stderr
     return path
 
@@ -139,8 +170,9 @@ def one_big_thread(tmp_path_factory) -> Path:
     return grown_sample(tmp_path_factory.mktemp("onebig") / "onebig.db", one_thread=True)
 
 
-@pytest.mark.parametrize("command", [["undo"], ["threads", "delete", "loop-research-7", "--yes"]],
-                         ids=["undo", "threads-delete"])
+@pytest.mark.parametrize(
+    "command", [["undo"], ["threads", "delete", "loop-research-7", "--yes"]], ids=["undo", "threads-delete"]
+)
 def test_an_interrupted_undo_or_delete_says_what_is_true(command, one_big_thread, pruned, tmp_path):
     """The delays are a sweep over the time one uninterrupted run takes here (fixed
     delays were all too late on a fast, idle machine)."""
@@ -148,9 +180,14 @@ def test_an_interrupted_undo_or_delete_says_what_is_true(command, one_big_thread
     db = tmp_path / "timed.db"
     shutil.copyfile(source, db)
     started = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *command, "--no-backup"]
-                       if command[0] == "threads" else [sys.executable, "-m", "agentctl", "--db", str(db), *command],
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", str(db), *command, "--no-backup"]
+        if command[0] == "threads"
+        else [sys.executable, "-m", "agentctl", "--db", str(db), *command],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, r.stderr
     total = time.monotonic() - started
     seen: dict[str, int] = {}
@@ -171,10 +208,26 @@ def test_ctrl_c_after_the_commit_says_the_op_was_written(big_agentos, tmp_path):
     db = tmp_path / "vac.db"
     shutil.copyfile(big_agentos, db)
     before = state(db)
-    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), "prune", "--all",
-                             "--keep-last", "5", "--yes", "--no-backup", "--vacuum"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentctl",
+            "--db",
+            str(db),
+            "prune",
+            "--all",
+            "--keep-last",
+            "5",
+            "--yes",
+            "--no-backup",
+            "--vacuum",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
     assert proc.stderr is not None
     err = []
     for line in proc.stderr:
@@ -202,8 +255,21 @@ def test_ctrl_c_at_the_confirmation_prompt_says_nothing_was_changed(big_agentos,
     pid, fd = pty.fork()
     if pid == 0:  # the child: agentctl on the terminal
         os.environ.update(PYTHONPATH=str(REPO), NO_COLOR="1")
-        os.execv(sys.executable, [sys.executable, "-m", "agentctl", "--db", str(db), "prune",
-                                  "loop-research-7", "--keep-last", "5", "--no-backup"])
+        os.execv(
+            sys.executable,
+            [
+                sys.executable,
+                "-m",
+                "agentctl",
+                "--db",
+                str(db),
+                "prune",
+                "loop-research-7",
+                "--keep-last",
+                "5",
+                "--no-backup",
+            ],
+        )
     seen = b""
     deadline = time.monotonic() + 60
     while b"[y/N]" not in seen and time.monotonic() < deadline:
@@ -237,8 +303,10 @@ def index_db(big_agentos, tmp_path_factory) -> Path:
     cols = "thread_id, parent_id, step, created_at, tags, summary, messages_blob, state_blob, tools_blob, next_node"
     conn.execute("BEGIN")
     for k in range(1, 4):
-        conn.execute(f"INSERT INTO checkpoints (checkpoint_id, {cols}) SELECT checkpoint_id || '-i{k}', {cols} "
-                     "FROM checkpoints WHERE checkpoint_id NOT LIKE '%-i_'")
+        conn.execute(
+            f"INSERT INTO checkpoints (checkpoint_id, {cols}) SELECT checkpoint_id || '-i{k}', {cols} "
+            "FROM checkpoints WHERE checkpoint_id NOT LIKE '%-i_'"
+        )
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
@@ -251,13 +319,20 @@ def test_ctrl_c_stops_an_index_build_at_once_and_says_what_is_true(index_db, tmp
     index and no temporary file is left, and the line says so."""
     db = tmp_path / "big.db"
     shutil.copyfile(index_db, db)
-    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), "index", "build"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
-                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--db", str(db), "index", "build"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
     assert proc.stderr is not None and proc.stderr.readline().startswith("building the search index")
     deadline = time.monotonic() + 30  # the build under way: its temporary file is there
     while not any(p.name.startswith("big.db.agentctl-search.tmp") for p in tmp_path.iterdir()):
-        assert time.monotonic() < deadline and proc.poll() is None, "the build ended before it was interrupted"
+        assert time.monotonic() < deadline and proc.poll() is None, (
+            "the build ended before it was interrupted"
+        )
         time.sleep(0.02)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
@@ -269,8 +344,13 @@ def test_ctrl_c_stops_an_index_build_at_once_and_says_what_is_true(index_db, tmp
     assert took < 1.0, f"the build went on {took:.1f} s after Ctrl-C"
     # no index, no temporary file (a read of a WAL database makes its -shm and -wal)
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-shm", "-wal"))) == ["big.db"]
-    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), "index", "status"],
-                       capture_output=True, text=True, cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", str(db), "index", "status"],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.stdout.startswith("state: absent"), r.stdout
 
 
@@ -280,17 +360,29 @@ def test_ctrl_c_during_import_create_says_nothing_was_changed(big_agentos, tmp_p
     then could not open the database)."""
     export = tmp_path / "big.jsonl"
     with export.open("w") as out:
-        r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(big_agentos), "export"], stdout=out,
-                           stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        r = subprocess.run(
+            [sys.executable, "-m", "agentctl", "--db", str(big_agentos), "export"],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     assert r.returncode == 0, r.stderr
     new = tmp_path / "new" / "new.db"
     new.parent.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(new), "import", "--create", str(export)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
-                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--db", str(new), "import", "--create", str(export)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
     deadline = time.monotonic() + 30
     while not new.exists():  # the import under way: the new file made
-        assert time.monotonic() < deadline and proc.poll() is None, "the import ended before it was interrupted"
+        assert time.monotonic() < deadline and proc.poll() is None, (
+            "the import ended before it was interrupted"
+        )
         time.sleep(0.01)
     time.sleep(0.1)  # (the whole import takes about a second)
     proc.send_signal(signal.SIGINT)

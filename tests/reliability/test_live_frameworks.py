@@ -22,11 +22,13 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from tests.support.contract_formats import dump, is_pg, psycopg_dsn as pg_libpq
+from tests.support.contract_formats import dump, is_pg
+from tests.support.contract_formats import psycopg_dsn as pg_libpq
 from tests.support.rig import REPO, run_sync
 from tests.support.sampledb import cli
 
@@ -36,8 +38,14 @@ pytest.importorskip("langgraph")
 def agentctl(db: str, *args: str) -> subprocess.Popen:
     """`agentctl --db DB ARGS` as a separate process (pipes for its output)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
-    return subprocess.Popen([sys.executable, "-m", "agentctl", "--db", db, *args], cwd=str(REPO), env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--db", db, *args],
+        cwd=str(REPO),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_until_blocked(conn, pid: int, timeout: float = 20) -> int:
@@ -56,8 +64,11 @@ def wait_until_blocked(conn, pid: int, timeout: float = 20) -> int:
 def locks_on(conn, pid: int, table: str) -> list[str]:
     """The lock modes backend `pid` holds on `table`."""
     with conn.cursor() as cur:
-        cur.execute("SELECT l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
-                    "WHERE l.pid = %s AND c.relname = %s AND l.granted", (pid, table))
+        cur.execute(
+            "SELECT l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+            "WHERE l.pid = %s AND c.relname = %s AND l.granted",
+            (pid, table),
+        )
         return [r[0] for r in cur.fetchall()]
 
 
@@ -76,15 +87,20 @@ def test_langgraph_put_order_in_a_transaction_agentctl_writes_meanwhile(pg_dsn):
     dsn = pg_libpq(pg_dsn)
     with PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
-        loop_graph(4).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "t"}})
+        loop_graph(4).compile(checkpointer=saver).invoke(
+            {"n": 0, "log": []}, {"configurable": {"thread_id": "t"}}
+        )
     with psycopg.connect(dsn, autocommit=True) as watch, psycopg.connect(dsn) as fw:
         with watch.cursor() as cur:
             cur.execute("SELECT count(*) FROM checkpoints")
             before = cur.fetchone()[0]
         fw_pid = fw.info.backend_pid
         with fw.cursor() as cur:  # the framework's put, first half
-            cur.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
-                        "VALUES ('t', '', 'log', 'fw-1', 'msgpack', %s) ON CONFLICT DO NOTHING", (b"\x90",))
+            cur.execute(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                "VALUES ('t', '', 'log', 'fw-1', 'msgpack', %s) ON CONFLICT DO NOTHING",
+                (b"\x90",),
+            )
         proc = agentctl(pg_dsn, "rewind", "t~1", "--yes")
         try:
             waiting = wait_until_blocked(watch, fw_pid)
@@ -95,8 +111,12 @@ def test_langgraph_put_order_in_a_transaction_agentctl_writes_meanwhile(pg_dsn):
                     "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
                     "checkpoint, metadata) VALUES ('t', '', %s, NULL, %s, %s) ON CONFLICT "
                     "(thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint",
-                    (new_id, Jsonb({"v": 1, "id": new_id, "channel_values": {}, "channel_versions": {}}),
-                     Jsonb({"source": "loop", "step": 99})))
+                    (
+                        new_id,
+                        Jsonb({"v": 1, "id": new_id, "channel_values": {}, "channel_versions": {}}),
+                        Jsonb({"source": "loop", "step": 99}),
+                    ),
+                )
             fw.commit()  # raises DeadlockDetected when the framework lost
             out, err = proc.communicate(timeout=60)
         finally:
@@ -127,12 +147,17 @@ def test_agentctl_gives_way_to_a_framework_transaction_that_stays_open(pg_dsn):
     dsn = pg_libpq(pg_dsn)
     with PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
-        loop_graph(4).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "t"}})
+        loop_graph(4).compile(checkpointer=saver).invoke(
+            {"n": 0, "log": []}, {"configurable": {"thread_id": "t"}}
+        )
     before = run_sync(lambda: dump(pg_dsn, side_tables=False))
     with psycopg.connect(dsn) as fw:
         with fw.cursor() as cur:
-            cur.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
-                        "VALUES ('t', '', 'log', 'fw-1', 'msgpack', %s)", (b"\x90",))
+            cur.execute(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                "VALUES ('t', '', 'log', 'fw-1', 'msgpack', %s)",
+                (b"\x90",),
+            )
         started = time.monotonic()
         proc = agentctl(pg_dsn, "rewind", "t~1", "--yes")
         out, err = proc.communicate(timeout=60)
@@ -157,8 +182,13 @@ class LiveWriter(threading.Thread):
     """The framework's writer on a thread: `write(i)` for i < n, each failure kept.
     `setup()`/`teardown()` run on the thread (a connection, an event loop)."""
 
-    def __init__(self, n: int, write: Callable[[int], Any], setup: Callable[[], Any] = lambda: None,
-                 teardown: Callable[[], Any] = lambda: None):
+    def __init__(
+        self,
+        n: int,
+        write: Callable[[int], Any],
+        setup: Callable[[], Any] = lambda: None,
+        teardown: Callable[[], Any] = lambda: None,
+    ):
         super().__init__(daemon=True)
         self.n, self.write, self.setup, self.teardown = n, write, setup, teardown
         self.failures: list[str] = []
@@ -177,8 +207,9 @@ class LiveWriter(threading.Thread):
             self.teardown()
 
 
-def agentctl_meanwhile(writer: LiveWriter, db: str, commands: list[list[str]],
-                       around: Callable[[int, str], Any] | None = None) -> list[tuple[list[str], int, str]]:
+def agentctl_meanwhile(
+    writer: LiveWriter, db: str, commands: list[list[str]], around: Callable[[int, str], Any] | None = None
+) -> list[tuple[list[str], int, str]]:
     """Run agentctl's writes (argvs), all of them again and again while the writer runs
     (at least once); each must exit 0, or refuse an undo in one line (exit 1: the
     framework wrote to what it would restore). `around(i, "before" | "after")` is called
@@ -195,8 +226,11 @@ def agentctl_meanwhile(writer: LiveWriter, db: str, commands: list[list[str]],
                 around(i, "after")
             assert "Traceback" not in r.stderr, (argv, r.stderr)
             said = [line for line in r.stderr.splitlines() if line.startswith("agentctl:")]
-            assert r.exit_code == 0 or (argv[0] == "undo" and r.exit_code == 1 and len(said) == 1), \
-                (argv, r.exit_code, r.stderr)
+            assert r.exit_code == 0 or (argv[0] == "undo" and r.exit_code == 1 and len(said) == 1), (
+                argv,
+                r.exit_code,
+                r.stderr,
+            )
             seen.append((argv, r.exit_code, r.stderr))
         cycles += 1
     writer.join(120)
@@ -204,7 +238,10 @@ def agentctl_meanwhile(writer: LiveWriter, db: str, commands: list[list[str]],
     assert writer.failures == [], writer.failures[:5]
     assert writer.done == writer.n
     r = cli(db, "doctor")
-    assert r.exit_code == 0 or (r.exit_code == 2 and "does not support doctor" in r.stderr), (r.stdout, r.stderr)
+    assert r.exit_code == 0 or (r.exit_code == 2 and "does not support doctor" in r.stderr), (
+        r.stdout,
+        r.stderr,
+    )
     return seen
 
 
@@ -240,7 +277,9 @@ def test_langgraph_live_saver_and_agentctl(kind_db):
     put: list[str] = []
     state: dict[str, Any] = {}
     with _lg_saver(db) as saver:
-        loop_graph(6).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "idle"}})
+        loop_graph(6).compile(checkpointer=saver).invoke(
+            {"n": 0, "log": []}, {"configurable": {"thread_id": "idle"}}
+        )
 
     # LangGraph saves a step's pending writes in the background, not ordered after the
     # checkpoints that follow: a put_writes for checkpoint C can come after C's three
@@ -277,10 +316,15 @@ def test_langgraph_live_saver_and_agentctl(kind_db):
     def write(i: int) -> None:
         state["graph"].invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "live"}})
 
-    commands = [["rewind", "idle~1", "--yes"], ["undo"],
-                ["prune", "--all", "--keep-last", "3", "--yes", "--no-backup"], ["undo"],
-                ["rewind", "live~1", "--yes"],
-                ["rewind", "idle~2", "--hard", "--yes", "--no-backup"], ["undo"]]
+    commands = [
+        ["rewind", "idle~1", "--yes"],
+        ["undo"],
+        ["prune", "--all", "--keep-last", "3", "--yes", "--no-backup"],
+        ["undo"],
+        ["rewind", "live~1", "--yes"],
+        ["rewind", "idle~2", "--hard", "--yes", "--no-backup"],
+        ["undo"],
+    ]
 
     def around(i: int, when: str) -> None:
         if i == 2 and when == "before":  # the held write's checkpoint and its 4 successors put
@@ -303,17 +347,22 @@ def test_langgraph_live_saver_and_agentctl(kind_db):
     # The orphans: LangGraph's writes of a checkpoint agentctl had deleted, numbered after
     # the delete; an orphan agentctl left (a write of C it did not delete with C) would be
     # numbered before C's delete.
-    orphans = rows(db, "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, "
-                       "(SELECT MAX(s.n) FROM test_commits s WHERE s.what = 'write' AND s.thread_id = w.thread_id "
-                       "AND s.checkpoint_ns = w.checkpoint_ns AND s.checkpoint_id = w.checkpoint_id AND "
-                       "s.task_id = w.task_id AND s.idx = w.idx), "
-                       "(SELECT MAX(s.n) FROM test_commits s WHERE s.what = 'delete' AND s.thread_id = w.thread_id "
-                       f"AND s.checkpoint_ns = w.checkpoint_ns AND s.checkpoint_id = w.checkpoint_id) FROM {W} w "
-                       "WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = w.thread_id AND "
-                       "c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id)")
+    orphans = rows(
+        db,
+        "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, "
+        "(SELECT MAX(s.n) FROM test_commits s WHERE s.what = 'write' AND s.thread_id = w.thread_id "
+        "AND s.checkpoint_ns = w.checkpoint_ns AND s.checkpoint_id = w.checkpoint_id AND "
+        "s.task_id = w.task_id AND s.idx = w.idx), "
+        "(SELECT MAX(s.n) FROM test_commits s WHERE s.what = 'delete' AND s.thread_id = w.thread_id "
+        f"AND s.checkpoint_ns = w.checkpoint_ns AND s.checkpoint_id = w.checkpoint_id) FROM {W} w "
+        "WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = w.thread_id AND "
+        "c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id)",
+    )
     left_by_agentctl = [o for o in orphans if o[2] not in trashed or o[6] is None or (o[5] or 0) < o[6]]
     assert left_by_agentctl == []
-    assert {o[2] for o in orphans if o[0] == "live"} >= {state["late"]} and all(o[0] == "live" for o in orphans)
+    assert {o[2] for o in orphans if o[0] == "live"} >= {state["late"]} and all(
+        o[0] == "live" for o in orphans
+    )
 
 
 def number_commits(db: str, writes: str) -> None:
@@ -331,23 +380,31 @@ def number_commits(db: str, writes: str) -> None:
                 f"(what, {keys}, task_id, idx) VALUES ('write', NEW.thread_id, NEW.checkpoint_ns, "
                 "NEW.checkpoint_id, NEW.task_id, NEW.idx); END;"
                 "CREATE TRIGGER test_commits_c AFTER DELETE ON checkpoints BEGIN INSERT INTO test_commits "
-                f"(what, {keys}) VALUES ('delete', OLD.thread_id, OLD.checkpoint_ns, OLD.checkpoint_id); END;")
+                f"(what, {keys}) VALUES ('delete', OLD.thread_id, OLD.checkpoint_ns, OLD.checkpoint_id); END;"
+            )
         return
     import psycopg
 
     with psycopg.connect(pg_libpq(db)) as conn:
-        conn.execute("CREATE TABLE test_commits (n bigserial PRIMARY KEY, what text, thread_id text, "
-                     "checkpoint_ns text, checkpoint_id text, task_id text, idx integer)")
+        conn.execute(
+            "CREATE TABLE test_commits (n bigserial PRIMARY KEY, what text, thread_id text, "
+            "checkpoint_ns text, checkpoint_id text, task_id text, idx integer)"
+        )
         conn.execute(
             "CREATE FUNCTION test_commits_fn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
             f"IF TG_OP = 'INSERT' THEN INSERT INTO test_commits (what, {keys}, task_id, idx) VALUES "
             "('write', NEW.thread_id, NEW.checkpoint_ns, NEW.checkpoint_id, NEW.task_id, NEW.idx); "
             f"ELSE INSERT INTO test_commits (what, {keys}) VALUES ('delete', OLD.thread_id, OLD.checkpoint_ns, "
-            "OLD.checkpoint_id); END IF; RETURN NULL; END $$")
-        conn.execute(f"CREATE TRIGGER test_commits_w AFTER INSERT ON {writes} FOR EACH ROW "
-                     "EXECUTE FUNCTION test_commits_fn()")
-        conn.execute("CREATE TRIGGER test_commits_c AFTER DELETE ON checkpoints FOR EACH ROW "
-                     "EXECUTE FUNCTION test_commits_fn()")
+            "OLD.checkpoint_id); END IF; RETURN NULL; END $$"
+        )
+        conn.execute(
+            f"CREATE TRIGGER test_commits_w AFTER INSERT ON {writes} FOR EACH ROW "
+            "EXECUTE FUNCTION test_commits_fn()"
+        )
+        conn.execute(
+            "CREATE TRIGGER test_commits_c AFTER DELETE ON checkpoints FOR EACH ROW "
+            "EXECUTE FUNCTION test_commits_fn()"
+        )
 
 
 def test_adk_live_service_and_agentctl(kind_db):
@@ -364,8 +421,15 @@ def test_adk_live_service_and_agentctl(kind_db):
         try:
             s = await svc.create_session(app_name="app", user_id="u", session_id="idle")
             for i in range(6):
-                await svc.append_event(s, Event(author="user", invocation_id=f"i-{i}", content=_adk_text("user", f"q{i}"),
-                                                actions=EventActions(state_delta={"turn": i})))
+                await svc.append_event(
+                    s,
+                    Event(
+                        author="user",
+                        invocation_id=f"i-{i}",
+                        content=_adk_text("user", f"q{i}"),
+                        actions=EventActions(state_delta={"turn": i}),
+                    ),
+                )
             await svc.create_session(app_name="app", user_id="u", session_id="live")
         finally:
             await close()
@@ -377,11 +441,17 @@ def test_adk_live_service_and_agentctl(kind_db):
     def setup() -> None:
         st["loop"] = loop = asyncio.new_event_loop()
         st["svc"], st["close"] = loop.run_until_complete(_adk_service(db))
-        st["s"] = loop.run_until_complete(st["svc"].get_session(app_name="app", user_id="u", session_id="live"))
+        st["s"] = loop.run_until_complete(
+            st["svc"].get_session(app_name="app", user_id="u", session_id="live")
+        )
 
     def write(i: int) -> None:
-        ev = Event(author="user", invocation_id=f"live-{i}", content=_adk_text("user", f"live {i}"),
-                   actions=EventActions(state_delta={"n": i}))
+        ev = Event(
+            author="user",
+            invocation_id=f"live-{i}",
+            content=_adk_text("user", f"live {i}"),
+            actions=EventActions(state_delta={"n": i}),
+        )
         st["loop"].run_until_complete(st["svc"].append_event(st["s"], ev))
         appended.append(ev.id)
 
@@ -390,16 +460,29 @@ def test_adk_live_service_and_agentctl(kind_db):
         st["loop"].close()
 
     writer = LiveWriter(WRITES, write, setup, teardown)
-    agentctl_meanwhile(writer, db, [
-        ["rewind", "app/u/idle@4", "--yes"], ["undo"],
-        ["rewind", "app/u/idle@2", "--hard", "--yes", "--no-backup"], ["undo"]])
+    agentctl_meanwhile(
+        writer,
+        db,
+        [
+            ["rewind", "app/u/idle@4", "--yes"],
+            ["undo"],
+            ["rewind", "app/u/idle@2", "--hard", "--yes", "--no-backup"],
+            ["undo"],
+        ],
+    )
     events = rows(db, "SELECT id, invocation_id FROM events WHERE session_id = 'live' ORDER BY timestamp, id")
     assert [e[0] for e in events] == appended  # every one, in order
     state = rows(db, "SELECT state FROM sessions WHERE id = 'live'")[0][0]
     assert (state if isinstance(state, dict) else json.loads(state))["n"] == WRITES - 1
     assert len(rows(db, "SELECT id FROM events WHERE session_id = 'idle'")) == 6
-    assert rows(db, "SELECT e.id FROM events e WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE "
-                    "s.app_name = e.app_name AND s.user_id = e.user_id AND s.id = e.session_id)") == []
+    assert (
+        rows(
+            db,
+            "SELECT e.id FROM events e WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE "
+            "s.app_name = e.app_name AND s.user_id = e.user_id AND s.id = e.session_id)",
+        )
+        == []
+    )
 
 
 def test_openai_live_session_and_agentctl(tmp_path):
@@ -432,15 +515,31 @@ def test_openai_live_session_and_agentctl(tmp_path):
         st["loop"].close()
 
     writer = LiveWriter(WRITES, write, setup, teardown)
-    agentctl_meanwhile(writer, db, [
-        ["rewind", "idle@4", "--yes"], ["undo"], ["rewind", "live@1", "--yes"],
-        ["rewind", "idle@2", "--hard", "--yes", "--no-backup"], ["undo"]])
-    texts = [json.loads(r[0])["content"] for r in rows(db, "SELECT message_data FROM agent_messages "
-                                                          "WHERE session_id <> 'idle' ORDER BY id")]
+    agentctl_meanwhile(
+        writer,
+        db,
+        [
+            ["rewind", "idle@4", "--yes"],
+            ["undo"],
+            ["rewind", "live@1", "--yes"],
+            ["rewind", "idle@2", "--hard", "--yes", "--no-backup"],
+            ["undo"],
+        ],
+    )
+    texts = [
+        json.loads(r[0])["content"]
+        for r in rows(db, "SELECT message_data FROM agent_messages WHERE session_id <> 'idle' ORDER BY id")
+    ]
     assert texts == ["live start"] + [f"live {i}" for i in range(WRITES)]  # none lost, in order
     assert len(rows(db, "SELECT id FROM agent_messages WHERE session_id = 'idle'")) == 6
-    assert rows(db, "SELECT m.id FROM agent_messages m WHERE NOT EXISTS (SELECT 1 FROM agent_sessions s "
-                    "WHERE s.session_id = m.session_id)") == []
+    assert (
+        rows(
+            db,
+            "SELECT m.id FROM agent_messages m WHERE NOT EXISTS (SELECT 1 FROM agent_sessions s "
+            "WHERE s.session_id = m.session_id)",
+        )
+        == []
+    )
 
 
 def test_article_live_store_and_agentctl(tmp_path):
@@ -458,14 +557,28 @@ def test_article_live_store_and_agentctl(tmp_path):
     live = st.create_session(user, "live")["id"]
     st.save_message(live, "user", "live start", token_count=1)
     writer = LiveWriter(WRITES, lambda i: st.save_message(live, "assistant", f"live {i}", token_count=1))
-    agentctl_meanwhile(writer, db, [
-        ["rewind", f"{idle}@4", "--yes"], ["undo"], ["rewind", f"{live}@1", "--yes"],
-        ["prune", idle, "--older-than", "0s", "--yes", "--no-backup"], ["undo"]])  # a session goes whole
+    agentctl_meanwhile(
+        writer,
+        db,
+        [
+            ["rewind", f"{idle}@4", "--yes"],
+            ["undo"],
+            ["rewind", f"{live}@1", "--yes"],
+            ["prune", idle, "--older-than", "0s", "--yes", "--no-backup"],
+            ["undo"],
+        ],
+    )  # a session goes whole
     texts = [r[0] for r in rows(db, f"SELECT content FROM messages WHERE session_id <> '{idle}' ORDER BY id")]
     assert texts == ["live start"] + [f"live {i}" for i in range(WRITES)]
     assert len(rows(db, f"SELECT id FROM messages WHERE session_id = '{idle}'")) == 6
-    assert rows(db, "SELECT m.id FROM messages m WHERE NOT EXISTS (SELECT 1 FROM sessions s "
-                    "WHERE s.id = m.session_id)") == []
+    assert (
+        rows(
+            db,
+            "SELECT m.id FROM messages m WHERE NOT EXISTS (SELECT 1 FROM sessions s "
+            "WHERE s.id = m.session_id)",
+        )
+        == []
+    )
 
 
 def test_openai_sdk_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
@@ -487,7 +600,10 @@ def test_openai_sdk_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
             await engine.dispose()
 
     run_sync(make)
-    with psycopg.connect(pg_libpq(pg_dsn), autocommit=True) as watch, psycopg.connect(pg_libpq(pg_dsn)) as sdk:
+    with (
+        psycopg.connect(pg_libpq(pg_dsn), autocommit=True) as watch,
+        psycopg.connect(pg_libpq(pg_dsn)) as sdk,
+    ):
         pid = sdk.info.backend_pid
         with sdk.cursor() as cur:
             cur.execute("SELECT session_id FROM agent_sessions WHERE session_id = 's' FOR UPDATE")
@@ -496,8 +612,10 @@ def test_openai_sdk_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
             waiting = wait_until_blocked(watch, pid)
             assert "RowExclusiveLock" not in locks_on(watch, waiting, "agent_messages")  # no item touched yet
             with sdk.cursor() as cur:  # pop_item: the tail goes
-                cur.execute("DELETE FROM agent_messages WHERE id = (SELECT MAX(id) FROM agent_messages "
-                            "WHERE session_id = 's') RETURNING message_data")
+                cur.execute(
+                    "DELETE FROM agent_messages WHERE id = (SELECT MAX(id) FROM agent_messages "
+                    "WHERE session_id = 's') RETURNING message_data"
+                )
                 assert cur.fetchone()
             sdk.commit()  # raises DeadlockDetected when the SDK lost
             out, err = proc.communicate(timeout=60)
@@ -505,8 +623,10 @@ def test_openai_sdk_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
             if proc.poll() is None:
                 proc.kill()
     assert proc.returncode == 0, err
-    texts = [json.loads(r[0])["content"] for r in rows(pg_dsn, "SELECT message_data FROM agent_messages "
-                                                               "WHERE session_id = 's' ORDER BY id")]
+    texts = [
+        json.loads(r[0])["content"]
+        for r in rows(pg_dsn, "SELECT message_data FROM agent_messages WHERE session_id = 's' ORDER BY id")
+    ]
     assert texts == ["q0", "q1", "q2"]
     assert len(rows(pg_dsn, "SELECT id FROM agent_messages")) == 5  # q3, q4 in the archive session
 
@@ -516,11 +636,13 @@ def test_a_deadlock_on_agentctls_own_tables_is_one_line():
     lock timeout is still one line, without Postgres's DETAIL and HINT."""
     import asyncpg
 
-    from agentctl.storage.agentos.postgres import map_pg_error
     from agentctl.errors import DatabaseBusy
+    from agentctl.storage.agentos.postgres import map_pg_error
 
-    exc = asyncpg.DeadlockDetectedError("deadlock detected\nDETAIL:  Process 1 waits for ShareLock on "
-                                        "relation 5; blocked by process 2.\nHINT:  See server log.")
+    exc = asyncpg.DeadlockDetectedError(
+        "deadlock detected\nDETAIL:  Process 1 waits for ShareLock on "
+        "relation 5; blocked by process 2.\nHINT:  See server log."
+    )
     err = map_pg_error(exc, "127.0.0.1:5432/db")
     assert isinstance(err, DatabaseBusy) and err.exit_code == 6
     assert str(err) == "127.0.0.1:5432/db: deadlock detected; nothing was changed"
@@ -541,7 +663,9 @@ def test_a_role_that_may_not_set_deadlock_timeout_still_writes(pg_dsn):
     dsn = pg_libpq(pg_dsn)
     with PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
-        loop_graph(3).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "t"}})
+        loop_graph(3).compile(checkpointer=saver).invoke(
+            {"n": 0, "log": []}, {"configurable": {"thread_id": "t"}}
+        )
     role, schema = "u_" + uuid.uuid4().hex[:10], pg_schema(pg_dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
@@ -574,25 +698,33 @@ def test_adk_service_transaction_on_postgres_agentctl_rewinds_meanwhile(pg_dsn):
         try:
             s = await svc.create_session(app_name="app", user_id="u", session_id="s")
             for i in range(4):
-                await svc.append_event(s, Event(author="user", invocation_id=f"i-{i}",
-                                                content=_adk_text("user", f"q{i}")))
+                await svc.append_event(
+                    s, Event(author="user", invocation_id=f"i-{i}", content=_adk_text("user", f"q{i}"))
+                )
         finally:
             await close()
 
     run_sync(make)
-    with psycopg.connect(pg_libpq(pg_dsn), autocommit=True) as watch, psycopg.connect(pg_libpq(pg_dsn)) as adk:
+    with (
+        psycopg.connect(pg_libpq(pg_dsn), autocommit=True) as watch,
+        psycopg.connect(pg_libpq(pg_dsn)) as adk,
+    ):
         pid = adk.info.backend_pid
         with adk.cursor() as cur:
-            cur.execute("SELECT id FROM sessions WHERE app_name = 'app' AND user_id = 'u' AND id = 's' FOR UPDATE")
+            cur.execute(
+                "SELECT id FROM sessions WHERE app_name = 'app' AND user_id = 'u' AND id = 's' FOR UPDATE"
+            )
         proc = agentctl(pg_dsn, "rewind", "app/u/s@2", "--yes")
         try:
             waiting = wait_until_blocked(watch, pid)
             assert "RowExclusiveLock" not in locks_on(watch, waiting, "events")  # no event touched yet
             with adk.cursor() as cur:  # the rest of append_event
-                cur.execute("INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
-                            "event_data) SELECT 'adk-late', 'app', 'u', 's', 'i-late', timestamp + "
-                            "interval '1 millisecond', event_data FROM events WHERE session_id = 's' "
-                            "ORDER BY timestamp DESC LIMIT 1")
+                cur.execute(
+                    "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
+                    "event_data) SELECT 'adk-late', 'app', 'u', 's', 'i-late', timestamp + "
+                    "interval '1 millisecond', event_data FROM events WHERE session_id = 's' "
+                    "ORDER BY timestamp DESC LIMIT 1"
+                )
                 cur.execute("UPDATE sessions SET update_time = now() WHERE id = 's'")
             adk.commit()
             out, err = proc.communicate(timeout=60)
@@ -615,12 +747,17 @@ def test_agentctl_retries_after_giving_way_and_then_writes(pg_dsn):
     dsn = pg_libpq(pg_dsn)
     with PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
-        loop_graph(4).compile(checkpointer=saver).invoke({"n": 0, "log": []}, {"configurable": {"thread_id": "t"}})
+        loop_graph(4).compile(checkpointer=saver).invoke(
+            {"n": 0, "log": []}, {"configurable": {"thread_id": "t"}}
+        )
     before = len(rows(pg_dsn, "SELECT checkpoint_id FROM checkpoints"))
     with psycopg.connect(dsn, autocommit=True) as watch, psycopg.connect(dsn) as fw:
         with fw.cursor() as cur:
-            cur.execute("INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
-                        "VALUES ('t', '', 'log', 'fw-1', 'msgpack', %s)", (b"\x90",))
+            cur.execute(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                "VALUES ('t', '', 'log', 'fw-1', 'msgpack', %s)",
+                (b"\x90",),
+            )
         proc = agentctl(pg_dsn, "rewind", "t~1", "--yes")
         try:
             wait_until_blocked(watch, fw.info.backend_pid)

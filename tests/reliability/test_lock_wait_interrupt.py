@@ -18,9 +18,9 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -67,10 +67,14 @@ def locked(db: Path, command: str) -> Iterator[None]:
 
 
 def start(db: Path, argv: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=str(db.parent),
-                            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--db", str(db), *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(db.parent),
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
 
 
 def wait_until_waiting(proc: subprocess.Popen, db: Path) -> None:
@@ -129,13 +133,19 @@ def test_without_ctrl_c_a_lock_wait_ends_after_5_seconds_with_exit_6(name, comma
     before = contents(tmp_path)
     with locked(db, command):
         started = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *args(name, command)],
-                           capture_output=True, text=True, cwd=str(tmp_path), timeout=60,
-                           env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+        r = subprocess.run(
+            [sys.executable, "-m", "agentctl", "--db", str(db), *args(name, command)],
+            capture_output=True,
+            text=True,
+            cwd=str(tmp_path),
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+        )
         took = time.monotonic() - started
     assert r.returncode == 6, r.stderr
     assert r.stderr.strip().splitlines()[-1] == (
-        f"agentctl: {db}: the database is locked by another writer (waited, still busy)"), r.stderr
+        f"agentctl: {db}: the database is locked by another writer (waited, still busy)"
+    ), r.stderr
     assert 5.0 <= took < 8.0, took  # start-up, then 5 s of waiting
     assert contents(tmp_path) == before
 
@@ -162,10 +172,11 @@ def test_every_format_still_waits_for_a_lock_and_then_says_it_is_locked(tmp_path
     finally:
         for holder in holders:
             holder.__exit__(None, None, None)
-    for (name, command, db), (code, took, err), before in zip(runs, results, befores):
+    for (name, command, db), (code, took, err), before in zip(runs, results, befores, strict=False):
         assert code == 6, (name, command, err)
         assert err.strip().splitlines()[-1] == (
-            f"agentctl: {db}: the database is locked by another writer (waited, still busy)"), err
+            f"agentctl: {db}: the database is locked by another writer (waited, still busy)"
+        ), err
         assert took >= 5.0, (name, command, took)  # the wait is not cut short
         assert contents(db.parent) == before, (name, command)
 
@@ -190,9 +201,15 @@ def test_a_ctrl_c_before_the_storage_layer_is_imported_still_ends_a_lock_wait(tm
         "try:\n"
         "    run(command())\n"
         "except KeyboardInterrupt:\n"
-        "    sys.exit(130)\n")
+        "    sys.exit(130)\n"
+    )
     with locked(db, "show"):
-        r = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, text=True,
-                           timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+        r = subprocess.run(
+            [sys.executable, "-c", script, str(db)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     assert r.returncode == 130, r.stderr
     assert float(r.stdout.split()[-1]) < 1.0, r.stdout

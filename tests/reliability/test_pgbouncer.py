@@ -20,16 +20,22 @@ from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
+
+from agentctl.storage import Capability, open_store
 from tests.support import pgbouncer
 from tests.support.contract_formats import CASES, NEEDLE, ON_POSTGRES, FormatCase, dump
 from tests.support.rig import REPO, run_sync, unavailable
 from tests.support.sampledb import cli
 
-from agentctl.storage import Capability, open_store
-
 #: `edit` on each format: a key of its state (or message / item) and a new value
-EDITS = {"agentos": ("k", "99"), "article": ("session.title", '"pooled"'), "langgraph": ("count", "9"),
-         "openai-agents": ("content", '"pooled"'), "adk": ("turn", "9"), "agno": ("content", '"pooled"')}
+EDITS = {
+    "agentos": ("k", "99"),
+    "article": ("session.title", '"pooled"'),
+    "langgraph": ("count", "9"),
+    "openai-agents": ("content", '"pooled"'),
+    "adk": ("turn", "9"),
+    "agno": ("content", '"pooled"'),
+}
 
 
 def _start(pg_base_dsn: str, ignore: str = ""):
@@ -108,8 +114,14 @@ async def test_reads_through_pgbouncer_print_what_they_print_straight(name, pool
     direct, via = pooled
     _, b, metas, _ = await _build(name, direct)
     first, last = metas[0].checkpoint_id, metas[-1].checkpoint_id
-    for args in (("threads", "list"), ("show", b.main), ("show", first), ("log", b.main),
-                 ("diff", first, last), ("search", NEEDLE)):
+    for args in (
+        ("threads", "list"),
+        ("show", b.main),
+        ("show", first),
+        ("log", b.main),
+        ("diff", first, last),
+        ("search", NEEDLE),
+    ):
         for extra in ((), ("--json",)):
             want = cli(direct, "--no-color", *args, *extra)
             _ok(want, args)
@@ -158,8 +170,13 @@ async def test_every_write_undo_and_redo_through_pgbouncer(name, pooled):
 
 def _agentctl(db: str, *args: str):
     """agentctl in a process of its own (asyncpg names its statements per process)."""
-    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", db, *args], capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", db, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     return SimpleNamespace(exit_code=r.returncode, stdout=r.stdout, stderr=r.stderr)
 
 
@@ -261,7 +278,9 @@ async def test_merge_import_and_purge_through_pgbouncer(name, pooled, tmp_path):
         r = cli(via, "branch", f"{b.main}@{metas[1].step}", "pooled", "--json")
         _ok(r, "branch")
         pooled = json.loads(r.stdout)["thread_id"]
-        if cli(via, "merge", b.main, "--into", pooled, "--dry-run").exit_code == 0:  # main's later steps into it
+        if (
+            cli(via, "merge", b.main, "--into", pooled, "--dry-run").exit_code == 0
+        ):  # main's later steps into it
             await undoable(["merge", b.main, "--into", pooled, "--strategy", "theirs", "--yes"])
         else:  # the article's store merges a branch's new messages into its source only, and
             assert name == "article"  # a branch gains messages from the app alone (its merge: test_article_*)
@@ -273,8 +292,11 @@ async def test_merge_import_and_purge_through_pgbouncer(name, pooled, tmp_path):
         _ok(cli(direct, "export", leaf, "-o", str(exported)), "export")
         _ok(cli(direct, "threads", "delete", leaf, "--yes"), "delete")
         await undoable(["import", str(exported)])
-    trashing = (["threads", "delete", b.threads[-1], "--yes"] if can[Capability.DELETE] else
-                ["rewind", f"{b.main}@{metas[1].step}", "--yes"])
+    trashing = (
+        ["threads", "delete", b.threads[-1], "--yes"]
+        if can[Capability.DELETE]
+        else ["rewind", f"{b.main}@{metas[1].step}", "--yes"]
+    )
     _ok(cli(via, "--no-color", *trashing), trashing)
     dry = cli(via, "purge", "--dry-run", "--json")
     _ok(dry, "purge --dry-run")

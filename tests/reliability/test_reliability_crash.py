@@ -30,40 +30,92 @@ PAD = "x" * 2000  # database file itself is written before the commit (a hot jou
 FORK = 1200
 T0 = datetime(2026, 5, 1, tzinfo=timezone.utc)
 
-COLUMNS = ("thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, "
-           "messages_blob, state_blob, tools_blob, next_node")
+COLUMNS = (
+    "thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, "
+    "messages_blob, state_blob, tools_blob, next_node"
+)
 
 
 def rows() -> list[tuple]:
     """The database every case starts from, as (column values...) in COLUMNS order."""
     out = []
     for step in range(1, ROWS + 1):
-        out.append((BIG, f"ckpt-big-{step}", f"ckpt-big-{step - 1}" if step > 1 else None, step,
-                    T0 + timedelta(seconds=step), ["auto", f"iter_{step}"], f"step {step}",
-                    [{"role": "assistant", "content": f"step {step}"}], {"i": step, "pad": PAD},
-                    {}, "agent"))
+        out.append(
+            (
+                BIG,
+                f"ckpt-big-{step}",
+                f"ckpt-big-{step - 1}" if step > 1 else None,
+                step,
+                T0 + timedelta(seconds=step),
+                ["auto", f"iter_{step}"],
+                f"step {step}",
+                [{"role": "assistant", "content": f"step {step}"}],
+                {"i": step, "pad": PAD},
+                {},
+                "agent",
+            )
+        )
     fork = f"ckpt-big-{FORK}"
-    out.append((BRANCH, f"ckpt-{BRANCH}-0", fork, 0, T0 + timedelta(seconds=ROWS + 1),
-                ["branch", "try"], f"Branch 'try' from {fork}",
-                [{"role": "assistant", "content": f"step {FORK}"}], {"i": FORK, "pad": PAD}, {}, "agent"))
+    out.append(
+        (
+            BRANCH,
+            f"ckpt-{BRANCH}-0",
+            fork,
+            0,
+            T0 + timedelta(seconds=ROWS + 1),
+            ["branch", "try"],
+            f"Branch 'try' from {fork}",
+            [{"role": "assistant", "content": f"step {FORK}"}],
+            {"i": FORK, "pad": PAD},
+            {},
+            "agent",
+        )
+    )
     for step in (1, 2):
-        out.append((BRANCH, f"ckpt-{BRANCH}-{step}", f"ckpt-{BRANCH}-{step - 1}", step,
-                    T0 + timedelta(seconds=ROWS + 1 + step), ["manual"], f"branch step {step}",
-                    [{"role": "assistant", "content": f"step {FORK}"},
-                     {"role": "assistant", "content": f"branch {step}"}],
-                    {"i": FORK, "pad": PAD, "branch_note": step}, {"tool": {"ok": True}}, "agent"))
+        out.append(
+            (
+                BRANCH,
+                f"ckpt-{BRANCH}-{step}",
+                f"ckpt-{BRANCH}-{step - 1}",
+                step,
+                T0 + timedelta(seconds=ROWS + 1 + step),
+                ["manual"],
+                f"branch step {step}",
+                [
+                    {"role": "assistant", "content": f"step {FORK}"},
+                    {"role": "assistant", "content": f"branch {step}"},
+                ],
+                {"i": FORK, "pad": PAD, "branch_note": step},
+                {"tool": {"ok": True}},
+                "agent",
+            )
+        )
     return out
 
 
 def write_import_file(path: Path) -> None:
     with path.open("w", encoding="utf-8") as f:
         for step in range(1, ROWS + 1):
-            f.write(json.dumps({
-                "metadata": {"thread_id": "imported", "checkpoint_id": f"ckpt-imported-{step}",
-                             "parent_checkpoint_id": None, "step": step,
-                             "created_at": (T0 + timedelta(hours=1, seconds=step)).isoformat(),
-                             "tags": ["manual"], "summary": f"imported {step}"},
-                "messages": [], "state": {"i": step, "pad": PAD}, "tools_result": {}, "next_node": ""}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "metadata": {
+                            "thread_id": "imported",
+                            "checkpoint_id": f"ckpt-imported-{step}",
+                            "parent_checkpoint_id": None,
+                            "step": step,
+                            "created_at": (T0 + timedelta(hours=1, seconds=step)).isoformat(),
+                            "tags": ["manual"],
+                            "summary": f"imported {step}",
+                        },
+                        "messages": [],
+                        "state": {"i": step, "pad": PAD},
+                        "tools_result": {},
+                        "next_node": "",
+                    }
+                )
+                + "\n"
+            )
 
 
 OPS = {
@@ -84,8 +136,23 @@ def template(tmp_path_factory) -> Path:
     conn.executescript(SQLITE_DDL)
     conn.executemany(
         f"INSERT INTO checkpoints ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(t, c, p, s, ts.isoformat(), json.dumps(tags), summ, json.dumps(m), json.dumps(st), json.dumps(tl), nn)
-         for t, c, p, s, ts, tags, summ, m, st, tl, nn in rows()])
+        [
+            (
+                t,
+                c,
+                p,
+                s,
+                ts.isoformat(),
+                json.dumps(tags),
+                summ,
+                json.dumps(m),
+                json.dumps(st),
+                json.dumps(tl),
+                nn,
+            )
+            for t, c, p, s, ts, tags, summ, m, st, tl, nn in rows()
+        ],
+    )
     conn.commit()
     conn.close()
     write_import_file(d / "import.jsonl")
@@ -101,8 +168,11 @@ async def load_postgres(dsn: str) -> None:
         await conn.executemany(
             f"INSERT INTO checkpoints ({COLUMNS}) VALUES "
             "($1, $2, $3, $4, $5, $6::jsonb, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11)",
-            [(t, c, p, s, ts, json.dumps(tags), summ, json.dumps(m), json.dumps(st), json.dumps(tl), nn)
-             for t, c, p, s, ts, tags, summ, m, st, tl, nn in rows()])
+            [
+                (t, c, p, s, ts, json.dumps(tags), summ, json.dumps(m), json.dumps(st), json.dumps(tl), nn)
+                for t, c, p, s, ts, tags, summ, m, st, tl, nn in rows()
+            ],
+        )
     finally:
         await conn.close()
 
@@ -113,8 +183,10 @@ def dump_sqlite(path: Path) -> dict:
     try:
         schema = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").fetchall()
         tables = [r[1] for r in schema if r[0] == "table"]
-        return {"schema": schema,
-                **{t: conn.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in tables}}
+        return {
+            "schema": schema,
+            **{t: conn.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in tables},
+        }
     finally:
         conn.close()
 
@@ -126,11 +198,22 @@ async def dump_postgres(dsn: str) -> dict:
 
     conn = await asyncpg.connect(dsn)
     try:
-        tables = [r[0] for r in await conn.fetch(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_schema = current_schema() ORDER BY table_name")]
-        out: dict = {"schema": tables, "indexes": [tuple(r) for r in await conn.fetch(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY 1")]}
+        tables = [
+            r[0]
+            for r in await conn.fetch(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() ORDER BY table_name"
+            )
+        ]
+        out: dict = {
+            "schema": tables,
+            "indexes": [
+                tuple(r)
+                for r in await conn.fetch(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY 1"
+                )
+            ],
+        }
         for t in tables:
             out[t] = sorted(r[0] for r in await conn.fetch(f'SELECT row_to_json(x)::text FROM "{t}" x'))
         return out
@@ -143,8 +226,12 @@ def start_paused(url: str, point: str, args: list[str], tmp_path: Path) -> tuple
     ready = tmp_path / f"ready-{uuid.uuid4().hex[:6]}"
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPTS / "paused_agentctl.py"), str(ready), point, "--", "--db", url, *args],
-        cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     return proc, ready
 
 
@@ -174,6 +261,7 @@ def doctor(url: str) -> tuple[int, dict]:
 def databases(request, template, tmp_path):
     """make(kind, name) -> the URL of a private copy of the starting database."""
     with ExitStack() as schemas:
+
         def make(kind: str, name: str) -> str:
             if kind == "postgres":
                 dsn = schemas.enter_context(fresh_schema(request.getfixturevalue("pg_base_dsn"), "crash_"))
@@ -200,8 +288,15 @@ def dump(url: str) -> dict:
 
 # Both pause points on the seeds' rollback-journal files (where a killed write can leave
 # a hot journal); just before the commit on WAL files and on Postgres.
-@pytest.mark.parametrize("kind,point", [("sqlite-delete", "first-change"), ("sqlite-delete", "commit"),
-                                        ("sqlite-wal", "commit"), ("postgres", "commit")])
+@pytest.mark.parametrize(
+    "kind,point",
+    [
+        ("sqlite-delete", "first-change"),
+        ("sqlite-delete", "commit"),
+        ("sqlite-wal", "commit"),
+        ("postgres", "commit"),
+    ],
+)
 def test_kill_9_inside_the_write_changes_nothing(kind, point, databases, template, tmp_path):
     """Each operation on its own copy of the database (on SQLite all running at once)."""
     extra = {"import_file": str(template.parent / "import.jsonl")}
@@ -231,8 +326,12 @@ def test_kill_9_inside_the_write_changes_nothing(kind, point, databases, templat
             # file yet, may stay: SQLite ignores it)
             # (the copy `prune` takes before it writes is no leftover)
             left = {p.name for p in Path(url).parent.iterdir() if not p.name.endswith(".bak")}
-            assert left <= {"checkpoints.db", "checkpoints.db-journal", "checkpoints.db-shm",
-                             "checkpoints.db-wal"}, left
+            assert left <= {
+                "checkpoints.db",
+                "checkpoints.db-journal",
+                "checkpoints.db-shm",
+                "checkpoints.db-wal",
+            }, left
         # nothing is left locked: the same command now runs to its end
         r = cli(url, *args)
         assert r.exit_code == 0, (op, r.stderr)

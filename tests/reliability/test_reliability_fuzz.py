@@ -15,31 +15,83 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentctl.backends import open_backend
-from agentctl.diff import MISSING, Change, apply_patch, checkpoint_sections, diff_checkpoints, patch_by_section, to_json_patch
+from agentctl.diff import (
+    MISSING,
+    Change,
+    apply_patch,
+    checkpoint_sections,
+    diff_checkpoints,
+    patch_by_section,
+    to_json_patch,
+)
 from agentctl.errors import AgentctlError, ExitCode
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.refs import resolve, resolve_thread
+from tests.support.helpers import make_cp, same
 from tests.support.rig import run_sync
-from tests.support.helpers import make_cp
 from tests.support.sampledb import cli, fresh_schema, sample_ro  # noqa: F401  (fixture)
-from tests.support.helpers import same
 from tests.support.strategies import KEYS, json_values, scalars
 
-FUZZ = settings(max_examples=60, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 FEW = settings(FUZZ, max_examples=12)
 CLI_FEW = settings(FUZZ, max_examples=8)  # each example runs several commands
 
 MAIN = "coder-fix-flaky-test"
-KNOWN = [MAIN, "coder-fix-flaky-test-branch-retry-backoff-70e7", "loop-research-7", "support-1042",
-         "ckpt-coder-fix-flaky-test-6-4b9fe6", "ckpt-loop-research-7-000240", "ckpt-"]
-ATOMS = st.sampled_from(KNOWN + [
-    "@", "~", "@-1", "~0", "-", "'", '"', "%", "_", "\\", "\x00", "\x1b[31m", "\x1b]0;t\x07", "\r",
-    ";", "--", "' OR 1=1 --", "'; DROP TABLE checkpoints; --", "99999999999999999999999",
-    "2147483648", "9223372036854775808", "-1", "0", "1", "13", " ", "\t", "中", "\udcff", "\ud800",
-    "[bold]", "*", "?", "$1",
-])
-REFS = st.one_of(st.text(max_size=12), st.lists(st.one_of(ATOMS, st.text(max_size=3)), max_size=6).map("".join))
+KNOWN = [
+    MAIN,
+    "coder-fix-flaky-test-branch-retry-backoff-70e7",
+    "loop-research-7",
+    "support-1042",
+    "ckpt-coder-fix-flaky-test-6-4b9fe6",
+    "ckpt-loop-research-7-000240",
+    "ckpt-",
+]
+ATOMS = st.sampled_from(
+    KNOWN
+    + [
+        "@",
+        "~",
+        "@-1",
+        "~0",
+        "-",
+        "'",
+        '"',
+        "%",
+        "_",
+        "\\",
+        "\x00",
+        "\x1b[31m",
+        "\x1b]0;t\x07",
+        "\r",
+        ";",
+        "--",
+        "' OR 1=1 --",
+        "'; DROP TABLE checkpoints; --",
+        "99999999999999999999999",
+        "2147483648",
+        "9223372036854775808",
+        "-1",
+        "0",
+        "1",
+        "13",
+        " ",
+        "\t",
+        "中",
+        "\udcff",
+        "\ud800",
+        "[bold]",
+        "*",
+        "?",
+        "$1",
+    ]
+)
+REFS = st.one_of(
+    st.text(max_size=12), st.lists(st.one_of(ATOMS, st.text(max_size=3)), max_size=6).map("".join)
+)
 
 
 class Loop:
@@ -92,8 +144,13 @@ def test_fuzz_any_reference_resolves_or_raises_a_clean_error(sample_loop, ref):
 def test_fuzz_reference_edge_cases(sample_loop):
     """Cases found by the fuzzer, kept as examples."""
     lp = sample_loop
-    for ref in (MAIN + "@99999999999999999999999", MAIN + "@-99999999999999999999",
-                MAIN + "@2147483648", MAIN + "~99999999999999999999999", "a\x00b"):
+    for ref in (
+        MAIN + "@99999999999999999999999",
+        MAIN + "@-99999999999999999999",
+        MAIN + "@2147483648",
+        MAIN + "~99999999999999999999999",
+        "a\x00b",
+    ):
         with pytest.raises(AgentctlError) as err:
             lp(resolve(lp.backend, ref))
         assert err.value.exit_code == ExitCode.NOT_FOUND, ref
@@ -127,9 +184,13 @@ TEXT = st.text(max_size=8)
 # Smaller than test_diff's JSON: a checkpoint holds several of them.
 SMALL_JSON = json_values(scalars(text_size=8), KEYS, width=3, max_leaves=8)
 MESSAGE = st.one_of(
-    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool", "system"]),
-                           "content": st.one_of(TEXT, SMALL_JSON)},
-                          optional={"tool_calls": st.lists(st.dictionaries(KEYS, SMALL_JSON, max_size=2), max_size=2)}),
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant", "tool", "system"]),
+            "content": st.one_of(TEXT, SMALL_JSON),
+        },
+        optional={"tool_calls": st.lists(st.dictionaries(KEYS, SMALL_JSON, max_size=2), max_size=2)},
+    ),
     SMALL_JSON,
 )
 OBJECTS = st.dictionaries(KEYS, SMALL_JSON, max_size=4)
@@ -171,15 +232,24 @@ def checkpoint_pairs(draw):
         CheckpointMetadata(**{**vars(a.metadata), "step": b.metadata.step, "tags": b.metadata.tags}),
         a.messages + b.messages[:1],
         {**a.state, **b.state} if draw(st.booleans()) else a.state,
-        b.tools_result, a.next_node)
+        b.tools_result,
+        a.next_node,
+    )
 
 
 def from_change_dicts(rows: list[dict]) -> list[Change]:
     """The changes back from their `--json` / to_dict() form (None stands for MISSING
     only where the op says a side is absent)."""
-    return [Change(r["section"], r["path"], r["op"],
-                   MISSING if r["op"] == "added" else r["old"],
-                   MISSING if r["op"] == "removed" else r["new"]) for r in rows]
+    return [
+        Change(
+            r["section"],
+            r["path"],
+            r["op"],
+            MISSING if r["op"] == "added" else r["old"],
+            MISSING if r["op"] == "removed" else r["new"],
+        )
+        for r in rows
+    ]
 
 
 def apply_sections(sections: dict, patches: dict) -> dict:
@@ -266,8 +336,9 @@ _names = (f"m{i}" for i in itertools.count())
 
 # JSON every backend stores and reads back unchanged (JSONB: no NUL, no float drift).
 DB_TEXT = st.text(max_size=4).filter(lambda s: "\x00" not in s)
-DB_JSON = json_values(st.none() | st.booleans() | st.integers(-(2**53), 2**53) | DB_TEXT, DB_TEXT,
-                      width=3, max_leaves=12)
+DB_JSON = json_values(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | DB_TEXT, DB_TEXT, width=3, max_leaves=12
+)
 DB_STATES = st.dictionaries(DB_TEXT, DB_JSON, max_size=5)
 
 
@@ -301,10 +372,19 @@ async def _merge_case(url: str, base: dict, ours: dict, theirs: dict, strategy: 
         root = make_cp(thread, 1, cid=f"ckpt-{thread}-1", state=base)
         await b.put(root)
         branch = await engine.branch(root.metadata.checkpoint_id, "x")
-        await b.put(make_cp(thread, 2, cid=f"ckpt-{thread}-2", parent=root.metadata.checkpoint_id, state=ours))
+        await b.put(
+            make_cp(thread, 2, cid=f"ckpt-{thread}-2", parent=root.metadata.checkpoint_id, state=ours)
+        )
         head = await b.get_latest(branch)
-        await b.put(make_cp(branch, head.metadata.step + 1, cid=f"ckpt-{branch}-t",
-                            parent=head.metadata.checkpoint_id, state=theirs))
+        await b.put(
+            make_cp(
+                branch,
+                head.metadata.step + 1,
+                cid=f"ckpt-{branch}-t",
+                parent=head.metadata.checkpoint_id,
+                state=theirs,
+            )
+        )
         if (await engine.plan_merge(branch, thread, strategy=strategy)).up_to_date:
             # the merge would change nothing in the target's head: nothing is written,
             # and the head (ours) is what the merge would have been

@@ -56,14 +56,30 @@ def test_every_thread_is_listed(hostile_dbs, fmt):
 def test_every_read_command_on_every_thread(hostile_dbs, fmt):
     db = hostile_dbs[fmt]
     for t in _threads(db):
-        for args in (("log", t), ("show", t), ("show", t, "--json"), ("diff", t),
-                     ("diff", t, "--json"), ("tree", t), ("export", t), ("threads", "show", t)):
+        for args in (
+            ("log", t),
+            ("show", t),
+            ("show", t, "--json"),
+            ("diff", t),
+            ("diff", t, "--json"),
+            ("tree", t),
+            ("export", t),
+            ("threads", "show", t),
+        ):
             # 3: a first checkpoint has no parent to diff with; 6: the SDKs' row that is not
             # JSON at all is refused in one line (CorruptRowError), the others still read;
             # 1: export says it skipped that row
-            _run(db, *args, ok=(0, 1, 3, 6) if t.endswith("notjson") else (0, 3) if args[0] == "diff" else (0,))
-    for args in (("export",), ("search", "fine"), ("search", "leaf"), ("search", "hi", "--json"),
-                 ("stats",), ("stats", "--json")):
+            _run(
+                db, *args, ok=(0, 1, 3, 6) if t.endswith("notjson") else (0, 3) if args[0] == "diff" else (0,)
+            )
+    for args in (
+        ("export",),
+        ("search", "fine"),
+        ("search", "leaf"),
+        ("search", "hi", "--json"),
+        ("stats",),
+        ("stats", "--json"),
+    ):
         # 2: a format without stats; 1: export skipped the SDK's row that is not JSON
         _run(db, *args, ok=(0, 2) if args[0] == "stats" else (0, 1) if args == ("export",) else (0,))
     _run(db, "doctor", ok=(0, 5))
@@ -105,6 +121,7 @@ NAN_FOUND = {fmt: set(kit.nan_found) for fmt, kit in KITS.items()}
 def test_nan_and_infinity_are_placeholders_and_found_by_doctor(hostile_dbs, fmt):
     """NaN and Infinity (Python's json writes them, JSON has not): `show --json` and
     `export` print valid JSON with a placeholder in their place, `doctor` names the row."""
+
     def strict(text: str) -> None:  # JSON as RFC 8259 has it: no NaN, Infinity, -Infinity
         json.loads(text, parse_constant=lambda word: pytest.fail(f"{word} in {text[-300:]}"))
 
@@ -118,7 +135,10 @@ def test_nan_and_infinity_are_placeholders_and_found_by_doctor(hostile_dbs, fmt)
         strict(line)
     doctor = _run(db, "doctor", ok=(0,) if fmt == "langgraph" else (5,)).stdout
     found = [tuple(line.split("\t")[:2]) for line in doctor.splitlines() if "RFC 8259" in line]
-    ids = {cp["metadata"]["checkpoint_id"] for cp in map(json.loads, _run(db, "export", thread).stdout.splitlines())}
+    ids = {
+        cp["metadata"]["checkpoint_id"]
+        for cp in map(json.loads, _run(db, "export", thread).stdout.splitlines())
+    }
     assert {(check, None if where in ids else where) for check, where in found} == NAN_FOUND[fmt], doctor
 
 
@@ -172,8 +192,13 @@ def _measured(db: str, *args: str) -> tuple[str, float, int]:
     from pathlib import Path
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    r = subprocess.run([sys.executable, "-c", _PEAK, sys.executable, "-m", "agentctl", "--db", db, *args],
-                       capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "agentctl", "--db", db, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     out, _, tail = r.stdout.rpartition("\nRC ")
     rc, _, seconds, _, peak = tail.split()
     assert rc == "0", (args, r.stderr[-2000:])

@@ -19,19 +19,21 @@ import pytest
 
 from agentctl.backends import open_backend
 from agentctl.errors import ExitCode
-from tests.support.rig import SAMPLE_DB, run_sync
 from tests.support.helpers import make_cp
+from tests.support.rig import REPO, SAMPLE_DB, run_sync
 from tests.support.sampledb import cli
 from tests.support.seed_writer import POSTGRES_DDL, SQLITE_DDL
 
-from tests.support.rig import REPO
 MAIN = "coder-fix-flaky-test"
 
 
 def files(d: Path) -> dict[str, str]:
     """Every file under d (recursively) with its content's digest."""
-    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(d.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(d.rglob("*"))
+        if p.is_file()
+    }
 
 
 def one_clean_line(stderr: str) -> str:
@@ -52,20 +54,41 @@ def error_line(stderr: str) -> str:
 
 def run_cli(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     """agentctl in its own process (what a user runs)."""
-    return subprocess.run([sys.executable, "-m", "agentctl", *args], capture_output=True, text=True,
-                          cwd=kw.pop("cwd", REPO), env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-                          timeout=kw.pop("timeout", 120), **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "agentctl", *args],
+        capture_output=True,
+        text=True,
+        cwd=kw.pop("cwd", REPO),
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        timeout=kw.pop("timeout", 120),
+        **kw,
+    )
 
 
 # --------------------------------------------------------------------------- unusable databases
 
 # Every command, reading and writing. {d}: a scratch directory outside the database's.
 COMMANDS = [
-    ["threads", "list"], ["threads", "show", "t"], ["log", "t"], ["show", "t"], ["diff", "t"],
-    ["tree", "t"], ["search", "x"], ["stats"], ["doctor"], ["oplog"], ["export", "-o", "{d}/out.jsonl"],
-    ["rewind", "t@1", "--yes"], ["branch", "t", "b"], ["merge", "t-branch", "--into", "t"],
-    ["prune", "t", "--keep-last", "1", "--yes"], ["threads", "delete", "t", "--yes"],
-    ["undo"], ["purge", "--yes"], ["import", "{d}/in.jsonl"], ["backup", "{d}/copy.db"],
+    ["threads", "list"],
+    ["threads", "show", "t"],
+    ["log", "t"],
+    ["show", "t"],
+    ["diff", "t"],
+    ["tree", "t"],
+    ["search", "x"],
+    ["stats"],
+    ["doctor"],
+    ["oplog"],
+    ["export", "-o", "{d}/out.jsonl"],
+    ["rewind", "t@1", "--yes"],
+    ["branch", "t", "b"],
+    ["merge", "t-branch", "--into", "t"],
+    ["prune", "t", "--keep-last", "1", "--yes"],
+    ["threads", "delete", "t", "--yes"],
+    ["undo"],
+    ["purge", "--yes"],
+    ["import", "{d}/in.jsonl"],
+    ["backup", "{d}/copy.db"],
 ]
 
 
@@ -84,11 +107,15 @@ def make_bad(kind: str, d: Path) -> Path:
     else:
         conn = sqlite3.connect(path)
         if kind == "other-app":
-            conn.executescript("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT);"
-                               "INSERT INTO users (email) VALUES ('a@example.com');")
+            conn.executescript(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT);"
+                "INSERT INTO users (email) VALUES ('a@example.com');"
+            )
         elif kind == "wrong-shape":
-            conn.executescript("CREATE TABLE checkpoints (id INTEGER PRIMARY KEY, thread TEXT, blob TEXT);"
-                               "INSERT INTO checkpoints (thread, blob) VALUES ('t', '{}');")
+            conn.executescript(
+                "CREATE TABLE checkpoints (id INTEGER PRIMARY KEY, thread TEXT, blob TEXT);"
+                "INSERT INTO checkpoints (thread, blob) VALUES ('t', '{}');"
+            )
         conn.commit()
         conn.close()
     return path
@@ -109,9 +136,22 @@ def test_every_command_on_an_unusable_database(kind, tmp_path):
     dbdir, scratch = tmp_path / "db", tmp_path / "scratch"
     dbdir.mkdir()
     scratch.mkdir()
-    (scratch / "in.jsonl").write_text(json.dumps(
-        {"metadata": {"thread_id": "t", "checkpoint_id": "c", "step": 1, "created_at": "2026-01-01T00:00:00+00:00"},
-         "messages": [], "state": {}, "tools_result": {}}) + "\n")
+    (scratch / "in.jsonl").write_text(
+        json.dumps(
+            {
+                "metadata": {
+                    "thread_id": "t",
+                    "checkpoint_id": "c",
+                    "step": 1,
+                    "created_at": "2026-01-01T00:00:00+00:00",
+                },
+                "messages": [],
+                "state": {},
+                "tools_result": {},
+            }
+        )
+        + "\n"
+    )
     path = make_bad(kind, dbdir)
     before, scratch_before = files(dbdir), files(scratch)
     code, text = EXPECTED[kind]
@@ -155,23 +195,39 @@ def seed_sqlite(path: Path, rows: list[tuple]) -> None:
     conn.executescript(SQLITE_DDL)
     conn.executemany(
         "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, summary, "
-        "messages_blob, state_blob, tools_blob, next_node) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+        "messages_blob, state_blob, tools_blob, next_node) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        rows,
+    )
     conn.commit()
     conn.close()
 
 
 def raw(thread, cid, parent, step, *, tags='["manual"]', summary="", messages=None, state=None, tools="{}"):
-    msgs = messages if messages is not None else json.dumps([{"role": "user", "content": f"{cid} says hello"}])
+    msgs = (
+        messages if messages is not None else json.dumps([{"role": "user", "content": f"{cid} says hello"}])
+    )
     st = state if state is not None else json.dumps({"step": step, "who": cid})
-    return (thread, cid, parent, step, f"2026-02-01T10:00:{step:02d}+00:00", tags, summary, msgs, st, tools, "")
+    return (
+        thread,
+        cid,
+        parent,
+        step,
+        f"2026-02-01T10:00:{step:02d}+00:00",
+        tags,
+        summary,
+        msgs,
+        st,
+        tools,
+        "",
+    )
 
 
 BROKEN_ROWS = [
     raw("t", "t1", None, 1),
-    raw("t", "t2", "t1", 2, state='{"step": 2, "unterminated'),             # unparsable JSON
+    raw("t", "t2", "t1", 2, state='{"step": 2, "unterminated'),  # unparsable JSON
     raw("t", "t3", "t2", 3, messages='[{"role": "user", "content": "ok"}'),  # unparsable JSON
-    raw("t", "t4", "t3", 4, state="[1, 2, 3]"),                              # a list for an object
-    raw("t", "t5", "t4", 5, tags="not json", summary="tags broken"),         # tags: shown as []
+    raw("t", "t4", "t3", 4, state="[1, 2, 3]"),  # a list for an object
+    raw("t", "t5", "t4", 5, tags="not json", summary="tags broken"),  # tags: shown as []
     raw("t", "t6", "t5", 6),
     raw("t", "t7", "t6", 7),
 ]
@@ -186,10 +242,15 @@ def test_broken_rows_are_named_and_the_rest_still_works(tmp_path):
     r = cli(db, "threads", "list", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["checkpoints"] == 7
     r = cli(db, "log", "t", "--json")
-    assert r.exit_code == 0 and [m["checkpoint_id"] for m in json.loads(r.stdout)] == [f"t{i}" for i in range(7, 0, -1)]
+    assert r.exit_code == 0 and [m["checkpoint_id"] for m in json.loads(r.stdout)] == [
+        f"t{i}" for i in range(7, 0, -1)
+    ]
     assert json.loads(r.stdout)[2]["tags"] == []  # t5's unreadable tags
-    for ref, column, reason in (("t2", "state_blob", "invalid JSON"), ("t3", "messages_blob", "invalid JSON"),
-                                ("t4", "state_blob", "JSON array where an object is expected")):
+    for ref, column, reason in (
+        ("t2", "state_blob", "invalid JSON"),
+        ("t3", "messages_blob", "invalid JSON"),
+        ("t4", "state_blob", "JSON array where an object is expected"),
+    ):
         r = cli(db, "show", ref)  # its metadata and why the rest is not shown (issue 33.16)
         assert r.exit_code == 0 and ref in r.stdout and column in r.stdout and reason in r.stdout, r.stderr
         shown = json.loads(cli(db, "show", ref, "--json").stdout)
@@ -200,8 +261,15 @@ def test_broken_rows_are_named_and_the_rest_still_works(tmp_path):
             line = one_clean_line(r.stderr)
             assert f"'{ref}'" in line and column in line and reason in line, line
             assert r.stdout == "", args
-    for args in (["show", "t7"], ["show", "t5", "--json"], ["diff", "t6", "t7"], ["tree", "t"], ["stats"],
-                 ["search", "says hello"], ["search", "says hello", "--scan"]):
+    for args in (
+        ["show", "t7"],
+        ["show", "t5", "--json"],
+        ["diff", "t6", "t7"],
+        ["tree", "t"],
+        ["stats"],
+        ["search", "says hello"],
+        ["search", "says hello", "--scan"],
+    ):
         r = cli(db, *args)
         assert r.exit_code == 0, (args, r.stderr)
     r = cli(db, "search", "says hello", "--json")
@@ -212,7 +280,10 @@ def test_broken_rows_are_named_and_the_rest_still_works(tmp_path):
     assert {("t2", "state_blob"), ("t3", "messages_blob"), ("t4", "state_blob"), ("t5", "tags")} <= found
     r = cli(db, "export", "-o", str(tmp_path / "out.jsonl"))
     assert r.exit_code == ExitCode.ERROR and "3 row(s) could not be read" in r.stderr
-    exported = [json.loads(line)["metadata"]["checkpoint_id"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    exported = [
+        json.loads(line)["metadata"]["checkpoint_id"]
+        for line in (tmp_path / "out.jsonl").read_text().splitlines()
+    ]
     assert exported == ["t1", "t5", "t6", "t7"]
     assert {k: v for k, v in files(tmp_path).items() if k != "out.jsonl"} == before  # reads changed nothing
 
@@ -224,11 +295,18 @@ def test_broken_rows_are_named_and_the_rest_still_works(tmp_path):
     assert json.loads(r.stdout)["moved"] == [f"t{i}" for i in range(2, 8)]
     assert cli(db, "undo").exit_code == 0
     r = cli(db, "prune", "t", "--keep-last", "2", "--yes", "--json")
-    assert r.exit_code == 0 and json.loads(r.stdout)["results"][0]["deleted"] == ["t1", "t2", "t3", "t4", "t5"]
+    assert r.exit_code == 0 and json.loads(r.stdout)["results"][0]["deleted"] == [
+        "t1",
+        "t2",
+        "t3",
+        "t4",
+        "t5",
+    ]
     assert cli(db, "undo").exit_code == 0
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT checkpoint_id, state_blob FROM checkpoints WHERE checkpoint_id IN ('t2', 't4') "
-                        "ORDER BY 1").fetchall() == [("t2", BROKEN_ROWS[1][8]), ("t4", "[1, 2, 3]")]
+    assert conn.execute(
+        "SELECT checkpoint_id, state_blob FROM checkpoints WHERE checkpoint_id IN ('t2', 't4') ORDER BY 1"
+    ).fetchall() == [("t2", BROKEN_ROWS[1][8]), ("t4", "[1, 2, 3]")]
     conn.close()
 
 
@@ -239,10 +317,19 @@ async def test_wrong_types_in_jsonb_columns(pg_dsn):
     conn = await asyncpg.connect(pg_dsn)
     try:
         await conn.execute(POSTGRES_DDL)
-        for cid, state, messages in (("p1", '{"a": 1}', "[]"), ("p2", "[1, 2]", "[]"), ("p3", '{"a": 2}', '"text"')):
+        for cid, state, messages in (
+            ("p1", '{"a": 1}', "[]"),
+            ("p2", "[1, 2]", "[]"),
+            ("p3", '{"a": 2}', '"text"'),
+        ):
             await conn.execute(
                 "INSERT INTO checkpoints (thread_id, checkpoint_id, step, created_at, state_blob, messages_blob) "
-                "VALUES ('p', $1, $2, now(), $3::jsonb, $4::jsonb)", cid, int(cid[1]), state, messages)
+                "VALUES ('p', $1, $2, now(), $3::jsonb, $4::jsonb)",
+                cid,
+                int(cid[1]),
+                state,
+                messages,
+            )
     finally:
         await conn.close()
     assert cli(pg_dsn, "log", "p").exit_code == 0
@@ -276,9 +363,15 @@ def peak_mb(url: str, args: list[str], tmp: Path) -> tuple[int, float, Path]:
     """Run agentctl; return (exit code, its peak resident memory in MB, its stdout file)."""
     out, hwm = tmp / "stdout", tmp / "hwm"
     with out.open("w") as stdout:
-        r = subprocess.run([sys.executable, "-c", _MEASURED, str(hwm), "--db", url, *args], stdout=stdout,
-                           stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=300,
-                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        r = subprocess.run(
+            [sys.executable, "-c", _MEASURED, str(hwm), "--db", url, *args],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     assert r.returncode == 0, (args, r.stderr)
     return r.returncode, int(hwm.read_text()) / 1024, out
 
@@ -289,7 +382,10 @@ def big_db(request, tmp_path) -> str:
     blob = json.dumps({"small": False, "huge": "0123456789abcdef" * (BIG // 16)})
     if request.param == "sqlite":
         path = tmp_path / "big.db"
-        seed_sqlite(path, [raw("big", "b1", None, 1), raw("big", "b2", "b1", 2, state=blob), raw("big", "b3", "b2", 3)])
+        seed_sqlite(
+            path,
+            [raw("big", "b1", None, 1), raw("big", "b2", "b1", 2, state=blob), raw("big", "b3", "b2", 3)],
+        )
         return str(path)
     dsn = request.getfixturevalue("pg_dsn")
 
@@ -299,9 +395,19 @@ def big_db(request, tmp_path) -> str:
         conn = await asyncpg.connect(dsn)
         try:
             await conn.execute(POSTGRES_DDL)
-            for cid, parent, step, state in (("b1", None, 1, "{}"), ("b2", "b1", 2, blob), ("b3", "b2", 3, "{}")):
-                await conn.execute("INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, state_blob) "
-                                   "VALUES ('big', $1, $2, $3, $4::jsonb)", cid, parent, step, state)
+            for cid, parent, step, state in (
+                ("b1", None, 1, "{}"),
+                ("b2", "b1", 2, blob),
+                ("b3", "b2", 3, "{}"),
+            ):
+                await conn.execute(
+                    "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, state_blob) "
+                    "VALUES ('big', $1, $2, $3, $4::jsonb)",
+                    cid,
+                    parent,
+                    step,
+                    state,
+                )
         finally:
             await conn.close()
 
@@ -334,12 +440,21 @@ NUL_TEXT = "before\x00after"
 
 def test_nul_bytes_in_sqlite_are_shown_and_refused_by_postgres(tmp_path, pg_dsn):
     path = tmp_path / "nul.db"
-    seed_sqlite(path, [
-        raw("n", "n1", None, 1, summary=NUL_TEXT,
-            messages=json.dumps([{"role": "user", "content": NUL_TEXT}]),
-            state=json.dumps({"k\x00ey": NUL_TEXT})),
-        raw("n", "n2", "n1", 2),
-    ])
+    seed_sqlite(
+        path,
+        [
+            raw(
+                "n",
+                "n1",
+                None,
+                1,
+                summary=NUL_TEXT,
+                messages=json.dumps([{"role": "user", "content": NUL_TEXT}]),
+                state=json.dumps({"k\x00ey": NUL_TEXT}),
+            ),
+            raw("n", "n2", "n1", 2),
+        ],
+    )
     db = str(path)
     r = cli(db, "show", "n1")
     assert r.exit_code == 0 and "\x00" not in r.stdout and "before\\x00after" in r.stdout
@@ -374,7 +489,15 @@ def test_nul_bytes_in_sqlite_are_shown_and_refused_by_postgres(tmp_path, pg_dsn)
 
 # --------------------------------------------------------------------------- quotes and SQL in ids
 
-EVIL_IDS = ["'; DROP TABLE checkpoints; --", 'it\'s "quoted"', "x' OR '1'='1", "100%_done", "a\\b", "$1 ?", "--"]
+EVIL_IDS = [
+    "'; DROP TABLE checkpoints; --",
+    'it\'s "quoted"',
+    "x' OR '1'='1",
+    "100%_done",
+    "a\\b",
+    "$1 ?",
+    "--",
+]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -388,8 +511,16 @@ def evil_db(request, tmp_path) -> str:
                     parent = None
                     for step in (1, 2, 3):
                         cid = f"{thread}#{step}"
-                        await tx.put(make_cp(thread, step, cid=cid, parent=parent, state={"n": n, "step": step},
-                                             summary=thread))
+                        await tx.put(
+                            make_cp(
+                                thread,
+                                step,
+                                cid=cid,
+                                parent=parent,
+                                state={"n": n, "step": step},
+                                summary=thread,
+                            )
+                        )
                         parent = cid
 
     run_sync(build)
@@ -426,7 +557,10 @@ def test_ids_with_quotes_and_sql_are_just_text(evil_db):
     r = cli(db, "rewind", "--yes", "--json", "--", f"{thread}~2")
     assert r.exit_code == 0 and json.loads(r.stdout)["moved"] == [f"{thread}#2", f"{thread}#3"]
     r = cli(db, "prune", "--keep-last", "1", "--yes", "--json", "--", EVIL_IDS[1])
-    assert r.exit_code == 0 and json.loads(r.stdout)["results"][0]["deleted"] == [f"{EVIL_IDS[1]}#1", f"{EVIL_IDS[1]}#2"]
+    assert r.exit_code == 0 and json.loads(r.stdout)["results"][0]["deleted"] == [
+        f"{EVIL_IDS[1]}#1",
+        f"{EVIL_IDS[1]}#2",
+    ]
     assert cli(db, "undo").exit_code == 0 and cli(db, "undo").exit_code == 0
     # the branch as it is changes nothing: nothing to merge, nothing written
     r = cli(db, "merge", "--into", thread, "--strategy", "theirs", "--json", "--", branch)
@@ -435,13 +569,22 @@ def test_ids_with_quotes_and_sql_are_just_text(evil_db):
     async def change_the_branch() -> None:
         async with open_backend(db, readonly=False) as b:
             head = await b.get_latest(branch)
-            await b.put(make_cp(branch, 1, cid=f"{branch}#x'; --", parent=head.metadata.checkpoint_id,
-                                state={"'; DROP TABLE checkpoints; --": 1}))
+            await b.put(
+                make_cp(
+                    branch,
+                    1,
+                    cid=f"{branch}#x'; --",
+                    parent=head.metadata.checkpoint_id,
+                    state={"'; DROP TABLE checkpoints; --": 1},
+                )
+            )
 
     run_sync(change_the_branch)
     r = cli(db, "merge", "--into", thread, "--strategy", "theirs", "--json", "--", branch)
     assert r.exit_code == 0, r.stderr
-    after = {t["thread_id"]: t["checkpoints"] for t in json.loads(cli(db, "threads", "list", "--json").stdout)}
+    after = {
+        t["thread_id"]: t["checkpoints"] for t in json.loads(cli(db, "threads", "list", "--json").stdout)
+    }
     assert after == {**{t: 3 for t in EVIL_IDS}, thread: 4, branch: 2}
 
 
@@ -469,8 +612,10 @@ def without_write_permission(tmp_path: Path) -> list[str] | None:
 def test_read_only_file_reads_and_refuses_writes(tmp_path):
     prefix = without_write_permission(tmp_path)
     if prefix is None:
-        pytest.skip("running as root without setpriv (or it cannot drop CAP_DAC_OVERRIDE): "
-                    "file modes cannot be enforced on this machine")
+        pytest.skip(
+            "running as root without setpriv (or it cannot drop CAP_DAC_OVERRIDE): "
+            "file modes cannot be enforced on this machine"
+        )
     d = tmp_path / "ro"
     d.mkdir()
     db = d / "checkpoints.db"
@@ -481,9 +626,14 @@ def test_read_only_file_reads_and_refuses_writes(tmp_path):
     new_rows.write_text(json.dumps(make_cp("new", 1).to_dict()) + "\n")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*prefix, sys.executable, "-m", "agentctl", "--db", str(db), *args],
-                              capture_output=True, text=True, cwd=REPO, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        return subprocess.run(
+            [*prefix, sys.executable, "-m", "agentctl", "--db", str(db), *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
 
     for args in (["log", MAIN], ["show", MAIN + "@6", "--json"]):
         r = run(*args)
@@ -499,9 +649,13 @@ def test_read_only_file_reads_and_refuses_writes(tmp_path):
 # whoever runs agentctl (root too, whom the kernel lets write any file): the file's mode
 # decides; every SQLite format's writes open their connection through the same backend
 READ_ONLY_WRITES = {
-    "checkpoints.db": [["rewind", MAIN + "@6", "--yes"], ["branch", MAIN, "x"],
-                       ["edit", "support-1042@3", "--set", "stage=\"x\"", "--yes"],
-                       ["prune", MAIN, "--keep-last", "2", "--yes", "--no-backup"], ["import", "{new}"]],
+    "checkpoints.db": [
+        ["rewind", MAIN + "@6", "--yes"],
+        ["branch", MAIN, "x"],
+        ["edit", "support-1042@3", "--set", 'stage="x"', "--yes"],
+        ["prune", MAIN, "--keep-last", "2", "--yes", "--no-backup"],
+        ["import", "{new}"],
+    ],
     "sessions.db": [["rewind", "s-weather-paris@3", "--yes"], ["branch", "s-wang-report@5", "w1"]],
     "langgraph.db": [["rewind", "deploy-approved~1", "--yes"], ["branch", "research~1", "r1"]],
     "openai_agents.db": [["rewind", "weather-1~3", "--yes"]],
@@ -524,19 +678,31 @@ def test_a_file_nobody_may_write_is_not_written_whoever_runs_agentctl(sample, tm
     new_rows.write_text(json.dumps(make_cp("new", 1).to_dict()) + "\n")
     for args in READ_ONLY_WRITES[sample]:
         args = [str(new_rows) if a == "{new}" else a for a in args]
-        r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *args],
-                           capture_output=True, text=True, cwd=REPO, timeout=120,
-                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        r = subprocess.run(
+            [sys.executable, "-m", "agentctl", "--db", str(db), *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         assert r.returncode == ExitCode.DATABASE, (args, r.returncode, r.stderr)
-        assert error_line(r.stderr).startswith(f"agentctl: {db}: the database is read-only, cannot write "
-                                               "(the file's mode is -r--r--r--)"), args
+        assert error_line(r.stderr).startswith(
+            f"agentctl: {db}: the database is read-only, cannot write (the file's mode is -r--r--r--)"
+        ), args
         # a read of a WAL database may make its -shm and an empty -wal, nothing else
         assert {k: v for k, v in files(d).items() if not k.endswith("-shm")} == before | (
-            {sample + "-wal": EMPTY} if os.path.exists(str(db) + "-wal") else {}), args
+            {sample + "-wal": EMPTY} if os.path.exists(str(db) + "-wal") else {}
+        ), args
     db.chmod(0o644)  # and the same writes go through once it may be written
-    r = subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *READ_ONLY_WRITES[sample][0]],
-                       capture_output=True, text=True, cwd=REPO, timeout=120,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", str(db), *READ_ONLY_WRITES[sample][0]],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -559,12 +725,21 @@ def test_locked_beyond_the_busy_timeout(tmp_path):
         conn.execute("UPDATE checkpoints SET summary = summary WHERE id = 1")
         holders.append(conn)
     try:
-        slow = [subprocess.Popen([sys.executable, "-m", "agentctl", "--db", str(db), *args],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                                 env={**os.environ, "PYTHONPATH": str(REPO)})
-                for db, args in ((wal, ["rewind", MAIN + "@6", "--yes"]),
-                                 (wal, ["branch", MAIN, "x"]),
-                                 (delete, ["threads", "list"]))]
+        slow = [
+            subprocess.Popen(
+                [sys.executable, "-m", "agentctl", "--db", str(db), *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+            for db, args in (
+                (wal, ["rewind", MAIN + "@6", "--yes"]),
+                (wal, ["branch", MAIN, "x"]),
+                (delete, ["threads", "list"]),
+            )
+        ]
         r = run_cli("--db", str(wal), "log", MAIN, "--json")  # reads of a WAL file go on
         assert r.returncode == 0 and len(json.loads(r.stdout)) == 13
         results = [(p.wait(timeout=120), *p.communicate()) for p in slow]
@@ -599,8 +774,15 @@ def test_postgres_down_or_wrong_password_for_every_kind_of_command(pg_base_dsn, 
     rows = tmp_path / "in.jsonl"
     rows.write_text(json.dumps(make_cp("t", 1).to_dict()) + "\n")
     for dsn, text in dsns:
-        for args in (["threads", "list"], ["show", "t"], ["doctor"], ["rewind", "t@1", "--yes"],
-                     ["prune", "t", "--keep-last", "1", "--yes"], ["import", str(rows)], ["import", "--create", str(rows)]):
+        for args in (
+            ["threads", "list"],
+            ["show", "t"],
+            ["doctor"],
+            ["rewind", "t@1", "--yes"],
+            ["prune", "t", "--keep-last", "1", "--yes"],
+            ["import", str(rows)],
+            ["import", "--create", str(rows)],
+        ):
             r = cli(dsn, *args)
             assert r.exit_code == ExitCode.DATABASE, (args, r.exit_code, r.stderr)
             assert text in one_clean_line(r.stderr) and secret not in r.stderr + r.stdout, r.stderr

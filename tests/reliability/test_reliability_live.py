@@ -34,9 +34,23 @@ class Writer:
         self.log = tmp / "committed.txt"
         self.stop_file = tmp / "stop"
         self.proc = subprocess.Popen(
-            [sys.executable, str(SUPPORT / "seed_writer.py"), url, "--log", str(self.log),
-             "--stop", str(self.stop_file), "--threads", "live-a,live-b", "--max-seconds", "120"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                str(SUPPORT / "seed_writer.py"),
+                url,
+                "--log",
+                str(self.log),
+                "--stop",
+                str(self.stop_file),
+                "--threads",
+                "live-a,live-b",
+                "--max-seconds",
+                "120",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def committed(self) -> list[str]:
         if not self.log.exists():
@@ -69,8 +83,12 @@ def rows_sqlite(path: str, table: str) -> list[dict]:
     conn = sqlite3.connect(path)
     conn.row_factory = sqlite3.Row
     try:
-        return [dict(r) for r in conn.execute(
-            f"SELECT thread_id, checkpoint_id, parent_id, step, messages_blob, state_blob FROM {table}")]
+        return [
+            dict(r)
+            for r in conn.execute(
+                f"SELECT thread_id, checkpoint_id, parent_id, step, messages_blob, state_blob FROM {table}"
+            )
+        ]
     finally:
         conn.close()
 
@@ -80,15 +98,21 @@ async def rows_postgres(dsn: str, table: str) -> list[dict]:
 
     conn = await asyncpg.connect(dsn)
     try:
-        return [dict(r) for r in await conn.fetch(
-            "SELECT thread_id, checkpoint_id, parent_id, step, messages_blob::text AS messages_blob, "
-            f"state_blob::text AS state_blob FROM {table}")]
+        return [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT thread_id, checkpoint_id, parent_id, step, messages_blob::text AS messages_blob, "
+                f"state_blob::text AS state_blob FROM {table}"
+            )
+        ]
     finally:
         await conn.close()
 
 
 def read_rows(url: str, table: str) -> dict[str, dict]:
-    got = run_sync(lambda: rows_postgres(url, table)) if url.startswith("postgres") else rows_sqlite(url, table)
+    got = (
+        run_sync(lambda: rows_postgres(url, table)) if url.startswith("postgres") else rows_sqlite(url, table)
+    )
     return {r["checkpoint_id"]: r for r in got}
 
 
@@ -211,10 +235,24 @@ def test_a_row_an_agent_writes_during_a_rewind_is_not_moved_unrecorded(pg_dsn, t
     ids = run_sync(seed)
     ready, resume = tmp_path / "ready", tmp_path / "resume"
     proc = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "paused_agentctl.py"), str(ready), "before-first-change", "--",
-         "--db", pg_dsn, "rewind", ids[1], "--yes", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO), "AGENTCTL_TEST_RESUME_FILE": str(resume)})
+        [
+            sys.executable,
+            str(SCRIPTS / "paused_agentctl.py"),
+            str(ready),
+            "before-first-change",
+            "--",
+            "--db",
+            pg_dsn,
+            "rewind",
+            ids[1],
+            "--yes",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "AGENTCTL_TEST_RESUME_FILE": str(resume)},
+    )
     deadline = time.monotonic() + 120
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -232,7 +270,8 @@ def test_a_row_an_agent_writes_during_a_rewind_is_not_moved_unrecorded(pg_dsn, t
             while not task.done() and not waiting:
                 waiting = await monitor.fetchval(
                     "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted "
-                    "AND relation = to_regclass('checkpoints'))")
+                    "AND relation = to_regclass('checkpoints'))"
+                )
                 await asyncio.sleep(0.02)
             resume.touch()  # let the rewind go on (and commit)
             await asyncio.wait_for(task, 120)

@@ -17,19 +17,19 @@ import sys
 import pytest
 
 from agentctl.backends import open_backend
-from tests.support.rig import run_sync
 from tests.support.helpers import make_cp
+from tests.support.rig import REPO, run_sync
 from tests.support.sampledb import cli
-
-from tests.support.rig import REPO
 
 # Every way text can take over a terminal: colours, clearing the screen and moving the
 # cursor, a title change, hyperlinks (OSC 8, ended by BEL and by ST), a carriage return
 # that overwrites the line, 8-bit CSI, a bidi override, a backspace, Rich markup.
-EVIL = ("[bold red]loud[/bold red] \x1b[31mRED\x1b[0m \x1b[2J\x1b[H\x1b[10A "
-        "\x1b]0;pwned\x07 \x1b]8;;http://x.example\x1b\\click\x1b]8;;\x1b\\ "
-        "\x1b]8;;http://y.example\x07bell\x1b]8;;\x07 [link=http://z.example]L[/link] "
-        "over\rwrite \x9b31mC1 \u202eevil\u202c back\x08space")
+EVIL = (
+    "[bold red]loud[/bold red] \x1b[31mRED\x1b[0m \x1b[2J\x1b[H\x1b[10A "
+    "\x1b]0;pwned\x07 \x1b]8;;http://x.example\x1b\\click\x1b]8;;\x1b\\ "
+    "\x1b]8;;http://y.example\x07bell\x1b]8;;\x07 [link=http://z.example]L[/link] "
+    "over\rwrite \x9b31mC1 \u202eevil\u202c back\x08space"
+)
 EVIL_THREAD = "t-\x1b]0;pwned\x07-[b]x[/b]"
 PLAIN = "t-plain"
 
@@ -53,14 +53,37 @@ async def build(url: str) -> None:
     async with open_backend(url, readonly=False, create=True) as b:
         async with b.transaction() as tx:
             for thread in (EVIL_THREAD, PLAIN):
-                await tx.put(make_cp(thread, 1, cid=f"{thread}-1", summary=EVIL, tags=[EVIL, "manual"],
-                                     messages=[{"role": "user", "content": EVIL}], state={"k": "base"}))
-                await tx.put(make_cp(
-                    thread, 2, cid=f"{thread}-2", parent=f"{thread}-1", summary=EVIL, next_node=EVIL,
-                    messages=[{"role": "user", "content": EVIL},
-                              {"role": EVIL, "content": [{"type": "text", "text": EVIL}],
-                               "tool_calls": [{"id": EVIL, "name": EVIL, "arguments": {EVIL: EVIL}}]}],
-                    state={"k": EVIL, EVIL: [EVIL, 1]}, tools={EVIL: {"out": EVIL}}))
+                await tx.put(
+                    make_cp(
+                        thread,
+                        1,
+                        cid=f"{thread}-1",
+                        summary=EVIL,
+                        tags=[EVIL, "manual"],
+                        messages=[{"role": "user", "content": EVIL}],
+                        state={"k": "base"},
+                    )
+                )
+                await tx.put(
+                    make_cp(
+                        thread,
+                        2,
+                        cid=f"{thread}-2",
+                        parent=f"{thread}-1",
+                        summary=EVIL,
+                        next_node=EVIL,
+                        messages=[
+                            {"role": "user", "content": EVIL},
+                            {
+                                "role": EVIL,
+                                "content": [{"type": "text", "text": EVIL}],
+                                "tool_calls": [{"id": EVIL, "name": EVIL, "arguments": {EVIL: EVIL}}],
+                            },
+                        ],
+                        state={"k": EVIL, EVIL: [EVIL, 1]},
+                        tools={EVIL: {"out": EVIL}},
+                    )
+                )
                 # duplicate steps: doctor names the thread
                 await tx.put(make_cp(thread, 2, cid=f"{thread}-2b", parent=f"{thread}-2", summary=EVIL))
 
@@ -81,28 +104,60 @@ def make_evil(url: str) -> str:
 
     async def diverge() -> None:
         async with open_backend(url, readonly=False) as b:
-            await b.put(make_cp(branch, 1, cid=f"{branch}-x", parent=f"{EVIL_THREAD}-1",
-                                state={"k": EVIL + " theirs"}, summary=EVIL))
+            await b.put(
+                make_cp(
+                    branch,
+                    1,
+                    cid=f"{branch}-x",
+                    parent=f"{EVIL_THREAD}-1",
+                    state={"k": EVIL + " theirs"},
+                    summary=EVIL,
+                )
+            )
 
     run_sync(diverge)
     return url
 
 
 READS = [
-    ["show", f"{EVIL_THREAD}-2"], ["show", EVIL_THREAD], ["show", f"{PLAIN}-2"], ["log", EVIL_THREAD],
-    ["log", EVIL_THREAD, "--graph"], ["log", PLAIN], ["diff", f"{PLAIN}-1", f"{PLAIN}-2"],
-    ["diff", f"{EVIL_THREAD}-2"], ["diff", f"{PLAIN}-1", f"{PLAIN}-2", "--patch"], ["threads", "list"],
-    ["threads", "show", EVIL_THREAD], ["tree", EVIL_THREAD], ["search", "loud"], ["search", "RED", "--scan"],
-    ["stats"], ["doctor"], ["oplog"], ["export", PLAIN],
+    ["show", f"{EVIL_THREAD}-2"],
+    ["show", EVIL_THREAD],
+    ["show", f"{PLAIN}-2"],
+    ["log", EVIL_THREAD],
+    ["log", EVIL_THREAD, "--graph"],
+    ["log", PLAIN],
+    ["diff", f"{PLAIN}-1", f"{PLAIN}-2"],
+    ["diff", f"{EVIL_THREAD}-2"],
+    ["diff", f"{PLAIN}-1", f"{PLAIN}-2", "--patch"],
+    ["threads", "list"],
+    ["threads", "show", EVIL_THREAD],
+    ["tree", EVIL_THREAD],
+    ["search", "loud"],
+    ["search", "RED", "--scan"],
+    ["stats"],
+    ["doctor"],
+    ["oplog"],
+    ["export", PLAIN],
 ]
-JSON_READS = [["show", f"{PLAIN}-2", "--json"], ["log", EVIL_THREAD, "--json"], ["diff", f"{PLAIN}-1", f"{PLAIN}-2", "--json"],
-              ["threads", "list", "--json"], ["tree", EVIL_THREAD, "--json"], ["search", "loud", "--json"],
-              ["stats", "--json"], ["doctor", "--json"], ["oplog", "--json"]]
+JSON_READS = [
+    ["show", f"{PLAIN}-2", "--json"],
+    ["log", EVIL_THREAD, "--json"],
+    ["diff", f"{PLAIN}-1", f"{PLAIN}-2", "--json"],
+    ["threads", "list", "--json"],
+    ["tree", EVIL_THREAD, "--json"],
+    ["search", "loud", "--json"],
+    ["stats", "--json"],
+    ["doctor", "--json"],
+    ["oplog", "--json"],
+]
 
 
 # Piped output is the same code on both backends: Postgres runs the terminal layout.
-@pytest.mark.parametrize("backend,tty", [("sqlite", False), ("sqlite", True), ("postgres", True)],
-                         ids=["sqlite-piped", "sqlite-forced-terminal", "postgres-forced-terminal"])
+@pytest.mark.parametrize(
+    "backend,tty",
+    [("sqlite", False), ("sqlite", True), ("postgres", True)],
+    ids=["sqlite-piped", "sqlite-forced-terminal", "postgres-forced-terminal"],
+)
 def test_every_command_shows_database_text_inert(backend, tty, request, tmp_path, monkeypatch):
     url = make_evil(str(tmp_path / "evil.db") if backend == "sqlite" else request.getfixturevalue("pg_dsn"))
     if tty:  # Rich's switch for the terminal layout, with colours
@@ -122,10 +177,15 @@ def test_every_command_shows_database_text_inert(backend, tty, request, tmp_path
     assert d["messages"][0]["content"] == EVIL and d["next_node"] == EVIL
 
     # writes report on names taken from the database, and errors quote them, inertly
-    for args in (["branch", "--", EVIL_THREAD, "b2"], ["rewind", "--yes", "--", f"{EVIL_THREAD}-1"],
-                 ["prune", "--keep-last", "1", "--yes", "--", PLAIN], ["undo"],
-                 ["rewind", "--dry-run", "--", f"{PLAIN}-1"],
-                 ["show", "--", EVIL_THREAD + "-nope"], ["log", "--", "\x1b]0;pwned\x07"]):
+    for args in (
+        ["branch", "--", EVIL_THREAD, "b2"],
+        ["rewind", "--yes", "--", f"{EVIL_THREAD}-1"],
+        ["prune", "--keep-last", "1", "--yes", "--", PLAIN],
+        ["undo"],
+        ["rewind", "--dry-run", "--", f"{PLAIN}-1"],
+        ["show", "--", EVIL_THREAD + "-nope"],
+        ["log", "--", "\x1b]0;pwned\x07"],
+    ):
         r = cli(url, *args)
         assert r.exit_code in (0, 3), (args, r.exit_code, r.stderr)
         assert_inert(r.stdout, args)
@@ -134,8 +194,11 @@ def test_every_command_shows_database_text_inert(backend, tty, request, tmp_path
 
 def test_merge_conflicts_are_inert(evil_sqlite, monkeypatch):
     url = evil_sqlite
-    branch = [t["thread_id"] for t in json.loads(cli(url, "threads", "list", "--json").stdout)
-              if t["thread_id"].startswith(EVIL_THREAD + "-branch-")][0]
+    branch = [
+        t["thread_id"]
+        for t in json.loads(cli(url, "threads", "list", "--json").stdout)
+        if t["thread_id"].startswith(EVIL_THREAD + "-branch-")
+    ][0]
     for tty in (False, True):
         if tty:
             monkeypatch.setenv("FORCE_COLOR", "1")
@@ -152,9 +215,14 @@ def run_in_pty(args: list[str]) -> str:
     """agentctl with stdout on a real pseudo-terminal; everything it wrote to it."""
     master, slave = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS")}
-    proc = subprocess.Popen([sys.executable, "-m", "agentctl", *args], stdout=slave, stderr=slave,
-                            stdin=subprocess.DEVNULL, cwd=REPO,
-                            env={**env, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentctl", *args],
+        stdout=slave,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO,
+        env={**env, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"},
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -176,7 +244,11 @@ def run_in_pty(args: list[str]) -> str:
 
 def test_on_a_real_pseudo_terminal(evil_sqlite):
     evil_url = evil_sqlite
-    for args in (["show", f"{PLAIN}-2"], ["log", EVIL_THREAD, "--graph"], ["diff", f"{PLAIN}-1", f"{PLAIN}-2"]):
+    for args in (
+        ["show", f"{PLAIN}-2"],
+        ["log", EVIL_THREAD, "--graph"],
+        ["diff", f"{PLAIN}-1", f"{PLAIN}-2"],
+    ):
         out = run_in_pty(["--db", evil_url, *args])
         assert_inert(out, args)
         assert "pwned" in out, args

@@ -30,9 +30,15 @@ SAMPLES = REPO / "sample_db"
 
 
 def agentctl(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentctl", "--db", str(db), *args],
-                          capture_output=True, text=True, input=stdin, timeout=120, cwd=str(db.parent),
-                          env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "agentctl", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=120,
+        cwd=str(db.parent),
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+    )
 
 
 def dump(path: Path) -> dict:
@@ -68,45 +74,60 @@ def file_alone(db: Path, tmp: Path) -> Path:
 
 # (sample, the write commands run one after the other; each must change the database)
 WRITES = {
-    "agentos": ("checkpoints.db", [
-        ["rewind", "coder-add-cli-flag@5", "--yes"],
-        ["branch", "coder-add-cli-flag@3", "b1"],
-        ["rewind", "coder-fix-flaky-test~1", "--yes"],
-        ["merge", "coder-fix-flaky-test-branch-retry-backoff-70e7", "--strategy", "theirs"],
-        ["prune", "loop-research-7", "--keep-last", "20", "--yes"],
-        ["threads", "delete", "support-1044", "--yes"],
-        ["undo"],
-        ["rewind", "coder-add-cli-flag@2", "--hard", "--yes"],
-        ["purge", "--yes"],
-        ["import", "{export}", "--on-conflict", "replace"],
-        ["{drop-index}"],
-        ["doctor", "--fix-indexes"],
-    ]),
-    "article": ("sessions.db", [
-        ["rewind", "s-weather-paris@3", "--hard", "--yes"],
-        ["branch", "s-wang-report@5", "w1"],
-        ["prune", "--all", "--status", "cancelled", "--yes"],
-        ["threads", "delete", "s-bob-trip", "--yes"],
-        ["undo"],
-        ["purge", "--yes"],
-    ]),
-    "langgraph": ("langgraph.db", [
-        ["rewind", "deploy-approved~1", "--yes"],
-        ["branch", "research~1", "r1"],
-        ["threads", "delete", "flaky-tool", "--yes"],
-        ["undo"],
-        ["prune", "--all", "--keep-last", "1", "--yes"],
-    ]),
-    "openai-agents": ("openai_agents.db", [
-        ["rewind", "weather-1~3", "--yes"],
-        ["branch", "planner-3~2", "p1"],
-        ["undo"],
-    ]),
-    "adk": ("adk.db", [
-        ["rewind", "trip-planner/alice/s-1@4", "--yes"],
-        ["branch", "trip-planner/alice/s-1~1", "a1"],
-        ["undo"],
-    ]),
+    "agentos": (
+        "checkpoints.db",
+        [
+            ["rewind", "coder-add-cli-flag@5", "--yes"],
+            ["branch", "coder-add-cli-flag@3", "b1"],
+            ["rewind", "coder-fix-flaky-test~1", "--yes"],
+            ["merge", "coder-fix-flaky-test-branch-retry-backoff-70e7", "--strategy", "theirs"],
+            ["prune", "loop-research-7", "--keep-last", "20", "--yes"],
+            ["threads", "delete", "support-1044", "--yes"],
+            ["undo"],
+            ["rewind", "coder-add-cli-flag@2", "--hard", "--yes"],
+            ["purge", "--yes"],
+            ["import", "{export}", "--on-conflict", "replace"],
+            ["{drop-index}"],
+            ["doctor", "--fix-indexes"],
+        ],
+    ),
+    "article": (
+        "sessions.db",
+        [
+            ["rewind", "s-weather-paris@3", "--hard", "--yes"],
+            ["branch", "s-wang-report@5", "w1"],
+            ["prune", "--all", "--status", "cancelled", "--yes"],
+            ["threads", "delete", "s-bob-trip", "--yes"],
+            ["undo"],
+            ["purge", "--yes"],
+        ],
+    ),
+    "langgraph": (
+        "langgraph.db",
+        [
+            ["rewind", "deploy-approved~1", "--yes"],
+            ["branch", "research~1", "r1"],
+            ["threads", "delete", "flaky-tool", "--yes"],
+            ["undo"],
+            ["prune", "--all", "--keep-last", "1", "--yes"],
+        ],
+    ),
+    "openai-agents": (
+        "openai_agents.db",
+        [
+            ["rewind", "weather-1~3", "--yes"],
+            ["branch", "planner-3~2", "p1"],
+            ["undo"],
+        ],
+    ),
+    "adk": (
+        "adk.db",
+        [
+            ["rewind", "trip-planner/alice/s-1@4", "--yes"],
+            ["branch", "trip-planner/alice/s-1~1", "a1"],
+            ["undo"],
+        ],
+    ),
 }
 
 
@@ -121,13 +142,19 @@ def test_after_every_write_the_database_file_alone_holds_it(fmt, tmp_path):
     # in a process of its own: this one copies the file, and closing any descriptor of
     # it would drop the process's POSIX locks, the idle connection's too
     idle = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sqlite3, sys\n"
-         f"c = sqlite3.connect({str(db)!r})\n"
-         "c.execute('SELECT COUNT(*) FROM sqlite_master').fetchone()\n"
-         "assert not c.in_transaction\n"
-         "print('ready', flush=True); sys.stdin.readline(); c.close()\n"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            f"c = sqlite3.connect({str(db)!r})\n"
+            "c.execute('SELECT COUNT(*) FROM sqlite_master').fetchone()\n"
+            "assert not c.in_transaction\n"
+            "print('ready', flush=True); sys.stdin.readline(); c.close()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert idle.stdout is not None and idle.stdout.readline().strip() == "ready"
         run_writes(fmt, commands, db, tmp_path)
@@ -164,12 +191,18 @@ def test_a_checkpoint_blocked_by_a_reader_neither_blocks_nor_fails_the_write(tmp
     complete. The write still succeeds at once, and what could be copied is copied."""
     db = wal_copy("sessions.db", tmp_path / "s.db")
     reader = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sqlite3, sys, time\n"
-         f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
-         "c.execute('BEGIN'); c.execute('SELECT COUNT(*) FROM sqlite_master').fetchone()\n"
-         "print('ready', flush=True); sys.stdin.readline()\n"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+            "c.execute('BEGIN'); c.execute('SELECT COUNT(*) FROM sqlite_master').fetchone()\n"
+            "print('ready', flush=True); sys.stdin.readline()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert reader.stdout is not None and reader.stdout.readline().strip() == "ready"
         started = time.monotonic()
@@ -186,15 +219,42 @@ def test_a_checkpoint_blocked_by_a_reader_neither_blocks_nor_fails_the_write(tmp
 
 
 READS = {
-    "sessions.db": [["threads", "list"], ["log", "s-weather-paris"], ["show", "s-weather-paris@3", "--json"],
-                    ["search", "Paris"], ["doctor"], ["oplog"], ["stats"], ["export", "s-weather-paris"],
-                    ["tree", "s-weather-paris"], ["diff", "s-weather-paris@2", "s-weather-paris@3"]],
-    "checkpoints.db": [["threads", "list"], ["log", "support-1044"], ["search", "backoff"], ["doctor"],
-                       ["oplog"], ["stats"], ["export"]],
+    "sessions.db": [
+        ["threads", "list"],
+        ["log", "s-weather-paris"],
+        ["show", "s-weather-paris@3", "--json"],
+        ["search", "Paris"],
+        ["doctor"],
+        ["oplog"],
+        ["stats"],
+        ["export", "s-weather-paris"],
+        ["tree", "s-weather-paris"],
+        ["diff", "s-weather-paris@2", "s-weather-paris@3"],
+    ],
+    "checkpoints.db": [
+        ["threads", "list"],
+        ["log", "support-1044"],
+        ["search", "backoff"],
+        ["doctor"],
+        ["oplog"],
+        ["stats"],
+        ["export"],
+    ],
     "langgraph.db": [["threads", "list"], ["log", "research"], ["search", "loop"], ["doctor"], ["oplog"]],
-    "adk.db": [["threads", "list"], ["show", "trip-planner/alice/s-1", "--json"], ["search", "card"],
-               ["doctor"], ["oplog"]],
-    "openai_agents.db": [["threads", "list"], ["log", "weather-1"], ["search", "Lyon"], ["doctor"], ["oplog"]],
+    "adk.db": [
+        ["threads", "list"],
+        ["show", "trip-planner/alice/s-1", "--json"],
+        ["search", "card"],
+        ["doctor"],
+        ["oplog"],
+    ],
+    "openai_agents.db": [
+        ["threads", "list"],
+        ["log", "weather-1"],
+        ["search", "Lyon"],
+        ["doctor"],
+        ["oplog"],
+    ],
 }
 
 

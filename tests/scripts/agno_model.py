@@ -5,8 +5,9 @@ imported by `agno_write.py` in either interpreter and by the tests' agent files.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 from agno.models.base import Model
 from agno.models.response import ModelResponse
@@ -29,9 +30,17 @@ class Scripted(Model):
         step = self.script.pop(0) if self.script else None
         if isinstance(step, dict) and "tool" in step:
             n = sum(1 for m in messages if m.role == "tool")
-            return ModelResponse(role="assistant", content="", tool_calls=[{
-                "id": f"call_{step['tool']}_{n}", "type": "function",
-                "function": {"name": step["tool"], "arguments": json.dumps(step.get("args", {}))}}])
+            return ModelResponse(
+                role="assistant",
+                content="",
+                tool_calls=[
+                    {
+                        "id": f"call_{step['tool']}_{n}",
+                        "type": "function",
+                        "function": {"name": step["tool"], "arguments": json.dumps(step.get("args", {}))},
+                    }
+                ],
+            )
         if step is None:
             last = next((m for m in reversed(messages) if m.role == "user"), None)
             step = f"echo: {last.content if last is not None else ''}"

@@ -23,12 +23,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from agno_model import Scripted  # noqa: E402
 from agno.agent import Agent  # noqa: E402
 from agno.team import Team  # noqa: E402
 from agno.tools import tool  # noqa: E402
 from agno.workflow import Step, Workflow  # noqa: E402
-
+from agno_model import Scripted  # noqa: E402
 
 
 def open_db(argv: list[str]):
@@ -49,8 +48,15 @@ def count(run_context=None, session_state=None) -> str:  # noqa: ANN001 - agno p
 
 
 def chat_agent(db, script):  # noqa: ANN001, ANN201
-    return Agent(model=Scripted(script=script), id="chat", name="Chat", db=db, tools=[count],
-                 add_history_to_context=True, session_state={"count": 0})
+    return Agent(
+        model=Scripted(script=script),
+        id="chat",
+        name="Chat",
+        db=db,
+        tools=[count],
+        add_history_to_context=True,
+        session_state={"count": 0},
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -68,26 +74,59 @@ def main(argv: list[str]) -> None:
         print(json.dumps({"chat": [run.run_id]}))
         return
     out: dict[str, list[str]] = {}
-    chat = chat_agent(db, [{"tool": "count"}, "Hello, zephyrine Zürich.", {"tool": "count"}, "two", "three",
-                           "three again", "forked"])
+    chat = chat_agent(
+        db,
+        [
+            {"tool": "count"},
+            "Hello, zephyrine Zürich.",
+            {"tool": "count"},
+            "two",
+            "three",
+            "three again",
+            "forked",
+        ],
+    )
     runs = [chat.run(text, session_id="chat", user_id="ada") for text in ("first", "second", "third")]
     # agno 2.9 and 3.x both have continue_run(regenerate=, fork=)
     runs.append(chat.continue_run(run_id=runs[2].run_id, session_id="chat", user_id="ada", regenerate=True))
-    runs.append(chat.continue_run(run_id=runs[1].run_id, session_id="chat", user_id="ada", fork=True,
-                                  continue_from=1, input="second, again"))
+    runs.append(
+        chat.continue_run(
+            run_id=runs[1].run_id,
+            session_id="chat",
+            user_id="ada",
+            fork=True,
+            continue_from=1,
+            input="second, again",
+        )
+    )
     out["chat"] = [r.run_id for r in runs]
 
     geo = Agent(model=Scripted(script=["Paris is the capital."]), id="geo", name="Geo", db=db)
-    team = Team(model=Scripted(script=[{"tool": "delegate_task_to_member",
-                                        "args": {"member_id": "geo", "task": "capital of France"}},
-                                       "It is Paris."]),
-                members=[geo], id="quiz", name="Quiz", db=db)
+    team = Team(
+        model=Scripted(
+            script=[
+                {
+                    "tool": "delegate_task_to_member",
+                    "args": {"member_id": "geo", "task": "capital of France"},
+                },
+                "It is Paris.",
+            ]
+        ),
+        members=[geo],
+        id="quiz",
+        name="Quiz",
+        db=db,
+    )
     out["team"] = [team.run("capital of France?", session_id="team", user_id="bob").run_id]
 
     writer = Agent(model=Scripted(script=["draft text"]), id="writer", name="Writer")
     editor = Agent(model=Scripted(script=["final text"]), id="editor", name="Editor")
-    flow = Workflow(id="pipe", name="Pipe", db=db, steps=[Step(name="draft", agent=writer),
-                                                          Step(name="edit", agent=editor)])
+    flow = Workflow(
+        id="pipe",
+        name="Pipe",
+        db=db,
+        steps=[Step(name="draft", agent=writer), Step(name="edit", agent=editor)],
+    )
     out["flow"] = [flow.run("write a poem", session_id="flow", user_id="bob").run_id]
 
     @tool(requires_confirmation=True)
@@ -95,8 +134,12 @@ def main(argv: list[str]) -> None:
         """Delete a file."""
         return f"deleted {path}"
 
-    janitor = Agent(model=Scripted(script=[{"tool": "delete_file", "args": {"path": "/tmp/x"}}]),
-                    id="janitor", db=db, tools=[delete_file])
+    janitor = Agent(
+        model=Scripted(script=[{"tool": "delete_file", "args": {"path": "/tmp/x"}}]),
+        id="janitor",
+        db=db,
+        tools=[delete_file],
+    )
     out["janitor"] = [janitor.run("clean up", session_id="janitor").run_id]
     print(json.dumps(out))
 

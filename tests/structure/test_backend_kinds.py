@@ -46,7 +46,9 @@ def test_no_module_outside_storage_compares_a_backend_kind():
 
 def test_the_check_sees_comparisons():
     """Not vacuous: it finds each way of writing one, and the storage layer has them."""
-    source = ('a = kind == "sqlite"\nb = "postgres" != kind\nc = kind in ("sqlite", "x")\n'
-              'd = kind not in {"postgresql"}\ne = kind == "warning"\n')
+    source = (
+        'a = kind == "sqlite"\nb = "postgres" != kind\nc = kind in ("sqlite", "x")\n'
+        'd = kind not in {"postgresql"}\ne = kind == "warning"\n'
+    )
     assert kind_comparisons(source) == [1, 2, 3, 4]
     assert kind_comparisons((PKG / "storage" / "contract.py").read_text())

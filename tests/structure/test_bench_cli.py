@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.support.rig import REPO
+
 RUN = [sys.executable, str(REPO / "bench" / "run.py")]
 
 
@@ -20,11 +21,26 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def _missing_dbs(tmp: Path) -> list[str]:
     """Every database option pointed at a path that does not exist."""
-    return ["--db", str(tmp / "no" / "bench.db"), "--prune-db", str(tmp / "no" / "prune.db"),
-            "--indexed-db", str(tmp / "no" / "indexed.db"), "--article-db", str(tmp / "no" / "a.db"),
-            "--langgraph-db", str(tmp / "no" / "lg.db"), "--langgraph-prune-db", str(tmp / "no" / "lgp.db"),
-            "--sdk-openai-db", str(tmp / "no" / "oa.db"), "--sdk-adk-db", str(tmp / "no" / "adk.db"),
-            "--pg-meta", str(tmp / "no" / "pg.meta.json")]
+    return [
+        "--db",
+        str(tmp / "no" / "bench.db"),
+        "--prune-db",
+        str(tmp / "no" / "prune.db"),
+        "--indexed-db",
+        str(tmp / "no" / "indexed.db"),
+        "--article-db",
+        str(tmp / "no" / "a.db"),
+        "--langgraph-db",
+        str(tmp / "no" / "lg.db"),
+        "--langgraph-prune-db",
+        str(tmp / "no" / "lgp.db"),
+        "--sdk-openai-db",
+        str(tmp / "no" / "oa.db"),
+        "--sdk-adk-db",
+        str(tmp / "no" / "adk.db"),
+        "--pg-meta",
+        str(tmp / "no" / "pg.meta.json"),
+    ]
 
 
 def test_help_and_list_without_any_database(tmp_path) -> None:
@@ -36,8 +52,20 @@ def test_help_and_list_without_any_database(tmp_path) -> None:
     assert listed.returncode == 0, listed.stderr
     rows = {line.split()[0]: line for line in listed.stdout.splitlines()}
     # every figure of issue 16's table is listed, each saying what makes its database
-    for key in ("show", "log-all", "tree-long", "prune", "prune-floor", "show-pg", "diff-pg",
-                "log-pg", "article-show", "lg-show", "lg-prune-floor", "sdk-adk-show"):
+    for key in (
+        "show",
+        "log-all",
+        "tree-long",
+        "prune",
+        "prune-floor",
+        "show-pg",
+        "diff-pg",
+        "log-pg",
+        "article-show",
+        "lg-show",
+        "lg-prune-floor",
+        "sdk-adk-show",
+    ):
         assert key in rows, (key, listed.stdout)
         assert "[skipped: " in rows[key], rows[key]
     assert "make it with: python bench/make_db.py sqlite" in rows["show"]
@@ -59,8 +87,21 @@ def test_missing_database_is_one_line_and_exit_3(tmp_path) -> None:
 
 def test_tiny_make_db_into_a_new_folder_then_list(tmp_path) -> None:
     db = tmp_path / "new" / "folder" / "small.db"
-    made = _run([sys.executable, str(REPO / "bench" / "make_db.py"), "sqlite", str(db),
-                 "--threads", "10", "--checkpoints", "500", "--big-mb", "0.2"], tmp_path)
+    made = _run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "make_db.py"),
+            "sqlite",
+            str(db),
+            "--threads",
+            "10",
+            "--checkpoints",
+            "500",
+            "--big-mb",
+            "0.2",
+        ],
+        tmp_path,
+    )
     assert made.returncode == 0, made.stderr
     meta = json.loads(Path(str(db) + ".meta.json").read_text())
     assert meta["rows"] == 500 and meta["long_thread"] == "long-thread"
@@ -92,11 +133,12 @@ def test_readme_starts_with_the_current_figures(tmp_path) -> None:
     text = (REPO / "bench" / "README.md").read_text(encoding="utf-8")
     sections = re.findall(r"^## (.+)$", text, re.M)
     assert sections[0] == "Current figures"
-    table = text[text.index("## Current figures"):text.index("## " + sections[1])]
+    table = text[text.index("## Current figures") : text.index("## " + sections[1])]
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| target")]
     assert len(rows) >= 25
-    listed = _run([*RUN, "--list", *_missing_dbs(tmp_path), "--pg", "postgresql://nobody@127.0.0.1:1/none"],
-                  tmp_path)
+    listed = _run(
+        [*RUN, "--list", *_missing_dbs(tmp_path), "--pg", "postgresql://nobody@127.0.0.1:1/none"], tmp_path
+    )
     assert listed.returncode == 0, listed.stderr
     figures = {line.split()[0] for line in listed.stdout.splitlines() if line.strip()}
     dated = set(re.findall(r"^### (\d{4}-\d\d-\d\d) ", text, re.M))

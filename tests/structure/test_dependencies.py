@@ -53,8 +53,9 @@ def test_lowest_constraints_are_the_declared_lower_bounds():
     assert set(pins) == set(bounds)
     for name, version in pins.items():
         want = bounds[name].split(".")
-        assert version.split(".")[:len(want)] == want and all(
-            p == "0" for p in version.split(".")[len(want):]), (name, version, bounds[name])
+        assert version.split(".")[: len(want)] == want and all(
+            p == "0" for p in version.split(".")[len(want) :]
+        ), (name, version, bounds[name])
 
 
 def test_ci_runs_the_tests_again_on_the_lowest_versions():

@@ -46,7 +46,9 @@ def long_options(cmd) -> list[list[str]]:
 
 def hand_written() -> dict[str, str]:
     """The pages written by hand: docs/**/*.md and the README (the site's home page)."""
-    pages = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8") for p in sorted(DOCS.rglob("*.md"))}
+    pages = {
+        p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8") for p in sorted(DOCS.rglob("*.md"))
+    }
     pages["README.md"] = (REPO / "README.md").read_text(encoding="utf-8")
     return pages
 
@@ -68,9 +70,14 @@ def named(option: str, text: str) -> bool:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"),
-                        "-d", str(out)], cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(REPO), "NO_MKDOCS_2_WARNING": "1"})
+    r = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"), "-d", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     return out
 
@@ -80,7 +87,9 @@ def test_the_site_builds_strict_with_a_reference_page_per_command(site):
     assert "Quick start" in (site / "index.html").read_text(encoding="utf-8")
     for path, cmd in commands():
         src = hooks().page_name(path)  # reference/index.md, reference/agentctl-log.md
-        page = site / (src.removesuffix("index.md") if src.endswith("/index.md") else src.removesuffix(".md") + "/")
+        page = site / (
+            src.removesuffix("index.md") if src.endswith("/index.md") else src.removesuffix(".md") + "/"
+        )
         html = (page / "index.html").read_text(encoding="utf-8")
         assert "Usage: agentctl " + " ".join(path) in html, path
         for names in long_options(cmd):
@@ -95,8 +104,14 @@ def test_the_reference_covers_every_command_and_option():
 
     walked = {path for path, _ in commands()}
     assert {(name,) for name in registry.COMMANDS} <= walked
-    assert {("threads", "list"), ("threads", "show"), ("threads", "delete"),
-            ("index", "build"), ("index", "status"), ("index", "drop")} <= walked
+    assert {
+        ("threads", "list"),
+        ("threads", "show"),
+        ("threads", "delete"),
+        ("index", "build"),
+        ("index", "status"),
+        ("index", "drop"),
+    } <= walked
     for path, cmd in commands():
         text = pages[hooks().page_name(path)]
         for names in long_options(cmd):
@@ -110,15 +125,23 @@ def test_the_reference_covers_every_command_and_option():
 def test_every_command_has_a_hand_written_section():
     """A heading of a hand-written page names it (`# threads list / show / delete`)."""
     heads = [h for text in hand_written().values() for h in headings(text)]
-    missing = [" ".join(path) for path, _ in commands() if path and not any(
-        all(re.search(rf"\b{re.escape(word)}\b", h, re.I) for word in path) for h in heads)]
+    missing = [
+        " ".join(path)
+        for path, _ in commands()
+        if path
+        and not any(all(re.search(rf"\b{re.escape(word)}\b", h, re.I) for word in path) for h in heads)
+    ]
     assert not missing, f"no section (a heading naming it) in docs/ or README.md for: {missing}"
 
 
 def test_every_option_is_named_in_the_hand_written_docs():
     text = "\n".join(hand_written().values())
-    missing = [f"{' '.join(('agentctl',) + path)} {names[0]}" for path, cmd in commands()
-               for names in long_options(cmd) if not any(named(n, text) for n in names)]
+    missing = [
+        f"{' '.join(('agentctl',) + path)} {names[0]}"
+        for path, cmd in commands()
+        for names in long_options(cmd)
+        if not any(named(n, text) for n in names)
+    ]
     assert not missing, f"options named nowhere in docs/ or README.md: {missing}"
 
 
@@ -135,8 +158,10 @@ def heading_commands(heading: str) -> set[tuple[str, ...]]:
         return set()
     first = parts[0]
     group = (first[0].lower(),) if len(first) > 1 and re.fullmatch(r"[a-z][a-z-]*", first[1]) else ()
-    return {(*group, p[0].lower()) if group and i else ((*group, first[1]) if group else (p[0].lower(),))
-            for i, p in enumerate(parts)}
+    return {
+        (*group, p[0].lower()) if group and i else ((*group, first[1]) if group else (p[0].lower(),))
+        for i, p in enumerate(parts)
+    }
 
 
 def command_pages() -> dict[tuple[str, ...], list[str]]:
@@ -167,10 +192,15 @@ def test_every_option_is_on_its_commands_page():
         if len(own) != 1:
             pageless.append((" ".join(path), own))
             continue
-        missing += [f"{' '.join(('agentctl',) + path)} {names[0]} (docs/commands/{own[0]})"
-                    for names in options if not any(named(n, text[own[0]]) for n in names)]
-    assert not pageless and not missing, (f"commands without one page of their own in docs/commands/: "
-                                          f"{pageless}; options not named on their command's page: {missing}")
+        missing += [
+            f"{' '.join(('agentctl',) + path)} {names[0]} (docs/commands/{own[0]})"
+            for names in options
+            if not any(named(n, text[own[0]]) for n in names)
+        ]
+    assert not pageless and not missing, (
+        f"commands without one page of their own in docs/commands/: "
+        f"{pageless}; options not named on their command's page: {missing}"
+    )
 
 
 def test_ci_builds_the_site_strict():

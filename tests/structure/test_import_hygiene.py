@@ -13,16 +13,30 @@ from tests.support.rig import REPO
 def loaded_after(code: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
-        capture_output=True, text=True, cwd=REPO, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
     ).stdout
     return {m.split(".")[0] for m in out.split()}
 
 
-@pytest.mark.parametrize("module", [
-    "agentctl.model", "agentctl.errors", "agentctl.backends", "agentctl.storage.agentos.sqlite",
-    "agentctl.storage.agentos.postgres", "agentctl.text", "agentctl.refs", "agentctl.ops", "agentctl.edits",
-    "agentctl.runs",
-])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "agentctl.model",
+        "agentctl.errors",
+        "agentctl.backends",
+        "agentctl.storage.agentos.sqlite",
+        "agentctl.storage.agentos.postgres",
+        "agentctl.text",
+        "agentctl.refs",
+        "agentctl.ops",
+        "agentctl.edits",
+        "agentctl.runs",
+    ],
+)
 def test_core_is_headless(module):
     mods = loaded_after(f"import {module}")
     assert "rich" not in mods and "textual" not in mods
@@ -31,7 +45,8 @@ def test_core_is_headless(module):
 def test_top_level_api_importable():
     mods = loaded_after(
         "from agentctl import Checkpoint, CheckpointMetadata, CheckpointBackend, "
-        "SQLiteCheckpointer, PostgresCheckpointer, create_checkpointer")
+        "SQLiteCheckpointer, PostgresCheckpointer, create_checkpointer"
+    )
     assert "textual" not in mods and "rich" not in mods
 
 
@@ -43,8 +58,9 @@ def run_cli_modules(*args: str) -> set[str]:
         "except SystemExit:\n    pass\n"
         "print('MODULES', ' '.join(sorted(sys.modules)))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    ).stdout
     line = [x for x in out.splitlines() if x.startswith("MODULES")][-1]
     return {m.split(".")[0] for m in line.split()[1:]}
 
@@ -78,6 +94,7 @@ def test_pure_modules_import_only_the_standard_library(module):
         "allowed = set(sys.stdlib_module_names) | {'agentctl', 'orjson'}\n"
         "print(sorted(n for n in loaded - allowed if not n.startswith('_sysconfigdata')))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=REPO, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO, timeout=60
+    )
     assert out.stdout.strip() == "[]"

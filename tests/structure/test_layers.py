@@ -21,9 +21,12 @@ PKG = REPO / "agentctl"
 # are the library's public names only (re-exports, no SQL).
 STORAGE = ("storage/",)
 # SQL as the code writes it (keywords in capitals), not prose that starts with "Delete".
-SQL = re.compile(r"\b(SELECT\b.*\bFROM\b|INSERT\s+INTO\b|UPDATE\s+\w+\s+SET\b|DELETE\s+FROM\b|"
-                 r"CREATE\s+(TABLE|INDEX|VIRTUAL|TEMP|UNIQUE)\b|DROP\s+(TABLE|INDEX)\b|"
-                 r"PRAGMA\s+\w+|^\s*VACUUM\b|BEGIN\s+IMMEDIATE\b)", re.S)
+SQL = re.compile(
+    r"\b(SELECT\b.*\bFROM\b|INSERT\s+INTO\b|UPDATE\s+\w+\s+SET\b|DELETE\s+FROM\b|"
+    r"CREATE\s+(TABLE|INDEX|VIRTUAL|TEMP|UNIQUE)\b|DROP\s+(TABLE|INDEX)\b|"
+    r"PRAGMA\s+\w+|^\s*VACUUM\b|BEGIN\s+IMMEDIATE\b)",
+    re.S,
+)
 
 
 def _files(pred) -> list[Path]:
@@ -78,7 +81,8 @@ def test_cli_and_tui_reach_data_only_through_the_storage_package():
     for path in _files(lambda rel: rel.startswith(("cli/", "tui/"))):
         for name in _imports(path):
             if name.startswith(("agentctl.backends", "agentctl.engine")) or (
-                    name.startswith("agentctl.storage.") and name not in LIBRARY_MODULES):
+                name.startswith("agentctl.storage.") and name not in LIBRARY_MODULES
+            ):
                 bad.append(f"{path.relative_to(PKG)}: imports {name}")
     assert not bad, "\n".join(bad)
 
@@ -109,8 +113,10 @@ def test_the_facades_hold_no_logic():
     found = []
     for path in _files(lambda rel: rel.startswith(("backends/", "engine/"))):
         for node in ast.parse(path.read_text()).body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
-                    node.name not in ("__getattr__", "__dir__"):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in (
+                "__getattr__",
+                "__dir__",
+            ):
                 found.append(f"{path.relative_to(PKG)}: {node.name}")
     assert not found, "\n".join(found)
 
@@ -178,7 +184,7 @@ def import_graph() -> dict[str, set[str]]:
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                parts = parts[:len(parts) - node.level + 1]
+                parts = parts[: len(parts) - node.level + 1]
                 base = ".".join(parts + ([base] if base else []))
             if base.split(".")[0] != "agentctl":
                 continue
@@ -247,13 +253,17 @@ def test_the_circle_check_sees_circles():
     import (it is not vacuous)."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": set()}
     assert import_cycles(graph) == [["a", "b", "c"]]
-    source = ("from typing import TYPE_CHECKING\n"
-              "if TYPE_CHECKING:\n    from agentctl.model import Checkpoint\n"
-              "else:\n    from agentctl import text\n"
-              "def f():\n    from . import diff\n"
-              "try:\n    import agentctl.refs\nexcept ImportError:\n    pass\n")
-    names = {(n.module if isinstance(n, ast.ImportFrom) else n.names[0].name)
-             for n in _all_imports(ast.parse(source))}
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from agentctl.model import Checkpoint\n"
+        "else:\n    from agentctl import text\n"
+        "def f():\n    from . import diff\n"
+        "try:\n    import agentctl.refs\nexcept ImportError:\n    pass\n"
+    )
+    names = {
+        (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name)
+        for n in _all_imports(ast.parse(source))
+    }
     assert names == {"typing", "agentctl.model", "agentctl", None, "agentctl.refs"}
     real = import_graph()
     assert "agentctl.storage.contract" in real["agentctl.storage"]  # a plain from-import

@@ -21,8 +21,17 @@ from agentctl.storage import formats, plugins
 from agentctl.storage.contract import Capability, FormatSpec
 from tests.support.rig import REPO
 
-BUILTIN_NAMES = ["langgraph", "agentos", "article", "openai-agents", "adk", "agno", "crewai", "crewai-flows",
-                 "crewai-replay"]
+BUILTIN_NAMES = [
+    "langgraph",
+    "agentos",
+    "article",
+    "openai-agents",
+    "adk",
+    "agno",
+    "crewai",
+    "crewai-flows",
+    "crewai-replay",
+]
 
 
 def test_the_built_ins_register_in_detection_order():
@@ -43,12 +52,19 @@ def test_a_checkout_without_entry_points_finds_the_built_ins(tmp_path):
     checkout's `agentctl.egg-info`, which `pip install -e` writes beside them, left out):
     no entry point of the group is installed, the built-in list is used."""
     shutil.copytree(REPO / "agentctl", tmp_path / "agentctl", ignore=shutil.ignore_patterns("__pycache__"))
-    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
-            "from agentctl.storage import formats, plugins\n"
-            "assert plugins.entry_points() == [], plugins.entry_points()\n"
-            "print(' '.join(f.name for f in formats()))")
-    out = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path)], capture_output=True,
-                         text=True, cwd="/", env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from agentctl.storage import formats, plugins\n"
+        "assert plugins.entry_points() == [], plugins.entry_points()\n"
+        "print(' '.join(f.name for f in formats()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == BUILTIN_NAMES
 
@@ -60,31 +76,42 @@ def _dist(where: Path, name: str, entry_points: str) -> None:
 
 
 def test_entry_points_are_read_from_the_installed_distributions(tmp_path):
-    _dist(tmp_path / "a", "one", "[console_scripts]\nx = y:z\n\n[agentctl.stores]\n"
-                                 "zeta = pkg_z:FORMAT\n# a comment\nalpha = pkg_a : FORMAT\n")
+    _dist(
+        tmp_path / "a",
+        "one",
+        "[console_scripts]\nx = y:z\n\n[agentctl.stores]\n"
+        "zeta = pkg_z:FORMAT\n# a comment\nalpha = pkg_a : FORMAT\n",
+    )
     _dist(tmp_path / "b", "two", "[agentctl.stores]\nalpha = shadowed:FORMAT\n[other]\nbeta = no:X\n")
     found = plugins.entry_points([str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "missing")])
     assert found == [("alpha", "pkg_a : FORMAT"), ("zeta", "pkg_z:FORMAT")]
 
 
 def _spec(name: str, before: tuple[str, ...] = ()) -> FormatSpec:
-    return FormatSpec(name, name, "", frozenset({Capability.READ}), lambda t: False, "x:y",
-                      detect_before=before)
+    return FormatSpec(
+        name, name, "", frozenset({Capability.READ}), lambda t: False, "x:y", detect_before=before
+    )
 
 
 def test_plug_ins_come_after_the_built_ins_unless_they_say_otherwise():
     built = [_spec("langgraph"), _spec("agentos"), _spec("adk")]
-    order = plugins.ordered(built, [_spec("late"), _spec("early", before=("agentos", "adk")),
-                                    _spec("nowhere", before=("unknown",))])
+    order = plugins.ordered(
+        built,
+        [_spec("late"), _spec("early", before=("agentos", "adk")), _spec("nowhere", before=("unknown",))],
+    )
     assert [s.name for s in order] == ["langgraph", "early", "agentos", "adk", "late", "nowhere"]
 
 
 def test_a_broken_plug_in_is_left_out_with_one_line(tmp_path, monkeypatch, capsys):
     (tmp_path / "notes_broken.py").write_text("FORMAT = 42\nraise_me = None\n")
-    _dist(tmp_path, "broken", "[agentctl.stores]\nbad-module = no_such_module_here:FORMAT\n"
-                              "not-a-spec = notes_broken:FORMAT\n"
-                              "agentos-again = agentctl.storage.agentos:FORMAT\n"
-                              "clash = tests.structure.test_plugins:CLASH\n")
+    _dist(
+        tmp_path,
+        "broken",
+        "[agentctl.stores]\nbad-module = no_such_module_here:FORMAT\n"
+        "not-a-spec = notes_broken:FORMAT\n"
+        "agentos-again = agentctl.storage.agentos:FORMAT\n"
+        "clash = tests.structure.test_plugins:CLASH\n",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     names = [f.name for f in plugins.load_formats()]
     assert names == BUILTIN_NAMES
@@ -100,7 +127,7 @@ CLASH = _spec("agentos")
 
 # ---- a store installed from outside agentctl ------------------------------------------
 
-NOTES_INIT = '''
+NOTES_INIT = """
 from agentctl.storage.contract import Capability, FormatSpec
 
 
@@ -111,7 +138,7 @@ def _matches(tables):
 FORMAT = FormatSpec(name="notes", title="Notes", description="a notes(id, body) table",
                     capabilities=frozenset({Capability.READ}), matches=_matches,
                     store="agentctl_notes.store:open_notes", tables=("notes",))
-'''
+"""
 
 NOTES_STORE = '''
 import sqlite3
@@ -197,7 +224,7 @@ def open_notes(kind, target, *, readonly=True, create=False, **_):
     return NotesStore(target)
 '''
 
-NOTES_PROJECT = '''
+NOTES_PROJECT = """
 [build-system]
 requires = ["setuptools"]
 build-backend = "setuptools.build_meta"
@@ -211,7 +238,7 @@ notes = "agentctl_notes:FORMAT"
 
 [tool.setuptools]
 packages = ["agentctl_notes"]
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -226,9 +253,23 @@ def notes_venv(tmp_path_factory) -> Path:
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--disable-pip-version-check", str(package)],
-                   check=True, capture_output=True, cwd=root)
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--disable-pip-version-check",
+            str(package),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=root,
+    )
     return python
 
 
@@ -236,8 +277,9 @@ def _agentctl(python: Path | str, *args: str, cwd: Path) -> subprocess.Completed
     env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's agentctl
     env.pop("AGENTCTL_DB", None)
     env.pop("AGENTCTL_FORMAT", None)
-    return subprocess.run([str(python), "-m", "agentctl", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [str(python), "-m", "agentctl", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
 
 
 def test_a_store_installed_from_outside_agentctl(notes_venv, tmp_path):
@@ -261,7 +303,9 @@ def test_a_store_installed_from_outside_agentctl(notes_venv, tmp_path):
     rows = json.loads(threads.stdout)
     rows = rows["threads"] if isinstance(rows, dict) else rows
     assert sorted((r["thread_id"], r["head_summary"]) for r in rows) == [
-        ("note-1", "buy milk"), ("note-2", "call Ada")]
+        ("note-1", "buy milk"),
+        ("note-2", "call Ada"),
+    ]
 
     # without the plug-in (this interpreter, the package not installed) it is no format
     plain = _agentctl(sys.executable, "--db", str(db), "threads", "list", cwd=tmp_path)

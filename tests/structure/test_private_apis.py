@@ -23,8 +23,13 @@ CONFINED = {
 
 def test_each_private_api_is_used_in_one_module() -> None:
     for pattern, home in CONFINED.items():
-        users = sorted({str(p.relative_to(REPO)) for p in (REPO / "agentctl").rglob("*.py")
-                        if re.search(pattern, p.read_text(encoding="utf-8"))})
+        users = sorted(
+            {
+                str(p.relative_to(REPO))
+                for p in (REPO / "agentctl").rglob("*.py")
+                if re.search(pattern, p.read_text(encoding="utf-8"))
+            }
+        )
         assert users == [home], (pattern, users)
 
 
@@ -49,5 +54,6 @@ def test_typer_runtime_param_hook_is_live() -> None:
     from agentctl.cli import coercion
 
     coercion.install()
-    assert getattr(core._TyperParameter.get_runtime_param, "agentctl_plain", False), \
+    assert getattr(core._TyperParameter.get_runtime_param, "agentctl_plain", False), (
         "typer's _coercion.RuntimeParam hook is not installed on this Typer"
+    )

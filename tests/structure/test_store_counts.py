@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 
-from tests.support.rig import REPO
-
 from agentctl.storage.contract import History, RewindAndBranchOnly, Store
 from agentctl.storage.journal.history import JournalHistory
+from tests.support.rig import REPO
 
 TEXT = " ".join((REPO / "ARCHITECTURE.md").read_text().split())
 
@@ -24,9 +23,14 @@ def counts() -> dict[str, int]:
     history = History.__abstractmethods__
     journal = {m for m in history if m in vars(JournalHistory)}
     refused = {m for m in history - journal if m in vars(RewindAndBranchOnly)}
-    return {"store": len(Store.__abstractmethods__), "history": len(history), "journal": len(journal),
-            "on_journal": len(history - journal), "refused": len(refused),
-            "rewind_only": len(history - journal - refused)}
+    return {
+        "store": len(Store.__abstractmethods__),
+        "history": len(history),
+        "journal": len(journal),
+        "on_journal": len(history - journal),
+        "refused": len(refused),
+        "rewind_only": len(history - journal - refused),
+    }
 
 
 def test_the_checklist_states_the_codes_counts():
@@ -69,11 +73,14 @@ def test_what_a_format_must_implement_states_the_contracts_lists():
         "OPTIONAL_READS": stated(r"(\d+) `OPTIONAL_READS` have defaults"),
         "CAPABILITY_CALLS": stated(r"and (\d+) `CAPABILITY_CALLS` refuse"),
         "REQUIRED_WRITES": stated(r"A History, the (\d+) `REQUIRED_WRITES`"),
-    } == {name: len(getattr(contract, name)) for name in
-          ("REQUIRED_READS", "OPTIONAL_READS", "CAPABILITY_CALLS", "REQUIRED_WRITES")}
+    } == {
+        name: len(getattr(contract, name))
+        for name in ("REQUIRED_READS", "OPTIONAL_READS", "CAPABILITY_CALLS", "REQUIRED_WRITES")
+    }
     protocols = re.search(r"implements as small Protocols \(([^)]*)\)", TEXT)
     assert protocols is not None
-    assert set(re.findall(r"`(\w+)`", protocols.group(1))) == {p.__name__ for p in
-                                                                contract.CAPABILITY_PROTOCOLS.values()}
+    assert set(re.findall(r"`(\w+)`", protocols.group(1))) == {
+        p.__name__ for p in contract.CAPABILITY_PROTOCOLS.values()
+    }
     assert set(contract.REQUIRED_READS) == set(contract.Store.__abstractmethods__)
     assert set(contract.REQUIRED_WRITES) == set(contract.History.__abstractmethods__)

@@ -13,7 +13,7 @@ import sys
 
 from tests.support.rig import REPO
 
-PROBE = '''
+PROBE = """
 import gc, time
 import pytest
 
@@ -36,16 +36,33 @@ def pytest_unconfigure(config):
     started = time.perf_counter()
     gc.collect()
     print(f"\\nGC-TIMES {TIMES['in']:.4f} {time.perf_counter() - started:.4f}")
-'''
+"""
 
 
 def test_the_collections_after_the_session_do_not_walk_the_live_heap(tmp_path):
     (tmp_path / "conftest.py").write_text(PROBE)  # tests.conftest (-p): the hook under test
     (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
-                        "-p", "no:randomly", "-p", "tests.conftest", str(tmp_path)],
-                       capture_output=True, text=True, cwd=str(tmp_path), timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-p",
+            "tests.conftest",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("GC-TIMES"))
     inside, after = (float(x) for x in line.split()[1:])

@@ -15,7 +15,9 @@ from agentctl.storage.journal.history import JournalHistory
 
 
 def _contract_classes() -> list[type]:
-    protocols = [c for c in vars(contract).values() if isinstance(c, type) and getattr(c, "_is_protocol", False)]
+    protocols = [
+        c for c in vars(contract).values() if isinstance(c, type) and getattr(c, "_is_protocol", False)
+    ]
     return [contract.History, *protocols, JournalHistory]
 
 
@@ -30,7 +32,9 @@ def _untyped(cls: type) -> list[str]:
                 want = str(declared.__annotations__.get("return", ""))
                 got = str(fn.__annotations__.get("return", ""))
                 if want and "Any" not in want and (not got or "Any" in got):
-                    out.append(f"{cls.__module__}.{cls.__name__}.{name} -> {got or '?'} (the contract: {want})")
+                    out.append(
+                        f"{cls.__module__}.{cls.__name__}.{name} -> {got or '?'} (the contract: {want})"
+                    )
                 break
     return out
 
@@ -41,8 +45,11 @@ def _histories() -> list[type]:
         if not mod.name.endswith(".history"):
             continue
         module = importlib.import_module(mod.name)
-        found += [c for c in vars(module).values()
-                  if isinstance(c, type) and issubclass(c, contract.History) and c.__module__ == module.__name__]
+        found += [
+            c
+            for c in vars(module).values()
+            if isinstance(c, type) and issubclass(c, contract.History) and c.__module__ == module.__name__
+        ]
     return found
 
 

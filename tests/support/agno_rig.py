@@ -58,8 +58,9 @@ def install_agno2() -> Path:
             return python
         shutil.rmtree(root, ignore_errors=True)  # a half-done install of an interrupted run
         subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
-        r = subprocess.run([str(python), "-m", "pip", "install", "-q", *AGNO2],
-                           capture_output=True, text=True, timeout=1800)
+        r = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *AGNO2], capture_output=True, text=True, timeout=1800
+        )
         if r.returncode != 0:
             raise RuntimeError(f"pip install {' '.join(AGNO2)} failed: {(r.stderr or r.stdout)[-800:]}")
         (root / _DONE).write_text("ok\n")
@@ -102,7 +103,7 @@ class AgnoDb:
 
 
 class AgnoBuilds:
-    def __init__(self, folder: Path, agno2: "callable", pg: "callable") -> None:  # type: ignore[valid-type]
+    def __init__(self, folder: Path, agno2: callable, pg: callable) -> None:  # type: ignore[valid-type]
         self.folder = folder
         self._agno2 = agno2
         self._pg = pg

@@ -16,7 +16,6 @@ import os
 import sqlite3
 import time
 from contextlib import contextmanager
-from typing import Optional
 
 SCHEMA = """
         -- ===== 用户表 =====
@@ -123,7 +122,7 @@ def get_db(db_path: str):
     conn = sqlite3.connect(db_path)
     conn.row_factory = sqlite3.Row  # 结果以字典形式返回
     conn.execute("PRAGMA journal_mode=WAL")  # 启用 WAL 模式
-    conn.execute("PRAGMA foreign_keys=ON")   # 启用外键约束
+    conn.execute("PRAGMA foreign_keys=ON")  # 启用外键约束
     try:
         yield conn
         conn.commit()
@@ -161,7 +160,7 @@ class AgentStorage:
             )
         return {"id": user_id, "name": name, "quota_total": quota_total}
 
-    def get_user(self, user_id: str) -> Optional[dict]:
+    def get_user(self, user_id: str) -> dict | None:
         with self._db() as conn:
             row = conn.execute("SELECT * FROM users WHERE id=?", (user_id,)).fetchone()
         return dict(row) if row else None
@@ -185,9 +184,7 @@ class AgentStorage:
 
     # ==================== 会话管理 ====================
     def create_session(self, user_id: str, title: str = "新对话", model: str = "gpt-4o-mini") -> dict:
-        session_id = hashlib.md5(
-            f"{user_id}-{time.time()}-{os.urandom(4).hex()}".encode()
-        ).hexdigest()[:16]
+        session_id = hashlib.md5(f"{user_id}-{time.time()}-{os.urandom(4).hex()}".encode()).hexdigest()[:16]
         with self._db() as conn:
             conn.execute(
                 """INSERT INTO sessions (id, user_id, title, model)
@@ -196,7 +193,7 @@ class AgentStorage:
             )
         return {"id": session_id, "user_id": user_id, "title": title, "model": model}
 
-    def get_session(self, session_id: str) -> Optional[dict]:
+    def get_session(self, session_id: str) -> dict | None:
         with self._db() as conn:
             row = conn.execute("SELECT * FROM sessions WHERE id=?", (session_id,)).fetchone()
         return dict(row) if row else None
@@ -227,10 +224,15 @@ class AgentStorage:
             )
 
     # ==================== 消息管理(核心!)====================
-    def save_message(self, session_id: str, role: str, content: str,
-                     tool_calls: Optional[list] = None,
-                     tool_call_id: Optional[str] = None,
-                     token_count: int = 0):
+    def save_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        tool_calls: list | None = None,
+        tool_call_id: str | None = None,
+        token_count: int = 0,
+    ):
         tool_calls_json = json.dumps(tool_calls, ensure_ascii=False) if tool_calls else None
         with self._db() as conn:
             conn.execute(
@@ -263,27 +265,37 @@ class AgentStorage:
         return [dict(r) for r in rows]
 
     # ==================== 工具调用日志 ====================
-    def log_tool_call(self, session_id: str, tool_name: str,
-                      input_data: dict, output_data: dict,
-                      elapsed_ms: float, success: bool = True,
-                      error_message: str = None,
-                      message_id: int = None):
+    def log_tool_call(
+        self,
+        session_id: str,
+        tool_name: str,
+        input_data: dict,
+        output_data: dict,
+        elapsed_ms: float,
+        success: bool = True,
+        error_message: str = None,
+        message_id: int = None,
+    ):
         with self._db() as conn:
             conn.execute(
                 """INSERT INTO tool_logs (session_id, message_id, tool_name,
                    input_json, output_json, elapsed_ms, success, error_message)
                    VALUES (?,?,?,?,?,?,?,?)""",
-                (session_id, message_id, tool_name,
-                 json.dumps(input_data, ensure_ascii=False),
-                 json.dumps(output_data, ensure_ascii=False),
-                 elapsed_ms, int(success), error_message),
+                (
+                    session_id,
+                    message_id,
+                    tool_name,
+                    json.dumps(input_data, ensure_ascii=False),
+                    json.dumps(output_data, ensure_ascii=False),
+                    elapsed_ms,
+                    int(success),
+                    error_message,
+                ),
             )
 
     # ==================== 任务管理 ====================
     def create_task(self, session_id: str, task_type: str, payload: dict, priority: int = 0) -> dict:
-        task_id = hashlib.md5(
-            f"{session_id}-{task_type}-{time.time()}".encode()
-        ).hexdigest()[:16]
+        task_id = hashlib.md5(f"{session_id}-{task_type}-{time.time()}".encode()).hexdigest()[:16]
         with self._db() as conn:
             conn.execute(
                 """INSERT INTO tasks (id, session_id, type, payload_json, priority)
@@ -292,7 +304,7 @@ class AgentStorage:
             )
         return {"id": task_id, "type": task_type, "status": "pending"}
 
-    def update_task_status(self, task_id: str, status: str, result: Optional[dict] = None):
+    def update_task_status(self, task_id: str, status: str, result: dict | None = None):
         updates = ["status=?"]
         params = [status]
         if status == "running":

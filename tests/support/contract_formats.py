@@ -142,9 +142,8 @@ def is_pg(url: str) -> bool:
 
 
 async def _agentos_engine(url: str):
-    from tests.support.engine_helpers import make_engine
-
     from agentctl.backends import make_backend
+    from tests.support.engine_helpers import make_engine
 
     backend = make_backend(url, readonly=False, create=True)
     await backend.connect()
@@ -163,12 +162,14 @@ async def build_agentos(kind: str, url: str) -> Built:
     try:
         for thread, n in (("agent-main", 4), ("agent-side", 3), ("agent-one", 1)):
             for k in range(n):
-                await engine.snapshot(thread, _agentos_messages(thread, k),
-                                      {"k": k, "thread": thread}, {f"tool{k}": {"out": k}})
+                await engine.snapshot(
+                    thread, _agentos_messages(thread, k), {"k": k, "thread": thread}, {f"tool{k}": {"out": k}}
+                )
         second = (await backend.read_thread("agent-main", 2))[1]
         branch = await engine.branch(second.checkpoint_id, "alt")
-        await engine.snapshot(branch, [{"role": "user", "content": "on the branch"}],
-                              {"k": 9, "thread": branch}, {})
+        await engine.snapshot(
+            branch, [{"role": "user", "content": "on the branch"}], {"k": 9, "thread": branch}, {}
+        )
     finally:
         await backend.close()
     return Built(url, ["agent-main", "agent-side", "agent-one", branch], "agent-main", branch)
@@ -178,8 +179,12 @@ async def append_agentos(url: str, thread: str, text: str) -> None:
     backend, engine = await _agentos_engine(url)
     try:
         head = await backend.get_latest(thread)
-        await engine.snapshot(thread, list(head.messages) + [{"role": "user", "content": text}],
-                              dict(head.state, appended=text), dict(head.tools_result))
+        await engine.snapshot(
+            thread,
+            list(head.messages) + [{"role": "user", "content": text}],
+            dict(head.state, appended=text),
+            dict(head.tools_result),
+        )
     finally:
         await backend.close()
 
@@ -196,8 +201,19 @@ def _article_sqlite(path: str) -> tuple[str, list[str]]:
     bob = st.create_user("bob")["id"]
     main = st.create_session(alice, "weather chat")["id"]
     st.save_message(main, "user", f"what is the weather in {NEEDLE} near {WIDE}?", token_count=7)
-    st.save_message(main, "assistant", "", tool_calls=[{"id": "c1", "type": "function", "function": {
-        "name": "weather", "arguments": json.dumps({"city": NEEDLE})}}], token_count=5)
+    st.save_message(
+        main,
+        "assistant",
+        "",
+        tool_calls=[
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "weather", "arguments": json.dumps({"city": NEEDLE})},
+            }
+        ],
+        token_count=5,
+    )
     st.log_tool_call(main, "weather", {"city": NEEDLE}, {"sky": "clear"}, 12.5, message_id=2)
     st.save_message(main, "tool", json.dumps({"sky": "clear"}), tool_call_id="c1", token_count=3)
     st.save_message(main, "assistant", "It is clear.", token_count=4)
@@ -227,10 +243,14 @@ async def _copy_sqlite_rows_to_pg(source: str, dsn: str) -> None:
             if rows:
                 await conn.executemany(
                     f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
-                    f"({', '.join(f'${i + 1}' for i in range(len(cols)))})", rows)
+                    f"({', '.join(f'${i + 1}' for i in range(len(cols)))})",
+                    rows,
+                )
         for table in ("messages", "tool_logs"):
-            await conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                               f"(SELECT COALESCE(MAX(id), 1) FROM {table}))")
+            await conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                f"(SELECT COALESCE(MAX(id), 1) FROM {table}))"
+            )
     finally:
         src.close()
         await conn.close()
@@ -258,10 +278,17 @@ async def append_article(url: str, thread: str, text: str) -> None:
     conn = await asyncpg.connect(url)
     try:  # the article's save_message, in Postgres' dialect
         async with conn.transaction():
-            await conn.execute("INSERT INTO messages (session_id, role, content, token_count) "
-                               "VALUES ($1, 'assistant', $2, 2)", thread, text)
-            await conn.execute("UPDATE sessions SET message_count = message_count + 1, "
-                               "total_tokens = total_tokens + 2 WHERE id = $1", thread)
+            await conn.execute(
+                "INSERT INTO messages (session_id, role, content, token_count) "
+                "VALUES ($1, 'assistant', $2, 2)",
+                thread,
+                text,
+            )
+            await conn.execute(
+                "UPDATE sessions SET message_count = message_count + 1, "
+                "total_tokens = total_tokens + 2 WHERE id = $1",
+                thread,
+            )
     finally:
         await conn.close()
 
@@ -276,7 +303,7 @@ def _lg_graph():
     from langgraph.graph import END, START, StateGraph
     from langgraph.graph.message import add_messages
 
-    S = TypedDict("S", {"messages": Annotated[list, add_messages], "count": int})
+    S = TypedDict("S", {"messages": Annotated[list, add_messages], "count": int})  # noqa: UP013 (LangGraph reads it at run time: not strings)
 
     def agent(s):
         n = s.get("count", 0) + 1
@@ -296,7 +323,7 @@ def _lg_parent_graph():
 
     from langgraph.graph import END, START, StateGraph
 
-    S = TypedDict("S", {"notes": str})
+    S = TypedDict("S", {"notes": str})  # noqa: UP013 (LangGraph reads it at run time: not strings)
     child = StateGraph(S)
     child.add_node("inner", lambda s: {"notes": s["notes"] + " +inner"})
     child.add_edge(START, "inner")
@@ -316,12 +343,14 @@ def _lg_write(saver, turns: Mapping[str, list[str]]) -> None:
     graph = _lg_graph().compile(checkpointer=saver)
     for thread, texts in turns.items():
         for text in texts:
-            graph.invoke({"messages": [HumanMessage(content=text)]},
-                         {"configurable": {"thread_id": thread}})
+            graph.invoke({"messages": [HumanMessage(content=text)]}, {"configurable": {"thread_id": thread}})
 
 
-_LG_TURNS = {"lg-main": [f"tell me about {NEEDLE} in {WIDE}", "and more"], "lg-side": ["hello"],
-             "lg-other": ["bonjour", "merci"]}
+_LG_TURNS = {
+    "lg-main": [f"tell me about {NEEDLE} in {WIDE}", "and more"],
+    "lg-side": ["hello"],
+    "lg-other": ["bonjour", "merci"],
+}
 
 
 def _lg_saver(url: str):
@@ -356,7 +385,8 @@ async def build_langgraph(kind: str, url: str) -> Built:
     with _lg_saver(url) as saver:
         _lg_write(saver, _LG_TURNS)
         _lg_parent_graph().compile(checkpointer=saver).invoke(
-            {"notes": "start"}, {"configurable": {"thread_id": "lg-parent"}})
+            {"notes": "start"}, {"configurable": {"thread_id": "lg-parent"}}
+        )
     async with open_store(url) as store:  # the subgraph's thread id holds LangGraph's task id
         (sub,) = [t for t in await store.all_addresses() if t.startswith("lg-parent|")]
     # the threads LangGraph has (a subgraph namespace is shown under its thread, not listed)
@@ -373,13 +403,19 @@ async def append_langgraph(url: str, thread: str, text: str) -> None:
 _OA_ITEMS = {
     "oa-main": [
         {"role": "user", "content": f"weather in {NEEDLE} near {WIDE}?"},
-        {"type": "function_call", "call_id": "call_1", "name": "get_weather",
-         "arguments": json.dumps({"city": NEEDLE})},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": json.dumps({"city": NEEDLE}),
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}]},
     ],
-    "oa-side": [{"role": "user", "content": "hello"},
-                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}],
+    "oa-side": [
+        {"role": "user", "content": "hello"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]},
+    ],
     "oa-other": [{"role": "user", "content": "bonjour"}],
 }
 
@@ -456,16 +492,33 @@ async def build_adk(kind: str, url: str) -> Built:
     svc, close = await _adk_service(url)
     try:
         s = await svc.create_session(app_name="app", user_id="u1", session_id="main", state={"init": 1})
-        for i, (role, text) in enumerate([("user", f"plan a trip to {NEEDLE} via {WIDE}"), ("model", "Where from?"),
-                                          ("user", "from Lyon"), ("model", "Booked.")]):
+        for i, (role, text) in enumerate(
+            [
+                ("user", f"plan a trip to {NEEDLE} via {WIDE}"),
+                ("model", "Where from?"),
+                ("user", "from Lyon"),
+                ("model", "Booked."),
+            ]
+        ):
             author = "user" if role == "user" else "helper"
-            await svc.append_event(s, Event(author=author, invocation_id=f"inv-{i}", content=_adk_text(role, text),
-                                            actions=EventActions(state_delta={"turn": i})))
+            await svc.append_event(
+                s,
+                Event(
+                    author=author,
+                    invocation_id=f"inv-{i}",
+                    content=_adk_text(role, text),
+                    actions=EventActions(state_delta={"turn": i}),
+                ),
+            )
         t = await svc.create_session(app_name="app", user_id="u1", session_id="side")
-        await svc.append_event(t, Event(author="user", invocation_id="inv-s", content=_adk_text("user", "hello")))
+        await svc.append_event(
+            t, Event(author="user", invocation_id="inv-s", content=_adk_text("user", "hello"))
+        )
         o = await svc.create_session(app_name="app", user_id="u2", session_id="other", state={"k": "v"})
         for i, text in enumerate(["bonjour", "merci"]):
-            await svc.append_event(o, Event(author="user", invocation_id=f"inv-o{i}", content=_adk_text("user", text)))
+            await svc.append_event(
+                o, Event(author="user", invocation_id=f"inv-o{i}", content=_adk_text("user", text))
+            )
     finally:
         await close()
     return Built(url, ["app/u1/main", "app/u1/side", "app/u2/other"], "app/u1/main")
@@ -478,7 +531,9 @@ async def append_adk(url: str, thread: str, text: str) -> None:
     svc, close = await _adk_service(url)
     try:
         s = await svc.get_session(app_name=app, user_id=user, session_id=sid)
-        await svc.append_event(s, Event(author="user", invocation_id="inv-appended", content=_adk_text("user", text)))
+        await svc.append_event(
+            s, Event(author="user", invocation_id="inv-appended", content=_adk_text("user", text))
+        )
     finally:
         await close()
 
@@ -503,8 +558,14 @@ def _agno_run(url: str, session: str, texts: list[str], replies: list[str]) -> N
 
     from tests.scripts.agno_model import Scripted
 
-    agent = Agent(model=Scripted(script=list(replies)), id="helper", name="Helper", db=_agno_db(url),
-                  add_history_to_context=True, session_state={"turn": 0})
+    agent = Agent(
+        model=Scripted(script=list(replies)),
+        id="helper",
+        name="Helper",
+        db=_agno_db(url),
+        add_history_to_context=True,
+        session_state={"turn": 0},
+    )
     for text in texts:
         agent.run(text, session_id=session, user_id="u1")
         agent.update_session_state({"turn": len(text)}, session_id=session)
@@ -514,8 +575,12 @@ async def build_agno(kind: str, url: str) -> Built:
     import asyncio
 
     def go() -> None:
-        _agno_run(url, "main", [f"plan a trip to {NEEDLE} via {WIDE}", "from Lyon", "book it"],
-                  ["Where from?", "Which date?", "Booked."])
+        _agno_run(
+            url,
+            "main",
+            [f"plan a trip to {NEEDLE} via {WIDE}", "from Lyon", "book it"],
+            ["Where from?", "Which date?", "Booked."],
+        )
         _agno_run(url, "side", ["hello"], ["hi"])
         _agno_run(url, "other", ["bonjour", "merci"], ["salut", "de rien"])
 
@@ -526,7 +591,11 @@ async def build_agno(kind: str, url: str) -> Built:
 def _agno_content(cp) -> Any:
     """A run as a copy keeps it: not its run id, nor the forked_from_session_id a
     branch's copies get (as agno's fork_session writes them)."""
-    run = {k: v for k, v in cp.tools_result.get("run", {}).items() if k not in ("run_id", "forked_from_session_id")}
+    run = {
+        k: v
+        for k, v in cp.tools_result.get("run", {}).items()
+        if k not in ("run_id", "forked_from_session_id")
+    }
     return cp.messages, cp.state, dict(cp.tools_result, run=run)
 
 
@@ -539,13 +608,16 @@ async def append_agno(url: str, thread: str, text: str) -> None:
 # ---- CrewAI: the files the real crewai wrote once per test run, copied --------------------------
 #: CrewAI runs in a venv of its own (it needs SQLite >= 3.45: tests/support/crewairig.py),
 #: once per test run, not per test
-_CREWAI_NO_APPEND = ("CrewAI runs once per test run in a venv of its own (tests/support/crewairig.py); "
-                     "its steps after agentctl's writes: tests/formats/test_crewai_writes.py")
+_CREWAI_NO_APPEND = (
+    "CrewAI runs once per test run in a venv of its own (tests/support/crewairig.py); "
+    "its steps after agentctl's writes: tests/formats/test_crewai_writes.py"
+)
 
 
 def _crewai_build(file: str, threads: Callable[[dict], tuple[list[str], str, str | None]]):
     """A builder copying one of the files crewai wrote (crewairig.written): (threads, main,
     branch) from what was written."""
+
     async def build(kind: str, url: str) -> Built:
         import asyncio
 
@@ -576,8 +648,10 @@ def _article_content(cp) -> Any:
     rows under new ids); the state is the session row as it is now (its counters), not
     a step's."""
     drop = ("id", "message_id")
-    return ([{k: v for k, v in m.items() if k not in drop} for m in cp.messages],
-            sorted(repr({k: v for k, v in t.items() if k not in drop}) for t in cp.tools_result.values()))
+    return (
+        [{k: v for k, v in m.items() if k not in drop} for m in cp.messages],
+        sorted(repr({k: v for k, v in t.items() if k not in drop}) for t in cp.tools_result.values()),
+    )
 
 
 def _langgraph_content(cp) -> Any:
@@ -594,67 +668,138 @@ def _openai_content(cp) -> Any:
 
 # ---- the cases --------------------------------------------------------------------------------
 
-CASES: dict[str, FormatCase] = {c.name: c for c in [
-    FormatCase("agentos", "checkpoints.db", build_agentos, append_agentos,
-               prune={"threads": ["THREAD"], "keep_last": 1},
-               prune_cli=("THREAD", "--keep-last", "1")),
-    FormatCase("article", "sessions.db", build_article, append_article, content=_article_content,
-               rows_table="messages", hostile=hostile.ARTICLE, prune_policies=("keep_age",),
-               store_checks={"first_step": 1, "message_per_step": True},
-               prune={"statuses": ["active"], "keep_last": 1},
-               prune_cli=("--all", "--status", "active", "--keep-last", "1")),
-    FormatCase("langgraph", "langgraph.db", build_langgraph, append_langgraph,
-               prune={"threads": ["THREAD"], "keep_last": 1},
-               prune_cli=("THREAD", "--keep-last", "1"), prune_policies=("keep_last_n", "keep_age"),
-               store_checks={"first_step": -1},
-               # a rewind writes a fork checkpoint copying the target (LangGraph's replay);
-               # its pending writes and checkpoint metadata are its own
-               rewind_appends=(False, True), content=_langgraph_content,
-               sample_checks={"linear": False},  # its support-refund-replay thread was replayed
-               hostile=hostile.LANGGRAPH,
-               # a rewind forks inside the thread; a branch copies the chain with
-               # LangGraph's own checkpoint ids
-               written_checks={"linear": False, "unique_ids": False},
-               needs=("langgraph", "langgraph.checkpoint.sqlite")),
-    FormatCase("openai-agents", "openai_agents.db", build_openai, append_openai, content=_openai_content,
-               rows_table="agent_messages", hostile=hostile.OPENAI_AGENTS,
-               prune={"threads": ["THREAD"], "keep_last": 1},
-               prune_cli=("THREAD", "--keep-last", "1"),
-               store_checks={"first_step": 1, "message_per_step": True},
-               needs=("agents",)),
-    FormatCase("adk", "adk.db", build_adk, append_adk, rows_table="events", hostile=hostile.ADK,
-               rewind_appends=(False,), content=lambda cp: cp.state,
-               store_checks={"first_step": 1, "message_per_step": True},
-               # a rewind event hangs under the step it rewound to; the conversation (the
-               # messages) leaves out the events it marks rewound
-               written_checks={"first_step": 1, "linear": False},
-               prune={"threads": ["THREAD"], "keep_last": 1},
-               prune_cli=("THREAD", "--keep-last", "1"),
-               needs=("google.adk", "sqlalchemy")),
-    FormatCase("agno", "agno.db", build_agno, append_agno, rows_table="agno_runs", content=_agno_content,
-               hostile=hostile.AGNO,
-               store_checks={"first_step": 1},
-               prune={"threads": ["THREAD"], "keep_last": 1},
-               prune_cli=("THREAD", "--keep-last", "1"), prune_policies=("keep_last_n", "keep_age"),
-               needs=("agno", "sqlalchemy")),
-    FormatCase("crewai", None, _crewai_build("checkpoints.db", lambda w: (
-                   sorted(["main", w["fork_branch"]]), "main", w["fork_branch"])),
-               postgres=False, hard_rewind=False, no_append=_CREWAI_NO_APPEND,
-               rewind_appends=(False,), content=_crewai_content,
-               prune={"threads": ["THREAD"], "keep_last": 1}, prune_cli=("THREAD", "--keep-last", "1"),
-               prune_policies=("keep_last_n", "keep_age"),
-               # each fresh kickoff on main is a root of its own
-               store_checks={"linear": False}),
-    FormatCase("crewai-flows", None, _crewai_build("flow_states.db", lambda w: (sorted(w["flows"]), w["flows"][0], None)),
-               postgres=False, no_append=_CREWAI_NO_APPEND, rows_table="flow_states",
-               content=_crewai_flows_content, prune_cli=("THREAD", "--keep-last", "1"), branch_lineage=False,
-               store_checks={"first_step": 1}),
-    FormatCase("crewai-replay", None, _crewai_build("latest_kickoff_task_outputs.db", lambda w: (
-                   ["latest_kickoff"], "latest_kickoff", None)),
-               postgres=False, writes=False, no_append=_CREWAI_NO_APPEND,
-               rows_table="latest_kickoff_task_outputs", store_checks={"first_step": 1},
-               prune_cli=("THREAD", "--keep-last", "1")),
-]}
+CASES: dict[str, FormatCase] = {
+    c.name: c
+    for c in [
+        FormatCase(
+            "agentos",
+            "checkpoints.db",
+            build_agentos,
+            append_agentos,
+            prune={"threads": ["THREAD"], "keep_last": 1},
+            prune_cli=("THREAD", "--keep-last", "1"),
+        ),
+        FormatCase(
+            "article",
+            "sessions.db",
+            build_article,
+            append_article,
+            content=_article_content,
+            rows_table="messages",
+            hostile=hostile.ARTICLE,
+            prune_policies=("keep_age",),
+            store_checks={"first_step": 1, "message_per_step": True},
+            prune={"statuses": ["active"], "keep_last": 1},
+            prune_cli=("--all", "--status", "active", "--keep-last", "1"),
+        ),
+        FormatCase(
+            "langgraph",
+            "langgraph.db",
+            build_langgraph,
+            append_langgraph,
+            prune={"threads": ["THREAD"], "keep_last": 1},
+            prune_cli=("THREAD", "--keep-last", "1"),
+            prune_policies=("keep_last_n", "keep_age"),
+            store_checks={"first_step": -1},
+            # a rewind writes a fork checkpoint copying the target (LangGraph's replay);
+            # its pending writes and checkpoint metadata are its own
+            rewind_appends=(False, True),
+            content=_langgraph_content,
+            sample_checks={"linear": False},  # its support-refund-replay thread was replayed
+            hostile=hostile.LANGGRAPH,
+            # a rewind forks inside the thread; a branch copies the chain with
+            # LangGraph's own checkpoint ids
+            written_checks={"linear": False, "unique_ids": False},
+            needs=("langgraph", "langgraph.checkpoint.sqlite"),
+        ),
+        FormatCase(
+            "openai-agents",
+            "openai_agents.db",
+            build_openai,
+            append_openai,
+            content=_openai_content,
+            rows_table="agent_messages",
+            hostile=hostile.OPENAI_AGENTS,
+            prune={"threads": ["THREAD"], "keep_last": 1},
+            prune_cli=("THREAD", "--keep-last", "1"),
+            store_checks={"first_step": 1, "message_per_step": True},
+            needs=("agents",),
+        ),
+        FormatCase(
+            "adk",
+            "adk.db",
+            build_adk,
+            append_adk,
+            rows_table="events",
+            hostile=hostile.ADK,
+            rewind_appends=(False,),
+            content=lambda cp: cp.state,
+            store_checks={"first_step": 1, "message_per_step": True},
+            # a rewind event hangs under the step it rewound to; the conversation (the
+            # messages) leaves out the events it marks rewound
+            written_checks={"first_step": 1, "linear": False},
+            prune={"threads": ["THREAD"], "keep_last": 1},
+            prune_cli=("THREAD", "--keep-last", "1"),
+            needs=("google.adk", "sqlalchemy"),
+        ),
+        FormatCase(
+            "agno",
+            "agno.db",
+            build_agno,
+            append_agno,
+            rows_table="agno_runs",
+            content=_agno_content,
+            hostile=hostile.AGNO,
+            store_checks={"first_step": 1},
+            prune={"threads": ["THREAD"], "keep_last": 1},
+            prune_cli=("THREAD", "--keep-last", "1"),
+            prune_policies=("keep_last_n", "keep_age"),
+            needs=("agno", "sqlalchemy"),
+        ),
+        FormatCase(
+            "crewai",
+            None,
+            _crewai_build(
+                "checkpoints.db", lambda w: (sorted(["main", w["fork_branch"]]), "main", w["fork_branch"])
+            ),
+            postgres=False,
+            hard_rewind=False,
+            no_append=_CREWAI_NO_APPEND,
+            rewind_appends=(False,),
+            content=_crewai_content,
+            prune={"threads": ["THREAD"], "keep_last": 1},
+            prune_cli=("THREAD", "--keep-last", "1"),
+            prune_policies=("keep_last_n", "keep_age"),
+            # each fresh kickoff on main is a root of its own
+            store_checks={"linear": False},
+        ),
+        FormatCase(
+            "crewai-flows",
+            None,
+            _crewai_build("flow_states.db", lambda w: (sorted(w["flows"]), w["flows"][0], None)),
+            postgres=False,
+            no_append=_CREWAI_NO_APPEND,
+            rows_table="flow_states",
+            content=_crewai_flows_content,
+            prune_cli=("THREAD", "--keep-last", "1"),
+            branch_lineage=False,
+            store_checks={"first_step": 1},
+        ),
+        FormatCase(
+            "crewai-replay",
+            None,
+            _crewai_build(
+                "latest_kickoff_task_outputs.db", lambda w: (["latest_kickoff"], "latest_kickoff", None)
+            ),
+            postgres=False,
+            writes=False,
+            no_append=_CREWAI_NO_APPEND,
+            rows_table="latest_kickoff_task_outputs",
+            store_checks={"first_step": 1},
+            prune_cli=("THREAD", "--keep-last", "1"),
+        ),
+    ]
+}
 
 
 #: the stores with Postgres tables (FormatCase.postgres)
@@ -683,25 +828,35 @@ async def table_names(url: str, conn: Any = None) -> list[str]:
         own = conn is None
         conn = await asyncpg.connect(url) if own else conn
         try:
-            rows = await conn.fetch("SELECT table_name FROM information_schema.tables WHERE table_schema = "
-                                    "current_schema() AND table_type = 'BASE TABLE' ORDER BY 1")
+            rows = await conn.fetch(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                "current_schema() AND table_type = 'BASE TABLE' ORDER BY 1"
+            )
             return [r[0] for r in rows]
         finally:
             if own:
                 await conn.close()
     conn = sqlite3.connect(url)
     try:
-        rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+        rows = conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
+        ).fetchall()
     finally:
         conn.close()
     virtual = [n for n, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL TABLE")]
     # an FTS table's content is its shadow tables' (checked through the format's own reads)
-    return [n for n, _ in rows if not n.startswith("sqlite_") and n not in virtual
-            and not any(n.startswith(v + "_") for v in virtual)]
+    return [
+        n
+        for n, _ in rows
+        if not n.startswith("sqlite_")
+        and n not in virtual
+        and not any(n.startswith(v + "_") for v in virtual)
+    ]
 
 
-async def dump(url: str, *, side_tables: bool = True, volatile: Mapping[str, frozenset[str]] = {},
-               conn: Any = None) -> dict:
+async def dump(
+    url: str, *, side_tables: bool = True, volatile: Mapping[str, frozenset[str]] = {}, conn: Any = None
+) -> dict:
     """Every row of every table as text, sorted; without agentctl's own side tables
     (agentctl_*) when side_tables is False, and without the volatile columns. `conn`: an
     open asyncpg connection to read through (Postgres; a test dumping many times), else
@@ -769,8 +924,13 @@ class SQLiteBuilds:
             side = Path(str(source) + suffix)
             if side.exists() and side.stat().st_size:
                 shutil.copyfile(side, str(dest) + suffix)
-        return Built(url=str(dest), threads=list(first.threads), main=first.main, branch=first.branch,
-                     branches=dict(first.branches))
+        return Built(
+            url=str(dest),
+            threads=list(first.threads),
+            main=first.main,
+            branch=first.branch,
+            branches=dict(first.branches),
+        )
 
 
 async def build_once(request: Any, name: str, kind: str, url: str) -> Built:

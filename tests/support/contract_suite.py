@@ -65,6 +65,8 @@ def _ok(r, codes=(0,)) -> None:
 async def _cli_branch_to_merge(case: FormatCase, b: Built) -> str:
     assert case.append is not None, f"{case.name} merges: its case needs an append"
     async with open_store(b.url, readonly=False) as store:
-        branch = await store.history().branch((await store.get_latest(b.main)).metadata.checkpoint_id, "cli-m")
+        branch = await store.history().branch(
+            (await store.get_latest(b.main)).metadata.checkpoint_id, "cli-m"
+        )
     await case.append(b.url, branch, "from the cli branch")
     return branch

@@ -59,16 +59,20 @@ def install() -> Path:
         if (root / _DONE).exists():
             return python
         shutil.rmtree(root, ignore_errors=True)  # a half-done install of an interrupted run
-        steps = ([sys.executable, "-m", "venv", str(root)],
-                 [str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)])
+        steps = (
+            [sys.executable, "-m", "venv", str(root)],
+            [str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)],
+        )
         for argv in steps:
             try:
                 r = subprocess.run(argv, capture_output=True, text=True, timeout=PIP_TIMEOUT)
             except (OSError, subprocess.SubprocessError) as exc:
                 raise RuntimeError(f"{argv[2]} did not finish: {exc}") from exc
             if r.returncode != 0:
-                raise RuntimeError(f"the CrewAI rig's {' '.join(argv[1:3])} failed in {root}: "
-                                   f"{(r.stderr or r.stdout).strip()[-800:]}")
+                raise RuntimeError(
+                    f"the CrewAI rig's {' '.join(argv[1:3])} failed in {root}: "
+                    f"{(r.stderr or r.stdout).strip()[-800:]}"
+                )
         (root / _DONE).write_text("ok\n")
         return python
 
@@ -95,8 +99,15 @@ def crewai_python() -> str:
 RACE = "dictionary changed size during iteration"
 
 
-def run_crewai(python: str, script: str | Path, *args: str, cwd: Path, timeout: float = 300,
-               check: bool = True, retry: bool = True) -> subprocess.CompletedProcess:
+def run_crewai(
+    python: str,
+    script: str | Path,
+    *args: str,
+    cwd: Path,
+    timeout: float = 300,
+    check: bool = True,
+    retry: bool = True,
+) -> subprocess.CompletedProcess:
     """Run a script of tests/crewai (or a script's text) with the rig's python in `cwd`
     (CrewAI's default storage under cwd, no telemetry).
 
@@ -107,13 +118,20 @@ def run_crewai(python: str, script: str | Path, *args: str, cwd: Path, timeout: 
         path = cwd / "crewai_script.py"
         path.write_text(script)
         script = path
-    env = {**os.environ, "PYTHONPATH": str(CREWAI_DIR), "CREWAI_STORAGE_DIR": str(cwd / "storage"),
-           "CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true", "CREWAI_TRACING_ENABLED": "false"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(CREWAI_DIR),
+        "CREWAI_STORAGE_DIR": str(cwd / "storage"),
+        "CREWAI_DISABLE_TELEMETRY": "true",
+        "OTEL_SDK_DISABLED": "true",
+        "CREWAI_TRACING_ENABLED": "false",
+    }
     files = [Path(f"{a}{suffix}") for a in args for suffix in ("", "-wal", "-shm") if Path(a).is_file()]
     saved = {f: f.read_bytes() for f in files if f.exists()}
     for _attempt in range(3 if retry else 1):
-        r = subprocess.run([python, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                           timeout=timeout)
+        r = subprocess.run(
+            [python, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        )
         if r.returncode == 0 or RACE not in r.stderr:
             break
         for f in files:  # as they were before the run CrewAI's race broke
@@ -148,8 +166,9 @@ def written() -> tuple[Path, dict[str, Any]]:
         # own while the flow changes it: now and then "dictionary changed size during
         # iteration" (CrewAI's race)
         shutil.rmtree(out / "files", ignore_errors=True)
-        r = run_crewai(interpreter, CREWAI_DIR / "crewai_write.py", str(out / "files"), cwd=out,
-                       check=False, retry=False)
+        r = run_crewai(
+            interpreter, CREWAI_DIR / "crewai_write.py", str(out / "files"), cwd=out, check=False, retry=False
+        )
         if r.returncode == 0 or RACE not in r.stderr:
             break
     if r.returncode != 0:

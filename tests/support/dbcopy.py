@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
+
 import pytest
 
 from tests.support.contract_formats import pg_schema, psycopg_dsn
@@ -33,30 +35,48 @@ async def _copy_schema(dsn: str, dest: str) -> None:
     try:
         async with conn.transaction():
             await conn.execute(f'CREATE SCHEMA "{dest}"')
-            tables = [r["table_name"] for r in await conn.fetch(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 "
-                "AND table_type = 'BASE TABLE' ORDER BY table_name", src)]
+            tables = [
+                r["table_name"]
+                for r in await conn.fetch(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 "
+                    "AND table_type = 'BASE TABLE' ORDER BY table_name",
+                    src,
+                )
+            ]
             for t in tables:
                 await conn.execute(f'CREATE TABLE "{dest}"."{t}" (LIKE "{src}"."{t}" INCLUDING ALL)')
-                await conn.execute(f'INSERT INTO "{dest}"."{t}" OVERRIDING SYSTEM VALUE SELECT * FROM "{src}"."{t}"')
+                await conn.execute(
+                    f'INSERT INTO "{dest}"."{t}" OVERRIDING SYSTEM VALUE SELECT * FROM "{src}"."{t}"'
+                )
                 for c in await conn.fetch(
-                        "SELECT column_name, column_default, is_identity FROM information_schema.columns "
-                        "WHERE table_schema = $1 AND table_name = $2", dest, t):
+                    "SELECT column_name, column_default, is_identity FROM information_schema.columns "
+                    "WHERE table_schema = $1 AND table_name = $2",
+                    dest,
+                    t,
+                ):
                     col, default = c["column_name"], c["column_default"] or ""
-                    src_seq = await conn.fetchval("SELECT pg_get_serial_sequence($1, $2)", f'"{src}"."{t}"', col)
+                    src_seq = await conn.fetchval(
+                        "SELECT pg_get_serial_sequence($1, $2)", f'"{src}"."{t}"', col
+                    )
                     if src_seq is None and not default.startswith("nextval("):
                         continue
                     if src_seq is None:
                         name = re.match(r"nextval\('([^']+)'", default).group(1)  # type: ignore[union-attr]
                         src_seq = name if "." in name else f'"{src}".{name}'
-                    dest_seq = await conn.fetchval("SELECT pg_get_serial_sequence($1, $2)", f'"{dest}"."{t}"', col)
+                    dest_seq = await conn.fetchval(
+                        "SELECT pg_get_serial_sequence($1, $2)", f'"{dest}"."{t}"', col
+                    )
                     if dest_seq is None:  # a serial's default still names the source's sequence
                         dest_seq = f'"{dest}"."{t}_{col}_seq"'
-                        await conn.execute(f"CREATE SEQUENCE {dest_seq} OWNED BY \"{dest}\".\"{t}\".\"{col}\"")
-                        await conn.execute(f'ALTER TABLE "{dest}"."{t}" ALTER COLUMN "{col}" '
-                                           f"SET DEFAULT nextval('{dest_seq}')")
+                        await conn.execute(f'CREATE SEQUENCE {dest_seq} OWNED BY "{dest}"."{t}"."{col}"')
+                        await conn.execute(
+                            f'ALTER TABLE "{dest}"."{t}" ALTER COLUMN "{col}" '
+                            f"SET DEFAULT nextval('{dest_seq}')"
+                        )
                     pos = await conn.fetchrow(f"SELECT last_value, is_called FROM {src_seq}")
-                    await conn.execute("SELECT setval($1, $2, $3)", dest_seq, pos["last_value"], pos["is_called"])
+                    await conn.execute(
+                        "SELECT setval($1, $2, $3)", dest_seq, pos["last_value"], pos["is_called"]
+                    )
     finally:
         await conn.close()
 
@@ -93,7 +113,7 @@ def db_copy(tmp_path):
 
     yield copy
     for url, schema in made:
-        run_sync(lambda: _drop_schema(url, schema))
+        run_sync(lambda url=url, schema=schema: _drop_schema(url, schema))
 
 
 @contextmanager

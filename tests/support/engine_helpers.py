@@ -27,8 +27,9 @@ class Clock:
 
 def make_engine(backend: Any, seed: int = 1, clock: Any = None, **config: Any) -> CheckpointEngine:
     config.setdefault("gc_policy", CheckpointGC.KEEP_ALL)
-    return CheckpointEngine(backend, SnapshotConfig(**config), rng=random.Random(seed),
-                            clock=clock or Clock())
+    return CheckpointEngine(
+        backend, SnapshotConfig(**config), rng=random.Random(seed), clock=clock or Clock()
+    )
 
 
 async def open_rw(url: str):
@@ -41,17 +42,23 @@ async def snap(engine: CheckpointEngine, thread: str, n: int, **kw: Any) -> list
     """n snapshots on a thread, state {"i": k, "thread": thread}; their ids."""
     ids = []
     for k in range(n):
-        ids.append(await engine.snapshot(
-            thread, [{"role": "user", "content": f"{thread} {k}"}], {"i": k, "thread": thread},
-            {"tool": k}, **kw))
+        ids.append(
+            await engine.snapshot(
+                thread,
+                [{"role": "user", "content": f"{thread} {k}"}],
+                {"i": k, "thread": thread},
+                {"tool": k},
+                **kw,
+            )
+        )
     return ids
 
 
 async def bulk(backend: Any, thread: str, n: int, start: int = 1) -> list[str]:
     """n checkpoints of a thread written in one transaction (as a fast foreign writer),
     steps start.., each the parent of the next, created_at 1 s apart; their ids."""
-    from agentctl.storage.agentos.base import checkpoint_params
     from agentctl.engine import _INSERT_SQL
+    from agentctl.storage.agentos.base import checkpoint_params
     from tests.support.helpers import make_cp
 
     cps = []

@@ -16,8 +16,9 @@ reach every format's writes.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any
 
 from agentctl.storage.agentos.base import Transaction, WriteSteps
 

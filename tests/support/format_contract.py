@@ -22,8 +22,14 @@ from agentctl.refs import resolve
 from agentctl.tree import checkpoint_tree
 
 
-async def check_store(store, *, first_step: int | None = None, message_per_step: bool = False,
-                      linear: bool = True, unique_ids: bool = True) -> None:
+async def check_store(
+    store,
+    *,
+    first_step: int | None = None,
+    message_per_step: bool = False,
+    linear: bool = True,
+    unique_ids: bool = True,
+) -> None:
     tids = await store.all_thread_ids()
     assert tids == sorted(tids) and await store.count_threads() == len(tids)
     total = 0
@@ -65,11 +71,11 @@ async def check_store(store, *, first_step: int | None = None, message_per_step:
         assert await store.read_thread(tid, 10_000, descending=True) == metas[::-1]
         for limit in (1, 2, 3):
             for offset in range(0, n + 1):
-                assert await store.read_thread(tid, limit, offset) == metas[offset:offset + limit]
-                want = metas[::-1][offset:offset + limit]
+                assert await store.read_thread(tid, limit, offset) == metas[offset : offset + limit]
+                want = metas[::-1][offset : offset + limit]
                 assert await store.read_thread(tid, limit, offset, descending=True) == want
         position = {m.checkpoint_id: i for i, m in enumerate(metas)}
-        for prev, m in zip([None] + metas, metas):
+        for prev, m in zip([None] + metas, metas, strict=False):
             if prev is not None and linear:
                 assert m.parent_checkpoint_id == prev.checkpoint_id
             elif m.parent_checkpoint_id in position:
@@ -96,11 +102,15 @@ async def check_store(store, *, first_step: int | None = None, message_per_step:
             if linear:
                 assert in_thread == ([metas[nxt].checkpoint_id] if nxt < n else [])
             else:
-                assert sorted(in_thread) == sorted(x.checkpoint_id for x in metas
-                                                   if x.parent_checkpoint_id == m.checkpoint_id)
+                assert sorted(in_thread) == sorted(
+                    x.checkpoint_id for x in metas if x.parent_checkpoint_id == m.checkpoint_id
+                )
         assert (await store.get_latest(tid)).metadata == metas[-1]
         await check_step_refs(store, tid, metas)
-        assert await store.at_step(tid, max(steps) + 1) is None and await store.at_step(tid, min(steps) - 1) is None
+        assert (
+            await store.at_step(tid, max(steps) + 1) is None
+            and await store.at_step(tid, min(steps) - 1) is None
+        )
         streamed = [cp async for cp in store.iter_checkpoints([tid])]
         assert [cp.metadata for cp in streamed] == metas
         for cp in streamed:

@@ -33,7 +33,6 @@ ESC = "\x1b[31mRED\x1b]8;;http://x.example\x07link\x1b]8;;\x07 \x07bell"
 NOT_UTF8 = b"\xff{not json \xfe\xfd"
 
 
-
 @dataclass(frozen=True)
 class HostileRows:
     """A format's hostile rows: `add(path)` writes them into its contract database (the
@@ -78,8 +77,9 @@ def _splice(path: str, thread: str, marker: str, raw: bytes) -> None:
         (blob,) = con.execute("SELECT checkpoint FROM checkpoints WHERE thread_id = ?", (thread,)).fetchone()
         packed = ormsgpack.packb(marker)
         assert blob.count(packed) == 1
-        con.execute("UPDATE checkpoints SET checkpoint = ? WHERE thread_id = ?",
-                    (blob.replace(packed, raw), thread))
+        con.execute(
+            "UPDATE checkpoints SET checkpoint = ? WHERE thread_id = ?", (blob.replace(packed, raw), thread)
+        )
     con.close()
 
 
@@ -96,8 +96,12 @@ def _lg_put(path: str, thread: str, channel_values: dict, metadata: dict | None 
         cp = empty_checkpoint()
         cp["channel_values"] = channel_values
         cp["channel_versions"] = {k: 1 for k in channel_values}
-        saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, cp,
-                  {"source": "input", "step": 0, **(metadata or {})}, cp["channel_versions"])
+        saver.put(
+            {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
+            cp,
+            {"source": "input", "step": 0, **(metadata or {})},
+            cp["channel_versions"],
+        )
     finally:
         conn.close()
 
@@ -113,10 +117,10 @@ def _hostile_langgraph(path: str) -> None:
     _lg_put(path, "lg-nan", NAN, {"score": float("nan")})
     con = sqlite3.connect(path)
     with con:
-        con.execute("UPDATE checkpoints SET metadata = ? WHERE thread_id = 'lg-deep-meta'",
-                    (deep_json().encode(),))
-        con.execute("UPDATE checkpoints SET metadata = ? WHERE thread_id = 'lg-bad-utf8'",
-                    (NOT_UTF8,))
+        con.execute(
+            "UPDATE checkpoints SET metadata = ? WHERE thread_id = 'lg-deep-meta'", (deep_json().encode(),)
+        )
+        con.execute("UPDATE checkpoints SET metadata = ? WHERE thread_id = 'lg-bad-utf8'", (NOT_UTF8,))
     con.close()
 
 
@@ -127,12 +131,21 @@ def _hostile_article(path: str) -> None:
         for sid in ARTICLE.threads:
             con.execute("INSERT INTO sessions (id, user_id, title) VALUES (?, ?, ?)", (sid, user, sid))
             con.execute("INSERT INTO messages (session_id, role, content) VALUES (?, 'user', 'hi')", (sid,))
-        con.execute("INSERT INTO messages (session_id, role, content, tool_calls_json) "
-                    "VALUES ('s-deep', 'assistant', 'deep', ?)", (deep_json(),))
-        con.execute("INSERT INTO messages (session_id, role, content, tool_calls_json) "
-                    "VALUES ('s-notjson', 'assistant', 'broken', ?)", ("{not json at all",))
-        con.execute("INSERT INTO messages (session_id, role, content, tool_calls_json) "
-                    "VALUES ('s-esc', 'assistant', ?, ?)", (ESC, json.dumps([{"id": ESC}])))
+        con.execute(
+            "INSERT INTO messages (session_id, role, content, tool_calls_json) "
+            "VALUES ('s-deep', 'assistant', 'deep', ?)",
+            (deep_json(),),
+        )
+        con.execute(
+            "INSERT INTO messages (session_id, role, content, tool_calls_json) "
+            "VALUES ('s-notjson', 'assistant', 'broken', ?)",
+            ("{not json at all",),
+        )
+        con.execute(
+            "INSERT INTO messages (session_id, role, content, tool_calls_json) "
+            "VALUES ('s-esc', 'assistant', ?, ?)",
+            (ESC, json.dumps([{"id": ESC}])),
+        )
         con.execute("UPDATE sessions SET metadata_json = ? WHERE id = 's-nan'", (json.dumps(NAN),))
     con.close()
 
@@ -142,16 +155,25 @@ def _hostile_openai(path: str) -> None:
     with con:
         for sid in OPENAI_AGENTS.threads:
             con.execute("INSERT INTO agent_sessions (session_id) VALUES (?)", (sid,))
-            con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
-                        (sid, json.dumps({"role": "user", "content": "hi"})))
-        con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-deep', ?)",
-                    ('{"role": "assistant", "content": ' + deep_json() + "}",))
-        con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-notjson', ?)",
-                    ("{not json",))
-        con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-esc', ?)",
-                    (json.dumps({"role": "assistant", "content": ESC}),))
-        con.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-nan', ?)",
-                    (json.dumps({"role": "assistant", "content": "n", **NAN}),))
+            con.execute(
+                "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+                (sid, json.dumps({"role": "user", "content": "hi"})),
+            )
+        con.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-deep', ?)",
+            ('{"role": "assistant", "content": ' + deep_json() + "}",),
+        )
+        con.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-notjson', ?)", ("{not json",)
+        )
+        con.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-esc', ?)",
+            (json.dumps({"role": "assistant", "content": ESC}),),
+        )
+        con.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('oa-nan', ?)",
+            (json.dumps({"role": "assistant", "content": "n", **NAN}),),
+        )
     con.close()
 
 
@@ -163,12 +185,22 @@ def _hostile_adk(path: str) -> None:
     with con:
         for thread in ADK.threads:
             _, user, sid = thread.split("/")
-            con.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
-                        (sess["app_name"], user, sid, json.dumps(NAN) if sid == "nan" else "{}",
-                         sess["create_time"], sess["update_time"]))
+            con.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    sess["app_name"],
+                    user,
+                    sid,
+                    json.dumps(NAN) if sid == "nan" else "{}",
+                    sess["create_time"],
+                    sess["update_time"],
+                ),
+            )
             data = json.loads(event["event_data"])
             if sid == "deep":
-                text = json.dumps(data).replace('"state_delta": {', '"state_delta": {"deep": ' + deep_json() + ", ", 1)
+                text = json.dumps(data).replace(
+                    '"state_delta": {', '"state_delta": {"deep": ' + deep_json() + ", ", 1
+                )
                 assert text.count(deep_json()) == 1
             elif sid == "notjson":
                 text = "{not json"
@@ -178,9 +210,18 @@ def _hostile_adk(path: str) -> None:
             else:
                 data["content"] = {"role": "user", "parts": [{"text": ESC}]}
                 text = json.dumps(data)
-            con.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (str(uuid.uuid4()), sess["app_name"], user, sid, event["invocation_id"],
-                         event["timestamp"], text))
+            con.execute(
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    str(uuid.uuid4()),
+                    sess["app_name"],
+                    user,
+                    sid,
+                    event["invocation_id"],
+                    event["timestamp"],
+                    text,
+                ),
+            )
     con.close()
 
 
@@ -191,8 +232,9 @@ def _hostile_agno(path: str) -> None:
     con = sqlite3.connect(path)
     con.row_factory = sqlite3.Row
     sess = dict(con.execute("SELECT * FROM agno_sessions WHERE session_id = 'main'").fetchone())
-    run = dict(con.execute("SELECT * FROM agno_runs WHERE session_id = 'main' ORDER BY run_index "
-                           "LIMIT 1").fetchone())
+    run = dict(
+        con.execute("SELECT * FROM agno_runs WHERE session_id = 'main' ORDER BY run_index LIMIT 1").fetchone()
+    )
     with con:
         for sid in AGNO.threads:
             data = json.loads(run["run_data"])
@@ -209,35 +251,77 @@ def _hostile_agno(path: str) -> None:
                 data["content"] = ESC
                 data["messages"][0]["content"] = ESC
                 text = json.dumps(data)
-            con.execute("INSERT INTO agno_sessions (session_id, session_type, agent_id, user_id, session_data, "
-                        "agent_data, metadata, summary, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (sid, sess["session_type"], sess["agent_id"], sess["user_id"], sess["session_data"],
-                         sess["agent_data"], sess["metadata"], sess["summary"], sess["created_at"], sess["updated_at"]))
-            con.execute("INSERT INTO agno_runs (run_id, session_id, run_type, agent_id, user_id, status, run_index, "
-                        "run_data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-                        (data["run_id"], sid, run["run_type"], run["agent_id"], run["user_id"], run["status"], text,
-                         run["created_at"], run["updated_at"]))
+            con.execute(
+                "INSERT INTO agno_sessions (session_id, session_type, agent_id, user_id, session_data, "
+                "agent_data, metadata, summary, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sid,
+                    sess["session_type"],
+                    sess["agent_id"],
+                    sess["user_id"],
+                    sess["session_data"],
+                    sess["agent_data"],
+                    sess["metadata"],
+                    sess["summary"],
+                    sess["created_at"],
+                    sess["updated_at"],
+                ),
+            )
+            con.execute(
+                "INSERT INTO agno_runs (run_id, session_id, run_type, agent_id, user_id, status, run_index, "
+                "run_data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+                (
+                    data["run_id"],
+                    sid,
+                    run["run_type"],
+                    run["agent_id"],
+                    run["user_id"],
+                    run["status"],
+                    text,
+                    run["created_at"],
+                    run["updated_at"],
+                ),
+            )
     con.close()
 
 
 # LangGraph's metadata is a warning (its msgpack channel values may hold any float)
 LANGGRAPH = HostileRows(
-    _hostile_langgraph, ("lg-deep", "lg-deep-ext", "lg-deep-meta", "lg-bad-utf8", "lg-esc", "lg-nan"),
-    deep=("lg-deep", "lg-deep-ext"), nan="lg-nan", nan_found=frozenset({("bad-metadata", "lg-nan")}))
+    _hostile_langgraph,
+    ("lg-deep", "lg-deep-ext", "lg-deep-meta", "lg-bad-utf8", "lg-esc", "lg-nan"),
+    deep=("lg-deep", "lg-deep-ext"),
+    nan="lg-nan",
+    nan_found=frozenset({("bad-metadata", "lg-nan")}),
+)
 ARTICLE = HostileRows(
-    _hostile_article, ("s-deep", "s-notjson", "s-esc", "s-nan"),
-    deep=("s-deep",), nan="s-nan", nan_found=frozenset({("invalid_json", "s-nan")}))
+    _hostile_article,
+    ("s-deep", "s-notjson", "s-esc", "s-nan"),
+    deep=("s-deep",),
+    nan="s-nan",
+    nan_found=frozenset({("invalid_json", "s-nan")}),
+)
 OPENAI_AGENTS = HostileRows(
-    _hostile_openai, ("oa-deep", "oa-notjson", "oa-esc", "oa-nan"),
-    deep=("oa-deep",), nan="oa-nan", nan_found=frozenset({("invalid_json", None)}))
+    _hostile_openai,
+    ("oa-deep", "oa-notjson", "oa-esc", "oa-nan"),
+    deep=("oa-deep",),
+    nan="oa-nan",
+    nan_found=frozenset({("invalid_json", None)}),
+)
 ADK = HostileRows(
-    _hostile_adk, ("app/u9/deep", "app/u9/notjson", "app/u9/esc", "app/u9/nan"),
-    deep=("app/u9/deep",), nan="app/u9/nan",
-    nan_found=frozenset({("invalid_json", "app/u9/nan"), ("invalid_json", None)}))
+    _hostile_adk,
+    ("app/u9/deep", "app/u9/notjson", "app/u9/esc", "app/u9/nan"),
+    deep=("app/u9/deep",),
+    nan="app/u9/nan",
+    nan_found=frozenset({("invalid_json", "app/u9/nan"), ("invalid_json", None)}),
+)
 
 AGNO = HostileRows(
-    _hostile_agno, ("ag-deep", "ag-notjson", "ag-esc", "ag-nan"),
-    deep=("ag-deep",), nan="ag-nan", nan_found=frozenset({("invalid_json", None)}))
+    _hostile_agno,
+    ("ag-deep", "ag-notjson", "ag-esc", "ag-nan"),
+    deep=("ag-deep",),
+    nan="ag-nan",
+    nan_found=frozenset({("invalid_json", None)}),
+)
 
 
 def build(fmt: str, path: Path) -> str:

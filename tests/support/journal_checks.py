@@ -4,7 +4,8 @@ statement."""
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from tests.support.contract_formats import asyncpg_connect, dump
 from tests.support.fault_injection import fails_cleanly_then_works
@@ -30,13 +31,19 @@ async def undo_redo_row_for_row(h: Any, frame: Frame, before: Any, kind: str) ->
     assert await frame() == before
 
 
-async def writes_undo_redo_atomic(url: str, store: Any, prepare: Callable[[str], Awaitable[Frame]],
-                                  writes: Sequence[str], moves_failed: Sequence[str]) -> None:
+async def writes_undo_redo_atomic(
+    url: str,
+    store: Any,
+    prepare: Callable[[str], Awaitable[Frame]],
+    writes: Sequence[str],
+    moves_failed: Sequence[str],
+) -> None:
     """Each write of `writes` (made by `prepare(kind)`), and the undo and redo of those
     of `moves_failed`, failed at each statement, leaves every table as it was."""
     conn = await asyncpg_connect(url)
     h = store.history()
     try:
+
         async def state() -> dict:
             return await dump(url, conn=conn)
 
@@ -65,13 +72,14 @@ async def old_ops_undone_and_redone(url: str, frame: Frame, refused: int, done: 
     r = cli(url, "redo", str(refused))
     assert r.exit_code == 1 and r.stderr.strip().splitlines() == [
         f"agentctl: operation {refused} was undone by an agentctl release before the journal, which kept no copy "
-        "of what it wrote; it cannot be redone"]
+        "of what it wrote; it cannot be redone"
+    ]
     assert Path(url).read_bytes() == before
     states = [await frame()]
     for op in reversed(done):
         cli_json(url, "undo", str(op))
         states.append(await frame())
-    for op, state in zip(done, reversed(states[:-1])):
+    for op, state in zip(done, reversed(states[:-1]), strict=False):
         assert cli(url, "redo", str(op)).exit_code == 0
         assert await frame() == state, op
     assert cli(url, "redo", str(refused)).exit_code == 1
@@ -79,7 +87,9 @@ async def old_ops_undone_and_redone(url: str, frame: Frame, refused: int, done: 
     assert all(not log[o]["undone"] for o in done) and log[refused]["undone"]
 
 
-async def migration_is_atomic(url: str, branch: Callable[[Any], Awaitable[Frame]], old: Callable[[str], bool]) -> None:
+async def migration_is_atomic(
+    url: str, branch: Callable[[Any], Awaitable[Frame]], old: Callable[[str], bool]
+) -> None:
     """A failure at any statement of the first write (`branch(store)` makes it; the
     migration runs inside it) leaves the previous op log and trash as they were; then
     it is moved (no table `old` names stays), its ops listed alike."""

@@ -46,17 +46,25 @@ def node_abi() -> str:
     """`node`'s version and module ABI ("20.20.2-115"); NodeMissing without node 20+ and npm."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
-        raise NodeMissing(f"node and npm not found (the JavaScript stores' tests need node {MIN_NODE}+ and npm)")
+        raise NodeMissing(
+            f"node and npm not found (the JavaScript stores' tests need node {MIN_NODE}+ and npm)"
+        )
     try:
-        out = subprocess.run([node, "-p", "process.versions.node + '-' + process.versions.modules"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [node, "-p", "process.versions.node + '-' + process.versions.modules"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         raise NodeMissing(f"node did not run: {exc}") from exc
     m = re.fullmatch(r"(\d+)\.\d+\.\d+-\d+", out.stdout.strip())
     if out.returncode != 0 or not m:
         raise NodeMissing(f"node did not run: {(out.stderr or out.stdout).strip()[-300:]}")
     if int(m.group(1)) < MIN_NODE:
-        raise NodeMissing(f"node {out.stdout.strip().split('-')[0]} is too old (the tests need node {MIN_NODE}+)")
+        raise NodeMissing(
+            f"node {out.stdout.strip().split('-')[0]} is too old (the tests need node {MIN_NODE}+)"
+        )
     return out.stdout.strip()
 
 
@@ -86,8 +94,13 @@ def install() -> Path:
         for name in FILES:
             shutil.copyfile(NODE_DIR / name, root / name)
         try:
-            r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=root,
-                               capture_output=True, text=True, timeout=NPM_TIMEOUT)
+            r = subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=NPM_TIMEOUT,
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             raise RuntimeError(f"npm ci did not finish: {exc}") from exc
         if r.returncode != 0:
@@ -109,8 +122,13 @@ def node_modules(request: pytest.FixtureRequest) -> Path:
     return root / "node_modules"
 
 
-def run_node(script: str | Path, *args: str, env: dict[str, str] | None = None,
-             timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+def run_node(
+    script: str | Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     """Run a `.mjs` (a Path, or its text) with node from the rig's directory, so that its
     imports resolve to the locked packages (ESM resolves from the script's own place,
     hence the copy there; NODE_PATH serves `require`). Needs the `node_modules` fixture.
@@ -123,11 +141,19 @@ def run_node(script: str | Path, *args: str, env: dict[str, str] | None = None,
     path.write_text(text)
     full_env = {**os.environ, "NODE_PATH": str(root / "node_modules"), **(env or {})}
     try:
-        r = subprocess.run(["node", str(path), *args], cwd=root, env=full_env,
-                           capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(
+            ["node", str(path), *args],
+            cwd=root,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     finally:
         path.unlink(missing_ok=True)
     if check and r.returncode != 0:
-        pytest.fail(f"node {script if isinstance(script, Path) else '<script>'} exited {r.returncode}:\n"
-                    f"{r.stderr.strip()[-2000:]}")
+        pytest.fail(
+            f"node {script if isinstance(script, Path) else '<script>'} exited {r.returncode}:\n"
+            f"{r.stderr.strip()[-2000:]}"
+        )
     return r

@@ -24,7 +24,8 @@ from tests.support.pgserver import failed, free_port
 
 def find_binary() -> str | None:
     return shutil.which("pgbouncer") or next(
-        (p for p in ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer") if os.access(p, os.X_OK)), None)
+        (p for p in ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer") if os.access(p, os.X_OK)), None
+    )
 
 
 @dataclass
@@ -69,7 +70,7 @@ def start(server_dsn: str, binary: str | None = None, ignore: str = "") -> Bounc
         fh.write(f'"{user}" "{password}"\n')
     with open(os.path.join(root, "pgbouncer.ini"), "w") as fh:
         fh.write(f"""[databases]
-* = host={parts.hostname or '127.0.0.1'} port={parts.port or 5432}
+* = host={parts.hostname or "127.0.0.1"} port={parts.port or 5432}
 
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -87,8 +88,13 @@ ignore_startup_parameters = {ignore}
     for name in ("userlist.txt", "pgbouncer.ini"):
         if as_user:
             shutil.chown(os.path.join(root, name), "postgres")
-    r = subprocess.run([*as_user, binary, "-d", os.path.join(root, "pgbouncer.ini")],
-                       capture_output=True, text=True, timeout=60, cwd=root)
+    r = subprocess.run(
+        [*as_user, binary, "-d", os.path.join(root, "pgbouncer.ini")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=root,
+    )
     if r.returncode != 0:
         failed(root, "pgbouncer did not start", r)
     import socket

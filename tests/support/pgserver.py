@@ -78,16 +78,40 @@ def start(bin_dir: str | None = None) -> PgServer:
     if as_user:
         shutil.chown(pwfile, "postgres")
     # TCP logins need the password (so a wrong one can be tested); the socket is trusted.
-    r = server._run(os.path.join(bin_dir, "initdb"), "-D", server.data, "--auth-local=trust",
-                    "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8" if _has_c_utf8() else "--locale=C")
+    r = server._run(
+        os.path.join(bin_dir, "initdb"),
+        "-D",
+        server.data,
+        "--auth-local=trust",
+        "--auth-host=scram-sha-256",
+        f"--pwfile={pwfile}",
+        "-U",
+        "postgres",
+        "-E",
+        "UTF8",
+        "--locale=C.UTF-8" if _has_c_utf8() else "--locale=C",
+    )
     if r.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"initdb failed: {r.stderr.strip()[-500:]}")
-    opts = (f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=200")
-    r = server._run(os.path.join(bin_dir, "pg_ctl"), "-D", server.data, "-o", opts,
-                    "-l", os.path.join(root, "log"), "-w", "-t", "60", "start")
+    opts = (
+        f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 "
+        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        "-c max_connections=200"
+    )
+    r = server._run(
+        os.path.join(bin_dir, "pg_ctl"),
+        "-D",
+        server.data,
+        "-o",
+        opts,
+        "-l",
+        os.path.join(root, "log"),
+        "-w",
+        "-t",
+        "60",
+        "start",
+    )
     if r.returncode != 0:
         failed(root, "pg_ctl start failed", r)
     return server

@@ -4,8 +4,9 @@ synchronous way to run a coroutine, and a Postgres DSN narrowed to one schema.""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 from agentctl.cli.context import run
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import pytest
 
 from agentctl.backends import open_backend
-from tests.support.rig import SAMPLE_DB, with_search_path, run_sync
+from tests.support.rig import SAMPLE_DB, run_sync, with_search_path
 
 
 async def load_sample(url: str, source: str = str(SAMPLE_DB)) -> int:

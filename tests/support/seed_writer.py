@@ -113,8 +113,10 @@ def snapshot(thread: str, step: int, parent: str | None) -> dict[str, Any]:
 
 
 def expected_messages(thread: str, step: int) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": f"task for {thread}"},
-            {"role": "assistant", "content": f"iteration {step}: looking for {NEEDLE}"}]
+    return [
+        {"role": "user", "content": f"task for {thread}"},
+        {"role": "assistant", "content": f"iteration {step}: looking for {NEEDLE}"},
+    ]
 
 
 def expected_state(thread: str, step: int) -> dict[str, Any]:
@@ -125,12 +127,22 @@ def write_sqlite(path: str, cp: dict[str, Any]) -> None:
     conn = sqlite3.connect(path)  # the driver's defaults: timeout 5 s, deferred BEGIN
     try:
         with conn:
-            conn.execute(_SQLITE_INSERT, (
-                cp["thread_id"], cp["checkpoint_id"], cp["parent_id"], cp["step"],
-                cp["created_at"], json.dumps(cp["tags"]), cp["summary"],
-                json.dumps(cp["messages"], ensure_ascii=False),
-                json.dumps(cp["state"], ensure_ascii=False),
-                json.dumps(cp["tools"], ensure_ascii=False), cp["next_node"]))
+            conn.execute(
+                _SQLITE_INSERT,
+                (
+                    cp["thread_id"],
+                    cp["checkpoint_id"],
+                    cp["parent_id"],
+                    cp["step"],
+                    cp["created_at"],
+                    json.dumps(cp["tags"]),
+                    cp["summary"],
+                    json.dumps(cp["messages"], ensure_ascii=False),
+                    json.dumps(cp["state"], ensure_ascii=False),
+                    json.dumps(cp["tools"], ensure_ascii=False),
+                    cp["next_node"],
+                ),
+            )
     finally:
         conn.close()
 
@@ -141,11 +153,19 @@ async def write_postgres(dsn: str, cp: dict[str, Any]) -> None:
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(
-            _POSTGRES_INSERT, cp["thread_id"], cp["checkpoint_id"], cp["parent_id"], cp["step"],
-            datetime.fromisoformat(cp["created_at"]), json.dumps(cp["tags"]), cp["summary"],
+            _POSTGRES_INSERT,
+            cp["thread_id"],
+            cp["checkpoint_id"],
+            cp["parent_id"],
+            cp["step"],
+            datetime.fromisoformat(cp["created_at"]),
+            json.dumps(cp["tags"]),
+            cp["summary"],
             json.dumps(cp["messages"], ensure_ascii=False),
             json.dumps(cp["state"], ensure_ascii=False),
-            json.dumps(cp["tools"], ensure_ascii=False), cp["next_node"])
+            json.dumps(cp["tools"], ensure_ascii=False),
+            cp["next_node"],
+        )
     finally:
         await conn.close()
 

@@ -30,8 +30,9 @@ def scalars(*, text_size: int = 6) -> st.SearchStrategy[Any]:
     )
 
 
-def json_values(leaves: st.SearchStrategy[Any], keys: st.SearchStrategy[str], *,
-                width: int, max_leaves: int) -> st.SearchStrategy[Any]:
+def json_values(
+    leaves: st.SearchStrategy[Any], keys: st.SearchStrategy[str], *, width: int, max_leaves: int
+) -> st.SearchStrategy[Any]:
     """Nested lists and objects (at most `width` items each) over `leaves`."""
     return st.recursive(
         leaves,

@@ -13,15 +13,18 @@ def busy(app: Any) -> bool:
     """Whether a worker is still loading (follow mode always runs; a write flow waits
     for its modal while one is open)."""
     modal = isinstance(app.screen, ModalScreen)
-    return any(w.state in (WorkerState.PENDING, WorkerState.RUNNING)
-               for w in app.workers
-               if w.group != "follow" and not (modal and w.group == "write"))
+    return any(
+        w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        for w in app.workers
+        if w.group != "follow" and not (modal and w.group == "write")
+    )
 
 
 def skip_idle_waits(monkeypatch: Any) -> None:
     """Pilot waits after each key until the process looks idle (CPU time against wall
     time), which on a loaded machine takes up to a second per key. `settle` waits for
     what matters instead: the screen's messages and the app's workers."""
+
     async def yield_once(*args: Any, **kwargs: Any) -> None:
         await asyncio.sleep(0)
 

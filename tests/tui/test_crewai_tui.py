@@ -11,7 +11,11 @@ from tests.support import crewairig
 from tests.support.tui import settle, skip_idle_waits
 from tests.tui.test_format_sdk_tui import SIZE, select_thread, view_text
 
-crewai_python, crewai_files, crewai_copy = crewairig.crewai_python, crewairig.crewai_files, crewairig.crewai_copy
+crewai_python, crewai_files, crewai_copy = (
+    crewairig.crewai_python,
+    crewairig.crewai_files,
+    crewairig.crewai_copy,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -19,11 +23,20 @@ def _no_idle_waits(monkeypatch):
     skip_idle_waits(monkeypatch)
 
 
-@pytest.mark.parametrize("name,thread,step,message,state", [
-    ("checkpoints.db", "main", 8, "report Paris zephyrine", '"checkpoint_state"'),
-    ("flow_states.db", None, 4, None, '"city": "Oslo"'),
-    ("latest_kickoff_task_outputs.db", "latest_kickoff", 2, "answer 1 about zephyrine", '"task_index": 1'),
-])
+@pytest.mark.parametrize(
+    "name,thread,step,message,state",
+    [
+        ("checkpoints.db", "main", 8, "report Paris zephyrine", '"checkpoint_state"'),
+        ("flow_states.db", None, 4, None, '"city": "Oslo"'),
+        (
+            "latest_kickoff_task_outputs.db",
+            "latest_kickoff",
+            2,
+            "answer 1 about zephyrine",
+            '"task_index": 1',
+        ),
+    ],
+)
 async def test_tui_browses_crewai_stores(crewai_copy, crewai_files, name, thread, step, message, state):
     _, w = crewai_files
     app = AgentctlApp(crewai_copy(name))
@@ -83,7 +96,9 @@ async def test_tui_rewind_branch_undo_and_refusals_on_crewai(crewai_copy, crewai
         await _tui_to(pilot, "main", target)
         await press(pilot, "r", "y")
         head = await app.source.db.get_latest("main")
-        assert head.metadata.parent_checkpoint_id == target and head.metadata.checkpoint_id != w["resumed"][-1]
+        assert (
+            head.metadata.parent_checkpoint_id == target and head.metadata.checkpoint_id != w["resumed"][-1]
+        )
         await press(pilot, "u", "y")
         assert dump(db, "checkpoints") == before
         await _tui_to(pilot, "main", target)
@@ -189,8 +204,9 @@ async def test_tui_search_diff_compare_and_edit_on_crewai(crewai_copy, crewai_fi
         assert dump(db, "flow_states") == after
 
 
-async def test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes(crewai_copy, crewai_files, crewai_python,
-                                                                     monkeypatch, tmp_path):
+async def test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes(
+    crewai_copy, crewai_files, crewai_python, monkeypatch, tmp_path
+):
     """`R` on a CrewAI checkpoint: no question (the checkpoint is resumed as it is), the
     confirmation, the run (crewai_child.py in the rig's python), the compare view; u
     undoes it."""
@@ -201,7 +217,9 @@ async def test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes(crewai_cop
     monkeypatch.setenv("CREWAI_STORAGE_DIR", str(tmp_path / "storage"))
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
-    app = AgentctlApp(db, agent=f"{crewairig.CREWAI_DIR / 'crewai_rig_flows.py'}:TripFlow", python=crewai_python)
+    app = AgentctlApp(
+        db, agent=f"{crewairig.CREWAI_DIR / 'crewai_rig_flows.py'}:TripFlow", python=crewai_python
+    )
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await select_thread(pilot, "main")
@@ -210,8 +228,9 @@ async def test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes(crewai_cop
         await press(pilot, "R")
         assert isinstance(app.screen, ConfirmScreen)
         await press(pilot, "y")
-        await until(pilot, lambda: any(n.startswith("ran main: ") for n in notices(app)), timeout=120,
-                    what="the run")
+        await until(
+            pilot, lambda: any(n.startswith("ran main: ") for n in notices(app)), timeout=120, what="the run"
+        )
         await settle(pilot)
         assert isinstance(app.screen, CompareScreen)
         assert await app.source.db.count("main") > size
@@ -220,7 +239,9 @@ async def test_R_resumes_a_crewai_checkpoint_then_compares_and_undoes(crewai_cop
         assert await app.source.db.count("main") == size
 
 
-async def test_R_kicks_a_persisted_crewai_flow_off(crewai_copy, crewai_files, crewai_python, monkeypatch, tmp_path):
+async def test_R_kicks_a_persisted_crewai_flow_off(
+    crewai_copy, crewai_files, crewai_python, monkeypatch, tmp_path
+):
     """`R` on a @persist flow: its inputs asked (a JSON object; empty: none), then the
     flow kicked off again with its id; its new states in the list."""
     from textual.widgets import Input
@@ -233,8 +254,9 @@ async def test_R_kicks_a_persisted_crewai_flow_off(crewai_copy, crewai_files, cr
     _, w = crewai_files
     oslo = w["flows"][0]
     db = crewai_copy("flow_states.db")
-    app = AgentctlApp(db, agent=f"{crewairig.CREWAI_DIR / 'crewai_rig_flows.py'}:PersistedTrip",
-                      python=crewai_python)
+    app = AgentctlApp(
+        db, agent=f"{crewairig.CREWAI_DIR / 'crewai_rig_flows.py'}:PersistedTrip", python=crewai_python
+    )
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await select_thread(pilot, oslo)
@@ -245,17 +267,24 @@ async def test_R_kicks_a_persisted_crewai_flow_off(crewai_copy, crewai_files, cr
         await press(pilot, "enter")
         assert isinstance(app.screen, ConfirmScreen)
         await press(pilot, "y")
-        await until(pilot, lambda: any(n.startswith(f"ran {oslo}: 2 new state(s)") for n in notices(app)),
-                    timeout=120, what="the run")
+        await until(
+            pilot,
+            lambda: any(n.startswith(f"ran {oslo}: 2 new state(s)") for n in notices(app)),
+            timeout=120,
+            what="the run",
+        )
         head = await app.source.db.get_latest(oslo)
         assert head.state["note"] == "tui" and head.metadata.step == 6
 
 
-@pytest.mark.parametrize("name,want", [
-    ("checkpoints.db", ["main", "fork/", "report: report Paris"]),
-    ("flow_states.db", ["2 threads", "book: "]),
-    ("latest_kickoff_task_outputs.db", ["latest_kickoff", "answer 1 about zephyrine"]),
-])
+@pytest.mark.parametrize(
+    "name,want",
+    [
+        ("checkpoints.db", ["main", "fork/", "report: report Paris"]),
+        ("flow_states.db", ["2 threads", "book: "]),
+        ("latest_kickoff_task_outputs.db", ["latest_kickoff", "answer 1 about zephyrine"]),
+    ],
+)
 def test_serve_shows_each_crewai_store_in_a_browser(crewai_copy, name, want, tmp_path):
     """`agentctl serve` on each CrewAI store: its first screen (the threads, the head's
     summary) reaches a real browser, read-only."""

@@ -47,8 +47,9 @@ async def test_tui_browses_the_agno_sample(tmp_path):
 agno_db, agno_builds, agno2_python = agno_rig.agno_db, agno_rig.agno_builds, agno_rig.agno2_python
 
 
-async def test_R_on_an_agno_session_asks_the_users_message_runs_the_agent_and_u_undoes(agno_db, tmp_path,
-                                                                                        monkeypatch):
+async def test_R_on_an_agno_session_asks_the_users_message_runs_the_agent_and_u_undoes(
+    agno_db, tmp_path, monkeypatch
+):
     """`R` runs the user's agent on from the session's end with the user's message (as
     `agentctl run chat --agent FILE.py:VAR --input TEXT`): its messages shown as they
     come, the new run selected; u takes it back."""

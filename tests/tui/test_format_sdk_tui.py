@@ -7,13 +7,12 @@ import io
 import shutil
 
 import pytest
-from tests.support.tui import settle, skip_idle_waits
 from rich.console import Console
 from textual.widgets import Static
 
 from agentctl.tui.app import AgentctlApp
-
 from tests.support.rig import REPO
+from tests.support.tui import settle, skip_idle_waits
 
 SAMPLES = REPO / "sample_db"
 SIZE = (120, 36)
@@ -126,5 +125,6 @@ async def test_tui_shows_an_advanced_sessions_branch_as_a_thread(tmp_path):
         await select_thread(pilot, "planner-3")
         nodes = [c for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
         point = next(c for c in nodes if c.data.meta.step == 2)
-        assert [b.data.thread_id for b in point.children if isinstance(b.data, BranchItem)] == \
-            ["planner-3#museums"]
+        assert [b.data.thread_id for b in point.children if isinstance(b.data, BranchItem)] == [
+            "planner-3#museums"
+        ]

@@ -24,10 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.rig import SAMPLE_DB
+from tests.support.rig import REPO, SAMPLE_DB
 from tests.support.sampledb import cli
 
-from tests.support.rig import REPO
 REQUIRED = os.environ.get("AGENTCTL_REQUIRE_BROWSER") == "1"
 
 
@@ -81,8 +80,8 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width = 8, b"", 0
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, colour = struct.unpack(">IIBB", body[:10])
             assert depth == 8 and colour in (2, 6), (depth, colour)
@@ -95,7 +94,7 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     rows: list[bytes] = []
     prev = bytearray(stride)
     for y in range(height):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for x in range(stride):
             a = line[x - bpp] if x >= bpp else 0
             b = prev[x]
@@ -161,7 +160,9 @@ async def _browse(devtools_port: int, url: str, shot: Path, want: list[str]) -> 
                 raise AssertionError("the browser closed the connection")
 
             async def js(expression: str):
-                return (await call("Runtime.evaluate", expression=expression, returnByValue=True))["result"].get("value")
+                return (await call("Runtime.evaluate", expression=expression, returnByValue=True))[
+                    "result"
+                ].get("value")
 
             await call("Page.enable")
             await call("Page.addScriptToEvaluateOnNewDocument", source=CAPTURE)
@@ -192,17 +193,34 @@ def serve_in_a_browser(db: str, tmp_path: Path, want: list[str]) -> tuple[str, P
 
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    server = subprocess.Popen([sys.executable, "-m", "agentctl", "--db", db, "serve", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--db", db, "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
     browser = None
     try:
         _wait_port(port, server)
         devtools = _free_port()
         browser = subprocess.Popen(
-            [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--no-first-run", "--hide-scrollbars", f"--remote-debugging-port={devtools}",
-             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,800", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                chromium,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--hide-scrollbars",
+                f"--remote-debugging-port={devtools}",
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--window-size=1280,800",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         shot = tmp_path / "serve.png"
         return asyncio.run(_browse(devtools, f"http://127.0.0.1:{port}/", shot, want)), shot
     finally:
@@ -223,12 +241,12 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
     # many colours (text, borders, the highlighted row) over most of its rows
     width, height, rows = _png_pixels(shot.read_bytes())
     assert width == 1280 and height >= 400
-    busy = [row for row in rows[::8] if len({row[i:i + 3] for i in range(0, len(row), 12)}) >= 4]
+    busy = [row for row in rows[::8] if len({row[i : i + 3] for i in range(0, len(row), 12)}) >= 4]
     assert len(busy) >= len(rows[::8]) // 2, len(busy)
     # the footer's keys are drawn: text on the last line, not an empty bar (Textual's
     # footer showed nothing while the page had no focus)
     bpp = len(rows[0]) // width
-    footer = [row for row in rows[-40:] if len({row[i:i + 3] for i in range(0, len(row), bpp)}) >= 6]
+    footer = [row for row in rows[-40:] if len({row[i : i + 3] for i in range(0, len(row), bpp)}) >= 6]
     assert footer, "the footer line is empty"
     # every glyph the UI drew is one the browser can draw: xterm.js draws box drawing
     # and block elements itself; anything else needs a font that has it (fc-list), or
@@ -236,8 +254,13 @@ def test_serve_shows_the_thread_list_in_a_browser(tmp_path):
     _need("fc-list (fontconfig)", shutil.which("fc-list") is not None)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", received)
     drawn = {ch for ch in text if ord(ch) > 0x7E and not 0x2500 <= ord(ch) <= 0x259F and ch.isprintable()}
-    tofu = [ch for ch in sorted(drawn) if not subprocess.run(
-        ["fc-list", f":charset={ord(ch):x}", "family"], capture_output=True, text=True).stdout.strip()]
+    tofu = [
+        ch
+        for ch in sorted(drawn)
+        if not subprocess.run(
+            ["fc-list", f":charset={ord(ch):x}", "family"], capture_output=True, text=True
+        ).stdout.strip()
+    ]
     assert not tofu, [f"{ch} U+{ord(ch):04X}" for ch in tofu]
     assert "↳" in drawn  # the branch glyph is on the first screen (coder-fix-flaky-test's branch)
 
@@ -304,8 +327,9 @@ def test_tui_under_the_web_driver_runs_off_a_terminal(monkeypatch):
     assert r.exit_code == 2 and not ran
     monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
     r = cli(str(SAMPLE_DB), "tui", "--read-only")
-    assert r.exit_code == 0 and ran == [(str(SAMPLE_DB), {"readonly": True, "format": None, "agent": None,
-                                                      "config": None, "python": None})]
+    assert r.exit_code == 0 and ran == [
+        (str(SAMPLE_DB), {"readonly": True, "format": None, "agent": None, "config": None, "python": None})
+    ]
 
 
 def test_ci_installs_the_browser_and_requires_it():

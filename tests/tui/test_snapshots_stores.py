@@ -24,8 +24,13 @@ from tests.support.tui import settle
 TUI = REPO / "tests" / "fixtures" / "tui"
 DATABASES = {name: REPO / "sample_db" / str(CASES[name].sample) for name in SAMPLED}
 DATABASES["langgraphjs"] = TUI / "langgraphjs.db"
-DATABASES.update({"crewai": TUI / "crewai" / "checkpoints.db", "crewai-flows": TUI / "crewai" / "flow_states.db",
-                  "crewai-replay": TUI / "crewai" / "latest_kickoff_task_outputs.db"})
+DATABASES.update(
+    {
+        "crewai": TUI / "crewai" / "checkpoints.db",
+        "crewai-flows": TUI / "crewai" / "flow_states.db",
+        "crewai-replay": TUI / "crewai" / "latest_kickoff_task_outputs.db",
+    }
+)
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
 
 

@@ -13,23 +13,23 @@ import shutil
 import sqlite3
 
 import pytest
-from tests.support.tui import settle, skip_idle_waits
 from rich.console import Console
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from agentctl.backends import make_backend, open_backend
-from agentctl.storage.agentos.sqlite import SQLiteCheckpointer, read_thread_summaries
 from agentctl.errors import ConnectionFailed, DatabaseNotFound
+from agentctl.storage.agentos.sqlite import SQLiteCheckpointer, read_thread_summaries
 from agentctl.tui.app import AgentctlApp
-from agentctl.tui.source import THREAD_PAGE, FirstPage
 from agentctl.tui.screens.confirm import ConfirmScreen
 from agentctl.tui.screens.prompt import PromptScreen, PruneScreen
 from agentctl.tui.screens.search import SearchScreen
+from agentctl.tui.source import THREAD_PAGE, FirstPage
 from agentctl.tui.widgets.timeline import BranchItem, CheckpointItem, OlderItem
-from tests.support.rig import SAMPLE_DB
-from tests.support.helpers import make_cp
 from tests.support import sampledb
+from tests.support.helpers import make_cp
+from tests.support.rig import SAMPLE_DB
+from tests.support.tui import settle, skip_idle_waits
 
 SIZE = (120, 36)
 
@@ -72,10 +72,12 @@ def view_text(app: AgentctlApp, widget_id: str) -> str:
 
 def tree_lines(app: AgentctlApp) -> list[str]:
     out = []
+
     def walk(node):
         out.append(node.label.plain)
         for child in node.children:
             walk(child)
+
     walk(app.timeline.root)
     return out
 
@@ -122,8 +124,7 @@ async def test_browse_threads_checkpoints_tabs_and_diff_across_threads(sample_ur
         await press(pilot, "home", "down")  # the root, then the "▲ 40 earlier" node
         assert isinstance(app.timeline.cursor_node.data, OlderItem)
         await press(pilot, "enter")
-        steps = [c.data.meta.step for c in app.timeline.root.children
-                 if isinstance(c.data, CheckpointItem)]
+        steps = [c.data.meta.step for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
         assert steps == list(range(1, 241))
 
         # selecting a thread (the threads pane: down, j) and moving through checkpoints
@@ -199,8 +200,7 @@ async def test_the_rest_of_the_screen_comes_after_the_first_frame_in_its_places(
         await until(pilot, lambda: app.main.assembled, what="the screen whole")
         assert app.main.check_action("rewind", ())
         assert not app.main.query(KeyLine) and len(app.main.query(KeyFooter)) == 1
-        assert [w.id for w in app.threads.children] == ["thread-filter", "thread-table",
-                                                        "thread-status"]
+        assert [w.id for w in app.threads.children] == ["thread-filter", "thread-table", "thread-status"]
         assert [w.id for w in app.query_one("#panes").children] == ["left", "detail"]
         assert [w.id for w in app.query_one("#left").children] == ["threads-pane", "tree"]
         assert app.query_one("#detail").border_title == "Detail"
@@ -216,8 +216,12 @@ async def test_the_first_page_of_threads_is_the_backends(sample_sqlite, indexed)
         conn.execute("CREATE INDEX idx_created_at ON checkpoints (created_at)")
         conn.close()
     async with open_backend(sample_sqlite) as backend:
-        for kwargs in ({"limit": THREAD_PAGE + 1}, {"limit": 3, "offset": 2},
-                       {"prefix": "coder"}, {"sort": "thread", "descending": False}):
+        for kwargs in (
+            {"limit": THREAD_PAGE + 1},
+            {"limit": 3, "offset": 2},
+            {"prefix": "coder"},
+            {"sort": "thread", "descending": False},
+        ):
             expected = await backend.thread_summaries(**kwargs)
             assert read_thread_summaries(sample_sqlite, **kwargs) == expected, kwargs
     assert any(s.branch_of for s in expected)  # the parent lookup ran too
@@ -239,7 +243,8 @@ def count_backend_thread_lists(monkeypatch) -> list[dict]:
 
 
 async def test_threads_read_at_start_are_in_the_first_frame_and_not_read_again(
-        sample_sqlite, count_backend_thread_lists):
+    sample_sqlite, count_backend_thread_lists
+):
     FirstPage.start(sample_sqlite)  # what `agentctl tui` does before importing Textual
     page = FirstPage._started[sample_sqlite]
     app = AgentctlApp(sample_sqlite)
@@ -282,7 +287,8 @@ async def test_start_up_pauses_the_collector_until_the_screen_is_whole(sample_sq
 
 
 async def test_threads_come_from_the_backend_when_the_start_up_read_fails(
-        sample_sqlite, count_backend_thread_lists, monkeypatch):
+    sample_sqlite, count_backend_thread_lists, monkeypatch
+):
     def fails(path, **kwargs):
         raise sqlite3.OperationalError("disk I/O error")
 
@@ -329,9 +335,11 @@ async def test_filter_threads_by_prefix(sample_sqlite):
         for ch in "support":
             await pilot.press(ch)
         await settle(pilot)
-        assert [app.threads.table.get_row_at(i)[1].plain
-                for i in range(app.threads.table.row_count)] == [
-            "support-1044", "support-1043", "support-1042"]
+        assert [app.threads.table.get_row_at(i)[1].plain for i in range(app.threads.table.row_count)] == [
+            "support-1044",
+            "support-1043",
+            "support-1042",
+        ]
         await press(pilot, "enter")  # back to the table
         assert app.focused is app.threads.table
         assert app.thread_id == "support-1044"
@@ -368,8 +376,9 @@ async def test_command_palette_runs_the_actions(sample_sqlite):
         # the palette's commands are the main screen's keys, each saying what it does
         provider = BindingCommands(app.screen)
         hits = {hit.text: hit.help async for hit in provider.discover()}
-        assert {"Search", "Mark", "Rewind", "Branch", "Merge", "Prune", "Undo", "Refresh",
-                "Follow"} <= set(hits)
+        assert {"Search", "Mark", "Rewind", "Branch", "Merge", "Prune", "Undo", "Refresh", "Follow"} <= set(
+            hits
+        )
         assert hits["Rewind"].startswith("Rewind the thread to the selected checkpoint")
 
         await press(pilot, "ctrl+p")
@@ -379,8 +388,11 @@ async def test_command_palette_runs_the_actions(sample_sqlite):
         results = app.screen.query_one(CommandList)
 
         def mark_first() -> bool:
-            return (results.option_count > 0 and results.highlighted == 0
-                    and "Mark" in str(results.get_option_at_index(0).prompt))
+            return (
+                results.option_count > 0
+                and results.highlighted == 0
+                and "Mark" in str(results.get_option_at_index(0).prompt)
+            )
 
         await until(pilot, mark_first, what="the palette offering Mark")
         await press(pilot, "enter")
@@ -427,8 +439,15 @@ async def test_database_text_is_shown_inert(tmp_path):
     url = str(tmp_path / "evil.db")
     evil = "\x1b[31mRED\x1b[0m [bold]not bold[/bold] [link=http://x]y[/link]"
     b = make_backend(url, readonly=False, create=True)
-    await b.put(make_cp("t-\x1b[2J-[red]x[/red]", 1, summary=evil,
-                        messages=[{"role": "user", "content": evil}], tags=["[b]tag[/b]"]))
+    await b.put(
+        make_cp(
+            "t-\x1b[2J-[red]x[/red]",
+            1,
+            summary=evil,
+            messages=[{"role": "user", "content": evil}],
+            tags=["[b]tag[/b]"],
+        )
+    )
     await b.close()
     app = AgentctlApp(url)
     async with app.run_test(size=SIZE) as pilot:
@@ -448,8 +467,9 @@ def test_a_huge_checkpoint_is_shown_cut_not_frozen():
 
     messages = [{"role": "user", "content": f"message {i}"} for i in range(1000)]
     state = {"docs": [{"id": i, "text": "x" * 100} for i in range(5000)]}  # ~600 KB
-    big = make_cp("t", 2, messages=messages, state=state,
-                  tools={"out": "\x1b[31m" + "y" * (2 * MAX_JSON_CHARS)})
+    big = make_cp(
+        "t", 2, messages=messages, state=state, tools={"out": "\x1b[31m" + "y" * (2 * MAX_JSON_CHARS)}
+    )
     views = build_views(big, make_cp("t", 1), "parent", [], "")
     state_text = plain(views["state"])
     assert "characters of JSON; the first" in state_text
@@ -463,8 +483,9 @@ def test_a_huge_checkpoint_is_shown_cut_not_frozen():
 
 async def test_an_undecodable_row_is_reported_not_fatal(sample_sqlite):
     conn = sqlite3.connect(sample_sqlite)
-    conn.execute("UPDATE checkpoints SET messages_blob = '{broken' "
-                 "WHERE thread_id = 'coder-add-cli-flag' AND step = 9")
+    conn.execute(
+        "UPDATE checkpoints SET messages_blob = '{broken' WHERE thread_id = 'coder-add-cli-flag' AND step = 9"
+    )
     conn.commit()
     conn.close()
     app = AgentctlApp(sample_sqlite)
@@ -525,16 +546,23 @@ async def test_follow_mode_shows_rows_another_writer_adds(sample_url):
             await until(pilot, lambda: polls >= 2, what="follow polls")
             await settle(pilot)
             # another program (its own connection) appends to the shown thread...
-            await writer.put(make_cp("support-1042", 6, cid="ckpt-support-1042-new-6",
-                                     parent=head.checkpoint_id, summary="[user] one more thing"))
-            await until(pilot, lambda: app.selected.checkpoint_id == "ckpt-support-1042-new-6",
-                        what="the new head")
+            await writer.put(
+                make_cp(
+                    "support-1042",
+                    6,
+                    cid="ckpt-support-1042-new-6",
+                    parent=head.checkpoint_id,
+                    summary="[user] one more thing",
+                )
+            )
+            await until(
+                pilot, lambda: app.selected.checkpoint_id == "ckpt-support-1042-new-6", what="the new head"
+            )
             assert "one more thing" in tree_lines(app)[-1]
             assert app.timeline.root.children[-2].data.meta.step == 5
             # ...and starts a new thread: the thread list picks it up too
             await writer.put(make_cp("agent-new", 1, cid="ckpt-agent-new-1"))
-            await until(pilot, lambda: "agent-new" in app.threads.summaries,
-                        what="the new thread")
+            await until(pilot, lambda: "agent-new" in app.threads.summaries, what="the new thread")
             assert app.thread_id == "support-1042"
             await press(pilot, "f")
             assert not app.following
@@ -580,8 +608,11 @@ async def to_step(pilot, thread: str, step: int) -> None:
     app = pilot.app
     await select_thread(pilot, thread)
     app.timeline.focus()
-    node = next(c for c in app.timeline.root.children
-                if isinstance(c.data, CheckpointItem) and c.data.meta.step == step)
+    node = next(
+        c
+        for c in app.timeline.root.children
+        if isinstance(c.data, CheckpointItem) and c.data.meta.step == step
+    )
     app.timeline.move_to_node(node)
     await settle(pilot)
     assert selected_step(app) == (thread, step)
@@ -605,8 +636,12 @@ async def test_rewind_cancel_confirm_and_undo(sample_url):
         await press(pilot, "y")
         assert await thread_size(app, "coder-add-cli-flag") == 6
         # the summary `agentctl rewind` prints (agentctl.ops, one text for both faces)
-        assert any(n.startswith("coder-add-cli-flag is now at ") and "(step 6); 3 checkpoint(s) moved to "
-                   "coder-add-cli-flag-branch-rewind-" in n and n.endswith("(u undoes)") for n in notices(app))
+        assert any(
+            n.startswith("coder-add-cli-flag is now at ")
+            and "(step 6); 3 checkpoint(s) moved to coder-add-cli-flag-branch-rewind-" in n
+            and n.endswith("(u undoes)")
+            for n in notices(app)
+        )
         # the views follow: the tree ends at step 6, the archive thread is listed
         assert app.thread_id == "coder-add-cli-flag"
         assert app.timeline.head_id() == app.selected.checkpoint_id
@@ -632,9 +667,14 @@ async def test_branch_asks_a_name(sample_url):
         await press(pilot, "escape")
         assert not isinstance(app.screen, PromptScreen)
         assert set(app.threads.summaries) == {
-            "loop-research-7", "coder-add-cli-flag", "coder-fix-flaky-test",
-            "coder-fix-flaky-test-branch-retry-backoff-70e7", "support-1044", "support-1043",
-            "support-1042"}
+            "loop-research-7",
+            "coder-add-cli-flag",
+            "coder-fix-flaky-test",
+            "coder-fix-flaky-test-branch-retry-backoff-70e7",
+            "support-1044",
+            "support-1043",
+            "support-1042",
+        }
         await press(pilot, "b")
         for ch in "try-again":
             await pilot.press(ch)
@@ -677,13 +717,29 @@ async def make_branches(url: str) -> tuple[str, str]:
         for name, key in (("clean", "only_theirs"), ("conflict", "plan")):
             branch = await engine.branch(head.metadata.checkpoint_id, name)
             first = await b.get_latest(branch)
-            await b.put(make_cp(branch, 1, cid=f"ckpt-{name}-edit", parent=first.metadata.checkpoint_id,
-                                state={**first.state, key: f"plan of {name}"}, messages=first.messages,
-                                created_at="2026-11-02T10:00:00+00:00"))
+            await b.put(
+                make_cp(
+                    branch,
+                    1,
+                    cid=f"ckpt-{name}-edit",
+                    parent=first.metadata.checkpoint_id,
+                    state={**first.state, key: f"plan of {name}"},
+                    messages=first.messages,
+                    created_at="2026-11-02T10:00:00+00:00",
+                )
+            )
             out.append(branch)
-        await b.put(make_cp("coder-add-cli-flag", head.metadata.step + 1, cid="ckpt-ours-edit",
-                            parent=head.metadata.checkpoint_id, state={**head.state, "plan": "plan of ours"},
-                            messages=head.messages, created_at="2026-11-02T10:00:01+00:00"))
+        await b.put(
+            make_cp(
+                "coder-add-cli-flag",
+                head.metadata.step + 1,
+                cid="ckpt-ours-edit",
+                parent=head.metadata.checkpoint_id,
+                state={**head.state, "plan": "plan of ours"},
+                messages=head.messages,
+                created_at="2026-11-02T10:00:01+00:00",
+            )
+        )
         return out[0], out[1]
     finally:
         await b.close()
@@ -879,9 +935,13 @@ def test_snapshot_rewind_confirm(snap_compare, sample_here):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-@pytest.mark.parametrize("driver, why", [("", "(started with --read-only)"),
-                                         ("textual_serve.web_driver:WebDriver",
-                                          "(agentctl serve without --allow-writes)")])
+@pytest.mark.parametrize(
+    "driver, why",
+    [
+        ("", "(started with --read-only)"),
+        ("textual_serve.web_driver:WebDriver", "(agentctl serve without --allow-writes)"),
+    ],
+)
 async def test_read_only_names_the_option_that_made_it(sample_sqlite, monkeypatch, driver, why):
     """A write key in read-only mode says which option did it: `tui --read-only`, or
     `serve` without --allow-writes."""
@@ -898,10 +958,12 @@ async def test_read_only_names_the_option_that_made_it(sample_sqlite, monkeypatc
 
 def _contrast(a, b) -> float:
     """WCAG contrast ratio of two rich colours."""
+
     def lum(c):
         r, g, b = (x / 255 for x in c.get_truecolor())
         f = [(x / 12.92) if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in (r, g, b)]
         return 0.2126 * f[0] + 0.7152 * f[1] + 0.0722 * f[2]
+
     hi, lo = sorted((lum(a), lum(b)), reverse=True)
     return (hi + 0.05) / (lo + 0.05)
 
@@ -938,7 +1000,9 @@ async def test_langgraph_checkpoint_rows_name_the_source_once():
         metas = await store.read_thread("flaky-tool")
     labels = [checkpoint_label(m).plain for m in metas]
     assert [label.split()[-1] for label in labels] == ["input", "loop", "loop"], labels
-    assert not any("loop  loop" in label or m.checkpoint_id in label for label, m in zip(labels, metas))
+    assert not any(
+        "loop  loop" in label or m.checkpoint_id in label for label, m in zip(labels, metas, strict=False)
+    )
 
 
 async def test_a_branch_row_sits_under_the_thread_it_was_branched_from(sample_url):
@@ -948,8 +1012,16 @@ async def test_a_branch_row_sits_under_the_thread_it_was_branched_from(sample_ur
     branch = "coder-fix-flaky-test-branch-retry-backoff-70e7"
     writer = make_backend(sample_url, readonly=False, create=False)
     try:
-        await writer.put(make_cp(branch, 4, cid="ckpt-branch-late-4", parent=f"ckpt-{branch}-3",
-                                 created_at="2026-11-02T10:00:00+00:00", summary="[assistant] later"))
+        await writer.put(
+            make_cp(
+                branch,
+                4,
+                cid="ckpt-branch-late-4",
+                parent=f"ckpt-{branch}-3",
+                created_at="2026-11-02T10:00:00+00:00",
+                summary="[assistant] later",
+            )
+        )
     finally:
         await writer.close()
     app = AgentctlApp(sample_url)
@@ -957,8 +1029,15 @@ async def test_a_branch_row_sits_under_the_thread_it_was_branched_from(sample_ur
         await settle(pilot)
         table = app.threads.table
         rows = [table.get_row_at(i)[1].plain for i in range(table.row_count)]
-        assert rows == ["loop-research-7", "coder-add-cli-flag", "coder-fix-flaky-test", f"↳ {branch}",
-                        "support-1044", "support-1043", "support-1042"], rows
+        assert rows == [
+            "loop-research-7",
+            "coder-add-cli-flag",
+            "coder-fix-flaky-test",
+            f"↳ {branch}",
+            "support-1044",
+            "support-1043",
+            "support-1042",
+        ], rows
 
 
 def _shape(node, depth: int = 0) -> list[str]:
@@ -987,10 +1066,25 @@ async def test_the_checkpoint_list_draws_a_threads_forks_as_tree_does(tmp_path):
         await settle(pilot)
         await select_thread(pilot, "support-refund-replay")
         assert _shape(app.timeline.root) == [
-            "0:-1", "0:0", "0:1", "0:2",
-            "1:fork 5", "2:3", "2:4", "2:5", "2:6", "2:7",
-            "1:fork 6", "2:3", "2:4", "2:5", "2:6", "2:7", "2:8",
-            "0:3"]
+            "0:-1",
+            "0:0",
+            "0:1",
+            "0:2",
+            "1:fork 5",
+            "2:3",
+            "2:4",
+            "2:5",
+            "2:6",
+            "2:7",
+            "1:fork 6",
+            "2:3",
+            "2:4",
+            "2:5",
+            "2:6",
+            "2:7",
+            "2:8",
+            "0:3",
+        ]
         top = [c for c in app.timeline.root.children if isinstance(c.data, CheckpointItem)]
         assert "branch-point" in top[3].data.labels and "head" in top[-1].data.labels
         assert app.timeline.is_at_head() and app.selected.checkpoint_id == top[-1].data.meta.checkpoint_id

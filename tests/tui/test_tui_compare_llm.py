@@ -32,10 +32,16 @@ def _db(tmp_path, answers: list[str]) -> tuple[str, str, str]:
     return path, original, replay
 
 
-@pytest.mark.parametrize("answers,expect", [
-    (["It is sunny in Paris.", "It is sunny in Paris."], ["the runs do not part"]),
-    (["It is sunny in Paris.", "Paris: sunny."], ["parted at step 4", "(step 3)", "(step 4)", "Paris: sunny."]),
-])
+@pytest.mark.parametrize(
+    "answers,expect",
+    [
+        (["It is sunny in Paris.", "It is sunny in Paris."], ["the runs do not part"]),
+        (
+            ["It is sunny in Paris.", "Paris: sunny."],
+            ["parted at step 4", "(step 3)", "(step 4)", "Paris: sunny."],
+        ),
+    ],
+)
 async def test_the_compare_view_of_a_replay(tmp_path, answers, expect):
     path, original, replay = _db(tmp_path, answers)
     app = AgentctlApp(path)
@@ -44,8 +50,11 @@ async def test_the_compare_view_of_a_replay(tmp_path, answers, expect):
         main = app.screen
         db = await main.source.ready()
         main.compare(await db.get_metadata(original), await db.get_metadata(replay))
-        await until(pilot, lambda: isinstance(app.screen, CompareScreen) and expect[0] in screen_text(app),
-                    what="the compare view, drawn")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, CompareScreen) and expect[0] in screen_text(app),
+            what="the compare view, drawn",
+        )
         text = screen_text(app)
         for want in expect:
             assert want in text, text

@@ -15,10 +15,20 @@ from agentctl.tui.app import AgentctlApp
 from agentctl.tui.screens.compare import CompareScreen
 from agentctl.tui.screens.confirm import ConfirmScreen
 from agentctl.tui.screens.edit import EditScreen
-from tests.support.rig import SAMPLE_DB
 from tests.support import noderig, sampledb
+from tests.support.rig import SAMPLE_DB
 from tests.support.tui import settle, skip_idle_waits
-from tests.tui.test_tui import SIZE, notices, plain, press, screen_text, select_thread, thread_size, to_step, until
+from tests.tui.test_tui import (
+    SIZE,
+    notices,
+    plain,
+    press,
+    screen_text,
+    select_thread,
+    thread_size,
+    to_step,
+    until,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +57,9 @@ async def head_state(app: AgentctlApp, thread: str) -> dict:
 def editor_state(app) -> tuple[str, bool]:
     screen = app.screen
     assert isinstance(screen, EditScreen)
-    return plain(screen.query_one("#edit-error", Static).content).strip(), screen.query_one("#ok", Button).disabled
+    return plain(screen.query_one("#edit-error", Static).content).strip(), screen.query_one(
+        "#ok", Button
+    ).disabled
 
 
 # ---- e: edit a state value -------------------------------------------------------------
@@ -170,8 +182,11 @@ async def test_compare_with_the_marked_checkpoint_from_the_palette(sample_sqlite
         for ch in "Compare":
             await pilot.press(ch)
         results = app.screen.query_one(CommandList)
-        await until(pilot, lambda: results.option_count > 0
-                    and "Compare with" in str(results.get_option_at_index(0).prompt), what="Compare with…")
+        await until(
+            pilot,
+            lambda: results.option_count > 0 and "Compare with" in str(results.get_option_at_index(0).prompt),
+            what="Compare with…",
+        )
         await press(pilot, "enter")
         await until(pilot, lambda: isinstance(app.screen, CompareScreen), what="the compare view")
         text = screen_text(app)
@@ -209,8 +224,11 @@ def any_story(request, tmp_path):
 
     modules = request.getfixturevalue("node_modules")  # skips without node
     project = tmp_path / "story-js"
-    shutil.copytree(REPO / "sample_db" / "story-js", project,
-                    ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"))
+    shutil.copytree(
+        REPO / "sample_db" / "story-js",
+        project,
+        ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"),
+    )
     (project / "node_modules").symlink_to(modules)
     db, config = str(project / "run.db"), str(project / "langgraph.json")
     r = cli(db, "run", "trip", "--input", '{"request": "somewhere new, 3 nights"}', "--config", config)
@@ -258,12 +276,19 @@ async def test_e_then_R_on_langgraph_runs_live_and_ends_on_the_compare_view(any_
         await press(pilot, "ctrl+s")
         assert isinstance(app.screen, ConfirmScreen) and "Atlantis" in screen_text(app)
         await press(pilot, "y")
-        await until(pilot, lambda: any(n.startswith("edited trip: new checkpoint") for n in notices(app)),
-                    timeout=60, what="the edit")
+        await until(
+            pilot,
+            lambda: any(n.startswith("edited trip: new checkpoint") for n in notices(app)),
+            timeout=60,
+            what="the edit",
+        )
         await settle(pilot)
         assert await thread_size(app, "trip") == size + 1
         edited = app.selected
-        assert edited.step == 2 and (await app.source.db.get(edited.checkpoint_id)).state["plan"]["next_city"] == "Paris"
+        assert (
+            edited.step == 2
+            and (await app.source.db.get(edited.checkpoint_id)).state["plan"]["next_city"] == "Paris"
+        )
         # the list (issue 33.2): the update right after its parent, step 1, marked as the
         # branch point; the run it left hangs under step 1 as a fork
         from agentctl.tui.widgets.timeline import CheckpointItem, ForkItem
@@ -427,20 +452,34 @@ async def test_R_asks_an_input_where_the_graph_ended_and_escape_stops_the_run(tm
         assert isinstance(app.screen, ConfirmScreen) and '"slow": true' in screen_text(app)
         await press(pilot, "y")
         # the run goes: its first checkpoints are listed, and in the tree
-        await until(pilot, lambda: isinstance(app.screen, RunScreen) and len(app.screen.lines) >= 2,
-                    timeout=60, what="the run's first checkpoints")
-        await until(pilot, lambda: app.timeline.states[app.timeline.root.id].total >= size + 2,
-                    timeout=20, what="the tree showing them")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, RunScreen) and len(app.screen.lines) >= 2,
+            timeout=60,
+            what="the run's first checkpoints",
+        )
+        await until(
+            pilot,
+            lambda: app.timeline.states[app.timeline.root.id].total >= size + 2,
+            timeout=20,
+            what="the tree showing them",
+        )
         await pilot.press("escape")  # stop it: the child is stopped, what it saved stays
-        await until(pilot, lambda: any(n.startswith("stopped: the run saved") for n in notices(app)),
-                    timeout=30, what="the run stopped")
+        await until(
+            pilot,
+            lambda: any(n.startswith("stopped: the run saved") for n in notices(app)),
+            timeout=30,
+            what="the run stopped",
+        )
         said = next(n for n in notices(app) if n.startswith("stopped: the run saved"))
         assert "which stay (u undoes)" in said
         assert app.main.running is None
         await settle(pilot)
         assert await thread_size(app, "t") > size
         head = (await app.source.db.read_thread("t", limit=1, descending=True))[0]
-        assert (await app.source.db.get(head.checkpoint_id)).state["n"] == 11  # `count` ran, `wait` did not end
+        assert (await app.source.db.get(head.checkpoint_id)).state[
+            "n"
+        ] == 11  # `count` ran, `wait` did not end
 
 
 async def run_with_message(pilot, app, thread: str, text: str, said: str, timeout: float = 90) -> int:
@@ -568,12 +607,15 @@ async def test_R_on_an_async_graph_with_run_options_and_an_error_said_once(tmp_p
             app.screen.query_one(Input).value = "--context '{}' --configurable"
             await press(pilot, "enter")
             assert isinstance(app.screen, PromptScreen)  # refused, said
-            app.screen.query_one(Input).value = (f"--context '{{\"greeting\": \"yo\", \"limit\": 2}}' "
-                                                 f"--configurable user_id='{user}'")
+            app.screen.query_one(
+                Input
+            ).value = f'--context \'{{"greeting": "yo", "limit": 2}}\' --configurable user_id=\'{user}\''
             await press(pilot, "enter")
             assert isinstance(app.screen, ConfirmScreen) and "--configurable user_id=" in screen_text(app)
             await press(pilot, "y")
-            await until(pilot, lambda: any(want in n for n in notices(app)), timeout=60, what="the run")
+            await until(
+                pilot, lambda want=want: any(want in n for n in notices(app)), timeout=60, what="the run"
+            )
             await settle(pilot)
             assert sum(1 for n in notices(app) if "PermissionError" in n) == 1, notices(app)
         head = (await app.source.db.read_thread("t", limit=1, descending=True))[0]

@@ -18,8 +18,20 @@ from tests.support.helpers import make_cp, ts
 from tests.support.sampledb import cli
 
 MAIN = "main-thread"
-ODD = ["plain", "new\nline", "tab\there", "\x1b[31mred\x1b[0m", "bidi \u202e evil", "sep \uffff x",
-       "  spaced   out  ", "汉字 summary", "c1 \x85 \x9b", "line\u2028sep", "", "x" * 150]
+ODD = [
+    "plain",
+    "new\nline",
+    "tab\there",
+    "\x1b[31mred\x1b[0m",
+    "bidi \u202e evil",
+    "sep \uffff x",
+    "  spaced   out  ",
+    "汉字 summary",
+    "c1 \x85 \x9b",
+    "line\u2028sep",
+    "",
+    "x" * 150,
+]
 
 
 def _rows(n: int, seed: int = 7) -> list[tuple]:
@@ -31,17 +43,36 @@ def _rows(n: int, seed: int = 7) -> list[tuple]:
     for i in range(n):
         step = i - 1 if i % 97 == 5 else i  # a repeated step now and then
         cid = f"ckpt-{MAIN}-{i}" + ("\x1b" if i == 11 else "")
-        tags = rnd.choice([["llm_call"], ["tool_call"], ["manual", "x\ny"], [], ["merge", "merged:ckpt-b1-3"],
-                           ["branch:foo", "state_change"]])
-        created = ts(i % 3600, day=1 + i // 3600) if i % 97 != 5 else ts((i - 1) % 3600, day=1 + (i - 1) // 3600)
+        tags = rnd.choice(
+            [
+                ["llm_call"],
+                ["tool_call"],
+                ["manual", "x\ny"],
+                [],
+                ["merge", "merged:ckpt-b1-3"],
+                ["branch:foo", "state_change"],
+            ]
+        )
+        created = (
+            ts(i % 3600, day=1 + i // 3600) if i % 97 != 5 else ts((i - 1) % 3600, day=1 + (i - 1) // 3600)
+        )
         rows.append((MAIN, cid, parent, step, created, json.dumps(tags), rnd.choice(ODD) + f" {i}" * (i % 2)))
         parent = cid
     for b, at, length in (("b1", 20, 4), ("b2", n // 2, 2)):
         thread, parent = f"{MAIN}-branch-{b}", f"ckpt-{MAIN}-{at}"
         for s in range(length):
             cid = f"ckpt-{b}-{s}"
-            rows.append((thread, cid, parent, s, ts(s, day=28), json.dumps(["branch", b] if s == 0 else []),
-                         rnd.choice(ODD)))
+            rows.append(
+                (
+                    thread,
+                    cid,
+                    parent,
+                    s,
+                    ts(s, day=28),
+                    json.dumps(["branch", b] if s == 0 else []),
+                    rnd.choice(ODD),
+                )
+            )
             parent = cid
     return rows
 
@@ -51,8 +82,11 @@ def bulk_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("bulk") / "bulk.db"
     conn = sqlite3.connect(path)
     conn.executescript(SQLITE_SCHEMA)
-    conn.executemany("INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, "
-                     "summary) VALUES (?, ?, ?, ?, ?, ?, ?)", _rows(3000))
+    conn.executemany(
+        "INSERT INTO checkpoints (thread_id, checkpoint_id, parent_id, step, created_at, tags, "
+        "summary) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        _rows(3000),
+    )
     conn.commit()
     conn.close()
     return str(path)
@@ -63,7 +97,9 @@ def _full_order(db: str, thread: str, descending: bool = True) -> list[tuple]:
     with sqlite3.connect(db) as conn:
         return conn.execute(
             "SELECT checkpoint_id, parent_id, step, created_at, tags, summary FROM checkpoints "
-            f"WHERE thread_id = ? ORDER BY step {order}, created_at {order}, id {order}", (thread,)).fetchall()
+            f"WHERE thread_id = ? ORDER BY step {order}, created_at {order}, id {order}",
+            (thread,),
+        ).fetchall()
 
 
 def _expected_log(db: str) -> str:
@@ -73,7 +109,8 @@ def _expected_log(db: str) -> str:
         forks = conn.execute(
             "SELECT parent_id, thread_id FROM checkpoints WHERE thread_id <> ? AND parent_id IN "
             "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?) ORDER BY thread_id, step",
-            (MAIN, MAIN)).fetchall()
+            (MAIN, MAIN),
+        ).fetchall()
     decorations: dict[str, list[str]] = {rows[0][0]: [MAIN]}
     for parent, thread in forks:
         decorations.setdefault(parent, []).append(f"fork: {thread}")

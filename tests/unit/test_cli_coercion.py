@@ -10,7 +10,7 @@ from tests.support.rig import REPO
 
 # A Typer app with each kind of option agentctl uses, run through CliRunner with and
 # without agentctl's conversion (in two fresh interpreters: install() patches Typer).
-PROBE = r'''
+PROBE = r"""
 import sys
 from typing import Annotated, Optional
 import typer
@@ -37,12 +37,13 @@ for args in cases:
         lines = [l.strip(" │") for l in r.output.splitlines() if "OK" in l or "Invalid" in l]
         print(args, env, r.exit_code, lines)
 print("pydantic" in sys.modules)
-'''
+"""
 
 
 def probe(mode: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True,
-                         cwd=REPO, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, mode], capture_output=True, text=True, cwd=REPO, timeout=60, check=True
+    ).stdout
     return out.splitlines()
 
 
@@ -61,10 +62,13 @@ def test_bad_limit_is_a_usage_error():
 
     from agentctl.cli import app
 
-    r = CliRunner().invoke(app, ["--db", str(REPO / "sample_db" / "checkpoints.db"),
-                                 "threads", "list", "--limit", "0"])
+    r = CliRunner().invoke(
+        app, ["--db", str(REPO / "sample_db" / "checkpoints.db"), "threads", "list", "--limit", "0"]
+    )
     assert r.exit_code == 2
     assert "greater than or equal to 1" in r.output
-    r = CliRunner().invoke(app, ["--db", str(REPO / "sample_db" / "checkpoints.db"),
-                                 "threads", "list", "--limit", "2.0", "--json"])
+    r = CliRunner().invoke(
+        app,
+        ["--db", str(REPO / "sample_db" / "checkpoints.db"), "threads", "list", "--limit", "2.0", "--json"],
+    )
     assert r.exit_code == 0 and r.output.count('"thread_id"') == 2

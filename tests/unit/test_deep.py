@@ -53,6 +53,9 @@ def test_numbers_json_has_no_words_for():
     text = deep.dumps(value)
     assert json.loads(text, parse_constant=lambda w: pytest.fail(w)) == {
         "a": ["… NaN (not a JSON number)", [1, "… Infinity (not a JSON number)"]],
-        "b": "… -Infinity (not a JSON number)", "c": "NaN", "d": 0.5}
+        "b": "… -Infinity (not a JSON number)",
+        "c": "NaN",
+        "d": 0.5,
+    }
     plain = {"a": [1, "x"]}
     assert deep.dumps(plain) == json.dumps(plain)

@@ -12,8 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentctl.diff as diff_module
-from tests.support.helpers import same
-from tests.support.strategies import JSON, KEYS  # keys likely to collide, values of up to 25 leaves
 from agentctl.diff import (
     CHECKPOINT_SECTIONS,
     MISSING,
@@ -35,6 +33,8 @@ from agentctl.diff import (
     to_json_patch,
     unescape_token,
 )
+from tests.support.helpers import same
+from tests.support.strategies import JSON, KEYS  # keys likely to collide, values of up to 25 leaves
 
 # --------------------------------------------------------------------------- helpers
 
@@ -566,8 +566,6 @@ def test_depth_2000_does_not_hit_the_recursion_limit(lists):
 
 
 # --------------------------------------------------------------------------- import hygiene
-
-
 
 
 # --------------------------------------------------------------------------- properties

@@ -41,10 +41,11 @@ def sqlite_valid(blob: bytes) -> bool:
 def same(a, b) -> bool:
     """Equal JSON values, floats included by their type and sign (-0.0 is not 0)."""
     if isinstance(a, float) or isinstance(b, float):
-        return type(a) is type(b) and (a == b and math.copysign(1, a) == math.copysign(1, b)
-                                       or a != a and b != b)
+        return type(a) is type(b) and (
+            a == b and math.copysign(1, a) == math.copysign(1, b) or a != a and b != b
+        )
     if isinstance(a, list):
-        return type(b) is list and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return type(b) is list and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict):
         return type(b) is dict and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
@@ -69,24 +70,55 @@ def test_the_reference_sqlite_has_jsonb():
 
 # JSON (and JSON5) texts and the element type SQLite's jsonb() stores them as
 ELEMENTS = [
-    ("null", jsonb.NULL), ("true", jsonb.TRUE), ("false", jsonb.FALSE),
-    ("0", jsonb.INT), ("-17", jsonb.INT), ("+5", jsonb.INT), ("-0", jsonb.INT),
-    ("123456789012345678901234567890", jsonb.INT), ("-98765432109876543210987", jsonb.INT),
-    ("0x1F", jsonb.INT5), ("-0xff", jsonb.INT5), ("0XaBc", jsonb.INT5),
-    ("0xFFFFFFFFFFFFFFFF", jsonb.INT5), ("0x10000000000000000", jsonb.INT5),
-    ("-0x10000000000000000", jsonb.INT5), ("0x00000000000000000001", jsonb.INT5),
-    ("1.5", jsonb.FLOAT), ("-0.0", jsonb.FLOAT), ("1e5", jsonb.FLOAT), ("1E-7", jsonb.FLOAT),
-    ("2.5e+300", jsonb.FLOAT), ("1e400", jsonb.FLOAT), ("-1e400", jsonb.FLOAT),
-    ("1e-400", jsonb.FLOAT), ("0.1000000000000000055511151231257827", jsonb.FLOAT),
-    ("Infinity", jsonb.FLOAT), ("-Infinity", jsonb.FLOAT), ("NaN", jsonb.NULL),
-    (".5", jsonb.FLOAT5), ("5.", jsonb.FLOAT5), ("-.25e2", jsonb.FLOAT5), ("+1.e3", jsonb.FLOAT5),
-    ('"plain text é 中文 😀"', jsonb.TEXT), ('""', jsonb.TEXT), ("'single'", jsonb.TEXT),
-    (r'"a\"b\\c\/d\b\f\n\r\t"', jsonb.TEXTJ), (r'"\u00e9\ud83d\ude00\ud800 lone"', jsonb.TEXTJ),
-    (r"'\x41\'\v\0 \
-next'", jsonb.TEXT5), ("'say \"hi\"'", jsonb.TEXT5), ('"raw\ttab"', jsonb.TEXT5),
+    ("null", jsonb.NULL),
+    ("true", jsonb.TRUE),
+    ("false", jsonb.FALSE),
+    ("0", jsonb.INT),
+    ("-17", jsonb.INT),
+    ("+5", jsonb.INT),
+    ("-0", jsonb.INT),
+    ("123456789012345678901234567890", jsonb.INT),
+    ("-98765432109876543210987", jsonb.INT),
+    ("0x1F", jsonb.INT5),
+    ("-0xff", jsonb.INT5),
+    ("0XaBc", jsonb.INT5),
+    ("0xFFFFFFFFFFFFFFFF", jsonb.INT5),
+    ("0x10000000000000000", jsonb.INT5),
+    ("-0x10000000000000000", jsonb.INT5),
+    ("0x00000000000000000001", jsonb.INT5),
+    ("1.5", jsonb.FLOAT),
+    ("-0.0", jsonb.FLOAT),
+    ("1e5", jsonb.FLOAT),
+    ("1E-7", jsonb.FLOAT),
+    ("2.5e+300", jsonb.FLOAT),
+    ("1e400", jsonb.FLOAT),
+    ("-1e400", jsonb.FLOAT),
+    ("1e-400", jsonb.FLOAT),
+    ("0.1000000000000000055511151231257827", jsonb.FLOAT),
+    ("Infinity", jsonb.FLOAT),
+    ("-Infinity", jsonb.FLOAT),
+    ("NaN", jsonb.NULL),
+    (".5", jsonb.FLOAT5),
+    ("5.", jsonb.FLOAT5),
+    ("-.25e2", jsonb.FLOAT5),
+    ("+1.e3", jsonb.FLOAT5),
+    ('"plain text é 中文 😀"', jsonb.TEXT),
+    ('""', jsonb.TEXT),
+    ("'single'", jsonb.TEXT),
+    (r'"a\"b\\c\/d\b\f\n\r\t"', jsonb.TEXTJ),
+    (r'"\u00e9\ud83d\ude00\ud800 lone"', jsonb.TEXTJ),
+    (
+        r"'\x41\'\v\0 \
+next'",
+        jsonb.TEXT5,
+    ),
+    ("'say \"hi\"'", jsonb.TEXT5),
+    ('"raw\ttab"', jsonb.TEXT5),
     ("'cr\\\r\nlf \\\u2028 ls'", jsonb.TEXT5),
-    ("[]", jsonb.ARRAY), ("[1, [2, [3, []]], {}]", jsonb.ARRAY),
-    ("{}", jsonb.OBJECT), ('{"a": {"b": [null, true]}, "": 1, "a": "dup"}', jsonb.OBJECT),
+    ("[]", jsonb.ARRAY),
+    ("[1, [2, [3, []]], {}]", jsonb.ARRAY),
+    ("{}", jsonb.OBJECT),
+    ('{"a": {"b": [null, true]}, "": 1, "a": "dup"}', jsonb.OBJECT),
     ("{unquoted: 1, 'q': 2, \"\\u0041\": 3, 'x\\x42': 4}", jsonb.OBJECT),
 ]
 
@@ -109,9 +141,35 @@ def test_textraw_decodes_as_sqlite_json_does(payload):
     check_decode(jsonb._header(jsonb.OBJECT, len(blob) * 2) + blob + blob)
 
 
-SCALARS = [None, True, False, 0, -1, 7, 2**63 - 1, -(2**63), 2**64, -(10**40), 1.5, -0.0, 0.1,
-           1e16, 1e-7, 5e-324, 1.7976931348623157e308, "", "abc", "é 中文 😀", 'q"uote',
-           "back\\slash", "ctl\x00\x01\x1f\x7f", "nl\n\r\t\b\f", "/", "\u2028", "\ud800 lone"]
+SCALARS = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    7,
+    2**63 - 1,
+    -(2**63),
+    2**64,
+    -(10**40),
+    1.5,
+    -0.0,
+    0.1,
+    1e16,
+    1e-7,
+    5e-324,
+    1.7976931348623157e308,
+    "",
+    "abc",
+    "é 中文 😀",
+    'q"uote',
+    "back\\slash",
+    "ctl\x00\x01\x1f\x7f",
+    "nl\n\r\t\b\f",
+    "/",
+    "\u2028",
+    "\ud800 lone",
+]
 
 
 @pytest.mark.parametrize("value", SCALARS, ids=[repr(v) for v in SCALARS])
@@ -132,7 +190,8 @@ def test_encode_containers_tuples_and_json_dumps_keys():
     check_encode([1, [2, [3, [], {}]], {"a": {"b": [None, True, "x"]}}])
     assert encode((1, "a")) == encode([1, "a"])
     assert encode({1: "a", 2.5: "b", False: "c", None: "d"}) == sqlite_jsonb(
-        json.dumps({1: "a", 2.5: "b", False: "c", None: "d"}))
+        json.dumps({1: "a", 2.5: "b", False: "c", None: "d"})
+    )
 
 
 def test_encode_refuses_what_json_cannot_hold():
@@ -194,7 +253,9 @@ def _object_of_payload(size: int) -> dict:
 @pytest.mark.parametrize("size", BOUNDARIES)
 def test_containers_at_header_boundaries(size):
     """An array and an object whose payloads are exactly `size` bytes."""
-    values = [_array_of_payload(size)] + ([_object_of_payload(size)] if size >= 2 else [{}] if not size else [])
+    values = [_array_of_payload(size)] + (
+        [_object_of_payload(size)] if size >= 2 else [{}] if not size else []
+    )
     for value in values:
         blob = check_encode(value)
         assert blob[0] >> 4 == _nibble(size)
@@ -226,15 +287,21 @@ MALFORMED = [  # (blob, offset named, what)
     (b"\x17", 0, "past the end"),  # TEXT of 1 byte, none there
     (b"\xc7", 0, "header cut short"),
     (b"\xd7\x00", 0, "header cut short"),
-    (b"\x0d", 0, "reserved"), (b"\x0e", 0, "reserved"), (b"\x0f", 0, "reserved"),
+    (b"\x0d", 0, "reserved"),
+    (b"\x0e", 0, "reserved"),
+    (b"\x0f", 0, "reserved"),
     (b"\x2c\x13\x31", 1, "object key of type INT"),
     (b"\x2c\x17\x61", 3, "key without a value"),
-    (b"\x00\x00", 1, "after the value"), (b"\x0b\x00", 1, "after the value"),
-    (b"\x1b\x0d", 1, "reserved"), (b"\x3c\x17\x61\x0f", 3, "reserved"),
-    (b"\x2b\x10\x00", 1, "NULL with a payload"), (b"\x2b\xc7\x05", 1, "past the end"),
+    (b"\x00\x00", 1, "after the value"),
+    (b"\x0b\x00", 1, "after the value"),
+    (b"\x1b\x0d", 1, "reserved"),
+    (b"\x3c\x17\x61\x0f", 3, "reserved"),
+    (b"\x2b\x10\x00", 1, "NULL with a payload"),
+    (b"\x2b\xc7\x05", 1, "past the end"),
     (b"\x2b\xd7\x00", 1, "header cut short"),
     (b"\x10\x00", 0, "NULL with a payload"),
-    (b"\x13\x41", 1, "INT holding"), (b"\x13\x2d", 1, "INT holding"),
+    (b"\x13\x41", 1, "INT holding"),
+    (b"\x13\x2d", 1, "INT holding"),
     (b"\x25\x31\x32", 1, "FLOAT holding"),  # FLOAT '12': an integer
     (b"\x34\x30\x78\x47", 1, "INT5 holding"),  # '0xG'
     (b"\x26\x31\x78", 1, "FLOAT5 holding"),
@@ -247,8 +314,9 @@ MALFORMED = [  # (blob, offset named, what)
 ]
 
 
-@pytest.mark.parametrize("blob,offset,what", MALFORMED,
-                         ids=lambda v: v.hex() if isinstance(v, bytes) else str(v))
+@pytest.mark.parametrize(
+    "blob,offset,what", MALFORMED, ids=lambda v: v.hex() if isinstance(v, bytes) else str(v)
+)
 def test_malformed_raises_one_error_naming_the_offset(blob, offset, what):
     with pytest.raises(JsonbError) as exc:
         decode(blob)
@@ -286,11 +354,21 @@ def test_is_jsonb():
 # -- fuzzed ---------------------------------------------------------------------------
 
 _TEXTS = st.text(alphabet=st.characters(codec="utf-8"), max_size=20) | st.sampled_from(
-    ["", '"', "\\", "\x00", "\n\t", "\u2028", "é", "😀", "x" * 12, "y" * 300])
+    ["", '"', "\\", "\x00", "\n\t", "\u2028", "é", "😀", "x" * 12, "y" * 300]
+)
 _VALUES = json_values(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=-(10**40), max_value=10**40),
-              st.floats(allow_nan=False, allow_infinity=False), _TEXTS),
-    keys(COLLIDING_KEYS, text_size=6), width=8, max_leaves=40)
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.integers(min_value=-(10**40), max_value=10**40),
+        st.floats(allow_nan=False, allow_infinity=False),
+        _TEXTS,
+    ),
+    keys(COLLIDING_KEYS, text_size=6),
+    width=8,
+    max_leaves=40,
+)
 
 _FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -302,9 +380,32 @@ def test_fuzz_encode_is_sqlite_jsonb_and_decode_its_inverse(value):
     check_decode(blob)
 
 
-_JSON5_PIECES = st.sampled_from([
-    "a", "é", "😀", "\t", "\x01", '"', "\\'", "\\x41", "\\x7f", "\\v", "\\0", "\\\n", "\\\r\n",
-    "\\\r", "\\\u2028", "\\\u2029", "\\n", "\\\\", "\\/", "\\u00e9", "\\ud83d\\ude00", "\\ud800"])
+_JSON5_PIECES = st.sampled_from(
+    [
+        "a",
+        "é",
+        "😀",
+        "\t",
+        "\x01",
+        '"',
+        "\\'",
+        "\\x41",
+        "\\x7f",
+        "\\v",
+        "\\0",
+        "\\\n",
+        "\\\r\n",
+        "\\\r",
+        "\\\u2028",
+        "\\\u2029",
+        "\\n",
+        "\\\\",
+        "\\/",
+        "\\u00e9",
+        "\\ud83d\\ude00",
+        "\\ud800",
+    ]
+)
 
 
 @_FUZZ
@@ -322,11 +423,17 @@ def test_fuzz_json5_strings_decode_as_sqlite_json_does(pieces, quote):
 _NUMBERS = st.builds(
     lambda sign, whole, frac, exp: sign + whole + frac + exp,
     st.sampled_from(["", "-", "+"]),
-    st.sampled_from(["0", "1", "9"]) | st.text(alphabet=string.digits, min_size=1, max_size=30).filter(lambda s: s[0] != "0") | st.just(""),
-    st.sampled_from(["", ".", ".5"]) | st.text(alphabet=string.digits, min_size=1, max_size=25).map(lambda s: "." + s),
+    st.sampled_from(["0", "1", "9"])
+    | st.text(alphabet=string.digits, min_size=1, max_size=30).filter(lambda s: s[0] != "0")
+    | st.just(""),
+    st.sampled_from(["", ".", ".5"])
+    | st.text(alphabet=string.digits, min_size=1, max_size=25).map(lambda s: "." + s),
     st.sampled_from(["", "e5", "E-3", "e+400", "e-400", "e308", "e-324"]),
-) | st.builds(lambda sign, digits: sign + "0x" + digits, st.sampled_from(["", "-", "+"]),
-              st.text(alphabet=string.hexdigits, min_size=1, max_size=24))
+) | st.builds(
+    lambda sign, digits: sign + "0x" + digits,
+    st.sampled_from(["", "-", "+"]),
+    st.text(alphabet=string.hexdigits, min_size=1, max_size=24),
+)
 
 
 @_FUZZ
@@ -354,7 +461,7 @@ def _mutated(draw) -> bytes:
         if kind == "flip":
             blob[at] = draw(st.integers(0, 255))
         elif kind == "cut":
-            del blob[at:at + draw(st.integers(1, 3))]
+            del blob[at : at + draw(st.integers(1, 3))]
         elif kind == "insert":
             blob[at:at] = draw(st.binary(min_size=1, max_size=3))
         else:

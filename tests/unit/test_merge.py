@@ -6,8 +6,6 @@ import copy
 import sys
 
 import pytest
-from tests.support.helpers import same
-from tests.support.strategies import json_values, keys, scalars
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -20,10 +18,10 @@ from agentctl.merge import (
     merge_messages,
     three_way_merge,
 )
+from tests.support.helpers import same
+from tests.support.strategies import json_values, keys, scalars
 
 # --------------------------------------------------------------------------- helpers
-
-
 
 
 KEYS = keys(["a", "b", "c", "~", "a/b", "b c", "中文", ""], text_size=3)
@@ -230,8 +228,6 @@ def test_depth_2000_merge_does_not_hit_the_recursion_limit():
 
 
 # --------------------------------------------------------------------------- import hygiene
-
-
 
 
 # --------------------------------------------------------------------------- merge_messages

@@ -41,11 +41,19 @@ async def _plan_apply(url: str, op: ops.Operation) -> tuple[ops.Plan, ops.Done |
         return plan, done, await history.oplog(5)
 
 
-@pytest.mark.parametrize("db, ref, effect, confirm, said", [
-    ("checkpoints.db", f"{MAIN}@6", "move", f"move 7 checkpoint(s) of {MAIN} to {MAIN}-branch-rewind-",
-     f"{MAIN} is now at ckpt-coder-fix-flaky-test-6-4b9fe6 (step 6); 7 checkpoint(s) moved to "),
-    ("langgraph.db", "support-refund@1", "fork", "write a fork of ", "a fork of "),
-])
+@pytest.mark.parametrize(
+    "db, ref, effect, confirm, said",
+    [
+        (
+            "checkpoints.db",
+            f"{MAIN}@6",
+            "move",
+            f"move 7 checkpoint(s) of {MAIN} to {MAIN}-branch-rewind-",
+            f"{MAIN} is now at ckpt-coder-fix-flaky-test-6-4b9fe6 (step 6); 7 checkpoint(s) moved to ",
+        ),
+        ("langgraph.db", "support-refund@1", "fork", "write a fork of ", "a fork of "),
+    ],
+)
 def test_a_rewind_plans_its_effect_then_writes_one_op(tmp_path, db, ref, effect, confirm, said):
     url = _copy(tmp_path, db)
 
@@ -68,10 +76,13 @@ def test_a_rewind_plans_its_effect_then_writes_one_op(tmp_path, db, ref, effect,
 def test_nothing_to_do_is_the_plans_word_and_nothing_is_written(tmp_path):
     url = _copy(tmp_path, "checkpoints.db")
     before = _rows(url)
-    for op, words in [(ops.Rewind(MAIN), "is already the head of"),
-                      (ops.Prune(MAIN, {"keep_last": 100}), "nothing to prune: the policy keeps all 13"),
-                      (ops.Undo(), "nothing to undo"), (ops.Purge(), "nothing to purge")]:
-        plan, done, log = run_sync(lambda: _plan_apply(url, op))
+    for op, words in [
+        (ops.Rewind(MAIN), "is already the head of"),
+        (ops.Prune(MAIN, {"keep_last": 100}), "nothing to prune: the policy keeps all 13"),
+        (ops.Undo(), "nothing to undo"),
+        (ops.Purge(), "nothing to purge"),
+    ]:
+        plan, done, log = run_sync(lambda op=op: _plan_apply(url, op))
         assert words in plan.nothing and done is None and log == [], (op, plan.nothing)
     assert _rows(url) == before
 
@@ -81,8 +92,9 @@ def test_a_prune_is_one_object_of_json_and_one_op_undone_by_the_undo_op(tmp_path
     before = _rows(url)
     op = ops.Prune(None, {"keep_last": 2})
     plan, done, log = run_sync(lambda: _plan_apply(url, op))
-    assert plan.destructive and plan.confirm == (f"delete {plan.facts['total']} checkpoint(s) in "
-                                                 f"{len(plan.facts['todo'])} thread(s)")
+    assert plan.destructive and plan.confirm == (
+        f"delete {plan.facts['total']} checkpoint(s) in {len(plan.facts['todo'])} thread(s)"
+    )
     assert set(plan.to_dict()) == set(done.json) == {"dry_run", "plans", "results", "vacuum"}
     assert [o.kind for o in log] == ["prune"] and {r["op_id"] for r in done.json["results"]} == {done.op_id}
     plan, undone, _ = run_sync(lambda: _plan_apply(url, ops.Undo()))

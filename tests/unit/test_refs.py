@@ -20,7 +20,9 @@ async def ref_id(url: str, ref: str) -> str:
 
 
 async def test_forms(sample_ro):  # noqa: F811
-    assert await ref_id(sample_ro, "ckpt-coder-fix-flaky-test-6-4b9fe6") == "ckpt-coder-fix-flaky-test-6-4b9fe6"
+    assert (
+        await ref_id(sample_ro, "ckpt-coder-fix-flaky-test-6-4b9fe6") == "ckpt-coder-fix-flaky-test-6-4b9fe6"
+    )
     assert await ref_id(sample_ro, MAIN) == "ckpt-coder-fix-flaky-test-13-7fe041"
     assert await ref_id(sample_ro, MAIN + "~1") == "ckpt-coder-fix-flaky-test-12-a716b2"
     assert await ref_id(sample_ro, MAIN + "~") == "ckpt-coder-fix-flaky-test-12-a716b2"

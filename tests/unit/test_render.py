@@ -16,8 +16,13 @@ EVIL = "\x1b[31mRED\x1b[0m \x1b]8;;http://evil.example\x07click\x1b]8;;\x07 [bol
 
 def to_text(renderable: Any, *, terminal: bool = True) -> str:
     buf = io.StringIO()
-    console = Console(file=buf, width=200, force_terminal=terminal, color_system="truecolor" if terminal else None,
-                      legacy_windows=False)
+    console = Console(
+        file=buf,
+        width=200,
+        force_terminal=terminal,
+        color_system="truecolor" if terminal else None,
+        legacy_windows=False,
+    )
     console.print(renderable)
     return buf.getvalue()
 
@@ -32,9 +37,18 @@ def assert_inert(out: str) -> None:
     assert "over\\rwrite" in out and "\\u202eevil" in out
 
 
-def meta(cid: str, step: int, parent: str | None = None, thread: str = "t", tags=None, summary="") -> CheckpointMetadata:
-    return CheckpointMetadata(thread, cid, step, parent, f"2026-03-01T10:00:{step:02d}+00:00",
-                              tags or ["manual"], summary or f"step {step}")
+def meta(
+    cid: str, step: int, parent: str | None = None, thread: str = "t", tags=None, summary=""
+) -> CheckpointMetadata:
+    return CheckpointMetadata(
+        thread,
+        cid,
+        step,
+        parent,
+        f"2026-03-01T10:00:{step:02d}+00:00",
+        tags or ["manual"],
+        summary or f"step {step}",
+    )
 
 
 def test_transcript_and_metadata_are_inert():
@@ -79,7 +93,10 @@ class Conflict:
 
 
 def test_diff_and_conflict_tables():
-    changes = [Change("state", "/files/a", "changed", 1, EVIL), Change("messages", "/3", "added", None, {"c": EVIL})]
+    changes = [
+        Change("state", "/files/a", "changed", 1, EVIL),
+        Change("messages", "/3", "added", None, {"c": EVIL}),
+    ]
     assert "\x1b[31mRED" not in to_text(render.diff_table(changes))
     out = to_text(render.diff_table(changes, value_width=200), terminal=False)
     assert "SECTION" in out and "changed" in out and "added" in out
@@ -120,16 +137,57 @@ def test_graph_parent_listed_before_child_does_not_dangle():
 
 
 TREE = {
-    "thread_id": "t", "total_checkpoints": 4,
+    "thread_id": "t",
+    "total_checkpoints": 4,
     "threads": [{"thread_id": "t", "parent_thread": None}, {"thread_id": "b", "parent_thread": "t"}],
     "nodes": [
-        {"id": "m1", "thread_id": "t", "step": 1, "tags": [], "summary": "one", "created_at": "", "parent_id": None, "labels": ["root"]},
-        {"id": "m2", "thread_id": "t", "step": 2, "tags": [], "summary": EVIL, "created_at": "", "parent_id": "m1", "labels": ["head", "merge"]},
-        {"id": "b1", "thread_id": "b", "step": 0, "tags": [], "summary": "br", "created_at": "", "parent_id": "m1", "labels": []},
-        {"id": "b2", "thread_id": "b", "step": 1, "tags": [], "summary": "br2", "created_at": "", "parent_id": "b1", "labels": ["head"]},
+        {
+            "id": "m1",
+            "thread_id": "t",
+            "step": 1,
+            "tags": [],
+            "summary": "one",
+            "created_at": "",
+            "parent_id": None,
+            "labels": ["root"],
+        },
+        {
+            "id": "m2",
+            "thread_id": "t",
+            "step": 2,
+            "tags": [],
+            "summary": EVIL,
+            "created_at": "",
+            "parent_id": "m1",
+            "labels": ["head", "merge"],
+        },
+        {
+            "id": "b1",
+            "thread_id": "b",
+            "step": 0,
+            "tags": [],
+            "summary": "br",
+            "created_at": "",
+            "parent_id": "m1",
+            "labels": [],
+        },
+        {
+            "id": "b2",
+            "thread_id": "b",
+            "step": 1,
+            "tags": [],
+            "summary": "br2",
+            "created_at": "",
+            "parent_id": "b1",
+            "labels": ["head"],
+        },
     ],
-    "edges": [{"from": "m1", "to": "m2", "kind": "parent"}, {"from": "m1", "to": "b1", "kind": "branch"},
-              {"from": "b1", "to": "b2", "kind": "parent"}, {"from": "b2", "to": "m2", "kind": "merge"}],
+    "edges": [
+        {"from": "m1", "to": "m2", "kind": "parent"},
+        {"from": "m1", "to": "b1", "kind": "branch"},
+        {"from": "b1", "to": "b2", "kind": "parent"},
+        {"from": "b2", "to": "m2", "kind": "merge"},
+    ],
 }
 
 
@@ -166,7 +224,9 @@ class PrunePlan:
 
 def test_plan_text():
     moved = [meta(f"c{i}", i) for i in range(4, 30)]
-    out = to_text(render.plan_text(RewindPlan(meta("c3", 3), "t", moved, "t-rewound-1", False)), terminal=False)
+    out = to_text(
+        render.plan_text(RewindPlan(meta("c3", 3), "t", moved, "t-rewound-1", False)), terminal=False
+    )
     assert "rewind t to c3 (step 3)" in out and "move 26 checkpoints after it to t-rewound-1" in out
     assert "… and 6 more" in out
     out = to_text(render.plan_text(RewindPlan(meta("c3", 3), "t", moved[:1], None, True)), terminal=False)
@@ -188,8 +248,15 @@ class Op:
 
 
 def test_op_and_threads_tables():
-    out = to_text(render.op_table([Op(2, "2026-01-01T00:00:00", "rewind", EVIL, ["t"], False),
-                                   Op(1, "2026-01-01T00:00:00", "branch", "b", ["t"], True)]), terminal=False)
+    out = to_text(
+        render.op_table(
+            [
+                Op(2, "2026-01-01T00:00:00", "rewind", EVIL, ["t"], False),
+                Op(1, "2026-01-01T00:00:00", "branch", "b", ["t"], True),
+            ]
+        ),
+        terminal=False,
+    )
     assert "undone" in out and "done" in out and "\x1b" not in out
 
     @dataclass
@@ -212,12 +279,19 @@ def test_piped_lines_are_what_rich_prints():
     """agentctl.lines gives piped output the text Rich draws for the same log and tree."""
     from agentctl import lines
 
-    metas = [meta("m3", 3, "m2", tags=["merge", "merged:b2"]), meta("b2", 2, "b1", thread="b"),
-             meta("b1", 1, "m1", thread="b"), meta("m2", 2, "m1", summary=EVIL), meta("m1", 1)]
+    metas = [
+        meta("m3", 3, "m2", tags=["merge", "merged:b2"]),
+        meta("b2", 2, "b1", thread="b"),
+        meta("b1", 1, "m1", thread="b"),
+        meta("m2", 2, "m1", summary=EVIL),
+        meta("m1", 1),
+    ]
     for graph in (False, True):
         rows = lines.log_lines(metas, graph=graph, heads={"m3": ["t", EVIL]}, summary_width=None)
-        assert [lines.plain(r) for r in rows] == [t.plain for t in render.log_lines(
-            metas, graph=graph, heads={"m3": ["t", EVIL]}, summary_width=None)]
+        assert [lines.plain(r) for r in rows] == [
+            t.plain
+            for t in render.log_lines(metas, graph=graph, heads={"m3": ["t", EVIL]}, summary_width=None)
+        ]
     drawn = to_text(render.tree_view(TREE), terminal=False).splitlines()
     assert lines.tree_nodes(TREE).lines() == [line.rstrip() for line in drawn]
     assert "\x1b" not in "".join(lines.tree_nodes(TREE).lines())

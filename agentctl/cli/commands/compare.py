@@ -1,7 +1,6 @@
 """`compare`: where two runs parted."""
 
-
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -18,10 +17,18 @@ def register(app: typer.Typer) -> None:
 def compare(
     ctx: typer.Context,
     a: RefArg,
-    b: Annotated[str, typer.Argument(metavar="B", help="The other run's checkpoint (or thread: its head).",
-                                     autocompletion=complete_ref)],
-    exact: Annotated[bool, typer.Option(
-        "--exact", help="Compare the ids and times the frameworks generate too (else paired by place).")] = False,
+    b: Annotated[
+        str,
+        typer.Argument(
+            metavar="B", help="The other run's checkpoint (or thread: its head).", autocompletion=complete_ref
+        ),
+    ],
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact", help="Compare the ids and times the frameworks generate too (else paired by place)."
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Where two runs parted: the first step at which their states differ, and the diff there.
@@ -44,7 +51,7 @@ def compare(
     from agentctl.compare import compare as compare_runs
     from agentctl.refs import resolve
 
-    async def go():
+    async def go() -> Any:
         async with state(ctx).open() as store:
             meta_a = await resolve(store, a)
             meta_b = await resolve(store, b)
@@ -60,9 +67,11 @@ def compare(
         say(render.comparison_head(result).plain)
         return
     if not stdout_is_tty():
-        say(f"parted at step {result.first_divergent_step}: A {result.a_at} (step {result.a_step}), "
+        say(
+            f"parted at step {result.first_divergent_step}: A {result.a_at} (step {result.a_step}), "
             f"B {result.b_at} (step {result.b_step}); "
-            f"after it A has {result.a_steps} step(s), B {result.b_steps}")
+            f"after it A has {result.a_steps} step(s), B {result.b_steps}"
+        )
         show_changes(result.changes)
         return
     show_changes(result.changes, head=render.comparison_head(result))

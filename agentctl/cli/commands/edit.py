@@ -1,6 +1,5 @@
 """`edit`: change the state at a step, in the framework's own meaning."""
 
-
 from typing import Annotated, Any
 
 import typer
@@ -17,18 +16,44 @@ def register(app: typer.Typer) -> None:
 def edit(
     ctx: typer.Context,
     ref: RefArg,
-    sets: Annotated[list[str] | None, typer.Option(
-        "--set", metavar="KEY=JSON", help="Set a key of the state (dots for nested keys: plan.next_city). Repeatable.")] = None,
-    unsets: Annotated[list[str] | None, typer.Option(
-        "--unset", metavar="KEY", help="Remove a nested key of the state. Repeatable.")] = None,
-    as_node: Annotated[str | None, typer.Option(
-        "--as-node", metavar="NODE", help="LangGraph: the node the update is written as (update_state's as_node).")] = None,
-    agent: Annotated[str | None, typer.Option(
-        "--agent", metavar="NAME|FILE.py:VAR|module:var", help="The agent's graph (as `run` takes it).")] = None,
-    config: Annotated[str | None, typer.Option(
-        "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")] = None,
-    python: Annotated[str | None, typer.Option(
-        "--python", metavar="PATH", help="The interpreter of the agent's environment (as `run` takes it).")] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=JSON",
+            help="Set a key of the state (dots for nested keys: plan.next_city). Repeatable.",
+        ),
+    ] = None,
+    unsets: Annotated[
+        list[str] | None,
+        typer.Option("--unset", metavar="KEY", help="Remove a nested key of the state. Repeatable."),
+    ] = None,
+    as_node: Annotated[
+        str | None,
+        typer.Option(
+            "--as-node",
+            metavar="NODE",
+            help="LangGraph: the node the update is written as (update_state's as_node).",
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent", metavar="NAME|FILE.py:VAR|module:var", help="The agent's graph (as `run` takes it)."
+        ),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's)."
+        ),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python", metavar="PATH", help="The interpreter of the agent's environment (as `run` takes it)."
+        ),
+    ] = None,
     node: NodeOpt = None,
     context_json: ContextOpt = None,
     configurable: ConfigurableOpt = None,
@@ -76,15 +101,27 @@ def edit(
     from agentctl.runs import run_settings
 
     st = state(ctx)
-    op = EditState(ref, parse_edits(sets, unsets), st.db, as_node, agent, config, python, node,
-                   run_settings("langgraph", context_json, configurable), for_write=not dry_run)
+    op = EditState(
+        ref,
+        parse_edits(sets, unsets),
+        st.db,
+        as_node,
+        agent,
+        config,
+        python,
+        node,
+        run_settings("langgraph", context_json, configurable),
+        for_write=not dry_run,
+    )
 
     def present(plan: Any) -> None:
         meta, changes = plan.data.meta, plan.data.changes
         if dry_run:
             show_changes(changes)
         elif not json_out:
-            info(f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)")
+            info(
+                f"edit {meta.checkpoint_id} (step {meta.step} of {meta.thread_id}): {len(changes)} change(s)"
+            )
             for c in changes:
                 info(f"  {c.op} {c.path}")
 

@@ -1,7 +1,6 @@
 """`agentctl formats`: the formats agentctl reads and what each can do; with `--db`
 (or AGENTCTL_DB), which one the database is."""
 
-
 import os
 from typing import Any
 
@@ -33,7 +32,8 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     st = state(ctx)
     detected = None
     if _db_given(ctx):
-        async def go():
+
+        async def go() -> Any:
             from agentctl.storage import parse_url
 
             spec = get_format(st.format) if st.format else await detect(st.db)
@@ -56,10 +56,17 @@ def formats_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         emit_json(out)
         return
     caps = [c for c in Capability]
-    table(["FORMAT", "TITLE", "CAN"],
-          [[f.name + (" *" if detected and detected[0].name == f.name else ""), f.title,
-            ", ".join(c.value for c in caps if f.can(c, detected[1] if detected else None))]
-           for f in specs])
+    table(
+        ["FORMAT", "TITLE", "CAN"],
+        [
+            [
+                f.name + (" *" if detected and detected[0].name == f.name else ""),
+                f.title,
+                ", ".join(c.value for c in caps if f.can(c, detected[1] if detected else None)),
+            ]
+            for f in specs
+        ],
+    )
     if detected is not None:
         info(f"the database is in the {detected[0].name} format ({detected[0].title}, {detected[1]})")
         if detected[2] is not None:

@@ -1,6 +1,5 @@
 """`agentctl stats` and `agentctl doctor`."""
 
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -11,6 +10,7 @@ from agentctl.cli.output import console, emit_json, info, show, stdout_is_tty, t
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
+
 
 def register(app: typer.Typer) -> None:
     app.command("stats")(stats)
@@ -29,8 +29,12 @@ def stats(
     ctx: typer.Context,
     json_out: JsonOpt = False,
     top: Annotated[int, typer.Option("--top", min=1, help="How many threads and tags to list.")] = 20,
-    user: Annotated[str | None, typer.Option("--user", help="Session stores: only this user's sessions.")] = None,
-    days: Annotated[float | None, typer.Option("--days", min=0, help="Session stores: only the last N days.")] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Session stores: only this user's sessions.")
+    ] = None,
+    days: Annotated[
+        float | None, typer.Option("--days", min=0, help="Session stores: only the last N days.")
+    ] = None,
 ) -> None:
     """Usage statistics. AgentOS: threads, checkpoints, bytes (per thread, largest
     first) and the tag histogram. Session stores: sessions, tokens and messages per
@@ -39,7 +43,7 @@ def stats(
     Example: agentctl --db sample_db/checkpoints.db stats
     """
 
-    async def go():
+    async def go() -> Any:
         async with state(ctx).open() as store:
             return await store.usage_stats(user, days)
 
@@ -53,25 +57,39 @@ def stats(
     per = data["per_thread"][:top]
     tags = sorted(data["tags"].items(), key=lambda kv: (-kv[1], kv[0]))[:top]
     if not stdout_is_tty():
-        tsv(["KIND", "NAME", "CHECKPOINTS", "BYTES"],
-            [["total", "", data["checkpoints"], data["bytes"]],
-             ["threads", "", data["threads"], ""]]
+        tsv(
+            ["KIND", "NAME", "CHECKPOINTS", "BYTES"],
+            [["total", "", data["checkpoints"], data["bytes"]], ["threads", "", data["threads"], ""]]
             + [["thread", p["thread_id"], p["checkpoints"], p["bytes"]] for p in per]
-            + [["tag", t, n, ""] for t, n in tags])
+            + [["tag", t, n, ""] for t, n in tags],
+        )
         return
     from rich.table import Table
     from rich.text import Text
 
     from agentctl import render
 
-    head = Text(f"{data['threads']} threads, {data['checkpoints']} checkpoints, "
-                f"{human_bytes(data['bytes'])} of {data.get('bytes_of', 'JSON')}", style="bold")
+    head = Text(
+        f"{data['threads']} threads, {data['checkpoints']} checkpoints, "
+        f"{human_bytes(data['bytes'])} of {data.get('bytes_of', 'JSON')}",
+        style="bold",
+    )
     width = console().width
     columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("THREAD", "left"), ("CKPTS", "right"), ("BYTES", "right"), ("AVG", "right"))
-    rows = [[render.safe(p["thread_id"], one_line=True), Text(str(p["checkpoints"])),
-             Text(human_bytes(p["bytes"])),
-             Text(human_bytes(p["bytes"] / p["checkpoints"] if p["checkpoints"] else 0))] for p in per]
+        ("THREAD", "left"),
+        ("CKPTS", "right"),
+        ("BYTES", "right"),
+        ("AVG", "right"),
+    )
+    rows = [
+        [
+            render.safe(p["thread_id"], one_line=True),
+            Text(str(p["checkpoints"])),
+            Text(human_bytes(p["bytes"])),
+            Text(human_bytes(p["bytes"] / p["checkpoints"] if p["checkpoints"] else 0)),
+        ]
+        for p in per
+    ]
     threads: Any
     if render.is_narrow(width):  # records, as search and diff
         threads = render.records([name for name, _ in columns], rows)
@@ -90,8 +108,11 @@ def stats(
     hist.add_column("")
     most = max((n for _, n in tags), default=1)
     for tag, n in tags:
-        hist.add_row(render.safe(tag, "cyan", one_line=True), str(n),
-                     Text("█" * max(1, round(30 * n / most)), style="cyan"))
+        hist.add_row(
+            render.safe(tag, "cyan", one_line=True),
+            str(n),
+            Text("█" * max(1, round(30 * n / most)), style="cyan"),
+        )
     show(head, Text(""), threads, Text(""), hist)
 
 
@@ -99,14 +120,19 @@ def _print_usage(data: dict[str, Any], top: int) -> None:
     """A format's usage statistics: its scalar figures, then each list of records as a
     table (piped: tab-separated, one table after the other)."""
     scalars = [[k, v] for k, v in data.items() if not isinstance(v, (list, dict))]
-    tables = [(k, v[:top]) for k, v in data.items()
-              if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)]
+    tables = [
+        (k, v[:top])
+        for k, v in data.items()
+        if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)
+    ]
     if not stdout_is_tty():
         tsv(["FIGURE", "VALUE"], scalars)
         for name, rows in tables:
             cols = list(rows[0])
-            tsv([name.upper() + ":" + cols[0].upper()] + [c.upper() for c in cols[1:]],
-                [[r.get(c, "") for c in cols] for r in rows])
+            tsv(
+                [name.upper() + ":" + cols[0].upper()] + [c.upper() for c in cols[1:]],
+                [[r.get(c, "") for c in cols] for r in rows],
+            )
         return
     from rich.table import Table
     from rich.text import Text
@@ -125,11 +151,22 @@ def _print_usage(data: dict[str, Any], top: int) -> None:
         cols = list(rows[0])
         cells = [[render.safe(_fmt(r.get(c)), one_line=True) for c in cols] for r in rows]
         if narrow:  # records under a title, as search and diff
-            parts.extend([Text(""), Text(name.replace("_", " "), style="bold"),
-                          render.records([c.upper() for c in cols], cells)])
+            parts.extend(
+                [
+                    Text(""),
+                    Text(name.replace("_", " "), style="bold"),
+                    render.records([c.upper() for c in cols], cells),
+                ]
+            )
             continue
-        t = Table(header_style="bold", box=None, pad_edge=False, title=name.replace("_", " "),
-                  title_justify="left", title_style="bold")
+        t = Table(
+            header_style="bold",
+            box=None,
+            pad_edge=False,
+            title=name.replace("_", " "),
+            title_justify="left",
+            title_style="bold",
+        )
         for c in cols:
             t.add_column(c.upper(), overflow="fold")
         for row in cells:
@@ -149,14 +186,26 @@ def _fmt(v: Any) -> str:
 def doctor(
     ctx: typer.Context,
     json_out: JsonOpt = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many findings of each kind at most.")] = 100,
-    fix_indexes_: Annotated[bool, typer.Option(
-        "--fix-indexes", help="First create the format's missing indexes and idx_created_at "
-        "(faster `threads list` on SQLite). A write: it holds the write lock while the "
-        "indexes build (seconds for a million rows).")] = False,
-    fix_: Annotated[bool, typer.Option(
-        "--fix", help="First repair what the format can repair (ADK: a session whose state is "
-        "not its events' fold), in one transaction, recorded so `agentctl undo` reverts it.")] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="How many findings of each kind at most.")
+    ] = 100,
+    fix_indexes_: Annotated[
+        bool,
+        typer.Option(
+            "--fix-indexes",
+            help="First create the format's missing indexes and idx_created_at "
+            "(faster `threads list` on SQLite). A write: it holds the write lock while the "
+            "indexes build (seconds for a million rows).",
+        ),
+    ] = False,
+    fix_: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="First repair what the format can repair (ADK: a session whose state is "
+            "not its events' fold), in one transaction, recorded so `agentctl undo` reverts it.",
+        ),
+    ] = False,
 ) -> None:
     """Check the database: schema, duplicate steps in a thread, parents that do not
     exist, JSON that does not parse, parent cycles. Exits 5 when it finds problems.
@@ -167,7 +216,7 @@ def doctor(
     """
     from agentctl.errors import ExitCode
 
-    async def go():
+    async def go() -> Any:
         async with state(ctx).open(write=fix_indexes_ or fix_) as store:
             if fix_indexes_:
                 for name in await store.fix_indexes():
@@ -185,8 +234,12 @@ def doctor(
     for p in errors:
         problems.setdefault(p.check, []).append(p.json_value())
     ok = not errors
-    report = {"ok": ok, "problems": problems, "warnings": notes,
-              "counts": {k: len(v) for k, v in problems.items()}}
+    report = {
+        "ok": ok,
+        "problems": problems,
+        "warnings": notes,
+        "counts": {k: len(v) for k, v in problems.items()},
+    }
     if json_out:
         emit_json(report)
     else:
@@ -210,12 +263,18 @@ def _print_report(found: list[Any]) -> None:
     from agentctl import render
 
     if clean:
-        show(Text("no problems found", style="bold green"), *[Text("warning: " + n, style="yellow") for n in notes])
+        show(
+            Text("no problems found", style="bold green"),
+            *[Text("warning: " + n, style="yellow") for n in notes],
+        )
         return
     t = Table(header_style="bold", box=None, pad_edge=False)
     for name in ("PROBLEM", "WHERE", "DETAIL"):
         t.add_column(name, overflow="fold")
     for kind, where, detail in rows:
-        t.add_row(Text(kind, style="yellow" if kind == "warning" else "red"),
-                  render.safe(where, one_line=True), render.safe(detail, one_line=True))
+        t.add_row(
+            Text(kind, style="yellow" if kind == "warning" else "red"),
+            render.safe(where, one_line=True),
+            render.safe(detail, one_line=True),
+        )
     show(t)

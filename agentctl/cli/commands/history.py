@@ -5,7 +5,6 @@ Destructive ones show their plan first, ask on a terminal, need --yes otherwise,
 write nothing with --dry-run.
 """
 
-
 import re
 from typing import Annotated, Any
 
@@ -28,7 +27,12 @@ def register(app: typer.Typer) -> None:
 def rewind(
     ctx: typer.Context,
     ref: RefArg,
-    hard: Annotated[bool, typer.Option("--hard", help="Delete the later checkpoints instead of moving them to an archive thread.")] = False,
+    hard: Annotated[
+        bool,
+        typer.Option(
+            "--hard", help="Delete the later checkpoints instead of moving them to an archive thread."
+        ),
+    ] = False,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     no_backup: NoBackupOpt = False,
@@ -47,15 +51,24 @@ def rewind(
 
         show_plan(render.plan_text(plan.data), to_stdout=dry_run)
 
-    _, result, _ = perform(state(ctx), Rewind(ref, hard), dry_run=dry_run, yes=yes, no_backup=no_backup,
-                           json_out=json_out, present=present)
+    _, result, _ = perform(
+        state(ctx),
+        Rewind(ref, hard),
+        dry_run=dry_run,
+        yes=yes,
+        no_backup=no_backup,
+        json_out=json_out,
+        present=present,
+    )
     finish(result, json_out)
 
 
 def branch(
     ctx: typer.Context,
     ref: RefArg,
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@', '~', '/', '\\' or '..').")],
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="Branch name (no spaces, '@', '~', '/', '\\' or '..').")
+    ],
     json_out: JsonOpt = False,
     yes: AcceptYesOpt = False,
 ) -> None:
@@ -77,13 +90,21 @@ def branch(
 
 def merge(
     ctx: typer.Context,
-    branch_thread: Annotated[str, typer.Argument(
-        metavar="BRANCH", help="The branch thread to merge.", autocompletion=complete_thread)],
-    into: Annotated[str | None, typer.Option(
-        "--into", help="Thread to merge into (default: the thread the branch came from).",
-        autocompletion=complete_thread)] = None,
-    strategy: Annotated[str, typer.Option(
-        "--strategy", "-s", help="three-way (conflicts stop the merge) | ours | theirs")] = "three-way",
+    branch_thread: Annotated[
+        str,
+        typer.Argument(metavar="BRANCH", help="The branch thread to merge.", autocompletion=complete_thread),
+    ],
+    into: Annotated[
+        str | None,
+        typer.Option(
+            "--into",
+            help="Thread to merge into (default: the thread the branch came from).",
+            autocompletion=complete_thread,
+        ),
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option("--strategy", "-s", help="three-way (conflicts stop the merge) | ours | theirs")
+    ] = "three-way",
     dry_run: DryRunOpt = False,
     json_out: JsonOpt = False,
     yes: AcceptYesOpt = False,
@@ -115,8 +136,9 @@ def merge(
             show(render.plan_text(plan.data))
 
     try:
-        plan, result, _ = perform(state(ctx), op, dry_run=dry_run, json_out=json_out, present=present,
-                                  refused=conflicts_out)
+        plan, result, _ = perform(
+            state(ctx), op, dry_run=dry_run, json_out=json_out, present=present, refused=conflicts_out
+        )
     except MergeConflictError:
         if seen:  # the threads moved on since the plan: the write's conflicts
             conflicts_out(seen[0])
@@ -126,8 +148,13 @@ def merge(
         return
     # nothing to merge, planned or found by the write (another writer brought the branch
     # in since the plan)
-    nothing = (result.summary if result is not None and result.op_id is None else
-               plan.nothing if plan is not None and result is None else "")
+    nothing = (
+        result.summary
+        if result is not None and result.op_id is None
+        else plan.nothing
+        if plan is not None and result is None
+        else ""
+    )
     if nothing:
         say(nothing)
     if nothing or result is None:
@@ -141,13 +168,14 @@ def _conflicts_plain(conflicts: list[Any]) -> None:
 
     if stdout_is_tty():
         from agentctl import render
-
         from agentctl.cli.output import console
 
         show(render.conflicts_table(conflicts, width=console().width))
         return
-    tsv(["PATH", "BASE", "OURS", "THEIRS"],
-        [[c.path, compact_json(c.base), compact_json(c.ours), compact_json(c.theirs)] for c in conflicts])
+    tsv(
+        ["PATH", "BASE", "OURS", "THEIRS"],
+        [[c.path, compact_json(c.base), compact_json(c.ours), compact_json(c.theirs)] for c in conflicts],
+    )
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -167,14 +195,33 @@ def parse_duration(text: str) -> float:
 
 def prune(
     ctx: typer.Context,
-    thread: Annotated[str | None, typer.Argument(
-        metavar="[THREAD]", help="The thread to prune (none, or --all: every thread the policy selects).",
-        autocompletion=complete_thread)] = None,
+    thread: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[THREAD]",
+            help="The thread to prune (none, or --all: every thread the policy selects).",
+            autocompletion=complete_thread,
+        ),
+    ] = None,
     all_threads: Annotated[bool, typer.Option("--all", help="Prune every thread.")] = False,
-    keep_last: Annotated[int | None, typer.Option("--keep-last", min=1, help="Keep the newest N checkpoints.")] = None,
-    older_than: Annotated[str | None, typer.Option("--older-than", help="Delete checkpoints older than this (7d, 12h, ...).")] = None,
-    milestones: Annotated[int | None, typer.Option("--milestones", min=2, help="Keep N evenly spaced checkpoints (first and last included).")] = None,
-    status: Annotated[str | None, typer.Option("--status", help="Session stores: only sessions in these statuses (e.g. completed,cancelled).")] = None,
+    keep_last: Annotated[
+        int | None, typer.Option("--keep-last", min=1, help="Keep the newest N checkpoints.")
+    ] = None,
+    older_than: Annotated[
+        str | None, typer.Option("--older-than", help="Delete checkpoints older than this (7d, 12h, ...).")
+    ] = None,
+    milestones: Annotated[
+        int | None,
+        typer.Option(
+            "--milestones", min=2, help="Keep N evenly spaced checkpoints (first and last included)."
+        ),
+    ] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status", help="Session stores: only sessions in these statuses (e.g. completed,cancelled)."
+        ),
+    ] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     no_backup: NoBackupOpt = False,
@@ -195,18 +242,28 @@ def prune(
     from agentctl.errors import UsageError
 
     statuses = [s.strip() for s in status.split(",") if s.strip()] if status is not None else None
-    policy: dict[str, Any] = {n: v for n, v in (("keep_last", keep_last), ("older_than", older_than),
-                                                ("milestones", milestones), ("statuses", statuses))
-                              if v is not None}
+    policy: dict[str, Any] = {
+        n: v
+        for n, v in (
+            ("keep_last", keep_last),
+            ("older_than", older_than),
+            ("milestones", milestones),
+            ("statuses", statuses),
+        )
+        if v is not None
+    }
     if not policy:
-        raise UsageError("give a policy: --keep-last N, --older-than AGE, --milestones N "
-                         "(or, for session stores, --status S)")
+        raise UsageError(
+            "give a policy: --keep-last N, --older-than AGE, --milestones N "
+            "(or, for session stores, --status S)"
+        )
     if "older_than" in policy:
         policy["older_than"] = parse_duration(str(older_than))
     if thread is not None and all_threads:
         raise UsageError("give a THREAD or --all (not both)")
     from agentctl import render
     from agentctl.ops import Prune
+
     # No THREAD: every thread the policy selects (as --all), with the same plan and prompt.
     # The plan printed lists the first rows only; --json --dry-run prints all.
     op = Prune(thread, policy, preview=None if json_out and dry_run else render.PRUNE_LISTED)
@@ -218,9 +275,18 @@ def prune(
             return
         show_plan(_prune_plan_text(plan.data, plan.facts["todo"], plan.facts["total"]), to_stdout=dry_run)
 
-    _, result, report = perform(state(ctx), op, dry_run=dry_run, yes=yes, no_backup=no_backup, vacuum=vacuum,
-                                json_out=json_out, present=present, rolled_back=True,
-                                progress=lambda n: progress("prune", n, enabled=n > 1))
+    _, result, report = perform(
+        state(ctx),
+        op,
+        dry_run=dry_run,
+        yes=yes,
+        no_backup=no_backup,
+        vacuum=vacuum,
+        json_out=json_out,
+        present=present,
+        rolled_back=True,
+        progress=lambda n: progress("prune", n, enabled=n > 1),
+    )
     if result is None:
         return
     if json_out:
@@ -243,5 +309,7 @@ def _prune_plan_text(plans: list[Any], todo: list[Any], total: int) -> Any:
     if len(todo) > 20:
         parts.append(Text(f"… and {len(todo) - 20} more threads"))
     if len(plans) > 1:
-        parts.append(Text(f"in all: delete {total} checkpoint(s) in {len(todo)} of {len(plans)} threads", style="bold"))
+        parts.append(
+            Text(f"in all: delete {total} checkpoint(s) in {len(todo)} of {len(plans)} threads", style="bold")
+        )
     return parts[0] if len(parts) == 1 else Group(*parts)

@@ -2,7 +2,6 @@
 file next to the database (`DB.agentctl-search`; the database itself is only read), on
 Postgres pg_trgm GIN indexes on the searched columns."""
 
-
 from typing import Any
 
 import typer
@@ -10,10 +9,13 @@ import typer
 from agentctl.cli.context import run, state
 from agentctl.cli.options import AcceptYesOpt, JsonOpt
 
-app = typer.Typer(help="The search index `search` uses when present: a side file next to a SQLite "
-                  "database, pg_trgm indexes on Postgres (build, status, drop).\n\n"
-                  "Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db index build",
-                  no_args_is_help=True, rich_markup_mode=None)
+app = typer.Typer(
+    help="The search index `search` uses when present: a side file next to a SQLite "
+    "database, pg_trgm indexes on Postgres (build, status, drop).\n\n"
+    "Example: agentctl --db sample_db/checkpoints.db backup my.db && agentctl --db my.db index build",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
 def _call(ctx: typer.Context, action: str) -> dict[str, Any]:
@@ -22,7 +24,7 @@ def _call(ctx: typer.Context, action: str) -> dict[str, Any]:
     # drop); SQLite: the side file is written, the database only read.
     write = action in ("build", "drop") and st.sqlite_path() is None
 
-    async def go():
+    async def go() -> Any:
         async with st.open(write=write) as store:
             return await store.search_index(action)
 
@@ -37,10 +39,15 @@ def _print(data: dict[str, Any], json_out: bool) -> None:
         return
     lines = [f"state: {data['state']}", f"path: {data['path']}"]
     if data["state"] in ("current", "behind"):
-        lines += [f"{name}: {data[key]}" for name, key in (("rows", "rows"), ("bytes", "bytes"), ("built", "built_at"))
-                  if data.get(key) is not None]  # Postgres' indexes: no rows, no date of their own
+        lines += [
+            f"{name}: {data[key]}"
+            for name, key in (("rows", "rows"), ("bytes", "bytes"), ("built", "built_at"))
+            if data.get(key) is not None
+        ]  # Postgres' indexes: no rows, no date of their own
         if data.get("dead_documents"):
-            lines.append(f"dead documents: {data['dead_documents']} (rows deleted or rewritten since the build)")
+            lines.append(
+                f"dead documents: {data['dead_documents']} (rows deleted or rewritten since the build)"
+            )
     if data.get("detail"):
         lines.append(data["detail"])
     for line in lines:
@@ -57,8 +64,11 @@ def build(ctx: typer.Context, json_out: JsonOpt = False, yes: AcceptYesOpt = Fal
     """
     from agentctl.cli.output import info
 
-    info("building the search index (the database is only read)…" if state(ctx).sqlite_path() is not None
-         else "building the search index (pg_trgm GIN indexes on the checkpoints table)…")
+    info(
+        "building the search index (the database is only read)…"
+        if state(ctx).sqlite_path() is not None
+        else "building the search index (pg_trgm GIN indexes on the checkpoints table)…"
+    )
     _print(_call(ctx, "build"), json_out)
 
 
@@ -84,4 +94,8 @@ def drop(ctx: typer.Context, json_out: JsonOpt = False, yes: AcceptYesOpt = Fals
     if json_out:
         _print(data, json_out)
     else:
-        info("removed " + data.get("removed", data["path"]) if data.get("dropped") else "there was no search index")
+        info(
+            "removed " + data.get("removed", data["path"])
+            if data.get("dropped")
+            else "there was no search index"
+        )

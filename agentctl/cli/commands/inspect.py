@@ -1,19 +1,27 @@
 """Reading checkpoints: `log`, `show`, `diff`, `tree`."""
 
-
 import gc
 import heapq
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, Iterator
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl.cli.complete import complete_ref
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt, OffsetOpt, RefArg, ThreadArg
-from agentctl.cli.output import (compact_json, emit_json, info, plain_output, show, show_segments,
-                                 stdout_is_tty, tsv)
+from agentctl.cli.output import (
+    compact_json,
+    emit_json,
+    info,
+    plain_output,
+    show,
+    show_segments,
+    stdout_is_tty,
+    tsv,
+)
 from agentctl.model import Checkpoint, CheckpointMetadata
 
 if TYPE_CHECKING:
@@ -52,9 +60,14 @@ async def _family(store: "Store", thread: str) -> list[str]:
     return (await branch_family(store, thread, MAX_GRAPH_THREADS)).threads
 
 
-AllKeysOpt = Annotated[bool, typer.Option(
-    "--all-keys", help="Also the keys a format adds to the state of its own (LangGraph's "
-                       "__metadata__, __internal__), left out by default.")]
+AllKeysOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all-keys",
+        help="Also the keys a format adds to the state of its own (LangGraph's "
+        "__metadata__, __internal__), left out by default.",
+    ),
+]
 
 
 def _newest_first(per_thread: list[list[CheckpointMetadata]]) -> list[CheckpointMetadata]:
@@ -68,7 +81,9 @@ def _newest_first(per_thread: list[list[CheckpointMetadata]]) -> list[Checkpoint
 def log(
     ctx: typer.Context,
     thread: ThreadArg,
-    graph: Annotated[bool, typer.Option("--graph", help="Also show the thread's branches, with forks and merges drawn.")] = False,
+    graph: Annotated[
+        bool, typer.Option("--graph", help="Also show the thread's branches, with forks and merges drawn.")
+    ] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many checkpoints at most.")] = 100,
     offset: OffsetOpt = 0,
     all_rows: Annotated[bool, typer.Option("--all", help="No limit.")] = False,
@@ -84,14 +99,15 @@ def log(
 
     n = 2**62 if all_rows else limit
 
-    async def go():
+    async def go() -> Any:
         async with state(ctx).open() as store:
             tid = await resolve_thread(store, thread)
             total = await store.count(tid)
             threads = await _family(store, tid) if graph else [tid]
             forked: list[str] = []
             if graph:
-                pages, seen = [], set()
+                seen: set[str] = set()
+                pages = []
                 for t in threads:  # a checkpoint a branch shares with its source: drawn once
                     page = await store.read_thread(t, n, offset if t == tid else 0, descending=True)
                     pages.append([m for m in page if m.checkpoint_id not in seen])
@@ -101,12 +117,12 @@ def log(
                 # the page is read (an idx_parent probe per row), not by a second pass.
                 page, forked = await store.read_thread_forks(tid, n, offset, descending=True)
                 pages = [page]
-            heads = {}
-            for t, page in zip(threads, pages):
+            heads: dict[str, Any] = {}
+            for t, page in zip(threads, pages, strict=False):
                 head = page[0] if page and (offset == 0 or t != tid) else None
                 if head is not None:
                     heads.setdefault(head.checkpoint_id, []).append(t)
-            for t, page in zip(threads, pages):  # where a run failed (show has its __error__)
+            for t, page in zip(threads, pages, strict=False):  # where a run failed (show has its __error__)
                 for cid in sorted(await store.failed_checkpoints(t, [m.checkpoint_id for m in page])):
                     heads.setdefault(cid, []).append("run failed")
             # Forks off the checkpoints shown: their children in other threads.
@@ -123,8 +139,7 @@ def log(
             return
         from agentctl import lines
 
-        rows = lines.log_lines(metas, graph=graph, heads=heads,
-                               summary_width=80 if stdout_is_tty() else None)
+        rows = lines.log_lines(metas, graph=graph, heads=heads, summary_width=80 if stdout_is_tty() else None)
         if rows and plain_output():  # piped: written in one go (show_segments' text)
             sys.stdout.write(lines.plain_text(rows))
         else:
@@ -134,15 +149,27 @@ def log(
         info(f"(showing {shown} of {total}; use -n N, --offset or --all)")
 
 
-def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
-                    messages: Annotated[str, typer.Option(
-                        "--messages", "-m", metavar="N|all",
-                        help="How many of the last messages the transcript shows (default 50; all).")] = "50",
-                    full: Annotated[bool, typer.Option(
-                        "--full", help="Show long texts whole (default: the first 20,000 characters "
-                                       "and their size).")] = False,
-                    all_keys: AllKeysOpt = False,
-                    ) -> None:
+def show_checkpoint(
+    ctx: typer.Context,
+    ref: RefArg,
+    json_out: JsonOpt = False,
+    messages: Annotated[
+        str,
+        typer.Option(
+            "--messages",
+            "-m",
+            metavar="N|all",
+            help="How many of the last messages the transcript shows (default 50; all).",
+        ),
+    ] = "50",
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help="Show long texts whole (default: the first 20,000 characters and their size)."
+        ),
+    ] = False,
+    all_keys: AllKeysOpt = False,
+) -> None:
     """One checkpoint: metadata, the messages as a chat transcript (the last 50 unless
     --messages), the state and tool results as JSON. A text longer than 20,000 characters
     is cut, with its size (--full shows it whole). --json prints the checkpoint's
@@ -160,7 +187,7 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
     else:
         raise UsageError(f"--messages takes a number or 'all', not {messages!r}")
 
-    async def go():
+    async def go() -> Any:
         async with state(ctx).open() as store:
             meta = await resolve(store, ref)
             try:
@@ -193,14 +220,24 @@ def show_checkpoint(ctx: typer.Context, ref: RefArg, json_out: JsonOpt = False,
 
     msgs = cp.messages
     skipped = len(msgs) - last if isinstance(msgs, list) and last is not None and len(msgs) > last else 0
-    title = f"messages ({len(msgs)}" + (f", the last {last}" if skipped else "") + ")" \
-        if isinstance(msgs, list) else "messages"
-    head: list[Any] = [Text(f"… {skipped} earlier message(s) (--messages all shows them)", style="dim")] \
-        if skipped else []
-    show(render.metadata_table(cp.metadata, cp.next_node),
-         rule(title), *head, render.transcript(msgs[skipped:] if skipped else msgs, first_index=skipped),
-         rule("state"), render.json_view(cp.state if all_keys else own_state(cp.state)),
-         rule("tool results"), render.json_view(cp.tools_result))
+    title = (
+        f"messages ({len(msgs)}" + (f", the last {last}" if skipped else "") + ")"
+        if isinstance(msgs, list)
+        else "messages"
+    )
+    head: list[Any] = (
+        [Text(f"… {skipped} earlier message(s) (--messages all shows them)", style="dim")] if skipped else []
+    )
+    show(
+        render.metadata_table(cp.metadata, cp.next_node),
+        rule(title),
+        *head,
+        render.transcript(msgs[skipped:] if skipped else msgs, first_index=skipped),
+        rule("state"),
+        render.json_view(cp.state if all_keys else own_state(cp.state)),
+        rule("tool results"),
+        render.json_view(cp.tools_result),
+    )
 
 
 def _show_unusable(meta: CheckpointMetadata, exc: Any, json_out: bool) -> None:
@@ -209,27 +246,51 @@ def _show_unusable(meta: CheckpointMetadata, exc: Any, json_out: bool) -> None:
     --json: the checkpoint's keys, its contents null and `unusable` saying why."""
     unusable = {"column": exc.column, "reason": exc.reason}
     if json_out:
-        emit_json({"metadata": meta.to_dict(), "messages": None, "state": None, "tools_result": None,
-                   "next_node": None, "unusable": unusable})
+        emit_json(
+            {
+                "metadata": meta.to_dict(),
+                "messages": None,
+                "state": None,
+                "tools_result": None,
+                "next_node": None,
+                "unusable": unusable,
+            }
+        )
         return
     from agentctl import render
 
-    show(render.metadata_table(meta, ""),
-         render.safe(f"(this checkpoint's row cannot be decoded: {exc.column} is not usable: {exc.reason}; "
-                     "its messages, state and tool results are not shown)", "yellow"))
+    show(
+        render.metadata_table(meta, ""),
+        render.safe(
+            f"(this checkpoint's row cannot be decoded: {exc.column} is not usable: {exc.reason}; "
+            "its messages, state and tool results are not shown)",
+            "yellow",
+        ),
+    )
 
 
 def _empty_like(meta: CheckpointMetadata) -> Checkpoint:
-    return Checkpoint(CheckpointMetadata(thread_id=meta.thread_id, checkpoint_id="", step=0,
-                                         created_at="", tags=[], summary=""), [], {}, {})
+    return Checkpoint(
+        CheckpointMetadata(
+            thread_id=meta.thread_id, checkpoint_id="", step=0, created_at="", tags=[], summary=""
+        ),
+        [],
+        {},
+        {},
+    )
 
 
 def diff(
     ctx: typer.Context,
     a: RefArg,
-    b: Annotated[str | None, typer.Argument(
-        metavar="[B]", help="The checkpoint to compare A with; default: A's parent (then the diff shows what A changed).",
-        autocompletion=complete_ref)] = None,
+    b: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[B]",
+            help="The checkpoint to compare A with; default: A's parent (then the diff shows what A changed).",
+            autocompletion=complete_ref,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     patch: Annotated[bool, typer.Option("--patch", help="Print RFC 6902 JSON Patch per section.")] = False,
     all_keys: AllKeysOpt = False,
@@ -249,7 +310,7 @@ def diff(
     if json_out and patch:
         raise UsageError("use one of --json and --patch")
 
-    async def go():
+    async def go() -> Any:
         async with state(ctx).open() as store:
             meta_a = await resolve(store, a)
             cp_a = await store.get(meta_a.checkpoint_id)
@@ -262,7 +323,8 @@ def diff(
             parent = await store.get(parent_id)
             if parent is None:
                 raise CheckpointNotFound(
-                    parent_id, [f"the parent of {meta_a.checkpoint_id} no longer exists; name B explicitly"])
+                    parent_id, [f"the parent of {meta_a.checkpoint_id} no longer exists; name B explicitly"]
+                )
             return parent, cp_a
 
     # No cyclic GC from the read to the end: the parsed states are hundreds of thousands
@@ -287,15 +349,22 @@ def _show_diff(old: Checkpoint, new: Checkpoint, changes: list[Any], json_out: b
         emit_json(patch_by_section(changes))
         return
     if not stdout_is_tty():
-        tsv(["SECTION", "PATH", "OP", "OLD", "NEW"],
-            [[c.section, c.path, c.op, compact_json(c.old), compact_json(c.new)] for c in changes])
+        tsv(
+            ["SECTION", "PATH", "OP", "OLD", "NEW"],
+            [[c.section, c.path, c.op, compact_json(c.old), compact_json(c.new)] for c in changes],
+        )
         return
     from rich.text import Text
 
     from agentctl import render
 
-    head = Text.assemble(("--- ", "red"), render.safe(old.metadata.checkpoint_id or "(nothing)", one_line=True),
-                                "\n", ("+++ ", "green"), render.safe(new.metadata.checkpoint_id, one_line=True))
+    head = Text.assemble(
+        ("--- ", "red"),
+        render.safe(old.metadata.checkpoint_id or "(nothing)", one_line=True),
+        "\n",
+        ("+++ ", "green"),
+        render.safe(new.metadata.checkpoint_id, one_line=True),
+    )
     from agentctl.cli.output import console
 
     show(head, render.diff_table(changes, width=console().width))
@@ -309,7 +378,7 @@ def tree(ctx: typer.Context, thread: ThreadArg, json_out: JsonOpt = False) -> No
     """
     from agentctl.refs import resolve_thread
 
-    async def go():
+    async def go() -> Any:
         from agentctl.tree import checkpoint_tree
 
         async with state(ctx).open() as store:

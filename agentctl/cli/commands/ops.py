@@ -1,6 +1,5 @@
 """The operation log: `oplog`, `undo`, `redo`, `purge`."""
 
-
 from typing import Annotated, Any
 
 import typer
@@ -29,7 +28,7 @@ def oplog(
     Example: agentctl --db sample_db/checkpoints.db oplog
     """
 
-    async def go():
+    async def go() -> Any:
         async with state(ctx).history(write=False, need="undo") as (_, history):
             return await history.oplog(limit)
 
@@ -38,11 +37,28 @@ def oplog(
         emit_json([op.to_dict() for op in ops])
         return
     if not stdout_is_tty():
-        tsv(["OP", "WHEN", "KIND", "SUMMARY", "THREADS", "STATUS"],
-            [[op.op_id, op.created_at, op.kind, op.summary, ",".join(op.threads or []),
-              "undone" if op.undone else (f"{op.kind} of {op.undo_of}" if op.undo_of else
-                                          f"partly undone ({len(op.details['restored'])} thread(s))"
-                                          if op.details.get("restored") else "done")] for op in ops])
+        tsv(
+            ["OP", "WHEN", "KIND", "SUMMARY", "THREADS", "STATUS"],
+            [
+                [
+                    op.op_id,
+                    op.created_at,
+                    op.kind,
+                    op.summary,
+                    ",".join(op.threads or []),
+                    "undone"
+                    if op.undone
+                    else (
+                        f"{op.kind} of {op.undo_of}"
+                        if op.undo_of
+                        else f"partly undone ({len(op.details['restored'])} thread(s))"
+                        if op.details.get("restored")
+                        else "done"
+                    ),
+                ]
+                for op in ops
+            ],
+        )
         return
     if not ops:
         from agentctl.cli.output import info
@@ -50,7 +66,6 @@ def oplog(
         info("no operations")
         return
     from agentctl import render
-
     from agentctl.cli.output import console
 
     show(render.op_table(ops, width=console().width))
@@ -58,11 +73,20 @@ def oplog(
 
 def undo(
     ctx: typer.Context,
-    op: Annotated[int | None, typer.Argument(metavar="[OP]", help="The operation id (default: the last one not undone).")] = None,
-    thread: Annotated[list[str] | None, typer.Option(
-        "--thread", "-t", metavar="THREAD",
-        help="Of a prune of several threads: restore this thread alone (repeatable); the threads "
-             "written to since stay pruned, and the op stays undoable for them.")] = None,
+    op: Annotated[
+        int | None,
+        typer.Argument(metavar="[OP]", help="The operation id (default: the last one not undone)."),
+    ] = None,
+    thread: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            metavar="THREAD",
+            help="Of a prune of several threads: restore this thread alone (repeatable); the threads "
+            "written to since stay pruned, and the op stays undoable for them.",
+        ),
+    ] = None,
     dry_run: DryRunOpt = False,
     json_out: JsonOpt = False,
     yes: AcceptYesOpt = False,
@@ -79,14 +103,21 @@ def undo(
 
     from agentctl.ops import Undo
 
-    _, result, _ = perform(state(ctx), Undo(op, thread, dry_run), dry_run=dry_run, json_out=json_out,
-                           present=lambda plan: show_plan(plan.data.summary, to_stdout=True))
+    _, result, _ = perform(
+        state(ctx),
+        Undo(op, thread, dry_run),
+        dry_run=dry_run,
+        json_out=json_out,
+        present=lambda plan: show_plan(plan.data.summary, to_stdout=True),
+    )
     finish(result, json_out)
 
 
 def redo(
     ctx: typer.Context,
-    op: Annotated[int | None, typer.Argument(metavar="[OP]", help="The operation id (default: the newest undone one).")] = None,
+    op: Annotated[
+        int | None, typer.Argument(metavar="[OP]", help="The operation id (default: the newest undone one).")
+    ] = None,
     dry_run: DryRunOpt = False,
     json_out: JsonOpt = False,
     yes: AcceptYesOpt = False,
@@ -101,8 +132,13 @@ def redo(
 
     from agentctl.ops import Redo
 
-    _, result, _ = perform(state(ctx), Redo(op), dry_run=dry_run, json_out=json_out,
-                           present=lambda plan: show_plan(plan.data.summary, to_stdout=True))
+    _, result, _ = perform(
+        state(ctx),
+        Redo(op),
+        dry_run=dry_run,
+        json_out=json_out,
+        present=lambda plan: show_plan(plan.data.summary, to_stdout=True),
+    )
     finish(result, json_out)
 
 
@@ -127,5 +163,9 @@ def purge(
     def present(plan: Any) -> None:
         show_plan(Text(op.describe(plan)), to_stdout=dry_run)
 
-    finish(perform(state(ctx), op, dry_run=dry_run, yes=yes, no_backup=no_backup, json_out=json_out,
-                   present=present)[1], json_out)
+    finish(
+        perform(
+            state(ctx), op, dry_run=dry_run, yes=yes, no_backup=no_backup, json_out=json_out, present=present
+        )[1],
+        json_out,
+    )

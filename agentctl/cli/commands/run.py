@@ -1,6 +1,5 @@
 """`run`: run the user's own agent on from a checkpoint, through the framework itself."""
 
-
 from typing import Annotated, Any
 
 import typer
@@ -18,29 +17,68 @@ def register(app: typer.Typer) -> None:
 
 def run_agent(
     ctx: typer.Context,
-    thread: Annotated[str, typer.Argument(metavar="THREAD", help="The thread to run (a new one with --input; CrewAI checkpoints: a branch, or "
-                                          "the checkpoint to resume from).",
-                                          autocompletion=complete_thread)],
-    from_ref: Annotated[str | None, typer.Option(
-        "--from", metavar="REF", help="Run from this checkpoint of the thread (LangGraph's replay / fork), "
-        "not from the head.", autocompletion=complete_ref)] = None,
-    input_json: Annotated[str | None, typer.Option(
-        "--input", metavar="JSON|TEXT", help="LangGraph: the graph's input (JSON), e.g. '{\"messages\": "
-        "[{\"role\": \"user\", \"content\": \"hi\"}]}'; OpenAI Agents SDK, Google ADK, Agno: the user's message "
-        "(TEXT).")] = None,
-    resume_json: Annotated[str | None, typer.Option(
-        "--resume", metavar="JSON", help="The answer to a pending interrupt() (LangGraph's Command(resume=...)).")] = None,
+    thread: Annotated[
+        str,
+        typer.Argument(
+            metavar="THREAD",
+            help="The thread to run (a new one with --input; CrewAI checkpoints: a branch, or "
+            "the checkpoint to resume from).",
+            autocompletion=complete_thread,
+        ),
+    ],
+    from_ref: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="REF",
+            help="Run from this checkpoint of the thread (LangGraph's replay / fork), not from the head.",
+            autocompletion=complete_ref,
+        ),
+    ] = None,
+    input_json: Annotated[
+        str | None,
+        typer.Option(
+            "--input",
+            metavar="JSON|TEXT",
+            help="LangGraph: the graph's input (JSON), e.g. '{\"messages\": "
+            '[{"role": "user", "content": "hi"}]}\'; OpenAI Agents SDK, Google ADK, Agno: the user\'s message '
+            "(TEXT).",
+        ),
+    ] = None,
+    resume_json: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="JSON",
+            help="The answer to a pending interrupt() (LangGraph's Command(resume=...)).",
+        ),
+    ] = None,
     context_json: ContextOpt = None,
     configurable: ConfigurableOpt = None,
-    agent: Annotated[str | None, typer.Option(
-        "--agent", metavar="NAME|FILE.py:VAR|module:var|FILE.mjs:EXPORT",
-        help="The agent: a graph of langgraph.json, or where its graph object is (a .js/.mjs/.cjs/.ts "
-        "file: a LangGraph.js graph, run by node).")] = None,
-    config: Annotated[str | None, typer.Option(
-        "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")] = None,
-    python: Annotated[str | None, typer.Option(
-        "--python", metavar="PATH", help="The interpreter of the agent's environment (default: "
-        "$AGENTCTL_PYTHON, the active virtualenv's, else agentctl's own).")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            metavar="NAME|FILE.py:VAR|module:var|FILE.mjs:EXPORT",
+            help="The agent: a graph of langgraph.json, or where its graph object is (a .js/.mjs/.cjs/.ts "
+            "file: a LangGraph.js graph, run by node).",
+        ),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's)."
+        ),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            metavar="PATH",
+            help="The interpreter of the agent's environment (default: "
+            "$AGENTCTL_PYTHON, the active virtualenv's, else agentctl's own).",
+        ),
+    ] = None,
     node: NodeOpt = None,
     json_out: JsonOpt = False,
     yes: AcceptYesOpt = False,
@@ -95,15 +133,33 @@ def run_agent(
     from agentctl.runs import create_tables, without_tables
 
     st = state(ctx)
-    if input_json is not None and from_ref is None and resume_json is None and st.format in (None, "langgraph") \
-            and run_coro(without_tables(st.db)):
+    if (
+        input_json is not None
+        and from_ref is None
+        and resume_json is None
+        and st.format in (None, "langgraph")
+        and run_coro(without_tables(st.db))
+    ):
         # a new database: LangGraph's saver makes its tables first, as `langgraph dev` would
         # (reads never create anything; a run with an input is a write of the framework's)
         maker = find_agent(agent, config)
         create_tables(st.db, pick_interpreter(maker, python, node), maker)
-        info(f"created LangGraph{'.js' if maker.runtime == 'node' else ''}'s checkpoint tables in {st.db} (its saver's setup(); undo does not remove them)")
-    op = RunAgent(thread, from_ref, input_json, resume_json, context_json, configurable, st.db, agent, config,
-                  python, node)
+        info(
+            f"created LangGraph{'.js' if maker.runtime == 'node' else ''}'s checkpoint tables in {st.db} (its saver's setup(); undo does not remove them)"
+        )
+    op = RunAgent(
+        thread,
+        from_ref,
+        input_json,
+        resume_json,
+        context_json,
+        configurable,
+        st.db,
+        agent,
+        config,
+        python,
+        node,
+    )
     _, result, _ = perform(st, op, on_checkpoint=emit_jsonl if json_out else _say_checkpoint)
     assert result is not None
     outcome, op_id = result.json, result.op_id
@@ -123,12 +179,17 @@ def run_agent(
 
 def _say_checkpoint(event: dict[str, Any]) -> None:
     if "text" in event:  # an SDK's item (Agno: a message of step N's run)
-        say(f"{'step' if 'id' in event else 'item'} {event.get('step')}  {event.get('kind')}  {event.get('text')}")
+        say(
+            f"{'step' if 'id' in event else 'item'} {event.get('step')}  {event.get('kind')}  {event.get('text')}"
+        )
         return
     nodes = ", ".join(event.get("nodes") or []) or event.get("source") or ""
     keys = ", ".join(event.get("keys") or [])
-    say(f"step {event.get('step')}  {event.get('id') or event.get('ref')}  {nodes}" + (f"  changed: {keys}" if keys else "")
-        + (f"  (subgraph {event['ns']})" if event.get("ns") else ""))
+    say(
+        f"step {event.get('step')}  {event.get('id') or event.get('ref')}  {nodes}"
+        + (f"  changed: {keys}" if keys else "")
+        + (f"  (subgraph {event['ns']})" if event.get("ns") else "")
+    )
 
 
 def _say_error(event: dict[str, Any]) -> None:

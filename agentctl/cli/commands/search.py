@@ -2,7 +2,6 @@
 store of the database's format (`Store.search`: an index where the format has one, else
 a scan; `--scan` forces the scan)."""
 
-
 from typing import Annotated, Any
 
 import typer
@@ -11,7 +10,6 @@ from agentctl.cli.complete import complete_thread
 from agentctl.cli.context import run, state
 from agentctl.cli.options import JsonOpt
 from agentctl.model import SearchHit
-
 
 #: the message roles of the formats agentctl reads (what `--role` can pick)
 ROLES = ("system", "developer", "user", "assistant", "tool", "function", "reasoning")
@@ -39,14 +37,29 @@ def register(app: typer.Typer) -> None:
 def search(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="Text to find (case-insensitive substring).")],
-    thread: Annotated[str | None, typer.Option("--thread", "-t", help="Only this thread.",
-                                               autocompletion=complete_thread)] = None,
-    role: Annotated[str | None, typer.Option("--role", "-r", help="Only messages of this role (system, developer, user, assistant, tool, function, reasoning); skips tool results and state.")] = None,
+    thread: Annotated[
+        str | None, typer.Option("--thread", "-t", help="Only this thread.", autocompletion=complete_thread)
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            "--role",
+            "-r",
+            help="Only messages of this role (system, developer, user, assistant, tool, function, reasoning); skips tool results and state.",
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many hits at most.")] = 50,
-    places: Annotated[str, typer.Option(
-        "--in", metavar="PLACES",
-        help="Where to look, comma-separated: messages, tools (tool results), state.")] = "messages,tools,state",
-    scan: Annotated[bool, typer.Option("--scan", help="Use the plain scan, not an FTS5 index (SQLite).")] = False,
+    places: Annotated[
+        str,
+        typer.Option(
+            "--in",
+            metavar="PLACES",
+            help="Where to look, comma-separated: messages, tools (tool results), state.",
+        ),
+    ] = "messages,tools,state",
+    scan: Annotated[
+        bool, typer.Option("--scan", help="Use the plain scan, not an FTS5 index (SQLite).")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Find text in messages, tool results and state; newest first, one hit per
@@ -69,7 +82,7 @@ def search(
     if role is not None and "messages" not in chosen:
         raise UsageError("--role picks messages; it cannot be used with --in " + ",".join(chosen))
 
-    async def go():
+    async def go() -> Any:
         async with state(ctx).open() as store:
             tid = await resolve_thread(store, thread) if thread is not None else None
             found = await store.search(text, tid, role, limit, scan=scan, places=chosen)
@@ -90,9 +103,11 @@ def search(
     if not hits and stdout_is_tty():
         info("no matches")
         return
-    table(["THREAD", "STEP", "CHECKPOINT", "WHERE", "ROLE", "SNIPPET", "PATH"],
-          [[h.thread_id, h.step, h.checkpoint_id, h.where, h.role or "", h.snippet, h.path] for h in hits],
-          renderable=lambda: _hits_table(hits, text))
+    table(
+        ["THREAD", "STEP", "CHECKPOINT", "WHERE", "ROLE", "SNIPPET", "PATH"],
+        [[h.thread_id, h.step, h.checkpoint_id, h.where, h.role or "", h.snippet, h.path] for h in hits],
+        renderable=lambda: _hits_table(hits, text),
+    )
 
 
 def _hits_table(hits: list[SearchHit], text: str) -> Any:
@@ -101,10 +116,8 @@ def _hits_table(hits: list[SearchHit], text: str) -> Any:
     from rich.table import Table
 
     from agentctl import render
-    from agentctl.text import inert
-
     from agentctl.cli.output import console
-    from agentctl.text import centre_on
+    from agentctl.text import centre_on, inert
 
     # The snippet keeps one line of a width it is given, cut around the match (centred):
     # folded or cut by the table, a narrow column lost the match.
@@ -121,13 +134,20 @@ def _hits_table(hits: list[SearchHit], text: str) -> Any:
         width = max(20, min(longest, (term_width - fixed) * 3 // 5))
     needle = re.compile(re.escape(inert(text, one_line=True)), re.IGNORECASE)
     rows = []
-    for h, where in zip(hits, wheres):
-        snippet = render.safe(centre_on(inert(h.snippet, one_line=True), inert(text, one_line=True), width),
-                              one_line=True)
+    for h, where in zip(hits, wheres, strict=False):
+        snippet = render.safe(
+            centre_on(inert(h.snippet, one_line=True), inert(text, one_line=True), width), one_line=True
+        )
         snippet.highlight_regex(needle, "bold reverse")
-        rows.append([render.safe(h.thread_id, "bold", one_line=True), render.safe(str(h.step)),
-                     render.safe(h.checkpoint_id, render.ID_STYLE, one_line=True),
-                     render.safe(where, one_line=True), snippet])  # a role is database text
+        rows.append(
+            [
+                render.safe(h.thread_id, "bold", one_line=True),
+                render.safe(str(h.step)),
+                render.safe(h.checkpoint_id, render.ID_STYLE, one_line=True),
+                render.safe(where, one_line=True),
+                snippet,
+            ]
+        )  # a role is database text
     headers = ("THREAD", "STEP", "CHECKPOINT", "WHERE", "SNIPPET")
     if narrow:
         return render.records(headers, rows)
@@ -138,6 +158,7 @@ def _hits_table(hits: list[SearchHit], text: str) -> Any:
     for row in rows:
         t.add_row(*row)
     return t
+
 
 def _where_label(hit: SearchHit) -> str:
     """Where the hit is, for the table: its path (a message's without `.content`), and

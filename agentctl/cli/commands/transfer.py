@@ -1,13 +1,13 @@
 """Moving data in and out: `export`, `import`, `backup`; and the safety copy taken
 before destructive writes on SQLite."""
 
-
 import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated, Any, Iterator
+from typing import IO, Annotated, Any
 
 import typer
 
@@ -18,6 +18,7 @@ from agentctl.cli.options import AcceptYesOpt, JsonOpt
 from agentctl.cli.output import info, progress, say
 from agentctl.cli.writes import finish, sqlite_backup
 from agentctl.text import json_text, json_type_name
+
 
 def register(app: typer.Typer) -> None:
     app.command("export")(export)
@@ -52,7 +53,7 @@ def backup(
     if path is None:
         raise UsageError("backup works on SQLite files; for Postgres use pg_dump or `agentctl export`")
 
-    async def check():  # the source must be a checkpoint database
+    async def check() -> Any:  # the source must be a checkpoint database
         async with st.open():
             return None
 
@@ -67,7 +68,9 @@ def check_output_path(output: str, *, force: bool) -> None:
     from agentctl.errors import NotFoundError, UsageError
 
     if os.path.isdir(output):
-        raise UsageError(f"{output} is a directory; name the file to write in it (-o {os.path.join(output, 'FILE')})")
+        raise UsageError(
+            f"{output} is a directory; name the file to write in it (-o {os.path.join(output, 'FILE')})"
+        )
     parent = os.path.dirname(output) or "."
     if not os.path.isdir(parent):
         raise NotFoundError(f"cannot write {output}: no directory {parent}")
@@ -80,8 +83,12 @@ def check_output_path(output: str, *, force: bool) -> None:
 
 def export(
     ctx: typer.Context,
-    threads: Annotated[list[str] | None, typer.Argument(
-        metavar="[THREAD]...", help="Threads to export (default: all).", autocompletion=complete_thread)] = None,
+    threads: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[THREAD]...", help="Threads to export (default: all).", autocompletion=complete_thread
+        ),
+    ] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="JSONL file to write; - for stdout.")] = "-",
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
 ) -> None:
@@ -102,7 +109,7 @@ def export(
         check_output_path(output, force=force)
 
     def write_all(out: IO[str]) -> tuple[int, list[str]]:
-        async def go():
+        async def go() -> Any:
             written, bad = 0, []
             async with st.open() as store:
                 tids = [await resolve_thread(store, t) for t in threads] if threads else None
@@ -153,8 +160,10 @@ def export(
     if bad:
         for line in bad[:10]:
             info("agentctl: skipped " + line)
-        raise AgentctlError(f"{len(bad)} row(s) could not be read and were not exported "
-                            "(see `agentctl doctor`); the rest were")
+        raise AgentctlError(
+            f"{len(bad)} row(s) could not be read and were not exported "
+            "(see `agentctl doctor`); the rest were"
+        )
 
 
 # ---- import -----------------------------------------------------------------------------
@@ -173,12 +182,17 @@ def _read_jsonl(stream: IO[str], name: str, advance: Any) -> Iterator[Any]:
             if not isinstance(d, dict):
                 raise ValueError(f"a JSON {json_type_name(d)} where an object is expected")
             if not isinstance(d.get("metadata"), dict):
-                raise ValueError(f"metadata: a JSON {json_type_name(d.get('metadata'))} where an object is expected")
+                raise ValueError(
+                    f"metadata: a JSON {json_type_name(d.get('metadata'))} where an object is expected"
+                )
             cp = Checkpoint.from_dict(d)
             if not isinstance(cp.metadata.step, int) or not cp.metadata.checkpoint_id:
                 raise ValueError("step must be an integer and checkpoint_id non-empty")
-            for field, value, kind in (("messages", cp.messages, list), ("state", cp.state, dict),
-                                       ("tools_result", cp.tools_result, dict)):
+            for field, value, kind in (
+                ("messages", cp.messages, list),
+                ("state", cp.state, dict),
+                ("tools_result", cp.tools_result, dict),
+            ):
                 if not isinstance(value, kind):
                     expected = "an array" if kind is list else "an object"
                     raise ValueError(f"{field}: a JSON {json_type_name(value)} where {expected} is expected")
@@ -220,11 +234,15 @@ async def _remove_created(st: CliState) -> None:
 
 def import_(
     ctx: typer.Context,
-    file: Annotated[str, typer.Argument(metavar="FILE.jsonl", help="JSON Lines from `agentctl export`; - for stdin.")],
-    on_conflict: Annotated[str, typer.Option(
-        "--on-conflict", help="When a checkpoint id exists: skip | replace | error.")] = "skip",
-    create: Annotated[bool, typer.Option(
-        "--create", help="Create the database (file or table) if it does not exist.")] = False,
+    file: Annotated[
+        str, typer.Argument(metavar="FILE.jsonl", help="JSON Lines from `agentctl export`; - for stdin.")
+    ],
+    on_conflict: Annotated[
+        str, typer.Option("--on-conflict", help="When a checkpoint id exists: skip | replace | error.")
+    ] = "skip",
+    create: Annotated[
+        bool, typer.Option("--create", help="Create the database (file or table) if it does not exist.")
+    ] = False,
     json_out: JsonOpt = False,
     yes: AcceptYesOpt = False,
 ) -> None:
@@ -247,7 +265,7 @@ def import_(
         raise UsageError(f"{file} {problem}")
     size = os.path.getsize(file) if file != "-" else None
 
-    async def go(stream: IO[str]):
+    async def go(stream: IO[str]) -> Any:
         made = create and await _would_create(st)
         try:
             return await load(stream)
@@ -256,7 +274,7 @@ def import_(
                 await _remove_created(st)
             raise
 
-    async def load(stream: IO[str]):
+    async def load(stream: IO[str]) -> Any:
         try:
             async with st.history(create=create, need="import") as (store, history):
                 with progress("import", size, enabled=(size or 0) >= 8 * 1024 * 1024) as advance:

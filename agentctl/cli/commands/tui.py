@@ -1,6 +1,5 @@
 """`agentctl tui` and `agentctl demo`. Textual is imported only here, when they run."""
 
-
 import shutil
 import tempfile
 from pathlib import Path
@@ -40,8 +39,10 @@ def _tui_run() -> Any:
     # write those and wait for ever. Refuse first, before anything is written. (Under
     # `agentctl serve` stdout is textual-serve's pipe, and Textual's web driver draws.)
     if not _stdout_is_terminal() and not _web_driver():
-        raise UsageError("the terminal UI needs a terminal, and stdout is not one "
-                         "(for output to a file or a pipe, use the other commands)")
+        raise UsageError(
+            "the terminal UI needs a terminal, and stdout is not one "
+            "(for output to a file or a pipe, use the other commands)"
+        )
 
     try:
         from agentctl.tui import run as tui_run
@@ -50,18 +51,33 @@ def _tui_run() -> Any:
     return tui_run
 
 
-AgentOpt = Annotated[str | None, typer.Option(
-    "--agent", metavar="NAME|FILE.py:VAR|module:var",
-    help="The agent that R runs (and a LangGraph edit writes through), as `run` takes it.")]
-ConfigOpt = Annotated[str | None, typer.Option(
-    "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's).")]
-PythonOpt = Annotated[str | None, typer.Option(
-    "--python", metavar="PATH", help="The interpreter of the agent's environment (as `run` takes it).")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        metavar="NAME|FILE.py:VAR|module:var",
+        help="The agent that R runs (and a LangGraph edit writes through), as `run` takes it.",
+    ),
+]
+ConfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--config", metavar="PATH", help="The langgraph.json to read (default: the current directory's)."
+    ),
+]
+PythonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--python", metavar="PATH", help="The interpreter of the agent's environment (as `run` takes it)."
+    ),
+]
 
 
 def tui(
     ctx: typer.Context,
-    readonly: Annotated[bool, typer.Option("--read-only", "--readonly", help="Never write (hide rewind, branch, ...).")] = False,
+    readonly: Annotated[
+        bool, typer.Option("--read-only", "--readonly", help="Never write (hide rewind, branch, ...).")
+    ] = False,
     agent: AgentOpt = None,
     config: ConfigOpt = None,
     python: PythonOpt = None,
@@ -86,7 +102,9 @@ def sample_database() -> Any:
 
 
 def demo(
-    keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary copy afterwards (its path is printed).")] = False,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the temporary copy afterwards (its path is printed).")
+    ] = False,
 ) -> None:
     """Open the terminal UI on a temporary copy of the bundled sample database; your
     own databases are not touched.
@@ -103,8 +121,11 @@ def demo(
     with as_file(sample_database()) as src:
         shutil.copyfile(src, dest)
     # the path only when it will still be there: without --keep it is removed on quitting
-    info(f"demo database: {dest} (kept after you quit)" if keep else
-         "demo database: a temporary copy of the sample, removed when you quit (--keep keeps it)")
+    info(
+        f"demo database: {dest} (kept after you quit)"
+        if keep
+        else "demo database: a temporary copy of the sample, removed when you quit (--keep keeps it)"
+    )
     try:
         run_tui(str(dest), readonly=False)
     finally:
@@ -117,12 +138,23 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 def serve(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (another than localhost "
-                                                      "makes the database reachable from other machines).")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on (another than localhost "
+            "makes the database reachable from other machines).",
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8000,
-    allow_writes: Annotated[bool, typer.Option(
-        "--allow-writes", help="Let the browser rewind, branch, merge, prune, undo, edit and run the agent "
-        "(read-only without: nothing is run or written).")] = False,
+    allow_writes: Annotated[
+        bool,
+        typer.Option(
+            "--allow-writes",
+            help="Let the browser rewind, branch, merge, prune, undo, edit and run the agent "
+            "(read-only without: nothing is run or written).",
+        ),
+    ] = False,
     agent: AgentOpt = None,
     config: ConfigOpt = None,
     python: PythonOpt = None,
@@ -146,7 +178,7 @@ def serve(
         raise AgentctlError("agentctl serve needs textual-serve: pip install 'agentctl[web]'") from None
     st = state(ctx)
 
-    async def check():  # the database opens (and is one agentctl reads) before serving it
+    async def check() -> Any:  # the database opens (and is one agentctl reads) before serving it
         async with st.open():
             return None
 
@@ -154,9 +186,12 @@ def serve(
 
     run(check())
     if host not in LOCAL_HOSTS:
-        info(f"agentctl: warning: serving on {host}:{port}, not localhost: whoever can reach it sees "
-             "this database" + (" and can change it (--allow-writes)" if allow_writes else "")
-             + "; there is no login")
+        info(
+            f"agentctl: warning: serving on {host}:{port}, not localhost: whoever can reach it sees "
+            "this database"
+            + (" and can change it (--allow-writes)" if allow_writes else "")
+            + "; there is no login"
+        )
     # The database goes to the UI's processes through the environment, not on a command
     # line that `ps` shows (a Postgres URL may hold a password).
     os.environ["AGENTCTL_DB"] = st.db
@@ -169,6 +204,9 @@ def serve(
         if value is not None:
             command += f" {option} {shlex.quote(value)}"
     title = f"agentctl: {redact_dsn(st.db)}" + ("" if allow_writes else " (read-only)")
-    info(f"agentctl: serving {redact_dsn(st.db)} on http://{host if ':' not in host else f'[{host}]'}:{port}"
-         + ("" if allow_writes else " (read-only)") + "; Ctrl+C stops it")
+    info(
+        f"agentctl: serving {redact_dsn(st.db)} on http://{host if ':' not in host else f'[{host}]'}:{port}"
+        + ("" if allow_writes else " (read-only)")
+        + "; Ctrl+C stops it"
+    )
     Server(command, host=host, port=port, title=title).serve()

@@ -32,7 +32,7 @@ repairs it, undoably.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from agentctl.storage.contract import Capability, FormatSpec
 
@@ -41,7 +41,7 @@ EVENT_COLUMNS = ("id", "app_name", "user_id", "session_id", "invocation_id", "ti
 
 
 def layout(tables: Mapping[str, set[str]]) -> str | None:
-    """"v1", "v0" or None (not an ADK database)."""
+    """ "v1", "v0" or None (not an ADK database)."""
     sessions = tables.get("sessions")
     events = tables.get("events")
     if sessions is None or events is None:
@@ -63,12 +63,24 @@ FORMAT = FormatSpec(
     name="adk",
     title="Google ADK sessions",
     description="DatabaseSessionService tables (sessions, events, app_states, user_states): "
-                "a session is a thread (APP/USER/SESSION), each event a step with the state "
-                "as of that event",
-    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR,
-                            Capability.BACKUP, Capability.EDIT, Capability.RUN, Capability.REDO,
-                            Capability.COMPARE}),
+    "a session is a thread (APP/USER/SESSION), each event a step with the state "
+    "as of that event",
+    capabilities=frozenset(
+        {
+            Capability.READ,
+            Capability.SEARCH,
+            Capability.FOLLOW,
+            Capability.REWIND,
+            Capability.BRANCH,
+            Capability.UNDO,
+            Capability.DOCTOR,
+            Capability.BACKUP,
+            Capability.EDIT,
+            Capability.RUN,
+            Capability.REDO,
+            Capability.COMPARE,
+        }
+    ),
     # doctor runs on both (the session-state check; the side search index's part only on
     # SQLite); backup: SQLite's online backup API
     dialects={Capability.BACKUP.value: ("sqlite",)},

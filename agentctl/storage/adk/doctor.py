@@ -25,7 +25,9 @@ from agentctl.storage.contract import Problem
 CHECK = "session_state"
 
 
-def folded_state(state: dict[str, Any], events: list[dict[str, Any]], upto: int | None = None) -> dict[str, Any]:
+def folded_state(
+    state: dict[str, Any], events: list[dict[str, Any]], upto: int | None = None
+) -> dict[str, Any]:
     """The session-scoped state ADK's writes should have left in the row: the row's
     keys no delta sets, then every event's delta in order (`upto`: of the first events)."""
     fold = StateFold(state, {}, {}, events)
@@ -35,8 +37,9 @@ def folded_state(state: dict[str, Any], events: list[dict[str, Any]], upto: int 
 
 
 def differing_keys(state: dict[str, Any], folded: dict[str, Any]) -> list[str]:
-    return sorted(k for k in set(state) | set(folded) if k not in state or k not in folded
-                  or state[k] != folded[k])
+    return sorted(
+        k for k in set(state) | set(folded) if k not in state or k not in folded or state[k] != folded[k]
+    )
 
 
 async def inconsistent_sessions(store: Any, limit: int | None = None) -> list[dict[str, Any]]:
@@ -44,8 +47,9 @@ async def inconsistent_sessions(store: Any, limit: int | None = None) -> list[di
     fold of their events (reads only; at most `limit`)."""
     await store.connect()
     out: list[dict[str, Any]] = []
-    sessions = await store._q("SELECT app_name, user_id, id, state, update_time FROM sessions "
-                              "ORDER BY app_name, user_id, id")
+    sessions = await store._q(
+        "SELECT app_name, user_id, id, state, update_time FROM sessions ORDER BY app_name, user_id, id"
+    )
     for s in sessions:
         key = (s["app_name"], s["user_id"], s["id"])
         found = await _check_session(store, key, s)
@@ -65,8 +69,9 @@ async def _check_session(store: Any, key: tuple[str, str, str], s: dict[str, Any
         state, err = decode_json(s["state"])
         if err or not isinstance(state, dict):
             return None
-        rows = await store._q(f"SELECT event_data FROM events WHERE {where}session_id = ? "
-                              "ORDER BY timestamp, id", *key)
+        rows = await store._q(
+            f"SELECT event_data FROM events WHERE {where}session_id = ? ORDER BY timestamp, id", *key
+        )
         events = []
         for r in rows:
             ev, _err = decode_json(r["event_data"])
@@ -79,7 +84,13 @@ async def _check_session(store: Any, key: tuple[str, str, str], s: dict[str, Any
         if not again:
             return None
         if again[0]["update_time"] == s["update_time"]:
-            return {"key": key, "state": state, "folded": folded, "keys": keys, "update_time": s["update_time"]}
+            return {
+                "key": key,
+                "state": state,
+                "folded": folded,
+                "keys": keys,
+                "update_time": s["update_time"],
+            }
         s = again[0]
     return None
 
@@ -88,11 +99,21 @@ async def state_problems(store: Any, limit: int) -> list[Problem]:
     if store.layout != "v1":
         return []
     found = await inconsistent_sessions(store, limit)
-    return [Problem("error", CHECK, "/".join(f["key"]),
-                    f"the session's state is not what its events set ({', '.join(map(repr, f['keys']))}): "
-                    "a write landed inside ADK's read-then-write window; `agentctl doctor --fix` sets it "
-                    "to the events' fold (undoable)", "session-state",
-                    {"subject": "/".join(f["key"]), "keys": f["keys"],
-                     "state": {k: f["state"].get(k) for k in f["keys"]},
-                     "folded": {k: f["folded"].get(k) for k in f["keys"]}})
-            for f in found]
+    return [
+        Problem(
+            "error",
+            CHECK,
+            "/".join(f["key"]),
+            f"the session's state is not what its events set ({', '.join(map(repr, f['keys']))}): "
+            "a write landed inside ADK's read-then-write window; `agentctl doctor --fix` sets it "
+            "to the events' fold (undoable)",
+            "session-state",
+            {
+                "subject": "/".join(f["key"]),
+                "keys": f["keys"],
+                "state": {k: f["state"].get(k) for k in f["keys"]},
+                "folded": {k: f["folded"].get(k) for k in f["keys"]},
+            },
+        )
+        for f in found
+    ]

@@ -26,7 +26,8 @@ State (what ADK's `get_session` reports, rebuilt for step N):
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentctl import deep
 from agentctl.storage.sqlconn import one_line
@@ -62,9 +63,9 @@ def split_delta(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], 
     u: dict[str, Any] = {}
     for k, v in delta.items():
         if k.startswith(APP):
-            a[k[len(APP):]] = v
+            a[k[len(APP) :]] = v
         elif k.startswith(USER):
-            u[k[len(USER):]] = v
+            u[k[len(USER) :]] = v
         elif not k.startswith(TEMP):
             s[k] = v
     return s, a, u
@@ -75,16 +76,21 @@ class StateFold:
     every event of the session, then `apply(event)` per event, `state()` merged as ADK
     merges it (session keys, then `app:` and `user:` keys)."""
 
-    def __init__(self, session_state: dict[str, Any], app_state: dict[str, Any],
-                 user_state: dict[str, Any], events: list[dict[str, Any]],
-                 shared: Sequence[dict[str, Any]] = ()):
+    def __init__(
+        self,
+        session_state: dict[str, Any],
+        app_state: dict[str, Any],
+        user_state: dict[str, Any],
+        events: list[dict[str, Any]],
+        shared: Sequence[dict[str, Any]] = (),
+    ):
         """`shared`: the `app:`/`user:` parts of other sessions' deltas (see `apply_shared`)."""
         touched: tuple[set[str], set[str], set[str]] = (set(), set(), set())
         for ev in events:
-            for part, keys in zip(split_delta(state_delta(ev)), touched):
+            for part, keys in zip(split_delta(state_delta(ev)), touched, strict=False):
                 keys.update(part)
         for delta in shared:
-            for part, keys in list(zip(split_delta(delta), touched))[1:]:
+            for part, keys in list(zip(split_delta(delta), touched, strict=False))[1:]:
                 keys.update(part)
         self.session = {k: v for k, v in session_state.items() if k not in touched[0]}
         self.app = {k: v for k, v in app_state.items() if k not in touched[1]}
@@ -131,8 +137,9 @@ def first_of(invocations: Sequence[str | None]) -> dict[str, int]:
     return first
 
 
-def apply_rewinds(invocations: Sequence[str | None], targets: Sequence[str | None]
-                  ) -> tuple[list[int], set[int]]:
+def apply_rewinds(
+    invocations: Sequence[str | None], targets: Sequence[str | None]
+) -> tuple[list[int], set[int]]:
     """ADK's `_apply_rewinds` (google/adk/events/_rewind_events.py) over a session's
     events in order (their invocation ids and rewind targets): the indices of the events
     it keeps, the conversation ADK gives the model (`contents.py` skips the others), and
@@ -184,8 +191,9 @@ def to_message(event: Any) -> dict[str, Any]:
                 msg["tool_call_id"] = r["id"]
             msg["content"] = r.get("response")
         else:
-            msg["content"] = [{"id": r.get("id"), "name": r.get("name"), "response": r.get("response")}
-                              for r in responses]
+            msg["content"] = [
+                {"id": r.get("id"), "name": r.get("name"), "response": r.get("response")} for r in responses
+            ]
         msg["author"] = author
     else:
         role = "user" if (author == "user" or content_role == "user") else "assistant"
@@ -194,8 +202,9 @@ def to_message(event: Any) -> dict[str, Any]:
             msg["name"] = author
         msg["content"] = "\n".join(texts)
         if calls:
-            msg["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"), "arguments": c.get("args", {})}
-                                 for c in calls]
+            msg["tool_calls"] = [
+                {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("args", {})} for c in calls
+            ]
         if responses:
             msg["function_responses"] = responses
     if thoughts:

@@ -34,8 +34,9 @@ import json
 import re
 import secrets
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.model import utc_now_iso
@@ -49,9 +50,9 @@ from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import naive_utc
 
 if TYPE_CHECKING:
+    from agentctl.storage.adk.store import ADKStore
     from agentctl.storage.results import OpResult, RewindPlan, TimeTravelResult
     from agentctl.storage.sql.conn import Transaction
-    from agentctl.storage.adk.store import ADKStore
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 #: the key columns of ADK's tables, and the WHERE of a state row by its key
@@ -97,8 +98,15 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
     def undo_result(self, record: dict[str, Any], image: str) -> dict[str, list[str]]:
         """Undo brings back what the op deleted and deletes what it made; redo the reverse."""
         d, kind = record["details"], record["kind"]
-        made: list[str] = (["/".join(d["key"])] if kind == "branch" else list(d["inserted"]) if "inserted" in d
-                           else [d["event_id"]] if d.get("event_id") and not d.get("hard") else [])
+        made: list[str] = (
+            ["/".join(d["key"])]
+            if kind == "branch"
+            else list(d["inserted"])
+            if "inserted" in d
+            else [d["event_id"]]
+            if d.get("event_id") and not d.get("hard")
+            else []
+        )
         gone: list[str] = list(d.get("moved") or []) if d.get("hard") else []
         return {"created": gone, "deleted": made} if image == "before" else {"created": made, "deleted": gone}
 
@@ -113,22 +121,38 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             return dt
         return dt.strftime("%Y-%m-%d %H:%M:%S.%f")
 
-    async def _begin(self, tx: Any, kind: str, summary: str, threads: list[str], details: dict[str, Any]) -> ops.Op:
+    async def _begin(
+        self, tx: Any, kind: str, summary: str, threads: list[str], details: dict[str, Any]
+    ) -> ops.Op:
         op = await self.journal_begin(tx, kind, summary, threads, details)
         for table in ("sessions", "app_states", "user_states"):
             await op.declare(table, KEYS[table])  # before events, which refer to sessions
         return op
 
-    async def _set_state(self, op: ops.Op, table: str, owner: Sequence[str], state: dict[str, Any],
-                         marker: datetime) -> None:
-        await op.update(table, KEYS[table], WHERE[table], tuple(owner), f"state = {self._json}, update_time = ?",
-                        (json.dumps(state), self._ts(marker)))
+    async def _set_state(
+        self, op: ops.Op, table: str, owner: Sequence[str], state: dict[str, Any], marker: datetime
+    ) -> None:
+        await op.update(
+            table,
+            KEYS[table],
+            WHERE[table],
+            tuple(owner),
+            f"state = {self._json}, update_time = ?",
+            (json.dumps(state), self._ts(marker)),
+        )
 
-    async def _add_event(self, op: ops.Op, key: Sequence[str], event: dict[str, Any], marker: datetime) -> None:
+    async def _add_event(
+        self, op: ops.Op, key: Sequence[str], event: dict[str, Any], marker: datetime
+    ) -> None:
         await op.tx.execute(
             "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, "
-            f"event_data) VALUES (?, ?, ?, ?, ?, ?, {self._json})", event["id"], *key,
-            event["invocation_id"], self._ts(marker), json.dumps(event))
+            f"event_data) VALUES (?, ?, ?, ?, ?, ?, {self._json})",
+            event["id"],
+            *key,
+            event["invocation_id"],
+            self._ts(marker),
+            json.dumps(event),
+        )
         await op.inserted("events", KEYS["events"], f"{_EVENT} AND id = ?", (*key, event["id"]))
 
     async def _target(self, checkpoint_id: str) -> tuple[Any, tuple[str, str, str]]:
@@ -142,7 +166,9 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         return meta, key
 
     async def _session_row(self, tx: Transaction, key: tuple[str, str, str]) -> dict[str, Any]:
-        rows = await tx.fetch(f"SELECT state, create_time, update_time FROM sessions WHERE {WHERE['sessions']}", *key)
+        rows = await tx.fetch(
+            f"SELECT state, create_time, update_time FROM sessions WHERE {WHERE['sessions']}", *key
+        )
         if not rows:
             raise OperationError(f"session {'/'.join(key)} is gone")
         row = rows[0]
@@ -152,7 +178,9 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
 
     async def _events(self, tx: Transaction, key: tuple[str, str, str]) -> list[dict[str, Any]]:
         rows = await tx.fetch(
-            f"SELECT id, invocation_id, timestamp, event_data FROM events WHERE {_EVENT} ORDER BY timestamp, id", *key)
+            f"SELECT id, invocation_id, timestamp, event_data FROM events WHERE {_EVENT} ORDER BY timestamp, id",
+            *key,
+        )
         for i, r in enumerate(rows, 1):
             r["step"] = i
             data, _err = decode_json(r["event_data"])
@@ -160,8 +188,9 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         return rows
 
     @staticmethod
-    def _session_state_at(session_state: dict[str, Any], events: list[dict[str, Any]], step: int
-                          ) -> tuple[dict[str, Any], list[str]]:
+    def _session_state_at(
+        session_state: dict[str, Any], events: list[dict[str, Any]], step: int
+    ) -> tuple[dict[str, Any], list[str]]:
         """The session-scoped state as of `step` and the keys of the current state whose
         value there is unknown (first set by an event after `step`)."""
         at = folded_state(session_state, [r["event"] for r in events], step)
@@ -176,11 +205,21 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
     @staticmethod
     def _event(delta: dict[str, Any], note: str, marker: datetime, **actions: Any) -> dict[str, Any]:
         """An event as ADK dumps it (author "user") with this state_delta."""
-        return {"invocation_id": f"e-{uuid.uuid4()}", "author": "user",
-                "actions": {"state_delta": delta, "artifact_delta": {}, "requested_auth_configs": {},
-                            "requested_tool_confirmations": {}, **actions},
-                "node_info": {"path": ""}, "id": str(uuid.uuid4()),
-                "timestamp": marker.replace(tzinfo=timezone.utc).timestamp(), "custom_metadata": {"agentctl": note}}
+        return {
+            "invocation_id": f"e-{uuid.uuid4()}",
+            "author": "user",
+            "actions": {
+                "state_delta": delta,
+                "artifact_delta": {},
+                "requested_auth_configs": {},
+                "requested_tool_confirmations": {},
+                **actions,
+            },
+            "node_info": {"path": ""},
+            "id": str(uuid.uuid4()),
+            "timestamp": marker.replace(tzinfo=timezone.utc).timestamp(),
+            "custom_metadata": {"agentctl": note},
+        }
 
     # ---- rewind ----------------------------------------------------------------------
 
@@ -190,10 +229,18 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         meta, key = await self._target(checkpoint_id)
         later = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
         if later and not hard:
-            rows = await self.store._q(f"SELECT invocation_id FROM events WHERE {_EVENT} ORDER BY timestamp, id", *key)
+            rows = await self.store._q(
+                f"SELECT invocation_id FROM events WHERE {_EVENT} ORDER BY timestamp, id", *key
+            )
             self._check_boundary(meta.step, [r["invocation_id"] for r in rows])
-        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=None, hard=hard,
-                          marked=bool(later) and not hard)
+        return RewindPlan(
+            target=meta,
+            thread_id=meta.thread_id,
+            moved=later,
+            archive_thread=None,
+            hard=hard,
+            marked=bool(later) and not hard,
+        )
 
     @staticmethod
     def _check_boundary(step: int, invocations: list[str]) -> str:
@@ -205,12 +252,14 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             last = len(invocations) - invocations[::-1].index(inv)
             raise UsageError(
                 f"step {step} is inside invocation {inv!r} (steps {first}..{last}); ADK rewinds whole "
-                f"invocations: rewind to step {first - 1} or {last}, or use --hard")
+                f"invocations: rewind to step {first - 1} or {last}, or use --hard"
+            )
         return inv
 
     @retried_write
-    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> TimeTravelResult:
+    async def rewind(
+        self, checkpoint_id: str, hard: bool = False, *, archive_thread: str | None = None
+    ) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
 
         meta, key = await self._target(checkpoint_id)
@@ -230,34 +279,59 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             moved = [r["id"] for r in later]
             if later:
                 at, unknown = self._session_state_at(row["state"], events, step)
-                details: dict[str, Any] = {"key": list(key), "target": meta.checkpoint_id, "step": step,
-                                           "hard": hard, "moved": moved, "removed_keys": unknown}
+                details: dict[str, Any] = {
+                    "key": list(key),
+                    "target": meta.checkpoint_id,
+                    "step": step,
+                    "hard": hard,
+                    "moved": moved,
+                    "removed_keys": unknown,
+                }
                 if hard:
                     marker = self._new_marker(row["update_time"])
-                    op = await self._begin(tx, "rewind", f"rewind {tid} to step {step}; "
-                                           f"{len(later)} event(s) to the trash", [tid], details)
+                    op = await self._begin(
+                        tx,
+                        "rewind",
+                        f"rewind {tid} to step {step}; {len(later)} event(s) to the trash",
+                        [tid],
+                        details,
+                    )
                     await self._set_state(op, "sessions", key, at, marker)
-                    await op.delete("events", KEYS["events"], f"{_EVENT} AND id IN ({marks(len(moved))})",
-                                    (*key, *moved))
+                    await op.delete(
+                        "events", KEYS["events"], f"{_EVENT} AND id IN ({marks(len(moved))})", (*key, *moved)
+                    )
                 else:
                     inv = self._check_boundary(step, [r["invocation_id"] for r in events])
                     delta = {k: v for k, v in at.items() if k not in row["state"] or row["state"][k] != v}
                     delta.update({k: None for k, v in row["state"].items() if k not in at and v is not None})
                     marker = self._new_marker(row["update_time"], events[-1]["timestamp"])
-                    event = self._event(delta, f"rewind to step {step}", marker, rewind_before_invocation_id=inv)
+                    event = self._event(
+                        delta, f"rewind to step {step}", marker, rewind_before_invocation_id=inv
+                    )
                     details.update(event_id=event["id"], rewind_before_invocation_id=inv)
-                    op = await self._begin(tx, "rewind", f"rewind {tid} to step {step}; "
-                                           f"{len(later)} event(s) marked rewound", [tid], details)
+                    op = await self._begin(
+                        tx,
+                        "rewind",
+                        f"rewind {tid} to step {step}; {len(later)} event(s) marked rewound",
+                        [tid],
+                        details,
+                    )
                     await self._set_state(op, "sessions", key, {**row["state"], **delta}, marker)
                     await self._add_event(op, key, event, marker)
                 op_id = await self.journal_finish(op)
         cp = await self.store.get_latest(tid)
         if cp is None:  # the target, kept by the rewind
             raise CheckpointNotFound(checkpoint_id)
-        return TimeTravelResult(checkpoint=cp, thread_id=tid, rewind_depth=len(moved),
-                                snapshot_count_before=before, op_id=op_id,
-                                moved=[] if hard else moved, deleted=moved if hard else [],
-                                marked=bool(moved) and not hard)
+        return TimeTravelResult(
+            checkpoint=cp,
+            thread_id=tid,
+            rewind_depth=len(moved),
+            snapshot_count_before=before,
+            op_id=op_id,
+            moved=[] if hard else moved,
+            deleted=moved if hard else [],
+            marked=bool(moved) and not hard,
+        )
 
     # ---- branch ----------------------------------------------------------------------
 
@@ -274,7 +348,9 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             at, unknown = self._session_state_at(row["state"], events, step)
             for _ in range(20):
                 new_id = f"{key[2]}-branch-{name}-{self._hex()}"
-                if not await tx.fetch(f"SELECT 1 AS x FROM sessions WHERE {WHERE['sessions']}", key[0], key[1], new_id):
+                if not await tx.fetch(
+                    f"SELECT 1 AS x FROM sessions WHERE {WHERE['sessions']}", key[0], key[1], new_id
+                ):
                     break
             else:
                 raise OperationError("no free session id for the branch; retry")
@@ -283,23 +359,47 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             now = datetime.now(timezone.utc).replace(tzinfo=None)
             # the op's thread is the new session alone: ADK writing to the source since does not
             # stop its undo
-            op = await self._begin(tx, "branch", f"branch {tid} from {meta.thread_id} step {step}", [tid],
-                                   {"key": list(new_key), "from": meta.checkpoint_id, "from_thread": meta.thread_id,
-                                    "events": step, "removed_keys": unknown})
+            op = await self._begin(
+                tx,
+                "branch",
+                f"branch {tid} from {meta.thread_id} step {step}",
+                [tid],
+                {
+                    "key": list(new_key),
+                    "from": meta.checkpoint_id,
+                    "from_thread": meta.thread_id,
+                    "events": step,
+                    "removed_keys": unknown,
+                },
+            )
             await tx.execute(
                 "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) "
-                f"VALUES (?, ?, ?, {self._json}, ?, ?)", *new_key, json.dumps(at), self._ts(now), self._ts(now))
+                f"VALUES (?, ?, ?, {self._json}, ?, ?)",
+                *new_key,
+                json.dumps(at),
+                self._ts(now),
+                self._ts(now),
+            )
             await op.inserted("sessions", KEYS["sessions"], WHERE["sessions"], new_key)
             # copies with ids of their own (a checkpoint id names one event), same invocations
             copies = []
             for r in events[:step]:
                 event = dict(r["event"])
                 event["id"] = str(uuid.uuid4())
-                copies.append((event["id"], *new_key, r["invocation_id"], self._ts(naive_utc(r["timestamp"])),
-                               json.dumps(event)))
+                copies.append(
+                    (
+                        event["id"],
+                        *new_key,
+                        r["invocation_id"],
+                        self._ts(naive_utc(r["timestamp"])),
+                        json.dumps(event),
+                    )
+                )
             await tx.executemany(
                 "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) "
-                f"VALUES (?, ?, ?, ?, ?, ?, {self._json})", copies)
+                f"VALUES (?, ?, ?, ?, ?, ?, {self._json})",
+                copies,
+            )
             await op.inserted("events", KEYS["events"], _EVENT, new_key)
             await self.journal_finish(op)
         self.store._origin_map = None  # the store reads the log again
@@ -321,7 +421,7 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         tids = ["/".join(f["key"]) for f in found]
         done: list[tuple[int, str, list[str]]] = []
         async with self.journal_tx(tids) as tx:
-            for tid, f in zip(tids, found):
+            for tid, f in zip(tids, found, strict=False):
                 key = f["key"]
                 row = await self._session_row(tx, key)  # again, inside the transaction
                 events = [r["event"] for r in await self._events(tx, key)]
@@ -329,8 +429,13 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
                 keys = differing_keys(row["state"], folded)
                 if not keys:
                     continue
-                op = await self._begin(tx, "fix-state", f"doctor --fix: state of {tid} set to its events' fold "
-                                       f"({len(keys)} key(s))", [tid], {"key": list(key), "keys": keys})
+                op = await self._begin(
+                    tx,
+                    "fix-state",
+                    f"doctor --fix: state of {tid} set to its events' fold ({len(keys)} key(s))",
+                    [tid],
+                    {"key": list(key), "keys": keys},
+                )
                 await self._set_state(op, "sessions", key, folded, self._new_marker(row["update_time"]))
                 done.append((await self.journal_finish(op), tid, keys))
         return done
@@ -346,7 +451,6 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             key = (parts[0], parts[1], parts[2])
         return key
 
-
     async def run_keys(self, thread_id: str) -> dict[str, Any]:
         """The rows a run may change, as they are (read before it): the session's, app's
         and user's state rows (each column as stored; Postgres: as text) and the
@@ -355,8 +459,9 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
         return await legacy.rows_of(self.store, self.store._q, await self._run_key(thread_id))
 
     @retried_write
-    async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
-                         kind: str = "run") -> int | None:
+    async def record_run(
+        self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any], kind: str = "run"
+    ) -> int | None:
         """One op for what ADK's Runner wrote: the events it appended (inserted rows) and
         the session, app and user rows as they were before it (their before-images from
         `before`, their after-images as they are). None: the run wrote nothing."""
@@ -374,8 +479,12 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
                         await op.was(table, KEYS[table], *await legacy.row_select(tx, table, before[table]))
                     await op.inserted(table, KEYS[table], WHERE[table], key[:n])  # its after-image (if any)
             if inserted:
-                await op.inserted("events", KEYS["events"], f"{_EVENT} AND id IN ({marks(len(inserted))})",
-                                  (*key, *inserted))
+                await op.inserted(
+                    "events",
+                    KEYS["events"],
+                    f"{_EVENT} AND id IN ({marks(len(inserted))})",
+                    (*key, *inserted),
+                )
             return await self.journal_finish(op)
 
     # ---- edit: an event with a state_delta, as ADK changes state outside a turn --------
@@ -410,7 +519,13 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
             raise UsageError("the edit changes nothing")
         parts: dict[str, dict[str, Any]] = {"sessions": {}, "app_states": {}, "user_states": {}}
         for k, v in delta.items():
-            table = "app_states" if k.startswith("app:") else "user_states" if k.startswith("user:") else "sessions"
+            table = (
+                "app_states"
+                if k.startswith("app:")
+                else "user_states"
+                if k.startswith("user:")
+                else "sessions"
+            )
             parts[table][k.split(":", 1)[1] if table != "sessions" else k] = v
         tid = meta.thread_id
         async with self.journal_tx([tid]) as tx:
@@ -423,14 +538,25 @@ class ADKHistory(RewindAndBranchOnly, JournalHistory, History):
                 if parts[table]:
                     rows = await tx.fetch(f"SELECT state FROM {table} WHERE {WHERE[table]}", *owner)
                     if not rows:
-                        raise OperationError(f"no {table} row for {'/'.join(owner)} (ADK's create_session makes it)")
+                        raise OperationError(
+                            f"no {table} row for {'/'.join(owner)} (ADK's create_session makes it)"
+                        )
                     shared[table] = (owner, decode_json(rows[0]["state"])[0] or {})
-            op = await self._begin(tx, "edit", f"edit {tid} at step {meta.step} ({checkpoint_id}): {what}", [tid],
-                                   {"key": list(key), "ref": checkpoint_id, "event_id": event["id"], "delta": delta})
+            op = await self._begin(
+                tx,
+                "edit",
+                f"edit {tid} at step {meta.step} ({checkpoint_id}): {what}",
+                [tid],
+                {"key": list(key), "ref": checkpoint_id, "event_id": event["id"], "delta": delta},
+            )
             await self._set_state(op, "sessions", key, {**row["state"], **parts["sessions"]}, marker)
             for table, (owner, current) in shared.items():
                 await self._set_state(op, table, owner, {**current, **parts[table]}, marker)
             await self._add_event(op, key, event, marker)
             op_id = await self.journal_finish(op)
-        return OpResult(op_id, "edit", f"edited {tid}: new event {event['id']} (state_delta: "
-                        f"{', '.join(sorted(delta))})", created=[event["id"]])
+        return OpResult(
+            op_id,
+            "edit",
+            f"edited {tid}: new event {event['id']} (state_delta: {', '.join(sorted(delta))})",
+            created=[event["id"]],
+        )

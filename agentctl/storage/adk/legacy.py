@@ -9,7 +9,8 @@ as the next op found them); its fingerprint is the update_time it left."""
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from agentctl.storage.journal import ops, trash
 from agentctl.storage.journal.legacy import OldLog, done
@@ -19,14 +20,23 @@ OPLOG = "agentctl_adk_oplog"
 TRASH = "agentctl_adk_trash"
 OLD = OldLog(OPLOG, (TRASH,))
 #: the key columns of ADK's tables, and the WHERE of a state row by its key
-KEYS = {"sessions": ("app_name", "user_id", "id"), "app_states": ("app_name",),
-        "user_states": ("app_name", "user_id"), "events": ("id", "app_name", "user_id", "session_id")}
-WHERE = {"sessions": "app_name = ? AND user_id = ? AND id = ?", "app_states": "app_name = ?",
-         "user_states": "app_name = ? AND user_id = ?"}
+KEYS = {
+    "sessions": ("app_name", "user_id", "id"),
+    "app_states": ("app_name",),
+    "user_states": ("app_name", "user_id"),
+    "events": ("id", "app_name", "user_id", "session_id"),
+}
+WHERE = {
+    "sessions": "app_name = ? AND user_id = ? AND id = ?",
+    "app_states": "app_name = ?",
+    "user_states": "app_name = ? AND user_id = ?",
+}
 STATE_TABLES = (("sessions", 3), ("app_states", 1), ("user_states", 2))
-COLUMNS = {"sessions": ("app_name", "user_id", "id", "state", "create_time", "update_time"),
-           "app_states": ("app_name", "state", "update_time"),
-           "user_states": ("app_name", "user_id", "state", "update_time")}
+COLUMNS = {
+    "sessions": ("app_name", "user_id", "id", "state", "create_time", "update_time"),
+    "app_states": ("app_name", "state", "update_time"),
+    "user_states": ("app_name", "user_id", "state", "update_time"),
+}
 _EVENT_COLS = "id, app_name, user_id, session_id, invocation_id, timestamp, event_data"
 
 Fetch = Callable[..., Awaitable[list[dict[str, Any]]]]
@@ -48,8 +58,12 @@ async def rows_of(store: Any, fetch: Fetch, key: Sequence[str]) -> dict[str, Any
     for table, n in STATE_TABLES:
         if table == "sessions" or await store.connection.table_exists(table):
             out[table] = await _row(store.kind, fetch, table, key[:n])
-    out["events"] = [r["id"] for r in await fetch(
-        "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key)]
+    out["events"] = [
+        r["id"]
+        for r in await fetch(
+            "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key
+        )
+    ]
     return out
 
 
@@ -77,10 +91,12 @@ class _Images:
         the values `was`; None: the op made it) and the row as it left it; what older ops
         find after them is that before-image."""
         after = await self.row_after(table, owner)
-        before = None if was is None else {**(after or dict(zip(KEYS[table], owner))), **was}
+        before = None if was is None else {**(after or dict(zip(KEYS[table], owner, strict=False))), **was}
         for image, row in (("before", before), ("after", after)):
             if row is not None:
-                await trash.add_images(self.tx, self.op_id, table, image, *await row_select(self.tx, table, row))
+                await trash.add_images(
+                    self.tx, self.op_id, table, image, *await row_select(self.tx, table, row)
+                )
         self.tables[table] = list(KEYS[table])
         self.after[(table, owner)] = before
 
@@ -89,8 +105,14 @@ class _Images:
         ids = [i for i in ids if i not in self.claimed]
         self.claimed.update(ids)
         for i in ids:
-            await trash.set_aside(self.tx, self.op_id, "events", "app_name = ? AND user_id = ? AND session_id = ? AND "
-                                  "id = ?", (*key, i), image="after")
+            await trash.set_aside(
+                self.tx,
+                self.op_id,
+                "events",
+                "app_name = ? AND user_id = ? AND session_id = ? AND id = ?",
+                (*key, i),
+                image="after",
+            )
         self.tables["events"] = list(KEYS["events"])
 
     async def of(self, op_id: int, kind: str, d: dict[str, Any]) -> bool:
@@ -98,8 +120,9 @@ class _Images:
         self.op_id, self.tables, key = op_id, {}, tuple(d["key"])
         if kind == "branch":
             await self.state_row("sessions", key)
-            rows = await self.tx.fetch("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?",
-                                       *key)
+            rows = await self.tx.fetch(
+                "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key
+            )
             await self.events(key, [x["id"] for x in rows])
             return True
         if await self.row_after("sessions", key) is None:
@@ -108,12 +131,14 @@ class _Images:
             for table, n in STATE_TABLES:
                 if table in d["images"]:
                     was = d["images"][table]
-                    await self.state_row(table, key[:n], None if was is None else {"state": was[0],
-                                                                                   "update_time": was[1]})
+                    await self.state_row(
+                        table, key[:n], None if was is None else {"state": was[0], "update_time": was[1]}
+                    )
             await self.events(key, d.get("inserted") or [])
             return True
-        await self.state_row("sessions", key, {"state": json.dumps(d["state_before"]),
-                                               "update_time": d["update_time_before"]})
+        await self.state_row(
+            "sessions", key, {"state": json.dumps(d["state_before"]), "update_time": d["update_time_before"]}
+        )
         for table, was in (d.get("shared_before") or {}).items():  # an edit's app:/user: rows
             await self.state_row(table, key[:1] if table == "app_states" else key[:2], was)
         if not d.get("hard"):
@@ -125,8 +150,9 @@ class _Images:
         n = await self.tx.fetch(f"SELECT COUNT(*) AS n FROM {TRASH} WHERE op_id = ?", op_id)
         if int(n[0]["n"]) != len(d["moved"]):
             return False
-        await trash.add_images(self.tx, op_id, "events", "before", f"SELECT {_EVENT_COLS} FROM {TRASH} WHERE op_id = ?",
-                               (op_id,))
+        await trash.add_images(
+            self.tx, op_id, "events", "before", f"SELECT {_EVENT_COLS} FROM {TRASH} WHERE op_id = ?", (op_id,)
+        )
         self.tables["events"] = list(KEYS["events"])
         return True
 
@@ -145,7 +171,8 @@ async def migrate(h: Any, tx: Any) -> None:
                 rec["purged"] = True  # its trash is gone: it can no longer be undone
             rec["tables"] = images.tables
             after = d.get("update_time") if kind == "branch" else d.get("update_time_after")
-            rec["fingerprints"] = {t: (after if t == "/".join(d["key"]) else await h.fingerprint(tx, t))
-                                   for t in rec["threads"]}
+            rec["fingerprints"] = {
+                t: (after if t == "/".join(d["key"]) else await h.fingerprint(tx, t)) for t in rec["threads"]
+            }
         await ops.adopt(tx, rec)
     await OLD.drop(tx)

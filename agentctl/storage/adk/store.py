@@ -4,13 +4,12 @@ the mapping, `events.py` for the transcript and the state fold)."""
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable, Mapping, NamedTuple, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from agentctl.errors import CorruptRowError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.adk import FORMAT, layout
-from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
-from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.storage.adk.events import (
     APP,
     USER,
@@ -27,15 +26,25 @@ from agentctl.storage.adk.events import (
     tools_of,
 )
 from agentctl.storage.adk.legacy import OPLOG
+from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
 from agentctl.storage.journal.ops import LOG
-from agentctl.storage.sqlutil import marks
+from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.storage.sqlconn import SteppedStore, check_sort, connection, like_escape, prefix_range
+from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import iso_utc
 
 #: a thread id's parts are joined by this
 SEP = "/"
-_V0_COLUMNS = ("author", "content", "error_code", "error_message", "branch", "partial",
-               "turn_complete", "interrupted")
+_V0_COLUMNS = (
+    "author",
+    "content",
+    "error_code",
+    "error_message",
+    "branch",
+    "partial",
+    "turn_complete",
+    "interrupted",
+)
 OPAQUE = "(pickled in the v0 layout; agentctl never unpickles it)"
 
 
@@ -69,7 +78,6 @@ def thread_id_of(app: str, user: str, session: str) -> str:
     return f"{app}{SEP}{user}{SEP}{session}"
 
 
-
 class ADKStore(SteppedStore):
     format = FORMAT
 
@@ -89,15 +97,18 @@ class ADKStore(SteppedStore):
     def _check(self, tables: Mapping[str, set[str]]) -> None:
         found = layout(tables)
         if found is None:
-            raise SchemaError("not a Google ADK session database (want tables sessions and events "
-                              "with DatabaseSessionService's columns)")
+            raise SchemaError(
+                "not a Google ADK session database (want tables sessions and events "
+                "with DatabaseSessionService's columns)"
+            )
         self.layout = found
         if found == "v1":
             self._event_cols = "id, app_name, user_id, session_id, invocation_id, timestamp, event_data"
         else:  # never the pickled `actions`
             cols = [c for c in _V0_COLUMNS if c in tables["events"]]
-            self._event_cols = ("id, app_name, user_id, session_id, invocation_id, timestamp"
-                                + "".join(f", {c}" for c in cols))
+            self._event_cols = "id, app_name, user_id, session_id, invocation_id, timestamp" + "".join(
+                f", {c}" for c in cols
+            )
         self.has_app_states = {"app_name", "state"} <= tables.get("app_states", set())
         self.has_user_states = {"app_name", "user_id", "state"} <= tables.get("user_states", set())
 
@@ -105,15 +116,26 @@ class ADKStore(SteppedStore):
 
     def json_places(self) -> list[tuple[str, str, str, Callable[[dict[str, Any]], str]]]:
         places: list[tuple[str, str, str, Callable[[dict[str, Any]], str]]] = [
-            ("sessions", "state", "app_name, user_id, id",
-             lambda r: thread_id_of(r["app_name"], r["user_id"], r["id"]))]
+            (
+                "sessions",
+                "state",
+                "app_name, user_id, id",
+                lambda r: thread_id_of(r["app_name"], r["user_id"], r["id"]),
+            )
+        ]
         if self.layout == "v1":
             places.append(("events", "event_data", "id", lambda r: str(r["id"])))
         if self.has_app_states:
             places.append(("app_states", "state", "app_name", lambda r: f"app {r['app_name']}"))
         if self.has_user_states:
-            places.append(("user_states", "state", "app_name, user_id",
-                           lambda r: f"user {r['app_name']}/{r['user_id']}"))
+            places.append(
+                (
+                    "user_states",
+                    "state",
+                    "app_name, user_id",
+                    lambda r: f"user {r['app_name']}/{r['user_id']}",
+                )
+            )
         return places
 
     async def doctor(self, limit: int = 100) -> list[Any]:
@@ -127,8 +149,11 @@ class ADKStore(SteppedStore):
         """`doctor --fix`: sessions' state set to their events' fold (undoable)."""
         history: Any = self.history()  # ADKHistory: the spec names it, this module does not import it
         done = await history.fix_state()
-        return [f"op {op}: set the state of {tid} to its events' fold ({', '.join(map(repr, keys))}); "
-                "`agentctl undo` reverts it" for op, tid, keys in done]
+        return [
+            f"op {op}: set the state of {tid} to its events' fold ({', '.join(map(repr, keys))}); "
+            "`agentctl undo` reverts it"
+            for op, tid, keys in done
+        ]
 
     async def _origins(self) -> dict[str, tuple[str, str]]:
         """{branch thread: (source thread, source checkpoint)} of agentctl's branches not
@@ -155,7 +180,8 @@ class ADKStore(SteppedStore):
         if not rows or rows[0]["step"] != 1:
             return None
         origin = (await self._origins()).get(
-            thread_id_of(rows[0]["app_name"], rows[0]["user_id"], rows[0]["session_id"]))
+            thread_id_of(rows[0]["app_name"], rows[0]["user_id"], rows[0]["session_id"])
+        )
         return origin[1] if origin else None
 
     async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
@@ -178,8 +204,9 @@ class ADKStore(SteppedStore):
             return data, None
         content, err = decode_json(row.get("content"))
         ev = {k: row.get(k) for k in _V0_COLUMNS if row.get(k) is not None and k != "content"}
-        ev.update(id=row["id"], invocation_id=row.get("invocation_id"), content=content,
-                  actions_opaque=OPAQUE)
+        ev.update(
+            id=row["id"], invocation_id=row.get("invocation_id"), content=content, actions_opaque=OPAQUE
+        )
         return ev, None
 
     async def _key(self, thread_id: str, fetch: Any = None) -> tuple[str, str, str] | None:
@@ -189,13 +216,20 @@ class ADKStore(SteppedStore):
             return parts[0], parts[1], parts[2]
         if len(parts) < 3:
             return None
-        rows = await (fetch or self._q)("SELECT app_name, user_id, id FROM sessions WHERE "
-                             "app_name || '/' || user_id || '/' || id = ? ORDER BY app_name, user_id, id "
-                             "LIMIT 1", thread_id)
+        rows = await (fetch or self._q)(
+            "SELECT app_name, user_id, id FROM sessions WHERE "
+            "app_name || '/' || user_id || '/' || id = ? ORDER BY app_name, user_id, id "
+            "LIMIT 1",
+            thread_id,
+        )
         return (rows[0]["app_name"], rows[0]["user_id"], rows[0]["id"]) if rows else None
 
-    async def _rows(self, key: tuple[str, str, str], first_step: int, last_step: int | None,
-                    ) -> list[dict[str, Any]]:
+    async def _rows(
+        self,
+        key: tuple[str, str, str],
+        first_step: int,
+        last_step: int | None,
+    ) -> list[dict[str, Any]]:
         """Events of steps first_step..last_step (None: to the end) in ADK's order
         (timestamp, id), with the one before them; each with its `step`."""
         start = max(first_step - 1, 1)
@@ -204,20 +238,30 @@ class ADKStore(SteppedStore):
             return []
         rows = await self._q(
             f"SELECT {self._event_cols} FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
-            f"ORDER BY timestamp, id LIMIT ? OFFSET ?", *key, limit, start - 1)
+            f"ORDER BY timestamp, id LIMIT ? OFFSET ?",
+            *key,
+            limit,
+            start - 1,
+        )
         for i, r in enumerate(rows):
             r["step"] = start + i
         return rows
 
-    def _meta(self, row: dict[str, Any], parent: str | None, msg: dict[str, Any],
-              rewinds: Rewinds = NO_REWINDS) -> CheckpointMetadata:
+    def _meta(
+        self, row: dict[str, Any], parent: str | None, msg: dict[str, Any], rewinds: Rewinds = NO_REWINDS
+    ) -> CheckpointMetadata:
         tags = tags_of(msg)
         if row["id"] in rewinds.dropped:
             tags.append("rewound")
         return CheckpointMetadata(
             thread_id=thread_id_of(row["app_name"], row["user_id"], row["session_id"]),
-            checkpoint_id=row["id"], step=row["step"], parent_checkpoint_id=rewinds.parents.get(row["id"], parent),
-            created_at=iso_utc(row["timestamp"]), tags=tags, summary=summary_of(msg))
+            checkpoint_id=row["id"],
+            step=row["step"],
+            parent_checkpoint_id=rewinds.parents.get(row["id"], parent),
+            created_at=iso_utc(row["timestamp"]),
+            tags=tags,
+            summary=summary_of(msg),
+        )
 
     async def _rewinds(self, key: tuple[str, str, str]) -> Rewinds:
         """The session's rewinds, as ADK's `_apply_rewinds` reads them (`apply_rewinds`):
@@ -226,11 +270,18 @@ class ADKStore(SteppedStore):
         drops (the step it rewound to), so `tree` shows the dropped range as a fork."""
         if self.layout != "v1":
             return NO_REWINDS
-        if not await self._q("SELECT 1 AS x FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
-                             "AND CAST(event_data AS TEXT) LIKE ? LIMIT 1", *key, "%rewind_before_invocation_id%"):
+        if not await self._q(
+            "SELECT 1 AS x FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+            "AND CAST(event_data AS TEXT) LIKE ? LIMIT 1",
+            *key,
+            "%rewind_before_invocation_id%",
+        ):
             return NO_REWINDS
-        rows = await self._q("SELECT id, invocation_id, event_data FROM events WHERE app_name = ? AND "
-                             "user_id = ? AND session_id = ? ORDER BY timestamp, id", *key)
+        rows = await self._q(
+            "SELECT id, invocation_id, event_data FROM events WHERE app_name = ? AND "
+            "user_id = ? AND session_id = ? ORDER BY timestamp, id",
+            *key,
+        )
         invocations = [r["invocation_id"] for r in rows]
         targets = [rewind_target(self._event(r)[0]) for r in rows]
         _kept, dropped = apply_rewinds(invocations, targets)
@@ -242,8 +293,13 @@ class ADKStore(SteppedStore):
                 parents[rows[i]["id"]] = rows[start - 1]["id"] if start else None
         return Rewinds(frozenset(rows[i]["id"] for i in dropped), parents)
 
-    def _metas(self, rows: list[dict[str, Any]], first_step: int,
-               rewinds: Rewinds = NO_REWINDS, parent: str | None = None) -> list[CheckpointMetadata]:
+    def _metas(
+        self,
+        rows: list[dict[str, Any]],
+        first_step: int,
+        rewinds: Rewinds = NO_REWINDS,
+        parent: str | None = None,
+    ) -> list[CheckpointMetadata]:
         out = []
         prev = parent
         for r in rows:
@@ -254,15 +310,21 @@ class ADKStore(SteppedStore):
             prev = r["id"]
         return out
 
-    async def _states(self, key: tuple[str, str, str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    async def _states(
+        self, key: tuple[str, str, str]
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         """The stored (session, app, user) states of a session."""
+
         def obj(value: Any) -> dict[str, Any]:
             data, _err = decode_json(value)
             return data if isinstance(data, dict) else {}
 
         out = []  # each table's row by the first n of (app_name, user_id, id)
-        for table, n, there in (("sessions", 3, True), ("app_states", 1, self.has_app_states),
-                                ("user_states", 2, self.has_user_states)):
+        for table, n, there in (
+            ("sessions", 3, True),
+            ("app_states", 1, self.has_app_states),
+            ("user_states", 2, self.has_user_states),
+        ):
             where = " AND ".join(f"{c} = ?" for c in ("app_name", "user_id", "id")[:n])
             rows = await self._q(f"SELECT state FROM {table} WHERE {where}", *key[:n]) if there else []
             out.append(obj(rows[0]["state"]) if rows else {})
@@ -276,27 +338,36 @@ class ADKStore(SteppedStore):
             "SELECT user_id, timestamp, event_data FROM events WHERE app_name = ? "
             "AND NOT (user_id = ? AND session_id = ?) "
             "AND (CAST(event_data AS TEXT) LIKE '%app:%' OR CAST(event_data AS TEXT) LIKE '%user:%') "
-            "ORDER BY timestamp, id", *key)
+            "ORDER BY timestamp, id",
+            *key,
+        )
         out = []
         for r in rows:
             data, err = decode_json(r["event_data"])
             if err is not None or not isinstance(data, dict):
                 continue
-            delta = {k: v for k, v in state_delta(data).items()
-                     if k.startswith(APP) or (k.startswith(USER) and r["user_id"] == key[1])}
+            delta = {
+                k: v
+                for k, v in state_delta(data).items()
+                if k.startswith(APP) or (k.startswith(USER) and r["user_id"] == key[1])
+            }
             if delta:
                 out.append((r["timestamp"], delta))
         return out
 
-    async def _build(self, key: tuple[str, str, str], rows: list[dict[str, Any]],
-                     upto: int | None = None) -> AsyncIterator[Checkpoint | CorruptRowError]:
+    async def _build(
+        self, key: tuple[str, str, str], rows: list[dict[str, Any]], upto: int | None = None
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         """Checkpoints of a session's events (rows: all of them, from step 1); only the one
         at step `upto` when given."""
         events = [self._event(r) for r in rows]
         session, app, user = await self._states(key)
         shared = await self._shared_deltas(key) if self.layout == "v1" else []
-        fold = StateFold(session, app, user, [e for e, _ in events if e is not None],
-                         [d for _, d in shared]) if self.layout == "v1" else None
+        fold = (
+            StateFold(session, app, user, [e for e, _ in events if e is not None], [d for _, d in shared])
+            if self.layout == "v1"
+            else None
+        )
         next_shared = 0
         rewinds = await self._rewinds(key)
         invocations = [r.get("invocation_id") for r in rows]
@@ -305,11 +376,11 @@ class ADKStore(SteppedStore):
         live: list[int] = []  # the events ADK's conversation keeps (see `apply_rewinds`)
         tools: dict[str, Any] = {}
         prev = await self._first_parent(rows)
-        for i, (r, (ev, err)) in enumerate(zip(rows, events)):
+        for i, (r, (ev, err)) in enumerate(zip(rows, events, strict=False)):
             msg = to_message(ev) if err is None else {"role": "invalid", "content": f"(event_data: {err})"}
             messages.append(msg)
             if targets[i]:  # a rewind: the conversation as ADK now builds it
-                live = apply_rewinds(invocations[:i + 1], targets[:i + 1])[0]
+                live = apply_rewinds(invocations[: i + 1], targets[: i + 1])[0]
                 tools = {}
                 for j in live:
                     tools_of(events[j][0], tools)
@@ -333,11 +404,16 @@ class ADKStore(SteppedStore):
             if fold is not None:
                 state = fold.state()
             else:
-                state = {"_agentctl": "v0 layout: the events' state deltas are pickled (never "
-                                      "unpickled), so the state of a step is unknown; the session's "
-                                      "current state is `current`",
-                         "current": {**session, **{"app:" + k: v for k, v in app.items()},
-                                     **{"user:" + k: v for k, v in user.items()}}}
+                state = {
+                    "_agentctl": "v0 layout: the events' state deltas are pickled (never "
+                    "unpickled), so the state of a step is unknown; the session's "
+                    "current state is `current`",
+                    "current": {
+                        **session,
+                        **{"app:" + k: v for k, v in app.items()},
+                        **{"user:" + k: v for k, v in user.items()},
+                    },
+                }
             yield Checkpoint(meta, [messages[j] for j in live], state, {k: dict(v) for k, v in tools.items()})
 
     # ---- threads -------------------------------------------------------------------
@@ -345,42 +421,55 @@ class ADKStore(SteppedStore):
     async def _names_hold_sep(self) -> bool:
         """Whether an app name or user id holds "/" (then a thread id cannot be split)."""
         if self._slashes is None:
-            rows = await self._q("SELECT 1 AS x FROM sessions WHERE app_name LIKE ? OR user_id LIKE ? LIMIT 1",
-                                 "%/%", "%/%")
+            rows = await self._q(
+                "SELECT 1 AS x FROM sessions WHERE app_name LIKE ? OR user_id LIKE ? LIMIT 1", "%/%", "%/%"
+            )
             self._slashes = bool(rows)
         return self._slashes
 
-    async def _prefix_where(self, prefix: str | None, params: list[Any], session_col: str = "session_id",
-                            glue: str = " WHERE ") -> str:
+    async def _prefix_where(
+        self, prefix: str | None, params: list[Any], session_col: str = "session_id", glue: str = " WHERE "
+    ) -> str:
         if not prefix:
             return ""
         parts = prefix.split(SEP)
         if len(parts) == 3 and parts[2] and not await self._names_hold_sep():
             # APP/USER/SESS…: the primary key's app_name and user_id, a range of session ids
             params.extend(parts[:2])
-            return glue + "app_name = ? AND user_id = ? AND " + prefix_range(
-                session_col + self._C, parts[2], params)
+            return (
+                glue
+                + "app_name = ? AND user_id = ? AND "
+                + prefix_range(session_col + self._C, parts[2], params)
+            )
         params.extend([len(prefix), prefix])
         return glue + f"substr(app_name || '/' || user_id || '/' || {session_col}, 1, ?) = ?"
 
     #: sessions that have events (a session without any is no thread)
-    _HAS_EVENTS = ("EXISTS (SELECT 1 FROM events e WHERE e.app_name = s.app_name AND e.user_id = s.user_id "
-                   "AND e.session_id = s.id)")
+    _HAS_EVENTS = (
+        "EXISTS (SELECT 1 FROM events e WHERE e.app_name = s.app_name AND e.user_id = s.user_id "
+        "AND e.session_id = s.id)"
+    )
     _S_TID = "(s.app_name || '/' || s.user_id || '/' || s.id)"
 
     async def _summary_of(self, key: tuple[str, str, str], update_time: Any = None) -> ThreadSummary | None:
-        rows = await self._q("SELECT COUNT(*) AS n, MIN(timestamp) AS first FROM events WHERE app_name = ? "
-                             "AND user_id = ? AND session_id = ?", *key)
+        rows = await self._q(
+            "SELECT COUNT(*) AS n, MIN(timestamp) AS first FROM events WHERE app_name = ? "
+            "AND user_id = ? AND session_id = ?",
+            *key,
+        )
         n = int(rows[0]["n"])
         if not n:
             return None
         if update_time is None:
-            found = await self._q("SELECT update_time FROM sessions WHERE app_name = ? AND user_id = ? "
-                                  "AND id = ?", *key)
+            found = await self._q(
+                "SELECT update_time FROM sessions WHERE app_name = ? AND user_id = ? AND id = ?", *key
+            )
             update_time = found[0]["update_time"] if found else None
         head = await self._q(
             f"SELECT {self._event_cols} FROM events WHERE app_name = ? AND user_id = ? AND "
-            "session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1", *key)
+            "session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1",
+            *key,
+        )
         for h in head:
             h["step"] = n
         # (a session's last event is never one a rewind dropped: no rewind comes after it)
@@ -389,36 +478,59 @@ class ADKStore(SteppedStore):
             update_time = head[0]["timestamp"]
         origin = (await self._origins()).get(thread_id_of(*key))
         return ThreadSummary(
-            thread_id=thread_id_of(*key), checkpoints=n, head_step=n,
-            head_checkpoint_id=head_meta.checkpoint_id, updated_at=iso_utc(update_time),
-            head_summary=head_meta.summary, first_created_at=iso_utc(rows[0]["first"]),
-            branch_of=origin[0] if origin else None, branch_point=origin[1] if origin else None)
+            thread_id=thread_id_of(*key),
+            checkpoints=n,
+            head_step=n,
+            head_checkpoint_id=head_meta.checkpoint_id,
+            updated_at=iso_utc(update_time),
+            head_summary=head_meta.summary,
+            first_created_at=iso_utc(rows[0]["first"]),
+            branch_of=origin[0] if origin else None,
+            branch_point=origin[1] if origin else None,
+        )
 
-    async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
-                               descending: bool = True, prefix: str | None = None) -> list[ThreadSummary]:
-        """"updated" is the session's `update_time` (ADK sets it to its last event's time;
+    async def thread_summaries(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
+    ) -> list[ThreadSummary]:
+        """ "updated" is the session's `update_time` (ADK sets it to its last event's time;
         agentctl's writes move it), read from the sessions table: no scan of the events.
         "thread" also reads the sessions; the other sorts aggregate the events."""
         d = "DESC" if descending else "ASC"
         params: list[Any] = []
         if check_sort(sort) in ("updated", "thread"):
             where = await self._prefix_where(prefix, params, "s.id", " AND ")
-            order = (f"s.update_time {d}, {self._S_TID}{self._C} ASC" if sort == "updated"
-                     else f"{self._S_TID}{self._C} {d}")
+            order = (
+                f"s.update_time {d}, {self._S_TID}{self._C} ASC"
+                if sort == "updated"
+                else f"{self._S_TID}{self._C} {d}"
+            )
             rows = await self._q(
                 f"SELECT s.app_name, s.user_id, s.id AS session_id, s.update_time FROM sessions s "
                 f"WHERE {self._HAS_EVENTS}{where} ORDER BY {order} LIMIT ? OFFSET ?",
-                *params, int(limit), int(offset))
+                *params,
+                int(limit),
+                int(offset),
+            )
         else:
             key = {"created": "MIN(timestamp)", "checkpoints": "COUNT(*)", "step": "COUNT(*)"}[sort]
             where = await self._prefix_where(prefix, params)
             rows = await self._q(
                 f"SELECT app_name, user_id, session_id FROM events{where} GROUP BY app_name, user_id, "
                 f"session_id ORDER BY {key} {d}, {self._TID}{self._C} ASC LIMIT ? OFFSET ?",
-                *params, int(limit), int(offset))
+                *params,
+                int(limit),
+                int(offset),
+            )
         out = []
         for r in rows:
-            found = await self._summary_of((r["app_name"], r["user_id"], r["session_id"]), r.get("update_time"))
+            found = await self._summary_of(
+                (r["app_name"], r["user_id"], r["session_id"]), r.get("update_time")
+            )
             if found is not None:
                 out.append(found)
         return out
@@ -436,8 +548,12 @@ class ADKStore(SteppedStore):
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
         where = await self._prefix_where(prefix, params, "s.id", " AND ")
-        rows = await self._q(f"SELECT {self._S_TID}{self._C} AS tid FROM sessions s WHERE {self._HAS_EVENTS}"
-                             f"{where} ORDER BY tid LIMIT ?", *params, int(limit))
+        rows = await self._q(
+            f"SELECT {self._S_TID}{self._C} AS tid FROM sessions s WHERE {self._HAS_EVENTS}"
+            f"{where} ORDER BY tid LIMIT ?",
+            *params,
+            int(limit),
+        )
         return [r["tid"] for r in rows]
 
     # ---- checkpoints ---------------------------------------------------------------
@@ -449,12 +565,14 @@ class ADKStore(SteppedStore):
         key = await self._key(thread_id)
         if key is None:
             return 0
-        rows = await self._q("SELECT COUNT(*) AS n FROM events WHERE app_name = ? AND user_id = ? "
-                             "AND session_id = ?", *key)
+        rows = await self._q(
+            "SELECT COUNT(*) AS n FROM events WHERE app_name = ? AND user_id = ? AND session_id = ?", *key
+        )
         return int(rows[0]["n"])
 
-    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
-                          descending: bool = False) -> list[CheckpointMetadata]:
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list[CheckpointMetadata]:
         limit, offset = max(int(limit), 0), max(int(offset), 0)
         key = await self._key(thread_id)
         if key is None or limit == 0:
@@ -466,20 +584,28 @@ class ADKStore(SteppedStore):
             return list(reversed(await self._page(key, max(last - limit + 1, 1), last)))
         return await self._page(key, offset + 1, None if limit >= 2**62 else offset + limit)
 
-    async def _page(self, key: tuple[str, str, str], first: int, last: int | None) -> list[CheckpointMetadata]:
+    async def _page(
+        self, key: tuple[str, str, str], first: int, last: int | None
+    ) -> list[CheckpointMetadata]:
         """The metadata of steps first..last (None: to the end) of a session."""
         rows = await self._rows(key, first, last)
         return self._metas(rows, first, await self._rewinds(key), await self._first_parent(rows))
 
     async def _locate(self, event_id: str) -> tuple[tuple[str, str, str], int] | None:
         """The session of an event and the event's step."""
-        rows = await self._q("SELECT app_name, user_id, session_id FROM events WHERE id = ? "
-                             "ORDER BY app_name, user_id, session_id LIMIT 1", event_id)
+        rows = await self._q(
+            "SELECT app_name, user_id, session_id FROM events WHERE id = ? "
+            "ORDER BY app_name, user_id, session_id LIMIT 1",
+            event_id,
+        )
         if not rows:
             return None
         key = (rows[0]["app_name"], rows[0]["user_id"], rows[0]["session_id"])
-        ids = await self._q("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
-                            "ORDER BY timestamp, id", *key)
+        ids = await self._q(
+            "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND session_id = ? "
+            "ORDER BY timestamp, id",
+            *key,
+        )
         for i, r in enumerate(ids, 1):
             if r["id"] == event_id:
                 return key, i
@@ -520,23 +646,32 @@ class ADKStore(SteppedStore):
             return []
         metas = await self._page(found[0], found[1] + 1, found[1] + 1)
         # the next event, unless it is a rewind to an earlier step; the rewinds to this one
-        rewinds = [r for r, parent in (await self._rewinds(found[0])).parents.items() if parent == checkpoint_id]
+        rewinds = [
+            r for r, parent in (await self._rewinds(found[0])).parents.items() if parent == checkpoint_id
+        ]
         later = [await self.get_metadata(r) for r in rewinds if r not in {m.checkpoint_id for m in metas}]
         return [m for m in metas + later if m is not None and m.parent_checkpoint_id == checkpoint_id]
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         """The first events of the branches agentctl made from these threads."""
-        firsts = [await self.at_step(b, 1) for b, (source, _) in sorted((await self._origins()).items())
-                  if source in set(thread_ids)]
+        firsts = [
+            await self.at_step(b, 1)
+            for b, (source, _) in sorted((await self._origins()).items())
+            if source in set(thread_ids)
+        ]
         return [f for f in firsts if f is not None]
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
-        rows = await self._q(f"SELECT DISTINCT id{self._C} AS id FROM events WHERE id LIKE ? ESCAPE '!' "
-                             "ORDER BY id LIMIT ?", like_escape(prefix) + "%", int(limit))
+        rows = await self._q(
+            f"SELECT DISTINCT id{self._C} AS id FROM events WHERE id LIKE ? ESCAPE '!' ORDER BY id LIMIT ?",
+            like_escape(prefix) + "%",
+            int(limit),
+        )
         return [r["id"] for r in rows]
 
-    async def iter_checkpoints(self, thread_ids: Sequence[str] | None = None, batch: int = 500
-                               ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+    async def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         for tid in threads:
             key = await self._key(tid)
@@ -547,9 +682,15 @@ class ADKStore(SteppedStore):
 
     # ---- search ----------------------------------------------------------------------
 
-    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50, scan: bool = False,
-                     places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
+    async def search(
+        self,
+        text: str,
+        thread_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+        scan: bool = False,
+        places: Sequence[str] = SEARCH_PLACES,
+    ) -> list[SearchHit]:
         """A scan of the events: a LIKE prefilter on the stored JSON (ASCII text), then
         each candidate decoded and matched against its message's text."""
         wanted = self.scan_start(places)
@@ -578,25 +719,43 @@ class ADKStore(SteppedStore):
             for r in rows:
                 if await self._match(r, text, needle, role, wanted, steps, hits) and len(hits) >= limit:
                     break
+
         # newest first (timestamp, then id), a page at a time below the last row read
         # (its event key breaking the ties: together unique), when the table declares
         # them NOT NULL (ADK's does); else by OFFSET
         after = _SCAN_KEY if await self._not_null(_SCAN_KEY) else ()
-        return await self.scan_pages(f"SELECT {self._event_cols} FROM events", where, params,
-                                     ", ".join(f"{c} DESC" for c in after) or "timestamp DESC, id DESC",
-                                     hits, limit, take, after=after)
+        return await self.scan_pages(
+            f"SELECT {self._event_cols} FROM events",
+            where,
+            params,
+            ", ".join(f"{c} DESC" for c in after) or "timestamp DESC, id DESC",
+            hits,
+            limit,
+            take,
+            after=after,
+        )
 
     async def _not_null(self, columns: Sequence[str]) -> bool:
         """Whether the events table declares each of `columns` NOT NULL."""
         if self.kind == "postgres":
-            rows = await self._q("SELECT attname AS c FROM pg_attribute WHERE attrelid = to_regclass('events') "
-                                 "AND attnum > 0 AND attnotnull")
+            rows = await self._q(
+                "SELECT attname AS c FROM pg_attribute WHERE attrelid = to_regclass('events') "
+                "AND attnum > 0 AND attnotnull"
+            )
         else:
             rows = await self._q("SELECT name AS c FROM pragma_table_info('events') WHERE \"notnull\"")
         return set(columns) <= {r["c"] for r in rows}
 
-    async def _match(self, r: Mapping[str, Any], text: str, needle: str, role: str | None, wanted: Any,
-                     steps: dict[tuple[str, str, str], dict[str, int]], hits: list[SearchHit]) -> bool:
+    async def _match(
+        self,
+        r: Mapping[str, Any],
+        text: str,
+        needle: str,
+        role: str | None,
+        wanted: Any,
+        steps: dict[tuple[str, str, str], dict[str, int]],
+        hits: list[SearchHit],
+    ) -> bool:
         """Add the hit of an event row to `hits` when it matches, as the scan matches
         (its message's text, casefolded); whether it did."""
         ev, err = self._event(dict(r))
@@ -611,15 +770,24 @@ class ADKStore(SteppedStore):
             return False
         key = (r["app_name"], r["user_id"], r["session_id"])
         if key not in steps:
-            ids = await self._q("SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
-                                "session_id = ? ORDER BY timestamp, id", *key)
+            ids = await self._q(
+                "SELECT id FROM events WHERE app_name = ? AND user_id = ? AND "
+                "session_id = ? ORDER BY timestamp, id",
+                *key,
+            )
             steps[key] = {x["id"]: i for i, x in enumerate(ids, 1)}
         step = steps[key].get(r["id"], 0)
-        hits.append(SearchHit(
-            thread_id=thread_id_of(*key), checkpoint_id=r["id"], step=step,
-            where="tools_result" if msg.get("role") == "tool" else "messages",
-            role=msg.get("role"), snippet=snippet_around(body, text, 40),
-            path=message_hit_path(step) if step else ""))  # a tool output is its step's message too
+        hits.append(
+            SearchHit(
+                thread_id=thread_id_of(*key),
+                checkpoint_id=r["id"],
+                step=step,
+                where="tools_result" if msg.get("role") == "tool" else "messages",
+                role=msg.get("role"),
+                snippet=snippet_around(body, text, 40),
+                path=message_hit_path(step) if step else "",
+            )
+        )  # a tool output is its step's message too
         return True
 
     # ---- the side search index (agentctl.storage.textindex) ----------------------------
@@ -636,16 +804,26 @@ class ADKStore(SteppedStore):
         names = tuple(c.strip() for c in self._event_cols.split(","))
 
         def docs(values: Sequence[Any]) -> list[tuple[int, str]]:
-            ev, err = self._event(dict(zip(names, values)))
+            ev, err = self._event(dict(zip(names, values, strict=False)))
             if err is not None:
                 return []
             msg = to_message(ev)
             return [(1 if msg.get("role") == "tool" else 0, searchable_text(msg).casefold())]
 
         searched = [c for c in names if c not in ("app_name", "user_id", "session_id", "timestamp")]
-        fingerprint = " + ".join(f"coalesce(length({c}), -1) * {1 + 1000 * i}" for i, c in enumerate(searched))
-        return Source(format=f"adk:{self.layout}", table="events", key="rowid", sort="timestamp",
-                      fingerprint=fingerprint, columns=names, kinds=("messages", "tools"), docs=docs)
+        fingerprint = " + ".join(
+            f"coalesce(length({c}), -1) * {1 + 1000 * i}" for i, c in enumerate(searched)
+        )
+        return Source(
+            format=f"adk:{self.layout}",
+            table="events",
+            key="rowid",
+            sort="timestamp",
+            fingerprint=fingerprint,
+            columns=names,
+            kinds=("messages", "tools"),
+            docs=docs,
+        )
 
     async def search_index(self, action: str) -> dict[str, Any]:
         """`agentctl index build|status|drop` on SQLite (a side file; the database is only read)."""
@@ -658,9 +836,17 @@ class ADKStore(SteppedStore):
         await self.connect()
         return await textindex.index_action(self._db.path, self.text_source(), action, "events")
 
-    async def _index_search(self, text: str, needle: str, role: str | None, limit: int, wanted: Any,
-                            where: list[str], params: list[Any],
-                            steps: dict[tuple[str, str, str], dict[str, int]]) -> list[SearchHit] | None:
+    async def _index_search(
+        self,
+        text: str,
+        needle: str,
+        role: str | None,
+        limit: int,
+        wanted: Any,
+        where: list[str],
+        params: list[Any],
+        steps: dict[tuple[str, str, str], dict[str, int]],
+    ) -> list[SearchHit] | None:
         """The hits through the side index when there is one, else None: its candidates
         (newest first by timestamp) read from the database and matched with the scan's
         own test, until no later candidate can be among the first `limit` in the scan's
@@ -683,12 +869,17 @@ class ADKStore(SteppedStore):
 
             def next_rows() -> list[dict[str, Any]] | None:
                 """The next batch's rows (those the scan's conditions keep), None at the end."""
-                keys = [k for _, k in zip(range(batch), candidates)]
+                keys = [k for _, k in zip(range(batch), candidates, strict=False)]
                 if not keys:
                     return None
-                got = {r[0]: dict(zip(names, r[1:])) for r in session.con.execute(
-                    f"SELECT rowid, {self._event_cols} FROM src.events "
-                    f"WHERE rowid IN ({marks(len(keys))}){cond}", [*keys, *params])}
+                got = {
+                    r[0]: dict(zip(names, r[1:], strict=False))
+                    for r in session.con.execute(
+                        f"SELECT rowid, {self._event_cols} FROM src.events "
+                        f"WHERE rowid IN ({marks(len(keys))}){cond}",
+                        [*keys, *params],
+                    )
+                }
                 return [got[k] for k in keys if k in got]
 
             while True:

@@ -10,10 +10,9 @@ doctor.py. The library's public names for them are `agentctl`, `agentctl.backend
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from agentctl.storage.contract import ALL_CAPABILITIES, Capability, FormatSpec
-
 
 # The columns that make a `checkpoints` table AgentOS's. Other stores name a table
 # `checkpoints` too: LangGraph's savers (with checkpoint_ns), CrewAI's (id, created_at,
@@ -24,8 +23,7 @@ KEY_COLUMNS = ("thread_id", "checkpoint_id", "step")
 
 def _matches(tables: Mapping[str, set[str]]) -> bool:
     cols = tables.get("checkpoints")
-    return (cols is not None and "checkpoint_ns" not in cols
-            and all(c in cols for c in KEY_COLUMNS))
+    return cols is not None and "checkpoint_ns" not in cols and all(c in cols for c in KEY_COLUMNS)
 
 
 def _mismatch(tables: Mapping[str, set[str]]) -> str:
@@ -33,15 +31,18 @@ def _mismatch(tables: Mapping[str, set[str]]) -> str:
     if cols is None:
         return "it has no 'checkpoints' table"
     lacks = ", ".join(c for c in KEY_COLUMNS if c not in cols)
-    return (f"its 'checkpoints' table lacks column(s): {lacks}" if lacks
-            else "its 'checkpoints' table has LangGraph's checkpoint_ns without LangGraph's other tables")
+    return (
+        f"its 'checkpoints' table lacks column(s): {lacks}"
+        if lacks
+        else "its 'checkpoints' table has LangGraph's checkpoint_ns without LangGraph's other tables"
+    )
 
 
 FORMAT = FormatSpec(
     name="agentos",
     title="AgentOS checkpoints",
     description="AgentOS checkpoint tables (full snapshots of messages, state and tool "
-                "results per step); also the format agentctl's own checkpointer writes",
+    "results per step); also the format agentctl's own checkpointer writes",
     capabilities=frozenset(ALL_CAPABILITIES) - {Capability.RUN},  # no framework to run
     matches=_matches,
     store="agentctl.storage.agentos.connect:open_kind",

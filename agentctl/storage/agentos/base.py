@@ -25,24 +25,50 @@ let the engine read its side tables (`agentctl_*`, see agentctl/storage/agentos/
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Union
 
-from agentctl.storage.agentos.rows import (
-    ALL_COLUMNS, DELTA_MARKER, META_COLUMNS, metadata_rows, REQUIRED_COLUMNS, Row, row_to_checkpoint,
-    row_to_metadata, THREAD_ORDER_ASC, THREAD_ORDER_DESC, THREAD_ROW_COLUMNS)
-# re-exported: callers import these from here
-from agentctl.storage.agentos.rows import (
-    checkpoint_params, COLUMN_DEFS, COLUMNS, decode_column, DELTA_TAG, DIALECT_INDEXES, DIALECTS, dumps,  # noqa: F401
-    hit_path, INDEXES, json_hit_tokens, message_hit_path, loads, POSTGRES_SCHEMA, schema_sql,  # noqa: F401
-    search_messages, snippet_around, SQLITE_SCHEMA, token_part)  # noqa: F401
 from agentctl.errors import SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata
-from agentctl.storage.sqlutil import in_chunks
+
+# re-exported: callers import these from here
+from agentctl.storage.agentos.rows import (
+    ALL_COLUMNS,
+    COLUMN_DEFS,  # noqa: F401 (re-exported)
+    COLUMNS,  # noqa: F401 (re-exported)
+    DELTA_MARKER,
+    DELTA_TAG,  # noqa: F401 (re-exported)
+    DIALECT_INDEXES,  # noqa: F401 (re-exported)
+    DIALECTS,  # noqa: F401 (re-exported)
+    INDEXES,  # noqa: F401 (re-exported)
+    META_COLUMNS,
+    POSTGRES_SCHEMA,  # noqa: F401 (re-exported)
+    REQUIRED_COLUMNS,
+    SQLITE_SCHEMA,  # noqa: F401 (re-exported)
+    THREAD_ORDER_ASC,
+    THREAD_ORDER_DESC,
+    THREAD_ROW_COLUMNS,
+    Row,
+    checkpoint_params,  # noqa: F401
+    decode_column,  # noqa: F401 (re-exported)
+    dumps,  # noqa: F401 (re-exported)
+    hit_path,  # noqa: F401
+    json_hit_tokens,  # noqa: F401 (re-exported)
+    loads,  # noqa: F401 (re-exported)
+    message_hit_path,  # noqa: F401 (re-exported)
+    metadata_rows,
+    row_to_checkpoint,
+    row_to_metadata,
+    schema_sql,  # noqa: F401 (re-exported)
+    search_messages,  # noqa: F401
+    snippet_around,  # noqa: F401 (re-exported)
+    token_part,  # noqa: F401 (re-exported)
+)
 from agentctl.storage.contract import FormatSpec, Store
 from agentctl.storage.sql.conn import Reads, WriteSteps  # noqa: F401  (WriteSteps: re-exported)
 from agentctl.storage.sql.conn import Transaction as SQLTransaction
-
+from agentctl.storage.sqlutil import in_chunks
 
 # The row layer's names are re-exported: callers import them from here.
 
@@ -52,23 +78,25 @@ class RowReads(Reads):
 
     async def get(self, checkpoint_id: str) -> Checkpoint | None:
         rows = await self._fetch(
-            f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id)
+            f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id
+        )
         return await complete_checkpoint(self, row_to_checkpoint(rows[0])) if rows else None
 
     async def get_latest(self, thread_id: str) -> Checkpoint | None:
         rows = await self._fetch(
-            f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
-            f"ORDER BY {THREAD_ORDER_DESC} LIMIT 1", thread_id)
+            f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? ORDER BY {THREAD_ORDER_DESC} LIMIT 1",
+            thread_id,
+        )
         return await complete_checkpoint(self, row_to_checkpoint(rows[0])) if rows else None
 
     async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
         rows = await self._fetch(
-            f"SELECT {META_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id)
+            f"SELECT {META_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id
+        )
         return row_to_metadata(rows[0]) if rows else None
 
     async def max_step(self, thread_id: str) -> int | None:
-        return await self._fetchval(
-            "SELECT MAX(step) AS m FROM checkpoints WHERE thread_id = ?", thread_id)
+        return await self._fetchval("SELECT MAX(step) AS m FROM checkpoints WHERE thread_id = ?", thread_id)
 
     async def read_thread(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
@@ -85,19 +113,26 @@ class RowReads(Reads):
         forks = [r[0] for r in rows if r[6]]
         return metadata_rows(thread_id, [r[:6] for r in rows]), forks
 
-    async def _thread_rows(self, thread_id: str, limit: int, offset: int, descending: bool,
-                           extra: str = "") -> list[Sequence[Any]]:
+    async def _thread_rows(
+        self, thread_id: str, limit: int, offset: int, descending: bool, extra: str = ""
+    ) -> list[Sequence[Any]]:
         """A page of a thread's rows (table `t`) as tuples of THREAD_ROW_COLUMNS, then
         the `extra` columns."""
         order = THREAD_ORDER_DESC if descending else THREAD_ORDER_ASC
         return await self._fetch_tuples(
             f"SELECT {THREAD_ROW_COLUMNS}{extra} FROM checkpoints t WHERE thread_id = ? "
-            f"ORDER BY {order} LIMIT ? OFFSET ?", thread_id, limit, offset)
+            f"ORDER BY {order} LIMIT ? OFFSET ?",
+            thread_id,
+            limit,
+            offset,
+        )
 
 
 # An extra column of _thread_rows: 1 if the row has a child in another thread, else 0.
-FORKED = (", CASE WHEN EXISTS (SELECT 1 FROM checkpoints k WHERE k.parent_id = t.checkpoint_id "
-          "AND k.thread_id <> t.thread_id) THEN 1 ELSE 0 END")
+FORKED = (
+    ", CASE WHEN EXISTS (SELECT 1 FROM checkpoints k WHERE k.parent_id = t.checkpoint_id "
+    "AND k.thread_id <> t.thread_id) THEN 1 ELSE 0 END"
+)
 
 
 class Transaction(RowReads, SQLTransaction):
@@ -187,8 +222,12 @@ class CheckpointBackend(Store):
     async def existing_checkpoint_ids(self, ids: Sequence[str]) -> set[str]:
         existing: set[str] = set()
         for ph, chunk in in_chunks(ids):
-            existing |= {r["checkpoint_id"] for r in await self.query(
-                f"SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk)}
+            existing |= {
+                r["checkpoint_id"]
+                for r in await self.query(
+                    f"SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk
+                )
+            }
         return existing
 
     async def drop_if_empty(self) -> bool:
@@ -203,9 +242,15 @@ class CheckpointBackend(Store):
     async def fork_children(self, parent_ids: Sequence[str], thread_id: str) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         for ph, chunk in in_chunks(parent_ids):
-            out.extend((r["thread_id"], r["parent_id"]) for r in await self.query(
-                f"SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ({ph}) AND thread_id <> ? "
-                f"ORDER BY thread_id{self.COLLATE}, step, created_at, id", *chunk, thread_id))
+            out.extend(
+                (r["thread_id"], r["parent_id"])
+                for r in await self.query(
+                    f"SELECT thread_id, parent_id FROM checkpoints WHERE parent_id IN ({ph}) AND thread_id <> ? "
+                    f"ORDER BY thread_id{self.COLLATE}, step, created_at, id",
+                    *chunk,
+                    thread_id,
+                )
+            )
         return out
 
     async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
@@ -216,7 +261,9 @@ class CheckpointBackend(Store):
             return rows[0]["top"], None
         rows = await self.query(
             "SELECT (SELECT MAX(id) FROM checkpoints) AS top, COUNT(*) AS n, MAX(id) AS last "
-            "FROM checkpoints WHERE thread_id = ?", thread_id)
+            "FROM checkpoints WHERE thread_id = ?",
+            thread_id,
+        )
         row = rows[0]
         return row["top"], (row["n"], row["last"])
 
@@ -225,7 +272,7 @@ class CheckpointBackend(Store):
 
         return await oplog.archive_threads(self)
 
-    async def __aenter__(self) -> "CheckpointBackend":
+    async def __aenter__(self) -> CheckpointBackend:
         await self.connect()
         return self
 
@@ -298,8 +345,11 @@ class CheckpointBackend(Store):
         await self.vacuum(tables)
         if self.kind == "sqlite":
             await self.truncate_wal()  # type: ignore[attr-defined]
-        return {"vacuumed": "file" if self.kind == "sqlite" else tables,
-                "before": before, "after": await self.size_bytes(tables)}
+        return {
+            "vacuumed": "file" if self.kind == "sqlite" else tables,
+            "before": before,
+            "after": await self.size_bytes(tables),
+        }
 
     async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
         """Give the space of deleted rows back (SQLite: VACUUM of the whole file, which

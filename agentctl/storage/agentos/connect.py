@@ -12,23 +12,26 @@ The drivers are imported only when a backend of their kind is opened.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from agentctl.storage.agentos.base import CheckpointBackend, Transaction  # noqa: F401  (re-exported)
 from agentctl.storage.sql.conn import DEFAULT_DB, parse_url  # noqa: F401  (re-exported)
 
 
-def make_backend(url: str | None = None, *, readonly: bool = True, create: bool = False,
-                 **kwargs: Any) -> CheckpointBackend:
+def make_backend(
+    url: str | None = None, *, readonly: bool = True, create: bool = False, **kwargs: Any
+) -> CheckpointBackend:
     """A backend for a URL, not yet connected. The debugger's default is read-only and
     never creates anything; the library's writers use `create_checkpointer`."""
     kind, target = parse_url(url)
     return open_kind(kind, target, readonly=readonly, create=create, **kwargs)
 
 
-def open_kind(kind: str, target: str, *, readonly: bool = True, create: bool = False,
-              **kwargs: Any) -> CheckpointBackend:
+def open_kind(
+    kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any
+) -> CheckpointBackend:
     """The AgentOS format's store opener (its FormatSpec names it): kind "sqlite"
     (target a file path) or "postgres" (target a DSN)."""
     if kind == "postgres":
@@ -41,8 +44,9 @@ def open_kind(kind: str, target: str, *, readonly: bool = True, create: bool = F
 
 
 @asynccontextmanager
-async def open_backend(url: str | None = None, *, readonly: bool = True, create: bool = False,
-                       **kwargs: Any) -> AsyncIterator[CheckpointBackend]:
+async def open_backend(
+    url: str | None = None, *, readonly: bool = True, create: bool = False, **kwargs: Any
+) -> AsyncIterator[CheckpointBackend]:
     """Open a backend, check its schema, and close it at the end of the block."""
     backend = make_backend(url, readonly=readonly, create=create, **kwargs)
     try:

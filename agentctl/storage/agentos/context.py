@@ -5,15 +5,16 @@ calls (its step counters, the threads a scan found free of delta rows, the last 
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentctl.storage.agentos.rows import COLUMNS
-from agentctl.storage.agentos.types import SnapshotConfig
 from agentctl.errors import CheckpointNotFound, OperationError
 from agentctl.model import CheckpointMetadata, utc_now_iso
+from agentctl.storage.agentos.rows import COLUMNS
+from agentctl.storage.agentos.types import SnapshotConfig
 from agentctl.storage.sqlutil import marks
 from agentctl.storage.timefmt import iso, to_datetime
 
@@ -24,12 +25,13 @@ _HEX = "0123456789abcdef"
 T = TypeVar("T")
 
 
-INSERT_SQL = (f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) "
-              f"VALUES ({marks(len(COLUMNS))})")
+INSERT_SQL = f"INSERT INTO checkpoints ({', '.join(COLUMNS)}) VALUES ({marks(len(COLUMNS))})"
 
 # The rows of a thread after a given checkpoint, in (step, created_at, id) order.
-AFTER = ("thread_id = ? AND (step, created_at, id) > "
-         "(SELECT step, created_at, id FROM checkpoints WHERE checkpoint_id = ?)")
+AFTER = (
+    "thread_id = ? AND (step, created_at, id) > "
+    "(SELECT step, created_at, id FROM checkpoints WHERE checkpoint_id = ?)"
+)
 
 
 @dataclass
@@ -72,8 +74,9 @@ class EngineContext:
                 await tx.execute("LOCK TABLE checkpoints IN EXCLUSIVE MODE")
             yield tx
 
-    async def write_if(self, threads: Sequence[str],
-                       body: Callable[[Transaction], Awaitable[T | None]]) -> T | None:
+    async def write_if(
+        self, threads: Sequence[str], body: Callable[[Transaction], Awaitable[T | None]]
+    ) -> T | None:
         """`body(tx)` in one write transaction (as `write`): kept when it returns a
         value, undone (nothing written, no side table created) when it returns None,
         e.g. a prune that found nothing to delete after recording its op: the body runs
@@ -112,13 +115,13 @@ async def require_meta(reader: Reader, checkpoint_id: str) -> CheckpointMetadata
 
 
 async def thread_count(reader: Reader, thread_id: str) -> int:
-    return int(await reader._fetchval(
-        "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?", thread_id) or 0)
+    return int(
+        await reader._fetchval("SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?", thread_id) or 0
+    )
 
 
 async def thread_exists(reader: Reader, thread_id: str) -> bool:
-    return bool(await reader.query(
-        "SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", thread_id))
+    return bool(await reader.query("SELECT 1 AS x FROM checkpoints WHERE thread_id = ? LIMIT 1", thread_id))
 
 
 async def fresh_thread(reader: Reader, make: Callable[[], str]) -> str:

@@ -31,11 +31,12 @@ first); a rewritten survivor stays full (same content, same row id).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from agentctl.storage.agentos.rows import ALL_COLUMNS, DELTA_MARKER, DELTA_TAG, dumps, row_to_checkpoint
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata
+from agentctl.storage.agentos.rows import ALL_COLUMNS, DELTA_MARKER, DELTA_TAG, dumps, row_to_checkpoint
 
 if TYPE_CHECKING:
     from agentctl.storage.agentos.protocols import Rows, Tx
@@ -51,9 +52,14 @@ def is_delta(cp: Checkpoint) -> bool:
 
 
 def _placeholder(base_id: str) -> list[dict[str, Any]]:
-    return [{"role": "system", "agentctl_delta": True,
-             "content": f"agentctl delta snapshot: this checkpoint stores only its changes since "
-                        f"checkpoint {base_id}; read it with agentctl (agentctl show <id>)"}]
+    return [
+        {
+            "role": "system",
+            "agentctl_delta": True,
+            "content": f"agentctl delta snapshot: this checkpoint stores only its changes since "
+            f"checkpoint {base_id}; read it with agentctl (agentctl show <id>)",
+        }
+    ]
 
 
 def encode(cp: Checkpoint, base: Checkpoint, depth: int) -> Checkpoint | None:
@@ -69,19 +75,28 @@ def encode(cp: Checkpoint, base: Checkpoint, depth: int) -> Checkpoint | None:
         return None
     meta = cp.metadata
     return Checkpoint(
-        CheckpointMetadata(meta.thread_id, meta.checkpoint_id, meta.step, meta.parent_checkpoint_id,
-                           meta.created_at, list(meta.tags) + [DELTA_TAG + base_id], meta.summary),
-        _placeholder(base_id), state, {DELTA_MARKER: "see state_blob"}, cp.next_node)
+        CheckpointMetadata(
+            meta.thread_id,
+            meta.checkpoint_id,
+            meta.step,
+            meta.parent_checkpoint_id,
+            meta.created_at,
+            list(meta.tags) + [DELTA_TAG + base_id],
+            meta.summary,
+        ),
+        _placeholder(base_id),
+        state,
+        {DELTA_MARKER: "see state_blob"},
+        cp.next_node,
+    )
 
 
 async def _raw(reader: Rows, checkpoint_id: str) -> Checkpoint | None:
-    rows = await reader.query(f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?",
-                              checkpoint_id)
+    rows = await reader.query(f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id)
     return row_to_checkpoint(rows[0]) if rows else None
 
 
-async def resolve(reader: Rows, cp: Checkpoint,
-                  cache: dict[str, Checkpoint] | None = None) -> Checkpoint:
+async def resolve(reader: Rows, cp: Checkpoint, cache: dict[str, Checkpoint] | None = None) -> Checkpoint:
     """The full checkpoint of a delta row (`cp` as decoded from the row)."""
     from agentctl.diff import PatchError, apply_patch
 
@@ -95,8 +110,11 @@ async def resolve(reader: Rows, cp: Checkpoint,
         if base is None:
             base = await _raw(reader, base_id)
         if base is None:
-            raise CorruptRowError(cp.metadata.checkpoint_id, "state_blob",
-                                  f"delta snapshot whose base {base_id!r} no longer exists")
+            raise CorruptRowError(
+                cp.metadata.checkpoint_id,
+                "state_blob",
+                f"delta snapshot whose base {base_id!r} no longer exists",
+            )
         chain.append(base)
         current = base
     full = chain.pop()
@@ -112,10 +130,12 @@ async def resolve(reader: Rows, cp: Checkpoint,
             for s in SECTIONS:
                 values[s] = apply_patch(getattr(full, s), marker.get(s) or [])
         except (PatchError, ValueError, TypeError, KeyError, IndexError) as exc:
-            raise CorruptRowError(delta.metadata.checkpoint_id, "state_blob",
-                                  f"delta does not apply to its base: {exc}") from None
-        full = Checkpoint(delta.metadata, values["messages"], values["state"],
-                          values["tools_result"], delta.next_node)
+            raise CorruptRowError(
+                delta.metadata.checkpoint_id, "state_blob", f"delta does not apply to its base: {exc}"
+            ) from None
+        full = Checkpoint(
+            delta.metadata, values["messages"], values["state"], values["tools_result"], delta.next_node
+        )
     return full
 
 
@@ -124,7 +144,9 @@ async def encode_for_thread(tx: Tx, cp: Checkpoint, every: int) -> Checkpoint:
     thread = cp.metadata.thread_id
     rows = await tx.query(
         f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
-        "ORDER BY step DESC, created_at DESC, id DESC LIMIT 1", thread)
+        "ORDER BY step DESC, created_at DESC, id DESC LIMIT 1",
+        thread,
+    )
     if not rows:
         return cp
     try:
@@ -156,23 +178,28 @@ async def _deltas_in(tx: Tx, thread: str) -> list[tuple[str, str]]:
     from agentctl.storage.agentos.rows import decode_tags_raw
 
     rows = await tx.query(
-        f"SELECT checkpoint_id, tags FROM checkpoints WHERE thread_id = ? "
-        f"AND {_tags_text(tx.kind)} LIKE ?", thread, f"%{DELTA_TAG}%")
+        f"SELECT checkpoint_id, tags FROM checkpoints WHERE thread_id = ? AND {_tags_text(tx.kind)} LIKE ?",
+        thread,
+        f"%{DELTA_TAG}%",
+    )
     out = []
     for r in rows:
         for tag in decode_tags_raw(r["tags"]):
             if tag.startswith(DELTA_TAG):
-                out.append((r["checkpoint_id"], tag[len(DELTA_TAG):]))
+                out.append((r["checkpoint_id"], tag[len(DELTA_TAG) :]))
     return out
 
 
-async def _rehydrate(tx: Tx, thread: str, where: str, params: list[Any],
-                     needs: Callable[[bool, bool], bool], op: Any = None) -> int:
+async def _rehydrate(
+    tx: Tx, thread: str, where: str, params: list[Any], needs: Callable[[bool, bool], bool], op: Any = None
+) -> int:
     deltas = await _deltas_in(tx, thread)
     if not deltas:
         return 0
-    selected = {r["checkpoint_id"] for r in await tx.query(
-        f"SELECT checkpoint_id FROM checkpoints WHERE {where}", *params)}
+    selected = {
+        r["checkpoint_id"]
+        for r in await tx.query(f"SELECT checkpoint_id FROM checkpoints WHERE {where}", *params)
+    }
     todo = [cid for cid, base in deltas if needs(cid in selected, base in selected)]
     for cid in todo:
         raw = await _raw(tx, cid)

@@ -20,17 +20,49 @@ async def problems(backend: Checked, limit: int = 100) -> list[Problem]:
     """Every finding, errors first, then warnings (missing indexes)."""
     out: list[Problem] = []
     for d in await backend.duplicate_steps(limit):
-        out.append(Problem("error", "duplicate_steps", d["thread_id"],
-                           f"step {d['step']} occurs {d['count']} times", "duplicate-step", d))
+        out.append(
+            Problem(
+                "error",
+                "duplicate_steps",
+                d["thread_id"],
+                f"step {d['step']} occurs {d['count']} times",
+                "duplicate-step",
+                d,
+            )
+        )
     for d in await backend.orphan_parents(limit):
-        out.append(Problem("error", "orphan_parents", d["thread_id"],
-                           f"{d['checkpoint_id']}: parent {d['parent_id']} does not exist", "orphan-parent", d))
+        out.append(
+            Problem(
+                "error",
+                "orphan_parents",
+                d["thread_id"],
+                f"{d['checkpoint_id']}: parent {d['parent_id']} does not exist",
+                "orphan-parent",
+                d,
+            )
+        )
     for d in await backend.invalid_json(limit):
-        out.append(Problem("error", "invalid_json", d["checkpoint_id"], f"{d['column']}: {d['reason']}",
-                           "invalid-json", d))
+        out.append(
+            Problem(
+                "error",
+                "invalid_json",
+                d["checkpoint_id"],
+                f"{d['column']}: {d['reason']}",
+                "invalid-json",
+                d,
+            )
+        )
     for cycle in await find_cycles(backend, limit):
-        out.append(Problem("error", "cycles", cycle[0], " -> ".join(cycle + [cycle[0]])
-                           + " (each the parent of the one before)", "cycle", cycle))
+        out.append(
+            Problem(
+                "error",
+                "cycles",
+                cycle[0],
+                " -> ".join(cycle + [cycle[0]]) + " (each the parent of the one before)",
+                "cycle",
+                cycle,
+            )
+        )
     for note in await schema_notes(backend):
         out.append(Problem("warning", "schema", "", note, "warning", note))
     out.extend(await search_index_problems(backend))
@@ -48,7 +80,10 @@ async def find_cycles(backend: Checked, limit: int = 20, page: int = 50_000) -> 
         rows = await backend._fetch(
             "SELECT c.id AS child, p.id AS parent FROM checkpoints c "
             "JOIN checkpoints p ON p.checkpoint_id = c.parent_id "
-            "WHERE c.id > ? ORDER BY c.id LIMIT ?", last, page)
+            "WHERE c.id > ? ORDER BY c.id LIMIT ?",
+            last,
+            page,
+        )
         for r in rows:
             parent[r["child"]] = r["parent"]
         if len(rows) < page:
@@ -66,7 +101,7 @@ async def find_cycles(backend: Checked, limit: int = 20, page: int = 50_000) -> 
             path.append(node)
             node = parent.get(node)
         if node is not None and done[node] == 1:  # came back onto this path
-            cycles.append(path[path.index(node):])
+            cycles.append(path[path.index(node) :])
         for n in path:
             done[n] = 2
         if len(cycles) >= limit:
@@ -76,7 +111,9 @@ async def find_cycles(backend: Checked, limit: int = 20, page: int = 50_000) -> 
     wanted = sorted({n for c in cycles for n in c})
     names: dict[int, str] = {}
     for ph, chunk in in_chunks(wanted):
-        for r in await backend._fetch(f"SELECT id, checkpoint_id FROM checkpoints WHERE id IN ({ph})", *chunk):
+        for r in await backend._fetch(
+            f"SELECT id, checkpoint_id FROM checkpoints WHERE id IN ({ph})", *chunk
+        ):
             names[r["id"]] = r["checkpoint_id"]
     return [[names[n] for n in c] for c in cycles]
 
@@ -84,11 +121,13 @@ async def find_cycles(backend: Checked, limit: int = 20, page: int = 50_000) -> 
 async def index_names(backend: Checked) -> set[str]:
     if backend.kind == "sqlite":
         rows = await backend._fetch(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints'")
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints'"
+        )
     else:
         rows = await backend._fetch(
             "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'checkpoints' "
-            "AND schemaname = current_schema()")
+            "AND schemaname = current_schema()"
+        )
     return {r["name"] for r in rows}
 
 
@@ -114,5 +153,3 @@ async def fix_indexes(backend: Checked) -> list[str]:
             for ddl in missing.values():
                 await tx.execute(ddl)
     return list(missing)
-
-

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentctl.storage.agentos.rows import checkpoint_params
+from agentctl.errors import CheckpointNotFound
+from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.agentos import oplog
 from agentctl.storage.agentos.context import INSERT_SQL, EngineContext, require_meta
 from agentctl.storage.agentos.oplog import OpResult
+from agentctl.storage.agentos.rows import checkpoint_params
 from agentctl.storage.agentos.snapshot import head_query
-from agentctl.errors import CheckpointNotFound
-from agentctl.model import Checkpoint, CheckpointMetadata
 
 
 async def edit_state(ctx: EngineContext, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
@@ -29,10 +29,21 @@ async def edit_state(ctx: EngineContext, checkpoint_id: str, state: dict[str, An
         step = max(int(head["step"]), ctx.counters.get(tid, 0)) + 1
         cid = f"ckpt-{tid}-{step}-{ctx.hex(6)}"
         summary = f"edit of step {meta.step}: {what}"
-        cp = Checkpoint(CheckpointMetadata(tid, cid, step, head["checkpoint_id"], ctx.now(), ["edit"], summary),
-                        ref.messages, state, ref.tools_result, ref.next_node)
-        op = await oplog.start(tx, "edit", f"edit {tid} at step {meta.step} ({checkpoint_id}) as {cid}: {what}",
-                             [tid], {"ref": checkpoint_id, "new": cid}, ctx.now())
+        cp = Checkpoint(
+            CheckpointMetadata(tid, cid, step, head["checkpoint_id"], ctx.now(), ["edit"], summary),
+            ref.messages,
+            state,
+            ref.tools_result,
+            ref.next_node,
+        )
+        op = await oplog.start(
+            tx,
+            "edit",
+            f"edit {tid} at step {meta.step} ({checkpoint_id}) as {cid}: {what}",
+            [tid],
+            {"ref": checkpoint_id, "new": cid},
+            ctx.now(),
+        )
         await tx.execute(INSERT_SQL, *checkpoint_params(cp, tx.timestamp))
         await oplog.record_inserts(tx, op, [(cid, tid)])
         op_id = await oplog.finish(tx, op, [tid])

@@ -20,7 +20,14 @@ from typing import Any
 from agentctl.model import CheckpointMetadata, SearchHit
 from agentctl.storage.agentos.queries import match_rows
 from agentctl.storage.agentos.rows import (
-    DELTA_MARKER, META_COLUMNS, dumps, hit_path, loads, search_json, snippet_around)
+    DELTA_MARKER,
+    META_COLUMNS,
+    dumps,
+    hit_path,
+    loads,
+    search_json,
+    snippet_around,
+)
 from agentctl.storage.sqlutil import map_sqlite_error, marks
 from agentctl.storage.textindex import Source, open_for_search
 
@@ -51,8 +58,9 @@ WHERE c.id IN (SELECT id FROM temp.candidates) AND json_valid(c.{column})
   AND json_type(c.{column}) = 'object' {extra}
 """
 _INDEX_TOOLS = _INDEX_OBJECT.format(place=-1, column="tools_blob", extra="")
-_INDEX_STATE = _INDEX_OBJECT.format(place=-2, column="state_blob",
-                                    extra="AND json_type(c.state_blob, '$.__agentctl_delta__') IS NULL")
+_INDEX_STATE = _INDEX_OBJECT.format(
+    place=-2, column="state_blob", extra="AND json_type(c.state_blob, '$.__agentctl_delta__') IS NULL"
+)
 #: the search places (agentctl.storage.contract.SEARCH_PLACES) and their columns
 PLACE_COLUMNS = (("messages", "messages_blob"), ("tools", "tools_blob"), ("state", "state_blob"))
 _OBJECT_PLACES = {-1: "tools_result", -2: "state"}
@@ -66,9 +74,15 @@ def _fts_available(con: sqlite3.Connection) -> bool:
     return True
 
 
-def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: str | None,
-               role: str | None, limit: int,
-               places: Any = ("messages", "tools", "state")) -> list[SearchHit] | None:
+def fts_search(
+    path: str,
+    condition: tuple[str, list[Any]],
+    text: str,
+    thread: str | None,
+    role: str | None,
+    limit: int,
+    places: Any = ("messages", "tools", "state"),
+) -> list[SearchHit] | None:
     """The hits, or None when this SQLite build cannot do it (then scan instead).
 
     Candidate rows are taken newest first in growing batches (keyset paging on
@@ -88,7 +102,9 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
         cond, params = condition
         where = cond + (" AND thread_id = ?" if thread is not None else "")
         params = list(params) + ([thread] if thread is not None else [])
-        index_messages = _INDEX_MESSAGES.format(role="AND json_extract(m.value, '$.role') = ?" if role else "")
+        index_messages = _INDEX_MESSAGES.format(
+            role="AND json_extract(m.value, '$.role') = ?" if role else ""
+        )
         phrase = '"' + text.replace('"', '""') + '"'
         seen: set[tuple[str, str]] = set()
         cursor: tuple[str, int] | None = None
@@ -98,7 +114,8 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
             page = con.execute(
                 f"SELECT id, created_at FROM src.checkpoints WHERE {where}{after} "
                 "ORDER BY created_at DESC, id DESC LIMIT ?",
-                params + ([cursor[0], cursor[0], cursor[1]] if cursor else []) + [batch]).fetchall()
+                params + ([cursor[0], cursor[0], cursor[1]] if cursor else []) + [batch],
+            ).fetchall()
             if not page:
                 break
             cursor = (page[-1][1], page[-1][0])
@@ -120,7 +137,9 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
                 # does (SQLite's JSON text keeps the writer's \\u escapes and spacing)
                 "UNION SELECT rowid FROM temp.hits WHERE isjson = 1) m "
                 "JOIN temp.hits h ON h.rowid = m.r JOIN src.checkpoints c ON c.id = h.rid "
-                "ORDER BY c.created_at DESC, c.id DESC, h.place >= 0 DESC, h.place DESC", (phrase,)).fetchall()
+                "ORDER BY c.created_at DESC, c.id DESC, h.place >= 0 DESC, h.place DESC",
+                (phrase,),
+            ).fetchall()
             for thread_id, cid, step, place, msg_role, isjson, body, doc in rows:
                 kind = "messages" if place >= 0 else _OBJECT_PLACES[place]
                 if (cid, kind) in seen:
@@ -132,8 +151,15 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
                     # the scan's rule decides (FTS5 folds case its own way: final sigma, İ)
                     if text.lower() not in body.lower():
                         continue
-                    hit = SearchHit(thread_id, cid, step, kind, msg_role if isinstance(msg_role, str) else None,
-                                    snippet_around(body, text), hit_path("messages", [place, "content"]))
+                    hit = SearchHit(
+                        thread_id,
+                        cid,
+                        step,
+                        kind,
+                        msg_role if isinstance(msg_role, str) else None,
+                        snippet_around(body, text),
+                        hit_path("messages", [place, "content"]),
+                    )
                 else:  # as the scan finds it in the decoded object (or not at all)
                     meta = CheckpointMetadata(thread_id, cid, step)
                     found = search_json(meta, kind, json.loads(doc), text)
@@ -149,8 +175,6 @@ def fts_search(path: str, condition: tuple[str, list[Any]], text: str, thread: s
     finally:
         con.close()
     return hits
-
-
 
 
 # ---- the side index (agentctl.storage.textindex) of AgentOS checkpoints -----------------
@@ -210,15 +234,26 @@ def agentos_docs(values: Any) -> list[tuple[int, str]]:
 
 def agentos_source() -> Any:
     return Source(
-        format="agentos", table="checkpoints", key="id", sort="created_at",
+        format="agentos",
+        table="checkpoints",
+        key="id",
+        sort="created_at",
         fingerprint="length(messages_blob) * 1000000007 + length(tools_blob) * 1000003 + length(state_blob)",
-        columns=("messages_blob", "tools_blob", "state_blob"), kinds=("messages", "tools", "state"),
-        docs=agentos_docs)
+        columns=("messages_blob", "tools_blob", "state_blob"),
+        kinds=("messages", "tools", "state"),
+        docs=agentos_docs,
+    )
 
 
-def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, thread: str | None,
-                      role: str | None, limit: int,
-                      places: Any = ("messages", "tools", "state")) -> list[SearchHit]:
+def side_index_search(
+    path: str,
+    condition: tuple[str, list[Any]],
+    text: str,
+    thread: str | None,
+    role: str | None,
+    limit: int,
+    places: Any = ("messages", "tools", "state"),
+) -> list[SearchHit]:
     """The hits through the side index (agentctl.storage.textindex), caught up first
     when the database changed: its candidates, newest first, each read from the database
     and matched as the scan matches it (the backend's `condition`, then the same Python
@@ -229,8 +264,10 @@ def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, th
         kinds = [i for i, (place, _) in enumerate(PLACE_COLUMNS) if place in places]
         candidates: Any = session.candidates(text.lower(), kinds)
         if thread is not None:  # the thread's rows (its index), not every thread's candidates
-            mine = {r[0] for r in session.con.execute("SELECT id FROM src.checkpoints WHERE thread_id = ?",
-                                                      (thread,))}
+            mine = {
+                r[0]
+                for r in session.con.execute("SELECT id FROM src.checkpoints WHERE thread_id = ?", (thread,))
+            }
             candidates = (k for k in candidates if k in mine)
         reader = session.con.cursor()
         reader.row_factory = sqlite3.Row
@@ -238,12 +275,14 @@ def side_index_search(path: str, condition: tuple[str, list[Any]], text: str, th
         hits: list[SearchHit] = []
         batch = max(limit, 20)  # most candidates are hits: the first batch is often the last
         while len(hits) < limit:
-            keys = [k for _, k in zip(range(batch), candidates)]
+            keys = [k for _, k in zip(range(batch), candidates, strict=False)]
             if not keys:
                 break
             batch = min(batch * 2, 2000)
-            sql = (f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob FROM src.checkpoints "
-                   f"WHERE id IN ({marks(len(keys))}) AND {condition[0]}")
+            sql = (
+                f"SELECT {META_COLUMNS}, messages_blob, tools_blob, state_blob FROM src.checkpoints "
+                f"WHERE id IN ({marks(len(keys))}) AND {condition[0]}"
+            )
             params: list[Any] = list(keys) + list(condition[1])
             if thread is not None:
                 sql += " AND thread_id = ?"

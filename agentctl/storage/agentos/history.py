@@ -68,10 +68,12 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from agentctl.storage.agentos import merge, oplog, retention, rewind, snapshot, transfer, undo
+from agentctl.model import Checkpoint, CheckpointMetadata
+from agentctl.storage.agentos import legacy, merge, oplog, retention, rewind, snapshot, transfer, undo
 from agentctl.storage.agentos.context import EngineContext
 from agentctl.storage.agentos.oplog import OpResult, PurgeResult
 from agentctl.storage.agentos.types import (
@@ -85,11 +87,9 @@ from agentctl.storage.agentos.types import (
     TimeTravelResult,
     as_trigger,
 )
-from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.contract import History, PruneSpec, retried_write
 from agentctl.storage.journal import ops
 from agentctl.storage.journal.history import JournalHistory
-from agentctl.storage.agentos import legacy
 
 if TYPE_CHECKING:
     from agentctl.storage.agentos.base import CheckpointBackend, Reader
@@ -178,8 +178,9 @@ class CheckpointEngine(JournalHistory, History):
         next_node: str = "",
     ) -> str:
         """Write a checkpoint; return its id ("" when the trigger is not enabled)."""
-        return await snapshot.snapshot(self._ctx, thread_id, messages, state, tools_result,
-                                       trigger, parent_checkpoint_id, next_node)
+        return await snapshot.snapshot(
+            self._ctx, thread_id, messages, state, tools_result, trigger, parent_checkpoint_id, next_node
+        )
 
     async def snapshot_safe(self, *args: Any, **kwargs: Any) -> str:
         """`snapshot` (the same arguments) that never raises: a failure is logged and ""
@@ -188,7 +189,7 @@ class CheckpointEngine(JournalHistory, History):
 
     # ---- AgentOS's decorator and scope ------------------------------------------------
 
-    def snapshot_on(self, trigger: SnapshotTrigger):
+    def snapshot_on(self, trigger: SnapshotTrigger) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: snapshot before and after each call of an async function.
 
         The thread and state come from the keyword arguments `_checkpoint_thread_id`
@@ -196,22 +197,30 @@ class CheckpointEngine(JournalHistory, History):
         """
         trig = as_trigger(trigger) or trigger
 
-        def decorator(func):
+        def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(func)
-            async def wrapper(*args, **kwargs):
+            async def wrapper(*args: Any, **kwargs: Any) -> Any:
                 thread_id = kwargs.pop("_checkpoint_thread_id", "default")
                 state = kwargs.pop("_checkpoint_state", {})
                 await self.snapshot_safe(
                     thread_id=thread_id,
                     messages=[{"role": "tool_call", "content": f"{func.__name__}({kwargs})"}],
-                    state=state, tools_result={}, trigger=trig)
+                    state=state,
+                    tools_result={},
+                    trigger=trig,
+                )
                 result = await func(*args, **kwargs)
                 await self.snapshot_safe(
                     thread_id=thread_id,
                     messages=[{"role": "tool_result", "content": str(result)[:500]}],
-                    state=state, tools_result={"result": str(result)[:1000]}, trigger=trig)
+                    state=state,
+                    tools_result={"result": str(result)[:1000]},
+                    trigger=trig,
+                )
                 return result
+
             return wrapper
+
         return decorator
 
     @asynccontextmanager
@@ -220,20 +229,26 @@ class CheckpointEngine(JournalHistory, History):
         thread_id: str,
         state: dict[str, Any],
         trigger: SnapshotTrigger = SnapshotTrigger.STATE_CHANGE,
-    ):
+    ) -> AsyncIterator[None]:
         """Snapshot on entering and on leaving the block (also when it raises)."""
         trig = as_trigger(trigger) or SnapshotTrigger.STATE_CHANGE
         await self.snapshot_safe(
             thread_id=thread_id,
             messages=[{"role": "system", "content": f"Enter scope ({trig.value})"}],
-            state=state, tools_result={}, trigger=trig)
+            state=state,
+            tools_result={},
+            trigger=trig,
+        )
         try:
             yield
         finally:
             await self.snapshot_safe(
                 thread_id=thread_id,
                 messages=[{"role": "system", "content": f"Exit scope ({trig.value})"}],
-                state=state, tools_result={}, trigger=trig)
+                state=state,
+                tools_result={},
+                trigger=trig,
+            )
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -258,8 +273,9 @@ class CheckpointEngine(JournalHistory, History):
         return await rewind.plan_rewind(self._ctx, checkpoint_id, hard)
 
     @retried_write
-    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> TimeTravelResult:
+    async def rewind(
+        self, checkpoint_id: str, hard: bool = False, *, archive_thread: str | None = None
+    ) -> TimeTravelResult:
         """Make `checkpoint_id` the head of its thread again.
 
         The checkpoints after it move to a new archive thread (or, with hard=True, are
@@ -286,28 +302,38 @@ class CheckpointEngine(JournalHistory, History):
         exists (a deleted checkpoint both name as parent cannot serve as a base)."""
         return await merge.merge_base(reader or self._ctx.backend, a, b)
 
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str,
-                         strategy: str = "three-way") -> MergePlan:
+    async def plan_merge(
+        self, branch_thread_id: str, into_thread_id: str, strategy: str = "three-way"
+    ) -> MergePlan:
         """What `merge_branch` would write, with its conflicts (nothing is written)."""
-        return await merge.plan_merge(self._ctx, self._ctx.backend, branch_thread_id,
-                                      into_thread_id, strategy)
+        return await merge.plan_merge(
+            self._ctx, self._ctx.backend, branch_thread_id, into_thread_id, strategy
+        )
 
     @retried_write
-    async def merge_branch(self, branch_thread_id: str, into_thread_id: str,
-                           strategy: str = "three-way", *, checkpoint_id: str | None = None) -> str:
+    async def merge_branch(
+        self,
+        branch_thread_id: str,
+        into_thread_id: str,
+        strategy: str = "three-way",
+        *,
+        checkpoint_id: str | None = None,
+    ) -> str:
         """Merge the head of a branch thread into a thread; return the merge checkpoint id.
 
         `checkpoint_id` names the merge checkpoint (the one a plan announced, as
         `plan_merge(...).merged.metadata.checkpoint_id`). Raises MergeConflictError
         (nothing written) when conflicts remain, OperationError when there is nothing
         to merge (nothing written)."""
-        return await merge.merge_branch(self._ctx, branch_thread_id, into_thread_id, strategy,
-                                        checkpoint_id=checkpoint_id)
+        return await merge.merge_branch(
+            self._ctx, branch_thread_id, into_thread_id, strategy, checkpoint_id=checkpoint_id
+        )
 
     # ---- prune and delete --------------------------------------------------------------
 
-    async def plan_prune(self, thread_id: str, policy: CheckpointGC | str, param: float = 0,
-                         *, preview: int | None = None) -> PrunePlan:
+    async def plan_prune(
+        self, thread_id: str, policy: CheckpointGC | str, param: float = 0, *, preview: int | None = None
+    ) -> PrunePlan:
         """Which checkpoints `prune` would delete (never the head).
 
         With `preview=N`, `delete` holds only the first N of them and `delete_count`
@@ -324,9 +350,13 @@ class CheckpointEngine(JournalHistory, History):
         return await retention.plan_prune_spec(self._ctx, spec, preview)
 
     @retried_write
-    async def prune_spec(self, spec: PruneSpec, *,
-                         progress: Callable[[int], None] | None = None,
-                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
+    async def prune_spec(
+        self,
+        spec: PruneSpec,
+        *,
+        progress: Callable[[int], None] | None = None,
+        plans: Sequence[PrunePlan] | None = None,
+    ) -> list[OpResult]:
         """Prune the threads of the spec (every thread when `spec.threads` is None) as
         ONE operation in one transaction: all or nothing, one undo restores them all.
         A list of one OpResult (its op_id None when there was nothing to prune).
@@ -403,8 +433,9 @@ class CheckpointEngine(JournalHistory, History):
     async def undo_threads(self, record: dict[str, Any], threads: Sequence[str]) -> list[str]:
         return undo.only_threads(record, threads)
 
-    async def journal_move(self, tx: Any, record: dict[str, Any], image: str,
-                           threads: Sequence[str] | None = None) -> dict[str, Any]:
+    async def journal_move(
+        self, tx: Any, record: dict[str, Any], image: str, threads: Sequence[str] | None = None
+    ) -> dict[str, Any]:
         if image == "before":
             await undo.check_undo(tx, record, threads)
         self._moved_ids = await undo.moved_ids(tx, int(record["op_id"]), image, threads)
@@ -430,8 +461,9 @@ class CheckpointEngine(JournalHistory, History):
         return await undo.purge(self._ctx, self, dry_run)
 
 
-async def create_checkpoint_engine(backend: str = "sqlite", db_path: str = "checkpoints.db",
-                                   **kwargs: Any) -> CheckpointEngine:
+async def create_checkpoint_engine(
+    backend: str = "sqlite", db_path: str = "checkpoints.db", **kwargs: Any
+) -> CheckpointEngine:
     """AgentOS's quick start: an engine over a new or existing checkpointer."""
     from agentctl.storage.agentos.connect import create_checkpointer
 

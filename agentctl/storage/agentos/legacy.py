@@ -30,21 +30,32 @@ async def migrate(tx: Any) -> None:
         return
     has_trash = await tx.table_exists(TRASH)
     # a moved row as it was: the standing row with the thread and parent it had
-    was = ", ".join("r.old_thread_id AS thread_id" if c == THREAD else "r.old_parent_id AS parent_id"
-                    if c == "parent_id" else f"c.{c}" for c in ["id", *COLUMNS])
-    moved = (f"SELECT {was} FROM checkpoints c JOIN {ROWS} r ON r.checkpoint_id = c.checkpoint_id "
-             "WHERE r.op_id = ? AND r.action = 'move'")
+    was = ", ".join(
+        "r.old_thread_id AS thread_id"
+        if c == THREAD
+        else "r.old_parent_id AS parent_id"
+        if c == "parent_id"
+        else f"c.{c}"
+        for c in ["id", *COLUMNS]
+    )
+    moved = (
+        f"SELECT {was} FROM checkpoints c JOIN {ROWS} r ON r.checkpoint_id = c.checkpoint_id "
+        "WHERE r.op_id = ? AND r.action = 'move'"
+    )
     standing = f"checkpoint_id IN (SELECT checkpoint_id FROM {ROWS} WHERE op_id = ?)"
     for rec in records:
         op_id = rec["op_id"]
-        prints = {f["thread_id"]: [int(f["n"]), int(f["min_id"]), int(f["max_id"]), str(f["sum_id"])]
-                  for f in await tx.fetch(f"SELECT * FROM {THREADS} WHERE op_id = ?", op_id)}
+        prints = {
+            f["thread_id"]: [int(f["n"]), int(f["min_id"]), int(f["max_id"]), str(f["sum_id"])]
+            for f in await tx.fetch(f"SELECT * FROM {THREADS} WHERE op_id = ?", op_id)
+        }
         rec["fingerprints"] = prints
         if done(rec):
             rec["tables"] = {TABLE: {"key": list(KEY), "thread": THREAD}}
             if has_trash:
-                await trash.add_images(tx, op_id, TABLE, "before", f"SELECT {ALL_COLUMNS} FROM {TRASH} WHERE op_id = ?",
-                                       (op_id,))
+                await trash.add_images(
+                    tx, op_id, TABLE, "before", f"SELECT {ALL_COLUMNS} FROM {TRASH} WHERE op_id = ?", (op_id,)
+                )
             await trash.add_images(tx, op_id, TABLE, "before", moved, (op_id,))
             await trash.set_aside(tx, op_id, TABLE, standing, (op_id,), image="after")
             rec["threads"] = list(prints) or rec["threads"]  # the threads it changed: those undo compares

@@ -17,7 +17,8 @@ least an undoable prune costs in SQLite (bench/README.md, `prune-floor-min`).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import OperationError
 from agentctl.storage.agentos import legacy
@@ -26,8 +27,14 @@ from agentctl.storage.journal import ops
 from agentctl.storage.journal import trash as jtrash
 from agentctl.storage.results import (  # re-exported: agentctl.storage.agentos.oplog's names
     NOT_UNDOABLE as NOT_UNDOABLE,
+)
+from agentctl.storage.results import (
     OpRecord as OpRecord,
+)
+from agentctl.storage.results import (
     OpResult as OpResult,
+)
+from agentctl.storage.results import (
     PurgeResult as PurgeResult,
 )
 from agentctl.storage.sqlutil import chunks, marks
@@ -46,8 +53,11 @@ SIDE_TABLES = (LOG, TRASH)
 
 async def fingerprint(tx: Any, thread: str) -> list[Any]:
     """[rows, min id, max id, sum of ids] of a thread (the sum as text: exact on both)."""
-    rows = await tx.fetch("SELECT COUNT(*) AS n, COALESCE(MIN(id), 0) AS lo, COALESCE(MAX(id), 0) AS hi, "
-                          "CAST(COALESCE(SUM(id), 0) AS TEXT) AS s FROM checkpoints WHERE thread_id = ?", thread)
+    rows = await tx.fetch(
+        "SELECT COUNT(*) AS n, COALESCE(MIN(id), 0) AS lo, COALESCE(MAX(id), 0) AS hi, "
+        "CAST(COALESCE(SUM(id), 0) AS TEXT) AS s FROM checkpoints WHERE thread_id = ?",
+        thread,
+    )
     r = rows[0]
     return [int(r["n"]), int(r["lo"]), int(r["hi"]), str(r["s"])]
 
@@ -55,8 +65,9 @@ async def fingerprint(tx: Any, thread: str) -> list[Any]:
 # ---- writing an op --------------------------------------------------------------------
 
 
-async def start(tx: Tx, kind: str, summary: str, threads: Sequence[str],
-                details: dict[str, Any], created_at: str) -> ops.Op:
+async def start(
+    tx: Tx, kind: str, summary: str, threads: Sequence[str], details: dict[str, Any], created_at: str
+) -> ops.Op:
     """Begin an op of the journal (created by the first write; the previous op log moved
     into it first); its trash table made."""
     await legacy.migrate(tx)
@@ -82,8 +93,9 @@ async def record_inserts(tx: Tx, op: ops.Op, rows: Sequence[tuple[str, str]]) ->
         await op.inserted(TABLE, KEY, f"checkpoint_id IN ({marks(len(part))})", part, thread=THREAD)
 
 
-async def record_reparents(tx: Tx, op: ops.Op, thread_id: str,
-                           rows: Sequence[tuple[str, str | None, str | None]]) -> None:
+async def record_reparents(
+    tx: Tx, op: ops.Op, thread_id: str, rows: Sequence[tuple[str, str | None, str | None]]
+) -> None:
     """Set the parent of checkpoints of `thread_id` (checkpoint_id, old parent, new
     parent), both images kept, so that undo puts the old parent back."""
     if not rows:
@@ -91,8 +103,9 @@ async def record_reparents(tx: Tx, op: ops.Op, thread_id: str,
     ids = [cid for cid, _, _ in rows]
     for part in chunks(ids, 500):
         await set_aside(tx, op, f"checkpoint_id IN ({marks(len(part))})", part, "before")
-    await tx.executemany("UPDATE checkpoints SET parent_id = ? WHERE checkpoint_id = ?",
-                         [(new, cid) for cid, _, new in rows])
+    await tx.executemany(
+        "UPDATE checkpoints SET parent_id = ? WHERE checkpoint_id = ?", [(new, cid) for cid, _, new in rows]
+    )
     for part in chunks(ids, 500):
         await set_aside(tx, op, f"checkpoint_id IN ({marks(len(part))})", part, "after")
 
@@ -118,62 +131,112 @@ def _sql_order(value: Any) -> tuple[int, Any]:
     return (1, value)
 
 
-async def trash(tx: Tx, op: ops.Op, where: str, *params: Any, ids: Sequence[str] | None = None,
-                rows: Sequence[int] | None = None, thread: str | None = None) -> list[str]:
+async def trash(
+    tx: Tx,
+    op: ops.Op,
+    where: str,
+    *params: Any,
+    ids: Sequence[str] | None = None,
+    rows: Sequence[int] | None = None,
+    thread: str | None = None,
+) -> list[str]:
     """Delete the checkpoints matching `where`, their before-images in op's trash; return
     their ids in thread order (thread, step, created_at, id). `ids`: those rows' ids in
     row-id order, as the plan read them (SQLite: not read again); `rows`: their row ids,
     row-id order being thread order, all of `thread` (SQLite: the selection is not read
     again; the rows are moved by row id, those still in `thread`: if any is not, the
     database changed since the plan, and the write stops)."""
-    if tx.kind == "sqlite" and rows is not None and ids is not None and len(ids) == len(rows) and thread is not None:
-        moved = await op.delete_each(TABLE, KEY, f"{_CHUNK_ROWS} AND +thread_id = ?",
-                                     [[json.dumps(part), thread] for part in chunks(list(rows), _TRASH_CHUNK)],
-                                     thread=THREAD)
+    if (
+        tx.kind == "sqlite"
+        and rows is not None
+        and ids is not None
+        and len(ids) == len(rows)
+        and thread is not None
+    ):
+        moved = await op.delete_each(
+            TABLE,
+            KEY,
+            f"{_CHUNK_ROWS} AND +thread_id = ?",
+            [[json.dumps(part), thread] for part in chunks(list(rows), _TRASH_CHUNK)],
+            thread=THREAD,
+        )
         if moved != len(rows):
-            raise OperationError(f"thread {thread} changed while prune was planned; nothing was deleted: run it again",
-                                 nothing_changed=True)
+            raise OperationError(
+                f"thread {thread} changed while prune was planned; nothing was deleted: run it again",
+                nothing_changed=True,
+            )
         return list(ids)
     if tx.kind != "sqlite":
         # The rows by id (the server sorts them), then moved by those ids: only the rows
         # read here, whatever another transaction adds meanwhile.
-        found = await tx.fetch(f"SELECT id, checkpoint_id FROM checkpoints WHERE {where} "
-                               "ORDER BY thread_id, step, created_at, id", *params)
+        found = await tx.fetch(
+            f"SELECT id, checkpoint_id FROM checkpoints WHERE {where} "
+            "ORDER BY thread_id, step, created_at, id",
+            *params,
+        )
         if found:
-            await op.delete(TABLE, KEY, "id = ANY(CAST(? AS BIGINT[]))", [[r["id"] for r in found]], thread=THREAD)
+            await op.delete(
+                TABLE, KEY, "id = ANY(CAST(? AS BIGINT[]))", [[r["id"] for r in found]], thread=THREAD
+            )
         return [r["checkpoint_id"] for r in found]
     # The row ids (rowid: the row itself, whatever the file's `id` column holds) in the
     # order of the (thread_id, step) index, as one JSON text rather than a row each, and
     # how many steps occur twice in a thread. Row-id order is thread order when the two
     # orders agree and no step needs created_at and id to order it.
-    head = (await tx.fetch(
-        "SELECT json_group_array(r) AS ids, (SELECT COUNT(*) FROM (SELECT 1 AS x FROM checkpoints "
-        f"WHERE {where} GROUP BY thread_id, step HAVING COUNT(*) > 1)) AS twice "
-        f"FROM (SELECT rowid AS r FROM checkpoints WHERE {where} ORDER BY thread_id, step)",
-        *params, *params))[0]
+    head = (
+        await tx.fetch(
+            "SELECT json_group_array(r) AS ids, (SELECT COUNT(*) FROM (SELECT 1 AS x FROM checkpoints "
+            f"WHERE {where} GROUP BY thread_id, step HAVING COUNT(*) > 1)) AS twice "
+            f"FROM (SELECT rowid AS r FROM checkpoints WHERE {where} ORDER BY thread_id, step)",
+            *params,
+            *params,
+        )
+    )[0]
     by_step = loads(head["ids"])
     rowids = sorted(by_step)
     in_order = not head["twice"] and rowids == by_step
     known = in_order and ids is not None and len(ids) == len(rowids)
     out: list[str] = list(ids or ()) if known else []
     if known:
-        await op.delete_each(TABLE, KEY, _CHUNK_ROWS, [[json.dumps(part)] for part in chunks(rowids, _TRASH_CHUNK)],
-                             thread=THREAD)
+        await op.delete_each(
+            TABLE,
+            KEY,
+            _CHUNK_ROWS,
+            [[json.dumps(part)] for part in chunks(rowids, _TRASH_CHUNK)],
+            thread=THREAD,
+        )
         return out
     keyed: list[tuple[Any, ...]] = []
     for part in chunks(rowids, _TRASH_CHUNK):
         chunk = json.dumps(part)
         if in_order:  # the chunk's ids (this reads its pages into the cache for the copy)
-            out += loads((await tx.fetch(
-                "SELECT json_group_array(CASE WHEN typeof(checkpoint_id) = 'blob' "
-                "THEN CAST(checkpoint_id AS TEXT) ELSE checkpoint_id END) AS ids FROM "
-                f"(SELECT checkpoint_id FROM checkpoints WHERE {_CHUNK_ROWS} ORDER BY rowid)",
-                chunk))[0]["ids"])
+            out += loads(
+                (
+                    await tx.fetch(
+                        "SELECT json_group_array(CASE WHEN typeof(checkpoint_id) = 'blob' "
+                        "THEN CAST(checkpoint_id AS TEXT) ELSE checkpoint_id END) AS ids FROM "
+                        f"(SELECT checkpoint_id FROM checkpoints WHERE {_CHUNK_ROWS} ORDER BY rowid)",
+                        chunk,
+                    )
+                )[0]["ids"]
+            )
         elif not in_order:
-            keyed.extend(((_sql_order(r["thread_id"]), _sql_order(r["step"]),
-                           _sql_order(r["created_at"]), _sql_order(r["id"])), r["checkpoint_id"])
-                         for r in await tx.fetch("SELECT thread_id, step, created_at, id, checkpoint_id "
-                                                 f"FROM checkpoints WHERE {_CHUNK_ROWS}", chunk))
+            keyed.extend(
+                (
+                    (
+                        _sql_order(r["thread_id"]),
+                        _sql_order(r["step"]),
+                        _sql_order(r["created_at"]),
+                        _sql_order(r["id"]),
+                    ),
+                    r["checkpoint_id"],
+                )
+                for r in await tx.fetch(
+                    "SELECT thread_id, step, created_at, id, checkpoint_id "
+                    f"FROM checkpoints WHERE {_CHUNK_ROWS}",
+                    chunk,
+                )
+            )
         await op.delete(TABLE, KEY, _CHUNK_ROWS, [chunk], thread=THREAD)
     if not in_order:
         keyed.sort(key=lambda k: k[0])
@@ -186,7 +249,9 @@ async def trash(tx: Tx, op: ops.Op, where: str, *params: Any, ids: Sequence[str]
 
 async def archive_threads(reader: Rows) -> set[str]:
     """Threads that rewinds (not undone) set the abandoned future aside into."""
-    return {str(d["archive_thread"]) for d in await ops.done_details(reader, "rewind") if d.get("archive_thread")}
+    return {
+        str(d["archive_thread"]) for d in await ops.done_details(reader, "rewind") if d.get("archive_thread")
+    }
 
 
 def short(ids: Sequence[str], n: int = 5) -> str:

@@ -9,17 +9,35 @@ the SQLite backend does, so both return identical checkpoints.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from agentctl.storage.agentos.base import (
-    POSTGRES_SCHEMA, checkpoint_params, COLUMNS, META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC,
-    CheckpointBackend, Transaction, check_columns, dumps, row_to_metadata, token_part)
-from agentctl.storage.agentos.queries import SharedQueries, check_sort
 from agentctl.errors import AgentctlError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
+from agentctl.storage.agentos.base import (
+    COLUMNS,
+    META_COLUMNS,
+    POSTGRES_SCHEMA,
+    THREAD_ORDER_ASC,
+    THREAD_ORDER_DESC,
+    CheckpointBackend,
+    Transaction,
+    check_columns,
+    checkpoint_params,
+    dumps,
+    row_to_metadata,
+    token_part,
+)
+from agentctl.storage.agentos.queries import SharedQueries, check_sort
 from agentctl.storage.journal.ops import THREAD_LOCK  # noqa: F401  (its old import place)
 from agentctl.storage.sql.postgres import (  # noqa: F401  (their old import place)
-    PgTransaction, PostgresConnection, describe_dsn, map_pg_error, pg_connect, to_dollar)
+    PgTransaction,
+    PostgresConnection,
+    describe_dsn,
+    map_pg_error,
+    pg_connect,
+    to_dollar,
+)
 from agentctl.storage.timefmt import to_datetime
 
 __all__ = ["PostgresCheckpointer", "SCHEMA"]
@@ -35,8 +53,11 @@ UPSERT_SQL = (
 )
 
 #: the search index on Postgres: one pg_trgm GIN index per searched column
-_TRGM_INDEXES = {"messages_blob": "agentctl_search_messages", "tools_blob": "agentctl_search_tools",
-                 "state_blob": "agentctl_search_state"}
+_TRGM_INDEXES = {
+    "messages_blob": "agentctl_search_messages",
+    "tools_blob": "agentctl_search_tools",
+    "state_blob": "agentctl_search_state",
+}
 
 
 class _PgTransaction(PgTransaction, Transaction):
@@ -64,20 +85,26 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
         # From the catalog (information_schema's view takes ~10 ms to plan): the columns of
         # the `checkpoints` the search path finds, and the collation the text columns
         # compare with ("default" is the database's; the provider column exists from 15).
-        provider = ("(SELECT datlocprovider::text FROM pg_database WHERE datname = current_database())"
-                    if conn.get_server_version() >= (15,) else "'c'")
+        provider = (
+            "(SELECT datlocprovider::text FROM pg_database WHERE datname = current_database())"
+            if conn.get_server_version() >= (15,)
+            else "'c'"
+        )
         rows = await conn.fetch(
             "SELECT a.attname::text AS name, CASE WHEN co.collname = 'default' "
             "THEN current_setting('lc_collate') ELSE co.collcollate END AS coll, "
             f"CASE WHEN co.collname = 'default' THEN {provider} ELSE co.collprovider::text END AS provider "
             "FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_collation co "
             "ON co.oid = a.attcollation WHERE a.attrelid = to_regclass('checkpoints') "
-            "AND a.attnum > 0 AND NOT a.attisdropped")
+            "AND a.attnum > 0 AND NOT a.attisdropped"
+        )
         cols = {r["name"] for r in rows}
         byte_order = ("C", "POSIX", "C.UTF-8", "C.utf8")
         self._byte_order = all(
             r["coll"] in byte_order and r["provider"] == "c"
-            for r in rows if r["name"] in ("thread_id", "checkpoint_id"))
+            for r in rows
+            if r["name"] in ("thread_id", "checkpoint_id")
+        )
         if not cols:
             raise SchemaError(f"Postgres database {self.display_name} has no 'checkpoints' table")
         check_columns(self.display_name, cols)
@@ -85,8 +112,12 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
     # ---- dialect-specific reads ---------------------------------------------------
 
     async def thread_summaries(
-        self, limit: int = 50, offset: int = 0, sort: str = "updated",
-        descending: bool = True, prefix: str | None = None,
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
     ) -> list[ThreadSummary]:
         if sort == "updated" and descending:  # the default listing, through idx_created_at
             return await self._newest_heads(limit, offset, prefix)
@@ -94,15 +125,19 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
         direction = "DESC" if descending else "ASC"
         key = {"thread": f"thread_id {_C}", "checkpoints": "COUNT(*)", "step": "MAX(step)"}.get(sort) or (
             "(SELECT created_at FROM checkpoints c WHERE c.thread_id = t.thread_id ORDER BY "
-            f"{THREAD_ORDER_DESC if sort == 'updated' else THREAD_ORDER_ASC} LIMIT 1)")
+            f"{THREAD_ORDER_DESC if sort == 'updated' else THREAD_ORDER_ASC} LIMIT 1)"
+        )
         where, params = "", []
         if prefix:
             where, params = "WHERE substr(thread_id, 1, ?) = ?", [len(prefix), prefix]
         tiebreak = f", thread_id {_C} ASC" if sort != "thread" else ""
-        keys = (f"page AS (SELECT thread_id AS tid, {key} AS k FROM checkpoints t {where} GROUP BY thread_id "
-                f"ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)")
-        return await self._summary_page(keys, params, limit, offset, direction,
-                                        tiebreak.replace("thread_id", "tid"))
+        keys = (
+            f"page AS (SELECT thread_id AS tid, {key} AS k FROM checkpoints t {where} GROUP BY thread_id "
+            f"ORDER BY k {direction}{tiebreak} LIMIT ? OFFSET ?)"
+        )
+        return await self._summary_page(
+            keys, params, limit, offset, direction, tiebreak.replace("thread_id", "tid")
+        )
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         cols = ", ".join("c." + c.strip() for c in META_COLUMNS.split(","))
@@ -120,7 +155,11 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
             return await super().find_checkpoint_ids(prefix, limit)
         rows = await self._fetch(
             f"SELECT checkpoint_id FROM checkpoints WHERE left(checkpoint_id, ?) = ? "
-            f"ORDER BY checkpoint_id {_C} LIMIT ?", len(prefix), prefix, limit)
+            f"ORDER BY checkpoint_id {_C} LIMIT ?",
+            len(prefix),
+            prefix,
+            limit,
+        )
         return [r["checkpoint_id"] for r in rows]
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
@@ -136,11 +175,20 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
                 "WHERE thread_id >= ? AND thread_id < ? UNION ALL SELECT (SELECT MIN(c.thread_id) "
                 "FROM checkpoints c WHERE c.thread_id > t.thread_id AND c.thread_id < ?) FROM t "
                 "WHERE t.thread_id IS NOT NULL) "
-                "SELECT thread_id FROM t WHERE thread_id IS NOT NULL LIMIT ?", prefix, end, end, limit)
+                "SELECT thread_id FROM t WHERE thread_id IS NOT NULL LIMIT ?",
+                prefix,
+                end,
+                end,
+                limit,
+            )
         else:
             rows = await self._fetch(
                 f"SELECT DISTINCT thread_id {_C} AS thread_id FROM checkpoints "
-                "WHERE left(thread_id, ?) = ? ORDER BY 1 LIMIT ?", len(prefix), prefix, limit)
+                "WHERE left(thread_id, ?) = ? ORDER BY 1 LIMIT ?",
+                len(prefix),
+                prefix,
+                limit,
+            )
         return [r["thread_id"] for r in rows]
 
     async def search_index(self, action: str) -> dict[str, Any]:
@@ -159,11 +207,14 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
                         await tx.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
                         found = await tx.fetch(
                             "SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n "
-                            "ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'")
+                            "ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
+                        )
                         ops = '"' + found[0]["s"].replace('"', '""') + '".gin_trgm_ops'
                         for column, name in _TRGM_INDEXES.items():
-                            await tx.execute(f"CREATE INDEX IF NOT EXISTS {name} ON checkpoints "
-                                             f"USING gin (({column}::text) {ops})")
+                            await tx.execute(
+                                f"CREATE INDEX IF NOT EXISTS {name} ON checkpoints "
+                                f"USING gin (({column}::text) {ops})"
+                            )
                     else:
                         for name in _TRGM_INDEXES.values():
                             await tx.execute(f"DROP INDEX IF EXISTS {name}")
@@ -172,16 +223,29 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
             except AgentctlError as exc:
                 raise OperationError(f"cannot {action} the search index: {exc}") from None
         have = await self._trgm_indexes()
-        state_ = ("current" if len(have) == len(_TRGM_INDEXES) else "absent" if not have else "partial")
-        detail = {"current": "pg_trgm GIN indexes: search's ILIKE uses them (Postgres keeps them current)",
-                  "absent": "no search index (build one with `agentctl index build`)",
-                  "partial": "some of the pg_trgm indexes are missing (`agentctl index build`)"}[state_]
+        state_ = "current" if len(have) == len(_TRGM_INDEXES) else "absent" if not have else "partial"
+        detail = {
+            "current": "pg_trgm GIN indexes: search's ILIKE uses them (Postgres keeps them current)",
+            "absent": "no search index (build one with `agentctl index build`)",
+            "partial": "some of the pg_trgm indexes are missing (`agentctl index build`)",
+        }[state_]
         # rows and built: the side file's (SQLite); Postgres indexes every row, and keeps no date
-        return {"state": state_, "path": "checkpoints: " + ", ".join(sorted(have) or ["-"]), "detail": detail,
-                "rows": None, "dead_documents": 0, "bytes": int(sum(have.values())), "built_at": None,
-                "new_rows": 0, "changed_rows": 0,
-                **({"dropped": bool(before), "removed": "checkpoints: " + ", ".join(sorted(before))}
-                   if action == "drop" else {})}
+        return {
+            "state": state_,
+            "path": "checkpoints: " + ", ".join(sorted(have) or ["-"]),
+            "detail": detail,
+            "rows": None,
+            "dead_documents": 0,
+            "bytes": int(sum(have.values())),
+            "built_at": None,
+            "new_rows": 0,
+            "changed_rows": 0,
+            **(
+                {"dropped": bool(before), "removed": "checkpoints: " + ", ".join(sorted(before))}
+                if action == "drop"
+                else {}
+            ),
+        }
 
     async def _trgm_indexes(self) -> dict[str, int]:
         """agentctl's pg_trgm indexes on the checkpoints table: {name: bytes}."""
@@ -189,11 +253,15 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
             "SELECT i.indexname AS name, pg_relation_size(c.oid) AS size FROM pg_indexes i "
             "JOIN pg_class c ON c.relname = i.indexname JOIN pg_namespace n ON n.oid = c.relnamespace "
             "AND n.nspname = i.schemaname WHERE i.tablename = 'checkpoints' "
-            "AND i.schemaname = current_schema()")
+            "AND i.schemaname = current_schema()"
+        )
         return {r["name"]: int(r["size"]) for r in rows if r["name"] in _TRGM_INDEXES.values()}
 
-    def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
-                          ) -> tuple[str, list[Any]]:
+    def _search_condition(
+        self,
+        text: str,
+        columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
+    ) -> tuple[str, list[Any]]:
         # The part of the text a hit holds inside one JSON string, key or number (the
         # whole text can span JSON structure: '"city": "pa'); jsonb::text writes
         # non-ASCII as is and escapes like json.dumps does.
@@ -205,9 +273,13 @@ class PostgresCheckpointer(PostgresConnection, SharedQueries, CheckpointBackend)
         return "(" + " OR ".join(f"{c}::text ILIKE ?" for c in columns) + ")", [pattern] * len(columns)
 
     BYTES_OF = "octet_length({}::text)"
-    TAG_COUNTS = ("SELECT j AS tag, COUNT(*) AS n FROM checkpoints c CROSS JOIN LATERAL "
-                  "jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.tags) = 'array' THEN c.tags "
-                  f"ELSE '[]'::jsonb END) AS j GROUP BY j ORDER BY n DESC, j {_C}")
+    TAG_COUNTS = (
+        "SELECT j AS tag, COUNT(*) AS n FROM checkpoints c CROSS JOIN LATERAL "
+        "jsonb_array_elements_text(CASE WHEN jsonb_typeof(c.tags) = 'array' THEN c.tags "
+        f"ELSE '[]'::jsonb END) AS j GROUP BY j ORDER BY n DESC, j {_C}"
+    )
     # JSONB always parses; a TEXT column of a foreign writer is cast (and must parse).
-    INVALID_JSON = ("SELECT checkpoint_id, TRUE AS ok, jsonb_typeof({c}::jsonb) AS t FROM checkpoints "
-                    "WHERE jsonb_typeof({c}::jsonb) <> ? ORDER BY id LIMIT ?")
+    INVALID_JSON = (
+        "SELECT checkpoint_id, TRUE AS ok, jsonb_typeof({c}::jsonb) AS t FROM checkpoints "
+        "WHERE jsonb_typeof({c}::jsonb) <> ? ORDER BY id LIMIT ?"
+    )

@@ -6,8 +6,9 @@ ones included: tests/structure/test_layers.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 from agentctl.model import Checkpoint
 from agentctl.storage.agentos.rows import Row

@@ -9,15 +9,27 @@ from __future__ import annotations
 
 import itertools
 from abc import abstractmethod
-from typing import Any, AsyncIterator, Mapping, Sequence, cast
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, cast
 
-from agentctl.storage.agentos.rows import BIG_JSON, fast_loads
-from agentctl.storage.agentos.base import (
-    RowReads, ALL_COLUMNS, META_COLUMNS, THREAD_ORDER_ASC, THREAD_ORDER_DESC, DELTA_MARKER,
-    THREAD_ROW_COLUMNS, complete_checkpoint, decode_column, metadata_rows, row_to_checkpoint,
-    row_to_metadata, search_messages)
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
+from agentctl.storage.agentos.base import (
+    ALL_COLUMNS,
+    DELTA_MARKER,
+    META_COLUMNS,
+    THREAD_ORDER_ASC,
+    THREAD_ORDER_DESC,
+    THREAD_ROW_COLUMNS,
+    RowReads,
+    complete_checkpoint,
+    decode_column,
+    metadata_rows,
+    row_to_checkpoint,
+    row_to_metadata,
+    search_messages,
+)
+from agentctl.storage.agentos.rows import BIG_JSON, fast_loads
 from agentctl.storage.contract import SEARCH_PLACES, Content, Store, check_search_places
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.text import sql_json_type_name
@@ -29,8 +41,10 @@ SEARCH_COLUMNS = tuple(_PLACE_COLUMN.values())
 
 
 def _decode_content(checkpoint_id: str, messages: Any, state: Any) -> tuple[Any, Any]:
-    return (decode_column(checkpoint_id, "messages_blob", messages, list),
-            decode_column(checkpoint_id, "state_blob", state, dict))
+    return (
+        decode_column(checkpoint_id, "messages_blob", messages, list),
+        decode_column(checkpoint_id, "state_blob", state, dict),
+    )
 
 
 class _StoredTexts(Content):
@@ -50,7 +64,7 @@ class _StoredTexts(Content):
     def state(self) -> Any:
         text = self.key[1]
         if len(text) < BIG_JSON:  # the usual case straight to orjson; anything else (big,
-            try:                  # not JSON, not an object, orjson refusing it) as always
+            try:  # not JSON, not an object, orjson refusing it) as always
                 value = fast_loads(text)
                 if isinstance(value, dict):
                     return value
@@ -85,19 +99,26 @@ class SharedQueries(RowReads):
 
     async def delete_before(self, thread_id: str, before_step: int) -> int:
         return await self._write(
-            "DELETE FROM checkpoints WHERE thread_id = ? AND step < ?", thread_id, before_step)
+            "DELETE FROM checkpoints WHERE thread_id = ? AND step < ?", thread_id, before_step
+        )
 
     async def count(self, thread_id: str | None = None) -> int:
         if thread_id is None:
             return int(await self._fetchval("SELECT COUNT(*) AS n FROM checkpoints"))
-        return int(await self._fetchval(
-            "SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?", thread_id))
+        return int(
+            await self._fetchval("SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = ?", thread_id)
+        )
 
     async def count_threads(self, prefix: str | None = None) -> int:
         if prefix:
-            return int(await self._fetchval(
-                "SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints "
-                "WHERE substr(thread_id, 1, ?) = ?", len(prefix), prefix))
+            return int(
+                await self._fetchval(
+                    "SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints "
+                    "WHERE substr(thread_id, 1, ?) = ?",
+                    len(prefix),
+                    prefix,
+                )
+            )
         return int(await self._fetchval("SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints"))
 
     async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
@@ -106,32 +127,45 @@ class SharedQueries(RowReads):
 
     async def list_threads(self, limit: int = 50, offset: int = 0) -> list[CheckpointMetadata]:
         rows = await self._fetch(
-            f"""SELECT {', '.join('h.' + c.strip() for c in META_COLUMNS.split(','))}
+            f"""SELECT {", ".join("h." + c.strip() for c in META_COLUMNS.split(","))}
             FROM (SELECT thread_id,
                      (SELECT id FROM checkpoints c WHERE c.thread_id = t.thread_id
                       ORDER BY {THREAD_ORDER_DESC} LIMIT 1) AS head_id
                   FROM (SELECT DISTINCT thread_id FROM checkpoints) t) g
             JOIN checkpoints h ON h.id = g.head_id
-            ORDER BY h.created_at DESC, h.thread_id{self.COLLATE} ASC LIMIT ? OFFSET ?""", limit, offset)
+            ORDER BY h.created_at DESC, h.thread_id{self.COLLATE} ASC LIMIT ? OFFSET ?""",
+            limit,
+            offset,
+        )
         return [row_to_metadata(r) for r in rows]
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         # A range scan on the checkpoint_id index (LIKE would treat % and _ as wildcards).
         rows = await self._fetch(
             "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_id >= ? AND checkpoint_id < ? "
-            "ORDER BY checkpoint_id LIMIT ?", prefix, prefix + "\U0010ffff", limit)
+            "ORDER BY checkpoint_id LIMIT ?",
+            prefix,
+            prefix + "\U0010ffff",
+            limit,
+        )
         return [r["checkpoint_id"] for r in rows]
 
     async def all_at_step(self, thread_id: str, step: int, limit: int = 11) -> list[CheckpointMetadata]:
         rows = await self._fetch(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE thread_id = ? AND step = ? "
-            f"ORDER BY {THREAD_ORDER_DESC} LIMIT ?", thread_id, step, int(limit))
+            f"ORDER BY {THREAD_ORDER_DESC} LIMIT ?",
+            thread_id,
+            step,
+            int(limit),
+        )
         return [row_to_metadata(r) for r in rows]
 
     async def children(self, checkpoint_id: str) -> list[CheckpointMetadata]:
         rows = await self._fetch(
             f"SELECT {META_COLUMNS} FROM checkpoints WHERE parent_id = ? "
-            f"ORDER BY thread_id{self.COLLATE}, {THREAD_ORDER_ASC}", checkpoint_id)
+            f"ORDER BY thread_id{self.COLLATE}, {THREAD_ORDER_ASC}",
+            checkpoint_id,
+        )
         return [row_to_metadata(r) for r in rows]
 
     # ---- threads ------------------------------------------------------------------
@@ -139,7 +173,12 @@ class SharedQueries(RowReads):
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
         found = await self._summary_page(
             "page AS (SELECT thread_id AS tid, 0 AS k FROM checkpoints WHERE thread_id = ? LIMIT ? OFFSET ?)",
-            [thread_id], 1, 0, "ASC", "")
+            [thread_id],
+            1,
+            0,
+            "ASC",
+            "",
+        )
         return found[0] if found else None
 
     async def _newest_heads(self, limit: int, offset: int, prefix: str | None) -> list[ThreadSummary]:
@@ -158,8 +197,9 @@ class SharedQueries(RowReads):
             ORDER BY c.created_at DESC, c.thread_id{self.COLLATE} ASC LIMIT ? OFFSET ?)"""
         return await self._summary_page(keys, params, limit, offset, "DESC", f", tid{self.COLLATE} ASC")
 
-    async def _summary_page(self, keys: str, params: list[Any], limit: int, offset: int,
-                            direction: str, tiebreak: str) -> list[ThreadSummary]:
+    async def _summary_page(
+        self, keys: str, params: list[Any], limit: int, offset: int, direction: str, tiebreak: str
+    ) -> list[ThreadSummary]:
         """thread_summaries' page: `keys` defines `page(tid, k)`, the page's threads and
         their sort key; then each gets its count, head, first row and parent thread."""
         rows = await self._fetch(
@@ -175,14 +215,17 @@ class SharedQueries(RowReads):
             JOIN checkpoints f ON f.id = (SELECT id FROM checkpoints c WHERE c.thread_id = p.tid
                                           ORDER BY {THREAD_ORDER_ASC} LIMIT 1)
             ORDER BY p.k {direction}{tiebreak.replace("tid", "p.tid")}""",
-            *params, limit, offset,
+            *params,
+            limit,
+            offset,
         )
         out = [dict(r) for r in rows]
         # parent_thread: the thread of each row's first_parent (looked up for these rows only)
         owner: dict[str, str] = {}
         for ph, chunk in in_chunks(sorted({r["first_parent"] for r in out if r["first_parent"]})):
             for row in await self._fetch(
-                    f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk):
+                f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk
+            ):
                 owner[row["checkpoint_id"]] = row["thread_id"]
         for r in out:
             r["parent_thread"] = owner.get(r["first_parent"]) if r["first_parent"] else None
@@ -196,8 +239,13 @@ class SharedQueries(RowReads):
         tools_blob, state_blob) contain `text` (it may keep more; Python then checks)."""
 
     async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
-        scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
+        self,
+        text: str,
+        thread_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+        scan: bool = False,
+        places: Sequence[str] = SEARCH_PLACES,
     ) -> list[SearchHit]:
         if not text:
             raise UsageError("search text is empty")
@@ -229,7 +277,10 @@ class SharedQueries(RowReads):
         while len(hits) < limit:
             rows = await self._fetch(
                 f"SELECT {META_COLUMNS}, messages_blob, tools_blob, {state_column} FROM checkpoints "
-                f"WHERE {cond} ORDER BY created_at DESC, id DESC LIMIT {page} OFFSET ?", *params, offset)
+                f"WHERE {cond} ORDER BY created_at DESC, id DESC LIMIT {page} OFFSET ?",
+                *params,
+                offset,
+            )
             page = 200
             if not rows:
                 break
@@ -237,15 +288,21 @@ class SharedQueries(RowReads):
             hits.extend(match_rows(rows, text, role, chosen))
         return hits[:limit]
 
-    async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
-                              limit: int, places: frozenset[str] = frozenset(SEARCH_PLACES),
-                              ) -> list[SearchHit] | None:
+    async def _indexed_search(
+        self,
+        text: str,
+        thread_id: str | None,
+        role: str | None,
+        limit: int,
+        places: frozenset[str] = frozenset(SEARCH_PLACES),
+    ) -> list[SearchHit] | None:
         """The hits through a full-text index, or None where there is none (scan then)."""
         return None
 
     async def all_thread_ids(self) -> list[str]:
         rows = await self._fetch(
-            f"SELECT DISTINCT thread_id{self.COLLATE} AS thread_id FROM checkpoints ORDER BY 1")
+            f"SELECT DISTINCT thread_id{self.COLLATE} AS thread_id FROM checkpoints ORDER BY 1"
+        )
         return [r["thread_id"] for r in rows]
 
     async def iter_checkpoints(
@@ -257,7 +314,11 @@ class SharedQueries(RowReads):
             for offset in itertools.count(0, batch):
                 rows = await self._fetch(
                     f"SELECT {ALL_COLUMNS} FROM checkpoints WHERE thread_id = ? "
-                    f"ORDER BY {THREAD_ORDER_ASC} LIMIT ? OFFSET ?", thread, batch, offset)
+                    f"ORDER BY {THREAD_ORDER_ASC} LIMIT ? OFFSET ?",
+                    thread,
+                    batch,
+                    offset,
+                )
                 for r in rows:
                     try:
                         yield await complete_checkpoint(self, row_to_checkpoint(r), bases)
@@ -298,11 +359,14 @@ class SharedQueries(RowReads):
         """(thread_id, step, the thread's row count) of a checkpoint, or None."""
         found = await self._fetch_tuples(
             "SELECT thread_id, step, (SELECT COUNT(*) FROM checkpoints t WHERE t.thread_id = c.thread_id) "
-            "FROM checkpoints c WHERE checkpoint_id = ?", checkpoint_id)
+            "FROM checkpoints c WHERE checkpoint_id = ?",
+            checkpoint_id,
+        )
         return found[0] if found else None
 
-    async def _line_rows(self, checkpoint_id: str, texts: bool = False,
-                         found: Sequence[Any] | None = None) -> list[Sequence[Any]]:
+    async def _line_rows(
+        self, checkpoint_id: str, texts: bool = False, found: Sequence[Any] | None = None
+    ) -> list[Sequence[Any]]:
         """Rows (thread_id, THREAD_ROW_COLUMNS...) holding the checkpoint and at least
         the part of its line in its thread: the whole thread, or the line to its root.
         With `texts`: rows (checkpoint_id, parent_id, thread_id, messages_blob,
@@ -317,14 +381,17 @@ class SharedQueries(RowReads):
         else:
             columns = "c.thread_id, " + ", ".join("c." + col for col in THREAD_ROW_COLUMNS.split(", "))
         if n <= 4 * (max(int(step), 0) + 1) + 1000:
-            return await self._fetch_tuples(f"SELECT {columns} FROM checkpoints c WHERE c.thread_id = ?", thread)
+            return await self._fetch_tuples(
+                f"SELECT {columns} FROM checkpoints c WHERE c.thread_id = ?", thread
+            )
         # UNION: a cycle ends where it repeats
         return await self._fetch_tuples(
             "WITH RECURSIVE line(cid) AS (SELECT CAST(? AS TEXT) UNION "
             "SELECT c.parent_id FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid "
             "WHERE c.parent_id IS NOT NULL AND c.parent_id <> '') "
             f"SELECT {columns} FROM checkpoints c JOIN line ON c.checkpoint_id = line.cid",
-            checkpoint_id)
+            checkpoint_id,
+        )
 
     async def run_lines(self, checkpoint_ids: Sequence[str]) -> tuple[list[list[str]], dict[str, Content]]:
         # Runs that start in threads of their own (two runs in separate threads, the
@@ -344,7 +411,7 @@ class SharedQueries(RowReads):
             return await Store.run_lines(cast(Store, self), checkpoint_ids)
         # id -> (id, parent, thread, messages, state), or (id, parent, thread) read by metadata
         rows: dict[str, Sequence[Any]] = {}
-        for cid, found in zip(checkpoint_ids, starts):
+        for cid, found in zip(checkpoint_ids, starts, strict=False):
             if cid not in rows:
                 rows = {**{r[0]: r for r in await self._line_rows(cid, True, found)}, **rows}
         lines: list[list[str]] = []
@@ -380,9 +447,13 @@ class SharedQueries(RowReads):
 
     async def read_contents(self, metas: Sequence[CheckpointMetadata]) -> dict[str, Content]:
         ids = list(dict.fromkeys(m.checkpoint_id for m in metas))
-        return await self._contents_of(ids, await self._content_rows([(m.thread_id, m.checkpoint_id) for m in metas], ids))
+        return await self._contents_of(
+            ids, await self._content_rows([(m.thread_id, m.checkpoint_id) for m in metas], ids)
+        )
 
-    async def _contents_of(self, ids: list[str], pages: list[list[Any]] | list[list[Sequence[Any]]]) -> dict[str, Content]:
+    async def _contents_of(
+        self, ids: list[str], pages: list[list[Any]] | list[list[Sequence[Any]]]
+    ) -> dict[str, Content]:
         """The contents of `ids` from pages of rows (checkpoint_id, ..., messages_blob,
         state_blob) holding them (and maybe others). Only the two columns, undecoded: equal
         texts are equal contents (the key), and a checkpoint is decoded only when
@@ -431,12 +502,18 @@ class SharedQueries(RowReads):
         for thread, n in per_thread.items():
             if n >= 500 and await self.count(thread) <= 2 * n:
                 whole.add(thread)
-                pages.append(await self._fetch_tuples(
-                    f"SELECT checkpoint_id, {columns} FROM checkpoints WHERE thread_id = ?", thread))
+                pages.append(
+                    await self._fetch_tuples(
+                        f"SELECT checkpoint_id, {columns} FROM checkpoints WHERE thread_id = ?", thread
+                    )
+                )
         rest = [cid for thread, cid in where if thread not in whole] if whole else ids
         for ph, chunk in in_chunks(dict.fromkeys(rest)):
-            pages.append(await self._fetch_tuples(
-                f"SELECT checkpoint_id, {columns} FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk))
+            pages.append(
+                await self._fetch_tuples(
+                    f"SELECT checkpoint_id, {columns} FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk
+                )
+            )
         return pages
 
     async def _content_columns(self, table: str = "") -> str:
@@ -462,36 +539,50 @@ class SharedQueries(RowReads):
     INVALID_JSON: str
 
     async def stats(self) -> dict[str, Any]:
-        size = " + ".join(self.BYTES_OF.format(c) for c in
-                          ("messages_blob", "state_blob", "tools_blob", "tags", "summary", "next_node"))
-        per = await self._fetch(f"SELECT thread_id, COUNT(*) AS n, SUM({size}) AS bytes FROM checkpoints "
-                                f"GROUP BY thread_id ORDER BY bytes DESC, thread_id{self.COLLATE}")
+        size = " + ".join(
+            self.BYTES_OF.format(c)
+            for c in ("messages_blob", "state_blob", "tools_blob", "tags", "summary", "next_node")
+        )
+        per = await self._fetch(
+            f"SELECT thread_id, COUNT(*) AS n, SUM({size}) AS bytes FROM checkpoints "
+            f"GROUP BY thread_id ORDER BY bytes DESC, thread_id{self.COLLATE}"
+        )
         tags = await self._fetch(self.TAG_COUNTS)
         return {
             "threads": len(per),
             "checkpoints": sum(r["n"] for r in per),
             "bytes": sum(r["bytes"] or 0 for r in per),
-            "per_thread": [{"thread_id": r["thread_id"], "checkpoints": r["n"],
-                            "bytes": r["bytes"] or 0} for r in per],
+            "per_thread": [
+                {"thread_id": r["thread_id"], "checkpoints": r["n"], "bytes": r["bytes"] or 0} for r in per
+            ],
             "tags": {str(r["tag"]): r["n"] for r in tags},
         }
 
-    JSON_COLUMNS = (("messages_blob", "array"), ("state_blob", "object"),
-                    ("tools_blob", "object"), ("tags", "array"))
+    JSON_COLUMNS = (
+        ("messages_blob", "array"),
+        ("state_blob", "object"),
+        ("tools_blob", "object"),
+        ("tags", "array"),
+    )
 
     async def invalid_json(self, limit: int = 100) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for column, kind in self.JSON_COLUMNS:
             for r in await self._fetch(self.INVALID_JSON.format(c=column), kind, limit):
-                reason = (f"JSON {sql_json_type_name(str(r['t']))} where an {kind} is expected" if r["ok"]
-                          else "invalid JSON")
+                reason = (
+                    f"JSON {sql_json_type_name(str(r['t']))} where an {kind} is expected"
+                    if r["ok"]
+                    else "invalid JSON"
+                )
                 out.append({"checkpoint_id": r["checkpoint_id"], "column": column, "reason": reason})
         return out[:limit]
 
     async def duplicate_steps(self, limit: int = 100) -> list[dict[str, Any]]:
         rows = await self._fetch(
             "SELECT thread_id, step, COUNT(*) AS n FROM checkpoints GROUP BY thread_id, step "
-            f"HAVING COUNT(*) > 1 ORDER BY thread_id{self.COLLATE}, step LIMIT ?", limit)
+            f"HAVING COUNT(*) > 1 ORDER BY thread_id{self.COLLATE}, step LIMIT ?",
+            limit,
+        )
         return [{"thread_id": r["thread_id"], "step": r["step"], "count": r["n"]} for r in rows]
 
     async def orphan_parents(self, limit: int = 100) -> list[dict[str, Any]]:
@@ -499,9 +590,13 @@ class SharedQueries(RowReads):
             "SELECT c.thread_id, c.checkpoint_id, c.parent_id FROM checkpoints c "
             "WHERE c.parent_id IS NOT NULL AND c.parent_id <> '' AND NOT EXISTS "
             "(SELECT 1 FROM checkpoints p WHERE p.checkpoint_id = c.parent_id) "
-            f"ORDER BY c.thread_id{self.COLLATE}, c.step, c.id LIMIT ?", limit)
-        return [{"thread_id": r["thread_id"], "checkpoint_id": r["checkpoint_id"],
-                 "parent_id": r["parent_id"]} for r in rows]
+            f"ORDER BY c.thread_id{self.COLLATE}, c.step, c.id LIMIT ?",
+            limit,
+        )
+        return [
+            {"thread_id": r["thread_id"], "checkpoint_id": r["checkpoint_id"], "parent_id": r["parent_id"]}
+            for r in rows
+        ]
 
 
 def check_sort(sort: str) -> None:
@@ -517,8 +612,9 @@ def match_rows(rows: Sequence[Any], text: str, role: str | None, chosen: Any) ->
         meta = row_to_metadata(r)
         msgs = decode_or(meta.checkpoint_id, "messages_blob", r["messages_blob"], list)
         tools = decode_or(meta.checkpoint_id, "tools_blob", r["tools_blob"], dict)
-        state = (decode_or(meta.checkpoint_id, "state_blob", r["state_blob"], dict)
-                 if "state" in chosen else None)
+        state = (
+            decode_or(meta.checkpoint_id, "state_blob", r["state_blob"], dict) if "state" in chosen else None
+        )
         if isinstance(state, dict) and DELTA_MARKER in state:
             state = None  # a delta row's state holds patches: not searched, like its placeholder messages
         hits.extend(search_messages(meta, msgs, tools, text, role, state, chosen))
@@ -538,10 +634,17 @@ def to_summaries(rows: Sequence[Mapping[str, Any]]) -> list[ThreadSummary]:
     for r in rows:
         parent_thread = r["parent_thread"]
         branch_of = parent_thread if parent_thread and parent_thread != r["thread_id"] else None
-        out.append(ThreadSummary(
-            thread_id=r["thread_id"], checkpoints=r["n"], head_step=r["h_step"],
-            head_checkpoint_id=r["h_id"], updated_at=r["h_created_at"],
-            head_summary=r["h_summary"] or "", first_created_at=r["first_created_at"],
-            branch_of=branch_of, branch_point=r["first_parent"] if branch_of else None,
-        ))
+        out.append(
+            ThreadSummary(
+                thread_id=r["thread_id"],
+                checkpoints=r["n"],
+                head_step=r["h_step"],
+                head_checkpoint_id=r["h_id"],
+                updated_at=r["h_created_at"],
+                head_summary=r["h_summary"] or "",
+                first_created_at=r["first_created_at"],
+                branch_of=branch_of,
+                branch_point=r["first_parent"] if branch_of else None,
+            )
+        )
     return out

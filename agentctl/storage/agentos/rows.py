@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import gc
 import json
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata
 from agentctl.storage.search import (  # noqa: F401  (the store re-exports them)
-    dumps, hit_path, json_hit_tokens, message_hit_path, search_json, search_messages, snippet_around, token_part)
+    dumps,
+    hit_path,
+    json_hit_tokens,
+    message_hit_path,
+    search_json,
+    search_messages,
+    snippet_around,
+    token_part,
+)
 from agentctl.storage.sql.conn import Row  # noqa: F401
 
 # orjson's loads where it is installed (the stdlib's otherwise): NaN, Infinity and big
@@ -62,8 +71,12 @@ THREAD_ORDER_DESC = "step DESC, created_at DESC, id DESC"
 # types, and the indexes (name, columns). The Postgres variant indexes created_at too.
 DIALECTS: dict[str, dict[str, str]] = {
     "sqlite": {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "ts": "TEXT", "ts_default": "", "json": "TEXT"},
-    "postgres": {"id": "BIGSERIAL PRIMARY KEY", "ts": "TIMESTAMPTZ", "ts_default": " DEFAULT NOW()",
-                 "json": "JSONB"},
+    "postgres": {
+        "id": "BIGSERIAL PRIMARY KEY",
+        "ts": "TIMESTAMPTZ",
+        "ts_default": " DEFAULT NOW()",
+        "json": "JSONB",
+    },
 }
 INDEXES = (
     ("idx_thread_step", "thread_id, step DESC"),
@@ -81,8 +94,12 @@ def schema_sql(dialect: str) -> str:
     """The format's table and indexes in `dialect` ("sqlite", "postgres"), a script."""
     types = DIALECTS[dialect]
     columns = [f"id {types['id']}"] + [f"{name} {ddl.format(**types)}" for name, ddl in COLUMN_DEFS]
-    return ("\nCREATE TABLE IF NOT EXISTS checkpoints (\n    " + ",\n    ".join(columns) + "\n);\n"
-            + "".join(index_sql(name, cols) + ";\n" for name, cols in DIALECT_INDEXES[dialect]))
+    return (
+        "\nCREATE TABLE IF NOT EXISTS checkpoints (\n    "
+        + ",\n    ".join(columns)
+        + "\n);\n"
+        + "".join(index_sql(name, cols) + ";\n" for name, cols in DIALECT_INDEXES[dialect])
+    )
 
 
 SQLITE_SCHEMA = schema_sql("sqlite")
@@ -121,16 +138,26 @@ def _parse(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def checkpoint_params(cp: Checkpoint, timestamp: Any,
-                      blobs: Sequence[str] | None = None) -> tuple[Any, ...]:
+def checkpoint_params(cp: Checkpoint, timestamp: Any, blobs: Sequence[str] | None = None) -> tuple[Any, ...]:
     """The values of COLUMNS for a checkpoint; `timestamp` converts created_at.
     `blobs`: messages, state and tools_result already serialised with `dumps`."""
     meta = cp.metadata
-    messages, state, tools = blobs if blobs is not None else (
-        dumps(cp.messages), dumps(cp.state), dumps(cp.tools_result))
-    return (meta.thread_id, meta.checkpoint_id, meta.parent_checkpoint_id, meta.step,
-            timestamp(meta.created_at), dumps(meta.tags), meta.summary,
-            messages, state, tools, cp.next_node)
+    messages, state, tools = (
+        blobs if blobs is not None else (dumps(cp.messages), dumps(cp.state), dumps(cp.tools_result))
+    )
+    return (
+        meta.thread_id,
+        meta.checkpoint_id,
+        meta.parent_checkpoint_id,
+        meta.step,
+        timestamp(meta.created_at),
+        dumps(meta.tags),
+        meta.summary,
+        messages,
+        state,
+        tools,
+        cp.next_node,
+    )
 
 
 def decode_column(checkpoint_id: str, column: str, raw: Any, kind: type) -> Any:
@@ -205,8 +232,17 @@ def metadata_rows(thread_id: str, rows: Iterable[Sequence[Any]]) -> list[Checkpo
             tags = decode_tags(raw_tags)
         if tags is None:
             tags = tags_of[raw_tags] = decode_tags(raw_tags)
-        append(meta(thread_id, checkpoint_id, step, parent_id, created_at, tags.copy(),
-                    summary if summary is not None else ""))
+        append(
+            meta(
+                thread_id,
+                checkpoint_id,
+                step,
+                parent_id,
+                created_at,
+                tags.copy(),
+                summary if summary is not None else "",
+            )
+        )
     return out
 
 
@@ -220,5 +256,3 @@ def row_to_checkpoint(row: Any, created_at: str | None = None) -> Checkpoint:
         tools_result=decode_column(cid, "tools_blob", row["tools_blob"], dict),
         next_node=row["next_node"] if row["next_node"] is not None else "",
     )
-
-

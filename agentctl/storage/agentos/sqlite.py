@@ -11,19 +11,32 @@ import json
 import operator
 import os
 import sqlite3
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from agentctl.storage.agentos.base import (
-    SQLITE_SCHEMA, checkpoint_params, COLUMNS, complete_checkpoint, row_to_checkpoint, META_COLUMNS,
-    THREAD_ROW_COLUMNS, CheckpointBackend, Transaction, WriteSteps, check_columns, dumps, token_part,
-    row_to_metadata)
-from agentctl.storage.agentos.queries import SharedQueries, check_sort
 from agentctl.errors import CorruptRowError, DatabaseError, SchemaError
 from agentctl.model import Checkpoint, CheckpointMetadata, ThreadSummary
+from agentctl.storage.agentos.base import (
+    COLUMNS,
+    META_COLUMNS,
+    SQLITE_SCHEMA,
+    THREAD_ROW_COLUMNS,
+    CheckpointBackend,
+    Transaction,
+    WriteSteps,
+    check_columns,
+    checkpoint_params,
+    complete_checkpoint,
+    dumps,
+    row_to_checkpoint,
+    row_to_metadata,
+    token_part,
+)
+from agentctl.storage.agentos.queries import SharedQueries, check_sort
 from agentctl.storage.sql.sqlite import SQLiteConnection, SQLiteTransaction
-from agentctl.storage.sqlutil import in_chunks, map_sqlite_error, marks
 from agentctl.storage.sqlutil import connect as lock_waiting
+from agentctl.storage.sqlutil import in_chunks, map_sqlite_error, marks
 from agentctl.storage.timefmt import iso
 
 __all__ = ["SQLiteCheckpointer", "SCHEMA"]
@@ -48,12 +61,10 @@ _SORT_KEYS = {
 _END_KEYS = {"updated": "MAX", "created": "MIN"}
 
 
-
 def iso_text(value: Any) -> Any:
     """created_at as stored in SQLite: a datetime as its ISO text (timefmt.iso), any
     other value as given (the column refuses NULL)."""
     return iso(value) if isinstance(value, datetime) else value
-
 
 
 # _thread_rows reads by step alone up to this many rows (more: no LIMIT, the whole thread).
@@ -62,13 +73,15 @@ _STEP_ORDER_MAX = 1 << 62
 # ALL_COLUMNS with the JSON columns as BLOBs (their bytes, in the file's encoding).
 _BYTES_COLUMNS = ", ".join(
     f"CAST({c} AS BLOB) AS {c}" if c in ("messages_blob", "state_blob", "tools_blob") else c
-    for c in ("id",) + COLUMNS)
+    for c in ("id",) + COLUMNS
+)
 
 
 def _put(cp: Checkpoint, blobs: Sequence[str] | None) -> Callable[[sqlite3.Connection], str]:
     def put(conn: sqlite3.Connection) -> str:
         conn.execute(UPSERT_SQL, checkpoint_params(cp, iso_text, blobs))
         return cp.metadata.checkpoint_id
+
     return put
 
 
@@ -109,8 +122,12 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
     async def _check_schema(self, conn: Any) -> None:
         path = self._db_path
         try:  # execute_fetchall: one round trip to the connection's thread, not three
-            tables = [r[0] for r in await conn.execute_fetchall(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            tables = [
+                r[0]
+                for r in await conn.execute_fetchall(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                )
+            ]
         except sqlite3.DatabaseError as exc:
             raise self._schema_error(exc) from None
         if "checkpoints" not in tables:
@@ -128,8 +145,9 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
         # parsed by the stdlib, which finds their encoding (`rows.loads`).
         return f"CAST({table}messages_blob AS BLOB), CAST({table}state_blob AS BLOB)"
 
-    async def _thread_rows(self, thread_id: str, limit: int, offset: int, descending: bool,
-                           extra: str = "") -> list[Any]:
+    async def _thread_rows(
+        self, thread_id: str, limit: int, offset: int, descending: bool, extra: str = ""
+    ) -> list[Any]:
         if offset or not 0 <= limit <= _STEP_ORDER_MAX:
             return await super()._thread_rows(thread_id, limit, offset, descending, extra)
         # In idx_thread_step's order, by step alone: for the full order SQLite sorts the
@@ -139,8 +157,10 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
         # page is read again in the full order.
         rows = await self._fetch_tuples(
             f"SELECT {THREAD_ROW_COLUMNS}{extra} FROM checkpoints t WHERE thread_id = ? "
-            f"ORDER BY step {'DESC' if descending else 'ASC'} LIMIT ?", thread_id,
-            limit + 1 if limit < _STEP_ORDER_MAX else -1)
+            f"ORDER BY step {'DESC' if descending else 'ASC'} LIMIT ?",
+            thread_id,
+            limit + 1 if limit < _STEP_ORDER_MAX else -1,
+        )
         steps = [r[2] for r in rows]
         if any(map(operator.eq, steps, steps[1:])):
             return await super()._thread_rows(thread_id, limit, offset, descending, extra)
@@ -150,7 +170,8 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
         # The JSON columns as their UTF-8 bytes, which orjson parses as they are: no str
         # made of each first (for a 5 MB state, 10 ms of decoding and a second copy).
         rows = await self._fetch(
-            f"SELECT {_BYTES_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id)
+            f"SELECT {_BYTES_COLUMNS} FROM checkpoints WHERE checkpoint_id = ?", checkpoint_id
+        )
         if not rows:
             return None
         try:
@@ -160,8 +181,12 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
         return await complete_checkpoint(self, cp)
 
     async def thread_summaries(
-        self, limit: int = 50, offset: int = 0, sort: str = "updated",
-        descending: bool = True, prefix: str | None = None,
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
     ) -> list[ThreadSummary]:
         # Not one GROUP BY over every row (a million index entries and rows): a skip-scan of
         # idx_thread_step lists the threads, one index seek each (SQLite skip-scans only
@@ -212,7 +237,8 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
             try:
                 rows = await self._fetch(
                     "SELECT 1 FROM pragma_index_list('checkpoints') l, pragma_index_info(l.name) i "
-                    "WHERE i.seqno = 0 AND i.name = 'created_at' AND l.partial = 0 LIMIT 1")
+                    "WHERE i.seqno = 0 AND i.name = 'created_at' AND l.partial = 0 LIMIT 1"
+                )
             except DatabaseError:  # an SQLite without pragma functions (< 3.16)
                 rows = []
             self._created_at_index = bool(rows)
@@ -226,7 +252,9 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
             rows = await self._fetch(
                 f"SELECT {cols} FROM checkpoints p JOIN checkpoints c ON c.parent_id = p.checkpoint_id "
                 f"WHERE p.thread_id IN ({ph}) AND c.thread_id <> p.thread_id "
-                "ORDER BY c.thread_id, c.step, c.created_at, c.id", *chunk)
+                "ORDER BY c.thread_id, c.step, c.created_at, c.id",
+                *chunk,
+            )
             out.extend(row_to_metadata(r) for r in rows)
         return out
 
@@ -238,12 +266,22 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
             "WITH RECURSIVE t(id, n) AS (SELECT (SELECT MIN(thread_id) FROM checkpoints WHERE thread_id >= ? "
             "AND thread_id < ?), 1 UNION ALL SELECT (SELECT MIN(thread_id) FROM checkpoints WHERE thread_id > t.id "
             "AND thread_id < ?), n + 1 FROM t WHERE t.id IS NOT NULL AND n < ?) "
-            "SELECT id FROM t WHERE id IS NOT NULL", prefix, end, end, limit)
+            "SELECT id FROM t WHERE id IS NOT NULL",
+            prefix,
+            end,
+            end,
+            limit,
+        )
         return [r[0] for r in rows]
 
-    async def _indexed_search(self, text: str, thread_id: str | None, role: str | None,
-                              limit: int, places: frozenset[str] = frozenset(("messages", "tools", "state")),
-                              ) -> list[Any] | None:
+    async def _indexed_search(
+        self,
+        text: str,
+        thread_id: str | None,
+        role: str | None,
+        limit: int,
+        places: frozenset[str] = frozenset(("messages", "tools", "state")),
+    ) -> list[Any] | None:
         from agentctl.storage.agentos.fts import PLACE_COLUMNS, fts_search, side_index_search
         from agentctl.storage.textindex import Unusable, fallback_note, side_path
 
@@ -252,9 +290,16 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
         columns = [c for p, c in PLACE_COLUMNS if p in places]
         if len(text.lower()) >= 3 and os.path.exists(side_path(self._db_path)):
             try:
-                hits = await asyncio.to_thread(side_index_search, self._db_path,
-                                               self._search_condition(text, columns), text, thread_id,
-                                               role, limit, places)
+                hits = await asyncio.to_thread(
+                    side_index_search,
+                    self._db_path,
+                    self._search_condition(text, columns),
+                    text,
+                    thread_id,
+                    role,
+                    limit,
+                    places,
+                )
             except Unusable as exc:
                 self.last_search_note = fallback_note(side_path(self._db_path), str(exc))
             except sqlite3.DatabaseError as exc:  # a side file damaged under our feet
@@ -262,15 +307,23 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
             else:
                 self._index_route = "index"
                 return hits
-        return await asyncio.to_thread(fts_search, self._db_path, self._search_condition(text, columns),
-                                       text, thread_id, role, limit, places)
+        return await asyncio.to_thread(
+            fts_search,
+            self._db_path,
+            self._search_condition(text, columns),
+            text,
+            thread_id,
+            role,
+            limit,
+            places,
+        )
 
     async def search_index(self, action: str) -> dict[str, Any]:
         """The side search index (agentctl.storage.textindex): "build" (or rebuild),
         "status" or "drop"; returns its status as a dict (with "dropped" for drop)."""
-        from agentctl.storage.agentos.fts import agentos_source
         from agentctl.errors import OperationError
         from agentctl.storage import textindex
+        from agentctl.storage.agentos.fts import agentos_source
 
         source = agentos_source()
         if action == "build":
@@ -289,8 +342,11 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
             return {**textindex.status(self._db_path, source).to_dict(), "dropped": dropped}
         return (await asyncio.to_thread(textindex.status, self._db_path, source)).to_dict()
 
-    def _search_condition(self, text: str, columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
-                          ) -> tuple[str, list[Any]]:
+    def _search_condition(
+        self,
+        text: str,
+        columns: Sequence[str] = ("messages_blob", "tools_blob", "state_blob"),
+    ) -> tuple[str, list[Any]]:
         # A condition every row with a hit meets (Python then decides exactly), on the
         # stored JSON: the longest part of the text that a hit always holds inside one
         # JSON string, key or number (base.token_part), as stored raw or \u-escaped (writers
@@ -310,11 +366,15 @@ class SQLiteCheckpointer(SQLiteConnection, SharedQueries, CheckpointBackend):
         return "(" + " OR ".join(t for t, _ in tests) + ")", [p for _, p in tests]
 
     BYTES_OF = "length(CAST({} AS BLOB))"
-    TAG_COUNTS = ("SELECT j.value AS tag, COUNT(*) AS n FROM checkpoints c, json_each(c.tags) j "
-                  "WHERE json_valid(c.tags) AND json_type(c.tags) = 'array' "
-                  "GROUP BY j.value ORDER BY n DESC, tag")
-    INVALID_JSON = ("SELECT checkpoint_id, json_valid({c}) AS ok, CASE WHEN json_valid({c}) THEN json_type({c}) "
-                    "END AS t FROM checkpoints WHERE NOT json_valid({c}) OR json_type({c}) <> ? ORDER BY id LIMIT ?")
+    TAG_COUNTS = (
+        "SELECT j.value AS tag, COUNT(*) AS n FROM checkpoints c, json_each(c.tags) j "
+        "WHERE json_valid(c.tags) AND json_type(c.tags) = 'array' "
+        "GROUP BY j.value ORDER BY n DESC, tag"
+    )
+    INVALID_JSON = (
+        "SELECT checkpoint_id, json_valid({c}) AS ok, CASE WHEN json_valid({c}) THEN json_type({c}) "
+        "END AS t FROM checkpoints WHERE NOT json_valid({c}) OR json_type({c}) <> ? ORDER BY id LIMIT ?"
+    )
 
 
 _LIKE_MAX = 50_000  # SQLite's default SQLITE_MAX_LIKE_PATTERN_LENGTH (bytes)
@@ -329,8 +389,9 @@ class _PlainReader(SQLiteCheckpointer):
         super().__init__(path, readonly=True, create=False, busy_timeout_ms=busy_timeout_ms)
         self._check_path()
         try:
-            self._plain = lock_waiting(self._uri("ro"), uri=True, isolation_level=None,
-                                       timeout=self._busy_timeout_ms / 1000)
+            self._plain = lock_waiting(
+                self._uri("ro"), uri=True, isolation_level=None, timeout=self._busy_timeout_ms / 1000
+            )
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, path) from None
         self._plain.row_factory = sqlite3.Row

@@ -3,18 +3,19 @@ transaction, recorded as one operation (undoable)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, Iterable
 from datetime import datetime
-from typing import Any, AsyncIterable, Iterable
+from typing import Any
 
-from agentctl.storage.agentos.rows import checkpoint_params
-from agentctl.storage.agentos import delta, oplog
-from agentctl.storage.agentos.context import INSERT_SQL, EngineContext
-from agentctl.storage.sqlutil import chunks, in_chunks
-from agentctl.storage.timefmt import iso
-from agentctl.storage.agentos.oplog import OpResult
-from agentctl.storage.agentos.types import skipped_text
 from agentctl.errors import OperationError, UsageError
 from agentctl.model import Checkpoint
+from agentctl.storage.agentos import delta, oplog
+from agentctl.storage.agentos.context import INSERT_SQL, EngineContext
+from agentctl.storage.agentos.oplog import OpResult
+from agentctl.storage.agentos.rows import checkpoint_params
+from agentctl.storage.agentos.types import skipped_text
+from agentctl.storage.sqlutil import chunks, in_chunks
+from agentctl.storage.timefmt import iso
 
 
 async def import_checkpoints(
@@ -47,12 +48,14 @@ async def import_checkpoints(
         existing: dict[str, str] = {}
         for ph, chunk in in_chunks(list(by_id)):
             for r in await tx.fetch(
-                    f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk):
+                f"SELECT checkpoint_id, thread_id FROM checkpoints WHERE checkpoint_id IN ({ph})", *chunk
+            ):
                 existing[r["checkpoint_id"]] = r["thread_id"]
         if existing and on_conflict == "error":
             shown = sorted(existing)
             raise OperationError(
-                f"{len(shown)} checkpoint(s) exist already ({oplog.short(shown)}); nothing was written")
+                f"{len(shown)} checkpoint(s) exist already ({oplog.short(shown)}); nothing was written"
+            )
         if on_conflict == "skip":
             for cid in existing:
                 by_id.pop(cid)
@@ -61,15 +64,24 @@ async def import_checkpoints(
             existing = {}
         why = skipped_text(counts)
         if not by_id:
-            return OpResult(None, "import", "nothing to import: " + (why or "no checkpoints"),
-                            skipped=skipped)
+            return OpResult(
+                None, "import", "nothing to import: " + (why or "no checkpoints"), skipped=skipped
+            )
         threads = sorted({cp.metadata.thread_id for cp in by_id.values()})
         changed = sorted(set(threads) | set(existing.values()))
-        summary = (f"import {len(by_id)} checkpoint(s) into {len(changed)} thread(s)"
-                   + (f", replacing {len(existing)}" if existing else "") + (f"; {why}" if why else ""))
-        op = await oplog.start(tx, "import", summary, changed,
-                               {"on_conflict": on_conflict, "count": len(by_id),
-                                "replaced": len(existing)}, ctx.now())
+        summary = (
+            f"import {len(by_id)} checkpoint(s) into {len(changed)} thread(s)"
+            + (f", replacing {len(existing)}" if existing else "")
+            + (f"; {why}" if why else "")
+        )
+        op = await oplog.start(
+            tx,
+            "import",
+            summary,
+            changed,
+            {"on_conflict": on_conflict, "count": len(by_id), "replaced": len(existing)},
+            ctx.now(),
+        )
         replaced = sorted(existing)
         for ph, chunk in in_chunks(replaced):
             where = f"checkpoint_id IN ({ph})"
@@ -79,7 +91,8 @@ async def import_checkpoints(
         for batch in chunks(list(by_id.values()), 1000):
             await tx.executemany(INSERT_SQL, [checkpoint_params(cp, tx.timestamp) for cp in batch])
             await oplog.record_inserts(
-                tx, op, [(cp.metadata.checkpoint_id, cp.metadata.thread_id) for cp in batch])
+                tx, op, [(cp.metadata.checkpoint_id, cp.metadata.thread_id) for cp in batch]
+            )
         op_id = await oplog.finish(tx, op, changed)
     ctx.done(op_id)
     return OpResult(op_id, "import", summary, created=list(by_id), deleted=replaced, skipped=skipped)

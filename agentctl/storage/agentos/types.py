@@ -11,15 +11,33 @@ from typing import Any, NamedTuple
 
 from agentctl.storage.results import (  # the plans and results, re-exported: the engine's names
     MERGE_STRATEGIES as MERGE_STRATEGIES,
+)
+from agentctl.storage.results import (
     CheckpointGC as CheckpointGC,
-    policy_text as policy_text,
-    TimeTravelResult as TimeTravelResult,
-    RewindPlan as RewindPlan,
-    MergePlan as MergePlan,
-    PrunePlan as PrunePlan,
+)
+from agentctl.storage.results import (
     DeletePlan as DeletePlan,
-    skipped_text as skipped_text,
+)
+from agentctl.storage.results import (
+    MergePlan as MergePlan,
+)
+from agentctl.storage.results import (
+    PrunePlan as PrunePlan,
+)
+from agentctl.storage.results import (
+    RewindPlan as RewindPlan,
+)
+from agentctl.storage.results import (
+    TimeTravelResult as TimeTravelResult,
+)
+from agentctl.storage.results import (
     as_policy as as_policy,
+)
+from agentctl.storage.results import (
+    policy_text as policy_text,
+)
+from agentctl.storage.results import (
+    skipped_text as skipped_text,
 )
 
 
@@ -38,12 +56,14 @@ class SnapshotTrigger(str, Enum):
 class SnapshotConfig:
     """Which triggers snapshot, the automatic GC after each snapshot, deltas, size limit."""
 
-    triggers: set[SnapshotTrigger] = field(default_factory=lambda: {
-        SnapshotTrigger.MANUAL,
-        SnapshotTrigger.TOOL_CALL,
-        SnapshotTrigger.LLM_CALL,
-        SnapshotTrigger.STATE_CHANGE,
-    })
+    triggers: set[SnapshotTrigger] = field(
+        default_factory=lambda: {
+            SnapshotTrigger.MANUAL,
+            SnapshotTrigger.TOOL_CALL,
+            SnapshotTrigger.LLM_CALL,
+            SnapshotTrigger.STATE_CHANGE,
+        }
+    )
     gc_policy: CheckpointGC = CheckpointGC.KEEP_LAST_N
     gc_param: float = 100  # n for keep_last_n / keep_milestones, seconds for keep_age
     delta_snapshots: bool = False  # AgentOS's default was True, but it did nothing
@@ -78,5 +98,3 @@ def as_trigger(trigger: Any) -> SnapshotTrigger | None:
         return SnapshotTrigger(trigger)
     except ValueError:
         return None
-
-

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentctl.errors import DatabaseBusy, OperationError, UsageError
 from agentctl.storage.agentos import oplog
@@ -26,20 +27,25 @@ def refuse_entry(rec: dict[str, Any]) -> None:
     """OperationError for the undo of an undo, a redo or a purge."""
     kind, of = rec["kind"], rec.get("undo_of")
     hint = f" ({'redo' if kind == 'undo' else 'undo'} operation {of} instead)" if of is not None else ""
-    raise OperationError(f"operation {rec['op_id']} is {'an' if kind == 'undo' else 'a'} {kind}; "
-                         f"it cannot be undone{hint}")
+    raise OperationError(
+        f"operation {rec['op_id']} is {'an' if kind == 'undo' else 'a'} {kind}; it cannot be undone{hint}"
+    )
 
 
 def only_threads(rec: dict[str, Any], threads: Sequence[str]) -> list[str]:
     """`undo --thread`: the threads of a prune named, checked against those left."""
     if rec["kind"] != "prune":
-        raise UsageError(f"--thread restores some threads of a prune; operation {rec['op_id']} is a "
-                         f"{rec['kind']} (undo it whole)")
+        raise UsageError(
+            f"--thread restores some threads of a prune; operation {rec['op_id']} is a "
+            f"{rec['kind']} (undo it whole)"
+        )
     left = ops.left(rec)
     for t in threads:
         if t not in left:
-            raise UsageError(f"operation {rec['op_id']} has no thread {t!r} left to restore "
-                             f"(it has: {', '.join(left[:10]) or 'none'})")
+            raise UsageError(
+                f"operation {rec['op_id']} has no thread {t!r} left to restore "
+                f"(it has: {', '.join(left[:10]) or 'none'})"
+            )
     return list(dict.fromkeys(threads))
 
 
@@ -57,48 +63,78 @@ async def check_undo(tx: Any, rec: dict[str, Any], threads: Sequence[str] | None
     if rec["undone"]:
         raise OperationError(f"operation {op_id} ({kind}) was already undone by operation {rec['undone_by']}")
     if rec["purged"]:
-        raise OperationError(f"operation {op_id} ({kind}) cannot be undone: its deleted checkpoints were purged")
+        raise OperationError(
+            f"operation {op_id} ({kind}) cannot be undone: its deleted checkpoints were purged"
+        )
     todo = list(threads) if threads is not None else ops.left(rec)
-    stale = [t for t in todo if json.loads(json.dumps(await oplog.fingerprint(tx, t))) != rec["fingerprints"].get(t)]
+    stale = [
+        t
+        for t in todo
+        if json.loads(json.dumps(await oplog.fingerprint(tx, t))) != rec["fingerprints"].get(t)
+    ]
     if stale:
         later = await ops.later(tx, op_id, stale)
-        hint = (f"; undo operation{'s' if len(later) > 1 else ''} {', '.join(map(str, later))} first" if later
-                else "; checkpoints were written to or removed from it since")
+        hint = (
+            f"; undo operation{'s' if len(later) > 1 else ''} {', '.join(map(str, later))} first"
+            if later
+            else "; checkpoints were written to or removed from it since"
+        )
         still = [t for t in todo if t not in stale]
         if kind == "prune" and threads is None and still:
-            hint += (f"; `agentctl undo {op_id} --thread THREAD` (repeatable) restores the {len(still)} "
-                     f"that did not: {oplog.short(still, 10)}")
-        raise OperationError(f"cannot undo operation {op_id} ({kind}): thread{'s' if len(stale) > 1 else ''} "
-                             f"{oplog.short(stale)} changed after it{hint}")
+            hint += (
+                f"; `agentctl undo {op_id} --thread THREAD` (repeatable) restores the {len(still)} "
+                f"that did not: {oplog.short(still, 10)}"
+            )
+        raise OperationError(
+            f"cannot undo operation {op_id} ({kind}): thread{'s' if len(stale) > 1 else ''} "
+            f"{oplog.short(stale)} changed after it{hint}"
+        )
     of, args = _of(threads, "t.")
     # the ids the op left (its after-images) and found (before-images); one `?` each: the op
-    left, found = (f"(SELECT checkpoint_id FROM {trash.images_of(oplog.TABLE, image)} AS i)"
-                   for image in ("after", "before"))
+    left, found = (
+        f"(SELECT checkpoint_id FROM {trash.images_of(oplog.TABLE, image)} AS i)"
+        for image in ("after", "before")
+    )
     taken = await tx.fetch(
         f"SELECT t.checkpoint_id FROM {trash.images_of(oplog.TABLE)} AS t WHERE 1 = 1{of} "
         f"AND t.checkpoint_id NOT IN {left} AND (EXISTS (SELECT 1 FROM checkpoints c WHERE "
         f"c.checkpoint_id = t.checkpoint_id) OR EXISTS (SELECT 1 FROM checkpoints c WHERE c.id = t.id "
         f"AND c.checkpoint_id NOT IN {left})) ORDER BY t.checkpoint_id LIMIT 6",
-        op_id, *args, op_id, op_id)
+        op_id,
+        *args,
+        op_id,
+        op_id,
+    )
     _refuse(rec, taken, "exist again; delete them first")
     # a row the undo deletes (the op inserted it) must not be the parent of one that stays
     children = await tx.fetch(
         f"SELECT c.checkpoint_id FROM checkpoints c WHERE c.parent_id IN {left} AND c.parent_id NOT IN {found} "
-        f"AND c.checkpoint_id NOT IN {left} ORDER BY c.checkpoint_id LIMIT 6", op_id, op_id, op_id)
+        f"AND c.checkpoint_id NOT IN {left} ORDER BY c.checkpoint_id LIMIT 6",
+        op_id,
+        op_id,
+        op_id,
+    )
     _refuse(rec, children, "continue from what it created")
 
 
 def _refuse(rec: dict[str, Any], rows: list[dict[str, Any]], why: str) -> None:
     if rows:
-        raise OperationError(f"cannot undo operation {rec['op_id']} ({rec['kind']}): checkpoint(s) "
-                             f"{oplog.short([r['checkpoint_id'] for r in rows])} {why}")
+        raise OperationError(
+            f"cannot undo operation {rec['op_id']} ({rec['kind']}): checkpoint(s) "
+            f"{oplog.short([r['checkpoint_id'] for r in rows])} {why}"
+        )
 
 
 async def moved_ids(tx: Any, op_id: int, image: str, threads: Sequence[str] | None) -> dict[str, list[str]]:
     """{created, deleted, moved}: the checkpoint ids putting `image` of op back brings
     back, deletes, and changes in place (in thread order)."""
-    rows = [r for r in await trash.held(tx, op_id, oplog.TABLE, ["thread_id", "step", "created_at", "id", "checkpoint_id"])
-            if threads is None or r["thread_id"] in threads]
+    rows = [
+        r
+        for r in await trash.held(
+            tx, op_id, oplog.TABLE, ["thread_id", "step", "created_at", "id", "checkpoint_id"]
+        )
+        if threads is None or r["thread_id"] in threads
+    ]
     held: dict[str, set[str]] = {}
     for r in rows:
         held.setdefault(r["checkpoint_id"], set()).add(r["image"])

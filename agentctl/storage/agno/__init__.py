@@ -42,15 +42,32 @@ When a database holds several session tables, the one to read is chosen with
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from agentctl.errors import SchemaError
 from agentctl.storage.contract import Capability, FormatSpec
 
-SESSION_COLUMNS = ("session_id", "session_type", "agent_id", "team_id", "workflow_id", "user_id",
-                   "session_data", "created_at", "updated_at")
-RUN_COLUMNS = ("run_id", "session_id", "run_type", "parent_run_id", "status", "run_index", "run_data",
-               "created_at")
+SESSION_COLUMNS = (
+    "session_id",
+    "session_type",
+    "agent_id",
+    "team_id",
+    "workflow_id",
+    "user_id",
+    "session_data",
+    "created_at",
+    "updated_at",
+)
+RUN_COLUMNS = (
+    "run_id",
+    "session_id",
+    "run_type",
+    "parent_run_id",
+    "status",
+    "run_index",
+    "run_data",
+    "created_at",
+)
 
 
 def runs_table_of(sessions_table: str) -> str:
@@ -61,12 +78,15 @@ def runs_table_of(sessions_table: str) -> str:
 def candidates(tables: Mapping[str, set[str]]) -> list[str]:
     """The sessions tables of the database (not agentctl's own: the journal's trash
     copies the columns), sorted."""
-    return sorted(t for t, cols in tables.items()
-                  if not t.startswith("agentctl_") and all(c in cols for c in SESSION_COLUMNS))
+    return sorted(
+        t
+        for t, cols in tables.items()
+        if not t.startswith("agentctl_") and all(c in cols for c in SESSION_COLUMNS)
+    )
 
 
 def layout(tables: Mapping[str, set[str]], sessions_table: str) -> str:
-    """"v3", "v2" or "migrated" of one sessions table; SchemaError when it has neither a
+    """ "v3", "v2" or "migrated" of one sessions table; SchemaError when it has neither a
     runs table nor a runs column."""
     runs = tables.get(runs_table_of(sessions_table))
     has_table = runs is not None and all(c in runs for c in RUN_COLUMNS)
@@ -77,8 +97,10 @@ def layout(tables: Mapping[str, set[str]], sessions_table: str) -> str:
         return "v3"
     if has_column:
         return "v2"
-    raise SchemaError(f"the Agno sessions table {sessions_table!r} has no runs "
-                      f"(no table {runs_table_of(sessions_table)!r}, no runs column)")
+    raise SchemaError(
+        f"the Agno sessions table {sessions_table!r} has no runs "
+        f"(no table {runs_table_of(sessions_table)!r}, no runs column)"
+    )
 
 
 def choose(tables: Mapping[str, set[str]], asked: str | None = None) -> tuple[str, str]:
@@ -97,11 +119,17 @@ def choose(tables: Mapping[str, set[str]], asked: str | None = None) -> tuple[st
         except SchemaError:
             continue
     if not usable:
-        raise SchemaError("no Agno session tables here (want a table with columns "
-                          + ", ".join(SESSION_COLUMNS) + " and its runs)")
+        raise SchemaError(
+            "no Agno session tables here (want a table with columns "
+            + ", ".join(SESSION_COLUMNS)
+            + " and its runs)"
+        )
     if len(usable) > 1:
-        raise SchemaError("several Agno session tables here: " + ", ".join(t for t, _ in usable)
-                          + "; choose one with AGENTCTL_AGNO_TABLE=SESSIONS_TABLE")
+        raise SchemaError(
+            "several Agno session tables here: "
+            + ", ".join(t for t, _ in usable)
+            + "; choose one with AGENTCTL_AGNO_TABLE=SESSIONS_TABLE"
+        )
     return usable[0]
 
 
@@ -117,11 +145,26 @@ FORMAT = FormatSpec(
     name="agno",
     title="Agno sessions",
     description="SqliteDb / PostgresDb session and run tables (v3, v2 and migrated layouts): "
-                "a session is a thread, each top-level run a step",
-    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW, Capability.DOCTOR,
-                            Capability.BACKUP, Capability.STATS, Capability.COMPARE, Capability.REWIND, Capability.BRANCH,
-                            Capability.DELETE, Capability.UNDO, Capability.REDO, Capability.EDIT,
-                            Capability.RUN, Capability.PRUNE}),
+    "a session is a thread, each top-level run a step",
+    capabilities=frozenset(
+        {
+            Capability.READ,
+            Capability.SEARCH,
+            Capability.FOLLOW,
+            Capability.DOCTOR,
+            Capability.BACKUP,
+            Capability.STATS,
+            Capability.COMPARE,
+            Capability.REWIND,
+            Capability.BRANCH,
+            Capability.DELETE,
+            Capability.UNDO,
+            Capability.REDO,
+            Capability.EDIT,
+            Capability.RUN,
+            Capability.PRUNE,
+        }
+    ),
     # backup: SQLite's online backup API
     dialects={Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,

@@ -37,7 +37,9 @@ async def problems(store: Reader, limit: int = 100) -> list[Problem]:
     out: list[Problem] = []
     if store.has_table and store.has_legacy:
         differ = 0
-        for r in await store._q(f"SELECT session_id, runs FROM {store._S} WHERE runs IS NOT NULL ORDER BY session_id"):
+        for r in await store._q(
+            f"SELECT session_id, runs FROM {store._S} WHERE runs IS NOT NULL ORDER BY session_id"
+        ):
             order = await store._order(r["session_id"], r["runs"])
             both = [x for x in order if x.source == "both"]
             await store._fill(both)
@@ -49,16 +51,23 @@ async def problems(store: Reader, limit: int = 100) -> list[Problem]:
                     subject = f"{r['session_id']}/{x.run_id}"
                     # a warning: agno itself leaves the copy behind when it updates a run
                     # (a PAUSED run continued); `--json` lists a warning's detail alone
-                    out.append(Problem("warning", "legacy_differs", subject,
-                                       f"{subject}: the run's copy in the legacy runs array differs from the "
-                                       f"runs table's in {', '.join(fields)} (Agno reads the table's)",
-                                       "legacy-differs"))
+                    out.append(
+                        Problem(
+                            "warning",
+                            "legacy_differs",
+                            subject,
+                            f"{subject}: the run's copy in the legacy runs array differs from the "
+                            f"runs table's in {', '.join(fields)} (Agno reads the table's)",
+                            "legacy-differs",
+                        )
+                    )
     if store.has_table:
         found = 0
         rows = await store._q(
             f"SELECT session_id, COUNT(*) AS n, COUNT(DISTINCT run_index) AS d, COUNT(run_index) AS k, "
             f"MIN(run_index) AS lo, MAX(run_index) AS hi FROM {store._R} GROUP BY session_id "
-            "ORDER BY session_id")
+            "ORDER BY session_id"
+        )
         for r in rows:
             n, d, k = int(r["n"]), int(r["d"]), int(r["k"])
             what = []
@@ -70,9 +79,15 @@ async def problems(store: Reader, limit: int = 100) -> list[Problem]:
                 what.append(f"run_index runs {r['lo']}..{r['hi']} over {d} value(s) (gaps)")
             if what and found < limit:
                 found += 1
-                out.append(Problem("error", "run_index", str(r["session_id"]),
-                                   "; ".join(what) + " (Agno orders runs by run_index, then created_at)",
-                                   "run-index"))
+                out.append(
+                    Problem(
+                        "error",
+                        "run_index",
+                        str(r["session_id"]),
+                        "; ".join(what) + " (Agno orders runs by run_index, then created_at)",
+                        "run-index",
+                    )
+                )
     return out
 
 
@@ -87,8 +102,9 @@ async def stats(store: Reader, user: str | None, days: float | None) -> dict[str
         conds.append("updated_at > ?")
         params.append(int(time.time() - days * 86400))
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
-    sessions = await store._q(f"SELECT session_id, session_type, user_id FROM {store._S}{where} "
-                              "ORDER BY session_id", *params)
+    sessions = await store._q(
+        f"SELECT session_id, session_type, user_id FROM {store._S}{where} ORDER BY session_id", *params
+    )
     per_type: dict[str, int] = {}
     per_user: dict[str, dict[str, Any]] = {}
     per_status: dict[str, int] = {}
@@ -106,11 +122,10 @@ async def stats(store: Reader, user: str | None, days: float | None) -> dict[str
             status = (r.status or (r.data or {}).get("status") or "").upper()
             per_status[status] = per_status.get(status, 0) + 1
     return {
-        "sessions": len(sessions), "runs": runs, "member_runs": member_runs,
+        "sessions": len(sessions),
+        "runs": runs,
+        "member_runs": member_runs,
         "per_type": [{"session_type": k, "sessions": v} for k, v in sorted(per_type.items())],
         "per_user": sorted(per_user.values(), key=lambda u: u["user_id"]),
         "per_status": [{"status": k, "runs": v} for k, v in sorted(per_status.items())],
     }
-
-
-

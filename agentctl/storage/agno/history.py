@@ -26,7 +26,8 @@ import json
 import re
 import secrets
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import CheckpointNotFound, OperationError, ThreadNotFound, UsageError
 from agentctl.model import utc_now_iso
@@ -36,8 +37,8 @@ from agentctl.storage.journal.history import JournalHistory
 from agentctl.storage.sqlutil import marks
 
 if TYPE_CHECKING:
-    from agentctl.storage.results import DeletePlan, OpResult, PrunePlan, RewindPlan, TimeTravelResult
     from agentctl.storage.agno.store import AgnoStore
+    from agentctl.storage.results import DeletePlan, OpResult, PrunePlan, RewindPlan, TimeTravelResult
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 SESSION_KEY = ("session_id",)
@@ -56,20 +57,33 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
     async def lock(self, tx: Any, threads: Sequence[str]) -> None:
         if self.store.kind == "postgres" and threads:
             names = sorted(set(threads))
-            await tx.fetch(f"SELECT session_id FROM {self.store._S} WHERE session_id IN ({marks(len(names))}) "
-                           "ORDER BY session_id FOR UPDATE", *names)
+            await tx.fetch(
+                f"SELECT session_id FROM {self.store._S} WHERE session_id IN ({marks(len(names))}) "
+                "ORDER BY session_id FOR UPDATE",
+                *names,
+            )
 
     async def fingerprint(self, tx: Any, thread: str) -> list[Any]:
         """[session row exists, updated_at, session_data's size, the legacy array's size,
         runs, their sizes, the greatest run_index]."""
         st = self.store
         legacy = ", COALESCE(length(CAST(runs AS TEXT)), -1) AS l" if st.has_legacy else ", 0 AS l"
-        row = await tx.fetch(f"SELECT CAST(updated_at AS TEXT) AS u, COALESCE(length(CAST(session_data AS TEXT)), -1) "
-                             f"AS d{legacy} FROM {st._S} WHERE session_id = ?", thread)
-        out: list[Any] = [bool(row)] + ([row[0]["u"], int(row[0]["d"]), int(row[0]["l"])] if row else [None, 0, 0])
+        row = await tx.fetch(
+            f"SELECT CAST(updated_at AS TEXT) AS u, COALESCE(length(CAST(session_data AS TEXT)), -1) "
+            f"AS d{legacy} FROM {st._S} WHERE session_id = ?",
+            thread,
+        )
+        out: list[Any] = [bool(row)] + (
+            [row[0]["u"], int(row[0]["d"]), int(row[0]["l"])] if row else [None, 0, 0]
+        )
         if st.has_table:
-            r = (await tx.fetch(f"SELECT COUNT(*) AS n, COALESCE(SUM(length(CAST(run_data AS TEXT))), 0) AS b, "
-                                f"COALESCE(MAX(run_index), -1) AS m FROM {st._R} WHERE session_id = ?", thread))[0]
+            r = (
+                await tx.fetch(
+                    f"SELECT COUNT(*) AS n, COALESCE(SUM(length(CAST(run_data AS TEXT))), 0) AS b, "
+                    f"COALESCE(MAX(run_index), -1) AS m FROM {st._R} WHERE session_id = ?",
+                    thread,
+                )
+            )[0]
             out += [int(r["n"]), int(r["b"]), int(r["m"])]
         return out
 
@@ -134,8 +148,11 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         """Set the table's runs' run_index to their places (0..) in `runs`, those whose
         index differs (and, `session` given, their session_id to it)."""
         st = self.store
-        rows = [(r.run_id, i) for i, r in enumerate(runs) if r.source != "legacy"
-                and (session is not None or r.index != i)]
+        rows = [
+            (r.run_id, i)
+            for i, r in enumerate(runs)
+            if r.source != "legacy" and (session is not None or r.index != i)
+        ]
         if not rows:
             return
         case = "CASE run_id " + " ".join(f"WHEN ? THEN {self._int()}" for _ in rows) + " END"
@@ -155,11 +172,14 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         meta = await self._target(checkpoint_id)
         moved = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
         archive = None if hard or not moved else await self._fresh_archive(meta.thread_id, meta.checkpoint_id)
-        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=moved, archive_thread=archive, hard=hard)
+        return RewindPlan(
+            target=meta, thread_id=meta.thread_id, moved=moved, archive_thread=archive, hard=hard
+        )
 
     @retried_write
-    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> TimeTravelResult:
+    async def rewind(
+        self, checkpoint_id: str, hard: bool = False, *, archive_thread: str | None = None
+    ) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
 
         st = self.store
@@ -171,7 +191,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         op_id, moved_tops = None, []
         async with self.journal_tx(threads) as tx:
             row, order, at = await self._session_at(tx, sid, meta.checkpoint_id)
-            kept, later = order[: at + 1], order[at + 1:]
+            kept, later = order[: at + 1], order[at + 1 :]
             moved_tops = [r.run_id for r in top_level(later)]
             if later:
                 await st._fill([order[at]] + top_level(later)[-1:], tx.fetch)
@@ -179,9 +199,21 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 summary = f"rewind {sid} to step {meta.step}; {len(moved_tops)} run(s) {where}"
                 if archive and await tx.fetch(f"SELECT 1 AS x FROM {st._S} WHERE session_id = ?", archive):
                     raise OperationError(f"archive session {archive!r} appeared meanwhile; retry")
-                op = await self.journal_begin(tx, "rewind", summary, threads, {
-                    "session": sid, "target": meta.checkpoint_id, "step": meta.step, "moved": moved_tops,
-                    "runs": [r.run_id for r in later], "hard": hard, "archive": archive})
+                op = await self.journal_begin(
+                    tx,
+                    "rewind",
+                    summary,
+                    threads,
+                    {
+                        "session": sid,
+                        "target": meta.checkpoint_id,
+                        "step": meta.step,
+                        "moved": moved_tops,
+                        "runs": [r.run_id for r in later],
+                        "hard": hard,
+                        "archive": archive,
+                    },
+                )
                 await op.declare(st.sessions_table, SESSION_KEY)
                 now = int(self._clock())
                 data = obj(row["session_data"])
@@ -195,10 +227,21 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 entries = legacy_runs(row.get("runs")) if st.has_legacy else []
                 if any(e["run_id"] in gone for e in entries):
                     assign += f", runs = {self._json()}"
-                    values.append(encode([e for e in entries if e["run_id"] not in gone], decode_raw(row["runs"])))
+                    values.append(
+                        encode([e for e in entries if e["run_id"] not in gone], decode_raw(row["runs"]))
+                    )
                 if archive:
-                    await self._archive_row(tx, op, sid, archive, data, top_level(later)[-1],
-                                            [e for e in entries if e["run_id"] in gone], row, now)
+                    await self._archive_row(
+                        tx,
+                        op,
+                        sid,
+                        archive,
+                        data,
+                        top_level(later)[-1],
+                        [e for e in entries if e["run_id"] in gone],
+                        row,
+                        now,
+                    )
                 await op.update(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,), assign, values)
                 in_table = [r.run_id for r in later if r.source != "legacy"]
                 if hard and in_table:
@@ -211,13 +254,29 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         cp = await st.get(meta.checkpoint_id)
         if cp is None:
             raise CheckpointNotFound(meta.checkpoint_id)
-        return TimeTravelResult(checkpoint=cp, thread_id=sid, rewind_depth=len(moved_tops),
-                                snapshot_count_before=before, op_id=op_id,
-                                archive_thread=archive if moved_tops else None,
-                                moved=[] if hard else moved_tops, deleted=moved_tops if hard else [])
+        return TimeTravelResult(
+            checkpoint=cp,
+            thread_id=sid,
+            rewind_depth=len(moved_tops),
+            snapshot_count_before=before,
+            op_id=op_id,
+            archive_thread=archive if moved_tops else None,
+            moved=[] if hard else moved_tops,
+            deleted=moved_tops if hard else [],
+        )
 
-    async def _archive_row(self, tx: Any, op: Any, sid: str, archive: str, data: dict[str, Any], last: Run,
-                           entries: list[dict[str, Any]], row: dict[str, Any], now: int) -> None:
+    async def _archive_row(
+        self,
+        tx: Any,
+        op: Any,
+        sid: str,
+        archive: str,
+        data: dict[str, Any],
+        last: Run,
+        entries: list[dict[str, Any]],
+        row: dict[str, Any],
+        now: int,
+    ) -> None:
         """The archive session: a copy of the session's row, its session_state the last
         moved run's, its legacy array the moved runs' entries."""
         st = self.store
@@ -261,14 +320,21 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         state_changed = new_state != old_state
         sid = meta.thread_id
         if state_changed and meta.step != await st.count(sid):
-            raise UsageError(f"session_state keys are the session's (its latest): edit {sid} (its head), "
-                             f"not step {meta.step}")
+            raise UsageError(
+                f"session_state keys are the session's (its latest): edit {sid} (its head), "
+                f"not step {meta.step}"
+            )
         async with self.journal_tx([sid]) as tx:
             row, order, at = await self._session_at(tx, sid, meta.checkpoint_id)
             run = order[at]
             await st._fill([run], tx.fetch)
-            op = await self.journal_begin(tx, "edit", f"edit {sid} at step {meta.step} ({checkpoint_id}): {what}",
-                                          [sid], {"session": sid, "run": checkpoint_id})
+            op = await self.journal_begin(
+                tx,
+                "edit",
+                f"edit {sid} at step {meta.step} ({checkpoint_id}): {what}",
+                [sid],
+                {"session": sid, "run": checkpoint_id},
+            )
             await op.declare(st.sessions_table, SESSION_KEY)
             assign, values = [], []
             if state_changed:  # the keys the edit changed, on the session's current state
@@ -285,11 +351,14 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 assign.append(f"runs = {self._json()}")
                 values.append(encode(changed, decode_raw(row["runs"])))
             if assign:
-                await op.update(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,), ", ".join(assign), values)
+                await op.update(
+                    st.sessions_table, SESSION_KEY, "session_id = ?", (sid,), ", ".join(assign), values
+                )
             if run_changes and run.source != "legacy":
                 text = json.dumps(dict(run.data or {}, **run_changes), ensure_ascii=False)
-                await op.update(st.runs_table, RUN_KEY, "run_id = ?", (run.run_id,), f"run_data = {self._json()}",
-                                [text])
+                await op.update(
+                    st.runs_table, RUN_KEY, "run_id = ?", (run.run_id,), f"run_data = {self._json()}", [text]
+                )
             op_id = await self.journal_finish(op)
         return OpResult(op_id, "edit", f"edited {checkpoint_id} of {sid} in place: {what}")
 
@@ -307,11 +376,15 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         if spec.statuses:
             raise Unsupported("agno", "prune --status")
         if spec.keep_last is None and spec.older_than is None:
-            raise UsageError("give --keep-last N (the runs each session keeps) or --older-than AGE (sessions not "
-                             "updated for that long are deleted)")
+            raise UsageError(
+                "give --keep-last N (the runs each session keeps) or --older-than AGE (sessions not "
+                "updated for that long are deleted)"
+            )
         if spec.keep_last is not None and int(spec.keep_last) < 1:
-            raise UsageError("--keep-last must be >= 1 on Agno (a session without runs is no thread; "
-                             "threads delete or --older-than delete sessions)")
+            raise UsageError(
+                "--keep-last must be >= 1 on Agno (a session without runs is no thread; "
+                "threads delete or --older-than delete sessions)"
+            )
         if spec.older_than is not None and float(spec.older_than) < 0:
             raise UsageError("--older-than must be >= 0")
 
@@ -327,8 +400,11 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 return []
             where += f" AND s.session_id IN ({marks(len(spec.threads))})"
             params += list(spec.threads)
-        rows = await fetch(f"SELECT s.session_id, s.created_at, s.updated_at FROM {st._S} s{where} "
-                           f"ORDER BY s.session_id{st._C}", *params)
+        rows = await fetch(
+            f"SELECT s.session_id, s.created_at, s.updated_at FROM {st._S} s{where} "
+            f"ORDER BY s.session_id{st._C}",
+            *params,
+        )
         missing = sorted(set(spec.threads or ()) - {r["session_id"] for r in rows})
         if missing:
             raise ThreadNotFound(missing[0])
@@ -361,15 +437,29 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 continue
             metas = await st.read_thread(sid, gone if preview is None else min(gone, max(0, int(preview))), 0)
             if whole:
-                out.append(PrunePlan(sid, CheckpointGC.KEEP_AGE, float(spec.older_than), metas, 0, gone,
-                                     reason=f"the whole session: not updated for {duration_text(spec.older_than)}"))
+                out.append(
+                    PrunePlan(
+                        sid,
+                        CheckpointGC.KEEP_AGE,
+                        float(spec.older_than),
+                        metas,
+                        0,
+                        gone,
+                        reason=f"the whole session: not updated for {duration_text(spec.older_than)}",
+                    )
+                )
             else:
-                out.append(PrunePlan(sid, CheckpointGC.KEEP_LAST_N, float(spec.keep_last), metas, len(tops) - gone,
-                                     gone))
+                out.append(
+                    PrunePlan(
+                        sid, CheckpointGC.KEEP_LAST_N, float(spec.keep_last), metas, len(tops) - gone, gone
+                    )
+                )
         return out
 
     @retried_write
-    async def prune_spec(self, spec: Any, *, progress: Any = None, plans: Sequence[Any] | None = None) -> list[OpResult]:
+    async def prune_spec(
+        self, spec: Any, *, progress: Any = None, plans: Sequence[Any] | None = None
+    ) -> list[OpResult]:
         """One op: of each session the older runs deleted with their member runs (the
         legacy array's entries too; the kept runs' run_index renumbered 0.., so that the
         next run agno appends comes after them), or the whole session; undo puts every row
@@ -396,11 +486,23 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 return [OpResult(None, "prune", "nothing to prune: no session has runs to delete")]
             deleted = [r.run_id for *_, gone_tops in work for r in gone_tops]
             sessions = [w[0] for w in work]
-            summary = (f"prune {len(sessions)} session(s) ({', '.join(sessions[:5])}{', …' if len(sessions) > 5 else ''})"
-                       f": deleted {len(deleted)} run(s)")
-            op = await self.journal_begin(tx, "prune", summary, sessions, {
-                "sessions": sessions, "keep_last": spec.keep_last, "older_than": spec.older_than,
-                "whole": [w[0] for w in work if w[1]], "deleted": deleted})
+            summary = (
+                f"prune {len(sessions)} session(s) ({', '.join(sessions[:5])}{', …' if len(sessions) > 5 else ''})"
+                f": deleted {len(deleted)} run(s)"
+            )
+            op = await self.journal_begin(
+                tx,
+                "prune",
+                summary,
+                sessions,
+                {
+                    "sessions": sessions,
+                    "keep_last": spec.keep_last,
+                    "older_than": spec.older_than,
+                    "whole": [w[0] for w in work if w[1]],
+                    "deleted": deleted,
+                },
+            )
             await op.declare(st.sessions_table, SESSION_KEY)
             for sid, whole, row, order, gone_tops in work:
                 if whole:
@@ -410,12 +512,20 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                     continue
                 tops_gone = {r.run_id for r in gone_tops}
                 gone = {r.run_id for r in order if r.run_id in tops_gone or r.parent in tops_gone}
-                for ph, chunk in in_chunks([r.run_id for r in order if r.run_id in gone and r.source != "legacy"]):
+                for ph, chunk in in_chunks(
+                    [r.run_id for r in order if r.run_id in gone and r.source != "legacy"]
+                ):
                     await op.delete(st.runs_table, RUN_KEY, f"run_id IN ({ph})", chunk)
                 entries = legacy_runs(row.get("runs")) if st.has_legacy else []
                 if any(e["run_id"] in gone for e in entries):
-                    await op.update(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,), f"runs = {self._json()}",
-                                    [encode([e for e in entries if e["run_id"] not in gone], decode_raw(row["runs"]))])
+                    await op.update(
+                        st.sessions_table,
+                        SESSION_KEY,
+                        "session_id = ?",
+                        (sid,),
+                        f"runs = {self._json()}",
+                        [encode([e for e in entries if e["run_id"] not in gone], decode_raw(row["runs"]))],
+                    )
                 if st.has_table:
                     await self._renumber(op, [r for r in order if r.run_id not in gone])
             op_id = await self.journal_finish(op)
@@ -439,11 +549,15 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         ids of its runs in the runs table (where there is one: agno 3 makes it on an agno 2
         file)."""
         st = self.store
-        cols = ", ".join(f"CAST({c} AS TEXT) AS {c}" if st.kind == "postgres" else c for c in st.session_columns)
+        cols = ", ".join(
+            f"CAST({c} AS TEXT) AS {c}" if st.kind == "postgres" else c for c in st.session_columns
+        )
         rows = await fetch(f"SELECT {cols} FROM {st._S} WHERE session_id = ?", sid)
         runs = []
         if await exists(st.runs_table):
-            runs = sorted(r["run_id"] for r in await fetch(f"SELECT run_id FROM {st._R} WHERE session_id = ?", sid))
+            runs = sorted(
+                r["run_id"] for r in await fetch(f"SELECT run_id FROM {st._R} WHERE session_id = ?", sid)
+            )
         return {"session": dict(rows[0]) if rows else None, "runs": runs}
 
     async def run_keys(self, thread_id: str) -> dict[str, Any]:
@@ -452,8 +566,9 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
         return await self._run_rows(self.store._q, self.store.connection.table_exists, thread_id)
 
     @retried_write
-    async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
-                         kind: str = "run") -> int | None:
+    async def record_run(
+        self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any], kind: str = "run"
+    ) -> int | None:
         """One op for what Agno's run wrote: the runs it added (inserted rows; its members'
         too) and the session's row (its before-image from `before`, its after-image as it
         is; inserted when the run made the session). None: the run wrote nothing."""
@@ -471,17 +586,24 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 from agentctl.storage.agno import layout
                 from agentctl.storage.journal.trash import columns
 
-                tables = {st.sessions_table: set(st.session_columns),
-                          st.runs_table: set(await columns(tx, st.runs_table))}
+                tables = {
+                    st.sessions_table: set(st.session_columns),
+                    st.runs_table: set(await columns(tx, st.runs_table)),
+                }
                 st.layout, st.run_columns = layout(tables, st.sessions_table), sorted(tables[st.runs_table])
             added = [r for r in now["runs"] if r not in set(before["runs"])]
-            tops = [r.run_id for r in top_level(await st._order(sid, None, tx.fetch)) if r.run_id in set(added)]
+            tops = [
+                r.run_id for r in top_level(await st._order(sid, None, tx.fetch)) if r.run_id in set(added)
+            ]
             op = await self.journal_begin(tx, kind, summary, [sid], dict(details, session=sid, created=tops))
             await op.declare(st.sessions_table, SESSION_KEY)
             if now["session"] != before["session"]:
                 if before["session"] is not None:
-                    await op.was(st.sessions_table, SESSION_KEY, *await row_select(tx, st.sessions_table,
-                                                                                    before["session"]))
+                    await op.was(
+                        st.sessions_table,
+                        SESSION_KEY,
+                        *await row_select(tx, st.sessions_table, before["session"]),
+                    )
                 await op.inserted(st.sessions_table, SESSION_KEY, "session_id = ?", (sid,))
             for ph, chunk in in_chunks(added):
                 await op.inserted(st.runs_table, RUN_KEY, f"run_id IN ({ph})", chunk)
@@ -508,8 +630,9 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 raise ThreadNotFound(thread_id)
             deleted = [r.run_id for r in top_level(await st._order(thread_id, None, tx.fetch))]
             summary = f"delete session {thread_id} ({len(deleted)} run(s))"
-            op = await self.journal_begin(tx, "delete_thread", summary, [thread_id],
-                                          {"thread": thread_id, "deleted": deleted})
+            op = await self.journal_begin(
+                tx, "delete_thread", summary, [thread_id], {"thread": thread_id, "deleted": deleted}
+            )
             await op.declare(st.sessions_table, SESSION_KEY)
             if st.has_table:
                 await op.delete(st.runs_table, RUN_KEY, "session_id = ?", (thread_id,))
@@ -547,9 +670,19 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
             await st._fill(copied, tx.fetch)
             ids = {r.run_id: str(uuid.uuid4()) for r in copied}
             summary = f"branch {new} from {sid} at step {meta.step} ({len(top_level(copied))} run(s))"
-            op = await self.journal_begin(tx, "branch", summary, [sid, new], {
-                "session": sid, "from": meta.checkpoint_id, "step": meta.step, "branch_session": new,
-                "created": [ids[r.run_id] for r in top_level(copied)]})
+            op = await self.journal_begin(
+                tx,
+                "branch",
+                summary,
+                [sid, new],
+                {
+                    "session": sid,
+                    "from": meta.checkpoint_id,
+                    "step": meta.step,
+                    "branch_session": new,
+                    "created": [ids[r.run_id] for r in top_level(copied)],
+                },
+            )
             await op.declare(st.sessions_table, SESSION_KEY)
             now = int(self._clock())
             data = obj(row["session_data"])
@@ -562,7 +695,7 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
             await self._session_copy(tx, sid, new, new_data, row, entries, now)
             await op.inserted(st.sessions_table, SESSION_KEY, "session_id = ?", (new,))
             if st.has_table:
-                for i, (r, data_copy) in enumerate(zip(copied, copies)):
+                for i, (r, data_copy) in enumerate(zip(copied, copies, strict=False)):
                     await self._insert_run(tx, r, data_copy, new, i)
                 await op.inserted(st.runs_table, RUN_KEY, "session_id = ?", (new,))
             await self.journal_finish(op)
@@ -583,9 +716,17 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
                 data[key] = ids[data[key]]
         return data
 
-    async def _session_copy(self, tx: Any, sid: str, new: str, data: dict[str, Any], row: dict[str, Any],
-                            entries: list[dict[str, Any]], now: int,
-                            stamped: tuple[str, ...] = ("created_at", "updated_at")) -> None:
+    async def _session_copy(
+        self,
+        tx: Any,
+        sid: str,
+        new: str,
+        data: dict[str, Any],
+        row: dict[str, Any],
+        entries: list[dict[str, Any]],
+        now: int,
+        stamped: tuple[str, ...] = ("created_at", "updated_at"),
+    ) -> None:
         """A new session row copying the session's, with this session_data (and legacy
         array, where the sessions table keeps one), `stamped` columns set to `now` (an
         archive keeps the session's created_at)."""
@@ -599,32 +740,54 @@ class AgnoHistory(JournalHistory, RewindAndBranchOnly, History):
             exprs.append(self._json() if entries else "NULL")
             if entries:
                 values.append(encode(entries, decode_raw(row["runs"])))
-        await tx.execute(f"INSERT INTO {st._S} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM {st._S} "
-                         "WHERE session_id = ?", *values, sid)
+        await tx.execute(
+            f"INSERT INTO {st._S} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM {st._S} "
+            "WHERE session_id = ?",
+            *values,
+            sid,
+        )
 
     async def _insert_run(self, tx: Any, run: Run, data: dict[str, Any], new: str, index: int) -> None:
         """A copy of a run as a row of the runs table (of the table's row where there is
         one: its columns kept but the ids, the index and the run_data)."""
         st = self.store
-        own = {"run_id": data["run_id"], "session_id": new, "parent_run_id": data.get("parent_run_id"),
-               "run_index": index, "run_data": json.dumps(data, ensure_ascii=False)}
+        own = {
+            "run_id": data["run_id"],
+            "session_id": new,
+            "parent_run_id": data.get("parent_run_id"),
+            "run_index": index,
+            "run_data": json.dumps(data, ensure_ascii=False),
+        }
         typed = {"run_index": self._int(), "run_data": self._json()}
         if run.source != "legacy":
             rest = [c for c in st.run_columns if c not in own]
             names = list(own) + rest
             exprs = [typed.get(k, "?") for k in own] + rest
-            await tx.execute(f"INSERT INTO {st._R} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM {st._R} "
-                             "WHERE run_id = ?", *own.values(), run.run_id)
+            await tx.execute(
+                f"INSERT INTO {st._R} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM {st._R} "
+                "WHERE run_id = ?",
+                *own.values(),
+                run.run_id,
+            )
             return
         status = data.get("status")
-        more = {"run_type": run.run_type, "agent_id": data.get("agent_id"), "team_id": data.get("team_id"),
-                "workflow_id": data.get("workflow_id"), "user_id": data.get("user_id"),
-                "status": str(status) if status is not None else None,
-                "created_at": int(data.get("created_at") or self._clock()), "updated_at": None}
+        more = {
+            "run_type": run.run_type,
+            "agent_id": data.get("agent_id"),
+            "team_id": data.get("team_id"),
+            "workflow_id": data.get("workflow_id"),
+            "user_id": data.get("user_id"),
+            "status": str(status) if status is not None else None,
+            "created_at": int(data.get("created_at") or self._clock()),
+            "updated_at": None,
+        }
         typed.update(created_at=self._int(), updated_at=self._int())
         values = {**own, **{k: v for k, v in more.items() if k in st.run_columns}}
-        await tx.execute(f"INSERT INTO {st._R} ({', '.join(values)}) VALUES "
-                         f"({', '.join(typed.get(k, '?') for k in values)})", *values.values())
+        await tx.execute(
+            f"INSERT INTO {st._R} ({', '.join(values)}) VALUES "
+            f"({', '.join(typed.get(k, '?') for k in values)})",
+            *values.values(),
+        )
 
 
 def decode_raw(value: Any) -> Any:
@@ -632,4 +795,3 @@ def decode_raw(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
     return value
-

@@ -4,8 +4,9 @@ the runs table, and what a run shows (messages, tools, summary). No SQL here."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from agentctl import deep
 
@@ -92,9 +93,16 @@ def run_type_of(data: dict[str, Any]) -> str:
 
 def from_legacy(data: dict[str, Any]) -> Run:
     status = data.get("status")
-    return Run(run_id=str(data["run_id"]), parent=data.get("parent_run_id"),
-               status=str(status) if status is not None else None, index=None,
-               created=data.get("created_at"), run_type=run_type_of(data), data=data, source="legacy")
+    return Run(
+        run_id=str(data["run_id"]),
+        parent=data.get("parent_run_id"),
+        status=str(status) if status is not None else None,
+        index=None,
+        created=data.get("created_at"),
+        run_type=run_type_of(data),
+        data=data,
+        source="legacy",
+    )
 
 
 def merge(table: Sequence[Run], legacy: Iterable[dict[str, Any]]) -> list[Run]:
@@ -159,7 +167,7 @@ def tags_of(run: Run, sources: bool = True) -> list[str]:
     (`sources`: a layout with both places) where it is stored when not in both."""
     data = run.data or {}
     tags = [run.run_type or run_type_of(data)]
-    status = (run.status or data.get("status") or "")
+    status = run.status or data.get("status") or ""
     if status and str(status).upper() != "COMPLETED":
         tags.append(str(status).lower())
     if data.get("forked_from_run_id"):
@@ -195,16 +203,45 @@ def tools_by_call(data: dict[str, Any], out: dict[str, Any], who: str | None = N
             key = str(t.get("tool_call_id") or f"{t.get('tool_name')}#{len(out)}")
             out[key] = dict(t, agent=who) if who else t
     for m in data.get("messages") or []:
-        if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") \
-                and str(m["tool_call_id"]) not in out:
-            out[str(m["tool_call_id"])] = {"tool_name": m.get("tool_name"), "tool_args": m.get("tool_args"),
-                                           "result": m.get("content"), **({"agent": who} if who else {})}
+        if (
+            isinstance(m, dict)
+            and m.get("role") == "tool"
+            and m.get("tool_call_id")
+            and str(m["tool_call_id"]) not in out
+        ):
+            out[str(m["tool_call_id"])] = {
+                "tool_name": m.get("tool_name"),
+                "tool_args": m.get("tool_args"),
+                "result": m.get("content"),
+                **({"agent": who} if who else {}),
+            }
 
 
-RUN_KEYS = ("run_id", "agent_id", "agent_name", "team_id", "team_name", "workflow_id", "workflow_name",
-            "user_id", "status", "input", "content", "content_type", "model", "model_provider", "metrics",
-            "messages", "forked_from_run_id", "forked_from_message_index", "regenerated_from",
-            "forked_from_session_id", "requirements", "events", "step_results")
+RUN_KEYS = (
+    "run_id",
+    "agent_id",
+    "agent_name",
+    "team_id",
+    "team_name",
+    "workflow_id",
+    "workflow_name",
+    "user_id",
+    "status",
+    "input",
+    "content",
+    "content_type",
+    "model",
+    "model_provider",
+    "metrics",
+    "messages",
+    "forked_from_run_id",
+    "forked_from_message_index",
+    "regenerated_from",
+    "forked_from_session_id",
+    "requirements",
+    "events",
+    "step_results",
+)
 
 
 def run_view(data: dict[str, Any]) -> dict[str, Any]:

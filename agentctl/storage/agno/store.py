@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
 
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
@@ -49,7 +50,7 @@ def epoch_iso(value: Any) -> str:
 def snippet(text: str, needle: str, width: int = 40) -> str:
     pos = text.casefold().find(needle.casefold())
     start = max(pos - width, 0)
-    out = " ".join(text[start: pos + len(needle) + width].split())
+    out = " ".join(text[start : pos + len(needle) + width].split())
     return ("…" if start else "") + out + ("…" if pos + len(needle) + width < len(text) else "")
 
 
@@ -74,8 +75,9 @@ class AgnoStore(SteppedStore):
     format = FORMAT
     thread_filters = ("user",)
 
-    def __init__(self, kind: str, target: str, *, readonly: bool = True, session_table: str | None = None,
-                 **_: Any) -> None:
+    def __init__(
+        self, kind: str, target: str, *, readonly: bool = True, session_table: str | None = None, **_: Any
+    ) -> None:
         self.kind = kind
         self.local_file = local_file_of(kind, target)
         self._asked = session_table
@@ -109,7 +111,8 @@ class AgnoStore(SteppedStore):
 
     def json_places(self) -> list[tuple[str, str, str, Callable[[dict[str, Any]], str]]]:
         places: list[tuple[str, str, str, Callable[[dict[str, Any]], str]]] = [
-            (self._S, "session_data", "session_id", lambda r: str(r["session_id"]))]
+            (self._S, "session_data", "session_id", lambda r: str(r["session_id"]))
+        ]
         if self.has_table:
             places.append((self._R, "run_data", "run_id", lambda r: str(r["run_id"])))
         return places
@@ -117,8 +120,10 @@ class AgnoStore(SteppedStore):
     # ---- a session's runs ------------------------------------------------------------
 
     async def _session_row(self, sid: str) -> dict[str, Any] | None:
-        cols = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, " \
-               "created_at, updated_at" + (", runs" if self.has_legacy else "")
+        cols = (
+            "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, "
+            "created_at, updated_at" + (", runs" if self.has_legacy else "")
+        )
         rows = await self._q(f"SELECT {cols} FROM {self._S} WHERE session_id = ?", sid)
         return rows[0] if rows else None
 
@@ -130,10 +135,20 @@ class AgnoStore(SteppedStore):
         table: list[Run] = []
         if self.has_table:
             for r in await q(
-                    f"SELECT run_id, parent_run_id, status, run_index, created_at, run_type FROM {self._R} "
-                    "WHERE session_id = ? ORDER BY run_index, created_at, run_id", sid):
-                table.append(Run(run_id=r["run_id"], parent=r["parent_run_id"], status=r["status"],
-                                 index=r["run_index"], created=r["created_at"], run_type=r["run_type"] or ""))
+                f"SELECT run_id, parent_run_id, status, run_index, created_at, run_type FROM {self._R} "
+                "WHERE session_id = ? ORDER BY run_index, created_at, run_id",
+                sid,
+            ):
+                table.append(
+                    Run(
+                        run_id=r["run_id"],
+                        parent=r["parent_run_id"],
+                        status=r["status"],
+                        index=r["run_index"],
+                        created=r["created_at"],
+                        run_type=r["run_type"] or "",
+                    )
+                )
         if not self.has_legacy:
             return table
         if legacy is None:
@@ -148,8 +163,9 @@ class AgnoStore(SteppedStore):
             return
         by_id = {r.run_id: r for r in want}
         for ph, chunk in in_chunks(list(by_id)):
-            for row in await (fetch or self._q)(f"SELECT run_id, CAST(run_data AS TEXT) AS d FROM {self._R} "
-                                     f"WHERE run_id IN ({ph})", *chunk):
+            for row in await (fetch or self._q)(
+                f"SELECT run_id, CAST(run_data AS TEXT) AS d FROM {self._R} WHERE run_id IN ({ph})", *chunk
+            ):
                 run = by_id[row["run_id"]]
                 run.raw_size = len(row["d"] or "")
                 data, err = decode(row["d"])
@@ -178,8 +194,9 @@ class AgnoStore(SteppedStore):
         forks = {session: origin[1] for session, origin in (await self._origins()).items()}
         return skip_copies(line, forks) if forks else line
 
-    def _metas(self, sid: str, tops: Sequence[Run], first: int, last: int,
-               origin: str | None = None) -> list[CheckpointMetadata]:
+    def _metas(
+        self, sid: str, tops: Sequence[Run], first: int, last: int, origin: str | None = None
+    ) -> list[CheckpointMetadata]:
         """The metadata of steps first..last (1-based) of a session whose top-level runs
         are `tops` (those of the page read: `_fill`); `origin`: the parent of step 1 (the
         run a branch was made at)."""
@@ -192,10 +209,19 @@ class AgnoStore(SteppedStore):
             if source in pos and pos[source] < i:  # a fork or a regeneration: beside its source
                 j = pos[source]
                 parent = tops[j - 1].run_id if j else None
-            out.append(CheckpointMetadata(
-                thread_id=sid, checkpoint_id=run.run_id, step=i + 1, parent_checkpoint_id=parent,
-                created_at=epoch_iso(run.created if run.created is not None else (run.data or {}).get("created_at")),
-                tags=tags_of(run, self.layout == "migrated"), summary=summary_of(run.data, run.error)))
+            out.append(
+                CheckpointMetadata(
+                    thread_id=sid,
+                    checkpoint_id=run.run_id,
+                    step=i + 1,
+                    parent_checkpoint_id=parent,
+                    created_at=epoch_iso(
+                        run.created if run.created is not None else (run.data or {}).get("created_at")
+                    ),
+                    tags=tags_of(run, self.layout == "migrated"),
+                    summary=summary_of(run.data, run.error),
+                )
+            )
         return out
 
     async def _tops(self, sid: str) -> list[Run]:
@@ -203,7 +229,7 @@ class AgnoStore(SteppedStore):
 
     async def _page(self, sid: str, first: int, last: int) -> list[CheckpointMetadata]:
         tops = await self._tops(sid)
-        page = tops[max(first, 1) - 1: last]
+        page = tops[max(first, 1) - 1 : last]
         forks = [r for r in page]
         await self._fill(forks)
         # a fork's source may be outside the page: only its place is needed
@@ -256,10 +282,14 @@ class AgnoStore(SteppedStore):
     def _has_runs(self, alias: str = "s") -> str:
         conds = []
         if self.has_table:
-            conds.append(f"EXISTS (SELECT 1 FROM {self._R} r WHERE r.session_id = {alias}.session_id "
-                         "AND r.parent_run_id IS NULL)")
+            conds.append(
+                f"EXISTS (SELECT 1 FROM {self._R} r WHERE r.session_id = {alias}.session_id "
+                "AND r.parent_run_id IS NULL)"
+            )
         if self.has_legacy:
-            conds.append(f"({alias}.runs IS NOT NULL AND CAST({alias}.runs AS TEXT) LIKE '%run!_id%' ESCAPE '!')")
+            conds.append(
+                f"({alias}.runs IS NOT NULL AND CAST({alias}.runs AS TEXT) LIKE '%run!_id%' ESCAPE '!')"
+            )
         return "(" + " OR ".join(conds) + ")"
 
     def _where(self, prefix: str | None, user: str | None, params: list[Any]) -> str:
@@ -274,20 +304,33 @@ class AgnoStore(SteppedStore):
     async def _summary(self, row: dict[str, Any]) -> AgnoSummary | None:
         sid = row["session_id"]
         if not self.has_legacy:
-            n = (await self._q(f"SELECT COUNT(*) AS n FROM {self._R} WHERE session_id = ? AND parent_run_id IS NULL",
-                               sid))[0]["n"]
+            n = (
+                await self._q(
+                    f"SELECT COUNT(*) AS n FROM {self._R} WHERE session_id = ? AND parent_run_id IS NULL", sid
+                )
+            )[0]["n"]
             heads = await self._q(
                 f"SELECT run_id, parent_run_id, status, run_index, created_at, run_type FROM {self._R} "
                 "WHERE session_id = ? AND parent_run_id IS NULL "
-                "ORDER BY run_index DESC, created_at DESC, run_id DESC LIMIT 1", sid)
+                "ORDER BY run_index DESC, created_at DESC, run_id DESC LIMIT 1",
+                sid,
+            )
             firsts = await self._q(
                 f"SELECT created_at FROM {self._R} WHERE session_id = ? AND parent_run_id IS NULL "
-                "ORDER BY run_index, created_at, run_id LIMIT 1", sid)
+                "ORDER BY run_index, created_at, run_id LIMIT 1",
+                sid,
+            )
             if not heads:
                 return None
             h = heads[0]
-            head = Run(run_id=h["run_id"], parent=None, status=h["status"], index=h["run_index"],
-                       created=h["created_at"], run_type=h["run_type"] or "")
+            head = Run(
+                run_id=h["run_id"],
+                parent=None,
+                status=h["status"],
+                index=h["run_index"],
+                created=h["created_at"],
+                run_type=h["run_type"] or "",
+            )
             first_created = firsts[0]["created_at"]
         else:
             tops = top_level(await self._order(sid, row.get("runs")))
@@ -299,22 +342,40 @@ class AgnoStore(SteppedStore):
         origin = (await self._origins()).get(sid)
         kind = row.get("session_type")
         return AgnoSummary(
-            thread_id=sid, checkpoints=int(n), head_step=int(n), head_checkpoint_id=head.run_id,
+            thread_id=sid,
+            checkpoints=int(n),
+            head_step=int(n),
+            head_checkpoint_id=head.run_id,
             updated_at=epoch_iso(row.get("updated_at") or row.get("created_at")),
-            head_summary=summary_of(head.data, head.error), first_created_at=epoch_iso(first_created),
+            head_summary=summary_of(head.data, head.error),
+            first_created_at=epoch_iso(first_created),
             branch_of=origin[0] if origin else session_data.get("forked_from_session_id"),
             branch_point=origin[1] if origin else None,
-            session_type=kind, user_id=row.get("user_id"),
-            component=row.get("team_id") if kind == "team" else row.get("workflow_id") if kind == "workflow"
-            else row.get("agent_id"))
+            session_type=kind,
+            user_id=row.get("user_id"),
+            component=row.get("team_id")
+            if kind == "team"
+            else row.get("workflow_id")
+            if kind == "workflow"
+            else row.get("agent_id"),
+        )
 
-    _SUMMARY_COLS = "s.session_id, s.session_type, s.agent_id, s.team_id, s.workflow_id, s.user_id, " \
-                    "s.session_data, s.created_at, s.updated_at"
+    _SUMMARY_COLS = (
+        "s.session_id, s.session_type, s.agent_id, s.team_id, s.workflow_id, s.user_id, "
+        "s.session_data, s.created_at, s.updated_at"
+    )
 
-    async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
-                               descending: bool = True, prefix: str | None = None, *,
-                               user: str | None = None) -> list[ThreadSummary]:
-        """"updated" is the session's `updated_at` (Agno sets it at every save), "created"
+    async def thread_summaries(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
+        *,
+        user: str | None = None,
+    ) -> list[ThreadSummary]:
+        """ "updated" is the session's `updated_at` (Agno sets it at every save), "created"
         its `created_at`, read from the sessions table; "checkpoints"/"step" count the
         top-level runs."""
         d = "DESC" if descending else "ASC"
@@ -327,15 +388,23 @@ class AgnoStore(SteppedStore):
             every = [x for x in [await self._summary(r) for r in rows] if x is not None]
             every.sort(key=lambda t: t.thread_id)
             every.sort(key=lambda t: t.checkpoints, reverse=descending)
-            return list(every[offset: offset + limit])
-        key = {"updated": "s.updated_at", "created": "s.created_at", "thread": f"s.session_id{self._C}",
-               "checkpoints": f"(SELECT COUNT(*) FROM {self._R} r WHERE r.session_id = s.session_id "
-                              "AND r.parent_run_id IS NULL)"}.get(sort)
+            return list(every[offset : offset + limit])
+        key = {
+            "updated": "s.updated_at",
+            "created": "s.created_at",
+            "thread": f"s.session_id{self._C}",
+            "checkpoints": f"(SELECT COUNT(*) FROM {self._R} r WHERE r.session_id = s.session_id "
+            "AND r.parent_run_id IS NULL)",
+        }.get(sort)
         if key is None:  # step
             key = f"(SELECT COUNT(*) FROM {self._R} r WHERE r.session_id = s.session_id AND r.parent_run_id IS NULL)"
         order = f"{key} {d}" + ("" if sort == "thread" else f", s.session_id{self._C} ASC")
-        rows = await self._q(f"SELECT {cols} FROM {self._S} s{where} ORDER BY {order} LIMIT ? OFFSET ?",
-                             *params, int(limit), int(offset))
+        rows = await self._q(
+            f"SELECT {cols} FROM {self._S} s{where} ORDER BY {order} LIMIT ? OFFSET ?",
+            *params,
+            int(limit),
+            int(offset),
+        )
         out: list[ThreadSummary] = []
         for r in rows:
             found = await self._summary(r)
@@ -352,8 +421,9 @@ class AgnoStore(SteppedStore):
     async def filter_values(self, name: str) -> list[str]:
         if name != "user":
             return []
-        rows = await self._q(f"SELECT DISTINCT user_id{self._C} AS u FROM {self._S} WHERE user_id IS NOT NULL "
-                             "ORDER BY u")
+        rows = await self._q(
+            f"SELECT DISTINCT user_id{self._C} AS u FROM {self._S} WHERE user_id IS NOT NULL ORDER BY u"
+        )
         return [r["u"] for r in rows]
 
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
@@ -364,8 +434,11 @@ class AgnoStore(SteppedStore):
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
         where = self._where(prefix, None, params)
-        rows = await self._q(f"SELECT s.session_id{self._C} AS tid FROM {self._S} s{where} ORDER BY tid LIMIT ?",
-                             *params, int(limit))
+        rows = await self._q(
+            f"SELECT s.session_id{self._C} AS tid FROM {self._S} s{where} ORDER BY tid LIMIT ?",
+            *params,
+            int(limit),
+        )
         return [r["tid"] for r in rows]
 
     # ---- checkpoints ---------------------------------------------------------------
@@ -374,14 +447,17 @@ class AgnoStore(SteppedStore):
         if thread_id is not None:
             return len(await self._tops(thread_id))
         if not self.has_legacy:
-            return int((await self._q(f"SELECT COUNT(*) AS n FROM {self._R} WHERE parent_run_id IS NULL"))[0]["n"])
+            return int(
+                (await self._q(f"SELECT COUNT(*) AS n FROM {self._R} WHERE parent_run_id IS NULL"))[0]["n"]
+            )
         total = 0
         for r in await self._q(f"SELECT session_id, runs FROM {self._S}"):
             total += len(top_level(await self._order(r["session_id"], r["runs"])))
         return total
 
-    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
-                          descending: bool = False) -> list[CheckpointMetadata]:
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list[CheckpointMetadata]:
         limit, offset = max(int(limit), 0), max(int(offset), 0)
         if limit == 0:
             return []
@@ -394,7 +470,7 @@ class AgnoStore(SteppedStore):
             first, last = offset + 1, min(offset + limit, n)
         if last < first:
             return []
-        await self._fill(tops[first - 1: last])
+        await self._fill(tops[first - 1 : last])
         metas = self._metas(thread_id, tops, first, last, await self._origin(thread_id))
         return list(reversed(metas)) if descending else metas
 
@@ -405,8 +481,11 @@ class AgnoStore(SteppedStore):
             rows = await self._q(f"SELECT session_id FROM {self._R} WHERE run_id = ?", run_id)
             sid = rows[0]["session_id"] if rows else None
         if sid is None and self.has_legacy:
-            rows = await self._q(f"SELECT session_id FROM {self._S} WHERE CAST(runs AS TEXT) LIKE ? ESCAPE '!' "
-                                 "ORDER BY session_id", "%" + like_escape(run_id) + "%")
+            rows = await self._q(
+                f"SELECT session_id FROM {self._S} WHERE CAST(runs AS TEXT) LIKE ? ESCAPE '!' "
+                "ORDER BY session_id",
+                "%" + like_escape(run_id) + "%",
+            )
             for r in rows:
                 if any(t.run_id == run_id for t in await self._tops(r["session_id"])):
                     sid = r["session_id"]
@@ -439,7 +518,9 @@ class AgnoStore(SteppedStore):
         sid, step = found
         tops = await self._tops(sid)
         await self._fill(tops[step:])
-        out = [m for m in self._metas(sid, tops, step + 1, len(tops)) if m.parent_checkpoint_id == checkpoint_id]
+        out = [
+            m for m in self._metas(sid, tops, step + 1, len(tops)) if m.parent_checkpoint_id == checkpoint_id
+        ]
         for branch, (source, point) in sorted((await self._origins()).items()):
             if source == sid and point == checkpoint_id:
                 first = await self.at_step(branch, 1)
@@ -452,9 +533,11 @@ class AgnoStore(SteppedStore):
         branches: `forked_from_session_id` in their session_data)."""
         out = []
         wanted = set(thread_ids)
-        rows = await self._q(f"SELECT session_id, session_data FROM {self._S} WHERE "
-                             "CAST(session_data AS TEXT) LIKE '%forked!_from!_session!_id%' ESCAPE '!' "
-                             "ORDER BY session_id")
+        rows = await self._q(
+            f"SELECT session_id, session_data FROM {self._S} WHERE "
+            "CAST(session_data AS TEXT) LIKE '%forked!_from!_session!_id%' ESCAPE '!' "
+            "ORDER BY session_id"
+        )
         for r in rows:
             if obj(r["session_data"]).get("forked_from_session_id") in wanted:
                 first = await self.at_step(r["session_id"], 1)
@@ -467,12 +550,18 @@ class AgnoStore(SteppedStore):
         if self.has_table:
             params: list[Any] = []
             cond = prefix_range(f"run_id{self._C}", prefix, params) + " AND " if prefix else ""
-            rows = await self._q(f"SELECT run_id{self._C} AS rid FROM {self._R} WHERE {cond}"
-                                 "parent_run_id IS NULL ORDER BY rid LIMIT ?", *params, int(limit))
+            rows = await self._q(
+                f"SELECT run_id{self._C} AS rid FROM {self._R} WHERE {cond}"
+                "parent_run_id IS NULL ORDER BY rid LIMIT ?",
+                *params,
+                int(limit),
+            )
             out = [r["rid"] for r in rows]
         if self.has_legacy and len(out) < limit:
-            rows = await self._q(f"SELECT session_id, runs FROM {self._S} WHERE CAST(runs AS TEXT) LIKE ? ESCAPE '!'",
-                                 "%" + like_escape(prefix) + "%")
+            rows = await self._q(
+                f"SELECT session_id, runs FROM {self._S} WHERE CAST(runs AS TEXT) LIKE ? ESCAPE '!'",
+                "%" + like_escape(prefix) + "%",
+            )
             for r in rows:
                 for t in top_level(await self._order(r["session_id"], r["runs"])):
                     if t.run_id.startswith(prefix) and t.run_id not in out:
@@ -480,8 +569,9 @@ class AgnoStore(SteppedStore):
             out.sort()
         return out[:limit]
 
-    async def iter_checkpoints(self, thread_ids: Sequence[str] | None = None, batch: int = 500
-                               ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+    async def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         for sid in threads:
             order = await self._order(sid)
@@ -496,9 +586,15 @@ class AgnoStore(SteppedStore):
 
     # ---- search ----------------------------------------------------------------------
 
-    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50, scan: bool = False,
-                     places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
+    async def search(
+        self,
+        text: str,
+        thread_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+        scan: bool = False,
+        places: Sequence[str] = SEARCH_PLACES,
+    ) -> list[SearchHit]:
         """A scan of the sessions' runs, newest session first: a LIKE prefilter on the
         stored JSON (ASCII text), then each run decoded and matched against its
         messages' text (a tool message's as a tool result)."""
@@ -517,8 +613,11 @@ class AgnoStore(SteppedStore):
             sub: list[str] = []
             sub_params: list[Any] = []
             self.json_text_filter("CAST(r.run_data AS TEXT)", text, sub, sub_params)
-            conds.append(f"EXISTS (SELECT 1 FROM {self._R} r WHERE r.session_id = s.session_id"
-                         + "".join(" AND " + c for c in sub) + ")")
+            conds.append(
+                f"EXISTS (SELECT 1 FROM {self._R} r WHERE r.session_id = s.session_id"
+                + "".join(" AND " + c for c in sub)
+                + ")"
+            )
             params.extend(sub_params)
         if self.has_legacy:
             sub = []
@@ -534,11 +633,26 @@ class AgnoStore(SteppedStore):
                     return
                 await self._match(r["session_id"], text, needle, role, wanted, hits, limit)
 
-        return await self.scan_pages(f"SELECT s.session_id, s.updated_at FROM {self._S} s", where, params,
-                                     f"s.updated_at DESC, s.session_id{self._C} DESC", hits, limit, take)
+        return await self.scan_pages(
+            f"SELECT s.session_id, s.updated_at FROM {self._S} s",
+            where,
+            params,
+            f"s.updated_at DESC, s.session_id{self._C} DESC",
+            hits,
+            limit,
+            take,
+        )
 
-    async def _match(self, sid: str, text: str, needle: str, role: str | None, wanted: Any,
-                     hits: list[SearchHit], limit: int) -> None:
+    async def _match(
+        self,
+        sid: str,
+        text: str,
+        needle: str,
+        role: str | None,
+        wanted: Any,
+        hits: list[SearchHit],
+        limit: int,
+    ) -> None:
         """The hits of one session's runs, newest run first."""
         order = await self._order(sid)
         await self._fill(order)
@@ -558,10 +672,17 @@ class AgnoStore(SteppedStore):
                 body = searchable(msg)
                 if place not in wanted or needle not in body.casefold():
                     continue
-                hits.append(SearchHit(
-                    thread_id=sid, checkpoint_id=str(owner), step=step,
-                    where="tools_result" if place == "tools" else "messages", role=msg.get("role"),
-                    snippet=snippet(body, text), path=""))
+                hits.append(
+                    SearchHit(
+                        thread_id=sid,
+                        checkpoint_id=str(owner),
+                        step=step,
+                        where="tools_result" if place == "tools" else "messages",
+                        role=msg.get("role"),
+                        snippet=snippet(body, text),
+                        path="",
+                    )
+                )
                 break
 
     # ---- doctor, stats ------------------------------------------------------------------

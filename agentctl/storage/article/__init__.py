@@ -8,7 +8,7 @@ N-th message, from 1). See `store.py` (reads) and `history.py` (writes).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from agentctl.storage.contract import Capability, FormatSpec
 
@@ -27,13 +27,26 @@ FORMAT = FormatSpec(
     name="article",
     title="Agent session store (the article's)",
     description="users, sessions, messages, tasks, tool_logs (+ messages_fts): a session "
-                "is a thread, each message a step",
-    capabilities=frozenset({
-        Capability.READ, Capability.SEARCH, Capability.STATS, Capability.REWIND,
-        Capability.BRANCH, Capability.MERGE, Capability.PRUNE, Capability.DELETE,
-        Capability.UNDO, Capability.FOLLOW, Capability.BACKUP, Capability.DOCTOR,
-        Capability.EDIT, Capability.REDO, Capability.COMPARE,
-    }),
+    "is a thread, each message a step",
+    capabilities=frozenset(
+        {
+            Capability.READ,
+            Capability.SEARCH,
+            Capability.STATS,
+            Capability.REWIND,
+            Capability.BRANCH,
+            Capability.MERGE,
+            Capability.PRUNE,
+            Capability.DELETE,
+            Capability.UNDO,
+            Capability.FOLLOW,
+            Capability.BACKUP,
+            Capability.DOCTOR,
+            Capability.EDIT,
+            Capability.REDO,
+            Capability.COMPARE,
+        }
+    ),
     matches=_matches,
     store="agentctl.storage.article.store:opener",
     history="agentctl.storage.article.history:ArticleHistory",

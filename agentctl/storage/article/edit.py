@@ -25,12 +25,13 @@ row is no longer what the edit wrote.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agentctl.storage.results import OpResult
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.storage.article.store import decode_json, message_id_of
+from agentctl.storage.results import OpResult
 
 if TYPE_CHECKING:
     from agentctl.storage.article.store import ArticleStore
@@ -48,8 +49,15 @@ class Editor(Protocol):
 
     async def _session(self, reader: Any, sid: str) -> dict[str, Any] | None: ...
 
-    async def _begin(self, tx: Any, kind: str, summary: str, threads: Sequence[str],
-                     details: dict[str, Any], tables: Sequence[str]) -> ops.Op: ...
+    async def _begin(
+        self,
+        tx: Any,
+        kind: str,
+        summary: str,
+        threads: Sequence[str],
+        details: dict[str, Any],
+        tables: Sequence[str],
+    ) -> ops.Op: ...
 
     async def _fts_index(self, tx: Any, action: str, where: str, params: Sequence[Any] = ()) -> None: ...
 
@@ -59,9 +67,14 @@ class Editor(Protocol):
 
     async def journal_finish(self, op: ops.Op) -> int: ...
 
+
 #: view key -> messages column
-MESSAGE_FIELDS = {"role": "role", "content": "content", "tool_calls": "tool_calls_json",
-                  "tool_call_id": "tool_call_id"}
+MESSAGE_FIELDS = {
+    "role": "role",
+    "content": "content",
+    "tool_calls": "tool_calls_json",
+    "tool_call_id": "tool_call_id",
+}
 #: session view key -> sessions column
 SESSION_FIELDS = {"title": "title", "status": "status", "model": "model", "metadata": "metadata_json"}
 ROLES = ("system", "user", "assistant", "tool")
@@ -77,7 +90,9 @@ def view_of(message: dict[str, Any], session: dict[str, Any] | None) -> dict[str
     """The edit view of a message row and its session row (raw columns)."""
     view = {k: _decoded(k, message.get(col)) for k, col in MESSAGE_FIELDS.items()}
     if session is not None:
-        view["session"] = {k: _decoded(k, session[col]) for k, col in SESSION_FIELDS.items() if col in session}
+        view["session"] = {
+            k: _decoded(k, session[col]) for k, col in SESSION_FIELDS.items() if col in session
+        }
     return view
 
 
@@ -87,8 +102,9 @@ def edit_view(cp: Any) -> dict[str, Any]:
     view = {k: msg.get(k) for k in MESSAGE_FIELDS}
     session = (cp.state or {}).get("session")
     if isinstance(session, dict):
-        view["session"] = {k: session.get(k) for k, col in SESSION_FIELDS.items()
-                           if k in session or col in session}
+        view["session"] = {
+            k: session.get(k) for k, col in SESSION_FIELDS.items() if k in session or col in session
+        }
     return view
 
 
@@ -102,23 +118,32 @@ def edit_check(old: dict[str, Any], new: dict[str, Any]) -> None:
             raise UsageError(f"--unset session: set its fields instead ({_names(old['session'])})")
         extra = sorted(set(new["session"]) - set(old["session"]))
         if extra:
-            raise UsageError(f"the session has no field {extra[0]!r} that edit changes "
-                             f"(its fields: {_names(old['session'])})")
+            raise UsageError(
+                f"the session has no field {extra[0]!r} that edit changes "
+                f"(its fields: {_names(old['session'])})"
+            )
+
     def changed(key: str, where: dict[str, Any] = new, was: dict[str, Any] = old) -> bool:
         return key in where and where.get(key) != was.get(key)
 
     if changed("content") and not isinstance(new["content"], str):
-        raise UsageError('content: a message\'s content is a string (e.g. --set content=\'"new text"\')')
+        raise UsageError("content: a message's content is a string (e.g. --set content='\"new text\"')")
     if changed("role") and new["role"] not in ROLES:
         raise UsageError(f"role: {new['role']!r} is no role of the article's messages ({', '.join(ROLES)})")
-    if changed("tool_call_id") and new["tool_call_id"] is not None and not isinstance(new["tool_call_id"], str):
+    if (
+        changed("tool_call_id")
+        and new["tool_call_id"] is not None
+        and not isinstance(new["tool_call_id"], str)
+    ):
         raise UsageError("tool_call_id: a string or null")
     session, before = new.get("session") or {}, old.get("session") or {}
     for key in ("title", "model"):
         if changed(key, session, before) and session[key] is not None and not isinstance(session[key], str):
             raise UsageError(f"session.{key}: a string or null")
     if changed("status", session, before) and session["status"] not in STATUSES:
-        raise UsageError(f"session.status: {session['status']!r} is no session status ({', '.join(STATUSES)})")
+        raise UsageError(
+            f"session.status: {session['status']!r} is no session status ({', '.join(STATUSES)})"
+        )
     if "status" in before and "status" not in session:
         raise UsageError("--unset session.status: a session has a status; set it instead")
 
@@ -153,17 +178,32 @@ async def edit_state(h: Editor, checkpoint_id: str, new: dict[str, Any], what: s
         session = await h._session(tx, sid)
         old = view_of(rows[0], session)
         edit_check(old, new)
-        msg_set = {MESSAGE_FIELDS[k]: _encoded(k, new.get(k)) for k in MESSAGE_FIELDS if new.get(k) != old.get(k)}
+        msg_set = {
+            MESSAGE_FIELDS[k]: _encoded(k, new.get(k)) for k in MESSAGE_FIELDS if new.get(k) != old.get(k)
+        }
         old_s, new_s = old.get("session") or {}, new.get("session") or {}
-        ses_set = {SESSION_FIELDS[k]: _encoded(k, new_s.get(k)) for k in old_s if new_s.get(k) != old_s.get(k)}
-        step = int((await tx.fetch("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?",
-                                   sid, mid))[0]["n"])
+        ses_set = {
+            SESSION_FIELDS[k]: _encoded(k, new_s.get(k)) for k in old_s if new_s.get(k) != old_s.get(k)
+        }
+        step = int(
+            (await tx.fetch("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?", sid, mid))[
+                0
+            ]["n"]
+        )
         if not msg_set and not ses_set:
-            return OpResult(None, "edit", f"nothing to change: {checkpoint_id} (step {step} of {sid}) "
-                                          "already holds these values")
+            return OpResult(
+                None,
+                "edit",
+                f"nothing to change: {checkpoint_id} (step {step} of {sid}) already holds these values",
+            )
         summary = f"edit {sid} at step {step} ({checkpoint_id}): {what}"
-        details: dict[str, Any] = {"thread": sid, "ref": checkpoint_id, "message_id": mid,
-                                   "message_columns": sorted(msg_set), "session_columns": sorted(ses_set)}
+        details: dict[str, Any] = {
+            "thread": sid,
+            "ref": checkpoint_id,
+            "message_id": mid,
+            "message_columns": sorted(msg_set),
+            "session_columns": sorted(ses_set),
+        }
         op = await h._begin(tx, "edit", summary, [sid], details, ("sessions", "messages"))
         if msg_set:
             if "content" in msg_set:  # the old content's entry (FTS5 needs the old value)
@@ -173,10 +213,17 @@ async def edit_state(h: Editor, checkpoint_id: str, new: dict[str, Any], what: s
             if "content" in msg_set:
                 await h._fts_index(tx, "insert", "id = ?", (mid,))
         if session is not None:
-            sets = [f"{c} = {h._ts('sessions', c)}" for c in ses_set] + [f"updated_at = {h._ts('sessions', 'updated_at')}"]
-            await op.update("sessions", ("id",), "id = ?", (sid,), ", ".join(sets), (*ses_set.values(), h._now()))
+            sets = [f"{c} = {h._ts('sessions', c)}" for c in ses_set] + [
+                f"updated_at = {h._ts('sessions', 'updated_at')}"
+            ]
+            await op.update(
+                "sessions", ("id",), "id = ?", (sid,), ", ".join(sets), (*ses_set.values(), h._now())
+            )
         op_id = await h.journal_finish(op)
-    return OpResult(op_id, "edit", f"edited {sid}: message {checkpoint_id} (step {step})"
-                    + (f" in place ({', '.join(sorted(msg_set))})" if msg_set else "")
-                    + (f"; session {', '.join(sorted(ses_set)) or 'updated_at'}" if session is not None else ""))
-
+    return OpResult(
+        op_id,
+        "edit",
+        f"edited {sid}: message {checkpoint_id} (step {step})"
+        + (f" in place ({', '.join(sorted(msg_set))})" if msg_set else "")
+        + (f"; session {', '.join(sorted(ses_set)) or 'updated_at'}" if session is not None else ""),
+    )

@@ -45,8 +45,9 @@ search scans).
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import (
     AgentctlError,
@@ -76,8 +77,8 @@ from agentctl.storage.results import (
 from agentctl.storage.sqlutil import in_chunks, marks
 
 if TYPE_CHECKING:
-    from agentctl.storage.sql.conn import Transaction
     from agentctl.storage.article.store import ArticleStore
+    from agentctl.storage.sql.conn import Transaction
 
 _NAME = re.compile(r"^[\w.-]{1,64}$")
 STRATEGIES = ("fail", "three-way", "ours", "theirs")
@@ -148,8 +149,15 @@ class ArticleHistory(JournalHistory, History):
             yield tx
         await self.store._reload_tables()
 
-    async def _begin(self, tx: Transaction, kind: str, summary: str, threads: Sequence[str],
-                     details: dict[str, Any], tables: Sequence[str]) -> ops.Op:
+    async def _begin(
+        self,
+        tx: Transaction,
+        kind: str,
+        summary: str,
+        threads: Sequence[str],
+        details: dict[str, Any],
+        tables: Sequence[str],
+    ) -> ops.Op:
         """An op of the journal, the tables it may change taken parents first."""
         if S.BRANCHES in tables:
             for ddl in S.branches_ddl(tx.kind):
@@ -171,18 +179,22 @@ class ArticleHistory(JournalHistory, History):
         return self._cols[table]
 
     async def _fts_mode(self, tx: Transaction) -> str:
-        """"maintain", "triggers" or "off" (no FTS, not the article's kind, or stale)."""
+        """ "maintain", "triggers" or "off" (no FTS, not the article's kind, or stale)."""
         if tx.kind != "sqlite":
             return "off"
         rows = await tx.fetch("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'")
         if not rows or not indexes_messages(rows[0]["sql"]):
             return "off"
-        if await tx.fetch("SELECT 1 AS x FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' "
-                          "AND sql LIKE '%messages_fts%' LIMIT 1"):
+        if await tx.fetch(
+            "SELECT 1 AS x FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' "
+            "AND sql LIKE '%messages_fts%' LIMIT 1"
+        ):
             return "triggers"
         if not await self._has(tx, "messages_fts_docsize"):
             return "off"
-        a = (await tx.fetch("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages_fts_docsize"))[0]
+        a = (await tx.fetch("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages_fts_docsize"))[
+            0
+        ]
         b = (await tx.fetch("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages"))[0]
         return "maintain" if (a["n"], a["mx"], a["sm"]) == (b["n"], b["mx"], b["sm"]) else "off"
 
@@ -192,11 +204,16 @@ class ArticleHistory(JournalHistory, History):
         if self._fts != "maintain":
             return
         if action == "delete":
-            await tx.execute("INSERT INTO messages_fts(messages_fts, rowid, content) SELECT 'delete', id, content "
-                             f"FROM messages WHERE {where}", *params)
+            await tx.execute(
+                "INSERT INTO messages_fts(messages_fts, rowid, content) SELECT 'delete', id, content "
+                f"FROM messages WHERE {where}",
+                *params,
+            )
         else:
-            await tx.execute(f"INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
-                             f"WHERE {where}", *params)
+            await tx.execute(
+                f"INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE {where}",
+                *params,
+            )
 
     async def fingerprint(self, tx: Any, sid: str) -> str:
         """The session row's counters, status, title and updated_at, and the count/min/max/
@@ -205,34 +222,45 @@ class ArticleHistory(JournalHistory, History):
         import json
 
         session = ["message_count", "total_tokens", "status", "title", self.store.t("updated_at")]
-        parts = {"messages": ("COUNT(*)", "MIN(id)", "MAX(id)", "SUM(id)"), "tool_logs": ("COUNT(*)", "SUM(id)"),
-                 "tasks": ("COUNT(*)", "MAX(id)")}
+        parts = {
+            "messages": ("COUNT(*)", "MIN(id)", "MAX(id)", "SUM(id)"),
+            "tool_logs": ("COUNT(*)", "SUM(id)"),
+            "tasks": ("COUNT(*)", "MAX(id)"),
+        }
         parts = {t: p for t, p in parts.items() if t == "messages" or await self.store.has(t)}
         cols = ["(SELECT COUNT(*) FROM sessions WHERE id = ?)"]
         cols += [f"(SELECT {c} FROM sessions WHERE id = ?)" for c in session]
         cols += [f"(SELECT {e} FROM {t} WHERE session_id = ?)" for t, p in parts.items() for e in p]
-        row = list((await tx.fetch(f"SELECT {', '.join(f'{c} AS c{i}' for i, c in enumerate(cols))}",
-                                   *[sid] * len(cols)))[0].values())
+        row = list(
+            (
+                await tx.fetch(
+                    f"SELECT {', '.join(f'{c} AS c{i}' for i, c in enumerate(cols))}", *[sid] * len(cols)
+                )
+            )[0].values()
+        )
         out: dict[str, Any] = {"session": [str(v) for v in row[1:6]] if row[0] else None}
         at = 6
         for table, exprs in parts.items():
-            out[table] = [str(v) for v in row[at:at + len(exprs)]]
+            out[table] = [str(v) for v in row[at : at + len(exprs)]]
             at += len(exprs)
         return json.dumps(out, sort_keys=True, ensure_ascii=False)
 
     async def _recount(self, op: ops.Op | None, tx: Transaction, sid: str) -> None:
         """The session's message_count and total_tokens recomputed, updated_at now (`op`:
         recorded as its update; None: a row the op inserts)."""
-        assign = ("message_count = (SELECT COUNT(*) FROM messages m WHERE m.session_id = ?), "
-                  "total_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = ?), "
-                  f"updated_at = {self._ts('sessions', 'updated_at')}")
+        assign = (
+            "message_count = (SELECT COUNT(*) FROM messages m WHERE m.session_id = ?), "
+            "total_tokens = (SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = ?), "
+            f"updated_at = {self._ts('sessions', 'updated_at')}"
+        )
         if op is None:
             await tx.execute(f"UPDATE sessions SET {assign} WHERE id = ?", sid, sid, self._now(), sid)
         else:
             await op.update("sessions", ("id",), "id = ?", (sid,), assign, (sid, sid, self._now()))
 
-    async def _update_ids(self, op: ops.Op, table: str, ids: Sequence[Any], assign: str,
-                          values: Sequence[Any]) -> None:
+    async def _update_ids(
+        self, op: ops.Op, table: str, ids: Sequence[Any], assign: str, values: Sequence[Any]
+    ) -> None:
         for ph, chunk in in_chunks(ids):
             await op.update(table, (KEYS[table],), f"id IN ({ph})", chunk, assign, values)
 
@@ -247,12 +275,17 @@ class ArticleHistory(JournalHistory, History):
     async def _target(self, reader: Any, cid: str) -> tuple[int, str, int]:
         """(message id, session id, step) of a checkpoint id, or CheckpointNotFound."""
         mid = message_id_of(cid)
-        rows = await reader.fetch("SELECT session_id FROM messages WHERE id = ?", mid) if mid is not None else []
+        rows = (
+            await reader.fetch("SELECT session_id FROM messages WHERE id = ?", mid) if mid is not None else []
+        )
         if mid is None or not rows:
             raise CheckpointNotFound(cid)
         sid = rows[0]["session_id"]
-        step = (await reader.fetch("SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?",
-                                   sid, mid))[0]["n"]
+        step = (
+            await reader.fetch(
+                "SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND id <= ?", sid, mid
+            )
+        )[0]["n"]
         return mid, sid, int(step)
 
     async def _fresh_session(self, reader: Any, base: str) -> str:
@@ -265,13 +298,21 @@ class ArticleHistory(JournalHistory, History):
 
     async def _copy_session(self, tx: Transaction, src: str, new: str, title: str) -> None:
         cols, now = await self._columns(tx, "sessions"), self._now()
-        given = {"id": ("CAST(? AS TEXT)", new), "title": ("CAST(? AS TEXT)", title),
-                 **{c: (self._ts("sessions", c), now) for c in ("created_at", "updated_at")}}
+        given = {
+            "id": ("CAST(? AS TEXT)", new),
+            "title": ("CAST(? AS TEXT)", title),
+            **{c: (self._ts("sessions", c), now) for c in ("created_at", "updated_at")},
+        }
         exprs = [given[c][0] if c in given else c for c in cols]
-        await tx.execute(f"INSERT INTO sessions ({', '.join(cols)}) SELECT {', '.join(exprs)} "
-                         "FROM sessions WHERE id = ?", *[given[c][1] for c in cols if c in given], src)
+        await tx.execute(
+            f"INSERT INTO sessions ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM sessions WHERE id = ?",
+            *[given[c][1] for c in cols if c in given],
+            src,
+        )
 
-    async def _logs_of(self, tx: Transaction, sid: str, after: int | None = None, upto: int | None = None) -> list[int]:
+    async def _logs_of(
+        self, tx: Transaction, sid: str, after: int | None = None, upto: int | None = None
+    ) -> list[int]:
         """Ids of the tool_logs belonging to the messages of `sid` with after < id <= upto
         (linked by message_id, or unlinked and attributed to them: see store.py)."""
         if not await self._has(tx, "tool_logs"):
@@ -282,23 +323,37 @@ class ArticleHistory(JournalHistory, History):
             f"WHERE x.session_id = ?{rng}) OR (l.message_id IS NULL AND l.session_id = ? AND "
             f"{self.store._attributed()} IN (SELECT x.id FROM messages x WHERE x.session_id = ?{rng})) "
             "ORDER BY l.id",
-            sid, *params, sid, sid, *params)
+            sid,
+            *params,
+            sid,
+            sid,
+            *params,
+        )
         return [int(r["id"]) for r in rows]
 
-    async def _copy_messages(self, tx: Transaction, src: str, dst: str, after: int | None,
-                             upto: int | None) -> tuple[list[int], list[int]]:
+    async def _copy_messages(
+        self, tx: Transaction, src: str, dst: str, after: int | None, upto: int | None
+    ) -> tuple[list[int], list[int]]:
         """Copy the messages of `src` with after < id <= upto (and their tool_logs) into
         `dst` with new ids, in id order; return the new message ids and tool log ids."""
         mcols = [c for c in await self._columns(tx, "messages") if c != "id"]
         exprs = ["CAST(? AS TEXT)" if c == "session_id" else c for c in mcols]
         conds, params = _between("id", after, upto)
-        old_ids = [int(r["id"]) for r in await tx.fetch(
-            f"SELECT id FROM messages WHERE session_id = ?{conds} ORDER BY id", src, *params)]
+        old_ids = [
+            int(r["id"])
+            for r in await tx.fetch(
+                f"SELECT id FROM messages WHERE session_id = ?{conds} ORDER BY id", src, *params
+            )
+        ]
         log_ids = await self._logs_of(tx, src, after, upto)
         mapping: dict[int, int] = {}
         for old in old_ids:
-            rows = await tx.fetch(f"INSERT INTO messages ({', '.join(mcols)}) SELECT {', '.join(exprs)} "
-                                  "FROM messages WHERE id = ? RETURNING id", dst, old)
+            rows = await tx.fetch(
+                f"INSERT INTO messages ({', '.join(mcols)}) SELECT {', '.join(exprs)} "
+                "FROM messages WHERE id = ? RETURNING id",
+                dst,
+                old,
+            )
             mapping[old] = int(rows[0]["id"])
         new_ids = [mapping[o] for o in old_ids]
         for ph, chunk in in_chunks(new_ids):
@@ -309,9 +364,13 @@ class ArticleHistory(JournalHistory, History):
         for lid in log_ids:
             link = (await tx.fetch("SELECT message_id FROM tool_logs WHERE id = ?", lid))[0]["message_id"]
             given = {"session_id": dst, "message_id": mapping.get(int(link)) if link is not None else None}
-            rows = await tx.fetch(f"INSERT INTO tool_logs ({', '.join(lcols)}) SELECT "
-                                  f"{', '.join(lexprs.get(c, c) for c in lcols)} FROM tool_logs WHERE id = ? "
-                                  "RETURNING id", *[given[c] for c in lcols if c in given], lid)
+            rows = await tx.fetch(
+                f"INSERT INTO tool_logs ({', '.join(lcols)}) SELECT "
+                f"{', '.join(lexprs.get(c, c) for c in lcols)} FROM tool_logs WHERE id = ? "
+                "RETURNING id",
+                *[given[c] for c in lcols if c in given],
+                lid,
+            )
             new_logs.append(int(rows[0]["id"]))
         return new_ids, new_logs
 
@@ -328,13 +387,16 @@ class ArticleHistory(JournalHistory, History):
         return RewindPlan(target, target.thread_id, moved, archive, hard)
 
     @retried_write
-    async def rewind(self, checkpoint_id_: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> TimeTravelResult:
+    async def rewind(
+        self, checkpoint_id_: str, hard: bool = False, *, archive_thread: str | None = None
+    ) -> TimeTravelResult:
         mid0 = message_id_of(checkpoint_id_)
         if mid0 is None:
             raise CheckpointNotFound(checkpoint_id_)
         if archive_thread is not None and not hard and not _NAME.match(archive_thread):
-            raise UsageError(f"invalid archive session id {archive_thread!r} (letters, digits, '.', '_', '-')")
+            raise UsageError(
+                f"invalid archive session id {archive_thread!r} (letters, digits, '.', '_', '-')"
+            )
         rows = await self.store.q("SELECT session_id FROM messages WHERE id = ?", mid0)
         if not rows:
             raise CheckpointNotFound(checkpoint_id_)
@@ -343,21 +405,33 @@ class ArticleHistory(JournalHistory, History):
         async with self._write([sid0] + ([archive_thread] if archive_thread else [])) as tx:
             mid, sid, step = await self._target(tx, checkpoint_id_)
             if sid != sid0:
-                raise OperationError(f"checkpoint {checkpoint_id_!r} moved to another session meanwhile; retry")
+                raise OperationError(
+                    f"checkpoint {checkpoint_id_!r} moved to another session meanwhile; retry"
+                )
             if await self._session(tx, sid) is None:
                 raise OperationError(f"session {sid!r} of {checkpoint_id_} does not exist; cannot rewind it")
-            before = int((await tx.fetch("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", sid))[0]["n"])
-            later = [int(r["id"]) for r in await tx.fetch(
-                "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id", sid, mid)]
+            before = int(
+                (await tx.fetch("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", sid))[0]["n"]
+            )
+            later = [
+                int(r["id"])
+                for r in await tx.fetch(
+                    "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id", sid, mid
+                )
+            ]
             result.update(sid=sid, before=before, later=later, archive=None, op_id=None)
             if later:
                 logs = await self._logs_of(tx, sid, after=mid)
                 if hard:
                     op = await self._begin(
-                        tx, "rewind", f"hard rewind {sid} to step {step} ({checkpoint_id_}): deleted "
-                        f"{len(later)} message(s)", [sid],
+                        tx,
+                        "rewind",
+                        f"hard rewind {sid} to step {step} ({checkpoint_id_}): deleted "
+                        f"{len(later)} message(s)",
+                        [sid],
                         {"target": checkpoint_id_, "thread": sid, "hard": True, "count": len(later)},
-                        ("sessions", "messages", "tool_logs"))
+                        ("sessions", "messages", "tool_logs"),
+                    )
                     for ph, chunk in in_chunks(logs):
                         await op.delete("tool_logs", ("id",), f"id IN ({ph})", chunk)
                     await self._fts_index(tx, "delete", "session_id = ? AND id > ?", (sid, mid))
@@ -368,20 +442,37 @@ class ArticleHistory(JournalHistory, History):
                     if archive == sid or await self._session(tx, archive) is not None:
                         raise UsageError(f"session {archive!r} already exists; choose another archive name")
                     op = await self._begin(
-                        tx, "rewind", f"rewind {sid} to step {step} ({checkpoint_id_}): moved {len(later)} "
-                        f"message(s) to {archive}", [sid, archive],
-                        {"target": checkpoint_id_, "thread": sid, "hard": False, "archive_thread": archive,
-                         "count": len(later)}, ("sessions", "messages", "tool_logs", S.BRANCHES))
+                        tx,
+                        "rewind",
+                        f"rewind {sid} to step {step} ({checkpoint_id_}): moved {len(later)} "
+                        f"message(s) to {archive}",
+                        [sid, archive],
+                        {
+                            "target": checkpoint_id_,
+                            "thread": sid,
+                            "hard": False,
+                            "archive_thread": archive,
+                            "count": len(later),
+                        },
+                        ("sessions", "messages", "tool_logs", S.BRANCHES),
+                    )
                     src = await self._session(tx, sid)
                     assert src is not None  # the session of the target, read in this transaction
-                    await self._copy_session(tx, sid, archive,
-                                             f"{src.get('title') or ''} (rewound from {sid} at step {step})")
+                    await self._copy_session(
+                        tx, sid, archive, f"{src.get('title') or ''} (rewound from {sid} at step {step})"
+                    )
                     await self._update_ids(op, "messages", later, "session_id = ?", (archive,))
                     await self._update_ids(op, "tool_logs", logs, "session_id = ?", (archive,))
                     await tx.execute(
                         f"INSERT INTO {S.BRANCHES} (session_id, kind, name, source_session_id, source_message_id, "
                         "base_step, merged_message_id, into_head, created_at) VALUES (?, 'rewind', NULL, ?, ?, ?, "
-                        "NULL, NULL, ?)", archive, sid, mid, step, self._now())
+                        "NULL, NULL, ?)",
+                        archive,
+                        sid,
+                        mid,
+                        step,
+                        self._now(),
+                    )
                     await op.inserted(S.BRANCHES, ("session_id",), "session_id = ?", (archive,))
                     await self._recount(op, tx, sid)
                     await self._recount(None, tx, archive)
@@ -393,9 +484,15 @@ class ArticleHistory(JournalHistory, History):
             raise CheckpointNotFound(checkpoint_id_)
         later_ids = [checkpoint_id(i) for i in result["later"]]
         return TimeTravelResult(
-            cp, result["sid"], len(later_ids), result["before"], op_id=result["op_id"],
-            archive_thread=result["archive"], moved=later_ids if not hard else [],
-            deleted=later_ids if hard else [])
+            cp,
+            result["sid"],
+            len(later_ids),
+            result["before"],
+            op_id=result["op_id"],
+            archive_thread=result["archive"],
+            moved=later_ids if not hard else [],
+            deleted=later_ids if hard else [],
+        )
 
     # ---- branch ------------------------------------------------------------------------
 
@@ -403,7 +500,9 @@ class ArticleHistory(JournalHistory, History):
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
         name = str(branch_name or "")
         if not _NAME.match(name):
-            raise UsageError(f"invalid branch name {branch_name!r}: use 1-64 letters, digits, '.', '_' or '-'")
+            raise UsageError(
+                f"invalid branch name {branch_name!r}: use 1-64 letters, digits, '.', '_' or '-'"
+            )
         meta = await self.store.get_metadata(from_checkpoint_id)
         if meta is None:
             raise CheckpointNotFound(from_checkpoint_id)
@@ -416,15 +515,29 @@ class ArticleHistory(JournalHistory, History):
             if await self._session(tx, new) is not None:
                 raise UsageError(f"session {new!r} already exists; choose another branch name")
             op = await self._begin(
-                tx, "branch", f"branch {new} from {from_checkpoint_id} (step {step} of {sid})", [new, sid],
+                tx,
+                "branch",
+                f"branch {new} from {from_checkpoint_id} (step {step} of {sid})",
+                [new, sid],
                 {"from": from_checkpoint_id, "branch_thread": new, "name": name, "step": step},
-                ("sessions", "messages", "tool_logs", S.BRANCHES))
-            await self._copy_session(tx, sid, new, f"{src.get('title') or ''} (branch {name} of {sid} at step {step})")
+                ("sessions", "messages", "tool_logs", S.BRANCHES),
+            )
+            await self._copy_session(
+                tx, sid, new, f"{src.get('title') or ''} (branch {name} of {sid} at step {step})"
+            )
             new_ids, _ = await self._copy_messages(tx, sid, new, None, mid)
             await tx.execute(
                 f"INSERT INTO {S.BRANCHES} (session_id, kind, name, source_session_id, source_message_id, base_step, "
                 "merged_message_id, into_head, created_at) VALUES (?, 'branch', ?, ?, ?, ?, ?, ?, ?)",
-                new, name, sid, mid, step, new_ids[-1], mid, self._now())
+                new,
+                name,
+                sid,
+                mid,
+                step,
+                new_ids[-1],
+                mid,
+                self._now(),
+            )
             await self._recount(None, tx, new)
             await op.inserted("sessions", ("id",), "id = ?", (new,))
             await op.inserted("messages", ("id",), "session_id = ?", (new,))
@@ -445,29 +558,54 @@ class ArticleHistory(JournalHistory, History):
             if not await reader.fetch("SELECT 1 AS x FROM sessions WHERE id = ?", sid):
                 raise ThreadNotFound(sid)
         info = []
-        if await reader.fetch(*(("SELECT 1 AS x FROM sqlite_master WHERE name = ?", S.BRANCHES) if self.kind == "sqlite"
-                                else ("SELECT 1 AS x WHERE to_regclass(?) IS NOT NULL", S.BRANCHES))):
-            info = await reader.fetch(f"SELECT * FROM {S.BRANCHES} WHERE session_id = ? AND kind = 'branch'", branch)
+        if await reader.fetch(
+            *(
+                ("SELECT 1 AS x FROM sqlite_master WHERE name = ?", S.BRANCHES)
+                if self.kind == "sqlite"
+                else ("SELECT 1 AS x WHERE to_regclass(?) IS NOT NULL", S.BRANCHES)
+            )
+        ):
+            info = await reader.fetch(
+                f"SELECT * FROM {S.BRANCHES} WHERE session_id = ? AND kind = 'branch'", branch
+            )
         if not info or info[0]["source_session_id"] != into:
             raise UsageError(f"session {branch!r} is not a branch of {into!r} (made by agentctl branch)")
         b = info[0]
-        new = [int(r["id"]) for r in await reader.fetch(
-            "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id", branch, b["merged_message_id"])]
+        new = [
+            int(r["id"])
+            for r in await reader.fetch(
+                "SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
+                branch,
+                b["merged_message_id"],
+            )
+        ]
         head = (await reader.fetch("SELECT MAX(id) AS h FROM messages WHERE session_id = ?", into))[0]["h"]
         from agentctl.merge import Conflict
 
         moved = head != b["into_head"]
-        conflict = Conflict("/messages", checkpoint_id(b["into_head"]), checkpoint_id(head) if head is not None else None,
-                            [checkpoint_id(i) for i in new]) if moved and new else None
+        conflict = (
+            Conflict(
+                "/messages",
+                checkpoint_id(b["into_head"]),
+                checkpoint_id(head) if head is not None else None,
+                [checkpoint_id(i) for i in new],
+            )
+            if moved and new
+            else None
+        )
         return {"info": b, "new": new, "head": head, "moved": moved, "conflict": conflict}
 
-    async def plan_merge(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail") -> MergePlan:
+    async def plan_merge(
+        self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail"
+    ) -> MergePlan:
         await self.store.connect()
         f = await self._merge_facts(self.store, branch_thread_id, into_thread_id, strategy)
         ours = await self.store.get_latest(into_thread_id) or Checkpoint(
-            CheckpointMetadata(into_thread_id, "", 0), [], {}, {})
+            CheckpointMetadata(into_thread_id, "", 0), [], {}, {}
+        )
         theirs = await self.store.get_latest(branch_thread_id) or Checkpoint(  # (as ours)
-            CheckpointMetadata(branch_thread_id, "", 0), [], {}, {})
+            CheckpointMetadata(branch_thread_id, "", 0), [], {}, {}
+        )
         base = await self.store.get_metadata(checkpoint_id(f["info"]["into_head"]))
         appended = [m for m in theirs.messages if int(m.get("id", 0)) in set(f["new"])]
         conflicts = [f["conflict"]] if f["conflict"] else []
@@ -477,44 +615,91 @@ class ArticleHistory(JournalHistory, History):
         take = not (strategy == "ours" and resolved)
         merged_msgs = list(ours.messages) + (appended if take else [])
         merged = Checkpoint(
-            CheckpointMetadata(into_thread_id, "(new)", len(merged_msgs), ours.metadata.checkpoint_id or None,
-                               now_text(self.store._clock), ["merge", f"branch:{branch_thread_id}"],
-                               f"Merge {branch_thread_id} into {into_thread_id}"),
-            merged_msgs, ours.state, ours.tools_result)
-        return MergePlan(base, ours, theirs, merged, conflicts, strategy, branch_thread_id, into_thread_id,
-                         resolved, up_to_date=not f["new"] or not take,
-                         id_at_write="its id is the first appended message's, numbered by the write")
+            CheckpointMetadata(
+                into_thread_id,
+                "(new)",
+                len(merged_msgs),
+                ours.metadata.checkpoint_id or None,
+                now_text(self.store._clock),
+                ["merge", f"branch:{branch_thread_id}"],
+                f"Merge {branch_thread_id} into {into_thread_id}",
+            ),
+            merged_msgs,
+            ours.state,
+            ours.tools_result,
+        )
+        return MergePlan(
+            base,
+            ours,
+            theirs,
+            merged,
+            conflicts,
+            strategy,
+            branch_thread_id,
+            into_thread_id,
+            resolved,
+            up_to_date=not f["new"] or not take,
+            id_at_write="its id is the first appended message's, numbered by the write",
+        )
 
     @retried_write
-    async def merge_branch(self, branch_thread_id: str, into_thread_id: str, strategy: str = "fail",
-                           *, checkpoint_id: str | None = None) -> str:
+    async def merge_branch(
+        self,
+        branch_thread_id: str,
+        into_thread_id: str,
+        strategy: str = "fail",
+        *,
+        checkpoint_id: str | None = None,
+    ) -> str:
         """Append the branch's new messages to the target. (`checkpoint_id` is ignored:
         the appended messages get their ids from the messages table.)"""
         branch, into = branch_thread_id, into_thread_id
         async with self._write([into, branch]) as tx:
             f = await self._merge_facts(tx, branch, into, strategy)
             if not f["new"]:
-                raise OperationError(f"nothing to merge: {branch} has no messages after its fork point "
-                                     f"(or its last merge) into {into}; nothing was written")
+                raise OperationError(
+                    f"nothing to merge: {branch} has no messages after its fork point "
+                    f"(or its last merge) into {into}; nothing was written"
+                )
             if f["moved"]:
                 if strategy in ("fail", "three-way"):
                     conflict = f["conflict"]
                     raise MergeConflictError(
-                        [conflict], f"merging {branch} into {into} conflicts: {into} has changed since the fork "
+                        [conflict],
+                        f"merging {branch} into {into} conflicts: {into} has changed since the fork "
                         f"(head {conflict.ours or 'none'}, forked at {conflict.base}); nothing was written; "
-                        "use strategy 'theirs' to append the branch's messages anyway")
+                        "use strategy 'theirs' to append the branch's messages anyway",
+                    )
                 if strategy == "ours":
-                    raise OperationError(f"strategy 'ours' keeps {into} as it is (it changed since the fork); "
-                                         "nothing was written")
+                    raise OperationError(
+                        f"strategy 'ours' keeps {into} as it is (it changed since the fork); "
+                        "nothing was written"
+                    )
             info = f["info"]
             op = await self._begin(
-                tx, "merge", f"merge {branch} into {into}: appended {len(f['new'])} message(s)", [into, branch],
-                {"branch_thread": branch, "into": into, "strategy": strategy, "count": len(f["new"]),
-                 "old_merged_message_id": info["merged_message_id"], "old_into_head": info["into_head"]},
-                ("sessions", "messages", "tool_logs", S.BRANCHES))
+                tx,
+                "merge",
+                f"merge {branch} into {into}: appended {len(f['new'])} message(s)",
+                [into, branch],
+                {
+                    "branch_thread": branch,
+                    "into": into,
+                    "strategy": strategy,
+                    "count": len(f["new"]),
+                    "old_merged_message_id": info["merged_message_id"],
+                    "old_into_head": info["into_head"],
+                },
+                ("sessions", "messages", "tool_logs", S.BRANCHES),
+            )
             new_ids, new_logs = await self._copy_messages(tx, branch, into, info["merged_message_id"], None)
-            await op.update(S.BRANCHES, ("session_id",), "session_id = ?", (branch,),
-                            "merged_message_id = ?, into_head = ?", (f["new"][-1], new_ids[-1]))
+            await op.update(
+                S.BRANCHES,
+                ("session_id",),
+                "session_id = ?",
+                (branch,),
+                "merged_message_id = ?, into_head = ?",
+                (f["new"][-1], new_ids[-1]),
+            )
             await self._recount(op, tx, into)
             await self._inserted_ids(op, "messages", new_ids)
             await self._inserted_ids(op, "tool_logs", new_logs)
@@ -535,10 +720,14 @@ class ArticleHistory(JournalHistory, History):
         if spec.milestones is not None:
             raise Unsupported("article", "prune --milestones (sessions are pruned whole)")
         if spec.keep_last is None and spec.older_than is None and not spec.statuses:
-            raise UsageError("give at least one of --keep-last N (sessions per user), --older-than AGE, --status")
+            raise UsageError(
+                "give at least one of --keep-last N (sessions per user), --older-than AGE, --status"
+            )
         if spec.keep_last is not None and spec.threads is not None:
-            raise UsageError("the article store prunes whole sessions: --keep-last N keeps each user's newest N "
-                             "sessions, so it takes no SESSION (to drop a session's later messages: rewind --hard)")
+            raise UsageError(
+                "the article store prunes whole sessions: --keep-last N keeps each user's newest N "
+                "sessions, so it takes no SESSION (to drop a session's later messages: rewind --hard)"
+            )
         conds: list[str] = []
         params: list[Any] = []
         t = self.store.t
@@ -554,17 +743,20 @@ class ArticleHistory(JournalHistory, History):
         if spec.keep_last is not None:
             if int(spec.keep_last) < 0:
                 raise UsageError("--keep-last must be >= 0")
-            conds.append("s.id NOT IN (SELECT r.id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id "
-                         f"ORDER BY {t('updated_at')} DESC, id{self.store.C} DESC) AS rn FROM sessions) r "
-                         "WHERE r.rn <= ?)")
+            conds.append(
+                "s.id NOT IN (SELECT r.id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id "
+                f"ORDER BY {t('updated_at')} DESC, id{self.store.C} DESC) AS rn FROM sessions) r "
+                "WHERE r.rn <= ?)"
+            )
             params.append(int(spec.keep_last))
         if spec.threads is not None:
             if not spec.threads:
                 return []
             conds.append(f"s.id IN ({marks(len(spec.threads))})")
             params += list(spec.threads)
-        rows = await reader.fetch(f"SELECT s.id FROM sessions s WHERE {' AND '.join(conds)} "
-                                  f"ORDER BY s.id{self.store.C}", *params)
+        rows = await reader.fetch(
+            f"SELECT s.id FROM sessions s WHERE {' AND '.join(conds)} ORDER BY s.id{self.store.C}", *params
+        )
         return [r["id"] for r in rows]
 
     @staticmethod
@@ -600,8 +792,13 @@ class ArticleHistory(JournalHistory, History):
     async def _delete_sessions(self, op: ops.Op, tx: Transaction, sessions: Sequence[str]) -> None:
         for ph, chunk in in_chunks(sessions):
             if await self._has(tx, "tool_logs"):
-                await op.delete("tool_logs", ("id",), f"session_id IN ({ph}) OR message_id IN "
-                                f"(SELECT id FROM messages WHERE session_id IN ({ph}))", (*chunk, *chunk))
+                await op.delete(
+                    "tool_logs",
+                    ("id",),
+                    f"session_id IN ({ph}) OR message_id IN "
+                    f"(SELECT id FROM messages WHERE session_id IN ({ph}))",
+                    (*chunk, *chunk),
+                )
             await self._fts_index(tx, "delete", f"session_id IN ({ph})", chunk)
             await op.delete("messages", ("id",), f"session_id IN ({ph})", chunk)
             if await self._has(tx, "tasks"):
@@ -611,24 +808,38 @@ class ArticleHistory(JournalHistory, History):
     async def _messages_of(self, tx: Transaction, sessions: Sequence[str]) -> list[str]:
         out: list[str] = []
         for sid in sessions:
-            out += [checkpoint_id(r["id"]) for r in await tx.fetch(
-                "SELECT id FROM messages WHERE session_id = ? ORDER BY id", sid)]
+            out += [
+                checkpoint_id(r["id"])
+                for r in await tx.fetch("SELECT id FROM messages WHERE session_id = ? ORDER BY id", sid)
+            ]
         return out
 
     @retried_write
-    async def prune_spec(self, spec: PruneSpec, *, progress: Callable[[int], Any] | None = None,
-                         plans: Sequence[PrunePlan] | None = None) -> list[OpResult]:
+    async def prune_spec(
+        self,
+        spec: PruneSpec,
+        *,
+        progress: Callable[[int], Any] | None = None,
+        plans: Sequence[PrunePlan] | None = None,
+    ) -> list[OpResult]:
         await self.store.connect()
         threads = spec.threads or []
         async with self._write(list(threads)) as tx:
             sessions = await self._select_sessions(tx, spec)
             if not sessions:
                 return [OpResult(None, "prune", "nothing to prune: no session matches")]
-            details = {"sessions": sessions, "keep_last": spec.keep_last, "older_than": spec.older_than,
-                       "statuses": spec.statuses, "threads": spec.threads}
+            details = {
+                "sessions": sessions,
+                "keep_last": spec.keep_last,
+                "older_than": spec.older_than,
+                "statuses": spec.statuses,
+                "threads": spec.threads,
+            }
             deleted = await self._messages_of(tx, sessions)
-            summary = (f"prune {len(sessions)} session(s) ({', '.join(sessions[:5])}"
-                       f"{', …' if len(sessions) > 5 else ''}): deleted {len(deleted)} message(s)")
+            summary = (
+                f"prune {len(sessions)} session(s) ({', '.join(sessions[:5])}"
+                f"{', …' if len(sessions) > 5 else ''}): deleted {len(deleted)} message(s)"
+            )
             op = await self._begin(tx, "prune", summary, sessions, details, tuple(KEYS)[:4])
             await self._delete_sessions(op, tx, sessions)
             op_id = await self.journal_finish(op)
@@ -639,7 +850,12 @@ class ArticleHistory(JournalHistory, History):
         if await self._session(self.store, thread_id) is None:
             raise ThreadNotFound(thread_id)
         branches = await self.store.branches_of([thread_id])
-        return DeletePlan(thread_id, await self.store.count(thread_id), [], list(dict.fromkeys(b.thread_id for b in branches)))
+        return DeletePlan(
+            thread_id,
+            await self.store.count(thread_id),
+            [],
+            list(dict.fromkeys(b.thread_id for b in branches)),
+        )
 
     @retried_write
     async def delete_thread(self, thread_id: str) -> OpResult:
@@ -648,16 +864,23 @@ class ArticleHistory(JournalHistory, History):
                 raise ThreadNotFound(thread_id)
             deleted = await self._messages_of(tx, [thread_id])
             summary = f"delete session {thread_id} ({len(deleted)} message(s))"
-            op = await self._begin(tx, "delete_thread", summary, [thread_id],
-                                   {"thread": thread_id, "count": len(deleted)}, tuple(KEYS)[:4])
+            op = await self._begin(
+                tx,
+                "delete_thread",
+                summary,
+                [thread_id],
+                {"thread": thread_id, "count": len(deleted)},
+                tuple(KEYS)[:4],
+            )
             await self._delete_sessions(op, tx, [thread_id])
             op_id = await self.journal_finish(op)
         return OpResult(op_id, "delete_thread", summary, deleted=deleted)
 
     # ---- undo, redo, purge: the journal's (agentctl/storage/journal/history.py) ------------
 
-    async def journal_move(self, tx: Any, record: dict[str, Any], image: str,
-                           threads: Sequence[str] | None = None) -> dict[str, Any]:
+    async def journal_move(
+        self, tx: Any, record: dict[str, Any], image: str, threads: Sequence[str] | None = None
+    ) -> dict[str, Any]:
         """The journal's move, after checking that every row the op (or its undo) left
         is still as it left it (none changed, none deleted, no key taken again), and with
         messages_fts kept in step where agentctl keeps it."""
@@ -675,9 +898,14 @@ class ArticleHistory(JournalHistory, History):
         for ph, chunk in in_chunks(list(images)):
             await self._fts_index(tx, "insert", f"id IN ({ph})", chunk)
         other = "after" if undo else "before"
-        self._moved = {kind: [checkpoint_id(i) for i, d in images.items() if test(d)] for kind, test in (
-            ("created", lambda d: other not in d), ("deleted", lambda d: image not in d),
-            ("moved", lambda d: len(d) == 2 and d[image] != d[other]))}
+        self._moved = {
+            kind: [checkpoint_id(i) for i, d in images.items() if test(d)]
+            for kind, test in (
+                ("created", lambda d: other not in d),
+                ("deleted", lambda d: image not in d),
+                ("moved", lambda d: len(d) == 2 and d[image] != d[other]),
+            )
+        }
         return moved
 
     def describe_rows(self, table: str, keys: Sequence[tuple[Any, ...]]) -> str:

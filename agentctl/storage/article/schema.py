@@ -99,7 +99,8 @@ KEYS = {"sessions": "id", "messages": "id", "tool_logs": "id", "tasks": "id", BR
 
 def branches_ddl(kind: str) -> list[str]:
     big = "BIGINT" if kind == "postgres" else "INTEGER"
-    return [f"""CREATE TABLE IF NOT EXISTS {BRANCHES} (
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {BRANCHES} (
             session_id TEXT PRIMARY KEY,
             kind TEXT NOT NULL,
             name TEXT,
@@ -109,4 +110,5 @@ def branches_ddl(kind: str) -> list[str]:
             merged_message_id {big},
             into_head {big},
             created_at TEXT NOT NULL)""",
-            f"CREATE INDEX IF NOT EXISTS idx_{BRANCHES}_source ON {BRANCHES}(source_session_id)"]
+        f"CREATE INDEX IF NOT EXISTS idx_{BRANCHES}_source ON {BRANCHES}(source_session_id)",
+    ]

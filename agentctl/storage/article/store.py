@@ -31,12 +31,12 @@ No rich/textual imports here: the CLI and the TUI reach this through the contrac
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from agentctl import deep
-from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.errors import (
     CorruptRowError,
     SchemaError,
@@ -45,7 +45,15 @@ from agentctl.errors import (
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.article import FORMAT, REQUIRED
 from agentctl.storage.article import schema as S
-from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, check_search_places, local_file_of
+from agentctl.storage.contract import (
+    SEARCH_PLACES,
+    Capability,
+    Problem,
+    Store,
+    check_search_places,
+    local_file_of,
+)
+from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.storage.sqlutil import in_chunks, marks
 
 CID_PREFIX = "msg-"
@@ -112,16 +120,27 @@ class SessionSummary(ThreadSummary):
     total_cost: float | None = None
 
     def extra_columns(self) -> list[tuple[str, Any]]:
-        return [("USER", self.user_name or self.user_id or ""), ("TITLE", self.title or ""),
-                ("STATUS", self.status or ""), ("MODEL", self.model or ""),
-                ("TOKENS", self.total_tokens if self.total_tokens is not None else ""),
-                ("COST", self.total_cost if self.total_cost is not None else "")]
+        return [
+            ("USER", self.user_name or self.user_id or ""),
+            ("TITLE", self.title or ""),
+            ("STATUS", self.status or ""),
+            ("MODEL", self.model or ""),
+            ("TOKENS", self.total_tokens if self.total_tokens is not None else ""),
+            ("COST", self.total_cost if self.total_cost is not None else ""),
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
-        d.update(user_id=self.user_id, user_name=self.user_name, title=self.title,
-                 status=self.status, model=self.model, message_count=self.message_count,
-                 total_tokens=self.total_tokens, total_cost=self.total_cost)
+        d.update(
+            user_id=self.user_id,
+            user_name=self.user_name,
+            title=self.title,
+            status=self.status,
+            model=self.model,
+            message_count=self.message_count,
+            total_tokens=self.total_tokens,
+            total_cost=self.total_cost,
+        )
         return d
 
 
@@ -132,8 +151,10 @@ def _check_tables(where: str, tables: dict[str, set[str]]) -> None:
     for table, cols in REQUIRED.items():
         if table not in tables:
             shown = ", ".join(sorted(t for t in tables if not t.startswith("sqlite_"))[:8])
-            raise SchemaError(f"{where} has no '{table}' table, not an article session store"
-                              + (f" (it has: {shown})" if shown else " (it has no tables)"))
+            raise SchemaError(
+                f"{where} has no '{table}' table, not an article session store"
+                + (f" (it has: {shown})" if shown else " (it has no tables)")
+            )
         missing = [c for c in cols if c not in tables[table]]
         if missing:
             raise SchemaError(f"{where}: the '{table}' table lacks column(s): {', '.join(missing)}")
@@ -144,8 +165,7 @@ class ArticleStore(Store):
 
     thread_filters = ("user", "status")
 
-    def __init__(self, kind: str, target: str, *, readonly: bool = True, clock: Any = None,
-                 **kwargs: Any):
+    def __init__(self, kind: str, target: str, *, readonly: bool = True, clock: Any = None, **kwargs: Any):
         self.format = FORMAT
         self.kind = kind
         self.local_file = local_file_of(kind, target)
@@ -172,16 +192,22 @@ class ArticleStore(Store):
         return self.db
 
     def _check(self, tables: Mapping[str, set[str]]) -> None:
-        _check_tables(f"Postgres database {self.display_name}" if self.kind == "postgres"
-                      else self.display_name, dict(tables))
+        _check_tables(
+            f"Postgres database {self.display_name}" if self.kind == "postgres" else self.display_name,
+            dict(tables),
+        )
         self._tables = dict(tables)
 
     async def connect(self) -> None:
         await self.db.connect()
         if self.kind == "postgres" and not self.column_types:
-            self.column_types = {(r["table_name"], r["column_name"]): r["data_type"] for r in await self.db.query(
-                "SELECT table_name, column_name, data_type FROM information_schema.columns "
-                "WHERE table_schema = ANY(current_schemas(false))")}
+            self.column_types = {
+                (r["table_name"], r["column_name"]): r["data_type"]
+                for r in await self.db.query(
+                    "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = ANY(current_schemas(false))"
+                )
+            }
 
     async def close(self) -> None:
         await self.db.close()
@@ -201,7 +227,8 @@ class ArticleStore(Store):
         if self.kind == "sqlite":
             rows = await self.db.query(
                 "SELECT m.name AS t, p.name AS c FROM sqlite_master m, pragma_table_info(m.name) p "
-                "WHERE m.type = 'table'")
+                "WHERE m.type = 'table'"
+            )
         else:
             from agentctl.storage.schema import PG_COLUMNS_SQL
 
@@ -261,9 +288,14 @@ class ArticleStore(Store):
 
     def _meta(self, row: dict[str, Any], step: int, parent: str | None) -> CheckpointMetadata:
         return CheckpointMetadata(
-            thread_id=row["session_id"], checkpoint_id=checkpoint_id(row["id"]), step=step,
-            parent_checkpoint_id=parent, created_at=str(row.get("created_at") or ""),
-            tags=self._tags(row), summary=f"[{row['role']}] {one_line(row['content'])}")
+            thread_id=row["session_id"],
+            checkpoint_id=checkpoint_id(row["id"]),
+            step=step,
+            parent_checkpoint_id=parent,
+            created_at=str(row.get("created_at") or ""),
+            tags=self._tags(row),
+            summary=f"[{row['role']}] {one_line(row['content'])}",
+        )
 
     async def _fork_parent(self, session_id: str) -> str | None:
         """The checkpoint a branch session's first message points at (None: not a branch)."""
@@ -278,9 +310,10 @@ class ArticleStore(Store):
         ids = sorted(set(message_ids))
         for ph, chunk in in_chunks(ids):
             for r in await self.q(
-                    "SELECT m.id, m.session_id, (SELECT COUNT(*) FROM messages x WHERE "
-                    f"x.session_id = m.session_id AND x.id <= m.id) AS step FROM messages m WHERE m.id IN ({ph})",
-                    *chunk):
+                "SELECT m.id, m.session_id, (SELECT COUNT(*) FROM messages x WHERE "
+                f"x.session_id = m.session_id AND x.id <= m.id) AS step FROM messages m WHERE m.id IN ({ph})",
+                *chunk,
+            ):
                 out[int(r["id"])] = (r["session_id"], int(r["step"])) if with_session else int(r["step"])
         return out
 
@@ -299,10 +332,12 @@ class ArticleStore(Store):
             "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS n, "
             "(SELECT MAX(id) FROM messages m WHERE m.session_id = s.id) AS head_id, "
             "(SELECT MIN(id) FROM messages m WHERE m.session_id = s.id) AS first_id"
-            f" FROM ({page}) p JOIN sessions s ON s.id = p.pid ORDER BY p.rn")
+            f" FROM ({page}) p JOIN sessions s ON s.id = p.pid ORDER BY p.rn"
+        )
 
-    async def _filters(self, prefix: str | None, user: str | None, status: Any,
-                       thread: str | None = None) -> tuple[str, list[Any]]:
+    async def _filters(
+        self, prefix: str | None, user: str | None, status: Any, thread: str | None = None
+    ) -> tuple[str, list[Any]]:
         conds: list[str] = []
         params: list[Any] = []
         if thread is not None:
@@ -336,68 +371,110 @@ class ArticleStore(Store):
     async def _summaries(self, rows: list[dict[str, Any]]) -> list[ThreadSummary]:
         if not rows:
             return []
-        head_rows = await self._by_key(f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ({{}})",
-                                       [r["head_id"] for r in rows if r["head_id"] is not None])
-        first_rows = await self._by_key(f"SELECT id, {self.t('created_at')} AS created_at FROM messages "
-                                        "WHERE id IN ({})", [r["first_id"] for r in rows if r["first_id"] is not None])
+        head_rows = await self._by_key(
+            f"SELECT {self._msg_cols()} FROM messages m WHERE m.id IN ({{}})",
+            [r["head_id"] for r in rows if r["head_id"] is not None],
+        )
+        first_rows = await self._by_key(
+            f"SELECT id, {self.t('created_at')} AS created_at FROM messages WHERE id IN ({{}})",
+            [r["first_id"] for r in rows if r["first_id"] is not None],
+        )
         uids = sorted({r["user_id"] for r in rows if r["user_id"] is not None})
-        users = await self._by_key("SELECT id, name FROM users WHERE id IN ({})", uids) \
-            if uids and await self.has("users") else {}
-        branches = await self._by_key(f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ({{}})",
-                                      [r["sid"] for r in rows], "session_id") if await self.has(S.BRANCHES) else {}
+        users = (
+            await self._by_key("SELECT id, name FROM users WHERE id IN ({})", uids)
+            if uids and await self.has("users")
+            else {}
+        )
+        branches = (
+            await self._by_key(
+                f"SELECT * FROM {S.BRANCHES} WHERE session_id IN ({{}})",
+                [r["sid"] for r in rows],
+                "session_id",
+            )
+            if await self.has(S.BRANCHES)
+            else {}
+        )
         out: list[ThreadSummary] = []
         for r in rows:
             head = head_rows.get(int(r["head_id"])) if r["head_id"] is not None else None
             branch = branches.get(r["sid"])
-            out.append(SessionSummary(
-                thread_id=r["sid"], checkpoints=int(r["n"] or 0), head_step=int(r["n"] or 0),
-                head_checkpoint_id=checkpoint_id(head["id"]) if head else "",
-                updated_at=str(r["s_updated"] or ""),
-                head_summary=f"[{head['role']}] {one_line(head['content'])}" if head else "",
-                first_created_at=str(first_rows.get(int(r["first_id"]), {}).get("created_at", "") if r["first_id"] is not None
-                                     else (r["s_created"] or "")),
-                branch_of=branch["source_session_id"] if branch else None,
-                branch_point=checkpoint_id(branch["source_message_id"]) if branch else None,
-                user_id=r["user_id"], user_name=users.get(r["user_id"], {}).get("name"), title=r["title"],
-                status=r["status"], model=r["model"],
-                message_count=r["message_count"], total_tokens=r["total_tokens"],
-                total_cost=r["total_cost"]))
+            out.append(
+                SessionSummary(
+                    thread_id=r["sid"],
+                    checkpoints=int(r["n"] or 0),
+                    head_step=int(r["n"] or 0),
+                    head_checkpoint_id=checkpoint_id(head["id"]) if head else "",
+                    updated_at=str(r["s_updated"] or ""),
+                    head_summary=f"[{head['role']}] {one_line(head['content'])}" if head else "",
+                    first_created_at=str(
+                        first_rows.get(int(r["first_id"]), {}).get("created_at", "")
+                        if r["first_id"] is not None
+                        else (r["s_created"] or "")
+                    ),
+                    branch_of=branch["source_session_id"] if branch else None,
+                    branch_point=checkpoint_id(branch["source_message_id"]) if branch else None,
+                    user_id=r["user_id"],
+                    user_name=users.get(r["user_id"], {}).get("name"),
+                    title=r["title"],
+                    status=r["status"],
+                    model=r["model"],
+                    message_count=r["message_count"],
+                    total_tokens=r["total_tokens"],
+                    total_cost=r["total_cost"],
+                )
+            )
         return out
 
     async def thread_summaries(
-        self, limit: int = 50, offset: int = 0, sort: str = "updated",
-        descending: bool = True, prefix: str | None = None, *, user: str | None = None,
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
+        *,
+        user: str | None = None,
         status: Any = None,
     ) -> list[ThreadSummary]:
         if sort not in SORTS:
             raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
         where, params = await self._filters(prefix, user, status)
         d = "DESC" if descending else "ASC"
-        key = {"updated": f"{self.t('s.updated_at')} {d}", "created": f"{self.t('s.created_at')} {d}",
-               "thread": f"s.id{self.C} {d}",
-               "checkpoints": f"(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) {d}",
-               "step": f"(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) {d}"}[sort]
+        key = {
+            "updated": f"{self.t('s.updated_at')} {d}",
+            "created": f"{self.t('s.created_at')} {d}",
+            "thread": f"s.id{self.C} {d}",
+            "checkpoints": f"(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) {d}",
+            "step": f"(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) {d}",
+        }[sort]
         tie = "" if sort == "thread" else f", s.id{self.C} ASC"
-        rows = await self.q(self._summary_sql(where, f"ORDER BY {key}{tie} LIMIT ? OFFSET ?"),
-                            *params, int(limit), int(offset))
+        rows = await self.q(
+            self._summary_sql(where, f"ORDER BY {key}{tie} LIMIT ? OFFSET ?"),
+            *params,
+            int(limit),
+            int(offset),
+        )
         return await self._summaries(rows)
 
-    async def count_threads(self, prefix: str | None = None, *, user: str | None = None,
-                            status: Any = None) -> int:
+    async def count_threads(
+        self, prefix: str | None = None, *, user: str | None = None, status: Any = None
+    ) -> int:
         where, params = await self._filters(prefix, user, status)
         rows = await self.q(f"SELECT COUNT(*) AS n FROM sessions s {where}", *params)
         return int(rows[0]["n"])
 
     async def filter_values(self, name: str) -> list[str]:
-        """"status": the sessions' statuses; "user": their users' ids and names."""
+        """ "status": the sessions' statuses; "user": their users' ids and names."""
         if name == "status":
             rows = await self.q("SELECT DISTINCT status AS v FROM sessions WHERE status IS NOT NULL")
         elif name != "user":
             return []
         elif await self.has("users"):
-            rows = await self.q("SELECT DISTINCT s.user_id AS v FROM sessions s WHERE s.user_id IS NOT NULL "
-                                "UNION SELECT u.name AS v FROM users u JOIN sessions s ON s.user_id = u.id "
-                                "WHERE u.name IS NOT NULL")
+            rows = await self.q(
+                "SELECT DISTINCT s.user_id AS v FROM sessions s WHERE s.user_id IS NOT NULL "
+                "UNION SELECT u.name AS v FROM users u JOIN sessions s ON s.user_id = u.id "
+                "WHERE u.name IS NOT NULL"
+            )
         else:
             rows = await self.q("SELECT DISTINCT user_id AS v FROM sessions WHERE user_id IS NOT NULL")
         return sorted({str(r["v"]) for r in rows})
@@ -409,8 +486,9 @@ class ArticleStore(Store):
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         where, params = await self._filters(prefix or None, None, None)
-        rows = await self.q(f"SELECT s.id FROM sessions s {where} ORDER BY s.id{self.C} LIMIT ?",
-                            *params, int(limit))
+        rows = await self.q(
+            f"SELECT s.id FROM sessions s {where} ORDER BY s.id{self.C} LIMIT ?", *params, int(limit)
+        )
         return [r["id"] for r in rows]
 
     async def change_token(self, thread_id: str | None) -> tuple[Any, Any]:
@@ -418,15 +496,22 @@ class ArticleStore(Store):
         message id), sessions are added or updated (count, latest updated_at; on SQLite
         any commit of another connection, `PRAGMA data_version`), and when the
         shown thread changes (its message count and highest id). Aggregates only."""
-        top = (await self.q(f"SELECT (SELECT MAX(id) FROM messages) AS top, COUNT(*) AS n, "
-                            f"MAX({self.t('updated_at')}) AS u FROM sessions"))[0]
+        top = (
+            await self.q(
+                f"SELECT (SELECT MAX(id) FROM messages) AS top, COUNT(*) AS n, "
+                f"MAX({self.t('updated_at')}) AS u FROM sessions"
+            )
+        )[0]
         token: tuple[Any, ...] = (top["top"], top["n"], top["u"])
         if self.kind == "sqlite":  # another connection committed (any change at all)
             token += ((await self.q("PRAGMA data_version"))[0]["data_version"],)
         if thread_id is None:
             return token, None
-        row = (await self.q("SELECT COUNT(*) AS n, MAX(id) AS last FROM messages WHERE session_id = ?",
-                            thread_id))[0]
+        row = (
+            await self.q(
+                "SELECT COUNT(*) AS n, MAX(id) AS last FROM messages WHERE session_id = ?", thread_id
+            )
+        )[0]
         return token, (row["n"], row["last"])
 
     # ---- checkpoints -----------------------------------------------------------------------
@@ -438,8 +523,9 @@ class ArticleStore(Store):
             rows = await self.q("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", thread_id)
         return int(rows[0]["n"])
 
-    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
-                          descending: bool = False) -> list[CheckpointMetadata]:
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list[CheckpointMetadata]:
         limit, offset = int(limit), max(0, int(offset))
         lo, n = offset, limit  # the page: n rows (ascending) from index lo
         if descending:
@@ -450,8 +536,13 @@ class ArticleStore(Store):
             n = hi - lo
         # one row more before the page: the parent of its first row
         start, first_step, skip_first = max(0, lo - 1), lo + 1, lo > 0
-        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                            "ORDER BY m.id LIMIT ? OFFSET ?", thread_id, n + int(skip_first), start)
+        rows = await self.q(
+            f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+            "ORDER BY m.id LIMIT ? OFFSET ?",
+            thread_id,
+            n + int(skip_first),
+            start,
+        )
         fork = await self._fork_parent(thread_id) if start == 0 and rows else None
         out: list[CheckpointMetadata] = []
         prev: str | None = fork
@@ -480,8 +571,15 @@ class ArticleStore(Store):
             return None
         mid, row = found
         sid = row["session_id"]
-        at = (await self.q("SELECT COUNT(*) AS n, MAX(CASE WHEN id < ? THEN id END) AS prev FROM messages "
-                           "WHERE session_id = ? AND id <= ?", mid, sid, mid))[0]
+        at = (
+            await self.q(
+                "SELECT COUNT(*) AS n, MAX(CASE WHEN id < ? THEN id END) AS prev FROM messages "
+                "WHERE session_id = ? AND id <= ?",
+                mid,
+                sid,
+                mid,
+            )
+        )[0]
         parent = checkpoint_id(at["prev"]) if at["prev"] is not None else await self._fork_parent(sid)
         return self._meta(row, int(at["n"]), parent)
 
@@ -494,13 +592,16 @@ class ArticleStore(Store):
             if "metadata_json" in session:
                 _put_json(session, "metadata", session.pop("metadata_json"))
             if await self.has("users") and session.get("user_id") is not None:
-                urows = await self.q("SELECT id, name, quota_total, quota_used FROM users WHERE id = ?",
-                                     session["user_id"])
+                urows = await self.q(
+                    "SELECT id, name, quota_total, quota_used FROM users WHERE id = ?", session["user_id"]
+                )
                 user = urows[0] if urows else None
         tasks: list[dict[str, Any]] = []
         if await self.has("tasks"):
-            for t in await self.q(f"SELECT * FROM tasks WHERE session_id = ? ORDER BY "
-                                  f"{self.t('created_at')}, id{self.C}", session_id):
+            for t in await self.q(
+                f"SELECT * FROM tasks WHERE session_id = ? ORDER BY {self.t('created_at')}, id{self.C}",
+                session_id,
+            ):
                 task = {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in t.items()}
                 for col, key in (("payload_json", "payload"), ("result_json", "result")):
                     if col in task:
@@ -510,9 +611,11 @@ class ArticleStore(Store):
 
     def _attributed(self) -> str:
         """SQL: the message id an unlinked tool log `l` belongs to (see the module doc)."""
-        return ("COALESCE((SELECT MAX(x.id) FROM messages x WHERE x.session_id = l.session_id "
-                f"AND {self.t('x.created_at')} <= {self.t('l.created_at')}), "
-                "(SELECT MIN(x.id) FROM messages x WHERE x.session_id = l.session_id))")
+        return (
+            "COALESCE((SELECT MAX(x.id) FROM messages x WHERE x.session_id = l.session_id "
+            f"AND {self.t('x.created_at')} <= {self.t('l.created_at')}), "
+            "(SELECT MIN(x.id) FROM messages x WHERE x.session_id = l.session_id))"
+        )
 
     def _tool_log(self, r: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         entry: dict[str, Any] = {"id": r["id"], "tool_name": r["tool_name"], "message_id": r["message_id"]}
@@ -523,8 +626,10 @@ class ArticleStore(Store):
         return f"{r['tool_name']}#{r['id']}", entry
 
     def _log_cols(self) -> str:
-        return ("l.id, l.session_id, l.message_id, l.tool_name, l.input_json, l.output_json, "
-                f"l.elapsed_ms, l.success, l.error_message, {self.t('l.created_at')} AS created_at")
+        return (
+            "l.id, l.session_id, l.message_id, l.tool_name, l.input_json, l.output_json, "
+            f"l.elapsed_ms, l.success, l.error_message, {self.t('l.created_at')} AS created_at"
+        )
 
     async def _tools_for(self, session_id: str, message_id: int) -> dict[str, Any]:
         if not await self.has("tool_logs"):
@@ -532,7 +637,10 @@ class ArticleStore(Store):
         rows = await self.q(
             f"SELECT {self._log_cols()} FROM tool_logs l WHERE l.message_id = ? "
             f"OR (l.message_id IS NULL AND l.session_id = ? AND {self._attributed()} = ?) ORDER BY l.id",
-            message_id, session_id, message_id)
+            message_id,
+            session_id,
+            message_id,
+        )
         return dict(self._tool_log(r) for r in rows)
 
     async def _tools_by_message(self, session_id: str) -> dict[int, dict[str, Any]]:
@@ -544,7 +652,9 @@ class ArticleStore(Store):
             f"SELECT {self._log_cols()}, CASE WHEN l.message_id IS NOT NULL THEN l.message_id "
             f"ELSE {self._attributed()} END AS owner FROM tool_logs l WHERE l.session_id = ? "
             "OR l.message_id IN (SELECT id FROM messages WHERE session_id = ?) ORDER BY l.id",
-            session_id, session_id)
+            session_id,
+            session_id,
+        )
         for r in rows:
             if r["owner"] is None:
                 continue
@@ -558,12 +668,20 @@ class ArticleStore(Store):
             return None
         mid, row = found
         sid = row["session_id"]
-        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                            "AND m.id <= ? ORDER BY m.id", sid, mid)
+        rows = await self.q(
+            f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? AND m.id <= ? ORDER BY m.id",
+            sid,
+            mid,
+        )
         parent = checkpoint_id(rows[-2]["id"]) if len(rows) > 1 else await self._fork_parent(sid)
         meta = self._meta(row, len(rows), parent)
-        return Checkpoint(meta, [self._message(r) for r in rows], await self._state(sid),
-                          await self._tools_for(sid, mid), next_node="")
+        return Checkpoint(
+            meta,
+            [self._message(r) for r in rows],
+            await self._state(sid),
+            await self._tools_for(sid, mid),
+            next_node="",
+        )
 
     async def get_latest(self, thread_id: str) -> Checkpoint | None:
         rows = await self.q("SELECT MAX(id) AS h FROM messages WHERE session_id = ?", thread_id)
@@ -573,10 +691,14 @@ class ArticleStore(Store):
 
     async def at_step(self, thread_id: str, step: int) -> CheckpointMetadata | None:
         step = int(step)
-        if step < 1 or step >= 2 ** 62:
+        if step < 1 or step >= 2**62:
             return None
-        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                            "ORDER BY m.id LIMIT 2 OFFSET ?", thread_id, max(0, step - 2))
+        rows = await self.q(
+            f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+            "ORDER BY m.id LIMIT 2 OFFSET ?",
+            thread_id,
+            max(0, step - 2),
+        )
         if step == 1:
             if not rows:
                 return None
@@ -591,13 +713,20 @@ class ArticleStore(Store):
             return []
         mid = message_id_of(checkpoint_id_)
         out: list[CheckpointMetadata] = []
-        rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
-                            "AND m.id > ? ORDER BY m.id LIMIT 1", meta.thread_id, mid)
+        rows = await self.q(
+            f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ? "
+            "AND m.id > ? ORDER BY m.id LIMIT 1",
+            meta.thread_id,
+            mid,
+        )
         if rows:
             out.append(self._meta(rows[0], meta.step + 1, checkpoint_id_))
         if await self.has(S.BRANCHES):
-            for b in await self.q(f"SELECT session_id FROM {S.BRANCHES} WHERE source_message_id = ? "
-                                  f"ORDER BY session_id{self.C}", mid):
+            for b in await self.q(
+                f"SELECT session_id FROM {S.BRANCHES} WHERE source_message_id = ? "
+                f"ORDER BY session_id{self.C}",
+                mid,
+            ):
                 first = await self.at_step(b["session_id"], 1)
                 if first is not None:
                     out.append(first)
@@ -610,10 +739,12 @@ class ArticleStore(Store):
         out: list[CheckpointMetadata] = []
         for ph, chunk in in_chunks(ids, 400):
             for b in await self.q(
-                    f"SELECT b.session_id FROM {S.BRANCHES} b WHERE b.source_session_id IN ({ph}) "
-                    "AND EXISTS (SELECT 1 FROM messages m "
-                    "WHERE m.id = b.source_message_id AND m.session_id = b.source_session_id) "
-                    f"ORDER BY b.session_id{self.C}", *chunk):
+                f"SELECT b.session_id FROM {S.BRANCHES} b WHERE b.source_session_id IN ({ph}) "
+                "AND EXISTS (SELECT 1 FROM messages m "
+                "WHERE m.id = b.source_message_id AND m.session_id = b.source_session_id) "
+                f"ORDER BY b.session_id{self.C}",
+                *chunk,
+            ):
                 first = await self.at_step(b["session_id"], 1)
                 if first is not None:
                     out.append(first)
@@ -625,9 +756,14 @@ class ArticleStore(Store):
         limit = int(limit)
         if limit <= 0:
             return []
-        digits = prefix[len(CID_PREFIX):]  # ("" for a prefix of "msg-")
-        if not CID_PREFIX.startswith(prefix) and not (prefix.startswith(CID_PREFIX) and digits.isdigit()
-                                                      and digits.isascii() and len(digits) <= 18 and digits[0] != "0"):
+        digits = prefix[len(CID_PREFIX) :]  # ("" for a prefix of "msg-")
+        if not CID_PREFIX.startswith(prefix) and not (
+            prefix.startswith(CID_PREFIX)
+            and digits.isdigit()
+            and digits.isascii()
+            and len(digits) <= 18
+            and digits[0] != "0"
+        ):
             return []
         top = (await self.q("SELECT MAX(id) AS m FROM messages"))[0]["m"]
         if top is None:
@@ -636,11 +772,12 @@ class ArticleStore(Store):
         for width in range(max(1, len(digits)), len(str(int(top))) + 1):
             pad = width - len(digits)
             if digits:
-                lo, hi = int(digits) * 10 ** pad, int(digits) * 10 ** pad + 10 ** pad - 1
+                lo, hi = int(digits) * 10**pad, int(digits) * 10**pad + 10**pad - 1
             else:
-                lo, hi = 10 ** (width - 1), 10 ** width - 1
-            for r in await self.q("SELECT id FROM messages WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?",
-                                  lo, hi, limit):
+                lo, hi = 10 ** (width - 1), 10**width - 1
+            for r in await self.q(
+                "SELECT id FROM messages WHERE id >= ? AND id <= ? ORDER BY id LIMIT ?", lo, hi, limit
+            ):
                 found.append(checkpoint_id(r["id"]))
         return sorted(found)[:limit]
 
@@ -648,8 +785,12 @@ class ArticleStore(Store):
         self, thread_ids: Sequence[str] | None = None, batch: int = 500
     ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         if thread_ids is None:
-            sessions = [r["sid"] for r in await self.q(
-                f"SELECT session_id AS sid FROM messages GROUP BY session_id ORDER BY session_id{self.C}")]
+            sessions = [
+                r["sid"]
+                for r in await self.q(
+                    f"SELECT session_id AS sid FROM messages GROUP BY session_id ORDER BY session_id{self.C}"
+                )
+            ]
         else:
             sessions = list(dict.fromkeys(thread_ids))
         for sid in sessions:
@@ -659,8 +800,14 @@ class ArticleStore(Store):
             prev = await self._fork_parent(sid)
             after: list[Any] = []  # the last id read
             while True:
-                rows = await self.q(f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ?"
-                                    + (" AND m.id > ?" if after else "") + " ORDER BY m.id LIMIT ?", sid, *after, batch)
+                rows = await self.q(
+                    f"SELECT {self._msg_cols()} FROM messages m WHERE m.session_id = ?"
+                    + (" AND m.id > ?" if after else "")
+                    + " ORDER BY m.id LIMIT ?",
+                    sid,
+                    *after,
+                    batch,
+                )
                 for r in rows:
                     transcript.append(self._message(r))
                     meta = self._meta(r, len(transcript), prev)
@@ -684,14 +831,18 @@ class ArticleStore(Store):
                 return "foreign", "messages_fts is not an external-content table of messages"
             if not await self.has("messages_fts_docsize"):
                 return "foreign", "messages_fts has no docsize table (columnsize=0)"
-            fts = (await self.q("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages_fts_docsize"))[0]
+            fts = (
+                await self.q("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages_fts_docsize")
+            )[0]
             await self.q("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1", '"agentctl"')
         except Exception as exc:  # noqa: BLE001 - a broken index is reported, not raised
             return "corrupt", f"messages_fts cannot be read ({exc})"
         msg = (await self.q("SELECT COUNT(*) AS n, MAX(id) AS mx, SUM(id) AS sm FROM messages"))[0]
         if (fts["n"], fts["mx"], fts["sm"]) != (msg["n"], msg["mx"], msg["sm"]):
-            return "stale", (f"messages_fts indexes {fts['n']} row(s), messages has {msg['n']} "
-                             "(nothing keeps the external-content index in step)")
+            return "stale", (
+                f"messages_fts indexes {fts['n']} row(s), messages has {msg['n']} "
+                "(nothing keeps the external-content index in step)"
+            )
         return "ok", "in step"
 
     async def _fts_searchable(self) -> int | None:
@@ -701,10 +852,15 @@ class ArticleStore(Store):
         their content checked again, so a deleted or rewritten row is never returned
         stale; the rows above that id (written since the index was last built) are
         scanned in the same search; a row missing below it is what `doctor` reports."""
-        if self.kind != "sqlite" or not await self.has("messages_fts") \
-                or not await self.has("messages_fts_docsize"):
+        if (
+            self.kind != "sqlite"
+            or not await self.has("messages_fts")
+            or not await self.has("messages_fts_docsize")
+        ):
             return None
-        if not indexes_messages((await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"]):
+        if not indexes_messages(
+            (await self.q("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"))[0]["sql"]
+        ):
             return None
         try:
             top = (await self.q("SELECT MAX(id) AS mx FROM messages_fts_docsize"))[0]["mx"]
@@ -717,9 +873,15 @@ class ArticleStore(Store):
         # unicode61 does not split CJK text into words: a substring of it is no token
         return any(ord(ch) >= 0x2E80 for ch in text) or not re.search(r"\w", text)
 
-    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50, scan: bool = False,
-                     places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
+    async def search(
+        self,
+        text: str,
+        thread_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+        scan: bool = False,
+        places: Sequence[str] = SEARCH_PLACES,
+    ) -> list[SearchHit]:
         """The messages and the tool logs (`places` messages, tools); the session's
         state is not searched."""
         if not text:
@@ -747,16 +909,30 @@ class ArticleStore(Store):
             match = " ".join('"' + t.replace('"', '""') + '"' for t in re.findall(r"\w+", text)) + "*"
             # The rows written since the index was built, newest first, then the index's
             # hits in its own rowid order (descending: no sort of every match).
-            rows = [r for r in await self.q(
-                f"SELECT {self._msg_cols()} FROM messages m WHERE m.id > ? AND "
-                f"{self.contains('m.content')}{extra} ORDER BY m.id DESC LIMIT ?",
-                indexed, needle, *params, limit) if needle in str(r["content"]).lower()]
+            rows = [
+                r
+                for r in await self.q(
+                    f"SELECT {self._msg_cols()} FROM messages m WHERE m.id > ? AND "
+                    f"{self.contains('m.content')}{extra} ORDER BY m.id DESC LIMIT ?",
+                    indexed,
+                    needle,
+                    *params,
+                    limit,
+                )
+                if needle in str(r["content"]).lower()
+            ]
             last = None
             while len(rows) < limit:
                 page = await self.q(
                     f"SELECT {self._msg_cols()} FROM messages_fts f JOIN messages m ON m.id = f.rowid "
-                    f"WHERE messages_fts MATCH ?{extra}" + (" AND f.rowid < ?" if last else "")
-                    + " ORDER BY f.rowid DESC LIMIT ?", match, *params, *([last] if last else []), limit * 2)
+                    f"WHERE messages_fts MATCH ?{extra}"
+                    + (" AND f.rowid < ?" if last else "")
+                    + " ORDER BY f.rowid DESC LIMIT ?",
+                    match,
+                    *params,
+                    *([last] if last else []),
+                    limit * 2,
+                )
                 rows += [r for r in page if needle in str(r["content"]).lower()]
                 if len(page) < limit * 2:
                     break
@@ -765,14 +941,26 @@ class ArticleStore(Store):
         else:
             rows = await self.q(
                 f"SELECT {self._msg_cols()} FROM messages m WHERE {self.contains('m.content')}{extra} "
-                "ORDER BY m.id DESC LIMIT ?", needle, *params, limit)
+                "ORDER BY m.id DESC LIMIT ?",
+                needle,
+                *params,
+                limit,
+            )
             if self.kind == "sqlite":  # SQLite's lower() folds ASCII only: Python decides
                 rows = [r for r in rows if needle in str(r["content"]).lower()]
         steps = await self._steps_of([r["id"] for r in rows]) if "messages" in wanted else {}
         for r in rows if "messages" in wanted else []:
-            hits.append(SearchHit(r["session_id"], checkpoint_id(r["id"]), steps[r["id"]], "messages",
-                                  r["role"], snippet_around(str(r["content"]), text),
-                                  message_hit_path(steps[r["id"]])))
+            hits.append(
+                SearchHit(
+                    r["session_id"],
+                    checkpoint_id(r["id"]),
+                    steps[r["id"]],
+                    "messages",
+                    r["role"],
+                    snippet_around(str(r["content"]), text),
+                    message_hit_path(steps[r["id"]]),
+                )
+            )
         if role is None and "tools" in wanted and await self.has("tool_logs"):
             tparams = [] if thread_id is None else [thread_id]
             tl = await self.q(
@@ -780,18 +968,35 @@ class ArticleStore(Store):
                 f"ELSE {self._attributed()} END AS owner FROM tool_logs l WHERE "
                 f"({self.contains('l.input_json')} OR {self.contains('l.output_json')} OR "
                 f"{self.contains('l.tool_name')} OR {self.contains('l.error_message')})"
-                + (" AND l.session_id = ?" if tparams else "") + " ORDER BY l.id DESC LIMIT ?",
-                needle, needle, needle, needle, *tparams, limit)
-            owners = await self._steps_of([int(r["owner"]) for r in tl if r["owner"] is not None],
-                                          with_session=True)
+                + (" AND l.session_id = ?" if tparams else "")
+                + " ORDER BY l.id DESC LIMIT ?",
+                needle,
+                needle,
+                needle,
+                needle,
+                *tparams,
+                limit,
+            )
+            owners = await self._steps_of(
+                [int(r["owner"]) for r in tl if r["owner"] is not None], with_session=True
+            )
             for r in tl:
                 if r["owner"] is None or int(r["owner"]) not in owners:
                     continue
                 session_id, step = owners[int(r["owner"])]
-                body = " ".join(str(r.get(c) or "") for c in ("tool_name", "input_json", "output_json",
-                                                                "error_message"))
-                hits.append(SearchHit(session_id, checkpoint_id(int(r["owner"])), step,
-                                      "tools_result", None, snippet_around(body, text)))
+                body = " ".join(
+                    str(r.get(c) or "") for c in ("tool_name", "input_json", "output_json", "error_message")
+                )
+                hits.append(
+                    SearchHit(
+                        session_id,
+                        checkpoint_id(int(r["owner"])),
+                        step,
+                        "tools_result",
+                        None,
+                        snippet_around(body, text),
+                    )
+                )
         hits.sort(key=lambda h: -(message_id_of(h.checkpoint_id) or 0))
         return hits[:limit]
 
@@ -816,8 +1021,13 @@ class ArticleStore(Store):
         if user is not None:
             uid = user
             if await self.has("users"):
-                found = await self.q("SELECT id FROM users WHERE id = ? OR name = ? ORDER BY "
-                                     "CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1", user, user, user)
+                found = await self.q(
+                    "SELECT id FROM users WHERE id = ? OR name = ? ORDER BY "
+                    "CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1",
+                    user,
+                    user,
+                    user,
+                )
                 if found:
                     uid = found[0]["id"]
             sconds.append("s.user_id = ?")
@@ -825,11 +1035,17 @@ class ArticleStore(Store):
         where = ("WHERE " + " AND ".join(sconds)) if sconds else ""
         has_users = await self.has("users")
         per_user = await self.q(
-            "SELECT s.user_id, " + ("(SELECT name FROM users u WHERE u.id = s.user_id) AS name, "
-                                    if has_users else "NULL AS name, ")
+            "SELECT s.user_id, "
+            + (
+                "(SELECT name FROM users u WHERE u.id = s.user_id) AS name, "
+                if has_users
+                else "NULL AS name, "
+            )
             + "COUNT(*) AS session_count, SUM(s.total_tokens) AS total_tokens, "
             f"SUM(s.message_count) AS total_messages FROM sessions s {where} GROUP BY s.user_id "
-            f"ORDER BY s.user_id{self.C}", *sparams)
+            f"ORDER BY s.user_id{self.C}",
+            *sparams,
+        )
         tool_usage: list[dict[str, Any]] = []
         if await self.has("tool_logs"):
             tconds, tparams = [], []
@@ -841,17 +1057,30 @@ class ArticleStore(Store):
                 tparams.append(cutoff)
             twhere = ("WHERE " + " AND ".join(tconds)) if tconds else ""
             tool_usage = [
-                {"tool_name": r["tool_name"], "call_count": int(r["call_count"]),
-                 "avg_latency": float(r["avg_latency"]) if r["avg_latency"] is not None else None,
-                 "failures": int(r["failures"] or 0)}
+                {
+                    "tool_name": r["tool_name"],
+                    "call_count": int(r["call_count"]),
+                    "avg_latency": float(r["avg_latency"]) if r["avg_latency"] is not None else None,
+                    "failures": int(r["failures"] or 0),
+                }
                 for r in await self.q(
                     "SELECT l.tool_name, COUNT(*) AS call_count, AVG(l.elapsed_ms) AS avg_latency, "
                     "SUM(CASE WHEN l.success = 0 THEN 1 ELSE 0 END) AS failures "
                     f"FROM tool_logs l {twhere} GROUP BY l.tool_name "
-                    f"ORDER BY call_count DESC, l.tool_name{self.C}", *tparams)]
-        users = [{"user_id": r["user_id"], "name": r["name"], "session_count": int(r["session_count"]),
-                  "total_tokens": int(r["total_tokens"] or 0),
-                  "total_messages": int(r["total_messages"] or 0)} for r in per_user]
+                    f"ORDER BY call_count DESC, l.tool_name{self.C}",
+                    *tparams,
+                )
+            ]
+        users = [
+            {
+                "user_id": r["user_id"],
+                "name": r["name"],
+                "session_count": int(r["session_count"]),
+                "total_tokens": int(r["total_tokens"] or 0),
+                "total_messages": int(r["total_messages"] or 0),
+            }
+            for r in per_user
+        ]
         return {
             "period_days": days,
             "user": uid,
@@ -874,51 +1103,109 @@ class ArticleStore(Store):
         out: list[Problem] = []
         for t in ("users", "tasks", "tool_logs"):
             if t not in tables:
-                out.append(Problem("warning", "missing_table", t,
-                                   f"the optional table {t!r} is missing; its data reads as empty"))
+                out.append(
+                    Problem(
+                        "warning",
+                        "missing_table",
+                        t,
+                        f"the optional table {t!r} is missing; its data reads as empty",
+                    )
+                )
         if self.kind == "sqlite":
             state, detail = await self.fts_state()
             if state == "missing":
-                out.append(Problem("warning", "missing_table", "messages_fts",
-                                   "no messages_fts: search scans the messages"))
+                out.append(
+                    Problem(
+                        "warning",
+                        "missing_table",
+                        "messages_fts",
+                        "no messages_fts: search scans the messages",
+                    )
+                )
             elif state != "ok":
-                out.append(Problem("warning" if state != "corrupt" else "error", f"fts_{state}",
-                                   "messages_fts", detail + "; search scans the messages"))
-        for r in await self.q("SELECT m.session_id, COUNT(*) AS n FROM messages m WHERE NOT EXISTS "
-                              "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY m.session_id "
-                              f"ORDER BY m.session_id{self.C} LIMIT 100"):
-            out.append(Problem("error", "orphan_messages", str(r["session_id"]),
-                               f"{r['n']} message(s) of session {r['session_id']!r}, which does not exist"))
+                out.append(
+                    Problem(
+                        "warning" if state != "corrupt" else "error",
+                        f"fts_{state}",
+                        "messages_fts",
+                        detail + "; search scans the messages",
+                    )
+                )
+        for r in await self.q(
+            "SELECT m.session_id, COUNT(*) AS n FROM messages m WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY m.session_id "
+            f"ORDER BY m.session_id{self.C} LIMIT 100"
+        ):
+            out.append(
+                Problem(
+                    "error",
+                    "orphan_messages",
+                    str(r["session_id"]),
+                    f"{r['n']} message(s) of session {r['session_id']!r}, which does not exist",
+                )
+            )
         bad = await self._bad_json()
         for r in bad:
-            out.append(Problem("error", "invalid_json", checkpoint_id(r["id"]),
-                               f"messages.tool_calls_json of message {r['id']} is not JSON"))
+            out.append(
+                Problem(
+                    "error",
+                    "invalid_json",
+                    checkpoint_id(r["id"]),
+                    f"messages.tool_calls_json of message {r['id']} is not JSON",
+                )
+            )
         out.extend(await self._non_json_numbers(tables, limit))
         if self.kind == "sqlite":
             for t in [t for t in ("sessions", "messages", "tasks", "tool_logs") if t in tables]:
                 for r in await self.q(f"SELECT * FROM pragma_foreign_key_check('{t}') LIMIT 100"):
-                    out.append(Problem("error", "foreign_key", f"{t}:{r.get('rowid')}",
-                                       f"{t} row {r.get('rowid')} names a missing {r.get('parent')} row"))
+                    out.append(
+                        Problem(
+                            "error",
+                            "foreign_key",
+                            f"{t}:{r.get('rowid')}",
+                            f"{t} row {r.get('rowid')} names a missing {r.get('parent')} row",
+                        )
+                    )
         else:
-            checks = [("sessions", "user_id", "users", "id"), ("messages", "session_id", "sessions", "id"),
-                      ("tasks", "session_id", "sessions", "id"), ("tool_logs", "session_id", "sessions", "id"),
-                      ("tool_logs", "message_id", "messages", "id")]
+            checks = [
+                ("sessions", "user_id", "users", "id"),
+                ("messages", "session_id", "sessions", "id"),
+                ("tasks", "session_id", "sessions", "id"),
+                ("tool_logs", "session_id", "sessions", "id"),
+                ("tool_logs", "message_id", "messages", "id"),
+            ]
             for t, col, parent, pcol in checks:
                 if t in tables and parent in tables:
                     for r in await self.q(
-                            f"SELECT c.id FROM {t} c WHERE c.{col} IS NOT NULL AND NOT EXISTS "
-                            f"(SELECT 1 FROM {parent} p WHERE p.{pcol} = c.{col}) LIMIT 100"):
-                        out.append(Problem("error", "foreign_key", f"{t}:{r['id']}",
-                                           f"{t} row {r['id']} names a missing {parent} row"))
-        n, tok = ("(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)",
-                  "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id)")
+                        f"SELECT c.id FROM {t} c WHERE c.{col} IS NOT NULL AND NOT EXISTS "
+                        f"(SELECT 1 FROM {parent} p WHERE p.{pcol} = c.{col}) LIMIT 100"
+                    ):
+                        out.append(
+                            Problem(
+                                "error",
+                                "foreign_key",
+                                f"{t}:{r['id']}",
+                                f"{t} row {r['id']} names a missing {parent} row",
+                            )
+                        )
+        n, tok = (
+            "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)",
+            "(SELECT COALESCE(SUM(token_count), 0) FROM messages m WHERE m.session_id = s.id)",
+        )
         differ = "IS DISTINCT FROM" if self.kind == "postgres" else "IS NOT"
         for r in await self.q(
-                f"SELECT s.id, s.message_count, s.total_tokens, {n} AS n, {tok} AS tok FROM sessions s "
-                f"WHERE s.message_count {differ} {n} OR s.total_tokens {differ} {tok} ORDER BY s.id{self.C} LIMIT 100"):
-            out.append(Problem("warning", "session_counters", str(r["id"]),
-                               f"message_count={r['message_count']} total_tokens={r['total_tokens']}, "
-                               f"but its messages count {r['n']} with {r['tok']} tokens"))
+            f"SELECT s.id, s.message_count, s.total_tokens, {n} AS n, {tok} AS tok FROM sessions s "
+            f"WHERE s.message_count {differ} {n} OR s.total_tokens {differ} {tok} ORDER BY s.id{self.C} LIMIT 100"
+        ):
+            out.append(
+                Problem(
+                    "warning",
+                    "session_counters",
+                    str(r["id"]),
+                    f"message_count={r['message_count']} total_tokens={r['total_tokens']}, "
+                    f"but its messages count {r['n']} with {r['tok']} tokens",
+                )
+            )
         return out
 
     async def _non_json_numbers(self, tables: Any, limit: int) -> list[Problem]:
@@ -936,20 +1223,26 @@ class ArticleStore(Store):
                 continue
             for r, why in await non_json_numbers(self.db, self.kind, table, column, "id", limit):
                 subject = checkpoint_id(r["id"]) if table == "messages" else str(r["id"])
-                out.append(Problem("error", "invalid_json", subject,
-                                   f"{table}.{column} of {what} {r['id']}: {why}"))
+                out.append(
+                    Problem("error", "invalid_json", subject, f"{table}.{column} of {what} {r['id']}: {why}")
+                )
         return out
 
     async def _bad_json(self) -> list[dict[str, Any]]:
         if self.kind == "sqlite":
-            return await self.q("SELECT id FROM messages WHERE tool_calls_json IS NOT NULL AND "
-                                "NOT json_valid(tool_calls_json) ORDER BY id LIMIT 100")
+            return await self.q(
+                "SELECT id FROM messages WHERE tool_calls_json IS NOT NULL AND "
+                "NOT json_valid(tool_calls_json) ORDER BY id LIMIT 100"
+            )
         # Postgres: no json_valid before 16; check in Python, a page at a time
         out: list[dict[str, Any]] = []
         last = 0
         while len(out) < 100:
-            rows = await self.q("SELECT id, CAST(tool_calls_json AS TEXT) AS j FROM messages WHERE "
-                                "tool_calls_json IS NOT NULL AND id > ? ORDER BY id LIMIT 2000", last)
+            rows = await self.q(
+                "SELECT id, CAST(tool_calls_json AS TEXT) AS j FROM messages WHERE "
+                "tool_calls_json IS NOT NULL AND id > ? ORDER BY id LIMIT 2000",
+                last,
+            )
             for r in rows:
                 if decode_json(r["j"])[1]:
                     out.append({"id": r["id"]})

@@ -20,14 +20,22 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from agentctl.storage.contract import Capability, FormatSpec
 
 CHECKPOINT_COLUMNS = ("id", "created_at", "parent_id", "branch", "data")
 FLOW_COLUMNS = ("id", "flow_uuid", "method_name", "timestamp", "state_json")
-REPLAY_COLUMNS = ("task_id", "task_key", "expected_output", "output", "task_index", "inputs",
-                  "was_replayed", "timestamp")
+REPLAY_COLUMNS = (
+    "task_id",
+    "task_key",
+    "expected_output",
+    "output",
+    "task_index",
+    "inputs",
+    "was_replayed",
+    "timestamp",
+)
 
 
 def _has(tables: Mapping[str, set[str]], table: str, columns: tuple[str, ...]) -> bool:
@@ -48,33 +56,85 @@ def _replay(tables: Mapping[str, set[str]]) -> bool:
     return _has(tables, "latest_kickoff_task_outputs", REPLAY_COLUMNS)
 
 
-_READS = frozenset({Capability.READ, Capability.SEARCH, Capability.DOCTOR, Capability.BACKUP,
-                    Capability.FOLLOW, Capability.COMPARE, Capability.STATS})
+_READS = frozenset(
+    {
+        Capability.READ,
+        Capability.SEARCH,
+        Capability.DOCTOR,
+        Capability.BACKUP,
+        Capability.FOLLOW,
+        Capability.COMPARE,
+        Capability.STATS,
+    }
+)
 _SQLITE_ONLY = {c.value: ("sqlite",) for c in Capability}  # CrewAI writes SQLite files only
 
 
-_WRITES = frozenset({Capability.REWIND, Capability.BRANCH, Capability.EDIT, Capability.DELETE, Capability.UNDO,
-                     Capability.REDO, Capability.RUN})
+_WRITES = frozenset(
+    {
+        Capability.REWIND,
+        Capability.BRANCH,
+        Capability.EDIT,
+        Capability.DELETE,
+        Capability.UNDO,
+        Capability.REDO,
+        Capability.RUN,
+    }
+)
 
 
 _PRUNE = frozenset({Capability.PRUNE})
 
 
-def _spec(name: str, title: str, description: str, matches: Callable[[Mapping[str, set[str]]], bool],
-          opener: str, tables: tuple[str, ...], history: str = "") -> FormatSpec:
-    return FormatSpec(name=name, title=title, description=description,
-                      capabilities=_READS | (_WRITES if history else frozenset())
-                      | (_PRUNE if history == "CheckpointHistory" else frozenset()),
-                      dialects=_SQLITE_ONLY, matches=matches, store=f"agentctl.storage.crewai.store:{opener}",
-                      history=f"agentctl.storage.crewai.history:{history}" if history else "", tables=tables)
+def _spec(
+    name: str,
+    title: str,
+    description: str,
+    matches: Callable[[Mapping[str, set[str]]], bool],
+    opener: str,
+    tables: tuple[str, ...],
+    history: str = "",
+) -> FormatSpec:
+    return FormatSpec(
+        name=name,
+        title=title,
+        description=description,
+        capabilities=_READS
+        | (_WRITES if history else frozenset())
+        | (_PRUNE if history == "CheckpointHistory" else frozenset()),
+        dialects=_SQLITE_ONLY,
+        matches=matches,
+        store=f"agentctl.storage.crewai.store:{opener}",
+        history=f"agentctl.storage.crewai.history:{history}" if history else "",
+        tables=tables,
+    )
 
 
-FORMAT = _spec("crewai", "CrewAI checkpoints",
-               "CrewAI's SqliteProvider checkpoints (JSONB): a thread per branch, a checkpoint per row",
-               _checkpoints, "open_checkpoints", ("checkpoints",), "CheckpointHistory")
-FLOWS = _spec("crewai-flows", "CrewAI flow states",
-              "CrewAI's @persist flow states (SQLiteFlowPersistence): a thread per flow_uuid, a checkpoint "
-              "per saved state", _flows, "open_flows", ("flow_states", "pending_feedback"), "FlowStateHistory")
-REPLAY = _spec("crewai-replay", "CrewAI replay store",
-               "CrewAI's latest_kickoff_task_outputs (read only: every kickoff resets it): one thread, a "
-               "checkpoint per task", _replay, "open_replay", ("latest_kickoff_task_outputs",))
+FORMAT = _spec(
+    "crewai",
+    "CrewAI checkpoints",
+    "CrewAI's SqliteProvider checkpoints (JSONB): a thread per branch, a checkpoint per row",
+    _checkpoints,
+    "open_checkpoints",
+    ("checkpoints",),
+    "CheckpointHistory",
+)
+FLOWS = _spec(
+    "crewai-flows",
+    "CrewAI flow states",
+    "CrewAI's @persist flow states (SQLiteFlowPersistence): a thread per flow_uuid, a checkpoint "
+    "per saved state",
+    _flows,
+    "open_flows",
+    ("flow_states", "pending_feedback"),
+    "FlowStateHistory",
+)
+REPLAY = _spec(
+    "crewai-replay",
+    "CrewAI replay store",
+    "CrewAI's latest_kickoff_task_outputs (read only: every kickoff resets it): one thread, a "
+    "checkpoint per task",
+    _replay,
+    "open_replay",
+    ("latest_kickoff_task_outputs",),
+)

@@ -36,8 +36,9 @@ import json
 import re
 import secrets
 import uuid as uuidlib
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import CheckpointNotFound, OperationError, UsageError
 from agentctl.storage.contract import History, RewindAndBranchOnly, retried_write
@@ -57,8 +58,9 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
 
     store: Any
 
-    def __init__(self, store: Any, *, now: Callable[[], datetime] | None = None,
-                 hex8: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self, store: Any, *, now: Callable[[], datetime] | None = None, hex8: Callable[[], str] | None = None
+    ) -> None:
         self.store = store
         self._clock = now or (lambda: datetime.now(timezone.utc))
         self._hex = hex8 or (lambda: secrets.token_hex(4))
@@ -72,8 +74,13 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
         s = self.store
         size = " + ".join(f"COALESCE(LENGTH(CAST({c} AS BLOB)), 0)" for c in s.COLUMNS)
         # (by key, not rowid: an undo of checkpoints puts their rowids back after its move)
-        r = (await tx.fetch(f"SELECT COUNT(*) AS n, MAX({s.KEY}) AS m, COALESCE(SUM({size}), 0) AS b "
-                            f"FROM {s.TABLE} WHERE {s.THREAD} = ?", thread))[0]
+        r = (
+            await tx.fetch(
+                f"SELECT COUNT(*) AS n, MAX({s.KEY}) AS m, COALESCE(SUM({size}), 0) AS b "
+                f"FROM {s.TABLE} WHERE {s.THREAD} = ?",
+                thread,
+            )
+        )[0]
         return [int(r["n"]), r["m"], int(r["b"])]
 
     async def _target(self, checkpoint_id: str) -> Any:
@@ -104,14 +111,20 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
 
         s = self.store
         async with self.journal_tx([thread_id]) as tx:
-            keys = await tx.fetch(f"SELECT {s.KEY} AS k FROM {s.TABLE} WHERE {s.THREAD} = ? ORDER BY {s.ORDER}",
-                                  thread_id)
+            keys = await tx.fetch(
+                f"SELECT {s.KEY} AS k FROM {s.TABLE} WHERE {s.THREAD} = ? ORDER BY {s.ORDER}", thread_id
+            )
             if not keys:
                 raise UsageError(f"thread {thread_id!r} not found")
             deleted = [s.cid(k) for k in keys]
             summary = f"delete thread {thread_id} ({len(keys)} checkpoint(s))"
-            op = await self.journal_begin(tx, "delete_thread", summary, [thread_id],
-                                          {"deleted": deleted, **await self._rowids(tx, thread_id)})
+            op = await self.journal_begin(
+                tx,
+                "delete_thread",
+                summary,
+                [thread_id],
+                {"deleted": deleted, **await self._rowids(tx, thread_id)},
+            )
             await op.delete(s.TABLE, (s.KEY,), f"{s.THREAD} = ?", (thread_id,))
             op_id = await self.journal_finish(op)
         return OpResult(op_id, "delete_thread", summary, deleted=deleted)
@@ -142,8 +155,9 @@ class _Base(JournalHistory, RewindAndBranchOnly, History):
         return {"last": int(rows[0]["m"])}
 
     @retried_write
-    async def record_run(self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any],
-                         kind: str = "run") -> int | None:
+    async def record_run(
+        self, thread_id: str, before: dict[str, Any], summary: str, details: dict[str, Any], kind: str = "run"
+    ) -> int | None:
         """One op of the rows CrewAI added since `before` (after its newest row then), of
         whatever thread (CrewAI writes to the one it resumed or kicked off); None: none."""
         s, last = self.store, int(before.get("last", 0))
@@ -180,14 +194,22 @@ class CheckpointHistory(_Base):
                 return cid, ts
         raise OperationError("no free checkpoint id; retry")
 
-    async def _insert_copy(self, tx: Any, op: Any, data: dict[str, Any], parent: str, branch: str,
-                           new: tuple[str, str]) -> str:
+    async def _insert_copy(
+        self, tx: Any, op: Any, data: dict[str, Any], parent: str, branch: str, new: tuple[str, str]
+    ) -> str:
         """A new row `new` (id, time) holding `data` (event_record and all), its parent
         and branch set in `data` and in the columns; its id."""
         cid, ts = new
         row = {**data, "parent_id": parent, "branch": branch}
-        await tx.execute(f"INSERT INTO {self.store.TABLE} (id, created_at, parent_id, branch, data) "
-                         "VALUES (?, ?, ?, ?, ?)", cid, ts, parent, branch, jsonb.encode(row))
+        await tx.execute(
+            f"INSERT INTO {self.store.TABLE} (id, created_at, parent_id, branch, data) "
+            "VALUES (?, ?, ?, ?, ?)",
+            cid,
+            ts,
+            parent,
+            branch,
+            jsonb.encode(row),
+        )
         await op.inserted(self.store.TABLE, ("id",), "id = ?", (cid,))
         return cid
 
@@ -205,12 +227,14 @@ class CheckpointHistory(_Base):
         meta = await self._target(checkpoint_id)
         later = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
         # a copy of the target becomes the newest row of the same branch
-        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=meta.thread_id,
-                          hard=False)
+        return RewindPlan(
+            target=meta, thread_id=meta.thread_id, moved=later, archive_thread=meta.thread_id, hard=False
+        )
 
     @retried_write
-    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> TimeTravelResult:
+    async def rewind(
+        self, checkpoint_id: str, hard: bool = False, *, archive_thread: str | None = None
+    ) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
 
         _no_hard(hard)
@@ -221,19 +245,31 @@ class CheckpointHistory(_Base):
         if not later:
             cp = await self.store.get(meta.checkpoint_id)
             assert cp is not None
-            return TimeTravelResult(checkpoint=cp, thread_id=branch, rewind_depth=0, snapshot_count_before=before)
+            return TimeTravelResult(
+                checkpoint=cp, thread_id=branch, rewind_depth=0, snapshot_count_before=before
+            )
         async with self.journal_tx([branch]) as tx:
             _, data = await self._data(tx, meta.checkpoint_id)
             new = await self._fresh_id(tx)
-            summary = f"rewind {branch} to {meta.checkpoint_id}: a copy of it, {new[0]}, is the branch's newest row"
-            op = await self.journal_begin(tx, "rewind", summary, [branch],
-                                          {"target": meta.checkpoint_id, "created": [new[0]]})
+            summary = (
+                f"rewind {branch} to {meta.checkpoint_id}: a copy of it, {new[0]}, is the branch's newest row"
+            )
+            op = await self.journal_begin(
+                tx, "rewind", summary, [branch], {"target": meta.checkpoint_id, "created": [new[0]]}
+            )
             head = await self._insert_copy(tx, op, data, meta.checkpoint_id, branch, new)
             op_id = await self.journal_finish(op)
         cp = await self.store.get(head)
         assert cp is not None
-        return TimeTravelResult(checkpoint=cp, thread_id=branch, rewind_depth=len(later),
-                                snapshot_count_before=before, op_id=op_id, archive_thread=branch, moved=later)
+        return TimeTravelResult(
+            checkpoint=cp,
+            thread_id=branch,
+            rewind_depth=len(later),
+            snapshot_count_before=before,
+            op_id=op_id,
+            archive_thread=branch,
+            moved=later,
+        )
 
     @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
@@ -248,9 +284,13 @@ class CheckpointHistory(_Base):
                 raise OperationError(f"branch {name!r} appeared meanwhile; retry")
             _, data = await self._data(tx, meta.checkpoint_id)
             new = await self._fresh_id(tx)
-            op = await self.journal_begin(tx, "branch", f"branch {name} from {meta.checkpoint_id}",
-                                          [name, meta.thread_id],
-                                          {"target": meta.checkpoint_id, "branch": name, "created": [new[0]]})
+            op = await self.journal_begin(
+                tx,
+                "branch",
+                f"branch {name} from {meta.checkpoint_id}",
+                [name, meta.thread_id],
+                {"target": meta.checkpoint_id, "branch": name, "created": [new[0]]},
+            )
             await self._insert_copy(tx, op, data, meta.checkpoint_id, name, new)
             await self.journal_finish(op)
         return name
@@ -263,14 +303,19 @@ class CheckpointHistory(_Base):
         `Crew.from_checkpoint` would make a model of CrewAI's own of that name instead)."""
         row = await self.store._row(str(from_id))
         data = load_json(row["data"]) if row is not None else None
-        entities = [e for e in (data or {}).get("entities") or [] if isinstance(e, dict)] \
-            if isinstance(data, dict) else []
+        entities = (
+            [e for e in (data or {}).get("entities") or [] if isinstance(e, dict)]
+            if isinstance(data, dict)
+            else []
+        )
         kinds = [e.get("entity_type") for e in entities]
         # the root is the first entity (a crew's own rows hold a flow of its agents' after it)
         kind = kinds[0] if kinds and kinds[0] in ("flow", "crew") else None
         if kind is None:
-            raise UsageError(f"{from_id} holds no flow or crew (it holds: {', '.join(map(str, kinds)) or 'nothing'}); "
-                             "run resumes CrewAI flows and crews")
+            raise UsageError(
+                f"{from_id} holds no flow or crew (it holds: {', '.join(map(str, kinds)) or 'nothing'}); "
+                "run resumes CrewAI flows and crews"
+            )
         if kind == "crew":
             for e in entities:
                 for agent in (e.get("agents") or []) if e.get("entity_type") == "crew" else []:
@@ -279,12 +324,23 @@ class CheckpointHistory(_Base):
                         raise UsageError(
                             f"{from_id}: the crew's agent {agent.get('role')!r} has a model of its own class (a "
                             f"BaseLLM subclass, model {llm.get('model')!r}), which CrewAI's Crew.from_checkpoint "
-                            "cannot rebuild from its name (it would call a model of that name instead): nothing run")
-        config = next((e.get("checkpoint") for e in entities if e.get("entity_type") == kind
-                       and isinstance(e.get("checkpoint"), dict)), None)
+                            "cannot rebuild from its name (it would call a model of that name instead): nothing run"
+                        )
+        config = next(
+            (
+                e.get("checkpoint")
+                for e in entities
+                if e.get("entity_type") == kind and isinstance(e.get("checkpoint"), dict)
+            ),
+            None,
+        )
         events = config.get("on_events") if isinstance(config, dict) else None
-        return {"mode": "resume", "entity": kind, "steps": await self.store.count(thread_id),
-                "on_events": [str(x) for x in events] if isinstance(events, list) else None}
+        return {
+            "mode": "resume",
+            "entity": kind,
+            "steps": await self.store.count(thread_id),
+            "on_events": [str(x) for x in events] if isinstance(events, list) else None,
+        }
 
     @staticmethod
     def edit_view(cp: Any) -> dict[str, Any]:
@@ -300,21 +356,30 @@ class CheckpointHistory(_Base):
             _, data = await self._data(tx, meta.checkpoint_id)
             new = {**state, "event_record": data.get("event_record")}
             fresh = await self._fresh_id(tx)
-            op = await self.journal_begin(tx, "edit", f"edit {branch} at {meta.checkpoint_id}: {what}", [branch],
-                                          {"target": meta.checkpoint_id, "created": [fresh[0]]})
+            op = await self.journal_begin(
+                tx,
+                "edit",
+                f"edit {branch} at {meta.checkpoint_id}: {what}",
+                [branch],
+                {"target": meta.checkpoint_id, "created": [fresh[0]]},
+            )
             cid = await self._insert_copy(tx, op, new, meta.checkpoint_id, branch, fresh)
             op_id = await self.journal_finish(op)
-        return OpResult(op_id, "edit", f"edited {branch}: {cid}, a copy of {meta.checkpoint_id} with {what}, "
-                        "is its newest row", created=[cid])
-
+        return OpResult(
+            op_id,
+            "edit",
+            f"edited {branch}: {cid}, a copy of {meta.checkpoint_id} with {what}, is its newest row",
+            created=[cid],
+        )
 
     async def _rowids(self, tx: Any, thread_id: str, ids: Sequence[str] | None = None) -> dict[str, Any]:
         rows = await tx.fetch("SELECT id, rowid AS o FROM checkpoints WHERE branch = ?", thread_id)
         want = None if ids is None else set(ids)
         return {"rowids": {r["id"]: int(r["o"]) for r in rows if want is None or r["id"] in want}}
 
-    async def journal_move(self, tx: Any, record: dict[str, Any], image: str,
-                           threads: Sequence[str] | None = None) -> dict[str, Any]:
+    async def journal_move(
+        self, tx: Any, record: dict[str, Any], image: str, threads: Sequence[str] | None = None
+    ) -> dict[str, Any]:
         """The journal's move, then (an undo) the rows it put back at their rowids again:
         CrewAI orders a branch (and finds its latest row) by rowid, and the journal's
         insert gives them new ones, after every row. A rowid another row took meanwhile
@@ -343,7 +408,9 @@ class CheckpointHistory(_Base):
             return CheckpointGC.KEEP_AGE, float(spec.older_than)
         raise UsageError("give a policy: --keep-last N or --older-than AGE")
 
-    async def _prune_rows(self, fetch: Any, spec: Any, now: datetime) -> list[tuple[str, list[Any], int, list[str]]]:
+    async def _prune_rows(
+        self, fetch: Any, spec: Any, now: datetime
+    ) -> list[tuple[str, list[Any], int, list[str]]]:
         """(branch, the rows to delete, how many stay, the fork points kept) of each branch
         asked for: the older rows beyond the newest N (or older than the age), never the
         branch's newest row (what CrewAI restores) nor a row another branch was forked from."""
@@ -351,18 +418,28 @@ class CheckpointHistory(_Base):
         from agentctl.storage.timefmt import to_datetime
 
         policy, param = self._policy(spec)
-        branches = spec.threads if spec.threads is not None else [
-            r["b"] for r in await fetch("SELECT DISTINCT branch AS b FROM checkpoints ORDER BY b")]
+        branches = (
+            spec.threads
+            if spec.threads is not None
+            else [r["b"] for r in await fetch("SELECT DISTINCT branch AS b FROM checkpoints ORDER BY b")]
+        )
         out = []
         for branch in branches:
-            rows = await fetch("SELECT id, created_at, rowid AS o FROM checkpoints WHERE branch = ? ORDER BY rowid",
-                               branch)
+            rows = await fetch(
+                "SELECT id, created_at, rowid AS o FROM checkpoints WHERE branch = ? ORDER BY rowid", branch
+            )
             if not rows:
                 raise UsageError(f"thread {branch!r} not found")
-            forks = {r["p"] for r in await fetch("SELECT DISTINCT parent_id AS p FROM checkpoints WHERE branch <> ? "
-                                                 "AND parent_id IS NOT NULL", branch)}
+            forks = {
+                r["p"]
+                for r in await fetch(
+                    "SELECT DISTINCT parent_id AS p FROM checkpoints WHERE branch <> ? "
+                    "AND parent_id IS NOT NULL",
+                    branch,
+                )
+            }
             if policy.value == "keep_last_n":
-                old = rows[:max(len(rows) - int(param), 0)]
+                old = rows[: max(len(rows) - int(param), 0)]
             else:
                 cut = now.timestamp() - param
                 old = [r for r in rows[:-1] if to_datetime(ts_iso(r["created_at"])).timestamp() < cut]
@@ -381,12 +458,24 @@ class CheckpointHistory(_Base):
         await self.store.connect()
         out = []
         for branch, gone, keep, forks in await self._prune_rows(self.store._q, spec, self._clock()):
-            steps = {r["o"]: i + 1 for i, r in enumerate(await self.store._q(
-                "SELECT rowid AS o FROM checkpoints WHERE branch = ? ORDER BY rowid", branch))}
+            steps = {
+                r["o"]: i + 1
+                for i, r in enumerate(
+                    await self.store._q(
+                        "SELECT rowid AS o FROM checkpoints WHERE branch = ? ORDER BY rowid", branch
+                    )
+                )
+            }
             shown = gone if preview is None else gone[:preview]
-            metas = [CheckpointMetadata(branch, r["id"], steps[r["o"]], None, ts_iso(r["created_at"])) for r in shown]
-            out.append(PrunePlan(branch, policy, param, metas, keep, len(gone), forks_kept=len(forks),
-                                 fork_points=forks))
+            metas = [
+                CheckpointMetadata(branch, r["id"], steps[r["o"]], None, ts_iso(r["created_at"]))
+                for r in shown
+            ]
+            out.append(
+                PrunePlan(
+                    branch, policy, param, metas, keep, len(gone), forks_kept=len(forks), fork_points=forks
+                )
+            )
         return out
 
     @retried_write
@@ -402,9 +491,13 @@ class CheckpointHistory(_Base):
             branches = [b for b, *_ in found]
             summary = f"prune {len(deleted)} checkpoint(s) of {len(branches)} branch(es)"
             rowids = {r["id"]: int(r["o"]) for _, gone, _, _ in found for r in gone}
-            op = await self.journal_begin(tx, "prune", summary, branches,
-                                          {"threads": {b: len(g) for b, g, _, _ in found}, "deleted": deleted,
-                                           "rowids": rowids})
+            op = await self.journal_begin(
+                tx,
+                "prune",
+                summary,
+                branches,
+                {"threads": {b: len(g) for b, g, _, _ in found}, "deleted": deleted, "rowids": rowids},
+            )
             for ph, chunk in in_chunks(deleted):
                 await op.delete(self.store.TABLE, ("id",), f"id IN ({ph})", chunk)
             if progress is not None:
@@ -434,11 +527,14 @@ class FlowStateHistory(_Base):
         meta = await self._target(checkpoint_id)
         later = await self.store.read_thread(meta.thread_id, 2**62, meta.step)
         archive = None if hard or not later else await self._archive(meta.thread_id, meta.checkpoint_id)
-        return RewindPlan(target=meta, thread_id=meta.thread_id, moved=later, archive_thread=archive, hard=hard)
+        return RewindPlan(
+            target=meta, thread_id=meta.thread_id, moved=later, archive_thread=archive, hard=hard
+        )
 
     @retried_write
-    async def rewind(self, checkpoint_id: str, hard: bool = False, *,
-                     archive_thread: str | None = None) -> TimeTravelResult:
+    async def rewind(
+        self, checkpoint_id: str, hard: bool = False, *, archive_thread: str | None = None
+    ) -> TimeTravelResult:
         from agentctl.storage.results import TimeTravelResult
 
         meta = await self._target(checkpoint_id)
@@ -449,28 +545,53 @@ class FlowStateHistory(_Base):
         threads = [flow] + ([archive] if archive else [])
         op_id = None
         async with self.journal_tx(threads) as tx:
-            later = [self.store.cid(r) for r in await tx.fetch(
-                "SELECT id AS k FROM flow_states WHERE flow_uuid = ? AND id > ? ORDER BY id", flow, row_id)]
+            later = [
+                self.store.cid(r)
+                for r in await tx.fetch(
+                    "SELECT id AS k FROM flow_states WHERE flow_uuid = ? AND id > ? ORDER BY id", flow, row_id
+                )
+            ]
             if later:
                 where = "deleted" if hard else f"moved to {archive}"
-                op = await self.journal_begin(tx, "rewind", f"rewind {flow} to step {meta.step}; {len(later)} "
-                                              f"row(s) {where}", threads,
-                                              {"target": meta.checkpoint_id, "hard": hard, "archive": archive,
-                                               **({"deleted": later} if hard else {"moved": later})})
+                op = await self.journal_begin(
+                    tx,
+                    "rewind",
+                    f"rewind {flow} to step {meta.step}; {len(later)} row(s) {where}",
+                    threads,
+                    {
+                        "target": meta.checkpoint_id,
+                        "hard": hard,
+                        "archive": archive,
+                        **({"deleted": later} if hard else {"moved": later}),
+                    },
+                )
                 if hard:
                     await op.delete("flow_states", ("id",), "flow_uuid = ? AND id > ?", (flow, row_id))
                 else:
                     if await tx.fetch("SELECT 1 AS x FROM flow_states WHERE flow_uuid = ? LIMIT 1", archive):
                         raise OperationError(f"archive flow {archive!r} appeared meanwhile; retry")
                     # (the rows before and after: the archive holds no row but these)
-                    await op.update("flow_states", ("id",), "flow_uuid IN (?, ?) AND id > ?", (flow, archive, row_id),
-                                    "flow_uuid = ?", (archive,))
+                    await op.update(
+                        "flow_states",
+                        ("id",),
+                        "flow_uuid IN (?, ?) AND id > ?",
+                        (flow, archive, row_id),
+                        "flow_uuid = ?",
+                        (archive,),
+                    )
                 op_id = await self.journal_finish(op)
         cp = await self.store.get(meta.checkpoint_id)
         assert cp is not None
-        return TimeTravelResult(checkpoint=cp, thread_id=flow, rewind_depth=len(later), snapshot_count_before=before,
-                                op_id=op_id, archive_thread=archive if later else None,
-                                moved=[] if hard else later, deleted=later if hard else [])
+        return TimeTravelResult(
+            checkpoint=cp,
+            thread_id=flow,
+            rewind_depth=len(later),
+            snapshot_count_before=before,
+            op_id=op_id,
+            archive_thread=archive if later else None,
+            moved=[] if hard else later,
+            deleted=later if hard else [],
+        )
 
     @retried_write
     async def branch(self, from_checkpoint_id: str, branch_name: str) -> str:
@@ -480,15 +601,28 @@ class FlowStateHistory(_Base):
         new = str(uuidlib.uuid4())
         row_id = self.store.key_of(meta.checkpoint_id)
         async with self.journal_tx([new, meta.thread_id]) as tx:
-            rows = await tx.fetch("SELECT id, method_name, timestamp, state_json FROM flow_states "
-                                  "WHERE flow_uuid = ? AND id <= ? ORDER BY id", meta.thread_id, row_id)
-            op = await self.journal_begin(tx, "branch", f"branch {new} ({branch_name}) from {meta.thread_id} step "
-                                          f"{meta.step}", [new, meta.thread_id],
-                                          {"target": meta.checkpoint_id, "name": str(branch_name), "flow": new})
+            rows = await tx.fetch(
+                "SELECT id, method_name, timestamp, state_json FROM flow_states "
+                "WHERE flow_uuid = ? AND id <= ? ORDER BY id",
+                meta.thread_id,
+                row_id,
+            )
+            op = await self.journal_begin(
+                tx,
+                "branch",
+                f"branch {new} ({branch_name}) from {meta.thread_id} step {meta.step}",
+                [new, meta.thread_id],
+                {"target": meta.checkpoint_id, "name": str(branch_name), "flow": new},
+            )
             for r in rows:
-                await tx.execute("INSERT INTO flow_states (flow_uuid, method_name, timestamp, state_json) "
-                                 "VALUES (?, ?, ?, ?)", new, r["method_name"], r["timestamp"],
-                                 _with_id(r["state_json"], meta.thread_id, new))
+                await tx.execute(
+                    "INSERT INTO flow_states (flow_uuid, method_name, timestamp, state_json) "
+                    "VALUES (?, ?, ?, ?)",
+                    new,
+                    r["method_name"],
+                    r["timestamp"],
+                    _with_id(r["state_json"], meta.thread_id, new),
+                )
             await op.inserted("flow_states", ("id",), "flow_uuid = ?", (new,))
             await self.journal_finish(op)
         return new
@@ -501,8 +635,11 @@ class FlowStateHistory(_Base):
         """The child kicks the flow off with its id (crewai_child.py); its rows and newest
         state (what the run's steps count on from, and its first changes are against)."""
         head = await self.store.get_latest(thread_id)
-        return {"mode": "kickoff", "steps": await self.store.count(thread_id),
-                "state": head.state if head is not None else None}
+        return {
+            "mode": "kickoff",
+            "steps": await self.store.count(thread_id),
+            "state": head.state if head is not None else None,
+        }
 
     async def edit_state(self, checkpoint_id: str, state: dict[str, Any], what: str) -> OpResult:
         from agentctl.storage.results import OpResult
@@ -511,23 +648,36 @@ class FlowStateHistory(_Base):
         flow = meta.thread_id
         async with self.journal_tx([flow]) as tx:
             row = await self._row(tx, meta.checkpoint_id)
-            op = await self.journal_begin(tx, "edit", f"edit {flow} at step {meta.step}: {what}", [flow],
-                                          {"target": meta.checkpoint_id})
-            await tx.execute("INSERT INTO flow_states (flow_uuid, method_name, timestamp, state_json) "
-                             "VALUES (?, ?, ?, ?)", flow, row["method_name"], self._now(), json.dumps(state))
+            op = await self.journal_begin(
+                tx, "edit", f"edit {flow} at step {meta.step}: {what}", [flow], {"target": meta.checkpoint_id}
+            )
+            await tx.execute(
+                "INSERT INTO flow_states (flow_uuid, method_name, timestamp, state_json) VALUES (?, ?, ?, ?)",
+                flow,
+                row["method_name"],
+                self._now(),
+                json.dumps(state),
+            )
             new = await tx.fetch("SELECT MAX(id) AS k FROM flow_states WHERE flow_uuid = ?", flow)
             cid = self.store.cid(new[0])
             await op.inserted("flow_states", ("id",), "id = ?", (new[0]["k"],))
             op_id = await self.journal_finish(op)
-        return OpResult(op_id, "edit", f"edited {flow}: {cid}, {meta.checkpoint_id}'s state with {what}, is its "
-                        "newest row (load_state returns it)", created=[cid])
+        return OpResult(
+            op_id,
+            "edit",
+            f"edited {flow}: {cid}, {meta.checkpoint_id}'s state with {what}, is its "
+            "newest row (load_state returns it)",
+            created=[cid],
+        )
 
 
 def _no_hard(hard: bool) -> None:
     if hard:  # rows deleted and put back by an undo would come back with new rowids, after
         # other branches' newer rows: CrewAI's "latest" (the newest rowid) would change
-        raise UsageError("rewind --hard is not offered on CrewAI checkpoints: a rewind appends a copy of the "
-                         "checkpoint as its branch's newest row (which CrewAI restores); the later rows stay")
+        raise UsageError(
+            "rewind --hard is not offered on CrewAI checkpoints: a rewind appends a copy of the "
+            "checkpoint as its branch's newest row (which CrewAI restores); the later rows stay"
+        )
 
 
 def _with_id(state_json: Any, old: str, new: str) -> Any:

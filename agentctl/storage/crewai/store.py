@@ -9,7 +9,8 @@ What differs is data (`RowStore`'s class attributes) and each format's decoding 
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from agentctl import deep
 from agentctl.errors import CorruptRowError
@@ -68,9 +69,17 @@ class Decoded:
 
     __slots__ = ("messages", "state", "tools", "summary", "tags", "parent", "raw")
 
-    def __init__(self, messages: list[dict[str, Any]], state: dict[str, Any], summary: str, *,
-                 tags: list[str] | None = None, parent: str | None = None, raw: Any = None,
-                 tools: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        messages: list[dict[str, Any]],
+        state: dict[str, Any],
+        summary: str,
+        *,
+        tags: list[str] | None = None,
+        parent: str | None = None,
+        raw: Any = None,
+        tools: dict[str, Any] | None = None,
+    ):
         self.messages, self.state, self.summary = messages, state, summary
         self.tags, self.parent, self.raw, self.tools = tags or [], parent, raw, tools or {}
 
@@ -80,10 +89,10 @@ class RowStore(ConnectedStore):
 
     TABLE = ""
     COLUMNS: tuple[str, ...] = ()
-    THREAD = ""          # the thread of a row (SQL)
-    ORDER = ""           # its place in the thread (SQL, one column, unique in a thread)
-    KEY = ""             # the column naming a row
-    TIME = ""            # its time
+    THREAD = ""  # the thread of a row (SQL)
+    ORDER = ""  # its place in the thread (SQL, one column, unique in a thread)
+    KEY = ""  # the column naming a row
+    TIME = ""  # its time
     #: the parent is named by the row (checkpoints) rather than the row before it
     own_parents = False
 
@@ -118,17 +127,23 @@ class RowStore(ConnectedStore):
     @property
     def _SELECT(self) -> str:
         cols = ", ".join(c for c in self.COLUMNS)
-        return (f"SELECT {self.THREAD} AS t, {self.ORDER} AS o, {self.KEY} AS k, {self.TIME} AS at, {cols} "
-                f"FROM {self.TABLE}")
+        return (
+            f"SELECT {self.THREAD} AS t, {self.ORDER} AS o, {self.KEY} AS k, {self.TIME} AS at, {cols} "
+            f"FROM {self.TABLE}"
+        )
 
     # ---- threads -----------------------------------------------------------------------
 
-    async def _summaries(self, where: str, params: list[Any], order: str, limit: int, offset: int
-                         ) -> list[ThreadSummary]:
+    async def _summaries(
+        self, where: str, params: list[Any], order: str, limit: int, offset: int
+    ) -> list[ThreadSummary]:
         rows = await self._q(
             f"SELECT {self.THREAD} AS t, COUNT(*) AS n, MAX({self.ORDER}) AS last, MIN({self.ORDER}) AS first "
             f"FROM {self.TABLE}{where} GROUP BY {self.THREAD} ORDER BY {order} LIMIT ? OFFSET ?",
-            *params, int(limit), int(offset))
+            *params,
+            int(limit),
+            int(offset),
+        )
         out = []
         for r in rows:
             head = await self._row_at(r["t"], r["last"])
@@ -137,11 +152,19 @@ class RowStore(ConnectedStore):
                 continue
             meta = await self._meta(head, int(r["n"]))
             fork = await self._fork_of(first)
-            out.append(ThreadSummary(
-                thread_id=r["t"], checkpoints=int(r["n"]), head_step=int(r["n"]),
-                head_checkpoint_id=meta.checkpoint_id, updated_at=meta.created_at, head_summary=meta.summary,
-                first_created_at=ts_iso(first["at"]), branch_of=fork[0] if fork else None,
-                branch_point=fork[1] if fork else None))
+            out.append(
+                ThreadSummary(
+                    thread_id=r["t"],
+                    checkpoints=int(r["n"]),
+                    head_step=int(r["n"]),
+                    head_checkpoint_id=meta.checkpoint_id,
+                    updated_at=meta.created_at,
+                    head_summary=meta.summary,
+                    first_created_at=ts_iso(first["at"]),
+                    branch_of=fork[0] if fork else None,
+                    branch_point=fork[1] if fork else None,
+                )
+            )
         return out
 
     async def _fork_of(self, first: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -159,11 +182,22 @@ class RowStore(ConnectedStore):
     def _where_prefix(self, prefix: str | None, params: list[Any]) -> str:
         return f" WHERE {prefix_range(self.THREAD, prefix, params)}" if prefix else ""
 
-    async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
-                               descending: bool = True, prefix: str | None = None) -> list[ThreadSummary]:
+    async def thread_summaries(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
+    ) -> list[ThreadSummary]:
         d = "DESC" if descending else "ASC"
-        key = {"updated": "MAX(" + self.ORDER + ")", "thread": "t", "checkpoints": "n", "step": "n",
-               "created": "MIN(" + self.ORDER + ")"}[check_sort(sort)]
+        key = {
+            "updated": "MAX(" + self.ORDER + ")",
+            "thread": "t",
+            "checkpoints": "n",
+            "step": "n",
+            "created": "MIN(" + self.ORDER + ")",
+        }[check_sort(sort)]
         params: list[Any] = []
         where = self._where_prefix(prefix, params)
         order = f"{key} {d}" + (", t ASC" if key != "t" else "")
@@ -171,8 +205,11 @@ class RowStore(ConnectedStore):
 
     async def count_threads(self, prefix: str | None = None) -> int:
         params: list[Any] = []
-        rows = await self._q(f"SELECT COUNT(DISTINCT {self.THREAD}) AS n FROM {self.TABLE}"
-                             f"{self._where_prefix(prefix, params)}", *params)
+        rows = await self._q(
+            f"SELECT COUNT(DISTINCT {self.THREAD}) AS n FROM {self.TABLE}"
+            f"{self._where_prefix(prefix, params)}",
+            *params,
+        )
         return int(rows[0]["n"])
 
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
@@ -181,8 +218,12 @@ class RowStore(ConnectedStore):
 
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
-        rows = await self._q(f"SELECT DISTINCT {self.THREAD} AS t FROM {self.TABLE}"
-                             f"{self._where_prefix(prefix, params)} ORDER BY t LIMIT ?", *params, int(limit))
+        rows = await self._q(
+            f"SELECT DISTINCT {self.THREAD} AS t FROM {self.TABLE}"
+            f"{self._where_prefix(prefix, params)} ORDER BY t LIMIT ?",
+            *params,
+            int(limit),
+        )
         return [r["t"] for r in rows]
 
     # ---- rows --------------------------------------------------------------------------
@@ -199,8 +240,11 @@ class RowStore(ConnectedStore):
         return rows[0] if rows else None
 
     async def _step(self, row: Mapping[str, Any]) -> int:
-        rows = await self._q(f"SELECT COUNT(*) AS n FROM {self.TABLE} WHERE {self.THREAD} = ? AND {self.ORDER} <= ?",
-                             row["t"], row["o"])
+        rows = await self._q(
+            f"SELECT COUNT(*) AS n FROM {self.TABLE} WHERE {self.THREAD} = ? AND {self.ORDER} <= ?",
+            row["t"],
+            row["o"],
+        )
         return int(rows[0]["n"])
 
     def _decode_safe(self, row: Mapping[str, Any]) -> Decoded:
@@ -210,21 +254,35 @@ class RowStore(ConnectedStore):
             return Decoded([], {}, f"(unreadable: {exc})", tags=["invalid"], raw=exc)
 
     async def _prev_key(self, row: Mapping[str, Any]) -> str | None:
-        rows = await self._q(f"SELECT {self.KEY} AS k FROM {self.TABLE} WHERE {self.THREAD} = ? AND "
-                             f"{self.ORDER} < ? ORDER BY {self.ORDER} DESC LIMIT 1", row["t"], row["o"])
+        rows = await self._q(
+            f"SELECT {self.KEY} AS k FROM {self.TABLE} WHERE {self.THREAD} = ? AND "
+            f"{self.ORDER} < ? ORDER BY {self.ORDER} DESC LIMIT 1",
+            row["t"],
+            row["o"],
+        )
         return self.cid(rows[0]) if rows else None
 
-    async def _meta(self, row: Mapping[str, Any], step: int | None = None, prev: str | None = "?",
-                    decoded: Decoded | None = None) -> CheckpointMetadata:
+    async def _meta(
+        self,
+        row: Mapping[str, Any],
+        step: int | None = None,
+        prev: str | None = "?",
+        decoded: Decoded | None = None,
+    ) -> CheckpointMetadata:
         d = decoded or self._decode_safe(row)
         if self.own_parents:
             parent = d.parent
         else:
             parent = await self._prev_key(row) if prev == "?" else prev
-        return CheckpointMetadata(thread_id=row["t"], checkpoint_id=self.cid(row),
-                                  step=step if step is not None else await self._step(row),
-                                  parent_checkpoint_id=parent, created_at=ts_iso(row["at"]),
-                                  tags=list(d.tags), summary=d.summary)
+        return CheckpointMetadata(
+            thread_id=row["t"],
+            checkpoint_id=self.cid(row),
+            step=step if step is not None else await self._step(row),
+            parent_checkpoint_id=parent,
+            created_at=ts_iso(row["at"]),
+            tags=list(d.tags),
+            summary=d.summary,
+        )
 
     def _checkpoint(self, meta: CheckpointMetadata, d: Decoded) -> Checkpoint:
         if isinstance(d.raw, ValueError):
@@ -242,11 +300,16 @@ class RowStore(ConnectedStore):
 
     async def _page(self, thread_id: str, limit: int, offset: int, descending: bool) -> list[dict[str, Any]]:
         d = "DESC" if descending else "ASC"
-        return await self._q(f"{self._SELECT} WHERE {self.THREAD} = ? ORDER BY {self.ORDER} {d} LIMIT ? OFFSET ?",
-                             thread_id, int(limit), int(offset))
+        return await self._q(
+            f"{self._SELECT} WHERE {self.THREAD} = ? ORDER BY {self.ORDER} {d} LIMIT ? OFFSET ?",
+            thread_id,
+            int(limit),
+            int(offset),
+        )
 
-    async def _metas(self, thread_id: str, rows: list[dict[str, Any]], first_step: int, descending: bool
-                     ) -> list[CheckpointMetadata]:
+    async def _metas(
+        self, thread_id: str, rows: list[dict[str, Any]], first_step: int, descending: bool
+    ) -> list[CheckpointMetadata]:
         out = []
         for i, r in enumerate(rows):
             step = first_step - i if descending else first_step + i
@@ -260,8 +323,9 @@ class RowStore(ConnectedStore):
             out.append(await self._meta(r, step, prev))
         return out
 
-    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
-                          descending: bool = False) -> list[CheckpointMetadata]:
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list[CheckpointMetadata]:
         rows = await self._page(thread_id, limit, offset, descending)
         if not rows:
             return []
@@ -297,10 +361,15 @@ class RowStore(ConnectedStore):
         if row is None:
             return []
         if not self.own_parents:
-            nxt = await self._q(f"{self._SELECT} WHERE {self.THREAD} = ? AND {self.ORDER} > ? ORDER BY {self.ORDER} "
-                                "LIMIT 1", row["t"], row["o"])
+            nxt = await self._q(
+                f"{self._SELECT} WHERE {self.THREAD} = ? AND {self.ORDER} > ? ORDER BY {self.ORDER} LIMIT 1",
+                row["t"],
+                row["o"],
+            )
             return [await self._meta(nxt[0], prev=checkpoint_id)] if nxt else []
-        return [m for m in await self._with_parent_in([checkpoint_id]) if m.parent_checkpoint_id == checkpoint_id]
+        return [
+            m for m in await self._with_parent_in([checkpoint_id]) if m.parent_checkpoint_id == checkpoint_id
+        ]
 
     async def _with_parent_in(self, ids: Sequence[str]) -> list[CheckpointMetadata]:
         """The checkpoints whose parent is one of `ids` (own_parents formats): their
@@ -319,8 +388,10 @@ class RowStore(ConnectedStore):
         want = set(thread_ids)
         out: list[CheckpointMetadata] = []
         # every branch's first row in one query (one pass, with or without an index)
-        for r in await self._q(f"SELECT {self.THREAD} AS t, MIN({self.ORDER}) AS o FROM {self.TABLE} "
-                               f"GROUP BY {self.THREAD} ORDER BY t"):
+        for r in await self._q(
+            f"SELECT {self.THREAD} AS t, MIN({self.ORDER}) AS o FROM {self.TABLE} "
+            f"GROUP BY {self.THREAD} ORDER BY t"
+        ):
             first = None if r["t"] in want else await self._row_at(r["t"], r["o"])
             fork = await self._fork_of(first) if first is not None else None
             if first is not None and fork and fork[0] in want:
@@ -329,15 +400,20 @@ class RowStore(ConnectedStore):
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
-        rows = await self._q(f"SELECT {self.KEY} AS k FROM {self.TABLE} WHERE {self._key_prefix(prefix, params)} "
-                             f"ORDER BY k LIMIT ?", *params, int(limit))
+        rows = await self._q(
+            f"SELECT {self.KEY} AS k FROM {self.TABLE} WHERE {self._key_prefix(prefix, params)} "
+            f"ORDER BY k LIMIT ?",
+            *params,
+            int(limit),
+        )
         return sorted(self.cid(r) for r in rows)
 
     def _key_prefix(self, prefix: str, params: list[Any]) -> str:
         return prefix_range(f"CAST({self.KEY} AS TEXT)", prefix, params) if prefix else "1 = 1"
 
-    async def iter_checkpoints(self, thread_ids: Sequence[str] | None = None, batch: int = 500
-                               ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+    async def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         for tid in threads:
             step = 0
@@ -345,8 +421,12 @@ class RowStore(ConnectedStore):
             last: Any = None
             while True:  # a page at a time after the last row read (not OFFSET: no re-reading)
                 after = "" if last is None else f" AND {self.ORDER} > ?"
-                rows = await self._q(f"{self._SELECT} WHERE {self.THREAD} = ?{after} ORDER BY {self.ORDER} LIMIT ?",
-                                     tid, *(() if last is None else (last,)), int(batch))
+                rows = await self._q(
+                    f"{self._SELECT} WHERE {self.THREAD} = ?{after} ORDER BY {self.ORDER} LIMIT ?",
+                    tid,
+                    *(() if last is None else (last,)),
+                    int(batch),
+                )
                 for r in rows:
                     step += 1
                     d = self._decode_safe(r)
@@ -362,9 +442,15 @@ class RowStore(ConnectedStore):
 
     # ---- search, doctor, stats -----------------------------------------------------------
 
-    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50, scan: bool = False,
-                     places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
+    async def search(
+        self,
+        text: str,
+        thread_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+        scan: bool = False,
+        places: Sequence[str] = SEARCH_PLACES,
+    ) -> list[SearchHit]:
         """A scan, newest first: each row decoded and its messages (of `role`) and state
         matched, case-insensitively."""
         from agentctl.storage.contract import check_search_places
@@ -393,16 +479,33 @@ class RowStore(ConnectedStore):
                         body = str(m.get("content") or "")
                         if (role is None or m.get("role") == role) and needle in body.casefold():
                             meta = meta or await self._meta(r, decoded=d)
-                            hits.append(SearchHit(meta.thread_id, meta.checkpoint_id, meta.step, "messages",
-                                                  m.get("role"), snippet_around(body, text, 40),
-                                                  f"messages[{i}].content"))
+                            hits.append(
+                                SearchHit(
+                                    meta.thread_id,
+                                    meta.checkpoint_id,
+                                    meta.step,
+                                    "messages",
+                                    m.get("role"),
+                                    snippet_around(body, text, 40),
+                                    f"messages[{i}].content",
+                                )
+                            )
                             break
                 if "state" in wanted and role is None and len(hits) < limit:
                     body = json.dumps(d.state, ensure_ascii=False, default=str)
                     if needle in body.casefold():
                         meta = meta or await self._meta(r, decoded=d)
-                        hits.append(SearchHit(meta.thread_id, meta.checkpoint_id, meta.step, "state", None,
-                                              snippet_around(body, text, 40), "state"))
+                        hits.append(
+                            SearchHit(
+                                meta.thread_id,
+                                meta.checkpoint_id,
+                                meta.step,
+                                "state",
+                                None,
+                                snippet_around(body, text, 40),
+                                "state",
+                            )
+                        )
 
         return await self.scan_pages(self._SELECT, where, params, f"{self.ORDER} DESC", hits, limit, take)
 
@@ -427,11 +530,19 @@ class RowStore(ConnectedStore):
         if user is not None or days is not None:
             raise Unsupported(self.format.name, "stats --user/--days")
         size = " + ".join(f"COALESCE(LENGTH(CAST({c} AS BLOB)), 0)" for c in self.COLUMNS)
-        per = await self._q(f"SELECT {self.THREAD} AS t, COUNT(*) AS n, SUM({size}) AS bytes FROM {self.TABLE} "
-                            f"GROUP BY {self.THREAD} ORDER BY 3 DESC, t")
+        per = await self._q(
+            f"SELECT {self.THREAD} AS t, COUNT(*) AS n, SUM({size}) AS bytes FROM {self.TABLE} "
+            f"GROUP BY {self.THREAD} ORDER BY 3 DESC, t"
+        )
         rows = [{"thread_id": r["t"], "checkpoints": int(r["n"]), "bytes": int(r["bytes"] or 0)} for r in per]
-        return {"threads": len(rows), "checkpoints": sum(r["checkpoints"] for r in rows),
-                "bytes": sum(r["bytes"] for r in rows), "bytes_of": self.TABLE, "per_thread": rows, "tags": {}}
+        return {
+            "threads": len(rows),
+            "checkpoints": sum(r["checkpoints"] for r in rows),
+            "bytes": sum(r["bytes"] for r in rows),
+            "bytes_of": self.TABLE,
+            "per_thread": rows,
+            "tags": {},
+        }
 
 
 def _entity_name(e: Mapping[str, Any]) -> str:
@@ -462,36 +573,61 @@ class CheckpointStore(RowStore):
         for e in entities:
             for out in e.get("checkpoint_method_outputs") or []:
                 if isinstance(out, dict):
-                    messages.append({"role": "assistant", "name": str(out.get("method", "")),
-                                     "content": out.get("output") if isinstance(out.get("output"), str)
-                                     else json.dumps(out.get("output"), default=str)})
+                    messages.append(
+                        {
+                            "role": "assistant",
+                            "name": str(out.get("method", "")),
+                            "content": out.get("output")
+                            if isinstance(out.get("output"), str)
+                            else json.dumps(out.get("output"), default=str),
+                        }
+                    )
             done.extend(str(m) for m in e.get("checkpoint_completed_methods") or [])
             for t in e.get("tasks") or []:
                 out = t.get("output") if isinstance(t, dict) else None
                 if isinstance(out, dict) and out.get("raw") is not None:
-                    messages.append({"role": "assistant", "name": str(out.get("agent") or t.get("name") or "task"),
-                                     "content": str(out.get("raw"))})
+                    messages.append(
+                        {
+                            "role": "assistant",
+                            "name": str(out.get("agent") or t.get("name") or "task"),
+                            "content": str(out.get("raw")),
+                        }
+                    )
         state = {k: v for k, v in data.items() if k != "event_record"}
-        events = (data.get("event_record") or {}).get("nodes") if isinstance(data.get("event_record"), dict) else None
+        events = (
+            (data.get("event_record") or {}).get("nodes")
+            if isinstance(data.get("event_record"), dict)
+            else None
+        )
         state["events"] = len(events) if isinstance(events, dict) else 0
         kinds = [str(e.get("entity_type")) for e in entities]
         last = messages[-1] if messages else None
-        summary = (f"{last['name']}: {one_line(last['content'], 60)}" if last
-                   else ", ".join(_entity_name(e) for e in entities) or "(no entities)")
+        summary = (
+            f"{last['name']}: {one_line(last['content'], 60)}"
+            if last
+            else ", ".join(_entity_name(e) for e in entities) or "(no entities)"
+        )
         tags = sorted(set(kinds))
         if kinds.count("flow") > 1:
             tags.append("resumed")
-        return Decoded(messages, state, summary, tags=tags, parent=parent if isinstance(parent, str) else None,
-                       raw=data)
+        return Decoded(
+            messages, state, summary, tags=tags, parent=parent if isinstance(parent, str) else None, raw=data
+        )
 
     #: the index agentctl's reads of a branch want (CrewAI's table has only its primary
     #: key): `doctor --fix-indexes` creates it; CrewAI's own writes and reads ignore it
-    INDEX = ("agentctl_checkpoints_branch", "CREATE INDEX IF NOT EXISTS agentctl_checkpoints_branch "
-             "ON checkpoints(branch)")
+    INDEX = (
+        "agentctl_checkpoints_branch",
+        "CREATE INDEX IF NOT EXISTS agentctl_checkpoints_branch ON checkpoints(branch)",
+    )
 
     async def _has_index(self) -> bool:
-        return bool(await self._q("SELECT 1 AS x FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints' "
-                                  "AND sql LIKE '%(branch%'"))
+        return bool(
+            await self._q(
+                "SELECT 1 AS x FROM sqlite_master WHERE type = 'index' AND tbl_name = 'checkpoints' "
+                "AND sql LIKE '%(branch%'"
+            )
+        )
 
     async def fix_indexes(self) -> list[str]:
         """The index on checkpoints(branch) (`threads list`, `show BRANCH`, `log` read a
@@ -508,9 +644,15 @@ class CheckpointStore(RowStore):
         their `data` (CrewAI reads `data`)."""
         problems: list[Problem] = []
         if not await self._has_index():
-            problems.append(Problem("warning", "missing_index", "checkpoints",
-                                    "no index on checkpoints(branch): reads of a branch scan every row "
-                                    "(`agentctl doctor --fix-indexes` adds one; CrewAI ignores it)"))
+            problems.append(
+                Problem(
+                    "warning",
+                    "missing_index",
+                    "checkpoints",
+                    "no index on checkpoints(branch): reads of a branch scan every row "
+                    "(`agentctl doctor --fix-indexes` adds one; CrewAI ignores it)",
+                )
+            )
         last = -(2**63)
         while len(problems) < 2 * limit:
             rows = await self._q(f"{self._SELECT} WHERE rowid > ? ORDER BY rowid LIMIT 500", last)
@@ -519,12 +661,24 @@ class CheckpointStore(RowStore):
                 if not isinstance(d.raw, dict):
                     continue
                 if "resumed" in d.tags:
-                    problems.append(Problem("warning", "resumed_entities", self.cid(r),
-                                            f"{self.cid(r)}: two flow entities (a run resumed by Flow.from_checkpoint); "
-                                            "the first is empty"))
+                    problems.append(
+                        Problem(
+                            "warning",
+                            "resumed_entities",
+                            self.cid(r),
+                            f"{self.cid(r)}: two flow entities (a run resumed by Flow.from_checkpoint); "
+                            "the first is empty",
+                        )
+                    )
                 if d.raw.get("branch", r["branch"]) != r["branch"] or d.parent != r["parent_id"]:
-                    problems.append(Problem("warning", "column_mismatch", self.cid(r),
-                                            f"{self.cid(r)}: the branch/parent_id columns differ from data's (CrewAI reads data)"))
+                    problems.append(
+                        Problem(
+                            "warning",
+                            "column_mismatch",
+                            self.cid(r),
+                            f"{self.cid(r)}: the branch/parent_id columns differ from data's (CrewAI reads data)",
+                        )
+                    )
             if len(rows) < 500:
                 break
             last = rows[-1]["o"]
@@ -548,7 +702,7 @@ class FlowStateStore(RowStore):
         return f"{self.PREFIX}{int(row['k'])}"
 
     def key_of(self, checkpoint_id: str) -> Any:
-        digits = checkpoint_id[len(self.PREFIX):] if isinstance(checkpoint_id, str) else ""
+        digits = checkpoint_id[len(self.PREFIX) :] if isinstance(checkpoint_id, str) else ""
         if not checkpoint_id.startswith(self.PREFIX) or not digits.isdigit() or len(digits) > 18:
             return None
         return int(digits)
@@ -556,8 +710,8 @@ class FlowStateStore(RowStore):
     def _key_prefix(self, prefix: str, params: list[Any]) -> str:
         if self.PREFIX.startswith(prefix):
             return "1 = 1"
-        if prefix.startswith(self.PREFIX) and prefix[len(self.PREFIX):].isdigit():
-            params.append(prefix[len(self.PREFIX):] + "%")
+        if prefix.startswith(self.PREFIX) and prefix[len(self.PREFIX) :].isdigit():
+            params.append(prefix[len(self.PREFIX) :] + "%")
             return "CAST(id AS TEXT) LIKE ?"
         return "1 = 0"
 
@@ -570,8 +724,13 @@ class FlowStateStore(RowStore):
             state = {"value": state}
         method = str(row.get("method_name") or "")
         shown = {k: v for k, v in state.items() if k != "id"}
-        return Decoded([], state, f"{method}: {one_line(json.dumps(shown, default=str), 60)}",
-                       tags=[f"method:{method}"], raw=state)
+        return Decoded(
+            [],
+            state,
+            f"{method}: {one_line(json.dumps(shown, default=str), 60)}",
+            tags=[f"method:{method}"],
+            raw=state,
+        )
 
 
 class ReplayStore(RowStore):
@@ -595,18 +754,34 @@ class ReplayStore(RowStore):
         out = output if isinstance(output, dict) else {"raw": output}
         messages = [m for m in out.get("messages") or [] if isinstance(m, dict)]
         raw = out.get("raw")
-        messages.append({"role": "assistant", "name": str(out.get("agent") or ""), "content": "" if raw is None
-                         else str(raw)})
-        state = {"task_key": row["task_key"], "task_index": row["task_index"],
-                 "expected_output": row["expected_output"], "inputs": inputs,
-                 "was_replayed": bool(row["was_replayed"]),
-                 "output": {k: v for k, v in out.items() if k != "messages"}}
+        messages.append(
+            {
+                "role": "assistant",
+                "name": str(out.get("agent") or ""),
+                "content": "" if raw is None else str(raw),
+            }
+        )
+        state = {
+            "task_key": row["task_key"],
+            "task_index": row["task_index"],
+            "expected_output": row["expected_output"],
+            "inputs": inputs,
+            "was_replayed": bool(row["was_replayed"]),
+            "output": {k: v for k, v in out.items() if k != "messages"},
+        }
         desc = out.get("description") or row["task_key"]
-        return Decoded(messages, state, f"{one_line(desc, 40)}: {one_line(raw, 40)}",
-                       tags=["replayed"] if row["was_replayed"] else [], raw=out)
+        return Decoded(
+            messages,
+            state,
+            f"{one_line(desc, 40)}: {one_line(raw, 40)}",
+            tags=["replayed"] if row["was_replayed"] else [],
+            raw=out,
+        )
 
 
-def open_checkpoints(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kw: Any) -> Store:
+def open_checkpoints(
+    kind: str, target: str, *, readonly: bool = True, create: bool = False, **kw: Any
+) -> Store:
     return CheckpointStore(kind, target, readonly=readonly, **kw)
 
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 import asyncio
 import json
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import NotFoundError, OperationError, ReadOnlyDatabase
 from agentctl.storage.contract import retried_write
@@ -112,10 +113,10 @@ class JournalHistory(ABC):
     async def fingerprint(self, tx: Any, thread: str) -> Any:
         """What "nothing changed since" compares for a thread, read in `tx` (JSON-able)."""
 
-    async def lock(self, tx: Any, threads: Sequence[str]) -> None:
+    async def lock(self, tx: Any, threads: Sequence[str]) -> None:  # noqa: B027 (an optional hook: nothing by default)
         """The format's own locks on these threads (default: none beyond the transaction's)."""
 
-    async def migrate(self, tx: Any) -> None:
+    async def migrate(self, tx: Any) -> None:  # noqa: B027 (an optional hook: nothing by default)
         """The previous op log into the journal (default: there was none)."""
 
     async def legacy_oplog(self, limit: int) -> list[OpRecord] | None:
@@ -160,7 +161,7 @@ class JournalHistory(ABC):
         """Before an undo, a redo or a purge: what the format checks or opens first."""
         await self.store.connect()
 
-    async def journal_moved(self) -> None:
+    async def journal_moved(self) -> None:  # noqa: B027 (an optional hook: nothing by default)
         """After an undo or a redo, written or refused: what the format drops (its store's
         caches of threads and branches)."""
 
@@ -173,8 +174,9 @@ class JournalHistory(ABC):
         or an op kind the format does not undo so); default: as given."""
         return list(threads)
 
-    async def journal_move(self, tx: Any, record: dict[str, Any], image: str,
-                           threads: Sequence[str] | None = None) -> dict[str, Any]:
+    async def journal_move(
+        self, tx: Any, record: dict[str, Any], image: str, threads: Sequence[str] | None = None
+    ) -> dict[str, Any]:
         """Put `image` of the op of `record` back ("before": undo, "after": redo; `threads`:
         an undo of those threads alone), in the move's transaction; what `ops.undo` returns.
         A format extends it for what the journal does not hold (an index it keeps in step
@@ -189,6 +191,7 @@ class JournalHistory(ABC):
         now = getattr(self, "_now", None)
         if now is None:
             from agentctl.model import utc_now_iso
+
             now = utc_now_iso
         return str(now())
 
@@ -203,8 +206,9 @@ class JournalHistory(ABC):
             await self.lock(tx, list(threads))
             yield tx
 
-    async def journal_begin(self, tx: Any, kind: str, summary: str, threads: Sequence[str],
-                            details: dict[str, Any] | None = None) -> ops.Op:
+    async def journal_begin(
+        self, tx: Any, kind: str, summary: str, threads: Sequence[str], details: dict[str, Any] | None = None
+    ) -> ops.Op:
         op = await ops.begin(tx, kind, summary, list(threads), details or {}, self.journal_now())
         self.last_op_id = op.op_id
         return op
@@ -232,8 +236,11 @@ class JournalHistory(ABC):
         for table in sorted({t for r in held for t in r["tables"]}):
             ids = [int(r["op_id"]) for r in held if table in r["tables"]]
             marks = ", ".join("?" for _ in ids)
-            for c in await db.query(f'SELECT {trash.OP} AS op, COUNT(*) AS n FROM "{trash.trash_name(table)}" '
-                                    f"WHERE {trash.OP} IN ({marks}) GROUP BY {trash.OP}", *ids):
+            for c in await db.query(
+                f'SELECT {trash.OP} AS op, COUNT(*) AS n FROM "{trash.trash_name(table)}" '
+                f"WHERE {trash.OP} IN ({marks}) GROUP BY {trash.OP}",
+                *ids,
+            ):
                 counts[int(c["op"])] = counts.get(int(c["op"]), 0) + int(c["n"])
         return counts
 
@@ -243,12 +250,16 @@ class JournalHistory(ABC):
             if not await tx.table_exists(ops.LOG):
                 raise OperationError(f"nothing to {verb}")
             if undone:  # the op the newest undo entry undid, still undone
-                rows = await tx.fetch(f"SELECT t.op_id FROM {ops.LOG} AS e JOIN {ops.LOG} AS t ON t.op_id = e.undo_of "
-                                      "WHERE e.kind = 'undo' AND t.undone = 1 AND t.purged = 0 "
-                                      "ORDER BY e.op_id DESC LIMIT 1")
+                rows = await tx.fetch(
+                    f"SELECT t.op_id FROM {ops.LOG} AS e JOIN {ops.LOG} AS t ON t.op_id = e.undo_of "
+                    "WHERE e.kind = 'undo' AND t.undone = 1 AND t.purged = 0 "
+                    "ORDER BY e.op_id DESC LIMIT 1"
+                )
             else:
-                rows = await tx.fetch(f"SELECT op_id FROM {ops.LOG} WHERE undone = 0 AND purged = 0 "
-                                      f"AND kind NOT IN ('undo', 'redo') ORDER BY op_id DESC LIMIT 1")
+                rows = await tx.fetch(
+                    f"SELECT op_id FROM {ops.LOG} WHERE undone = 0 AND purged = 0 "
+                    f"AND kind NOT IN ('undo', 'redo') ORDER BY op_id DESC LIMIT 1"
+                )
             if not rows:
                 raise OperationError(f"nothing to {verb}")
             op_id = int(rows[0]["op_id"])
@@ -261,36 +272,48 @@ class JournalHistory(ABC):
         if rec["kind"] == "redo" and not undone:  # the redo is undone as the op it redid
             return await self._pick(tx, int(rec["undo_of"]), undone)
         if rec["kind"] in ENTRIES:
-            raise OperationError(f"operation {op_id} is {'an undo' if rec['kind'] == 'undo' else 'a redo'} (of "
-                                 f"operation {rec['undo_of']}); {verb} operation {rec['undo_of']} instead")
+            raise OperationError(
+                f"operation {op_id} is {'an undo' if rec['kind'] == 'undo' else 'a redo'} (of "
+                f"operation {rec['undo_of']}); {verb} operation {rec['undo_of']} instead"
+            )
         return rec
 
-    async def _move(self, op_id: int | None, undone: bool, dry_run: bool = False,
-                    threads: Sequence[str] | None = None) -> OpResult:
+    async def _move(
+        self, op_id: int | None, undone: bool, dry_run: bool = False, threads: Sequence[str] | None = None
+    ) -> OpResult:
         await self.journal_ready()
         try:
             return await self._move_once(op_id, undone, dry_run, threads)
         finally:
             await self.journal_moved()
 
-    async def _move_once(self, op_id: int | None, undone: bool, dry_run: bool,
-                         threads: Sequence[str] | None) -> OpResult:
+    async def _move_once(
+        self, op_id: int | None, undone: bool, dry_run: bool, threads: Sequence[str] | None
+    ) -> OpResult:
         from agentctl.storage.results import OpResult
 
         verb, kind = ("redid", "redo") if undone else ("undid", "undo")
         if dry_run:  # read only: what the move would do, when it would be refused
             legacy = await self.legacy_oplog(1)
             if legacy:
-                raise OperationError(f"{kind} --dry-run: this database's op log is of an older layout; "
-                                     f"it is moved to the journal by the first write")
+                raise OperationError(
+                    f"{kind} --dry-run: this database's op log is of an older layout; "
+                    f"it is moved to the journal by the first write"
+                )
             await self.store.connect()
             reader = _Reader(self.store.connection)
             rec = await self._pick(reader, op_id, undone)
             await ops.check(reader, rec, 0 if undone else 1, self.fingerprint)
             ids = await self.preview_result(reader, rec, "after" if undone else "before")
             # what it would do, said as a plan is (the verb, not "redid")
-            return OpResult(None, kind, f"{kind} operation {rec['op_id']} ({rec['summary']})",
-                            ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
+            return OpResult(
+                None,
+                kind,
+                f"{kind} operation {rec['op_id']} ({rec['summary']})",
+                ids.get("created", []),
+                ids.get("deleted", []),
+                ids.get("moved", []),
+            )
         async with self.journal_tx() as tx:
             rec = await self._pick(tx, op_id, undone)
             if tx.kind == "postgres":  # the op's threads locked as every agentctl write locks them
@@ -304,18 +327,26 @@ class JournalHistory(ABC):
                 summary += f" for thread(s) {', '.join(moved['moved'])}"
             new = await ops.entry(tx, kind, summary, moved["moved"], int(rec["op_id"]), self.journal_now())
             if moved["done"]:
-                await tx.execute(f"UPDATE {ops.LOG} SET undone_by = ? WHERE op_id = ?",
-                                 None if undone else new, int(rec["op_id"]))
+                await tx.execute(
+                    f"UPDATE {ops.LOG} SET undone_by = ? WHERE op_id = ?",
+                    None if undone else new,
+                    int(rec["op_id"]),
+                )
         self.last_op_id = new
         if moved.get("left"):
-            summary += (f"; left {ops.brief(moved['left'])} (`agentctl undo {rec['op_id']} --thread THREAD` "
-                        "restores them while they do not change)")
+            summary += (
+                f"; left {ops.brief(moved['left'])} (`agentctl undo {rec['op_id']} --thread THREAD` "
+                "restores them while they do not change)"
+            )
         ids = self.undo_result(rec, "after" if undone else "before")
-        return OpResult(new, kind, summary, ids.get("created", []), ids.get("deleted", []), ids.get("moved", []))
+        return OpResult(
+            new, kind, summary, ids.get("created", []), ids.get("deleted", []), ids.get("moved", [])
+        )
 
     @retried_write
-    async def undo(self, op_id: int | None = None, threads: Sequence[str] | None = None,
-                   dry_run: bool = False) -> OpResult:
+    async def undo(
+        self, op_id: int | None = None, threads: Sequence[str] | None = None, dry_run: bool = False
+    ) -> OpResult:
         from agentctl.storage.contract import whole_undo_only
 
         if not self.undo_by_thread:
@@ -323,8 +354,10 @@ class JournalHistory(ABC):
         if dry_run and threads:
             from agentctl.errors import UsageError
 
-            raise UsageError("undo --dry-run of some threads (--thread) is not offered; leave out --thread "
-                             "to see what undoing the whole operation would do")
+            raise UsageError(
+                "undo --dry-run of some threads (--thread) is not offered; leave out --thread "
+                "to see what undoing the whole operation would do"
+            )
         return await self._move(op_id, False, dry_run, threads)
 
     @retried_write
@@ -354,7 +387,16 @@ class JournalHistory(ABC):
 def _record(row: dict[str, Any], held: int) -> OpRecord:
     from agentctl.storage.results import OpRecord
 
-    return OpRecord(op_id=int(row["op_id"]), created_at=row["created_at"], kind=row["kind"],
-                    summary=row["summary"], threads=list(row["threads"]), undone=bool(row["undone"]),
-                    undo_of=row.get("undo_of"), undone_by=row.get("undone_by"), purged=bool(row["purged"]),
-                    purgeable_rows=held, details=json.loads(json.dumps(row["details"])))
+    return OpRecord(
+        op_id=int(row["op_id"]),
+        created_at=row["created_at"],
+        kind=row["kind"],
+        summary=row["summary"],
+        threads=list(row["threads"]),
+        undone=bool(row["undone"]),
+        undo_of=row.get("undo_of"),
+        undone_by=row.get("undone_by"),
+        purged=bool(row["purged"]),
+        purgeable_rows=held,
+        details=json.loads(json.dumps(row["details"])),
+    )

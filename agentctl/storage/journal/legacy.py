@@ -30,10 +30,18 @@ def _parse(text: Any, default: Any) -> Any:
 
 def record(r: Any) -> dict[str, Any]:
     """A row of an old log as the journal's record (what `ops.adopt` takes)."""
-    return {"op_id": int(r["op_id"]), "created_at": r["created_at"], "kind": r["kind"], "summary": r["summary"],
-            "threads": [str(t) for t in _parse(r["threads"], [])], "details": _parse(r["details"], {}),
-            "undone": bool(r["undone"]) if "undone" in r else r["undone_by"] is not None,
-            "purged": bool(r["purged"]), "undo_of": r["undo_of"], "undone_by": r["undone_by"]}
+    return {
+        "op_id": int(r["op_id"]),
+        "created_at": r["created_at"],
+        "kind": r["kind"],
+        "summary": r["summary"],
+        "threads": [str(t) for t in _parse(r["threads"], [])],
+        "details": _parse(r["details"], {}),
+        "undone": bool(r["undone"]) if "undone" in r else r["undone_by"] is not None,
+        "purged": bool(r["purged"]),
+        "undo_of": r["undo_of"],
+        "undone_by": r["undone_by"],
+    }
 
 
 def done(rec: dict[str, Any]) -> bool:
@@ -57,8 +65,9 @@ class OldLog:
         counts: dict[int, int] = {}
         for t in self.trashes:
             if await db.table_exists(t):
-                for r in await db.query(f"SELECT {self.op} AS op, COUNT(*) AS n FROM {t} WHERE {self.freed} "
-                                        f"GROUP BY {self.op}"):
+                for r in await db.query(
+                    f"SELECT {self.op} AS op, COUNT(*) AS n FROM {t} WHERE {self.freed} GROUP BY {self.op}"
+                ):
                     counts[int(r["op"])] = counts.get(int(r["op"]), 0) + int(r["n"])
         return counts
 
@@ -69,8 +78,10 @@ class OldLog:
         if not await db.table_exists(self.log):
             return None
         held = await self.held(db)
-        return [_record(record(r), held.get(int(r["op_id"]), 0))
-                for r in await db.query(f"SELECT * FROM {self.log} ORDER BY op_id DESC LIMIT ?", int(limit))]
+        return [
+            _record(record(r), held.get(int(r["op_id"]), 0))
+            for r in await db.query(f"SELECT * FROM {self.log} ORDER BY op_id DESC LIMIT ?", int(limit))
+        ]
 
     async def purge_plan(self, db: Any) -> Any | None:
         """What a purge would free of the old trash (PurgeResult); None: there is no old log."""
@@ -86,8 +97,12 @@ class OldLog:
         marked NO_REDO; None: there is no old log (nothing to migrate)."""
         if not await tx.table_exists(self.log):
             return None
-        out = [record(r) for r in await tx.fetch(f"SELECT * FROM {self.log} ORDER BY op_id "
-                                                 f"{'DESC' if newest_first else 'ASC'}")]
+        out = [
+            record(r)
+            for r in await tx.fetch(
+                f"SELECT * FROM {self.log} ORDER BY op_id {'DESC' if newest_first else 'ASC'}"
+            )
+        ]
         for rec in out:
             if rec["undone"] and rec["kind"] not in ENTRIES:
                 rec["details"][ops.NO_REDO] = True

@@ -30,7 +30,8 @@ restored (a later whole undo restores the rest), then is undone as a whole.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from agentctl.errors import OperationError
 from agentctl.storage.journal import trash
@@ -49,10 +50,12 @@ THREAD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(?, 7340))"
 
 def _ddl(kind: str) -> str:
     op_id = "bigserial PRIMARY KEY" if kind == "postgres" else "INTEGER PRIMARY KEY AUTOINCREMENT"
-    return (f"CREATE TABLE IF NOT EXISTS {LOG} (op_id {op_id}, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
-            "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, tables TEXT NOT NULL, "
-            "fingerprints TEXT NOT NULL DEFAULT '{}', undone INTEGER NOT NULL DEFAULT 0, "
-            "purged INTEGER NOT NULL DEFAULT 0, undo_of INTEGER, undone_by INTEGER)")
+    return (
+        f"CREATE TABLE IF NOT EXISTS {LOG} (op_id {op_id}, created_at TEXT NOT NULL, kind TEXT NOT NULL, "
+        "summary TEXT NOT NULL, threads TEXT NOT NULL, details TEXT NOT NULL, tables TEXT NOT NULL, "
+        "fingerprints TEXT NOT NULL DEFAULT '{}', undone INTEGER NOT NULL DEFAULT 0, "
+        "purged INTEGER NOT NULL DEFAULT 0, undo_of INTEGER, undone_by INTEGER)"
+    )
 
 
 async def _prints(tx: Any, threads: Sequence[str], fingerprint: Fingerprint) -> dict[str, Any]:
@@ -80,16 +83,30 @@ class Op:
         await trash.ensure(self.tx, table)
         self._touch(table, key, thread)
 
-    async def delete(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = (), *,
-                     thread: str | None = None) -> int:
+    async def delete(
+        self,
+        table: str,
+        key: Sequence[str],
+        where: str,
+        params: Sequence[Any] = (),
+        *,
+        thread: str | None = None,
+    ) -> int:
         """Delete the rows matching `where`, their before-images kept. `thread`: the
         table's thread column (the op can then be undone thread by thread)."""
         self._touch(table, key, thread)
         await trash.set_aside(self.tx, self.op_id, table, where, params)
         return await self.tx.execute(f'DELETE FROM "{table}" WHERE {where}', *params)
 
-    async def delete_each(self, table: str, key: Sequence[str], where: str, params_each: Sequence[Sequence[Any]], *,
-                          thread: str | None = None) -> int:
+    async def delete_each(
+        self,
+        table: str,
+        key: Sequence[str],
+        where: str,
+        params_each: Sequence[Sequence[Any]],
+        *,
+        thread: str | None = None,
+    ) -> int:
         """`delete` with each parameter set of `where` in turn (a chunk of rows at a time),
         the statements handed to the transaction at once (`execute_each`: SQLite runs them
         in one call on its connection's thread); the rows deleted."""
@@ -97,11 +114,23 @@ class Op:
         copy = await trash.copy_sql(self.tx, table, where)
         statements: list[tuple[str, Sequence[Any]]] = []
         for params in params_each:
-            statements += [(copy, [self.op_id, "before", *params]), (f'DELETE FROM "{table}" WHERE {where}', params)]
+            statements += [
+                (copy, [self.op_id, "before", *params]),
+                (f'DELETE FROM "{table}" WHERE {where}', params),
+            ]
         return sum((await self.tx.execute_each(statements))[1::2])
 
-    async def update(self, table: str, key: Sequence[str], where: str, params: Sequence[Any],
-                     assign: str, values: Sequence[Any], *, thread: str | None = None) -> int:
+    async def update(
+        self,
+        table: str,
+        key: Sequence[str],
+        where: str,
+        params: Sequence[Any],
+        assign: str,
+        values: Sequence[Any],
+        *,
+        thread: str | None = None,
+    ) -> int:
         """`UPDATE table SET assign WHERE where`, the before-images kept (the after-images
         at `finish`). The update must not change the key columns."""
         self._touch(table, key, thread)
@@ -109,8 +138,15 @@ class Op:
         self._updated.append((table, where, params))
         return await self.tx.execute(f'UPDATE "{table}" SET {assign} WHERE {where}', *values, *params)
 
-    async def inserted(self, table: str, key: Sequence[str], where: str, params: Sequence[Any] = (), *,
-                       thread: str | None = None) -> int:
+    async def inserted(
+        self,
+        table: str,
+        key: Sequence[str],
+        where: str,
+        params: Sequence[Any] = (),
+        *,
+        thread: str | None = None,
+    ) -> int:
         """Record the rows the format inserted (those matching `where`) as the op's."""
         self._touch(table, key, thread)
         return await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
@@ -126,28 +162,48 @@ class Op:
         have changed since `begin`), their fingerprints and (if given) its summary."""
         for table, where, params in self._updated:
             await trash.set_aside(self.tx, self.op_id, table, where, params, image="after")
-        await self.tx.execute(f"UPDATE {LOG} SET tables = ?, fingerprints = ?, threads = ?, "
-                              "summary = COALESCE(?, summary) WHERE op_id = ?", json.dumps(self.tables),
-                              json.dumps(dict(fingerprints or {})), json.dumps(self.threads), summary, self.op_id)
+        await self.tx.execute(
+            f"UPDATE {LOG} SET tables = ?, fingerprints = ?, threads = ?, "
+            "summary = COALESCE(?, summary) WHERE op_id = ?",
+            json.dumps(self.tables),
+            json.dumps(dict(fingerprints or {})),
+            json.dumps(self.threads),
+            summary,
+            self.op_id,
+        )
         return self.op_id
 
 
-async def begin(tx: Any, kind: str, summary: str, threads: Sequence[str], details: Mapping[str, Any],
-                created_at: str) -> Op:
+async def begin(
+    tx: Any, kind: str, summary: str, threads: Sequence[str], details: Mapping[str, Any], created_at: str
+) -> Op:
     """Start recording an op in this transaction (the log created on the first write)."""
     await trash.make_missing(tx, LOG, _ddl(tx.kind))
-    rows = await tx.fetch(f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables) "
-                          "VALUES (?, ?, ?, ?, ?, '{}') RETURNING op_id",
-                          created_at, kind, summary, json.dumps(list(threads)), json.dumps(dict(details)))
+    rows = await tx.fetch(
+        f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables) "
+        "VALUES (?, ?, ?, ?, ?, '{}') RETURNING op_id",
+        created_at,
+        kind,
+        summary,
+        json.dumps(list(threads)),
+        json.dumps(dict(details)),
+    )
     return Op(tx, int(rows[0]["op_id"]), threads)
 
 
 async def entry(tx: Any, kind: str, summary: str, threads: Sequence[str], of: int, created_at: str) -> int:
     """A line of the log that changed no row itself: an undo or redo of op `of`."""
     await trash.make_missing(tx, LOG, _ddl(tx.kind))
-    rows = await tx.fetch(f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables, undo_of) "
-                          "VALUES (?, ?, ?, ?, ?, '{}', ?) RETURNING op_id", created_at, kind, summary,
-                          json.dumps(list(threads)), json.dumps({f"{kind}_of": of}), of)
+    rows = await tx.fetch(
+        f"INSERT INTO {LOG} (created_at, kind, summary, threads, details, tables, undo_of) "
+        "VALUES (?, ?, ?, ?, ?, '{}', ?) RETURNING op_id",
+        created_at,
+        kind,
+        summary,
+        json.dumps(list(threads)),
+        json.dumps({f"{kind}_of": of}),
+        of,
+    )
     return int(rows[0]["op_id"])
 
 
@@ -158,15 +214,26 @@ async def adopt(tx: Any, record: Mapping[str, Any]) -> None:
     into the trash with `trash.add_images`. On Postgres the id sequence moves past it."""
     await trash.make_missing(tx, LOG, _ddl(tx.kind))
     r = dict(record)
-    await tx.execute(f"INSERT INTO {LOG} (op_id, created_at, kind, summary, threads, details, tables, fingerprints, "
-                     "undone, purged, undo_of, undone_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     int(r["op_id"]), r["created_at"], r["kind"], r["summary"], json.dumps(list(r["threads"])),
-                     json.dumps(dict(r.get("details") or {})), json.dumps(dict(r.get("tables") or {})),
-                     json.dumps(dict(r.get("fingerprints") or {})), int(bool(r.get("undone"))),
-                     int(bool(r.get("purged"))), r.get("undo_of"), r.get("undone_by"))
+    await tx.execute(
+        f"INSERT INTO {LOG} (op_id, created_at, kind, summary, threads, details, tables, fingerprints, "
+        "undone, purged, undo_of, undone_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        int(r["op_id"]),
+        r["created_at"],
+        r["kind"],
+        r["summary"],
+        json.dumps(list(r["threads"])),
+        json.dumps(dict(r.get("details") or {})),
+        json.dumps(dict(r.get("tables") or {})),
+        json.dumps(dict(r.get("fingerprints") or {})),
+        int(bool(r.get("undone"))),
+        int(bool(r.get("purged"))),
+        r.get("undo_of"),
+        r.get("undone_by"),
+    )
     if tx.kind == "postgres":
-        await tx.execute(f"SELECT setval(pg_get_serial_sequence('{LOG}', 'op_id'), "
-                         f"(SELECT MAX(op_id) FROM {LOG}))")
+        await tx.execute(
+            f"SELECT setval(pg_get_serial_sequence('{LOG}', 'op_id'), (SELECT MAX(op_id) FROM {LOG}))"
+        )
 
 
 def _decoded(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -225,15 +292,22 @@ def brief(names: Sequence[str]) -> str:
     return ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
 
 
-async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerprint | None,
-                threads: Sequence[str] | None = None) -> None:
+async def check(
+    tx: Any,
+    r: Mapping[str, Any],
+    undone: int,
+    fingerprint: Fingerprint | None,
+    threads: Sequence[str] | None = None,
+) -> None:
     """Refuse (OperationError) to undo (`undone` 1) or redo (0) the op of record `r`:
     purged, already so, or a thread's fingerprint not as the op's last move left it.
     `threads`: an undo of those threads alone (only theirs are checked)."""
     op_id = r["op_id"]
     if not undone and r["details"].get(NO_REDO):
-        raise OperationError(f"operation {op_id} was undone by an agentctl release before the journal, which kept "
-                             "no copy of what it wrote; it cannot be redone")
+        raise OperationError(
+            f"operation {op_id} was undone by an agentctl release before the journal, which kept "
+            "no copy of what it wrote; it cannot be redone"
+        )
     if r["purged"]:
         raise OperationError(f"operation {op_id} was purged; it can no longer be undone or redone")
     if bool(r["undone"]) == bool(undone):
@@ -252,18 +326,29 @@ async def check(tx: Any, r: Mapping[str, Any], undone: int, fingerprint: Fingerp
             still = [t for t in todo if t not in changed]
             hint = ""
             if undone and threads is None and still and by_thread(r):
-                hint = (f"; `agentctl undo {op_id} --thread THREAD` (repeatable) restores the {len(still)} "
-                        f"that did not: {brief(still)}")
-            raise OperationError(f"{', '.join(changed)} changed since operation {op_id} was "
-                                 f"{'written' if undone else 'undone'}; nothing was changed{hint}")
+                hint = (
+                    f"; `agentctl undo {op_id} --thread THREAD` (repeatable) restores the {len(still)} "
+                    f"that did not: {brief(still)}"
+                )
+            raise OperationError(
+                f"{', '.join(changed)} changed since operation {op_id} was "
+                f"{'written' if undone else 'undone'}; nothing was changed{hint}"
+            )
 
 
 #: how a format names rows of a table in a refusal: (table, their keys) -> text
 Describe = Callable[[str, Sequence[tuple[Any, ...]]], str]
 
 
-async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Fingerprint | None,
-                threads: Sequence[str] | None = None, describe: Describe | None = None) -> dict[str, Any]:
+async def _move(
+    tx: Any,
+    op_id: int,
+    image: str,
+    undone: int,
+    fingerprint: Fingerprint | None,
+    threads: Sequence[str] | None = None,
+    describe: Describe | None = None,
+) -> dict[str, Any]:
     r = await record(tx, op_id)
     await check(tx, r, undone, fingerprint, threads)
     restored = list(r["details"].get("restored") or [])
@@ -272,17 +357,25 @@ async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Finge
     tables = list(r["tables"].items())
     left_image = "after" if undone else "before"  # what the op's last move left
     for table, spec in tables:
-        bad = await trash.changed_keys(tx, op_id, table, key_of(spec), left_image, thread_column(spec),
-                                       moving if partial else None)
+        bad = await trash.changed_keys(
+            tx, op_id, table, key_of(spec), left_image, thread_column(spec), moving if partial else None
+        )
         if bad:
             what = describe(table, bad) if describe else f"{table} row(s) {bad}"
-            raise OperationError(f"cannot {'undo' if undone else 'redo'} operation {op_id} ({r['kind']}): {what} "
-                                 f"changed after {'it' if undone else 'its undo'} (another write); nothing was changed")
+            raise OperationError(
+                f"cannot {'undo' if undone else 'redo'} operation {op_id} ({r['kind']}): {what} "
+                f"changed after {'it' if undone else 'its undo'} (another write); nothing was changed"
+            )
     # rows the op changed go back in place, rows it inserted or deleted come and go
     # around them: parents before their children come, children before their parents go
     # (in the order the op first touched its tables), so foreign keys hold throughout
-    await trash.move(tx, op_id, [(t, key_of(spec), thread_column(spec)) for t, spec in tables], image,
-                     moving if partial else None)
+    await trash.move(
+        tx,
+        op_id,
+        [(t, key_of(spec), thread_column(spec)) for t, spec in tables],
+        image,
+        moving if partial else None,
+    )
     # the fingerprints the next move of this op compares against
     prints = dict(r["fingerprints"])
     if fingerprint is not None:
@@ -292,13 +385,28 @@ async def _move(tx: Any, op_id: int, image: str, undone: int, fingerprint: Finge
     details.pop("restored", None)
     if not done:
         details["restored"] = restored + moving
-    await tx.execute(f"UPDATE {LOG} SET undone = ?, fingerprints = ?, details = ? WHERE op_id = ?",
-                     undone if done else 0, json.dumps(prints), json.dumps(details), op_id)
-    return {**r, "moved": moving, "done": done, "left": [t for t in left(r) if t not in moving] if undone else []}
+    await tx.execute(
+        f"UPDATE {LOG} SET undone = ?, fingerprints = ?, details = ? WHERE op_id = ?",
+        undone if done else 0,
+        json.dumps(prints),
+        json.dumps(details),
+        op_id,
+    )
+    return {
+        **r,
+        "moved": moving,
+        "done": done,
+        "left": [t for t in left(r) if t not in moving] if undone else [],
+    }
 
 
-async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None,
-               threads: Sequence[str] | None = None, describe: Describe | None = None) -> dict[str, Any]:
+async def undo(
+    tx: Any,
+    op_id: int,
+    fingerprint: Fingerprint | None = None,
+    threads: Sequence[str] | None = None,
+    describe: Describe | None = None,
+) -> dict[str, Any]:
     """Put the op's before-images back where its rows stand, when each of its threads'
     `fingerprint` is as the op left it (else OperationError, nothing changed). `threads`:
     those threads' images alone (the op stays undoable for the others; see the module
@@ -307,8 +415,9 @@ async def undo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None,
     return await _move(tx, op_id, "before", 1, fingerprint, threads, describe)
 
 
-async def redo(tx: Any, op_id: int, fingerprint: Fingerprint | None = None,
-               describe: Describe | None = None) -> dict[str, Any]:
+async def redo(
+    tx: Any, op_id: int, fingerprint: Fingerprint | None = None, describe: Describe | None = None
+) -> dict[str, Any]:
     """Put the op's after-images back (`trash.move`), when each of its threads'
     `fingerprint` is as the undo left it (else OperationError, nothing changed)."""
     return await _move(tx, op_id, "after", 0, fingerprint, None, describe)
@@ -326,8 +435,11 @@ async def purge(tx: Any, dry_run: bool = False) -> tuple[list[int], int]:
     held: set[int] = set()
     rows = 0
     for table in sorted({t for r in recs for t in json.loads(r["tables"])}):
-        for r in await tx.fetch(f'SELECT {trash.OP} AS op, count(*) AS n FROM "{trash.trash_name(table)}" '
-                                f"WHERE {trash.OP} IN ({marks}) GROUP BY {trash.OP}", *ids):
+        for r in await tx.fetch(
+            f'SELECT {trash.OP} AS op, count(*) AS n FROM "{trash.trash_name(table)}" '
+            f"WHERE {trash.OP} IN ({marks}) GROUP BY {trash.OP}",
+            *ids,
+        ):
             held.add(int(r["op"]))
             rows += int(r["n"])
         if not dry_run:
@@ -339,8 +451,14 @@ async def purge(tx: Any, dry_run: bool = False) -> tuple[list[int], int]:
 
 async def log_purge(tx: Any, freed: Sequence[int], rows: int, created_at: str) -> int:
     """The purge as a line of the log (nothing to undo: marked purged); its op id."""
-    op = await begin(tx, "purge", f"purge the trash of {len(freed)} operation(s): {rows} row(s)", [],
-                     {"ops": list(freed), "rows": rows}, created_at)
+    op = await begin(
+        tx,
+        "purge",
+        f"purge the trash of {len(freed)} operation(s): {rows} row(s)",
+        [],
+        {"ops": list(freed), "rows": rows},
+        created_at,
+    )
     await op.finish({})
     await tx.execute(f"UPDATE {LOG} SET purged = 1 WHERE op_id = ?", op.op_id)
     return op.op_id
@@ -359,13 +477,18 @@ async def done_details(reader: Any, kind: str) -> list[dict[str, Any]]:
     if not await reader.table_exists(LOG):
         return []
     fetch = getattr(reader, "fetch", None) or reader.query
-    return [json.loads(r["details"] or "{}") for r in await fetch(
-        f"SELECT details FROM {LOG} WHERE kind = ? AND undone = 0 ORDER BY op_id", kind)]
+    return [
+        json.loads(r["details"] or "{}")
+        for r in await fetch(f"SELECT details FROM {LOG} WHERE kind = ? AND undone = 0 ORDER BY op_id", kind)
+    ]
 
 
 async def later(tx: Any, op_id: int, threads: Sequence[str]) -> list[int]:
     """The ops after `op_id`, not undone, that changed any of `threads` (newest first):
     those to undo before it."""
-    rows = await tx.fetch(f"SELECT op_id, threads FROM {LOG} WHERE op_id > ? AND undone = 0 "
-                          "AND kind NOT IN ('undo', 'redo', 'purge') ORDER BY op_id DESC", op_id)
+    rows = await tx.fetch(
+        f"SELECT op_id, threads FROM {LOG} WHERE op_id > ? AND undone = 0 "
+        "AND kind NOT IN ('undo', 'redo', 'purge') ORDER BY op_id DESC",
+        op_id,
+    )
     return [int(r["op_id"]) for r in rows if set(json.loads(r["threads"])) & set(threads)]

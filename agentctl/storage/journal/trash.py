@@ -14,7 +14,8 @@ both dialects, `kind`)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 PREFIX = "agentctl_trash_"
 OP = "agentctl_op_id"
@@ -54,8 +55,11 @@ def _q(name: str) -> str:
 async def columns(tx: Any, table: str) -> list[str]:
     """The source table's columns, in their order."""
     if tx.kind == "postgres":
-        rows = await tx.fetch("SELECT attname AS c FROM pg_attribute WHERE attrelid = to_regclass(?) "
-                              "AND attnum > 0 AND NOT attisdropped ORDER BY attnum", _q(table))
+        rows = await tx.fetch(
+            "SELECT attname AS c FROM pg_attribute WHERE attrelid = to_regclass(?) "
+            "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            _q(table),
+        )
     else:
         rows = await tx.fetch("SELECT name AS c FROM pragma_table_info(?) ORDER BY cid", table)
     return [r["c"] for r in rows]
@@ -74,13 +78,17 @@ async def ensure(tx: Any, table: str) -> tuple[str, str]:
         return name, done[table]
     source = await columns(tx, table)
     done[table] = ", ".join(_q(c) for c in source)
-    made = (f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, LIKE {_q(table)})"
-            if tx.kind == "postgres" else
-            f"CREATE TABLE IF NOT EXISTS {_q(name)} AS SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0")
+    made = (
+        f"CREATE TABLE IF NOT EXISTS {_q(name)} ({OP} bigint NOT NULL, {IMAGE} text NOT NULL, LIKE {_q(table)})"
+        if tx.kind == "postgres"
+        else f"CREATE TABLE IF NOT EXISTS {_q(name)} AS SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0"
+    )
     if not await make_missing(tx, name, made):
         await widen(tx, table, source)
     # (a trash made before this index is given it by its next write, undo or redo)
-    await make_missing(tx, name + "_op", f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})")
+    await make_missing(
+        tx, name + "_op", f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})"
+    )
     return name, done[table]
 
 
@@ -88,22 +96,31 @@ async def copy_sql(tx: Any, table: str, where: str) -> str:
     """The statement copying the rows of `table` matching `where` into its trash; its
     parameters: the op id, the image, then `where`'s."""
     name, cols = await ensure(tx, table)
-    return f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} FROM {_q(table)} WHERE {where}"
+    return (
+        f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} FROM {_q(table)} WHERE {where}"
+    )
 
 
-async def set_aside(tx: Any, op_id: int, table: str, where: str, params: Sequence[Any] = (),
-                    image: str = "before") -> int:
+async def set_aside(
+    tx: Any, op_id: int, table: str, where: str, params: Sequence[Any] = (), image: str = "before"
+) -> int:
     """Copy the rows of `table` matching `where` (SQL, `?` parameters) into its trash
     under `op_id` as `image`; returns how many. The caller then deletes or updates them."""
     return await tx.execute(await copy_sql(tx, table, where), op_id, image, *params)
 
 
-async def add_images(tx: Any, op_id: int, table: str, image: str, select: str, params: Sequence[Any] = ()) -> int:
+async def add_images(
+    tx: Any, op_id: int, table: str, image: str, select: str, params: Sequence[Any] = ()
+) -> int:
     """Put rows into `table`'s trash under `op_id` as `image` from any SELECT whose
     columns are named as `table`'s (migration of an older trash); returns how many."""
     name, cols = await ensure(tx, table)
-    return await tx.execute(f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} "
-                            f"FROM ({select}) AS agentctl_src", op_id, image, *params)
+    return await tx.execute(
+        f"INSERT INTO {_q(name)} ({OP}, {IMAGE}, {cols}) SELECT ?, ?, {cols} FROM ({select}) AS agentctl_src",
+        op_id,
+        image,
+        *params,
+    )
 
 
 async def row_select(tx: Any, table: str, row: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -113,11 +130,18 @@ async def row_select(tx: Any, table: str, row: dict[str, Any]) -> tuple[str, lis
     cols = list(row)
     if tx.kind != "postgres":
         return "SELECT " + ", ".join(f"? AS {c}" for c in cols), [row[c] for c in cols]
-    types = {r["c"]: r["t"] for r in await tx.fetch(
-        "SELECT attname AS c, format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = "
-        "to_regclass(?) AND attnum > 0 AND NOT attisdropped", table)}
-    return ("SELECT " + ", ".join(f"CAST(CAST(? AS TEXT) AS {types[c]}) AS {c}" for c in cols),
-            [None if row[c] is None else str(row[c]) for c in cols])
+    types = {
+        r["c"]: r["t"]
+        for r in await tx.fetch(
+            "SELECT attname AS c, format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = "
+            "to_regclass(?) AND attnum > 0 AND NOT attisdropped",
+            table,
+        )
+    }
+    return (
+        "SELECT " + ", ".join(f"CAST(CAST(? AS TEXT) AS {types[c]}) AS {c}" for c in cols),
+        [None if row[c] is None else str(row[c]) for c in cols],
+    )
 
 
 def _held(tx: Any, table: str, key: Sequence[str], row: str, pick: str) -> str:
@@ -130,12 +154,19 @@ def _held(tx: Any, table: str, key: Sequence[str], row: str, pick: str) -> str:
         match = " AND ".join(f"o.{_q(k)} = {row}.{_q(k)}" for k in key)
         return f"EXISTS (SELECT 1 FROM {name} AS o WHERE o.{OP} = ? AND o.{IMAGE} = ? AND {match}{pick.format('o.')})"
     keys = ", ".join(f"{row}.{_q(k)}" for k in key)
-    return (f"({keys}) IN (SELECT {', '.join(_q(k) for k in key)} FROM {name} WHERE {OP} = ? AND {IMAGE} = ?"
-            f"{pick.format('')})")
+    return (
+        f"({keys}) IN (SELECT {', '.join(_q(k) for k in key)} FROM {name} WHERE {OP} = ? AND {IMAGE} = ?"
+        f"{pick.format('')})"
+    )
 
 
-async def move(tx: Any, op_id: int, tables: Sequence[tuple[str, Sequence[str], str | None]], image: str,
-               threads: Sequence[str] | None = None) -> None:
+async def move(
+    tx: Any,
+    op_id: int,
+    tables: Sequence[tuple[str, Sequence[str], str | None]],
+    image: str,
+    threads: Sequence[str] | None = None,
+) -> None:
     """Put `image` ("before": undo, "after": redo) of the rows `op_id` changed in
     `tables` (table, key columns, thread column; in the order the op first touched them)
     back, keeping the images: the rows only `image` holds are inserted (tables in order:
@@ -155,24 +186,55 @@ async def move(tx: Any, op_id: int, tables: Sequence[tuple[str, Sequence[str], s
         name, cols = _q(trash_name(table)), await columns(tx, table)
         pick, args = picks[table]
         listed = ", ".join(_q(c) for c in cols)
-        await tx.execute(f"INSERT INTO {_q(table)} ({listed}) SELECT {', '.join('s.' + _q(c) for c in cols)} "
-                         f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')} "
-                         f"AND NOT {_held(tx, table, key, 's', pick)}", op_id, image, *args, op_id, other, *args)
+        await tx.execute(
+            f"INSERT INTO {_q(table)} ({listed}) SELECT {', '.join('s.' + _q(c) for c in cols)} "
+            f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')} "
+            f"AND NOT {_held(tx, table, key, 's', pick)}",
+            op_id,
+            image,
+            *args,
+            op_id,
+            other,
+            *args,
+        )
         rest = [c for c in cols if c not in key]
         if rest:
             match = " AND ".join(f"{_q(table)}.{_q(k)} = s.{_q(k)}" for k in key)
-            await tx.execute(f"UPDATE {_q(table)} SET {', '.join(f'{_q(c)} = s.{_q(c)}' for c in rest)} "
-                             f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')} AND {match} "
-                             f"AND {_held(tx, table, key, 's', pick)}", op_id, image, *args, op_id, other, *args)
+            await tx.execute(
+                f"UPDATE {_q(table)} SET {', '.join(f'{_q(c)} = s.{_q(c)}' for c in rest)} "
+                f"FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')} AND {match} "
+                f"AND {_held(tx, table, key, 's', pick)}",
+                op_id,
+                image,
+                *args,
+                op_id,
+                other,
+                *args,
+            )
     for table, key, _ in reversed(tables):
         here = _q(table)
         pick, args = picks[table]
-        await tx.execute(f"DELETE FROM {here} WHERE {_held(tx, table, key, here, pick)} "
-                         f"AND NOT {_held(tx, table, key, here, pick)}", op_id, other, *args, op_id, image, *args)
+        await tx.execute(
+            f"DELETE FROM {here} WHERE {_held(tx, table, key, here, pick)} "
+            f"AND NOT {_held(tx, table, key, here, pick)}",
+            op_id,
+            other,
+            *args,
+            op_id,
+            image,
+            *args,
+        )
 
 
-async def changed_keys(tx: Any, op_id: int, table: str, key: Sequence[str], image: str,
-                       thread: str | None = None, threads: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+async def changed_keys(
+    tx: Any,
+    op_id: int,
+    table: str,
+    key: Sequence[str],
+    image: str,
+    thread: str | None = None,
+    threads: Sequence[str] | None = None,
+) -> list[tuple[Any, ...]]:
     """The keys (five at most) at which the rows of `table` are not exactly the op's
     `image` of them — the image its last move left ("after" a write or a redo, "before"
     an undo): a row changed, gone, or standing where the image holds none. [] when every
@@ -186,18 +248,29 @@ async def changed_keys(tx: Any, op_id: int, table: str, key: Sequence[str], imag
         pick, args = f" AND {{}}{_q(thread)} IN ({', '.join('?' for _ in threads)})", list(threads)
     cols = await columns(tx, table)
     if tx.kind == "postgres":
-        same = " AND ".join(f"CAST(s.{_q(c)} AS TEXT) IS NOT DISTINCT FROM CAST(t.{_q(c)} AS TEXT)" for c in cols)
+        same = " AND ".join(
+            f"CAST(s.{_q(c)} AS TEXT) IS NOT DISTINCT FROM CAST(t.{_q(c)} AS TEXT)" for c in cols
+        )
     else:
         same = " AND ".join(f"s.{_q(c)} IS t.{_q(c)}" for c in cols)
     match = " AND ".join(f"s.{_q(k)} = t.{_q(k)}" for k in key)
     at = f"({_held(tx, table, key, 't', pick)} OR {_held(tx, table, key, 't', pick)})"
     at_args = [op_id, image, *args, op_id, other, *args]
-    counts = (await tx.fetch(
-        f"SELECT (SELECT COUNT(*) FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')}) AS n, "
-        f"(SELECT COUNT(*) FROM {here} AS t WHERE {at}) AS at, "
-        f"(SELECT COUNT(*) FROM {name} AS s JOIN {here} AS t ON {match} WHERE s.{OP} = ? AND s.{IMAGE} = ?"
-        f"{pick.format('s.')} AND {same}) AS kept",
-        op_id, image, *args, *at_args, op_id, image, *args))[0]
+    counts = (
+        await tx.fetch(
+            f"SELECT (SELECT COUNT(*) FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')}) AS n, "
+            f"(SELECT COUNT(*) FROM {here} AS t WHERE {at}) AS at, "
+            f"(SELECT COUNT(*) FROM {name} AS s JOIN {here} AS t ON {match} WHERE s.{OP} = ? AND s.{IMAGE} = ?"
+            f"{pick.format('s.')} AND {same}) AS kept",
+            op_id,
+            image,
+            *args,
+            *at_args,
+            op_id,
+            image,
+            *args,
+        )
+    )[0]
     if counts["n"] == counts["at"] == counts["kept"]:
         return []
     keys = ", ".join(f"t.{_q(k)}" for k in key)
@@ -207,7 +280,14 @@ async def changed_keys(tx: Any, op_id: int, table: str, key: Sequence[str], imag
         f"AND s.{IMAGE} = ?{pick.format('s.')} AND {match} AND {same}) "
         f"UNION SELECT {skeys} FROM {name} AS s WHERE s.{OP} = ? AND s.{IMAGE} = ?{pick.format('s.')} "
         f"AND NOT EXISTS (SELECT 1 FROM {here} AS t WHERE {match}) ORDER BY 1 LIMIT 5",
-        *at_args, op_id, image, *args, op_id, image, *args)
+        *at_args,
+        op_id,
+        image,
+        *args,
+        op_id,
+        image,
+        *args,
+    )
     return [tuple(r.values()) for r in rows]
 
 
@@ -223,8 +303,9 @@ async def held(tx: Any, op_id: int, table: str, columns: Sequence[str]) -> list[
     `columns` order: for a format that keeps something beside the rows in step by hand
     (the article's messages_fts: the messages an undo or redo deletes, puts back, moves)."""
     cols = ", ".join(_q(c) for c in columns)
-    return await tx.fetch(f"SELECT {cols}, {IMAGE} AS image FROM {_q(trash_name(table))} WHERE {OP} = ? "
-                          f"ORDER BY {cols}", op_id)
+    return await tx.fetch(
+        f"SELECT {cols}, {IMAGE} AS image FROM {_q(trash_name(table))} WHERE {OP} = ? ORDER BY {cols}", op_id
+    )
 
 
 async def widen(tx: Any, table: str, source: Sequence[str]) -> list[str]:
@@ -236,8 +317,17 @@ async def widen(tx: Any, table: str, source: Sequence[str]) -> list[str]:
     for col in added:
         typ = ""
         if tx.kind == "postgres":
-            typ = " " + (await tx.fetch("SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute "
-                                        "WHERE attrelid = to_regclass(?) AND attname = ?", _q(table), col))[0]["t"]
+            typ = (
+                " "
+                + (
+                    await tx.fetch(
+                        "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute "
+                        "WHERE attrelid = to_regclass(?) AND attname = ?",
+                        _q(table),
+                        col,
+                    )
+                )[0]["t"]
+            )
         await tx.execute(f"ALTER TABLE {_q(name)} ADD COLUMN {_q(col)}{typ}")
     return added
 

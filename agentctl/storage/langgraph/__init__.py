@@ -26,23 +26,37 @@ values), edit, run records; on the journal (undo, redo, purge; side tables
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from agentctl.errors import SchemaError
 from agentctl.storage.contract import Capability, FormatSpec
 
 #: the columns detection requires, per dialect
 SQLITE_TABLES = {
-    "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
-                    "type", "checkpoint", "metadata"),
-    "writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel",
-               "type", "value"),
+    "checkpoints": (
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "type",
+        "checkpoint",
+        "metadata",
+    ),
+    "writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "type", "value"),
 }
 POSTGRES_TABLES = {
     "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint", "metadata"),
     "checkpoint_blobs": ("thread_id", "checkpoint_ns", "channel", "type", "blob"),
-    "checkpoint_writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx",
-                          "channel", "type", "blob"),
+    "checkpoint_writes": (
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "idx",
+        "channel",
+        "type",
+        "blob",
+    ),
 }
 
 
@@ -56,26 +70,42 @@ def check_columns(tables: Mapping[str, set[str]], wanted: Mapping[str, tuple[str
 
 
 def _matches(tables: Mapping[str, set[str]]) -> bool:
-    return any(all(t in tables and all(c in tables[t] for c in cols) for t, cols in wanted.items())
-               for wanted in (SQLITE_TABLES, POSTGRES_TABLES))
+    return any(
+        all(t in tables and all(c in tables[t] for c in cols) for t, cols in wanted.items())
+        for wanted in (SQLITE_TABLES, POSTGRES_TABLES)
+    )
 
 
 FORMAT = FormatSpec(
     name="langgraph",
     title="LangGraph checkpoints",
     description="LangGraph's checkpoint savers (langgraph-checkpoint-sqlite, "
-                "langgraph-checkpoint-postgres): a thread_id is a thread, a subgraph's "
-                "namespace the thread THREAD|NS; channel values as state, the messages "
-                "channel as the transcript",
-    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.DOCTOR, Capability.REWIND, Capability.BRANCH, Capability.MERGE,
-                            Capability.PRUNE, Capability.DELETE, Capability.UNDO, Capability.BACKUP,
-                            Capability.EDIT, Capability.RUN, Capability.REDO, Capability.COMPARE,
-                            Capability.STATS}),
+    "langgraph-checkpoint-postgres): a thread_id is a thread, a subgraph's "
+    "namespace the thread THREAD|NS; channel values as state, the messages "
+    "channel as the transcript",
+    capabilities=frozenset(
+        {
+            Capability.READ,
+            Capability.SEARCH,
+            Capability.FOLLOW,
+            Capability.DOCTOR,
+            Capability.REWIND,
+            Capability.BRANCH,
+            Capability.MERGE,
+            Capability.PRUNE,
+            Capability.DELETE,
+            Capability.UNDO,
+            Capability.BACKUP,
+            Capability.EDIT,
+            Capability.RUN,
+            Capability.REDO,
+            Capability.COMPARE,
+            Capability.STATS,
+        }
+    ),
     dialects={Capability.BACKUP.value: ("sqlite",)},
     matches=_matches,
     store="agentctl.storage.langgraph.store:opener",
     history="agentctl.storage.langgraph.history:LangGraphHistory",
-    tables=("checkpoints", "writes", "checkpoint_blobs", "checkpoint_writes",
-            "checkpoint_migrations"),
+    tables=("checkpoints", "writes", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"),
 )

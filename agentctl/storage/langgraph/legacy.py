@@ -19,6 +19,7 @@ OLD = OldLog(OPLOG, (TRASH_W, TRASH_CP, TRASH_B), op="agentctl_op_id")
 
 async def _after(h: Any, tx: Any, op_id: int, kind: str, d: dict[str, Any]) -> list[str]:
     """Set aside the rows the op inserted (its "after" images); the tables written."""
+
     async def take(table: str, where: str, *params: Any) -> str:
         await trash.set_aside(tx, op_id, table, where, params, image="after")
         return table
@@ -26,17 +27,27 @@ async def _after(h: Any, tx: Any, op_id: int, kind: str, d: dict[str, Any]) -> l
     tid = d.get("thread_id")
     if kind in ("rewind", "merge"):
         where = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-        out = [await take(h.W, where, tid, d.get("ns", ""), d["fork"]),
-               await take("checkpoints", where, tid, d.get("ns", ""), d["fork"])]
+        out = [
+            await take(h.W, where, tid, d.get("ns", ""), d["fork"]),
+            await take("checkpoints", where, tid, d.get("ns", ""), d["fork"]),
+        ]
         if kind == "merge" and h._pg:  # the blobs it added: versions no other checkpoint names
             b = "checkpoint_blobs"
-            out.append(await take(b, f"thread_id = ? AND checkpoint_ns = '' AND (channel, version) IN (SELECT v.key, "
-                                  "v.value FROM checkpoints c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> "
-                                  "'channel_versions') v WHERE c.thread_id = ? AND c.checkpoint_ns = '' AND "
-                                  "c.checkpoint_id = ?) AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id "
-                                  f"= {b}.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id <> ? AND "
-                                  f"c.checkpoint -> 'channel_versions' ->> {b}.channel = {b}.version)",
-                                  tid, tid, d["fork"], d["fork"]))
+            out.append(
+                await take(
+                    b,
+                    f"thread_id = ? AND checkpoint_ns = '' AND (channel, version) IN (SELECT v.key, "
+                    "v.value FROM checkpoints c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> "
+                    "'channel_versions') v WHERE c.thread_id = ? AND c.checkpoint_ns = '' AND "
+                    "c.checkpoint_id = ?) AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id "
+                    f"= {b}.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id <> ? AND "
+                    f"c.checkpoint -> 'channel_versions' ->> {b}.channel = {b}.version)",
+                    tid,
+                    tid,
+                    d["fork"],
+                    d["fork"],
+                )
+            )
         return out
     if kind == "branch":
         return [await take(t, "thread_id = ?", d["new_thread"]) for t in h._keys]
@@ -45,8 +56,14 @@ async def _after(h: Any, tx: Any, op_id: int, kind: str, d: dict[str, Any]) -> l
         for table, keys in (d.get("inserted") or {}).items():
             if table in h._keys and keys:  # each key but its thread_id
                 one = "(" + " AND ".join(f"{c} = ?" for c in h._keys[table][1:]) + ")"
-                out.append(await take(table, f"thread_id = ? AND ({' OR '.join(one for _ in keys)})", tid,
-                                      *[v for k in keys for v in k]))
+                out.append(
+                    await take(
+                        table,
+                        f"thread_id = ? AND ({' OR '.join(one for _ in keys)})",
+                        tid,
+                        *[v for k in keys for v in k],
+                    )
+                )
         return out
     return []
 
@@ -61,16 +78,22 @@ async def migrate(h: Any, tx: Any) -> None:
     for rec in await OLD.records(tx) or []:
         op_id, kind, d = rec["op_id"], rec["kind"], rec["details"]
         after = d.pop("after", None) or {}
-        threads = ([d["new_thread"]] if kind == "branch" else [d["thread_id"]] if kind == "merge"
-                   else list(after) or rec["threads"])
+        threads = (
+            [d["new_thread"]]
+            if kind == "branch"
+            else [d["thread_id"]]
+            if kind == "merge"
+            else list(after) or rec["threads"]
+        )
         rec["fingerprints"] = {t: after[t] for t in threads if t in after}
         if kind != "undo":
             rec["threads"] = threads
         tables: list[str] = []
         if done(rec):
             for table, old in present.items():
-                if await trash.add_images(tx, op_id, table, "before", f"SELECT * FROM {old} WHERE agentctl_op_id = ?",
-                                          (op_id,)):
+                if await trash.add_images(
+                    tx, op_id, table, "before", f"SELECT * FROM {old} WHERE agentctl_op_id = ?", (op_id,)
+                ):
                     tables.append(table)
             tables += await _after(h, tx, op_id, kind, d)
         else:  # an undone op kept no image (its undo emptied its trash); a purge is no op to undo

@@ -45,11 +45,20 @@ from typing import Any
 
 from agentctl import deep
 
-
 __all__ = [
-    "TYPE_KEY", "OPAQUE_KEY", "DELTA_SNAPSHOT", "decode_typed", "decode_msgpack",
-    "decode_json", "transcript", "message_to_transcript", "is_message", "opaque",
-    "DecodeError", "Deferred", "undefer",
+    "TYPE_KEY",
+    "OPAQUE_KEY",
+    "DELTA_SNAPSHOT",
+    "decode_typed",
+    "decode_msgpack",
+    "decode_json",
+    "transcript",
+    "message_to_transcript",
+    "is_message",
+    "opaque",
+    "DecodeError",
+    "Deferred",
+    "undefer",
 ]
 
 TYPE_KEY = "__type__"
@@ -69,6 +78,7 @@ EXT_PYDANTIC_V1 = 4
 EXT_PYDANTIC_V2 = 5
 EXT_NUMPY_ARRAY = 6
 EXT_DELTA_SNAPSHOT = 7
+
 
 class DecodeError(ValueError):
     """A payload that is not what its type says (bad msgpack, bad JSON)."""
@@ -106,8 +116,9 @@ def undefer(value: Any, type_: str | None) -> Any:
     return deep.cap(value)
 
 
-def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: bool = True,
-                 deferred: bool = False) -> Any:
+def decode_typed(
+    type_: str | None, data: bytes | memoryview | None, capped: bool = True, deferred: bool = False
+) -> Any:
     """The plain value of one (type, bytes) payload. Raises DecodeError for a payload
     that does not parse as its type says; never imports, calls or unpickles. `capped`
     False: a msgpack value's depth is not capped (deep.cap): the caller caps the parts
@@ -125,8 +136,7 @@ def decode_typed(type_: str | None, data: bytes | memoryview | None, capped: boo
     size = len(data) if data is not None else 0
     if "+" in type_:
         inner, cipher = type_.split("+", 1)
-        return opaque(type_, size, f"encrypted ({cipher}) {inner} payload: shown as "
-                                   "opaque, never decrypted")
+        return opaque(type_, size, f"encrypted ({cipher}) {inner} payload: shown as opaque, never decrypted")
     if data is None:
         return None
     if type_ in ("bytes", "bytearray"):
@@ -187,8 +197,11 @@ def _ext_hook(code: int, data: bytes) -> Any:
     if code == EXT_CONSTRUCTOR_SINGLE_ARG:
         if name == "uuid.UUID" and isinstance(arg, str) and len(arg) == 32:  # its canonical text
             arg = f"{arg[:8]}-{arg[8:12]}-{arg[12:16]}-{arg[16:20]}-{arg[20:]}"
-        if isinstance(arg, (list, tuple)) and name in ("builtins.set", "builtins.frozenset",
-                                                       "collections.deque"):
+        if isinstance(arg, (list, tuple)) and name in (
+            "builtins.set",
+            "builtins.frozenset",
+            "collections.deque",
+        ):
             return {TYPE_KEY: name, "value": list(arg)}
         return {TYPE_KEY: name, "value": arg}
     if code == EXT_CONSTRUCTOR_POS_ARGS:
@@ -207,9 +220,18 @@ def _ext_hook(code: int, data: bytes) -> Any:
 
 # numpy dtype kinds/sizes that `struct` reads (no numpy needed)
 _STRUCT_CODES = {
-    ("i", 1): "b", ("i", 2): "h", ("i", 4): "i", ("i", 8): "q",
-    ("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q",
-    ("f", 2): "e", ("f", 4): "f", ("f", 8): "d", ("b", 1): "?",
+    ("i", 1): "b",
+    ("i", 2): "h",
+    ("i", 4): "i",
+    ("i", 8): "q",
+    ("u", 1): "B",
+    ("u", 2): "H",
+    ("u", 4): "I",
+    ("u", 8): "Q",
+    ("f", 2): "e",
+    ("f", 4): "f",
+    ("f", 8): "d",
+    ("b", 1): "?",
 }
 
 
@@ -245,7 +267,10 @@ def _numpy(tup: Any, size: int) -> dict[str, Any]:
 
 def _fortran_to_c(flat: list[Any], shape: list[int]) -> list[Any]:
     strides = [math.prod(shape[:d]) for d in range(len(shape))]
-    return [flat[sum(i * s for i, s in zip(index, strides))] for index in itertools.product(*map(range, shape))]
+    return [
+        flat[sum(i * s for i, s in zip(index, strides, strict=False))]
+        for index in itertools.product(*map(range, shape))
+    ]
 
 
 def _reshape(flat: list[Any], shape: list[int]) -> Any:
@@ -254,7 +279,7 @@ def _reshape(flat: list[Any], shape: list[int]) -> Any:
     if len(shape) == 1:
         return flat
     step = len(flat) // shape[0] if shape[0] else 0
-    return [_reshape(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+    return [_reshape(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 # ---- legacy JSON ---------------------------------------------------------------------
@@ -284,12 +309,28 @@ def decode_json(data: bytes | str, deferred: bool = False) -> Any:
 
 # ---- LangChain messages --------------------------------------------------------------
 
-_MESSAGE_MODULES = ("langchain_core.messages.", "langchain.schema.messages.",
-                    "langchain.schema.", "langchain_core.messages")
-_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system",
-          "function": "tool", "developer": "system"}
-_CLASS_ROLES = {"HumanMessage": "user", "AIMessage": "assistant", "ToolMessage": "tool",
-                "SystemMessage": "system", "FunctionMessage": "tool", "RemoveMessage": "remove"}
+_MESSAGE_MODULES = (
+    "langchain_core.messages.",
+    "langchain.schema.messages.",
+    "langchain.schema.",
+    "langchain_core.messages",
+)
+_ROLES = {
+    "human": "user",
+    "ai": "assistant",
+    "tool": "tool",
+    "system": "system",
+    "function": "tool",
+    "developer": "system",
+}
+_CLASS_ROLES = {
+    "HumanMessage": "user",
+    "AIMessage": "assistant",
+    "ToolMessage": "tool",
+    "SystemMessage": "system",
+    "FunctionMessage": "tool",
+    "RemoveMessage": "remove",
+}
 
 
 def is_message(value: Any) -> bool:
@@ -311,8 +352,13 @@ def message_to_transcript(msg: dict[str, Any]) -> dict[str, Any]:
     if base == "ChatMessage" or kind == "chat":
         role = msg.get("role") or "user"
     else:
-        role = (_CLASS_ROLES.get(base) or _ROLES.get(kind.lower().removesuffix("messagechunk"))
-                or kind or base or "?")
+        role = (
+            _CLASS_ROLES.get(base)
+            or _ROLES.get(kind.lower().removesuffix("messagechunk"))
+            or kind
+            or base
+            or "?"
+        )
     out: dict[str, Any] = {"role": role, "content": msg.get("content", "")}
     calls = msg.get("tool_calls")
     if calls is None and isinstance(msg.get("additional_kwargs"), dict):
@@ -344,8 +390,11 @@ def _openai_calls(calls: Any) -> list[Any] | None:
 def _tool_call(call: Any) -> Any:
     if not isinstance(call, dict):
         return call
-    return {"id": call.get("id"), "name": call.get("name"),
-            "arguments": call.get("args", call.get("arguments", {}))}
+    return {
+        "id": call.get("id"),
+        "name": call.get("name"),
+        "arguments": call.get("args", call.get("arguments", {})),
+    }
 
 
 def transcript(value: Any) -> Any:

@@ -17,19 +17,28 @@ import asyncio
 import json
 import re
 import sqlite3
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from itertools import takewhile
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from agentctl import deep
-from agentctl.storage.search import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.errors import CorruptRowError, UsageError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
-from agentctl.storage.contract import SEARCH_PLACES, Capability, Problem, Store, Unsupported, check_search_places, local_file_of
+from agentctl.storage.contract import (
+    SEARCH_PLACES,
+    Capability,
+    Problem,
+    Store,
+    Unsupported,
+    check_search_places,
+    local_file_of,
+)
 from agentctl.storage.journal.ops import LOG
 from agentctl.storage.journal.trash import trash_name
 from agentctl.storage.langgraph import serde
+from agentctl.storage.search import dumps, hit_path, json_hit_tokens, search_messages, snippet_around
 from agentctl.storage.sqlconn import ConnectedStore, connection, one_line
 from agentctl.storage.sqlutil import marks
 
@@ -50,8 +59,17 @@ TRASH_B = "agentctl_langgraph_trash_blobs"
 #: the special channels of pending writes (LangGraph's WRITES_IDX_MAP)
 SPECIAL_WRITES = ("__error__", "__scheduled__", "__interrupt__", "__resume__")
 #: metadata keys LangGraph itself writes (the others are the user's)
-LG_METADATA = ("source", "step", "parents", "run_id", "thread_id", "checkpoint_ns",
-               "checkpoint_id", "langgraph_step", "writes")
+LG_METADATA = (
+    "source",
+    "step",
+    "parents",
+    "run_id",
+    "thread_id",
+    "checkpoint_ns",
+    "checkpoint_id",
+    "langgraph_step",
+    "writes",
+)
 
 _ALIASED = re.compile(r"\{cp\}(?= [cfm] )")
 UUID_EPOCH = 0x01B21DD213814000  # 100 ns ticks from 1582-10-15 to 1970-01-01
@@ -97,10 +115,11 @@ def id_time(checkpoint_id: str) -> str:
 
 #: what a DeltaChannel's value shows as in a checkpoint that holds no snapshot of it
 DELTA_MARKER = {
-    serde.TYPE_KEY: "langgraph.channels.delta.DeltaChannel", serde.OPAQUE_KEY: True,
+    serde.TYPE_KEY: "langgraph.channels.delta.DeltaChannel",
+    serde.OPAQUE_KEY: True,
     "note": "DeltaChannel (beta): LangGraph rebuilds this value by replaying the writes since "
-            "the channel's last snapshot through the graph's reducer; agentctl runs no "
-            "reducer, see the nearest ancestor checkpoint holding a snapshot",
+    "the channel's last snapshot through the graph's reducer; agentctl runs no "
+    "reducer, see the nearest ancestor checkpoint holding a snapshot",
 }
 
 
@@ -145,8 +164,11 @@ def _step(meta: dict[str, Any]) -> int:
 def _summary(meta: dict[str, Any]) -> str:
     """A checkpoint's summary: the user's own metadata keys (the source is its tag: a
     summary repeating it read "[loop] loop")."""
-    text = " ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
-                    for k, v in meta.items() if k not in LG_METADATA)
+    text = " ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+        for k, v in meta.items()
+        if k not in LG_METADATA
+    )
     return text if len(text) <= 120 else text[:119] + "…"
 
 
@@ -194,8 +216,11 @@ def next_nodes(checkpoint: dict[str, Any]) -> list[str]:
     if not isinstance(versions, dict) or not isinstance(seen, dict):
         return out
     for channel, version in versions.items():
-        if isinstance(channel, str) and channel in values and (
-                channel == "__start__" or channel.startswith("branch:to:")):
+        if (
+            isinstance(channel, str)
+            and channel in values
+            and (channel == "__start__" or channel.startswith("branch:to:"))
+        ):
             node = channel.removeprefix("branch:to:")
             node_seen = got if isinstance(got := seen.get(node), dict) else {}
             if _version_newer(version, node_seen.get(channel)):
@@ -230,16 +255,22 @@ class LangGraphStore(ConnectedStore):
         self._where: dict[str, tuple[str, str]] = {}
         # dialect pieces
         self._C = ' COLLATE "C"' if self._pg else ""
-        self._writes_table, self._writes_value = ("checkpoint_writes", "blob") if self._pg else ("writes", "value")
+        self._writes_table, self._writes_value = (
+            ("checkpoint_writes", "blob") if self._pg else ("writes", "value")
+        )
         if self._pg:
             self._meta = "c.metadata::text"
-            self._step = ("CASE WHEN jsonb_typeof(c.metadata->'step') = 'number' "
-                          "THEN (c.metadata->>'step')::numeric::bigint END")
+            self._step = (
+                "CASE WHEN jsonb_typeof(c.metadata->'step') = 'number' "
+                "THEN (c.metadata->>'step')::numeric::bigint END"
+            )
         else:
             self._meta = "CAST(c.metadata AS BLOB)"  # bytes: a row not in UTF-8 must not fail a query
             # json_valid first: json_extract on one malformed row fails the whole query
-            self._step = ("CASE WHEN json_valid(CAST(c.metadata AS TEXT)) THEN CAST(json_extract("
-                          "CAST(c.metadata AS TEXT), '$.step') AS INTEGER) END")
+            self._step = (
+                "CASE WHEN json_valid(CAST(c.metadata AS TEXT)) THEN CAST(json_extract("
+                "CAST(c.metadata AS TEXT), '$.step') AS INTEGER) END"
+            )
 
     # ---- lifecycle ----------------------------------------------------------------
 
@@ -259,9 +290,11 @@ class LangGraphStore(ConnectedStore):
         if self._pg and self.shallow:
             # The shallow saver keeps one checkpoint per (thread, namespace) and no
             # checkpoint_id column: read it through a view-like subquery.
-            self._cp = ("(SELECT thread_id, checkpoint_ns, checkpoint->>'id' AS checkpoint_id, "
-                        "NULL::text AS parent_checkpoint_id, type, checkpoint, metadata "
-                        "FROM checkpoints)")
+            self._cp = (
+                "(SELECT thread_id, checkpoint_ns, checkpoint->>'id' AS checkpoint_id, "
+                "NULL::text AS parent_checkpoint_id, type, checkpoint, metadata "
+                "FROM checkpoints)"
+            )
         else:
             self._cp = "checkpoints"
 
@@ -269,14 +302,21 @@ class LangGraphStore(ConnectedStore):
         """VACUUM: of the file (SQLite), of LangGraph's tables and agentctl's trash
         tables (Postgres), with the sizes before and after (see `Store.compact`)."""
         await self.connect()
-        data = ["checkpoints", "checkpoint_blobs", "checkpoint_writes"] if self._pg else ["checkpoints", "writes"]
+        data = (
+            ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
+            if self._pg
+            else ["checkpoints", "writes"]
+        )
         tables = data + [trash_name(t) for t in data]
         before = await self._db.size_bytes(tables)
         await self._db.vacuum(tables)
         if not self._pg:
             await self._db.truncate_wal()
-        return {"vacuumed": tables if self._pg else "file", "before": before,
-                "after": await self._db.size_bytes(tables)}
+        return {
+            "vacuumed": tables if self._pg else "file",
+            "before": before,
+            "after": await self._db.size_bytes(tables),
+        }
 
     async def _q(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         await self.connect()
@@ -295,8 +335,9 @@ class LangGraphStore(ConnectedStore):
             return addr, ""
         found = self._splits.get(addr)
         if found is None:
-            rows = await self._q("SELECT 1 AS x FROM {cp} WHERE thread_id = ? AND checkpoint_ns = '' "
-                                 "LIMIT 1", addr)
+            rows = await self._q(
+                "SELECT 1 AS x FROM {cp} WHERE thread_id = ? AND checkpoint_ns = '' LIMIT 1", addr
+            )
             found = (addr, "") if rows else split_address(addr)
             if len(self._splits) < 10_000:
                 self._splits[addr] = found
@@ -304,7 +345,9 @@ class LangGraphStore(ConnectedStore):
 
     # ---- threads ------------------------------------------------------------------
 
-    def _prefix_where(self, prefix: str | None, alias: str = "", *, roots: bool = False) -> tuple[str, list[Any]]:
+    def _prefix_where(
+        self, prefix: str | None, alias: str = "", *, roots: bool = False
+    ) -> tuple[str, list[Any]]:
         """The WHERE of threads whose address starts with `prefix`. `roots`: LangGraph's
         threads only (the root namespace), unless the prefix names a namespace: a
         subgraph's namespace is listed under its thread, not as a thread of its own."""
@@ -313,25 +356,39 @@ class LangGraphStore(ConnectedStore):
             return (f" WHERE {a}checkpoint_ns = ''", []) if roots else ("", [])
         if NS_SEP in prefix:  # a subgraph's namespaces, or a thread id holding "|"
             tid, ns = split_address(prefix)
-            return (f" WHERE ({a}thread_id = ? AND {a}checkpoint_ns <> '' "
-                    f"AND {a}checkpoint_ns{self._C} >= ? AND {a}checkpoint_ns{self._C} < ?) "
-                    f"OR ({a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?)",
-                    [tid, ns, ns + _TOP, prefix, prefix + _TOP])
+            return (
+                f" WHERE ({a}thread_id = ? AND {a}checkpoint_ns <> '' "
+                f"AND {a}checkpoint_ns{self._C} >= ? AND {a}checkpoint_ns{self._C} < ?) "
+                f"OR ({a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?)",
+                [tid, ns, ns + _TOP, prefix, prefix + _TOP],
+            )
         root = f" AND {a}checkpoint_ns = ''" if roots else ""
-        return f" WHERE {a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?{root}", [prefix, prefix + _TOP]
+        return f" WHERE {a}thread_id{self._C} >= ? AND {a}thread_id{self._C} < ?{root}", [
+            prefix,
+            prefix + _TOP,
+        ]
 
     def _order(self, sort: str, descending: bool, g: str = "g.") -> str:
         if sort not in SORTS:
             raise UsageError(f"unknown sort {sort!r}; use one of: {', '.join(SORTS)}")
         d = " DESC" if descending else ""
-        key = {"updated": f"{g}head", "created": f"{g}first", "checkpoints": f"{g}n",
-               "step": "head_step", "thread": None}[sort]
+        key = {
+            "updated": f"{g}head",
+            "created": f"{g}first",
+            "checkpoints": f"{g}n",
+            "step": "head_step",
+            "thread": None,
+        }[sort]
         tie = f"{g}thread_id{self._C}{d}, {g}checkpoint_ns{self._C}{d}"
         return f"{key}{d}, {tie}" if key else tie
 
     async def thread_summaries(
-        self, limit: int = 50, offset: int = 0, sort: str = "updated",
-        descending: bool = True, prefix: str | None = None,
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
     ) -> list[ThreadSummary]:
         where, params = self._prefix_where(prefix, roots=True)
         order = self._order(sort, descending)
@@ -339,8 +396,10 @@ class LangGraphStore(ConnectedStore):
         # it); a thread's first checkpoint is looked up by that index for the page's
         # threads only, unless the order needs it for all of them.
         first = "MIN(checkpoint_id) AS first, " if sort in ("created", "step") else ""
-        agg = (f"SELECT thread_id, checkpoint_ns, COUNT(*) AS n, {first}MAX(checkpoint_id) AS head "
-               f"FROM {{cp}}{where} GROUP BY thread_id, checkpoint_ns")
+        agg = (
+            f"SELECT thread_id, checkpoint_ns, COUNT(*) AS n, {first}MAX(checkpoint_id) AS head "
+            f"FROM {{cp}}{where} GROUP BY thread_id, checkpoint_ns"
+        )
         if sort == "updated" and not prefix and not self._pg:
             # SQLite, newest first (on Postgres the one aggregate is faster: 0.17 s against
             # 0.23 s for 10,000 threads): the (thread, namespace) pairs by a skip scan of the
@@ -349,33 +408,47 @@ class LangGraphStore(ConnectedStore):
             d = " DESC" if descending else ""
             # the CTE's own columns (Postgres does not take an output alias in an expression)
             page_order = f"head{d}, k.tid{self._C}{d}, k.ns{self._C}{d}"
-            nxt_ns = ("(SELECT MIN(x.checkpoint_ns) FROM {cp} x WHERE x.thread_id = k.tid "
-                      "AND x.checkpoint_ns > k.ns)")
+            nxt_ns = (
+                "(SELECT MIN(x.checkpoint_ns) FROM {cp} x WHERE x.thread_id = k.tid "
+                "AND x.checkpoint_ns > k.ns)"
+            )
             nxt_t = "(SELECT MIN(x.thread_id) FROM {cp} x WHERE x.thread_id > k.tid)"
-            pairs = (f"WITH RECURSIVE k(tid, ns) AS (SELECT * FROM (SELECT thread_id, checkpoint_ns FROM {{cp}} "
-                     f"ORDER BY thread_id, checkpoint_ns LIMIT 1) k0 UNION ALL "
-                     f"SELECT CASE WHEN {nxt_ns} IS NOT NULL THEN k.tid ELSE {nxt_t} END, "
-                     f"COALESCE({nxt_ns}, (SELECT MIN(y.checkpoint_ns) FROM {{cp}} y WHERE y.thread_id = {nxt_t})) "
-                     f"FROM k WHERE k.tid IS NOT NULL) ")
-            page = ("SELECT k.tid AS thread_id, k.ns AS checkpoint_ns, "
-                    "(SELECT MAX(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = k.tid AND x.checkpoint_ns = k.ns) "
-                    f"AS head FROM k WHERE k.tid IS NOT NULL AND k.ns = '' ORDER BY {page_order} "
-                    "LIMIT ? OFFSET ?")
-            sql = (f"{pairs}SELECT g.*, {self._head_cols} FROM (SELECT g.thread_id, g.checkpoint_ns, "
-                   "(SELECT COUNT(*) FROM {cp} x WHERE x.thread_id = g.thread_id AND x.checkpoint_ns = g.checkpoint_ns) AS n, "
-                   "g.head, (SELECT MIN(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = g.thread_id "
-                   f"AND x.checkpoint_ns = g.checkpoint_ns) AS first FROM ({page}) g) g {self._head_joins} ORDER BY {order}")
+            pairs = (
+                f"WITH RECURSIVE k(tid, ns) AS (SELECT * FROM (SELECT thread_id, checkpoint_ns FROM {{cp}} "
+                f"ORDER BY thread_id, checkpoint_ns LIMIT 1) k0 UNION ALL "
+                f"SELECT CASE WHEN {nxt_ns} IS NOT NULL THEN k.tid ELSE {nxt_t} END, "
+                f"COALESCE({nxt_ns}, (SELECT MIN(y.checkpoint_ns) FROM {{cp}} y WHERE y.thread_id = {nxt_t})) "
+                f"FROM k WHERE k.tid IS NOT NULL) "
+            )
+            page = (
+                "SELECT k.tid AS thread_id, k.ns AS checkpoint_ns, "
+                "(SELECT MAX(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = k.tid AND x.checkpoint_ns = k.ns) "
+                f"AS head FROM k WHERE k.tid IS NOT NULL AND k.ns = '' ORDER BY {page_order} "
+                "LIMIT ? OFFSET ?"
+            )
+            sql = (
+                f"{pairs}SELECT g.*, {self._head_cols} FROM (SELECT g.thread_id, g.checkpoint_ns, "
+                "(SELECT COUNT(*) FROM {cp} x WHERE x.thread_id = g.thread_id AND x.checkpoint_ns = g.checkpoint_ns) AS n, "
+                "g.head, (SELECT MIN(x.checkpoint_id) FROM {cp} x WHERE x.thread_id = g.thread_id "
+                f"AND x.checkpoint_ns = g.checkpoint_ns) AS first FROM ({page}) g) g {self._head_joins} ORDER BY {order}"
+            )
         elif sort == "step":  # the head's step orders the groups: join them all first
-            sql = (f"SELECT * FROM (SELECT g.*, {self._head_cols} FROM ({agg}) g {self._head_joins}) g "
-                   f"ORDER BY {order} LIMIT ? OFFSET ?")
+            sql = (
+                f"SELECT * FROM (SELECT g.*, {self._head_cols} FROM ({agg}) g {self._head_joins}) g "
+                f"ORDER BY {order} LIMIT ? OFFSET ?"
+            )
         elif first:
-            sql = (f"SELECT g.*, {self._head_cols} FROM ({agg} ORDER BY {self._order(sort, descending, '')} "
-                   f"LIMIT ? OFFSET ?) g {self._head_joins} ORDER BY {order}")
+            sql = (
+                f"SELECT g.*, {self._head_cols} FROM ({agg} ORDER BY {self._order(sort, descending, '')} "
+                f"LIMIT ? OFFSET ?) g {self._head_joins} ORDER BY {order}"
+            )
         else:
-            sql = (f"SELECT g.*, {self._head_cols} FROM (SELECT g.*, (SELECT MIN(m.checkpoint_id) FROM {{cp}} m "
-                   f"WHERE m.thread_id = g.thread_id AND m.checkpoint_ns = g.checkpoint_ns) AS first "
-                   f"FROM ({agg} ORDER BY {self._order(sort, descending, '')} LIMIT ? OFFSET ?) g) g "
-                   f"{self._head_joins} ORDER BY {order}")
+            sql = (
+                f"SELECT g.*, {self._head_cols} FROM (SELECT g.*, (SELECT MIN(m.checkpoint_id) FROM {{cp}} m "
+                f"WHERE m.thread_id = g.thread_id AND m.checkpoint_ns = g.checkpoint_ns) AS first "
+                f"FROM ({agg} ORDER BY {self._order(sort, descending, '')} LIMIT ? OFFSET ?) g) g "
+                f"{self._head_joins} ORDER BY {order}"
+            )
         rows = await self._q(sql, *params, int(limit), int(offset))
         await self._load_branches()
         last = await self._head_messages(rows)
@@ -384,14 +457,18 @@ class LangGraphStore(ConnectedStore):
     @property
     def _head_cols(self) -> str:
         """A thread row's columns of its head `c` and first checkpoint `f` (see `_head_joins`)."""
-        return (f"{self._step} AS head_step, {self._meta} AS head_meta, f.parent_checkpoint_id AS first_parent, "
-                f"CASE WHEN g.checkpoint_ns <> '' THEN {self._meta.replace('c.', 'f.')} END AS first_meta")
+        return (
+            f"{self._step} AS head_step, {self._meta} AS head_meta, f.parent_checkpoint_id AS first_parent, "
+            f"CASE WHEN g.checkpoint_ns <> '' THEN {self._meta.replace('c.', 'f.')} END AS first_meta"
+        )
 
     #: a thread row `g`'s head `c` and first checkpoint `f`
-    _head_joins = ("JOIN {cp} c ON c.thread_id = g.thread_id AND c.checkpoint_ns = g.checkpoint_ns "
-                   "AND c.checkpoint_id = g.head "
-                   "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
-                   "AND f.checkpoint_id = g.first")
+    _head_joins = (
+        "JOIN {cp} c ON c.thread_id = g.thread_id AND c.checkpoint_ns = g.checkpoint_ns "
+        "AND c.checkpoint_id = g.head "
+        "JOIN {cp} f ON f.thread_id = g.thread_id AND f.checkpoint_ns = g.checkpoint_ns "
+        "AND f.checkpoint_id = g.first"
+    )
 
     async def _head_messages(self, rows: list[dict[str, Any]]) -> dict[str, str]:
         """{head checkpoint id: its last message's summary} of these thread rows (heads
@@ -400,8 +477,13 @@ class LangGraphStore(ConnectedStore):
         for r in rows:
             tid, ns, head = r["thread_id"], r["checkpoint_ns"], r["head"]
             size = "octet_length(c.checkpoint::text)" if self._pg else "length(c.checkpoint)"
-            n = await self._q(f"SELECT {size} AS n FROM {{cp}} c WHERE c.thread_id = ? "
-                              "AND c.checkpoint_ns = ? AND c.checkpoint_id = ?", tid, ns, head)
+            n = await self._q(
+                f"SELECT {size} AS n FROM {{cp}} c WHERE c.thread_id = ? "
+                "AND c.checkpoint_ns = ? AND c.checkpoint_id = ?",
+                tid,
+                ns,
+                head,
+            )
             if not n or (n[0]["n"] or 0) > HEAD_SUMMARY_MAX_BYTES:  # not read at all
                 continue
             full = await self._rows(tid, ns, ids=[head])
@@ -439,7 +521,9 @@ class LangGraphStore(ConnectedStore):
     def _summary_row(self, r: dict[str, Any], last: dict[str, str] | None = None) -> ThreadSummary:
         meta = _meta_dict(r["head_meta"])
         ns = r["checkpoint_ns"]
-        branch_of, branch_point = (None, None) if ns else (self._branch_map or {}).get(r["thread_id"], (None, None))
+        branch_of, branch_point = (
+            (None, None) if ns else (self._branch_map or {}).get(r["thread_id"], (None, None))
+        )
         if ns:
             first_meta = _meta_dict(r.get("first_meta"))
             parent_ns, point = self._outer(ns, first_meta)
@@ -447,12 +531,16 @@ class LangGraphStore(ConnectedStore):
                 branch_of, branch_point = address(r["thread_id"], parent_ns), point
         step = r.get("head_step")
         return ThreadSummary(
-            thread_id=address(r["thread_id"], ns), checkpoints=int(r["n"]),
+            thread_id=address(r["thread_id"], ns),
+            checkpoints=int(r["n"]),
             head_step=int(step) if step is not None else _step(meta),
-            head_checkpoint_id=r["head"], updated_at=id_time(r["head"]),
+            head_checkpoint_id=r["head"],
+            updated_at=id_time(r["head"]),
             head_summary=(last or {}).get(r["head"]) or str(meta.get("source") or ""),
             first_created_at=id_time(r["first"]),
-            branch_of=branch_of, branch_point=branch_point)
+            branch_of=branch_of,
+            branch_point=branch_point,
+        )
 
     @staticmethod
     def _outer(ns: str, meta: dict[str, Any]) -> tuple[str, str | None]:
@@ -465,8 +553,11 @@ class LangGraphStore(ConnectedStore):
 
     async def count_threads(self, prefix: str | None = None) -> int:
         where, params = self._prefix_where(prefix, roots=True)
-        rows = await self._q(f"SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM {{cp}}{where} "
-                             f"GROUP BY thread_id, checkpoint_ns) g", *params)
+        rows = await self._q(
+            f"SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM {{cp}}{where} "
+            f"GROUP BY thread_id, checkpoint_ns) g",
+            *params,
+        )
         return int(rows[0]["n"])
 
     async def thread_summary(self, thread_id: str) -> ThreadSummary | None:
@@ -475,7 +566,9 @@ class LangGraphStore(ConnectedStore):
             f"SELECT g.*, {self._head_cols} FROM (SELECT thread_id, checkpoint_ns, COUNT(*) AS n, "
             f"MAX(checkpoint_id) AS head, MIN(checkpoint_id) AS first FROM {{cp}} "
             f"WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY thread_id, checkpoint_ns) g {self._head_joins}",
-            tid, ns)
+            tid,
+            ns,
+        )
         await self._load_branches()
         return self._summary_row(rows[0], await self._head_messages(rows[:1])) if rows else None
 
@@ -483,21 +576,28 @@ class LangGraphStore(ConnectedStore):
         where, params = self._prefix_where(prefix)
         rows = await self._q(
             f"SELECT thread_id, checkpoint_ns FROM {{cp}}{where} "
-            f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C} LIMIT ?", *params, int(limit))
+            f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C} LIMIT ?",
+            *params,
+            int(limit),
+        )
         return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
 
     async def all_thread_ids(self) -> list[str]:
         """Every thread: LangGraph's thread ids (a subgraph's namespace is not a thread of
         its own; `all_addresses` has them too), in the order of thread_summaries(sort="thread")."""
-        rows = await self._q(f"SELECT thread_id FROM {{cp}} WHERE checkpoint_ns = '' "
-                             f"GROUP BY thread_id ORDER BY thread_id{self._C}")
+        rows = await self._q(
+            f"SELECT thread_id FROM {{cp}} WHERE checkpoint_ns = '' "
+            f"GROUP BY thread_id ORDER BY thread_id{self._C}"
+        )
         return [r["thread_id"] for r in rows]
 
     async def all_addresses(self) -> list[str]:
         """Every thread and every subgraph namespace (THREAD|NS), each namespace right
         after its thread: what export and prune --all go through."""
-        rows = await self._q(f"SELECT thread_id, checkpoint_ns FROM {{cp}} "
-                             f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C}")
+        rows = await self._q(
+            f"SELECT thread_id, checkpoint_ns FROM {{cp}} "
+            f"GROUP BY thread_id, checkpoint_ns ORDER BY thread_id{self._C}, checkpoint_ns{self._C}"
+        )
         return [address(r["thread_id"], r["checkpoint_ns"]) for r in rows]
 
     # ---- checkpoints --------------------------------------------------------------
@@ -512,36 +612,49 @@ class LangGraphStore(ConnectedStore):
             parent = self._outer(ns, meta)[1]
         source = meta.get("source")
         return CheckpointMetadata(
-            thread_id=address(r["thread_id"], ns), checkpoint_id=r["checkpoint_id"],
-            step=_step(meta), parent_checkpoint_id=parent or None,
+            thread_id=address(r["thread_id"], ns),
+            checkpoint_id=r["checkpoint_id"],
+            step=_step(meta),
+            parent_checkpoint_id=parent or None,
             created_at=id_time(r["checkpoint_id"]),
             tags=[source] if isinstance(source, str) and source else [],
-            summary=_summary(meta))
+            summary=_summary(meta),
+        )
 
     @property
     def _meta_cols(self) -> str:
-        return (f"c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, "
-                f"{self._meta} AS meta")
+        return f"c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, {self._meta} AS meta"
 
     async def count(self, thread_id: str | None = None) -> int:
         if thread_id is None:
             rows = await self._q("SELECT COUNT(*) AS n FROM {cp}")
         else:
             tid, ns = await self._split(thread_id)
-            rows = await self._q("SELECT COUNT(*) AS n FROM {cp} WHERE thread_id = ? "
-                                 "AND checkpoint_ns = ?", tid, ns)
+            rows = await self._q(
+                "SELECT COUNT(*) AS n FROM {cp} WHERE thread_id = ? AND checkpoint_ns = ?", tid, ns
+            )
         return int(rows[0]["n"])
 
     async def read_thread(
         self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
     ) -> list[CheckpointMetadata]:
-        return [self._metadata(r) for r in await self._page(*await self._split(thread_id), limit, offset, descending)]
+        return [
+            self._metadata(r)
+            for r in await self._page(*await self._split(thread_id), limit, offset, descending)
+        ]
 
-    async def _page(self, tid: str, ns: str, limit: int, offset: int, descending: bool) -> list[dict[str, Any]]:
+    async def _page(
+        self, tid: str, ns: str, limit: int, offset: int, descending: bool
+    ) -> list[dict[str, Any]]:
         d = " DESC" if descending else ""
         return await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
-            f"ORDER BY c.checkpoint_id{self._C}{d} LIMIT ? OFFSET ?", tid, ns, int(limit), int(offset))
+            f"ORDER BY c.checkpoint_id{self._C}{d} LIMIT ? OFFSET ?",
+            tid,
+            ns,
+            int(limit),
+            int(offset),
+        )
 
     async def _locate(self, checkpoint_id: str) -> dict[str, Any] | None:
         """The metadata row of a checkpoint id (the root namespace's first when several
@@ -554,14 +667,19 @@ class LangGraphStore(ConnectedStore):
         elif not self._pg:
             keys = await self._keys_in_key_order(checkpoint_id)
         else:
-            keys = await self._q("SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?",
-                                 checkpoint_id)
+            keys = await self._q(
+                "SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?", checkpoint_id
+            )
         if not keys:
             return None
         key = min(keys, key=lambda k: (k["checkpoint_ns"].encode(), k["thread_id"].encode()))
         rows = await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
-            "AND c.checkpoint_id = ?", key["thread_id"], key["checkpoint_ns"], checkpoint_id)
+            "AND c.checkpoint_id = ?",
+            key["thread_id"],
+            key["checkpoint_ns"],
+            checkpoint_id,
+        )
         return rows[0] if rows else None
 
     async def _keys_in_key_order(self, checkpoint_id: str) -> list[dict[str, Any]]:
@@ -571,11 +689,13 @@ class LangGraphStore(ConnectedStore):
         was (LIMIT 1: the scan of the key's index stops at each match, half of it on
         average instead of all of it), the rest in one scan after a few matches in
         subgraph namespaces. An id that no row holds is one scan of the whole index."""
-        base = ("SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?{after} "
-                "ORDER BY thread_id, checkpoint_ns")
+        base = (
+            "SELECT thread_id, checkpoint_ns FROM {cp} WHERE checkpoint_id = ?{after} "
+            "ORDER BY thread_id, checkpoint_ns"
+        )
         keys: list[dict[str, Any]] = []
         while True:
-            after = ((keys[-1]["thread_id"], keys[-1]["checkpoint_ns"]) if keys else ())
+            after = (keys[-1]["thread_id"], keys[-1]["checkpoint_ns"]) if keys else ()
             cond = " AND (thread_id, checkpoint_ns) > (?, ?)" if after else ""
             if len(keys) >= 8:  # many copies in subgraph namespaces: the rest at once
                 return keys + await self._q(base.format(cp="{cp}", after=cond), checkpoint_id, *after)
@@ -597,7 +717,11 @@ class LangGraphStore(ConnectedStore):
         rows = await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
             f"AND {self._step} = ? ORDER BY c.checkpoint_id{self._C} DESC LIMIT ?",
-            tid, ns, int(step), int(limit))
+            tid,
+            ns,
+            int(step),
+            int(limit),
+        )
         return [self._metadata(r) for r in rows]
 
     async def failed_checkpoints(self, thread_id: str, checkpoint_ids: Sequence[str]) -> set[str]:
@@ -605,11 +729,14 @@ class LangGraphStore(ConnectedStore):
         ids = list(dict.fromkeys(checkpoint_ids))
         out: set[str] = set()
         for i in range(0, len(ids), 400):
-            chunk = ids[i:i + 400]
+            chunk = ids[i : i + 400]
             rows = await self._q(
                 f"SELECT DISTINCT checkpoint_id FROM {self._writes_table} WHERE thread_id = ? AND "
                 f"checkpoint_ns = ? AND channel = '__error__' AND checkpoint_id IN ({marks(len(chunk))})",
-                tid, ns, *chunk)
+                tid,
+                ns,
+                *chunk,
+            )
             out |= {r["checkpoint_id"] for r in rows}
         return out
 
@@ -621,10 +748,16 @@ class LangGraphStore(ConnectedStore):
         rows = await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
             f"AND c.parent_checkpoint_id = ? ORDER BY c.checkpoint_id{self._C}",
-            tid, ns, checkpoint_id)
+            tid,
+            ns,
+            checkpoint_id,
+        )
         out = [self._metadata(r) for r in rows]
-        out += [m for sub_ns, m in await self._subgraph_starts(tid)
-                if m.parent_checkpoint_id == checkpoint_id and _parent_ns(sub_ns) == ns]
+        out += [
+            m
+            for sub_ns, m in await self._subgraph_starts(tid)
+            if m.parent_checkpoint_id == checkpoint_id and _parent_ns(sub_ns) == ns
+        ]
         return out
 
     async def read_thread_forks(
@@ -654,10 +787,14 @@ class LangGraphStore(ConnectedStore):
             found = await self._q(
                 "SELECT parent_checkpoint_id AS p FROM {cp} WHERE thread_id = ? AND checkpoint_ns = ? "
                 "AND parent_checkpoint_id IS NOT NULL GROUP BY parent_checkpoint_id "
-                "HAVING COUNT(*) > 1", tid, ns)
+                "HAVING COUNT(*) > 1",
+                tid,
+                ns,
+            )
             forks.update(r["p"] for r in found)
-        forks.update(m.parent_checkpoint_id for m in await self.branches_of([thread_id])
-                     if m.parent_checkpoint_id)
+        forks.update(
+            m.parent_checkpoint_id for m in await self.branches_of([thread_id]) if m.parent_checkpoint_id
+        )
         return rows, [cid for cid in ids if cid in forks]
 
     async def _subgraph_starts(self, tid: str) -> list[tuple[str, CheckpointMetadata]]:
@@ -666,9 +803,14 @@ class LangGraphStore(ConnectedStore):
         rows = await self._q(
             f"SELECT {self._meta_cols} FROM {{cp}} c WHERE c.thread_id = ? AND c.checkpoint_ns <> '' "
             f"AND c.parent_checkpoint_id IS NULL ORDER BY c.checkpoint_ns{self._C}, "
-            f"c.checkpoint_id{self._C}", tid)
-        return [(r["checkpoint_ns"], m) for r, m in zip(rows, map(self._metadata, rows))
-                if m.parent_checkpoint_id]
+            f"c.checkpoint_id{self._C}",
+            tid,
+        )
+        return [
+            (r["checkpoint_ns"], m)
+            for r, m in zip(rows, map(self._metadata, rows), strict=False)
+            if m.parent_checkpoint_id
+        ]
 
     async def branches_of(self, thread_ids: Sequence[str]) -> list[CheckpointMetadata]:
         wanted = {await self._split(t) for t in thread_ids}
@@ -686,15 +828,21 @@ class LangGraphStore(ConnectedStore):
                 first = await self.read_thread(new, limit=1)
                 if first:
                     m = first[0]
-                    out.append(CheckpointMetadata(m.thread_id, m.checkpoint_id, m.step, point,
-                                                  m.created_at, list(m.tags), m.summary))
+                    out.append(
+                        CheckpointMetadata(
+                            m.thread_id, m.checkpoint_id, m.step, point, m.created_at, list(m.tags), m.summary
+                        )
+                    )
         return out
 
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         rows = await self._q(
             f"SELECT checkpoint_id FROM {{cp}} WHERE checkpoint_id{self._C} >= ? "
             f"AND checkpoint_id{self._C} < ? GROUP BY checkpoint_id ORDER BY checkpoint_id{self._C} LIMIT ?",
-            prefix, prefix + _TOP, int(limit))
+            prefix,
+            prefix + _TOP,
+            int(limit),
+        )
         return [r["checkpoint_id"] for r in rows]
 
     # ---- full checkpoints -----------------------------------------------------------
@@ -714,13 +862,21 @@ class LangGraphStore(ConnectedStore):
             raise cp
         return cp
 
-    async def _rows(self, tid: str, ns: str, ids: Sequence[str] | None = None,
-                    after: str | None = None, limit: int | None = None,
-                    descending: bool = False) -> list[dict[str, Any]]:
+    async def _rows(
+        self,
+        tid: str,
+        ns: str,
+        ids: Sequence[str] | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        descending: bool = False,
+    ) -> list[dict[str, Any]]:
         """Full checkpoint rows of one thread: these ids, or a page after an id."""
         payload = "c.checkpoint::text AS payload" if self._pg else "c.checkpoint AS payload"
-        sql = (f"SELECT {self._meta_cols}, c.type, {payload} FROM {{cp}} c "
-               "WHERE c.thread_id = ? AND c.checkpoint_ns = ?")
+        sql = (
+            f"SELECT {self._meta_cols}, c.type, {payload} FROM {{cp}} c "
+            "WHERE c.thread_id = ? AND c.checkpoint_ns = ?"
+        )
         params: list[Any] = [tid, ns]
         if ids is not None:
             sql += f" AND c.checkpoint_id IN ({marks(len(ids))})"
@@ -739,11 +895,13 @@ class LangGraphStore(ConnectedStore):
         if not ids:
             return {}
         version = "" if self.shallow else "AND bl.version = v.value "
-        sql = ("SELECT c.checkpoint_id, bl.channel, bl.type, bl.blob FROM {cp} c "
-               "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
-               "JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
-               f"AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = v.key {version}"
-               "WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ANY(?::text[])")
+        sql = (
+            "SELECT c.checkpoint_id, bl.channel, bl.type, bl.blob FROM {cp} c "
+            "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v "
+            "JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id "
+            f"AND bl.checkpoint_ns = c.checkpoint_ns AND bl.channel = v.key {version}"
+            "WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = ANY(?::text[])"
+        )
         out: dict[str, list[Any]] = {}
         for r in await self._q(sql, tid, ns, list(ids)):
             out.setdefault(r["checkpoint_id"], []).append((r["channel"], r["type"], r["blob"]))
@@ -757,15 +915,19 @@ class LangGraphStore(ConnectedStore):
             f"SELECT checkpoint_id, task_id, {path}, idx, channel, type, "
             f"{self._writes_value} AS value FROM {self._writes_table} "
             f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks(len(ids))})",
-            tid, ns, *ids)
+            tid,
+            ns,
+            *ids,
+        )
         out: dict[str, list[dict[str, Any]]] = {}
         rows.sort(key=lambda r: (r["checkpoint_id"], r["task_path"] or "", r["task_id"], r["idx"]))
         for r in rows:
             out.setdefault(r["checkpoint_id"], []).append(r)
         return out
 
-    async def _load(self, tid: str, ns: str, ids: Sequence[str] | None = None,
-                    rows: list[dict[str, Any]] | None = None) -> list[Checkpoint | CorruptRowError]:
+    async def _load(
+        self, tid: str, ns: str, ids: Sequence[str] | None = None, rows: list[dict[str, Any]] | None = None
+    ) -> list[Checkpoint | CorruptRowError]:
         if rows is None:
             rows = await self._rows(tid, ns, ids=ids)
         got = [r["checkpoint_id"] for r in rows]
@@ -774,8 +936,9 @@ class LangGraphStore(ConnectedStore):
         out: list[Checkpoint | CorruptRowError] = []
         for r in rows:
             try:
-                out.append(self._build(r, writes.get(r["checkpoint_id"], []),
-                                       blobs.get(r["checkpoint_id"], [])))
+                out.append(
+                    self._build(r, writes.get(r["checkpoint_id"], []), blobs.get(r["checkpoint_id"], []))
+                )
             except CorruptRowError as exc:
                 out.append(exc)
         return out
@@ -807,12 +970,16 @@ class LangGraphStore(ConnectedStore):
         wanted: dict[tuple[str, str], set[str]] = {}
         for m in metas[:DESCRIBE_MAX]:
             wanted.setdefault(await self._split(m.thread_id), set()).update(
-                [m.checkpoint_id] + ([m.parent_checkpoint_id] if m.parent_checkpoint_id else []))
+                [m.checkpoint_id] + ([m.parent_checkpoint_id] if m.parent_checkpoint_id else [])
+            )
         facts: dict[tuple[str, str, str], tuple[dict[str, Any], str]] = {}
         for (tid, ns), ids in wanted.items():
-            for chunk in [sorted(ids)[i:i + 500] for i in range(0, len(ids), 500)]:
-                rows = [r for r in await self._rows(tid, ns, ids=chunk)
-                        if len(r.get("payload") or b"") <= HEAD_SUMMARY_MAX_BYTES]
+            for chunk in [sorted(ids)[i : i + 500] for i in range(0, len(ids), 500)]:
+                rows = [
+                    r
+                    for r in await self._rows(tid, ns, ids=chunk)
+                    if len(r.get("payload") or b"") <= HEAD_SUMMARY_MAX_BYTES
+                ]
                 blobs = await self._blobs(tid, ns, [r["checkpoint_id"] for r in rows]) if self._pg else {}
                 for r in rows:
                     try:  # the whole payload is not decoded: its extension values (messages)
@@ -827,8 +994,9 @@ class LangGraphStore(ConnectedStore):
                     seen = deep.cap(data.get("versions_seen"))
                     values = data.get("channel_values")
                     msgs = values.get("messages") if isinstance(values, dict) else None
-                    msgs = _unwrap_snapshot(serde.undefer(msgs, kind) if isinstance(msgs, (serde.Deferred, dict))
-                                            else msgs)
+                    msgs = _unwrap_snapshot(
+                        serde.undefer(msgs, kind) if isinstance(msgs, (serde.Deferred, dict)) else msgs
+                    )
                     text = ""
                     for m in reversed(msgs) if isinstance(msgs, list) else ():  # the last message's
                         m = serde.transcript(serde.undefer(m, kind))
@@ -844,46 +1012,60 @@ class LangGraphStore(ConnectedStore):
                 out.append(m)
                 continue
             parent = facts.get((tid, ns, m.parent_checkpoint_id or ""), ({}, ""))[0]
-            nodes = sorted(str(n) for n, v in own[0].items()
-                           if n not in ("__input__", "__interrupt__") and parent.get(n) != v)
+            nodes = sorted(
+                str(n)
+                for n, v in own[0].items()
+                if n not in ("__input__", "__interrupt__") and parent.get(n) != v
+            )
             text = ": ".join(p for p in (", ".join(nodes), own[1]) if p)
             out.append(replace(m, summary=one_line(" ".join(p for p in (text, m.summary) if p), 120)))
         return out
 
-    def _build(self, r: dict[str, Any], writes: list[dict[str, Any]],
-               blobs: list[Any]) -> Checkpoint:
+    def _build(self, r: dict[str, Any], writes: list[dict[str, Any]], blobs: list[Any]) -> Checkpoint:
         meta = self._metadata(r)
         md = _meta_dict(r.get("meta"))
         data = self._data(r, blobs)
         if not isinstance(data, dict):
-            return Checkpoint(metadata=meta, messages=[],
-                              state={"__checkpoint__": data, "__metadata__": md},
-                              tools_result={}, next_node="")
+            return Checkpoint(
+                metadata=meta,
+                messages=[],
+                state={"__checkpoint__": data, "__metadata__": md},
+                tools_result={},
+                next_node="",
+            )
         raw_values = data.get("channel_values") or {}
         if isinstance(raw_values, dict):
             values = {k: serde.transcript(_unwrap_snapshot(v)) for k, v in raw_values.items()}
             delta = md.get("counters_since_delta_snapshot")
-            for channel in (delta if isinstance(delta, dict) else {}):
+            for channel in delta if isinstance(delta, dict) else {}:
                 if channel not in values and channel in (data.get("channel_versions") or {}):
                     values[channel] = dict(DELTA_MARKER)
         else:
             values = {"__channel_values__": raw_values}
         messages = values.get("messages")
         messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
-        state: dict[str, Any] = {k: v for k, v in values.items()
-                                 if not (isinstance(k, str) and is_internal_channel(k))}
-        internal = {k: v for k, v in values.items()
-                    if isinstance(k, str) and is_internal_channel(k) and v is not None}
+        state: dict[str, Any] = {
+            k: v for k, v in values.items() if not (isinstance(k, str) and is_internal_channel(k))
+        }
+        internal = {
+            k: v for k, v in values.items() if isinstance(k, str) and is_internal_channel(k) and v is not None
+        }
         state["__metadata__"] = md
         if internal:
             state["__internal__"] = internal
         tools = self._tools_result(data, messages, writes)
-        return Checkpoint(metadata=meta, messages=messages, state=state, tools_result=tools,
-                          next_node=", ".join(next_nodes(data)))
+        return Checkpoint(
+            metadata=meta,
+            messages=messages,
+            state=state,
+            tools_result=tools,
+            next_node=", ".join(next_nodes(data)),
+        )
 
     @staticmethod
-    def _tools_result(data: dict[str, Any], messages: list[dict[str, Any]],
-                      writes: list[dict[str, Any]]) -> dict[str, Any]:
+    def _tools_result(
+        data: dict[str, Any], messages: list[dict[str, Any]], writes: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         updated = data.get("updated_channels")
         if messages and (updated is None or "messages" in (updated or [])):
@@ -900,8 +1082,7 @@ class LangGraphStore(ConnectedStore):
             if w.get("task_path"):
                 item["task_path"] = w["task_path"]
             if w["channel"] in SPECIAL_WRITES:
-                out.setdefault(w["channel"], []).append(
-                    {k: v for k, v in item.items() if k != "channel"})
+                out.setdefault(w["channel"], []).append({k: v for k, v in item.items() if k != "channel"})
             else:
                 item["idx"] = w["idx"]
                 pending.append(item)
@@ -931,13 +1112,22 @@ class LangGraphStore(ConnectedStore):
 
     async def _threads_by_head(self) -> list[tuple[str, str]]:
         """The (thread, namespace)s, newest head first (the order `search` goes through them)."""
-        return [(r["thread_id"], r["checkpoint_ns"]) for r in await self._q(
-            f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
-            f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC")]
+        return [
+            (r["thread_id"], r["checkpoint_ns"])
+            for r in await self._q(
+                f"SELECT thread_id, checkpoint_ns, MAX(checkpoint_id) AS head FROM {{cp}} "
+                f"GROUP BY thread_id, checkpoint_ns ORDER BY MAX(checkpoint_id){self._C} DESC"
+            )
+        ]
 
     async def search(
-        self, text: str, thread_id: str | None = None, role: str | None = None, limit: int = 50,
-        scan: bool = False, places: Sequence[str] = SEARCH_PLACES,
+        self,
+        text: str,
+        thread_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+        scan: bool = False,
+        places: Sequence[str] = SEARCH_PLACES,
     ) -> list[SearchHit]:
         """A scan, newest first, of at most SEARCH_SCAN_MAX checkpoints: their messages,
         tool results and (without `role`) other channel values (`places`),
@@ -979,17 +1169,30 @@ class LangGraphStore(ConnectedStore):
         plain_ascii = needle.isascii() and needle.isprintable() and not any(c in needle for c in '"\\')
         return needle.encode("ascii") if plain_ascii else None
 
-    async def _match(self, tid: str, ns: str, rows: list[dict[str, Any]], raw_needle: bytes | None, text: str,
-                     needle: str, role: str | None, wanted: Any, limit: int, hits: list[SearchHit]) -> None:
+    async def _match(
+        self,
+        tid: str,
+        ns: str,
+        rows: list[dict[str, Any]],
+        raw_needle: bytes | None,
+        text: str,
+        needle: str,
+        role: str | None,
+        wanted: Any,
+        limit: int,
+        hits: list[SearchHit],
+    ) -> None:
         """Add the hits of checkpoint rows of one thread, in their order, until there
         are `limit` (the scan's test, also the side index's on its candidates)."""
         if raw_needle is not None and not self._pg:
             # a row whose checkpoint and writes lack the bytes is not decoded
             ids = [r["checkpoint_id"] for r in rows]
-            keep = {r["checkpoint_id"] for r in rows
-                    if raw_needle in bytes(r["payload"] or b"").lower()}
-            keep |= {cid for cid, ws in (await self._writes(tid, ns, ids)).items()
-                     if any(raw_needle in bytes(w["value"] or b"").lower() for w in ws)}
+            keep = {r["checkpoint_id"] for r in rows if raw_needle in bytes(r["payload"] or b"").lower()}
+            keep |= {
+                cid
+                for cid, ws in (await self._writes(tid, ns, ids)).items()
+                if any(raw_needle in bytes(w["value"] or b"").lower() for w in ws)
+            }
             rows = [r for r in rows if r["checkpoint_id"] in keep]
         for cp in await self._load(tid, ns, rows=rows):
             if isinstance(cp, CorruptRowError):
@@ -999,8 +1202,9 @@ class LangGraphStore(ConnectedStore):
                 break
 
     @staticmethod
-    def _hits(cp: Checkpoint, text: str, needle: str, role: str | None,
-              places: Any = SEARCH_PLACES) -> list[SearchHit]:
+    def _hits(
+        cp: Checkpoint, text: str, needle: str, role: str | None, places: Any = SEARCH_PLACES
+    ) -> list[SearchHit]:
         hits = search_messages(cp.metadata, cp.messages, cp.tools_result, text, role, places=places)
         if hits or role is not None or "state" not in places:
             return hits
@@ -1009,14 +1213,31 @@ class LangGraphStore(ConnectedStore):
         if needle in body.lower():
             m = cp.metadata
             tokens = json_hit_tokens(json.loads(body), needle)
-            hits.append(SearchHit(m.thread_id, m.checkpoint_id, m.step, "state", None,
-                                  snippet_around(body, text), hit_path("state", tokens or [])))
+            hits.append(
+                SearchHit(
+                    m.thread_id,
+                    m.checkpoint_id,
+                    m.step,
+                    "state",
+                    None,
+                    snippet_around(body, text),
+                    hit_path("state", tokens or []),
+                )
+            )
         return hits
 
     # ---- the side search index (agentctl.storage.textindex) ----------------------------
 
-    _SOURCE_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "meta", "type",
-                       "payload", "writes")
+    _SOURCE_COLUMNS = (
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "meta",
+        "type",
+        "payload",
+        "writes",
+    )
 
     def text_source(self) -> Any:
         """The side index's view of a SqliteSaver database: one document per checkpoint
@@ -1030,24 +1251,46 @@ class LangGraphStore(ConnectedStore):
         from agentctl.storage.textindex import Source
 
         wt = self._writes_table
-        same = ("w.thread_id = checkpoints.thread_id AND w.checkpoint_ns = checkpoints.checkpoint_ns "
-                "AND w.checkpoint_id = checkpoints.checkpoint_id")
+        same = (
+            "w.thread_id = checkpoints.thread_id AND w.checkpoint_ns = checkpoints.checkpoint_ns "
+            "AND w.checkpoint_id = checkpoints.checkpoint_id"
+        )
         path = "w.task_path" if self.has_task_path else "''"
-        writes = (f"(SELECT json_group_array(json_array(w.task_id, {path}, w.idx, w.channel, w.type, "
-                  f"hex(w.value))) FROM src.{wt} w WHERE {same})")
-        fingerprint = ("coalesce(length(checkpoint), -1) + coalesce(length(metadata), -1) * 1000 + "
-                       f"(SELECT coalesce(sum(length(w.value)), 0) + count(*) * 7 FROM src.{wt} w "
-                       f"WHERE {same}) * 1000003")
-        columns = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
-                   "CAST(metadata AS TEXT)", "type", "checkpoint", writes)
+        writes = (
+            f"(SELECT json_group_array(json_array(w.task_id, {path}, w.idx, w.channel, w.type, "
+            f"hex(w.value))) FROM src.{wt} w WHERE {same})"
+        )
+        fingerprint = (
+            "coalesce(length(checkpoint), -1) + coalesce(length(metadata), -1) * 1000 + "
+            f"(SELECT coalesce(sum(length(w.value)), 0) + count(*) * 7 FROM src.{wt} w "
+            f"WHERE {same}) * 1000003"
+        )
+        columns = (
+            "thread_id",
+            "checkpoint_ns",
+            "checkpoint_id",
+            "parent_checkpoint_id",
+            "CAST(metadata AS TEXT)",
+            "type",
+            "checkpoint",
+            writes,
+        )
 
         def docs(values: Sequence[Any]) -> list[tuple[int, str]]:
-            r = dict(zip(self._SOURCE_COLUMNS, values))
+            r = dict(zip(self._SOURCE_COLUMNS, values, strict=False))
             ws = []
             try:
                 for task_id, task_path, idx, channel, type_, value in json.loads(r.pop("writes") or "[]"):
-                    ws.append({"task_id": task_id, "task_path": task_path, "idx": idx, "channel": channel,
-                               "type": type_, "value": bytes.fromhex(value) if value is not None else None})
+                    ws.append(
+                        {
+                            "task_id": task_id,
+                            "task_path": task_path,
+                            "idx": idx,
+                            "channel": channel,
+                            "type": type_,
+                            "value": bytes.fromhex(value) if value is not None else None,
+                        }
+                    )
             except (TypeError, ValueError):
                 ws = []
             ws.sort(key=lambda w: (w["task_path"] or "", w["task_id"], w["idx"]))
@@ -1057,8 +1300,16 @@ class LangGraphStore(ConnectedStore):
                 return []
             return self._search_texts(cp)
 
-        return Source(format="langgraph", table="checkpoints", key="rowid", sort="checkpoint_id",
-                      fingerprint=fingerprint, columns=columns, kinds=("messages", "tools", "state"), docs=docs)
+        return Source(
+            format="langgraph",
+            table="checkpoints",
+            key="rowid",
+            sort="checkpoint_id",
+            fingerprint=fingerprint,
+            columns=columns,
+            kinds=("messages", "tools", "state"),
+            docs=docs,
+        )
 
     @staticmethod
     def _search_texts(cp: Checkpoint) -> list[tuple[int, str]]:
@@ -1098,8 +1349,16 @@ class LangGraphStore(ConnectedStore):
         await self.connect()
         return await textindex.index_action(self._db.path, self.text_source(), action, "checkpoints")
 
-    async def _index_search(self, text: str, needle: str, raw_needle: bytes | None, thread_id: str | None,
-                            role: str | None, limit: int, wanted: Any) -> list[SearchHit] | None:
+    async def _index_search(
+        self,
+        text: str,
+        needle: str,
+        raw_needle: bytes | None,
+        thread_id: str | None,
+        role: str | None,
+        limit: int,
+        wanted: Any,
+    ) -> list[SearchHit] | None:
         """The hits through the side index when there is one, else None. The scan's
         order: threads by their newest checkpoint, each thread's checkpoints newest
         first, until `limit` hits, sorted by checkpoint id; only the candidates are read
@@ -1118,18 +1377,26 @@ class LangGraphStore(ConnectedStore):
             """{(thread, namespace): [checkpoint id, ...]} of the candidates."""
             out: dict[tuple[str, str], list[str]] = {}
             for i in range(0, len(keys), 500):
-                chunk = keys[i:i + 500]
+                chunk = keys[i : i + 500]
                 for tid, ns, cid in session.con.execute(
-                        f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM src.checkpoints "
-                        f"WHERE rowid IN ({marks(len(chunk))}){cond}", [*chunk, *params]):
+                    f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM src.checkpoints "
+                    f"WHERE rowid IN ({marks(len(chunk))}){cond}",
+                    [*chunk, *params],
+                ):
                     out.setdefault((tid, ns), []).append(cid)
             return out
 
         def in_thread(tid: str, ns: str, keys: set[int]) -> list[str]:
             """The ids of a thread's candidates, newest first (its primary key's index)."""
-            return [cid for rid, cid in session.con.execute(
-                "SELECT rowid, checkpoint_id FROM src.checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-                "ORDER BY checkpoint_id DESC", (tid, ns)) if rid in keys]
+            return [
+                cid
+                for rid, cid in session.con.execute(
+                    "SELECT rowid, checkpoint_id FROM src.checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "ORDER BY checkpoint_id DESC",
+                    (tid, ns),
+                )
+                if rid in keys
+            ]
 
         try:
             try:
@@ -1149,8 +1416,12 @@ class LangGraphStore(ConnectedStore):
             else:  # a seek per thread (then by thread and namespace)
                 heads: list[tuple[str, str, str]] = []
                 for tid, ns in found:
-                    rows = await self._q("SELECT MAX(checkpoint_id) AS head FROM {cp} WHERE thread_id = ? "
-                                         "AND checkpoint_ns = ?", tid, ns)
+                    rows = await self._q(
+                        "SELECT MAX(checkpoint_id) AS head FROM {cp} WHERE thread_id = ? "
+                        "AND checkpoint_ns = ?",
+                        tid,
+                        ns,
+                    )
                     heads.append((rows[0]["head"] or "", tid, ns))
                 heads.sort(key=lambda h: (h[1], h[2]))
                 heads.sort(key=lambda h: h[0], reverse=True)
@@ -1165,7 +1436,7 @@ class LangGraphStore(ConnectedStore):
                 else:
                     ids = await asyncio.to_thread(in_thread, tid, ns, keyset)
                 for i in range(0, len(ids), 200):
-                    rows = await self._rows(tid, ns, ids=ids[i:i + 200])
+                    rows = await self._rows(tid, ns, ids=ids[i : i + 200])
                     rows.sort(key=lambda r: r["checkpoint_id"], reverse=True)
                     await self._match(tid, ns, rows, raw_needle, text, needle, role, wanted, limit, hits)
                     if len(hits) >= limit:
@@ -1185,27 +1456,42 @@ class LangGraphStore(ConnectedStore):
         size = "OCTET_LENGTH({})" if self._pg else "LENGTH(CAST({} AS BLOB))"
         text = "CAST({} AS TEXT)" if self._pg else "{}"
         cp = f"{size.format(text.format('checkpoint'))} + {size.format(text.format('metadata'))}"
-        parts = [f"SELECT thread_id, COUNT(*) AS n, SUM({cp}) AS bytes FROM checkpoints GROUP BY thread_id",
-                 f"SELECT thread_id, 0 AS n, SUM({size.format(self._writes_value)}) AS bytes "
-                 f"FROM {self._writes_table} GROUP BY thread_id"]
+        parts = [
+            f"SELECT thread_id, COUNT(*) AS n, SUM({cp}) AS bytes FROM checkpoints GROUP BY thread_id",
+            f"SELECT thread_id, 0 AS n, SUM({size.format(self._writes_value)}) AS bytes "
+            f"FROM {self._writes_table} GROUP BY thread_id",
+        ]
         if self._pg:
-            parts.append(f"SELECT thread_id, 0 AS n, SUM({size.format('blob')}) AS bytes FROM checkpoint_blobs "
-                         "GROUP BY thread_id")
-        per = await self._q(f"SELECT thread_id, SUM(n) AS n, SUM(COALESCE(bytes, 0)) AS bytes FROM "
-                            f"({' UNION ALL '.join(parts)}) t GROUP BY thread_id HAVING SUM(n) > 0 "
-                            f"ORDER BY 3 DESC, thread_id{self._C}")
-        rows = [{"thread_id": r["thread_id"], "checkpoints": int(r["n"]), "bytes": int(r["bytes"])} for r in per]
-        return {"threads": len(rows), "checkpoints": sum(r["checkpoints"] for r in rows),
-                "bytes": sum(r["bytes"] for r in rows), "bytes_of": "checkpoints, writes and blobs",
-                "per_thread": rows, "tags": {}}
+            parts.append(
+                f"SELECT thread_id, 0 AS n, SUM({size.format('blob')}) AS bytes FROM checkpoint_blobs "
+                "GROUP BY thread_id"
+            )
+        per = await self._q(
+            f"SELECT thread_id, SUM(n) AS n, SUM(COALESCE(bytes, 0)) AS bytes FROM "
+            f"({' UNION ALL '.join(parts)}) t GROUP BY thread_id HAVING SUM(n) > 0 "
+            f"ORDER BY 3 DESC, thread_id{self._C}"
+        )
+        rows = [
+            {"thread_id": r["thread_id"], "checkpoints": int(r["n"]), "bytes": int(r["bytes"])} for r in per
+        ]
+        return {
+            "threads": len(rows),
+            "checkpoints": sum(r["checkpoints"] for r in rows),
+            "bytes": sum(r["bytes"] for r in rows),
+            "bytes_of": "checkpoints, writes and blobs",
+            "per_thread": rows,
+            "tags": {},
+        }
 
     async def written_by(self) -> list[str]:
         """LangGraph (Python) and/or LangGraph.js, from the rows: LangGraph.js stores
         JSON ('json' rows on SQLite; integer channel versions on Postgres), Python
         msgpack (string versions). Stops at the first row of each."""
         if self._pg:
-            has = "SELECT 1 FROM checkpoints c CROSS JOIN LATERAL jsonb_each(c.checkpoint -> 'channel_versions') v " \
-                  "WHERE jsonb_typeof(v.value) = ? LIMIT 1"
+            has = (
+                "SELECT 1 FROM checkpoints c CROSS JOIN LATERAL jsonb_each(c.checkpoint -> 'channel_versions') v "
+                "WHERE jsonb_typeof(v.value) = ? LIMIT 1"
+            )
             py, js = bool(await self._q(has, "string")), bool(await self._q(has, "number"))
         else:
             js = bool(await self._q("SELECT 1 FROM checkpoints WHERE type = 'json' LIMIT 1"))
@@ -1221,28 +1507,43 @@ class LangGraphStore(ConnectedStore):
                 t = r["type"] or ""
                 if t == "pickle" or "+" in t:
                     what = "pickled" if t == "pickle" else f"encrypted ({t})"
-                    problems.append(Problem("warning", "opaque-payloads", table,
-                                            f"{r['n']} {what} payloads: shown as opaque"))
+                    problems.append(
+                        Problem(
+                            "warning", "opaque-payloads", table, f"{r['n']} {what} payloads: shown as opaque"
+                        )
+                    )
         if not (self._pg and self.shallow):
             for r in await self._q(
-                    "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id "
-                    "FROM checkpoints c LEFT JOIN checkpoints p ON p.thread_id = c.thread_id "
-                    "AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id "
-                    "WHERE c.parent_checkpoint_id IS NOT NULL AND p.checkpoint_id IS NULL "
-                    f"LIMIT {int(limit)}"):
-                problems.append(Problem(
-                    "warning", "missing-parent", address(r["thread_id"], r["checkpoint_ns"]),
-                    f"checkpoint {r['checkpoint_id']}'s parent {r['parent_checkpoint_id']} is not "
-                    "in the database"))
+                "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id "
+                "FROM checkpoints c LEFT JOIN checkpoints p ON p.thread_id = c.thread_id "
+                "AND p.checkpoint_ns = c.checkpoint_ns AND p.checkpoint_id = c.parent_checkpoint_id "
+                "WHERE c.parent_checkpoint_id IS NOT NULL AND p.checkpoint_id IS NULL "
+                f"LIMIT {int(limit)}"
+            ):
+                problems.append(
+                    Problem(
+                        "warning",
+                        "missing-parent",
+                        address(r["thread_id"], r["checkpoint_ns"]),
+                        f"checkpoint {r['checkpoint_id']}'s parent {r['parent_checkpoint_id']} is not "
+                        "in the database",
+                    )
+                )
             for r in await self._q(
-                    f"SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, COUNT(*) AS n FROM {wt} w "
-                    "LEFT JOIN checkpoints c ON c.thread_id = w.thread_id AND c.checkpoint_ns = "
-                    "w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id WHERE c.checkpoint_id IS NULL "
-                    f"GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id LIMIT {int(limit)}"):
-                problems.append(Problem(
-                    "warning", "orphan-writes", address(r["thread_id"], r["checkpoint_ns"]),
-                    f"{r['n']} pending writes of checkpoint {r['checkpoint_id']}, which is not "
-                    "in the database"))
+                f"SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, COUNT(*) AS n FROM {wt} w "
+                "LEFT JOIN checkpoints c ON c.thread_id = w.thread_id AND c.checkpoint_ns = "
+                "w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id WHERE c.checkpoint_id IS NULL "
+                f"GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id LIMIT {int(limit)}"
+            ):
+                problems.append(
+                    Problem(
+                        "warning",
+                        "orphan-writes",
+                        address(r["thread_id"], r["checkpoint_ns"]),
+                        f"{r['n']} pending writes of checkpoint {r['checkpoint_id']}, which is not "
+                        "in the database",
+                    )
+                )
         if not self._pg:  # Postgres keeps metadata as jsonb: always valid
             problems.extend(await self._bad_metadata(limit))
         problems.extend(await super().doctor(limit))  # the side search index's
@@ -1254,7 +1555,8 @@ class LangGraphStore(ConnectedStore):
         out: list[Problem] = []
         rows = await self._q(
             "SELECT thread_id, checkpoint_ns, checkpoint_id, CAST(metadata AS BLOB) AS meta, "
-            "json_valid(CAST(metadata AS TEXT)) AS ok FROM checkpoints WHERE metadata IS NOT NULL")
+            "json_valid(CAST(metadata AS TEXT)) AS ok FROM checkpoints WHERE metadata IS NOT NULL"
+        )
         for r in rows:
             raw = bytes(r["meta"])
             try:
@@ -1265,16 +1567,24 @@ class LangGraphStore(ConnectedStore):
                 if r["ok"]:
                     continue
                 number = deep.non_json_number(raw)
-                why = (f"is not JSON ({number}): shown with a placeholder" if number else
-                       "is not JSON SQLite can read (malformed or nested too deep)")
-            out.append(Problem("warning", "bad-metadata", address(r["thread_id"], r["checkpoint_ns"]),
-                               f"checkpoint {r['checkpoint_id']}'s metadata {why}"))
+                why = (
+                    f"is not JSON ({number}): shown with a placeholder"
+                    if number
+                    else "is not JSON SQLite can read (malformed or nested too deep)"
+                )
+            out.append(
+                Problem(
+                    "warning",
+                    "bad-metadata",
+                    address(r["thread_id"], r["checkpoint_ns"]),
+                    f"checkpoint {r['checkpoint_id']}'s metadata {why}",
+                )
+            )
             if len(out) >= limit:
                 break
         return out
 
 
-def opener(kind: str, target: str, *, readonly: bool = True, create: bool = False,
-          **kwargs: Any) -> Store:
+def opener(kind: str, target: str, *, readonly: bool = True, create: bool = False, **kwargs: Any) -> Store:
     """The format's store (its FormatSpec names this opener)."""
     return LangGraphStore(kind, target, readonly=readonly, **kwargs)

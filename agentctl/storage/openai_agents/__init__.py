@@ -41,31 +41,50 @@ the pairs.
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from agentctl.errors import SchemaError
 from agentctl.storage.contract import Capability, FormatSpec
 
 SESSION_COLUMNS = ("session_id", "created_at", "updated_at")
 MESSAGE_COLUMNS = ("id", "session_id", "message_data", "created_at")
-STRUCTURE_COLUMNS = ("session_id", "message_id", "branch_id", "message_type",
-                     "sequence_number", "user_turn_number", "branch_turn_number", "tool_name")
-USAGE_COLUMNS = ("session_id", "branch_id", "user_turn_number", "requests", "input_tokens",
-                 "output_tokens", "total_tokens")
+STRUCTURE_COLUMNS = (
+    "session_id",
+    "message_id",
+    "branch_id",
+    "message_type",
+    "sequence_number",
+    "user_turn_number",
+    "branch_turn_number",
+    "tool_name",
+)
+USAGE_COLUMNS = (
+    "session_id",
+    "branch_id",
+    "user_turn_number",
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+)
 
 
 def candidate_pairs(tables: Mapping[str, set[str]]) -> list[tuple[str, str]]:
     """(sessions table, messages table) pairs of the database, sorted (not agentctl's
     own tables: the journal's trash copies the SDK's columns)."""
     mine = {t: cols for t, cols in tables.items() if not t.startswith("agentctl_")}
-    sessions = sorted(t for t, cols in mine.items() if all(c in cols for c in SESSION_COLUMNS)
-                      and "message_data" not in cols)
+    sessions = sorted(
+        t
+        for t, cols in mine.items()
+        if all(c in cols for c in SESSION_COLUMNS) and "message_data" not in cols
+    )
     messages = sorted(t for t, cols in mine.items() if all(c in cols for c in MESSAGE_COLUMNS))
     return [(s, m) for s in sessions for m in messages]
 
 
-def choose_pair(tables: Mapping[str, set[str]], sessions_table: str | None = None,
-                messages_table: str | None = None) -> tuple[str, str]:
+def choose_pair(
+    tables: Mapping[str, set[str]], sessions_table: str | None = None, messages_table: str | None = None
+) -> tuple[str, str]:
     """The pair to read: the one asked for (options, then AGENTCTL_OPENAI_TABLES), or the
     only one there is; SchemaError otherwise."""
     if not (sessions_table and messages_table):
@@ -80,16 +99,23 @@ def choose_pair(tables: Mapping[str, set[str]], sessions_table: str | None = Non
         if (sessions_table, messages_table) not in pairs:
             raise SchemaError(
                 f"no OpenAI Agents session tables {sessions_table!r}/{messages_table!r} here "
-                f"(found: {', '.join('/'.join(p) for p in pairs) or 'none'})")
+                f"(found: {', '.join('/'.join(p) for p in pairs) or 'none'})"
+            )
         return sessions_table, messages_table
     if not pairs:
-        raise SchemaError("no OpenAI Agents session tables here (want a table with columns "
-                          + ", ".join(SESSION_COLUMNS) + " and one with " + ", ".join(MESSAGE_COLUMNS) + ")")
+        raise SchemaError(
+            "no OpenAI Agents session tables here (want a table with columns "
+            + ", ".join(SESSION_COLUMNS)
+            + " and one with "
+            + ", ".join(MESSAGE_COLUMNS)
+            + ")"
+        )
     if len(pairs) > 1:
         raise SchemaError(
             "several OpenAI Agents session table pairs here: "
             + ", ".join("/".join(p) for p in pairs)
-            + "; choose one with AGENTCTL_OPENAI_TABLES=SESSIONS_TABLE,MESSAGES_TABLE")
+            + "; choose one with AGENTCTL_OPENAI_TABLES=SESSIONS_TABLE,MESSAGES_TABLE"
+        )
     return pairs[0]
 
 
@@ -101,11 +127,23 @@ FORMAT = FormatSpec(
     name="openai-agents",
     title="OpenAI Agents SDK sessions",
     description="SQLiteSession / AdvancedSQLiteSession / SQLAlchemySession tables: a session "
-                "is a thread, each stored item a step",
-    capabilities=frozenset({Capability.READ, Capability.SEARCH, Capability.FOLLOW,
-                            Capability.REWIND, Capability.BRANCH, Capability.UNDO, Capability.DOCTOR,
-                            Capability.BACKUP, Capability.EDIT, Capability.RUN, Capability.REDO,
-                            Capability.COMPARE}),
+    "is a thread, each stored item a step",
+    capabilities=frozenset(
+        {
+            Capability.READ,
+            Capability.SEARCH,
+            Capability.FOLLOW,
+            Capability.REWIND,
+            Capability.BRANCH,
+            Capability.UNDO,
+            Capability.DOCTOR,
+            Capability.BACKUP,
+            Capability.EDIT,
+            Capability.RUN,
+            Capability.REDO,
+            Capability.COMPARE,
+        }
+    ),
     # doctor: the side search index's state (`agentctl index`), which only SQLite has;
     # backup: SQLite's online backup API
     dialects={Capability.DOCTOR.value: ("sqlite",), Capability.BACKUP.value: ("sqlite",)},

@@ -36,7 +36,10 @@ def content_of(content: Any) -> Any:
         texts = [part_text(p) for p in content]
         if all(t is not None for t in texts):
             return "\n".join(texts)
-        return [({"type": "text", "text": t} if t is not None else p) for p, t in zip(content, texts)]
+        return [
+            ({"type": "text", "text": t} if t is not None else p)
+            for p, t in zip(content, texts, strict=False)
+        ]
     return content
 
 
@@ -75,8 +78,11 @@ def to_message(item: Any, call_names: dict[str, str]) -> dict[str, Any]:
         name = item.get("name") or kind
         args = item.get("arguments", item.get("input", item.get("action")))
         call_names[str(call_id)] = str(name)
-        return {"role": "assistant", "content": "",
-                "tool_calls": [{"id": call_id, "name": name, "arguments": args}]}
+        return {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": call_id, "name": name, "arguments": args}],
+        }
     rest = {k: v for k, v in item.items() if k not in ("type", "id")}
     return {"role": kind, "content": json.dumps(rest, ensure_ascii=False, sort_keys=True)}
 
@@ -113,7 +119,9 @@ def summary_of(item: Any, msg: dict[str, Any]) -> str:
         args_s = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         return one_line(f"{role}: {call.get('name')}({args_s})")
     if role == "tool":
-        return one_line(f"tool {msg.get('name') or msg.get('tool_call_id')}: {str(msg.get('content'))[:_HEAD]}")
+        return one_line(
+            f"tool {msg.get('name') or msg.get('tool_call_id')}: {str(msg.get('content'))[:_HEAD]}"
+        )
     content = msg.get("content")
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
     return one_line(f"{role}: {text[:_HEAD]}")  # not a copy of a 50 MB text

@@ -4,9 +4,11 @@ shared part: journal/legacy.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from agentctl.storage.journal import ops as journal, trash
+from agentctl.storage.journal import ops as journal
+from agentctl.storage.journal import trash
 from agentctl.storage.journal.legacy import OldLog, done
 from agentctl.storage.openai_agents.store import OLD_OPLOG, OLD_TRASH
 from agentctl.storage.sqlutil import marks
@@ -49,7 +51,9 @@ class OldOplog:
             still = done(rec)
             if still:
                 rec["tables"], ok = await self._old_images(tx, op_id, rec["kind"], rec["details"])
-                rec["fingerprints"] = {t: await self.fingerprint(tx, t) if ok else CHANGED for t in rec["threads"]}
+                rec["fingerprints"] = {
+                    t: await self.fingerprint(tx, t) if ok else CHANGED for t in rec["threads"]
+                }
             await journal.adopt(tx, rec)
             if still:
                 await journal.undo(tx, op_id)
@@ -58,20 +62,38 @@ class OldOplog:
             await journal.redo(tx, op_id)
         await OLD.drop(tx)
 
-    async def _image(self, tx: Transaction, op_id: int, table: str, image: str, where: str,
-                     params: Sequence[Any], **values: Any) -> None:
+    async def _image(
+        self,
+        tx: Transaction,
+        op_id: int,
+        table: str,
+        image: str,
+        where: str,
+        params: Sequence[Any],
+        **values: Any,
+    ) -> None:
         """The rows of `table` matching `where` as an image of op `op_id`, with `values`
         ({column: value as text}) in place of theirs."""
         if not values:
             await trash.set_aside(tx, op_id, table, where, params, image=image)
             return
         cols = await trash.columns(tx, table)
-        typed = [f"{await self._typed(tx, table, c)} AS {trash._q(c)}" if c in values else trash._q(c) for c in cols]
-        await trash.add_images(tx, op_id, table, image, f"SELECT {', '.join(typed)} FROM {trash._q(table)} "
-                               f"WHERE {where}", [values[c] for c in cols if c in values] + list(params))
+        typed = [
+            f"{await self._typed(tx, table, c)} AS {trash._q(c)}" if c in values else trash._q(c)
+            for c in cols
+        ]
+        await trash.add_images(
+            tx,
+            op_id,
+            table,
+            image,
+            f"SELECT {', '.join(typed)} FROM {trash._q(table)} WHERE {where}",
+            [values[c] for c in cols if c in values] + list(params),
+        )
 
-    async def _old_images(self, tx: Transaction, op_id: int, kind: str, d: dict[str, Any]
-                          ) -> tuple[dict[str, list[str]], bool]:
+    async def _old_images(
+        self, tx: Transaction, op_id: int, kind: str, d: dict[str, Any]
+    ) -> tuple[dict[str, list[str]], bool]:
         """The images of an old done op in the journal's trash: ({table: key}, whether the
         old log's check still finds its threads as the op left them)."""
         S, M = self.store.sessions_table, self.store.messages_table
@@ -90,8 +112,14 @@ class OldOplog:
         if kind == "branch":
             created = [int(i) for i in d["created"]]
             await self._image(tx, op_id, S, "after", "session_id = ?", (session,))
-            await self._image(tx, op_id, M, "after", f"session_id = ? AND id IN ({marks(len(created))})",
-                              (session, *created))
+            await self._image(
+                tx,
+                op_id,
+                M,
+                "after",
+                f"session_id = ? AND id IN ({marks(len(created))})",
+                (session, *created),
+            )
             return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, await self._ids(tx, session) == created
         if kind == "edit":
             await self._image(tx, op_id, M, "before", "id = ?", (int(d["row"]),), message_data=d["before"])
@@ -111,8 +139,14 @@ class OldOplog:
         await self._image(tx, op_id, S, "before", "session_id = ?", (session,), **stamp)
         await self._image(tx, op_id, S, "after", "session_id = ?", (session,))
         if d["hard"]:
-            await trash.add_images(tx, op_id, M, "before", f"SELECT row_id AS id, session_id, message_data, created_at "
-                                   f"FROM {OLD_TRASH} WHERE op_id = ?", (op_id,))
+            await trash.add_images(
+                tx,
+                op_id,
+                M,
+                "before",
+                f"SELECT row_id AS id, session_id, message_data, created_at FROM {OLD_TRASH} WHERE op_id = ?",
+                (op_id,),
+            )
             n = await tx.fetch(f"SELECT COUNT(*) AS n FROM {OLD_TRASH} WHERE op_id = ?", op_id)
             return {S: list(SESSION_KEY), M: list(ITEM_KEY)}, ok and int(n[0]["n"]) == len(moved)
         archive = d["archive"]

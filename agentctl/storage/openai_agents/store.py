@@ -5,13 +5,13 @@ SDK's index `(session_id, id)`); the transcript of step N decodes items 1..N."""
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
 
 from agentctl import deep
 from agentctl.errors import CorruptRowError
 from agentctl.model import Checkpoint, CheckpointMetadata, SearchHit, ThreadSummary
 from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
-from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.storage.openai_agents import (
     FORMAT,
     STRUCTURE_COLUMNS,
@@ -25,6 +25,7 @@ from agentctl.storage.openai_agents.items import (
     tags_of,
     to_message,
 )
+from agentctl.storage.search import message_hit_path, snippet_around
 from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, prefix_range
 from agentctl.storage.sqlutil import in_chunks, marks
 from agentctl.storage.timefmt import iso_utc
@@ -53,7 +54,7 @@ def checkpoint_id(row_id: Any) -> str:
 def row_id_of(cid: str) -> int | None:
     if not isinstance(cid, str) or not cid.startswith(PREFIX):
         return None
-    digits = cid[len(PREFIX):]
+    digits = cid[len(PREFIX) :]
     if not digits.isdigit() or len(digits) > 18:
         return None
     return int(digits)
@@ -72,9 +73,16 @@ class OpenAIAgentsStore(ConnectedStore):
 
     format = FORMAT
 
-    def __init__(self, kind: str, target: str, *, readonly: bool = True,
-                 sessions_table: str | None = None, messages_table: str | None = None,
-                 **_: Any) -> None:
+    def __init__(
+        self,
+        kind: str,
+        target: str,
+        *,
+        readonly: bool = True,
+        sessions_table: str | None = None,
+        messages_table: str | None = None,
+        **_: Any,
+    ) -> None:
         self.kind = kind
         self.local_file = local_file_of(kind, target)
         self._asked = (sessions_table, messages_table)
@@ -108,8 +116,9 @@ class OpenAIAgentsStore(ConnectedStore):
             for log in (LOG, OLD_OPLOG):
                 if not await self._db.table_exists(log):
                     continue
-                rows = await self._q(f"SELECT kind, details FROM {log} WHERE kind IN ('rewind', 'branch') "
-                                     "AND undone = 0")
+                rows = await self._q(
+                    f"SELECT kind, details FROM {log} WHERE kind IN ('rewind', 'branch') AND undone = 0"
+                )
                 for r in rows:
                     d = json.loads(r["details"])
                     if r["kind"] == "rewind" and d.get("archive"):
@@ -121,8 +130,11 @@ class OpenAIAgentsStore(ConnectedStore):
 
     async def without_copies(self, line: list[CheckpointMetadata]) -> list[CheckpointMetadata]:
         # a branch session holds copies of items 1..N, its first naming the fork point
-        forks = {session: checkpoint_id(target)
-                 for session, (_, target, kind) in (await self._archives()).items() if kind == "branch"}
+        forks = {
+            session: checkpoint_id(target)
+            for session, (_, target, kind) in (await self._archives()).items()
+            if kind == "branch"
+        }
         return skip_copies(line, forks) if forks else line
 
     async def archive_threads(self) -> set[str]:
@@ -142,17 +154,20 @@ class OpenAIAgentsStore(ConnectedStore):
         (thread SESSION for main, SESSION#BRANCH for the others)."""
         if not self.has_structure:
             return self._M
-        return (f"(SELECT session_id, id FROM {self._M} WHERE session_id NOT IN "
-                "(SELECT session_id FROM message_structure) UNION ALL "
-                "SELECT CASE WHEN s.branch_id = 'main' THEN s.session_id "
-                "ELSE s.session_id || '#' || s.branch_id END, s.message_id "
-                f"FROM message_structure s JOIN {self._M} m ON m.id = s.message_id "
-                "AND m.session_id = s.session_id) AS lines")
+        return (
+            f"(SELECT session_id, id FROM {self._M} WHERE session_id NOT IN "
+            "(SELECT session_id FROM message_structure) UNION ALL "
+            "SELECT CASE WHEN s.branch_id = 'main' THEN s.session_id "
+            "ELSE s.session_id || '#' || s.branch_id END, s.message_id "
+            f"FROM message_structure s JOIN {self._M} m ON m.id = s.message_id "
+            "AND m.session_id = s.session_id) AS lines"
+        )
 
     async def _advanced(self, session: str) -> bool:
         """Whether the session has `message_structure` rows (an AdvancedSQLiteSession's)."""
-        return self.has_structure and bool(await self._q(
-            "SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1", session))
+        return self.has_structure and bool(
+            await self._q("SELECT 1 AS x FROM message_structure WHERE session_id = ? LIMIT 1", session)
+        )
 
     async def line(self, thread_id: str) -> tuple[str, str | None]:
         """(session, branch) of a thread: branch None for a plain session, "main" for
@@ -163,10 +178,16 @@ class OpenAIAgentsStore(ConnectedStore):
         if await self._advanced(thread_id):
             return thread_id, "main"
         for i, ch in enumerate(thread_id):
-            if ch == "#" and thread_id[i + 1:] != "main" and await self._q(
+            if (
+                ch == "#"
+                and thread_id[i + 1 :] != "main"
+                and await self._q(
                     "SELECT 1 AS x FROM message_structure WHERE session_id = ? AND branch_id = ? LIMIT 1",
-                    thread_id[:i], thread_id[i + 1:]):
-                return thread_id[:i], thread_id[i + 1:]
+                    thread_id[:i],
+                    thread_id[i + 1 :],
+                )
+            ):
+                return thread_id[:i], thread_id[i + 1 :]
         return thread_id, None
 
     @staticmethod
@@ -176,8 +197,12 @@ class OpenAIAgentsStore(ConnectedStore):
     async def _owner(self, session: str, mid: int) -> str | None:
         """The branch an item of an AdvancedSQLiteSession belongs to: the one it was
         added to (its oldest `message_structure` row); None when it is on none."""
-        rows = await self._q("SELECT branch_id FROM message_structure WHERE session_id = ? AND message_id = ? "
-                             "ORDER BY id LIMIT 1", session, mid)
+        rows = await self._q(
+            "SELECT branch_id FROM message_structure WHERE session_id = ? AND message_id = ? "
+            "ORDER BY id LIMIT 1",
+            session,
+            mid,
+        )
         return rows[0]["branch_id"] if rows else None
 
     async def _fork(self, session: str, branch: str) -> tuple[str, int | None, int | None]:
@@ -187,7 +212,10 @@ class OpenAIAgentsStore(ConnectedStore):
             "SELECT s.message_id AS mid, (SELECT o.branch_id FROM message_structure o WHERE o.session_id = "
             "s.session_id AND o.message_id = s.message_id ORDER BY o.id LIMIT 1) AS owner "
             f"FROM message_structure s JOIN {self._M} m ON m.id = s.message_id AND m.session_id = s.session_id "
-            "WHERE s.session_id = ? AND s.branch_id = ? ORDER BY s.sequence_number", session, branch)
+            "WHERE s.session_id = ? AND s.branch_id = ? ORDER BY s.sequence_number",
+            session,
+            branch,
+        )
         shared: tuple[int | None, str] = (None, "main")
         for r in rows:
             if r["owner"] == branch:
@@ -202,15 +230,20 @@ class OpenAIAgentsStore(ConnectedStore):
             return ""
         return " WHERE " + prefix_range(f"session_id{self._C}", prefix, params)
 
-    async def _summaries(self, where: str, params: list[Any], order: str, limit: int,
-                         offset: int) -> list[ThreadSummary]:
+    async def _summaries(
+        self, where: str, params: list[Any], order: str, limit: int, offset: int
+    ) -> list[ThreadSummary]:
         # Only the index (session_id, id): the head is the newest row id, and the SDK
         # writes ids in time order, so "updated"/"created" order by MAX(id)/MIN(id); the
         # times shown are those rows' created_at, read for the page alone.
         rows = await self._q(
             f"SELECT session_id AS tid, COUNT(*) AS n, MAX(id) AS head, MIN(id) AS first "
             f"FROM {self._L}{where} GROUP BY session_id "
-            f"ORDER BY {order} LIMIT ? OFFSET ?", *params, int(limit), int(offset))
+            f"ORDER BY {order} LIMIT ? OFFSET ?",
+            *params,
+            int(limit),
+            int(offset),
+        )
         heads = await self._items_by_id([r["head"] for r in rows] + [r["first"] for r in rows])
         archives = await self._archives()
         out = []
@@ -224,14 +257,19 @@ class OpenAIAgentsStore(ConnectedStore):
                     source, point, _ = await self._fork(session, str(branch))
                     if point is not None:
                         origin = (source, point, "branch")
-            out.append(ThreadSummary(
-                branch_of=origin[0] if origin else None,
-                branch_point=checkpoint_id(origin[1]) if origin else None,
-                thread_id=r["tid"], checkpoints=int(r["n"]), head_step=int(r["n"]),
-                head_checkpoint_id=checkpoint_id(r["head"]),
-                updated_at=heads.get(int(r["head"]), (None, ""))[1],
-                head_summary=summary_of(item, msg),
-                first_created_at=heads.get(int(r["first"]), (None, ""))[1]))
+            out.append(
+                ThreadSummary(
+                    branch_of=origin[0] if origin else None,
+                    branch_point=checkpoint_id(origin[1]) if origin else None,
+                    thread_id=r["tid"],
+                    checkpoints=int(r["n"]),
+                    head_step=int(r["n"]),
+                    head_checkpoint_id=checkpoint_id(r["head"]),
+                    updated_at=heads.get(int(r["head"]), (None, ""))[1],
+                    head_summary=summary_of(item, msg),
+                    first_created_at=heads.get(int(r["first"]), (None, ""))[1],
+                )
+            )
         return out
 
     async def _items_by_id(self, ids: Sequence[Any]) -> dict[int, tuple[Any, str]]:
@@ -239,15 +277,27 @@ class OpenAIAgentsStore(ConnectedStore):
         out: dict[int, tuple[Any, str]] = {}
         for ph, chunk in in_chunks([int(i) for i in ids]):
             rows = await self._q(
-                f"SELECT id, message_data, created_at FROM {self._M} WHERE id IN ({ph})", *chunk)
+                f"SELECT id, message_data, created_at FROM {self._M} WHERE id IN ({ph})", *chunk
+            )
             for r in rows:
                 out[int(r["id"])] = (decode(r["message_data"])[0], iso_utc(r["created_at"]))
         return out
 
-    async def thread_summaries(self, limit: int = 50, offset: int = 0, sort: str = "updated",
-                               descending: bool = True, prefix: str | None = None) -> list[ThreadSummary]:
-        key = {"updated": "MAX(id)", "created": "MIN(id)", "checkpoints": "COUNT(*)",
-               "step": "COUNT(*)", "thread": f"session_id{self._C}"}[check_sort(sort)]
+    async def thread_summaries(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        sort: str = "updated",
+        descending: bool = True,
+        prefix: str | None = None,
+    ) -> list[ThreadSummary]:
+        key = {
+            "updated": "MAX(id)",
+            "created": "MIN(id)",
+            "checkpoints": "COUNT(*)",
+            "step": "COUNT(*)",
+            "thread": f"session_id{self._C}",
+        }[check_sort(sort)]
         d = "DESC" if descending else "ASC"
         params: list[Any] = []
         where = self._prefix_where(prefix, params)
@@ -267,8 +317,11 @@ class OpenAIAgentsStore(ConnectedStore):
     async def find_thread_ids(self, prefix: str, limit: int = 10) -> list[str]:
         params: list[Any] = []
         where = self._prefix_where(prefix, params)
-        rows = await self._q(f"SELECT DISTINCT session_id{self._C} AS tid FROM {self._L}{where} "
-                             "ORDER BY tid LIMIT ?", *params, int(limit))
+        rows = await self._q(
+            f"SELECT DISTINCT session_id{self._C} AS tid FROM {self._L}{where} ORDER BY tid LIMIT ?",
+            *params,
+            int(limit),
+        )
         return [r["tid"] for r in rows]
 
     # ---- checkpoints ---------------------------------------------------------------
@@ -279,9 +332,13 @@ class OpenAIAgentsStore(ConnectedStore):
             return int(rows[0]["n"])
         session, branch = await self.line(thread_id)
         if branch is not None:
-            rows = await self._q(f"SELECT COUNT(*) AS n FROM message_structure s JOIN {self._M} m ON "
-                                 "m.id = s.message_id AND m.session_id = s.session_id "
-                                 "WHERE s.session_id = ? AND s.branch_id = ?", session, branch)
+            rows = await self._q(
+                f"SELECT COUNT(*) AS n FROM message_structure s JOIN {self._M} m ON "
+                "m.id = s.message_id AND m.session_id = s.session_id "
+                "WHERE s.session_id = ? AND s.branch_id = ?",
+                session,
+                branch,
+            )
         else:
             rows = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ?", thread_id)
         return int(rows[0]["n"])
@@ -299,11 +356,19 @@ class OpenAIAgentsStore(ConnectedStore):
                 f"SELECT m.id, m.message_data, m.created_at FROM message_structure s JOIN {self._M} m "
                 "ON m.id = s.message_id AND m.session_id = s.session_id WHERE s.session_id = ? "
                 "AND s.branch_id = ? ORDER BY s.sequence_number LIMIT ? OFFSET ?",
-                session, branch, limit if limit >= 0 else 2**62, start - 1)
+                session,
+                branch,
+                limit if limit >= 0 else 2**62,
+                start - 1,
+            )
         else:
             rows = await self._q(
                 f"SELECT id, message_data, created_at FROM {self._M} WHERE session_id = ? "
-                f"ORDER BY id LIMIT ? OFFSET ?", thread_id, limit if limit >= 0 else 2**62, start - 1)
+                f"ORDER BY id LIMIT ? OFFSET ?",
+                thread_id,
+                limit if limit >= 0 else 2**62,
+                start - 1,
+            )
         for i, r in enumerate(rows):
             r["step"] = start + i
             r["session_id"], r["session"], r["branch"] = thread_id, session, branch
@@ -317,19 +382,32 @@ class OpenAIAgentsStore(ConnectedStore):
         for ph, chunk in in_chunks(ids):
             rows = await self._q(
                 "SELECT message_id, branch_id, user_turn_number FROM message_structure WHERE "
-                f"message_id IN ({ph}) ORDER BY branch_id, id", *chunk)
+                f"message_id IN ({ph}) ORDER BY branch_id, id",
+                *chunk,
+            )
             for r in rows:
                 out.setdefault(int(r["message_id"]), []).append((r["branch_id"], r["user_turn_number"]))
         return out
 
-    def _meta(self, row: dict[str, Any], parent: int | None, item: Any, msg: dict[str, Any],
-              structure: list[tuple[str, Any]]) -> CheckpointMetadata:
+    def _meta(
+        self,
+        row: dict[str, Any],
+        parent: int | None,
+        item: Any,
+        msg: dict[str, Any],
+        structure: list[tuple[str, Any]],
+    ) -> CheckpointMetadata:
         tags = tags_of(item, msg) + [f"branch:{b}" for b, _t in structure]
         tags += [f"turn:{t}" for t in sorted({t for _b, t in structure if t is not None})]
         return CheckpointMetadata(
-            thread_id=row["session_id"], checkpoint_id=checkpoint_id(row["id"]), step=row["step"],
+            thread_id=row["session_id"],
+            checkpoint_id=checkpoint_id(row["id"]),
+            step=row["step"],
             parent_checkpoint_id=checkpoint_id(parent) if parent is not None else None,
-            created_at=iso_utc(row["created_at"]), tags=tags, summary=summary_of(item, msg))
+            created_at=iso_utc(row["created_at"]),
+            tags=tags,
+            summary=summary_of(item, msg),
+        )
 
     async def _first_parent(self, rows: list[dict[str, Any]]) -> int | None:
         """The parent of a page's first row when it is step 1: the rewind target of an
@@ -352,8 +430,9 @@ class OpenAIAgentsStore(ConnectedStore):
             prev = int(r["id"])
         return out
 
-    async def read_thread(self, thread_id: str, limit: int = 100, offset: int = 0,
-                          descending: bool = False) -> list[CheckpointMetadata]:
+    async def read_thread(
+        self, thread_id: str, limit: int = 100, offset: int = 0, descending: bool = False
+    ) -> list[CheckpointMetadata]:
         limit, offset = max(int(limit), 0), max(int(offset), 0)
         if limit == 0:
             return []
@@ -372,8 +451,9 @@ class OpenAIAgentsStore(ConnectedStore):
         rid = row_id_of(cid)
         if rid is None:
             return None
-        rows = await self._q(f"SELECT id, session_id, created_at FROM {self._M} "
-                             "WHERE id = ?", rid)  # not message_data: it may be 50 MB
+        rows = await self._q(
+            f"SELECT id, session_id, created_at FROM {self._M} WHERE id = ?", rid
+        )  # not message_data: it may be 50 MB
         if not rows:
             return None
         row = rows[0]
@@ -387,8 +467,9 @@ class OpenAIAgentsStore(ConnectedStore):
         """(thread, step) of an item: its session's, or on an AdvancedSQLiteSession the
         branch it was added to (None: an item on no branch, which the SDK never reads)."""
         if not await self._advanced(session):
-            n = await self._q(f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?",
-                              session, rid)
+            n = await self._q(
+                f"SELECT COUNT(*) AS n FROM {self._M} WHERE session_id = ? AND id <= ?", session, rid
+            )
             return session, int(n[0]["n"])
         branch = await self._owner(session, rid)
         if branch is None:
@@ -397,7 +478,13 @@ class OpenAIAgentsStore(ConnectedStore):
             f"SELECT COUNT(*) AS n FROM message_structure s JOIN {self._M} m ON m.id = s.message_id "
             "AND m.session_id = s.session_id WHERE s.session_id = ? AND s.branch_id = ? AND s.sequence_number <= "
             "(SELECT MIN(sequence_number) FROM message_structure WHERE session_id = ? AND branch_id = ? "
-            "AND message_id = ?)", session, branch, session, branch, rid)
+            "AND message_id = ?)",
+            session,
+            branch,
+            session,
+            branch,
+            rid,
+        )
         return self.thread_of(session, branch), int(n[0]["n"])
 
     async def get_metadata(self, checkpoint_id: str) -> CheckpointMetadata | None:
@@ -428,12 +515,27 @@ class OpenAIAgentsStore(ConnectedStore):
             return []
         rows = await self._q(
             "SELECT branch_id, user_turn_number, requests, input_tokens, output_tokens, total_tokens "
-            "FROM turn_usage WHERE session_id = ? ORDER BY branch_id, user_turn_number", session_id)
-        return [{k: r[k] for k in ("branch_id", "user_turn_number", "requests", "input_tokens",
-                                   "output_tokens", "total_tokens")} for r in rows]
+            "FROM turn_usage WHERE session_id = ? ORDER BY branch_id, user_turn_number",
+            session_id,
+        )
+        return [
+            {
+                k: r[k]
+                for k in (
+                    "branch_id",
+                    "user_turn_number",
+                    "requests",
+                    "input_tokens",
+                    "output_tokens",
+                    "total_tokens",
+                )
+            }
+            for r in rows
+        ]
 
-    async def _build(self, rows: list[dict[str, Any]], only_last: bool = False
-                     ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+    async def _build(
+        self, rows: list[dict[str, Any]], only_last: bool = False
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         """The checkpoints of consecutive rows of one session starting at step 1."""
         if not rows:
             return
@@ -464,8 +566,12 @@ class OpenAIAgentsStore(ConnectedStore):
             if err is not None:
                 yield CorruptRowError(meta.checkpoint_id, "message_data", err)
                 continue
-            state: dict[str, Any] = {"session_id": r["session"], "items": r["step"], "item_type": kind,
-                                     "item": item}
+            state: dict[str, Any] = {
+                "session_id": r["session"],
+                "items": r["step"],
+                "item_type": kind,
+                "item": item,
+            }
             if r["branch"] is not None:
                 state["branch"] = r["branch"]
             if st:
@@ -474,10 +580,14 @@ class OpenAIAgentsStore(ConnectedStore):
                 state["user_turn"] = turns[-1] if turns else None
                 if usage:
                     upto = turns[-1] if turns else 0
-                    state["turn_usage"] = [u for u in usage if u["branch_id"] in state["branches"]
-                                           and (u["user_turn_number"] or 0) <= upto]
-            yield Checkpoint(meta, list(messages), state, {k: dict(v) for k, v in tools.items()},
-                             next_node="")
+                    state["turn_usage"] = [
+                        u
+                        for u in usage
+                        if u["branch_id"] in state["branches"] and (u["user_turn_number"] or 0) <= upto
+                    ]
+            yield Checkpoint(
+                meta, list(messages), state, {k: dict(v) for k, v in tools.items()}, next_node=""
+            )
 
     async def get_latest(self, thread_id: str) -> Checkpoint | None:
         n = await self.count(thread_id)
@@ -504,7 +614,10 @@ class OpenAIAgentsStore(ConnectedStore):
                 "(SELECT MIN(x.sequence_number) FROM message_structure x WHERE x.session_id = s.session_id "
                 "AND x.branch_id = s.branch_id AND x.sequence_number > s.sequence_number) "
                 "WHERE s.session_id = ? AND s.message_id = ? AND s.branch_id <> ? ORDER BY s.branch_id",
-                session, rid, branch)
+                session,
+                rid,
+                branch,
+            )
             for r in rows:
                 if await self._owner(session, int(r["next"])) == r["branch_id"]:
                     meta = await self.get_metadata(f"{PREFIX}{int(r['next'])}")
@@ -516,15 +629,21 @@ class OpenAIAgentsStore(ConnectedStore):
         """The first items of the archive sessions of rewinds of these sessions and of the
         sessions of their branches; on an AdvancedSQLiteSession, the first item of its
         own of each branch parting from these threads."""
-        firsts = [await self.at_step(a, 1) for a, (session, _, _) in sorted((await self._archives()).items())
-                  if session in set(thread_ids)]
+        firsts = [
+            await self.at_step(a, 1)
+            for a, (session, _, _) in sorted((await self._archives()).items())
+            if session in set(thread_ids)
+        ]
         if self.has_structure:
             sessions = sorted({(await self.line(t))[0] for t in thread_ids})
             for session in sessions:
                 if not await self._advanced(session):
                     continue
-                for r in await self._q("SELECT DISTINCT branch_id FROM message_structure WHERE session_id = ? "
-                                       "AND branch_id <> 'main' ORDER BY branch_id", session):
+                for r in await self._q(
+                    "SELECT DISTINCT branch_id FROM message_structure WHERE session_id = ? "
+                    "AND branch_id <> 'main' ORDER BY branch_id",
+                    session,
+                ):
                     if self.thread_of(session, r["branch_id"]) in await self._archives():
                         continue  # a rewind's archive branch: listed above
                     source, _point, own = await self._fork(session, r["branch_id"])
@@ -535,17 +654,21 @@ class OpenAIAgentsStore(ConnectedStore):
     async def find_checkpoint_ids(self, prefix: str, limit: int = 10) -> list[str]:
         if PREFIX.startswith(prefix):
             digits = ""
-        elif prefix.startswith(PREFIX) and prefix[len(PREFIX):].isdigit():
-            digits = prefix[len(PREFIX):]
+        elif prefix.startswith(PREFIX) and prefix[len(PREFIX) :].isdigit():
+            digits = prefix[len(PREFIX) :]
         else:
             return []
         rows = await self._q(
             f"SELECT CAST(id AS TEXT) AS t FROM {self._M} WHERE CAST(id AS TEXT) LIKE ? "
-            f"ORDER BY CAST(id AS TEXT){self._C} LIMIT ?", digits + "%", int(limit))
+            f"ORDER BY CAST(id AS TEXT){self._C} LIMIT ?",
+            digits + "%",
+            int(limit),
+        )
         return [PREFIX + r["t"] for r in rows]
 
-    async def iter_checkpoints(self, thread_ids: Sequence[str] | None = None, batch: int = 500
-                               ) -> AsyncIterator[Checkpoint | CorruptRowError]:
+    async def iter_checkpoints(
+        self, thread_ids: Sequence[str] | None = None, batch: int = 500
+    ) -> AsyncIterator[Checkpoint | CorruptRowError]:
         threads = list(thread_ids) if thread_ids is not None else await self.all_thread_ids()
         for tid in threads:
             rows = await self._rows(tid, 1, None)
@@ -554,9 +677,15 @@ class OpenAIAgentsStore(ConnectedStore):
 
     # ---- search ----------------------------------------------------------------------
 
-    async def search(self, text: str, thread_id: str | None = None, role: str | None = None,
-                     limit: int = 50, scan: bool = False,
-                     places: Sequence[str] = SEARCH_PLACES) -> list[SearchHit]:
+    async def search(
+        self,
+        text: str,
+        thread_id: str | None = None,
+        role: str | None = None,
+        limit: int = 50,
+        scan: bool = False,
+        places: Sequence[str] = SEARCH_PLACES,
+    ) -> list[SearchHit]:
         """A scan of message_data: a LIKE prefilter (for ASCII text, matched against the
         JSON-escaped form the SDK stores), then each candidate decoded and matched."""
         wanted = self.scan_start(places)
@@ -578,13 +707,31 @@ class OpenAIAgentsStore(ConnectedStore):
 
         async def take(rows: list[dict[str, Any]]) -> None:
             await self._match(rows, text, needle, role, wanted, limit, hits, thread_id)
+
         # newest first, a page at a time below the last id read (the SDK's id: the row's
         # INTEGER PRIMARY KEY, never NULL)
-        return await self.scan_pages(f"SELECT id, session_id, message_data, created_at FROM {self._M}", where,
-                                     params, "id DESC", hits, limit, take, after=("id",))
+        return await self.scan_pages(
+            f"SELECT id, session_id, message_data, created_at FROM {self._M}",
+            where,
+            params,
+            "id DESC",
+            hits,
+            limit,
+            take,
+            after=("id",),
+        )
 
-    async def _match(self, rows: Sequence[Mapping[str, Any]], text: str, needle: str, role: str | None,
-                     wanted: Any, limit: int, hits: list[SearchHit], thread_id: str | None = None) -> None:
+    async def _match(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        text: str,
+        needle: str,
+        role: str | None,
+        wanted: Any,
+        limit: int,
+        hits: list[SearchHit],
+        thread_id: str | None = None,
+    ) -> None:
         """Add the hits of rows (id, session_id, message_data), in their order, up to `limit`
         (those of `thread_id` alone when given: an item shared by branches is its first's)."""
         for r in rows:
@@ -601,11 +748,17 @@ class OpenAIAgentsStore(ConnectedStore):
             place = await self._place(r["session_id"], int(r["id"]))
             if place is None or (thread_id is not None and place[0] != thread_id):
                 continue  # (None: on no branch of its session, which the SDK never reads)
-            hits.append(SearchHit(
-                thread_id=place[0], checkpoint_id=checkpoint_id(r["id"]), step=(step := place[1]),
-                where="tools_result" if msg.get("role") == "tool" else "messages",
-                role=msg.get("role"), snippet=snippet_around(body, text, 40),
-                path=message_hit_path(step)))  # a tool output is its step's message too
+            hits.append(
+                SearchHit(
+                    thread_id=place[0],
+                    checkpoint_id=checkpoint_id(r["id"]),
+                    step=(step := place[1]),
+                    where="tools_result" if msg.get("role") == "tool" else "messages",
+                    role=msg.get("role"),
+                    snippet=snippet_around(body, text, 40),
+                    path=message_hit_path(step),
+                )
+            )  # a tool output is its step's message too
             if len(hits) >= limit:
                 break
 
@@ -623,9 +776,16 @@ class OpenAIAgentsStore(ConnectedStore):
             msg = to_message(item, {})
             return [(1 if msg.get("role") == "tool" else 0, searchable_text(msg).casefold())]
 
-        return Source(format=f"openai-agents:{self.messages_table}", table=self._M, key="id", sort="id",
-                      fingerprint="length(message_data)", columns=("message_data",),
-                      kinds=("messages", "tools"), docs=docs)
+        return Source(
+            format=f"openai-agents:{self.messages_table}",
+            table=self._M,
+            key="id",
+            sort="id",
+            fingerprint="length(message_data)",
+            columns=("message_data",),
+            kinds=("messages", "tools"),
+            docs=docs,
+        )
 
     async def search_index(self, action: str) -> dict[str, Any]:
         """`agentctl index build|status|drop` on SQLite (a side file; the database is only read)."""
@@ -638,9 +798,17 @@ class OpenAIAgentsStore(ConnectedStore):
         await self.connect()
         return await textindex.index_action(self._db.path, self.text_source(), action, "items")
 
-    async def _index_search(self, text: str, needle: str, thread_id: str | None, role: str | None,
-                            limit: int, wanted: Any, where: list[str], params: list[Any]
-                            ) -> list[SearchHit] | None:
+    async def _index_search(
+        self,
+        text: str,
+        needle: str,
+        thread_id: str | None,
+        role: str | None,
+        limit: int,
+        wanted: Any,
+        where: list[str],
+        params: list[Any],
+    ) -> list[SearchHit] | None:
         """The hits through the side index when there is one (its candidates, newest
         first, read from the database with the scan's own test), else None."""
         import asyncio
@@ -660,13 +828,17 @@ class OpenAIAgentsStore(ConnectedStore):
             batch = max(limit, 20)
 
             def next_rows() -> list[Any]:
-                keys = [k for _, k in zip(range(batch), candidates)]
+                keys = [k for _, k in zip(range(batch), candidates, strict=False)]
                 if not keys:
                     return []
-                found = {r[0]: {"id": r[0], "session_id": r[1], "message_data": r[2]}
-                         for r in session.con.execute(
-                             f"SELECT id, session_id, message_data FROM src.{self._M} "
-                             f"WHERE id IN ({marks(len(keys))}){cond}", [*keys, *params])}
+                found = {
+                    r[0]: {"id": r[0], "session_id": r[1], "message_data": r[2]}
+                    for r in session.con.execute(
+                        f"SELECT id, session_id, message_data FROM src.{self._M} "
+                        f"WHERE id IN ({marks(len(keys))}){cond}",
+                        [*keys, *params],
+                    )
+                }
                 return [found.get(k) for k in keys]
 
             while len(hits) < limit:
@@ -678,8 +850,9 @@ class OpenAIAgentsStore(ConnectedStore):
                 if not rows:
                     break
                 batch = min(batch * 2, 2000)
-                await self._match([r for r in rows if r is not None], text, needle, role, wanted, limit, hits,
-                                  thread_id)
+                await self._match(
+                    [r for r in rows if r is not None], text, needle, role, wanted, limit, hits, thread_id
+                )
             return hits
         finally:
             session.close()

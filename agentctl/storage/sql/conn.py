@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Generator, Iterable, Mapping, Sequence, Union
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from typing import Any
 
 from agentctl.errors import ReadOnlyDatabase, UsageError
 
@@ -21,7 +22,8 @@ PG_COLUMNS_SQL = (
     "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
     "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
     "WHERE n.nspname = ANY(current_schemas(false)) AND c.relkind IN ('r', 'v', 'p', 'm', 'f') "
-    "AND a.attnum > 0 AND NOT a.attisdropped")
+    "AND a.attnum > 0 AND NOT a.attisdropped"
+)
 
 #: a format's schema check: {table: {columns}} of the database (its current schemas on
 #: Postgres) -> None, or SchemaError when the format cannot read it
@@ -29,7 +31,7 @@ Check = Callable[[Mapping[str, set[str]]], None]
 
 # A row as a driver gives it: a mapping by column name, or SQLite's Row (indexable by
 # column name, not a Mapping to the type checker).
-Row = Union[Mapping[str, Any], sqlite3.Row]
+Row = Mapping[str, Any] | sqlite3.Row
 
 # ---- a write given as steps ------------------------------------------------------------
 # SQLiteConnection.write_steps runs a write given as a generator of steps whole on its
@@ -51,7 +53,7 @@ def parse_url(url: str | None) -> tuple[str, str]:
     if lower.startswith(("postgresql://", "postgres://")):
         return "postgres", url
     if lower.startswith("sqlite://"):
-        path = url[len("sqlite://"):]
+        path = url[len("sqlite://") :]
         if path.startswith("/"):
             path = path[1:]  # sqlite:///rel.db -> rel.db, sqlite:////abs.db -> /abs.db
         if not path:
@@ -78,8 +80,9 @@ class Reads:
     async def _fetch_tuples(self, sql: str, *params: Any) -> list[Sequence[Any]]:
         """Rows as tuples in the order of the selected columns (for many rows: cheaper
         than mappings); created_at as an ISO string."""
-        return [tuple(r.values()) if isinstance(r, Mapping) else tuple(r)
-                for r in await self._fetch(sql, *params)]
+        return [
+            tuple(r.values()) if isinstance(r, Mapping) else tuple(r) for r in await self._fetch(sql, *params)
+        ]
 
     async def _fetchval(self, sql: str, *params: Any) -> Any:
         rows = await self._fetch(sql, *params)
@@ -94,8 +97,11 @@ class Reads:
 
     async def table_exists(self, name: str) -> bool:
         """Whether a table of this name exists (in the current schema); creates nothing."""
-        sql = ("SELECT to_regclass(?) IS NOT NULL AS e" if self.kind == "postgres"
-               else "SELECT COUNT(*) AS e FROM sqlite_master WHERE type = 'table' AND name = ?")
+        sql = (
+            "SELECT to_regclass(?) IS NOT NULL AS e"
+            if self.kind == "postgres"
+            else "SELECT COUNT(*) AS e FROM sqlite_master WHERE type = 'table' AND name = ?"
+        )
         return bool(await self._fetchval(sql, name))
 
 
@@ -144,7 +150,7 @@ class Connection(Reads):
     create_schema = ""  # the format's tables, made when a new database is created
 
     @property
-    def connection(self) -> "Connection":
+    def connection(self) -> Connection:
         """Itself: a store that is its own connection (AgentOS's) offers it as a store
         on another connection does (`store.connection`, what the journal writes through)."""
         return self
@@ -154,7 +160,7 @@ class Connection(Reads):
         """Whether it was opened read-only (a write then raises ReadOnlyDatabase)."""
         return self._readonly
 
-    def twin(self, target: str | None = None) -> "Connection":
+    def twin(self, target: str | None = None) -> Connection:
         """A writable connection of the same class, with the same schema check, to
         `target` (default: this database), not connected: where a rehearsal writes what is
         then thrown away (the journal's dry runs)."""

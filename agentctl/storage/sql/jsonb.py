@@ -28,13 +28,27 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["JsonbError", "decode", "encode", "is_jsonb"]
 
 NULL, TRUE, FALSE, INT, INT5, FLOAT, FLOAT5, TEXT, TEXTJ, TEXT5, TEXTRAW, ARRAY, OBJECT = range(13)
-_NAMES = ("NULL", "TRUE", "FALSE", "INT", "INT5", "FLOAT", "FLOAT5", "TEXT", "TEXTJ",
-          "TEXT5", "TEXTRAW", "ARRAY", "OBJECT")
+_NAMES = (
+    "NULL",
+    "TRUE",
+    "FALSE",
+    "INT",
+    "INT5",
+    "FLOAT",
+    "FLOAT5",
+    "TEXT",
+    "TEXTJ",
+    "TEXT5",
+    "TEXTRAW",
+    "ARRAY",
+    "OBJECT",
+)
 _EXTRA = {12: 1, 13: 2, 14: 4, 15: 8}  # size nibble -> bytes of size after the first
 # SQLite's own limit on nesting when it parses JSON text (JSON_MAX_DEPTH)
 MAX_ENCODE_DEPTH = 1000
@@ -121,11 +135,14 @@ def _element(data: bytes, i: int, end: int) -> tuple[int, int, int]:
         p = i + 1 + _EXTRA[s]
         if p > end:
             raise JsonbError("a header cut short", i)
-        size = int.from_bytes(data[i + 1:p], "big")
+        size = int.from_bytes(data[i + 1 : p], "big")
     q = p + size
     if q > end:
-        raise JsonbError(f"a {_NAMES[t] if t <= OBJECT else 'element'} of {size} bytes "
-                         f"past the end of its container ({end - p} left)", i)
+        raise JsonbError(
+            f"a {_NAMES[t] if t <= OBJECT else 'element'} of {size} bytes "
+            f"past the end of its container ({end - p} left)",
+            i,
+        )
     if t > OBJECT:
         raise JsonbError(f"element type {t} (reserved)", i)
     if t <= FALSE and size:
@@ -174,7 +191,7 @@ def decode(blob: bytes | bytearray | memoryview) -> Any:
                 q = p + (b >> 4)
             else:
                 p = i + 1 + _EXTRA[b >> 4]
-                q = p + int.from_bytes(data[i + 1:p], "big")
+                q = p + int.from_bytes(data[i + 1 : p], "big")
             if q > end or t > OBJECT or (t <= FALSE and q != p):  # (p > end makes q > end)
                 _element(data, i, end)
             if t == TEXT:
@@ -215,7 +232,7 @@ def is_jsonb(blob: bytes | bytearray | memoryview) -> bool:
     extra = _EXTRA.get(s, 0)
     if len(data) < 1 + extra:
         return False
-    size = int.from_bytes(data[1:1 + extra], "big") if extra else s
+    size = int.from_bytes(data[1 : 1 + extra], "big") if extra else s
     if 1 + extra + size != len(data) or (data[0] & 0x0F <= FALSE and size):
         return False
     if size > 7 or not (data[0] in b"[{" or 0x30 <= data[0] <= 0x39):
@@ -317,8 +334,15 @@ def encode(value: Any) -> bytes:
                 raise ValueError(f"nested deeper than {MAX_ENCODE_DEPTH} (SQLite's limit)")
             is_obj = isinstance(item, dict)
             out.append(b"")
-            stack.append([_items(item) if is_obj else iter(item), len(out) - 1, length,
-                          OBJECT if is_obj else ARRAY, id(item)])
+            stack.append(
+                [
+                    _items(item) if is_obj else iter(item),
+                    len(out) - 1,
+                    length,
+                    OBJECT if is_obj else ARRAY,
+                    id(item),
+                ]
+            )
             open_ids.add(id(item))
         else:
             out.append(chunk)

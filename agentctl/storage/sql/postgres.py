@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Iterable, Sequence
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from agentctl.errors import (
-    AgentctlError, ConnectionFailed, DatabaseBusy, DatabaseError, DatabaseNotFound, GaveWay,
-    ReadOnlyDatabase, UsageError, redact_dsn)
-from agentctl.storage.journal.ops import THREAD_LOCK  # the lock of one thread's writes, to the end of the transaction
+    AgentctlError,
+    ConnectionFailed,
+    DatabaseBusy,
+    DatabaseError,
+    DatabaseNotFound,
+    GaveWay,
+    ReadOnlyDatabase,
+    UsageError,
+    redact_dsn,
+)
+from agentctl.storage.journal.ops import (
+    THREAD_LOCK,  # the lock of one thread's writes, to the end of the transaction
+)
 from agentctl.storage.sql.conn import PG_COLUMNS_SQL, Check, Connection, Transaction
 from agentctl.storage.timefmt import iso, to_datetime
 
@@ -63,12 +74,16 @@ def map_pg_error(exc: BaseException, where: str) -> AgentctlError:
         return ReadOnlyDatabase(f"{where}: the database is read-only here ({text})")
     if isinstance(exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
         # the first line: "deadlock detected" (not the processes and relations of DETAIL)
-        return DatabaseBusy(f"{where}: {(text.splitlines() or [''])[0]}; nothing was changed", nothing_changed=True)
+        return DatabaseBusy(
+            f"{where}: {(text.splitlines() or [''])[0]}; nothing was changed", nothing_changed=True
+        )
     if isinstance(exc, asyncpg.InsufficientPrivilegeError):
         return ReadOnlyDatabase(f"{where}: permission denied ({text})")
     if isinstance(exc, (asyncpg.DuplicatePreparedStatementError, asyncpg.InvalidSQLStatementNameError)):
-        return DatabaseError(f"{where}: {(text.splitlines() or [''])[0]} (a connection pooler in "
-                             "transaction mode? say so in the DSN: ?agentctl_pooler=1)")
+        return DatabaseError(
+            f"{where}: {(text.splitlines() or [''])[0]} (a connection pooler in "
+            "transaction mode? say so in the DSN: ?agentctl_pooler=1)"
+        )
     return DatabaseError(f"{where}: {text}")
 
 
@@ -84,8 +99,11 @@ def connect_error(exc: BaseException, dsn: str) -> BaseException:
     if isinstance(exc, asyncpg.InvalidCatalogNameError):
         return DatabaseNotFound(f"Postgres database not found: {where}")
     if isinstance(exc, (OSError, asyncio.TimeoutError)):
-        reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else (
-            "timed out" if isinstance(exc, asyncio.TimeoutError) else redact_dsn(str(exc)))
+        reason = (
+            "connection refused"
+            if isinstance(exc, ConnectionRefusedError)
+            else ("timed out" if isinstance(exc, asyncio.TimeoutError) else redact_dsn(str(exc)))
+        )
         return ConnectionFailed(f"cannot connect to Postgres at {where}: {reason}")
     if isinstance(exc, asyncpg.PostgresError):
         return ConnectionFailed(f"Postgres at {where}: {redact_dsn(str(exc))}")
@@ -163,8 +181,11 @@ def refused_as_pooler(exc: BaseException) -> bool:
     import asyncpg
 
     text = str(exc)
-    return (isinstance(exc, asyncpg.PostgresError) and _REFUSED in text
-            and (POOLER_PROBE in text or "default_transaction_read_only" in text))
+    return (
+        isinstance(exc, asyncpg.PostgresError)
+        and _REFUSED in text
+        and (POOLER_PROBE in text or "default_transaction_read_only" in text)
+    )
 
 
 async def pg_connect(open_: Any, dsn: str, kwargs: dict[str, Any], *, readonly: bool) -> tuple[Any, bool]:
@@ -183,7 +204,6 @@ async def pg_connect(open_: Any, dsn: str, kwargs: dict[str, Any], *, readonly: 
         raise connect_error(exc, dsn) from None
 
 
-
 #: how long (ms) a write transaction on another program's tables waits for a lock before
 #: it gives way (`PostgresConnection.yields_to_writers`; at most half the server's
 #: deadlock_timeout, so it gives up before the other side looks for a deadlock), and
@@ -200,7 +220,9 @@ async def _give_way(conn: Any) -> None:
 
     await conn.execute(
         "SELECT set_config('lock_timeout', LEAST($1::int, GREATEST(10, (SELECT setting::int / 2 FROM pg_settings "
-        "WHERE name = 'deadlock_timeout')))::text || 'ms', true)", YIELD_LOCK_TIMEOUT_MS)
+        "WHERE name = 'deadlock_timeout')))::text || 'ms', true)",
+        YIELD_LOCK_TIMEOUT_MS,
+    )
     try:
         async with conn.transaction():  # a savepoint: a refused SET leaves the transaction usable
             await conn.execute(f"SET LOCAL deadlock_timeout = '{YIELD_DEADLOCK_TIMEOUT}'")
@@ -210,7 +232,6 @@ async def _give_way(conn: Any) -> None:
 
 async def _no_reset(conn: Any) -> None:
     """The pool's reset of a read-only session's connection: nothing to undo."""
-
 
 
 class PgTransaction(Transaction):
@@ -236,7 +257,6 @@ class PgTransaction(Transaction):
         return to_datetime(iso_text)
 
 
-
 class PostgresConnection(Connection):
     """A Postgres database (see the module doc); `check` the format's schema check (or
     override `_check_schema`). `create`: the format's `create_schema` run on connect."""
@@ -250,8 +270,15 @@ class PostgresConnection(Connection):
     #: lock wait or deadlock raises GaveWay (rolled back), which History's writes retry
     yields_to_writers = False
 
-    def __init__(self, dsn: str = "", *, readonly: bool = False, create: bool = True,
-                 check: Check | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        dsn: str = "",
+        *,
+        readonly: bool = False,
+        create: bool = True,
+        check: Check | None = None,
+        **kwargs: Any,
+    ):
         if check is not None:
             self.check = check
         self._dsn = dsn or "postgresql://localhost:5432/agentos"
@@ -287,8 +314,9 @@ class PostgresConnection(Connection):
                 # (`reset=` exists from asyncpg 0.30; 0.29 keeps its reset statement.)
                 if "_reset" in getattr(asyncpg.pool.Pool, "__slots__", ()):
                     kwargs.setdefault("reset", _no_reset)
-            pool, self._pooler = await pg_connect(asyncpg.create_pool, self._dsn, kwargs,
-                                                  readonly=self._readonly)
+            pool, self._pooler = await pg_connect(
+                asyncpg.create_pool, self._dsn, kwargs, readonly=self._readonly
+            )
             try:
                 async with self._acquire(pool) as conn:
                     if self._create:
@@ -350,22 +378,28 @@ class PostgresConnection(Connection):
                     yield self.transaction_class(conn)
         except asyncpg.PostgresError as exc:
             if self.yields_to_writers and isinstance(
-                    exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)):
+                exc, (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError)
+            ):
                 raise GaveWay(self.display_name) from None
             raise map_pg_error(exc, self.display_name) from None
 
     async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
         total = await self._fetchval(
             "SELECT COALESCE(SUM(pg_total_relation_size(to_regclass(t))), 0)::bigint AS n "
-            "FROM unnest(CAST(? AS text[])) AS t", list(dict.fromkeys(tables)))
+            "FROM unnest(CAST(? AS text[])) AS t",
+            list(dict.fromkeys(tables)),
+        )
         return int(total or 0)
 
     async def vacuum(self, tables: Sequence[str] = ("checkpoints",)) -> None:
         await self._connect_writable()
         import asyncpg
 
-        tables = [t for t in dict.fromkeys(tables) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t)
-                  and await self.table_exists(t)]
+        tables = [
+            t
+            for t in dict.fromkeys(tables)
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t) and await self.table_exists(t)
+        ]
         if not tables:
             return
         try:

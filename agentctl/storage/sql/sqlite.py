@@ -18,21 +18,30 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence, cast
+from typing import Any, cast
 
 import aiosqlite
 
 from agentctl.errors import (
-    DatabaseError, DatabaseNotFound, NotADatabase, ReadOnlyDatabase, SchemaError, UsageError)
+    DatabaseError,
+    DatabaseNotFound,
+    NotADatabase,
+    ReadOnlyDatabase,
+    SchemaError,
+    UsageError,
+)
 from agentctl.storage.sql.conn import Check, Connection, Transaction, WriteSteps
 from agentctl.storage.sqlutil import LockWaiting, map_sqlite_error, refuse_unwritable
 from agentctl.storage.sqlutil import connect as lock_waiting
 
 #: the tables and columns of a SQLite file, as (table, column) rows (a schema check's)
-COLUMNS_SQL = ("SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
-               "WHERE m.type IN ('table', 'view')")
+COLUMNS_SQL = (
+    "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+    "WHERE m.type IN ('table', 'view')"
+)
 
 
 def _thread_runner(conn: aiosqlite.Connection) -> tuple[Callable[..., Any], sqlite3.Connection] | None:
@@ -277,8 +286,13 @@ class SQLiteConnection(Connection):
         # timeout= is the wait for another process's lock, set when the connection opens
         # (no PRAGMA round trip to the connection's thread); LockWaiting waits in steps,
         # so that Ctrl-C ends a wait at once (sqlutil.connect).
-        pending = aiosqlite.connect(self._uri(mode), uri=True, isolation_level=None,
-                                    timeout=self._busy_timeout_ms / 1000, factory=LockWaiting)
+        pending = aiosqlite.connect(
+            self._uri(mode),
+            uri=True,
+            isolation_level=None,
+            timeout=self._busy_timeout_ms / 1000,
+            factory=LockWaiting,
+        )
         # A library user who never closes the checkpointer (AgentOS's usage) must not
         # have the interpreter wait forever at exit on aiosqlite's worker thread.
         worker = getattr(pending, "_thread", None)
@@ -427,7 +441,9 @@ class SQLiteConnection(Connection):
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, self._db_path) from None
 
-    async def query_apart(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[dict[str, Any]]]:
+    async def query_apart(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[dict[str, Any]]]:
         """Read-only statements run at once, the first on the reader and each other on a
         read-only connection opened for it alone (in a thread of its own: SQLite reads
         one file from several connections in parallel, on as many cores); the rows of
@@ -558,7 +574,8 @@ class SQLiteConnection(Connection):
                 if runner is None:
                     raise DatabaseError(
                         f"aiosqlite {getattr(aiosqlite, '__version__', '?')} cannot run agentctl's "
-                        "writes on its thread; install aiosqlite>=0.20,<0.23")
+                        "writes on its thread; install aiosqlite>=0.20,<0.23"
+                    )
                 run_on_thread, raw = runner
                 self._drain_done.clear()
                 try:
@@ -615,7 +632,7 @@ class SQLiteConnection(Connection):
                     self._wake_at = expect
                     self._jobs_ready.wait_for(gathered, patience)
                     self._wake_at = 1
-                jobs, self._jobs = self._jobs[:self.group_max], self._jobs[self.group_max:]
+                jobs, self._jobs = self._jobs[: self.group_max], self._jobs[self.group_max :]
                 if not jobs:
                     self._draining = False
                     return
@@ -629,10 +646,11 @@ class SQLiteConnection(Connection):
                 expect = min(len(self._jobs) + len(jobs), self.group_max)
             loop.call_soon_threadsafe(self._deliver, jobs, outcomes, error)
             if self._lock_wanted:  # a transaction waits for the write lock: it goes
-                return             # first, the queued writes after it (_write_jobs)
+                return  # first, the queued writes after it (_write_jobs)
 
-    def _deliver(self, jobs: list["_Job"], outcomes: list[tuple[bool, Any]] | None,
-                 error: BaseException | None) -> None:
+    def _deliver(
+        self, jobs: list[_Job], outcomes: list[tuple[bool, Any]] | None, error: BaseException | None
+    ) -> None:
         for i, (_, done) in enumerate(jobs):
             if done.done():  # its caller was cancelled
                 continue
@@ -640,12 +658,14 @@ class SQLiteConnection(Connection):
             if ok:
                 done.set_result(value)
             else:
-                done.set_exception(map_sqlite_error(value, self._db_path)
-                                   if isinstance(value, sqlite3.Error)
-                                   else cast(BaseException, value))  # a failed job's outcome is its exception
+                done.set_exception(
+                    map_sqlite_error(value, self._db_path)
+                    if isinstance(value, sqlite3.Error)
+                    else cast(BaseException, value)
+                )  # a failed job's outcome is its exception
                 done.exception()  # retrieved: no warning when nobody waits any more
 
-    async def _undo_member(self, batch: "_Batch") -> None:
+    async def _undo_member(self, batch: _Batch) -> None:
         """Undo the statements of a body that raised (the lock is held)."""
         writer = self._writer
         if batch.members and writer is not None:
@@ -658,18 +678,21 @@ class SQLiteConnection(Connection):
                 pass
             # SQLite itself rolled the whole transaction back (an I/O error, a full disk):
             # the writes of the bodies before this one are gone too.
-            await self._end_batch(batch, DatabaseError(
-                f"{self._db_path}: the write was rolled back with another one in its "
-                "transaction, which failed"))
+            await self._end_batch(
+                batch,
+                DatabaseError(
+                    f"{self._db_path}: the write was rolled back with another one in its "
+                    "transaction, which failed"
+                ),
+            )
         else:
             await self._end_batch(batch, None, commit=False)
 
-    async def _commit_later(self, batch: "_Batch") -> None:
+    async def _commit_later(self, batch: _Batch) -> None:
         async with self._locked():
             await self._end_batch(batch, None)
 
-    async def _end_batch(self, batch: "_Batch", error: BaseException | None,
-                         commit: bool = True) -> None:
+    async def _end_batch(self, batch: _Batch, error: BaseException | None, commit: bool = True) -> None:
         """COMMIT (or roll back) the group's transaction and tell its writers (lock held)."""
         if self._batch is not batch:
             return  # already ended
@@ -697,8 +720,11 @@ class SQLiteConnection(Connection):
             batch.done.set_result(None)
 
     async def size_bytes(self, tables: Sequence[str] = ("checkpoints",)) -> int:
-        return sum(os.path.getsize(self._db_path + suffix) for suffix in ("", "-wal")
-                   if os.path.exists(self._db_path + suffix))
+        return sum(
+            os.path.getsize(self._db_path + suffix)
+            for suffix in ("", "-wal")
+            if os.path.exists(self._db_path + suffix)
+        )
 
     async def truncate_wal(self) -> None:
         """In WAL mode, copy the WAL into the file and empty it (after a VACUUM, which
@@ -755,4 +781,3 @@ class SQLiteConnection(Connection):
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, self._db_path) from None
         return self._writer
-

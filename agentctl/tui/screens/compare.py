@@ -30,9 +30,12 @@ def compare_body(result: Any, a_name: str, b_name: str, note: str = "") -> Rende
     head.append("  ·  ", style="dim")
     head.append("B ", style="bold green")
     head.append(inert(b_name, one_line=True))
-    head.append(f"\n{result.common_steps} step(s) alike"
-                + (f", from fork point {inert(result.fork_point, one_line=True)}" if result.fork_point else "")
-                + "\n", style="dim")
+    head.append(
+        f"\n{result.common_steps} step(s) alike"
+        + (f", from fork point {inert(result.fork_point, one_line=True)}" if result.fork_point else "")
+        + "\n",
+        style="dim",
+    )
     return Group(head, render.comparison_view(result, fit=True))
 
 
@@ -52,7 +55,9 @@ class CompareScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         step = self.result.first_divergent_step
-        title = "Compare: the runs do not part" if step is None else f"Compare: the runs parted at step {step}"
+        title = (
+            "Compare: the runs do not part" if step is None else f"Compare: the runs parted at step {step}"
+        )
         with Vertical(id="dialog", classes="wide"):
             yield Static(Text(title, style="bold"), id="dialog-title")
             with VerticalScroll(id="compare-body"):
@@ -61,8 +66,14 @@ class CompareScreen(ModalScreen[str | None]):
                 if step is not None:
                     yield Button("Go to B's step", id="go")
                 yield Button("Close", id="close", variant="primary")
-            yield Static(Text(("g: go to B's checkpoint where they parted · " if step is not None else "")
-                              + "escape: close", style="dim"), id="dialog-keys")
+            yield Static(
+                Text(
+                    ("g: go to B's checkpoint where they parted · " if step is not None else "")
+                    + "escape: close",
+                    style="dim",
+                ),
+                id="dialog-keys",
+            )
 
     def on_mount(self) -> None:
         self.query_one("#close", Button).focus()

@@ -22,9 +22,13 @@ class ConfirmScreen(ModalScreen[str | None]):
         Binding("y", "confirm", "Confirm", id="confirm.yes"),
     ]
 
-    def __init__(self, title: str, body: RenderableType,
-                 choices: list[tuple[str, str, str]] | None = None,
-                 keys: list[tuple[str, str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        body: RenderableType,
+        choices: list[tuple[str, str, str]] | None = None,
+        keys: list[tuple[str, str, str]] | None = None,
+    ) -> None:
         """`choices`: (id, label, variant) buttons before Cancel. With one choice `y`
         takes it; between several the user picks a button (tab, enter). `keys`: (key,
         id, what it does) more answers by key alone (e.g. `o`: the run's options)."""
@@ -43,8 +47,11 @@ class ConfirmScreen(ModalScreen[str | None]):
                 for choice_id, label, variant in self.choices:
                     yield Button(label, id=choice_id, variant=variant)  # type: ignore[arg-type]
                 yield Button("Cancel", id="cancel")
-            keys = ("y: " + self.choices[0][1].lower() if len(self.choices) == 1
-                    else "tab / shift+tab: choose, enter: press")
+            keys = (
+                "y: " + self.choices[0][1].lower()
+                if len(self.choices) == 1
+                else "tab / shift+tab: choose, enter: press"
+            )
             more = "".join(f" · {key}: {what}" for key, _, what in self.keys)
             yield Static(Text(f"{keys}{more} · n or escape: cancel", style="dim"), id="dialog-keys")
 

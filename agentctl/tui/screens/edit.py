@@ -55,8 +55,9 @@ def whole_state_edits(state: dict[str, Any], value: Any) -> list[Edit]:
     differ, the ones left out unset."""
     if not isinstance(value, dict):
         raise UsageError("the whole state is a JSON object ({...})")
-    return ([Edit((k,), v) for k, v in value.items() if k not in state or state[k] != v]
-            + [Edit((k,), unset=True) for k in state if k not in value])
+    return [Edit((k,), v) for k, v in value.items() if k not in state or state[k] != v] + [
+        Edit((k,), unset=True) for k in state if k not in value
+    ]
 
 
 class EditScreen(ModalScreen["list[Edit] | None"]):
@@ -83,19 +84,31 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
         found, value = value_at(self.state, key_path(self.path)) if self.path else (True, self.state)
         with Vertical(id="dialog", classes="wide"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            yield Static(Text("The key (dots: nested keys; a number: a list's item; empty: the whole "
-                              "state), then its value as JSON; the diff shows before any write.",
-                              style="dim"), id="dialog-text")
-            yield Input(self.path, placeholder="key path, e.g. plan.next_city (empty: the whole state)",
-                        id="edit-path", suggester=SuggestFromList(key_paths(self.state), case_sensitive=True))
-            yield TextArea(_json(value) if found else "", id="edit-value", soft_wrap=True,
-                           show_line_numbers=True)
+            yield Static(
+                Text(
+                    "The key (dots: nested keys; a number: a list's item; empty: the whole "
+                    "state), then its value as JSON; the diff shows before any write.",
+                    style="dim",
+                ),
+                id="dialog-text",
+            )
+            yield Input(
+                self.path,
+                placeholder="key path, e.g. plan.next_city (empty: the whole state)",
+                id="edit-path",
+                suggester=SuggestFromList(key_paths(self.state), case_sensitive=True),
+            )
+            yield TextArea(
+                _json(value) if found else "", id="edit-value", soft_wrap=True, show_line_numbers=True
+            )
             yield Static("", id="edit-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Save", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
-            yield Static(Text("enter / tab: to the value · ctrl+s: save · escape: cancel", style="dim"),
-                         id="dialog-keys")
+            yield Static(
+                Text("enter / tab: to the value · ctrl+s: save · escape: cancel", style="dim"),
+                id="dialog-keys",
+            )
 
     def on_mount(self) -> None:
         # the key first (typing a key as the README says goes there, never into the value);
@@ -135,12 +148,14 @@ class EditScreen(ModalScreen["list[Edit] | None"]):
         try:
             value = deep.strict_loads(text)
         except ValueError as exc:
-            raise UsageError(f"not JSON: {exc} (a string needs quotes: \"Paris\")") from None
+            raise UsageError(f'not JSON: {exc} (a string needs quotes: "Paris")') from None
         if not self.path:
             edits = whole_state_edits(self.state, value)
         else:
             edits = [Edit(key_path(self.path), value)]
-        apply_edits(self.state, edits, new_keys=self.new_keys)  # an unknown key, a path through a value: said here
+        apply_edits(
+            self.state, edits, new_keys=self.new_keys
+        )  # an unknown key, a path through a value: said here
         return edits
 
     def _check(self) -> None:

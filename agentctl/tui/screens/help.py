@@ -40,8 +40,12 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text("agentctl keys", style="bold"), id="dialog-title")
             with VerticalScroll(id="dialog-body"):
                 yield Static(table)
-            yield Static(Text("Remap keys with AGENTCTL_KEYMAP=\"rewind=ctrl+r,quit=ctrl+q\" · "
-                              "escape closes", style="dim"), id="dialog-text")
+            yield Static(
+                Text(
+                    'Remap keys with AGENTCTL_KEYMAP="rewind=ctrl+r,quit=ctrl+q" · escape closes', style="dim"
+                ),
+                id="dialog-text",
+            )
 
     def action_close(self) -> None:
         self.dismiss(None)

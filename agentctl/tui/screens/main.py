@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -23,7 +24,6 @@ from textual.worker import Worker, WorkerState
 from agentctl.errors import AgentctlError, redact_dsn
 from agentctl.model import CheckpointMetadata, SearchHit
 from agentctl.text import inert
-from agentctl.tui.names import short_meta
 from agentctl.tui.messages import (
     BranchesLoaded,
     DatabaseChanged,
@@ -34,6 +34,7 @@ from agentctl.tui.messages import (
     ThreadPageLoaded,
     ThreadsLoaded,
 )
+from agentctl.tui.names import short_meta
 from agentctl.tui.source import CHECKPOINT_PAGE, THREAD_PAGE, DataSource
 from agentctl.tui.widgets.detail import TABS, DetailPane
 from agentctl.tui.widgets.footer import KeyFooter, KeyLine
@@ -58,59 +59,109 @@ JUMP_MAX_ROWS = 20 * CHECKPOINT_PAGE
 QUIT = Binding("q", "quit", "Quit", id="quit", tooltip="Quit agentctl")
 BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
     QUIT,  # the app's too (it quits from a dialog); here first in the footer
-    Binding("question_mark", "help", "Help", id="help", key_display="?",
-            tooltip="Show the keys"),
-    Binding("slash", "search", "Search", id="search", key_display="/",
-            tooltip="Search messages, tool results and state in every thread"),
-    Binding("m", "mark", "Mark", id="mark",
-            tooltip="Mark the selected checkpoint: the Diff tab then compares with it "
-                    "(again: unmark)"),
-    Binding("r", "rewind", "Rewind", id="rewind",
-            tooltip="Rewind the thread to the selected checkpoint (later ones are archived, "
-                    "undoable)"),
-    Binding("b", "branch", "Branch", id="branch",
-            tooltip="Branch a new thread from the selected checkpoint"),
-    Binding("M", "merge", "Merge", id="merge",
-            tooltip="Merge the selected checkpoint's thread into another thread"),
-    Binding("p", "prune", "Prune", id="prune",
-            tooltip="Prune the selected thread's checkpoints by a policy"),
+    Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="Show the keys"),
+    Binding(
+        "slash",
+        "search",
+        "Search",
+        id="search",
+        key_display="/",
+        tooltip="Search messages, tool results and state in every thread",
+    ),
+    Binding(
+        "m",
+        "mark",
+        "Mark",
+        id="mark",
+        tooltip="Mark the selected checkpoint: the Diff tab then compares with it (again: unmark)",
+    ),
+    Binding(
+        "r",
+        "rewind",
+        "Rewind",
+        id="rewind",
+        tooltip="Rewind the thread to the selected checkpoint (later ones are archived, undoable)",
+    ),
+    Binding("b", "branch", "Branch", id="branch", tooltip="Branch a new thread from the selected checkpoint"),
+    Binding(
+        "M",
+        "merge",
+        "Merge",
+        id="merge",
+        tooltip="Merge the selected checkpoint's thread into another thread",
+    ),
+    Binding("p", "prune", "Prune", id="prune", tooltip="Prune the selected thread's checkpoints by a policy"),
     Binding("u", "undo", "Undo", id="undo", tooltip="Undo the last operation"),
-    Binding("ctrl+y", "redo", "Redo", id="redo", show=False,
-            tooltip="Redo the last undone operation (formats on the journal)"),
-    Binding("e", "edit", "Edit", id="edit",
-            tooltip="Edit the selected checkpoint's state: a key and its new value (JSON); "
-                    "the diff, then a new checkpoint (undoable)"),
-    Binding("R", "run", "Run", id="run",
-            tooltip="Run your agent from the selected checkpoint (as agentctl run THREAD --from "
-                    "REF), then compare the new run with the old"),
-    Binding("c", "compare", "Compare with…", id="compare", show=False,
-            tooltip="Compare the selected checkpoint's run with the marked checkpoint's "
-                    "(m marks one): where the two runs parted"),
-    Binding("f5", "refresh", "Refresh", id="refresh", show=False,
-            tooltip="Reload threads, checkpoints and detail"),
-    Binding("f", "follow", "Follow", id="follow",
-            tooltip="Follow mode: show new checkpoints as an agent writes them"),
-    Binding("t", "filter_threads", "Filter threads", id="filter", show=False,
-            tooltip="Filter threads by id prefix"),
-    Binding("1", "tab('messages')", "Messages tab", id="tab.messages", show=False,
-            tooltip="Show the Messages tab"),
-    Binding("2", "tab('state')", "State tab", id="tab.state", show=False,
-            tooltip="Show the State tab"),
-    Binding("3", "tab('tools')", "Tools tab", id="tab.tools", show=False,
-            tooltip="Show the Tools tab"),
-    Binding("4", "tab('diff')", "Diff tab", id="tab.diff", show=False,
-            tooltip="Show the Diff tab"),
+    Binding(
+        "ctrl+y",
+        "redo",
+        "Redo",
+        id="redo",
+        show=False,
+        tooltip="Redo the last undone operation (formats on the journal)",
+    ),
+    Binding(
+        "e",
+        "edit",
+        "Edit",
+        id="edit",
+        tooltip="Edit the selected checkpoint's state: a key and its new value (JSON); "
+        "the diff, then a new checkpoint (undoable)",
+    ),
+    Binding(
+        "R",
+        "run",
+        "Run",
+        id="run",
+        tooltip="Run your agent from the selected checkpoint (as agentctl run THREAD --from "
+        "REF), then compare the new run with the old",
+    ),
+    Binding(
+        "c",
+        "compare",
+        "Compare with…",
+        id="compare",
+        show=False,
+        tooltip="Compare the selected checkpoint's run with the marked checkpoint's "
+        "(m marks one): where the two runs parted",
+    ),
+    Binding(
+        "f5", "refresh", "Refresh", id="refresh", show=False, tooltip="Reload threads, checkpoints and detail"
+    ),
+    Binding(
+        "f",
+        "follow",
+        "Follow",
+        id="follow",
+        tooltip="Follow mode: show new checkpoints as an agent writes them",
+    ),
+    Binding(
+        "t",
+        "filter_threads",
+        "Filter threads",
+        id="filter",
+        show=False,
+        tooltip="Filter threads by id prefix",
+    ),
+    Binding(
+        "1", "tab('messages')", "Messages tab", id="tab.messages", show=False, tooltip="Show the Messages tab"
+    ),
+    Binding("2", "tab('state')", "State tab", id="tab.state", show=False, tooltip="Show the State tab"),
+    Binding("3", "tab('tools')", "Tools tab", id="tab.tools", show=False, tooltip="Show the Tools tab"),
+    Binding("4", "tab('diff')", "Diff tab", id="tab.diff", show=False, tooltip="Show the Diff tab"),
 ]
 
 
 def while_shown(handler: Callable[..., Any]) -> Callable[..., Any]:
     """For handlers of what workers post: do nothing once the main view is gone (the
     app is closing: its screen is being, or has been, removed before the queue emptied)."""
+
     @functools.wraps(handler)
-    def wrapper(self: "MainScreen", *message: Any) -> Any:
+    def wrapper(self: MainScreen, *message: Any) -> Any:
         if not self.app.is_running or not self.query(ThreadList):
             return None
         return handler(self, *message)
+
     return wrapper
 
 
@@ -121,12 +172,16 @@ def report_worker_error(node: Any, event: Worker.StateChanged) -> None:
         return
     error = event.worker.error
     if isinstance(error, AgentctlError):
-        node.notify(inert(redact_dsn(str(error))), title="Error", severity="error",
-                    markup=False)
+        node.notify(inert(redact_dsn(str(error))), title="Error", severity="error", markup=False)
     else:
         node.log.error(repr(error))
-        node.notify(inert(redact_dsn(f"{type(error).__name__}: {error}")),
-                    title="Unexpected error", severity="error", markup=False, timeout=15)
+        node.notify(
+            inert(redact_dsn(f"{type(error).__name__}: {error}")),
+            title="Unexpected error",
+            severity="error",
+            markup=False,
+            timeout=15,
+        )
 
 
 class MainScreen(Screen[None]):
@@ -134,9 +189,16 @@ class MainScreen(Screen[None]):
 
     BINDINGS = BINDINGS
 
-    def __init__(self, source: DataSource, *, readonly: bool, db_name: str,
-                 open_database: Callable[[], Any], key_shown: Callable[[Binding], str],
-                 agent: dict[str, str | None] | None = None) -> None:
+    def __init__(
+        self,
+        source: DataSource,
+        *,
+        readonly: bool,
+        db_name: str,
+        open_database: Callable[[], Any],
+        key_shown: Callable[[Binding], str],
+        agent: dict[str, str | None] | None = None,
+    ) -> None:
         """What the screen needs of its app, given (the app imports the screen, not the
         other way round): the data source, whether writes are off, the database's name
         until it is open, the app's `open_database` (started once the first frame is on
@@ -151,7 +213,7 @@ class MainScreen(Screen[None]):
         self.agent = dict(agent or {})
         self.edit_path = ""  # the key the last edit changed (the editor starts there)
         self.running: Any = None  # the child process of a run (R) going on
-        self.thread_id: str | None = None        # the thread shown in the tree
+        self.thread_id: str | None = None  # the thread shown in the tree
         self.selected: CheckpointMetadata | None = None
         self.mark: CheckpointMetadata | None = None
         self.following = False
@@ -205,8 +267,7 @@ class MainScreen(Screen[None]):
         # the schema read would come before that frame otherwise), and mount the rest,
         # in a task of its own (the callbacks that wait for that frame do not wait for it).
         self.call_after_refresh(self._open_database)
-        self.call_after_refresh(self.run_worker, self._assemble, group="assemble",
-                                exit_on_error=False)
+        self.call_after_refresh(self.run_worker, self._assemble, group="assemble", exit_on_error=False)
 
     async def _assemble(self) -> None:
         """Mount the rest of the screen (after the first frame)."""
@@ -250,13 +311,14 @@ class MainScreen(Screen[None]):
     def _show_status(self) -> None:
         text = Text()
         text.append(" agentctl ", style="bold reverse")
-        text.append(" " + (self.source.store.display_name if self.source.store is not None
-                           else self._db_name), style="bold")
+        text.append(
+            " " + (self.source.store.display_name if self.source.store is not None else self._db_name),
+            style="bold",
+        )
         if self.readonly:
             text.append("  READ-ONLY (writes disabled)", style="bold yellow")
         text.append("  follow: ", style="dim")
-        text.append("on" if self.following else "off",
-                    style="bold green" if self.following else "dim")
+        text.append("on" if self.following else "off", style="bold green" if self.following else "dim")
         if self.mark is not None:
             text.append("  mark: ", style="dim")
             text.append("★ " + short_meta(self.mark), style="bold yellow")
@@ -283,8 +345,9 @@ class MainScreen(Screen[None]):
     # ---- threads ---------------------------------------------------------------------
 
     @work(group="threads", exclusive=True, exit_on_error=False)
-    async def load_threads(self, prefix: str, offset: int, delay: float = 0.0,
-                           keep: str | None = None, limit: int = THREAD_PAGE) -> None:
+    async def load_threads(
+        self, prefix: str, offset: int, delay: float = 0.0, keep: str | None = None, limit: int = THREAD_PAGE
+    ) -> None:
         if delay:
             await asyncio.sleep(delay)  # typing in the filter: wait for a pause
         summaries, has_more = await self.source.threads(prefix, offset, limit)
@@ -292,8 +355,7 @@ class MainScreen(Screen[None]):
 
     def reload_threads(self, keep: str | None) -> None:
         """Reload the rows shown (as many as are loaded), the cursor staying on `keep`."""
-        self.load_threads(self.threads.prefix, 0, keep=keep,
-                          limit=max(THREAD_PAGE, self.threads.loaded))
+        self.load_threads(self.threads.prefix, 0, keep=keep, limit=max(THREAD_PAGE, self.threads.loaded))
 
     @on(ThreadsLoaded)
     @while_shown
@@ -352,8 +414,9 @@ class MainScreen(Screen[None]):
 
     # ---- a thread's checkpoints --------------------------------------------------------
 
-    def show_thread(self, thread_id: str, *, select: str | None = None, delay: float = 0.0,
-                    keep_selection: bool = False) -> None:
+    def show_thread(
+        self, thread_id: str, *, select: str | None = None, delay: float = 0.0, keep_selection: bool = False
+    ) -> None:
         if thread_id != self.thread_id:
             self.thread_id = thread_id
             self.timeline.set_message(f"loading {inert(thread_id, one_line=True)}…")
@@ -361,22 +424,29 @@ class MainScreen(Screen[None]):
         self.load_thread(thread_id, select=select, delay=delay, keep_selection=keep_selection)
 
     @work(group="thread", exclusive=True, exit_on_error=False)
-    async def load_thread(self, thread_id: str, select: str | None = None, delay: float = 0.0,
-                          keep_selection: bool = False) -> None:
+    async def load_thread(
+        self, thread_id: str, select: str | None = None, delay: float = 0.0, keep_selection: bool = False
+    ) -> None:
         if delay:
             await asyncio.sleep(delay)  # moving through the list: load where it stops
         metas, total = await self.source.thread_page(thread_id)
         if select is not None:
             # A search hit further back: load pages up to it (bounded).
-            while (metas and select not in {m.checkpoint_id for m in metas}
-                   and len(metas) < min(total, JUMP_MAX_ROWS)):
+            while (
+                metas
+                and select not in {m.checkpoint_id for m in metas}
+                and len(metas) < min(total, JUMP_MAX_ROWS)
+            ):
                 older, total = await self.source.thread_page(thread_id, offset=len(metas))
                 if not older:
                     break
                 metas = older + metas
         origin = await self.source.origin(thread_id)
-        self.post_message(ThreadPageLoaded(thread_id, metas, 0, total, select=select,
-                                           origin=origin, keep_selection=keep_selection))
+        self.post_message(
+            ThreadPageLoaded(
+                thread_id, metas, 0, total, select=select, origin=origin, keep_selection=keep_selection
+            )
+        )
         self.post_message(BranchesLoaded(thread_id, await self.source.branches(thread_id)))
 
     @work(group="thread", exclusive=True, exit_on_error=False)
@@ -418,8 +488,10 @@ class MainScreen(Screen[None]):
                 target = previous
         if target is None or not tree.select_checkpoint(target):
             if target is not None and message.select is not None:
-                self.notify(f"checkpoint is more than {JUMP_MAX_ROWS} rows before the head; "
-                            "showing its detail only", severity="warning")
+                self.notify(
+                    f"checkpoint is more than {JUMP_MAX_ROWS} rows before the head; showing its detail only",
+                    severity="warning",
+                )
                 self.detail_for(message.select)
                 return
             tree.select_head()
@@ -446,8 +518,7 @@ class MainScreen(Screen[None]):
     @work(group="page", exclusive=False, exit_on_error=False)
     async def load_page(self, node: Any, generation: int, thread_id: str, offset: int) -> None:
         metas, total = await self.source.thread_page(thread_id, offset=offset)
-        self.post_message(ThreadPageLoaded(thread_id, metas, offset, total, into=node,
-                                           generation=generation))
+        self.post_message(ThreadPageLoaded(thread_id, metas, offset, total, into=node, generation=generation))
         if offset == 0:
             self.post_message(BranchesLoaded(thread_id, await self.source.branches(thread_id)))
 
@@ -458,8 +529,11 @@ class MainScreen(Screen[None]):
     def _checkpoint_highlighted(self, node: Any) -> None:
         item = node.data if node is not None else None
         if isinstance(item, CheckpointItem):
-            if self.selected is not None and self.selected.checkpoint_id == item.meta.checkpoint_id \
-                    and self.detail_loaded == item.meta.checkpoint_id:
+            if (
+                self.selected is not None
+                and self.selected.checkpoint_id == item.meta.checkpoint_id
+                and self.detail_loaded == item.meta.checkpoint_id
+            ):
                 return
             try:
                 detail = self.detail
@@ -500,8 +574,9 @@ class MainScreen(Screen[None]):
             from agentctl.tui.views import build_views
 
             # Diffing and laying out a big checkpoint is CPU work: off the event loop.
-            views = await asyncio.to_thread(build_views, d.checkpoint, d.base, d.base_kind,
-                                            d.changes, d.error)
+            views = await asyncio.to_thread(
+                build_views, d.checkpoint, d.base, d.base_kind, d.changes, d.error
+            )
         self.post_message(DetailLoaded(checkpoint_id, d.checkpoint, views, d.error))
 
     @on(DetailLoaded)
@@ -542,8 +617,11 @@ class MainScreen(Screen[None]):
             self.notify("mark cleared: the Diff tab compares with the parent")
         else:
             self.mark = self.selected
-            self.notify(f"marked {short_meta(self.mark)}: select any checkpoint (any thread) "
-                        "and open the Diff tab (4)", markup=False)
+            self.notify(
+                f"marked {short_meta(self.mark)}: select any checkpoint (any thread) "
+                "and open the Diff tab (4)",
+                markup=False,
+            )
         self.timeline.set_marked(self.mark.checkpoint_id if self.mark else None)
         self._show_status()
 
@@ -585,8 +663,7 @@ class MainScreen(Screen[None]):
                 except AgentctlError as exc:
                     self.following = False
                     self._show_status()
-                    self.notify(inert(f"follow mode stopped: {exc}"), severity="error",
-                                markup=False)
+                    self.notify(inert(f"follow mode stopped: {exc}"), severity="error", markup=False)
                     return
                 if last is None or last_thread != self.thread_id:
                     # Rows may have come between the last load and this first look.
@@ -657,8 +734,10 @@ class MainScreen(Screen[None]):
             self.notify("select a checkpoint to compare", severity="warning")
             return
         if self.mark is None:
-            self.notify("mark the other run's checkpoint with m first, then select this run's "
-                        "and compare (c)", severity="warning")
+            self.notify(
+                "mark the other run's checkpoint with m first, then select this run's and compare (c)",
+                severity="warning",
+            )
             return
         self.compare(self.mark, self.selected)
 
@@ -670,8 +749,11 @@ class MainScreen(Screen[None]):
 
         result = await compare(await self.source.ready(), a, b)
         self.app.push_screen(
-            CompareScreen(result, f"{short_meta(a)} ({a.checkpoint_id})", f"{short_meta(b)} ({b.checkpoint_id})",
-                          note), self._go_to)
+            CompareScreen(
+                result, f"{short_meta(a)} ({a.checkpoint_id})", f"{short_meta(b)} ({b.checkpoint_id})", note
+            ),
+            self._go_to,
+        )
 
     def _go_to(self, target: str | None) -> None:
         if target:
@@ -723,8 +805,13 @@ class MainScreen(Screen[None]):
     @while_shown
     def _operation_finished(self, message: OperationFinished) -> None:
         error = message.severity == "error"
-        self.notify(inert(message.summary), title=message.title or message.kind.capitalize(), markup=False,
-                    severity=message.severity, timeout=20 if error else 8)  # type: ignore[arg-type]
+        self.notify(
+            inert(message.summary),
+            title=message.title or message.kind.capitalize(),
+            markup=False,
+            severity=message.severity,  # type: ignore[arg-type]
+            timeout=20 if error else 8,
+        )
         self.refresh_views(select_thread=message.select_thread, select=message.select)
 
     # ---- help ----------------------------------------------------------------------------
@@ -733,8 +820,11 @@ class MainScreen(Screen[None]):
         """(key, what it does, binding id) of this screen's keys."""
         from agentctl.tui.palette import binding_help
 
-        return [(self._key_shown(binding), binding_help(binding), binding.id or "")
-                for binding in BINDINGS if isinstance(binding, Binding)]
+        return [
+            (self._key_shown(binding), binding_help(binding), binding.id or "")
+            for binding in BINDINGS
+            if isinstance(binding, Binding)
+        ]
 
     def action_help(self) -> None:
         from agentctl.tui.screens.help import HelpScreen

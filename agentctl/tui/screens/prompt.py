@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -51,10 +52,18 @@ class PromptScreen(_FormScreen):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
 
-    def __init__(self, title: str, description: RenderableType, *, value: str = "",
-                 placeholder: str = "", suggestions: list[str] | None = None,
-                 ok_label: str = "OK", validate: Callable[[str], Any] | None = None,
-                 allow_empty: bool = False) -> None:
+    def __init__(
+        self,
+        title: str,
+        description: RenderableType,
+        *,
+        value: str = "",
+        placeholder: str = "",
+        suggestions: list[str] | None = None,
+        ok_label: str = "OK",
+        validate: Callable[[str], Any] | None = None,
+        allow_empty: bool = False,
+    ) -> None:
         """`allow_empty`: an empty value is an answer ("" : none), not refused."""
         super().__init__()
         self.allow_empty = allow_empty
@@ -71,9 +80,14 @@ class PromptScreen(_FormScreen):
         with Vertical(id="dialog"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
             yield Static(self.description, id="dialog-text")
-            yield Input(self.value, placeholder=self.placeholder, id="prompt-input",
-                        suggester=SuggestFromList(self.suggestions, case_sensitive=True)
-                        if self.suggestions else None)
+            yield Input(
+                self.value,
+                placeholder=self.placeholder,
+                id="prompt-input",
+                suggester=SuggestFromList(self.suggestions, case_sensitive=True)
+                if self.suggestions
+                else None,
+            )
             with Horizontal(id="dialog-buttons"):
                 yield Button(self.ok_label, id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -111,12 +125,21 @@ class PruneScreen(_FormScreen):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text("Prune thread", style="bold"), id="dialog-title")
-            yield Static(Text.assemble("Thread ", (self.thread_id, "cyan"),
-                                       ": choose what to keep. The head is always kept; "
-                                       "the next screen lists what would be deleted."),
-                         id="dialog-text")
-            yield Select([(f"{name}: {text}", name) for name, text, _ in self.policies],
-                         value=self.policies[0][0], allow_blank=False, id="prune-policy")
+            yield Static(
+                Text.assemble(
+                    "Thread ",
+                    (self.thread_id, "cyan"),
+                    ": choose what to keep. The head is always kept; "
+                    "the next screen lists what would be deleted.",
+                ),
+                id="dialog-text",
+            )
+            yield Select(
+                [(f"{name}: {text}", name) for name, text, _ in self.policies],
+                value=self.policies[0][0],
+                allow_blank=False,
+                id="prune-policy",
+            )
             yield Input(self.policies[0][2], placeholder="N", id="prune-param")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Preview", id="ok", variant="primary")

@@ -5,7 +5,8 @@ when the run ends."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,7 +22,9 @@ def checkpoint_line(event: dict[str, Any]) -> Text:
     """One saved checkpoint (or an SDK's item) as `agentctl run` prints it."""
     if "text" in event:  # an SDK's item (Agno: a message of step N's run)
         unit = "step" if "id" in event else "item"
-        return Text(inert(f"{unit} {event.get('step')}  {event.get('kind')}  {event.get('text')}", one_line=True))
+        return Text(
+            inert(f"{unit} {event.get('step')}  {event.get('kind')}  {event.get('text')}", one_line=True)
+        )
     nodes = ", ".join(map(str, event.get("nodes") or [])) or str(event.get("source") or "")
     keys = ", ".join(map(str, event.get("keys") or []))
     text = Text()
@@ -50,8 +53,9 @@ class RunScreen(ModalScreen[None]):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
             with VerticalScroll(id="run-log"):
                 yield Static(Text("starting the agent…", style="italic"), id="run-lines")
-            yield Static(Text("escape / ctrl+c: stop the run (what it saved stays)", style="dim"),
-                         id="dialog-keys")
+            yield Static(
+                Text("escape / ctrl+c: stop the run (what it saved stays)", style="dim"), id="dialog-keys"
+            )
 
     def add(self, line: Text) -> None:
         self.lines.append(line)

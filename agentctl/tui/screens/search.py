@@ -37,8 +37,9 @@ class SearchScreen(ModalScreen[SearchHit | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="wide"):
             yield Static(Text("Search messages and tool results", style="bold"), id="dialog-title")
-            yield Input(self.query_text, placeholder="text (case-insensitive), enter to search",
-                        id="search-input")
+            yield Input(
+                self.query_text, placeholder="text (case-insensitive), enter to search", id="search-input"
+            )
             yield Static(Text("", style="dim"), id="search-status")
             yield OptionList(id="search-results")
 
@@ -63,9 +64,14 @@ class SearchScreen(ModalScreen[SearchHit | None]):
         results.clear_options()
         results.add_options([Option(hit_label(h)) for h in message.hits])
         n = len(message.hits)
-        self.query_one("#search-status", Static).update(Text(
-            f"{n} hit{'s' if n != 1 else ''} (newest first) · enter opens one" if n
-            else "no checkpoint contains that text", style="dim"))
+        self.query_one("#search-status", Static).update(
+            Text(
+                f"{n} hit{'s' if n != 1 else ''} (newest first) · enter opens one"
+                if n
+                else "no checkpoint contains that text",
+                style="dim",
+            )
+        )
         if n:
             results.highlighted = 0
             results.focus()

@@ -34,8 +34,9 @@ def checkpoint_header(meta: CheckpointMetadata, next_node: str = "") -> Text:
         text.append("  next: ", style="dim")
         text.append(shorten(next_node, 20))
     text.append("\nparent: ", style="dim")
-    text.append(inert(meta.parent_checkpoint_id, one_line=True) if meta.parent_checkpoint_id
-                else "none (a root)")
+    text.append(
+        inert(meta.parent_checkpoint_id, one_line=True) if meta.parent_checkpoint_id else "none (a root)"
+    )
     return text
 
 
@@ -66,13 +67,18 @@ class DetailPane(Vertical):
 
     async def _mount_tabs(self) -> None:
         if not self.is_attached or not self.app.is_running:  # the app closed at once (a
-            return                                       # database that cannot be opened, q)
+            return  # database that cannot be opened, q)
         from textual.containers import VerticalScroll
         from textual.widgets import TabbedContent, TabPane
 
-        panes = [TabPane(tab.capitalize(), VerticalScroll(
-                    Static(self._contents[tab], id=f"{tab}-view"), id=f"{tab}-scroll"), id=tab)
-                 for tab in TABS]
+        panes = [
+            TabPane(
+                tab.capitalize(),
+                VerticalScroll(Static(self._contents[tab], id=f"{tab}-view"), id=f"{tab}-scroll"),
+                id=tab,
+            )
+            for tab in TABS
+        ]
         tabbed = TabbedContent(initial=self._tab, id="detail-tabs")
         for pane in panes:  # as `with TabbedContent(): yield TabPane(...)` in a compose
             tabbed.compose_add_child(pane)

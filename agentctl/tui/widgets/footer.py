@@ -3,7 +3,8 @@ terminal too narrow for one line of keys, laid out on as many lines as they need
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.text import Text
 from textual import events
@@ -48,10 +49,15 @@ class KeyFooter(Footer):
     def _keys(self) -> tuple[Any, ...]:
         """What compose() shows, as a comparable value."""
         palette = self.app.COMMAND_PALETTE_BINDING
-        return (self.compact, self.show_command_palette, tuple(
-            (binding, self.app.get_key_display(binding), enabled, tooltip)
-            for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
-            if binding.show or key == palette))
+        return (
+            self.compact,
+            self.show_command_palette,
+            tuple(
+                (binding, self.app.get_key_display(binding), enabled, tooltip)
+                for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
+                if binding.show or key == palette
+            ),
+        )
 
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
@@ -82,9 +88,11 @@ class KeyFooter(Footer):
     def _fit(self, width: int) -> bool:
         """One line when every key fits in `width`, else compact on a grid of enough
         lines; whether that changed."""
-        shown = [(self.app.get_key_display(binding), binding.description)
-                 for (_node, binding, _enabled, _tip) in self.screen.active_bindings.values()
-                 if binding.show]
+        shown = [
+            (self.app.get_key_display(binding), binding.description)
+            for (_node, binding, _enabled, _tip) in self.screen.active_bindings.values()
+            if binding.show
+        ]
         palette = _PALETTE_WIDTH if self.show_command_palette else 0
         one_line = sum(len(k) + len(d) + _KEY_EXTRA for k, d in shown) + palette
         wrap = bool(shown) and one_line > width

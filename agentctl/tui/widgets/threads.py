@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widget import AwaitMount
 from textual.message import Message
+from textual.widget import AwaitMount
 from textual.widgets import DataTable, Input, Static
 
 from agentctl.model import ThreadSummary
@@ -99,7 +100,7 @@ class ThreadList(Vertical):
     class FilterChanged(Message):
         prefix: str
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.prefix = ""
         self.loaded = 0
@@ -118,8 +119,9 @@ class ThreadList(Vertical):
 
     def add_filter(self) -> AwaitMount:
         """Mount the filter box above the table (the main screen does, after its first frame)."""
-        return self.mount(Input(placeholder="filter: thread id prefix", id="thread-filter"),
-                          before=self.table)
+        return self.mount(
+            Input(placeholder="filter: thread id prefix", id="thread-filter"), before=self.table
+        )
 
     @property
     def table(self) -> ThreadTable:
@@ -144,8 +146,9 @@ class ThreadList(Vertical):
         self.fetching = True
         self.query_one("#thread-status", Static).update(Text(text, style="italic"))
 
-    def set_threads(self, summaries: list[ThreadSummary], offset: int, has_more: bool,
-                    keep: str | None = None) -> None:
+    def set_threads(
+        self, summaries: list[ThreadSummary], offset: int, has_more: bool, keep: str | None = None
+    ) -> None:
         """Show a page: offset 0 replaces the rows (keeping the cursor on `keep`)."""
         table = self.table
         if offset == 0:
@@ -157,12 +160,12 @@ class ThreadList(Vertical):
                 continue  # the list moved under us between pages (a writer); keep one row
             self.summaries[s.thread_id] = s
         order = family_order(list(self.summaries.values()))
-        if [s.thread_id for s, _ in order[:len(shown)]] != shown:
+        if [s.thread_id for s, _ in order[: len(shown)]] != shown:
             # a branch of a thread shown on an earlier page (or its thread): rows again
             keep = self.current if offset else keep
             table.clear()
             shown = []
-        for s, depth in order[len(shown):]:
+        for s, depth in order[len(shown) :]:
             table.add_row(*thread_row(s, depth), key=s.thread_id)
         self.loaded = offset + len(summaries)
         self.has_more = has_more
@@ -174,11 +177,18 @@ class ThreadList(Vertical):
     def _show_status(self) -> None:
         n = self.table.row_count
         if n == 0:
-            text = Text(f"no thread starts with {inert(self.prefix, one_line=True)!r}"
-                        if self.prefix else "no threads in this database", style="italic")
+            text = Text(
+                f"no thread starts with {inert(self.prefix, one_line=True)!r}"
+                if self.prefix
+                else "no threads in this database",
+                style="italic",
+            )
         else:
-            text = Text(f"{n}{'+' if self.has_more else ''} thread{'s' if n != 1 else ''}"
-                        + (" (more load as you scroll)" if self.has_more else ""), style="dim")
+            text = Text(
+                f"{n}{'+' if self.has_more else ''} thread{'s' if n != 1 else ''}"
+                + (" (more load as you scroll)" if self.has_more else ""),
+                style="dim",
+            )
         self.query_one("#thread-status", Static).update(text)
 
     @on(DataTable.RowHighlighted, "#thread-table")

@@ -4,6 +4,7 @@ as expandable nodes under the checkpoints they fork from (loaded when opened).""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.text import Text
 from textual.binding import Binding
@@ -64,12 +65,15 @@ class ThreadState:
 BRANCH_GLYPH = "↳"
 
 # Tags worth a label of their own; the rest show as plain tags.
-_GLYPHS = {"head": ("◉", "bold green"), "merge": ("◆", "bold cyan"),
-           "branch-point": (BRANCH_GLYPH, "bold magenta"), "root": ("○", "dim")}
+_GLYPHS = {
+    "head": ("◉", "bold green"),
+    "merge": ("◆", "bold cyan"),
+    "branch-point": (BRANCH_GLYPH, "bold magenta"),
+    "root": ("○", "dim"),
+}
 
 
-def checkpoint_label(meta: CheckpointMetadata, labels: tuple[str, ...] = (),
-                     marked: bool = False) -> Text:
+def checkpoint_label(meta: CheckpointMetadata, labels: tuple[str, ...] = (), marked: bool = False) -> Text:
     """One line for a checkpoint in the tree: step, marker, summary, tags, labels.
 
     (A one-line tree label; render.log_lines makes multi-column log lines.)
@@ -105,13 +109,16 @@ def branch_label(item: BranchItem) -> Text:
 
 
 def fork_label(item: ForkItem) -> Text:
-    return Text(f"fork ({item.count} checkpoint{'s' if item.count != 1 else ''}, not on the head's line)",
-                style="dim")
+    return Text(
+        f"fork ({item.count} checkpoint{'s' if item.count != 1 else ''}, not on the head's line)", style="dim"
+    )
 
 
 def older_label(item: OlderItem) -> Text:
-    return Text(f"▲ {item.remaining} earlier checkpoint{'s' if item.remaining != 1 else ''}"
-                " (enter to load)", style="italic dim")
+    return Text(
+        f"▲ {item.remaining} earlier checkpoint{'s' if item.remaining != 1 else ''} (enter to load)",
+        style="italic dim",
+    )
 
 
 class CheckpointTree(Tree[object]):
@@ -122,7 +129,7 @@ class CheckpointTree(Tree[object]):
         Binding("k", "cursor_up", "Up", show=False),
     ]
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(Text("no thread selected", style="italic"), **kwargs)
         self.show_root = True
         self.guide_depth = 3
@@ -145,8 +152,13 @@ class CheckpointTree(Tree[object]):
         self._by_id.clear()
         self.root.set_label(Text(text, style="italic"))
 
-    def show_thread(self, thread_id: str, metas: list[CheckpointMetadata], total: int,
-                    origin: CheckpointMetadata | None = None) -> None:
+    def show_thread(
+        self,
+        thread_id: str,
+        metas: list[CheckpointMetadata],
+        total: int,
+        origin: CheckpointMetadata | None = None,
+    ) -> None:
         """Replace the tree with the newest page of a thread."""
         self.generation += 1
         self.clear()
@@ -166,16 +178,18 @@ class CheckpointTree(Tree[object]):
         label = Text(inert(thread_id, one_line=True), style="bold")
         label.append(f"  {total} checkpoint{'s' if total != 1 else ''}", style="dim")
         if origin is not None:
-            label.append(f"  {BRANCH_GLYPH} from {inert(origin.thread_id, one_line=True)}@{origin.step}",
-                         style="magenta")
+            label.append(
+                f"  {BRANCH_GLYPH} from {inert(origin.thread_id, one_line=True)}@{origin.step}",
+                style="magenta",
+            )
         return label
 
-    def add_page(self, node: TreeNode[object], metas: list[CheckpointMetadata], offset: int,
-                 total: int) -> None:
+    def add_page(
+        self, node: TreeNode[object], metas: list[CheckpointMetadata], offset: int, total: int
+    ) -> None:
         """Put a page (oldest first, counted `offset` rows back from the head) into a
         container node, above what it already shows."""
-        state = self.states.setdefault(node.id, ThreadState(
-            metas[0].thread_id if metas else "", total))
+        state = self.states.setdefault(node.id, ThreadState(metas[0].thread_id if metas else "", total))
         state.total = total
         new = [m for m in metas if m.checkpoint_id not in state.ids]
         state.metas = new + state.metas
@@ -194,7 +208,9 @@ class CheckpointTree(Tree[object]):
                     del self._by_id[cid]
             c.remove()
         metas = state.metas
-        listed, forks = fork_lines([Row(m.checkpoint_id, m.parent_checkpoint_id, m.step, m.tags) for m in metas])
+        listed, forks = fork_lines(
+            [Row(m.checkpoint_id, m.parent_checkpoint_id, m.step, m.tags) for m in metas]
+        )
         remaining = state.total - state.loaded
         if remaining > 0:
             item = OlderItem(state.thread_id, state.loaded, remaining)
@@ -204,8 +220,11 @@ class CheckpointTree(Tree[object]):
         def add(under: TreeNode[object], k: int) -> None:
             meta = metas[k]
             labels = self._labels(meta, is_head=(k == head), forks=bool(forks.get(k)))
-            child = under.add(checkpoint_label(meta, labels, meta.checkpoint_id == self.marked),
-                              CheckpointItem(meta, labels), allow_expand=False)
+            child = under.add(
+                checkpoint_label(meta, labels, meta.checkpoint_id == self.marked),
+                CheckpointItem(meta, labels),
+                allow_expand=False,
+            )
             self._by_id.setdefault(meta.checkpoint_id, child)
             self._attach_branches(child)
             for chain in forks.get(k, []):
@@ -247,7 +266,7 @@ class CheckpointTree(Tree[object]):
         ids = [m.checkpoint_id for m in metas]
         if state is None or head is None or head not in ids:
             return False
-        metas = metas[ids.index(head) + 1:]
+        metas = metas[ids.index(head) + 1 :]
         if total != state.total + len(metas):
             return False
         if not metas:
@@ -267,8 +286,11 @@ class CheckpointTree(Tree[object]):
             if meta.checkpoint_id in state.ids:
                 continue
             labels = self._labels(meta, is_head=meta is metas[-1])
-            child = self.root.add(checkpoint_label(meta, labels, meta.checkpoint_id == self.marked),
-                                  CheckpointItem(meta, labels), allow_expand=False)
+            child = self.root.add(
+                checkpoint_label(meta, labels, meta.checkpoint_id == self.marked),
+                CheckpointItem(meta, labels),
+                allow_expand=False,
+            )
             state.ids.add(meta.checkpoint_id)
             state.metas.append(meta)
             state.loaded += 1
@@ -355,8 +377,12 @@ class CheckpointTree(Tree[object]):
 
     def is_at_head(self) -> bool:
         node = self.cursor_node
-        return (node is not None and isinstance(node.data, CheckpointItem)
-                and "head" in node.data.labels and node.parent is self.root)
+        return (
+            node is not None
+            and isinstance(node.data, CheckpointItem)
+            and "head" in node.data.labels
+            and node.parent is self.root
+        )
 
     def set_marked(self, checkpoint_id: str | None) -> None:
         """Show the ★ on the marked checkpoint (and take it off the previous one)."""

@@ -10,9 +10,12 @@ from tests.support.contract_suite import PAIRS, build_pair
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "needs(*what): a contract test that runs on the stores having each of "
-                            "`what` (a capability's name; 'cap': the test's `cap` parameter; 'append': the "
-                            "format's program writes a step here): the others are deselected, not skipped")
+    config.addinivalue_line(
+        "markers",
+        "needs(*what): a contract test that runs on the stores having each of "
+        "`what` (a capability's name; 'cap': the test's `cap` parameter; 'append': the "
+        "format's program writes a step here): the others are deselected, not skipped",
+    )
 
 
 def _has(name: str, what: tuple, params: dict) -> bool:

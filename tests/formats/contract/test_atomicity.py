@@ -6,7 +6,8 @@ does change it. The AgentOS engine's own writes: tests/engine/test_engine_atomic
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 

@@ -6,11 +6,11 @@ Part of the storage contract suite (tests/formats/contract/: every format x {SQL
 from __future__ import annotations
 
 import pytest
-from tests.support.sampledb import cli, cli_json
-from tests.support.contract_formats import Built, FormatCase, dump
-from tests.support.contract_suite import _cli_branch_to_merge
 
 from agentctl.storage import Capability, open_store
+from tests.support.contract_formats import Built, FormatCase, dump
+from tests.support.contract_suite import _cli_branch_to_merge
+from tests.support.sampledb import cli, cli_json
 
 
 async def _rows(case: FormatCase, b: Built) -> int:
@@ -35,8 +35,13 @@ async def test_cli_dry_run_plan_is_what_the_write_does(built, what):
     after). Where the format cannot do it, `--dry-run` and the write both exit 2 before
     any plan, prompt or backup, and write nothing."""
     case, b = built
-    cap = {"rewind": Capability.REWIND, "rewind-hard": Capability.REWIND, "merge": Capability.MERGE,
-           "prune": Capability.PRUNE, "delete": Capability.DELETE}[what]
+    cap = {
+        "rewind": Capability.REWIND,
+        "rewind-hard": Capability.REWIND,
+        "merge": Capability.MERGE,
+        "prune": Capability.PRUNE,
+        "delete": Capability.DELETE,
+    }[what]
     async with open_store(b.url) as store:
         declared = store.can(cap)
         target = (await store.read_thread(b.main, 2))[1]
@@ -44,7 +49,8 @@ async def test_cli_dry_run_plan_is_what_the_write_does(built, what):
     # a thread with what goes with it or stays (a branch, a LangGraph subgraph's namespace)
     victim = next(iter(b.branches), b.main)
     args = {
-        "rewind": ["rewind", ref], "rewind-hard": ["rewind", ref, "--hard"],
+        "rewind": ["rewind", ref],
+        "rewind-hard": ["rewind", ref, "--hard"],
         "prune": ["prune", *[b.main if a == "THREAD" else a for a in case.prune_cli]],
         "delete": ["threads", "delete", victim],
     }.get(what)
@@ -97,5 +103,7 @@ async def test_cli_dry_run_plan_is_what_the_write_does(built, what):
     else:
         assert plan["checkpoints"] == gone == len(done["deleted"]) > 0
         async with open_store(b.url) as store:
-            left = set(await (store.all_addresses() if hasattr(store, "all_addresses") else store.all_thread_ids()))
+            left = set(
+                await (store.all_addresses() if hasattr(store, "all_addresses") else store.all_thread_ids())
+            )
         assert not left & set(plan["included"]) and set(plan["branches_kept"]) <= left

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.sampledb import cli, cli_json
-from tests.support.contract_suite import _ok, data_rows
 
 from agentctl.storage import Capability, Problem, Unsupported, detect, open_store
+from tests.support.contract_suite import _ok, data_rows
+from tests.support.sampledb import cli, cli_json
 
 
 async def test_stats_and_backup_as_declared(built, tmp_path):
@@ -42,7 +42,10 @@ async def test_backup_listed_where_the_command_works(built, tmp_path):
     async with open_store(b.url) as store:
         assert (r.exit_code == 0) == store.can(Capability.BACKUP), r.stderr
     if r.exit_code == 0:
-        listed = {f["name"]: f["capabilities"] for f in json.loads(cli(b.url, "formats", "--json").stdout)["formats"]}
+        listed = {
+            f["name"]: f["capabilities"]
+            for f in json.loads(cli(b.url, "formats", "--json").stdout)["formats"]
+        }
         assert "backup" in listed[case.name]
 
 

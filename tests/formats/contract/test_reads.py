@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.format_contract import check_step_refs, check_store
-from tests.support.sampledb import cli
-from tests.support.contract_formats import CASES, NEEDLE, Built, dump
-from tests.support.contract_suite import _ok
 
 from agentctl.errors import AmbiguousReference, NotFoundError
 from agentctl.refs import resolve
 from agentctl.storage import Capability, detect, formats, open_store
 from agentctl.tree import checkpoint_tree
+from tests.support.contract_formats import CASES, NEEDLE, Built, dump
+from tests.support.contract_suite import _ok
+from tests.support.format_contract import check_step_refs, check_store
+from tests.support.sampledb import cli
 
 
 def test_every_format_has_a_case_and_its_flags_agree_with_its_spec():
@@ -109,6 +109,7 @@ async def test_step_ref_after_a_fork_names_the_head_line(built):
     fork), the step has both and the newer one is named; every step checked as the
     README's rule says (check_step_refs)."""
     case, b = built
+
     async def rewind_and_append(target: str, *texts: str) -> list:
         async with open_store(b.url, readonly=False) as store:
             h = store.history()
@@ -201,12 +202,21 @@ async def test_cli_reads(built):
         metas = await store.read_thread(b.main, 1000)
         can = {c: store.can(c) for c in Capability}
     first, last = metas[0].checkpoint_id, metas[-1].checkpoint_id
-    other = (await _other_head(b))
+    other = await _other_head(b)
     commands = [
-        (("threads", "list"), True), (("threads", "show", b.main), True), (("log", b.main), True),
-        (("log", b.main, "--graph"), False), (("show", b.main), True), (("show", f"{b.main}@{metas[1].step}"), True),
-        (("diff", first, last), True), (("diff", last, other), True), (("tree", b.main), True),
-        (("search", NEEDLE), True), (("stats",), True), (("doctor",), True), (("oplog",), True),
+        (("threads", "list"), True),
+        (("threads", "show", b.main), True),
+        (("log", b.main), True),
+        (("log", b.main, "--graph"), False),
+        (("show", b.main), True),
+        (("show", f"{b.main}@{metas[1].step}"), True),
+        (("diff", first, last), True),
+        (("diff", last, other), True),
+        (("tree", b.main), True),
+        (("search", NEEDLE), True),
+        (("stats",), True),
+        (("doctor",), True),
+        (("oplog",), True),
     ]
     needs = {"stats": Capability.STATS, "doctor": Capability.DOCTOR, "oplog": Capability.UNDO}
     for args, has_json in commands:
@@ -230,11 +240,14 @@ async def test_cli_reads(built):
     log = json.loads(cli(b.url, "log", b.main, "--json").stdout)
     assert sorted(e["checkpoint_id"] for e in _entries(log)) == sorted(m.checkpoint_id for m in metas)
     shown = json.loads(cli(b.url, "show", first, "--json").stdout)
-    assert json.dumps(shown, sort_keys=True) == json.dumps(head_dict := await _cp_dict(b, first), sort_keys=True), head_dict
+    assert json.dumps(shown, sort_keys=True) == json.dumps(
+        head_dict := await _cp_dict(b, first), sort_keys=True
+    ), head_dict
     exported = cli(b.url, "export", b.main)
     _ok(exported)
-    assert [json.loads(x)["metadata"]["checkpoint_id"] for x in exported.stdout.splitlines()] == \
-        [m.checkpoint_id for m in metas]
+    assert [json.loads(x)["metadata"]["checkpoint_id"] for x in exported.stdout.splitlines()] == [
+        m.checkpoint_id for m in metas
+    ]
 
 
 def _entries(log):

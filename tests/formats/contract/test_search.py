@@ -7,10 +7,10 @@ Part of the storage contract suite (tests/formats/contract/: every format x {SQL
 from __future__ import annotations
 
 import pytest
-from tests.support.contract_formats import NEEDLE, WIDE
-from tests.support.contract_suite import PAIRS
 
 from agentctl.storage import open_store
+from tests.support.contract_formats import NEEDLE, WIDE
+from tests.support.contract_suite import PAIRS
 
 
 async def test_search(built):
@@ -24,7 +24,9 @@ async def test_search(built):
         assert {h.thread_id for h in await store.search(NEEDLE, thread_id=b.main)} == {b.main}
         scanned = await store.search(NEEDLE, scan=True)
         assert store.last_search_path == "scan"
-        assert {(h.thread_id, h.checkpoint_id) for h in scanned} == {(h.thread_id, h.checkpoint_id) for h in hits}
+        assert {(h.thread_id, h.checkpoint_id) for h in scanned} == {
+            (h.thread_id, h.checkpoint_id) for h in hits
+        }
         assert await store.search("no such text anywhere 0xdeadbeef") == []
 
 
@@ -76,8 +78,9 @@ async def test_an_adk_scan_pages_by_offset_when_its_key_may_be_null(built, monke
         whole = _hits(await store.search("e", scan=True, limit=1000))
         assert len(whole) >= 3
     con = sqlite3.connect(b.url)
-    con.executescript("CREATE TABLE loose AS SELECT * FROM events; DROP TABLE events; "
-                      "ALTER TABLE loose RENAME TO events")
+    con.executescript(
+        "CREATE TABLE loose AS SELECT * FROM events; DROP TABLE events; ALTER TABLE loose RENAME TO events"
+    )
     con.close()
     async with open_store(b.url) as store:
         found, pages = await _scan_a_row_a_page(store, monkeypatch)

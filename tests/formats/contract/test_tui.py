@@ -7,23 +7,26 @@ Part of the storage contract suite (tests/formats/contract/: every format x {SQL
 from __future__ import annotations
 
 import pytest
-from tests.support.sampledb import cli
-from tests.support.contract_formats import CASES, SAMPLED, Built, copy_sample, dump
-from tests.support.contract_suite import _needs, data_rows
 
 from agentctl.storage import Capability, open_store
+from tests.support.contract_formats import CASES, SAMPLED, Built, copy_sample, dump
+from tests.support.contract_suite import _needs, data_rows
+from tests.support.sampledb import cli
 
-
-KEYS = {Capability.REWIND: "r", Capability.BRANCH: "b", Capability.MERGE: "M", Capability.PRUNE: "p",
-        Capability.UNDO: "u"}
+KEYS = {
+    Capability.REWIND: "r",
+    Capability.BRANCH: "b",
+    Capability.MERGE: "M",
+    Capability.PRUNE: "p",
+    Capability.UNDO: "u",
+}
 
 
 @pytest.mark.parametrize("name", SAMPLED)
 async def test_tui_browses_the_sample_and_refuses_what_the_format_cannot_do(name, tmp_path, monkeypatch):
     pytest.importorskip("textual")
-    from tests.tui.test_tui import select_thread, settle, view_text  # the Pilot helpers
-
     from agentctl.tui.app import AgentctlApp
+    from tests.tui.test_tui import select_thread, settle, view_text  # the Pilot helpers
 
     case = CASES[name]
     path = copy_sample(case.sample, tmp_path / case.sample)
@@ -70,20 +73,23 @@ async def test_tui_browses_the_sample_and_refuses_what_the_format_cannot_do(name
 
 
 async def _tui_to(pilot, thread: str, checkpoint_id: str) -> None:
-    from tests.tui.test_tui import select_thread, settle
-
     from agentctl.tui.widgets.timeline import CheckpointItem
+    from tests.tui.test_tui import select_thread, settle
 
     app = pilot.app
     await select_thread(pilot, thread)
     app.timeline.focus()
+
     def walk(node):  # (a thread with several roots, as CrewAI's main, nests its lines)
         for child in node.children:
             yield child
             yield from walk(child)
 
-    node = next(c for c in walk(app.timeline.root)
-                if isinstance(c.data, CheckpointItem) and c.data.meta.checkpoint_id == checkpoint_id)
+    node = next(
+        c
+        for c in walk(app.timeline.root)
+        if isinstance(c.data, CheckpointItem) and c.data.meta.checkpoint_id == checkpoint_id
+    )
     app.timeline.move_to_node(node)
     await settle(pilot)
     assert app.selected.checkpoint_id == checkpoint_id
@@ -98,9 +104,8 @@ async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeyp
     """The TUI's r, b and u on a database each format's program wrote: the same result
     as the library's, and undo puts every row back."""
     pytest.importorskip("textual")
-    from tests.tui.test_tui import settle
-
     from agentctl.tui.app import AgentctlApp
+    from tests.tui.test_tui import settle
 
     case = CASES[name]
     _needs(case)
@@ -110,7 +115,9 @@ async def test_tui_rewind_branch_and_undo_where_declared(name, tmp_path, monkeyp
         target = (await store.read_thread(b.main, 1000))[1]
         want = case.content(await store.get(target.checkpoint_id))
         threads = set(await store.all_thread_ids())
-    assert can[Capability.REWIND] or can[Capability.BRANCH], f"{name} writes but declares neither rewind nor branch"
+    assert can[Capability.REWIND] or can[Capability.BRANCH], (
+        f"{name} writes but declares neither rewind nor branch"
+    )
 
     async def idle(*args, **kwargs) -> None:
         import asyncio
@@ -157,11 +164,11 @@ async def test_tui_prune_dialog_offers_what_the_format_means(name, tmp_path, mon
     without an error."""
     pytest.importorskip("textual")
     from textual.widgets import Select
-    from tests.tui.test_tui import settle
 
     from agentctl.tui.app import AgentctlApp
     from agentctl.tui.flows import prune_spec
     from agentctl.tui.screens.prompt import PruneScreen
+    from tests.tui.test_tui import settle
 
     case = CASES[name]
     _needs(case)

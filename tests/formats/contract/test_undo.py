@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.support.sampledb import cli
-from tests.support.contract_formats import dump
-from tests.support.contract_suite import _ok, data_rows
 
 from agentctl.errors import AgentctlError
 from agentctl.storage import Capability, open_store
+from tests.support.contract_formats import dump
+from tests.support.contract_suite import _ok, data_rows
+from tests.support.sampledb import cli
 
 
 @pytest.mark.needs("cap", "undo", "append")

@@ -8,15 +8,15 @@ Part of the storage contract suite (tests/formats/contract/: every format x {SQL
 from __future__ import annotations
 
 import pytest
-from tests.support.format_contract import check_store
-from tests.support.sampledb import cli
-from tests.support.contract_formats import Built, FormatCase, dump
-from tests.support.contract_suite import WRITES, _cli_branch_to_merge, _ok, content, data_rows
 
 from agentctl.errors import AgentctlError
 from agentctl.refs import resolve
 from agentctl.storage import Capability, PruneSpec, Unsupported, open_store
 from agentctl.tree import checkpoint_tree
+from tests.support.contract_formats import Built, FormatCase, dump
+from tests.support.contract_suite import WRITES, _cli_branch_to_merge, _ok, content, data_rows
+from tests.support.format_contract import check_store
+from tests.support.sampledb import cli
 
 
 async def test_writes_refused_on_a_read_only_store(built):
@@ -28,8 +28,11 @@ async def test_writes_refused_on_a_read_only_store(built):
             history = store.history()
         except Unsupported:
             return
-        for call in (lambda: history.rewind(first), lambda: history.branch(first, "ro"),
-                     lambda: history.delete_thread(b.main)):
+        for call in (
+            lambda: history.rewind(first),
+            lambda: history.branch(first, "ro"),
+            lambda: history.delete_thread(b.main),
+        ):
             with pytest.raises(AgentctlError):
                 await call()
     assert await dump(b.url) == before
@@ -156,8 +159,13 @@ async def _refused(case: FormatCase, b: Built, cap: Capability) -> None:
     assert await dump(b.url) == before
 
 
-DO = {Capability.REWIND: _rewind, Capability.BRANCH: _branch, Capability.MERGE: _merge,
-      Capability.PRUNE: _prune, Capability.DELETE: _delete}
+DO = {
+    Capability.REWIND: _rewind,
+    Capability.BRANCH: _branch,
+    Capability.MERGE: _merge,
+    Capability.PRUNE: _prune,
+    Capability.DELETE: _delete,
+}
 
 
 @pytest.mark.parametrize("cap", WRITES, ids=[c.value for c in WRITES])
