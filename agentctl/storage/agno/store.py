@@ -26,6 +26,7 @@ from agentctl.storage.agno.runs import (
     top_level,
 )
 from agentctl.storage.contract import SEARCH_PLACES, Store, local_file_of, skip_copies
+from agentctl.storage.search import snippet_around
 from agentctl.storage.sqlconn import SteppedStore, check_sort, connection, like_escape, prefix_range
 from agentctl.storage.sqlutil import in_chunks
 from agentctl.storage.timefmt import iso_utc
@@ -45,13 +46,6 @@ def epoch_iso(value: Any) -> str:
         except (OverflowError, OSError, ValueError):
             return str(value)
     return iso_utc(value)
-
-
-def snippet(text: str, needle: str, width: int = 40) -> str:
-    pos = text.casefold().find(needle.casefold())
-    start = max(pos - width, 0)
-    out = " ".join(text[start : pos + len(needle) + width].split())
-    return ("…" if start else "") + out + ("…" if pos + len(needle) + width < len(text) else "")
 
 
 @dataclass
@@ -679,7 +673,7 @@ class AgnoStore(SteppedStore):
                         step=step,
                         where="tools_result" if place == "tools" else "messages",
                         role=msg.get("role"),
-                        snippet=snippet(body, text),
+                        snippet=snippet_around(body, text, 40),
                         path="",
                     )
                 )

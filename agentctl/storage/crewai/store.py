@@ -24,6 +24,7 @@ from agentctl.storage.crewai import (
     REPLAY,
     REPLAY_COLUMNS,
 )
+from agentctl.storage.search import snippet_around
 from agentctl.storage.sql import jsonb
 from agentctl.storage.sqlconn import ConnectedStore, check_sort, connection, one_line, prefix_range
 from agentctl.storage.timefmt import iso_utc
@@ -38,14 +39,6 @@ def ts_iso(value: Any) -> str:
     if len(text) == 15 and text[8] == "T" and text[:8].isdigit() and text[9:].isdigit():
         return f"{text[:4]}-{text[4:6]}-{text[6:8]}T{text[9:11]}:{text[11:13]}:{text[13:15]}+00:00"
     return iso_utc(value)
-
-
-def snippet_around(text: str, needle: str, width: int = 40) -> str:
-    """One line of `text` around the first case-insensitive match of `needle`."""
-    flat = " ".join(text.split())
-    pos = max(flat.casefold().find(needle.casefold()), 0)
-    start, end = max(0, pos - width), min(len(flat), pos + len(needle) + width)
-    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
 def load_json(value: Any) -> Any:
