@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.support import noderig
-from tests.support.noderig import NODE_DIR, run_node
+from tests.support.noderig import NODE_DIR, run_node, served
 from tests.support.rig import REPO
 from tests.support.sampledb import cli, cli_json
 
@@ -29,12 +29,12 @@ def lgjs_db(request, tmp_path, node_modules) -> tuple[str, dict]:
     """(the database's URL, LangGraph.js's getStateHistory of each thread)."""
     if request.param == "sqlite":
         url = str(tmp_path / "langgraphjs.db")
-        out = run_node(WRITER, "sqlite", url)
+        history = served(WRITER, "sqlite", url)
     else:
         url = request.getfixturevalue("pg_dsn")  # a fresh schema, named in search_path
         schema = parse_qs(urlsplit(url).query)["search_path"][0]
-        out = run_node(WRITER, "postgres", request.getfixturevalue("pg_base_dsn"), schema)
-    return url, json.loads(out.stdout)
+        history = served(WRITER, "postgres", request.getfixturevalue("pg_base_dsn"), schema)
+    return url, history
 
 
 def test_agentctl_reads_what_langgraphjs_wrote(lgjs_db):
