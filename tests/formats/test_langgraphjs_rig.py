@@ -150,3 +150,25 @@ def test_the_bench_generator_writes_what_langgraphjs_reads(tmp_path, node_module
         [m["role"], m["content"], len(m.get("tool_calls") or [])] for m in shown["messages"]
     ]
     assert {k for k, _, _ in got["messages"]} == {"ai", "tool"}
+
+
+# a served script: prints on stdout and stderr (not an answer), returns its args; or throws
+NOISY = """
+export async function main(args) {
+  console.log("not an answer");
+  process.stdout.write("{\\"ok\\": 1}\\n");
+  console.error("nor this");
+  if (args[0] === "throw") throw new Error("thrown ✗ " + args[1]);
+  return { args, pid: process.pid };
+}
+"""
+
+
+def test_the_node_server_answers_each_call_and_survives_an_error(node_modules):
+    """served(): what a script prints cannot pass for its answer; a script's error fails the
+    test with node's message; the same node (one per worker) answers the next call."""
+    first = served(NOISY, "a", "é ✓")
+    assert first["args"] == ["a", "é ✓"]
+    with pytest.raises(pytest.fail.Exception, match="thrown ✗ x"):
+        served(NOISY, "throw", "x")
+    assert served(NOISY, "b") == {"args": ["b"], "pid": first["pid"]}
