@@ -68,6 +68,15 @@ def test_agentctl_reads_what_langgraphjs_wrote(lgjs_db):
         assert h[0]["id"] in r.stdout and "start " + thread in r.stdout and "world" in r.stdout
 
 
+# plugins the child pytest has no use for: their imports (langsmith, hypothesis) were ~3.5 s
+# of its ~4 s
+QUIET_PLUGINS = [
+    a
+    for p in ("langsmith_plugin", "hypothesispytest", "benchmark", "textual-snapshot", "syrupy")
+    for a in ("-p", f"no:{p}")
+]
+
+
 @pytest.mark.parametrize("require", ["", "1"])
 def test_without_node_the_rig_skips_with_the_reason_unless_required(tmp_path, require):
     """No node on PATH: the test is skipped, saying why; under AGENTCTL_REQUIRE_NODE=1
@@ -87,6 +96,7 @@ def test_without_node_the_rig_skips_with_the_reason_unless_required(tmp_path, re
             "-rsf",
             "-p",
             "no:cacheprovider",
+            *QUIET_PLUGINS,
             f"{__file__}::test_agentctl_reads_what_langgraphjs_wrote",
         ],
         cwd=REPO,
