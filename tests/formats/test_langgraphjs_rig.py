@@ -169,6 +169,7 @@ export async function main(args) {
   process.stdout.write("{\\"ok\\": 1}\\n");
   console.error("nor this");
   if (args[0] === "throw") throw new Error("thrown ✗ " + args[1]);
+  if (args[0] === "sleep") await new Promise((r) => setTimeout(r, 30000));
   return { args, pid: process.pid };
 }
 """
@@ -176,9 +177,14 @@ export async function main(args) {
 
 def test_the_node_server_answers_each_call_and_survives_an_error(node_modules):
     """served(): what a script prints cannot pass for its answer; a script's error fails the
-    test with node's message; the same node (one per worker) answers the next call."""
+    test with node's message; the same node (one per worker) answers the next call; a call
+    past its timeout fails (the node killed) and a new node answers the next."""
     first = served(NOISY, "a", "é ✓")
     assert first["args"] == ["a", "é ✓"]
     with pytest.raises(pytest.fail.Exception, match="thrown ✗ x"):
         served(NOISY, "throw", "x")
     assert served(NOISY, "b") == {"args": ["b"], "pid": first["pid"]}
+    with pytest.raises(pytest.fail.Exception, match="node server died"):
+        served(NOISY, "sleep", timeout=0.5)
+    again = served(NOISY, "c")
+    assert again["args"] == ["c"] and again["pid"] != first["pid"]

@@ -185,7 +185,7 @@ def _script_file(root: Path, script: str | Path) -> Path:
 
 class NodeServer:
     """One `node tests/node/serve.mjs` process: each request a JSON line on its stdin
-    ({script, args}), each answer a JSON line on its own pipe ({ok} or {error}); what the
+    ({id, script, args}), each answer a JSON line on its own pipe ({id, ok} or {id, error}); what the
     scripts print goes to stderr (a file), so it cannot garble an answer."""
 
     def __init__(self) -> None:
@@ -204,6 +204,7 @@ class NodeServer:
         )
         os.close(w)
         self.answers = os.fdopen(r, encoding="utf-8")
+        self.calls = 0
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -211,12 +212,14 @@ class NodeServer:
     def run(self, script: str | Path, *args: str, timeout: float = 120) -> Any:
         path = _script_file(self.root, script)
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"script": str(path), "args": list(args)}) + "\n")
+        self.calls += 1
+        self.proc.stdin.write(json.dumps({"id": self.calls, "script": str(path), "args": list(args)}) + "\n")
         self.proc.stdin.flush()
         timer = threading.Timer(timeout, self.proc.kill)
         timer.start()
-        try:
-            line = self.answers.readline()
+        try:  # an answer to an earlier call (one a test stopped waiting for) is skipped
+            while (line := self.answers.readline()) and json.loads(line)["id"] != self.calls:
+                pass
         finally:
             timer.cancel()
         name = script.name if isinstance(script, Path) else "<script>"
