@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.support import noderig
-from tests.support.noderig import NODE_DIR, run_node
+from tests.support.noderig import NODE_DIR, run_node, served
 from tests.support.rig import REPO
 from tests.support.sampledb import cli, cli_json
 
@@ -29,12 +29,12 @@ def lgjs_db(request, tmp_path, node_modules) -> tuple[str, dict]:
     """(the database's URL, LangGraph.js's getStateHistory of each thread)."""
     if request.param == "sqlite":
         url = str(tmp_path / "langgraphjs.db")
-        out = run_node(WRITER, "sqlite", url)
+        history = served(WRITER, "sqlite", url)
     else:
         url = request.getfixturevalue("pg_dsn")  # a fresh schema, named in search_path
         schema = parse_qs(urlsplit(url).query)["search_path"][0]
-        out = run_node(WRITER, "postgres", request.getfixturevalue("pg_base_dsn"), schema)
-    return url, json.loads(out.stdout)
+        history = served(WRITER, "postgres", request.getfixturevalue("pg_base_dsn"), schema)
+    return url, history
 
 
 def test_agentctl_reads_what_langgraphjs_wrote(lgjs_db):
@@ -68,6 +68,15 @@ def test_agentctl_reads_what_langgraphjs_wrote(lgjs_db):
         assert h[0]["id"] in r.stdout and "start " + thread in r.stdout and "world" in r.stdout
 
 
+# plugins the child pytest has no use for: their imports (langsmith, hypothesis) were ~3.5 s
+# of its ~4 s
+QUIET_PLUGINS = [
+    a
+    for p in ("langsmith_plugin", "hypothesispytest", "benchmark", "textual-snapshot", "syrupy")
+    for a in ("-p", f"no:{p}")
+]
+
+
 @pytest.mark.parametrize("require", ["", "1"])
 def test_without_node_the_rig_skips_with_the_reason_unless_required(tmp_path, require):
     """No node on PATH: the test is skipped, saying why; under AGENTCTL_REQUIRE_NODE=1
@@ -87,6 +96,7 @@ def test_without_node_the_rig_skips_with_the_reason_unless_required(tmp_path, re
             "-rsf",
             "-p",
             "no:cacheprovider",
+            *QUIET_PLUGINS,
             f"{__file__}::test_agentctl_reads_what_langgraphjs_wrote",
         ],
         cwd=REPO,
@@ -150,3 +160,31 @@ def test_the_bench_generator_writes_what_langgraphjs_reads(tmp_path, node_module
         [m["role"], m["content"], len(m.get("tool_calls") or [])] for m in shown["messages"]
     ]
     assert {k for k, _, _ in got["messages"]} == {"ai", "tool"}
+
+
+# a served script: prints on stdout and stderr (not an answer), returns its args; or throws
+NOISY = """
+export async function main(args) {
+  console.log("not an answer");
+  process.stdout.write("{\\"ok\\": 1}\\n");
+  console.error("nor this");
+  if (args[0] === "throw") throw new Error("thrown ✗ " + args[1]);
+  if (args[0] === "sleep") await new Promise((r) => setTimeout(r, 30000));
+  return { args, pid: process.pid };
+}
+"""
+
+
+def test_the_node_server_answers_each_call_and_survives_an_error(node_modules):
+    """served(): what a script prints cannot pass for its answer; a script's error fails the
+    test with node's message; the same node (one per worker) answers the next call; a call
+    past its timeout fails (the node killed) and a new node answers the next."""
+    first = served(NOISY, "a", "é ✓")
+    assert first["args"] == ["a", "é ✓"]
+    with pytest.raises(pytest.fail.Exception, match="thrown ✗ x"):
+        served(NOISY, "throw", "x")
+    assert served(NOISY, "b") == {"args": ["b"], "pid": first["pid"]}
+    with pytest.raises(pytest.fail.Exception, match="node server died"):
+        served(NOISY, "sleep", timeout=0.5)
+    again = served(NOISY, "c")
+    assert again["args"] == ["c"] and again["pid"] != first["pid"]

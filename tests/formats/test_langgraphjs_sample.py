@@ -10,7 +10,7 @@ import re
 import shutil
 
 from tests.support import noderig
-from tests.support.noderig import run_node
+from tests.support.noderig import run_node, served
 from tests.support.rig import REPO
 from tests.support.sampledb import cli, cli_json
 
@@ -69,16 +69,22 @@ def _shape(db: str) -> dict:
 # LangGraph.js's saver reads a database: each thread's checkpoints (list) and its head (getTuple)
 READ = """
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-const saver = SqliteSaver.fromConnString(process.argv[2]);
-const out = {};
-for (const thread of JSON.parse(process.argv[3])) {
-  const config = { configurable: { thread_id: thread } };
-  let n = 0;
-  for await (const _ of saver.list(config)) n += 1;
-  const head = await saver.getTuple(config);
-  out[thread] = [n, head.metadata.step, Object.keys(head.checkpoint.channel_values).sort()];
+export async function main([file, threads]) {
+  const saver = SqliteSaver.fromConnString(file);
+  try {
+    const out = {};
+    for (const thread of JSON.parse(threads)) {
+      const config = { configurable: { thread_id: thread } };
+      let n = 0;
+      for await (const _ of saver.list(config)) n += 1;
+      const head = await saver.getTuple(config);
+      out[thread] = [n, head.metadata.step, Object.keys(head.checkpoint.channel_values).sort()];
+    }
+    return out;
+  } finally {
+    saver.db.close();
+  }
 }
-console.log(JSON.stringify(out));
 """
 
 
@@ -89,5 +95,5 @@ def test_the_sample_is_what_the_script_writes_and_langgraphjs_reads_it(tmp_path,
     assert _shape(str(made)) == shape and len(shape) == 5
     committed = tmp_path / "committed.db"
     shutil.copyfile(SAMPLE, committed)
-    reads = [json.loads(run_node(READ, str(db), json.dumps(THREADS)).stdout) for db in (committed, made)]
+    reads = [served(READ, str(db), json.dumps(THREADS)) for db in (committed, made)]
     assert reads[0] == reads[1] and reads[0]["refund-js"][:2] == [6, 4]

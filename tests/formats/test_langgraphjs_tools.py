@@ -22,7 +22,7 @@ import pytest
 from tests.formats.test_langgraphjs_writes import at_step, shape
 from tests.support import dbcopy, noderig
 from tests.support.contract_formats import pg_schema
-from tests.support.noderig import NODE_DIR, run_node
+from tests.support.noderig import NODE_DIR, served
 from tests.support.rig import pg_execute, run_sync, with_search_path
 from tests.support.sampledb import cli
 
@@ -56,9 +56,7 @@ class Db:
         self.kind = "postgres" if "://" in url else "sqlite"
 
     def js(self, *ops: dict[str, Any]) -> list[Any]:
-        return json.loads(
-            run_node(DRIVER, str(self.project / "graph.mjs"), self.url, json.dumps(list(ops))).stdout
-        )
+        return served(DRIVER, str(self.project / "graph.mjs"), self.url, json.dumps(list(ops)))
 
     def history(self, thread: str = "t") -> list[dict[str, Any]]:
         return self.js({"op": "history", "thread": thread})[0]

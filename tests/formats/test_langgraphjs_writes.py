@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.support import noderig
-from tests.support.noderig import NODE_DIR, run_node
+from tests.support.noderig import NODE_DIR, served
 from tests.support.rig import pg_execute, run_sync, with_search_path
 from tests.support.sampledb import cli, cli_json
 
@@ -42,8 +42,7 @@ class JsDb:
         self.kind, self.url, self.node_args, self.schema = kind, url, node_args, schema
 
     def js(self, *ops: dict[str, Any]) -> list[Any]:
-        out = run_node(SCRIPT, *self.node_args, json.dumps(list(ops)))
-        return json.loads(out.stdout)
+        return served(SCRIPT, *self.node_args, json.dumps(list(ops)))
 
     def history(self, thread: str) -> list[dict[str, Any]]:
         return self.js({"op": "history", "thread": thread})[0]

@@ -20,7 +20,7 @@ import pytest
 
 from tests.formats.test_langgraph_writes import dump
 from tests.support import noderig
-from tests.support.noderig import run_node
+from tests.support.noderig import served
 from tests.support.rig import REPO, pg_execute, with_search_path
 from tests.support.sampledb import cli, cli_json
 
@@ -81,22 +81,31 @@ SAVER = textwrap.dedent("""
       await saver.setup();
       return saver;
     }
+    // nothing held open between calls (the node server lives on): agentctl's writes must not wait
+    async function closeSaver(saver) {
+      if (saver.end) await saver.end();
+      else saver.db.close();
+    }
 """)
 
 # LangGraph.js's own view of a thread: getStateHistory, oldest first, without ids and times
 HISTORY = (
     textwrap.dedent("""
     import { pathToFileURL } from "node:url";
-    const [file, db, thread] = process.argv.slice(2);
-    const { graph } = await import(pathToFileURL(file).href);
-    const saver = graph.checkpointer = await openSaver(db);
-    const out = [];
-    for await (const s of graph.getStateHistory({ configurable: { thread_id: thread } })) {
-      out.unshift({ step: s.metadata.step, source: s.metadata.source, next: s.next, values: s.values,
-                    id: s.config.configurable.checkpoint_id });
+    export async function main([file, db, thread]) {
+      const { graph } = await import(pathToFileURL(file).href);
+      const saver = graph.checkpointer = await openSaver(db);
+      try {
+        const out = [];
+        for await (const s of graph.getStateHistory({ configurable: { thread_id: thread } })) {
+          out.unshift({ step: s.metadata.step, source: s.metadata.source, next: s.next, values: s.values,
+                        id: s.config.configurable.checkpoint_id });
+        }
+        return out;
+      } finally {
+        await closeSaver(saver);
+      }
     }
-    console.log(JSON.stringify(out));
-    if (saver.end) await saver.end();
 """)
     + SAVER
 )
@@ -106,15 +115,19 @@ INVOKE = (
     textwrap.dedent("""
     import { pathToFileURL } from "node:url";
     import { Command } from "@langchain/langgraph";
-    const [file, db, thread, how, value, at] = process.argv.slice(2);
-    const { graph } = await import(pathToFileURL(file).href);
-    const saver = graph.checkpointer = await openSaver(db);
-    const config = { configurable: { thread_id: thread, ...(at ? { checkpoint_id: at } : {}) } };
-    if (how === "input") await graph.invoke(JSON.parse(value), config);
-    else if (how === "resume") await graph.invoke(new Command({ resume: JSON.parse(value) }), config);
-    else if (how === "update") await graph.updateState(config, JSON.parse(value));
-    else await graph.invoke(null, config);
-    if (saver.end) await saver.end();
+    export async function main([file, db, thread, how, value, at]) {
+      const { graph } = await import(pathToFileURL(file).href);
+      const saver = graph.checkpointer = await openSaver(db);
+      try {
+        const config = { configurable: { thread_id: thread, ...(at ? { checkpoint_id: at } : {}) } };
+        if (how === "input") await graph.invoke(JSON.parse(value), config);
+        else if (how === "resume") await graph.invoke(new Command({ resume: JSON.parse(value) }), config);
+        else if (how === "update") await graph.updateState(config, JSON.parse(value));
+        else await graph.invoke(null, config);
+      } finally {
+        await closeSaver(saver);
+      }
+    }
 """)
     + SAVER
 )
@@ -145,13 +158,11 @@ def _agentctl(db, *args, cwd=REPO, env=None):
 
 
 def history(project, db, thread="t"):
-    return json.loads(run_node(HISTORY, str(project / "graph.mjs"), str(db), thread).stdout)
+    return served(HISTORY, str(project / "graph.mjs"), str(db), thread)
 
 
 def invoke(project, db, how, value=None, at=None, thread="t"):
-    run_node(
-        INVOKE, str(project / "graph.mjs"), str(db), thread, how, json.dumps(value), *([at] if at else [])
-    )
+    served(INVOKE, str(project / "graph.mjs"), str(db), thread, how, json.dumps(value), *([at] if at else []))
 
 
 def same(h):

@@ -7,6 +7,9 @@ better-sqlite3 is built for one node), `~/.cache/agentctl-tests/node-<hash>` (or
 `AGENTCTL_TEST_NODE_CACHE`), behind a file lock so that xdist workers don't race; later
 sessions find it done. `run_node(script, *args, env=...)` runs a `.mjs` (its text, or a
 file) from inside that directory, so that its `import`s resolve to the locked packages.
+`served(script, *args)` runs a script that exports `main(argv)` in this process's one
+long-lived node (`tests/node/serve.mjs`): the packages load once per xdist worker, not
+once per call (~0.5 s each); the script's `main` opens and closes its savers per call.
 
 Without node 20+ and npm the tests that need the rig are skipped with the reason, except
 when `AGENTCTL_REQUIRE_NODE=1` (CI), where that is a failure (as `AGENTCTL_REQUIRE_PG=1`).
@@ -14,14 +17,20 @@ when `AGENTCTL_REQUIRE_NODE=1` (CI), where that is a failure (as `AGENTCTL_REQUI
 
 from __future__ import annotations
 
+import atexit
 import fcntl
+import functools
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
+import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +51,7 @@ class NodeMissing(RuntimeError):
     """No usable node / npm on this machine (a skip, or a failure under AGENTCTL_REQUIRE_NODE)."""
 
 
+@functools.cache  # once per process (a `node -p` run each time was ~0.1 s per script run)
 def node_abi() -> str:
     """`node`'s version and module ABI ("20.20.2-115"); NodeMissing without node 20+ and npm."""
     node, npm = shutil.which("node"), shutil.which("npm")
@@ -157,3 +167,96 @@ def run_node(
             f"{r.stderr.strip()[-2000:]}"
         )
     return r
+
+
+def _script_file(root: Path, script: str | Path) -> Path:
+    """The script's text as a file in the rig's directory (its imports resolve there), named
+    by the text's hash: written once, and the server's module cache never serves stale text."""
+    text = script.read_text() if isinstance(script, Path) else script
+    runs = root / "runs"
+    runs.mkdir(exist_ok=True)
+    path = runs / f"served-{hashlib.sha256(text.encode()).hexdigest()[:16]}.mjs"
+    if not path.exists():
+        tmp = runs / f"{uuid.uuid4().hex}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, path)  # another worker may write the same file: whole, either way
+    return path
+
+
+class NodeServer:
+    """One `node tests/node/serve.mjs` process: each request a JSON line on its stdin
+    ({id, script, args}), each answer a JSON line on its own pipe ({id, ok} or {id, error}); what the
+    scripts print goes to stderr (a file), so it cannot garble an answer."""
+
+    def __init__(self) -> None:
+        self.root = rig_dir()
+        self.stderr = tempfile.TemporaryFile()
+        r, w = os.pipe()
+        self.proc = subprocess.Popen(
+            ["node", str(_script_file(self.root, NODE_DIR / "serve.mjs")), str(w)],
+            cwd=self.root,
+            env={**os.environ, "NODE_PATH": str(self.root / "node_modules")},
+            stdin=subprocess.PIPE,
+            stdout=self.stderr,
+            stderr=self.stderr,
+            pass_fds=(w,),
+            text=True,
+        )
+        os.close(w)
+        self.answers = os.fdopen(r, encoding="utf-8")
+        self.calls = 0
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, script: str | Path, *args: str, timeout: float = 120) -> Any:
+        path = _script_file(self.root, script)
+        assert self.proc.stdin is not None
+        self.calls += 1
+        self.proc.stdin.write(json.dumps({"id": self.calls, "script": str(path), "args": list(args)}) + "\n")
+        self.proc.stdin.flush()
+        timer = threading.Timer(timeout, self.proc.kill)
+        timer.start()
+        try:  # an answer to an earlier call (one a test stopped waiting for) is skipped
+            while (line := self.answers.readline()) and json.loads(line)["id"] != self.calls:
+                pass
+        finally:
+            timer.cancel()
+        name = script.name if isinstance(script, Path) else "<script>"
+        if not line:
+            self.proc.wait()
+            self.stderr.seek(0)
+            err = self.stderr.read().decode(errors="replace").strip()[-2000:]
+            pytest.fail(f"node server died (exit {self.proc.returncode}) running {name}:\n{err}")
+        answer = json.loads(line)
+        if "error" in answer:
+            pytest.fail(f"node {name} failed:\n{answer['error'][-2000:]}")
+        return answer["ok"]
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()  # serve.mjs ends at the end of its input
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.answers.close()
+        self.stderr.close()
+
+
+_server: NodeServer | None = None
+
+
+def served(script: str | Path, *args: str, timeout: float = 120) -> Any:
+    """`main(args)` of a `.mjs` (a Path, or its text) that exports it, run in this process's
+    node server (started at the first call, ended at exit; started again if it died): its
+    result, as JSON. An error fails the test. Needs the `node_modules` fixture."""
+    global _server
+    if _server is None or not _server.alive():
+        if _server is None:
+            atexit.register(lambda: _server.close() if _server else None)
+        else:
+            _server.close()
+        _server = NodeServer()
+    return _server.run(script, *args, timeout=timeout)
