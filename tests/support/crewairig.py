@@ -228,13 +228,19 @@ class CheckServer:
                     pipe.close()
 
 
+_SERVERS: list[CheckServer] = []
+
+
 @pytest.fixture(scope="session")
-def crewai_check(crewai_python, tmp_path_factory):
+def crewai_check(crewai_python, tmp_path_factory) -> CheckServer:
     """check(db, WHAT, *args, cwd=tmp_path) -> CrewAI's answer (tests/crewai/crewai_check.py:
-    its JSON value), from one serving process per test process (CheckServer)."""
-    server = CheckServer(crewai_python, tmp_path_factory.mktemp("crewai-check") / "stderr.log")
-    yield server
-    server.close()
+    its JSON value), from one serving process per test process (CheckServer; one for all
+    the test files importing this fixture, each of which has a session instance of its own:
+    ended at the process's exit)."""
+    if not _SERVERS:
+        _SERVERS.append(CheckServer(crewai_python, tmp_path_factory.mktemp("crewai-check") / "stderr.log"))
+        atexit.register(_SERVERS[0].close)
+    return _SERVERS[0]
 
 
 def last_json(out: str) -> Any:
