@@ -49,7 +49,7 @@ def test_routed_flow_reads(crewai_copy, crewai_files):
     assert tree.exit_code == 0 and all(i in tree.stdout for i in ids)
 
 
-def test_routed_flow_edit_takes_the_other_route(crewai_copy, crewai_files, crewai_check, tmp_path):
+def test_routed_flow_edit_takes_the_other_route(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("routes.db")
     before = dump(db, "checkpoints")
@@ -76,7 +76,7 @@ def test_routed_flow_edit_takes_the_other_route(crewai_copy, crewai_files, crewa
     ]
 
 
-def test_routed_flow_rewind_and_branch_continue(crewai_copy, crewai_files, crewai_check, tmp_path):
+def test_routed_flow_rewind_and_branch_continue(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("routes.db")
     before = dump(db, "checkpoints")

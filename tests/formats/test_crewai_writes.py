@@ -50,7 +50,7 @@ def undo_redo(db: str, table: str, before: list) -> None:
     assert dump(db, table) == after
 
 
-def test_checkpoint_rewind_crewai_resumes_from_it(crewai_copy, crewai_files, crewai_check, tmp_path):
+def test_checkpoint_rewind_crewai_resumes_from_it(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")
@@ -81,7 +81,7 @@ def test_checkpoint_rewind_hard_refused(crewai_copy, crewai_files):
     assert dump(db, "checkpoints") == before
 
 
-def test_checkpoint_branch_and_edit_crewai_continue(crewai_copy, crewai_files, crewai_check, tmp_path):
+def test_checkpoint_branch_and_edit_crewai_continue(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")
@@ -114,7 +114,7 @@ def test_checkpoint_threads_delete(crewai_copy, crewai_files):
     undo_redo(db, "checkpoints", before)
 
 
-def test_checkpoint_prune_keeps_fork_points_and_the_newest(crewai_copy, crewai_files, crewai_check, tmp_path):
+def test_checkpoint_prune_keeps_fork_points_and_the_newest(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")
@@ -131,7 +131,7 @@ def test_checkpoint_prune_keeps_fork_points_and_the_newest(crewai_copy, crewai_f
     assert went["restored"]["completed"] == ["book", "plan"] and went["result"] == "report Rome zephyrine"
 
 
-def test_flow_rewind_load_state_and_kickoff_continue(crewai_copy, crewai_files, crewai_check, tmp_path):
+def test_flow_rewind_load_state_and_kickoff_continue(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("flow_states.db")
     oslo = w["flows"][0]
@@ -152,7 +152,7 @@ def test_flow_rewind_load_state_and_kickoff_continue(crewai_copy, crewai_files, 
     undo_redo(db2, "flow_states", before)
 
 
-def test_flow_branch_edit_delete(crewai_copy, crewai_files, crewai_check, tmp_path):
+def test_flow_branch_edit_delete(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("flow_states.db")
     oslo, lima = w["flows"]

@@ -60,7 +60,7 @@ async def test_checkpoints_threads_roots_and_fork(crewai_copy, crewai_files):
         assert [m["name"] for m in cp.messages] == ["plan", "book", "report"]
 
 
-async def test_checkpoints_decode_as_crewai_reads_them(crewai_copy, crewai_check, tmp_path):
+async def test_checkpoints_decode_as_crewai_reads_them(crewai_check, crewai_copy, tmp_path):
     db = crewai_copy(CK)
     # the rows as CrewAI's SQLite (pysqlite3, >= 3.45: json(data) works) reads them
     rows = crewai_check(db, "query", "SELECT id, json(data) FROM checkpoints ORDER BY rowid", cwd=tmp_path)
@@ -109,7 +109,7 @@ def test_checkpoints_cli_reads(crewai_copy, crewai_files):
     assert r.exit_code == 0 and len(lines) == 9
 
 
-async def test_flow_states(crewai_copy, crewai_files, crewai_check, tmp_path):
+async def test_flow_states(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy(FS)
     oslo, lima = w["flows"]
@@ -126,7 +126,7 @@ async def test_flow_states(crewai_copy, crewai_files, crewai_check, tmp_path):
     assert [h["thread_id"] for h in cli_json(db, "search", "Lima")] == [lima, lima]
 
 
-async def test_replay_store(crewai_copy, crewai_files, crewai_check, tmp_path):
+async def test_replay_store(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy(RP)
     loaded = crewai_check(db, "tasks", cwd=tmp_path)  # KickoffTaskOutputsSQLiteStorage.load

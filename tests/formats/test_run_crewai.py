@@ -78,7 +78,7 @@ def same_as_crewai(check, tmp_path, copy: str, ref: str, had: int, new: list[lis
 
 
 def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(
-    crewai_copy, crewai_files, crewai_python, crewai_check, tmp_path
+    crewai_check, crewai_copy, crewai_files, crewai_python, tmp_path
 ):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
@@ -106,7 +106,7 @@ def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(
 
 
 def test_run_a_branch_resumes_its_newest_checkpoint_on_it(
-    crewai_copy, crewai_files, crewai_python, crewai_check, tmp_path
+    crewai_check, crewai_copy, crewai_files, crewai_python, tmp_path
 ):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
@@ -124,7 +124,7 @@ def test_run_a_branch_resumes_its_newest_checkpoint_on_it(
 
 
 def test_run_kicks_a_persisted_flow_off_as_crewai_does(
-    crewai_copy, crewai_files, crewai_python, crewai_check, tmp_path
+    crewai_check, crewai_copy, crewai_files, crewai_python, tmp_path
 ):
     _, w = crewai_files
     db = crewai_copy("flow_states.db")

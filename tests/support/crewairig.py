@@ -178,7 +178,8 @@ class CheckServer:
         self.python, self.log = python, log
         self.proc: subprocess.Popen | None = None
 
-    def _start(self) -> subprocess.Popen:
+    def start(self) -> subprocess.Popen:
+        """The process, started unless it runs (its import of crewai goes on meanwhile)."""
         if self.proc is None or self.proc.poll() is not None:
             with open(self.log, "ab") as err:
                 self.proc = subprocess.Popen(
@@ -193,7 +194,7 @@ class CheckServer:
         return self.proc
 
     def _ask(self, argv: list[str], cwd: Path, timeout: float) -> dict[str, Any]:
-        proc = self._start()
+        proc = self.start()
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd)}) + "\n")
         proc.stdin.flush()
@@ -240,6 +241,9 @@ def crewai_check(crewai_python, tmp_path_factory) -> CheckServer:
     if not _SERVERS:
         _SERVERS.append(CheckServer(crewai_python, tmp_path_factory.mktemp("crewai-check") / "stderr.log"))
         atexit.register(_SERVERS[0].close)
+        # (started now: crewai imported while this process gets on with its test, e.g.
+        # waiting for `written`: the tests ask for crewai_check before crewai_files)
+        _SERVERS[0].start()
     return _SERVERS[0]
 
 
