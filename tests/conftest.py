@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.support import pgserver
+
+# (autouse: the folder where CrewAI writes its files once per test run)
+from tests.support.crewairig import run_folder  # noqa: F401
 from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, unavailable, with_search_path
 
 #: the fixtures whose tests are `slow`: a Postgres server, the Node rig (npm ci, node),
@@ -29,7 +32,7 @@ from tests.support.rig import SAMPLE_DB, fast_tier_refuses, pg_execute, unavaila
 SLOW_FIXTURES = frozenset({"pg_base_dsn", "pg_dsn", "node_modules", "crewai_python"})
 #: the parameters (a test id's parts) whose tests are `slow`: the Postgres half of a
 #: test run on both backends; CrewAI's stores in the one list of stores (their files are
-#: written by CrewAI in its own venv, once per worker)
+#: written by CrewAI in its own venv, once per test run)
 SLOW_PARAMS = frozenset({"postgres", "pg", "crewai"})
 #: what is `slow` besides: a folder (ending in /), a file, a test (FILE::NAME) or one
 #: of its parameters (FILE::NAME[ID]): a

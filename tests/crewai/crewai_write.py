@@ -103,4 +103,8 @@ crew.kickoff(inputs={"topic": "zephyrine"})
 con = _sqlite.connect(CC)
 summary["crew"] = [r[0] for r in con.execute("SELECT id FROM checkpoints ORDER BY rowid")]
 con.close()
-print(json.dumps(summary))
+from crewai.events.event_bus import crewai_event_bus  # noqa: E402
+
+crewai_event_bus.flush()  # (CrewAI's handlers done: every row written)
+print(json.dumps(summary), flush=True)
+os._exit(0)  # (the interpreter's teardown of crewai's modules takes seconds: nothing left to do)

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 from tests.formats.test_crewai_writes import dump, ok, undo_redo
 from tests.support import crewairig
-from tests.support.crewairig import CREWAI_DIR, last_json, run_crewai
 from tests.support.sampledb import cli, cli_json
 
-crewai_python, crewai_files, crewai_copy = (
+crewai_python, crewai_files, crewai_copy, crewai_check = (
     crewairig.crewai_python,
     crewairig.crewai_files,
     crewairig.crewai_copy,
+    crewairig.crewai_check,
 )
-CHECK = CREWAI_DIR / "crewai_check.py"
 ROUTE = ["plan", "choose", "book-cheap", "hotel", "train", "report"]
 
 
-def resume(python, tmp_path, db, ref):
-    return last_json(run_crewai(python, CHECK, db, "resume", ref, "RoutedTrip", cwd=tmp_path).stdout)
+def resume(check, tmp_path, db, ref):
+    return check(db, "resume", ref, "RoutedTrip", cwd=tmp_path)
 
 
 def test_routed_flow_reads(crewai_copy, crewai_files):
@@ -50,7 +49,7 @@ def test_routed_flow_reads(crewai_copy, crewai_files):
     assert tree.exit_code == 0 and all(i in tree.stdout for i in ids)
 
 
-def test_routed_flow_edit_takes_the_other_route(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_routed_flow_edit_takes_the_other_route(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("routes.db")
     before = dump(db, "checkpoints")
@@ -68,7 +67,7 @@ def test_routed_flow_edit_takes_the_other_route(crewai_copy, crewai_files, crewa
     edited = cli_json(db, "show", "main")["metadata"]
     assert edited["parent_checkpoint_id"] == first
     undo_redo(db, "checkpoints", before)
-    went = resume(crewai_python, tmp_path, db, edited["checkpoint_id"])
+    went = resume(crewai_check, tmp_path, db, edited["checkpoint_id"])
     assert went["restored"]["state"]["budget"] == 900 and went["restored"]["completed"] == ["plan"]
     assert went["final"]["path"] == ["plan", "choose", "book-fancy", "hotel", "train", "report"]
     assert went["result"] == "report 900 plan/choose/book-fancy/hotel/train/report"
@@ -77,7 +76,7 @@ def test_routed_flow_edit_takes_the_other_route(crewai_copy, crewai_files, crewa
     ]
 
 
-def test_routed_flow_rewind_and_branch_continue(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_routed_flow_rewind_and_branch_continue(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("routes.db")
     before = dump(db, "checkpoints")
@@ -87,7 +86,7 @@ def test_routed_flow_rewind_and_branch_continue(crewai_copy, crewai_files, crewa
     assert copy["metadata"]["parent_checkpoint_id"] == first
     assert copy["state"]["entities"] == cli_json(db, "show", first)["state"]["entities"]
     undo_redo(db, "checkpoints", before)
-    went = resume(crewai_python, tmp_path, db, copy["metadata"]["checkpoint_id"])
+    went = resume(crewai_check, tmp_path, db, copy["metadata"]["checkpoint_id"])
     assert went["result"].startswith("report 100 ") and went["final"]["path"][-4:] == ROUTE[-4:]
     assert {r[1] for r in went["written"]} == {"main"}
     # a branch from it: CrewAI goes on on the branch
@@ -95,5 +94,5 @@ def test_routed_flow_rewind_and_branch_continue(crewai_copy, crewai_files, crewa
     ok(db, "branch", first, "try-route", "--yes")
     head = cli_json(db, "show", "try-route")["metadata"]
     undo_redo(db, "checkpoints", mid)
-    went = resume(crewai_python, tmp_path, db, head["checkpoint_id"])
+    went = resume(crewai_check, tmp_path, db, head["checkpoint_id"])
     assert {r[1] for r in went["written"]} == {"try-route"} and went["result"].startswith("report 100 ")

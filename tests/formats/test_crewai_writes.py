@@ -1,7 +1,7 @@
 """agentctl's writes on CrewAI's files, each proven by CrewAI continuing from what agentctl
-wrote (tests/crewai/crewai_check.py in the CrewAI rig: Flow.from_checkpoint + kickoff,
-crewai_cli's listing, SQLiteFlowPersistence.load_state, kickoff(inputs={"id": uuid})),
-each undone (every row back, JSONB compared decoded, in rowid order) and redone."""
+wrote (tests/crewai/crewai_check.py in the CrewAI rig, one serving process per worker:
+Flow.from_checkpoint + kickoff, crewai_cli's listing, SQLiteFlowPersistence.load_state,
+kickoff(inputs={"id": uuid})), each undone (every row back, JSONB compared decoded, in rowid order) and redone."""
 
 from __future__ import annotations
 
@@ -9,19 +9,14 @@ import sqlite3
 
 from agentctl.storage.sql import jsonb
 from tests.support import crewairig
-from tests.support.crewairig import CREWAI_DIR, last_json, run_crewai
 from tests.support.sampledb import cli, cli_json
 
-crewai_python, crewai_files, crewai_copy = (
+crewai_python, crewai_files, crewai_copy, crewai_check = (
     crewairig.crewai_python,
     crewairig.crewai_files,
     crewairig.crewai_copy,
+    crewairig.crewai_check,
 )
-CHECK = CREWAI_DIR / "crewai_check.py"
-
-
-def crewai(python, tmp_path, db, *args):
-    return last_json(run_crewai(python, CHECK, db, *args, cwd=tmp_path).stdout)
 
 
 def dump(db: str, table: str) -> list:
@@ -55,7 +50,7 @@ def undo_redo(db: str, table: str, before: list) -> None:
     assert dump(db, table) == after
 
 
-def test_checkpoint_rewind_crewai_resumes_from_it(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_checkpoint_rewind_crewai_resumes_from_it(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")
@@ -67,10 +62,10 @@ def test_checkpoint_rewind_crewai_resumes_from_it(crewai_copy, crewai_files, cre
     ok(db, "rewind", target, "--yes")
     new = head(db, "main")["metadata"]
     assert new["parent_checkpoint_id"] == target and new["checkpoint_id"] not in before
-    listing = crewai(crewai_python, tmp_path, db, "list")
+    listing = crewai_check(db, "list", cwd=tmp_path)
     assert listing["latest"] == {"name": new["checkpoint_id"], "branch": "main", "parent_id": target}
     undo_redo(db, "checkpoints", before)
-    went = crewai(crewai_python, tmp_path, db, "resume", new["checkpoint_id"])
+    went = crewai_check(db, "resume", new["checkpoint_id"], cwd=tmp_path)
     assert went["restored"]["state"] == want["checkpoint_state"]
     assert went["restored"]["completed"] == sorted(want["checkpoint_completed_methods"])
     assert went["result"] == "report Paris zephyrine"
@@ -86,7 +81,7 @@ def test_checkpoint_rewind_hard_refused(crewai_copy, crewai_files):
     assert dump(db, "checkpoints") == before
 
 
-def test_checkpoint_branch_and_edit_crewai_continue(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_checkpoint_branch_and_edit_crewai_continue(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")
@@ -94,7 +89,7 @@ def test_checkpoint_branch_and_edit_crewai_continue(crewai_copy, crewai_files, c
     first = head(db, "try-2")["metadata"]
     assert first["parent_checkpoint_id"] == w["rome"][0]
     undo_redo(db, "checkpoints", before)
-    went = crewai(crewai_python, tmp_path, db, "resume", first["checkpoint_id"])
+    went = crewai_check(db, "resume", first["checkpoint_id"], cwd=tmp_path)
     assert went["restored"]["completed"] == ["plan"] and went["final"]["city"] == "Rome"
     assert {r[1] for r in went["written"]} == {"try-2"}  # CrewAI goes on on the branch
     # edit: a new row of the branch, a copy with the value
@@ -103,7 +98,7 @@ def test_checkpoint_branch_and_edit_crewai_continue(crewai_copy, crewai_files, c
     edited = head(db, "main")["metadata"]
     assert edited["parent_checkpoint_id"] == w["rome"][0]
     undo_redo(db, "checkpoints", mid)
-    went = crewai(crewai_python, tmp_path, db, "resume", edited["checkpoint_id"])
+    went = crewai_check(db, "resume", edited["checkpoint_id"], cwd=tmp_path)
     assert went["restored"]["state"]["city"] == "Oslo" and went["result"] == "report Oslo zephyrine"
     assert went["written"][0][1:] == ["main", edited["checkpoint_id"]]
 
@@ -119,9 +114,7 @@ def test_checkpoint_threads_delete(crewai_copy, crewai_files):
     undo_redo(db, "checkpoints", before)
 
 
-def test_checkpoint_prune_keeps_fork_points_and_the_newest(
-    crewai_copy, crewai_files, crewai_python, tmp_path
-):
+def test_checkpoint_prune_keeps_fork_points_and_the_newest(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     before = dump(db, "checkpoints")
@@ -131,14 +124,14 @@ def test_checkpoint_prune_keeps_fork_points_and_the_newest(
     gone = [m["checkpoint_id"] for m in main["delete"]]
     assert gone == w["paris"] + [w["rome"][0], w["rome"][2]]
     ok(db, "prune", "--keep-last", "2", "--yes", "--no-backup")
-    listing = crewai(crewai_python, tmp_path, db, "list")
+    listing = crewai_check(db, "list", cwd=tmp_path)
     assert {c["name"] for c in listing["list"]} == {w["rome"][1], *w["resumed"], *w["fork"]}
     undo_redo(db, "checkpoints", before)  # rows back at their rowids: CrewAI's order
-    went = crewai(crewai_python, tmp_path, db, "resume", w["rome"][1])  # a kept fork point
+    went = crewai_check(db, "resume", w["rome"][1], cwd=tmp_path)  # a kept fork point
     assert went["restored"]["completed"] == ["book", "plan"] and went["result"] == "report Rome zephyrine"
 
 
-def test_flow_rewind_load_state_and_kickoff_continue(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_flow_rewind_load_state_and_kickoff_continue(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("flow_states.db")
     oslo = w["flows"][0]
@@ -148,33 +141,33 @@ def test_flow_rewind_load_state_and_kickoff_continue(crewai_copy, crewai_files, 
     ok(db, "rewind", f"{oslo}@2", "--yes")
     archive = plan["archive_thread"]
     assert cli_json(db, "threads", "list", "--prefix", archive)[0]["checkpoints"] == 2  # the named archive
-    assert crewai(crewai_python, tmp_path, db, "load", oslo) == row2
+    assert crewai_check(db, "load", oslo, cwd=tmp_path) == row2
     undo_redo(db, "flow_states", before)
-    went = crewai(crewai_python, tmp_path, db, "continue", oslo)
+    went = crewai_check(db, "continue", oslo, cwd=tmp_path)
     assert went["steps"] == row2["steps"] + ["plan", "book"]
     # --hard: the later rows to the trash
     db2 = crewai_copy("flow_states.db")
     ok(db2, "rewind", f"{oslo}@1", "--hard", "--yes", "--no-backup")
-    assert crewai(crewai_python, tmp_path, db2, "load", oslo)["steps"] == ["plan"]
+    assert crewai_check(db2, "load", oslo, cwd=tmp_path)["steps"] == ["plan"]
     undo_redo(db2, "flow_states", before)
 
 
-def test_flow_branch_edit_delete(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_flow_branch_edit_delete(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy("flow_states.db")
     oslo, lima = w["flows"]
     before = dump(db, "flow_states")
     ok(db, "branch", f"{oslo}@2", "alt", "--yes")
     new = [t["thread_id"] for t in cli_json(db, "threads", "list") if t["thread_id"] not in (oslo, lima)][0]
-    loaded = crewai(crewai_python, tmp_path, db, "load", new)
+    loaded = crewai_check(db, "load", new, cwd=tmp_path)
     assert loaded["id"] == new and loaded["steps"] == ["plan", "book"]
     undo_redo(db, "flow_states", before)
-    assert crewai(crewai_python, tmp_path, db, "continue", new)["steps"] == ["plan", "book", "plan", "book"]
+    assert crewai_check(db, "continue", new, cwd=tmp_path)["steps"] == ["plan", "book", "plan", "book"]
     mid = dump(db, "flow_states")
     ok(db, "edit", lima, "--set", 'note="hello"', "--yes")
-    assert crewai(crewai_python, tmp_path, db, "load", lima)["note"] == "hello"
+    assert crewai_check(db, "load", lima, cwd=tmp_path)["note"] == "hello"
     undo_redo(db, "flow_states", mid)
     edited = dump(db, "flow_states")
     ok(db, "threads", "delete", lima, "--yes", "--no-backup")
-    assert crewai(crewai_python, tmp_path, db, "load", lima) is None
+    assert crewai_check(db, "load", lima, cwd=tmp_path) is None
     undo_redo(db, "flow_states", edited)

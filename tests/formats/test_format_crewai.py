@@ -13,28 +13,18 @@ import pytest
 
 from agentctl.storage import detect, open_store
 from tests.support import crewairig
-from tests.support.crewairig import last_json, run_crewai
 from tests.support.format_contract import check_store
 from tests.support.sampledb import cli, cli_json
 
 # the fixtures: the CrewAI rig's venv, the files it writes once, a copy per test
-crewai_python, crewai_files, crewai_copy = (
+crewai_python, crewai_files, crewai_copy, crewai_check = (
     crewairig.crewai_python,
     crewairig.crewai_files,
     crewairig.crewai_copy,
+    crewairig.crewai_check,
 )
 
 CK, FS, RP = "checkpoints.db", "flow_states.db", "latest_kickoff_task_outputs.db"
-
-
-def crewai_read(python: str, tmp_path, db: str, sql: str) -> list:
-    """Rows of a query run by CrewAI's SQLite (pysqlite3, >= 3.45: json(data) works)."""
-    script = (
-        "import sys, json\nimport pysqlite3.dbapi2 as s\n"
-        "con = s.connect(sys.argv[1])\n"
-        "print(json.dumps([list(r) for r in con.execute(sys.argv[2])]))\n"
-    )
-    return last_json(run_crewai(python, script, db, sql, cwd=tmp_path).stdout)
 
 
 @pytest.mark.parametrize("name,fmt", [(CK, "crewai"), (FS, "crewai-flows"), (RP, "crewai-replay")])
@@ -70,9 +60,10 @@ async def test_checkpoints_threads_roots_and_fork(crewai_copy, crewai_files):
         assert [m["name"] for m in cp.messages] == ["plan", "book", "report"]
 
 
-async def test_checkpoints_decode_as_crewai_reads_them(crewai_copy, crewai_python, tmp_path):
+async def test_checkpoints_decode_as_crewai_reads_them(crewai_check, crewai_copy, tmp_path):
     db = crewai_copy(CK)
-    rows = crewai_read(crewai_python, tmp_path, db, "SELECT id, json(data) FROM checkpoints ORDER BY rowid")
+    # the rows as CrewAI's SQLite (pysqlite3, >= 3.45: json(data) works) reads them
+    rows = crewai_check(db, "query", "SELECT id, json(data) FROM checkpoints ORDER BY rowid", cwd=tmp_path)
     async with open_store(db) as store:
         for cid, text in rows:
             data = json.loads(text)
@@ -118,17 +109,11 @@ def test_checkpoints_cli_reads(crewai_copy, crewai_files):
     assert r.exit_code == 0 and len(lines) == 9
 
 
-async def test_flow_states(crewai_copy, crewai_files, crewai_python, tmp_path):
+async def test_flow_states(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy(FS)
     oslo, lima = w["flows"]
-    script = (
-        "import sys, json\nimport pysqlite3.dbapi2 as s\nsys.modules['sqlite3'] = s\n"
-        "from crewai.flow.persistence.sqlite import SQLiteFlowPersistence\n"
-        "p = SQLiteFlowPersistence(sys.argv[1])\n"
-        "print(json.dumps({u: p.load_state(u) for u in sys.argv[2:]}))\n"
-    )
-    latest = last_json(run_crewai(crewai_python, script, db, oslo, lima, cwd=tmp_path).stdout)
+    latest = crewai_check(db, "states", oslo, lima, cwd=tmp_path)  # SQLiteFlowPersistence.load_state
     async with open_store(db) as store:
         assert store.format.name == "crewai-flows"
         await check_store(store, first_step=1)
@@ -141,15 +126,10 @@ async def test_flow_states(crewai_copy, crewai_files, crewai_python, tmp_path):
     assert [h["thread_id"] for h in cli_json(db, "search", "Lima")] == [lima, lima]
 
 
-async def test_replay_store(crewai_copy, crewai_files, crewai_python, tmp_path):
+async def test_replay_store(crewai_check, crewai_copy, crewai_files, tmp_path):
     _, w = crewai_files
     db = crewai_copy(RP)
-    script = (
-        "import sys, json\nimport pysqlite3.dbapi2 as s\nsys.modules['sqlite3'] = s\n"
-        "from crewai.memory.storage.kickoff_task_outputs_storage import KickoffTaskOutputsSQLiteStorage\n"
-        "print(json.dumps(KickoffTaskOutputsSQLiteStorage(sys.argv[1]).load(), default=str))\n"
-    )
-    loaded = last_json(run_crewai(crewai_python, script, db, cwd=tmp_path).stdout)
+    loaded = crewai_check(db, "tasks", cwd=tmp_path)  # KickoffTaskOutputsSQLiteStorage.load
     async with open_store(db) as store:
         assert store.format.name == "crewai-replay"
         await check_store(store, first_step=1)

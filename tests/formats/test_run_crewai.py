@@ -11,15 +11,15 @@ import sqlite3
 
 from tests.formats.test_crewai_writes import dump as rows
 from tests.support import crewairig
-from tests.support.crewairig import CREWAI_DIR, last_json, run_crewai
+from tests.support.crewairig import CREWAI_DIR
 from tests.support.sampledb import cli, cli_json
 
-crewai_python, crewai_files, crewai_copy = (
+crewai_python, crewai_files, crewai_copy, crewai_check = (
     crewairig.crewai_python,
     crewairig.crewai_files,
     crewairig.crewai_copy,
+    crewairig.crewai_check,
 )
-CHECK = CREWAI_DIR / "crewai_check.py"
 FLOWS = CREWAI_DIR / "crewai_rig_flows.py"
 ENV = {"CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true", "CREWAI_TRACING_ENABLED": "false"}
 
@@ -68,17 +68,17 @@ def checkpoint_shape(new: list[list], ref: str) -> list:
     return out
 
 
-def same_as_crewai(python: str, tmp_path, copy: str, ref: str, had: int, new: list[list]) -> None:
+def same_as_crewai(check, tmp_path, copy: str, ref: str, had: int, new: list[list]) -> None:
     """CrewAI's own resume of REF (Flow.from_checkpoint + kickoff) on `copy` (the file
     before agentctl's run) writes the rows agentctl's run wrote."""
-    crewai = last_json(run_crewai(python, CHECK, copy, "resume", ref, cwd=tmp_path).stdout)
+    crewai = check(copy, "resume", ref, cwd=tmp_path)
     theirs = rows(copy, "checkpoints")[had:]
     assert [r[1:] for r in crewai["written"]] == [[r[4], r[3]] for r in theirs]
     assert checkpoint_shape(new, ref) == checkpoint_shape(theirs, ref)
 
 
 def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(
-    crewai_copy, crewai_files, crewai_python, tmp_path
+    crewai_check, crewai_copy, crewai_files, crewai_python, tmp_path
 ):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
@@ -95,7 +95,7 @@ def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(
     had = len([r for r in before if r[4] == "main"])
     assert sorted(e["id"] for e in saved) == sorted(r[1] for r in new)
     assert sorted(e["step"] for e in saved) == list(range(had + 1, had + 1 + len(new)))
-    same_as_crewai(crewai_python, tmp_path, mine, ref, len(before), new)
+    same_as_crewai(crewai_check, tmp_path, mine, ref, len(before), new)
     assert new[0][4] == "main" and new[0][3] == ref
     op = cli_json(db, "oplog")[0]
     assert op["kind"] == "run" and op["threads"] == ["main"]
@@ -105,7 +105,9 @@ def test_run_resumes_a_checkpoint_as_crewai_does_and_undo_takes_it_back(
     assert [r[1:] for r in rows(db, "checkpoints")[len(before) :]] == [r[1:] for r in new]
 
 
-def test_run_a_branch_resumes_its_newest_checkpoint_on_it(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_run_a_branch_resumes_its_newest_checkpoint_on_it(
+    crewai_check, crewai_copy, crewai_files, crewai_python, tmp_path
+):
     _, w = crewai_files
     db = crewai_copy("checkpoints.db")
     mine = str(tmp_path / "reference.db")
@@ -118,10 +120,12 @@ def test_run_a_branch_resumes_its_newest_checkpoint_on_it(crewai_copy, crewai_fi
         new and {r[4] for r in new} == {w["fork_branch"]} and new[0][3] == w["fork"][-1]
     )  # on it, from its head
     # (the fork's row holds two flows, the first empty, which CrewAI restores: it starts over)
-    same_as_crewai(crewai_python, tmp_path, mine, w["fork"][-1], len(before), new)
+    same_as_crewai(crewai_check, tmp_path, mine, w["fork"][-1], len(before), new)
 
 
-def test_run_kicks_a_persisted_flow_off_as_crewai_does(crewai_copy, crewai_files, crewai_python, tmp_path):
+def test_run_kicks_a_persisted_flow_off_as_crewai_does(
+    crewai_check, crewai_copy, crewai_files, crewai_python, tmp_path
+):
     _, w = crewai_files
     db = crewai_copy("flow_states.db")
     mine = str(tmp_path / "reference.db")
@@ -138,7 +142,7 @@ def test_run_kicks_a_persisted_flow_off_as_crewai_does(crewai_copy, crewai_files
         (f"{oslo}@{n}", [r[3]]) for n, r in enumerate(new, had + 1)
     ]
     assert lines[1]["keys"] == ["steps"] and lines[-1]["output"] == "booked Oslo"
-    last_json(run_crewai(crewai_python, CHECK, mine, "continue", oslo, cwd=tmp_path).stdout)
+    crewai_check(mine, "continue", oslo, cwd=tmp_path)
     theirs = rows(mine, "flow_states")[len(before) :]
 
     def shape(rs: list[list]) -> list:

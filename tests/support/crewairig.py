@@ -10,8 +10,10 @@ of the Python version, `~/.cache/agentctl-tests/crewai-<hash>` (or under
 `AGENTCTL_TEST_CREWAI_CACHE`), behind a file lock (xdist workers wait for the first);
 later sessions find it done.
 
-`crewai_files` writes the fixture files once per session with the real crewai
-(`tests/crewai/crewai_write.py`); `crewai_copy(name)` copies one per test.
+`crewai_files` writes the fixture files once per test run with the real crewai
+(`tests/crewai/crewai_write.py`; xdist's workers share them, `written`); `crewai_copy(name)`
+copies one per test. `crewai_check` asks CrewAI's own view of a file (`tests/crewai/
+crewai_check.py`) of one serving process per worker, crewai imported once.
 
 A machine that cannot build the venv (no network, no pip) skips these tests with the
 reason, except under `AGENTCTL_REQUIRE_CREWAI=1` (CI), where that is a failure (as
@@ -25,6 +27,7 @@ import fcntl
 import hashlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -99,6 +102,34 @@ def crewai_python() -> str:
 RACE = "dictionary changed size during iteration"
 
 
+def _env(cwd: Path) -> dict[str, str]:
+    """The environment of a script run in the rig (CrewAI's storage under cwd, no telemetry)."""
+    return {
+        **os.environ,
+        "PYTHONPATH": str(CREWAI_DIR),
+        "CREWAI_STORAGE_DIR": str(cwd / "storage"),
+        "CREWAI_DISABLE_TELEMETRY": "true",
+        "OTEL_SDK_DISABLED": "true",
+        "CREWAI_TRACING_ENABLED": "false",
+    }
+
+
+class _Files:
+    """The files among a script's arguments (with their -wal and -shm), as they were: put
+    back after a run CrewAI's race broke."""
+
+    def __init__(self, args: tuple[str, ...]) -> None:
+        self.files = [Path(f"{a}{s}") for a in args for s in ("", "-wal", "-shm") if Path(a).is_file()]
+        self.saved = {f: f.read_bytes() for f in self.files if f.exists()}
+
+    def restore(self) -> None:
+        for f in self.files:
+            if f in self.saved:
+                f.write_bytes(self.saved[f])
+            else:
+                f.unlink(missing_ok=True)
+
+
 def run_crewai(
     python: str,
     script: str | Path,
@@ -118,30 +149,102 @@ def run_crewai(
         path = cwd / "crewai_script.py"
         path.write_text(script)
         script = path
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(CREWAI_DIR),
-        "CREWAI_STORAGE_DIR": str(cwd / "storage"),
-        "CREWAI_DISABLE_TELEMETRY": "true",
-        "OTEL_SDK_DISABLED": "true",
-        "CREWAI_TRACING_ENABLED": "false",
-    }
-    files = [Path(f"{a}{suffix}") for a in args for suffix in ("", "-wal", "-shm") if Path(a).is_file()]
-    saved = {f: f.read_bytes() for f in files if f.exists()}
+    files = _Files(args)
     for _attempt in range(3 if retry else 1):
         r = subprocess.run(
-            [python, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+            [python, str(script), *args],
+            cwd=cwd,
+            env=_env(cwd),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if r.returncode == 0 or RACE not in r.stderr:
             break
-        for f in files:  # as they were before the run CrewAI's race broke
-            if f in saved:
-                f.write_bytes(saved[f])
-            else:
-                f.unlink(missing_ok=True)
+        files.restore()
     if check and r.returncode != 0:
         pytest.fail(f"{script.name} exited {r.returncode}:\n{r.stderr.strip()[-3000:]}")
     return r
+
+
+class CheckServer:
+    """`crewai_check.py --serve`: one process per test process, crewai imported once (3 s
+    and more a process), asked `check(db, WHAT, ...)` as `python crewai_check.py DB WHAT
+    ...` would be (the same commands; each request's flows its own, CrewAI's listener
+    threads done before it answers). CrewAI's race (RACE) is retried as by run_crewai:
+    the files among the arguments put back, asked again."""
+
+    def __init__(self, python: str, log: Path) -> None:
+        self.python, self.log = python, log
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> subprocess.Popen:
+        """The process, started unless it runs (its import of crewai goes on meanwhile)."""
+        if self.proc is None or self.proc.poll() is not None:
+            with open(self.log, "ab") as err:
+                self.proc = subprocess.Popen(
+                    [self.python, str(CREWAI_DIR / "crewai_check.py"), "--serve"],
+                    cwd=self.log.parent,
+                    env=_env(self.log.parent),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                )
+        return self.proc
+
+    def _ask(self, argv: list[str], cwd: Path, timeout: float) -> dict[str, Any]:
+        proc = self.start()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd)}) + "\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        line = proc.stdout.readline() if ready else ""
+        if not line:
+            proc.kill()
+            proc.wait()
+            tail = self.log.read_text(errors="replace")[-3000:]
+            pytest.fail(f"crewai_check.py --serve gave no answer to {argv} in {timeout} s:\n{tail}")
+        return json.loads(line)
+
+    def __call__(self, db: str, *args: str, cwd: Path, timeout: float = 300) -> Any:
+        files = _Files((db, *args))
+        for _attempt in range(3):
+            answer = self._ask([db, *args], cwd, timeout)
+            if "ok" in answer or RACE not in answer["error"]:
+                break
+            files.restore()
+        if "ok" not in answer:
+            pytest.fail(f"crewai_check.py {db} {' '.join(args)} failed:\n{answer['error'][-3000:]}")
+        return answer["ok"]
+
+    def close(self) -> None:
+        """Ended (it holds nothing: each request's files closed before its answer; CrewAI's
+        own shutdown at exit takes seconds)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+
+
+_SERVERS: list[CheckServer] = []
+
+
+@pytest.fixture(scope="session")
+def crewai_check(crewai_python, tmp_path_factory) -> CheckServer:
+    """check(db, WHAT, *args, cwd=tmp_path) -> CrewAI's answer (tests/crewai/crewai_check.py:
+    its JSON value), from one serving process per test process (CheckServer; one for all
+    the test files importing this fixture, each of which has a session instance of its own:
+    ended at the process's exit)."""
+    if not _SERVERS:
+        _SERVERS.append(CheckServer(crewai_python, tmp_path_factory.mktemp("crewai-check") / "stderr.log"))
+        atexit.register(_SERVERS[0].close)
+        # (started now: crewai imported while this process gets on with its test, e.g.
+        # waiting for `written`: the tests ask for crewai_check before crewai_files)
+        _SERVERS[0].start()
+    return _SERVERS[0]
 
 
 def last_json(out: str) -> Any:
@@ -150,18 +253,45 @@ def last_json(out: str) -> Any:
 
 
 _WRITTEN: list[tuple[Path, dict[str, Any]]] = []
+#: the folder shared by this test run's processes (xdist's workers): set by `run_folder`
+_RUN: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def run_folder(tmp_path_factory) -> Path:
+    """The folder this test run's processes share (xdist's workers: the parent of their
+    base temp folders; one process: its own), where `written` writes the files once."""
+    base = tmp_path_factory.getbasetemp()
+    _RUN[:] = [base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base]
+    return _RUN[0]
 
 
 def written() -> tuple[Path, dict[str, Any]]:
-    """The fixture files written by the real crewai, once per test process (the
-    `crewai_files` fixture and the contract suite's CrewAI cases share them): (their
-    folder, what was written: the ids of each run's checkpoints, the fork's branch, the
-    flows' uuids, the task ids)."""
+    """The fixture files written by the real crewai, once per test run (the
+    `crewai_files` fixture and the contract suite's CrewAI cases share them; xdist's
+    workers too: the first writes them under `run_folder`, behind a file lock, the others
+    wait and read them): (their folder, what was written: the ids of each run's
+    checkpoints, the fork's branch, the flows' uuids, the task ids)."""
     if _WRITTEN:
         return _WRITTEN[0]
     interpreter = python()
-    out = Path(tempfile.mkdtemp(prefix="agentctl-crewai-"))
-    atexit.register(shutil.rmtree, out, ignore_errors=True)
+    if _RUN:
+        out = _RUN[0] / "crewai-written"
+    else:  # (outside pytest's session: a folder of this process's)
+        out = Path(tempfile.mkdtemp(prefix="agentctl-crewai-"))
+        atexit.register(shutil.rmtree, out, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        summary = out / "written.json"
+        if not summary.exists():
+            summary.write_text(json.dumps(_write(interpreter, out)))
+    _WRITTEN.append((out / "files", json.loads(summary.read_text())))
+    return _WRITTEN[0]
+
+
+def _write(interpreter: str, out: Path) -> dict[str, Any]:
+    """crewai_write.py's run into OUT/files: its summary."""
     for _attempt in range(3):  # CrewAI's checkpoint listener dumps the state on a thread of its
         # own while the flow changes it: now and then "dictionary changed size during
         # iteration" (CrewAI's race)
@@ -173,8 +303,7 @@ def written() -> tuple[Path, dict[str, Any]]:
             break
     if r.returncode != 0:
         pytest.fail(f"crewai_write.py exited {r.returncode}:\n{r.stderr.strip()[-3000:]}")
-    _WRITTEN.append((out / "files", last_json(r.stdout)))
-    return _WRITTEN[0]
+    return last_json(r.stdout)
 
 
 @pytest.fixture(scope="session")
