@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.support.buildonce import shared_folder
 from tests.support.noderig import cache_root
 from tests.support.rig import REPO, SCRIPTS, pg_execute, run_sync, with_search_path
 
@@ -243,17 +244,14 @@ def pg_restore(dsn: str, dump: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def agno_builds(tmp_path_factory, worker_id, request) -> AgnoBuilds:
+def agno_builds(tmp_path_factory, request) -> AgnoBuilds:
     def agno2() -> str:
         return request.getfixturevalue("agno2_python")
 
     def pg() -> str:
         return request.getfixturevalue("pg_base_dsn")
 
-    # the workers' common folder under xdist (basetemp/popen-gwN's parent), this run's alone
-    root = tmp_path_factory.getbasetemp()
-    shared = (root.parent if worker_id != "master" else root) / "agno-builds"
-    shared.mkdir(exist_ok=True)
+    shared = shared_folder(tmp_path_factory, "agno-builds")  # this run's, its workers' common folder
     return AgnoBuilds(tmp_path_factory.mktemp("agno"), shared, agno2, pg)
 
 

@@ -7,21 +7,29 @@ it done); each test copies what it needs out of it."""
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 _DONE = ".built"
 
 
-@pytest.fixture(scope="session")
-def run_shared(tmp_path_factory, worker_id) -> Path:
+def shared_folder(tmp_path_factory: Any, name: str) -> Path:
+    """`name` in the folder this run's xdist workers share (their temporary folders'
+    parent; the session's own temporary folder without xdist), made if need be."""
     root = tmp_path_factory.getbasetemp()
-    shared = (root.parent if worker_id != "master" else root) / "shared"
+    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / name
     shared.mkdir(exist_ok=True)
     return shared
+
+
+@pytest.fixture(scope="session")
+def run_shared(tmp_path_factory) -> Path:
+    return shared_folder(tmp_path_factory, "shared")
 
 
 def built(folder: Path, name: str, build: Callable[[Path], None]) -> Path:
