@@ -21,7 +21,6 @@ pytest.importorskip("agents")
 
 from agentctl.storage import open_store  # noqa: E402
 from tests.support.contract_formats import append_openai, build_openai, dump  # noqa: E402
-from tests.support.dbcopy import pg_built  # noqa: E402
 from tests.support.fault_injection import fails_cleanly_then_works  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "journal"
@@ -59,10 +58,7 @@ async def build(url: str, kind: str) -> str:
     AdvancedSQLiteSession's: its branch "b", holding main's first turn and 2 items of
     its own)."""
     if not kind.endswith("-sdk"):
-        if "://" in url:  # written by the SDK once per process, copied (tests/support/dbcopy.py)
-            await pg_built("openai", url, lambda u: build_openai("", u))
-        else:
-            await build_openai("", url)
+        await build_openai("", url)
         return "oa-main"
     assert "://" not in url, "AdvancedSQLiteSession is SQLite's"
     from agents.extensions.memory import AdvancedSQLiteSession
