@@ -23,7 +23,8 @@ pytest.importorskip("google.adk")
 
 from agentctl.errors import OperationError  # noqa: E402
 from agentctl.storage import open_store  # noqa: E402
-from tests.support.contract_formats import _adk_service, _adk_text, build_adk, build_once, dump  # noqa: E402
+from tests.support.contract_formats import _adk_service, _adk_text, build_adk, dump  # noqa: E402
+from tests.support.dbcopy import built_case  # noqa: E402
 from tests.support.fault_injection import (  # noqa: E402
     InjectedFault,
     failing_at,
@@ -122,7 +123,7 @@ KINDS = ["rewind", "rewind-hard", "branch", "edit", "fix-state", "run", "run-new
 @pytest.fixture(params=["sqlite", "postgres"])
 async def adk(request, tmp_path) -> str:
     url = str(tmp_path / "adk.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
-    return (await build_once(request, "adk", request.param, url)).url
+    return (await built_case(request, "adk", request.param, url)).url
 
 
 async def frame(url: str, conn: Any = None) -> dict:

@@ -24,7 +24,8 @@ from agentctl.errors import OperationError  # noqa: E402
 from agentctl.refs import resolve  # noqa: E402
 from agentctl.storage import open_store  # noqa: E402
 from agentctl.storage.contract import PruneSpec  # noqa: E402
-from tests.support.contract_formats import append_langgraph, build_once, dump  # noqa: E402
+from tests.support.contract_formats import append_langgraph, dump  # noqa: E402
+from tests.support.dbcopy import built_case  # noqa: E402
 from tests.support.journal_checks import (
     frame,
     migration_is_atomic,
@@ -45,7 +46,7 @@ async def lg(request, tmp_path):
     if request.param == "postgres":
         pytest.importorskip("langgraph.checkpoint.postgres")
     url = str(tmp_path / "lg.db") if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
-    built = await build_once(request, "langgraph", request.param, url)
+    built = await built_case(request, "langgraph", request.param, url)
     async with open_store(url, readonly=False) as store:
         yield url, built, store
 
@@ -101,7 +102,7 @@ async def test_writes_undo_redo_are_atomic(kind, tmp_path, request) -> None:
     if kind == "postgres":
         pytest.importorskip("langgraph.checkpoint.postgres")
     url = str(tmp_path / "lg.db") if kind == "sqlite" else request.getfixturevalue("pg_dsn")
-    await build_once(request, "langgraph", kind, url)
+    await built_case(request, "langgraph", kind, url)
     async with open_store(url, readonly=False) as store:
         h = store.history()
         await writes_undo_redo_atomic(url, store, lambda k: prepare(k, url, store, h), WRITES, MOVES_FAILED)

@@ -6,11 +6,13 @@ cache directory keyed by the packages asked for, `~/.cache/agentctl-tests/agno2-
 (or under `AGENTCTL_TEST_NODE_CACHE`, the Node rig's cache), behind a file lock so that
 xdist workers don't race; later sessions find it done.
 
-`AgnoBuilds` (the `agno_builds` fixture) writes each layout once per test session with
+`AgnoBuilds` (the `agno_builds` fixture) writes each layout once per test run (the first
+xdist worker to ask, under a file lock in the workers' common temporary folder; a
+Postgres build reaches the other workers' servers as pg_dump wrote it) with
 `tests/scripts/agno_write.py` (a process: the agno of that layout, offline: a scripted
-model) and copies it for each test: "v3" (agno 3), "v2" (agno 2), "migrated" (v2, then
-agno 3's `MigrationManager.up()`), "mixed" (v2, then one run by agno 3 without
-migrating: a runs table with that run alone). SQLite files, or Postgres schemas
+model) and copies it for each test: "v3" (agno 3), "v2" (agno 2), "migrated" (a copy of
+v2, then agno 3's `MigrationManager.up()`), "mixed" (a copy of v2, then one run by agno 3
+without migrating: a runs table with that run alone). SQLite files, or Postgres schemas
 (agno's `db_schema`), each test's copy a schema of its own.
 """
 
@@ -31,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.support.buildonce import shared_folder
 from tests.support.noderig import cache_root
 from tests.support.rig import REPO, SCRIPTS, pg_execute, run_sync, with_search_path
 
@@ -102,54 +105,142 @@ class AgnoDb:
     agno_args: tuple[str, ...]
 
 
+#: each process's builds, by the shared folder, then (layout, kind): where, the run ids
+_BUILT: dict[Path, dict[tuple[str, str], tuple[str, dict[str, list[str]]]]] = {}
+
+
 class AgnoBuilds:
-    def __init__(self, folder: Path, agno2: callable, pg: callable) -> None:  # type: ignore[valid-type]
+    """Each layout written once per test run, whatever the number of xdist workers: the
+    first worker to ask builds it under a file lock in `shared` (the workers' common
+    temporary folder) and leaves it there, the SQLite file, or the Postgres schema as
+    pg_dump wrote it (each worker has a server of its own: the others restore the dump
+    into theirs); then each worker copies it per test."""
+
+    def __init__(self, folder: Path, shared: Path, agno2: callable, pg: callable) -> None:  # type: ignore[valid-type]
         self.folder = folder
+        self.shared = shared
         self._agno2 = agno2
         self._pg = pg
-        self._built: dict[tuple[str, str], tuple[str, dict[str, list[str]]]] = {}
+        # this process's builds (each test module importing the fixture has an instance)
+        self._built = _BUILT.setdefault(shared, {})
 
-    def _build(self, layout: str, kind: str) -> tuple[str, dict[str, list[str]]]:
+    def _write(self, layout: str, kind: str) -> tuple[str, dict[str, list[str]]]:
+        """Have agno write `layout` in this worker: (where it is, the run ids). v2 by agno 2;
+        migrated and mixed start from a copy of v2 (agno 2 wrote it), then agno 3
+        migrates it, or runs once on it without migrating."""
         three = sys.executable
-        first = three if layout == "v3" else self._agno2()
         if kind == "sqlite":
-            target, schema, where = str(self.folder / f"{layout}.db"), "", ""
-            where = target
+            target = where = str(self.folder / f"{layout}.db")
+            schema = ""
         else:
             base = self._pg()
             schema = f"agno_{layout}_{uuid.uuid4().hex[:8]}"
             target = sqlalchemy_url(base)
             where = with_search_path(base, schema)
-        runs = write(first, "write", kind, target, schema)
-        if layout == "migrated":
-            write(three, "migrate", kind, target, schema)
-        elif layout == "mixed":
-            runs["chat"] += write(three, "append", kind, target, schema)["chat"]
+        if layout in ("v3", "v2"):
+            runs = write(three if layout == "v3" else self._agno2(), "write", kind, target, schema)
+        else:
+            source, runs = self.built("v2", kind)
+            runs = {k: list(v) for k, v in runs.items()}
+            if kind == "sqlite":
+                shutil.copyfile(source, where)
+            else:
+                from tests.support.dbcopy import _copy_schema
+
+                run_sync(lambda: _copy_schema(source, schema))
+            if layout == "migrated":
+                write(three, "migrate", kind, target, schema)
+            else:
+                runs["chat"] += write(three, "append", kind, target, schema)["chat"]
         if kind == "sqlite":
-            conn = sqlite3.connect(target)  # everything in the main file: the copy is all of it
+            conn = sqlite3.connect(where)  # everything in the main file: the copy is all of it
             try:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
                 conn.close()
         return where, runs
 
-    def copy(self, layout: str, kind: str, dest: Path) -> AgnoDb:
+    def built(self, layout: str, kind: str) -> tuple[str, dict[str, list[str]]]:
+        """(where this worker's build of `layout` is, its run ids): written by agno once
+        per test run (see the class's text)."""
         key = (layout, kind)
-        if key not in self._built:
-            self._built[key] = self._build(layout, kind)
-        source, runs = self._built[key]
+        if key in self._built:
+            return self._built[key]
+        done = self.shared / f"{layout}-{kind}.json"
+        with open(self.shared / f"{layout}-{kind}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the other workers wait here for the first
+            if done.exists():
+                made = json.loads(done.read_text())
+                where = made["where"]
+                if kind == "postgres" and pg_base_of(where) != self._pg():
+                    where = with_search_path(self._pg(), made["schema"])
+                    pg_restore(self._pg(), self.shared / f"{layout}-{kind}.sql")
+                self._built[key] = where, made["runs"]
+                return self._built[key]
+            where, runs = self._write(layout, kind)
+            made = {"where": where, "runs": runs}
+            if kind == "postgres":
+                from tests.support.contract_formats import pg_schema
+
+                made["schema"] = pg_schema(where)
+                pg_dump(pg_base_of(where), made["schema"], self.shared / f"{layout}-{kind}.sql")
+            done.write_text(json.dumps(made))
+        self._built[key] = where, runs
+        return where, runs
+
+    def copy(self, layout: str, kind: str, dest: Path) -> AgnoDb:
+        source, runs = self.built(layout, kind)
         runs = {k: list(v) for k, v in runs.items()}
         if kind == "sqlite":
             shutil.copyfile(source, dest)
             return AgnoDb(str(dest), runs, layout, kind, ("sqlite", str(dest)))
         from tests.support.contract_formats import pg_schema
-        from tests.support.dbcopy import _copy_schema, pg_base
+        from tests.support.dbcopy import _copy_schema
 
         schema = f"agno_t_{uuid.uuid4().hex[:10]}"
         run_sync(lambda: _copy_schema(source, schema))
-        url = with_search_path(pg_base(source), schema)
+        url = with_search_path(pg_base_of(source), schema)
         assert pg_schema(url) == schema
         return AgnoDb(url, runs, layout, kind, ("postgres", sqlalchemy_url(source), schema))
+
+
+def pg_base_of(dsn: str) -> str:
+    from tests.support.dbcopy import pg_base
+
+    return pg_base(dsn)
+
+
+def _pg_tool(name: str) -> str:
+    from tests.support.pgserver import find_bin_dir
+
+    found = shutil.which(name) or os.path.join(find_bin_dir() or "", name)
+    if not os.path.exists(found):
+        raise RuntimeError(f"{name} not found (the Agno rig copies its Postgres builds with it)")
+    return found
+
+
+def pg_dump(dsn: str, schema: str, out: Path) -> None:
+    """The schema (tables, rows, sequences) as SQL, into `out`."""
+    r = subprocess.run(
+        [_pg_tool("pg_dump"), "--no-owner", "--no-privileges", "-n", schema, "-f", str(out), "-d", dsn],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"pg_dump of {schema} failed: {r.stderr[-800:]}")
+
+
+def pg_restore(dsn: str, dump: Path) -> None:
+    """Run what `pg_dump` wrote on the server of `dsn`, stopping at the first error."""
+    r = subprocess.run(
+        [_pg_tool("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", str(dump)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"psql -f {dump} failed: {r.stderr[-800:]}")
 
 
 @pytest.fixture(scope="session")
@@ -160,7 +251,8 @@ def agno_builds(tmp_path_factory, request) -> AgnoBuilds:
     def pg() -> str:
         return request.getfixturevalue("pg_base_dsn")
 
-    return AgnoBuilds(tmp_path_factory.mktemp("agno"), agno2, pg)
+    shared = shared_folder(tmp_path_factory, "agno-builds")  # this run's, its workers' common folder
+    return AgnoBuilds(tmp_path_factory.mktemp("agno"), shared, agno2, pg)
 
 
 @pytest.fixture

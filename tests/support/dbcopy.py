@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -89,6 +89,52 @@ async def _drop_schema(dsn: str, schema: str) -> None:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
         await conn.close()
+
+
+#: what each (build's name, Postgres server) wrote once in this process: its schema's DSN, what
+#: the build returned
+_PG_BUILT: dict[tuple[str, str], tuple[str, Any]] = {}
+
+
+async def pg_built(name: str, dsn: str, build: Callable[[str], Awaitable[Any]]) -> Any:
+    """Fill the schema of `dsn` (empty: `pg_dsn`'s) with what `build(url)` writes: the
+    build runs once per process and server (into a schema of its own, kept to the end),
+    each later call gets a copy of it (`_copy_schema`: rows, indexes, defaults, sequences
+    at their place). Returns what that build returned."""
+    import asyncpg
+
+    key = (name, pg_base(dsn))
+    if key not in _PG_BUILT:
+        schema = f"b_{re.sub(r'[^a-z0-9]', '_', name.lower())}_{uuid.uuid4().hex[:8]}"
+        conn = await asyncpg.connect(key[1])
+        try:
+            await conn.execute(f'CREATE SCHEMA "{schema}"')
+        finally:
+            await conn.close()
+        source = with_search_path(key[1], schema)
+        _PG_BUILT[key] = source, await build(source)
+    source, result = _PG_BUILT[key]
+    dest = pg_schema(dsn)
+    conn = await asyncpg.connect(key[1])
+    try:
+        await conn.execute(f'DROP SCHEMA "{dest}" CASCADE')
+    finally:
+        await conn.close()
+    await _copy_schema(source, dest)
+    return result
+
+
+async def built_case(request: Any, name: str, kind: str, url: str) -> Any:
+    """`contract_formats.build_once` (SQLite: a copy of the session's build), its Postgres
+    builds made once per process too (`pg_built`): the Built, on `url`."""
+    import dataclasses
+
+    from tests.support.contract_formats import CASES, build_once
+
+    if kind == "sqlite":
+        return await build_once(request, name, kind, url)
+    first = await pg_built(name, url, lambda u: CASES[name].build(kind, u))
+    return dataclasses.replace(first, url=url)
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from agentctl.tui.app import AgentctlApp
 from agentctl.tui.screens.compare import CompareScreen
 from agentctl.tui.screens.confirm import ConfirmScreen
 from agentctl.tui.screens.edit import EditScreen
-from tests.support import noderig, sampledb
+from tests.support import buildonce, noderig, sampledb
+from tests.support.buildonce import built
 from tests.support.rig import SAMPLE_DB
 from tests.support.tui import settle, skip_idle_waits
 from tests.tui.test_tui import (
@@ -39,6 +40,7 @@ def _no_idle_waits(monkeypatch):
 # the sample on SQLite and on Postgres, a private writable copy per test
 sample_url = sampledb.sample_url
 node_modules = noderig.node_modules  # the fixture: the Node rig (LangGraph.js), for the JS story
+run_shared = buildonce.run_shared  # the fixture: the run's folder its workers share (built once)
 
 
 @pytest.fixture
@@ -199,41 +201,64 @@ async def test_compare_with_the_marked_checkpoint_from_the_palette(sample_sqlite
 # ---- R: run the user's agent from a checkpoint, then compare ---------------------------
 
 
-@pytest.fixture
-def story(tmp_path):
-    """The README's story project (sample_db/story) with its failed run: `book` raised
-    (no flights to Atlantis) two steps after `plan` set the bad value."""
-    pytest.importorskip("langgraph")
+def _story_built(folder, project_name: str, run) -> None:
+    """The story project `project_name` (of sample_db) in `folder`, with its failed run
+    (`run(db, config)` gives agentctl's result), the database's WAL folded in."""
+    import sqlite3
+
     from tests.support.rig import REPO
 
-    project = tmp_path / "story"
-    shutil.copytree(REPO / "sample_db" / "story", project, ignore=shutil.ignore_patterns("story.db*"))
-    db, config, r = langgraph_project(project, "trip", '{"request": "somewhere new, 3 nights"}')
+    project = folder / project_name
+    shutil.copytree(
+        REPO / "sample_db" / project_name,
+        project,
+        ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"),
+    )
+    db, config = str(project / "run.db"), str(project / "langgraph.json")
+    r = run(project, db, config)
     assert r.exit_code == 1 and "no flights to Atlantis" in r.stderr, r.stderr
-    return db, config
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def _story_copy(built_dir, project_name: str, tmp_path) -> tuple[str, str]:
+    """A test's copy of a story project built once per run (its database with it)."""
+    project = tmp_path / project_name
+    shutil.copytree(built_dir / project_name, project, symlinks=True)
+    return str(project / "run.db"), str(project / "langgraph.json")
+
+
+@pytest.fixture
+def story(run_shared, tmp_path):
+    """The README's story project (sample_db/story) with its failed run: `book` raised
+    (no flights to Atlantis) two steps after `plan` set the bad value (run once per test
+    run by agentctl, copied per test)."""
+    pytest.importorskip("langgraph")
+
+    def run(project, db, config):
+        return langgraph_project(project, "trip", '{"request": "somewhere new, 3 nights"}')[2]
+
+    built_dir = built(run_shared, "tui-story", lambda d: _story_built(d, "story", run))
+    return _story_copy(built_dir, "story", tmp_path)
 
 
 @pytest.fixture(params=["python", "js"])
-def any_story(request, tmp_path):
+def any_story(request, run_shared, tmp_path):
     """The story's failed run, of the Python project (sample_db/story) and of the
     LangGraph.js one (sample_db/story-js, its packages the Node rig's; run in node)."""
     if request.param == "python":
         return request.getfixturevalue("story")
-    from tests.support.rig import REPO
     from tests.support.sampledb import cli
 
     modules = request.getfixturevalue("node_modules")  # skips without node
-    project = tmp_path / "story-js"
-    shutil.copytree(
-        REPO / "sample_db" / "story-js",
-        project,
-        ignore=shutil.ignore_patterns("story.db*", "node_modules", "package-lock.json"),
-    )
-    (project / "node_modules").symlink_to(modules)
-    db, config = str(project / "run.db"), str(project / "langgraph.json")
-    r = cli(db, "run", "trip", "--input", '{"request": "somewhere new, 3 nights"}', "--config", config)
-    assert r.exit_code == 1 and "no flights to Atlantis" in r.stderr, r.stderr
-    return db, config
+
+    def run(project, db, config):
+        (project / "node_modules").symlink_to(modules)
+        return cli(db, "run", "trip", "--input", '{"request": "somewhere new, 3 nights"}', "--config", config)
+
+    built_dir = built(run_shared, "tui-story-js", lambda d: _story_built(d, "story-js", run))
+    return _story_copy(built_dir, "story-js", tmp_path)
 
 
 def langgraph_project(project, thread: str, input: str, graph: str | None = None):
