@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.buildonce import built, shared_folder
 from tests.support.rig import REPO, rig_cache
 
 CREWAI_DIR = REPO / "tests" / "crewai"
@@ -261,8 +262,7 @@ _RUN: list[Path] = []
 def run_folder(tmp_path_factory) -> Path:
     """The folder this test run's processes share (xdist's workers: the parent of their
     base temp folders; one process: its own), where `written` writes the files once."""
-    base = tmp_path_factory.getbasetemp()
-    _RUN[:] = [base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base]
+    _RUN[:] = [shared_folder(tmp_path_factory, "crewai")]
     return _RUN[0]
 
 
@@ -275,18 +275,17 @@ def written() -> tuple[Path, dict[str, Any]]:
     if _WRITTEN:
         return _WRITTEN[0]
     interpreter = python()
+
+    def build(out: Path) -> None:
+        (out / "written.json").write_text(json.dumps(_write(interpreter, out)))
+
     if _RUN:
-        out = _RUN[0] / "crewai-written"
+        out = built(_RUN[0], "written", build)
     else:  # (outside pytest's session: a folder of this process's)
         out = Path(tempfile.mkdtemp(prefix="agentctl-crewai-"))
         atexit.register(shutil.rmtree, out, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        summary = out / "written.json"
-        if not summary.exists():
-            summary.write_text(json.dumps(_write(interpreter, out)))
-    _WRITTEN.append((out / "files", json.loads(summary.read_text())))
+        build(out)
+    _WRITTEN.append((out / "files", json.loads((out / "written.json").read_text())))
     return _WRITTEN[0]
 
 
