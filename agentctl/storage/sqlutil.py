@@ -118,7 +118,10 @@ class LockWaiting(sqlite3.Connection):
     def __init__(self, database: Any, timeout: float = 5.0, *args: Any, **kwargs: Any) -> None:
         self.lock_wait = float(timeout)
         self.lock_step = min(LOCK_STEP, self.lock_wait)
-        super().__init__(database, self.lock_step, *args, **kwargs)
+        if args:  # (a caller's positional detect_types, ...: after the timeout, as sqlite3's)
+            super().__init__(database, self.lock_step, *args, **kwargs)
+        else:  # by keyword: Python 3.13 deprecates a positional timeout (3.15 refuses it)
+            super().__init__(database, timeout=self.lock_step, **kwargs)
 
     def cursor(self, factory: Any = None) -> Any:
         return super().cursor(factory or _LockWaitingCursor)
