@@ -263,7 +263,7 @@ class JournalHistory(ABC):
             if not rows:
                 raise OperationError(f"nothing to {verb}")
             op_id = int(rows[0]["op_id"])
-        if not await tx.table_exists(ops.LOG):
+        elif not await tx.table_exists(ops.LOG):
             raise NotFoundError(f"operation {op_id} not found")
         try:
             rec = await ops.record(tx, int(op_id))

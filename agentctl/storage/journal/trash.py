@@ -53,7 +53,12 @@ def _q(name: str) -> str:
 
 
 async def columns(tx: Any, table: str) -> list[str]:
-    """The source table's columns, in their order."""
+    """The table's columns, in their order. A source table's are read once per
+    transaction (only the journal alters a table inside one, and only a trash: a trash
+    table's are read each time)."""
+    known = None if table.startswith(PREFIX) else tx.__dict__.setdefault("_agentctl_columns", {})
+    if known is not None and table in known:
+        return list(known[table])
     if tx.kind == "postgres":
         rows = await tx.fetch(
             "SELECT attname AS c FROM pg_attribute WHERE attrelid = to_regclass(?) "
@@ -62,7 +67,10 @@ async def columns(tx: Any, table: str) -> list[str]:
         )
     else:
         rows = await tx.fetch("SELECT name AS c FROM pragma_table_info(?) ORDER BY cid", table)
-    return [r["c"] for r in rows]
+    found = [r["c"] for r in rows]
+    if known is not None and found:  # (a missing table is asked again: it may be made)
+        known[table] = found
+    return list(found)
 
 
 async def ensure(tx: Any, table: str) -> tuple[str, str]:
@@ -83,12 +91,19 @@ async def ensure(tx: Any, table: str) -> tuple[str, str]:
         if tx.kind == "postgres"
         else f"CREATE TABLE IF NOT EXISTS {_q(name)} AS SELECT 0 AS {OP}, '' AS {IMAGE}, * FROM {_q(table)} WHERE 0"
     )
-    if not await make_missing(tx, name, made):
-        await widen(tx, table, source)
+    have = await columns(tx, name)  # none: there is no trash yet (a table has a column)
+    if have:
+        await widen(tx, table, source, have)
+    else:
+        if tx.kind == "postgres":
+            await tx.execute(DDL_LOCK)  # as make_missing: two writers making it at once
+        await tx.execute(made)
     # (a trash made before this index is given it by its next write, undo or redo)
-    await make_missing(
-        tx, name + "_op", f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})"
-    )
+    index = f"CREATE INDEX IF NOT EXISTS {_q(name + '_op')} ON {_q(name)} ({OP})"
+    if tx.kind == "postgres":  # found, it is not asked for again (that would lock the trash)
+        await make_missing(tx, name + "_op", index)
+    else:  # SQLite: IF NOT EXISTS is the check (writers are one at a time)
+        await tx.execute(index)
     return name, done[table]
 
 
@@ -308,12 +323,13 @@ async def held(tx: Any, op_id: int, table: str, columns: Sequence[str]) -> list[
     )
 
 
-async def widen(tx: Any, table: str, source: Sequence[str]) -> list[str]:
-    """Add to `table`'s trash the columns the source table (its columns `source`) gained
-    since the trash was made (a framework's own schema migration); the columns added."""
+async def widen(tx: Any, table: str, source: Sequence[str], have: Sequence[str] = ()) -> list[str]:
+    """Add to `table`'s trash (its columns `have`, read when not given) the columns the
+    source table (its columns `source`) gained since the trash was made (a framework's
+    own schema migration); the columns added."""
     name = trash_name(table)
-    have = set(await columns(tx, name))
-    added = [c for c in source if c not in have]
+    present = set(have or await columns(tx, name))
+    added = [c for c in source if c not in present]
     for col in added:
         typ = ""
         if tx.kind == "postgres":
