@@ -125,6 +125,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """While the test modules are collected, pytest keeps the modules it rewrote for their
+    asserts (tests/**/__pycache__, `*-pytest-*.pyc`, as it does by default) even on a
+    machine with PYTHONDONTWRITEBYTECODE set, where each worker would otherwise rewrite
+    every test module again on every run (some 10 s of CPU a worker)."""
+    import sys
+
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = before
+
+
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: half as many workers again as cores, one more at least (3 on 2 cores). Much of
     the suite waits rather than computes (a lock held by another process until a timeout,

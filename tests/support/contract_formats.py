@@ -828,9 +828,11 @@ async def table_names(url: str, conn: Any = None) -> list[str]:
         own = conn is None
         conn = await asyncpg.connect(url) if own else conn
         try:
+            # (pg_class, not information_schema.tables: the same tables, at a fraction of
+            # the cost; a fault loop lists them after every failed statement)
             rows = await conn.fetch(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = "
-                "current_schema() AND table_type = 'BASE TABLE' ORDER BY 1"
+                "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+                "AND relkind IN ('r', 'p') ORDER BY 1"
             )
             return [r[0] for r in rows]
         finally:
