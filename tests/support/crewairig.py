@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -259,11 +260,34 @@ _RUN: list[Path] = []
 
 
 @pytest.fixture(scope="session", autouse=True)
-def run_folder(tmp_path_factory) -> Path:
+def run_folder(request, tmp_path_factory) -> Path:
     """The folder this test run's processes share (xdist's workers: the parent of their
-    base temp folders; one process: its own), where `written` writes the files once."""
+    base temp folders; one process: its own), where `written` writes the files once.
+    When the run holds tests of CrewAI's files, they are begun now, on a thread (the
+    first test process to get there writes them, the others' threads wait): the tests
+    that read them find them written rather than each wait for the run of crewai."""
     _RUN[:] = [shared_folder(tmp_path_factory, "crewai")]
+    if any(_needs_files(item) for item in request.session.items):
+        threading.Thread(target=_write_early, name="crewai-files", daemon=True).start()
     return _RUN[0]
+
+
+def _needs_files(item: Any) -> bool:
+    """Whether a test reads CrewAI's written files (its fixtures, or a case of the one
+    list of stores that is CrewAI's)."""
+    names = getattr(item, "fixturenames", ())
+    return "crewai_files" in names or "crewai_copy" in names or "[crewai" in item.nodeid
+
+
+def _write_early() -> None:
+    """`written`'s build, done ahead of the first test that asks (which then finds it
+    done, or waits for it under the same lock). A failure is left to that test to meet
+    and report: it builds again."""
+    try:
+        interpreter = str(install())
+        built(_RUN[0], "written", _builder(interpreter))
+    except BaseException:  # noqa: BLE001 - (pytest.fail's too) the asking test reports it
+        pass
 
 
 def written() -> tuple[Path, dict[str, Any]]:
@@ -274,11 +298,7 @@ def written() -> tuple[Path, dict[str, Any]]:
     checkpoints, the fork's branch, the flows' uuids, the task ids)."""
     if _WRITTEN:
         return _WRITTEN[0]
-    interpreter = python()
-
-    def build(out: Path) -> None:
-        (out / "written.json").write_text(json.dumps(_write(interpreter, out)))
-
+    build = _builder(python())
     if _RUN:
         out = built(_RUN[0], "written", build)
     else:  # (outside pytest's session: a folder of this process's)
@@ -287,6 +307,16 @@ def written() -> tuple[Path, dict[str, Any]]:
         build(out)
     _WRITTEN.append((out / "files", json.loads((out / "written.json").read_text())))
     return _WRITTEN[0]
+
+
+def _builder(interpreter: str) -> Any:
+    """What `built` runs to write the files into its folder: crewai_write.py's run, and
+    its summary as written.json."""
+
+    def build(out: Path) -> None:
+        (out / "written.json").write_text(json.dumps(_write(interpreter, out)))
+
+    return build
 
 
 def _write(interpreter: str, out: Path) -> dict[str, Any]:
