@@ -154,6 +154,21 @@ def pytest_xdist_auto_num_workers(config):
     return cores + max(1, cores // 2)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def agentctl_bytecode():
+    """agentctl's modules compiled once per test run (those not yet or no longer up to
+    date): the suite starts `python -m agentctl` and the runners' children hundreds of
+    times, and with PYTHONDONTWRITEBYTECODE set (as in a container) each of them would
+    compile agentctl's source again (~0.1-0.2 s of CPU each). Python checks a .pyc
+    against its source's mtime and size: what a test changes is compiled afresh."""
+    import compileall
+
+    try:
+        compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "agentctl"), quiet=2)
+    except OSError:  # a checkout nobody may write: each process compiles, as before
+        pass
+
+
 @pytest.fixture(scope="session")
 def pg_base_dsn(request):
     fast_tier_refuses(request, "a Postgres server")

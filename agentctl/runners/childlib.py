@@ -30,6 +30,7 @@ __all__ = [
     "serve_async",
     "instance",
     "ended",
+    "frozen",
 ]
 
 
@@ -176,9 +177,22 @@ def serve(framework: str, module: str, prepare: Any, run: Any, before: Any = Non
             return 130
 
     try:
-        sys.exit(main())
+        sys.exit(frozen(main()))
     except KeyboardInterrupt:  # outside the run's own handler
         sys.exit(130)
+
+
+def frozen(code: int) -> int:
+    """`code`, once the heap the run leaves is out of the collector's reach (gc.freeze):
+    the child exits next, and Python's last collections would walk every object the
+    framework made (~0.3 s of CPU after a LangGraph run) to free memory the exit frees
+    anyway. The exit is otherwise the same: threads joined, atexit handlers run, the
+    modules cleared, each object released as its last reference goes (what only a
+    reference cycle holds stays to the exit, as Python leaves such objects then anyway)."""
+    import gc
+
+    gc.freeze()
+    return code
 
 
 def serve_async(framework: str, module: str, prepare: Any, run: Any) -> None:

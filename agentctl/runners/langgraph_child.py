@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # python -P: no script directory
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:  # for the type checker: the same file, as a module of the package
-    from agentctl.runners.childlib import SetupError, emit, load, start, user_frames
+    from agentctl.runners.childlib import SetupError, emit, frozen, load, start, user_frames
 else:  # this file's sibling, never the agentctl package
-    from childlib import SetupError, emit, load, start, user_frames
+    from childlib import SetupError, emit, frozen, load, start, user_frames
 
 
 def _graph(obj: Any) -> Any:
@@ -504,6 +504,6 @@ def _has_subgraphs(graph: Any) -> bool:
 
 if __name__ == "__main__":
     try:
-        sys.exit(main())
+        sys.exit(frozen(main()))
     except KeyboardInterrupt:  # between the framework's steps, outside the run's own handler
         sys.exit(130)
