@@ -188,7 +188,8 @@ def frozen(code: int) -> int:
     framework made (~0.3 s of CPU after a LangGraph run) to free memory the exit frees
     anyway. The exit is otherwise the same: threads joined, atexit handlers run, the
     modules cleared, each object released as its last reference goes (what only a
-    reference cycle holds stays to the exit, as Python leaves such objects then anyway)."""
+    reference cycle holds is left to the exit, whose finalizers Python does not promise
+    to run for objects alive then)."""
     import gc
 
     gc.freeze()
