@@ -566,7 +566,12 @@ async def test_follow_mode_shows_rows_another_writer_adds(sample_url):
             assert app.thread_id == "support-1042"
             await press(pilot, "f")
             assert not app.following
-            assert not [w for w in app.workers if w.group == "follow" and w.is_running]
+            # (cancelled in a Postgres query, the worker ends once the driver has let go)
+            await until(
+                pilot,
+                lambda: not [w for w in app.workers if w.group == "follow" and w.is_running],
+                what="the follow worker to stop",
+            )
     finally:
         await writer.close()
 
