@@ -145,8 +145,8 @@ def pytest_xdist_auto_num_workers(config):
     """`-n auto`: half as many workers again as cores, one more at least (3 on 2 cores). Much of
     the suite waits rather than computes (a lock held by another process until a timeout,
     a framework's child process starting, a Postgres round trip, a TUI settling): with a
-    worker per core, the cores idle through those waits (the whole suite on 2 cores: 10:48
-    with 2 workers, 9:38 with 3, 9:27 with 4). PYTEST_XDIST_AUTO_NUM_WORKERS still decides
+    worker per core, the cores idle through those waits (the whole suite on 2 cores, in
+    session 16: 10:48 with 2 workers, 9:38 with 3, 9:27 with 4). PYTEST_XDIST_AUTO_NUM_WORKERS still decides
     when set (xdist's own rule)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's hook reads it
