@@ -127,12 +127,22 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session):
-    """While the test modules are collected, pytest keeps the modules it rewrote for their
-    asserts (tests/**/__pycache__, `*-pytest-*.pyc`, as it does by default) even on a
-    machine with PYTHONDONTWRITEBYTECODE set, where each worker would otherwise rewrite
-    every test module again on every run (some 10 s of CPU a worker)."""
+    """Bytecode is kept even on a machine with PYTHONDONTWRITEBYTECODE set (as in a
+    container), where every process would otherwise compile again what the last one did:
+    - agentctl's modules, compiled before the tests (those not yet or no longer up to
+      date; Python checks a .pyc against its source): the suite starts `python -m
+      agentctl` and the runners' children hundreds of times (~0.1-0.2 s of CPU each);
+    - the test modules as pytest rewrote them for their asserts (tests/**/__pycache__,
+      `*-pytest-*.pyc`, as pytest does by default), kept while they are collected: each
+      worker would rewrite them all again on every run (some 10 s of CPU a worker).
+    A checkout nobody may write compiles in each process, as before."""
+    import compileall
     import sys
 
+    try:
+        compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "agentctl"), quiet=2)
+    except OSError:
+        pass
     before = sys.dont_write_bytecode
     sys.dont_write_bytecode = False
     try:
@@ -146,27 +156,12 @@ def pytest_xdist_auto_num_workers(config):
     the suite waits rather than computes (a lock held by another process until a timeout,
     a framework's child process starting, a Postgres round trip, a TUI settling): with a
     worker per core, the cores idle through those waits (the whole suite on 2 cores, in
-    session 16: 10:48 with 2 workers, 9:38 with 3, 9:27 with 4). PYTEST_XDIST_AUTO_NUM_WORKERS still decides
-    when set (xdist's own rule)."""
+    session 16: 10:48 with 2 workers, 9:38 with 3, 9:27 with 4). PYTEST_XDIST_AUTO_NUM_WORKERS
+    still decides when set (xdist's own rule)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's hook reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cores + max(1, cores // 2)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def agentctl_bytecode():
-    """agentctl's modules compiled once per test run (those not yet or no longer up to
-    date): the suite starts `python -m agentctl` and the runners' children hundreds of
-    times, and with PYTHONDONTWRITEBYTECODE set (as in a container) each of them would
-    compile agentctl's source again (~0.1-0.2 s of CPU each). Python checks a .pyc
-    against its source's mtime and size: what a test changes is compiled afresh."""
-    import compileall
-
-    try:
-        compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "agentctl"), quiet=2)
-    except OSError:  # a checkout nobody may write: each process compiles, as before
-        pass
 
 
 @pytest.fixture(scope="session")
